@@ -1,0 +1,142 @@
+/** Checks credentials at the door: gateway access tokens, API keys, the org's IdP tokens, and the operator token. */
+import { timingSafeEqual, createHash } from 'node:crypto';
+import { decodeJwt } from 'jose';
+import { forbidden, unauthenticated } from '../errors.ts';
+import type { Db } from '../store/db.ts';
+import { findActiveApiKey, isClientActive, MANAGE_SCOPE, MCP_SCOPE } from './credentials.ts';
+import type { Principal, Role } from './principal.ts';
+import type { TokenSigner } from './signing.ts';
+
+/** Resolves a bearer token that is not the gateway's own: the org's identity provider (see auth/idp). */
+export interface IdpResolver {
+  /** For the MCP endpoint: the org is known from the URL. Returns null when the org has no IdP configured. */
+  forOrg(orgId: string, token: string): Promise<IdpPrincipal | null>;
+  /** For /api/*: finds the org whose IdP issued the token (by issuer and audience). */
+  forRest(token: string): Promise<IdpPrincipal | null>;
+}
+
+export interface IdpPrincipal {
+  orgId: string;
+  subject: string;
+  email: string | null;
+  role: Role | null;
+  scopes: string[];
+}
+
+const CONNECTOR_SCOPE = /^mcp:call:([0-9a-f-]{36})$/;
+
+export function bearerToken(request: Request): string | null {
+  const header = request.headers.get('authorization');
+  if (!header) return null;
+  const match = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(header);
+  return match ? match[1]! : '';
+}
+
+/** Connector limits carried by scopes: `mcp:call` means all (null); otherwise the listed connector ids. */
+export function connectorsFromScopes(scopes: string[]): string[] | null | 'none' {
+  if (scopes.includes(MCP_SCOPE)) return null;
+  const ids = scopes.map((s) => CONNECTOR_SCOPE.exec(s)?.[1]).filter((id): id is string => Boolean(id));
+  return ids.length ? ids : 'none';
+}
+
+function isGatewayToken(token: string, issuer: string): boolean {
+  try {
+    return decodeJwt(token).iss === issuer;
+  } catch {
+    return false;
+  }
+}
+
+export class Authenticator {
+  private readonly operatorDigest: Buffer | null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly signer: TokenSigner,
+    operatorToken: string | null,
+    private readonly idp: IdpResolver | null = null,
+  ) {
+    this.operatorDigest = operatorToken ? createHash('sha256').update(operatorToken).digest() : null;
+  }
+
+  operator(request: Request): Principal {
+    const token = bearerToken(request);
+    if (!token) throw unauthenticated('The operator token is required.', token !== null);
+    const digest = createHash('sha256').update(token).digest();
+    if (!this.operatorDigest || !timingSafeEqual(digest, this.operatorDigest)) {
+      throw unauthenticated('The operator token is invalid.', true);
+    }
+    return { orgId: '', kind: 'operator', actorId: 'operator', email: null, role: null, orgLevel: true, connectorIds: null };
+  }
+
+  /** `/api/*`: a gateway token with the management scope, or a user token from the org's IdP. */
+  async rest(request: Request): Promise<Principal> {
+    const token = bearerToken(request);
+    if (!token) throw unauthenticated('Authorization: Bearer <token> is required.', token !== null);
+    if (isGatewayToken(token, this.signer.issuer)) {
+      const claims = await this.verifyGatewayToken(token);
+      if (!claims.scope.split(' ').includes(MANAGE_SCOPE)) {
+        throw forbidden('insufficient_scope', `This token may only call tools; the REST interface needs the ${MANAGE_SCOPE} scope.`, MANAGE_SCOPE);
+      }
+      return { orgId: claims.tg_org, kind: 'oauth_client', actorId: claims.sub, email: null, role: null, orgLevel: true, connectorIds: null };
+    }
+    const user = await this.resolveIdp(() => this.idp?.forRest(token) ?? Promise.resolve(null));
+    if (!user) throw unauthenticated('The token is invalid or expired.', true);
+    return { orgId: user.orgId, kind: 'idp_user', actorId: user.subject, email: user.email, role: user.role, orgLevel: false, connectorIds: null };
+  }
+
+  /** The MCP endpoint of one org: an API key, a gateway token with an mcp:call scope, or the org's IdP token. */
+  async mcp(request: Request, orgId: string): Promise<Principal> {
+    const apiKey = request.headers.get('x-api-key');
+    if (apiKey !== null) {
+      const row = await findActiveApiKey(this.db, apiKey.trim());
+      // Another org's key gets the same answer as an unknown one: nothing is revealed about the other org.
+      if (!row || row.orgId !== orgId) throw unauthenticated('The API key is invalid or revoked.');
+      return { orgId, kind: 'api_key', actorId: row.id, email: null, role: null, orgLevel: false, connectorIds: row.connectorIds ?? null };
+    }
+    const token = bearerToken(request);
+    if (!token) throw unauthenticated('A credential is required: X-API-Key or Authorization: Bearer.', token !== null);
+    if (isGatewayToken(token, this.signer.issuer)) {
+      const claims = await this.verifyGatewayToken(token);
+      if (claims.tg_org !== orgId) throw unauthenticated('The token is not valid for this endpoint.', true);
+      const limits = connectorsFromScopes(claims.scope.split(' '));
+      if (limits === 'none') throw forbidden('insufficient_scope', `This token has no ${MCP_SCOPE} scope.`, MCP_SCOPE);
+      return { orgId, kind: 'oauth_client', actorId: claims.sub, email: null, role: null, orgLevel: false, connectorIds: limits };
+    }
+    const user = await this.resolveIdp(() => this.idp?.forOrg(orgId, token) ?? Promise.resolve(null));
+    if (!user || user.orgId !== orgId) throw unauthenticated('The token is invalid or expired.', true);
+    // Any valid IdP token may call tools; connector scopes, when present, limit it like an OAuth token.
+    const limits = connectorsFromScopes(user.scopes);
+    return {
+      orgId,
+      kind: 'idp_user',
+      actorId: user.subject,
+      email: user.email,
+      role: user.role,
+      orgLevel: false,
+      connectorIds: limits === 'none' ? null : limits,
+    };
+  }
+
+  private async verifyGatewayToken(token: string) {
+    let claims;
+    try {
+      claims = await this.signer.verify(token);
+    } catch {
+      throw unauthenticated('The token is invalid or expired.', true);
+    }
+    // A revoked client's tokens stop working on the next request, on every instance (the store is shared).
+    if (!(await isClientActive(this.db, claims.tg_org, claims.sub))) {
+      throw unauthenticated('The token was issued to a client that has been revoked.', true);
+    }
+    return claims;
+  }
+
+  private async resolveIdp(resolve: () => Promise<IdpPrincipal | null>): Promise<IdpPrincipal | null> {
+    try {
+      return await resolve();
+    } catch {
+      return null;
+    }
+  }
+}

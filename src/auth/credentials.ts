@@ -1,0 +1,108 @@
+/** API keys and OAuth clients: issued with a secret shown once, stored only as hashes, revoked immediately. */
+import { and, desc, eq, isNull } from 'drizzle-orm';
+import type { Queryable } from '../store/db.ts';
+import { apiKeys, oauthClients, orgs } from '../store/schema.ts';
+import { hashSecret, randomSecret } from '../util/crypto.ts';
+import { randomBytes } from 'node:crypto';
+
+export const API_KEY_PREFIX = 'tgk_';
+export const CLIENT_ID_PREFIX = 'tgc_';
+export const CLIENT_SECRET_PREFIX = 'tgs_';
+export const MANAGE_SCOPE = 'org:manage';
+export const MCP_SCOPE = 'mcp:call';
+
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+export type OAuthClientRow = typeof oauthClients.$inferSelect;
+
+export function apiKeyView(row: ApiKeyRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    connector_ids: row.connectorIds ?? null,
+    created_at: row.createdAt.toISOString(),
+    revoked_at: row.revokedAt?.toISOString() ?? null,
+  };
+}
+
+export function oauthClientView(row: OAuthClientRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    client_id: row.clientId,
+    scopes: row.scopes,
+    created_at: row.createdAt.toISOString(),
+    revoked_at: row.revokedAt?.toISOString() ?? null,
+  };
+}
+
+export async function createApiKey(db: Queryable, orgId: string, input: { name: string; connectorIds: string[] | null }) {
+  const key = API_KEY_PREFIX + randomSecret(32);
+  const [row] = await db
+    .insert(apiKeys)
+    .values({ orgId, name: input.name, prefix: key.slice(0, 12), keyHash: hashSecret(key), connectorIds: input.connectorIds })
+    .returning();
+  return { row: row!, key };
+}
+
+export async function listApiKeys(db: Queryable, orgId: string): Promise<ApiKeyRow[]> {
+  return db.select().from(apiKeys).where(eq(apiKeys.orgId, orgId)).orderBy(desc(apiKeys.createdAt));
+}
+
+export async function revokeApiKey(db: Queryable, orgId: string, id: string): Promise<ApiKeyRow | undefined> {
+  const [row] = await db
+    .update(apiKeys)
+    .set({ revokedAt: new Date() })
+    .where(and(eq(apiKeys.orgId, orgId), eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+    .returning();
+  return row;
+}
+
+/** Looks a presented key up by its hash (an indexed equality on a digest: no timing signal about the secret). */
+export async function findActiveApiKey(db: Queryable, key: string) {
+  if (!key.startsWith(API_KEY_PREFIX) || key.length > 200) return undefined;
+  const [row] = await db
+    .select({ id: apiKeys.id, orgId: apiKeys.orgId, connectorIds: apiKeys.connectorIds, orgSlug: orgs.slug })
+    .from(apiKeys)
+    .innerJoin(orgs, eq(orgs.id, apiKeys.orgId))
+    .where(and(eq(apiKeys.keyHash, hashSecret(key)), isNull(apiKeys.revokedAt)));
+  return row;
+}
+
+export async function createOAuthClient(db: Queryable, orgId: string, input: { name: string; scopes: string[] }) {
+  const clientId = CLIENT_ID_PREFIX + randomBytes(12).toString('hex');
+  const clientSecret = CLIENT_SECRET_PREFIX + randomSecret(32);
+  const [row] = await db
+    .insert(oauthClients)
+    .values({ orgId, name: input.name, clientId, secretHash: hashSecret(clientSecret), scopes: input.scopes })
+    .returning();
+  return { row: row!, clientSecret };
+}
+
+export async function listOAuthClients(db: Queryable, orgId: string): Promise<OAuthClientRow[]> {
+  return db.select().from(oauthClients).where(eq(oauthClients.orgId, orgId)).orderBy(desc(oauthClients.createdAt));
+}
+
+export async function revokeOAuthClient(db: Queryable, orgId: string, clientId: string): Promise<OAuthClientRow | undefined> {
+  const [row] = await db
+    .update(oauthClients)
+    .set({ revokedAt: new Date() })
+    .where(and(eq(oauthClients.orgId, orgId), eq(oauthClients.clientId, clientId), isNull(oauthClients.revokedAt)))
+    .returning();
+  return row;
+}
+
+export async function findOAuthClient(db: Queryable, clientId: string): Promise<OAuthClientRow | undefined> {
+  if (!clientId.startsWith(CLIENT_ID_PREFIX) || clientId.length > 100) return undefined;
+  const [row] = await db.select().from(oauthClients).where(eq(oauthClients.clientId, clientId));
+  return row;
+}
+
+/** Whether a client still stands (not revoked) and belongs to the org: checked on every request carrying its token. */
+export async function isClientActive(db: Queryable, orgId: string, clientId: string): Promise<boolean> {
+  const [row] = await db
+    .select({ id: oauthClients.id })
+    .from(oauthClients)
+    .where(and(eq(oauthClients.clientId, clientId), eq(oauthClients.orgId, orgId), isNull(oauthClients.revokedAt)));
+  return row !== undefined;
+}

@@ -1,0 +1,39 @@
+/** Who is calling, and the role ordering that decides what each policy admits. */
+
+export const ROLES = ['contributor', 'admin', 'finance'] as const;
+export type Role = (typeof ROLES)[number];
+export type Policy = 'public' | 'operator' | 'mcp' | Role;
+
+export interface Principal {
+  orgId: string;
+  kind: 'api_key' | 'oauth_client' | 'idp_user' | 'operator';
+  /** API key id, OAuth client_id, or the IdP subject. */
+  actorId: string;
+  email: string | null;
+  /** Role of an IdP user; null for machine credentials. */
+  role: Role | null;
+  /** Client-credentials tokens with the management scope act at org level (every role check passes). */
+  orgLevel: boolean;
+  /** Connectors whose tools the credential may call; null means every connector. */
+  connectorIds: string[] | null;
+}
+
+/**
+ * Role ordering (docs/decisions.md): admin includes contributor and finance;
+ * contributor and finance are separate duties and do not include each other.
+ */
+const ADMITS: Record<Role, readonly Role[]> = {
+  contributor: ['contributor', 'admin'],
+  finance: ['finance', 'admin'],
+  admin: ['admin'],
+};
+
+export function roleSatisfies(role: Role | null, required: Role): boolean {
+  return role !== null && ADMITS[required].includes(role);
+}
+
+export function actorOf(principal: Principal | null): { type: 'api_key' | 'oauth_client' | 'user' | 'operator' | 'anonymous'; id: string | null } {
+  if (!principal) return { type: 'anonymous', id: null };
+  const type = principal.kind === 'idp_user' ? 'user' : principal.kind;
+  return { type, id: principal.kind === 'idp_user' ? (principal.email ?? principal.actorId) : principal.actorId };
+}

@@ -1,0 +1,113 @@
+/** The gateway's own access tokens: ES256 keys kept sealed in the store, published as a JWKS, rotation-ready. */
+import { desc, isNull } from 'drizzle-orm';
+import { SignJWT, createLocalJWKSet, exportJWK, generateKeyPair, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../store/db.ts';
+import { signingKeys } from '../store/schema.ts';
+import type { SecretBox } from '../util/crypto.ts';
+
+export const TOKEN_AUDIENCE = 'toolgate';
+const ALG = 'ES256';
+/** How often an unknown kid may trigger a reload of keys from the store (another instance may have rotated). */
+const RELOAD_COOLDOWN_MS = 5_000;
+
+export interface AccessTokenClaims extends JWTPayload {
+  /** Org id. */
+  tg_org: string;
+  /** OAuth client_id. */
+  sub: string;
+  scope: string;
+}
+
+export class TokenSigner {
+  private signingKey: { kid: string; key: CryptoKey } | null = null;
+  private verifyKeys: ReturnType<typeof createLocalJWKSet> | null = null;
+  private publicJwks: { keys: JWK[] } = { keys: [] };
+  private lastReload = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly box: SecretBox,
+    readonly issuer: string,
+  ) {}
+
+  /** Loads the keys, creating the first one when the store has none. */
+  async init(): Promise<void> {
+    await this.reload();
+    if (!this.signingKey) {
+      await this.rotate();
+    }
+  }
+
+  /** Creates a new signing key; older keys keep verifying tokens until retired. */
+  async rotate(): Promise<string> {
+    const { privateKey, publicKey } = await generateKeyPair(ALG, { extractable: true });
+    const kid = randomUUID();
+    const privateJwk = await exportJWK(privateKey);
+    const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' };
+    await this.db.insert(signingKeys).values({
+      kid,
+      alg: ALG,
+      privateKeySealed: this.box.encrypt(JSON.stringify(privateJwk), `signing_key:${kid}`),
+      publicJwk,
+    });
+    await this.reload();
+    return kid;
+  }
+
+  private async reload(): Promise<void> {
+    const rows = await this.db.select().from(signingKeys).where(isNull(signingKeys.retiredAt)).orderBy(desc(signingKeys.createdAt));
+    const newest = rows[0];
+    if (newest) {
+      const jwk = JSON.parse(this.box.decrypt(newest.privateKeySealed, `signing_key:${newest.kid}`)) as JWK;
+      this.signingKey = { kid: newest.kid, key: (await importJWK(jwk, ALG)) as CryptoKey };
+    }
+    this.publicJwks = { keys: rows.map((r) => r.publicJwk as JWK) };
+    this.verifyKeys = createLocalJWKSet(this.publicJwks);
+    this.lastReload = Date.now();
+  }
+
+  jwks(): { keys: JWK[] } {
+    return this.publicJwks;
+  }
+
+  async issue(input: { orgId: string; clientId: string; scopes: string[]; ttlSeconds: number }): Promise<string> {
+    if (!this.signingKey) throw new Error('token signer is not initialised');
+    return new SignJWT({ tg_org: input.orgId, scope: input.scopes.join(' ') })
+      .setProtectedHeader({ alg: ALG, kid: this.signingKey.kid, typ: 'at+jwt' })
+      .setIssuer(this.issuer)
+      .setAudience(TOKEN_AUDIENCE)
+      .setSubject(input.clientId)
+      .setJti(randomUUID())
+      .setIssuedAt()
+      .setExpirationTime(`${input.ttlSeconds}s`)
+      .sign(this.signingKey.key);
+  }
+
+  /** Verifies a gateway token: ES256 only, our issuer and audience, `exp` required. Throws on any failure. */
+  async verify(token: string): Promise<AccessTokenClaims> {
+    try {
+      return await this.verifyOnce(token);
+    } catch (err) {
+      // A kid minted by another instance after our last load: reload once per cooldown, then retry.
+      if ((err as { code?: string }).code === 'ERR_JWKS_NO_MATCHING_KEY' && Date.now() - this.lastReload > RELOAD_COOLDOWN_MS) {
+        await this.reload();
+        return this.verifyOnce(token);
+      }
+      throw err;
+    }
+  }
+
+  private async verifyOnce(token: string): Promise<AccessTokenClaims> {
+    const { payload } = await jwtVerify(token, this.verifyKeys!, {
+      algorithms: [ALG],
+      issuer: this.issuer,
+      audience: TOKEN_AUDIENCE,
+      requiredClaims: ['exp', 'iat', 'sub', 'tg_org'],
+      typ: 'at+jwt',
+    });
+    if (typeof payload.tg_org !== 'string' || typeof payload.scope !== 'string') throw new Error('malformed claims');
+    return payload as AccessTokenClaims;
+  }
+}
+

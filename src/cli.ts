@@ -1,0 +1,111 @@
+/**
+ * The toolgate CLI. `org create` onboards an org: through the operator API when an embedded server holds
+ * the data folder (PGlite allows one process per folder), otherwise directly on the store.
+ */
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { createGateway } from './gateway.ts';
+import { PLANS, type Plan } from './orgs/repository.ts';
+import { onboardOrg } from './orgs/service.ts';
+import { AppError } from './errors.ts';
+import { acquireDataDirLock, DataDirBusyError, embeddedOperatorToken, lockHolder } from './util/datadir.ts';
+
+const USAGE = `usage: toolgate org create --slug SLUG --name NAME [--plan ${PLANS.join('|')}] [--trial-days N] [--json]
+
+Environment: TOOLGATE_DATA_DIR (embedded store, default ./data), DATABASE_URL (PostgreSQL),
+PORT, TOOLGATE_OPERATOR_TOKEN (operator API of a running server).`;
+
+type Onboarding = Awaited<ReturnType<typeof onboardOrg>>;
+
+function fail(message: string, code = 1): never {
+  console.error(`toolgate: ${message}`);
+  process.exit(code);
+}
+
+async function viaOperatorApi(url: string, token: string, body: Record<string, unknown>): Promise<Onboarding> {
+  const response = await fetch(`${url}/operator/orgs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
+  const payload = (await response.json()) as Record<string, unknown>;
+  if (!response.ok) fail(`${String(payload.message ?? payload.error ?? response.status)}`);
+  return payload as unknown as Onboarding;
+}
+
+async function direct(config: Config, input: { slug: string; name: string; plan: Plan; trialDays?: number }): Promise<Onboarding> {
+  const release = config.databaseUrl ? () => {} : acquireDataDirLock(config.dataDir, { port: 0, url: 'cli' });
+  const gateway = await createGateway({ ...config, logLevel: 'error' });
+  try {
+    return await onboardOrg(gateway.deps, input, { type: 'operator', id: null });
+  } catch (err) {
+    if (err instanceof AppError) fail(err.message);
+    throw err;
+  } finally {
+    await gateway.close();
+    release();
+  }
+}
+
+function print(result: Onboarding, asJson: boolean): void {
+  if (asJson) {
+    console.log(
+      JSON.stringify({
+        org_id: result.org.id,
+        slug: result.org.slug,
+        endpoint: result.endpoint,
+        api_key: result.api_key.key,
+        client_id: result.oauth_client.client_id,
+        client_secret: result.oauth_client.client_secret,
+      }),
+    );
+    return;
+  }
+  console.log(`Created org ${result.org.slug} (${result.org.id}), plan ${result.org.plan}, ${result.org.provision_status}.
+MCP endpoint:  ${result.endpoint}
+API key:       ${result.api_key.key}
+OAuth client:  ${result.oauth_client.client_id}
+Client secret: ${result.oauth_client.client_secret}
+The secrets are shown only now: store them safely.`);
+}
+
+async function orgCreate(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { slug: { type: 'string' }, name: { type: 'string' }, plan: { type: 'string' }, 'trial-days': { type: 'string' }, json: { type: 'boolean' } },
+    strict: true,
+  });
+  if (!values.slug || !values.name) fail(`--slug and --name are required\n${USAGE}`, 2);
+  const plan = (values.plan ?? 'starter') as Plan;
+  if (!PLANS.includes(plan)) fail(`--plan must be one of ${PLANS.join(', ')}`, 2);
+  const trialDays = values['trial-days'] === undefined ? undefined : Number(values['trial-days']);
+  if (trialDays !== undefined && (!Number.isInteger(trialDays) || trialDays < 0 || trialDays > 365)) fail('--trial-days must be an integer from 0 to 365', 2);
+  if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(values.slug)) fail('--slug must be 1-63 characters of a-z, 0-9 and inner hyphens', 2);
+
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+  const input = { slug: values.slug, name: values.name, plan, trialDays };
+  const holder = config.databaseUrl ? null : lockHolder(config.dataDir);
+  let result: Onboarding;
+  if (holder) {
+    const token = config.operatorToken ?? embeddedOperatorToken(config.dataDir);
+    result = await viaOperatorApi(`http://127.0.0.1:${holder.port}`, token, { slug: input.slug, name: input.name, plan, ...(trialDays !== undefined ? { trial_days: trialDays } : {}) });
+  } else {
+    try {
+      result = await direct(config, input);
+    } catch (err) {
+      if (err instanceof DataDirBusyError) fail(`${err.message}; try again`);
+      throw err;
+    }
+  }
+  print(result, Boolean(values.json));
+}
+
+const [group, command, ...rest] = process.argv.slice(2);
+if (group === 'org' && command === 'create') await orgCreate(rest);
+else fail(USAGE, 2);

@@ -1,0 +1,119 @@
+/** The one configuration module: read once at start, validated at start, units in names. */
+
+export interface Config {
+  port: number;
+  host: string;
+  /** Absolute base URL the gateway is reached at; MCP endpoints and the token issuer derive from it. */
+  publicUrl: string;
+  /** Unset: embedded PGlite in dataDir. Set: a PostgreSQL server. */
+  databaseUrl: string | null;
+  dataDir: string;
+  /** 32-byte key (base64 or hex) for AES-256-GCM of recoverable secrets; embedded mode generates one into dataDir. */
+  secretKey: string | null;
+  operatorToken: string | null;
+  redisUrl: string | null;
+  accessTokenTtlSeconds: number;
+  maxBodyBytes: number;
+  /** Origins allowed on the MCP endpoint besides the gateway's own. */
+  allowedOrigins: string[];
+  /** Hosts (host or host:port) exempt from the outbound private-address rules, for local IdPs and tests. */
+  outboundAllowHosts: string[];
+  statementTimeoutMs: number;
+  lockTimeoutMs: number;
+  maxResultRows: number;
+  maxResultBytes: number;
+  idpClockToleranceSeconds: number;
+  jwksCooldownMs: number;
+  jwksTimeoutMs: number;
+  /** Seed a demo org with a sample database on start (embedded default). */
+  demo: boolean;
+  logLevel: 'silent' | 'error' | 'info' | 'debug';
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function intVar(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function urlVar(env: Env, name: string, protocols: string[]): string | null {
+  const raw = env[name];
+  if (!raw) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} is not a valid URL`);
+  }
+  if (!protocols.includes(url.protocol)) {
+    throw new ConfigError(`${name} must use one of ${protocols.join(', ')}`);
+  }
+  return raw;
+}
+
+function listVar(env: Env, name: string): string[] {
+  return (env[name] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = intVar(env, 'PORT', 8080, 0, 65535);
+  const host = env.HOST || '0.0.0.0';
+  const publicUrl = (urlVar(env, 'TOOLGATE_PUBLIC_URL', ['http:', 'https:']) ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  const databaseUrl = urlVar(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const secretKey = env.TOOLGATE_SECRET_KEY || null;
+  if (secretKey !== null && decodeKey(secretKey) === null) {
+    throw new ConfigError('TOOLGATE_SECRET_KEY must be 32 bytes as base64 (44 chars) or hex (64 chars)');
+  }
+  if (databaseUrl && !secretKey) {
+    throw new ConfigError('TOOLGATE_SECRET_KEY is required when DATABASE_URL is set (instances sharing a database must share the key)');
+  }
+  const operatorToken = env.TOOLGATE_OPERATOR_TOKEN || null;
+  if (operatorToken !== null && operatorToken.length < 24) {
+    throw new ConfigError('TOOLGATE_OPERATOR_TOKEN must be at least 24 characters');
+  }
+  const logLevel = (env.TOOLGATE_LOG_LEVEL || 'info') as Config['logLevel'];
+  if (!['silent', 'error', 'info', 'debug'].includes(logLevel)) {
+    throw new ConfigError('TOOLGATE_LOG_LEVEL must be one of silent, error, info, debug');
+  }
+  return {
+    port,
+    host,
+    publicUrl,
+    databaseUrl,
+    dataDir: env.TOOLGATE_DATA_DIR || './data',
+    secretKey,
+    operatorToken,
+    redisUrl: urlVar(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    accessTokenTtlSeconds: 3600,
+    maxBodyBytes: intVar(env, 'TOOLGATE_MAX_BODY_BYTES', 1_048_576, 1024, 64 * 1_048_576),
+    allowedOrigins: listVar(env, 'TOOLGATE_ALLOWED_ORIGINS'),
+    outboundAllowHosts: listVar(env, 'TOOLGATE_OUTBOUND_ALLOW_HOSTS'),
+    statementTimeoutMs: intVar(env, 'TOOLGATE_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
+    lockTimeoutMs: intVar(env, 'TOOLGATE_LOCK_TIMEOUT_MS', 2000, 100, 600_000),
+    maxResultRows: intVar(env, 'TOOLGATE_MAX_RESULT_ROWS', 1000, 1, 100_000),
+    maxResultBytes: intVar(env, 'TOOLGATE_MAX_RESULT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
+    idpClockToleranceSeconds: intVar(env, 'TOOLGATE_IDP_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),
+    jwksCooldownMs: intVar(env, 'TOOLGATE_JWKS_COOLDOWN_MS', 30_000, 0, 3_600_000),
+    jwksTimeoutMs: intVar(env, 'TOOLGATE_JWKS_TIMEOUT_MS', 3000, 100, 60_000),
+    demo: env.TOOLGATE_DEMO === undefined ? !databaseUrl : env.TOOLGATE_DEMO === '1' || env.TOOLGATE_DEMO === 'true',
+    logLevel,
+  };
+}
+
+/** Decodes a 32-byte key from base64 or hex; null when it is neither. */
+export function decodeKey(text: string): Uint8Array | null {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Uint8Array.from(Buffer.from(text, 'hex'));
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.length === 32 ? Uint8Array.from(bytes) : null;
+}

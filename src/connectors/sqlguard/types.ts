@@ -1,0 +1,18 @@
+/** The contract of the per-dialect SQL guards: what a statement may do on a tool's own table. */
+
+export interface GuardOptions {
+  /** The only table (or view) the statement may reference. */
+  table: { schema: string; name: string };
+  /** Connector setting: INSERT/UPDATE/DELETE allowed (on the tool's table only) unless readOnly. */
+  allowWrite: boolean;
+  /** Connector setting: DDL on the tool's table allowed unless readOnly. */
+  allowDdl: boolean;
+  /** Per-tool setting: when true, only reads are allowed whatever the connector says. */
+  readOnly: boolean;
+}
+
+export type StatementKind = 'select' | 'insert' | 'update' | 'delete' | 'ddl';
+
+export type GuardResult =
+  | { ok: true; kind: StatementKind; /** true when the statement only reads */ readOnly: boolean }
+  | { ok: false; /** Tells the agent what was refused and what is allowed. */ reason: string };

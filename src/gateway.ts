@@ -1,0 +1,69 @@
+/** Assembles a gateway from its configuration: store, keys, authenticator, services, and the app. */
+import { join } from 'node:path';
+import { Authenticator } from './auth/authenticate.ts';
+import { TokenSigner } from './auth/signing.ts';
+import { decodeKey, type Config } from './config.ts';
+import { buildApp } from './app.ts';
+import type { AppDeps } from './http/context.ts';
+import { openStore } from './store/db.ts';
+import { CatalogCache } from './tools/catalog.ts';
+import { SecretBox, randomSecret } from './util/crypto.ts';
+import { embeddedSecretKey } from './util/datadir.ts';
+import { createLogger } from './util/log.ts';
+
+export interface Gateway {
+  deps: AppDeps;
+  app: ReturnType<typeof buildApp>;
+  handle(request: Request): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export interface GatewayOptions {
+  /** Tests: keep PGlite in memory instead of the data folder. */
+  inMemory?: boolean;
+}
+
+const closers: Array<(deps: AppDeps) => Promise<void>> = [];
+/** Later modules register cleanup (pools, timers) to run when a gateway closes. */
+export function onGatewayClose(fn: (deps: AppDeps) => Promise<void>): void {
+  closers.push(fn);
+}
+
+const starters: Array<(deps: AppDeps) => Promise<void> | void> = [];
+/** Later modules register services to attach to deps when a gateway is created. */
+export function onGatewayStart(fn: (deps: AppDeps) => Promise<void> | void): void {
+  starters.push(fn);
+}
+
+export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
+  const embedded = !config.databaseUrl;
+  const keyText = config.secretKey ?? (embedded && !options.inMemory ? embeddedSecretKey(config.dataDir) : Buffer.from(randomSecret(32), 'base64url').toString('base64'));
+  const box = new SecretBox(decodeKey(keyText)!);
+  const store = await openStore({
+    databaseUrl: config.databaseUrl,
+    dataDir: embedded && !options.inMemory ? join(config.dataDir, 'pgdata') : null,
+  });
+  const log = createLogger(config.logLevel);
+  const signer = new TokenSigner(store.db, box, config.publicUrl);
+  await signer.init();
+  const deps = {
+    config,
+    store,
+    box,
+    signer,
+    auth: new Authenticator(store.db, signer, config.operatorToken),
+    log,
+  } as AppDeps;
+  deps.catalog = new CatalogCache(deps);
+  for (const start of starters) await start(deps);
+  const app = buildApp(deps);
+  return {
+    deps,
+    app,
+    handle: (request) => app.handle(request),
+    close: async () => {
+      for (const close of closers) await close(deps).catch(() => {});
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,28 @@
+/** The handler table: exactly one handler per operation of openapi.yaml (checked when the app is built). */
+import type { HandlerTable } from '../http/context.ts';
+import { mcpEndpoint } from './mcp.ts';
+import { getDocs, getDocsAsset, getHealth, getJwks, getOpenApi } from './meta.ts';
+import { issueToken } from './oauth.ts';
+import { createOrg } from './operator.ts';
+import { createApiKey, createOAuthClient, getOrg, listApiKeys, listOAuthClients, revokeApiKey, revokeOAuthClient } from './org.ts';
+import { getProvisioningStatus, provisionOrg } from './provisioning.ts';
+
+export const handlers: HandlerTable = {
+  issueToken,
+  getOrg,
+  listApiKeys,
+  createApiKey,
+  revokeApiKey,
+  listOAuthClients,
+  createOAuthClient,
+  revokeOAuthClient,
+  getProvisioningStatus,
+  provisionOrg,
+  mcpEndpoint,
+  createOrg,
+  getJwks,
+  getHealth,
+  getOpenApi,
+  getDocs,
+  getDocsAsset,
+};

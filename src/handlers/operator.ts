@@ -1,0 +1,10 @@
+/** Operator-only onboarding, guarded by TOOLGATE_OPERATOR_TOKEN. */
+import { json } from '../errors.ts';
+import type { Handler, RequestContext } from '../http/context.ts';
+import { onboardOrg } from '../orgs/service.ts';
+import type { CreateOrgRequest } from '../../generated/client/types.gen.ts';
+
+export const createOrg: Handler = async ({ deps, body }: RequestContext<CreateOrgRequest>) => {
+  const result = await onboardOrg(deps, { slug: body.slug, name: body.name, plan: body.plan, trialDays: body.trial_days }, { type: 'operator', id: null });
+  return json(result, 201, { 'cache-control': 'no-store' });
+};

@@ -1,0 +1,34 @@
+/** What a handler receives, and the dependencies the app is built from. */
+import type { Authenticator } from '../auth/authenticate.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { TokenSigner } from '../auth/signing.ts';
+import type { Config } from '../config.ts';
+import type { Store } from '../store/db.ts';
+import type { SecretBox } from '../util/crypto.ts';
+import type { Logger } from '../util/log.ts';
+import type { CatalogCache } from '../tools/catalog.ts';
+import type { OperationId } from '../../generated/operations.ts';
+
+export interface AppDeps {
+  config: Config;
+  store: Store;
+  box: SecretBox;
+  signer: TokenSigner;
+  auth: Authenticator;
+  log: Logger;
+  catalog: CatalogCache;
+}
+
+export interface RequestContext<Body = unknown> {
+  request: Request;
+  url: URL;
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  body: Body;
+  /** Null only for public operations. */
+  principal: Principal | null;
+  deps: AppDeps;
+}
+
+export type Handler = (ctx: RequestContext<any>) => Promise<Response> | Response;
+export type HandlerTable = Record<OperationId, Handler>;

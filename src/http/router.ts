@@ -1,0 +1,146 @@
+/** Binds every operation of the contract to exactly one handler on Elysia, with auth and validation before the handler. */
+import { Elysia } from 'elysia';
+import { operations, type OperationDef, type OperationId } from '../../generated/operations.ts';
+import * as validators from '../../generated/validators/rest.ts';
+import { roleSatisfies, type Principal, type Role } from '../auth/principal.ts';
+import { AppError, forbidden, json, restErrorResponse } from '../errors.ts';
+import { describeError } from '../util/log.ts';
+import { decodeUtf8, parseJson, readBodyCapped } from './body.ts';
+import type { AppDeps, Handler, HandlerTable } from './context.ts';
+
+type Validator = ((data: unknown) => boolean) & { errors?: AjvError[] | null };
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** RFC 6749 errors of the token endpoint keep their own body shape. */
+export class OAuthError extends AppError {
+  constructor(status: 400 | 401, code: string, description: string, headers: Record<string, string> = {}) {
+    super(status, code, description, headers);
+  }
+}
+
+/** Refuses to build an app in which an operation lacks a handler or a handler lacks an operation. */
+export function checkHandlerTable(defs: readonly OperationDef[], handlers: Record<string, Handler>): void {
+  const ids = new Set(defs.map((d) => d.operationId));
+  const missing = [...ids].filter((id) => typeof handlers[id] !== 'function');
+  const extra = Object.keys(handlers).filter((id) => !ids.has(id));
+  if (missing.length || extra.length) {
+    throw new Error(
+      `handlers do not match openapi.yaml: ${missing.length ? `no handler for ${missing.join(', ')}` : ''}${missing.length && extra.length ? '; ' : ''}${extra.length ? `no operation for ${extra.join(', ')}` : ''}`,
+    );
+  }
+}
+
+function describeAjvError(where: string, err: AjvError): string {
+  const field = [where, ...err.instancePath.split('/').filter(Boolean)].join('.');
+  if (err.keyword === 'required') return `${field}.${String(err.params.missingProperty)} is required`;
+  if (err.keyword === 'additionalProperties') return `${field}.${String(err.params.additionalProperty)} is not a known field`;
+  return `${field} ${err.message ?? 'is invalid'}`;
+}
+
+function validate(name: string, data: unknown, where: string, form: boolean): void {
+  const fn = (validators as unknown as Record<string, Validator | undefined>)[name];
+  if (!fn || fn(data)) return;
+  const message = describeAjvError(where, fn.errors?.[0] ?? { instancePath: '', keyword: '', params: {} });
+  if (form) throw new OAuthError(400, 'invalid_request', message);
+  throw new AppError(400, 'validation_error', message);
+}
+
+function queryObject(url: URL): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of new Set(url.searchParams.keys())) {
+    const all = url.searchParams.getAll(key);
+    out[key] = all.length === 1 ? all[0] : all;
+  }
+  return out;
+}
+
+function authorize(policy: Role, principal: Principal): void {
+  if (principal.orgLevel) return;
+  if (!roleSatisfies(principal.role, policy)) {
+    throw forbidden('insufficient_role', `This operation needs the ${policy} role${principal.role ? `; the caller has ${principal.role}` : ' and the caller has none'}.`);
+  }
+}
+
+async function readBody(op: OperationDef, request: Request, deps: AppDeps): Promise<unknown> {
+  const contentType = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  const form = op.bodyType === 'form';
+  const expected = form ? 'application/x-www-form-urlencoded' : 'application/json';
+  const bytes = await readBodyCapped(request, deps.config.maxBodyBytes);
+  if (bytes.byteLength === 0) {
+    if (!op.bodyRequired) return undefined;
+    if (form) throw new OAuthError(400, 'invalid_request', `A ${expected} body is required.`);
+    throw new AppError(400, 'validation_error', 'body is required');
+  }
+  if (contentType !== expected) {
+    if (form) throw new OAuthError(400, 'invalid_request', `Content-Type must be ${expected}.`);
+    throw new AppError(415, 'unsupported_media_type', `Content-Type must be ${expected}.`);
+  }
+  const text = decodeUtf8(bytes);
+  if (form) return Object.fromEntries(new URLSearchParams(text));
+  const parsed = parseJson(text);
+  if (!parsed.ok) {
+    throw new AppError(400, parsed.reason === 'depth' ? 'body_too_deep' : 'invalid_json', parsed.reason === 'depth' ? 'The JSON body is nested too deeply.' : 'The body is not valid JSON.');
+  }
+  return parsed.value;
+}
+
+async function dispatch(op: OperationDef, handler: Handler, request: Request, params: Record<string, string>, deps: AppDeps): Promise<Response> {
+  let principal: Principal | null = null;
+  try {
+    if (op.auth === 'operator') principal = deps.auth.operator(request);
+    else if (op.auth !== 'public' && op.auth !== 'mcp') {
+      principal = await deps.auth.rest(request);
+      authorize(op.auth, principal);
+    }
+    const url = new URL(request.url);
+    const query = queryObject(url);
+    // The MCP endpoint reads its own body: its errors are JSON-RPC errors, not REST ones.
+    if (op.auth !== 'mcp') {
+      if (op.pathParams.length) validate(`${op.operationId}_path`, params, 'path', false);
+      if (op.queryParams.length) validate(`${op.operationId}_query`, query, 'query', false);
+    }
+    let body: unknown;
+    if (op.bodyType && op.auth !== 'mcp') {
+      body = await readBody(op, request, deps);
+      if (body !== undefined) validate(`${op.operationId}_body`, body, 'body', op.bodyType === 'form');
+    }
+    return await handler({ request, url, params, query, body, principal, deps });
+  } catch (err) {
+    if (err instanceof OAuthError) {
+      return json({ error: err.code, error_description: err.message, message: err.message }, err.status, { 'cache-control': 'no-store', ...err.headers });
+    }
+    return restErrorResponse(err, (msg, e) => deps.log.error(msg, { operation: op.operationId, error: describeError(e) }));
+  }
+}
+
+const toElysiaPath = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1');
+
+/** The Elysia app: one route per operation, 405 for a known path with another method, JSON 404 elsewhere. */
+export function buildRouter(deps: AppDeps, handlers: HandlerTable): Elysia {
+  checkHandlerTable(operations, handlers);
+  const app = new Elysia();
+  const methodsByPath = new Map<string, string[]>();
+  for (const op of operations) {
+    const handler = handlers[op.operationId as OperationId];
+    const path = toElysiaPath(op.path);
+    methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), op.method]);
+    app.route(op.method, path, ({ request, params }) => dispatch(op, handler, request, params as Record<string, string>, deps), {
+      parse: 'none',
+    } as never);
+  }
+  for (const [path, methods] of methodsByPath) {
+    const allow = methods.join(', ');
+    app.all(path, () => json({ error: 'method_not_allowed', message: `Allowed methods: ${allow}.` }, 405, { allow }));
+  }
+  app.onError(({ code, error }) => {
+    if (code === 'NOT_FOUND') return json({ error: 'not_found', message: 'No such route.' }, 404);
+    deps.log.error('unhandled error', { error: describeError(error) });
+    return json({ error: 'internal_error', message: 'An internal error occurred.' }, 500);
+  });
+  return app as unknown as Elysia;
+}

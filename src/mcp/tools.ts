@@ -1,0 +1,90 @@
+/** tools/list and tools/call: the catalog filtered by the credential's scope, arguments checked, drivers invoked. */
+import { getDriver } from '../connectors/registry.ts';
+import type { ToolResult } from '../connectors/types.ts';
+import type { Principal } from '../auth/principal.ts';
+import { RpcCode, RpcError } from '../errors.ts';
+import type { AppDeps } from '../http/context.ts';
+import type { CatalogTool } from '../tools/catalog.ts';
+import { checkParams } from './protocol.ts';
+import type { McpOrg } from '../handlers/mcp.ts';
+
+export const CHECK_APPROVAL_STATUS = 'check_approval_status';
+
+const checkApprovalStatusTool = {
+  name: CHECK_APPROVAL_STATUS,
+  description: 'Reports the outcome of a tool call that is waiting for human approval: pending, executed, rejected, expired, failed or not_found.',
+  inputSchema: {
+    type: 'object',
+    properties: { approvalId: { type: 'string', description: 'The approvalId returned when the call was held.' } },
+    required: ['approvalId'],
+  },
+  annotations: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
+};
+
+function inScope(principal: Principal, tool: CatalogTool): boolean {
+  return principal.connectorIds === null || principal.connectorIds.includes(tool.connector.id);
+}
+
+function descriptor(tool: CatalogTool) {
+  return {
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+    ...(tool.outputSchema ? { outputSchema: tool.outputSchema } : {}),
+    annotations: tool.annotations,
+  };
+}
+
+export async function listTools(deps: AppDeps, org: McpOrg, principal: Principal) {
+  const catalog = await deps.catalog.get(org.id, org.catalogVersion);
+  const visible = catalog.tools.filter((t) => t.enabled && inScope(principal, t)).map(descriptor);
+  return { tools: [...visible, checkApprovalStatusTool] };
+}
+
+function invalidArguments(tool: CatalogTool): RpcError {
+  const err = tool.validate.errors?.[0];
+  const path = ['arguments', ...(err?.instancePath.split('/').filter(Boolean) ?? [])].join('.');
+  const detail =
+    err?.keyword === 'required'
+      ? `${path}.${String(err.params.missingProperty)} is required`
+      : err?.keyword === 'additionalProperties'
+        ? `${path}.${String(err.params.additionalProperty)} is not a known argument`
+        : `${path} ${err?.message ?? 'is invalid'}`;
+  return new RpcError(RpcCode.InvalidParams, `Invalid arguments for ${tool.name}: ${detail}`);
+}
+
+export async function callTool(deps: AppDeps, org: McpOrg, principal: Principal, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+  if (name === CHECK_APPROVAL_STATUS) {
+    checkParams('CheckApprovalStatusArguments', args);
+    const approvalId = String(args.approvalId);
+    // No call is held for approval in this version of the gateway, so every id is unknown.
+    return {
+      content: [{ type: 'text', text: `No approval with id ${approvalId.slice(0, 100)} exists for this org.` }],
+      structuredContent: { status: 'not_found', approvalId },
+    };
+  }
+  const catalog = await deps.catalog.get(org.id, org.catalogVersion);
+  const tool = catalog.byName.get(name);
+  if (!tool || !tool.enabled) throw new RpcError(RpcCode.InvalidParams, `Unknown tool: ${name.slice(0, 100)}. Call tools/list for the available tools.`);
+  if (!inScope(principal, tool)) throw new RpcError(RpcCode.InsufficientScope, `This credential may not call ${tool.name}.`);
+  // Validation mutates a copy (defaults are filled in); the caller's object stays as sent.
+  const input = structuredClone(args);
+  if (!tool.validate(input)) throw invalidArguments(tool);
+  const driver = getDriver(tool.connector.type);
+  if (!driver) return { isError: true, content: [{ type: 'text', text: `The connector type ${tool.connector.type} is not available on this gateway.` }] };
+  const { config } = deps;
+  return driver.execute(tool.spec, input, {
+    connectorId: tool.connector.id,
+    config: tool.connector.config,
+    credential: tool.connector.credential,
+    allowWrite: tool.connector.allowWrite,
+    allowDdl: tool.connector.allowDdl,
+    readOnly: tool.readOnly,
+    limits: {
+      statementTimeoutMs: config.statementTimeoutMs,
+      lockTimeoutMs: config.lockTimeoutMs,
+      maxRows: config.maxResultRows,
+      maxResultBytes: config.maxResultBytes,
+    },
+  });
+}

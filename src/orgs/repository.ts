@@ -1,0 +1,59 @@
+/** SQL of orgs: create, find, provision state. */
+import { eq, sql } from 'drizzle-orm';
+import type { Queryable } from '../store/db.ts';
+import { orgs } from '../store/schema.ts';
+
+export type OrgRow = typeof orgs.$inferSelect;
+export const PLANS = ['starter', 'growth', 'scale', 'enterprise', 'standalone'] as const;
+export type Plan = (typeof PLANS)[number];
+
+export async function insertOrg(
+  db: Queryable,
+  input: { slug: string; name: string; plan: Plan; trialDays: number },
+): Promise<OrgRow> {
+  const trialExpiresAt = input.trialDays > 0 ? new Date(Date.now() + input.trialDays * 86_400_000) : null;
+  const [row] = await db
+    .insert(orgs)
+    .values({
+      slug: input.slug,
+      name: input.name,
+      plan: input.plan,
+      subscriptionStatus: trialExpiresAt ? 'trialing' : 'active',
+      trialExpiresAt,
+      provisionStatus: 'not_provisioned',
+    })
+    .onConflictDoNothing({ target: orgs.slug })
+    .returning();
+  if (!row) throw new SlugTakenError(input.slug);
+  return row;
+}
+
+export class SlugTakenError extends Error {
+  constructor(readonly slug: string) {
+    super(`slug ${slug} is taken`);
+  }
+}
+
+export async function findOrgById(db: Queryable, id: string): Promise<OrgRow | undefined> {
+  const [row] = await db.select().from(orgs).where(eq(orgs.id, id));
+  return row;
+}
+
+export async function findOrgBySlug(db: Queryable, slug: string): Promise<OrgRow | undefined> {
+  const [row] = await db.select().from(orgs).where(eq(orgs.slug, slug));
+  return row;
+}
+
+export async function markProvisioned(db: Queryable, orgId: string): Promise<OrgRow> {
+  const [row] = await db
+    .update(orgs)
+    .set({ provisionStatus: 'provisioned', provisionedAt: new Date(), catalogVersion: sql`${orgs.catalogVersion} + 1` })
+    .where(eq(orgs.id, orgId))
+    .returning();
+  return row!;
+}
+
+/** Marks the org's catalog as changed so every instance reloads it on the next request. */
+export async function bumpCatalogVersion(db: Queryable, orgId: string): Promise<void> {
+  await db.update(orgs).set({ catalogVersion: sql`${orgs.catalogVersion} + 1` }).where(eq(orgs.id, orgId));
+}

@@ -1,0 +1,79 @@
+/** Onboarding and provisioning of orgs: the org, its first credentials, and its MCP server instance. */
+import { count, eq } from 'drizzle-orm';
+import { recordAudit, type Actor } from '../audit/repository.ts';
+import { createApiKey, createOAuthClient, apiKeyView, oauthClientView, MANAGE_SCOPE, MCP_SCOPE } from '../auth/credentials.ts';
+import { conflict, notFound } from '../errors.ts';
+import type { AppDeps } from '../http/context.ts';
+import { tools } from '../store/schema.ts';
+import { findOrgById, insertOrg, markProvisioned, SlugTakenError, type OrgRow, type Plan } from './repository.ts';
+
+export function orgView(org: OrgRow) {
+  return {
+    id: org.id,
+    slug: org.slug,
+    name: org.name,
+    plan: org.plan as Plan,
+    subscription_status: org.subscriptionStatus as 'trialing' | 'active' | 'past_due' | 'canceled',
+    trial_expires_at: org.trialExpiresAt?.toISOString() ?? null,
+    provision_status: org.provisionStatus as 'provisioned' | 'not_provisioned',
+    created_at: org.createdAt.toISOString(),
+  };
+}
+
+export function mcpEndpointUrl(deps: AppDeps, slug: string): string {
+  return `${deps.config.publicUrl}/mcp/${slug}`;
+}
+
+/** Hooks later modules register to take part in provisioning (building the tool catalog). */
+export type ProvisionHook = (deps: AppDeps, orgId: string) => Promise<void>;
+const provisionHooks: ProvisionHook[] = [];
+export function onProvision(hook: ProvisionHook): void {
+  provisionHooks.push(hook);
+}
+
+export async function onboardOrg(deps: AppDeps, input: { slug: string; name: string; plan?: Plan; trialDays?: number }, actor: Actor) {
+  const created = await deps.store.db
+    .transaction(async (tx) => {
+      const org = await insertOrg(tx, { slug: input.slug, name: input.name, plan: input.plan ?? 'starter', trialDays: input.trialDays ?? 14 });
+      const key = await createApiKey(tx, org.id, { name: 'default', connectorIds: null });
+      const client = await createOAuthClient(tx, org.id, { name: 'default', scopes: [MCP_SCOPE, MANAGE_SCOPE] });
+      await recordAudit(tx, { orgId: org.id, action: 'org.created', actor, targetType: 'org', targetId: org.id, details: { slug: org.slug, plan: org.plan } });
+      return { org, key, client };
+    })
+    .catch((err: unknown) => {
+      if (err instanceof SlugTakenError) throw conflict('slug_taken', `The slug "${input.slug}" is already taken.`);
+      throw err;
+    });
+  // Provisioning happens automatically at onboarding.
+  const org = await provisionOrg(deps, created.org.id, { type: 'system', id: null });
+  return {
+    org: orgView(org),
+    endpoint: mcpEndpointUrl(deps, org.slug),
+    api_key: { ...apiKeyView(created.key.row), key: created.key.key },
+    oauth_client: { ...oauthClientView(created.client.row), client_secret: created.client.clientSecret },
+  };
+}
+
+/** Builds (or rebuilds) the org's MCP server instance; idempotent. */
+export async function provisionOrg(deps: AppDeps, orgId: string, actor: Actor): Promise<OrgRow> {
+  for (const hook of provisionHooks) await hook(deps, orgId);
+  const org = await markProvisioned(deps.store.db, orgId);
+  await recordAudit(deps.store.db, { orgId, action: 'org.provisioned', actor, targetType: 'org', targetId: orgId });
+  return org;
+}
+
+/** The org of the path, which must be the token's org; any other id is "not found", revealing nothing. */
+export async function requireOwnOrg(deps: AppDeps, pathOrgId: string, tokenOrgId: string): Promise<OrgRow> {
+  const org = pathOrgId === tokenOrgId ? await findOrgById(deps.store.db, pathOrgId) : undefined;
+  if (!org) throw notFound('org_not_found', 'No such org.');
+  return org;
+}
+
+export async function provisioningStatus(deps: AppDeps, org: OrgRow) {
+  const [row] = await deps.store.db.select({ n: count() }).from(tools).where(eq(tools.orgId, org.id));
+  return {
+    status: org.provisionStatus as 'provisioned' | 'not_provisioned',
+    endpoint: mcpEndpointUrl(deps, org.slug),
+    toolCount: Number(row?.n ?? 0),
+  };
+}

@@ -1,0 +1,102 @@
+/** Opens the gateway's store: embedded PGlite in a data folder, or a PostgreSQL server; applies migrations. */
+import { PGlite } from '@electric-sql/pglite';
+import { sql } from 'drizzle-orm';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
+import { migrations, type Migration } from './migrations.ts';
+import * as schema from './schema.ts';
+
+export type Schema = typeof schema;
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+/** Anything that can run queries: the database or an open transaction. */
+export type Queryable = Db | Tx;
+
+export interface Store {
+  db: Db;
+  kind: 'pglite' | 'postgres';
+  /** Runs a multi-statement SQL script (migrations only). */
+  execScript(script: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface StoreOptions {
+  /** postgres:// URL of a server; when absent, PGlite in `dataDir` (or in memory when dataDir is null). */
+  databaseUrl?: string | null;
+  dataDir?: string | null;
+  poolSize?: number;
+}
+
+export async function openStore(options: StoreOptions): Promise<Store> {
+  const store = options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10) : await openPglite(options.dataDir ?? null);
+  try {
+    await migrate(store);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  return store;
+}
+
+function openPostgres(url: string, poolSize: number): Store {
+  const client = postgres(url, { max: poolSize, onnotice: () => {}, connection: { application_name: 'toolgate' } });
+  const db = drizzlePostgres(client, { schema }) as unknown as Db;
+  return {
+    db,
+    kind: 'postgres',
+    execScript: async (script) => {
+      await client.unsafe(script);
+    },
+    close: () => client.end({ timeout: 5 }),
+  };
+}
+
+async function openPglite(dataDir: string | null): Promise<Store> {
+  const pg = dataDir ? new PGlite(dataDir) : new PGlite();
+  await pg.waitReady;
+  const db = drizzlePglite(pg, { schema }) as unknown as Db;
+  return {
+    db,
+    kind: 'pglite',
+    execScript: async (script) => {
+      await pg.exec(script);
+    },
+    close: () => pg.close(),
+  };
+}
+
+/** Applies pending migrations inside one transaction holding an advisory lock, so concurrent instances never race. */
+export async function migrate(store: Store, list: Migration[] = migrations): Promise<number[]> {
+  await store.execScript(`CREATE TABLE IF NOT EXISTS toolgate_migrations (
+    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+  const applied: number[] = [];
+  await store.db.transaction(async (tx) => {
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(7263311001)`);
+    const done = await tx.execute<{ version: number }>(sql`SELECT version FROM toolgate_migrations`);
+    const have = new Set(rowsOf<{ version: number }>(done).map((r) => Number(r.version)));
+    for (const migration of [...list].sort((a, b) => a.version - b.version)) {
+      if (have.has(migration.version)) continue;
+      // Statements run one by one on the transaction (the extended protocol takes one statement per message).
+      for (const statement of splitStatements(migration.sql)) await tx.execute(sql.raw(statement));
+      await tx.execute(sql`INSERT INTO toolgate_migrations (version, name) VALUES (${migration.version}, ${migration.name})`);
+      applied.push(migration.version);
+    }
+  });
+  return applied;
+}
+
+/** Rows of a raw `execute` result: postgres-js returns an array, PGlite an object with `rows`. */
+export function rowsOf<T>(result: unknown): T[] {
+  if (Array.isArray(result)) return result as T[];
+  return ((result as { rows?: T[] }).rows ?? []) as T[];
+}
+
+/** Splits a migration script on statement-ending semicolons; migrations keep semicolons out of literals and bodies. */
+function splitStatements(script: string): string[] {
+  return script
+    .split(/;\s*(?:\n|$)/)
+    .map((s) => s.trim())
+    .filter(Boolean);
+}

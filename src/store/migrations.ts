@@ -1,0 +1,130 @@
+/** Versioned migrations of the gateway's own schema; applied in order at start, each once, under a lock. */
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const migrations: Migration[] = [
+  {
+    version: 1,
+    name: 'orgs_and_credentials',
+    sql: `
+CREATE TABLE orgs (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  slug text NOT NULL UNIQUE CHECK (slug ~ '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$'),
+  name text NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+  plan text NOT NULL CHECK (plan IN ('starter','growth','scale','enterprise','standalone')),
+  subscription_status text NOT NULL CHECK (subscription_status IN ('trialing','active','past_due','canceled')),
+  trial_expires_at timestamptz,
+  provision_status text NOT NULL CHECK (provision_status IN ('not_provisioned','provisioned')),
+  provisioned_at timestamptz,
+  catalog_version bigint NOT NULL DEFAULT 0,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE api_keys (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  name text NOT NULL,
+  prefix text NOT NULL,
+  key_hash text NOT NULL UNIQUE,
+  connector_ids uuid[],
+  created_at timestamptz NOT NULL DEFAULT now(),
+  revoked_at timestamptz
+);
+CREATE INDEX api_keys_org ON api_keys (org_id);
+
+CREATE TABLE oauth_clients (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  name text NOT NULL,
+  client_id text NOT NULL UNIQUE,
+  secret_hash text NOT NULL,
+  scopes text[] NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  revoked_at timestamptz
+);
+CREATE INDEX oauth_clients_org ON oauth_clients (org_id);
+
+CREATE TABLE signing_keys (
+  kid text PRIMARY KEY,
+  alg text NOT NULL,
+  private_key_sealed text NOT NULL,
+  public_jwk jsonb NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  retired_at timestamptz
+);
+
+CREATE TABLE audit_events (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  action text NOT NULL,
+  actor_type text NOT NULL,
+  actor_id text,
+  target_type text,
+  target_id text,
+  outcome text NOT NULL DEFAULT 'success',
+  details jsonb NOT NULL DEFAULT '{}'::jsonb,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX audit_events_org_time ON audit_events (org_id, created_at DESC);
+`,
+  },
+  {
+    version: 2,
+    name: 'connectors_tools_idp',
+    sql: `
+CREATE TABLE connectors (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  name text NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+  type text NOT NULL,
+  status text NOT NULL CHECK (status IN ('validating','active','failed')),
+  status_reason text,
+  config jsonb NOT NULL,
+  credential_sealed text,
+  allow_write boolean NOT NULL DEFAULT false,
+  allow_ddl boolean NOT NULL DEFAULT false,
+  validation_generation integer NOT NULL DEFAULT 0,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  archived_at timestamptz
+);
+CREATE INDEX connectors_org ON connectors (org_id) WHERE archived_at IS NULL;
+
+CREATE TABLE tools (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  connector_id uuid NOT NULL REFERENCES connectors(id) ON DELETE CASCADE,
+  base_name text NOT NULL,
+  spec jsonb NOT NULL,
+  enabled boolean NOT NULL DEFAULT true,
+  requires_approval boolean NOT NULL DEFAULT false,
+  approval_ttl_seconds integer NOT NULL DEFAULT 3600 CHECK (approval_ttl_seconds BETWEEN 60 AND 604800),
+  approval_emails text[] NOT NULL DEFAULT '{}',
+  tool_name_override text,
+  tool_description_override text,
+  read_only boolean NOT NULL DEFAULT false,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (connector_id, base_name)
+);
+CREATE INDEX tools_org ON tools (org_id);
+CREATE UNIQUE INDEX tools_override_unique ON tools (org_id, tool_name_override) WHERE tool_name_override IS NOT NULL;
+
+CREATE TABLE idp_configs (
+  org_id uuid PRIMARY KEY REFERENCES orgs(id) ON DELETE CASCADE,
+  issuer text NOT NULL,
+  jwks_uri text NOT NULL,
+  audience text NOT NULL,
+  role_claim text NOT NULL DEFAULT 'role',
+  email_claim text NOT NULL DEFAULT 'email',
+  default_role text CHECK (default_role IN ('contributor','admin','finance')),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+`,
+  },
+];
+

@@ -1,0 +1,108 @@
+/** Table definitions of the gateway's own state, for the query layer (the SQL of record is in migrations.ts). */
+import { sql } from 'drizzle-orm';
+import { bigint, boolean, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+
+export const orgs = pgTable('orgs', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  slug: text('slug').notNull().unique(),
+  name: text('name').notNull(),
+  plan: text('plan').notNull(),
+  subscriptionStatus: text('subscription_status').notNull(),
+  trialExpiresAt: ts('trial_expires_at'),
+  provisionStatus: text('provision_status').notNull(),
+  provisionedAt: ts('provisioned_at'),
+  /** Bumped on every change that alters the org's tool catalog or credentials' view of it. */
+  catalogVersion: bigint('catalog_version', { mode: 'number' }).notNull().default(0),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
+
+export const apiKeys = pgTable('api_keys', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  orgId: uuid('org_id').notNull(),
+  name: text('name').notNull(),
+  prefix: text('prefix').notNull(),
+  keyHash: text('key_hash').notNull().unique(),
+  connectorIds: uuid('connector_ids').array(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  revokedAt: ts('revoked_at'),
+});
+
+export const oauthClients = pgTable('oauth_clients', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  orgId: uuid('org_id').notNull(),
+  name: text('name').notNull(),
+  clientId: text('client_id').notNull().unique(),
+  secretHash: text('secret_hash').notNull(),
+  scopes: text('scopes').array().notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  revokedAt: ts('revoked_at'),
+});
+
+export const signingKeys = pgTable('signing_keys', {
+  kid: text('kid').primaryKey(),
+  alg: text('alg').notNull(),
+  privateKeySealed: text('private_key_sealed').notNull(),
+  publicJwk: jsonb('public_jwk').notNull().$type<Record<string, unknown>>(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  retiredAt: ts('retired_at'),
+});
+
+export const auditEvents = pgTable('audit_events', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  orgId: uuid('org_id').notNull(),
+  action: text('action').notNull(),
+  actorType: text('actor_type').notNull(),
+  actorId: text('actor_id'),
+  targetType: text('target_type'),
+  targetId: text('target_id'),
+  outcome: text('outcome').notNull().default('success'),
+  details: jsonb('details').$type<Record<string, unknown>>().notNull().default({}),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
+
+export const connectors = pgTable('connectors', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  orgId: uuid('org_id').notNull(),
+  name: text('name').notNull(),
+  type: text('type').notNull(),
+  status: text('status').notNull(),
+  statusReason: text('status_reason'),
+  config: jsonb('config').$type<Record<string, unknown>>().notNull(),
+  credentialSealed: text('credential_sealed'),
+  allowWrite: boolean('allow_write').notNull().default(false),
+  allowDdl: boolean('allow_ddl').notNull().default(false),
+  validationGeneration: integer('validation_generation').notNull().default(0),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+  archivedAt: ts('archived_at'),
+});
+
+export const tools = pgTable('tools', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  orgId: uuid('org_id').notNull(),
+  connectorId: uuid('connector_id').notNull(),
+  baseName: text('base_name').notNull(),
+  spec: jsonb('spec').$type<Record<string, unknown>>().notNull(),
+  enabled: boolean('enabled').notNull().default(true),
+  requiresApproval: boolean('requires_approval').notNull().default(false),
+  approvalTtlSeconds: integer('approval_ttl_seconds').notNull().default(3600),
+  approvalEmails: text('approval_emails').array().notNull().default(sql`'{}'::text[]`),
+  toolNameOverride: text('tool_name_override'),
+  toolDescriptionOverride: text('tool_description_override'),
+  readOnly: boolean('read_only').notNull().default(false),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+});
+
+export const idpConfigs = pgTable('idp_configs', {
+  orgId: uuid('org_id').primaryKey(),
+  issuer: text('issuer').notNull(),
+  jwksUri: text('jwks_uri').notNull(),
+  audience: text('audience').notNull(),
+  roleClaim: text('role_claim').notNull().default('role'),
+  emailClaim: text('email_claim').notNull().default('email'),
+  defaultRole: text('default_role'),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+});

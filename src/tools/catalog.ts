@@ -1,0 +1,104 @@
+/** The org's tool catalog as the MCP endpoint sees it: built once per catalog version, with validators compiled once. */
+import Ajv, { type ValidateFunction } from 'ajv';
+import { and, eq, isNull } from 'drizzle-orm';
+import type { ToolSpec, DatabaseConfig } from '../connectors/types.ts';
+import type { AppDeps } from '../http/context.ts';
+import { connectors, tools } from '../store/schema.ts';
+
+export interface ConnectorRuntime {
+  id: string;
+  type: string;
+  config: DatabaseConfig;
+  credential: string | null;
+  allowWrite: boolean;
+  allowDdl: boolean;
+}
+
+export interface CatalogTool {
+  id: string;
+  name: string;
+  description: string;
+  inputSchema: ToolSpec['inputSchema'];
+  outputSchema?: ToolSpec['outputSchema'];
+  annotations: { readOnlyHint: boolean; destructiveHint: boolean; openWorldHint: boolean };
+  enabled: boolean;
+  readOnly: boolean;
+  requiresApproval: boolean;
+  connector: ConnectorRuntime;
+  spec: ToolSpec;
+  validate: ValidateFunction;
+}
+
+export interface OrgCatalog {
+  version: number;
+  tools: CatalogTool[];
+  byName: Map<string, CatalogTool>;
+}
+
+// Tool input schemas come from introspection: compile each once per catalog version, with defaults applied.
+const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });
+
+export function credentialContext(connectorId: string): string {
+  return `connector_credential:${connectorId}`;
+}
+
+async function buildCatalog(deps: AppDeps, orgId: string, version: number): Promise<OrgCatalog> {
+  const rows = await deps.store.db
+    .select({ tool: tools, connector: connectors })
+    .from(tools)
+    .innerJoin(connectors, eq(connectors.id, tools.connectorId))
+    .where(and(eq(tools.orgId, orgId), eq(connectors.orgId, orgId), eq(connectors.status, 'active'), isNull(connectors.archivedAt)));
+  const runtimes = new Map<string, ConnectorRuntime>();
+  const list: CatalogTool[] = [];
+  for (const { tool, connector } of rows) {
+    let runtime = runtimes.get(connector.id);
+    if (!runtime) {
+      runtime = {
+        id: connector.id,
+        type: connector.type,
+        config: connector.config as unknown as DatabaseConfig,
+        credential: connector.credentialSealed ? deps.box.decrypt(connector.credentialSealed, credentialContext(connector.id)) : null,
+        allowWrite: connector.allowWrite,
+        allowDdl: connector.allowDdl,
+      };
+      runtimes.set(connector.id, runtime);
+    }
+    const spec = tool.spec as unknown as ToolSpec;
+    const writable = !tool.readOnly && (connector.allowWrite || connector.allowDdl);
+    list.push({
+      id: tool.id,
+      name: tool.toolNameOverride ?? tool.baseName,
+      description: tool.toolDescriptionOverride ?? spec.description,
+      inputSchema: spec.inputSchema,
+      outputSchema: spec.outputSchema,
+      annotations: { readOnlyHint: !writable, destructiveHint: writable, openWorldHint: false },
+      enabled: tool.enabled,
+      readOnly: tool.readOnly,
+      requiresApproval: tool.requiresApproval,
+      connector: runtime,
+      spec,
+      validate: ajv.compile(spec.inputSchema),
+    });
+  }
+  list.sort((a, b) => a.name.localeCompare(b.name));
+  return { version, tools: list, byName: new Map(list.map((t) => [t.name, t])) };
+}
+
+/** Per-instance cache keyed by org; a changed catalog_version (bumped in the shared store) rebuilds it. */
+export class CatalogCache {
+  private readonly entries = new Map<string, Promise<OrgCatalog>>();
+
+  constructor(private readonly deps: AppDeps) {}
+
+  async get(orgId: string, version: number): Promise<OrgCatalog> {
+    const cached = this.entries.get(orgId);
+    if (cached) {
+      const catalog = await cached.catch(() => null);
+      if (catalog && catalog.version === version) return catalog;
+    }
+    const building = buildCatalog(this.deps, orgId, version);
+    this.entries.set(orgId, building);
+    building.catch(() => this.entries.delete(orgId));
+    return building;
+  }
+}

@@ -1,0 +1,98 @@
+/** Builds real gateways for tests: PGlite in memory, or a fresh database on the PostgreSQL server. */
+import postgres from 'postgres';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { createGateway, type Gateway } from '../../src/gateway.ts';
+import { PG_URL } from './services.ts';
+
+export const BASE = 'http://gateway.test';
+export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef';
+
+export type StoreKind = 'pglite' | 'postgres';
+
+export interface TestGateway extends Gateway {
+  config: Config;
+  databaseUrl: string | null;
+}
+
+/** A fresh database on the PostgreSQL server, dropped by the returned function. */
+export async function freshDatabase(prefix = 'tg_test'): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  const admin = postgres(PG_URL, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(PG_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const again = postgres(PG_URL, { max: 1, onnotice: () => {} });
+      await again.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await again.end();
+    },
+  };
+}
+
+export async function startTestGateway(kind: StoreKind = 'pglite', env: Record<string, string> = {}, databaseUrl?: string): Promise<TestGateway> {
+  let db: { url: string; drop: () => Promise<void> } | null = null;
+  if (kind === 'postgres' && !databaseUrl) db = await freshDatabase();
+  const url = databaseUrl ?? db?.url ?? null;
+  const config = loadConfig({
+    TOOLGATE_PUBLIC_URL: BASE,
+    TOOLGATE_OPERATOR_TOKEN: OPERATOR_TOKEN,
+    TOOLGATE_LOG_LEVEL: 'silent',
+    TOOLGATE_DEMO: '0',
+    ...(url ? { DATABASE_URL: url, TOOLGATE_SECRET_KEY: 'a'.repeat(64) } : {}),
+    ...env,
+  });
+  const gateway = await createGateway(config, { inMemory: true });
+  return {
+    ...gateway,
+    config,
+    databaseUrl: url,
+    close: async () => {
+      await gateway.close();
+      await db?.drop();
+    },
+  };
+}
+
+export interface Onboarded {
+  orgId: string;
+  slug: string;
+  apiKey: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+let counter = 0;
+export async function onboard(gateway: Gateway, slug = `org-${Date.now().toString(36)}-${counter++}`, plan = 'starter'): Promise<Onboarded> {
+  const response = await gateway.handle(
+    new Request(`${BASE}/operator/orgs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${OPERATOR_TOKEN}` },
+      body: JSON.stringify({ slug, name: `Org ${slug}`, plan }),
+    }),
+  );
+  if (response.status !== 201) throw new Error(`onboarding failed: ${response.status} ${await response.text()}`);
+  const body = (await response.json()) as any;
+  return { orgId: body.org.id, slug, apiKey: body.api_key.key, clientId: body.oauth_client.client_id, clientSecret: body.oauth_client.client_secret };
+}
+
+export async function tokenFor(gateway: Gateway, clientId: string, clientSecret: string, scope?: string): Promise<string> {
+  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, ...(scope ? { scope } : {}) });
+  const response = await gateway.handle(
+    new Request(`${BASE}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form }),
+  );
+  if (response.status !== 200) throw new Error(`token failed: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as any).access_token;
+}
+
+export function api(gateway: Gateway, method: string, path: string, token: string | null, body?: unknown, headers: Record<string, string> = {}) {
+  return gateway.handle(
+    new Request(`${BASE}${path}`, {
+      method,
+      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    }),
+  );
+}
