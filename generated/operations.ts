@@ -98,6 +98,36 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "getIdpConfig",
+    "method": "GET",
+    "path": "/api/org/idp",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "setIdpConfig",
+    "method": "PUT",
+    "path": "/api/org/idp",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "deleteIdpConfig",
+    "method": "DELETE",
+    "path": "/api/org/idp",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
     "operationId": "getProvisioningStatus",
     "method": "GET",
     "path": "/api/mcp/{orgId}/status",
@@ -118,6 +148,103 @@ export const operations = [
     "bodyRequired": false,
     "pathParams": [
       "orgId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "listConnectors",
+    "method": "GET",
+    "path": "/api/connectors",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": [
+      "status"
+    ]
+  },
+  {
+    "operationId": "createConnector",
+    "method": "POST",
+    "path": "/api/connectors",
+    "auth": "contributor",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "getConnector",
+    "method": "GET",
+    "path": "/api/connectors/{connectorId}",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "connectorId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "archiveConnector",
+    "method": "DELETE",
+    "path": "/api/connectors/{connectorId}",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "connectorId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "updateConnector",
+    "method": "PATCH",
+    "path": "/api/connectors/{connectorId}",
+    "auth": "contributor",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "connectorId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "revalidateConnector",
+    "method": "POST",
+    "path": "/api/connectors/{connectorId}/revalidate",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "connectorId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "listTools",
+    "method": "GET",
+    "path": "/api/mcp/{orgId}/tools",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "orgId"
+    ],
+    "queryParams": [
+      "connector_id"
+    ]
+  },
+  {
+    "operationId": "updateToolMetadata",
+    "method": "PATCH",
+    "path": "/api/mcp/{orgId}/tools/{toolId}/metadata",
+    "auth": "contributor",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "orgId",
+      "toolId"
     ],
     "queryParams": []
   },

@@ -1,12 +1,18 @@
 /** Assembles a gateway from its configuration: store, keys, authenticator, services, and the app. */
 import { join } from 'node:path';
 import { Authenticator } from './auth/authenticate.ts';
+import { createIdpVerifier } from './auth/idp/verifier.ts';
+import { createIdpResolver } from './auth/idp/resolver.ts';
+import { parseOutboundPolicy } from './net/outbound.ts';
 import { TokenSigner } from './auth/signing.ts';
 import { decodeKey, type Config } from './config.ts';
 import { buildApp } from './app.ts';
 import type { AppDeps } from './http/context.ts';
 import { openStore } from './store/db.ts';
 import { CatalogCache } from './tools/catalog.ts';
+import { JobTracker } from './util/jobs.ts';
+import './connectors/index.ts';
+import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
 import { embeddedSecretKey } from './util/datadir.ts';
 import { createLogger } from './util/log.ts';
@@ -46,15 +52,25 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const log = createLogger(config.logLevel);
   const signer = new TokenSigner(store.db, box, config.publicUrl);
   await signer.init();
+  const outbound = parseOutboundPolicy({ allowHosts: config.outboundAllowHosts });
+  const idpVerifier = createIdpVerifier({
+    outbound,
+    clockToleranceSec: config.idpClockToleranceSeconds,
+    jwksCooldownMs: config.jwksCooldownMs,
+    jwksTimeoutMs: config.jwksTimeoutMs,
+  });
   const deps = {
     config,
     store,
     box,
     signer,
-    auth: new Authenticator(store.db, signer, config.operatorToken),
+    auth: new Authenticator(store.db, signer, config.operatorToken, createIdpResolver(store.db, idpVerifier)),
     log,
+    outbound,
+    idpVerifier,
   } as AppDeps;
   deps.catalog = new CatalogCache(deps);
+  deps.jobs = new JobTracker();
   for (const start of starters) await start(deps);
   const app = buildApp(deps);
   return {
@@ -62,7 +78,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     app,
     handle: (request) => app.handle(request),
     close: async () => {
+      await deps.jobs.idle();
       for (const close of closers) await close(deps).catch(() => {});
+      await closeAllConnectors();
       await store.close();
     },
   };

@@ -3,7 +3,7 @@
 
 import { type Client, type Options as Options2, type TDataShape, urlSearchParamsBodySerializer } from './client';
 import { client } from './client.gen';
-import type { CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetJwksData, GetJwksResponses, GetOpenApiData, GetOpenApiResponses, GetOrgData, GetOrgErrors, GetOrgResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses } from './types.gen';
+import type { ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetJwksData, GetJwksResponses, GetOpenApiData, GetOpenApiResponses, GetOrgData, GetOrgErrors, GetOrgResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses } from './types.gen';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -108,6 +108,42 @@ export const revokeOAuthClient = <ThrowOnError extends boolean = false>(options:
 });
 
 /**
+ * Remove the org's identity provider; its tokens stop working at once
+ */
+export const deleteIdpConfig = <ThrowOnError extends boolean = false>(options?: Options<DeleteIdpConfigData, ThrowOnError>) => (options?.client ?? client).delete<DeleteIdpConfigResponses, DeleteIdpConfigErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/idp',
+    ...options
+});
+
+/**
+ * The org's own identity provider (BYOIDP) configuration
+ */
+export const getIdpConfig = <ThrowOnError extends boolean = false>(options?: Options<GetIdpConfigData, ThrowOnError>) => (options?.client ?? client).get<GetIdpConfigResponses, GetIdpConfigErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/idp',
+    ...options
+});
+
+/**
+ * Set the org's identity provider; its tokens are accepted at once
+ *
+ * The JWKS URI must be https and must not point into loopback, private, link-local or metadata
+ * ranges, unless the operator allow-list (TOOLGATE_OUTBOUND_ALLOW_HOSTS) names its host.
+ * An issuer and audience pair can belong to one org only.
+ *
+ */
+export const setIdpConfig = <ThrowOnError extends boolean = false>(options: Options<SetIdpConfigData, ThrowOnError>) => (options.client ?? client).put<SetIdpConfigResponses, SetIdpConfigErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/idp',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
  * Provisioning status of the org's MCP server
  */
 export const getProvisioningStatus = <ThrowOnError extends boolean = false>(options: Options<GetProvisioningStatusData, ThrowOnError>) => (options.client ?? client).get<GetProvisioningStatusResponses, GetProvisioningStatusErrors, ThrowOnError>({
@@ -125,6 +161,98 @@ export const provisionOrg = <ThrowOnError extends boolean = false>(options: Opti
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/api/mcp/{orgId}/provision',
     ...options
+});
+
+/**
+ * List the org's connectors (archived ones excluded)
+ */
+export const listConnectors = <ThrowOnError extends boolean = false>(options?: Options<ListConnectorsData, ThrowOnError>) => (options?.client ?? client).get<ListConnectorsResponses, ListConnectorsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/connectors',
+    ...options
+});
+
+/**
+ * Create a connector
+ *
+ * The connector starts `validating`: a background job connects with its credential and
+ * introspects its tables, then sets `active` (and provisions its tools) or `failed` with a reason.
+ *
+ */
+export const createConnector = <ThrowOnError extends boolean = false>(options: Options<CreateConnectorData, ThrowOnError>) => (options.client ?? client).post<CreateConnectorResponses, CreateConnectorErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/connectors',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Archive (soft-delete) a connector; its tools leave the MCP endpoint
+ */
+export const archiveConnector = <ThrowOnError extends boolean = false>(options: Options<ArchiveConnectorData, ThrowOnError>) => (options.client ?? client).delete<ArchiveConnectorResponses, ArchiveConnectorErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/connectors/{connectorId}',
+    ...options
+});
+
+/**
+ * One connector
+ */
+export const getConnector = <ThrowOnError extends boolean = false>(options: Options<GetConnectorData, ThrowOnError>) => (options.client ?? client).get<GetConnectorResponses, GetConnectorErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/connectors/{connectorId}',
+    ...options
+});
+
+/**
+ * Update a connector
+ *
+ * `allow_write` and `allow_ddl` apply to database types only and are ignored for other types.
+ * A change of `config` or `credential` revalidates the connector (status `validating`).
+ *
+ */
+export const updateConnector = <ThrowOnError extends boolean = false>(options: Options<UpdateConnectorData, ThrowOnError>) => (options.client ?? client).patch<UpdateConnectorResponses, UpdateConnectorErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/connectors/{connectorId}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Re-check credential and connectivity, and re-introspect (returns at once)
+ */
+export const revalidateConnector = <ThrowOnError extends boolean = false>(options: Options<RevalidateConnectorData, ThrowOnError>) => (options.client ?? client).post<RevalidateConnectorResponses, RevalidateConnectorErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/connectors/{connectorId}/revalidate',
+    ...options
+});
+
+/**
+ * The org's tools with their settings
+ */
+export const listTools = <ThrowOnError extends boolean = false>(options: Options<ListToolsData, ThrowOnError>) => (options.client ?? client).get<ListToolsResponses, ListToolsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/mcp/{orgId}/tools',
+    ...options
+});
+
+/**
+ * Change a tool's settings (takes effect on the next request on every instance)
+ */
+export const updateToolMetadata = <ThrowOnError extends boolean = false>(options: Options<UpdateToolMetadataData, ThrowOnError>) => (options.client ?? client).patch<UpdateToolMetadataResponses, UpdateToolMetadataErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/mcp/{orgId}/tools/{toolId}/metadata',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**

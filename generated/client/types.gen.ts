@@ -157,9 +157,150 @@ export type OrgOnboarding = {
 };
 
 /**
+ * Database types. A type without a driver on this gateway is refused with 422.
+ */
+export type ConnectorType = 'postgresql' | 'mysql' | 'mongodb' | 'mssql' | 'oracle';
+
+export type ConnectorStatus = 'validating' | 'active' | 'failed';
+
+export type DatabaseConfig = {
+    host: string;
+    port?: number;
+    database: string;
+    user: string;
+    /**
+     * Default disable.
+     */
+    tls?: 'disable' | 'require' | 'verify-full';
+    /**
+     * Schemas whose tables and views become tools (default public; for mysql, the database).
+     */
+    schemas?: Array<string>;
+};
+
+export type Connector = {
+    id: string;
+    name: string;
+    type: ConnectorType;
+    status: ConnectorStatus;
+    /**
+     * Why validation failed (never a password or DSN).
+     */
+    status_reason: string | null;
+    config: DatabaseConfig;
+    /**
+     * The credential itself is write-only.
+     */
+    has_credential: boolean;
+    allow_write: boolean;
+    allow_ddl: boolean;
+    created_at: string;
+    updated_at: string;
+};
+
+export type CreateConnectorRequest = {
+    name: string;
+    type: ConnectorType;
+    config: DatabaseConfig;
+    /**
+     * The password; encrypted at rest and never returned.
+     */
+    credential?: string;
+    allow_write?: boolean;
+    allow_ddl?: boolean;
+};
+
+export type UpdateConnectorRequest = {
+    name?: string;
+    config?: DatabaseConfig;
+    credential?: string;
+    allow_write?: boolean;
+    allow_ddl?: boolean;
+};
+
+export type ToolName = string;
+
+export type Tool = {
+    id: string;
+    tool_name: ToolName;
+    /**
+     * The name agents see (the override when set).
+     */
+    name: string;
+    /**
+     * The description agents see (the override when set).
+     */
+    description: string;
+    enabled: boolean;
+    requires_approval: boolean;
+    approval_ttl_seconds: number;
+    approval_emails: Array<string>;
+    tool_name_override: string | null;
+    tool_description_override: string | null;
+    read_only: boolean;
+    connector_id: string;
+    connector_name: string;
+    connector_type: ConnectorType;
+};
+
+export type UpdateToolRequest = {
+    enabled?: boolean;
+    requires_approval?: boolean;
+    /**
+     * Default 3600.
+     */
+    approval_ttl_seconds?: number;
+    approval_emails?: Array<string>;
+    /**
+     * null clears the override. Must be unique among the org's tool names.
+     */
+    tool_name_override?: ToolName | null;
+    tool_description_override?: string | null;
+    read_only?: boolean;
+};
+
+export type Role = 'contributor' | 'admin' | 'finance';
+
+export type IdpConfigInput = {
+    /**
+     * Must equal the tokens' iss claim.
+     */
+    issuer: string;
+    jwks_uri: string;
+    /**
+     * The aud claim to require (a token whose aud array contains it is accepted).
+     */
+    audience: string;
+    /**
+     * Claim carrying the user's role(s); default role. A dotted path such as realm_access.roles is followed.
+     */
+    role_claim?: string;
+    /**
+     * Claim carrying the user's e-mail; default email.
+     */
+    email_claim?: string;
+    /**
+     * Role of tokens that carry no role claim; default null (no access to the REST interface).
+     */
+    default_role?: Role | null;
+};
+
+export type IdpConfig = {
+    issuer: string;
+    jwks_uri: string;
+    audience: string;
+    role_claim: string;
+    email_claim: string;
+    default_role: Role | null;
+    updated_at: string;
+};
+
+/**
  * The org's id; it must be the org of the token.
  */
 export type OrgId = string;
+
+export type ConnectorId = string;
 
 export type IssueTokenData = {
     body: TokenRequest;
@@ -440,6 +581,115 @@ export type RevokeOAuthClientResponses = {
 
 export type RevokeOAuthClientResponse = RevokeOAuthClientResponses[keyof RevokeOAuthClientResponses];
 
+export type DeleteIdpConfigData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/api/org/idp';
+};
+
+export type DeleteIdpConfigErrors = {
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type DeleteIdpConfigError = DeleteIdpConfigErrors[keyof DeleteIdpConfigErrors];
+
+export type DeleteIdpConfigResponses = {
+    /**
+     * Removed.
+     */
+    200: {
+        deleted: true;
+    };
+};
+
+export type DeleteIdpConfigResponse = DeleteIdpConfigResponses[keyof DeleteIdpConfigResponses];
+
+export type GetIdpConfigData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/api/org/idp';
+};
+
+export type GetIdpConfigErrors = {
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type GetIdpConfigError = GetIdpConfigErrors[keyof GetIdpConfigErrors];
+
+export type GetIdpConfigResponses = {
+    /**
+     * The configuration.
+     */
+    200: IdpConfig;
+};
+
+export type GetIdpConfigResponse = GetIdpConfigResponses[keyof GetIdpConfigResponses];
+
+export type SetIdpConfigData = {
+    body: IdpConfigInput;
+    path?: never;
+    query?: never;
+    url: '/api/org/idp';
+};
+
+export type SetIdpConfigErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+};
+
+export type SetIdpConfigError = SetIdpConfigErrors[keyof SetIdpConfigErrors];
+
+export type SetIdpConfigResponses = {
+    /**
+     * The saved configuration.
+     */
+    200: IdpConfig;
+};
+
+export type SetIdpConfigResponse = SetIdpConfigResponses[keyof SetIdpConfigResponses];
+
 export type GetProvisioningStatusData = {
     body?: never;
     path: {
@@ -523,6 +773,338 @@ export type ProvisionOrgResponses = {
 };
 
 export type ProvisionOrgResponse = ProvisionOrgResponses[keyof ProvisionOrgResponses];
+
+export type ListConnectorsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Only connectors in this status.
+         */
+        status?: ConnectorStatus;
+    };
+    url: '/api/connectors';
+};
+
+export type ListConnectorsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+};
+
+export type ListConnectorsError = ListConnectorsErrors[keyof ListConnectorsErrors];
+
+export type ListConnectorsResponses = {
+    /**
+     * The connectors, oldest first.
+     */
+    200: {
+        connectors: Array<Connector>;
+    };
+};
+
+export type ListConnectorsResponse = ListConnectorsResponses[keyof ListConnectorsResponses];
+
+export type CreateConnectorData = {
+    body: CreateConnectorRequest;
+    path?: never;
+    query?: never;
+    url: '/api/connectors';
+};
+
+export type CreateConnectorErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+};
+
+export type CreateConnectorError = CreateConnectorErrors[keyof CreateConnectorErrors];
+
+export type CreateConnectorResponses = {
+    /**
+     * The connector, `validating`.
+     */
+    201: Connector;
+};
+
+export type CreateConnectorResponse = CreateConnectorResponses[keyof CreateConnectorResponses];
+
+export type ArchiveConnectorData = {
+    body?: never;
+    path: {
+        connectorId: string;
+    };
+    query?: never;
+    url: '/api/connectors/{connectorId}';
+};
+
+export type ArchiveConnectorErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type ArchiveConnectorError = ArchiveConnectorErrors[keyof ArchiveConnectorErrors];
+
+export type ArchiveConnectorResponses = {
+    /**
+     * Archived.
+     */
+    200: {
+        archived: true;
+        id: string;
+    };
+};
+
+export type ArchiveConnectorResponse = ArchiveConnectorResponses[keyof ArchiveConnectorResponses];
+
+export type GetConnectorData = {
+    body?: never;
+    path: {
+        connectorId: string;
+    };
+    query?: never;
+    url: '/api/connectors/{connectorId}';
+};
+
+export type GetConnectorErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type GetConnectorError = GetConnectorErrors[keyof GetConnectorErrors];
+
+export type GetConnectorResponses = {
+    /**
+     * The connector (its credential is never returned).
+     */
+    200: Connector;
+};
+
+export type GetConnectorResponse = GetConnectorResponses[keyof GetConnectorResponses];
+
+export type UpdateConnectorData = {
+    body: UpdateConnectorRequest;
+    path: {
+        connectorId: string;
+    };
+    query?: never;
+    url: '/api/connectors/{connectorId}';
+};
+
+export type UpdateConnectorErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type UpdateConnectorError = UpdateConnectorErrors[keyof UpdateConnectorErrors];
+
+export type UpdateConnectorResponses = {
+    /**
+     * The updated connector.
+     */
+    200: Connector;
+};
+
+export type UpdateConnectorResponse = UpdateConnectorResponses[keyof UpdateConnectorResponses];
+
+export type RevalidateConnectorData = {
+    body?: never;
+    path: {
+        connectorId: string;
+    };
+    query?: never;
+    url: '/api/connectors/{connectorId}/revalidate';
+};
+
+export type RevalidateConnectorErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type RevalidateConnectorError = RevalidateConnectorErrors[keyof RevalidateConnectorErrors];
+
+export type RevalidateConnectorResponses = {
+    /**
+     * Validation started.
+     */
+    202: {
+        status: 'validating';
+        id: string;
+    };
+};
+
+export type RevalidateConnectorResponse = RevalidateConnectorResponses[keyof RevalidateConnectorResponses];
+
+export type ListToolsData = {
+    body?: never;
+    path: {
+        /**
+         * The org's id; it must be the org of the token.
+         */
+        orgId: string;
+    };
+    query?: {
+        connector_id?: string;
+    };
+    url: '/api/mcp/{orgId}/tools';
+};
+
+export type ListToolsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type ListToolsError = ListToolsErrors[keyof ListToolsErrors];
+
+export type ListToolsResponses = {
+    /**
+     * The tools, by name.
+     */
+    200: {
+        tools: Array<Tool>;
+    };
+};
+
+export type ListToolsResponse = ListToolsResponses[keyof ListToolsResponses];
+
+export type UpdateToolMetadataData = {
+    body: UpdateToolRequest;
+    path: {
+        /**
+         * The org's id; it must be the org of the token.
+         */
+        orgId: string;
+        toolId: string;
+    };
+    query?: never;
+    url: '/api/mcp/{orgId}/tools/{toolId}/metadata';
+};
+
+export type UpdateToolMetadataErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+};
+
+export type UpdateToolMetadataError = UpdateToolMetadataErrors[keyof UpdateToolMetadataErrors];
+
+export type UpdateToolMetadataResponses = {
+    /**
+     * The tool after the change.
+     */
+    200: Tool;
+};
+
+export type UpdateToolMetadataResponse = UpdateToolMetadataResponses[keyof UpdateToolMetadataResponses];
 
 export type McpEndpointData = {
     /**

@@ -19,7 +19,7 @@ export interface IdpPrincipal {
   orgId: string;
   subject: string;
   email: string | null;
-  role: Role | null;
+  roles: Role[];
   scopes: string[];
 }
 
@@ -66,7 +66,7 @@ export class Authenticator {
     if (!this.operatorDigest || !timingSafeEqual(digest, this.operatorDigest)) {
       throw unauthenticated('The operator token is invalid.', true);
     }
-    return { orgId: '', kind: 'operator', actorId: 'operator', email: null, role: null, orgLevel: true, connectorIds: null };
+    return { orgId: '', kind: 'operator', actorId: 'operator', email: null, roles: [], orgLevel: true, connectorIds: null };
   }
 
   /** `/api/*`: a gateway token with the management scope, or a user token from the org's IdP. */
@@ -78,11 +78,11 @@ export class Authenticator {
       if (!claims.scope.split(' ').includes(MANAGE_SCOPE)) {
         throw forbidden('insufficient_scope', `This token may only call tools; the REST interface needs the ${MANAGE_SCOPE} scope.`, MANAGE_SCOPE);
       }
-      return { orgId: claims.tg_org, kind: 'oauth_client', actorId: claims.sub, email: null, role: null, orgLevel: true, connectorIds: null };
+      return { orgId: claims.tg_org, kind: 'oauth_client', actorId: claims.sub, email: null, roles: [], orgLevel: true, connectorIds: null };
     }
     const user = await this.resolveIdp(() => this.idp?.forRest(token) ?? Promise.resolve(null));
     if (!user) throw unauthenticated('The token is invalid or expired.', true);
-    return { orgId: user.orgId, kind: 'idp_user', actorId: user.subject, email: user.email, role: user.role, orgLevel: false, connectorIds: null };
+    return { orgId: user.orgId, kind: 'idp_user', actorId: user.subject, email: user.email, roles: user.roles, orgLevel: false, connectorIds: null };
   }
 
   /** The MCP endpoint of one org: an API key, a gateway token with an mcp:call scope, or the org's IdP token. */
@@ -92,16 +92,17 @@ export class Authenticator {
       const row = await findActiveApiKey(this.db, apiKey.trim());
       // Another org's key gets the same answer as an unknown one: nothing is revealed about the other org.
       if (!row || row.orgId !== orgId) throw unauthenticated('The API key is invalid or revoked.');
-      return { orgId, kind: 'api_key', actorId: row.id, email: null, role: null, orgLevel: false, connectorIds: row.connectorIds ?? null };
+      return { orgId, kind: 'api_key', actorId: row.id, email: null, roles: [], orgLevel: false, connectorIds: row.connectorIds ?? null };
     }
     const token = bearerToken(request);
     if (!token) throw unauthenticated('A credential is required: X-API-Key or Authorization: Bearer.', token !== null);
     if (isGatewayToken(token, this.signer.issuer)) {
       const claims = await this.verifyGatewayToken(token);
-      if (claims.tg_org !== orgId) throw unauthenticated('The token is not valid for this endpoint.', true);
+      // Another org's token gets the same answer as an invalid one: nothing is revealed about the other org.
+      if (claims.tg_org !== orgId) throw unauthenticated('The token is invalid or expired.', true);
       const limits = connectorsFromScopes(claims.scope.split(' '));
       if (limits === 'none') throw forbidden('insufficient_scope', `This token has no ${MCP_SCOPE} scope.`, MCP_SCOPE);
-      return { orgId, kind: 'oauth_client', actorId: claims.sub, email: null, role: null, orgLevel: false, connectorIds: limits };
+      return { orgId, kind: 'oauth_client', actorId: claims.sub, email: null, roles: [], orgLevel: false, connectorIds: limits };
     }
     const user = await this.resolveIdp(() => this.idp?.forOrg(orgId, token) ?? Promise.resolve(null));
     if (!user || user.orgId !== orgId) throw unauthenticated('The token is invalid or expired.', true);
@@ -112,7 +113,7 @@ export class Authenticator {
       kind: 'idp_user',
       actorId: user.subject,
       email: user.email,
-      role: user.role,
+      roles: user.roles,
       orgLevel: false,
       connectorIds: limits === 'none' ? null : limits,
     };

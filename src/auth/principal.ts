@@ -10,8 +10,8 @@ export interface Principal {
   /** API key id, OAuth client_id, or the IdP subject. */
   actorId: string;
   email: string | null;
-  /** Role of an IdP user; null for machine credentials. */
-  role: Role | null;
+  /** Roles of an IdP user; empty for machine credentials. */
+  roles: Role[];
   /** Client-credentials tokens with the management scope act at org level (every role check passes). */
   orgLevel: boolean;
   /** Connectors whose tools the credential may call; null means every connector. */
@@ -28,8 +28,8 @@ const ADMITS: Record<Role, readonly Role[]> = {
   admin: ['admin'],
 };
 
-export function roleSatisfies(role: Role | null, required: Role): boolean {
-  return role !== null && ADMITS[required].includes(role);
+export function roleSatisfies(roles: readonly Role[], required: Role): boolean {
+  return roles.some((role) => ADMITS[required].includes(role));
 }
 
 export function actorOf(principal: Principal | null): { type: 'api_key' | 'oauth_client' | 'user' | 'operator' | 'anonymous'; id: string | null } {

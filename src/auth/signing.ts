@@ -1,8 +1,8 @@
 /** The gateway's own access tokens: ES256 keys kept sealed in the store, published as a JWKS, rotation-ready. */
-import { desc, isNull } from 'drizzle-orm';
+import { desc, isNull, sql } from 'drizzle-orm';
 import { SignJWT, createLocalJWKSet, exportJWK, generateKeyPair, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../store/db.ts';
+import type { Db, Queryable } from '../store/db.ts';
 import { signingKeys } from '../store/schema.ts';
 import type { SecretBox } from '../util/crypto.ts';
 
@@ -35,23 +35,35 @@ export class TokenSigner {
   async init(): Promise<void> {
     await this.reload();
     if (!this.signingKey) {
-      await this.rotate();
+      // Instances starting together on an empty store must agree on one first key (else each signs with its
+      // own and, within the reload cooldown, refuses the other's tokens): create it under a lock, re-checking.
+      await this.db.transaction(async (tx) => {
+        await tx.execute(sql`SELECT pg_advisory_xact_lock(7263311002)`);
+        const [existing] = await tx.select({ kid: signingKeys.kid }).from(signingKeys).where(isNull(signingKeys.retiredAt)).limit(1);
+        if (!existing) await this.insertKey(tx);
+      });
+      await this.reload();
     }
   }
 
   /** Creates a new signing key; older keys keep verifying tokens until retired. */
   async rotate(): Promise<string> {
+    const kid = await this.insertKey(this.db);
+    await this.reload();
+    return kid;
+  }
+
+  private async insertKey(db: Queryable): Promise<string> {
     const { privateKey, publicKey } = await generateKeyPair(ALG, { extractable: true });
     const kid = randomUUID();
     const privateJwk = await exportJWK(privateKey);
     const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' };
-    await this.db.insert(signingKeys).values({
+    await db.insert(signingKeys).values({
       kid,
       alg: ALG,
       privateKeySealed: this.box.encrypt(JSON.stringify(privateJwk), `signing_key:${kid}`),
       publicJwk,
     });
-    await this.reload();
     return kid;
   }
 

@@ -1,6 +1,9 @@
 /** The handler table: exactly one handler per operation of openapi.yaml (checked when the app is built). */
 import type { HandlerTable } from '../http/context.ts';
+import { archiveConnector, createConnector, getConnector, listConnectors, revalidateConnector, updateConnector } from './connectors.ts';
+import { deleteIdpConfig, getIdpConfig, setIdpConfig } from './idp.ts';
 import { mcpEndpoint } from './mcp.ts';
+import { listTools, updateToolMetadata } from './tools.ts';
 import { getDocs, getDocsAsset, getHealth, getJwks, getOpenApi } from './meta.ts';
 import { issueToken } from './oauth.ts';
 import { createOrg } from './operator.ts';
@@ -16,8 +19,19 @@ export const handlers: HandlerTable = {
   listOAuthClients,
   createOAuthClient,
   revokeOAuthClient,
+  getIdpConfig,
+  setIdpConfig,
+  deleteIdpConfig,
   getProvisioningStatus,
   provisionOrg,
+  listConnectors,
+  createConnector,
+  getConnector,
+  updateConnector,
+  archiveConnector,
+  revalidateConnector,
+  listTools,
+  updateToolMetadata,
   mcpEndpoint,
   createOrg,
   getJwks,

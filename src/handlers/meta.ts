@@ -3,7 +3,7 @@ import { sql } from 'drizzle-orm';
 import { explorerAsset, explorerPage } from '../docs/explorer.ts';
 import { json, notFound } from '../errors.ts';
 import type { Handler } from '../http/context.ts';
-import openapiDocument from '../../generated/openapi.json';
+import openapiDocument from '../../generated/openapi.json' with { type: 'json' };
 
 const openapiText = JSON.stringify(openapiDocument);
 

@@ -7,6 +7,9 @@ import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import type { Logger } from '../util/log.ts';
 import type { CatalogCache } from '../tools/catalog.ts';
+import type { JobTracker } from '../util/jobs.ts';
+import type { OutboundPolicy } from '../net/outbound.ts';
+import type { IdpVerifier } from '../auth/idp/verifier.ts';
 import type { OperationId } from '../../generated/operations.ts';
 
 export interface AppDeps {
@@ -17,6 +20,9 @@ export interface AppDeps {
   auth: Authenticator;
   log: Logger;
   catalog: CatalogCache;
+  jobs: JobTracker;
+  outbound: OutboundPolicy;
+  idpVerifier: IdpVerifier;
 }
 
 export interface RequestContext<Body = unknown> {

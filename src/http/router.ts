@@ -61,8 +61,9 @@ function queryObject(url: URL): Record<string, unknown> {
 
 function authorize(policy: Role, principal: Principal): void {
   if (principal.orgLevel) return;
-  if (!roleSatisfies(principal.role, policy)) {
-    throw forbidden('insufficient_role', `This operation needs the ${policy} role${principal.role ? `; the caller has ${principal.role}` : ' and the caller has none'}.`);
+  if (!roleSatisfies(principal.roles, policy)) {
+    const has = principal.roles.length ? `; the caller has ${principal.roles.join(', ')}` : ' and the caller has none';
+    throw forbidden('insufficient_role', `This operation needs the ${policy} role${has}.`);
   }
 }
 

@@ -5,6 +5,7 @@ import { createApiKey, createOAuthClient, apiKeyView, oauthClientView, MANAGE_SC
 import { conflict, notFound } from '../errors.ts';
 import type { AppDeps } from '../http/context.ts';
 import { tools } from '../store/schema.ts';
+import { reprovisionConnectors } from '../connectors/service.ts';
 import { findOrgById, insertOrg, markProvisioned, SlugTakenError, type OrgRow, type Plan } from './repository.ts';
 
 export function orgView(org: OrgRow) {
@@ -22,13 +23,6 @@ export function orgView(org: OrgRow) {
 
 export function mcpEndpointUrl(deps: AppDeps, slug: string): string {
   return `${deps.config.publicUrl}/mcp/${slug}`;
-}
-
-/** Hooks later modules register to take part in provisioning (building the tool catalog). */
-export type ProvisionHook = (deps: AppDeps, orgId: string) => Promise<void>;
-const provisionHooks: ProvisionHook[] = [];
-export function onProvision(hook: ProvisionHook): void {
-  provisionHooks.push(hook);
 }
 
 export async function onboardOrg(deps: AppDeps, input: { slug: string; name: string; plan?: Plan; trialDays?: number }, actor: Actor) {
@@ -56,7 +50,8 @@ export async function onboardOrg(deps: AppDeps, input: { slug: string; name: str
 
 /** Builds (or rebuilds) the org's MCP server instance; idempotent. */
 export async function provisionOrg(deps: AppDeps, orgId: string, actor: Actor): Promise<OrgRow> {
-  for (const hook of provisionHooks) await hook(deps, orgId);
+  // The catalog is built from the org's live connectors: re-introspect each and wait for the outcome.
+  await reprovisionConnectors(deps, orgId);
   const org = await markProvisioned(deps.store.db, orgId);
   await recordAudit(deps.store.db, { orgId, action: 'org.provisioned', actor, targetType: 'org', targetId: orgId });
   return org;

@@ -69,11 +69,14 @@ async function openPglite(dataDir: string | null): Promise<Store> {
 
 /** Applies pending migrations inside one transaction holding an advisory lock, so concurrent instances never race. */
 export async function migrate(store: Store, list: Migration[] = migrations): Promise<number[]> {
-  await store.execScript(`CREATE TABLE IF NOT EXISTS toolgate_migrations (
-    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
   const applied: number[] = [];
   await store.db.transaction(async (tx) => {
     await tx.execute(sql`SELECT pg_advisory_xact_lock(7263311001)`);
+    // Created under the lock: concurrent `CREATE TABLE IF NOT EXISTS` on a fresh database races on pg_type.
+    await tx.execute(
+      sql.raw(`CREATE TABLE IF NOT EXISTS toolgate_migrations (
+    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`),
+    );
     const done = await tx.execute<{ version: number }>(sql`SELECT version FROM toolgate_migrations`);
     const have = new Set(rowsOf<{ version: number }>(done).map((r) => Number(r.version)));
     for (const migration of [...list].sort((a, b) => a.version - b.version)) {

@@ -126,5 +126,11 @@ CREATE TABLE idp_configs (
 );
 `,
   },
+  {
+    version: 3,
+    name: 'idp_issuer_audience_unique',
+    sql: `
+CREATE UNIQUE INDEX idp_configs_issuer_audience ON idp_configs (issuer, audience);
+`,
+  },
 ];
-

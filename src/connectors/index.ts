@@ -1,0 +1,5 @@
+/** Loads every connector driver (each registers itself) and re-exports the registry: the one list of driver folders. */
+import './postgresql/index.ts';
+import './mysql/index.ts';
+
+export { registerConnector, getDriver, connectorTypes, closeAllConnectors } from './registry.ts';

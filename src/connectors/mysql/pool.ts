@@ -1,0 +1,105 @@
+/** mysql2 pools for Toolgate: client options, server flavour detection, and cached per-connection session settings. */
+import mysql from 'mysql2/promise';
+import type { DatabaseConfig } from '../types.ts';
+import type { PoolSettings } from '../shared/pools.ts';
+
+export const DEFAULT_MYSQL_PORT = 3306;
+
+export type Flavour = 'mariadb' | 'mysql';
+
+export interface MyPool {
+  pool: mysql.Pool;
+  /** Options for side connections (KILL QUERY) and validate. */
+  options: mysql.ConnectionOptions;
+  /** Detected on first use, once per pool. */
+  flavour: Promise<Flavour> | null;
+}
+
+/** Session settings a connection currently has; tracked so a call only sends SET when something changes. */
+export interface SessionState {
+  /** Default database: unqualified names resolve there, so it must be the tool's own schema. */
+  database: string;
+  readOnly: boolean;
+  /** max_statement_time (MariaDB, seconds) / max_execution_time (MySQL, ms), in ms; 0 = none. */
+  statementTimeoutMs: number;
+  lockTimeoutS: number;
+}
+
+const sessions = new WeakMap<object, SessionState>();
+
+/** Client options; every value explicit. JSON-safe rules (shared/jsonsafe.ts): BIGINT/DECIMAL and dates as strings. */
+export function mysqlOptions(config: DatabaseConfig, credential: string | null, connectTimeoutMs: number): mysql.ConnectionOptions {
+  const tls = config.tls ?? 'disable';
+  return {
+    host: config.host,
+    port: config.port ?? DEFAULT_MYSQL_PORT,
+    user: config.user,
+    password: credential ?? '',
+    database: config.database,
+    ssl: tls === 'disable' ? undefined : { rejectUnauthorized: tls === 'verify-full' },
+    connectTimeout: connectTimeoutMs,
+    charset: 'utf8mb4',
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    decimalNumbers: false,
+    dateStrings: true,
+    // The protocol-level guarantee of one statement per call: without MULTI_STATEMENTS the server refuses
+    // `SELECT 1; DROP TABLE t` as a syntax error, whatever the guard decided.
+    multipleStatements: false,
+    // A database server must not be able to ask the gateway for its files (LOAD DATA LOCAL INFILE).
+    flags: ['-LOCAL_FILES'],
+    enableKeepAlive: true,
+  };
+}
+
+export function openMyPool(config: DatabaseConfig, credential: string | null, settings: PoolSettings): MyPool {
+  const options = mysqlOptions(config, credential, settings.connectTimeoutMs);
+  const pool = mysql.createPool({
+    ...options,
+    connectionLimit: settings.max,
+    // maxIdle = limit: no per-pool sweeper timer; the whole pool is closed when idle by the PoolRegistry.
+    maxIdle: settings.max,
+    waitForConnections: true,
+    queueLimit: 0,
+  });
+  return { pool, options, flavour: null };
+}
+
+export async function endMyPool(p: MyPool): Promise<void> {
+  await p.pool.end();
+}
+
+/** MariaDB or MySQL, asked once per pool (their timeout and read-only variables differ). */
+export function flavourOf(p: MyPool): Promise<Flavour> {
+  p.flavour ??= p.pool.query('SELECT VERSION() AS v').then(([rows]) => {
+    const v = String((rows as { v?: unknown }[])[0]?.v ?? '');
+    return /mariadb/i.test(v) ? 'mariadb' : 'mysql';
+  });
+  // A failed detection (database down) must be retried on the next call, not cached.
+  p.flavour.catch(() => (p.flavour = null));
+  return p.flavour;
+}
+
+/**
+ * Brings a connection's session to `want` with at most one SET statement, and none when it already matches.
+ * The first SET also fixes time_zone to UTC (TIMESTAMP values are then read as UTC, see jsonsafe.ts).
+ * Agent statements cannot change these variables: the guard admits no SET, and a SELECT cannot assign a
+ * system variable.
+ */
+export async function applySession(conn: mysql.PoolConnection, flavour: Flavour, want: SessionState): Promise<void> {
+  const key = conn.connection as object;
+  const have = sessions.get(key);
+  const parts: string[] = [];
+  if (!have) parts.push(`time_zone = '+00:00'`);
+  if (have?.readOnly !== want.readOnly) parts.push(`${flavour === 'mariadb' ? 'tx_read_only' : 'transaction_read_only'} = ${want.readOnly ? 1 : 0}`);
+  if (have?.lockTimeoutS !== want.lockTimeoutS) parts.push(`lock_wait_timeout = ${want.lockTimeoutS}`, `innodb_lock_wait_timeout = ${want.lockTimeoutS}`);
+  if (have?.statementTimeoutMs !== want.statementTimeoutMs) {
+    parts.push(flavour === 'mariadb' ? `max_statement_time = ${want.statementTimeoutMs / 1000}` : `max_execution_time = ${want.statementTimeoutMs}`);
+  }
+  const useDb = have?.database !== want.database;
+  if (parts.length === 0 && !useDb) return;
+  sessions.delete(key); // unknown state while this runs: if it fails, the next call sets everything again
+  if (useDb) await conn.query(`USE \`${want.database.replace(/`/g, '``')}\``);
+  if (parts.length) await conn.query(`SET SESSION ${parts.join(', ')}`);
+  sessions.set(key, { ...want });
+}

@@ -1,0 +1,49 @@
+/** Per-column fix-ups that finish the JSON-safe encoding (shared/jsonsafe.ts) of mysql2 rows. */
+import type { FieldPacket } from 'mysql2/promise';
+import { timestampTextToIso, timestamptzTextToIso, toBase64 } from '../shared/jsonsafe.ts';
+import type { Row } from '../shared/result.ts';
+
+// MySQL protocol column types (include/field_types.h).
+const T_TIMESTAMP = 7;
+const T_DATETIME = 12;
+const T_BIT = 16;
+const BINARY_CHARSET = 63;
+
+type Fix = (v: unknown) => unknown;
+
+const bitToJson: Fix = (v) => {
+  if (!(v instanceof Uint8Array)) return v;
+  let n = 0n;
+  for (const byte of v) n = (n << 8n) | BigInt(byte);
+  return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n.toString();
+};
+const bytesToBase64: Fix = (v) => (v instanceof Uint8Array ? toBase64(v) : v);
+// dateStrings gives "YYYY-MM-DD HH:MM:SS[.ffffff]"; TIMESTAMP is read in the session's UTC time zone.
+const datetimeToIso: Fix = (v) => (typeof v === 'string' ? timestampTextToIso(v) : v);
+const timestampToIso: Fix = (v) => (typeof v === 'string' ? timestamptzTextToIso(v) : v);
+
+function fixFor(f: FieldPacket): Fix | null {
+  const type = f.columnType ?? f.type;
+  if (type === T_BIT) return bitToJson;
+  if (type === T_DATETIME) return datetimeToIso;
+  if (type === T_TIMESTAMP) return timestampToIso;
+  // Binary strings/BLOBs/GEOMETRY arrive as Buffers; DECIMAL, BIGINT and dates also carry charset 63 but are
+  // strings already (the check on the value keeps them as they are).
+  if ((f.characterSet ?? f.charsetNr) === BINARY_CHARSET) return bytesToBase64;
+  return null;
+}
+
+/** Rewrites, in place, the values that mysql2 leaves non-JSON or in a non-ISO form. */
+export function fixRows(rows: Row[], fields: FieldPacket[] | undefined): Row[] {
+  if (!fields?.length || rows.length === 0) return rows;
+  const fixes: [string, Fix][] = [];
+  for (const f of fields) {
+    const fix = fixFor(f);
+    if (fix) fixes.push([f.name, fix]);
+  }
+  if (fixes.length === 0) return rows;
+  for (const row of rows) {
+    for (const [name, fix] of fixes) row[name] = fix(row[name]);
+  }
+  return rows;
+}

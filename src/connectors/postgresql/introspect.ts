@@ -1,0 +1,55 @@
+/** Lists the tables and views of the exposed postgres schemas and turns each into a tool. */
+import type { DatabaseConfig, ToolSpec } from '../types.ts';
+import { toolNames } from '../shared/naming.ts';
+import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
+import type { PgSql } from './pool.ts';
+
+export const DEFAULT_PG_SCHEMAS = ['public'];
+
+interface RelationRow {
+  schema: string;
+  table: string;
+  relkind: string;
+  columns: [string, string][];
+}
+
+/** Quotes an identifier only when postgres would otherwise fold or reject it, so descriptions read naturally. */
+export function pgQuoteIdent(name: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`;
+}
+
+export function pgQualified(schema: string, table: string): string {
+  return `${pgQuoteIdent(schema)}.${pgQuoteIdent(table)}`;
+}
+
+/**
+ * Relations the connecting user may read: tables (plain, partitioned, foreign) and views (plain, materialized).
+ * Partitions are left out: their parent is the tool. Tables without SELECT privilege are left out: their tool
+ * could only ever fail.
+ */
+export async function introspectPg(sql: PgSql, config: DatabaseConfig): Promise<ToolSpec[]> {
+  const schemas = config.schemas?.length ? config.schemas : DEFAULT_PG_SCHEMAS;
+  const rows = await sql.unsafe<RelationRow[]>(
+    `select n.nspname as schema, c.relname as table, c.relkind::text as relkind,
+            coalesce(json_agg(json_build_array(a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod)) order by a.attnum)
+                       filter (where a.attnum is not null), '[]') as columns
+       from pg_catalog.pg_class c
+       join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+       left join pg_catalog.pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+      where n.nspname = any($1::text[])
+        and c.relkind in ('r', 'p', 'f', 'v', 'm')
+        and not c.relispartition
+        and (pg_catalog.has_table_privilege(c.oid, 'SELECT') or pg_catalog.has_any_column_privilege(c.oid, 'SELECT'))
+      group by n.nspname, c.relname, c.relkind
+      order by n.nspname, c.relname`,
+    [schemas],
+  );
+  const relations: RelationInfo[] = rows.map((r) => ({
+    schema: r.schema,
+    table: r.table,
+    kind: r.relkind === 'v' || r.relkind === 'm' ? 'view' : 'table',
+    columns: r.columns.map(([name, type]) => ({ name, type })),
+  }));
+  const names = toolNames('postgresql', relations);
+  return relations.map((rel, i) => relationTool(names[i]!, rel, pgQualified(rel.schema, rel.table)));
+}

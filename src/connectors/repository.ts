@@ -1,0 +1,100 @@
+/** SQL of connectors and the tools they yield; every query is scoped by org. */
+import { and, asc, eq, inArray, isNull, notInArray, sql } from 'drizzle-orm';
+import type { Queryable } from '../store/db.ts';
+import { connectors, tools } from '../store/schema.ts';
+import type { ToolSpec } from './types.ts';
+
+export type ConnectorRow = typeof connectors.$inferSelect;
+
+export function connectorView(row: ConnectorRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    type: row.type,
+    status: row.status,
+    status_reason: row.statusReason,
+    config: row.config,
+    has_credential: row.credentialSealed !== null,
+    allow_write: row.allowWrite,
+    allow_ddl: row.allowDdl,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+export async function findConnector(db: Queryable, orgId: string, id: string): Promise<ConnectorRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(connectors)
+    .where(and(eq(connectors.orgId, orgId), eq(connectors.id, id), isNull(connectors.archivedAt)));
+  return row;
+}
+
+export async function listConnectors(db: Queryable, orgId: string, status?: string): Promise<ConnectorRow[]> {
+  const where = [eq(connectors.orgId, orgId), isNull(connectors.archivedAt)];
+  if (status) where.push(eq(connectors.status, status));
+  return db.select().from(connectors).where(and(...where)).orderBy(asc(connectors.createdAt), asc(connectors.id));
+}
+
+/**
+ * Replaces a connector's tools with the introspected set, keeping the settings of tools that still exist
+ * (matched by base name). Runs only when `generation` is still current, so a stale job never wins.
+ */
+export async function applyIntrospection(db: Queryable, orgId: string, connectorId: string, generation: number, specs: ToolSpec[]): Promise<boolean> {
+  const [current] = await db
+    .update(connectors)
+    .set({ status: 'active', statusReason: null, updatedAt: new Date() })
+    .where(and(eq(connectors.id, connectorId), eq(connectors.orgId, orgId), eq(connectors.validationGeneration, generation), isNull(connectors.archivedAt)))
+    .returning({ id: connectors.id });
+  if (!current) return false;
+  const names = specs.map((s) => s.name);
+  await db
+    .delete(tools)
+    .where(and(eq(tools.connectorId, connectorId), eq(tools.orgId, orgId), ...(names.length ? [notInArray(tools.baseName, names)] : [])));
+  for (const spec of specs) {
+    await db
+      .insert(tools)
+      .values({ orgId, connectorId, baseName: spec.name, spec: spec as unknown as Record<string, unknown> })
+      .onConflictDoUpdate({ target: [tools.connectorId, tools.baseName], set: { spec: spec as unknown as Record<string, unknown>, updatedAt: new Date() } });
+  }
+  return true;
+}
+
+export async function markFailed(db: Queryable, orgId: string, connectorId: string, generation: number, reason: string): Promise<boolean> {
+  const [row] = await db
+    .update(connectors)
+    .set({ status: 'failed', statusReason: reason.slice(0, 500), updatedAt: new Date() })
+    .where(and(eq(connectors.id, connectorId), eq(connectors.orgId, orgId), eq(connectors.validationGeneration, generation), isNull(connectors.archivedAt)))
+    .returning({ id: connectors.id });
+  return row !== undefined;
+}
+
+/** Moves a connector to validating and returns the new generation that its job must present. */
+export async function startValidation(db: Queryable, orgId: string, connectorId: string): Promise<ConnectorRow | undefined> {
+  const [row] = await db
+    .update(connectors)
+    .set({ status: 'validating', statusReason: null, validationGeneration: sql`${connectors.validationGeneration} + 1`, updatedAt: new Date() })
+    .where(and(eq(connectors.id, connectorId), eq(connectors.orgId, orgId), isNull(connectors.archivedAt)))
+    .returning();
+  return row;
+}
+
+export async function archive(db: Queryable, orgId: string, connectorId: string): Promise<boolean> {
+  const [row] = await db
+    .update(connectors)
+    .set({ archivedAt: new Date(), updatedAt: new Date() })
+    .where(and(eq(connectors.id, connectorId), eq(connectors.orgId, orgId), isNull(connectors.archivedAt)))
+    .returning({ id: connectors.id });
+  if (!row) return false;
+  await db.delete(tools).where(and(eq(tools.connectorId, connectorId), eq(tools.orgId, orgId)));
+  return true;
+}
+
+export async function liveConnectorIds(db: Queryable, orgId: string, ids: string[]): Promise<string[]> {
+  if (!ids.length) return [];
+  const rows = await db
+    .select({ id: connectors.id })
+    .from(connectors)
+    .where(and(eq(connectors.orgId, orgId), inArray(connectors.id, ids), isNull(connectors.archivedAt)));
+  return rows.map((r) => r.id);
+}

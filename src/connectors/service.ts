@@ -1,0 +1,174 @@
+/** Connector lifecycle: create, update, archive, and the background validation that provisions their tools. */
+import Ajv from 'ajv';
+import { recordAudit, type Actor } from '../audit/repository.ts';
+import { AppError, notFound, unprocessable } from '../errors.ts';
+import type { AppDeps } from '../http/context.ts';
+import { bumpCatalogVersion } from '../orgs/repository.ts';
+import { connectors } from '../store/schema.ts';
+import { credentialContext } from '../tools/catalog.ts';
+import { describeError } from '../util/log.ts';
+import { getDriver } from './registry.ts';
+import * as repo from './repository.ts';
+import { ConnectorError, type ConnectorDriver, type DatabaseConfig } from './types.ts';
+import { eq } from 'drizzle-orm';
+
+const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true });
+const configValidators = new WeakMap<ConnectorDriver, ReturnType<typeof ajv.compile>>();
+
+export const DATABASE_TYPES = ['postgresql', 'mysql', 'mongodb', 'mssql', 'oracle'];
+
+function driverFor(type: string): ConnectorDriver {
+  const driver = getDriver(type);
+  if (!driver) throw unprocessable('connector_type_unavailable', `Connector type ${type} is not available on this gateway.`);
+  return driver;
+}
+
+function checkConfig(driver: ConnectorDriver, config: unknown): void {
+  let validate = configValidators.get(driver);
+  if (!validate) {
+    validate = ajv.compile(driver.configSchema);
+    configValidators.set(driver, validate);
+  }
+  if (!validate(config)) {
+    const err = validate.errors?.[0];
+    const field = ['body.config', ...(err?.instancePath.split('/').filter(Boolean) ?? [])].join('.');
+    throw new AppError(400, 'validation_error', err?.keyword === 'required' ? `${field}.${String(err.params.missingProperty)} is required` : `${field} ${err?.message ?? 'is invalid'}`);
+  }
+}
+
+export interface CreateConnectorInput {
+  name: string;
+  type: string;
+  config: DatabaseConfig;
+  credential?: string;
+  allow_write?: boolean;
+  allow_ddl?: boolean;
+}
+
+export async function createConnector(deps: AppDeps, orgId: string, input: CreateConnectorInput, actor: Actor) {
+  const driver = driverFor(input.type);
+  checkConfig(driver, input.config);
+  const isDatabase = driver.kind === 'database';
+  const row = await deps.store.db.transaction(async (tx) => {
+    const [created] = await tx
+      .insert(connectors)
+      .values({
+        orgId,
+        name: input.name,
+        type: input.type,
+        status: 'validating',
+        config: input.config as unknown as Record<string, unknown>,
+        allowWrite: isDatabase && Boolean(input.allow_write),
+        allowDdl: isDatabase && Boolean(input.allow_ddl),
+        validationGeneration: 1,
+      })
+      .returning();
+    // The ciphertext is bound to the row id, so it is sealed once the id exists.
+    const sealed = input.credential !== undefined ? deps.box.encrypt(input.credential, credentialContext(created!.id)) : null;
+    const [withCredential] = await tx.update(connectors).set({ credentialSealed: sealed }).where(eq(connectors.id, created!.id)).returning();
+    await recordAudit(tx, { orgId, action: 'connector.created', actor, targetType: 'connector', targetId: created!.id, details: { type: input.type, name: input.name } });
+    return withCredential!;
+  });
+  scheduleValidation(deps, row);
+  return row;
+}
+
+export interface UpdateConnectorInput {
+  name?: string;
+  config?: DatabaseConfig;
+  credential?: string;
+  allow_write?: boolean;
+  allow_ddl?: boolean;
+}
+
+export async function updateConnector(deps: AppDeps, orgId: string, id: string, input: UpdateConnectorInput, actor: Actor) {
+  const existing = await repo.findConnector(deps.store.db, orgId, id);
+  if (!existing) throw notFound('connector_not_found', 'No such connector.');
+  const driver = driverFor(existing.type);
+  if (input.config !== undefined) checkConfig(driver, input.config);
+  const isDatabase = driver.kind === 'database';
+  const changes: Partial<typeof connectors.$inferInsert> = { updatedAt: new Date() };
+  if (input.name !== undefined) changes.name = input.name;
+  if (input.config !== undefined) changes.config = input.config as unknown as Record<string, unknown>;
+  if (input.credential !== undefined) changes.credentialSealed = deps.box.encrypt(input.credential, credentialContext(id));
+  // allow_write and allow_ddl exist for database types only; for other types they are silently ignored.
+  if (isDatabase && input.allow_write !== undefined) changes.allowWrite = input.allow_write;
+  if (isDatabase && input.allow_ddl !== undefined) changes.allowDdl = input.allow_ddl;
+  const revalidate = input.config !== undefined || input.credential !== undefined;
+  const row = await deps.store.db.transaction(async (tx) => {
+    const [updated] = await tx.update(connectors).set(changes).where(eq(connectors.id, id)).returning();
+    await bumpCatalogVersion(tx, orgId);
+    const fields = Object.keys(input).filter((k) => (input as Record<string, unknown>)[k] !== undefined);
+    await recordAudit(tx, { orgId, action: 'connector.updated', actor, targetType: 'connector', targetId: id, details: { fields } });
+    return updated!;
+  });
+  if (revalidate) {
+    await driver.close(id);
+    return (await revalidateConnector(deps, orgId, id, actor, false))!;
+  }
+  return row;
+}
+
+export async function archiveConnector(deps: AppDeps, orgId: string, id: string, actor: Actor): Promise<void> {
+  const existing = await repo.findConnector(deps.store.db, orgId, id);
+  if (!existing) throw notFound('connector_not_found', 'No such connector.');
+  const archived = await deps.store.db.transaction(async (tx) => {
+    const done = await repo.archive(tx, orgId, id);
+    if (done) {
+      await bumpCatalogVersion(tx, orgId);
+      await recordAudit(tx, { orgId, action: 'connector.archived', actor, targetType: 'connector', targetId: id });
+    }
+    return done;
+  });
+  if (!archived) throw notFound('connector_not_found', 'No such connector.');
+  await getDriver(existing.type)?.close(id);
+}
+
+export async function revalidateConnector(deps: AppDeps, orgId: string, id: string, actor: Actor, audit = true) {
+  const row = await repo.startValidation(deps.store.db, orgId, id);
+  if (!row) throw notFound('connector_not_found', 'No such connector.');
+  if (audit) await recordAudit(deps.store.db, { orgId, action: 'connector.revalidated', actor, targetType: 'connector', targetId: id });
+  scheduleValidation(deps, row);
+  return row;
+}
+
+function scheduleValidation(deps: AppDeps, row: repo.ConnectorRow): void {
+  deps.jobs.run(() => validateNow(deps, row));
+}
+
+/** Connects, introspects and provisions the connector's tools; a failure leaves status `failed` with a safe reason. */
+export async function validateNow(deps: AppDeps, row: repo.ConnectorRow): Promise<void> {
+  const driver = getDriver(row.type);
+  const generation = row.validationGeneration;
+  try {
+    if (!driver) throw new ConnectorError(`Connector type ${row.type} is not available on this gateway.`, 'invalid_config');
+    const credential = row.credentialSealed ? deps.box.decrypt(row.credentialSealed, credentialContext(row.id)) : null;
+    const config = row.config as unknown as DatabaseConfig;
+    await driver.validate(row.id, config, credential);
+    const specs = await driver.introspect(row.id, config, credential);
+    await deps.store.db.transaction(async (tx) => {
+      if (await repo.applyIntrospection(tx, row.orgId, row.id, generation, specs)) {
+        await bumpCatalogVersion(tx, row.orgId);
+        await recordAudit(tx, { orgId: row.orgId, action: 'connector.validated', actor: { type: 'system', id: null }, targetType: 'connector', targetId: row.id, details: { tools: specs.length } });
+      }
+    });
+  } catch (err) {
+    const reason = err instanceof ConnectorError ? err.message : 'Validation failed unexpectedly.';
+    if (!(err instanceof ConnectorError)) deps.log.error('connector validation failed', { connector: row.id, error: describeError(err) });
+    await deps.store.db.transaction(async (tx) => {
+      if (await repo.markFailed(tx, row.orgId, row.id, generation, reason)) {
+        await bumpCatalogVersion(tx, row.orgId);
+        await recordAudit(tx, { orgId: row.orgId, action: 'connector.validation_failed', actor: { type: 'system', id: null }, targetType: 'connector', targetId: row.id, outcome: 'error', details: { reason } });
+      }
+    });
+  }
+}
+
+/** Manual provisioning re-validates every live connector of the org and waits for the results. */
+export async function reprovisionConnectors(deps: AppDeps, orgId: string): Promise<void> {
+  const rows = await repo.listConnectors(deps.store.db, orgId);
+  for (const row of rows) {
+    const started = await repo.startValidation(deps.store.db, orgId, row.id);
+    if (started) await validateNow(deps, started);
+  }
+}

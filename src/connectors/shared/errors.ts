@@ -1,0 +1,52 @@
+/** Error wording shared by SQL drivers: network failures in plain words, and messages scrubbed of secrets. */
+import type { ConnectorError } from '../types.ts';
+
+export type ConnectorErrorCode = ConnectorError['code'];
+
+export interface Described {
+  message: string;
+  code: ConnectorErrorCode;
+}
+
+const TLS_CODES = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|ERR_SSL|HANDSHAKE/;
+
+/** Node/Bun socket and DNS failures (and the drivers' own connect timeouts) → a message naming host:port only. */
+export function describeNetworkError(err: unknown, host: string, port: number, connectTimeoutMs: number): Described | null {
+  const code = String((err as { code?: unknown } | null)?.code ?? '');
+  const where = `${host}:${port}`;
+  switch (code) {
+    case 'ECONNREFUSED':
+      return { message: `could not connect to ${where}: connection refused`, code: 'connection_failed' };
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_NONAME':
+      return { message: `could not connect to ${where}: host name ${host} could not be resolved`, code: 'connection_failed' };
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return { message: `could not connect to ${where}: host unreachable`, code: 'connection_failed' };
+    case 'ETIMEDOUT':
+    case 'ETIMEOUT':
+    case 'CONNECT_TIMEOUT':
+      return { message: `could not connect to ${where}: no answer within ${Math.round(connectTimeoutMs / 1000)} s`, code: 'timeout' };
+    case 'ECONNRESET':
+    case 'EPIPE':
+    case 'CONNECTION_CLOSED':
+    case 'CONNECTION_DESTROYED':
+    case 'CONNECTION_ENDED':
+    case 'PROTOCOL_CONNECTION_LOST':
+    case 'ERR_SOCKET_CLOSED':
+      return { message: `the connection to ${where} was closed unexpectedly`, code: 'connection_failed' };
+  }
+  if (TLS_CODES.test(code)) return { message: `TLS with ${where} failed (${code})`, code: 'connection_failed' };
+  return null;
+}
+
+/**
+ * Last line of defence before a message leaves the driver: removes the credential and anything shaped like a
+ * connection URL with user info. Short credentials are not replaced (it would mangle every message).
+ */
+export function scrub(message: string, credential: string | null): string {
+  let out = message.replace(/[a-z][a-z0-9+.-]*:\/\/[^\s@/]*@[^\s]*/gi, '<connection url>');
+  if (credential && credential.length >= 3) out = out.split(credential).join('***');
+  return out;
+}

@@ -1,0 +1,75 @@
+/** Builds what SQL drivers publish: the config JSON Schema and the per-table tool descriptors. */
+import type { ColumnInfo, JsonSchema, ToolSpec } from '../types.ts';
+
+export const DEFAULT_LIMIT = 100;
+export const MAX_LIMIT = 1000;
+
+export interface ConfigSchemaOptions {
+  defaultPort: number;
+  /** Pattern of a schema name the dialect accepts unquoted. */
+  identifierPattern: string;
+  identifierMaxLength: number;
+}
+
+/** JSON Schema of DatabaseConfig for one SQL dialect. */
+export function databaseConfigSchema(o: ConfigSchemaOptions): Record<string, unknown> {
+  return {
+    type: 'object',
+    properties: {
+      // No '/', ',' or whitespace: postgres.js would read them as a socket path or a host list.
+      host: { type: 'string', minLength: 1, maxLength: 253, pattern: '^[^\\s/,@?#]+$' },
+      port: { type: 'integer', minimum: 1, maximum: 65535, default: o.defaultPort },
+      database: { type: 'string', minLength: 1, maxLength: o.identifierMaxLength },
+      user: { type: 'string', minLength: 1, maxLength: 128 },
+      tls: { type: 'string', enum: ['disable', 'require', 'verify-full'], default: 'disable' },
+      schemas: {
+        type: 'array',
+        items: { type: 'string', minLength: 1, maxLength: o.identifierMaxLength, pattern: o.identifierPattern },
+        uniqueItems: true,
+      },
+    },
+    required: ['host', 'database', 'user'],
+    additionalProperties: false,
+  };
+}
+
+export const OUTPUT_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    rows: { type: 'array', items: { type: 'object' }, description: 'Result rows, one object per row' },
+    rowCount: { type: 'integer', description: 'Rows returned (rows affected, for a write)' },
+    truncated: { type: 'boolean', description: 'True when rows were left out by the row limit or the size cap' },
+  },
+  required: ['rows', 'rowCount', 'truncated'],
+};
+
+export interface RelationInfo {
+  schema: string;
+  table: string;
+  kind: 'table' | 'view';
+  columns: ColumnInfo[];
+}
+
+// Descriptions go into every tools/list answer: list the columns, but not without bound.
+const MAX_DESCRIBED_COLUMNS = 100;
+
+/** The tool descriptor of one table or view; `qualified` is how the agent should write the table in SQL. */
+export function relationTool(name: string, rel: RelationInfo, qualified: string): ToolSpec {
+  const cols = rel.columns.slice(0, MAX_DESCRIBED_COLUMNS).map((c) => `${c.name} ${c.type}`);
+  if (rel.columns.length > MAX_DESCRIBED_COLUMNS) cols.push(`and ${rel.columns.length - MAX_DESCRIBED_COLUMNS} more`);
+  return {
+    name,
+    description: `Query the ${rel.kind} ${qualified} (columns: ${cols.join(', ')}). Send one SELECT statement on this ${rel.kind} only.`,
+    inputSchema: {
+      type: 'object',
+      properties: {
+        sql: { type: 'string', description: `A single SELECT statement on ${qualified}` },
+        limit: { type: 'integer', description: 'Maximum rows to return', default: DEFAULT_LIMIT, minimum: 1, maximum: MAX_LIMIT },
+      },
+      required: ['sql'],
+      additionalProperties: false,
+    },
+    outputSchema: OUTPUT_SCHEMA,
+    target: { schema: rel.schema, table: rel.table, kind: rel.kind, columns: rel.columns },
+  };
+}

@@ -1,0 +1,95 @@
+/** Helpers shared by the per-dialect SQL guards: refusal wording and a small verdict cache. */
+
+import type { GuardOptions, GuardResult, StatementKind } from './types.ts';
+
+/** Longest SQL text a guard will look at; anything longer is refused without parsing. */
+export const MAX_SQL_LENGTH = 100_000;
+
+/** Quote user-supplied text in a reason without echoing huge input back. */
+export function clip(text: string, max = 80): string {
+  const oneLine = text.replace(/\s+/g, ' ').trim();
+  return oneLine.length > max ? `${oneLine.slice(0, max - 1)}…` : oneLine;
+}
+
+export function canWrite(opts: GuardOptions): boolean {
+  return opts.allowWrite && !opts.readOnly;
+}
+
+export function canDdl(opts: GuardOptions): boolean {
+  return opts.allowDdl && !opts.readOnly;
+}
+
+/**
+ * The sentence that tells the agent what it may send, e.g.
+ * `Only a single SELECT on table "public.users" is allowed (read-only tool)`.
+ */
+export function allowedPhrase(opts: GuardOptions, tableLabel: string): string {
+  const kinds = ['SELECT'];
+  if (canWrite(opts)) kinds.push('INSERT', 'UPDATE', 'DELETE');
+  if (canDdl(opts)) kinds.push('DDL (CREATE/ALTER/DROP/TRUNCATE TABLE)');
+  const list = kinds.length === 1 ? kinds[0]! : `${kinds.slice(0, -1).join(', ')} or ${kinds[kinds.length - 1]}`;
+  let why = '';
+  if (opts.readOnly) why = ' (read-only tool)';
+  else if (!opts.allowWrite && !opts.allowDdl) why = ' (read-only connector)';
+  return `Only a single ${list} on table "${clip(tableLabel, 120)}" is allowed${why}`;
+}
+
+export function refuse(opts: GuardOptions, tableLabel: string, detail: string): GuardResult {
+  return { ok: false, reason: `${allowedPhrase(opts, tableLabel)}: ${detail}.` };
+}
+
+export function allow(kind: StatementKind, readOnly: boolean): GuardResult {
+  return { ok: true, kind, readOnly };
+}
+
+/**
+ * A small least-recently-used map of verdicts. Bounded in entries and in key size, so it cannot grow
+ * without bound however many distinct statements arrive.
+ */
+export class VerdictCache {
+  private readonly map = new Map<string, GuardResult>();
+  constructor(
+    private readonly maxEntries = 512,
+    private readonly maxKeyLength = 4096,
+  ) {}
+
+  static key(sql: string, opts: GuardOptions, extra = ''): string {
+    const flags = `${opts.allowWrite ? 'w' : '-'}${opts.allowDdl ? 'd' : '-'}${opts.readOnly ? 'r' : '-'}${extra}`;
+    return `${flags}\u0000${opts.table.schema}\u0000${opts.table.name}\u0000${sql}`;
+  }
+
+  get(key: string): GuardResult | undefined {
+    const hit = this.map.get(key);
+    if (hit !== undefined) {
+      // Refresh recency.
+      this.map.delete(key);
+      this.map.set(key, hit);
+    }
+    return hit;
+  }
+
+  set(key: string, value: GuardResult): void {
+    if (key.length > this.maxKeyLength) return;
+    this.map.delete(key);
+    this.map.set(key, value);
+    if (this.map.size > this.maxEntries) {
+      const oldest = this.map.keys().next().value;
+      if (oldest !== undefined) this.map.delete(oldest);
+    }
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  clear(): void {
+    this.map.clear();
+  }
+}
+
+/** Thrown inside a guard's walk to stop at the first reason to refuse. */
+export class Refusal extends Error {
+  constructor(readonly detail: string) {
+    super(detail);
+  }
+}

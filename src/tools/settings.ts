@@ -1,0 +1,94 @@
+/** Per-tool settings of the REST interface: listing with effective names, and validated updates. */
+import { and, asc, eq } from 'drizzle-orm';
+import { recordAudit, type Actor } from '../audit/repository.ts';
+import type { ToolSpec } from '../connectors/types.ts';
+import { conflict, notFound } from '../errors.ts';
+import type { AppDeps } from '../http/context.ts';
+import { CHECK_APPROVAL_STATUS } from '../mcp/tools.ts';
+import { bumpCatalogVersion } from '../orgs/repository.ts';
+import { connectors, tools } from '../store/schema.ts';
+
+type Row = { tool: typeof tools.$inferSelect; connector: { id: string; name: string; type: string } };
+
+export function toolSettingsView({ tool, connector }: Row) {
+  const spec = tool.spec as unknown as ToolSpec;
+  return {
+    id: tool.id,
+    tool_name: tool.baseName,
+    name: tool.toolNameOverride ?? tool.baseName,
+    description: tool.toolDescriptionOverride ?? spec.description,
+    enabled: tool.enabled,
+    requires_approval: tool.requiresApproval,
+    approval_ttl_seconds: tool.approvalTtlSeconds,
+    approval_emails: tool.approvalEmails,
+    tool_name_override: tool.toolNameOverride,
+    tool_description_override: tool.toolDescriptionOverride,
+    read_only: tool.readOnly,
+    connector_id: connector.id,
+    connector_name: connector.name,
+    connector_type: connector.type,
+  };
+}
+
+async function rows(deps: AppDeps, orgId: string, filter: { connectorId?: string; toolId?: string } = {}): Promise<Row[]> {
+  const where = [eq(tools.orgId, orgId), eq(connectors.orgId, orgId)];
+  if (filter.connectorId) where.push(eq(tools.connectorId, filter.connectorId));
+  if (filter.toolId) where.push(eq(tools.id, filter.toolId));
+  return deps.store.db
+    .select({ tool: tools, connector: { id: connectors.id, name: connectors.name, type: connectors.type } })
+    .from(tools)
+    .innerJoin(connectors, eq(connectors.id, tools.connectorId))
+    .where(and(...where))
+    .orderBy(asc(tools.baseName), asc(tools.id));
+}
+
+export async function listToolSettings(deps: AppDeps, orgId: string, connectorId?: string) {
+  return (await rows(deps, orgId, { connectorId })).map(toolSettingsView);
+}
+
+export interface ToolSettingsInput {
+  enabled?: boolean;
+  requires_approval?: boolean;
+  approval_ttl_seconds?: number;
+  approval_emails?: string[];
+  tool_name_override?: string | null;
+  tool_description_override?: string | null;
+  read_only?: boolean;
+}
+
+export async function updateToolSettings(deps: AppDeps, orgId: string, toolId: string, input: ToolSettingsInput, actor: Actor) {
+  const [current] = await rows(deps, orgId, { toolId });
+  if (!current) throw notFound('tool_not_found', 'No such tool.');
+  const override = input.tool_name_override;
+  if (override) {
+    if (override === CHECK_APPROVAL_STATUS) throw conflict('tool_name_taken', `${CHECK_APPROVAL_STATUS} is a built-in tool name.`);
+    // An override must not shadow any other tool's name as agents see it.
+    const others = (await rows(deps, orgId)).filter((r) => r.tool.id !== toolId);
+    if (others.some((r) => (r.tool.toolNameOverride ?? r.tool.baseName) === override || r.tool.baseName === override)) {
+      throw conflict('tool_name_taken', `Another tool of this org is already named ${override}.`);
+    }
+  }
+  const changes: Partial<typeof tools.$inferInsert> = { updatedAt: new Date() };
+  if (input.enabled !== undefined) changes.enabled = input.enabled;
+  if (input.requires_approval !== undefined) changes.requiresApproval = input.requires_approval;
+  if (input.approval_ttl_seconds !== undefined) changes.approvalTtlSeconds = input.approval_ttl_seconds;
+  if (input.approval_emails !== undefined) changes.approvalEmails = input.approval_emails.map((e) => e.toLowerCase());
+  if (input.tool_name_override !== undefined) changes.toolNameOverride = input.tool_name_override;
+  if (input.tool_description_override !== undefined) changes.toolDescriptionOverride = input.tool_description_override;
+  if (input.read_only !== undefined) changes.readOnly = input.read_only;
+  try {
+    await deps.store.db.transaction(async (tx) => {
+      await tx.update(tools).set(changes).where(and(eq(tools.id, toolId), eq(tools.orgId, orgId)));
+      await bumpCatalogVersion(tx, orgId);
+      await recordAudit(tx, { orgId, action: 'tool.updated', actor, targetType: 'tool', targetId: toolId, details: { fields: Object.keys(input) } });
+    });
+  } catch (err) {
+    // Two concurrent renames to the same name: the unique index decides, the loser gets 409.
+    if (String((err as { cause?: { code?: string } }).cause?.code ?? (err as { code?: string }).code) === '23505') {
+      throw conflict('tool_name_taken', `Another tool of this org is already named ${override}.`);
+    }
+    throw err;
+  }
+  const [updated] = await rows(deps, orgId, { toolId });
+  return toolSettingsView(updated!);
+}

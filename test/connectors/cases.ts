@@ -1,0 +1,85 @@
+/** What a database dialect hands the connector conformance suite, and the security cases every dialect shares. */
+import type { ConnectorDriver, DatabaseConfig } from '../../src/connectors/types.ts';
+import type { PoolSettings } from '../../src/connectors/shared/pools.ts';
+
+export type AdminRow = Record<string, unknown>;
+
+/** A fresh, uniquely named database on the real server, loaded with the fixtures below. */
+export interface Provisioned {
+  config: DatabaseConfig;
+  credential: string | null;
+  /** The two exposed schemas; both hold a table `orders`. */
+  mainSchema: string;
+  secondSchema: string;
+  /** Runs SQL on the test database as the admin (fixtures, checks). */
+  admin(sql: string): Promise<AdminRow[]>;
+  /** Changes whenever a fixture table's rows, the set of tables, or a sequence changes. */
+  fingerprint(): Promise<string>;
+  /** Statements other sessions are running whose text contains `marker`. */
+  running(marker: string): Promise<number>;
+  teardown(): Promise<void>;
+}
+
+export interface BypassOptions {
+  readOnly: boolean;
+  statementTimeoutMs: number;
+  /** false: no server-side time limit (MySQL: exercise the client's KILL QUERY). */
+  serverTimeout?: boolean;
+}
+
+/**
+ * The fixtures each dialect's provision() creates, in the main schema unless said otherwise:
+ *   items(id, name, big int8, amount numeric(30,10), created_at timestamptz, happened timestamp, day date,
+ *         payload bytea, doc json, ...)  ids 1..3; row 1 holds the values in `expectedValues`, row 3 NULLs
+ *   big(id, filler)                      ids 1..3000
+ *   secrets(id, secret)                  one row
+ *   notes(id, body)                      empty, for the write tests
+ *   "Order Items"(id)                    a name that needs sanitising
+ *   LONG_NAMES[0], LONG_NAMES[1] (id)    names whose tool names collide after truncation
+ *   orders(id) in mainSchema AND in secondSchema
+ *   items_view                           a view: select id, name from items
+ */
+export interface ConformanceSetup {
+  type: 'postgresql' | 'mysql';
+  driver: ConnectorDriver;
+  available: boolean;
+  provision(): Promise<Provisioned>;
+  configurePools(settings: Partial<PoolSettings>): void;
+  /** Column of items row 1 → its expected JSON value. */
+  expectedValues: Record<string, unknown>;
+  /** Dialect-specific cases, on top of COMMON_CASES. */
+  securityCases: SecurityCase[];
+  /** Runs a statement with the driver's internal runner: no guard, no wrapper. */
+  bypass(p: Provisioned, connectorId: string, statement: string, o: BypassOptions): Promise<AdminRow[]>;
+  /** A statement that runs for minutes, and a marker to find it in the server's process list. */
+  sleep: { sql: string; marker: string };
+}
+
+export interface SecurityCase {
+  name: string;
+  /** `{PWNED}` is replaced with a per-run file path that must never appear. */
+  sql: string;
+  /** Also refused when the connector allows writes (stacked statements, other tables...). */
+  writesToo?: boolean;
+}
+
+const LONG_PREFIX = 'a_table_name_much_longer_than_the_tool_name_limit_allows_';
+export const LONG_NAMES = [`${LONG_PREFIX}one`, `${LONG_PREFIX}two`] as const;
+
+export const COMMON_CASES: SecurityCase[] = [
+  { name: 'stacked COMMIT then DROP', sql: 'SELECT 1; COMMIT; DROP TABLE items', writesToo: true },
+  { name: 'stacked END then DROP', sql: 'SELECT * FROM items; END; DROP TABLE items', writesToo: true },
+  { name: 'stacked, behind leading comments', sql: '/* daily report */ -- note\nSELECT 1; COMMIT; DROP TABLE items', writesToo: true },
+  { name: 'stacked after a string holding a semicolon', sql: "SELECT ';' FROM items; DELETE FROM items", writesToo: true },
+  { name: 'stacked ROLLBACK then DELETE', sql: 'SELECT 1 FROM items; ROLLBACK; DELETE FROM items', writesToo: true },
+  { name: 'EXPLAIN ANALYZE of a DELETE', sql: 'EXPLAIN ANALYZE DELETE FROM items', writesToo: true },
+  { name: 'SELECT ... FOR UPDATE', sql: 'SELECT * FROM items FOR UPDATE' },
+  { name: 'another table', sql: 'SELECT * FROM secrets', writesToo: true },
+  { name: 'another table in a join', sql: 'SELECT i.id, s.secret FROM items i JOIN secrets s ON s.id = i.id', writesToo: true },
+  { name: 'another table in a subquery', sql: 'SELECT (SELECT secret FROM secrets LIMIT 1) AS s FROM items', writesToo: true },
+  { name: 'a write to another table', sql: "INSERT INTO secrets (id, secret) VALUES (9, 'x')", writesToo: true },
+  { name: 'DELETE on a read-only connector', sql: 'DELETE FROM items' },
+  { name: 'UPDATE on a read-only connector', sql: "UPDATE items SET name = 'x'" },
+  { name: 'DROP TABLE', sql: 'DROP TABLE items', writesToo: true },
+  { name: 'TRUNCATE', sql: 'TRUNCATE TABLE items', writesToo: true },
+];
