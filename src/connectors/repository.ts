@@ -47,6 +47,7 @@ export async function applyIntrospection(db: Queryable, orgId: string, connector
     .where(and(eq(connectors.id, connectorId), eq(connectors.orgId, orgId), eq(connectors.validationGeneration, generation), isNull(connectors.archivedAt)))
     .returning({ id: connectors.id });
   if (!current) return false;
+  specs = await avoidOrgCollisions(db, orgId, connectorId, specs);
   const names = specs.map((s) => s.name);
   await db
     .delete(tools)
@@ -58,6 +59,34 @@ export async function applyIntrospection(db: Queryable, orgId: string, connector
       .onConflictDoUpdate({ target: [tools.connectorId, tools.baseName], set: { spec: spec as unknown as Record<string, unknown>, updatedAt: new Date() } });
   }
   return true;
+}
+
+/**
+ * Tool names are unique per org: when another connector already has a tool of the same name (two databases
+ * with a `users` table), this connector's tool takes the next free `_2`, `_3`... suffix. The first connector
+ * keeps the plain name, so names stay stable as connectors are added.
+ */
+async function avoidOrgCollisions(db: Queryable, orgId: string, connectorId: string, specs: ToolSpec[]): Promise<ToolSpec[]> {
+  const others = await db
+    .select({ baseName: tools.baseName, override: tools.toolNameOverride })
+    .from(tools)
+    .where(and(eq(tools.orgId, orgId), sql`${tools.connectorId} <> ${connectorId}`));
+  const taken = new Set(others.flatMap((o) => [o.baseName, ...(o.override ? [o.override] : [])]));
+  taken.add('check_approval_status');
+  return specs.map((spec) => {
+    if (!taken.has(spec.name)) {
+      taken.add(spec.name);
+      return spec;
+    }
+    for (let n = 2; ; n++) {
+      const suffix = `_${n}`;
+      const candidate = spec.name.slice(0, 64 - suffix.length) + suffix;
+      if (!taken.has(candidate) && !specs.some((s) => s.name === candidate)) {
+        taken.add(candidate);
+        return { ...spec, name: candidate };
+      }
+    }
+  });
 }
 
 export async function markFailed(db: Queryable, orgId: string, connectorId: string, generation: number, reason: string): Promise<boolean> {
