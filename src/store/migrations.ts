@@ -133,4 +133,17 @@ CREATE TABLE idp_configs (
 CREATE UNIQUE INDEX idp_configs_issuer_audience ON idp_configs (issuer, audience);
 `,
   },
+  {
+    version: 4,
+    name: 'usage_and_burst',
+    sql: `
+CREATE TABLE usage_counters (
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  period_start date NOT NULL,
+  tool_calls bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (org_id, period_start)
+);
+ALTER TABLE orgs ADD COLUMN burst_limit_per_second integer CHECK (burst_limit_per_second BETWEEN 1 AND 100000);
+`,
+  },
 ];

@@ -15,6 +15,8 @@ export const orgs = pgTable('orgs', {
   provisionedAt: ts('provisioned_at'),
   /** Bumped on every change that alters the org's tool catalog or credentials' view of it. */
   catalogVersion: bigint('catalog_version', { mode: 'number' }).notNull().default(0),
+  /** Custom burst limit (enterprise, standalone); null uses the plan's. */
+  burstLimitPerSecond: integer('burst_limit_per_second'),
   createdAt: ts('created_at').notNull().defaultNow(),
 });
 

@@ -1,0 +1,102 @@
+/**
+ * Per-second burst limits: a fixed one-second window per org, counted in Redis so every instance shares it,
+ * with a per-instance fallback when Redis is unreachable (never a 5xx because the limiter is down).
+ */
+import { createClient } from 'redis';
+import type { Logger } from '../util/log.ts';
+
+export interface BurstDecision {
+  allowed: boolean;
+  /** Whole seconds to wait before retrying (at least 1). */
+  retryAfterSeconds: number;
+}
+
+export interface BurstLimiter {
+  take(orgId: string, limitPerSecond: number): Promise<BurstDecision>;
+  close(): Promise<void>;
+}
+
+/** The same fixed-window arithmetic, in process: used alone without Redis, and as the fallback with it. */
+export class LocalWindow {
+  private second = 0;
+  private counts = new Map<string, number>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  take(orgId: string, limit: number): BurstDecision {
+    const second = Math.floor(this.now() / 1000);
+    if (second !== this.second) {
+      this.second = second;
+      this.counts = new Map();
+    }
+    const count = (this.counts.get(orgId) ?? 0) + 1;
+    this.counts.set(orgId, count);
+    return { allowed: count <= limit, retryAfterSeconds: 1 };
+  }
+}
+
+export function createLocalLimiter(now?: () => number): BurstLimiter {
+  const window = new LocalWindow(now);
+  return { take: async (orgId, limit) => window.take(orgId, limit), close: async () => {} };
+}
+
+type Redis = ReturnType<typeof createClient>;
+
+export interface RedisLimiterOptions {
+  url: string;
+  log: Logger;
+  /** How long a Redis round trip may take before the local window decides instead. */
+  commandTimeoutMs?: number;
+  now?: () => number;
+}
+
+export async function createRedisLimiter(options: RedisLimiterOptions): Promise<BurstLimiter> {
+  const fallback = new LocalWindow(options.now);
+  const now = options.now ?? Date.now;
+  const timeoutMs = options.commandTimeoutMs ?? 50;
+  const client: Redis = createClient({
+    url: options.url,
+    // Fail fast instead of queueing commands while disconnected: the local window takes over meanwhile.
+    disableOfflineQueue: true,
+    socket: { connectTimeout: 1000, reconnectStrategy: (retries: number) => Math.min(200 * 2 ** retries, 5000) },
+  });
+  let warned = false;
+  client.on('error', () => {
+    if (!warned) options.log.error('redis unavailable: burst limits fall back to per-instance windows');
+    warned = true;
+  });
+  client.on('ready', () => {
+    warned = false;
+  });
+  // Connect in the background: start-up never waits for (or fails on) Redis.
+  client.connect().catch(() => {});
+
+  async function incr(key: string): Promise<number> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('redis timeout')), timeoutMs);
+    });
+    try {
+      const replies = await Promise.race([client.multi().incr(key).expire(key, 2).exec(), timeout]);
+      return Number(replies[0]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  return {
+    async take(orgId, limit) {
+      if (!client.isReady) return fallback.take(orgId, limit);
+      const second = Math.floor(now() / 1000);
+      try {
+        const count = await incr(`toolgate:burst:${orgId}:${second}`);
+        return { allowed: count <= limit, retryAfterSeconds: 1 };
+      } catch {
+        return fallback.take(orgId, limit);
+      }
+    },
+    async close() {
+      await client.quit().catch(() => client.disconnect().catch(() => {}));
+    },
+  };
+}
