@@ -1,5 +1,5 @@
 /** Finds the org's IdP configuration in the store and verifies its tokens (read per request: changes apply at once). */
-import { and, eq } from 'drizzle-orm';
+import { and, eq, inArray } from 'drizzle-orm';
 import { decodeJwt } from 'jose';
 import type { Db } from '../../store/db.ts';
 import { idpConfigs } from '../../store/schema.ts';
@@ -22,10 +22,12 @@ export function toVerifierConfig(row: IdpConfigRow): IdpConfig {
   };
 }
 
+/** The token's audiences, unverified, deduplicated, strings only, in the token's order. */
 function audiences(token: string): string[] {
   try {
-    const aud = decodeJwt(token).aud;
-    return Array.isArray(aud) ? aud : aud ? [aud] : [];
+    const aud: unknown = decodeJwt(token).aud;
+    const list: unknown[] = Array.isArray(aud) ? aud : aud ? [aud] : [];
+    return [...new Set(list.filter((a): a is string => typeof a === 'string' && a !== ''))];
   } catch {
     return [];
   }
@@ -45,11 +47,14 @@ export function createIdpResolver(db: Db, verifier: IdpVerifier): IdpResolver {
       // The token names its issuer and audience; (issuer, audience) is unique across orgs, so it names one org.
       const issuer = peekIssuer(token);
       if (!issuer) return null;
-      for (const audience of audiences(token)) {
-        const [row] = await db.select().from(idpConfigs).where(and(eq(idpConfigs.issuer, issuer), eq(idpConfigs.audience, audience)));
-        if (row) return verify(row, token);
-      }
-      return null;
+      // One query whatever the number of audiences: the token is unverified here, and a 16 KiB token can list
+      // thousands of them (one query each would let anyone make every request cost thousands of queries).
+      const candidates = audiences(token);
+      if (candidates.length === 0) return null;
+      const rows = await db.select().from(idpConfigs).where(and(eq(idpConfigs.issuer, issuer), inArray(idpConfigs.audience, candidates)));
+      // Several matches (orgs sharing an issuer, the token naming each audience): the token's order decides, as before.
+      const row = candidates.map((audience) => rows.find((r) => r.audience === audience)).find((r) => r !== undefined);
+      return row ? verify(row, token) : null;
     },
   };
 }
