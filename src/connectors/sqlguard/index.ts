@@ -2,5 +2,4 @@
 
 export type { GuardOptions, GuardResult, StatementKind } from './types.ts';
 export { guardPostgresSql, initPostgresGuard, clearPostgresGuardCache } from './postgres.ts';
-export { guardMysqlSql, guardMariadbSql, clearMysqlGuardCache } from './mysql.ts';
-export type { MysqlDialect } from './mysql.ts';
+export { guardMysqlSql, initMysqlGuard, clearMysqlGuardCache } from './mysql.ts';

@@ -35,9 +35,10 @@
  * functions whose single argument is the table's row type (or polymorphic), and no built-in such function
  * has side effects.
  *
- * Speed (Bun 1.4, this machine, after warm-up, cache disabled): ~25 µs for a typical SELECT with a
- * WHERE/GROUP BY/ORDER BY, ~60 µs for a 3-CTE statement; a repeated statement is served from a
- * 512-entry LRU of verdicts in ~1 µs.
+ * Speed (Bun 1.4 on this 2-core machine, verdict cache cleared each call, best of 15 rounds of 500
+ * calls): ~25 µs for a typical SELECT (WHERE / GROUP BY / ORDER BY / LIMIT, a function, a parameter),
+ * ~30 µs for a 3-CTE statement, ~3 µs for `SELECT 1`. A repeated statement is answered from a
+ * 512-entry LRU of verdicts (bounded in entries and key size) in well under 1 µs.
  */
 
 import { loadModule, parseSync, scanSync } from 'libpg-query';
@@ -234,6 +235,11 @@ function isObj(v: unknown): v is AnyObj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+function isEmpty(v: AnyObj): boolean {
+  for (const _ in v) return false;
+  return true;
+}
+
 /** If `v` is a wrapped node `{Type: {...}}`, its type name; otherwise undefined. */
 function wrappedType(v: AnyObj): string | undefined {
   let only: string | undefined;
@@ -317,6 +323,8 @@ function walk(value: unknown, st: WalkState, scope: ReadonlySet<string>, parentT
     visitNode(wrapped, value[wrapped] as AnyObj, st, scope);
     return;
   }
+  // `{}` stands for an empty node (e.g. the NIL element of DISTINCT's list): it holds nothing.
+  if (isEmpty(value)) return;
   const t = UNWRAPPED_FIELDS[`${parentType}.${field}`];
   if (t === undefined) throw new Refusal(`it uses a construct the guard does not support (${clip(`${parentType}.${field}`)})`);
   visitNode(t, value, st, scope);
