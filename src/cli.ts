@@ -23,12 +23,17 @@ function fail(message: string, code = 1): never {
 }
 
 async function viaOperatorApi(url: string, token: string, body: Record<string, unknown>): Promise<Onboarding> {
-  const response = await fetch(`${url}/operator/orgs`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify(body),
-  });
-  const payload = (await response.json()) as Record<string, unknown>;
+  let response: Response;
+  try {
+    response = await fetch(`${url}/operator/orgs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify(body),
+    });
+  } catch (err) {
+    fail(`the server holding the data folder does not answer at ${url} (${(err as Error).message}); try again`);
+  }
+  const payload = (await response.json().catch(() => ({}))) as Record<string, unknown>;
   if (!response.ok) fail(`${String(payload.message ?? payload.error ?? response.status)}`);
   return payload as unknown as Onboarding;
 }
@@ -92,6 +97,8 @@ async function orgCreate(argv: string[]): Promise<void> {
   const input = { slug: values.slug, name: values.name, plan, trialDays };
   const holder = config.databaseUrl ? null : lockHolder(config.dataDir);
   let result: Onboarding;
+  // Another CLI command holds the folder (it serves no operator API): wait for it rather than calling port 0.
+  if (holder && holder.port === 0) fail(`the data folder is in use by process ${holder.pid} (another toolgate command); try again`);
   if (holder) {
     const token = config.operatorToken ?? embeddedOperatorToken(config.dataDir);
     result = await viaOperatorApi(`http://127.0.0.1:${holder.port}`, token, { slug: input.slug, name: input.name, plan, ...(trialDays !== undefined ? { trial_days: trialDays } : {}) });

@@ -8,6 +8,9 @@ import { SecretBox, digestsEqual, hashSecret } from '../src/util/crypto.ts';
 import { BASE, OPERATOR_TOKEN, api, freshDatabase, onboard, startTestGateway, tokenFor, type StoreKind, type TestGateway } from './support/gateway.ts';
 import { serviceAvailable } from './support/services.ts';
 
+/** Hooks default to 5 s in bun whatever bunfig says; starting PGlite under load can take longer. */
+const HOOK_TIMEOUT_MS = 60_000;
+
 const pgUp = await serviceAvailable('postgres');
 
 async function query<T>(g: TestGateway, text: ReturnType<typeof sql>): Promise<T[]> {
@@ -44,10 +47,10 @@ function repositorySuite(kind: StoreKind) {
     let g: TestGateway;
     beforeAll(async () => {
       g = await startTestGateway(kind);
-    });
+    }, HOOK_TIMEOUT_MS);
     afterAll(async () => {
       await g?.close();
-    });
+    }, HOOK_TIMEOUT_MS);
 
     test('migrations are applied once, and running them again applies nothing', async () => {
       expect(g.deps.store.kind).toBe(kind);
@@ -194,12 +197,12 @@ describe.skipIf(!pgUp)('instances sharing one PostgreSQL database', () => {
     db = await freshDatabase();
     // Both start at once on the empty database: migrations run under a lock, so neither fails.
     [one, two] = await Promise.all([startTestGateway('postgres', {}, db.url), startTestGateway('postgres', {}, db.url)]);
-  });
+  }, HOOK_TIMEOUT_MS);
   afterAll(async () => {
     await one?.close();
     await two?.close();
     await db?.drop();
-  });
+  }, HOOK_TIMEOUT_MS);
 
   test('concurrent stores on a fresh database all migrate', async () => {
     const fresh = await freshDatabase();

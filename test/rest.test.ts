@@ -1,0 +1,244 @@
+// The REST interface on a real gateway: validation before handlers, hostile bodies, routing errors,
+// API keys, OAuth clients, and provisioning.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { randomUUID } from 'node:crypto';
+import { BASE, api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+
+/** Hooks default to 5 s in bun whatever bunfig says; starting PGlite under load can take longer. */
+const HOOK_TIMEOUT_MS = 60_000;
+
+let g: TestGateway;
+let small: TestGateway; // TOOLGATE_MAX_BODY_BYTES=2048
+let org: Onboarded;
+let token: string;
+let smallToken: string;
+let smallOrg: Onboarded;
+/** Every error body seen, checked at the end for leaked internals. */
+const errorBodies: string[] = [];
+
+beforeAll(async () => {
+  [g, small] = await Promise.all([startTestGateway('pglite'), startTestGateway('pglite', { TOOLGATE_MAX_BODY_BYTES: '2048' })]);
+  org = await onboard(g);
+  token = await tokenFor(g, org.clientId, org.clientSecret);
+  smallOrg = await onboard(small);
+  smallToken = await tokenFor(small, smallOrg.clientId, smallOrg.clientSecret);
+}, HOOK_TIMEOUT_MS);
+afterAll(async () => {
+  await g?.close();
+  await small?.close();
+}, HOOK_TIMEOUT_MS);
+
+function raw(gateway: TestGateway, method: string, path: string, body: BodyInit | null, headers: Record<string, string>) {
+  return gateway.handle(new Request(`${BASE}${path}`, { method, headers, body }));
+}
+const authed = (contentType = 'application/json') => ({ authorization: `Bearer ${token}`, 'content-type': contentType });
+
+async function expectError(res: Response | Promise<Response>, status: number, code: string, messageIncludes?: string) {
+  const response = await res;
+  expect(response.status).toBe(status);
+  expect(response.headers.get('content-type')).toContain('application/json');
+  const text = await response.text();
+  errorBodies.push(text);
+  const body = JSON.parse(text) as { error: string; message: string };
+  expect(Object.keys(body).sort()).toEqual(['error', 'message']);
+  expect(body.error).toBe(code);
+  if (messageIncludes) expect(body.message).toContain(messageIncludes);
+  return { response, body };
+}
+
+describe('request validation happens before the handler', () => {
+  const path = '/api/org/api-keys';
+  const keyCount = async () => ((await (await api(g, 'GET', path, token)).json()) as { api_keys: unknown[] }).api_keys.length;
+
+  test('malformed JSON: 400 invalid_json', async () => {
+    await expectError(raw(g, 'POST', path, '{"name": "x",', authed()), 400, 'invalid_json');
+    await expectError(raw(g, 'POST', path, "{'name': 'x'}", authed()), 400, 'invalid_json');
+  });
+
+  test('a wrong type, a missing field and an unknown field are 400 naming the field', async () => {
+    const before = await keyCount();
+    await expectError(api(g, 'POST', path, token, { name: 5 }), 400, 'validation_error', 'body.name');
+    await expectError(api(g, 'POST', path, token, { name: 'x', connector_ids: 'all' }), 400, 'validation_error', 'body.connector_ids');
+    await expectError(api(g, 'POST', path, token, {}), 400, 'validation_error', 'body.name is required');
+    await expectError(api(g, 'POST', '/api/org/oauth-clients', token, { name: 'x' }), 400, 'validation_error', 'body.scopes is required');
+    await expectError(api(g, 'POST', path, token, { name: 'x', admin: true }), 400, 'validation_error', 'body.admin');
+    await expectError(api(g, 'POST', path, token, { name: '' }), 400, 'validation_error', 'body.name');
+    await expectError(api(g, 'POST', path, token, [{ name: 'x' }]), 400, 'validation_error', 'body');
+    await expectError(api(g, 'POST', '/api/org/oauth-clients', token, { name: 'x', scopes: ['admin'] }), 400, 'validation_error', 'body.scopes');
+    await expectError(raw(g, 'POST', path, null, authed()), 400, 'validation_error', 'body is required');
+    expect(await keyCount()).toBe(before);
+  });
+
+  test('a non-uuid path parameter: 400 naming it', async () => {
+    await expectError(api(g, 'DELETE', '/api/org/api-keys/not-a-uuid', token), 400, 'validation_error', 'path.keyId');
+    await expectError(api(g, 'GET', '/api/mcp/123/status', token), 400, 'validation_error', 'path.orgId');
+    await expectError(api(g, 'POST', "/api/mcp/'%20OR%201=1/provision", token), 400, 'validation_error', 'path.orgId');
+  });
+
+  test('a wrong Content-Type: 415', async () => {
+    const body = JSON.stringify({ name: 'x' });
+    await expectError(raw(g, 'POST', path, body, authed('text/plain')), 415, 'unsupported_media_type');
+    await expectError(raw(g, 'POST', path, body, authed('application/x-www-form-urlencoded')), 415, 'unsupported_media_type');
+    // The JSON endpoint is still fine with a charset parameter.
+    expect((await raw(g, 'POST', path, body, authed('application/json; charset=utf-8'))).status).toBe(201);
+  });
+
+  test('a body over TOOLGATE_MAX_BODY_BYTES: 413, declared or streamed', async () => {
+    const big = JSON.stringify({ name: 'x'.repeat(3000) });
+    const headers = { authorization: `Bearer ${smallToken}`, 'content-type': 'application/json' };
+    await expectError(raw(small, 'POST', path, big, headers), 413, 'payload_too_large');
+    const stream = new ReadableStream({
+      start(controller) {
+        for (let i = 0; i < 4; i++) controller.enqueue(new TextEncoder().encode('x'.repeat(1000)));
+        controller.close();
+      },
+    });
+    await expectError(raw(small, 'POST', path, stream, headers), 413, 'payload_too_large');
+    const mcp = await raw(small, 'POST', `/mcp/${smallOrg.slug}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { pad: 'x'.repeat(3000) } } }), {
+      'content-type': 'application/json',
+      'x-api-key': smallOrg.apiKey,
+    });
+    expect(mcp.status).toBe(413);
+    // Under the cap, the same gateway works.
+    expect((await raw(small, 'POST', path, JSON.stringify({ name: 'fits' }), headers)).status).toBe(201);
+  });
+
+  test('10,000 nested brackets: 400, and the app keeps working', async () => {
+    await expectError(raw(g, 'POST', path, '['.repeat(10_000), authed()), 400, 'body_too_deep');
+    await expectError(raw(g, 'POST', path, `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`, authed()), 400, 'body_too_deep');
+    const mcp = await raw(g, 'POST', `/mcp/${org.slug}`, '['.repeat(10_000), { 'content-type': 'application/json', 'x-api-key': org.apiKey });
+    expect(mcp.status).toBe(400);
+    expect(((await mcp.json()) as { error: { code: number } }).error.code).toBe(-32700);
+    expect((await api(g, 'GET', '/api/org', token)).status).toBe(200);
+    expect((await raw(g, 'GET', '/healthz', null, {})).status).toBe(200);
+  });
+
+  test('a __proto__ key is refused (additionalProperties) and pollutes nothing', async () => {
+    await expectError(raw(g, 'POST', path, '{"name":"x","__proto__":{"polluted":true}}', authed()), 400, 'validation_error', '__proto__');
+    await expectError(raw(g, 'POST', path, '{"name":"x","constructor":{"prototype":{"polluted":true}}}', authed()), 400, 'validation_error', 'constructor');
+    await expectError(raw(g, 'POST', '/operator/orgs', '{"slug":"pp","name":"x","__proto__":{"polluted":true}}', { authorization: 'Bearer test-operator-token-0123456789abcdef', 'content-type': 'application/json' }), 400, 'validation_error');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect((Object.prototype as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  test('invalid UTF-8: 400', async () => {
+    const bytes = new Uint8Array([...new TextEncoder().encode('{"name":"'), 0xff, 0xfe, 0xc3, ...new TextEncoder().encode('"}')]);
+    await expectError(raw(g, 'POST', path, bytes, authed()), 400, 'invalid_encoding');
+    const overlong = new Uint8Array([...new TextEncoder().encode('{"name":"'), 0xc0, 0xaf, ...new TextEncoder().encode('"}')]);
+    await expectError(raw(g, 'POST', path, overlong, authed()), 400, 'invalid_encoding');
+  });
+});
+
+describe('routing', () => {
+  test('an unknown route: 404 JSON', async () => {
+    for (const p of ['/nope', '/api/orgs', '/api/org/api-keys/x/y', '/mcp', '/.env', '/api/../etc/passwd']) {
+      await expectError(api(g, 'GET', p, token), 404, 'not_found');
+    }
+  });
+
+  test('a wrong method on a known path: 405 with Allow', async () => {
+    const cases: Array<[string, string, string]> = [
+      ['PUT', '/api/org', 'GET'],
+      ['DELETE', '/api/org', 'GET'],
+      ['PATCH', '/api/org/api-keys', 'GET, POST'],
+      ['GET', '/oauth/token', 'POST'],
+      ['GET', `/mcp/${'acme'}`, 'POST'],
+      ['GET', `/api/org/api-keys/${randomUUID()}`, 'DELETE'],
+    ];
+    for (const [method, p, allow] of cases) {
+      const { response } = await expectError(api(g, method, p, token), 405, 'method_not_allowed');
+      expect(response.headers.get('allow')!.split(', ').sort()).toEqual(allow.split(', ').sort());
+    }
+  });
+});
+
+describe('API keys', () => {
+  test('created with its secret shown once; the list never shows it', async () => {
+    const res = await api(g, 'POST', '/api/org/api-keys', token, { name: 'reporting' });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const created = (await res.json()) as Record<string, unknown>;
+    expect(Object.keys(created).sort()).toEqual(['connector_ids', 'created_at', 'id', 'key', 'name', 'prefix', 'revoked_at']);
+    expect(created).toMatchObject({ name: 'reporting', connector_ids: null, revoked_at: null });
+    expect(String(created.key).startsWith(String(created.prefix))).toBe(true);
+    const listText = await (await api(g, 'GET', '/api/org/api-keys', token)).text();
+    expect(listText).not.toContain(String(created.key));
+    const list = JSON.parse(listText) as { api_keys: Array<Record<string, unknown>> };
+    for (const item of list.api_keys) expect(item).not.toHaveProperty('key');
+    expect(list.api_keys.find((k) => k.id === created.id)).toMatchObject({ name: 'reporting', prefix: created.prefix });
+  });
+
+  test('connector_ids of unknown connectors: 422', async () => {
+    await expectError(api(g, 'POST', '/api/org/api-keys', token, { name: 'scoped', connector_ids: [randomUUID()] }), 422, 'connector_not_found');
+  });
+
+  test('revoke: 200 with revoked_at, then 404; an unknown id is 404', async () => {
+    const created = (await (await api(g, 'POST', '/api/org/api-keys', token, { name: 'temp' })).json()) as { id: string };
+    const first = await api(g, 'DELETE', `/api/org/api-keys/${created.id}`, token);
+    expect(first.status).toBe(200);
+    const revoked = (await first.json()) as { id: string; revoked_at: string | null };
+    expect(revoked.id).toBe(created.id);
+    expect(Date.parse(revoked.revoked_at!)).toBeGreaterThan(0);
+    await expectError(api(g, 'DELETE', `/api/org/api-keys/${created.id}`, token), 404, 'api_key_not_found');
+    await expectError(api(g, 'DELETE', `/api/org/api-keys/${randomUUID()}`, token), 404, 'api_key_not_found');
+    const list = (await (await api(g, 'GET', '/api/org/api-keys', token)).json()) as { api_keys: Array<{ id: string; revoked_at: string | null }> };
+    expect(list.api_keys.find((k) => k.id === created.id)!.revoked_at).toBe(revoked.revoked_at);
+  });
+});
+
+describe('OAuth clients', () => {
+  test('created with its secret shown once; the list never shows it', async () => {
+    const res = await api(g, 'POST', '/api/org/oauth-clients', token, { name: 'agent', scopes: ['mcp:call'] });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const created = (await res.json()) as Record<string, unknown>;
+    expect(Object.keys(created).sort()).toEqual(['client_id', 'client_secret', 'created_at', 'id', 'name', 'revoked_at', 'scopes']);
+    expect(created).toMatchObject({ name: 'agent', scopes: ['mcp:call'], revoked_at: null });
+    const listText = await (await api(g, 'GET', '/api/org/oauth-clients', token)).text();
+    expect(listText).not.toContain(String(created.client_secret));
+    const list = JSON.parse(listText) as { oauth_clients: Array<Record<string, unknown>> };
+    for (const item of list.oauth_clients) expect(item).not.toHaveProperty('client_secret');
+    expect(list.oauth_clients.map((c) => c.client_id)).toContain(created.client_id);
+    expect(await tokenFor(g, String(created.client_id), String(created.client_secret))).toBeString();
+  });
+
+  test('a scope naming an unknown connector: 422', async () => {
+    await expectError(api(g, 'POST', '/api/org/oauth-clients', token, { name: 'scoped', scopes: [`mcp:call:${randomUUID()}`] }), 422, 'connector_not_found');
+  });
+
+  test('revoke: 200, then 404; an unknown client is 404', async () => {
+    const created = (await (await api(g, 'POST', '/api/org/oauth-clients', token, { name: 'temp', scopes: ['mcp:call'] })).json()) as { client_id: string };
+    const first = await api(g, 'DELETE', `/api/org/oauth-clients/${created.client_id}`, token);
+    expect(first.status).toBe(200);
+    expect(((await first.json()) as { revoked_at: string | null }).revoked_at).toBeString();
+    await expectError(api(g, 'DELETE', `/api/org/oauth-clients/${created.client_id}`, token), 404, 'oauth_client_not_found');
+    await expectError(api(g, 'DELETE', '/api/org/oauth-clients/tgc_unknown', token), 404, 'oauth_client_not_found');
+  });
+});
+
+describe('provisioning', () => {
+  test('status: provisioned, the absolute endpoint, no tools yet', async () => {
+    const res = await api(g, 'GET', `/api/mcp/${org.orgId}/status`, token);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'provisioned', endpoint: `${BASE}/mcp/${org.slug}`, toolCount: 0 });
+  });
+
+  test('provision: 200 with the status, idempotent', async () => {
+    for (let i = 0; i < 2; i++) {
+      const res = await api(g, 'POST', `/api/mcp/${org.orgId}/provision`, token);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ status: 'provisioned', endpoint: `${BASE}/mcp/${org.slug}`, toolCount: 0 });
+    }
+    const me = (await (await api(g, 'GET', '/api/org', token)).json()) as { id: string; provision_status: string };
+    expect(me).toMatchObject({ id: org.orgId, provision_status: 'provisioned' });
+  });
+});
+
+test('no error response discloses a stack trace or a file path', () => {
+  expect(errorBodies.length).toBeGreaterThan(20);
+  for (const body of errorBodies) {
+    expect(body).not.toMatch(/\bat .*\.(ts|js):\d+/);
+    expect(body).not.toMatch(/\/(src|node_modules|work)\//);
+    expect(body).not.toMatch(/\.ts\b/);
+  }
+});
