@@ -67,11 +67,17 @@ export async function applyIntrospection(db: Queryable, orgId: string, connector
  * keeps the plain name, so names stay stable as connectors are added.
  */
 async function avoidOrgCollisions(db: Queryable, orgId: string, connectorId: string, specs: ToolSpec[]): Promise<ToolSpec[]> {
-  const others = await db
-    .select({ baseName: tools.baseName, override: tools.toolNameOverride })
+  const existing = await db
+    .select({ connectorId: tools.connectorId, baseName: tools.baseName, override: tools.toolNameOverride })
     .from(tools)
-    .where(and(eq(tools.orgId, orgId), sql`${tools.connectorId} <> ${connectorId}`));
-  const taken = new Set(others.flatMap((o) => [o.baseName, ...(o.override ? [o.override] : [])]));
+    .where(eq(tools.orgId, orgId));
+  const taken = new Set<string>();
+  for (const o of existing) {
+    if (o.connectorId !== connectorId) taken.add(o.baseName);
+    // An override is taken for every other tool, this connector's new tables included (a table added later must
+    // not get the name agents already use for another tool); an override equal to its own base name is no clash.
+    if (o.override && !(o.connectorId === connectorId && o.override === o.baseName)) taken.add(o.override);
+  }
   taken.add('check_approval_status');
   return specs.map((spec) => {
     if (!taken.has(spec.name)) {

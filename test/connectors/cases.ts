@@ -15,6 +15,8 @@ export interface Provisioned {
   admin(sql: string): Promise<AdminRow[]>;
   /** Changes whenever a fixture table's rows, the set of tables, or a sequence changes. */
   fingerprint(): Promise<string>;
+  /** Takes an exclusive lock on `table` from another session until the returned function is called. */
+  lockTable(table: string): Promise<() => Promise<void>>;
   /** Statements other sessions are running whose text contains `marker`. */
   running(marker: string): Promise<number>;
   teardown(): Promise<void>;

@@ -44,6 +44,9 @@ async function killQuery(p: MyPool, threadId: number): Promise<boolean> {
   }
 }
 
+/** lock_wait_timeout and innodb_lock_wait_timeout take whole seconds, at least 1. */
+const lockSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
+
 const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(new Error(code), { code });
 
 /**
@@ -68,7 +71,7 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
       database: o.database,
       readOnly: o.readOnly,
       statementTimeoutMs: o.serverTimeout === false ? 0 : Math.max(1, Math.floor(o.statementTimeoutMs)),
-      lockTimeoutS: Math.max(1, Math.ceil(o.lockTimeoutMs / 1000)),
+      lockTimeoutS: lockSeconds(o.lockTimeoutMs),
     });
 
     let pending = true;
@@ -131,19 +134,19 @@ export async function executeMysql(p: MyPool, tool: ToolSpec, args: Record<strin
     credential: ctx.credential,
     connectTimeoutMs,
     statementTimeoutMs: ctx.limits.statementTimeoutMs,
-    lockTimeoutMs: ctx.limits.lockTimeoutMs,
+    // MySQL lock waits are whole seconds (see runMysqlStatement): report the limit actually applied.
+    lockTimeoutMs: lockSeconds(ctx.limits.lockTimeoutMs) * 1000,
   };
   try {
     const call = parseCallArgs(args, ctx.limits);
     if (typeof call === 'string') return errorResult(call);
 
-    // The guard needs the flavour (MariaDB grammar differs): known after the pool's first query.
-    const flavour = await flavourOf(p);
-    const verdict = guardMysqlSql(
-      call.sql,
-      { table: { schema: tool.target.schema, name: tool.target.table }, allowWrite: ctx.allowWrite, allowDdl: ctx.allowDdl, readOnly: ctx.readOnly },
-      flavour,
-    );
+    const verdict = guardMysqlSql(call.sql, {
+      table: { schema: tool.target.schema, name: tool.target.table },
+      allowWrite: ctx.allowWrite,
+      allowDdl: ctx.allowDdl,
+      readOnly: ctx.readOnly,
+    });
     if (!verdict.ok) return errorResult(verdict.reason);
 
     const write = !verdict.readOnly;

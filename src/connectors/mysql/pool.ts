@@ -71,12 +71,17 @@ export async function endMyPool(p: MyPool): Promise<void> {
 
 /** MariaDB or MySQL, asked once per pool (their timeout and read-only variables differ). */
 export function flavourOf(p: MyPool): Promise<Flavour> {
-  p.flavour ??= p.pool.query('SELECT VERSION() AS v').then(([rows]) => {
-    const v = String((rows as { v?: unknown }[])[0]?.v ?? '');
-    return /mariadb/i.test(v) ? 'mariadb' : 'mysql';
-  });
-  // A failed detection (database down) must be retried on the next call, not cached.
-  p.flavour.catch(() => (p.flavour = null));
+  if (!p.flavour) {
+    const detecting = p.pool.query('SELECT VERSION() AS v').then(([rows]): Flavour => {
+      const v = String((rows as { v?: unknown }[])[0]?.v ?? '');
+      return /mariadb/i.test(v) ? 'mariadb' : 'mysql';
+    });
+    p.flavour = detecting;
+    // A failed detection (database down) must be retried on the next call, not cached.
+    detecting.catch(() => {
+      if (p.flavour === detecting) p.flavour = null;
+    });
+  }
   return p.flavour;
 }
 

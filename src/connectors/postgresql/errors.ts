@@ -73,6 +73,11 @@ export function pgCallErrorText(err: unknown, ctx: PgErrorContext): string {
     case '55P03':
       text = `The query waited more than ${ctx.lockTimeoutMs} ms for a lock and was cancelled (lock timeout).`;
       break;
+    case '08P01':
+      text = /bind message supplies/.test(err.message)
+        ? 'Query parameters ($1, $2, ...) are not supported: write the values into the statement.'
+        : `The database rejected the query: ${err.message} (SQLSTATE ${err.code}).`;
+      break;
     case '25006':
       text = 'The statement tried to write, but this call runs read-only.';
       break;

@@ -1,24 +1,48 @@
 /** The `postgresql` connector driver: postgres.js pools per connector, one tool per table or view. */
-import { ConnectorError, type ConnectorDriver, type DatabaseConfig, type ToolSpec } from '../types.ts';
+import { ConnectorError, type ConnectorDriver, type DatabaseConfig, type ExecutionLimits, type ToolSpec } from '../types.ts';
 import { registerConnector } from '../registry.ts';
 import { PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { databaseConfigSchema } from '../shared/toolspec.ts';
 import { errorResult } from '../shared/result.ts';
-import { endPgPool, openPgPool, DEFAULT_PG_PORT, type PgSql } from './pool.ts';
+import { endPgPool, openPgPool, DEFAULT_PG_PORT, type PgPool, type PgSession } from './pool.ts';
 import { introspectPg, DEFAULT_PG_SCHEMAS } from './introspect.ts';
 import { executePg } from './execute.ts';
 import { pgCallErrorText, pgConnectorError, type PgErrorContext } from './errors.ts';
 
-const pools = new PoolRegistry<PgSql>({ open: openPgPool, end: endPgPool });
+const pools = new PoolRegistry<PgPool, PgSession>({ open: openPgPool, end: endPgPool });
 
 /** Pool size, idle close and connect timeout for pools opened from now on (defaults: 10, 5 min, 5 s). */
 export function configurePostgresqlPools(settings: Partial<PoolSettings>): void {
   pools.configure(settings);
 }
 
-/** The pool a connector uses (opening it if needed): for benchmarks and tests comparing with bare queries. */
-export function postgresqlPoolFor<T>(connectorId: string, config: DatabaseConfig, credential: string | null, fn: (sql: PgSql) => Promise<T>): Promise<T> {
-  return pools.use(connectorId, config, credential, fn);
+/** The session defaults execute gives a pool it opens: the call limits and the connector's first schema. */
+function sessionFor(config: DatabaseConfig, limits: Pick<ExecutionLimits, 'statementTimeoutMs' | 'lockTimeoutMs'>): PgSession {
+  return { statementTimeoutMs: limits.statementTimeoutMs, lockTimeoutMs: limits.lockTimeoutMs, schema: config.schemas?.[0] ?? DEFAULT_PG_SCHEMAS[0]! };
+}
+
+/**
+ * The pool a connector uses, for benchmarks and tests comparing with bare queries. Pass the call limits when this
+ * may open the pool, so it opens as execute would open it (otherwise its reads never take the one-statement path).
+ */
+export function postgresqlPoolFor<T>(
+  connectorId: string,
+  config: DatabaseConfig,
+  credential: string | null,
+  fn: (pool: PgPool) => Promise<T>,
+  limits?: Pick<ExecutionLimits, 'statementTimeoutMs' | 'lockTimeoutMs'>,
+): Promise<T> {
+  return pools.use(connectorId, config, credential, fn, limits && sessionFor(config, limits));
+}
+
+/** A throwaway single connection for validate and introspect: credentials under test must not replace a working pool, and the shared pool is opened by execute with the call limits as session defaults. */
+async function withSingleConnection<T>(config: DatabaseConfig, credential: string | null, fn: (pool: PgPool) => Promise<T>): Promise<T> {
+  const pool = openPgPool(config, credential, pools.currentSettings, undefined, 1);
+  try {
+    return await fn(pool);
+  } finally {
+    await pool.sql.end({ timeout: 1 }).catch(() => undefined);
+  }
 }
 
 function errorContext(config: DatabaseConfig, credential: string | null): PgErrorContext {
@@ -35,24 +59,22 @@ export const postgresqlDriver: ConnectorDriver = {
   }),
 
   async validate(_connectorId, config, credential) {
-    // A throwaway single connection: credentials under test must not replace a working pool.
-    const sql = openPgPool(config, credential, pools.currentSettings, 1);
     try {
-      await sql.unsafe('select 1');
-      const schemas = config.schemas?.length ? config.schemas : DEFAULT_PG_SCHEMAS;
-      const found = await sql.unsafe<{ nspname: string }[]>('select nspname from pg_catalog.pg_namespace where nspname = any($1::text[])', [schemas]);
-      const missing = schemas.filter((s) => !found.some((f) => f.nspname === s));
-      if (missing.length) throw new ConnectorError(`schema ${missing.join(', ')} does not exist in database ${config.database}`, 'invalid_config');
+      await withSingleConnection(config, credential, async ({ sql }) => {
+        await sql.unsafe('select 1');
+        const schemas = config.schemas?.length ? config.schemas : DEFAULT_PG_SCHEMAS;
+        const found = await sql.unsafe<{ nspname: string }[]>('select nspname from pg_catalog.pg_namespace where nspname = any($1::text[])', [schemas]);
+        const missing = schemas.filter((s) => !found.some((f) => f.nspname === s));
+        if (missing.length) throw new ConnectorError(`schema ${missing.join(', ')} does not exist in database ${config.database}`, 'invalid_config');
+      });
     } catch (err) {
       throw pgConnectorError(err, errorContext(config, credential), 'connection_failed');
-    } finally {
-      await sql.end({ timeout: 1 }).catch(() => undefined);
     }
   },
 
-  async introspect(connectorId, config, credential): Promise<ToolSpec[]> {
+  async introspect(_connectorId, config, credential): Promise<ToolSpec[]> {
     try {
-      return await pools.use(connectorId, config, credential, (sql) => introspectPg(sql, config));
+      return await withSingleConnection(config, credential, ({ sql }) => introspectPg(sql, config));
     } catch (err) {
       throw pgConnectorError(err, errorContext(config, credential), 'introspection_failed');
     }
@@ -60,8 +82,14 @@ export const postgresqlDriver: ConnectorDriver = {
 
   async execute(tool, args, ctx) {
     try {
-      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (sql) =>
-        executePg(sql, tool, args, ctx, pools.currentSettings.connectTimeoutMs),
+      // The call that opens the pool gives its connections their session defaults, so that reads on the first
+      // schema's tools under the same limits can take the one-statement path (see run.ts).
+      return await pools.use(
+        ctx.connectorId,
+        ctx.config,
+        ctx.credential,
+        (pool) => executePg(pool, tool, args, ctx, pools.currentSettings.connectTimeoutMs),
+        sessionFor(ctx.config, ctx.limits),
       );
     } catch (err) {
       // executePg does not throw; this is the guard module or the pool failing in an unexpected way.

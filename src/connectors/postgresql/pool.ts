@@ -43,9 +43,32 @@ function sslOption(config: DatabaseConfig): false | 'require' | { rejectUnauthor
   }
 }
 
-/** Opens a postgres.js pool (lazily: no connection until the first query). Every option is explicit so PG* env vars never leak in. */
-export function openPgPool(config: DatabaseConfig, credential: string | null, settings: PoolSettings, max = settings.max): PgSql {
-  return postgres({
+/**
+ * Session defaults of a pool's connections, from the call that opened it. With them, a read on a tool of `schema`
+ * under the same limits can run as one bare statement (see runPgFast); other calls set their own per transaction.
+ */
+export interface PgSession {
+  statementTimeoutMs: number;
+  lockTimeoutMs: number;
+  schema: string;
+}
+
+export interface PgPool {
+  sql: PgSql;
+  session: PgSession | null;
+  /** Set for good if a connection ever reports default_transaction_read_only other than on. */
+  tainted: boolean;
+}
+
+export const searchPath = (schema: string): string => `pg_catalog, "${schema.replace(/"/g, '""')}", pg_temp`;
+
+/**
+ * Opens a postgres.js pool (lazily: no connection until the first query). Every option is explicit so PG* env vars
+ * never leak in. `max` overrides the pool size (validate and introspect use a throwaway single connection).
+ */
+export function openPgPool(config: DatabaseConfig, credential: string | null, settings: PoolSettings, session?: PgSession, max = settings.max): PgPool {
+  const pool: PgPool = { sql: undefined as unknown as PgSql, session: session ?? null, tainted: false };
+  pool.sql = postgres({
     host: config.host,
     port: config.port ?? DEFAULT_PG_PORT,
     database: config.database,
@@ -60,6 +83,11 @@ export function openPgPool(config: DatabaseConfig, credential: string | null, se
     prepare: false,
     fetch_types: true,
     onnotice: () => undefined,
+    // The server reports default_transaction_read_only (GUC_REPORT, PG 14+): the fast path runs only while every
+    // connection says "on", so a session somehow switched to read-write sends reads back to explicit transactions.
+    onparameter: (key: string, value: string) => {
+      if (key === 'default_transaction_read_only' && value !== 'on') pool.tainted = true;
+    },
     types: JSON_SAFE_TYPES,
     transform: { undefined: null },
     connection: {
@@ -67,13 +95,21 @@ export function openPgPool(config: DatabaseConfig, credential: string | null, se
       // Timestamptz text in UTC, dates as YYYY-MM-DD: the parsers above rely on both.
       TimeZone: 'UTC',
       DateStyle: 'ISO, YMD',
-      // Safety nets for anything not run under the per-call SET LOCAL limits (introspection).
-      statement_timeout: 30_000,
       idle_in_transaction_session_timeout: 60_000,
+      ...(session
+        ? {
+            default_transaction_read_only: true,
+            statement_timeout: Math.max(1, Math.floor(session.statementTimeoutMs)),
+            lock_timeout: Math.max(1, Math.floor(session.lockTimeoutMs)),
+            search_path: searchPath(session.schema),
+          }
+        : // A safety net for what runs outside the per-call limits (introspection).
+          { statement_timeout: 30_000 }),
     },
   }) as unknown as PgSql;
+  return pool;
 }
 
-export async function endPgPool(sql: PgSql): Promise<void> {
-  await sql.end({ timeout: 5 });
+export async function endPgPool(pool: PgPool): Promise<void> {
+  await pool.sql.end({ timeout: 5 });
 }

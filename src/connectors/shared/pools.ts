@@ -13,8 +13,9 @@ export interface PoolSettings {
 
 export const DEFAULT_POOL_SETTINGS: PoolSettings = { max: 10, idleMs: 5 * 60_000, connectTimeoutMs: 5_000 };
 
-export interface PoolFactory<P> {
-  open(config: DatabaseConfig, credential: string | null, settings: PoolSettings): P;
+export interface PoolFactory<P, O = undefined> {
+  /** `extra` comes from the call that opens the pool (postgresql: the session defaults of its fast path). */
+  open(config: DatabaseConfig, credential: string | null, settings: PoolSettings, extra?: O): P;
   end(pool: P): Promise<void>;
 }
 
@@ -30,11 +31,11 @@ function fingerprintOf(config: DatabaseConfig, credential: string | null, settin
   return createHash('sha256').update(JSON.stringify([config, credential, settings])).digest('hex');
 }
 
-export class PoolRegistry<P> {
+export class PoolRegistry<P, O = undefined> {
   private readonly entries = new Map<string, Entry<P>>();
   private settings: PoolSettings = { ...DEFAULT_POOL_SETTINGS };
 
-  constructor(private readonly factory: PoolFactory<P>) {}
+  constructor(private readonly factory: PoolFactory<P, O>) {}
 
   /** Changes the settings of pools opened from now on (open pools are replaced on their next use). */
   configure(settings: Partial<PoolSettings>): void {
@@ -45,9 +46,12 @@ export class PoolRegistry<P> {
     return this.settings;
   }
 
-  /** Runs `fn` with the connector's pool, opening it (or replacing a stale one) first; tracks use for idle close. */
-  async use<T>(connectorId: string, config: DatabaseConfig, credential: string | null, fn: (pool: P) => Promise<T>): Promise<T> {
-    const entry = this.acquire(connectorId, config, credential);
+  /**
+   * Runs `fn` with the connector's pool, opening it (or replacing a stale one) first; tracks use for idle close.
+   * `extra` is handed to the factory only when this call opens the pool; it is not part of the identity.
+   */
+  async use<T>(connectorId: string, config: DatabaseConfig, credential: string | null, fn: (pool: P) => Promise<T>, extra?: O): Promise<T> {
+    const entry = this.acquire(connectorId, config, credential, extra);
     entry.active++;
     if (entry.timer) clearTimeout(entry.timer), (entry.timer = null);
     try {
@@ -58,12 +62,12 @@ export class PoolRegistry<P> {
     }
   }
 
-  private acquire(connectorId: string, config: DatabaseConfig, credential: string | null): Entry<P> {
+  private acquire(connectorId: string, config: DatabaseConfig, credential: string | null, extra: O | undefined): Entry<P> {
     const fingerprint = fingerprintOf(config, credential, this.settings);
     const current = this.entries.get(connectorId);
     if (current?.fingerprint === fingerprint) return current;
     if (current) this.retire(connectorId, current);
-    const entry: Entry<P> = { pool: this.factory.open(config, credential, this.settings), fingerprint, active: 0, timer: null };
+    const entry: Entry<P> = { pool: this.factory.open(config, credential, this.settings, extra), fingerprint, active: 0, timer: null };
     this.entries.set(connectorId, entry);
     return entry;
   }

@@ -1,0 +1,290 @@
+/** The conformance suite every database connector type runs against its real server. */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { existsSync } from 'node:fs';
+import net from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { ConnectorError, type ExecutionContext, type ToolResult, type ToolSpec } from '../../src/connectors/types.ts';
+import { COMMON_CASES, LONG_NAMES, type ConformanceSetup, type Provisioned } from './cases.ts';
+
+const TIMEOUT_MS = 1000;
+const SECRET = 'Sup3r-Secret-Pw!';
+
+/** A port with nothing listening: bind an ephemeral one, then free it. */
+async function deadPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+/**
+ * Polls until no server session runs a statement containing `marker`. The server sends the cancellation error
+ * before the killed thread has finished cleaning up, so the process list may lag the error by a few ms.
+ */
+async function noLongerRunning(p: Provisioned, marker: string, withinMs = 1000): Promise<number> {
+  const until = Date.now() + withinMs;
+  let n = await p.running(marker);
+  while (n > 0 && Date.now() < until) {
+    await Bun.sleep(25);
+    n = await p.running(marker);
+  }
+  return n;
+}
+
+function text(r: ToolResult): string {
+  return r.content.map((c) => c.text).join('\n');
+}
+
+type Structured = { rows: Record<string, unknown>[]; rowCount: number; truncated: boolean };
+const structured = (r: ToolResult): Structured => r.structuredContent as Structured;
+
+export function runConnectorConformance(setup: ConformanceSetup): void {
+  const { type, driver } = setup;
+  const connectorId = `conf-${type}-${randomBytes(4).toString('hex')}`;
+  const pwned = `/tmp/tg_pwned_${randomBytes(6).toString('hex')}`;
+  let p: Provisioned;
+  let tools: ToolSpec[];
+
+  const tool = (table: string, schema = p.mainSchema): ToolSpec => {
+    const t = tools.find((x) => x.target.table === table && x.target.schema === schema);
+    if (!t) throw new Error(`no tool for ${schema}.${table}`);
+    return t;
+  };
+  const ctx = (o: Partial<ExecutionContext> = {}, limits: Partial<ExecutionContext['limits']> = {}): ExecutionContext => ({
+    connectorId,
+    config: p.config,
+    credential: p.credential,
+    allowWrite: false,
+    allowDdl: false,
+    readOnly: false,
+    ...o,
+    limits: { statementTimeoutMs: TIMEOUT_MS, lockTimeoutMs: 500, maxRows: 1000, maxResultBytes: 1_000_000, ...limits },
+  });
+  const run = (table: string, args: Record<string, unknown>, c: ExecutionContext = ctx()) => driver.execute(tool(table), args, c);
+
+  describe.skipIf(!setup.available)(`${type} connector conformance`, () => {
+    beforeAll(async () => {
+      p = await setup.provision();
+      await driver.validate(connectorId, p.config, p.credential);
+      tools = await driver.introspect(connectorId, p.config, p.credential);
+    });
+    afterAll(async () => {
+      await driver.closeAll();
+      await p?.teardown();
+    });
+
+    describe('introspection and naming', () => {
+      test('one tool per table and view, with deterministic, sanitised, unique names', () => {
+        const prefix = `query_${type}_`;
+        const long = (n: string) => `${prefix}${n}`.slice(0, 64);
+        expect(tools.map((t) => t.name).sort()).toEqual(
+          [
+            `${prefix}items`, `${prefix}big`, `${prefix}secrets`, `${prefix}notes`, `${prefix}order_items`, `${prefix}items_view`,
+            `${prefix}${p.mainSchema}_orders`, `${prefix}${p.secondSchema}_orders`,
+            long(LONG_NAMES[0]), `${long(LONG_NAMES[1]).slice(0, 62)}_2`,
+          ].sort(),
+        );
+        for (const t of tools) expect(t.name).toMatch(/^[a-z0-9_]{1,64}$/);
+        expect(tool('Order Items').name).toBe(`${prefix}order_items`);
+        expect(tool(LONG_NAMES[0]).name).toBe(long(LONG_NAMES[0]));
+        expect(tool('orders', p.secondSchema).name).toBe(`${prefix}${p.secondSchema}_orders`);
+        expect(tool('items_view').target.kind).toBe('view');
+      });
+
+      test('descriptor: description with columns and types, input and output schemas, target', () => {
+        const t = tool('items');
+        expect(t.description).toStartWith(`Query the table ${p.mainSchema}.items (columns: id `);
+        expect(t.description).toContain('Send one SELECT statement on this table only.');
+        expect(t.target.columns.map((c) => c.name)).toContain('payload');
+        expect(t.inputSchema).toEqual({
+          type: 'object',
+          properties: {
+            sql: { type: 'string', description: `A single SELECT statement on ${p.mainSchema}.items` },
+            limit: { type: 'integer', description: 'Maximum rows to return', default: 100, minimum: 1, maximum: 1000 },
+          },
+          required: ['sql'],
+          additionalProperties: false,
+        });
+        expect(t.outputSchema?.required).toEqual(['rows', 'rowCount', 'truncated']);
+        expect(tool('Order Items').description).toMatch(/Order Items/);
+      });
+
+      test('a second introspection yields the same tools', async () => {
+        const again = await driver.introspect(connectorId, p.config, p.credential);
+        expect(again.map((t) => t.name)).toEqual(tools.map((t) => t.name));
+      });
+    });
+
+    describe('reads', () => {
+      test('SELECT with the default limit of 100 marks truncation', async () => {
+        const r = await run('big', { sql: 'SELECT * FROM big ORDER BY id' });
+        expect(r.isError).toBeFalsy();
+        expect(structured(r).rows).toHaveLength(100);
+        expect(structured(r)).toMatchObject({ rowCount: 100, truncated: true });
+        expect(JSON.parse(text(r))).toEqual(structured(r).rows);
+      });
+
+      test('explicit limit, exact fit, and the connector-wide row cap', async () => {
+        expect(structured(await run('big', { sql: 'SELECT id FROM big ORDER BY id', limit: 5 }))).toEqual({
+          rows: [1, 2, 3, 4, 5].map((id) => ({ id })), rowCount: 5, truncated: true,
+        });
+        expect(structured(await run('big', { sql: 'SELECT id FROM big WHERE id <= 3', limit: 3 }))).toMatchObject({ rowCount: 3, truncated: false });
+        const capped = await run('big', { sql: 'SELECT * FROM big', limit: 1000 }, ctx({}, { maxRows: 50 }));
+        expect(structured(capped)).toMatchObject({ rowCount: 50, truncated: true });
+      });
+
+      test('a trailing semicolon and comment are accepted', async () => {
+        const r = await run('big', { sql: 'SELECT id FROM big WHERE id = 7; -- the seventh' });
+        expect(structured(r).rows).toEqual([{ id: 7 }]);
+      });
+
+      test('the byte cap drops rows from the end and marks truncation', async () => {
+        const r = await run('big', { sql: 'SELECT * FROM big ORDER BY id', limit: 1000 }, ctx({}, { maxResultBytes: 2000 }));
+        const s = structured(r);
+        expect(Buffer.byteLength(text(r))).toBeLessThanOrEqual(2000);
+        expect(s.truncated).toBe(true);
+        expect(s.rows.length).toBeGreaterThan(0);
+        expect(s.rows.length).toBeLessThan(100);
+        expect(JSON.parse(text(r))).toEqual(s.rows);
+        expect(s.rows[0]).toMatchObject({ id: 1 });
+      });
+
+      test('values are JSON-safe: bigint/numeric strings, ISO timestamps, base64 bytes, parsed json', async () => {
+        const r = await run('items', { sql: 'SELECT * FROM items WHERE id = 1' });
+        expect(r.isError).toBeFalsy();
+        const row = structured(r).rows[0]!;
+        for (const [col, value] of Object.entries(setup.expectedValues)) expect({ col, value: row[col] }).toEqual({ col, value });
+        const nulls = structured(await run('items', { sql: 'SELECT * FROM items WHERE id = 3' })).rows[0]!;
+        expect(nulls.payload).toBeNull();
+        expect(nulls.doc).toBeNull();
+      });
+
+      test('a view and a weirdly named table can be queried', async () => {
+        expect(structured(await run('items_view', { sql: 'SELECT count(*) AS n FROM items_view' })).rows).toEqual([{ n: '3' }]);
+        const q = type === 'postgresql' ? '"Order Items"' : '`Order Items`';
+        expect((await run('Order Items', { sql: `SELECT * FROM ${q}` })).isError).toBeFalsy();
+      });
+
+      test('unqualified names resolve in the tool\'s own schema', async () => {
+        const r = await run('orders', { sql: 'SELECT id FROM orders' });
+        expect(structured(r).rows).toEqual([{ id: 1 }]);
+        const second = await driver.execute(tool('orders', p.secondSchema), { sql: 'SELECT id FROM orders' }, ctx());
+        expect(structured(second).rows).toEqual([{ id: 2 }]);
+      });
+
+      test('bad arguments and bad SQL are isError results', async () => {
+        expect((await run('big', { sql: 'SELECT 1 FROM big', limit: 0 })).isError).toBe(true);
+        expect((await run('big', { sql: 'SELECT 1 FROM big', limit: 'ten' })).isError).toBe(true);
+        expect((await run('big', {})).isError).toBe(true);
+        const bad = await run('big', { sql: 'SELECT nope FROM big' });
+        expect(bad.isError).toBe(true);
+        expect(text(bad)).toMatch(/nope/);
+      });
+    });
+
+    describe('security checklist: refused, and nothing changed', () => {
+      let before: string;
+      beforeAll(async () => {
+        before = await p.fingerprint();
+      });
+      const cases = [...COMMON_CASES, ...setup.securityCases];
+      for (const c of cases) {
+        for (const writes of c.writesToo ? [false, true] : [false]) {
+          test(`${c.name}${writes ? ' (writes allowed)' : ''}`, async () => {
+            const r = await run('items', { sql: c.sql.replaceAll('{PWNED}', pwned) }, ctx({ allowWrite: writes }));
+            expect(r.isError).toBe(true);
+            expect(text(r).length).toBeGreaterThan(0);
+            expect(await p.fingerprint()).toBe(before);
+            expect(existsSync(pwned)).toBe(false);
+          });
+        }
+      }
+
+      test('without the guard, the protocol still runs one statement and a read cannot write', async () => {
+        await expect(setup.bypass(p, connectorId, 'SELECT 1; DROP TABLE items', { readOnly: true, statementTimeoutMs: TIMEOUT_MS })).rejects.toBeDefined();
+        await expect(setup.bypass(p, connectorId, 'DELETE FROM items', { readOnly: true, statementTimeoutMs: TIMEOUT_MS })).rejects.toBeDefined();
+        expect(await p.fingerprint()).toBe(before);
+      });
+    });
+
+    describe('write modes', () => {
+      test('allowWrite: INSERT and UPDATE run and are committed', async () => {
+        const ins = await run('notes', { sql: "INSERT INTO notes (id, body) VALUES (1, 'hello')" }, ctx({ allowWrite: true }));
+        expect(ins.isError).toBeFalsy();
+        expect(structured(ins).rowCount).toBe(1);
+        const upd = await run('notes', { sql: "UPDATE notes SET body = 'bye' WHERE id = 1" }, ctx({ allowWrite: true }));
+        expect(structured(upd).rowCount).toBe(1);
+        expect(await p.admin('SELECT body FROM notes WHERE id = 1')).toEqual([{ body: 'bye' }]);
+        // The same pooled connections serve reads read-only again afterwards.
+        const sneaky = await setup.bypass(p, connectorId, 'DELETE FROM notes', { readOnly: true, statementTimeoutMs: TIMEOUT_MS }).catch((e: unknown) => e);
+        expect(sneaky).toBeInstanceOf(Error);
+      });
+
+      test('readOnly tool, or writes not allowed: INSERT refused', async () => {
+        for (const c of [ctx({ allowWrite: true, readOnly: true }), ctx({ allowWrite: false })]) {
+          const r = await run('notes', { sql: "INSERT INTO notes (id, body) VALUES (2, 'no')" }, c);
+          expect(r.isError).toBe(true);
+        }
+        expect(await p.admin('SELECT id FROM notes WHERE id = 2')).toEqual([]);
+      });
+    });
+
+    describe('timeouts', () => {
+      test('a runaway join is cancelled at the statement timeout; the same pool answers next', async () => {
+        setup.configurePools({ max: 1 }); // one connection: the next call must reuse the cancelled one
+        try {
+          const started = Date.now();
+          const r = await run('big', { sql: 'SELECT count(*) AS n FROM big a, big b, big c' });
+          const elapsed = Date.now() - started;
+          expect(r.isError).toBe(true);
+          expect(text(r)).toBe(`The query was cancelled after ${TIMEOUT_MS} ms (statement timeout).`);
+          expect(elapsed).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+          expect(elapsed).toBeLessThan(TIMEOUT_MS + 1500);
+          expect(await noLongerRunning(p, 'big a, big b')).toBe(0);
+          expect(structured(await run('big', { sql: 'SELECT count(*) AS n FROM big' })).rows).toEqual([{ n: '3000' }]);
+        } finally {
+          setup.configurePools({ max: 10 });
+        }
+      });
+
+      test('a sleeping statement (guard bypassed) is killed on the server; the pool stays clean', async () => {
+        const started = Date.now();
+        const err = await setup.bypass(p, connectorId, setup.sleep.sql, { readOnly: true, statementTimeoutMs: TIMEOUT_MS, serverTimeout: false }).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(Error);
+        expect(Date.now() - started).toBeLessThan(TIMEOUT_MS + 2500);
+        expect(await noLongerRunning(p, setup.sleep.marker)).toBe(0);
+        expect(structured(await run('big', { sql: 'SELECT id FROM big WHERE id = 1' })).rows).toEqual([{ id: 1 }]);
+      });
+    });
+
+    describe('locks', () => {
+      test('a read blocked by a lock is cancelled at the lock timeout', async () => {
+        const release = await p.lockTable('notes');
+        try {
+          const r = await run('notes', { sql: 'SELECT * FROM notes' }, ctx({}, { statementTimeoutMs: 5000, lockTimeoutMs: 500 }));
+          expect(r.isError).toBe(true);
+          expect(text(r)).toMatch(/^The query waited more than \d+ ms for a lock and was cancelled \(lock timeout\)\.$/);
+        } finally {
+          await release();
+        }
+        expect((await run('notes', { sql: 'SELECT * FROM notes' })).isError).toBeFalsy();
+      });
+    });
+
+    describe('database down', () => {
+      test('validate throws a ConnectorError without the password; execute returns isError', async () => {
+        const config = { ...p.config, port: await deadPort() };
+        const err = await driver.validate(`${connectorId}-down`, config, SECRET).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(ConnectorError);
+        expect((err as ConnectorError).message).toBe(`could not connect to ${config.host}:${config.port}: connection refused`);
+        expect((err as ConnectorError).message).not.toContain(SECRET);
+        const r = await driver.execute(tool('items'), { sql: 'SELECT * FROM items' }, { ...ctx(), connectorId: `${connectorId}-down`, config, credential: SECRET });
+        expect(r.isError).toBe(true);
+        expect(text(r)).toContain('connection refused');
+        expect(text(r)).not.toContain(SECRET);
+        await driver.close(`${connectorId}-down`);
+      });
+    });
+  });
+}
