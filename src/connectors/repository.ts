@@ -47,6 +47,8 @@ export async function applyIntrospection(db: Queryable, orgId: string, connector
     .where(and(eq(connectors.id, connectorId), eq(connectors.orgId, orgId), eq(connectors.validationGeneration, generation), isNull(connectors.archivedAt)))
     .returning({ id: connectors.id });
   if (!current) return false;
+  // One naming pass per org at a time: two connectors validating together must not pick the same free name.
+  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${orgId}))`);
   specs = await avoidOrgCollisions(db, orgId, connectorId, specs);
   const names = specs.map((s) => s.name);
   await db

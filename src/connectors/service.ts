@@ -121,7 +121,9 @@ export async function archiveConnector(deps: AppDeps, orgId: string, id: string,
     return done;
   });
   if (!archived) throw notFound('connector_not_found', 'No such connector.');
-  await getDriver(existing.type)?.close(id);
+  // Closing a pool can wait on a dead database: do it in the background, the archive is already done.
+  const driver = getDriver(existing.type);
+  if (driver) deps.jobs.run(() => driver.close(id));
 }
 
 export async function revalidateConnector(deps: AppDeps, orgId: string, id: string, actor: Actor, audit = true) {

@@ -1,10 +1,11 @@
 /** Onboarding and provisioning of orgs: the org, its first credentials, and its MCP server instance. */
-import { count, eq } from 'drizzle-orm';
+import { and, count, eq, inArray, isNull } from 'drizzle-orm';
 import { recordAudit, type Actor } from '../audit/repository.ts';
 import { createApiKey, createOAuthClient, apiKeyView, oauthClientView, MANAGE_SCOPE, MCP_SCOPE } from '../auth/credentials.ts';
 import { conflict, notFound } from '../errors.ts';
 import type { AppDeps } from '../http/context.ts';
-import { tools } from '../store/schema.ts';
+import { connectors, tools } from '../store/schema.ts';
+import { SERVING_STATUSES } from '../tools/catalog.ts';
 import { reprovisionConnectors } from '../connectors/service.ts';
 import { findOrgById, insertOrg, markProvisioned, SlugTakenError, type OrgRow, type Plan } from './repository.ts';
 
@@ -65,7 +66,12 @@ export async function requireOwnOrg(deps: AppDeps, pathOrgId: string, tokenOrgId
 }
 
 export async function provisioningStatus(deps: AppDeps, org: OrgRow) {
-  const [row] = await deps.store.db.select({ n: count() }).from(tools).where(eq(tools.orgId, org.id));
+  // The catalog's size: tools of connectors that serve them (a failed connector's tools are not on the endpoint).
+  const [row] = await deps.store.db
+    .select({ n: count() })
+    .from(tools)
+    .innerJoin(connectors, eq(connectors.id, tools.connectorId))
+    .where(and(eq(tools.orgId, org.id), eq(connectors.orgId, org.id), inArray(connectors.status, SERVING_STATUSES), isNull(connectors.archivedAt)));
   return {
     status: org.provisionStatus as 'provisioned' | 'not_provisioned',
     endpoint: mcpEndpointUrl(deps, org.slug),

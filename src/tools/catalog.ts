@@ -1,6 +1,6 @@
 /** The org's tool catalog as the MCP endpoint sees it: built once per catalog version, with validators compiled once. */
 import Ajv, { type ValidateFunction } from 'ajv';
-import { and, eq, isNull } from 'drizzle-orm';
+import { and, eq, inArray, isNull } from 'drizzle-orm';
 import type { ToolSpec, DatabaseConfig } from '../connectors/types.ts';
 import type { AppDeps } from '../http/context.ts';
 import { connectors, tools } from '../store/schema.ts';
@@ -35,6 +35,12 @@ export interface OrgCatalog {
   byName: Map<string, CatalogTool>;
 }
 
+/**
+ * A connector being revalidated keeps serving the tools it had: agents do not lose them while an admin
+ * re-checks a working connector. A failed validation removes them.
+ */
+export const SERVING_STATUSES = ['active', 'validating'];
+
 // Tool input schemas come from introspection: compile each once per catalog version, with defaults applied.
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });
 
@@ -47,7 +53,7 @@ async function buildCatalog(deps: AppDeps, orgId: string, version: number): Prom
     .select({ tool: tools, connector: connectors })
     .from(tools)
     .innerJoin(connectors, eq(connectors.id, tools.connectorId))
-    .where(and(eq(tools.orgId, orgId), eq(connectors.orgId, orgId), eq(connectors.status, 'active'), isNull(connectors.archivedAt)));
+    .where(and(eq(tools.orgId, orgId), eq(connectors.orgId, orgId), inArray(connectors.status, SERVING_STATUSES), isNull(connectors.archivedAt)));
   const runtimes = new Map<string, ConnectorRuntime>();
   const list: CatalogTool[] = [];
   for (const { tool, connector } of rows) {
