@@ -88,12 +88,7 @@ export class Authenticator {
   /** The MCP endpoint of one org: an API key, a gateway token with an mcp:call scope, or the org's IdP token. */
   async mcp(request: Request, orgId: string): Promise<Principal> {
     const apiKey = request.headers.get('x-api-key');
-    if (apiKey !== null) {
-      const row = await findActiveApiKey(this.db, apiKey.trim());
-      // Another org's key gets the same answer as an unknown one: nothing is revealed about the other org.
-      if (!row || row.orgId !== orgId) throw unauthenticated('The API key is invalid or revoked.');
-      return { orgId, kind: 'api_key', actorId: row.id, email: null, roles: [], orgLevel: false, connectorIds: row.connectorIds ?? null };
-    }
+    if (apiKey !== null) return this.apiKeyPrincipal(orgId, await findActiveApiKey(this.db, apiKey.trim()));
     const token = bearerToken(request);
     if (!token) throw unauthenticated('A credential is required: X-API-Key or Authorization: Bearer.', token !== null);
     if (isGatewayToken(token, this.signer.issuer)) {
@@ -117,6 +112,17 @@ export class Authenticator {
       orgLevel: false,
       connectorIds: limits === 'none' ? null : limits,
     };
+  }
+
+  /**
+   * The principal of an active API key found by its hash (`row`: undefined when none matched), for the org `orgId`.
+   * The MCP endpoint looks the org and the key up together in one query and hands the key row here, so both
+   * paths give the same answers.
+   */
+  apiKeyPrincipal(orgId: string, row: { id: string; orgId: string; connectorIds: string[] | null } | null | undefined): Principal {
+    // Another org's key gets the same answer as an unknown one: nothing is revealed about the other org.
+    if (!row || row.orgId !== orgId) throw unauthenticated('The API key is invalid or revoked.');
+    return { orgId, kind: 'api_key', actorId: row.id, email: null, roles: [], orgLevel: false, connectorIds: row.connectorIds ?? null };
   }
 
   private async verifyGatewayToken(token: string) {

@@ -1,5 +1,5 @@
 /** API keys and OAuth clients: issued with a secret shown once, stored only as hashes, revoked immediately. */
-import { and, desc, eq, isNull } from 'drizzle-orm';
+import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import type { Queryable } from '../store/db.ts';
 import { apiKeys, oauthClients, orgs } from '../store/schema.ts';
 import { hashSecret, randomSecret } from '../util/crypto.ts';
@@ -58,14 +58,40 @@ export async function revokeApiKey(db: Queryable, orgId: string, id: string): Pr
   return row;
 }
 
-/** Looks a presented key up by its hash (an indexed equality on a digest: no timing signal about the secret). */
-export async function findActiveApiKey(db: Queryable, key: string) {
-  if (!key.startsWith(API_KEY_PREFIX) || key.length > 200) return undefined;
-  const [row] = await db
+/** The digest a presented API key is looked up by; null for text that cannot be a key (nothing to look up). */
+export function apiKeyDigest(key: string): string | null {
+  if (!key.startsWith(API_KEY_PREFIX) || key.length > 200) return null;
+  return hashSecret(key);
+}
+
+/**
+ * Per-request lookups run as prepared statements, built once per database handle: no query building per call, and
+ * on PostgreSQL a named statement that is parsed and planned once per connection (an unprepared query with
+ * parameters costs postgres.js an extra round trip to describe it, and the server a parse and plan, every time).
+ */
+export function preparedFor<D extends object, P>(cache: WeakMap<D, P>, db: D, build: (db: D) => P): P {
+  let prepared = cache.get(db);
+  if (prepared === undefined) {
+    prepared = build(db);
+    cache.set(db, prepared);
+  }
+  return prepared;
+}
+
+const activeKeyByHash = (db: Queryable) =>
+  db
     .select({ id: apiKeys.id, orgId: apiKeys.orgId, connectorIds: apiKeys.connectorIds, orgSlug: orgs.slug })
     .from(apiKeys)
     .innerJoin(orgs, eq(orgs.id, apiKeys.orgId))
-    .where(and(eq(apiKeys.keyHash, hashSecret(key)), isNull(apiKeys.revokedAt)));
+    .where(and(eq(apiKeys.keyHash, sql.placeholder('keyHash')), isNull(apiKeys.revokedAt)))
+    .prepare('toolgate_active_api_key');
+const activeKeyQueries = new WeakMap<Queryable, ReturnType<typeof activeKeyByHash>>();
+
+/** Looks a presented key up by its hash (an indexed equality on a digest: no timing signal about the secret). */
+export async function findActiveApiKey(db: Queryable, key: string) {
+  const keyHash = apiKeyDigest(key);
+  if (keyHash === null) return undefined;
+  const [row] = await preparedFor(activeKeyQueries, db, activeKeyByHash).execute({ keyHash });
   return row;
 }
 
@@ -98,11 +124,16 @@ export async function findOAuthClient(db: Queryable, clientId: string): Promise<
   return row;
 }
 
-/** Whether a client still stands (not revoked) and belongs to the org: checked on every request carrying its token. */
-export async function isClientActive(db: Queryable, orgId: string, clientId: string): Promise<boolean> {
-  const [row] = await db
+const activeClient = (db: Queryable) =>
+  db
     .select({ id: oauthClients.id })
     .from(oauthClients)
-    .where(and(eq(oauthClients.clientId, clientId), eq(oauthClients.orgId, orgId), isNull(oauthClients.revokedAt)));
+    .where(and(eq(oauthClients.clientId, sql.placeholder('clientId')), eq(oauthClients.orgId, sql.placeholder('orgId')), isNull(oauthClients.revokedAt)))
+    .prepare('toolgate_active_client');
+const activeClientQueries = new WeakMap<Queryable, ReturnType<typeof activeClient>>();
+
+/** Whether a client still stands (not revoked) and belongs to the org: checked on every request carrying its token. */
+export async function isClientActive(db: Queryable, orgId: string, clientId: string): Promise<boolean> {
+  const [row] = await preparedFor(activeClientQueries, db, activeClient).execute({ clientId, orgId });
   return row !== undefined;
 }

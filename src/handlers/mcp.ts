@@ -1,5 +1,4 @@
 /** POST /mcp/{orgSlug}: the agent-facing MCP endpoint (JSON-RPC 2.0, stateless Streamable HTTP, JSON responses). */
-import { eq } from 'drizzle-orm';
 import type { Principal } from '../auth/principal.ts';
 import { AppError, json, restErrorResponse, RpcCode, RpcError, rpcErrorObject, unauthenticated } from '../errors.ts';
 import { BodyError, decodeUtf8, parseJson, readBodyCapped } from '../http/body.ts';
@@ -15,12 +14,15 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
   type RequestId,
 } from '../mcp/protocol.ts';
-import { callTool, listTools } from '../mcp/tools.ts';
-import { orgs } from '../store/schema.ts';
+import { callTool, listToolsJson } from '../mcp/tools.ts';
+import { findMcpOrg, findMcpOrgWithApiKey } from '../mcp/lookup.ts';
 import { describeError } from '../util/log.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
+/** The nil uuid: no org has it, so every credential checked against it is refused like a foreign one. */
+const NO_ORG = '00000000-0000-0000-0000-000000000000';
 
+/** The org as the MCP endpoint reads it (columns: MCP_ORG_COLUMNS in mcp/lookup.ts). */
 export interface McpOrg {
   id: string;
   slug: string;
@@ -28,12 +30,35 @@ export interface McpOrg {
   plan: string;
 }
 
-async function findOrg(deps: AppDeps, slug: string): Promise<McpOrg | undefined> {
-  const [row] = await deps.store.db
-    .select({ id: orgs.id, slug: orgs.slug, catalogVersion: orgs.catalogVersion, plan: orgs.plan })
-    .from(orgs)
-    .where(eq(orgs.slug, slug));
-  return row;
+/** The org and the caller for a request carrying X-API-Key, in one (batched) store query; the same answers as findMcpOrg + auth.mcp. */
+async function orgWithApiKey(deps: AppDeps, slug: string, apiKey: string): Promise<{ org: McpOrg; principal: Principal }> {
+  const found = await findMcpOrgWithApiKey(deps.store.db, slug, apiKey.trim());
+  // An unknown slug is checked against NO_ORG, like a foreign key: the answer is the one an invalid key gets.
+  const principal = deps.auth.apiKeyPrincipal(found?.id ?? NO_ORG, found?.key);
+  const { key: _key, ...org } = found!;
+  return { org, principal };
+}
+
+/**
+ * The body, capped at maxBytes. A plain Content-Length within the cap is read in one go (HTTP framing ends the body
+ * there; cheaper than streaming); anything else (chunked, no length) is streamed with the cap enforced as it comes.
+ */
+async function readMcpBody(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && /^\d{1,10}$/.test(declared) && Number(declared) <= maxBytes && !request.headers.has('transfer-encoding')) {
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    if (bytes.byteLength <= maxBytes) return bytes;
+    throw new BodyError(413, 'payload_too_large', `The request body is larger than ${maxBytes} bytes.`);
+  }
+  return readBodyCapped(request, maxBytes);
+}
+
+const ownOrigins = new Map<string, string>();
+/** The gateway's own origin (parsed once per public URL, not per request). */
+function ownOrigin(publicUrl: string): string {
+  let origin = ownOrigins.get(publicUrl);
+  if (origin === undefined) ownOrigins.set(publicUrl, (origin = new URL(publicUrl).origin));
+  return origin;
 }
 
 function rpcResponse(body: string, status = 200): Response {
@@ -54,7 +79,7 @@ async function dispatchMethod(deps: AppDeps, org: McpOrg, principal: Principal, 
       return {};
     case 'tools/list':
       checkParams('ToolsListParams', params);
-      return listTools(deps, org, principal);
+      return listToolsJson(deps, org, principal);
     case 'tools/call':
       checkParams('ToolsCallParams', params);
       return callTool(deps, org, principal, params.name as string, (params.arguments as Record<string, unknown>) ?? {});
@@ -67,16 +92,24 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
   const { config, log } = deps;
   try {
     // Transport checks come first: a foreign Origin executes nothing, whatever else the request holds.
-    if (!originAllowed(request.headers.get('origin'), new URL(config.publicUrl).origin, config.allowedOrigins)) {
+    if (!originAllowed(request.headers.get('origin'), ownOrigin(config.publicUrl), config.allowedOrigins)) {
       return json({ error: 'forbidden_origin', message: 'This Origin may not call the MCP endpoint.' }, 403);
     }
     if (!isSupportedVersionHeader(request.headers.get('mcp-protocol-version'))) {
       return json({ error: 'unsupported_protocol_version', message: `Supported MCP-Protocol-Version values: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}.` }, 400);
     }
     // An unknown slug and another org's credential get the same 401: nothing is revealed about which orgs exist.
-    const org = await findOrg(deps, params.orgSlug!);
-    if (!org) throw unauthenticated('The credential is not valid for this endpoint.');
-    const principal = await deps.auth.mcp(request, org.id);
+    // For an unknown slug the credential is checked against an org id no credential belongs to, so the answer
+    // (message and WWW-Authenticate) is exactly the one another org's or an invalid credential gets.
+    const apiKey = request.headers.get('x-api-key');
+    let org: McpOrg | undefined;
+    let principal: Principal;
+    if (apiKey !== null) ({ org, principal } = await orgWithApiKey(deps, params.orgSlug!, apiKey));
+    else {
+      org = await findMcpOrg(deps.store.db, params.orgSlug!);
+      principal = await deps.auth.mcp(request, org?.id ?? NO_ORG);
+    }
+    if (!org) throw unauthenticated('The API key is invalid or revoked.');
 
     const contentType = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (contentType !== 'application/json') {
@@ -84,7 +117,7 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     }
     let text: string;
     try {
-      text = decodeUtf8(await readBodyCapped(request, config.maxBodyBytes));
+      text = decodeUtf8(await readMcpBody(request, config.maxBodyBytes));
     } catch (err) {
       if (err instanceof BodyError && err.status === 413) throw err;
       return rpcResponse(failure(null, { code: RpcCode.ParseError, message: 'Parse error: the body is not valid UTF-8.' }), 400);

@@ -23,22 +23,30 @@ export function classify(message: unknown): Classified {
   if (Array.isArray(message)) return { kind: 'invalid', id: null, message: 'Batches are not supported: send one JSON-RPC message per request.' };
   if (!message || typeof message !== 'object') return { kind: 'invalid', id: null, message: 'The body must be a JSON-RPC 2.0 request object.' };
   const m = message as Record<string, unknown>;
-  if (validators.JsonRpcRequest!(m)) {
+  // A number id must come back exactly as sent: Infinity (from 1e400) would be echoed as null, and integers
+  // beyond 2^53 as another number, so neither can be answered.
+  const exactId = typeof m.id !== 'number' || Number.isSafeInteger(m.id);
+  if (exactId && validators.JsonRpcRequest!(m)) {
     return { kind: 'request', id: m.id as RequestId, method: m.method as string, params: (m.params as Record<string, unknown>) ?? {} };
   }
   if (validators.JsonRpcNotification!(m)) return { kind: 'notification', method: m.method as string };
   if (m.jsonrpc === '2.0' && !('method' in m) && ('result' in m || 'error' in m)) return { kind: 'response' };
-  const id = typeof m.id === 'string' || (typeof m.id === 'number' && Number.isInteger(m.id)) ? (m.id as RequestId) : null;
+  const id = typeof m.id === 'string' || (typeof m.id === 'number' && Number.isSafeInteger(m.id)) ? (m.id as RequestId) : null;
   return { kind: 'invalid', id, message: 'Invalid Request: expected {"jsonrpc": "2.0", "id": string|integer, "method": string, "params"?: object}.' };
 }
 
-/** Validates params against a $defs entry of jsonrpc-schema.json; -32602 names the failing field. */
-export function checkParams(def: string, params: unknown): void {
+/** Validates params (or, with `where`, another part of them) against a $defs entry of jsonrpc-schema.json; -32602 names the failing field. */
+export function checkParams(def: string, params: unknown, where = 'params'): void {
   const validate = validators[def]!;
   if (validate(params)) return;
   const err = validate.errors?.[0];
-  const path = ['params', ...(err?.instancePath.split('/').filter(Boolean) ?? [])].join('.');
-  const detail = err?.keyword === 'required' ? `${path}.${String(err.params.missingProperty)} is required` : `${path} ${err?.message ?? 'is invalid'}`;
+  const path = [where, ...(err?.instancePath.split('/').filter(Boolean) ?? [])].join('.');
+  const detail =
+    err?.keyword === 'required'
+      ? `${path}.${String(err.params.missingProperty)} is required`
+      : err?.keyword === 'additionalProperties'
+        ? `${path}.${String(err.params.additionalProperty)} is not a known field`
+        : `${path} ${err?.message ?? 'is invalid'}`;
   throw new RpcError(RpcCode.InvalidParams, `Invalid params: ${detail}`);
 }
 
@@ -61,8 +69,13 @@ export function originAllowed(origin: string | null, ownOrigin: string, allowed:
   return origin === ownOrigin || allowed.includes(origin);
 }
 
+/** A result serialised ahead of time (e.g. a cached tools/list): success() splices the JSON text in as is. */
+export class RawJson {
+  constructor(readonly json: string) {}
+}
+
 export function success(id: RequestId, result: unknown): string {
-  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${JSON.stringify(result)}}`;
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result instanceof RawJson ? result.json : JSON.stringify(result)}}`;
 }
 
 export function failure(id: RequestId | null, error: { code: number; message: string; data?: unknown }): string {

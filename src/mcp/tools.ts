@@ -4,8 +4,8 @@ import type { ToolResult } from '../connectors/types.ts';
 import type { Principal } from '../auth/principal.ts';
 import { RpcCode, RpcError } from '../errors.ts';
 import type { AppDeps } from '../http/context.ts';
-import type { CatalogTool } from '../tools/catalog.ts';
-import { checkParams } from './protocol.ts';
+import type { CatalogTool, OrgCatalog } from '../tools/catalog.ts';
+import { checkParams, RawJson } from './protocol.ts';
 import type { McpOrg } from '../handlers/mcp.ts';
 
 export const CHECK_APPROVAL_STATUS = 'check_approval_status';
@@ -35,10 +35,32 @@ function descriptor(tool: CatalogTool) {
   };
 }
 
-export async function listTools(deps: AppDeps, org: McpOrg, principal: Principal) {
-  const catalog = await deps.catalog.get(org.id, org.catalogVersion);
+function visibleTools(catalog: OrgCatalog, principal: Principal) {
   const visible = catalog.tools.filter((t) => t.enabled && inScope(principal, t)).map(descriptor);
   return { tools: [...visible, checkApprovalStatusTool] };
+}
+
+export async function listTools(deps: AppDeps, org: McpOrg, principal: Principal) {
+  return visibleTools(await deps.catalog.get(org.id, org.catalogVersion), principal);
+}
+
+/** Serialised tools/list results per catalog (a catalog object is one immutable version) and connector scope. */
+const listings = new WeakMap<OrgCatalog, Map<string, RawJson>>();
+/** Distinct scopes cached per catalog version at most; others are serialised per call. */
+const MAX_LISTINGS = 64;
+
+/** tools/list as JSON text, built once per catalog version and scope (the catalog version is read per request). */
+export async function listToolsJson(deps: AppDeps, org: McpOrg, principal: Principal): Promise<RawJson> {
+  const catalog = await deps.catalog.get(org.id, org.catalogVersion);
+  const scope = principal.connectorIds === null ? '*' : principal.connectorIds.join(',');
+  let byScope = listings.get(catalog);
+  if (!byScope) listings.set(catalog, (byScope = new Map()));
+  let listing = byScope.get(scope);
+  if (!listing) {
+    listing = new RawJson(JSON.stringify(visibleTools(catalog, principal)));
+    if (byScope.size < MAX_LISTINGS) byScope.set(scope, listing);
+  }
+  return listing;
 }
 
 function invalidArguments(tool: CatalogTool): RpcError {
@@ -55,7 +77,7 @@ function invalidArguments(tool: CatalogTool): RpcError {
 
 export async function callTool(deps: AppDeps, org: McpOrg, principal: Principal, name: string, args: Record<string, unknown>): Promise<ToolResult> {
   if (name === CHECK_APPROVAL_STATUS) {
-    checkParams('CheckApprovalStatusArguments', args);
+    checkParams('CheckApprovalStatusArguments', args, 'params.arguments');
     const approvalId = String(args.approvalId);
     // No call is held for approval in this version of the gateway, so every id is unknown.
     return {

@@ -21,6 +21,34 @@ function fastPathFits(pool: PgPool, want: PgSession): boolean {
   );
 }
 
+/**
+ * Named prepared statements for repeated reads on the fast path: the server then parses and plans a statement once
+ * per connection instead of on every call (that planning costs about as much as running a small indexed read).
+ * Agent SQL is arbitrary, so this is bounded: a text is prepared from its second sighting on, only when short, and
+ * at most PREPARED_PER_POOL distinct texts per pool (postgres.js keeps a connection's statements until the
+ * connection closes, and pools are replaced when idle or reconfigured). Everything else runs unnamed, as before.
+ */
+const PREPARED_PER_POOL = 64;
+const PREPARED_MAX_LENGTH = 4096;
+const SEEN_MAX = 1024;
+const statementBudgets = new WeakMap<PgPool, { prepared: Set<string>; seen: Set<string> }>();
+
+function shouldPrepare(pool: PgPool, statement: string): boolean {
+  if (statement.length > PREPARED_MAX_LENGTH) return false;
+  let budget = statementBudgets.get(pool);
+  if (!budget) statementBudgets.set(pool, (budget = { prepared: new Set(), seen: new Set() }));
+  if (budget.prepared.has(statement)) return true;
+  if (budget.prepared.size >= PREPARED_PER_POOL) return false;
+  if (!budget.seen.has(statement)) {
+    if (budget.seen.size >= SEEN_MAX) budget.seen.clear();
+    budget.seen.add(statement);
+    return false;
+  }
+  budget.seen.delete(statement);
+  budget.prepared.add(statement);
+  return true;
+}
+
 /** The driver's execute: arguments, guard, wrapping, run, result shaping. Never throws. */
 export async function executePg(pool: PgPool, tool: ToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
   const call = parseCallArgs(args, ctx.limits);
@@ -55,7 +83,14 @@ export async function executePg(pool: PgPool, tool: ToolSpec, args: Record<strin
     const session: PgSession = { statementTimeoutMs: ctx.limits.statementTimeoutMs, lockTimeoutMs: ctx.limits.lockTimeoutMs, schema: tool.target.schema };
     const out: PgRunOutcome =
       !write && fastPathFits(pool, session)
-        ? { rows: await runPgFast(pool.sql, statement, { statementTimeoutMs: session.statementTimeoutMs, signal: ctx.signal }), count: null }
+        ? {
+            rows: await runPgFast(pool.sql, statement, {
+              statementTimeoutMs: session.statementTimeoutMs,
+              signal: ctx.signal,
+              prepare: shouldPrepare(pool, statement),
+            }),
+            count: null,
+          }
         : await runPgStatement(pool.sql, statement, { readOnly: !write, ...session, signal: ctx.signal });
     return rowsResult(out.rows, call.maxRows, ctx.limits.maxResultBytes, write ? (out.count ?? 0) : undefined);
   } catch (err) {

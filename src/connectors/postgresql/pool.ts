@@ -78,9 +78,10 @@ export function openPgPool(config: DatabaseConfig, credential: string | null, se
     max,
     idle_timeout: CONNECTION_IDLE_S,
     connect_timeout: Math.max(1, Math.ceil(settings.connectTimeoutMs / 1000)),
-    // Agent SQL is arbitrary: named prepared statements would grow a per-connection cache without bound.
-    // Unnamed statements still use the extended protocol, which runs exactly one statement per query.
-    prepare: false,
+    // Named prepared statements are allowed, but every query is unnamed unless it asks: agent SQL is arbitrary, and
+    // postgres.js keeps a connection's statements until it closes. Only the fast path asks, within a bound (see
+    // execute.ts). Unnamed statements still use the extended protocol, which runs exactly one statement per query.
+    prepare: true,
     fetch_types: true,
     onnotice: () => undefined,
     // The server reports default_transaction_read_only (GUC_REPORT, PG 14+): the fast path runs only while every

@@ -25,6 +25,8 @@ const CLIENT_GRACE_MS = 1000;
 // string. The user's statement must go through the extended protocol (Parse/Bind/Execute), which runs exactly
 // one: a stacked `; COMMIT; DROP ...` that slipped past the guard is then a syntax error, never a second statement.
 const EXTENDED: postgres.UnsafeQueryOptions & { simple: boolean } = { prepare: false, simple: false };
+/** The same as a named prepared statement: parsed and planned once per connection, then only bound and executed. */
+const PREPARED: postgres.UnsafeQueryOptions & { simple: boolean } = { prepare: true, simple: false };
 
 const ms = (n: number): number => Math.max(1, Math.floor(n));
 const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(new Error(code), { code });
@@ -96,9 +98,12 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
  * confirmed read-only. No cancel request on abort: with pipelining it could hit another call's statement, and
  * statement_timeout ends this one anyway; the caller just gets its answer early.
  */
-export async function runPgFast(sql: PgSql, statement: string, o: { statementTimeoutMs: number; signal?: AbortSignal }): Promise<Row[]> {
+export async function runPgFast(sql: PgSql, statement: string, o: { statementTimeoutMs: number; signal?: AbortSignal; prepare?: boolean }): Promise<Row[]> {
   if (o.signal?.aborted) throw failure('ABORTED');
-  const query = sql.unsafe<Row[]>(statement, [], EXTENDED).execute();
+  // A prepared statement is safe here even when postgres.js re-prepares and retries it (after a schema change made
+  // the cached plan invalid): the retry runs on the same read-only, time-limited session. Not so in
+  // runPgStatement, where the retry would come after the pipelined rollback, outside the transaction.
+  const query = sql.unsafe<Row[]>(statement, [], o.prepare ? PREPARED : EXTENDED).execute();
   let timer: ReturnType<typeof setTimeout> | undefined;
   let onAbort: (() => void) | undefined;
   const early = new Promise<never>((_, reject) => {

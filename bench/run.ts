@@ -1,0 +1,509 @@
+/**
+ * `npm run bench`: load benchmark of the MCP endpoint against two floors, everything local (127.0.0.1).
+ *
+ *   1. Creates two fresh databases on the local PostgreSQL (a store and a data database holding a 10,000-row
+ *      table); both are dropped at the end, also after a failure or Ctrl-C.
+ *   2. Starts the gateway as a separate process (`bun src/main.ts`, store on PostgreSQL, Redis on 6379) and
+ *      seeds an org with an API key and a PostgreSQL connector over the table, through the public API.
+ *   3. Starts the floors, each a separate process: (a) the same SELECT through a bare postgres.js pool of the
+ *      gateway's connector pool size behind a tiny Bun.serve endpoint; (b) a bare Elysia endpoint answering a
+ *      fixed JSON body to POST. Also measures the raw in-process postgres.js rate (no HTTP).
+ *   4. Drives `tools/call` (a SELECT returning 10 rows), `tools/list` and both floors with autocannon at 16
+ *      and 64 connections (warm-up, then a measured run), prints the table, and checks the targets.
+ *
+ * Flags: --no-fail (report only, exit 0), --duration=S (measured seconds per run, default 10),
+ * --warmup=S (default 2), --connections=16,64, --only=call,pg,list,elysia (a subset of the scenarios),
+ * --profile-gateway=DIR (write a CPU profile of the gateway process into DIR).
+ * Exit code: 0 when the targets are met (or --no-fail), 1 when missed, 2 when the run itself failed.
+ */
+import autocannon, { type Result } from 'autocannon';
+import postgres from 'postgres';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import type { Subprocess } from 'bun';
+
+// ---------------------------------------------------------------------------------------------------
+// Settings
+
+const argv = process.argv.slice(2);
+function flag(name: string): string | undefined {
+  const hit = argv.find((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+  return hit === undefined ? undefined : (hit.split('=')[1] ?? '');
+}
+const NO_FAIL = flag('no-fail') !== undefined;
+const DURATION_S = Number(flag('duration') ?? 10);
+const WARMUP_S = Number(flag('warmup') ?? 2);
+const CONNECTIONS = (flag('connections') ?? '16,64').split(',').map(Number);
+/** Scenarios to run (default all): call, pg, list, elysia; the targets are checked on those that ran. */
+const ONLY = flag('only')?.split(',') ?? null;
+/** Writes a CPU profile of the gateway process into this folder (bun --cpu-prof), for finding hot spots. */
+const PROFILE_DIR = flag('profile-gateway') || null;
+
+const PG = { host: '127.0.0.1', port: 5432, user: 'postgres' };
+const REDIS_URL = 'redis://127.0.0.1:6379';
+/** The gateway's connector pool size (DEFAULT_POOL_SETTINGS.max): the bare floor uses the same. */
+const POOL_SIZE = 10;
+const ROWS = 10_000;
+const TABLE = 'items';
+const TOOL = `query_postgresql_${TABLE}`;
+const SELECT = `SELECT id, sku, name, price, qty FROM ${TABLE} WHERE id > 5000 ORDER BY id LIMIT 10`;
+/** One response in SAMPLE_EVERY has its body checked for JSON-RPC errors / isError (cheap enough not to skew). */
+const SAMPLE_EVERY = 20;
+
+// Targets (2-core machine, everything on one box).
+const CALL_RATIO_MIN = 0.5;
+const CALL_P99_MAX_MS = 25;
+const LIST_RATIO_MIN = 0.2;
+
+const ROOT = join(import.meta.dir, '..');
+const BUN = process.execPath;
+const suffix = `${process.pid}_${Date.now().toString(36)}`;
+const STORE_DB = `toolgate_bench_store_${suffix}`;
+const DATA_DB = `toolgate_bench_data_${suffix}`;
+
+// ---------------------------------------------------------------------------------------------------
+// Processes and clean-up
+
+const children: Subprocess[] = [];
+const cleanups: Array<() => Promise<void>> = [];
+let cleaning: Promise<void> | null = null;
+
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.race([Promise.all(children.map((c) => c.exited)), Bun.sleep(5000)]);
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+    for (const fn of cleanups.reverse()) await fn().catch((err) => console.error(`bench: clean-up failed: ${String(err)}`));
+  })();
+  return cleaning;
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    console.error(`bench: ${signal}, cleaning up`);
+    void cleanup().then(() => process.exit(130));
+  });
+}
+
+async function freePort(): Promise<number> {
+  const server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response() });
+  const port = server.port!;
+  await server.stop(true);
+  return port;
+}
+
+function spawn(name: string, script: string, env: Record<string, string>, bunArgs: string[] = []): Subprocess<'ignore', 'pipe', 'inherit'> {
+  const child = Bun.spawn([BUN, ...bunArgs, script], {
+    cwd: ROOT,
+    // Only what the child needs: no PG* variables or other settings leak in from the caller's shell.
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env },
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'inherit',
+  });
+  children.push(child);
+  void child.exited.then((code) => {
+    if (!cleaning && code !== 0) console.error(`bench: ${name} exited with code ${code}`);
+  });
+  return child;
+}
+
+/** Waits for a floor's "ready <port>" line. */
+async function readyLine(name: string, child: Subprocess<'ignore', 'pipe', 'inherit'>): Promise<void> {
+  const reader = child.stdout.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value);
+    if (/^ready \d+/m.test(text)) {
+      reader.releaseLock();
+      // Keep draining so the child never blocks on a full pipe.
+      void child.stdout.pipeTo(new WritableStream()).catch(() => {});
+      return;
+    }
+  }
+  throw new Error(`${name} did not start: ${text.slice(0, 500)}`);
+}
+
+async function waitForHttp(url: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+      last = `HTTP ${res.status}`;
+    } catch (err) {
+      last = err;
+    }
+    await Bun.sleep(100);
+  }
+  throw new Error(`${url} did not come up: ${String(last)}`);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Databases
+
+async function createDatabases(): Promise<void> {
+  const admin = postgres({ ...PG, database: 'postgres', max: 1, onnotice: () => undefined });
+  cleanups.push(async () => {
+    const drop = postgres({ ...PG, database: 'postgres', max: 1, onnotice: () => undefined });
+    try {
+      for (const db of [STORE_DB, DATA_DB]) await drop.unsafe(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
+    } finally {
+      await drop.end({ timeout: 2 });
+    }
+  });
+  try {
+    await admin.unsafe(`CREATE DATABASE "${STORE_DB}"`);
+    await admin.unsafe(`CREATE DATABASE "${DATA_DB}"`);
+  } finally {
+    await admin.end({ timeout: 2 });
+  }
+  const data = postgres({ ...PG, database: DATA_DB, max: 1, onnotice: () => undefined });
+  try {
+    await data.unsafe(`CREATE TABLE ${TABLE} (
+      id integer PRIMARY KEY, sku text NOT NULL, name text NOT NULL, price numeric(10, 2) NOT NULL, qty integer NOT NULL)`);
+    await data.unsafe(`INSERT INTO ${TABLE}
+      SELECT g, 'SKU-' || lpad(g::text, 6, '0'), 'Item number ' || g, round((g % 997) * 1.25, 2), g % 50
+        FROM generate_series(1, ${ROWS}) AS g`);
+    await data.unsafe(`ANALYZE ${TABLE}`);
+  } finally {
+    await data.end({ timeout: 2 });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Gateway seeding through the public API
+
+async function call(base: string, path: string, init: RequestInit & { json?: unknown } = {}): Promise<any> {
+  const headers = new Headers(init.headers);
+  let body = init.body;
+  if (init.json !== undefined) {
+    headers.set('content-type', 'application/json');
+    body = JSON.stringify(init.json);
+  }
+  const res = await fetch(base + path, { ...init, headers, body });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: HTTP ${res.status} ${text.slice(0, 300)}`);
+  return text ? JSON.parse(text) : null;
+}
+
+interface Seeded {
+  slug: string;
+  apiKey: string;
+}
+
+async function seed(base: string, operatorToken: string): Promise<Seeded> {
+  const slug = 'bench';
+  const org = await call(base, '/operator/orgs', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${operatorToken}` },
+    // enterprise: no monthly quota; burst limits (when enforced) are the org's own.
+    json: { slug, name: 'Benchmark org', plan: 'enterprise', trial_days: 0 },
+  });
+  const form = new URLSearchParams({
+    grant_type: 'client_credentials',
+    client_id: org.oauth_client.client_id,
+    client_secret: org.oauth_client.client_secret,
+  });
+  const token = await call(base, '/oauth/token', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: form.toString(),
+  });
+  const auth = { authorization: `Bearer ${token.access_token}` };
+  const connector = await call(base, '/api/connectors', {
+    method: 'POST',
+    headers: auth,
+    json: { name: 'bench-data', type: 'postgresql', config: { host: PG.host, port: PG.port, database: DATA_DB, user: PG.user } },
+  });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const state = await call(base, `/api/connectors/${connector.id}`, { headers: auth });
+    if (state.status === 'active') break;
+    if (state.status === 'failed') throw new Error(`connector failed: ${state.status_reason}`);
+    if (Date.now() > deadline) throw new Error(`connector still ${state.status} after 30 s`);
+    await Bun.sleep(100);
+  }
+  return { slug, apiKey: org.api_key.key };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Load
+
+const rpc = (method: string, params: unknown) => JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
+const CALL_BODY = rpc('tools/call', { name: TOOL, arguments: { sql: SELECT } });
+const LIST_BODY = rpc('tools/list', {});
+
+interface Target {
+  name: string;
+  /** The server process, for its CPU time per request. */
+  pid: number;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  /** Whether a sampled response body is a success (no JSON-RPC error, no isError, the expected content). */
+  ok: (body: string) => boolean;
+}
+
+interface Row {
+  name: string;
+  connections: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  socketErrors: number;
+  sampled: number;
+  sampleErrors: number;
+  /** CPU time of the server process per request (µs), user + system, all its threads. */
+  cpuUs: number | null;
+}
+
+/** user + system CPU time of a process in µs (Linux /proc), or null where unavailable. */
+async function processCpuUs(pid: number): Promise<number | null> {
+  try {
+    const stat = await Bun.file(`/proc/${pid}/stat`).text();
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
+}
+
+function drive(target: Target, connections: number, duration: number, counters?: { sampled: number; bad: number }): Promise<Result> {
+  let n = 0;
+  return autocannon({
+    url: target.url,
+    method: 'POST',
+    connections,
+    duration,
+    timeout: 10,
+    headers: { 'content-type': 'application/json', ...target.headers },
+    body: target.body,
+    verifyBody: (body: string) => {
+      if (!counters || n++ % SAMPLE_EVERY !== 0) return true;
+      counters.sampled++;
+      const good = target.ok(body);
+      if (!good) counters.bad++;
+      return good;
+    },
+  });
+}
+
+async function measure(target: Target, connections: number): Promise<Row> {
+  await drive(target, connections, WARMUP_S);
+  const counters = { sampled: 0, bad: 0 };
+  const cpuBefore = await processCpuUs(target.pid);
+  const r = await drive(target, connections, DURATION_S, counters);
+  const cpuAfter = await processCpuUs(target.pid);
+  const row: Row = {
+    name: target.name,
+    connections,
+    rps: r.requests.total / r.duration,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    socketErrors: r.errors,
+    sampled: counters.sampled,
+    sampleErrors: counters.bad,
+    cpuUs: cpuBefore !== null && cpuAfter !== null && r.requests.total > 0 ? (cpuAfter - cpuBefore) / r.requests.total : null,
+  };
+  console.error(
+    `bench: ${target.name.padEnd(17)} c=${String(connections).padStart(2)}  ${row.rps.toFixed(0).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  ` +
+      `errors ${errorsOf(row)}  server CPU ${row.cpuUs?.toFixed(0) ?? '?'} µs/req`,
+  );
+  return row;
+}
+
+const errorsOf = (r: Row) => r.non2xx + r.socketErrors + r.sampleErrors;
+
+/** The raw in-process postgres.js rate: no HTTP, `connections` concurrent loops over a pool of POOL_SIZE. */
+async function rawDriverRate(connections: number, seconds: number): Promise<number> {
+  const sql = postgres({ ...PG, database: DATA_DB, max: POOL_SIZE, onnotice: () => undefined });
+  const options = { prepare: true, simple: false } as postgres.UnsafeQueryOptions;
+  try {
+    await sql.unsafe(SELECT, [], options);
+    let count = 0;
+    const loop = async (until: number) => {
+      while (performance.now() < until) {
+        await sql.unsafe(SELECT, [], options);
+        count++;
+      }
+    };
+    await Promise.all(Array.from({ length: connections }, () => loop(performance.now() + 1000)));
+    count = 0;
+    const start = performance.now();
+    await Promise.all(Array.from({ length: connections }, () => loop(start + seconds * 1000)));
+    return count / ((performance.now() - start) / 1000);
+  } finally {
+    await sql.end({ timeout: 2 });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Report
+
+function table(rows: Row[], floors: Map<string, Row>, floorOf: Record<string, string>): string {
+  const head = ['scenario', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'floor', 'ratio', 'server CPU µs/req'];
+  const lines = rows.map((r) => {
+    const floorName = floorOf[r.name];
+    const floor = floorName ? floors.get(`${floorName}@${r.connections}`) : undefined;
+    return [
+      r.name,
+      String(r.connections),
+      r.rps.toFixed(0),
+      r.p50.toFixed(0),
+      r.p99.toFixed(0),
+      `${errorsOf(r)}${r.sampled ? ` (${r.sampleErrors}/${r.sampled} sampled)` : ''}`,
+      floor ? floorName! : '-',
+      floor ? `${((100 * r.rps) / floor.rps).toFixed(0)}%` : '-',
+      r.cpuUs === null ? '?' : r.cpuUs.toFixed(0),
+    ];
+  });
+  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const fmt = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 || i === 6 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  return [fmt(head), `|${widths.map((w, i) => (i === 0 || i === 6 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...lines.map(fmt)].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Main
+
+async function main(): Promise<boolean> {
+  const started = Date.now();
+  await createDatabases();
+
+  const operatorToken = randomBytes(24).toString('base64url');
+  const [gatewayPort, pgPort, elysiaPort] = [await freePort(), await freePort(), await freePort()];
+  const gateway = spawn('gateway', 'src/main.ts', {
+    PORT: String(gatewayPort),
+    HOST: '127.0.0.1',
+    TOOLGATE_PUBLIC_URL: `http://127.0.0.1:${gatewayPort}`,
+    DATABASE_URL: `postgres://${PG.user}@${PG.host}:${PG.port}/${STORE_DB}`,
+    REDIS_URL,
+    TOOLGATE_SECRET_KEY: randomBytes(32).toString('hex'),
+    TOOLGATE_OPERATOR_TOKEN: operatorToken,
+    TOOLGATE_DEMO: '0',
+    TOOLGATE_LOG_LEVEL: 'error',
+  }, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
+  void gateway.stdout.pipeTo(new WritableStream()).catch(() => {});
+  const pgFloor = spawn('postgres.js floor', 'bench/floor-pg.ts', {
+    FLOOR_PORT: String(pgPort),
+    FLOOR_DATABASE: DATA_DB,
+    FLOOR_POOL: String(POOL_SIZE),
+    FLOOR_SQL: SELECT,
+  });
+  const elysiaFloor = spawn('elysia floor', 'bench/floor-elysia.ts', { FLOOR_PORT: String(elysiaPort) });
+
+  const base = `http://127.0.0.1:${gatewayPort}`;
+  await Promise.all([waitForHttp(`${base}/healthz`), readyLine('postgres.js floor', pgFloor), readyLine('elysia floor', elysiaFloor)]);
+  const seeded = await seed(base, operatorToken);
+  const mcpUrl = `${base}/mcp/${seeded.slug}`;
+  const mcpHeaders = { 'x-api-key': seeded.apiKey };
+
+  const targets = {
+    call: {
+      name: 'tools/call',
+      pid: gateway.pid,
+      url: mcpUrl,
+      headers: mcpHeaders,
+      body: CALL_BODY,
+      ok: (b: string) => b.includes('"rowCount":10') && !b.includes('"isError":true') && !b.includes('"error":'),
+    },
+    list: {
+      name: 'tools/list',
+      pid: gateway.pid,
+      url: mcpUrl,
+      headers: mcpHeaders,
+      body: LIST_BODY,
+      ok: (b: string) => b.includes(`"name":"${TOOL}"`) && !b.includes('"error":'),
+    },
+    pg: {
+      name: 'floor postgres.js',
+      pid: pgFloor.pid,
+      url: `http://127.0.0.1:${pgPort}/`,
+      headers: {},
+      body: CALL_BODY,
+      ok: (b: string) => b.includes('"rowCount":10'),
+    },
+    elysia: {
+      name: 'floor elysia',
+      pid: elysiaFloor.pid,
+      url: `http://127.0.0.1:${elysiaPort}/`,
+      headers: {},
+      body: LIST_BODY,
+      ok: (b: string) => b.includes('"result"'),
+    },
+  } satisfies Record<string, Target>;
+
+  // One checked request per target before loading: the bench must measure successes, not fast failures.
+  for (const t of Object.values(targets)) {
+    const res = await fetch(t.url, { method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: t.body });
+    const text = await res.text();
+    if (!res.ok || !t.ok(text)) throw new Error(`${t.name}: probe failed: HTTP ${res.status} ${text.slice(0, 400)}`);
+  }
+  console.error(`bench: set up in ${((Date.now() - started) / 1000).toFixed(1)} s; ${WARMUP_S} s warm-up + ${DURATION_S} s per run`);
+
+  const rows: Row[] = [];
+  for (const c of CONNECTIONS) {
+    for (const [id, t] of [['pg', targets.pg], ['call', targets.call], ['elysia', targets.elysia], ['list', targets.list]] as const) {
+      if (!ONLY || ONLY.includes(id)) rows.push(await measure(t, c));
+    }
+  }
+  const raw = !ONLY || ONLY.includes('pg') ? await rawDriverRate(Math.max(...CONNECTIONS), 3) : null;
+
+  const floors = new Map(rows.map((r) => [`${r.name}@${r.connections}`, r]));
+  const floorOf: Record<string, string> = { [targets.call.name]: targets.pg.name, [targets.list.name]: targets.elysia.name };
+  const order = [targets.call, targets.pg, targets.list, targets.elysia].map((t) => t.name);
+  const sorted = [...rows].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name) || a.connections - b.connections);
+
+  const at = (name: string, c: number) => floors.get(`${name}@${c}`);
+  const checks: Array<{ what: string; ok: boolean }> = [];
+  const cMax = Math.max(...CONNECTIONS);
+  const callRow = at(targets.call.name, cMax);
+  const pgRow = at(targets.pg.name, cMax);
+  if (callRow && pgRow) {
+    const ratio = callRow.rps / pgRow.rps;
+    checks.push({ what: `tools/call @${cMax}: ${(100 * ratio).toFixed(0)}% of the postgres.js floor (>= ${100 * CALL_RATIO_MIN}%)`, ok: ratio >= CALL_RATIO_MIN });
+    checks.push({ what: `tools/call @${cMax}: p99 ${callRow.p99} ms (< ${CALL_P99_MAX_MS} ms)`, ok: callRow.p99 < CALL_P99_MAX_MS });
+    checks.push({ what: `tools/call @${cMax}: ${errorsOf(callRow)} errors (none)`, ok: errorsOf(callRow) === 0 });
+  }
+  for (const c of CONNECTIONS) {
+    const list = at(targets.list.name, c);
+    const ely = at(targets.elysia.name, c);
+    if (!list || !ely) continue;
+    const ratio = list.rps / ely.rps;
+    checks.push({ what: `tools/list @${c}: ${(100 * ratio).toFixed(0)}% of the Elysia floor (>= ${100 * LIST_RATIO_MIN}%)`, ok: ratio >= LIST_RATIO_MIN });
+    checks.push({ what: `tools/list @${c}: ${errorsOf(list)} errors (none)`, ok: errorsOf(list) === 0 });
+  }
+
+  console.log('');
+  console.log(`Toolgate benchmark, ${new Date().toISOString()}, ${navigator.hardwareConcurrency} CPUs, Bun ${Bun.version}, ` +
+    `${DURATION_S} s per run after ${WARMUP_S} s warm-up, connector pool ${POOL_SIZE}, SELECT of 10 rows from ${ROWS.toLocaleString('en')} rows`);
+  console.log('');
+  console.log(table(sorted, floors, floorOf));
+  console.log('');
+  if (raw !== null) console.log(`raw in-process postgres.js (no HTTP, ${cMax} concurrent, pool ${POOL_SIZE}): ${raw.toFixed(0)} queries/s`);
+  console.log('server CPU = CPU time of the server process (gateway or floor; not PostgreSQL, not the load generator) per request');
+  console.log('errors = non-2xx + socket errors + sampled bodies with a JSON-RPC error or isError (1 in ' + SAMPLE_EVERY + ' checked)');
+  console.log('');
+  for (const c of checks) console.log(`${c.ok ? 'PASS' : 'FAIL'}  ${c.what}`);
+  const ok = checks.length > 0 && checks.every((c) => c.ok);
+  console.log(ok ? '\ntargets met' : `\ntargets missed${NO_FAIL ? ' (--no-fail: exit 0)' : ''}`);
+  console.error(`bench: total ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  return ok;
+}
+
+try {
+  const ok = await main();
+  await cleanup();
+  process.exit(ok || NO_FAIL ? 0 : 1);
+} catch (err) {
+  console.error(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  await cleanup();
+  process.exit(2);
+}

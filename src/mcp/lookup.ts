@@ -1,0 +1,143 @@
+/**
+ * The MCP endpoint's per-request store reads: the org named in the URL and, with an API key, the key itself.
+ *
+ * Both run on every request, against the shared store, so that a revoked key or client is refused on the very next
+ * request on every instance and a catalog change (catalog_version) applies at once. To keep that cheap:
+ *  - the queries are prepared statements, built once per database handle (no query building per call; on
+ *    PostgreSQL a named statement, parsed and planned once per connection, and no describe round trip);
+ *  - API-key lookups are batched: the lookups requested during one turn of the event loop (and, while
+ *    MAX_IN_FLIGHT batches are out, until one comes back) go to the store as ONE query (`key_hash = any(...)`),
+ *    sent after the last of them was requested. Each request is therefore still checked by a query that starts
+ *    after the request arrived (a key revoked before that is refused), but under load the store sees one
+ *    statement for many requests instead of one each.
+ */
+import { and, eq, isNull, sql } from 'drizzle-orm';
+import { apiKeyDigest, preparedFor } from '../auth/credentials.ts';
+import type { Db } from '../store/db.ts';
+import { apiKeys, orgs } from '../store/schema.ts';
+
+/** The org columns the MCP endpoint reads (McpOrg in handlers/mcp.ts): one list for both lookups. */
+export const MCP_ORG_COLUMNS = { id: orgs.id, slug: orgs.slug, catalogVersion: orgs.catalogVersion, plan: orgs.plan };
+
+const orgBySlug = (db: Db) => db.select(MCP_ORG_COLUMNS).from(orgs).where(eq(orgs.slug, sql.placeholder('slug'))).prepare('toolgate_mcp_org');
+const orgQueries = new WeakMap<Db, ReturnType<typeof orgBySlug>>();
+
+export async function findMcpOrg(db: Db, slug: string) {
+  const [row] = await preparedFor(orgQueries, db, orgBySlug).execute({ slug });
+  return row;
+}
+
+const keysByHash = (db: Db) =>
+  db
+    .select({ ...MCP_ORG_COLUMNS, keyId: apiKeys.id, keyHash: apiKeys.keyHash, keyConnectorIds: apiKeys.connectorIds })
+    .from(apiKeys)
+    .innerJoin(orgs, eq(orgs.id, apiKeys.orgId))
+    .where(
+      and(
+        sql`${apiKeys.keyHash} = any(${sql.placeholder('keyHashes')}::text[])`,
+        isNull(apiKeys.revokedAt),
+        sql`${orgs.slug} = any(${sql.placeholder('slugs')}::text[])`,
+      ),
+    )
+    .prepare('toolgate_mcp_api_keys');
+
+type KeyRow = Awaited<ReturnType<ReturnType<typeof keysByHash>['execute']>>[number];
+export type McpOrgWithKey = Omit<KeyRow, 'keyId' | 'keyHash' | 'keyConnectorIds'> & {
+  key: { id: string; orgId: string; connectorIds: string[] | null };
+};
+
+/** Lookups per batch at most (a batch is one statement with two array parameters). */
+const MAX_BATCH = 256;
+/**
+ * Batches in flight at most. While they are, new lookups wait for the next batch (group commit): under load, batches
+ * grow with the store's round trip instead of the number of queries; with none in flight a lookup goes out at once.
+ */
+const MAX_IN_FLIGHT = 2;
+
+interface Waiter {
+  slug: string;
+  keyHash: string;
+  resolve: (row: McpOrgWithKey | undefined) => void;
+  reject: (err: unknown) => void;
+}
+
+class KeyLookupBatcher {
+  private pending: Waiter[] = [];
+  private scheduled = false;
+  private inFlight = 0;
+  private readonly query: ReturnType<typeof keysByHash>;
+
+  constructor(db: Db) {
+    this.query = keysByHash(db);
+  }
+
+  lookup(slug: string, keyHash: string): Promise<McpOrgWithKey | undefined> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ slug, keyHash, resolve, reject });
+      if (this.pending.length >= MAX_BATCH) this.flush();
+      else if (!this.scheduled && this.inFlight < MAX_IN_FLIGHT) this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    this.scheduled = true;
+    // After the I/O of this loop turn: every request that arrived with it joins the batch.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    const batch = this.pending;
+    if (batch.length === 0) return;
+    this.pending = [];
+    this.inFlight++;
+    const done = () => {
+      this.inFlight--;
+      if (this.pending.length > 0 && !this.scheduled) this.schedule();
+    };
+    this.run(batch)
+      .catch((err: unknown) => {
+        for (const w of batch) w.reject(err); // a no-op for those already answered
+      })
+      .finally(done);
+  }
+
+  private async run(batch: Waiter[]): Promise<void> {
+    let rows: KeyRow[];
+    try {
+      rows = await this.query.execute({ slugs: [...new Set(batch.map((w) => w.slug))], keyHashes: [...new Set(batch.map((w) => w.keyHash))] });
+    } catch (err) {
+      // One request's input must never fail the others: retried one by one, only the culprit (if any) fails.
+      if (batch.length > 1) await Promise.all(batch.map((w) => this.run([w])));
+      else batch[0]!.reject(err);
+      return;
+    }
+    // The key must match AND belong to the org named in the URL (the join pairs each key with its own org).
+    // The hash is 64 hex digits, so slug + newline + hash cannot collide.
+    const found = new Map(rows.map((r) => [`${r.slug}\n${r.keyHash}`, r]));
+    for (const w of batch) {
+      const row = found.get(`${w.slug}\n${w.keyHash}`);
+      if (!row) {
+        w.resolve(undefined);
+        continue;
+      }
+      const { keyId, keyHash: _hash, keyConnectorIds, ...org } = row;
+      w.resolve({ ...org, key: { id: keyId, orgId: org.id, connectorIds: keyConnectorIds } });
+    }
+  }
+}
+
+const batchers = new WeakMap<Db, KeyLookupBatcher>();
+
+/**
+ * The org named `slug` with the active API key `apiKey` of that org; undefined when the slug is unknown, or the key
+ * unknown, revoked or another org's (the endpoint answers all of these alike).
+ */
+export async function findMcpOrgWithApiKey(db: Db, slug: string, apiKey: string): Promise<McpOrgWithKey | undefined> {
+  const keyHash = apiKeyDigest(apiKey);
+  // Text no org's slug can be (slugs are at most 63 URL-safe characters) is not worth a lookup.
+  if (keyHash === null || slug.length > 100 || slug.includes('\0')) return undefined;
+  return preparedFor(batchers, db, (d) => new KeyLookupBatcher(d)).lookup(slug, keyHash);
+}
