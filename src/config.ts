@@ -27,6 +27,8 @@ export interface Config {
   jwksTimeoutMs: number;
   /** Seed a demo org with a sample database on start (embedded default). */
   demo: boolean;
+  /** Burst limit (calls per second) of custom plans (enterprise, standalone) whose org sets none. */
+  customBurstPerSecond: number;
   /** Port of the demo's sample database on 127.0.0.1; 0 picks a free one. */
   demoDbPort: number;
   logLevel: 'silent' | 'error' | 'info' | 'debug';
@@ -109,6 +111,7 @@ export function loadConfig(env: Env = process.env): Config {
     jwksCooldownMs: intVar(env, 'TOOLGATE_JWKS_COOLDOWN_MS', 30_000, 0, 3_600_000),
     jwksTimeoutMs: intVar(env, 'TOOLGATE_JWKS_TIMEOUT_MS', 3000, 100, 60_000),
     demo: env.TOOLGATE_DEMO === undefined ? !databaseUrl : env.TOOLGATE_DEMO === '1' || env.TOOLGATE_DEMO === 'true',
+    customBurstPerSecond: intVar(env, 'TOOLGATE_CUSTOM_BURST_PER_SECOND', 1000, 1, 100_000),
     demoDbPort: intVar(env, 'TOOLGATE_DEMO_DB_PORT', 0, 0, 65535),
     logLevel,
   };

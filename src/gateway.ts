@@ -11,6 +11,8 @@ import type { AppDeps } from './http/context.ts';
 import { openStore } from './store/db.ts';
 import { CatalogCache } from './tools/catalog.ts';
 import { JobTracker } from './util/jobs.ts';
+import { createLocalLimiter, createRedisLimiter } from './limits/burst.ts';
+import { UsageMeter } from './limits/usage.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
@@ -71,6 +73,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   } as AppDeps;
   deps.catalog = new CatalogCache(deps);
   deps.jobs = new JobTracker();
+  deps.limiter = config.redisUrl ? await createRedisLimiter({ url: config.redisUrl, log }) : createLocalLimiter();
+  deps.usage = new UsageMeter(store.db);
   for (const start of starters) await start(deps);
   const app = buildApp(deps);
   return {
@@ -81,6 +85,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       await deps.jobs.idle();
       for (const close of closers) await close(deps).catch(() => {});
       await closeAllConnectors();
+      await deps.usage.close();
+      await deps.limiter.close();
       await store.close();
     },
   };

@@ -44,6 +44,14 @@ export type Org = {
     subscription_status: 'trialing' | 'active' | 'past_due' | 'canceled';
     trial_expires_at: string | null;
     provision_status: 'provisioned' | 'not_provisioned';
+    /**
+     * Calls per second allowed on the MCP endpoint (the plan's, or the org's custom value).
+     */
+    burst_limit_per_second: number;
+    /**
+     * Tool calls included per calendar month (UTC); null is unlimited.
+     */
+    monthly_tool_calls: number | null;
     created_at: string;
 };
 
@@ -147,6 +155,10 @@ export type CreateOrgRequest = {
      * Length of the trial; default 14. 0 starts the subscription active.
      */
     trial_days?: number;
+    /**
+     * Custom burst limit (calls per second), for enterprise and standalone plans; others use their plan's.
+     */
+    burst_limit_per_second?: number;
 };
 
 export type OrgOnboarding = {

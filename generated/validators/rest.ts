@@ -1747,7 +1747,7 @@ validate38.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 export const createOrg_body = validate39;
 const schema53 = {"$ref":"openapi#/components/schemas/CreateOrgRequest"};
-const schema54 = {"type":"object","additionalProperties":false,"required":["slug","name"],"properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"name":{"type":"string","minLength":1,"maxLength":200},"plan":{"$ref":"openapi#/components/schemas/Plan"},"trial_days":{"type":"integer","minimum":0,"maximum":365,"description":"Length of the trial; default 14. 0 starts the subscription active."}}};
+const schema54 = {"type":"object","additionalProperties":false,"required":["slug","name"],"properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"name":{"type":"string","minLength":1,"maxLength":200},"plan":{"$ref":"openapi#/components/schemas/Plan"},"trial_days":{"type":"integer","minimum":0,"maximum":365,"description":"Length of the trial; default 14. 0 starts the subscription active."},"burst_limit_per_second":{"type":"integer","minimum":1,"maximum":100000,"description":"Custom burst limit (calls per second), for enterprise and standalone plans; others use their plan's."}}};
 const schema55 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
 const schema56 = {"type":"string","enum":["starter","growth","scale","enterprise","standalone"]};
 const pattern6 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
@@ -1772,7 +1772,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!((((key0 === "slug") || (key0 === "name")) || (key0 === "plan")) || (key0 === "trial_days"))){
+if(!(((((key0 === "slug") || (key0 === "name")) || (key0 === "plan")) || (key0 === "trial_days")) || (key0 === "burst_limit_per_second"))){
 validate40.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -1870,6 +1870,34 @@ var valid0 = _errs10 === errors;
 }
 else {
 var valid0 = true;
+}
+if(valid0){
+if(data.burst_limit_per_second !== undefined){
+let data4 = data.burst_limit_per_second;
+const _errs12 = errors;
+if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
+validate40.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs12){
+if(typeof data4 == "number"){
+if(data4 > 100000 || isNaN(data4)){
+validate40.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
+return false;
+}
+else {
+if(data4 < 1 || isNaN(data4)){
+validate40.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs12 === errors;
+}
+else {
+var valid0 = true;
+}
 }
 }
 }

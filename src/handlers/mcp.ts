@@ -17,6 +17,7 @@ import {
 import { callTool, listToolsJson } from '../mcp/tools.ts';
 import { findMcpOrg, findMcpOrgWithApiKey } from '../mcp/lookup.ts';
 import { describeError } from '../util/log.ts';
+import { burstLimitFor } from '../limits/plans.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 /** The nil uuid: no org has it, so every credential checked against it is refused like a foreign one. */
@@ -28,6 +29,7 @@ export interface McpOrg {
   slug: string;
   catalogVersion: number;
   plan: string;
+  burstLimitPerSecond: number | null;
 }
 
 /** The org and the caller for a request carrying X-API-Key, in one (batched) store query; the same answers as findMcpOrg + auth.mcp. */
@@ -110,6 +112,14 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
       principal = await deps.auth.mcp(request, org?.id ?? NO_ORG);
     }
     if (!org) throw unauthenticated('The API key is invalid or revoked.');
+
+    // Burst limit of the org's plan, shared by every instance (Redis); counted before any work is done.
+    const burst = await deps.limiter.take(org.id, burstLimitFor(org.plan, org.burstLimitPerSecond, config.customBurstPerSecond));
+    if (!burst.allowed) {
+      return json({ error: 'rate_limited', message: 'The per-second burst limit of this plan is exceeded; retry after 1 second.' }, 429, {
+        'retry-after': String(burst.retryAfterSeconds),
+      });
+    }
 
     const contentType = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (contentType !== 'application/json') {

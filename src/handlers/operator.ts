@@ -5,6 +5,6 @@ import { onboardOrg } from '../orgs/service.ts';
 import type { CreateOrgRequest } from '../../generated/client/types.gen.ts';
 
 export const createOrg: Handler = async ({ deps, body }: RequestContext<CreateOrgRequest>) => {
-  const result = await onboardOrg(deps, { slug: body.slug, name: body.name, plan: body.plan, trialDays: body.trial_days }, { type: 'operator', id: null });
+  const result = await onboardOrg(deps, { slug: body.slug, name: body.name, plan: body.plan, trialDays: body.trial_days, burstLimitPerSecond: body.burst_limit_per_second }, { type: 'operator', id: null });
   return json(result, 201, { 'cache-control': 'no-store' });
 };

@@ -27,7 +27,7 @@ async function assertOwnConnectors(ctx: RequestContext, ids: string[]): Promise<
 export const getOrg: Handler = async ({ principal, deps }) => {
   const org = await findOrgById(deps.store.db, principal!.orgId);
   if (!org) throw notFound('org_not_found', 'No such org.');
-  return json(orgView(org));
+  return json(orgView(org, deps.config.customBurstPerSecond));
 };
 
 export const listApiKeys: Handler = async ({ principal, deps }) =>

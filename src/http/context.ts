@@ -10,6 +10,8 @@ import type { CatalogCache } from '../tools/catalog.ts';
 import type { JobTracker } from '../util/jobs.ts';
 import type { OutboundPolicy } from '../net/outbound.ts';
 import type { IdpVerifier } from '../auth/idp/verifier.ts';
+import type { BurstLimiter } from '../limits/burst.ts';
+import type { UsageMeter } from '../limits/usage.ts';
 import type { OperationId } from '../../generated/operations.ts';
 
 export interface AppDeps {
@@ -23,6 +25,8 @@ export interface AppDeps {
   jobs: JobTracker;
   outbound: OutboundPolicy;
   idpVerifier: IdpVerifier;
+  limiter: BurstLimiter;
+  usage: UsageMeter;
 }
 
 export interface RequestContext<Body = unknown> {

@@ -96,7 +96,12 @@ export async function createRedisLimiter(options: RedisLimiterOptions): Promise<
       }
     },
     async close() {
-      await client.quit().catch(() => client.disconnect().catch(() => {}));
+      // A client that never connected (or is reconnecting) has nothing to flush: drop it at once.
+      if (!client.isReady) {
+        if (client.isOpen) client.destroy();
+        return;
+      }
+      await client.close().catch(() => client.destroy());
     },
   };
 }

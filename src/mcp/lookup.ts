@@ -17,7 +17,13 @@ import type { Db } from '../store/db.ts';
 import { apiKeys, orgs } from '../store/schema.ts';
 
 /** The org columns the MCP endpoint reads (McpOrg in handlers/mcp.ts): one list for both lookups. */
-export const MCP_ORG_COLUMNS = { id: orgs.id, slug: orgs.slug, catalogVersion: orgs.catalogVersion, plan: orgs.plan };
+export const MCP_ORG_COLUMNS = {
+  id: orgs.id,
+  slug: orgs.slug,
+  catalogVersion: orgs.catalogVersion,
+  plan: orgs.plan,
+  burstLimitPerSecond: orgs.burstLimitPerSecond,
+};
 
 const orgBySlug = (db: Db) => db.select(MCP_ORG_COLUMNS).from(orgs).where(eq(orgs.slug, sql.placeholder('slug'))).prepare('toolgate_mcp_org');
 const orgQueries = new WeakMap<Db, ReturnType<typeof orgBySlug>>();

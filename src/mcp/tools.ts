@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal.ts';
 import { RpcCode, RpcError } from '../errors.ts';
 import type { AppDeps } from '../http/context.ts';
 import type { CatalogTool, OrgCatalog } from '../tools/catalog.ts';
+import { monthlyQuotaFor } from '../limits/plans.ts';
 import { checkParams, RawJson } from './protocol.ts';
 import type { McpOrg } from '../handlers/mcp.ts';
 
@@ -92,6 +93,15 @@ export async function callTool(deps: AppDeps, org: McpOrg, principal: Principal,
   // Validation mutates a copy (defaults are filled in); the caller's object stays as sent.
   const input = structuredClone(args);
   if (!tool.validate(input)) throw invalidArguments(tool);
+  // Only tools/call of a real tool counts against the monthly quota (not check_approval_status polling,
+  // not calls refused above); the count is taken before the tool runs, so a used-up quota runs nothing.
+  const quota = monthlyQuotaFor(org.plan);
+  if (!(await deps.usage.consume(org.id, quota))) {
+    throw new RpcError(
+      RpcCode.QuotaExceeded,
+      `Monthly tool-call quota exceeded: the ${org.plan} plan includes ${quota} tool calls per month. Upgrade the plan to continue.`,
+    );
+  }
   const driver = getDriver(tool.connector.type);
   if (!driver) return { isError: true, content: [{ type: 'text', text: `The connector type ${tool.connector.type} is not available on this gateway.` }] };
   const { config } = deps;

@@ -9,7 +9,7 @@ export type Plan = (typeof PLANS)[number];
 
 export async function insertOrg(
   db: Queryable,
-  input: { slug: string; name: string; plan: Plan; trialDays: number },
+  input: { slug: string; name: string; plan: Plan; trialDays: number; burstLimitPerSecond: number | null },
 ): Promise<OrgRow> {
   const trialExpiresAt = input.trialDays > 0 ? new Date(Date.now() + input.trialDays * 86_400_000) : null;
   const [row] = await db
@@ -21,6 +21,7 @@ export async function insertOrg(
       subscriptionStatus: trialExpiresAt ? 'trialing' : 'active',
       trialExpiresAt,
       provisionStatus: 'not_provisioned',
+      burstLimitPerSecond: input.burstLimitPerSecond,
     })
     .onConflictDoNothing({ target: orgs.slug })
     .returning();

@@ -7,9 +7,10 @@ import type { AppDeps } from '../http/context.ts';
 import { connectors, tools } from '../store/schema.ts';
 import { SERVING_STATUSES } from '../tools/catalog.ts';
 import { reprovisionConnectors } from '../connectors/service.ts';
+import { burstLimitFor, monthlyQuotaFor } from '../limits/plans.ts';
 import { findOrgById, insertOrg, markProvisioned, SlugTakenError, type OrgRow, type Plan } from './repository.ts';
 
-export function orgView(org: OrgRow) {
+export function orgView(org: OrgRow, customBurst: number) {
   return {
     id: org.id,
     slug: org.slug,
@@ -18,6 +19,8 @@ export function orgView(org: OrgRow) {
     subscription_status: org.subscriptionStatus as 'trialing' | 'active' | 'past_due' | 'canceled',
     trial_expires_at: org.trialExpiresAt?.toISOString() ?? null,
     provision_status: org.provisionStatus as 'provisioned' | 'not_provisioned',
+    burst_limit_per_second: burstLimitFor(org.plan, org.burstLimitPerSecond, customBurst),
+    monthly_tool_calls: monthlyQuotaFor(org.plan),
     created_at: org.createdAt.toISOString(),
   };
 }
@@ -26,10 +29,20 @@ export function mcpEndpointUrl(deps: AppDeps, slug: string): string {
   return `${deps.config.publicUrl}/mcp/${slug}`;
 }
 
-export async function onboardOrg(deps: AppDeps, input: { slug: string; name: string; plan?: Plan; trialDays?: number }, actor: Actor) {
+export async function onboardOrg(
+  deps: AppDeps,
+  input: { slug: string; name: string; plan?: Plan; trialDays?: number; burstLimitPerSecond?: number },
+  actor: Actor,
+) {
   const created = await deps.store.db
     .transaction(async (tx) => {
-      const org = await insertOrg(tx, { slug: input.slug, name: input.name, plan: input.plan ?? 'starter', trialDays: input.trialDays ?? 14 });
+      const org = await insertOrg(tx, {
+        slug: input.slug,
+        name: input.name,
+        plan: input.plan ?? 'starter',
+        trialDays: input.trialDays ?? 14,
+        burstLimitPerSecond: input.burstLimitPerSecond ?? null,
+      });
       const key = await createApiKey(tx, org.id, { name: 'default', connectorIds: null });
       const client = await createOAuthClient(tx, org.id, { name: 'default', scopes: [MCP_SCOPE, MANAGE_SCOPE] });
       await recordAudit(tx, { orgId: org.id, action: 'org.created', actor, targetType: 'org', targetId: org.id, details: { slug: org.slug, plan: org.plan } });
@@ -42,7 +55,7 @@ export async function onboardOrg(deps: AppDeps, input: { slug: string; name: str
   // Provisioning happens automatically at onboarding.
   const org = await provisionOrg(deps, created.org.id, { type: 'system', id: null });
   return {
-    org: orgView(org),
+    org: orgView(org, deps.config.customBurstPerSecond),
     endpoint: mcpEndpointUrl(deps, org.slug),
     api_key: { ...apiKeyView(created.key.row), key: created.key.key },
     oauth_client: { ...oauthClientView(created.client.row), client_secret: created.client.clientSecret },

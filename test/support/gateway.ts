@@ -65,12 +65,21 @@ export interface Onboarded {
 }
 
 let counter = 0;
-export async function onboard(gateway: Gateway, slug = `org-${Date.now().toString(36)}-${counter++}`, plan = 'starter'): Promise<Onboarded> {
+/**
+ * Onboards an org through the operator API. Suites that are not about limits get an enterprise org with a burst
+ * limit far above what a test sends, so they never meet a 429; the limits suite passes its own plan.
+ */
+export async function onboard(
+  gateway: Gateway,
+  slug = `org-${Date.now().toString(36)}-${counter++}`,
+  plan = 'enterprise',
+  burstLimitPerSecond: number | null = plan === 'enterprise' ? 100_000 : null,
+): Promise<Onboarded> {
   const response = await gateway.handle(
     new Request(`${BASE}/operator/orgs`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${OPERATOR_TOKEN}` },
-      body: JSON.stringify({ slug, name: `Org ${slug}`, plan }),
+      body: JSON.stringify({ slug, name: `Org ${slug}`, plan, ...(burstLimitPerSecond ? { burst_limit_per_second: burstLimitPerSecond } : {}) }),
     }),
   );
   if (response.status !== 201) throw new Error(`onboarding failed: ${response.status} ${await response.text()}`);
