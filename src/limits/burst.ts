@@ -71,29 +71,60 @@ export async function createRedisLimiter(options: RedisLimiterOptions): Promise<
   // Connect in the background: start-up never waits for (or fails on) Redis.
   client.connect().catch(() => {});
 
-  async function incr(key: string): Promise<number> {
+  async function incrBy(key: string, by: number): Promise<number> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error('redis timeout')), timeoutMs);
     });
     try {
-      const replies = await Promise.race([client.multi().incr(key).expire(key, 2).exec(), timeout]);
+      const replies = await Promise.race([client.multi().incrBy(key, by).expire(key, 2).exec(), timeout]);
       return Number(replies[0]);
     } finally {
       clearTimeout(timer);
     }
   }
 
+  // Calls for the same org and second that arrive in one turn of the event loop share one INCRBY: the window's
+  // new total tells which of them fit (the first `limit - before` do), so the count stays exact across instances
+  // while Redis sees one command per org per turn instead of one per call.
+  interface Waiting {
+    orgId: string;
+    limit: number;
+    resolve: (decision: BurstDecision) => void;
+  }
+  let pending = new Map<string, Waiting[]>();
+  let scheduled = false;
+
+  async function settle(key: string, waiters: Waiting[]): Promise<void> {
+    try {
+      const total = await incrBy(key, waiters.length);
+      const before = total - waiters.length;
+      waiters.forEach((w, i) => w.resolve({ allowed: before + i + 1 <= w.limit, retryAfterSeconds: 1 }));
+    } catch {
+      for (const w of waiters) w.resolve(fallback.take(w.orgId, w.limit));
+    }
+  }
+
+  function flush(): void {
+    scheduled = false;
+    const batch = pending;
+    pending = new Map();
+    for (const [key, waiters] of batch) void settle(key, waiters);
+  }
+
   return {
-    async take(orgId, limit) {
-      if (!client.isReady) return fallback.take(orgId, limit);
-      const second = Math.floor(now() / 1000);
-      try {
-        const count = await incr(`toolgate:burst:${orgId}:${second}`);
-        return { allowed: count <= limit, retryAfterSeconds: 1 };
-      } catch {
-        return fallback.take(orgId, limit);
-      }
+    take(orgId, limit) {
+      if (!client.isReady) return Promise.resolve(fallback.take(orgId, limit));
+      const key = `toolgate:burst:${orgId}:${Math.floor(now() / 1000)}`;
+      return new Promise<BurstDecision>((resolve) => {
+        const list = pending.get(key);
+        if (list) list.push({ orgId, limit, resolve });
+        else pending.set(key, [{ orgId, limit, resolve }]);
+        if (!scheduled) {
+          scheduled = true;
+          setImmediate(flush);
+        }
+      });
     },
     async close() {
       // A client that never connected (or is reconnecting) has nothing to flush: drop it at once.
