@@ -7,6 +7,7 @@ import { bumpCatalogVersion } from '../orgs/repository.ts';
 import { connectors } from '../store/schema.ts';
 import { credentialContext } from '../tools/catalog.ts';
 import { describeError } from '../util/log.ts';
+import { describeSchemaError } from '../util/schema-errors.ts';
 import { getDriver } from './registry.ts';
 import * as repo from './repository.ts';
 import { ConnectorError, type ConnectorDriver, type DatabaseConfig } from './types.ts';
@@ -30,9 +31,7 @@ function checkConfig(driver: ConnectorDriver, config: unknown): void {
     configValidators.set(driver, validate);
   }
   if (!validate(config)) {
-    const err = validate.errors?.[0];
-    const field = ['body.config', ...(err?.instancePath.split('/').filter(Boolean) ?? [])].join('.');
-    throw new AppError(400, 'validation_error', err?.keyword === 'required' ? `${field}.${String(err.params.missingProperty)} is required` : `${field} ${err?.message ?? 'is invalid'}`);
+    throw new AppError(400, 'validation_error', describeSchemaError('body.config', validate.errors?.[0]));
   }
 }
 

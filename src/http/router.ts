@@ -5,16 +5,11 @@ import * as validators from '../../generated/validators/rest.ts';
 import { roleSatisfies, type Principal, type Role } from '../auth/principal.ts';
 import { AppError, forbidden, json, restErrorResponse } from '../errors.ts';
 import { describeError } from '../util/log.ts';
+import { describeSchemaError, type SchemaError } from '../util/schema-errors.ts';
 import { decodeUtf8, parseJson, readBodyCapped } from './body.ts';
 import type { AppDeps, Handler, HandlerTable } from './context.ts';
 
-type Validator = ((data: unknown) => boolean) & { errors?: AjvError[] | null };
-interface AjvError {
-  instancePath: string;
-  keyword: string;
-  message?: string;
-  params: Record<string, unknown>;
-}
+type Validator = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
 
 /** RFC 6749 errors of the token endpoint keep their own body shape. */
 export class OAuthError extends AppError {
@@ -35,17 +30,10 @@ export function checkHandlerTable(defs: readonly OperationDef[], handlers: Recor
   }
 }
 
-function describeAjvError(where: string, err: AjvError): string {
-  const field = [where, ...err.instancePath.split('/').filter(Boolean)].join('.');
-  if (err.keyword === 'required') return `${field}.${String(err.params.missingProperty)} is required`;
-  if (err.keyword === 'additionalProperties') return `${field}.${String(err.params.additionalProperty)} is not a known field`;
-  return `${field} ${err.message ?? 'is invalid'}`;
-}
-
 function validate(name: string, data: unknown, where: string, form: boolean): void {
   const fn = (validators as unknown as Record<string, Validator | undefined>)[name];
   if (!fn || fn(data)) return;
-  const message = describeAjvError(where, fn.errors?.[0] ?? { instancePath: '', keyword: '', params: {} });
+  const message = describeSchemaError(where, fn.errors?.[0]);
   if (form) throw new OAuthError(400, 'invalid_request', message);
   throw new AppError(400, 'validation_error', message);
 }

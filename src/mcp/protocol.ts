@@ -1,6 +1,7 @@
 /** MCP over Streamable HTTP, stateless: transport checks, envelope classification, version negotiation. */
 import * as rpc from '../../generated/validators/jsonrpc.ts';
 import { RpcCode, RpcError } from '../errors.ts';
+import { describeSchemaError } from '../util/schema-errors.ts';
 
 export const SUPPORTED_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
 export const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
@@ -39,15 +40,7 @@ export function classify(message: unknown): Classified {
 export function checkParams(def: string, params: unknown, where = 'params'): void {
   const validate = validators[def]!;
   if (validate(params)) return;
-  const err = validate.errors?.[0];
-  const path = [where, ...(err?.instancePath.split('/').filter(Boolean) ?? [])].join('.');
-  const detail =
-    err?.keyword === 'required'
-      ? `${path}.${String(err.params.missingProperty)} is required`
-      : err?.keyword === 'additionalProperties'
-        ? `${path}.${String(err.params.additionalProperty)} is not a known field`
-        : `${path} ${err?.message ?? 'is invalid'}`;
-  throw new RpcError(RpcCode.InvalidParams, `Invalid params: ${detail}`);
+  throw new RpcError(RpcCode.InvalidParams, `Invalid params: ${describeSchemaError(where, validate.errors?.[0])}`);
 }
 
 /** The revision both sides speak: the client's when we support it, else our latest (the client may then disconnect). */

@@ -3,6 +3,7 @@ import { getDriver } from '../connectors/registry.ts';
 import type { ToolResult } from '../connectors/types.ts';
 import type { Principal } from '../auth/principal.ts';
 import { RpcCode, RpcError } from '../errors.ts';
+import { describeSchemaError } from '../util/schema-errors.ts';
 import type { AppDeps } from '../http/context.ts';
 import type { CatalogTool, OrgCatalog } from '../tools/catalog.ts';
 import { monthlyQuotaFor } from '../limits/plans.ts';
@@ -65,15 +66,7 @@ export async function listToolsJson(deps: AppDeps, org: McpOrg, principal: Princ
 }
 
 function invalidArguments(tool: CatalogTool): RpcError {
-  const err = tool.validate.errors?.[0];
-  const path = ['arguments', ...(err?.instancePath.split('/').filter(Boolean) ?? [])].join('.');
-  const detail =
-    err?.keyword === 'required'
-      ? `${path}.${String(err.params.missingProperty)} is required`
-      : err?.keyword === 'additionalProperties'
-        ? `${path}.${String(err.params.additionalProperty)} is not a known argument`
-        : `${path} ${err?.message ?? 'is invalid'}`;
-  return new RpcError(RpcCode.InvalidParams, `Invalid arguments for ${tool.name}: ${detail}`);
+  return new RpcError(RpcCode.InvalidParams, `Invalid arguments for ${tool.name}: ${describeSchemaError('arguments', tool.validate.errors?.[0])}`);
 }
 
 export async function callTool(deps: AppDeps, org: McpOrg, principal: Principal, name: string, args: Record<string, unknown>): Promise<ToolResult> {

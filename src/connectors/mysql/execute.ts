@@ -2,8 +2,8 @@
 import mysql from 'mysql2/promise';
 import type { ExecutionContext, ToolResult, ToolSpec } from '../types.ts';
 import { guardMysqlSql } from '../sqlguard/mysql.ts';
-import { errorResult, parseCallArgs, rowsResult, type Row } from '../shared/result.ts';
-import { checkWrappable } from '../shared/sqltext.ts';
+import { errorResult, rowsResult, type Row } from '../shared/result.ts';
+import { isRefusal, prepareCall, type Dialect } from '../shared/prepare.ts';
 import { applySession, flavourOf, type MyPool } from './pool.ts';
 import { myCallErrorText, TIMEOUT_ERRNOS, type MyErrorContext } from './errors.ts';
 import { fixRows } from './values.ts';
@@ -127,6 +127,12 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
   }
 }
 
+const MYSQL_DIALECT: Dialect = {
+  name: 'mysql',
+  guard: guardMysqlSql,
+  wrapRead: (body, limit) => `SELECT * FROM (\n${body}\n) AS toolgate_q LIMIT ${limit}`,
+};
+
 /** The driver's execute: arguments, guard, wrapping, run, result shaping. Never throws. */
 export async function executeMysql(p: MyPool, tool: ToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
   const errCtx: MyErrorContext = {
@@ -138,27 +144,9 @@ export async function executeMysql(p: MyPool, tool: ToolSpec, args: Record<strin
     lockTimeoutMs: lockSeconds(ctx.limits.lockTimeoutMs) * 1000,
   };
   try {
-    const call = parseCallArgs(args, ctx.limits);
-    if (typeof call === 'string') return errorResult(call);
-
-    const verdict = guardMysqlSql(call.sql, {
-      table: { schema: tool.target.schema, name: tool.target.table },
-      allowWrite: ctx.allowWrite,
-      allowDdl: ctx.allowDdl,
-      readOnly: ctx.readOnly,
-    });
-    if (!verdict.ok) return errorResult(verdict.reason);
-
-    const write = !verdict.readOnly;
-    // Defence in depth: the guard already applies these settings; a write must also be allowed here.
-    if (write && (ctx.readOnly || !(verdict.kind === 'ddl' ? ctx.allowDdl : ctx.allowWrite))) {
-      return errorResult('This tool is read-only: only SELECT statements are accepted.');
-    }
-    const text = checkWrappable(call.sql, 'mysql');
-    if (!text.ok) return errorResult(text.reason);
-
-    // Reads: the row limit goes into the statement (one extra row tells truncation).
-    const statement = write ? text.body : `SELECT * FROM (\n${text.body}\n) AS toolgate_q LIMIT ${call.maxRows + 1}`;
+    const prepared = prepareCall(MYSQL_DIALECT, tool, args, ctx);
+    if (isRefusal(prepared)) return prepared;
+    const { statement, write, maxRows } = prepared;
     const out = await runMysqlStatement(p, statement, {
       readOnly: !write,
       database: tool.target.schema,
@@ -166,7 +154,7 @@ export async function executeMysql(p: MyPool, tool: ToolSpec, args: Record<strin
       lockTimeoutMs: ctx.limits.lockTimeoutMs,
       signal: ctx.signal,
     });
-    return rowsResult(out.rows, call.maxRows, ctx.limits.maxResultBytes, write ? (out.affected ?? out.rows.length) : undefined);
+    return rowsResult(out.rows, maxRows, ctx.limits.maxResultBytes, write ? (out.affected ?? out.rows.length) : undefined);
   } catch (err) {
     return errorResult(myCallErrorText(err, errCtx));
   }

@@ -1,11 +1,18 @@
 /** Runs one guarded tool call on postgres: arguments, guard, row-limiting wrapper, the right runner, result shaping. */
 import type { ExecutionContext, ToolResult, ToolSpec } from '../types.ts';
 import { guardPostgresSql } from '../sqlguard/postgres.ts';
-import { errorResult, parseCallArgs, rowsResult } from '../shared/result.ts';
-import { checkWrappable } from '../shared/sqltext.ts';
+import { errorResult, rowsResult } from '../shared/result.ts';
+import { isRefusal, prepareCall, type Dialect } from '../shared/prepare.ts';
 import { pgCallErrorText, type PgErrorContext } from './errors.ts';
 import type { PgPool, PgSession } from './pool.ts';
 import { runPgFast, runPgStatement, type PgRunOutcome } from './run.ts';
+
+const PG_DIALECT: Dialect = {
+  name: 'postgresql',
+  guard: guardPostgresSql,
+  // The planner can stop early once the limit is reached.
+  wrapRead: (body, limit) => `select * from (\n${body}\n) as toolgate_q limit ${limit}`,
+};
 
 /** Whether a read may take the one-statement path: the pool's session defaults are exactly this call's settings. */
 function fastPathFits(pool: PgPool, want: PgSession): boolean {
@@ -51,27 +58,9 @@ function shouldPrepare(pool: PgPool, statement: string): boolean {
 
 /** The driver's execute: arguments, guard, wrapping, run, result shaping. Never throws. */
 export async function executePg(pool: PgPool, tool: ToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
-  const call = parseCallArgs(args, ctx.limits);
-  if (typeof call === 'string') return errorResult(call);
-
-  const verdict = guardPostgresSql(call.sql, {
-    table: { schema: tool.target.schema, name: tool.target.table },
-    allowWrite: ctx.allowWrite,
-    allowDdl: ctx.allowDdl,
-    readOnly: ctx.readOnly,
-  });
-  if (!verdict.ok) return errorResult(verdict.reason);
-
-  const write = !verdict.readOnly;
-  // Defence in depth: the guard already applies these settings; a write must also be allowed here.
-  if (write && (ctx.readOnly || !(verdict.kind === 'ddl' ? ctx.allowDdl : ctx.allowWrite))) {
-    return errorResult('This tool is read-only: only SELECT statements are accepted.');
-  }
-  const text = checkWrappable(call.sql, 'postgresql');
-  if (!text.ok) return errorResult(text.reason);
-
-  // Reads: the row limit goes into the statement (the planner can stop early; one extra row tells truncation).
-  const statement = write ? text.body : `select * from (\n${text.body}\n) as toolgate_q limit ${call.maxRows + 1}`;
+  const prepared = prepareCall(PG_DIALECT, tool, args, ctx);
+  if (isRefusal(prepared)) return prepared;
+  const { statement, write, maxRows } = prepared;
   const errCtx: PgErrorContext = {
     config: ctx.config,
     credential: ctx.credential,
@@ -92,7 +81,7 @@ export async function executePg(pool: PgPool, tool: ToolSpec, args: Record<strin
             count: null,
           }
         : await runPgStatement(pool.sql, statement, { readOnly: !write, ...session, signal: ctx.signal });
-    return rowsResult(out.rows, call.maxRows, ctx.limits.maxResultBytes, write ? (out.count ?? 0) : undefined);
+    return rowsResult(out.rows, maxRows, ctx.limits.maxResultBytes, write ? (out.count ?? 0) : undefined);
   } catch (err) {
     return errorResult(pgCallErrorText(err, errCtx));
   }

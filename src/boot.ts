@@ -1,0 +1,59 @@
+/**
+ * What every runtime entry (src/main.ts on Bun, src/deno.ts on Deno) does around its own `serve`: read the
+ * config, take the embedded data folder, build the gateway and the demo, and tear them down in order.
+ */
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { startDemo, type Demo } from './demo/demo.ts';
+import { createGateway, type Gateway } from './gateway.ts';
+import { acquireDataDirLock, DataDirBusyError, embeddedOperatorToken, updateLockInfo } from './util/datadir.ts';
+
+export interface Booted {
+  config: Config;
+  gateway: Gateway;
+  /** Call once the server listens: records the real port for the CLI and prints where to go. */
+  listening(port: number, runtime: string): void;
+  /** Stops the demo, closes the gateway and frees the data folder. */
+  stop(): Promise<void>;
+}
+
+/** `fail` prints the message and exits (each runtime has its own exit). */
+export async function boot(fail: (message: string) => never): Promise<Booted> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+  const embedded = !config.databaseUrl;
+  let releaseLock = () => {};
+  if (embedded) {
+    try {
+      releaseLock = acquireDataDirLock(config.dataDir, { port: config.port, url: config.publicUrl });
+    } catch (err) {
+      if (err instanceof DataDirBusyError) fail(`${err.message}; stop it or use another TOOLGATE_DATA_DIR`);
+      throw err;
+    }
+    // The CLI talks to a running embedded server through the operator API with this token.
+    config = { ...config, operatorToken: config.operatorToken ?? embeddedOperatorToken(config.dataDir) };
+  }
+  const gateway = await createGateway(config);
+  const demo: Demo | null = config.demo ? await startDemo(gateway) : null;
+  const settled = config;
+  return {
+    config: settled,
+    gateway,
+    listening(port, runtime) {
+      if (embedded) updateLockInfo(settled.dataDir, { port, url: settled.publicUrl });
+      const store = embedded ? `embedded PGlite in ${settled.dataDir}` : 'PostgreSQL';
+      console.log(`toolgate: listening on ${settled.publicUrl} on ${runtime} (store: ${store})`);
+      console.log(`toolgate: API explorer at ${settled.publicUrl}/docs`);
+      if (demo) console.log(demo.banner);
+    },
+    async stop() {
+      await demo?.stop();
+      await gateway.close();
+      releaseLock();
+    },
+  };
+}

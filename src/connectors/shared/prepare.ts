@@ -1,0 +1,44 @@
+/** The steps every SQL driver takes before it runs a call: arguments, the dialect's guard, the write check, the row-limit wrapper. */
+import type { GuardOptions, GuardResult } from '../sqlguard/types.ts';
+import type { ExecutionContext, ToolResult, ToolSpec } from '../types.ts';
+import { errorResult, parseCallArgs } from './result.ts';
+import { checkWrappable } from './sqltext.ts';
+
+export interface PreparedCall {
+  /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads. */
+  statement: string;
+  write: boolean;
+  maxRows: number;
+}
+
+export interface Dialect {
+  name: 'postgresql' | 'mysql';
+  guard(sql: string, opts: GuardOptions): GuardResult;
+  /** Wraps a read so the database stops after `limit` rows (one extra row tells truncation). */
+  wrapRead(body: string, limit: number): string;
+}
+
+/** Either the statement to run, or the tool result that refuses the call (never thrown: a refusal is a result). */
+export function prepareCall(dialect: Dialect, tool: ToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): PreparedCall | ToolResult {
+  const call = parseCallArgs(args, ctx.limits);
+  if (typeof call === 'string') return errorResult(call);
+  const verdict = dialect.guard(call.sql, {
+    table: { schema: tool.target.schema, name: tool.target.table },
+    allowWrite: ctx.allowWrite,
+    allowDdl: ctx.allowDdl,
+    readOnly: ctx.readOnly,
+  });
+  if (!verdict.ok) return errorResult(verdict.reason);
+  const write = !verdict.readOnly;
+  // Defence in depth: the guard already applies these settings; a write must also be allowed here.
+  if (write && (ctx.readOnly || !(verdict.kind === 'ddl' ? ctx.allowDdl : ctx.allowWrite))) {
+    return errorResult('This tool is read-only: only SELECT statements are accepted.');
+  }
+  const text = checkWrappable(call.sql, dialect.name);
+  if (!text.ok) return errorResult(text.reason);
+  return { statement: write ? text.body : dialect.wrapRead(text.body, call.maxRows + 1), write, maxRows: call.maxRows };
+}
+
+export function isRefusal(prepared: PreparedCall | ToolResult): prepared is ToolResult {
+  return 'content' in prepared;
+}
