@@ -6,7 +6,15 @@ const booted = await boot((message) => {
   process.exit(1);
 });
 const { config, gateway } = booted;
-const server = Bun.serve({ port: config.port, hostname: config.host, fetch: (request) => gateway.handle(request) });
+let server: ReturnType<typeof Bun.serve>;
+try {
+  server = Bun.serve({ port: config.port, hostname: config.host, fetch: (request) => gateway.handle(request) });
+} catch (err) {
+  await booted.stop();
+  const inUse = (err as { code?: string }).code === 'EADDRINUSE';
+  console.error(`toolgate: cannot listen on ${config.host}:${config.port}${inUse ? ': the port is in use (set PORT to another one)' : ''}`);
+  process.exit(1);
+}
 booted.listening(server.port ?? config.port, 'Bun');
 
 let stopping = false;
