@@ -6,6 +6,7 @@ import { SignJWT, base64url, decodeJwt, decodeProtectedHeader, exportSPKI, gener
 import { randomUUID } from 'node:crypto';
 import { TOKEN_AUDIENCE } from '../src/auth/signing.ts';
 import { signingKeys } from '../src/store/schema.ts';
+import { verifies } from './requirements.ts';
 import { BASE, OPERATOR_TOKEN, api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 
 /** Hooks default to 5 s in bun whatever bunfig says; starting PGlite under load can take longer. */
@@ -99,6 +100,7 @@ function mint(claims: Record<string, unknown>, header: Record<string, unknown> =
 
 describe('token endpoint', () => {
   test('form credentials: a Bearer token for 3600 s with all of the client\'s scopes', async () => {
+    verifies('TOKEN-ENDPOINT-ISSUE');
     const res = await tokenRequest({ grant_type: 'client_credentials', client_id: a.clientId, client_secret: a.clientSecret });
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
@@ -115,6 +117,7 @@ describe('token endpoint', () => {
   });
 
   test('HTTP Basic credentials, and a requested subset of scopes is honoured', async () => {
+    verifies('TOKEN-ENDPOINT-SCOPE');
     const res = await tokenRequest({ grant_type: 'client_credentials', scope: 'mcp:call' }, { authorization: basic(a.clientId, a.clientSecret) });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { access_token: string; scope: string; expires_in: number; token_type: string };
@@ -123,6 +126,7 @@ describe('token endpoint', () => {
   });
 
   test('invalid_client 401: wrong secret, unknown client, revoked client', async () => {
+    verifies('TOKEN-ENDPOINT-ERRORS');
     const wrong = { grant_type: 'client_credentials', client_id: a.clientId, client_secret: `${a.clientSecret}x` };
     await expectOAuthError(await tokenRequest(wrong), 401, 'invalid_client');
     await expectOAuthError(await tokenRequest({ grant_type: 'client_credentials' }, { authorization: basic(a.clientId, 'nope') }), 401, 'invalid_client', 'Basic realm="toolgate"');
@@ -138,6 +142,7 @@ describe('token endpoint', () => {
   });
 
   test('unsupported_grant_type, invalid_scope and invalid_request are 400', async () => {
+    verifies('TOKEN-ENDPOINT-ERRORS');
     const creds = { client_id: a.clientId, client_secret: a.clientSecret };
     await expectOAuthError(await tokenRequest({ grant_type: 'password', ...creds }), 400, 'unsupported_grant_type');
     await expectOAuthError(await tokenRequest({ grant_type: 'client_credentials', ...creds, scope: 'mcp:call admin' }), 400, 'invalid_scope');
@@ -160,11 +165,13 @@ const doors = {
 
 describe.each(Object.entries(doors))('%s', (_name, call) => {
   test('a valid token passes (the forged cases below differ from it in one respect only)', async () => {
+    verifies('AUTH-METHODS');
     expect((await call(bearer(aToken))).status).toBe(200);
     expect((await call(bearer(await mint(claimsOf())))).status).toBe(200);
   });
 
   test('no credential: 401 with a bare Bearer challenge', async () => {
+    verifies('AUTH-401-MISSING');
     const res = await call({});
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toBe(NO_CREDENTIAL_CHALLENGE);
@@ -201,10 +208,12 @@ describe.each(Object.entries(doors))('%s', (_name, call) => {
     ['not an access token (typ JWT)', async () => mint(claimsOf(), { typ: 'JWT' })],
   ];
   test.each(forged)('%s: 401 invalid_token, the same body as any invalid token', async (_case, make) => {
+    verifies('AUTH-JWT-ALG-NONE', 'AUTH-JWT-HS256-PUBKEY', 'AUTH-JWT-SIGNATURE', 'AUTH-JWT-ISS', 'AUTH-JWT-AUD', 'AUTH-JWT-EXP', 'AUTH-JWT-NBF', 'AUTH-401-MISSING');
     await expectError(await call(bearer(await make())), 401, INVALID_TOKEN_BODY, INVALID_TOKEN_CHALLENGE);
   });
 
   test('credentials in the query string are never accepted', async () => {
+    verifies('AUTH-QUERY-STRING');
     for (const query of [`?access_token=${aToken}`, `?api_key=${a.apiKey}`, `?token=${aToken}`]) {
       const res = await call({}, query);
       expect(res.status).toBe(401);
@@ -213,6 +222,7 @@ describe.each(Object.entries(doors))('%s', (_name, call) => {
   });
 
   test("a revoked OAuth client's existing token is refused on the next request", async () => {
+    verifies('AUTH-CLIENT-REVOKE');
     const client = (await (await api(g, 'POST', '/api/org/oauth-clients', aToken, { name: 'revoked-soon', scopes: ['mcp:call', 'org:manage'] })).json()) as {
       client_id: string;
       client_secret: string;
@@ -229,6 +239,7 @@ describe.each(Object.entries(doors))('%s', (_name, call) => {
 
 describe('MCP endpoint credentials', () => {
   test("another org's OAuth token: 401 identical to an invalid token", async () => {
+    verifies('AUTH-CROSS-ORG');
     const foreign = await mcp(a.slug, bearer(bToken));
     const invalid = await mcp(a.slug, bearer('not.a.jwt'));
     expect(foreign.status).toBe(401);
@@ -238,6 +249,7 @@ describe('MCP endpoint credentials', () => {
   });
 
   test("another org's API key: 401 identical to an unknown key", async () => {
+    verifies('AUTH-CROSS-ORG');
     const foreign = await mcp(a.slug, { 'x-api-key': b.apiKey });
     const unknown = await mcp(a.slug, { 'x-api-key': `tgk_${'A'.repeat(43)}` });
     expect(foreign.status).toBe(401);
@@ -249,6 +261,7 @@ describe('MCP endpoint credentials', () => {
   });
 
   test('an unknown slug answers exactly like a known one with a bad credential (no org enumeration)', async () => {
+    verifies('AUTH-SLUG-ENUM');
     for (const headers of [{ 'x-api-key': `tgk_${'B'.repeat(43)}` }, bearer('not.a.jwt'), bearer(bToken), {}] as Array<Record<string, string>>) {
       const known = await mcp(a.slug, headers);
       const unknown = await mcp(`no-such-org-${Date.now().toString(36)}`, headers);
@@ -260,6 +273,7 @@ describe('MCP endpoint credentials', () => {
   });
 
   test('a revoked API key is refused on the very next request', async () => {
+    verifies('AUTH-APIKEY-REVOKE');
     const key = (await (await api(g, 'POST', '/api/org/api-keys', aToken, { name: 'short-lived' })).json()) as { id: string; key: string };
     expect((await mcp(a.slug, { 'x-api-key': key.key })).status).toBe(200);
     expect((await api(g, 'DELETE', `/api/org/api-keys/${key.id}`, aToken)).status).toBe(200);
@@ -268,6 +282,7 @@ describe('MCP endpoint credentials', () => {
   });
 
   test('an org:manage-only token may not call tools: 403 insufficient_scope', async () => {
+    verifies('AUTH-SCOPE-MCP-CALL');
     const manageOnly = await tokenFor(g, a.clientId, a.clientSecret, 'org:manage');
     const res = await mcp(a.slug, bearer(manageOnly));
     expect(res.status).toBe(403);
@@ -282,6 +297,7 @@ describe('MCP endpoint credentials', () => {
 
 describe('REST credentials', () => {
   test('an mcp:call-only token on /api/*: 403 insufficient_scope, nothing done', async () => {
+    verifies('REST-ORG-MANAGE-SCOPE');
     const callOnly = await tokenFor(g, a.clientId, a.clientSecret, 'mcp:call');
     expect((await mcp(a.slug, bearer(callOnly))).status).toBe(200);
     const challenge = 'Bearer realm="toolgate", error="insufficient_scope", scope="org:manage"';
@@ -300,11 +316,13 @@ describe('REST credentials', () => {
   });
 
   test('an API key is not accepted on /api/*', async () => {
+    verifies('REST-BEARER-ONLY');
     await expectError(await api(g, 'GET', '/api/org', a.apiKey), 401, INVALID_TOKEN_BODY, INVALID_TOKEN_CHALLENGE);
     expect((await api(g, 'GET', '/api/org', null, undefined, { 'x-api-key': a.apiKey })).status).toBe(401);
   });
 
   test("another org's id in the path is 404 org_not_found, exactly like a random id", async () => {
+    verifies('REST-BOLA');
     for (const [method, suffix] of [
       ['GET', 'status'],
       ['POST', 'provision'],

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { randomUUID } from 'node:crypto';
 import { operations, type OperationDef } from '../generated/operations.ts';
+import { verifies } from './requirements.ts';
 import { BASE, api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import {
   createConnector,
@@ -198,6 +199,7 @@ let rows = 0;
 
 describe('every operation declares a known policy', () => {
   test('auth is one of public | operator | mcp | contributor | admin | finance', () => {
+    verifies('REST-ROLES-MATRIX');
     const unknown = operations.filter((op) => !(KNOWN_POLICIES as readonly string[]).includes(op.auth as string));
     expect(unknown.map((op) => `${op.operationId}: ${String(op.auth)}`)).toEqual([]);
     const ids = operations.map((op) => op.operationId);
@@ -208,6 +210,7 @@ describe('every operation declares a known policy', () => {
 describe('authorization matrix', () => {
   for (const op of operations) {
     test(`${op.method} ${op.path} [${op.auth}] ${op.operationId}`, async () => {
+      verifies('REST-ROLES-MATRIX');
       const failures: string[] = [];
       for (const caller of callers) {
         const want = expected(op, caller);
@@ -230,6 +233,7 @@ describe('authorization matrix', () => {
   }
 
   test('the matrix covered every operation with every caller', () => {
+    verifies('REST-ROLES-MATRIX');
     expect(callers.length).toBe(9);
     expect([...covered].sort()).toEqual(operations.map((op) => op.operationId).sort());
     expect(rows).toBe(operations.length * callers.length);
@@ -266,6 +270,7 @@ describe('method swaps', () => {
   for (const op of operations) byPath.set(op.path, [...(byPath.get(op.path) ?? []), op]);
 
   test('every path answers 405 with Allow for each method it does not declare, whoever asks', async () => {
+    verifies('REST-METHOD-SWAP');
     const failures: string[] = [];
     let checked = 0;
     const swapCallers = () => callers.filter((c) => ['org:manage token', 'IdP admin', 'no token'].includes(c.kind));
@@ -311,6 +316,7 @@ describe("org A's resources addressed by org B", () => {
   }, 60_000);
 
   test("connector: B's admin and org:manage token get 404 on GET, PATCH, DELETE and revalidate; nothing changes", async () => {
+    verifies('REST-BOLA');
     for (const caller of bCallers()) {
       const base = `/api/connectors/${connectorId}`;
       const attempts: [string, string, unknown][] = [
@@ -334,6 +340,7 @@ describe("org A's resources addressed by org B", () => {
   });
 
   test("API key and OAuth client: B cannot revoke A's; A's credentials keep working", async () => {
+    verifies('REST-BOLA');
     for (const caller of bCallers()) {
       expect(await api(g, 'DELETE', `/api/org/api-keys/${apiKeyId}`, caller.token).then((r) => r.status)).toBe(404);
       expect(await api(g, 'DELETE', `/api/org/oauth-clients/${A.clientId}`, caller.token).then((r) => r.status)).toBe(404);
@@ -348,6 +355,7 @@ describe("org A's resources addressed by org B", () => {
   });
 
   test("tool settings: B cannot list or change A's tool, by A's org id or by its own", async () => {
+    verifies('REST-BOLA');
     if (!(await serviceAvailable('postgres'))) return;
     fixture = await pgFixture(['matrix_items']);
     const created = await createConnector(g, manageA, 'a-tools', fixture);

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { connectors } from '../src/store/schema.ts';
+import { verifies } from './requirements.ts';
 import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, getConnector, listToolNames, restTools, rowsOf, type Credential } from './support/mcp.ts';
 import { serviceAvailable } from './support/services.ts';
@@ -44,6 +45,7 @@ const toolCount = async () => ((await (await api(g, 'GET', `/api/mcp/${org.orgId
 
 describe.skipIf(!available)('create and validate', () => {
   test('POST answers 201 validating at once; the background job makes it active with tools', async () => {
+    verifies('CONN-CREATE', 'TOOLS-NAMING');
     const response = await api(g, 'POST', '/api/connectors', token, { name: 'pg', type: 'postgresql', config: t.pgConfig, credential: PASSWORD });
     expect(response.status).toBe(201);
     const created = (await response.json()) as Record<string, unknown>;
@@ -59,6 +61,7 @@ describe.skipIf(!available)('create and validate', () => {
   });
 
   test('the credential is never returned and is encrypted at rest', async () => {
+    verifies('CONN-CREDENTIAL-HIDDEN');
     const [row] = await g.deps.store.db.select().from(connectors).where(eq(connectors.orgId, org.orgId));
     expect(row!.credentialSealed).toBeTruthy();
     expect(row!.credentialSealed).not.toContain(PASSWORD);
@@ -70,11 +73,13 @@ describe.skipIf(!available)('create and validate', () => {
   });
 
   test('an unavailable type is 422 connector_type_unavailable; an unknown type is 400', async () => {
+    verifies('CONN-TYPE-UNAVAILABLE');
     await expectError(await api(g, 'POST', '/api/connectors', token, { name: 'm', type: 'mongodb', config: t.pgConfig }), 422, 'connector_type_unavailable', 'mongodb');
     await expectError(await api(g, 'POST', '/api/connectors', token, { name: 'r', type: 'redis', config: t.pgConfig }), 400, 'validation_error', 'body.type');
   });
 
   test('a bad config is 400 naming the field, and creates nothing', async () => {
+    verifies('REST-400-FIELD');
     const before = await listIds();
     const { host: _host, ...noHost } = t.pgConfig;
     await expectError(await api(g, 'POST', '/api/connectors', token, { name: 'x', type: 'postgresql', config: noHost }), 400, 'validation_error', 'host');
@@ -86,6 +91,7 @@ describe.skipIf(!available)('create and validate', () => {
   });
 
   test('a database that cannot be reached: failed, with a human-readable reason and no password', async () => {
+    verifies('CONN-CREDENTIAL-HIDDEN');
     const port = await deadPort();
     for (const type of ['postgresql', 'mysql'] as const) {
       const config = { ...(type === 'postgresql' ? t.pgConfig : t.myConfig), port };
@@ -112,6 +118,7 @@ describe.skipIf(!available)('read, update, revalidate', () => {
   });
 
   test('list (oldest first, status filter) and get', async () => {
+    verifies('REST-404-NOT-FOUND');
     const ids = await listIds();
     expect(ids.at(-1)).toBe(my.id);
     expect(await listIds('?status=active')).toContain(my.id);
@@ -121,6 +128,7 @@ describe.skipIf(!available)('read, update, revalidate', () => {
   });
 
   test("another org's connector id is 404 on every operation, and nothing changes", async () => {
+    verifies('REST-BOLA');
     const other = await onboard(g);
     const otherToken = await tokenFor(g, other.clientId, other.clientSecret);
     const path = `/api/connectors/${my.id}`;
@@ -140,6 +148,7 @@ describe.skipIf(!available)('read, update, revalidate', () => {
   });
 
   test('PATCH allow_write / allow_ddl changes what calls may do', async () => {
+    verifies('CONN-PATCH-ALLOW-WRITE', 'SQL-SELECT-ONLY');
     const insert = (id: number) => callTool(g, org.slug, key, 'query_mysql_notes', { sql: `INSERT INTO notes VALUES (${id}, 'w')` });
     expect((await insert(60)).body.result.isError).toBe(true);
     const response = await api(g, 'PATCH', `/api/connectors/${my.id}`, token, { allow_write: true, allow_ddl: true });
@@ -152,6 +161,7 @@ describe.skipIf(!available)('read, update, revalidate', () => {
   });
 
   test('PATCH config or credential revalidates: failed on a dead port, active again when fixed', async () => {
+    verifies('CONN-PATCH-REVALIDATES', 'CONN-CREDENTIAL-HIDDEN');
     const broken = await api(g, 'PATCH', `/api/connectors/${my.id}`, token, { config: { ...t.myConfig, port: await deadPort() } });
     expect(broken.status).toBe(200);
     expect(((await broken.json()) as { status: string }).status).toBe('validating');
@@ -177,6 +187,7 @@ describe.skipIf(!available)('read, update, revalidate', () => {
   });
 
   test('revalidate answers 202 {status, id} at once and picks up new tables', async () => {
+    verifies('CONN-REVALIDATE');
     await t.my('CREATE TABLE orders (id integer PRIMARY KEY, total integer)');
     const response = await api(g, 'POST', `/api/connectors/${my.id}/revalidate`, token);
     expect(response.status).toBe(202);
@@ -190,6 +201,7 @@ describe.skipIf(!available)('read, update, revalidate', () => {
 
 describe.skipIf(!available)('archive', () => {
   test('DELETE archives: tools leave tools/list, GET tools and toolCount, and provisioning keeps them gone', async () => {
+    verifies('CONN-ARCHIVE', 'CONN-LIST-NO-ARCHIVED', 'PROVISION-STATUS', 'PROVISION-MANUAL');
     const doomed = await createConnector(g, token, { name: 'doomed', type: 'postgresql', config: { ...t.pgConfig } });
     const doomedTools = (await restTools(g, token, org.orgId, doomed.id)).map((x) => x.tool_name);
     expect(doomedTools).toEqual(['query_postgresql_items_2', 'query_postgresql_notes_2']);

@@ -13,6 +13,7 @@ import { handlers } from '../src/handlers/index.ts';
 import type { Handler } from '../src/http/context.ts';
 import { checkHandlerTable } from '../src/http/router.ts';
 import { classify } from '../src/mcp/protocol.ts';
+import { verifies } from './requirements.ts';
 import { BASE, onboard, startTestGateway, type Onboarded, type TestGateway } from './support/gateway.ts';
 
 /** Hooks default to 5 s in bun whatever bunfig says; starting PGlite under load can take longer. */
@@ -76,6 +77,7 @@ describe('operations', () => {
   const POLICIES = ['public', 'operator', 'mcp', 'contributor', 'admin', 'finance'];
 
   test('every operation has an auth policy, and it is the one openapi.yaml declares', () => {
+    verifies('REST-ROLES-MATRIX');
     const doc = parseYaml(readFileSync(join(ROOT, 'openapi.yaml'), 'utf8')) as { paths: Record<string, Record<string, Record<string, unknown>>> };
     const declared = new Map<string, unknown>();
     for (const [path, item] of Object.entries(doc.paths)) {
@@ -92,6 +94,7 @@ describe('operations', () => {
   });
 
   test('only the token endpoint, metadata and the explorer are public; only onboarding is operator-only', () => {
+    verifies('REST-ROLES-MATRIX');
     const publicOps = operations.filter((o) => o.auth === 'public');
     for (const op of publicOps) expect(op.path === '/oauth/token' || !op.path.startsWith('/api/')).toBe(true);
     for (const op of operations.filter((o) => o.path.startsWith('/api/'))) expect(['contributor', 'admin', 'finance']).toContain(op.auth);
@@ -133,6 +136,7 @@ describe('JSON-RPC golden fixtures', () => {
   });
 
   test.each(Object.entries(GOLDEN))('%s', (name, spec) => {
+    verifies('RPC-ENVELOPE');
     const message = fixture(name) as Record<string, unknown>;
     const envelope = {
       JsonRpcRequest: spec.kind === 'request',
@@ -176,6 +180,7 @@ describe('invalid JSON-RPC messages', () => {
   });
 
   test.each(requests)('%s is neither a request nor a notification, and the endpoint answers -32600', async (name) => {
+    verifies('RPC-32600');
     const message = fixture(`invalid/${name}`);
     expect(isValid('JsonRpcRequest', message)).toBe(false);
     expect(isValid('JsonRpcNotification', message)).toBe(false);
@@ -212,6 +217,7 @@ async function liveRpc(message: unknown): Promise<Record<string, any>> {
 
 describe('the live endpoint speaks the goldens', () => {
   test('initialize', async () => {
+    verifies('RPC-ENVELOPE');
     const live = await liveRpc(fixture('initialize.request.json'));
     const golden = fixture('initialize.result.json') as Record<string, any>;
     expect(isValid('InitializeResult', live.result)).toBe(true);
@@ -222,6 +228,7 @@ describe('the live endpoint speaks the goldens', () => {
   });
 
   test('tools/list', async () => {
+    verifies('MCP-TOOL-DESCRIPTOR', 'MCP-CHECK-APPROVAL-STATUS');
     const live = await liveRpc(fixture('tools-list.request.json'));
     const golden = fixture('tools-list.result.json') as Record<string, any>;
     expect(isValid('ToolsListResult', live.result)).toBe(true);
@@ -231,12 +238,14 @@ describe('the live endpoint speaks the goldens', () => {
   });
 
   test('tools/call', async () => {
+    verifies('MCP-CHECK-APPROVAL-STATUS');
     const live = await liveRpc(fixture('tools-call.request.json'));
     expect(isValid('ToolsCallResult', live.result)).toBe(true);
     expect(live).toEqual(fixture('tools-call.result.json') as never);
   });
 
   test('error codes -32700, -32600, -32601, -32602, as the goldens', async () => {
+    verifies('RPC-32700', 'RPC-32600', 'RPC-32601');
     const parse = await post('{"jsonrpc": "2.0",');
     expect(parse.status).toBe(400);
     expect(await parse.json()).toEqual(fixture('error.parse-error.json') as never);
@@ -246,6 +255,7 @@ describe('the live endpoint speaks the goldens', () => {
   });
 
   test('a notification is accepted with 202 and no body', async () => {
+    verifies('RPC-NOTIFY-202');
     const res = await post(JSON.stringify(fixture('notification.initialized.json')));
     expect(res.status).toBe(202);
     expect(await res.text()).toBe('');

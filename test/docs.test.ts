@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
+import { verifies } from './requirements.ts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -40,6 +41,7 @@ describe.skipIf(!chromiumPresent)('/docs in headless Chromium', () => {
   }, 10_000);
 
   test('renders the operations with no request leaving the machine', async () => {
+    verifies('DOCS-OFFLINE');
     const base = `http://127.0.0.1:${server.port}`;
     const context = await browser.newContext({ viewport: { width: 1280, height: 1600 } });
     const blocked: string[] = [];

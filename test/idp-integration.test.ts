@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { and, eq } from 'drizzle-orm';
 import { auditEvents } from '../src/store/schema.ts';
+import { verifies } from './requirements.ts';
 import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import {
   algNoneToken,
@@ -123,6 +124,7 @@ describe('configuration endpoints (admin only)', () => {
   });
 
   test('IdP contributor and finance users get 403 on GET, PUT and DELETE; an IdP admin may use all three', async () => {
+    verifies('REST-ROLES-MATRIX');
     await saveIdpConfig(g, manageA, configA());
     for (const role of ['contributor', 'finance', 'viewer']) {
       const token = await tokenA({ role });
@@ -144,6 +146,7 @@ describe('configuration endpoints (admin only)', () => {
   });
 
   test('a JWKS URI that is http to a host not allow-listed, or private / link-local / loopback: 422 jwks_uri_refused', async () => {
+    verifies('OUTBOUND-SSRF');
     const port = Number(idp.hostPort.split(':')[1]);
     const before = await (await api(g, 'GET', '/api/org/idp', manageA)).json();
     const refused = [
@@ -177,6 +180,7 @@ describe('tokens on the MCP endpoint and on /api/*', () => {
   }, 60_000);
 
   test('a valid token is accepted immediately after saving: MCP tools/list, and with role admin /api/org', async () => {
+    verifies('AUTH-IDP-IMMEDIATE');
     await api(g, 'DELETE', '/api/org/idp', manageA);
     await saveIdpConfig(g, manageA, configA());
     const token = await tokenA();
@@ -189,6 +193,7 @@ describe('tokens on the MCP endpoint and on /api/*', () => {
   });
 
   test('an aud array that contains our audience is accepted', async () => {
+    verifies('AUTH-JWT-AUD-ARRAY');
     const token = await idpToken(key1, idp.issuer, ['https://other.example', AUD_A], { role: 'admin' });
     expect(await onBoth(token)).toEqual({ mcp: 200, rest: 200 });
     expect(await restOrgId(token)).toBe(A.orgId);
@@ -209,6 +214,7 @@ describe('tokens on the MCP endpoint and on /api/*', () => {
   });
 
   test('expired, missing exp, nbf in the future: 401', async () => {
+    verifies('AUTH-JWT-EXP', 'AUTH-JWT-NBF');
     // Beyond the 30 s clock tolerance.
     await expect401(await tokenA({ iat: nowSec() - 600, exp: nowSec() - 120 }), 'expired');
     await expect401(await tokenA({ exp: undefined }), 'missing exp');
@@ -216,6 +222,7 @@ describe('tokens on the MCP endpoint and on /api/*', () => {
   });
 
   test('wrong issuer, wrong audience, audience array without ours: 401', async () => {
+    verifies('AUTH-JWT-ISS', 'AUTH-JWT-AUD');
     await expect401(await idpToken(key1, 'https://evil.example', AUD_A, { role: 'admin' }), 'wrong issuer');
     await expect401(await idpToken(key1, `${idp.issuer}/`, AUD_A, { role: 'admin' }), 'issuer with a trailing slash');
     await expect401(await idpToken(key1, idp.issuer, 'someone-else', { role: 'admin' }), 'wrong audience');
@@ -224,6 +231,7 @@ describe('tokens on the MCP endpoint and on /api/*', () => {
   });
 
   test('alg none, HS256 signed with the public key, RS512: 401', async () => {
+    verifies('AUTH-JWT-ALG-NONE', 'AUTH-JWT-HS256-PUBKEY', 'AUTH-JWT-ALG-OTHER');
     const claims = { iss: idp.issuer, aud: AUD_A, sub: 'user-1', role: 'admin', exp: nowSec() + 300 };
     await expect401(algNoneToken(claims), 'alg none, empty signature');
     await expect401(algNoneToken(claims, 'x'), 'alg none, junk signature');
@@ -239,6 +247,7 @@ describe('tokens on the MCP endpoint and on /api/*', () => {
   });
 
   test('a key not in the JWKS (unknown kid, or a known kid with other key material), a tampered payload: 401', async () => {
+    verifies('AUTH-JWT-SIGNATURE');
     await expect401(await tokenA({}, impostor), 'impostor key under kid k1');
     await expect401(await tokenA({}, key2), 'unpublished kid k2');
     const [h, , s] = (await tokenA({ role: 'contributor' })).split('.');
@@ -258,6 +267,7 @@ describe('JWKS handling', () => {
   }, 60_000);
 
   test('a rotated key is picked up after the cooldown', async () => {
+    verifies('AUTH-JWKS-ROTATE');
     // Start from a fresh fetch, so the new kid is unknown to the cached set.
     await sleep(COOLDOWN_MS + 50);
     expect(await onBoth(await tokenA({}, key2))).toEqual({ mcp: 401, rest: 401 });
@@ -273,6 +283,7 @@ describe('JWKS handling', () => {
   });
 
   test('a flood of 30 tokens with unknown kids: at most one JWKS fetch per cooldown', async () => {
+    verifies('AUTH-JWKS-COOLDOWN');
     await sleep(COOLDOWN_MS + 50);
     const tokens = await Promise.all(Array.from({ length: 30 }, (_, i) => tokenA({}, key1, `unknown-${i}`)));
     const hits = idp.hits;
@@ -294,6 +305,7 @@ describe('JWKS handling', () => {
   });
 
   test('a hanging JWKS endpoint: new kids fail fast (< 2 s), the cached kid keeps working', async () => {
+    verifies('AUTH-JWKS-HANG');
     idp.mode = 'hang';
     try {
       await sleep(COOLDOWN_MS + 50);
@@ -320,6 +332,7 @@ describe('JWKS handling', () => {
   });
 
   test('a JWKS endpoint that fails (503, redirect to metadata) does not break cached keys', async () => {
+    verifies('AUTH-JWKS-HANG', 'OUTBOUND-REDIRECT');
     for (const mode of ['error', 'redirect'] as const) {
       idp.mode = mode;
       try {
@@ -341,6 +354,7 @@ describe('isolation between orgs', () => {
   }, 60_000);
 
   test("org B's IdP token at org A's MCP endpoint is 401; at B's own endpoint it works", async () => {
+    verifies('AUTH-CROSS-ORG');
     const b = await tokenB();
     expect((await mcpRequest(g, A.slug, { bearer: b })).status).toBe(401);
     expect((await mcpRequest(g, B.slug, { bearer: b })).status).toBe(200);
@@ -351,6 +365,7 @@ describe('isolation between orgs', () => {
   });
 
   test("org B's IdP token on /api/* acts in B only: A's org-addressed routes are 404, never A's data", async () => {
+    verifies('REST-BOLA');
     const b = await tokenB();
     expect(await restOrgId(b)).toBe(B.orgId);
     for (const path of [`/api/mcp/${A.orgId}/status`, `/api/mcp/${A.orgId}/tools`]) {
@@ -383,6 +398,7 @@ describe('configuration changes apply on the next request', () => {
   }, 60_000);
 
   test('a new audience: old-audience tokens 401, new-audience tokens accepted', async () => {
+    verifies('AUTH-IDP-IMMEDIATE');
     const old = await tokenA();
     expect(await onBoth(old)).toEqual({ mcp: 200, rest: 200 });
     await saveIdpConfig(g, manageA, idpConfig(idp, 'toolgate-org-a-v2'));
@@ -395,6 +411,7 @@ describe('configuration changes apply on the next request', () => {
   });
 
   test('deleting the configuration: the IdP tokens are 401 at once', async () => {
+    verifies('AUTH-IDP-IMMEDIATE');
     const token = await tokenA();
     expect(await onBoth(token)).toEqual({ mcp: 200, rest: 200 });
     expect(await status(api(g, 'DELETE', '/api/org/idp', token))).toBe(200);
@@ -404,6 +421,7 @@ describe('configuration changes apply on the next request', () => {
   });
 
   test('default role: none by default (403 on REST, MCP still allowed); contributor once configured', async () => {
+    verifies('AUTH-IDP-MCP-ANY-TOKEN', 'REST-ROLES-MATRIX');
     const noRole = await tokenA({ role: undefined });
     const unknownRole = await tokenA({ role: 'viewer' });
     expect(await onBoth(noRole)).toEqual({ mcp: 200, rest: 403 });
@@ -469,6 +487,7 @@ describe('connector scopes in an IdP token', () => {
   }
 
   test('mcp:call:<connector-id> in `scope` limits tools/list and tools/call to that connector', async () => {
+    verifies('TOOLS-SCOPE-FILTER', 'RPC-32003');
     if (!available) return;
     const own = await connectorToolNames(c1);
     const other = await connectorToolNames(c2);
@@ -490,6 +509,7 @@ describe('connector scopes in an IdP token', () => {
   });
 
   test('`scp` as an array works the same; without connector scopes every tool is listed', async () => {
+    verifies('TOOLS-SCOPE-FILTER');
     if (!available) return;
     const own = await connectorToolNames(c2);
     const scp = await mcpRequest(g, A.slug, { bearer: await tokenA({ scp: [`mcp:call:${c2}`] }) });
@@ -519,6 +539,7 @@ describe('audit', () => {
   }
 
   test("the IdP user's e-mail is the audit actor", async () => {
+    verifies('AUDIT-MANAGEMENT-ROW');
     const token = await tokenA({ email: 'ada.lovelace@example.com', sub: 'subject-123' });
     expect(await status(api(g, 'PUT', '/api/org/idp', token, configA()))).toBe(200);
     const rows = await actorsOf('idp.updated');
@@ -542,6 +563,7 @@ describe('audit', () => {
   });
 
   test('the machine credential is recorded as such, and deletion is audited', async () => {
+    verifies('AUDIT-MANAGEMENT-ROW');
     await saveIdpConfig(g, manageA, configA());
     expect((await actorsOf('idp.updated')).some((r) => r.actorType === 'oauth_client' && r.actorId === A.clientId)).toBe(true);
     const token = await tokenA({ email: 'deleter@example.com' });

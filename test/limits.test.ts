@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm';
 import { LocalWindow } from '../src/limits/burst.ts';
 import { periodStart, PLAN_LIMITS } from '../src/limits/plans.ts';
 import { consumeToolCall, toolCallsInPeriod } from '../src/limits/quota.ts';
+import { verifies } from './requirements.ts';
 import { freshDatabase, onboard, startTestGateway, tokenFor, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, rpc } from './support/mcp.ts';
 import { serviceAvailable } from './support/services.ts';
@@ -36,6 +37,7 @@ describe('burst window arithmetic (unit)', () => {
   });
 
   test('plans carry the spec figures', () => {
+    verifies('LIMIT-PLAN-FIGURES');
     expect(PLAN_LIMITS.starter).toEqual({ monthlyToolCalls: 20_000, burstPerSecond: 20 });
     expect(PLAN_LIMITS.growth).toEqual({ monthlyToolCalls: 50_000, burstPerSecond: 50 });
     expect(PLAN_LIMITS.scale).toEqual({ monthlyToolCalls: null, burstPerSecond: 100 });
@@ -51,6 +53,7 @@ describe('burst limit on the MCP endpoint', () => {
   afterAll(async () => g?.close(), 30_000);
 
   test('a starter org gets 20 calls per second; the rest is 429 with an integer Retry-After of at least 1', async () => {
+    verifies('LIMIT-BURST-429');
     const org = await onboard(g, undefined, 'starter');
     await startOfSecond();
     const answers = await Promise.all(Array.from({ length: 25 }, () => rpc(g, org.slug, { apiKey: org.apiKey }, 'tools/list')));
@@ -68,6 +71,7 @@ describe('burst limit on the MCP endpoint', () => {
   });
 
   test('a custom burst limit of an enterprise org is applied and reported', async () => {
+    verifies('LIMIT-PLAN-FIGURES');
     const org = await onboard(g, undefined, 'enterprise', 3);
     const token = await tokenFor(g, org.clientId, org.clientSecret);
     const me = await g.handle(new Request('http://gateway.test/api/org', { headers: { authorization: `Bearer ${token}` } }));
@@ -99,6 +103,7 @@ describe.skipIf(!hasPg || !hasRedis)('shared limits across instances (PostgreSQL
   }, 30_000);
 
   test('N+1 concurrent calls against a limit of N, spread over two instances: exactly N pass', async () => {
+    verifies('LIMIT-BURST-MULTI-INSTANCE');
     const org = await onboard(one, undefined, 'starter');
     await startOfSecond();
     const answers = await Promise.all(
@@ -111,6 +116,7 @@ describe.skipIf(!hasPg || !hasRedis)('shared limits across instances (PostgreSQL
   });
 
   test('concurrent calls at quota-1 on two instances: exactly one runs, the rest get -32000; tools/list does not count', async () => {
+    verifies('LIMIT-QUOTA-NO-OVERSHOOT', 'RPC-32000', 'LIMIT-LIST-NOT-COUNTED');
     const org = await onboard(one, undefined, 'starter');
     const token = await tokenFor(one, org.clientId, org.clientSecret);
     const connector = await createConnector(one, token, { name: 'limits', type: 'postgresql', config: targets.pgConfig });
@@ -134,6 +140,7 @@ describe.skipIf(!hasPg || !hasRedis)('shared limits across instances (PostgreSQL
   });
 
   test('the month rolls over at the period boundary', async () => {
+    verifies('LIMIT-QUOTA-ROLLOVER');
     const org = await onboard(one, undefined, 'starter');
     const db = one.deps.store.db;
     const lastSecondOfJanuary = new Date('2026-01-31T23:59:59.999Z');
@@ -167,6 +174,7 @@ describe('Redis down', () => {
   afterAll(async () => g?.close(), 30_000);
 
   test('burst limiting falls back to a per-instance limiter, with no 5xx', async () => {
+    verifies('LIMIT-REDIS-DOWN');
     const org = await onboard(g, undefined, 'starter');
     await startOfSecond();
     const answers = await Promise.all(Array.from({ length: 22 }, () => rpc(g, org.slug, { apiKey: org.apiKey }, 'ping')));

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as rpcValidators from '../generated/validators/jsonrpc.ts';
+import { verifies } from './requirements.ts';
 import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, expectRpcError, listToolNames, rpc, rpcRaw, type Credential } from './support/mcp.ts';
 import { serviceAvailable } from './support/services.ts';
@@ -54,6 +55,7 @@ const toolResult = (answer: { status: number; body: any }) => {
 
 describe.skipIf(!available)('JSON-RPC envelope errors', () => {
   test('malformed JSON: HTTP 400, -32700, id null', async () => {
+    verifies('RPC-32700');
     for (const body of ['{"jsonrpc":"2.0","id":1,', "{'jsonrpc':'2.0'}", '', 'nul']) {
       const answer = await rpcRaw(g, org.slug, key, body);
       expect(expectRpcError(answer, -32700, 'Parse error', 400)).toBeTruthy();
@@ -62,6 +64,7 @@ describe.skipIf(!available)('JSON-RPC envelope errors', () => {
   });
 
   test('a valid JSON value that is not a request: -32600 with id null', async () => {
+    verifies('RPC-32600');
     const odd = ['{"jsonrpc":"2.0","id":null,"method":"ping"}', '{"jsonrpc":"2.0","id":1.5,"method":"ping"}', '{"jsonrpc":"2.0","method":"ping","params":[]}'];
     // Ids that cannot be echoed exactly: Infinity (would come back as null) and integers beyond 2^53.
     const inexact = ['{"jsonrpc":"2.0","id":1e400,"method":"ping"}', '{"jsonrpc":"2.0","id":12345678901234567890,"method":"ping"}'];
@@ -73,6 +76,7 @@ describe.skipIf(!available)('JSON-RPC envelope errors', () => {
   });
 
   test('batches are refused with -32600 and nothing in them runs', async () => {
+    verifies('RPC-BATCH');
     const before = await noteCount();
     const insert = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: NOTES, arguments: { sql: "INSERT INTO notes VALUES (90, 'batched')" } } };
     for (const body of [JSON.stringify([insert]), '[]', JSON.stringify([{ jsonrpc: '2.0', id: 2, method: 'ping' }])]) {
@@ -84,12 +88,14 @@ describe.skipIf(!available)('JSON-RPC envelope errors', () => {
   });
 
   test('a notification: HTTP 202 with an empty body', async () => {
+    verifies('RPC-NOTIFY-202');
     const answer = await rpcRaw(g, org.slug, key, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
     expect(answer.status).toBe(202);
     expect(answer.text).toBe('');
   });
 
   test('an unknown method: -32601 with the request id echoed', async () => {
+    verifies('RPC-32601', 'RPC-ENVELOPE');
     const answer = await rpcRaw(g, org.slug, key, JSON.stringify({ jsonrpc: '2.0', id: 'abc', method: 'resources/list', params: {} }));
     expectRpcError(answer, -32601, 'resources/list');
     expect(answer.body.id).toBe('abc');
@@ -102,6 +108,7 @@ describe.skipIf(!available)('JSON-RPC envelope errors', () => {
   });
 
   test('initialize negotiates the protocol revision', async () => {
+    verifies('MCP-INIT-NEGOTIATE');
     const init = (protocolVersion: string) =>
       rpc(g, org.slug, key, 'initialize', { protocolVersion, capabilities: {}, clientInfo: { name: 'test', version: '1' } });
     for (const [asked, got] of [['2025-06-18', '2025-06-18'], ['2025-03-26', '2025-03-26'], ['2025-11-25', '2025-11-25'], ['2099-01-01', '2025-11-25'], ['garbage', '2025-11-25']]) {
@@ -116,10 +123,12 @@ describe.skipIf(!available)('JSON-RPC envelope errors', () => {
 
 describe.skipIf(!available)('tools/call argument and scope errors', () => {
   test('an unknown tool: -32602', async () => {
+    verifies('RPC-32602-UNKNOWN-TOOL');
     expectRpcError(await callTool(g, org.slug, key, 'query_postgresql_nope', { sql: 'SELECT 1' }), -32602, 'Unknown tool');
   });
 
   test('arguments that do not match the inputSchema: -32602 naming the field', async () => {
+    verifies('RPC-32602', 'SQL-LIMIT-ARG');
     expectRpcError(await callTool(g, org.slug, key, ITEMS, {}), -32602, 'arguments.sql is required');
     expectRpcError(await callTool(g, org.slug, key, ITEMS, { sql: 'SELECT * FROM items', limit: 5000 }), -32602, 'arguments.limit');
     expectRpcError(await callTool(g, org.slug, key, ITEMS, { sql: 42 }), -32602, 'arguments.sql');
@@ -129,6 +138,7 @@ describe.skipIf(!available)('tools/call argument and scope errors', () => {
   });
 
   test('a tool outside the credential scope: -32003', async () => {
+    verifies('RPC-32003', 'TOOLS-SCOPE-FILTER', 'AUTH-APIKEY-CONNECTORS');
     const created = await api(g, 'POST', '/api/org/api-keys', token, { name: 'only-down', connector_ids: [down.id] });
     expect(created.status).toBe(201);
     const scoped = { apiKey: ((await created.json()) as { key: string }).key };
@@ -137,6 +147,7 @@ describe.skipIf(!available)('tools/call argument and scope errors', () => {
   });
 
   test('__proto__ and constructor keys: -32602 and no prototype pollution', async () => {
+    verifies('HOSTILE-BODIES-PROTO');
     for (const extra of ['"__proto__":{"polluted":"yes"}', '"constructor":{"prototype":{"polluted":"yes"}}']) {
       const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${ITEMS}","arguments":{"sql":"SELECT * FROM items",${extra}}}}`;
       const answer = await rpcRaw(g, org.slug, key, body);
@@ -149,6 +160,7 @@ describe.skipIf(!available)('tools/call argument and scope errors', () => {
   });
 
   test('check_approval_status with an unknown id: status not_found', async () => {
+    verifies('MCP-CHECK-APPROVAL-STATUS');
     const result = toolResult(await callTool(g, org.slug, key, 'check_approval_status', { approvalId: 'nope-123' }));
     expect(result.isError).toBeFalsy();
     expect(result.structuredContent).toMatchObject({ status: 'not_found', approvalId: 'nope-123' });
@@ -161,6 +173,7 @@ describe.skipIf(!available)('transport checks', () => {
   const insert = (id: number, headers: Record<string, string>) => callTool(g, org.slug, key, NOTES, { sql: `INSERT INTO notes VALUES (${id}, 'origin test')` }, headers);
 
   test('a foreign Origin or Origin: null is 403 and executes nothing; no Origin and our own origin pass', async () => {
+    verifies('MCP-ORIGIN');
     const before = await noteCount();
     for (const origin of ['http://evil.example', 'null', 'http://gateway.test.evil.example', 'https://gateway.test', 'http://gateway.test:8080']) {
       const answer = await insert(100, { origin });
@@ -176,6 +189,7 @@ describe.skipIf(!available)('transport checks', () => {
   });
 
   test('MCP-Protocol-Version: unsupported is 400; absent and supported values pass', async () => {
+    verifies('MCP-VERSION-HEADER');
     const bad = await rpc(g, org.slug, key, 'ping', undefined, { 'mcp-protocol-version': '1999-01-01' });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toBe('unsupported_protocol_version');
@@ -184,6 +198,7 @@ describe.skipIf(!available)('transport checks', () => {
   });
 
   test('GET and DELETE on the endpoint: 405; a wrong Content-Type: 415', async () => {
+    verifies('MCP-405', 'HTTP-CONTENT-TYPE-415');
     for (const method of ['GET', 'DELETE']) {
       const answer = await rpcRaw(g, org.slug, key, null, {}, method);
       expect(answer.status).toBe(405);
@@ -199,6 +214,7 @@ describe.skipIf(!available)('transport checks', () => {
   });
 
   test('an unknown slug and another org credential get identical 401 bodies', async () => {
+    verifies('AUTH-SLUG-ENUM', 'AUTH-CROSS-ORG');
     const otherToken = await tokenFor(g, other.clientId, other.clientSecret, 'mcp:call');
     const pairs: [Credential, Credential][] = [
       [{ apiKey: other.apiKey }, { apiKey: other.apiKey }],
@@ -219,6 +235,7 @@ describe.skipIf(!available)('transport checks', () => {
 
 describe.skipIf(!available)('hostile bodies', () => {
   test('100,000-deep nesting: 400 -32700, and the next request works', async () => {
+    verifies('HOSTILE-BODIES-NESTING');
     for (const body of ['['.repeat(100_000) + ']'.repeat(100_000), `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}}}`]) {
       const answer = await rpcRaw(g, org.slug, key, body);
       expectRpcError(answer, -32700, 'nested too deeply', 400);
@@ -228,6 +245,7 @@ describe.skipIf(!available)('hostile bodies', () => {
   });
 
   test('a body larger than TOOLGATE_MAX_BODY_BYTES: 413, and the next request works', async () => {
+    verifies('HOSTILE-BODIES-SIZE');
     const huge = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: ITEMS, arguments: { sql: 'SELECT 1', x: 'a'.repeat(3_000_000) } } });
     const smallKey = { apiKey: smallOrg.apiKey };
     const answer = await rpcRaw(small, smallOrg.slug, smallKey, huge);
@@ -242,6 +260,7 @@ describe.skipIf(!available)('hostile bodies', () => {
   });
 
   test('invalid UTF-8: 400 -32700', async () => {
+    verifies('HOSTILE-BODIES-UTF8');
     for (const body of [bytes('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"', [0xff, 0xfe], '"}}'), bytes([0xc3, 0x28]), bytes('{"a":"', [0xed, 0xa0, 0x80], '"}')]) {
       const answer = await rpcRaw(g, org.slug, key, body);
       expectRpcError(answer, -32700, 'UTF-8', 400);
@@ -252,6 +271,7 @@ describe.skipIf(!available)('hostile bodies', () => {
 
 describe.skipIf(!available)('tool failures are results with isError', () => {
   test('guard refusals: stacked statements and writes to another table', async () => {
+    verifies('RPC-TOOL-ERROR-RESULT', 'SQL-STACKED', 'SQL-OTHER-TABLE');
     for (const sql of ['SELECT 1; COMMIT; DROP TABLE items', 'DROP TABLE items', 'SELECT * FROM notes']) {
       const result = toolResult(await callTool(g, org.slug, key, ITEMS, { sql }));
       expect(result.isError).toBe(true);
@@ -261,6 +281,7 @@ describe.skipIf(!available)('tool failures are results with isError', () => {
   });
 
   test('a database error names the problem', async () => {
+    verifies('RPC-TOOL-ERROR-RESULT');
     const result = toolResult(await callTool(g, org.slug, key, ITEMS, { sql: 'SELECT no_such_column FROM items' }));
     expect(result.isError).toBe(true);
     expect(result.content[0]!.text).toContain('no_such_column');
@@ -268,6 +289,7 @@ describe.skipIf(!available)('tool failures are results with isError', () => {
   });
 
   test('a database that cannot be reached: the connector fails with a reason free of the password', async () => {
+    verifies('CONN-CREDENTIAL-HIDDEN');
     expect(down.status).toBe('failed');
     expect(down.status_reason).toMatch(/could not connect to 127\.0\.0\.1:\d+: connection refused/);
     expect(JSON.stringify(down)).not.toContain(SECRET);
@@ -276,6 +298,7 @@ describe.skipIf(!available)('tool failures are results with isError', () => {
   });
 
   test('a database that goes down after validation: the call is isError with a clear text', async () => {
+    verifies('RPC-TOOL-ERROR-RESULT');
     const proxy = await tcpProxy(t.pgConfig.host, t.pgConfig.port);
     const via = await createConnector(g, token, { name: 'pg via proxy', type: 'postgresql', config: { ...t.pgConfig, port: proxy.port, schemas: ['solo'] }, credential: SECRET });
     expect(via.status).toBe('active');
@@ -307,6 +330,7 @@ describe.skipIf(!available)('golden responses', () => {
   const isError = (e: unknown) => rpcValidators.JsonRpcErrorObject(e);
 
   test('initialize, tools/list with one tool, tools/call and errors match the saved fixtures', async () => {
+    verifies('RPC-ENVELOPE', 'MCP-TOOL-DESCRIPTOR', 'MCP-DB-RESULT');
     const created = await api(g, 'POST', '/api/org/api-keys', token, { name: 'solo', connector_ids: [writable.id] });
     const scoped = { apiKey: ((await created.json()) as { key: string }).key };
     const init = await rpcRaw(g, org.slug, key, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'golden', version: '1.0.0' } } }));

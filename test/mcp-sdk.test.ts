@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { verifies } from './requirements.ts';
 import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, expectRpcError, listToolNames, type Credential } from './support/mcp.ts';
 import { serviceAvailable } from './support/services.ts';
@@ -82,6 +83,7 @@ async function expectRows(client: Client, name: string, sql: string, rows: unkno
 
 describe.skipIf(!available)('the official MCP SDK client', () => {
   test('with an API key: initialize, list tools, call a postgresql and a mysql tool', async () => {
+    verifies('MCP-SDK-CLIENT', 'AUTH-METHODS', 'MCP-TOOL-DESCRIPTOR', 'SQL-LIMIT-ARG', 'MCP-DB-RESULT', 'SQL-ROW-CAP', 'SQL-SELECT-ONLY', 'RPC-TOOL-ERROR-RESULT', 'MCP-CHECK-APPROVAL-STATUS');
     const client = await connect({ 'X-API-Key': org.apiKey });
     expect(client.getServerVersion()).toMatchObject({ name: 'toolgate' });
     expect(client.getServerCapabilities()?.tools).toBeDefined();
@@ -114,6 +116,7 @@ describe.skipIf(!available)('the official MCP SDK client', () => {
   });
 
   test('with an OAuth bearer token (Authorization: Bearer)', async () => {
+    verifies('MCP-SDK-CLIENT', 'AUTH-METHODS');
     const token = await tokenFor(g, org.clientId, org.clientSecret, 'mcp:call');
     const client = await connect({ Authorization: `Bearer ${token}` });
     const { tools } = await client.listTools();
@@ -126,6 +129,7 @@ describe.skipIf(!available)('the official MCP SDK client', () => {
   });
 
   test('errors reach the SDK as McpError with the spec codes', async () => {
+    verifies('RPC-32602-UNKNOWN-TOOL', 'RPC-32602', 'RPC-32601');
     const client = await connect({ 'X-API-Key': org.apiKey });
     const codeOf = async (p: Promise<unknown>) => {
       try {
@@ -157,12 +161,14 @@ describe.skipIf(!available)('connector scopes', () => {
   }
 
   test('an API key created with connector_ids [A] sees and calls only A', async () => {
+    verifies('AUTH-APIKEY-CONNECTORS', 'TOOLS-SCOPE-FILTER', 'RPC-32003');
     await expectScopedToPg({ apiKey: await newApiKey({ name: 'pg only', connector_ids: [pgId] }) });
     const both = { apiKey: await newApiKey({ name: 'both', connector_ids: [pgId, myId] }) };
     expect(await listToolNames(g, org.slug, both)).toHaveLength(5);
   });
 
   test('an API key limited to a connector of another org is refused', async () => {
+    verifies('AUTH-APIKEY-CONNECTORS');
     const stranger = await onboard(g);
     const strangerToken = await tokenFor(g, stranger.clientId, stranger.clientSecret);
     const response = await api(g, 'POST', '/api/org/api-keys', strangerToken, { name: 'steal', connector_ids: [pgId] });
@@ -171,6 +177,7 @@ describe.skipIf(!available)('connector scopes', () => {
   });
 
   test('an OAuth client with scope mcp:call:<A> sees and calls only A, also through the SDK', async () => {
+    verifies('TOOLS-SCOPE-FILTER', 'RPC-32003');
     const token = await newClientToken([`mcp:call:${pgId}`]);
     await expectScopedToPg({ token });
     const client = await connect({ Authorization: `Bearer ${token}` });
@@ -179,6 +186,7 @@ describe.skipIf(!available)('connector scopes', () => {
   });
 
   test('mcp:call sees every connector; a token with no mcp scope is 403', async () => {
+    verifies('AUTH-SCOPE-MCP-CALL');
     const all = await newClientToken(['mcp:call']);
     expect((await listToolNames(g, org.slug, { token: all })).sort()).toEqual([...PG_TOOLS, ...MY_TOOLS, 'check_approval_status'].sort());
     const manageOnly = await tokenFor(g, org.clientId, org.clientSecret, 'org:manage');

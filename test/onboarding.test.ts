@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { Subprocess } from 'bun';
 import { createClient } from '../generated/client/client/index.ts';
 import { getProvisioningStatus, issueToken } from '../generated/client/sdk.gen.ts';
+import { verifies } from './requirements.ts';
 
 /** Hooks default to 5 s in bun whatever bunfig says; starting PGlite under load can take longer. */
 const HOOK_TIMEOUT_MS = 60_000;
@@ -140,6 +141,7 @@ describe('onboarding with real processes', () => {
   }, 30_000);
 
   test('while the server holds the folder, the CLI goes through its operator API', async () => {
+    verifies('AUTH-CROSS-ORG');
     const { code, stdout, stderr } = await cli(['org', 'create', '--slug', 'beta', '--name', 'Beta', '--plan', 'growth', '--json']);
     expect(stderr).toBe('');
     expect(code).toBe(0);
@@ -154,6 +156,7 @@ describe('onboarding with real processes', () => {
   }, 30_000);
 
   test('the generated SDK gets a token and reads the provisioning status', async () => {
+    verifies('TOKEN-ENDPOINT-ISSUE', 'TOKEN-ENDPOINT-ERRORS', 'PROVISION-STATUS');
     const client = createClient({ baseUrl });
     for (const org of [acme, beta]) {
       const token = await issueToken({ client, body: { grant_type: 'client_credentials', client_id: org.client_id, client_secret: org.client_secret } });

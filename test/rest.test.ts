@@ -2,6 +2,7 @@
 // API keys, OAuth clients, and provisioning.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { randomUUID } from 'node:crypto';
+import { verifies } from './requirements.ts';
 import { BASE, api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 
 /** Hooks default to 5 s in bun whatever bunfig says; starting PGlite under load can take longer. */
@@ -51,11 +52,13 @@ describe('request validation happens before the handler', () => {
   const keyCount = async () => ((await (await api(g, 'GET', path, token)).json()) as { api_keys: unknown[] }).api_keys.length;
 
   test('malformed JSON: 400 invalid_json', async () => {
+    verifies('REST-ERROR-BODY');
     await expectError(raw(g, 'POST', path, '{"name": "x",', authed()), 400, 'invalid_json');
     await expectError(raw(g, 'POST', path, "{'name': 'x'}", authed()), 400, 'invalid_json');
   });
 
   test('a wrong type, a missing field and an unknown field are 400 naming the field', async () => {
+    verifies('REST-400-FIELD');
     const before = await keyCount();
     await expectError(api(g, 'POST', path, token, { name: 5 }), 400, 'validation_error', 'body.name');
     await expectError(api(g, 'POST', path, token, { name: 'x', connector_ids: 'all' }), 400, 'validation_error', 'body.connector_ids');
@@ -70,12 +73,14 @@ describe('request validation happens before the handler', () => {
   });
 
   test('a non-uuid path parameter: 400 naming it', async () => {
+    verifies('REST-400-FIELD');
     await expectError(api(g, 'DELETE', '/api/org/api-keys/not-a-uuid', token), 400, 'validation_error', 'path.keyId');
     await expectError(api(g, 'GET', '/api/mcp/123/status', token), 400, 'validation_error', 'path.orgId');
     await expectError(api(g, 'POST', "/api/mcp/'%20OR%201=1/provision", token), 400, 'validation_error', 'path.orgId');
   });
 
   test('a wrong Content-Type: 415', async () => {
+    verifies('HTTP-CONTENT-TYPE-415');
     const body = JSON.stringify({ name: 'x' });
     await expectError(raw(g, 'POST', path, body, authed('text/plain')), 415, 'unsupported_media_type');
     await expectError(raw(g, 'POST', path, body, authed('application/x-www-form-urlencoded')), 415, 'unsupported_media_type');
@@ -84,6 +89,7 @@ describe('request validation happens before the handler', () => {
   });
 
   test('a body over TOOLGATE_MAX_BODY_BYTES: 413, declared or streamed', async () => {
+    verifies('HOSTILE-BODIES-SIZE');
     const big = JSON.stringify({ name: 'x'.repeat(3000) });
     const headers = { authorization: `Bearer ${smallToken}`, 'content-type': 'application/json' };
     await expectError(raw(small, 'POST', path, big, headers), 413, 'payload_too_large');
@@ -104,6 +110,7 @@ describe('request validation happens before the handler', () => {
   });
 
   test('10,000 nested brackets: 400, and the app keeps working', async () => {
+    verifies('HOSTILE-BODIES-NESTING', 'RPC-32700');
     await expectError(raw(g, 'POST', path, '['.repeat(10_000), authed()), 400, 'body_too_deep');
     await expectError(raw(g, 'POST', path, `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`, authed()), 400, 'body_too_deep');
     const mcp = await raw(g, 'POST', `/mcp/${org.slug}`, '['.repeat(10_000), { 'content-type': 'application/json', 'x-api-key': org.apiKey });
@@ -114,6 +121,7 @@ describe('request validation happens before the handler', () => {
   });
 
   test('a __proto__ key is refused (additionalProperties) and pollutes nothing', async () => {
+    verifies('HOSTILE-BODIES-PROTO');
     await expectError(raw(g, 'POST', path, '{"name":"x","__proto__":{"polluted":true}}', authed()), 400, 'validation_error', '__proto__');
     await expectError(raw(g, 'POST', path, '{"name":"x","constructor":{"prototype":{"polluted":true}}}', authed()), 400, 'validation_error', 'constructor');
     await expectError(raw(g, 'POST', '/operator/orgs', '{"slug":"pp","name":"x","__proto__":{"polluted":true}}', { authorization: 'Bearer test-operator-token-0123456789abcdef', 'content-type': 'application/json' }), 400, 'validation_error');
@@ -122,6 +130,7 @@ describe('request validation happens before the handler', () => {
   });
 
   test('invalid UTF-8: 400', async () => {
+    verifies('HOSTILE-BODIES-UTF8');
     const bytes = new Uint8Array([...new TextEncoder().encode('{"name":"'), 0xff, 0xfe, 0xc3, ...new TextEncoder().encode('"}')]);
     await expectError(raw(g, 'POST', path, bytes, authed()), 400, 'invalid_encoding');
     const overlong = new Uint8Array([...new TextEncoder().encode('{"name":"'), 0xc0, 0xaf, ...new TextEncoder().encode('"}')]);
@@ -131,12 +140,14 @@ describe('request validation happens before the handler', () => {
 
 describe('routing', () => {
   test('an unknown route: 404 JSON', async () => {
+    verifies('REST-ERROR-BODY');
     for (const p of ['/nope', '/api/orgs', '/api/org/api-keys/x/y', '/mcp', '/.env', '/api/../etc/passwd']) {
       await expectError(api(g, 'GET', p, token), 404, 'not_found');
     }
   });
 
   test('a wrong method on a known path: 405 with Allow', async () => {
+    verifies('REST-METHOD-SWAP');
     const cases: Array<[string, string, string]> = [
       ['PUT', '/api/org', 'GET'],
       ['DELETE', '/api/org', 'GET'],
@@ -154,6 +165,7 @@ describe('routing', () => {
 
 describe('API keys', () => {
   test('created with its secret shown once; the list never shows it', async () => {
+    verifies('AUTH-HASHED-SECRETS');
     const res = await api(g, 'POST', '/api/org/api-keys', token, { name: 'reporting' });
     expect(res.status).toBe(201);
     expect(res.headers.get('cache-control')).toBe('no-store');
@@ -169,10 +181,12 @@ describe('API keys', () => {
   });
 
   test('connector_ids of unknown connectors: 422', async () => {
+    verifies('AUTH-APIKEY-CONNECTORS');
     await expectError(api(g, 'POST', '/api/org/api-keys', token, { name: 'scoped', connector_ids: [randomUUID()] }), 422, 'connector_not_found');
   });
 
   test('revoke: 200 with revoked_at, then 404; an unknown id is 404', async () => {
+    verifies('REST-404-NOT-FOUND');
     const created = (await (await api(g, 'POST', '/api/org/api-keys', token, { name: 'temp' })).json()) as { id: string };
     const first = await api(g, 'DELETE', `/api/org/api-keys/${created.id}`, token);
     expect(first.status).toBe(200);
@@ -188,6 +202,7 @@ describe('API keys', () => {
 
 describe('OAuth clients', () => {
   test('created with its secret shown once; the list never shows it', async () => {
+    verifies('AUTH-HASHED-SECRETS');
     const res = await api(g, 'POST', '/api/org/oauth-clients', token, { name: 'agent', scopes: ['mcp:call'] });
     expect(res.status).toBe(201);
     expect(res.headers.get('cache-control')).toBe('no-store');
@@ -207,6 +222,7 @@ describe('OAuth clients', () => {
   });
 
   test('revoke: 200, then 404; an unknown client is 404', async () => {
+    verifies('REST-404-NOT-FOUND');
     const created = (await (await api(g, 'POST', '/api/org/oauth-clients', token, { name: 'temp', scopes: ['mcp:call'] })).json()) as { client_id: string };
     const first = await api(g, 'DELETE', `/api/org/oauth-clients/${created.client_id}`, token);
     expect(first.status).toBe(200);
@@ -218,12 +234,14 @@ describe('OAuth clients', () => {
 
 describe('provisioning', () => {
   test('status: provisioned, the absolute endpoint, no tools yet', async () => {
+    verifies('PROVISION-STATUS');
     const res = await api(g, 'GET', `/api/mcp/${org.orgId}/status`, token);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: 'provisioned', endpoint: `${BASE}/mcp/${org.slug}`, toolCount: 0 });
   });
 
   test('provision: 200 with the status, idempotent', async () => {
+    verifies('PROVISION-MANUAL');
     for (let i = 0; i < 2; i++) {
       const res = await api(g, 'POST', `/api/mcp/${org.orgId}/provision`, token);
       expect(res.status).toBe(200);
@@ -235,6 +253,7 @@ describe('provisioning', () => {
 });
 
 test('no error response discloses a stack trace or a file path', () => {
+  verifies('REST-ERROR-BODY');
   expect(errorBodies.length).toBeGreaterThan(20);
   for (const body of errorBodies) {
     expect(body).not.toMatch(/\bat .*\.(ts|js):\d+/);

@@ -5,6 +5,7 @@ import { sql } from 'drizzle-orm';
 import { migrations } from '../src/store/migrations.ts';
 import { migrate, openStore, rowsOf } from '../src/store/db.ts';
 import { SecretBox, digestsEqual, hashSecret } from '../src/util/crypto.ts';
+import { verifies } from './requirements.ts';
 import { BASE, OPERATOR_TOKEN, api, freshDatabase, onboard, startTestGateway, tokenFor, type StoreKind, type TestGateway } from './support/gateway.ts';
 import { serviceAvailable } from './support/services.ts';
 
@@ -84,6 +85,7 @@ function repositorySuite(kind: StoreKind) {
     });
 
     test('API keys and client secrets are stored only as hashes', async () => {
+      verifies('AUTH-HASHED-SECRETS');
       const org = await onboard(g);
       const token = await tokenFor(g, org.clientId, org.clientSecret);
       const created = (await (await api(g, 'POST', '/api/org/api-keys', token, { name: 'second' })).json()) as { id: string; key: string };
@@ -124,6 +126,7 @@ function repositorySuite(kind: StoreKind) {
     });
 
     test("org scoping: one org never sees nor revokes another's credentials", async () => {
+      verifies('REST-BOLA');
       const a = await onboard(g);
       const b = await onboard(g);
       const ta = await tokenFor(g, a.clientId, a.clientSecret);
@@ -230,6 +233,7 @@ describe.skipIf(!pgUp)('instances sharing one PostgreSQL database', () => {
   });
 
   test('an API key revoked on instance 1 is refused on instance 2 at the very next request', async () => {
+    verifies('AUTH-APIKEY-REVOKE');
     const org = await onboard(one);
     const token = await tokenFor(one, org.clientId, org.clientSecret);
     const key = (await (await api(one, 'POST', '/api/org/api-keys', token, { name: 'shared' })).json()) as { id: string; key: string };
@@ -242,6 +246,7 @@ describe.skipIf(!pgUp)('instances sharing one PostgreSQL database', () => {
   });
 
   test("an OAuth client revoked on instance 1: its token is refused on instance 2 at the next request", async () => {
+    verifies('AUTH-CLIENT-REVOKE');
     const org = await onboard(one);
     const admin = await tokenFor(one, org.clientId, org.clientSecret);
     const client = (await (await api(one, 'POST', '/api/org/oauth-clients', admin, { name: 'agent', scopes: ['mcp:call'] })).json()) as {

@@ -2,6 +2,7 @@
 // on two gateway instances sharing one PostgreSQL store, with real PostgreSQL and MySQL connectors.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { randomUUID } from 'node:crypto';
+import { verifies } from './requirements.ts';
 import { api, freshDatabase, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, expectRpcError, listToolNames, restTools, rowsOf, rpc, type Credential, type ToolRow } from './support/mcp.ts';
 import { serviceAvailable } from './support/services.ts';
@@ -60,6 +61,7 @@ const descriptors = async (gateway: TestGateway) => (await rpc(gateway, org.slug
 
 describe.skipIf(!available)('GET /api/mcp/{orgId}/tools', () => {
   test('lists every tool with the spec fields and their defaults', async () => {
+    verifies('TOOLS-REST-FIELDS');
     const tools = await restTools(g1, token, org.orgId);
     expect(tools.map((x) => x.tool_name).sort()).toEqual(['query_mysql_items', 'query_mysql_notes', 'query_postgresql_items', 'query_postgresql_notes']);
     for (const tool of tools) {
@@ -76,12 +78,14 @@ describe.skipIf(!available)('GET /api/mcp/{orgId}/tools', () => {
   });
 
   test('?connector_id= filters to one connector; an unknown one gives none; a malformed one is 400', async () => {
+    verifies('TOOLS-REST-FIELDS');
     expect((await restTools(g1, token, org.orgId, myId)).map((x) => x.tool_name).sort()).toEqual(['query_mysql_items', 'query_mysql_notes']);
     expect(await restTools(g1, token, org.orgId, randomUUID())).toEqual([]);
     expect((await api(g1, 'GET', `/api/mcp/${org.orgId}/tools?connector_id=nope`, token)).status).toBe(400);
   });
 
   test("another org's orgId or tool id: 404", async () => {
+    verifies('REST-BOLA', 'REST-404-NOT-FOUND');
     const other = await onboard(g1);
     const otherToken = await tokenFor(g1, other.clientId, other.clientSecret);
     const tool = await byName('query_postgresql_items');
@@ -98,6 +102,7 @@ describe.skipIf(!available)('PATCH .../metadata and the MCP endpoint', () => {
   const sql = { sql: 'SELECT id FROM items ORDER BY id' };
 
   test('disabling hides the tool and its calls are -32602; enabling brings it back', async () => {
+    verifies('TOOLS-DISABLED-HIDDEN');
     const tool = await byName('query_mysql_items');
     expect((await patchOk(tool.id, { enabled: false })).enabled).toBe(false);
     expect(await listToolNames(g1, org.slug, key)).not.toContain('query_mysql_items');
@@ -108,6 +113,7 @@ describe.skipIf(!available)('PATCH .../metadata and the MCP endpoint', () => {
   });
 
   test('a name override renames the tool for agents; null restores the base name', async () => {
+    verifies('TOOLS-OVERRIDES');
     const tool = await byName('query_postgresql_items');
     const renamed = await patchOk(tool.id, { tool_name_override: 'inventory' });
     expect(renamed).toMatchObject({ tool_name: 'query_postgresql_items', name: 'inventory', tool_name_override: 'inventory' });
@@ -122,6 +128,7 @@ describe.skipIf(!available)('PATCH .../metadata and the MCP endpoint', () => {
   });
 
   test('override clashes are 409 tool_name_taken; malformed overrides are 400', async () => {
+    verifies('TOOLS-OVERRIDES', 'REST-400-FIELD');
     const items = await byName('query_postgresql_items');
     const notes = await byName('query_mysql_notes');
     await expectError(await patch(items.id, { tool_name_override: 'query_mysql_items' }), 409, 'tool_name_taken');
@@ -139,6 +146,7 @@ describe.skipIf(!available)('PATCH .../metadata and the MCP endpoint', () => {
   });
 
   test('a description override is what agents see', async () => {
+    verifies('TOOLS-OVERRIDES');
     const tool = await byName('query_postgresql_notes');
     const text = 'Customer notes. Ask for at most 10 rows.';
     expect((await patchOk(tool.id, { tool_description_override: text })).description).toBe(text);
@@ -149,6 +157,7 @@ describe.skipIf(!available)('PATCH .../metadata and the MCP endpoint', () => {
   });
 
   test('approval settings are stored and returned; out-of-range values are 400', async () => {
+    verifies('TOOLS-APPROVAL-SETTINGS', 'REST-400-FIELD');
     const tool = await byName('query_mysql_notes');
     const updated = await patchOk(tool.id, { requires_approval: true, approval_ttl_seconds: 600, approval_emails: ['Ops@Example.com', 'lead@example.org'] });
     expect(updated).toMatchObject({ requires_approval: true, approval_ttl_seconds: 600, approval_emails: ['ops@example.com', 'lead@example.org'] });
@@ -161,6 +170,7 @@ describe.skipIf(!available)('PATCH .../metadata and the MCP endpoint', () => {
   });
 
   test('read_only on a tool of a write-allowed connector refuses writes', async () => {
+    verifies('TOOLS-READ-ONLY');
     const tool = await byName('query_postgresql_notes');
     const insert = (id: number) => callTool(g1, org.slug, key, 'query_postgresql_notes', { sql: `INSERT INTO notes VALUES (${id}, 'x')` });
     expect((await descriptors(g1)).find((d) => d.name === 'query_postgresql_notes')!.annotations.readOnlyHint).toBe(false);
@@ -175,6 +185,7 @@ describe.skipIf(!available)('PATCH .../metadata and the MCP endpoint', () => {
     await t.pg('DELETE FROM notes WHERE id >= 50');
   });
   test('a table added later never takes a name an override already uses', async () => {
+    verifies('TOOLS-NAMING');
     const items = await byName('query_mysql_items');
     await patchOk(items.id, { tool_name_override: 'query_mysql_orders' });
     await t.my('CREATE TABLE orders (id integer PRIMARY KEY, total integer NOT NULL)');
@@ -192,6 +203,7 @@ describe.skipIf(!available)('PATCH .../metadata and the MCP endpoint', () => {
 
 describe.skipIf(!available)('two gateway instances sharing one store', () => {
   test('a change on instance 1 shows on the very next request on instance 2', async () => {
+    verifies('TOOLS-MULTI-INSTANCE', 'TOOLS-DISABLED-HIDDEN');
     const key2 = key;
     const tool = await byName('query_mysql_notes');
     // Instance 2 has built (and cached) its catalog before the change.
@@ -209,6 +221,7 @@ describe.skipIf(!available)('two gateway instances sharing one store', () => {
   });
 
   test('a second connector with the same table names gets suffixed, unique tool names', async () => {
+    verifies('TOOLS-NAMING');
     const second = await createConnector(g2, token, { name: 'pg again', type: 'postgresql', config: t.pgConfig });
     expect(second.status).toBe('active');
     expect((await restTools(g1, token, org.orgId, second.id)).map((x) => x.tool_name).sort()).toEqual(['query_postgresql_items_2', 'query_postgresql_notes_2']);

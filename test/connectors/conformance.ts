@@ -5,6 +5,7 @@ import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { ConnectorError, type ExecutionContext, type ToolResult, type ToolSpec } from '../../src/connectors/types.ts';
 import { COMMON_CASES, LONG_NAMES, type ConformanceSetup, type Provisioned } from './cases.ts';
+import { verifies } from '../requirements.ts';
 
 const TIMEOUT_MS = 1000;
 const SECRET = 'Sup3r-Secret-Pw!';
@@ -76,6 +77,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
 
     describe('introspection and naming', () => {
       test('one tool per table and view, with deterministic, sanitised, unique names', () => {
+        verifies('TOOLS-NAMING');
         const prefix = `query_${type}_`;
         const long = (n: string) => `${prefix}${n}`.slice(0, 64);
         expect(tools.map((t) => t.name).sort()).toEqual(
@@ -93,6 +95,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
       });
 
       test('descriptor: description with columns and types, input and output schemas, target', () => {
+        verifies('SQL-LIMIT-ARG');
         const t = tool('items');
         expect(t.description).toStartWith(`Query the table ${p.mainSchema}.items (columns: id `);
         expect(t.description).toContain('Send one SELECT statement on this table only.');
@@ -118,6 +121,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
 
     describe('reads', () => {
       test('SELECT with the default limit of 100 marks truncation', async () => {
+        verifies('SQL-ROW-CAP', 'MCP-DB-RESULT');
         const r = await run('big', { sql: 'SELECT * FROM big ORDER BY id' });
         expect(r.isError).toBeFalsy();
         expect(structured(r).rows).toHaveLength(100);
@@ -126,6 +130,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
       });
 
       test('explicit limit, exact fit, and the connector-wide row cap', async () => {
+        verifies('SQL-ROW-CAP');
         expect(structured(await run('big', { sql: 'SELECT id FROM big ORDER BY id', limit: 5 }))).toEqual({
           rows: [1, 2, 3, 4, 5].map((id) => ({ id })), rowCount: 5, truncated: true,
         });
@@ -140,6 +145,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
       });
 
       test('the byte cap drops rows from the end and marks truncation', async () => {
+        verifies('SQL-BYTE-CAP');
         const r = await run('big', { sql: 'SELECT * FROM big ORDER BY id', limit: 1000 }, ctx({}, { maxResultBytes: 2000 }));
         const s = structured(r);
         expect(Buffer.byteLength(text(r))).toBeLessThanOrEqual(2000);
@@ -192,6 +198,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
       for (const c of cases) {
         for (const writes of c.writesToo ? [false, true] : [false]) {
           test(`${c.name}${writes ? ' (writes allowed)' : ''}`, async () => {
+            verifies('SQL-STACKED', 'SQL-EXPLAIN-ANALYZE', 'SQL-FOR-UPDATE', 'SQL-OTHER-TABLE', 'SQL-SELECT-ONLY');
             const r = await run('items', { sql: c.sql.replaceAll('{PWNED}', pwned) }, ctx({ allowWrite: writes }));
             expect(r.isError).toBe(true);
             expect(text(r).length).toBeGreaterThan(0);
@@ -202,6 +209,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
       }
 
       test('without the guard, the protocol still runs one statement and a read cannot write', async () => {
+        verifies('SQL-ONE-STATEMENT-PROTOCOL');
         await expect(setup.bypass(p, connectorId, 'SELECT 1; DROP TABLE items', { readOnly: true, statementTimeoutMs: TIMEOUT_MS })).rejects.toBeDefined();
         await expect(setup.bypass(p, connectorId, 'DELETE FROM items', { readOnly: true, statementTimeoutMs: TIMEOUT_MS })).rejects.toBeDefined();
         expect(await p.fingerprint()).toBe(before);
@@ -222,6 +230,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
       });
 
       test('readOnly tool, or writes not allowed: INSERT refused', async () => {
+        verifies('SQL-SELECT-ONLY');
         for (const c of [ctx({ allowWrite: true, readOnly: true }), ctx({ allowWrite: false })]) {
           const r = await run('notes', { sql: "INSERT INTO notes (id, body) VALUES (2, 'no')" }, c);
           expect(r.isError).toBe(true);
@@ -232,6 +241,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
 
     describe('timeouts', () => {
       test('a runaway join is cancelled at the statement timeout; the same pool answers next', async () => {
+        verifies('SQL-TIMEOUT');
         setup.configurePools({ max: 1 }); // one connection: the next call must reuse the cancelled one
         try {
           const started = Date.now();
@@ -249,6 +259,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
       });
 
       test('a sleeping statement (guard bypassed) is killed on the server; the pool stays clean', async () => {
+        verifies('SQL-TIMEOUT');
         const started = Date.now();
         const err = await setup.bypass(p, connectorId, setup.sleep.sql, { readOnly: true, statementTimeoutMs: TIMEOUT_MS, serverTimeout: false }).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(Error);
@@ -274,6 +285,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
 
     describe('database down', () => {
       test('validate throws a ConnectorError without the password; execute returns isError', async () => {
+        verifies('CONN-CREDENTIAL-HIDDEN', 'RPC-TOOL-ERROR-RESULT');
         const config = { ...p.config, port: await deadPort() };
         const err = await driver.validate(`${connectorId}-down`, config, SECRET).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(ConnectorError);

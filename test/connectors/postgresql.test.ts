@@ -6,6 +6,7 @@ import { PG_URL, serviceAvailable } from '../support/services.ts';
 import { configurePostgresqlPools, postgresqlDriver, postgresqlPoolFor } from '../../src/connectors/postgresql/index.ts';
 import { runPgFast, runPgStatement } from '../../src/connectors/postgresql/run.ts';
 import { getDriver } from '../../src/connectors/index.ts';
+import { verifies } from '../requirements.ts';
 import { runConnectorConformance } from './conformance.ts';
 import { LONG_NAMES, type Provisioned } from './cases.ts';
 
@@ -144,6 +145,7 @@ describe.skipIf(!available)('postgresql specifics', () => {
   });
 
   test('reads on the first schema run as one statement on a read-only session; it refuses writes by itself', async () => {
+    verifies('SQL-ONE-STATEMENT-PROTOCOL');
     configurePostgresqlPools({ max: 1 }); // one connection: every check below sees the same session
     const items = (await postgresqlDriver.introspect(id, p.config, p.credential)).find((t) => t.target.table === 'items')!;
     const ctx = { connectorId: id, config: p.config, credential: p.credential, allowWrite: false, allowDdl: false, readOnly: false, limits };

@@ -9,11 +9,13 @@ import { PoolRegistry } from '../../src/connectors/shared/pools.ts';
 import { scrub } from '../../src/connectors/shared/errors.ts';
 import { postgresqlDriver } from '../../src/connectors/postgresql/index.ts';
 import { mysqlDriver } from '../../src/connectors/mysql/index.ts';
+import { verifies } from '../requirements.ts';
 
 const limits = { statementTimeoutMs: 1000, lockTimeoutMs: 500, maxRows: 1000, maxResultBytes: 1_000_000 };
 
 describe('toolNames', () => {
   test('sanitises, qualifies same-named tables, truncates and suffixes deterministically', () => {
+    verifies('TOOLS-NAMING');
     const rels = [
       { schema: 'public', table: 'Order Items' },
       { schema: 'public', table: 'orders' },
@@ -67,11 +69,13 @@ describe('results and arguments', () => {
   const rows = Array.from({ length: 10 }, (_, i) => ({ id: i, s: 'é'.repeat(10) }));
 
   test('row cap: one extra row fetched means truncated', () => {
+    verifies('SQL-ROW-CAP');
     expect(rowsResult(rows, 9, 1e6).structuredContent).toMatchObject({ rowCount: 9, truncated: true });
     expect(rowsResult(rows, 10, 1e6).structuredContent).toMatchObject({ rowCount: 10, truncated: false });
   });
 
   test('byte cap counts UTF-8 bytes of the exact JSON text', () => {
+    verifies('SQL-BYTE-CAP');
     const full = Buffer.byteLength(JSON.stringify(rows));
     const r = rowsResult(rows, 100, full - 1);
     expect(r.structuredContent).toMatchObject({ rowCount: 9, truncated: true });
@@ -85,6 +89,7 @@ describe('results and arguments', () => {
   });
 
   test('arguments', () => {
+    verifies('SQL-LIMIT-ARG');
     expect(parseCallArgs({ sql: 'select 1' }, limits)).toEqual({ sql: 'select 1', maxRows: 100 });
     expect(parseCallArgs({ sql: 'select 1', limit: 1000 }, { ...limits, maxRows: 50 })).toEqual({ sql: 'select 1', maxRows: 50 });
     for (const bad of [{}, { sql: '' }, { sql: 'x', limit: 0 }, { sql: 'x', limit: 1001 }, { sql: 'x', limit: 1.5 }, { sql: 'x', other: 1 }]) {

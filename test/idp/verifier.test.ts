@@ -3,6 +3,7 @@ import { afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { SignJWT, exportSPKI } from 'jose';
 import { IdpTokenError, createIdpVerifier, peekIssuer, type IdpConfig, type IdpVerifierOptions } from '../../src/auth/idp/index.ts';
 import { OutboundRefusedError, parseOutboundPolicy, type Resolver } from '../../src/net/outbound.ts';
+import { verifies } from '../requirements.ts';
 import { b64url, makeKey, nowSec, signToken, startFakeIdp, type FakeIdp, type TestKey } from './fake-idp.ts';
 
 const noDns: Resolver = async (host) => {
@@ -87,6 +88,7 @@ describe('claims', () => {
   });
 
   test('expired, within tolerance, missing exp, nbf in the future, missing sub', async () => {
+    verifies('AUTH-JWT-EXP', 'AUTH-JWT-NBF');
     const { idp, verifier, config } = setup();
     const base = { iss: idp.issuer, aud: AUD };
     expect(await reasonOf(verifier.verify('o', config, await signToken(keyA, { ...base, exp: nowSec() - 120 })))).toBe('expired');
@@ -97,6 +99,7 @@ describe('claims', () => {
   });
 
   test('issuer and audience', async () => {
+    verifies('AUTH-JWT-ISS', 'AUTH-JWT-AUD', 'AUTH-JWT-AUD-ARRAY');
     const { idp, verifier, config } = setup();
     const wrongIss = await signToken(keyA, { iss: `${idp.issuer}/other`, aud: AUD });
     expect(await reasonOf(verifier.verify('o', config, wrongIss))).toBe('wrong_issuer');
@@ -119,6 +122,7 @@ describe('claims', () => {
 
 describe('algorithms and keys', () => {
   test('alg none is refused without touching the JWKS', async () => {
+    verifies('AUTH-JWT-ALG-NONE');
     const { idp, verifier, config } = setup();
     const payload = { iss: idp.issuer, aud: AUD, sub: 'u', exp: nowSec() + 300 };
     for (const sig of ['', 'x']) {
@@ -129,6 +133,7 @@ describe('algorithms and keys', () => {
   });
 
   test('HS256 signed with the RSA public key as the secret is refused', async () => {
+    verifies('AUTH-JWT-HS256-PUBKEY');
     const { idp, verifier, config } = setup();
     const pem = await exportSPKI(keyA.publicKey);
     const der = Buffer.from(pem.replace(/-----[^-]+-----|\s/g, ''), 'base64');
@@ -141,6 +146,7 @@ describe('algorithms and keys', () => {
   });
 
   test('unknown kid, forged signature under a known kid, tampered payload, garbage', async () => {
+    verifies('AUTH-JWT-SIGNATURE');
     const { idp, verifier, config } = setup();
     expect(await reasonOf(verifier.verify('o', config, await signToken(keyB, { iss: idp.issuer, aud: AUD })))).toBe('unknown_key');
     // `stranger` claims kid key-a but holds a different private key.
@@ -153,6 +159,7 @@ describe('algorithms and keys', () => {
   });
 
   test('a rotated key is picked up once the cooldown has passed', async () => {
+    verifies('AUTH-JWKS-ROTATE', 'AUTH-JWKS-COOLDOWN');
     const { idp, verifier, config } = setup();
     await verifier.verify('o', config, await signToken(keyA, { iss: idp.issuer, aud: AUD }));
     idp.published = [keyB];
@@ -165,6 +172,7 @@ describe('algorithms and keys', () => {
   });
 
   test('a flood of unknown kids causes at most one JWKS fetch per cooldown', async () => {
+    verifies('AUTH-JWKS-COOLDOWN');
     const { idp, verifier, config } = setup();
     // Sign first so signing time does not spread the flood across the cooldown.
     const tokens = await Promise.all(Array.from({ length: 50 }, (_, i) => signToken(keyB, { iss: idp.issuer, aud: AUD }, `kid-${i}`)));
@@ -181,6 +189,7 @@ describe('algorithms and keys', () => {
 
 describe('JWKS endpoint problems', () => {
   test('a hanging endpoint fails within the timeout; cached keys keep working meanwhile', async () => {
+    verifies('AUTH-JWKS-HANG');
     const { idp, verifier, config } = setup();
     const token = await signToken(keyA, { iss: idp.issuer, aud: AUD });
     idp.mode = 'hang';
@@ -203,6 +212,7 @@ describe('JWKS endpoint problems', () => {
   });
 
   test('redirects, oversized documents and errors are not accepted', async () => {
+    verifies('OUTBOUND-REDIRECT', 'OUTBOUND-TIMEOUT-SIZE');
     const { idp, verifier, config } = setup(undefined, { jwksMaxBytes: 64 * 1024 });
     const token = await signToken(keyA, { iss: idp.issuer, aud: AUD });
     const causes = { redirect: 'redirect', huge: 'too_large', error: undefined } as const;
@@ -219,6 +229,7 @@ describe('JWKS endpoint problems', () => {
   });
 
   test('JWKS URIs on private or loopback addresses, or over plain http, are refused before any request', async () => {
+    verifies('OUTBOUND-SSRF');
     const { idp, verifier, config } = setup();
     const resolve: Resolver = async () => ['93.184.216.34'];
     const strict = createIdpVerifier({ outbound: parseOutboundPolicy({ allowHosts: [], resolve }) });

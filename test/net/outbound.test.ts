@@ -10,6 +10,7 @@ import {
   safeFetch,
   type Resolver,
 } from '../../src/net/outbound.ts';
+import { verifies } from '../requirements.ts';
 
 /** Fails the test if DNS is consulted: literals must never need it. */
 const noDns: Resolver = async (host) => {
@@ -81,6 +82,7 @@ describe('assertOutboundUrl', () => {
   ];
   for (const url of loopbackSpellings) {
     test(`refuses ${url}`, async () => {
+      verifies('OUTBOUND-SSRF');
       const err = await refusal(assertOutboundUrl(url, policy, { requireHttps: false }));
       expect(err.reason).toBe('forbidden_address');
       expect(err.message).toMatch(/^refused: the address of host ".+" is in a private/);
@@ -104,6 +106,7 @@ describe('assertOutboundUrl', () => {
   });
 
   test('localhost is refused (by name, and what it resolves to is loopback anyway)', async () => {
+    verifies('OUTBOUND-SSRF');
     const real = parseOutboundPolicy({ allowHosts: [] });
     expect((await refusal(assertOutboundUrl('http://localhost:1/', real, { requireHttps: false }))).reason).toBe('forbidden_address');
     const resolved = await lookup('localhost', { all: true });
@@ -115,6 +118,7 @@ describe('assertOutboundUrl', () => {
   });
 
   test('a name is refused if ANY of its addresses is forbidden', async () => {
+    verifies('OUTBOUND-SSRF');
     const dns = parseOutboundPolicy({
       allowHosts: [],
       resolve: fakeDns({
@@ -130,6 +134,7 @@ describe('assertOutboundUrl', () => {
   });
 
   test('allow-listed host:port is accepted, over http, in any spelling; other ports are not', async () => {
+    verifies('OUTBOUND-SSRF');
     const p = parseOutboundPolicy({ allowHosts: ['127.0.0.1:8443', 'idp.local'], resolve: noDns });
     await assertOutboundUrl('http://127.0.0.1:8443/jwks', p, { requireHttps: true });
     await assertOutboundUrl('http://2130706433:8443/jwks', p, { requireHttps: true });
@@ -192,16 +197,19 @@ describe('safeFetch against a local server', () => {
   });
 
   test('refuses a non-allow-listed loopback before connecting', async () => {
+    verifies('OUTBOUND-SSRF');
     const other = parseOutboundPolicy({ allowHosts: [], resolve: noDns });
     expect((await refusal(safeFetch(`${base}/ok`, {}, other, { ...opts, requireHttps: false }))).reason).toBe('forbidden_address');
   });
 
   test('refuses a redirect instead of following it', async () => {
+    verifies('OUTBOUND-REDIRECT');
     const err = await refusal(safeFetch(`${base}/redirect`, { redirect: 'follow' }, policy, opts));
     expect(err.reason).toBe('redirect');
   });
 
   test('times out fast on a hanging server', async () => {
+    verifies('OUTBOUND-TIMEOUT-SIZE');
     const started = performance.now();
     const err = await safeFetch(`${base}/hang`, {}, policy, opts).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OutboundFetchError);
@@ -210,6 +218,7 @@ describe('safeFetch against a local server', () => {
   });
 
   test('times out on a body that stalls', async () => {
+    verifies('OUTBOUND-TIMEOUT-SIZE');
     const started = performance.now();
     const err = await safeFetch(`${base}/stall`, {}, policy, opts).catch((e: unknown) => e);
     expect((err as OutboundFetchError).reason).toBe('timeout');
@@ -217,6 +226,7 @@ describe('safeFetch against a local server', () => {
   });
 
   test('refuses a body larger than maxBytes, declared or streamed', async () => {
+    verifies('OUTBOUND-TIMEOUT-SIZE');
     expect((await refusal(safeFetch(`${base}/big`, {}, policy, opts))).reason).toBe('too_large');
     expect((await refusal(safeFetch(`${base}/big-stream`, {}, policy, opts))).reason).toBe('too_large');
   });

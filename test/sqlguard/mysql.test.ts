@@ -2,6 +2,7 @@
 import { describe, expect, test } from 'bun:test';
 import { clearMysqlGuardCache, guardMysqlSql } from '../../src/connectors/sqlguard/mysql.ts';
 import type { GuardOptions, GuardResult } from '../../src/connectors/sqlguard/types.ts';
+import { verifies } from '../requirements.ts';
 
 /** For MySQL the schema is the database. */
 const table = { schema: 'shop', name: 'users' };
@@ -57,6 +58,7 @@ describe('mysql guard: one statement', () => {
   });
 
   test('stacked statements are refused, with and without comments', () => {
+    verifies('SQL-STACKED');
     const stacked = [
       'SELECT 1; COMMIT; DROP TABLE users',
       'SELECT 1;COMMIT;DROP TABLE t',
@@ -84,6 +86,7 @@ describe('mysql guard: one statement', () => {
   });
 
   test('executable comments and optimizer hints are refused before parsing', () => {
+    verifies('SQL-MYSQL-EXEC-COMMENT');
     for (const sql of [
       'SELECT /*! SLEEP(10) */ 1',
       'SELECT /*!50000 SLEEP(10) */ 1 FROM users',
@@ -160,6 +163,7 @@ describe('mysql guard: statement kinds', () => {
   });
 
   test('INSERT / REPLACE / UPDATE / DELETE only when allowWrite and not readOnly', () => {
+    verifies('SQL-SELECT-ONLY');
     const writes: [string, string][] = [
       ['INSERT INTO users (name) VALUES (?)', 'insert'],
       ["INSERT INTO shop.users (name) VALUES ('a'), ('b') ON DUPLICATE KEY UPDATE name = VALUES(name)", 'insert'],
@@ -235,6 +239,7 @@ describe('mysql guard: statement kinds', () => {
   });
 
   test('everything else is refused, whatever the connector allows', () => {
+    verifies('SQL-EXPLAIN-ANALYZE');
     const others = [
       'COMMIT', 'BEGIN', 'START TRANSACTION', 'ROLLBACK', 'SAVEPOINT s', 'SET autocommit = 1', 'SET @a = 1',
       'SET SESSION TRANSACTION READ WRITE', "SET NAMES 'utf8'", 'SET sql_mode = \'\'', 'SHOW TABLES', 'SHOW GRANTS',
@@ -255,6 +260,7 @@ describe('mysql guard: statement kinds', () => {
 
 describe('mysql guard: the tool table only', () => {
   test('other tables, databases and system schemas are refused everywhere in the statement', () => {
+    verifies('SQL-OTHER-TABLE');
     const refused = [
       'SELECT * FROM other',
       'SELECT * FROM otherdb.users',
@@ -287,6 +293,7 @@ describe('mysql guard: the tool table only', () => {
   });
 
   test('writes to or reads from another table are refused even with allowWrite', () => {
+    verifies('SQL-OTHER-TABLE');
     for (const sql of [
       'INSERT INTO other VALUES (1)',
       'INSERT INTO users SELECT * FROM other',
@@ -317,6 +324,7 @@ describe('mysql guard: the tool table only', () => {
 
 describe('mysql guard: writes and files hidden in reads', () => {
   test('SELECT ... INTO OUTFILE / DUMPFILE / @var is refused', () => {
+    verifies('SQL-MYSQL-OUTFILE', 'SQL-SELECT-INTO');
     for (const opts of [RO, RW, DDL, ALL]) {
       expectRefused("SELECT * FROM users INTO OUTFILE '/tmp/x'", opts, 'OUTFILE');
       expectRefused("SELECT * INTO OUTFILE '/var/www/shell.php' FROM users", opts, 'OUTFILE');
@@ -334,6 +342,7 @@ describe('mysql guard: writes and files hidden in reads', () => {
   });
 
   test('locking reads need write permission', () => {
+    verifies('SQL-FOR-UPDATE');
     for (const sql of ['SELECT * FROM users FOR UPDATE', 'SELECT * FROM users WHERE id = 1 FOR SHARE NOWAIT', 'SELECT * FROM users FOR UPDATE SKIP LOCKED']) {
       expectRefused(sql, RO, 'row locks');
       expectRefused(sql, READ_CONN, 'row locks');
@@ -342,6 +351,7 @@ describe('mysql guard: writes and files hidden in reads', () => {
   });
 
   test('a write under WITH is a write', () => {
+    verifies('SQL-WRITABLE-CTE');
     const sql = 'WITH ids AS (SELECT id FROM users) UPDATE users SET name = NULL WHERE id IN (SELECT id FROM ids)';
     expectRefused(sql, RO, 'UPDATE');
     expectAllowed(sql, RW, 'update', false);
@@ -370,6 +380,7 @@ describe('mysql guard: functions (allow-list)', () => {
   ];
 
   test('side-effect, file and admin functions are refused anywhere in the statement', () => {
+    verifies('SQL-SIDE-EFFECT-FUNCS');
     for (const call of dangerous) {
       const places = [
         `SELECT ${call}`,
@@ -387,6 +398,7 @@ describe('mysql guard: functions (allow-list)', () => {
   });
 
   test('quoted or spaced forms do not slip through', () => {
+    verifies('SQL-SIDE-EFFECT-FUNCS');
     expectRefused("SELECT `LOAD_FILE`('/etc/passwd')", RO, 'LOAD_FILE');
     expectRefused("SELECT load_file ('/etc/passwd')", RO, 'LOAD_FILE');
     expectRefused('SELECT sleep/**/(5)', RO, 'SLEEP');

@@ -2,6 +2,7 @@
 import { describe, expect, test } from 'bun:test';
 import { clearPostgresGuardCache, guardPostgresSql } from '../../src/connectors/sqlguard/postgres.ts';
 import type { GuardOptions, GuardResult } from '../../src/connectors/sqlguard/types.ts';
+import { verifies } from '../requirements.ts';
 
 const table = { schema: 'public', name: 'users' };
 /** Per-tool read-only (whatever the connector allows). */
@@ -60,6 +61,7 @@ describe('postgres guard: one statement', () => {
   });
 
   test('stacked statements that end the read-only transaction are refused', () => {
+    verifies('SQL-STACKED');
     const stacked = [
       'SELECT 1; COMMIT; DROP TABLE users',
       'SELECT 1; END; DROP TABLE users',
@@ -138,6 +140,7 @@ describe('postgres guard: statement kinds', () => {
   });
 
   test('INSERT / UPDATE / DELETE only when allowWrite and not readOnly', () => {
+    verifies('SQL-SELECT-ONLY');
     const writes: [string, string][] = [
       ['INSERT INTO users (name) VALUES ($1) RETURNING id', 'insert'],
       ["INSERT INTO public.users (name) VALUES ('a'), ('b') ON CONFLICT (name) DO UPDATE SET name = excluded.name", 'insert'],
@@ -158,6 +161,7 @@ describe('postgres guard: statement kinds', () => {
   });
 
   test('DDL on the tool table only when allowDdl and not readOnly', () => {
+    verifies('SQL-SELECT-ONLY');
     const ddl = [
       'CREATE TABLE users (id bigint PRIMARY KEY, name text NOT NULL DEFAULT \'\', age int CHECK (age > 0))',
       'CREATE TABLE IF NOT EXISTS public.users (id serial, parent int REFERENCES users (id))',
@@ -182,6 +186,7 @@ describe('postgres guard: statement kinds', () => {
   });
 
   test('DDL touching anything but the tool table is refused even with allowDdl', () => {
+    verifies('SQL-OTHER-TABLE');
     const refused = [
       'DROP TABLE other',
       'DROP TABLE users, other',
@@ -212,6 +217,7 @@ describe('postgres guard: statement kinds', () => {
   });
 
   test('everything else is refused, whatever the connector allows', () => {
+    verifies('SQL-EXPLAIN-ANALYZE', 'SQL-COPY-PROGRAM');
     const others = [
       'COMMIT', 'END', 'BEGIN', 'START TRANSACTION', 'ROLLBACK', 'ABORT', 'SAVEPOINT s', 'PREPARE TRANSACTION \'x\'',
       'SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE',
@@ -239,6 +245,7 @@ describe('postgres guard: statement kinds', () => {
 
 describe('postgres guard: the tool table only', () => {
   test('other tables, schemas and system catalogs are refused everywhere in the statement', () => {
+    verifies('SQL-OTHER-TABLE');
     const refused = [
       'SELECT * FROM other',
       'SELECT * FROM other.users',
@@ -266,6 +273,7 @@ describe('postgres guard: the tool table only', () => {
   });
 
   test('writes to or reads from another table are refused even with allowWrite', () => {
+    verifies('SQL-OTHER-TABLE');
     for (const sql of [
       'INSERT INTO other VALUES (1)',
       'INSERT INTO users SELECT * FROM other',
@@ -321,6 +329,7 @@ describe('postgres guard: the tool table only', () => {
 
 describe('postgres guard: writes hidden in reads', () => {
   test('writable CTEs are writes', () => {
+    verifies('SQL-WRITABLE-CTE');
     const sql = 'WITH gone AS (DELETE FROM users WHERE id = 1 RETURNING *) SELECT * FROM gone';
     expectRefused(sql, RO, 'data-modifying WITH');
     expectRefused(sql, READ_CONN, 'DELETE');
@@ -330,6 +339,7 @@ describe('postgres guard: writes hidden in reads', () => {
   });
 
   test('SELECT ... INTO is refused', () => {
+    verifies('SQL-SELECT-INTO');
     for (const opts of [RO, RW, DDL, ALL]) {
       expectRefused('SELECT * INTO stolen FROM users', opts, 'INTO');
       expectRefused('SELECT * INTO TEMP stolen FROM users', opts, 'INTO');
@@ -338,6 +348,7 @@ describe('postgres guard: writes hidden in reads', () => {
   });
 
   test('locking clauses need write permission', () => {
+    verifies('SQL-FOR-UPDATE');
     for (const sql of [
       'SELECT * FROM users FOR UPDATE',
       'SELECT * FROM users WHERE id = 1 FOR SHARE',
@@ -392,6 +403,7 @@ describe('postgres guard: functions (allow-list)', () => {
   ];
 
   test('side-effect, file and admin functions are refused anywhere in the statement', () => {
+    verifies('SQL-SIDE-EFFECT-FUNCS');
     for (const call of dangerous) {
       const places = [
         `SELECT ${call}`,
@@ -410,6 +422,7 @@ describe('postgres guard: functions (allow-list)', () => {
   });
 
   test('qualified or quoted forms do not slip through', () => {
+    verifies('SQL-SIDE-EFFECT-FUNCS');
     expectRefused("SELECT pg_catalog.pg_read_file('/etc/passwd')", RO, 'pg_read_file');
     expectRefused('SELECT "pg_read_file"(\'/etc/passwd\')', RO, 'pg_read_file');
     expectRefused("SELECT PG_READ_FILE('/etc/passwd')", RO, 'pg_read_file');

@@ -1,0 +1,148 @@
+/**
+ * The behaviours the spec demands, each under a stable id, and the `verifies(...)` helper tests use to cite them.
+ *
+ * Sources: `spec` = ../shared/spec/gateway-spec.md, `checklist` = ../shared/security-checklist.md, `decisions` =
+ * docs/decisions.md (where the spec leaves something "not shown"). Only what the gateway implements today is listed
+ * (docs/decisions.md "Not built yet": approvals, audit/billing endpoints, webhooks, external MCP connectors).
+ * test/requirements.test.ts fails when an id here is cited by no test, or a test cites an id not listed here.
+ */
+export const REQUIREMENTS = {
+  // JSON-RPC on the tool endpoint
+  'RPC-32700': 'Malformed JSON is answered with -32700 Parse error, id null, HTTP 400 [checklist Protocol; decisions MCP endpoint]',
+  'RPC-32600': 'A valid JSON value that is not a JSON-RPC request is answered with -32600, id null, HTTP 400 [spec Errors; checklist Protocol]',
+  'RPC-BATCH': 'A JSON-RPC batch is refused with -32600 and nothing in it runs [decisions MCP endpoint]',
+  'RPC-NOTIFY-202': 'A notification (no id) is answered with HTTP 202 and an empty body [checklist Protocol]',
+  'RPC-32601': 'A method other than the supported ones gets -32601 with the request id echoed [spec Errors; checklist Protocol]',
+  'RPC-32602': 'tools/call arguments that do not match the tool inputSchema get -32602 naming the field [spec Errors]',
+  'RPC-32602-UNKNOWN-TOOL': 'tools/call of an unknown tool gets -32602 [checklist Protocol; decisions MCP endpoint]',
+  'RPC-32003': 'tools/call of a tool outside the credential scope gets -32003 Insufficient Scope [spec Errors]',
+  'RPC-32000': 'With the monthly quota used up, tools/call gets -32000 saying the quota is exceeded and to upgrade [spec Errors, Limits]',
+  'RPC-ENVELOPE': 'Responses are JSON-RPC 2.0 envelopes {jsonrpc: "2.0", id, result | error{code, message}} that validate against jsonrpc-schema.json [spec Tool endpoint]',
+  'RPC-TOOL-ERROR-RESULT': 'A failed tool execution (guard refusal, database error, database down) is a result with isError true and a clear text, not a protocol error [decisions MCP endpoint]',
+
+  // MCP transport (Streamable HTTP)
+  'MCP-ORIGIN': 'A foreign Origin or Origin: null is HTTP 403 and nothing executes; no Origin and the gateway origin pass [checklist Protocol]',
+  'MCP-VERSION-HEADER': 'An unsupported MCP-Protocol-Version is HTTP 400; an absent header is accepted (taken as 2025-03-26) [checklist Protocol]',
+  'MCP-INIT-NEGOTIATE': 'initialize answers the client protocol revision when supported, else the latest [decisions MCP endpoint]',
+  'MCP-405': 'GET and DELETE on the tool endpoint answer 405 with Allow: POST [decisions MCP endpoint]',
+  'MCP-SDK-CLIENT': 'The official MCP TypeScript SDK client connects, lists and calls tools over Streamable HTTP [spec What the service does 1]',
+  'MCP-TOOL-DESCRIPTOR': 'tools/list returns MCP tool descriptors {name, description, inputSchema} [spec MCP tool descriptor, tools/list]',
+  'MCP-DB-RESULT': 'A database tool result has content[0].text = JSON array of row objects (structuredContent {rows, rowCount, truncated}) [spec tools/call]',
+  'MCP-CHECK-APPROVAL-STATUS': 'check_approval_status is always listed and answers structuredContent.status not_found for an unknown approvalId [spec tools/call, Approval status]',
+
+  // Whole-HTTP concerns (tool endpoint and REST)
+  'HTTP-CONTENT-TYPE-415': 'A body with a Content-Type other than application/json is refused with 415 [spec Tool endpoint: Content-Type required]',
+  'HOSTILE-BODIES-NESTING': 'Very deep JSON nesting is refused with a clear 400 and the app keeps serving [checklist Protocol: hostile bodies]',
+  'HOSTILE-BODIES-PROTO': '__proto__ / constructor keys are refused or inert and pollute no prototype [checklist Protocol: hostile bodies]',
+  'HOSTILE-BODIES-UTF8': 'Invalid UTF-8 in a body is refused with 400 [checklist Protocol: hostile bodies]',
+  'HOSTILE-BODIES-SIZE': 'A body larger than the configured cap (multi-megabyte strings, declared or streamed) is 413, and the next request works [checklist Protocol: hostile bodies]',
+
+  // Authentication
+  'AUTH-METHODS': 'The tool endpoint accepts a static API key in X-API-Key and an OAuth client-credentials token as Authorization: Bearer [spec Authentication]',
+  'AUTH-401-MISSING': 'A missing or invalid credential is 401 with a WWW-Authenticate Bearer challenge [spec Authentication failures; decisions Credentials]',
+  'AUTH-APIKEY-REVOKE': 'A revoked API key is 401 on the very next request, on every instance [spec Authentication; checklist Authentication]',
+  'AUTH-CLIENT-REVOKE': 'Revoking an OAuth client ends its tokens at the next request, on every instance [decisions Credentials and tokens]',
+  'AUTH-JWT-ALG-NONE': 'A JWT with alg none is 401 [checklist Authentication]',
+  'AUTH-JWT-HS256-PUBKEY': 'A JWT signed HS256 with the public key as the secret is 401 [checklist Authentication]',
+  'AUTH-JWT-ALG-OTHER': 'An IdP JWT signed with an algorithm other than RS256 (e.g. RS512 under a published key) is 401 [spec BYOIDP; checklist Authentication]',
+  'AUTH-JWT-SIGNATURE': 'A JWT under an unknown kid, another key with a known kid, or a tampered payload is 401 [spec BYOIDP: signed with RS256]',
+  'AUTH-JWT-EXP': 'A JWT with exp missing or past is 401 [spec BYOIDP; checklist Authentication]',
+  'AUTH-JWT-NBF': 'A JWT with nbf in the future is 401 [checklist Authentication]',
+  'AUTH-JWT-ISS': 'A JWT whose iss is not the configured issuer is 401 [spec BYOIDP; checklist Authentication]',
+  'AUTH-JWT-AUD': 'A JWT whose aud is not the configured audience is 401 [spec BYOIDP; checklist Authentication]',
+  'AUTH-JWT-AUD-ARRAY': 'An aud array that contains the configured audience is accepted [checklist Authentication]',
+  'AUTH-JWKS-COOLDOWN': 'A burst of tokens with unknown kid values fetches the JWKS at most once per cooldown [checklist Authentication]',
+  'AUTH-JWKS-ROTATE': 'A rotated IdP key is accepted after the JWKS refresh [checklist Authentication]',
+  'AUTH-JWKS-HANG': 'A slow or failing JWKS endpoint fails new kids fast while cached keys keep working [checklist Authentication]',
+  'AUTH-IDP-IMMEDIATE': 'IdP tokens are accepted immediately after the BYOIDP configuration is saved; changes apply on the next request [spec BYOIDP]',
+  'AUTH-IDP-MCP-ANY-TOKEN': 'On the tool endpoint any valid IdP token may call tools, whatever its role [spec REST interface: Tool endpoint any valid token]',
+  'AUTH-CROSS-ORG': "Another org's IdP token, OAuth token or API key at this org's endpoint is 401 [checklist Authentication]",
+  'AUTH-SLUG-ENUM': 'An unknown org slug answers exactly like a bad credential at a known one (no org enumeration) [checklist Authorization; decisions MCP endpoint]',
+  'AUTH-QUERY-STRING': 'Credentials in the query string are never accepted [checklist Authentication]',
+  'AUTH-HASHED-SECRETS': 'API keys and client secrets are stored only as hashes; the plaintext is shown once, at creation [spec Credentials; checklist Authentication]',
+  'AUTH-SCOPE-MCP-CALL': 'Scope mcp:call reaches every connector; a token without an mcp:call scope is 403 insufficient_scope on the tool endpoint [spec Scopes; decisions Credentials]',
+  'AUTH-APIKEY-CONNECTORS': 'An API key may be limited to connectors of its own org (others: 422 connector_not_found) and then reaches only those [spec Credentials]',
+
+  // Token endpoint
+  'TOKEN-ENDPOINT-ISSUE': 'POST /oauth/token (client_credentials) answers {access_token, token_type: Bearer, expires_in: 3600, scope}; the token lives 3600 s [spec Token endpoint, Limits]',
+  'TOKEN-ENDPOINT-SCOPE': 'A requested scope subset (e.g. mcp:call) is honoured in the response and the token [spec Token endpoint, Scopes]',
+  'TOKEN-ENDPOINT-ERRORS': 'A wrong secret, unknown or revoked client is 401 invalid_client; unsupported_grant_type, invalid_scope and invalid_request are 400; bodies are {error, error_description, message} [decisions Credentials and tokens (RFC 6749)]',
+
+  // REST interface
+  'REST-ROLES-MATRIX': "Every REST route against every kind of caller gives exactly the spec's role table; a route without a declared policy fails [spec REST interface; checklist Authorization (BFLA)]",
+  'REST-METHOD-SWAP': 'A method a path does not declare is 405 with Allow, whoever asks [checklist Authorization (method swaps)]',
+  'REST-BOLA': "Org A's credential against org B's org id, connector ids, tool ids or credential ids is 404 revealing nothing about B [checklist Authorization (BOLA)]",
+  'REST-BEARER-ONLY': 'Every /api/* endpoint requires Authorization: Bearer <token>; an API key is not accepted there [spec REST interface]',
+  'REST-ORG-MANAGE-SCOPE': 'A client-credentials token without org:manage is 403 insufficient_scope on /api/* [spec Authentication failures 403; decisions]',
+  'REST-ERROR-BODY': 'REST errors are {error: snake_case code, message} and disclose no stack trace or file path [spec REST errors]',
+  'REST-400-FIELD': 'A validation error is 400 validation_error naming the offending field [spec REST errors]',
+  'REST-404-NOT-FOUND': 'An unknown resource id is 404 with a specific code (connector_not_found, tool_not_found, ...) [spec REST errors]',
+
+  // Connectors
+  'CONN-CREATE': 'Creating a connector answers 201 with {id (uuid), name, type, status validating, allow_write, allow_ddl, created_at ISO UTC}; validation makes it active with tools [spec Connector; decisions]',
+  'CONN-TYPE-UNAVAILABLE': 'A database type without a driver here is 422 connector_type_unavailable; an unknown type is 400 [decisions Connectors]',
+  'CONN-LIST-NO-ARCHIVED': 'Archived connectors are not returned by GET /api/connectors [spec Connector]',
+  'CONN-ARCHIVE': 'DELETE /api/connectors/{id} answers {archived: true, id}; its tools leave the endpoint and stay gone after provisioning [spec Connector status]',
+  'CONN-REVALIDATE': "POST /api/connectors/{id}/revalidate answers {status: 'validating', id} at once and re-runs validation [spec Connector status]",
+  'CONN-PATCH-ALLOW-WRITE': 'PATCH allow_write / allow_ddl on a database connector changes what calls may do [spec Connectors PATCH]',
+  'CONN-PATCH-REVALIDATES': 'PATCH of config or credential re-validates the connector (failed when broken, active when fixed) [decisions Connectors]',
+  'CONN-CREDENTIAL-HIDDEN': 'A connector credential is never returned, never in a status reason, and sealed at rest [spec Connector; decisions Store]',
+
+  // Tools and tool settings
+  'TOOLS-REST-FIELDS': 'GET /api/mcp/{orgId}/tools lists each tool with the spec fields (id, tool_name, enabled, requires_approval, ...) and their defaults; ?connector_id= filters to one connector [spec Tool, Provisioning and tools]',
+  'TOOLS-DISABLED-HIDDEN': 'A disabled tool is hidden from tools/list and cannot be called [spec What the service does 5]',
+  'TOOLS-OVERRIDES': 'tool_name_override / tool_description_override change what agents see; clashes are 409 [spec Tool settings; decisions]',
+  'TOOLS-SCOPE-FILTER': "tools/list lists only the tools of the connectors the credential may use [spec tools/list]",
+  'TOOLS-APPROVAL-SETTINGS': 'requires_approval, approval_ttl_seconds and approval_emails are stored and returned; out-of-range values are 400 [spec Tool]',
+  'TOOLS-READ-ONLY': 'read_only on a tool of a write-allowed connector refuses writes [spec Tool settings]',
+  'TOOLS-NAMING': 'Database tools are named query_<type>_<table>, sanitised and unique within the org [spec Tool; decisions Tool names]',
+  'TOOLS-MULTI-INSTANCE': 'A tool setting changed on one instance applies on the next request on every instance [decisions Tool settings]',
+
+  // SQL guard and database execution
+  'SQL-SELECT-ONLY': 'Without write permission only SELECT is permitted; INSERT/UPDATE/DELETE/DDL are refused [spec tools/call: only SELECT permitted]',
+  'SQL-STACKED': 'Stacked statements that end the read-only transaction (COMMIT / END / SET ... READ WRITE), with or without leading comments, are refused and the table survives [checklist SQL]',
+  'SQL-WRITABLE-CTE': 'Writable CTEs are refused on a read-only tool [checklist SQL]',
+  'SQL-SELECT-INTO': 'SELECT ... INTO is refused [checklist SQL]',
+  'SQL-EXPLAIN-ANALYZE': 'EXPLAIN ANALYZE <dml> is refused [checklist SQL]',
+  'SQL-FOR-UPDATE': 'SELECT ... FOR UPDATE (row locks) is refused without write permission [checklist SQL]',
+  'SQL-MYSQL-OUTFILE': 'MySQL INTO OUTFILE / DUMPFILE is refused [checklist SQL]',
+  'SQL-MYSQL-EXEC-COMMENT': 'MySQL /*! ... */ executable comments are refused [checklist SQL]',
+  'SQL-COPY-PROGRAM': 'COPY ... TO PROGRAM is refused [checklist SQL]',
+  'SQL-SIDE-EFFECT-FUNCS': 'File and side-effect functions (pg_read_file, lo_export, setval, dblink_exec, LOAD_FILE, sleep) are refused [checklist SQL]',
+  'SQL-OTHER-TABLE': "A query that references a table other than its tool's table is refused [checklist SQL]",
+  'SQL-ONE-STATEMENT-PROTOCOL': 'Even past the guard, the protocol runs one statement and a read session cannot write [checklist SQL; decisions How reads stay read-only]',
+  'SQL-TIMEOUT': 'A runaway query is cancelled at the statement timeout, killed on the server, and the pooled connection is clean afterwards [checklist SQL]',
+  'SQL-ROW-CAP': 'Results are capped at the row limit with a truncation marker [checklist SQL]',
+  'SQL-BYTE-CAP': 'Results are capped at a byte cap with a truncation marker [checklist SQL]',
+  'SQL-LIMIT-ARG': 'The database tool inputSchema has required sql (string) and limit (integer, default 100, maximum 1000) [spec tools/call, Limits]',
+
+  // Limits
+  'LIMIT-PLAN-FIGURES': 'Plans carry the spec figures (starter 20,000/20, growth 50,000/50, scale unlimited/100); enterprise and standalone get their custom burst [spec Limits]',
+  'LIMIT-BURST-429': 'Over the burst limit a call gets HTTP 429 with an integer Retry-After of at least 1; the next second admits again [spec Errors, Limits]',
+  'LIMIT-BURST-MULTI-INSTANCE': 'N+1 concurrent calls against a limit of N spread over several instances: exactly N pass [checklist Limits]',
+  'LIMIT-REDIS-DOWN': 'With Redis down burst limiting falls back to a per-instance limiter, with no 5xx [checklist Limits]',
+  'LIMIT-QUOTA-NO-OVERSHOOT': 'Concurrent calls at quota-1 on several instances do not overshoot the monthly quota [checklist Limits]',
+  'LIMIT-QUOTA-ROLLOVER': 'The monthly quota rolls over at the period boundary [checklist Limits]',
+  'LIMIT-LIST-NOT-COUNTED': 'Only tools/call counts against the monthly quota; tools/list does not [spec Limits]',
+
+  // Outbound requests (JWKS URIs today)
+  'OUTBOUND-SSRF': 'Outbound targets in loopback, private, link-local or metadata ranges, in any spelling or by a DNS name that resolves there, are refused at save and at send unless an operator allow-list names them [checklist Outbound requests]',
+  'OUTBOUND-REDIRECT': 'Outbound redirects are refused, not followed [checklist Outbound requests]',
+  'OUTBOUND-TIMEOUT-SIZE': 'An outbound request that hangs times out; a body above the size cap is refused [checklist Outbound requests]',
+
+  // Provisioning, docs, audit
+  'PROVISION-STATUS': "An onboarded org is provisioned; GET /api/mcp/{orgId}/status answers {status, endpoint (absolute URL), toolCount} [spec What the service does 6, Provisioning and tools]",
+  'PROVISION-MANUAL': 'Provisioning can be triggered manually (POST /api/mcp/{orgId}/provision) and answers the status [spec What the service does 6; decisions]',
+  'DOCS-OFFLINE': 'The explorer at /docs renders the REST operations with no request leaving the machine [spec What the service does 8]',
+  'AUDIT-MANAGEMENT-ROW': 'A management change writes an audit row naming the actor [checklist Audit; decisions Not built yet]',
+} as const;
+
+export type RequirementId = keyof typeof REQUIREMENTS;
+
+/**
+ * Cites the requirements a test verifies. Call it inside the test body; test/requirements.test.ts finds the citations
+ * statically, and the type makes an unknown id a compile error.
+ */
+export function verifies(...ids: RequirementId[]): void {
+  for (const id of ids) if (!Object.hasOwn(REQUIREMENTS, id)) throw new Error(`unknown requirement id ${id}`);
+}
