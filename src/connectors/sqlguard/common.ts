@@ -1,4 +1,4 @@
-/** Helpers shared by the per-dialect SQL guards: refusal wording and a small verdict cache. */
+/** Helpers shared by the per-dialect SQL guards: refusal wording, a small verdict cache and AST basics. */
 
 import type { GuardOptions, GuardResult, StatementKind } from './types.ts';
 
@@ -9,6 +9,11 @@ export const MAX_SQL_LENGTH = 100_000;
 export function clip(text: string, max = 80): string {
   const oneLine = text.replace(/\s+/g, ' ').trim();
   return oneLine.length > max ? `${oneLine.slice(0, max - 1)}…` : oneLine;
+}
+
+/** The tool's table as `schema.name`, for refusals. */
+export function tableLabel(opts: GuardOptions): string {
+  return `${opts.table.schema}.${opts.table.name}`;
 }
 
 export function canWrite(opts: GuardOptions): boolean {
@@ -93,3 +98,13 @@ export class Refusal extends Error {
     super(detail);
   }
 }
+
+/** A parsed AST object (the parsers' JSON output). */
+export type AnyObj = Record<string, unknown>;
+
+export function isObj(v: unknown): v is AnyObj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The set of CTE names visible at the top of a statement: none. */
+export const EMPTY_SCOPE: ReadonlySet<string> = new Set();
