@@ -1,4 +1,5 @@
 /** The one configuration module: read once at start, validated at start, units in names. */
+import { parseOutboundPolicy } from './net/outbound.ts';
 
 export interface Config {
   port: number;
@@ -86,6 +87,12 @@ export function loadConfig(env: Env = process.env): Config {
   if (operatorToken !== null && operatorToken.length < 24) {
     throw new ConfigError('TOOLGATE_OPERATOR_TOKEN must be at least 24 characters');
   }
+  const outboundAllowHosts = listVar(env, 'TOOLGATE_OUTBOUND_ALLOW_HOSTS');
+  try {
+    parseOutboundPolicy({ allowHosts: outboundAllowHosts });
+  } catch (err) {
+    throw new ConfigError(`TOOLGATE_OUTBOUND_ALLOW_HOSTS: ${(err as Error).message}`);
+  }
   const logLevel = (env.TOOLGATE_LOG_LEVEL || 'info') as Config['logLevel'];
   if (!['silent', 'error', 'info', 'debug'].includes(logLevel)) {
     throw new ConfigError('TOOLGATE_LOG_LEVEL must be one of silent, error, info, debug');
@@ -102,7 +109,7 @@ export function loadConfig(env: Env = process.env): Config {
     accessTokenTtlSeconds: 3600,
     maxBodyBytes: intVar(env, 'TOOLGATE_MAX_BODY_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     allowedOrigins: listVar(env, 'TOOLGATE_ALLOWED_ORIGINS'),
-    outboundAllowHosts: listVar(env, 'TOOLGATE_OUTBOUND_ALLOW_HOSTS'),
+    outboundAllowHosts,
     statementTimeoutMs: intVar(env, 'TOOLGATE_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     lockTimeoutMs: intVar(env, 'TOOLGATE_LOCK_TIMEOUT_MS', 2000, 100, 600_000),
     maxResultRows: intVar(env, 'TOOLGATE_MAX_RESULT_ROWS', 1000, 1, 100_000),

@@ -31,18 +31,6 @@ export interface GatewayOptions {
   inMemory?: boolean;
 }
 
-const closers: Array<(deps: AppDeps) => Promise<void>> = [];
-/** Later modules register cleanup (pools, timers) to run when a gateway closes. */
-export function onGatewayClose(fn: (deps: AppDeps) => Promise<void>): void {
-  closers.push(fn);
-}
-
-const starters: Array<(deps: AppDeps) => Promise<void> | void> = [];
-/** Later modules register services to attach to deps when a gateway is created. */
-export function onGatewayStart(fn: (deps: AppDeps) => Promise<void> | void): void {
-  starters.push(fn);
-}
-
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
   const embedded = !config.databaseUrl;
   const keyText = config.secretKey ?? (embedded && !options.inMemory ? embeddedSecretKey(config.dataDir) : Buffer.from(randomSecret(32), 'base64url').toString('base64'));
@@ -75,7 +63,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   deps.jobs = new JobTracker();
   deps.limiter = config.redisUrl ? await createRedisLimiter({ url: config.redisUrl, log }) : createLocalLimiter();
   deps.usage = new UsageMeter(store.db);
-  for (const start of starters) await start(deps);
   const app = buildApp(deps);
   return {
     deps,
@@ -83,7 +70,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     handle: (request) => app.handle(request),
     close: async () => {
       await deps.jobs.idle();
-      for (const close of closers) await close(deps).catch(() => {});
       await closeAllConnectors();
       await deps.usage.close();
       await deps.limiter.close();

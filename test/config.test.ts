@@ -1,0 +1,47 @@
+/** The config module: defaults, and a clear error naming the variable for each bad value (checked at start). */
+import { describe, expect, test } from 'bun:test';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+describe('config', () => {
+  test('defaults: embedded store in ./data, port 8080, 1 MiB body cap, demo on', () => {
+    const config = loadConfig({});
+    expect(config.port).toBe(8080);
+    expect(config.publicUrl).toBe('http://localhost:8080');
+    expect(config.databaseUrl).toBeNull();
+    expect(config.dataDir).toBe('./data');
+    expect(config.maxBodyBytes).toBe(1_048_576);
+    expect(config.demo).toBe(true);
+    expect(config.accessTokenTtlSeconds).toBe(3600);
+  });
+
+  test('a PostgreSQL store turns the demo off by default and needs the shared secret key', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://db/toolgate' })).toThrow(/TOOLGATE_SECRET_KEY/);
+    const config = loadConfig({ DATABASE_URL: 'postgres://db/toolgate', TOOLGATE_SECRET_KEY: 'ab'.repeat(32) });
+    expect(config.demo).toBe(false);
+  });
+
+  const bad: Array<[string, Record<string, string>]> = [
+    ['PORT', { PORT: 'eighty' }],
+    ['PORT', { PORT: '70000' }],
+    ['TOOLGATE_PUBLIC_URL', { TOOLGATE_PUBLIC_URL: 'not a url' }],
+    ['TOOLGATE_PUBLIC_URL', { TOOLGATE_PUBLIC_URL: 'ftp://example.com' }],
+    ['DATABASE_URL', { DATABASE_URL: 'mysql://db/x' }],
+    ['TOOLGATE_SECRET_KEY', { TOOLGATE_SECRET_KEY: 'short' }],
+    ['TOOLGATE_OPERATOR_TOKEN', { TOOLGATE_OPERATOR_TOKEN: 'too-short' }],
+    ['REDIS_URL', { REDIS_URL: 'http://127.0.0.1:6379' }],
+    ['TOOLGATE_MAX_BODY_BYTES', { TOOLGATE_MAX_BODY_BYTES: '12' }],
+    ['TOOLGATE_STATEMENT_TIMEOUT_MS', { TOOLGATE_STATEMENT_TIMEOUT_MS: '1.5' }],
+    ['TOOLGATE_LOG_LEVEL', { TOOLGATE_LOG_LEVEL: 'loud' }],
+    ['TOOLGATE_OUTBOUND_ALLOW_HOSTS', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: 'https://idp.example.com/path' }],
+  ];
+  test.each(bad)('%s: a bad value stops start-up with an error naming it', (name, env) => {
+    let error: unknown;
+    try {
+      loadConfig(env);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toContain(name);
+  });
+});
