@@ -94,6 +94,7 @@ export const REQUIREMENTS = {
   'TOOLS-OVERRIDES': 'tool_name_override / tool_description_override change what agents see; clashes are 409 [spec Tool settings; decisions]',
   'TOOLS-SCOPE-FILTER': "tools/list lists only the tools of the connectors the credential may use [spec tools/list]",
   'TOOLS-APPROVAL-SETTINGS': 'requires_approval, approval_ttl_seconds and approval_emails are stored and returned; out-of-range values are 400 [spec Tool]',
+  'TOOLS-APPROVAL-FAIL-CLOSED': 'a tool flagged requires_approval never executes unapproved; until calls can be held, the call is refused with isError [checklist Authorization; decisions]',
   'TOOLS-READ-ONLY': 'read_only on a tool of a write-allowed connector refuses writes [spec Tool settings]',
   'TOOLS-NAMING': 'Database tools are named query_<type>_<table>, sanitised and unique within the org [spec Tool; decisions Tool names]',
   'TOOLS-MULTI-INSTANCE': 'A tool setting changed on one instance applies on the next request on every instance [decisions Tool settings]',

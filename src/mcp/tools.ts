@@ -86,6 +86,14 @@ export async function callTool(deps: AppDeps, org: McpOrg, principal: Principal,
   // Validation mutates a copy (defaults are filled in); the caller's object stays as sent.
   const input = structuredClone(args);
   if (!tool.validate(input)) throw invalidArguments(tool);
+  // Fail closed: a tool flagged for human approval never runs unapproved. Holding calls for approval is not built
+  // yet (docs/decisions.md), so such a call is refused rather than executed.
+  if (tool.requiresApproval) {
+    return {
+      isError: true,
+      content: [{ type: 'text', text: `${tool.name} requires human approval, and this gateway cannot hold calls for approval yet: the call was not executed.` }],
+    };
+  }
   // Only tools/call of a real tool counts against the monthly quota (not check_approval_status polling,
   // not calls refused above); the count is taken before the tool runs, so a used-up quota runs nothing.
   const quota = monthlyQuotaFor(org.plan);
