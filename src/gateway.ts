@@ -11,7 +11,7 @@ import type { AppDeps } from './http/context.ts';
 import { openStore } from './store/db.ts';
 import { CatalogCache } from './tools/catalog.ts';
 import { JobTracker } from './util/jobs.ts';
-import { createLocalLimiter, createRedisLimiter } from './limits/burst.ts';
+import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/burst.ts';
 import { UsageMeter } from './limits/usage.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
@@ -63,6 +63,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   deps.jobs = new JobTracker();
   deps.limiter = config.redisUrl ? await createRedisLimiter({ url: config.redisUrl, log }) : createLocalLimiter();
   deps.usage = new UsageMeter(store.db);
+  deps.localBurst = new LocalWindow();
   const app = buildApp(deps);
   return {
     deps,

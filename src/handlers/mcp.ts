@@ -63,6 +63,12 @@ function ownOrigin(publicUrl: string): string {
   return origin;
 }
 
+function rateLimited(retryAfterSeconds: number): Response {
+  return json({ error: 'rate_limited', message: 'The per-second burst limit of this plan is exceeded; retry after 1 second.' }, 429, {
+    'retry-after': String(retryAfterSeconds),
+  });
+}
+
 function rpcResponse(body: string, status = 200): Response {
   return new Response(body, { status, headers: JSON_TYPE });
 }
@@ -113,13 +119,11 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     }
     if (!org) throw unauthenticated('The API key is invalid or revoked.');
 
-    // Burst limit of the org's plan, shared by every instance (Redis); counted before any work is done.
-    const burst = await deps.limiter.take(org.id, burstLimitFor(org.plan, org.burstLimitPerSecond, config.customBurstPerSecond));
-    if (!burst.allowed) {
-      return json({ error: 'rate_limited', message: 'The per-second burst limit of this plan is exceeded; retry after 1 second.' }, 429, {
-        'retry-after': String(burst.retryAfterSeconds),
-      });
-    }
+    // Burst limit of the org's plan. Every authenticated request first passes this instance's window, before any
+    // work is done; tools/call (the calls that reach databases) is then counted exactly across instances below.
+    const burstLimit = burstLimitFor(org.plan, org.burstLimitPerSecond, config.customBurstPerSecond);
+    const local = deps.localBurst.take(org.id, burstLimit);
+    if (!local.allowed) return rateLimited(local.retryAfterSeconds);
 
     const contentType = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (contentType !== 'application/json') {
@@ -141,6 +145,10 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     if (message.kind === 'invalid') return rpcResponse(failure(message.id, { code: RpcCode.InvalidRequest, message: message.message }), 400);
     // Notifications and client responses need no answer (Streamable HTTP: 202, empty body).
     if (message.kind !== 'request') return new Response(null, { status: 202 });
+    if (message.method === 'tools/call') {
+      const shared = await deps.limiter.take(org.id, burstLimit);
+      if (!shared.allowed) return rateLimited(shared.retryAfterSeconds);
+    }
     return await answer(deps, org, principal, message.id, message.method, message.params);
   } catch (err) {
     if (err instanceof AppError) return restErrorResponse(err);

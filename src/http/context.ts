@@ -10,7 +10,7 @@ import type { CatalogCache } from '../tools/catalog.ts';
 import type { JobTracker } from '../util/jobs.ts';
 import type { OutboundPolicy } from '../net/outbound.ts';
 import type { IdpVerifier } from '../auth/idp/verifier.ts';
-import type { BurstLimiter } from '../limits/burst.ts';
+import type { BurstLimiter, LocalWindow } from '../limits/burst.ts';
 import type { UsageMeter } from '../limits/usage.ts';
 import type { OperationId } from '../../generated/operations.ts';
 
@@ -25,7 +25,10 @@ export interface AppDeps {
   jobs: JobTracker;
   outbound: OutboundPolicy;
   idpVerifier: IdpVerifier;
+  /** Shared (Redis) burst windows, exact across instances; used for tools/call. */
   limiter: BurstLimiter;
+  /** This instance's burst windows, applied to every authenticated MCP request. */
+  localBurst: LocalWindow;
   usage: UsageMeter;
 }
 

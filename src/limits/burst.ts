@@ -42,6 +42,11 @@ export function createLocalLimiter(now?: () => number): BurstLimiter {
 
 type Redis = ReturnType<typeof createClient>;
 
+/** Adds to a window and gives it a lifetime on first use: one command and one reply per org per turn. */
+const WINDOW_SCRIPT = `local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+if n == tonumber(ARGV[1]) then redis.call('EXPIRE', KEYS[1], 2) end
+return n`;
+
 export interface RedisLimiterOptions {
   url: string;
   log: Logger;
@@ -77,8 +82,7 @@ export async function createRedisLimiter(options: RedisLimiterOptions): Promise<
       timer = setTimeout(() => reject(new Error('redis timeout')), timeoutMs);
     });
     try {
-      const replies = await Promise.race([client.multi().incrBy(key, by).expire(key, 2).exec(), timeout]);
-      return Number(replies[0]);
+      return Number(await Promise.race([client.eval(WINDOW_SCRIPT, { keys: [key], arguments: [String(by)] }), timeout]));
     } finally {
       clearTimeout(timer);
     }
