@@ -21,6 +21,7 @@
  */
 import pg from 'pg';
 import postgres from 'postgres';
+import { PG, ROWS, seedItems, TABLE } from './seed.ts';
 import { SQL } from 'bun';
 import { cpus } from 'node:os';
 import { configurePostgresqlPools, postgresqlDriver } from '../src/connectors/postgresql/index.ts';
@@ -39,11 +40,8 @@ const WARMUP_S = Number(flag('warmup') ?? 1);
 const CALLERS = (flag('callers') ?? '16,64').split(',').map(Number);
 const ONLY = flag('only')?.split(',') ?? null;
 
-const PG = { host: '127.0.0.1', port: 5432, user: 'postgres' };
 /** The gateway's connector pool size (DEFAULT_POOL_SETTINGS.max), as in `npm run bench`. */
 const POOL_SIZE = 10;
-const ROWS = 10_000;
-const TABLE = 'items';
 const FROM_ID = 5000;
 const SELECT = `SELECT id, sku, name, price, qty FROM ${TABLE} WHERE id > $1 ORDER BY id LIMIT 10`;
 /** What an agent sends through the gateway: the same query with the value written in (bench/run.ts's SELECT). */
@@ -88,17 +86,7 @@ async function createDatabase(): Promise<string> {
   } finally {
     await admin.end({ timeout: 2 });
   }
-  const data = postgres({ ...PG, database: DATABASE, max: 1, onnotice: () => undefined });
-  try {
-    await data.unsafe(`CREATE TABLE ${TABLE} (
-      id integer PRIMARY KEY, sku text NOT NULL, name text NOT NULL, price numeric(10, 2) NOT NULL, qty integer NOT NULL)`);
-    await data.unsafe(`INSERT INTO ${TABLE}
-      SELECT g, 'SKU-' || lpad(g::text, 6, '0'), 'Item number ' || g, round((g % 997) * 1.25, 2), g % 50
-        FROM generate_series(1, ${ROWS}) AS g`);
-    await data.unsafe(`ANALYZE ${TABLE}`);
-  } finally {
-    await data.end({ timeout: 2 });
-  }
+  await seedItems(DATABASE);
   return version;
 }
 

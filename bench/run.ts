@@ -18,6 +18,7 @@
  */
 import autocannon, { type Result } from 'autocannon';
 import postgres from 'postgres';
+import { PG, ROWS, seedItems, TABLE } from './seed.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
@@ -39,12 +40,9 @@ const ONLY = flag('only')?.split(',') ?? null;
 /** Writes a CPU profile of the gateway process into this folder (bun --cpu-prof), for finding hot spots. */
 const PROFILE_DIR = flag('profile-gateway') || null;
 
-const PG = { host: '127.0.0.1', port: 5432, user: 'postgres' };
 const REDIS_URL = 'redis://127.0.0.1:6379';
 /** The gateway's connector pool size (DEFAULT_POOL_SETTINGS.max): the bare floor uses the same. */
 const POOL_SIZE = 10;
-const ROWS = 10_000;
-const TABLE = 'items';
 const TOOL = `query_postgresql_${TABLE}`;
 const SELECT = `SELECT id, sku, name, price, qty FROM ${TABLE} WHERE id > 5000 ORDER BY id LIMIT 10`;
 /** One response in SAMPLE_EVERY has its body checked for JSON-RPC errors / isError (cheap enough not to skew). */
@@ -163,17 +161,7 @@ async function createDatabases(): Promise<void> {
   } finally {
     await admin.end({ timeout: 2 });
   }
-  const data = postgres({ ...PG, database: DATA_DB, max: 1, onnotice: () => undefined });
-  try {
-    await data.unsafe(`CREATE TABLE ${TABLE} (
-      id integer PRIMARY KEY, sku text NOT NULL, name text NOT NULL, price numeric(10, 2) NOT NULL, qty integer NOT NULL)`);
-    await data.unsafe(`INSERT INTO ${TABLE}
-      SELECT g, 'SKU-' || lpad(g::text, 6, '0'), 'Item number ' || g, round((g % 997) * 1.25, 2), g % 50
-        FROM generate_series(1, ${ROWS}) AS g`);
-    await data.unsafe(`ANALYZE ${TABLE}`);
-  } finally {
-    await data.end({ timeout: 2 });
-  }
+  await seedItems(DATA_DB);
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -108,3 +108,23 @@ export function isObj(v: unknown): v is AnyObj {
 
 /** The set of CTE names visible at the top of a statement: none. */
 export const EMPTY_SCOPE: ReadonlySet<string> = new Set();
+
+/** A dialect's guard entry: non-strings refused, verdicts cached (frozen) by text and options. */
+export function cachedGuard(decide: (sql: string, opts: GuardOptions) => GuardResult): {
+  guard: (sql: string, opts: GuardOptions) => GuardResult;
+  clear: () => void;
+} {
+  const cache = new VerdictCache();
+  return {
+    guard(sql, opts) {
+      if (typeof sql !== 'string') return refuse(opts, tableLabel(opts), 'the query is not a string');
+      const key = VerdictCache.key(sql, opts);
+      const hit = cache.get(key);
+      if (hit !== undefined) return hit;
+      const verdict = Object.freeze(decide(sql, opts));
+      cache.set(key, verdict);
+      return verdict;
+    },
+    clear: () => cache.clear(),
+  };
+}

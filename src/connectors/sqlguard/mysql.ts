@@ -56,7 +56,7 @@ import {
   EMPTY_SCOPE,
   MAX_SQL_LENGTH,
   Refusal,
-  VerdictCache,
+  cachedGuard,
   allow,
   canDdl,
   canWrite,
@@ -160,26 +160,16 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
   }
 }
 
-const cache = new VerdictCache();
+const cached = cachedGuard(decide);
 
 /**
  * Decides whether `sql` may run on a MySQL or MariaDB tool bound to `opts.table`, where
  * `opts.table.schema` is the database name.
  */
-export function guardMysqlSql(sql: string, opts: GuardOptions): GuardResult {
-  if (typeof sql !== 'string') return refuse(opts, tableLabel(opts), 'the query is not a string');
-  const key = VerdictCache.key(sql, opts);
-  const hit = cache.get(key);
-  if (hit !== undefined) return hit;
-  const verdict = Object.freeze(decide(sql, opts));
-  cache.set(key, verdict);
-  return verdict;
-}
+export const guardMysqlSql: (sql: string, opts: GuardOptions) => GuardResult = cached.guard;
 
 /** For tests and benchmarks: forget cached verdicts. */
-export function clearMysqlGuardCache(): void {
-  cache.clear();
-}
+export const clearMysqlGuardCache: () => void = cached.clear;
 
 /** The parser is ready once this module is imported; kept for callers that want an explicit await. */
 export async function initMysqlGuard(): Promise<void> {

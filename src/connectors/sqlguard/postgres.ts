@@ -52,7 +52,7 @@ import {
   EMPTY_SCOPE,
   MAX_SQL_LENGTH,
   Refusal,
-  VerdictCache,
+  cachedGuard,
   allow,
   canDdl,
   canWrite,
@@ -198,26 +198,16 @@ function checkDdl(type: string, node: AnyObj, st: WalkState): void {
   }
 }
 
-const cache = new VerdictCache();
+const cached = cachedGuard(decide);
 
 /**
  * Decides whether `sql` may run on a PostgreSQL tool bound to `opts.table`.
  * Synchronous: the WASM parser is loaded when this module is imported.
  */
-export function guardPostgresSql(sql: string, opts: GuardOptions): GuardResult {
-  if (typeof sql !== 'string') return refuse(opts, tableLabel(opts), 'the query is not a string');
-  const key = VerdictCache.key(sql, opts);
-  const hit = cache.get(key);
-  if (hit !== undefined) return hit;
-  const verdict = Object.freeze(decide(sql, opts));
-  cache.set(key, verdict);
-  return verdict;
-}
+export const guardPostgresSql: (sql: string, opts: GuardOptions) => GuardResult = cached.guard;
 
 /** For tests and benchmarks: forget cached verdicts. */
-export function clearPostgresGuardCache(): void {
-  cache.clear();
-}
+export const clearPostgresGuardCache: () => void = cached.clear;
 
 /** The parser is ready once this module is imported; kept for callers that want an explicit await. */
 export async function initPostgresGuard(): Promise<void> {
