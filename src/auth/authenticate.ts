@@ -3,7 +3,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import { decodeJwt } from 'jose';
 import { forbidden, unauthenticated } from '../errors.ts';
 import type { Db } from '../store/db.ts';
-import { findActiveApiKey, isClientActive, MANAGE_SCOPE, MCP_SCOPE } from './credentials.ts';
+import { isClientActive, MANAGE_SCOPE, MCP_SCOPE } from './credentials.ts';
 import type { Principal, Role } from './principal.ts';
 import type { TokenSigner } from './signing.ts';
 
@@ -85,10 +85,11 @@ export class Authenticator {
     return { orgId: user.orgId, kind: 'idp_user', actorId: user.subject, email: user.email, roles: user.roles, orgLevel: false, connectorIds: null };
   }
 
-  /** The MCP endpoint of one org: an API key, a gateway token with an mcp:call scope, or the org's IdP token. */
-  async mcp(request: Request, orgId: string): Promise<Principal> {
-    const apiKey = request.headers.get('x-api-key');
-    if (apiKey !== null) return this.apiKeyPrincipal(orgId, await findActiveApiKey(this.db, apiKey.trim()));
+  /**
+   * The MCP endpoint of one org, for a bearer token: a gateway token with an mcp:call scope, or the org's IdP token.
+   * (X-API-Key requests are looked up by the endpoint itself, org and key in one batched query: see mcp/lookup.ts.)
+   */
+  async mcpBearer(request: Request, orgId: string): Promise<Principal> {
     const token = bearerToken(request);
     if (!token) throw unauthenticated('A credential is required: X-API-Key or Authorization: Bearer.', token !== null);
     if (isGatewayToken(token, this.signer.issuer)) {

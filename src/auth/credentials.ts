@@ -1,7 +1,7 @@
 /** API keys and OAuth clients: issued with a secret shown once, stored only as hashes, revoked immediately. */
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import type { Queryable } from '../store/db.ts';
-import { apiKeys, oauthClients, orgs } from '../store/schema.ts';
+import { apiKeys, oauthClients } from '../store/schema.ts';
 import { hashSecret, randomSecret } from '../util/crypto.ts';
 import { randomBytes } from 'node:crypto';
 
@@ -76,23 +76,6 @@ export function preparedFor<D extends object, P>(cache: WeakMap<D, P>, db: D, bu
     cache.set(db, prepared);
   }
   return prepared;
-}
-
-const activeKeyByHash = (db: Queryable) =>
-  db
-    .select({ id: apiKeys.id, orgId: apiKeys.orgId, connectorIds: apiKeys.connectorIds, orgSlug: orgs.slug })
-    .from(apiKeys)
-    .innerJoin(orgs, eq(orgs.id, apiKeys.orgId))
-    .where(and(eq(apiKeys.keyHash, sql.placeholder('keyHash')), isNull(apiKeys.revokedAt)))
-    .prepare('toolgate_active_api_key');
-const activeKeyQueries = new WeakMap<Queryable, ReturnType<typeof activeKeyByHash>>();
-
-/** Looks a presented key up by its hash (an indexed equality on a digest: no timing signal about the secret). */
-export async function findActiveApiKey(db: Queryable, key: string) {
-  const keyHash = apiKeyDigest(key);
-  if (keyHash === null) return undefined;
-  const [row] = await preparedFor(activeKeyQueries, db, activeKeyByHash).execute({ keyHash });
-  return row;
 }
 
 export async function createOAuthClient(db: Queryable, orgId: string, input: { name: string; scopes: string[] }) {

@@ -115,7 +115,7 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     if (apiKey !== null) ({ org, principal } = await orgWithApiKey(deps, params.orgSlug!, apiKey));
     else {
       org = await findMcpOrg(deps.store.db, params.orgSlug!);
-      principal = await deps.auth.mcp(request, org?.id ?? NO_ORG);
+      principal = await deps.auth.mcpBearer(request, org?.id ?? NO_ORG);
     }
     if (!org) throw unauthenticated('The API key is invalid or revoked.');
 
