@@ -21,7 +21,7 @@
  */
 import pg from 'pg';
 import postgres from 'postgres';
-import { PG, ROWS, seedItems, TABLE } from './seed.ts';
+import { cleanupOnExit, PG, ROWS, seedItems, TABLE } from './common.ts';
 import { SQL } from 'bun';
 import { cpus } from 'node:os';
 import { configurePostgresqlPools, postgresqlDriver } from '../src/connectors/postgresql/index.ts';
@@ -52,26 +52,12 @@ const URL_ = `postgres://${PG.user}@${PG.host}:${PG.port}/${DATABASE}`;
 // ---------------------------------------------------------------------------------------------------
 // Database and clean-up
 
-const cleanups: Array<() => Promise<void>> = [];
-let cleaning: Promise<void> | null = null;
-
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const fn of cleanups.reverse()) await fn().catch((err) => console.error(`bench: clean-up failed: ${String(err)}`));
-  })();
-  return cleaning;
-}
-
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    console.error(`bench: ${signal}, cleaning up`);
-    void cleanup().then(() => process.exit(130));
-  });
-}
+const exit = cleanupOnExit();
+const cleanup = exit.run;
 
 async function createDatabase(): Promise<string> {
   const admin = postgres({ ...PG, database: 'postgres', max: 1, onnotice: () => undefined });
-  cleanups.push(async () => {
+  exit.add(async () => {
     const drop = postgres({ ...PG, database: 'postgres', max: 1, onnotice: () => undefined });
     try {
       await drop.unsafe(`DROP DATABASE IF EXISTS "${DATABASE}" WITH (FORCE)`);

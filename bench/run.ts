@@ -18,7 +18,7 @@
  */
 import autocannon, { type Result } from 'autocannon';
 import postgres from 'postgres';
-import { PG, ROWS, seedItems, TABLE } from './seed.ts';
+import { cleanupOnExit, PG, ROWS, seedItems, TABLE } from './common.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
@@ -63,25 +63,12 @@ const DATA_DB = `toolgate_bench_data_${suffix}`;
 // Processes and clean-up
 
 const children: Subprocess[] = [];
-const cleanups: Array<() => Promise<void>> = [];
-let cleaning: Promise<void> | null = null;
-
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const child of children) child.kill('SIGTERM');
-    await Promise.race([Promise.all(children.map((c) => c.exited)), Bun.sleep(5000)]);
-    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-    for (const fn of cleanups.reverse()) await fn().catch((err) => console.error(`bench: clean-up failed: ${String(err)}`));
-  })();
-  return cleaning;
-}
-
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    console.error(`bench: ${signal}, cleaning up`);
-    void cleanup().then(() => process.exit(130));
-  });
-}
+const exit = cleanupOnExit(async () => {
+  for (const child of children) child.kill('SIGTERM');
+  await Promise.race([Promise.all(children.map((c) => c.exited)), Bun.sleep(5000)]);
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+});
+const cleanup = exit.run;
 
 async function freePort(): Promise<number> {
   const server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response() });
@@ -101,7 +88,7 @@ function spawn(name: string, script: string, env: Record<string, string>, bunArg
   });
   children.push(child);
   void child.exited.then((code) => {
-    if (!cleaning && code !== 0) console.error(`bench: ${name} exited with code ${code}`);
+    if (!exit.started() && code !== 0) console.error(`bench: ${name} exited with code ${code}`);
   });
   return child;
 }
@@ -147,7 +134,7 @@ async function waitForHttp(url: string, timeoutMs = 20_000): Promise<void> {
 
 async function createDatabases(): Promise<void> {
   const admin = postgres({ ...PG, database: 'postgres', max: 1, onnotice: () => undefined });
-  cleanups.push(async () => {
+  exit.add(async () => {
     const drop = postgres({ ...PG, database: 'postgres', max: 1, onnotice: () => undefined });
     try {
       for (const db of [STORE_DB, DATA_DB]) await drop.unsafe(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
