@@ -13,6 +13,7 @@ import { CatalogCache } from './tools/catalog.ts';
 import { JobTracker } from './util/jobs.ts';
 import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/burst.ts';
 import { UsageMeter } from './limits/usage.ts';
+import { DomainEvents } from './events/index.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
@@ -64,6 +65,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   deps.limiter = config.redisUrl ? await createRedisLimiter({ url: config.redisUrl, log }) : createLocalLimiter();
   deps.usage = new UsageMeter(store.db);
   deps.localBurst = new LocalWindow();
+  deps.events = new DomainEvents();
   const app = buildApp(deps);
   return {
     deps,

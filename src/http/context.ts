@@ -12,6 +12,7 @@ import type { OutboundPolicy } from '../net/outbound.ts';
 import type { IdpVerifier } from '../auth/idp/verifier.ts';
 import type { BurstLimiter, LocalWindow } from '../limits/burst.ts';
 import type { UsageMeter } from '../limits/usage.ts';
+import type { DomainEvents } from '../events/index.ts';
 import type { OperationId } from '../../generated/operations.ts';
 
 export interface AppDeps {
@@ -30,6 +31,8 @@ export interface AppDeps {
   /** This instance's burst windows, applied to every authenticated MCP request. */
   localBurst: LocalWindow;
   usage: UsageMeter;
+  /** Domain events (approval.*, tool.called): the audit log and the webhook outbox subscribe here. */
+  events: DomainEvents;
 }
 
 export interface RequestContext<Body = unknown> {
