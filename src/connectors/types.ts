@@ -45,6 +45,8 @@ export interface ExecutionLimits {
   maxRows: number;
   /** Cap on the UTF-8 size of the result text. */
   maxResultBytes: number;
+  /** PostgreSQL: how long a server-side resolution verdict is reused (postgresql/resolution.ts); default 30 s, 0 = every call. */
+  resolutionCacheTtlMs?: number;
 }
 
 /** Everything a driver needs to run one call. */

@@ -118,6 +118,7 @@ export async function callTool(deps: AppDeps, org: McpOrg, principal: Principal,
       lockTimeoutMs: config.lockTimeoutMs,
       maxRows: config.maxResultRows,
       maxResultBytes: config.maxResultBytes,
+      resolutionCacheTtlMs: config.pgResolutionCacheTtlSeconds * 1000,
     },
   });
 }

@@ -6,6 +6,7 @@ import { isRefusal, prepareCall, type Dialect } from '../shared/prepare.ts';
 import { pgCallErrorText, type PgErrorContext } from './errors.ts';
 import type { PgPool, PgSession } from './pool.ts';
 import { runPgFast, runPgStatement, type PgRunOutcome } from './run.ts';
+import { checkPgResolution, PG_RESOLUTION_DEFAULT_TTL_MS, ResolutionUnavailable } from './resolution.ts';
 
 const PG_DIALECT: Dialect = {
   name: 'postgresql',
@@ -60,7 +61,7 @@ function shouldPrepare(pool: PgPool, statement: string): boolean {
 export async function executePg(pool: PgPool, tool: ToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
   const prepared = prepareCall(PG_DIALECT, tool, args, ctx);
   if (isRefusal(prepared)) return prepared;
-  const { statement, write, maxRows } = prepared;
+  const { statement, write, kind, maxRows } = prepared;
   const errCtx: PgErrorContext = {
     config: ctx.config,
     credential: ctx.credential,
@@ -70,6 +71,18 @@ export async function executePg(pool: PgPool, tool: ToolSpec, args: Record<strin
   };
   try {
     const session: PgSession = { statementTimeoutMs: ctx.limits.statementTimeoutMs, lockTimeoutMs: ctx.limits.lockTimeoutMs, schema: tool.target.schema };
+    // --- server-side resolution check (resolution.ts): what the server resolves the text to, cached per pool ---
+    const resolved = await checkPgResolution(pool, {
+      statement,
+      kind: kind === 'ddl' ? 'ddl' : write ? 'write' : 'read',
+      schema: tool.target.schema,
+      table: tool.target.table,
+      statementTimeoutMs: session.statementTimeoutMs,
+      lockTimeoutMs: session.lockTimeoutMs,
+      ttlMs: ctx.limits.resolutionCacheTtlMs ?? PG_RESOLUTION_DEFAULT_TTL_MS,
+    });
+    if (!resolved.ok) return errorResult(resolved.reason);
+    // --- end of the resolution check ---
     const out: PgRunOutcome =
       !write && fastPathFits(pool, session)
         ? {
@@ -83,6 +96,7 @@ export async function executePg(pool: PgPool, tool: ToolSpec, args: Record<strin
         : await runPgStatement(pool.sql, statement, { readOnly: !write, ...session, signal: ctx.signal });
     return rowsResult(out.rows, maxRows, ctx.limits.maxResultBytes, write ? (out.count ?? 0) : undefined);
   } catch (err) {
+    if (err instanceof ResolutionUnavailable) return errorResult(err.message);
     return errorResult(pgCallErrorText(err, errCtx));
   }
 }
