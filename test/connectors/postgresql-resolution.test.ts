@@ -28,6 +28,7 @@ const FIXTURES = `
   create table items (id int primary key, name text, status mood, qty int, color color);
   insert into items values (1, 'apple', 'happy', 3, 'red'), (2, 'pear', 'sad', 4, 'green');
   create table notes (id int primary key, body text);
+  create table scratch (id int);
   insert into notes values (1, 'note');
   create table secrets (s text);
   insert into secrets values ('${SECRET}');
@@ -53,6 +54,11 @@ const FIXTURES = `
   create table shadow.things (id int, name text);
   insert into shadow.things values (1, 'thing');
   create function shadow.lower(text) returns text language plpgsql as $$ begin perform public.mark(); return (select s from public.secrets limit 1); end $$;
+  create function shadow.eqleak(int, int) returns boolean language plpgsql as $$ begin perform public.mark(); raise exception '%', (select s from public.secrets limit 1); end $$;
+  create operator shadow.= (leftarg = int, rightarg = int, function = shadow.eqleak);
+  create domain shadow.int4 as int check (shadow.eqleak(value, value));
+  create table shadow.plain (id int, name text);
+  insert into shadow.plain values (1, 'plain');
   create extension pg_trgm;
   analyze items; analyze secrets;
 `;
@@ -200,6 +206,12 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
       }
       const ok = await run('ALTER TABLE notes ADD CONSTRAINT c3 CHECK (id > 0)', d, 'notes');
       expect(ok.isError, text(ok)).toBeFalsy();
+      // DDL may recreate the tool's table after dropping it.
+      for (const sql of ['DROP TABLE scratch', 'CREATE TABLE scratch (id int CHECK (id > 0), v text DEFAULT \'x\' || \'y\')', 'INSERT INTO scratch (id) VALUES (1)']) {
+        const r = await run(sql, ctx({ allowDdl: true, allowWrite: true }), 'scratch');
+        expect(r.isError, `${sql}: ${text(r)}`).toBeFalsy();
+      }
+      expect(Array.from(await db.unsafe('select id, v from scratch'))).toEqual([{ id: 1, v: 'xy' }] as never);
     });
   });
 
@@ -232,6 +244,28 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
       await expectNoLeak('SELECT lower(name) FROM things', ctx(), 'things', 'shadow');
       await expectNoLeak('SELECT lower(name) FROM shadow.things', ctx(), 'things', 'shadow');
     });
+    test.each([
+      ['= in WHERE', 'SELECT * FROM things WHERE id = 1'],
+      ['IN list', 'SELECT * FROM things WHERE id IN (1, 2)'],
+      ['IN subquery', 'SELECT * FROM things WHERE id IN (SELECT id FROM things)'],
+      ['= ANY(array)', "SELECT * FROM things WHERE id = ANY('{1}')"],
+      ['IS DISTINCT FROM', 'SELECT * FROM things WHERE id IS DISTINCT FROM 1'],
+      ['NULLIF', 'SELECT NULLIF(id, 1) FROM things'],
+      ['simple CASE', "SELECT CASE id WHEN 1 THEN 'a' END FROM things"],
+      ['JOIN USING', 'SELECT * FROM things a JOIN things b USING (id)'],
+      ['NATURAL JOIN', 'SELECT * FROM things NATURAL JOIN things x'],
+      ['row comparison', 'SELECT * FROM things WHERE (id, id) = (1, 1)'],
+      ['type name shadowed by a domain with a CHECK', 'SELECT id::int4 FROM things'],
+    ])('a user operator or type in the tool schema that beats the built-in one: %s', async (_name, sql) => {
+      await expectNoLeak(sql, ctx(), 'things', 'shadow');
+    });
+
+    test('the keyword spelling of a type is pg_catalog-qualified by the parser and stays usable', async () => {
+      const r = await run('SELECT id::integer AS i, upper(name) AS u FROM plain', ctx(), 'plain', 'shadow');
+      expect(r.isError, text(r)).toBeFalsy();
+      expect((r.structuredContent as { rows: unknown[] }).rows).toEqual([{ i: 1, u: 'PLAIN' }]);
+    });
+
     test('the same built-in works on a schema without a shadow', async () => {
       const r = await run('SELECT lower(body) AS l FROM notes', ctx(), 'notes');
       expect(r.isError, text(r)).toBeFalsy();

@@ -183,7 +183,8 @@ async function analyse(pool: PgPool, req: ResolutionRequest): Promise<{ verdict:
   // A tool table named like a catalog relation: cached verdicts would outlive a DROP of the table, after which the
   // unqualified name would resolve to the catalog relation (pinned, so never in pg_depend). Check every call.
   const cacheable = !row.shadowed;
-  if (!row.own) {
+  // DDL may (re)create the tool's table; other statements on a missing table could only resolve elsewhere.
+  if (!row.own && req.kind !== 'ddl') {
     return { verdict: { ok: false, reason: `The table ${req.schema}.${req.table} of this tool does not exist (any more); ask an admin to refresh the connector's tools.` }, cacheable };
   }
   const foreign = (row.foreign ?? []).filter((x): x is string => typeof x === 'string').sort();
