@@ -85,7 +85,7 @@ export async function checkPgResolution(pool: PgPool, req: ResolutionRequest): P
   if (!cache) caches.set(pool, (cache = new Map()));
   const now = Date.now();
   const hit = cache.get(key);
-  if (hit && hit.expires > now) {
+  if (hit && hit.expires > now && req.ttlMs > 0) {
     cache.delete(key);
     cache.set(key, hit);
     return hit.verdict;
