@@ -167,8 +167,24 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
       ['extension function', "SELECT similarity(name, 'x') FROM items"],
       ['user function called by name', 'SELECT leak(i) FROM items i'],
       ['user function qualified', 'SELECT public.leak(i) FROM items i'],
+      // Attribute notation reaches built-ins too (pinned, so not in pg_depend): the analysed tree is checked.
+      ['built-in via attribute notation on a constant', `SELECT (${LOCK_KEY}).pg_advisory_lock FROM items`],
+      ['built-in via attribute notation on an expression', `SELECT (i.id + ${LOCK_KEY - 1}).pg_advisory_lock FROM items i`],
+      ['built-in via attribute notation in WHERE', `SELECT id FROM items i WHERE (i.id * 0 + ${LOCK_KEY}).pg_advisory_lock IS NULL`],
+      ['built-in via attribute notation in ORDER BY', `SELECT id FROM items i ORDER BY (${LOCK_KEY}::bigint).pg_advisory_lock`],
+      ['pg_typeof via attribute notation on the row', 'SELECT i.pg_typeof FROM items i'],
+      ['pg_typeof via attribute notation on a column', 'SELECT (i.name).pg_typeof FROM items i'],
+      ['pg_column_size via attribute notation', 'SELECT (i).pg_column_size FROM items i'],
+      ['three-part column reference', 'SELECT items.name.pg_typeof FROM items'],
     ])('%s', async (_name, sql) => {
       await expectNoLeak(sql);
+    });
+
+    test('a file-reading built-in via attribute notation does not run', async () => {
+      const host = (await Bun.file('/etc/hostname').text()).trim();
+      const out = await expectNoLeak("SELECT ('/etc/hostname').pg_read_file FROM items");
+      expect(out).toContain('pg_read_file');
+      if (host.length > 3) expect(out).not.toContain(host);
     });
 
     test('the refusal names what the server resolved to', async () => {
@@ -221,6 +237,9 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
       ['enum literal cast is refused by the guard, but the comparison is fine', "SELECT id FROM items WHERE color IN ('green')", '"id":2'],
       ['allowed function on text', 'SELECT lower(name) AS l FROM items ORDER BY id', 'apple'],
       ['column via (alias).name', 'SELECT (i).name FROM items i ORDER BY id', 'pear'],
+      ['an allowed built-in via attribute notation', 'SELECT (i.name).upper AS u FROM items i ORDER BY id', 'APPLE'],
+      ['SQL-syntax functions and casts', "SELECT extract(year FROM now()), substring(name FROM 1 FOR 2), trim(both FROM name), position('p' IN name), id::numeric, qty::float8 FROM items", 'ap'],
+      ['window and aggregate functions', 'SELECT id, row_number() OVER (ORDER BY id), sum(qty) OVER () FROM items', '"row_number"'],
       ['aggregates and GROUP BY', 'SELECT color, count(*) FROM items GROUP BY color ORDER BY 2', 'red'],
       ['whole row to JSON', 'SELECT row_to_json(i) AS j FROM items i WHERE id = 1', 'apple'],
       ['built-in casts', "SELECT id::text, '2024-01-01'::date, qty::numeric(10,2), '{}'::jsonb FROM items", '2024-01-01'],

@@ -30,6 +30,7 @@
  */
 import type postgres from 'postgres';
 import { scanSync } from 'libpg-query';
+import { SAFE_FUNCTIONS } from '../sqlguard/postgres-functions.ts';
 import { searchPath, type PgPool } from './pool.ts';
 
 export type ResolutionVerdict = { ok: true } | { ok: false; reason: string };
@@ -106,6 +107,9 @@ export async function checkPgResolution(pool: PgPool, req: ResolutionRequest): P
 interface DependencyRow {
   /** The tool's relation exists (resolved by schema and name). */
   own: boolean;
+  /** Function calls found in the analysed tree, and call nodes counted (must be equal); reads and writes only. */
+  calls?: number;
+  call_nodes?: number;
   /** A pg_catalog relation has the tool table's name. */
   shadowed: boolean;
   /** Objects outside what the tool may reach, described for the refusal. */
@@ -113,6 +117,23 @@ interface DependencyRow {
 }
 
 const FUNCTION_NAME = 'pg_temp.toolgate_resolution';
+
+/*
+ * The analysed statement as the server stored it (pg_proc.prosqlbody, a pg_node_tree) names every function it will
+ * call by OID, built-ins included, which pg_depend leaves out: attribute notation on any value reaches built-ins
+ * too (`(id).pg_terminate_backend`, `('/etc/passwd').pg_read_file`, `t.pg_typeof`). So every function called (a
+ * FUNCEXPR whose funcformat is 0, an explicit call or attribute notation, or 3, SQL syntax such as EXTRACT; and
+ * every aggregate and window function) must be a built-in of pg_catalog on the guard's allow-list; cast functions
+ * (funcformat 1 and 2) must be built-in. Node text is matched with regular expressions: a name or alias in the
+ * tree has its braces escaped with a backslash (outToken), so it can only add matches (refusals), never hide a node;
+ * and the number of detailed matches must equal the number of such nodes, so a change of the tree format in another
+ * server version refuses instead of letting calls through unchecked. The patterns are inlined as dollar-quoted
+ * literals (no escape processing whatever standard_conforming_strings says).
+ */
+const FUNCEXPR_RE = String.raw`(?<!\\)\{FUNCEXPR :funcid (\d+) :funcresulttype \d+ :funcretset \w+ :funcvariadic \w+ :funcformat (\d+)`;
+const AGG_WINDOW_RE = String.raw`(?<!\\)\{(?:AGGREF :aggfnoid|WINDOWFUNC :winfnoid) (\d+)`;
+const CALL_NODES_RE = String.raw`(?<!\\)\{(FUNCEXPR|AGGREF|WINDOWFUNC) `;
+const ALLOWED_FUNCTIONS = [...SAFE_FUNCTIONS];
 
 /**
  * Lists what the temporary function depends on that the tool may not reach. Types allowed: the tool's row type and
@@ -133,8 +154,18 @@ const DEPENDENCIES_SQL = `
   dep as (
     select d.refclassid, d.refobjid from pg_catalog.pg_depend d
      where d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-       and d.objid = '${FUNCTION_NAME}()'::pg_catalog.regprocedure)
+       and d.objid = '${FUNCTION_NAME}()'::pg_catalog.regprocedure),
+  body as (
+    select p.prosqlbody::text as tree from pg_catalog.pg_proc p where p.oid = '${FUNCTION_NAME}()'::pg_catalog.regprocedure),
+  calls as (
+    select m[1]::oid as fn, m[2] as format from body, pg_catalog.regexp_matches(body.tree, $re$${FUNCEXPR_RE}$re$, 'g') m
+    union all
+    select m[1]::oid, 'call' from body, pg_catalog.regexp_matches(body.tree, $re$${AGG_WINDOW_RE}$re$, 'g') m),
+  nodes as (
+    select count(*) as n from body, pg_catalog.regexp_matches(body.tree, $re$${CALL_NODES_RE}$re$, 'g') m)
   select exists (select 1 from own) as own,
+         (select count(*) from calls)::int as calls,
+         (select n from nodes)::int as call_nodes,
          exists (select 1 from pg_catalog.pg_class c where c.relnamespace = 'pg_catalog'::pg_catalog.regnamespace and c.relname = $2) as shadowed,
          (select pg_catalog.array_agg(distinct x) from (
             select case d.refclassid
@@ -150,7 +181,14 @@ const DEPENDENCIES_SQL = `
                and not (d.refclassid = 'pg_catalog.pg_type'::pg_catalog.regclass and d.refobjid in (select t from own_types_all))
                and not (d.refclassid = 'pg_catalog.pg_namespace'::pg_catalog.regclass and d.refobjid = pg_catalog.pg_my_temp_schema())
                and d.refclassid not in ('pg_catalog.pg_collation'::pg_catalog.regclass, 'pg_catalog.pg_ts_config'::pg_catalog.regclass,
-                                        'pg_catalog.pg_ts_dict'::pg_catalog.regclass)) f) as foreign`;
+                                        'pg_catalog.pg_ts_dict'::pg_catalog.regclass)
+            union all
+            select 'function ' || c.fn::pg_catalog.regprocedure::text
+              from calls c left join pg_catalog.pg_proc f on f.oid = c.fn
+             where not coalesce(f.oid < 16384 and f.pronamespace = 'pg_catalog'::pg_catalog.regnamespace
+                                and (c.format in ('1', '2') or f.proname = any($3::text[])), false)) f) as foreign`;
+
+
 
 /**
  * For DDL: user-defined functions or operators named like a word or operator of the statement, and user casts (with a
@@ -218,7 +256,9 @@ async function dependencies(pool: PgPool, req: ResolutionRequest): Promise<Depen
     const create = `create function ${FUNCTION_NAME}() returns void language sql\nbegin atomic\n${req.statement}\n;\nend`;
     const begin = conn.unsafe(setup).execute();
     const created = conn.unsafe(create, [], { prepare: false, simple: false } as postgres.UnsafeQueryOptions).execute();
-    const deps = conn.unsafe<DependencyRow[]>(DEPENDENCIES_SQL, [req.schema, req.table], { prepare: false }).execute();
+    const deps = conn
+      .unsafe<DependencyRow[]>(DEPENDENCIES_SQL, [req.schema, req.table, ALLOWED_FUNCTIONS], { prepare: false })
+      .execute();
     const end = conn.unsafe('rollback').execute();
     const [b, c, d, e] = await Promise.allSettled([begin, created, deps, end]);
     if (b.status === 'rejected') throw unavailable(b.reason);
@@ -227,6 +267,7 @@ async function dependencies(pool: PgPool, req: ResolutionRequest): Promise<Depen
     if (e.status === 'rejected') await conn.unsafe('rollback').catch(() => undefined);
     const row = d.value[0];
     if (!row) throw new ResolutionUnavailable('the dependency query returned nothing');
+    if (row.calls !== row.call_nodes) throw new ResolutionUnavailable(`the server's query tree has a format this check does not know (${row.calls} of ${row.call_nodes} calls read)`);
     return row;
   } finally {
     conn.release();
