@@ -22,14 +22,15 @@
  *
  * DDL cannot be analysed this way (running it would evaluate CHECKs and defaults on the table's rows), so for DDL
  * the check is by name: refused when any name or operator in the statement has a user-defined (non-built-in)
- * function or operator of that name in the database, or when the database defines its own casts with functions.
+ * function or operator of that name in the database, when a name in attribute position names any function not on
+ * the allow-list, or when the database defines its own casts with functions.
  *
  * Cost: one round trip with catalog writes (about a millisecond on a local server), so verdicts are cached per pool,
  * tool, mode and exact statement text, for a short TTL (see PG_RESOLUTION_DEFAULT_TTL_MS): a function, operator or
  * cast created by the DBA after a verdict is noticed at the latest when it expires.
  */
 import type postgres from 'postgres';
-import { scanSync } from 'libpg-query';
+import { parseSync, scanSync } from 'libpg-query';
 import { SAFE_FUNCTIONS } from '../sqlguard/postgres-functions.ts';
 import { searchPath, type PgPool } from './pool.ts';
 
@@ -206,6 +207,10 @@ const DDL_NAMES_SQL = `
             select 'operator ' || o.oid::pg_catalog.regoperator::text from pg_catalog.pg_operator o
              where o.oid >= 16384 and o.oprname = any($4::text[])
             union all
+            select 'function ' || p.oid::pg_catalog.regprocedure::text || ' (attribute notation)' from pg_catalog.pg_proc p
+             where p.proname = any($5::text[])
+               and not (p.oid < 16384 and p.pronamespace = 'pg_catalog'::pg_catalog.regnamespace and p.proname = any($6::text[]))
+            union all
             select 'cast ' || c.castsource::pg_catalog.regtype::text || ' to ' || c.casttarget::pg_catalog.regtype::text
               from pg_catalog.pg_cast c
              where c.oid >= 16384 and c.castfunc <> 0
@@ -277,7 +282,9 @@ async function dependencies(pool: PgPool, req: ResolutionRequest): Promise<Depen
 async function ddlNames(pool: PgPool, req: ResolutionRequest): Promise<DependencyRow> {
   const { words, operators } = namesOf(req.statement);
   try {
-    const rows = await pool.sql.unsafe<DependencyRow[]>(DDL_NAMES_SQL, [req.schema, req.table, words, operators], { prepare: false });
+    const rows = await pool.sql.unsafe<DependencyRow[]>(DDL_NAMES_SQL, [req.schema, req.table, words, operators, attributeNames(req.statement), ALLOWED_FUNCTIONS], {
+      prepare: false,
+    });
     if (!rows[0]) throw new ResolutionUnavailable('the catalog query returned nothing');
     return rows[0];
   } catch (err) {
@@ -298,6 +305,34 @@ function namesOf(statement: string): { words: string[]; operators: string[] } {
     else if (/^[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*$/.test(t.text)) words.add(t.text.toLowerCase());
   }
   return { words: [...words], operators: [...operators] };
+}
+
+/**
+ * Names in attribute position (`x.f`, `(x).f`, `a.b.c`): every field of a column reference after the first and every
+ * field selection. Any of them may be a function call (attribute notation works on any value, `(id).f` is `f(id)`),
+ * so in DDL, where the server cannot analyse the statement beforehand, a function of that name that is not on the
+ * allow-list refuses it, even where the name is really a column.
+ */
+function attributeNames(statement: string): string[] {
+  const names = new Set<string>();
+  const visit = (v: unknown): void => {
+    if (Array.isArray(v)) {
+      for (const x of v) visit(x);
+      return;
+    }
+    if (typeof v !== 'object' || v === null) return;
+    const o = v as Record<string, unknown>;
+    const fields = (o.ColumnRef as { fields?: unknown[] } | undefined)?.fields ?? (o.A_Indirection as { indirection?: unknown[] } | undefined)?.indirection;
+    if (Array.isArray(fields)) {
+      fields.forEach((f, i) => {
+        const sval = (f as { String?: { sval?: unknown } } | null)?.String?.sval;
+        if (typeof sval === 'string' && (i > 0 || o.A_Indirection !== undefined)) names.add(sval);
+      });
+    }
+    for (const k in o) visit(o[k]);
+  };
+  visit(parseSync(statement));
+  return [...names];
 }
 
 /** insufficient_privilege on CREATE FUNCTION in pg_temp: the role lacks TEMPORARY on the database. */
