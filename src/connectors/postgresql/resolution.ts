@@ -52,7 +52,7 @@ export interface ResolutionRequest {
 export const PG_RESOLUTION_DEFAULT_TTL_MS = 30_000;
 /** Verdicts kept per pool (least recently used first out), and the longest statement whose verdict is kept. */
 const CACHE_ENTRIES = 512;
-const CACHE_MAX_KEY = 16_384;
+const CACHE_MAX_KEY = 8192;
 
 /** Thrown when the check itself cannot run (no TEMPORARY privilege, standby, server error): callers fail closed. */
 export class ResolutionUnavailable extends Error {
@@ -235,12 +235,12 @@ async function analyse(pool: PgPool, req: ResolutionRequest): Promise<{ verdict:
   const list = foreign.slice(0, 5).join(', ') + (foreign.length > 5 ? ', ...' : '');
   const why =
     req.kind === 'ddl'
-      ? 'the database defines its own functions, operators or casts under names this statement uses'
-      : 'the server resolves it to objects outside this tool\'s table';
+      ? 'names in this statement can resolve to functions, operators or casts that are not allowed'
+      : 'the server resolves the statement to objects that are not allowed';
   return {
     verdict: {
       ok: false,
-      reason: `Only built-in functions, operators and types and this tool's table (${req.schema}.${req.table}) may be used: ${why} (${list}).`,
+      reason: `Only this tool's table (${req.schema}.${req.table}) and the allowed built-in functions, operators and types may be used: ${why} (${list}).`,
     },
     cacheable,
   };
