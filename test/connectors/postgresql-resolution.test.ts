@@ -204,6 +204,10 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
         'DELETE FROM items WHERE id === 1',
         'DELETE FROM items i WHERE i.leak IS NULL RETURNING *',
         'WITH u AS (UPDATE items SET name = name WHERE id === 2 RETURNING *) SELECT * FROM u',
+        "INSERT INTO items (id, name) VALUES (1, 'x') ON CONFLICT (id) DO UPDATE SET name = excluded.leak",
+        "INSERT INTO items (id, name) VALUES (1, 'x') ON CONFLICT (id) DO UPDATE SET name = 'y' WHERE items.leak IS NOT NULL",
+        `UPDATE items SET qty = qty WHERE (${LOCK_KEY}).pg_advisory_lock IS NULL`,
+        'SELECT (i).leak FROM items i FOR UPDATE',
       ]) {
         await expectNoLeak(sql, w);
       }
