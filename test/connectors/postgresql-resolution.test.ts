@@ -16,6 +16,7 @@ import { PG_URL, serviceAvailable } from '../support/services.ts';
 import { postgresqlDriver, postgresqlPoolFor } from '../../src/connectors/postgresql/index.ts';
 import { checkPgResolution } from '../../src/connectors/postgresql/resolution.ts';
 import type { ExecutionContext, ToolResult, ToolSpec } from '../../src/connectors/types.ts';
+import { verifies } from '../requirements.ts';
 
 const available = await serviceAvailable('postgres');
 const SECRET = 'TOPSECRET-7c1f';
@@ -177,6 +178,7 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
       ['pg_column_size via attribute notation', 'SELECT (i).pg_column_size FROM items i'],
       ['three-part column reference', 'SELECT items.name.pg_typeof FROM items'],
     ])('%s', async (_name, sql) => {
+      verifies('SQL-PG-RESOLUTION');
       await expectNoLeak(sql);
     });
 
@@ -321,6 +323,7 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
       'SELECT * FROM items JOIN pg_stats ON true',
       'SELECT * FROM items UNION ALL SELECT * FROM secrets',
     ])('%s', async (sql) => {
+      verifies('SQL-PG-CATALOGS');
       const out = await expectNoLeak(sql);
       expect(out).not.toContain('most_common_vals');
     });
@@ -357,6 +360,7 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
       'SELECT null::"INT4" FROM items',
       'SELECT null::public.int4 FROM items',
     ])('%s', async (sql) => {
+      verifies('SQL-PG-ROWTYPE-ORACLE');
       await expectNoLeak(sql);
     });
   });

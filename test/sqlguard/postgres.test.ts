@@ -504,6 +504,7 @@ describe('postgres guard: caching and speed', () => {
 
 describe('postgres guard: type names (issue 7: row types are no metadata oracle)', () => {
   test('only built-in scalar type names may be named, in every place a type can be written', () => {
+    verifies('SQL-PG-ROWTYPE-ORACLE');
     for (const sql of [
       'SELECT null::secrets FROM users',
       'SELECT (null::secrets).* FROM users',
@@ -577,6 +578,7 @@ describe('postgres guard: catalog relations under every spelling (issue 7)', () 
     'SELECT * FROM users UNION SELECT * FROM pg_user',
     'SELECT * FROM mydb.public.users',
   ])('%s', (sql) => {
+    verifies('SQL-PG-CATALOGS');
     expectRefused(sql, RO);
   });
 
