@@ -176,6 +176,8 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
       ['pg_typeof via attribute notation on the row', 'SELECT i.pg_typeof FROM items i'],
       ['pg_typeof via attribute notation on a column', 'SELECT (i.name).pg_typeof FROM items i'],
       ['pg_column_size via attribute notation', 'SELECT (i).pg_column_size FROM items i'],
+      ['a call after an alias ending in a backslash', `SELECT 1 AS "a\\", (${LOCK_KEY}).pg_advisory_lock FROM items`],
+      ['a call inside an alias-named subquery', `SELECT * FROM (SELECT (${LOCK_KEY}).pg_advisory_lock AS "{AGGREF :aggfnoid 2147 ") "\\{FUNCEXPR" `],
       ['three-part column reference', 'SELECT items.name.pg_typeof FROM items'],
     ])('%s', async (_name, sql) => {
       verifies('SQL-PG-RESOLUTION');
@@ -248,6 +250,7 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
       ['column via (alias).name', 'SELECT (i).name FROM items i ORDER BY id', 'pear'],
       ['an allowed built-in via attribute notation', 'SELECT (i.name).upper AS u FROM items i ORDER BY id', 'APPLE'],
       ['SQL-syntax functions and casts', "SELECT extract(year FROM now()), substring(name FROM 1 FOR 2), trim(both FROM name), position('p' IN name), id::numeric, qty::float8 FROM items", 'ap'],
+      ['an alias that imitates a tree node neither refuses nor hides calls', 'SELECT 1 AS "{FUNCEXPR :funcid 1 :funcresulttype 25 :funcretset false :funcvariadic false :funcformat 0", lower(name) AS "x\\" FROM items ORDER BY id', 'apple'],
       ['window and aggregate functions', 'SELECT id, row_number() OVER (ORDER BY id), sum(qty) OVER () FROM items', '"row_number"'],
       ['aggregates and GROUP BY', 'SELECT color, count(*) FROM items GROUP BY color ORDER BY 2', 'red'],
       ['whole row to JSON', 'SELECT row_to_json(i) AS j FROM items i WHERE id = 1', 'apple'],
