@@ -45,6 +45,10 @@ export interface ExecutionLimits {
   maxRows: number;
   /** Cap on the UTF-8 size of the result text. */
   maxResultBytes: number;
+  /** Calls that may run on one connector at once (at most its pool size); unset: no cap (tests, tools). */
+  maxConcurrentCalls?: number;
+  /** How long a call waits for a free slot before it answers "busy". */
+  queueTimeoutMs?: number;
 }
 
 /** Everything a driver needs to run one call. */

@@ -2,7 +2,7 @@
 import mysql from 'mysql2/promise';
 import { ConnectorError, type ConnectorDriver, type DatabaseConfig, type ToolSpec } from '../types.ts';
 import { registerConnector } from '../registry.ts';
-import { PoolRegistry, type PoolSettings } from '../shared/pools.ts';
+import { admissionOf, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { databaseConfigSchema } from '../shared/toolspec.ts';
 import { errorResult } from '../shared/result.ts';
 import { DEFAULT_MYSQL_PORT, applySession, endMyPool, flavourOf, mysqlOptions, openMyPool, type MyPool } from './pool.ts';
@@ -76,6 +76,8 @@ export const mysqlDriver: ConnectorDriver = {
     try {
       return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) =>
         executeMysql(p, tool, args, ctx, pools.currentSettings.connectTimeoutMs),
+        undefined,
+        admissionOf(ctx.limits),
       );
     } catch (err) {
       // executeMysql does not throw; this is the pool failing in an unexpected way.

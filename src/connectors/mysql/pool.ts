@@ -85,6 +85,11 @@ export function flavourOf(p: MyPool): Promise<Flavour> {
   return p.flavour;
 }
 
+/** The connection's session is about to be reset (COM_RESET_CONNECTION): the next call sets everything again. */
+export function forgetSession(conn: mysql.PoolConnection): void {
+  sessions.delete(conn.connection as object);
+}
+
 /**
  * Brings a connection's session to `want` with at most one SET statement, and none when it already matches.
  * The first SET also fixes time_zone to UTC (TIMESTAMP values are then read as UTC, see jsonsafe.ts).
