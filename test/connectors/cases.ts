@@ -55,6 +55,12 @@ export interface ConformanceSetup {
   bypass(p: Provisioned, connectorId: string, statement: string, o: BypassOptions): Promise<AdminRow[]>;
   /** A statement that runs for minutes, and a marker to find it in the server's process list. */
   sleep: { sql: string; marker: string };
+  /** Issue 7 (session state): statements whose outcomes (rows or error) together describe the session, run through bypass. */
+  sessionSnapshot: string[];
+  /** Statements that each try to leave something in the session, run through bypass (no guard) read-only and read-write. */
+  sessionChanges: string[];
+  /** A read on `big` returning 1000 rows of about 500 kB each, generated on the server. */
+  bigRowsSql: string;
 }
 
 export interface SecurityCase {

@@ -143,6 +143,26 @@ runConnectorConformance({
       runMysqlStatement(pool, statement, { ...o, lockTimeoutMs: 500, database: p.mainSchema }),
     ).then((r) => r.rows),
   sleep: { sql: 'SELECT SLEEP(600)', marker: 'SLEEP(600)' },
+  sessionSnapshot: [
+    // Per-statement counters and clocks change by themselves; everything else a session can carry is compared.
+    "SHOW SESSION VARIABLES WHERE Variable_name NOT IN ('timestamp', 'rand_seed1', 'rand_seed2', 'warning_count', 'error_count', 'last_insert_id', 'insert_id', 'identity', 'pseudo_thread_id', 'last_gtid', 'gtid_seq_no')",
+    "SELECT CONNECTION_ID() AS id, DATABASE() AS db, CURRENT_USER() AS cu, CURRENT_ROLE() AS role, @tg_x AS x, @tg_y AS y, IS_USED_LOCK('tg_lock') IS NOT NULL AS locked",
+    'EXECUTE tg_leak',
+    'SELECT COUNT(*) AS n FROM tg_leak_tmp',
+  ],
+  sessionChanges: [
+    'SET @tg_x = 1',
+    'SELECT @tg_y := 2',
+    "SET SESSION sql_mode = 'ANSI_QUOTES'",
+    'SET SESSION tx_read_only = 0',
+    'SET SESSION max_statement_time = 0',
+    "SET SESSION time_zone = '+05:00'",
+    "SELECT GET_LOCK('tg_lock', 0)",
+    "PREPARE tg_leak FROM 'SELECT 1'",
+    'CREATE TEMPORARY TABLE tg_leak_tmp (x int)',
+    'USE mysql',
+  ],
+  bigRowsSql: "SELECT REPEAT('x', 500000) AS v FROM big",
 });
 
 describe.skipIf(!available)('mysql specifics', () => {

@@ -126,7 +126,7 @@ function watch(query: postgres.PendingQuery<Row[]>, o: PgRunOptions, cancellable
  *      set local search_path = pg_catalog, <tool schema>, pg_temp
  *   P/B/E/S  <statement>                       (extended protocol, rows streamed)
  *   Q  rollback        (read) | commit (write; after an error, postgres turns it into a rollback)
- *   Q  <SESSION_LEFTOVERS>
+ *   Q  <SESSION_LEFTOVERS> (read) | discard all (write)
  *
  * The SET LOCALs and transactional session changes vanish with the transaction; what survives a rollback or comes
  * with a commit (advisory locks, PREPARE, temporary tables, SET on a write...) is caught by the last query, and
@@ -153,9 +153,12 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
     const watched = watch(query, o, o.readOnly);
     query.execute();
     const end = conn.unsafe(o.readOnly ? 'rollback' : 'commit').execute();
-    const leftovers = conn.unsafe<{ dirty: boolean }[]>(SESSION_LEFTOVERS).execute();
+    // A read's transaction rolls back every setting (custom placeholders included), so only what survives a
+    // rollback needs checking. A commit keeps whatever the statement set, and custom settings are not all
+    // visible in pg_settings: a write's session is always reset (pipelined, no extra round trip).
+    const leftovers = o.readOnly ? conn.unsafe<{ dirty: boolean }[]>(SESSION_LEFTOVERS).execute() : conn.unsafe('discard all').execute();
     const [b, q, e, l] = await Promise.allSettled([begin, watched.settle(), end, leftovers]);
-    clean = l.status === 'fulfilled' && l.value[0]?.dirty === false;
+    clean = l.status === 'fulfilled' && (!o.readOnly || (l.value as unknown as { dirty: boolean }[])[0]?.dirty === false);
 
     if (b.status === 'rejected') throw b.reason;
     const { result, error } = (q as PromiseFulfilledResult<Awaited<ReturnType<typeof watched.settle>>>).value;
