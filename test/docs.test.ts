@@ -1,5 +1,6 @@
-// The /docs explorer in a real headless Chromium: it renders the operations from /openapi.json using only the
-// gateway's own files. Every request to a host other than the local gateway is blocked and recorded; none may occur.
+// The /docs explorer (@elysiajs/swagger's Scalar page) in a real headless Chromium: it renders the operations from
+// the hand-written /openapi.json using only the gateway's own files. Every request to a host other than the local
+// gateway is blocked and recorded; none may occur.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,20 +70,24 @@ describe.skipIf(!chromiumPresent)('/docs in headless Chromium', () => {
       if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
     });
     page.on('requestfailed', (request) => failed.push(`${request.url()}: ${request.failure()?.errorText}`));
+    const loaded: string[] = [];
+    page.on('requestfinished', (request) => loaded.push(request.url()));
 
     const response = await page.goto(`${base}/docs`, { waitUntil: 'load', timeout: 15_000 });
     expect(response?.status()).toBe(200);
 
-    // Swagger UI fetched /openapi.json and rendered one block per operation.
-    const tokenOperation = page.locator('.opblock', { has: page.locator('.opblock-summary-path', { hasText: /^\/oauth\/token$/ }) });
+    // Scalar (the @elysiajs/swagger page) fetched the hand-written /openapi.json and listed every operation per tag.
+    const tokenOperation = page.locator('a.endpoint', { has: page.locator('.endpoint-path', { hasText: /^\/oauth\/token$/ }) });
     await tokenOperation.first().waitFor({ state: 'visible', timeout: 15_000 });
     await page.waitForLoadState('networkidle', { timeout: 10_000 });
 
-    const operations = await page.locator('.opblock').count();
+    expect(loaded).toContain(`${base}/openapi.json`);
+    expect(loaded).toContain(`${base}/docs/assets/scalar-standalone.js`);
+    const operations = await page.locator('a.endpoint').count();
     expect(operations).toBeGreaterThan(10);
-    await expect(tokenOperation.first().locator('.opblock-summary-method').innerText()).resolves.toBe('POST');
-    await expect(tokenOperation.first().locator('.opblock-summary-description').innerText()).resolves.toContain('Issue an access token');
-    const text = await page.locator('#explorer').innerText();
+    expect((await tokenOperation.first().locator('.endpoint-method').innerText()).trim().toUpperCase()).toBe('POST');
+    await expect(page.locator('[id$="/POST/oauth/token"]').first().innerText()).resolves.toContain('Issue an access token');
+    const text = await page.locator('body').innerText();
     expect(text).toContain('/oauth/token');
     expect(text).toContain('Issue an access token');
     expect(text).toContain('/api/mcp/{orgId}/status');
