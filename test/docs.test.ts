@@ -105,3 +105,49 @@ describe.skipIf(!chromiumPresent)('/docs in headless Chromium', () => {
     expect(pageErrors).toEqual([]);
   }, 20_000);
 });
+
+// Without a browser: what the page and its asset route promise, checked on the responses themselves.
+describe('/docs page and assets', () => {
+  let gateway: TestGateway;
+  beforeAll(async () => {
+    gateway = await startTestGateway();
+  }, 20_000);
+  afterAll(async () => {
+    await gateway?.close();
+  }, 10_000);
+  const get = (path: string) => gateway.handle(new Request(`http://gateway.test${path}`));
+
+  test('the page loads the hand-written contract and a bundle of our own, under a CSP that allows nothing else', async () => {
+    verifies('DOCS-OFFLINE');
+    const page = await get('/docs');
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    const csp = page.headers.get('content-security-policy')!;
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).toContain("connect-src 'self'");
+    const scriptSrc = csp.split(';').find((d) => d.trim().startsWith('script-src'))!;
+    expect(scriptSrc).not.toContain('unsafe-inline');
+    expect(scriptSrc).not.toContain('http');
+    // Every script is either ours by URL or an inline one allowed by its exact hash.
+    const scripts = [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
+    expect(scripts.length).toBeGreaterThan(0);
+    for (const [, attrs, body] of scripts) {
+      const src = attrs!.match(/\bsrc="([^"]*)"/)?.[1];
+      if (src) expect(src).toBe('/docs/assets/scalar-standalone.js');
+      else expect(scriptSrc).toContain(`'sha256-${new Bun.CryptoHasher('sha256').update(body!).digest('base64')}'`);
+    }
+    expect(html).toContain('data-url="openapi.json"');
+    expect(html).not.toMatch(/https?:\/\/(?!www\.w3\.org)/);
+  });
+
+  test('assets come from an allow-list: only the bundle is served, any other name is 404, a path is 400', async () => {
+    verifies('DOCS-OFFLINE');
+    const bundle = await get('/docs/assets/scalar-standalone.js');
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers.get('content-type')).toStartWith('text/javascript');
+    expect((await bundle.arrayBuffer()).byteLength).toBeGreaterThan(1_000_000);
+    for (const name of ['swagger-ui-bundle.js', 'constructor', '__proto__', 'package.json']) expect((await get(`/docs/assets/${name}`)).status).toBe(404);
+    // A name outside the contract's pattern never reaches the allow-list: 400 validation_error.
+    expect((await get('/docs/assets/..%2F..%2Fpackage.json')).status).toBe(400);
+  });
+});

@@ -1365,6 +1365,10 @@ export type GetDocsAssetData = {
 
 export type GetDocsAssetErrors = {
     /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
      * Not found (or not the caller's).
      */
     404: Error;
