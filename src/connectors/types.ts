@@ -41,6 +41,8 @@ export interface ToolSpec {
     columns: ColumnInfo[];
     /** MySQL/MariaDB: the server's `lower_case_table_names` when introspected; the guard compares names by it. */
     lowerCaseTableNames?: 0 | 1 | 2;
+    /** MySQL/MariaDB: stored functions of the table's database named like an allowed built-in; the guard refuses those names. */
+    storedFunctions?: string[];
   };
 }
 

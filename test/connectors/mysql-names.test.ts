@@ -72,6 +72,13 @@ describe.skipIf(!available)('mysql: names resolve as the server resolves them (l
       CREATE TABLE \`${db}\`.secrets (id INT, v VARCHAR(40)); INSERT INTO \`${db}\`.secrets VALUES (4, 'OTHER-TABLE');
       CREATE TABLE \`${TWIN_DB}\`.accounts (id INT, v VARCHAR(40)); INSERT INTO \`${TWIN_DB}\`.accounts VALUES (5, 'TWIN-DATABASE');
     `);
+    // Stored functions that read another table: one named like a function MariaDB lacks (MySQL has it), one named
+    // like a built-in both have (the built-in wins today; an older server without it would run this one).
+    await admin.query(`
+      CREATE FUNCTION \`${db}\`.regexp_like(a TEXT, b TEXT) RETURNS TEXT READS SQL DATA RETURN (SELECT v FROM \`${db}\`.secrets LIMIT 1);
+      CREATE FUNCTION \`${db}\`.any_value(a TEXT) RETURNS TEXT READS SQL DATA RETURN (SELECT v FROM \`${db}\`.secrets LIMIT 1);
+      CREATE FUNCTION \`${db}\`.lower(a TEXT) RETURNS TEXT READS SQL DATA RETURN (SELECT v FROM \`${db}\`.secrets LIMIT 1);
+    `);
     config = { host: server.host!, port: server.port, database: db, user: server.user! };
     await mysqlDriver.validate(connectorId, config, server.password || null);
     tools = await mysqlDriver.introspect(connectorId, config, server.password || null);
@@ -191,6 +198,20 @@ describe.skipIf(!available)('mysql: names resolve as the server resolves them (l
       expect(text(r)).not.toContain('root@');
       expect(text(r)).not.toMatch(/MariaDB-|TABLE_CATALOG|authentication_string/);
     }
+  });
+
+  test('an allowed function name never resolves to a stored function of the tool\'s database', async () => {
+    // On this server the unqualified call really runs the stored function: the guard must not admit the name.
+    await admin.query(`USE \`${db}\``);
+    const [leak] = await admin.query(`SELECT REGEXP_LIKE(v, 'x') AS r, ANY_VALUE(v) AS a FROM \`${db}\`.accounts`);
+    expect(leak as unknown).toEqual([{ r: 'OTHER-TABLE', a: 'OTHER-TABLE' }]);
+    expect(tool('accounts').target.storedFunctions).toEqual(['LOWER']);
+    for (const sql of ["SELECT REGEXP_LIKE(v, 'x') AS r FROM accounts", 'SELECT ANY_VALUE(v) AS a FROM accounts', 'SELECT LOWER(v) AS l FROM accounts', 'SELECT lower(v) FROM accounts']) {
+      const r = await mysqlDriver.execute(tool('accounts'), { sql }, ctx());
+      expectNoSecret(r, sql);
+      expect({ sql, error: r.isError }).toEqual({ sql, error: true });
+    }
+    expect(rowsOf(await mysqlDriver.execute(tool('accounts'), { sql: 'SELECT UPPER(v) AS u FROM accounts' }, ctx()))).toEqual([{ u: 'OWN-ROW' }]);
   });
 
   test('validate compares database names as the server does and refuses system databases', async () => {

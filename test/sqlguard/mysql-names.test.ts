@@ -219,3 +219,20 @@ describe('mysql guard: system databases, however spelled', () => {
     }
   });
 });
+
+describe('mysql guard: function names resolve to built-ins only', () => {
+  test('names some servers lack (so a stored function of the database would run) are not allowed', () => {
+    for (const f of ["ANY_VALUE(v)", "REGEXP_LIKE(v, 'x')", 'NVL(v, 1)', 'UUID_TO_BIN(UUID())', "BIN_TO_UUID(x'00')", "IS_UUID('x')"]) {
+      refused(`SELECT ${f} FROM accounts`, opts(0), /not on the list/);
+    }
+  });
+
+  test('an allowed name that a stored function of the database also carries is refused, in any case', () => {
+    const shadowed = opts(0, { storedFunctions: ['LOWER'] });
+    refused('SELECT LOWER(v) FROM accounts', shadowed, /stored function/);
+    refused('SELECT lower(v) FROM accounts', shadowed, /stored function/);
+    refused('SELECT * FROM accounts WHERE `Lower`(v) = 1', shadowed, /stored function/);
+    allowed('SELECT UPPER(v) FROM accounts', shadowed);
+    allowed('SELECT LOWER(v) FROM accounts', opts(0)); // verdicts are cached per list
+  });
+});

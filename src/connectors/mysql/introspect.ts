@@ -4,6 +4,7 @@ import type { DatabaseConfig, ToolSpec } from '../types.ts';
 import { toolNames } from '../shared/naming.ts';
 import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
 import { type LowerCaseTableNames, isSystemDatabase, parseLowerCaseTableNames, sameName } from '../sqlguard/mysql-names.ts';
+import { SAFE_FUNCTIONS } from '../sqlguard/mysql-functions.ts';
 
 interface ColumnRow {
   s: string;
@@ -71,8 +72,29 @@ export async function introspectMysql(conn: mysql.PoolConnection, config: Databa
   }
   const relations = [...byKey.values()];
   const names = toolNames('mysql', relations);
+  const shadows = await shadowingFunctions(conn, exposed, mode);
   return relations.map((rel, i) => {
     const spec = relationTool(names[i]!, rel, myQualified(rel.schema, rel.table));
-    return { ...spec, target: { ...spec.target, lowerCaseTableNames: mode } };
+    const storedFunctions = shadows.get(rel.schema);
+    return { ...spec, target: { ...spec.target, lowerCaseTableNames: mode, ...(storedFunctions ? { storedFunctions } : {}) } };
   });
+}
+
+/**
+ * Stored functions named like an allowed built-in, per exposed database (upper-case names, sorted). An unqualified
+ * call runs the built-in when the server has it and the stored function of the default database when it does
+ * not (an older server), so the guard refuses these names on the tools of that database.
+ */
+async function shadowingFunctions(conn: mysql.PoolConnection, exposed: string[], mode: LowerCaseTableNames): Promise<Map<string, string[]>> {
+  const [rows] = await conn.query(
+    `SELECT ROUTINE_SCHEMA AS s, ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_SCHEMA IN (?)`,
+    [exposed],
+  );
+  const bySchema = new Map<string, Set<string>>();
+  for (const r of rows as { s: string; n: string }[]) {
+    const name = r.n.toUpperCase();
+    if (!SAFE_FUNCTIONS.has(name) || !isExposed(r.s, exposed, mode)) continue;
+    bySchema.set(r.s, (bySchema.get(r.s) ?? new Set()).add(name));
+  }
+  return new Map([...bySchema].map(([schema, set]) => [schema, [...set].sort()]));
 }

@@ -48,6 +48,8 @@ export interface WalkState {
   readonly name: string;
   /** How the server compares database, table and CTE names (mysql-names.ts). */
   readonly mode: LowerCaseTableNames;
+  /** Allowed built-in names that a stored function of the tool's database also carries (upper case). */
+  readonly storedFunctions: ReadonlySet<string>;
   writes: Set<'insert' | 'update' | 'delete'>;
   locks: boolean;
   ddl: boolean;
@@ -181,7 +183,7 @@ export function visitVariant(variant: string, payload: unknown, st: WalkState, s
       if (!isObj(payload)) throw new Refusal('a function call could not be understood');
       // TableFactor::Function (a function in FROM) carries `lateral` / `alias`; Expr::Function does not.
       if ('lateral' in payload || 'alias' in payload) throw new Refusal('functions in FROM are not allowed; select from the table');
-      checkFunction(nameParts(payload.name));
+      checkFunction(nameParts(payload.name), st.storedFunctions);
       walkStruct(payload, st, scope, NAME_FIELD);
       return;
     case 'Insert':

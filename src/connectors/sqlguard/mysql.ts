@@ -120,6 +120,7 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
     schema: opts.table.schema,
     name: opts.table.name,
     mode,
+    storedFunctions: new Set(opts.storedFunctions ?? []),
     writes: new Set(),
     locks: false,
     ddl: false,
