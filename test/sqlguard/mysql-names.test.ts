@@ -128,6 +128,14 @@ describe('mysql guard: names resolve as the server resolves them', () => {
     allowed('WITH RECURSIVE r (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM R WHERE n < 3) SELECT * FROM r', opts(1));
   });
 
+  test('near-spellings are other names in every mode (backslashes are literal in backquotes, spaces count)', () => {
+    for (const mode of [0, 1, 2] as const) {
+      for (const sql of ['SELECT * FROM `acc\\ounts`', 'SELECT * FROM `accounts\\`', 'SELECT * FROM `accounts `', 'SELECT * FROM ` accounts`', 'SELECT * FROM `acc``ounts`', 'SELECT * FROM `shop `.accounts']) {
+        refused(sql, opts(mode));
+      }
+    }
+  });
+
   test('verdicts are cached per mode', () => {
     const sql = 'SELECT * FROM ACCOUNTS WHERE id = 42';
     allowed(sql, opts(1));
