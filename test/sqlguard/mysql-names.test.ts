@@ -235,6 +235,11 @@ describe('mysql guard: function names resolve to built-ins only', () => {
     }
   });
 
+  test('only the ASCII spelling of an allowed name is the built-in (no Unicode case folding)', () => {
+    for (const f of ['ſubstr(v, 1)', 'ınstr(v, 1)', 'ıf(1, 2, 3)', 'LOWEᏒ(v)']) refused(`SELECT ${f} FROM accounts`, opts(0), /not on the list/);
+    allowed('SELECT substr(v, 1), Instr(v, 1), iF(1, 2, 3) FROM accounts', opts(0));
+  });
+
   test('an allowed name that a stored function of the database also carries is refused, in any case', () => {
     const shadowed = opts(0, { storedFunctions: ['LOWER'] });
     refused('SELECT LOWER(v) FROM accounts', shadowed, /stored function/);
