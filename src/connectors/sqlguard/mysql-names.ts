@@ -44,8 +44,9 @@ const CASE_INSENSITIVE_SYSTEM = 'information_schema';
 const SYSTEM_DATABASES: readonly string[] = ['mysql', 'performance_schema', 'sys'];
 
 export function isSystemDatabase(name: string, mode: LowerCaseTableNames): boolean {
-  // Where the server folds case it folds with Unicode tables (general_ci equates 'ı' with 'i'): here the guard
-  // folds as widely as JavaScript can, since calling a name a system database can only refuse more.
+  // Where the server folds case it uses its own Unicode tables (MariaDB 10.11 does not take `ınformation_schema`
+  // for information_schema; other versions need not agree): the guard folds as widely as JavaScript can, since
+  // calling a name a system database can only refuse more.
   const folded = [asciiLower(name), name.toLowerCase(), name.toUpperCase().toLowerCase()];
   if (folded.includes(CASE_INSENSITIVE_SYSTEM)) return true;
   return SYSTEM_DATABASES.some((s) => name === s || (mode !== 0 && folded.includes(s)));
