@@ -203,6 +203,8 @@ describe('mysql guard: system databases, however spelled', () => {
       'SELECT SCHEMA() FROM accounts',
       'SELECT VERSION() FROM accounts',
       'SELECT CONNECTION_ID() FROM accounts',
+      'SELECT UUID() FROM accounts',
+      'SELECT UUID_SHORT() FROM accounts',
       'SELECT @@version FROM accounts',
       'SELECT @@hostname',
       'SELECT @@GLOBAL.lower_case_table_names',
