@@ -30,6 +30,9 @@ export function prepareCall(dialect: Dialect, tool: ToolSpec, args: Record<strin
     allowWrite: ctx.allowWrite,
     allowDdl: ctx.allowDdl,
     readOnly: ctx.readOnly,
+    // MySQL: how the server compares table names, recorded at introspection (no query per call).
+    lowerCaseTableNames: tool.target.lowerCaseTableNames,
+    storedFunctions: tool.target.storedFunctions,
   });
   if (!verdict.ok) return errorResult(verdict.reason);
   const write = !verdict.readOnly;
