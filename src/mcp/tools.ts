@@ -118,6 +118,8 @@ export async function callTool(deps: AppDeps, org: McpOrg, principal: Principal,
       lockTimeoutMs: config.lockTimeoutMs,
       maxRows: config.maxResultRows,
       maxResultBytes: config.maxResultBytes,
+      maxConcurrentCalls: config.connectorMaxConcurrentCalls,
+      queueTimeoutMs: config.connectorQueueTimeoutMs,
       resolutionCacheTtlMs: config.pgResolutionCacheTtlSeconds * 1000,
     },
   });
