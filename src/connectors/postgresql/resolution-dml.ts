@@ -87,6 +87,7 @@ const ms = (n: number): number => Math.max(1, Math.floor(n));
 /** Runs the analysis transaction on one reserved connection, pipelined: about one round trip. */
 export async function dependencies(pool: PgPool, req: ResolutionRequest): Promise<DependencyRow> {
   const conn = await pool.sql.reserve();
+  let clean = false;
   try {
     const setup = [
       'begin transaction read write',
@@ -104,16 +105,18 @@ export async function dependencies(pool: PgPool, req: ResolutionRequest): Promis
       .execute();
     const end = conn.unsafe('rollback').execute();
     const [b, c, d, e] = await Promise.allSettled([begin, created, deps, end]);
+    // The pipelined rollback ended the transaction (and dropped the function): the session is as it was.
+    clean = e.status === 'fulfilled';
     if (b.status === 'rejected') throw unavailable(b.reason);
     if (c.status === 'rejected') throw created42501(c.reason) ? unavailable(c.reason) : c.reason;
     if (d.status === 'rejected') throw unavailable(d.reason);
-    if (e.status === 'rejected') await conn.unsafe('rollback').catch(() => undefined);
     const row = d.value[0];
     if (!row) throw new ResolutionUnavailable('the dependency query returned nothing');
     if (row.calls !== row.call_nodes) throw new ResolutionUnavailable(`the server's query tree has a format this check does not know (${row.calls} of ${row.call_nodes} calls read)`);
     return row;
   } finally {
+    // As in run.ts: a session that cannot be proven clean is reset (DISCARD ALL keeps the startup parameters).
+    if (!clean) await Promise.allSettled([conn.unsafe('rollback').execute(), conn.unsafe('discard all').execute()]);
     conn.release();
   }
 }
-
