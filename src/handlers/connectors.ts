@@ -3,7 +3,7 @@ import { actorOf } from '../auth/principal.ts';
 import { connectorView, findConnector, listConnectors as list } from '../connectors/repository.ts';
 import * as service from '../connectors/service.ts';
 import { json, notFound } from '../errors.ts';
-import type { Handler, RequestContext } from '../http/context.ts';
+import type { Handler, RequestContext } from './context.ts';
 import type { CreateConnectorRequest, UpdateConnectorRequest } from '../../generated/client/types.gen.ts';
 
 export const listConnectors: Handler = async ({ principal, deps, query }) =>

@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm';
 import { recordAudit } from '../audit/repository.ts';
 import { actorOf } from '../auth/principal.ts';
 import { conflict, json, notFound, unprocessable } from '../errors.ts';
-import type { Handler, RequestContext } from '../http/context.ts';
+import type { Handler, RequestContext } from './context.ts';
 import { assertOutboundUrl, OutboundRefusedError } from '../net/outbound.ts';
 import { idpConfigs } from '../store/schema.ts';
 import type { IdpConfigInput } from '../../generated/client/types.gen.ts';

@@ -2,7 +2,7 @@
 import { sql } from 'drizzle-orm';
 import { explorerAsset, explorerPage } from '../docs/explorer.ts';
 import { json, notFound } from '../errors.ts';
-import type { Handler } from '../http/context.ts';
+import type { Handler } from './context.ts';
 import openapiDocument from '../../generated/openapi.json' with { type: 'json' };
 
 const openapiText = JSON.stringify(openapiDocument);

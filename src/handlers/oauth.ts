@@ -1,9 +1,8 @@
 /** The OAuth 2.0 token endpoint (client-credentials grant, RFC 6749 section 4.4). */
 import { recordAudit } from '../audit/repository.ts';
 import { findOAuthClient } from '../auth/credentials.ts';
-import { json } from '../errors.ts';
-import type { Handler, RequestContext } from '../http/context.ts';
-import { OAuthError } from '../http/router.ts';
+import { json, OAuthError } from '../errors.ts';
+import type { Handler, RequestContext } from './context.ts';
 import { digestsEqual, hashSecret } from '../util/crypto.ts';
 import type { TokenRequest } from '../../generated/client/types.gen.ts';
 

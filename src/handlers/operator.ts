@@ -1,6 +1,6 @@
 /** Operator-only onboarding, guarded by TOOLGATE_OPERATOR_TOKEN. */
 import { json } from '../errors.ts';
-import type { Handler, RequestContext } from '../http/context.ts';
+import type { Handler, RequestContext } from './context.ts';
 import { onboardOrg } from '../orgs/service.ts';
 import type { CreateOrgRequest } from '../../generated/client/types.gen.ts';
 

@@ -4,7 +4,7 @@ import { recordAudit } from '../audit/repository.ts';
 import * as credentials from '../auth/credentials.ts';
 import { actorOf } from '../auth/principal.ts';
 import { json, notFound, unprocessable } from '../errors.ts';
-import type { Handler, RequestContext } from '../http/context.ts';
+import type { Handler, RequestContext } from './context.ts';
 import { findOrgById } from '../orgs/repository.ts';
 import { orgView } from '../orgs/service.ts';
 import { connectors } from '../store/schema.ts';

@@ -1,7 +1,7 @@
 /** Provisioning status of the org's MCP server, and the manual trigger. */
 import { actorOf } from '../auth/principal.ts';
 import { json } from '../errors.ts';
-import type { Handler } from '../http/context.ts';
+import type { Handler } from './context.ts';
 import { provisionOrg as provision, provisioningStatus, requireOwnOrg } from '../orgs/service.ts';
 
 export const getProvisioningStatus: Handler = async ({ principal, deps, params }) => {

@@ -1,7 +1,7 @@
 /** Tool settings of the caller's org (the orgId of the path must be the token's org). */
 import { actorOf } from '../auth/principal.ts';
 import { json } from '../errors.ts';
-import type { Handler, RequestContext } from '../http/context.ts';
+import type { Handler, RequestContext } from './context.ts';
 import { requireOwnOrg } from '../orgs/service.ts';
 import { listToolSettings, updateToolSettings } from '../tools/settings.ts';
 import type { UpdateToolRequest } from '../../generated/client/types.gen.ts';

@@ -3,12 +3,16 @@ import { and, count, eq, inArray, isNull } from 'drizzle-orm';
 import { recordAudit, type Actor } from '../audit/repository.ts';
 import { createApiKey, createOAuthClient, apiKeyView, oauthClientView, MANAGE_SCOPE, MCP_SCOPE } from '../auth/credentials.ts';
 import { conflict, notFound } from '../errors.ts';
-import type { AppDeps } from '../http/context.ts';
+import type { Config } from '../config.ts';
+import type { Store } from '../store/db.ts';
 import { connectors, tools } from '../store/schema.ts';
 import { SERVING_STATUSES } from '../tools/catalog.ts';
-import { reprovisionConnectors } from '../connectors/service.ts';
+import { reprovisionConnectors, type ConnectorServiceDeps } from '../connectors/service.ts';
 import { burstLimitFor, monthlyQuotaFor } from '../limits/plans.ts';
 import { findOrgById, insertOrg, markProvisioned, SlugTakenError, type OrgRow, type Plan } from './repository.ts';
+
+/** What the org service uses: the connector service's parts (provisioning re-validates connectors) and two settings. */
+export type OrgServiceDeps = ConnectorServiceDeps & { config: Pick<Config, 'publicUrl' | 'customBurstPerSecond'> };
 
 export function orgView(org: OrgRow, customBurst: number) {
   return {
@@ -25,12 +29,12 @@ export function orgView(org: OrgRow, customBurst: number) {
   };
 }
 
-export function mcpEndpointUrl(deps: AppDeps, slug: string): string {
+export function mcpEndpointUrl(deps: { config: Pick<Config, 'publicUrl'> }, slug: string): string {
   return `${deps.config.publicUrl}/mcp/${slug}`;
 }
 
 export async function onboardOrg(
-  deps: AppDeps,
+  deps: OrgServiceDeps,
   input: { slug: string; name: string; plan?: Plan; trialDays?: number; burstLimitPerSecond?: number },
   actor: Actor,
 ) {
@@ -63,7 +67,7 @@ export async function onboardOrg(
 }
 
 /** Builds (or rebuilds) the org's MCP server instance; idempotent. */
-export async function provisionOrg(deps: AppDeps, orgId: string, actor: Actor): Promise<OrgRow> {
+export async function provisionOrg(deps: OrgServiceDeps, orgId: string, actor: Actor): Promise<OrgRow> {
   // The catalog is built from the org's live connectors: re-introspect each and wait for the outcome.
   await reprovisionConnectors(deps, orgId);
   const org = await markProvisioned(deps.store.db, orgId);
@@ -72,13 +76,13 @@ export async function provisionOrg(deps: AppDeps, orgId: string, actor: Actor): 
 }
 
 /** The org of the path, which must be the token's org; any other id is "not found", revealing nothing. */
-export async function requireOwnOrg(deps: AppDeps, pathOrgId: string, tokenOrgId: string): Promise<OrgRow> {
+export async function requireOwnOrg(deps: { store: Pick<Store, 'db'> }, pathOrgId: string, tokenOrgId: string): Promise<OrgRow> {
   const org = pathOrgId === tokenOrgId ? await findOrgById(deps.store.db, pathOrgId) : undefined;
   if (!org) throw notFound('org_not_found', 'No such org.');
   return org;
 }
 
-export async function provisioningStatus(deps: AppDeps, org: OrgRow) {
+export async function provisioningStatus(deps: { store: Pick<Store, 'db'>; config: Pick<Config, 'publicUrl'> }, org: OrgRow) {
   // The catalog's size: tools of connectors that serve them (a failed connector's tools are not on the endpoint).
   const [row] = await deps.store.db
     .select({ n: count() })

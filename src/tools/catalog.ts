@@ -2,7 +2,8 @@
 import Ajv, { type ValidateFunction } from 'ajv';
 import { and, eq, inArray, isNull } from 'drizzle-orm';
 import type { ToolSpec, DatabaseConfig } from '../connectors/types.ts';
-import type { AppDeps } from '../http/context.ts';
+import type { Store } from '../store/db.ts';
+import type { SecretBox } from '../util/crypto.ts';
 import { connectors, tools } from '../store/schema.ts';
 
 export interface ConnectorRuntime {
@@ -48,7 +49,13 @@ export function credentialContext(connectorId: string): string {
   return `connector_credential:${connectorId}`;
 }
 
-async function buildCatalog(deps: AppDeps, orgId: string, version: number): Promise<OrgCatalog> {
+/** What building a catalog uses: the store, and the secret box that opens connector credentials. */
+export interface CatalogDeps {
+  store: Pick<Store, 'db'>;
+  box: SecretBox;
+}
+
+async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): Promise<OrgCatalog> {
   const rows = await deps.store.db
     .select({ tool: tools, connector: connectors })
     .from(tools)
@@ -94,7 +101,7 @@ async function buildCatalog(deps: AppDeps, orgId: string, version: number): Prom
 export class CatalogCache {
   private readonly entries = new Map<string, Promise<OrgCatalog>>();
 
-  constructor(private readonly deps: AppDeps) {}
+  constructor(private readonly deps: CatalogDeps) {}
 
   async get(orgId: string, version: number): Promise<OrgCatalog> {
     const cached = this.entries.get(orgId);

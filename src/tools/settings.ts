@@ -3,10 +3,15 @@ import { and, asc, eq } from 'drizzle-orm';
 import { recordAudit, type Actor } from '../audit/repository.ts';
 import type { ToolSpec } from '../connectors/types.ts';
 import { conflict, notFound } from '../errors.ts';
-import type { AppDeps } from '../http/context.ts';
-import { CHECK_APPROVAL_STATUS } from '../mcp/tools.ts';
+import type { Store } from '../store/db.ts';
+import { CHECK_APPROVAL_STATUS } from './runtime.ts';
 import { bumpCatalogVersion } from '../orgs/repository.ts';
 import { connectors, tools } from '../store/schema.ts';
+
+/** What the tool settings use: the store alone. */
+export interface ToolSettingsDeps {
+  store: Pick<Store, 'db'>;
+}
 
 type Row = { tool: typeof tools.$inferSelect; connector: { id: string; name: string; type: string } };
 
@@ -30,7 +35,7 @@ export function toolSettingsView({ tool, connector }: Row) {
   };
 }
 
-async function rows(deps: AppDeps, orgId: string, filter: { connectorId?: string; toolId?: string } = {}): Promise<Row[]> {
+async function rows(deps: ToolSettingsDeps, orgId: string, filter: { connectorId?: string; toolId?: string } = {}): Promise<Row[]> {
   const where = [eq(tools.orgId, orgId), eq(connectors.orgId, orgId)];
   if (filter.connectorId) where.push(eq(tools.connectorId, filter.connectorId));
   if (filter.toolId) where.push(eq(tools.id, filter.toolId));
@@ -42,7 +47,7 @@ async function rows(deps: AppDeps, orgId: string, filter: { connectorId?: string
     .orderBy(asc(tools.baseName), asc(tools.id));
 }
 
-export async function listToolSettings(deps: AppDeps, orgId: string, connectorId?: string) {
+export async function listToolSettings(deps: ToolSettingsDeps, orgId: string, connectorId?: string) {
   return (await rows(deps, orgId, { connectorId })).map(toolSettingsView);
 }
 
@@ -56,7 +61,7 @@ export interface ToolSettingsInput {
   read_only?: boolean;
 }
 
-export async function updateToolSettings(deps: AppDeps, orgId: string, toolId: string, input: ToolSettingsInput, actor: Actor) {
+export async function updateToolSettings(deps: ToolSettingsDeps, orgId: string, toolId: string, input: ToolSettingsInput, actor: Actor) {
   const [current] = await rows(deps, orgId, { toolId });
   if (!current) throw notFound('tool_not_found', 'No such tool.');
   const override = input.tool_name_override;
