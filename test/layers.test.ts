@@ -1,7 +1,7 @@
 // The import structure of src/: no cycles, and no import pointing up the layers (entry -> http -> handlers -> domain).
 // The graph is parsed from the source text of every file under src/ (test/support/imports.ts).
 import { describe, expect, test } from 'bun:test';
-import { cycles, importGraph, importsOf, layerOf, upwardImports } from './support/imports.ts';
+import { cycles, importGraph, importsOf, layerOf, packageImports, upwardImports } from './support/imports.ts';
 
 describe('layers of src/', () => {
   const graph = importGraph();
@@ -18,6 +18,16 @@ describe('layers of src/', () => {
 
   test('no upward imports: domain modules never import http/ or handlers/, handlers never import http/', () => {
     expect(upwardImports(graph)).toEqual([]);
+  });
+
+  test('handlers hold no SQL: no handler imports drizzle-orm or the store schema (queries live in repositories)', () => {
+    const packages = packageImports();
+    const offenders = [...graph.keys()]
+      .filter((f) => layerOf(f) === 'handlers')
+      .filter((f) => packages.get(f)!.some((p) => p.startsWith('drizzle-orm')) || graph.get(f)!.includes('store/schema.ts'));
+    expect(offenders).toEqual([]);
+    // The check sees package imports at all: the repositories do import drizzle-orm.
+    expect(packages.get('connectors/repository.ts')).toContain('drizzle-orm');
   });
 
   test('the dependency container lives outside http/ and handlers/', () => {

@@ -46,6 +46,16 @@ function checkConfig(driver: ConnectorDriver, config: unknown): void {
   }
 }
 
+export function listConnectors(deps: Pick<ConnectorServiceDeps, 'store'>, orgId: string, status?: string): Promise<repo.ConnectorRow[]> {
+  return repo.listConnectors(deps.store.db, orgId, status);
+}
+
+export async function getConnector(deps: Pick<ConnectorServiceDeps, 'store'>, orgId: string, id: string): Promise<repo.ConnectorRow> {
+  const row = await repo.findConnector(deps.store.db, orgId, id);
+  if (!row) throw notFound('connector_not_found', 'No such connector.');
+  return row;
+}
+
 export interface CreateConnectorInput {
   name: string;
   type: string;

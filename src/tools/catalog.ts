@@ -1,6 +1,7 @@
 /** The org's tool catalog as the MCP endpoint sees it: built once per catalog version, with validators compiled once. */
 import Ajv, { type ValidateFunction } from 'ajv';
 import { and, eq, inArray, isNull } from 'drizzle-orm';
+import { SERVING_STATUSES } from '../connectors/repository.ts';
 import type { ToolSpec, DatabaseConfig } from '../connectors/types.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
@@ -36,11 +37,6 @@ export interface OrgCatalog {
   byName: Map<string, CatalogTool>;
 }
 
-/**
- * A connector being revalidated keeps serving the tools it had: agents do not lose them while an admin
- * re-checks a working connector. A failed validation removes them.
- */
-export const SERVING_STATUSES = ['active', 'validating'];
 
 // Tool input schemas come from introspection: compile each once per catalog version, with defaults applied.
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });

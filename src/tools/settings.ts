@@ -1,7 +1,6 @@
 /** Per-tool settings of the REST interface: listing with effective names, and validated updates. */
 import { and, asc, eq } from 'drizzle-orm';
 import { recordAudit, type Actor } from '../audit/repository.ts';
-import type { ToolSpec } from '../connectors/types.ts';
 import { conflict, notFound } from '../errors.ts';
 import type { Store } from '../store/db.ts';
 import { CHECK_APPROVAL_STATUS } from './runtime.ts';
@@ -13,29 +12,10 @@ export interface ToolSettingsDeps {
   store: Pick<Store, 'db'>;
 }
 
-type Row = { tool: typeof tools.$inferSelect; connector: { id: string; name: string; type: string } };
+/** A tool with the connector it belongs to: what the settings list and update return (handlers/views.ts shapes it). */
+export type ToolSettingsRow = { tool: typeof tools.$inferSelect; connector: { id: string; name: string; type: string } };
 
-export function toolSettingsView({ tool, connector }: Row) {
-  const spec = tool.spec as unknown as ToolSpec;
-  return {
-    id: tool.id,
-    tool_name: tool.baseName,
-    name: tool.toolNameOverride ?? tool.baseName,
-    description: tool.toolDescriptionOverride ?? spec.description,
-    enabled: tool.enabled,
-    requires_approval: tool.requiresApproval,
-    approval_ttl_seconds: tool.approvalTtlSeconds,
-    approval_emails: tool.approvalEmails,
-    tool_name_override: tool.toolNameOverride,
-    tool_description_override: tool.toolDescriptionOverride,
-    read_only: tool.readOnly,
-    connector_id: connector.id,
-    connector_name: connector.name,
-    connector_type: connector.type,
-  };
-}
-
-async function rows(deps: ToolSettingsDeps, orgId: string, filter: { connectorId?: string; toolId?: string } = {}): Promise<Row[]> {
+async function rows(deps: ToolSettingsDeps, orgId: string, filter: { connectorId?: string; toolId?: string } = {}): Promise<ToolSettingsRow[]> {
   const where = [eq(tools.orgId, orgId), eq(connectors.orgId, orgId)];
   if (filter.connectorId) where.push(eq(tools.connectorId, filter.connectorId));
   if (filter.toolId) where.push(eq(tools.id, filter.toolId));
@@ -47,8 +27,8 @@ async function rows(deps: ToolSettingsDeps, orgId: string, filter: { connectorId
     .orderBy(asc(tools.baseName), asc(tools.id));
 }
 
-export async function listToolSettings(deps: ToolSettingsDeps, orgId: string, connectorId?: string) {
-  return (await rows(deps, orgId, { connectorId })).map(toolSettingsView);
+export async function listToolSettings(deps: ToolSettingsDeps, orgId: string, connectorId?: string): Promise<ToolSettingsRow[]> {
+  return rows(deps, orgId, { connectorId });
 }
 
 export interface ToolSettingsInput {
@@ -95,5 +75,5 @@ export async function updateToolSettings(deps: ToolSettingsDeps, orgId: string, 
     throw err;
   }
   const [updated] = await rows(deps, orgId, { toolId });
-  return toolSettingsView(updated!);
+  return updated!;
 }

@@ -40,12 +40,22 @@ function stripComments(text: string): string {
   return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
 }
 
+/** Every specifier a source text imports, relative or package. */
+export function allImportsOf(text: string): string[] {
+  return [...stripComments(text).matchAll(IMPORT_RE)].map((m) => m[1] ?? m[2] ?? m[3]!);
+}
+
 /** Relative specifiers of a source text (package imports are not part of the graph). */
 export function importsOf(text: string): string[] {
-  const out: string[] = [];
-  for (const m of stripComments(text).matchAll(IMPORT_RE)) {
-    const spec = m[1] ?? m[2] ?? m[3]!;
-    if (spec.startsWith('.')) out.push(spec);
+  return allImportsOf(text).filter((spec) => spec.startsWith('.'));
+}
+
+/** file (relative to src/) -> packages it imports (bare specifiers, node: builtins excluded). */
+export function packageImports(root = SRC): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const path of listTs(root)) {
+    const from = relative(root, path).split('\\').join('/');
+    out.set(from, allImportsOf(readFileSync(path, 'utf8')).filter((spec) => !spec.startsWith('.') && !spec.startsWith('node:')));
   }
   return out;
 }
