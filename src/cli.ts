@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createGateway } from './gateway.ts';
-import { PLANS, type Plan } from './orgs/repository.ts';
+import { isPlan, PLANS, type Plan } from './limits/plans.ts';
 import { onboardOrg } from './orgs/service.ts';
 import { onboardingView } from './handlers/views.ts';
 import type { OrgOnboarding } from '../generated/client/types.gen.ts';
@@ -84,7 +84,7 @@ async function orgCreate(argv: string[]): Promise<void> {
   });
   if (!values.slug || !values.name) fail(`--slug and --name are required\n${USAGE}`, 2);
   const plan = (values.plan ?? 'starter') as Plan;
-  if (!PLANS.includes(plan)) fail(`--plan must be one of ${PLANS.join(', ')}`, 2);
+  if (!isPlan(plan)) fail(`--plan must be one of ${PLANS.join(', ')}`, 2);
   const trialDays = values['trial-days'] === undefined ? undefined : Number(values['trial-days']);
   if (trialDays !== undefined && (!Number.isInteger(trialDays) || trialDays < 0 || trialDays > 365)) fail('--trial-days must be an integer from 0 to 365', 2);
   if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(values.slug)) fail('--slug must be 1-63 characters of a-z, 0-9 and inner hyphens', 2);

@@ -22,7 +22,7 @@ export function createMcpServer(deps: ToolRuntimeDeps & { log: Logger }): McpSer
       ping: method(undefined, () => ({})),
       'tools/list': method('ToolsListParams', ({ org, principal }) => listToolsJson(deps, org, principal)),
       'tools/call': method('ToolsCallParams', ({ org, principal }, params) =>
-        callTool(deps, org, principal, params.name, (params.arguments as Record<string, unknown> | undefined) ?? {}),
+        callTool(deps, org, principal, params.name, params.arguments ?? {}),
       ),
     },
     (name, err) => deps.log.error('mcp method failed', { method: name, error: describeError(err) }),
