@@ -19,8 +19,6 @@ import { eq } from 'drizzle-orm';
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true });
 const configValidators = new WeakMap<ConnectorDriver, ReturnType<typeof ajv.compile>>();
 
-export const DATABASE_TYPES = ['postgresql', 'mysql', 'mongodb', 'mssql', 'oracle'];
-
 /** What the connector service uses: the store, the secret box for credentials, background jobs, the log. */
 export interface ConnectorServiceDeps {
   store: Pick<Store, 'db'>;
