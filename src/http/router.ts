@@ -105,7 +105,9 @@ const ACCESS: Record<OperationDef['auth'], AccessPolicy> = {
 async function dispatch(op: OperationDef, handler: Handler, request: Request, params: Record<string, string>, deps: AppDeps): Promise<Response> {
   const access = ACCESS[op.auth];
   try {
-    const principal = await access.authenticate(request, deps);
+    const authenticated = access.authenticate(request, deps);
+    // Policies that authenticate synchronously (public, mcp, operator) cost no await on the hot path.
+    const principal = authenticated instanceof Promise ? await authenticated : authenticated;
     const url = new URL(request.url);
     const query = queryObject(url);
     let body: unknown;
