@@ -1,5 +1,5 @@
 /**
- * The tool runtime behind tools/list and tools/call, independent of HTTP and of the JSON-RPC envelope: the org's
+ * The tool runtime behind tools/list and tools/call, independent of HTTP and of the method table: the org's
  * catalog filtered by the credential's scope, and a call's way through lookup, scope, argument validation, the
  * approval gate, the monthly quota and execution. Its refusals are RpcErrors (protocol errors); a tool that fails
  * is a tool result with isError.
