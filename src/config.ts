@@ -23,6 +23,9 @@ export interface Config {
   lockTimeoutMs: number;
   maxResultRows: number;
   maxResultBytes: number;
+  /** Per connector: calls running at once (capped at the pool size), and how long a call may queue for a slot. */
+  connectorMaxConcurrentCalls: number;
+  connectorQueueTimeoutMs: number;
   idpClockToleranceSeconds: number;
   jwksCooldownMs: number;
   jwksTimeoutMs: number;
@@ -114,6 +117,8 @@ export function loadConfig(env: Env = process.env): Config {
     lockTimeoutMs: intVar(env, 'TOOLGATE_LOCK_TIMEOUT_MS', 2000, 100, 600_000),
     maxResultRows: intVar(env, 'TOOLGATE_MAX_RESULT_ROWS', 1000, 1, 100_000),
     maxResultBytes: intVar(env, 'TOOLGATE_MAX_RESULT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
+    connectorMaxConcurrentCalls: intVar(env, 'TOOLGATE_CONNECTOR_MAX_CONCURRENT_CALLS', 10, 1, 1000),
+    connectorQueueTimeoutMs: intVar(env, 'TOOLGATE_CONNECTOR_QUEUE_TIMEOUT_MS', 1000, 1, 60_000),
     idpClockToleranceSeconds: intVar(env, 'TOOLGATE_IDP_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),
     jwksCooldownMs: intVar(env, 'TOOLGATE_JWKS_COOLDOWN_MS', 30_000, 0, 3_600_000),
     jwksTimeoutMs: intVar(env, 'TOOLGATE_JWKS_TIMEOUT_MS', 3000, 100, 60_000),

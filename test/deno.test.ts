@@ -4,6 +4,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { contractFetch } from './support/contract.ts';
 import { freshDatabase } from './support/gateway.ts';
 import { serviceAvailable } from './support/services.ts';
 
@@ -93,7 +94,7 @@ async function startDeno(env: Record<string, string>, cleanup: () => Promise<voi
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`deno exited with ${proc.exitCode} before serving:\n${text}`);
     try {
-      const response = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) });
+      const response = await contractFetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) });
       if (response.status === 200) break;
     } catch {
       // not listening yet
@@ -106,12 +107,12 @@ async function startDeno(env: Record<string, string>, cleanup: () => Promise<voi
 
 /** Onboarding, a token, the provisioning status and the MCP tool list, over real HTTP. */
 async function exercise(g: DenoGateway) {
-  const health = await fetch(`${g.base}/healthz`);
+  const health = await contractFetch(`${g.base}/healthz`);
   expect(health.status).toBe(200);
   expect(await health.json()).toEqual({ status: 'ok' });
 
   const slug = `deno-${Date.now().toString(36)}`;
-  const created = await fetch(`${g.base}/operator/orgs`, {
+  const created = await contractFetch(`${g.base}/operator/orgs`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${OPERATOR}` },
     body: JSON.stringify({ slug, name: 'Deno Org' }),
@@ -122,7 +123,7 @@ async function exercise(g: DenoGateway) {
   const orgId: string = org.org.id;
   const apiKey: string = org.api_key.key;
 
-  const tokenResponse = await fetch(`${g.base}/oauth/token`, {
+  const tokenResponse = await contractFetch(`${g.base}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ grant_type: 'client_credentials', client_id: org.oauth_client.client_id, client_secret: org.oauth_client.client_secret }),
@@ -132,17 +133,17 @@ async function exercise(g: DenoGateway) {
   expect(token.token_type).toMatch(/^bearer$/i);
   expect(typeof token.access_token).toBe('string');
 
-  const status = await fetch(`${g.base}/api/mcp/${orgId}/status`, { headers: { authorization: `Bearer ${token.access_token}` } });
+  const status = await contractFetch(`${g.base}/api/mcp/${orgId}/status`, { headers: { authorization: `Bearer ${token.access_token}` } });
   expect(status.status).toBe(200);
   const statusBody = (await status.json()) as any;
   expect(['provisioned', 'not_provisioned']).toContain(statusBody.status);
   expect(statusBody.endpoint).toBe(`${g.base}/mcp/${slug}`);
   expect(statusBody.toolCount).toBeGreaterThanOrEqual(0);
 
-  const unauthenticated = await fetch(`${g.base}/api/mcp/${orgId}/status`);
+  const unauthenticated = await contractFetch(`${g.base}/api/mcp/${orgId}/status`);
   expect(unauthenticated.status).toBe(401);
 
-  const mcp = await fetch(`${g.base}/mcp/${slug}`, {
+  const mcp = await contractFetch(`${g.base}/mcp/${slug}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-api-key': apiKey },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
@@ -154,7 +155,7 @@ async function exercise(g: DenoGateway) {
   expect(rpc.error).toBeUndefined();
   expect(Array.isArray(rpc.result.tools)).toBe(true);
 
-  const badKey = await fetch(`${g.base}/mcp/${slug}`, {
+  const badKey = await contractFetch(`${g.base}/mcp/${slug}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': 'tgk_not-a-key' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),

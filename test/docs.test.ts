@@ -1,5 +1,6 @@
-// The /docs explorer in a real headless Chromium: it renders the operations from /openapi.json using only the
-// gateway's own files. Every request to a host other than the local gateway is blocked and recorded; none may occur.
+// The /docs explorer (@elysiajs/swagger's Scalar page) in a real headless Chromium: it renders the operations from
+// the hand-written /openapi.json using only the gateway's own files. Every request to a host other than the local
+// gateway is blocked and recorded; none may occur.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,20 +70,24 @@ describe.skipIf(!chromiumPresent)('/docs in headless Chromium', () => {
       if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
     });
     page.on('requestfailed', (request) => failed.push(`${request.url()}: ${request.failure()?.errorText}`));
+    const loaded: string[] = [];
+    page.on('requestfinished', (request) => loaded.push(request.url()));
 
     const response = await page.goto(`${base}/docs`, { waitUntil: 'load', timeout: 15_000 });
     expect(response?.status()).toBe(200);
 
-    // Swagger UI fetched /openapi.json and rendered one block per operation.
-    const tokenOperation = page.locator('.opblock', { has: page.locator('.opblock-summary-path', { hasText: /^\/oauth\/token$/ }) });
+    // Scalar (the @elysiajs/swagger page) fetched the hand-written /openapi.json and listed every operation per tag.
+    const tokenOperation = page.locator('a.endpoint', { has: page.locator('.endpoint-path', { hasText: /^\/oauth\/token$/ }) });
     await tokenOperation.first().waitFor({ state: 'visible', timeout: 15_000 });
     await page.waitForLoadState('networkidle', { timeout: 10_000 });
 
-    const operations = await page.locator('.opblock').count();
+    expect(loaded).toContain(`${base}/openapi.json`);
+    expect(loaded).toContain(`${base}/docs/assets/scalar-standalone.js`);
+    const operations = await page.locator('a.endpoint').count();
     expect(operations).toBeGreaterThan(10);
-    await expect(tokenOperation.first().locator('.opblock-summary-method').innerText()).resolves.toBe('POST');
-    await expect(tokenOperation.first().locator('.opblock-summary-description').innerText()).resolves.toContain('Issue an access token');
-    const text = await page.locator('#explorer').innerText();
+    expect((await tokenOperation.first().locator('.endpoint-method').innerText()).trim().toUpperCase()).toBe('POST');
+    await expect(page.locator('[id$="/POST/oauth/token"]').first().innerText()).resolves.toContain('Issue an access token');
+    const text = await page.locator('body').innerText();
     expect(text).toContain('/oauth/token');
     expect(text).toContain('Issue an access token');
     expect(text).toContain('/api/mcp/{orgId}/status');
@@ -99,4 +104,50 @@ describe.skipIf(!chromiumPresent)('/docs in headless Chromium', () => {
     expect(failed).toEqual([]);
     expect(pageErrors).toEqual([]);
   }, 20_000);
+});
+
+// Without a browser: what the page and its asset route promise, checked on the responses themselves.
+describe('/docs page and assets', () => {
+  let gateway: TestGateway;
+  beforeAll(async () => {
+    gateway = await startTestGateway();
+  }, 20_000);
+  afterAll(async () => {
+    await gateway?.close();
+  }, 10_000);
+  const get = (path: string) => gateway.handle(new Request(`http://gateway.test${path}`));
+
+  test('the page loads the hand-written contract and a bundle of our own, under a CSP that allows nothing else', async () => {
+    verifies('DOCS-OFFLINE');
+    const page = await get('/docs');
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    const csp = page.headers.get('content-security-policy')!;
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).toContain("connect-src 'self'");
+    const scriptSrc = csp.split(';').find((d) => d.trim().startsWith('script-src'))!;
+    expect(scriptSrc).not.toContain('unsafe-inline');
+    expect(scriptSrc).not.toContain('http');
+    // Every script is either ours by URL or an inline one allowed by its exact hash.
+    const scripts = [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
+    expect(scripts.length).toBeGreaterThan(0);
+    for (const [, attrs, body] of scripts) {
+      const src = attrs!.match(/\bsrc="([^"]*)"/)?.[1];
+      if (src) expect(src).toBe('/docs/assets/scalar-standalone.js');
+      else expect(scriptSrc).toContain(`'sha256-${new Bun.CryptoHasher('sha256').update(body!).digest('base64')}'`);
+    }
+    expect(html).toContain('data-url="openapi.json"');
+    expect(html).not.toMatch(/https?:\/\/(?!www\.w3\.org)/);
+  });
+
+  test('assets come from an allow-list: only the bundle is served, any other name is 404, a path is 400', async () => {
+    verifies('DOCS-OFFLINE');
+    const bundle = await get('/docs/assets/scalar-standalone.js');
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers.get('content-type')).toStartWith('text/javascript');
+    expect((await bundle.arrayBuffer()).byteLength).toBeGreaterThan(1_000_000);
+    for (const name of ['swagger-ui-bundle.js', 'constructor', '__proto__', 'package.json']) expect((await get(`/docs/assets/${name}`)).status).toBe(404);
+    // A name outside the contract's pattern never reaches the allow-list: 400 validation_error.
+    expect((await get('/docs/assets/..%2F..%2Fpackage.json')).status).toBe(400);
+  });
 });

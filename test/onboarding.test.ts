@@ -10,6 +10,7 @@ import type { Subprocess } from 'bun';
 import { createClient } from '../generated/client/client/index.ts';
 import { getProvisioningStatus, issueToken } from '../generated/client/sdk.gen.ts';
 import { verifies } from './requirements.ts';
+import { contractFetch } from './support/contract.ts';
 
 /** Hooks default to 5 s in bun whatever bunfig says; starting PGlite under load can take longer. */
 const HOOK_TIMEOUT_MS = 60_000;
@@ -74,7 +75,7 @@ async function waitForHealth(timeoutMs: number): Promise<void> {
   while (Date.now() < deadline) {
     if (server?.exitCode !== null) throw new Error(`server exited early (${server?.exitCode}): ${await new Response(server!.stderr).text()}`);
     try {
-      const res = await fetch(`${baseUrl}/healthz`);
+      const res = await contractFetch(`${baseUrl}/healthz`);
       if (res.status === 200) return;
     } catch {
       // not listening yet
@@ -95,7 +96,7 @@ async function stopServer(): Promise<void> {
 }
 
 function mcpToolsList(slug: string, apiKey: string) {
-  return fetch(`${baseUrl}/mcp/${slug}`, {
+  return contractFetch(`${baseUrl}/mcp/${slug}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
@@ -149,7 +150,7 @@ describe('onboarding with real processes', () => {
     // The endpoint comes from the server's configuration (its port), not the CLI's: the server made the org.
     expect(beta.endpoint).toBe(`http://localhost:${port}/mcp/beta`);
     expect(server!.exitCode).toBeNull();
-    expect((await fetch(`${baseUrl}/healthz`)).status).toBe(200);
+    expect((await contractFetch(`${baseUrl}/healthz`)).status).toBe(200);
     expect((await mcpToolsList('beta', beta.api_key)).status).toBe(200);
     expect((await mcpToolsList('acme', acme.api_key)).status).toBe(200);
     expect((await mcpToolsList('acme', beta.api_key)).status).toBe(401);
@@ -157,7 +158,7 @@ describe('onboarding with real processes', () => {
 
   test('the generated SDK gets a token and reads the provisioning status', async () => {
     verifies('TOKEN-ENDPOINT-ISSUE', 'TOKEN-ENDPOINT-ERRORS', 'PROVISION-STATUS');
-    const client = createClient({ baseUrl });
+    const client = createClient({ baseUrl, fetch: contractFetch });
     for (const org of [acme, beta]) {
       const token = await issueToken({ client, body: { grant_type: 'client_credentials', client_id: org.client_id, client_secret: org.client_secret } });
       expect(token.response.status).toBe(200);
@@ -178,7 +179,7 @@ describe('onboarding with real processes', () => {
       expect(stdout).toBe('');
       expect(stderr.trim()).toBe(`toolgate: The slug "${slug}" is already taken.`);
     }
-    expect((await fetch(`${baseUrl}/healthz`)).status).toBe(200);
+    expect((await contractFetch(`${baseUrl}/healthz`)).status).toBe(200);
   }, 30_000);
 
   test('after the server stops, the CLI opens the folder itself again and still refuses the duplicate', async () => {

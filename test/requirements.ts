@@ -135,6 +135,7 @@ export const REQUIREMENTS = {
   'PROVISION-STATUS': "An onboarded org is provisioned; GET /api/mcp/{orgId}/status answers {status, endpoint (absolute URL), toolCount} [spec What the service does 6, Provisioning and tools]",
   'PROVISION-MANUAL': 'Provisioning can be triggered manually (POST /api/mcp/{orgId}/provision) and answers the status [spec What the service does 6; decisions]',
   'DOCS-OFFLINE': 'The explorer at /docs renders the REST operations with no request leaving the machine [spec What the service does 8]',
+  'CONTRACT-RESPONSES': 'Every response of the suite is checked against openapi.yaml (declared status, media type, body schema, declared headers); a drift fails the test [issue 8; decisions Contract tests]',
   'AUDIT-MANAGEMENT-ROW': 'A management change writes an audit row naming the actor [checklist Audit; decisions Not built yet]',
 } as const;
 

@@ -331,6 +331,10 @@ export type IssueTokenErrors = {
      */
     401: OAuthError;
     /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
      * Rate limit or monthly quota reached.
      */
     429: Error;
@@ -431,6 +435,14 @@ export type CreateApiKeyErrors = {
      * Valid credential without the required role or scope.
      */
     403: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
     /**
      * Well-formed but semantically invalid.
      */
@@ -538,6 +550,14 @@ export type CreateOAuthClientErrors = {
      * Valid credential without the required role or scope.
      */
     403: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
     /**
      * Well-formed but semantically invalid.
      */
@@ -685,6 +705,14 @@ export type SetIdpConfigErrors = {
      * Wrong state, or a unique value already taken.
      */
     409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
     /**
      * Well-formed but semantically invalid.
      */
@@ -847,6 +875,14 @@ export type CreateConnectorErrors = {
      */
     403: Error;
     /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
      * Well-formed but semantically invalid.
      */
     422: Error;
@@ -970,6 +1006,14 @@ export type UpdateConnectorErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
 };
 
 export type UpdateConnectorError = UpdateConnectorErrors[keyof UpdateConnectorErrors];
@@ -1105,6 +1149,14 @@ export type UpdateToolMetadataErrors = {
      * Wrong state, or a unique value already taken.
      */
     409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
 };
 
 export type UpdateToolMetadataError = UpdateToolMetadataErrors[keyof UpdateToolMetadataErrors];
@@ -1134,25 +1186,29 @@ export type McpEndpointData = {
 
 export type McpEndpointErrors = {
     /**
-     * Unsupported MCP-Protocol-Version, or the body could not be read.
+     * The body is not UTF-8 or not JSON (a JSON-RPC error response, -32700), not a JSON-RPC request
+     * (-32600), or MCP-Protocol-Version is unsupported (an Error, `unsupported_protocol_version`).
+     *
      */
-    400: unknown;
+    400: {
+        [key: string]: unknown;
+    };
     /**
      * Credential missing or invalid.
      */
     401: Error;
     /**
-     * A foreign Origin.
+     * A foreign Origin (`forbidden_origin`), or a credential without an mcp:call scope.
      */
-    403: unknown;
+    403: Error;
     /**
-     * The body is larger than the configured cap.
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
      */
-    413: unknown;
+    413: Error;
     /**
-     * Content-Type is not application/json.
+     * Content-Type is not application/json (`unsupported_media_type`).
      */
-    415: unknown;
+    415: Error;
     /**
      * Rate limit or monthly quota reached.
      */
@@ -1196,6 +1252,14 @@ export type CreateOrgErrors = {
      * Wrong state, or a unique value already taken.
      */
     409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
 };
 
 export type CreateOrgError = CreateOrgErrors[keyof CreateOrgErrors];
@@ -1301,6 +1365,10 @@ export type GetDocsAssetData = {
 
 export type GetDocsAssetErrors = {
     /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
      * Not found (or not the caller's).
      */
     404: Error;
@@ -1310,7 +1378,7 @@ export type GetDocsAssetError = GetDocsAssetErrors[keyof GetDocsAssetErrors];
 
 export type GetDocsAssetResponses = {
     /**
-     * The asset.
+     * The asset (the explorer's Scalar bundle).
      */
     200: Blob | File;
 };

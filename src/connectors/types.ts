@@ -34,7 +34,16 @@ export interface ToolSpec {
   inputSchema: JsonSchema;
   outputSchema?: JsonSchema;
   /** What the tool works on; opaque to the gateway, used by the driver at execution. */
-  target: { schema: string; table: string; kind: 'table' | 'view'; columns: ColumnInfo[] };
+  target: {
+    schema: string;
+    table: string;
+    kind: 'table' | 'view';
+    columns: ColumnInfo[];
+    /** MySQL/MariaDB: the server's `lower_case_table_names` when introspected; the guard compares names by it. */
+    lowerCaseTableNames?: 0 | 1 | 2;
+    /** MySQL/MariaDB: stored functions of the table's database named like an allowed built-in; the guard refuses those names. */
+    storedFunctions?: string[];
+  };
 }
 
 /** Limits the gateway applies to every execution; values come from the config module. */
@@ -45,6 +54,10 @@ export interface ExecutionLimits {
   maxRows: number;
   /** Cap on the UTF-8 size of the result text. */
   maxResultBytes: number;
+  /** Calls that may run on one connector at once (at most its pool size); unset: no cap (tests, tools). */
+  maxConcurrentCalls?: number;
+  /** How long a call waits for a free slot before it answers "busy". */
+  queueTimeoutMs?: number;
 }
 
 /** Everything a driver needs to run one call. */

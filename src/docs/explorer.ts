@@ -1,63 +1,79 @@
-/** The /docs explorer: Swagger UI served from the gateway's own files, so it renders with no internet. */
+/**
+ * The /docs explorer: the page is @elysiajs/swagger's Scalar page over the hand-written contract at /openapi.json,
+ * and the Scalar bundle it loads (`scalarCDN`) is served by the gateway itself, so it renders with no internet.
+ *
+ * The plugin is not `.use()`d on the router: it would also register a spec route derived from the Elysia routes at
+ * its `specPath`, and the routes of this app are the contract's operations (getDocs/getDocsAsset), not the plugin's.
+ * Its Elysia instance renders the page once; the contract's /docs operation serves that page.
+ */
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { swagger } from '@elysiajs/swagger';
+import openapiDocument from '../../generated/openapi.json' with { type: 'json' };
 
 const require = createRequire(import.meta.url);
-const distDir = dirname(require.resolve('swagger-ui-dist/package.json'));
+const SCALAR_BUNDLE = 'scalar-standalone.js';
+const scalarBundlePath = require.resolve('@scalar/api-reference/browser/standalone.js');
+
+const explorer = swagger({
+  provider: 'scalar',
+  path: '/docs',
+  // Rendered as a relative URL ("openapi.json"), which /docs resolves to the gateway's own /openapi.json.
+  specPath: '/openapi.json',
+  scalarCDN: `/docs/assets/${SCALAR_BUNDLE}`,
+  documentation: { info: { title: 'Toolgate API explorer', description: 'The Toolgate REST API, from openapi.yaml', version: openapiDocument.info.version } },
+  scalarConfig: {
+    // Everything that would reach another host: the font CDN, the "open in client" link, the request proxy,
+    // telemetry, and the "Ask AI" agent with its document registry.
+    withDefaultFonts: false,
+    hideClientButton: true,
+    proxyUrl: '',
+    telemetry: false,
+    agent: { disabled: true },
+    showDeveloperTools: 'never',
+  } as Record<string, unknown>,
+});
 
 /** The only files served under /docs/assets: an allow-list, never a path joined from user input. */
-const ASSETS: Record<string, { file: string | null; type: string }> = {
-  'swagger-ui.css': { file: 'swagger-ui.css', type: 'text/css; charset=utf-8' },
-  'swagger-ui-bundle.js': { file: 'swagger-ui-bundle.js', type: 'text/javascript; charset=utf-8' },
-  'favicon-32x32.png': { file: 'favicon-32x32.png', type: 'image/png' },
-  'init.js': { file: null, type: 'text/javascript; charset=utf-8' },
+const ASSETS: Record<string, { file: string; type: string }> = {
+  [SCALAR_BUNDLE]: { file: scalarBundlePath, type: 'text/javascript; charset=utf-8' },
 };
 
-const INIT_SCRIPT = `window.addEventListener('load', function () {
-  window.ui = SwaggerUIBundle({
-    url: '/openapi.json',
-    dom_id: '#explorer',
-    deepLinking: true,
-    tryItOutEnabled: true,
-    persistAuthorization: false,
-    validatorUrl: null
-  });
-});
-`;
-
-const PAGE = `<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <title>Toolgate API explorer</title>
-  <meta name="viewport" content="width=device-width, initial-scale=1">
-  <link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
-  <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
-</head>
-<body>
-  <div id="explorer"></div>
-  <script src="/docs/assets/swagger-ui-bundle.js"></script>
-  <script src="/docs/assets/init.js"></script>
-</body>
-</html>
-`;
+/** The page's inline scripts (the plugin's configuration element) are allowed by hash, never by 'unsafe-inline'. */
+function scriptHashes(html: string): string {
+  const hashes: string[] = [];
+  for (const match of html.matchAll(/<script(?![^>]*\bsrc=)[^>]*>([\s\S]*?)<\/script>/g)) {
+    hashes.push(`'sha256-${createHash('sha256').update(match[1]!).digest('base64')}'`);
+  }
+  return hashes.join(' ');
+}
 
 /** Only our own origin: the page must not reach the internet (and cannot be framed). */
-const CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
+function contentSecurityPolicy(html: string): string {
+  return `default-src 'self'; img-src 'self' data:; font-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self' ${scriptHashes(html)}; connect-src 'self'; frame-ancestors 'none'`;
+}
 
+let page: Promise<{ html: string; csp: string }> | null = null;
 const cache = new Map<string, Uint8Array<ArrayBuffer>>();
 
-export function explorerPage(): Response {
-  return new Response(PAGE, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CSP } });
+async function renderPage(): Promise<{ html: string; csp: string }> {
+  const html = await (await explorer.handle(new Request('http://explorer.local/docs'))).text();
+  return { html, csp: contentSecurityPolicy(html) };
+}
+
+export async function explorerPage(): Promise<Response> {
+  page ??= renderPage();
+  const { html, csp } = await page;
+  return new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': csp } });
 }
 
 export async function explorerAsset(name: string): Promise<Response | null> {
-  const asset = ASSETS[name];
+  const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
   if (!asset) return null;
   let bytes = cache.get(name);
   if (!bytes) {
-    bytes = asset.file ? new Uint8Array(await readFile(join(distDir, asset.file))) : new TextEncoder().encode(INIT_SCRIPT);
+    bytes = new Uint8Array(await readFile(asset.file));
     cache.set(name, bytes);
   }
   return new Response(bytes, { headers: { 'content-type': asset.type, 'cache-control': 'public, max-age=3600' } });

@@ -36,7 +36,10 @@ export interface RuntimeOrg {
 export interface ToolRuntimeDeps {
   catalog: Pick<CatalogCache, 'get'>;
   usage: Pick<UsageMeter, 'consume'>;
-  config: Pick<Config, 'statementTimeoutMs' | 'lockTimeoutMs' | 'maxResultRows' | 'maxResultBytes'>;
+  config: Pick<
+    Config,
+    'statementTimeoutMs' | 'lockTimeoutMs' | 'maxResultRows' | 'maxResultBytes' | 'connectorMaxConcurrentCalls' | 'connectorQueueTimeoutMs'
+  >;
 }
 
 export const CHECK_APPROVAL_STATUS = 'check_approval_status';
@@ -148,6 +151,8 @@ function execute(deps: ToolRuntimeDeps, tool: CatalogTool, input: Record<string,
       lockTimeoutMs: config.lockTimeoutMs,
       maxRows: config.maxResultRows,
       maxResultBytes: config.maxResultBytes,
+      maxConcurrentCalls: config.connectorMaxConcurrentCalls,
+      queueTimeoutMs: config.connectorQueueTimeoutMs,
     },
   });
 }

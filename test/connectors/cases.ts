@@ -55,6 +55,12 @@ export interface ConformanceSetup {
   bypass(p: Provisioned, connectorId: string, statement: string, o: BypassOptions): Promise<AdminRow[]>;
   /** A statement that runs for minutes, and a marker to find it in the server's process list. */
   sleep: { sql: string; marker: string };
+  /** Issue 7 (session state): statements whose outcomes (rows or error) together describe the session, run through bypass. */
+  sessionSnapshot: string[];
+  /** Statements that each try to leave something in the session, run through bypass (no guard) read-only and read-write. */
+  sessionChanges: string[];
+  /** A read on `big` returning 1000 rows of about 500 kB each, generated on the server. */
+  bigRowsSql: string;
 }
 
 export interface SecurityCase {
@@ -85,3 +91,18 @@ export const COMMON_CASES: SecurityCase[] = [
   { name: 'DROP TABLE', sql: 'DROP TABLE items', writesToo: true },
   { name: 'TRUNCATE', sql: 'TRUNCATE TABLE items', writesToo: true },
 ];
+
+/**
+ * Catalog relations are never readable through a table's tool, however the name is written (issue 7, item 2):
+ * qualified, case-varied, quoted, in a subquery or a join. Each dialect adds its own catalogs (pg_catalog,
+ * mysql.*, ...) in its securityCases or suite.
+ */
+COMMON_CASES.push(
+  { name: 'catalog: information_schema.tables', sql: 'SELECT * FROM information_schema.tables', writesToo: true },
+  { name: 'catalog: upper-case INFORMATION_SCHEMA.COLUMNS', sql: 'SELECT column_name FROM INFORMATION_SCHEMA.COLUMNS', writesToo: true },
+  { name: 'catalog: quoted "information_schema"."columns"', sql: 'SELECT * FROM "information_schema"."columns"', writesToo: true },
+  { name: 'catalog: in a scalar subquery', sql: 'SELECT (SELECT count(*) FROM information_schema.columns) AS n FROM items', writesToo: true },
+  { name: 'catalog: in EXISTS', sql: 'SELECT * FROM items WHERE EXISTS (SELECT 1 FROM information_schema.tables)', writesToo: true },
+  { name: 'catalog: joined', sql: 'SELECT i.id, c.column_name FROM items i JOIN information_schema.columns c ON 1 = 1', writesToo: true },
+  { name: 'catalog: behind a CTE', sql: 'WITH c AS (SELECT * FROM information_schema.columns) SELECT * FROM c', writesToo: true },
+);

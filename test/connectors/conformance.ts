@@ -283,6 +283,90 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
       });
     });
 
+    describe('issue 7: no state outlives a call, memory bounded while reading, runaway calls cancelled', () => {
+      /** Each snapshot statement's rows, or its error code: the session as far as the server tells it. */
+      const snapshot = async (readOnly: boolean): Promise<unknown[]> => {
+        const out: unknown[] = [];
+        for (const sql of setup.sessionSnapshot) {
+          out.push(await setup.bypass(p, connectorId, sql, { readOnly, statementTimeoutMs: 5000 }).catch((e: unknown) => ({ error: (e as { code?: unknown }).code ?? String(e) })));
+        }
+        return out;
+      };
+
+      test('every session change tried without the guard is gone after the call, on the same pooled connection', async () => {
+        setup.configurePools({ max: 1 }); // one connection: before and after are the same session
+        try {
+          const before = await snapshot(true);
+          expect(JSON.stringify(before)).not.toContain('"error":"CONNECTION'); // the snapshot itself works
+          for (const readOnly of [true, false]) {
+            for (const sql of setup.sessionChanges) {
+              await setup.bypass(p, connectorId, sql, { readOnly, statementTimeoutMs: 5000 }).catch(() => undefined);
+              const after = await snapshot(true);
+              expect({ sql, readOnly, after }).toEqual({ sql, readOnly, after: before });
+            }
+          }
+          // The connector still reads, read-only, in its own schema.
+          expect(structured(await run('big', { sql: 'SELECT id FROM big WHERE id = 2' })).rows).toEqual([{ id: 2 }]);
+          await expect(setup.bypass(p, connectorId, 'DELETE FROM notes', { readOnly: true, statementTimeoutMs: 5000 })).rejects.toBeDefined();
+        } finally {
+          setup.configurePools({ max: 10 });
+        }
+      });
+
+      test('three concurrent calls of 1000 rows x 500 kB hold about their byte cap, not the rows', async () => {
+        verifies('SQL-BYTE-CAP');
+        Bun.gc(true);
+        const base = process.memoryUsage().rss;
+        let peak = base;
+        const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
+        const c = ctx({}, { statementTimeoutMs: 30_000, maxResultBytes: 1_000_000 });
+        const results = await Promise.all([1, 2, 3].map(() => run('big', { sql: setup.bigRowsSql, limit: 1000 }, c)));
+        clearInterval(sampler);
+        peak = Math.max(peak, process.memoryUsage().rss);
+        const grewMb = (peak - base) / 1e6;
+        console.log(`[issue 7] ${type}: 3 x 1000 rows of 500 kB, cap 1 MB: RSS grew ${grewMb.toFixed(1)} MB (peak ${(peak / 1e6).toFixed(0)} MB)`);
+        for (const r of results) {
+          expect(r.isError).toBeFalsy();
+          expect(structured(r)).toMatchObject({ rowCount: 1, truncated: true });
+          expect(Buffer.byteLength(text(r))).toBeLessThanOrEqual(1_000_000);
+        }
+        // Unbounded, this is 1.5 GB of rows (3 GB as strings). Bounded, the calls keep one row each; the rest of the
+        // growth is garbage of rows dropped unread while the cancel travels (RSS falls back only after a GC).
+        expect(grewMb).toBeLessThan(350);
+        expect(await noLongerRunning(p, 'AS v FROM big')).toBe(0);
+      }, 60_000);
+
+      test('a burst of runaway calls: the cap answers busy at once, the rest are cancelled, the pool is usable right after', async () => {
+        verifies('SQL-TIMEOUT');
+        setup.configurePools({ max: 4 });
+        try {
+          const c = ctx({}, { statementTimeoutMs: TIMEOUT_MS, maxConcurrentCalls: 4, queueTimeoutMs: 300 });
+          const marker = 'big a, big b, big c';
+          const burst = await Promise.all(
+            Array.from({ length: 12 }, async () => {
+              const r = await run('big', { sql: `SELECT count(*) AS n FROM ${marker}` }, c);
+              return { r, at: Date.now() };
+            }),
+          );
+          const lastTimeout = Math.max(...burst.map((b) => b.at));
+          const texts = burst.map((b) => text(b.r));
+          expect(burst.every((b) => b.r.isError)).toBe(true);
+          expect(texts.filter((t) => t === `The query was cancelled after ${TIMEOUT_MS} ms (statement timeout).`)).toHaveLength(4);
+          const busy = texts.filter((t) => /^The connector is busy: 4 calls are already running on it/.test(t));
+          expect(busy).toHaveLength(8);
+          // Within ~2 s of the last runaway call: no statement of the burst left on the server, every slot answers.
+          const ok = await Promise.all([1, 2, 3, 4].map((i) => run('big', { sql: `SELECT id FROM big WHERE id = ${i}` }, c)));
+          const recoveredMs = Date.now() - lastTimeout;
+          expect(ok.map((r) => structured(r)?.rows)).toEqual([[{ id: 1 }], [{ id: 2 }], [{ id: 3 }], [{ id: 4 }]]);
+          expect(await noLongerRunning(p, marker, 0)).toBe(0);
+          console.log(`[issue 7] ${type}: pool fully usable ${recoveredMs} ms after the last runaway call`);
+          expect(recoveredMs).toBeLessThan(2000);
+        } finally {
+          setup.configurePools({ max: 10 });
+        }
+      }, 30_000);
+    });
+
     describe('database down', () => {
       test('validate throws a ConnectorError without the password; execute returns isError', async () => {
         verifies('CONN-CREDENTIAL-HIDDEN', 'RPC-TOOL-ERROR-RESULT');

@@ -6,6 +6,8 @@ import { PG_URL, serviceAvailable } from '../support/services.ts';
 import { configurePostgresqlPools, postgresqlDriver, postgresqlPoolFor } from '../../src/connectors/postgresql/index.ts';
 import { runPgFast, runPgStatement } from '../../src/connectors/postgresql/run.ts';
 import { getDriver } from '../../src/connectors/index.ts';
+import { pgCallErrorText } from '../../src/connectors/postgresql/errors.ts';
+import { INTERNAL_FAILURE_TEXT } from '../../src/connectors/shared/errors.ts';
 import { verifies } from '../requirements.ts';
 import { runConnectorConformance } from './conformance.ts';
 import { LONG_NAMES, type Provisioned } from './cases.ts';
@@ -125,6 +127,32 @@ runConnectorConformance({
       runPgStatement(sql, statement, { readOnly: o.readOnly, statementTimeoutMs: o.statementTimeoutMs, lockTimeoutMs: 500, schema: 'public' }),
     ).then((r) => r.rows),
   sleep: { sql: 'select pg_sleep(600)', marker: 'pg_sleep(600)' },
+  sessionSnapshot: [
+    `select pg_backend_pid() as pid, current_user::text as cu, session_user::text as su,
+       (select string_agg(name || '=' || setting, ',' order by name) from pg_settings where source not in ('default', 'override')) as settings,
+       (select count(*) from pg_locks where locktype = 'advisory' and pid = pg_backend_pid())::int as advisory,
+       (select count(*) from pg_prepared_statements where from_sql)::int as prepared,
+       (select count(*) from pg_cursors where name <> '')::int as cursors,
+       (select count(*) from pg_listening_channels())::int as listening,
+       (select count(*) from pg_class where relnamespace = pg_my_temp_schema())::int as temp_objects`,
+    // A custom setting's placeholder outlives even a rolled-back set_config, empty: only a value would be a leak.
+    "select nullif(current_setting('toolgate.leak', true), '') as custom, current_setting('work_mem') as work_mem, setting as ro from pg_settings where name = 'default_transaction_read_only'",
+  ],
+  sessionChanges: [
+    "select set_config('work_mem', '77kB', false)",
+    "select set_config('toolgate.leak', 'yes', false)",
+    "select set_config('default_transaction_read_only', 'off', false)",
+    "set work_mem = '78kB'",
+    "set session characteristics as transaction read write",
+    'select pg_advisory_lock(4242)',
+    'prepare tg_leak as select 1',
+    'declare tg_leak_cursor cursor with hold for select 1',
+    'listen tg_leak_channel',
+    'create temp table tg_leak_tmp (x int)',
+    'set role pg_monitor',
+    'set session authorization pg_monitor',
+  ],
+  bigRowsSql: "SELECT repeat('x', 500000) AS v FROM big",
 });
 
 describe.skipIf(!available)('postgresql specifics', () => {
@@ -175,6 +203,32 @@ describe.skipIf(!available)('postgresql specifics', () => {
     const after = await run("select current_setting('statement_timeout') as st, current_setting('transaction_read_only') as ro");
     expect(after.rows).toEqual([{ st: '1s', ro: 'on' }]);
     await postgresqlDriver.close(`${id}-guc`);
+  });
+
+  test('issue 7: one 200 MB value is never read: the server stops it, the answer is a truncated result', async () => {
+    const items = (await postgresqlDriver.introspect(id, p.config, p.credential)).find((t) => t.target.table === 'items')!;
+    const ctx = { connectorId: id, config: p.config, credential: p.credential, allowWrite: false, allowDdl: false, readOnly: false, limits: { ...limits, statementTimeoutMs: 30_000, maxResultBytes: 1_000_000 } };
+    Bun.gc(true);
+    const base = process.memoryUsage().rss;
+    let peak = base;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
+    const r = await postgresqlDriver.execute(items, { sql: "SELECT id, repeat('x', 200000000) AS v FROM items WHERE id = 1" }, ctx);
+    const small = await postgresqlDriver.execute(items, { sql: "SELECT id, CASE WHEN id = 2 THEN repeat('y', 200000000) ELSE 'a' END AS v FROM items ORDER BY id" }, ctx);
+    clearInterval(sampler);
+    console.log(`[issue 7] postgresql: 200 MB values, cap 1 MB: RSS grew ${((peak - base) / 1e6).toFixed(1)} MB`);
+    expect(r.structuredContent).toEqual({ rows: [], rowCount: 0, truncated: true });
+    // Rows before the oversized one are kept.
+    expect(small.structuredContent).toEqual({ rows: [{ id: 1, v: 'a' }], rowCount: 1, truncated: true });
+    expect((peak - base) / 1e6).toBeLessThan(150);
+  }, 60_000);
+
+  test('issue 7: errors that are not the server\'s never show their text', async () => {
+    const errCtx = { config: p.config, credential: p.credential, connectTimeoutMs: 1000 };
+    for (const err of [new RangeError('Invalid string length'), new TypeError("Cannot read properties of null (reading 'write')"), Object.assign(new Error('Cannot create a string longer than 0x1fffffe8 characters'), { code: 'ERR_STRING_TOO_LONG' })]) {
+      const t = pgCallErrorText(err, errCtx);
+      expect(t).toBe(INTERNAL_FAILURE_TEXT);
+      expect(t).not.toContain(err.message);
+    }
   });
 
   test('INSERT ... RETURNING gives the returned rows and the affected count', async () => {

@@ -27,10 +27,10 @@ describe('toolNames', () => {
     const names = toolNames('postgresql', rels);
     const long = `query_postgresql_${'x'.repeat(47)}`;
     expect(names).toEqual([
-      'query_postgresql_order_items',
+      'query_postgresql_order_items_2', // the table already spelled order_items keeps the plain name
       'query_postgresql_public_orders',
       'query_postgresql_sales_orders',
-      'query_postgresql_order_items_2', // 'Order Items' < 'order_items' in code-unit order
+      'query_postgresql_order_items',
       `${long.slice(0, 62)}_2`,
       long,
     ]);
@@ -39,10 +39,19 @@ describe('toolNames', () => {
 
   test('a suffix never takes a name that is already unique', () => {
     expect(toolNames('mysql', [{ schema: 'd', table: 'a' }, { schema: 'd', table: 'A' }, { schema: 'd', table: 'a_2' }])).toEqual([
-      'query_mysql_a_3',
       'query_mysql_a',
+      'query_mysql_a_3',
       'query_mysql_a_2',
     ]);
+  });
+
+  test('case twins: the lower-case table keeps its name whichever twin exists or comes first', () => {
+    const twins = [{ schema: 'd', table: 'ACCOUNTS' }, { schema: 'd', table: 'accounts' }, { schema: 'd', table: 'Accounts' }];
+    expect(toolNames('mysql', twins)).toEqual(['query_mysql_accounts_2', 'query_mysql_accounts', 'query_mysql_accounts_3']);
+    expect(toolNames('mysql', [...twins].reverse())).toEqual(['query_mysql_accounts_3', 'query_mysql_accounts', 'query_mysql_accounts_2']);
+    expect(toolNames('mysql', twins.slice(0, 2))).toEqual(['query_mysql_accounts_2', 'query_mysql_accounts']);
+    // Twin databases holding a same-named table: qualified, and the lower-case database keeps the plain name.
+    expect(toolNames('mysql', [{ schema: 'SHOP', table: 't' }, { schema: 'shop', table: 't' }])).toEqual(['query_mysql_shop_t_2', 'query_mysql_shop_t']);
   });
 });
 

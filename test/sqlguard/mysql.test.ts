@@ -128,10 +128,10 @@ describe('mysql guard: statement kinds', () => {
   test('SELECT forms are allowed and read-only', () => {
     const selects = [
       'SELECT * FROM users',
-      'select id, name from USERS where id = ?',
+      'select id, name from users where id = ?',
       'SELECT * FROM shop.users',
       'SELECT * FROM `shop`.`users`',
-      'SELECT * FROM SHOP.Users',
+      // Case variants (SHOP.Users) are the tool's table only on a case-insensitive server: mysql-names.test.ts.
       'SELECT u.* FROM users AS u WHERE u.id IN (SELECT id FROM users WHERE active = 1)',
       'WITH recent AS (SELECT * FROM users WHERE created_at > NOW() - INTERVAL 1 DAY) SELECT COUNT(*) FROM recent',
       'WITH RECURSIVE t (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 5) SELECT n FROM t',

@@ -2,6 +2,7 @@
 import postgres from 'postgres';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createGateway, type Gateway } from '../../src/gateway.ts';
+import { contractChecked } from './contract.ts';
 import { PG_URL } from './services.ts';
 
 export const BASE = 'http://gateway.test';
@@ -45,8 +46,11 @@ export async function startTestGateway(kind: StoreKind = 'pglite', env: Record<s
     ...env,
   });
   const gateway = await createGateway(config, { inMemory: true });
-  return {
+  const testGateway: TestGateway = {
     ...gateway,
+    // Every response a suite gets through the test gateway is checked against openapi.yaml (test/support/contract.ts).
+    // It goes through `testGateway.app`, so a test can swap in an app with a drifting handler and see the check fail.
+    handle: contractChecked((request) => testGateway.app.handle(request)),
     config,
     databaseUrl: url,
     close: async () => {
@@ -54,6 +58,7 @@ export async function startTestGateway(kind: StoreKind = 'pglite', env: Record<s
       await db?.drop();
     },
   };
+  return testGateway;
 }
 
 export interface Onboarded {

@@ -1,6 +1,7 @@
 /** Turns mysql2 and server errors into messages fit for an agent or an org admin: clear, and without secrets. */
 import { ConnectorError, type DatabaseConfig } from '../types.ts';
-import { describeNetworkError, scrub, type Described } from '../shared/errors.ts';
+import { describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
+import { busyText, ConnectorBusyError } from '../shared/pools.ts';
 import { DEFAULT_MYSQL_PORT } from './pool.ts';
 
 export interface MyErrorContext {
@@ -57,6 +58,7 @@ export function myConnectorError(err: unknown, ctx: MyErrorContext, fallback: Co
 
 /** For execute: the text of an isError result. */
 export function myCallErrorText(err: unknown, ctx: MyErrorContext): string {
+  if (err instanceof ConnectorBusyError) return busyText(err);
   const e = asMysql(err);
   if (e.code === 'ABORTED') return 'The call was aborted.';
   if (e.code === 'STATEMENT_TIMEOUT' || (e.errno !== undefined && TIMEOUT_ERRNOS.has(e.errno))) {
@@ -82,9 +84,10 @@ export function myCallErrorText(err: unknown, ctx: MyErrorContext): string {
       text = `The database rejected the query: ${message}. Give every selected column a distinct name (use AS).`;
       break;
     default:
-      text = e.errno !== undefined
-        ? `The database rejected the query: ${message} (error ${e.errno}).`
-        : `The query failed: ${message}`;
+      // Without a server error number it is the driver or the gateway failing (a packet parse error, a Buffer or
+      // string limit): its text describes internals, not the query.
+      if (e.errno === undefined || e.sqlMessage === undefined) return INTERNAL_FAILURE_TEXT;
+      text = `The database rejected the query: ${message} (error ${e.errno}).`;
   }
   return scrub(text, ctx.credential);
 }

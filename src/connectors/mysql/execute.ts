@@ -1,12 +1,13 @@
 /** Runs one guarded tool call on MySQL/MariaDB: one statement on a session held read-only, killed on the server at the time limit. */
 import mysql from 'mysql2/promise';
+import type { Connection as CoreConnection } from 'mysql2';
 import type { ExecutionContext, ToolResult, ToolSpec } from '../types.ts';
 import { guardMysqlSql } from '../sqlguard/mysql.ts';
-import { errorResult, rowsResult, type Row } from '../shared/result.ts';
+import { errorResult, RowCollector, type Row } from '../shared/result.ts';
 import { isRefusal, prepareCall, type Dialect } from '../shared/prepare.ts';
-import { applySession, flavourOf, type MyPool } from './pool.ts';
+import { applySession, flavourOf, forgetSession, type MyPool } from './pool.ts';
 import { myCallErrorText, TIMEOUT_ERRNOS, type MyErrorContext } from './errors.ts';
-import { fixRows } from './values.ts';
+import { rowFixer } from './values.ts';
 
 export interface MyRunOptions {
   readOnly: boolean;
@@ -17,10 +18,15 @@ export interface MyRunOptions {
   signal?: AbortSignal;
   /** false: no server-side time limit, only the client's KILL QUERY (tests use it to exercise that path). */
   serverTimeout?: boolean;
+  /** Receives each row as it arrives; answering false stops reading (a read is then killed). Default: collect all. */
+  onRow?: (row: Row) => boolean;
 }
 
 export interface MyRunOutcome {
+  /** The rows, when no onRow was given. */
   rows: Row[];
+  /** onRow stopped the read before its end. */
+  stopped: boolean;
   /** Rows affected by a write without RETURNING. */
   affected: number | null;
 }
@@ -44,6 +50,32 @@ async function killQuery(p: MyPool, threadId: number): Promise<boolean> {
   }
 }
 
+/**
+ * Runs `statement` as a row stream (mysql2 holds one row packet at a time): rows go to onRow as they arrive, and
+ * once it answers false the rest are dropped unread while the caller kills the statement. Resolves with the
+ * affected-row count of a write, null for a read.
+ */
+function streamQuery(conn: mysql.PoolConnection, statement: string, onRow: (row: Row) => boolean, onStop: () => void): Promise<number | null> {
+  return new Promise((resolve, reject) => {
+    // Without a 'fields' event first, a 'result' is the OK packet of a statement that returns no rows.
+    let fix: ((row: Row) => Row) | null = null;
+    let affected: number | null = null;
+    let stopped = false;
+    const q = (conn.connection as unknown as CoreConnection).query(statement);
+    q.on('fields', (fields: mysql.FieldPacket[]) => (fix = rowFixer(fields)));
+    q.on('result', (row: unknown) => {
+      if (!fix) {
+        affected = (row as mysql.ResultSetHeader).affectedRows ?? 0;
+        return;
+      }
+      if (stopped) return;
+      if (!onRow(fix(row as Row))) (stopped = true), onStop();
+    });
+    q.on('error', reject);
+    q.on('end', () => resolve(affected));
+  });
+}
+
 /** lock_wait_timeout and innodb_lock_wait_timeout take whole seconds, at least 1. */
 const lockSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
 
@@ -52,10 +84,14 @@ const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(
 /**
  * Runs one statement in autocommit mode on a pooled connection whose session is read-only for reads
  * (tx_read_only / transaction_read_only = 1, so the statement's implicit transaction cannot write) and carries the
- * server-side time and lock limits. These session settings are cached per connection, so a steady-state read is
- * a single round trip (START TRANSACTION READ ONLY ... ROLLBACK would be three: measured at ~40% of a bare query's
- * rate against ~80-100% this way). Exported for tests, which use it to reach the protocol-level protections
- * without the guard.
+ * server-side time and lock limits. Rows are streamed to onRow; a read that has enough is killed (KILL QUERY)
+ * rather than read to its end.
+ *
+ * Nothing the statement does to its session outlives the call, whatever it is (this does not rely on the guard):
+ * the connection is reset with COM_RESET_CONNECTION before it goes back to the pool (user and system variables,
+ * temporary tables, prepared statements, GET_LOCK locks, roles, the default database all return to the login
+ * state), and a connection that cannot be reset is closed. The next call sets its session again (USE + one SET).
+ * Exported for tests, which use it to reach the protocol-level protections without the guard.
  */
 export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOptions): Promise<MyRunOutcome> {
   if (o.signal?.aborted) throw failure('ABORTED');
@@ -66,6 +102,8 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
   const drop = (): void => {
     if (!destroyed) (destroyed = true), conn.destroy();
   };
+  const rows: Row[] = [];
+  const onRow = o.onRow ?? ((r: Row) => (rows.push(r), true));
   try {
     await applySession(conn, flavour, {
       database: o.database,
@@ -76,8 +114,8 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
 
     let pending = true;
     let kill: Promise<boolean> | null = null;
-    let killedFor: 'STATEMENT_TIMEOUT' | 'ABORTED' = 'STATEMENT_TIMEOUT';
-    const fire = (why: 'STATEMENT_TIMEOUT' | 'ABORTED') => (): void => {
+    let killedFor = 'STATEMENT_TIMEOUT' as 'STATEMENT_TIMEOUT' | 'ABORTED' | 'CAP';
+    const fire = (why: 'STATEMENT_TIMEOUT' | 'ABORTED' | 'CAP') => (): void => {
       if (kill || !pending) return;
       killedFor = why;
       kill = killQuery(p, conn.threadId).then((ok) => {
@@ -91,10 +129,12 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
     const timer = setTimeout(fire('STATEMENT_TIMEOUT'), o.statementTimeoutMs + CLIENT_GRACE_MS);
     o.signal?.addEventListener('abort', onAbort, { once: true });
 
-    let result: Awaited<ReturnType<mysql.PoolConnection['query']>> | null = null;
+    let affected: number | null = null;
+    let stopped = false;
     let error: unknown = null;
     try {
-      result = await conn.query(statement);
+      // Only a read is killed at the row cap: killing a write would undo it after it was reported done.
+      affected = await streamQuery(conn, statement, onRow, () => ((stopped = true), o.readOnly && fire('CAP')()));
     } catch (err) {
       error = err;
     } finally {
@@ -109,21 +149,23 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
       // A KILL QUERY that arrived after the statement ended could hit this connection's next statement:
       // only a connection whose statement visibly died of it goes back to the pool.
       if (!landed || errno === undefined || !TIMEOUT_ERRNOS.has(errno)) reusable = false;
+      if (killedFor === 'CAP') return { rows, affected: null, stopped: true };
       if (error) throw failure(killedFor);
     }
     if (error) {
       if ((error as { fatal?: boolean }).fatal) reusable = false;
       throw error;
     }
-    const [rows, fields] = result!;
-    if (Array.isArray(rows)) return { rows: fixRows(rows as Row[], fields), affected: null };
-    return { rows: [], affected: (rows as mysql.ResultSetHeader).affectedRows ?? 0 };
+    return { rows, affected, stopped };
   } catch (err) {
     if ((err as { fatal?: boolean }).fatal) reusable = false;
     throw err;
   } finally {
-    if (reusable && !destroyed) conn.release();
-    else drop();
+    if (reusable && !destroyed) {
+      forgetSession(conn);
+      // Released only once reset; the caller's answer does not wait for it.
+      conn.reset().then(() => conn.release(), drop);
+    } else drop();
   }
 }
 
@@ -147,14 +189,18 @@ export async function executeMysql(p: MyPool, tool: ToolSpec, args: Record<strin
     const prepared = prepareCall(MYSQL_DIALECT, tool, args, ctx);
     if (isRefusal(prepared)) return prepared;
     const { statement, write, maxRows } = prepared;
+    // Rows are capped while they arrive: a read is killed on the server as soon as the cap is reached. A single row
+    // is bounded by the server's max_allowed_packet (it cannot send a bigger one).
+    const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes);
     const out = await runMysqlStatement(p, statement, {
       readOnly: !write,
       database: tool.target.schema,
       statementTimeoutMs: ctx.limits.statementTimeoutMs,
       lockTimeoutMs: ctx.limits.lockTimeoutMs,
       signal: ctx.signal,
+      onRow: (row) => collector.add(row),
     });
-    return rowsResult(out.rows, maxRows, ctx.limits.maxResultBytes, write ? (out.affected ?? out.rows.length) : undefined);
+    return collector.result(write ? (out.affected ?? collector.rows.length) : undefined);
   } catch (err) {
     return errorResult(myCallErrorText(err, errCtx));
   }

@@ -2,11 +2,12 @@
 import mysql from 'mysql2/promise';
 import { ConnectorError, type ConnectorDriver, type DatabaseConfig, type ToolSpec } from '../types.ts';
 import { registerConnector } from '../registry.ts';
-import { PoolRegistry, type PoolSettings } from '../shared/pools.ts';
+import { admissionOf, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { databaseConfigSchema } from '../shared/toolspec.ts';
 import { errorResult } from '../shared/result.ts';
 import { DEFAULT_MYSQL_PORT, applySession, endMyPool, flavourOf, mysqlOptions, openMyPool, type MyPool } from './pool.ts';
-import { exposedSchemas, introspectMysql } from './introspect.ts';
+import { exposedSchemas, introspectMysql, readNameMode } from './introspect.ts';
+import { isSystemDatabase, sameName } from '../sqlguard/mysql-names.ts';
 import { executeMysql } from './execute.ts';
 import { myCallErrorText, myConnectorError, type MyErrorContext } from './errors.ts';
 
@@ -42,10 +43,15 @@ export const mysqlDriver: ConnectorDriver = {
     try {
       conn = await mysql.createConnection(mysqlOptions(config, credential, pools.currentSettings.connectTimeoutMs));
       await conn.query('SELECT 1');
+      // Database names are compared as this server compares them (lower_case_table_names): on a case-sensitive
+      // server `SHOP` is not `shop`, and the system databases are never exposed as tools.
+      const mode = await readNameMode(conn);
       const schemas = exposedSchemas(config);
+      const system = schemas.filter((s) => isSystemDatabase(s, mode));
+      if (system.length) throw new ConnectorError(`database ${system.join(', ')} is a system database; its tables cannot be exposed as tools`, 'invalid_config');
       const [rows] = await conn.query('SELECT SCHEMA_NAME AS s FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN (?)', [schemas]);
-      const found = new Set((rows as { s: string }[]).map((r) => r.s));
-      const missing = schemas.filter((s) => !found.has(s));
+      const found = (rows as { s: string }[]).map((r) => r.s);
+      const missing = schemas.filter((s) => !found.some((f) => sameName(f, s, mode)));
       if (missing.length) throw new ConnectorError(`database ${missing.join(', ')} does not exist on ${config.host}:${config.port ?? DEFAULT_MYSQL_PORT}`, 'invalid_config');
     } catch (err) {
       throw myConnectorError(err, errorContext(config, credential), 'connection_failed');
@@ -76,6 +82,8 @@ export const mysqlDriver: ConnectorDriver = {
     try {
       return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) =>
         executeMysql(p, tool, args, ctx, pools.currentSettings.connectTimeoutMs),
+        undefined,
+        admissionOf(ctx.limits),
       );
     } catch (err) {
       // executeMysql does not throw; this is the pool failing in an unexpected way.

@@ -3,6 +3,8 @@ import type mysql from 'mysql2/promise';
 import type { DatabaseConfig, ToolSpec } from '../types.ts';
 import { toolNames } from '../shared/naming.ts';
 import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
+import { type LowerCaseTableNames, isSystemDatabase, parseLowerCaseTableNames, sameName } from '../sqlguard/mysql-names.ts';
+import { SAFE_FUNCTIONS } from '../sqlguard/mysql-functions.ts';
 
 interface ColumnRow {
   s: string;
@@ -25,21 +27,41 @@ export function exposedSchemas(config: DatabaseConfig): string[] {
   return config.schemas?.length ? config.schemas : [config.database];
 }
 
+/** The server's `lower_case_table_names`; a value we do not know is read as 0, whose exact comparison never admits too much. */
+export async function readNameMode(conn: mysql.Connection | mysql.PoolConnection): Promise<LowerCaseTableNames> {
+  const [rows] = await conn.query('SELECT @@lower_case_table_names AS l');
+  return parseLowerCaseTableNames((rows as { l?: unknown }[])[0]?.l) ?? 0;
+}
+
+/** The exposed database a catalog row belongs to, compared as the server compares database names; system databases never. */
+export function isExposed(schema: string, exposed: readonly string[], mode: LowerCaseTableNames): boolean {
+  return !isSystemDatabase(schema, mode) && exposed.some((e) => sameName(schema, e, mode));
+}
+
 /**
  * Tables (incl. MariaDB system-versioned ones) and views. information_schema only shows what the user holds a
  * privilege on; sequences (MariaDB) are not tables an agent queries.
+ *
+ * information_schema compares names with a case-insensitive collation (MariaDB), so on a case-sensitive server
+ * `IN (?)` also matches a case-twin database and a plain join pairs `accounts` with the columns of `ACCOUNTS`:
+ * the join also requires binary equality, and rows are kept only for the exposed databases as the server itself
+ * resolves their names. Each tool records the server's mode so the guard compares names the same way.
  */
 export async function introspectMysql(conn: mysql.PoolConnection, config: DatabaseConfig): Promise<ToolSpec[]> {
+  const mode = await readNameMode(conn);
+  const exposed = exposedSchemas(config);
   const [rows] = await conn.query(
     `SELECT t.TABLE_SCHEMA AS s, t.TABLE_NAME AS t, t.TABLE_TYPE AS k, c.COLUMN_NAME AS c, c.COLUMN_TYPE AS ty
        FROM information_schema.TABLES t
        LEFT JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME
+            AND BINARY c.TABLE_SCHEMA = BINARY t.TABLE_SCHEMA AND BINARY c.TABLE_NAME = BINARY t.TABLE_NAME
       WHERE t.TABLE_SCHEMA IN (?) AND t.TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED', 'VIEW')
-      ORDER BY t.TABLE_SCHEMA, t.TABLE_NAME, c.ORDINAL_POSITION`,
-    [exposedSchemas(config)],
+      ORDER BY BINARY t.TABLE_SCHEMA, BINARY t.TABLE_NAME, c.ORDINAL_POSITION`,
+    [exposed],
   );
   const byKey = new Map<string, RelationInfo>();
   for (const r of rows as ColumnRow[]) {
+    if (!isExposed(r.s, exposed, mode)) continue;
     const key = `${r.s}\u0000${r.t}`;
     let rel = byKey.get(key);
     if (!rel) {
@@ -50,5 +72,29 @@ export async function introspectMysql(conn: mysql.PoolConnection, config: Databa
   }
   const relations = [...byKey.values()];
   const names = toolNames('mysql', relations);
-  return relations.map((rel, i) => relationTool(names[i]!, rel, myQualified(rel.schema, rel.table)));
+  const shadows = await shadowingFunctions(conn, exposed, mode);
+  return relations.map((rel, i) => {
+    const spec = relationTool(names[i]!, rel, myQualified(rel.schema, rel.table));
+    const storedFunctions = shadows.get(rel.schema);
+    return { ...spec, target: { ...spec.target, lowerCaseTableNames: mode, ...(storedFunctions ? { storedFunctions } : {}) } };
+  });
+}
+
+/**
+ * Stored functions named like an allowed built-in, per exposed database (upper-case names, sorted). An unqualified
+ * call runs the built-in when the server has it and the stored function of the default database when it does
+ * not (an older server), so the guard refuses these names on the tools of that database.
+ */
+async function shadowingFunctions(conn: mysql.PoolConnection, exposed: string[], mode: LowerCaseTableNames): Promise<Map<string, string[]>> {
+  const [rows] = await conn.query(
+    `SELECT ROUTINE_SCHEMA AS s, ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_SCHEMA IN (?)`,
+    [exposed],
+  );
+  const bySchema = new Map<string, Set<string>>();
+  for (const r of rows as { s: string; n: string }[]) {
+    const name = r.n.toUpperCase();
+    if (!SAFE_FUNCTIONS.has(name) || !isExposed(r.s, exposed, mode)) continue;
+    bySchema.set(r.s, (bySchema.get(r.s) ?? new Set()).add(name));
+  }
+  return new Map([...bySchema].map(([schema, set]) => [schema, [...set].sort()]));
 }

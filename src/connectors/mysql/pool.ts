@@ -27,6 +27,13 @@ export interface SessionState {
 
 const sessions = new WeakMap<object, SessionState>();
 
+/**
+ * The sql_mode the SQL guard reads statements under, set on every session whatever the server's global mode: with
+ * ANSI_QUOTES a "double-quoted" string would be a name to the server, and MariaDB's ORACLE mode turns `s.nextval`
+ * (a plain column reference to the guard) into a sequence call. Valid on MySQL 5.7/8 and MariaDB.
+ */
+export const GUARD_SQL_MODE = 'STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
+
 /** Client options; every value explicit. JSON-safe rules (shared/jsonsafe.ts): BIGINT/DECIMAL and dates as strings. */
 export function mysqlOptions(config: DatabaseConfig, credential: string | null, connectTimeoutMs: number): mysql.ConnectionOptions {
   const tls = config.tls ?? 'disable';
@@ -47,7 +54,9 @@ export function mysqlOptions(config: DatabaseConfig, credential: string | null, 
     // `SELECT 1; DROP TABLE t` as a syntax error, whatever the guard decided.
     multipleStatements: false,
     // A database server must not be able to ask the gateway for its files (LOAD DATA LOCAL INFILE).
-    flags: ['-LOCAL_FILES'],
+    // No IGNORE_SPACE: the server adds it to the session's sql_mode at login but COM_RESET_CONNECTION (after every
+    // call) drops it, so every call parses with the server's own sql_mode, the first one included.
+    flags: ['-LOCAL_FILES', '-IGNORE_SPACE'],
     enableKeepAlive: true,
   };
 }
@@ -85,9 +94,14 @@ export function flavourOf(p: MyPool): Promise<Flavour> {
   return p.flavour;
 }
 
+/** The connection's session is about to be reset (COM_RESET_CONNECTION): the next call sets everything again. */
+export function forgetSession(conn: mysql.PoolConnection): void {
+  sessions.delete(conn.connection as object);
+}
+
 /**
  * Brings a connection's session to `want` with at most one SET statement, and none when it already matches.
- * The first SET also fixes time_zone to UTC (TIMESTAMP values are then read as UTC, see jsonsafe.ts).
+ * The first SET also fixes time_zone to UTC (TIMESTAMP values are then read as UTC, see jsonsafe.ts) and sql_mode.
  * Agent statements cannot change these variables: the guard admits no SET, and a SELECT cannot assign a
  * system variable.
  */
@@ -95,7 +109,7 @@ export async function applySession(conn: mysql.PoolConnection, flavour: Flavour,
   const key = conn.connection as object;
   const have = sessions.get(key);
   const parts: string[] = [];
-  if (!have) parts.push(`time_zone = '+00:00'`);
+  if (!have) parts.push(`time_zone = '+00:00'`, `sql_mode = '${GUARD_SQL_MODE}'`);
   if (have?.readOnly !== want.readOnly) parts.push(`${flavour === 'mariadb' ? 'tx_read_only' : 'transaction_read_only'} = ${want.readOnly ? 1 : 0}`);
   if (have?.lockTimeoutS !== want.lockTimeoutS) parts.push(`lock_wait_timeout = ${want.lockTimeoutS}`, `innodb_lock_wait_timeout = ${want.lockTimeoutS}`);
   if (have?.statementTimeoutMs !== want.statementTimeoutMs) {

@@ -47,3 +47,17 @@ export function fixRows(rows: Row[], fields: FieldPacket[] | undefined): Row[] {
   }
   return rows;
 }
+
+/** The fix-up of one row for these fields, computed once per result (rows streamed one at a time). */
+export function rowFixer(fields: FieldPacket[] | undefined): (row: Row) => Row {
+  const fixes: [string, Fix][] = [];
+  for (const f of fields ?? []) {
+    const fix = fixFor(f);
+    if (fix) fixes.push([f.name, fix]);
+  }
+  if (fixes.length === 0) return (row) => row;
+  return (row) => {
+    for (const [name, fix] of fixes) row[name] = fix(row[name]);
+    return row;
+  };
+}

@@ -1,7 +1,8 @@
 /** Turns postgres.js and server errors into messages fit for an agent or an org admin: clear, and without secrets. */
 import postgres from 'postgres';
 import { ConnectorError, type DatabaseConfig } from '../types.ts';
-import { describeNetworkError, scrub, type Described } from '../shared/errors.ts';
+import { describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
+import { busyText, ConnectorBusyError } from '../shared/pools.ts';
 import { DEFAULT_PG_PORT } from './pool.ts';
 
 export interface PgErrorContext {
@@ -52,17 +53,23 @@ export function pgConnectorError(err: unknown, ctx: PgErrorContext, fallback: Co
   return new ConnectorError(scrub(`${fallback === 'introspection_failed' ? 'introspection' : 'connection check'} failed: ${message}`, ctx.credential), fallback);
 }
 
+/** Marker text the read wrapper (execute.ts) fails with when a row is larger than the byte cap allows. */
+export const ROW_TOO_LARGE = 'toolgate_row_too_large';
+
+/** The wrapper's cast of ROW_TOO_LARGE failed: 22P02 quoting the marker. */
+export function isRowTooLarge(err: unknown): boolean {
+  return isPostgresError(err) && err.code === '22P02' && err.message.includes(ROW_TOO_LARGE);
+}
+
 /** For execute: the text of an isError result. */
 export function pgCallErrorText(err: unknown, ctx: PgErrorContext): string {
+  if (err instanceof ConnectorBusyError) return busyText(err);
   const own = (err as { code?: unknown } | null)?.code;
   if (own === 'ABORTED') return 'The call was aborted.';
   if (own === 'STATEMENT_TIMEOUT') return `The query was cancelled after ${ctx.statementTimeoutMs} ms (statement timeout).`;
   const d = describeConnect(err, ctx);
   if (d) return scrub(`The database is unavailable: ${d.message}.`, ctx.credential);
-  if (!isPostgresError(err)) {
-    const message = err instanceof Error ? err.message : String(err);
-    return scrub(`The query failed: ${message}`, ctx.credential);
-  }
+  if (!isPostgresError(err)) return INTERNAL_FAILURE_TEXT;
   let text: string;
   switch (err.code) {
     case '57014':

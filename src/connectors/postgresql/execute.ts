@@ -1,17 +1,24 @@
 /** Runs one guarded tool call on postgres: arguments, guard, row-limiting wrapper, the right runner, result shaping. */
 import type { ExecutionContext, ToolResult, ToolSpec } from '../types.ts';
 import { guardPostgresSql } from '../sqlguard/postgres.ts';
-import { errorResult, rowsResult } from '../shared/result.ts';
+import { errorResult, RowCollector } from '../shared/result.ts';
 import { isRefusal, prepareCall, type Dialect } from '../shared/prepare.ts';
-import { pgCallErrorText, type PgErrorContext } from './errors.ts';
+import { isRowTooLarge, pgCallErrorText, ROW_TOO_LARGE, type PgErrorContext } from './errors.ts';
 import type { PgPool, PgSession } from './pool.ts';
 import { runPgFast, runPgStatement, type PgRunOutcome } from './run.ts';
 
 const PG_DIALECT: Dialect = {
   name: 'postgresql',
   guard: guardPostgresSql,
-  // The planner can stop early once the limit is reached.
-  wrapRead: (body, limit) => `select * from (\n${body}\n) as toolgate_q limit ${limit}`,
+  // The planner can stop early once the limit is reached. The filter is the server-side half of the byte cap:
+  // postgres.js buffers a whole DataRow before handing it over, so a row bigger than the cap allows (a 500 MB
+  // value) must never be sent. It fails the statement instead (a data-dependent cast of a marker text), and the
+  // rows that came before it make a truncated result. `toolgate_q.*` is the whole row even when the query has a
+  // column named toolgate_q; every function is qualified so no user object can stand in for it.
+  wrapRead: (body, limit, maxRowBytes) =>
+    `select * from (\n${body}\n) as toolgate_q` +
+    ` where (case when pg_catalog.octet_length((toolgate_q.*)::pg_catalog.text) > ${maxRowBytes}` +
+    ` then pg_catalog.concat('${ROW_TOO_LARGE}', '')::pg_catalog.int4 end) is null limit ${limit}`,
 };
 
 /** Whether a read may take the one-statement path: the pool's session defaults are exactly this call's settings. */
@@ -68,21 +75,24 @@ export async function executePg(pool: PgPool, tool: ToolSpec, args: Record<strin
     statementTimeoutMs: ctx.limits.statementTimeoutMs,
     lockTimeoutMs: ctx.limits.lockTimeoutMs,
   };
+  // Rows are capped while they arrive: a read is cancelled on the server as soon as the cap is reached.
+  const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes);
+  const onRow = (row: Record<string, unknown>): boolean => collector.add(row);
   try {
     const session: PgSession = { statementTimeoutMs: ctx.limits.statementTimeoutMs, lockTimeoutMs: ctx.limits.lockTimeoutMs, schema: tool.target.schema };
     const out: PgRunOutcome =
       !write && fastPathFits(pool, session)
-        ? {
-            rows: await runPgFast(pool.sql, statement, {
-              statementTimeoutMs: session.statementTimeoutMs,
-              signal: ctx.signal,
-              prepare: shouldPrepare(pool, statement),
-            }),
-            count: null,
-          }
-        : await runPgStatement(pool.sql, statement, { readOnly: !write, ...session, signal: ctx.signal });
-    return rowsResult(out.rows, maxRows, ctx.limits.maxResultBytes, write ? (out.count ?? 0) : undefined);
+        ? await runPgFast(pool.sql, statement, {
+            statementTimeoutMs: session.statementTimeoutMs,
+            signal: ctx.signal,
+            prepare: shouldPrepare(pool, statement),
+            onRow,
+          })
+        : await runPgStatement(pool.sql, statement, { readOnly: !write, ...session, signal: ctx.signal, onRow });
+    return collector.result(write ? (out.count ?? 0) : undefined);
   } catch (err) {
+    // The wrapper stopped a row too big for the cap: the rows before it are the (truncated) result.
+    if (!write && isRowTooLarge(err)) return (collector.stop(), collector.result());
     return errorResult(pgCallErrorText(err, errCtx));
   }
 }

@@ -1,7 +1,7 @@
 /** The `postgresql` connector driver: postgres.js pools per connector, one tool per table or view. */
 import { ConnectorError, type ConnectorDriver, type DatabaseConfig, type ExecutionLimits, type ToolSpec } from '../types.ts';
 import { registerConnector } from '../registry.ts';
-import { PoolRegistry, type PoolSettings } from '../shared/pools.ts';
+import { admissionOf, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { databaseConfigSchema } from '../shared/toolspec.ts';
 import { errorResult } from '../shared/result.ts';
 import { endPgPool, openPgPool, DEFAULT_PG_PORT, type PgPool, type PgSession } from './pool.ts';
@@ -90,6 +90,7 @@ export const postgresqlDriver: ConnectorDriver = {
         ctx.credential,
         (pool) => executePg(pool, tool, args, ctx, pools.currentSettings.connectTimeoutMs),
         sessionFor(ctx.config, ctx.limits),
+        admissionOf(ctx.limits),
       );
     } catch (err) {
       // executePg does not throw; this is the guard module or the pool failing in an unexpected way.

@@ -1,4 +1,8 @@
-/** The two ways a postgres statement runs: a pipelined explicit transaction, or one bare read on a read-only session. */
+/**
+ * The two ways a postgres statement runs: a pipelined explicit transaction, or one bare read on a read-only session.
+ * Both hold their own connection for the whole call (no other call's statement is ever pipelined behind or in front
+ * of it), stream rows to the caller's cap, and cancel the statement on the server at a timeout, an abort or the cap.
+ */
 import type postgres from 'postgres';
 import type { Row } from '../shared/result.ts';
 import { searchPath, type PgSql } from './pool.ts';
@@ -10,12 +14,17 @@ export interface PgRunOptions {
   statementTimeoutMs: number;
   lockTimeoutMs: number;
   signal?: AbortSignal;
+  /** Receives each row as it arrives; answering false stops reading (a read is then cancelled). Default: collect all. */
+  onRow?: (row: Row) => boolean;
 }
 
 export interface PgRunOutcome {
+  /** The rows, when no onRow was given. */
   rows: Row[];
   /** Rows affected (writes), as the server's command tag reports it. */
   count: number | null;
+  /** onRow stopped the read before its end. */
+  stopped: boolean;
 }
 
 /** Extra time the server's statement_timeout gets before the client acts itself. */
@@ -28,8 +37,86 @@ const EXTENDED: postgres.UnsafeQueryOptions & { simple: boolean } = { prepare: f
 /** The same as a named prepared statement: parsed and planned once per connection, then only bound and executed. */
 const PREPARED: postgres.UnsafeQueryOptions & { simple: boolean } = { prepare: true, simple: false };
 
+/**
+ * Whether anything a call did to its session outlived it: session-level settings (SET, set_config(..., false)),
+ * SET ROLE / SET SESSION AUTHORIZATION, advisory locks, SQL-level prepared statements, cursors (WITH HOLD),
+ * LISTEN, temporary objects. Runs pipelined after the transaction's end, so it costs no round trip; a session that
+ * answers true (or cannot answer) is reset before it goes back to the pool. pg_stat_activity.usename is the
+ * role the connection logged in as (SET SESSION AUTHORIZATION does not change it).
+ */
+const SESSION_LEFTOVERS = `select (
+  exists (select from pg_catalog.pg_settings where source = 'session')
+  or exists (select from pg_catalog.pg_locks where locktype = 'advisory' and pid = pg_catalog.pg_backend_pid())
+  or exists (select from pg_catalog.pg_prepared_statements where from_sql)
+  or exists (select from pg_catalog.pg_cursors)
+  or exists (select from pg_catalog.pg_listening_channels())
+  or exists (select from pg_catalog.pg_class where relnamespace = pg_catalog.pg_my_temp_schema())
+  or session_user <> current_user
+  or session_user <> (select usename from pg_catalog.pg_stat_activity where pid = pg_catalog.pg_backend_pid())
+) as dirty`;
+
 const ms = (n: number): number => Math.max(1, Math.floor(n));
 const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(new Error(code), { code });
+type Why = 'STATEMENT_TIMEOUT' | 'ABORTED' | 'CAP';
+
+/**
+ * query.cancel() of postgres.js 3.4 drops the promise of the cancel request (it returns null); its canceller
+ * resolves once the server has closed the cancel connection, i.e. after it signalled the backend. Waiting for that
+ * before the connection is reused is what keeps a late cancel off the next call's statement (a cancel the backend
+ * sees while idle, or while it reads the next command, is discarded).
+ */
+function sendCancel(query: postgres.PendingQuery<Row[]>): Promise<unknown> {
+  const q = query as unknown as { canceller: ((q: unknown) => Promise<unknown>) | null };
+  const canceller = q.canceller;
+  q.canceller = null;
+  return canceller ? canceller(query).catch(() => undefined) : Promise.resolve();
+}
+
+/**
+ * Streams one query's rows into `onRow` and cancels it on the server when told to: at the client-side time limit
+ * (a backstop for statement_timeout), when the caller aborts, or when onRow answers false on a read. The
+ * connection is the call's own, so the cancel request can only reach this call's statement; settle() waits for the
+ * cancel request to be delivered, so that a late one cannot reach the next call on this connection (PostgreSQL
+ * ignores a cancel that arrives while the session is idle).
+ */
+function watch(query: postgres.PendingQuery<Row[]>, o: PgRunOptions, cancellable: boolean) {
+  let why: Why | null = null;
+  let cancelling: Promise<unknown> = Promise.resolve();
+  const rows: Row[] = [];
+  const cancel = (w: Why) => (): void => {
+    if (why) return;
+    why = w;
+    cancelling = sendCancel(query);
+  };
+  const onAbort = cancel('ABORTED');
+  const timer = setTimeout(cancel('STATEMENT_TIMEOUT'), ms(o.statementTimeoutMs) + CLIENT_GRACE_MS);
+  o.signal?.addEventListener('abort', onAbort, { once: true });
+  const onRow = o.onRow ?? ((r: Row) => (rows.push(r), true));
+  let stopped = false;
+  const done = query.forEach((row) => {
+    if (stopped) return; // rows still in flight after the stop: dropped, never held
+    if (!onRow(row)) {
+      stopped = true;
+      if (cancellable) cancel('CAP')();
+    }
+  });
+  const settle = async (): Promise<{ result: postgres.ResultQueryMeta<number, string> | null; error: unknown }> => {
+    let result: postgres.ResultQueryMeta<number, string> | null = null;
+    let error: unknown = null;
+    try {
+      result = (await done) as unknown as postgres.ResultQueryMeta<number, string>;
+    } catch (err) {
+      error = err;
+    }
+    clearTimeout(timer);
+    o.signal?.removeEventListener('abort', onAbort);
+    await cancelling;
+    if (why === 'CAP') error = null; // cancelled because the caller had enough: a success, truncated
+    else if (error && why) error = failure(why);
+    return { result, error };
+  };
+  return { settle, rows, stopped: () => stopped };
+}
 
 /**
  * Runs `statement` inside its own transaction on one reserved connection, written as a single pipeline so the
@@ -37,17 +124,20 @@ const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(
  *
  *   Q  begin read only; set transaction read only; set local statement_timeout = N; set local lock_timeout = M;
  *      set local search_path = pg_catalog, <tool schema>, pg_temp
- *   P/B/E/S  <statement>                       (extended protocol)
+ *   P/B/E/S  <statement>                       (extended protocol, rows streamed)
  *   Q  rollback        (read) | commit (write; after an error, postgres turns it into a rollback)
+ *   Q  <SESSION_LEFTOVERS> (read) | discard all (write)
  *
- * The SET LOCALs and anything the statement changes (even set_config(..., false)) vanish with the transaction,
- * so the connection goes back to the pool clean, also after a timeout. `set transaction read only` repeats the
- * BEGIN option so that even a connection somehow left inside a transaction would run the read read-only.
- * Exported for tests, which use it to reach the protocol-level protections without the guard.
+ * The SET LOCALs and transactional session changes vanish with the transaction; what survives a rollback or comes
+ * with a commit (advisory locks, PREPARE, temporary tables, SET on a write...) is caught by the last query, and
+ * such a session is reset with DISCARD ALL before it goes back to the pool. None of this relies on the guard. `set transaction read only`
+ * repeats the BEGIN option so that even a connection somehow left inside a transaction would run the read
+ * read-only. Exported for tests, which use it to reach the protocol-level protections without the guard.
  */
 export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOptions): Promise<PgRunOutcome> {
   if (o.signal?.aborted) throw failure('ABORTED');
   const conn = await sql.reserve();
+  let clean = false;
   try {
     const setup = [
       o.readOnly ? 'begin transaction read only; set transaction read only' : 'begin transaction read write',
@@ -56,70 +146,71 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
       // pg_catalog first as by default; pg_temp last so a temporary table cannot shadow the tool's table.
       ...(o.schema === undefined ? [] : [`set local search_path = ${searchPath(o.schema)}`]),
     ].join('; ');
-    // execute() sends each query now, in this order: postgres.js batches the three writes into one packet.
+    // execute() sends each query now, in this order: postgres.js batches the writes into one packet.
     const begin = conn.unsafe(setup).execute();
-    const query = conn.unsafe<Row[]>(statement, [], EXTENDED).execute();
+    const query = conn.unsafe<Row[]>(statement, [], EXTENDED);
+    // Only a read is cancelled at the row cap: cancelling a write would roll it back after it was reported done.
+    const watched = watch(query, o, o.readOnly);
+    query.execute();
     const end = conn.unsafe(o.readOnly ? 'rollback' : 'commit').execute();
-
-    // Backstops for the server-side timeout (and the caller's abort): a cancel request from a side connection.
-    // The connection is reserved, so the cancel can only ever hit this call's own statements.
-    let cancelledBy: 'STATEMENT_TIMEOUT' | 'ABORTED' | null = null;
-    const cancel = (why: 'STATEMENT_TIMEOUT' | 'ABORTED') => (): void => {
-      cancelledBy ??= why;
-      void query.cancel();
-    };
-    const onAbort = cancel('ABORTED');
-    const timer = setTimeout(cancel('STATEMENT_TIMEOUT'), ms(o.statementTimeoutMs) + CLIENT_GRACE_MS);
-    o.signal?.addEventListener('abort', onAbort, { once: true });
-    const [b, q, e] = await Promise.allSettled([begin, query, end]);
-    clearTimeout(timer);
-    o.signal?.removeEventListener('abort', onAbort);
+    // A read's transaction rolls back every setting (custom placeholders included), so only what survives a
+    // rollback needs checking. A commit keeps whatever the statement set, and custom settings are not all
+    // visible in pg_settings: a write's session is always reset (pipelined, no extra round trip).
+    const leftovers = o.readOnly ? conn.unsafe<{ dirty: boolean }[]>(SESSION_LEFTOVERS).execute() : conn.unsafe('discard all').execute();
+    const [b, q, e, l] = await Promise.allSettled([begin, watched.settle(), end, leftovers]);
+    clean = l.status === 'fulfilled' && (!o.readOnly || (l.value as unknown as { dirty: boolean }[])[0]?.dirty === false);
 
     if (b.status === 'rejected') throw b.reason;
-    if (q.status === 'rejected') throw cancelledBy ? failure(cancelledBy) : q.reason;
+    const { result, error } = (q as PromiseFulfilledResult<Awaited<ReturnType<typeof watched.settle>>>).value;
+    if (error) throw error;
     if (e.status === 'rejected') {
       // Should not happen (commit of a write failing on a deferred constraint can): make sure nothing stays open.
-      await conn.unsafe('rollback').catch(() => undefined);
+      clean = false;
       throw e.reason;
     }
-    const result = q.value;
-    return { rows: Array.from(result), count: result.count ?? null };
+    return { rows: watched.rows, count: result?.count ?? null, stopped: watched.stopped() };
   } finally {
+    // A session that cannot be proven clean is reset to the state it had when it connected (DISCARD ALL keeps the
+    // startup parameters: read-only default, timeouts, search_path). DISCARD ALL refuses to run inside a
+    // transaction, hence the rollback first. postgres.js re-prepares its own named statements when the server
+    // reports them gone (FetchPreparedStatement), so the fast path is not disturbed.
+    if (!clean) await Promise.allSettled([conn.unsafe('rollback').execute(), conn.unsafe('discard all').execute()]);
     conn.release();
   }
 }
 
 /**
- * Runs a read as one bare extended-protocol statement on the shared pool, whose connections were opened with
- * default_transaction_read_only = on, statement_timeout, lock_timeout and search_path (PgSession): the implicit
- * transaction is read-only and time-limited exactly as the explicit one above would be, for one statement's
- * cost, and postgres.js may pipeline concurrent calls on one connection as it does for bare queries.
- * The caller checks that the pool's session matches the call (same limits, the tool's schema) and that the server
- * confirmed read-only. No cancel request on abort: with pipelining it could hit another call's statement, and
- * statement_timeout ends this one anyway; the caller just gets its answer early.
+ * Runs a read as one bare extended-protocol statement on a connection of the shared pool, whose sessions were
+ * opened with default_transaction_read_only = on, statement_timeout, lock_timeout and search_path (PgSession): the
+ * implicit transaction is read-only and time-limited exactly as the explicit one above would be, for one
+ * statement's cost. The caller checks that the pool's session matches the call (same limits, the tool's schema)
+ * and that the server confirmed read-only.
+ *
+ * The connection is reserved for the call (no pipelining of other calls on it), so a cancel at the time limit, an
+ * abort or the row cap reaches only this statement, and a slow statement never holds up another call queued
+ * behind it on the same connection.
+ *
+ * Why a read here cannot change its session (no leftover check on this path, to keep it at one statement): the
+ * statement is the dialect's `select * from (<sql>) ... limit n` wrapper, so SET, PREPARE, LISTEN, DECLARE,
+ * CREATE TEMP and every other utility statement are syntax errors inside it; what remains is a function with a
+ * session side effect (set_config, pg_advisory_lock, setseed...), and the guard runs only allow-listed functions,
+ * none of which has one. A read that switched the session to read-write anyway would be seen through the reported
+ * default_transaction_read_only (PgPool.tainted) and send later reads to runPgStatement.
  */
-export async function runPgFast(sql: PgSql, statement: string, o: { statementTimeoutMs: number; signal?: AbortSignal; prepare?: boolean }): Promise<Row[]> {
+export async function runPgFast(sql: PgSql, statement: string, o: Omit<PgRunOptions, 'readOnly' | 'lockTimeoutMs'> & { prepare?: boolean }): Promise<PgRunOutcome> {
   if (o.signal?.aborted) throw failure('ABORTED');
-  // A prepared statement is safe here even when postgres.js re-prepares and retries it (after a schema change made
-  // the cached plan invalid): the retry runs on the same read-only, time-limited session. Not so in
-  // runPgStatement, where the retry would come after the pipelined rollback, outside the transaction.
-  const query = sql.unsafe<Row[]>(statement, [], o.prepare ? PREPARED : EXTENDED).execute();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let onAbort: (() => void) | undefined;
-  const early = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      // The server did not enforce its timeout (stuck network?): cancelling is the only lever left.
-      void query.cancel();
-      reject(failure('STATEMENT_TIMEOUT'));
-    }, ms(o.statementTimeoutMs) + CLIENT_GRACE_MS);
-    onAbort = () => reject(failure('ABORTED'));
-    o.signal?.addEventListener('abort', onAbort, { once: true });
-  });
-  query.catch(() => undefined); // settled later than `early`: never an unhandled rejection
+  const conn = await sql.reserve();
   try {
-    return Array.from(await Promise.race([query, early]));
+    // A prepared statement is safe here even when postgres.js re-prepares and retries it (after a schema change
+    // made the cached plan invalid): the retry runs on the same read-only, time-limited session. Not so in
+    // runPgStatement, where the retry would come after the pipelined rollback, outside the transaction.
+    const query = conn.unsafe<Row[]>(statement, [], o.prepare ? PREPARED : EXTENDED);
+    const watched = watch(query, { ...o, readOnly: true, lockTimeoutMs: 0 }, true);
+    query.execute();
+    const { result, error } = await watched.settle();
+    if (error) throw error;
+    return { rows: watched.rows, count: result?.count ?? null, stopped: watched.stopped() };
   } finally {
-    clearTimeout(timer);
-    if (onAbort) o.signal?.removeEventListener('abort', onAbort);
+    conn.release();
   }
 }

@@ -50,3 +50,10 @@ export function scrub(message: string, credential: string | null): string {
   if (credential && credential.length >= 3) out = out.split(credential).join('***');
   return out;
 }
+
+/**
+ * What a caller sees of a failure that is neither the server's nor a known network condition: a JavaScript error
+ * inside the gateway or the driver (RangeError: Invalid string length, a Buffer limit, a protocol parse error).
+ * Its text describes the gateway's internals, never the caller's query, so it is not passed on.
+ */
+export const INTERNAL_FAILURE_TEXT = 'The query failed inside the gateway (an internal error); nothing more can be said about it. Try a smaller result, e.g. fewer or narrower columns.';

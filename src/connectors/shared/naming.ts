@@ -23,9 +23,12 @@ function compare(a: string, b: string): number {
  * 1. `query_<type>_<table>`; when the same table name exists in two exposed schemas, those relations use
  *    `query_<type>_<schema>_<table>` instead (the schema is then what tells them apart).
  * 2. Truncated to 64 characters.
- * 3. Remaining collisions (sanitising `Order Items` and `order_items` alike, or truncation): relations sorted by
- *    (schema, table); the first keeps the name, the others get `_2`, `_3`, ... (trimmed to stay within 64),
- *    skipping any name already given, so adding a table never renames a table whose name was unique.
+ * 3. Remaining collisions (sanitising `Order Items` and `order_items` alike, case twins such as `ACCOUNTS` and
+ *    `accounts` on a case-sensitive server, or truncation): a relation whose name needed no sanitising comes
+ *    first (`accounts` keeps `query_<type>_accounts` whichever twin appears, so a case twin created later does not
+ *    take over its name and settings), then by (schema, table) in code-unit order; the first keeps the name, the
+ *    others get `_2`, `_3`, ... (trimmed to stay within 64), skipping any name already given, so adding a table
+ *    never renames a table whose name was unique.
  */
 export function toolNames(type: string, relations: readonly NamedRelation[]): string[] {
   const prefix = `query_${sanitizeName(type)}_`;
@@ -35,8 +38,11 @@ export function toolNames(type: string, relations: readonly NamedRelation[]): st
     set.add(r.schema);
     schemasByTable.set(r.table, set);
   }
+  // Whether the relation's own spelling is already its name's (nothing lower-cased or replaced).
+  const canonical: boolean[] = [];
   const base = relations.map((r) => {
     const qualified = (schemasByTable.get(r.table)?.size ?? 0) > 1;
+    canonical.push(sanitizeName(r.table) === r.table && (!qualified || sanitizeName(r.schema) === r.schema));
     const raw = prefix + (qualified ? `${sanitizeName(r.schema)}_` : '') + sanitizeName(r.table);
     return raw.slice(0, MAX_TOOL_NAME);
   });
@@ -50,7 +56,7 @@ export function toolNames(type: string, relations: readonly NamedRelation[]): st
   const order = relations
     .map((r, i) => ({ r, i }))
     .filter(({ i }) => names[i] === undefined)
-    .sort((a, b) => compare(a.r.schema, b.r.schema) || compare(a.r.table, b.r.table));
+    .sort((a, b) => Number(canonical[b.i]) - Number(canonical[a.i]) || compare(a.r.schema, b.r.schema) || compare(a.r.table, b.r.table));
   for (const { i } of order) {
     const b = base[i]!;
     let name = b;

@@ -1,6 +1,6 @@
 /** One lazily opened, bounded pool per connector id, replaced when the config or credential changes, closed when idle. */
 import { createHash } from 'node:crypto';
-import type { DatabaseConfig } from '../types.ts';
+import type { DatabaseConfig, ExecutionLimits } from '../types.ts';
 
 export interface PoolSettings {
   /** Connections per connector. */
@@ -19,11 +19,43 @@ export interface PoolFactory<P, O = undefined> {
   end(pool: P): Promise<void>;
 }
 
+/** How many calls may run on one connector at once, and how long a call may wait for its turn. */
+export interface Admission {
+  maxConcurrentCalls: number;
+  queueTimeoutMs: number;
+}
+
+/** The call's admission limits, when the gateway set them. */
+export function admissionOf(limits: ExecutionLimits): Admission | undefined {
+  const { maxConcurrentCalls, queueTimeoutMs } = limits;
+  return maxConcurrentCalls === undefined ? undefined : { maxConcurrentCalls, queueTimeoutMs: queueTimeoutMs ?? 1000 };
+}
+
+/** Thrown by PoolRegistry.use when the connector stayed full for the whole queue deadline. */
+export class ConnectorBusyError extends Error {
+  readonly code = 'CONNECTOR_BUSY';
+  constructor(readonly running: number, readonly waitedMs: number) {
+    super('CONNECTOR_BUSY');
+  }
+}
+
+/** The tool-error text of a ConnectorBusyError (both drivers). */
+export const busyText = (e: ConnectorBusyError): string =>
+  `The connector is busy: ${e.running} calls are already running on it and none finished within ${e.waitedMs} ms. Try again shortly.`;
+
+interface Waiter {
+  resolve: () => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
 interface Entry<P> {
   pool: P;
   fingerprint: string;
   active: number;
   timer: ReturnType<typeof setTimeout> | null;
+  /** Calls holding one of the connector's slots, and calls waiting for one (FIFO). */
+  running: number;
+  waiting: Waiter[];
 }
 
 /** A digest, so the registry never keeps a second copy of the password in clear. */
@@ -50,15 +82,63 @@ export class PoolRegistry<P, O = undefined> {
    * Runs `fn` with the connector's pool, opening it (or replacing a stale one) first; tracks use for idle close.
    * `extra` is handed to the factory only when this call opens the pool; it is not part of the identity.
    */
-  async use<T>(connectorId: string, config: DatabaseConfig, credential: string | null, fn: (pool: P) => Promise<T>, extra?: O): Promise<T> {
+  async use<T>(
+    connectorId: string,
+    config: DatabaseConfig,
+    credential: string | null,
+    fn: (pool: P) => Promise<T>,
+    extra?: O,
+    admission?: Admission,
+  ): Promise<T> {
     const entry = this.acquire(connectorId, config, credential, extra);
     entry.active++;
     if (entry.timer) clearTimeout(entry.timer), (entry.timer = null);
+    let admitted = false;
     try {
+      if (admission) {
+        // Never more slots than connections: a call past the pool size would wait inside the driver, where no
+        // deadline applies.
+        await this.admit(entry, Math.max(1, Math.min(admission.maxConcurrentCalls, this.settings.max)), admission.queueTimeoutMs);
+        admitted = true;
+      }
       return await fn(entry.pool);
     } finally {
+      if (admitted) this.leave(entry);
       entry.active--;
       if (entry.active === 0 && this.entries.get(connectorId) === entry) this.armIdle(connectorId, entry);
+    }
+  }
+
+  /**
+   * Waits for one of the connector's `slots`, at most `queueTimeoutMs`: a connector held by long calls answers
+   * "busy" quickly instead of queueing without end (issue 7: one agent's runaway calls must not monopolise it).
+   */
+  private admit(entry: Entry<P>, slots: number, queueTimeoutMs: number): Promise<void> {
+    if (entry.running < slots && entry.waiting.length === 0) {
+      entry.running++;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve,
+        timer: setTimeout(() => {
+          const i = entry.waiting.indexOf(waiter);
+          if (i >= 0) entry.waiting.splice(i, 1);
+          reject(new ConnectorBusyError(entry.running, queueTimeoutMs));
+        }, queueTimeoutMs),
+      };
+      entry.waiting.push(waiter);
+    });
+  }
+
+  /** Hands the slot to the next waiter, if any (the slot count stays the same), else frees it. */
+  private leave(entry: Entry<P>): void {
+    const next = entry.waiting.shift();
+    if (next) {
+      clearTimeout(next.timer);
+      next.resolve();
+    } else {
+      entry.running--;
     }
   }
 
@@ -67,7 +147,7 @@ export class PoolRegistry<P, O = undefined> {
     const current = this.entries.get(connectorId);
     if (current?.fingerprint === fingerprint) return current;
     if (current) this.retire(connectorId, current);
-    const entry: Entry<P> = { pool: this.factory.open(config, credential, this.settings, extra), fingerprint, active: 0, timer: null };
+    const entry: Entry<P> = { pool: this.factory.open(config, credential, this.settings, extra), fingerprint, active: 0, timer: null, running: 0, waiting: [] };
     this.entries.set(connectorId, entry);
     return entry;
   }

@@ -14,8 +14,11 @@ export interface PreparedCall {
 export interface Dialect {
   name: 'postgresql' | 'mysql';
   guard(sql: string, opts: GuardOptions): GuardResult;
-  /** Wraps a read so the database stops after `limit` rows (one extra row tells truncation). */
-  wrapRead(body: string, limit: number): string;
+  /**
+   * Wraps a read so the database stops after `limit` rows (one extra row tells truncation). `maxRowBytes`: a
+   * dialect that can, also stops the statement before it sends a row larger than that (see postgresql/execute.ts).
+   */
+  wrapRead(body: string, limit: number, maxRowBytes: number): string;
 }
 
 /** Either the statement to run, or the tool result that refuses the call (never thrown: a refusal is a result). */
@@ -27,6 +30,9 @@ export function prepareCall(dialect: Dialect, tool: ToolSpec, args: Record<strin
     allowWrite: ctx.allowWrite,
     allowDdl: ctx.allowDdl,
     readOnly: ctx.readOnly,
+    // MySQL: how the server compares table names, recorded at introspection (no query per call).
+    lowerCaseTableNames: tool.target.lowerCaseTableNames,
+    storedFunctions: tool.target.storedFunctions,
   });
   if (!verdict.ok) return errorResult(verdict.reason);
   const write = !verdict.readOnly;
@@ -36,8 +42,14 @@ export function prepareCall(dialect: Dialect, tool: ToolSpec, args: Record<strin
   }
   const text = checkWrappable(call.sql, dialect.name);
   if (!text.ok) return errorResult(text.reason);
-  return { statement: write ? text.body : dialect.wrapRead(text.body, call.maxRows + 1), write, maxRows: call.maxRows };
+  return { statement: write ? text.body : dialect.wrapRead(text.body, call.maxRows + 1, maxRowBytes(ctx.limits.maxResultBytes)), write, maxRows: call.maxRows };
 }
+
+/**
+ * The largest row worth sending: one whose text form exceeds twice the byte cap cannot fit the JSON result (a
+ * value's JSON is at least half its text form: bytea hex is 2x the bytes, base64 1.33x), so it is never read.
+ */
+export const maxRowBytes = (maxResultBytes: number): number => 2 * maxResultBytes + 1024;
 
 export function isRefusal(prepared: PreparedCall | ToolResult): prepared is ToolResult {
   return 'content' in prepared;

@@ -28,29 +28,59 @@ export function errorResult(text: string): ToolResult {
 }
 
 /**
- * The result of a successful call. `rows` may hold one row more than `maxRows` (fetched to detect truncation).
- * The JSON text is capped at `maxBytes` (UTF-8) by dropping rows from the end; either cap sets `truncated`.
- * `affected` is the affected-row count of a write, reported as rowCount instead of the rows returned.
+ * Applies the row and byte caps while rows arrive (issue 7): a driver feeds rows one at a time and stops reading
+ * (cancelling the statement) as soon as add() answers false, so a call never holds more than its byte cap plus
+ * the row that crossed it. Each row is serialised once; the result text is the kept parts joined, which is
+ * exactly JSON.stringify of the kept rows.
  */
-export function rowsResult(rows: Row[], maxRows: number, maxBytes: number, affected?: number): ToolResult {
-  let truncated = rows.length > maxRows;
-  const kept = truncated ? rows.slice(0, maxRows) : rows;
-  // Serialise row by row: '[' + parts.join(',') + ']' is exactly JSON.stringify(kept), and the sizes tell
-  // how many rows fit without re-serialising.
-  const parts = kept.map((r) => JSON.stringify(r));
-  let bytes = 2;
-  let fit = 0;
-  for (const p of parts) {
-    const size = Buffer.byteLength(p) + (fit > 0 ? 1 : 0);
-    if (bytes + size > maxBytes) break;
-    bytes += size;
-    fit++;
+export class RowCollector {
+  readonly rows: Row[] = [];
+  private readonly parts: string[] = [];
+  private bytes = 2; // '[' and ']'
+  truncated = false;
+
+  constructor(
+    private readonly maxRows: number,
+    private readonly maxBytes: number,
+  ) {}
+
+  /** Keeps `row` if it fits both caps; false once a cap is reached (every later row is dropped too). */
+  add(row: Row): boolean {
+    if (this.truncated) return false;
+    if (this.rows.length >= this.maxRows) return this.stop();
+    let part: string;
+    try {
+      part = JSON.stringify(row);
+    } catch {
+      // A value too big for a string (RangeError) cannot fit the cap anyway.
+      return this.stop();
+    }
+    const size = Buffer.byteLength(part) + (this.parts.length ? 1 : 0);
+    if (this.bytes + size > this.maxBytes) return this.stop();
+    this.bytes += size;
+    this.parts.push(part);
+    this.rows.push(row);
+    return true;
   }
-  if (fit < parts.length) truncated = true;
-  const finalRows = fit < kept.length ? kept.slice(0, fit) : kept;
-  const text = `[${(fit < parts.length ? parts.slice(0, fit) : parts).join(',')}]`;
-  return {
-    content: [{ type: 'text', text }],
-    structuredContent: { rows: finalRows, rowCount: affected ?? finalRows.length, truncated },
-  };
+
+  /** Marks truncation without a row (the database stopped a row that was too big to send). */
+  stop(): false {
+    this.truncated = true;
+    return false;
+  }
+
+  /** `affected` is the affected-row count of a write, reported as rowCount instead of the rows returned. */
+  result(affected?: number): ToolResult {
+    return {
+      content: [{ type: 'text', text: `[${this.parts.join(',')}]` }],
+      structuredContent: { rows: this.rows, rowCount: affected ?? this.rows.length, truncated: this.truncated },
+    };
+  }
+}
+
+/** The result of a successful call from rows already in memory (see RowCollector for the caps). */
+export function rowsResult(rows: Row[], maxRows: number, maxBytes: number, affected?: number): ToolResult {
+  const collector = new RowCollector(maxRows, maxBytes);
+  for (const row of rows) if (!collector.add(row)) break;
+  return collector.result(affected);
 }

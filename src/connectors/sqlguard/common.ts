@@ -59,7 +59,8 @@ export class VerdictCache {
   ) {}
 
   static key(sql: string, opts: GuardOptions, extra = ''): string {
-    const flags = `${opts.allowWrite ? 'w' : '-'}${opts.allowDdl ? 'd' : '-'}${opts.readOnly ? 'r' : '-'}${extra}`;
+    // lowerCaseTableNames and storedFunctions change what the same text resolves to (MySQL): part of the key.
+    const flags = `${opts.allowWrite ? 'w' : '-'}${opts.allowDdl ? 'd' : '-'}${opts.readOnly ? 'r' : '-'}${opts.lowerCaseTableNames ?? ''}${opts.storedFunctions?.join(',') ?? ''}${extra}`;
     return `${flags}\u0000${opts.table.schema}\u0000${opts.table.name}\u0000${sql}`;
   }
 

@@ -1,7 +1,7 @@
 /** MySQL guard: the DDL statements accepted on the tool's table and the table options they may set. */
 
 import { type AnyObj, EMPTY_SCOPE, Refusal, clip, isObj } from './common.ts';
-import { SKIP_FIELDS, type WalkState, checkTableName, nameParts, variantOf, walk, walkQuery } from './mysql-walk.ts';
+import { SKIP_FIELDS, type WalkState, checkTableName, isOwnSchema, nameParts, variantOf, walk, walkQuery } from './mysql-walk.ts';
 
 const SAFE_ENGINES: ReadonlySet<string> = new Set(['INNODB', 'MYISAM', 'ARIA', 'MEMORY']);
 
@@ -69,7 +69,7 @@ export function walkDdl(variant: string, node: AnyObj, st: WalkState): void {
         if (v === 'RenameTable') {
           const to = isObj(body) && isObj(body.table_name) ? (body.table_name.To ?? body.table_name.As) : undefined;
           const parts = nameParts(to);
-          if (parts.length !== 1 && !(parts.length === 2 && parts[0]!.toLowerCase() === st.schema)) {
+          if (parts.length !== 1 && !(parts.length === 2 && isOwnSchema(parts[0]!, st))) {
             throw new Refusal('the table may only be renamed within its database');
           }
           continue;
@@ -107,7 +107,7 @@ export function walkDdl(variant: string, node: AnyObj, st: WalkState): void {
         if (!isObj(p)) throw new Refusal('the RENAME statement could not be understood');
         checkTableName(p.old_name, st, EMPTY_SCOPE, 'renames');
         const parts = nameParts(p.new_name);
-        if (parts.length !== 1 && !(parts.length === 2 && parts[0]!.toLowerCase() === st.schema)) {
+        if (parts.length !== 1 && !(parts.length === 2 && isOwnSchema(parts[0]!, st))) {
           throw new Refusal('the table may only be renamed within its database');
         }
       }

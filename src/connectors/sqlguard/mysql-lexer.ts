@@ -5,6 +5,7 @@
 
 import type { GuardOptions } from './types.ts';
 import { Refusal, clip } from './common.ts';
+import { type LowerCaseTableNames, isSystemDatabase } from './mysql-names.ts';
 
 /**
  * Refused at token level when followed by `(`, whatever the parser makes of the text — a second net
@@ -17,8 +18,6 @@ const DANGEROUS_FUNCTIONS: ReadonlySet<string> = new Set([
 ]);
 
 const FILE_WORDS: ReadonlySet<string> = new Set(['OUTFILE', 'DUMPFILE']);
-
-const SYSTEM_SCHEMAS: ReadonlySet<string> = new Set(['MYSQL', 'INFORMATION_SCHEMA', 'PERFORMANCE_SCHEMA', 'SYS']);
 
 export interface Token {
   kind: 'word' | 'quoted_ident' | 'string' | 'punct';
@@ -138,7 +137,7 @@ export function lexMysql(sql: string): Token[] {
 }
 
 export function checkTokens(tokens: Token[], opts: GuardOptions): void {
-  const ownSchema = opts.table.schema.toUpperCase();
+  const mode: LowerCaseTableNames = opts.lowerCaseTableNames ?? 0;
   for (let k = 0; k < tokens.length; k++) {
     const t = tokens[k]!;
     if (t.kind !== 'word' && t.kind !== 'quoted_ident') continue;
@@ -148,7 +147,8 @@ export function checkTokens(tokens: Token[], opts: GuardOptions): void {
     if (next?.kind === 'punct' && next.text === '(' && DANGEROUS_FUNCTIONS.has(upper)) {
       throw new Refusal(`function ${upper}() is not allowed`);
     }
-    if (next?.kind === 'punct' && next.text === '.' && SYSTEM_SCHEMAS.has(upper) && upper !== ownSchema) {
+    // A second net under the walk's own-database check: a tool's database is never a system one (decide()).
+    if (next?.kind === 'punct' && next.text === '.' && isSystemDatabase(t.text, mode)) {
       throw new Refusal(`the system schema ${clip(t.text)} is not this tool's table`);
     }
   }

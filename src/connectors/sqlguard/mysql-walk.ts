@@ -3,6 +3,7 @@
 import type { GuardOptions } from './types.ts';
 import { type AnyObj, EMPTY_SCOPE, Refusal, clip, isObj } from './common.ts';
 import { checkFunction } from './mysql-functions.ts';
+import { type LowerCaseTableNames, isSystemDatabase, nameKey, sameName } from './mysql-names.ts';
 
 /** AST variants (sqlparser-rs enum variant names) the guard understands in queries and writes. */
 const QUERY_VARIANTS: ReadonlySet<string> = new Set([
@@ -42,8 +43,13 @@ const QUERY_FIELDS: ReadonlySet<string> = new Set(['subquery', 'query', 'source'
 
 export interface WalkState {
   readonly opts: GuardOptions;
-  readonly schema: string; // lower case
-  readonly name: string; // lower case
+  /** The tool's database and table, as stored on the server. */
+  readonly schema: string;
+  readonly name: string;
+  /** How the server compares database, table and CTE names (mysql-names.ts). */
+  readonly mode: LowerCaseTableNames;
+  /** Allowed built-in names that a stored function of the tool's database also carries (upper case). */
+  readonly storedFunctions: ReadonlySet<string>;
   writes: Set<'insert' | 'update' | 'delete'>;
   locks: boolean;
   ddl: boolean;
@@ -71,16 +77,31 @@ export function nameParts(v: unknown): string[] {
   });
 }
 
+/** Unqualified names resolve in the session's default database, which the driver sets to the tool's own. */
 function isOwnName(parts: string[], st: WalkState): boolean {
-  if (parts.length === 1) return parts[0]!.toLowerCase() === st.name;
-  if (parts.length === 2) return parts[0]!.toLowerCase() === st.schema && parts[1]!.toLowerCase() === st.name;
+  if (parts.length === 1) return sameName(parts[0]!, st.name, st.mode);
+  if (parts.length === 2) return sameName(parts[0]!, st.schema, st.mode) && sameName(parts[1]!, st.name, st.mode);
   return false;
+}
+
+/** Whether a database name the statement writes is the tool's own (renames stay within it). */
+export function isOwnSchema(name: string, st: WalkState): boolean {
+  return sameName(name, st.schema, st.mode);
+}
+
+/** Scopes hold CTE names as `nameKey` makes them, so a lookup compares as the server does. */
+export function cteKey(name: string, st: WalkState): string {
+  return nameKey(name, st.mode);
 }
 
 export function checkTableName(name: unknown, st: WalkState, scope: ReadonlySet<string>, verb = 'references'): void {
   const parts = nameParts(name);
+  if (parts.length === 2 && isSystemDatabase(parts[0]!, st.mode)) {
+    throw new Refusal(`it ${verb} "${clip(parts.join('.'))}" in a system database, which is not this tool's table`);
+  }
+  // A CTE shadows a table of the same name; the own-table test first only decides the wording.
   if (isOwnName(parts, st)) return;
-  if (parts.length === 1 && scope.has(parts[0]!)) return;
+  if (parts.length === 1 && scope.has(cteKey(parts[0]!, st))) return;
   throw new Refusal(`it ${verb} "${clip(parts.join('.'))}", which is not this tool's table`);
 }
 
@@ -124,8 +145,10 @@ export function visitVariant(variant: string, payload: unknown, st: WalkState, s
     throw new Refusal(`it uses ${describeVariant(variant)}, which is not allowed here`);
   }
   switch (variant) {
-    case 'Value':
     case 'Identifier':
+      checkBareIdentifier(payload);
+      return;
+    case 'Value':
     case 'CompoundIdentifier':
     case 'QualifiedWildcard':
     case 'Wildcard':
@@ -160,7 +183,7 @@ export function visitVariant(variant: string, payload: unknown, st: WalkState, s
       if (!isObj(payload)) throw new Refusal('a function call could not be understood');
       // TableFactor::Function (a function in FROM) carries `lateral` / `alias`; Expr::Function does not.
       if ('lateral' in payload || 'alias' in payload) throw new Refusal('functions in FROM are not allowed; select from the table');
-      checkFunction(nameParts(payload.name));
+      checkFunction(nameParts(payload.name), st.storedFunctions);
       walkStruct(payload, st, scope, NAME_FIELD);
       return;
     case 'Insert':
@@ -195,6 +218,20 @@ export function visitVariant(variant: string, payload: unknown, st: WalkState, s
   }
 }
 
+/**
+ * Keywords MySQL/MariaDB evaluate as functions without parentheses, which the parser reports as plain column
+ * names: they read the session's account and role. (CURRENT_DATE and the like come through as functions.)
+ */
+const BARE_STATE_FUNCTIONS: ReadonlySet<string> = new Set(['CURRENT_USER', 'CURRENT_ROLE', 'SESSION_USER', 'SYSTEM_USER']);
+
+function checkBareIdentifier(payload: unknown): void {
+  if (!isObj(payload) || typeof payload.value !== 'string') throw new Refusal('a name could not be understood');
+  const quoted = payload.quote_style !== undefined && payload.quote_style !== null;
+  if (!quoted && BARE_STATE_FUNCTIONS.has(payload.value.toUpperCase())) {
+    throw new Refusal(`${clip(payload.value)} reads the server session's account, which is not this tool's table`);
+  }
+}
+
 const NAME_FIELD: ReadonlySet<string> = new Set(['name']);
 const FOREIGN_TABLE_FIELD: ReadonlySet<string> = new Set(['foreign_table']);
 const WITH_LOCKS: ReadonlySet<string> = new Set(['with', 'locks', 'body']);
@@ -210,16 +247,18 @@ export function walkQuery(q: AnyObj, st: WalkState, outer: ReadonlySet<string>):
       if (typeof alias !== 'string') throw new Refusal('its WITH clause could not be understood');
       names.push(alias);
     }
-    const body = new Set([...outer, ...names]);
+    const keys = names.map((n) => cteKey(n, st));
     const acc = new Set(outer);
     ctes.forEach((c: AnyObj, i: number) => {
-      // WITH RECURSIVE: every CTE sees all; otherwise only the earlier ones (MySQL's rule).
-      const cteScope = w.recursive === true ? body : new Set(acc);
+      // A CTE sees the earlier ones; under RECURSIVE also itself. MariaDB also lets a recursive CTE see later
+      // siblings, MySQL does not: the guard takes the narrower rule, so what it reads as a CTE never resolves
+      // to a real table on either server (it may refuse a forward reference MariaDB would accept).
+      const cteScope = w.recursive === true ? new Set([...acc, keys[i]!]) : new Set(acc);
       if (!isObj(c.query)) throw new Refusal('its WITH clause could not be understood');
       walkQuery(c.query, st, cteScope);
-      acc.add(names[i]!);
+      acc.add(keys[i]!);
     });
-    scope = body;
+    scope = acc;
   } else if (w !== undefined && w !== null) {
     throw new Refusal('its WITH clause could not be understood');
   }
@@ -269,14 +308,15 @@ function walkDelete(node: AnyObj, st: WalkState, scope: ReadonlySet<string>): vo
     if (rel === undefined) throw new Refusal('the DELETE target could not be understood');
     // Rows are deleted from the FROM tables: real tables, never CTEs.
     checkTableName(rel.name, st, EMPTY_SCOPE, 'deletes from');
-    if (isObj(rel.alias) && isObj(rel.alias.name) && typeof rel.alias.name.value === 'string') aliases.add(rel.alias.name.value.toLowerCase());
+    // Table aliases follow the table-name rule (case-sensitive in mode 0).
+    if (isObj(rel.alias) && isObj(rel.alias.name) && typeof rel.alias.name.value === 'string') aliases.add(cteKey(rel.alias.name.value, st));
   }
   walk(from, st, scope, 'from');
   // Multi-table DELETE targets name FROM items, by alias or by name.
   const targets = Array.isArray(node.tables) ? node.tables : [];
   for (const t of targets) {
     const parts = nameParts(t);
-    if (!(parts.length === 1 && aliases.has(parts[0]!.toLowerCase())) && !isOwnName(parts, st)) {
+    if (!(parts.length === 1 && aliases.has(cteKey(parts[0]!, st))) && !isOwnName(parts, st)) {
       throw new Refusal(`it deletes from "${clip(parts.join('.'))}", which is not this tool's table`);
     }
   }

@@ -31,15 +31,17 @@
  *    allowDdl && !readOnly; everything else (SET, LOCK TABLES, HANDLER, LOAD DATA, DO, CALL, transaction
  *    control, SHOW, EXPLAIN, GRANT, PREPARE, ...) is refused.
  *  - every table reference must be the tool's table (unqualified, or qualified with opts.table.schema,
- *    the database; compared case-insensitively) or a CTE visible at that point (a non-recursive CTE sees
- *    only earlier siblings);
+ *    the database) or a CTE visible at that point (a CTE sees earlier siblings, and itself under RECURSIVE);
+ *    names are compared as the server compares them (opts.lowerCaseTableNames, see mysql-names.ts: exactly
+ *    on a case-sensitive server), and system databases are never the tool's;
  *  - functions: an ALLOW-LIST (SAFE_FUNCTIONS) of side-effect-free built-ins; qualified (stored)
  *    functions and functions in FROM (JSON_TABLE, table functions) are refused;
  *  - SELECT ... INTO (OUTFILE, DUMPFILE, @var) refused; FOR UPDATE / FOR SHARE only when writes are
  *    allowed.
  *
  * The guard is split by what each part owns: this file (text checks, statement dispatch, verdict
- * cache), mysql-lexer.ts (the lexer and token-level checks), mysql-walk.ts (the AST walk),
+ * cache), mysql-lexer.ts (the lexer and token-level checks), mysql-walk.ts (the AST walk), mysql-names.ts
+ * (how the server compares names),
  * mysql-functions.ts (the function allow-list) and mysql-ddl.ts (the DDL statements and options).
  *
  * Speed: parsing runs on every uncached tools/call statement (measured figures: docs/decisions.md, SQL
@@ -66,6 +68,7 @@ import {
 import { checkExecutableComments, checkTokens, lexMysql } from './mysql-lexer.ts';
 import { type WalkState, variantOf, visitVariant } from './mysql-walk.ts';
 import { walkDdl } from './mysql-ddl.ts';
+import { isSystemDatabase } from './mysql-names.ts';
 
 export { SAFE_FUNCTIONS } from './mysql-functions.ts';
 
@@ -105,10 +108,17 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
   const ec = checkExecutableComments(sql);
   if (ec !== undefined) return no(ec);
 
+  const mode = opts.lowerCaseTableNames ?? 0;
+  // The server's catalogs hold every table's names, statistics and grants: never a tool's table (the driver does
+  // not expose them either; this covers a tool introspected before it refused to).
+  if (isSystemDatabase(opts.table.schema, mode)) return no(`${clip(opts.table.schema)} is a system database; its tables are not served`);
+
   const st: WalkState = {
     opts,
-    schema: opts.table.schema.toLowerCase(),
-    name: opts.table.name.toLowerCase(),
+    schema: opts.table.schema,
+    name: opts.table.name,
+    mode,
+    storedFunctions: new Set(opts.storedFunctions ?? []),
     writes: new Set(),
     locks: false,
     ddl: false,

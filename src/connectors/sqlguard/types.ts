@@ -9,6 +9,16 @@ export interface GuardOptions {
   allowDdl: boolean;
   /** Per-tool setting: when true, only reads are allowed whatever the connector says. */
   readOnly: boolean;
+  /**
+   * MySQL/MariaDB only: the server's `lower_case_table_names` (0: database and table names compared exactly,
+   * 1 or 2: compared case-insensitively). Absent: compared exactly, which never admits more than the server.
+   */
+  lowerCaseTableNames?: 0 | 1 | 2;
+  /**
+   * MySQL/MariaDB only: names (upper case) of the stored functions in the tool's database that share a name with an
+   * allowed built-in; on a server lacking that built-in the unqualified call would run the stored function.
+   */
+  storedFunctions?: readonly string[];
 }
 
 export type StatementKind = 'select' | 'insert' | 'update' | 'delete' | 'ddl';
