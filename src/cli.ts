@@ -5,8 +5,10 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createGateway } from './gateway.ts';
-import { PLANS, type Plan } from './orgs/repository.ts';
+import { isPlan, PLANS, type Plan } from './limits/plans.ts';
 import { onboardOrg } from './orgs/service.ts';
+import { onboardingView } from './handlers/views.ts';
+import type { OrgOnboarding } from '../generated/client/types.gen.ts';
 import { AppError } from './errors.ts';
 import { acquireDataDirLock, DataDirBusyError, embeddedOperatorToken, lockHolder } from './util/datadir.ts';
 
@@ -15,7 +17,7 @@ const USAGE = `usage: toolgate org create --slug SLUG --name NAME [--plan ${PLAN
 Environment: TOOLGATE_DATA_DIR (embedded store, default ./data), DATABASE_URL (PostgreSQL),
 PORT, TOOLGATE_OPERATOR_TOKEN (operator API of a running server).`;
 
-type Onboarding = Awaited<ReturnType<typeof onboardOrg>>;
+type Onboarding = OrgOnboarding;
 
 function fail(message: string, code = 1): never {
   console.error(`toolgate: ${message}`);
@@ -42,7 +44,7 @@ async function direct(config: Config, input: { slug: string; name: string; plan:
   const release = config.databaseUrl ? () => {} : acquireDataDirLock(config.dataDir, { port: 0, url: 'cli' });
   const gateway = await createGateway({ ...config, logLevel: 'error' });
   try {
-    return await onboardOrg(gateway.deps, input, { type: 'operator', id: null });
+    return onboardingView(await onboardOrg(gateway.deps, input, { type: 'operator', id: null }), gateway.deps.config);
   } catch (err) {
     if (err instanceof AppError) fail(err.message);
     throw err;
@@ -82,7 +84,7 @@ async function orgCreate(argv: string[]): Promise<void> {
   });
   if (!values.slug || !values.name) fail(`--slug and --name are required\n${USAGE}`, 2);
   const plan = (values.plan ?? 'starter') as Plan;
-  if (!PLANS.includes(plan)) fail(`--plan must be one of ${PLANS.join(', ')}`, 2);
+  if (!isPlan(plan)) fail(`--plan must be one of ${PLANS.join(', ')}`, 2);
   const trialDays = values['trial-days'] === undefined ? undefined : Number(values['trial-days']);
   if (trialDays !== undefined && (!Number.isInteger(trialDays) || trialDays < 0 || trialDays > 365)) fail('--trial-days must be an integer from 0 to 365', 2);
   if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(values.slug)) fail('--slug must be 1-63 characters of a-z, 0-9 and inner hyphens', 2);

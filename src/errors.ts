@@ -76,3 +76,10 @@ export function rpcErrorObject(err: unknown): { code: number; message: string; d
   }
   return { code: RpcCode.InternalError, message: 'Internal error' };
 }
+
+/** RFC 6749 errors of the token endpoint keep their own body shape (written by the router's error mapping). */
+export class OAuthError extends AppError {
+  constructor(status: 400 | 401, code: string, description: string, headers: Record<string, string> = {}) {
+    super(status, code, description, headers);
+  }
+}

@@ -7,13 +7,14 @@ import { parseOutboundPolicy } from './net/outbound.ts';
 import { TokenSigner } from './auth/signing.ts';
 import { decodeKey, type Config } from './config.ts';
 import { buildApp } from './app.ts';
-import type { AppDeps } from './http/context.ts';
+import type { AppDeps } from './deps.ts';
 import { openStore } from './store/db.ts';
 import { CatalogCache } from './tools/catalog.ts';
 import { JobTracker } from './util/jobs.ts';
 import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/burst.ts';
 import { UsageMeter } from './limits/usage.ts';
 import { DomainEvents } from './events/index.ts';
+import { createMcpServer } from './mcp/server.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
@@ -50,22 +51,25 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     jwksCooldownMs: config.jwksCooldownMs,
     jwksTimeoutMs: config.jwksTimeoutMs,
   });
-  const deps = {
+  const catalog = new CatalogCache({ store, box });
+  const usage = new UsageMeter(store.db);
+  const deps: AppDeps = {
     config,
     store,
     box,
     signer,
     auth: new Authenticator(store.db, signer, config.operatorToken, createIdpResolver(store.db, idpVerifier)),
     log,
+    catalog,
+    jobs: new JobTracker(),
     outbound,
     idpVerifier,
-  } as AppDeps;
-  deps.catalog = new CatalogCache(deps);
-  deps.jobs = new JobTracker();
-  deps.limiter = config.redisUrl ? await createRedisLimiter({ url: config.redisUrl, log }) : createLocalLimiter();
-  deps.usage = new UsageMeter(store.db);
-  deps.localBurst = new LocalWindow();
-  deps.events = new DomainEvents();
+    limiter: config.redisUrl ? await createRedisLimiter({ url: config.redisUrl, log }) : createLocalLimiter(),
+    localBurst: new LocalWindow(),
+    usage,
+    events: new DomainEvents(),
+    mcp: createMcpServer({ catalog, usage, config, log }),
+  };
   const app = buildApp(deps);
   return {
     deps,

@@ -10,7 +10,7 @@ import * as rpc from '../generated/validators/jsonrpc.ts';
 import { buildApp } from '../src/app.ts';
 import { RpcCode } from '../src/errors.ts';
 import { handlers } from '../src/handlers/index.ts';
-import type { Handler } from '../src/http/context.ts';
+import type { Handler } from '../src/handlers/context.ts';
 import { checkHandlerTable } from '../src/http/router.ts';
 import { classify } from '../src/mcp/protocol.ts';
 import { verifies } from './requirements.ts';

@@ -14,28 +14,6 @@ export const MCP_SCOPE = 'mcp:call';
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type OAuthClientRow = typeof oauthClients.$inferSelect;
 
-export function apiKeyView(row: ApiKeyRow) {
-  return {
-    id: row.id,
-    name: row.name,
-    prefix: row.prefix,
-    connector_ids: row.connectorIds ?? null,
-    created_at: row.createdAt.toISOString(),
-    revoked_at: row.revokedAt?.toISOString() ?? null,
-  };
-}
-
-export function oauthClientView(row: OAuthClientRow) {
-  return {
-    id: row.id,
-    name: row.name,
-    client_id: row.clientId,
-    scopes: row.scopes,
-    created_at: row.createdAt.toISOString(),
-    revoked_at: row.revokedAt?.toISOString() ?? null,
-  };
-}
-
 export async function createApiKey(db: Queryable, orgId: string, input: { name: string; connectorIds: string[] | null }) {
   const key = API_KEY_PREFIX + randomSecret(32);
   const [row] = await db

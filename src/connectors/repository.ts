@@ -1,26 +1,16 @@
 /** SQL of connectors and the tools they yield; every query is scoped by org. */
-import { and, asc, eq, inArray, isNull, notInArray, sql } from 'drizzle-orm';
+import { and, asc, count, eq, inArray, isNull, notInArray, sql } from 'drizzle-orm';
 import type { Queryable } from '../store/db.ts';
 import { connectors, tools } from '../store/schema.ts';
 import type { ToolSpec } from './types.ts';
 
 export type ConnectorRow = typeof connectors.$inferSelect;
 
-export function connectorView(row: ConnectorRow) {
-  return {
-    id: row.id,
-    name: row.name,
-    type: row.type,
-    status: row.status,
-    status_reason: row.statusReason,
-    config: row.config,
-    has_credential: row.credentialSealed !== null,
-    allow_write: row.allowWrite,
-    allow_ddl: row.allowDdl,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
-  };
-}
+/**
+ * A connector being revalidated keeps serving the tools it had: agents do not lose them while an admin
+ * re-checks a working connector. A failed validation removes them.
+ */
+export const SERVING_STATUSES = ['active', 'validating'];
 
 export async function findConnector(db: Queryable, orgId: string, id: string): Promise<ConnectorRow | undefined> {
   const [row] = await db
@@ -134,4 +124,14 @@ export async function liveConnectorIds(db: Queryable, orgId: string, ids: string
     .from(connectors)
     .where(and(eq(connectors.orgId, orgId), inArray(connectors.id, ids), isNull(connectors.archivedAt)));
   return rows.map((r) => r.id);
+}
+
+/** Tools of the org's connectors that serve them (active or validating, not archived): the size of its catalog. */
+export async function countServingTools(db: Queryable, orgId: string): Promise<number> {
+  const [row] = await db
+    .select({ n: count() })
+    .from(tools)
+    .innerJoin(connectors, eq(connectors.id, tools.connectorId))
+    .where(and(eq(tools.orgId, orgId), eq(connectors.orgId, orgId), inArray(connectors.status, SERVING_STATUSES), isNull(connectors.archivedAt)));
+  return Number(row?.n ?? 0);
 }

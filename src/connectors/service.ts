@@ -2,7 +2,10 @@
 import Ajv from 'ajv';
 import { recordAudit, type Actor } from '../audit/repository.ts';
 import { AppError, notFound, unprocessable } from '../errors.ts';
-import type { AppDeps } from '../http/context.ts';
+import type { Store } from '../store/db.ts';
+import type { SecretBox } from '../util/crypto.ts';
+import type { JobTracker } from '../util/jobs.ts';
+import type { Logger } from '../util/log.ts';
 import { bumpCatalogVersion } from '../orgs/repository.ts';
 import { connectors } from '../store/schema.ts';
 import { credentialContext } from '../tools/catalog.ts';
@@ -16,7 +19,13 @@ import { eq } from 'drizzle-orm';
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true });
 const configValidators = new WeakMap<ConnectorDriver, ReturnType<typeof ajv.compile>>();
 
-export const DATABASE_TYPES = ['postgresql', 'mysql', 'mongodb', 'mssql', 'oracle'];
+/** What the connector service uses: the store, the secret box for credentials, background jobs, the log. */
+export interface ConnectorServiceDeps {
+  store: Pick<Store, 'db'>;
+  box: SecretBox;
+  jobs: JobTracker;
+  log: Logger;
+}
 
 function driverFor(type: string): ConnectorDriver {
   const driver = getDriver(type);
@@ -35,6 +44,16 @@ function checkConfig(driver: ConnectorDriver, config: unknown): void {
   }
 }
 
+export function listConnectors(deps: Pick<ConnectorServiceDeps, 'store'>, orgId: string, status?: string): Promise<repo.ConnectorRow[]> {
+  return repo.listConnectors(deps.store.db, orgId, status);
+}
+
+export async function getConnector(deps: Pick<ConnectorServiceDeps, 'store'>, orgId: string, id: string): Promise<repo.ConnectorRow> {
+  const row = await repo.findConnector(deps.store.db, orgId, id);
+  if (!row) throw notFound('connector_not_found', 'No such connector.');
+  return row;
+}
+
 export interface CreateConnectorInput {
   name: string;
   type: string;
@@ -44,7 +63,7 @@ export interface CreateConnectorInput {
   allow_ddl?: boolean;
 }
 
-export async function createConnector(deps: AppDeps, orgId: string, input: CreateConnectorInput, actor: Actor) {
+export async function createConnector(deps: ConnectorServiceDeps, orgId: string, input: CreateConnectorInput, actor: Actor) {
   const driver = driverFor(input.type);
   checkConfig(driver, input.config);
   const isDatabase = driver.kind === 'database';
@@ -80,7 +99,7 @@ export interface UpdateConnectorInput {
   allow_ddl?: boolean;
 }
 
-export async function updateConnector(deps: AppDeps, orgId: string, id: string, input: UpdateConnectorInput, actor: Actor) {
+export async function updateConnector(deps: ConnectorServiceDeps, orgId: string, id: string, input: UpdateConnectorInput, actor: Actor) {
   const existing = await repo.findConnector(deps.store.db, orgId, id);
   if (!existing) throw notFound('connector_not_found', 'No such connector.');
   const driver = driverFor(existing.type);
@@ -108,7 +127,7 @@ export async function updateConnector(deps: AppDeps, orgId: string, id: string, 
   return row;
 }
 
-export async function archiveConnector(deps: AppDeps, orgId: string, id: string, actor: Actor): Promise<void> {
+export async function archiveConnector(deps: ConnectorServiceDeps, orgId: string, id: string, actor: Actor): Promise<void> {
   const existing = await repo.findConnector(deps.store.db, orgId, id);
   if (!existing) throw notFound('connector_not_found', 'No such connector.');
   const archived = await deps.store.db.transaction(async (tx) => {
@@ -125,7 +144,7 @@ export async function archiveConnector(deps: AppDeps, orgId: string, id: string,
   if (driver) deps.jobs.run(() => driver.close(id));
 }
 
-export async function revalidateConnector(deps: AppDeps, orgId: string, id: string, actor: Actor, audit = true) {
+export async function revalidateConnector(deps: ConnectorServiceDeps, orgId: string, id: string, actor: Actor, audit = true) {
   const row = await repo.startValidation(deps.store.db, orgId, id);
   if (!row) throw notFound('connector_not_found', 'No such connector.');
   if (audit) await recordAudit(deps.store.db, { orgId, action: 'connector.revalidated', actor, targetType: 'connector', targetId: id });
@@ -133,12 +152,12 @@ export async function revalidateConnector(deps: AppDeps, orgId: string, id: stri
   return row;
 }
 
-function scheduleValidation(deps: AppDeps, row: repo.ConnectorRow): void {
+function scheduleValidation(deps: ConnectorServiceDeps, row: repo.ConnectorRow): void {
   deps.jobs.run(() => validateNow(deps, row));
 }
 
 /** Connects, introspects and provisions the connector's tools; a failure leaves status `failed` with a safe reason. */
-export async function validateNow(deps: AppDeps, row: repo.ConnectorRow): Promise<void> {
+export async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): Promise<void> {
   const driver = getDriver(row.type);
   const generation = row.validationGeneration;
   try {
@@ -166,7 +185,7 @@ export async function validateNow(deps: AppDeps, row: repo.ConnectorRow): Promis
 }
 
 /** Manual provisioning re-validates every live connector of the org and waits for the results. */
-export async function reprovisionConnectors(deps: AppDeps, orgId: string): Promise<void> {
+export async function reprovisionConnectors(deps: ConnectorServiceDeps, orgId: string): Promise<void> {
   const rows = await repo.listConnectors(deps.store.db, orgId);
   for (const row of rows) {
     const started = await repo.startValidation(deps.store.db, orgId, row.id);

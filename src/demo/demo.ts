@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { createConnector, updateConnector } from '../connectors/service.ts';
 import type { Gateway } from '../gateway.ts';
 import { findOrgBySlug } from '../orgs/repository.ts';
-import { mcpEndpointUrl, onboardOrg } from '../orgs/service.ts';
+import { onboardOrg } from '../orgs/service.ts';
+import { mcpEndpointUrl, onboardingView } from '../handlers/views.ts';
 import { connectors } from '../store/schema.ts';
 import { SAMPLE_SCHEMA } from './sample-data.ts';
 
@@ -41,9 +42,9 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
   const port = Number(server.getServerConn().split(':').pop());
 
   let org = await findOrgBySlug(deps.store.db, DEMO_SLUG);
-  let fresh: Awaited<ReturnType<typeof onboardOrg>> | null = null;
+  let fresh: ReturnType<typeof onboardingView> | null = null;
   if (!org) {
-    fresh = await onboardOrg(deps, { slug: DEMO_SLUG, name: 'Demo', plan: 'starter', trialDays: 14 }, SYSTEM);
+    fresh = onboardingView(await onboardOrg(deps, { slug: DEMO_SLUG, name: 'Demo', plan: 'starter', trialDays: 14 }, SYSTEM), deps.config);
     org = (await findOrgBySlug(deps.store.db, DEMO_SLUG))!;
   }
   const config = { host: '127.0.0.1', port, database: 'postgres', user: 'postgres', tls: 'disable' as const, schemas: ['public'] };
@@ -66,7 +67,7 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
     );
   }
   const banner = [
-    `toolgate: demo org "${DEMO_SLUG}" with a sample database (customers, products, orders) at ${mcpEndpointUrl(deps, DEMO_SLUG)}`,
+    `toolgate: demo org "${DEMO_SLUG}" with a sample database (customers, products, orders) at ${mcpEndpointUrl(deps.config.publicUrl, DEMO_SLUG)}`,
     fresh ? `toolgate: demo API key: ${fresh.api_key.key}` : null,
     !options.inMemory && existsSync(credentialsFile) ? `toolgate: demo credentials are in ${credentialsFile}` : null,
   ]

@@ -1,22 +1,18 @@
 /** Connectors of the caller's org. */
 import { actorOf } from '../auth/principal.ts';
-import { connectorView, findConnector, listConnectors as list } from '../connectors/repository.ts';
 import * as service from '../connectors/service.ts';
-import { json, notFound } from '../errors.ts';
-import type { Handler, RequestContext } from '../http/context.ts';
+import { json } from '../errors.ts';
+import type { Handler, RequestContext } from './context.ts';
+import { connectorView } from './views.ts';
 import type { CreateConnectorRequest, UpdateConnectorRequest } from '../../generated/client/types.gen.ts';
 
 export const listConnectors: Handler = async ({ principal, deps, query }) =>
-  json({ connectors: (await list(deps.store.db, principal!.orgId, query.status as string | undefined)).map(connectorView) });
+  json({ connectors: (await service.listConnectors(deps, principal!.orgId, query.status as string | undefined)).map(connectorView) });
 
 export const createConnector: Handler = async ({ principal, deps, body }: RequestContext<CreateConnectorRequest>) =>
   json(connectorView(await service.createConnector(deps, principal!.orgId, body, actorOf(principal))), 201);
 
-export const getConnector: Handler = async ({ principal, deps, params }) => {
-  const row = await findConnector(deps.store.db, principal!.orgId, params.connectorId!);
-  if (!row) throw notFound('connector_not_found', 'No such connector.');
-  return json(connectorView(row));
-};
+export const getConnector: Handler = async ({ principal, deps, params }) => json(connectorView(await service.getConnector(deps, principal!.orgId, params.connectorId!)));
 
 export const updateConnector: Handler = async ({ principal, deps, params, body }: RequestContext<UpdateConnectorRequest>) =>
   json(connectorView(await service.updateConnector(deps, principal!.orgId, params.connectorId!, body, actorOf(principal))));

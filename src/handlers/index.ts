@@ -1,5 +1,5 @@
 /** The handler table: exactly one handler per operation of openapi.yaml (checked when the app is built). */
-import type { HandlerTable } from '../http/context.ts';
+import type { HandlerTable } from './context.ts';
 import { archiveConnector, createConnector, getConnector, listConnectors, revalidateConnector, updateConnector } from './connectors.ts';
 import { deleteIdpConfig, getIdpConfig, setIdpConfig } from './idp.ts';
 import { mcpEndpoint } from './mcp.ts';

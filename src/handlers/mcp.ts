@@ -1,45 +1,18 @@
-/** POST /mcp/{orgSlug}: the agent-facing MCP endpoint (JSON-RPC 2.0, stateless Streamable HTTP, JSON responses). */
-import type { Principal } from '../auth/principal.ts';
-import { AppError, json, restErrorResponse, RpcCode, RpcError, rpcErrorObject, unauthenticated } from '../errors.ts';
-import { BodyError, decodeUtf8, parseJson, readBodyCapped } from '../http/body.ts';
-import type { AppDeps, Handler } from '../http/context.ts';
-import {
-  checkParams,
-  classify,
-  failure,
-  isSupportedVersionHeader,
-  negotiateVersion,
-  originAllowed,
-  success,
-  SUPPORTED_PROTOCOL_VERSIONS,
-  type RequestId,
-} from '../mcp/protocol.ts';
-import { callTool, listToolsJson } from '../mcp/tools.ts';
-import { findMcpOrg, findMcpOrgWithApiKey } from '../mcp/lookup.ts';
-import { describeError } from '../util/log.ts';
+/**
+ * POST /mcp/{orgSlug}: the MCP Streamable HTTP transport (stateless, JSON responses). It owns everything HTTP about
+ * the endpoint: Origin and MCP-Protocol-Version headers, authentication and the burst limit at the edge, content
+ * type, body size, parse errors, and the status codes (202, 400, 401/403, 413, 415, 429). The JSON-RPC methods are
+ * answered by the method table (mcp/server.ts, mcp/protocol.ts) over the tool runtime (tools/runtime.ts).
+ */
+import { AppError, json, restErrorResponse, RpcCode } from '../errors.ts';
 import { burstLimitFor } from '../limits/plans.ts';
+import { classify, failure, isSupportedVersion, SUPPORTED_PROTOCOL_VERSIONS } from '../mcp/protocol.ts';
+import { openSession } from '../mcp/session.ts';
+import { BodyError, decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
+import { describeError } from '../util/log.ts';
+import type { Handler } from './context.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
-/** The nil uuid: no org has it, so every credential checked against it is refused like a foreign one. */
-const NO_ORG = '00000000-0000-0000-0000-000000000000';
-
-/** The org as the MCP endpoint reads it (columns: MCP_ORG_COLUMNS in mcp/lookup.ts). */
-export interface McpOrg {
-  id: string;
-  slug: string;
-  catalogVersion: number;
-  plan: string;
-  burstLimitPerSecond: number | null;
-}
-
-/** The org and the caller for a request carrying X-API-Key, in one (batched) store query; the same answers as findMcpOrg + auth.mcp. */
-async function orgWithApiKey(deps: AppDeps, slug: string, apiKey: string): Promise<{ org: McpOrg; principal: Principal }> {
-  const found = await findMcpOrgWithApiKey(deps.store.db, slug, apiKey.trim());
-  // An unknown slug is checked against NO_ORG, like a foreign key: the answer is the one an invalid key gets.
-  const principal = deps.auth.apiKeyPrincipal(found?.id ?? NO_ORG, found?.key);
-  const { key: _key, ...org } = found!;
-  return { org, principal };
-}
 
 /**
  * The body, capped at maxBytes. A plain Content-Length within the cap is read in one go (HTTP framing ends the body
@@ -63,6 +36,21 @@ function ownOrigin(publicUrl: string): string {
   return origin;
 }
 
+/**
+ * DNS-rebinding defence from the MCP transport spec: a browser request carries Origin; only our own
+ * origin and configured ones pass. `Origin: null` (sandboxed or file pages) never passes.
+ */
+export function originAllowed(origin: string | null, ownOrigin: string, allowed: string[]): boolean {
+  if (origin === null) return true;
+  if (origin === 'null') return false;
+  return origin === ownOrigin || allowed.includes(origin);
+}
+
+/** A request without the header is assumed to speak the default revision (mcp/protocol.ts). */
+function isSupportedVersionHeader(value: string | null): boolean {
+  return value === null || isSupportedVersion(value.trim());
+}
+
 function rateLimited(retryAfterSeconds: number): Response {
   return json({ error: 'rate_limited', message: 'The per-second burst limit of this plan is exceeded; retry after 1 second.' }, 429, {
     'retry-after': String(retryAfterSeconds),
@@ -71,29 +59,6 @@ function rateLimited(retryAfterSeconds: number): Response {
 
 function rpcResponse(body: string, status = 200): Response {
   return new Response(body, { status, headers: JSON_TYPE });
-}
-
-async function dispatchMethod(deps: AppDeps, org: McpOrg, principal: Principal, method: string, params: Record<string, unknown>): Promise<unknown> {
-  switch (method) {
-    case 'initialize':
-      checkParams('InitializeParams', params);
-      return {
-        protocolVersion: negotiateVersion(params.protocolVersion),
-        capabilities: { tools: { listChanged: false } },
-        serverInfo: { name: 'toolgate', version: '0.1.0', title: `Toolgate (${org.slug})` },
-        instructions: 'Call tools/list to see the tools this credential may use. Database tools take one SELECT statement on their own table.',
-      };
-    case 'ping':
-      return {};
-    case 'tools/list':
-      checkParams('ToolsListParams', params);
-      return listToolsJson(deps, org, principal);
-    case 'tools/call':
-      checkParams('ToolsCallParams', params);
-      return callTool(deps, org, principal, params.name as string, (params.arguments as Record<string, unknown>) ?? {});
-    default:
-      throw new RpcError(RpcCode.MethodNotFound, `Method not found: ${method.slice(0, 100)}. Supported: initialize, ping, tools/list, tools/call.`);
-  }
 }
 
 export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
@@ -106,18 +71,8 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     if (!isSupportedVersionHeader(request.headers.get('mcp-protocol-version'))) {
       return json({ error: 'unsupported_protocol_version', message: `Supported MCP-Protocol-Version values: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}.` }, 400);
     }
-    // An unknown slug and another org's credential get the same 401: nothing is revealed about which orgs exist.
-    // For an unknown slug the credential is checked against an org id no credential belongs to, so the answer
-    // (message and WWW-Authenticate) is exactly the one another org's or an invalid credential gets.
-    const apiKey = request.headers.get('x-api-key');
-    let org: McpOrg | undefined;
-    let principal: Principal;
-    if (apiKey !== null) ({ org, principal } = await orgWithApiKey(deps, params.orgSlug!, apiKey));
-    else {
-      org = await findMcpOrg(deps.store.db, params.orgSlug!);
-      principal = await deps.auth.mcpBearer(request, org?.id ?? NO_ORG);
-    }
-    if (!org) throw unauthenticated('The API key is invalid or revoked.');
+    const session = await openSession(deps, request, params.orgSlug!);
+    const { org } = session;
 
     // Burst limit of the org's plan. Every authenticated request first passes this instance's window, before any
     // work is done; tools/call (the calls that reach databases) is then counted exactly across instances below.
@@ -149,21 +104,11 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
       const shared = await deps.limiter.take(org.id, burstLimit);
       if (!shared.allowed) return rateLimited(shared.retryAfterSeconds);
     }
-    return await answer(deps, org, principal, message.id, message.method, message.params);
+    // Errors of the method itself are JSON-RPC errors in a 200 response (the method table maps them).
+    return rpcResponse(await deps.mcp.answer(session, message.id, message.method, message.params));
   } catch (err) {
     if (err instanceof AppError) return restErrorResponse(err);
     log.error('mcp endpoint failed', { error: describeError(err) });
     return json({ error: 'internal_error', message: 'An internal error occurred.' }, 500);
   }
 };
-
-async function answer(deps: AppDeps, org: McpOrg, principal: Principal, id: RequestId, method: string, params: Record<string, unknown>): Promise<Response> {
-  try {
-    return rpcResponse(success(id, await dispatchMethod(deps, org, principal, method, params)));
-  } catch (err) {
-    // Rate limits speak HTTP (429 + Retry-After) even on the JSON-RPC endpoint.
-    if (err instanceof AppError) throw err;
-    if (!(err instanceof RpcError)) deps.log.error('mcp method failed', { method, error: describeError(err) });
-    return rpcResponse(failure(id, rpcErrorObject(err)));
-  }
-}

@@ -1,22 +1,16 @@
 /** Service metadata: the gateway's JWKS, health, the OpenAPI document and its explorer. */
-import { sql } from 'drizzle-orm';
 import { explorerAsset, explorerPage } from '../docs/explorer.ts';
 import { json, notFound } from '../errors.ts';
-import type { Handler } from '../http/context.ts';
+import { storeReachable } from '../store/db.ts';
+import type { Handler } from './context.ts';
 import openapiDocument from '../../generated/openapi.json' with { type: 'json' };
 
 const openapiText = JSON.stringify(openapiDocument);
 
 export const getJwks: Handler = ({ deps }) => json(deps.signer.jwks(), 200, { 'cache-control': 'public, max-age=300' });
 
-export const getHealth: Handler = async ({ deps }) => {
-  try {
-    await deps.store.db.execute(sql`SELECT 1`);
-    return json({ status: 'ok' });
-  } catch {
-    return json({ error: 'store_unavailable', message: 'The store cannot be reached.' }, 503);
-  }
-};
+export const getHealth: Handler = async ({ deps }) =>
+  (await storeReachable(deps.store.db)) ? json({ status: 'ok' }) : json({ error: 'store_unavailable', message: 'The store cannot be reached.' }, 503);
 
 export const getOpenApi: Handler = () => new Response(openapiText, { headers: { 'content-type': 'application/json; charset=utf-8' } });
 

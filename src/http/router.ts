@@ -3,20 +3,14 @@ import { Elysia } from 'elysia';
 import { operations, type OperationDef, type OperationId } from '../../generated/operations.ts';
 import * as validators from '../../generated/validators/rest.ts';
 import { roleSatisfies, type Principal, type Role } from '../auth/principal.ts';
-import { AppError, forbidden, json, restErrorResponse } from '../errors.ts';
+import { AppError, forbidden, json, OAuthError, restErrorResponse } from '../errors.ts';
 import { describeError } from '../util/log.ts';
 import { describeSchemaError, type SchemaError } from '../util/schema-errors.ts';
-import { decodeUtf8, parseJson, readBodyCapped } from './body.ts';
-import type { AppDeps, Handler, HandlerTable } from './context.ts';
+import { decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
+import type { AppDeps } from '../deps.ts';
+import type { Handler, HandlerTable } from '../handlers/context.ts';
 
 type Validator = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
-
-/** RFC 6749 errors of the token endpoint keep their own body shape. */
-export class OAuthError extends AppError {
-  constructor(status: 400 | 401, code: string, description: string, headers: Record<string, string> = {}) {
-    super(status, code, description, headers);
-  }
-}
 
 /** Refuses to build an app in which an operation lacks a handler or a handler lacks an operation. */
 export function checkHandlerTable(defs: readonly OperationDef[], handlers: Record<string, Handler>): void {
@@ -78,25 +72,52 @@ async function readBody(op: OperationDef, request: Request, deps: AppDeps): Prom
   return parsed.value;
 }
 
+/** How the router enforces an operation's access policy (x-toolgate-auth) before its handler runs. */
+interface AccessPolicy {
+  /** The authenticated caller, or null for operations that have none at this point. */
+  authenticate(request: Request, deps: AppDeps): Principal | null | Promise<Principal | null>;
+  /**
+   * Whether the router reads and validates the REST request (path, query, body) and answers its errors. An endpoint
+   * that speaks its own protocol (the MCP transport) does both itself: its errors are JSON-RPC errors, its checks
+   * (Origin first) come before authentication.
+   */
+  restRequest: boolean;
+}
+
+const rolePolicy = (role: Role): AccessPolicy => ({
+  authenticate: async (request, deps) => {
+    const principal = await deps.auth.rest(request);
+    authorize(role, principal);
+    return principal;
+  },
+  restRequest: true,
+});
+
+const ACCESS: Record<OperationDef['auth'], AccessPolicy> = {
+  public: { authenticate: () => null, restRequest: true },
+  operator: { authenticate: (request, deps) => deps.auth.operator(request), restRequest: true },
+  mcp: { authenticate: () => null, restRequest: false },
+  contributor: rolePolicy('contributor'),
+  admin: rolePolicy('admin'),
+  finance: rolePolicy('finance'),
+};
+
 async function dispatch(op: OperationDef, handler: Handler, request: Request, params: Record<string, string>, deps: AppDeps): Promise<Response> {
-  let principal: Principal | null = null;
+  const access = ACCESS[op.auth];
   try {
-    if (op.auth === 'operator') principal = deps.auth.operator(request);
-    else if (op.auth !== 'public' && op.auth !== 'mcp') {
-      principal = await deps.auth.rest(request);
-      authorize(op.auth, principal);
-    }
+    const authenticated = access.authenticate(request, deps);
+    // Policies that authenticate synchronously (public, mcp, operator) cost no await on the hot path.
+    const principal = authenticated instanceof Promise ? await authenticated : authenticated;
     const url = new URL(request.url);
     const query = queryObject(url);
-    // The MCP endpoint reads its own body: its errors are JSON-RPC errors, not REST ones.
-    if (op.auth !== 'mcp') {
+    let body: unknown;
+    if (access.restRequest) {
       if (op.pathParams.length) validate(`${op.operationId}_path`, params, 'path', false);
       if (op.queryParams.length) validate(`${op.operationId}_query`, query, 'query', false);
-    }
-    let body: unknown;
-    if (op.bodyType && op.auth !== 'mcp') {
-      body = await readBody(op, request, deps);
-      if (body !== undefined) validate(`${op.operationId}_body`, body, 'body', op.bodyType === 'form');
+      if (op.bodyType) {
+        body = await readBody(op, request, deps);
+        if (body !== undefined) validate(`${op.operationId}_body`, body, 'body', op.bodyType === 'form');
+      }
     }
     return await handler({ request, url, params, query, body, principal, deps });
   } catch (err) {

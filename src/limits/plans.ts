@@ -1,5 +1,7 @@
-/** Plan limits from the spec: monthly tool calls and per-second burst. */
-import type { Plan } from '../orgs/repository.ts';
+/**
+ * The plans and their limits from the spec (monthly tool calls, per-second burst): the one table of plans. The store's
+ * CHECK constraint and openapi.yaml's Plan enum are checked against it by test/plans.test.ts.
+ */
 
 export interface PlanLimits {
   /** Tool calls per calendar month (UTC); null is unlimited. */
@@ -8,22 +10,29 @@ export interface PlanLimits {
   burstPerSecond: number | null;
 }
 
-export const PLAN_LIMITS: Record<Plan, PlanLimits> = {
+export const PLAN_LIMITS = {
   starter: { monthlyToolCalls: 20_000, burstPerSecond: 20 },
   growth: { monthlyToolCalls: 50_000, burstPerSecond: 50 },
   scale: { monthlyToolCalls: null, burstPerSecond: 100 },
   enterprise: { monthlyToolCalls: null, burstPerSecond: null },
   standalone: { monthlyToolCalls: null, burstPerSecond: null },
-};
+} as const satisfies Record<string, PlanLimits>;
+
+export type Plan = keyof typeof PLAN_LIMITS;
+export const PLANS = Object.keys(PLAN_LIMITS) as Plan[];
+
+export function isPlan(value: string): value is Plan {
+  return Object.hasOwn(PLAN_LIMITS, value);
+}
 
 /** The burst limit in force: the org's own value, else the plan's, else the configured custom default. */
 export function burstLimitFor(plan: string, orgBurst: number | null, customDefault: number): number {
   if (orgBurst !== null) return orgBurst;
-  return PLAN_LIMITS[plan as Plan]?.burstPerSecond ?? customDefault;
+  return isPlan(plan) ? (PLAN_LIMITS[plan].burstPerSecond ?? customDefault) : customDefault;
 }
 
 export function monthlyQuotaFor(plan: string): number | null {
-  return PLAN_LIMITS[plan as Plan]?.monthlyToolCalls ?? null;
+  return isPlan(plan) ? PLAN_LIMITS[plan].monthlyToolCalls : null;
 }
 
 /** First day of the UTC calendar month holding `at`: the billing period the count belongs to. */

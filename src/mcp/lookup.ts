@@ -16,7 +16,16 @@ import { apiKeyDigest, preparedFor } from '../auth/credentials.ts';
 import type { Db } from '../store/db.ts';
 import { apiKeys, orgs } from '../store/schema.ts';
 
-/** The org columns the MCP endpoint reads (McpOrg in handlers/mcp.ts): one list for both lookups. */
+/** The org as the MCP endpoint reads it (columns: MCP_ORG_COLUMNS). */
+export interface McpOrg {
+  id: string;
+  slug: string;
+  catalogVersion: number;
+  plan: string;
+  burstLimitPerSecond: number | null;
+}
+
+/** The org columns the MCP endpoint reads (McpOrg): one list for both lookups. */
 export const MCP_ORG_COLUMNS = {
   id: orgs.id,
   slug: orgs.slug,

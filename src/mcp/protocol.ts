@@ -1,17 +1,27 @@
-/** MCP over Streamable HTTP, stateless: transport checks, envelope classification, version negotiation. */
+/**
+ * The MCP JSON-RPC protocol, independent of HTTP: the envelope (classifying a parsed message, writing a success or
+ * an error), version negotiation, and a method table that checks each method's params against its $defs entry of
+ * jsonrpc-schema.json and maps what a method throws to a JSON-RPC error. A new method is one entry of the table
+ * (mcp/server.ts); the transport (handlers/mcp.ts) never changes for it.
+ */
 import * as rpc from '../../generated/validators/jsonrpc.ts';
-import { RpcCode, RpcError } from '../errors.ts';
+import type { JsonRpcMessages, RequestId } from '../../generated/jsonrpc-types.ts';
+import { RpcCode, RpcError, rpcErrorObject } from '../errors.ts';
 import { describeSchemaError } from '../util/schema-errors.ts';
+
+export type { RequestId };
 
 export const SUPPORTED_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
 export const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
 /** MCP transports: a request without the header is assumed to speak 2025-03-26. */
 export const DEFAULT_PROTOCOL_VERSION = '2025-03-26';
 
-export type RequestId = string | number;
-
 type Validator = ((data: unknown) => boolean) & { errors?: Array<{ instancePath: string; message?: string; params: Record<string, unknown>; keyword: string }> | null };
 const validators = rpc as unknown as Record<string, Validator>;
+
+/** The $defs entries of jsonrpc-schema.json (each has a generated type and a compiled validator). */
+export type Defs = { [K in keyof JsonRpcMessages]-?: NonNullable<JsonRpcMessages[K]> };
+export type DefName = keyof Defs;
 
 export type Classified =
   | { kind: 'request'; id: RequestId; method: string; params: Record<string, unknown> }
@@ -28,18 +38,22 @@ export function classify(message: unknown): Classified {
   // beyond 2^53 as another number, so neither can be answered.
   const exactId = typeof m.id !== 'number' || Number.isSafeInteger(m.id);
   if (exactId && validators.JsonRpcRequest!(m)) {
-    return { kind: 'request', id: m.id as RequestId, method: m.method as string, params: (m.params as Record<string, unknown>) ?? {} };
+    const request = m as unknown as Defs['JsonRpcRequest'];
+    return { kind: 'request', id: request.id, method: request.method, params: request.params ?? {} };
   }
-  if (validators.JsonRpcNotification!(m)) return { kind: 'notification', method: m.method as string };
+  if (validators.JsonRpcNotification!(m)) return { kind: 'notification', method: (m as unknown as Defs['JsonRpcNotification']).method };
   if (m.jsonrpc === '2.0' && !('method' in m) && ('result' in m || 'error' in m)) return { kind: 'response' };
   const id = typeof m.id === 'string' || (typeof m.id === 'number' && Number.isSafeInteger(m.id)) ? (m.id as RequestId) : null;
   return { kind: 'invalid', id, message: 'Invalid Request: expected {"jsonrpc": "2.0", "id": string|integer, "method": string, "params"?: object}.' };
 }
 
-/** Validates params (or, with `where`, another part of them) against a $defs entry of jsonrpc-schema.json; -32602 names the failing field. */
-export function checkParams(def: string, params: unknown, where = 'params'): void {
+/**
+ * Validates `value` (params, or with `where` another part of them) against a $defs entry of jsonrpc-schema.json and
+ * narrows it to that entry's generated type; -32602 names the failing field.
+ */
+export function checkParams<D extends DefName>(def: D, value: unknown, where = 'params'): asserts value is Defs[D] {
   const validate = validators[def]!;
-  if (validate(params)) return;
+  if (validate(value)) return;
   throw new RpcError(RpcCode.InvalidParams, `Invalid params: ${describeSchemaError(where, validate.errors?.[0])}`);
 }
 
@@ -48,18 +62,8 @@ export function negotiateVersion(requested: unknown): string {
   return typeof requested === 'string' && (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
 }
 
-export function isSupportedVersionHeader(value: string | null): boolean {
-  return value === null || (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(value.trim());
-}
-
-/**
- * DNS-rebinding defence from the MCP transport spec: a browser request carries Origin; only our own
- * origin and configured ones pass. `Origin: null` (sandboxed or file pages) never passes.
- */
-export function originAllowed(origin: string | null, ownOrigin: string, allowed: string[]): boolean {
-  if (origin === null) return true;
-  if (origin === 'null') return false;
-  return origin === ownOrigin || allowed.includes(origin);
+export function isSupportedVersion(value: string): boolean {
+  return (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(value);
 }
 
 /** A result serialised ahead of time (e.g. a cached tools/list): success() splices the JSON text in as is. */
@@ -73,4 +77,46 @@ export function success(id: RequestId, result: unknown): string {
 
 export function failure(id: RequestId | null, error: { code: number; message: string; data?: unknown }): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error });
+}
+
+/** One method: the $defs entry its params must match (none: any object), and what answers it for a session. */
+export interface MethodDef<S, D extends DefName = DefName> {
+  params?: D;
+  handle(session: S, params: Defs[D]): unknown;
+}
+
+/** Declares a method with its params typed from the schema entry it names. */
+export function method<S, D extends DefName>(params: D, handle: (session: S, params: Defs[D]) => unknown): MethodDef<S, D>;
+export function method<S>(params: undefined, handle: (session: S, params: Record<string, unknown>) => unknown): MethodDef<S>;
+export function method<S>(params: DefName | undefined, handle: (session: S, params: never) => unknown): MethodDef<S> {
+  return { params, handle } as MethodDef<S>;
+}
+
+/**
+ * The method table: answers one request with the JSON text of its response. What a method throws becomes a JSON-RPC
+ * error: an RpcError as it is, anything else an opaque internal error (reported through `onInternalError`).
+ */
+export class MethodTable<S> {
+  private readonly methods: Map<string, MethodDef<S>>;
+  private readonly unknownHint: string;
+
+  constructor(
+    methods: Record<string, MethodDef<S, any>>,
+    private readonly onInternalError: (method: string, err: unknown) => void,
+  ) {
+    this.methods = new Map(Object.entries(methods));
+    this.unknownHint = `Supported: ${[...this.methods.keys()].join(', ')}.`;
+  }
+
+  async answer(session: S, id: RequestId, method: string, params: Record<string, unknown>): Promise<string> {
+    try {
+      const def = this.methods.get(method);
+      if (!def) throw new RpcError(RpcCode.MethodNotFound, `Method not found: ${method.slice(0, 100)}. ${this.unknownHint}`);
+      if (def.params) checkParams(def.params, params);
+      return success(id, await def.handle(session, params as never));
+    } catch (err) {
+      if (!(err instanceof RpcError)) this.onInternalError(method, err);
+      return failure(id, rpcErrorObject(err));
+    }
+  }
 }

@@ -4,8 +4,8 @@ import type { Queryable } from '../store/db.ts';
 import { orgs } from '../store/schema.ts';
 
 export type OrgRow = typeof orgs.$inferSelect;
-export const PLANS = ['starter', 'growth', 'scale', 'enterprise', 'standalone'] as const;
-export type Plan = (typeof PLANS)[number];
+export type { Plan } from '../limits/plans.ts';
+import type { Plan } from '../limits/plans.ts';
 
 export async function insertOrg(
   db: Queryable,

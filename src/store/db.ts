@@ -103,3 +103,13 @@ function splitStatements(script: string): string[] {
     .map((s) => s.trim())
     .filter(Boolean);
 }
+
+/** Whether the store answers a trivial query (the health check). */
+export async function storeReachable(db: Db): Promise<boolean> {
+  try {
+    await db.execute(sql`SELECT 1`);
+    return true;
+  } catch {
+    return false;
+  }
+}

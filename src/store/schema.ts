@@ -1,6 +1,10 @@
-/** Table definitions of the gateway's own state, for the query layer (the SQL of record is in migrations.ts). */
+/**
+ * Table definitions of the gateway's own state, for the query layer. The SQL of record is migrations.ts (it also holds
+ * the CHECK constraints); every table, column, type, nullability, default, key, foreign key and index here must match
+ * what the migrations create, which test/store-schema.test.ts checks on a fresh PGlite and PostgreSQL database.
+ */
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, date, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
@@ -22,25 +26,29 @@ export const orgs = pgTable('orgs', {
 
 export const apiKeys = pgTable('api_keys', {
   id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
-  orgId: uuid('org_id').notNull(),
+  orgId: uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
   name: text('name').notNull(),
   prefix: text('prefix').notNull(),
   keyHash: text('key_hash').notNull().unique(),
   connectorIds: uuid('connector_ids').array(),
   createdAt: ts('created_at').notNull().defaultNow(),
   revokedAt: ts('revoked_at'),
-});
+}, (t) => [index('api_keys_org').on(t.orgId)]);
 
 export const oauthClients = pgTable('oauth_clients', {
   id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
-  orgId: uuid('org_id').notNull(),
+  orgId: uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
   name: text('name').notNull(),
   clientId: text('client_id').notNull().unique(),
   secretHash: text('secret_hash').notNull(),
   scopes: text('scopes').array().notNull(),
   createdAt: ts('created_at').notNull().defaultNow(),
   revokedAt: ts('revoked_at'),
-});
+}, (t) => [index('oauth_clients_org').on(t.orgId)]);
 
 export const signingKeys = pgTable('signing_keys', {
   kid: text('kid').primaryKey(),
@@ -53,7 +61,9 @@ export const signingKeys = pgTable('signing_keys', {
 
 export const auditEvents = pgTable('audit_events', {
   id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
-  orgId: uuid('org_id').notNull(),
+  orgId: uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
   action: text('action').notNull(),
   actorType: text('actor_type').notNull(),
   actorId: text('actor_id'),
@@ -62,11 +72,13 @@ export const auditEvents = pgTable('audit_events', {
   outcome: text('outcome').notNull().default('success'),
   details: jsonb('details').$type<Record<string, unknown>>().notNull().default({}),
   createdAt: ts('created_at').notNull().defaultNow(),
-});
+}, (t) => [index('audit_events_org_time').on(t.orgId, t.createdAt.desc())]);
 
 export const connectors = pgTable('connectors', {
   id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
-  orgId: uuid('org_id').notNull(),
+  orgId: uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
   name: text('name').notNull(),
   type: text('type').notNull(),
   status: text('status').notNull(),
@@ -79,12 +91,16 @@ export const connectors = pgTable('connectors', {
   createdAt: ts('created_at').notNull().defaultNow(),
   updatedAt: ts('updated_at').notNull().defaultNow(),
   archivedAt: ts('archived_at'),
-});
+}, (t) => [index('connectors_org').on(t.orgId).where(sql`archived_at IS NULL`)]);
 
 export const tools = pgTable('tools', {
   id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
-  orgId: uuid('org_id').notNull(),
-  connectorId: uuid('connector_id').notNull(),
+  orgId: uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
+  connectorId: uuid('connector_id')
+    .notNull()
+    .references(() => connectors.id, { onDelete: 'cascade' }),
   baseName: text('base_name').notNull(),
   spec: jsonb('spec').$type<Record<string, unknown>>().notNull(),
   enabled: boolean('enabled').notNull().default(true),
@@ -96,10 +112,16 @@ export const tools = pgTable('tools', {
   readOnly: boolean('read_only').notNull().default(false),
   createdAt: ts('created_at').notNull().defaultNow(),
   updatedAt: ts('updated_at').notNull().defaultNow(),
-});
+}, (t) => [
+  unique().on(t.connectorId, t.baseName),
+  index('tools_org').on(t.orgId),
+  uniqueIndex('tools_override_unique').on(t.orgId, t.toolNameOverride).where(sql`tool_name_override IS NOT NULL`),
+]);
 
 export const idpConfigs = pgTable('idp_configs', {
-  orgId: uuid('org_id').primaryKey(),
+  orgId: uuid('org_id')
+    .primaryKey()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
   issuer: text('issuer').notNull(),
   jwksUri: text('jwks_uri').notNull(),
   audience: text('audience').notNull(),
@@ -107,4 +129,13 @@ export const idpConfigs = pgTable('idp_configs', {
   emailClaim: text('email_claim').notNull().default('email'),
   defaultRole: text('default_role'),
   updatedAt: ts('updated_at').notNull().defaultNow(),
-});
+}, (t) => [uniqueIndex('idp_configs_issuer_audience').on(t.issuer, t.audience)]);
+
+/** Tool calls per org and calendar month (UTC); written with raw SQL by limits/quota.ts and limits/usage.ts. */
+export const usageCounters = pgTable('usage_counters', {
+  orgId: uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
+  periodStart: date('period_start', { mode: 'string' }).notNull(),
+  toolCalls: bigint('tool_calls', { mode: 'number' }).notNull().default(0),
+}, (t) => [primaryKey({ columns: [t.orgId, t.periodStart] })]);

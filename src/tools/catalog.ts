@@ -1,8 +1,10 @@
 /** The org's tool catalog as the MCP endpoint sees it: built once per catalog version, with validators compiled once. */
 import Ajv, { type ValidateFunction } from 'ajv';
 import { and, eq, inArray, isNull } from 'drizzle-orm';
+import { SERVING_STATUSES } from '../connectors/repository.ts';
 import type { ToolSpec, DatabaseConfig } from '../connectors/types.ts';
-import type { AppDeps } from '../http/context.ts';
+import type { Store } from '../store/db.ts';
+import type { SecretBox } from '../util/crypto.ts';
 import { connectors, tools } from '../store/schema.ts';
 
 export interface ConnectorRuntime {
@@ -35,11 +37,6 @@ export interface OrgCatalog {
   byName: Map<string, CatalogTool>;
 }
 
-/**
- * A connector being revalidated keeps serving the tools it had: agents do not lose them while an admin
- * re-checks a working connector. A failed validation removes them.
- */
-export const SERVING_STATUSES = ['active', 'validating'];
 
 // Tool input schemas come from introspection: compile each once per catalog version, with defaults applied.
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });
@@ -48,7 +45,13 @@ export function credentialContext(connectorId: string): string {
   return `connector_credential:${connectorId}`;
 }
 
-async function buildCatalog(deps: AppDeps, orgId: string, version: number): Promise<OrgCatalog> {
+/** What building a catalog uses: the store, and the secret box that opens connector credentials. */
+export interface CatalogDeps {
+  store: Pick<Store, 'db'>;
+  box: SecretBox;
+}
+
+async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): Promise<OrgCatalog> {
   const rows = await deps.store.db
     .select({ tool: tools, connector: connectors })
     .from(tools)
@@ -94,7 +97,7 @@ async function buildCatalog(deps: AppDeps, orgId: string, version: number): Prom
 export class CatalogCache {
   private readonly entries = new Map<string, Promise<OrgCatalog>>();
 
-  constructor(private readonly deps: AppDeps) {}
+  constructor(private readonly deps: CatalogDeps) {}
 
   async get(orgId: string, version: number): Promise<OrgCatalog> {
     const cached = this.entries.get(orgId);

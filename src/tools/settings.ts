@@ -1,36 +1,21 @@
 /** Per-tool settings of the REST interface: listing with effective names, and validated updates. */
 import { and, asc, eq } from 'drizzle-orm';
 import { recordAudit, type Actor } from '../audit/repository.ts';
-import type { ToolSpec } from '../connectors/types.ts';
 import { conflict, notFound } from '../errors.ts';
-import type { AppDeps } from '../http/context.ts';
-import { CHECK_APPROVAL_STATUS } from '../mcp/tools.ts';
+import type { Store } from '../store/db.ts';
+import { CHECK_APPROVAL_STATUS } from './runtime.ts';
 import { bumpCatalogVersion } from '../orgs/repository.ts';
 import { connectors, tools } from '../store/schema.ts';
 
-type Row = { tool: typeof tools.$inferSelect; connector: { id: string; name: string; type: string } };
-
-export function toolSettingsView({ tool, connector }: Row) {
-  const spec = tool.spec as unknown as ToolSpec;
-  return {
-    id: tool.id,
-    tool_name: tool.baseName,
-    name: tool.toolNameOverride ?? tool.baseName,
-    description: tool.toolDescriptionOverride ?? spec.description,
-    enabled: tool.enabled,
-    requires_approval: tool.requiresApproval,
-    approval_ttl_seconds: tool.approvalTtlSeconds,
-    approval_emails: tool.approvalEmails,
-    tool_name_override: tool.toolNameOverride,
-    tool_description_override: tool.toolDescriptionOverride,
-    read_only: tool.readOnly,
-    connector_id: connector.id,
-    connector_name: connector.name,
-    connector_type: connector.type,
-  };
+/** What the tool settings use: the store alone. */
+export interface ToolSettingsDeps {
+  store: Pick<Store, 'db'>;
 }
 
-async function rows(deps: AppDeps, orgId: string, filter: { connectorId?: string; toolId?: string } = {}): Promise<Row[]> {
+/** A tool with the connector it belongs to: what the settings list and update return (handlers/views.ts shapes it). */
+export type ToolSettingsRow = { tool: typeof tools.$inferSelect; connector: { id: string; name: string; type: string } };
+
+async function rows(deps: ToolSettingsDeps, orgId: string, filter: { connectorId?: string; toolId?: string } = {}): Promise<ToolSettingsRow[]> {
   const where = [eq(tools.orgId, orgId), eq(connectors.orgId, orgId)];
   if (filter.connectorId) where.push(eq(tools.connectorId, filter.connectorId));
   if (filter.toolId) where.push(eq(tools.id, filter.toolId));
@@ -42,8 +27,8 @@ async function rows(deps: AppDeps, orgId: string, filter: { connectorId?: string
     .orderBy(asc(tools.baseName), asc(tools.id));
 }
 
-export async function listToolSettings(deps: AppDeps, orgId: string, connectorId?: string) {
-  return (await rows(deps, orgId, { connectorId })).map(toolSettingsView);
+export async function listToolSettings(deps: ToolSettingsDeps, orgId: string, connectorId?: string): Promise<ToolSettingsRow[]> {
+  return rows(deps, orgId, { connectorId });
 }
 
 export interface ToolSettingsInput {
@@ -56,7 +41,7 @@ export interface ToolSettingsInput {
   read_only?: boolean;
 }
 
-export async function updateToolSettings(deps: AppDeps, orgId: string, toolId: string, input: ToolSettingsInput, actor: Actor) {
+export async function updateToolSettings(deps: ToolSettingsDeps, orgId: string, toolId: string, input: ToolSettingsInput, actor: Actor) {
   const [current] = await rows(deps, orgId, { toolId });
   if (!current) throw notFound('tool_not_found', 'No such tool.');
   const override = input.tool_name_override;
@@ -90,5 +75,5 @@ export async function updateToolSettings(deps: AppDeps, orgId: string, toolId: s
     throw err;
   }
   const [updated] = await rows(deps, orgId, { toolId });
-  return toolSettingsView(updated!);
+  return updated!;
 }

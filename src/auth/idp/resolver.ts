@@ -8,8 +8,9 @@ import type { Role } from '../principal.ts';
 import type { IdpConfig } from './identity.ts';
 import { peekIssuer } from './identity.ts';
 import type { IdpVerifier } from './verifier.ts';
+import type { IdpConfigRow } from './repository.ts';
 
-export type IdpConfigRow = typeof idpConfigs.$inferSelect;
+export type { IdpConfigRow };
 
 export function toVerifierConfig(row: IdpConfigRow): IdpConfig {
   return {

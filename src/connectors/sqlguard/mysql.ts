@@ -5,8 +5,8 @@
  * recursive-descent SQL parser, MySQL dialect) compiled to WebAssembly and shipped inside the npm
  * package: no native build, no download, no install script, loads under Bun and Node. We tried
  * `node-sql-parser` (the usual choice) first: its PEG parser rebuilds its grammar tables on every call
- * (~110 µs for `SELECT 1`, ~350 µs for a typical SELECT, far over budget on the hot path) and it reads
- * `--x` and `/*! ... *\/` as comments where MySQL does not. sqlparser-rs is ~4x faster, tokenizes
+ * (several times slower than sqlparser-rs, far over budget on the hot path) and it reads
+ * `--x` and `/*! ... *\/` as comments where MySQL does not. sqlparser-rs is faster, tokenizes
  * `--x` as MySQL does, rejects `/*!`, and yields a typed AST (Rust enums: `{"Variant": {...}}`) that a
  * fail-closed walker can check variant by variant. There is no separate MariaDB dialect; the MySQL one
  * parses what MariaDB adds that matters here (e.g. DELETE ... RETURNING), and MariaDB's `/*M!` comments
@@ -44,11 +44,9 @@
  * (how the server compares names),
  * mysql-functions.ts (the function allow-list) and mysql-ddl.ts (the DDL statements and options).
  *
- * Speed (Bun 1.4 on this 2-core machine, verdict cache cleared each call, best of 15 rounds of 500
- * calls): ~80 µs for a typical SELECT (WHERE / GROUP BY / ORDER BY / LIMIT, a function, a parameter),
- * ~110 µs for a 3-CTE statement, ~12 µs for `SELECT 1` (node-sql-parser: ~350 µs for the same typical
- * SELECT). A repeated statement is answered from a 512-entry LRU of verdicts (bounded in entries and
- * key size) in well under 1 µs.
+ * Speed: parsing runs on every uncached tools/call statement (measured figures: docs/decisions.md, SQL
+ * guards). A repeated statement is answered from a 512-entry LRU of verdicts (bounded in entries and
+ * key size) without parsing.
  */
 
 import { init as initSqlParser, parse as parseSql } from '@guanmingchiu/sqlparser-ts';

@@ -41,10 +41,9 @@
  * statements, verdict cache), postgres-walk.ts (the tree walk and statement names), postgres-nodes.ts
  * (the node allow-lists) and postgres-functions.ts (the function allow-list).
  *
- * Speed (Bun 1.4 on this 2-core machine, verdict cache cleared each call, best of 15 rounds of 500
- * calls): ~25 µs for a typical SELECT (WHERE / GROUP BY / ORDER BY / LIMIT, a function, a parameter),
- * ~30 µs for a 3-CTE statement, ~3 µs for `SELECT 1`. A repeated statement is answered from a
- * 512-entry LRU of verdicts (bounded in entries and key size) in well under 1 µs.
+ * Speed: parsing runs on every uncached tools/call statement (measured figures: docs/decisions.md, SQL
+ * guards). A repeated statement is answered from a 512-entry LRU of verdicts (bounded in entries and
+ * key size) without parsing.
  */
 
 import { loadModule, parseSync, scanSync } from 'libpg-query';

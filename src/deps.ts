@@ -1,0 +1,41 @@
+/**
+ * The dependency container: everything the app is built from, assembled once by gateway.ts. Only the entry and the
+ * HTTP layers see it whole; handlers pass each domain service the container itself, but a service's signature names
+ * just the parts it uses (its own narrow interface), so a service can be built and tested from those parts alone.
+ */
+import type { Authenticator } from './auth/authenticate.ts';
+import type { TokenSigner } from './auth/signing.ts';
+import type { Config } from './config.ts';
+import type { Store } from './store/db.ts';
+import type { SecretBox } from './util/crypto.ts';
+import type { Logger } from './util/log.ts';
+import type { CatalogCache } from './tools/catalog.ts';
+import type { JobTracker } from './util/jobs.ts';
+import type { OutboundPolicy } from './net/outbound.ts';
+import type { IdpVerifier } from './auth/idp/verifier.ts';
+import type { BurstLimiter, LocalWindow } from './limits/burst.ts';
+import type { UsageMeter } from './limits/usage.ts';
+import type { DomainEvents } from './events/index.ts';
+import type { McpServer } from './mcp/server.ts';
+
+export interface AppDeps {
+  config: Config;
+  store: Store;
+  box: SecretBox;
+  signer: TokenSigner;
+  auth: Authenticator;
+  log: Logger;
+  catalog: CatalogCache;
+  jobs: JobTracker;
+  outbound: OutboundPolicy;
+  idpVerifier: IdpVerifier;
+  /** Shared (Redis) burst windows, exact across instances; used for tools/call. */
+  limiter: BurstLimiter;
+  /** This instance's burst windows, applied to every authenticated MCP request. */
+  localBurst: LocalWindow;
+  usage: UsageMeter;
+  /** Domain events (approval.*, tool.called): the audit log and the webhook outbox subscribe here. */
+  events: DomainEvents;
+  /** The MCP methods (JSON-RPC method table over the tool runtime) behind the MCP transport. */
+  mcp: McpServer;
+}

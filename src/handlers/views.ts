@@ -1,0 +1,130 @@
+/**
+ * The one place where store rows become wire objects of openapi.yaml: every REST response body built from a row goes
+ * through a function here, typed with the contract's generated types (a drift between the two fails the typecheck).
+ */
+import type { ApiKeyRow, OAuthClientRow } from '../auth/credentials.ts';
+import type { IdpConfigRow } from '../auth/idp/repository.ts';
+import type { ConnectorRow } from '../connectors/repository.ts';
+import { burstLimitFor, monthlyQuotaFor } from '../limits/plans.ts';
+import type { OrgRow } from '../orgs/repository.ts';
+import type { ToolSettingsRow } from '../tools/settings.ts';
+import type { ToolSpec } from '../connectors/types.ts';
+import type * as wire from '../../generated/client/types.gen.ts';
+
+export function orgView(org: OrgRow, customBurst: number): wire.Org {
+  return {
+    id: org.id,
+    slug: org.slug,
+    name: org.name,
+    plan: org.plan as wire.Plan,
+    subscription_status: org.subscriptionStatus as wire.Org['subscription_status'],
+    trial_expires_at: org.trialExpiresAt?.toISOString() ?? null,
+    provision_status: org.provisionStatus as wire.Org['provision_status'],
+    burst_limit_per_second: burstLimitFor(org.plan, org.burstLimitPerSecond, customBurst),
+    monthly_tool_calls: monthlyQuotaFor(org.plan),
+    created_at: org.createdAt.toISOString(),
+  };
+}
+
+/** The absolute URL of an org's MCP endpoint. */
+export function mcpEndpointUrl(publicUrl: string, slug: string): string {
+  return `${publicUrl}/mcp/${slug}`;
+}
+
+export function provisioningView(org: OrgRow, toolCount: number, publicUrl: string): wire.ProvisioningStatus {
+  return {
+    status: org.provisionStatus as wire.ProvisioningStatus['status'],
+    endpoint: mcpEndpointUrl(publicUrl, org.slug),
+    toolCount,
+  };
+}
+
+export function apiKeyView(row: ApiKeyRow): wire.ApiKey {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    connector_ids: row.connectorIds ?? null,
+    created_at: row.createdAt.toISOString(),
+    revoked_at: row.revokedAt?.toISOString() ?? null,
+  };
+}
+
+export function oauthClientView(row: OAuthClientRow): wire.OAuthClient {
+  return {
+    id: row.id,
+    name: row.name,
+    client_id: row.clientId,
+    scopes: row.scopes,
+    created_at: row.createdAt.toISOString(),
+    revoked_at: row.revokedAt?.toISOString() ?? null,
+  };
+}
+
+export function createdApiKeyView(created: { row: ApiKeyRow; key: string }): wire.CreatedApiKey {
+  return { ...apiKeyView(created.row), key: created.key };
+}
+
+export function createdOAuthClientView(created: { row: OAuthClientRow; clientSecret: string }): wire.CreatedOAuthClient {
+  return { ...oauthClientView(created.row), client_secret: created.clientSecret };
+}
+
+export function onboardingView(
+  created: { org: OrgRow; key: { row: ApiKeyRow; key: string }; client: { row: OAuthClientRow; clientSecret: string } },
+  config: { publicUrl: string; customBurstPerSecond: number },
+): wire.OrgOnboarding {
+  return {
+    org: orgView(created.org, config.customBurstPerSecond),
+    endpoint: mcpEndpointUrl(config.publicUrl, created.org.slug),
+    api_key: createdApiKeyView(created.key),
+    oauth_client: createdOAuthClientView(created.client),
+  };
+}
+
+export function connectorView(row: ConnectorRow): wire.Connector {
+  return {
+    id: row.id,
+    name: row.name,
+    type: row.type as wire.ConnectorType,
+    status: row.status as wire.ConnectorStatus,
+    status_reason: row.statusReason,
+    config: row.config as unknown as wire.DatabaseConfig,
+    has_credential: row.credentialSealed !== null,
+    allow_write: row.allowWrite,
+    allow_ddl: row.allowDdl,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+export function toolSettingsView({ tool, connector }: ToolSettingsRow): wire.Tool {
+  const spec = tool.spec as unknown as ToolSpec;
+  return {
+    id: tool.id,
+    tool_name: tool.baseName,
+    name: tool.toolNameOverride ?? tool.baseName,
+    description: tool.toolDescriptionOverride ?? spec.description,
+    enabled: tool.enabled,
+    requires_approval: tool.requiresApproval,
+    approval_ttl_seconds: tool.approvalTtlSeconds,
+    approval_emails: tool.approvalEmails,
+    tool_name_override: tool.toolNameOverride,
+    tool_description_override: tool.toolDescriptionOverride,
+    read_only: tool.readOnly,
+    connector_id: connector.id,
+    connector_name: connector.name,
+    connector_type: connector.type as wire.ConnectorType,
+  };
+}
+
+export function idpConfigView(row: IdpConfigRow): wire.IdpConfig {
+  return {
+    issuer: row.issuer,
+    jwks_uri: row.jwksUri,
+    audience: row.audience,
+    role_claim: row.roleClaim,
+    email_claim: row.emailClaim,
+    default_role: row.defaultRole as wire.IdpConfig['default_role'],
+    updated_at: row.updatedAt.toISOString(),
+  };
+}

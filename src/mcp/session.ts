@@ -1,0 +1,49 @@
+/**
+ * Who calls the MCP endpoint of which org: the org named in the URL and the caller's credential (X-API-Key, or a
+ * Bearer token), checked together so that an unknown slug and another org's credential get the same 401 and nothing
+ * is revealed about which orgs exist.
+ */
+import type { Authenticator } from '../auth/authenticate.ts';
+import type { Principal } from '../auth/principal.ts';
+import { unauthenticated } from '../errors.ts';
+import type { Store } from '../store/db.ts';
+import { findMcpOrg, findMcpOrgWithApiKey, type McpOrg } from './lookup.ts';
+
+/** The nil uuid: no org has it, so every credential checked against it is refused like a foreign one. */
+const NO_ORG = '00000000-0000-0000-0000-000000000000';
+
+export interface McpSession {
+  org: McpOrg;
+  principal: Principal;
+}
+
+export interface SessionDeps {
+  store: Pick<Store, 'db'>;
+  auth: Pick<Authenticator, 'apiKeyPrincipal' | 'mcpBearer'>;
+}
+
+/** The org and the caller for a request carrying X-API-Key, in one (batched) store query. */
+async function withApiKey(deps: SessionDeps, slug: string, apiKey: string): Promise<{ org: McpOrg | undefined; principal: Principal }> {
+  const found = await findMcpOrgWithApiKey(deps.store.db, slug, apiKey.trim());
+  // An unknown slug is checked against NO_ORG, like a foreign key: the answer is the one an invalid key gets.
+  const principal = deps.auth.apiKeyPrincipal(found?.id ?? NO_ORG, found?.key);
+  if (!found) return { org: undefined, principal };
+  const { key: _key, ...org } = found;
+  return { org, principal };
+}
+
+/** Authenticates the request for the org `slug`; throws the 401/403 AppError the endpoint answers otherwise. */
+export async function openSession(deps: SessionDeps, request: Request, slug: string): Promise<McpSession> {
+  // For an unknown slug the credential is checked against an org id no credential belongs to, so the answer
+  // (message and WWW-Authenticate) is exactly the one another org's or an invalid credential gets.
+  const apiKey = request.headers.get('x-api-key');
+  let org: McpOrg | undefined;
+  let principal: Principal;
+  if (apiKey !== null) ({ org, principal } = await withApiKey(deps, slug, apiKey));
+  else {
+    org = await findMcpOrg(deps.store.db, slug);
+    principal = await deps.auth.mcpBearer(request, org?.id ?? NO_ORG);
+  }
+  if (!org) throw unauthenticated('The API key is invalid or revoked.');
+  return { org, principal };
+}

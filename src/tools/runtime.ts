@@ -1,0 +1,183 @@
+/**
+ * The tool runtime behind tools/list and tools/call, independent of HTTP and of the method table: the org's
+ * catalog filtered by the credential's scope, and a call's way through lookup, scope, argument validation, the
+ * approval gate, the monthly quota and execution. Its refusals are RpcErrors (protocol errors); a tool that fails
+ * is a tool result with isError.
+ *
+ * Where later features plug in (the transport and the protocol stay as they are):
+ *  - built-in tools: BUILTIN_TOOLS (check_approval_status answers from the approvals service once it exists);
+ *  - human approvals: `gate` in callTool, after validation and before the quota, decides run / hold / refuse; a held
+ *    call returns its pending_approval result from there and runs later through `execute` with the same input;
+ *  - tool sources: `execute` picks what runs a tool by its connector's type (a database driver today; an upstream
+ *    MCP server is another kind of connector with its own executor);
+ *  - audit rows and webhooks: emit `tool.called` on the domain events (src/events) around `execute`, inside the
+ *    caller's transaction where a row must be written with it.
+ */
+import { getDriver } from '../connectors/registry.ts';
+import type { ToolResult } from '../connectors/types.ts';
+import type { Principal } from '../auth/principal.ts';
+import { RpcCode, RpcError } from '../errors.ts';
+import { describeSchemaError } from '../util/schema-errors.ts';
+import type { Config } from '../config.ts';
+import type { UsageMeter } from '../limits/usage.ts';
+import type { Tool, ToolsListResult } from '../../generated/jsonrpc-types.ts';
+import type { CatalogCache, CatalogTool, OrgCatalog } from './catalog.ts';
+import { monthlyQuotaFor } from '../limits/plans.ts';
+import { checkParams, RawJson } from '../mcp/protocol.ts';
+
+/** The org a call is made in: its catalog version (read per request) and its plan (the quota). */
+export interface RuntimeOrg {
+  id: string;
+  catalogVersion: number;
+  plan: string;
+}
+
+/** What the tool runtime uses: the catalog, the quota meter, and the execution limits. */
+export interface ToolRuntimeDeps {
+  catalog: Pick<CatalogCache, 'get'>;
+  usage: Pick<UsageMeter, 'consume'>;
+  config: Pick<
+    Config,
+    'statementTimeoutMs' | 'lockTimeoutMs' | 'maxResultRows' | 'maxResultBytes' | 'connectorMaxConcurrentCalls' | 'connectorQueueTimeoutMs' | 'pgResolutionCacheTtlSeconds'
+  >;
+}
+
+export const CHECK_APPROVAL_STATUS = 'check_approval_status';
+
+const checkApprovalStatusTool: Tool = {
+  name: CHECK_APPROVAL_STATUS,
+  description: 'Reports the outcome of a tool call that is waiting for human approval: pending, executed, rejected, expired, failed or not_found.',
+  inputSchema: {
+    type: 'object',
+    properties: { approvalId: { type: 'string', description: 'The approvalId returned when the call was held.' } },
+    required: ['approvalId'],
+  },
+  annotations: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
+};
+
+function inScope(principal: Principal, tool: CatalogTool): boolean {
+  return principal.connectorIds === null || principal.connectorIds.includes(tool.connector.id);
+}
+
+function descriptor(tool: CatalogTool): Tool {
+  return {
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+    ...(tool.outputSchema ? { outputSchema: tool.outputSchema } : {}),
+    annotations: tool.annotations,
+  };
+}
+
+function visibleTools(catalog: OrgCatalog, principal: Principal): ToolsListResult {
+  const visible = catalog.tools.filter((t) => t.enabled && inScope(principal, t)).map(descriptor);
+  return { tools: [...visible, ...[...BUILTIN_TOOLS.values()].map((b) => b.descriptor)] };
+}
+
+/** Serialised tools/list results per catalog (a catalog object is one immutable version) and connector scope. */
+const listings = new WeakMap<OrgCatalog, Map<string, RawJson>>();
+/** Distinct scopes cached per catalog version at most; others are serialised per call. */
+const MAX_LISTINGS = 64;
+
+/** tools/list as JSON text, built once per catalog version and scope (the catalog version is read per request). */
+export async function listToolsJson(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal): Promise<RawJson> {
+  const catalog = await deps.catalog.get(org.id, org.catalogVersion);
+  const scope = principal.connectorIds === null ? '*' : principal.connectorIds.join(',');
+  let byScope = listings.get(catalog);
+  if (!byScope) listings.set(catalog, (byScope = new Map()));
+  let listing = byScope.get(scope);
+  if (!listing) {
+    listing = new RawJson(JSON.stringify(visibleTools(catalog, principal)));
+    if (byScope.size < MAX_LISTINGS) byScope.set(scope, listing);
+  }
+  return listing;
+}
+
+function invalidArguments(tool: CatalogTool): RpcError {
+  return new RpcError(RpcCode.InvalidParams, `Invalid arguments for ${tool.name}: ${describeSchemaError('arguments', tool.validate.errors?.[0])}`);
+}
+
+/** A tool the gateway answers itself, on every org's endpoint and outside any connector scope. */
+interface BuiltinTool {
+  descriptor: Tool;
+  call(org: RuntimeOrg, args: Record<string, unknown>): Promise<ToolResult> | ToolResult;
+}
+
+const BUILTIN_TOOLS = new Map<string, BuiltinTool>([
+  [
+    CHECK_APPROVAL_STATUS,
+    {
+      descriptor: checkApprovalStatusTool,
+      call(_org, args) {
+        checkParams('CheckApprovalStatusArguments', args, 'params.arguments');
+        const { approvalId } = args;
+        // No call is held for approval in this version of the gateway, so every id is unknown.
+        return {
+          content: [{ type: 'text', text: `No approval with id ${approvalId.slice(0, 100)} exists for this org.` }],
+          structuredContent: { status: 'not_found', approvalId },
+        };
+      },
+    },
+  ],
+]);
+
+/**
+ * Whether a validated call may run now. Fail closed: a tool flagged for human approval never runs unapproved; holding
+ * calls for approval is not built yet (docs/decisions.md), so such a call is refused rather than executed. Returns
+ * the result to answer instead of running the tool, or null to run it.
+ */
+function gate(tool: CatalogTool): ToolResult | null {
+  if (!tool.requiresApproval) return null;
+  return {
+    isError: true,
+    content: [{ type: 'text', text: `${tool.name} requires human approval, and this gateway cannot hold calls for approval yet: the call was not executed.` }],
+  };
+}
+
+/** Runs a tool that passed every check, on what serves its connector's type. */
+function execute(deps: ToolRuntimeDeps, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult> | ToolResult {
+  const driver = getDriver(tool.connector.type);
+  if (!driver) return { isError: true, content: [{ type: 'text', text: `The connector type ${tool.connector.type} is not available on this gateway.` }] };
+  const { config } = deps;
+  return driver.execute(tool.spec, input, {
+    connectorId: tool.connector.id,
+    config: tool.connector.config,
+    credential: tool.connector.credential,
+    allowWrite: tool.connector.allowWrite,
+    allowDdl: tool.connector.allowDdl,
+    readOnly: tool.readOnly,
+    limits: {
+      statementTimeoutMs: config.statementTimeoutMs,
+      lockTimeoutMs: config.lockTimeoutMs,
+      maxRows: config.maxResultRows,
+      maxResultBytes: config.maxResultBytes,
+      maxConcurrentCalls: config.connectorMaxConcurrentCalls,
+      queueTimeoutMs: config.connectorQueueTimeoutMs,
+      resolutionCacheTtlMs: config.pgResolutionCacheTtlSeconds * 1000,
+    },
+  });
+}
+
+export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+  const builtin = BUILTIN_TOOLS.get(name);
+  if (builtin) return builtin.call(org, args);
+  const catalog = await deps.catalog.get(org.id, org.catalogVersion);
+  const tool = catalog.byName.get(name);
+  if (!tool || !tool.enabled) throw new RpcError(RpcCode.InvalidParams, `Unknown tool: ${name.slice(0, 100)}. Call tools/list for the available tools.`);
+  if (!inScope(principal, tool)) throw new RpcError(RpcCode.InsufficientScope, `This credential may not call ${tool.name}.`);
+  // Validation mutates a copy (defaults are filled in); the caller's object stays as sent.
+  const input = structuredClone(args);
+  if (!tool.validate(input)) throw invalidArguments(tool);
+  const instead = gate(tool);
+  if (instead) return instead;
+  // Only tools/call of a real tool counts against the monthly quota (not check_approval_status polling,
+  // not calls refused above); the count is taken before the tool runs, so a used-up quota runs nothing.
+  const quota = monthlyQuotaFor(org.plan);
+  if (!(await deps.usage.consume(org.id, quota))) {
+    throw new RpcError(
+      RpcCode.QuotaExceeded,
+      `Monthly tool-call quota exceeded: the ${org.plan} plan includes ${quota} tool calls per month. Upgrade the plan to continue.`,
+    );
+  }
+  return execute(deps, tool, input);
+}

@@ -1,0 +1,162 @@
+// One place per fact, checked: the store's Drizzle schema (src/store/schema.ts, what queries are typed by) against what
+// the migrations (src/store/migrations.ts, the SQL of record) create on a fresh database, on PGlite and on PostgreSQL:
+// tables, columns (type, nullability, default), primary keys, unique constraints, foreign keys and indexes. And the
+// plan table (src/limits/plans.ts) against the store's CHECK constraint and openapi.yaml's Plan enum.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { is, SQL, sql } from 'drizzle-orm';
+import { getTableConfig, PgDialect, PgTable, type PgColumn } from 'drizzle-orm/pg-core';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { PLANS } from '../src/limits/plans.ts';
+import { openStore, rowsOf, type Store } from '../src/store/db.ts';
+import * as schema from '../src/store/schema.ts';
+import { freshDatabase } from './support/gateway.ts';
+import { serviceAvailable } from './support/services.ts';
+
+const HOOK_TIMEOUT_MS = 60_000;
+/** The migration runner's own bookkeeping table: not part of the gateway's schema. */
+const BOOKKEEPING = ['toolgate_migrations'];
+
+const dialect = new PgDialect();
+const render = (expr: SQL) => dialect.sqlToQuery(expr).sql;
+
+type Facts = { tables: string[]; columns: string[]; constraints: string[]; indexes: string[] };
+
+/** pg_get_expr's text for a Drizzle column default. */
+function defaultText(column: PgColumn): string | null {
+  if (!column.hasDefault) return null;
+  const value = column.default;
+  if (is(value, SQL)) return render(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (typeof value === 'string') return `'${value.replaceAll("'", "''")}'::${column.getSQLType()}`;
+  return `'${JSON.stringify(value)}'::${column.getSQLType()}`;
+}
+
+const columnList = (columns: { name: string }[]) => columns.map((c) => c.name).join(', ');
+
+/** What the Drizzle schema declares, written the way PostgreSQL's catalog prints it. */
+function declared(): Facts {
+  const facts: Facts = { tables: [], columns: [], constraints: [], indexes: [] };
+  for (const table of Object.values(schema)) {
+    if (!is(table, PgTable)) continue;
+    const config = getTableConfig(table);
+    const name = config.name;
+    facts.tables.push(name);
+    for (const column of config.columns) {
+      facts.columns.push(`${name}.${column.name} ${column.getSQLType()}${column.notNull ? ' not null' : ''}${column.hasDefault ? ` default ${defaultText(column)}` : ''}`);
+      if (column.primary) facts.constraints.push(`${name}: PRIMARY KEY (${column.name})`);
+      if (column.isUnique) facts.constraints.push(`${name}: UNIQUE (${column.name})`);
+    }
+    for (const pk of config.primaryKeys) facts.constraints.push(`${name}: PRIMARY KEY (${columnList(pk.columns)})`);
+    for (const u of config.uniqueConstraints) facts.constraints.push(`${name}: UNIQUE (${columnList(u.columns)})`);
+    for (const fk of config.foreignKeys) {
+      const ref = fk.reference();
+      const target = getTableConfig(ref.foreignTable).name;
+      const onDelete = fk.onDelete && fk.onDelete !== 'no action' ? ` ON DELETE ${fk.onDelete.toUpperCase()}` : '';
+      facts.constraints.push(`${name}: FOREIGN KEY (${columnList(ref.columns)}) REFERENCES ${target}(${columnList(ref.foreignColumns)})${onDelete}`);
+    }
+    for (const idx of config.indexes) {
+      const cols = idx.config.columns.map((c) => {
+        if (is(c, SQL)) return render(c);
+        const col = c as PgColumn & { indexConfig?: { order?: string } };
+        return col.indexConfig?.order === 'desc' ? `${col.name} DESC` : col.name;
+      });
+      const where = idx.config.where ? ` WHERE (${render(idx.config.where)})` : '';
+      facts.indexes.push(`CREATE ${idx.config.unique ? 'UNIQUE ' : ''}INDEX ${idx.config.name} ON public.${name} USING btree (${cols.join(', ')})${where}`);
+    }
+  }
+  for (const list of Object.values(facts)) list.sort();
+  return facts;
+}
+
+/** What the migrations created, read from the catalog. */
+async function migrated(store: Store): Promise<Facts> {
+  const q = async <T>(text: string) => rowsOf<T>(await store.db.execute(sql.raw(text)));
+  const tables = (await q<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`))
+    .map((r) => r.name)
+    .filter((n) => !BOOKKEEPING.includes(n));
+  const inScope = (t: string) => !BOOKKEEPING.includes(t);
+  const columns = await q<{ t: string; c: string; type: string; notnull: boolean; def: string | null }>(`
+    SELECT c.relname AS t, a.attname AS c, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS notnull, pg_get_expr(d.adbin, d.adrelid) AS def
+      FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+      LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+     WHERE n.nspname = 'public' AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped`);
+  const constraints = await q<{ t: string; def: string }>(`
+    SELECT c.relname AS t, pg_get_constraintdef(con.oid) AS def
+      FROM pg_constraint con JOIN pg_class c ON c.oid = con.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = 'public' AND con.contype IN ('p', 'u', 'f')`);
+  const indexes = await q<{ t: string; def: string }>(`
+    SELECT tablename AS t, indexdef AS def FROM pg_indexes
+     WHERE schemaname = 'public' AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE contype IN ('p', 'u'))`);
+  return {
+    tables: tables.sort(),
+    columns: columns
+      .filter((r) => inScope(r.t))
+      .map((r) => `${r.t}.${r.c} ${r.type}${r.notnull ? ' not null' : ''}${r.def !== null ? ` default ${r.def}` : ''}`)
+      .sort(),
+    constraints: constraints.filter((r) => inScope(r.t)).map((r) => `${r.t}: ${r.def}`).sort(),
+    indexes: indexes.filter((r) => inScope(r.t)).map((r) => r.def).sort(),
+  };
+}
+
+/** The plans the store's CHECK constraint on orgs.plan admits. */
+async function plansAdmittedByStore(store: Store): Promise<string[]> {
+  const [row] = rowsOf<{ def: string }>(
+    await store.db.execute(sql`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'orgs'::regclass AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%plan%'`),
+  );
+  return [...row!.def.matchAll(/'([a-z_]+)'::text/g)].map((m) => m[1]!);
+}
+
+const pgUp = await serviceAvailable('postgres');
+
+for (const kind of ['pglite', 'postgres'] as const) {
+  describe.skipIf(kind === 'postgres' && !pgUp)(`store schema on a fresh ${kind} database`, () => {
+    let store: Store;
+    let drop = async () => {};
+    beforeAll(async () => {
+      if (kind === 'pglite') store = await openStore({ dataDir: null });
+      else {
+        const fresh = await freshDatabase('tg_schema');
+        drop = fresh.drop;
+        store = await openStore({ databaseUrl: fresh.url, poolSize: 2 });
+      }
+    }, HOOK_TIMEOUT_MS);
+    afterAll(async () => {
+      await store?.close();
+      await drop();
+    }, HOOK_TIMEOUT_MS);
+
+    test('the Drizzle schema and the migrated database agree: tables, columns, keys, foreign keys, indexes', async () => {
+      const expected = declared();
+      const actual = await migrated(store);
+      expect(actual.tables).toEqual(expected.tables);
+      expect(actual.columns).toEqual(expected.columns);
+      expect(actual.constraints).toEqual(expected.constraints);
+      expect(actual.indexes).toEqual(expected.indexes);
+    });
+
+    test('the store admits exactly the plans of the plan table', async () => {
+      expect(await plansAdmittedByStore(store)).toEqual([...PLANS]);
+    });
+  });
+}
+
+describe('the comparison itself', () => {
+  test('sees every table, column, key and index the schema declares', () => {
+    const facts = declared();
+    expect(facts.tables).toContain('usage_counters');
+    expect(facts.columns).toContain('tools.approval_emails text[] not null default \'{}\'::text[]');
+    expect(facts.columns).toContain("audit_events.outcome text not null default 'success'::text");
+    expect(facts.constraints).toContain('usage_counters: PRIMARY KEY (org_id, period_start)');
+    expect(facts.constraints).toContain('tools: FOREIGN KEY (connector_id) REFERENCES connectors(id) ON DELETE CASCADE');
+    expect(facts.indexes).toContain('CREATE INDEX connectors_org ON public.connectors USING btree (org_id) WHERE (archived_at IS NULL)');
+  });
+});
+
+describe('the plan table is the one list of plans', () => {
+  test("openapi.yaml's Plan enum lists the same plans in the same order", () => {
+    const doc = parseYaml(readFileSync(join(import.meta.dir, '..', 'openapi.yaml'), 'utf8')) as { components: { schemas: { Plan: { enum: string[] } } } };
+    expect(doc.components.schemas.Plan.enum).toEqual([...PLANS]);
+  });
+});
