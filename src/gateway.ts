@@ -14,11 +14,18 @@ import { JobTracker } from './util/jobs.ts';
 import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/burst.ts';
 import { UsageMeter } from './limits/usage.ts';
 import { DomainEvents } from './events/index.ts';
+import { ApprovalService } from './approvals/service.ts';
+import { deriveApprovalDigestKey } from './approvals/digest.ts';
+import { executeCatalogTool } from './tools/execute.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
 import { embeddedSecretKey } from './util/datadir.ts';
 import { createLogger } from './util/log.ts';
+
+/** How often each instance expires due approvals and fails orphaned executions (lazy expiry covers reads in between). */
+const APPROVAL_SWEEP_INTERVAL_MS = 30_000;
+const APPROVAL_STALE_MIN_MS = 5 * 60_000;
 
 export interface Gateway {
   deps: AppDeps;
@@ -66,12 +73,24 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   deps.usage = new UsageMeter(store.db);
   deps.localBurst = new LocalWindow();
   deps.events = new DomainEvents();
+  deps.approvals = new ApprovalService({
+    db: store.db,
+    events: deps.events,
+    log,
+    digestKey: deriveApprovalDigestKey(decodeKey(keyText)!),
+    catalogFor: (orgId, version) => deps.catalog.get(orgId, version),
+    runTool: (org, tool, input) => executeCatalogTool(deps, org, tool, input),
+    // Longer than any execution can take (statement timeout plus connect and queue time), so only orphans match.
+    executionStaleMs: Math.max(APPROVAL_STALE_MIN_MS, 2 * config.statementTimeoutMs + 60_000),
+  });
+  deps.approvals.startSweeper(APPROVAL_SWEEP_INTERVAL_MS);
   const app = buildApp(deps);
   return {
     deps,
     app,
     handle: (request) => app.handle(request),
     close: async () => {
+      await deps.approvals.stopSweeper();
       await deps.jobs.idle();
       await closeAllConnectors();
       await deps.usage.close();

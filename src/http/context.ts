@@ -13,6 +13,7 @@ import type { IdpVerifier } from '../auth/idp/verifier.ts';
 import type { BurstLimiter, LocalWindow } from '../limits/burst.ts';
 import type { UsageMeter } from '../limits/usage.ts';
 import type { DomainEvents } from '../events/index.ts';
+import type { ApprovalService } from '../approvals/service.ts';
 import type { OperationId } from '../../generated/operations.ts';
 
 export interface AppDeps {
@@ -33,6 +34,8 @@ export interface AppDeps {
   usage: UsageMeter;
   /** Domain events (approval.*, tool.called): the audit log and the webhook outbox subscribe here. */
   events: DomainEvents;
+  /** Held calls and their decisions (src/approvals). */
+  approvals: ApprovalService;
 }
 
 export interface RequestContext<Body = unknown> {

@@ -1,12 +1,11 @@
 /** tools/list and tools/call: the catalog filtered by the credential's scope, arguments checked, drivers invoked. */
-import { getDriver } from '../connectors/registry.ts';
 import type { ToolResult } from '../connectors/types.ts';
 import type { Principal } from '../auth/principal.ts';
 import { RpcCode, RpcError } from '../errors.ts';
 import { describeSchemaError } from '../util/schema-errors.ts';
 import type { AppDeps } from '../http/context.ts';
 import type { CatalogTool, OrgCatalog } from '../tools/catalog.ts';
-import { monthlyQuotaFor } from '../limits/plans.ts';
+import { executeCatalogTool, QuotaExceededError } from '../tools/execute.ts';
 import { checkParams, RawJson } from './protocol.ts';
 import type { McpOrg } from '../handlers/mcp.ts';
 
@@ -72,12 +71,7 @@ function invalidArguments(tool: CatalogTool): RpcError {
 export async function callTool(deps: AppDeps, org: McpOrg, principal: Principal, name: string, args: Record<string, unknown>): Promise<ToolResult> {
   if (name === CHECK_APPROVAL_STATUS) {
     checkParams('CheckApprovalStatusArguments', args, 'params.arguments');
-    const approvalId = String(args.approvalId);
-    // No call is held for approval in this version of the gateway, so every id is unknown.
-    return {
-      content: [{ type: 'text', text: `No approval with id ${approvalId.slice(0, 100)} exists for this org.` }],
-      structuredContent: { status: 'not_found', approvalId },
-    };
+    return deps.approvals.status(org.id, principal, String(args.approvalId));
   }
   const catalog = await deps.catalog.get(org.id, org.catalogVersion);
   const tool = catalog.byName.get(name);
@@ -86,38 +80,12 @@ export async function callTool(deps: AppDeps, org: McpOrg, principal: Principal,
   // Validation mutates a copy (defaults are filled in); the caller's object stays as sent.
   const input = structuredClone(args);
   if (!tool.validate(input)) throw invalidArguments(tool);
-  // Fail closed: a tool flagged for human approval never runs unapproved. Holding calls for approval is not built
-  // yet (docs/decisions.md), so such a call is refused rather than executed.
-  if (tool.requiresApproval) {
-    return {
-      isError: true,
-      content: [{ type: 'text', text: `${tool.name} requires human approval, and this gateway cannot hold calls for approval yet: the call was not executed.` }],
-    };
+  // A flagged tool never runs here: the call is held (validated arguments, defaults filled in) for an approver.
+  if (tool.requiresApproval) return deps.approvals.hold(org.id, principal, tool, input);
+  try {
+    return await executeCatalogTool(deps, org, tool, input);
+  } catch (err) {
+    if (err instanceof QuotaExceededError) throw new RpcError(RpcCode.QuotaExceeded, err.message);
+    throw err;
   }
-  // Only tools/call of a real tool counts against the monthly quota (not check_approval_status polling,
-  // not calls refused above); the count is taken before the tool runs, so a used-up quota runs nothing.
-  const quota = monthlyQuotaFor(org.plan);
-  if (!(await deps.usage.consume(org.id, quota))) {
-    throw new RpcError(
-      RpcCode.QuotaExceeded,
-      `Monthly tool-call quota exceeded: the ${org.plan} plan includes ${quota} tool calls per month. Upgrade the plan to continue.`,
-    );
-  }
-  const driver = getDriver(tool.connector.type);
-  if (!driver) return { isError: true, content: [{ type: 'text', text: `The connector type ${tool.connector.type} is not available on this gateway.` }] };
-  const { config } = deps;
-  return driver.execute(tool.spec, input, {
-    connectorId: tool.connector.id,
-    config: tool.connector.config,
-    credential: tool.connector.credential,
-    allowWrite: tool.connector.allowWrite,
-    allowDdl: tool.connector.allowDdl,
-    readOnly: tool.readOnly,
-    limits: {
-      statementTimeoutMs: config.statementTimeoutMs,
-      lockTimeoutMs: config.lockTimeoutMs,
-      maxRows: config.maxResultRows,
-      maxResultBytes: config.maxResultBytes,
-    },
-  });
 }

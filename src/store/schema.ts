@@ -108,3 +108,30 @@ export const idpConfigs = pgTable('idp_configs', {
   defaultRole: text('default_role'),
   updatedAt: ts('updated_at').notNull().defaultNow(),
 });
+
+export const approvals = pgTable('approvals', {
+  id: uuid('id').primaryKey(),
+  orgId: uuid('org_id').notNull(),
+  toolId: uuid('tool_id').notNull(),
+  toolName: text('tool_name').notNull(),
+  connectorId: uuid('connector_id').notNull(),
+  /** The held arguments exactly as they will run (validated, defaults filled in), as JSON text: byte-for-byte. */
+  argumentsJson: text('arguments_json').notNull(),
+  /** HMAC over the approval's identity, tool and arguments (approvals/digest.ts), verified before execution. */
+  argumentsDigest: text('arguments_digest').notNull(),
+  requesterKind: text('requester_kind').notNull(),
+  requesterId: text('requester_id').notNull(),
+  requestedBy: text('requested_by').notNull(),
+  /** The requesting credential's connector scope at request time (null: every connector). */
+  requesterConnectorIds: uuid('requester_connector_ids').array(),
+  approverEmails: text('approver_emails').array().notNull(),
+  status: text('status').notNull(),
+  statusReason: text('status_reason'),
+  result: jsonb('result').$type<Record<string, unknown>>(),
+  decidedBy: text('decided_by'),
+  decidedAt: ts('decided_at'),
+  executingAt: ts('executing_at'),
+  completedAt: ts('completed_at'),
+  createdAt: ts('created_at').notNull(),
+  expiresAt: ts('expires_at').notNull(),
+});

@@ -24,6 +24,8 @@ export interface CatalogTool {
   enabled: boolean;
   readOnly: boolean;
   requiresApproval: boolean;
+  approvalTtlSeconds: number;
+  approvalEmails: string[];
   connector: ConnectorRuntime;
   spec: ToolSpec;
   validate: ValidateFunction;
@@ -81,6 +83,8 @@ async function buildCatalog(deps: AppDeps, orgId: string, version: number): Prom
       enabled: tool.enabled,
       readOnly: tool.readOnly,
       requiresApproval: tool.requiresApproval,
+      approvalTtlSeconds: tool.approvalTtlSeconds,
+      approvalEmails: tool.approvalEmails,
       connector: runtime,
       spec,
       validate: ajv.compile(spec.inputSchema),
