@@ -31,7 +31,8 @@ export const STALE_EXECUTION_REASON =
 
 /** The identity a credential is recorded under (requested_by, decided_by). */
 function identityOf(principal: Principal): string {
-  if (principal.kind === 'idp_user') return `user:${principal.email ?? principal.actorId}`;
+  // E-mail addresses are compared case-insensitively (approval_emails are stored lower-case), so recorded so too.
+  if (principal.kind === 'idp_user') return `user:${principal.email?.toLowerCase() ?? principal.actorId}`;
   return `${principal.kind}:${principal.actorId}`;
 }
 

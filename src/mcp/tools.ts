@@ -31,7 +31,9 @@ function descriptor(tool: CatalogTool) {
     name: tool.name,
     description: tool.description,
     inputSchema: tool.inputSchema,
-    ...(tool.outputSchema ? { outputSchema: tool.outputSchema } : {}),
+    // A flagged tool answers pending_approval, not its rows: declaring the rows' outputSchema would make MCP clients
+    // (the official SDK validates structuredContent against it) reject the held result.
+    ...(tool.outputSchema && !tool.requiresApproval ? { outputSchema: tool.outputSchema } : {}),
     annotations: tool.annotations,
   };
 }
