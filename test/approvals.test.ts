@@ -2,6 +2,7 @@
 // target): held calls, the state machine, the inbox, expiry, 404/409 paths, and who may decide (IdP user tokens).
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { randomUUID } from 'node:crypto';
+import * as rpcSchema from '../generated/validators/jsonrpc.ts';
 import { ApprovalService } from '../src/approvals/service.ts';
 import { verifies } from './requirements.ts';
 import { api, onboard, tokenFor } from './support/gateway.ts';
@@ -24,6 +25,9 @@ import { callTool } from './support/mcp.ts';
 import { serviceAvailable } from './support/services.ts';
 
 setDefaultTimeout(60_000);
+/** Validates against a definition of jsonrpc-schema.json (the contract of these results). */
+const conforms = (def: 'ToolsCallResult' | 'PendingApprovalContent' | 'ApprovalStatusContent', value: unknown) =>
+  (rpcSchema as unknown as Record<string, (v: unknown) => boolean>)[def]!(value);
 const available = await serviceAvailable('postgres');
 let w: ApprovalsWorld;
 
@@ -54,6 +58,7 @@ describe.skipIf(!available)('held calls and the state machine', () => {
     expect(result.content).toHaveLength(1);
     expect(result.content[0]!.text).toContain('check_approval_status');
     expect(result.content[0]!.text).toContain(result.structuredContent.approvalId);
+    expect(conforms('ToolsCallResult', result) && conforms('PendingApprovalContent', result.structuredContent)).toBe(true);
     expect(await ledgerRows(w, id)).toBe(0);
     expect(await usedCalls(w)).toBe(before);
 
@@ -102,6 +107,7 @@ describe.skipIf(!available)('held calls and the state machine', () => {
     expect(polled.structuredContent).toMatchObject({ status: 'executed', approvalId, result: { structuredContent: { rowCount: 1 } } });
     expect(polled.content[0].text).toContain('executed');
     expect(polled.content.slice(1)).toEqual(body.result.content);
+    expect(conforms('ToolsCallResult', polled) && conforms('ApprovalStatusContent', polled.structuredContent)).toBe(true);
 
     expect((await auditRows(approvalId)).map((r) => [r.action, r.actor_type, r.actor_id])).toEqual([
       ['approval.approved', 'oauth_client', w.org.clientId],
@@ -167,6 +173,7 @@ describe.skipIf(!available)('held calls and the state machine', () => {
     expect(body.reason).toMatch(/check constraint|violates/i);
     const polled = await checkStatus(w, approvalId);
     expect(polled.structuredContent).toMatchObject({ status: 'failed', approvalId, reason: body.reason });
+    expect(conforms('ApprovalStatusContent', polled.structuredContent)).toBe(true);
     expect(polled.content[0].text).toContain('failed');
     expect((await auditRows(approvalId)).map((r) => r.action)).toEqual(['approval.approved', 'approval.failed']);
     expect((await decide(w, w.g1, approvalId, 'approve')).status).toBe(409);

@@ -40,7 +40,7 @@ export function pendingApprovalResult(row: ApprovalRow): ToolResult {
 
 export function notFoundStatus(approvalId: string): ToolResult {
   return {
-    content: [{ type: 'text', text: `No approval with id ${approvalId.slice(0, 100)} exists for this credential.` }],
+    content: [{ type: 'text', text: `No approval with id ${approvalId.slice(0, 100)} exists for this org.` }],
     structuredContent: { status: 'not_found', approvalId: approvalId.slice(0, 100) },
   };
 }
