@@ -254,11 +254,20 @@ describe.skipIf(!available)('who may approve or reject', () => {
     expect((await auditRows(approvalId)).map((r) => [r.action, r.actor_type, r.actor_id.toLowerCase()])).toEqual([['approval.rejected', 'user', 'approver@example.com']]);
   });
 
-  test('a listed approver user can approve, and the call runs', async () => {
+  test('a listed approver user can approve, and the call runs; one removed from the tool since the hold cannot', async () => {
     verifies('APPROVAL-APPROVER-CHECK', 'APPROVAL-APPROVE-EXECUTES');
     const id = entryId();
     const { approvalId } = (await holdInsert(w, id)).structuredContent;
     const admin = await userToken(w, { sub: 'u-second', role: 'admin', email: 'second@example.com' });
+    const setApprovers = (emails: string[]) => api(w.g1, 'PATCH', `/api/mcp/${w.org.orgId}/tools/${w.flaggedToolId}/metadata`, w.manage, { approval_emails: emails });
+    expect((await setApprovers([APPROVER])).status).toBe(200);
+    const removed = await decide(w, w.g1, approvalId, 'approve', admin);
+    expect({ status: removed.status, error: ((await removed.json()) as any).error }).toEqual({ status: 403, error: 'not_an_approver' });
+    // Listed on the tool now but not on the approval (added after the hold): not an approver of this call either.
+    const { approvalId: earlier } = (await holdInsert(w, entryId())).structuredContent;
+    expect((await setApprovers([APPROVER, 'second@example.com'])).status).toBe(200);
+    expect((await decide(w, w.g1, earlier, 'reject', admin)).status).toBe(403);
+    expect((await decide(w, w.g1, earlier, 'reject')).status).toBe(200);
     const res = await decide(w, w.g1, approvalId, 'approve', admin);
     expect(((await res.json()) as any).status).toBe('executed');
     expect(await ledgerRows(w, id)).toBe(1);

@@ -273,8 +273,8 @@ export const listApprovals = <ThrowOnError extends boolean = false>(options?: Op
  * Approve a pending call; the gateway runs it once, with the held arguments, and answers its result
  *
  * Who may decide: a client-credentials token with `org:manage` (org level, skips the approver list), or a
- * user token of the org's identity provider whose e-mail is in the tool's `approval_emails` (403
- * `not_an_approver` otherwise; an empty list admits no user). The credential that requested the call can never
+ * user token of the org's identity provider whose verified e-mail is in the approval's `approver_emails` and
+ * still in the tool's `approval_emails` (403 `not_an_approver` otherwise; an empty list admits no user). The credential that requested the call can never
  * decide it (403 `self_approval_forbidden`); API keys and MCP-only tokens cannot use this interface at all.
  * The approval moves `pending` -> `executing` (the decision, its `approval.approved` audit row and the
  * `approval.decided` event commit together), the held call runs after its digest and today's policy are

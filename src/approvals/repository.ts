@@ -2,7 +2,7 @@
 import { and, desc, eq, gt, isNull, lte } from 'drizzle-orm';
 import { isClientActive } from '../auth/credentials.ts';
 import type { Queryable } from '../store/db.ts';
-import { apiKeys, approvals, connectors, orgs } from '../store/schema.ts';
+import { apiKeys, approvals, connectors, orgs, tools } from '../store/schema.ts';
 
 export type ApprovalRow = typeof approvals.$inferSelect;
 export type NewApproval = typeof approvals.$inferInsert;
@@ -127,4 +127,10 @@ export async function connectorState(db: Queryable, orgId: string, connectorId: 
     .from(connectors)
     .where(and(eq(connectors.orgId, orgId), eq(connectors.id, connectorId)));
   return row ? { archived: row.archivedAt !== null, status: row.status } : undefined;
+}
+
+/** The tool's approvers as they stand now (undefined when the tool is gone). */
+export async function currentApprovers(db: Queryable, orgId: string, toolId: string): Promise<string[] | undefined> {
+  const [row] = await db.select({ emails: tools.approvalEmails }).from(tools).where(and(eq(tools.orgId, orgId), eq(tools.id, toolId)));
+  return row?.emails;
 }

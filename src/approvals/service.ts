@@ -201,7 +201,7 @@ export class ApprovalService {
   private async decide(orgId: string, principal: Principal, approvalId: string, next: 'executing' | 'rejected'): Promise<repo.ApprovalRow> {
     const row = repo.isApprovalId(approvalId) ? await this.current(orgId, approvalId) : undefined;
     if (!row) throw notFound('approval_not_found', 'No such approval.');
-    assertMayDecide(principal, row);
+    assertMayDecide(principal, row, principal.kind === 'idp_user' ? await repo.currentApprovers(this.deps.db, orgId, row.toolId) : undefined);
     if (row.status !== 'pending') throw notPending(row);
     const now = this.now();
     const decidedBy = identityOf(principal);
@@ -235,17 +235,18 @@ function notPending(row: repo.ApprovalRow) {
 /**
  * Who may decide. Never the credential that requested the call (an agent cannot approve itself, whatever its
  * scopes). Client-credentials tokens with the management scope act at org level and skip the approver list (spec);
- * a user must be a listed approver by the verified e-mail of their token. API keys and MCP-only tokens never reach
- * here (the REST interface refuses them), and are refused again should that ever change.
+ * a user must be a listed approver by the verified e-mail of their token, both on the approval (the list when the
+ * call was held) and on the tool now (an approver removed since has lost the right). API keys and MCP-only tokens
+ * never reach here (the REST interface refuses them), and are refused again should that ever change.
  */
-function assertMayDecide(principal: Principal, row: repo.ApprovalRow): void {
+function assertMayDecide(principal: Principal, row: repo.ApprovalRow, approversNow: string[] | undefined): void {
   if (principal.kind === row.requesterKind && principal.actorId === row.requesterId) {
     throw forbidden('self_approval_forbidden', 'The credential that requested a call cannot approve or reject it.');
   }
   if (principal.kind === 'oauth_client' && principal.orgLevel) return;
   if (principal.kind === 'idp_user') {
     const email = principal.email?.toLowerCase();
-    if (email && row.approverEmails.includes(email)) return;
+    if (email && row.approverEmails.includes(email) && approversNow?.includes(email)) return;
     throw forbidden('not_an_approver', 'Only a listed approver of this tool can approve or reject its calls.');
   }
   throw forbidden('not_an_approver', 'This credential cannot approve or reject calls.');
