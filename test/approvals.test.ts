@@ -335,6 +335,29 @@ describe.skipIf(!available)('expiry', () => {
     expect((await decide(w, w.g1, b, 'reject')).status).toBe(409);
   });
 
+  test('the sweeper runs on its own timer and stops with the service', async () => {
+    verifies('APPROVAL-EXPIRY');
+    const { approvalId } = (await holdInsert(w, entryId())).structuredContent;
+    const later = new Date(Date.now() + 3_600_000);
+    const service = new ApprovalService({
+      db: w.g2.deps.store.db,
+      events: w.g2.deps.events,
+      log: w.g2.deps.log,
+      digestKey: DIGEST_KEY,
+      catalogFor: (orgId, version) => w.g2.deps.catalog.get(orgId, version),
+      runTool: () => Promise.reject(new Error('nothing may run in this test')),
+      executionStaleMs: 600_000,
+      now: () => later,
+    });
+    service.startSweeper(20);
+    try {
+      for (let i = 0; i < 100 && (await w.store`SELECT status FROM approvals WHERE id = ${approvalId}`)[0]!.status === 'pending'; i++) await Bun.sleep(20);
+    } finally {
+      await service.stopSweeper();
+    }
+    expect((await w.store`SELECT status FROM approvals WHERE id = ${approvalId}`)[0]!.status).toBe('expired');
+  });
+
   test('a pending approval past expires_at reads as expired everywhere, without waiting for the sweeper', async () => {
     verifies('APPROVAL-EXPIRY', 'APPROVAL-POLL-STATUS');
     const id = entryId();
