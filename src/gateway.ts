@@ -15,11 +15,18 @@ import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/bu
 import { UsageMeter } from './limits/usage.ts';
 import { DomainEvents } from './events/index.ts';
 import { createMcpServer } from './mcp/server.ts';
+import { ApprovalService } from './approvals/service.ts';
+import { deriveApprovalDigestKey } from './approvals/digest.ts';
+import { executeTool } from './tools/runtime.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
 import { embeddedSecretKey } from './util/datadir.ts';
 import { createLogger } from './util/log.ts';
+
+/** How often each instance expires due approvals and fails orphaned executions (lazy expiry covers reads in between). */
+const APPROVAL_SWEEP_INTERVAL_MS = 30_000;
+const APPROVAL_STALE_MIN_MS = 5 * 60_000;
 
 export interface Gateway {
   deps: AppDeps;
@@ -53,6 +60,19 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   const catalog = new CatalogCache({ store, box });
   const usage = new UsageMeter(store.db);
+  const events = new DomainEvents();
+  const approvals = new ApprovalService({
+    db: store.db,
+    events,
+    log,
+    digestKey: deriveApprovalDigestKey(decodeKey(keyText)!),
+    catalog,
+    // The tool runtime's own execution step: an approved call meets the same quota, driver and limits as tools/call.
+    runTool: (org, tool, input) => executeTool({ usage, config }, org, tool, input),
+    // Longer than any execution can take (the wait for a connector slot, the statement timeout, connect time), so
+    // only orphans match.
+    executionStaleMs: Math.max(APPROVAL_STALE_MIN_MS, config.connectorQueueTimeoutMs + 2 * config.statementTimeoutMs + 60_000),
+  });
   const deps: AppDeps = {
     config,
     store,
@@ -67,15 +87,18 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     limiter: config.redisUrl ? await createRedisLimiter({ url: config.redisUrl, log }) : createLocalLimiter(),
     localBurst: new LocalWindow(),
     usage,
-    events: new DomainEvents(),
-    mcp: createMcpServer({ catalog, usage, config, log }),
+    events,
+    approvals,
+    mcp: createMcpServer({ catalog, usage, config, log, approvals }),
   };
+  approvals.startSweeper(APPROVAL_SWEEP_INTERVAL_MS);
   const app = buildApp(deps);
   return {
     deps,
     app,
     handle: (request) => app.handle(request),
     close: async () => {
+      await deps.approvals.stopSweeper();
       await deps.jobs.idle();
       await closeAllConnectors();
       await deps.usage.close();

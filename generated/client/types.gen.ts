@@ -307,12 +307,77 @@ export type IdpConfig = {
     updated_at: string;
 };
 
+export type ApprovalStatus = 'pending' | 'executing' | 'executed' | 'rejected' | 'failed' | 'expired';
+
+export type Approval = {
+    /**
+     * The approvalId agents poll with check_approval_status.
+     */
+    id: string;
+    /**
+     * The tool's name as the agent called it.
+     */
+    tool_name: string;
+    status: ApprovalStatus;
+    /**
+     * The held call's arguments exactly as they run (validated, defaults filled in).
+     */
+    arguments: {
+        [key: string]: unknown;
+    };
+    /**
+     * The requesting credential: api_key:<id>, oauth_client:<client_id> or user:<e-mail or subject>.
+     */
+    requested_by: string;
+    /**
+     * The deciding credential (oauth_client:<client_id> or user:<e-mail>); null until decided.
+     */
+    decided_by: string | null;
+    decided_at: string | null;
+    /**
+     * The tool's approvers when the call was held.
+     */
+    approver_emails: Array<string>;
+    created_at: string;
+    /**
+     * created_at + the tool's approval_ttl_seconds (default 3600).
+     */
+    expires_at: string;
+    /**
+     * Why the approval failed or expired; null otherwise.
+     */
+    reason: string | null;
+};
+
+export type ApprovalDecision = {
+    /**
+     * true when rejected, or when the approved call executed; false when it failed.
+     */
+    ok: boolean;
+    status: 'executed' | 'failed' | 'rejected';
+    /**
+     * The tool's result ({content, structuredContent?, isError?}), as tools/call would have answered it.
+     */
+    result?: {
+        [key: string]: unknown;
+    };
+    /**
+     * Why the approved call failed (status failed).
+     */
+    reason?: string;
+};
+
 /**
  * The org's id; it must be the org of the token.
  */
 export type OrgId = string;
 
 export type ConnectorId = string;
+
+/**
+ * The approval's id (the approvalId an agent received).
+ */
+export type ApprovalId = string;
 
 export type IssueTokenData = {
     body: TokenRequest;
@@ -1169,6 +1234,147 @@ export type UpdateToolMetadataResponses = {
 };
 
 export type UpdateToolMetadataResponse = UpdateToolMetadataResponses[keyof UpdateToolMetadataResponses];
+
+export type ListApprovalsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Only approvals in this status (omit for all).
+         */
+        status?: ApprovalStatus;
+        limit?: number;
+    };
+    url: '/api/org/approvals';
+};
+
+export type ListApprovalsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+};
+
+export type ListApprovalsError = ListApprovalsErrors[keyof ListApprovalsErrors];
+
+export type ListApprovalsResponses = {
+    /**
+     * The approvals.
+     */
+    200: {
+        approvals: Array<Approval>;
+    };
+};
+
+export type ListApprovalsResponse = ListApprovalsResponses[keyof ListApprovalsResponses];
+
+export type ApproveApprovalData = {
+    body?: never;
+    path: {
+        /**
+         * The approval's id (the approvalId an agent received).
+         */
+        approvalId: string;
+    };
+    query?: never;
+    url: '/api/org/approvals/{approvalId}/approve';
+};
+
+export type ApproveApprovalErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * Internal error (no details are disclosed).
+     */
+    500: Error;
+};
+
+export type ApproveApprovalError = ApproveApprovalErrors[keyof ApproveApprovalErrors];
+
+export type ApproveApprovalResponses = {
+    /**
+     * The decision was taken; `status` says whether the call executed or failed.
+     */
+    200: ApprovalDecision;
+};
+
+export type ApproveApprovalResponse = ApproveApprovalResponses[keyof ApproveApprovalResponses];
+
+export type RejectApprovalData = {
+    body?: never;
+    path: {
+        /**
+         * The approval's id (the approvalId an agent received).
+         */
+        approvalId: string;
+    };
+    query?: never;
+    url: '/api/org/approvals/{approvalId}/reject';
+};
+
+export type RejectApprovalErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope.
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * Internal error (no details are disclosed).
+     */
+    500: Error;
+};
+
+export type RejectApprovalError = RejectApprovalErrors[keyof RejectApprovalErrors];
+
+export type RejectApprovalResponses = {
+    /**
+     * Rejected.
+     */
+    200: ApprovalDecision;
+};
+
+export type RejectApprovalResponse = RejectApprovalResponses[keyof RejectApprovalResponses];
 
 export type McpEndpointData = {
     /**
