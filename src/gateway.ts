@@ -68,7 +68,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     digestKey: deriveApprovalDigestKey(decodeKey(keyText)!),
     catalog,
     // The tool runtime's own execution step: an approved call meets the same quota, driver and limits as tools/call.
-    runTool: (org, tool, input) => executeTool({ usage, config }, org, tool, input),
+    runTool: (org, tool, input) => executeTool({ usage, config, outbound }, org, tool, input),
     // Longer than any execution can take (the wait for a connector slot, the statement timeout, connect time), so
     // only orphans match.
     executionStaleMs: Math.max(APPROVAL_STALE_MIN_MS, config.connectorQueueTimeoutMs + 2 * config.statementTimeoutMs + 60_000),
@@ -89,7 +89,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     usage,
     events,
     approvals,
-    mcp: createMcpServer({ catalog, usage, config, log, approvals }),
+    mcp: createMcpServer({ catalog, usage, config, log, approvals, outbound }),
   };
   approvals.startSweeper(APPROVAL_SWEEP_INTERVAL_MS);
   const app = buildApp(deps);

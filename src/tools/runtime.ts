@@ -25,6 +25,7 @@ import type { Tool, ToolsListResult } from '../../generated/jsonrpc-types.ts';
 import type { CatalogCache, CatalogTool, OrgCatalog } from './catalog.ts';
 import { monthlyQuotaFor } from '../limits/plans.ts';
 import { checkParams, RawJson } from '../mcp/protocol.ts';
+import type { OutboundPolicy } from '../net/outbound.ts';
 
 /** The org a call is made in: its catalog version (read per request) and its plan (the quota). */
 export interface RuntimeOrg {
@@ -33,9 +34,10 @@ export interface RuntimeOrg {
   plan: string;
 }
 
-/** What running a tool uses: the quota meter and the execution limits. */
+/** What running a tool uses: the quota meter, the execution limits, and the outbound policy (upstream MCP servers). */
 export interface ExecutionDeps {
   usage: Pick<UsageMeter, 'consume'>;
+  outbound: OutboundPolicy;
   config: Pick<
     Config,
     'statementTimeoutMs' | 'lockTimeoutMs' | 'maxResultRows' | 'maxResultBytes' | 'connectorMaxConcurrentCalls' | 'connectorQueueTimeoutMs' | 'pgResolutionCacheTtlSeconds'
@@ -183,6 +185,7 @@ function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, u
     allowWrite: tool.connector.allowWrite,
     allowDdl: tool.connector.allowDdl,
     readOnly: tool.readOnly,
+    outbound: deps.outbound,
     limits: {
       statementTimeoutMs: config.statementTimeoutMs,
       lockTimeoutMs: config.lockTimeoutMs,

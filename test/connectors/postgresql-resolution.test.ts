@@ -15,7 +15,7 @@ import postgres from 'postgres';
 import { PG_URL, serviceAvailable } from '../support/services.ts';
 import { postgresqlDriver, postgresqlPoolFor } from '../../src/connectors/postgresql/index.ts';
 import { checkPgResolution } from '../../src/connectors/postgresql/resolution.ts';
-import type { ExecutionContext, ToolResult, ToolSpec } from '../../src/connectors/types.ts';
+import type { ExecutionContext, ToolResult, SqlToolSpec } from '../../src/connectors/types.ts';
 import { verifies } from '../requirements.ts';
 
 const available = await serviceAvailable('postgres');
@@ -67,7 +67,7 @@ const FIXTURES = `
 let server: postgres.Sql;
 let db: postgres.Sql;
 let dbName: string;
-let tools: ToolSpec[];
+let tools: SqlToolSpec[];
 const connectorId = `res-${randomBytes(4).toString('hex')}`;
 let config: { host: string; port: number; database: string; user: string; schemas: string[] };
 
@@ -81,7 +81,7 @@ const ctx = (o: Partial<ExecutionContext> = {}, ttl?: number): ExecutionContext 
   ...o,
   limits: { statementTimeoutMs: 2000, lockTimeoutMs: 1000, maxRows: 100, maxResultBytes: 1_000_000, ...(ttl === undefined ? {} : { resolutionCacheTtlMs: ttl }) },
 });
-const tool = (table: string, schema = 'public'): ToolSpec => {
+const tool = (table: string, schema = 'public'): SqlToolSpec => {
   const t = tools.find((x) => x.target.table === table && x.target.schema === schema);
   if (!t) throw new Error(`no tool for ${schema}.${table}`);
   return t;

@@ -1,7 +1,7 @@
 /** Runs one guarded tool call on MySQL/MariaDB: one statement on a session held read-only, killed on the server at the time limit. */
 import mysql from 'mysql2/promise';
 import type { Connection as CoreConnection } from 'mysql2';
-import type { ExecutionContext, ToolResult, ToolSpec } from '../types.ts';
+import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
 import { guardMysqlSql } from '../sqlguard/mysql.ts';
 import { errorResult, RowCollector, type Row } from '../shared/result.ts';
 import { isRefusal, prepareCall, type Dialect } from '../shared/prepare.ts';
@@ -176,7 +176,7 @@ const MYSQL_DIALECT: Dialect = {
 };
 
 /** The driver's execute: arguments, guard, wrapping, run, result shaping. Never throws. */
-export async function executeMysql(p: MyPool, tool: ToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
+export async function executeMysql(p: MyPool, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
   const errCtx: MyErrorContext = {
     config: ctx.config,
     credential: ctx.credential,

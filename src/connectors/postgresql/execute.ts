@@ -1,5 +1,5 @@
 /** Runs one guarded tool call on postgres: arguments, guard, row-limiting wrapper, the right runner, result shaping. */
-import type { ExecutionContext, ToolResult, ToolSpec } from '../types.ts';
+import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
 import { guardPostgresSql } from '../sqlguard/postgres.ts';
 import { errorResult, RowCollector } from '../shared/result.ts';
 import { isRefusal, prepareCall, type Dialect } from '../shared/prepare.ts';
@@ -65,7 +65,7 @@ function shouldPrepare(pool: PgPool, statement: string): boolean {
 }
 
 /** The driver's execute: arguments, guard, wrapping, run, result shaping. Never throws. */
-export async function executePg(pool: PgPool, tool: ToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
+export async function executePg(pool: PgPool, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
   const prepared = prepareCall(PG_DIALECT, tool, args, ctx);
   if (isRefusal(prepared)) return prepared;
   const { statement, write, kind, maxRows } = prepared;

@@ -1,5 +1,5 @@
 /** The `postgresql` connector driver: postgres.js pools per connector, one tool per table or view. */
-import { ConnectorError, type ConnectorDriver, type DatabaseConfig, type ExecutionLimits, type ToolSpec } from '../types.ts';
+import { ConnectorError, type ConnectorDriver, type SqlTarget, type DatabaseConfig, type ExecutionLimits, type SqlToolSpec } from '../types.ts';
 import { registerConnector } from '../registry.ts';
 import { admissionOf, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { databaseConfigSchema } from '../shared/toolspec.ts';
@@ -50,7 +50,7 @@ function errorContext(config: DatabaseConfig, credential: string | null): PgErro
   return { config, credential, connectTimeoutMs: pools.currentSettings.connectTimeoutMs };
 }
 
-export const postgresqlDriver: ConnectorDriver = {
+export const postgresqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   type: 'postgresql',
   kind: 'database',
   configSchema: databaseConfigSchema({
@@ -77,7 +77,7 @@ export const postgresqlDriver: ConnectorDriver = {
     }
   },
 
-  async introspect(_connectorId, config, credential): Promise<ToolSpec[]> {
+  async introspect(_connectorId, config, credential): Promise<SqlToolSpec[]> {
     try {
       return await withSingleConnection(config, credential, ({ sql }) => introspectPg(sql, config));
     } catch (err) {

@@ -1,6 +1,6 @@
 /** The steps every SQL driver takes before it runs a call: arguments, the dialect's guard, the write check, the row-limit wrapper. */
 import type { GuardOptions, GuardResult, StatementKind } from '../sqlguard/types.ts';
-import type { ExecutionContext, ToolResult, ToolSpec } from '../types.ts';
+import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
 import { errorResult, parseCallArgs } from './result.ts';
 import { checkWrappable } from './sqltext.ts';
 
@@ -24,7 +24,7 @@ export interface Dialect {
 }
 
 /** Either the statement to run, or the tool result that refuses the call (never thrown: a refusal is a result). */
-export function prepareCall(dialect: Dialect, tool: ToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): PreparedCall | ToolResult {
+export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): PreparedCall | ToolResult {
   const call = parseCallArgs(args, ctx.limits);
   if (typeof call === 'string') return errorResult(call);
   const verdict = dialect.guard(call.sql, {

@@ -1,5 +1,5 @@
 /** Builds what SQL drivers publish: the config JSON Schema and the per-table tool descriptors. */
-import type { ColumnInfo, JsonSchema, ToolSpec } from '../types.ts';
+import type { ColumnInfo, JsonSchema, SqlToolSpec } from '../types.ts';
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;
@@ -54,7 +54,7 @@ export interface RelationInfo {
 const MAX_DESCRIBED_COLUMNS = 100;
 
 /** The tool descriptor of one table or view; `qualified` is how the agent should write the table in SQL. */
-export function relationTool(name: string, rel: RelationInfo, qualified: string): ToolSpec {
+export function relationTool(name: string, rel: RelationInfo, qualified: string): SqlToolSpec {
   const cols = rel.columns.slice(0, MAX_DESCRIBED_COLUMNS).map((c) => `${c.name} ${c.type}`);
   if (rel.columns.length > MAX_DESCRIBED_COLUMNS) cols.push(`and ${rel.columns.length - MAX_DESCRIBED_COLUMNS} more`);
   return {
