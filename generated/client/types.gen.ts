@@ -169,9 +169,9 @@ export type OrgOnboarding = {
 };
 
 /**
- * Database types. A type without a driver on this gateway is refused with 422.
+ * Database types, and `mcp` (an external MCP server over Streamable HTTP). A type without a driver on this gateway is refused with 422.
  */
-export type ConnectorType = 'postgresql' | 'mysql' | 'mongodb' | 'mssql' | 'oracle';
+export type ConnectorType = 'postgresql' | 'mysql' | 'mongodb' | 'mssql' | 'oracle' | 'mcp';
 
 export type ConnectorStatus = 'validating' | 'active' | 'failed';
 
@@ -190,6 +190,24 @@ export type DatabaseConfig = {
     schemas?: Array<string>;
 };
 
+/**
+ * An external MCP server (connector type `mcp`), reached over Streamable HTTP only (no legacy HTTP+SSE). The URL must be https and resolve to public addresses; http and private/loopback addresses are allowed only for hosts on the operator's TOOLGATE_OUTBOUND_ALLOW_HOSTS list. Redirects are refused. The connector's `credential` is sent as `Authorization: Bearer <credential>`; the caller's own credentials are never forwarded.
+ */
+export type McpConfig = {
+    url: string;
+    /**
+     * Extra headers sent to the upstream (not secret; put secrets in `credential`). Hop-by-hop, Host, Cookie, Authorization and MCP protocol headers are refused.
+     */
+    headers?: {
+        [key: string]: string;
+    };
+};
+
+/**
+ * The type's own config; `mcp` takes McpConfig, database types DatabaseConfig.
+ */
+export type ConnectorConfig = DatabaseConfig | McpConfig;
+
 export type Connector = {
     id: string;
     name: string;
@@ -199,7 +217,7 @@ export type Connector = {
      * Why validation failed (never a password or DSN).
      */
     status_reason: string | null;
-    config: DatabaseConfig;
+    config: ConnectorConfig;
     /**
      * The credential itself is write-only.
      */
@@ -213,9 +231,9 @@ export type Connector = {
 export type CreateConnectorRequest = {
     name: string;
     type: ConnectorType;
-    config: DatabaseConfig;
+    config: ConnectorConfig;
     /**
-     * The password; encrypted at rest and never returned.
+     * The password (or
      */
     credential?: string;
     allow_write?: boolean;
@@ -224,7 +242,7 @@ export type CreateConnectorRequest = {
 
 export type UpdateConnectorRequest = {
     name?: string;
-    config?: DatabaseConfig;
+    config?: ConnectorConfig;
     credential?: string;
     allow_write?: boolean;
     allow_ddl?: boolean;
