@@ -160,6 +160,25 @@ export const REQUIREMENTS = {
   'APPROVAL-AUDIT-EVENTS': 'approval.requested and approval.decided go through the domain events module; approval.approved / approval.rejected audit rows commit in the decision transaction [spec Events, Audit; issue 9]',
   'APPROVAL-QUOTA': 'Holding a call does not count against the monthly quota; the approved execution counts once, and a used-up quota fails the approval without running it [decisions Limits]',
   'APPROVAL-MCP-SDK-POLL': 'The official MCP SDK client gets pending_approval for a flagged tool and polls check_approval_status until executed [spec tools/call Polling]',
+  // External MCP servers as tools (connector type mcp, issue 12)
+  'MCPC-VALIDATE': 'An mcp connector is validated with initialize + tools/list against the upstream; it turns active and its tools join the catalog [issue 12]',
+  'MCPC-NAMES': 'Upstream tools are named <connector>__<tool>, sanitised to [a-z0-9_], at most 64 characters, collisions suffixed [decisions MCP connectors]',
+  'MCPC-SDK-CALL': 'The official MCP SDK client lists and calls upstream tools through the gateway, arguments validated against their schemas [issue 12]',
+  'MCPC-PASSTHROUGH': 'Upstream content (text, images, structured content) is passed through within the caps [issue 12]',
+  'MCPC-NO-TOKEN-PASSTHROUGH': "The caller's Authorization / X-API-Key / cookies never reach the upstream; the connector's sealed credential does [issue 12; MCP token passthrough]",
+  'MCPC-UPSTREAM-ERRORS': 'Upstream tool errors are tool results with isError [issue 12]',
+  'MCPC-TIMEOUT': 'An upstream call ends at the per-call timeout with a tool error, without holding up other calls [issue 12]',
+  'MCPC-CONCURRENCY': 'Calls on one upstream are bounded by the per-connector cap (busy past it); other connectors are not held up [issue 12]',
+  'MCPC-SIZE-CAP': 'An upstream answer over the result-size cap is refused with a tool error [issue 12]',
+  'MCPC-SCOPES': 'Connector scopes apply to upstream tools (-32003, not listed) [issue 12]',
+  'MCPC-APPROVALS': 'A flagged upstream tool is held for approval and runs on the upstream only once approved [issue 12]',
+  'MCPC-MANAGED': 'Upstream tools are enabled/disabled like database tools [issue 12]',
+  'MCPC-PRIVATE-REFUSED': 'Without the operator allow-list, private/loopback/metadata upstreams and plain http are refused before any request [issue 12; checklist SSRF]',
+  'MCPC-NO-REDIRECT': 'An upstream redirect is refused, not followed [issue 12]',
+  'MCPC-CONFIG': 'mcp config is checked against the contract McpConfig (400); reserved headers (Authorization...) are refused [decisions MCP connectors]',
+  'MCPC-DOWN-RECOVER': 'An unreachable upstream fails the connector with a clear reason and its calls are tool errors; revalidate recovers [issue 12]',
+  'MCPC-EVERYTHING': 'The reference server @modelcontextprotocol/server-everything (streamable HTTP) works through the gateway [issue 12]',
+  'MCPC-TOOL-SCHEMAS': 'Upstream input schemas are checked as JSON Schema and size-capped; a tool whose schema fails is left out [issue 12]',
 } as const;
 
 export type RequirementId = keyof typeof REQUIREMENTS;

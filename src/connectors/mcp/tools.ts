@@ -16,7 +16,8 @@ export const MAX_INPUT_SCHEMA_BYTES = 64 * 1024;
 const MAX_DESCRIPTION = 2000;
 const PREFIX_LENGTH = 24;
 
-const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });
+// validateFormats off: unknown formats (uri...) are ignored by the catalog's compile too, without the console warning.
+const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false, validateFormats: false });
 
 interface UpstreamTool {
   name?: unknown;
