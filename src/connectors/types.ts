@@ -5,6 +5,7 @@
  * one folder under src/connectors/ plus one import line in src/connectors/index.ts.
  */
 import type { OutboundPolicy } from '../net/outbound.ts';
+import type * as wire from '../../generated/client/types.gen.ts';
 
 /** JSON Schema object as carried in an MCP tool descriptor. */
 export type JsonSchema = {
@@ -15,17 +16,11 @@ export type JsonSchema = {
   [key: string]: unknown;
 };
 
-/** Configuration of a database connector (postgresql, mysql, ...). `credential` (the password) is kept apart. */
-export interface DatabaseConfig {
-  host: string;
-  port?: number;
-  database: string;
-  user: string;
-  /** disable: plain TCP; require: TLS without certificate check; verify-full: TLS with certificate and host check. */
-  tls?: 'disable' | 'require' | 'verify-full';
-  /** Schemas whose tables and views become tools. Default: public (postgresql) or the configured database (mysql). */
-  schemas?: string[];
-}
+/**
+ * Configuration of a database connector (postgresql, mysql, ...), as the contract defines it (openapi.yaml
+ * DatabaseConfig, generated); `credential` (the password) is kept apart.
+ */
+export type DatabaseConfig = wire.DatabaseConfig;
 
 export interface ColumnInfo {
   name: string;

@@ -1,4 +1,5 @@
 /** Builds what SQL drivers publish: the config JSON Schema and the per-table tool descriptors. */
+import openapiDocument from '../../../generated/openapi.json' with { type: 'json' };
 import type { ColumnInfo, JsonSchema, SqlToolSpec } from '../types.ts';
 
 export const DEFAULT_LIMIT = 100;
@@ -11,25 +12,25 @@ export interface ConfigSchemaOptions {
   identifierMaxLength: number;
 }
 
-/** JSON Schema of DatabaseConfig for one SQL dialect. */
+/**
+ * JSON Schema of DatabaseConfig for one SQL dialect: the contract's DatabaseConfig (openapi.yaml, the one definition
+ * of the fields), and with it what only the dialect knows: defaults, host spelling, identifier rules.
+ */
 export function databaseConfigSchema(o: ConfigSchemaOptions): Record<string, unknown> {
   return {
-    type: 'object',
-    properties: {
-      // No '/', ',' or whitespace: postgres.js would read them as a socket path or a host list.
-      host: { type: 'string', minLength: 1, maxLength: 253, pattern: '^[^\\s/,@?#]+$' },
-      port: { type: 'integer', minimum: 1, maximum: 65535, default: o.defaultPort },
-      database: { type: 'string', minLength: 1, maxLength: o.identifierMaxLength },
-      user: { type: 'string', minLength: 1, maxLength: 128 },
-      tls: { type: 'string', enum: ['disable', 'require', 'verify-full'], default: 'disable' },
-      schemas: {
-        type: 'array',
-        items: { type: 'string', minLength: 1, maxLength: o.identifierMaxLength, pattern: o.identifierPattern },
-        uniqueItems: true,
+    allOf: [
+      openapiDocument.components.schemas.DatabaseConfig,
+      {
+        properties: {
+          // No '/', ',' or whitespace: postgres.js would read them as a socket path or a host list.
+          host: { maxLength: 253, pattern: '^[^\\s/,@?#]+$' },
+          port: { default: o.defaultPort },
+          database: { maxLength: o.identifierMaxLength },
+          tls: { default: 'disable' },
+          schemas: { items: { maxLength: o.identifierMaxLength, pattern: o.identifierPattern }, uniqueItems: true },
+        },
       },
-    },
-    required: ['host', 'database', 'user'],
-    additionalProperties: false,
+    ],
   };
 }
 
