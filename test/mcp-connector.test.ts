@@ -250,7 +250,8 @@ describe('the outbound guard and failures', () => {
 
   test('config is checked against McpConfig (400) and reserved headers fail validation', async () => {
     verifies('MCPC-CONFIG');
-    for (const config of [{}, { url: upstream.url, host: 'x' }, { url: 5 }, { url: upstream.url, headers: { 'bad header': 'x' } }]) {
+    const badConfigs = [{}, { url: upstream.url, host: 'x' }, { url: 5 }, { url: upstream.url, headers: { 'bad header': 'x' } }, { url: upstream.url, headers: { 'X-A': 'a\r\nInjected: 1' } }, { host: 'h', database: 'd', user: 'u' }];
+    for (const config of badConfigs) {
       const res = await api(g, 'POST', '/api/connectors', manage, { name: 'bad', type: 'mcp', config });
       expect(res.status).toBe(400);
     }

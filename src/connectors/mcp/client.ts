@@ -52,6 +52,8 @@ export class UpstreamSession {
   private sessionId: string | null = null;
   private opening: Promise<void> | null = null;
   private nextId = 1;
+  /** The policy the session was opened under: closing it from the pool uses the same rules. */
+  policy: OutboundPolicy | null = null;
 
   constructor(
     readonly config: McpConfig,
@@ -86,6 +88,7 @@ export class UpstreamSession {
 
   /** initialize + notifications/initialized, once per session (concurrent callers share it). */
   open(policy: OutboundPolicy, limits: UpstreamLimits): Promise<void> {
+    this.policy = policy;
     if (!this.opening) {
       this.opening = this.initialize(policy, limits);
       this.opening.catch(() => (this.opening = null));
@@ -105,6 +108,20 @@ export class UpstreamSession {
     resultOf(status, body);
     this.sessionId = session;
     await this.post(policy, limits, { jsonrpc: '2.0', method: 'notifications/initialized' });
+  }
+
+  /**
+   * Ends the session on the upstream (DELETE, best effort, short timeout), so stateful servers do not keep one per
+   * validation or per replaced pool. Nothing to do for a stateless upstream (no session id).
+   */
+  async close(policy: OutboundPolicy): Promise<void> {
+    const id = this.sessionId;
+    this.sessionId = null;
+    this.opening = null;
+    if (!id) return;
+    const headers = this.headers();
+    headers['mcp-session-id'] = id;
+    await safeFetch(this.config.url, { method: 'DELETE', headers }, policy, { requireHttps: true, timeoutMs: 2000, maxBytes: 64 * 1024 }).catch(() => undefined);
   }
 
   /** One request in the session; a session the upstream no longer knows (404) is re-opened once. */

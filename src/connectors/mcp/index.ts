@@ -11,7 +11,7 @@ import { upstreamToolSpecs, type McpTarget } from './tools.ts';
 
 const sessions = new PoolRegistry<UpstreamSession, undefined, McpConfig>({
   open: (config, credential) => new UpstreamSession(config, credential),
-  end: async () => undefined,
+  end: (session) => (session.policy ? session.close(session.policy) : Promise.resolve()),
 });
 
 /** Without an operator policy nothing private is reachable (the default policy allow-lists nothing). */
@@ -75,8 +75,11 @@ export const mcpDriver: ConnectorDriver<McpConfig, McpTarget> = {
   async validate(_connectorId, config, credential, env) {
     checkHeaders(config);
     // A fresh session, so a credential under test never replaces the one calls use until it is known good.
+    const policy = env?.outbound ?? DEFAULT_POLICY;
+    const session = new UpstreamSession(config, credential);
     try {
-      await new UpstreamSession(config, credential).open(env?.outbound ?? DEFAULT_POLICY, limitsOf(env));
+      await session.open(policy, limitsOf(env));
+      await session.close(policy);
     } catch (err) {
       const d = describe(err, config);
       throw new ConnectorError(d.text, d.code);
@@ -84,8 +87,10 @@ export const mcpDriver: ConnectorDriver<McpConfig, McpTarget> = {
   },
 
   async introspect(connectorId, config, credential, env) {
+    const policy = env?.outbound ?? DEFAULT_POLICY;
+    const session = new UpstreamSession(config, credential);
     try {
-      const listed = await listTools(new UpstreamSession(config, credential), env?.outbound ?? DEFAULT_POLICY, limitsOf(env));
+      const listed = await listTools(session, policy, limitsOf(env)).finally(() => session.close(policy));
       // The next call opens a new session with the (possibly new) config and credential.
       await sessions.close(connectorId);
       return upstreamToolSpecs(env?.connectorName ?? 'mcp', listed).specs;
