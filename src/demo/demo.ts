@@ -11,6 +11,7 @@ import { createConnector, updateConnector } from '../connectors/service.ts';
 import type { Gateway } from '../gateway.ts';
 import { findOrgBySlug } from '../orgs/repository.ts';
 import { mcpEndpointUrl, onboardOrg } from '../orgs/service.ts';
+import { embeddedPgliteOptions } from '../store/db.ts';
 import { connectors } from '../store/schema.ts';
 import { SAMPLE_SCHEMA } from './sample-data.ts';
 
@@ -24,8 +25,12 @@ export interface Demo {
   stop(): Promise<void>;
 }
 
+/** The sample database is a few hundred rows: 8 MB of shared buffers hold it many times over. */
+const SAMPLE_SHARED_BUFFERS_MB = 8;
+
 async function openSampleDatabase(dir: string | null): Promise<PGlite> {
-  const db = dir ? new PGlite(dir) : new PGlite();
+  const options = embeddedPgliteOptions(SAMPLE_SHARED_BUFFERS_MB);
+  const db = dir ? new PGlite(dir, options) : new PGlite(options);
   await db.waitReady;
   await db.exec(SAMPLE_SCHEMA);
   return db;

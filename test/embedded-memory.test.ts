@@ -1,0 +1,40 @@
+// The embedded PostgreSQL instances (store and demo database) start with small shared buffers: PGlite's stock
+// 128 MB are touched at start and made `npm start` hold ~500 MB before any request (README, Performance).
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import postgres from 'postgres';
+import { startDemo, type Demo } from '../src/demo/demo.ts';
+import { openStore, rowsOf, type Store } from '../src/store/db.ts';
+import { startTestGateway, type TestGateway } from './support/gateway.ts';
+
+let store: Store;
+let gateway: TestGateway;
+let demo: Demo;
+
+beforeAll(async () => {
+  store = await openStore({ dataDir: null });
+  gateway = await startTestGateway();
+  demo = await startDemo(gateway, { inMemory: true });
+}, 60_000);
+afterAll(async () => {
+  await demo?.stop();
+  await gateway?.close();
+  await store?.close();
+}, 30_000);
+
+test('the embedded store runs with 16 MB of shared buffers and 1 MB of temp buffers', async () => {
+  const [buffers] = rowsOf<{ shared_buffers: string }>(await store.db.execute(sql`SHOW shared_buffers`));
+  const [temp] = rowsOf<{ temp_buffers: string }>(await store.db.execute(sql`SHOW temp_buffers`));
+  expect([buffers?.shared_buffers, temp?.temp_buffers]).toEqual(['16MB', '1MB']);
+});
+
+test('the demo database runs with 8 MB of shared buffers and still serves its sample rows', async () => {
+  const client = postgres({ host: '127.0.0.1', port: demo.port, user: 'postgres', database: 'postgres', max: 1, onnotice: () => {} });
+  try {
+    const [buffers] = await client.unsafe('SHOW shared_buffers');
+    const [customers] = await client.unsafe('SELECT count(*)::int AS n FROM customers');
+    expect([buffers?.shared_buffers, customers?.n]).toEqual(['8MB', 5]);
+  } finally {
+    await client.end();
+  }
+});
