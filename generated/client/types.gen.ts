@@ -1142,7 +1142,7 @@ export type McpEndpointErrors = {
      */
     401: Error;
     /**
-     * A foreign Origin.
+     * A foreign Origin (`forbidden_origin`) or Host (`forbidden_host`).
      */
     403: unknown;
     /**

@@ -3,13 +3,13 @@ import type { Principal } from '../auth/principal.ts';
 import { AppError, json, restErrorResponse, RpcCode, RpcError, rpcErrorObject, unauthenticated } from '../errors.ts';
 import { BodyError, decodeUtf8, parseJson, readBodyCapped } from '../http/body.ts';
 import type { AppDeps, Handler } from '../http/context.ts';
+import { hostPolicyFor } from '../http/host-policy.ts';
 import {
   checkParams,
   classify,
   failure,
   isSupportedVersionHeader,
   negotiateVersion,
-  originAllowed,
   success,
   SUPPORTED_PROTOCOL_VERSIONS,
   type RequestId,
@@ -55,14 +55,6 @@ async function readMcpBody(request: Request, maxBytes: number): Promise<Uint8Arr
   return readBodyCapped(request, maxBytes);
 }
 
-const ownOrigins = new Map<string, string>();
-/** The gateway's own origin (parsed once per public URL, not per request). */
-function ownOrigin(publicUrl: string): string {
-  let origin = ownOrigins.get(publicUrl);
-  if (origin === undefined) ownOrigins.set(publicUrl, (origin = new URL(publicUrl).origin));
-  return origin;
-}
-
 function rateLimited(retryAfterSeconds: number): Response {
   return json({ error: 'rate_limited', message: 'The per-second burst limit of this plan is exceeded; retry after 1 second.' }, 429, {
     'retry-after': String(retryAfterSeconds),
@@ -100,7 +92,7 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
   const { config, log } = deps;
   try {
     // Transport checks come first: a foreign Origin executes nothing, whatever else the request holds.
-    if (!originAllowed(request.headers.get('origin'), ownOrigin(config.publicUrl), config.allowedOrigins)) {
+    if (!hostPolicyFor(config).originAllowed(request.headers.get('origin'))) {
       return json({ error: 'forbidden_origin', message: 'This Origin may not call the MCP endpoint.' }, 403);
     }
     if (!isSupportedVersionHeader(request.headers.get('mcp-protocol-version'))) {

@@ -8,6 +8,10 @@ import { describeError } from '../util/log.ts';
 import { describeSchemaError, type SchemaError } from '../util/schema-errors.ts';
 import { decodeUtf8, parseJson, readBodyCapped } from './body.ts';
 import type { AppDeps, Handler, HandlerTable } from './context.ts';
+import { forbiddenHost, hostPolicyFor } from './host-policy.ts';
+
+/** Liveness probes reach an instance by its pod or container address, and the answer reveals nothing. */
+const HOST_CHECK_EXEMPT: ReadonlySet<OperationId> = new Set(['getHealth']);
 
 type Validator = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
 
@@ -80,6 +84,8 @@ async function readBody(op: OperationDef, request: Request, deps: AppDeps): Prom
 
 async function dispatch(op: OperationDef, handler: Handler, request: Request, params: Record<string, string>, deps: AppDeps): Promise<Response> {
   let principal: Principal | null = null;
+  // DNS rebinding: a page on a name the attacker controls must get nothing back, not even public documents.
+  if (!HOST_CHECK_EXEMPT.has(op.operationId as OperationId) && !hostPolicyFor(deps.config).hostAllowed(request)) return forbiddenHost();
   try {
     if (op.auth === 'operator') principal = deps.auth.operator(request);
     else if (op.auth !== 'public' && op.auth !== 'mcp') {

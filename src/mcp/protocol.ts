@@ -52,16 +52,6 @@ export function isSupportedVersionHeader(value: string | null): boolean {
   return value === null || (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(value.trim());
 }
 
-/**
- * DNS-rebinding defence from the MCP transport spec: a browser request carries Origin; only our own
- * origin and configured ones pass. `Origin: null` (sandboxed or file pages) never passes.
- */
-export function originAllowed(origin: string | null, ownOrigin: string, allowed: string[]): boolean {
-  if (origin === null) return true;
-  if (origin === 'null') return false;
-  return origin === ownOrigin || allowed.includes(origin);
-}
-
 /** A result serialised ahead of time (e.g. a cached tools/list): success() splices the JSON text in as is. */
 export class RawJson {
   constructor(readonly json: string) {}
