@@ -24,8 +24,7 @@ describe.skipIf(!chromiumPresent)('/docs in headless Chromium', () => {
   let shots: string;
 
   beforeAll(async () => {
-    // Served on 127.0.0.1 while the public URL is http://gateway.test: that address must be an allowed Host.
-    gateway = await startTestGateway('pglite', { TOOLGATE_ALLOWED_HOSTS: '127.0.0.1' });
+    gateway = await startTestGateway();
     server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => gateway.handle(request) });
     browser = await chromium.launch({
       executablePath: CHROMIUM,

@@ -35,11 +35,11 @@ describe('Host names (unit)', () => {
     expect(refused.filter((h) => p.hostAllowed(withHost(h)))).toEqual([]);
   });
 
-  test('a public URL with a DNS name answers to that name only, plus TOOLGATE_ALLOWED_HOSTS', () => {
+  test('a public URL with a DNS name answers to that name, the loopback names (CLI, local probes) and TOOLGATE_ALLOWED_HOSTS', () => {
     verifies('HTTP-HOST');
     const p = policy({ TOOLGATE_PUBLIC_URL: 'https://Gateway.Example.com', TOOLGATE_ALLOWED_HOSTS: 'toolgate.internal, 10.0.0.5,[FD00::1],Upper.Example.' });
-    const accepted = ['gateway.example.com', 'GATEWAY.EXAMPLE.COM:443', 'gateway.example.com.', 'toolgate.internal:8080', '10.0.0.5', '[fd00::1]:8080', 'upper.example'];
-    const refused = ['localhost', '127.0.0.1', '[::1]', 'example.com', 'evil.gateway.example.com', 'gateway.example.com.evil.example', '10.0.0.6', '[fd00::2]'];
+    const accepted = ['gateway.example.com', 'GATEWAY.EXAMPLE.COM:443', 'gateway.example.com.', 'toolgate.internal:8080', '10.0.0.5', '[fd00::1]:8080', 'upper.example', 'localhost:8080', '127.0.0.1:8080', '[::1]'];
+    const refused = ['sub.localhost', '127.0.0.2', 'example.com', 'evil.gateway.example.com', 'gateway.example.com.evil.example', '10.0.0.6', '[fd00::2]'];
     expect(accepted.filter((h) => !p.hostAllowed(withHost(h)))).toEqual([]);
     expect(refused.filter((h) => p.hostAllowed(withHost(h)))).toEqual([]);
   });

@@ -32,8 +32,7 @@ const clients: Client[] = [];
 
 beforeAll(async () => {
   if (!available) return;
-  // Served on 127.0.0.1 while the public URL is http://gateway.test: that address must be an allowed Host.
-  [g, t] = await Promise.all([startTestGateway('pglite', { TOOLGATE_ALLOWED_HOSTS: '127.0.0.1' }), createTargets('tg_mcp_sdk')]);
+  [g, t] = await Promise.all([startTestGateway('pglite'), createTargets('tg_mcp_sdk')]);
   server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => g.handle(request) });
   org = await onboard(g);
   manage = await tokenFor(g, org.clientId, org.clientSecret);

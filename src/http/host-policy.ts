@@ -1,7 +1,7 @@
 /**
  * DNS-rebinding defence: which Host names the gateway answers to, and which browser Origins may call the MCP
- * endpoint. Both derive from TOOLGATE_PUBLIC_URL (with the loopback spellings of it when its host is loopback),
- * TOOLGATE_ALLOWED_HOSTS and TOOLGATE_ALLOWED_ORIGINS. Decided in docs/decisions.md ("Host and Origin").
+ * endpoint. Both derive from TOOLGATE_PUBLIC_URL (Origins: with its loopback spellings when its host is loopback;
+ * Host: the loopback names always), TOOLGATE_ALLOWED_HOSTS and TOOLGATE_ALLOWED_ORIGINS. Decided in docs/decisions.md ("Host and Origin").
  */
 import type { Config } from '../config.ts';
 import { json } from '../errors.ts';
@@ -32,7 +32,9 @@ function buildHostPolicy(config: Config): HostPolicy {
   // A page on http://127.0.0.1:PORT reaches the very socket http://localhost:PORT names: same machine, same port.
   const ownHostnames = new Set(LOOPBACK_HOSTNAMES.includes(publicHostname) ? LOOPBACK_HOSTNAMES : [publicHostname]);
   const anyHost = config.allowedHosts.includes('*');
-  const hostnames = new Set([...ownHostnames, ...config.allowedHosts]);
+  // Loopback names always pass the Host check: no rebinding can produce them (they are not the attacker's to
+  // resolve), and the CLI and local probes reach an embedded server at 127.0.0.1 whatever its public URL.
+  const hostnames = new Set([publicHostname, ...LOOPBACK_HOSTNAMES, ...config.allowedHosts]);
   const ownScheme = publicUrl.protocol.slice(0, -1);
   const ownPort = publicUrl.port;
   const extraOrigins = new Set(config.allowedOrigins);
