@@ -24,6 +24,13 @@ const BASE = `http://127.0.0.1:${PORT}`;
 const dataDir = mkdtempSync(join(tmpdir(), 'toolgate-memory-'));
 let child: Subprocess | null = null;
 
+/** user + system CPU time of a process in µs (Linux /proc; USER_HZ 100). */
+function cpuUs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 async function start(): Promise<{ pid: number; startupMs: number }> {
@@ -81,9 +88,11 @@ async function main() {
   const apiKey = await seed();
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'query_postgresql_customers', arguments: { sql: 'SELECT id, name, country FROM customers ORDER BY id LIMIT 3' } } });
   let peak = 0;
+  const cpuBefore = cpuUs(first.pid);
   const sampler = setInterval(() => (peak = Math.max(peak, rssMb(first.pid))), 250);
   const result = await autocannon({ url: `${BASE}/mcp/memory`, method: 'POST', connections: CONNECTIONS, duration: DURATION_S, headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body });
   clearInterval(sampler);
+  const cpuPerCall = (cpuUs(first.pid) - cpuBefore) / Math.max(1, result.requests.total);
   const afterLoad = rssMb(first.pid);
   await Bun.sleep(10_000);
   const settled = rssMb(first.pid);
@@ -94,7 +103,7 @@ async function main() {
   await stop();
   const mb = (n: number) => `${n.toFixed(0)} MB`;
   console.log(`first start: ${(first.startupMs / 1000).toFixed(1)} s to /healthz, idle RSS ${mb(idleFirst)}`);
-  console.log(`tools/call load (${CONNECTIONS} connections, ${DURATION_S} s): ${(result.requests.total / result.duration).toFixed(0)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}, errors ${result.errors}`);
+  console.log(`tools/call load (${CONNECTIONS} connections, ${DURATION_S} s): ${(result.requests.total / result.duration).toFixed(0)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}, errors ${result.errors}, gateway CPU ${cpuPerCall.toFixed(0)} µs/call`);
   console.log(`RSS during load (peak) ${mb(peak)}, right after ${mb(afterLoad)}, 10 s later ${mb(settled)}`);
   console.log(`restart: ${(again.startupMs / 1000).toFixed(1)} s to /healthz, idle RSS ${mb(idleRestart)}`);
 }

@@ -58,8 +58,8 @@ function openPostgres(url: string, poolSize: number): Store {
  * (store and demo database) held ~500 MB of RSS before any request. The embedded store and the demo database are
  * small, so a few MB of buffers cache them whole; a large store belongs on a PostgreSQL server (DATABASE_URL).
  * Passed as start parameters, so nothing is written into the data folder's postgresql.conf. wal_buffers stays at
- * the 4 MB it has with 128 MB of buffers (by default it follows shared_buffers/32): at 512 kB, the store's commits
- * under a tools/call load wrote WAL far more often and the npm start path served 40% fewer calls (README).
+ * the stock 4 MB (by default it follows shared_buffers/32, down to 512 kB): write bursts such as a connector's
+ * introspection keep their WAL in memory, for a few MB.
  */
 export function embeddedPgliteOptions(sharedBuffersMb: number): { startParams: string[] } {
   return { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`, '-c', 'temp_buffers=1MB', '-c', 'wal_buffers=4MB'] };
