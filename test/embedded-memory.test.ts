@@ -38,3 +38,15 @@ test('the demo database runs with 8 MB of shared buffers and still serves its sa
     await client.end();
   }
 });
+
+test('building a gateway does not load the MySQL guard parser (it loads with the first MySQL connector)', async () => {
+  // A fresh process: the test runner shares one module registry between suites, some of which import the guard.
+  const script = `await import(${JSON.stringify(`${import.meta.dir}/../src/gateway.ts`)});
+const loaded = (needle) => Object.keys(require.cache).some((k) => k.includes(needle));
+console.log(JSON.stringify([loaded('sqlparser-ts'), loaded('sqlguard/mysql.ts'), loaded('connectors/mysql/index.ts')]));`;
+  const child = Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'inherit' });
+  const out = await new Response(child.stdout).text();
+  expect(await child.exited).toBe(0);
+  // The MySQL driver itself is registered; only its parser waits.
+  expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual([false, false, true]);
+}, 30_000);
