@@ -396,6 +396,10 @@ export type IssueTokenErrors = {
      */
     401: OAuthError;
     /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
      * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
      */
     413: Error;
@@ -429,7 +433,7 @@ export type GetOrgErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -462,7 +466,7 @@ export type ListApiKeysErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -497,7 +501,7 @@ export type CreateApiKeyErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -544,7 +548,7 @@ export type RevokeApiKeyErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -577,7 +581,7 @@ export type ListOAuthClientsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -612,7 +616,7 @@ export type CreateOAuthClientErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -658,7 +662,7 @@ export type RevokeOAuthClientErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -691,7 +695,7 @@ export type DeleteIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -726,7 +730,7 @@ export type GetIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -763,7 +767,7 @@ export type SetIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -817,7 +821,7 @@ export type GetProvisioningStatusErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -859,7 +863,7 @@ export type ProvisionOrgErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -901,7 +905,7 @@ export type ListConnectorsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -936,7 +940,7 @@ export type CreateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -983,7 +987,7 @@ export type ArchiveConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1025,7 +1029,7 @@ export type GetConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1064,7 +1068,7 @@ export type UpdateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1111,7 +1115,7 @@ export type RevalidateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1158,7 +1162,7 @@ export type ListToolsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1203,7 +1207,7 @@ export type UpdateToolMetadataErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1258,7 +1262,7 @@ export type ListApprovalsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -1298,7 +1302,7 @@ export type ApproveApprovalErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1348,7 +1352,7 @@ export type RejectApprovalErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1404,7 +1408,7 @@ export type McpEndpointErrors = {
      */
     401: Error;
     /**
-     * A foreign Origin (`forbidden_origin`), or a credential without an mcp:call scope.
+     * A foreign Origin (`forbidden_origin`) or Host (`forbidden_host`), or a credential without an mcp:call scope.
      */
     403: Error;
     /**
@@ -1455,6 +1459,10 @@ export type CreateOrgErrors = {
      */
     401: Error;
     /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
      * Wrong state, or a unique value already taken.
      */
     409: Error;
@@ -1485,6 +1493,15 @@ export type GetJwksData = {
     query?: never;
     url: '/.well-known/jwks.json';
 };
+
+export type GetJwksErrors = {
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+};
+
+export type GetJwksError = GetJwksErrors[keyof GetJwksErrors];
 
 export type GetJwksResponses = {
     /**
@@ -1533,6 +1550,15 @@ export type GetOpenApiData = {
     url: '/openapi.json';
 };
 
+export type GetOpenApiErrors = {
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+};
+
+export type GetOpenApiError = GetOpenApiErrors[keyof GetOpenApiErrors];
+
 export type GetOpenApiResponses = {
     /**
      * The OpenAPI document.
@@ -1550,6 +1576,15 @@ export type GetDocsData = {
     query?: never;
     url: '/docs';
 };
+
+export type GetDocsErrors = {
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+};
+
+export type GetDocsError = GetDocsErrors[keyof GetDocsErrors];
 
 export type GetDocsResponses = {
     /**
@@ -1574,6 +1609,10 @@ export type GetDocsAssetErrors = {
      * The request does not match this document; `message` names the field.
      */
     400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
     /**
      * Not found (or not the caller's).
      */
