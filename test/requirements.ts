@@ -22,6 +22,7 @@ export const REQUIREMENTS = {
 
   // MCP transport (Streamable HTTP)
   'MCP-ORIGIN': 'A foreign Origin or Origin: null is HTTP 403 and nothing executes; no Origin and the gateway origin pass [checklist Protocol]',
+  'HTTP-HOST': 'A Host naming neither the public URL host, nor localhost/127.0.0.1/[::1], nor TOOLGATE_ALLOWED_HOSTS is HTTP 403 forbidden_host on every route but /healthz, before any work [decisions Host and Origin]',
   'MCP-VERSION-HEADER': 'An unsupported MCP-Protocol-Version is HTTP 400; an absent header is accepted (taken as 2025-03-26) [checklist Protocol]',
   'MCP-INIT-NEGOTIATE': 'initialize answers the client protocol revision when supported, else the latest [decisions MCP endpoint]',
   'MCP-405': 'GET and DELETE on the tool endpoint answer 405 with Allow: POST [decisions MCP endpoint]',

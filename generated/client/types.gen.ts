@@ -414,6 +414,10 @@ export type IssueTokenErrors = {
      */
     401: OAuthError;
     /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
      * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
      */
     413: Error;
@@ -447,7 +451,7 @@ export type GetOrgErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -480,7 +484,7 @@ export type ListApiKeysErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -515,7 +519,7 @@ export type CreateApiKeyErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -562,7 +566,7 @@ export type RevokeApiKeyErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -595,7 +599,7 @@ export type ListOAuthClientsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -630,7 +634,7 @@ export type CreateOAuthClientErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -676,7 +680,7 @@ export type RevokeOAuthClientErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -709,7 +713,7 @@ export type DeleteIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -744,7 +748,7 @@ export type GetIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -781,7 +785,7 @@ export type SetIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -835,7 +839,7 @@ export type GetProvisioningStatusErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -877,7 +881,7 @@ export type ProvisionOrgErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -919,7 +923,7 @@ export type ListConnectorsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -954,7 +958,7 @@ export type CreateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1001,7 +1005,7 @@ export type ArchiveConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1043,7 +1047,7 @@ export type GetConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1082,7 +1086,7 @@ export type UpdateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1129,7 +1133,7 @@ export type RevalidateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1176,7 +1180,7 @@ export type ListToolsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1221,7 +1225,7 @@ export type UpdateToolMetadataErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1276,7 +1280,7 @@ export type ListApprovalsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -1316,7 +1320,7 @@ export type ApproveApprovalErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1366,7 +1370,7 @@ export type RejectApprovalErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1422,7 +1426,7 @@ export type McpEndpointErrors = {
      */
     401: Error;
     /**
-     * A foreign Origin (`forbidden_origin`), or a credential without an mcp:call scope.
+     * A foreign Origin (`forbidden_origin`) or Host (`forbidden_host`), or a credential without an mcp:call scope.
      */
     403: Error;
     /**
@@ -1473,6 +1477,10 @@ export type CreateOrgErrors = {
      */
     401: Error;
     /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
      * Wrong state, or a unique value already taken.
      */
     409: Error;
@@ -1503,6 +1511,15 @@ export type GetJwksData = {
     query?: never;
     url: '/.well-known/jwks.json';
 };
+
+export type GetJwksErrors = {
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+};
+
+export type GetJwksError = GetJwksErrors[keyof GetJwksErrors];
 
 export type GetJwksResponses = {
     /**
@@ -1551,6 +1568,15 @@ export type GetOpenApiData = {
     url: '/openapi.json';
 };
 
+export type GetOpenApiErrors = {
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+};
+
+export type GetOpenApiError = GetOpenApiErrors[keyof GetOpenApiErrors];
+
 export type GetOpenApiResponses = {
     /**
      * The OpenAPI document.
@@ -1568,6 +1594,15 @@ export type GetDocsData = {
     query?: never;
     url: '/docs';
 };
+
+export type GetDocsErrors = {
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+};
+
+export type GetDocsError = GetDocsErrors[keyof GetDocsErrors];
 
 export type GetDocsResponses = {
     /**
@@ -1592,6 +1627,10 @@ export type GetDocsAssetErrors = {
      * The request does not match this document; `message` names the field.
      */
     400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
     /**
      * Not found (or not the caller's).
      */
