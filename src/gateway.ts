@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Authenticator } from './auth/authenticate.ts';
 import { createIdpVerifier } from './auth/idp/verifier.ts';
 import { createIdpResolver } from './auth/idp/resolver.ts';
-import { parseOutboundPolicy } from './net/outbound.ts';
+import { parseOutboundPolicy, type Resolver } from './net/outbound.ts';
 import { TokenSigner } from './auth/signing.ts';
 import { decodeKey, type Config } from './config.ts';
 import { buildApp } from './app.ts';
@@ -15,6 +15,8 @@ import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/bu
 import { UsageMeter } from './limits/usage.ts';
 import { DomainEvents } from './events/index.ts';
 import { createMcpServer } from './mcp/server.ts';
+import { outboxSubscriber, ToolCalledRecorder } from './webhooks/outbox.ts';
+import { WebhookWorker } from './webhooks/worker.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
@@ -31,6 +33,8 @@ export interface Gateway {
 export interface GatewayOptions {
   /** Tests: keep PGlite in memory instead of the data folder. */
   inMemory?: boolean;
+  /** Tests: answer DNS look-ups of the outbound guard without a DNS server. */
+  resolve?: Resolver;
 }
 
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
@@ -44,7 +48,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const log = createLogger(config.logLevel);
   const signer = new TokenSigner(store.db, box, config.publicUrl);
   await signer.init();
-  const outbound = parseOutboundPolicy({ allowHosts: config.outboundAllowHosts });
+  const outbound = parseOutboundPolicy({ allowHosts: config.outboundAllowHosts, resolve: options.resolve });
   const idpVerifier = createIdpVerifier({
     outbound,
     clockToleranceSec: config.idpClockToleranceSeconds,
@@ -53,6 +57,11 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   const catalog = new CatalogCache({ store, box });
   const usage = new UsageMeter(store.db);
+  const events = new DomainEvents();
+  // The webhook outbox subscribes by event type, so every emitter (approvals, tool calls) feeds it in its transaction.
+  events.subscribe(outboxSubscriber);
+  const toolCalled = new ToolCalledRecorder({ store, events, log });
+  const webhookWorker = config.webhookWorker ? new WebhookWorker({ store, box, outbound, log, config }) : null;
   const deps: AppDeps = {
     config,
     store,
@@ -67,15 +76,19 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     limiter: config.redisUrl ? await createRedisLimiter({ url: config.redisUrl, log }) : createLocalLimiter(),
     localBurst: new LocalWindow(),
     usage,
-    events: new DomainEvents(),
-    mcp: createMcpServer({ catalog, usage, config, log }),
+    events,
+    mcp: createMcpServer({ catalog, usage, config, log, toolCalled }),
+    toolCalled,
+    webhookWorker,
   };
+  webhookWorker?.start();
   const app = buildApp(deps);
   return {
     deps,
     app,
     handle: (request) => app.handle(request),
     close: async () => {
+      await webhookWorker?.stop();
       await deps.jobs.idle();
       await closeAllConnectors();
       await deps.usage.close();

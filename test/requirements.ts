@@ -137,6 +137,18 @@ export const REQUIREMENTS = {
   'DOCS-OFFLINE': 'The explorer at /docs renders the REST operations with no request leaving the machine [spec What the service does 8]',
   'CONTRACT-RESPONSES': 'Every response of the suite is checked against openapi.yaml (declared status, media type, body schema, declared headers); a drift fails the test [issue 8; decisions Contract tests]',
   'AUDIT-MANAGEMENT-ROW': 'A management change writes an audit row naming the actor [checklist Audit; decisions Not built yet]',
+
+  // Webhooks (issue 11)
+  'WEBHOOK-CRUD': 'Admins list, create, change and delete webhooks; bad input is 400, another org\'s webhook 404 [spec Webhooks]',
+  'WEBHOOK-SECRET-ONCE': 'A webhook secret appears only in the creation response and is sealed at rest [spec Webhook; issue 11]',
+  'WEBHOOK-URL-GUARD': 'Webhook URLs must be https and pass the outbound guard at save and at every send (a DNS name resolving to 127.0.0.1 too) [issue 11; checklist Outbound requests]',
+  'WEBHOOK-DELIVERIES': 'GET /api/org/webhooks/{id}/deliveries lists attempts with status code, latency and error [issue 11]',
+  'WEBHOOK-RESEND': 'One event can be re-sent to a webhook, with the same id [issue 11; decisions Webhooks]',
+  'WEBHOOK-SIGNATURE': 'A delivery carries the spec body and X-Service-Signature/Timestamp/Event (and Standard Webhooks headers), verified independently [spec Events]',
+  'WEBHOOK-RETRY': 'A failed delivery is retried with backoff and the same event id until 2xx; 3xx is not followed; 410 disables the endpoint [issue 11; decisions Webhooks]',
+  'WEBHOOK-OUTBOX': 'Events are written to the outbox in the emitter\'s transaction and delivered after a crash and restart; several instances deliver each event once [issue 11]',
+  'WEBHOOK-ISOLATION': 'A hanging receiver does not stall deliveries to other endpoints [issue 11]',
+  'WEBHOOK-TOOL-CALLED': 'tools/call of an org with a tool.called webhook delivers a tool.called event; an org without one writes no outbox row [issue 11]',
 } as const;
 
 export type RequirementId = keyof typeof REQUIREMENTS;

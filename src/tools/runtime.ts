@@ -10,8 +10,10 @@
  *    call returns its pending_approval result from there and runs later through `execute` with the same input;
  *  - tool sources: `execute` picks what runs a tool by its connector's type (a database driver today; an upstream
  *    MCP server is another kind of connector with its own executor);
- *  - audit rows and webhooks: emit `tool.called` on the domain events (src/events) around `execute`, inside the
- *    caller's transaction where a row must be written with it.
+ *  - audit rows and webhooks: `deps.toolCalled.record` after `execute` emits `tool.called` on the domain events
+ *    (src/events); today src/webhooks/outbox.ts batches those per event-loop turn and skips orgs without a tool.called
+ *    webhook (a cached boolean, no promise, no allocation). The audit's group commit takes this place: it writes the
+ *    audit rows and emits the same events in one transaction, awaited before the result leaves.
  */
 import { getDriver } from '../connectors/registry.ts';
 import type { ToolResult } from '../connectors/types.ts';
@@ -40,6 +42,12 @@ export interface ToolRuntimeDeps {
     Config,
     'statementTimeoutMs' | 'lockTimeoutMs' | 'maxResultRows' | 'maxResultBytes' | 'connectorMaxConcurrentCalls' | 'connectorQueueTimeoutMs'
   >;
+  /** Records that a tool ran (the tool.called event); a returned promise is awaited before the result leaves. */
+  toolCalled?: ToolCalledSink;
+}
+
+export interface ToolCalledSink {
+  record(org: RuntimeOrg, data: () => Record<string, unknown>): void | Promise<void>;
 }
 
 export const CHECK_APPROVAL_STATUS = 'check_approval_status';
@@ -178,5 +186,16 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
       `Monthly tool-call quota exceeded: the ${org.plan} plan includes ${quota} tool calls per month. Upgrade the plan to continue.`,
     );
   }
-  return execute(deps, tool, input);
+  const started = performance.now();
+  const result = await execute(deps, tool, input);
+  const recording = deps.toolCalled?.record(org, () => ({
+    tool_name: tool.name,
+    connector_id: tool.connector.id,
+    connector_type: tool.connector.type,
+    is_error: result.isError === true,
+    duration_ms: Math.round(performance.now() - started),
+    caller: { type: principal.kind === 'idp_user' ? 'user' : principal.kind, id: principal.kind === 'idp_user' ? (principal.email ?? principal.actorId) : principal.actorId },
+  }));
+  if (recording) await recording;
+  return result;
 }
