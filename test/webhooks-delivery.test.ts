@@ -223,3 +223,41 @@ describe.skipIf(!hasPg)('webhook outbox across processes and instances', () => {
     }
   });
 });
+
+describe.skipIf(!hasPg)('tool.called', () => {
+  test('a tools/call of an org with a tool.called webhook is delivered; an org without one writes no outbox row', async () => {
+    verifies('WEBHOOK-TOOL-CALLED');
+    const { createTargets } = await import('./support/targets.ts');
+    const { callTool, createConnector } = await import('./support/mcp.ts');
+    const { sql } = await import('drizzle-orm');
+    const { rowsOf } = await import('../src/store/db.ts');
+    const targets = await createTargets('tg_hooks', 'pg');
+    const receiver = startReceiver();
+    const gateway = await startTestGateway('postgres', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: receiver.hostPort, ...FAST });
+    try {
+      const subscribed = await onboard(gateway);
+      const quiet = await onboard(gateway);
+      for (const org of [subscribed, quiet]) {
+        await createConnector(gateway, await tokenFor(gateway, org.clientId, org.clientSecret), { name: 'items', type: 'postgresql', config: targets.pgConfig });
+      }
+      // Called once before subscribing: the cached "no webhook" answer must not outlive the webhook's creation.
+      expect((await callTool(gateway, subscribed.slug, { apiKey: subscribed.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' })).status).toBe(200);
+      await subscribe(gateway, await tokenFor(gateway, subscribed.clientId, subscribed.clientSecret), receiver.url(), ['tool.called']);
+      const answer = await callTool(gateway, subscribed.slug, { apiKey: subscribed.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' });
+      expect(answer.status).toBe(200);
+      await callTool(gateway, quiet.slug, { apiKey: quiet.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' });
+      await until(() => receiver.received.length === 1, 10_000, 'the tool.called delivery');
+      const body = JSON.parse(receiver.received[0]!.body);
+      expect(body).toMatchObject({ type: 'tool.called', org_id: subscribed.orgId, data: { tool_name: 'query_postgresql_items', connector_type: 'postgresql', is_error: false, caller: { type: 'api_key' } } });
+      expect(JSON.stringify(body)).not.toContain('SELECT');
+      const quietRows = rowsOf(await gateway.deps.store.db.execute(sql`SELECT id FROM webhook_events WHERE org_id = ${quiet.orgId}`));
+      expect(quietRows.length).toBe(0);
+      await Bun.sleep(200);
+      expect(receiver.received.length).toBe(1);
+    } finally {
+      await gateway.close();
+      receiver.stop();
+      await targets.drop();
+    }
+  });
+});
