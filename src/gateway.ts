@@ -88,6 +88,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     app,
     handle: (request) => app.handle(request),
     close: async () => {
+      await toolCalled.idle();
       await webhookWorker?.stop();
       await deps.jobs.idle();
       await closeAllConnectors();

@@ -46,6 +46,7 @@ export class WebhookWorker {
   private polling: Promise<void> | null = null;
   private stopped = false;
   private polls = 0;
+  private again = false;
 
   constructor(private readonly deps: WebhookWorkerDeps) {}
 
@@ -53,9 +54,11 @@ export class WebhookWorker {
     this.schedule(0);
   }
 
-  /** Polls now instead of at the next tick (new events were just written). */
+  /** Polls now instead of at the next tick (new events were written, or a slot freed); once more if a poll runs. */
   kick(): void {
-    if (!this.stopped && !this.polling) this.schedule(0);
+    if (this.stopped) return;
+    if (this.polling) this.again = true;
+    else this.schedule(0);
   }
 
   /** Stops claiming and waits for the requests in flight (each bounded by the timeout) to be recorded. */
@@ -71,9 +74,10 @@ export class WebhookWorker {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
+      this.again = false;
       this.polling = this.poll().finally(() => {
         this.polling = null;
-        this.schedule(this.deps.config.webhookPollMs);
+        this.schedule(this.again ? 0 : this.deps.config.webhookPollMs);
       });
     }, ms);
   }
@@ -90,7 +94,11 @@ export class WebhookWorker {
         leaseToken: this.leaseToken,
       });
       for (const claim of claims) {
-        const running: Promise<void> = this.deliver(claim).finally(() => this.inFlight.delete(running));
+        // A finished delivery frees a slot of its endpoint: look for the next one at once rather than at the next tick.
+        const running: Promise<void> = this.deliver(claim).finally(() => {
+          this.inFlight.delete(running);
+          this.kick();
+        });
         this.inFlight.add(running);
       }
       if (++this.polls % 3600 === 0) await pruneOutbox(this.deps.store.db, HISTORY_DAYS);
