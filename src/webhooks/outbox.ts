@@ -5,7 +5,7 @@
  * Seam for the audit trail (issue 10): until its group commit exists, `ToolCalledRecorder` writes the tool.called
  * events in batches of their own (one writer, one transaction per batch, off the call's path). When the audit's group commit lands, it emits
  * `tool.called` in the transaction that writes the audit rows (`events.emit(tx, events)`), asking
- * `wantsToolCalled(org)` first so a call of an org without such a webhook builds no event; this recorder then goes.
+ * `recorder.subscriptions.wants(org)` first so a call of an org without such a webhook builds no event; this recorder then goes.
  */
 import { sql } from 'drizzle-orm';
 import { DomainEvents, type DomainEvent, type EventSubscriber } from '../events/index.ts';
