@@ -97,6 +97,7 @@ describe.skipIf(!hasPg)('webhook delivery', () => {
     const list = (await (await api(gateway, 'GET', `/api/org/webhooks/${hook.id}/deliveries`, token)).json()) as any;
     const first = list.deliveries.find((d: any) => d.attempt === 1);
     expect(first.error).toContain('redirect');
+    expect(first.status_code).toBe(302);
     // Two requests, both POSTs of the event to the hook path: the Location was never fetched (a GET would have no body).
     expect(receiver.received.every((r) => r.body.includes('"approval.requested"'))).toBe(true);
     await api(gateway, 'DELETE', `/api/org/webhooks/${hook.id}`, token);
@@ -115,6 +116,22 @@ describe.skipIf(!hasPg)('webhook delivery', () => {
     await emitEvent(gateway, 'approval.requested', orgId, requested);
     await Bun.sleep(400);
     expect(receiver.received.length).toBe(1);
+    await api(gateway, 'DELETE', `/api/org/webhooks/${hook.id}`, token);
+  });
+
+  test('a receiver that answers too much, or hangs, fails the attempt (size cap, timeout) and is retried', async () => {
+    verifies('WEBHOOK-RETRY', 'OUTBOUND-TIMEOUT-SIZE');
+    receiver.received.length = 0;
+    behaviour = (n) => (n === 0 ? new Response('x'.repeat(200_000)) : n === 1 ? new Promise<Response>(() => undefined) : new Response('ok'));
+    const hook = await subscribe(gateway, token, receiver.url('/big'));
+    await emitEvent(gateway, 'approval.requested', orgId, requested);
+    await until(async () => (await deliveryStatuses(gateway, hook.id))[0] === 'delivered', 20_000, 'delivery after the big and the hanging answer');
+    const list = (await (await api(gateway, 'GET', `/api/org/webhooks/${hook.id}/deliveries`, token)).json()) as any;
+    const byAttempt = Object.fromEntries(list.deliveries.map((d: any) => [d.attempt, d]));
+    expect(byAttempt[1].error).toContain('exceeds 65536 bytes');
+    expect(byAttempt[2].error).toContain('timed out after 1500 ms');
+    expect(byAttempt[2].latency_ms).toBeGreaterThanOrEqual(1400);
+    expect(byAttempt[3].status_code).toBe(200);
     await api(gateway, 'DELETE', `/api/org/webhooks/${hook.id}`, token);
   });
 

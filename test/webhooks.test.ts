@@ -195,3 +195,47 @@ describe.skipIf(!hasPg)('webhook URL guard (allow-list off)', () => {
     expect(receiver.received.length).toBe(0);
   });
 });
+
+describe('embedded store (PGlite)', () => {
+  test('the outbox, the claim query and the outcome writes run on PGlite too', async () => {
+    verifies('WEBHOOK-OUTBOX');
+    const receiver = startReceiver((n) => new Response(null, { status: n === 0 ? 503 : 204 }));
+    const gateway = await startTestGateway('pglite', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: receiver.hostPort, TOOLGATE_WEBHOOK_POLL_MS: '30', TOOLGATE_WEBHOOK_RETRY_BASE_MS: '50' });
+    try {
+      const org = await onboard(gateway);
+      const token = await tokenFor(gateway, org.clientId, org.clientSecret);
+      const hook = (await (await api(gateway, 'POST', '/api/org/webhooks', token, { url: receiver.url(), events: ['approval.requested'] })).json()) as any;
+      const eventId = await emitEvent(gateway, 'approval.requested', org.orgId, { approval_id: 'p', tool_name: 't', requested_by: null, expires_at: new Date().toISOString() });
+      await until(() => receiver.received.length === 2, 10_000, 'the retry on PGlite');
+      expect(receiver.ids()).toEqual([eventId, eventId]);
+      await until(async () => ((await (await api(gateway, 'GET', `/api/org/webhooks/${hook.id}/deliveries`, token)).json()) as any).deliveries.length === 2);
+      const list = (await (await api(gateway, 'GET', `/api/org/webhooks/${hook.id}/deliveries`, token)).json()) as any;
+      expect(list.deliveries.map((d: any) => d.status_code)).toEqual([204, 503]);
+    } finally {
+      await gateway.close();
+      receiver.stop();
+    }
+  });
+});
+
+describe('retry schedule (unit)', () => {
+  test('exponential with jitter, capped at 8 h, spanning more than a day even at the low end of the jitter', async () => {
+    verifies('WEBHOOK-RETRY');
+    const { MAX_ATTEMPTS, retryDelayMs } = await import('../src/webhooks/worker.ts');
+    const base = loadConfig({}).webhookRetryBaseMs;
+    const total = (random: () => number) => Array.from({ length: MAX_ATTEMPTS - 1 }, (_, i) => retryDelayMs(i + 1, base, () => random())).reduce((a, b) => a + b, 0);
+    expect(total(() => 0)).toBeGreaterThan(24 * 3600_000);
+    expect(total(() => 1)).toBeLessThan(40 * 3600_000);
+    expect(retryDelayMs(1, base, () => 0.5)).toBe(30_000);
+    expect(retryDelayMs(2, base, () => 0.5)).toBe(60_000);
+    expect(retryDelayMs(20, base, () => 0.5)).toBe(8 * 3600_000);
+    // Jitter spreads retries of many deliveries that failed together.
+    const spread = new Set(Array.from({ length: 50 }, () => retryDelayMs(3, base)));
+    expect(spread.size).toBeGreaterThan(10);
+    for (let i = 0; i < 200; i++) {
+      const d = retryDelayMs(3, base);
+      expect(d).toBeGreaterThanOrEqual(96_000);
+      expect(d).toBeLessThanOrEqual(144_000);
+    }
+  });
+});

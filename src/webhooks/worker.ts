@@ -152,7 +152,9 @@ export class WebhookWorker {
       return { kind: 'retry', outcome: { ...outcome, error: `the receiver answered ${res.status}` } };
     } catch (err) {
       const error = err instanceof OutboundRefusedError || err instanceof OutboundFetchError ? err.message : `delivery failed: ${describeError(err)}`;
-      return { kind: 'retry', outcome: { statusCode: null, latencyMs: latency(), error: error.slice(0, 300) } };
+      // The guard refuses a 3xx before handing it back; its status is still worth showing in the attempts list.
+      const redirectStatus = err instanceof OutboundRefusedError && err.reason === 'redirect' ? Number(/\((3\d\d)\)/.exec(err.message)?.[1]) : NaN;
+      return { kind: 'retry', outcome: { statusCode: Number.isNaN(redirectStatus) ? null : redirectStatus, latencyMs: latency(), error: error.slice(0, 300) } };
     }
   }
 }
