@@ -188,7 +188,7 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   completedAt: ts('completed_at'),
 }, (t) => [
   unique().on(t.eventId, t.webhookId),
-  index('webhook_deliveries_due').on(t.nextAttemptAt).where(sql`status = 'pending'`),
+  index('webhook_deliveries_due').on(t.nextAttemptAt).where(sql`status = 'pending'::text`),
   index('webhook_deliveries_webhook').on(t.webhookId, t.createdAt),
 ]);
 
