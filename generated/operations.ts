@@ -249,6 +249,43 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "listApprovals",
+    "method": "GET",
+    "path": "/api/org/approvals",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": [
+      "status",
+      "limit"
+    ]
+  },
+  {
+    "operationId": "approveApproval",
+    "method": "POST",
+    "path": "/api/org/approvals/{approvalId}/approve",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "approvalId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "rejectApproval",
+    "method": "POST",
+    "path": "/api/org/approvals/{approvalId}/reject",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "approvalId"
+    ],
+    "queryParams": []
+  },
+  {
     "operationId": "mcpEndpoint",
     "method": "POST",
     "path": "/mcp/{orgSlug}",

@@ -19,6 +19,7 @@ import type { DomainEvents } from './events/index.ts';
 import type { McpServer } from './mcp/server.ts';
 import type { WebhookWorker } from './webhooks/worker.ts';
 import type { ToolCalledRecorder } from './webhooks/outbox.ts';
+import type { ApprovalService } from './approvals/service.ts';
 
 export interface AppDeps {
   config: Config;
@@ -38,6 +39,8 @@ export interface AppDeps {
   usage: UsageMeter;
   /** Domain events (approval.*, tool.called): the audit log and the webhook outbox subscribe here. */
   events: DomainEvents;
+  /** Held calls and their decisions (src/approvals); the tool runtime holds and polls through it. */
+  approvals: ApprovalService;
   /** The MCP methods (JSON-RPC method table over the tool runtime) behind the MCP transport. */
   mcp: McpServer;
   /** tool.called events of tools/call, batched into the webhook outbox (skipped for orgs without such a webhook). */

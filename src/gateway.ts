@@ -17,11 +17,18 @@ import { DomainEvents } from './events/index.ts';
 import { createMcpServer } from './mcp/server.ts';
 import { outboxSubscriber, ToolCalledRecorder } from './webhooks/outbox.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
+import { ApprovalService } from './approvals/service.ts';
+import { deriveApprovalDigestKey } from './approvals/digest.ts';
+import { executeTool } from './tools/runtime.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
 import { embeddedSecretKey } from './util/datadir.ts';
 import { createLogger } from './util/log.ts';
+
+/** How often each instance expires due approvals and fails orphaned executions (lazy expiry covers reads in between). */
+const APPROVAL_SWEEP_INTERVAL_MS = 30_000;
+const APPROVAL_STALE_MIN_MS = 5 * 60_000;
 
 export interface Gateway {
   deps: AppDeps;
@@ -62,6 +69,18 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   events.subscribe(outboxSubscriber);
   const toolCalled = new ToolCalledRecorder({ store, events, log });
   const webhookWorker = config.webhookWorker ? new WebhookWorker({ store, box, outbound, log, config }) : null;
+  const approvals = new ApprovalService({
+    db: store.db,
+    events,
+    log,
+    digestKey: deriveApprovalDigestKey(decodeKey(keyText)!),
+    catalog,
+    // The tool runtime's own execution step: an approved call meets the same quota, driver and limits as tools/call.
+    runTool: (org, tool, input) => executeTool({ usage, config }, org, tool, input),
+    // Longer than any execution can take (the wait for a connector slot, the statement timeout, connect time), so
+    // only orphans match.
+    executionStaleMs: Math.max(APPROVAL_STALE_MIN_MS, config.connectorQueueTimeoutMs + 2 * config.statementTimeoutMs + 60_000),
+  });
   const deps: AppDeps = {
     config,
     store,
@@ -77,10 +96,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     localBurst: new LocalWindow(),
     usage,
     events,
-    mcp: createMcpServer({ catalog, usage, config, log, toolCalled }),
+    approvals,
+    mcp: createMcpServer({ catalog, usage, config, log, approvals, toolCalled }),
     toolCalled,
     webhookWorker,
   };
+  approvals.startSweeper(APPROVAL_SWEEP_INTERVAL_MS);
   webhookWorker?.start();
   const app = buildApp(deps);
   return {
@@ -88,6 +109,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     app,
     handle: (request) => app.handle(request),
     close: async () => {
+      await deps.approvals.stopSweeper();
       await toolCalled.idle();
       await webhookWorker?.stop();
       await deps.jobs.idle();

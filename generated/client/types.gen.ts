@@ -307,6 +307,66 @@ export type IdpConfig = {
     updated_at: string;
 };
 
+export type ApprovalStatus = 'pending' | 'executing' | 'executed' | 'rejected' | 'failed' | 'expired';
+
+export type Approval = {
+    /**
+     * The approvalId agents poll with check_approval_status.
+     */
+    id: string;
+    /**
+     * The tool's name as the agent called it.
+     */
+    tool_name: string;
+    status: ApprovalStatus;
+    /**
+     * The held call's arguments exactly as they run (validated, defaults filled in).
+     */
+    arguments: {
+        [key: string]: unknown;
+    };
+    /**
+     * The requesting credential: api_key:<id>, oauth_client:<client_id> or user:<e-mail or subject>.
+     */
+    requested_by: string;
+    /**
+     * The deciding credential (oauth_client:<client_id> or user:<e-mail>); null until decided.
+     */
+    decided_by: string | null;
+    decided_at: string | null;
+    /**
+     * The tool's approvers when the call was held.
+     */
+    approver_emails: Array<string>;
+    created_at: string;
+    /**
+     * created_at + the tool's approval_ttl_seconds (default 3600).
+     */
+    expires_at: string;
+    /**
+     * Why the approval failed or expired; null otherwise.
+     */
+    reason: string | null;
+};
+
+export type ApprovalDecision = {
+    /**
+     * true when rejected, or when the approved call executed; false when it failed.
+     */
+    ok: boolean;
+    status: 'executed' | 'failed' | 'rejected';
+    /**
+     * The tool's result ({content, structuredContent?, isError?}), as tools/call would have answered it.
+     */
+    result?: {
+        [key: string]: unknown;
+    };
+    /**
+     * Why the approved call failed (status failed).
+     */
+    reason?: string;
+};
+
 export type WebhookEventType = 'tool.called' | 'approval.requested' | 'approval.decided';
 
 export type WebhookInput = {
@@ -424,6 +484,11 @@ export type OrgId = string;
 
 export type ConnectorId = string;
 
+/**
+ * The approval's id (the approvalId an agent received).
+ */
+export type ApprovalId = string;
+
 export type WebhookId = string;
 
 export type IssueTokenData = {
@@ -442,6 +507,10 @@ export type IssueTokenErrors = {
      * invalid_client.
      */
     401: OAuthError;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
     /**
      * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
      */
@@ -476,7 +545,7 @@ export type GetOrgErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -509,7 +578,7 @@ export type ListApiKeysErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -544,7 +613,7 @@ export type CreateApiKeyErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -591,7 +660,7 @@ export type RevokeApiKeyErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -624,7 +693,7 @@ export type ListOAuthClientsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -659,7 +728,7 @@ export type CreateOAuthClientErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -705,7 +774,7 @@ export type RevokeOAuthClientErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -738,7 +807,7 @@ export type DeleteIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -773,7 +842,7 @@ export type GetIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -810,7 +879,7 @@ export type SetIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -864,7 +933,7 @@ export type GetProvisioningStatusErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -906,7 +975,7 @@ export type ProvisionOrgErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -948,7 +1017,7 @@ export type ListConnectorsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -983,7 +1052,7 @@ export type CreateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1030,7 +1099,7 @@ export type ArchiveConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1072,7 +1141,7 @@ export type GetConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1111,7 +1180,7 @@ export type UpdateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1158,7 +1227,7 @@ export type RevalidateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1205,7 +1274,7 @@ export type ListToolsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1250,7 +1319,7 @@ export type UpdateToolMetadataErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1282,6 +1351,147 @@ export type UpdateToolMetadataResponses = {
 
 export type UpdateToolMetadataResponse = UpdateToolMetadataResponses[keyof UpdateToolMetadataResponses];
 
+export type ListApprovalsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Only approvals in this status (omit for all).
+         */
+        status?: ApprovalStatus;
+        limit?: number;
+    };
+    url: '/api/org/approvals';
+};
+
+export type ListApprovalsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+};
+
+export type ListApprovalsError = ListApprovalsErrors[keyof ListApprovalsErrors];
+
+export type ListApprovalsResponses = {
+    /**
+     * The approvals.
+     */
+    200: {
+        approvals: Array<Approval>;
+    };
+};
+
+export type ListApprovalsResponse = ListApprovalsResponses[keyof ListApprovalsResponses];
+
+export type ApproveApprovalData = {
+    body?: never;
+    path: {
+        /**
+         * The approval's id (the approvalId an agent received).
+         */
+        approvalId: string;
+    };
+    query?: never;
+    url: '/api/org/approvals/{approvalId}/approve';
+};
+
+export type ApproveApprovalErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * Internal error (no details are disclosed).
+     */
+    500: Error;
+};
+
+export type ApproveApprovalError = ApproveApprovalErrors[keyof ApproveApprovalErrors];
+
+export type ApproveApprovalResponses = {
+    /**
+     * The decision was taken; `status` says whether the call executed or failed.
+     */
+    200: ApprovalDecision;
+};
+
+export type ApproveApprovalResponse = ApproveApprovalResponses[keyof ApproveApprovalResponses];
+
+export type RejectApprovalData = {
+    body?: never;
+    path: {
+        /**
+         * The approval's id (the approvalId an agent received).
+         */
+        approvalId: string;
+    };
+    query?: never;
+    url: '/api/org/approvals/{approvalId}/reject';
+};
+
+export type RejectApprovalErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * Internal error (no details are disclosed).
+     */
+    500: Error;
+};
+
+export type RejectApprovalError = RejectApprovalErrors[keyof RejectApprovalErrors];
+
+export type RejectApprovalResponses = {
+    /**
+     * Rejected.
+     */
+    200: ApprovalDecision;
+};
+
+export type RejectApprovalResponse = RejectApprovalResponses[keyof RejectApprovalResponses];
+
 export type McpEndpointData = {
     /**
      * A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json).
@@ -1310,7 +1520,7 @@ export type McpEndpointErrors = {
      */
     401: Error;
     /**
-     * A foreign Origin (`forbidden_origin`), or a credential without an mcp:call scope.
+     * A foreign Origin (`forbidden_origin`) or Host (`forbidden_host`), or a credential without an mcp:call scope.
      */
     403: Error;
     /**
@@ -1361,6 +1571,10 @@ export type CreateOrgErrors = {
      */
     401: Error;
     /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
      * Wrong state, or a unique value already taken.
      */
     409: Error;
@@ -1391,6 +1605,15 @@ export type GetJwksData = {
     query?: never;
     url: '/.well-known/jwks.json';
 };
+
+export type GetJwksErrors = {
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+};
+
+export type GetJwksError = GetJwksErrors[keyof GetJwksErrors];
 
 export type GetJwksResponses = {
     /**
@@ -1439,6 +1662,15 @@ export type GetOpenApiData = {
     url: '/openapi.json';
 };
 
+export type GetOpenApiErrors = {
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+};
+
+export type GetOpenApiError = GetOpenApiErrors[keyof GetOpenApiErrors];
+
 export type GetOpenApiResponses = {
     /**
      * The OpenAPI document.
@@ -1456,6 +1688,15 @@ export type GetDocsData = {
     query?: never;
     url: '/docs';
 };
+
+export type GetDocsErrors = {
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+};
+
+export type GetDocsError = GetDocsErrors[keyof GetDocsErrors];
 
 export type GetDocsResponses = {
     /**
@@ -1480,6 +1721,10 @@ export type GetDocsAssetErrors = {
      * The request does not match this document; `message` names the field.
      */
     400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
     /**
      * Not found (or not the caller's).
      */
@@ -1510,7 +1755,7 @@ export type ListWebhooksErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -1545,7 +1790,7 @@ export type CreateWebhookErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1596,7 +1841,7 @@ export type DeleteWebhookErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1637,7 +1882,7 @@ export type UpdateWebhookErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1693,7 +1938,7 @@ export type ListWebhookDeliveriesErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1735,7 +1980,7 @@ export type ResendWebhookEventErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**

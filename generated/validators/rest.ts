@@ -3089,10 +3089,9 @@ return errors === 0;
 }
 param_validate32.evaluated = {"props":{"orgId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const mcpEndpoint_path = param_validate33;
-const param_schema45 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
-const param_schema46 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
-const param_pattern4 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
+export const listApprovals_query = param_validate33;
+const param_schema45 = {"type":"object","properties":{"status":{"$ref":"openapi#/components/schemas/ApprovalStatus"},"limit":{"type":"integer","minimum":1,"maximum":500,"default":200}},"required":[]};
+const param_schema46 = {"type":"string","enum":["pending","executing","executed","rejected","failed","expired"]};
 
 function param_validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3106,9 +3105,251 @@ evaluated0.items = undefined;
 }
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit === undefined){
+data.limit = 200;
+}
+if(data.status !== undefined){
+let data0 = data.status;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate33.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["status"] = coerced0;
+}
+}
+}
+if(!((((((data0 === "pending") || (data0 === "executing")) || (data0 === "executed")) || (data0 === "rejected")) || (data0 === "failed")) || (data0 === "expired"))){
+param_validate33.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/enum",keyword:"enum",params:{allowedValues: param_schema46.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+let data1 = data.limit;
+const _errs4 = errors;
+if(!((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1)))){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 === "boolean" || data1 === null
+              || (dataType1 === "string" && data1 && data1 == +data1 && !(data1 % 1))){
+coerced1 = +data1;
+}
+else {
+param_validate33.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["limit"] = coerced1;
+}
+}
+}
+if(errors === _errs4){
+if(typeof data1 == "number"){
+if(data1 > 500 || isNaN(data1)){
+param_validate33.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 500},message:"must be <= 500"}];
+return false;
+}
+else {
+if(data1 < 1 || isNaN(data1)){
+param_validate33.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs4 === errors;
+}
+}
+else {
+param_validate33.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate33.errors = vErrors;
+return errors === 0;
+}
+param_validate33.evaluated = {"props":{"status":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
+
+export const approveApproval_path = param_validate34;
+const param_schema47 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
+
+function param_validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate34.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.approvalId === undefined) && (missing0 = "approvalId")){
+param_validate34.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.approvalId !== undefined){
+let data0 = data.approvalId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate34.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["approvalId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate34.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate34.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate34.errors = vErrors;
+return errors === 0;
+}
+param_validate34.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const rejectApproval_path = param_validate35;
+const param_schema48 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
+
+function param_validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate35.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.approvalId === undefined) && (missing0 = "approvalId")){
+param_validate35.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.approvalId !== undefined){
+let data0 = data.approvalId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate35.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["approvalId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate35.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate35.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate35.errors = vErrors;
+return errors === 0;
+}
+param_validate35.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const mcpEndpoint_path = param_validate36;
+const param_schema49 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+const param_schema50 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
+const param_pattern4 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
+
+function param_validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate36.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
-param_validate33.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate36.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -3126,7 +3367,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate33.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate36.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3140,7 +3381,7 @@ data["orgSlug"] = coerced0;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(!param_pattern4.test(data0)){
-param_validate33.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+param_validate36.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
 }
 }
@@ -3149,23 +3390,23 @@ return false;
 }
 }
 else {
-param_validate33.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate33.errors = vErrors;
+param_validate36.errors = vErrors;
 return errors === 0;
 }
-param_validate33.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate36.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getDocsAsset_path = param_validate34;
-const param_schema47 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
+export const getDocsAsset_path = param_validate37;
+const param_schema51 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
 const param_pattern5 = new RegExp("^[a-zA-Z0-9._-]{1,100}$", "u");
 
-function param_validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate34.evaluated;
+const evaluated0 = param_validate37.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3176,7 +3417,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.asset === undefined) && (missing0 = "asset")){
-param_validate34.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -3194,7 +3435,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate34.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate37.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3208,215 +3449,8 @@ data["asset"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!param_pattern5.test(data0)){
-param_validate34.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
+param_validate37.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
 return false;
-}
-}
-}
-}
-}
-}
-else {
-param_validate34.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate34.errors = vErrors;
-return errors === 0;
-}
-param_validate34.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
-
-export const deleteWebhook_path = param_validate35;
-const param_schema48 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
-
-function param_validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate35.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.webhookId === undefined) && (missing0 = "webhookId")){
-param_validate35.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.webhookId !== undefined){
-let data0 = data.webhookId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate35.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["webhookId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate35.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-}
-else {
-param_validate35.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate35.errors = vErrors;
-return errors === 0;
-}
-param_validate35.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const updateWebhook_path = param_validate36;
-const param_schema49 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
-
-function param_validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate36.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.webhookId === undefined) && (missing0 = "webhookId")){
-param_validate36.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.webhookId !== undefined){
-let data0 = data.webhookId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate36.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["webhookId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate36.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-}
-else {
-param_validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate36.errors = vErrors;
-return errors === 0;
-}
-param_validate36.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const listWebhookDeliveries_path = param_validate37;
-const param_schema50 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
-
-function param_validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate37.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.webhookId === undefined) && (missing0 = "webhookId")){
-param_validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.webhookId !== undefined){
-let data0 = data.webhookId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate37.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["webhookId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate37.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
 }
 }
 }
@@ -3431,10 +3465,10 @@ return false;
 param_validate37.errors = vErrors;
 return errors === 0;
 }
-param_validate37.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate37.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listWebhookDeliveries_query = param_validate38;
-const param_schema51 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50}},"required":[]};
+export const deleteWebhook_path = param_validate38;
+const param_schema52 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3448,41 +3482,45 @@ evaluated0.items = undefined;
 }
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit === undefined){
-data.limit = 50;
+let missing0;
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
+param_validate38.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
 }
-let data0 = data.limit;
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
 const _errs1 = errors;
-if(!((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0)))){
+if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
 let coerced0 = undefined;
 if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data0 === null
-              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
-coerced0 = +data0;
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
 }
 else {
-param_validate38.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate38.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced0 !== undefined){
 data0 = coerced0;
 if(data !== undefined){
-data["limit"] = coerced0;
+data["webhookId"] = coerced0;
 }
 }
 }
 if(errors === _errs1){
-if(typeof data0 == "number"){
-if(data0 > 200 || isNaN(data0)){
-param_validate38.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate38.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
-else {
-if(data0 < 1 || isNaN(data0)){
-param_validate38.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
-return false;
+}
 }
 }
 }
@@ -3496,11 +3534,10 @@ return false;
 param_validate38.errors = vErrors;
 return errors === 0;
 }
-param_validate38.evaluated = {"props":{"limit":true},"dynamicProps":false,"dynamicItems":false};
+param_validate38.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const resendWebhookEvent_path = param_validate39;
-const param_schema52 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};
-const param_pattern6 = new RegExp("^evt_[0-9a-f-]{36}$", "u");
+export const updateWebhook_path = param_validate39;
+const param_schema53 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3515,7 +3552,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.webhookId === undefined) && (missing0 = "webhookId")) || ((data.eventId === undefined) && (missing0 = "eventId"))){
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
 param_validate39.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
@@ -3555,6 +3592,210 @@ return false;
 }
 }
 }
+}
+}
+}
+else {
+param_validate39.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate39.errors = vErrors;
+return errors === 0;
+}
+param_validate39.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listWebhookDeliveries_path = param_validate40;
+const param_schema54 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
+
+function param_validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate40.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
+param_validate40.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate40.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["webhookId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate40.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate40.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate40.errors = vErrors;
+return errors === 0;
+}
+param_validate40.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listWebhookDeliveries_query = param_validate41;
+const param_schema55 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50}},"required":[]};
+
+function param_validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate41.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit === undefined){
+data.limit = 50;
+}
+let data0 = data.limit;
+const _errs1 = errors;
+if(!((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0)))){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data0 === null
+              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
+coerced0 = +data0;
+}
+else {
+param_validate41.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["limit"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(typeof data0 == "number"){
+if(data0 > 200 || isNaN(data0)){
+param_validate41.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+return false;
+}
+else {
+if(data0 < 1 || isNaN(data0)){
+param_validate41.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+}
+}
+else {
+param_validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate41.errors = vErrors;
+return errors === 0;
+}
+param_validate41.evaluated = {"props":{"limit":true},"dynamicProps":false,"dynamicItems":false};
+
+export const resendWebhookEvent_path = param_validate42;
+const param_schema56 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};
+const param_pattern6 = new RegExp("^evt_[0-9a-f-]{36}$", "u");
+
+function param_validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate42.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.webhookId === undefined) && (missing0 = "webhookId")) || ((data.eventId === undefined) && (missing0 = "eventId"))){
+param_validate42.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate42.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["webhookId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate42.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
 var valid0 = _errs1 === errors;
 }
 else {
@@ -3575,7 +3816,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate39.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate42.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3589,7 +3830,7 @@ data["eventId"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(!param_pattern6.test(data1)){
-param_validate39.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/pattern",keyword:"pattern",params:{pattern: "^evt_[0-9a-f-]{36}$"},message:"must match pattern \""+"^evt_[0-9a-f-]{36}$"+"\""}];
+param_validate42.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/pattern",keyword:"pattern",params:{pattern: "^evt_[0-9a-f-]{36}$"},message:"must match pattern \""+"^evt_[0-9a-f-]{36}$"+"\""}];
 return false;
 }
 }
@@ -3603,12 +3844,12 @@ var valid0 = true;
 }
 }
 else {
-param_validate39.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate42.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate39.errors = vErrors;
+param_validate42.errors = vErrors;
 return errors === 0;
 }
-param_validate39.evaluated = {"props":{"webhookId":true,"eventId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate42.evaluated = {"props":{"webhookId":true,"eventId":true},"dynamicProps":false,"dynamicItems":false};
 

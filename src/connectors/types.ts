@@ -58,6 +58,8 @@ export interface ExecutionLimits {
   maxConcurrentCalls?: number;
   /** How long a call waits for a free slot before it answers "busy". */
   queueTimeoutMs?: number;
+  /** PostgreSQL: how long a server-side resolution verdict is reused (postgresql/resolution.ts); default 30 s, 0 = every call. */
+  resolutionCacheTtlMs?: number;
 }
 
 /** Everything a driver needs to run one call. */

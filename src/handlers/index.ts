@@ -1,5 +1,6 @@
 /** The handler table: exactly one handler per operation of openapi.yaml (checked when the app is built). */
 import type { HandlerTable } from './context.ts';
+import { approveApproval, listApprovals, rejectApproval } from './approvals.ts';
 import { archiveConnector, createConnector, getConnector, listConnectors, revalidateConnector, updateConnector } from './connectors.ts';
 import { deleteIdpConfig, getIdpConfig, setIdpConfig } from './idp.ts';
 import { mcpEndpoint } from './mcp.ts';
@@ -33,6 +34,9 @@ export const handlers: HandlerTable = {
   revalidateConnector,
   listTools,
   updateToolMetadata,
+  listApprovals,
+  approveApproval,
+  rejectApproval,
   mcpEndpoint,
   createOrg,
   getJwks,

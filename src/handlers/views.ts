@@ -2,6 +2,8 @@
  * The one place where store rows become wire objects of openapi.yaml: every REST response body built from a row goes
  * through a function here, typed with the contract's generated types (a drift between the two fails the typecheck).
  */
+import type { ApprovalRow } from '../approvals/repository.ts';
+import type { DecisionResult } from '../approvals/service.ts';
 import type { ApiKeyRow, OAuthClientRow } from '../auth/credentials.ts';
 import type { IdpConfigRow } from '../auth/idp/repository.ts';
 import type { ConnectorRow } from '../connectors/repository.ts';
@@ -127,6 +129,33 @@ export function idpConfigView(row: IdpConfigRow): wire.IdpConfig {
     email_claim: row.emailClaim,
     default_role: row.defaultRole as wire.IdpConfig['default_role'],
     updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+/** The Approval object of GET /api/org/approvals (contributor and up: the roles allowed to see held arguments). */
+export function approvalView(row: ApprovalRow): wire.Approval {
+  return {
+    id: row.id,
+    tool_name: row.toolName,
+    status: row.status as wire.ApprovalStatus,
+    arguments: JSON.parse(row.argumentsJson) as Record<string, unknown>,
+    requested_by: row.requestedBy,
+    decided_by: row.decidedBy,
+    decided_at: row.decidedAt?.toISOString() ?? null,
+    approver_emails: row.approverEmails,
+    created_at: row.createdAt.toISOString(),
+    expires_at: row.expiresAt.toISOString(),
+    reason: row.statusReason,
+  };
+}
+
+/** The body of approve / reject: the decision's outcome, with the tool's result or the failure's reason. */
+export function approvalDecisionView(decision: DecisionResult): wire.ApprovalDecision {
+  return {
+    ok: decision.ok,
+    status: decision.status,
+    ...(decision.result ? { result: decision.result as unknown as Record<string, unknown> } : {}),
+    ...(decision.reason ? { reason: decision.reason } : {}),
   };
 }
 

@@ -147,7 +147,39 @@ ALTER TABLE orgs ADD COLUMN burst_limit_per_second integer CHECK (burst_limit_pe
 `,
   },
   {
-    // 6, not 5: the approvals branch takes 5. The outbox is webhook_events (one row per event, the exact signed body)
+    version: 5,
+    name: 'approvals',
+    sql: `
+CREATE TABLE approvals (
+  id uuid PRIMARY KEY,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  tool_id uuid NOT NULL,
+  tool_name text NOT NULL,
+  connector_id uuid NOT NULL,
+  arguments_json text NOT NULL,
+  arguments_digest text NOT NULL,
+  requester_kind text NOT NULL CHECK (requester_kind IN ('api_key','oauth_client','idp_user')),
+  requester_id text NOT NULL,
+  requested_by text NOT NULL,
+  requester_connector_ids uuid[],
+  approver_emails text[] NOT NULL,
+  status text NOT NULL CHECK (status IN ('pending','executing','executed','rejected','failed','expired')),
+  status_reason text,
+  result jsonb,
+  decided_by text,
+  decided_at timestamptz,
+  executing_at timestamptz,
+  completed_at timestamptz,
+  created_at timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX approvals_org_created ON approvals (org_id, created_at DESC);
+CREATE INDEX approvals_pending_expiry ON approvals (expires_at) WHERE status = 'pending';
+CREATE INDEX approvals_executing ON approvals (executing_at) WHERE status = 'executing';
+`,
+  },
+  {
+    // The outbox is webhook_events (one row per event, the exact signed body)
     // plus webhook_deliveries (one row per event and endpoint: the queue the workers claim); attempts are the history.
     version: 6,
     name: 'webhooks_outbox',

@@ -140,6 +140,39 @@ export const usageCounters = pgTable('usage_counters', {
   toolCalls: bigint('tool_calls', { mode: 'number' }).notNull().default(0),
 }, (t) => [primaryKey({ columns: [t.orgId, t.periodStart] })]);
 
+export const approvals = pgTable('approvals', {
+  id: uuid('id').primaryKey(),
+  orgId: uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
+  toolId: uuid('tool_id').notNull(),
+  toolName: text('tool_name').notNull(),
+  connectorId: uuid('connector_id').notNull(),
+  /** The held arguments exactly as they will run (validated, defaults filled in), as JSON text: byte-for-byte. */
+  argumentsJson: text('arguments_json').notNull(),
+  /** HMAC over the approval's identity, tool and arguments (approvals/digest.ts), verified before execution. */
+  argumentsDigest: text('arguments_digest').notNull(),
+  requesterKind: text('requester_kind').notNull(),
+  requesterId: text('requester_id').notNull(),
+  requestedBy: text('requested_by').notNull(),
+  /** The requesting credential's connector scope at request time (null: every connector). */
+  requesterConnectorIds: uuid('requester_connector_ids').array(),
+  approverEmails: text('approver_emails').array().notNull(),
+  status: text('status').notNull(),
+  statusReason: text('status_reason'),
+  result: jsonb('result').$type<Record<string, unknown>>(),
+  decidedBy: text('decided_by'),
+  decidedAt: ts('decided_at'),
+  executingAt: ts('executing_at'),
+  completedAt: ts('completed_at'),
+  createdAt: ts('created_at').notNull(),
+  expiresAt: ts('expires_at').notNull(),
+}, (t) => [
+  index('approvals_org_created').on(t.orgId, t.createdAt.desc()),
+  index('approvals_pending_expiry').on(t.expiresAt).where(sql`status = 'pending'::text`),
+  index('approvals_executing').on(t.executingAt).where(sql`status = 'executing'::text`),
+]);
+
 /** Outbound webhook endpoints (issue 11); the secret is sealed (AAD `webhook_secret:<id>`). */
 export const webhooks = pgTable('webhooks', {
   id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),

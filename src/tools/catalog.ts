@@ -26,6 +26,8 @@ export interface CatalogTool {
   enabled: boolean;
   readOnly: boolean;
   requiresApproval: boolean;
+  approvalTtlSeconds: number;
+  approvalEmails: string[];
   connector: ConnectorRuntime;
   spec: ToolSpec;
   validate: ValidateFunction;
@@ -84,6 +86,8 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       enabled: tool.enabled,
       readOnly: tool.readOnly,
       requiresApproval: tool.requiresApproval,
+      approvalTtlSeconds: tool.approvalTtlSeconds,
+      approvalEmails: tool.approvalEmails,
       connector: runtime,
       spec,
       validate: ajv.compile(spec.inputSchema),

@@ -331,8 +331,10 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
           expect(Buffer.byteLength(text(r))).toBeLessThanOrEqual(1_000_000);
         }
         // Unbounded, this is 1.5 GB of rows (3 GB as strings). Bounded, the calls keep one row each; the rest of the
-        // growth is garbage of rows dropped unread while the cancel travels (RSS falls back only after a GC).
-        expect(grewMb).toBeLessThan(350);
+        // growth is garbage of rows dropped unread while the cancel travels (RSS falls back only after a GC). How much
+        // arrives before the cancel lands depends on the machine's load (100-370 MB seen on 2 shared cores), so the
+        // bound sits well under the unbounded 1.5 GB without depending on scheduling.
+        expect(grewMb).toBeLessThan(600);
         expect(await noLongerRunning(p, 'AS v FROM big')).toBe(0);
       }, 60_000);
 

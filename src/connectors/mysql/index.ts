@@ -8,7 +8,7 @@ import { errorResult } from '../shared/result.ts';
 import { DEFAULT_MYSQL_PORT, applySession, endMyPool, flavourOf, mysqlOptions, openMyPool, type MyPool } from './pool.ts';
 import { exposedSchemas, introspectMysql, readNameMode } from './introspect.ts';
 import { isSystemDatabase, sameName } from '../sqlguard/mysql-names.ts';
-import { executeMysql } from './execute.ts';
+import { executeMysql, loadMysqlGuard } from './execute.ts';
 import { myCallErrorText, myConnectorError, type MyErrorContext } from './errors.ts';
 
 const pools = new PoolRegistry<MyPool>({ open: openMyPool, end: endMyPool });
@@ -61,6 +61,8 @@ export const mysqlDriver: ConnectorDriver = {
   },
 
   async introspect(connectorId, config, credential): Promise<ToolSpec[]> {
+    // Calls will follow: load the guard's parser now (a failure surfaces, as a tool result, on the first call).
+    loadMysqlGuard().catch(() => {});
     try {
       return await pools.use(connectorId, config, credential, async (p) => {
         const flavour = await flavourOf(p);

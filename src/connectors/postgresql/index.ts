@@ -7,6 +7,7 @@ import { errorResult } from '../shared/result.ts';
 import { endPgPool, openPgPool, DEFAULT_PG_PORT, type PgPool, type PgSession } from './pool.ts';
 import { introspectPg, DEFAULT_PG_SCHEMAS } from './introspect.ts';
 import { executePg } from './execute.ts';
+import { TEMP_PRIVILEGE_MISSING } from './resolution.ts';
 import { pgCallErrorText, pgConnectorError, type PgErrorContext } from './errors.ts';
 
 const pools = new PoolRegistry<PgPool, PgSession>({ open: openPgPool, end: endPgPool });
@@ -66,6 +67,10 @@ export const postgresqlDriver: ConnectorDriver = {
         const found = await sql.unsafe<{ nspname: string }[]>('select nspname from pg_catalog.pg_namespace where nspname = any($1::text[])', [schemas]);
         const missing = schemas.filter((s) => !found.some((f) => f.nspname === s));
         if (missing.length) throw new ConnectorError(`schema ${missing.join(', ')} does not exist in database ${config.database}`, 'invalid_config');
+        // The server-side resolution check (resolution.ts) analyses statements in a temporary function: without
+        // TEMPORARY every call would fail closed, so say so here, where it lands in the connector's status_reason.
+        const [temp] = await sql.unsafe<{ ok: boolean }[]>(`select pg_catalog.has_database_privilege(pg_catalog.current_database(), 'TEMPORARY') as ok`);
+        if (!temp?.ok) throw new ConnectorError(TEMP_PRIVILEGE_MISSING(config.user, config.database), 'invalid_config');
       });
     } catch (err) {
       throw pgConnectorError(err, errorContext(config, credential), 'connection_failed');
