@@ -172,6 +172,7 @@ export const REQUIREMENTS = {
   'WEBHOOK-RETRY': 'A failed delivery is retried with backoff and the same event id until 2xx; 3xx is not followed; 410 disables the endpoint [issue 11; decisions Webhooks]',
   'WEBHOOK-OUTBOX': 'Events are written to the outbox in the emitter\'s transaction and delivered after a crash and restart; several instances deliver each event once [issue 11]',
   'WEBHOOK-ISOLATION': 'A hanging receiver does not stall deliveries to other endpoints [issue 11]',
+  'WEBHOOK-APPROVAL-EVENTS': 'Holding a flagged call and deciding it deliver approval.requested and approval.decided, without the call arguments [spec Events; issue 11]',
   'WEBHOOK-TOOL-CALLED': 'tools/call of an org with a tool.called webhook delivers a tool.called event; an org without one writes no outbox row [issue 11]',
 } as const;
 

@@ -278,3 +278,37 @@ describe.skipIf(!hasPg)('tool.called', () => {
     }
   });
 });
+
+describe.skipIf(!hasPg)('approval events (approvals merged)', () => {
+  test('holding a flagged call and approving it deliver approval.requested then approval.decided, without the arguments', async () => {
+    verifies('WEBHOOK-APPROVAL-EVENTS');
+    const { createTargets } = await import('./support/targets.ts');
+    const { callTool, createConnector, restTools } = await import('./support/mcp.ts');
+    const targets = await createTargets('tg_hookappr', 'pg');
+    await targets.pg('CREATE TABLE ledger (id integer, body text)');
+    const receiver = startReceiver();
+    const gateway = await startTestGateway('postgres', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: receiver.hostPort, ...FAST });
+    try {
+      const org = await onboard(gateway);
+      const manage = await tokenFor(gateway, org.clientId, org.clientSecret);
+      await createConnector(gateway, manage, { name: 'ledger', type: 'postgresql', config: targets.pgConfig, allow_write: true });
+      const tool = (await restTools(gateway, manage, org.orgId)).find((t) => t.name === 'query_postgresql_ledger')!;
+      expect((await api(gateway, 'PATCH', `/api/mcp/${org.orgId}/tools/${tool.id}/metadata`, manage, { requires_approval: true, approval_emails: ['ops@example.com'] })).status).toBe(200);
+      await subscribe(gateway, manage, receiver.url(), ['approval.requested', 'approval.decided']);
+      const held = await callTool(gateway, org.slug, { apiKey: org.apiKey }, 'query_postgresql_ledger', { sql: "INSERT INTO ledger VALUES (7, 'secret-argument')" });
+      const approvalId = held.body.result.structuredContent.approvalId as string;
+      await until(() => receiver.received.length === 1, 10_000, 'approval.requested');
+      expect((await api(gateway, 'POST', `/api/org/approvals/${approvalId}/approve`, manage)).status).toBe(200);
+      await until(() => receiver.received.length === 2, 10_000, 'approval.decided');
+      const [requestedEvent, decidedEvent] = receiver.received.map((r) => JSON.parse(r.body));
+      expect(requestedEvent).toMatchObject({ type: 'approval.requested', org_id: org.orgId, data: { approval_id: approvalId, tool_name: 'query_postgresql_ledger' } });
+      expect(decidedEvent).toMatchObject({ type: 'approval.decided', data: { approval_id: approvalId, decision: 'approved' } });
+      expect(receiver.received.map((r) => r.headers['x-service-event'])).toEqual(['approval.requested', 'approval.decided']);
+      expect(receiver.received.some((r) => r.body.includes('secret-argument'))).toBe(false);
+    } finally {
+      await gateway.close();
+      receiver.stop();
+      await targets.drop();
+    }
+  });
+});
