@@ -358,6 +358,77 @@ export const operations = [
       "asset"
     ],
     "queryParams": []
+  },
+  {
+    "operationId": "listWebhooks",
+    "method": "GET",
+    "path": "/api/org/webhooks",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "createWebhook",
+    "method": "POST",
+    "path": "/api/org/webhooks",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "deleteWebhook",
+    "method": "DELETE",
+    "path": "/api/org/webhooks/{webhookId}",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "webhookId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "updateWebhook",
+    "method": "PATCH",
+    "path": "/api/org/webhooks/{webhookId}",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "webhookId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "listWebhookDeliveries",
+    "method": "GET",
+    "path": "/api/org/webhooks/{webhookId}/deliveries",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "webhookId"
+    ],
+    "queryParams": [
+      "limit"
+    ]
+  },
+  {
+    "operationId": "resendWebhookEvent",
+    "method": "POST",
+    "path": "/api/org/webhooks/{webhookId}/events/{eventId}/resend",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "webhookId",
+      "eventId"
+    ],
+    "queryParams": []
   }
 ] as const satisfies readonly OperationDef[];
 

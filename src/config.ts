@@ -41,6 +41,17 @@ export interface Config {
   /** Port of the demo's sample database on 127.0.0.1; 0 picks a free one. */
   demoDbPort: number;
   logLevel: 'silent' | 'error' | 'info' | 'debug';
+  /** Webhook delivery (issue 11): whether this instance runs a delivery worker, and its timings (docs/decisions.md). */
+  webhookWorker: boolean;
+  webhookTimeoutMs: number;
+  webhookMaxResponseBytes: number;
+  /** First retry delay; each later one doubles (capped at 8 h), with +-20% jitter. */
+  webhookRetryBaseMs: number;
+  /** How long a claimed delivery stays with its worker; a crashed worker's deliveries are retried after it. */
+  webhookLeaseMs: number;
+  webhookPollMs: number;
+  /** Requests in flight per endpoint across one instance's worker (a hanging receiver holds at most this many). */
+  webhookEndpointConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -156,6 +167,23 @@ export function loadConfig(env: Env = process.env): Config {
     customBurstPerSecond: intVar(env, 'TOOLGATE_CUSTOM_BURST_PER_SECOND', 1000, 1, 100_000),
     demoDbPort: intVar(env, 'TOOLGATE_DEMO_DB_PORT', 0, 0, 65535),
     logLevel,
+    ...webhookConfig(env),
+  };
+}
+
+function webhookConfig(env: Env) {
+  const webhookTimeoutMs = intVar(env, 'TOOLGATE_WEBHOOK_TIMEOUT_MS', 5000, 100, 60_000);
+  const webhookLeaseMs = intVar(env, 'TOOLGATE_WEBHOOK_LEASE_MS', webhookTimeoutMs + 25_000, 200, 3_600_000);
+  // A lease shorter than a request would let a second worker re-send while the first is still waiting for an answer.
+  if (webhookLeaseMs <= webhookTimeoutMs) throw new ConfigError('TOOLGATE_WEBHOOK_LEASE_MS must be greater than TOOLGATE_WEBHOOK_TIMEOUT_MS');
+  return {
+    webhookWorker: env.TOOLGATE_WEBHOOK_WORKER !== '0' && env.TOOLGATE_WEBHOOK_WORKER !== 'false',
+    webhookTimeoutMs,
+    webhookMaxResponseBytes: intVar(env, 'TOOLGATE_WEBHOOK_MAX_RESPONSE_BYTES', 65_536, 1024, 1_048_576),
+    webhookRetryBaseMs: intVar(env, 'TOOLGATE_WEBHOOK_RETRY_BASE_MS', 30_000, 10, 3_600_000),
+    webhookLeaseMs,
+    webhookPollMs: intVar(env, 'TOOLGATE_WEBHOOK_POLL_MS', 1000, 10, 60_000),
+    webhookEndpointConcurrency: intVar(env, 'TOOLGATE_WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 100),
   };
 }
 

@@ -17,6 +17,8 @@ import type { BurstLimiter, LocalWindow } from './limits/burst.ts';
 import type { UsageMeter } from './limits/usage.ts';
 import type { DomainEvents } from './events/index.ts';
 import type { McpServer } from './mcp/server.ts';
+import type { WebhookWorker } from './webhooks/worker.ts';
+import type { ToolCalledRecorder } from './webhooks/outbox.ts';
 import type { ApprovalService } from './approvals/service.ts';
 
 export interface AppDeps {
@@ -41,4 +43,8 @@ export interface AppDeps {
   approvals: ApprovalService;
   /** The MCP methods (JSON-RPC method table over the tool runtime) behind the MCP transport. */
   mcp: McpServer;
+  /** tool.called events of tools/call, batched into the webhook outbox (skipped for orgs without such a webhook). */
+  toolCalled: ToolCalledRecorder;
+  /** This instance's webhook delivery worker; null when TOOLGATE_WEBHOOK_WORKER=0. */
+  webhookWorker: WebhookWorker | null;
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Authenticator } from './auth/authenticate.ts';
 import { createIdpVerifier } from './auth/idp/verifier.ts';
 import { createIdpResolver } from './auth/idp/resolver.ts';
-import { parseOutboundPolicy } from './net/outbound.ts';
+import { parseOutboundPolicy, type Resolver } from './net/outbound.ts';
 import { TokenSigner } from './auth/signing.ts';
 import { decodeKey, type Config } from './config.ts';
 import { buildApp } from './app.ts';
@@ -15,6 +15,8 @@ import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/bu
 import { UsageMeter } from './limits/usage.ts';
 import { DomainEvents } from './events/index.ts';
 import { createMcpServer } from './mcp/server.ts';
+import { outboxSubscriber, ToolCalledRecorder } from './webhooks/outbox.ts';
+import { WebhookWorker } from './webhooks/worker.ts';
 import { ApprovalService } from './approvals/service.ts';
 import { deriveApprovalDigestKey } from './approvals/digest.ts';
 import { executeTool } from './tools/runtime.ts';
@@ -38,6 +40,8 @@ export interface Gateway {
 export interface GatewayOptions {
   /** Tests: keep PGlite in memory instead of the data folder. */
   inMemory?: boolean;
+  /** Tests: answer DNS look-ups of the outbound guard without a DNS server. */
+  resolve?: Resolver;
 }
 
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
@@ -51,7 +55,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const log = createLogger(config.logLevel);
   const signer = new TokenSigner(store.db, box, config.publicUrl);
   await signer.init();
-  const outbound = parseOutboundPolicy({ allowHosts: config.outboundAllowHosts });
+  const outbound = parseOutboundPolicy({ allowHosts: config.outboundAllowHosts, resolve: options.resolve });
   const idpVerifier = createIdpVerifier({
     outbound,
     clockToleranceSec: config.idpClockToleranceSeconds,
@@ -61,6 +65,10 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const catalog = new CatalogCache({ store, box });
   const usage = new UsageMeter(store.db);
   const events = new DomainEvents();
+  // The webhook outbox subscribes by event type, so every emitter (approvals, tool calls) feeds it in its transaction.
+  events.subscribe(outboxSubscriber);
+  const toolCalled = new ToolCalledRecorder({ store, events, log });
+  const webhookWorker = config.webhookWorker ? new WebhookWorker({ store, box, outbound, log, config }) : null;
   const approvals = new ApprovalService({
     db: store.db,
     events,
@@ -89,9 +97,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     usage,
     events,
     approvals,
-    mcp: createMcpServer({ catalog, usage, config, log, approvals, outbound }),
+    mcp: createMcpServer({ catalog, usage, config, log, approvals, outbound, toolCalled }),
+    toolCalled,
+    webhookWorker,
   };
   approvals.startSweeper(APPROVAL_SWEEP_INTERVAL_MS);
+  webhookWorker?.start();
   const app = buildApp(deps);
   return {
     deps,
@@ -99,6 +110,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     handle: (request) => app.handle(request),
     close: async () => {
       await deps.approvals.stopSweeper();
+      await toolCalled.idle();
+      await webhookWorker?.stop();
       await deps.jobs.idle();
       await closeAllConnectors();
       await deps.usage.close();

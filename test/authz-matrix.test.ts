@@ -142,6 +142,8 @@ function fillPath(op: OperationDef): string {
         return A.slug;
       case 'asset':
         return 'no-such-asset.js';
+      case 'eventId':
+        return `evt_${randomUUID()}`;
       default:
         return randomUUID();
     }
@@ -174,6 +176,11 @@ function bodyFor(op: OperationDef, caller: Caller): { body: string; contentType:
       return jsonBody({ slug: `matrix-${randomUUID().slice(0, 8)}`, name: 'Matrix' });
     case 'mcpEndpoint':
       return jsonBody({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
+    case 'createWebhook':
+      // Refused by the URL guard (422) when the role admits the caller: nothing is created, nothing is sent.
+      return jsonBody({ url: 'https://127.0.0.1/matrix', events: ['tool.called'] });
+    case 'updateWebhook':
+      return jsonBody({ enabled: false });
     default:
       return op.bodyType === 'form' ? { body: '', contentType: 'application/x-www-form-urlencoded' } : jsonBody({});
   }

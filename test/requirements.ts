@@ -180,6 +180,20 @@ export const REQUIREMENTS = {
   'MCPC-DOWN-RECOVER': 'An unreachable upstream fails the connector with a clear reason and its calls are tool errors; revalidate recovers [issue 12]',
   'MCPC-EVERYTHING': 'The reference server @modelcontextprotocol/server-everything (streamable HTTP) works through the gateway [issue 12]',
   'MCPC-TOOL-SCHEMAS': 'Upstream input schemas are checked as JSON Schema and size-capped; a tool whose schema fails is left out [issue 12]',
+
+
+  // Webhooks (issue 11)
+  'WEBHOOK-CRUD': 'Admins list, create, change and delete webhooks; bad input is 400, another org\'s webhook 404 [spec Webhooks]',
+  'WEBHOOK-SECRET-ONCE': 'A webhook secret appears only in the creation response and is sealed at rest [spec Webhook; issue 11]',
+  'WEBHOOK-URL-GUARD': 'Webhook URLs must be https and pass the outbound guard at save and at every send (a DNS name resolving to 127.0.0.1 too) [issue 11; checklist Outbound requests]',
+  'WEBHOOK-DELIVERIES': 'GET /api/org/webhooks/{id}/deliveries lists attempts with status code, latency and error [issue 11]',
+  'WEBHOOK-RESEND': 'One event can be re-sent to a webhook, with the same id [issue 11; decisions Webhooks]',
+  'WEBHOOK-SIGNATURE': 'A delivery carries the spec body and X-Service-Signature/Timestamp/Event (and Standard Webhooks headers), verified independently [spec Events]',
+  'WEBHOOK-RETRY': 'A failed delivery is retried with backoff and the same event id until 2xx; 3xx is not followed; 410 disables the endpoint [issue 11; decisions Webhooks]',
+  'WEBHOOK-OUTBOX': 'Events are written to the outbox in the emitter\'s transaction and delivered after a crash and restart; several instances deliver each event once [issue 11]',
+  'WEBHOOK-ISOLATION': 'A hanging receiver does not stall deliveries to other endpoints [issue 11]',
+  'WEBHOOK-APPROVAL-EVENTS': 'Holding a flagged call and deciding it deliver approval.requested and approval.decided, without the call arguments [spec Events; issue 11]',
+  'WEBHOOK-TOOL-CALLED': 'tools/call of an org with a tool.called webhook delivers a tool.called event; an org without one writes no outbox row [issue 11]',
 } as const;
 
 export type RequirementId = keyof typeof REQUIREMENTS;

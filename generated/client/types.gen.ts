@@ -385,6 +385,116 @@ export type ApprovalDecision = {
     reason?: string;
 };
 
+export type WebhookEventType = 'tool.called' | 'approval.requested' | 'approval.decided';
+
+export type WebhookInput = {
+    url: string;
+    events: Array<WebhookEventType>;
+};
+
+export type WebhookPatch = {
+    url?: string;
+    events?: Array<WebhookEventType>;
+    enabled?: boolean;
+};
+
+export type Webhook = {
+    id: string;
+    url: string;
+    events: Array<WebhookEventType>;
+    enabled: boolean;
+    /**
+     * `gone` when the gateway disabled the webhook because the receiver answered 410; null otherwise.
+     */
+    disabled_reason: 'gone' | null;
+    created_at: string;
+};
+
+export type WebhookCreated = Webhook & {
+    /**
+     * HMAC signing key; returned only in this response.
+     */
+    secret: string;
+};
+
+export type WebhookAttempt = {
+    id: string;
+    event_id: string;
+    event_type: WebhookEventType;
+    /**
+     * Attempt number of this event on this webhook (1 is the first).
+     */
+    attempt: number;
+    /**
+     * The receiver's HTTP status; null when no answer came (timeout
+     */
+    status_code: number | null;
+    latency_ms: number;
+    /**
+     * Why the attempt failed; null on success. Names at most the host.
+     */
+    error: string | null;
+    attempted_at: string;
+    /**
+     * Where the event's delivery to this webhook stands now.
+     */
+    delivery_status: 'pending' | 'delivered' | 'failed';
+};
+
+/**
+ * The body POSTed to a webhook (not a REST response). Headers: `X-Service-Signature: sha256=<lowercase hex
+ * HMAC-SHA256 keyed with the secret string, over "<X-Service-Timestamp>.<raw body>">`, `X-Service-Timestamp`
+ * (Unix seconds of this attempt), `X-Service-Event` (the type); and the Standard Webhooks set `webhook-id`
+ * (the event id), `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 keyed with the base64-decoded
+ * part of the secret after whsec_, over "<id>.<timestamp>.<raw body>">`. The id is the same on every retry.
+ *
+ */
+export type WebhookDelivery = {
+    id: string;
+    type: WebhookEventType;
+    org_id: string;
+    created_at: string;
+    data: ToolCalledData | ApprovalRequestedData | ApprovalDecidedData;
+};
+
+/**
+ * `tool.called`: one tools/call that ran a tool (not refused before it ran). Arguments and results are not included.
+ */
+export type ToolCalledData = {
+    tool_name: string;
+    connector_id: string;
+    connector_type: string;
+    /**
+     * The tool result's isError.
+     */
+    is_error: boolean;
+    duration_ms: number;
+    caller: {
+        type: 'api_key' | 'oauth_client' | 'user';
+        id: string | null;
+    };
+};
+
+/**
+ * `approval.requested`: a call was held for human approval. Arguments are not included.
+ */
+export type ApprovalRequestedData = {
+    approval_id: string;
+    tool_name: string;
+    requested_by: string | null;
+    expires_at: string;
+};
+
+/**
+ * `approval.decided`: an approver approved or rejected a held call.
+ */
+export type ApprovalDecidedData = {
+    approval_id: string;
+    tool_name: string;
+    decision: 'approved' | 'rejected';
+    decided_by: string | null;
+};
+
 /**
  * The org's id; it must be the org of the token.
  */
@@ -396,6 +506,8 @@ export type ConnectorId = string;
  * The approval's id (the approvalId an agent received).
  */
 export type ApprovalId = string;
+
+export type WebhookId = string;
 
 export type IssueTokenData = {
     body: TokenRequest;
@@ -1647,3 +1759,268 @@ export type GetDocsAssetResponses = {
 };
 
 export type GetDocsAssetResponse = GetDocsAssetResponses[keyof GetDocsAssetResponses];
+
+export type ListWebhooksData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/api/org/webhooks';
+};
+
+export type ListWebhooksErrors = {
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+};
+
+export type ListWebhooksError = ListWebhooksErrors[keyof ListWebhooksErrors];
+
+export type ListWebhooksResponses = {
+    /**
+     * The webhooks, oldest first.
+     */
+    200: {
+        webhooks: Array<Webhook>;
+    };
+};
+
+export type ListWebhooksResponse = ListWebhooksResponses[keyof ListWebhooksResponses];
+
+export type CreateWebhookData = {
+    body: WebhookInput;
+    path?: never;
+    query?: never;
+    url: '/api/org/webhooks';
+};
+
+export type CreateWebhookErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+};
+
+export type CreateWebhookError = CreateWebhookErrors[keyof CreateWebhookErrors];
+
+export type CreateWebhookResponses = {
+    /**
+     * The webhook with its secret (`whsec_` + base64 of 32 random bytes), shown only in this response.
+     */
+    201: WebhookCreated;
+};
+
+export type CreateWebhookResponse = CreateWebhookResponses[keyof CreateWebhookResponses];
+
+export type DeleteWebhookData = {
+    body?: never;
+    path: {
+        webhookId: string;
+    };
+    query?: never;
+    url: '/api/org/webhooks/{webhookId}';
+};
+
+export type DeleteWebhookErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type DeleteWebhookError = DeleteWebhookErrors[keyof DeleteWebhookErrors];
+
+export type DeleteWebhookResponses = {
+    /**
+     * Deleted.
+     */
+    200: {
+        deleted: true;
+    };
+};
+
+export type DeleteWebhookResponse = DeleteWebhookResponses[keyof DeleteWebhookResponses];
+
+export type UpdateWebhookData = {
+    body: WebhookPatch;
+    path: {
+        webhookId: string;
+    };
+    query?: never;
+    url: '/api/org/webhooks/{webhookId}';
+};
+
+export type UpdateWebhookErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+};
+
+export type UpdateWebhookError = UpdateWebhookErrors[keyof UpdateWebhookErrors];
+
+export type UpdateWebhookResponses = {
+    /**
+     * The changed webhook.
+     */
+    200: Webhook;
+};
+
+export type UpdateWebhookResponse = UpdateWebhookResponses[keyof UpdateWebhookResponses];
+
+export type ListWebhookDeliveriesData = {
+    body?: never;
+    path: {
+        webhookId: string;
+    };
+    query?: {
+        /**
+         * Default 50, max 200.
+         */
+        limit?: number;
+    };
+    url: '/api/org/webhooks/{webhookId}/deliveries';
+};
+
+export type ListWebhookDeliveriesErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type ListWebhookDeliveriesError = ListWebhookDeliveriesErrors[keyof ListWebhookDeliveriesErrors];
+
+export type ListWebhookDeliveriesResponses = {
+    /**
+     * The attempts.
+     */
+    200: {
+        deliveries: Array<WebhookAttempt>;
+    };
+};
+
+export type ListWebhookDeliveriesResponse = ListWebhookDeliveriesResponses[keyof ListWebhookDeliveriesResponses];
+
+export type ResendWebhookEventData = {
+    body?: never;
+    path: {
+        webhookId: string;
+        eventId: string;
+    };
+    query?: never;
+    url: '/api/org/webhooks/{webhookId}/events/{eventId}/resend';
+};
+
+export type ResendWebhookEventErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+};
+
+export type ResendWebhookEventError = ResendWebhookEventErrors[keyof ResendWebhookEventErrors];
+
+export type ResendWebhookEventResponses = {
+    /**
+     * Queued.
+     */
+    202: {
+        event_id: string;
+        status: 'pending';
+    };
+};
+
+export type ResendWebhookEventResponse = ResendWebhookEventResponses[keyof ResendWebhookEventResponses];

@@ -10,6 +10,7 @@ import { issueToken } from './oauth.ts';
 import { createOrg } from './operator.ts';
 import { createApiKey, createOAuthClient, getOrg, listApiKeys, listOAuthClients, revokeApiKey, revokeOAuthClient } from './org.ts';
 import { getProvisioningStatus, provisionOrg } from './provisioning.ts';
+import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, resendWebhookEvent, updateWebhook } from './webhooks.ts';
 
 export const handlers: HandlerTable = {
   issueToken,
@@ -43,4 +44,10 @@ export const handlers: HandlerTable = {
   getOpenApi,
   getDocs,
   getDocsAsset,
+  listWebhooks,
+  createWebhook,
+  updateWebhook,
+  deleteWebhook,
+  listWebhookDeliveries,
+  resendWebhookEvent,
 };

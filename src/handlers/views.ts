@@ -11,6 +11,7 @@ import { burstLimitFor, monthlyQuotaFor } from '../limits/plans.ts';
 import type { OrgRow } from '../orgs/repository.ts';
 import type { ToolSettingsRow } from '../tools/settings.ts';
 import type { ToolSpec } from '../connectors/types.ts';
+import type { AttemptRow, WebhookRow } from '../webhooks/repository.ts';
 import type * as wire from '../../generated/client/types.gen.ts';
 
 export function orgView(org: OrgRow, customBurst: number): wire.Org {
@@ -155,5 +156,30 @@ export function approvalDecisionView(decision: DecisionResult): wire.ApprovalDec
     status: decision.status,
     ...(decision.result ? { result: decision.result as unknown as Record<string, unknown> } : {}),
     ...(decision.reason ? { reason: decision.reason } : {}),
+  };
+}
+
+export function webhookView(row: WebhookRow): wire.Webhook {
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events as wire.WebhookEventType[],
+    enabled: row.enabled,
+    disabled_reason: row.disabledReason as wire.Webhook['disabled_reason'],
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+export function webhookAttemptView(row: AttemptRow): wire.WebhookAttempt {
+  return {
+    id: row.id,
+    event_id: row.eventId,
+    event_type: row.eventType as wire.WebhookEventType,
+    attempt: row.attempt,
+    status_code: row.statusCode,
+    latency_ms: row.latencyMs,
+    error: row.error,
+    attempted_at: row.attemptedAt.toISOString(),
+    delivery_status: row.deliveryStatus as wire.WebhookAttempt['delivery_status'],
   };
 }

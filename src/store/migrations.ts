@@ -178,4 +178,62 @@ CREATE INDEX approvals_pending_expiry ON approvals (expires_at) WHERE status = '
 CREATE INDEX approvals_executing ON approvals (executing_at) WHERE status = 'executing';
 `,
   },
+  {
+    // The outbox is webhook_events (one row per event, the exact signed body)
+    // plus webhook_deliveries (one row per event and endpoint: the queue the workers claim); attempts are the history.
+    version: 6,
+    name: 'webhooks_outbox',
+    sql: `
+CREATE TABLE webhooks (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  url text NOT NULL,
+  events text[] NOT NULL,
+  enabled boolean NOT NULL DEFAULT true,
+  secret_sealed text NOT NULL,
+  disabled_reason text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX webhooks_org ON webhooks (org_id);
+
+CREATE TABLE webhook_events (
+  id text PRIMARY KEY,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  type text NOT NULL,
+  body text NOT NULL,
+  created_at timestamptz NOT NULL
+);
+CREATE INDEX webhook_events_org ON webhook_events (org_id, created_at);
+
+CREATE TABLE webhook_deliveries (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  event_id text NOT NULL REFERENCES webhook_events(id) ON DELETE CASCADE,
+  webhook_id uuid NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending','delivered','failed')),
+  attempts integer NOT NULL DEFAULT 0,
+  next_attempt_at timestamptz NOT NULL DEFAULT now(),
+  lease_token uuid,
+  leased_until timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  completed_at timestamptz,
+  UNIQUE (event_id, webhook_id)
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, created_at);
+
+CREATE TABLE webhook_attempts (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  delivery_id uuid NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+  webhook_id uuid NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+  attempt integer NOT NULL,
+  status_code integer,
+  latency_ms integer NOT NULL,
+  error text,
+  attempted_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX webhook_attempts_webhook ON webhook_attempts (webhook_id, attempted_at);
+`,
+  },
 ];

@@ -11,8 +11,11 @@
  *    then `execute`) with the held input: one execution path for immediate and approved calls;
  *  - tool sources: `execute` picks what runs a tool by its connector's type (a database driver today; an upstream
  *    MCP server is another kind of connector with its own executor);
- *  - audit rows and webhooks: emit `tool.called` on the domain events (src/events) around `execute`, inside the
- *    caller's transaction where a row must be written with it.
+ *  - audit rows and webhooks: `deps.toolCalled.record` in callTool, after the tool ran, emits `tool.called` on the
+ *    domain events (src/events); today src/webhooks/outbox.ts queues those for a background batch writer and skips
+ *    orgs without a tool.called webhook (a cached boolean, no promise, no allocation). The audit's group commit takes
+ *    this place: it writes the audit rows and emits the same events in one transaction, awaited before the result
+ *    leaves. An approved held call is reported by approval.decided, not tool.called.
  */
 import { getDriver } from '../connectors/registry.ts';
 import type { ToolResult } from '../connectors/types.ts';
@@ -57,6 +60,12 @@ export interface ApprovalDesk {
 export interface ToolRuntimeDeps extends ExecutionDeps {
   catalog: Pick<CatalogCache, 'get'>;
   approvals: ApprovalDesk;
+  /** Records that a tool ran (the tool.called event); a returned promise is awaited before the result leaves. */
+  toolCalled?: ToolCalledSink;
+}
+
+export interface ToolCalledSink {
+  record(org: RuntimeOrg, data: () => Record<string, unknown>): void | Promise<void>;
 }
 
 export const CHECK_APPROVAL_STATUS = 'check_approval_status';
@@ -212,10 +221,22 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
   if (instead) return instead;
   // Only a tool call that runs counts against the monthly quota (not check_approval_status polling, not calls
   // refused or held above; a held call counts when its approval runs it).
+  const started = performance.now();
+  let result: ToolResult;
   try {
-    return await executeTool(deps, org, tool, input);
+    result = await executeTool(deps, org, tool, input);
   } catch (err) {
     if (err instanceof QuotaExceededError) throw new RpcError(RpcCode.QuotaExceeded, err.message);
     throw err;
   }
+  const recording = deps.toolCalled?.record(org, () => ({
+    tool_name: tool.name,
+    connector_id: tool.connector.id,
+    connector_type: tool.connector.type,
+    is_error: result.isError === true,
+    duration_ms: Math.round(performance.now() - started),
+    caller: { type: principal.kind === 'idp_user' ? 'user' : principal.kind, id: principal.kind === 'idp_user' ? (principal.email ?? principal.actorId) : principal.actorId },
+  }));
+  if (recording) await recording;
+  return result;
 }
