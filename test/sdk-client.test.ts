@@ -2,7 +2,7 @@
 // token is fetched once, shared by concurrent requests and renewed before it expires; every error is a ToolgateError.
 import { afterAll, beforeAll, describe, expect, setSystemTime, test } from 'bun:test';
 import { getOrg, listConnectors, Toolgate, ToolgateError } from '../sdk/index.ts';
-import { BASE, onboard, startTestGateway, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { BASE, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 
 let g: TestGateway;
 let org: Onboarded;
@@ -88,5 +88,24 @@ describe('Toolgate', () => {
 
   test('clientId without clientSecret is refused at construction', () => {
     expect(() => new Toolgate({ clientId: 'tgc_x' })).toThrow(TypeError);
+  });
+});
+
+describe('SDK suites stay contract tests', () => {
+  test('a response that departs from openapi.yaml throws a ContractViolation through the SDK, with or without throwOnError', async () => {
+    const { sdkFor } = await import('./support/sdk.ts');
+    const { ContractViolation } = await import('./support/contract.ts');
+    const token = await tokenFor(g, org.clientId, org.clientSecret);
+    const client = sdkFor(g, token).client;
+    const real = g.app;
+    // An app whose GET /api/org drops a required field: the contract check in g.handle must refuse it.
+    g.app = { handle: async (request: Request) => (new URL(request.url).pathname === '/api/org' ? Response.json({ id: org.orgId }) : real.handle(request)) } as typeof g.app;
+    try {
+      expect(await getOrg({ client }).catch((e: unknown) => e)).toBeInstanceOf(ContractViolation);
+      expect(await getOrg({ client, throwOnError: true }).catch((e: unknown) => e)).toBeInstanceOf(ContractViolation);
+    } finally {
+      g.app = real;
+    }
+    expect((await getOrg({ client })).data!.id).toBe(org.orgId);
   });
 });

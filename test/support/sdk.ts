@@ -4,10 +4,18 @@
  */
 import type { Gateway } from '../../src/gateway.ts';
 import { Toolgate, type ToolgateOptions } from '../../sdk/index.ts';
+import { ContractViolation } from './contract.ts';
 import { BASE } from './gateway.ts';
 
 /** A Toolgate client on `gateway` with a bearer (token or API key) or client credentials. */
 export function sdkFor(gateway: Gateway, auth: string | Pick<ToolgateOptions, 'clientId' | 'clientSecret' | 'scope'>): Toolgate {
   const credentials = typeof auth === 'string' ? { token: auth } : auth;
-  return new Toolgate({ baseUrl: BASE, fetch: ((input: RequestInfo | URL, init?: RequestInit) => gateway.handle(new Request(input, init))) as typeof fetch, ...credentials });
+  const toolgate = new Toolgate({ baseUrl: BASE, fetch: ((input: RequestInfo | URL, init?: RequestInit) => gateway.handle(new Request(input, init))) as typeof fetch, ...credentials });
+  // The generated client turns a throwing fetch into a returned `error`; a contract violation must fail the test
+  // however the call was made, so it is thrown on (an error interceptor that throws ends the request).
+  toolgate.client.interceptors.error.use((error) => {
+    if (error instanceof ContractViolation) throw error;
+    return error;
+  });
+  return toolgate;
 }
