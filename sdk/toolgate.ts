@@ -43,6 +43,8 @@ export class Toolgate {
       ...(options.fetch ? { fetch: options.fetch } : {}),
       auth: () => this.accessToken(),
     });
+    // hey-api hands every error interceptor the original body and keeps the last one's value: an interceptor added
+    // later must return a ToolgateError itself (or wrap `new ToolgateError(response.status, error)`).
     this.client.interceptors.error.use((error, response) => (response ? new ToolgateError(response.status, error) : error));
   }
 
