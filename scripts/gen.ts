@@ -208,7 +208,9 @@ async function generate(outDir: string): Promise<void> {
     // Explicit `.ts` extensions: Deno and Bun run the files as they are, and tsc (NodeNext, with
     // rewriteRelativeImportExtensions) builds them into the JS that Node consumers import (sdk/tsconfig.json).
     output: { path: join(outDir, 'client'), clean: true, module: { extension: '.ts' } },
-    plugins: ['@hey-api/client-fetch', '@hey-api/typescript', '@hey-api/sdk'],
+    // The default client points at the gateway's default address (PORT 8080), so a bare call works locally;
+    // sdk/toolgate.ts and createClient({ baseUrl }) set the real one.
+    plugins: [{ name: '@hey-api/client-fetch', baseUrl: 'http://localhost:8080' }, '@hey-api/typescript', '@hey-api/sdk'],
     logs: { level: 'silent' },
   } as never);
   fixRequestInit(join(outDir, 'client'));

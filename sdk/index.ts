@@ -4,5 +4,7 @@
  */
 export * from '../generated/client/index.ts';
 export { createClient, createConfig, type Client, type Config, type RequestResult } from '../generated/client/client/index.ts';
+/** The default client the operations use when no `client` is passed (base URL http://localhost:8080). */
+export { client } from '../generated/client/client.gen.ts';
 export { Toolgate, DEFAULT_BASE_URL, type ToolgateOptions } from './toolgate.ts';
 export { ToolgateError } from './error.ts';

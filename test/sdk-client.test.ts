@@ -109,3 +109,11 @@ describe('SDK suites stay contract tests', () => {
     expect((await getOrg({ client })).data!.id).toBe(org.orgId);
   });
 });
+
+test('without a base URL, the SDK talks to the gateway\'s default address', async () => {
+  const { client, DEFAULT_BASE_URL } = await import('../sdk/index.ts');
+  expect(DEFAULT_BASE_URL).toBe('http://localhost:8080');
+  expect(client.getConfig().baseUrl).toBe(DEFAULT_BASE_URL);
+  expect(new Toolgate().client.getConfig().baseUrl).toBe(DEFAULT_BASE_URL);
+  expect(new Toolgate({ baseUrl: 'https://gw.example/' }).client.getConfig().baseUrl).toBe('https://gw.example');
+});
