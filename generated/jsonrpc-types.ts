@@ -13,7 +13,7 @@ export type RequestId = (string | number)
 export type JsonRpcResponse = (JsonRpcSuccess | JsonRpcErrorResponse)
 
 /**
- * The JSON-RPC 2.0 envelope and the subset of the Model Context Protocol that POST /mcp/{orgSlug} speaks. Single messages only: batches are refused (MCP 2025-06-18 removed them).
+ * The JSON-RPC 2.0 envelope and the subset of the Model Context Protocol that POST /mcp/{orgSlug} speaks. Single messages; a batch (a JSON array of these messages) only under MCP 2025-03-26, the revision that requires them (2025-06-18 removed them; refused there).
  */
 export interface JsonRpcMessages {
 RequestId?: RequestId

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { randomUUID } from 'node:crypto';
 import { operations, type OperationDef } from '../generated/operations.ts';
+import * as sdk from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
 import { BASE, api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import {
@@ -22,6 +23,7 @@ import {
   type PgFixture,
   type TestKey,
 } from './support/idp.ts';
+import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
 
 /** Every policy the gateway knows. A new value must be added here, with its expected outcomes, or the suite fails. */
@@ -306,15 +308,17 @@ describe("org A's resources addressed by org B", () => {
   let fixture: PgFixture | null = null;
   const bCallers = () => callers.filter((c) => c.home === 'B');
 
+  // This block's calls go through the SDK (contract-checked); the matrix above stays raw, one request per operation.
+  const as = (token: string | null) => sdkFor(g, token ?? '').client; // '' sends no Authorization, as api() with null
+
   beforeAll(async () => {
-    const res = await api(g, 'POST', '/api/connectors', manageA, {
-      name: 'a-connector',
-      type: 'postgresql',
-      config: { host: '127.0.0.1', port: 9, database: 'a', user: 'a' },
+    const res = await sdk.createConnector({
+      client: as(manageA),
+      body: { name: 'a-connector', type: 'postgresql', config: { host: '127.0.0.1', port: 9, database: 'a', user: 'a' } },
     });
-    expect(res.status).toBe(201);
-    connectorId = ((await res.json()) as { id: string }).id;
-    const keys = (await (await api(g, 'GET', '/api/org/api-keys', manageA)).json()) as { api_keys: { id: string; name: string }[] };
+    expect(res.response.status).toBe(201);
+    connectorId = res.data!.id;
+    const keys = (await sdk.listApiKeys({ client: as(manageA), throwOnError: true })).data;
     apiKeyId = keys.api_keys.find((k) => k.name === 'default')!.id;
   }, 60_000);
   afterAll(async () => {
@@ -325,39 +329,41 @@ describe("org A's resources addressed by org B", () => {
   test("connector: B's admin and org:manage token get 404 on GET, PATCH, DELETE and revalidate; nothing changes", async () => {
     verifies('REST-BOLA');
     for (const caller of bCallers()) {
-      const base = `/api/connectors/${connectorId}`;
-      const attempts: [string, string, unknown][] = [
-        ['GET', base, undefined],
-        ['PATCH', base, { name: 'stolen' }],
-        ['DELETE', base, undefined],
-        ['POST', `${base}/revalidate`, undefined],
+      const client = as(caller.token);
+      const path = { connectorId };
+      const attempts: [string, () => Promise<{ error?: unknown; response: Response }>][] = [
+        ['GET', () => sdk.getConnector({ client, path })],
+        ['PATCH', () => sdk.updateConnector({ client, path, body: { name: 'stolen' } })],
+        ['DELETE', () => sdk.archiveConnector({ client, path })],
+        ['POST revalidate', () => sdk.revalidateConnector({ client, path })],
       ];
-      for (const [method, path, body] of attempts) {
-        const res = await api(g, method, path, caller.token, body);
-        const text = await res.text();
-        expect({ caller: caller.kind, method, status: res.status }).toEqual({ caller: caller.kind, method, status: 404 });
-        expect(text).not.toContain('a-connector');
+      for (const [method, attempt] of attempts) {
+        const res = await attempt();
+        expect({ caller: caller.kind, method, status: res.response.status }).toEqual({ caller: caller.kind, method, status: 404 });
+        expect(res.error).toBeInstanceOf(sdk.ToolgateError);
+        expect(JSON.stringify((res.error as sdk.ToolgateError).body)).not.toContain('a-connector');
       }
-      const list = (await (await api(g, 'GET', '/api/connectors', caller.token)).json()) as { connectors: { id: string }[] };
+      const list = (await sdk.listConnectors({ client, throwOnError: true })).data;
       expect(list.connectors.map((c) => c.id)).not.toContain(connectorId);
     }
-    const mine = await api(g, 'GET', `/api/connectors/${connectorId}`, manageA);
-    expect(mine.status).toBe(200);
-    expect(((await mine.json()) as { name: string }).name).toBe('a-connector');
+    const mine = await sdk.getConnector({ client: as(manageA), path: { connectorId } });
+    expect(mine.response.status).toBe(200);
+    expect(mine.data!.name).toBe('a-connector');
   });
 
   test("API key and OAuth client: B cannot revoke A's; A's credentials keep working", async () => {
     verifies('REST-BOLA');
     for (const caller of bCallers()) {
-      expect(await api(g, 'DELETE', `/api/org/api-keys/${apiKeyId}`, caller.token).then((r) => r.status)).toBe(404);
-      expect(await api(g, 'DELETE', `/api/org/oauth-clients/${A.clientId}`, caller.token).then((r) => r.status)).toBe(404);
-      const keys = (await (await api(g, 'GET', '/api/org/api-keys', caller.token)).json()) as { api_keys: { id: string }[] };
+      const client = as(caller.token);
+      expect((await sdk.revokeApiKey({ client, path: { keyId: apiKeyId } })).response.status).toBe(404);
+      expect((await sdk.revokeOAuthClient({ client, path: { clientId: A.clientId } })).response.status).toBe(404);
+      const keys = (await sdk.listApiKeys({ client, throwOnError: true })).data;
       expect(keys.api_keys.map((k) => k.id)).not.toContain(apiKeyId);
-      const clients = (await (await api(g, 'GET', '/api/org/oauth-clients', caller.token)).json()) as { oauth_clients: { client_id: string }[] };
+      const clients = (await sdk.listOAuthClients({ client, throwOnError: true })).data;
       expect(clients.oauth_clients.map((c) => c.client_id)).not.toContain(A.clientId);
     }
     expect((await mcpRequest(g, A.slug, { apiKey: A.apiKey })).status).toBe(200);
-    expect(await api(g, 'GET', '/api/org', manageA).then((r) => r.status)).toBe(200);
+    expect((await sdk.getOrg({ client: as(manageA) })).response.status).toBe(200);
     expect((await tokenFor(g, A.clientId, A.clientSecret)).length).toBeGreaterThan(0);
   });
 
@@ -367,22 +373,20 @@ describe("org A's resources addressed by org B", () => {
     fixture = await pgFixture(['matrix_items']);
     const created = await createConnector(g, manageA, 'a-tools', fixture);
     expect(created.status).toBe('active');
-    const tools = (await (await api(g, 'GET', `/api/mcp/${A.orgId}/tools?connector_id=${created.id}`, manageA)).json()) as {
-      tools: { id: string; enabled: boolean }[];
-    };
+    const query = { connector_id: created.id as string };
+    const tools = (await sdk.listTools({ client: as(manageA), throwOnError: true, path: { orgId: A.orgId }, query })).data;
     const toolId = tools.tools[0]!.id;
     for (const caller of bCallers()) {
+      const client = as(caller.token);
       for (const orgId of [A.orgId, B.orgId]) {
-        const patch = await api(g, 'PATCH', `/api/mcp/${orgId}/tools/${toolId}/metadata`, caller.token, { enabled: false });
-        expect({ caller: caller.kind, orgId, status: patch.status }).toEqual({ caller: caller.kind, orgId, status: 404 });
+        const patch = await sdk.updateToolMetadata({ client, path: { orgId, toolId }, body: { enabled: false } });
+        expect({ caller: caller.kind, orgId, status: patch.response.status }).toEqual({ caller: caller.kind, orgId, status: 404 });
       }
-      const list = await api(g, 'GET', `/api/mcp/${B.orgId}/tools?connector_id=${created.id}`, caller.token);
-      expect(list.status).toBe(200);
-      expect(((await list.json()) as { tools: unknown[] }).tools).toEqual([]);
+      const list = await sdk.listTools({ client, path: { orgId: B.orgId }, query });
+      expect(list.response.status).toBe(200);
+      expect(list.data!.tools).toEqual([]);
     }
-    const after = (await (await api(g, 'GET', `/api/mcp/${A.orgId}/tools?connector_id=${created.id}`, manageA)).json()) as {
-      tools: { id: string; enabled: boolean }[];
-    };
+    const after = (await sdk.listTools({ client: as(manageA), throwOnError: true, path: { orgId: A.orgId }, query })).data;
     expect(after.tools.find((t) => t.id === toolId)?.enabled).toBe(true);
   });
 });

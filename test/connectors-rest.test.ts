@@ -1,12 +1,15 @@
 // The connector lifecycle over REST on a real gateway, with real PostgreSQL and MySQL targets: create, validate,
-// list, patch, revalidate, archive, and what each step does to the tools on the MCP endpoint.
+// list, patch, revalidate, archive, and what each step does to the tools on the MCP endpoint. Behaviour goes through
+// the SDK (toolgate/client, every response checked against openapi.yaml); bodies the typed SDK cannot send stay raw HTTP.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { connectors } from '../src/store/schema.ts';
+import * as sdk from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
 import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, getConnector, listToolNames, restTools, rowsOf, type Credential } from './support/mcp.ts';
+import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, deadPort, type Targets } from './support/targets.ts';
 
@@ -19,12 +22,14 @@ let org: Onboarded;
 let token: string;
 let key: Credential;
 let t: Targets;
+let client: sdk.Client;
 
 beforeAll(async () => {
   if (!available) return;
   [g, t] = await Promise.all([startTestGateway('pglite'), createTargets('tg_mcp_conn')]);
   org = await onboard(g);
   token = await tokenFor(g, org.clientId, org.clientSecret);
+  client = sdkFor(g, token).client;
   key = { apiKey: org.apiKey };
 }, 120_000);
 afterAll(async () => {
@@ -40,15 +45,26 @@ async function expectError(response: Response, status: number, code: string, mes
   if (messageIncludes) expect(body.message).toContain(messageIncludes);
   return body;
 }
-const listIds = async (query = '') => ((await (await api(g, 'GET', `/api/connectors${query}`, token)).json()) as { connectors: { id: string }[] }).connectors.map((c) => c.id);
-const toolCount = async () => ((await (await api(g, 'GET', `/api/mcp/${org.orgId}/status`, token)).json()) as { toolCount: number }).toolCount;
+/** An SDK result that failed: the status, and a ToolgateError carrying the REST {error, message}. */
+function expectSdkError(result: { error?: unknown; response: Response }, status: number, code: string, messageIncludes?: string) {
+  expect(result.response.status).toBe(status);
+  expect(result.error).toBeInstanceOf(sdk.ToolgateError);
+  const error = result.error as sdk.ToolgateError;
+  expect(error.error).toBe(code);
+  expect(error.body).toEqual({ error: code, message: error.message });
+  if (messageIncludes) expect(error.message).toContain(messageIncludes);
+  return error;
+}
+const listIds = async (status?: sdk.ConnectorStatus) =>
+  (await sdk.listConnectors({ client, throwOnError: true, query: status ? { status } : undefined })).data.connectors.map((c) => c.id);
+const toolCount = async () => (await sdk.getProvisioningStatus({ client, throwOnError: true, path: { orgId: org.orgId } })).data.toolCount;
 
 describe.skipIf(!available)('create and validate', () => {
   test('POST answers 201 validating at once; the background job makes it active with tools', async () => {
     verifies('CONN-CREATE', 'TOOLS-NAMING');
-    const response = await api(g, 'POST', '/api/connectors', token, { name: 'pg', type: 'postgresql', config: t.pgConfig, credential: PASSWORD });
+    const { data, response } = await sdk.createConnector({ client, body: { name: 'pg', type: 'postgresql', config: t.pgConfig, credential: PASSWORD } });
     expect(response.status).toBe(201);
-    const created = (await response.json()) as Record<string, unknown>;
+    const created = data as unknown as Record<string, unknown>;
     expect(created).toMatchObject({ name: 'pg', type: 'postgresql', status: 'validating', has_credential: true, allow_write: false, allow_ddl: false });
     expect(created.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(new Date(created.created_at as string).toISOString()).toBe(created.created_at as string);
@@ -66,15 +82,23 @@ describe.skipIf(!available)('create and validate', () => {
     expect(row!.credentialSealed).toBeTruthy();
     expect(row!.credentialSealed).not.toContain(PASSWORD);
     expect(Buffer.from(row!.credentialSealed!, 'base64').toString('latin1')).not.toContain(PASSWORD);
-    for (const path of ['/api/connectors', `/api/connectors/${row!.id}`, `/api/mcp/${org.orgId}/tools`]) {
-      expect(await (await api(g, 'GET', path, token)).text()).not.toContain(PASSWORD);
+    const responses = [
+      await sdk.listConnectors({ client, parseAs: 'text' }),
+      await sdk.getConnector({ client, parseAs: 'text', path: { connectorId: row!.id } }),
+      await sdk.listTools({ client, parseAs: 'text', path: { orgId: org.orgId } }),
+      await sdk.updateConnector({ client, parseAs: 'text', path: { connectorId: row!.id }, body: { name: 'pg' } }),
+    ];
+    for (const { data, response } of responses) {
+      expect(response.status).toBe(200);
+      expect(typeof data).toBe('string');
+      expect(data as unknown as string).not.toContain(PASSWORD);
     }
-    expect(await (await api(g, 'PATCH', `/api/connectors/${row!.id}`, token, { name: 'pg' })).text()).not.toContain(PASSWORD);
   });
 
   test('an unavailable type is 422 connector_type_unavailable; an unknown type is 400', async () => {
     verifies('CONN-TYPE-UNAVAILABLE');
-    await expectError(await api(g, 'POST', '/api/connectors', token, { name: 'm', type: 'mongodb', config: t.pgConfig }), 422, 'connector_type_unavailable', 'mongodb');
+    expectSdkError(await sdk.createConnector({ client, body: { name: 'm', type: 'mongodb', config: t.pgConfig } }), 422, 'connector_type_unavailable', 'mongodb');
+    // Outside the contract's enum: the typed SDK cannot send it, so raw HTTP.
     await expectError(await api(g, 'POST', '/api/connectors', token, { name: 'r', type: 'redis', config: t.pgConfig }), 400, 'validation_error', 'body.type');
   });
 
@@ -83,8 +107,9 @@ describe.skipIf(!available)('create and validate', () => {
     const before = await listIds();
     const { host: _host, ...noHost } = t.pgConfig;
     await expectError(await api(g, 'POST', '/api/connectors', token, { name: 'x', type: 'postgresql', config: noHost }), 400, 'validation_error', 'host');
-    await expectError(await api(g, 'POST', '/api/connectors', token, { name: 'x', type: 'mysql', config: { ...t.myConfig, port: 70000 } }), 400, 'validation_error', 'port');
-    await expectError(await api(g, 'POST', '/api/connectors', token, { name: 'x', type: 'postgresql', config: { ...t.pgConfig, host: 'a/b' } }), 400, 'validation_error', 'host');
+    expectSdkError(await sdk.createConnector({ client, body: { name: 'x', type: 'mysql', config: { ...t.myConfig, port: 70000 } } }), 400, 'validation_error', 'port');
+    expectSdkError(await sdk.createConnector({ client, body: { name: 'x', type: 'postgresql', config: { ...t.pgConfig, host: 'a/b' } } }), 400, 'validation_error', 'host');
+    // Shapes the SDK's types rule out (a missing field, an unknown one) stay raw HTTP.
     await expectError(await api(g, 'POST', '/api/connectors', token, { name: 'x', type: 'postgresql', config: { ...t.pgConfig, dsn: 'x' } }), 400, 'validation_error', 'dsn');
     await expectError(await api(g, 'POST', '/api/connectors', token, { name: 'x', type: 'postgresql' }), 400, 'validation_error', 'body.config');
     expect(await listIds()).toEqual(before);
@@ -100,12 +125,12 @@ describe.skipIf(!available)('create and validate', () => {
       expect(failed.status_reason).toBe(`could not connect to 127.0.0.1:${port}: connection refused`);
       expect(JSON.stringify(failed)).not.toContain(PASSWORD);
       expect(await restTools(g, token, org.orgId, failed.id)).toEqual([]);
-      expect(await listIds('?status=failed')).toContain(failed.id);
-      expect((await api(g, 'DELETE', `/api/connectors/${failed.id}`, token)).status).toBe(200);
+      expect(await listIds('failed')).toContain(failed.id);
+      expect((await sdk.archiveConnector({ client, path: { connectorId: failed.id } })).response.status).toBe(200);
     }
     const wrongDb = await createConnector(g, token, { name: 'no db', type: 'postgresql', config: { ...t.pgConfig, database: 'tg_no_such_db_x' } });
     expect(wrongDb).toMatchObject({ status: 'failed', status_reason: 'database tg_no_such_db_x does not exist on 127.0.0.1:5432' });
-    expect((await api(g, 'DELETE', `/api/connectors/${wrongDb.id}`, token)).status).toBe(200);
+    expect((await sdk.archiveConnector({ client, path: { connectorId: wrongDb.id } })).response.status).toBe(200);
   });
 });
 
@@ -121,28 +146,28 @@ describe.skipIf(!available)('read, update, revalidate', () => {
     verifies('REST-404-NOT-FOUND');
     const ids = await listIds();
     expect(ids.at(-1)).toBe(my.id);
-    expect(await listIds('?status=active')).toContain(my.id);
-    expect(await listIds('?status=validating')).not.toContain(my.id);
+    expect(await listIds('active')).toContain(my.id);
+    expect(await listIds('validating')).not.toContain(my.id);
     expect(await getConnector(g, token, my.id)).toMatchObject({ id: my.id, name: 'shop', type: 'mysql', has_credential: false, config: { ...t.myConfig, tls: 'disable' } });
-    await expectError(await api(g, 'GET', `/api/connectors/${randomUUID()}`, token), 404, 'connector_not_found');
+    expectSdkError(await sdk.getConnector({ client, path: { connectorId: randomUUID() } }), 404, 'connector_not_found');
   });
 
   test("another org's connector id is 404 on every operation, and nothing changes", async () => {
     verifies('REST-BOLA');
     const other = await onboard(g);
-    const otherToken = await tokenFor(g, other.clientId, other.clientSecret);
-    const path = `/api/connectors/${my.id}`;
-    await expectError(await api(g, 'GET', path, otherToken), 404, 'connector_not_found');
-    await expectError(await api(g, 'PATCH', path, otherToken, { name: 'stolen' }), 404, 'connector_not_found');
-    await expectError(await api(g, 'POST', `${path}/revalidate`, otherToken), 404, 'connector_not_found');
-    await expectError(await api(g, 'DELETE', path, otherToken), 404, 'connector_not_found');
+    const thief = sdkFor(g, await tokenFor(g, other.clientId, other.clientSecret)).client;
+    const path = { connectorId: my.id };
+    expectSdkError(await sdk.getConnector({ client: thief, path }), 404, 'connector_not_found');
+    expectSdkError(await sdk.updateConnector({ client: thief, path, body: { name: 'stolen' } }), 404, 'connector_not_found');
+    expectSdkError(await sdk.revalidateConnector({ client: thief, path }), 404, 'connector_not_found');
+    expectSdkError(await sdk.archiveConnector({ client: thief, path }), 404, 'connector_not_found');
     expect(await getConnector(g, token, my.id)).toMatchObject({ name: 'shop', status: 'active' });
   });
 
   test('PATCH name keeps the connector active and renames it everywhere', async () => {
-    const response = await api(g, 'PATCH', `/api/connectors/${my.id}`, token, { name: 'shop (renamed)' });
+    const { data, response } = await sdk.updateConnector({ client, path: { connectorId: my.id }, body: { name: 'shop (renamed)' } });
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ name: 'shop (renamed)', status: 'active' });
+    expect(data).toMatchObject({ name: 'shop (renamed)', status: 'active' });
     await g.deps.jobs.idle();
     expect((await restTools(g, token, org.orgId, my.id)).every((x) => x.connector_name === 'shop (renamed)')).toBe(true);
   });
@@ -151,10 +176,10 @@ describe.skipIf(!available)('read, update, revalidate', () => {
     verifies('CONN-PATCH-ALLOW-WRITE', 'SQL-SELECT-ONLY');
     const insert = (id: number) => callTool(g, org.slug, key, 'query_mysql_notes', { sql: `INSERT INTO notes VALUES (${id}, 'w')` });
     expect((await insert(60)).body.result.isError).toBe(true);
-    const response = await api(g, 'PATCH', `/api/connectors/${my.id}`, token, { allow_write: true, allow_ddl: true });
-    expect(await response.json()).toMatchObject({ allow_write: true, allow_ddl: true, status: 'active' });
+    const { data } = await sdk.updateConnector({ client, path: { connectorId: my.id }, body: { allow_write: true, allow_ddl: true } });
+    expect(data).toMatchObject({ allow_write: true, allow_ddl: true, status: 'active' });
     expect((await insert(61)).body.result.structuredContent.rowCount).toBe(1);
-    await api(g, 'PATCH', `/api/connectors/${my.id}`, token, { allow_write: false, allow_ddl: false });
+    await sdk.updateConnector({ client, throwOnError: true, path: { connectorId: my.id }, body: { allow_write: false, allow_ddl: false } });
     expect((await insert(62)).body.result.isError).toBe(true);
     expect((await t.my('SELECT id FROM notes WHERE id >= 60')).map((r) => r.id)).toEqual([61]);
     await t.my('DELETE FROM notes WHERE id >= 60');
@@ -162,26 +187,27 @@ describe.skipIf(!available)('read, update, revalidate', () => {
 
   test('PATCH config or credential revalidates: failed on a dead port, active again when fixed', async () => {
     verifies('CONN-PATCH-REVALIDATES', 'CONN-CREDENTIAL-HIDDEN');
-    const broken = await api(g, 'PATCH', `/api/connectors/${my.id}`, token, { config: { ...t.myConfig, port: await deadPort() } });
-    expect(broken.status).toBe(200);
-    expect(((await broken.json()) as { status: string }).status).toBe('validating');
+    const path = { connectorId: my.id };
+    const broken = await sdk.updateConnector({ client, path, body: { config: { ...t.myConfig, port: await deadPort() } } });
+    expect(broken.response.status).toBe(200);
+    expect(broken.data!.status).toBe('validating');
     await g.deps.jobs.idle();
     expect(await getConnector(g, token, my.id)).toMatchObject({ status: 'failed', status_reason: expect.stringContaining('connection refused') });
     // A failed connector's tools are not on the endpoint.
     expect(await listToolNames(g, org.slug, key)).not.toContain('query_mysql_items');
-    const fixed = await api(g, 'PATCH', `/api/connectors/${my.id}`, token, { config: t.myConfig });
-    expect(((await fixed.json()) as { status: string }).status).toBe('validating');
+    const fixed = await sdk.updateConnector({ client, throwOnError: true, path, body: { config: t.myConfig } });
+    expect(fixed.data.status).toBe('validating');
     await g.deps.jobs.idle();
     expect((await getConnector(g, token, my.id)).status).toBe('active');
     expect(rowsOf(await callTool(g, org.slug, key, 'query_mysql_items', { sql: 'SELECT name FROM items WHERE id = 1' }))).toEqual([{ name: 'apple' }]);
-    const credential = await api(g, 'PATCH', `/api/connectors/${my.id}`, token, { credential: 'wrong-password' });
-    expect(await credential.json()).toMatchObject({ status: 'validating', has_credential: true });
+    const credential = await sdk.updateConnector({ client, throwOnError: true, path, body: { credential: 'wrong-password' } });
+    expect(credential.data).toMatchObject({ status: 'validating', has_credential: true });
     await g.deps.jobs.idle();
     const denied = await getConnector(g, token, my.id);
     expect(denied.status).toBe('failed');
     expect(denied.status_reason).toContain('authentication failed for user root');
     expect(denied.status_reason).not.toContain('wrong-password');
-    await api(g, 'PATCH', `/api/connectors/${my.id}`, token, { credential: '' });
+    await sdk.updateConnector({ client, throwOnError: true, path, body: { credential: '' } });
     await g.deps.jobs.idle();
     expect((await getConnector(g, token, my.id)).status).toBe('active');
   });
@@ -189,9 +215,9 @@ describe.skipIf(!available)('read, update, revalidate', () => {
   test('revalidate answers 202 {status, id} at once and picks up new tables', async () => {
     verifies('CONN-REVALIDATE');
     await t.my('CREATE TABLE orders (id integer PRIMARY KEY, total integer)');
-    const response = await api(g, 'POST', `/api/connectors/${my.id}/revalidate`, token);
+    const { data, response } = await sdk.revalidateConnector({ client, path: { connectorId: my.id } });
     expect(response.status).toBe(202);
-    expect(await response.json()).toEqual({ status: 'validating', id: my.id });
+    expect(data).toEqual({ status: 'validating', id: my.id });
     expect((await getConnector(g, token, my.id)).status).toBe('validating');
     await g.deps.jobs.idle();
     expect((await getConnector(g, token, my.id)).status).toBe('active');
@@ -206,22 +232,23 @@ describe.skipIf(!available)('archive', () => {
     const doomedTools = (await restTools(g, token, org.orgId, doomed.id)).map((x) => x.tool_name);
     expect(doomedTools).toEqual(['query_postgresql_items_2', 'query_postgresql_notes_2']);
     const before = await toolCount();
-    const response = await api(g, 'DELETE', `/api/connectors/${doomed.id}`, token);
+    const path = { connectorId: doomed.id as string };
+    const { data, response } = await sdk.archiveConnector({ client, path });
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ archived: true, id: doomed.id });
+    expect(data).toEqual({ archived: true, id: doomed.id });
 
     expect(await listIds()).not.toContain(doomed.id);
-    await expectError(await api(g, 'GET', `/api/connectors/${doomed.id}`, token), 404, 'connector_not_found');
-    await expectError(await api(g, 'DELETE', `/api/connectors/${doomed.id}`, token), 404, 'connector_not_found');
-    await expectError(await api(g, 'POST', `/api/connectors/${doomed.id}/revalidate`, token), 404, 'connector_not_found');
+    expectSdkError(await sdk.getConnector({ client, path }), 404, 'connector_not_found');
+    expectSdkError(await sdk.archiveConnector({ client, path }), 404, 'connector_not_found');
+    expectSdkError(await sdk.revalidateConnector({ client, path }), 404, 'connector_not_found');
     const names = await listToolNames(g, org.slug, key);
     for (const name of doomedTools) expect(names).not.toContain(name);
     expect(await restTools(g, token, org.orgId, doomed.id)).toEqual([]);
     expect(await toolCount()).toBe(before - 2);
 
-    const provision = await api(g, 'POST', `/api/mcp/${org.orgId}/provision`, token);
-    expect(provision.status).toBe(200);
-    expect(await provision.json()).toMatchObject({ status: 'provisioned', toolCount: before - 2 });
+    const provision = await sdk.provisionOrg({ client, path: { orgId: org.orgId } });
+    expect(provision.response.status).toBe(200);
+    expect(provision.data).toMatchObject({ status: 'provisioned', toolCount: before - 2 });
     const after = await listToolNames(g, org.slug, key);
     for (const name of doomedTools) expect(after).not.toContain(name);
     expect(after).toContain('query_postgresql_items');

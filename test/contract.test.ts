@@ -185,7 +185,8 @@ describe('invalid JSON-RPC messages', () => {
     expect(isValid('JsonRpcRequest', message)).toBe(false);
     expect(isValid('JsonRpcNotification', message)).toBe(false);
     expect(classify(message).kind).toBe('invalid');
-    const res = await post(JSON.stringify(message));
+    // As a 2025-06-18 client: under 2025-03-26 batch.json is a valid batch (test/mcp-batch.test.ts).
+    const res = await post(JSON.stringify(message), { 'mcp-protocol-version': '2025-06-18' });
     expect(res.status).toBe(400);
     const body = await res.json();
     expect(isValid('JsonRpcErrorResponse', body)).toBe(true);
@@ -249,7 +250,10 @@ describe('the live endpoint speaks the goldens', () => {
     const parse = await post('{"jsonrpc": "2.0",');
     expect(parse.status).toBe(400);
     expect(await parse.json()).toEqual(fixture('error.parse-error.json') as never);
-    expect((await liveRpc(fixture('invalid/batch.json'))).error).toEqual((fixture('error.invalid-request.json') as any).error);
+    // Batches are refused from 2025-06-18 on (2025-03-26 answers them: test/mcp-batch.test.ts).
+    const batch = await post(JSON.stringify(fixture('invalid/batch.json')), { 'mcp-protocol-version': '2025-06-18' });
+    expect(batch.status).toBe(400);
+    expect(((await batch.json()) as Record<string, any>).error).toEqual((fixture('error.invalid-request.json') as any).error);
     expect(await liveRpc({ jsonrpc: '2.0', id: 7, method: 'resources/list' })).toEqual(fixture('error.method-not-found.json') as never);
     expect(await liveRpc({ jsonrpc: '2.0', id: 'call-2', method: 'tools/call', params: {} })).toEqual(fixture('error.invalid-params.json') as never);
   });

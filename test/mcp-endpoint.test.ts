@@ -75,13 +75,17 @@ describe.skipIf(!available)('JSON-RPC envelope errors', () => {
     }
   });
 
-  test('batches are refused with -32600 and nothing in them runs', async () => {
+  test('batches are refused with -32600 and nothing in them runs (MCP 2025-06-18 and later; 2025-03-26: mcp-batch.test.ts)', async () => {
     verifies('RPC-BATCH');
     const before = await noteCount();
     const insert = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: NOTES, arguments: { sql: "INSERT INTO notes VALUES (90, 'batched')" } } };
     for (const body of [JSON.stringify([insert]), '[]', JSON.stringify([{ jsonrpc: '2.0', id: 2, method: 'ping' }])]) {
-      const answer = await rpcRaw(g, org.slug, key, body);
-      expectRpcError(answer, -32600, 'Batches are not supported', 400);
+      for (const revision of ['2025-06-18', '2025-11-25']) {
+        const answer = await rpcRaw(g, org.slug, key, body, { 'mcp-protocol-version': revision });
+        expectRpcError(answer, -32600, 'Batches are not supported', 400);
+        expect(answer.body.id).toBeNull();
+      }
+      const answer = await rpcRaw(g, org.slug, key, body, { 'mcp-protocol-version': '2025-06-18' });
       expect(answer.body.id).toBeNull();
     }
     expect(await noteCount()).toBe(before);

@@ -10,7 +10,8 @@ export const REQUIREMENTS = {
   // JSON-RPC on the tool endpoint
   'RPC-32700': 'Malformed JSON is answered with -32700 Parse error, id null, HTTP 400 [checklist Protocol; decisions MCP endpoint]',
   'RPC-32600': 'A valid JSON value that is not a JSON-RPC request is answered with -32600, id null, HTTP 400 [spec Errors; checklist Protocol]',
-  'RPC-BATCH': 'A JSON-RPC batch is refused with -32600 and nothing in it runs [decisions MCP endpoint]',
+  'RPC-BATCH': 'A JSON-RPC batch under MCP 2025-06-18 or later is refused with -32600 and nothing in it runs [decisions MCP endpoint]',
+  'RPC-BATCH-2025-03-26': 'Under MCP 2025-03-26 a JSON-RPC batch is answered message by message, each limited, scope-checked and audited as if sent alone [decisions MCP endpoint; MCP 2025-03-26 Transports]',
   'RPC-NOTIFY-202': 'A notification (no id) is answered with HTTP 202 and an empty body [checklist Protocol]',
   'RPC-32601': 'A method other than the supported ones gets -32601 with the request id echoed [spec Errors; checklist Protocol]',
   'RPC-32602': 'tools/call arguments that do not match the tool inputSchema get -32602 naming the field [spec Errors]',

@@ -1,9 +1,11 @@
-// The REST interface on a real gateway: validation before handlers, hostile bodies, routing errors,
-// API keys, OAuth clients, and provisioning.
+// The REST interface on a real gateway: validation before handlers, hostile bodies, routing errors (raw HTTP, as the
+// typed SDK cannot send them), and API keys, OAuth clients and provisioning (through the SDK, contract-checked).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { randomUUID } from 'node:crypto';
 import { verifies } from './requirements.ts';
+import * as sdk from '../sdk/index.ts';
 import { BASE, api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { sdkFor } from './support/sdk.ts';
 
 /** Hooks default to 5 s in bun whatever bunfig says; starting PGlite under load can take longer. */
 const HOOK_TIMEOUT_MS = 60_000;
@@ -14,6 +16,7 @@ let org: Onboarded;
 let token: string;
 let smallToken: string;
 let smallOrg: Onboarded;
+let client: sdk.Client;
 /** Every error body seen, checked at the end for leaked internals. */
 const errorBodies: string[] = [];
 
@@ -21,6 +24,7 @@ beforeAll(async () => {
   [g, small] = await Promise.all([startTestGateway('pglite'), startTestGateway('pglite', { TOOLGATE_MAX_BODY_BYTES: '2048' })]);
   org = await onboard(g);
   token = await tokenFor(g, org.clientId, org.clientSecret);
+  client = sdkFor(g, token).client;
   smallOrg = await onboard(small);
   smallToken = await tokenFor(small, smallOrg.clientId, smallOrg.clientSecret);
 }, HOOK_TIMEOUT_MS);
@@ -45,6 +49,20 @@ async function expectError(res: Response | Promise<Response>, status: number, co
   expect(body.error).toBe(code);
   if (messageIncludes) expect(body.message).toContain(messageIncludes);
   return { response, body };
+}
+
+/** The same checks for an SDK result: the status, a JSON body of exactly {error, message}, a ToolgateError. */
+function expectSdkError(result: { error?: unknown; response: Response }, status: number, code: string, messageIncludes?: string) {
+  expect(result.response.status).toBe(status);
+  expect(result.response.headers.get('content-type')).toContain('application/json');
+  expect(result.error).toBeInstanceOf(sdk.ToolgateError);
+  const error = result.error as sdk.ToolgateError;
+  errorBodies.push(JSON.stringify(error.body));
+  expect(Object.keys(error.body as object).sort()).toEqual(['error', 'message']);
+  expect(error.error).toBe(code);
+  expect(error.message).toBe((error.body as { message: string }).message);
+  if (messageIncludes) expect(error.message).toContain(messageIncludes);
+  return error;
 }
 
 describe('request validation happens before the handler', () => {
@@ -166,14 +184,14 @@ describe('routing', () => {
 describe('API keys', () => {
   test('created with its secret shown once; the list never shows it', async () => {
     verifies('AUTH-HASHED-SECRETS');
-    const res = await api(g, 'POST', '/api/org/api-keys', token, { name: 'reporting' });
-    expect(res.status).toBe(201);
-    expect(res.headers.get('cache-control')).toBe('no-store');
-    const created = (await res.json()) as Record<string, unknown>;
+    const { data, response } = await sdk.createApiKey({ client, body: { name: 'reporting' } });
+    expect(response.status).toBe(201);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    const created = data as unknown as Record<string, unknown>;
     expect(Object.keys(created).sort()).toEqual(['connector_ids', 'created_at', 'id', 'key', 'name', 'prefix', 'revoked_at']);
     expect(created).toMatchObject({ name: 'reporting', connector_ids: null, revoked_at: null });
     expect(String(created.key).startsWith(String(created.prefix))).toBe(true);
-    const listText = await (await api(g, 'GET', '/api/org/api-keys', token)).text();
+    const listText = (await sdk.listApiKeys({ client, throwOnError: true, parseAs: 'text' })).data as unknown as string;
     expect(listText).not.toContain(String(created.key));
     const list = JSON.parse(listText) as { api_keys: Array<Record<string, unknown>> };
     for (const item of list.api_keys) expect(item).not.toHaveProperty('key');
@@ -182,20 +200,20 @@ describe('API keys', () => {
 
   test('connector_ids of unknown connectors: 422', async () => {
     verifies('AUTH-APIKEY-CONNECTORS');
-    await expectError(api(g, 'POST', '/api/org/api-keys', token, { name: 'scoped', connector_ids: [randomUUID()] }), 422, 'connector_not_found');
+    expectSdkError(await sdk.createApiKey({ client, body: { name: 'scoped', connector_ids: [randomUUID()] } }), 422, 'connector_not_found');
   });
 
   test('revoke: 200 with revoked_at, then 404; an unknown id is 404', async () => {
     verifies('REST-404-NOT-FOUND');
-    const created = (await (await api(g, 'POST', '/api/org/api-keys', token, { name: 'temp' })).json()) as { id: string };
-    const first = await api(g, 'DELETE', `/api/org/api-keys/${created.id}`, token);
-    expect(first.status).toBe(200);
-    const revoked = (await first.json()) as { id: string; revoked_at: string | null };
+    const created = (await sdk.createApiKey({ client, throwOnError: true, body: { name: 'temp' } })).data;
+    const first = await sdk.revokeApiKey({ client, path: { keyId: created.id } });
+    expect(first.response.status).toBe(200);
+    const revoked = first.data!;
     expect(revoked.id).toBe(created.id);
     expect(Date.parse(revoked.revoked_at!)).toBeGreaterThan(0);
-    await expectError(api(g, 'DELETE', `/api/org/api-keys/${created.id}`, token), 404, 'api_key_not_found');
-    await expectError(api(g, 'DELETE', `/api/org/api-keys/${randomUUID()}`, token), 404, 'api_key_not_found');
-    const list = (await (await api(g, 'GET', '/api/org/api-keys', token)).json()) as { api_keys: Array<{ id: string; revoked_at: string | null }> };
+    expectSdkError(await sdk.revokeApiKey({ client, path: { keyId: created.id } }), 404, 'api_key_not_found');
+    expectSdkError(await sdk.revokeApiKey({ client, path: { keyId: randomUUID() } }), 404, 'api_key_not_found');
+    const list = (await sdk.listApiKeys({ client, throwOnError: true })).data;
     expect(list.api_keys.find((k) => k.id === created.id)!.revoked_at).toBe(revoked.revoked_at);
   });
 });
@@ -203,51 +221,52 @@ describe('API keys', () => {
 describe('OAuth clients', () => {
   test('created with its secret shown once; the list never shows it', async () => {
     verifies('AUTH-HASHED-SECRETS');
-    const res = await api(g, 'POST', '/api/org/oauth-clients', token, { name: 'agent', scopes: ['mcp:call'] });
-    expect(res.status).toBe(201);
-    expect(res.headers.get('cache-control')).toBe('no-store');
-    const created = (await res.json()) as Record<string, unknown>;
+    const { data, response } = await sdk.createOAuthClient({ client, body: { name: 'agent', scopes: ['mcp:call'] } });
+    expect(response.status).toBe(201);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    const created = data as unknown as Record<string, unknown>;
     expect(Object.keys(created).sort()).toEqual(['client_id', 'client_secret', 'created_at', 'id', 'name', 'revoked_at', 'scopes']);
     expect(created).toMatchObject({ name: 'agent', scopes: ['mcp:call'], revoked_at: null });
-    const listText = await (await api(g, 'GET', '/api/org/oauth-clients', token)).text();
+    const listText = (await sdk.listOAuthClients({ client, throwOnError: true, parseAs: 'text' })).data as unknown as string;
     expect(listText).not.toContain(String(created.client_secret));
     const list = JSON.parse(listText) as { oauth_clients: Array<Record<string, unknown>> };
     for (const item of list.oauth_clients) expect(item).not.toHaveProperty('client_secret');
     expect(list.oauth_clients.map((c) => c.client_id)).toContain(created.client_id);
-    expect(await tokenFor(g, String(created.client_id), String(created.client_secret))).toBeString();
+    const signedIn = sdkFor(g, { clientId: String(created.client_id), clientSecret: String(created.client_secret) });
+    expect(await signedIn.accessToken()).toBeString();
   });
 
   test('a scope naming an unknown connector: 422', async () => {
-    await expectError(api(g, 'POST', '/api/org/oauth-clients', token, { name: 'scoped', scopes: [`mcp:call:${randomUUID()}`] }), 422, 'connector_not_found');
+    expectSdkError(await sdk.createOAuthClient({ client, body: { name: 'scoped', scopes: [`mcp:call:${randomUUID()}`] } }), 422, 'connector_not_found');
   });
 
   test('revoke: 200, then 404; an unknown client is 404', async () => {
     verifies('REST-404-NOT-FOUND');
-    const created = (await (await api(g, 'POST', '/api/org/oauth-clients', token, { name: 'temp', scopes: ['mcp:call'] })).json()) as { client_id: string };
-    const first = await api(g, 'DELETE', `/api/org/oauth-clients/${created.client_id}`, token);
-    expect(first.status).toBe(200);
-    expect(((await first.json()) as { revoked_at: string | null }).revoked_at).toBeString();
-    await expectError(api(g, 'DELETE', `/api/org/oauth-clients/${created.client_id}`, token), 404, 'oauth_client_not_found');
-    await expectError(api(g, 'DELETE', '/api/org/oauth-clients/tgc_unknown', token), 404, 'oauth_client_not_found');
+    const created = (await sdk.createOAuthClient({ client, throwOnError: true, body: { name: 'temp', scopes: ['mcp:call'] } })).data;
+    const first = await sdk.revokeOAuthClient({ client, path: { clientId: created.client_id } });
+    expect(first.response.status).toBe(200);
+    expect(first.data!.revoked_at).toBeString();
+    expectSdkError(await sdk.revokeOAuthClient({ client, path: { clientId: created.client_id } }), 404, 'oauth_client_not_found');
+    expectSdkError(await sdk.revokeOAuthClient({ client, path: { clientId: 'tgc_unknown' } }), 404, 'oauth_client_not_found');
   });
 });
 
 describe('provisioning', () => {
   test('status: provisioned, the absolute endpoint, no tools yet', async () => {
     verifies('PROVISION-STATUS');
-    const res = await api(g, 'GET', `/api/mcp/${org.orgId}/status`, token);
-    expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'provisioned', endpoint: `${BASE}/mcp/${org.slug}`, toolCount: 0 });
+    const { data, response } = await sdk.getProvisioningStatus({ client, path: { orgId: org.orgId } });
+    expect(response.status).toBe(200);
+    expect(data).toEqual({ status: 'provisioned', endpoint: `${BASE}/mcp/${org.slug}`, toolCount: 0 });
   });
 
   test('provision: 200 with the status, idempotent', async () => {
     verifies('PROVISION-MANUAL');
     for (let i = 0; i < 2; i++) {
-      const res = await api(g, 'POST', `/api/mcp/${org.orgId}/provision`, token);
-      expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ status: 'provisioned', endpoint: `${BASE}/mcp/${org.slug}`, toolCount: 0 });
+      const { data, response } = await sdk.provisionOrg({ client, path: { orgId: org.orgId } });
+      expect(response.status).toBe(200);
+      expect(data).toEqual({ status: 'provisioned', endpoint: `${BASE}/mcp/${org.slug}`, toolCount: 0 });
     }
-    const me = (await (await api(g, 'GET', '/api/org', token)).json()) as { id: string; provision_status: string };
+    const me = (await sdk.getOrg({ client, throwOnError: true })).data;
     expect(me).toMatchObject({ id: org.orgId, provision_status: 'provisioned' });
   });
 });

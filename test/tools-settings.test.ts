@@ -1,10 +1,13 @@
 // Tool settings over REST (GET /api/mcp/{orgId}/tools, PATCH .../metadata) and their effect on the MCP endpoint,
-// on two gateway instances sharing one PostgreSQL store, with real PostgreSQL and MySQL connectors.
+// on two gateway instances sharing one PostgreSQL store, with real PostgreSQL and MySQL connectors. REST calls go
+// through the SDK (contract-checked); bodies outside the contract's types are cast, and sent as they are.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { randomUUID } from 'node:crypto';
+import * as sdk from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
 import { api, freshDatabase, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, expectRpcError, listToolNames, restTools, rowsOf, rpc, type Credential, type ToolRow } from './support/mcp.ts';
+import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
 
@@ -44,18 +47,21 @@ const byName = async (name: string): Promise<ToolRow> => {
   if (!found) throw new Error(`no tool ${name}`);
   return found;
 };
-const patch = (toolId: string, body: unknown, gateway = g1, orgId = org.orgId, bearer = token) =>
-  api(gateway, 'PATCH', `/api/mcp/${orgId}/tools/${toolId}/metadata`, bearer, body);
+type SdkResult = { data?: unknown; error?: unknown; response: Response };
+const patch = (toolId: string, body: unknown, gateway = g1, orgId = org.orgId, bearer = token): Promise<SdkResult> =>
+  sdk.updateToolMetadata({ client: sdkFor(gateway, bearer).client, path: { orgId, toolId }, body: body as sdk.UpdateToolRequest });
 async function patchOk(toolId: string, body: unknown, gateway = g1): Promise<ToolRow> {
-  const response = await patch(toolId, body, gateway);
+  const { data, response } = await patch(toolId, body, gateway);
   expect(response.status).toBe(200);
-  return (await response.json()) as ToolRow;
+  return data as ToolRow;
 }
-async function expectError(response: Response, status: number, code: string, messageIncludes?: string) {
-  expect(response.status).toBe(status);
-  const body = (await response.json()) as { error: string; message: string };
-  expect(body.error).toBe(code);
-  if (messageIncludes) expect(body.message).toContain(messageIncludes);
+async function expectError(result: SdkResult, status: number, code: string, messageIncludes?: string) {
+  expect(result.response.status).toBe(status);
+  expect(result.error).toBeInstanceOf(sdk.ToolgateError);
+  const error = result.error as sdk.ToolgateError;
+  expect(error.error).toBe(code);
+  expect(error.message).toBe((error.body as { message: string }).message);
+  if (messageIncludes) expect(error.message).toContain(messageIncludes);
 }
 const descriptors = async (gateway: TestGateway) => (await rpc(gateway, org.slug, key, 'tools/list', {})).body.result.tools as { name: string; description: string; annotations: { readOnlyHint: boolean } }[];
 
@@ -81,6 +87,7 @@ describe.skipIf(!available)('GET /api/mcp/{orgId}/tools', () => {
     verifies('TOOLS-REST-FIELDS');
     expect((await restTools(g1, token, org.orgId, myId)).map((x) => x.tool_name).sort()).toEqual(['query_mysql_items', 'query_mysql_notes']);
     expect(await restTools(g1, token, org.orgId, randomUUID())).toEqual([]);
+    // Not a uuid: outside the contract's types, so raw HTTP.
     expect((await api(g1, 'GET', `/api/mcp/${org.orgId}/tools?connector_id=nope`, token)).status).toBe(400);
   });
 
@@ -89,7 +96,7 @@ describe.skipIf(!available)('GET /api/mcp/{orgId}/tools', () => {
     const other = await onboard(g1);
     const otherToken = await tokenFor(g1, other.clientId, other.clientSecret);
     const tool = await byName('query_postgresql_items');
-    await expectError(await api(g1, 'GET', `/api/mcp/${other.orgId}/tools`, token), 404, 'org_not_found');
+    await expectError(await sdk.listTools({ client: sdkFor(g1, token).client, path: { orgId: other.orgId } }), 404, 'org_not_found');
     await expectError(await patch(tool.id, { enabled: false }, g1, other.orgId), 404, 'org_not_found');
     // The other org's own path with this org's tool id: no such tool there.
     await expectError(await patch(tool.id, { enabled: false }, g1, other.orgId, otherToken), 404, 'tool_not_found');
@@ -202,7 +209,7 @@ describe.skipIf(!available)('PATCH .../metadata and the MCP endpoint', () => {
     const items = await byName('query_mysql_items');
     await patchOk(items.id, { tool_name_override: 'query_mysql_orders' });
     await t.my('CREATE TABLE orders (id integer PRIMARY KEY, total integer NOT NULL)');
-    expect((await api(g1, 'POST', `/api/connectors/${myId}/revalidate`, token)).status).toBe(202);
+    expect((await sdk.revalidateConnector({ client: sdkFor(g1, token).client, path: { connectorId: myId } })).response.status).toBe(202);
     await g1.deps.jobs.idle();
     const names = await listToolNames(g1, org.slug, key);
     expect(new Set(names).size).toBe(names.length);

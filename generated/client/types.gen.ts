@@ -1512,11 +1512,16 @@ export type RejectApprovalResponse = RejectApprovalResponses[keyof RejectApprova
 
 export type McpEndpointData = {
     /**
-     * A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json).
+     * A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json); under MCP 2025-03-26 (no
+     * `MCP-Protocol-Version` header, or `2025-03-26`) also a batch of up to 20 messages, each limited,
+     * scope-checked and audited as if sent alone. Later revisions removed batches: refused with -32600.
+     *
      */
     body: {
         [key: string]: unknown;
-    };
+    } | Array<{
+        [key: string]: unknown;
+    }>;
     path: {
         orgSlug: Slug;
     };
@@ -1559,11 +1564,13 @@ export type McpEndpointError = McpEndpointErrors[keyof McpEndpointErrors];
 
 export type McpEndpointResponses = {
     /**
-     * A JSON-RPC 2.0 response.
+     * A JSON-RPC 2.0 response (for a 2025-03-26 batch, the array of the responses to its requests).
      */
     200: {
         [key: string]: unknown;
-    };
+    } | Array<{
+        [key: string]: unknown;
+    }>;
     /**
      * A notification was accepted; empty body.
      */

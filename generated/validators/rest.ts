@@ -1936,7 +1936,7 @@ return errors === 0;
 validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const mcpEndpoint_body = validate41;
-const schema53 = {"type":"object","description":"A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json)."};
+const schema53 = {"description":"A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json); under MCP 2025-03-26 (no\n`MCP-Protocol-Version` header, or `2025-03-26`) also a batch of up to 20 messages, each limited,\nscope-checked and audited as if sent alone. Later revisions removed batches: refused with -32600.\n","oneOf":[{"type":"object"},{"type":"array","items":{"type":"object"}}]};
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1948,14 +1948,100 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
+const _errs0 = errors;
+let valid0 = false;
+let passing0 = null;
+const _errs1 = errors;
 if(!(data && typeof data == "object" && !Array.isArray(data))){
-validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+const err0 = {instancePath,schemaPath:"#/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+var _valid0 = _errs1 === errors;
+if(_valid0){
+valid0 = true;
+passing0 = 0;
+}
+const _errs3 = errors;
+if(errors === _errs3){
+if(Array.isArray(data)){
+var valid1 = true;
+const len0 = data.length;
+for(let i0=0; i0<len0; i0++){
+let data0 = data[i0];
+const _errs5 = errors;
+if(!(data0 && typeof data0 == "object" && !Array.isArray(data0))){
+const err1 = {instancePath:instancePath+"/" + i0,schemaPath:"#/oneOf/1/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+var valid1 = _errs5 === errors;
+if(!valid1){
+break;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/oneOf/1/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+var _valid0 = _errs3 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 1;
+var items0 = true;
+}
+}
+if(!valid0){
+const err3 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+validate41.errors = vErrors;
 return false;
 }
+else {
+errors = _errs0;
+if(vErrors !== null){
+if(_errs0){
+vErrors.length = _errs0;
+}
+else {
+vErrors = null;
+}
+}
+}
 validate41.errors = vErrors;
+evaluated0.items = items0;
 return errors === 0;
 }
-validate41.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate41.evaluated = {"dynamicProps":false,"dynamicItems":true};
 
 export const createOrg_body = validate42;
 const schema54 = {"$ref":"openapi#/components/schemas/CreateOrgRequest"};

@@ -11,6 +11,7 @@ import { classify, failure, isSupportedVersion, SUPPORTED_PROTOCOL_VERSIONS } fr
 import { openSession } from '../mcp/session.ts';
 import { BodyError, decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
 import { describeError } from '../util/log.ts';
+import { answerBatch, batchesAllowed } from './mcp-batch.ts';
 import type { Handler } from './context.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
@@ -78,6 +79,12 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     if (!parsed.ok) {
       const message = parsed.reason === 'depth' ? 'Parse error: the JSON is nested too deeply.' : 'Parse error: the body is not valid JSON.';
       return rpcResponse(failure(null, { code: RpcCode.ParseError, message }), 400);
+    }
+    if (Array.isArray(parsed.value) && batchesAllowed(request.headers.get('mcp-protocol-version'))) {
+      const batch = await answerBatch(deps, session, parsed.value, burstLimit);
+      if (batch.kind === 'rate_limited') return rateLimited(batch.retryAfterSeconds);
+      if (batch.kind === 'accepted') return new Response(null, { status: 202 });
+      return rpcResponse(batch.body, batch.kind === 'invalid' ? 400 : 200);
     }
     const message = classify(parsed.value);
     if (message.kind === 'invalid') return rpcResponse(failure(message.id, { code: RpcCode.InvalidRequest, message: message.message }), 400);

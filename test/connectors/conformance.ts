@@ -166,8 +166,15 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
         expect(nulls.doc).toBeNull();
       });
 
+      test('counts, sums and decimals are JSON numbers while exact; beyond, the exact string (issue 17)', async () => {
+        const sql = 'SELECT count(*) AS n, sum(id) AS total, CAST(1999.00 AS DECIMAL(10,2)) AS price, CAST(12345678901234.56 AS DECIMAL(20,2)) AS wide, max(big) AS big FROM items';
+        const r = await run('items', { sql });
+        expect(r.isError).toBeFalsy();
+        expect(structured(r).rows).toEqual([{ n: 3, total: 6, price: 1999, wide: '12345678901234.56', big: setup.expectedValues.big }]);
+      });
+
       test('a view and a weirdly named table can be queried', async () => {
-        expect(structured(await run('items_view', { sql: 'SELECT count(*) AS n FROM items_view' })).rows).toEqual([{ n: '3' }]);
+        expect(structured(await run('items_view', { sql: 'SELECT count(*) AS n FROM items_view' })).rows).toEqual([{ n: 3 }]);
         const q = type === 'postgresql' ? '"Order Items"' : '`Order Items`';
         expect((await run('Order Items', { sql: `SELECT * FROM ${q}` })).isError).toBeFalsy();
       });
@@ -252,7 +259,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
           expect(elapsed).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
           expect(elapsed).toBeLessThan(TIMEOUT_MS + 1500);
           expect(await noLongerRunning(p, 'big a, big b')).toBe(0);
-          expect(structured(await run('big', { sql: 'SELECT count(*) AS n FROM big' })).rows).toEqual([{ n: '3000' }]);
+          expect(structured(await run('big', { sql: 'SELECT count(*) AS n FROM big' })).rows).toEqual([{ n: 3000 }]);
         } finally {
           setup.configurePools({ max: 10 });
         }

@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'bun:test';
 import Ajv from 'ajv';
 import { toolNames } from '../../src/connectors/shared/naming.ts';
-import { byteaHexToBase64, timestampTextToIso, timestamptzTextToIso, toJsonSafe } from '../../src/connectors/shared/jsonsafe.ts';
+import { byteaHexToBase64, decimalTextToJson, int64TextToJson, timestampTextToIso, timestamptzTextToIso, toJsonSafe } from '../../src/connectors/shared/jsonsafe.ts';
 import { parseCallArgs, rowsResult } from '../../src/connectors/shared/result.ts';
 import { checkWrappable } from '../../src/connectors/shared/sqltext.ts';
 import { PoolRegistry } from '../../src/connectors/shared/pools.ts';
@@ -64,6 +64,25 @@ describe('JSON-safe values', () => {
     expect(timestamptzTextToIso('0044-03-15 12:00:00+00 BC')).toBe('0044-03-15 12:00:00+00 BC');
     expect(timestampTextToIso('2024-01-02 03:04:05')).toBe('2024-01-02T03:04:05');
     expect(timestampTextToIso('0000-00-00 00:00:00')).toBe('0000-00-00T00:00:00');
+  });
+
+  test('64-bit integers and exact decimals: JSON numbers while exact, the exact text beyond (issue 17)', () => {
+    expect(int64TextToJson('40')).toBe(40);
+    expect(int64TextToJson('-9007199254740991')).toBe(-9007199254740991);
+    expect(int64TextToJson('9007199254740992')).toBe('9007199254740992');
+    expect(int64TextToJson('9223372036854775807')).toBe('9223372036854775807');
+    expect(decimalTextToJson('1999.00')).toBe(1999);
+    expect(decimalTextToJson('-0.000123')).toBe(-0.000123);
+    expect(decimalTextToJson('0.00')).toBe(0);
+    expect(decimalTextToJson('123456789012345')).toBe(123456789012345);
+    expect(decimalTextToJson('12345678901234.5')).toBe(12345678901234.5);
+    expect(decimalTextToJson('1234567890123.456')).toBe('1234567890123.456'); // 16 significant digits
+    expect(decimalTextToJson('0.1000000000000001')).toBe('0.1000000000000001');
+    expect(decimalTextToJson('12345678901234567890.0123456789')).toBe('12345678901234567890.0123456789');
+    expect(decimalTextToJson(`1${'0'.repeat(400)}`)).toBe(`1${'0'.repeat(400)}`); // beyond a double's range
+    expect(decimalTextToJson(`0.${'0'.repeat(400)}1`)).toBe(`0.${'0'.repeat(400)}1`);
+    for (const special of ['NaN', 'Infinity', '-Infinity']) expect(decimalTextToJson(special)).toBe(special);
+    expect(toJsonSafe({ small: 40n, big: 2n ** 60n })).toEqual({ small: 40, big: '1152921504606846976' });
   });
 
   test('bytes, bigints, dates and non-finite numbers', () => {

@@ -2,6 +2,8 @@
 import { expect } from 'bun:test';
 import type { Gateway } from '../../src/gateway.ts';
 import { api, BASE } from './gateway.ts';
+import * as sdk from '../../sdk/index.ts';
+import { sdkFor } from './sdk.ts';
 
 export type Credential = { apiKey: string } | { token: string } | null;
 
@@ -76,17 +78,16 @@ export interface ConnectorInput {
 
 /** Creates a connector over REST, waits for its background validation and returns the connector as GET shows it. */
 export async function createConnector(g: Gateway, token: string, input: ConnectorInput) {
-  const created = await api(g, 'POST', '/api/connectors', token, input);
-  if (created.status !== 201) throw new Error(`connector creation failed: ${created.status} ${await created.text()}`);
-  const { id } = (await created.json()) as { id: string };
+  const created = await sdk.createConnector({ client: sdkFor(g, token).client, body: input as sdk.CreateConnectorRequest });
+  if (created.response.status !== 201) throw new Error(`connector creation failed: ${created.response.status} ${JSON.stringify(created.error)}`);
   await g.deps.jobs.idle();
-  return getConnector(g, token, id);
+  return getConnector(g, token, created.data!.id);
 }
 
 export async function getConnector(g: Gateway, token: string, id: string) {
-  const response = await api(g, 'GET', `/api/connectors/${id}`, token);
-  if (response.status !== 200) throw new Error(`GET connector failed: ${response.status} ${await response.text()}`);
-  return (await response.json()) as any;
+  const { data, error, response } = await sdk.getConnector({ client: sdkFor(g, token).client, path: { connectorId: id } });
+  if (response.status !== 200) throw new Error(`GET connector failed: ${response.status} ${JSON.stringify(error)}`);
+  return data as any;
 }
 
 export interface ToolRow {
@@ -108,9 +109,9 @@ export interface ToolRow {
 
 /** GET /api/mcp/{orgId}/tools (optionally for one connector). */
 export async function restTools(g: Gateway, token: string, orgId: string, connectorId?: string): Promise<ToolRow[]> {
-  const response = await api(g, 'GET', `/api/mcp/${orgId}/tools${connectorId ? `?connector_id=${connectorId}` : ''}`, token);
-  if (response.status !== 200) throw new Error(`GET tools failed: ${response.status} ${await response.text()}`);
-  return ((await response.json()) as { tools: ToolRow[] }).tools;
+  const { data, error, response } = await sdk.listTools({ client: sdkFor(g, token).client, path: { orgId }, query: connectorId ? { connector_id: connectorId } : undefined });
+  if (response.status !== 200) throw new Error(`GET tools failed: ${response.status} ${JSON.stringify(error)}`);
+  return data!.tools;
 }
 
 /** The JSON rows of a successful database tool call. */

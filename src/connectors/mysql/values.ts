@@ -1,9 +1,12 @@
 /** Per-column fix-ups that finish the JSON-safe encoding (shared/jsonsafe.ts) of mysql2 rows. */
 import type { FieldPacket } from 'mysql2/promise';
-import { timestampTextToIso, timestamptzTextToIso, toBase64 } from '../shared/jsonsafe.ts';
+import { decimalTextToJson, int64TextToJson, timestampTextToIso, timestamptzTextToIso, toBase64 } from '../shared/jsonsafe.ts';
 import type { Row } from '../shared/result.ts';
 
 // MySQL protocol column types (include/field_types.h).
+const T_DECIMAL = 0;
+const T_LONGLONG = 8;
+const T_NEWDECIMAL = 246;
 const T_TIMESTAMP = 7;
 const T_DATETIME = 12;
 const T_BIT = 16;
@@ -17,6 +20,9 @@ const bitToJson: Fix = (v) => {
   for (const byte of v) n = (n << 8n) | BigInt(byte);
   return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n.toString();
 };
+// supportBigNumbers + bigNumberStrings give BIGINT and DECIMAL as exact strings; numbers while exact (jsonsafe.ts).
+const int64ToJson: Fix = (v) => (typeof v === 'string' ? int64TextToJson(v) : v);
+const decimalToJson: Fix = (v) => (typeof v === 'string' ? decimalTextToJson(v) : v);
 const bytesToBase64: Fix = (v) => (v instanceof Uint8Array ? toBase64(v) : v);
 // dateStrings gives "YYYY-MM-DD HH:MM:SS[.ffffff]"; TIMESTAMP is read in the session's UTC time zone.
 const datetimeToIso: Fix = (v) => (typeof v === 'string' ? timestampTextToIso(v) : v);
@@ -25,6 +31,8 @@ const timestampToIso: Fix = (v) => (typeof v === 'string' ? timestamptzTextToIso
 function fixFor(f: FieldPacket): Fix | null {
   const type = f.columnType ?? f.type;
   if (type === T_BIT) return bitToJson;
+  if (type === T_LONGLONG) return int64ToJson;
+  if (type === T_DECIMAL || type === T_NEWDECIMAL) return decimalToJson;
   if (type === T_DATETIME) return datetimeToIso;
   if (type === T_TIMESTAMP) return timestampToIso;
   // Binary strings/BLOBs/GEOMETRY arrive as Buffers; DECIMAL, BIGINT and dates also carry charset 63 but are

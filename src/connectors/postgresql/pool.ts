@@ -2,7 +2,7 @@
 import postgres from 'postgres';
 import type { DatabaseConfig } from '../types.ts';
 import type { PoolSettings } from '../shared/pools.ts';
-import { byteaHexToBase64, parseFloatText, timestampTextToIso, timestamptzTextToIso } from '../shared/jsonsafe.ts';
+import { byteaHexToBase64, decimalTextToJson, int64TextToJson, parseFloatText, timestampTextToIso, timestamptzTextToIso } from '../shared/jsonsafe.ts';
 
 export type PgSql = postgres.Sql<Record<string, never>>;
 
@@ -15,10 +15,12 @@ const text = (x: unknown): string => String(x);
 
 /**
  * Parsers implementing the rules of shared/jsonsafe.ts at parse time, so rows come out JSON-safe with no extra
- * pass. int8 (20) and numeric (1700) are strings already (postgres.js' default, kept on purpose); array types use
- * these element parsers too (postgres.js resolves array OIDs on connect, fetch_types).
+ * pass. int8 (20) and numeric (1700) become numbers while exact, strings beyond; array types use these element
+ * parsers too (postgres.js resolves array OIDs on connect, fetch_types).
  */
 const JSON_SAFE_TYPES = {
+  tgInt8: { to: 20, from: [20], serialize: text, parse: int64TextToJson },
+  tgNumeric: { to: 1700, from: [1700], serialize: text, parse: decimalTextToJson },
   tgFloat: { to: 701, from: [700, 701], serialize: text, parse: parseFloatText },
   tgDate: { to: 1082, from: [1082], serialize: text, parse: text },
   tgTimestamp: { to: 1114, from: [1114], serialize: text, parse: timestampTextToIso },

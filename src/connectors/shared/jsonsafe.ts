@@ -3,9 +3,15 @@
 /*
  * The rules (one rule per type family, whatever the value's magnitude, so a column never has two JSON types):
  *
- * - 64-bit integers (postgres int8, MySQL BIGINT) and exact decimals (numeric / DECIMAL): decimal STRINGS,
- *   always. JS numbers lose precision above 2^53 and on decimals; switching to a number "when safe" would make
- *   the JSON type of a column depend on its values.
+ * - 64-bit integers (postgres int8, MySQL BIGINT; so count(*) too): JSON numbers while exact, i.e. within
+ *   ±(2^53-1) (Number.MAX_SAFE_INTEGER, the range every JSON parser that reads numbers as doubles keeps exactly);
+ *   beyond it the decimal STRING. (Issue 17 replaced "strings always": agents compared "40" with 40 and summed
+ *   strings. The price is that such a column is "number, or a string beyond 2^53", as MySQL BIT already was, and
+ *   the tools' output schema and description say so.)
+ * - Exact decimals (postgres numeric, MySQL DECIMAL; so sum/avg of integers too): JSON numbers when the value has
+ *   at most 15 significant digits (DBL_DIG: such a decimal survives the round trip through a double, so the JSON
+ *   number reads back as the same decimal value) and a double's range; otherwise the exact decimal STRING. The
+ *   scale's trailing zeros are not kept ("1999.00" is 1999). NaN and ±Infinity (postgres numeric) are strings.
  * - Smaller integers (int2/int4/oid, TINYINT..INT, YEAR) and floats: JSON numbers. Non-finite floats, which JSON
  *   cannot carry, become the strings "NaN", "Infinity", "-Infinity".
  * - MySQL BIT(n): a number (a decimal string above 2^53), not bytes: BIT columns hold flags and small integers.
@@ -32,6 +38,28 @@ export function toBase64(bytes: Uint8Array): string {
 /** A float as JSON: non-finite values become their names, since JSON has no NaN or Infinity. */
 export function floatToJson(n: number): number | string {
   return Number.isFinite(n) ? n : String(n);
+}
+
+/** 64-bit integer text → a JSON number when it is a safe integer (exact in any JSON parser), else the text. */
+export function int64TextToJson(text: string): number | string {
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : text;
+}
+
+/** At most this many significant digits make a decimal that a double carries exactly through JSON (DBL_DIG). */
+const EXACT_DECIMAL_DIGITS = 15;
+const DECIMAL_TEXT = /^[+-]?(\d*)(?:\.(\d*))?$/;
+
+/** Exact decimal text → a JSON number when the double reads back as the same decimal value, else the text. */
+export function decimalTextToJson(text: string): number | string {
+  const m = DECIMAL_TEXT.exec(text);
+  if (!m || (m[1] === '' && !m[2])) return text; // NaN, Infinity, exponents or anything unexpected: as sent
+  const digits = (m[1]! + (m[2] ?? '')).replace(/^0+/, '').replace(/0+$/, '');
+  if (digits.length === 0) return 0;
+  if (digits.length > EXACT_DECIMAL_DIGITS) return text;
+  const n = Number(text);
+  // Out of a double's normal range (numeric allows 10^131072), or subnormal: not exact, keep the text.
+  return Number.isFinite(n) && Math.abs(n) >= 2.2250738585072014e-308 ? n : text;
 }
 
 /** Parses postgres float text ("NaN", "Infinity", "-Infinity", or a number). */
@@ -81,7 +109,7 @@ export function toJsonSafe(value: unknown): unknown {
     case 'number':
       return floatToJson(value);
     case 'bigint':
-      return value.toString();
+      return int64TextToJson(value.toString());
     case 'object':
       break;
     default:

@@ -37,7 +37,16 @@ export function databaseConfigSchema(o: ConfigSchemaOptions): Record<string, unk
 export const OUTPUT_SCHEMA: JsonSchema = {
   type: 'object',
   properties: {
-    rows: { type: 'array', items: { type: 'object' }, description: 'Result rows, one object per row' },
+    rows: {
+      type: 'array',
+      items: { type: 'object' },
+      // The value encoding of shared/jsonsafe.ts, told to the agent once per tool rather than per column.
+      description:
+        'Result rows, one object per row. Numbers (integers, floats, counts, sums, decimals) are JSON numbers while exact: ' +
+        '64-bit integers within ±9007199254740991, decimals of at most 15 significant digits (trailing zeros of the scale dropped); ' +
+        'beyond that the exact value as a decimal string, and NaN/Infinity as strings. Timestamps are ISO 8601 (with Z when the ' +
+        'column has a time zone), dates YYYY-MM-DD, bytes base64, json parsed, NULL null.',
+    },
     rowCount: { type: 'integer', description: 'Rows returned (rows affected, for a write)' },
     truncated: { type: 'boolean', description: 'True when rows were left out by the row limit or the size cap' },
   },

@@ -1,0 +1,22 @@
+/**
+ * The SDK (`toolgate/client`, sdk/index.ts) bound to a test gateway: requests go to `gateway.handle`, which checks
+ * every response against openapi.yaml (test/support/contract.ts), so suites that use the SDK stay contract tests.
+ */
+import type { Gateway } from '../../src/gateway.ts';
+import { Toolgate, ToolgateError, type ToolgateOptions } from '../../sdk/index.ts';
+import { ContractViolation } from './contract.ts';
+import { BASE } from './gateway.ts';
+
+/** A Toolgate client on `gateway` with a bearer (token or API key) or client credentials. */
+export function sdkFor(gateway: Gateway, auth: string | Pick<ToolgateOptions, 'clientId' | 'clientSecret' | 'scope'>): Toolgate {
+  const credentials = typeof auth === 'string' ? { token: auth } : auth;
+  const toolgate = new Toolgate({ baseUrl: BASE, fetch: ((input: RequestInfo | URL, init?: RequestInit) => gateway.handle(new Request(input, init))) as typeof fetch, ...credentials });
+  // The generated client turns a throwing fetch into a returned `error`; a contract violation must fail the test
+  // however the call was made, so it is thrown on (an error interceptor that throws ends the request). Each error
+  // interceptor gets the original error and the last one's value wins, so this one also does Toolgate's wrapping.
+  toolgate.client.interceptors.error.use((error, response) => {
+    if (error instanceof ContractViolation) throw error;
+    return response ? new ToolgateError(response.status, error) : error;
+  });
+  return toolgate;
+}
