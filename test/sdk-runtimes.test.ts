@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { onboard, startTestGateway, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { BASE, onboard, startTestGateway, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
 
@@ -55,10 +55,11 @@ describe.skipIf(!pgUp)('the consumer example on every runtime', () => {
 
   beforeAll(async () => {
     // The port is known only once listening, and the gateway needs it as its public URL: bind first, route after.
+    // onboard() addresses the in-process gateway by the suite's own host name, which the Host check must allow too.
     let handle: (request: Request) => Promise<Response> = async () => new Response('starting', { status: 503 });
     server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => handle(request) });
     base = `http://127.0.0.1:${server.port}`;
-    [g, targets] = await Promise.all([startTestGateway('pglite', { TOOLGATE_PUBLIC_URL: base }), createTargets('tg_sdk', 'pg')]);
+    [g, targets] = await Promise.all([startTestGateway('pglite', { TOOLGATE_PUBLIC_URL: base, TOOLGATE_ALLOWED_HOSTS: new URL(BASE).hostname }), createTargets('tg_sdk', 'pg')]);
     handle = g.handle;
   }, 120_000);
   afterAll(async () => {
