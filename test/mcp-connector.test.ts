@@ -52,7 +52,12 @@ beforeAll(async () => {
   everything = spawn('node', [entry, 'streamableHttp'], { env: { ...process.env, PORT: String(EVERYTHING_PORT) }, stdio: ['ignore', 'ignore', 'pipe'] });
   everything.stderr?.on('data', (d) => (everythingError += String(d)));
   [g, closed] = await Promise.all([
-    startTestGateway('pglite', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1', TOOLGATE_STATEMENT_TIMEOUT_MS: '1500' }),
+    startTestGateway('pglite', {
+      TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1',
+      TOOLGATE_STATEMENT_TIMEOUT_MS: '1500',
+      // A short queue deadline, so the concurrency case can hold its slow calls well inside the call timeout.
+      TOOLGATE_CONNECTOR_QUEUE_TIMEOUT_MS: '300',
+    }),
     startTestGateway('pglite'),
   ]);
   http = Bun.serve({ port: GATEWAY_PORT, hostname: '127.0.0.1', fetch: (request) => g.handle(request) });
@@ -152,14 +157,14 @@ describe('an upstream MCP server (official SDK, Streamable HTTP) as a connector'
     const key = { apiKey: org.apiKey };
     const other = await createConnector(g, manage, { name: 'Neighbour', type: 'mcp', config: { url: upstream.url } });
     expect(other.status).toBe('active');
-    const slow = Array.from({ length: cap + 3 }, () => callTool(g, org.slug, key, 'upstream__slow', { ms: 1300 }));
+    const slow = Array.from({ length: cap + 3 }, () => callTool(g, org.slug, key, 'upstream__slow', { ms: 900 }));
     await Bun.sleep(100);
     const started = Date.now();
     const neighbour = await callTool(g, org.slug, key, 'neighbour__echo', { text: 'next door' });
     expect(neighbour.body.result.content[0].text).toBe('next door');
     expect(Date.now() - started).toBeLessThan(500);
     const texts = (await Promise.all(slow)).map((a) => a.body.result.content[0].text as string);
-    expect(texts.filter((t) => t === 'slept 1300')).toHaveLength(cap);
+    expect(texts.filter((t) => t === 'slept 900')).toHaveLength(cap);
     expect(texts.filter((t) => t.startsWith('The connector is busy'))).toHaveLength(3);
   });
 
