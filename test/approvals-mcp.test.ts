@@ -11,8 +11,6 @@ import { createTargets, type Targets } from './support/targets.ts';
 
 setDefaultTimeout(60_000);
 const available = await serviceAvailable('postgres');
-/** In this worktree's port range; another range's suites never collide with it. */
-const PORT = 3871;
 
 type CallResult = { content: { type: string; text: string }[]; structuredContent?: Record<string, any>; isError?: boolean };
 
@@ -26,7 +24,7 @@ let client: Client;
 beforeAll(async () => {
   if (!available) return;
   [g, t] = await Promise.all([startTestGateway('pglite'), createTargets('tg_appr_sdk', 'pg')]);
-  server = Bun.serve({ port: PORT, hostname: '127.0.0.1', fetch: (request) => g.handle(request) });
+  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => g.handle(request) });
   org = await onboard(g);
   manage = await tokenFor(g, org.clientId, org.clientSecret);
   const pg = await createConnector(g, manage, { name: 'warehouse', type: 'postgresql', config: t.pgConfig });

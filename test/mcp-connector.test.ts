@@ -13,11 +13,14 @@ import { callTool, createConnector, expectRpcError, getConnector, listToolNames,
 import { startUpstream, type Upstream } from './support/upstream-mcp.ts';
 
 setDefaultTimeout(60_000);
-const GATEWAY_PORT = 3930;
-const UPSTREAM_PORT = 3940;
-const EVERYTHING_PORT = 3941;
-const REDIRECT_PORT = 3942;
-const DOWN_PORT = 3943;
+/** A port the OS gives out free now (for the spawned reference server, which cannot report an ephemeral one). */
+function freePort(): number {
+  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response(null) });
+  const port = probe.port!;
+  probe.stop(true);
+  return port;
+}
+const EVERYTHING_PORT = freePort();
 const SECRET = 'upstream-secret-token-9f8e7d';
 
 type Result = { content: { type: string; text?: string; data?: string; mimeType?: string }[]; structuredContent?: Record<string, any>; isError?: boolean };
@@ -45,8 +48,8 @@ async function waitForPort(port: number, ms: number): Promise<boolean> {
 }
 
 beforeAll(async () => {
-  upstream = startUpstream(UPSTREAM_PORT);
-  redirect = Bun.serve({ port: REDIRECT_PORT, hostname: '127.0.0.1', fetch: () => Response.redirect(upstream.url, 307) });
+  upstream = startUpstream(0);
+  redirect = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => Response.redirect(upstream.url, 307) });
   // The reference server, run with node as its package intends (bin `mcp-server-everything`), streamable HTTP mode.
   const entry = join(import.meta.dir, '..', 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
   everything = spawn('node', [entry, 'streamableHttp'], { env: { ...process.env, PORT: String(EVERYTHING_PORT) }, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -60,11 +63,11 @@ beforeAll(async () => {
     }),
     startTestGateway('pglite'),
   ]);
-  http = Bun.serve({ port: GATEWAY_PORT, hostname: '127.0.0.1', fetch: (request) => g.handle(request) });
+  http = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => g.handle(request) });
   org = await onboard(g);
   manage = await tokenFor(g, org.clientId, org.clientSecret);
   conn = await createConnector(g, manage, { name: 'Upstream', type: 'mcp', config: { url: upstream.url, headers: { 'X-Tenant': 'acme' } }, credential: SECRET });
-  const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${GATEWAY_PORT}/mcp/${org.slug}`), {
+  const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${http.port}/mcp/${org.slug}`), {
     requestInit: { headers: { 'x-api-key': org.apiKey } },
   });
   client = new Client({ name: 'toolgate-mcp-connector-test', version: '1.0.0' });
@@ -247,7 +250,7 @@ describe('the outbound guard and failures', () => {
   test('a redirecting upstream is refused, not followed', async () => {
     verifies('MCPC-NO-REDIRECT');
     const before = upstream.seen.length;
-    const c = await createConnector(g, manage, { name: 'bouncer', type: 'mcp', config: { url: `http://127.0.0.1:${REDIRECT_PORT}/mcp` } });
+    const c = await createConnector(g, manage, { name: 'bouncer', type: 'mcp', config: { url: `http://127.0.0.1:${redirect.port}/mcp` } });
     expect(c.status).toBe('failed');
     expect(c.status_reason).toContain('redirect');
     expect(upstream.seen.length).toBe(before);
@@ -267,7 +270,8 @@ describe('the outbound guard and failures', () => {
 
   test('upstream down: the connector fails with a clear reason, its tools answer a tool error; revalidate recovers', async () => {
     verifies('MCPC-DOWN-RECOVER');
-    let later: Upstream | null = startUpstream(DOWN_PORT);
+    let later: Upstream | null = startUpstream(0);
+    const downPort = Number(new URL(later.url).port);
     const c = await createConnector(g, manage, { name: 'Flaky', type: 'mcp', config: { url: later.url } });
     expect(c.status).toBe('active');
     later.stop();
@@ -279,9 +283,9 @@ describe('the outbound guard and failures', () => {
     await g.deps.jobs.idle();
     const failed = await getConnector(g, manage, c.id);
     expect(failed.status).toBe('failed');
-    expect(failed.status_reason).toBe(`The MCP server at 127.0.0.1:${DOWN_PORT} is unreachable.`);
+    expect(failed.status_reason).toBe(`The MCP server at 127.0.0.1:${downPort} is unreachable.`);
     expect(await listToolNames(g, org.slug, { apiKey: org.apiKey })).not.toContain('flaky__echo');
-    later = startUpstream(DOWN_PORT);
+    later = startUpstream(downPort);
     try {
       expect((await api(g, 'POST', `/api/connectors/${c.id}/revalidate`, manage)).status).toBe(202);
       await g.deps.jobs.idle();
