@@ -36,6 +36,10 @@ export interface Config {
   /** Port of the demo's sample database on 127.0.0.1; 0 picks a free one. */
   demoDbPort: number;
   logLevel: 'silent' | 'error' | 'info' | 'debug';
+  /** Audit rows older than this are removed by the retention sweeper (a checkpoint keeps the chain verifiable); 0 keeps all. */
+  auditRetentionDays: number;
+  /** Tool-call rows waiting for their group commit, and refusals waiting to be written, at most (each queue). */
+  auditQueueMax: number;
 }
 
 export class ConfigError extends Error {}
@@ -126,6 +130,8 @@ export function loadConfig(env: Env = process.env): Config {
     customBurstPerSecond: intVar(env, 'TOOLGATE_CUSTOM_BURST_PER_SECOND', 1000, 1, 100_000),
     demoDbPort: intVar(env, 'TOOLGATE_DEMO_DB_PORT', 0, 0, 65535),
     logLevel,
+    auditRetentionDays: intVar(env, 'TOOLGATE_AUDIT_RETENTION_DAYS', 365, 0, 36_500),
+    auditQueueMax: intVar(env, 'TOOLGATE_AUDIT_QUEUE_MAX', 10_000, 10, 1_000_000),
   };
 }
 

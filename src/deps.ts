@@ -17,6 +17,7 @@ import type { BurstLimiter, LocalWindow } from './limits/burst.ts';
 import type { UsageMeter } from './limits/usage.ts';
 import type { DomainEvents } from './events/index.ts';
 import type { McpServer } from './mcp/server.ts';
+import type { AuditRecorder } from './audit/recorder.ts';
 
 export interface AppDeps {
   config: Config;
@@ -36,6 +37,8 @@ export interface AppDeps {
   usage: UsageMeter;
   /** Domain events (approval.*, tool.called): the audit log and the webhook outbox subscribe here. */
   events: DomainEvents;
+  /** The audit log's group-commit writer for tool calls and refusals (audit/recorder.ts). */
+  audit: AuditRecorder;
   /** The MCP methods (JSON-RPC method table over the tool runtime) behind the MCP transport. */
   mcp: McpServer;
 }

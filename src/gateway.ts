@@ -15,6 +15,9 @@ import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/bu
 import { UsageMeter } from './limits/usage.ts';
 import { DomainEvents } from './events/index.ts';
 import { createMcpServer } from './mcp/server.ts';
+import { AuditRecorder, auditSubscriber } from './audit/recorder.ts';
+import { chainLegacyRows } from './audit/repository.ts';
+import { startRetentionSweeper } from './audit/retention.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
@@ -53,6 +56,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   const catalog = new CatalogCache({ store, box });
   const usage = new UsageMeter(store.db);
+  // Rows written before the audit chain existed join it before anything else is appended.
+  await chainLegacyRows(store.db);
+  const events = new DomainEvents();
+  events.subscribe(auditSubscriber);
+  const audit = new AuditRecorder({ db: store.db, events, log, queueMax: config.auditQueueMax });
+  const stopRetention = startRetentionSweeper({ db: store.db, log, retentionDays: config.auditRetentionDays });
   const deps: AppDeps = {
     config,
     store,
@@ -67,8 +76,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     limiter: config.redisUrl ? await createRedisLimiter({ url: config.redisUrl, log }) : createLocalLimiter(),
     localBurst: new LocalWindow(),
     usage,
-    events: new DomainEvents(),
-    mcp: createMcpServer({ catalog, usage, config, log }),
+    events,
+    audit,
+    mcp: createMcpServer({ catalog, usage, audit, config, log }),
   };
   const app = buildApp(deps);
   return {
@@ -77,6 +87,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     handle: (request) => app.handle(request),
     close: async () => {
       await deps.jobs.idle();
+      stopRetention();
+      await audit.drain();
       await closeAllConnectors();
       await deps.usage.close();
       await deps.limiter.close();

@@ -1,6 +1,14 @@
-/** Writes and reads audit events; every row is scoped to its org. */
-import type { Queryable } from '../store/db.ts';
-import { auditEvents } from '../store/schema.ts';
+/**
+ * Writes and reads audit events; every row is scoped to its org. Every write appends to the org's hash chain
+ * (audit/chain.ts): the chain head (audit_chains) is locked for the rest of the writer's transaction, rows get the
+ * next sequence numbers and their hashes, and the head moves on, so concurrent writers on any number of instances
+ * append one after another and a chain never forks. Transactions that audit several orgs lock heads in org-id order.
+ */
+import { and, asc, desc, eq, gt, gte, isNull, like, lt, sql, type SQL } from 'drizzle-orm';
+import { PgTransaction } from 'drizzle-orm/pg-core';
+import { rowsOf, type Queryable } from '../store/db.ts';
+import { auditChains, auditEvents } from '../store/schema.ts';
+import { genesisHash, rowHash } from './chain.ts';
 
 export interface Actor {
   type: 'api_key' | 'oauth_client' | 'user' | 'operator' | 'system' | 'anonymous';
@@ -17,15 +25,174 @@ export interface AuditInput {
   details?: Record<string, unknown>;
 }
 
+export type AuditRow = typeof auditEvents.$inferSelect;
+
+/** Records one event in the caller's transaction (or its own, given the database). Signature kept for every caller. */
 export async function recordAudit(db: Queryable, event: AuditInput): Promise<void> {
-  await db.insert(auditEvents).values({
-    orgId: event.orgId,
-    action: event.action,
-    actorType: event.actor.type,
-    actorId: event.actor.id,
-    targetType: event.targetType ?? null,
-    targetId: event.targetId ?? null,
-    outcome: event.outcome ?? 'success',
-    details: event.details ?? {},
+  await appendAudit(db, [event]);
+}
+
+/** Strings as jsonb takes them: no NUL, no lone surrogates (either would fail the insert, and the batch with it). */
+function storable(value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+  if (Array.isArray(value)) return value.map(storable);
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[storable(k) as string] = storable(v);
+    return out;
+  }
+  return typeof value === 'number' && !Number.isFinite(value) ? null : value;
+}
+
+/** Appends events (any orgs, in order) to their orgs' chains in one transaction: 3 statements whatever the count. */
+export async function appendAudit(db: Queryable, events: readonly AuditInput[], now: Date = new Date()): Promise<AuditRow[]> {
+  if (events.length === 0) return [];
+  if (!(db instanceof PgTransaction)) return db.transaction((tx) => appendAudit(tx, events, now));
+  const orgIds = [...new Set(events.map((e) => e.orgId))].sort();
+  const heads = await lockHeads(db, orgIds);
+  const rows: AuditRow[] = events.map((event) => {
+    const head = heads.get(event.orgId)!;
+    const fields = {
+      orgId: event.orgId,
+      seq: head.seq + 1,
+      prevHash: head.hash,
+      createdAt: now,
+      action: event.action,
+      actorType: event.actor.type,
+      actorId: event.actor.id,
+      targetType: event.targetType ?? null,
+      targetId: event.targetId ?? null,
+      outcome: event.outcome ?? 'success',
+      details: storable(event.details ?? {}) as Record<string, unknown>,
+    };
+    const hash = rowHash(fields);
+    heads.set(event.orgId, { seq: fields.seq, hash });
+    return { id: crypto.randomUUID(), ...fields, hash };
   });
+  await db.insert(auditEvents).values(rows);
+  const moved = sql.join(
+    orgIds.map((id) => sql`(${id}::uuid, ${heads.get(id)!.seq}::bigint, ${heads.get(id)!.hash}::text)`),
+    sql`, `,
+  );
+  await db.execute(sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${moved}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id`);
+  return rows;
+}
+
+interface Head {
+  seq: number;
+  hash: string;
+}
+
+/** Creates missing chain heads and locks all of them (one upsert; rows are locked in the given, sorted, order). */
+async function lockHeads(tx: Queryable, orgIds: string[]): Promise<Map<string, Head>> {
+  const values = sql.join(
+    orgIds.map((id) => sql`(${id}::uuid, 0, ${genesisHash(id)}, 0, ${genesisHash(id)})`),
+    sql`, `,
+  );
+  const result = await tx.execute(sql`INSERT INTO audit_chains (org_id, head_seq, head_hash, base_seq, base_hash) VALUES ${values}
+    ON CONFLICT (org_id) DO UPDATE SET head_seq = audit_chains.head_seq
+    RETURNING org_id, head_seq, head_hash`);
+  return new Map(rowsOf<{ org_id: string; head_seq: string | number; head_hash: string }>(result).map((r) => [r.org_id, { seq: Number(r.head_seq), hash: r.head_hash }]));
+}
+
+export interface AuditFilter {
+  /** Exact action, or a prefix when it ends with a dot (`approval.`). */
+  action?: string;
+  /** Only events at or after this time. */
+  since?: Date;
+}
+
+function filterConditions(orgId: string, filter: AuditFilter): SQL[] {
+  const conditions: SQL[] = [eq(auditEvents.orgId, orgId)];
+  if (filter.action !== undefined) {
+    conditions.push(filter.action.endsWith('.') ? like(auditEvents.action, `${filter.action.replace(/[\\%_]/g, '\\$&')}%`) : eq(auditEvents.action, filter.action));
+  }
+  if (filter.since) conditions.push(gte(auditEvents.createdAt, filter.since));
+  return conditions;
+}
+
+/** One page, newest first (by chain position); `beforeSeq` continues after the previous page's last row. */
+export async function listAudit(db: Queryable, orgId: string, filter: AuditFilter, limit: number, beforeSeq: number | null): Promise<AuditRow[]> {
+  const conditions = filterConditions(orgId, filter);
+  if (beforeSeq !== null) conditions.push(lt(auditEvents.seq, beforeSeq));
+  return db.select().from(auditEvents).where(and(...conditions)).orderBy(desc(auditEvents.seq)).limit(limit);
+}
+
+/** One page in chain order after `afterSeq` (export, verification): keyset pagination, so memory stays bounded. */
+export async function auditPageAsc(db: Queryable, orgId: string, filter: AuditFilter, afterSeq: number, limit: number): Promise<AuditRow[]> {
+  return db
+    .select()
+    .from(auditEvents)
+    .where(and(...filterConditions(orgId, filter), gt(auditEvents.seq, afterSeq)))
+    .orderBy(asc(auditEvents.seq))
+    .limit(limit);
+}
+
+export async function chainState(db: Queryable, orgId: string) {
+  const [row] = await db.select().from(auditChains).where(eq(auditChains.orgId, orgId));
+  return row ?? { orgId, headSeq: 0, headHash: genesisHash(orgId), baseSeq: 0, baseHash: genesisHash(orgId) };
+}
+
+/** Rows of the org outside the chain (no sequence number): only a write that bypassed this module makes them. */
+export async function unchainedCount(db: Queryable, orgId: string): Promise<number> {
+  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(auditEvents).where(and(eq(auditEvents.orgId, orgId), isNull(auditEvents.seq)));
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * Rows written before the chain existed (migration 5) join their org's chain, oldest first, before any new row.
+ * Runs at start; a no-op once done.
+ */
+export async function chainLegacyRows(db: Queryable): Promise<number> {
+  const legacy = await db.select().from(auditEvents).where(isNull(auditEvents.seq)).orderBy(asc(auditEvents.createdAt), asc(auditEvents.id));
+  if (legacy.length === 0) return 0;
+  await db.transaction(async (tx) => {
+    const orgIds = [...new Set(legacy.map((r) => r.orgId))].sort();
+    const heads = await lockHeads(tx, orgIds);
+    for (const row of legacy) {
+      const head = heads.get(row.orgId)!;
+      const fields = { ...row, seq: head.seq + 1, prevHash: head.hash };
+      const hash = rowHash(fields);
+      heads.set(row.orgId, { seq: fields.seq, hash });
+      await tx.update(auditEvents).set({ seq: fields.seq, prevHash: fields.prevHash, hash }).where(and(eq(auditEvents.id, row.id), isNull(auditEvents.seq)));
+    }
+    for (const id of orgIds) await tx.update(auditChains).set({ headSeq: heads.get(id)!.seq, headHash: heads.get(id)!.hash }).where(eq(auditChains.orgId, id));
+  });
+  return legacy.length;
+}
+
+/**
+ * Retention: deletes the org's oldest rows created before `before`, as one prefix of the chain (up to the first row
+ * that is still young enough), moves the chain's base to the last deleted row and appends an `audit.pruned`
+ * checkpoint row naming it, all in one transaction under the head lock. Verification starts from the base.
+ */
+export async function pruneAudit(db: Queryable, orgId: string, before: Date, now: Date = new Date()): Promise<number> {
+  return db.transaction(async (tx) => {
+    const head = (await lockHeads(tx, [orgId])).get(orgId)!;
+    const state = await chainState(tx, orgId);
+    const young = rowsOf<{ seq: string | number | null }>(
+      await tx.execute(sql`SELECT min(seq) AS seq FROM audit_events WHERE org_id = ${orgId} AND seq > ${state.baseSeq} AND created_at >= ${before.toISOString()}::timestamptz`),
+    )[0];
+    const through = young?.seq != null ? Number(young.seq) - 1 : head.seq;
+    if (through <= state.baseSeq) return 0;
+    const [last] = await tx.select({ hash: auditEvents.hash }).from(auditEvents).where(and(eq(auditEvents.orgId, orgId), eq(auditEvents.seq, through)));
+    if (!last?.hash) return 0;
+    const deleted = await tx
+      .delete(auditEvents)
+      .where(and(eq(auditEvents.orgId, orgId), sql`${auditEvents.seq} <= ${through}`))
+      .returning({ id: auditEvents.id });
+    await tx.update(auditChains).set({ baseSeq: through, baseHash: last.hash }).where(eq(auditChains.orgId, orgId));
+    await appendAudit(
+      tx,
+      [{ orgId, action: 'audit.pruned', actor: { type: 'system', id: null }, details: { through_seq: through, through_hash: last.hash, deleted: deleted.length, before: before.toISOString() } }],
+      now,
+    );
+    return deleted.length;
+  });
+}
+
+/** Orgs that have audit rows older than `before` (the sweeper's work list). */
+export async function orgsWithRowsBefore(db: Queryable, before: Date): Promise<string[]> {
+  const rows = await db.selectDistinct({ orgId: auditEvents.orgId }).from(auditEvents).where(lt(auditEvents.createdAt, before));
+  return rows.map((r) => r.orgId);
 }

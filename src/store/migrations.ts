@@ -146,4 +146,21 @@ CREATE TABLE usage_counters (
 ALTER TABLE orgs ADD COLUMN burst_limit_per_second integer CHECK (burst_limit_per_second BETWEEN 1 AND 100000);
 `,
   },
+  {
+    version: 5,
+    name: 'audit_chain',
+    sql: `
+ALTER TABLE audit_events ADD COLUMN seq bigint;
+ALTER TABLE audit_events ADD COLUMN prev_hash text;
+ALTER TABLE audit_events ADD COLUMN hash text;
+CREATE UNIQUE INDEX audit_events_org_seq ON audit_events (org_id, seq);
+CREATE TABLE audit_chains (
+  org_id uuid PRIMARY KEY REFERENCES orgs(id) ON DELETE CASCADE,
+  head_seq bigint NOT NULL,
+  head_hash text NOT NULL,
+  base_seq bigint NOT NULL,
+  base_hash text NOT NULL
+);
+`,
+  },
 ];

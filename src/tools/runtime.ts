@@ -10,8 +10,10 @@
  *    call returns its pending_approval result from there and runs later through `execute` with the same input;
  *  - tool sources: `execute` picks what runs a tool by its connector's type (a database driver today; an upstream
  *    MCP server is another kind of connector with its own executor);
- *  - audit rows and webhooks: emit `tool.called` on the domain events (src/events) around `execute`, inside the
- *    caller's transaction where a row must be written with it.
+ *  - audit rows and webhooks: `audited` wraps every tools/call. A call that ran (or was answered by the gate or a
+ *    built-in tool) resolves only once its `tool.called` audit row is committed, by group commit, together with its
+ *    `tool.called` domain event (audit/recorder.ts: webhook subscribers write in that transaction); a refused call
+ *    (RpcError) is recorded as a refusal without waiting.
  */
 import { getDriver } from '../connectors/registry.ts';
 import type { ToolResult } from '../connectors/types.ts';
@@ -24,18 +26,26 @@ import type { Tool, ToolsListResult } from '../../generated/jsonrpc-types.ts';
 import type { CatalogCache, CatalogTool, OrgCatalog } from './catalog.ts';
 import { monthlyQuotaFor } from '../limits/plans.ts';
 import { checkParams, RawJson } from '../mcp/protocol.ts';
+import { actorOf } from '../auth/principal.ts';
+import { canonicalJson } from '../audit/chain.ts';
+import type { AuditRecorder } from '../audit/recorder.ts';
+import { DomainEvents } from '../events/index.ts';
+import { createHash } from 'node:crypto';
 
 /** The org a call is made in: its catalog version (read per request) and its plan (the quota). */
 export interface RuntimeOrg {
   id: string;
   catalogVersion: number;
   plan: string;
+  subscriptionStatus: string;
+  trialExpiresAt: Date | null;
 }
 
 /** What the tool runtime uses: the catalog, the quota meter, and the execution limits. */
 export interface ToolRuntimeDeps {
   catalog: Pick<CatalogCache, 'get'>;
   usage: Pick<UsageMeter, 'consume'>;
+  audit: Pick<AuditRecorder, 'toolCall' | 'denial'>;
   config: Pick<
     Config,
     'statementTimeoutMs' | 'lockTimeoutMs' | 'maxResultRows' | 'maxResultBytes' | 'connectorMaxConcurrentCalls' | 'connectorQueueTimeoutMs'
@@ -157,16 +167,96 @@ function execute(deps: ToolRuntimeDeps, tool: CatalogTool, input: Record<string,
   });
 }
 
+/**
+ * A trial ends at trial_expires_at (inclusive): from that instant tools/call is refused with -32000 until the org
+ * subscribes; tools/list, initialize and the REST API keep working so an admin can see and fix the account.
+ */
+export function trialExpired(org: Pick<RuntimeOrg, 'subscriptionStatus' | 'trialExpiresAt'>, now: Date): boolean {
+  return org.subscriptionStatus === 'trialing' && org.trialExpiresAt !== null && now.getTime() >= org.trialExpiresAt.getTime();
+}
+
+/** What a tool-call row keeps of the arguments: a digest (matches a known input), never the values or the SQL. */
+function argumentsDigest(args: Record<string, unknown>): string {
+  return createHash('sha256').update(canonicalJson(args)).digest('hex');
+}
+
+function rowCountOf(result: ToolResult): number | null {
+  const count = result.structuredContent?.rowCount;
+  return typeof count === 'number' ? count : null;
+}
+
+/** Every tools/call, recorded: see the module header. A failed audit write fails the call (no result without its row). */
 export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+  const started = performance.now();
+  const seen: { tool?: CatalogTool } = {};
+  let result: ToolResult;
+  try {
+    result = await runCall(deps, org, principal, name, args, seen);
+  } catch (err) {
+    if (err instanceof RpcError) {
+      deps.audit.denial({
+        orgId: org.id,
+        action: 'tool.call_refused',
+        actor: actorOf(principal),
+        targetType: 'tool',
+        targetId: (seen.tool?.name ?? name).slice(0, 100),
+        outcome: 'denied',
+        details: { code: err.code, reason: err.message, ...(seen.tool ? { connector_id: seen.tool.connector.id } : {}) },
+      });
+    }
+    throw err;
+  }
+  const durationMs = Math.round((performance.now() - started) * 10) / 10;
+  const tool = seen.tool;
+  const outcome = result.isError ? 'error' : 'success';
+  const data = {
+    tool_name: tool?.name ?? name,
+    connector_id: tool?.connector.id ?? null,
+    connector_type: tool?.connector.type ?? null,
+    outcome,
+    duration_ms: durationMs,
+    row_count: rowCountOf(result),
+  };
+  const actor = actorOf(principal);
+  await deps.audit.toolCall(
+    {
+      orgId: org.id,
+      action: 'tool.called',
+      actor,
+      targetType: 'tool',
+      targetId: data.tool_name,
+      outcome,
+      details: { ...data, arguments_sha256: argumentsDigest(args), ...(result.structuredContent?.status === 'pending_approval' ? { held_for_approval: true } : {}) },
+    },
+    DomainEvents.create('tool.called', org.id, { ...data, actor_type: actor.type, actor_id: actor.id }),
+  );
+  return result;
+}
+
+async function runCall(
+  deps: ToolRuntimeDeps,
+  org: RuntimeOrg,
+  principal: Principal,
+  name: string,
+  args: Record<string, unknown>,
+  seen: { tool?: CatalogTool },
+): Promise<ToolResult> {
   const builtin = BUILTIN_TOOLS.get(name);
   if (builtin) return builtin.call(org, args);
   const catalog = await deps.catalog.get(org.id, org.catalogVersion);
   const tool = catalog.byName.get(name);
   if (!tool || !tool.enabled) throw new RpcError(RpcCode.InvalidParams, `Unknown tool: ${name.slice(0, 100)}. Call tools/list for the available tools.`);
+  seen.tool = tool;
   if (!inScope(principal, tool)) throw new RpcError(RpcCode.InsufficientScope, `This credential may not call ${tool.name}.`);
   // Validation mutates a copy (defaults are filled in); the caller's object stays as sent.
   const input = structuredClone(args);
   if (!tool.validate(input)) throw invalidArguments(tool);
+  if (trialExpired(org, new Date())) {
+    throw new RpcError(
+      RpcCode.QuotaExceeded,
+      `The trial of this org ended at ${org.trialExpiresAt!.toISOString()}: tool calls are paused until the org subscribes to a plan.`,
+    );
+  }
   const instead = gate(tool);
   if (instead) return instead;
   // Only tools/call of a real tool counts against the monthly quota (not check_approval_status polling,
