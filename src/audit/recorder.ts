@@ -5,11 +5,12 @@
  *   turn of the event loop (and while the previous batch is in flight) go to the store as ONE transaction: chain
  *   heads locked, one multi-row INSERT, the `tool.called` domain events emitted with that transaction, commit. If
  *   the batch fails, every call in it fails (the caller answers an error instead of the result). The queue of waiting
- *   calls is bounded (TOOLGATE_AUDIT_QUEUE_MAX); a call that finds it full is refused at once (fail closed, no result
- *   without a row), so a store that cannot keep up turns into errors, not into unbounded memory or latency.
+ *   calls is bounded (TOOLGATE_AUDIT_QUEUE_MAX): while it is full (`accepting()` false) new calls are refused before
+ *   they run, so a store that cannot keep up turns into errors, not into unbounded memory or latency.
  * - Refusals (`denial`): 401/403/429/quota answers are not held back for their row (a flood of them must not slow
- *   anybody), so they are queued without waiting, in a separate bounded queue. A batch takes at most
- *   DENIALS_PER_BATCH of them, so tool calls sharing the batch wait for a bounded amount of work. When the queue is
+ *   anybody), so they are queued without waiting, in a separate bounded queue. A batch writes at most
+ *   DENIALS_PER_BATCH of them, in a transaction of their own after the tool calls', so tool calls wait for a
+ *   bounded amount of refusal work and a refusal that cannot be written never fails a call. When the queue is
  *   full, further refusals of that org are counted, not queued, and one `audit.denials_dropped` row with the count
  *   is written once there is room again: the log says how many refusals it does not itemise.
  *
@@ -57,11 +58,19 @@ export class AuditRecorder {
 
   /** Records a tool call and resolves once its row (and its `tool.called` event, if any) is committed. */
   toolCall(row: AuditInput, event: DomainEvent | null): Promise<void> {
-    if (this.calls.length >= this.deps.queueMax) return Promise.reject(new AuditUnavailableError('audit queue full'));
     return new Promise<void>((resolve, reject) => {
       this.calls.push({ row, event, resolve, reject });
       this.schedule();
     });
+  }
+
+  /**
+   * Whether a new tool call may start: false while the rows waiting for their commit fill the queue. Checked before a
+   * tool runs (a call that ran always gets its row queued), so the queue exceeds its bound by at most the calls
+   * already executing.
+   */
+  accepting(): boolean {
+    return this.calls.length < this.deps.queueMax;
   }
 
   /** Records a refusal without waiting for it; never throws. */
@@ -125,17 +134,28 @@ export class AuditRecorder {
     return rows;
   }
 
+  /**
+   * Tool calls first, in their own transaction; then the refusals in another, so a refusal row that cannot be
+   * written (its org vanished) never fails a tool call, and tool calls never wait behind more than one bounded
+   * batch of refusals.
+   */
   private async write(calls: PendingCall[], others: AuditInput[]): Promise<void> {
-    try {
-      await this.deps.db.transaction(async (tx) => {
-        await appendAudit(tx, [...calls.map((c) => c.row), ...others], this.now());
-        const events = calls.flatMap((c) => (c.event ? [c.event] : []));
-        await this.deps.events.emit(tx, events);
+    if (calls.length) {
+      try {
+        await this.deps.db.transaction(async (tx) => {
+          await appendAudit(tx, calls.map((c) => c.row), this.now());
+          await this.deps.events.emit(tx, calls.flatMap((c) => (c.event ? [c.event] : [])));
+        });
+        for (const call of calls) call.resolve();
+      } catch (err) {
+        this.deps.log.error('audit batch failed', { rows: calls.length, error: describeError(err) });
+        for (const call of calls) call.reject(new AuditUnavailableError('audit write failed'));
+      }
+    }
+    if (others.length) {
+      await appendAudit(this.deps.db, others, this.now()).catch((err: unknown) => {
+        this.deps.log.error('recording refusals failed; they are lost', { rows: others.length, error: describeError(err) });
       });
-      for (const call of calls) call.resolve();
-    } catch (err) {
-      this.deps.log.error('audit batch failed', { rows: calls.length + others.length, error: describeError(err) });
-      for (const call of calls) call.reject(new AuditUnavailableError('audit write failed'));
     }
   }
 }

@@ -9,6 +9,8 @@ import { issueToken } from './oauth.ts';
 import { createOrg } from './operator.ts';
 import { createApiKey, createOAuthClient, getOrg, listApiKeys, listOAuthClients, revokeApiKey, revokeOAuthClient } from './org.ts';
 import { getProvisioningStatus, provisionOrg } from './provisioning.ts';
+import { exportAuditEvents, listAuditEvents } from './audit.ts';
+import { getLimits, getSubscription, getUsage } from './billing.ts';
 
 export const handlers: HandlerTable = {
   issueToken,
@@ -39,4 +41,9 @@ export const handlers: HandlerTable = {
   getOpenApi,
   getDocs,
   getDocsAsset,
+  listAuditEvents,
+  exportAuditEvents,
+  getSubscription,
+  getUsage,
+  getLimits,
 };

@@ -31,6 +31,7 @@ import { canonicalJson } from '../audit/chain.ts';
 import type { AuditRecorder } from '../audit/recorder.ts';
 import { DomainEvents } from '../events/index.ts';
 import { createHash } from 'node:crypto';
+import { trialExpired } from '../billing/trial.ts';
 
 /** The org a call is made in: its catalog version (read per request) and its plan (the quota). */
 export interface RuntimeOrg {
@@ -45,7 +46,7 @@ export interface RuntimeOrg {
 export interface ToolRuntimeDeps {
   catalog: Pick<CatalogCache, 'get'>;
   usage: Pick<UsageMeter, 'consume'>;
-  audit: Pick<AuditRecorder, 'toolCall' | 'denial'>;
+  audit: Pick<AuditRecorder, 'toolCall' | 'denial' | 'accepting'>;
   config: Pick<
     Config,
     'statementTimeoutMs' | 'lockTimeoutMs' | 'maxResultRows' | 'maxResultBytes' | 'connectorMaxConcurrentCalls' | 'connectorQueueTimeoutMs'
@@ -167,14 +168,6 @@ function execute(deps: ToolRuntimeDeps, tool: CatalogTool, input: Record<string,
   });
 }
 
-/**
- * A trial ends at trial_expires_at (inclusive): from that instant tools/call is refused with -32000 until the org
- * subscribes; tools/list, initialize and the REST API keep working so an admin can see and fix the account.
- */
-export function trialExpired(org: Pick<RuntimeOrg, 'subscriptionStatus' | 'trialExpiresAt'>, now: Date): boolean {
-  return org.subscriptionStatus === 'trialing' && org.trialExpiresAt !== null && now.getTime() >= org.trialExpiresAt.getTime();
-}
-
 /** What a tool-call row keeps of the arguments: a digest (matches a known input), never the values or the SQL. */
 function argumentsDigest(args: Record<string, unknown>): string {
   return createHash('sha256').update(canonicalJson(args)).digest('hex');
@@ -185,10 +178,16 @@ function rowCountOf(result: ToolResult): number | null {
   return typeof count === 'number' ? count : null;
 }
 
+/** What a call got to before it returned or was refused: the tool it named, and whether the quota counted it. */
+interface CallTrace {
+  tool?: CatalogTool;
+  counted?: boolean;
+}
+
 /** Every tools/call, recorded: see the module header. A failed audit write fails the call (no result without its row). */
 export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, name: string, args: Record<string, unknown>): Promise<ToolResult> {
   const started = performance.now();
-  const seen: { tool?: CatalogTool } = {};
+  const seen: CallTrace = {};
   let result: ToolResult;
   try {
     result = await runCall(deps, org, principal, name, args, seen);
@@ -218,7 +217,8 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
     row_count: rowCountOf(result),
   };
   const actor = actorOf(principal);
-  await deps.audit.toolCall(
+  await recordCall(
+    deps,
     {
       orgId: org.id,
       action: 'tool.called',
@@ -226,11 +226,20 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
       targetType: 'tool',
       targetId: data.tool_name,
       outcome,
-      details: { ...data, arguments_sha256: argumentsDigest(args), ...(result.structuredContent?.status === 'pending_approval' ? { held_for_approval: true } : {}) },
+      details: { ...data, counted: Boolean(seen.counted), arguments_sha256: argumentsDigest(args), ...(result.structuredContent?.status === 'pending_approval' ? { held_for_approval: true } : {}) },
     },
     DomainEvents.create('tool.called', org.id, { ...data, actor_type: actor.type, actor_id: actor.id }),
   );
   return result;
+}
+
+/** Waits for the call's row; if it cannot be written the result is withheld (no result without its audit row). */
+async function recordCall(deps: ToolRuntimeDeps, ...args: Parameters<ToolRuntimeDeps['audit']['toolCall']>): Promise<void> {
+  try {
+    await deps.audit.toolCall(...args);
+  } catch {
+    throw new RpcError(RpcCode.InternalError, 'The call ran, but its audit record could not be written, so its result is withheld.');
+  }
 }
 
 async function runCall(
@@ -239,7 +248,7 @@ async function runCall(
   principal: Principal,
   name: string,
   args: Record<string, unknown>,
-  seen: { tool?: CatalogTool },
+  seen: CallTrace,
 ): Promise<ToolResult> {
   const builtin = BUILTIN_TOOLS.get(name);
   if (builtin) return builtin.call(org, args);
@@ -259,6 +268,7 @@ async function runCall(
   }
   const instead = gate(tool);
   if (instead) return instead;
+  if (!deps.audit.accepting()) throw new RpcError(RpcCode.InternalError, 'The audit log cannot keep up right now, so the call was not run; retry shortly.');
   // Only tools/call of a real tool counts against the monthly quota (not check_approval_status polling,
   // not calls refused above); the count is taken before the tool runs, so a used-up quota runs nothing.
   const quota = monthlyQuotaFor(org.plan);
@@ -268,5 +278,6 @@ async function runCall(
       `Monthly tool-call quota exceeded: the ${org.plan} plan includes ${quota} tool calls per month. Upgrade the plan to continue.`,
     );
   }
+  seen.counted = true;
   return execute(deps, tool, input);
 }
