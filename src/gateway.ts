@@ -16,7 +16,7 @@ import { UsageMeter } from './limits/usage.ts';
 import { DomainEvents } from './events/index.ts';
 import { createMcpServer } from './mcp/server.ts';
 import { AuditRecorder, auditSubscriber } from './audit/recorder.ts';
-import { chainLegacyRows } from './audit/repository.ts';
+import { sealPending } from './audit/repository.ts';
 import { startRetentionSweeper } from './audit/retention.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
@@ -56,10 +56,10 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   const catalog = new CatalogCache({ store, box });
   const usage = new UsageMeter(store.db);
-  // Rows written before the audit chain existed join it before anything else is appended.
-  await chainLegacyRows(store.db);
+  // Rows left unsealed (written before the audit chain existed, or by an instance that stopped) join the chain first.
+  while ((await sealPending(store.db)) > 0);
   const events = new DomainEvents();
-  events.subscribe(auditSubscriber);
+  events.subscribe(auditSubscriber, ['approval.requested']);
   const audit = new AuditRecorder({ db: store.db, events, log, queueMax: config.auditQueueMax });
   const stopRetention = startRetentionSweeper({ db: store.db, log, retentionDays: config.auditRetentionDays });
   const deps: AppDeps = {

@@ -184,10 +184,12 @@ describe.skipIf(!hasPg)('audit trail', () => {
     const last = (await rows(fresh.orgId)).at(-1);
     await g.deps.store.db.execute(sql`DELETE FROM audit_events WHERE id = ${last.id}`);
     expect((await verifyChain(g.deps.store.db, fresh.orgId)).ok).toBe(false);
-    // A row slipped in beside the chain is caught too.
+    // A row slipped in beside the chain, dated before the sealing delay, is caught too; a recent unsealed row is pending.
     const other = await onboard(g);
     await g.deps.store.db.execute(sql`INSERT INTO audit_events (org_id, action, actor_type) VALUES (${other.orgId}, 'connector.created', 'system')`);
-    expect((await verifyChain(g.deps.store.db, other.orgId)).ok).toBe(false);
+    expect(await verifyChain(g.deps.store.db, other.orgId)).toMatchObject({ ok: true, pending: 1 });
+    await g.deps.store.db.execute(sql`UPDATE audit_events SET created_at = now() - interval '10 minutes' WHERE org_id = ${other.orgId} AND seq IS NULL`);
+    expect(await verifyChain(g.deps.store.db, other.orgId)).toMatchObject({ ok: false, broken: { reason: expect.stringContaining('outside the chain') } });
   });
 
   test('GET /api/audit: newest first, limit, exact and prefix action, days, and a cursor through every page', async () => {
@@ -279,6 +281,32 @@ describe.skipIf(!hasPg)('audit trail', () => {
     expect(left[1].details).toMatchObject({ through_seq: 5, deleted: 5 });
     expect(await verifyChain(g.deps.store.db, org.orgId)).toEqual({ ok: true, checked: 2 });
     expect(await pruneAudit(g.deps.store.db, org.orgId, new Date(Date.now() - 365 * 86_400_000))).toBe(0);
+  });
+
+  test('the webhook seam: tool.called events reach a subscriber inside the transaction of their audit rows; a throwing subscriber fails the call', async () => {
+    verifies('AUDIT-DURABLE-BEFORE-RESULT');
+    let mode: 'check' | 'throw' | 'off' = 'check';
+    const inSameTx: boolean[] = [];
+    g.deps.events.subscribe(async (tx, events) => {
+      if (mode === 'off') return;
+      if (mode === 'throw') throw new Error('outbox down');
+      // The batch's audit rows were inserted by this very transaction (their xmin is its id).
+      const [row] = rowsOf<{ n: number }>(await tx.execute(sql`SELECT count(*)::int AS n FROM audit_events WHERE xmin = pg_current_xact_id()::xid AND action = 'tool.called'`));
+      inSameTx.push(row!.n === events.length && events.every((e) => e.type === 'tool.called'));
+    }, ['tool.called']);
+    try {
+      const ok = await callTool(g, a.slug, { apiKey: a.apiKey }, ITEMS, { sql: 'SELECT name FROM items WHERE id = 3' });
+      expect(ok.text).toContain('plum');
+      expect(inSameTx).toEqual([true]);
+      mode = 'throw';
+      const before = (await rows(a.orgId, 'tool.called')).length;
+      const failed = await callTool(g, a.slug, { apiKey: a.apiKey }, ITEMS, { sql: 'SELECT name FROM items WHERE id = 3' });
+      expectRpcError(failed, -32603);
+      expect(failed.text).not.toContain('plum');
+      expect((await rows(a.orgId, 'tool.called')).length).toBe(before);
+    } finally {
+      mode = 'off';
+    }
   });
 
   test('approval.requested events become audit rows in the emitter transaction', async () => {

@@ -2,32 +2,37 @@
  * The audit log's hot-path writer: tool-call rows and refusals, written by group commit.
  *
  * - Tool calls (`toolCall`): no result without its row. The caller awaits the row; the rows requested during one
- *   turn of the event loop (and while the previous batch is in flight) go to the store as ONE transaction: chain
- *   heads locked, one multi-row INSERT, the `tool.called` domain events emitted with that transaction, commit. If
- *   the batch fails, every call in it fails (the caller answers an error instead of the result). The queue of waiting
- *   calls is bounded (TOOLGATE_AUDIT_QUEUE_MAX): while it is full (`accepting()` false) new calls are refused before
- *   they run, so a store that cannot keep up turns into errors, not into unbounded memory or latency.
+ *   turn of the event loop (and while MAX_IN_FLIGHT batches are out) go to the store as ONE multi-row INSERT,
+ *   committed before any of those calls is answered. If the batch fails, every call in it fails (the caller answers
+ *   an error instead of the result). The rows carry no chain position yet: `sealPending` (audit/repository.ts) seals
+ *   them into their orgs' hash chains right after, off the hot path, so batches never queue on a chain-head lock.
+ *   The queue of waiting calls is bounded (TOOLGATE_AUDIT_QUEUE_MAX): while it is full (`accepting()` false) new
+ *   calls are refused before they run, so a store that cannot keep up turns into errors, not unbounded memory.
  * - Refusals (`denial`): 401/403/429/quota answers are not held back for their row (a flood of them must not slow
  *   anybody), so they are queued without waiting, in a separate bounded queue. A batch writes at most
- *   DENIALS_PER_BATCH of them, in a transaction of their own after the tool calls', so tool calls wait for a
- *   bounded amount of refusal work and a refusal that cannot be written never fails a call. When the queue is
- *   full, further refusals of that org are counted, not queued, and one `audit.denials_dropped` row with the count
- *   is written once there is room again: the log says how many refusals it does not itemise.
+ *   DENIALS_PER_BATCH of them, in a statement of their own after the tool calls', so tool calls wait for a bounded
+ *   amount of refusal work and a refusal that cannot be written never fails a call. When the queue is full, further
+ *   refusals of that org are counted, not queued, and one `audit.denials_dropped` row with the count is written once
+ *   there is room again: the log says how many refusals it does not itemise.
  *
- * The seam for webhooks (issue 11): every tool-call row is paired with a `tool.called` DomainEvent, emitted through
- * `events.emit(tx, events)` inside the batch's transaction after the rows are inserted. A subscriber (the webhook
- * outbox) that writes its rows with that `tx` commits with the audit rows or not at all; if it throws, the batch
- * and its calls fail. Other domain events that need an audit row (approval.requested) are turned into rows by
- * `auditSubscriber`, subscribed at start.
+ * The seam for webhooks (issue 11): every tool-call row is paired with a `tool.called` DomainEvent. When a subscriber
+ * takes `tool.called` (`events.wants`), the batch's INSERT and `events.emit(tx, events)` run in one transaction, so
+ * the subscriber (the webhook outbox) writes its rows with that `tx`: they commit with the audit rows or not at all,
+ * and if it throws, the batch and its calls fail. With no such subscriber the batch is a single INSERT. Other domain
+ * events that need an audit row (approval.requested) are turned into rows by `auditSubscriber`, subscribed at start.
  */
-import { DomainEvents, type DomainEvent, type EventSubscriber } from '../events/index.ts';
+import { type DomainEvent, type DomainEvents, type EventSubscriber } from '../events/index.ts';
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
-import { appendAudit, type AuditInput } from './repository.ts';
+import { appendAudit, insertUnsealed, sealPending, type AuditInput } from './repository.ts';
 
 /** Refusals per batch: bounds what a tool call's row waits for when it shares a batch with a denial flood. */
 export const DENIALS_PER_BATCH = 200;
+/** Batches out at once; new rows wait for the next batch meanwhile (that is the group commit). */
+const MAX_IN_FLIGHT = 4;
+/** Rows sealed per sealing transaction. */
+const SEAL_ROWS = 5000;
 
 export class AuditUnavailableError extends Error {}
 
@@ -40,7 +45,7 @@ interface PendingCall {
 
 export interface AuditRecorderDeps {
   db: Db;
-  events: Pick<DomainEvents, 'emit'>;
+  events: Pick<DomainEvents, 'emit' | 'wants'>;
   log: Logger;
   /** Waiting tool-call rows and waiting refusals, each queue on its own. */
   queueMax: number;
@@ -51,8 +56,10 @@ export class AuditRecorder {
   private calls: PendingCall[] = [];
   private denials: AuditInput[] = [];
   private dropped = new Map<string, { count: number; since: Date }>();
-  private flushing: Promise<void> | null = null;
+  private inFlight = new Set<Promise<void>>();
   private scheduled = false;
+  private sealing: Promise<void> | null = null;
+  private sealAgain = false;
 
   constructor(private readonly deps: AuditRecorderDeps) {}
 
@@ -85,11 +92,12 @@ export class AuditRecorder {
     this.schedule();
   }
 
-  /** Waits until everything queued so far is written (tests, shutdown). */
+  /** Waits until everything queued so far is written and sealed into the chains (tests, shutdown). */
   async drain(): Promise<void> {
-    while (this.calls.length || this.denials.length || this.dropped.size || this.flushing) {
-      if (this.flushing) await this.flushing;
-      else await this.flush();
+    while (this.calls.length || this.denials.length || this.dropped.size || this.inFlight.size || this.sealing) {
+      if (this.inFlight.size) await Promise.all(this.inFlight);
+      else if (this.sealing) await this.sealing;
+      else this.flush();
     }
   }
 
@@ -97,29 +105,33 @@ export class AuditRecorder {
     return this.deps.now?.() ?? new Date();
   }
 
-  /** One flush at a time; rows that arrive meanwhile wait for the next batch (that is the group commit). */
+  private hasWork(): boolean {
+    return this.calls.length > 0 || this.denials.length > 0 || this.dropped.size > 0;
+  }
+
   private schedule(): void {
-    if (this.scheduled || this.flushing) return;
+    if (this.scheduled || this.inFlight.size >= MAX_IN_FLIGHT) return;
     this.scheduled = true;
+    // After the I/O of this loop turn: every row requested with it joins the batch.
     setImmediate(() => {
       this.scheduled = false;
-      void this.flush();
+      this.flush();
     });
   }
 
-  private flush(): Promise<void> {
-    if (this.flushing) return this.flushing;
+  private flush(): void {
+    if (!this.hasWork()) return;
     const calls = this.calls;
     this.calls = [];
     const denials = this.denials.splice(0, DENIALS_PER_BATCH);
     // Dropped counts are written once the denial queue has room again.
     const dropped = this.denials.length < this.deps.queueMax / 2 ? this.takeDropped() : [];
-    if (!calls.length && !denials.length && !dropped.length) return Promise.resolve();
-    this.flushing = this.write(calls, [...denials, ...dropped]).finally(() => {
-      this.flushing = null;
-      if (this.calls.length || this.denials.length || this.dropped.size) this.schedule();
+    const batch = this.write(calls, [...denials, ...dropped]).finally(() => {
+      this.inFlight.delete(batch);
+      this.seal();
+      if (this.hasWork()) this.schedule();
     });
-    return this.flushing;
+    this.inFlight.add(batch);
   }
 
   private takeDropped(): AuditInput[] {
@@ -134,18 +146,19 @@ export class AuditRecorder {
     return rows;
   }
 
-  /**
-   * Tool calls first, in their own transaction; then the refusals in another, so a refusal row that cannot be
-   * written (its org vanished) never fails a tool call, and tool calls never wait behind more than one bounded
-   * batch of refusals.
-   */
   private async write(calls: PendingCall[], others: AuditInput[]): Promise<void> {
     if (calls.length) {
       try {
-        await this.deps.db.transaction(async (tx) => {
-          await appendAudit(tx, calls.map((c) => c.row), this.now());
-          await this.deps.events.emit(tx, calls.flatMap((c) => (c.event ? [c.event] : [])));
-        });
+        const rows = calls.map((c) => c.row);
+        const events = calls.flatMap((c) => (c.event ? [c.event] : []));
+        if (events.length && this.deps.events.wants('tool.called')) {
+          await this.deps.db.transaction(async (tx) => {
+            await insertUnsealed(tx, rows, this.now());
+            await this.deps.events.emit(tx, events);
+          });
+        } else {
+          await insertUnsealed(this.deps.db, rows, this.now());
+        }
         for (const call of calls) call.resolve();
       } catch (err) {
         this.deps.log.error('audit batch failed', { rows: calls.length, error: describeError(err) });
@@ -153,24 +166,43 @@ export class AuditRecorder {
       }
     }
     if (others.length) {
-      await appendAudit(this.deps.db, others, this.now()).catch((err: unknown) => {
+      await insertUnsealed(this.deps.db, others, this.now()).catch((err: unknown) => {
         this.deps.log.error('recording refusals failed; they are lost', { rows: others.length, error: describeError(err) });
       });
     }
+  }
+
+  /** Seals written rows into the chains; one sealing at a time per instance, repeated while rows keep coming. */
+  private seal(): void {
+    if (this.sealing) {
+      this.sealAgain = true;
+      return;
+    }
+    this.sealing = (async () => {
+      do {
+        this.sealAgain = false;
+        try {
+          while ((await sealPending(this.deps.db, SEAL_ROWS)) === SEAL_ROWS);
+        } catch (err) {
+          // The rows stay committed and unsealed; the next batch (or the next start) seals them.
+          this.deps.log.error('sealing audit rows failed', { error: describeError(err) });
+        }
+      } while (this.sealAgain);
+    })().finally(() => {
+      this.sealing = null;
+    });
   }
 }
 
 /** Domain events that are audit rows too, written in the emitter's transaction (approval.requested). */
 export const auditSubscriber: EventSubscriber = async (tx, events) => {
-  const rows: AuditInput[] = events
-    .filter((e) => e.type === 'approval.requested')
-    .map((e) => ({
-      orgId: e.orgId,
-      action: 'approval.requested',
-      actor: { type: 'system', id: null },
-      targetType: 'approval',
-      targetId: typeof e.data.approval_id === 'string' ? e.data.approval_id : undefined,
-      details: { tool_name: e.data.tool_name, requested_by: e.data.requested_by, event_id: e.id },
-    }));
+  const rows: AuditInput[] = events.map((e) => ({
+    orgId: e.orgId,
+    action: 'approval.requested',
+    actor: { type: 'system', id: null },
+    targetType: 'approval',
+    targetId: typeof e.data.approval_id === 'string' ? e.data.approval_id : undefined,
+    details: { tool_name: e.data.tool_name, requested_by: e.data.requested_by, event_id: e.id },
+  }));
   if (rows.length) await appendAudit(tx, rows);
 };

@@ -1,10 +1,15 @@
 /**
- * Writes and reads audit events; every row is scoped to its org. Every write appends to the org's hash chain
- * (audit/chain.ts): the chain head (audit_chains) is locked for the rest of the writer's transaction, rows get the
- * next sequence numbers and their hashes, and the head moves on, so concurrent writers on any number of instances
- * append one after another and a chain never forks. Transactions that audit several orgs lock heads in org-id order.
+ * Writes and reads audit events; every row is scoped to its org, and every row ends up in its org's hash chain
+ * (audit/chain.ts). Two ways in:
+ *  - `recordAudit`/`appendAudit` (management changes, approvals, in the caller's transaction): chained at once. The
+ *    chain head (audit_chains) is locked for the rest of the writer's transaction, rows get the next sequence
+ *    numbers and their hashes, and the head moves on, so writers on any number of instances append in turn and a
+ *    chain never forks. Transactions that audit several orgs lock heads in org-id order.
+ *  - `insertUnsealed` (the tool-call hot path, refusals): committed without a lock, then sealed into the chain by
+ *    `sealPending` moments later (audit/recorder.ts runs it after each batch), so the hot path never queues on a
+ *    chain head.
  */
-import { and, asc, desc, eq, gt, gte, isNull, like, lt, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, isNotNull, isNull, like, lt, sql, type SQL } from 'drizzle-orm';
 import { PgTransaction } from 'drizzle-orm/pg-core';
 import { rowsOf, type Queryable } from '../store/db.ts';
 import { auditChains, auditEvents } from '../store/schema.ts';
@@ -103,7 +108,8 @@ export interface AuditFilter {
 }
 
 function filterConditions(orgId: string, filter: AuditFilter): SQL[] {
-  const conditions: SQL[] = [eq(auditEvents.orgId, orgId)];
+  // Rows show once sealed into the chain (milliseconds after their commit), so every listed row has its position.
+  const conditions: SQL[] = [eq(auditEvents.orgId, orgId), isNotNull(auditEvents.seq)];
   if (filter.action !== undefined) {
     conditions.push(filter.action.endsWith('.') ? like(auditEvents.action, `${filter.action.replace(/[\\%_]/g, '\\$&')}%`) : eq(auditEvents.action, filter.action));
   }
@@ -133,32 +139,74 @@ export async function chainState(db: Queryable, orgId: string) {
   return row ?? { orgId, headSeq: 0, headHash: genesisHash(orgId), baseSeq: 0, baseHash: genesisHash(orgId) };
 }
 
-/** Rows of the org outside the chain (no sequence number): only a write that bypassed this module makes them. */
-export async function unchainedCount(db: Queryable, orgId: string): Promise<number> {
-  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(auditEvents).where(and(eq(auditEvents.orgId, orgId), isNull(auditEvents.seq)));
-  return Number(row?.n ?? 0);
+/** The row as stored before it is sealed into the chain: content only (no seq, prev_hash or hash yet). */
+function unsealedRow(event: AuditInput, now: Date) {
+  return {
+    id: crypto.randomUUID(),
+    orgId: event.orgId,
+    createdAt: now,
+    action: event.action,
+    actorType: event.actor.type,
+    actorId: event.actor.id,
+    targetType: event.targetType ?? null,
+    targetId: event.targetId ?? null,
+    outcome: event.outcome ?? 'success',
+    details: storable(event.details ?? {}) as Record<string, unknown>,
+  };
 }
 
 /**
- * Rows written before the chain existed (migration 5) join their org's chain, oldest first, before any new row.
- * Runs at start; a no-op once done.
+ * The hot path's write (tool calls, refusals): one multi-row INSERT, no lock, so batches of any number of instances
+ * and orgs commit side by side. The rows join their org's chain shortly after, in `sealPending`.
  */
-export async function chainLegacyRows(db: Queryable): Promise<number> {
-  const legacy = await db.select().from(auditEvents).where(isNull(auditEvents.seq)).orderBy(asc(auditEvents.createdAt), asc(auditEvents.id));
-  if (legacy.length === 0) return 0;
-  await db.transaction(async (tx) => {
-    const orgIds = [...new Set(legacy.map((r) => r.orgId))].sort();
+export async function insertUnsealed(db: Queryable, events: readonly AuditInput[], now: Date = new Date()): Promise<void> {
+  if (events.length === 0) return;
+  await db.insert(auditEvents).values(events.map((e) => unsealedRow(e, now)));
+}
+
+/**
+ * Seals committed rows that are not in the chain yet (hot-path rows, and rows written before migration 5) into
+ * their orgs' chains, oldest first: one transaction, the rows locked (SKIP LOCKED: concurrent sealers on other
+ * instances take other rows), heads locked in org-id order, one UPDATE for all rows. Returns the rows sealed.
+ */
+export async function sealPending(db: Queryable, limit = 5000): Promise<number> {
+  return db.transaction(async (tx) => {
+    const pending = await tx
+      .select()
+      .from(auditEvents)
+      .where(isNull(auditEvents.seq))
+      .orderBy(asc(auditEvents.createdAt), asc(auditEvents.id))
+      .limit(limit)
+      .for('update', { skipLocked: true });
+    if (pending.length === 0) return 0;
+    const orgIds = [...new Set(pending.map((r) => r.orgId))].sort();
     const heads = await lockHeads(tx, orgIds);
-    for (const row of legacy) {
+    const sealed = pending.map((row) => {
       const head = heads.get(row.orgId)!;
       const fields = { ...row, seq: head.seq + 1, prevHash: head.hash };
       const hash = rowHash(fields);
       heads.set(row.orgId, { seq: fields.seq, hash });
-      await tx.update(auditEvents).set({ seq: fields.seq, prevHash: fields.prevHash, hash }).where(and(eq(auditEvents.id, row.id), isNull(auditEvents.seq)));
-    }
-    for (const id of orgIds) await tx.update(auditChains).set({ headSeq: heads.get(id)!.seq, headHash: heads.get(id)!.hash }).where(eq(auditChains.orgId, id));
+      return sql`(${row.id}::uuid, ${fields.seq}::bigint, ${fields.prevHash}::text, ${hash}::text)`;
+    });
+    await tx.execute(
+      sql`UPDATE audit_events AS e SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash FROM (VALUES ${sql.join(sealed, sql`, `)}) AS v(id, seq, prev_hash, hash) WHERE e.id = v.id`,
+    );
+    const moved = sql.join(
+      orgIds.map((id) => sql`(${id}::uuid, ${heads.get(id)!.seq}::bigint, ${heads.get(id)!.hash}::text)`),
+      sql`, `,
+    );
+    await tx.execute(sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${moved}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id`);
+    return pending.length;
   });
-  return legacy.length;
+}
+
+/** The org's rows not sealed yet, and of those the ones older than `before` (a sealer that should have run). */
+export async function unsealedCounts(db: Queryable, orgId: string, before: Date): Promise<{ pending: number; overdue: number }> {
+  const [row] = await db
+    .select({ pending: sql<number>`count(*)::int`, overdue: sql<number>`count(*) FILTER (WHERE ${auditEvents.createdAt} < ${before.toISOString()}::timestamptz)::int` })
+    .from(auditEvents)
+    .where(and(eq(auditEvents.orgId, orgId), isNull(auditEvents.seq)));
+  return { pending: Number(row?.pending ?? 0), overdue: Number(row?.overdue ?? 0) };
 }
 
 /**

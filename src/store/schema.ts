@@ -72,13 +72,14 @@ export const auditEvents = pgTable('audit_events', {
   outcome: text('outcome').notNull().default('success'),
   details: jsonb('details').$type<Record<string, unknown>>().notNull().default({}),
   createdAt: ts('created_at').notNull().defaultNow(),
-  /** Position in the org's hash chain (audit/chain.ts); null only for rows written before migration 5, chained at start. */
+  /** Position in the org's hash chain (audit/chain.ts); null until the row is sealed into it (audit/repository.ts sealPending). */
   seq: bigint('seq', { mode: 'number' }),
   prevHash: text('prev_hash'),
   hash: text('hash'),
 }, (t) => [
   index('audit_events_org_time').on(t.orgId, t.createdAt.desc()),
   uniqueIndex('audit_events_org_seq').on(t.orgId, t.seq),
+  index('audit_events_unsealed').on(t.createdAt).where(sql`seq IS NULL`),
 ]);
 
 /** Head and base of each org's audit hash chain; the head row is the lock every audit write of the org takes. */
