@@ -33,6 +33,8 @@ export const DENIALS_PER_BATCH = 200;
 const MAX_IN_FLIGHT = 4;
 /** Rows sealed per sealing transaction. */
 const SEAL_ROWS = 5000;
+/** Sealing runs at most this often, so under load one sealing transaction takes many batches' rows. */
+const SEAL_INTERVAL_MS = 100;
 
 export class AuditUnavailableError extends Error {}
 
@@ -60,6 +62,7 @@ export class AuditRecorder {
   private scheduled = false;
   private sealing: Promise<void> | null = null;
   private sealAgain = false;
+  private draining = false;
 
   constructor(private readonly deps: AuditRecorderDeps) {}
 
@@ -94,10 +97,15 @@ export class AuditRecorder {
 
   /** Waits until everything queued so far is written and sealed into the chains (tests, shutdown). */
   async drain(): Promise<void> {
-    while (this.calls.length || this.denials.length || this.dropped.size || this.inFlight.size || this.sealing) {
-      if (this.inFlight.size) await Promise.all(this.inFlight);
-      else if (this.sealing) await this.sealing;
-      else this.flush();
+    this.draining = true;
+    try {
+      while (this.calls.length || this.denials.length || this.dropped.size || this.inFlight.size || this.sealing) {
+        if (this.inFlight.size) await Promise.all(this.inFlight);
+        else if (this.sealing) await this.sealing;
+        else this.flush();
+      }
+    } finally {
+      this.draining = false;
     }
   }
 
@@ -180,6 +188,7 @@ export class AuditRecorder {
     }
     this.sealing = (async () => {
       do {
+        if (!this.draining) await new Promise((resolve) => setTimeout(resolve, SEAL_INTERVAL_MS));
         this.sealAgain = false;
         try {
           while ((await sealPending(this.deps.db, SEAL_ROWS)) === SEAL_ROWS);

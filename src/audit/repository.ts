@@ -161,7 +161,16 @@ function unsealedRow(event: AuditInput, now: Date) {
  */
 export async function insertUnsealed(db: Queryable, events: readonly AuditInput[], now: Date = new Date()): Promise<void> {
   if (events.length === 0) return;
-  await db.insert(auditEvents).values(events.map((e) => unsealedRow(e, now)));
+  const rows = events.map((e) => {
+    const row = unsealedRow(e, now);
+    return { id: row.id, org_id: row.orgId, action: row.action, actor_type: row.actorType, actor_id: row.actorId, target_type: row.targetType, target_id: row.targetId, outcome: row.outcome, details: row.details };
+  });
+  // The batch as one JSON parameter: one statement and one parameter whatever the batch size (a VALUES list with a
+  // parameter per field costs CPU per row to build and to parse).
+  await db.execute(sql`INSERT INTO audit_events (id, org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details)
+    SELECT id, org_id, ${now.toISOString()}::timestamptz, action, actor_type, actor_id, target_type, target_id, outcome, details
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+      AS v(id uuid, org_id uuid, action text, actor_type text, actor_id text, target_type text, target_id text, outcome text, details jsonb)`);
 }
 
 /**
@@ -181,15 +190,17 @@ export async function sealPending(db: Queryable, limit = 5000): Promise<number> 
     if (pending.length === 0) return 0;
     const orgIds = [...new Set(pending.map((r) => r.orgId))].sort();
     const heads = await lockHeads(tx, orgIds);
-    const sealed = pending.map((row) => {
+    const links: { id: string; seq: number; prev_hash: string; hash: string }[] = [];
+    for (const row of pending) {
       const head = heads.get(row.orgId)!;
       const fields = { ...row, seq: head.seq + 1, prevHash: head.hash };
       const hash = rowHash(fields);
       heads.set(row.orgId, { seq: fields.seq, hash });
-      return sql`(${row.id}::uuid, ${fields.seq}::bigint, ${fields.prevHash}::text, ${hash}::text)`;
-    });
+      links.push({ id: row.id, seq: fields.seq, prev_hash: fields.prevHash, hash });
+    }
     await tx.execute(
-      sql`UPDATE audit_events AS e SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash FROM (VALUES ${sql.join(sealed, sql`, `)}) AS v(id, seq, prev_hash, hash) WHERE e.id = v.id`,
+      sql`UPDATE audit_events AS e SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash
+        FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb) AS v(id uuid, seq bigint, prev_hash text, hash text) WHERE e.id = v.id`,
     );
     const moved = sql.join(
       orgIds.map((id) => sql`(${id}::uuid, ${heads.get(id)!.seq}::bigint, ${heads.get(id)!.hash}::text)`),
