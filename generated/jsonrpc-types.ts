@@ -233,6 +233,8 @@ export interface CheckApprovalStatusArguments {
 approvalId: string
 }
 /**
+ * structuredContent of check_approval_status. An approval that is executing is reported as pending. With executed, `result` is the tool's own result and its content also follows the status sentence in `content`; with failed, `reason` says why (and `result` is the tool's result when the tool itself reported the error); with expired, `reason` too. Another org's id, or one for a connector the credential may not call, is not_found.
+ * 
  * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
  * via the `definition` "ApprovalStatusContent".
  */
@@ -240,4 +242,5 @@ export interface ApprovalStatusContent {
 status: ("pending" | "executed" | "rejected" | "expired" | "failed" | "not_found")
 approvalId: string
 result?: ToolsCallResult
+reason?: string
 }

@@ -249,6 +249,43 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "listApprovals",
+    "method": "GET",
+    "path": "/api/org/approvals",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": [
+      "status",
+      "limit"
+    ]
+  },
+  {
+    "operationId": "approveApproval",
+    "method": "POST",
+    "path": "/api/org/approvals/{approvalId}/approve",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "approvalId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "rejectApproval",
+    "method": "POST",
+    "path": "/api/org/approvals/{approvalId}/reject",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "approvalId"
+    ],
+    "queryParams": []
+  },
+  {
     "operationId": "mcpEndpoint",
     "method": "POST",
     "path": "/mcp/{orgSlug}",
@@ -319,6 +356,77 @@ export const operations = [
     "bodyRequired": false,
     "pathParams": [
       "asset"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "listWebhooks",
+    "method": "GET",
+    "path": "/api/org/webhooks",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "createWebhook",
+    "method": "POST",
+    "path": "/api/org/webhooks",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "deleteWebhook",
+    "method": "DELETE",
+    "path": "/api/org/webhooks/{webhookId}",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "webhookId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "updateWebhook",
+    "method": "PATCH",
+    "path": "/api/org/webhooks/{webhookId}",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "webhookId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "listWebhookDeliveries",
+    "method": "GET",
+    "path": "/api/org/webhooks/{webhookId}/deliveries",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "webhookId"
+    ],
+    "queryParams": [
+      "limit"
+    ]
+  },
+  {
+    "operationId": "resendWebhookEvent",
+    "method": "POST",
+    "path": "/api/org/webhooks/{webhookId}/events/{eventId}/resend",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "webhookId",
+      "eventId"
     ],
     "queryParams": []
   },

@@ -1,4 +1,5 @@
 /** The one configuration module: read once at start, validated at start, units in names. */
+import { canonicalHostname, originKey, parseOrigin } from './net/hostname.ts';
 import { parseOutboundPolicy } from './net/outbound.ts';
 
 export interface Config {
@@ -15,8 +16,10 @@ export interface Config {
   redisUrl: string | null;
   accessTokenTtlSeconds: number;
   maxBodyBytes: number;
-  /** Origins allowed on the MCP endpoint besides the gateway's own. */
+  /** Origins allowed on the MCP endpoint besides the gateway's own, canonical (`scheme://host[:port]`). */
   allowedOrigins: string[];
+  /** Host names (canonical, no port) the gateway answers to besides its public URL's; `*` answers to any. */
+  allowedHosts: string[];
   /** Hosts (host or host:port) exempt from the outbound private-address rules, for local IdPs and tests. */
   outboundAllowHosts: string[];
   statementTimeoutMs: number;
@@ -26,6 +29,8 @@ export interface Config {
   /** Per connector: calls running at once (capped at the pool size), and how long a call may queue for a slot. */
   connectorMaxConcurrentCalls: number;
   connectorQueueTimeoutMs: number;
+  /** PostgreSQL tools: how long the server's verdict on what a statement resolves to is reused. */
+  pgResolutionCacheTtlSeconds: number;
   idpClockToleranceSeconds: number;
   jwksCooldownMs: number;
   jwksTimeoutMs: number;
@@ -36,6 +41,17 @@ export interface Config {
   /** Port of the demo's sample database on 127.0.0.1; 0 picks a free one. */
   demoDbPort: number;
   logLevel: 'silent' | 'error' | 'info' | 'debug';
+  /** Webhook delivery (issue 11): whether this instance runs a delivery worker, and its timings (docs/decisions.md). */
+  webhookWorker: boolean;
+  webhookTimeoutMs: number;
+  webhookMaxResponseBytes: number;
+  /** First retry delay; each later one doubles (capped at 8 h), with +-20% jitter. */
+  webhookRetryBaseMs: number;
+  /** How long a claimed delivery stays with its worker; a crashed worker's deliveries are retried after it. */
+  webhookLeaseMs: number;
+  webhookPollMs: number;
+  /** Requests in flight per endpoint across one instance's worker (a hanging receiver holds at most this many). */
+  webhookEndpointConcurrency: number;
   /** Audit rows older than this are removed by the retention sweeper (a checkpoint keeps the chain verifiable); 0 keeps all. */
   auditRetentionDays: number;
   /** Tool-call rows waiting for their group commit, and refusals waiting to be written, at most (each queue). */
@@ -71,6 +87,28 @@ function urlVar(env: Env, name: string, protocols: string[]): string | null {
   return raw;
 }
 
+/** TOOLGATE_ALLOWED_HOSTS: host names or IP literals without scheme or port (the Host check ignores ports), or `*`. */
+function hostsVar(env: Env, name: string): string[] {
+  return listVar(env, name).map((entry) => {
+    if (entry === '*') return entry;
+    const hostname = canonicalHostname(entry);
+    // A port is refused rather than ignored, so nobody believes it restricts anything; '::1' needs its brackets.
+    if (hostname === null || entry.replace(/^\[[^\]]*\]/, '').includes(':')) {
+      throw new ConfigError(`${name}: "${entry}" is not a host name; list names or IP literals without scheme or port ([::1] for IPv6), or *`);
+    }
+    return hostname;
+  });
+}
+
+/** TOOLGATE_ALLOWED_ORIGINS: browser origins (`scheme://host[:port]`, nothing after). */
+function originsVar(env: Env, name: string): string[] {
+  return listVar(env, name).map((entry) => {
+    const parts = parseOrigin(entry);
+    if (!parts) throw new ConfigError(`${name}: "${entry}" is not an origin; write scheme://host[:port] with nothing after it`);
+    return originKey(parts);
+  });
+}
+
 function listVar(env: Env, name: string): string[] {
   return (env[name] ?? '')
     .split(',')
@@ -82,6 +120,7 @@ export function loadConfig(env: Env = process.env): Config {
   const port = intVar(env, 'PORT', 8080, 0, 65535);
   const host = env.HOST || '0.0.0.0';
   const publicUrl = (urlVar(env, 'TOOLGATE_PUBLIC_URL', ['http:', 'https:']) ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  if (canonicalHostname(new URL(publicUrl).host) === null) throw new ConfigError('TOOLGATE_PUBLIC_URL has a host name the gateway cannot compare with Host headers');
   const databaseUrl = urlVar(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const secretKey = env.TOOLGATE_SECRET_KEY || null;
   if (secretKey !== null && decodeKey(secretKey) === null) {
@@ -115,7 +154,8 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: urlVar(env, 'REDIS_URL', ['redis:', 'rediss:']),
     accessTokenTtlSeconds: 3600,
     maxBodyBytes: intVar(env, 'TOOLGATE_MAX_BODY_BYTES', 1_048_576, 1024, 64 * 1_048_576),
-    allowedOrigins: listVar(env, 'TOOLGATE_ALLOWED_ORIGINS'),
+    allowedOrigins: originsVar(env, 'TOOLGATE_ALLOWED_ORIGINS'),
+    allowedHosts: hostsVar(env, 'TOOLGATE_ALLOWED_HOSTS'),
     outboundAllowHosts,
     statementTimeoutMs: intVar(env, 'TOOLGATE_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     lockTimeoutMs: intVar(env, 'TOOLGATE_LOCK_TIMEOUT_MS', 2000, 100, 600_000),
@@ -123,6 +163,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxResultBytes: intVar(env, 'TOOLGATE_MAX_RESULT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     connectorMaxConcurrentCalls: intVar(env, 'TOOLGATE_CONNECTOR_MAX_CONCURRENT_CALLS', 10, 1, 1000),
     connectorQueueTimeoutMs: intVar(env, 'TOOLGATE_CONNECTOR_QUEUE_TIMEOUT_MS', 1000, 1, 60_000),
+    pgResolutionCacheTtlSeconds: intVar(env, 'TOOLGATE_PG_RESOLUTION_CACHE_TTL_SECONDS', 30, 0, 3600),
     idpClockToleranceSeconds: intVar(env, 'TOOLGATE_IDP_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),
     jwksCooldownMs: intVar(env, 'TOOLGATE_JWKS_COOLDOWN_MS', 30_000, 0, 3_600_000),
     jwksTimeoutMs: intVar(env, 'TOOLGATE_JWKS_TIMEOUT_MS', 3000, 100, 60_000),
@@ -130,8 +171,25 @@ export function loadConfig(env: Env = process.env): Config {
     customBurstPerSecond: intVar(env, 'TOOLGATE_CUSTOM_BURST_PER_SECOND', 1000, 1, 100_000),
     demoDbPort: intVar(env, 'TOOLGATE_DEMO_DB_PORT', 0, 0, 65535),
     logLevel,
+    ...webhookConfig(env),
     auditRetentionDays: intVar(env, 'TOOLGATE_AUDIT_RETENTION_DAYS', 365, 0, 36_500),
     auditQueueMax: intVar(env, 'TOOLGATE_AUDIT_QUEUE_MAX', 10_000, 10, 1_000_000),
+  };
+}
+
+function webhookConfig(env: Env) {
+  const webhookTimeoutMs = intVar(env, 'TOOLGATE_WEBHOOK_TIMEOUT_MS', 5000, 100, 60_000);
+  const webhookLeaseMs = intVar(env, 'TOOLGATE_WEBHOOK_LEASE_MS', webhookTimeoutMs + 25_000, 200, 3_600_000);
+  // A lease shorter than a request would let a second worker re-send while the first is still waiting for an answer.
+  if (webhookLeaseMs <= webhookTimeoutMs) throw new ConfigError('TOOLGATE_WEBHOOK_LEASE_MS must be greater than TOOLGATE_WEBHOOK_TIMEOUT_MS');
+  return {
+    webhookWorker: env.TOOLGATE_WEBHOOK_WORKER !== '0' && env.TOOLGATE_WEBHOOK_WORKER !== 'false',
+    webhookTimeoutMs,
+    webhookMaxResponseBytes: intVar(env, 'TOOLGATE_WEBHOOK_MAX_RESPONSE_BYTES', 65_536, 1024, 1_048_576),
+    webhookRetryBaseMs: intVar(env, 'TOOLGATE_WEBHOOK_RETRY_BASE_MS', 30_000, 10, 3_600_000),
+    webhookLeaseMs,
+    webhookPollMs: intVar(env, 'TOOLGATE_WEBHOOK_POLL_MS', 1000, 10, 60_000),
+    webhookEndpointConcurrency: intVar(env, 'TOOLGATE_WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 100),
   };
 }
 

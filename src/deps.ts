@@ -17,6 +17,9 @@ import type { BurstLimiter, LocalWindow } from './limits/burst.ts';
 import type { UsageMeter } from './limits/usage.ts';
 import type { DomainEvents } from './events/index.ts';
 import type { McpServer } from './mcp/server.ts';
+import type { WebhookWorker } from './webhooks/worker.ts';
+import type { ToolCalledRecorder } from './webhooks/outbox.ts';
+import type { ApprovalService } from './approvals/service.ts';
 import type { AuditRecorder } from './audit/recorder.ts';
 
 export interface AppDeps {
@@ -37,8 +40,14 @@ export interface AppDeps {
   usage: UsageMeter;
   /** Domain events (approval.*, tool.called): the audit log and the webhook outbox subscribe here. */
   events: DomainEvents;
+  /** Held calls and their decisions (src/approvals); the tool runtime holds and polls through it. */
+  approvals: ApprovalService;
   /** The audit log's group-commit writer for tool calls and refusals (audit/recorder.ts). */
   audit: AuditRecorder;
   /** The MCP methods (JSON-RPC method table over the tool runtime) behind the MCP transport. */
   mcp: McpServer;
+  /** tool.called events of tools/call, batched into the webhook outbox (skipped for orgs without such a webhook). */
+  toolCalled: ToolCalledRecorder;
+  /** This instance's webhook delivery worker; null when TOOLGATE_WEBHOOK_WORKER=0. */
+  webhookWorker: WebhookWorker | null;
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Authenticator } from './auth/authenticate.ts';
 import { createIdpVerifier } from './auth/idp/verifier.ts';
 import { createIdpResolver } from './auth/idp/resolver.ts';
-import { parseOutboundPolicy } from './net/outbound.ts';
+import { parseOutboundPolicy, type Resolver } from './net/outbound.ts';
 import { TokenSigner } from './auth/signing.ts';
 import { decodeKey, type Config } from './config.ts';
 import { buildApp } from './app.ts';
@@ -15,6 +15,11 @@ import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/bu
 import { UsageMeter } from './limits/usage.ts';
 import { DomainEvents } from './events/index.ts';
 import { createMcpServer } from './mcp/server.ts';
+import { outboxSubscriber, ToolCalledRecorder } from './webhooks/outbox.ts';
+import { WebhookWorker } from './webhooks/worker.ts';
+import { ApprovalService } from './approvals/service.ts';
+import { deriveApprovalDigestKey } from './approvals/digest.ts';
+import { executeTool } from './tools/runtime.ts';
 import { AuditRecorder, auditSubscriber } from './audit/recorder.ts';
 import { sealPending } from './audit/repository.ts';
 import { startRetentionSweeper } from './audit/retention.ts';
@@ -23,6 +28,10 @@ import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
 import { embeddedSecretKey } from './util/datadir.ts';
 import { createLogger } from './util/log.ts';
+
+/** How often each instance expires due approvals and fails orphaned executions (lazy expiry covers reads in between). */
+const APPROVAL_SWEEP_INTERVAL_MS = 30_000;
+const APPROVAL_STALE_MIN_MS = 5 * 60_000;
 
 export interface Gateway {
   deps: AppDeps;
@@ -34,6 +43,8 @@ export interface Gateway {
 export interface GatewayOptions {
   /** Tests: keep PGlite in memory instead of the data folder. */
   inMemory?: boolean;
+  /** Tests: answer DNS look-ups of the outbound guard without a DNS server. */
+  resolve?: Resolver;
 }
 
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
@@ -47,7 +58,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const log = createLogger(config.logLevel);
   const signer = new TokenSigner(store.db, box, config.publicUrl);
   await signer.init();
-  const outbound = parseOutboundPolicy({ allowHosts: config.outboundAllowHosts });
+  const outbound = parseOutboundPolicy({ allowHosts: config.outboundAllowHosts, resolve: options.resolve });
   const idpVerifier = createIdpVerifier({
     outbound,
     clockToleranceSec: config.idpClockToleranceSeconds,
@@ -59,7 +70,23 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // Rows left unsealed (written before the audit chain existed, or by an instance that stopped) join the chain first.
   while ((await sealPending(store.db)) > 0);
   const events = new DomainEvents();
+  // The webhook outbox subscribes by event type, so every emitter (approvals, tool calls) feeds it in its transaction.
+  events.subscribe(outboxSubscriber);
   events.subscribe(auditSubscriber, ['approval.requested']);
+  const toolCalled = new ToolCalledRecorder({ store, events, log });
+  const webhookWorker = config.webhookWorker ? new WebhookWorker({ store, box, outbound, log, config }) : null;
+  const approvals = new ApprovalService({
+    db: store.db,
+    events,
+    log,
+    digestKey: deriveApprovalDigestKey(decodeKey(keyText)!),
+    catalog,
+    // The tool runtime's own execution step: an approved call meets the same quota, driver and limits as tools/call.
+    runTool: (org, tool, input) => executeTool({ usage, config, outbound }, org, tool, input),
+    // Longer than any execution can take (the wait for a connector slot, the statement timeout, connect time), so
+    // only orphans match.
+    executionStaleMs: Math.max(APPROVAL_STALE_MIN_MS, config.connectorQueueTimeoutMs + 2 * config.statementTimeoutMs + 60_000),
+  });
   const audit = new AuditRecorder({ db: store.db, events, log, queueMax: config.auditQueueMax });
   const stopRetention = startRetentionSweeper({ db: store.db, log, retentionDays: config.auditRetentionDays });
   const deps: AppDeps = {
@@ -77,15 +104,23 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     localBurst: new LocalWindow(),
     usage,
     events,
+    approvals,
     audit,
-    mcp: createMcpServer({ catalog, usage, audit, config, log }),
+    mcp: createMcpServer({ catalog, usage, config, log, approvals, outbound, toolCalled, audit }),
+    toolCalled,
+    webhookWorker,
   };
+  approvals.startSweeper(APPROVAL_SWEEP_INTERVAL_MS);
+  webhookWorker?.start();
   const app = buildApp(deps);
   return {
     deps,
     app,
     handle: (request) => app.handle(request),
     close: async () => {
+      await deps.approvals.stopSweeper();
+      await toolCalled.idle();
+      await webhookWorker?.stop();
       await deps.jobs.idle();
       stopRetention();
       await audit.drain();

@@ -59,7 +59,8 @@ async function verifyCli(slug: string): Promise<{ code: number; out: string }> {
 describe.skipIf(!hasPg)('audit trail', () => {
   beforeAll(async () => {
     t = await createTargets('tg_audit', 'pg');
-    g = await startTestGateway('postgres');
+    // A webhook receiver address that is never called (no delivery worker): only the outbox rows matter here.
+    g = await startTestGateway('postgres', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1:9', TOOLGATE_WEBHOOK_WORKER: '0' });
     a = await onboard(g);
     b = await onboard(g);
     tokenA = await tokenFor(g, a.clientId, a.clientSecret);
@@ -295,6 +296,8 @@ describe.skipIf(!hasPg)('audit trail', () => {
       inSameTx.push(row!.n === events.length && events.every((e) => e.type === 'tool.called'));
     }, ['tool.called']);
     try {
+      // Only calls of orgs with a tool.called webhook carry the event.
+      expect((await api(g, 'POST', '/api/org/webhooks', tokenA, { url: 'http://127.0.0.1:9/hook', events: ['tool.called'] })).status).toBe(201);
       const ok = await callTool(g, a.slug, { apiKey: a.apiKey }, ITEMS, { sql: 'SELECT name FROM items WHERE id = 3' });
       expect(ok.text).toContain('plum');
       expect(inSameTx).toEqual([true]);

@@ -142,6 +142,8 @@ function fillPath(op: OperationDef): string {
         return A.slug;
       case 'asset':
         return 'no-such-asset.js';
+      case 'eventId':
+        return `evt_${randomUUID()}`;
       default:
         return randomUUID();
     }
@@ -174,6 +176,11 @@ function bodyFor(op: OperationDef, caller: Caller): { body: string; contentType:
       return jsonBody({ slug: `matrix-${randomUUID().slice(0, 8)}`, name: 'Matrix' });
     case 'mcpEndpoint':
       return jsonBody({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
+    case 'createWebhook':
+      // Refused by the URL guard (422) when the role admits the caller: nothing is created, nothing is sent.
+      return jsonBody({ url: 'https://127.0.0.1/matrix', events: ['tool.called'] });
+    case 'updateWebhook':
+      return jsonBody({ enabled: false });
     default:
       return op.bodyType === 'form' ? { body: '', contentType: 'application/x-www-form-urlencoded' } : jsonBody({});
   }
@@ -377,5 +384,57 @@ describe("org A's resources addressed by org B", () => {
       tools: { id: string; enabled: boolean }[];
     };
     expect(after.tools.find((t) => t.id === toolId)?.enabled).toBe(true);
+  });
+});
+
+describe('approvals: every caller kind deciding a real pending approval of org A', () => {
+  let fixture: PgFixture | null = null;
+  afterAll(async () => {
+    await g.deps.jobs.idle();
+    await fixture?.drop().catch(() => undefined);
+  }, 60_000);
+
+  /** Beyond the role policy: the approver list (IdP admin of A is listed, its contributor is not) and org isolation. */
+  const DECISION: Record<CallerKind, number> = {
+    'no token': 401,
+    'IdP contributor': 403,
+    'IdP admin': 200,
+    'IdP finance': 403,
+    'org:manage token': 200,
+    'MCP-only token': 403,
+    'API key as Bearer': 401,
+    "org B's IdP admin": 404,
+    "org B's org:manage token": 404,
+  };
+
+  test('approve and reject answer exactly the table; a refused decision leaves the approval pending', async () => {
+    verifies('REST-ROLES-MATRIX', 'APPROVAL-APPROVER-CHECK', 'APPROVAL-NO-SELF-APPROVAL', 'APPROVAL-404');
+    if (!(await serviceAvailable('postgres'))) return;
+    fixture = await pgFixture(['matrix_approvals']);
+    const created = await createConnector(g, manageA, 'a-approvals', fixture);
+    expect(created.status).toBe('active');
+    const tools = (await (await api(g, 'GET', `/api/mcp/${A.orgId}/tools?connector_id=${created.id}`, manageA)).json()) as { tools: { id: string; name: string }[] };
+    const tool = tools.tools[0]!;
+    const flag = await api(g, 'PATCH', `/api/mcp/${A.orgId}/tools/${tool.id}/metadata`, manageA, { requires_approval: true, approval_emails: [`admin@${AUD_A}.example`] });
+    expect(flag.status).toBe(200);
+    const hold = async () => {
+      const reply = await mcpRequest(g, A.slug, { apiKey: A.apiKey }, 'tools/call', { name: tool.name, arguments: { sql: 'SELECT id FROM matrix_approvals' } });
+      return reply.body.result.structuredContent.approvalId as string;
+    };
+    const failures: string[] = [];
+    for (const caller of callers) {
+      for (const decision of ['approve', 'reject'] as const) {
+        const approvalId = await hold();
+        const res = await send('POST', `/api/org/approvals/${approvalId}/${decision}`, caller, null);
+        const text = await res.text();
+        if (res.status !== DECISION[caller.kind]) failures.push(`${caller.kind} ${decision}: expected ${DECISION[caller.kind]}, got ${res.status} ${text.slice(0, 200)}`);
+        const list = (await (await api(g, 'GET', '/api/org/approvals?limit=500', manageA)).json()) as { approvals: { id: string; status: string }[] };
+        const status = list.approvals.find((a) => a.id === approvalId)?.status;
+        const want = res.status === 200 ? (decision === 'approve' ? 'executed' : 'rejected') : 'pending';
+        if (status !== want) failures.push(`${caller.kind} ${decision}: approval is ${status}, expected ${want}`);
+        if (caller.home === 'B' && text.includes(tool.name)) failures.push(`${caller.kind}: the response names org A's tool`);
+      }
+    }
+    expect(failures).toEqual([]);
   });
 });

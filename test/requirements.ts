@@ -3,7 +3,7 @@
  *
  * Sources: `spec` = ../shared/spec/gateway-spec.md, `checklist` = ../shared/security-checklist.md, `decisions` =
  * docs/decisions.md (where the spec leaves something "not shown"). Only what the gateway implements today is listed
- * (docs/decisions.md "Not built yet": approvals, audit/billing endpoints, webhooks, external MCP connectors).
+ * (docs/decisions.md "Not built yet": audit/billing endpoints, webhooks, external MCP connectors).
  * test/requirements.test.ts fails when an id here is cited by no test, or a test cites an id not listed here.
  */
 export const REQUIREMENTS = {
@@ -22,6 +22,7 @@ export const REQUIREMENTS = {
 
   // MCP transport (Streamable HTTP)
   'MCP-ORIGIN': 'A foreign Origin or Origin: null is HTTP 403 and nothing executes; no Origin and the gateway origin pass [checklist Protocol]',
+  'HTTP-HOST': 'A Host naming neither the public URL host, nor localhost/127.0.0.1/[::1], nor TOOLGATE_ALLOWED_HOSTS is HTTP 403 forbidden_host on every route but /healthz, before any work [decisions Host and Origin]',
   'MCP-VERSION-HEADER': 'An unsupported MCP-Protocol-Version is HTTP 400; an absent header is accepted (taken as 2025-03-26) [checklist Protocol]',
   'MCP-INIT-NEGOTIATE': 'initialize answers the client protocol revision when supported, else the latest [decisions MCP endpoint]',
   'MCP-405': 'GET and DELETE on the tool endpoint answer 405 with Allow: POST [decisions MCP endpoint]',
@@ -94,7 +95,6 @@ export const REQUIREMENTS = {
   'TOOLS-OVERRIDES': 'tool_name_override / tool_description_override change what agents see; clashes are 409 [spec Tool settings; decisions]',
   'TOOLS-SCOPE-FILTER': "tools/list lists only the tools of the connectors the credential may use [spec tools/list]",
   'TOOLS-APPROVAL-SETTINGS': 'requires_approval, approval_ttl_seconds and approval_emails are stored and returned; out-of-range values are 400 [spec Tool]',
-  'TOOLS-APPROVAL-FAIL-CLOSED': 'a tool flagged requires_approval never executes unapproved; until calls can be held, the call is refused with isError [checklist Authorization; decisions]',
   'TOOLS-READ-ONLY': 'read_only on a tool of a write-allowed connector refuses writes [spec Tool settings]',
   'TOOLS-NAMING': 'Database tools are named query_<type>_<table>, sanitised and unique within the org [spec Tool; decisions Tool names]',
   'TOOLS-MULTI-INSTANCE': 'A tool setting changed on one instance applies on the next request on every instance [decisions Tool settings]',
@@ -111,6 +111,9 @@ export const REQUIREMENTS = {
   'SQL-COPY-PROGRAM': 'COPY ... TO PROGRAM is refused [checklist SQL]',
   'SQL-SIDE-EFFECT-FUNCS': 'File and side-effect functions (pg_read_file, lo_export, setval, dblink_exec, LOAD_FILE, sleep) are refused [checklist SQL]',
   'SQL-OTHER-TABLE': "A query that references a table other than its tool's table is refused [checklist SQL]",
+  'SQL-PG-RESOLUTION': 'PostgreSQL: a statement the server resolves to a function off the allow-list (attribute notation, also to built-ins), a user operator, cast, type or domain, a user function shadowing a built-in, or another relation is refused before it runs, and the function never runs [issue 7; decisions PostgreSQL: a tool reads only its own table]',
+  'SQL-PG-CATALOGS': 'PostgreSQL: no pg_catalog or information_schema relation or statistics view is readable through a tool, however the name is written; a user table named like a catalog relation reads the user table [issue 7]',
+  'SQL-PG-ROWTYPE-ORACLE': 'PostgreSQL: only built-in scalar type names may be named (no row types, domains, reg* types) and pg_typeof is refused, so another relation cannot serve as a metadata oracle [issue 7]',
   'SQL-ONE-STATEMENT-PROTOCOL': 'Even past the guard, the protocol runs one statement and a read session cannot write [checklist SQL; decisions How reads stay read-only]',
   'SQL-TIMEOUT': 'A runaway query is cancelled at the statement timeout, killed on the server, and the pooled connection is clean afterwards [checklist SQL]',
   'SQL-ROW-CAP': 'Results are capped at the row limit with a truncation marker [checklist SQL]',
@@ -137,6 +140,60 @@ export const REQUIREMENTS = {
   'DOCS-OFFLINE': 'The explorer at /docs renders the REST operations with no request leaving the machine [spec What the service does 8]',
   'CONTRACT-RESPONSES': 'Every response of the suite is checked against openapi.yaml (declared status, media type, body schema, declared headers); a drift fails the test [issue 8; decisions Contract tests]',
   'AUDIT-MANAGEMENT-ROW': 'A management change writes an audit row naming the actor [checklist Audit; decisions Not built yet]',
+
+  // Approvals (issue 9)
+  'APPROVAL-HELD-RESULT': 'tools/call of a flagged tool is not executed; the result is {content:[text naming check_approval_status], structuredContent:{status: pending_approval, approvalId}, isError:false} and a pending row is stored [spec tools/call Flagged tool result, Approval status]',
+  'APPROVAL-ROW-FIELDS': 'An approval carries id, tool_name, status, arguments, requested_by, decided_by, decided_at, approver_emails, created_at, expires_at (= created_at + approval_ttl_seconds) [spec Approval]',
+  'APPROVAL-POLL-STATUS': 'check_approval_status reports pending, executed (with the tool result), rejected, expired, failed; another org or a credential that could not call the tool gets not_found [spec tools/call Polling; decisions]',
+  'APPROVAL-LIST': 'GET /api/org/approvals filters by status, limit defaults to 200 and is capped at 500, newest first [spec Approvals, Limits]',
+  'APPROVAL-APPROVE-EXECUTES': 'approve runs the held call server-side with the held arguments, records decided_by/decided_at and answers {ok: true, status: executed, result} [spec Approvals, Approval status]',
+  'APPROVAL-REJECT': 'reject answers {ok: true, status: rejected}, records decided_by/decided_at, and the call never runs [spec Approvals]',
+  'APPROVAL-409-NOT-PENDING': 'approve or reject of an approval that is not pending is 409 approval_not_pending [spec Approval status, Errors]',
+  'APPROVAL-404': "An unknown approval id, or another org's, is 404 approval_not_found on approve and reject, and absent from the list [spec Approvals; checklist Authorization (BOLA)]",
+  'APPROVAL-APPROVER-CHECK': "A user token whose e-mail is not a listed approver is 403; client-credentials tokens with org:manage skip the list [spec REST interface: Approve and reject]",
+  'APPROVAL-NO-SELF-APPROVAL': "An agent's own credential (API key, MCP-only token, or the very credential that requested the call) can never approve or reject it [issue 9; checklist Authorization]",
+  'APPROVAL-EXPIRY': 'A pending approval becomes expired at expires_at (not a millisecond before), lazily on read and by the sweeper, and can then no longer be approved (409) [issue 9; decisions]',
+  'APPROVAL-EXACTLY-ONCE': 'Two approves sent at the same moment to two instances sharing one PostgreSQL run the call once: one gets the result, the other 409 [checklist Authorization; issue 9]',
+  'APPROVAL-CRASH-RECOVERY': 'An approval left executing by a dead instance is marked failed by the recovery sweep and never re-executed [issue 9; decisions]',
+  'APPROVAL-DIGEST': 'The held call is bound to an HMAC digest of tool and arguments; a held call altered in the store fails closed at execution and nothing runs [issue 9; decisions]',
+  'APPROVAL-POLICY-RECHECK': 'At execution the tool must still be enabled, its connector live, and the requesting credential not revoked; otherwise the approval fails closed with a clear reason [issue 9; decisions]',
+  'APPROVAL-EXECUTION-FAILED': 'An approved call whose tool reports an error ends failed, with the reason in the approve response and in check_approval_status [issue 9; decisions]',
+  'APPROVAL-AUDIT-EVENTS': 'approval.requested and approval.decided go through the domain events module; approval.approved / approval.rejected audit rows commit in the decision transaction [spec Events, Audit; issue 9]',
+  'APPROVAL-QUOTA': 'Holding a call does not count against the monthly quota; the approved execution counts once, and a used-up quota fails the approval without running it [decisions Limits]',
+  'APPROVAL-MCP-SDK-POLL': 'The official MCP SDK client gets pending_approval for a flagged tool and polls check_approval_status until executed [spec tools/call Polling]',
+  // External MCP servers as tools (connector type mcp, issue 12)
+  'MCPC-VALIDATE': 'An mcp connector is validated with initialize + tools/list against the upstream; it turns active and its tools join the catalog [issue 12]',
+  'MCPC-NAMES': 'Upstream tools are named <connector>__<tool>, sanitised to [a-z0-9_], at most 64 characters, collisions suffixed [decisions MCP connectors]',
+  'MCPC-SDK-CALL': 'The official MCP SDK client lists and calls upstream tools through the gateway, arguments validated against their schemas [issue 12]',
+  'MCPC-PASSTHROUGH': 'Upstream content (text, images, structured content) is passed through within the caps [issue 12]',
+  'MCPC-NO-TOKEN-PASSTHROUGH': "The caller's Authorization / X-API-Key / cookies never reach the upstream; the connector's sealed credential does [issue 12; MCP token passthrough]",
+  'MCPC-UPSTREAM-ERRORS': 'Upstream tool errors are tool results with isError [issue 12]',
+  'MCPC-TIMEOUT': 'An upstream call ends at the per-call timeout with a tool error, without holding up other calls [issue 12]',
+  'MCPC-CONCURRENCY': 'Calls on one upstream are bounded by the per-connector cap (busy past it); other connectors are not held up [issue 12]',
+  'MCPC-SIZE-CAP': 'An upstream answer over the result-size cap is refused with a tool error [issue 12]',
+  'MCPC-SCOPES': 'Connector scopes apply to upstream tools (-32003, not listed) [issue 12]',
+  'MCPC-APPROVALS': 'A flagged upstream tool is held for approval and runs on the upstream only once approved [issue 12]',
+  'MCPC-MANAGED': 'Upstream tools are enabled/disabled like database tools [issue 12]',
+  'MCPC-PRIVATE-REFUSED': 'Without the operator allow-list, private/loopback/metadata upstreams and plain http are refused before any request [issue 12; checklist SSRF]',
+  'MCPC-NO-REDIRECT': 'An upstream redirect is refused, not followed [issue 12]',
+  'MCPC-CONFIG': 'mcp config is checked against the contract McpConfig (400); reserved headers (Authorization...) are refused [decisions MCP connectors]',
+  'MCPC-DOWN-RECOVER': 'An unreachable upstream fails the connector with a clear reason and its calls are tool errors; revalidate recovers [issue 12]',
+  'MCPC-EVERYTHING': 'The reference server @modelcontextprotocol/server-everything (streamable HTTP) works through the gateway [issue 12]',
+  'MCPC-TOOL-SCHEMAS': 'Upstream input schemas are checked as JSON Schema and size-capped; a tool whose schema fails is left out [issue 12]',
+
+
+  // Webhooks (issue 11)
+  'WEBHOOK-CRUD': 'Admins list, create, change and delete webhooks; bad input is 400, another org\'s webhook 404 [spec Webhooks]',
+  'WEBHOOK-SECRET-ONCE': 'A webhook secret appears only in the creation response and is sealed at rest [spec Webhook; issue 11]',
+  'WEBHOOK-URL-GUARD': 'Webhook URLs must be https and pass the outbound guard at save and at every send (a DNS name resolving to 127.0.0.1 too) [issue 11; checklist Outbound requests]',
+  'WEBHOOK-DELIVERIES': 'GET /api/org/webhooks/{id}/deliveries lists attempts with status code, latency and error [issue 11]',
+  'WEBHOOK-RESEND': 'One event can be re-sent to a webhook, with the same id [issue 11; decisions Webhooks]',
+  'WEBHOOK-SIGNATURE': 'A delivery carries the spec body and X-Service-Signature/Timestamp/Event (and Standard Webhooks headers), verified independently [spec Events]',
+  'WEBHOOK-RETRY': 'A failed delivery is retried with backoff and the same event id until 2xx; 3xx is not followed; 410 disables the endpoint [issue 11; decisions Webhooks]',
+  'WEBHOOK-OUTBOX': 'Events are written to the outbox in the emitter\'s transaction and delivered after a crash and restart; several instances deliver each event once [issue 11]',
+  'WEBHOOK-ISOLATION': 'A hanging receiver does not stall deliveries to other endpoints [issue 11]',
+  'WEBHOOK-APPROVAL-EVENTS': 'Holding a flagged call and deciding it deliver approval.requested and approval.decided, without the call arguments [spec Events; issue 11]',
+  'WEBHOOK-TOOL-CALLED': 'tools/call of an org with a tool.called webhook delivers a tool.called event; an org without one writes no outbox row [issue 11]',
 
   // Audit trail and billing (issue 10)
   'AUDIT-TOOL-CALL': 'Every tools/call writes exactly one tool.called row (tool, connector, credential, outcome, duration, rows), never argument values or SQL [issue 10]',

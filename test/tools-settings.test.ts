@@ -169,14 +169,15 @@ describe.skipIf(!available)('PATCH .../metadata and the MCP endpoint', () => {
     await patchOk(tool.id, { requires_approval: false, approval_emails: [] });
   });
 
-  test('a tool flagged for approval never runs unapproved: the call is refused, not executed', async () => {
-    verifies('TOOLS-APPROVAL-FAIL-CLOSED');
+  test('a tool flagged for approval never runs unapproved: the call is held, not executed; unflagged it runs again', async () => {
+    verifies('APPROVAL-HELD-RESULT');
     const tool = await byName('query_mysql_notes');
     await patchOk(tool.id, { requires_approval: true });
     const held = await callTool(g1, org.slug, key, 'query_mysql_notes', { sql: 'SELECT body FROM notes' });
-    expect(held.body.result.isError).toBe(true);
-    expect(held.body.result.content[0].text).toContain('requires human approval');
-    expect(held.body.result.structuredContent).toBeUndefined();
+    expect(held.body.result.isError).toBe(false);
+    expect(held.body.result.content[0].text).toContain('check_approval_status');
+    expect(held.body.result.structuredContent).toMatchObject({ status: 'pending_approval' });
+    expect(held.body.result.content[0].text).not.toContain('first');
     await patchOk(tool.id, { requires_approval: false });
     expect(rowsOf(await callTool(g1, org.slug, key, 'query_mysql_notes', { sql: 'SELECT body FROM notes ORDER BY id' }))).toHaveLength(2);
   });

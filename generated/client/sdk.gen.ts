@@ -3,7 +3,7 @@
 
 import { type Client, type Options as Options2, type TDataShape, urlSearchParamsBodySerializer } from './client';
 import { client } from './client.gen';
-import type { ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetJwksData, GetJwksResponses, GetLimitsData, GetLimitsErrors, GetLimitsResponses, GetOpenApiData, GetOpenApiResponses, GetOrgData, GetOrgErrors, GetOrgResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, GetSubscriptionData, GetSubscriptionErrors, GetSubscriptionResponses, GetUsageData, GetUsageErrors, GetUsageResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses } from './types.gen';
+import type { ApproveApprovalData, ApproveApprovalErrors, ApproveApprovalResponses, ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsErrors, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetJwksData, GetJwksErrors, GetJwksResponses, GetLimitsData, GetLimitsErrors, GetLimitsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOrgData, GetOrgErrors, GetOrgResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, GetSubscriptionData, GetSubscriptionErrors, GetSubscriptionResponses, GetUsageData, GetUsageErrors, GetUsageResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RejectApprovalData, RejectApprovalErrors, RejectApprovalResponses, ResendWebhookEventData, ResendWebhookEventErrors, ResendWebhookEventResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses } from './types.gen';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -256,6 +256,51 @@ export const updateToolMetadata = <ThrowOnError extends boolean = false>(options
 });
 
 /**
+ * The org's approvals, newest first
+ *
+ * Calls to tools flagged `requires_approval`, held until an approver decides. A pending approval whose
+ * `expires_at` has passed is reported (and stored) as `expired`. `arguments` are the held call's arguments
+ * exactly as they will run (validated, defaults filled in).
+ *
+ */
+export const listApprovals = <ThrowOnError extends boolean = false>(options?: Options<ListApprovalsData, ThrowOnError>) => (options?.client ?? client).get<ListApprovalsResponses, ListApprovalsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/approvals',
+    ...options
+});
+
+/**
+ * Approve a pending call; the gateway runs it once, with the held arguments, and answers its result
+ *
+ * Who may decide: a client-credentials token with `org:manage` (org level, skips the approver list), or a
+ * user token of the org's identity provider whose verified e-mail is in the approval's `approver_emails` and
+ * still in the tool's `approval_emails` (403 `not_an_approver` otherwise; an empty list admits no user). The credential that requested the call can never
+ * decide it (403 `self_approval_forbidden`); API keys and MCP-only tokens cannot use this interface at all.
+ * The approval moves `pending` -> `executing` (the decision, its `approval.approved` audit row and the
+ * `approval.decided` event commit together), the held call runs after its digest and today's policy are
+ * re-checked (tool enabled, connector live, requesting credential not revoked), then `executed` (`ok: true`,
+ * `result`) or `failed` (`ok: false`, `reason`, and `result` when the tool itself reported the error).
+ * Two simultaneous approvals, on any instances: one runs the call, the other gets 409.
+ *
+ */
+export const approveApproval = <ThrowOnError extends boolean = false>(options: Options<ApproveApprovalData, ThrowOnError>) => (options.client ?? client).post<ApproveApprovalResponses, ApproveApprovalErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/approvals/{approvalId}/approve',
+    ...options
+});
+
+/**
+ * Reject a pending call; it never runs
+ *
+ * Same authorisation and errors as approve. Writes the `approval.rejected` audit row and the `approval.decided` event with the decision.
+ */
+export const rejectApproval = <ThrowOnError extends boolean = false>(options: Options<RejectApprovalData, ThrowOnError>) => (options.client ?? client).post<RejectApprovalResponses, RejectApprovalErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/approvals/{approvalId}/reject',
+    ...options
+});
+
+/**
  * The org's MCP endpoint (JSON-RPC 2.0)
  *
  * Streamable HTTP, stateless, `application/json` responses. Messages are defined in
@@ -293,7 +338,7 @@ export const createOrg = <ThrowOnError extends boolean = false>(options: Options
 /**
  * Public keys that verify the gateway's access tokens
  */
-export const getJwks = <ThrowOnError extends boolean = false>(options?: Options<GetJwksData, ThrowOnError>) => (options?.client ?? client).get<GetJwksResponses, unknown, ThrowOnError>({ url: '/.well-known/jwks.json', ...options });
+export const getJwks = <ThrowOnError extends boolean = false>(options?: Options<GetJwksData, ThrowOnError>) => (options?.client ?? client).get<GetJwksResponses, GetJwksErrors, ThrowOnError>({ url: '/.well-known/jwks.json', ...options });
 
 /**
  * Liveness and store reachability
@@ -303,17 +348,94 @@ export const getHealth = <ThrowOnError extends boolean = false>(options?: Option
 /**
  * This document, as JSON
  */
-export const getOpenApi = <ThrowOnError extends boolean = false>(options?: Options<GetOpenApiData, ThrowOnError>) => (options?.client ?? client).get<GetOpenApiResponses, unknown, ThrowOnError>({ url: '/openapi.json', ...options });
+export const getOpenApi = <ThrowOnError extends boolean = false>(options?: Options<GetOpenApiData, ThrowOnError>) => (options?.client ?? client).get<GetOpenApiResponses, GetOpenApiErrors, ThrowOnError>({ url: '/openapi.json', ...options });
 
 /**
  * Interactive explorer of this document
  */
-export const getDocs = <ThrowOnError extends boolean = false>(options?: Options<GetDocsData, ThrowOnError>) => (options?.client ?? client).get<GetDocsResponses, unknown, ThrowOnError>({ url: '/docs', ...options });
+export const getDocs = <ThrowOnError extends boolean = false>(options?: Options<GetDocsData, ThrowOnError>) => (options?.client ?? client).get<GetDocsResponses, GetDocsErrors, ThrowOnError>({ url: '/docs', ...options });
 
 /**
  * A static asset of the explorer
  */
 export const getDocsAsset = <ThrowOnError extends boolean = false>(options: Options<GetDocsAssetData, ThrowOnError>) => (options.client ?? client).get<GetDocsAssetResponses, GetDocsAssetErrors, ThrowOnError>({ url: '/docs/assets/{asset}', ...options });
+
+/**
+ * The org's outbound webhooks (never their secrets)
+ */
+export const listWebhooks = <ThrowOnError extends boolean = false>(options?: Options<ListWebhooksData, ThrowOnError>) => (options?.client ?? client).get<ListWebhooksResponses, ListWebhooksErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/webhooks',
+    ...options
+});
+
+/**
+ * Register a webhook; its signing secret is returned once, here
+ *
+ * The URL must be https and must not point into loopback, private, link-local or metadata ranges
+ * (after DNS resolution, in any spelling), unless the operator allow-list (TOOLGATE_OUTBOUND_ALLOW_HOSTS)
+ * names its host; the same check runs again before every delivery. At most 20 webhooks per org.
+ * Deliveries are signed with the secret (see `WebhookDelivery` and README "Webhooks").
+ *
+ */
+export const createWebhook = <ThrowOnError extends boolean = false>(options: Options<CreateWebhookData, ThrowOnError>) => (options.client ?? client).post<CreateWebhookResponses, CreateWebhookErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/webhooks',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Delete a webhook; its pending deliveries are dropped
+ */
+export const deleteWebhook = <ThrowOnError extends boolean = false>(options: Options<DeleteWebhookData, ThrowOnError>) => (options.client ?? client).delete<DeleteWebhookResponses, DeleteWebhookErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/webhooks/{webhookId}',
+    ...options
+});
+
+/**
+ * Change a webhook's URL, events or enabled flag
+ *
+ * The URL is checked as on creation. Enabling a webhook the gateway disabled (after a 410) clears
+ * `disabled_reason`; deliveries of events raised while it was disabled are not made.
+ *
+ */
+export const updateWebhook = <ThrowOnError extends boolean = false>(options: Options<UpdateWebhookData, ThrowOnError>) => (options.client ?? client).patch<UpdateWebhookResponses, UpdateWebhookErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/webhooks/{webhookId}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Recent delivery attempts of a webhook, newest first
+ */
+export const listWebhookDeliveries = <ThrowOnError extends boolean = false>(options: Options<ListWebhookDeliveriesData, ThrowOnError>) => (options.client ?? client).get<ListWebhookDeliveriesResponses, ListWebhookDeliveriesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/webhooks/{webhookId}/deliveries',
+    ...options
+});
+
+/**
+ * Queue one event again for this webhook
+ *
+ * The delivery goes back to pending, due now, with a fresh retry schedule; the receiver gets the
+ * same event id and body, signed afresh. 404 `event_not_found` when this webhook never had the event;
+ * 409 `delivery_in_flight` while an attempt runs, `webhook_disabled` when the webhook is off.
+ *
+ */
+export const resendWebhookEvent = <ThrowOnError extends boolean = false>(options: Options<ResendWebhookEventData, ThrowOnError>) => (options.client ?? client).post<ResendWebhookEventResponses, ResendWebhookEventErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/webhooks/{webhookId}/events/{eventId}/resend',
+    ...options
+});
 
 /**
  * The org's audit log, newest first, one page at a time

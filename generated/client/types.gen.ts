@@ -169,9 +169,9 @@ export type OrgOnboarding = {
 };
 
 /**
- * Database types. A type without a driver on this gateway is refused with 422.
+ * Database types, and `mcp` (an external MCP server over Streamable HTTP). A type without a driver on this gateway is refused with 422.
  */
-export type ConnectorType = 'postgresql' | 'mysql' | 'mongodb' | 'mssql' | 'oracle';
+export type ConnectorType = 'postgresql' | 'mysql' | 'mongodb' | 'mssql' | 'oracle' | 'mcp';
 
 export type ConnectorStatus = 'validating' | 'active' | 'failed';
 
@@ -190,6 +190,24 @@ export type DatabaseConfig = {
     schemas?: Array<string>;
 };
 
+/**
+ * An external MCP server (connector type `mcp`), reached over Streamable HTTP only (no legacy HTTP+SSE). The URL must be https and resolve to public addresses; http and private/loopback addresses are allowed only for hosts on the operator's TOOLGATE_OUTBOUND_ALLOW_HOSTS list. Redirects are refused. The connector's `credential` is sent as `Authorization: Bearer <credential>`; the caller's own credentials are never forwarded.
+ */
+export type McpConfig = {
+    url: string;
+    /**
+     * Extra headers sent to the upstream (not secret; put secrets in `credential`). Hop-by-hop, Host, Cookie, Authorization and MCP protocol headers are refused.
+     */
+    headers?: {
+        [key: string]: string;
+    };
+};
+
+/**
+ * The type's own config; `mcp` takes McpConfig, database types DatabaseConfig.
+ */
+export type ConnectorConfig = DatabaseConfig | McpConfig;
+
 export type Connector = {
     id: string;
     name: string;
@@ -199,7 +217,7 @@ export type Connector = {
      * Why validation failed (never a password or DSN).
      */
     status_reason: string | null;
-    config: DatabaseConfig;
+    config: ConnectorConfig;
     /**
      * The credential itself is write-only.
      */
@@ -213,9 +231,9 @@ export type Connector = {
 export type CreateConnectorRequest = {
     name: string;
     type: ConnectorType;
-    config: DatabaseConfig;
+    config: ConnectorConfig;
     /**
-     * The password; encrypted at rest and never returned.
+     * The password (or
      */
     credential?: string;
     allow_write?: boolean;
@@ -224,7 +242,7 @@ export type CreateConnectorRequest = {
 
 export type UpdateConnectorRequest = {
     name?: string;
-    config?: DatabaseConfig;
+    config?: ConnectorConfig;
     credential?: string;
     allow_write?: boolean;
     allow_ddl?: boolean;
@@ -305,6 +323,176 @@ export type IdpConfig = {
     email_claim: string;
     default_role: Role | null;
     updated_at: string;
+};
+
+export type ApprovalStatus = 'pending' | 'executing' | 'executed' | 'rejected' | 'failed' | 'expired';
+
+export type Approval = {
+    /**
+     * The approvalId agents poll with check_approval_status.
+     */
+    id: string;
+    /**
+     * The tool's name as the agent called it.
+     */
+    tool_name: string;
+    status: ApprovalStatus;
+    /**
+     * The held call's arguments exactly as they run (validated, defaults filled in).
+     */
+    arguments: {
+        [key: string]: unknown;
+    };
+    /**
+     * The requesting credential: api_key:<id>, oauth_client:<client_id> or user:<e-mail or subject>.
+     */
+    requested_by: string;
+    /**
+     * The deciding credential (oauth_client:<client_id> or user:<e-mail>); null until decided.
+     */
+    decided_by: string | null;
+    decided_at: string | null;
+    /**
+     * The tool's approvers when the call was held.
+     */
+    approver_emails: Array<string>;
+    created_at: string;
+    /**
+     * created_at + the tool's approval_ttl_seconds (default 3600).
+     */
+    expires_at: string;
+    /**
+     * Why the approval failed or expired; null otherwise.
+     */
+    reason: string | null;
+};
+
+export type ApprovalDecision = {
+    /**
+     * true when rejected, or when the approved call executed; false when it failed.
+     */
+    ok: boolean;
+    status: 'executed' | 'failed' | 'rejected';
+    /**
+     * The tool's result ({content, structuredContent?, isError?}), as tools/call would have answered it.
+     */
+    result?: {
+        [key: string]: unknown;
+    };
+    /**
+     * Why the approved call failed (status failed).
+     */
+    reason?: string;
+};
+
+export type WebhookEventType = 'tool.called' | 'approval.requested' | 'approval.decided';
+
+export type WebhookInput = {
+    url: string;
+    events: Array<WebhookEventType>;
+};
+
+export type WebhookPatch = {
+    url?: string;
+    events?: Array<WebhookEventType>;
+    enabled?: boolean;
+};
+
+export type Webhook = {
+    id: string;
+    url: string;
+    events: Array<WebhookEventType>;
+    enabled: boolean;
+    /**
+     * `gone` when the gateway disabled the webhook because the receiver answered 410; null otherwise.
+     */
+    disabled_reason: 'gone' | null;
+    created_at: string;
+};
+
+export type WebhookCreated = Webhook & {
+    /**
+     * HMAC signing key; returned only in this response.
+     */
+    secret: string;
+};
+
+export type WebhookAttempt = {
+    id: string;
+    event_id: string;
+    event_type: WebhookEventType;
+    /**
+     * Attempt number of this event on this webhook (1 is the first).
+     */
+    attempt: number;
+    /**
+     * The receiver's HTTP status; null when no answer came (timeout
+     */
+    status_code: number | null;
+    latency_ms: number;
+    /**
+     * Why the attempt failed; null on success. Names at most the host.
+     */
+    error: string | null;
+    attempted_at: string;
+    /**
+     * Where the event's delivery to this webhook stands now.
+     */
+    delivery_status: 'pending' | 'delivered' | 'failed';
+};
+
+/**
+ * The body POSTed to a webhook (not a REST response). Headers: `X-Service-Signature: sha256=<lowercase hex
+ * HMAC-SHA256 keyed with the secret string, over "<X-Service-Timestamp>.<raw body>">`, `X-Service-Timestamp`
+ * (Unix seconds of this attempt), `X-Service-Event` (the type); and the Standard Webhooks set `webhook-id`
+ * (the event id), `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 keyed with the base64-decoded
+ * part of the secret after whsec_, over "<id>.<timestamp>.<raw body>">`. The id is the same on every retry.
+ *
+ */
+export type WebhookDelivery = {
+    id: string;
+    type: WebhookEventType;
+    org_id: string;
+    created_at: string;
+    data: ToolCalledData | ApprovalRequestedData | ApprovalDecidedData;
+};
+
+/**
+ * `tool.called`: one tools/call that ran a tool (not refused before it ran). Arguments and results are not included.
+ */
+export type ToolCalledData = {
+    tool_name: string;
+    connector_id: string;
+    connector_type: string;
+    /**
+     * The tool result's isError.
+     */
+    is_error: boolean;
+    duration_ms: number;
+    caller: {
+        type: 'api_key' | 'oauth_client' | 'user';
+        id: string | null;
+    };
+};
+
+/**
+ * `approval.requested`: a call was held for human approval. Arguments are not included.
+ */
+export type ApprovalRequestedData = {
+    approval_id: string;
+    tool_name: string;
+    requested_by: string | null;
+    expires_at: string;
+};
+
+/**
+ * `approval.decided`: an approver approved or rejected a held call.
+ */
+export type ApprovalDecidedData = {
+    approval_id: string;
+    tool_name: string;
+    decision: 'approved' | 'rejected';
+    decided_by: string | null;
 };
 
 export type AuditEvent = {
@@ -398,6 +586,13 @@ export type OrgId = string;
 
 export type ConnectorId = string;
 
+/**
+ * The approval's id (the approvalId an agent received).
+ */
+export type ApprovalId = string;
+
+export type WebhookId = string;
+
 export type IssueTokenData = {
     body: TokenRequest;
     path?: never;
@@ -414,6 +609,10 @@ export type IssueTokenErrors = {
      * invalid_client.
      */
     401: OAuthError;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
     /**
      * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
      */
@@ -448,7 +647,7 @@ export type GetOrgErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -481,7 +680,7 @@ export type ListApiKeysErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -516,7 +715,7 @@ export type CreateApiKeyErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -563,7 +762,7 @@ export type RevokeApiKeyErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -596,7 +795,7 @@ export type ListOAuthClientsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -631,7 +830,7 @@ export type CreateOAuthClientErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -677,7 +876,7 @@ export type RevokeOAuthClientErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -710,7 +909,7 @@ export type DeleteIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -745,7 +944,7 @@ export type GetIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -782,7 +981,7 @@ export type SetIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -836,7 +1035,7 @@ export type GetProvisioningStatusErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -878,7 +1077,7 @@ export type ProvisionOrgErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -920,7 +1119,7 @@ export type ListConnectorsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -955,7 +1154,7 @@ export type CreateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1006,7 +1205,7 @@ export type ArchiveConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1048,7 +1247,7 @@ export type GetConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1087,7 +1286,7 @@ export type UpdateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1134,7 +1333,7 @@ export type RevalidateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1181,7 +1380,7 @@ export type ListToolsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1226,7 +1425,7 @@ export type UpdateToolMetadataErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
     /**
@@ -1258,6 +1457,147 @@ export type UpdateToolMetadataResponses = {
 
 export type UpdateToolMetadataResponse = UpdateToolMetadataResponses[keyof UpdateToolMetadataResponses];
 
+export type ListApprovalsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Only approvals in this status (omit for all).
+         */
+        status?: ApprovalStatus;
+        limit?: number;
+    };
+    url: '/api/org/approvals';
+};
+
+export type ListApprovalsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+};
+
+export type ListApprovalsError = ListApprovalsErrors[keyof ListApprovalsErrors];
+
+export type ListApprovalsResponses = {
+    /**
+     * The approvals.
+     */
+    200: {
+        approvals: Array<Approval>;
+    };
+};
+
+export type ListApprovalsResponse = ListApprovalsResponses[keyof ListApprovalsResponses];
+
+export type ApproveApprovalData = {
+    body?: never;
+    path: {
+        /**
+         * The approval's id (the approvalId an agent received).
+         */
+        approvalId: string;
+    };
+    query?: never;
+    url: '/api/org/approvals/{approvalId}/approve';
+};
+
+export type ApproveApprovalErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * Internal error (no details are disclosed).
+     */
+    500: Error;
+};
+
+export type ApproveApprovalError = ApproveApprovalErrors[keyof ApproveApprovalErrors];
+
+export type ApproveApprovalResponses = {
+    /**
+     * The decision was taken; `status` says whether the call executed or failed.
+     */
+    200: ApprovalDecision;
+};
+
+export type ApproveApprovalResponse = ApproveApprovalResponses[keyof ApproveApprovalResponses];
+
+export type RejectApprovalData = {
+    body?: never;
+    path: {
+        /**
+         * The approval's id (the approvalId an agent received).
+         */
+        approvalId: string;
+    };
+    query?: never;
+    url: '/api/org/approvals/{approvalId}/reject';
+};
+
+export type RejectApprovalErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * Internal error (no details are disclosed).
+     */
+    500: Error;
+};
+
+export type RejectApprovalError = RejectApprovalErrors[keyof RejectApprovalErrors];
+
+export type RejectApprovalResponses = {
+    /**
+     * Rejected.
+     */
+    200: ApprovalDecision;
+};
+
+export type RejectApprovalResponse = RejectApprovalResponses[keyof RejectApprovalResponses];
+
 export type McpEndpointData = {
     /**
      * A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json).
@@ -1286,7 +1626,7 @@ export type McpEndpointErrors = {
      */
     401: Error;
     /**
-     * A foreign Origin (`forbidden_origin`), or a credential without an mcp:call scope.
+     * A foreign Origin (`forbidden_origin`) or Host (`forbidden_host`), or a credential without an mcp:call scope.
      */
     403: Error;
     /**
@@ -1337,6 +1677,10 @@ export type CreateOrgErrors = {
      */
     401: Error;
     /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
      * Wrong state, or a unique value already taken.
      */
     409: Error;
@@ -1367,6 +1711,15 @@ export type GetJwksData = {
     query?: never;
     url: '/.well-known/jwks.json';
 };
+
+export type GetJwksErrors = {
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+};
+
+export type GetJwksError = GetJwksErrors[keyof GetJwksErrors];
 
 export type GetJwksResponses = {
     /**
@@ -1415,6 +1768,15 @@ export type GetOpenApiData = {
     url: '/openapi.json';
 };
 
+export type GetOpenApiErrors = {
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+};
+
+export type GetOpenApiError = GetOpenApiErrors[keyof GetOpenApiErrors];
+
 export type GetOpenApiResponses = {
     /**
      * The OpenAPI document.
@@ -1432,6 +1794,15 @@ export type GetDocsData = {
     query?: never;
     url: '/docs';
 };
+
+export type GetDocsErrors = {
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+};
+
+export type GetDocsError = GetDocsErrors[keyof GetDocsErrors];
 
 export type GetDocsResponses = {
     /**
@@ -1457,6 +1828,10 @@ export type GetDocsAssetErrors = {
      */
     400: Error;
     /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
      * Not found (or not the caller's).
      */
     404: Error;
@@ -1472,6 +1847,271 @@ export type GetDocsAssetResponses = {
 };
 
 export type GetDocsAssetResponse = GetDocsAssetResponses[keyof GetDocsAssetResponses];
+
+export type ListWebhooksData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/api/org/webhooks';
+};
+
+export type ListWebhooksErrors = {
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+};
+
+export type ListWebhooksError = ListWebhooksErrors[keyof ListWebhooksErrors];
+
+export type ListWebhooksResponses = {
+    /**
+     * The webhooks, oldest first.
+     */
+    200: {
+        webhooks: Array<Webhook>;
+    };
+};
+
+export type ListWebhooksResponse = ListWebhooksResponses[keyof ListWebhooksResponses];
+
+export type CreateWebhookData = {
+    body: WebhookInput;
+    path?: never;
+    query?: never;
+    url: '/api/org/webhooks';
+};
+
+export type CreateWebhookErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+};
+
+export type CreateWebhookError = CreateWebhookErrors[keyof CreateWebhookErrors];
+
+export type CreateWebhookResponses = {
+    /**
+     * The webhook with its secret (`whsec_` + base64 of 32 random bytes), shown only in this response.
+     */
+    201: WebhookCreated;
+};
+
+export type CreateWebhookResponse = CreateWebhookResponses[keyof CreateWebhookResponses];
+
+export type DeleteWebhookData = {
+    body?: never;
+    path: {
+        webhookId: string;
+    };
+    query?: never;
+    url: '/api/org/webhooks/{webhookId}';
+};
+
+export type DeleteWebhookErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type DeleteWebhookError = DeleteWebhookErrors[keyof DeleteWebhookErrors];
+
+export type DeleteWebhookResponses = {
+    /**
+     * Deleted.
+     */
+    200: {
+        deleted: true;
+    };
+};
+
+export type DeleteWebhookResponse = DeleteWebhookResponses[keyof DeleteWebhookResponses];
+
+export type UpdateWebhookData = {
+    body: WebhookPatch;
+    path: {
+        webhookId: string;
+    };
+    query?: never;
+    url: '/api/org/webhooks/{webhookId}';
+};
+
+export type UpdateWebhookErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+};
+
+export type UpdateWebhookError = UpdateWebhookErrors[keyof UpdateWebhookErrors];
+
+export type UpdateWebhookResponses = {
+    /**
+     * The changed webhook.
+     */
+    200: Webhook;
+};
+
+export type UpdateWebhookResponse = UpdateWebhookResponses[keyof UpdateWebhookResponses];
+
+export type ListWebhookDeliveriesData = {
+    body?: never;
+    path: {
+        webhookId: string;
+    };
+    query?: {
+        /**
+         * Default 50, max 200.
+         */
+        limit?: number;
+    };
+    url: '/api/org/webhooks/{webhookId}/deliveries';
+};
+
+export type ListWebhookDeliveriesErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type ListWebhookDeliveriesError = ListWebhookDeliveriesErrors[keyof ListWebhookDeliveriesErrors];
+
+export type ListWebhookDeliveriesResponses = {
+    /**
+     * The attempts.
+     */
+    200: {
+        deliveries: Array<WebhookAttempt>;
+    };
+};
+
+export type ListWebhookDeliveriesResponse = ListWebhookDeliveriesResponses[keyof ListWebhookDeliveriesResponses];
+
+export type ResendWebhookEventData = {
+    body?: never;
+    path: {
+        webhookId: string;
+        eventId: string;
+    };
+    query?: never;
+    url: '/api/org/webhooks/{webhookId}/events/{eventId}/resend';
+};
+
+export type ResendWebhookEventErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+};
+
+export type ResendWebhookEventError = ResendWebhookEventErrors[keyof ResendWebhookEventErrors];
+
+export type ResendWebhookEventResponses = {
+    /**
+     * Queued.
+     */
+    202: {
+        event_id: string;
+        status: 'pending';
+    };
+};
+
+export type ResendWebhookEventResponse = ResendWebhookEventResponses[keyof ResendWebhookEventResponses];
 
 export type ListAuditEventsData = {
     body?: never;
@@ -1507,7 +2147,7 @@ export type ListAuditEventsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -1550,7 +2190,7 @@ export type ExportAuditEventsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -1579,7 +2219,7 @@ export type GetSubscriptionErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -1608,7 +2248,7 @@ export type GetUsageErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };
@@ -1637,7 +2277,7 @@ export type GetLimitsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope.
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
 };

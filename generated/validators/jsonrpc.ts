@@ -3125,7 +3125,7 @@ return errors === 0;
 validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const ApprovalStatusContent = validate47;
-const schema71 = {"type":"object","required":["status","approvalId"],"properties":{"status":{"enum":["pending","executed","rejected","expired","failed","not_found"]},"approvalId":{"type":"string"},"result":{"$ref":"#/$defs/ToolsCallResult"}}};
+const schema71 = {"description":"structuredContent of check_approval_status. An approval that is executing is reported as pending. With executed, `result` is the tool's own result and its content also follows the status sentence in `content`; with failed, `reason` says why (and `result` is the tool's result when the tool itself reported the error); with expired, `reason` too. Another org's id, or one for a connector the credential may not call, is not_found.","type":"object","required":["status","approvalId"],"properties":{"status":{"enum":["pending","executed","rejected","expired","failed","not_found"]},"approvalId":{"type":"string"},"result":{"$ref":"#/$defs/ToolsCallResult"},"reason":{"type":"string"}}};
 
 function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3305,6 +3305,19 @@ var valid0 = _errs4 === errors;
 else {
 var valid0 = true;
 }
+if(valid0){
+if(data.reason !== undefined){
+const _errs5 = errors;
+if(typeof data.reason !== "string"){
+validate47.errors = [{instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+}
 }
 }
 }
@@ -3317,5 +3330,5 @@ return false;
 validate47.errors = vErrors;
 return errors === 0;
 }
-validate47.evaluated = {"props":{"status":true,"approvalId":true,"result":true},"dynamicProps":false,"dynamicItems":false};
+validate47.evaluated = {"props":{"status":true,"approvalId":true,"result":true,"reason":true},"dynamicProps":false,"dynamicItems":false};
 

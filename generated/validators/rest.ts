@@ -686,9 +686,627 @@ validate26.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createConnector_body = validate29;
 const schema42 = {"$ref":"openapi#/components/schemas/CreateConnectorRequest"};
-const schema43 = {"type":"object","additionalProperties":false,"required":["name","type","config"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/DatabaseConfig"},"credential":{"type":"string","maxLength":4096,"description":"The password; encrypted at rest and never returned."},"allow_write":{"type":"boolean","default":false},"allow_ddl":{"type":"boolean","default":false}}};
-const schema44 = {"type":"string","enum":["postgresql","mysql","mongodb","mssql","oracle"],"description":"Database types. A type without a driver on this gateway is refused with 422."};
-const schema45 = {"type":"object","additionalProperties":false,"required":["host","database","user"],"properties":{"host":{"type":"string","minLength":1,"maxLength":255},"port":{"type":"integer","minimum":1,"maximum":65535},"database":{"type":"string","minLength":1,"maxLength":128},"user":{"type":"string","minLength":1,"maxLength":128},"tls":{"type":"string","enum":["disable","require","verify-full"],"description":"Default disable."},"schemas":{"type":"array","maxItems":50,"items":{"type":"string","minLength":1,"maxLength":128},"description":"Schemas whose tables and views become tools (default public; for mysql, the database)."}}};
+const schema43 = {"type":"object","additionalProperties":false,"required":["name","type","config"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096,"description":"The password (or","for `mcp`":null,"the upstream's bearer token); encrypted at rest and never returned.":null},"allow_write":{"type":"boolean","default":false},"allow_ddl":{"type":"boolean","default":false}}};
+const schema44 = {"type":"string","enum":["postgresql","mysql","mongodb","mssql","oracle","mcp"],"description":"Database types, and `mcp` (an external MCP server over Streamable HTTP). A type without a driver on this gateway is refused with 422."};
+const schema45 = {"description":"The type's own config; `mcp` takes McpConfig, database types DatabaseConfig.","oneOf":[{"$ref":"openapi#/components/schemas/DatabaseConfig"},{"$ref":"openapi#/components/schemas/McpConfig"}]};
+const schema46 = {"type":"object","additionalProperties":false,"required":["host","database","user"],"properties":{"host":{"type":"string","minLength":1,"maxLength":255},"port":{"type":"integer","minimum":1,"maximum":65535},"database":{"type":"string","minLength":1,"maxLength":128},"user":{"type":"string","minLength":1,"maxLength":128},"tls":{"type":"string","enum":["disable","require","verify-full"],"description":"Default disable."},"schemas":{"type":"array","maxItems":50,"items":{"type":"string","minLength":1,"maxLength":128},"description":"Schemas whose tables and views become tools (default public; for mysql, the database)."}}};
+const schema47 = {"type":"object","additionalProperties":false,"required":["url"],"description":"An external MCP server (connector type `mcp`), reached over Streamable HTTP only (no legacy HTTP+SSE). The URL must be https and resolve to public addresses; http and private/loopback addresses are allowed only for hosts on the operator's TOOLGATE_OUTBOUND_ALLOW_HOSTS list. Redirects are refused. The connector's `credential` is sent as `Authorization: Bearer <credential>`; the caller's own credentials are never forwarded.","properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"format":"uri"},"headers":{"type":"object","maxProperties":20,"description":"Extra headers sent to the upstream (not secret; put secrets in `credential`). Hop-by-hop, Host, Cookie, Authorization and MCP protocol headers are refused.","propertyNames":{"pattern":"^[A-Za-z0-9-]{1,100}$"},"additionalProperties":{"type":"string","maxLength":1024,"pattern":"^[\\x20-\\x7E\\t]*$"}}}};
+const pattern5 = new RegExp("^[A-Za-z0-9-]{1,100}$", "u");
+const pattern6 = new RegExp("^[\\x20-\\x7E\\t]*$", "u");
+
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate31.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+const _errs0 = errors;
+let valid0 = false;
+let passing0 = null;
+const _errs1 = errors;
+const _errs2 = errors;
+if(errors === _errs2){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((((data.host === undefined) && (missing0 = "host")) || ((data.database === undefined) && (missing0 = "database"))) || ((data.user === undefined) && (missing0 = "user"))){
+const err0 = {instancePath,schemaPath:"openapi#/components/schemas/DatabaseConfig/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+else {
+const _errs4 = errors;
+for(const key0 in data){
+if(!((((((key0 === "host") || (key0 === "port")) || (key0 === "database")) || (key0 === "user")) || (key0 === "tls")) || (key0 === "schemas"))){
+const err1 = {instancePath,schemaPath:"openapi#/components/schemas/DatabaseConfig/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+break;
+}
+}
+if(_errs4 === errors){
+if(data.host !== undefined){
+let data0 = data.host;
+const _errs5 = errors;
+if(errors === _errs5){
+if(typeof data0 === "string"){
+if(func1(data0) > 255){
+const err2 = {instancePath:instancePath+"/host",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/host/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+else {
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/host",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/host",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+var valid2 = _errs5 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data.port !== undefined){
+let data1 = data.port;
+const _errs7 = errors;
+if(!((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1)))){
+const err5 = {instancePath:instancePath+"/port",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(errors === _errs7){
+if(typeof data1 == "number"){
+if(data1 > 65535 || isNaN(data1)){
+const err6 = {instancePath:instancePath+"/port",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+else {
+if(data1 < 1 || isNaN(data1)){
+const err7 = {instancePath:instancePath+"/port",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+}
+var valid2 = _errs7 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data.database !== undefined){
+let data2 = data.database;
+const _errs9 = errors;
+if(errors === _errs9){
+if(typeof data2 === "string"){
+if(func1(data2) > 128){
+const err8 = {instancePath:instancePath+"/database",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/database/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+else {
+if(func1(data2) < 1){
+const err9 = {instancePath:instancePath+"/database",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/database/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/database",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+var valid2 = _errs9 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data.user !== undefined){
+let data3 = data.user;
+const _errs11 = errors;
+if(errors === _errs11){
+if(typeof data3 === "string"){
+if(func1(data3) > 128){
+const err11 = {instancePath:instancePath+"/user",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/user/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+else {
+if(func1(data3) < 1){
+const err12 = {instancePath:instancePath+"/user",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/user/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/user",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/user/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+var valid2 = _errs11 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data.tls !== undefined){
+let data4 = data.tls;
+const _errs13 = errors;
+if(typeof data4 !== "string"){
+const err14 = {instancePath:instancePath+"/tls",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/tls/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(!(((data4 === "disable") || (data4 === "require")) || (data4 === "verify-full"))){
+const err15 = {instancePath:instancePath+"/tls",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/tls/enum",keyword:"enum",params:{allowedValues: schema46.properties.tls.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+var valid2 = _errs13 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data.schemas !== undefined){
+let data5 = data.schemas;
+const _errs15 = errors;
+if(errors === _errs15){
+if(Array.isArray(data5)){
+if(data5.length > 50){
+const err16 = {instancePath:instancePath+"/schemas",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+else {
+var valid3 = true;
+const len0 = data5.length;
+for(let i0=0; i0<len0; i0++){
+let data6 = data5[i0];
+const _errs17 = errors;
+if(errors === _errs17){
+if(typeof data6 === "string"){
+if(func1(data6) > 128){
+const err17 = {instancePath:instancePath+"/schemas/" + i0,schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/items/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+else {
+if(func1(data6) < 1){
+const err18 = {instancePath:instancePath+"/schemas/" + i0,schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/schemas/" + i0,schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+var valid3 = _errs17 === errors;
+if(!valid3){
+break;
+}
+}
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/schemas",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+var valid2 = _errs15 === errors;
+}
+else {
+var valid2 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+const err21 = {instancePath,schemaPath:"openapi#/components/schemas/DatabaseConfig/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+var _valid0 = _errs1 === errors;
+if(_valid0){
+valid0 = true;
+passing0 = 0;
+var props0 = true;
+}
+const _errs19 = errors;
+const _errs20 = errors;
+if(errors === _errs20){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing1;
+if((data.url === undefined) && (missing1 = "url")){
+const err22 = {instancePath,schemaPath:"openapi#/components/schemas/McpConfig/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+else {
+const _errs22 = errors;
+for(const key1 in data){
+if(!((key1 === "url") || (key1 === "headers"))){
+const err23 = {instancePath,schemaPath:"openapi#/components/schemas/McpConfig/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+break;
+}
+}
+if(_errs22 === errors){
+if(data.url !== undefined){
+let data7 = data.url;
+const _errs23 = errors;
+if(errors === _errs23){
+if(errors === _errs23){
+if(typeof data7 === "string"){
+if(func1(data7) > 2048){
+const err24 = {instancePath:instancePath+"/url",schemaPath:"openapi#/components/schemas/McpConfig/properties/url/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+else {
+if(func1(data7) < 1){
+const err25 = {instancePath:instancePath+"/url",schemaPath:"openapi#/components/schemas/McpConfig/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+else {
+if(!(formats2(data7))){
+const err26 = {instancePath:instancePath+"/url",schemaPath:"openapi#/components/schemas/McpConfig/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/url",schemaPath:"openapi#/components/schemas/McpConfig/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+}
+var valid5 = _errs23 === errors;
+}
+else {
+var valid5 = true;
+}
+if(valid5){
+if(data.headers !== undefined){
+let data8 = data.headers;
+const _errs25 = errors;
+if(errors === _errs25){
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+if(Object.keys(data8).length > 20){
+const err28 = {instancePath:instancePath+"/headers",schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/maxProperties",keyword:"maxProperties",params:{limit: 20},message:"must NOT have more than 20 properties"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+else {
+for(const key2 in data8){
+const _errs27 = errors;
+if(typeof key2 === "string"){
+if(!pattern5.test(key2)){
+const err29 = {instancePath:instancePath+"/headers",schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9-]{1,100}$"},message:"must match pattern \""+"^[A-Za-z0-9-]{1,100}$"+"\"",propertyName:key2};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+var valid6 = _errs27 === errors;
+if(!valid6){
+const err30 = {instancePath:instancePath+"/headers",schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/propertyNames",keyword:"propertyNames",params:{propertyName: key2},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+break;
+}
+}
+if(valid6){
+for(const key3 in data8){
+let data9 = data8[key3];
+const _errs29 = errors;
+if(errors === _errs29){
+if(typeof data9 === "string"){
+if(func1(data9) > 1024){
+const err31 = {instancePath:instancePath+"/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+else {
+if(!pattern6.test(data9)){
+const err32 = {instancePath:instancePath+"/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^[\\x20-\\x7E\\t]*$"},message:"must match pattern \""+"^[\\x20-\\x7E\\t]*$"+"\""};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath:instancePath+"/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+var valid7 = _errs29 === errors;
+if(!valid7){
+break;
+}
+}
+}
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/headers",schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+var valid5 = _errs25 === errors;
+}
+else {
+var valid5 = true;
+}
+}
+}
+}
+}
+else {
+const err35 = {instancePath,schemaPath:"openapi#/components/schemas/McpConfig/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+var _valid0 = _errs19 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 1;
+if(props0 !== true){
+props0 = true;
+}
+}
+}
+if(!valid0){
+const err36 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+validate31.errors = vErrors;
+return false;
+}
+else {
+errors = _errs0;
+if(vErrors !== null){
+if(_errs0){
+vErrors.length = _errs0;
+}
+else {
+vErrors = null;
+}
+}
+}
+validate31.errors = vErrors;
+evaluated0.props = props0;
+return errors === 0;
+}
+validate31.evaluated = {"dynamicProps":true,"dynamicItems":false};
+
 
 function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -757,7 +1375,7 @@ if(typeof data1 !== "string"){
 validate30.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/ConnectorType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-if(!(((((data1 === "postgresql") || (data1 === "mysql")) || (data1 === "mongodb")) || (data1 === "mssql")) || (data1 === "oracle"))){
+if(!((((((data1 === "postgresql") || (data1 === "mysql")) || (data1 === "mongodb")) || (data1 === "mssql")) || (data1 === "oracle")) || (data1 === "mcp"))){
 validate30.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/ConnectorType/enum",keyword:"enum",params:{allowedValues: schema44.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
@@ -768,213 +1386,10 @@ var valid0 = true;
 }
 if(valid0){
 if(data.config !== undefined){
-let data2 = data.config;
 const _errs7 = errors;
-const _errs8 = errors;
-if(errors === _errs8){
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-let missing1;
-if((((data2.host === undefined) && (missing1 = "host")) || ((data2.database === undefined) && (missing1 = "database"))) || ((data2.user === undefined) && (missing1 = "user"))){
-validate30.errors = [{instancePath:instancePath+"/config",schemaPath:"openapi#/components/schemas/DatabaseConfig/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
-return false;
-}
-else {
-const _errs10 = errors;
-for(const key1 in data2){
-if(!((((((key1 === "host") || (key1 === "port")) || (key1 === "database")) || (key1 === "user")) || (key1 === "tls")) || (key1 === "schemas"))){
-validate30.errors = [{instancePath:instancePath+"/config",schemaPath:"openapi#/components/schemas/DatabaseConfig/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs10 === errors){
-if(data2.host !== undefined){
-let data3 = data2.host;
-const _errs11 = errors;
-if(errors === _errs11){
-if(typeof data3 === "string"){
-if(func1(data3) > 255){
-validate30.errors = [{instancePath:instancePath+"/config/host",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/host/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"}];
-return false;
-}
-else {
-if(func1(data3) < 1){
-validate30.errors = [{instancePath:instancePath+"/config/host",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate30.errors = [{instancePath:instancePath+"/config/host",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid3 = _errs11 === errors;
-}
-else {
-var valid3 = true;
-}
-if(valid3){
-if(data2.port !== undefined){
-let data4 = data2.port;
-const _errs13 = errors;
-if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
-validate30.errors = [{instancePath:instancePath+"/config/port",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
-return false;
-}
-if(errors === _errs13){
-if(typeof data4 == "number"){
-if(data4 > 65535 || isNaN(data4)){
-validate30.errors = [{instancePath:instancePath+"/config/port",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"}];
-return false;
-}
-else {
-if(data4 < 1 || isNaN(data4)){
-validate30.errors = [{instancePath:instancePath+"/config/port",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
-return false;
-}
-}
-}
-}
-var valid3 = _errs13 === errors;
-}
-else {
-var valid3 = true;
-}
-if(valid3){
-if(data2.database !== undefined){
-let data5 = data2.database;
-const _errs15 = errors;
-if(errors === _errs15){
-if(typeof data5 === "string"){
-if(func1(data5) > 128){
-validate30.errors = [{instancePath:instancePath+"/config/database",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/database/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
-return false;
-}
-else {
-if(func1(data5) < 1){
-validate30.errors = [{instancePath:instancePath+"/config/database",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/database/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate30.errors = [{instancePath:instancePath+"/config/database",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid3 = _errs15 === errors;
-}
-else {
-var valid3 = true;
-}
-if(valid3){
-if(data2.user !== undefined){
-let data6 = data2.user;
-const _errs17 = errors;
-if(errors === _errs17){
-if(typeof data6 === "string"){
-if(func1(data6) > 128){
-validate30.errors = [{instancePath:instancePath+"/config/user",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/user/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
-return false;
-}
-else {
-if(func1(data6) < 1){
-validate30.errors = [{instancePath:instancePath+"/config/user",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/user/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate30.errors = [{instancePath:instancePath+"/config/user",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/user/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid3 = _errs17 === errors;
-}
-else {
-var valid3 = true;
-}
-if(valid3){
-if(data2.tls !== undefined){
-let data7 = data2.tls;
-const _errs19 = errors;
-if(typeof data7 !== "string"){
-validate30.errors = [{instancePath:instancePath+"/config/tls",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/tls/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-if(!(((data7 === "disable") || (data7 === "require")) || (data7 === "verify-full"))){
-validate30.errors = [{instancePath:instancePath+"/config/tls",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/tls/enum",keyword:"enum",params:{allowedValues: schema45.properties.tls.enum},message:"must be equal to one of the allowed values"}];
-return false;
-}
-var valid3 = _errs19 === errors;
-}
-else {
-var valid3 = true;
-}
-if(valid3){
-if(data2.schemas !== undefined){
-let data8 = data2.schemas;
-const _errs21 = errors;
-if(errors === _errs21){
-if(Array.isArray(data8)){
-if(data8.length > 50){
-validate30.errors = [{instancePath:instancePath+"/config/schemas",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"}];
-return false;
-}
-else {
-var valid4 = true;
-const len0 = data8.length;
-for(let i0=0; i0<len0; i0++){
-let data9 = data8[i0];
-const _errs23 = errors;
-if(errors === _errs23){
-if(typeof data9 === "string"){
-if(func1(data9) > 128){
-validate30.errors = [{instancePath:instancePath+"/config/schemas/" + i0,schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/items/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
-return false;
-}
-else {
-if(func1(data9) < 1){
-validate30.errors = [{instancePath:instancePath+"/config/schemas/" + i0,schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate30.errors = [{instancePath:instancePath+"/config/schemas/" + i0,schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid4 = _errs23 === errors;
-if(!valid4){
-break;
-}
-}
-}
-}
-else {
-validate30.errors = [{instancePath:instancePath+"/config/schemas",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid3 = _errs21 === errors;
-}
-else {
-var valid3 = true;
-}
-}
-}
-}
-}
-}
-}
-}
-}
-else {
-validate30.errors = [{instancePath:instancePath+"/config",schemaPath:"openapi#/components/schemas/DatabaseConfig/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
+if(!(validate31(data.config, {instancePath:instancePath+"/config",parentData:data,parentDataProperty:"config",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
+errors = vErrors.length;
 }
 var valid0 = _errs7 === errors;
 }
@@ -983,11 +1398,11 @@ var valid0 = true;
 }
 if(valid0){
 if(data.credential !== undefined){
-let data10 = data.credential;
-const _errs25 = errors;
-if(errors === _errs25){
-if(typeof data10 === "string"){
-if(func1(data10) > 4096){
+let data3 = data.credential;
+const _errs8 = errors;
+if(errors === _errs8){
+if(typeof data3 === "string"){
+if(func1(data3) > 4096){
 validate30.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"}];
 return false;
 }
@@ -997,25 +1412,25 @@ validate30.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/prop
 return false;
 }
 }
-var valid0 = _errs25 === errors;
+var valid0 = _errs8 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
-const _errs27 = errors;
+const _errs10 = errors;
 if(typeof data.allow_write !== "boolean"){
 validate30.errors = [{instancePath:instancePath+"/allow_write",schemaPath:"#/properties/allow_write/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
-var valid0 = _errs27 === errors;
+var valid0 = _errs10 === errors;
 if(valid0){
-const _errs29 = errors;
+const _errs12 = errors;
 if(typeof data.allow_ddl !== "boolean"){
 validate30.errors = [{instancePath:instancePath+"/allow_ddl",schemaPath:"#/properties/allow_ddl/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
-var valid0 = _errs29 === errors;
+var valid0 = _errs12 === errors;
 }
 }
 }
@@ -1054,14 +1469,14 @@ return errors === 0;
 }
 validate29.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateConnector_body = validate32;
-const schema46 = {"$ref":"openapi#/components/schemas/UpdateConnectorRequest"};
-const schema47 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"config":{"$ref":"openapi#/components/schemas/DatabaseConfig"},"credential":{"type":"string","maxLength":4096},"allow_write":{"type":"boolean"},"allow_ddl":{"type":"boolean"}}};
+export const updateConnector_body = validate34;
+const schema48 = {"$ref":"openapi#/components/schemas/UpdateConnectorRequest"};
+const schema49 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"allow_write":{"type":"boolean"},"allow_ddl":{"type":"boolean"}}};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate33.evaluated;
+const evaluated0 = validate35.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1071,14 +1486,14 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(Object.keys(data).length < 1){
-validate33.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
+validate35.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((((key0 === "name") || (key0 === "config")) || (key0 === "credential")) || (key0 === "allow_write")) || (key0 === "allow_ddl"))){
-validate33.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate35.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1090,18 +1505,18 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) > 200){
-validate33.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate35.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(func1(data0) < 1){
-validate33.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate35.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate33.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate35.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1112,213 +1527,10 @@ var valid0 = true;
 }
 if(valid0){
 if(data.config !== undefined){
-let data1 = data.config;
 const _errs4 = errors;
-const _errs5 = errors;
-if(errors === _errs5){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-let missing0;
-if((((data1.host === undefined) && (missing0 = "host")) || ((data1.database === undefined) && (missing0 = "database"))) || ((data1.user === undefined) && (missing0 = "user"))){
-validate33.errors = [{instancePath:instancePath+"/config",schemaPath:"openapi#/components/schemas/DatabaseConfig/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-const _errs7 = errors;
-for(const key1 in data1){
-if(!((((((key1 === "host") || (key1 === "port")) || (key1 === "database")) || (key1 === "user")) || (key1 === "tls")) || (key1 === "schemas"))){
-validate33.errors = [{instancePath:instancePath+"/config",schemaPath:"openapi#/components/schemas/DatabaseConfig/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs7 === errors){
-if(data1.host !== undefined){
-let data2 = data1.host;
-const _errs8 = errors;
-if(errors === _errs8){
-if(typeof data2 === "string"){
-if(func1(data2) > 255){
-validate33.errors = [{instancePath:instancePath+"/config/host",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/host/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"}];
-return false;
-}
-else {
-if(func1(data2) < 1){
-validate33.errors = [{instancePath:instancePath+"/config/host",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate33.errors = [{instancePath:instancePath+"/config/host",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid2 = _errs8 === errors;
-}
-else {
-var valid2 = true;
-}
-if(valid2){
-if(data1.port !== undefined){
-let data3 = data1.port;
-const _errs10 = errors;
-if(!((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3)))){
-validate33.errors = [{instancePath:instancePath+"/config/port",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
-return false;
-}
-if(errors === _errs10){
-if(typeof data3 == "number"){
-if(data3 > 65535 || isNaN(data3)){
-validate33.errors = [{instancePath:instancePath+"/config/port",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"}];
-return false;
-}
-else {
-if(data3 < 1 || isNaN(data3)){
-validate33.errors = [{instancePath:instancePath+"/config/port",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
-return false;
-}
-}
-}
-}
-var valid2 = _errs10 === errors;
-}
-else {
-var valid2 = true;
-}
-if(valid2){
-if(data1.database !== undefined){
-let data4 = data1.database;
-const _errs12 = errors;
-if(errors === _errs12){
-if(typeof data4 === "string"){
-if(func1(data4) > 128){
-validate33.errors = [{instancePath:instancePath+"/config/database",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/database/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
-return false;
-}
-else {
-if(func1(data4) < 1){
-validate33.errors = [{instancePath:instancePath+"/config/database",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/database/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate33.errors = [{instancePath:instancePath+"/config/database",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid2 = _errs12 === errors;
-}
-else {
-var valid2 = true;
-}
-if(valid2){
-if(data1.user !== undefined){
-let data5 = data1.user;
-const _errs14 = errors;
-if(errors === _errs14){
-if(typeof data5 === "string"){
-if(func1(data5) > 128){
-validate33.errors = [{instancePath:instancePath+"/config/user",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/user/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
-return false;
-}
-else {
-if(func1(data5) < 1){
-validate33.errors = [{instancePath:instancePath+"/config/user",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/user/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate33.errors = [{instancePath:instancePath+"/config/user",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/user/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid2 = _errs14 === errors;
-}
-else {
-var valid2 = true;
-}
-if(valid2){
-if(data1.tls !== undefined){
-let data6 = data1.tls;
-const _errs16 = errors;
-if(typeof data6 !== "string"){
-validate33.errors = [{instancePath:instancePath+"/config/tls",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/tls/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-if(!(((data6 === "disable") || (data6 === "require")) || (data6 === "verify-full"))){
-validate33.errors = [{instancePath:instancePath+"/config/tls",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/tls/enum",keyword:"enum",params:{allowedValues: schema45.properties.tls.enum},message:"must be equal to one of the allowed values"}];
-return false;
-}
-var valid2 = _errs16 === errors;
-}
-else {
-var valid2 = true;
-}
-if(valid2){
-if(data1.schemas !== undefined){
-let data7 = data1.schemas;
-const _errs18 = errors;
-if(errors === _errs18){
-if(Array.isArray(data7)){
-if(data7.length > 50){
-validate33.errors = [{instancePath:instancePath+"/config/schemas",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"}];
-return false;
-}
-else {
-var valid3 = true;
-const len0 = data7.length;
-for(let i0=0; i0<len0; i0++){
-let data8 = data7[i0];
-const _errs20 = errors;
-if(errors === _errs20){
-if(typeof data8 === "string"){
-if(func1(data8) > 128){
-validate33.errors = [{instancePath:instancePath+"/config/schemas/" + i0,schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/items/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
-return false;
-}
-else {
-if(func1(data8) < 1){
-validate33.errors = [{instancePath:instancePath+"/config/schemas/" + i0,schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate33.errors = [{instancePath:instancePath+"/config/schemas/" + i0,schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid3 = _errs20 === errors;
-if(!valid3){
-break;
-}
-}
-}
-}
-else {
-validate33.errors = [{instancePath:instancePath+"/config/schemas",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/schemas/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid2 = _errs18 === errors;
-}
-else {
-var valid2 = true;
-}
-}
-}
-}
-}
-}
-}
-}
-}
-else {
-validate33.errors = [{instancePath:instancePath+"/config",schemaPath:"openapi#/components/schemas/DatabaseConfig/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
+if(!(validate31(data.config, {instancePath:instancePath+"/config",parentData:data,parentDataProperty:"config",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
+errors = vErrors.length;
 }
 var valid0 = _errs4 === errors;
 }
@@ -1327,45 +1539,45 @@ var valid0 = true;
 }
 if(valid0){
 if(data.credential !== undefined){
-let data9 = data.credential;
-const _errs22 = errors;
-if(errors === _errs22){
-if(typeof data9 === "string"){
-if(func1(data9) > 4096){
-validate33.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"}];
+let data2 = data.credential;
+const _errs5 = errors;
+if(errors === _errs5){
+if(typeof data2 === "string"){
+if(func1(data2) > 4096){
+validate35.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"}];
 return false;
 }
 }
 else {
-validate33.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate35.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
-var valid0 = _errs22 === errors;
+var valid0 = _errs5 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.allow_write !== undefined){
-const _errs24 = errors;
+const _errs7 = errors;
 if(typeof data.allow_write !== "boolean"){
-validate33.errors = [{instancePath:instancePath+"/allow_write",schemaPath:"#/properties/allow_write/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate35.errors = [{instancePath:instancePath+"/allow_write",schemaPath:"#/properties/allow_write/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
-var valid0 = _errs24 === errors;
+var valid0 = _errs7 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.allow_ddl !== undefined){
-const _errs26 = errors;
+const _errs9 = errors;
 if(typeof data.allow_ddl !== "boolean"){
-validate33.errors = [{instancePath:instancePath+"/allow_ddl",schemaPath:"#/properties/allow_ddl/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate35.errors = [{instancePath:instancePath+"/allow_ddl",schemaPath:"#/properties/allow_ddl/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
-var valid0 = _errs26 === errors;
+var valid0 = _errs9 === errors;
 }
 else {
 var valid0 = true;
@@ -1378,46 +1590,46 @@ var valid0 = true;
 }
 }
 else {
-validate33.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate35.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate33.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
-validate33.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate35.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate32.evaluated;
+const evaluated0 = validate34.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate33(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate33.errors : vErrors.concat(validate33.errors);
+if(!(validate35(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate35.errors : vErrors.concat(validate35.errors);
 errors = vErrors.length;
 }
-validate32.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
-validate32.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateToolMetadata_body = validate35;
-const schema49 = {"$ref":"openapi#/components/schemas/UpdateToolRequest"};
-const schema50 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"enabled":{"type":"boolean"},"requires_approval":{"type":"boolean"},"approval_ttl_seconds":{"type":"integer","minimum":60,"maximum":604800,"description":"Default 3600."},"approval_emails":{"type":"array","maxItems":50,"uniqueItems":true,"items":{"type":"string","format":"email","maxLength":254}},"tool_name_override":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolName"},{"type":"null"}],"description":"null clears the override. Must be unique among the org's tool names."},"tool_description_override":{"type":["string","null"],"maxLength":2000},"read_only":{"type":"boolean"}}};
-const schema51 = {"type":"string","pattern":"^[a-z0-9_]{1,64}$"};
-const formats6 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
-const pattern5 = new RegExp("^[a-z0-9_]{1,64}$", "u");
+export const updateToolMetadata_body = validate38;
+const schema50 = {"$ref":"openapi#/components/schemas/UpdateToolRequest"};
+const schema51 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"enabled":{"type":"boolean"},"requires_approval":{"type":"boolean"},"approval_ttl_seconds":{"type":"integer","minimum":60,"maximum":604800,"description":"Default 3600."},"approval_emails":{"type":"array","maxItems":50,"uniqueItems":true,"items":{"type":"string","format":"email","maxLength":254}},"tool_name_override":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolName"},{"type":"null"}],"description":"null clears the override. Must be unique among the org's tool names."},"tool_description_override":{"type":["string","null"],"maxLength":2000},"read_only":{"type":"boolean"}}};
+const schema52 = {"type":"string","pattern":"^[a-z0-9_]{1,64}$"};
+const formats8 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
+const pattern7 = new RegExp("^[a-z0-9_]{1,64}$", "u");
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate36.evaluated;
+const evaluated0 = validate39.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1427,14 +1639,14 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(Object.keys(data).length < 1){
-validate36.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
+validate39.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((((((key0 === "enabled") || (key0 === "requires_approval")) || (key0 === "approval_ttl_seconds")) || (key0 === "approval_emails")) || (key0 === "tool_name_override")) || (key0 === "tool_description_override")) || (key0 === "read_only"))){
-validate36.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate39.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1443,7 +1655,7 @@ if(_errs1 === errors){
 if(data.enabled !== undefined){
 const _errs2 = errors;
 if(typeof data.enabled !== "boolean"){
-validate36.errors = [{instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate39.errors = [{instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -1455,7 +1667,7 @@ if(valid0){
 if(data.requires_approval !== undefined){
 const _errs4 = errors;
 if(typeof data.requires_approval !== "boolean"){
-validate36.errors = [{instancePath:instancePath+"/requires_approval",schemaPath:"#/properties/requires_approval/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate39.errors = [{instancePath:instancePath+"/requires_approval",schemaPath:"#/properties/requires_approval/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -1468,18 +1680,18 @@ if(data.approval_ttl_seconds !== undefined){
 let data2 = data.approval_ttl_seconds;
 const _errs6 = errors;
 if(!((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2)))){
-validate36.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate39.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs6){
 if(typeof data2 == "number"){
 if(data2 > 604800 || isNaN(data2)){
-validate36.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 604800},message:"must be <= 604800"}];
+validate39.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 604800},message:"must be <= 604800"}];
 return false;
 }
 else {
 if(data2 < 60 || isNaN(data2)){
-validate36.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"}];
+validate39.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"}];
 return false;
 }
 }
@@ -1497,7 +1709,7 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(Array.isArray(data3)){
 if(data3.length > 50){
-validate36.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"}];
+validate39.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"}];
 return false;
 }
 else {
@@ -1510,18 +1722,18 @@ if(errors === _errs10){
 if(errors === _errs10){
 if(typeof data4 === "string"){
 if(func1(data4) > 254){
-validate36.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/maxLength",keyword:"maxLength",params:{limit: 254},message:"must NOT have more than 254 characters"}];
+validate39.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/maxLength",keyword:"maxLength",params:{limit: 254},message:"must NOT have more than 254 characters"}];
 return false;
 }
 else {
-if(!(formats6.test(data4))){
-validate36.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""}];
+if(!(formats8.test(data4))){
+validate39.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""}];
 return false;
 }
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate39.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1543,7 +1755,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-validate36.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+validate39.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
 return false;
 break;
 }
@@ -1554,7 +1766,7 @@ indices0[item0] = i1;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate39.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -1574,7 +1786,7 @@ const _errs14 = errors;
 const _errs15 = errors;
 if(errors === _errs15){
 if(typeof data5 === "string"){
-if(!pattern5.test(data5)){
+if(!pattern7.test(data5)){
 const err0 = {instancePath:instancePath+"/tool_name_override",schemaPath:"openapi#/components/schemas/ToolName/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_]{1,64}$"},message:"must match pattern \""+"^[a-z0-9_]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err0];
@@ -1632,7 +1844,7 @@ else {
 vErrors.push(err3);
 }
 errors++;
-validate36.errors = vErrors;
+validate39.errors = vErrors;
 return false;
 }
 else {
@@ -1656,13 +1868,13 @@ if(data.tool_description_override !== undefined){
 let data6 = data.tool_description_override;
 const _errs19 = errors;
 if((typeof data6 !== "string") && (data6 !== null)){
-validate36.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/type",keyword:"type",params:{type: schema50.properties.tool_description_override.type},message:"must be string,null"}];
+validate39.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/type",keyword:"type",params:{type: schema51.properties.tool_description_override.type},message:"must be string,null"}];
 return false;
 }
 if(errors === _errs19){
 if(typeof data6 === "string"){
 if(func1(data6) > 2000){
-validate36.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate39.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 }
@@ -1676,7 +1888,7 @@ if(valid0){
 if(data.read_only !== undefined){
 const _errs21 = errors;
 if(typeof data.read_only !== "boolean"){
-validate36.errors = [{instancePath:instancePath+"/read_only",schemaPath:"#/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate39.errors = [{instancePath:instancePath+"/read_only",schemaPath:"#/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs21 === errors;
@@ -1694,37 +1906,15 @@ var valid0 = true;
 }
 }
 else {
-validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate39.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate36.errors = vErrors;
+validate39.errors = vErrors;
 return errors === 0;
 }
-validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate35.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate36(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate36.errors : vErrors.concat(validate36.errors);
-errors = vErrors.length;
-}
-validate35.errors = vErrors;
-return errors === 0;
-}
-validate35.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const mcpEndpoint_body = validate38;
-const schema52 = {"type":"object","description":"A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json)."};
 
 function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1736,26 +1926,48 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(data && typeof data == "object" && !Array.isArray(data))){
-validate38.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
+if(!(validate39(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate39.errors : vErrors.concat(validate39.errors);
+errors = vErrors.length;
 }
 validate38.errors = vErrors;
 return errors === 0;
 }
-validate38.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createOrg_body = validate39;
-const schema53 = {"$ref":"openapi#/components/schemas/CreateOrgRequest"};
-const schema54 = {"type":"object","additionalProperties":false,"required":["slug","name"],"properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"name":{"type":"string","minLength":1,"maxLength":200},"plan":{"$ref":"openapi#/components/schemas/Plan"},"trial_days":{"type":"integer","minimum":0,"maximum":365,"description":"Length of the trial; default 14. 0 starts the subscription active."},"burst_limit_per_second":{"type":"integer","minimum":1,"maximum":100000,"description":"Custom burst limit (calls per second), for enterprise and standalone plans; others use their plan's."}}};
-const schema55 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
-const schema56 = {"type":"string","enum":["starter","growth","scale","enterprise","standalone"]};
-const pattern6 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
+export const mcpEndpoint_body = validate41;
+const schema53 = {"type":"object","description":"A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json)."};
 
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate40.evaluated;
+const evaluated0 = validate41.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(data && typeof data == "object" && !Array.isArray(data))){
+validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+validate41.errors = vErrors;
+return errors === 0;
+}
+validate41.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+export const createOrg_body = validate42;
+const schema54 = {"$ref":"openapi#/components/schemas/CreateOrgRequest"};
+const schema55 = {"type":"object","additionalProperties":false,"required":["slug","name"],"properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"name":{"type":"string","minLength":1,"maxLength":200},"plan":{"$ref":"openapi#/components/schemas/Plan"},"trial_days":{"type":"integer","minimum":0,"maximum":365,"description":"Length of the trial; default 14. 0 starts the subscription active."},"burst_limit_per_second":{"type":"integer","minimum":1,"maximum":100000,"description":"Custom burst limit (calls per second), for enterprise and standalone plans; others use their plan's."}}};
+const schema56 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
+const schema57 = {"type":"string","enum":["starter","growth","scale","enterprise","standalone"]};
+const pattern8 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
+
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate43.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1766,14 +1978,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.slug === undefined) && (missing0 = "slug")) || ((data.name === undefined) && (missing0 = "name"))){
-validate40.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate43.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((((key0 === "slug") || (key0 === "name")) || (key0 === "plan")) || (key0 === "trial_days")) || (key0 === "burst_limit_per_second"))){
-validate40.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate43.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1785,13 +1997,13 @@ const _errs2 = errors;
 const _errs3 = errors;
 if(errors === _errs3){
 if(typeof data0 === "string"){
-if(!pattern6.test(data0)){
-validate40.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+if(!pattern8.test(data0)){
+validate43.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
 }
 }
 else {
-validate40.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate43.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1807,18 +2019,18 @@ const _errs5 = errors;
 if(errors === _errs5){
 if(typeof data1 === "string"){
 if(func1(data1) > 200){
-validate40.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate43.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(func1(data1) < 1){
-validate40.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate43.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate40.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate43.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1832,11 +2044,11 @@ if(data.plan !== undefined){
 let data2 = data.plan;
 const _errs7 = errors;
 if(typeof data2 !== "string"){
-validate40.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate43.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!(((((data2 === "starter") || (data2 === "growth")) || (data2 === "scale")) || (data2 === "enterprise")) || (data2 === "standalone"))){
-validate40.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema56.enum},message:"must be equal to one of the allowed values"}];
+validate43.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema57.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs7 === errors;
@@ -1849,18 +2061,18 @@ if(data.trial_days !== undefined){
 let data3 = data.trial_days;
 const _errs10 = errors;
 if(!((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3)))){
-validate40.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate43.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs10){
 if(typeof data3 == "number"){
 if(data3 > 365 || isNaN(data3)){
-validate40.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 365},message:"must be <= 365"}];
+validate43.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 365},message:"must be <= 365"}];
 return false;
 }
 else {
 if(data3 < 0 || isNaN(data3)){
-validate40.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+validate43.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
 return false;
 }
 }
@@ -1876,18 +2088,18 @@ if(data.burst_limit_per_second !== undefined){
 let data4 = data.burst_limit_per_second;
 const _errs12 = errors;
 if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
-validate40.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate43.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs12){
 if(typeof data4 == "number"){
 if(data4 > 100000 || isNaN(data4)){
-validate40.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
+validate43.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
 return false;
 }
 else {
 if(data4 < 1 || isNaN(data4)){
-validate40.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+validate43.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -1906,34 +2118,327 @@ var valid0 = true;
 }
 }
 else {
-validate40.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate40.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
-validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate39.evaluated;
+const evaluated0 = validate42.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate40(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate40.errors : vErrors.concat(validate40.errors);
+if(!(validate43(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
 errors = vErrors.length;
 }
-validate39.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
-validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const createWebhook_body = validate45;
+const schema58 = {"$ref":"openapi#/components/schemas/WebhookInput"};
+const schema59 = {"type":"object","additionalProperties":false,"required":["url","events"],"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}}}};
+const schema60 = {"type":"string","enum":["tool.called","approval.requested","approval.decided"]};
+
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate46.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.url === undefined) && (missing0 = "url")) || ((data.events === undefined) && (missing0 = "events"))){
+validate46.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!((key0 === "url") || (key0 === "events"))){
+validate46.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.url !== undefined){
+let data0 = data.url;
+const _errs2 = errors;
+if(errors === _errs2){
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func1(data0) > 2000){
+validate46.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+return false;
+}
+else {
+if(!(formats2(data0))){
+validate46.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
+return false;
+}
+}
+}
+else {
+validate46.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.events !== undefined){
+let data1 = data.events;
+const _errs4 = errors;
+if(errors === _errs4){
+if(Array.isArray(data1)){
+if(data1.length > 3){
+validate46.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/maxItems",keyword:"maxItems",params:{limit: 3},message:"must NOT have more than 3 items"}];
+return false;
+}
+else {
+if(data1.length < 1){
+validate46.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+return false;
+}
+else {
+var valid1 = true;
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+const _errs6 = errors;
+if(typeof data2 !== "string"){
+validate46.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!(((data2 === "tool.called") || (data2 === "approval.requested")) || (data2 === "approval.decided"))){
+validate46.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema60.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid1 = _errs6 === errors;
+if(!valid1){
+break;
+}
+}
+}
+}
+}
+else {
+validate46.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+else {
+validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate46.errors = vErrors;
+return errors === 0;
+}
+validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate45.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate46(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
+errors = vErrors.length;
+}
+validate45.errors = vErrors;
+return errors === 0;
+}
+validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateWebhook_body = validate48;
+const schema61 = {"$ref":"openapi#/components/schemas/WebhookPatch"};
+const schema62 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}},"enabled":{"type":"boolean"}}};
+
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate49.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(Object.keys(data).length < 1){
+validate49.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((key0 === "url") || (key0 === "events")) || (key0 === "enabled"))){
+validate49.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.url !== undefined){
+let data0 = data.url;
+const _errs2 = errors;
+if(errors === _errs2){
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func1(data0) > 2000){
+validate49.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+return false;
+}
+else {
+if(!(formats2(data0))){
+validate49.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
+return false;
+}
+}
+}
+else {
+validate49.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.events !== undefined){
+let data1 = data.events;
+const _errs4 = errors;
+if(errors === _errs4){
+if(Array.isArray(data1)){
+if(data1.length > 3){
+validate49.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/maxItems",keyword:"maxItems",params:{limit: 3},message:"must NOT have more than 3 items"}];
+return false;
+}
+else {
+if(data1.length < 1){
+validate49.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+return false;
+}
+else {
+var valid1 = true;
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+const _errs6 = errors;
+if(typeof data2 !== "string"){
+validate49.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!(((data2 === "tool.called") || (data2 === "approval.requested")) || (data2 === "approval.decided"))){
+validate49.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema60.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid1 = _errs6 === errors;
+if(!valid1){
+break;
+}
+}
+}
+}
+}
+else {
+validate49.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.enabled !== undefined){
+const _errs9 = errors;
+if(typeof data.enabled !== "boolean"){
+validate49.errors = [{instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate49.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate49.errors = vErrors;
+return errors === 0;
+}
+validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate48.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate49(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
+errors = vErrors.length;
+}
+validate48.errors = vErrors;
+return errors === 0;
+}
+validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 export const revokeApiKey_path = param_validate20;
@@ -2796,10 +3301,9 @@ return errors === 0;
 }
 param_validate32.evaluated = {"props":{"orgId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const mcpEndpoint_path = param_validate33;
-const param_schema45 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
-const param_schema46 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
-const param_pattern4 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
+export const listApprovals_query = param_validate33;
+const param_schema45 = {"type":"object","properties":{"status":{"$ref":"openapi#/components/schemas/ApprovalStatus"},"limit":{"type":"integer","minimum":1,"maximum":500,"default":200}},"required":[]};
+const param_schema46 = {"type":"string","enum":["pending","executing","executed","rejected","failed","expired"]};
 
 function param_validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2813,9 +3317,251 @@ evaluated0.items = undefined;
 }
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit === undefined){
+data.limit = 200;
+}
+if(data.status !== undefined){
+let data0 = data.status;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate33.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["status"] = coerced0;
+}
+}
+}
+if(!((((((data0 === "pending") || (data0 === "executing")) || (data0 === "executed")) || (data0 === "rejected")) || (data0 === "failed")) || (data0 === "expired"))){
+param_validate33.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/enum",keyword:"enum",params:{allowedValues: param_schema46.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+let data1 = data.limit;
+const _errs4 = errors;
+if(!((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1)))){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 === "boolean" || data1 === null
+              || (dataType1 === "string" && data1 && data1 == +data1 && !(data1 % 1))){
+coerced1 = +data1;
+}
+else {
+param_validate33.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["limit"] = coerced1;
+}
+}
+}
+if(errors === _errs4){
+if(typeof data1 == "number"){
+if(data1 > 500 || isNaN(data1)){
+param_validate33.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 500},message:"must be <= 500"}];
+return false;
+}
+else {
+if(data1 < 1 || isNaN(data1)){
+param_validate33.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs4 === errors;
+}
+}
+else {
+param_validate33.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate33.errors = vErrors;
+return errors === 0;
+}
+param_validate33.evaluated = {"props":{"status":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
+
+export const approveApproval_path = param_validate34;
+const param_schema47 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
+
+function param_validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate34.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.approvalId === undefined) && (missing0 = "approvalId")){
+param_validate34.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.approvalId !== undefined){
+let data0 = data.approvalId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate34.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["approvalId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate34.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate34.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate34.errors = vErrors;
+return errors === 0;
+}
+param_validate34.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const rejectApproval_path = param_validate35;
+const param_schema48 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
+
+function param_validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate35.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.approvalId === undefined) && (missing0 = "approvalId")){
+param_validate35.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.approvalId !== undefined){
+let data0 = data.approvalId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate35.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["approvalId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate35.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate35.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate35.errors = vErrors;
+return errors === 0;
+}
+param_validate35.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const mcpEndpoint_path = param_validate36;
+const param_schema49 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+const param_schema50 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
+const param_pattern4 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
+
+function param_validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate36.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
-param_validate33.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate36.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -2833,7 +3579,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate33.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate36.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2847,7 +3593,7 @@ data["orgSlug"] = coerced0;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(!param_pattern4.test(data0)){
-param_validate33.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+param_validate36.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
 }
 }
@@ -2856,23 +3602,23 @@ return false;
 }
 }
 else {
-param_validate33.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate33.errors = vErrors;
+param_validate36.errors = vErrors;
 return errors === 0;
 }
-param_validate33.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate36.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getDocsAsset_path = param_validate34;
-const param_schema47 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
+export const getDocsAsset_path = param_validate37;
+const param_schema51 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
 const param_pattern5 = new RegExp("^[a-zA-Z0-9._-]{1,100}$", "u");
 
-function param_validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate34.evaluated;
+const evaluated0 = param_validate37.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2883,7 +3629,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.asset === undefined) && (missing0 = "asset")){
-param_validate34.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -2901,7 +3647,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate34.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate37.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2915,7 +3661,7 @@ data["asset"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!param_pattern5.test(data0)){
-param_validate34.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
+param_validate37.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
 return false;
 }
 }
@@ -2924,24 +3670,229 @@ return false;
 }
 }
 else {
-param_validate34.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate37.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate34.errors = vErrors;
+param_validate37.errors = vErrors;
 return errors === 0;
 }
-param_validate34.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
+param_validate37.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listAuditEvents_query = param_validate35;
-const param_schema48 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500},"cursor":{"type":"string","pattern":"^[0-9]{1,18}$"}},"required":[]};
-const param_pattern6 = new RegExp("^[a-z0-9_.]+$", "u");
-const param_pattern7 = new RegExp("^[0-9]{1,18}$", "u");
+export const deleteWebhook_path = param_validate38;
+const param_schema52 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
-function param_validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate35.evaluated;
+const evaluated0 = param_validate38.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
+param_validate38.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate38.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["webhookId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate38.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate38.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate38.errors = vErrors;
+return errors === 0;
+}
+param_validate38.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const updateWebhook_path = param_validate39;
+const param_schema53 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
+
+function param_validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate39.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
+param_validate39.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate39.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["webhookId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate39.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate39.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate39.errors = vErrors;
+return errors === 0;
+}
+param_validate39.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listWebhookDeliveries_path = param_validate40;
+const param_schema54 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
+
+function param_validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate40.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
+param_validate40.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate40.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["webhookId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate40.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate40.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate40.errors = vErrors;
+return errors === 0;
+}
+param_validate40.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listWebhookDeliveries_query = param_validate41;
+const param_schema55 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50}},"required":[]};
+
+function param_validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate41.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2964,7 +3915,7 @@ if(dataType0 === "boolean" || data0 === null
 coerced0 = +data0;
 }
 else {
-param_validate35.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate41.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -2978,12 +3929,193 @@ data["limit"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 == "number"){
 if(data0 > 200 || isNaN(data0)){
-param_validate35.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+param_validate41.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
 return false;
 }
 else {
 if(data0 < 1 || isNaN(data0)){
-param_validate35.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate41.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+}
+}
+else {
+param_validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate41.errors = vErrors;
+return errors === 0;
+}
+param_validate41.evaluated = {"props":{"limit":true},"dynamicProps":false,"dynamicItems":false};
+
+export const resendWebhookEvent_path = param_validate42;
+const param_schema56 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};
+const param_pattern6 = new RegExp("^evt_[0-9a-f-]{36}$", "u");
+
+function param_validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate42.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.webhookId === undefined) && (missing0 = "webhookId")) || ((data.eventId === undefined) && (missing0 = "eventId"))){
+param_validate42.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate42.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["webhookId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate42.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.eventId !== undefined){
+let data1 = data.eventId;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate42.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["eventId"] = coerced1;
+}
+}
+}
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(!param_pattern6.test(data1)){
+param_validate42.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/pattern",keyword:"pattern",params:{pattern: "^evt_[0-9a-f-]{36}$"},message:"must match pattern \""+"^evt_[0-9a-f-]{36}$"+"\""}];
+return false;
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+param_validate42.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate42.errors = vErrors;
+return errors === 0;
+}
+param_validate42.evaluated = {"props":{"webhookId":true,"eventId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listAuditEvents_query = param_validate43;
+const param_schema57 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500},"cursor":{"type":"string","pattern":"^[0-9]{1,18}$"}},"required":[]};
+const param_pattern7 = new RegExp("^[a-z0-9_.]+$", "u");
+const param_pattern8 = new RegExp("^[0-9]{1,18}$", "u");
+
+function param_validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate43.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit === undefined){
+data.limit = 50;
+}
+let data0 = data.limit;
+const _errs1 = errors;
+if(!((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0)))){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data0 === null
+              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
+coerced0 = +data0;
+}
+else {
+param_validate43.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["limit"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(typeof data0 == "number"){
+if(data0 > 200 || isNaN(data0)){
+param_validate43.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+return false;
+}
+else {
+if(data0 < 1 || isNaN(data0)){
+param_validate43.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -3005,7 +4137,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate35.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate43.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3019,17 +4151,17 @@ data["action"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 100){
-param_validate35.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate43.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data1) < 1){
-param_validate35.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+param_validate43.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 else {
-if(!param_pattern6.test(data1)){
-param_validate35.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
+if(!param_pattern7.test(data1)){
+param_validate43.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
 return false;
 }
 }
@@ -3054,7 +4186,7 @@ if(dataType2 === "boolean" || data2 === null
 coerced2 = +data2;
 }
 else {
-param_validate35.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate43.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -3068,12 +4200,12 @@ data["days"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 == "number"){
 if(data2 > 36500 || isNaN(data2)){
-param_validate35.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
+param_validate43.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
 return false;
 }
 else {
 if(data2 < 1 || isNaN(data2)){
-param_validate35.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate43.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -3099,7 +4231,7 @@ else if(data3 === null){
 coerced3 = "";
 }
 else {
-param_validate35.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate43.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3112,8 +4244,8 @@ data["cursor"] = coerced3;
 }
 if(errors === _errs7){
 if(typeof data3 === "string"){
-if(!param_pattern7.test(data3)){
-param_validate35.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,18}$"},message:"must match pattern \""+"^[0-9]{1,18}$"+"\""}];
+if(!param_pattern8.test(data3)){
+param_validate43.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,18}$"},message:"must match pattern \""+"^[0-9]{1,18}$"+"\""}];
 return false;
 }
 }
@@ -3128,22 +4260,22 @@ var valid0 = true;
 }
 }
 else {
-param_validate35.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate35.errors = vErrors;
+param_validate43.errors = vErrors;
 return errors === 0;
 }
-param_validate35.evaluated = {"props":{"limit":true,"action":true,"days":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
+param_validate43.evaluated = {"props":{"limit":true,"action":true,"days":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exportAuditEvents_query = param_validate36;
-const param_schema49 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
+export const exportAuditEvents_query = param_validate44;
+const param_schema58 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
 
-function param_validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate36.evaluated;
+const evaluated0 = param_validate44.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3167,7 +4299,7 @@ else if(data0 === "true" || data0 === 1){
 coerced0 = true;
 }
 else {
-param_validate36.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+param_validate44.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 }
@@ -3194,7 +4326,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate36.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate44.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3208,17 +4340,17 @@ data["action"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 100){
-param_validate36.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate44.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data1) < 1){
-param_validate36.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+param_validate44.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 else {
-if(!param_pattern6.test(data1)){
-param_validate36.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
+if(!param_pattern7.test(data1)){
+param_validate44.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
 return false;
 }
 }
@@ -3243,7 +4375,7 @@ if(dataType2 === "boolean" || data2 === null
 coerced2 = +data2;
 }
 else {
-param_validate36.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate44.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -3257,12 +4389,12 @@ data["days"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 == "number"){
 if(data2 > 36500 || isNaN(data2)){
-param_validate36.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
+param_validate44.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
 return false;
 }
 else {
 if(data2 < 1 || isNaN(data2)){
-param_validate36.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate44.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -3277,12 +4409,12 @@ var valid0 = true;
 }
 }
 else {
-param_validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate44.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate36.errors = vErrors;
+param_validate44.errors = vErrors;
 return errors === 0;
 }
-param_validate36.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
+param_validate44.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
 

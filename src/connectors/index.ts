@@ -1,5 +1,6 @@
 /** Loads every connector driver (each registers itself) and re-exports the registry: the one list of driver folders. */
 import './postgresql/index.ts';
 import './mysql/index.ts';
+import './mcp/index.ts';
 
 export { registerConnector, getDriver, connectorTypes, closeAllConnectors } from './registry.ts';

@@ -14,11 +14,14 @@ import { describeError } from '../util/log.ts';
 import { describeSchemaError } from '../util/schema-errors.ts';
 import { getDriver } from './registry.ts';
 import * as repo from './repository.ts';
-import { ConnectorError, type ConnectorDriver, type DatabaseConfig } from './types.ts';
+import { ConnectorError, type SourceEnv } from './types.ts';
+import type { OutboundPolicy } from '../net/outbound.ts';
+import type { Config } from '../config.ts';
 import { eq } from 'drizzle-orm';
 
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true });
-const configValidators = new WeakMap<ConnectorDriver, ReturnType<typeof ajv.compile>>();
+type Driver = NonNullable<ReturnType<typeof getDriver>>;
+const configValidators = new WeakMap<Driver, ReturnType<typeof ajv.compile>>();
 
 /** What the connector service uses: the store, the secret box for credentials, background jobs, the log. */
 export interface ConnectorServiceDeps {
@@ -26,15 +29,18 @@ export interface ConnectorServiceDeps {
   box: SecretBox;
   jobs: JobTracker;
   log: Logger;
+  /** Upstream MCP servers are reached under the operator's outbound policy and the call limits. */
+  outbound: OutboundPolicy;
+  config: Pick<Config, 'statementTimeoutMs' | 'maxResultBytes'>;
 }
 
-function driverFor(type: string): ConnectorDriver {
+function driverFor(type: string): Driver {
   const driver = getDriver(type);
   if (!driver) throw unprocessable('connector_type_unavailable', `Connector type ${type} is not available on this gateway.`);
   return driver;
 }
 
-function checkConfig(driver: ConnectorDriver, config: unknown): void {
+function checkConfig(driver: Driver, config: unknown): void {
   let validate = configValidators.get(driver);
   if (!validate) {
     validate = ajv.compile(driver.configSchema);
@@ -58,7 +64,8 @@ export async function getConnector(deps: Pick<ConnectorServiceDeps, 'store'>, or
 export interface CreateConnectorInput {
   name: string;
   type: string;
-  config: DatabaseConfig;
+  /** The type's config, checked against the driver's schema before anything is written. */
+  config: Record<string, unknown>;
   credential?: string;
   allow_write?: boolean;
   allow_ddl?: boolean;
@@ -95,7 +102,7 @@ export async function createConnector(deps: ConnectorServiceDeps, orgId: string,
 
 export interface UpdateConnectorInput {
   name?: string;
-  config?: DatabaseConfig;
+  config?: Record<string, unknown>;
   credential?: string;
   allow_write?: boolean;
   allow_ddl?: boolean;
@@ -165,9 +172,10 @@ export async function validateNow(deps: ConnectorServiceDeps, row: repo.Connecto
   try {
     if (!driver) throw new ConnectorError(`Connector type ${row.type} is not available on this gateway.`, 'invalid_config');
     const credential = row.credentialSealed ? deps.box.decrypt(row.credentialSealed, credentialContext(row.id)) : null;
-    const config = row.config as unknown as DatabaseConfig;
-    await driver.validate(row.id, config, credential);
-    const specs = await driver.introspect(row.id, config, credential);
+    const config = row.config;
+    const env: SourceEnv = { connectorName: row.name, outbound: deps.outbound, limits: { statementTimeoutMs: deps.config.statementTimeoutMs, maxResultBytes: deps.config.maxResultBytes } };
+    await driver.validate(row.id, config, credential, env);
+    const specs = await driver.introspect(row.id, config, credential, env);
     await deps.store.db.transaction(async (tx) => {
       if (await repo.applyIntrospection(tx, row.orgId, row.id, generation, specs)) {
         await bumpCatalogVersion(tx, row.orgId);

@@ -1,4 +1,11 @@
-/** The one small interface every connector driver implements, and the shapes it exchanges with the gateway. */
+/**
+ * The one small interface every connector driver implements, and the shapes it exchanges with the gateway. The seam
+ * is source-neutral: a type owns its config (`C`, the contract's per-type schema), its tool-catalog step
+ * (`introspect`, yielding ToolSpec<T> whose `target` only it reads) and its call step (`execute`). Adding a type is
+ * one folder under src/connectors/ plus one import line in src/connectors/index.ts.
+ */
+import type { OutboundPolicy } from '../net/outbound.ts';
+import type * as wire from '../../generated/client/types.gen.ts';
 
 /** JSON Schema object as carried in an MCP tool descriptor. */
 export type JsonSchema = {
@@ -9,41 +16,56 @@ export type JsonSchema = {
   [key: string]: unknown;
 };
 
-/** Configuration of a database connector (postgresql, mysql, ...). `credential` (the password) is kept apart. */
-export interface DatabaseConfig {
-  host: string;
-  port?: number;
-  database: string;
-  user: string;
-  /** disable: plain TCP; require: TLS without certificate check; verify-full: TLS with certificate and host check. */
-  tls?: 'disable' | 'require' | 'verify-full';
-  /** Schemas whose tables and views become tools. Default: public (postgresql) or the configured database (mysql). */
-  schemas?: string[];
-}
+/**
+ * Configuration of a database connector (postgresql, mysql, ...), as the contract defines it (openapi.yaml
+ * DatabaseConfig, generated); `credential` (the password) is kept apart.
+ */
+export type DatabaseConfig = wire.DatabaseConfig;
 
 export interface ColumnInfo {
   name: string;
   type: string;
 }
 
+/** What a SQL tool works on (the `target` of the SQL drivers' ToolSpecs). */
+export interface SqlTarget {
+  schema: string;
+  table: string;
+  kind: 'table' | 'view';
+  columns: ColumnInfo[];
+  /** MySQL/MariaDB: the server's `lower_case_table_names` when introspected; the guard compares names by it. */
+  lowerCaseTableNames?: 0 | 1 | 2;
+  /** MySQL/MariaDB: stored functions of the table's database named like an allowed built-in; the guard refuses those names. */
+  storedFunctions?: string[];
+}
+
+/** Behaviour hints of a tool as MCP declares them; a type that sets none gets the database defaults (catalog.ts). */
+export interface ToolHints {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  openWorldHint: boolean;
+}
+
 /** A tool a connector yields, before the org's per-tool settings are applied. */
-export interface ToolSpec {
-  /** Base MCP name, `query_<type>_<table>`: lower-case, [a-z0-9_], at most 64 characters, unique within the connector. */
+export interface ToolSpec<T = unknown> {
+  /** Base MCP name: lower-case, [a-z0-9_], at most 64 characters, unique within the connector. */
   name: string;
   description: string;
   inputSchema: JsonSchema;
   outputSchema?: JsonSchema;
-  /** What the tool works on; opaque to the gateway, used by the driver at execution. */
-  target: {
-    schema: string;
-    table: string;
-    kind: 'table' | 'view';
-    columns: ColumnInfo[];
-    /** MySQL/MariaDB: the server's `lower_case_table_names` when introspected; the guard compares names by it. */
-    lowerCaseTableNames?: 0 | 1 | 2;
-    /** MySQL/MariaDB: stored functions of the table's database named like an allowed built-in; the guard refuses those names. */
-    storedFunctions?: string[];
-  };
+  /** Hints the type declares itself (an upstream MCP server's); unset for databases (derived from write permissions). */
+  annotations?: ToolHints;
+  /** What the tool works on; opaque to the gateway, read only by the driver of its type at execution. */
+  target: T;
+}
+
+/** What the gateway hands a driver's validate/introspect besides config and credential. */
+export interface SourceEnv {
+  /** The connector's name (an upstream MCP server's tools are named after it). */
+  connectorName?: string;
+  /** The operator's outbound policy, for types that reach out over HTTP. */
+  outbound?: OutboundPolicy;
+  limits?: Pick<ExecutionLimits, 'statementTimeoutMs' | 'maxResultBytes'>;
 }
 
 /** Limits the gateway applies to every execution; values come from the config module. */
@@ -58,22 +80,27 @@ export interface ExecutionLimits {
   maxConcurrentCalls?: number;
   /** How long a call waits for a free slot before it answers "busy". */
   queueTimeoutMs?: number;
+  /** PostgreSQL: how long a server-side resolution verdict is reused (postgresql/resolution.ts); default 30 s, 0 = every call. */
+  resolutionCacheTtlMs?: number;
 }
 
 /** Everything a driver needs to run one call. */
-export interface ExecutionContext {
+export interface ExecutionContext<C = DatabaseConfig> {
   connectorId: string;
-  config: DatabaseConfig;
+  config: C;
   credential: string | null;
   allowWrite: boolean;
   allowDdl: boolean;
   /** Per-tool setting: when true, writes are refused even if the connector allows them. */
   readOnly: boolean;
   limits: ExecutionLimits;
+  /** The operator's outbound policy (types that reach out over HTTP). */
+  outbound?: OutboundPolicy;
   signal?: AbortSignal;
 }
 
-export type ToolContent = { type: 'text'; text: string };
+/** Text from every type; other MCP content blocks (images, audio, resources) pass through from upstream servers. */
+export type ToolContent = { type: 'text'; text: string } | { type: string; [key: string]: unknown };
 
 /** An MCP tools/call result. A failing tool is a result with isError, never a thrown protocol error. */
 export interface ToolResult {
@@ -93,20 +120,24 @@ export class ConnectorError extends Error {
   }
 }
 
-export interface ConnectorDriver {
+/** C: the type's config (its schema in the contract's ConnectorConfig oneOf); T: its ToolSpec target. */
+export interface ConnectorDriver<C = DatabaseConfig, T = unknown> {
   /** Connector type name, e.g. `postgresql`. */
   readonly type: string;
   readonly kind: 'database' | 'mcp';
   /** JSON Schema of `config` for this type (validated before create and patch). */
   readonly configSchema: Record<string, unknown>;
   /** Connects with the credential; throws ConnectorError on failure. */
-  validate(connectorId: string, config: DatabaseConfig, credential: string | null): Promise<void>;
-  /** Lists the tools the source yields; throws ConnectorError on failure. */
-  introspect(connectorId: string, config: DatabaseConfig, credential: string | null): Promise<ToolSpec[]>;
-  /** Runs a call. Never throws for tool-level failures (bad SQL, database down, timeout): returns isError. */
-  execute(tool: ToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): Promise<ToolResult>;
+  validate(connectorId: string, config: C, credential: string | null, env?: SourceEnv): Promise<void>;
+  /** The tool-catalog step: lists the tools the source yields; throws ConnectorError on failure. */
+  introspect(connectorId: string, config: C, credential: string | null, env?: SourceEnv): Promise<ToolSpec<T>[]>;
+  /** The call step. Never throws for tool-level failures (bad SQL, source down, timeout): returns isError. */
+  execute(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: ExecutionContext<C>): Promise<ToolResult>;
   /** Closes the connector's pool (archived, or config changed). */
   close(connectorId: string): Promise<void>;
   /** Closes every pool (shutdown, tests). */
   closeAll(): Promise<void>;
 }
+
+/** The ToolSpec of the SQL drivers (postgresql, mysql). */
+export type SqlToolSpec = ToolSpec<SqlTarget>;

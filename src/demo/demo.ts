@@ -12,6 +12,7 @@ import type { Gateway } from '../gateway.ts';
 import { findOrgBySlug } from '../orgs/repository.ts';
 import { onboardOrg } from '../orgs/service.ts';
 import { mcpEndpointUrl, onboardingView } from '../handlers/views.ts';
+import { embeddedPgliteOptions } from '../store/db.ts';
 import { connectors } from '../store/schema.ts';
 import { SAMPLE_SCHEMA } from './sample-data.ts';
 
@@ -25,8 +26,12 @@ export interface Demo {
   stop(): Promise<void>;
 }
 
+/** The sample database is a few hundred rows: 8 MB of shared buffers hold it many times over. */
+const SAMPLE_SHARED_BUFFERS_MB = 8;
+
 async function openSampleDatabase(dir: string | null): Promise<PGlite> {
-  const db = dir ? new PGlite(dir) : new PGlite();
+  const options = embeddedPgliteOptions(SAMPLE_SHARED_BUFFERS_MB);
+  const db = dir ? new PGlite(dir, options) : new PGlite(options);
   await db.waitReady;
   await db.exec(SAMPLE_SCHEMA);
   return db;

@@ -1,5 +1,6 @@
 /** The handler table: exactly one handler per operation of openapi.yaml (checked when the app is built). */
 import type { HandlerTable } from './context.ts';
+import { approveApproval, listApprovals, rejectApproval } from './approvals.ts';
 import { archiveConnector, createConnector, getConnector, listConnectors, revalidateConnector, updateConnector } from './connectors.ts';
 import { deleteIdpConfig, getIdpConfig, setIdpConfig } from './idp.ts';
 import { mcpEndpoint } from './mcp.ts';
@@ -9,6 +10,7 @@ import { issueToken } from './oauth.ts';
 import { createOrg } from './operator.ts';
 import { createApiKey, createOAuthClient, getOrg, listApiKeys, listOAuthClients, revokeApiKey, revokeOAuthClient } from './org.ts';
 import { getProvisioningStatus, provisionOrg } from './provisioning.ts';
+import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, resendWebhookEvent, updateWebhook } from './webhooks.ts';
 import { exportAuditEvents, listAuditEvents } from './audit.ts';
 import { getLimits, getSubscription, getUsage } from './billing.ts';
 
@@ -34,6 +36,9 @@ export const handlers: HandlerTable = {
   revalidateConnector,
   listTools,
   updateToolMetadata,
+  listApprovals,
+  approveApproval,
+  rejectApproval,
   mcpEndpoint,
   createOrg,
   getJwks,
@@ -41,6 +46,12 @@ export const handlers: HandlerTable = {
   getOpenApi,
   getDocs,
   getDocsAsset,
+  listWebhooks,
+  createWebhook,
+  updateWebhook,
+  deleteWebhook,
+  listWebhookDeliveries,
+  resendWebhookEvent,
   listAuditEvents,
   exportAuditEvents,
   getSubscription,

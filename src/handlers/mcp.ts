@@ -6,6 +6,7 @@
  */
 import { AppError, json, restErrorResponse, RpcCode } from '../errors.ts';
 import { burstLimitFor } from '../limits/plans.ts';
+import { hostPolicyFor } from '../net/host-policy.ts';
 import { classify, failure, isSupportedVersion, SUPPORTED_PROTOCOL_VERSIONS } from '../mcp/protocol.ts';
 import { openSession } from '../mcp/session.ts';
 import { BodyError, decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
@@ -30,24 +31,6 @@ async function readMcpBody(request: Request, maxBytes: number): Promise<Uint8Arr
     throw new BodyError(413, 'payload_too_large', `The request body is larger than ${maxBytes} bytes.`);
   }
   return readBodyCapped(request, maxBytes);
-}
-
-const ownOrigins = new Map<string, string>();
-/** The gateway's own origin (parsed once per public URL, not per request). */
-function ownOrigin(publicUrl: string): string {
-  let origin = ownOrigins.get(publicUrl);
-  if (origin === undefined) ownOrigins.set(publicUrl, (origin = new URL(publicUrl).origin));
-  return origin;
-}
-
-/**
- * DNS-rebinding defence from the MCP transport spec: a browser request carries Origin; only our own
- * origin and configured ones pass. `Origin: null` (sandboxed or file pages) never passes.
- */
-export function originAllowed(origin: string | null, ownOrigin: string, allowed: string[]): boolean {
-  if (origin === null) return true;
-  if (origin === 'null') return false;
-  return origin === ownOrigin || allowed.includes(origin);
 }
 
 /** A request without the header is assumed to speak the default revision (mcp/protocol.ts). */
@@ -83,7 +66,7 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
   let session: Awaited<ReturnType<typeof openSession>> | null = null;
   try {
     // Transport checks come first: a foreign Origin executes nothing, whatever else the request holds.
-    if (!originAllowed(request.headers.get('origin'), ownOrigin(config.publicUrl), config.allowedOrigins)) {
+    if (!hostPolicyFor(config).originAllowed(request.headers.get('origin'))) {
       return json({ error: 'forbidden_origin', message: 'This Origin may not call the MCP endpoint.' }, 403);
     }
     if (!isSupportedVersionHeader(request.headers.get('mcp-protocol-version'))) {

@@ -2,6 +2,8 @@
  * The one place where store rows become wire objects of openapi.yaml: every REST response body built from a row goes
  * through a function here, typed with the contract's generated types (a drift between the two fails the typecheck).
  */
+import type { ApprovalRow } from '../approvals/repository.ts';
+import type { DecisionResult } from '../approvals/service.ts';
 import type { ApiKeyRow, OAuthClientRow } from '../auth/credentials.ts';
 import type { IdpConfigRow } from '../auth/idp/repository.ts';
 import type { ConnectorRow } from '../connectors/repository.ts';
@@ -9,6 +11,7 @@ import { burstLimitFor, monthlyQuotaFor } from '../limits/plans.ts';
 import type { OrgRow } from '../orgs/repository.ts';
 import type { ToolSettingsRow } from '../tools/settings.ts';
 import type { ToolSpec } from '../connectors/types.ts';
+import type { AttemptRow, WebhookRow } from '../webhooks/repository.ts';
 import type * as wire from '../../generated/client/types.gen.ts';
 
 export function orgView(org: OrgRow, customBurst: number): wire.Org {
@@ -88,7 +91,7 @@ export function connectorView(row: ConnectorRow): wire.Connector {
     type: row.type as wire.ConnectorType,
     status: row.status as wire.ConnectorStatus,
     status_reason: row.statusReason,
-    config: row.config as unknown as wire.DatabaseConfig,
+    config: row.config as unknown as wire.ConnectorConfig,
     has_credential: row.credentialSealed !== null,
     allow_write: row.allowWrite,
     allow_ddl: row.allowDdl,
@@ -126,5 +129,57 @@ export function idpConfigView(row: IdpConfigRow): wire.IdpConfig {
     email_claim: row.emailClaim,
     default_role: row.defaultRole as wire.IdpConfig['default_role'],
     updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+/** The Approval object of GET /api/org/approvals (contributor and up: the roles allowed to see held arguments). */
+export function approvalView(row: ApprovalRow): wire.Approval {
+  return {
+    id: row.id,
+    tool_name: row.toolName,
+    status: row.status as wire.ApprovalStatus,
+    arguments: JSON.parse(row.argumentsJson) as Record<string, unknown>,
+    requested_by: row.requestedBy,
+    decided_by: row.decidedBy,
+    decided_at: row.decidedAt?.toISOString() ?? null,
+    approver_emails: row.approverEmails,
+    created_at: row.createdAt.toISOString(),
+    expires_at: row.expiresAt.toISOString(),
+    reason: row.statusReason,
+  };
+}
+
+/** The body of approve / reject: the decision's outcome, with the tool's result or the failure's reason. */
+export function approvalDecisionView(decision: DecisionResult): wire.ApprovalDecision {
+  return {
+    ok: decision.ok,
+    status: decision.status,
+    ...(decision.result ? { result: decision.result as unknown as Record<string, unknown> } : {}),
+    ...(decision.reason ? { reason: decision.reason } : {}),
+  };
+}
+
+export function webhookView(row: WebhookRow): wire.Webhook {
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events as wire.WebhookEventType[],
+    enabled: row.enabled,
+    disabled_reason: row.disabledReason as wire.Webhook['disabled_reason'],
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+export function webhookAttemptView(row: AttemptRow): wire.WebhookAttempt {
+  return {
+    id: row.id,
+    event_id: row.eventId,
+    event_type: row.eventType as wire.WebhookEventType,
+    attempt: row.attempt,
+    status_code: row.statusCode,
+    latency_ms: row.latencyMs,
+    error: row.error,
+    attempted_at: row.attemptedAt.toISOString(),
+    delivery_status: row.deliveryStatus as wire.WebhookAttempt['delivery_status'],
   };
 }

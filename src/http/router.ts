@@ -10,6 +10,20 @@ import { decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
 import type { AppDeps } from '../deps.ts';
 import { bearerOf, claimsOf, refusalRow } from '../audit/refusals.ts';
 import type { Handler, HandlerTable } from '../handlers/context.ts';
+import { hostPolicyFor } from '../net/host-policy.ts';
+
+/** Liveness probes reach an instance by its pod or container address, and the answer reveals nothing. */
+const HOST_CHECK_EXEMPT: ReadonlySet<OperationId> = new Set(['getHealth']);
+
+function forbiddenHost(): Response {
+  return json(
+    {
+      error: 'forbidden_host',
+      message: 'This gateway does not answer to the host name in the Host header: it answers to the host of TOOLGATE_PUBLIC_URL and the names in TOOLGATE_ALLOWED_HOSTS.',
+    },
+    403,
+  );
+}
 
 type Validator = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
 
@@ -132,6 +146,8 @@ const ACCESS: Record<OperationDef['auth'], AccessPolicy> = {
 
 async function dispatch(op: OperationDef, handler: Handler, request: Request, params: Record<string, string>, deps: AppDeps): Promise<Response> {
   const access = ACCESS[op.auth];
+  // DNS rebinding: a page on a name the attacker controls must get nothing back, not even public documents.
+  if (!HOST_CHECK_EXEMPT.has(op.operationId as OperationId) && !hostPolicyFor(deps.config).hostAllowed(request)) return forbiddenHost();
   try {
     const authenticated = access.authenticate(request, deps);
     // Policies that authenticate synchronously (public, mcp, operator) cost no await on the hot path.

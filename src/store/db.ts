@@ -53,8 +53,24 @@ function openPostgres(url: string, poolSize: number): Store {
   };
 }
 
+/**
+ * PGlite starts PostgreSQL with its stock 128 MB of shared buffers, all touched at start: two embedded instances
+ * (store and demo database) held ~500 MB of RSS before any request. The embedded store and the demo database are
+ * small, so a few MB of buffers cache them whole; a large store belongs on a PostgreSQL server (DATABASE_URL).
+ * Passed as start parameters, so nothing is written into the data folder's postgresql.conf. wal_buffers stays at
+ * the stock 4 MB (by default it follows shared_buffers/32, down to 512 kB): write bursts such as a connector's
+ * introspection keep their WAL in memory, for a few MB.
+ */
+export function embeddedPgliteOptions(sharedBuffersMb: number): { startParams: string[] } {
+  return { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`, '-c', 'temp_buffers=1MB', '-c', 'wal_buffers=4MB'] };
+}
+
+/** Shared buffers of the embedded store: 2,048 pages, far more than its hot rows. */
+const STORE_SHARED_BUFFERS_MB = 16;
+
 async function openPglite(dataDir: string | null): Promise<Store> {
-  const pg = dataDir ? new PGlite(dataDir) : new PGlite();
+  const options = embeddedPgliteOptions(STORE_SHARED_BUFFERS_MB);
+  const pg = dataDir ? new PGlite(dataDir, options) : new PGlite(options);
   await pg.waitReady;
   const db = drizzlePglite(pg, { schema }) as unknown as Db;
   return {

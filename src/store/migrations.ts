@@ -148,6 +148,96 @@ ALTER TABLE orgs ADD COLUMN burst_limit_per_second integer CHECK (burst_limit_pe
   },
   {
     version: 5,
+    name: 'approvals',
+    sql: `
+CREATE TABLE approvals (
+  id uuid PRIMARY KEY,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  tool_id uuid NOT NULL,
+  tool_name text NOT NULL,
+  connector_id uuid NOT NULL,
+  arguments_json text NOT NULL,
+  arguments_digest text NOT NULL,
+  requester_kind text NOT NULL CHECK (requester_kind IN ('api_key','oauth_client','idp_user')),
+  requester_id text NOT NULL,
+  requested_by text NOT NULL,
+  requester_connector_ids uuid[],
+  approver_emails text[] NOT NULL,
+  status text NOT NULL CHECK (status IN ('pending','executing','executed','rejected','failed','expired')),
+  status_reason text,
+  result jsonb,
+  decided_by text,
+  decided_at timestamptz,
+  executing_at timestamptz,
+  completed_at timestamptz,
+  created_at timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX approvals_org_created ON approvals (org_id, created_at DESC);
+CREATE INDEX approvals_pending_expiry ON approvals (expires_at) WHERE status = 'pending';
+CREATE INDEX approvals_executing ON approvals (executing_at) WHERE status = 'executing';
+`,
+  },
+  {
+    // The outbox is webhook_events (one row per event, the exact signed body)
+    // plus webhook_deliveries (one row per event and endpoint: the queue the workers claim); attempts are the history.
+    version: 6,
+    name: 'webhooks_outbox',
+    sql: `
+CREATE TABLE webhooks (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  url text NOT NULL,
+  events text[] NOT NULL,
+  enabled boolean NOT NULL DEFAULT true,
+  secret_sealed text NOT NULL,
+  disabled_reason text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX webhooks_org ON webhooks (org_id);
+
+CREATE TABLE webhook_events (
+  id text PRIMARY KEY,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  type text NOT NULL,
+  body text NOT NULL,
+  created_at timestamptz NOT NULL
+);
+CREATE INDEX webhook_events_org ON webhook_events (org_id, created_at);
+
+CREATE TABLE webhook_deliveries (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  event_id text NOT NULL REFERENCES webhook_events(id) ON DELETE CASCADE,
+  webhook_id uuid NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending','delivered','failed')),
+  attempts integer NOT NULL DEFAULT 0,
+  next_attempt_at timestamptz NOT NULL DEFAULT now(),
+  lease_token uuid,
+  leased_until timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  completed_at timestamptz,
+  UNIQUE (event_id, webhook_id)
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, created_at);
+
+CREATE TABLE webhook_attempts (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  delivery_id uuid NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+  webhook_id uuid NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+  attempt integer NOT NULL,
+  status_code integer,
+  latency_ms integer NOT NULL,
+  error text,
+  attempted_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX webhook_attempts_webhook ON webhook_attempts (webhook_id, attempted_at);
+`,
+  },
+  {
+    version: 7,
     name: 'audit_chain',
     sql: `
 ALTER TABLE audit_events ADD COLUMN seq bigint;

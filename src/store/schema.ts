@@ -159,3 +159,104 @@ export const usageCounters = pgTable('usage_counters', {
   periodStart: date('period_start', { mode: 'string' }).notNull(),
   toolCalls: bigint('tool_calls', { mode: 'number' }).notNull().default(0),
 }, (t) => [primaryKey({ columns: [t.orgId, t.periodStart] })]);
+
+export const approvals = pgTable('approvals', {
+  id: uuid('id').primaryKey(),
+  orgId: uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
+  toolId: uuid('tool_id').notNull(),
+  toolName: text('tool_name').notNull(),
+  connectorId: uuid('connector_id').notNull(),
+  /** The held arguments exactly as they will run (validated, defaults filled in), as JSON text: byte-for-byte. */
+  argumentsJson: text('arguments_json').notNull(),
+  /** HMAC over the approval's identity, tool and arguments (approvals/digest.ts), verified before execution. */
+  argumentsDigest: text('arguments_digest').notNull(),
+  requesterKind: text('requester_kind').notNull(),
+  requesterId: text('requester_id').notNull(),
+  requestedBy: text('requested_by').notNull(),
+  /** The requesting credential's connector scope at request time (null: every connector). */
+  requesterConnectorIds: uuid('requester_connector_ids').array(),
+  approverEmails: text('approver_emails').array().notNull(),
+  status: text('status').notNull(),
+  statusReason: text('status_reason'),
+  result: jsonb('result').$type<Record<string, unknown>>(),
+  decidedBy: text('decided_by'),
+  decidedAt: ts('decided_at'),
+  executingAt: ts('executing_at'),
+  completedAt: ts('completed_at'),
+  createdAt: ts('created_at').notNull(),
+  expiresAt: ts('expires_at').notNull(),
+}, (t) => [
+  index('approvals_org_created').on(t.orgId, t.createdAt.desc()),
+  index('approvals_pending_expiry').on(t.expiresAt).where(sql`status = 'pending'::text`),
+  index('approvals_executing').on(t.executingAt).where(sql`status = 'executing'::text`),
+]);
+
+/** Outbound webhook endpoints (issue 11); the secret is sealed (AAD `webhook_secret:<id>`). */
+export const webhooks = pgTable('webhooks', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  orgId: uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
+  url: text('url').notNull(),
+  events: text('events').array().notNull(),
+  enabled: boolean('enabled').notNull().default(true),
+  secretSealed: text('secret_sealed').notNull(),
+  /** Why the gateway disabled the endpoint itself (410 Gone, retries exhausted); null when an admin did or it is on. */
+  disabledReason: text('disabled_reason'),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+}, (t) => [index('webhooks_org').on(t.orgId)]);
+
+/** The outbox: one row per event, holding the exact body that is signed and sent on every attempt. */
+export const webhookEvents = pgTable('webhook_events', {
+  id: text('id').primaryKey(),
+  orgId: uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
+  type: text('type').notNull(),
+  body: text('body').notNull(),
+  createdAt: ts('created_at').notNull(),
+}, (t) => [index('webhook_events_org').on(t.orgId, t.createdAt)]);
+
+/** The delivery queue: one row per event and endpoint, claimed by workers with FOR UPDATE SKIP LOCKED and a lease. */
+export const webhookDeliveries = pgTable('webhook_deliveries', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  eventId: text('event_id')
+    .notNull()
+    .references(() => webhookEvents.id, { onDelete: 'cascade' }),
+  webhookId: uuid('webhook_id')
+    .notNull()
+    .references(() => webhooks.id, { onDelete: 'cascade' }),
+  orgId: uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
+  status: text('status').notNull().default('pending'),
+  attempts: integer('attempts').notNull().default(0),
+  nextAttemptAt: ts('next_attempt_at').notNull().defaultNow(),
+  leaseToken: uuid('lease_token'),
+  leasedUntil: ts('leased_until'),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  completedAt: ts('completed_at'),
+}, (t) => [
+  unique().on(t.eventId, t.webhookId),
+  index('webhook_deliveries_due').on(t.nextAttemptAt).where(sql`status = 'pending'::text`),
+  index('webhook_deliveries_webhook').on(t.webhookId, t.createdAt),
+]);
+
+/** Every delivery attempt (status code, latency, error), for GET /api/org/webhooks/{id}/deliveries. */
+export const webhookAttempts = pgTable('webhook_attempts', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  deliveryId: uuid('delivery_id')
+    .notNull()
+    .references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+  webhookId: uuid('webhook_id')
+    .notNull()
+    .references(() => webhooks.id, { onDelete: 'cascade' }),
+  attempt: integer('attempt').notNull(),
+  statusCode: integer('status_code'),
+  latencyMs: integer('latency_ms').notNull(),
+  error: text('error'),
+  attemptedAt: ts('attempted_at').notNull().defaultNow(),
+}, (t) => [index('webhook_attempts_webhook').on(t.webhookId, t.attemptedAt)]);

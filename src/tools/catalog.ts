@@ -2,7 +2,7 @@
 import Ajv, { type ValidateFunction } from 'ajv';
 import { and, eq, inArray, isNull } from 'drizzle-orm';
 import { SERVING_STATUSES } from '../connectors/repository.ts';
-import type { ToolSpec, DatabaseConfig } from '../connectors/types.ts';
+import type { ToolSpec } from '../connectors/types.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { connectors, tools } from '../store/schema.ts';
@@ -10,7 +10,8 @@ import { connectors, tools } from '../store/schema.ts';
 export interface ConnectorRuntime {
   id: string;
   type: string;
-  config: DatabaseConfig;
+  /** The type's own config (its schema in the contract's ConnectorConfig oneOf); only its driver reads it. */
+  config: unknown;
   credential: string | null;
   allowWrite: boolean;
   allowDdl: boolean;
@@ -26,6 +27,8 @@ export interface CatalogTool {
   enabled: boolean;
   readOnly: boolean;
   requiresApproval: boolean;
+  approvalTtlSeconds: number;
+  approvalEmails: string[];
   connector: ConnectorRuntime;
   spec: ToolSpec;
   validate: ValidateFunction;
@@ -65,7 +68,7 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       runtime = {
         id: connector.id,
         type: connector.type,
-        config: connector.config as unknown as DatabaseConfig,
+        config: connector.config,
         credential: connector.credentialSealed ? deps.box.decrypt(connector.credentialSealed, credentialContext(connector.id)) : null,
         allowWrite: connector.allowWrite,
         allowDdl: connector.allowDdl,
@@ -80,10 +83,12 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       description: tool.toolDescriptionOverride ?? spec.description,
       inputSchema: spec.inputSchema,
       outputSchema: spec.outputSchema,
-      annotations: { readOnlyHint: !writable, destructiveHint: writable, openWorldHint: false },
+      annotations: spec.annotations ?? { readOnlyHint: !writable, destructiveHint: writable, openWorldHint: false },
       enabled: tool.enabled,
       readOnly: tool.readOnly,
       requiresApproval: tool.requiresApproval,
+      approvalTtlSeconds: tool.approvalTtlSeconds,
+      approvalEmails: tool.approvalEmails,
       connector: runtime,
       spec,
       validate: ajv.compile(spec.inputSchema),

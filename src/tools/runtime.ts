@@ -5,15 +5,18 @@
  * is a tool result with isError.
  *
  * Where later features plug in (the transport and the protocol stay as they are):
- *  - built-in tools: BUILTIN_TOOLS (check_approval_status answers from the approvals service once it exists);
- *  - human approvals: `gate` in callTool, after validation and before the quota, decides run / hold / refuse; a held
- *    call returns its pending_approval result from there and runs later through `execute` with the same input;
+ *  - built-in tools: BUILTIN_TOOLS (check_approval_status answers from the approvals service);
+ *  - human approvals: `gate` in callTool, after validation and before the quota, decides run / hold; a held call
+ *    returns its pending_approval result from there and runs later, once approved, through `executeTool` (quota,
+ *    then `execute`) with the held input: one execution path for immediate and approved calls;
  *  - tool sources: `execute` picks what runs a tool by its connector's type (a database driver today; an upstream
  *    MCP server is another kind of connector with its own executor);
- *  - audit rows and webhooks: `audited` wraps every tools/call. A call that ran (or was answered by the gate or a
- *    built-in tool) resolves only once its `tool.called` audit row is committed, by group commit, together with its
- *    `tool.called` domain event (audit/recorder.ts: webhook subscribers write in that transaction); a refused call
- *    (RpcError) is recorded as a refusal without waiting.
+ *  - audit rows and webhooks: `callTool` wraps every tools/call. A call that ran (or was answered by the gate or a
+ *    built-in tool) resolves only once its `tool.called` audit row is committed, by group commit
+ *    (audit/recorder.ts). A call that ran a connector tool of an org with a tool.called webhook
+ *    (`toolCalled.subscriptions.wants`, a cached boolean) also carries its `tool.called` domain event, emitted in the
+ *    transaction of the audit rows (the outbox commits with them). A refused call (RpcError) is recorded as a refusal
+ *    without waiting. An approved held call is reported by approval.decided, not tool.called.
  */
 import { getDriver } from '../connectors/registry.ts';
 import type { ToolResult } from '../connectors/types.ts';
@@ -26,6 +29,7 @@ import type { Tool, ToolsListResult } from '../../generated/jsonrpc-types.ts';
 import type { CatalogCache, CatalogTool, OrgCatalog } from './catalog.ts';
 import { monthlyQuotaFor } from '../limits/plans.ts';
 import { checkParams, RawJson } from '../mcp/protocol.ts';
+import type { OutboundPolicy } from '../net/outbound.ts';
 import { actorOf } from '../auth/principal.ts';
 import { canonicalJson } from '../audit/chain.ts';
 import type { AuditRecorder } from '../audit/recorder.ts';
@@ -42,15 +46,37 @@ export interface RuntimeOrg {
   trialExpiresAt: Date | null;
 }
 
-/** What the tool runtime uses: the catalog, the quota meter, and the execution limits. */
-export interface ToolRuntimeDeps {
-  catalog: Pick<CatalogCache, 'get'>;
+/** What running a tool uses: the quota meter, the execution limits, and the outbound policy (upstream MCP servers). */
+export interface ExecutionDeps {
   usage: Pick<UsageMeter, 'consume'>;
-  audit: Pick<AuditRecorder, 'toolCall' | 'denial' | 'accepting'>;
+  outbound: OutboundPolicy;
   config: Pick<
     Config,
-    'statementTimeoutMs' | 'lockTimeoutMs' | 'maxResultRows' | 'maxResultBytes' | 'connectorMaxConcurrentCalls' | 'connectorQueueTimeoutMs'
+    'statementTimeoutMs' | 'lockTimeoutMs' | 'maxResultRows' | 'maxResultBytes' | 'connectorMaxConcurrentCalls' | 'connectorQueueTimeoutMs' | 'pgResolutionCacheTtlSeconds'
   >;
+}
+
+/**
+ * The approvals service as the runtime sees it (src/approvals/service.ts implements it): holding a flagged call and
+ * answering check_approval_status. Declared here so the runtime does not depend on the approvals module.
+ */
+export interface ApprovalDesk {
+  hold(orgId: string, principal: Principal, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult>;
+  status(orgId: string, principal: Principal, approvalId: string): Promise<ToolResult>;
+}
+
+/** What the tool runtime uses: the catalog, the approvals desk, the quota meter, and the execution limits. */
+export interface ToolRuntimeDeps extends ExecutionDeps {
+  catalog: Pick<CatalogCache, 'get'>;
+  approvals: ApprovalDesk;
+  /** The audit log's group-commit writer: tool-call rows (awaited) and refusals. */
+  audit: Pick<AuditRecorder, 'toolCall' | 'denial' | 'accepting'>;
+  /** Which orgs have a tool.called webhook (webhooks/outbox.ts): only their calls build the event. */
+  toolCalled?: ToolCalledSink;
+}
+
+export interface ToolCalledSink {
+  subscriptions: { wants(org: { id: string; catalogVersion: number }): boolean | Promise<boolean> };
 }
 
 export const CHECK_APPROVAL_STATUS = 'check_approval_status';
@@ -75,7 +101,9 @@ function descriptor(tool: CatalogTool): Tool {
     name: tool.name,
     description: tool.description,
     inputSchema: tool.inputSchema,
-    ...(tool.outputSchema ? { outputSchema: tool.outputSchema } : {}),
+    // A flagged tool answers pending_approval, not its rows: declaring the rows' outputSchema would make MCP clients
+    // (the official SDK validates structuredContent against it) reject the held result.
+    ...(tool.outputSchema && !tool.requiresApproval ? { outputSchema: tool.outputSchema } : {}),
     annotations: tool.annotations,
   };
 }
@@ -111,7 +139,7 @@ function invalidArguments(tool: CatalogTool): RpcError {
 /** A tool the gateway answers itself, on every org's endpoint and outside any connector scope. */
 interface BuiltinTool {
   descriptor: Tool;
-  call(org: RuntimeOrg, args: Record<string, unknown>): Promise<ToolResult> | ToolResult;
+  call(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, args: Record<string, unknown>): Promise<ToolResult> | ToolResult;
 }
 
 const BUILTIN_TOOLS = new Map<string, BuiltinTool>([
@@ -119,34 +147,54 @@ const BUILTIN_TOOLS = new Map<string, BuiltinTool>([
     CHECK_APPROVAL_STATUS,
     {
       descriptor: checkApprovalStatusTool,
-      call(_org, args) {
+      // Polling is not a tool call: it never counts against the monthly quota.
+      call(deps, org, principal, args) {
         checkParams('CheckApprovalStatusArguments', args, 'params.arguments');
-        const { approvalId } = args;
-        // No call is held for approval in this version of the gateway, so every id is unknown.
-        return {
-          content: [{ type: 'text', text: `No approval with id ${approvalId.slice(0, 100)} exists for this org.` }],
-          structuredContent: { status: 'not_found', approvalId },
-        };
+        return deps.approvals.status(org.id, principal, args.approvalId);
       },
     },
   ],
 ]);
 
 /**
- * Whether a validated call may run now. Fail closed: a tool flagged for human approval never runs unapproved; holding
- * calls for approval is not built yet (docs/decisions.md), so such a call is refused rather than executed. Returns
- * the result to answer instead of running the tool, or null to run it.
+ * Whether a validated call may run now: a tool flagged for human approval never runs unapproved; its call is held
+ * (the validated input, defaults filled in) and the pending_approval result answered instead. Returns the result to
+ * answer instead of running the tool, or null to run it.
  */
-function gate(tool: CatalogTool): ToolResult | null {
+function gate(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult> | null {
   if (!tool.requiresApproval) return null;
-  return {
-    isError: true,
-    content: [{ type: 'text', text: `${tool.name} requires human approval, and this gateway cannot hold calls for approval yet: the call was not executed.` }],
-  };
+  return deps.approvals.hold(org.id, principal, tool, input);
+}
+
+/** The monthly quota of the org's plan is used up: nothing ran. Each caller maps it to its wire form. */
+export class QuotaExceededError extends Error {
+  constructor(
+    readonly plan: string,
+    readonly quota: number,
+  ) {
+    super(`Monthly tool-call quota exceeded: the ${plan} plan includes ${quota} tool calls per month. Upgrade the plan to continue.`);
+    this.name = 'QuotaExceededError';
+  }
+}
+
+/**
+ * The one execution step of a call that passed every check, immediate (tools/call) or approved (src/approvals):
+ * the monthly quota, counted before the tool runs so a used-up quota runs nothing, then `execute`. Throws
+ * QuotaExceededError before running anything.
+ */
+export async function executeTool(
+  deps: ExecutionDeps,
+  org: Pick<RuntimeOrg, 'id' | 'plan'>,
+  tool: CatalogTool,
+  input: Record<string, unknown>,
+): Promise<ToolResult> {
+  const quota = monthlyQuotaFor(org.plan);
+  if (!(await deps.usage.consume(org.id, quota))) throw new QuotaExceededError(org.plan, quota!);
+  return execute(deps, tool, input);
 }
 
 /** Runs a tool that passed every check, on what serves its connector's type. */
-function execute(deps: ToolRuntimeDeps, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult> | ToolResult {
+function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult> | ToolResult {
   const driver = getDriver(tool.connector.type);
   if (!driver) return { isError: true, content: [{ type: 'text', text: `The connector type ${tool.connector.type} is not available on this gateway.` }] };
   const { config } = deps;
@@ -157,6 +205,7 @@ function execute(deps: ToolRuntimeDeps, tool: CatalogTool, input: Record<string,
     allowWrite: tool.connector.allowWrite,
     allowDdl: tool.connector.allowDdl,
     readOnly: tool.readOnly,
+    outbound: deps.outbound,
     limits: {
       statementTimeoutMs: config.statementTimeoutMs,
       lockTimeoutMs: config.lockTimeoutMs,
@@ -164,6 +213,7 @@ function execute(deps: ToolRuntimeDeps, tool: CatalogTool, input: Record<string,
       maxResultBytes: config.maxResultBytes,
       maxConcurrentCalls: config.connectorMaxConcurrentCalls,
       queueTimeoutMs: config.connectorQueueTimeoutMs,
+      resolutionCacheTtlMs: config.pgResolutionCacheTtlSeconds * 1000,
     },
   });
 }
@@ -217,6 +267,7 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
     row_count: rowCountOf(result),
   };
   const actor = actorOf(principal);
+  const event = tool && seen.counted && (await wantsToolCalled(deps, org)) ? toolCalledEvent(org, tool, data, result, principal) : null;
   await recordCall(
     deps,
     {
@@ -228,9 +279,28 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
       outcome,
       details: { ...data, counted: Boolean(seen.counted), arguments_sha256: argumentsDigest(args), ...(result.structuredContent?.status === 'pending_approval' ? { held_for_approval: true } : {}) },
     },
-    DomainEvents.create('tool.called', org.id, { ...data, actor_type: actor.type, actor_id: actor.id }),
+    event,
   );
   return result;
+}
+
+/** A cached boolean on the hot path; if the lookup fails the event is built anyway (an unwanted outbox row is harmless). */
+async function wantsToolCalled(deps: ToolRuntimeDeps, org: RuntimeOrg): Promise<boolean> {
+  if (!deps.toolCalled) return false;
+  const wants = deps.toolCalled.subscriptions.wants(org);
+  return typeof wants === 'boolean' ? wants : wants.catch(() => true);
+}
+
+/** The tool.called webhook payload (the shape issue 11 delivers). */
+function toolCalledEvent(org: RuntimeOrg, tool: CatalogTool, data: { duration_ms: number }, result: ToolResult, principal: Principal) {
+  return DomainEvents.create('tool.called', org.id, {
+    tool_name: tool.name,
+    connector_id: tool.connector.id,
+    connector_type: tool.connector.type,
+    is_error: result.isError === true,
+    duration_ms: Math.round(data.duration_ms),
+    caller: { type: principal.kind === 'idp_user' ? 'user' : principal.kind, id: principal.kind === 'idp_user' ? (principal.email ?? principal.actorId) : principal.actorId },
+  });
 }
 
 /** Waits for the call's row; if it cannot be written the result is withheld (no result without its audit row). */
@@ -251,7 +321,7 @@ async function runCall(
   seen: CallTrace,
 ): Promise<ToolResult> {
   const builtin = BUILTIN_TOOLS.get(name);
-  if (builtin) return builtin.call(org, args);
+  if (builtin) return builtin.call(deps, org, principal, args);
   const catalog = await deps.catalog.get(org.id, org.catalogVersion);
   const tool = catalog.byName.get(name);
   if (!tool || !tool.enabled) throw new RpcError(RpcCode.InvalidParams, `Unknown tool: ${name.slice(0, 100)}. Call tools/list for the available tools.`);
@@ -266,18 +336,18 @@ async function runCall(
       `The trial of this org ended at ${org.trialExpiresAt!.toISOString()}: tool calls are paused until the org subscribes to a plan.`,
     );
   }
-  const instead = gate(tool);
+  const instead = gate(deps, org, principal, tool, input);
   if (instead) return instead;
   if (!deps.audit.accepting()) throw new RpcError(RpcCode.InternalError, 'The audit log cannot keep up right now, so the call was not run; retry shortly.');
-  // Only tools/call of a real tool counts against the monthly quota (not check_approval_status polling,
-  // not calls refused above); the count is taken before the tool runs, so a used-up quota runs nothing.
-  const quota = monthlyQuotaFor(org.plan);
-  if (!(await deps.usage.consume(org.id, quota))) {
-    throw new RpcError(
-      RpcCode.QuotaExceeded,
-      `Monthly tool-call quota exceeded: the ${org.plan} plan includes ${quota} tool calls per month. Upgrade the plan to continue.`,
-    );
+  // Only a tool call that runs counts against the monthly quota (not check_approval_status polling, not calls
+  // refused or held above; a held call counts when its approval runs it).
+  let result: ToolResult;
+  try {
+    result = await executeTool(deps, org, tool, input);
+  } catch (err) {
+    if (err instanceof QuotaExceededError) throw new RpcError(RpcCode.QuotaExceeded, err.message);
+    throw err;
   }
   seen.counted = true;
-  return execute(deps, tool, input);
+  return result;
 }

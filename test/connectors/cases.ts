@@ -1,5 +1,5 @@
 /** What a database dialect hands the connector conformance suite, and the security cases every dialect shares. */
-import type { ConnectorDriver, DatabaseConfig } from '../../src/connectors/types.ts';
+import type { ConnectorDriver, DatabaseConfig, SqlTarget } from '../../src/connectors/types.ts';
 import type { PoolSettings } from '../../src/connectors/shared/pools.ts';
 
 export type AdminRow = Record<string, unknown>;
@@ -43,7 +43,7 @@ export interface BypassOptions {
  */
 export interface ConformanceSetup {
   type: 'postgresql' | 'mysql';
-  driver: ConnectorDriver;
+  driver: ConnectorDriver<DatabaseConfig, SqlTarget>;
   available: boolean;
   provision(): Promise<Provisioned>;
   configurePools(settings: Partial<PoolSettings>): void;

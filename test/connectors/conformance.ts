@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { ConnectorError, type ExecutionContext, type ToolResult, type ToolSpec } from '../../src/connectors/types.ts';
+import { ConnectorError, type ExecutionContext, type ToolResult, type SqlToolSpec } from '../../src/connectors/types.ts';
 import { COMMON_CASES, LONG_NAMES, type ConformanceSetup, type Provisioned } from './cases.ts';
 import { verifies } from '../requirements.ts';
 
@@ -45,9 +45,9 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
   const connectorId = `conf-${type}-${randomBytes(4).toString('hex')}`;
   const pwned = `/tmp/tg_pwned_${randomBytes(6).toString('hex')}`;
   let p: Provisioned;
-  let tools: ToolSpec[];
+  let tools: SqlToolSpec[];
 
-  const tool = (table: string, schema = p.mainSchema): ToolSpec => {
+  const tool = (table: string, schema = p.mainSchema): SqlToolSpec => {
     const t = tools.find((x) => x.target.table === table && x.target.schema === schema);
     if (!t) throw new Error(`no tool for ${schema}.${table}`);
     return t;
@@ -331,8 +331,10 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
           expect(Buffer.byteLength(text(r))).toBeLessThanOrEqual(1_000_000);
         }
         // Unbounded, this is 1.5 GB of rows (3 GB as strings). Bounded, the calls keep one row each; the rest of the
-        // growth is garbage of rows dropped unread while the cancel travels (RSS falls back only after a GC).
-        expect(grewMb).toBeLessThan(350);
+        // growth is garbage of rows dropped unread while the cancel travels (RSS falls back only after a GC). How much
+        // arrives before the cancel lands depends on the machine's load (100-370 MB seen on 2 shared cores), so the
+        // bound sits well under the unbounded 1.5 GB without depending on scheduling.
+        expect(grewMb).toBeLessThan(600);
         expect(await noLongerRunning(p, 'AS v FROM big')).toBe(0);
       }, 60_000);
 

@@ -12,7 +12,7 @@ import { MYSQL_URL, serviceAvailable } from '../support/services.ts';
 import { mysqlDriver, mysqlPoolFor } from '../../src/connectors/mysql/index.ts';
 import { runMysqlStatement } from '../../src/connectors/mysql/execute.ts';
 import { GUARD_SQL_MODE } from '../../src/connectors/mysql/pool.ts';
-import { ConnectorError, type DatabaseConfig, type ExecutionContext, type ToolResult, type ToolSpec } from '../../src/connectors/types.ts';
+import { ConnectorError, type DatabaseConfig, type ExecutionContext, type ToolResult, type SqlToolSpec } from '../../src/connectors/types.ts';
 import { verifies } from '../requirements.ts';
 
 const available = await serviceAvailable('mysql');
@@ -33,7 +33,7 @@ const SECRETS = ['TWIN-TABLE-UPPER', 'TWIN-TABLE-MIXED', 'TWIN-DATABASE', 'OTHER
 let admin: mysql.Connection;
 let mode = -1;
 let config: DatabaseConfig;
-let tools: ToolSpec[];
+let tools: SqlToolSpec[];
 
 const ctx = (o: Partial<ExecutionContext> = {}): ExecutionContext => ({
   connectorId,
@@ -45,7 +45,7 @@ const ctx = (o: Partial<ExecutionContext> = {}): ExecutionContext => ({
   ...o,
   limits: { statementTimeoutMs: 2000, lockTimeoutMs: 500, maxRows: 1000, maxResultBytes: 1_000_000 },
 });
-const tool = (table: string): ToolSpec => {
+const tool = (table: string): SqlToolSpec => {
   const t = tools.find((x) => x.target.table === table);
   if (!t) throw new Error(`no tool for ${table}`);
   return t;

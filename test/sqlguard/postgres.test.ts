@@ -501,3 +501,91 @@ describe('postgres guard: caching and speed', () => {
     expect(perCallMs).toBeLessThan(2);
   });
 });
+
+describe('postgres guard: type names (issue 7: row types are no metadata oracle)', () => {
+  test('only built-in scalar type names may be named, in every place a type can be written', () => {
+    verifies('SQL-PG-ROWTYPE-ORACLE');
+    for (const sql of [
+      'SELECT null::secrets FROM users',
+      'SELECT (null::secrets).* FROM users',
+      'SELECT (null::pg_authid).* FROM users',
+      'SELECT (null::pg_catalog.pg_authid).rolpassword FROM users',
+      'SELECT row(1)::secrets FROM users',
+      'SELECT CAST(row(1) AS public.secrets) FROM users',
+      "SELECT secrets '(x)' FROM users",
+      "SELECT '(1)'::users FROM users",
+      'SELECT null::mood FROM users',
+      'SELECT null::"INT4" FROM users',
+      'SELECT null::public.int4 FROM users',
+      'SELECT null::public.text[] FROM users',
+      'SELECT null::_int4 FROM users',
+      'SELECT null::record FROM users',
+      'SELECT null::anyelement FROM users',
+      "SELECT JSON_SERIALIZE('{}' RETURNING secrets) FROM users",
+      "SELECT '<a/>'::xml FROM users",
+    ]) {
+      expectRefused(sql, RO, /type|not allowed/);
+    }
+  });
+
+  test('every reg* catalog-lookup type is refused, however written', () => {
+    for (const t of ['regclass', 'regtype', 'regproc', 'regprocedure', 'regoper', 'regoperator', 'regnamespace', 'regrole', 'regconfig', 'regdictionary', 'regcollation', 'pg_catalog.regclass', 'REGCLASS']) {
+      expectRefused(`SELECT 'users'::${t} FROM users`, RO, /catalog-lookup|not allowed/);
+    }
+  });
+
+  test('pg_typeof is not on the function allow-list', () => {
+    expectRefused('SELECT pg_typeof(u) FROM users u', RO, 'pg_typeof');
+    expectRefused('SELECT pg_catalog.pg_typeof(1)', RO, 'pg_typeof');
+  });
+
+  test('built-in scalar types stay usable, in their keyword and qualified spellings', () => {
+    expectAllowed(
+      "SELECT id::int, id::integer, id::bigint, id::int8, age::numeric(10, 2), age::decimal, age::double precision, age::real, name::text, name::varchar(10), name::character varying, name::char(3), '2024-01-01'::date, now()::timestamp with time zone, '1 day'::interval, '{}'::jsonb, '{1}'::int[], null::uuid, null::bytea, null::boolean, null::pg_catalog.int4, timestamp '2024-01-01', CAST(age AS float8) FROM users",
+      RO,
+      'select',
+      true,
+    );
+  });
+
+  test('DDL column types follow the same allow-list, plus serial', () => {
+    expectAllowed('ALTER TABLE users ADD COLUMN n bigserial', DDL, 'ddl', false);
+    expectAllowed('ALTER TABLE users ADD COLUMN n numeric(10, 2) DEFAULT 0', DDL, 'ddl', false);
+    expectRefused('ALTER TABLE users ADD COLUMN n mood', DDL, 'type');
+    expectRefused('ALTER TABLE users ADD COLUMN n secrets', DDL, 'type');
+    expectRefused('SELECT null::serial FROM users', RO, 'type');
+  });
+});
+
+describe('postgres guard: catalog relations under every spelling (issue 7)', () => {
+  test.each([
+    'SELECT * FROM pg_class',
+    'SELECT * FROM PG_CLASS',
+    'SELECT * FROM "pg_class"',
+    'SELECT * FROM pg_catalog.pg_class',
+    'SELECT * FROM "pg_catalog"."pg_stats"',
+    'SELECT * FROM pg_stats',
+    'SELECT * FROM pg_stat_user_tables',
+    'SELECT * FROM pg_statistic',
+    'SELECT * FROM information_schema.columns',
+    'TABLE pg_class',
+    'SELECT * FROM users, LATERAL (SELECT * FROM pg_stats) s',
+    'SELECT * FROM users WHERE id IN (SELECT oid FROM pg_authid)',
+    'WITH users AS (SELECT * FROM pg_stats) SELECT * FROM users',
+    'SELECT * FROM pg_catalog.pg_get_keywords()',
+    "SELECT * FROM pg_ls_dir('.')",
+    'SELECT * FROM users NATURAL JOIN pg_stats',
+    'SELECT * FROM users UNION SELECT * FROM pg_user',
+    'SELECT * FROM mydb.public.users',
+  ])('%s', (sql) => {
+    verifies('SQL-PG-CATALOGS');
+    expectRefused(sql, RO);
+  });
+
+  test('a tool table named like a catalog relation is allowed by name (the search_path puts the tool schema first)', () => {
+    const own: GuardOptions = { ...RO, table: { schema: 'public', name: 'pg_settings' } };
+    expectAllowed('SELECT * FROM pg_settings', own, 'select', true);
+    expectAllowed('SELECT * FROM public.pg_settings', own, 'select', true);
+    expectRefused('SELECT * FROM pg_catalog.pg_settings', own);
+  });
+});

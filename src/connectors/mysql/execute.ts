@@ -1,8 +1,8 @@
 /** Runs one guarded tool call on MySQL/MariaDB: one statement on a session held read-only, killed on the server at the time limit. */
 import mysql from 'mysql2/promise';
 import type { Connection as CoreConnection } from 'mysql2';
-import type { ExecutionContext, ToolResult, ToolSpec } from '../types.ts';
-import { guardMysqlSql } from '../sqlguard/mysql.ts';
+import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
+import type { guardMysqlSql } from '../sqlguard/mysql.ts';
 import { errorResult, RowCollector, type Row } from '../shared/result.ts';
 import { isRefusal, prepareCall, type Dialect } from '../shared/prepare.ts';
 import { applySession, flavourOf, forgetSession, type MyPool } from './pool.ts';
@@ -169,14 +169,32 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
   }
 }
 
+/**
+ * The MySQL guard's parser (sqlparser-rs as WASM, ~35 MB resident) loads on the first use of a MySQL connector, not
+ * at start: many gateways, and `npm start`, have none. Introspecting a connector starts the load, so a new
+ * connector's first call finds it ready; the first call after a restart waits for it once (~0.1-0.2 s).
+ */
+let mysqlGuard: typeof guardMysqlSql | null = null;
+let loadingGuard: Promise<void> | null = null;
+export function loadMysqlGuard(): Promise<void> {
+  loadingGuard ??= import('../sqlguard/mysql.ts').then(
+    (guard) => void (mysqlGuard = guard.guardMysqlSql),
+    (err) => {
+      loadingGuard = null;
+      throw err;
+    },
+  );
+  return loadingGuard;
+}
+
 const MYSQL_DIALECT: Dialect = {
   name: 'mysql',
-  guard: guardMysqlSql,
+  guard: (sql, opts) => mysqlGuard!(sql, opts),
   wrapRead: (body, limit) => `SELECT * FROM (\n${body}\n) AS toolgate_q LIMIT ${limit}`,
 };
 
 /** The driver's execute: arguments, guard, wrapping, run, result shaping. Never throws. */
-export async function executeMysql(p: MyPool, tool: ToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
+export async function executeMysql(p: MyPool, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
   const errCtx: MyErrorContext = {
     config: ctx.config,
     credential: ctx.credential,
@@ -185,6 +203,13 @@ export async function executeMysql(p: MyPool, tool: ToolSpec, args: Record<strin
     // MySQL lock waits are whole seconds (see runMysqlStatement): report the limit actually applied.
     lockTimeoutMs: lockSeconds(ctx.limits.lockTimeoutMs) * 1000,
   };
+  if (mysqlGuard === null) {
+    try {
+      await loadMysqlGuard();
+    } catch {
+      return errorResult('The SQL guard for MySQL could not be loaded, so the call was not run.');
+    }
+  }
   try {
     const prepared = prepareCall(MYSQL_DIALECT, tool, args, ctx);
     if (isRefusal(prepared)) return prepared;

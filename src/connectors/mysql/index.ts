@@ -1,6 +1,6 @@
 /** The `mysql` connector driver (MySQL and MariaDB): mysql2 pools per connector, one tool per table or view. */
 import mysql from 'mysql2/promise';
-import { ConnectorError, type ConnectorDriver, type DatabaseConfig, type ToolSpec } from '../types.ts';
+import { ConnectorError, type ConnectorDriver, type SqlTarget, type DatabaseConfig, type SqlToolSpec } from '../types.ts';
 import { registerConnector } from '../registry.ts';
 import { admissionOf, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { databaseConfigSchema } from '../shared/toolspec.ts';
@@ -8,7 +8,7 @@ import { errorResult } from '../shared/result.ts';
 import { DEFAULT_MYSQL_PORT, applySession, endMyPool, flavourOf, mysqlOptions, openMyPool, type MyPool } from './pool.ts';
 import { exposedSchemas, introspectMysql, readNameMode } from './introspect.ts';
 import { isSystemDatabase, sameName } from '../sqlguard/mysql-names.ts';
-import { executeMysql } from './execute.ts';
+import { executeMysql, loadMysqlGuard } from './execute.ts';
 import { myCallErrorText, myConnectorError, type MyErrorContext } from './errors.ts';
 
 const pools = new PoolRegistry<MyPool>({ open: openMyPool, end: endMyPool });
@@ -27,7 +27,7 @@ function errorContext(config: DatabaseConfig, credential: string | null): MyErro
   return { config, credential, connectTimeoutMs: pools.currentSettings.connectTimeoutMs };
 }
 
-export const mysqlDriver: ConnectorDriver = {
+export const mysqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   type: 'mysql',
   kind: 'database',
   configSchema: databaseConfigSchema({
@@ -60,7 +60,9 @@ export const mysqlDriver: ConnectorDriver = {
     }
   },
 
-  async introspect(connectorId, config, credential): Promise<ToolSpec[]> {
+  async introspect(connectorId, config, credential): Promise<SqlToolSpec[]> {
+    // Calls will follow: load the guard's parser now (a failure surfaces, as a tool result, on the first call).
+    loadMysqlGuard().catch(() => {});
     try {
       return await pools.use(connectorId, config, credential, async (p) => {
         const flavour = await flavourOf(p);

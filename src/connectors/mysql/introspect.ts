@@ -1,6 +1,6 @@
 /** Lists the tables and views of the exposed MySQL/MariaDB databases and turns each into a tool. */
 import type mysql from 'mysql2/promise';
-import type { DatabaseConfig, ToolSpec } from '../types.ts';
+import type { DatabaseConfig, SqlToolSpec } from '../types.ts';
 import { toolNames } from '../shared/naming.ts';
 import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
 import { type LowerCaseTableNames, isSystemDatabase, parseLowerCaseTableNames, sameName } from '../sqlguard/mysql-names.ts';
@@ -47,7 +47,7 @@ export function isExposed(schema: string, exposed: readonly string[], mode: Lowe
  * the join also requires binary equality, and rows are kept only for the exposed databases as the server itself
  * resolves their names. Each tool records the server's mode so the guard compares names the same way.
  */
-export async function introspectMysql(conn: mysql.PoolConnection, config: DatabaseConfig): Promise<ToolSpec[]> {
+export async function introspectMysql(conn: mysql.PoolConnection, config: DatabaseConfig): Promise<SqlToolSpec[]> {
   const mode = await readNameMode(conn);
   const exposed = exposedSchemas(config);
   const [rows] = await conn.query(

@@ -1,11 +1,12 @@
 /** Runs one guarded tool call on postgres: arguments, guard, row-limiting wrapper, the right runner, result shaping. */
-import type { ExecutionContext, ToolResult, ToolSpec } from '../types.ts';
+import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
 import { guardPostgresSql } from '../sqlguard/postgres.ts';
 import { errorResult, RowCollector } from '../shared/result.ts';
 import { isRefusal, prepareCall, type Dialect } from '../shared/prepare.ts';
 import { isRowTooLarge, pgCallErrorText, ROW_TOO_LARGE, type PgErrorContext } from './errors.ts';
 import type { PgPool, PgSession } from './pool.ts';
 import { runPgFast, runPgStatement, type PgRunOutcome } from './run.ts';
+import { checkPgResolution, PG_RESOLUTION_DEFAULT_TTL_MS, ResolutionUnavailable } from './resolution.ts';
 
 const PG_DIALECT: Dialect = {
   name: 'postgresql',
@@ -64,10 +65,10 @@ function shouldPrepare(pool: PgPool, statement: string): boolean {
 }
 
 /** The driver's execute: arguments, guard, wrapping, run, result shaping. Never throws. */
-export async function executePg(pool: PgPool, tool: ToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
+export async function executePg(pool: PgPool, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
   const prepared = prepareCall(PG_DIALECT, tool, args, ctx);
   if (isRefusal(prepared)) return prepared;
-  const { statement, write, maxRows } = prepared;
+  const { statement, write, kind, maxRows } = prepared;
   const errCtx: PgErrorContext = {
     config: ctx.config,
     credential: ctx.credential,
@@ -80,6 +81,18 @@ export async function executePg(pool: PgPool, tool: ToolSpec, args: Record<strin
   const onRow = (row: Record<string, unknown>): boolean => collector.add(row);
   try {
     const session: PgSession = { statementTimeoutMs: ctx.limits.statementTimeoutMs, lockTimeoutMs: ctx.limits.lockTimeoutMs, schema: tool.target.schema };
+    // --- server-side resolution check (resolution.ts): what the server resolves the text to, cached per pool ---
+    const resolved = await checkPgResolution(pool, {
+      statement,
+      kind: kind === 'ddl' ? 'ddl' : write ? 'write' : 'read',
+      schema: tool.target.schema,
+      table: tool.target.table,
+      statementTimeoutMs: session.statementTimeoutMs,
+      lockTimeoutMs: session.lockTimeoutMs,
+      ttlMs: ctx.limits.resolutionCacheTtlMs ?? PG_RESOLUTION_DEFAULT_TTL_MS,
+    });
+    if (!resolved.ok) return errorResult(resolved.reason);
+    // --- end of the resolution check ---
     const out: PgRunOutcome =
       !write && fastPathFits(pool, session)
         ? await runPgFast(pool.sql, statement, {
@@ -93,6 +106,7 @@ export async function executePg(pool: PgPool, tool: ToolSpec, args: Record<strin
   } catch (err) {
     // The wrapper stopped a row too big for the cap: the rows before it are the (truncated) result.
     if (!write && isRowTooLarge(err)) return (collector.stop(), collector.result());
+    if (err instanceof ResolutionUnavailable) return errorResult(err.message);
     return errorResult(pgCallErrorText(err, errCtx));
   }
 }

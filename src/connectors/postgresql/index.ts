@@ -1,5 +1,5 @@
 /** The `postgresql` connector driver: postgres.js pools per connector, one tool per table or view. */
-import { ConnectorError, type ConnectorDriver, type DatabaseConfig, type ExecutionLimits, type ToolSpec } from '../types.ts';
+import { ConnectorError, type ConnectorDriver, type SqlTarget, type DatabaseConfig, type ExecutionLimits, type SqlToolSpec } from '../types.ts';
 import { registerConnector } from '../registry.ts';
 import { admissionOf, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { databaseConfigSchema } from '../shared/toolspec.ts';
@@ -7,6 +7,7 @@ import { errorResult } from '../shared/result.ts';
 import { endPgPool, openPgPool, DEFAULT_PG_PORT, type PgPool, type PgSession } from './pool.ts';
 import { introspectPg, DEFAULT_PG_SCHEMAS } from './introspect.ts';
 import { executePg } from './execute.ts';
+import { TEMP_PRIVILEGE_MISSING } from './resolution.ts';
 import { pgCallErrorText, pgConnectorError, type PgErrorContext } from './errors.ts';
 
 const pools = new PoolRegistry<PgPool, PgSession>({ open: openPgPool, end: endPgPool });
@@ -49,7 +50,7 @@ function errorContext(config: DatabaseConfig, credential: string | null): PgErro
   return { config, credential, connectTimeoutMs: pools.currentSettings.connectTimeoutMs };
 }
 
-export const postgresqlDriver: ConnectorDriver = {
+export const postgresqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   type: 'postgresql',
   kind: 'database',
   configSchema: databaseConfigSchema({
@@ -66,13 +67,17 @@ export const postgresqlDriver: ConnectorDriver = {
         const found = await sql.unsafe<{ nspname: string }[]>('select nspname from pg_catalog.pg_namespace where nspname = any($1::text[])', [schemas]);
         const missing = schemas.filter((s) => !found.some((f) => f.nspname === s));
         if (missing.length) throw new ConnectorError(`schema ${missing.join(', ')} does not exist in database ${config.database}`, 'invalid_config');
+        // The server-side resolution check (resolution.ts) analyses statements in a temporary function: without
+        // TEMPORARY every call would fail closed, so say so here, where it lands in the connector's status_reason.
+        const [temp] = await sql.unsafe<{ ok: boolean }[]>(`select pg_catalog.has_database_privilege(pg_catalog.current_database(), 'TEMPORARY') as ok`);
+        if (!temp?.ok) throw new ConnectorError(TEMP_PRIVILEGE_MISSING(config.user, config.database), 'invalid_config');
       });
     } catch (err) {
       throw pgConnectorError(err, errorContext(config, credential), 'connection_failed');
     }
   },
 
-  async introspect(_connectorId, config, credential): Promise<ToolSpec[]> {
+  async introspect(_connectorId, config, credential): Promise<SqlToolSpec[]> {
     try {
       return await withSingleConnection(config, credential, ({ sql }) => introspectPg(sql, config));
     } catch (err) {

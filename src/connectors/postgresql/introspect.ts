@@ -1,5 +1,5 @@
 /** Lists the tables and views of the exposed postgres schemas and turns each into a tool. */
-import type { DatabaseConfig, ToolSpec } from '../types.ts';
+import type { DatabaseConfig, SqlToolSpec } from '../types.ts';
 import { toolNames } from '../shared/naming.ts';
 import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
 import type { PgSql } from './pool.ts';
@@ -27,7 +27,7 @@ export function pgQualified(schema: string, table: string): string {
  * Partitions are left out: their parent is the tool. Tables without SELECT privilege are left out: their tool
  * could only ever fail.
  */
-export async function introspectPg(sql: PgSql, config: DatabaseConfig): Promise<ToolSpec[]> {
+export async function introspectPg(sql: PgSql, config: DatabaseConfig): Promise<SqlToolSpec[]> {
   const schemas = config.schemas?.length ? config.schemas : DEFAULT_PG_SCHEMAS;
   const rows = await sql.unsafe<RelationRow[]>(
     `select n.nspname as schema, c.relname as table, c.relkind::text as relkind,

@@ -60,7 +60,14 @@ export interface PgPool {
   tainted: boolean;
 }
 
-export const searchPath = (schema: string): string => `pg_catalog, "${schema.replace(/"/g, '""')}", pg_temp`;
+/**
+ * The tool's schema before pg_catalog (listed explicitly, so it is not searched first as by default): an unqualified
+ * name the guard took for the tool's table can then never resolve to a catalog relation of the same name (pg_class,
+ * pg_settings, pg_stats...). User functions, operators and types of that schema that now come before built-ins of the
+ * same name are refused by the server-side resolution check (resolution.ts). pg_temp last, so a temporary table
+ * cannot shadow the tool's table.
+ */
+export const searchPath = (schema: string): string => `"${schema.replace(/"/g, '""')}", pg_catalog, pg_temp`;
 
 /**
  * Opens a postgres.js pool (lazily: no connection until the first query). Every option is explicit so PG* env vars

@@ -123,7 +123,7 @@ function watch(query: postgres.PendingQuery<Row[]>, o: PgRunOptions, cancellable
  * whole call costs about one round trip:
  *
  *   Q  begin read only; set transaction read only; set local statement_timeout = N; set local lock_timeout = M;
- *      set local search_path = pg_catalog, <tool schema>, pg_temp
+ *      set local search_path = <tool schema>, pg_catalog, pg_temp
  *   P/B/E/S  <statement>                       (extended protocol, rows streamed)
  *   Q  rollback        (read) | commit (write; after an error, postgres turns it into a rollback)
  *   Q  <SESSION_LEFTOVERS> (read) | discard all (write)
@@ -143,7 +143,7 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
       o.readOnly ? 'begin transaction read only; set transaction read only' : 'begin transaction read write',
       `set local statement_timeout = ${ms(o.statementTimeoutMs)}`,
       `set local lock_timeout = ${ms(o.lockTimeoutMs)}`,
-      // pg_catalog first as by default; pg_temp last so a temporary table cannot shadow the tool's table.
+      // The tool's schema first, then pg_catalog, pg_temp last (see searchPath).
       ...(o.schema === undefined ? [] : [`set local search_path = ${searchPath(o.schema)}`]),
     ].join('; ');
     // execute() sends each query now, in this order: postgres.js batches the writes into one packet.

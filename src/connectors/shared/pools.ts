@@ -13,9 +13,9 @@ export interface PoolSettings {
 
 export const DEFAULT_POOL_SETTINGS: PoolSettings = { max: 10, idleMs: 5 * 60_000, connectTimeoutMs: 5_000 };
 
-export interface PoolFactory<P, O = undefined> {
+export interface PoolFactory<P, O = undefined, C = DatabaseConfig> {
   /** `extra` comes from the call that opens the pool (postgresql: the session defaults of its fast path). */
-  open(config: DatabaseConfig, credential: string | null, settings: PoolSettings, extra?: O): P;
+  open(config: C, credential: string | null, settings: PoolSettings, extra?: O): P;
   end(pool: P): Promise<void>;
 }
 
@@ -59,15 +59,16 @@ interface Entry<P> {
 }
 
 /** A digest, so the registry never keeps a second copy of the password in clear. */
-function fingerprintOf(config: DatabaseConfig, credential: string | null, settings: PoolSettings): string {
+function fingerprintOf(config: unknown, credential: string | null, settings: PoolSettings): string {
   return createHash('sha256').update(JSON.stringify([config, credential, settings])).digest('hex');
 }
 
-export class PoolRegistry<P, O = undefined> {
+/** C: the connector type's config (any type may pool: database connections, upstream MCP sessions). */
+export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
   private readonly entries = new Map<string, Entry<P>>();
   private settings: PoolSettings = { ...DEFAULT_POOL_SETTINGS };
 
-  constructor(private readonly factory: PoolFactory<P, O>) {}
+  constructor(private readonly factory: PoolFactory<P, O, C>) {}
 
   /** Changes the settings of pools opened from now on (open pools are replaced on their next use). */
   configure(settings: Partial<PoolSettings>): void {
@@ -84,7 +85,7 @@ export class PoolRegistry<P, O = undefined> {
    */
   async use<T>(
     connectorId: string,
-    config: DatabaseConfig,
+    config: C,
     credential: string | null,
     fn: (pool: P) => Promise<T>,
     extra?: O,
@@ -142,7 +143,7 @@ export class PoolRegistry<P, O = undefined> {
     }
   }
 
-  private acquire(connectorId: string, config: DatabaseConfig, credential: string | null, extra: O | undefined): Entry<P> {
+  private acquire(connectorId: string, config: C, credential: string | null, extra: O | undefined): Entry<P> {
     const fingerprint = fingerprintOf(config, credential, this.settings);
     const current = this.entries.get(connectorId);
     if (current?.fingerprint === fingerprint) return current;

@@ -1,6 +1,6 @@
 /** The steps every SQL driver takes before it runs a call: arguments, the dialect's guard, the write check, the row-limit wrapper. */
-import type { GuardOptions, GuardResult } from '../sqlguard/types.ts';
-import type { ExecutionContext, ToolResult, ToolSpec } from '../types.ts';
+import type { GuardOptions, GuardResult, StatementKind } from '../sqlguard/types.ts';
+import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
 import { errorResult, parseCallArgs } from './result.ts';
 import { checkWrappable } from './sqltext.ts';
 
@@ -8,6 +8,8 @@ export interface PreparedCall {
   /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads. */
   statement: string;
   write: boolean;
+  /** What the guard found the statement to be (a DDL statement is also a write). */
+  kind: StatementKind;
   maxRows: number;
 }
 
@@ -22,7 +24,7 @@ export interface Dialect {
 }
 
 /** Either the statement to run, or the tool result that refuses the call (never thrown: a refusal is a result). */
-export function prepareCall(dialect: Dialect, tool: ToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): PreparedCall | ToolResult {
+export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): PreparedCall | ToolResult {
   const call = parseCallArgs(args, ctx.limits);
   if (typeof call === 'string') return errorResult(call);
   const verdict = dialect.guard(call.sql, {
@@ -42,7 +44,7 @@ export function prepareCall(dialect: Dialect, tool: ToolSpec, args: Record<strin
   }
   const text = checkWrappable(call.sql, dialect.name);
   if (!text.ok) return errorResult(text.reason);
-  return { statement: write ? text.body : dialect.wrapRead(text.body, call.maxRows + 1, maxRowBytes(ctx.limits.maxResultBytes)), write, maxRows: call.maxRows };
+  return { statement: write ? text.body : dialect.wrapRead(text.body, call.maxRows + 1, maxRowBytes(ctx.limits.maxResultBytes)), write, kind: verdict.kind, maxRows: call.maxRows };
 }
 
 /**

@@ -1,5 +1,6 @@
 /** Builds what SQL drivers publish: the config JSON Schema and the per-table tool descriptors. */
-import type { ColumnInfo, JsonSchema, ToolSpec } from '../types.ts';
+import openapiDocument from '../../../generated/openapi.json' with { type: 'json' };
+import type { ColumnInfo, JsonSchema, SqlToolSpec } from '../types.ts';
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;
@@ -11,25 +12,25 @@ export interface ConfigSchemaOptions {
   identifierMaxLength: number;
 }
 
-/** JSON Schema of DatabaseConfig for one SQL dialect. */
+/**
+ * JSON Schema of DatabaseConfig for one SQL dialect: the contract's DatabaseConfig (openapi.yaml, the one definition
+ * of the fields), and with it what only the dialect knows: defaults, host spelling, identifier rules.
+ */
 export function databaseConfigSchema(o: ConfigSchemaOptions): Record<string, unknown> {
   return {
-    type: 'object',
-    properties: {
-      // No '/', ',' or whitespace: postgres.js would read them as a socket path or a host list.
-      host: { type: 'string', minLength: 1, maxLength: 253, pattern: '^[^\\s/,@?#]+$' },
-      port: { type: 'integer', minimum: 1, maximum: 65535, default: o.defaultPort },
-      database: { type: 'string', minLength: 1, maxLength: o.identifierMaxLength },
-      user: { type: 'string', minLength: 1, maxLength: 128 },
-      tls: { type: 'string', enum: ['disable', 'require', 'verify-full'], default: 'disable' },
-      schemas: {
-        type: 'array',
-        items: { type: 'string', minLength: 1, maxLength: o.identifierMaxLength, pattern: o.identifierPattern },
-        uniqueItems: true,
+    allOf: [
+      openapiDocument.components.schemas.DatabaseConfig,
+      {
+        properties: {
+          // No '/', ',' or whitespace: postgres.js would read them as a socket path or a host list.
+          host: { maxLength: 253, pattern: '^[^\\s/,@?#]+$' },
+          port: { default: o.defaultPort },
+          database: { maxLength: o.identifierMaxLength },
+          tls: { default: 'disable' },
+          schemas: { items: { maxLength: o.identifierMaxLength, pattern: o.identifierPattern }, uniqueItems: true },
+        },
       },
-    },
-    required: ['host', 'database', 'user'],
-    additionalProperties: false,
+    ],
   };
 }
 
@@ -54,7 +55,7 @@ export interface RelationInfo {
 const MAX_DESCRIBED_COLUMNS = 100;
 
 /** The tool descriptor of one table or view; `qualified` is how the agent should write the table in SQL. */
-export function relationTool(name: string, rel: RelationInfo, qualified: string): ToolSpec {
+export function relationTool(name: string, rel: RelationInfo, qualified: string): SqlToolSpec {
   const cols = rel.columns.slice(0, MAX_DESCRIBED_COLUMNS).map((c) => `${c.name} ${c.type}`);
   if (rel.columns.length > MAX_DESCRIBED_COLUMNS) cols.push(`and ${rel.columns.length - MAX_DESCRIBED_COLUMNS} more`);
   return {

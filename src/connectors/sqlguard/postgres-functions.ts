@@ -58,8 +58,8 @@ export const SAFE_FUNCTIONS: ReadonlySet<string> = new Set([
   'array_fill', 'array_reverse', 'array_sort', 'trim_array', 'unnest', 'isempty', 'lower_inc', 'upper_inc',
   'lower_inf', 'upper_inf', 'range_merge', 'int4range', 'int8range', 'numrange', 'tsrange', 'tstzrange',
   'daterange',
-  // misc
-  'gen_random_uuid', 'uuidv4', 'uuidv7', 'uuid_extract_timestamp', 'uuid_extract_version', 'pg_typeof',
+  // misc (not pg_typeof: it names the type of any value, e.g. a row type, a metadata oracle)
+  'gen_random_uuid', 'uuidv4', 'uuidv7', 'uuid_extract_timestamp', 'uuid_extract_version',
 ]);
 
 /** Refuses a call unless its name (`f` or `pg_catalog.f`, given as name parts) is on SAFE_FUNCTIONS. */

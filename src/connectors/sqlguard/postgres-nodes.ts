@@ -96,10 +96,28 @@ export const SAFE_ALTER_SUBTYPES: ReadonlySet<string> = new Set([
   'AT_AlterConstraint', 'AT_SetStatistics',
 ]);
 
-/** Casts to these types look objects up in the system catalogs by name. */
-export const CATALOG_LOOKUP_TYPES: ReadonlySet<string> = new Set([
-  'regclass', 'regcollation', 'regconfig', 'regdictionary', 'regnamespace', 'regoper', 'regoperator',
-  'regproc', 'regprocedure', 'regrole', 'regtype',
+/**
+ * The only type names a statement may name (casts, `type 'literal'`, JSON RETURNING, column types in DDL), matched
+ * unqualified or qualified with pg_catalog, exactly as written (a quoted "INT4" is not int4). An allow-list of
+ * built-in scalar, range and geometric types: a row type (`null::other_table`, `(null::pg_authid).*`) would reveal
+ * another relation's columns or existence, reg* types (`'x'::regclass`) look objects up in the catalogs, and a
+ * domain's CHECK can call any function. Keyword spellings (`integer`, `double precision`, `timestamp with time
+ * zone`) reach us as their pg_catalog names. Unqualified names are still resolved by the server along the
+ * search_path, where a user type of the same name in the tool's schema comes first: the server-side resolution
+ * check (postgresql/resolution.ts) refuses any such non-built-in type.
+ */
+export const SAFE_TYPE_NAMES: ReadonlySet<string> = new Set([
+  'bool', 'boolean', 'int2', 'int4', 'int8', 'smallint', 'integer', 'int', 'bigint', 'float4', 'float8', 'real',
+  'float', 'numeric', 'decimal', 'text', 'varchar', 'bpchar', 'char', 'character', 'name', 'date', 'time', 'timetz',
+  'timestamp', 'timestamptz', 'interval', 'json', 'jsonb', 'jsonpath', 'uuid', 'bytea', 'bit', 'varbit', 'inet',
+  'cidr', 'macaddr', 'macaddr8', 'money', 'tsvector', 'tsquery', 'int4range', 'int8range', 'numrange', 'tsrange',
+  'tstzrange', 'daterange', 'int4multirange', 'int8multirange', 'nummultirange', 'tsmultirange', 'tstzmultirange',
+  'datemultirange', 'point', 'line', 'lseg', 'box', 'path', 'polygon', 'circle',
+]);
+
+/** Column types that only exist in CREATE TABLE / ADD COLUMN (they stand for an integer column with a sequence). */
+export const DDL_ONLY_TYPE_NAMES: ReadonlySet<string> = new Set([
+  'serial', 'serial4', 'bigserial', 'serial8', 'smallserial', 'serial2',
 ]);
 
 export const SAFE_TABLESAMPLE_METHODS: ReadonlySet<string> = new Set(['bernoulli', 'system']);

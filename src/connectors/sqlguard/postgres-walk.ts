@@ -4,11 +4,12 @@ import type { GuardOptions } from './types.ts';
 import { type AnyObj, Refusal, clip, isObj } from './common.ts';
 import { checkFunction } from './postgres-functions.ts';
 import {
-  CATALOG_LOOKUP_TYPES,
   DDL_NODES,
+  DDL_ONLY_TYPE_NAMES,
   QUERY_NODES,
   SAFE_ALTER_SUBTYPES,
   SAFE_TABLESAMPLE_METHODS,
+  SAFE_TYPE_NAMES,
   UNWRAPPED_FIELDS,
 } from './postgres-nodes.ts';
 
@@ -151,14 +152,10 @@ export function visitNode(type: string, node: AnyObj, st: WalkState, scope: Read
       walkFields(type, node, st, scope);
       return;
     }
-    case 'TypeCast': {
-      const tn = isObj(node.typeName) ? node.typeName : {};
-      const names = strings(tn.names);
-      const last = names[names.length - 1];
-      if (last !== undefined && CATALOG_LOOKUP_TYPES.has(last)) throw new Refusal(`casts to ${clip(last)} (a system-catalog lookup) are not allowed`);
+    case 'TypeName':
+      checkTypeName(node, st);
       walkFields(type, node, st, scope);
       return;
-    }
     case 'RangeTableSample': {
       const method = strings(node.method);
       if (!(method.length === 1 && SAFE_TABLESAMPLE_METHODS.has(method[0]!))) throw new Refusal(`TABLESAMPLE ${clip(method.join('.'))} is not allowed (use BERNOULLI or SYSTEM)`);
@@ -207,6 +204,18 @@ export function visitNode(type: string, node: AnyObj, st: WalkState, scope: Read
     default:
       walkFields(type, node, st, scope);
   }
+}
+
+/** Refuses a type name that is not a built-in scalar type (see SAFE_TYPE_NAMES for why). */
+function checkTypeName(node: AnyObj, st: WalkState): void {
+  const names = strings(node.names);
+  const label = clip(names.join('.'));
+  if (node.pct_type === true) throw new Refusal(`the type reference ${label}%TYPE is not allowed`);
+  if (node.setof === true) throw new Refusal('SETOF types are not allowed');
+  const last = names.length === 1 || (names.length === 2 && names[0] === 'pg_catalog') ? names[names.length - 1] : undefined;
+  if (last !== undefined && (SAFE_TYPE_NAMES.has(last) || (st.ddl && DDL_ONLY_TYPE_NAMES.has(last)))) return;
+  if (last === 'regclass' || last?.startsWith('reg')) throw new Refusal(`casts to ${label} (a system-catalog lookup) are not allowed`);
+  throw new Refusal(`the type ${label} is not allowed here; only built-in scalar types may be named (no row types, domains or catalog-lookup types)`);
 }
 
 /** Walks a node's WITH clause (if any) and returns the scope for the node's body. */

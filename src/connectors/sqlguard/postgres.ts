@@ -25,15 +25,17 @@
  *     qualified: schema and name; no catalog part) or a CTE name visible at that point (with SQL's
  *     scoping: a non-recursive CTE sees only earlier siblings). Functions in FROM, XMLTABLE/JSON_TABLE,
  *     SELECT INTO, data-modifying CTEs (read mode), FOR UPDATE/SHARE (read mode), DROP ... CASCADE,
- *     schema-qualified operators and casts to reg* catalog-lookup types are refused.
+ *     schema-qualified operators and type names not on SAFE_TYPE_NAMES (row types, domains, reg*) are refused.
  *  5. Functions: an ALLOW-LIST (see SAFE_FUNCTIONS in postgres-functions.ts) of side-effect-free
  *     built-ins, optionally qualified with pg_catalog. Anything else — pg_read_file, lo_export,
  *     setval/nextval, dblink_exec, pg_sleep, set_config, current_setting, txid_*, pg_advisory_*,
  *     query_to_xml, user functions... — is refused.
  *
- * Known limit: attribute notation `t.f` (= `f(t)`) looks like a column to any parser; it can only reach
- * functions whose single argument is the table's row type (or polymorphic), and no built-in such function
- * has side effects.
+ * Known limit of any text check: attribute notation `t.f` (= `f(t)`), user operators and implicit casts call
+ * functions with nothing in the text that looks like a call, and unqualified names resolve along the
+ * search_path. The server-side resolution check (postgresql/resolution.ts) closes that class: it refuses any
+ * statement that resolves to a non-built-in function, operator, type or another relation. Type names are an
+ * allow-list here (SAFE_TYPE_NAMES): no row type, domain or reg* type may be named.
  *
  * The guard is split by what each part owns: this file (text checks, statement dispatch, DDL
  * statements, verdict cache), postgres-walk.ts (the tree walk and statement names), postgres-nodes.ts

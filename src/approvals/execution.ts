@@ -1,0 +1,79 @@
+/**
+ * The execution step of an approved call: verify the held call is intact, re-check policy as it stands now, then run
+ * it through the same step tools/call uses. Every refusal is a `failed` outcome with a plain reason; nothing runs.
+ */
+import type { ToolResult } from '../connectors/types.ts';
+import type { Db } from '../store/db.ts';
+import type { CatalogCache, CatalogTool } from '../tools/catalog.ts';
+import { QuotaExceededError } from '../tools/runtime.ts';
+import { heldCallDigestMatches } from './digest.ts';
+import { connectorState, orgForExecution, requesterActive, type ApprovalRow } from './repository.ts';
+
+export interface ApprovedExecutionDeps {
+  db: Db;
+  digestKey: Uint8Array;
+  catalog: Pick<CatalogCache, 'get'>;
+  /** The tool runtime's execution step (executeTool in src/tools/runtime.ts): quota, then the connector's executor. */
+  runTool: (org: { id: string; plan: string }, tool: CatalogTool, input: Record<string, unknown>) => Promise<ToolResult>;
+}
+
+export type ExecutionOutcome = { status: 'executed' | 'failed'; reason: string | null; result: ToolResult | null };
+
+const failed = (reason: string, result: ToolResult | null = null): ExecutionOutcome => ({ status: 'failed', reason, result });
+
+/** Why the held tool cannot run now, or the tool as the catalog serves it. */
+async function currentTool(deps: ApprovedExecutionDeps, row: ApprovalRow): Promise<{ org: { id: string; plan: string }; tool: CatalogTool } | string> {
+  const org = await orgForExecution(deps.db, row.orgId);
+  if (!org) return 'The org no longer exists; nothing ran.';
+  const catalog = await deps.catalog.get(org.id, org.catalogVersion);
+  const tool = catalog.tools.find((t) => t.id === row.toolId);
+  if (!tool) {
+    const connector = await connectorState(deps.db, row.orgId, row.connectorId);
+    if (!connector || connector.archived) return `The connector of ${row.toolName} was archived since the call was requested; nothing ran.`;
+    if (connector.status === 'failed') return `The connector of ${row.toolName} failed validation since the call was requested; nothing ran.`;
+    return `The tool ${row.toolName} no longer exists; nothing ran.`;
+  }
+  if (tool.connector.id !== row.connectorId) return `The tool ${row.toolName} now belongs to another connector; nothing ran.`;
+  if (!tool.enabled) return `The tool ${row.toolName} was disabled since the call was requested; nothing ran.`;
+  return { org, tool };
+}
+
+export async function executeApproved(deps: ApprovedExecutionDeps, row: ApprovalRow): Promise<ExecutionOutcome> {
+  const held = {
+    id: row.id,
+    orgId: row.orgId,
+    toolId: row.toolId,
+    connectorId: row.connectorId,
+    toolName: row.toolName,
+    argumentsJson: row.argumentsJson,
+    requesterKind: row.requesterKind,
+    requesterId: row.requesterId,
+  };
+  if (!heldCallDigestMatches(deps.digestKey, held, row.argumentsDigest)) {
+    return failed('The held call does not match its digest (it was altered after it was requested); nothing ran.');
+  }
+  const found = await currentTool(deps, row);
+  if (typeof found === 'string') return failed(found);
+  const { org, tool } = found;
+  if (!(await requesterActive(deps.db, row.orgId, row.requesterKind, row.requesterId))) {
+    return failed('The credential that requested the call was revoked since; nothing ran.');
+  }
+  if (row.requesterConnectorIds !== null && !row.requesterConnectorIds.includes(tool.connector.id)) {
+    return failed(`The credential that requested the call may not call ${row.toolName}; nothing ran.`);
+  }
+  // The held text is what runs. Validation against today's schema must accept it unchanged: a schema that now
+  // rejects it, or fills in a new default, would run something other than what the approver saw.
+  const input = JSON.parse(row.argumentsJson) as Record<string, unknown>;
+  if (!tool.validate(input) || JSON.stringify(input) !== row.argumentsJson) {
+    return failed(`The input schema of ${row.toolName} changed since the call was requested; nothing ran.`);
+  }
+  let result: ToolResult;
+  try {
+    result = await deps.runTool(org, tool, input);
+  } catch (err) {
+    if (err instanceof QuotaExceededError) return failed(`${err.message} Nothing ran.`);
+    throw err;
+  }
+  if (result.isError) return failed(result.content.map((c) => c.text).join('\n').slice(0, 2000) || 'The tool reported an error.', result);
+  return { status: 'executed', reason: null, result };
+}

@@ -1,0 +1,52 @@
+// The embedded PostgreSQL instances (store and demo database) start with small shared buffers: PGlite's stock
+// 128 MB are touched at start and made `npm start` hold ~500 MB before any request (README, Performance).
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import postgres from 'postgres';
+import { startDemo, type Demo } from '../src/demo/demo.ts';
+import { openStore, rowsOf, type Store } from '../src/store/db.ts';
+import { startTestGateway, type TestGateway } from './support/gateway.ts';
+
+let store: Store;
+let gateway: TestGateway;
+let demo: Demo;
+
+beforeAll(async () => {
+  store = await openStore({ dataDir: null });
+  gateway = await startTestGateway();
+  demo = await startDemo(gateway, { inMemory: true });
+}, 60_000);
+afterAll(async () => {
+  await demo?.stop();
+  await gateway?.close();
+  await store?.close();
+}, 30_000);
+
+test('the embedded store runs with 16 MB of shared buffers, 1 MB of temp buffers and 4 MB of WAL buffers', async () => {
+  const show = async (name: string) => Object.values(rowsOf<Record<string, string>>(await store.db.execute(sql.raw(`SHOW ${name}`)))[0]!)[0];
+  // wal_buffers would otherwise follow shared_buffers down to 512 kB (src/store/db.ts says why it stays at 4 MB).
+  expect([await show('shared_buffers'), await show('temp_buffers'), await show('wal_buffers')]).toEqual(['16MB', '1MB', '4MB']);
+});
+
+test('the demo database runs with 8 MB of shared buffers and still serves its sample rows', async () => {
+  const client = postgres({ host: '127.0.0.1', port: demo.port, user: 'postgres', database: 'postgres', max: 1, onnotice: () => {} });
+  try {
+    const [buffers] = await client.unsafe('SHOW shared_buffers');
+    const [customers] = await client.unsafe('SELECT count(*)::int AS n FROM customers');
+    expect([buffers?.shared_buffers, customers?.n]).toEqual(['8MB', 5]);
+  } finally {
+    await client.end();
+  }
+});
+
+test('building a gateway does not load the MySQL guard parser (it loads with the first MySQL connector)', async () => {
+  // A fresh process: the test runner shares one module registry between suites, some of which import the guard.
+  const script = `await import(${JSON.stringify(`${import.meta.dir}/../src/gateway.ts`)});
+const loaded = (needle) => Object.keys(require.cache).some((k) => k.includes(needle));
+console.log(JSON.stringify([loaded('sqlparser-ts'), loaded('sqlguard/mysql.ts'), loaded('connectors/mysql/index.ts')]));`;
+  const child = Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'inherit' });
+  const out = await new Response(child.stdout).text();
+  expect(await child.exited).toBe(0);
+  // The MySQL driver itself is registered; only its parser waits.
+  expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual([false, false, true]);
+}, 30_000);

@@ -1,0 +1,305 @@
+// The `mcp` connector type against real upstream MCP servers: the official TypeScript SDK's server on Streamable
+// HTTP (test/support/upstream-mcp.ts) and the reference package @modelcontextprotocol/server-everything, both on
+// 127.0.0.1 and reached only because the test gateway allow-lists 127.0.0.1 (TOOLGATE_OUTBOUND_ALLOW_HOSTS); the
+// refusal tests use a second gateway without that list. Ports 3930-3959 belong to this suite.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { verifies } from './requirements.ts';
+import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { callTool, createConnector, expectRpcError, getConnector, listToolNames, restTools, rpc } from './support/mcp.ts';
+import { startUpstream, type Upstream } from './support/upstream-mcp.ts';
+
+setDefaultTimeout(60_000);
+const GATEWAY_PORT = 3930;
+const UPSTREAM_PORT = 3940;
+const EVERYTHING_PORT = 3941;
+const REDIRECT_PORT = 3942;
+const DOWN_PORT = 3943;
+const SECRET = 'upstream-secret-token-9f8e7d';
+
+type Result = { content: { type: string; text?: string; data?: string; mimeType?: string }[]; structuredContent?: Record<string, any>; isError?: boolean };
+
+let g: TestGateway;
+let closed: TestGateway;
+let http: ReturnType<typeof Bun.serve>;
+let redirect: ReturnType<typeof Bun.serve>;
+let upstream: Upstream;
+let everything: ChildProcess | null = null;
+let everythingError = '';
+let org: Onboarded;
+let manage: string;
+let conn: any;
+let client: Client;
+
+async function waitForPort(port: number, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const ok = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(500) }).then(() => true, () => false);
+    if (ok) return true;
+    await Bun.sleep(100);
+  }
+  return false;
+}
+
+beforeAll(async () => {
+  upstream = startUpstream(UPSTREAM_PORT);
+  redirect = Bun.serve({ port: REDIRECT_PORT, hostname: '127.0.0.1', fetch: () => Response.redirect(upstream.url, 307) });
+  // The reference server, run with node as its package intends (bin `mcp-server-everything`), streamable HTTP mode.
+  const entry = join(import.meta.dir, '..', 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
+  everything = spawn('node', [entry, 'streamableHttp'], { env: { ...process.env, PORT: String(EVERYTHING_PORT) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  everything.stderr?.on('data', (d) => (everythingError += String(d)));
+  [g, closed] = await Promise.all([
+    startTestGateway('pglite', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1', TOOLGATE_STATEMENT_TIMEOUT_MS: '1500' }),
+    startTestGateway('pglite'),
+  ]);
+  http = Bun.serve({ port: GATEWAY_PORT, hostname: '127.0.0.1', fetch: (request) => g.handle(request) });
+  org = await onboard(g);
+  manage = await tokenFor(g, org.clientId, org.clientSecret);
+  conn = await createConnector(g, manage, { name: 'Upstream', type: 'mcp', config: { url: upstream.url, headers: { 'X-Tenant': 'acme' } }, credential: SECRET });
+  const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${GATEWAY_PORT}/mcp/${org.slug}`), {
+    requestInit: { headers: { 'x-api-key': org.apiKey } },
+  });
+  client = new Client({ name: 'toolgate-mcp-connector-test', version: '1.0.0' });
+  await client.connect(transport);
+}, 120_000);
+
+afterAll(async () => {
+  await client?.close().catch(() => {});
+  http?.stop(true);
+  redirect?.stop(true);
+  upstream?.stop();
+  if (everything && everything.exitCode === null) everything.kill('SIGTERM');
+  await Promise.all([g?.close(), closed?.close()]);
+}, 60_000);
+
+const call = async (name: string, args: Record<string, unknown> = {}) => (await client.callTool({ name, arguments: args })) as Result;
+
+describe('an upstream MCP server (official SDK, Streamable HTTP) as a connector', () => {
+  test('validation runs initialize + tools/list: the connector is active and its tools join the catalog as <connector>__<tool>', async () => {
+    verifies('MCPC-VALIDATE', 'MCPC-NAMES');
+    expect(conn.status).toBe('active');
+    expect(conn.type).toBe('mcp');
+    expect(conn.config).toEqual({ url: upstream.url, headers: { 'X-Tenant': 'acme' } });
+    const rows = await restTools(g, manage, org.orgId, conn.id);
+    expect(rows.map((r) => r.tool_name).sort()).toEqual(['upstream__add', 'upstream__boom', 'upstream__echo', 'upstream__fail', 'upstream__headers', 'upstream__huge', 'upstream__picture', 'upstream__slow']);
+    expect(rows.every((r) => r.connector_type === 'mcp')).toBe(true);
+    // The credential is write-only: never in the REST answer.
+    const raw = await (await api(g, 'GET', `/api/connectors/${conn.id}`, manage)).text();
+    expect(raw).not.toContain(SECRET);
+    expect(conn.has_credential).toBe(true);
+  });
+
+  test('the official SDK client lists and calls upstream tools through the gateway; content and structured content pass through', async () => {
+    verifies('MCPC-SDK-CALL', 'MCPC-PASSTHROUGH');
+    const { tools } = await client.listTools();
+    const add = tools.find((t) => t.name === 'upstream__add')!;
+    expect(add.inputSchema).toMatchObject({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] });
+    expect(add.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: false });
+    expect(await call('upstream__add', { a: 2, b: 40 })).toEqual({ content: [{ type: 'text', text: '42' }], structuredContent: { sum: 42 } });
+    expect(await call('upstream__echo', { text: 'héllo' })).toEqual({ content: [{ type: 'text', text: 'héllo' }] });
+    const picture = await call('upstream__picture');
+    expect(picture.content[0]).toMatchObject({ type: 'image', mimeType: 'image/png' });
+    expect(picture.content[0]!.data!.length).toBeGreaterThan(20);
+    // The gateway validates arguments against the passed-through schema before anything reaches the upstream.
+    const before = upstream.calls.length;
+    await expect(client.callTool({ name: 'upstream__add', arguments: { a: 'two' } })).rejects.toThrow(/Invalid arguments/);
+    expect(upstream.calls.length).toBe(before);
+  });
+
+  test("the caller's Authorization / X-API-Key never reach the upstream: it sees the connector's own sealed credential", async () => {
+    verifies('MCPC-NO-TOKEN-PASSTHROUGH');
+    const viaKey = JSON.parse((await call('upstream__headers')).content[0]!.text!);
+    expect(viaKey.authorization).toBe(`Bearer ${SECRET}`);
+    expect(viaKey['x-tenant']).toBe('acme');
+    expect(viaKey['x-api-key']).toBeUndefined();
+    // A bearer-token caller, with a cookie and a forwarded-for header of its own.
+    const token = await tokenFor(g, org.clientId, org.clientSecret, 'mcp:call');
+    const answer = await callTool(g, org.slug, { token }, 'upstream__headers', {}, { cookie: 'session=abc', 'x-forwarded-for': '10.0.0.1' });
+    const viaToken = JSON.parse(answer.body.result.content[0].text);
+    expect(viaToken.authorization).toBe(`Bearer ${SECRET}`);
+    expect(viaToken.cookie).toBeUndefined();
+    const everyHeader = JSON.stringify(upstream.seen);
+    for (const leaked of [org.apiKey, token, 'session=abc', '10.0.0.1']) expect(everyHeader).not.toContain(leaked);
+  });
+
+  test('upstream tool errors and thrown errors are tool results with isError, never protocol errors', async () => {
+    verifies('MCPC-UPSTREAM-ERRORS');
+    expect(await call('upstream__fail')).toEqual({ isError: true, content: [{ type: 'text', text: 'upstream tool failed: disk on fire' }] });
+    const boom = await call('upstream__boom');
+    expect(boom.isError).toBe(true);
+    expect(boom.content[0]!.text).toContain('kaboom');
+  });
+
+  test('a slow upstream call ends at the per-call timeout with a tool error; other calls are not held up', async () => {
+    verifies('MCPC-TIMEOUT');
+    const started = Date.now();
+    const slow = call('upstream__slow', { ms: 5000 });
+    const quick = await call('upstream__echo', { text: 'still here' });
+    expect(quick.content[0]!.text).toBe('still here');
+    expect(Date.now() - started).toBeLessThan(1000);
+    const result = await slow;
+    expect(result.isError).toBe(true);
+    expect(result.content[0]!.text).toMatch(/did not answer in time/);
+    expect(Date.now() - started).toBeLessThan(4000);
+  });
+
+  test('bounded concurrency per upstream: past the per-connector cap calls answer busy; another connector is not held up', async () => {
+    verifies('MCPC-CONCURRENCY');
+    const cap = g.config.connectorMaxConcurrentCalls;
+    const key = { apiKey: org.apiKey };
+    const other = await createConnector(g, manage, { name: 'Neighbour', type: 'mcp', config: { url: upstream.url } });
+    expect(other.status).toBe('active');
+    const slow = Array.from({ length: cap + 3 }, () => callTool(g, org.slug, key, 'upstream__slow', { ms: 1300 }));
+    await Bun.sleep(100);
+    const started = Date.now();
+    const neighbour = await callTool(g, org.slug, key, 'neighbour__echo', { text: 'next door' });
+    expect(neighbour.body.result.content[0].text).toBe('next door');
+    expect(Date.now() - started).toBeLessThan(500);
+    const texts = (await Promise.all(slow)).map((a) => a.body.result.content[0].text as string);
+    expect(texts.filter((t) => t === 'slept 1300')).toHaveLength(cap);
+    expect(texts.filter((t) => t.startsWith('The connector is busy'))).toHaveLength(3);
+  });
+
+  test('an answer over the result-size cap is refused whole with a tool error', async () => {
+    verifies('MCPC-SIZE-CAP');
+    const result = await call('upstream__huge');
+    expect(result.isError).toBe(true);
+    expect(result.content[0]!.text).toContain(`cap of ${g.config.maxResultBytes} bytes`);
+    expect(JSON.stringify(result).length).toBeLessThan(10_000);
+  });
+
+  test('scopes apply to upstream tools: a key limited to another connector neither lists nor calls them (-32003)', async () => {
+    verifies('MCPC-SCOPES');
+    const other = await createConnector(g, manage, { name: 'Second', type: 'mcp', config: { url: upstream.url } });
+    expect(other.status).toBe('active');
+    const created = await api(g, 'POST', '/api/org/api-keys', manage, { name: 'second-only', connector_ids: [other.id] });
+    expect(created.status).toBe(201);
+    const key = { apiKey: ((await created.json()) as any).key as string };
+    const names = await listToolNames(g, org.slug, key);
+    expect(names).toContain('second__echo');
+    expect(names).not.toContain('upstream__echo');
+    const before = upstream.calls.length;
+    expectRpcError(await callTool(g, org.slug, key, 'upstream__echo', { text: 'x' }), -32003);
+    expect(upstream.calls.length).toBe(before);
+    const ok = await callTool(g, org.slug, key, 'second__echo', { text: 'mine' });
+    expect(ok.body.result.content[0].text).toBe('mine');
+    // Without the credential, the second connector's calls carry no Authorization at all.
+    const seen = JSON.parse((await callTool(g, org.slug, key, 'second__headers', {})).body.result.content[0].text);
+    expect(seen.authorization).toBeUndefined();
+  });
+
+  test('approvals apply to upstream tools: a flagged tool is held, nothing reaches the upstream until approved', async () => {
+    verifies('MCPC-APPROVALS');
+    const tool = (await restTools(g, manage, org.orgId, conn.id)).find((t) => t.tool_name === 'upstream__echo')!;
+    expect((await api(g, 'PATCH', `/api/mcp/${org.orgId}/tools/${tool.id}/metadata`, manage, { requires_approval: true })).status).toBe(200);
+    const before = upstream.calls.filter((c) => c === 'echo').length;
+    const held = await callTool(g, org.slug, { apiKey: org.apiKey }, 'upstream__echo', { text: 'approved text' });
+    expect(held.body.result.structuredContent.status).toBe('pending_approval');
+    const approvalId = held.body.result.structuredContent.approvalId;
+    expect(upstream.calls.filter((c) => c === 'echo').length).toBe(before);
+    expect((await api(g, 'POST', `/api/org/approvals/${approvalId}/approve`, manage)).status).toBe(200);
+    const status = await callTool(g, org.slug, { apiKey: org.apiKey }, 'check_approval_status', { approvalId });
+    expect(status.body.result.structuredContent.status).toBe('executed');
+    expect(JSON.stringify(status.body.result)).toContain('approved text');
+    expect(upstream.calls.filter((c) => c === 'echo').length).toBe(before + 1);
+    expect((await api(g, 'PATCH', `/api/mcp/${org.orgId}/tools/${tool.id}/metadata`, manage, { requires_approval: false })).status).toBe(200);
+  });
+
+  test('disabling an upstream tool removes it from tools/list and tools/call', async () => {
+    verifies('MCPC-MANAGED');
+    const tool = (await restTools(g, manage, org.orgId, conn.id)).find((t) => t.tool_name === 'upstream__picture')!;
+    expect((await api(g, 'PATCH', `/api/mcp/${org.orgId}/tools/${tool.id}/metadata`, manage, { enabled: false })).status).toBe(200);
+    expect(await listToolNames(g, org.slug, { apiKey: org.apiKey })).not.toContain('upstream__picture');
+    expectRpcError(await callTool(g, org.slug, { apiKey: org.apiKey }, 'upstream__picture', {}), -32602);
+  });
+});
+
+describe('the outbound guard and failures', () => {
+  test('without the operator allow-list a loopback upstream is refused at validation, before any request', async () => {
+    verifies('MCPC-PRIVATE-REFUSED');
+    const o = await onboard(closed);
+    const token = await tokenFor(closed, o.clientId, o.clientSecret);
+    const before = upstream.seen.length;
+    const refused = await createConnector(closed, token, { name: 'loop', type: 'mcp', config: { url: upstream.url }, credential: SECRET });
+    expect(refused.status).toBe('failed');
+    expect(refused.status_reason).toContain('not allowed');
+    for (const url of ['http://169.254.169.254/mcp', 'https://[::1]/mcp', 'https://0x7f000001/mcp', 'https://10.1.2.3/mcp']) {
+      const c = await createConnector(closed, token, { name: `p ${url}`, type: 'mcp', config: { url } });
+      expect(c.status).toBe('failed');
+      expect(c.status_reason).toContain('not allowed');
+    }
+    // http is refused for a host that is not allow-listed, whatever it resolves to.
+    const insecure = await createConnector(closed, token, { name: 'plain', type: 'mcp', config: { url: 'http://example.com/mcp' } });
+    expect(insecure.status).toBe('failed');
+    expect(insecure.status_reason).toContain('not allowed');
+    expect(upstream.seen.length).toBe(before);
+    expect(await listToolNames(closed, o.slug, { apiKey: o.apiKey })).toEqual(['check_approval_status']);
+  });
+
+  test('a redirecting upstream is refused, not followed', async () => {
+    verifies('MCPC-NO-REDIRECT');
+    const before = upstream.seen.length;
+    const c = await createConnector(g, manage, { name: 'bouncer', type: 'mcp', config: { url: `http://127.0.0.1:${REDIRECT_PORT}/mcp` } });
+    expect(c.status).toBe('failed');
+    expect(c.status_reason).toContain('redirect');
+    expect(upstream.seen.length).toBe(before);
+  });
+
+  test('config is checked against McpConfig (400) and reserved headers fail validation', async () => {
+    verifies('MCPC-CONFIG');
+    const badConfigs = [{}, { url: upstream.url, host: 'x' }, { url: 5 }, { url: upstream.url, headers: { 'bad header': 'x' } }, { url: upstream.url, headers: { 'X-A': 'a\r\nInjected: 1' } }, { host: 'h', database: 'd', user: 'u' }];
+    for (const config of badConfigs) {
+      const res = await api(g, 'POST', '/api/connectors', manage, { name: 'bad', type: 'mcp', config });
+      expect(res.status).toBe(400);
+    }
+    const c = await createConnector(g, manage, { name: 'sneaky', type: 'mcp', config: { url: upstream.url, headers: { Authorization: 'Bearer other' } } });
+    expect(c.status).toBe('failed');
+    expect(c.status_reason).toContain('Authorization');
+  });
+
+  test('upstream down: the connector fails with a clear reason, its tools answer a tool error; revalidate recovers', async () => {
+    verifies('MCPC-DOWN-RECOVER');
+    let later: Upstream | null = startUpstream(DOWN_PORT);
+    const c = await createConnector(g, manage, { name: 'Flaky', type: 'mcp', config: { url: later.url } });
+    expect(c.status).toBe('active');
+    later.stop();
+    // Active but unreachable: a call is a tool error saying so.
+    const down = await callTool(g, org.slug, { apiKey: org.apiKey }, 'flaky__echo', { text: 'x' });
+    expect(down.body.result.isError).toBe(true);
+    expect(down.body.result.content[0].text).toContain('unreachable');
+    expect((await api(g, 'POST', `/api/connectors/${c.id}/revalidate`, manage)).status).toBe(202);
+    await g.deps.jobs.idle();
+    const failed = await getConnector(g, manage, c.id);
+    expect(failed.status).toBe('failed');
+    expect(failed.status_reason).toBe(`The MCP server at 127.0.0.1:${DOWN_PORT} is unreachable.`);
+    expect(await listToolNames(g, org.slug, { apiKey: org.apiKey })).not.toContain('flaky__echo');
+    later = startUpstream(DOWN_PORT);
+    try {
+      expect((await api(g, 'POST', `/api/connectors/${c.id}/revalidate`, manage)).status).toBe(202);
+      await g.deps.jobs.idle();
+      expect((await getConnector(g, manage, c.id)).status).toBe('active');
+      const back = await callTool(g, org.slug, { apiKey: org.apiKey }, 'flaky__echo', { text: 'back' });
+      expect(back.body.result.content[0].text).toBe('back');
+    } finally {
+      later.stop();
+    }
+  });
+});
+
+describe('the reference server @modelcontextprotocol/server-everything (streamable HTTP, run with node)', () => {
+  test('its tools are listed and callable through the gateway with the official SDK client', async () => {
+    verifies('MCPC-EVERYTHING');
+    expect(await waitForPort(EVERYTHING_PORT, 20_000)).toBe(true);
+    const c = await createConnector(g, manage, { name: 'Everything', type: 'mcp', config: { url: `http://127.0.0.1:${EVERYTHING_PORT}/mcp` } });
+    expect({ status: c.status, reason: c.status_reason, stderr: c.status === 'active' ? '' : everythingError.slice(0, 500) }).toMatchObject({ status: 'active' });
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name);
+    expect(names).toContain('everything__echo');
+    const echo = await call('everything__echo', { message: 'through the gateway' });
+    expect(echo.isError).toBeFalsy();
+    expect(echo.content[0]!.text).toContain('through the gateway');
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * A real upstream MCP server for the `mcp` connector tests: the official TypeScript SDK's McpServer over its
+ * Streamable HTTP transport (stateless, one server per request, answers as SSE), served by Bun on 127.0.0.1.
+ * Tools: echo, add, slow (sleeps), huge (a result of about 2 MB), fail (a tool error), boom (a protocol error),
+ * picture (an image block), headers (answers the headers it was sent). Every request's headers are recorded.
+ */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { z } from 'zod';
+
+export interface Upstream {
+  url: string;
+  /** Headers of every HTTP request the upstream received, lower-cased names. */
+  seen: Record<string, string>[];
+  /** tools/call requests that reached the upstream, by tool name. */
+  calls: string[];
+  stop(): void;
+}
+
+/** 1x1 transparent PNG. */
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=';
+
+function build(calls: string[], headers: Record<string, string>): McpServer {
+  const server = new McpServer({ name: 'toolgate-test-upstream', version: '1.0.0' });
+  const done = (name: string) => calls.push(name);
+  server.registerTool('echo', { description: 'Echoes its text.', inputSchema: { text: z.string() } }, async ({ text }) => (done('echo'), { content: [{ type: 'text', text }] }));
+  server.registerTool(
+    'add',
+    { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() }, outputSchema: { sum: z.number() }, annotations: { readOnlyHint: true, openWorldHint: false } },
+    async ({ a, b }) => (done('add'), { content: [{ type: 'text', text: String(a + b) }], structuredContent: { sum: a + b } }),
+  );
+  server.registerTool('slow', { description: 'Answers after ms milliseconds.', inputSchema: { ms: z.number() } }, async ({ ms }) => {
+    done('slow');
+    await Bun.sleep(ms);
+    return { content: [{ type: 'text', text: `slept ${ms}` }] };
+  });
+  server.registerTool('huge', { description: 'Answers about 2 MB of text.' }, async () => (done('huge'), { content: [{ type: 'text', text: 'x'.repeat(2_000_000) }] }));
+  server.registerTool('fail', { description: 'A tool that fails.' }, async () => (done('fail'), { isError: true, content: [{ type: 'text', text: 'upstream tool failed: disk on fire' }] }));
+  server.registerTool('boom', { description: 'Throws a protocol error.' }, async () => {
+    done('boom');
+    throw new Error('kaboom from upstream');
+  });
+  server.registerTool('picture', { description: 'Answers an image.' }, async () => (done('picture'), { content: [{ type: 'image', data: PNG, mimeType: 'image/png' }] }));
+  server.registerTool('headers', { description: 'Answers the request headers it saw.' }, async () => (done('headers'), { content: [{ type: 'text', text: JSON.stringify(headers) }] }));
+  return server;
+}
+
+export function startUpstream(port: number, path = '/mcp'): Upstream {
+  const seen: Record<string, string>[] = [];
+  const calls: string[] = [];
+  const http = Bun.serve({
+    port,
+    hostname: '127.0.0.1',
+    async fetch(request) {
+      const headers = Object.fromEntries([...request.headers.entries()].map(([k, v]) => [k.toLowerCase(), v]));
+      seen.push(headers);
+      if (new URL(request.url).pathname !== path) return new Response('not found', { status: 404 });
+      const server = build(calls, headers);
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      await server.connect(transport);
+      return transport.handleRequest(request);
+    },
+  });
+  return { url: `http://127.0.0.1:${http.port}${path}`, seen, calls, stop: () => http.stop(true) };
+}
