@@ -429,6 +429,65 @@ export const operations = [
       "eventId"
     ],
     "queryParams": []
+  },
+  {
+    "operationId": "listAuditEvents",
+    "method": "GET",
+    "path": "/api/audit",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": [
+      "limit",
+      "action",
+      "days",
+      "cursor"
+    ]
+  },
+  {
+    "operationId": "exportAuditEvents",
+    "method": "GET",
+    "path": "/api/audit/export-json",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": [
+      "redact",
+      "action",
+      "days"
+    ]
+  },
+  {
+    "operationId": "getSubscription",
+    "method": "GET",
+    "path": "/api/billing/subscription",
+    "auth": "finance",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "getUsage",
+    "method": "GET",
+    "path": "/api/billing/usage",
+    "auth": "finance",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "getLimits",
+    "method": "GET",
+    "path": "/api/billing/limits",
+    "auth": "finance",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
   }
 ] as const satisfies readonly OperationDef[];
 

@@ -3,6 +3,11 @@
  * the data folder (PGlite allows one process per folder), otherwise directly on the store.
  */
 import { parseArgs } from 'node:util';
+import { join } from 'node:path';
+import { eq } from 'drizzle-orm';
+import { openStore } from './store/db.ts';
+import { orgs } from './store/schema.ts';
+import { verifyChain } from './audit/verify.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createGateway } from './gateway.ts';
 import { isPlan, PLANS, type Plan } from './limits/plans.ts';
@@ -13,6 +18,7 @@ import { AppError } from './errors.ts';
 import { acquireDataDirLock, DataDirBusyError, embeddedOperatorToken, lockHolder } from './util/datadir.ts';
 
 const USAGE = `usage: toolgate org create --slug SLUG --name NAME [--plan ${PLANS.join('|')}] [--trial-days N] [--json]
+       toolgate audit verify --org SLUG
 
 Environment: TOOLGATE_DATA_DIR (embedded store, default ./data), DATABASE_URL (PostgreSQL),
 PORT, TOOLGATE_OPERATOR_TOKEN (operator API of a running server).`;
@@ -115,6 +121,42 @@ async function orgCreate(argv: string[]): Promise<void> {
   print(result, Boolean(values.json));
 }
 
+/**
+ * `audit verify --org SLUG`: walks the org's audit chain on the store and names the first broken row. Exit 0 when
+ * the chain is intact, 1 when it is broken (or the org is unknown). Reads the store directly: with the embedded
+ * store, the server holding the data folder must be stopped first (PGlite allows one process).
+ */
+async function auditVerify(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { org: { type: 'string' } }, strict: true });
+  if (!values.org) fail(`--org is required\n${USAGE}`, 2);
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+  const holder = config.databaseUrl ? null : lockHolder(config.dataDir);
+  if (holder) fail(`the data folder is in use by process ${holder.pid}; stop the server to verify the embedded store (or use DATABASE_URL)`);
+  const release = config.databaseUrl ? () => {} : acquireDataDirLock(config.dataDir, { port: 0, url: 'cli' });
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.databaseUrl ? null : join(config.dataDir, 'pgdata'), poolSize: 2 });
+  try {
+    const [org] = await store.db.select({ id: orgs.id }).from(orgs).where(eq(orgs.slug, values.org));
+    if (!org) fail(`no org with slug ${values.org}`);
+    const report = await verifyChain(store.db, org.id);
+    if (report.ok) console.log(`audit chain of ${values.org} is intact: ${report.checked} rows verified`);
+    else {
+      const b = report.broken!;
+      console.log(`audit chain of ${values.org} is BROKEN at row ${b.seq}${b.id ? ` (id ${b.id})` : ''}: ${b.reason}; ${report.checked} rows before it verified`);
+      process.exitCode = 1;
+    }
+  } finally {
+    await store.close();
+    release();
+  }
+}
+
 const [group, command, ...rest] = process.argv.slice(2);
 if (group === 'org' && command === 'create') await orgCreate(rest);
+else if (group === 'audit' && command === 'verify') await auditVerify(rest);
 else fail(USAGE, 2);

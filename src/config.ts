@@ -52,6 +52,10 @@ export interface Config {
   webhookPollMs: number;
   /** Requests in flight per endpoint across one instance's worker (a hanging receiver holds at most this many). */
   webhookEndpointConcurrency: number;
+  /** Audit rows older than this are removed by the retention sweeper (a checkpoint keeps the chain verifiable); 0 keeps all. */
+  auditRetentionDays: number;
+  /** Tool-call rows waiting for their group commit, and refusals waiting to be written, at most (each queue). */
+  auditQueueMax: number;
 }
 
 export class ConfigError extends Error {}
@@ -168,6 +172,8 @@ export function loadConfig(env: Env = process.env): Config {
     demoDbPort: intVar(env, 'TOOLGATE_DEMO_DB_PORT', 0, 0, 65535),
     logLevel,
     ...webhookConfig(env),
+    auditRetentionDays: intVar(env, 'TOOLGATE_AUDIT_RETENTION_DAYS', 365, 0, 36_500),
+    auditQueueMax: intVar(env, 'TOOLGATE_AUDIT_QUEUE_MAX', 10_000, 10, 1_000_000),
   };
 }
 

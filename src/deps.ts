@@ -20,6 +20,7 @@ import type { McpServer } from './mcp/server.ts';
 import type { WebhookWorker } from './webhooks/worker.ts';
 import type { ToolCalledRecorder } from './webhooks/outbox.ts';
 import type { ApprovalService } from './approvals/service.ts';
+import type { AuditRecorder } from './audit/recorder.ts';
 
 export interface AppDeps {
   config: Config;
@@ -41,6 +42,8 @@ export interface AppDeps {
   events: DomainEvents;
   /** Held calls and their decisions (src/approvals); the tool runtime holds and polls through it. */
   approvals: ApprovalService;
+  /** The audit log's group-commit writer for tool calls and refusals (audit/recorder.ts). */
+  audit: AuditRecorder;
   /** The MCP methods (JSON-RPC method table over the tool runtime) behind the MCP transport. */
   mcp: McpServer;
   /** tool.called events of tools/call, batched into the webhook outbox (skipped for orgs without such a webhook). */

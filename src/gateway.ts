@@ -20,6 +20,9 @@ import { WebhookWorker } from './webhooks/worker.ts';
 import { ApprovalService } from './approvals/service.ts';
 import { deriveApprovalDigestKey } from './approvals/digest.ts';
 import { executeTool } from './tools/runtime.ts';
+import { AuditRecorder, auditSubscriber } from './audit/recorder.ts';
+import { sealPending } from './audit/repository.ts';
+import { startRetentionSweeper } from './audit/retention.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
@@ -64,9 +67,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   const catalog = new CatalogCache({ store, box });
   const usage = new UsageMeter(store.db);
+  // Rows left unsealed (written before the audit chain existed, or by an instance that stopped) join the chain first.
+  while ((await sealPending(store.db)) > 0);
   const events = new DomainEvents();
   // The webhook outbox subscribes by event type, so every emitter (approvals, tool calls) feeds it in its transaction.
   events.subscribe(outboxSubscriber);
+  events.subscribe(auditSubscriber, ['approval.requested']);
   const toolCalled = new ToolCalledRecorder({ store, events, log });
   const webhookWorker = config.webhookWorker ? new WebhookWorker({ store, box, outbound, log, config }) : null;
   const approvals = new ApprovalService({
@@ -81,6 +87,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     // only orphans match.
     executionStaleMs: Math.max(APPROVAL_STALE_MIN_MS, config.connectorQueueTimeoutMs + 2 * config.statementTimeoutMs + 60_000),
   });
+  const audit = new AuditRecorder({ db: store.db, events, log, queueMax: config.auditQueueMax });
+  const stopRetention = startRetentionSweeper({ db: store.db, log, retentionDays: config.auditRetentionDays });
   const deps: AppDeps = {
     config,
     store,
@@ -97,7 +105,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     usage,
     events,
     approvals,
-    mcp: createMcpServer({ catalog, usage, config, log, approvals, outbound, toolCalled }),
+    audit,
+    mcp: createMcpServer({ catalog, usage, config, log, approvals, outbound, toolCalled, audit }),
     toolCalled,
     webhookWorker,
   };
@@ -113,6 +122,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       await toolCalled.idle();
       await webhookWorker?.stop();
       await deps.jobs.idle();
+      stopRetention();
+      await audit.drain();
       await closeAllConnectors();
       await deps.usage.close();
       await deps.limiter.close();

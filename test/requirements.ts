@@ -195,6 +195,21 @@ export const REQUIREMENTS = {
   'WEBHOOK-ISOLATION': 'A hanging receiver does not stall deliveries to other endpoints [issue 11]',
   'WEBHOOK-APPROVAL-EVENTS': 'Holding a flagged call and deciding it deliver approval.requested and approval.decided, without the call arguments [spec Events; issue 11]',
   'WEBHOOK-TOOL-CALLED': 'tools/call of an org with a tool.called webhook delivers a tool.called event; an org without one writes no outbox row [issue 11]',
+
+  // Audit trail and billing (issue 10)
+  'AUDIT-TOOL-CALL': 'Every tools/call writes exactly one tool.called row (tool, connector, credential, outcome, duration, rows), never argument values or SQL [issue 10]',
+  'AUDIT-DURABLE-BEFORE-RESULT': 'The tool-call row is committed before the result is answered; if it cannot be written the call fails and the result is withheld [issue 10]',
+  'AUDIT-REFUSALS': 'Refusals (401, 403, 429, -32003, -32000) are recorded with the reason and the key prefix, never the secret [issue 10]',
+  'AUDIT-CHAIN': "Each org's rows form a hash chain; editing, deleting or truncating rows is detected and the first broken row named, also by `toolgate audit verify` [issue 10]",
+  'AUDIT-LIST': 'GET /api/audit: newest first, limit 1-200 (default 50), action exact or prefix ending with a dot, days, cursor pagination [spec Audit; issue 10]',
+  'AUDIT-ORG-ISOLATION': "An org's audit list and export never contain another org's rows [issue 10]",
+  'AUDIT-EXPORT-REDACT': 'GET /api/audit/export-json streams the whole log; with redact=true no SQL, argument digests, secrets, e-mail or IP addresses appear [spec Audit; issue 10]',
+  'AUDIT-RETENTION': 'Retention removes old rows with a checkpoint and the chain still verifies [issue 10]',
+  'AUDIT-APPROVALS': 'approval.requested events become audit rows in the emitter transaction [issue 10]',
+  'AUDIT-FLOOD': 'Refusals go to a bounded queue; when full they are counted (audit.denials_dropped) and tool calls are not held up; a full tool-call queue refuses calls before they run [issue 10]',
+  'BILLING-ENDPOINTS': 'GET /api/billing/subscription, usage and limits answer for the finance role; usage is the quota counter, also under concurrency across instances [spec Billing; issue 10]',
+  'BILLING-CONNECTOR-LIMIT': "Creating a connector beyond the plan's limit is 409 connector_limit_reached, also under concurrent creation [issue 10]",
+  'BILLING-TRIAL-EXPIRY': 'From trial_expires_at on, tools/call is -32000 and the subscription reads expired; before it, calls run [issue 10]',
 } as const;
 
 export type RequirementId = keyof typeof REQUIREMENTS;

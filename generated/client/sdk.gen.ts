@@ -3,7 +3,7 @@
 
 import { client } from './client.gen.ts';
 import { type Client, type Options as Options2, type TDataShape, urlSearchParamsBodySerializer } from './client/index.ts';
-import type { ApproveApprovalData, ApproveApprovalErrors, ApproveApprovalResponses, ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsErrors, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetJwksData, GetJwksErrors, GetJwksResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOrgData, GetOrgErrors, GetOrgResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RejectApprovalData, RejectApprovalErrors, RejectApprovalResponses, ResendWebhookEventData, ResendWebhookEventErrors, ResendWebhookEventResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses } from './types.gen.ts';
+import type { ApproveApprovalData, ApproveApprovalErrors, ApproveApprovalResponses, ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsErrors, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetJwksData, GetJwksErrors, GetJwksResponses, GetLimitsData, GetLimitsErrors, GetLimitsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOrgData, GetOrgErrors, GetOrgResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, GetSubscriptionData, GetSubscriptionErrors, GetSubscriptionResponses, GetUsageData, GetUsageErrors, GetUsageResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RejectApprovalData, RejectApprovalErrors, RejectApprovalResponses, ResendWebhookEventData, ResendWebhookEventErrors, ResendWebhookEventResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses } from './types.gen.ts';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -434,5 +434,71 @@ export const listWebhookDeliveries = <ThrowOnError extends boolean = false>(opti
 export const resendWebhookEvent = <ThrowOnError extends boolean = false>(options: Options<ResendWebhookEventData, ThrowOnError>) => (options.client ?? client).post<ResendWebhookEventResponses, ResendWebhookEventErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/api/org/webhooks/{webhookId}/events/{eventId}/resend',
+    ...options
+});
+
+/**
+ * The org's audit log, newest first, one page at a time
+ *
+ * Every tools/call (`tool.called`, refused ones `tool.call_refused`), every refused request on the MCP endpoint
+ * and /api (`auth.refused`, `rate_limit.refused`), approvals (`approval.*`), management changes and issued tokens.
+ * Tool-call rows never hold argument values or SQL text: `details.arguments_sha256` is a digest of the arguments.
+ * `action` is an exact action, or a prefix when it ends with a dot (`approval.`). For the next page pass
+ * `next_cursor` as `cursor` (with the same filters); it is null on the last page.
+ *
+ */
+export const listAuditEvents = <ThrowOnError extends boolean = false>(options?: Options<ListAuditEventsData, ThrowOnError>) => (options?.client ?? client).get<ListAuditEventsResponses, ListAuditEventsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/audit',
+    ...options
+});
+
+/**
+ * The whole audit log as one JSON document, streamed
+ *
+ * `{org_id, exported_at, redacted, events: [...]}` with the events oldest first (chain order), streamed page by
+ * page so a log of any size is never held in memory. With `redact=true` the export carries no argument
+ * digests, reasons, issuers, e-mail addresses or IP addresses: `details` keeps only known-safe fields, and an
+ * actor id that is an e-mail address is replaced by `[redacted]`.
+ *
+ */
+export const exportAuditEvents = <ThrowOnError extends boolean = false>(options?: Options<ExportAuditEventsData, ThrowOnError>) => (options?.client ?? client).get<ExportAuditEventsResponses, ExportAuditEventsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/audit/export-json',
+    ...options
+});
+
+/**
+ * The org's plan and subscription status
+ *
+ * `status` is `expired` from the instant a trial ends (`trial_expires_at`, inclusive) until the org subscribes;
+ * then tools/call answers -32000 while tools/list and the REST API keep working.
+ *
+ */
+export const getSubscription = <ThrowOnError extends boolean = false>(options?: Options<GetSubscriptionData, ThrowOnError>) => (options?.client ?? client).get<GetSubscriptionResponses, GetSubscriptionErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/billing/subscription',
+    ...options
+});
+
+/**
+ * Tool calls in the current billing period (the calendar month, UTC)
+ *
+ * `tool_calls` is the counter the monthly quota is enforced on (the same row). `by_connector` counts the
+ * `tool.called` audit rows of the period per connector (built-in tools under `connector_id: null`).
+ *
+ */
+export const getUsage = <ThrowOnError extends boolean = false>(options?: Options<GetUsageData, ThrowOnError>) => (options?.client ?? client).get<GetUsageResponses, GetUsageErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/billing/usage',
+    ...options
+});
+
+/**
+ * The plan's limits and the current usage against them
+ */
+export const getLimits = <ThrowOnError extends boolean = false>(options?: Options<GetLimitsData, ThrowOnError>) => (options?.client ?? client).get<GetLimitsResponses, GetLimitsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/billing/limits',
     ...options
 });

@@ -495,6 +495,90 @@ export type ApprovalDecidedData = {
     decided_by: string | null;
 };
 
+export type AuditEvent = {
+    id: string;
+    /**
+     * Position in the org's hash chain.
+     */
+    seq: number;
+    /**
+     * e.g. tool.called, tool.call_refused, auth.refused, approval.approved, connector.updated
+     */
+    action: string;
+    actor: {
+        type: 'api_key' | 'oauth_client' | 'user' | 'operator' | 'system' | 'anonymous';
+        /**
+         * API key id, client_id, the user's e-mail or subject; for refusals of unknown credentials null (the key prefix is in details).
+         */
+        id: string | null;
+    };
+    target_type: string | null;
+    target_id: string | null;
+    outcome: 'success' | 'denied' | 'error';
+    details: {
+        [key: string]: unknown;
+    };
+    created_at: string;
+    /**
+     * SHA-256 (hex) of the previous row of the org's chain.
+     */
+    prev_hash: string;
+    /**
+     * SHA-256 (hex) over prev_hash and every field of this row.
+     */
+    hash: string;
+};
+
+export type AuditExport = {
+    org_id: string;
+    exported_at: string;
+    redacted: boolean;
+    events: Array<AuditEvent>;
+};
+
+export type Subscription = {
+    plan: Plan;
+    /**
+     * `expired`: a trial that has ended (tools/call is refused).
+     */
+    status: 'trialing' | 'active' | 'past_due' | 'canceled' | 'expired';
+    trial_expires_at: string | null;
+};
+
+export type Usage = {
+    /**
+     * First instant of the calendar month (UTC).
+     */
+    period_start: string;
+    /**
+     * First instant of the next month (exclusive).
+     */
+    period_end: string;
+    /**
+     * Calls counted against the monthly quota.
+     */
+    tool_calls: number;
+    by_connector: Array<{
+        connector_id: string | null;
+        tool_calls: number;
+    }>;
+};
+
+export type Limits = {
+    plan: Plan;
+    /**
+     * Live connectors allowed (starter 3, growth 10, scale 50; null is unlimited); creating one more is 409 connector_limit_reached.
+     */
+    connectors_max: number | null;
+    connectors_used: number;
+    /**
+     * Tool calls included per calendar month (UTC); null is unlimited.
+     */
+    monthly_tool_calls: number | null;
+    tool_calls_used: number;
+    burst_limit_per_second: number;
+};
+
 /**
  * The org's id; it must be the org of the token.
  */
@@ -1073,6 +1157,10 @@ export type CreateConnectorErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * The plan's connector limit is reached (`connector_limit_reached`); archive a connector or upgrade.
+     */
+    409: Error;
     /**
      * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
      */
@@ -2031,3 +2119,183 @@ export type ResendWebhookEventResponses = {
 };
 
 export type ResendWebhookEventResponse = ResendWebhookEventResponses[keyof ResendWebhookEventResponses];
+
+export type ListAuditEventsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Events per page (default 50).
+         */
+        limit?: number;
+        /**
+         * Exact action
+         */
+        action?: string;
+        /**
+         * Only events of the last N days.
+         */
+        days?: number;
+        /**
+         * The previous page's next_cursor.
+         */
+        cursor?: string;
+    };
+    url: '/api/audit';
+};
+
+export type ListAuditEventsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+};
+
+export type ListAuditEventsError = ListAuditEventsErrors[keyof ListAuditEventsErrors];
+
+export type ListAuditEventsResponses = {
+    /**
+     * One page of events.
+     */
+    200: {
+        events: Array<AuditEvent>;
+        next_cursor: string | null;
+    };
+};
+
+export type ListAuditEventsResponse = ListAuditEventsResponses[keyof ListAuditEventsResponses];
+
+export type ExportAuditEventsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        redact?: boolean;
+        /**
+         * Exact action
+         */
+        action?: string;
+        days?: number;
+    };
+    url: '/api/audit/export-json';
+};
+
+export type ExportAuditEventsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+};
+
+export type ExportAuditEventsError = ExportAuditEventsErrors[keyof ExportAuditEventsErrors];
+
+export type ExportAuditEventsResponses = {
+    /**
+     * The export.
+     */
+    200: AuditExport;
+};
+
+export type ExportAuditEventsResponse = ExportAuditEventsResponses[keyof ExportAuditEventsResponses];
+
+export type GetSubscriptionData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/api/billing/subscription';
+};
+
+export type GetSubscriptionErrors = {
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+};
+
+export type GetSubscriptionError = GetSubscriptionErrors[keyof GetSubscriptionErrors];
+
+export type GetSubscriptionResponses = {
+    /**
+     * The subscription.
+     */
+    200: Subscription;
+};
+
+export type GetSubscriptionResponse = GetSubscriptionResponses[keyof GetSubscriptionResponses];
+
+export type GetUsageData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/api/billing/usage';
+};
+
+export type GetUsageErrors = {
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+};
+
+export type GetUsageError = GetUsageErrors[keyof GetUsageErrors];
+
+export type GetUsageResponses = {
+    /**
+     * The usage.
+     */
+    200: Usage;
+};
+
+export type GetUsageResponse = GetUsageResponses[keyof GetUsageResponses];
+
+export type GetLimitsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/api/billing/limits';
+};
+
+export type GetLimitsErrors = {
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     */
+    403: Error;
+};
+
+export type GetLimitsError = GetLimitsErrors[keyof GetLimitsErrors];
+
+export type GetLimitsResponses = {
+    /**
+     * The limits.
+     */
+    200: Limits;
+};
+
+export type GetLimitsResponse = GetLimitsResponses[keyof GetLimitsResponses];

@@ -1,6 +1,7 @@
 /** Connector lifecycle: create, update, archive, and the background validation that provisions their tools. */
 import Ajv from 'ajv';
 import { recordAudit, type Actor } from '../audit/repository.ts';
+import { assertConnectorAllowed } from '../billing/service.ts';
 import { AppError, notFound, unprocessable } from '../errors.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
@@ -75,6 +76,7 @@ export async function createConnector(deps: ConnectorServiceDeps, orgId: string,
   checkConfig(driver, input.config);
   const isDatabase = driver.kind === 'database';
   const row = await deps.store.db.transaction(async (tx) => {
+    await assertConnectorAllowed(tx, orgId);
     const [created] = await tx
       .insert(connectors)
       .values({

@@ -23,10 +23,16 @@ export interface DomainEvent<Data extends Record<string, unknown> = Record<strin
 export type EventSubscriber = (tx: Queryable, events: readonly DomainEvent[]) => Promise<void>;
 
 export class DomainEvents {
-  private readonly subscribers: EventSubscriber[] = [];
+  private readonly subscribers: { subscriber: EventSubscriber; types: ReadonlySet<WebhookEventType> | null }[] = [];
 
-  subscribe(subscriber: EventSubscriber): void {
-    this.subscribers.push(subscriber);
+  /** `types`: only these event types reach the subscriber (all when omitted). */
+  subscribe(subscriber: EventSubscriber, types?: readonly WebhookEventType[]): void {
+    this.subscribers.push({ subscriber, types: types ? new Set(types) : null });
+  }
+
+  /** Whether any subscriber takes events of `type` (an emitter with nothing to hand over can skip its transaction). */
+  wants(type: WebhookEventType): boolean {
+    return this.subscribers.some((s) => s.types === null || s.types.has(type));
   }
 
   /** Builds an event with a fresh id and the current time (the caller emits it, possibly batched with others). */
@@ -37,6 +43,9 @@ export class DomainEvents {
   /** Hands the events to every subscriber with the caller's transaction; awaited, so a failure fails the caller. */
   async emit(tx: Queryable, events: readonly DomainEvent[]): Promise<void> {
     if (events.length === 0) return;
-    for (const subscriber of this.subscribers) await subscriber(tx, events);
+    for (const { subscriber, types } of this.subscribers) {
+      const taken = types === null ? events : events.filter((e) => types.has(e.type));
+      if (taken.length) await subscriber(tx, taken);
+    }
   }
 }

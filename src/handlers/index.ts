@@ -11,6 +11,8 @@ import { createOrg } from './operator.ts';
 import { createApiKey, createOAuthClient, getOrg, listApiKeys, listOAuthClients, revokeApiKey, revokeOAuthClient } from './org.ts';
 import { getProvisioningStatus, provisionOrg } from './provisioning.ts';
 import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, resendWebhookEvent, updateWebhook } from './webhooks.ts';
+import { exportAuditEvents, listAuditEvents } from './audit.ts';
+import { getLimits, getSubscription, getUsage } from './billing.ts';
 
 export const handlers: HandlerTable = {
   issueToken,
@@ -50,4 +52,9 @@ export const handlers: HandlerTable = {
   deleteWebhook,
   listWebhookDeliveries,
   resendWebhookEvent,
+  listAuditEvents,
+  exportAuditEvents,
+  getSubscription,
+  getUsage,
+  getLimits,
 };

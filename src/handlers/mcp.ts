@@ -13,6 +13,10 @@ import { BodyError, decodeUtf8, parseJson, readBodyCapped } from '../util/body.t
 import { describeError } from '../util/log.ts';
 import { answerBatch, batchesAllowed } from './mcp-batch.ts';
 import type { Handler } from './context.ts';
+import { refusalRow } from '../audit/refusals.ts';
+import { findMcpOrg } from '../mcp/lookup.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { AppDeps } from '../deps.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 
@@ -35,8 +39,8 @@ function isSupportedVersionHeader(value: string | null): boolean {
   return value === null || isSupportedVersion(value.trim());
 }
 
-function rateLimited(retryAfterSeconds: number): Response {
-  return json({ error: 'rate_limited', message: 'The per-second burst limit of this plan is exceeded; retry after 1 second.' }, 429, {
+function rateLimitedError(retryAfterSeconds: number): AppError {
+  return new AppError(429, 'rate_limited', 'The per-second burst limit of this plan is exceeded; retry after 1 second.', {
     'retry-after': String(retryAfterSeconds),
   });
 }
@@ -45,8 +49,22 @@ function rpcResponse(body: string, status = 200): Response {
   return new Response(body, { status, headers: JSON_TYPE });
 }
 
+/**
+ * Records a refused request of a known org (401/403 for an existing slug, 429). The org is looked up only on this
+ * refusal path; an unknown slug has no org to record it in (the refusal is answered alike and not recorded).
+ */
+async function recordRefusal(deps: AppDeps, request: Request, slug: string, err: AppError, principal: Principal | null, orgId?: string): Promise<void> {
+  try {
+    const id = orgId ?? (await findMcpOrg(deps.store.db, slug))?.id;
+    if (id) deps.audit.denial(refusalRow(id, request, err.status, err.code, err.message, principal));
+  } catch (lookupErr) {
+    deps.log.error('recording a refusal failed', { error: describeError(lookupErr) });
+  }
+}
+
 export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
   const { config, log } = deps;
+  let session: Awaited<ReturnType<typeof openSession>> | null = null;
   try {
     // Transport checks come first: a foreign Origin executes nothing, whatever else the request holds.
     if (!hostPolicyFor(config).originAllowed(request.headers.get('origin'))) {
@@ -55,14 +73,14 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     if (!isSupportedVersionHeader(request.headers.get('mcp-protocol-version'))) {
       return json({ error: 'unsupported_protocol_version', message: `Supported MCP-Protocol-Version values: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}.` }, 400);
     }
-    const session = await openSession(deps, request, params.orgSlug!);
+    session = await openSession(deps, request, params.orgSlug!);
     const { org } = session;
 
     // Burst limit of the org's plan. Every authenticated request first passes this instance's window, before any
     // work is done; tools/call (the calls that reach databases) is then counted exactly across instances below.
     const burstLimit = burstLimitFor(org.plan, org.burstLimitPerSecond, config.customBurstPerSecond);
     const local = deps.localBurst.take(org.id, burstLimit);
-    if (!local.allowed) return rateLimited(local.retryAfterSeconds);
+    if (!local.allowed) throw rateLimitedError(local.retryAfterSeconds);
 
     const contentType = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (contentType !== 'application/json') {
@@ -82,7 +100,7 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     }
     if (Array.isArray(parsed.value) && batchesAllowed(request.headers.get('mcp-protocol-version'))) {
       const batch = await answerBatch(deps, session, parsed.value, burstLimit);
-      if (batch.kind === 'rate_limited') return rateLimited(batch.retryAfterSeconds);
+      if (batch.kind === 'rate_limited') throw rateLimitedError(batch.retryAfterSeconds);
       if (batch.kind === 'accepted') return new Response(null, { status: 202 });
       return rpcResponse(batch.body, batch.kind === 'invalid' ? 400 : 200);
     }
@@ -92,12 +110,18 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     if (message.kind !== 'request') return new Response(null, { status: 202 });
     if (message.method === 'tools/call') {
       const shared = await deps.limiter.take(org.id, burstLimit);
-      if (!shared.allowed) return rateLimited(shared.retryAfterSeconds);
+      if (!shared.allowed) throw rateLimitedError(shared.retryAfterSeconds);
     }
     // Errors of the method itself are JSON-RPC errors in a 200 response (the method table maps them).
     return rpcResponse(await deps.mcp.answer(session, message.id, message.method, message.params));
   } catch (err) {
-    if (err instanceof AppError) return restErrorResponse(err);
+    if (err instanceof AppError) {
+      if (err.status === 401 || err.status === 403 || err.status === 429) {
+        // Not awaited beyond the org lookup: the refusal's row is queued, never waited for.
+        await recordRefusal(deps, request, params.orgSlug!, err, session?.principal ?? null, session?.org.id);
+      }
+      return restErrorResponse(err);
+    }
     log.error('mcp endpoint failed', { error: describeError(err) });
     return json({ error: 'internal_error', message: 'An internal error occurred.' }, 500);
   }

@@ -8,6 +8,7 @@ import { describeError } from '../util/log.ts';
 import { describeSchemaError, type SchemaError } from '../util/schema-errors.ts';
 import { decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
 import type { AppDeps } from '../deps.ts';
+import { bearerOf, claimsOf, refusalRow } from '../audit/refusals.ts';
 import type { Handler, HandlerTable } from '../handlers/context.ts';
 import { hostPolicyFor } from '../net/host-policy.ts';
 
@@ -98,10 +99,37 @@ interface AccessPolicy {
   restRequest: boolean;
 }
 
+/**
+ * Records a refused /api request in its org's audit log: a 403 names its org (the principal, or the verified token's
+ * tg_org when the token lacked the management scope). A 401 has no org it provably belongs to, so it is not
+ * recorded (docs/decisions.md).
+ */
+function recordRestRefusal(deps: AppDeps, request: Request, err: unknown, principal: Principal | null): void {
+  if (!(err instanceof AppError) || err.status !== 403) return;
+  let orgId = principal?.orgId ?? null;
+  if (orgId === null) {
+    const token = bearerOf(request);
+    const claimed = token ? claimsOf(token)?.tg_org : undefined;
+    orgId = typeof claimed === 'string' && /^[0-9a-f-]{36}$/i.test(claimed) ? claimed : null;
+  }
+  if (orgId) deps.audit.denial(refusalRow(orgId, request, err.status, err.code, err.message, principal));
+}
+
 const rolePolicy = (role: Role): AccessPolicy => ({
   authenticate: async (request, deps) => {
-    const principal = await deps.auth.rest(request);
-    authorize(role, principal);
+    let principal: Principal;
+    try {
+      principal = await deps.auth.rest(request);
+    } catch (err) {
+      recordRestRefusal(deps, request, err, null);
+      throw err;
+    }
+    try {
+      authorize(role, principal);
+    } catch (err) {
+      recordRestRefusal(deps, request, err, principal);
+      throw err;
+    }
     return principal;
   },
   restRequest: true,

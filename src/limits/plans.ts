@@ -39,3 +39,24 @@ export function monthlyQuotaFor(plan: string): number | null {
 export function periodStart(at: Date): string {
   return `${at.getUTCFullYear()}-${String(at.getUTCMonth() + 1).padStart(2, '0')}-01`;
 }
+
+/**
+ * Live (non-archived) connectors each plan allows; null is unlimited. Enforced when a connector is created
+ * (409 connector_limit_reached); docs/decisions.md gives the reasons for the figures.
+ */
+export const CONNECTOR_LIMITS: Record<Plan, number | null> = {
+  starter: 3,
+  growth: 10,
+  scale: 50,
+  enterprise: null,
+  standalone: null,
+};
+
+export function connectorLimitFor(plan: string): number | null {
+  return isPlan(plan) ? CONNECTOR_LIMITS[plan] : null;
+}
+
+/** First instant of the month after the one holding `at`: the end (exclusive) of its billing period. */
+export function periodEnd(at: Date): Date {
+  return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1));
+}

@@ -23,6 +23,9 @@ export interface McpOrg {
   catalogVersion: number;
   plan: string;
   burstLimitPerSecond: number | null;
+  /** The trial's end decides whether tools/call runs (tools/runtime.ts, trialExpired). */
+  subscriptionStatus: string;
+  trialExpiresAt: Date | null;
 }
 
 /** The org columns the MCP endpoint reads (McpOrg): one list for both lookups. */
@@ -32,6 +35,8 @@ export const MCP_ORG_COLUMNS = {
   catalogVersion: orgs.catalogVersion,
   plan: orgs.plan,
   burstLimitPerSecond: orgs.burstLimitPerSecond,
+  subscriptionStatus: orgs.subscriptionStatus,
+  trialExpiresAt: orgs.trialExpiresAt,
 };
 
 const orgBySlug = (db: Db) => db.select(MCP_ORG_COLUMNS).from(orgs).where(eq(orgs.slug, sql.placeholder('slug'))).prepare('toolgate_mcp_org');

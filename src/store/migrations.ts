@@ -236,4 +236,22 @@ CREATE TABLE webhook_attempts (
 CREATE INDEX webhook_attempts_webhook ON webhook_attempts (webhook_id, attempted_at);
 `,
   },
+  {
+    version: 7,
+    name: 'audit_chain',
+    sql: `
+ALTER TABLE audit_events ADD COLUMN seq bigint;
+ALTER TABLE audit_events ADD COLUMN prev_hash text;
+ALTER TABLE audit_events ADD COLUMN hash text;
+CREATE UNIQUE INDEX audit_events_org_seq ON audit_events (org_id, seq);
+CREATE INDEX audit_events_unsealed ON audit_events (created_at) WHERE seq IS NULL;
+CREATE TABLE audit_chains (
+  org_id uuid PRIMARY KEY REFERENCES orgs(id) ON DELETE CASCADE,
+  head_seq bigint NOT NULL,
+  head_hash text NOT NULL,
+  base_seq bigint NOT NULL,
+  base_hash text NOT NULL
+);
+`,
+  },
 ];

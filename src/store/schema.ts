@@ -72,7 +72,27 @@ export const auditEvents = pgTable('audit_events', {
   outcome: text('outcome').notNull().default('success'),
   details: jsonb('details').$type<Record<string, unknown>>().notNull().default({}),
   createdAt: ts('created_at').notNull().defaultNow(),
-}, (t) => [index('audit_events_org_time').on(t.orgId, t.createdAt.desc())]);
+  /** Position in the org's hash chain (audit/chain.ts); null until the row is sealed into it (audit/repository.ts sealPending). */
+  seq: bigint('seq', { mode: 'number' }),
+  prevHash: text('prev_hash'),
+  hash: text('hash'),
+}, (t) => [
+  index('audit_events_org_time').on(t.orgId, t.createdAt.desc()),
+  uniqueIndex('audit_events_org_seq').on(t.orgId, t.seq),
+  index('audit_events_unsealed').on(t.createdAt).where(sql`seq IS NULL`),
+]);
+
+/** Head and base of each org's audit hash chain; the head row is the lock every audit write of the org takes. */
+export const auditChains = pgTable('audit_chains', {
+  orgId: uuid('org_id')
+    .primaryKey()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
+  headSeq: bigint('head_seq', { mode: 'number' }).notNull(),
+  headHash: text('head_hash').notNull(),
+  /** Rows up to base_seq were removed by retention; base_hash is the hash of the last of them. */
+  baseSeq: bigint('base_seq', { mode: 'number' }).notNull(),
+  baseHash: text('base_hash').notNull(),
+});
 
 export const connectors = pgTable('connectors', {
   id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),

@@ -11,11 +11,12 @@
  *    then `execute`) with the held input: one execution path for immediate and approved calls;
  *  - tool sources: `execute` picks what runs a tool by its connector's type (a database driver today; an upstream
  *    MCP server is another kind of connector with its own executor);
- *  - audit rows and webhooks: `deps.toolCalled.record` in callTool, after the tool ran, emits `tool.called` on the
- *    domain events (src/events); today src/webhooks/outbox.ts queues those for a background batch writer and skips
- *    orgs without a tool.called webhook (a cached boolean, no promise, no allocation). The audit's group commit takes
- *    this place: it writes the audit rows and emits the same events in one transaction, awaited before the result
- *    leaves. An approved held call is reported by approval.decided, not tool.called.
+ *  - audit rows and webhooks: `callTool` wraps every tools/call. A call that ran (or was answered by the gate or a
+ *    built-in tool) resolves only once its `tool.called` audit row is committed, by group commit
+ *    (audit/recorder.ts). A call that ran a connector tool of an org with a tool.called webhook
+ *    (`toolCalled.subscriptions.wants`, a cached boolean) also carries its `tool.called` domain event, emitted in the
+ *    transaction of the audit rows (the outbox commits with them). A refused call (RpcError) is recorded as a refusal
+ *    without waiting. An approved held call is reported by approval.decided, not tool.called.
  */
 import { getDriver } from '../connectors/registry.ts';
 import type { ToolResult } from '../connectors/types.ts';
@@ -29,12 +30,20 @@ import type { CatalogCache, CatalogTool, OrgCatalog } from './catalog.ts';
 import { monthlyQuotaFor } from '../limits/plans.ts';
 import { checkParams, RawJson } from '../mcp/protocol.ts';
 import type { OutboundPolicy } from '../net/outbound.ts';
+import { actorOf } from '../auth/principal.ts';
+import { canonicalJson } from '../audit/chain.ts';
+import type { AuditRecorder } from '../audit/recorder.ts';
+import { DomainEvents } from '../events/index.ts';
+import { createHash } from 'node:crypto';
+import { trialExpired } from '../billing/trial.ts';
 
 /** The org a call is made in: its catalog version (read per request) and its plan (the quota). */
 export interface RuntimeOrg {
   id: string;
   catalogVersion: number;
   plan: string;
+  subscriptionStatus: string;
+  trialExpiresAt: Date | null;
 }
 
 /** What running a tool uses: the quota meter, the execution limits, and the outbound policy (upstream MCP servers). */
@@ -60,12 +69,14 @@ export interface ApprovalDesk {
 export interface ToolRuntimeDeps extends ExecutionDeps {
   catalog: Pick<CatalogCache, 'get'>;
   approvals: ApprovalDesk;
-  /** Records that a tool ran (the tool.called event); a returned promise is awaited before the result leaves. */
+  /** The audit log's group-commit writer: tool-call rows (awaited) and refusals. */
+  audit: Pick<AuditRecorder, 'toolCall' | 'denial' | 'accepting'>;
+  /** Which orgs have a tool.called webhook (webhooks/outbox.ts): only their calls build the event. */
   toolCalled?: ToolCalledSink;
 }
 
 export interface ToolCalledSink {
-  record(org: RuntimeOrg, data: () => Record<string, unknown>): void | Promise<void>;
+  subscriptions: { wants(org: { id: string; catalogVersion: number }): boolean | Promise<boolean> };
 }
 
 export const CHECK_APPROVAL_STATUS = 'check_approval_status';
@@ -207,21 +218,129 @@ function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, u
   });
 }
 
+/** What a tool-call row keeps of the arguments: a digest (matches a known input), never the values or the SQL. */
+function argumentsDigest(args: Record<string, unknown>): string {
+  return createHash('sha256').update(canonicalJson(args)).digest('hex');
+}
+
+function rowCountOf(result: ToolResult): number | null {
+  const count = result.structuredContent?.rowCount;
+  return typeof count === 'number' ? count : null;
+}
+
+/** What a call got to before it returned or was refused: the tool it named, and whether the quota counted it. */
+interface CallTrace {
+  tool?: CatalogTool;
+  counted?: boolean;
+}
+
+/** Every tools/call, recorded: see the module header. A failed audit write fails the call (no result without its row). */
 export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+  const started = performance.now();
+  const seen: CallTrace = {};
+  let result: ToolResult;
+  try {
+    result = await runCall(deps, org, principal, name, args, seen);
+  } catch (err) {
+    if (err instanceof RpcError) {
+      deps.audit.denial({
+        orgId: org.id,
+        action: 'tool.call_refused',
+        actor: actorOf(principal),
+        targetType: 'tool',
+        targetId: (seen.tool?.name ?? name).slice(0, 100),
+        outcome: 'denied',
+        details: { code: err.code, reason: err.message, ...(seen.tool ? { connector_id: seen.tool.connector.id } : {}) },
+      });
+    }
+    throw err;
+  }
+  const durationMs = Math.round((performance.now() - started) * 10) / 10;
+  const tool = seen.tool;
+  const outcome = result.isError ? 'error' : 'success';
+  const data = {
+    tool_name: tool?.name ?? name,
+    connector_id: tool?.connector.id ?? null,
+    connector_type: tool?.connector.type ?? null,
+    outcome,
+    duration_ms: durationMs,
+    row_count: rowCountOf(result),
+  };
+  const actor = actorOf(principal);
+  const event = tool && seen.counted && (await wantsToolCalled(deps, org)) ? toolCalledEvent(org, tool, data, result, principal) : null;
+  await recordCall(
+    deps,
+    {
+      orgId: org.id,
+      action: 'tool.called',
+      actor,
+      targetType: 'tool',
+      targetId: data.tool_name,
+      outcome,
+      details: { ...data, counted: Boolean(seen.counted), arguments_sha256: argumentsDigest(args), ...(result.structuredContent?.status === 'pending_approval' ? { held_for_approval: true } : {}) },
+    },
+    event,
+  );
+  return result;
+}
+
+/** A cached boolean on the hot path; if the lookup fails the event is built anyway (an unwanted outbox row is harmless). */
+async function wantsToolCalled(deps: ToolRuntimeDeps, org: RuntimeOrg): Promise<boolean> {
+  if (!deps.toolCalled) return false;
+  const wants = deps.toolCalled.subscriptions.wants(org);
+  return typeof wants === 'boolean' ? wants : wants.catch(() => true);
+}
+
+/** The tool.called webhook payload (the shape issue 11 delivers). */
+function toolCalledEvent(org: RuntimeOrg, tool: CatalogTool, data: { duration_ms: number }, result: ToolResult, principal: Principal) {
+  return DomainEvents.create('tool.called', org.id, {
+    tool_name: tool.name,
+    connector_id: tool.connector.id,
+    connector_type: tool.connector.type,
+    is_error: result.isError === true,
+    duration_ms: Math.round(data.duration_ms),
+    caller: { type: principal.kind === 'idp_user' ? 'user' : principal.kind, id: principal.kind === 'idp_user' ? (principal.email ?? principal.actorId) : principal.actorId },
+  });
+}
+
+/** Waits for the call's row; if it cannot be written the result is withheld (no result without its audit row). */
+async function recordCall(deps: ToolRuntimeDeps, ...args: Parameters<ToolRuntimeDeps['audit']['toolCall']>): Promise<void> {
+  try {
+    await deps.audit.toolCall(...args);
+  } catch {
+    throw new RpcError(RpcCode.InternalError, 'The call ran, but its audit record could not be written, so its result is withheld.');
+  }
+}
+
+async function runCall(
+  deps: ToolRuntimeDeps,
+  org: RuntimeOrg,
+  principal: Principal,
+  name: string,
+  args: Record<string, unknown>,
+  seen: CallTrace,
+): Promise<ToolResult> {
   const builtin = BUILTIN_TOOLS.get(name);
   if (builtin) return builtin.call(deps, org, principal, args);
   const catalog = await deps.catalog.get(org.id, org.catalogVersion);
   const tool = catalog.byName.get(name);
   if (!tool || !tool.enabled) throw new RpcError(RpcCode.InvalidParams, `Unknown tool: ${name.slice(0, 100)}. Call tools/list for the available tools.`);
+  seen.tool = tool;
   if (!inScope(principal, tool)) throw new RpcError(RpcCode.InsufficientScope, `This credential may not call ${tool.name}.`);
   // Validation mutates a copy (defaults are filled in); the caller's object stays as sent.
   const input = structuredClone(args);
   if (!tool.validate(input)) throw invalidArguments(tool);
+  if (trialExpired(org, new Date())) {
+    throw new RpcError(
+      RpcCode.QuotaExceeded,
+      `The trial of this org ended at ${org.trialExpiresAt!.toISOString()}: tool calls are paused until the org subscribes to a plan.`,
+    );
+  }
   const instead = gate(deps, org, principal, tool, input);
   if (instead) return instead;
+  if (!deps.audit.accepting()) throw new RpcError(RpcCode.InternalError, 'The audit log cannot keep up right now, so the call was not run; retry shortly.');
   // Only a tool call that runs counts against the monthly quota (not check_approval_status polling, not calls
   // refused or held above; a held call counts when its approval runs it).
-  const started = performance.now();
   let result: ToolResult;
   try {
     result = await executeTool(deps, org, tool, input);
@@ -229,14 +348,6 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
     if (err instanceof QuotaExceededError) throw new RpcError(RpcCode.QuotaExceeded, err.message);
     throw err;
   }
-  const recording = deps.toolCalled?.record(org, () => ({
-    tool_name: tool.name,
-    connector_id: tool.connector.id,
-    connector_type: tool.connector.type,
-    is_error: result.isError === true,
-    duration_ms: Math.round(performance.now() - started),
-    caller: { type: principal.kind === 'idp_user' ? 'user' : principal.kind, id: principal.kind === 'idp_user' ? (principal.email ?? principal.actorId) : principal.actorId },
-  }));
-  if (recording) await recording;
+  seen.counted = true;
   return result;
 }

@@ -1,0 +1,33 @@
+/** The audit export: one JSON document streamed page by page (keyset pagination), never the whole log in memory. */
+import type { Queryable } from '../store/db.ts';
+import { auditPageAsc, type AuditFilter } from './repository.ts';
+import { auditEventView } from './views.ts';
+
+const PAGE_ROWS = 500;
+
+export function auditExportStream(db: Queryable, orgId: string, filter: AuditFilter, redact: boolean, now: Date = new Date()): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let afterSeq = 0;
+  let first = true;
+  let done = false;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(encoder.encode(`{"org_id":${JSON.stringify(orgId)},"exported_at":${JSON.stringify(now.toISOString())},"redacted":${redact},"events":[`));
+    },
+    async pull(controller) {
+      if (done) return;
+      const rows = await auditPageAsc(db, orgId, filter, afterSeq, PAGE_ROWS);
+      if (rows.length) {
+        const text = rows.map((r) => JSON.stringify(auditEventView(r, redact))).join(',');
+        controller.enqueue(encoder.encode(first ? text : `,${text}`));
+        first = false;
+        afterSeq = rows[rows.length - 1]!.seq!;
+      }
+      if (rows.length < PAGE_ROWS) {
+        done = true;
+        controller.enqueue(encoder.encode(']}'));
+        controller.close();
+      }
+    },
+  }, { highWaterMark: 1 });
+}

@@ -1,0 +1,217 @@
+/**
+ * The audit log's hot-path writer: tool-call rows and refusals, written by group commit.
+ *
+ * - Tool calls (`toolCall`): no result without its row. The caller awaits the row; the rows requested during one
+ *   turn of the event loop (and while MAX_IN_FLIGHT batches are out) go to the store as ONE multi-row INSERT,
+ *   committed before any of those calls is answered. If the batch fails, every call in it fails (the caller answers
+ *   an error instead of the result). The rows carry no chain position yet: `sealPending` (audit/repository.ts) seals
+ *   them into their orgs' hash chains right after, off the hot path, so batches never queue on a chain-head lock.
+ *   The queue of waiting calls is bounded (TOOLGATE_AUDIT_QUEUE_MAX): while it is full (`accepting()` false) new
+ *   calls are refused before they run, so a store that cannot keep up turns into errors, not unbounded memory.
+ * - Refusals (`denial`): 401/403/429/quota answers are not held back for their row (a flood of them must not slow
+ *   anybody), so they are queued without waiting, in a separate bounded queue. A batch writes at most
+ *   DENIALS_PER_BATCH of them, in a statement of their own after the tool calls', so tool calls wait for a bounded
+ *   amount of refusal work and a refusal that cannot be written never fails a call. When the queue is full, further
+ *   refusals of that org are counted, not queued, and one `audit.denials_dropped` row with the count is written once
+ *   there is room again: the log says how many refusals it does not itemise.
+ *
+ * The seam for webhooks (issue 11): every tool-call row is paired with a `tool.called` DomainEvent. When a subscriber
+ * takes `tool.called` (`events.wants`), the batch's INSERT and `events.emit(tx, events)` run in one transaction, so
+ * the subscriber (the webhook outbox) writes its rows with that `tx`: they commit with the audit rows or not at all,
+ * and if it throws, the batch and its calls fail. With no such subscriber the batch is a single INSERT. Other domain
+ * events that need an audit row (approval.requested) are turned into rows by `auditSubscriber`, subscribed at start.
+ */
+import { type DomainEvent, type DomainEvents, type EventSubscriber } from '../events/index.ts';
+import type { Db } from '../store/db.ts';
+import type { Logger } from '../util/log.ts';
+import { describeError } from '../util/log.ts';
+import { appendAudit, insertUnsealed, sealPending, type AuditInput } from './repository.ts';
+
+/** Refusals per batch: bounds what a tool call's row waits for when it shares a batch with a denial flood. */
+export const DENIALS_PER_BATCH = 200;
+/** Batches out at once; new rows wait for the next batch meanwhile (that is the group commit). */
+const MAX_IN_FLIGHT = 4;
+/** Rows sealed per sealing transaction. */
+const SEAL_ROWS = 5000;
+/** Sealing runs at most this often, so under load one sealing transaction takes many batches' rows. */
+const SEAL_INTERVAL_MS = 100;
+
+export class AuditUnavailableError extends Error {}
+
+interface PendingCall {
+  row: AuditInput;
+  event: DomainEvent | null;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+export interface AuditRecorderDeps {
+  db: Db;
+  events: Pick<DomainEvents, 'emit' | 'wants'>;
+  log: Logger;
+  /** Waiting tool-call rows and waiting refusals, each queue on its own. */
+  queueMax: number;
+  now?: () => Date;
+}
+
+export class AuditRecorder {
+  private calls: PendingCall[] = [];
+  private denials: AuditInput[] = [];
+  private dropped = new Map<string, { count: number; since: Date }>();
+  private inFlight = new Set<Promise<void>>();
+  private scheduled = false;
+  private sealing: Promise<void> | null = null;
+  private sealAgain = false;
+  private draining = false;
+
+  constructor(private readonly deps: AuditRecorderDeps) {}
+
+  /** Records a tool call and resolves once its row (and its `tool.called` event, if any) is committed. */
+  toolCall(row: AuditInput, event: DomainEvent | null): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.calls.push({ row, event, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /**
+   * Whether a new tool call may start: false while the rows waiting for their commit fill the queue. Checked before a
+   * tool runs (a call that ran always gets its row queued), so the queue exceeds its bound by at most the calls
+   * already executing.
+   */
+  accepting(): boolean {
+    return this.calls.length < this.deps.queueMax;
+  }
+
+  /** Records a refusal without waiting for it; never throws. */
+  denial(row: AuditInput): void {
+    if (this.denials.length >= this.deps.queueMax) {
+      const seen = this.dropped.get(row.orgId);
+      if (seen) seen.count += 1;
+      else this.dropped.set(row.orgId, { count: 1, since: this.now() });
+      return;
+    }
+    this.denials.push(row);
+    this.schedule();
+  }
+
+  /** Waits until everything queued so far is written and sealed into the chains (tests, shutdown). */
+  async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.calls.length || this.denials.length || this.dropped.size || this.inFlight.size || this.sealing) {
+        if (this.inFlight.size) await Promise.all(this.inFlight);
+        else if (this.sealing) await this.sealing;
+        else this.flush();
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private now(): Date {
+    return this.deps.now?.() ?? new Date();
+  }
+
+  private hasWork(): boolean {
+    return this.calls.length > 0 || this.denials.length > 0 || this.dropped.size > 0;
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.inFlight.size >= MAX_IN_FLIGHT) return;
+    this.scheduled = true;
+    // After the I/O of this loop turn: every row requested with it joins the batch.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    if (!this.hasWork()) return;
+    const calls = this.calls;
+    this.calls = [];
+    const denials = this.denials.splice(0, DENIALS_PER_BATCH);
+    // Dropped counts are written once the denial queue has room again.
+    const dropped = this.denials.length < this.deps.queueMax / 2 ? this.takeDropped() : [];
+    const batch = this.write(calls, [...denials, ...dropped]).finally(() => {
+      this.inFlight.delete(batch);
+      this.seal();
+      if (this.hasWork()) this.schedule();
+    });
+    this.inFlight.add(batch);
+  }
+
+  private takeDropped(): AuditInput[] {
+    const rows = [...this.dropped].map(([orgId, { count, since }]) => ({
+      orgId,
+      action: 'audit.denials_dropped',
+      actor: { type: 'system' as const, id: null },
+      outcome: 'error' as const,
+      details: { count, since: since.toISOString(), reason: 'the queue of refusals to record was full' },
+    }));
+    this.dropped.clear();
+    return rows;
+  }
+
+  private async write(calls: PendingCall[], others: AuditInput[]): Promise<void> {
+    if (calls.length) {
+      try {
+        const rows = calls.map((c) => c.row);
+        const events = calls.flatMap((c) => (c.event ? [c.event] : []));
+        if (events.length && this.deps.events.wants('tool.called')) {
+          await this.deps.db.transaction(async (tx) => {
+            await insertUnsealed(tx, rows, this.now());
+            await this.deps.events.emit(tx, events);
+          });
+        } else {
+          await insertUnsealed(this.deps.db, rows, this.now());
+        }
+        for (const call of calls) call.resolve();
+      } catch (err) {
+        this.deps.log.error('audit batch failed', { rows: calls.length, error: describeError(err) });
+        for (const call of calls) call.reject(new AuditUnavailableError('audit write failed'));
+      }
+    }
+    if (others.length) {
+      await insertUnsealed(this.deps.db, others, this.now()).catch((err: unknown) => {
+        this.deps.log.error('recording refusals failed; they are lost', { rows: others.length, error: describeError(err) });
+      });
+    }
+  }
+
+  /** Seals written rows into the chains; one sealing at a time per instance, repeated while rows keep coming. */
+  private seal(): void {
+    if (this.sealing) {
+      this.sealAgain = true;
+      return;
+    }
+    this.sealing = (async () => {
+      do {
+        if (!this.draining) await new Promise((resolve) => setTimeout(resolve, SEAL_INTERVAL_MS));
+        this.sealAgain = false;
+        try {
+          while ((await sealPending(this.deps.db, SEAL_ROWS)) === SEAL_ROWS);
+        } catch (err) {
+          // The rows stay committed and unsealed; the next batch (or the next start) seals them.
+          this.deps.log.error('sealing audit rows failed', { error: describeError(err) });
+        }
+      } while (this.sealAgain);
+    })().finally(() => {
+      this.sealing = null;
+    });
+  }
+}
+
+/** Domain events that are audit rows too, written in the emitter's transaction (approval.requested). */
+export const auditSubscriber: EventSubscriber = async (tx, events) => {
+  const rows: AuditInput[] = events.map((e) => ({
+    orgId: e.orgId,
+    action: 'approval.requested',
+    actor: { type: 'system', id: null },
+    targetType: 'approval',
+    targetId: typeof e.data.approval_id === 'string' ? e.data.approval_id : undefined,
+    details: { tool_name: e.data.tool_name, requested_by: e.data.requested_by, event_id: e.id },
+  }));
+  if (rows.length) await appendAudit(tx, rows);
+};

@@ -1,0 +1,36 @@
+/** GET /api/audit (one page, newest first, with a cursor) and GET /api/audit/export-json (streamed, admin). */
+import { json } from '../errors.ts';
+import { auditExportStream } from '../audit/export.ts';
+import { listAudit, type AuditFilter } from '../audit/repository.ts';
+import { auditEventView } from '../audit/views.ts';
+import type { Handler } from './context.ts';
+
+function filterOf(query: Record<string, unknown>, now: Date): AuditFilter {
+  return {
+    ...(typeof query.action === 'string' ? { action: query.action } : {}),
+    ...(typeof query.days === 'number' ? { since: new Date(now.getTime() - query.days * 86_400_000) } : {}),
+  };
+}
+
+export const listAuditEvents: Handler = async ({ principal, deps, query }) => {
+  const limit = typeof query.limit === 'number' ? query.limit : 50;
+  const beforeSeq = typeof query.cursor === 'string' ? Number(query.cursor) : null;
+  // One row more than the page tells whether another page follows, without a count.
+  const rows = await listAudit(deps.store.db, principal!.orgId, filterOf(query, new Date()), limit + 1, beforeSeq);
+  const page = rows.slice(0, limit);
+  const next = rows.length > limit ? String(page[page.length - 1]!.seq) : null;
+  return json({ events: page.map((r) => auditEventView(r)), next_cursor: next }, 200, { 'cache-control': 'no-store' });
+};
+
+export const exportAuditEvents: Handler = ({ principal, deps, query }) => {
+  const now = new Date();
+  const stream = auditExportStream(deps.store.db, principal!.orgId, filterOf(query, now), query.redact === true, now);
+  return new Response(stream, {
+    status: 200,
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'content-disposition': `attachment; filename="audit-${now.toISOString().slice(0, 10)}.json"`,
+      'cache-control': 'no-store',
+    },
+  });
+};

@@ -1,0 +1,146 @@
+/**
+ * Issue 10, billing: subscription, usage and limits (through the generated client), usage equal to the quota counter
+ * under concurrent calls on two instances, the per-plan connector limit (also under concurrent creation), and the
+ * trial's end at its exact boundary. Real PostgreSQL for the store and the connector target.
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import { createClient } from '../generated/client/client/index.ts';
+import { getLimits, getSubscription, getUsage } from '../generated/client/sdk.gen.ts';
+import { trialExpired } from '../src/billing/trial.ts';
+import { CONNECTOR_LIMITS } from '../src/limits/plans.ts';
+import { verifies } from './requirements.ts';
+import { api, BASE, onboard, startTestGateway, tokenFor, type TestGateway } from './support/gateway.ts';
+import { callTool, createConnector, expectRpcError, rpc } from './support/mcp.ts';
+import { serviceAvailable } from './support/services.ts';
+import { createTargets, type Targets } from './support/targets.ts';
+
+setDefaultTimeout(60_000);
+const hasPg = await serviceAvailable('postgres');
+if (!hasPg) console.warn('billing.test.ts: PostgreSQL is not reachable on 127.0.0.1:5432; the suite is skipped');
+
+const ITEMS = 'query_postgresql_items';
+
+function clientFor(gateway: TestGateway) {
+  const viaGateway = (input: RequestInfo | URL, init?: RequestInit) => gateway.handle(new Request(input, init));
+  return createClient({ baseUrl: BASE, fetch: viaGateway as typeof fetch });
+}
+
+describe('trial end (unit)', () => {
+  test('the trial ends at trial_expires_at inclusive; active subscriptions never expire this way', () => {
+    verifies('BILLING-TRIAL-EXPIRY');
+    const end = new Date('2026-03-01T00:00:00.000Z');
+    expect(trialExpired({ subscriptionStatus: 'trialing', trialExpiresAt: end }, new Date(end.getTime() - 1))).toBe(false);
+    expect(trialExpired({ subscriptionStatus: 'trialing', trialExpiresAt: end }, end)).toBe(true);
+    expect(trialExpired({ subscriptionStatus: 'active', trialExpiresAt: end }, new Date(end.getTime() + 1))).toBe(false);
+    expect(trialExpired({ subscriptionStatus: 'trialing', trialExpiresAt: null }, end)).toBe(false);
+  });
+});
+
+describe.skipIf(!hasPg)('billing', () => {
+  let g: TestGateway;
+  let g2: TestGateway;
+  let t: Targets;
+  beforeAll(async () => {
+    t = await createTargets('tg_billing', 'pg');
+    g = await startTestGateway('postgres');
+    // A second instance on the same store: usage must add up across instances.
+    g2 = await startTestGateway('postgres', {}, g.databaseUrl!);
+  }, 120_000);
+  afterAll(async () => {
+    await g2?.close();
+    await g?.close();
+    await t?.drop();
+  }, 60_000);
+
+  test('subscription, usage and limits: usage is the quota counter, also with concurrent calls on two instances', async () => {
+    verifies('BILLING-ENDPOINTS');
+    const org = await onboard(g, undefined, 'growth');
+    const token = await tokenFor(g, org.clientId, org.clientSecret);
+    const connector = await createConnector(g, token, { name: 'pg', type: 'postgresql', config: t.pgConfig });
+    const client = clientFor(g);
+
+    const sub = await getSubscription({ client, auth: token });
+    expect(sub.response.status).toBe(200);
+    expect(sub.data).toMatchObject({ plan: 'growth', status: 'trialing' });
+    expect(Date.parse(sub.data!.trial_expires_at!)).toBeGreaterThan(Date.now());
+
+    // 20 calls per instance at once (growth allows 50 per second per instance window).
+    const calls = await Promise.all([
+      ...Array.from({ length: 20 }, () => callTool(g, org.slug, { apiKey: org.apiKey }, ITEMS, { sql: 'SELECT name FROM items' })),
+      ...Array.from({ length: 20 }, () => callTool(g2, org.slug, { apiKey: org.apiKey }, ITEMS, { sql: 'SELECT name FROM items' })),
+    ]);
+    for (const call of calls) expect(call.body.result.isError).toBeFalsy();
+    // Refused and built-in calls do not count.
+    expectRpcError(await callTool(g, org.slug, { apiKey: org.apiKey }, 'query_postgresql_nope', { sql: 'SELECT 1' }), -32602);
+    await callTool(g, org.slug, { apiKey: org.apiKey }, 'check_approval_status', { approvalId: 'x' });
+
+    const usage = await getUsage({ client, auth: token });
+    expect(usage.response.status).toBe(200);
+    const now = new Date();
+    expect(usage.data).toEqual({
+      period_start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(),
+      period_end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
+      tool_calls: 40,
+      by_connector: [{ connector_id: connector.id, tool_calls: 40 }],
+    });
+    const counter = await g.deps.store.db.execute(sql`SELECT tool_calls FROM usage_counters WHERE org_id = ${org.orgId}`);
+    expect(Number((counter as any)[0].tool_calls)).toBe(40);
+
+    const limits = await getLimits({ client: clientFor(g2), auth: token });
+    expect(limits.data).toEqual({
+      plan: 'growth',
+      connectors_max: 10,
+      connectors_used: 1,
+      monthly_tool_calls: 50_000,
+      tool_calls_used: 40,
+      burst_limit_per_second: 50,
+    });
+  });
+
+  test('the plan limits connectors: the next creation is 409 connector_limit_reached, exactly, under concurrency', async () => {
+    verifies('BILLING-CONNECTOR-LIMIT');
+    expect(CONNECTOR_LIMITS).toEqual({ starter: 3, growth: 10, scale: 50, enterprise: null, standalone: null });
+    const org = await onboard(g, undefined, 'starter');
+    const token = await tokenFor(g, org.clientId, org.clientSecret);
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => (i % 2 ? g : g2).handle(new Request(`${BASE}/api/connectors`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `pg ${i}`, type: 'postgresql', config: t.pgConfig }),
+      }))),
+    );
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses).toEqual([201, 201, 201, 409, 409, 409]);
+    const refused = answers.find((r) => r.status === 409)!;
+    expect(await refused.json()).toEqual({ error: 'connector_limit_reached', message: expect.stringContaining('starter plan allows 3 connectors') });
+    await g.deps.jobs.idle();
+    await g2.deps.jobs.idle();
+    const limits = await getLimits({ client: clientFor(g), auth: token });
+    expect(limits.data).toMatchObject({ connectors_max: 3, connectors_used: 3 });
+    // Archiving one makes room again.
+    const created = (await (await api(g, 'GET', '/api/connectors', token)).json()) as any;
+    expect((await api(g, 'DELETE', `/api/connectors/${created.connectors[0].id}`, token)).status).toBe(200);
+    expect((await api(g, 'POST', '/api/connectors', token, { name: 'again', type: 'postgresql', config: t.pgConfig })).status).toBe(201);
+    await g.deps.jobs.idle();
+  });
+
+  test('at the end of the trial tools/call is refused with -32000 and the subscription reads expired; tools/list still answers', async () => {
+    verifies('BILLING-TRIAL-EXPIRY');
+    const org = await onboard(g, undefined, 'growth');
+    const token = await tokenFor(g, org.clientId, org.clientSecret);
+    await createConnector(g, token, { name: 'pg', type: 'postgresql', config: t.pgConfig });
+    const end = new Date(Date.now() + 1500);
+    await g.deps.store.db.execute(sql`UPDATE orgs SET trial_expires_at = ${end.toISOString()}::timestamptz WHERE id = ${org.orgId}`);
+    const before = await callTool(g, org.slug, { apiKey: org.apiKey }, ITEMS, { sql: 'SELECT name FROM items' });
+    expect(before.body.result.isError).toBeFalsy();
+    expect((await getSubscription({ client: clientFor(g), auth: token })).data!.status).toBe('trialing');
+    await Bun.sleep(Math.max(0, end.getTime() - Date.now()) + 20);
+    expectRpcError(await callTool(g, org.slug, { apiKey: org.apiKey }, ITEMS, { sql: 'SELECT name FROM items' }), -32000, 'trial of this org ended');
+    expect((await rpc(g, org.slug, { apiKey: org.apiKey }, 'tools/list', {})).status).toBe(200);
+    expect((await getSubscription({ client: clientFor(g), auth: token })).data).toMatchObject({ status: 'expired', trial_expires_at: end.toISOString() });
+    // Subscribing ends the refusal.
+    await g.deps.store.db.execute(sql`UPDATE orgs SET subscription_status = 'active' WHERE id = ${org.orgId}`);
+    expect((await callTool(g, org.slug, { apiKey: org.apiKey }, ITEMS, { sql: 'SELECT name FROM items' })).body.result.isError).toBeFalsy();
+  });
+});
