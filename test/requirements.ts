@@ -3,7 +3,7 @@
  *
  * Sources: `spec` = ../shared/spec/gateway-spec.md, `checklist` = ../shared/security-checklist.md, `decisions` =
  * docs/decisions.md (where the spec leaves something "not shown"). Only what the gateway implements today is listed
- * (docs/decisions.md "Not built yet": audit/billing endpoints, webhooks, external MCP connectors).
+ * (docs/decisions.md "Not built yet").
  * test/requirements.test.ts fails when an id here is cited by no test, or a test cites an id not listed here.
  */
 export const REQUIREMENTS = {
