@@ -73,7 +73,8 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
   }
   const banner = [
     `toolgate: demo org "${DEMO_SLUG}" with a sample database (customers, products, orders) at ${mcpEndpointUrl(deps.config.publicUrl, DEMO_SLUG)}`,
-    fresh ? `toolgate: demo API key: ${fresh.api_key.key}` : null,
+    // The key goes to the log only when there is no private file to hold it (an in-memory store): logs are shared.
+    fresh && options.inMemory ? `toolgate: demo API key: ${fresh.api_key.key}` : null,
     !options.inMemory && existsSync(credentialsFile) ? `toolgate: demo credentials are in ${credentialsFile}` : null,
   ]
     .filter(Boolean)
