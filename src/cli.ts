@@ -30,6 +30,16 @@ function fail(message: string, code = 1): never {
   process.exit(code);
 }
 
+/** The config, or the process ends with the variable's problem named (no stack trace). */
+function configOrFail(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+}
+
 async function viaOperatorApi(url: string, token: string, body: Record<string, unknown>): Promise<Onboarding> {
   let response: Response;
   try {
@@ -95,13 +105,7 @@ async function orgCreate(argv: string[]): Promise<void> {
   if (trialDays !== undefined && (!Number.isInteger(trialDays) || trialDays < 0 || trialDays > 365)) fail('--trial-days must be an integer from 0 to 365', 2);
   if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(values.slug)) fail('--slug must be 1-63 characters of a-z, 0-9 and inner hyphens', 2);
 
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) fail(err.message);
-    throw err;
-  }
+  const config = configOrFail();
   const input = { slug: values.slug, name: values.name, plan, trialDays };
   const holder = config.databaseUrl ? null : lockHolder(config.dataDir);
   let result: Onboarding;
@@ -129,13 +133,7 @@ async function orgCreate(argv: string[]): Promise<void> {
 async function auditVerify(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { org: { type: 'string' } }, strict: true });
   if (!values.org) fail(`--org is required\n${USAGE}`, 2);
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) fail(err.message);
-    throw err;
-  }
+  const config = configOrFail();
   const holder = config.databaseUrl ? null : lockHolder(config.dataDir);
   if (holder) fail(`the data folder is in use by process ${holder.pid}; stop the server to verify the embedded store (or use DATABASE_URL)`);
   const release = config.databaseUrl ? () => {} : acquireDataDirLock(config.dataDir, { port: 0, url: 'cli' });

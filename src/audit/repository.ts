@@ -49,6 +49,21 @@ function storable(value: unknown): unknown {
   return typeof value === 'number' && !Number.isFinite(value) ? null : value;
 }
 
+/** The columns of an audit row that come from the event itself (sealed or not). */
+function eventColumns(event: AuditInput, now: Date) {
+  return {
+    orgId: event.orgId,
+    createdAt: now,
+    action: event.action,
+    actorType: event.actor.type,
+    actorId: event.actor.id,
+    targetType: event.targetType ?? null,
+    targetId: event.targetId ?? null,
+    outcome: event.outcome ?? 'success',
+    details: storable(event.details ?? {}) as Record<string, unknown>,
+  };
+}
+
 /** Appends events (any orgs, in order) to their orgs' chains in one transaction: 3 statements whatever the count. */
 export async function appendAudit(db: Queryable, events: readonly AuditInput[], now: Date = new Date()): Promise<AuditRow[]> {
   if (events.length === 0) return [];
@@ -57,19 +72,7 @@ export async function appendAudit(db: Queryable, events: readonly AuditInput[], 
   const heads = await lockHeads(db, orgIds);
   const rows: AuditRow[] = events.map((event) => {
     const head = heads.get(event.orgId)!;
-    const fields = {
-      orgId: event.orgId,
-      seq: head.seq + 1,
-      prevHash: head.hash,
-      createdAt: now,
-      action: event.action,
-      actorType: event.actor.type,
-      actorId: event.actor.id,
-      targetType: event.targetType ?? null,
-      targetId: event.targetId ?? null,
-      outcome: event.outcome ?? 'success',
-      details: storable(event.details ?? {}) as Record<string, unknown>,
-    };
+    const fields = { ...eventColumns(event, now), seq: head.seq + 1, prevHash: head.hash };
     const hash = rowHash(fields);
     heads.set(event.orgId, { seq: fields.seq, hash });
     return { id: crypto.randomUUID(), ...fields, hash };
@@ -141,18 +144,7 @@ export async function chainState(db: Queryable, orgId: string) {
 
 /** The row as stored before it is sealed into the chain: content only (no seq, prev_hash or hash yet). */
 function unsealedRow(event: AuditInput, now: Date) {
-  return {
-    id: crypto.randomUUID(),
-    orgId: event.orgId,
-    createdAt: now,
-    action: event.action,
-    actorType: event.actor.type,
-    actorId: event.actor.id,
-    targetType: event.targetType ?? null,
-    targetId: event.targetId ?? null,
-    outcome: event.outcome ?? 'success',
-    details: storable(event.details ?? {}) as Record<string, unknown>,
-  };
+  return { id: crypto.randomUUID(), ...eventColumns(event, now) };
 }
 
 /**
