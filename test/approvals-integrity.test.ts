@@ -5,9 +5,11 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import { ApprovalService, STALE_EXECUTION_REASON } from '../src/approvals/service.ts';
 import { executeTool } from '../src/tools/runtime.ts';
 import { verifies } from './requirements.ts';
-import { api, onboard, tokenFor } from './support/gateway.ts';
+import * as sdk from '../sdk/index.ts';
+import { onboard, tokenFor } from './support/gateway.ts';
 import { approvalsWorld, checkStatus, decide, DIGEST_KEY, entryId, FLAGGED, holdInsert, ledgerRows, managePrincipal, usedCalls, type ApprovalsWorld } from './support/approvals.ts';
 import { callTool, createConnector, restTools } from './support/mcp.ts';
+import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
 
 setDefaultTimeout(60_000);
@@ -31,12 +33,11 @@ describe.skipIf(!available)('exactly once across instances', () => {
       const { approvalId } = (await holdInsert(w, id)).structuredContent;
       const before = await usedCalls(w);
       const answers = await Promise.all([decide(w, w.g1, approvalId, 'approve'), decide(w, w.g2, approvalId, 'approve')]);
-      const bodies = (await Promise.all(answers.map((r) => r.json()))) as any[];
-      const statuses = answers.map((r) => r.status).sort();
+      const statuses = answers.map((r) => r.response.status).sort();
       expect({ round, statuses }).toEqual({ round, statuses: [200, 409] });
-      const winner = bodies[answers.findIndex((r) => r.status === 200)];
+      const winner = answers.find((r) => r.response.status === 200)!.data;
       expect(winner).toMatchObject({ ok: true, status: 'executed', result: { structuredContent: { rowCount: 1 } } });
-      expect(bodies[answers.findIndex((r) => r.status === 409)].error).toBe('approval_not_pending');
+      expect(answers.find((r) => r.response.status === 409)!.error?.error).toBe('approval_not_pending');
       expect(await ledgerRows(w, id)).toBe(1);
       expect(await usedCalls(w)).toBe(before + 1);
       const audit = await w.store`SELECT count(*)::int AS n FROM audit_events WHERE target_id = ${approvalId} AND action = 'approval.approved'`;
@@ -50,10 +51,10 @@ describe.skipIf(!available)('exactly once across instances', () => {
       const id = entryId();
       const { approvalId } = (await holdInsert(w, id)).structuredContent;
       const [approve, reject] = await Promise.all([decide(w, w.g1, approvalId, 'approve'), decide(w, w.g2, approvalId, 'reject')]);
-      expect([approve.status, reject.status].sort()).toEqual([200, 409]);
+      expect([approve.response.status, reject.response.status].sort()).toEqual([200, 409]);
       const { status } = await statusOf(approvalId);
-      expect(status).toBe(approve.status === 200 ? 'executed' : 'rejected');
-      expect(await ledgerRows(w, id)).toBe(approve.status === 200 ? 1 : 0);
+      expect(status).toBe(approve.response.status === 200 ? 'executed' : 'rejected');
+      expect(await ledgerRows(w, id)).toBe(approve.response.status === 200 ? 1 : 0);
     }
   });
 });
@@ -89,7 +90,7 @@ describe.skipIf(!available)('crash between executing and executed', () => {
     expect(await ledgerRows(w, id)).toBe(1);
     // While executing: polled as pending, and no second decision is possible.
     expect((await checkStatus(w, approvalId, undefined, w.g2)).structuredContent.status).toBe('pending');
-    expect((await decide(w, w.g2, approvalId, 'approve')).status).toBe(409);
+    expect((await decide(w, w.g2, approvalId, 'approve')).response.status).toBe(409);
     // A sweep inside the stale window leaves a running execution alone.
     await w.g2.deps.approvals.sweep();
     expect((await statusOf(approvalId)).status).toBe('executing');
@@ -110,7 +111,7 @@ describe.skipIf(!available)('crash between executing and executed', () => {
     expect(await statusOf(approvalId)).toEqual({ status: 'failed', status_reason: STALE_EXECUTION_REASON });
     const polled = await checkStatus(w, approvalId);
     expect(polled.structuredContent).toMatchObject({ status: 'failed', reason: STALE_EXECUTION_REASON });
-    expect((await decide(w, w.g1, approvalId, 'approve')).status).toBe(409);
+    expect((await decide(w, w.g1, approvalId, 'approve')).response.status).toBe(409);
     const audit = await w.store`SELECT action, details FROM audit_events WHERE target_id = ${approvalId} AND action <> 'approval.requested' ORDER BY created_at`;
     expect(audit.map((r) => r.action)).toEqual(['approval.approved', 'approval.failed']);
 
@@ -134,52 +135,53 @@ describe.skipIf(!available)('bound to what was asked', () => {
     const evil = entryId();
     await w.store`UPDATE approvals SET arguments_json = replace(arguments_json, ${String(a)}, ${String(evil)}) WHERE id = ${held}`;
     const res = await decide(w, w.g1, held, 'approve');
-    expect(res.status).toBe(200);
-    const body = (await res.json()) as any;
+    expect(res.response.status).toBe(200);
+    const body = res.data;
     expect(body).toMatchObject({ ok: false, status: 'failed' });
     expect(body.reason).toContain('digest');
     // A valid (arguments, digest) pair copied from another approval does not verify on this row either.
     const third = (await holdInsert(w, entryId())).structuredContent.approvalId;
     await w.store`UPDATE approvals t SET arguments_json = o.arguments_json, arguments_digest = o.arguments_digest FROM approvals o WHERE t.id = ${third} AND o.id = ${other}`;
-    expect(((await (await decide(w, w.g2, third, 'approve')).json()) as any).reason).toContain('digest');
+    expect((await decide(w, w.g2, third, 'approve')).data.reason).toContain('digest');
     expect([await ledgerRows(w, a), await ledgerRows(w, evil), await ledgerRows(w, b)]).toEqual([0, 0, 0]);
     expect(await usedCalls(w)).toBe(before);
     // The untouched approval still runs, with exactly its own arguments.
-    expect(((await (await decide(w, w.g1, other, 'approve')).json()) as any).status).toBe('executed');
+    expect((await decide(w, w.g1, other, 'approve')).data.status).toBe('executed');
     expect(await ledgerRows(w, b)).toBe(1);
   });
 
   test('policy is re-checked at execution: a disabled tool, a revoked requesting key, an archived connector fail closed with a reason', async () => {
     verifies('APPROVAL-POLICY-RECHECK');
-    const patchTool = (toolId: string, body: unknown) => api(w.g1, 'PATCH', `/api/mcp/${w.org.orgId}/tools/${toolId}/metadata`, w.manage, body);
+    const client = sdkFor(w.g1, w.manage).client;
+    const patchTool = (toolId: string, body: sdk.UpdateToolRequest) => sdk.updateToolMetadata({ client, path: { orgId: w.org.orgId, toolId }, body });
     const before = await usedCalls(w);
 
     const disabledId = entryId();
     const disabled = (await holdInsert(w, disabledId)).structuredContent.approvalId;
-    expect((await patchTool(w.flaggedToolId, { enabled: false })).status).toBe(200);
-    const disabledAnswer = (await (await decide(w, w.g2, disabled, 'approve')).json()) as any;
+    expect((await patchTool(w.flaggedToolId, { enabled: false })).response.status).toBe(200);
+    const disabledAnswer = (await decide(w, w.g2, disabled, 'approve')).data;
     expect(disabledAnswer).toMatchObject({ ok: false, status: 'failed' });
     expect(disabledAnswer.reason).toContain('disabled');
-    expect((await patchTool(w.flaggedToolId, { enabled: true })).status).toBe(200);
+    expect((await patchTool(w.flaggedToolId, { enabled: true })).response.status).toBe(200);
 
     // A second key of the org requests, then is revoked.
-    const created = (await (await api(w.g1, 'POST', '/api/org/api-keys', w.manage, { name: 'short-lived' })).json()) as any;
+    const created = (await sdk.createApiKey({ client, throwOnError: true, body: { name: 'short-lived' } })).data;
     const revokedId = entryId();
     const byRevoked = (await holdInsert(w, revokedId, { apiKey: created.key })).structuredContent.approvalId;
-    expect((await api(w.g1, 'DELETE', `/api/org/api-keys/${created.id}`, w.manage)).status).toBe(200);
-    const revokedAnswer = (await (await decide(w, w.g1, byRevoked, 'approve')).json()) as any;
+    expect((await sdk.revokeApiKey({ client, path: { keyId: created.id } })).response.status).toBe(200);
+    const revokedAnswer = (await decide(w, w.g1, byRevoked, 'approve')).data;
     expect(revokedAnswer).toMatchObject({ ok: false, status: 'failed' });
     expect(revokedAnswer.reason).toContain('revoked');
 
     // Its own connector, flagged, then archived.
     const connector = await createConnector(w.g1, w.manage, { name: 'doomed', type: 'postgresql', config: w.targets.pgConfig, allow_write: true });
     const doomedTool = (await restTools(w.g1, w.manage, w.org.orgId, connector.id)).find((t) => t.tool_name.startsWith('query_postgresql_ledger'))!;
-    expect((await patchTool(doomedTool.id, { requires_approval: true })).status).toBe(200);
+    expect((await patchTool(doomedTool.id, { requires_approval: true })).response.status).toBe(200);
     const archivedId = entryId();
     const held = await callTool(w.g1, w.org.slug, { apiKey: w.org.apiKey }, doomedTool.name, { sql: `INSERT INTO ledger VALUES (${archivedId}, 'x')` });
     const onArchived = held.body.result.structuredContent.approvalId;
-    expect((await api(w.g1, 'DELETE', `/api/connectors/${connector.id}`, w.manage)).status).toBe(200);
-    const archivedAnswer = (await (await decide(w, w.g2, onArchived, 'approve')).json()) as any;
+    expect((await sdk.archiveConnector({ client, path: { connectorId: connector.id } })).response.status).toBe(200);
+    const archivedAnswer = (await decide(w, w.g2, onArchived, 'approve')).data;
     expect(archivedAnswer).toMatchObject({ ok: false, status: 'failed' });
     expect(archivedAnswer.reason).toContain('archived');
 
@@ -199,19 +201,19 @@ describe.skipIf(!available)('quota', () => {
     const manage = await tokenFor(w.g1, starter.clientId, starter.clientSecret);
     const connector = await createConnector(w.g1, manage, { name: 'ledger', type: 'postgresql', config: w.targets.pgConfig, allow_write: true });
     const tool = (await restTools(w.g1, manage, starter.orgId, connector.id)).find((t) => t.name === FLAGGED)!;
-    await api(w.g1, 'PATCH', `/api/mcp/${starter.orgId}/tools/${tool.id}/metadata`, manage, { requires_approval: true });
+    await sdk.updateToolMetadata({ client: sdkFor(w.g1, manage).client, throwOnError: true, path: { orgId: starter.orgId, toolId: tool.id }, body: { requires_approval: true } });
     const counted = async () => Number((await w.store`SELECT coalesce(sum(tool_calls), 0) AS n FROM usage_counters WHERE org_id = ${starter.orgId}`)[0]!.n);
     const hold = async (id: number) =>
       (await callTool(w.g1, starter.slug, { apiKey: starter.apiKey }, FLAGGED, { sql: `INSERT INTO ledger VALUES (${id}, 'q')` })).body.result.structuredContent.approvalId as string;
     const [first, second] = [entryId(), entryId()];
     const a = await hold(first);
     expect(await counted()).toBe(0);
-    expect(((await (await api(w.g2, 'POST', `/api/org/approvals/${a}/approve`, manage)).json()) as any).status).toBe('executed');
+    expect((await decide(w, w.g2, a, 'approve', manage)).data.status).toBe('executed');
     expect(await counted()).toBe(1);
     // Use the month's quota up (20,000 on starter), then approve a held call.
     await w.store`UPDATE usage_counters SET tool_calls = 20000 WHERE org_id = ${starter.orgId}`;
     const b = await hold(second);
-    const answer = (await (await api(w.g1, 'POST', `/api/org/approvals/${b}/approve`, manage)).json()) as any;
+    const answer = (await decide(w, w.g1, b, 'approve', manage)).data;
     expect(answer).toMatchObject({ ok: false, status: 'failed' });
     expect(answer.reason).toContain('quota');
     expect([await ledgerRows(w, first), await ledgerRows(w, second)]).toEqual([1, 0]);

@@ -4,8 +4,10 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { verifies } from './requirements.ts';
-import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import * as sdk from '../sdk/index.ts';
+import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { createConnector, restTools } from './support/mcp.ts';
+import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
 
@@ -20,6 +22,7 @@ let org: Onboarded;
 let manage: string;
 let t: Targets;
 let client: Client;
+let rest: sdk.Client;
 
 beforeAll(async () => {
   if (!available) return;
@@ -27,10 +30,11 @@ beforeAll(async () => {
   server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => g.handle(request) });
   org = await onboard(g);
   manage = await tokenFor(g, org.clientId, org.clientSecret);
+  rest = sdkFor(g, manage).client;
   const pg = await createConnector(g, manage, { name: 'warehouse', type: 'postgresql', config: t.pgConfig });
   expect(pg.status).toBe('active');
   const tool = (await restTools(g, manage, org.orgId)).find((x) => x.name === 'query_postgresql_items')!;
-  expect((await api(g, 'PATCH', `/api/mcp/${org.orgId}/tools/${tool.id}/metadata`, manage, { requires_approval: true })).status).toBe(200);
+  expect((await sdk.updateToolMetadata({ client: rest, path: { orgId: org.orgId, toolId: tool.id }, body: { requires_approval: true } })).response.status).toBe(200);
   const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${server.port}/mcp/${org.slug}`), {
     requestInit: { headers: { 'x-api-key': org.apiKey } },
   });
@@ -63,7 +67,7 @@ describe.skipIf(!available)('the MCP SDK client and a flagged tool', () => {
     expect((await poll(approvalId)).structuredContent).toEqual({ status: 'pending', approvalId });
 
     // An approver decides a moment later, while the agent keeps polling.
-    const decision = Bun.sleep(150).then(() => api(g, 'POST', `/api/org/approvals/${approvalId}/approve`, manage));
+    const decision = Bun.sleep(150).then(() => sdk.approveApproval({ client: rest, path: { approvalId } }));
     let last: CallResult | null = null;
     const seen: string[] = [];
     for (let i = 0; i < 100; i++) {
@@ -72,7 +76,7 @@ describe.skipIf(!available)('the MCP SDK client and a flagged tool', () => {
       if (last.structuredContent!.status !== 'pending') break;
       await Bun.sleep(50);
     }
-    expect((await decision).status).toBe(200);
+    expect((await decision).response.status).toBe(200);
     expect(seen[0]).toBe('pending');
     expect(last!.structuredContent!.status).toBe('executed');
     const rows = [{ id: 1, name: 'apple' }, { id: 2, name: 'pear' }, { id: 3, name: 'plum' }];
@@ -84,7 +88,7 @@ describe.skipIf(!available)('the MCP SDK client and a flagged tool', () => {
     verifies('APPROVAL-MCP-SDK-POLL', 'APPROVAL-REJECT');
     const held = (await client.callTool({ name: 'query_postgresql_items', arguments: { sql: 'SELECT 1 AS one FROM items' } })) as CallResult;
     const approvalId = held.structuredContent!.approvalId as string;
-    expect((await api(g, 'POST', `/api/org/approvals/${approvalId}/reject`, manage)).status).toBe(200);
+    expect((await sdk.rejectApproval({ client: rest, path: { approvalId } })).response.status).toBe(200);
     expect((await poll(approvalId)).structuredContent).toEqual({ status: 'rejected', approvalId });
     expect((await poll('00000000-0000-4000-8000-000000000000')).structuredContent!.status).toBe('not_found');
   });

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
-import { createClient } from '../generated/client/client/index.ts';
-import { exportAuditEvents, listAuditEvents } from '../generated/client/sdk.gen.ts';
+import * as sdk from '../sdk/index.ts';
+import { exportAuditEvents, listAuditEvents } from '../sdk/index.ts';
 import { AuditRecorder } from '../src/audit/recorder.ts';
 import { appendAudit, pruneAudit } from '../src/audit/repository.ts';
 import { verifyChain } from '../src/audit/verify.ts';
@@ -15,8 +15,9 @@ import { DomainEvents } from '../src/events/index.ts';
 import { rowsOf } from '../src/store/db.ts';
 import { createLogger } from '../src/util/log.ts';
 import { verifies } from './requirements.ts';
-import { api, BASE, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, expectRpcError, rpc } from './support/mcp.ts';
+import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
 
@@ -33,7 +34,8 @@ let a: Onboarded;
 let b: Onboarded;
 let tokenA: string;
 let tokenB: string;
-let client: ReturnType<typeof createClient>;
+/** The SDK's client for a bearer on the suite's gateway. */
+const as = (token: string) => sdkFor(g, token).client;
 
 async function rows(orgId: string, action?: string): Promise<any[]> {
   await g.deps.audit.drain();
@@ -67,8 +69,6 @@ describe.skipIf(!hasPg)('audit trail', () => {
     tokenB = await tokenFor(g, b.clientId, b.clientSecret);
     await createConnector(g, tokenA, { name: 'pg items', type: 'postgresql', config: t.pgConfig });
     await createConnector(g, tokenB, { name: 'pg items', type: 'postgresql', config: t.pgConfig });
-    const viaGateway = (input: RequestInfo | URL, init?: RequestInit) => g.handle(new Request(input, init));
-    client = createClient({ baseUrl: BASE, fetch: viaGateway as typeof fetch });
   }, 120_000);
   afterAll(async () => {
     await g?.close();
@@ -124,9 +124,8 @@ describe.skipIf(!hasPg)('audit trail', () => {
     const wrongKey = `${a.apiKey.slice(0, 20)}${'x'.repeat(a.apiKey.length - 20)}`;
     expect((await rpc(g, a.slug, { apiKey: wrongKey }, 'tools/list')).status).toBe(401);
     const noManage = await tokenFor(g, a.clientId, a.clientSecret, 'mcp:call');
-    expect((await api(g, 'GET', '/api/connectors', noManage)).status).toBe(403);
-    const key = await api(g, 'POST', '/api/org/api-keys', tokenA, { name: 'scoped', connector_ids: [] });
-    const scoped = ((await key.json()) as any).key as string;
+    expect((await sdk.listConnectors({ client: as(noManage) })).response.status).toBe(403);
+    const scoped = (await sdk.createApiKey({ client: as(tokenA), throwOnError: true, body: { name: 'scoped', connector_ids: [] } })).data.key;
     expectRpcError(await callTool(g, a.slug, { apiKey: scoped }, ITEMS, { sql: 'SELECT 1 AS x FROM items' }), -32003);
 
     const auth = await rows(a.orgId, 'auth.refused');
@@ -161,7 +160,7 @@ describe.skipIf(!hasPg)('audit trail', () => {
     verifies('AUDIT-CHAIN');
     const org = await onboard(g);
     const token = await tokenFor(g, org.clientId, org.clientSecret);
-    for (const name of ['k1', 'k2', 'k3']) expect((await api(g, 'POST', '/api/org/api-keys', token, { name })).status).toBe(201);
+    for (const name of ['k1', 'k2', 'k3']) expect((await sdk.createApiKey({ client: as(token), body: { name } })).response.status).toBe(201);
     const all = await rows(org.orgId);
     expect(all.length).toBeGreaterThanOrEqual(5);
     expect((await verifyChain(g.deps.store.db, org.orgId)).ok).toBe(true);
@@ -197,11 +196,11 @@ describe.skipIf(!hasPg)('audit trail', () => {
     verifies('AUDIT-LIST');
     const org = await onboard(g);
     const token = await tokenFor(g, org.clientId, org.clientSecret);
-    for (let i = 0; i < 7; i++) expect((await api(g, 'POST', '/api/org/api-keys', token, { name: `k${i}` })).status).toBe(201);
+    for (let i = 0; i < 7; i++) expect((await sdk.createApiKey({ client: as(token), body: { name: `k${i}` } })).response.status).toBe(201);
     const seen: any[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 10; page++) {
-      const answer = await listAuditEvents({ client, auth: token, query: { limit: 3, action: 'api_key.', ...(cursor ? { cursor } : {}) } });
+      const answer = await listAuditEvents({ client: as(token), query: { limit: 3, action: 'api_key.', ...(cursor ? { cursor } : {}) } });
       expect(answer.response.status).toBe(200);
       seen.push(...answer.data!.events);
       if (!answer.data!.next_cursor) break;
@@ -211,21 +210,21 @@ describe.skipIf(!hasPg)('audit trail', () => {
     expect(new Set(seen.map((e) => e.id)).size).toBe(7);
     const seqs = seen.map((e) => e.seq);
     expect(seqs).toEqual([...seqs].sort((x, y) => y - x));
-    const exact = await listAuditEvents({ client, auth: token, query: { action: 'org.created' } });
+    const exact = await listAuditEvents({ client: as(token), query: { action: 'org.created' } });
     expect(exact.data!.events.map((e) => e.action)).toEqual(['org.created']);
-    const prefixOnly = await listAuditEvents({ client, auth: token, query: { action: 'api_key' } });
+    const prefixOnly = await listAuditEvents({ client: as(token), query: { action: 'api_key' } });
     expect(prefixOnly.data!.events).toEqual([]);
-    const defaults = await listAuditEvents({ client, auth: token, query: { days: 1 } });
+    const defaults = await listAuditEvents({ client: as(token), query: { days: 1 } });
     expect(defaults.data!.events.map((e) => e.id)).toEqual((await rows(org.orgId)).map((r) => r.id).reverse());
-    expect((await api(g, 'GET', '/api/audit?limit=201', token)).status).toBe(400);
-    expect((await api(g, 'GET', '/api/audit?limit=0', token)).status).toBe(400);
+    expect((await listAuditEvents({ client: as(token), query: { limit: 201 } })).response.status).toBe(400);
+    expect((await listAuditEvents({ client: as(token), query: { limit: 0 } })).response.status).toBe(400);
   });
 
   test("cross-org rows never appear in another org's list or export", async () => {
     verifies('AUDIT-ORG-ISOLATION');
     await callTool(g, a.slug, { apiKey: a.apiKey }, ITEMS, { sql: 'SELECT name FROM items' });
-    const listed = await listAuditEvents({ client, auth: tokenB, query: { limit: 200 } });
-    const exported = await (await api(g, 'GET', '/api/audit/export-json', tokenB)).text();
+    const listed = await listAuditEvents({ client: as(tokenB), query: { limit: 200 } });
+    const exported = JSON.stringify((await exportAuditEvents({ client: as(tokenB), throwOnError: true })).data);
     const aIds = new Set((await rows(a.orgId)).map((r) => r.id));
     expect(listed.data!.events.length).toBeGreaterThan(0);
     for (const event of listed.data!.events) expect(aIds.has(event.id)).toBe(false);
@@ -245,7 +244,7 @@ describe.skipIf(!hasPg)('audit trail', () => {
     // Many rows, so the export spans several pages of the stream.
     await appendAudit(g.deps.store.db, Array.from({ length: 1200 }, (_, i) => ({ orgId: org.orgId, action: 'test.filler', actor: { type: 'system' as const, id: null }, details: { i } })));
 
-    const plain = await exportAuditEvents({ client, auth: token });
+    const plain = await exportAuditEvents({ client: as(token) });
     expect(plain.response.status).toBe(200);
     const events = plain.data!.events;
     expect(events.length).toBe((await rows(org.orgId)).length);
@@ -254,14 +253,14 @@ describe.skipIf(!hasPg)('audit trail', () => {
     expect(plainText).toContain('alice@example.com');
     expect(plainText).toContain('arguments_sha256');
 
-    const redacted = await (await api(g, 'GET', '/api/audit/export-json?redact=true', token)).text();
-    const doc = JSON.parse(redacted);
+    const doc = (await exportAuditEvents({ client: as(token), throwOnError: true, query: { redact: true } })).data as any;
+    const redacted = JSON.stringify(doc);
     expect(doc.redacted).toBe(true);
     expect(doc.events.length).toBe(events.length);
     for (const needle of ['alice@example.com', '10.20.30.40', 'secret-needle-4711', 'arguments_sha256', org.apiKey, 'key_prefix']) expect(redacted).not.toContain(needle);
     expect(redacted).toContain('tool.called');
 
-    const filtered = await exportAuditEvents({ client, auth: token, query: { action: 'connector.' } });
+    const filtered = await exportAuditEvents({ client: as(token), query: { action: 'connector.' } });
     expect(new Set(filtered.data!.events.map((e) => e.action.split('.')[0]))).toEqual(new Set(['connector']));
   });
 
@@ -297,7 +296,7 @@ describe.skipIf(!hasPg)('audit trail', () => {
     }, ['tool.called']);
     try {
       // Only calls of orgs with a tool.called webhook carry the event.
-      expect((await api(g, 'POST', '/api/org/webhooks', tokenA, { url: 'http://127.0.0.1:9/hook', events: ['tool.called'] })).status).toBe(201);
+      expect((await sdk.createWebhook({ client: as(tokenA), body: { url: 'http://127.0.0.1:9/hook', events: ['tool.called'] } })).response.status).toBe(201);
       const ok = await callTool(g, a.slug, { apiKey: a.apiKey }, ITEMS, { sql: 'SELECT name FROM items WHERE id = 3' });
       expect(ok.text).toContain('plum');
       expect(inSameTx).toEqual([true]);

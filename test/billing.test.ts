@@ -5,13 +5,14 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
-import { createClient } from '../generated/client/client/index.ts';
-import { getLimits, getSubscription, getUsage } from '../generated/client/sdk.gen.ts';
+import * as sdk from '../sdk/index.ts';
+import { getLimits, getSubscription, getUsage } from '../sdk/index.ts';
 import { trialExpired } from '../src/billing/trial.ts';
 import { CONNECTOR_LIMITS } from '../src/limits/plans.ts';
 import { verifies } from './requirements.ts';
-import { api, BASE, onboard, startTestGateway, tokenFor, type TestGateway } from './support/gateway.ts';
+import { onboard, startTestGateway, tokenFor, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, expectRpcError, rpc } from './support/mcp.ts';
+import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
 
@@ -21,10 +22,8 @@ if (!hasPg) console.warn('billing.test.ts: PostgreSQL is not reachable on 127.0.
 
 const ITEMS = 'query_postgresql_items';
 
-function clientFor(gateway: TestGateway) {
-  const viaGateway = (input: RequestInfo | URL, init?: RequestInit) => gateway.handle(new Request(input, init));
-  return createClient({ baseUrl: BASE, fetch: viaGateway as typeof fetch });
-}
+/** The SDK's client for `token` on `gateway` (every response checked against openapi.yaml). */
+const clientFor = (gateway: TestGateway, token: string) => sdkFor(gateway, token).client;
 
 describe('trial end (unit)', () => {
   test('the trial ends at trial_expires_at inclusive; active subscriptions never expire this way', () => {
@@ -58,9 +57,9 @@ describe.skipIf(!hasPg)('billing', () => {
     const org = await onboard(g, undefined, 'growth');
     const token = await tokenFor(g, org.clientId, org.clientSecret);
     const connector = await createConnector(g, token, { name: 'pg', type: 'postgresql', config: t.pgConfig });
-    const client = clientFor(g);
+    const client = clientFor(g, token);
 
-    const sub = await getSubscription({ client, auth: token });
+    const sub = await getSubscription({ client });
     expect(sub.response.status).toBe(200);
     expect(sub.data).toMatchObject({ plan: 'growth', status: 'trialing' });
     expect(Date.parse(sub.data!.trial_expires_at!)).toBeGreaterThan(Date.now());
@@ -75,7 +74,7 @@ describe.skipIf(!hasPg)('billing', () => {
     expectRpcError(await callTool(g, org.slug, { apiKey: org.apiKey }, 'query_postgresql_nope', { sql: 'SELECT 1' }), -32602);
     await callTool(g, org.slug, { apiKey: org.apiKey }, 'check_approval_status', { approvalId: 'x' });
 
-    const usage = await getUsage({ client, auth: token });
+    const usage = await getUsage({ client });
     expect(usage.response.status).toBe(200);
     const now = new Date();
     expect(usage.data).toEqual({
@@ -87,7 +86,7 @@ describe.skipIf(!hasPg)('billing', () => {
     const counter = await g.deps.store.db.execute(sql`SELECT tool_calls FROM usage_counters WHERE org_id = ${org.orgId}`);
     expect(Number((counter as any)[0].tool_calls)).toBe(40);
 
-    const limits = await getLimits({ client: clientFor(g2), auth: token });
+    const limits = await getLimits({ client: clientFor(g2, token) });
     expect(limits.data).toEqual({
       plan: 'growth',
       connectors_max: 10,
@@ -103,25 +102,22 @@ describe.skipIf(!hasPg)('billing', () => {
     expect(CONNECTOR_LIMITS).toEqual({ starter: 3, growth: 10, scale: 50, enterprise: null, standalone: null });
     const org = await onboard(g, undefined, 'starter');
     const token = await tokenFor(g, org.clientId, org.clientSecret);
+    const [one, two] = [clientFor(g, token), clientFor(g2, token)];
     const answers = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => (i % 2 ? g : g2).handle(new Request(`${BASE}/api/connectors`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: `pg ${i}`, type: 'postgresql', config: t.pgConfig }),
-      }))),
+      Array.from({ length: 6 }, (_, i) => sdk.createConnector({ client: i % 2 ? one : two, body: { name: `pg ${i}`, type: 'postgresql', config: t.pgConfig } })),
     );
-    const statuses = answers.map((r) => r.status).sort();
+    const statuses = answers.map((r) => r.response.status).sort();
     expect(statuses).toEqual([201, 201, 201, 409, 409, 409]);
-    const refused = answers.find((r) => r.status === 409)!;
-    expect(await refused.json()).toEqual({ error: 'connector_limit_reached', message: expect.stringContaining('starter plan allows 3 connectors') });
+    const refused = answers.find((r) => r.response.status === 409)!;
+    expect((refused.error as sdk.ToolgateError).body).toEqual({ error: 'connector_limit_reached', message: expect.stringContaining('starter plan allows 3 connectors') });
     await g.deps.jobs.idle();
     await g2.deps.jobs.idle();
-    const limits = await getLimits({ client: clientFor(g), auth: token });
+    const limits = await getLimits({ client: clientFor(g, token) });
     expect(limits.data).toMatchObject({ connectors_max: 3, connectors_used: 3 });
     // Archiving one makes room again.
-    const created = (await (await api(g, 'GET', '/api/connectors', token)).json()) as any;
-    expect((await api(g, 'DELETE', `/api/connectors/${created.connectors[0].id}`, token)).status).toBe(200);
-    expect((await api(g, 'POST', '/api/connectors', token, { name: 'again', type: 'postgresql', config: t.pgConfig })).status).toBe(201);
+    const created = (await sdk.listConnectors({ client: one, throwOnError: true })).data;
+    expect((await sdk.archiveConnector({ client: one, path: { connectorId: created.connectors[0]!.id } })).response.status).toBe(200);
+    expect((await sdk.createConnector({ client: one, body: { name: 'again', type: 'postgresql', config: t.pgConfig } })).response.status).toBe(201);
     await g.deps.jobs.idle();
   });
 
@@ -134,11 +130,11 @@ describe.skipIf(!hasPg)('billing', () => {
     await g.deps.store.db.execute(sql`UPDATE orgs SET trial_expires_at = ${end.toISOString()}::timestamptz WHERE id = ${org.orgId}`);
     const before = await callTool(g, org.slug, { apiKey: org.apiKey }, ITEMS, { sql: 'SELECT name FROM items' });
     expect(before.body.result.isError).toBeFalsy();
-    expect((await getSubscription({ client: clientFor(g), auth: token })).data!.status).toBe('trialing');
+    expect((await getSubscription({ client: clientFor(g, token) })).data!.status).toBe('trialing');
     await Bun.sleep(Math.max(0, end.getTime() - Date.now()) + 20);
     expectRpcError(await callTool(g, org.slug, { apiKey: org.apiKey }, ITEMS, { sql: 'SELECT name FROM items' }), -32000, 'trial of this org ended');
     expect((await rpc(g, org.slug, { apiKey: org.apiKey }, 'tools/list', {})).status).toBe(200);
-    expect((await getSubscription({ client: clientFor(g), auth: token })).data).toMatchObject({ status: 'expired', trial_expires_at: end.toISOString() });
+    expect((await getSubscription({ client: clientFor(g, token) })).data).toMatchObject({ status: 'expired', trial_expires_at: end.toISOString() });
     // Subscribing ends the refusal.
     await g.deps.store.db.execute(sql`UPDATE orgs SET subscription_status = 'active' WHERE id = ${org.orgId}`);
     expect((await callTool(g, org.slug, { apiKey: org.apiKey }, ITEMS, { sql: 'SELECT name FROM items' })).body.result.isError).toBeFalsy();

@@ -4,8 +4,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { and, eq } from 'drizzle-orm';
 import { auditEvents } from '../src/store/schema.ts';
+import * as sdk from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
-import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import {
   algNoneToken,
   createConnector,
@@ -27,6 +28,7 @@ import {
   type PgFixture,
   type TestKey,
 } from './support/idp.ts';
+import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
 
 const AUD_A = 'toolgate-org-a';
@@ -66,61 +68,69 @@ const tokenA = (claims: Record<string, unknown> = {}, key: TestKey = key1, kid?:
   idpToken(key, idp.issuer, AUD_A, { role: 'admin', email: 'ada@example.com', ...claims }, kid);
 const tokenB = (claims: Record<string, unknown> = {}) => idpToken(key1, idp.issuer, AUD_B, { role: 'admin', email: 'bob@example.org', ...claims });
 
-async function status(res: Response | Promise<Response>): Promise<number> {
-  const r = await res;
-  await r.arrayBuffer();
-  return r.status;
+/** The SDK's client for a bearer on the suite's gateway; `null` sends no credential. */
+const as = (token: string | null) => sdkFor(g, token ?? {}).client;
+const getOrg = (token: string | null) => sdk.getOrg({ client: as(token) });
+const getIdp = (token: string | null) => sdk.getIdpConfig({ client: as(token) });
+const putIdp = (token: string | null, body: IdpConfigBody) => sdk.setIdpConfig({ client: as(token), body: body as sdk.IdpConfigInput });
+const deleteIdp = (token: string | null) => sdk.deleteIdpConfig({ client: as(token) });
+
+/** The HTTP status of an SDK answer. */
+async function status(answer: Promise<{ response: Response }>): Promise<number> {
+  return (await answer).response.status;
 }
+/** The REST error body an SDK answer carries (a ToolgateError's body). */
+const errorBody = (answer: { error?: unknown }) => (answer.error as sdk.ToolgateError | undefined)?.body as { error: string; message: string };
 
 /** Status of the token on A's MCP endpoint (tools/list) and on GET /api/org. */
 async function onBoth(token: string, slug = A.slug): Promise<{ mcp: number; rest: number }> {
-  const [mcp, rest] = await Promise.all([mcpRequest(g, slug, { bearer: token }), status(api(g, 'GET', '/api/org', token))]);
+  const [mcp, rest] = await Promise.all([mcpRequest(g, slug, { bearer: token }), status(getOrg(token))]);
   return { mcp: mcp.status, rest };
 }
 
 async function expect401(token: string, what: string) {
   const mcp = await mcpRequest(g, A.slug, { bearer: token });
   expect({ what, status: mcp.status, error: mcp.body?.error }).toEqual({ what, status: 401, error: 'unauthenticated' });
-  const rest = await api(g, 'GET', '/api/org', token);
-  const body = (await rest.json()) as { error: string; message: string };
-  expect({ what, status: rest.status, error: body.error }).toEqual({ what, status: 401, error: 'unauthenticated' });
-  expect(rest.headers.get('www-authenticate')).toContain('invalid_token');
+  const rest = await getOrg(token);
+  const body = errorBody(rest);
+  expect({ what, status: rest.response.status, error: body.error }).toEqual({ what, status: 401, error: 'unauthenticated' });
+  expect(rest.response.headers.get('www-authenticate')).toContain('invalid_token');
   // Nothing of the token's content is echoed back.
   expect(body.message).not.toContain(idp.issuer);
 }
 
 async function restOrgId(token: string): Promise<string> {
-  const res = await api(g, 'GET', '/api/org', token);
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { id: string }).id;
+  const res = await getOrg(token);
+  expect(res.response.status).toBe(200);
+  return res.data!.id;
 }
 
 const toolNames = (reply: { body: any }): string[] => (reply.body.result.tools as { name: string }[]).map((t) => t.name).sort();
 
 describe('configuration endpoints (admin only)', () => {
   test('no configuration: GET and DELETE are 404, and an IdP token is 401 everywhere', async () => {
-    const get = await api(g, 'GET', '/api/org/idp', manageA);
-    expect(get.status).toBe(404);
-    expect(((await get.json()) as { error: string }).error).toBe('idp_not_configured');
-    expect(await status(api(g, 'DELETE', '/api/org/idp', manageA))).toBe(404);
+    const get = await getIdp(manageA);
+    expect(get.response.status).toBe(404);
+    expect(errorBody(get).error).toBe('idp_not_configured');
+    expect(await status(deleteIdp(manageA))).toBe(404);
     expect(await onBoth(await tokenA())).toEqual({ mcp: 401, rest: 401 });
   });
 
   test('the org:manage token sets, gets and deletes the configuration', async () => {
-    const put = await api(g, 'PUT', '/api/org/idp', manageA, configA({ email_claim: 'email', default_role: null }));
-    expect(put.status).toBe(200);
-    const saved = (await put.json()) as Record<string, unknown>;
+    const put = await putIdp(manageA, configA({ email_claim: 'email', default_role: null }));
+    expect(put.response.status).toBe(200);
+    const saved = put.data as unknown as Record<string, unknown>;
     expect(saved).toMatchObject({ issuer: idp.issuer, jwks_uri: idp.jwksUri, audience: AUD_A, role_claim: 'role', email_claim: 'email', default_role: null });
     expect(typeof saved.updated_at).toBe('string');
 
-    const get = await api(g, 'GET', '/api/org/idp', manageA);
-    expect(get.status).toBe(200);
-    expect(await get.json()).toEqual(saved);
+    const get = await getIdp(manageA);
+    expect(get.response.status).toBe(200);
+    expect(get.data).toEqual(saved as never);
 
-    const del = await api(g, 'DELETE', '/api/org/idp', manageA);
-    expect(del.status).toBe(200);
-    expect(await del.json()).toEqual({ deleted: true });
-    expect(await status(api(g, 'GET', '/api/org/idp', manageA))).toBe(404);
+    const del = await deleteIdp(manageA);
+    expect(del.response.status).toBe(200);
+    expect(del.data).toEqual({ deleted: true });
+    expect(await status(getIdp(manageA))).toBe(404);
   });
 
   test('IdP contributor and finance users get 403 on GET, PUT and DELETE; an IdP admin may use all three', async () => {
@@ -128,27 +138,26 @@ describe('configuration endpoints (admin only)', () => {
     await saveIdpConfig(g, manageA, configA());
     for (const role of ['contributor', 'finance', 'viewer']) {
       const token = await tokenA({ role });
-      expect({ role, get: await status(api(g, 'GET', '/api/org/idp', token)) }).toEqual({ role, get: 403 });
-      expect({ role, put: await status(api(g, 'PUT', '/api/org/idp', token, configA({ audience: 'hijacked' }))) }).toEqual({ role, put: 403 });
-      expect({ role, del: await status(api(g, 'DELETE', '/api/org/idp', token)) }).toEqual({ role, del: 403 });
+      expect({ role, get: await status(getIdp(token)) }).toEqual({ role, get: 403 });
+      expect({ role, put: await status(putIdp(token, configA({ audience: 'hijacked' }))) }).toEqual({ role, put: 403 });
+      expect({ role, del: await status(deleteIdp(token)) }).toEqual({ role, del: 403 });
     }
     // Nothing changed.
-    const get = await api(g, 'GET', '/api/org/idp', manageA);
-    expect(((await get.json()) as { audience: string }).audience).toBe(AUD_A);
+    expect((await getIdp(manageA)).data!.audience).toBe(AUD_A);
 
     const admin = await tokenA({ role: 'admin' });
-    expect(await status(api(g, 'GET', '/api/org/idp', admin))).toBe(200);
-    expect(await status(api(g, 'PUT', '/api/org/idp', admin, configA()))).toBe(200);
+    expect(await status(getIdp(admin))).toBe(200);
+    expect(await status(putIdp(admin, configA()))).toBe(200);
     // Unauthenticated and MCP-only callers get nothing either.
-    expect(await status(api(g, 'GET', '/api/org/idp', null))).toBe(401);
+    expect(await status(getIdp(null))).toBe(401);
     const mcpOnly = await tokenFor(g, A.clientId, A.clientSecret, 'mcp:call');
-    expect(await status(api(g, 'PUT', '/api/org/idp', mcpOnly, configA({ audience: 'hijacked' })))).toBe(403);
+    expect(await status(putIdp(mcpOnly, configA({ audience: 'hijacked' })))).toBe(403);
   });
 
   test('a JWKS URI that is http to a host not allow-listed, or private / link-local / loopback: 422 jwks_uri_refused', async () => {
     verifies('OUTBOUND-SSRF');
     const port = Number(idp.hostPort.split(':')[1]);
-    const before = await (await api(g, 'GET', '/api/org/idp', manageA)).json();
+    const before = (await getIdp(manageA)).data;
     const refused = [
       'http://idp.example.com/.well-known/jwks.json',
       `http://127.0.0.1:${port === 65535 ? 1 : port + 1}/jwks`,
@@ -165,12 +174,11 @@ describe('configuration endpoints (admin only)', () => {
       'https://user:pass@10.0.0.1/jwks',
     ];
     for (const jwks_uri of refused) {
-      const res = await api(g, 'PUT', '/api/org/idp', manageA, { ...configA(), jwks_uri });
-      const body = (await res.json()) as { error: string };
-      expect({ jwks_uri, status: res.status, error: body.error }).toEqual({ jwks_uri, status: 422, error: 'jwks_uri_refused' });
+      const res = await putIdp(manageA, { ...configA(), jwks_uri });
+      expect({ jwks_uri, status: res.response.status, error: errorBody(res).error }).toEqual({ jwks_uri, status: 422, error: 'jwks_uri_refused' });
     }
     // Nothing was saved.
-    expect(await (await api(g, 'GET', '/api/org/idp', manageA)).json()).toEqual(before);
+    expect((await getIdp(manageA)).data).toEqual(before);
   });
 });
 
@@ -181,7 +189,7 @@ describe('tokens on the MCP endpoint and on /api/*', () => {
 
   test('a valid token is accepted immediately after saving: MCP tools/list, and with role admin /api/org', async () => {
     verifies('AUTH-IDP-IMMEDIATE');
-    await api(g, 'DELETE', '/api/org/idp', manageA);
+    await deleteIdp(manageA);
     await saveIdpConfig(g, manageA, configA());
     const token = await tokenA();
     const mcp = await mcpRequest(g, A.slug, { bearer: token });
@@ -189,7 +197,7 @@ describe('tokens on the MCP endpoint and on /api/*', () => {
     expect(toolNames(mcp)).toContain('check_approval_status');
     expect(await restOrgId(token)).toBe(A.orgId);
     // An admin reaches admin-only routes too.
-    expect(await status(api(g, 'GET', '/api/org/api-keys', token))).toBe(200);
+    expect(await status(sdk.listApiKeys({ client: as(token) }))).toBe(200);
   });
 
   test('an aud array that contains our audience is accepted', async () => {
@@ -206,7 +214,7 @@ describe('tokens on the MCP endpoint and on /api/*', () => {
     ).toString('base64url')}.sig`;
     expect(junk.length).toBeLessThan(16 * 1024);
     const started = Date.now();
-    for (let i = 0; i < 3; i++) expect(await status(api(g, 'GET', '/api/org', junk))).toBe(401);
+    for (let i = 0; i < 3; i++) expect(await status(getOrg(junk))).toBe(401);
     // One query per audience took 1-3 s per request on PGlite; one query takes about 0.1 s.
     expect(Date.now() - started).toBeLessThan(1500);
     // Our audience at the end of a long list still resolves to this org.
@@ -289,7 +297,7 @@ describe('JWKS handling', () => {
     const hits = idp.hits;
     const started = Date.now();
     const statuses = await Promise.all(
-      tokens.map((t, i) => (i % 2 === 0 ? mcpRequest(g, A.slug, { bearer: t }).then((r) => r.status) : status(api(g, 'GET', '/api/org', t)))),
+      tokens.map((t, i) => (i % 2 === 0 ? mcpRequest(g, A.slug, { bearer: t }).then((r) => r.status) : status(getOrg(t)))),
     );
     const elapsed = Date.now() - started;
     expect(new Set(statuses)).toEqual(new Set([401]));
@@ -323,7 +331,7 @@ describe('JWKS handling', () => {
       // REST too, once the cooldown allows another fetch.
       await sleep(COOLDOWN_MS + 50);
       const restStart = Date.now();
-      expect(await status(api(g, 'GET', '/api/org', await tokenA({}, key1, 'another-new-kid')))).toBe(401);
+      expect(await status(getOrg(await tokenA({}, key1, 'another-new-kid')))).toBe(401);
       expect(Date.now() - restStart).toBeLessThan(2000);
       expect(await onBoth(await tokenA())).toEqual({ mcp: 200, rest: 200 });
     } finally {
@@ -369,23 +377,21 @@ describe('isolation between orgs', () => {
     const b = await tokenB();
     expect(await restOrgId(b)).toBe(B.orgId);
     for (const path of [`/api/mcp/${A.orgId}/status`, `/api/mcp/${A.orgId}/tools`]) {
-      const res = await api(g, 'GET', path, b);
-      const text = await res.text();
-      expect({ path, status: res.status }).toEqual({ path, status: 404 });
-      expect(text).not.toContain(A.slug);
+      const res = await (path.endsWith('/status') ? sdk.getProvisioningStatus : sdk.listTools)({ client: as(b), path: { orgId: A.orgId } });
+      expect({ path, status: res.response.status }).toEqual({ path, status: 404 });
+      expect(JSON.stringify(errorBody(res))).not.toContain(A.slug);
     }
-    expect(await status(api(g, 'POST', `/api/mcp/${A.orgId}/provision`, b))).toBe(404);
+    expect(await status(sdk.provisionOrg({ client: as(b), path: { orgId: A.orgId } }))).toBe(404);
     // B's view of the IdP config is B's own.
-    const cfg = (await (await api(g, 'GET', '/api/org/idp', b)).json()) as { audience: string };
-    expect(cfg.audience).toBe(AUD_B);
+    expect((await getIdp(b)).data!.audience).toBe(AUD_B);
     // A token of the same issuer naming an audience no org configured is 401 on REST.
-    expect(await status(api(g, 'GET', '/api/org', await idpToken(key1, idp.issuer, 'toolgate-org-c', { role: 'admin' })))).toBe(401);
+    expect(await status(getOrg(await idpToken(key1, idp.issuer, 'toolgate-org-c', { role: 'admin' })))).toBe(401);
   });
 
   test("org B cannot claim org A's (issuer, audience): 409, and A's tokens still resolve to A", async () => {
-    const res = await api(g, 'PUT', '/api/org/idp', manageB, configA());
-    expect(res.status).toBe(409);
-    expect(((await res.json()) as { error: string }).error).toBe('idp_in_use');
+    const res = await putIdp(manageB, configA());
+    expect(res.response.status).toBe(409);
+    expect(errorBody(res).error).toBe('idp_in_use');
     expect(await restOrgId(await tokenA())).toBe(A.orgId);
     expect(await restOrgId(await tokenB())).toBe(B.orgId);
   });
@@ -414,7 +420,7 @@ describe('configuration changes apply on the next request', () => {
     verifies('AUTH-IDP-IMMEDIATE');
     const token = await tokenA();
     expect(await onBoth(token)).toEqual({ mcp: 200, rest: 200 });
-    expect(await status(api(g, 'DELETE', '/api/org/idp', token))).toBe(200);
+    expect(await status(deleteIdp(token))).toBe(200);
     expect(await onBoth(token)).toEqual({ mcp: 401, rest: 401 });
     await saveIdpConfig(g, manageA, configA());
     expect(await onBoth(token)).toEqual({ mcp: 200, rest: 200 });
@@ -425,18 +431,18 @@ describe('configuration changes apply on the next request', () => {
     const noRole = await tokenA({ role: undefined });
     const unknownRole = await tokenA({ role: 'viewer' });
     expect(await onBoth(noRole)).toEqual({ mcp: 200, rest: 403 });
-    const denied = await api(g, 'GET', '/api/connectors', noRole);
-    expect(denied.status).toBe(403);
-    expect(((await denied.json()) as { error: string }).error).toBe('insufficient_role');
+    const denied = await sdk.listConnectors({ client: as(noRole) });
+    expect(denied.response.status).toBe(403);
+    expect(errorBody(denied).error).toBe('insufficient_role');
 
     await saveIdpConfig(g, manageA, configA({ default_role: 'contributor' }));
     expect(await onBoth(noRole)).toEqual({ mcp: 200, rest: 200 });
-    expect(await status(api(g, 'GET', '/api/connectors', noRole))).toBe(200);
+    expect(await status(sdk.listConnectors({ client: as(noRole) }))).toBe(200);
     // The default is contributor, not admin.
-    expect(await status(api(g, 'GET', '/api/org/idp', noRole))).toBe(403);
-    expect(await status(api(g, 'GET', '/api/org/api-keys', noRole))).toBe(403);
+    expect(await status(getIdp(noRole))).toBe(403);
+    expect(await status(sdk.listApiKeys({ client: as(noRole) }))).toBe(403);
     // A role claim that is present but unrecognised does not fall back to the default.
-    expect(await status(api(g, 'GET', '/api/org', unknownRole))).toBe(403);
+    expect(await status(getOrg(unknownRole))).toBe(403);
 
     await saveIdpConfig(g, manageA, configA({ default_role: null }));
     expect(await onBoth(noRole)).toEqual({ mcp: 200, rest: 403 });
@@ -446,10 +452,10 @@ describe('configuration changes apply on the next request', () => {
     await saveIdpConfig(g, manageA, configA({ role_claim: 'realm_access.roles', email_claim: 'upn' }));
     try {
       const nested = await tokenA({ role: undefined, realm_access: { roles: ['contributor'] }, upn: 'upn-user@example.com' });
-      expect(await status(api(g, 'GET', '/api/org', nested))).toBe(200);
-      expect(await status(api(g, 'GET', '/api/org/idp', nested))).toBe(403);
+      expect(await status(getOrg(nested))).toBe(200);
+      expect(await status(getIdp(nested))).toBe(403);
       // The old claim name means nothing any more.
-      expect(await status(api(g, 'GET', '/api/org', await tokenA({ role: 'admin' })))).toBe(403);
+      expect(await status(getOrg(await tokenA({ role: 'admin' })))).toBe(403);
     } finally {
       await saveIdpConfig(g, manageA, configA());
     }
@@ -475,15 +481,15 @@ describe('connector scopes in an IdP token', () => {
     c2 = two.id;
   }, 60_000);
   afterAll(async () => {
-    for (const id of [c1, c2]) if (id) await api(g, 'DELETE', `/api/connectors/${id}`, manageA);
+    for (const id of [c1, c2]) if (id) await sdk.archiveConnector({ client: as(manageA), path: { connectorId: id } });
     await g.deps.jobs.idle();
     await Promise.all(fixtures.map((f) => f.drop().catch(() => undefined)));
   }, 60_000);
 
   async function connectorToolNames(connectorId: string): Promise<string[]> {
-    const res = await api(g, 'GET', `/api/mcp/${A.orgId}/tools?connector_id=${connectorId}`, manageA);
-    expect(res.status).toBe(200);
-    return ((await res.json()) as { tools: { name: string }[] }).tools.map((t) => t.name);
+    const res = await sdk.listTools({ client: as(manageA), path: { orgId: A.orgId }, query: { connector_id: connectorId } });
+    expect(res.response.status).toBe(200);
+    return res.data!.tools.map((t) => t.name);
   }
 
   test('mcp:call:<connector-id> in `scope` limits tools/list and tools/call to that connector', async () => {
@@ -541,21 +547,21 @@ describe('audit', () => {
   test("the IdP user's e-mail is the audit actor", async () => {
     verifies('AUDIT-MANAGEMENT-ROW');
     const token = await tokenA({ email: 'ada.lovelace@example.com', sub: 'subject-123' });
-    expect(await status(api(g, 'PUT', '/api/org/idp', token, configA()))).toBe(200);
+    expect(await status(putIdp(token, configA()))).toBe(200);
     const rows = await actorsOf('idp.updated');
     expect(rows).toContainEqual({ actorType: 'user', actorId: 'ada.lovelace@example.com' });
     expect(rows.some((r) => r.actorId === 'subject-123')).toBe(false);
 
-    const created = await api(g, 'POST', '/api/org/api-keys', token, { name: 'audited' });
-    expect(created.status).toBe(201);
+    const created = await sdk.createApiKey({ client: as(token), body: { name: 'audited' } });
+    expect(created.response.status).toBe(201);
     expect(await actorsOf('api_key.created')).toContainEqual({ actorType: 'user', actorId: 'ada.lovelace@example.com' });
   });
 
   test('without a usable e-mail (none, or email_verified false) the subject is the actor', async () => {
     const noEmail = await tokenA({ email: undefined, sub: 'subject-no-email' });
-    expect(await status(api(g, 'PUT', '/api/org/idp', noEmail, configA()))).toBe(200);
+    expect(await status(putIdp(noEmail, configA()))).toBe(200);
     const unverified = await tokenA({ email: 'victim@example.com', email_verified: false, sub: 'subject-unverified' });
-    expect(await status(api(g, 'PUT', '/api/org/idp', unverified, configA()))).toBe(200);
+    expect(await status(putIdp(unverified, configA()))).toBe(200);
     const rows = await actorsOf('idp.updated');
     expect(rows).toContainEqual({ actorType: 'user', actorId: 'subject-no-email' });
     expect(rows).toContainEqual({ actorType: 'user', actorId: 'subject-unverified' });
@@ -567,7 +573,7 @@ describe('audit', () => {
     await saveIdpConfig(g, manageA, configA());
     expect((await actorsOf('idp.updated')).some((r) => r.actorType === 'oauth_client' && r.actorId === A.clientId)).toBe(true);
     const token = await tokenA({ email: 'deleter@example.com' });
-    expect(await status(api(g, 'DELETE', '/api/org/idp', token))).toBe(200);
+    expect(await status(deleteIdp(token))).toBe(200);
     expect(await actorsOf('idp.deleted')).toContainEqual({ actorType: 'user', actorId: 'deleter@example.com' });
     await saveIdpConfig(g, manageA, configA());
   });

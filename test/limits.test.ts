@@ -7,9 +7,11 @@ import { sql } from 'drizzle-orm';
 import { LocalWindow } from '../src/limits/burst.ts';
 import { periodStart, PLAN_LIMITS } from '../src/limits/plans.ts';
 import { consumeToolCall, toolCallsInPeriod } from '../src/limits/quota.ts';
+import { getOrg } from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
 import { freshDatabase, onboard, startTestGateway, tokenFor, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, rpc } from './support/mcp.ts';
+import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
 
@@ -74,8 +76,8 @@ describe('burst limit on the MCP endpoint', () => {
     verifies('LIMIT-PLAN-FIGURES');
     const org = await onboard(g, undefined, 'enterprise', 3);
     const token = await tokenFor(g, org.clientId, org.clientSecret);
-    const me = await g.handle(new Request('http://gateway.test/api/org', { headers: { authorization: `Bearer ${token}` } }));
-    expect(((await me.json()) as any).burst_limit_per_second).toBe(3);
+    const me = await getOrg({ client: sdkFor(g, token).client, throwOnError: true });
+    expect(me.data.burst_limit_per_second).toBe(3);
     await startOfSecond();
     const answers = await Promise.all(Array.from({ length: 5 }, () => rpc(g, org.slug, { apiKey: org.apiKey }, 'ping')));
     expect(answers.filter((a) => a.status === 200).length).toBe(3);

@@ -7,9 +7,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import * as sdk from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
 import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, expectRpcError, getConnector, listToolNames, restTools, rpc } from './support/mcp.ts';
+import { sdkFor } from './support/sdk.ts';
 import { startUpstream, type Upstream } from './support/upstream-mcp.ts';
 
 setDefaultTimeout(60_000);
@@ -83,6 +85,9 @@ afterAll(async () => {
   await Promise.all([g?.close(), closed?.close()]);
 }, 60_000);
 
+/** The SDK's client for the org's org:manage token. */
+const rest = () => sdkFor(g, manage).client;
+const setTool = (toolId: string, body: sdk.UpdateToolRequest) => sdk.updateToolMetadata({ client: rest(), path: { orgId: org.orgId, toolId }, body });
 const call = async (name: string, args: Record<string, unknown> = {}) => (await client.callTool({ name, arguments: args })) as Result;
 
 describe('an upstream MCP server (official SDK, Streamable HTTP) as a connector', () => {
@@ -95,7 +100,7 @@ describe('an upstream MCP server (official SDK, Streamable HTTP) as a connector'
     expect(rows.map((r) => r.tool_name).sort()).toEqual(['upstream__add', 'upstream__boom', 'upstream__echo', 'upstream__fail', 'upstream__headers', 'upstream__huge', 'upstream__picture', 'upstream__slow']);
     expect(rows.every((r) => r.connector_type === 'mcp')).toBe(true);
     // The credential is write-only: never in the REST answer.
-    const raw = await (await api(g, 'GET', `/api/connectors/${conn.id}`, manage)).text();
+    const raw = JSON.stringify((await sdk.getConnector({ client: rest(), throwOnError: true, path: { connectorId: conn.id } })).data);
     expect(raw).not.toContain(SECRET);
     expect(conn.has_credential).toBe(true);
   });
@@ -183,9 +188,9 @@ describe('an upstream MCP server (official SDK, Streamable HTTP) as a connector'
     verifies('MCPC-SCOPES');
     const other = await createConnector(g, manage, { name: 'Second', type: 'mcp', config: { url: upstream.url } });
     expect(other.status).toBe('active');
-    const created = await api(g, 'POST', '/api/org/api-keys', manage, { name: 'second-only', connector_ids: [other.id] });
-    expect(created.status).toBe(201);
-    const key = { apiKey: ((await created.json()) as any).key as string };
+    const created = await sdk.createApiKey({ client: rest(), body: { name: 'second-only', connector_ids: [other.id] } });
+    expect(created.response.status).toBe(201);
+    const key = { apiKey: created.data!.key };
     const names = await listToolNames(g, org.slug, key);
     expect(names).toContain('second__echo');
     expect(names).not.toContain('upstream__echo');
@@ -202,24 +207,24 @@ describe('an upstream MCP server (official SDK, Streamable HTTP) as a connector'
   test('approvals apply to upstream tools: a flagged tool is held, nothing reaches the upstream until approved', async () => {
     verifies('MCPC-APPROVALS');
     const tool = (await restTools(g, manage, org.orgId, conn.id)).find((t) => t.tool_name === 'upstream__echo')!;
-    expect((await api(g, 'PATCH', `/api/mcp/${org.orgId}/tools/${tool.id}/metadata`, manage, { requires_approval: true })).status).toBe(200);
+    expect((await setTool(tool.id, { requires_approval: true })).response.status).toBe(200);
     const before = upstream.calls.filter((c) => c === 'echo').length;
     const held = await callTool(g, org.slug, { apiKey: org.apiKey }, 'upstream__echo', { text: 'approved text' });
     expect(held.body.result.structuredContent.status).toBe('pending_approval');
     const approvalId = held.body.result.structuredContent.approvalId;
     expect(upstream.calls.filter((c) => c === 'echo').length).toBe(before);
-    expect((await api(g, 'POST', `/api/org/approvals/${approvalId}/approve`, manage)).status).toBe(200);
+    expect((await sdk.approveApproval({ client: rest(), path: { approvalId } })).response.status).toBe(200);
     const status = await callTool(g, org.slug, { apiKey: org.apiKey }, 'check_approval_status', { approvalId });
     expect(status.body.result.structuredContent.status).toBe('executed');
     expect(JSON.stringify(status.body.result)).toContain('approved text');
     expect(upstream.calls.filter((c) => c === 'echo').length).toBe(before + 1);
-    expect((await api(g, 'PATCH', `/api/mcp/${org.orgId}/tools/${tool.id}/metadata`, manage, { requires_approval: false })).status).toBe(200);
+    expect((await setTool(tool.id, { requires_approval: false })).response.status).toBe(200);
   });
 
   test('disabling an upstream tool removes it from tools/list and tools/call', async () => {
     verifies('MCPC-MANAGED');
     const tool = (await restTools(g, manage, org.orgId, conn.id)).find((t) => t.tool_name === 'upstream__picture')!;
-    expect((await api(g, 'PATCH', `/api/mcp/${org.orgId}/tools/${tool.id}/metadata`, manage, { enabled: false })).status).toBe(200);
+    expect((await setTool(tool.id, { enabled: false })).response.status).toBe(200);
     expect(await listToolNames(g, org.slug, { apiKey: org.apiKey })).not.toContain('upstream__picture');
     expectRpcError(await callTool(g, org.slug, { apiKey: org.apiKey }, 'upstream__picture', {}), -32602);
   });
@@ -260,6 +265,7 @@ describe('the outbound guard and failures', () => {
     verifies('MCPC-CONFIG');
     const badConfigs = [{}, { url: upstream.url, host: 'x' }, { url: 5 }, { url: upstream.url, headers: { 'bad header': 'x' } }, { url: upstream.url, headers: { 'X-A': 'a\r\nInjected: 1' } }, { host: 'h', database: 'd', user: 'u' }];
     for (const config of badConfigs) {
+      // Raw HTTP: configs outside the contract's McpConfig, which the typed SDK cannot send.
       const res = await api(g, 'POST', '/api/connectors', manage, { name: 'bad', type: 'mcp', config });
       expect(res.status).toBe(400);
     }
@@ -279,7 +285,7 @@ describe('the outbound guard and failures', () => {
     const down = await callTool(g, org.slug, { apiKey: org.apiKey }, 'flaky__echo', { text: 'x' });
     expect(down.body.result.isError).toBe(true);
     expect(down.body.result.content[0].text).toContain('unreachable');
-    expect((await api(g, 'POST', `/api/connectors/${c.id}/revalidate`, manage)).status).toBe(202);
+    expect((await sdk.revalidateConnector({ client: rest(), path: { connectorId: c.id } })).response.status).toBe(202);
     await g.deps.jobs.idle();
     const failed = await getConnector(g, manage, c.id);
     expect(failed.status).toBe('failed');
@@ -287,7 +293,7 @@ describe('the outbound guard and failures', () => {
     expect(await listToolNames(g, org.slug, { apiKey: org.apiKey })).not.toContain('flaky__echo');
     later = startUpstream(downPort);
     try {
-      expect((await api(g, 'POST', `/api/connectors/${c.id}/revalidate`, manage)).status).toBe(202);
+      expect((await sdk.revalidateConnector({ client: rest(), path: { connectorId: c.id } })).response.status).toBe(202);
       await g.deps.jobs.idle();
       expect((await getConnector(g, manage, c.id)).status).toBe('active');
       const back = await callTool(g, org.slug, { apiKey: org.apiKey }, 'flaky__echo', { text: 'back' });

@@ -7,10 +7,10 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
-import { createClient } from '../generated/client/client/index.ts';
-import { getProvisioningStatus, issueToken } from '../generated/client/sdk.gen.ts';
+import { getProvisioningStatus, issueToken, ToolgateError } from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
 import { contractFetch } from './support/contract.ts';
+import { sdkAt } from './support/sdk.ts';
 
 /** Hooks default to 5 s in bun whatever bunfig says; starting PGlite under load can take longer. */
 const HOOK_TIMEOUT_MS = 60_000;
@@ -156,9 +156,9 @@ describe('onboarding with real processes', () => {
     expect((await mcpToolsList('acme', beta.api_key)).status).toBe(401);
   }, 30_000);
 
-  test('the generated SDK gets a token and reads the provisioning status', async () => {
+  test('the SDK gets a token and reads the provisioning status', async () => {
     verifies('TOKEN-ENDPOINT-ISSUE', 'TOKEN-ENDPOINT-ERRORS', 'PROVISION-STATUS');
-    const client = createClient({ baseUrl, fetch: contractFetch });
+    const client = sdkAt(baseUrl, contractFetch as typeof fetch, {}).client;
     for (const org of [acme, beta]) {
       const token = await issueToken({ client, body: { grant_type: 'client_credentials', client_id: org.client_id, client_secret: org.client_secret } });
       expect(token.response.status).toBe(200);
@@ -166,9 +166,13 @@ describe('onboarding with real processes', () => {
       const status = await getProvisioningStatus({ client, path: { orgId: org.org_id }, auth: token.data!.access_token });
       expect(status.response.status).toBe(200);
       expect(status.data).toEqual({ status: 'provisioned', endpoint: `http://localhost:${port}/mcp/${org.slug}`, toolCount: 0 });
+      // The same read with the SDK signing in by itself (client credentials, the token fetched by its auth callback).
+      const signedIn = sdkAt(baseUrl, contractFetch as typeof fetch, { clientId: org.client_id, clientSecret: org.client_secret });
+      expect((await getProvisioningStatus({ client: signedIn.client, throwOnError: true, path: { orgId: org.org_id } })).data).toEqual(status.data!);
     }
     const refused = await issueToken({ client, body: { grant_type: 'client_credentials', client_id: acme.client_id, client_secret: 'wrong' } });
     expect(refused.response.status).toBe(401);
+    expect(refused.error).toBeInstanceOf(ToolgateError);
     expect(refused.error).toMatchObject({ error: 'invalid_client' });
   });
 

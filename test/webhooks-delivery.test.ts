@@ -5,8 +5,10 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { resolve } from 'node:path';
+import * as sdk from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
-import { api, freshDatabase, onboard, startTestGateway, tokenFor, type TestGateway } from './support/gateway.ts';
+import { freshDatabase, onboard, startTestGateway, tokenFor, type TestGateway } from './support/gateway.ts';
+import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
 import { deliveryStatuses, emitEvent, hmac, startReceiver, toHex, until, type Receiver } from './support/webhooks.ts';
 
@@ -15,11 +17,18 @@ const hasPg = await serviceAvailable('postgres');
 const ROOT = resolve(import.meta.dir, '..');
 const FAST = { TOOLGATE_WEBHOOK_POLL_MS: '30', TOOLGATE_WEBHOOK_RETRY_BASE_MS: '300', TOOLGATE_WEBHOOK_TIMEOUT_MS: '1500', TOOLGATE_WEBHOOK_LEASE_MS: '2500' };
 
-async function subscribe(gateway: TestGateway, token: string, url: string, events = ['approval.requested']): Promise<{ id: string; secret: string }> {
-  const res = await api(gateway, 'POST', '/api/org/webhooks', token, { url, events });
-  if (res.status !== 201) throw new Error(`webhook creation failed: ${res.status} ${await res.text()}`);
-  return (await res.json()) as { id: string; secret: string };
+async function subscribe(gateway: TestGateway, token: string, url: string, events: sdk.WebhookEventType[] = ['approval.requested']): Promise<{ id: string; secret: string }> {
+  const { data, error, response } = await sdk.createWebhook({ client: sdkFor(gateway, token).client, body: { url, events } });
+  if (response.status !== 201) throw new Error(`webhook creation failed: ${response.status} ${JSON.stringify(error)}`);
+  return data as { id: string; secret: string };
 }
+/** A webhook's delivery attempts, newest first, read through the SDK. */
+const deliveriesOf = async (gateway: TestGateway, token: string, webhookId: string) =>
+  (await sdk.listWebhookDeliveries({ client: sdkFor(gateway, token).client, throwOnError: true, path: { webhookId } })).data.deliveries as any[];
+const unsubscribe = (gateway: TestGateway, token: string, webhookId: string) =>
+  sdk.deleteWebhook({ client: sdkFor(gateway, token).client, throwOnError: true, path: { webhookId } });
+const webhook = async (gateway: TestGateway, token: string, webhookId: string) =>
+  (await sdk.listWebhooks({ client: sdkFor(gateway, token).client, throwOnError: true })).data.webhooks.find((w) => w.id === webhookId)!;
 
 const requested = { approval_id: 'ap_1', tool_name: 'query_postgresql_orders', requested_by: 'key-1', expires_at: '2026-01-01T00:00:00.000Z' };
 
@@ -66,7 +75,7 @@ describe.skipIf(!hasPg)('webhook delivery', () => {
     expect(headers['webhook-signature']).toBe(`v1,${standard}`);
     // A tampered body does not verify.
     expect(toHex(await hmac(new TextEncoder().encode(hook.secret), `${timestamp}.${body.replace('ap_1', 'ap_2')}`))).not.toBe(expected);
-    await api(gateway, 'DELETE', `/api/org/webhooks/${hook.id}`, token);
+    await unsubscribe(gateway, token, hook.id);
   });
 
   test('500 then 200: retried after the backoff with the same id; the attempts are listed', async () => {
@@ -80,10 +89,10 @@ describe.skipIf(!hasPg)('webhook delivery', () => {
     const gap = receiver.received[1]!.at - receiver.received[0]!.at;
     expect(gap).toBeGreaterThanOrEqual(300 * 0.8 - 20);
     await until(async () => (await deliveryStatuses(gateway, hook.id))[0] === 'delivered');
-    const list = (await (await api(gateway, 'GET', `/api/org/webhooks/${hook.id}/deliveries`, token)).json()) as any;
-    expect(list.deliveries.map((d: any) => [d.attempt, d.status_code])).toEqual([[2, 200], [1, 500]]);
-    expect(list.deliveries[1].error).toContain('500');
-    await api(gateway, 'DELETE', `/api/org/webhooks/${hook.id}`, token);
+    const deliveries = await deliveriesOf(gateway, token, hook.id);
+    expect(deliveries.map((d: any) => [d.attempt, d.status_code])).toEqual([[2, 200], [1, 500]]);
+    expect(deliveries[1].error).toContain('500');
+    await unsubscribe(gateway, token, hook.id);
   });
 
   test('a redirect is not followed and counts as a failure', async () => {
@@ -94,13 +103,13 @@ describe.skipIf(!hasPg)('webhook delivery', () => {
     await emitEvent(gateway, 'approval.requested', orgId, requested);
     await until(() => receiver.received.length === 2, 15_000, 'the retry after the redirect');
     expect(receiver.received.every((r) => r.headers['x-service-event'] === 'approval.requested')).toBe(true);
-    const list = (await (await api(gateway, 'GET', `/api/org/webhooks/${hook.id}/deliveries`, token)).json()) as any;
-    const first = list.deliveries.find((d: any) => d.attempt === 1);
+    const deliveries = await deliveriesOf(gateway, token, hook.id);
+    const first = deliveries.find((d: any) => d.attempt === 1);
     expect(first.error).toContain('redirect');
     expect(first.status_code).toBe(302);
     // Two requests, both POSTs of the event to the hook path: the Location was never fetched (a GET would have no body).
     expect(receiver.received.every((r) => r.body.includes('"approval.requested"'))).toBe(true);
-    await api(gateway, 'DELETE', `/api/org/webhooks/${hook.id}`, token);
+    await unsubscribe(gateway, token, hook.id);
   });
 
   test('410 Gone disables the endpoint; later events are not sent to it', async () => {
@@ -109,14 +118,14 @@ describe.skipIf(!hasPg)('webhook delivery', () => {
     behaviour = () => new Response('gone', { status: 410 });
     const hook = await subscribe(gateway, token, receiver.url('/gone'));
     await emitEvent(gateway, 'approval.requested', orgId, requested);
-    await until(async () => ((await (await api(gateway, 'GET', '/api/org/webhooks', token)).json()) as any).webhooks.find((w: any) => w.id === hook.id).enabled === false);
-    const listed = ((await (await api(gateway, 'GET', '/api/org/webhooks', token)).json()) as any).webhooks.find((w: any) => w.id === hook.id);
+    await until(async () => (await webhook(gateway, token, hook.id)).enabled === false);
+    const listed = await webhook(gateway, token, hook.id);
     expect(listed.disabled_reason).toBe('gone');
     expect(await deliveryStatuses(gateway, hook.id)).toEqual(['failed']);
     await emitEvent(gateway, 'approval.requested', orgId, requested);
     await Bun.sleep(400);
     expect(receiver.received.length).toBe(1);
-    await api(gateway, 'DELETE', `/api/org/webhooks/${hook.id}`, token);
+    await unsubscribe(gateway, token, hook.id);
   });
 
   test('a receiver that answers too much, or hangs, fails the attempt (size cap, timeout) and is retried', async () => {
@@ -126,13 +135,13 @@ describe.skipIf(!hasPg)('webhook delivery', () => {
     const hook = await subscribe(gateway, token, receiver.url('/big'));
     await emitEvent(gateway, 'approval.requested', orgId, requested);
     await until(async () => (await deliveryStatuses(gateway, hook.id))[0] === 'delivered', 20_000, 'delivery after the big and the hanging answer');
-    const list = (await (await api(gateway, 'GET', `/api/org/webhooks/${hook.id}/deliveries`, token)).json()) as any;
-    const byAttempt = Object.fromEntries(list.deliveries.map((d: any) => [d.attempt, d]));
+    const deliveries = await deliveriesOf(gateway, token, hook.id);
+    const byAttempt = Object.fromEntries(deliveries.map((d: any) => [d.attempt, d]));
     expect(byAttempt[1].error).toContain('exceeds 65536 bytes');
     expect(byAttempt[2].error).toContain('timed out after 1500 ms');
     expect(byAttempt[2].latency_ms).toBeGreaterThanOrEqual(1400);
     expect(byAttempt[3].status_code).toBe(200);
-    await api(gateway, 'DELETE', `/api/org/webhooks/${hook.id}`, token);
+    await unsubscribe(gateway, token, hook.id);
   });
 
   test('a hanging receiver does not stall another endpoint', async () => {
@@ -206,9 +215,9 @@ describe.skipIf(!hasPg)('webhook outbox across processes and instances', () => {
       await until(async () => (await deliveryStatuses(restarted, hook.id))[0] === 'delivered');
       expect(receiver.ids()).toEqual([eventId, eventId]);
       expect(new Set(receiver.received.map((r) => r.headers['webhook-id']))).toEqual(new Set([eventId]));
-      const list = (await (await api(restarted, 'GET', `/api/org/webhooks/${hook.id}/deliveries`, await tokenFor(restarted, org.clientId, org.clientSecret))).json()) as any;
+      const list = await deliveriesOf(restarted, await tokenFor(restarted, org.clientId, org.clientSecret), hook.id);
       // The killed attempt left no row; the one recorded is the second.
-      expect(list.deliveries.map((d: any) => [d.attempt, d.status_code])).toEqual([[2, 200]]);
+      expect(list.map((d: any) => [d.attempt, d.status_code])).toEqual([[2, 200]]);
     } finally {
       await restarted.close();
       receiver.stop();
@@ -293,12 +302,14 @@ describe.skipIf(!hasPg)('approval events (approvals merged)', () => {
       const manage = await tokenFor(gateway, org.clientId, org.clientSecret);
       await createConnector(gateway, manage, { name: 'ledger', type: 'postgresql', config: targets.pgConfig, allow_write: true });
       const tool = (await restTools(gateway, manage, org.orgId)).find((t) => t.name === 'query_postgresql_ledger')!;
-      expect((await api(gateway, 'PATCH', `/api/mcp/${org.orgId}/tools/${tool.id}/metadata`, manage, { requires_approval: true, approval_emails: ['ops@example.com'] })).status).toBe(200);
+      const client = sdkFor(gateway, manage).client;
+      const flagged = await sdk.updateToolMetadata({ client, path: { orgId: org.orgId, toolId: tool.id }, body: { requires_approval: true, approval_emails: ['ops@example.com'] } });
+      expect(flagged.response.status).toBe(200);
       await subscribe(gateway, manage, receiver.url(), ['approval.requested', 'approval.decided']);
       const held = await callTool(gateway, org.slug, { apiKey: org.apiKey }, 'query_postgresql_ledger', { sql: "INSERT INTO ledger VALUES (7, 'secret-argument')" });
       const approvalId = held.body.result.structuredContent.approvalId as string;
       await until(() => receiver.received.length === 1, 10_000, 'approval.requested');
-      expect((await api(gateway, 'POST', `/api/org/approvals/${approvalId}/approve`, manage)).status).toBe(200);
+      expect((await sdk.approveApproval({ client, path: { approvalId } })).response.status).toBe(200);
       await until(() => receiver.received.length === 2, 10_000, 'approval.decided');
       const [requestedEvent, decidedEvent] = receiver.received.map((r) => JSON.parse(r.body));
       expect(requestedEvent).toMatchObject({ type: 'approval.requested', org_id: org.orgId, data: { approval_id: approvalId, tool_name: 'query_postgresql_ledger' } });

@@ -8,20 +8,26 @@ import { sql } from 'drizzle-orm';
 import { loadConfig } from '../src/config.ts';
 import { createGateway, type Gateway } from '../src/gateway.ts';
 import { rowsOf } from '../src/store/db.ts';
+import * as sdk from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
 import { api, BASE, freshDatabase, onboard, OPERATOR_TOKEN, startTestGateway, tokenFor, type TestGateway } from './support/gateway.ts';
 import { contractChecked } from './support/contract.ts';
+import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
 import { emitEvent, startReceiver, until, type Receiver } from './support/webhooks.ts';
 
 setDefaultTimeout(30_000);
 const hasPg = await serviceAvailable('postgres');
+/** A webhook's delivery attempts, newest first, read through the SDK. */
+const deliveriesOf = async (client: sdk.Client, webhookId: string) =>
+  (await sdk.listWebhookDeliveries({ client, throwOnError: true, path: { webhookId } })).data.deliveries as any[];
 
 describe.skipIf(!hasPg)('webhook management', () => {
   let gateway: TestGateway;
   let receiver: Receiver;
   let token: string;
   let orgId: string;
+  let client: sdk.Client;
 
   beforeAll(async () => {
     receiver = startReceiver();
@@ -33,6 +39,7 @@ describe.skipIf(!hasPg)('webhook management', () => {
     const org = await onboard(gateway);
     orgId = org.orgId;
     token = await tokenFor(gateway, org.clientId, org.clientSecret);
+    client = sdkFor(gateway, token).client;
   });
   afterAll(async () => {
     await gateway?.close();
@@ -41,14 +48,14 @@ describe.skipIf(!hasPg)('webhook management', () => {
 
   test('create returns the secret once; list and patch never show it; it is sealed at rest', async () => {
     verifies('WEBHOOK-CRUD', 'WEBHOOK-SECRET-ONCE');
-    const created = await api(gateway, 'POST', '/api/org/webhooks', token, { url: receiver.url(), events: ['approval.requested', 'approval.requested'] });
-    expect(created.status).toBe(201);
-    expect(created.headers.get('cache-control')).toBe('no-store');
-    const body = (await created.json()) as any;
+    const created = await sdk.createWebhook({ client, body: { url: receiver.url(), events: ['approval.requested', 'approval.requested'] } });
+    expect(created.response.status).toBe(201);
+    expect(created.response.headers.get('cache-control')).toBe('no-store');
+    const body = created.data as any;
     expect(body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(body).toMatchObject({ url: receiver.url(), events: ['approval.requested'], enabled: true, disabled_reason: null });
 
-    const listed = (await (await api(gateway, 'GET', '/api/org/webhooks', token)).json()) as any;
+    const listed = (await sdk.listWebhooks({ client, throwOnError: true })).data;
     expect(listed.webhooks.map((w: any) => w.id)).toContain(body.id);
     expect(JSON.stringify(listed)).not.toContain(body.secret);
 
@@ -56,59 +63,62 @@ describe.skipIf(!hasPg)('webhook management', () => {
     expect(stored[0]!.secret_sealed).not.toContain(body.secret.slice(6, 20));
     expect(gateway.deps.box.decrypt(stored[0]!.secret_sealed, `webhook_secret:${body.id}`)).toBe(body.secret);
 
-    const patched = await api(gateway, 'PATCH', `/api/org/webhooks/${body.id}`, token, { events: ['tool.called'], enabled: false });
-    expect(patched.status).toBe(200);
-    const after = (await patched.json()) as any;
+    const patched = await sdk.updateWebhook({ client, path: { webhookId: body.id }, body: { events: ['tool.called'], enabled: false } });
+    expect(patched.response.status).toBe(200);
+    const after = patched.data as any;
     expect(after).toMatchObject({ events: ['tool.called'], enabled: false });
     expect(after.secret).toBeUndefined();
 
-    expect((await api(gateway, 'DELETE', `/api/org/webhooks/${body.id}`, token)).status).toBe(200);
-    expect((await api(gateway, 'DELETE', `/api/org/webhooks/${body.id}`, token)).status).toBe(404);
-    expect((await api(gateway, 'PATCH', `/api/org/webhooks/${body.id}`, token, { enabled: true })).status).toBe(404);
+    expect((await sdk.deleteWebhook({ client, path: { webhookId: body.id } })).response.status).toBe(200);
+    expect((await sdk.deleteWebhook({ client, path: { webhookId: body.id } })).response.status).toBe(404);
+    expect((await sdk.updateWebhook({ client, path: { webhookId: body.id }, body: { enabled: true } })).response.status).toBe(404);
   });
 
   test('bad input: unknown event type, empty events, no fields, non-uuid id', async () => {
     verifies('WEBHOOK-CRUD');
+    // Raw HTTP: an event type outside the contract's enum, which the typed SDK cannot send.
     expect((await api(gateway, 'POST', '/api/org/webhooks', token, { url: receiver.url(), events: ['tool.exploded'] })).status).toBe(400);
-    expect((await api(gateway, 'POST', '/api/org/webhooks', token, { url: receiver.url(), events: [] })).status).toBe(400);
-    expect((await api(gateway, 'POST', '/api/org/webhooks', token, { url: 'not a url', events: ['tool.called'] })).status).toBe(400);
-    expect((await api(gateway, 'PATCH', `/api/org/webhooks/${crypto.randomUUID()}`, token, {})).status).toBe(400);
-    expect((await api(gateway, 'GET', '/api/org/webhooks/nope/deliveries', token)).status).toBe(400);
+    expect((await sdk.createWebhook({ client, body: { url: receiver.url(), events: [] } })).response.status).toBe(400);
+    expect((await sdk.createWebhook({ client, body: { url: 'not a url', events: ['tool.called'] } })).response.status).toBe(400);
+    expect((await sdk.updateWebhook({ client, path: { webhookId: crypto.randomUUID() }, body: {} })).response.status).toBe(400);
+    expect((await sdk.listWebhookDeliveries({ client, path: { webhookId: 'nope' } })).response.status).toBe(400);
   });
 
   test("another org's webhook is 404 on every route", async () => {
     verifies('WEBHOOK-CRUD');
-    const created = (await (await api(gateway, 'POST', '/api/org/webhooks', token, { url: receiver.url(), events: ['tool.called'] })).json()) as any;
+    const created = (await sdk.createWebhook({ client, throwOnError: true, body: { url: receiver.url(), events: ['tool.called'] } })).data;
     const other = await onboard(gateway);
-    const otherToken = await tokenFor(gateway, other.clientId, other.clientSecret);
-    expect((await api(gateway, 'PATCH', `/api/org/webhooks/${created.id}`, otherToken, { enabled: false })).status).toBe(404);
-    expect((await api(gateway, 'DELETE', `/api/org/webhooks/${created.id}`, otherToken)).status).toBe(404);
-    expect((await api(gateway, 'GET', `/api/org/webhooks/${created.id}/deliveries`, otherToken)).status).toBe(404);
-    const listed = (await (await api(gateway, 'GET', '/api/org/webhooks', otherToken)).json()) as any;
+    const theirs = sdkFor(gateway, await tokenFor(gateway, other.clientId, other.clientSecret)).client;
+    const path = { webhookId: created.id };
+    expect((await sdk.updateWebhook({ client: theirs, path, body: { enabled: false } })).response.status).toBe(404);
+    expect((await sdk.deleteWebhook({ client: theirs, path })).response.status).toBe(404);
+    expect((await sdk.listWebhookDeliveries({ client: theirs, path })).response.status).toBe(404);
+    const listed = (await sdk.listWebhooks({ client: theirs, throwOnError: true })).data;
     expect(listed.webhooks).toEqual([]);
   });
 
   test('deliveries list the attempts; re-send delivers the same event id again', async () => {
     verifies('WEBHOOK-DELIVERIES', 'WEBHOOK-RESEND');
-    const created = (await (await api(gateway, 'POST', '/api/org/webhooks', token, { url: receiver.url('/resend'), events: ['approval.decided'] })).json()) as any;
+    const created = (await sdk.createWebhook({ client, throwOnError: true, body: { url: receiver.url('/resend'), events: ['approval.decided'] } })).data;
     const eventId = await emitEvent(gateway, 'approval.decided', orgId, { approval_id: 'a1', tool_name: 't', decision: 'approved', decided_by: null });
     const onPath = () => receiver.received.filter((r) => JSON.parse(r.body).id === eventId);
     await until(() => onPath().length === 1, 10_000, 'first delivery');
-    await until(async () => ((await (await api(gateway, 'GET', `/api/org/webhooks/${created.id}/deliveries`, token)).json()) as any).deliveries.length === 1);
-    const list = (await (await api(gateway, 'GET', `/api/org/webhooks/${created.id}/deliveries`, token)).json()) as any;
-    expect(list.deliveries[0]).toMatchObject({ event_id: eventId, event_type: 'approval.decided', attempt: 1, status_code: 200, error: null, delivery_status: 'delivered' });
-    expect(list.deliveries[0].latency_ms).toBeGreaterThanOrEqual(0);
+    await until(async () => (await deliveriesOf(client, created.id)).length === 1);
+    const list = await deliveriesOf(client, created.id);
+    expect(list[0]).toMatchObject({ event_id: eventId, event_type: 'approval.decided', attempt: 1, status_code: 200, error: null, delivery_status: 'delivered' });
+    expect(list[0].latency_ms).toBeGreaterThanOrEqual(0);
 
-    const resent = await api(gateway, 'POST', `/api/org/webhooks/${created.id}/events/${eventId}/resend`, token);
-    expect(resent.status).toBe(202);
+    const resend = (id: string) => sdk.resendWebhookEvent({ client, path: { webhookId: created.id, eventId: id } });
+    const resent = await resend(eventId);
+    expect(resent.response.status).toBe(202);
     await until(() => onPath().length === 2, 10_000, 'second delivery');
     expect(new Set(onPath().map((r) => r.headers['webhook-id']))).toEqual(new Set([eventId]));
     expect(onPath()[1]!.body).toBe(onPath()[0]!.body);
 
     const unknown = `evt_${crypto.randomUUID()}`;
-    expect((await api(gateway, 'POST', `/api/org/webhooks/${created.id}/events/${unknown}/resend`, token)).status).toBe(404);
-    await api(gateway, 'PATCH', `/api/org/webhooks/${created.id}`, token, { enabled: false });
-    expect((await api(gateway, 'POST', `/api/org/webhooks/${created.id}/events/${eventId}/resend`, token)).status).toBe(409);
+    expect((await resend(unknown)).response.status).toBe(404);
+    await sdk.updateWebhook({ client, throwOnError: true, path: { webhookId: created.id }, body: { enabled: false } });
+    expect((await resend(eventId)).response.status).toBe(409);
   });
 });
 
@@ -148,7 +158,8 @@ describe.skipIf(!hasPg)('webhook URL guard (allow-list off)', () => {
     receiver?.stop();
   });
 
-  const save = (url: string) => api({ ...gateway, handle }, 'POST', '/api/org/webhooks', token, { url, events: ['approval.requested'] });
+  const rest = () => sdkFor({ ...gateway, handle }, token).client;
+  const save = (url: string) => sdk.createWebhook({ client: rest(), body: { url, events: ['approval.requested'] } });
 
   test('refused at save: http, loopback and private literals in any spelling, metadata, a name resolving to 127.0.0.1', async () => {
     verifies('WEBHOOK-URL-GUARD');
@@ -172,8 +183,8 @@ describe.skipIf(!hasPg)('webhook URL guard (allow-list off)', () => {
     ];
     for (const url of refused) {
       const res = await save(url);
-      expect({ url, status: res.status }).toEqual({ url, status: 422 });
-      expect(((await res.json()) as any).error).toBe('webhook_url_refused');
+      expect({ url, status: res.response.status }).toEqual({ url, status: 422 });
+      expect(res.error?.error).toBe('webhook_url_refused');
     }
     expect(receiver.received.length).toBe(0);
   });
@@ -184,14 +195,14 @@ describe.skipIf(!hasPg)('webhook URL guard (allow-list off)', () => {
     // The port is the receiver's, so a guard that let the request through would reach it.
     const url = `https://turncoat.example.com:${receiver.hostPort.split(':')[1]}/h`;
     const created = await save(url);
-    expect(created.status).toBe(201);
-    const { id } = (await created.json()) as { id: string };
+    expect(created.response.status).toBe(201);
+    const { id } = created.data!;
     dns.set('turncoat.example.com', ['127.0.0.1']);
     await emitEvent(gateway, 'approval.requested', orgId, { approval_id: 'x', tool_name: 't', requested_by: null, expires_at: new Date().toISOString() });
-    await until(async () => ((await (await api({ ...gateway, handle }, 'GET', `/api/org/webhooks/${id}/deliveries`, token)).json()) as any).deliveries.length > 0);
-    const list = (await (await api({ ...gateway, handle }, 'GET', `/api/org/webhooks/${id}/deliveries`, token)).json()) as any;
-    expect(list.deliveries[0]).toMatchObject({ status_code: null, delivery_status: 'pending' });
-    expect(list.deliveries[0].error).toContain('private, loopback or reserved');
+    await until(async () => (await deliveriesOf(rest(), id)).length > 0);
+    const list = await deliveriesOf(rest(), id);
+    expect(list[0]).toMatchObject({ status_code: null, delivery_status: 'pending' });
+    expect(list[0].error).toContain('private, loopback or reserved');
     expect(receiver.received.length).toBe(0);
   });
 });
@@ -204,13 +215,14 @@ describe('embedded store (PGlite)', () => {
     try {
       const org = await onboard(gateway);
       const token = await tokenFor(gateway, org.clientId, org.clientSecret);
-      const hook = (await (await api(gateway, 'POST', '/api/org/webhooks', token, { url: receiver.url(), events: ['approval.requested'] })).json()) as any;
+      const client = sdkFor(gateway, token).client;
+      const hook = (await sdk.createWebhook({ client, throwOnError: true, body: { url: receiver.url(), events: ['approval.requested'] } })).data;
       const eventId = await emitEvent(gateway, 'approval.requested', org.orgId, { approval_id: 'p', tool_name: 't', requested_by: null, expires_at: new Date().toISOString() });
       await until(() => receiver.received.length === 2, 10_000, 'the retry on PGlite');
       expect(receiver.ids()).toEqual([eventId, eventId]);
-      await until(async () => ((await (await api(gateway, 'GET', `/api/org/webhooks/${hook.id}/deliveries`, token)).json()) as any).deliveries.length === 2);
-      const list = (await (await api(gateway, 'GET', `/api/org/webhooks/${hook.id}/deliveries`, token)).json()) as any;
-      expect(list.deliveries.map((d: any) => d.status_code)).toEqual([204, 503]);
+      await until(async () => (await deliveriesOf(client, hook.id)).length === 2);
+      const list = await deliveriesOf(client, hook.id);
+      expect(list.map((d: any) => d.status_code)).toEqual([204, 503]);
     } finally {
       await gateway.close();
       receiver.stop();

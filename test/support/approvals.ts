@@ -10,9 +10,11 @@ import type { Principal } from '../../src/auth/principal.ts';
 import { deriveApprovalDigestKey } from '../../src/approvals/digest.ts';
 import type { DomainEvent } from '../../src/events/index.ts';
 import { periodStart } from '../../src/limits/plans.ts';
-import { api, freshDatabase, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './gateway.ts';
+import * as sdk from '../../sdk/index.ts';
+import { freshDatabase, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './gateway.ts';
 import { idpConfig, idpGatewayEnv, idpToken, makeKey, pgHostPort, saveIdpConfig, startFakeIdp, type FakeIdp, type TestKey } from './idp.ts';
 import { callTool, createConnector, restTools } from './mcp.ts';
+import { sdkFor } from './sdk.ts';
 import { createTargets, type Targets } from './targets.ts';
 
 export const APPROVER = 'approver@example.com';
@@ -56,15 +58,16 @@ export async function approvalsWorld(prefix: string): Promise<ApprovalsWorld> {
   const connector = await createConnector(g1, manage, { name: 'ledger', type: 'postgresql', config: targets.pgConfig, allow_write: true });
   if (connector.status !== 'active') throw new Error(`connector not active: ${JSON.stringify(connector)}`);
   const tool = (await restTools(g1, manage, org.orgId)).find((t) => t.name === FLAGGED)!;
-  const flagged = await api(g1, 'PATCH', `/api/mcp/${org.orgId}/tools/${tool.id}/metadata`, manage, {
-    requires_approval: true,
-    approval_ttl_seconds: 600,
-    approval_emails: [APPROVER, 'second@example.com'],
+  const client = sdkFor(g1, manage).client;
+  const flagged = await sdk.updateToolMetadata({
+    client,
+    path: { orgId: org.orgId, toolId: tool.id },
+    body: { requires_approval: true, approval_ttl_seconds: 600, approval_emails: [APPROVER, 'second@example.com'] },
   });
-  if (flagged.status !== 200) throw new Error(`flagging failed: ${await flagged.text()}`);
+  if (flagged.response.status !== 200) throw new Error(`flagging failed: ${JSON.stringify(flagged.error)}`);
   const audience = `${prefix}-aud`;
   await saveIdpConfig(g1, manage, idpConfig(idp, audience));
-  const keys = (await (await api(g1, 'GET', '/api/org/api-keys', manage)).json()) as { api_keys: { id: string; name: string }[] };
+  const keys = (await sdk.listApiKeys({ client, throwOnError: true })).data;
   const events: DomainEvent[] = [];
   const failEvents = { on: false };
   for (const g of [g1, g2]) {
@@ -124,8 +127,16 @@ export async function usedCalls(w: ApprovalsWorld): Promise<number> {
   return rows.length ? Number(rows[0]!.tool_calls) : 0;
 }
 
-export function decide(w: ApprovalsWorld, g: TestGateway, approvalId: string, decision: 'approve' | 'reject', token: string | null = w.manage) {
-  return api(g, 'POST', `/api/org/approvals/${approvalId}/${decision}`, token);
+/** The SDK's answer to a decision: assert the status on `response`, a success body on `data`, a refusal on `error`. */
+export interface Decision {
+  data?: any;
+  error?: sdk.ToolgateError;
+  response: Response;
+}
+
+export async function decide(w: ApprovalsWorld, g: TestGateway, approvalId: string, decision: 'approve' | 'reject', token: string = w.manage): Promise<Decision> {
+  const operation = decision === 'approve' ? sdk.approveApproval : sdk.rejectApproval;
+  return (await operation({ client: sdkFor(g, token).client, path: { approvalId } })) as Decision;
 }
 
 export function checkStatus(w: ApprovalsWorld, approvalId: string, credential: { apiKey: string } | { token: string } = { apiKey: w.org.apiKey }, g = w.g1) {

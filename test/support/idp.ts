@@ -3,7 +3,9 @@ import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { SignJWT, exportJWK, exportSPKI, generateKeyPair } from 'jose';
 import { b64url, nowSec, signToken, type FakeIdp, type TestKey } from '../idp/fake-idp.ts';
-import { BASE, api, type TestGateway } from './gateway.ts';
+import * as sdk from '../../sdk/index.ts';
+import { BASE, type TestGateway } from './gateway.ts';
+import { sdkFor } from './sdk.ts';
 import { PG_URL } from './services.ts';
 
 export { b64url, makeKey, nowSec, signToken, startFakeIdp, type FakeIdp, type TestKey } from '../idp/fake-idp.ts';
@@ -32,8 +34,8 @@ export function idpConfig(idp: FakeIdp, audience: string, extra: Partial<IdpConf
 
 /** PUT /api/org/idp; throws unless it is saved (200). */
 export async function saveIdpConfig(gateway: TestGateway, token: string, body: IdpConfigBody): Promise<void> {
-  const res = await api(gateway, 'PUT', '/api/org/idp', token, body);
-  if (res.status !== 200) throw new Error(`saving the IdP config failed: ${res.status} ${await res.text()}`);
+  const { error, response } = await sdk.setIdpConfig({ client: sdkFor(gateway, token).client, body: body as sdk.IdpConfigInput });
+  if (response.status !== 200) throw new Error(`saving the IdP config failed: ${response.status} ${JSON.stringify(error)}`);
 }
 
 export interface RpcReply {
@@ -131,18 +133,17 @@ export function pgHostPort(): string {
 
 /** Creates a connector with the org:manage token and waits until its validation has finished. */
 export async function createConnector(gateway: TestGateway, token: string, name: string, fixture: PgFixture): Promise<{ id: string; status: string }> {
-  const res = await api(gateway, 'POST', '/api/connectors', token, {
-    name,
-    type: 'postgresql',
-    config: fixture.config,
-    ...(fixture.credential ? { credential: fixture.credential } : {}),
+  const client = sdkFor(gateway, token).client;
+  const { data, error, response } = await sdk.createConnector({
+    client,
+    body: { name, type: 'postgresql', config: fixture.config, ...(fixture.credential ? { credential: fixture.credential } : {}) },
   });
-  if (res.status !== 201) throw new Error(`creating a connector failed: ${res.status} ${await res.text()}`);
-  const id = ((await res.json()) as { id: string }).id;
+  if (response.status !== 201) throw new Error(`creating a connector failed: ${response.status} ${JSON.stringify(error)}`);
+  const id = data!.id;
   await gateway.deps.jobs.idle();
   const deadline = Date.now() + 15_000;
   for (;;) {
-    const row = (await (await api(gateway, 'GET', `/api/connectors/${id}`, token)).json()) as { status: string; status_reason?: string };
+    const row = (await sdk.getConnector({ client, throwOnError: true, path: { connectorId: id } })).data;
     if (row.status !== 'validating') return { id, status: row.status };
     if (Date.now() > deadline) throw new Error(`connector ${id} is still validating`);
     await sleep(50);

@@ -7,10 +7,17 @@ import { Toolgate, ToolgateError, type ToolgateOptions } from '../../sdk/index.t
 import { ContractViolation } from './contract.ts';
 import { BASE } from './gateway.ts';
 
+type Credentials = string | Pick<ToolgateOptions, 'clientId' | 'clientSecret' | 'scope'>;
+
 /** A Toolgate client on `gateway` with a bearer (token or API key) or client credentials. */
-export function sdkFor(gateway: Gateway, auth: string | Pick<ToolgateOptions, 'clientId' | 'clientSecret' | 'scope'>): Toolgate {
+export function sdkFor(gateway: Gateway, auth: Credentials): Toolgate {
+  return sdkAt(BASE, ((input: RequestInfo | URL, init?: RequestInit) => gateway.handle(new Request(input, init))) as typeof fetch, auth);
+}
+
+/** A Toolgate client on a running server at `baseUrl`, sending with a contract-checking fetch (contractFetch). */
+export function sdkAt(baseUrl: string, fetch: typeof globalThis.fetch, auth: Credentials): Toolgate {
   const credentials = typeof auth === 'string' ? { token: auth } : auth;
-  const toolgate = new Toolgate({ baseUrl: BASE, fetch: ((input: RequestInfo | URL, init?: RequestInit) => gateway.handle(new Request(input, init))) as typeof fetch, ...credentials });
+  const toolgate = new Toolgate({ baseUrl, fetch, ...credentials });
   // The generated client turns a throwing fetch into a returned `error`; a contract violation must fail the test
   // however the call was made, so it is thrown on (an error interceptor that throws ends the request). Each error
   // interceptor gets the original error and the last one's value wins, so this one also does Toolgate's wrapping.
