@@ -6,6 +6,7 @@
 import type postgres from 'postgres';
 import type { Row } from '../shared/result.ts';
 import { searchPath, type PgSql } from './pool.ts';
+import { lostConnection, releaseReserved, settlePipeline } from './pipeline.ts';
 
 export interface PgRunOptions {
   readOnly: boolean;
@@ -138,6 +139,7 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
   if (o.signal?.aborted) throw failure('ABORTED');
   const conn = await sql.reserve();
   let clean = false;
+  let lost = false;
   try {
     const setup = [
       o.readOnly ? 'begin transaction read only; set transaction read only' : 'begin transaction read write',
@@ -157,7 +159,8 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
     // rollback needs checking. A commit keeps whatever the statement set, and custom settings are not all
     // visible in pg_settings: a write's session is always reset (pipelined, no extra round trip).
     const leftovers = o.readOnly ? conn.unsafe<{ dirty: boolean }[]>(SESSION_LEFTOVERS).execute() : conn.unsafe('discard all').execute();
-    const [b, q, e, l] = await Promise.allSettled([begin, watched.settle(), end, leftovers]);
+    const [b, q, e, l] = await settlePipeline([begin, watched.settle(), end, leftovers] as const);
+    lost = lostConnection([b, e, l], q.status === 'fulfilled' ? q.value.error : q.reason);
     clean = l.status === 'fulfilled' && (!o.readOnly || (l.value as unknown as { dirty: boolean }[])[0]?.dirty === false);
 
     if (b.status === 'rejected') throw b.reason;
@@ -174,8 +177,8 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
     // startup parameters: read-only default, timeouts, search_path). DISCARD ALL refuses to run inside a
     // transaction, hence the rollback first. postgres.js re-prepares its own named statements when the server
     // reports them gone (FetchPreparedStatement), so the fast path is not disturbed.
-    if (!clean) await Promise.allSettled([conn.unsafe('rollback').execute(), conn.unsafe('discard all').execute()]);
-    conn.release();
+    if (!clean && !lost) await settlePipeline([conn.unsafe('rollback').execute(), conn.unsafe('discard all').execute()]);
+    releaseReserved(conn, lost);
   }
 }
 
@@ -200,6 +203,7 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
 export async function runPgFast(sql: PgSql, statement: string, o: Omit<PgRunOptions, 'readOnly' | 'lockTimeoutMs'> & { prepare?: boolean }): Promise<PgRunOutcome> {
   if (o.signal?.aborted) throw failure('ABORTED');
   const conn = await sql.reserve();
+  let lost = false;
   try {
     // A prepared statement is safe here even when postgres.js re-prepares and retries it (after a schema change
     // made the cached plan invalid): the retry runs on the same read-only, time-limited session. Not so in
@@ -208,9 +212,12 @@ export async function runPgFast(sql: PgSql, statement: string, o: Omit<PgRunOpti
     const watched = watch(query, { ...o, readOnly: true, lockTimeoutMs: 0 }, true);
     query.execute();
     const { result, error } = await watched.settle();
-    if (error) throw error;
+    if (error) {
+      lost = lostConnection([], error);
+      throw error;
+    }
     return { rows: watched.rows, count: result?.count ?? null, stopped: watched.stopped() };
   } finally {
-    conn.release();
+    releaseReserved(conn, lost);
   }
 }

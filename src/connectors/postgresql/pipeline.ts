@@ -1,0 +1,66 @@
+/**
+ * Settling queries pipelined on one reserved postgres.js connection. When the connection is lost mid-pipeline (the
+ * backend was terminated, the server restarted, the network dropped), postgres.js rejects the queries it had
+ * written with CONNECTION_CLOSED but can leave the last ones pending for ever; a plain Promise.allSettled then never
+ * returns and the call (and its connector slot) hangs. Here the first connection-loss error fails the pipeline:
+ * whatever has not settled shortly after counts as rejected with that error.
+ */
+
+/** Error codes postgres.js and Node give when the connection itself is gone (not an error of the statement). */
+const CONNECTION_LOSS = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'CONNECT_TIMEOUT']);
+
+export function isConnectionLoss(err: unknown): boolean {
+  const e = err as { code?: unknown; severity?: unknown } | null;
+  if (typeof e?.code !== 'string') return false;
+  // A FATAL error from the server (terminated backend 57P01, shutdown 57P02/57P03...) ends its session, and SQLSTATE
+  // class 08 is a connection exception: the connection is as gone as after a closed socket.
+  return CONNECTION_LOSS.has(e.code) || e.severity === 'FATAL' || e.code.startsWith('08');
+}
+
+/** How long queries still pending after a connection loss may take to settle on their own. */
+const LOSS_GRACE_MS = 50;
+
+type Settled<T extends readonly unknown[]> = { -readonly [K in keyof T]: PromiseSettledResult<Awaited<T[K]>> };
+
+/** Promise.allSettled for one connection's pipeline, that returns even when the connection dies under it. */
+export function settlePipeline<T extends readonly unknown[]>(queries: T): Promise<Settled<T>> {
+  return new Promise((resolve) => {
+    const results: (PromiseSettledResult<unknown> | undefined)[] = queries.map(() => undefined);
+    let pending = queries.length;
+    let graceTimer: ReturnType<typeof setTimeout> | null = null;
+    const finish = (loss?: unknown): void => {
+      if (graceTimer) clearTimeout(graceTimer);
+      graceTimer = null;
+      pending = -1;
+      resolve(results.map((r) => r ?? { status: 'rejected', reason: loss }) as Settled<T>);
+    };
+    queries.forEach((query, i) => {
+      Promise.resolve(query).then(
+        (value) => {
+          results[i] = { status: 'fulfilled', value };
+          if (--pending === 0) finish();
+        },
+        (reason: unknown) => {
+          results[i] = { status: 'rejected', reason };
+          if (--pending === 0) finish();
+          else if (pending > 0 && graceTimer === null && isConnectionLoss(reason)) graceTimer = setTimeout(() => finish(reason), LOSS_GRACE_MS);
+        },
+      );
+    });
+    if (queries.length === 0) finish();
+  });
+}
+
+/** Any of these settled results failed because the connection was lost. */
+export function lostConnection(results: readonly PromiseSettledResult<unknown>[], ...errors: unknown[]): boolean {
+  return results.some((r) => r.status === 'rejected' && isConnectionLoss(r.reason)) || errors.some(isConnectionLoss);
+}
+
+/**
+ * Gives a reserved connection back, unless it was lost: postgres.js has then already moved it to its closed
+ * connections (reconnected on demand), and release() would put the dead connection back among the open ones, where
+ * the next query on it throws inside a timer (an uncaught exception that ends the process).
+ */
+export function releaseReserved(conn: { release(): void }, lost: boolean): void {
+  if (!lost) conn.release();
+}
