@@ -18,7 +18,7 @@ import type { UsageMeter } from './limits/usage.ts';
 import type { DomainEvents } from './events/index.ts';
 import type { McpServer } from './mcp/server.ts';
 import type { WebhookWorker } from './webhooks/worker.ts';
-import type { ToolCalledRecorder } from './webhooks/outbox.ts';
+import type { ToolCalledSubscriptions } from './webhooks/outbox.ts';
 import type { ApprovalService } from './approvals/service.ts';
 import type { AuditRecorder } from './audit/recorder.ts';
 
@@ -46,8 +46,8 @@ export interface AppDeps {
   audit: AuditRecorder;
   /** The MCP methods (JSON-RPC method table over the tool runtime) behind the MCP transport. */
   mcp: McpServer;
-  /** tool.called events of tools/call, batched into the webhook outbox (skipped for orgs without such a webhook). */
-  toolCalled: ToolCalledRecorder;
+  /** Which orgs have a tool.called webhook (cached per catalog version): only their calls build the event. */
+  toolCalled: ToolCalledSubscriptions;
   /** This instance's webhook delivery worker; null when TOOLGATE_WEBHOOK_WORKER=0. */
   webhookWorker: WebhookWorker | null;
 }

@@ -15,7 +15,7 @@ import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/bu
 import { UsageMeter } from './limits/usage.ts';
 import { DomainEvents } from './events/index.ts';
 import { createMcpServer } from './mcp/server.ts';
-import { outboxSubscriber, ToolCalledRecorder } from './webhooks/outbox.ts';
+import { outboxSubscriber, ToolCalledSubscriptions } from './webhooks/outbox.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
 import { ApprovalService } from './approvals/service.ts';
 import { deriveApprovalDigestKey } from './approvals/digest.ts';
@@ -73,7 +73,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // The webhook outbox subscribes by event type, so every emitter (approvals, tool calls) feeds it in its transaction.
   events.subscribe(outboxSubscriber);
   events.subscribe(auditSubscriber, ['approval.requested']);
-  const toolCalled = new ToolCalledRecorder({ store, events, log });
+  const toolCalled = new ToolCalledSubscriptions(store.db);
   const webhookWorker = config.webhookWorker ? new WebhookWorker({ store, box, outbound, log, config }) : null;
   const approvals = new ApprovalService({
     db: store.db,
@@ -119,7 +119,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     handle: (request) => app.handle(request),
     close: async () => {
       await deps.approvals.stopSweeper();
-      await toolCalled.idle();
       await webhookWorker?.stop();
       await deps.jobs.idle();
       stopRetention();

@@ -14,7 +14,7 @@
  *  - audit rows and webhooks: `callTool` wraps every tools/call. A call that ran (or was answered by the gate or a
  *    built-in tool) resolves only once its `tool.called` audit row is committed, by group commit
  *    (audit/recorder.ts). A call that ran a connector tool of an org with a tool.called webhook
- *    (`toolCalled.subscriptions.wants`, a cached boolean) also carries its `tool.called` domain event, emitted in the
+ *    (`toolCalled.wants`, a cached boolean) also carries its `tool.called` domain event, emitted in the
  *    transaction of the audit rows (the outbox commits with them). A refused call (RpcError) is recorded as a refusal
  *    without waiting. An approved held call is reported by approval.decided, not tool.called.
  */
@@ -76,7 +76,7 @@ export interface ToolRuntimeDeps extends ExecutionDeps {
 }
 
 export interface ToolCalledSink {
-  subscriptions: { wants(org: { id: string; catalogVersion: number }): boolean | Promise<boolean> };
+  wants(org: { id: string; catalogVersion: number }): boolean | Promise<boolean>;
 }
 
 export const CHECK_APPROVAL_STATUS = 'check_approval_status';
@@ -287,7 +287,7 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
 /** A cached boolean on the hot path; if the lookup fails the event is built anyway (an unwanted outbox row is harmless). */
 async function wantsToolCalled(deps: ToolRuntimeDeps, org: RuntimeOrg): Promise<boolean> {
   if (!deps.toolCalled) return false;
-  const wants = deps.toolCalled.subscriptions.wants(org);
+  const wants = deps.toolCalled.wants(org);
   return typeof wants === 'boolean' ? wants : wants.catch(() => true);
 }
 
