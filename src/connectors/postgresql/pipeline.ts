@@ -17,18 +17,39 @@ export function isConnectionLoss(err: unknown): boolean {
   return CONNECTION_LOSS.has(e.code) || e.severity === 'FATAL' || e.code.startsWith('08');
 }
 
+/**
+ * The deadline of a call's pipeline: the server's statement timeout, the client's own cancel one second later, and
+ * room for the cancel to land. Past it the connection is taken as lost (a live one has answered).
+ */
+export const pipelineDeadline = (statementTimeoutMs: number): number => statementTimeoutMs + 5000;
+/** The deadline of a session reset (rollback; discard all): two statements that need no time of their own. */
+export const RESET_DEADLINE_MS = 5000;
+
 /** How long queries still pending after a connection loss may take to settle on their own. */
 const LOSS_GRACE_MS = 50;
 
 type Settled<T extends readonly unknown[]> = { -readonly [K in keyof T]: PromiseSettledResult<Awaited<T[K]>> };
 
-/** Promise.allSettled for one connection's pipeline, that returns even when the connection dies under it. */
-export function settlePipeline<T extends readonly unknown[]>(queries: T): Promise<Settled<T>> {
+/** What a query still pending at the deadline is rejected with: the connection is treated as lost. */
+function stalled(): Error {
+  return Object.assign(new Error('the connection stopped answering'), { code: 'CONNECTION_CLOSED' });
+}
+
+/**
+ * Promise.allSettled for one connection's pipeline, that returns even when the connection dies under it: on the
+ * first connection-loss error (after a short grace for the others), or at `deadlineMs`, whichever comes first. The
+ * deadline is the backstop for a connection that died before postgres.js wrote anything (nothing ever rejects); it
+ * lies past the server's own statement timeout and the client's cancel, so a live connection has answered by then.
+ */
+export function settlePipeline<T extends readonly unknown[]>(queries: T, deadlineMs: number): Promise<Settled<T>> {
   return new Promise((resolve) => {
+    const deadline = setTimeout(() => finish(stalled()), deadlineMs);
     const results: (PromiseSettledResult<unknown> | undefined)[] = queries.map(() => undefined);
     let pending = queries.length;
     let graceTimer: ReturnType<typeof setTimeout> | null = null;
     const finish = (loss?: unknown): void => {
+      if (pending < 0) return;
+      clearTimeout(deadline);
       if (graceTimer) clearTimeout(graceTimer);
       graceTimer = null;
       pending = -1;

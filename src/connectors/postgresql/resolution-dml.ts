@@ -7,7 +7,7 @@ import type postgres from 'postgres';
 import { SAFE_FUNCTIONS } from '../sqlguard/postgres-functions.ts';
 import { searchPath, type PgPool } from './pool.ts';
 import { ResolutionUnavailable, created42501, unavailable, type DependencyRow, type ResolutionRequest } from './resolution-common.ts';
-import { lostConnection, releaseReserved, settlePipeline } from './pipeline.ts';
+import { lostConnection, pipelineDeadline, releaseReserved, RESET_DEADLINE_MS, settlePipeline } from './pipeline.ts';
 
 const FUNCTION_NAME = 'pg_temp.toolgate_resolution';
 
@@ -106,7 +106,7 @@ export async function dependencies(pool: PgPool, req: ResolutionRequest): Promis
       .unsafe<DependencyRow[]>(DEPENDENCIES_SQL, [req.schema, req.table, ALLOWED_FUNCTIONS], { prepare: false })
       .execute();
     const end = conn.unsafe('rollback').execute();
-    const [b, c, d, e] = await settlePipeline([begin, created, deps, end] as const);
+    const [b, c, d, e] = await settlePipeline([begin, created, deps, end] as const, pipelineDeadline(req.statementTimeoutMs));
     lost = lostConnection([b, c, d, e]);
     // The pipelined rollback ended the transaction (and dropped the function): the session is as it was.
     clean = e.status === 'fulfilled';
@@ -119,7 +119,7 @@ export async function dependencies(pool: PgPool, req: ResolutionRequest): Promis
     return row;
   } finally {
     // As in run.ts: a session that cannot be proven clean is reset (DISCARD ALL keeps the startup parameters).
-    if (!clean && !lost) await settlePipeline([conn.unsafe('rollback').execute(), conn.unsafe('discard all').execute()]);
+    if (!clean && !lost) await settlePipeline([conn.unsafe('rollback').execute(), conn.unsafe('discard all').execute()], RESET_DEADLINE_MS);
     releaseReserved(conn, lost);
   }
 }

@@ -6,7 +6,7 @@
 import type postgres from 'postgres';
 import type { Row } from '../shared/result.ts';
 import { searchPath, type PgSql } from './pool.ts';
-import { lostConnection, releaseReserved, settlePipeline } from './pipeline.ts';
+import { lostConnection, pipelineDeadline, releaseReserved, RESET_DEADLINE_MS, settlePipeline } from './pipeline.ts';
 
 export interface PgRunOptions {
   readOnly: boolean;
@@ -159,12 +159,12 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
     // rollback needs checking. A commit keeps whatever the statement set, and custom settings are not all
     // visible in pg_settings: a write's session is always reset (pipelined, no extra round trip).
     const leftovers = o.readOnly ? conn.unsafe<{ dirty: boolean }[]>(SESSION_LEFTOVERS).execute() : conn.unsafe('discard all').execute();
-    const [b, q, e, l] = await settlePipeline([begin, watched.settle(), end, leftovers] as const);
+    const [b, q, e, l] = await settlePipeline([begin, watched.settle(), end, leftovers] as const, pipelineDeadline(o.statementTimeoutMs));
     lost = lostConnection([b, e, l], q.status === 'fulfilled' ? q.value.error : q.reason);
     clean = l.status === 'fulfilled' && (!o.readOnly || (l.value as unknown as { dirty: boolean }[])[0]?.dirty === false);
 
     if (b.status === 'rejected') throw b.reason;
-    const { result, error } = (q as PromiseFulfilledResult<Awaited<ReturnType<typeof watched.settle>>>).value;
+    const { result, error } = q.status === 'fulfilled' ? q.value : { result: undefined, error: q.reason };
     if (error) throw error;
     if (e.status === 'rejected') {
       // Should not happen (commit of a write failing on a deferred constraint can): make sure nothing stays open.
@@ -177,7 +177,7 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
     // startup parameters: read-only default, timeouts, search_path). DISCARD ALL refuses to run inside a
     // transaction, hence the rollback first. postgres.js re-prepares its own named statements when the server
     // reports them gone (FetchPreparedStatement), so the fast path is not disturbed.
-    if (!clean && !lost) await settlePipeline([conn.unsafe('rollback').execute(), conn.unsafe('discard all').execute()]);
+    if (!clean && !lost) await settlePipeline([conn.unsafe('rollback').execute(), conn.unsafe('discard all').execute()], RESET_DEADLINE_MS);
     releaseReserved(conn, lost);
   }
 }
@@ -211,7 +211,8 @@ export async function runPgFast(sql: PgSql, statement: string, o: Omit<PgRunOpti
     const query = conn.unsafe<Row[]>(statement, [], o.prepare ? PREPARED : EXTENDED);
     const watched = watch(query, { ...o, readOnly: true, lockTimeoutMs: 0 }, true);
     query.execute();
-    const { result, error } = await watched.settle();
+    const [settled] = await settlePipeline([watched.settle()] as const, pipelineDeadline(o.statementTimeoutMs));
+    const { result, error } = settled.status === 'fulfilled' ? settled.value : { result: undefined, error: settled.reason };
     if (error) {
       lost = lostConnection([], error);
       throw error;
