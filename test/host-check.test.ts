@@ -8,7 +8,7 @@ import { verifies } from './requirements.ts';
 import { BASE, OPERATOR_TOKEN, onboard, startTestGateway, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { rpc } from './support/mcp.ts';
 
-/** A port of this suite's range: the default public URL is http://localhost:PORT, as with `npm start`. */
+/** The port the unit cases assume (nothing listens on it): the default public URL is http://localhost:PORT, as with `npm start`. */
 const PORT = 3841;
 
 const policy = (env: Record<string, string>) => hostPolicyFor(loadConfig(env));
@@ -170,12 +170,15 @@ describe('over real HTTP with the default public URL (http://localhost:PORT)', (
   let g: TestGateway;
   let server: ReturnType<typeof Bun.serve>;
   let org: Onboarded;
+  /** An ephemeral port: the server listens first (delegating to the gateway once it exists), so no fixed port. */
+  let port = 0;
 
   beforeAll(async () => {
     // No TOOLGATE_PUBLIC_URL: the `npm start` default, http://localhost:PORT (gateway.test: onboard() below uses it).
-    g = await startTestGateway('pglite', { PORT: String(PORT), TOOLGATE_PUBLIC_URL: '', TOOLGATE_ALLOWED_HOSTS: 'gateway.test' });
-    expect(g.config.publicUrl).toBe(`http://localhost:${PORT}`);
-    server = Bun.serve({ port: PORT, hostname: '127.0.0.1', fetch: (request) => g.handle(request) });
+    server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => g.handle(request) });
+    port = server.port!;
+    g = await startTestGateway('pglite', { PORT: String(port), TOOLGATE_PUBLIC_URL: '', TOOLGATE_ALLOWED_HOSTS: 'gateway.test' });
+    expect(g.config.publicUrl).toBe(`http://localhost:${port}`);
     org = await onboard(g);
   }, 60_000);
   afterAll(async () => {
@@ -184,15 +187,15 @@ describe('over real HTTP with the default public URL (http://localhost:PORT)', (
   }, 30_000);
 
   const ping = (headers: Record<string, string>) =>
-    rawRequest(PORT, 'POST', `/mcp/${org.slug}`, { 'x-api-key': org.apiKey, 'content-type': 'application/json', ...headers }, '{"jsonrpc":"2.0","id":7,"method":"ping"}');
+    rawRequest(port, 'POST', `/mcp/${org.slug}`, { 'x-api-key': org.apiKey, 'content-type': 'application/json', ...headers }, '{"jsonrpc":"2.0","id":7,"method":"ping"}');
 
   test('Host: the loopback spellings pass, foreign names get 403', async () => {
     verifies('HTTP-HOST');
-    for (const host of [`localhost:${PORT}`, `127.0.0.1:${PORT}`, `[::1]:${PORT}`, `LOCALHOST:${PORT}`, `localhost.:${PORT}`, `127.1:${PORT}`, 'localhost']) {
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`, `LOCALHOST:${port}`, `localhost.:${port}`, `127.1:${port}`, 'localhost']) {
       const answer = await ping({ host });
       expect([host, answer.status, JSON.parse(answer.body)]).toEqual([host, 200, { jsonrpc: '2.0', id: 7, result: {} }]);
     }
-    for (const host of [`evil.example:${PORT}`, `sub.localhost:${PORT}`, `127.0.0.2:${PORT}`, `[::ffff:127.0.0.1]:${PORT}`]) {
+    for (const host of [`evil.example:${port}`, `sub.localhost:${port}`, `127.0.0.2:${port}`, `[::ffff:127.0.0.1]:${port}`]) {
       const answer = await ping({ host });
       expect([host, answer.status, JSON.parse(answer.body).error]).toEqual([host, 403, 'forbidden_host']);
     }
@@ -200,12 +203,12 @@ describe('over real HTTP with the default public URL (http://localhost:PORT)', (
 
   test('Origin: pages on the loopback spellings of the same port pass (the conformance "valid localhost" case); other ports and names get 403', async () => {
     verifies('MCP-ORIGIN');
-    for (const origin of [`http://localhost:${PORT}`, `http://127.0.0.1:${PORT}`, `http://[::1]:${PORT}`]) {
-      const answer = await ping({ host: `127.0.0.1:${PORT}`, origin });
+    for (const origin of [`http://localhost:${port}`, `http://127.0.0.1:${port}`, `http://[::1]:${port}`]) {
+      const answer = await ping({ host: `127.0.0.1:${port}`, origin });
       expect([origin, answer.status]).toEqual([origin, 200]);
     }
-    for (const origin of [`http://localhost:${PORT + 1}`, `http://127.0.0.1:${PORT + 1}`, `http://[::1]:${PORT + 1}`, `http://evil.example:${PORT}`, 'null']) {
-      const answer = await ping({ host: `127.0.0.1:${PORT}`, origin });
+    for (const origin of [`http://localhost:${port + 1}`, `http://127.0.0.1:${port + 1}`, `http://[::1]:${port + 1}`, `http://evil.example:${port}`, 'null']) {
+      const answer = await ping({ host: `127.0.0.1:${port}`, origin });
       expect([origin, answer.status, JSON.parse(answer.body).error]).toEqual([origin, 403, 'forbidden_origin']);
     }
   });

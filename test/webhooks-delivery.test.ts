@@ -196,7 +196,7 @@ describe.skipIf(!hasPg)('webhook outbox across processes and instances', () => {
     // 2. A real gateway process claims and sends it; it is killed (SIGKILL) while the receiver holds the request.
     const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: '3891', HOST: '127.0.0.1', DATABASE_URL: db.url, TOOLGATE_SECRET_KEY: 'a'.repeat(64), TOOLGATE_DEMO: '0', TOOLGATE_LOG_LEVEL: 'silent', ...env },
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: db.url, TOOLGATE_SECRET_KEY: 'a'.repeat(64), TOOLGATE_DEMO: '0', TOOLGATE_LOG_LEVEL: 'silent', ...env },
       stdin: 'ignore',
       stdout: 'ignore',
       stderr: 'ignore',
