@@ -6,7 +6,9 @@ import { SignJWT, base64url, decodeJwt, decodeProtectedHeader, exportSPKI, gener
 import { randomUUID } from 'node:crypto';
 import { TOKEN_AUDIENCE } from '../src/auth/signing.ts';
 import { signingKeys } from '../src/store/schema.ts';
+import * as sdk from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
+import { sdkFor } from './support/sdk.ts';
 import { BASE, OPERATOR_TOKEN, api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 
 /** Hooks default to 5 s in bun whatever bunfig says; starting PGlite under load can take longer. */
@@ -134,10 +136,11 @@ describe('token endpoint', () => {
     await expectOAuthError(await tokenRequest(unknown), 401, 'invalid_client');
     await expectOAuthError(await tokenRequest({ ...unknown, client_id: 'not-a-client' }), 401, 'invalid_client');
 
-    const created = (await (await api(g, 'POST', '/api/org/oauth-clients', aToken, { name: 'doomed', scopes: ['mcp:call'] })).json()) as { client_id: string; client_secret: string };
+    const admin = sdkFor(g, aToken).client;
+    const { data: created } = await sdk.createOAuthClient({ client: admin, throwOnError: true, body: { name: 'doomed', scopes: ['mcp:call'] } });
     const form = { grant_type: 'client_credentials', client_id: created.client_id, client_secret: created.client_secret };
     expect((await tokenRequest(form)).status).toBe(200);
-    expect((await api(g, 'DELETE', `/api/org/oauth-clients/${created.client_id}`, aToken)).status).toBe(200);
+    expect((await sdk.revokeOAuthClient({ client: admin, path: { clientId: created.client_id } })).response.status).toBe(200);
     await expectOAuthError(await tokenRequest(form), 401, 'invalid_client');
   });
 
@@ -223,13 +226,11 @@ describe.each(Object.entries(doors))('%s', (_name, call) => {
 
   test("a revoked OAuth client's existing token is refused on the next request", async () => {
     verifies('AUTH-CLIENT-REVOKE');
-    const client = (await (await api(g, 'POST', '/api/org/oauth-clients', aToken, { name: 'revoked-soon', scopes: ['mcp:call', 'org:manage'] })).json()) as {
-      client_id: string;
-      client_secret: string;
-    };
+    const admin = sdkFor(g, aToken).client;
+    const { data: client } = await sdk.createOAuthClient({ client: admin, throwOnError: true, body: { name: 'revoked-soon', scopes: ['mcp:call', 'org:manage'] } });
     const token = await tokenFor(g, client.client_id, client.client_secret);
     expect((await call(bearer(token))).status).toBe(200);
-    expect((await api(g, 'DELETE', `/api/org/oauth-clients/${client.client_id}`, aToken)).status).toBe(200);
+    expect((await sdk.revokeOAuthClient({ client: admin, path: { clientId: client.client_id } })).response.status).toBe(200);
     const res = await call(bearer(token));
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toBe(INVALID_TOKEN_CHALLENGE);
@@ -274,9 +275,10 @@ describe('MCP endpoint credentials', () => {
 
   test('a revoked API key is refused on the very next request', async () => {
     verifies('AUTH-APIKEY-REVOKE');
-    const key = (await (await api(g, 'POST', '/api/org/api-keys', aToken, { name: 'short-lived' })).json()) as { id: string; key: string };
+    const admin = sdkFor(g, aToken).client;
+    const { data: key } = await sdk.createApiKey({ client: admin, throwOnError: true, body: { name: 'short-lived' } });
     expect((await mcp(a.slug, { 'x-api-key': key.key })).status).toBe(200);
-    expect((await api(g, 'DELETE', `/api/org/api-keys/${key.id}`, aToken)).status).toBe(200);
+    expect((await sdk.revokeApiKey({ client: admin, path: { keyId: key.id } })).response.status).toBe(200);
     await expectError(await mcp(a.slug, { 'x-api-key': key.key }), 401, { error: 'unauthenticated', message: 'The API key is invalid or revoked.' }, NO_CREDENTIAL_CHALLENGE);
     expect((await mcp(a.slug, { 'x-api-key': a.apiKey })).status).toBe(200);
   });
@@ -311,7 +313,7 @@ describe('REST credentials', () => {
       expect(res.headers.get('www-authenticate')).toBe(challenge);
       expect(((await res.json()) as { error: string }).error).toBe('insufficient_scope');
     }
-    const keys = ((await (await api(g, 'GET', '/api/org/api-keys', aToken)).json()) as { api_keys: Array<{ name: string }> }).api_keys;
+    const { api_keys: keys } = (await sdk.listApiKeys({ client: sdkFor(g, aToken).client, throwOnError: true })).data;
     expect(keys.map((k) => k.name)).not.toContain('sneaky');
   });
 

@@ -4,8 +4,10 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as rpcValidators from '../generated/validators/jsonrpc.ts';
+import * as sdk from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
-import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { sdkFor } from './support/sdk.ts';
+import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, expectRpcError, listToolNames, rpc, rpcRaw, type Credential } from './support/mcp.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, deadPort, tcpProxy, type Targets } from './support/targets.ts';
@@ -143,9 +145,9 @@ describe.skipIf(!available)('tools/call argument and scope errors', () => {
 
   test('a tool outside the credential scope: -32003', async () => {
     verifies('RPC-32003', 'TOOLS-SCOPE-FILTER', 'AUTH-APIKEY-CONNECTORS');
-    const created = await api(g, 'POST', '/api/org/api-keys', token, { name: 'only-down', connector_ids: [down.id] });
-    expect(created.status).toBe(201);
-    const scoped = { apiKey: ((await created.json()) as { key: string }).key };
+    const created = await sdk.createApiKey({ client: sdkFor(g, token).client, throwOnError: true, body: { name: 'only-down', connector_ids: [down.id] } });
+    expect(created.response.status).toBe(201);
+    const scoped = { apiKey: created.data.key };
     expect(await listToolNames(g, org.slug, scoped)).toEqual(['check_approval_status']);
     expectRpcError(await callTool(g, org.slug, scoped, ITEMS, { sql: 'SELECT * FROM items' }), -32003, ITEMS);
   });
@@ -297,7 +299,7 @@ describe.skipIf(!available)('tool failures are results with isError', () => {
     expect(down.status).toBe('failed');
     expect(down.status_reason).toMatch(/could not connect to 127\.0\.0\.1:\d+: connection refused/);
     expect(JSON.stringify(down)).not.toContain(SECRET);
-    const listed = await (await api(g, 'GET', '/api/connectors', token)).text();
+    const listed = JSON.stringify((await sdk.listConnectors({ client: sdkFor(g, token).client, throwOnError: true })).data);
     expect(listed).not.toContain(SECRET);
   });
 
@@ -313,7 +315,7 @@ describe.skipIf(!available)('tool failures are results with isError', () => {
     expect(result.isError).toBe(true);
     expect(result.content[0]!.text).toMatch(/unavailable|closed|connection refused/);
     expect(result.content[0]!.text).not.toContain(SECRET);
-    expect((await api(g, 'DELETE', `/api/connectors/${via.id}`, token)).status).toBe(200);
+    expect((await sdk.archiveConnector({ client: sdkFor(g, token).client, path: { connectorId: via.id } })).response.status).toBe(200);
   });
 });
 
@@ -335,13 +337,14 @@ describe.skipIf(!available)('golden responses', () => {
 
   test('initialize, tools/list with one tool, tools/call and errors match the saved fixtures', async () => {
     verifies('RPC-ENVELOPE', 'MCP-TOOL-DESCRIPTOR', 'MCP-DB-RESULT');
-    const created = await api(g, 'POST', '/api/org/api-keys', token, { name: 'solo', connector_ids: [writable.id] });
-    const scoped = { apiKey: ((await created.json()) as { key: string }).key };
+    const admin = sdkFor(g, token).client;
+    const created = await sdk.createApiKey({ client: admin, throwOnError: true, body: { name: 'solo', connector_ids: [writable.id] } });
+    const scoped = { apiKey: created.data.key };
     const init = await rpcRaw(g, org.slug, key, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'golden', version: '1.0.0' } } }));
     golden('initialize.json', init.body, rpcValidators.InitializeResult);
     // The down connector has no tools: a key scoped to it sees exactly one tool, the built-in one.
-    const downKey = await api(g, 'POST', '/api/org/api-keys', token, { name: 'down', connector_ids: [down.id] });
-    const one = await rpcRaw(g, org.slug, { apiKey: ((await downKey.json()) as { key: string }).key }, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }));
+    const downKey = await sdk.createApiKey({ client: admin, throwOnError: true, body: { name: 'down', connector_ids: [down.id] } });
+    const one = await rpcRaw(g, org.slug, { apiKey: downKey.data.key }, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }));
     golden('tools-list-one.json', one.body, rpcValidators.ToolsListResult);
     const list = await rpcRaw(g, org.slug, scoped, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }));
     golden('tools-list.json', list.body, rpcValidators.ToolsListResult);

@@ -5,7 +5,10 @@ import { sql } from 'drizzle-orm';
 import { migrations } from '../src/store/migrations.ts';
 import { migrate, openStore, rowsOf } from '../src/store/db.ts';
 import { SecretBox, digestsEqual, hashSecret } from '../src/util/crypto.ts';
+import * as sdk from '../sdk/index.ts';
+import type { ToolgateError } from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
+import { sdkFor } from './support/sdk.ts';
 import { BASE, OPERATOR_TOKEN, api, freshDatabase, onboard, startTestGateway, tokenFor, type StoreKind, type TestGateway } from './support/gateway.ts';
 import { serviceAvailable } from './support/services.ts';
 
@@ -88,11 +91,9 @@ function repositorySuite(kind: StoreKind) {
       verifies('AUTH-HASHED-SECRETS');
       const org = await onboard(g);
       const token = await tokenFor(g, org.clientId, org.clientSecret);
-      const created = (await (await api(g, 'POST', '/api/org/api-keys', token, { name: 'second' })).json()) as { id: string; key: string };
-      const client = (await (await api(g, 'POST', '/api/org/oauth-clients', token, { name: 'etl', scopes: ['mcp:call'] })).json()) as {
-        client_id: string;
-        client_secret: string;
-      };
+      const admin = sdkFor(g, token).client;
+      const { data: created } = await sdk.createApiKey({ client: admin, throwOnError: true, body: { name: 'second' } });
+      const { data: client } = await sdk.createOAuthClient({ client: admin, throwOnError: true, body: { name: 'etl', scopes: ['mcp:call'] } });
       const secrets = [org.apiKey, org.clientSecret, created.key, client.client_secret];
       const dump = await dumpAllTables(g);
       for (const secret of secrets) {
@@ -131,25 +132,24 @@ function repositorySuite(kind: StoreKind) {
       const b = await onboard(g);
       const ta = await tokenFor(g, a.clientId, a.clientSecret);
       const tb = await tokenFor(g, b.clientId, b.clientSecret);
-      const bKey = (await (await api(g, 'POST', '/api/org/api-keys', tb, { name: 'b-extra' })).json()) as { id: string; key: string };
-      const bClient = (await (await api(g, 'POST', '/api/org/oauth-clients', tb, { name: 'b-etl', scopes: ['mcp:call'] })).json()) as {
-        client_id: string;
-        client_secret: string;
-      };
-      const bKeyIds = ((await (await api(g, 'GET', '/api/org/api-keys', tb)).json()) as { api_keys: Array<{ id: string }> }).api_keys.map((k) => k.id);
+      const adminA = sdkFor(g, ta).client;
+      const adminB = sdkFor(g, tb).client;
+      const { data: bKey } = await sdk.createApiKey({ client: adminB, throwOnError: true, body: { name: 'b-extra' } });
+      const { data: bClient } = await sdk.createOAuthClient({ client: adminB, throwOnError: true, body: { name: 'b-etl', scopes: ['mcp:call'] } });
+      const bKeyIds = (await sdk.listApiKeys({ client: adminB, throwOnError: true })).data.api_keys.map((k) => k.id);
       expect(bKeyIds).toContain(bKey.id);
 
-      const aKeys = ((await (await api(g, 'GET', '/api/org/api-keys', ta)).json()) as { api_keys: Array<{ id: string }> }).api_keys;
+      const aKeys = (await sdk.listApiKeys({ client: adminA, throwOnError: true })).data.api_keys;
       expect(aKeys.length).toBe(1);
       for (const id of bKeyIds) expect(aKeys.map((k) => k.id)).not.toContain(id);
-      const aClients = ((await (await api(g, 'GET', '/api/org/oauth-clients', ta)).json()) as { oauth_clients: Array<{ client_id: string }> }).oauth_clients;
+      const aClients = (await sdk.listOAuthClients({ client: adminA, throwOnError: true })).data.oauth_clients;
       expect(aClients.map((c) => c.client_id)).toEqual([a.clientId]);
 
-      const revokeKey = await api(g, 'DELETE', `/api/org/api-keys/${bKey.id}`, ta);
-      expect(revokeKey.status).toBe(404);
-      expect(await revokeKey.json()).toEqual({ error: 'api_key_not_found', message: 'No such active API key.' });
-      const revokeClient = await api(g, 'DELETE', `/api/org/oauth-clients/${bClient.client_id}`, ta);
-      expect(revokeClient.status).toBe(404);
+      const revokeKey = await sdk.revokeApiKey({ client: adminA, path: { keyId: bKey.id } });
+      expect(revokeKey.response.status).toBe(404);
+      expect((revokeKey.error as ToolgateError).body).toEqual({ error: 'api_key_not_found', message: 'No such active API key.' });
+      const revokeClient = await sdk.revokeOAuthClient({ client: adminA, path: { clientId: bClient.client_id } });
+      expect(revokeClient.response.status).toBe(404);
 
       expect((await mcpToolsList(g, b.slug, { 'x-api-key': bKey.key })).status).toBe(200);
       expect((await mcpToolsList(g, b.slug, { 'x-api-key': b.apiKey })).status).toBe(200);
@@ -228,7 +228,7 @@ describe.skipIf(!pgUp)('instances sharing one PostgreSQL database', () => {
       [two, one],
     ] as const) {
       const token = await tokenFor(issuer, org.clientId, org.clientSecret);
-      expect((await api(verifier, 'GET', '/api/org', token)).status).toBe(200);
+      expect((await sdk.getOrg({ client: sdkFor(verifier, token).client })).response.status).toBe(200);
     }
   });
 
@@ -236,9 +236,10 @@ describe.skipIf(!pgUp)('instances sharing one PostgreSQL database', () => {
     verifies('AUTH-APIKEY-REVOKE');
     const org = await onboard(one);
     const token = await tokenFor(one, org.clientId, org.clientSecret);
-    const key = (await (await api(one, 'POST', '/api/org/api-keys', token, { name: 'shared' })).json()) as { id: string; key: string };
+    const admin = sdkFor(one, token).client;
+    const { data: key } = await sdk.createApiKey({ client: admin, throwOnError: true, body: { name: 'shared' } });
     expect((await mcpToolsList(two, org.slug, { 'x-api-key': key.key })).status).toBe(200);
-    expect((await api(one, 'DELETE', `/api/org/api-keys/${key.id}`, token)).status).toBe(200);
+    expect((await sdk.revokeApiKey({ client: admin, path: { keyId: key.id } })).response.status).toBe(200);
     const refused = await mcpToolsList(two, org.slug, { 'x-api-key': key.key });
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { error: string }).error).toBe('unauthenticated');
@@ -248,14 +249,11 @@ describe.skipIf(!pgUp)('instances sharing one PostgreSQL database', () => {
   test("an OAuth client revoked on instance 1: its token is refused on instance 2 at the next request", async () => {
     verifies('AUTH-CLIENT-REVOKE');
     const org = await onboard(one);
-    const admin = await tokenFor(one, org.clientId, org.clientSecret);
-    const client = (await (await api(one, 'POST', '/api/org/oauth-clients', admin, { name: 'agent', scopes: ['mcp:call'] })).json()) as {
-      client_id: string;
-      client_secret: string;
-    };
+    const admin = sdkFor(one, await tokenFor(one, org.clientId, org.clientSecret)).client;
+    const { data: client } = await sdk.createOAuthClient({ client: admin, throwOnError: true, body: { name: 'agent', scopes: ['mcp:call'] } });
     const agentToken = await tokenFor(one, client.client_id, client.client_secret);
     expect((await mcpToolsList(two, org.slug, { authorization: `Bearer ${agentToken}` })).status).toBe(200);
-    expect((await api(one, 'DELETE', `/api/org/oauth-clients/${client.client_id}`, admin)).status).toBe(200);
+    expect((await sdk.revokeOAuthClient({ client: admin, path: { clientId: client.client_id } })).response.status).toBe(200);
     expect((await mcpToolsList(two, org.slug, { authorization: `Bearer ${agentToken}` })).status).toBe(401);
   });
 });

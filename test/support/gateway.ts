@@ -101,6 +101,10 @@ export async function tokenFor(gateway: Gateway, clientId: string, clientSecret:
   return ((await response.json()) as any).access_token;
 }
 
+/**
+ * A raw REST request, for what the generated client cannot send on purpose: wrong or missing credentials, malformed
+ * bodies, foreign headers. Well-formed admin calls in suites go through the SDK (test/support/sdk.ts).
+ */
 export function api(gateway: Gateway, method: string, path: string, token: string | null, body?: unknown, headers: Record<string, string> = {}) {
   return gateway.handle(
     new Request(`${BASE}${path}`, {
