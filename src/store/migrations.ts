@@ -266,7 +266,6 @@ CREATE TABLE console_sessions (
   kind text NOT NULL CHECK (kind IN ('idp_user','oauth_client')),
   actor text NOT NULL,
   bearer_sealed text NOT NULL,
-  csrf_hash text NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now(),
   expires_at timestamptz NOT NULL
 );

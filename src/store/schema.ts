@@ -274,7 +274,6 @@ export const consoleSessions = pgTable('console_sessions', {
   kind: text('kind').notNull(),
   actor: text('actor').notNull(),
   bearerSealed: text('bearer_sealed').notNull(),
-  csrfHash: text('csrf_hash').notNull(),
   createdAt: ts('created_at').notNull().defaultNow(),
   expiresAt: ts('expires_at').notNull(),
 }, (t) => [index('console_sessions_expires').on(t.expiresAt)]);
