@@ -30,7 +30,7 @@ export async function startOidcProvider(redirectUri: string, users: Record<strin
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   const issuer = `http://127.0.0.1:${port}`;
-  const audience = 'toolgate-console-test-api';
+  const audience = 'https://toolgate.test/api';
   const clientId = 'toolgate-console';
   const clientSecret = 'console-secret-0123456789abcdef0123456789';
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
@@ -45,6 +45,7 @@ export async function startOidcProvider(redirectUri: string, users: Record<strin
     pkce: { required: () => true },
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['role'] },
     conformIdTokenClaims: false,
+    ttl: { AccessToken: 3600, IdToken: 3600, Interaction: 600, Grant: 3600, Session: 3600, AuthorizationCode: 60 },
     findAccount: async (_ctx: unknown, accountId: string) => ({ accountId, claims: async () => ({ sub: accountId, ...claimsOf(accountId) }) }),
     features: {
       devInteractions: { enabled: true },

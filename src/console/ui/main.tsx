@@ -44,10 +44,15 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
       <h1>Toolgate console</h1>
       <section aria-labelledby="idp-title" class="card">
         <h2 id="idp-title">Sign in with your identity provider</h2>
-        <form method="get" action="/console/auth/idp">
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            // A navigation, not a form submission: the page's CSP (form-action 'self') would stop the redirect to the IdP.
+            location.assign(`/console/auth/idp?${new URLSearchParams({ org: org.trim(), return: back })}`);
+          }}
+        >
           <label for="org">Org (its slug, as in the MCP endpoint URL)</label>
           <input id="org" name="org" required pattern="[a-z0-9][a-z0-9\-]*" value={org} onInput={(e) => setOrg(e.currentTarget.value)} autoComplete="organization" />
-          <input type="hidden" name="return" value={back} />
           <button type="submit">Continue to the identity provider</button>
         </form>
       </section>
