@@ -110,6 +110,11 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
   test('an OAuth client signs in; connector, tools, approvals and API keys work end to end', async () => {
     verifies('CONSOLE-SIGNIN-CLIENT', 'CONSOLE-PAGES', 'CONSOLE-E2E', 'CONSOLE-OFFLINE');
     const context = await newContext();
+    // The guard works: a request to another host is aborted and recorded.
+    const probe = await context.newPage();
+    await expect(probe.goto('http://example.com/', { timeout: 5_000 })).rejects.toThrow();
+    await probe.close();
+    expect(blocked.splice(0)).toEqual(['http://example.com/ (from about:blank)']);
     const page = await context.newPage();
     watch(page);
     await page.goto(`${base}/console`);
@@ -234,8 +239,11 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
       if (login === 'alice') {
         // Back on the page the sign-in started from; REST accepted the IdP's access token for her.
         await page.getByRole('heading', { level: 1, name: 'Connectors' }).waitFor();
-        await page.getByTestId('connector-shop').waitFor();
+        await page.locator('table, p:text("No connectors yet.")').first().waitFor();
+        expect(await page.getByRole('alert').count()).toBe(0);
         await shot(page, '11-idp-admin-connectors');
+        await open(page, 'overview', 'Overview');
+        expect(await page.getByTestId('mcp-endpoint').innerText()).toContain(`/mcp/${org.slug}`);
       } else {
         await page.getByRole('heading', { level: 1, name: 'Billing' }).waitFor();
         await shot(page, '12-idp-finance-billing');

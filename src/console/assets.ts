@@ -5,9 +5,10 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-const UI_DIR = join(import.meta.dir, 'ui');
+/** Resolved from the module URL (import.meta.dir is Bun's own; the Deno entry loads this module too). */
+const uiFile = (name: string) => fileURLToPath(new URL(`./ui/${name}`, import.meta.url));
 
 export interface ConsoleAsset {
   body: Uint8Array<ArrayBuffer>;
@@ -21,10 +22,10 @@ const asset = (body: Uint8Array<ArrayBuffer>, type: string): ConsoleAsset => ({ 
 
 async function build(): Promise<Map<string, ConsoleAsset>> {
   if (typeof Bun === 'undefined') throw new Error('the console bundle is built with Bun; run the gateway on Bun to serve /console');
-  const result = await Bun.build({ entrypoints: [join(UI_DIR, 'main.tsx')], target: 'browser', minify: true, format: 'esm', sourcemap: 'none' });
+  const result = await Bun.build({ entrypoints: [uiFile('main.tsx')], target: 'browser', minify: true, format: 'esm', sourcemap: 'none' });
   if (!result.success) throw new Error(`the console bundle failed to build: ${result.logs.map((l) => l.message).join('; ')}`);
   const js = result.outputs.find((o) => o.kind === 'entry-point')!;
-  const css = await readFile(join(UI_DIR, 'console.css'));
+  const css = await readFile(uiFile('console.css'));
   return new Map([
     ['app.js', asset(new Uint8Array(await js.arrayBuffer()), 'text/javascript; charset=utf-8')],
     ['app.css', asset(new Uint8Array(css), 'text/css; charset=utf-8')],

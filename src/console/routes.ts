@@ -244,7 +244,13 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
   }
 
   async function serveAsset(name: string): Promise<Response> {
-    const assets = await consoleAssets();
+    let assets: Map<string, { body: Uint8Array<ArrayBuffer>; type: string; etag: string }>;
+    try {
+      assets = await consoleAssets();
+    } catch (err) {
+      deps.log.error('console bundle unavailable', { error: describeError(err) });
+      return errorReply(503, 'console_unavailable', 'The console bundle could not be built on this instance.');
+    }
     const found = Object.hasOwn(Object.fromEntries(assets), name) ? assets.get(name) : undefined;
     if (!found) return errorReply(404, 'not_found', 'No such asset.');
     return respond(found.body, 200, { 'content-type': found.type, etag: found.etag, 'cache-control': 'no-cache' });
