@@ -203,7 +203,13 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
     await open(page, 'idp', 'Identity provider');
     expect(await page.getByLabel('Console client id (empty: no IdP sign-in to the console)').inputValue()).toBe(oidc.clientId);
     await shot(page, '08-idp');
+    // A REST refusal is shown with the body's message and code: a webhook into a private range is refused (SSRF).
     await open(page, 'webhooks', 'Webhooks');
+    await page.getByLabel('Endpoint URL (https)').fill('https://127.0.0.1/hook');
+    await page.getByRole('button', { name: 'Add webhook' }).click();
+    const refusal = page.getByRole('alert');
+    await refusal.waitFor();
+    expect(await refusal.innerText()).toMatch(/127\.0\.0\.1.*\([a-z_]+\)/s);
     await shot(page, '09-webhooks');
     await open(page, 'billing', 'Billing');
     await page.getByText('tool calls (').waitFor();
