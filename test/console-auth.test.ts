@@ -122,6 +122,9 @@ describe('console sign-in and session', () => {
     // Writes go through with their body; REST's own errors come back as they are.
     const created = await send('/console/rest/api/org/api-keys', { method: 'POST', cookie: cookie!, csrf, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'via-console' }) });
     expect(created.status).toBe(201);
+    // The router's body cap applies to what passes through.
+    const huge = await send('/console/rest/api/org/api-keys', { method: 'POST', cookie: cookie!, csrf, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x'.repeat(gateway.config.maxBodyBytes + 10) }) });
+    expect(huge.status).toBe(413);
     const invalid = await send('/console/rest/api/org/api-keys', { method: 'POST', cookie: cookie!, csrf, headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(invalid.status).toBe(400);
     expect(((await invalid.json()) as { error: string }).error).toBe('validation_error');

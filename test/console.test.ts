@@ -231,6 +231,10 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
       const context = await newContext();
       const page = await context.newPage();
       watch(page);
+      let callback = '';
+      page.on('request', (request) => {
+        if (request.url().startsWith(`${base}/console/auth/callback`)) callback = request.url();
+      });
       await page.goto(`${base}/console#/connectors`);
       await page.getByLabel('Org (its slug, as in the MCP endpoint URL)').fill(org.slug);
       await page.getByRole('button', { name: 'Continue to the identity provider' }).click();
@@ -250,6 +254,11 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
         await shot(page, '11-idp-admin-connectors');
         await open(page, 'overview', 'Overview');
         expect(await page.getByTestId('mcp-endpoint').innerText()).toContain(`/mcp/${org.slug}`);
+        // Replaying the IdP's answer (code and state) in the same browser: the transaction was used up, nothing happens.
+        expect(callback).toContain('code=');
+        const replay = await page.goto(callback);
+        expect(replay?.status()).toBe(400);
+        expect(await page.locator('main').innerText()).toContain('expired or was started in another browser');
       } else {
         await page.getByRole('heading', { level: 1, name: 'Billing' }).waitFor();
         await shot(page, '12-idp-finance-billing');

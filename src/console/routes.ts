@@ -237,7 +237,9 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
       if (value) headers.set(name, value);
     }
     const hasBody = request.method !== 'GET' && request.method !== 'HEAD';
-    const answer = await forward(new Request(`${url.origin}/${rest}${url.search}`, { method: request.method, headers, body: hasBody ? await request.arrayBuffer() : undefined }));
+    // The body is streamed on, not read here: the router's own size cap (TOOLGATE_MAX_BODY_BYTES) applies to it.
+    const init: RequestInit & { duplex?: 'half' } = { method: request.method, headers, body: hasBody ? request.body : null, duplex: 'half' };
+    const answer = await forward(new Request(`${url.origin}/${rest}${url.search}`, init));
     const out = new Headers(answer.headers);
     out.set('cache-control', 'no-store');
     return new Response(answer.body, { status: answer.status, headers: out });
