@@ -5,7 +5,12 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { eq } from 'drizzle-orm';
 import * as sdk from '../sdk/index.ts';
 import { idpConfigs } from '../src/store/schema.ts';
-import { openLogin, sealLogin } from '../src/console/oidc.ts';
+import { beginLogin, finishLogin, openLogin, sealLogin, SignInError } from '../src/console/oidc.ts';
+import { consoleSecretContext } from '../src/auth/idp/service.ts';
+import { createIdpVerifier } from '../src/auth/idp/verifier.ts';
+import { parseOutboundPolicy } from '../src/net/outbound.ts';
+import { SecretBox } from '../src/util/crypto.ts';
+import { makeKey, nowSec, signToken, startFakeIdp, type FakeIdp, type TestKey } from './support/idp.ts';
 import { verifies } from './requirements.ts';
 import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { startOidcProvider, type TestOidc } from './support/oidc.ts';
@@ -231,5 +236,120 @@ describe('console sign-in and session', () => {
     const bogus = await send(`/console/auth/callback?code=never-issued&state=${state}`, { cookie: loginCookie });
     expect(bogus.status).toBe(401);
     expect(bogus.headers.getSetCookie().some((c) => c.startsWith('tg_console='))).toBe(false);
+  });
+});
+
+// The code exchange and the ID token check of src/console/oidc.ts against a local token endpoint that answers what the
+// test decides (a real provider never sends a wrong nonce, so this is where the checks can be seen to refuse).
+describe('console OIDC: the ID token must answer this sign-in', () => {
+  let idp: FakeIdp;
+  let key: TestKey;
+  let tokenServer: ReturnType<typeof Bun.serve>;
+  let answer: Record<string, unknown> = {};
+  let lastForm: URLSearchParams | null = null;
+  let lastAuth: string | null = null;
+  const box = new SecretBox(new Uint8Array(32).fill(7));
+  const orgId = '00000000-0000-4000-8000-000000000001';
+
+  beforeAll(async () => {
+    key = await makeKey('console-oidc');
+    idp = startFakeIdp([key]);
+    tokenServer = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: async (request) => {
+        lastForm = new URLSearchParams(await request.text());
+        lastAuth = request.headers.get('authorization');
+        return Response.json(answer);
+      },
+    });
+  });
+  afterAll(() => {
+    idp?.stop();
+    tokenServer?.stop(true);
+  });
+
+  async function attempt(idClaims: Record<string, unknown>, withSecret = true) {
+    const outbound = parseOutboundPolicy({ allowHosts: [idp.hostPort, `127.0.0.1:${tokenServer.port}`] });
+    const login = beginLogin(orgId, 'overview');
+    const config = {
+      orgId,
+      issuer: idp.issuer,
+      jwksUri: idp.jwksUri,
+      audience: 'https://api.example.test',
+      roleClaim: 'role',
+      emailClaim: 'email',
+      defaultRole: null,
+      updatedAt: new Date(),
+      consoleClientId: 'console-client',
+      consoleClientSecretSealed: withSecret ? box.encrypt('s3cret', consoleSecretContext(orgId)) : null,
+    };
+    answer = {
+      id_token: await signToken(key, { iss: idp.issuer, aud: 'console-client', nonce: login.nonce, role: 'admin', email: 'a@example.com', ...idClaims }),
+      access_token: await signToken(key, { iss: idp.issuer, aud: 'https://api.example.test', exp: nowSec() + 60 }),
+    };
+    return finishLogin({
+      config,
+      discovery: { issuer: idp.issuer, authorization_endpoint: `${idp.issuer}/auth`, token_endpoint: `http://127.0.0.1:${tokenServer.port}/token` },
+      code: 'the-code',
+      redirectUri: `${PUBLIC}/console/auth/callback`,
+      login,
+      box,
+      outbound,
+      verifier: createIdpVerifier({ outbound }),
+    }).then(
+      (signedIn) => ({ signedIn, login }),
+      (err: Error) => ({ error: err, login }),
+    );
+  }
+
+  test('a matching ID token signs in: roles by the org claim rules, PKCE verifier and client secret sent, lifetime the earlier exp', async () => {
+    verifies('CONSOLE-SIGNIN-IDP', 'CONSOLE-ROLES');
+    const result = await attempt({ exp: nowSec() + 300 });
+    expect('signedIn' in result).toBe(true);
+    const { signedIn, login } = result as { signedIn: Awaited<ReturnType<typeof finishLogin>>; login: ReturnType<typeof beginLogin> };
+    expect(signedIn.identity).toMatchObject({ subject: 'user-1', email: 'a@example.com', roles: ['admin'] });
+    // The access token expires first (60 s), so the session does.
+    expect(Math.abs(signedIn.expiresAt.getTime() - (nowSec() + 60) * 1000)).toBeLessThan(5_000);
+    expect(lastForm!.get('code_verifier')).toBe(login.verifier);
+    expect(lastForm!.get('grant_type')).toBe('authorization_code');
+    expect(lastAuth).toBe(`Basic ${Buffer.from('console-client:s3cret').toString('base64')}`);
+    // A public client sends no secret.
+    await attempt({}, false);
+    expect(lastAuth).toBeNull();
+  });
+
+  test('a wrong nonce, an ID token for another audience, a foreign key or an expired token are refused', async () => {
+    verifies('CONSOLE-SIGNIN-IDP', 'CONSOLE-HARDENING');
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ nonce: 'replayed-from-another-sign-in' }, /nonce/],
+      [{ nonce: undefined }, /nonce/],
+      [{ aud: 'https://api.example.test' }, /audience/],
+      [{ exp: nowSec() - 600 }, /expired/],
+      [{ iss: 'https://other-issuer.example' }, /issued/],
+    ];
+    for (const [claims, message] of cases) {
+      const result = await attempt(claims);
+      expect('error' in result).toBe(true);
+      expect((result as { error: Error }).error).toBeInstanceOf(SignInError);
+      expect((result as { error: Error }).error.message).toMatch(message);
+    }
+    const stranger = await makeKey('console-oidc');
+    const forged = await signToken(stranger, { iss: idp.issuer, aud: 'console-client' });
+    answer = { id_token: forged, access_token: forged };
+    const login = beginLogin(orgId, 'overview');
+    const outbound = parseOutboundPolicy({ allowHosts: [idp.hostPort, `127.0.0.1:${tokenServer.port}`] });
+    const refused = await finishLogin({
+      config: { orgId, issuer: idp.issuer, jwksUri: idp.jwksUri, audience: 'x', roleClaim: 'role', emailClaim: 'email', defaultRole: null, updatedAt: new Date(), consoleClientId: 'console-client', consoleClientSecretSealed: null },
+      discovery: { issuer: idp.issuer, authorization_endpoint: `${idp.issuer}/auth`, token_endpoint: `http://127.0.0.1:${tokenServer.port}/token` },
+      code: 'c',
+      redirectUri: `${PUBLIC}/console/auth/callback`,
+      login,
+      box,
+      outbound,
+      verifier: createIdpVerifier({ outbound }),
+    }).catch((err: Error) => err);
+    expect(refused).toBeInstanceOf(SignInError);
+    expect((refused as Error).message).toMatch(/signature/);
   });
 });
