@@ -3,7 +3,8 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { loadSession, onSignedOut, signInWithClient, signOut, type SessionInfo } from './api.ts';
 import { can, ErrorBox, useAction, type Role } from './kit.tsx';
-import { ConnectorsPage, OverviewPage, ToolsPage } from './pages-build.tsx';
+import { OverviewPage, ToolsPage } from './pages-build.tsx';
+import { ConnectorsPage } from './pages-connectors.tsx';
 import { ApprovalsPage, AuditPage, CredentialsPage } from './pages-operate.tsx';
 import { BillingPage, IdpPage, WebhooksPage } from './pages-org.tsx';
 
