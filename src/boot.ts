@@ -5,6 +5,7 @@
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { startDemo, type Demo } from './demo/demo.ts';
 import { createGateway, type Gateway } from './gateway.ts';
+import { consoleAssets } from './console/assets.ts';
 import { acquireDataDirLock, DataDirBusyError, embeddedOperatorToken, updateLockInfo } from './util/datadir.ts';
 
 export interface Booted {
@@ -38,6 +39,8 @@ export async function boot(fail: (message: string) => never): Promise<Booted> {
     config = { ...config, operatorToken: config.operatorToken ?? embeddedOperatorToken(config.dataDir) };
   }
   const gateway = await createGateway(config);
+  // The console's bundle is built in memory at start, so its first page is served at once (and a broken build shows).
+  await consoleAssets().catch((err: unknown) => console.error(`toolgate: the console bundle could not be built: ${err instanceof Error ? err.message : String(err)}`));
   const demo: Demo | null = config.demo ? await startDemo(gateway) : null;
   const settled = config;
   return {
@@ -48,6 +51,7 @@ export async function boot(fail: (message: string) => never): Promise<Booted> {
       const store = embedded ? `embedded PGlite in ${settled.dataDir}` : 'PostgreSQL';
       console.log(`toolgate: listening on ${settled.publicUrl} on ${runtime} (store: ${store})`);
       console.log(`toolgate: API explorer at ${settled.publicUrl}/docs`);
+      console.log(`toolgate: settings console at ${settled.publicUrl}/console (sign in with an OAuth client that has org:manage, or the org's identity provider)`);
       if (demo) console.log(demo.banner);
     },
     async stop() {

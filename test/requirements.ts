@@ -210,6 +210,14 @@ export const REQUIREMENTS = {
   'BILLING-ENDPOINTS': 'GET /api/billing/subscription, usage and limits answer for the finance role; usage is the quota counter, also under concurrency across instances [spec Billing; issue 10]',
   'BILLING-CONNECTOR-LIMIT': "Creating a connector beyond the plan's limit is 409 connector_limit_reached, also under concurrent creation [issue 10]",
   'BILLING-TRIAL-EXPIRY': 'From trial_expires_at on, tools/call is -32000 and the subscription reads expired; before it, calls run [issue 10]',
+  'CONSOLE-SIGNIN-CLIENT': 'The console at /console signs in with an OAuth client id and secret that carries org:manage; a client without it is refused [issue 13]',
+  'CONSOLE-SIGNIN-IDP': "The console signs users in with the org's IdP by OpenID Connect authorization code + PKCE (state, nonce, ID token checked), tested against a real OpenID provider [issue 13]",
+  'CONSOLE-ROLES': 'A console user gets the role REST gives the same token (same claim rules); the console lists only the pages that role may use, and REST still enforces it [issue 13]',
+  'CONSOLE-SESSION': 'Console sessions are server-side behind an HttpOnly SameSite=Strict cookie, CSRF-checked, ended by logout, bounded by the token lifetime, fixed to a fresh id at sign-in [issue 13]',
+  'CONSOLE-HARDENING': 'Console pages carry a CSP without inline script, frame-ancestors none and X-Frame-Options DENY; sign-in return targets are page names (no open redirect); a foreign or replayed state is refused [issue 13]',
+  'CONSOLE-PAGES': 'Overview, Connectors, Tools, Approvals, Audit, API keys and OAuth clients, Identity provider, Webhooks and Billing pages work on the generated REST client [issue 13]',
+  'CONSOLE-E2E': 'In Chromium: a PostgreSQL connector becomes active, a disabled tool leaves tools/list, a held call is approved in the inbox with its result, a revoked API key gets 401 on the next MCP call [issue 13]',
+  'CONSOLE-OFFLINE': 'The console loads no asset from another host and builds its bundle itself (no build step after npm install) [issue 13]',
 } as const;
 
 export type RequirementId = keyof typeof REQUIREMENTS;

@@ -313,6 +313,14 @@ export type IdpConfigInput = {
      * Role of tokens that carry no role claim; default null (no access to the REST interface).
      */
     default_role?: Role | null;
+    /**
+     * The client id the settings console (/console) signs users in with at this IdP (OpenID Connect authorization code flow with PKCE; register <public URL>/console/auth/callback as its redirect URI). Null or absent: no sign-in to the console through the IdP.
+     */
+    console_client_id?: string | null;
+    /**
+     * The console client's secret, for a confidential client (client_secret_post); stored sealed and never returned. Absent: the stored secret is kept when the client id is unchanged; null: a public client (PKCE only).
+     */
+    console_client_secret?: string | null;
 };
 
 export type IdpConfig = {
@@ -322,6 +330,14 @@ export type IdpConfig = {
     role_claim: string;
     email_claim: string;
     default_role: Role | null;
+    /**
+     * The settings console's OIDC client id at this IdP; null when console sign-in through the IdP is off.
+     */
+    console_client_id: string | null;
+    /**
+     * Whether a console client secret is stored (it is never returned).
+     */
+    console_client_secret_set: boolean;
     updated_at: string;
 };
 

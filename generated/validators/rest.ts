@@ -394,7 +394,7 @@ validate23.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const setIdpConfig_body = validate26;
 const schema39 = {"$ref":"openapi#/components/schemas/IdpConfigInput"};
-const schema40 = {"type":"object","additionalProperties":false,"required":["issuer","jwks_uri","audience"],"properties":{"issuer":{"type":"string","format":"uri","maxLength":500,"description":"Must equal the tokens' iss claim."},"jwks_uri":{"type":"string","format":"uri","maxLength":500},"audience":{"type":"string","minLength":1,"maxLength":500,"description":"The aud claim to require (a token whose aud array contains it is accepted)."},"role_claim":{"type":"string","minLength":1,"maxLength":200,"description":"Claim carrying the user's role(s); default role. A dotted path such as realm_access.roles is followed."},"email_claim":{"type":"string","minLength":1,"maxLength":200,"description":"Claim carrying the user's e-mail; default email."},"default_role":{"oneOf":[{"$ref":"openapi#/components/schemas/Role"},{"type":"null"}],"description":"Role of tokens that carry no role claim; default null (no access to the REST interface)."}}};
+const schema40 = {"type":"object","additionalProperties":false,"required":["issuer","jwks_uri","audience"],"properties":{"issuer":{"type":"string","format":"uri","maxLength":500,"description":"Must equal the tokens' iss claim."},"jwks_uri":{"type":"string","format":"uri","maxLength":500},"audience":{"type":"string","minLength":1,"maxLength":500,"description":"The aud claim to require (a token whose aud array contains it is accepted)."},"role_claim":{"type":"string","minLength":1,"maxLength":200,"description":"Claim carrying the user's role(s); default role. A dotted path such as realm_access.roles is followed."},"email_claim":{"type":"string","minLength":1,"maxLength":200,"description":"Claim carrying the user's e-mail; default email."},"default_role":{"oneOf":[{"$ref":"openapi#/components/schemas/Role"},{"type":"null"}],"description":"Role of tokens that carry no role claim; default null (no access to the REST interface)."},"console_client_id":{"type":["string","null"],"minLength":1,"maxLength":500,"description":"The client id the settings console (/console) signs users in with at this IdP (OpenID Connect authorization code flow with PKCE; register <public URL>/console/auth/callback as its redirect URI). Null or absent: no sign-in to the console through the IdP."},"console_client_secret":{"type":["string","null"],"minLength":1,"maxLength":1000,"description":"The console client's secret, for a confidential client (client_secret_post); stored sealed and never returned. Absent: the stored secret is kept when the client id is unchanged; null: a public client (PKCE only)."}}};
 const schema41 = {"type":"string","enum":["contributor","admin","finance"]};
 const formats2 = require("ajv-formats/dist/formats").fullFormats.uri;
 
@@ -418,7 +418,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!((((((key0 === "issuer") || (key0 === "jwks_uri")) || (key0 === "audience")) || (key0 === "role_claim")) || (key0 === "email_claim")) || (key0 === "default_role"))){
+if(!((((((((key0 === "issuer") || (key0 === "jwks_uri")) || (key0 === "audience")) || (key0 === "role_claim")) || (key0 === "email_claim")) || (key0 === "default_role")) || (key0 === "console_client_id")) || (key0 === "console_client_secret"))){
 validate27.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -645,6 +645,62 @@ var valid0 = _errs12 === errors;
 }
 else {
 var valid0 = true;
+}
+if(valid0){
+if(data.console_client_id !== undefined){
+let data6 = data.console_client_id;
+const _errs19 = errors;
+if((typeof data6 !== "string") && (data6 !== null)){
+validate27.errors = [{instancePath:instancePath+"/console_client_id",schemaPath:"#/properties/console_client_id/type",keyword:"type",params:{type: schema40.properties.console_client_id.type},message:"must be string,null"}];
+return false;
+}
+if(errors === _errs19){
+if(typeof data6 === "string"){
+if(func1(data6) > 500){
+validate27.errors = [{instancePath:instancePath+"/console_client_id",schemaPath:"#/properties/console_client_id/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
+return false;
+}
+else {
+if(func1(data6) < 1){
+validate27.errors = [{instancePath:instancePath+"/console_client_id",schemaPath:"#/properties/console_client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs19 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.console_client_secret !== undefined){
+let data7 = data.console_client_secret;
+const _errs21 = errors;
+if((typeof data7 !== "string") && (data7 !== null)){
+validate27.errors = [{instancePath:instancePath+"/console_client_secret",schemaPath:"#/properties/console_client_secret/type",keyword:"type",params:{type: schema40.properties.console_client_secret.type},message:"must be string,null"}];
+return false;
+}
+if(errors === _errs21){
+if(typeof data7 === "string"){
+if(func1(data7) > 1000){
+validate27.errors = [{instancePath:instancePath+"/console_client_secret",schemaPath:"#/properties/console_client_secret/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
+return false;
+}
+else {
+if(func1(data7) < 1){
+validate27.errors = [{instancePath:instancePath+"/console_client_secret",schemaPath:"#/properties/console_client_secret/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs21 === errors;
+}
+else {
+var valid0 = true;
+}
+}
 }
 }
 }

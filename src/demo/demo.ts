@@ -75,7 +75,9 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
     `toolgate: demo org "${DEMO_SLUG}" with a sample database (customers, products, orders) at ${mcpEndpointUrl(deps.config.publicUrl, DEMO_SLUG)}`,
     // The key goes to the log only when there is no private file to hold it (an in-memory store): logs are shared.
     fresh && options.inMemory ? `toolgate: demo API key: ${fresh.api_key.key}` : null,
-    !options.inMemory && existsSync(credentialsFile) ? `toolgate: demo credentials are in ${credentialsFile}` : null,
+    !options.inMemory && existsSync(credentialsFile)
+      ? `toolgate: demo credentials are in ${credentialsFile} (its client_id and client_secret sign in to the console at ${deps.config.publicUrl}/console)`
+      : null,
   ]
     .filter(Boolean)
     .join('\n');

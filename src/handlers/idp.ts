@@ -16,6 +16,8 @@ export const setIdpConfig: Handler = async ({ principal, deps, body }: RequestCo
     roleClaim: body.role_claim,
     emailClaim: body.email_claim,
     defaultRole: body.default_role,
+    consoleClientId: body.console_client_id,
+    consoleClientSecret: body.console_client_secret,
   };
   return json(idpConfigView(await idp.setIdpConfig(deps, principal!.orgId, input, actorOf(principal))));
 };

@@ -128,6 +128,8 @@ export function idpConfigView(row: IdpConfigRow): wire.IdpConfig {
     role_claim: row.roleClaim,
     email_claim: row.emailClaim,
     default_role: row.defaultRole as wire.IdpConfig['default_role'],
+    console_client_id: row.consoleClientId,
+    console_client_secret_set: row.consoleClientSecretSealed !== null,
     updated_at: row.updatedAt.toISOString(),
   };
 }

@@ -11,6 +11,7 @@ import type { AppDeps } from '../deps.ts';
 import { bearerOf, claimsOf, refusalRow } from '../audit/refusals.ts';
 import type { Handler, HandlerTable } from '../handlers/context.ts';
 import { hostPolicyFor } from '../net/host-policy.ts';
+import { mountConsole } from '../console/routes.ts';
 
 /** Liveness probes reach an instance by its pod or container address, and the answer reveals nothing. */
 const HOST_CHECK_EXEMPT: ReadonlySet<OperationId> = new Set(['getHealth']);
@@ -191,6 +192,7 @@ export function buildRouter(deps: AppDeps, handlers: HandlerTable): Elysia {
     const allow = methods.join(', ');
     app.all(path, () => json({ error: 'method_not_allowed', message: `Allowed methods: ${allow}.` }, 405, { allow }));
   }
+  mountConsole(app, deps);
   app.onError(({ code, error }) => {
     if (code === 'NOT_FOUND') return json({ error: 'not_found', message: 'No such route.' }, 404);
     deps.log.error('unhandled error', { error: describeError(error) });

@@ -254,4 +254,22 @@ CREATE TABLE audit_chains (
 );
 `,
   },
+  {
+    version: 8,
+    name: 'console_sign_in',
+    sql: `
+ALTER TABLE idp_configs ADD COLUMN console_client_id text;
+ALTER TABLE idp_configs ADD COLUMN console_client_secret_sealed text;
+CREATE TABLE console_sessions (
+  id_hash text PRIMARY KEY,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  kind text NOT NULL CHECK (kind IN ('idp_user','oauth_client')),
+  actor text NOT NULL,
+  bearer_sealed text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX console_sessions_expires ON console_sessions (expires_at);
+`,
+  },
 ];

@@ -149,6 +149,10 @@ export const idpConfigs = pgTable('idp_configs', {
   emailClaim: text('email_claim').notNull().default('email'),
   defaultRole: text('default_role'),
   updatedAt: ts('updated_at').notNull().defaultNow(),
+  /** The console's OIDC client at this IdP (authorization code + PKCE); null: no IdP sign-in to the console. */
+  consoleClientId: text('console_client_id'),
+  /** Its client secret, sealed; null for a public client (PKCE only). */
+  consoleClientSecretSealed: text('console_client_secret_sealed'),
 }, (t) => [uniqueIndex('idp_configs_issuer_audience').on(t.issuer, t.audience)]);
 
 /** Tool calls per org and calendar month (UTC); written with raw SQL by limits/quota.ts and limits/usage.ts. */
@@ -260,3 +264,16 @@ export const webhookAttempts = pgTable('webhook_attempts', {
   error: text('error'),
   attemptedAt: ts('attempted_at').notNull().defaultNow(),
 }, (t) => [index('webhook_attempts_webhook').on(t.webhookId, t.attemptedAt)]);
+
+/** Signed-in console sessions (src/console): the cookie carries a random id, the row its hash and the sealed bearer. */
+export const consoleSessions = pgTable('console_sessions', {
+  idHash: text('id_hash').primaryKey(),
+  orgId: uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
+  kind: text('kind').notNull(),
+  actor: text('actor').notNull(),
+  bearerSealed: text('bearer_sealed').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  expiresAt: ts('expires_at').notNull(),
+}, (t) => [index('console_sessions_expires').on(t.expiresAt)]);

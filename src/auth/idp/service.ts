@@ -3,12 +3,15 @@ import { recordAudit, type Actor } from '../../audit/repository.ts';
 import { conflict, notFound, unprocessable } from '../../errors.ts';
 import { assertOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../../net/outbound.ts';
 import type { Store } from '../../store/db.ts';
+import type { SecretBox } from '../../util/crypto.ts';
 import * as repo from './repository.ts';
 import type { IdpVerifier } from './verifier.ts';
 
 export interface IdpServiceDeps {
   store: Pick<Store, 'db'>;
   outbound: OutboundPolicy;
+  /** Seals the console client secret. */
+  box: SecretBox;
   /** Its per-org key cache is dropped when the configuration changes. */
   idpVerifier: Pick<IdpVerifier, 'forget'>;
 }
@@ -20,7 +23,14 @@ export interface IdpConfigInput {
   roleClaim?: string;
   emailClaim?: string;
   defaultRole?: string | null;
+  /** The settings console's OIDC client (src/console); undefined keeps nothing: absent means none. */
+  consoleClientId?: string | null;
+  /** undefined: keep the stored secret when the client id is unchanged; null: none (public client). */
+  consoleClientSecret?: string | null;
 }
+
+/** The sealing context of an org's console client secret: a sealed value is bound to its org. */
+export const consoleSecretContext = (orgId: string) => `idp_console_secret:${orgId}`;
 
 export async function getIdpConfig(deps: Pick<IdpServiceDeps, 'store'>, orgId: string): Promise<repo.IdpConfigRow> {
   const row = await repo.findIdpConfig(deps.store.db, orgId);
@@ -35,6 +45,16 @@ export async function setIdpConfig(deps: IdpServiceDeps, orgId: string, input: I
     if (err instanceof OutboundRefusedError) throw unprocessable('jwks_uri_refused', `The JWKS URI is not allowed: ${err.message}`);
     throw err;
   }
+  const consoleClientId = input.consoleClientId ?? null;
+  let consoleClientSecretSealed: string | null = null;
+  if (consoleClientId !== null) {
+    if (typeof input.consoleClientSecret === 'string') consoleClientSecretSealed = deps.box.encrypt(input.consoleClientSecret, consoleSecretContext(orgId));
+    else if (input.consoleClientSecret === undefined) {
+      // Re-saving the form without retyping the secret keeps it, but only for the same client.
+      const current = await repo.findIdpConfig(deps.store.db, orgId);
+      if (current?.consoleClientId === consoleClientId) consoleClientSecretSealed = current.consoleClientSecretSealed;
+    }
+  }
   const values: repo.IdpConfigValues = {
     orgId,
     issuer: input.issuer,
@@ -43,6 +63,8 @@ export async function setIdpConfig(deps: IdpServiceDeps, orgId: string, input: I
     roleClaim: input.roleClaim ?? 'role',
     emailClaim: input.emailClaim ?? 'email',
     defaultRole: input.defaultRole ?? null,
+    consoleClientId,
+    consoleClientSecretSealed,
     updatedAt: new Date(),
   };
   try {

@@ -1,0 +1,76 @@
+/**
+ * The console's REST access: the hey-api client generated from openapi.yaml, pointed at /console/rest (which sends
+ * the call on to /api/* with the session's credential) and carrying the session's CSRF token. No hand-written
+ * request per operation: pages call the generated functions with `client`.
+ */
+import { createClient } from '../../../generated/client/client/index.ts';
+
+export * as rest from '../../../generated/client/sdk.gen.ts';
+export type * from '../../../generated/client/types.gen.ts';
+
+export interface SessionInfo {
+  org_id: string;
+  kind: 'idp_user' | 'oauth_client';
+  actor: string;
+  roles: Array<'contributor' | 'admin' | 'finance'>;
+  org_level: boolean;
+  csrf_token: string;
+  expires_at: string;
+}
+
+export const client = createClient({ baseUrl: `${location.origin}/console/rest` });
+
+let csrfToken = '';
+client.interceptors.request.use((request) => {
+  request.headers.set('x-toolgate-csrf', csrfToken);
+  return request;
+});
+
+/** A REST error as the page shows it: the body's message, else the status. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Listeners told when a call finds the session gone (401), so the shell can show the sign-in form. */
+const signedOutListeners = new Set<() => void>();
+export const onSignedOut = (listener: () => void) => signedOutListeners.add(listener);
+
+/** Awaits a generated operation and returns its data, or throws an ApiError from the `{error, message}` body. */
+export async function call<T>(pending: Promise<{ data?: T; error?: unknown; response?: Response }>): Promise<T> {
+  const { data, error, response } = await pending;
+  if (response && response.ok) return data as T;
+  const status = response?.status ?? 0;
+  const body = (error ?? {}) as { error?: string; message?: string };
+  if (status === 401) signedOutListeners.forEach((l) => l());
+  throw new ApiError(status, body.error ?? 'request_failed', body.message ?? (status ? `The request failed (HTTP ${status}).` : 'The gateway could not be reached.'));
+}
+
+async function consoleJson<T>(path: string, init: RequestInit = {}): Promise<T> {
+  const response = await fetch(path, { ...init, credentials: 'same-origin', headers: { ...(init.headers ?? {}), 'x-toolgate-csrf': csrfToken } });
+  const body = (await response.json().catch(() => ({}))) as { error?: string; message?: string };
+  if (!response.ok) throw new ApiError(response.status, body.error ?? 'request_failed', body.message ?? `HTTP ${response.status}`);
+  return body as T;
+}
+
+/** The console's own session endpoints (not REST operations: they are the sign-in itself). */
+export async function loadSession(): Promise<SessionInfo | null> {
+  try {
+    const session = await consoleJson<SessionInfo>('/console/session');
+    csrfToken = session.csrf_token;
+    return session;
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return null;
+    throw err;
+  }
+}
+
+export const signInWithClient = (clientId: string, clientSecret: string) =>
+  consoleJson<{ signed_in: true }>('/console/auth/client', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: clientId, client_secret: clientSecret }) });
+
+export const signOut = () => consoleJson<{ signed_out: true }>('/console/auth/logout', { method: 'POST' });

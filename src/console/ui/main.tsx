@@ -1,0 +1,134 @@
+/** The console's shell: the session, the sign-in form, the navigation (hash routes) and the page for each route. */
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { loadSession, onSignedOut, signInWithClient, signOut, type SessionInfo } from './api.ts';
+import { can, ErrorBox, useAction, type Role } from './kit.tsx';
+import { OverviewPage, ToolsPage } from './pages-build.tsx';
+import { ConnectorsPage } from './pages-connectors.tsx';
+import { ApprovalsPage, AuditPage, CredentialsPage } from './pages-operate.tsx';
+import { BillingPage, IdpPage, WebhooksPage } from './pages-org.tsx';
+
+interface Route {
+  name: string;
+  title: string;
+  role: Role;
+  view: (props: { session: SessionInfo }) => preact.JSX.Element;
+}
+
+/** Only the pages the session's role may use are listed (REST enforces the same policies). */
+const ROUTES: Route[] = [
+  { name: 'overview', title: 'Overview', role: 'contributor', view: OverviewPage },
+  { name: 'connectors', title: 'Connectors', role: 'contributor', view: ConnectorsPage },
+  { name: 'tools', title: 'Tools', role: 'contributor', view: ToolsPage },
+  { name: 'approvals', title: 'Approvals', role: 'contributor', view: ApprovalsPage },
+  { name: 'audit', title: 'Audit', role: 'contributor', view: AuditPage },
+  { name: 'credentials', title: 'API keys & OAuth clients', role: 'admin', view: CredentialsPage },
+  { name: 'idp', title: 'Identity provider', role: 'admin', view: IdpPage },
+  { name: 'webhooks', title: 'Webhooks', role: 'admin', view: WebhooksPage },
+  { name: 'billing', title: 'Billing', role: 'finance', view: BillingPage },
+];
+
+const routeName = () => location.hash.replace(/^#\/?/, '').split(/[?/]/)[0] ?? '';
+
+function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
+  const [clientId, setClientId] = useState('');
+  const [clientSecret, setClientSecret] = useState('');
+  const [org, setOrg] = useState('');
+  const action = useAction();
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    if (await action.run(() => signInWithClient(clientId, clientSecret))) onSignedIn();
+  };
+  const back = routeName() || 'overview';
+  return (
+    <main class="signin">
+      <h1>Toolgate console</h1>
+      <section aria-labelledby="idp-title" class="card">
+        <h2 id="idp-title">Sign in with your identity provider</h2>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            // A navigation, not a form submission: the page's CSP (form-action 'self') would stop the redirect to the IdP.
+            location.assign(`/console/auth/idp?${new URLSearchParams({ org: org.trim(), return: back })}`);
+          }}
+        >
+          <label for="org">Org (its slug, as in the MCP endpoint URL)</label>
+          <input id="org" name="org" required pattern="[a-z0-9][a-z0-9\-]*" value={org} onInput={(e) => setOrg(e.currentTarget.value)} autoComplete="organization" />
+          <button type="submit">Continue to the identity provider</button>
+        </form>
+      </section>
+      <section aria-labelledby="client-title" class="card">
+        <h2 id="client-title">Sign in with an OAuth client</h2>
+        <p class="hint">A client of the org with the org:manage scope (the demo prints where its credentials are).</p>
+        <form onSubmit={submit}>
+          <label for="client-id">Client id</label>
+          <input id="client-id" required value={clientId} onInput={(e) => setClientId(e.currentTarget.value)} autoComplete="username" />
+          <label for="client-secret">Client secret</label>
+          <input id="client-secret" type="password" required value={clientSecret} onInput={(e) => setClientSecret(e.currentTarget.value)} autoComplete="current-password" />
+          <ErrorBox error={action.error} />
+          <button type="submit" disabled={action.pending}>
+            {action.pending ? 'Signing in…' : 'Sign in'}
+          </button>
+        </form>
+      </section>
+    </main>
+  );
+}
+
+function Shell({ session, onSignOut }: { session: SessionInfo; onSignOut: () => void }) {
+  const [name, setName] = useState(routeName());
+  useEffect(() => {
+    const follow = () => setName(routeName());
+    addEventListener('hashchange', follow);
+    return () => removeEventListener('hashchange', follow);
+  }, []);
+  const allowed = ROUTES.filter((r) => can(session, r.role));
+  const route = allowed.find((r) => r.name === name) ?? allowed[0];
+  const out = useAction();
+  return (
+    <div class="shell">
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <nav aria-label="Console">
+        <p class="brand">Toolgate</p>
+        <ul>
+          {allowed.map((r) => (
+            <li key={r.name}>
+              <a href={`#/${r.name}`} aria-current={r === route ? 'page' : undefined}>
+                {r.title}
+              </a>
+            </li>
+          ))}
+        </ul>
+        <div class="who">
+          <p>
+            Signed in as <strong data-testid="actor">{session.actor}</strong>
+            <br />
+            <span data-testid="roles">{session.org_level ? 'org level (all roles)' : session.roles.join(', ') || 'no role'}</span>
+          </p>
+          <button type="button" class="secondary" onClick={() => out.run(signOut).then(onSignOut)}>
+            Sign out
+          </button>
+        </div>
+      </nav>
+      <main id="main">{route ? <route.view session={session} /> : <p class="error">This account has no role that the console can show pages for.</p>}</main>
+    </div>
+  );
+}
+
+function App() {
+  const [session, setSession] = useState<SessionInfo | null | undefined>(undefined);
+  const [error, setError] = useState<unknown>(null);
+  const refresh = () => loadSession().then(setSession, setError);
+  useEffect(() => {
+    refresh();
+    onSignedOut(() => setSession(null));
+  }, []);
+  if (error) return <ErrorBox error={error} />;
+  if (session === undefined) return <p class="loading">Loading…</p>;
+  if (session === null) return <SignIn onSignedIn={refresh} />;
+  return <Shell session={session} onSignOut={() => setSession(null)} />;
+}
+
+render(<App />, document.getElementById('app')!);
