@@ -7,6 +7,7 @@
  * server CPU per request minus the full in-process call is that part.
  *
  *   bun bench/stages.ts [--seconds=3] [--rounds=3] [--callers=16] [--only=text] (stages whose name contains text)
+ *                       [--store=pglite] (the embedded store instead of PostgreSQL; the data database stays on PostgreSQL)
  *   (bun --cpu-prof --cpu-prof-dir=DIR bench/stages.ts --only=tools/call profiles one stage)
  */
 import postgres from 'postgres';
@@ -37,7 +38,9 @@ exit.add(async () => {
 await admin.end({ timeout: 2 });
 await seedItems(DATA_DB);
 
-const gateway = await startTestGateway('postgres', { REDIS_URL: 'redis://127.0.0.1:6379', TOOLGATE_WEBHOOK_WORKER: '0' });
+/** --store=pglite: the embedded store (PGlite, in memory) instead of a PostgreSQL store database. */
+const STORE = process.argv.includes('--store=pglite') ? 'pglite' : 'postgres';
+const gateway = await startTestGateway(STORE, { REDIS_URL: 'redis://127.0.0.1:6379', TOOLGATE_WEBHOOK_WORKER: '0' });
 exit.add(() => gateway.close());
 const org = await onboard(gateway);
 const config: DatabaseConfig = { host: PG.host, port: PG.port, database: DATA_DB, user: PG.user };
