@@ -3,7 +3,11 @@
  * its first start, under a `tools/call` load against the demo database, after the load, and idle after a restart
  * on the same data folder. Local only; nothing outside a temporary data folder is touched.
  *
- *   bun bench/memory.ts [--port=3840] [--duration=20] [--connections=16]
+ *   bun bench/memory.ts [--port=3840] [--duration=20] [--connections=16] [--sample=10]
+ *
+ * Also prints the RSS curve under load (one sample every --sample seconds: a soak is a long --duration) and, after
+ * the restart, the time from spawning the process to the first served tools/call (issue 14: <= 1.5 s on the
+ * embedded store).
  *
  * The load runs through an enterprise org created with the operator API (the demo org's starter plan would answer
  * most of it with 429) whose connector points at the demo's sample database, so every call is a real SELECT.
@@ -19,6 +23,7 @@ const PORT = arg('port', 3840);
 const DEMO_DB_PORT = PORT + 2;
 const DURATION_S = arg('duration', 20);
 const CONNECTIONS = arg('connections', 16);
+const SAMPLE_S = arg('sample', 10);
 const ROOT = join(import.meta.dir, '..');
 const BASE = `http://127.0.0.1:${PORT}`;
 const dataDir = mkdtempSync(join(tmpdir(), 'toolgate-memory-'));
@@ -33,7 +38,7 @@ function cpuUs(pid: number): number {
 
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
-async function start(): Promise<{ pid: number; startupMs: number }> {
+async function start(): Promise<{ pid: number; startupMs: number; spawnedAt: number }> {
   const began = performance.now();
   child = Bun.spawn([process.execPath, 'src/main.ts'], {
     cwd: ROOT,
@@ -43,7 +48,7 @@ async function start(): Promise<{ pid: number; startupMs: number }> {
     stderr: 'inherit',
   });
   for (const deadline = Date.now() + 120_000; Date.now() < deadline; await Bun.sleep(50)) {
-    if (await fetch(`${BASE}/healthz`).then((r) => r.ok, () => false)) return { pid: child.pid, startupMs: performance.now() - began };
+    if (await fetch(`${BASE}/healthz`).then((r) => r.ok, () => false)) return { pid: child.pid, startupMs: performance.now() - began, spawnedAt: began };
   }
   throw new Error('the gateway did not answer /healthz within 120 s');
 }
@@ -88,16 +93,30 @@ async function main() {
   const apiKey = await seed();
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'query_postgresql_customers', arguments: { sql: 'SELECT id, name, country FROM customers ORDER BY id LIMIT 3' } } });
   let peak = 0;
+  const curve: string[] = [];
+  const loadStarted = performance.now();
   const cpuBefore = cpuUs(first.pid);
   const sampler = setInterval(() => (peak = Math.max(peak, rssMb(first.pid))), 250);
+  const curveSampler = setInterval(() => curve.push(`${((performance.now() - loadStarted) / 1000).toFixed(0)}s ${rssMb(first.pid).toFixed(0)}`), SAMPLE_S * 1000);
   const result = await autocannon({ url: `${BASE}/mcp/memory`, method: 'POST', connections: CONNECTIONS, duration: DURATION_S, headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body });
   clearInterval(sampler);
+  clearInterval(curveSampler);
   const cpuPerCall = (cpuUs(first.pid) - cpuBefore) / Math.max(1, result.requests.total);
   const afterLoad = rssMb(first.pid);
   await Bun.sleep(10_000);
   const settled = rssMb(first.pid);
   await stop();
   const again = await start();
+  // Startup to the first served call: spawn to the first tools/call answered with the rows (the restart, so the
+  // data folder exists; a first start also runs initdb).
+  let firstCallMs = NaN;
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(10)) {
+    const res = await fetch(`${BASE}/mcp/memory`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body }).catch(() => null);
+    if (res?.ok && (await res.text()).includes('"rowCount":3')) {
+      firstCallMs = performance.now() - again.spawnedAt;
+      break;
+    }
+  }
   await Bun.sleep(5000);
   const idleRestart = rssMb(again.pid);
   await stop();
@@ -105,7 +124,8 @@ async function main() {
   console.log(`first start: ${(first.startupMs / 1000).toFixed(1)} s to /healthz, idle RSS ${mb(idleFirst)}`);
   console.log(`tools/call load (${CONNECTIONS} connections, ${DURATION_S} s): ${(result.requests.total / result.duration).toFixed(0)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}, errors ${result.errors}, gateway CPU ${cpuPerCall.toFixed(0)} µs/call`);
   console.log(`RSS during load (peak) ${mb(peak)}, right after ${mb(afterLoad)}, 10 s later ${mb(settled)}`);
-  console.log(`restart: ${(again.startupMs / 1000).toFixed(1)} s to /healthz, idle RSS ${mb(idleRestart)}`);
+  console.log(`RSS curve under load (elapsed, MB): ${curve.join(', ')}`);
+  console.log(`restart: ${(again.startupMs / 1000).toFixed(1)} s to /healthz, ${(firstCallMs / 1000).toFixed(2)} s to the first served tools/call, idle RSS ${mb(idleRestart)}`);
 }
 
 try {

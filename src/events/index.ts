@@ -4,6 +4,7 @@
  * change that caused it is (the transactional outbox rule): a subscriber that throws rolls the change back.
  */
 import { randomUUID } from 'node:crypto';
+import type { SQL } from 'drizzle-orm';
 import type { Queryable } from '../store/db.ts';
 
 /** The event types of the spec's "Events" section (the ones webhooks can subscribe to). */
@@ -20,7 +21,14 @@ export interface DomainEvent<Data extends Record<string, unknown> = Record<strin
 }
 
 /** A subscriber: writes what it keeps of the event with `tx`, the emitter's transaction (or the database). */
-export type EventSubscriber = (tx: Queryable, events: readonly DomainEvent[]) => Promise<void>;
+export type EventSubscriber = ((tx: Queryable, events: readonly DomainEvent[]) => Promise<void>) & {
+  /**
+   * Optional statement form: the same writes as data-modifying CTEs (`name AS (INSERT ...)`, comma-separated, every
+   * CTE name starting with `prefix`), so an emitter can put them into the ONE statement that writes its own change
+   * (the audit batch of the hot path): atomic without a transaction, and no extra round trip.
+   */
+  ctes?: (events: readonly DomainEvent[], prefix: string) => SQL;
+};
 
 export class DomainEvents {
   private readonly subscribers: { subscriber: EventSubscriber; types: ReadonlySet<WebhookEventType> | null }[] = [];
@@ -38,6 +46,22 @@ export class DomainEvents {
   /** Builds an event with a fresh id and the current time (the caller emits it, possibly batched with others). */
   static create<Data extends Record<string, unknown>>(type: WebhookEventType, orgId: string, data: Data, now = new Date()): DomainEvent<Data> {
     return { id: `evt_${randomUUID()}`, type, orgId, createdAt: now, data };
+  }
+
+  /**
+   * The statement form of `emit`: the CTEs of every subscriber taking some of `events`, for the emitter to put into
+   * its own statement (`WITH mine AS (...), <ctes> SELECT ...`); null when a subscriber that takes some of them has
+   * no statement form (the emitter then uses `emit` in a transaction). An empty list when nobody takes them.
+   */
+  ctes(events: readonly DomainEvent[]): SQL[] | null {
+    const parts: SQL[] = [];
+    for (const [i, { subscriber, types }] of this.subscribers.entries()) {
+      const taken = types === null ? events : events.filter((e) => types.has(e.type));
+      if (!taken.length) continue;
+      if (!subscriber.ctes) return null;
+      parts.push(subscriber.ctes(taken, `ev${i}_`));
+    }
+    return parts;
   }
 
   /** Hands the events to every subscriber with the caller's transaction; awaited, so a failure fails the caller. */

@@ -2,7 +2,7 @@
  * Per-second burst limits: a fixed one-second window per org, counted in Redis so every instance shares it,
  * with a per-instance fallback when Redis is unreachable (never a 5xx because the limiter is down).
  */
-import { createClient } from 'redis';
+import type { createClient } from 'redis';
 import type { Logger } from '../util/log.ts';
 
 export interface BurstDecision {
@@ -59,6 +59,9 @@ export async function createRedisLimiter(options: RedisLimiterOptions): Promise<
   const fallback = new LocalWindow(options.now);
   const now = options.now ?? Date.now;
   const timeoutMs = options.commandTimeoutMs ?? 50;
+  // Loaded here, not at import: the package takes 0.1-0.4 s to load, which a gateway without Redis (the embedded
+  // `npm start`) should not pay at start-up (issue 14: start-up to the first served call).
+  const { createClient } = await import('redis');
   const client: Redis = createClient({
     url: options.url,
     // Fail fast instead of queueing commands while disconnected: the local window takes over meanwhile.

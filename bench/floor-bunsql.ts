@@ -1,0 +1,38 @@
+/**
+ * Floor (c), the one issue 14's targets are set against: a bare Elysia gateway running the benchmark's SELECT on
+ * Bun.sql (Bun's native PostgreSQL client), HTTP in, JSON-RPC body parsed, rows out as JSON. No auth, no limits, no
+ * guard, no audit: the fastest a gateway on this stack can answer the same call. The gateway's connector pool size.
+ *
+ * Env: FLOOR_PORT, FLOOR_DATABASE, FLOOR_POOL, FLOOR_SQL. Prints "ready <port>" once listening.
+ */
+import { SQL } from 'bun';
+import { Elysia } from 'elysia';
+
+const port = Number(process.env.FLOOR_PORT ?? 0);
+const sqlText = process.env.FLOOR_SQL ?? 'select 1';
+const sql = new SQL({
+  hostname: '127.0.0.1',
+  port: 5432,
+  username: 'postgres',
+  database: process.env.FLOOR_DATABASE ?? 'postgres',
+  max: Number(process.env.FLOOR_POOL ?? 10),
+});
+await sql.unsafe(sqlText);
+
+const app = new Elysia()
+  .post('/', async ({ body }) => {
+    // The JSON-RPC request is parsed by Elysia (as the gateway's router does); the rows go out as the result.
+    const id = (body as { id?: unknown } | null)?.id ?? null;
+    const rows = await sql.unsafe(sqlText);
+    return { jsonrpc: '2.0', id, result: { rows: [...rows], rowCount: rows.length } };
+  })
+  .listen({ hostname: '127.0.0.1', port });
+console.log(`ready ${app.server?.port}`);
+
+const stop = async () => {
+  await app.stop(true);
+  await sql.close({ timeout: 1 });
+  process.exit(0);
+};
+process.on('SIGTERM', () => void stop());
+process.on('SIGINT', () => void stop());
