@@ -37,6 +37,12 @@ export interface SqlTarget {
   lowerCaseTableNames?: 0 | 1 | 2;
   /** MySQL/MariaDB: stored functions of the table's database named like an allowed built-in; the guard refuses those names. */
   storedFunctions?: string[];
+  /** SQL Server: the database's collation is case-sensitive; the guard then compares names exactly. */
+  caseSensitiveNames?: boolean;
+  /** SQL Server: the login's default schema, read at introspection (one-part names resolve there). */
+  defaultSchema?: string;
+  /** SQL Server: SNAPSHOT isolation is allowed on the database (calls then run under it). */
+  snapshot?: boolean;
 }
 
 /** Behaviour hints of a tool as MCP declares them; a type that sets none gets the database defaults (catalog.ts). */
