@@ -131,6 +131,8 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown> {
   /** Connector type name, e.g. `postgresql`. */
   readonly type: string;
   readonly kind: 'database' | 'mcp';
+  /** A database type that never writes through Toolgate (mongodb, mssql, oracle): allow_write/allow_ddl stay false. */
+  readonly readOnly?: boolean;
   /** JSON Schema of `config` for this type (validated before create and patch). */
   readonly configSchema: Record<string, unknown>;
   /** Connects with the credential; throws ConnectorError on failure. */

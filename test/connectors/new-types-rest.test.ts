@@ -57,8 +57,10 @@ describe('mongodb, mssql and oracle connectors over REST', () => {
       oracle: { host: '127.0.0.1', port, database: 'FREEPDB1', user: 'reader', tls: 'disable' },
     };
     for (const [type, config] of Object.entries(configs)) {
-      const failed = await createConnector(g, token, { name: `down ${type}`, type, config, credential: PASSWORD });
+      // These types only read: allow_write / allow_ddl are stored false whatever is sent.
+      const failed = await createConnector(g, token, { name: `down ${type}`, type, config, credential: PASSWORD, allow_write: true, allow_ddl: true });
       expect(failed.type).toBe(type);
+      expect([failed.allow_write, failed.allow_ddl]).toEqual([false, false]);
       expect(failed.status).toBe('failed');
       expect(failed.status_reason).toBe(`could not connect to 127.0.0.1:${port}: connection refused`);
       expect(JSON.stringify(failed)).not.toContain(PASSWORD);

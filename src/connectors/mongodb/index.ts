@@ -218,6 +218,7 @@ export async function executeMongo(client: MongoClient, tool: MongoToolSpec, arg
 export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
   type: 'mongodb',
   kind: 'database',
+  readOnly: true,
   configSchema: {
     allOf: [
       databaseConfigSchema({ defaultPort: DEFAULT_MONGODB_PORT, identifierPattern: MONGO_DB_NAME, identifierMaxLength: 63, authSource: true }),

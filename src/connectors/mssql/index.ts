@@ -298,6 +298,7 @@ async function executeMssql(pool: sql.ConnectionPool, tool: SqlToolSpec, args: R
 export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   type: 'mssql',
   kind: 'database',
+  readOnly: true,
   configSchema: databaseConfigSchema({ defaultPort: DEFAULT_MSSQL_PORT, identifierPattern: '^[^\\u0000\\]\\[]+$', identifierMaxLength: 128 }),
 
   async validate(_connectorId, config, credential) {

@@ -306,6 +306,7 @@ async function executeOracle(pool: oracledb.Pool, tool: SqlToolSpec, args: Recor
 export const oracleDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   type: 'oracle',
   kind: 'database',
+  readOnly: true,
   configSchema: databaseConfigSchema({ defaultPort: DEFAULT_ORACLE_PORT, identifierPattern: '^[^\\u0000"]+$', identifierMaxLength: 128 }),
 
   async validate(_connectorId, config, credential) {
