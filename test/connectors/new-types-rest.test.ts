@@ -110,4 +110,16 @@ describe('mongodb, mssql and oracle connectors over REST', () => {
       await sdk.archiveConnector({ client, path: { connectorId: failed.id } });
     }
   });
+
+  test('building a gateway loads none of the three client packages nor their guards (they load with the first connector)', async () => {
+    verifies('CONN-NEW-TYPES-REST');
+    // A fresh process: the test runner shares one module registry between suites.
+    const script = `await import(${JSON.stringify(`${import.meta.dir}/../../src/gateway.ts`)});
+const loaded = (needle) => Object.keys(require.cache).some((k) => k.includes(needle));
+console.log(JSON.stringify(['node_modules/mongodb/', 'node_modules/mssql/', 'node_modules/tedious/', 'node_modules/oracledb/', 'sqlguard/mssql.ts', 'sqlguard/oracle.ts', 'mongodb/driver.ts', 'mongodb/index.ts'].map(loaded)));`;
+    const child = Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'inherit' });
+    const out = await new Response(child.stdout).text();
+    expect(await child.exited).toBe(0);
+    expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual([false, false, false, false, false, false, false, true]);
+  }, 30_000);
 });
