@@ -21,7 +21,7 @@ import { netErrorCode } from '../shared/netcause.ts';
 import { int64TextToJson, toJsonSafe } from '../shared/jsonsafe.ts';
 import { DEFAULT_MSSQL_PORT, mssqlConfigSchema } from './config.ts';
 import { guardMssqlSql } from '../sqlguard/mssql.ts';
-import { isReadOnlyRefusal, prepareReadOnlyCall } from '../shared/readonly-prepare.ts';
+import { isReadOnlyRefusal, prepareReadOnlyCall, type ReadOnlyCall } from '../shared/readonly-prepare.ts';
 
 export const DEFAULT_MSSQL_SCHEMAS = ['dbo'];
 /** Schemas of the server's own catalogs: never exposed. */
@@ -241,10 +241,8 @@ function rowFixer(columns: Record<string, { type?: { declaration?: string } }>):
 
 const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(new Error(code), { code });
 
-async function executeMssql(pool: sql.ConnectionPool, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): Promise<ToolResult> {
+async function executeMssql(pool: sql.ConnectionPool, tool: SqlToolSpec, prepared: ReadOnlyCall, ctx: ExecutionContext): Promise<ToolResult> {
   const errCtx = errorContext(ctx.config, ctx.credential, ctx.limits);
-  const prepared = prepareReadOnlyCall(guardMssqlSql, tool, args, ctx);
-  if (isReadOnlyRefusal(prepared)) return prepared;
   if (ctx.signal?.aborted) return errorResult(callErrorText(failure('ABORTED'), errCtx));
   const collector = new RowCollector(prepared.maxRows, ctx.limits.maxResultBytes);
   const tx = new sql.Transaction(pool);
@@ -328,12 +326,15 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   },
 
   async execute(tool, args, ctx) {
+    // The guard decides before any connection is made: a refused call never reaches the server.
+    const prepared = prepareReadOnlyCall(guardMssqlSql, tool, args, ctx);
+    if (isReadOnlyRefusal(prepared)) return prepared;
     try {
       return await pools.use(
         ctx.connectorId,
         ctx.config,
         ctx.credential,
-        async (p) => executeMssql(await ready(p), tool, args, ctx),
+        async (p) => executeMssql(await ready(p), tool, prepared, ctx),
         ctx.limits.statementTimeoutMs,
         admissionOf(ctx.limits),
       );

@@ -20,7 +20,7 @@ import { netErrorCode } from '../shared/netcause.ts';
 import { decimalTextToJson, timestampTextToIso, timestamptzTextToIso, toJsonSafe } from '../shared/jsonsafe.ts';
 import { DEFAULT_ORACLE_PORT, oracleConfigSchema } from './config.ts';
 import { guardOracleSql } from '../sqlguard/oracle.ts';
-import { isReadOnlyRefusal, prepareReadOnlyCall } from '../shared/readonly-prepare.ts';
+import { isReadOnlyRefusal, prepareReadOnlyCall, type ReadOnlyCall } from '../shared/readonly-prepare.ts';
 
 /** Accounts of the server itself: their objects are never exposed. */
 const SYSTEM_SCHEMAS = new Set([
@@ -120,6 +120,8 @@ function describeConnect(err: unknown, ctx: ErrorContext): Described | null {
     case 'NJS-501':
     case 'NJS-500':
       return { message: `could not connect to ${host}:${port}`, code: 'connection_failed' };
+    case 'NJS-515':
+      return { message: `${host}:${port}/${database} is not an address oracledb accepts (host:port/service_name)`, code: 'invalid_config' };
     case 'NJS-510':
       return { message: `could not connect to ${host}:${port}: no answer within ${Math.round(ctx.connectTimeoutMs / 1000)} s`, code: 'timeout' };
   }
@@ -251,10 +253,8 @@ async function applySession(conn: oracledb.Connection, schema: string): Promise<
 
 const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(new Error(code), { code });
 
-async function executeOracle(pool: oracledb.Pool, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): Promise<ToolResult> {
+async function executeOracle(pool: oracledb.Pool, tool: SqlToolSpec, prepared: ReadOnlyCall, ctx: ExecutionContext): Promise<ToolResult> {
   const errCtx = errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs);
-  const prepared = prepareReadOnlyCall(guardOracleSql, tool, args, ctx);
-  if (isReadOnlyRefusal(prepared)) return prepared;
   if (ctx.signal?.aborted) return errorResult(callErrorText(failure('ABORTED'), errCtx));
   const collector = new RowCollector(prepared.maxRows, ctx.limits.maxResultBytes);
   const conn = await pool.getConnection();
@@ -337,8 +337,11 @@ export const oracleDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   },
 
   async execute(tool, args, ctx) {
+    // The guard decides before any connection is made: a refused call never reaches the server.
+    const prepared = prepareReadOnlyCall(guardOracleSql, tool, args, ctx);
+    if (isReadOnlyRefusal(prepared)) return prepared;
     try {
-      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, async (p) => executeOracle(await poolOf(p), tool, args, ctx), undefined, admissionOf(ctx.limits));
+      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, async (p) => executeOracle(await poolOf(p), tool, prepared, ctx), undefined, admissionOf(ctx.limits));
     } catch (err) {
       return errorResult(callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs)));
     }
