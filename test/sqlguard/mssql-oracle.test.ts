@@ -53,6 +53,8 @@ describe('SQL Server guard', () => {
       'SELECT a.id FROM items a CROSS APPLY (SELECT TOP 1 b.id FROM items b WHERE b.id = a.id) c',
       'SELECT id FROM items WHERE id IN (SELECT id FROM dbo.items WHERE name IS NOT NULL)',
       'SELECT ROW_NUMBER() OVER (ORDER BY id) AS rn, STRING_AGG(name, \',\') FROM items GROUP BY id',
+      'SELECT [option], "Option" FROM items WHERE name = \'OPTION (RECOMPILE)\' -- OPTION in a comment',
+      'SELECT optional, option_id FROM items',
       '/* report */ -- daily\nSELECT id FROM items /* a /* nested */ comment */',
       "SELECT '@not_a_variable; DROP TABLE x' AS s FROM items",
     ]) allowed(guardMssqlSql, sql, MS);
@@ -102,6 +104,18 @@ describe('SQL Server guard', () => {
       ['SHUTDOWN WITH NOWAIT'],
       ['BACKUP DATABASE x TO DISK = \'c:\\x\''],
       ['SELECT * FROM items UNION SELECT * FROM secrets', /not this tool's table/],
+      // sqlparser reads OPTION (...) as a table alias; the server reads query hints.
+      ['SELECT * FROM items OPTION (RECOMPILE)', /OPTION is not allowed/],
+      ["SELECT * FROM items OPTION (TABLE HINT(items, UPDLOCK))", /OPTION/],
+      ['SELECT geography::Point(1, 2, 4326)', /::/],
+      ['SELECT id::text FROM items', /::/],
+      ['SELECT NEXT VALUE FOR dbo.seq AS n FROM items'],
+      ['SELECT * FROM items FOR SYSTEM_TIME AS OF \'2020-01-01\'', /version/],
+      ['SELECT * FROM items TABLESAMPLE (10 PERCENT)', /sample/],
+      ["SELECT CAST(name AS xml).value('x', 'int') FROM items"],
+      ['SELECT * FROM CHANGETABLE(CHANGES dbo.items, 0) c'],
+      ['SELECT $action FROM items'],
+      ['SELECT * FROM items PIVOT (SUM(id) FOR name IN ([a])) p'],
     ];
     for (const [sql, fragment] of cases) refused(guardMssqlSql, sql, MS, fragment);
   });
@@ -174,6 +188,14 @@ describe('Oracle guard', () => {
       ['SELECT * FROM items /* a /* b */ */', /comment/],
       ['SELECT * FROM TABLE(some_fn())'],
       ['SELECT /*+ full(items) */ * FROM items'],
+      ['SELECT CURSOR(SELECT * FROM secrets) FROM dual'],
+      ['SELECT * FROM items AS OF TIMESTAMP SYSDATE'],
+      ['SELECT * FROM items SAMPLE(10)'],
+      ['SELECT * FROM items PARTITION (p1)'],
+      ['SELECT seq.NEXTVAL FROM dual', /packages/],
+      ['SELECT id FROM items WHERE id = :1', /PLACEHOLDER/],
+      ["SELECT * FROM JSON_TABLE('[1]', '$[*]' COLUMNS (a NUMBER PATH '$'))"],
+      ['SELECT id::text FROM items', /::/],
     ];
     for (const [sql, fragment] of cases) refused(guardOracleSql, sql, ORA, fragment);
   });

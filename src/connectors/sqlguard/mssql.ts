@@ -49,10 +49,13 @@ export const MSSQL_FUNCTIONS: ReadonlySet<string> = new Set([
   'BINARY_CHECKSUM',
 ]);
 
+/** T-SQL clauses sqlparser's MsSql dialect misreads (OPTION (...) query hints parse as a table alias) or lacks. */
+const MSSQL_REFUSED_WORDS: ReadonlySet<string> = new Set(['OPTION', 'COMPUTE', 'XMLNAMESPACES', 'OPENXML', 'OPENROWSET', 'OPENQUERY', 'OPENDATASOURCE']);
+
 const MSSQL: ReadOnlyDialect = {
   parser: 'mssql',
   label: 'SQL Server',
-  lex: (sql) => lexCheck(sql, { nestedComments: true, brackets: true, refuseQQuote: false }),
+  lex: (sql) => lexCheck(sql, { nestedComments: true, brackets: true, refuseQQuote: false, refusedWords: MSSQL_REFUSED_WORDS }),
   sameName(written: NamePart, stored: string, opts: GuardOptions): boolean {
     return opts.caseSensitiveNames ? written.value === stored : ascii(written.value) === ascii(stored);
   },

@@ -201,6 +201,10 @@ function visit(variant: string, payload: unknown, st: State, scope: ReadonlySet<
       checkTable(payload.name, st, scope);
       return walkStruct(payload, st, scope, TABLE_FIELDS);
     }
+    case 'Cast':
+      // `a::b` is no cast in T-SQL or Oracle: SQL Server reads `type::Method(...)` as a call of a CLR type's method.
+      if (isObj(payload) && payload.kind === 'DoubleColon') throw new Refusal('"::" is not allowed; use CAST(x AS type)');
+      return walk(payload, st, scope, variant);
     case 'Function': {
       if (!isObj(payload)) throw new Refusal('a function call could not be understood');
       if ('lateral' in payload || 'alias' in payload) throw new Refusal('functions in FROM are not allowed; select from the table');
@@ -366,6 +370,11 @@ export interface LexRules {
   brackets: boolean;
   /** Oracle q'...' quoting and N'...': refused, not lexed. */
   refuseQQuote: boolean;
+  /**
+   * Unquoted words refused outside strings and comments (upper case): clauses the server reads but the parser takes
+   * for something else (sqlparser reads T-SQL's `OPTION (...)` query hints as a table alias).
+   */
+  refusedWords?: ReadonlySet<string>;
 }
 
 /**
@@ -431,6 +440,12 @@ export function lexCheck(sql: string, r: LexRules): string | undefined {
       continue;
     }
     if (c === '@') return '@ (variables, system functions, database links) is not allowed';
+    if (/[A-Za-z_]/.test(c) && !/[A-Za-z0-9_$#]/.test(sql[i - 1] ?? '')) {
+      const word = /^[A-Za-z_][A-Za-z0-9_$#]*/.exec(sql.slice(i, i + 129))![0];
+      if (r.refusedWords?.has(word.toUpperCase())) return `${word.toUpperCase()} is not allowed (write a column of that name in quotes)`;
+      i += word.length;
+      continue;
+    }
     i++;
   }
   if (!sawToken) return 'the query contains no statement (only comments or semicolons)';
