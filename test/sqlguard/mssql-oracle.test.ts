@@ -55,6 +55,9 @@ describe('SQL Server guard', () => {
       'SELECT ROW_NUMBER() OVER (ORDER BY id) AS rn, STRING_AGG(name, \',\') FROM items GROUP BY id',
       'SELECT [option], "Option" FROM items WHERE name = \'OPTION (RECOMPILE)\' -- OPTION in a comment',
       'SELECT optional, option_id FROM items',
+      'SELECT COALESCE(name, \'\') AS n, NULLIF(id, 0) AS z, CONVERT(int, id) AS c FROM items t',
+      'SELECT [shutdown], "checkpoint" FROM items',
+      'SELECT CURRENT_TIMESTAMP AS now, id FROM items',
       '/* report */ -- daily\nSELECT id FROM items /* a /* nested */ comment */',
       "SELECT '@not_a_variable; DROP TABLE x' AS s FROM items",
     ]) allowed(guardMssqlSql, sql, MS);
@@ -73,7 +76,7 @@ describe('SQL Server guard', () => {
       ['SELECT id FROM items FOR XML AUTO', /FOR XML/],
       ['SELECT id FROM items FOR JSON PATH', /FOR XML/],
       ['SELECT id FROM items WITH (UPDLOCK)', /hints/],
-      ['SELECT id FROM items WITH (TABLOCKX, HOLDLOCK)', /hints/],
+      ['SELECT id FROM items WITH (TABLOCKX, HOLDLOCK)', /hints|reserved word/],
       ["SELECT * FROM OPENROWSET('SQLNCLI', 'Server=x;', 'SELECT 1')"],
       ["SELECT * FROM OPENQUERY(remote, 'SELECT 1')"],
       ["SELECT * FROM OPENJSON('[1]')"],
@@ -106,6 +109,17 @@ describe('SQL Server guard', () => {
       ['SELECT * FROM items UNION SELECT * FROM secrets', /not this tool's table/],
       // sqlparser reads OPTION (...) as a table alias; the server reads query hints.
       ['SELECT * FROM items OPTION (RECOMPILE)', /OPTION is not allowed/],
+      // No `;` needed between T-SQL statements: a reserved word the parser takes for an alias starts a second one.
+      ['SELECT * FROM items SHUTDOWN', /SHUTDOWN is a reserved word/],
+      ['SELECT * FROM dbo.items CHECKPOINT', /reserved word/],
+      ['SELECT id FROM items RECONFIGURE', /reserved word/],
+      ['SELECT * FROM items REVERT', /reserved word/],
+      ['SELECT id AS x FROM items t DBCC', /reserved word|parsed/],
+      ['SELECT * FROM items KILL 55'],
+      ['SELECT * FROM items WAITFOR DELAY \'01:00:00\''],
+      ['SELECT * FROM items DELETE FROM items'],
+      ['SELECT * FROM items EXEC sp_who'],
+      ['SELECT * FROM items BEGIN TRAN'],
       ["SELECT * FROM items OPTION (TABLE HINT(items, UPDLOCK))", /OPTION/],
       ['SELECT geography::Point(1, 2, 4326)', /::/],
       ['SELECT id::text FROM items', /::/],
@@ -156,6 +170,7 @@ describe('Oracle guard', () => {
       'WITH c AS (SELECT id FROM items) SELECT * FROM c',
       'SELECT id, COUNT(*) OVER (PARTITION BY name) FROM items;',
       "SELECT DECODE(id, 1, 'one', 'other') FROM items WHERE name LIKE 'a%'",
+      'SELECT id FROM items MINUS SELECT id FROM items WHERE id > 5',
     ]) allowed(guardOracleSql, sql, ORA);
   });
 
@@ -196,6 +211,8 @@ describe('Oracle guard', () => {
       ['SELECT id FROM items WHERE id = :1', /PLACEHOLDER/],
       ["SELECT * FROM JSON_TABLE('[1]', '$[*]' COLUMNS (a NUMBER PATH '$'))"],
       ['SELECT id::text FROM items', /::/],
+      ['SELECT id FROM items MINUS SELECT secret FROM secrets', /not this tool's table|neither a column/],
+      ['SELECT id FROM items lock', /reserved word/],
     ];
     for (const [sql, fragment] of cases) refused(guardOracleSql, sql, ORA, fragment);
   });

@@ -48,6 +48,13 @@ export interface ReadOnlyDialect {
   strictNames?: ReadonlySet<string>;
   /** How a name as written is compared with declared names (aliases, CTEs). */
   key(part: NamePart, opts: GuardOptions): string;
+  /**
+   * The server's reserved words (upper case). Unquoted, they are never a name to the server, so an unquoted name the
+   * parser read as one (an alias, a column, a table) means parser and server read the text differently: refused.
+   * (T-SQL needs no `;` between statements, so `SELECT * FROM t SHUTDOWN` is two statements to SQL Server and one
+   * SELECT with the alias SHUTDOWN to a parser that does not reserve the word.)
+   */
+  reservedWords: ReadonlySet<string>;
 }
 
 const QUERY_VARIANTS: ReadonlySet<string> = new Set([
@@ -325,6 +332,30 @@ function describe(variant: string): string {
   return variant.replace(/([a-z])([A-Z])/g, '$1 $2').toUpperCase();
 }
 
+/** Refuses an unquoted name (not a function's name) that is a reserved word of the server. */
+function checkReserved(v: unknown, d: ReadOnlyDialect, depth = 0): void {
+  if (depth > 500) throw new RangeError('deep');
+  if (Array.isArray(v)) {
+    for (const x of v) checkReserved(x, d, depth + 1);
+    return;
+  }
+  if (!isObj(v)) return;
+  if (typeof v.value === 'string' && !('keyword' in v) && (v.quote_style === undefined || v.quote_style === null) && d.reservedWords.has(v.value.toUpperCase())) {
+    throw new Refusal(`${clip(v.value.toUpperCase())} is a reserved word of the server and cannot be a name here (quote it if it is a column)`);
+  }
+  for (const k in v) {
+    if (k === 'span' || k === 'data_type' || k.endsWith('_token')) continue;
+    const x = v[k];
+    if (typeof x !== 'object' || x === null) continue;
+    // A function's own name may be a reserved word (COALESCE, NULLIF, CONVERT).
+    if (k === 'Function' && isObj(x)) {
+      for (const f in x) if (f !== 'name') checkReserved(x[f], d, depth + 1);
+      continue;
+    }
+    checkReserved(x, d, depth + 1);
+  }
+}
+
 /** Decides one statement for a read-only dialect. */
 export function decideReadOnly(d: ReadOnlyDialect, sql: string, opts: GuardOptions): GuardResult {
   const no = (detail: string): GuardResult => ({
@@ -349,6 +380,7 @@ export function decideReadOnly(d: ReadOnlyDialect, sql: string, opts: GuardOptio
   const variant = variantOf(parsed[0]);
   if (variant !== 'Query') return no(`found ${variant === undefined ? 'a statement that could not be understood' : describe(variant)}`);
   try {
+    checkReserved(parsed[0][variant], d);
     const st: State = { opts, d, quals: [], bareNames: new Set() };
     if (d.strictNames) {
       for (const c of opts.columns ?? []) st.bareNames.add(d.key({ value: c, quoted: true }, opts));
