@@ -108,6 +108,10 @@ describe('SQL Server guard', () => {
       ['BACKUP DATABASE x TO DISK = \'c:\\x\''],
       ['SELECT * FROM items UNION SELECT * FROM secrets', /not this tool's table/],
       // sqlparser reads OPTION (...) as a table alias; the server reads query hints.
+      // No backslash escapes in T-SQL: the parser agrees with the server where the string ends.
+      ["SELECT 'a\\' , secret FROM secrets --' FROM items", /not this tool's table/],
+      ["SELECT N'a\\' , secret FROM secrets --' FROM items", /not this tool's table/],
+      ['SELECT [a\\] , secret FROM secrets --] FROM items', /not this tool's table/],
       ['SELECT * FROM items OPTION (RECOMPILE)', /OPTION is not allowed/],
       // No `;` needed between T-SQL statements: a reserved word the parser takes for an alias starts a second one.
       ['SELECT * FROM items SHUTDOWN', /SHUTDOWN is a reserved word/],
@@ -213,6 +217,7 @@ describe('Oracle guard', () => {
       ['SELECT id::text FROM items', /::/],
       ['SELECT id FROM items MINUS SELECT secret FROM secrets', /not this tool's table|neither a column/],
       ['SELECT id FROM items lock', /reserved word/],
+      ["SELECT 'a\\' , secret FROM secrets --' FROM items", /neither a column|not this tool's table/],
     ];
     for (const [sql, fragment] of cases) refused(guardOracleSql, sql, ORA, fragment);
   });
