@@ -219,6 +219,13 @@ export const REQUIREMENTS = {
   'CONSOLE-PAGES': 'Overview, Connectors, Tools, Approvals, Audit, API keys and OAuth clients, Identity provider, Webhooks and Billing pages work on the generated REST client [issue 13]',
   'CONSOLE-E2E': 'In Chromium: a PostgreSQL connector becomes active, a disabled tool leaves tools/list, a held call is approved in the inbox with its result, a revoked API key gets 401 on the next MCP call [issue 13]',
   'CONSOLE-OFFLINE': 'The console loads no asset from another host and builds its bundle itself (no build step after npm install) [issue 13]',
+
+  // MongoDB, SQL Server and Oracle connectors (issue 16)
+  'CONN-MONGODB-GUARD': 'MongoDB tools accept a find (filter/projection/sort/limit) or an aggregate whose stages and operators are on allow-lists; $out, $merge, $where, $function, $accumulator and any unlisted stage/operator/system variable are refused, and $lookup/$unionWith/$graphLookup only reach the tool\'s own collection [issue 16]',
+  'CONN-MSSQL-GUARD': 'SQL Server tools accept one SELECT over the tool\'s own table (sqlparser MsSql dialect, T-SQL lexer): allow-listed built-ins only; writes, other tables, catalogs, variables, SELECT INTO, FOR XML/JSON, hints, OPENROWSET and stacked batches are refused [issue 16]',
+  'CONN-ORACLE-GUARD': 'Oracle tools accept one SELECT over the tool\'s own table (sqlparser Oracle dialect, stricter lexer): allow-listed built-ins only; writes, other tables, database links, packages, session keywords, q-quotes and FOR UPDATE are refused [issue 16]',
+  'CONN-NEW-TYPES-REST': 'mongodb, mssql and oracle connectors can be created over REST; against an unreachable host they go failed with a readable reason that never contains the password [issue 16]',
+  'CONN-NEW-TYPES-LIVE': 'Against a live MongoDB / SQL Server / Oracle (TOOLGATE_TEST_*_URL), a connector introspects one tool per collection/table, answers a read within the row cap, refuses a write, and a long query is cancelled at the statement timeout [issue 16]',
 } as const;
 
 export type RequirementId = keyof typeof REQUIREMENTS;

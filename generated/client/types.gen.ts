@@ -175,19 +175,26 @@ export type ConnectorType = 'postgresql' | 'mysql' | 'mongodb' | 'mssql' | 'orac
 
 export type ConnectorStatus = 'validating' | 'active' | 'failed';
 
+/**
+ * Connection of a database connector. `database` is the database (postgresql, mysql, mssql, mongodb) or the service name (oracle). Default ports: postgresql 5432, mysql 3306, mongodb 27017, mssql 1433, oracle 1521.
+ */
 export type DatabaseConfig = {
     host: string;
     port?: number;
     database: string;
     user: string;
     /**
-     * Default disable.
+     * Default disable. `require` encrypts without checking the server certificate; `verify-full` also checks the certificate chain and host name (mongodb tls / tlsAllowInvalidCertificates, mssql encrypt / trustServerCertificate, oracle tcps with server DN match).
      */
     tls?: 'disable' | 'require' | 'verify-full';
     /**
-     * Schemas whose tables and views become tools (default public; for mysql, the database).
+     * Schemas whose tables and views become tools (default public; for mysql, the database; for mssql, dbo; for oracle, the user's own schema). Not accepted for mongodb, whose tools are the collections of `database`.
      */
     schemas?: Array<string>;
+    /**
+     * mongodb only. The database holding the user's credentials (default admin).
+     */
+    auth_source?: string;
 };
 
 /**

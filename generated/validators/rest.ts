@@ -745,7 +745,7 @@ const schema42 = {"$ref":"openapi#/components/schemas/CreateConnectorRequest"};
 const schema43 = {"type":"object","additionalProperties":false,"required":["name","type","config"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096,"description":"The password (or","for `mcp`":null,"the upstream's bearer token); encrypted at rest and never returned.":null},"allow_write":{"type":"boolean","default":false},"allow_ddl":{"type":"boolean","default":false}}};
 const schema44 = {"type":"string","enum":["postgresql","mysql","mongodb","mssql","oracle","mcp"],"description":"Database types, and `mcp` (an external MCP server over Streamable HTTP). A type without a driver on this gateway is refused with 422."};
 const schema45 = {"description":"The type's own config; `mcp` takes McpConfig, database types DatabaseConfig.","oneOf":[{"$ref":"openapi#/components/schemas/DatabaseConfig"},{"$ref":"openapi#/components/schemas/McpConfig"}]};
-const schema46 = {"type":"object","additionalProperties":false,"required":["host","database","user"],"properties":{"host":{"type":"string","minLength":1,"maxLength":255},"port":{"type":"integer","minimum":1,"maximum":65535},"database":{"type":"string","minLength":1,"maxLength":128},"user":{"type":"string","minLength":1,"maxLength":128},"tls":{"type":"string","enum":["disable","require","verify-full"],"description":"Default disable."},"schemas":{"type":"array","maxItems":50,"items":{"type":"string","minLength":1,"maxLength":128},"description":"Schemas whose tables and views become tools (default public; for mysql, the database)."}}};
+const schema46 = {"type":"object","additionalProperties":false,"required":["host","database","user"],"description":"Connection of a database connector. `database` is the database (postgresql, mysql, mssql, mongodb) or the service name (oracle). Default ports: postgresql 5432, mysql 3306, mongodb 27017, mssql 1433, oracle 1521.","properties":{"host":{"type":"string","minLength":1,"maxLength":255},"port":{"type":"integer","minimum":1,"maximum":65535},"database":{"type":"string","minLength":1,"maxLength":128},"user":{"type":"string","minLength":1,"maxLength":128},"tls":{"type":"string","enum":["disable","require","verify-full"],"description":"Default disable. `require` encrypts without checking the server certificate; `verify-full` also checks the certificate chain and host name (mongodb tls / tlsAllowInvalidCertificates, mssql encrypt / trustServerCertificate, oracle tcps with server DN match)."},"schemas":{"type":"array","maxItems":50,"items":{"type":"string","minLength":1,"maxLength":128},"description":"Schemas whose tables and views become tools (default public; for mysql, the database; for mssql, dbo; for oracle, the user's own schema). Not accepted for mongodb, whose tools are the collections of `database`."},"auth_source":{"type":"string","minLength":1,"maxLength":64,"description":"mongodb only. The database holding the user's credentials (default admin)."}}};
 const schema47 = {"type":"object","additionalProperties":false,"required":["url"],"description":"An external MCP server (connector type `mcp`), reached over Streamable HTTP only (no legacy HTTP+SSE). The URL must be https and resolve to public addresses; http and private/loopback addresses are allowed only for hosts on the operator's TOOLGATE_OUTBOUND_ALLOW_HOSTS list. Redirects are refused. The connector's `credential` is sent as `Authorization: Bearer <credential>`; the caller's own credentials are never forwarded.","properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"format":"uri"},"headers":{"type":"object","maxProperties":20,"description":"Extra headers sent to the upstream (not secret; put secrets in `credential`). Hop-by-hop, Host, Cookie, Authorization and MCP protocol headers are refused.","propertyNames":{"pattern":"^[A-Za-z0-9-]{1,100}$"},"additionalProperties":{"type":"string","maxLength":1024,"pattern":"^[\\x20-\\x7E\\t]*$"}}}};
 const pattern5 = new RegExp("^[A-Za-z0-9-]{1,100}$", "u");
 const pattern6 = new RegExp("^[\\x20-\\x7E\\t]*$", "u");
@@ -781,7 +781,7 @@ errors++;
 else {
 const _errs4 = errors;
 for(const key0 in data){
-if(!((((((key0 === "host") || (key0 === "port")) || (key0 === "database")) || (key0 === "user")) || (key0 === "tls")) || (key0 === "schemas"))){
+if(!(((((((key0 === "host") || (key0 === "port")) || (key0 === "database")) || (key0 === "user")) || (key0 === "tls")) || (key0 === "schemas")) || (key0 === "auth_source"))){
 const err1 = {instancePath,schemaPath:"openapi#/components/schemas/DatabaseConfig/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err1];
@@ -1083,21 +1083,67 @@ var valid2 = _errs15 === errors;
 else {
 var valid2 = true;
 }
-}
-}
-}
-}
-}
-}
-}
-}
-else {
-const err21 = {instancePath,schemaPath:"openapi#/components/schemas/DatabaseConfig/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(valid2){
+if(data.auth_source !== undefined){
+let data7 = data.auth_source;
+const _errs19 = errors;
+if(errors === _errs19){
+if(typeof data7 === "string"){
+if(func1(data7) > 64){
+const err21 = {instancePath:instancePath+"/auth_source",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/auth_source/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err21];
 }
 else {
 vErrors.push(err21);
+}
+errors++;
+}
+else {
+if(func1(data7) < 1){
+const err22 = {instancePath:instancePath+"/auth_source",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/auth_source/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/auth_source",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/auth_source/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+var valid2 = _errs19 === errors;
+}
+else {
+var valid2 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+const err24 = {instancePath,schemaPath:"openapi#/components/schemas/DatabaseConfig/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
 }
 errors++;
 }
@@ -1108,56 +1154,13 @@ valid0 = true;
 passing0 = 0;
 var props0 = true;
 }
-const _errs19 = errors;
-const _errs20 = errors;
-if(errors === _errs20){
+const _errs21 = errors;
+const _errs22 = errors;
+if(errors === _errs22){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing1;
 if((data.url === undefined) && (missing1 = "url")){
-const err22 = {instancePath,schemaPath:"openapi#/components/schemas/McpConfig/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-else {
-const _errs22 = errors;
-for(const key1 in data){
-if(!((key1 === "url") || (key1 === "headers"))){
-const err23 = {instancePath,schemaPath:"openapi#/components/schemas/McpConfig/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-break;
-}
-}
-if(_errs22 === errors){
-if(data.url !== undefined){
-let data7 = data.url;
-const _errs23 = errors;
-if(errors === _errs23){
-if(errors === _errs23){
-if(typeof data7 === "string"){
-if(func1(data7) > 2048){
-const err24 = {instancePath:instancePath+"/url",schemaPath:"openapi#/components/schemas/McpConfig/properties/url/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
-if(vErrors === null){
-vErrors = [err24];
-}
-else {
-vErrors.push(err24);
-}
-errors++;
-}
-else {
-if(func1(data7) < 1){
-const err25 = {instancePath:instancePath+"/url",schemaPath:"openapi#/components/schemas/McpConfig/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err25 = {instancePath,schemaPath:"openapi#/components/schemas/McpConfig/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1167,8 +1170,10 @@ vErrors.push(err25);
 errors++;
 }
 else {
-if(!(formats2(data7))){
-const err26 = {instancePath:instancePath+"/url",schemaPath:"openapi#/components/schemas/McpConfig/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+const _errs24 = errors;
+for(const key1 in data){
+if(!((key1 === "url") || (key1 === "headers"))){
+const err26 = {instancePath,schemaPath:"openapi#/components/schemas/McpConfig/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1176,12 +1181,18 @@ else {
 vErrors.push(err26);
 }
 errors++;
+break;
 }
 }
-}
-}
-else {
-const err27 = {instancePath:instancePath+"/url",schemaPath:"openapi#/components/schemas/McpConfig/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(_errs24 === errors){
+if(data.url !== undefined){
+let data8 = data.url;
+const _errs25 = errors;
+if(errors === _errs25){
+if(errors === _errs25){
+if(typeof data8 === "string"){
+if(func1(data8) > 2048){
+const err27 = {instancePath:instancePath+"/url",schemaPath:"openapi#/components/schemas/McpConfig/properties/url/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1190,21 +1201,9 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-}
-var valid5 = _errs23 === errors;
-}
 else {
-var valid5 = true;
-}
-if(valid5){
-if(data.headers !== undefined){
-let data8 = data.headers;
-const _errs25 = errors;
-if(errors === _errs25){
-if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
-if(Object.keys(data8).length > 20){
-const err28 = {instancePath:instancePath+"/headers",schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/maxProperties",keyword:"maxProperties",params:{limit: 20},message:"must NOT have more than 20 properties"};
+if(func1(data8) < 1){
+const err28 = {instancePath:instancePath+"/url",schemaPath:"openapi#/components/schemas/McpConfig/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1214,11 +1213,8 @@ vErrors.push(err28);
 errors++;
 }
 else {
-for(const key2 in data8){
-const _errs27 = errors;
-if(typeof key2 === "string"){
-if(!pattern5.test(key2)){
-const err29 = {instancePath:instancePath+"/headers",schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9-]{1,100}$"},message:"must match pattern \""+"^[A-Za-z0-9-]{1,100}$"+"\"",propertyName:key2};
+if(!(formats2(data8))){
+const err29 = {instancePath:instancePath+"/url",schemaPath:"openapi#/components/schemas/McpConfig/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1228,9 +1224,10 @@ vErrors.push(err29);
 errors++;
 }
 }
-var valid6 = _errs27 === errors;
-if(!valid6){
-const err30 = {instancePath:instancePath+"/headers",schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/propertyNames",keyword:"propertyNames",params:{propertyName: key2},message:"property name must be valid"};
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/url",schemaPath:"openapi#/components/schemas/McpConfig/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1238,17 +1235,22 @@ else {
 vErrors.push(err30);
 }
 errors++;
-break;
 }
 }
-if(valid6){
-for(const key3 in data8){
-let data9 = data8[key3];
-const _errs29 = errors;
-if(errors === _errs29){
-if(typeof data9 === "string"){
-if(func1(data9) > 1024){
-const err31 = {instancePath:instancePath+"/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+}
+var valid5 = _errs25 === errors;
+}
+else {
+var valid5 = true;
+}
+if(valid5){
+if(data.headers !== undefined){
+let data9 = data.headers;
+const _errs27 = errors;
+if(errors === _errs27){
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(Object.keys(data9).length > 20){
+const err31 = {instancePath:instancePath+"/headers",schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/maxProperties",keyword:"maxProperties",params:{limit: 20},message:"must NOT have more than 20 properties"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1258,8 +1260,11 @@ vErrors.push(err31);
 errors++;
 }
 else {
-if(!pattern6.test(data9)){
-const err32 = {instancePath:instancePath+"/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^[\\x20-\\x7E\\t]*$"},message:"must match pattern \""+"^[\\x20-\\x7E\\t]*$"+"\""};
+for(const key2 in data9){
+const _errs29 = errors;
+if(typeof key2 === "string"){
+if(!pattern5.test(key2)){
+const err32 = {instancePath:instancePath+"/headers",schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9-]{1,100}$"},message:"must match pattern \""+"^[A-Za-z0-9-]{1,100}$"+"\"",propertyName:key2};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1269,9 +1274,9 @@ vErrors.push(err32);
 errors++;
 }
 }
-}
-else {
-const err33 = {instancePath:instancePath+"/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var valid6 = _errs29 === errors;
+if(!valid6){
+const err33 = {instancePath:instancePath+"/headers",schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/propertyNames",keyword:"propertyNames",params:{propertyName: key2},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1279,18 +1284,17 @@ else {
 vErrors.push(err33);
 }
 errors++;
-}
-}
-var valid7 = _errs29 === errors;
-if(!valid7){
 break;
 }
 }
-}
-}
-}
-else {
-const err34 = {instancePath:instancePath+"/headers",schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(valid6){
+for(const key3 in data9){
+let data10 = data9[key3];
+const _errs31 = errors;
+if(errors === _errs31){
+if(typeof data10 === "string"){
+if(func1(data10) > 1024){
+const err34 = {instancePath:instancePath+"/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1299,18 +1303,9 @@ vErrors.push(err34);
 }
 errors++;
 }
-}
-var valid5 = _errs25 === errors;
-}
 else {
-var valid5 = true;
-}
-}
-}
-}
-}
-else {
-const err35 = {instancePath,schemaPath:"openapi#/components/schemas/McpConfig/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!pattern6.test(data10)){
+const err35 = {instancePath:instancePath+"/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^[\\x20-\\x7E\\t]*$"},message:"must match pattern \""+"^[\\x20-\\x7E\\t]*$"+"\""};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -1320,7 +1315,58 @@ vErrors.push(err35);
 errors++;
 }
 }
-var _valid0 = _errs19 === errors;
+}
+else {
+const err36 = {instancePath:instancePath+"/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+var valid7 = _errs31 === errors;
+if(!valid7){
+break;
+}
+}
+}
+}
+}
+else {
+const err37 = {instancePath:instancePath+"/headers",schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+var valid5 = _errs27 === errors;
+}
+else {
+var valid5 = true;
+}
+}
+}
+}
+}
+else {
+const err38 = {instancePath,schemaPath:"openapi#/components/schemas/McpConfig/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+var _valid0 = _errs21 === errors;
 if(_valid0 && valid0){
 valid0 = false;
 passing0 = [passing0, 1];
@@ -1335,12 +1381,12 @@ props0 = true;
 }
 }
 if(!valid0){
-const err36 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+const err39 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
 if(vErrors === null){
-vErrors = [err36];
+vErrors = [err39];
 }
 else {
-vErrors.push(err36);
+vErrors.push(err39);
 }
 errors++;
 validate31.errors = vErrors;

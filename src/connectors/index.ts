@@ -2,5 +2,8 @@
 import './postgresql/index.ts';
 import './mysql/index.ts';
 import './mcp/index.ts';
+import './mongodb/index.ts';
+import './mssql/index.ts';
+import './oracle/index.ts';
 
 export { registerConnector, getDriver, connectorTypes, closeAllConnectors } from './registry.ts';

@@ -74,7 +74,8 @@ export interface CreateConnectorInput {
 export async function createConnector(deps: ConnectorServiceDeps, orgId: string, input: CreateConnectorInput, actor: Actor) {
   const driver = driverFor(input.type);
   checkConfig(driver, input.config);
-  const isDatabase = driver.kind === 'database';
+  // Types that only read (mongodb, mssql, oracle) keep allow_write/allow_ddl false whatever is sent.
+  const isDatabase = driver.kind === 'database' && driver.readOnly !== true;
   const row = await deps.store.db.transaction(async (tx) => {
     await assertConnectorAllowed(tx, orgId);
     const [created] = await tx
@@ -113,7 +114,7 @@ export async function updateConnector(deps: ConnectorServiceDeps, orgId: string,
   if (!existing) throw notFound('connector_not_found', 'No such connector.');
   const driver = driverFor(existing.type);
   if (input.config !== undefined) checkConfig(driver, input.config);
-  const isDatabase = driver.kind === 'database';
+  const isDatabase = driver.kind === 'database' && driver.readOnly !== true;
   const changes: Partial<typeof connectors.$inferInsert> = { updatedAt: new Date() };
   if (input.name !== undefined) changes.name = input.name;
   if (input.config !== undefined) changes.config = input.config as unknown as Record<string, unknown>;

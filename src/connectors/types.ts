@@ -37,6 +37,12 @@ export interface SqlTarget {
   lowerCaseTableNames?: 0 | 1 | 2;
   /** MySQL/MariaDB: stored functions of the table's database named like an allowed built-in; the guard refuses those names. */
   storedFunctions?: string[];
+  /** SQL Server: the database's collation is case-sensitive; the guard then compares names exactly. */
+  caseSensitiveNames?: boolean;
+  /** SQL Server: the login's default schema, read at introspection (one-part names resolve there). */
+  defaultSchema?: string;
+  /** SQL Server: SNAPSHOT isolation is allowed on the database (calls then run under it). */
+  snapshot?: boolean;
 }
 
 /** Behaviour hints of a tool as MCP declares them; a type that sets none gets the database defaults (catalog.ts). */
@@ -125,6 +131,8 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown> {
   /** Connector type name, e.g. `postgresql`. */
   readonly type: string;
   readonly kind: 'database' | 'mcp';
+  /** A database type that never writes through Toolgate (mongodb, mssql, oracle): allow_write/allow_ddl stay false. */
+  readonly readOnly?: boolean;
   /** JSON Schema of `config` for this type (validated before create and patch). */
   readonly configSchema: Record<string, unknown>;
   /** Connects with the credential; throws ConnectorError on failure. */

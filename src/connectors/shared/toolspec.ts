@@ -10,6 +10,8 @@ export interface ConfigSchemaOptions {
   /** Pattern of a schema name the dialect accepts unquoted. */
   identifierPattern: string;
   identifierMaxLength: number;
+  /** mongodb: the config may name the database holding the user (`auth_source`); other types refuse it. */
+  authSource?: boolean;
 }
 
 /**
@@ -29,6 +31,7 @@ export function databaseConfigSchema(o: ConfigSchemaOptions): Record<string, unk
           tls: { default: 'disable' },
           schemas: { items: { maxLength: o.identifierMaxLength, pattern: o.identifierPattern }, uniqueItems: true },
         },
+        ...(o.authSource ? {} : { not: { required: ['auth_source'] } }),
       },
     ],
   };

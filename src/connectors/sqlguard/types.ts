@@ -19,6 +19,12 @@ export interface GuardOptions {
    * allowed built-in; on a server lacking that built-in the unqualified call would run the stored function.
    */
   storedFunctions?: readonly string[];
+  /** SQL Server: the database compares names case-sensitively (a _CS_ collation); absent: case-insensitively (ASCII). */
+  caseSensitiveNames?: boolean;
+  /** SQL Server: the login's default schema, where a one-part table name resolves; absent: names must be qualified. */
+  defaultSchema?: string;
+  /** Oracle: the tool's table's column names (exact); a bare name must be one of them, an alias or a pseudo-column. */
+  columns?: readonly string[];
 }
 
 export type StatementKind = 'select' | 'insert' | 'update' | 'delete' | 'ddl';

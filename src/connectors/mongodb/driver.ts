@@ -1,0 +1,261 @@
+/**
+ * The `mongodb` connector driver (the official `mongodb` driver): one MongoClient (its own connection pool) per
+ * connector, one tool per collection or view of the configured database. A tool runs either a find (filter,
+ * projection, sort) or an aggregate pipeline, checked by guard.ts; the server cancels it at maxTimeMS.
+ */
+import { MongoClient, type Db, type Document, type FindCursor, type AggregationCursor, type MongoClientOptions } from 'mongodb';
+import { ConnectorError, type ConnectorDriver, type DatabaseConfig, type ExecutionContext, type ToolResult, type ToolSpec } from '../types.ts';
+import { admissionOf, busyText, ConnectorBusyError, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
+import { DEFAULT_LIMIT, MAX_LIMIT, OUTPUT_SCHEMA } from '../shared/toolspec.ts';
+import { errorResult, RowCollector } from '../shared/result.ts';
+import { toolNames } from '../shared/naming.ts';
+import { describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
+import { netErrorCode } from '../shared/netcause.ts';
+import { DEFAULT_MONGODB_PORT, mongodbConfigSchema } from './config.ts';
+import { guardMongoCall } from './guard.ts';
+import { bsonToJson } from './values.ts';
+
+/** Databases of the server itself: never exposed. */
+export const MONGODB_SYSTEM_DATABASES: ReadonlySet<string> = new Set(['admin', 'local', 'config']);
+
+export interface MongoTarget {
+  database: string;
+  collection: string;
+  kind: 'collection' | 'view';
+}
+
+export type MongoToolSpec = ToolSpec<MongoTarget>;
+
+interface MongoPool {
+  client: MongoClient;
+}
+
+/** Client options; every value explicit. The password goes in `auth`, never into a URL that could be logged. */
+export function mongoOptions(config: DatabaseConfig, credential: string | null, settings: PoolSettings): { url: string; options: MongoClientOptions } {
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const tls = config.tls ?? 'disable';
+  const options: MongoClientOptions = {
+    appName: 'toolgate',
+    maxPoolSize: settings.max,
+    maxIdleTimeMS: settings.idleMs,
+    connectTimeoutMS: settings.connectTimeoutMs,
+    serverSelectionTimeoutMS: settings.connectTimeoutMs,
+    tls: tls !== 'disable',
+    ...(tls === 'require' ? { tlsAllowInvalidCertificates: true, tlsAllowInvalidHostnames: true } : {}),
+    // 64-bit integers as bigint: the JSON rules (shared/jsonsafe.ts) then keep them exact.
+    useBigInt64: true,
+    retryWrites: false,
+    directConnection: false,
+  };
+  if (credential !== null) {
+    options.auth = { username: config.user, password: credential };
+    options.authSource = config.auth_source ?? 'admin';
+  }
+  return { url: `mongodb://${host}:${config.port ?? DEFAULT_MONGODB_PORT}/`, options };
+}
+
+const pools = new PoolRegistry<MongoPool>({
+  open(config, credential, settings) {
+    const { url, options } = mongoOptions(config, credential, settings);
+    return { client: new MongoClient(url, options) };
+  },
+  end: (p) => p.client.close(true),
+});
+
+/** Pool size, idle close and connect timeout for clients opened from now on (defaults: 10, 5 min, 5 s). */
+export function configureMongodbPools(settings: Partial<PoolSettings>): void {
+  pools.configure(settings);
+}
+
+interface ErrorContext {
+  config: DatabaseConfig;
+  credential: string | null;
+  connectTimeoutMs: number;
+  statementTimeoutMs?: number;
+}
+
+interface MongoErr {
+  name?: string;
+  code?: unknown;
+  codeName?: string;
+  message?: string;
+}
+
+function describeConnect(err: unknown, ctx: ErrorContext): Described | null {
+  const { host, user } = ctx.config;
+  const port = ctx.config.port ?? DEFAULT_MONGODB_PORT;
+  const e = (typeof err === 'object' && err !== null ? err : {}) as MongoErr;
+  const net = describeNetworkError({ code: netErrorCode(err) ?? e.code }, host, port, ctx.connectTimeoutMs);
+  if (net) return net;
+  if (e.code === 18 || e.codeName === 'AuthenticationFailed') return { message: `authentication failed for user ${user}`, code: 'auth_failed' };
+  if (e.name === 'MongoServerSelectionError' || e.name === 'MongoNetworkTimeoutError') {
+    return { message: `could not connect to ${host}:${port}: no usable server within ${Math.round(ctx.connectTimeoutMs / 1000)} s`, code: 'timeout' };
+  }
+  if (e.name === 'MongoNetworkError') return { message: `the connection to ${host}:${port} failed`, code: 'connection_failed' };
+  return null;
+}
+
+function connectorError(err: unknown, ctx: ErrorContext, fallback: ConnectorError['code']): ConnectorError {
+  if (err instanceof ConnectorError) return err;
+  const d = describeConnect(err, ctx);
+  if (d) return new ConnectorError(scrub(d.message, ctx.credential), d.code);
+  const e = (err ?? {}) as MongoErr;
+  const what = fallback === 'introspection_failed' ? 'introspection' : 'connection check';
+  return new ConnectorError(scrub(`${what} failed: ${e.message ?? String(err)}`, ctx.credential), fallback);
+}
+
+function callErrorText(err: unknown, ctx: ErrorContext): string {
+  if (err instanceof ConnectorBusyError) return busyText(err);
+  const e = (err ?? {}) as MongoErr;
+  if (e.code === 'ABORTED') return 'The call was aborted.';
+  // 50: MaxTimeMSExpired, the server cancelled the operation; STATEMENT_TIMEOUT: the client's backstop.
+  if (e.code === 50 || e.codeName === 'MaxTimeMSExpired' || e.code === 'STATEMENT_TIMEOUT') {
+    return `The query was cancelled after ${ctx.statementTimeoutMs} ms (statement timeout).`;
+  }
+  const d = describeConnect(err, ctx);
+  if (d) return scrub(`The database is unavailable: ${d.message}.`, ctx.credential);
+  if (e.code === 13 || e.codeName === 'Unauthorized') return scrub(`Permission denied: ${e.message}.`, ctx.credential);
+  if (e.name === 'MongoServerError' && typeof e.code === 'number') return scrub(`The database rejected the query: ${e.message} (error ${e.code}).`, ctx.credential);
+  return INTERNAL_FAILURE_TEXT;
+}
+
+const errorContext = (config: DatabaseConfig, credential: string | null, statementTimeoutMs?: number): ErrorContext => ({
+  config,
+  credential,
+  connectTimeoutMs: pools.currentSettings.connectTimeoutMs,
+  statementTimeoutMs,
+});
+
+/** A throwaway client (validate, introspect): credentials under test must not replace a working pool. */
+async function withClient<T>(config: DatabaseConfig, credential: string | null, fn: (db: Db) => Promise<T>): Promise<T> {
+  const { url, options } = mongoOptions(config, credential, { ...pools.currentSettings, max: 1 });
+  const client = new MongoClient(url, options);
+  try {
+    await client.connect();
+    return await fn(client.db(config.database));
+  } finally {
+    await client.close(true).catch(() => undefined);
+  }
+}
+
+function checkDatabase(config: DatabaseConfig): void {
+  if (MONGODB_SYSTEM_DATABASES.has(config.database)) {
+    throw new ConnectorError(`database ${config.database} is a system database; its collections cannot be exposed as tools`, 'invalid_config');
+  }
+}
+
+function describeTool(name: string, t: MongoTarget): MongoToolSpec {
+  return {
+    name,
+    description:
+      `Query the MongoDB ${t.kind} ${t.database}.${t.collection}. Either a find (filter, projection, sort as MongoDB query ` +
+      `documents) or an aggregation "pipeline" (read-only stages; $lookup/$unionWith/$graphLookup only on this collection). ` +
+      `Use {"$oid": "<24 hex>"} for an ObjectId and {"$date": "<ISO 8601>"} for a date.`,
+    inputSchema: {
+      type: 'object',
+      properties: {
+        filter: { type: 'object', description: 'Query filter, e.g. {"status": "open", "total": {"$gt": 10}}' },
+        projection: { type: 'object', description: 'Fields to return, e.g. {"name": 1, "_id": 0}' },
+        sort: { type: 'object', description: 'Sort order, e.g. {"created": -1}' },
+        pipeline: { type: 'array', items: { type: 'object' }, description: 'Aggregation pipeline (instead of filter/projection/sort)' },
+        limit: { type: 'integer', description: 'Maximum documents to return', default: DEFAULT_LIMIT, minimum: 1, maximum: MAX_LIMIT },
+      },
+      additionalProperties: false,
+    },
+    outputSchema: OUTPUT_SCHEMA,
+    target: t,
+  };
+}
+
+/** The client's backstop when the server's maxTimeMS does not answer (a server that hangs): the cursor is killed. */
+const CLIENT_GRACE_MS = 1000;
+
+const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(new Error(code), { code });
+
+/** Runs one guarded call on the pool's client. Never throws. */
+export async function executeMongo(client: MongoClient, tool: MongoToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): Promise<ToolResult> {
+  const errCtx = errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs);
+  const verdict = guardMongoCall(args, tool.target.collection, MAX_LIMIT, DEFAULT_LIMIT);
+  if (!verdict.ok) return errorResult(verdict.reason);
+  const { call } = verdict;
+  const maxRows = Math.max(1, Math.min(call.limit, ctx.limits.maxRows));
+  const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes);
+  if (ctx.signal?.aborted) return errorResult(callErrorText(failure('ABORTED'), errCtx));
+  const coll = client.db(tool.target.database).collection(tool.target.collection);
+  const maxTimeMS = Math.max(1, Math.floor(ctx.limits.statementTimeoutMs));
+  const cursor: FindCursor<Document> | AggregationCursor<Document> =
+    call.kind === 'find'
+      ? coll.find(call.filter, { projection: call.projection, sort: call.sort as never, limit: maxRows + 1, batchSize: Math.min(maxRows + 1, 1000), maxTimeMS })
+      : coll.aggregate([...call.pipeline, { $limit: maxRows + 1 }], { maxTimeMS, allowDiskUse: false, batchSize: Math.min(maxRows + 1, 1000) });
+  let stoppedFor: 'STATEMENT_TIMEOUT' | 'ABORTED' | null = null;
+  const stop = (why: 'STATEMENT_TIMEOUT' | 'ABORTED') => (): void => {
+    stoppedFor ??= why;
+    cursor.close().catch(() => undefined);
+  };
+  const onAbort = stop('ABORTED');
+  const timer = setTimeout(stop('STATEMENT_TIMEOUT'), ctx.limits.statementTimeoutMs + CLIENT_GRACE_MS);
+  ctx.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    for await (const doc of cursor) {
+      if (stoppedFor) break;
+      if (!collector.add(bsonToJson(doc) as Record<string, unknown>)) break;
+    }
+    if (stoppedFor) throw failure(stoppedFor);
+    return collector.result();
+  } catch (err) {
+    return errorResult(callErrorText(stoppedFor ? failure(stoppedFor) : err, errCtx));
+  } finally {
+    clearTimeout(timer);
+    ctx.signal?.removeEventListener('abort', onAbort);
+    // Killing the cursor on the server: a read that has enough rows does not run on.
+    await cursor.close().catch(() => undefined);
+  }
+}
+
+export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
+  type: 'mongodb',
+  kind: 'database',
+  readOnly: true,
+  configSchema: mongodbConfigSchema,
+
+  async validate(_connectorId, config, credential) {
+    try {
+      checkDatabase(config);
+      await withClient(config, credential, async (db) => {
+        await db.command({ ping: 1 });
+      });
+    } catch (err) {
+      throw connectorError(err, errorContext(config, credential), 'connection_failed');
+    }
+  },
+
+  async introspect(_connectorId, config, credential): Promise<MongoToolSpec[]> {
+    try {
+      checkDatabase(config);
+      const found = await withClient(config, credential, (db) =>
+        // nameOnly + authorizedCollections: a login with the read role only may list what it can read.
+        db.listCollections({}, { nameOnly: true, authorizedCollections: true }).toArray(),
+      );
+      const targets: MongoTarget[] = found
+        .filter((c) => typeof c.name === 'string' && !c.name.startsWith('system.') && (c.type === 'collection' || c.type === 'view' || c.type === 'timeseries'))
+        .map((c) => ({ database: config.database, collection: c.name, kind: c.type === 'view' ? ('view' as const) : ('collection' as const) }))
+        .sort((a, b) => (a.collection < b.collection ? -1 : a.collection > b.collection ? 1 : 0));
+      const names = toolNames('mongodb', targets.map((t) => ({ schema: t.database, table: t.collection })));
+      return targets.map((t, i) => describeTool(names[i]!, t));
+    } catch (err) {
+      throw connectorError(err, errorContext(config, credential), 'introspection_failed');
+    }
+  },
+
+  async execute(tool, args, ctx) {
+    try {
+      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) => executeMongo(p.client, tool, args, ctx), undefined, admissionOf(ctx.limits));
+    } catch (err) {
+      return errorResult(callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs)));
+    }
+  },
+
+  close: (connectorId) => pools.close(connectorId),
+  closeAll: () => pools.closeAll(),
+};
+

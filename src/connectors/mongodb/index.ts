@@ -1,0 +1,9 @@
+/** Registers the `mongodb` connector type; its implementation (driver.ts, with its client package) loads on first use. */
+import type { DatabaseConfig } from '../types.ts';
+import { registerConnector } from '../registry.ts';
+import { lazyDriver } from '../shared/lazy.ts';
+import { mongodbConfigSchema } from './config.ts';
+
+registerConnector(
+  lazyDriver<DatabaseConfig, unknown>({ type: 'mongodb', kind: 'database', readOnly: true, configSchema: mongodbConfigSchema }, async () => (await import('./driver.ts')).mongodbDriver),
+);

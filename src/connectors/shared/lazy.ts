@@ -1,0 +1,32 @@
+/**
+ * A driver registered at start whose implementation (its database client package and, for SQL, its guard's parser)
+ * loads on first use: a gateway without a connector of that type never pays for it (README, Memory of `npm start`).
+ * The mongodb, mssql and oracle drivers register this way.
+ */
+import type { ConnectorDriver } from '../types.ts';
+
+export function lazyDriver<C, T>(
+  meta: Pick<ConnectorDriver<C, T>, 'type' | 'kind' | 'configSchema' | 'readOnly'>,
+  load: () => Promise<ConnectorDriver<C, T>>,
+): ConnectorDriver<C, T> {
+  let loaded: ConnectorDriver<C, T> | null = null;
+  let loading: Promise<ConnectorDriver<C, T>> | null = null;
+  const impl = (): Promise<ConnectorDriver<C, T>> => {
+    loading ??= load().then(
+      (d) => (loaded = d),
+      (err) => {
+        loading = null;
+        throw err;
+      },
+    );
+    return loading;
+  };
+  return {
+    ...meta,
+    validate: async (...a) => (await impl()).validate(...a),
+    introspect: async (...a) => (await impl()).introspect(...a),
+    execute: async (...a) => (await impl()).execute(...a),
+    close: async (id) => loaded?.close(id),
+    closeAll: async () => loaded?.closeAll(),
+  };
+}
