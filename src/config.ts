@@ -56,6 +56,12 @@ export interface Config {
   auditRetentionDays: number;
   /** Tool-call rows waiting for their group commit, and refusals waiting to be written, at most (each queue). */
   auditQueueMax: number;
+  /** OTLP/HTTP base URL for traces (OTEL_EXPORTER_OTLP_ENDPOINT); null: tracing off, at no cost. */
+  otlpEndpoint: string | null;
+  /** service.name of the exported spans (OTEL_SERVICE_NAME). */
+  serviceName: string;
+  /** SIGTERM: how long in-flight requests may take to finish before the process closes anyway. */
+  shutdownDeadlineMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -174,6 +180,9 @@ export function loadConfig(env: Env = process.env): Config {
     ...webhookConfig(env),
     auditRetentionDays: intVar(env, 'TOOLGATE_AUDIT_RETENTION_DAYS', 365, 0, 36_500),
     auditQueueMax: intVar(env, 'TOOLGATE_AUDIT_QUEUE_MAX', 10_000, 10, 1_000_000),
+    otlpEndpoint: urlVar(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
+    serviceName: env.OTEL_SERVICE_NAME || 'toolgate',
+    shutdownDeadlineMs: intVar(env, 'TOOLGATE_SHUTDOWN_DEADLINE_MS', 10_000, 0, 600_000),
   };
 }
 
