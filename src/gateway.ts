@@ -27,7 +27,7 @@ import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
 import { embeddedSecretKey } from './util/datadir.ts';
-import { createLogger } from './util/log.ts';
+import { createLogger, type LogDestination } from './util/log.ts';
 import { registerGatewaySource, registerOutboxDepth, startDefaultMetrics } from './observability/metrics.ts';
 import { startTracing } from './observability/tracing.ts';
 import { countPendingDeliveries } from './webhooks/repository.ts';
@@ -49,6 +49,8 @@ export interface GatewayOptions {
   inMemory?: boolean;
   /** Tests: answer DNS look-ups of the outbound guard without a DNS server. */
   resolve?: Resolver;
+  /** Tests: where log lines go instead of stdout. */
+  logDestination?: LogDestination;
 }
 
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
@@ -59,7 +61,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     databaseUrl: config.databaseUrl,
     dataDir: embedded && !options.inMemory ? join(config.dataDir, 'pgdata') : null,
   });
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, options.logDestination);
   startDefaultMetrics();
   const stopTracing = config.otlpEndpoint
     ? await startTracing({ endpoint: config.otlpEndpoint, serviceName: config.serviceName, attributes: { 'service.instance.id': `${hostname()}:${process.pid}` } })
