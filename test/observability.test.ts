@@ -173,3 +173,71 @@ describe.skipIf(!hasPg || !hasRedis)('readiness with Redis', () => {
     }
   });
 });
+
+/** A real OTLP/HTTP receiver: accepts the JSON export on /v1/traces and keeps every span it gets. */
+function otlpReceiver() {
+  const spans: { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes: Record<string, unknown> }[] = [];
+  const resources: Record<string, unknown>[] = [];
+  const server = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch(request) {
+      if (request.method !== 'POST' || new URL(request.url).pathname !== '/v1/traces') return new Response('not found', { status: 404 });
+      if (!(request.headers.get('content-type') ?? '').includes('application/json')) return new Response('unsupported', { status: 415 });
+      const body = (await request.json()) as any;
+      for (const rs of body.resourceSpans ?? []) {
+        resources.push(Object.fromEntries((rs.resource?.attributes ?? []).map((a: any) => [a.key, Object.values(a.value ?? {})[0]])));
+        for (const ss of rs.scopeSpans ?? [])
+          for (const s of ss.spans ?? [])
+            spans.push({ ...s, attributes: Object.fromEntries((s.attributes ?? []).map((a: any) => [a.key, Object.values(a.value ?? {})[0]])) });
+      }
+      return Response.json({});
+    },
+  });
+  return { url: `http://127.0.0.1:${server.port}`, spans, resources, stop: () => server.stop(true) };
+}
+
+describe.skipIf(!hasPg)('traces over OTLP', () => {
+  test('a tools/call under a caller traceparent: request, authentication, MCP method, driver and guard spans arrive with the right parents', async () => {
+    verifies('OPS-TRACE-OTLP');
+    const receiver = otlpReceiver();
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    const callerSpan = 'b7ad6b7169203331';
+    const t = await createTargets('tg_otlp', 'pg');
+    const g = await startTestGateway('postgres', { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'toolgate-test', TOOLGATE_WEBHOOK_WORKER: '0' });
+    try {
+      const org = await onboard(g);
+      const token = await tokenFor(g, org.clientId, org.clientSecret);
+      await createConnector(g, token, { name: 'pg items', type: 'postgresql', config: t.pgConfig });
+      const answer = await callTool(g, org.slug, { apiKey: org.apiKey }, ITEMS, { sql: NEEDLE_SQL }, { traceparent: `00-${traceId}-${callerSpan}-01` });
+      expect(answer.body.result.isError).toBeFalsy();
+    } finally {
+      await g.close(); // flushes the exporter
+      await t.drop();
+    }
+    try {
+      const trace = receiver.spans.filter((s) => s.traceId === traceId);
+      const byName = (name: string) => {
+        const found = trace.filter((s) => s.name === name);
+        expect(found.length).toBe(1);
+        return found[0]!;
+      };
+      const request = byName('POST /mcp/{orgSlug}');
+      expect(request.parentSpanId).toBe(callerSpan);
+      expect(request.kind).toBe(2); // SERVER
+      expect(request.attributes['http.response.status_code']).toBe(200);
+      expect(byName('authenticate').parentSpanId).toBe(request.spanId);
+      const method = byName('mcp tools/call');
+      expect(method.parentSpanId).toBe(request.spanId);
+      const driver = byName('driver postgresql');
+      expect(driver.parentSpanId).toBe(method.spanId);
+      expect(driver.attributes['toolgate.connector.type']).toBe('postgresql');
+      expect(byName('guard postgresql').parentSpanId).toBe(driver.spanId);
+      expect(receiver.resources.some((r) => r['service.name'] === 'toolgate-test')).toBe(true);
+      // Span data holds no SQL, argument or key.
+      expect(JSON.stringify(receiver.spans)).not.toContain('needle-5521');
+    } finally {
+      receiver.stop();
+    }
+  });
+});
