@@ -42,7 +42,8 @@ function callerOf(request: Request): Caller {
 export function noteCaller(request: Request, principal: Principal): void {
   const caller = callerOf(request);
   caller.principal = principal;
-  caller.orgId = principal.orgId;
+  // The operator acts on no org (its principal's orgId is empty).
+  caller.orgId = principal.orgId || undefined;
 }
 
 /** The JSON-RPC method of an MCP request (logged only when it is one of the known methods). */
