@@ -219,6 +219,7 @@ export const REQUIREMENTS = {
   'OPS-READYZ': '/readyz: 200 when the store answers and is migrated, Redis reported (ok, fallback, not_configured) but not fatal; 503 while shutting down [issue 15]',
   'OPS-SHUTDOWN': 'SIGTERM: /readyz turns 503, new connections are refused, in-flight calls finish within the deadline, pools and the data folder are released, exit 0 [issue 15]',
   'OPS-SCALE-OUT': 'Three instances on one PostgreSQL and Redis behind a round-robin proxy, one SIGKILLed mid-load: no lost or duplicated audit rows or approvals, burst and quota exact, only the killed instance\'s in-flight calls fail [issue 15]',
+  'OPS-STORE-ROLE': 'The store works under a least-privilege PostgreSQL role (no superuser, no CREATEDB/CREATEROLE, owner of its database only) [issue 15]',
 } as const;
 
 export type RequirementId = keyof typeof REQUIREMENTS;
