@@ -77,7 +77,8 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
       return json({ error: 'unsupported_protocol_version', message: `Supported MCP-Protocol-Version values: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}.` }, 400);
     }
     session = await inSpan('authenticate', () => openSession(deps, request, params.orgSlug!));
-    noteCaller(request, session.principal);
+    const logged = deps.log.enabled('info');
+    if (logged) noteCaller(request, session.principal);
     const { org } = session;
 
     // Burst limit of the org's plan. Every authenticated request first passes this instance's window, before any
@@ -112,7 +113,7 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     if (message.kind === 'invalid') return rpcResponse(failure(message.id, { code: RpcCode.InvalidRequest, message: message.message }), 400);
     // Notifications and client responses need no answer (Streamable HTTP: 202, empty body).
     if (message.kind !== 'request') return new Response(null, { status: 202 });
-    noteMcpMethod(request, message.method);
+    if (logged) noteMcpMethod(request, message.method);
     if (message.method === 'tools/call') {
       const shared = await deps.limiter.take(org.id, burstLimit);
       if (!shared.allowed) throw (countLimitRefusal('burst_shared'), rateLimitedError(shared.retryAfterSeconds));

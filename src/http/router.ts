@@ -171,7 +171,8 @@ async function answer(op: OperationDef, handler: Handler, request: Request, para
     const authenticated = access.authenticate(request, deps);
     // Policies that authenticate synchronously (public, mcp, operator) cost no await on the hot path.
     const principal = authenticated instanceof Promise ? await authenticated : authenticated;
-    if (principal) noteCaller(request, principal);
+    // Who called is kept for the request's log line only, so nothing is recorded when info lines are off.
+    if (principal && deps.log.enabled('info')) noteCaller(request, principal);
     const url = new URL(request.url);
     const query = queryObject(url);
     let body: unknown;
