@@ -64,7 +64,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const log = createLogger(config.logLevel, options.logDestination);
   startDefaultMetrics();
   const stopTracing = config.otlpEndpoint
-    ? await startTracing({ endpoint: config.otlpEndpoint, serviceName: config.serviceName, attributes: { 'service.instance.id': `${hostname()}:${process.pid}` } })
+    ? await startTracing({ endpoint: config.otlpEndpoint, serviceName: config.serviceName, sampleRatio: config.traceSampleRatio, attributes: { 'service.instance.id': `${hostname()}:${process.pid}` } })
     : async () => {};
   const signer = new TokenSigner(store.db, box, config.publicUrl);
   await signer.init();

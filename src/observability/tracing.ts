@@ -16,6 +16,8 @@ export interface TracingOptions {
   serviceName: string;
   /** Extra resource attributes (service.instance.id). */
   attributes?: Attributes;
+  /** Share of new traces recorded; a sampled parent (traceparent) is always followed. */
+  sampleRatio?: number;
 }
 
 /**
@@ -24,7 +26,7 @@ export interface TracingOptions {
  */
 export async function startTracing(options: TracingOptions): Promise<() => Promise<void>> {
   if (tracer) return async () => {};
-  const [{ TracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }] =
+  const [{ TracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler }, { OTLPTraceExporter }, { resourceFromAttributes }, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }] =
     await Promise.all([
       import('@opentelemetry/sdk-trace'),
       import('@opentelemetry/exporter-trace-otlp-http'),
@@ -35,6 +37,7 @@ export async function startTracing(options: TracingOptions): Promise<() => Promi
   const exporter = new OTLPTraceExporter({ url: `${options.endpoint.replace(/\/+$/, '')}/v1/traces` });
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ 'service.name': options.serviceName, ...options.attributes }),
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(options.sampleRatio ?? 1) }),
     spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: 1000 })],
   });
   const contextManager = new AsyncLocalStorageContextManager().enable();
