@@ -42,7 +42,9 @@ function isSupportedVersionHeader(value: string | null): boolean {
   return value === null || isSupportedVersion(value.trim());
 }
 
-function rateLimitedError(retryAfterSeconds: number): AppError {
+/** A 429 of the burst limit, counted by the window that refused it (this instance's, or the shared one). */
+function rateLimitedError(retryAfterSeconds: number, limit: 'burst_local' | 'burst_shared'): AppError {
+  countLimitRefusal(limit);
   return new AppError(429, 'rate_limited', 'The per-second burst limit of this plan is exceeded; retry after 1 second.', {
     'retry-after': String(retryAfterSeconds),
   });
@@ -85,7 +87,7 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     // work is done; tools/call (the calls that reach databases) is then counted exactly across instances below.
     const burstLimit = burstLimitFor(org.plan, org.burstLimitPerSecond, config.customBurstPerSecond);
     const local = deps.localBurst.take(org.id, burstLimit);
-    if (!local.allowed) throw (countLimitRefusal('burst_local'), rateLimitedError(local.retryAfterSeconds));
+    if (!local.allowed) throw rateLimitedError(local.retryAfterSeconds, 'burst_local');
 
     const contentType = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (contentType !== 'application/json') {
@@ -105,7 +107,7 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     }
     if (Array.isArray(parsed.value) && batchesAllowed(request.headers.get('mcp-protocol-version'))) {
       const batch = await answerBatch(deps, session, parsed.value, burstLimit);
-      if (batch.kind === 'rate_limited') throw (countLimitRefusal('burst_shared'), rateLimitedError(batch.retryAfterSeconds));
+      if (batch.kind === 'rate_limited') throw rateLimitedError(batch.retryAfterSeconds, 'burst_shared');
       if (batch.kind === 'accepted') return new Response(null, { status: 202 });
       return rpcResponse(batch.body, batch.kind === 'invalid' ? 400 : 200);
     }
@@ -116,7 +118,7 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     if (logged) noteMcpMethod(request, message.method);
     if (message.method === 'tools/call') {
       const shared = await deps.limiter.take(org.id, burstLimit);
-      if (!shared.allowed) throw (countLimitRefusal('burst_shared'), rateLimitedError(shared.retryAfterSeconds));
+      if (!shared.allowed) throw rateLimitedError(shared.retryAfterSeconds, 'burst_shared');
     }
     // Errors of the method itself are JSON-RPC errors in a 200 response (the method table maps them).
     return rpcResponse(await deps.mcp.answer(session, message.id, message.method, message.params));

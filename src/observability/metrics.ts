@@ -63,7 +63,7 @@ export function observeMcp(method: string, outcome: McpOutcome, seconds: number)
   mcpDurationOf(name).observe(seconds);
 }
 
-const toolCalls = new Counter({ name: 'toolgate_tool_calls_total', help: 'tools/call by tool type (postgresql, mysql, mcp, builtin, unknown) and outcome (success, error, held, refused).', labelNames: ['tool_type', 'outcome'], registers: [registry] });
+const toolCalls = new Counter({ name: 'toolgate_tool_calls_total', help: 'tools/call by tool type (postgresql, mysql, mcp, builtin, none: an unknown tool) and outcome (success, error, held, refused).', labelNames: ['tool_type', 'outcome'], registers: [registry] });
 const toolDuration = new Histogram({ name: 'toolgate_tool_call_duration_seconds', help: 'Time of a tools/call from lookup to its committed audit row, by tool type.', labelNames: ['tool_type'], buckets: BUCKETS, registers: [registry] });
 const toolCallsOf = series(toolCalls);
 const toolDurationOf = series(toolDuration);

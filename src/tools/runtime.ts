@@ -283,7 +283,7 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
     },
     event,
   );
-  observeToolCall(tool ? tool.connector.type : BUILTIN_TOOLS.has(name) ? 'builtin' : null, seen.counted || !result.structuredContent || result.structuredContent.status !== 'pending_approval' ? outcome : 'held', (performance.now() - started) / 1000);
+  observeToolCall(tool ? tool.connector.type : BUILTIN_TOOLS.has(name) ? 'builtin' : null, tool?.requiresApproval && !seen.counted ? 'held' : outcome, (performance.now() - started) / 1000);
   return result;
 }
 
