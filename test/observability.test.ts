@@ -8,6 +8,7 @@ import { callTool, createConnector, rpc } from './support/mcp.ts';
 import { sdkFor } from './support/sdk.ts';
 import { REDIS_URL, serviceAvailable } from './support/services.ts';
 import { createTargets, deadPort, type Targets } from './support/targets.ts';
+import { deliveryStatuses, emitEvent, startReceiver, until } from './support/webhooks.ts';
 
 setDefaultTimeout(60_000);
 const hasPg = await serviceAvailable('postgres');
@@ -237,6 +238,37 @@ describe.skipIf(!hasPg)('traces over OTLP', () => {
       // Span data holds no SQL, argument or key.
       expect(JSON.stringify(receiver.spans)).not.toContain('needle-5521');
     } finally {
+      receiver.stop();
+    }
+  });
+});
+
+describe.skipIf(!hasPg)('webhook delivery metrics', () => {
+  test('a 500 then a 200: one retry and one delivered attempt counted; the outbox depth goes back to 0', async () => {
+    verifies('OPS-METRICS');
+    const receiver = startReceiver((n) => new Response('x', { status: n === 0 ? 500 : 200 }));
+    const g = await startTestGateway('postgres', {
+      TOOLGATE_OUTBOUND_ALLOW_HOSTS: receiver.hostPort,
+      TOOLGATE_WEBHOOK_POLL_MS: '30',
+      TOOLGATE_WEBHOOK_RETRY_BASE_MS: '200',
+      TOOLGATE_WEBHOOK_TIMEOUT_MS: '1500',
+      TOOLGATE_WEBHOOK_LEASE_MS: '2500',
+    });
+    try {
+      const text = async () => (await sdk.getMetrics({ client: sdkFor(g, OPERATOR_TOKEN).client, parseAs: 'text' })).data as unknown as string;
+      const org = await onboard(g);
+      const token = await tokenFor(g, org.clientId, org.clientSecret);
+      const { data: hook } = await sdk.createWebhook({ client: sdkFor(g, token).client, throwOnError: true, body: { url: receiver.url('/m'), events: ['approval.requested'] } });
+      const before = await text();
+      await emitEvent(g, 'approval.requested', org.orgId, { approval_id: 'ap_metrics', tool_name: 'query_postgresql_orders', requested_by: 'key-1', expires_at: '2026-01-01T00:00:00.000Z' });
+      await until(async () => (await deliveryStatuses(g, hook.id))[0] === 'delivered', 15_000, 'the delivery');
+      const after = await text();
+      const delta = (outcome: string) => sample(after, 'toolgate_webhook_deliveries_total', { outcome }) - sample(before, 'toolgate_webhook_deliveries_total', { outcome });
+      expect(delta('retry')).toBe(1);
+      expect(delta('delivered')).toBe(1);
+      expect(sample(after, 'toolgate_webhook_outbox_depth')).toBe(0);
+    } finally {
+      await g.close();
       receiver.stop();
     }
   });
