@@ -1,7 +1,9 @@
 // Issue 15: /metrics (guarded, bounded labels), one log line per request, OTLP spans with their parent/child
 // structure, and /readyz; against the real app on PostgreSQL (store and tool target) and Redis.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
 import * as sdk from '../sdk/index.ts';
+import { periodStart } from '../src/limits/plans.ts';
 import { verifies } from './requirements.ts';
 import { OPERATOR_TOKEN, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, rpc } from './support/mcp.ts';
@@ -90,6 +92,27 @@ describe.skipIf(!hasPg)('metrics, request logs and readiness', () => {
     expect(after).toContain('toolgate_audit_queue_depth{queue="calls"}');
     expect(after).toContain('toolgate_redis_fallback 0');
     expect(after).toContain('toolgate_webhook_outbox_depth');
+  });
+
+  test('burst and quota refusals are counted: every 429 and every -32000 once', async () => {
+    verifies('OPS-METRICS');
+    const starter = await onboard(g, undefined, 'starter');
+    const starterToken = await tokenFor(g, starter.clientId, starter.clientSecret);
+    await createConnector(g, starterToken, { name: 'pg items', type: 'postgresql', config: t.pgConfig });
+    const before = await metrics();
+    // 40 at once against 20/s: whatever the window split, each 429 is one count.
+    const answers = await Promise.all(Array.from({ length: 40 }, () => rpc(g, starter.slug, { apiKey: starter.apiKey }, 'tools/list')));
+    const limited = answers.filter((a) => a.status === 429).length;
+    expect(limited).toBeGreaterThan(0);
+    await Bun.sleep(1100);
+    await g.deps.store.db.execute(sql`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${starter.orgId}, ${periodStart(new Date())}, 20000)`);
+    const refused = await callTool(g, starter.slug, { apiKey: starter.apiKey }, ITEMS, { sql: NEEDLE_SQL });
+    expect(refused.body.error.code).toBe(-32000);
+    const after = await metrics();
+    const delta = (name: string, labels: Record<string, string>) => sample(after, name, labels) - sample(before, name, labels);
+    expect(delta('toolgate_limit_refusals_total', { limit: 'burst_local' })).toBe(limited);
+    expect(delta('toolgate_limit_refusals_total', { limit: 'quota' })).toBe(1);
+    expect(delta('toolgate_tool_calls_total', { tool_type: 'postgresql', outcome: 'refused' })).toBe(1);
   });
 
   test('no label carries an org id, slug, tool name, key or SQL: the series stay bounded', async () => {
