@@ -387,6 +387,8 @@ async function main(): Promise<boolean> {
     TOOLGATE_OPERATOR_TOKEN: operatorToken,
     TOOLGATE_DEMO: '0',
     TOOLGATE_LOG_LEVEL: 'error',
+    // Tracing cost (issue 15): set OTEL_EXPORTER_OTLP_ENDPOINT to measure with spans exported (bench/otlp-sink.ts).
+    ...(process.env.OTEL_EXPORTER_OTLP_ENDPOINT ? { OTEL_EXPORTER_OTLP_ENDPOINT: process.env.OTEL_EXPORTER_OTLP_ENDPOINT } : {}),
   }, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
   void gateway.stdout.pipeTo(new WritableStream()).catch(() => {});
   const pgFloor = spawn('postgres.js floor', 'bench/floor-pg.ts', {

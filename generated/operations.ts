@@ -328,6 +328,26 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "getReady",
+    "method": "GET",
+    "path": "/readyz",
+    "auth": "public",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "getMetrics",
+    "method": "GET",
+    "path": "/metrics",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
     "operationId": "getOpenApi",
     "method": "GET",
     "path": "/openapi.json",

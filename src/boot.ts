@@ -50,6 +50,8 @@ export async function boot(fail: (message: string) => never): Promise<Booted> {
       if (embedded) updateLockInfo(settled.dataDir, { port, url: settled.publicUrl });
       const store = embedded ? `embedded PGlite in ${settled.dataDir}` : 'PostgreSQL';
       console.log(`toolgate: listening on ${settled.publicUrl} on ${runtime} (store: ${store})`);
+      // PORT=0 (tests, scripts): the port the system chose, for whoever started the process.
+      if (port !== settled.port) console.log(`toolgate: port ${port}`);
       console.log(`toolgate: API explorer at ${settled.publicUrl}/docs`);
       console.log(`toolgate: settings console at ${settled.publicUrl}/console (sign in with an OAuth client that has org:manage, or the org's identity provider)`);
       if (demo) console.log(demo.banner);

@@ -56,6 +56,14 @@ export interface Config {
   auditRetentionDays: number;
   /** Tool-call rows waiting for their group commit, and refusals waiting to be written, at most (each queue). */
   auditQueueMax: number;
+  /** OTLP/HTTP base URL for traces (OTEL_EXPORTER_OTLP_ENDPOINT); null: tracing off, at no cost. */
+  otlpEndpoint: string | null;
+  /** service.name of the exported spans (OTEL_SERVICE_NAME). */
+  serviceName: string;
+  /** Share of new traces recorded (OTEL_TRACES_SAMPLER_ARG, 0-1); a caller's sampled traceparent is always followed. */
+  traceSampleRatio: number;
+  /** SIGTERM: how long in-flight requests may take to finish before the process closes anyway. */
+  shutdownDeadlineMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -174,6 +182,10 @@ export function loadConfig(env: Env = process.env): Config {
     ...webhookConfig(env),
     auditRetentionDays: intVar(env, 'TOOLGATE_AUDIT_RETENTION_DAYS', 365, 0, 36_500),
     auditQueueMax: intVar(env, 'TOOLGATE_AUDIT_QUEUE_MAX', 10_000, 10, 1_000_000),
+    otlpEndpoint: urlVar(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
+    serviceName: env.OTEL_SERVICE_NAME || 'toolgate',
+    traceSampleRatio: ratioVar(env, 'OTEL_TRACES_SAMPLER_ARG', 1),
+    shutdownDeadlineMs: intVar(env, 'TOOLGATE_SHUTDOWN_DEADLINE_MS', 10_000, 0, 600_000),
   };
 }
 
@@ -191,6 +203,14 @@ function webhookConfig(env: Env) {
     webhookPollMs: intVar(env, 'TOOLGATE_WEBHOOK_POLL_MS', 1000, 10, 60_000),
     webhookEndpointConcurrency: intVar(env, 'TOOLGATE_WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 100),
   };
+}
+
+function ratioVar(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || value > 1) throw new ConfigError(`${name} must be a number between 0 and 1, got "${raw}"`);
+  return value;
 }
 
 /** Decodes a 32-byte key from base64 or hex; null when it is neither. */

@@ -50,4 +50,6 @@ export interface AppDeps {
   toolCalled: ToolCalledSubscriptions;
   /** This instance's webhook delivery worker; null when TOOLGATE_WEBHOOK_WORKER=0. */
   webhookWorker: WebhookWorker | null;
+  /** Set when a shutdown begins: /readyz answers 503 so load balancers stop sending requests (src/main.ts). */
+  lifecycle: { shuttingDown: boolean };
 }

@@ -27,7 +27,11 @@ import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
 import { embeddedSecretKey } from './util/datadir.ts';
-import { createLogger } from './util/log.ts';
+import { createLogger, type LogDestination } from './util/log.ts';
+import { registerGatewaySource, registerOutboxDepth, startDefaultMetrics } from './observability/metrics.ts';
+import { startTracing } from './observability/tracing.ts';
+import { countPendingDeliveries } from './webhooks/repository.ts';
+import { hostname } from 'node:os';
 
 /** How often each instance expires due approvals and fails orphaned executions (lazy expiry covers reads in between). */
 const APPROVAL_SWEEP_INTERVAL_MS = 30_000;
@@ -45,6 +49,8 @@ export interface GatewayOptions {
   inMemory?: boolean;
   /** Tests: answer DNS look-ups of the outbound guard without a DNS server. */
   resolve?: Resolver;
+  /** Tests: where log lines go instead of stdout. */
+  logDestination?: LogDestination;
 }
 
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
@@ -55,7 +61,11 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     databaseUrl: config.databaseUrl,
     dataDir: embedded && !options.inMemory ? join(config.dataDir, 'pgdata') : null,
   });
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, options.logDestination);
+  startDefaultMetrics();
+  const stopTracing = config.otlpEndpoint
+    ? await startTracing({ endpoint: config.otlpEndpoint, serviceName: config.serviceName, sampleRatio: config.traceSampleRatio, attributes: { 'service.instance.id': `${hostname()}:${process.pid}` } })
+    : async () => {};
   const signer = new TokenSigner(store.db, box, config.publicUrl);
   await signer.init();
   const outbound = parseOutboundPolicy({ allowHosts: config.outboundAllowHosts, resolve: options.resolve });
@@ -109,7 +119,10 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     mcp: createMcpServer({ catalog, usage, config, log, approvals, outbound, toolCalled, audit }),
     toolCalled,
     webhookWorker,
+    lifecycle: { shuttingDown: false },
   };
+  const unregisterMetrics = registerGatewaySource({ auditQueue: () => audit.queueDepth(), burstMode: () => deps.limiter.mode?.() ?? 'local' });
+  registerOutboxDepth(() => countPendingDeliveries(store.db));
   approvals.startSweeper(APPROVAL_SWEEP_INTERVAL_MS);
   webhookWorker?.start();
   const app = buildApp(deps);
@@ -126,7 +139,11 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       await closeAllConnectors();
       await deps.usage.close();
       await deps.limiter.close();
+      unregisterMetrics();
+      registerOutboxDepth(null);
       await store.close();
+      await stopTracing();
+      log.flush();
     },
   };
 }

@@ -14,6 +14,19 @@ describe('config', () => {
     expect(config.accessTokenTtlSeconds).toBe(3600);
   });
 
+  test('operations (issue 15): tracing off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; service name; shutdown deadline', () => {
+    const defaults = loadConfig({});
+    expect(defaults.otlpEndpoint).toBeNull();
+    expect(defaults.serviceName).toBe('toolgate');
+    expect(defaults.shutdownDeadlineMs).toBe(10_000);
+    expect(defaults.traceSampleRatio).toBe(1);
+    expect(loadConfig({ OTEL_TRACES_SAMPLER_ARG: '0.1' }).traceSampleRatio).toBe(0.1);
+    const set = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SERVICE_NAME: 'gw-eu', TOOLGATE_SHUTDOWN_DEADLINE_MS: '25000' });
+    expect(set.otlpEndpoint).toBe('http://collector:4318');
+    expect(set.serviceName).toBe('gw-eu');
+    expect(set.shutdownDeadlineMs).toBe(25_000);
+  });
+
   test('a PostgreSQL store turns the demo off by default and needs the shared secret key', () => {
     expect(() => loadConfig({ DATABASE_URL: 'postgres://db/toolgate' })).toThrow(/TOOLGATE_SECRET_KEY/);
     const config = loadConfig({ DATABASE_URL: 'postgres://db/toolgate', TOOLGATE_SECRET_KEY: 'ab'.repeat(32) });
@@ -28,6 +41,10 @@ describe('config', () => {
     ['DATABASE_URL', { DATABASE_URL: 'mysql://db/x' }],
     ['TOOLGATE_SECRET_KEY', { TOOLGATE_SECRET_KEY: 'short' }],
     ['TOOLGATE_OPERATOR_TOKEN', { TOOLGATE_OPERATOR_TOKEN: 'too-short' }],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', { OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' }],
+    ['TOOLGATE_SHUTDOWN_DEADLINE_MS', { TOOLGATE_SHUTDOWN_DEADLINE_MS: '-1' }],
+    ['OTEL_TRACES_SAMPLER_ARG', { OTEL_TRACES_SAMPLER_ARG: '1.5' }],
     ['REDIS_URL', { REDIS_URL: 'http://127.0.0.1:6379' }],
     ['TOOLGATE_MAX_BODY_BYTES', { TOOLGATE_MAX_BODY_BYTES: '12' }],
     ['TOOLGATE_STATEMENT_TIMEOUT_MS', { TOOLGATE_STATEMENT_TIMEOUT_MS: '1.5' }],

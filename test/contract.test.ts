@@ -93,12 +93,13 @@ describe('operations', () => {
     }
   });
 
-  test('only the token endpoint, metadata and the explorer are public; only onboarding is operator-only', () => {
+  test('only the token endpoint, metadata and the explorer are public; only onboarding and /metrics are operator-only', () => {
     verifies('REST-ROLES-MATRIX');
     const publicOps = operations.filter((o) => o.auth === 'public');
     for (const op of publicOps) expect(op.path === '/oauth/token' || !op.path.startsWith('/api/')).toBe(true);
     for (const op of operations.filter((o) => o.path.startsWith('/api/'))) expect(['contributor', 'admin', 'finance']).toContain(op.auth);
-    expect(operations.filter((o) => o.auth === 'operator').every((o) => o.path.startsWith('/operator/'))).toBe(true);
+    // /metrics keeps the path scrapers expect; it is guarded by the operator token (docs/decisions.md, issue 15).
+    expect(operations.filter((o) => o.auth === 'operator').every((o) => o.path.startsWith('/operator/') || o.path === '/metrics')).toBe(true);
     expect(operations.find((o) => o.path === '/mcp/{orgSlug}')?.auth).toBe('mcp');
   });
 

@@ -226,6 +226,16 @@ export const REQUIREMENTS = {
   'CONN-ORACLE-GUARD': 'Oracle tools accept one SELECT over the tool\'s own table (sqlparser Oracle dialect, stricter lexer): allow-listed built-ins only; writes, other tables, database links, packages, session keywords, q-quotes and FOR UPDATE are refused [issue 16]',
   'CONN-NEW-TYPES-REST': 'mongodb, mssql and oracle connectors can be created over REST; against an unreachable host they go failed with a readable reason that never contains the password [issue 16]',
   'CONN-NEW-TYPES-LIVE': 'Against a live MongoDB / SQL Server / Oracle (TOOLGATE_TEST_*_URL), a connector introspects one tool per collection/table, answers a read within the row cap, refuses a write, and a long query is cancelled at the statement timeout [issue 16]',
+  'OPS-METRICS': 'GET /metrics: HTTP requests by route/method/status, MCP requests by method/outcome, tool calls by type/outcome with latency histograms, connector pool use and queue wait, guard, burst and quota refusals, Redis fallback, audit and outbox depth, webhook outcomes, process memory and event-loop lag [issue 15]',
+  'OPS-METRICS-GUARD': 'GET /metrics answers only the operator token (401 otherwise) [issue 15]',
+  'OPS-METRICS-CARDINALITY': 'No metric label carries an org id, slug, tool name, credential, SQL or caller-chosen method: every label value is from a fixed set [issue 15]',
+  'OPS-LOG-LINE': 'One JSON log line per request with request id (traceparent trace id or a well-formed X-Request-Id, else new), org id, caller kind and prefix, outcome and duration [issue 15]',
+  'OPS-LOG-NO-SECRETS': 'Request log lines hold no secret, SQL text or argument value [issue 15]',
+  'OPS-TRACE-OTLP': 'With OTEL_EXPORTER_OTLP_ENDPOINT set, spans for the request, authentication, MCP method, driver call and guard reach an OTLP/HTTP receiver with the right parents, under the caller\'s traceparent [issue 15]',
+  'OPS-READYZ': '/readyz: 200 when the store answers and is migrated, Redis reported (ok, fallback, not_configured) but not fatal; 503 while shutting down [issue 15]',
+  'OPS-SHUTDOWN': 'SIGTERM: /readyz turns 503, new connections are refused, in-flight calls finish within the deadline, pools and the data folder are released, exit 0 [issue 15]',
+  'OPS-SCALE-OUT': 'Three instances on one PostgreSQL and Redis behind a round-robin proxy, one SIGKILLed mid-load: no lost or duplicated audit rows or approvals, burst and quota exact, only the killed instance\'s in-flight calls fail [issue 15]',
+  'OPS-STORE-ROLE': 'The store works under a least-privilege PostgreSQL role (no superuser, no CREATEDB/CREATEROLE, owner of its database only) [issue 15]',
 } as const;
 
 export type RequirementId = keyof typeof REQUIREMENTS;

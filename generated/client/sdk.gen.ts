@@ -3,7 +3,7 @@
 
 import { client } from './client.gen.ts';
 import { type Client, type Options as Options2, type TDataShape, urlSearchParamsBodySerializer } from './client/index.ts';
-import type { ApproveApprovalData, ApproveApprovalErrors, ApproveApprovalResponses, ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsErrors, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetJwksData, GetJwksErrors, GetJwksResponses, GetLimitsData, GetLimitsErrors, GetLimitsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOrgData, GetOrgErrors, GetOrgResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, GetSubscriptionData, GetSubscriptionErrors, GetSubscriptionResponses, GetUsageData, GetUsageErrors, GetUsageResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RejectApprovalData, RejectApprovalErrors, RejectApprovalResponses, ResendWebhookEventData, ResendWebhookEventErrors, ResendWebhookEventResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses } from './types.gen.ts';
+import type { ApproveApprovalData, ApproveApprovalErrors, ApproveApprovalResponses, ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsErrors, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetJwksData, GetJwksErrors, GetJwksResponses, GetLimitsData, GetLimitsErrors, GetLimitsResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOrgData, GetOrgErrors, GetOrgResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSubscriptionData, GetSubscriptionErrors, GetSubscriptionResponses, GetUsageData, GetUsageErrors, GetUsageResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RejectApprovalData, RejectApprovalErrors, RejectApprovalResponses, ResendWebhookEventData, ResendWebhookEventErrors, ResendWebhookEventResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses } from './types.gen.ts';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -344,6 +344,31 @@ export const getJwks = <ThrowOnError extends boolean = false>(options?: Options<
  * Liveness and store reachability
  */
 export const getHealth = <ThrowOnError extends boolean = false>(options?: Options<GetHealthData, ThrowOnError>) => (options?.client ?? client).get<GetHealthResponses, GetHealthErrors, ThrowOnError>({ url: '/healthz', ...options });
+
+/**
+ * Readiness (store reachable, migrations done; Redis reported, not fatal)
+ *
+ * 200 while this instance can serve: the store answers and its schema is at the version this build expects.
+ * Redis is reported (`ok`, `fallback` while it is down and burst limits use per-instance windows,
+ * `not_configured`) but never makes the instance unready. 503 while the store is unreachable or behind, and
+ * while the instance is shutting down (SIGTERM), so a load balancer stops sending it requests. Like
+ * `/healthz`, it answers whatever the Host header says.
+ *
+ */
+export const getReady = <ThrowOnError extends boolean = false>(options?: Options<GetReadyData, ThrowOnError>) => (options?.client ?? client).get<GetReadyResponses, GetReadyErrors, ThrowOnError>({ url: '/readyz', ...options });
+
+/**
+ * Prometheus metrics of this instance
+ *
+ * The Prometheus text exposition format (version 0.0.4). Guarded by the operator token; see
+ * docs/decisions.md (issue 15) for the metric names and the label rule (no per-org or per-tool labels).
+ *
+ */
+export const getMetrics = <ThrowOnError extends boolean = false>(options?: Options<GetMetricsData, ThrowOnError>) => (options?.client ?? client).get<GetMetricsResponses, GetMetricsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/metrics',
+    ...options
+});
 
 /**
  * This document, as JSON

@@ -13,6 +13,22 @@ export type Error = {
     message: string;
 };
 
+export type Readiness = {
+    status: 'ready' | 'not_ready' | 'shutting_down';
+    /**
+     * Whether the store answers a query.
+     */
+    store: 'ok' | 'unreachable';
+    /**
+     * Whether the store schema is at the version this build expects (unknown: the store did not answer).
+     */
+    migrations: 'done' | 'pending' | 'unknown';
+    /**
+     * Shared burst windows: ok, fallback (configured but unreachable: per-instance windows), or not_configured. Never makes the instance unready.
+     */
+    redis: 'ok' | 'fallback' | 'not_configured';
+};
+
 /**
  * RFC 6749 section 5.2 error, with `message` mirroring `error_description`.
  */
@@ -1790,6 +1806,60 @@ export type GetHealthResponses = {
 };
 
 export type GetHealthResponse = GetHealthResponses[keyof GetHealthResponses];
+
+export type GetReadyData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/readyz';
+};
+
+export type GetReadyErrors = {
+    /**
+     * Not ready (store unreachable, migrations not done, or shutting down).
+     */
+    503: Readiness;
+};
+
+export type GetReadyError = GetReadyErrors[keyof GetReadyErrors];
+
+export type GetReadyResponses = {
+    /**
+     * Ready.
+     */
+    200: Readiness;
+};
+
+export type GetReadyResponse = GetReadyResponses[keyof GetReadyResponses];
+
+export type GetMetricsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/metrics';
+};
+
+export type GetMetricsErrors = {
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+};
+
+export type GetMetricsError = GetMetricsErrors[keyof GetMetricsErrors];
+
+export type GetMetricsResponses = {
+    /**
+     * The metrics.
+     */
+    200: string;
+};
+
+export type GetMetricsResponse = GetMetricsResponses[keyof GetMetricsResponses];
 
 export type GetOpenApiData = {
     body?: never;

@@ -90,6 +90,11 @@ export class AuditRecorder {
     return this.calls.length < this.deps.queueMax;
   }
 
+  /** Rows waiting for their batch (metrics: toolgate_audit_queue_depth). */
+  queueDepth(): { calls: number; denials: number } {
+    return { calls: this.calls.length, denials: this.denials.length };
+  }
+
   /** Records a refusal without waiting for it; never throws. */
   denial(row: AuditInput): void {
     if (this.denials.length >= this.deps.queueMax) {

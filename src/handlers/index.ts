@@ -5,7 +5,7 @@ import { archiveConnector, createConnector, getConnector, listConnectors, revali
 import { deleteIdpConfig, getIdpConfig, setIdpConfig } from './idp.ts';
 import { mcpEndpoint } from './mcp.ts';
 import { listTools, updateToolMetadata } from './tools.ts';
-import { getDocs, getDocsAsset, getHealth, getJwks, getOpenApi } from './meta.ts';
+import { getDocs, getDocsAsset, getHealth, getJwks, getMetrics, getOpenApi, getReady } from './meta.ts';
 import { issueToken } from './oauth.ts';
 import { createOrg } from './operator.ts';
 import { createApiKey, createOAuthClient, getOrg, listApiKeys, listOAuthClients, revokeApiKey, revokeOAuthClient } from './org.ts';
@@ -43,6 +43,8 @@ export const handlers: HandlerTable = {
   createOrg,
   getJwks,
   getHealth,
+  getReady,
+  getMetrics,
   getOpenApi,
   getDocs,
   getDocsAsset,

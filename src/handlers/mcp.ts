@@ -17,6 +17,9 @@ import { refusalRow } from '../audit/refusals.ts';
 import { findMcpOrg } from '../mcp/lookup.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { AppDeps } from '../deps.ts';
+import { countLimitRefusal } from '../observability/metrics.ts';
+import { noteCaller, noteMcpMethod } from '../observability/requests.ts';
+import { inSpan } from '../observability/tracing.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 
@@ -39,7 +42,9 @@ function isSupportedVersionHeader(value: string | null): boolean {
   return value === null || isSupportedVersion(value.trim());
 }
 
-function rateLimitedError(retryAfterSeconds: number): AppError {
+/** A 429 of the burst limit, counted by the window that refused it (this instance's, or the shared one). */
+function rateLimitedError(retryAfterSeconds: number, limit: 'burst_local' | 'burst_shared'): AppError {
+  countLimitRefusal(limit);
   return new AppError(429, 'rate_limited', 'The per-second burst limit of this plan is exceeded; retry after 1 second.', {
     'retry-after': String(retryAfterSeconds),
   });
@@ -73,14 +78,16 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     if (!isSupportedVersionHeader(request.headers.get('mcp-protocol-version'))) {
       return json({ error: 'unsupported_protocol_version', message: `Supported MCP-Protocol-Version values: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}.` }, 400);
     }
-    session = await openSession(deps, request, params.orgSlug!);
+    session = await inSpan('authenticate', () => openSession(deps, request, params.orgSlug!));
+    const logged = deps.log.enabled('info');
+    if (logged) noteCaller(request, session.principal);
     const { org } = session;
 
     // Burst limit of the org's plan. Every authenticated request first passes this instance's window, before any
     // work is done; tools/call (the calls that reach databases) is then counted exactly across instances below.
     const burstLimit = burstLimitFor(org.plan, org.burstLimitPerSecond, config.customBurstPerSecond);
     const local = deps.localBurst.take(org.id, burstLimit);
-    if (!local.allowed) throw rateLimitedError(local.retryAfterSeconds);
+    if (!local.allowed) throw rateLimitedError(local.retryAfterSeconds, 'burst_local');
 
     const contentType = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (contentType !== 'application/json') {
@@ -100,7 +107,7 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     }
     if (Array.isArray(parsed.value) && batchesAllowed(request.headers.get('mcp-protocol-version'))) {
       const batch = await answerBatch(deps, session, parsed.value, burstLimit);
-      if (batch.kind === 'rate_limited') throw rateLimitedError(batch.retryAfterSeconds);
+      if (batch.kind === 'rate_limited') throw rateLimitedError(batch.retryAfterSeconds, 'burst_shared');
       if (batch.kind === 'accepted') return new Response(null, { status: 202 });
       return rpcResponse(batch.body, batch.kind === 'invalid' ? 400 : 200);
     }
@@ -108,9 +115,10 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     if (message.kind === 'invalid') return rpcResponse(failure(message.id, { code: RpcCode.InvalidRequest, message: message.message }), 400);
     // Notifications and client responses need no answer (Streamable HTTP: 202, empty body).
     if (message.kind !== 'request') return new Response(null, { status: 202 });
+    if (logged) noteMcpMethod(request, message.method);
     if (message.method === 'tools/call') {
       const shared = await deps.limiter.take(org.id, burstLimit);
-      if (!shared.allowed) throw rateLimitedError(shared.retryAfterSeconds);
+      if (!shared.allowed) throw rateLimitedError(shared.retryAfterSeconds, 'burst_shared');
     }
     // Errors of the method itself are JSON-RPC errors in a 200 response (the method table maps them).
     return rpcResponse(await deps.mcp.answer(session, message.id, message.method, message.params));

@@ -12,9 +12,12 @@ import { bearerOf, claimsOf, refusalRow } from '../audit/refusals.ts';
 import type { Handler, HandlerTable } from '../handlers/context.ts';
 import { hostPolicyFor } from '../net/host-policy.ts';
 import { mountConsole } from '../console/routes.ts';
+import { noteCaller, requestAnswered, requestIdOf } from '../observability/requests.ts';
+import { inRequestSpan } from '../observability/tracing.ts';
+import { observeHttp } from '../observability/metrics.ts';
 
-/** Liveness probes reach an instance by its pod or container address, and the answer reveals nothing. */
-const HOST_CHECK_EXEMPT: ReadonlySet<OperationId> = new Set(['getHealth']);
+/** Liveness and readiness probes reach an instance by its pod or container address, and the answer reveals nothing. */
+const HOST_CHECK_EXEMPT: ReadonlySet<OperationId> = new Set(['getHealth', 'getReady']);
 
 function forbiddenHost(): Response {
   return json(
@@ -145,7 +148,23 @@ const ACCESS: Record<OperationDef['auth'], AccessPolicy> = {
   finance: rolePolicy('finance'),
 };
 
-async function dispatch(op: OperationDef, handler: Handler, request: Request, params: Record<string, string>, deps: AppDeps): Promise<Response> {
+/** Every operation's request: its span, its id (echoed as X-Request-Id), its log line and metrics (observability/). */
+function dispatch(op: OperationDef, spanName: string, handler: Handler, request: Request, params: Record<string, string>, deps: AppDeps): Promise<Response> {
+  const startedAt = performance.now();
+  const requestId = requestIdOf(request);
+  return inRequestSpan(request, spanName, async (span) => {
+    const response = await answer(op, handler, request, params, deps);
+    try {
+      response.headers.set('x-request-id', requestId);
+    } catch {
+      // An immutable response (none today) goes out without the header.
+    }
+    requestAnswered(deps.log, request, { route: op.path, method: op.method, status: response.status, startedAt, requestId, span });
+    return response;
+  });
+}
+
+async function answer(op: OperationDef, handler: Handler, request: Request, params: Record<string, string>, deps: AppDeps): Promise<Response> {
   const access = ACCESS[op.auth];
   // DNS rebinding: a page on a name the attacker controls must get nothing back, not even public documents.
   if (!HOST_CHECK_EXEMPT.has(op.operationId as OperationId) && !hostPolicyFor(deps.config).hostAllowed(request)) return forbiddenHost();
@@ -153,6 +172,8 @@ async function dispatch(op: OperationDef, handler: Handler, request: Request, pa
     const authenticated = access.authenticate(request, deps);
     // Policies that authenticate synchronously (public, mcp, operator) cost no await on the hot path.
     const principal = authenticated instanceof Promise ? await authenticated : authenticated;
+    // Who called is kept for the request's log line only, so nothing is recorded when info lines are off.
+    if (principal && deps.log.enabled('info')) noteCaller(request, principal);
     const url = new URL(request.url);
     const query = queryObject(url);
     let body: unknown;
@@ -184,7 +205,8 @@ export function buildRouter(deps: AppDeps, handlers: HandlerTable): Elysia {
     const handler = handlers[op.operationId as OperationId];
     const path = toElysiaPath(op.path);
     methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), op.method]);
-    app.route(op.method, path, ({ request, params }) => dispatch(op, handler, request, params as Record<string, string>, deps), {
+    const spanName = `${op.method} ${op.path}`;
+    app.route(op.method, path, ({ request, params }) => dispatch(op, spanName, handler, request, params as Record<string, string>, deps), {
       parse: 'none',
     } as never);
   }
@@ -194,7 +216,10 @@ export function buildRouter(deps: AppDeps, handlers: HandlerTable): Elysia {
   }
   mountConsole(app, deps);
   app.onError(({ code, error }) => {
-    if (code === 'NOT_FOUND') return json({ error: 'not_found', message: 'No such route.' }, 404);
+    if (code === 'NOT_FOUND') {
+      observeHttp('unmatched', 'ANY', 404, 0);
+      return json({ error: 'not_found', message: 'No such route.' }, 404);
+    }
     deps.log.error('unhandled error', { error: describeError(error) });
     return json({ error: 'internal_error', message: 'An internal error occurred.' }, 500);
   });

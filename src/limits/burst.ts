@@ -14,6 +14,8 @@ export interface BurstDecision {
 export interface BurstLimiter {
   take(orgId: string, limitPerSecond: number): Promise<BurstDecision>;
   close(): Promise<void>;
+  /** shared: Redis answers; fallback: Redis configured but not ready (per-instance windows); local: no Redis. */
+  mode?(): 'shared' | 'fallback' | 'local';
 }
 
 /** The same fixed-window arithmetic, in process: used alone without Redis, and as the fallback with it. */
@@ -37,7 +39,7 @@ export class LocalWindow {
 
 export function createLocalLimiter(now?: () => number): BurstLimiter {
   const window = new LocalWindow(now);
-  return { take: async (orgId, limit) => window.take(orgId, limit), close: async () => {} };
+  return { take: async (orgId, limit) => window.take(orgId, limit), close: async () => {}, mode: () => 'local' };
 }
 
 type Redis = ReturnType<typeof createClient>;
@@ -120,6 +122,7 @@ export async function createRedisLimiter(options: RedisLimiterOptions): Promise<
   }
 
   return {
+    mode: () => (client.isReady ? 'shared' : 'fallback'),
     take(orgId, limit) {
       if (!client.isReady) return Promise.resolve(fallback.take(orgId, limit));
       const key = `toolgate:burst:${orgId}:${Math.floor(now() / 1000)}`;

@@ -8,6 +8,8 @@ import * as rpc from '../../generated/validators/jsonrpc.ts';
 import type { JsonRpcMessages, RequestId } from '../../generated/jsonrpc-types.ts';
 import { RpcCode, RpcError, rpcErrorObject } from '../errors.ts';
 import { describeSchemaError } from '../util/schema-errors.ts';
+import { observeMcp } from '../observability/metrics.ts';
+import { inSpan, markActiveSpan } from '../observability/tracing.ts';
 
 export type { RequestId };
 
@@ -82,6 +84,8 @@ export function failure(id: RequestId | null, error: { code: number; message: st
 /** One method: the $defs entry its params must match (none: any object), and what answers it for a session. */
 export interface MethodDef<S, D extends DefName = DefName> {
   params?: D;
+  /** The span of a request of this method (built once). */
+  spanName: string;
   handle(session: S, params: Defs[D]): unknown;
 }
 
@@ -89,7 +93,7 @@ export interface MethodDef<S, D extends DefName = DefName> {
 export function method<S, D extends DefName>(params: D, handle: (session: S, params: Defs[D]) => unknown): MethodDef<S, D>;
 export function method<S>(params: undefined, handle: (session: S, params: Record<string, unknown>) => unknown): MethodDef<S>;
 export function method<S>(params: DefName | undefined, handle: (session: S, params: never) => unknown): MethodDef<S> {
-  return { params, handle } as MethodDef<S>;
+  return { params, handle, spanName: '' } as MethodDef<S>;
 }
 
 /**
@@ -104,18 +108,28 @@ export class MethodTable<S> {
     methods: Record<string, MethodDef<S, any>>,
     private readonly onInternalError: (method: string, err: unknown) => void,
   ) {
-    this.methods = new Map(Object.entries(methods));
+    this.methods = new Map(Object.entries(methods).map(([name, def]) => [name, { ...def, spanName: `mcp ${name}` }]));
     this.unknownHint = `Supported: ${[...this.methods.keys()].join(', ')}.`;
   }
 
-  async answer(session: S, id: RequestId, method: string, params: Record<string, unknown>): Promise<string> {
+  answer(session: S, id: RequestId, method: string, params: Record<string, unknown>): Promise<string> {
+    const def = this.methods.get(method);
+    return def ? inSpan(def.spanName, () => this.run(def, session, id, method, params)) : this.run(def, session, id, method, params);
+  }
+
+  private async run(def: MethodDef<S> | undefined, session: S, id: RequestId, method: string, params: Record<string, unknown>): Promise<string> {
+    const started = performance.now();
     try {
-      const def = this.methods.get(method);
       if (!def) throw new RpcError(RpcCode.MethodNotFound, `Method not found: ${method.slice(0, 100)}. ${this.unknownHint}`);
       if (def.params) checkParams(def.params, params);
-      return success(id, await def.handle(session, params as never));
+      const answer = success(id, await def.handle(session, params as never));
+      observeMcp(method, 'ok', (performance.now() - started) / 1000);
+      return answer;
     } catch (err) {
-      if (!(err instanceof RpcError)) this.onInternalError(method, err);
+      const rpc = err instanceof RpcError;
+      if (!rpc) this.onInternalError(method, err);
+      observeMcp(method, rpc ? 'rpc_error' : 'internal_error', (performance.now() - started) / 1000);
+      markActiveSpan({ 'rpc.jsonrpc.error_code': rpc ? err.code : RpcCode.InternalError }, true);
       return failure(id, rpcErrorObject(err));
     }
   }

@@ -121,6 +121,19 @@ function splitStatements(script: string): string[] {
 }
 
 /** Whether the store answers a trivial query (the health check). */
+/** Whether the store answers and holds every migration this build knows (readiness); unreachable when it does not answer. */
+export async function schemaState(db: Db): Promise<'done' | 'pending' | 'unreachable'> {
+  try {
+    const result = await db.execute<{ version: number }>(sql`SELECT version FROM toolgate_migrations`);
+    const have = new Set(rowsOf<{ version: number }>(result).map((r) => Number(r.version)));
+    return migrations.every((m) => have.has(m.version)) ? 'done' : 'pending';
+  } catch (err) {
+    // The table itself missing (undefined_table) means nothing was migrated; anything else, no answer.
+    const e = err as { code?: string; cause?: { code?: string } };
+    return e.code === '42P01' || e.cause?.code === '42P01' ? 'pending' : 'unreachable';
+  }
+}
+
 export async function storeReachable(db: Db): Promise<boolean> {
   try {
     await db.execute(sql`SELECT 1`);

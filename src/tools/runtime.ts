@@ -36,6 +36,7 @@ import type { AuditRecorder } from '../audit/recorder.ts';
 import { DomainEvents } from '../events/index.ts';
 import { createHash } from 'node:crypto';
 import { trialExpired } from '../billing/trial.ts';
+import { observeToolCall, observeToolRefusal } from '../observability/metrics.ts';
 
 /** The org a call is made in: its catalog version (read per request) and its plan (the quota). */
 export interface RuntimeOrg {
@@ -243,6 +244,7 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
     result = await runCall(deps, org, principal, name, args, seen);
   } catch (err) {
     if (err instanceof RpcError) {
+      observeToolRefusal(seen.tool?.connector.type, err.code, (performance.now() - started) / 1000);
       deps.audit.denial({
         orgId: org.id,
         action: 'tool.call_refused',
@@ -281,6 +283,7 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
     },
     event,
   );
+  observeToolCall(tool ? tool.connector.type : BUILTIN_TOOLS.has(name) ? 'builtin' : null, tool?.requiresApproval && !seen.counted ? 'held' : outcome, (performance.now() - started) / 1000);
   return result;
 }
 

@@ -1,30 +1,67 @@
-/** A small structured logger. Callers pass no secrets; `redact` strips the usual suspects from details anyway. */
+/**
+ * The structured logger (pino): one JSON line per event on stdout, human-readable (pino-pretty) when stdout is a
+ * terminal. Callers pass no secrets; `redact` strips the usual suspects from details anyway.
+ */
+import pino from 'pino';
+import pinoPretty from 'pino-pretty';
 import type { Config } from '../config.ts';
 
 export interface Logger {
   error(message: string, details?: Record<string, unknown>): void;
   info(message: string, details?: Record<string, unknown>): void;
   debug(message: string, details?: Record<string, unknown>): void;
+  /** Whether a call at this level writes anything (lets a hot path skip building details). */
+  enabled(level: 'error' | 'info' | 'debug'): boolean;
+  /** Writes what is buffered (shutdown). */
+  flush(): void;
 }
 
 const LEVELS = { silent: 0, error: 1, info: 2, debug: 3 } as const;
 const SECRET_KEYS = /authorization|api[-_]?key|secret|password|token|credential/i;
 
 export function redact(details: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(details).map(([k, v]) => [k, SECRET_KEYS.test(k) ? '[redacted]' : v]));
+  for (const key in details) if (SECRET_KEYS.test(key)) return Object.fromEntries(Object.entries(details).map(([k, v]) => [k, SECRET_KEYS.test(k) ? '[redacted]' : v]));
+  return details;
 }
 
-export function createLogger(level: Config['logLevel']): Logger {
+/** Where lines go: stdout (pretty on a terminal), or a stream of the caller's (tests). */
+export interface LogDestination {
+  write(line: string): void;
+}
+
+function destinationFor(explicit: LogDestination | undefined): pino.DestinationStream {
+  if (explicit) return explicit;
+  if (process.stdout.isTTY) {
+    // pino-pretty runs in this thread (no worker thread), synchronously.
+    return pinoPretty({ messageKey: 'message', translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true });
+  }
+  return pino.destination({ dest: 1, sync: false });
+}
+
+export function createLogger(level: Config['logLevel'], destination?: LogDestination): Logger {
   const threshold = LEVELS[level];
-  const emit = (lvl: keyof typeof LEVELS, message: string, details?: Record<string, unknown>) => {
-    if (LEVELS[lvl] > threshold) return;
-    const line = JSON.stringify({ time: new Date().toISOString(), level: lvl, message, ...(details ? redact(details) : {}) });
-    (lvl === 'error' ? console.error : console.log)(line);
-  };
+  const out = pino(
+    {
+      level: level === 'silent' ? 'silent' : level,
+      base: null,
+      messageKey: 'message',
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    level === 'silent' ? undefined : destinationFor(destination),
+  );
   return {
-    error: (m, d) => emit('error', m, d),
-    info: (m, d) => emit('info', m, d),
-    debug: (m, d) => emit('debug', m, d),
+    error: (m, d) => (threshold >= 1 ? out.error(d ? redact(d) : {}, m) : undefined),
+    info: (m, d) => (threshold >= 2 ? out.info(d ? redact(d) : {}, m) : undefined),
+    debug: (m, d) => (threshold >= 3 ? out.debug(d ? redact(d) : {}, m) : undefined),
+    enabled: (lvl) => LEVELS[lvl] <= threshold,
+    flush: () => {
+      try {
+        out.flush();
+      } catch {
+        // A destination that cannot flush (a closed pipe) has nothing left to give.
+      }
+    },
   };
 }
 

@@ -248,3 +248,9 @@ export async function pruneOutbox(db: Queryable, days: number): Promise<void> {
     DELETE FROM webhook_events e WHERE e.created_at < now() - ${days} * interval '1 day'
       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status = 'pending')`);
 }
+
+/** Deliveries waiting to be sent or retried, across all orgs (metrics: toolgate_webhook_outbox_depth). */
+export async function countPendingDeliveries(db: Queryable): Promise<number> {
+  const result = await db.execute<{ n: number }>(sql`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'pending'`);
+  return Number(rowsOf<{ n: number }>(result)[0]?.n ?? 0);
+}

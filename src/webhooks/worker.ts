@@ -3,6 +3,8 @@
  * each through the outbound guard, and records the outcome: delivered on 2xx, retried with backoff otherwise, the
  * endpoint disabled on 410. Delivery is at least once; the event id never changes, so receivers de-duplicate on it.
  */
+import { countWebhookDelivery } from '../observability/metrics.ts';
+import { inSpan } from '../observability/tracing.ts';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { OutboundFetchError, OutboundRefusedError, safeFetch, type OutboundPolicy } from '../net/outbound.ts';
@@ -108,7 +110,8 @@ export class WebhookWorker {
   }
 
   private async deliver(claim: ClaimedDelivery): Promise<void> {
-    const verdict = await this.send(claim);
+    const verdict = await inSpan('webhook delivery', () => this.send(claim));
+    countWebhookDelivery(verdict.kind);
     const { config } = this.deps;
     try {
       if (verdict.kind === 'delivered') {

@@ -1,7 +1,7 @@
 /** Builds real gateways for tests: PGlite in memory, or a fresh database on the PostgreSQL server. */
 import postgres from 'postgres';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { createGateway, type Gateway } from '../../src/gateway.ts';
+import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.ts';
 import { contractChecked } from './contract.ts';
 import { PG_URL } from './services.ts';
 
@@ -33,7 +33,7 @@ export async function freshDatabase(prefix = 'tg_test'): Promise<{ url: string; 
   };
 }
 
-export async function startTestGateway(kind: StoreKind = 'pglite', env: Record<string, string> = {}, databaseUrl?: string): Promise<TestGateway> {
+export async function startTestGateway(kind: StoreKind = 'pglite', env: Record<string, string> = {}, databaseUrl?: string, options: GatewayOptions = {}): Promise<TestGateway> {
   let db: { url: string; drop: () => Promise<void> } | null = null;
   if (kind === 'postgres' && !databaseUrl) db = await freshDatabase();
   const url = databaseUrl ?? db?.url ?? null;
@@ -45,7 +45,7 @@ export async function startTestGateway(kind: StoreKind = 'pglite', env: Record<s
     ...(url ? { DATABASE_URL: url, TOOLGATE_SECRET_KEY: 'a'.repeat(64) } : {}),
     ...env,
   });
-  const gateway = await createGateway(config, { inMemory: true });
+  const gateway = await createGateway(config, { inMemory: true, ...options });
   const testGateway: TestGateway = {
     ...gateway,
     // Every response a suite gets through the test gateway is checked against openapi.yaml (test/support/contract.ts).

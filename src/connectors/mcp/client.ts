@@ -4,6 +4,7 @@
  * spoken (decisions.md). One session per connector, opened lazily and re-opened when the upstream forgets it (404).
  */
 import { safeFetch, type OutboundPolicy } from '../../net/outbound.ts';
+import { inSpan } from '../../observability/tracing.ts';
 import type { McpConfig } from '../../../generated/client/types.gen.ts';
 
 export const PROTOCOL_VERSION = '2025-06-18';
@@ -74,11 +75,13 @@ export class UpstreamSession {
   }
 
   private async post(policy: OutboundPolicy, limits: UpstreamLimits, message: Record<string, unknown>): Promise<{ status: number; body: unknown; session: string | null }> {
-    const res = await safeFetch(this.config.url, { method: 'POST', headers: this.headers(), body: JSON.stringify(message) }, policy, {
-      requireHttps: true,
-      timeoutMs: limits.timeoutMs,
-      maxBytes: limits.maxBytes,
-    });
+    const res = await inSpan('upstream mcp', () =>
+      safeFetch(this.config.url, { method: 'POST', headers: this.headers(), body: JSON.stringify(message) }, policy, {
+        requireHttps: true,
+        timeoutMs: limits.timeoutMs,
+        maxBytes: limits.maxBytes,
+      }),
+    );
     const text = await res.text();
     const session = res.headers.get('mcp-session-id');
     if (res.status === 202 || text === '') return { status: res.status, body: null, session };

@@ -10,6 +10,7 @@ import { mcpConfigSchema } from './schema.ts';
 import { upstreamToolSpecs, type McpTarget } from './tools.ts';
 
 const sessions = new PoolRegistry<UpstreamSession, undefined, McpConfig>({
+  type: 'mcp',
   open: (config, credential) => new UpstreamSession(config, credential),
   end: (session) => (session.policy ? session.close(session.policy) : Promise.resolve()),
 });

@@ -11,7 +11,7 @@ import { isSystemDatabase, sameName } from '../sqlguard/mysql-names.ts';
 import { executeMysql, loadMysqlGuard } from './execute.ts';
 import { myCallErrorText, myConnectorError, type MyErrorContext } from './errors.ts';
 
-const pools = new PoolRegistry<MyPool>({ open: openMyPool, end: endMyPool });
+const pools = new PoolRegistry<MyPool>({ type: 'mysql', open: openMyPool, end: endMyPool });
 
 /** Pool size, idle close and connect timeout for pools opened from now on (defaults: 10, 5 min, 5 s). */
 export function configureMysqlPools(settings: Partial<PoolSettings>): void {

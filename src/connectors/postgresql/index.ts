@@ -10,7 +10,7 @@ import { executePg } from './execute.ts';
 import { TEMP_PRIVILEGE_MISSING } from './resolution.ts';
 import { pgCallErrorText, pgConnectorError, type PgErrorContext } from './errors.ts';
 
-const pools = new PoolRegistry<PgPool, PgSession>({ open: openPgPool, end: endPgPool });
+const pools = new PoolRegistry<PgPool, PgSession>({ type: 'postgresql', open: openPgPool, end: endPgPool });
 
 /** Pool size, idle close and connect timeout for pools opened from now on (defaults: 10, 5 min, 5 s). */
 export function configurePostgresqlPools(settings: Partial<PoolSettings>): void {

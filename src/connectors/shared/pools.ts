@@ -1,6 +1,7 @@
 /** One lazily opened, bounded pool per connector id, replaced when the config or credential changes, closed when idle. */
 import { createHash } from 'node:crypto';
 import type { DatabaseConfig, ExecutionLimits } from '../types.ts';
+import { countConnectorBusy, observeConnectorWait, registerPoolSource } from '../../observability/metrics.ts';
 
 export interface PoolSettings {
   /** Connections per connector. */
@@ -14,6 +15,8 @@ export interface PoolSettings {
 export const DEFAULT_POOL_SETTINGS: PoolSettings = { max: 10, idleMs: 5 * 60_000, connectTimeoutMs: 5_000 };
 
 export interface PoolFactory<P, O = undefined, C = DatabaseConfig> {
+  /** The connector type these pools serve (the metrics label: toolgate_connector_*). */
+  type?: string;
   /** `extra` comes from the call that opens the pool (postgresql: the session defaults of its fast path). */
   open(config: C, credential: string | null, settings: PoolSettings, extra?: O): P;
   end(pool: P): Promise<void>;
@@ -68,7 +71,23 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
   private readonly entries = new Map<string, Entry<P>>();
   private settings: PoolSettings = { ...DEFAULT_POOL_SETTINGS };
 
-  constructor(private readonly factory: PoolFactory<P, O, C>) {}
+  private readonly type: string;
+
+  constructor(private readonly factory: PoolFactory<P, O, C>) {
+    this.type = factory.type ?? 'unknown';
+    registerPoolSource({ type: this.type, usage: () => this.usage() });
+  }
+
+  /** Open pools, calls holding a slot and calls waiting for one, over every connector (read at metrics scrape). */
+  usage(): { pools: number; running: number; waiting: number } {
+    let running = 0;
+    let waiting = 0;
+    for (const entry of this.entries.values()) {
+      running += entry.running;
+      waiting += entry.waiting.length;
+    }
+    return { pools: this.entries.size, running, waiting };
+  }
 
   /** Changes the settings of pools opened from now on (open pools are replaced on their next use). */
   configure(settings: Partial<PoolSettings>): void {
@@ -117,14 +136,20 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
   private admit(entry: Entry<P>, slots: number, queueTimeoutMs: number): Promise<void> {
     if (entry.running < slots && entry.waiting.length === 0) {
       entry.running++;
+      observeConnectorWait(this.type, 0);
       return Promise.resolve();
     }
+    const queuedAt = performance.now();
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
-        resolve,
+        resolve: () => {
+          observeConnectorWait(this.type, (performance.now() - queuedAt) / 1000);
+          resolve();
+        },
         timer: setTimeout(() => {
           const i = entry.waiting.indexOf(waiter);
           if (i >= 0) entry.waiting.splice(i, 1);
+          countConnectorBusy(this.type);
           reject(new ConnectorBusyError(entry.running, queueTimeoutMs));
         }, queueTimeoutMs),
       };

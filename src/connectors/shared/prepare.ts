@@ -3,6 +3,8 @@ import type { GuardOptions, GuardResult, StatementKind } from '../sqlguard/types
 import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
 import { errorResult, parseCallArgs } from './result.ts';
 import { checkWrappable } from './sqltext.ts';
+import { countGuardRefusal, type GuardRefusalReason } from '../../observability/metrics.ts';
+import { inSpan } from '../../observability/tracing.ts';
 
 export interface PreparedCall {
   /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads. */
@@ -23,11 +25,20 @@ export interface Dialect {
   wrapRead(body: string, limit: number, maxRowBytes: number): string;
 }
 
+/** The span of the guard's check, by dialect (constants: a call builds no name). */
+const GUARD_SPAN = { postgresql: 'guard postgresql', mysql: 'guard mysql' } as const;
+
+/** A refusal before the database, counted by the stage that refused (toolgate_guard_refusals_total). */
+function refused(dialect: Dialect, stage: GuardRefusalReason, text: string): ToolResult {
+  countGuardRefusal(dialect.name, stage);
+  return errorResult(text);
+}
+
 /** Either the statement to run, or the tool result that refuses the call (never thrown: a refusal is a result). */
 export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): PreparedCall | ToolResult {
   const call = parseCallArgs(args, ctx.limits);
-  if (typeof call === 'string') return errorResult(call);
-  const verdict = dialect.guard(call.sql, {
+  if (typeof call === 'string') return refused(dialect, 'arguments', call);
+  const verdict = inSpan(GUARD_SPAN[dialect.name], () => dialect.guard(call.sql, {
     table: { schema: tool.target.schema, name: tool.target.table },
     allowWrite: ctx.allowWrite,
     allowDdl: ctx.allowDdl,
@@ -35,15 +46,15 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
     // MySQL: how the server compares table names, recorded at introspection (no query per call).
     lowerCaseTableNames: tool.target.lowerCaseTableNames,
     storedFunctions: tool.target.storedFunctions,
-  });
-  if (!verdict.ok) return errorResult(verdict.reason);
+  }));
+  if (!verdict.ok) return refused(dialect, 'statement', verdict.reason);
   const write = !verdict.readOnly;
   // Defence in depth: the guard already applies these settings; a write must also be allowed here.
   if (write && (ctx.readOnly || !(verdict.kind === 'ddl' ? ctx.allowDdl : ctx.allowWrite))) {
-    return errorResult('This tool is read-only: only SELECT statements are accepted.');
+    return refused(dialect, 'read_only', 'This tool is read-only: only SELECT statements are accepted.');
   }
   const text = checkWrappable(call.sql, dialect.name);
-  if (!text.ok) return errorResult(text.reason);
+  if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
   return { statement: write ? text.body : dialect.wrapRead(text.body, call.maxRows + 1, maxRowBytes(ctx.limits.maxResultBytes)), write, kind: verdict.kind, maxRows: call.maxRows };
 }
 

@@ -1,0 +1,202 @@
+/**
+ * The Prometheus metrics of this process (prom-client), served by GET /metrics. Labels take only values from small
+ * fixed sets (route templates, methods, connector types, outcomes, reasons): never an org id, a tool name, a user or
+ * anything a caller chooses, so the series count stays bounded whatever the traffic (docs/decisions.md, issue 15).
+ * Hot paths reach a series through a cached child (`series`), so a call allocates no label object.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { RpcCode } from '../errors.ts';
+
+export const registry = new Registry();
+
+let defaultsOn = false;
+/** Process memory, CPU, event-loop lag and the like; started by the first gateway (not by the CLI). */
+export function startDefaultMetrics(): void {
+  if (defaultsOn) return;
+  defaultsOn = true;
+  collectDefaultMetrics({ register: registry, prefix: 'toolgate_', eventLoopMonitoringPrecision: 20 });
+}
+
+/** Latency buckets in seconds: 1 ms to 30 s (a statement timeout is at most minutes, an approval wait is not timed). */
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+type Child<M> = M extends Counter<string> ? ReturnType<Counter<string>['labels']> : M extends Histogram<string> ? ReturnType<Histogram<string>['labels']> : ReturnType<Gauge<string>['labels']>;
+
+/** Label children cached by their values joined (every label value is from a bounded set, so the map stays small). */
+function series<M extends Counter<string> | Histogram<string> | Gauge<string>>(metric: M): (...values: string[]) => Child<M> {
+  const children = new Map<string, Child<M>>();
+  return (...values) => {
+    const key = values.length === 1 ? values[0]! : values.join('\u0000');
+    let child = children.get(key);
+    if (!child) children.set(key, (child = (metric as Counter<string>).labels(...values) as Child<M>));
+    return child;
+  };
+}
+
+const httpRequests = new Counter({ name: 'toolgate_http_requests_total', help: 'HTTP requests answered, by route template, method and status.', labelNames: ['route', 'method', 'status'], registers: [registry] });
+const httpDuration = new Histogram({ name: 'toolgate_http_request_duration_seconds', help: 'Time to answer an HTTP request, by route template.', labelNames: ['route'], buckets: BUCKETS, registers: [registry] });
+const httpRequestsOf = series(httpRequests);
+const httpDurationOf = series(httpDuration);
+
+export function observeHttp(route: string, method: string, status: number, seconds: number): void {
+  httpRequestsOf(route, method, statusText(status)).inc();
+  httpDurationOf(route).observe(seconds);
+}
+
+const STATUS_TEXT = new Map<number, string>();
+function statusText(status: number): string {
+  let text = STATUS_TEXT.get(status);
+  if (!text) STATUS_TEXT.set(status, (text = String(status)));
+  return text;
+}
+
+const MCP_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call']);
+const mcpRequests = new Counter({ name: 'toolgate_mcp_requests_total', help: 'JSON-RPC requests answered on the MCP endpoint, by method (unknown for any other) and outcome (ok, rpc_error, internal_error).', labelNames: ['method', 'outcome'], registers: [registry] });
+const mcpDuration = new Histogram({ name: 'toolgate_mcp_request_duration_seconds', help: 'Time to answer a JSON-RPC request, by method.', labelNames: ['method'], buckets: BUCKETS, registers: [registry] });
+const mcpRequestsOf = series(mcpRequests);
+const mcpDurationOf = series(mcpDuration);
+
+export type McpOutcome = 'ok' | 'rpc_error' | 'internal_error';
+export function observeMcp(method: string, outcome: McpOutcome, seconds: number): void {
+  const name = MCP_METHODS.has(method) ? method : 'unknown';
+  mcpRequestsOf(name, outcome).inc();
+  mcpDurationOf(name).observe(seconds);
+}
+
+const toolCalls = new Counter({ name: 'toolgate_tool_calls_total', help: 'tools/call by tool type (postgresql, mysql, mcp, builtin, none: an unknown tool) and outcome (success, error, held, refused).', labelNames: ['tool_type', 'outcome'], registers: [registry] });
+const toolDuration = new Histogram({ name: 'toolgate_tool_call_duration_seconds', help: 'Time of a tools/call from lookup to its committed audit row, by tool type.', labelNames: ['tool_type'], buckets: BUCKETS, registers: [registry] });
+const toolCallsOf = series(toolCalls);
+const toolDurationOf = series(toolDuration);
+
+export type ToolOutcome = 'success' | 'error' | 'held' | 'refused';
+/** `toolType`: the connector type of the tool, null for a built-in or unknown tool. */
+export function observeToolCall(toolType: string | null | undefined, outcome: ToolOutcome, seconds: number): void {
+  const type = toolType ?? 'none';
+  toolCallsOf(type, outcome).inc();
+  toolDurationOf(type).observe(seconds);
+}
+
+/** A refused tools/call (a JSON-RPC error): counted as refused, and as a quota refusal when that is why (RpcCode.QuotaExceeded: a used-up quota or an ended trial). */
+export function observeToolRefusal(toolType: string | null | undefined, rpcCode: number, seconds: number): void {
+  observeToolCall(toolType, 'refused', seconds);
+  if (rpcCode === RpcCode.QuotaExceeded) countLimitRefusal('quota');
+}
+
+const connectorWait = new Histogram({ name: 'toolgate_connector_queue_wait_seconds', help: 'Time a call waited for a free slot of its connector, by connector type.', labelNames: ['connector_type'], buckets: BUCKETS, registers: [registry] });
+const connectorBusy = new Counter({ name: 'toolgate_connector_busy_total', help: 'Calls refused because their connector stayed full for the whole queue deadline, by connector type.', labelNames: ['connector_type'], registers: [registry] });
+const connectorWaitOf = series(connectorWait);
+const connectorBusyOf = series(connectorBusy);
+
+export function observeConnectorWait(connectorType: string, seconds: number): void {
+  connectorWaitOf(connectorType).observe(seconds);
+}
+export function countConnectorBusy(connectorType: string): void {
+  connectorBusyOf(connectorType).inc();
+}
+
+/** The pools of each connector type, read at scrape time (connectors/shared/pools.ts registers them). */
+export interface PoolSource {
+  type: string;
+  /** Open pools, calls holding a slot, calls waiting for one. */
+  usage(): { pools: number; running: number; waiting: number };
+}
+const poolSources = new Set<PoolSource>();
+export function registerPoolSource(source: PoolSource): void {
+  poolSources.add(source);
+}
+new Gauge({
+  name: 'toolgate_connector_pool_usage',
+  help: 'Connector pools by connector type: open pools (state=pools), calls holding a slot (state=running), calls waiting for one (state=waiting).',
+  labelNames: ['connector_type', 'state'],
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const source of poolSources) {
+      const { pools, running, waiting } = source.usage();
+      this.inc({ connector_type: source.type, state: 'pools' }, pools);
+      this.inc({ connector_type: source.type, state: 'running' }, running);
+      this.inc({ connector_type: source.type, state: 'waiting' }, waiting);
+    }
+  },
+});
+
+const guardRefusals = new Counter({ name: 'toolgate_guard_refusals_total', help: 'SQL calls refused before reaching the database, by dialect and reason (arguments, statement, read_only, not_wrappable).', labelNames: ['dialect', 'reason'], registers: [registry] });
+const guardRefusalsOf = series(guardRefusals);
+export type GuardRefusalReason = 'arguments' | 'statement' | 'read_only' | 'not_wrappable';
+export function countGuardRefusal(dialect: string, reason: GuardRefusalReason): void {
+  guardRefusalsOf(dialect, reason).inc();
+}
+
+const limitRefusals = new Counter({ name: 'toolgate_limit_refusals_total', help: 'Requests refused by a limit: burst_local (this instance\'s window), burst_shared (the Redis window of tools/call), quota (the monthly quota, or a trial that ended).', labelNames: ['limit'], registers: [registry] });
+const limitRefusalsOf = series(limitRefusals);
+export type LimitKind = 'burst_local' | 'burst_shared' | 'quota';
+export function countLimitRefusal(kind: LimitKind): void {
+  limitRefusalsOf(kind).inc();
+}
+
+const webhookDeliveries = new Counter({ name: 'toolgate_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, retry, gone).', labelNames: ['outcome'], registers: [registry] });
+const webhookDeliveriesOf = series(webhookDeliveries);
+export function countWebhookDelivery(outcome: 'delivered' | 'retry' | 'gone'): void {
+  webhookDeliveriesOf(outcome).inc();
+}
+
+/** What each gateway of this process reports at scrape time (registered by gateway.ts, removed on close). */
+export interface GatewaySource {
+  /** Rows waiting in the audit recorder: tool-call rows waiting for their commit, refusals waiting to be written. */
+  auditQueue(): { calls: number; denials: number };
+  /** 'shared': Redis answers; 'fallback': Redis configured but down (per-instance windows); 'local': no Redis. */
+  burstMode(): 'shared' | 'fallback' | 'local';
+}
+const gatewaySources = new Set<GatewaySource>();
+export function registerGatewaySource(source: GatewaySource): () => void {
+  gatewaySources.add(source);
+  return () => gatewaySources.delete(source);
+}
+new Gauge({
+  name: 'toolgate_audit_queue_depth',
+  help: 'Audit rows waiting in this instance: queue=calls (tool-call rows waiting for their group commit), queue=denials (refusals waiting to be written).',
+  labelNames: ['queue'],
+  registers: [registry],
+  collect() {
+    let calls = 0;
+    let denials = 0;
+    for (const source of gatewaySources) {
+      const depth = source.auditQueue();
+      calls += depth.calls;
+      denials += depth.denials;
+    }
+    this.set({ queue: 'calls' }, calls);
+    this.set({ queue: 'denials' }, denials);
+  },
+});
+new Gauge({
+  name: 'toolgate_redis_fallback',
+  help: '1 while Redis is configured but unreachable and burst limits fall back to per-instance windows, else 0.',
+  registers: [registry],
+  collect() {
+    let fallback = 0;
+    for (const source of gatewaySources) if (source.burstMode() === 'fallback') fallback = 1;
+    this.set(fallback);
+  },
+});
+
+/** Outbox rows not yet delivered, read at scrape time from the store (one count query per scrape). */
+let outboxDepth: (() => Promise<number>) | null = null;
+export function registerOutboxDepth(read: (() => Promise<number>) | null): void {
+  outboxDepth = read;
+}
+new Gauge({
+  name: 'toolgate_webhook_outbox_depth',
+  help: 'Webhook deliveries waiting to be sent or retried (shared store: the same figure on every instance).',
+  registers: [registry],
+  async collect() {
+    if (!outboxDepth) return this.set(0);
+    try {
+      this.set(await outboxDepth());
+    } catch {
+      // The store is down: /readyz says so; the gauge keeps its last value.
+    }
+  },
+});
+
+export const METRICS_CONTENT_TYPE = registry.contentType;
