@@ -9,7 +9,7 @@ import { admissionOf, busyText, ConnectorBusyError, PoolRegistry, type PoolSetti
 import { DEFAULT_LIMIT, MAX_LIMIT, OUTPUT_SCHEMA } from '../shared/toolspec.ts';
 import { errorResult, RowCollector } from '../shared/result.ts';
 import { toolNames } from '../shared/naming.ts';
-import { describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
+import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
 import { netErrorCode } from '../shared/netcause.ts';
 import { DEFAULT_MONGODB_PORT, mongodbConfigSchema } from './config.ts';
 import { guardMongoCall } from './guard.ts';
@@ -96,12 +96,7 @@ function describeConnect(err: unknown, ctx: ErrorContext): Described | null {
 }
 
 function connectorError(err: unknown, ctx: ErrorContext, fallback: ConnectorError['code']): ConnectorError {
-  if (err instanceof ConnectorError) return err;
-  const d = describeConnect(err, ctx);
-  if (d) return new ConnectorError(scrub(d.message, ctx.credential), d.code);
-  const e = (err ?? {}) as MongoErr;
-  const what = fallback === 'introspection_failed' ? 'introspection' : 'connection check';
-  return new ConnectorError(scrub(`${what} failed: ${e.message ?? String(err)}`, ctx.credential), fallback);
+  return connectorFailure(err, err instanceof ConnectorError ? null : describeConnect(err, ctx), ctx.credential, fallback);
 }
 
 function callErrorText(err: unknown, ctx: ErrorContext): string {

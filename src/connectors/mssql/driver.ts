@@ -16,7 +16,7 @@ import { admissionOf, busyText, ConnectorBusyError, PoolRegistry, type PoolSetti
 import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
 import { errorResult, RowCollector, type Row } from '../shared/result.ts';
 import { toolNames } from '../shared/naming.ts';
-import { describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
+import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
 import { netErrorCode } from '../shared/netcause.ts';
 import { int64TextToJson, toJsonSafe } from '../shared/jsonsafe.ts';
 import { DEFAULT_MSSQL_PORT, mssqlConfigSchema } from './config.ts';
@@ -115,12 +115,7 @@ function describeConnect(err: unknown, ctx: ErrorContext): Described | null {
 }
 
 function connectorError(err: unknown, ctx: ErrorContext, fallback: ConnectorError['code']): ConnectorError {
-  if (err instanceof ConnectorError) return err;
-  const d = describeConnect(err, ctx);
-  if (d) return new ConnectorError(scrub(d.message, ctx.credential), d.code);
-  const e = (err ?? {}) as MsErr;
-  const what = fallback === 'introspection_failed' ? 'introspection' : 'connection check';
-  return new ConnectorError(scrub(`${what} failed: ${e.message ?? String(err)}`, ctx.credential), fallback);
+  return connectorFailure(err, err instanceof ConnectorError ? null : describeConnect(err, ctx), ctx.credential, fallback);
 }
 
 function callErrorText(err: unknown, ctx: ErrorContext): string {

@@ -1,6 +1,6 @@
 /** Turns mysql2 and server errors into messages fit for an agent or an org admin: clear, and without secrets. */
 import { ConnectorError, type DatabaseConfig } from '../types.ts';
-import { describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
+import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
 import { busyText, ConnectorBusyError } from '../shared/pools.ts';
 import { DEFAULT_MYSQL_PORT } from './pool.ts';
 
@@ -49,11 +49,8 @@ function describeConnect(err: unknown, ctx: MyErrorContext): Described | null {
 /** For validate/introspect: a ConnectorError with a safe message. */
 export function myConnectorError(err: unknown, ctx: MyErrorContext, fallback: ConnectorError['code']): ConnectorError {
   if (err instanceof ConnectorError) return err;
-  const d = describeConnect(err, ctx);
-  if (d) return new ConnectorError(scrub(d.message, ctx.credential), d.code);
   const e = asMysql(err);
-  const what = fallback === 'introspection_failed' ? 'introspection' : 'connection check';
-  return new ConnectorError(scrub(`${what} failed: ${e.sqlMessage ?? e.message ?? String(err)}`, ctx.credential), fallback);
+  return connectorFailure(err, describeConnect(err, ctx), ctx.credential, fallback, e.sqlMessage ?? e.message);
 }
 
 /** For execute: the text of an isError result. */

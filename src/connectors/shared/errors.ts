@@ -1,5 +1,5 @@
 /** Error wording shared by SQL drivers: network failures in plain words, and messages scrubbed of secrets. */
-import type { ConnectorError } from '../types.ts';
+import { ConnectorError } from '../types.ts';
 
 export type ConnectorErrorCode = ConnectorError['code'];
 
@@ -57,3 +57,16 @@ export function scrub(message: string, credential: string | null): string {
  * Its text describes the gateway's internals, never the caller's query, so it is not passed on.
  */
 export const INTERNAL_FAILURE_TEXT = 'The query failed inside the gateway (an internal error); nothing more can be said about it. Try a smaller result, e.g. fewer or narrower columns.';
+
+/**
+ * A validate/introspect failure as a ConnectorError with a safe message: a ConnectorError passes through, a failure
+ * the driver could describe (network, authentication...) keeps its plain words, anything else becomes
+ * "<connection check|introspection> failed: <the driver's message>", scrubbed of the credential in every case.
+ */
+export function connectorFailure(err: unknown, described: Described | null, credential: string | null, fallback: ConnectorErrorCode, driverMessage?: string): ConnectorError {
+  if (err instanceof ConnectorError) return err;
+  if (described) return new ConnectorError(scrub(described.message, credential), described.code);
+  const what = fallback === 'introspection_failed' ? 'introspection' : 'connection check';
+  const message = driverMessage ?? (err as { message?: string } | null)?.message ?? String(err);
+  return new ConnectorError(scrub(`${what} failed: ${message}`, credential), fallback);
+}
