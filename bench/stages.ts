@@ -8,7 +8,6 @@
  *
  *   bun bench/stages.ts [--seconds=3] [--rounds=3] [--callers=16] [--only=text] (stages whose name contains text)
  *                       [--store=pglite] (the embedded store instead of PostgreSQL; the data database stays on PostgreSQL)
- *                       [--cap=N] (the gateway's calls in flight per connector, TOOLGATE_CONNECTOR_MAX_CONCURRENT_CALLS)
  *   (bun --cpu-prof --cpu-prof-dir=DIR bench/stages.ts --only=tools/call profiles one stage)
  */
 import postgres from 'postgres';
@@ -41,9 +40,7 @@ await seedItems(DATA_DB);
 
 /** --store=pglite: the embedded store (PGlite, in memory) instead of a PostgreSQL store database. */
 const STORE = process.argv.includes('--store=pglite') ? 'pglite' : 'postgres';
-/** --cap=N: TOOLGATE_CONNECTOR_MAX_CONCURRENT_CALLS of the gateway (default 10, the connector pool's size). */
-const CAP = arg('cap', 0);
-const gateway = await startTestGateway(STORE, { REDIS_URL: 'redis://127.0.0.1:6379', TOOLGATE_WEBHOOK_WORKER: '0', ...(CAP ? { TOOLGATE_CONNECTOR_MAX_CONCURRENT_CALLS: String(CAP) } : {}) });
+const gateway = await startTestGateway(STORE, { REDIS_URL: 'redis://127.0.0.1:6379', TOOLGATE_WEBHOOK_WORKER: '0' });
 exit.add(() => gateway.close());
 const org = await onboard(gateway);
 const config: DatabaseConfig = { host: PG.host, port: PG.port, database: DATA_DB, user: PG.user };
