@@ -88,7 +88,6 @@ const stages: Record<string, () => Promise<unknown>> = {
   'audit row, group commit (audit.toolCall)': () =>
     gateway.deps.audit.toolCall(
       { orgId: org.orgId, action: 'tool.called', actor: { type: 'api_key', id: 'k' }, targetType: 'tool', targetId: toolName, details: { tool_name: toolName, connector_id: connector.id, duration_ms: 1.2, row_count: 10, counted: true, arguments_sha256: 'a'.repeat(64) } },
-      null,
     ),
 };
 

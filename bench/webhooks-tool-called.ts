@@ -1,7 +1,8 @@
 /**
  * tools/call with and without a subscribed tool.called webhook (issue 11), in process through app.handle on real
  * PostgreSQL: 16 concurrent callers, 5 interleaved rounds of 2,000 calls per setting, medians reported.
- * BENCH_WORKER=0 measures the outbox write alone (no delivery worker in the process).
+ * BENCH_WORKER=0 measures the hot path alone: no relay and no delivery worker in the process (tool.called is relayed
+ * from the sealed audit rows by the worker, webhooks/relay.ts, so the two orgs' calls run the same code).
  * Run: node_modules/.bin/bun bench/webhooks-tool-called.ts
  */
 import { startTestGateway, onboard, tokenFor, api } from '../test/support/gateway.ts';

@@ -18,7 +18,6 @@ import type { UsageMeter } from './limits/usage.ts';
 import type { DomainEvents } from './events/index.ts';
 import type { McpServer } from './mcp/server.ts';
 import type { WebhookWorker } from './webhooks/worker.ts';
-import type { ToolCalledSubscriptions } from './webhooks/outbox.ts';
 import type { ApprovalService } from './approvals/service.ts';
 import type { AuditRecorder } from './audit/recorder.ts';
 
@@ -38,7 +37,7 @@ export interface AppDeps {
   /** This instance's burst windows, applied to every authenticated MCP request. */
   localBurst: LocalWindow;
   usage: UsageMeter;
-  /** Domain events (approval.*, tool.called): the audit log and the webhook outbox subscribe here. */
+  /** Domain events (approval.*): the audit log and the webhook outbox subscribe here (tool.called: webhooks/relay.ts). */
   events: DomainEvents;
   /** Held calls and their decisions (src/approvals); the tool runtime holds and polls through it. */
   approvals: ApprovalService;
@@ -46,8 +45,6 @@ export interface AppDeps {
   audit: AuditRecorder;
   /** The MCP methods (JSON-RPC method table over the tool runtime) behind the MCP transport. */
   mcp: McpServer;
-  /** Which orgs have a tool.called webhook (cached per catalog version): only their calls build the event. */
-  toolCalled: ToolCalledSubscriptions;
   /** This instance's webhook delivery worker; null when TOOLGATE_WEBHOOK_WORKER=0. */
   webhookWorker: WebhookWorker | null;
   /** Set when a shutdown begins: /readyz answers 503 so load balancers stop sending requests (src/main.ts). */

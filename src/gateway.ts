@@ -15,7 +15,7 @@ import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/bu
 import { UsageMeter } from './limits/usage.ts';
 import { DomainEvents } from './events/index.ts';
 import { createMcpServer } from './mcp/server.ts';
-import { outboxSubscriber, ToolCalledSubscriptions } from './webhooks/outbox.ts';
+import { outboxSubscriber } from './webhooks/outbox.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
 import { ApprovalService } from './approvals/service.ts';
 import { deriveApprovalDigestKey } from './approvals/digest.ts';
@@ -80,10 +80,10 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // Rows left unsealed (written before the audit chain existed, or by an instance that stopped) join the chain first.
   while ((await sealPending(store.db)) > 0);
   const events = new DomainEvents();
-  // The webhook outbox subscribes by event type, so every emitter (approvals, tool calls) feeds it in its transaction.
+  // The webhook outbox subscribes to every emitted event (approvals), in the emitter's transaction; tool.called is
+  // relayed from sealed audit rows by the webhook worker (webhooks/relay.ts).
   events.subscribe(outboxSubscriber);
   events.subscribe(auditSubscriber, ['approval.requested']);
-  const toolCalled = new ToolCalledSubscriptions(store.db);
   const webhookWorker = config.webhookWorker ? new WebhookWorker({ store, box, outbound, log, config }) : null;
   const approvals = new ApprovalService({
     db: store.db,
@@ -97,7 +97,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     // only orphans match.
     executionStaleMs: Math.max(APPROVAL_STALE_MIN_MS, config.connectorQueueTimeoutMs + 2 * config.statementTimeoutMs + 60_000),
   });
-  const audit = new AuditRecorder({ db: store.db, events, log, queueMax: config.auditQueueMax });
+  const audit = new AuditRecorder({ db: store.db, log, queueMax: config.auditQueueMax });
   const stopRetention = startRetentionSweeper({ db: store.db, log, retentionDays: config.auditRetentionDays });
   const deps: AppDeps = {
     config,
@@ -116,8 +116,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     events,
     approvals,
     audit,
-    mcp: createMcpServer({ catalog, usage, config, log, approvals, outbound, toolCalled, audit }),
-    toolCalled,
+    mcp: createMcpServer({ catalog, usage, config, log, approvals, outbound, audit }),
     webhookWorker,
     lifecycle: { shuttingDown: false },
   };

@@ -195,7 +195,7 @@ export const REQUIREMENTS = {
   'WEBHOOK-ISOLATION': 'A hanging receiver does not stall deliveries to other endpoints [issue 11]',
   'WEBHOOK-APPROVAL-EVENTS': 'Holding a flagged call and deciding it deliver approval.requested and approval.decided, without the call arguments [spec Events; issue 11]',
   'WEBHOOK-TOOL-CALLED': 'tools/call of an org with a tool.called webhook delivers a tool.called event; an org without one writes no outbox row [issue 11]',
-  'WEBHOOK-TOOL-CALLED-ONE-STATEMENT': 'The audit batch writes its rows and the tool.called outbox rows in one statement: both commit or neither, no transaction on the hot path [issue 11; issue 14]',
+  'WEBHOOK-TOOL-CALLED-RELAY': 'The tool call\'s audit row is the outbox record of tool.called: tools/call writes nothing for webhooks; the relay turns sealed rows into events (id evt_<audit row id>, the documented data) and deliveries and moves its cursor in one transaction (all or nothing); calls committed with no relay running are delivered later; several relays deliver each call once; no backfill before an endpoint takes tool.called; disabled endpoints get nothing [issue 11]',
 
   // Audit trail and billing (issue 10)
   'AUDIT-TOOL-CALL': 'Every tools/call writes exactly one tool.called row (tool, connector, credential, outcome, duration, rows), never argument values or SQL [issue 10]',

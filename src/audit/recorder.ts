@@ -15,14 +15,12 @@
  *   refusals of that org are counted, not queued, and one `audit.denials_dropped` row with the count is written once
  *   there is room again: the log says how many refusals it does not itemise.
  *
- * The seam for webhooks (issue 11): a tool-call row may carry a `tool.called` DomainEvent. The subscribers' writes
- * (the webhook outbox) go into the batch's INSERT as data-modifying CTEs (`events.ctes`): ONE statement, so the outbox
- * rows commit with the audit rows or not at all, with no transaction and no extra round trip (the earlier
- * BEGIN / INSERT / INSERT / COMMIT cost a subscribed org ~29% of its calls/s). If the statement fails, the batch and
- * its calls fail. A subscriber without a statement form gets `events.emit(tx, events)` in a transaction instead. Other domain
- * events that need an audit row (approval.requested) are turned into rows by `auditSubscriber`, subscribed at start.
+ * Webhooks (issue 11): a tool-call row is itself the outbox record of its `tool.called` event; webhooks/relay.ts turns
+ * sealed rows into webhook deliveries, so a batch writes nothing but audit rows whether or not the org has webhooks.
+ * Other domain events that need an audit row (approval.requested) are turned into rows by `auditSubscriber`,
+ * subscribed at start.
  */
-import { type DomainEvent, type DomainEvents, type EventSubscriber } from '../events/index.ts';
+import type { EventSubscriber } from '../events/index.ts';
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
@@ -47,14 +45,12 @@ export class AuditUnavailableError extends Error {}
 
 interface PendingCall {
   row: AuditInput;
-  event: DomainEvent | null;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
 
 export interface AuditRecorderDeps {
   db: Db;
-  events: Pick<DomainEvents, 'emit' | 'ctes'>;
   log: Logger;
   /** Waiting tool-call rows and waiting refusals, each queue on its own. */
   queueMax: number;
@@ -73,10 +69,10 @@ export class AuditRecorder {
 
   constructor(private readonly deps: AuditRecorderDeps) {}
 
-  /** Records a tool call and resolves once its row (and its `tool.called` event, if any) is committed. */
-  toolCall(row: AuditInput, event: DomainEvent | null): Promise<void> {
+  /** Records a tool call and resolves once its row is committed. */
+  toolCall(row: AuditInput): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.calls.push({ row, event, resolve, reject });
+      this.calls.push({ row, resolve, reject });
       this.schedule();
     });
   }
@@ -169,18 +165,7 @@ export class AuditRecorder {
   private async write(calls: PendingCall[], others: AuditInput[]): Promise<void> {
     if (calls.length) {
       try {
-        const rows = calls.map((c) => c.row);
-        const events = calls.flatMap((c) => (c.event ? [c.event] : []));
-        const ctes = events.length ? this.deps.events.ctes(events) : [];
-        if (ctes) {
-          // One statement: the audit rows and the subscribers' rows (the webhook outbox) commit together.
-          await insertUnsealed(this.deps.db, rows, this.now(), ctes);
-        } else {
-          await this.deps.db.transaction(async (tx) => {
-            await insertUnsealed(tx, rows, this.now());
-            await this.deps.events.emit(tx, events);
-          });
-        }
+        await insertUnsealed(this.deps.db, calls.map((c) => c.row), this.now());
         for (const call of calls) call.resolve();
       } catch (err) {
         this.deps.log.error('audit batch failed', { rows: calls.length, error: describeError(err) });

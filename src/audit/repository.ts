@@ -151,7 +151,7 @@ function unsealedRow(event: AuditInput, now: Date) {
  * The hot path's write (tool calls, refusals): one multi-row INSERT, no lock, so batches of any number of instances
  * and orgs commit side by side. The rows join their org's chain shortly after, in `sealPending`.
  */
-export async function insertUnsealed(db: Queryable, events: readonly AuditInput[], now: Date = new Date(), ctes: readonly SQL[] = []): Promise<void> {
+export async function insertUnsealed(db: Queryable, events: readonly AuditInput[], now: Date = new Date()): Promise<void> {
   if (events.length === 0) return;
   const rows = events.map((e) => {
     const row = unsealedRow(e, now);
@@ -159,13 +159,10 @@ export async function insertUnsealed(db: Queryable, events: readonly AuditInput[
   });
   // The batch as one JSON parameter: one statement and one parameter whatever the batch size (a VALUES list with a
   // parameter per field costs CPU per row to build and to parse).
-  const insert = sql`INSERT INTO audit_events (id, org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details)
+  await db.execute(sql`INSERT INTO audit_events (id, org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details)
     SELECT id, org_id, ${now.toISOString()}::timestamptz, action, actor_type, actor_id, target_type, target_id, outcome, details
     FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-      AS v(id uuid, org_id uuid, action text, actor_type text, actor_id text, target_type text, target_id text, outcome text, details jsonb)`;
-  // `ctes` (other writes that must commit with these rows, e.g. the webhook outbox): one statement, so atomic without
-  // a transaction; PostgreSQL runs every data-modifying CTE to completion whether or not the main query reads it.
-  await db.execute(ctes.length ? sql`WITH audit_rows AS (${insert} RETURNING 1), ${sql.join([...ctes], sql`, `)} SELECT count(*) FROM audit_rows` : insert);
+      AS v(id uuid, org_id uuid, action text, actor_type text, actor_id text, target_type text, target_id text, outcome text, details jsonb)`);
 }
 
 /**

@@ -2,9 +2,10 @@
  * Domain events: one module through which every event of the gateway is emitted, so the audit log and the webhook
  * outbox only subscribe. Subscribers run inside the emitter's transaction, so an event is durable exactly when the
  * change that caused it is (the transactional outbox rule): a subscriber that throws rolls the change back.
+ * `tool.called` is the exception: its record is the tool call's own audit row (written on the hot path without any
+ * subscriber), relayed into the webhook outbox after sealing by webhooks/relay.ts.
  */
 import { randomUUID } from 'node:crypto';
-import type { SQL } from 'drizzle-orm';
 import type { Queryable } from '../store/db.ts';
 
 /** The event types of the spec's "Events" section (the ones webhooks can subscribe to). */
@@ -21,14 +22,7 @@ export interface DomainEvent<Data extends Record<string, unknown> = Record<strin
 }
 
 /** A subscriber: writes what it keeps of the event with `tx`, the emitter's transaction (or the database). */
-export type EventSubscriber = ((tx: Queryable, events: readonly DomainEvent[]) => Promise<void>) & {
-  /**
-   * Optional statement form: the same writes as data-modifying CTEs (`name AS (INSERT ...)`, comma-separated, every
-   * CTE name starting with `prefix`), so an emitter can put them into the ONE statement that writes its own change
-   * (the audit batch of the hot path): atomic without a transaction, and no extra round trip.
-   */
-  ctes?: (events: readonly DomainEvent[], prefix: string) => SQL;
-};
+export type EventSubscriber = (tx: Queryable, events: readonly DomainEvent[]) => Promise<void>;
 
 export class DomainEvents {
   private readonly subscribers: { subscriber: EventSubscriber; types: ReadonlySet<WebhookEventType> | null }[] = [];
@@ -38,30 +32,9 @@ export class DomainEvents {
     this.subscribers.push({ subscriber, types: types ? new Set(types) : null });
   }
 
-  /** Whether any subscriber takes events of `type` (an emitter with nothing to hand over can skip its transaction). */
-  wants(type: WebhookEventType): boolean {
-    return this.subscribers.some((s) => s.types === null || s.types.has(type));
-  }
-
   /** Builds an event with a fresh id and the current time (the caller emits it, possibly batched with others). */
   static create<Data extends Record<string, unknown>>(type: WebhookEventType, orgId: string, data: Data, now = new Date()): DomainEvent<Data> {
     return { id: `evt_${randomUUID()}`, type, orgId, createdAt: now, data };
-  }
-
-  /**
-   * The statement form of `emit`: the CTEs of every subscriber taking some of `events`, for the emitter to put into
-   * its own statement (`WITH mine AS (...), <ctes> SELECT ...`); null when a subscriber that takes some of them has
-   * no statement form (the emitter then uses `emit` in a transaction). An empty list when nobody takes them.
-   */
-  ctes(events: readonly DomainEvent[]): SQL[] | null {
-    const parts: SQL[] = [];
-    for (const [i, { subscriber, types }] of this.subscribers.entries()) {
-      const taken = types === null ? events : events.filter((e) => types.has(e.type));
-      if (!taken.length) continue;
-      if (!subscriber.ctes) return null;
-      parts.push(subscriber.ctes(taken, `ev${i}_`));
-    }
-    return parts;
   }
 
   /** Hands the events to every subscriber with the caller's transaction; awaited, so a failure fails the caller. */

@@ -272,4 +272,21 @@ CREATE TABLE console_sessions (
 CREATE INDEX console_sessions_expires ON console_sessions (expires_at);
 `,
   },
+  {
+    version: 9,
+    name: 'webhook_relay_cursors',
+    // tool.called events are relayed from sealed audit rows (webhooks/relay.ts): one cursor per endpoint, the chain
+    // position up to which the org's rows were turned into events for it, and the time from which calls count for
+    // it. Existing endpoints start at the head.
+    sql: `
+CREATE TABLE webhook_relay_cursors (
+  webhook_id uuid PRIMARY KEY REFERENCES webhooks(id) ON DELETE CASCADE,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  after_seq bigint NOT NULL,
+  since timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO webhook_relay_cursors (webhook_id, org_id, after_seq)
+  SELECT w.id, w.org_id, coalesce(c.head_seq, 0) FROM webhooks w LEFT JOIN audit_chains c ON c.org_id = w.org_id;
+`,
+  },
 ];

@@ -213,6 +213,22 @@ export const webhooks = pgTable('webhooks', {
   updatedAt: ts('updated_at').notNull().defaultNow(),
 }, (t) => [index('webhooks_org').on(t.orgId)]);
 
+/**
+ * Per endpoint, the org's audit chain position up to which sealed tool-call rows were relayed into the outbox as
+ * tool.called events (webhooks/relay.ts); set to the chain head when the endpoint starts taking tool.called.
+ */
+export const webhookRelayCursors = pgTable('webhook_relay_cursors', {
+  webhookId: uuid('webhook_id')
+    .primaryKey()
+    .references(() => webhooks.id, { onDelete: 'cascade' }),
+  orgId: uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
+  afterSeq: bigint('after_seq', { mode: 'number' }).notNull(),
+  /** Calls recorded before this time are not relayed to the endpoint (rows committed, not yet sealed, at its start). */
+  since: ts('since').notNull().defaultNow(),
+});
+
 /** The outbox: one row per event, holding the exact body that is signed and sent on every attempt. */
 export const webhookEvents = pgTable('webhook_events', {
   id: text('id').primaryKey(),

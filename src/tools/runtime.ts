@@ -13,9 +13,8 @@
  *    MCP server is another kind of connector with its own executor);
  *  - audit rows and webhooks: `callTool` wraps every tools/call. A call that ran (or was answered by the gate or a
  *    built-in tool) resolves only once its `tool.called` audit row is committed, by group commit
- *    (audit/recorder.ts). A call that ran a connector tool of an org with a tool.called webhook
- *    (`toolCalled.wants`, a cached boolean) also carries its `tool.called` domain event, emitted in the
- *    transaction of the audit rows (the outbox commits with them). A refused call (RpcError) is recorded as a refusal
+ *    (audit/recorder.ts). That row is also the outbox record of the `tool.called` webhook event (webhooks/relay.ts
+ *    builds the event from it after sealing), so a call pays nothing for webhooks. A refused call (RpcError) is recorded as a refusal
  *    without waiting. An approved held call is reported by approval.decided, not tool.called.
  */
 import { getDriver } from '../connectors/registry.ts';
@@ -33,7 +32,6 @@ import type { OutboundPolicy } from '../net/outbound.ts';
 import { actorOf } from '../auth/principal.ts';
 import { canonicalJson } from '../audit/chain.ts';
 import type { AuditRecorder } from '../audit/recorder.ts';
-import { DomainEvents } from '../events/index.ts';
 import { createHash } from 'node:crypto';
 import { trialExpired } from '../billing/trial.ts';
 import { observeToolCall, observeToolRefusal } from '../observability/metrics.ts';
@@ -72,12 +70,6 @@ export interface ToolRuntimeDeps extends ExecutionDeps {
   approvals: ApprovalDesk;
   /** The audit log's group-commit writer: tool-call rows (awaited) and refusals. */
   audit: Pick<AuditRecorder, 'toolCall' | 'denial' | 'accepting'>;
-  /** Which orgs have a tool.called webhook (webhooks/outbox.ts): only their calls build the event. */
-  toolCalled?: ToolCalledSink;
-}
-
-export interface ToolCalledSink {
-  wants(org: { id: string; catalogVersion: number }): boolean | Promise<boolean>;
 }
 
 export const CHECK_APPROVAL_STATUS = 'check_approval_status';
@@ -269,41 +261,18 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
     row_count: rowCountOf(result),
   };
   const actor = actorOf(principal);
-  const event = tool && seen.counted && (await wantsToolCalled(deps, org)) ? toolCalledEvent(org, tool, data, result, principal) : null;
-  await recordCall(
-    deps,
-    {
-      orgId: org.id,
-      action: 'tool.called',
-      actor,
-      targetType: 'tool',
-      targetId: data.tool_name,
-      outcome,
-      details: { ...data, counted: Boolean(seen.counted), arguments_sha256: argumentsDigest(args), ...(result.structuredContent?.status === 'pending_approval' ? { held_for_approval: true } : {}) },
-    },
-    event,
-  );
+  // The webhook relay builds the tool.called event from this row: details keep every field of its `data`.
+  await recordCall(deps, {
+    orgId: org.id,
+    action: 'tool.called',
+    actor,
+    targetType: 'tool',
+    targetId: data.tool_name,
+    outcome,
+    details: { ...data, counted: Boolean(seen.counted), arguments_sha256: argumentsDigest(args), ...(result.structuredContent?.status === 'pending_approval' ? { held_for_approval: true } : {}) },
+  });
   observeToolCall(tool ? tool.connector.type : BUILTIN_TOOLS.has(name) ? 'builtin' : null, tool?.requiresApproval && !seen.counted ? 'held' : outcome, (performance.now() - started) / 1000);
   return result;
-}
-
-/** A cached boolean on the hot path; if the lookup fails the event is built anyway (an unwanted outbox row is harmless). */
-async function wantsToolCalled(deps: ToolRuntimeDeps, org: RuntimeOrg): Promise<boolean> {
-  if (!deps.toolCalled) return false;
-  const wants = deps.toolCalled.wants(org);
-  return typeof wants === 'boolean' ? wants : wants.catch(() => true);
-}
-
-/** The tool.called webhook payload (the shape issue 11 delivers). */
-function toolCalledEvent(org: RuntimeOrg, tool: CatalogTool, data: { duration_ms: number }, result: ToolResult, principal: Principal) {
-  return DomainEvents.create('tool.called', org.id, {
-    tool_name: tool.name,
-    connector_id: tool.connector.id,
-    connector_type: tool.connector.type,
-    is_error: result.isError === true,
-    duration_ms: Math.round(data.duration_ms),
-    caller: { type: principal.kind === 'idp_user' ? 'user' : principal.kind, id: principal.kind === 'idp_user' ? (principal.email ?? principal.actorId) : principal.actorId },
-  });
 }
 
 /** Waits for the call's row; if it cannot be written the result is withheld (no result without its audit row). */

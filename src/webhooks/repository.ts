@@ -1,5 +1,5 @@
 /** Webhook endpoints, the outbox (events and their deliveries) and delivery attempts; every read is scoped to its org. */
-import { and, eq, sql, type SQL } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { rowsOf, type Queryable } from '../store/db.ts';
 import { webhooks } from '../store/schema.ts';
 
@@ -38,14 +38,6 @@ export async function deleteWebhook(db: Queryable, orgId: string, id: string): P
   return rows.length > 0;
 }
 
-/** Whether an enabled endpoint of the org subscribes to `type` (cached by the caller per catalog version). */
-export async function hasSubscription(db: Queryable, orgId: string, type: string): Promise<boolean> {
-  const rows = rowsOf<{ one: number }>(
-    await db.execute(sql`SELECT 1 AS one FROM webhooks WHERE org_id = ${orgId} AND enabled AND ${type} = ANY(events) LIMIT 1`),
-  );
-  return rows.length > 0;
-}
-
 export interface OutboxEvent {
   id: string;
   orgId: string;
@@ -60,31 +52,21 @@ export interface OutboxEvent {
  * transaction. An event no endpoint subscribes to leaves no row.
  */
 export async function insertOutbox(tx: Queryable, events: readonly OutboxEvent[]): Promise<void> {
-  await tx.execute(sql`WITH ${outboxCtes(events, 'o_')} SELECT 1`);
-}
-
-/**
- * `insertOutbox` as data-modifying CTEs (names start with `prefix`), for a caller that writes them inside its own
- * statement: the audit batch writes its rows and these in ONE statement, atomic without a transaction.
- */
-export function outboxCtes(events: readonly OutboxEvent[], prefix: string): SQL {
-  if (!/^[a-z0-9_]+$/.test(prefix)) throw new Error('invalid CTE prefix');
+  if (events.length === 0) return;
   const input = JSON.stringify(events.map((e) => ({ id: e.id, org_id: e.orgId, type: e.type, body: e.body, created_at: e.createdAt.toISOString() })));
-  const p = sql.raw(prefix);
-  return sql`${p}ev AS (
+  await tx.execute(sql`
+    WITH ev AS (
       SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(id text, org_id uuid, type text, body text, created_at timestamptz)
-    ), ${p}subs AS (
+    ), subs AS (
       SELECT ev.id AS event_id, w.id AS webhook_id, w.org_id
-      FROM ${p}ev ev JOIN webhooks w ON w.org_id = ev.org_id AND w.enabled AND ev.type = ANY(w.events)
-    ), ${p}written AS (
+      FROM ev JOIN webhooks w ON w.org_id = ev.org_id AND w.enabled AND ev.type = ANY(w.events)
+    ), written AS (
       INSERT INTO webhook_events (id, org_id, type, body, created_at)
-      SELECT id, org_id, type, body, created_at FROM ${p}ev WHERE id IN (SELECT event_id FROM ${p}subs)
+      SELECT id, org_id, type, body, created_at FROM ev WHERE id IN (SELECT event_id FROM subs)
       RETURNING id
-    ), ${p}deliveries AS (
-      INSERT INTO webhook_deliveries (event_id, webhook_id, org_id)
-      SELECT s.event_id, s.webhook_id, s.org_id FROM ${p}subs s JOIN ${p}written w ON w.id = s.event_id
-      RETURNING 1
-    )`;
+    )
+    INSERT INTO webhook_deliveries (event_id, webhook_id, org_id)
+    SELECT s.event_id, s.webhook_id, s.org_id FROM subs s JOIN written w ON w.id = s.event_id`);
 }
 
 export interface ClaimedDelivery {

@@ -7,9 +7,9 @@ import { recordAudit, type Actor } from '../audit/repository.ts';
 import { conflict, notFound, unprocessable } from '../errors.ts';
 import { WEBHOOK_EVENT_TYPES } from '../events/index.ts';
 import { assertOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../net/outbound.ts';
-import { bumpCatalogVersion } from '../orgs/repository.ts';
 import type { Queryable, Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
+import { resetRelayCursor } from './relay.ts';
 import * as repo from './repository.ts';
 import { newWebhookSecret } from './signing.ts';
 
@@ -37,9 +37,7 @@ function checkEvents(events: readonly string[]): string[] {
   return [...new Set(events)];
 }
 
-/** A webhook change alters what tools/call must emit: bumping the catalog version refreshes every instance's cache. */
 async function changed(tx: Queryable, orgId: string, action: string, actor: Actor, id: string, details: Record<string, unknown> = {}): Promise<void> {
-  await bumpCatalogVersion(tx, orgId);
   await recordAudit(tx, { orgId, action, actor, targetType: 'webhook', targetId: id, details });
 }
 
@@ -58,6 +56,8 @@ export async function createWebhook(
       throw conflict('webhook_limit_reached', `An org can have at most ${MAX_WEBHOOKS_PER_ORG} webhooks.`);
     }
     const saved = await repo.insertWebhook(tx, { id, orgId, url: input.url, events, secretSealed: deps.box.encrypt(secret, `webhook_secret:${id}`) });
+    // tool.called starts with the calls sealed after this point: no backfill of earlier calls (webhooks/relay.ts).
+    await resetRelayCursor(tx, orgId, id);
     await changed(tx, orgId, 'webhook.created', actor, id, { events });
     return saved;
   });
@@ -84,13 +84,17 @@ export async function updateWebhook(
   const events = patch.events === undefined ? undefined : checkEvents(patch.events);
   if (patch.url !== undefined) await checkUrl(deps, patch.url);
   return deps.store.db.transaction(async (tx) => {
-    await mustFind(tx, orgId, id);
+    const before = await mustFind(tx, orgId, id);
     const values: Parameters<typeof repo.updateWebhook>[3] = {};
     if (patch.url !== undefined) values.url = patch.url;
     if (events !== undefined) values.events = events;
     // Turning an endpoint on again (after a 410 or by hand) clears the gateway's reason for turning it off.
     if (patch.enabled !== undefined) Object.assign(values, { enabled: patch.enabled, disabledReason: null });
     const row = (await repo.updateWebhook(tx, orgId, id, values))!;
+    // An endpoint that starts taking tool.called (enabled again, or the type added) starts at the chain head: calls
+    // made while it was off or unsubscribed are not delivered.
+    const takes = (w: repo.WebhookRow) => w.enabled && w.events.includes('tool.called');
+    if (takes(row) && !takes(before)) await resetRelayCursor(tx, orgId, id);
     await changed(tx, orgId, 'webhook.updated', actor, id, { fields: Object.keys(patch) });
     return row;
   });

@@ -1,5 +1,5 @@
 /**
- * The delivery worker: claims due deliveries from the shared outbox (several instances side by side), signs and sends
+ * The delivery worker: first relays sealed tool-call audit rows into the outbox as tool.called events (relay.ts), then claims due deliveries from the shared outbox (several instances side by side), signs and sends
  * each through the outbound guard, and records the outcome: delivered on 2xx, retried with backoff otherwise, the
  * endpoint disabled on 410. Delivery is at least once; the event id never changes, so receivers de-duplicate on it.
  */
@@ -12,6 +12,7 @@ import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { describeError, type Logger } from '../util/log.ts';
 import { claimDue, disableByGateway, finishAttempt, pruneOutbox, type AttemptOutcome, type ClaimedDelivery } from './repository.ts';
+import { relayToolCalled } from './relay.ts';
 import { signatureHeaders } from './signing.ts';
 
 /** Attempts per delivery, the first included; with the default 30 s base the last one comes 27 to 40 hours after the event. */
@@ -85,6 +86,12 @@ export class WebhookWorker {
   }
 
   private async poll(): Promise<void> {
+    try {
+      await relayToolCalled(this.deps.store.db);
+    } catch (err) {
+      // The cursors did not move (one transaction per round): the next poll relays the same rows, with the same ids.
+      this.deps.log.error('webhook relay failed', { error: describeError(err) });
+    }
     const room = MAX_IN_FLIGHT - this.inFlight.size;
     if (room <= 0) return;
     const { config } = this.deps;

@@ -1,0 +1,153 @@
+/**
+ * The tool.called relay: the tool call's audit row IS the outbox record of its `tool.called` event. The hot path
+ * writes only that row (committed before the answer, by group commit) and pays nothing for webhooks; once the row is
+ * sealed into its org's chain (audit/recorder.ts, ~100 ms later) the relay turns it into a webhook_events row and one
+ * webhook_deliveries row per subscribed endpoint, for the delivery worker.
+ *
+ * - One cursor per endpoint (webhook_relay_cursors.after_seq, a position in the org's audit chain): rows after it
+ *   and up to the chain head are relayed and the cursor moved in ONE transaction, the cursors locked FOR UPDATE SKIP
+ *   LOCKED, so relays on several instances take different endpoints and never relay a row twice.
+ * - The event id is derived from the audit row (`evt_<audit row uuid>`) and the inserts are ON CONFLICT DO NOTHING:
+ *   a retried or repeated relay writes nothing new, and a receiver sees the same id on every attempt.
+ * - The body's `data` is built from the row (audit details of tools/call, runtime.ts), exactly the documented
+ *   ToolCalledData. Only calls that ran a connector tool (`counted`) are events, as before.
+ * - An endpoint's cursor starts at the chain head when it is created or starts taking tool.called (enabled again,
+ *   or the type added), with `since` = that time: no backfill of earlier calls, including calls committed just before
+ *   but sealed just after (their row's created_at is earlier; the clocks of gateway and database are assumed close). Disabled endpoints are skipped (their cursor stays, and is
+ *   moved to the head when they are enabled again), deleted ones lose their cursor with them.
+ */
+import { sql } from 'drizzle-orm';
+import { rowsOf, type Queryable } from '../store/db.ts';
+import type { DomainEvent } from '../events/index.ts';
+import { deliveryBody } from './outbox.ts';
+
+/** Cursors (endpoints) taken per relay transaction, and rows per cursor. */
+const CURSORS_PER_ROUND = 50;
+const ROWS_PER_CURSOR = 1000;
+
+/** Sets the endpoint's cursor to its org's chain head (creation, or when it starts taking tool.called again). */
+export async function resetRelayCursor(tx: Queryable, orgId: string, webhookId: string): Promise<void> {
+  await tx.execute(sql`
+    INSERT INTO webhook_relay_cursors (webhook_id, org_id, after_seq, since)
+    VALUES (${webhookId}, ${orgId}, coalesce((SELECT head_seq FROM audit_chains WHERE org_id = ${orgId}), 0), now())
+    ON CONFLICT (webhook_id) DO UPDATE SET after_seq = excluded.after_seq, since = excluded.since`);
+}
+
+interface Cursor {
+  webhook_id: string;
+  org_id: string;
+  after_seq: string | number;
+  head_seq: string | number;
+  since: string | Date;
+}
+
+interface CallRow {
+  webhook_id: string;
+  id: string;
+  seq: string | number;
+  created_at: string | Date;
+  actor_type: string;
+  actor_id: string | null;
+  details: Record<string, unknown> | string;
+}
+
+/** The documented tool.called event of one sealed tools/call audit row. */
+export function toolCalledEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, orgId: string): DomainEvent {
+  const d = (typeof row.details === 'string' ? JSON.parse(row.details) : row.details) as Record<string, unknown>;
+  return {
+    id: `evt_${row.id}`,
+    type: 'tool.called',
+    orgId,
+    createdAt: new Date(row.created_at),
+    data: {
+      tool_name: d.tool_name,
+      connector_id: d.connector_id,
+      connector_type: d.connector_type,
+      is_error: d.outcome === 'error',
+      duration_ms: Math.max(0, Math.round(Number(d.duration_ms) || 0)),
+      caller: { type: row.actor_type, id: row.actor_id },
+    },
+  };
+}
+
+/**
+ * One relay round: up to CURSORS_PER_ROUND endpoints behind their org's chain head, each moved over at most
+ * ROWS_PER_CURSOR tool-call rows, in one transaction. Returns the deliveries queued and whether work is left.
+ */
+export async function relayRound(db: Queryable): Promise<{ queued: number; more: boolean }> {
+  return db.transaction(async (tx) => {
+    const cursors = rowsOf<Cursor>(
+      await tx.execute(sql`
+        SELECT c.webhook_id, c.org_id, c.after_seq, c.since, h.head_seq
+        FROM webhook_relay_cursors c
+        JOIN webhooks w ON w.id = c.webhook_id AND w.enabled AND 'tool.called' = ANY(w.events)
+        JOIN audit_chains h ON h.org_id = c.org_id AND h.head_seq > c.after_seq
+        ORDER BY c.webhook_id
+        LIMIT ${CURSORS_PER_ROUND}
+        FOR UPDATE OF c SKIP LOCKED`),
+    );
+    if (cursors.length === 0) return { queued: 0, more: false };
+    const input = JSON.stringify(cursors.map((c) => ({ webhook_id: c.webhook_id, org_id: c.org_id, after_seq: Number(c.after_seq), head_seq: Number(c.head_seq), since: new Date(c.since).toISOString() })));
+    // Rows up to the head read above are sealed and committed (the sealer moves the head in the rows' transaction).
+    const rows = rowsOf<CallRow>(
+      await tx.execute(sql`
+        SELECT c.webhook_id, a.id, a.seq, a.created_at, a.actor_type, a.actor_id, a.details
+        FROM jsonb_to_recordset(${input}::jsonb) AS c(webhook_id uuid, org_id uuid, after_seq bigint, head_seq bigint, since timestamptz)
+        CROSS JOIN LATERAL (
+          SELECT e.id, e.seq, e.created_at, e.actor_type, e.actor_id, e.details FROM audit_events e
+          WHERE e.org_id = c.org_id AND e.seq > c.after_seq AND e.seq <= c.head_seq AND e.created_at >= c.since
+            AND e.action = 'tool.called' AND e.details->>'counted' = 'true' AND e.details->>'connector_id' IS NOT NULL
+          ORDER BY e.seq LIMIT ${ROWS_PER_CURSOR}
+        ) a`),
+    );
+    const byWebhook = new Map<string, CallRow[]>();
+    for (const row of rows) {
+      const list = byWebhook.get(row.webhook_id) ?? [];
+      list.push(row);
+      byWebhook.set(row.webhook_id, list);
+    }
+    const events = new Map<string, { id: string; org_id: string; body: string; created_at: string }>();
+    const deliveries: { event_id: string; webhook_id: string; org_id: string }[] = [];
+    const moved: { webhook_id: string; after_seq: number }[] = [];
+    let more = false;
+    for (const c of cursors) {
+      const mine = byWebhook.get(c.webhook_id) ?? [];
+      const full = mine.length === ROWS_PER_CURSOR;
+      if (full) more = true;
+      moved.push({ webhook_id: c.webhook_id, after_seq: full ? Number(mine[mine.length - 1]!.seq) : Number(c.head_seq) });
+      for (const row of mine) {
+        const event = toolCalledEvent(row, c.org_id);
+        if (!events.has(event.id)) events.set(event.id, { id: event.id, org_id: c.org_id, body: deliveryBody(event), created_at: event.createdAt.toISOString() });
+        deliveries.push({ event_id: event.id, webhook_id: c.webhook_id, org_id: c.org_id });
+      }
+    }
+    if (events.size > 0) {
+      await tx.execute(sql`
+        INSERT INTO webhook_events (id, org_id, type, body, created_at)
+        SELECT id, org_id, 'tool.called', body, created_at
+        FROM jsonb_to_recordset(${JSON.stringify([...events.values()])}::jsonb) AS x(id text, org_id uuid, body text, created_at timestamptz)
+        ON CONFLICT (id) DO NOTHING`);
+      await tx.execute(sql`
+        INSERT INTO webhook_deliveries (event_id, webhook_id, org_id)
+        SELECT event_id, webhook_id, org_id
+        FROM jsonb_to_recordset(${JSON.stringify(deliveries)}::jsonb) AS x(event_id text, webhook_id uuid, org_id uuid)
+        ON CONFLICT (event_id, webhook_id) DO NOTHING`);
+    }
+    await tx.execute(sql`
+      UPDATE webhook_relay_cursors AS c SET after_seq = v.after_seq
+      FROM jsonb_to_recordset(${JSON.stringify(moved)}::jsonb) AS v(webhook_id uuid, after_seq bigint)
+      WHERE c.webhook_id = v.webhook_id`);
+    return { queued: deliveries.length, more: more || cursors.length === CURSORS_PER_ROUND };
+  });
+}
+
+/** Relays until no endpoint is behind (bounded rounds per call, so one poll cannot run forever). Returns deliveries queued. */
+export async function relayToolCalled(db: Queryable, maxRounds = 20): Promise<number> {
+  let queued = 0;
+  for (let i = 0; i < maxRounds; i++) {
+    const round = await relayRound(db);
+    queued += round.queued;
+    if (!round.more) break;
+  }
+  return queued;
+}
