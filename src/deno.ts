@@ -28,12 +28,24 @@ const server = Deno.serve({ port: config.port, hostname: config.host, onListen: 
 booted.listening(server.addr.port, 'Deno');
 
 let stopping = false;
+/**
+ * As src/main.ts on Bun: /readyz answers 503 from now on, the listener closes, requests in flight finish within
+ * TOOLGATE_SHUTDOWN_DEADLINE_MS (Deno's shutdown() waits for them), then pools, the store and the data folder are
+ * released. Past the deadline the process exits with the rest cut off.
+ */
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
-  console.log(`toolgate: ${signal}, shutting down`);
-  await server.shutdown();
+  gateway.deps.lifecycle.shuttingDown = true;
+  const started = Date.now();
+  console.log(`toolgate: ${signal}, shutting down (deadline ${config.shutdownDeadlineMs} ms)`);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), config.shutdownDeadlineMs)));
+  const drained = await Promise.race([server.shutdown().then(() => true), deadline]);
+  clearTimeout(timer);
+  if (!drained) console.error('toolgate: requests still in flight at the deadline; closing their connections');
   await booted.stop();
+  console.log(`toolgate: stopped after ${Date.now() - started} ms`);
   Deno.exit(0);
 }
 Deno.addSignalListener('SIGINT', () => void shutdown('SIGINT'));

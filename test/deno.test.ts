@@ -31,6 +31,8 @@ function freePort(): number {
 interface DenoGateway {
   base: string;
   output: () => string;
+  /** The exit code once stopped (null while running). */
+  exitCode: () => number | null;
   stop: () => Promise<void>;
 }
 
@@ -76,6 +78,7 @@ async function startDeno(env: Record<string, string>, cleanup: () => Promise<voi
   const gateway: DenoGateway = {
     base,
     output: () => text,
+    exitCode: () => proc.exitCode,
     stop: async () => {
       if (stopped) return;
       stopped = true;
@@ -174,7 +177,11 @@ describe.skipIf(!denoPresent)('Deno entry, embedded PGlite', () => {
       const lock = JSON.parse(await Bun.file(join(dataDir, 'server.lock')).text());
       expect(lock.url).toBe(g.base);
       await exercise(g);
+      // SIGTERM: the graceful shutdown of the Bun entry (issue 15) on Deno too: exit 0, the data folder released.
       await g.stop();
+      expect(g.exitCode()).toBe(0);
+      expect(g.output()).toContain('SIGTERM, shutting down');
+      expect(g.output()).toMatch(/stopped after \d+ ms/);
       expect(existsSync(join(dataDir, 'server.lock'))).toBe(false);
     },
     STARTUP_MS + 30_000,
