@@ -236,6 +236,10 @@ export const REQUIREMENTS = {
   'OPS-SHUTDOWN': 'SIGTERM: /readyz turns 503, new connections are refused, in-flight calls finish within the deadline, pools and the data folder are released, exit 0 [issue 15]',
   'OPS-SCALE-OUT': 'Three instances on one PostgreSQL and Redis behind a round-robin proxy, one SIGKILLed mid-load: no lost or duplicated audit rows or approvals, burst and quota exact, only the killed instance\'s in-flight calls fail [issue 15]',
   'OPS-STORE-ROLE': 'The store works under a least-privilege PostgreSQL role (no superuser, no CREATEDB/CREATEROLE, owner of its database only) [issue 15]',
+
+  // Found while merging the issues of 2026-11-24
+  'STORE-LOCK-ORDER': 'Concurrent connector creations and audited changes on one org never deadlock into a 500 (no FOR UPDATE on the org row against foreign-key checks) [standards: bad input loses nothing; issue 10]',
+  'LOG-ERROR-NO-PARAMS': 'A store failure is logged with the server error first and without the statement parameters [security checklist: no credential in logs]',
 } as const;
 
 export type RequirementId = keyof typeof REQUIREMENTS;

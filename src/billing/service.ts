@@ -78,7 +78,10 @@ export async function limits(deps: BillingDeps, orgId: string, now: Date = new D
  * limit cannot be overshot by a race) and refuses when the plan's connector limit is reached.
  */
 export async function assertConnectorAllowed(tx: Queryable, orgId: string): Promise<void> {
-  const locked = rowsOf<{ plan: string }>(await tx.execute(sql`SELECT plan FROM orgs WHERE id = ${orgId} FOR UPDATE`))[0];
+  // FOR NO KEY UPDATE, not FOR UPDATE: it serialises concurrent creations the same way, but does not conflict with the
+  // KEY SHARE lock of a foreign-key check. FOR UPDATE did: a transaction holding the org's audit chain head and
+  // inserting its audit row (FK to orgs) waited here, while this one waited for that head (a deadlock, 500s).
+  const locked = rowsOf<{ plan: string }>(await tx.execute(sql`SELECT plan FROM orgs WHERE id = ${orgId} FOR NO KEY UPDATE`))[0];
   if (!locked) throw notFound('org_not_found', 'The org does not exist.');
   const max = connectorLimitFor(locked.plan);
   if (max === null) return;

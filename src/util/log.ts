@@ -67,6 +67,15 @@ export function createLogger(level: Config['logLevel'], destination?: LogDestina
 
 /** Describes an unknown error for a log line without its stack (stacks stay out of responses and logs alike). */
 export function describeError(err: unknown): string {
-  if (err instanceof Error) return `${err.name}: ${err.message}`.slice(0, 500);
-  return String(err).slice(0, 500);
+  if (!(err instanceof Error)) return String(err).slice(0, 500);
+  // drizzle wraps a store error as "Failed query: <sql>\nparams: <values>": the values never reach a log line (they
+  // can be digests, sealed secrets, arguments), and the server's own error, the cause, comes first so that a long
+  // statement cannot push it past the cut.
+  const message = err.message.replace(/\n\s*params:[\s\S]*$/, '');
+  const cause = (err as { cause?: unknown }).cause;
+  if (cause instanceof Error) {
+    const code = (cause as { code?: unknown }).code;
+    return `${err.name}: ${typeof code === 'string' ? `${code} ` : ''}${cause.message.replace(/\n\s*params:[\s\S]*$/, '')} | ${message}`.slice(0, 500);
+  }
+  return `${err.name}: ${message}`.slice(0, 500);
 }

@@ -77,6 +77,50 @@ export function lostConnection(results: readonly PromiseSettledResult<unknown>[]
   return results.some((r) => r.status === 'rejected' && isConnectionLoss(r.reason)) || errors.some(isConnectionLoss);
 }
 
+/** How long a reserve may wait before a second one races it (see reserveConnection). */
+const RESERVE_RETRY_MS = 1000;
+
+interface Reservable<R extends { release(): void }> {
+  reserve(): Promise<R>;
+  options?: { connect_timeout?: number };
+}
+
+/**
+ * `sql.reserve()` with a way out of a postgres.js 3.4.9 bug. A reserve waiting for a connection (none open) sits in
+ * the pool's queue; when a connection closes meanwhile, postgres.js reconnects it with the first queued request as
+ * the connection's initial query, and a connection never hands itself to an initial *reserve*: the request is
+ * dropped, its promise never settles (the call hung), and the connection goes to the open ones unused. A second
+ * reserve then finds that connection at once. So: when the first has not answered after RESERVE_RETRY_MS, another
+ * races it, once a second, until the pool's connect timeout (plus a second) has passed, when the call fails as a lost
+ * connection. The first connection to arrive is the call's; any that arrives later is released at once.
+ */
+export function reserveConnection<R extends { release(): void }>(sql: Reservable<R>, retryMs = RESERVE_RETRY_MS): Promise<R> {
+  const deadlineMs = (sql.options?.connect_timeout ?? 30) * 1000 + 1000;
+  return new Promise<R>((resolve, reject) => {
+    let settled = false;
+    const started = Date.now();
+    const finish = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      clearInterval(timer);
+      return true;
+    };
+    const attempt = (): void => {
+      sql.reserve().then(
+        (conn) => (finish() ? resolve(conn) : conn.release()),
+        (err: unknown) => finish() && reject(err),
+      );
+    };
+    const timer = setInterval(() => {
+      if (settled) return;
+      if (Date.now() - started >= deadlineMs) {
+        if (finish()) reject(Object.assign(new Error('no connection became available'), { code: 'CONNECTION_CLOSED' }));
+      } else attempt();
+    }, retryMs);
+    attempt();
+  });
+}
+
 /**
  * Gives a reserved connection back, unless it was lost: postgres.js has then already moved it to its closed
  * connections (reconnected on demand), and release() would put the dead connection back among the open ones, where

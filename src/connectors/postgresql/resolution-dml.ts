@@ -7,7 +7,7 @@ import type postgres from 'postgres';
 import { SAFE_FUNCTIONS } from '../sqlguard/postgres-functions.ts';
 import { searchPath, type PgPool } from './pool.ts';
 import { ResolutionUnavailable, created42501, unavailable, type DependencyRow, type ResolutionRequest } from './resolution-common.ts';
-import { lostConnection, pipelineDeadline, releaseReserved, RESET_DEADLINE_MS, settlePipeline } from './pipeline.ts';
+import { lostConnection, pipelineDeadline, releaseReserved, reserveConnection, RESET_DEADLINE_MS, settlePipeline } from './pipeline.ts';
 
 const FUNCTION_NAME = 'pg_temp.toolgate_resolution';
 
@@ -87,7 +87,7 @@ const ms = (n: number): number => Math.max(1, Math.floor(n));
 
 /** Runs the analysis transaction on one reserved connection, pipelined: about one round trip. */
 export async function dependencies(pool: PgPool, req: ResolutionRequest): Promise<DependencyRow> {
-  const conn = await pool.sql.reserve();
+  const conn = await reserveConnection(pool.sql);
   let clean = false;
   let lost = false;
   try {

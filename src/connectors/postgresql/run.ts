@@ -6,7 +6,7 @@
 import type postgres from 'postgres';
 import type { Row } from '../shared/result.ts';
 import { searchPath, type PgSql } from './pool.ts';
-import { lostConnection, pipelineDeadline, releaseReserved, RESET_DEADLINE_MS, settlePipeline } from './pipeline.ts';
+import { lostConnection, pipelineDeadline, releaseReserved, reserveConnection, RESET_DEADLINE_MS, settlePipeline } from './pipeline.ts';
 
 export interface PgRunOptions {
   readOnly: boolean;
@@ -137,7 +137,7 @@ function watch(query: postgres.PendingQuery<Row[]>, o: PgRunOptions, cancellable
  */
 export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOptions): Promise<PgRunOutcome> {
   if (o.signal?.aborted) throw failure('ABORTED');
-  const conn = await sql.reserve();
+  const conn = await reserveConnection(sql);
   let clean = false;
   let lost = false;
   try {
@@ -202,7 +202,7 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
  */
 export async function runPgFast(sql: PgSql, statement: string, o: Omit<PgRunOptions, 'readOnly' | 'lockTimeoutMs'> & { prepare?: boolean }): Promise<PgRunOutcome> {
   if (o.signal?.aborted) throw failure('ABORTED');
-  const conn = await sql.reserve();
+  const conn = await reserveConnection(sql);
   let lost = false;
   try {
     // A prepared statement is safe here even when postgres.js re-prepares and retries it (after a schema change
