@@ -3,10 +3,83 @@ import { sql } from 'drizzle-orm';
 import { rowsOf, type Queryable } from '../store/db.ts';
 import { periodStart } from './plans.ts';
 
+/** What one org asks of its quota in one billing period: `calls` more calls, against `quota` calls a period. */
+export interface QuotaAsk {
+  orgId: string;
+  /** periodStart() of the period the calls belong to. */
+  period: string;
+  calls: number;
+  quota: number;
+}
+
+/** The key of an ask's answer: org id (lower case, as the store prints a uuid) and period. */
+export const quotaAskKey = (orgId: string, period: string) => `${orgId.toLowerCase()}|${period}`;
+
 /**
- * Counts one call if the quota allows it. The conditional upsert runs atomically in the store, so
- * concurrent calls on any number of instances can never push the count past the quota.
- * Returns false when the quota is used up (nothing is counted then).
+ * A statement that grants quota to several (org, period) counters at once, each counted exactly once:
+ *  - rows that exist are locked first, in key order (two instances' statements lock common rows in the same order, so
+ *    they queue instead of deadlocking), and read as they are once locked: the latest committed count, not the
+ *    statement's snapshot (READ COMMITTED re-reads a row it had to wait for);
+ *  - each locked row moves to least(count + asked, quota), never down (a count above the quota after a downgrade
+ *    stays as it is); the grant is the difference;
+ *  - rows that do not exist yet are inserted with least(asked, quota). When another instance inserted the same row
+ *    since the snapshot, ON CONFLICT DO NOTHING returns nothing for it and the ask is run again (grantToolCalls).
+ * The row locks serialise concurrent statements on a counter, so no number of instances can push it past the quota;
+ * the statement is atomic, so a failure grants nothing.
+ */
+const grantStatement = (asks: QuotaAsk[]) => sql`
+  WITH ask AS MATERIALIZED (
+    SELECT * FROM jsonb_to_recordset(${JSON.stringify(asks.map((a) => ({ org_id: a.orgId, period_start: a.period, calls: a.calls, quota: a.quota })))}::jsonb)
+      AS r(org_id uuid, period_start date, calls bigint, quota bigint)
+  ),
+  locked AS MATERIALIZED (
+    SELECT u.org_id, u.period_start, u.tool_calls AS old
+    FROM usage_counters u JOIN ask a ON a.org_id = u.org_id AND a.period_start = u.period_start
+    ORDER BY u.org_id, u.period_start
+    FOR UPDATE OF u
+  ),
+  updated AS (
+    UPDATE usage_counters u SET tool_calls = greatest(l.old, least(l.old + a.calls, a.quota))
+    FROM locked l JOIN ask a ON a.org_id = l.org_id AND a.period_start = l.period_start
+    WHERE u.org_id = l.org_id AND u.period_start = l.period_start
+    RETURNING u.org_id, u.period_start, l.old, u.tool_calls AS new
+  ),
+  inserted AS (
+    INSERT INTO usage_counters (org_id, period_start, tool_calls)
+    SELECT a.org_id, a.period_start, least(a.calls, a.quota) FROM ask a
+    WHERE NOT EXISTS (SELECT 1 FROM locked l WHERE l.org_id = a.org_id AND l.period_start = a.period_start)
+    ORDER BY a.org_id, a.period_start
+    ON CONFLICT (org_id, period_start) DO NOTHING
+    RETURNING org_id, period_start, 0::bigint AS old, tool_calls AS new
+  )
+  SELECT org_id::text, to_char(period_start, 'YYYY-MM-DD') AS period, old, new FROM updated
+  UNION ALL
+  SELECT org_id::text, to_char(period_start, 'YYYY-MM-DD') AS period, old, new FROM inserted`;
+
+/** Runs of the statement for asks that met a concurrent first insert of their row; more means something is wrong. */
+const GRANT_ATTEMPTS = 3;
+
+/**
+ * Grants each ask min(calls, quota - used) calls, atomically, in one statement (see grantStatement); returns the grant
+ * per quotaAskKey. Asks must name distinct (org, period) pairs, with calls >= 1 and quota >= 1. Throws when the store
+ * fails: nothing of that statement is counted then.
+ */
+export async function grantToolCalls(db: Queryable, asks: QuotaAsk[]): Promise<Map<string, number>> {
+  const granted = new Map<string, number>();
+  let open = asks;
+  for (let attempt = 1; open.length > 0; attempt++) {
+    if (attempt > GRANT_ATTEMPTS) throw new Error(`quota counters of ${open.length} org(s) could not be written`);
+    const rows = rowsOf<{ org_id: string; period: string; old: number | string; new: number | string }>(await db.execute(grantStatement(open)));
+    for (const row of rows) granted.set(quotaAskKey(row.org_id, row.period), Number(row.new) - Number(row.old));
+    open = open.filter((a) => !granted.has(quotaAskKey(a.orgId, a.period)));
+  }
+  return granted;
+}
+
+/**
+ * Counts one call if the quota allows it, on its own (the hot path batches calls: quota-batch.ts). Concurrent calls on
+ * any number of instances can never push the count past the quota. Returns false when the quota is used up (nothing
+ * is counted then).
  */
 export async function consumeToolCall(db: Queryable, orgId: string, quota: number | null, at: Date = new Date()): Promise<boolean> {
   const period = periodStart(at);
@@ -15,12 +88,9 @@ export async function consumeToolCall(db: Queryable, orgId: string, quota: numbe
       ON CONFLICT (org_id, period_start) DO UPDATE SET tool_calls = usage_counters.tool_calls + 1`);
     return true;
   }
-  const result = await db.execute(sql`INSERT INTO usage_counters (org_id, period_start, tool_calls)
-      SELECT ${orgId}, ${period}, 1 WHERE ${quota} >= 1
-      ON CONFLICT (org_id, period_start) DO UPDATE SET tool_calls = usage_counters.tool_calls + 1
-      WHERE usage_counters.tool_calls < ${quota}
-      RETURNING tool_calls`);
-  return rowsOf(result).length > 0;
+  if (quota < 1) return false;
+  const granted = await grantToolCalls(db, [{ orgId, period, calls: 1, quota }]);
+  return granted.get(quotaAskKey(orgId, period)) === 1;
 }
 
 export async function toolCallsInPeriod(db: Queryable, orgId: string, at: Date = new Date()): Promise<number> {
