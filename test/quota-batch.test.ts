@@ -11,7 +11,7 @@ import { periodStart } from '../src/limits/plans.ts';
 import { toolCallsInPeriod } from '../src/limits/quota.ts';
 import { UsageMeter } from '../src/limits/usage.ts';
 import { insertOrg } from '../src/orgs/repository.ts';
-import { openStore, type Db, type Store } from '../src/store/db.ts';
+import { openStore, rowsOf, type Db, type Store } from '../src/store/db.ts';
 import { verifies } from './requirements.ts';
 import { freshDatabase } from './support/gateway.ts';
 import { serviceAvailable } from './support/services.ts';
@@ -101,11 +101,17 @@ describe.each(KINDS)('quota batches on %s', (kind) => {
     await meter.close();
   });
 
-  test('a count above the quota (after a downgrade) is refused and left as it is', async () => {
+  test('a used-up quota, or a count above it (after a downgrade): refused, and the row is not written', async () => {
     const orgId = await newOrg(store.db);
     await setCount(store.db, orgId, periodStart(new Date()), 30);
+    // xmin names the transaction that wrote the row's current version: unchanged means not rewritten.
+    const version = async () => rowsOf<{ v: string }>(await store.db.execute(sql`SELECT xmin::text AS v FROM usage_counters WHERE org_id = ${orgId}`))[0]!.v;
+    const written = await version();
     const meter = new UsageMeter(store.db);
     expect(await Promise.all([meter.consume(orgId, 20), meter.consume(orgId, 20)])).toEqual([false, false]);
+    expect(await Promise.all([meter.consume(orgId, 30), meter.consume(orgId, 30)])).toEqual([false, false]);
+    expect(meter.quotaStats()).toEqual({ batches: 2, calls: 4 });
+    expect(await version()).toBe(written);
     expect(await toolCallsInPeriod(store.db, orgId)).toBe(30);
     await meter.close();
   });

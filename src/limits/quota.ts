@@ -20,8 +20,9 @@ export const quotaAskKey = (orgId: string, period: string) => `${orgId.toLowerCa
  *  - rows that exist are locked first, in key order (two instances' statements lock common rows in the same order, so
  *    they queue instead of deadlocking), and read as they are once locked: the latest committed count, not the
  *    statement's snapshot (READ COMMITTED re-reads a row it had to wait for);
- *  - each locked row moves to least(count + asked, quota), never down (a count above the quota after a downgrade
- *    stays as it is); the grant is the difference;
+ *  - each locked row below its quota moves to least(count + asked, quota); the grant is the difference. A row at or
+ *    above its quota (used up, or a downgrade) is not written: it is answered with a grant of 0, so a flood of
+ *    refused calls writes nothing;
  *  - rows that do not exist yet are inserted with least(asked, quota). When another instance inserted the same row
  *    since the snapshot, ON CONFLICT DO NOTHING returns nothing for it and the ask is run again (grantToolCalls).
  * The row locks serialise concurrent statements on a counter, so no number of instances can push it past the quota;
@@ -39,9 +40,9 @@ const grantStatement = (asks: QuotaAsk[]) => sql`
     FOR UPDATE OF u
   ),
   updated AS (
-    UPDATE usage_counters u SET tool_calls = greatest(l.old, least(l.old + a.calls, a.quota))
+    UPDATE usage_counters u SET tool_calls = least(l.old + a.calls, a.quota)
     FROM locked l JOIN ask a ON a.org_id = l.org_id AND a.period_start = l.period_start
-    WHERE u.org_id = l.org_id AND u.period_start = l.period_start
+    WHERE u.org_id = l.org_id AND u.period_start = l.period_start AND l.old < a.quota
     RETURNING u.org_id, u.period_start, l.old, u.tool_calls AS new
   ),
   inserted AS (
@@ -54,7 +55,11 @@ const grantStatement = (asks: QuotaAsk[]) => sql`
   )
   SELECT org_id::text, to_char(period_start, 'YYYY-MM-DD') AS period, old, new FROM updated
   UNION ALL
-  SELECT org_id::text, to_char(period_start, 'YYYY-MM-DD') AS period, old, new FROM inserted`;
+  SELECT org_id::text, to_char(period_start, 'YYYY-MM-DD') AS period, old, new FROM inserted
+  UNION ALL
+  SELECT l.org_id::text, to_char(l.period_start, 'YYYY-MM-DD') AS period, l.old, l.old AS new
+  FROM locked l JOIN ask a ON a.org_id = l.org_id AND a.period_start = l.period_start
+  WHERE l.old >= a.quota`;
 
 /** Runs of the statement for asks that met a concurrent first insert of their row; more means something is wrong. */
 const GRANT_ATTEMPTS = 3;
