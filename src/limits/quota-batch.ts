@@ -8,7 +8,7 @@
  * its call before. Under load the store sees one write and commit per batch instead of one per call.
  */
 import type { Queryable } from '../store/db.ts';
-import { grantToolCalls, quotaAskKey, type QuotaAsk } from './quota.ts';
+import { grantToolCalls, QuotaCounterError, quotaAskKey, type QuotaAsk } from './quota.ts';
 
 /**
  * Batches out at once; consumptions requested meanwhile wait for the next batch (that is the group commit). A call
@@ -105,8 +105,9 @@ export class QuotaBatcher {
       return;
     }
     for (const { ask, waiters } of batch) {
-      const allowed = granted.get(quotaAskKey(ask.orgId, ask.period)) ?? 0;
-      waiters.forEach((waiter, i) => waiter.resolve(i < allowed));
+      const allowed = granted.get(quotaAskKey(ask.orgId, ask.period));
+      if (allowed === undefined) for (const waiter of waiters) waiter.reject(new QuotaCounterError());
+      else waiters.forEach((waiter, i) => waiter.resolve(i < allowed));
     }
   }
 }

@@ -61,20 +61,35 @@ const grantStatement = (asks: QuotaAsk[]) => sql`
   FROM locked l JOIN ask a ON a.org_id = l.org_id AND a.period_start = l.period_start
   WHERE l.old >= a.quota`;
 
+/** A counter could not be written (grantToolCalls): the calls that asked for it fail, none runs. */
+export class QuotaCounterError extends Error {
+  constructor() {
+    super('the quota counter could not be written');
+    this.name = 'QuotaCounterError';
+  }
+}
+
 /** Runs of the statement for asks that met a concurrent first insert of their row; more means something is wrong. */
 const GRANT_ATTEMPTS = 3;
 
 /**
  * Grants each ask min(calls, quota - used) calls, atomically, in one statement (see grantStatement); returns the grant
- * per quotaAskKey. Asks must name distinct (org, period) pairs, with calls >= 1 and quota >= 1. Throws when the store
- * fails: nothing of that statement is counted then.
+ * per quotaAskKey. Asks must name distinct (org, period) pairs, with calls >= 1 and quota >= 1. Throws when the first
+ * statement fails (nothing is counted then). An ask missing from the answer was not counted: its row met a
+ * concurrent first insert and the statement run again for it failed, or did so GRANT_ATTEMPTS times; the
+ * caller fails its calls (the grants of the first statement are committed and stand).
  */
 export async function grantToolCalls(db: Queryable, asks: QuotaAsk[]): Promise<Map<string, number>> {
   const granted = new Map<string, number>();
   let open = asks;
-  for (let attempt = 1; open.length > 0; attempt++) {
-    if (attempt > GRANT_ATTEMPTS) throw new Error(`quota counters of ${open.length} org(s) could not be written`);
-    const rows = rowsOf<{ org_id: string; period: string; old: number | string; new: number | string }>(await db.execute(grantStatement(open)));
+  for (let attempt = 1; open.length > 0 && attempt <= GRANT_ATTEMPTS; attempt++) {
+    let rows: Array<{ org_id: string; period: string; old: number | string; new: number | string }>;
+    try {
+      rows = rowsOf(await db.execute(grantStatement(open)));
+    } catch (err) {
+      if (attempt === 1) throw err;
+      break;
+    }
     for (const row of rows) granted.set(quotaAskKey(row.org_id, row.period), Number(row.new) - Number(row.old));
     open = open.filter((a) => !granted.has(quotaAskKey(a.orgId, a.period)));
   }
@@ -94,8 +109,9 @@ export async function consumeToolCall(db: Queryable, orgId: string, quota: numbe
     return true;
   }
   if (quota < 1) return false;
-  const granted = await grantToolCalls(db, [{ orgId, period, calls: 1, quota }]);
-  return granted.get(quotaAskKey(orgId, period)) === 1;
+  const granted = (await grantToolCalls(db, [{ orgId, period, calls: 1, quota }])).get(quotaAskKey(orgId, period));
+  if (granted === undefined) throw new QuotaCounterError();
+  return granted === 1;
 }
 
 export async function toolCallsInPeriod(db: Queryable, orgId: string, at: Date = new Date()): Promise<number> {
