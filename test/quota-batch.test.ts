@@ -46,6 +46,17 @@ const setCount = (db: Db, orgId: string, period: string, calls: number) =>
   db.execute(sql`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${orgId}, ${period}, ${calls})
     ON CONFLICT (org_id, period_start) DO UPDATE SET tool_calls = ${calls}`);
 
+/** Waits until a statement of this database waits for a lock (the batch, on another transaction's uncommitted row). */
+async function waitForLockWait(watcher: postgres.Sql): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const [row] = await watcher`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+    if (row!.n > 0) return;
+    if (Date.now() > deadline) throw new Error('the batch never waited on the uncommitted row');
+    await Bun.sleep(20);
+  }
+}
+
 const KINDS = hasPg ? (['pglite', 'postgres'] as const) : (['pglite'] as const);
 
 describe.each(KINDS)('quota batches on %s', (kind) => {
@@ -194,14 +205,7 @@ describe.skipIf(!hasPg)('quota batches of two instances on one PostgreSQL store'
     await other.begin(async (tx) => {
       await tx`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${orgId}, ${period}, 7)`;
       answers = Promise.all(Array.from({ length: 5 }, () => meter.consume(orgId, 10)));
-      // Wait until the batch's statement waits on this transaction's row.
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const [row] = await watcher`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
-        if (row!.n > 0) break;
-        if (Date.now() > deadline) throw new Error('the batch never waited on the uncommitted row');
-        await Bun.sleep(20);
-      }
+      await waitForLockWait(watcher);
     });
     await other.end();
     await watcher.end();
@@ -209,5 +213,37 @@ describe.skipIf(!hasPg)('quota batches of two instances on one PostgreSQL store'
     expect(statements()).toBe(2);
     expect(await toolCallsInPeriod(one.db, orgId)).toBe(10);
     await meter.close();
+  });
+  test('the re-run for a concurrently inserted counter fails: only the calls of that org fail; the others keep their grants', async () => {
+    const [a, b] = [await newOrg(one.db), await newOrg(one.db)];
+    const period = periodStart(new Date());
+    await setCount(one.db, b, period, 0);
+    // Org a's counter cannot be updated (a real store error); the batch first meets a's row as an uncommitted insert.
+    await one.db.execute(sql.raw(`CREATE FUNCTION quota_test_fail_a() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.org_id = '${a}' THEN RAISE EXCEPTION 'store down'; END IF; RETURN NEW; END $$`));
+    await one.db.execute(sql.raw('CREATE TRIGGER quota_test_fail_a BEFORE UPDATE ON usage_counters FOR EACH ROW EXECUTE FUNCTION quota_test_fail_a()'));
+    const other = postgres(fresh.url, { max: 1, onnotice: () => {} });
+    const watcher = postgres(fresh.url, { max: 1, onnotice: () => {} });
+    const { db, statements } = counted(two.db);
+    const meter = new UsageMeter(db);
+    let answers: Promise<PromiseSettledResult<boolean>[]> | undefined;
+    try {
+      await other.begin(async (tx) => {
+        await tx`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${a}, ${period}, 1)`;
+        answers = Promise.allSettled([meter.consume(a, 10), meter.consume(b, 10), meter.consume(b, 10)]);
+        await waitForLockWait(watcher);
+      });
+      const settled = await answers!;
+      expect(settled.map((x) => x.status)).toEqual(['rejected', 'fulfilled', 'fulfilled']);
+      expect(settled.slice(1).map((x) => (x as PromiseFulfilledResult<boolean>).value)).toEqual([true, true]);
+      expect(statements()).toBe(2);
+      expect(await toolCallsInPeriod(one.db, a)).toBe(1);
+      expect(await toolCallsInPeriod(one.db, b)).toBe(2);
+    } finally {
+      await other.end();
+      await watcher.end();
+      await one.db.execute(sql.raw('DROP TRIGGER quota_test_fail_a ON usage_counters'));
+      await one.db.execute(sql.raw('DROP FUNCTION quota_test_fail_a()'));
+      await meter.close();
+    }
   });
 });
