@@ -46,7 +46,10 @@ const ONLY = flag('only')?.split(',') ?? null;
 const PROFILE_DIR = flag('profile-gateway') || null;
 /** The bench org's plan. Plans with a monthly quota make every tools/call run the quota increment on the store. */
 const PLAN = flag('plan') || 'enterprise';
-if (!isPlan(PLAN)) throw new Error(`--plan=${PLAN}: not a plan (${PLANS.join(', ')})`);
+if (!isPlan(PLAN)) {
+  console.error(`bench: --plan=${PLAN} is not a plan (${PLANS.join(', ')})`);
+  process.exit(2);
+}
 /**
  * A quota plan allows at most 50,000 calls a month per org, fewer than one run makes; nothing in the product raises
  * an org's quota. So the load is spread over as many orgs of that plan as this rate (above anything one box drives)
