@@ -38,6 +38,8 @@ declare module 'autocannon' {
     pipelining?: number;
     title?: string;
     verifyBody?: (body: string) => boolean;
+    /** Requests each connection sends in turn (path, headers merged over `headers`, body). */
+    requests?: Array<{ method?: string; path?: string; headers?: Record<string, string>; body?: string }>;
   }
   export interface Instance extends PromiseLike<Result> {
     stop(): void;

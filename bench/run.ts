@@ -16,7 +16,8 @@
  *
  * Flags: --no-fail (report only, exit 0), --duration=S (measured seconds per run, default 10),
  * --warmup=S (default 2), --connections=16,64, --only=call,pg,bunsql,list,elysia,dbhub (a subset of the scenarios),
- * --profile-gateway=DIR (write a CPU profile of the gateway process into DIR).
+ * --profile-gateway=DIR (write a CPU profile of the gateway process into DIR), --plan=NAME (the bench org's plan, default
+ * enterprise: no monthly quota; with a quota plan every tools/call runs the quota increment, see QUOTA_HEADROOM_RPS).
  * Exit code: 0 when the targets are met (or --no-fail), 1 when missed, 2 when the run itself failed.
  */
 import autocannon, { type Result } from 'autocannon';
@@ -25,6 +26,7 @@ import { cleanupOnExit, PG, ROWS, seedItems, TABLE } from './common.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
+import { isPlan, monthlyQuotaFor, PLANS } from '../src/limits/plans.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Settings
@@ -42,6 +44,21 @@ const CONNECTIONS = (flag('connections') ?? '16,64').split(',').map(Number);
 const ONLY = flag('only')?.split(',') ?? null;
 /** Writes a CPU profile of the gateway process into this folder (bun --cpu-prof), for finding hot spots. */
 const PROFILE_DIR = flag('profile-gateway') || null;
+/** The bench org's plan. Plans with a monthly quota make every tools/call run the quota increment on the store. */
+const PLAN = flag('plan') || 'enterprise';
+if (!isPlan(PLAN)) {
+  console.error(`bench: --plan=${PLAN} is not a plan (${PLANS.join(', ')})`);
+  process.exit(2);
+}
+/**
+ * A quota plan allows at most 50,000 calls a month per org, fewer than one run makes; nothing in the product raises
+ * an org's quota. So the load is spread over as many orgs of that plan as this rate (above anything one box drives)
+ * needs for all runs, each org its own key and endpoint, the requests going round them. A run that still used up a
+ * quota would show as errors (its sampled bodies carry -32000).
+ */
+const QUOTA_HEADROOM_RPS = 20_000;
+const QUOTA = monthlyQuotaFor(PLAN);
+const BENCH_ORGS = QUOTA === null ? 1 : Math.ceil((CONNECTIONS.length * (WARMUP_S + DURATION_S) * QUOTA_HEADROOM_RPS) / QUOTA);
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 /** The gateway's connector pool size (DEFAULT_POOL_SETTINGS.max): the bare floor uses the same. */
@@ -194,14 +211,14 @@ interface Seeded {
   apiKey: string;
 }
 
-async function seed(base: string, operatorToken: string): Promise<Seeded> {
-  const slug = 'bench';
+async function seed(base: string, operatorToken: string, slug: string): Promise<Seeded> {
   const org = await call(base, '/operator/orgs', {
     method: 'POST',
     headers: { authorization: `Bearer ${operatorToken}` },
-    // enterprise: no monthly quota; burst limits (when enforced) are the org's own.
-    // A custom burst limit far above what one box can drive, so the bench measures the gateway, not the limiter.
-    json: { slug, name: 'Benchmark org', plan: 'enterprise', trial_days: 0, burst_limit_per_second: 100000 },
+    // enterprise (the default): no monthly quota; burst limits (when enforced) are the org's own.
+    // A custom burst limit far above what one box can drive, so the bench measures the gateway, not the limiter (the
+    // operator API applies it to every plan).
+    json: { slug, name: 'Benchmark org', plan: PLAN, trial_days: 0, burst_limit_per_second: 100000 },
   });
   const form = new URLSearchParams({
     grant_type: 'client_credentials',
@@ -244,6 +261,8 @@ interface Target {
   url: string;
   headers: Record<string, string>;
   body: string;
+  /** Requests that go round (path and headers each; a quota plan's orgs), instead of `url` and `headers` alone. */
+  variants?: Array<{ path: string; headers: Record<string, string> }>;
   /** Whether a sampled response body is a success (no JSON-RPC error, no isError, the expected content). */
   ok: (body: string) => boolean;
 }
@@ -283,6 +302,7 @@ function drive(target: Target, connections: number, duration: number, counters?:
     timeout: 10,
     headers: { 'content-type': 'application/json', ...target.headers },
     body: target.body,
+    ...(target.variants ? { requests: target.variants.map((v) => ({ method: 'POST', path: v.path, headers: v.headers, body: target.body })) } : {}),
     verifyBody: (body: string) => {
       if (!counters || n++ % SAMPLE_EVERY !== 0) return true;
       counters.sampled++;
@@ -427,9 +447,12 @@ async function main(): Promise<boolean> {
     dbhubProblem = `DBHub did not start: ${err instanceof Error ? err.message : String(err)} (exit code ${dbhub.exitCode})`;
     console.error(`bench: ${dbhubProblem}`);
   }
-  const seeded = await seed(base, operatorToken);
+  const orgs = await Promise.all(Array.from({ length: BENCH_ORGS }, (_, i) => seed(base, operatorToken, i ? `bench-${i + 1}` : 'bench')));
+  const seeded = orgs[0]!;
   const mcpUrl = `${base}/mcp/${seeded.slug}`;
   const mcpHeaders = { 'x-api-key': seeded.apiKey };
+  const mcpVariants = BENCH_ORGS > 1 ? orgs.map((o) => ({ path: `/mcp/${o.slug}`, headers: { 'x-api-key': o.apiKey } })) : undefined;
+  if (QUOTA !== null) console.error(`bench: plan ${PLAN} (${QUOTA.toLocaleString('en')} calls a month): load spread over ${BENCH_ORGS} orgs`);
 
   const targets = {
     call: {
@@ -437,6 +460,7 @@ async function main(): Promise<boolean> {
       pid: gateway.pid,
       url: mcpUrl,
       headers: mcpHeaders,
+      variants: mcpVariants,
       body: CALL_BODY,
       ok: (b: string) => b.includes('"rowCount":10') && !b.includes('"isError":true') && !b.includes('"error":'),
     },
@@ -541,7 +565,7 @@ async function main(): Promise<boolean> {
   }
 
   console.log('');
-  console.log(`Toolgate benchmark, ${new Date().toISOString()}, ${navigator.hardwareConcurrency} CPUs, Bun ${Bun.version}, ` +
+  console.log(`Toolgate benchmark, ${new Date().toISOString()}, ${navigator.hardwareConcurrency} CPUs, Bun ${Bun.version}, plan ${PLAN}${BENCH_ORGS > 1 ? ` (${BENCH_ORGS} orgs)` : ''}, ` +
     `${DURATION_S} s per run after ${WARMUP_S} s warm-up, connector pool ${POOL_SIZE}, SELECT of 10 rows from ${ROWS.toLocaleString('en')} rows`);
   console.log('');
   console.log(table(sorted, floors, floorOf));

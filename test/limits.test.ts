@@ -7,7 +7,7 @@ import { sql } from 'drizzle-orm';
 import { LocalWindow } from '../src/limits/burst.ts';
 import { periodStart, PLAN_LIMITS } from '../src/limits/plans.ts';
 import { consumeToolCall, toolCallsInPeriod } from '../src/limits/quota.ts';
-import { getOrg } from '../sdk/index.ts';
+import { getLimits, getOrg } from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
 import { freshDatabase, onboard, startTestGateway, tokenFor, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, rpc } from './support/mcp.ts';
@@ -142,6 +142,30 @@ describe.skipIf(!hasPg || !hasRedis)('shared limits across instances (PostgreSQL
     expect(await toolCallsInPeriod(one.deps.store.db, org.orgId)).toBe(20_000);
     // Only tools/call counts: listing still works with the quota used up.
     expect((await rpc(two, org.slug, { apiKey: org.apiKey }, 'tools/list')).status).toBe(200);
+  });
+
+  test('a burst across the quota on two instances: exactly the rest of the quota runs, batched; REST usage is exact', async () => {
+    verifies('LIMIT-QUOTA-NO-OVERSHOOT', 'LIMIT-QUOTA-BATCHED');
+    const org = await onboard(one, undefined, 'growth');
+    const token = await tokenFor(one, org.clientId, org.clientSecret);
+    await createConnector(one, token, { name: 'burst-quota', type: 'postgresql', config: targets.pgConfig });
+    await one.deps.store.db.execute(
+      sql`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${org.orgId}, ${periodStart(new Date())}, ${50_000 - 15})`,
+    );
+    const before = [one.deps.usage.quotaStats(), two.deps.usage.quotaStats()];
+    await startOfSecond();
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => callTool(i % 2 ? one : two, org.slug, { apiKey: org.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' })),
+    );
+    expect(answers.filter((a) => a.body?.result && !a.body.result.isError).length).toBe(15);
+    expect(answers.filter((a) => a.body?.error?.code === -32000).length).toBe(25);
+    // The 40 increments went to the store in fewer statements than calls.
+    const after = [one.deps.usage.quotaStats(), two.deps.usage.quotaStats()];
+    const batches = after[0]!.batches + after[1]!.batches - before[0]!.batches - before[1]!.batches;
+    expect(after[0]!.calls + after[1]!.calls - before[0]!.calls - before[1]!.calls).toBe(40);
+    expect(batches).toBeLessThanOrEqual(20);
+    const limits = await getLimits({ client: sdkFor(two, token).client, throwOnError: true });
+    expect(limits.data).toMatchObject({ monthly_tool_calls: 50_000, tool_calls_used: 50_000 });
   });
 
   test('the month rolls over at the period boundary', async () => {

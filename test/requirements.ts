@@ -127,6 +127,7 @@ export const REQUIREMENTS = {
   'LIMIT-BURST-MULTI-INSTANCE': 'N+1 concurrent calls against a limit of N spread over several instances: exactly N pass [checklist Limits]',
   'LIMIT-REDIS-DOWN': 'With Redis down burst limiting falls back to a per-instance limiter, with no 5xx [checklist Limits]',
   'LIMIT-QUOTA-NO-OVERSHOOT': 'Concurrent calls at quota-1 on several instances do not overshoot the monthly quota [checklist Limits]',
+  'LIMIT-QUOTA-BATCHED': 'The quota consumptions of one event-loop turn are counted by one store statement for all their orgs and periods, each granted up to its quota in arrival order [decisions Quota increments by group commit]',
   'LIMIT-QUOTA-ROLLOVER': 'The monthly quota rolls over at the period boundary [checklist Limits]',
   'LIMIT-LIST-NOT-COUNTED': 'Only tools/call counts against the monthly quota; tools/list does not [spec Limits]',
 

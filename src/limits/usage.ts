@@ -1,12 +1,13 @@
 /**
- * Usage counting on the hot path. Plans with a monthly quota count each call atomically in the store (no
- * overshoot, on any number of instances). Unlimited plans need no gate, so their calls are summed in memory and
- * written once a second: usage stays visible without a store write per call.
+ * Usage counting on the hot path. Plans with a monthly quota count each call atomically in the store before it runs
+ * (no overshoot, on any number of instances), the calls of one event-loop turn in one statement (quota-batch.ts).
+ * Unlimited plans need no gate, so their calls are summed in memory and written once a second: usage stays visible
+ * without a store write per call.
  */
 import { sql } from 'drizzle-orm';
 import type { Db } from '../store/db.ts';
 import { periodStart } from './plans.ts';
-import { consumeToolCall } from './quota.ts';
+import { QuotaBatcher, type QuotaBatchStats } from './quota-batch.ts';
 
 const FLUSH_INTERVAL_MS = 1000;
 
@@ -14,15 +15,18 @@ export class UsageMeter {
   private pending = new Map<string, number>();
   private timer: ReturnType<typeof setInterval> | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  private readonly quotas: QuotaBatcher;
 
   constructor(
     private readonly db: Db,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+  ) {
+    this.quotas = new QuotaBatcher(db);
+  }
 
   /** Counts one tool call; false when the quota of the period is used up (the call must not run). */
   async consume(orgId: string, quota: number | null): Promise<boolean> {
-    if (quota !== null) return consumeToolCall(this.db, orgId, quota, this.now());
+    if (quota !== null) return this.quotas.consume(orgId, quota, periodStart(this.now()));
     const key = `${orgId}|${periodStart(this.now())}`;
     this.pending.set(key, (this.pending.get(key) ?? 0) + 1);
     this.timer ??= setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
@@ -46,9 +50,15 @@ export class UsageMeter {
     return this.flushing;
   }
 
+  /** Statements the quota batcher sent and the calls they counted (tests; batch size = calls / batches). */
+  quotaStats(): QuotaBatchStats {
+    return this.quotas.stats();
+  }
+
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    await this.quotas.drain();
     await this.flush();
   }
 }
