@@ -4,8 +4,10 @@
  * - Tool calls (`toolCall`): no result without its row. The caller awaits the row; the rows requested during one
  *   turn of the event loop (and while MAX_IN_FLIGHT batches are out) go to the store as ONE multi-row INSERT,
  *   committed before any of those calls is answered. If the batch fails, every call in it fails (the caller answers
- *   an error instead of the result). The rows carry no chain position yet: `sealPending` (audit/repository.ts) seals
- *   them into their orgs' hash chains right after, off the hot path, so batches never queue on a chain-head lock.
+ *   an error instead of the result). The rows carry no chain position yet: this instance seals them into their orgs'
+ *   hash chains right after, off the hot path, from what it wrote (audit/seal.ts sealFromMemory: no row read back or
+ *   locked), so batches never queue on a chain-head lock. Rows it could not seal are left to audit/seal.ts
+ *   `sealPending` (after a conflict, at once; after a crash, the orphan sweep of any instance).
  *   The queue of waiting calls is bounded (TOOLGATE_AUDIT_QUEUE_MAX): while it is full (`accepting()` false) new
  *   calls are refused before they run, so a store that cannot keep up turns into errors, not unbounded memory.
  * - Refusals (`denial`): 401/403/429/quota answers are not held back for their row (a flood of them must not slow
@@ -24,7 +26,8 @@ import type { EventSubscriber } from '../events/index.ts';
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
-import { appendAudit, insertUnsealed, sealPending, type AuditInput } from './repository.ts';
+import { appendAudit, insertUnsealed, type AuditInput, type SealableRow } from './repository.ts';
+import { SealConflict, sealFromMemory, sealPending } from './seal.ts';
 
 /** Refusals per batch: bounds what a tool call's row waits for when it shares a batch with a denial flood. */
 export const DENIALS_PER_BATCH = 200;
@@ -37,9 +40,14 @@ export const DENIALS_PER_BATCH = 200;
  */
 const MAX_IN_FLIGHT = 1;
 /** Rows sealed per sealing transaction. */
-const SEAL_ROWS = 5000;
+const SEAL_ROWS = 2000;
 /** Sealing runs at most this often, so under load one sealing transaction takes many batches' rows. */
 const SEAL_INTERVAL_MS = 100;
+/**
+ * Written rows kept for sealing while sealing fails (store down): beyond this the oldest are forgotten here and
+ * sealed by the orphan sweep instead (they are committed; only who seals them changes).
+ */
+const UNSEALED_MAX = 100_000;
 
 export class AuditUnavailableError extends Error {}
 
@@ -55,6 +63,15 @@ export interface AuditRecorderDeps {
   /** Waiting tool-call rows and waiting refusals, each queue on its own. */
   queueMax: number;
   now?: () => Date;
+  /** Delay before a seal, so one seal takes many batches' rows (tests lengthen it to seal rows behind its back). */
+  sealIntervalMs?: number;
+}
+
+/** Rows sealed by this recorder, by way (metrics, tests). */
+export interface SealStats {
+  fromMemory: number;
+  afterConflict: number;
+  conflicts: number;
 }
 
 export class AuditRecorder {
@@ -66,6 +83,10 @@ export class AuditRecorder {
   private sealing: Promise<void> | null = null;
   private sealAgain = false;
   private draining = false;
+  /** Committed rows this instance has yet to seal, in commit order. */
+  private unsealed: SealableRow[] = [];
+  private readonly stats: SealStats = { fromMemory: 0, afterConflict: 0, conflicts: 0 };
+  private wakeSeal: () => void = () => {};
 
   constructor(private readonly deps: AuditRecorderDeps) {}
 
@@ -91,6 +112,10 @@ export class AuditRecorder {
     return { calls: this.calls.length, denials: this.denials.length };
   }
 
+  sealStats(): SealStats {
+    return { ...this.stats };
+  }
+
   /** Records a refusal without waiting for it; never throws. */
   denial(row: AuditInput): void {
     if (this.denials.length >= this.deps.queueMax) {
@@ -106,11 +131,17 @@ export class AuditRecorder {
   /** Waits until everything queued so far is written and sealed into the chains (tests, shutdown). */
   async drain(): Promise<void> {
     this.draining = true;
+    this.wakeSeal();
     try {
       while (this.calls.length || this.denials.length || this.dropped.size || this.inFlight.size || this.sealing) {
         if (this.inFlight.size) await Promise.all(this.inFlight);
         else if (this.sealing) await this.sealing;
         else this.flush();
+      }
+      // Rows left from a failed seal get one more attempt (not a loop: the store may be down).
+      if (this.unsealed.length) {
+        this.seal();
+        await this.sealing;
       }
     } finally {
       this.draining = false;
@@ -165,7 +196,7 @@ export class AuditRecorder {
   private async write(calls: PendingCall[], others: AuditInput[]): Promise<void> {
     if (calls.length) {
       try {
-        await insertUnsealed(this.deps.db, calls.map((c) => c.row), this.now());
+        this.toSeal(await insertUnsealed(this.deps.db, calls.map((c) => c.row), this.now()));
         for (const call of calls) call.resolve();
       } catch (err) {
         this.deps.log.error('audit batch failed', { rows: calls.length, error: describeError(err) });
@@ -173,10 +204,18 @@ export class AuditRecorder {
       }
     }
     if (others.length) {
-      await insertUnsealed(this.deps.db, others, this.now()).catch((err: unknown) => {
-        this.deps.log.error('recording refusals failed; they are lost', { rows: others.length, error: describeError(err) });
-      });
+      await insertUnsealed(this.deps.db, others, this.now()).then(
+        (rows) => this.toSeal(rows),
+        (err: unknown) => {
+          this.deps.log.error('recording refusals failed; they are lost', { rows: others.length, error: describeError(err) });
+        },
+      );
     }
+  }
+
+  private toSeal(rows: SealableRow[]): void {
+    for (const row of rows) this.unsealed.push(row);
+    if (this.unsealed.length > UNSEALED_MAX) this.unsealed.splice(0, this.unsealed.length - UNSEALED_MAX);
   }
 
   /** Seals written rows into the chains; one sealing at a time per instance, repeated while rows keep coming. */
@@ -187,18 +226,56 @@ export class AuditRecorder {
     }
     this.sealing = (async () => {
       do {
-        if (!this.draining) await new Promise((resolve) => setTimeout(resolve, SEAL_INTERVAL_MS));
+        if (!this.draining) await this.sealDelay();
         this.sealAgain = false;
-        try {
-          while ((await sealPending(this.deps.db, SEAL_ROWS)) === SEAL_ROWS);
-        } catch (err) {
-          // The rows stay committed and unsealed; the next batch (or the next start) seals them.
-          this.deps.log.error('sealing audit rows failed', { error: describeError(err) });
-        }
+        await this.sealWritten();
       } while (this.sealAgain);
     })().finally(() => {
       this.sealing = null;
     });
+  }
+
+  /** The wait before a seal; `drain` cuts it short. */
+  private sealDelay(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => this.wakeSeal(), this.deps.sealIntervalMs ?? SEAL_INTERVAL_MS);
+      this.wakeSeal = () => {
+        clearTimeout(timer);
+        this.wakeSeal = () => {};
+        resolve();
+      };
+    });
+  }
+
+  /** Seals the rows written so far, SEAL_ROWS per transaction; stops at the first failure (the next batch retries). */
+  private async sealWritten(): Promise<void> {
+    while (this.unsealed.length) {
+      const chunk = this.unsealed.splice(0, SEAL_ROWS);
+      try {
+        this.stats.fromMemory += await sealFromMemory(this.deps.db, chunk);
+      } catch (err) {
+        if (err instanceof SealConflict) {
+          await this.sealAfterConflict(chunk, err);
+          continue;
+        }
+        // Committed and unsealed: kept to retry (or, past UNSEALED_MAX, left to the orphan sweep).
+        this.unsealed = chunk.concat(this.unsealed);
+        this.toSeal([]);
+        this.deps.log.error('sealing audit rows failed', { rows: chunk.length, error: describeError(err) });
+        return;
+      }
+    }
+  }
+
+  /** Some rows of the chunk were sealed by another sealer (or deleted): the rest are read back and sealed. */
+  private async sealAfterConflict(chunk: SealableRow[], conflict: SealConflict): Promise<void> {
+    this.stats.conflicts += 1;
+    this.deps.log.info('audit rows sealed elsewhere; sealing the rest from the store', { rows: chunk.length, reason: conflict.message });
+    try {
+      this.stats.afterConflict += await sealPending(this.deps.db, chunk.length, { ids: chunk.map((r) => r.id) });
+    } catch (err) {
+      this.deps.log.error('sealing audit rows failed; the orphan sweep will', { rows: chunk.length, error: describeError(err) });
+    }
   }
 }
 
