@@ -22,12 +22,22 @@ import { lockHeads, type SealableRow } from './repository.ts';
 
 export type { SealableRow } from './repository.ts';
 
-/** Rows hashed between two yields to the event loop (~0.3 ms of sha256), so a large seal never stalls other work. */
-const HASH_SLICE = 256;
+/** Hashing yields to the event loop after this long, so a large seal never holds up other work for more. */
+const HASH_SLICE_MS = 1;
 
 export class SealConflict extends Error {}
 
-const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** Tells a hashing loop when HASH_SLICE_MS have passed since its last yield to the event loop, and yields. */
+function slicer() {
+  let since = performance.now();
+  return {
+    due: () => performance.now() - since >= HASH_SLICE_MS,
+    yield: async () => {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      since = performance.now();
+    },
+  };
+}
 
 /** The heads update of a seal, as a VALUES list (one row per org). */
 function movedHeads(heads: Map<string, { seq: number; hash: string }>) {
@@ -45,9 +55,10 @@ export async function sealFromMemory(db: Db, rows: readonly SealableRow[]): Prom
   if (rows.length === 0) return 0;
   return db.transaction(async (tx) => {
     const heads = await lockHeads(tx, [...new Set(rows.map((r) => r.orgId))].sort());
+    const slice = slicer();
     let links = '[';
     for (let i = 0; i < rows.length; i++) {
-      if (i > 0 && i % HASH_SLICE === 0) await yieldToLoop();
+      if (slice.due()) await slice.yield();
       const row = rows[i]!;
       const head = heads.get(row.orgId)!;
       const seq = head.seq + 1;
@@ -107,8 +118,9 @@ export async function sealPending(db: Queryable, limit = 5000, filter: PendingFi
       .for('update', { skipLocked: true });
     if (pending.length === 0) return 0;
     const links: { id: string; seq: number; prev_hash: string; hash: string }[] = [];
-    for (const [i, row] of pending.entries()) {
-      if (i > 0 && i % HASH_SLICE === 0) await yieldToLoop();
+    const slice = slicer();
+    for (const row of pending) {
+      if (slice.due()) await slice.yield();
       const head = heads.get(row.orgId)!;
       const fields = { ...row, seq: head.seq + 1, prevHash: head.hash };
       const hash = rowHash(fields);
