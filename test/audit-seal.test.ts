@@ -122,7 +122,7 @@ for (const kind of ['postgres', 'pglite'] as const) {
       await Promise.all(all.map((details) => recorder.toolCall(call(org.orgId, details))));
       recorder.denial({ orgId: org.orgId, action: 'auth.refused', actor: { type: 'anonymous', id: null }, outcome: 'denied', details: trickyDetails()[2] });
       await recorder.drain();
-      expect(recorder.sealStats()).toEqual({ fromMemory: all.length + 1, afterConflict: 0, conflicts: 0 });
+      expect(recorder.sealStats()).toEqual({ fromMemory: all.length + 1, readBack: 0, conflicts: 0 });
       const rows = await expectContiguous(g.deps.store.db, org.orgId);
       expect(await verifyChain(g.deps.store.db, org.orgId)).toEqual({ ok: true, checked: rows });
       // The check can fail: one changed character in a stored detail is caught.
@@ -149,7 +149,7 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     verifies('AUDIT-SEAL');
     const orgs = [await onboard(g1), await onboard(g1), await onboard(g2)];
     const recorders = [g1.deps.audit, g2.deps.audit];
-    const sealedSoFar = () => recorders.map((r) => r.sealStats()).map((s) => ({ memory: s.fromMemory, all: s.fromMemory + s.afterConflict }));
+    const sealedSoFar = () => recorders.map((r) => r.sealStats()).map((s) => ({ memory: s.fromMemory, all: s.fromMemory + s.readBack }));
     const before = sealedSoFar();
     let written = 0;
     for (let wave = 0; wave < 8; wave++) {
@@ -197,7 +197,7 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     const head = await expectContiguous(db, org.orgId);
     await expect(sealFromMemory(db, young)).rejects.toBeInstanceOf(SealConflict);
     await dead.drain();
-    expect(dead.sealStats()).toEqual({ fromMemory: 0, afterConflict: 0, conflicts: 1 });
+    expect(dead.sealStats()).toEqual({ fromMemory: 0, readBack: 0, conflicts: 1 });
     expect(await expectContiguous(db, org.orgId)).toBe(head);
 
     // A fresh orphan and a start of another instance on the store: the start seals it, whatever its age.
@@ -246,8 +246,44 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     const ids = (await q<{ id: string }>(db, sql`SELECT id FROM audit_events WHERE org_id = ${org.orgId} AND seq IS NULL ORDER BY id LIMIT 3`)).map((r) => r.id);
     expect(await sealPending(db, 10, { ids })).toBe(3);
     await recorder.drain();
-    expect(recorder.sealStats()).toEqual({ fromMemory: 0, afterConflict: 3, conflicts: 1 });
+    expect(recorder.sealStats()).toEqual({ fromMemory: 0, readBack: 3, conflicts: 1 });
     await expectContiguous(db, org.orgId);
+    expect(await verifyChain(db, org.orgId)).toMatchObject({ ok: true });
+  });
+});
+
+describe.skipIf(!hasPg)('a seal the store refuses (postgres)', () => {
+  let g: TestGateway;
+  beforeAll(async () => {
+    g = await startTestGateway('postgres', { TOOLGATE_WEBHOOK_WORKER: '0' });
+  }, 60_000);
+  afterAll(async () => g?.close(), 30_000);
+
+  test('nothing half-written, the recorder gives the rows up (no endless retry), and the orphan sweep seals them later', async () => {
+    verifies('AUDIT-SEAL');
+    const db = g.deps.store.db;
+    const org = await onboard(g);
+    const before = await expectContiguous(db, org.orgId);
+    // A real failure of the store, not a mock: moving this org's chain head is refused.
+    await db.execute(sql.raw(`CREATE OR REPLACE FUNCTION tg_refuse_head() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'chain store down'; END $$ LANGUAGE plpgsql`));
+    await db.execute(sql.raw(`CREATE TRIGGER tg_refuse_head BEFORE UPDATE ON audit_chains FOR EACH ROW WHEN (NEW.org_id = '${org.orgId}' AND NEW.head_seq <> OLD.head_seq) EXECUTE FUNCTION tg_refuse_head()`));
+    const recorder = new AuditRecorder({ db, log: silent, queueMax: 100 });
+    try {
+      // The calls are answered: their rows are committed; only sealing fails.
+      await Promise.all(Array.from({ length: 4 }, (_, i) => recorder.toolCall(call(org.orgId, { refused: i }))));
+      await recorder.drain();
+      expect(recorder.sealStats()).toEqual({ fromMemory: 0, readBack: 0, conflicts: 0 });
+      expect(await expectContiguousSealed(db, org.orgId)).toBe(before);
+      expect(await verifyChain(db, org.orgId)).toMatchObject({ ok: true, pending: 4 });
+    } finally {
+      await db.execute(sql.raw('DROP TRIGGER tg_refuse_head ON audit_chains'));
+    }
+    // Another batch later does not retry the given-up rows from memory (they may have been sealed meanwhile).
+    await recorder.toolCall(call(org.orgId, { after: true }));
+    await recorder.drain();
+    expect(recorder.sealStats()).toEqual({ fromMemory: 1, readBack: 0, conflicts: 0 });
+    expect(await sealOrphans(db, new Date(Date.now() + ORPHAN_AGE_MS + 1000))).toBe(4);
+    expect(await expectContiguous(db, org.orgId)).toBe(before + 5);
     expect(await verifyChain(db, org.orgId)).toMatchObject({ ok: true });
   });
 });

@@ -6,8 +6,9 @@
  *   committed before any of those calls is answered. If the batch fails, every call in it fails (the caller answers
  *   an error instead of the result). The rows carry no chain position yet: this instance seals them into their orgs'
  *   hash chains right after, off the hot path, from what it wrote (audit/seal.ts sealFromMemory: no row read back or
- *   locked), so batches never queue on a chain-head lock. Rows it could not seal are left to audit/seal.ts
- *   `sealPending` (after a conflict, at once; after a crash, the orphan sweep of any instance).
+ *   locked), so batches never queue on a chain-head lock. Rows it could not seal that way are read back and sealed
+ *   at once (audit/seal.ts `sealPending`); rows of an instance that stopped are sealed at the next start or by the
+ *   orphan sweep of any instance.
  *   The queue of waiting calls is bounded (TOOLGATE_AUDIT_QUEUE_MAX): while it is full (`accepting()` false) new
  *   calls are refused before they run, so a store that cannot keep up turns into errors, not unbounded memory.
  * - Refusals (`denial`): 401/403/429/quota answers are not held back for their row (a flood of them must not slow
@@ -43,11 +44,6 @@ const MAX_IN_FLIGHT = 1;
 const SEAL_ROWS = 2000;
 /** Sealing runs at most this often, so under load one sealing transaction takes many batches' rows. */
 const SEAL_INTERVAL_MS = 100;
-/**
- * Written rows kept for sealing while sealing fails (store down): beyond this the oldest are forgotten here and
- * sealed by the orphan sweep instead (they are committed; only who seals them changes).
- */
-const UNSEALED_MAX = 100_000;
 
 export class AuditUnavailableError extends Error {}
 
@@ -70,7 +66,9 @@ export interface AuditRecorderDeps {
 /** Rows sealed by this recorder, by way (metrics, tests). */
 export interface SealStats {
   fromMemory: number;
-  afterConflict: number;
+  /** Sealed by reading them back, after a seal from memory failed. */
+  readBack: number;
+  /** Seals from memory that met rows sealed elsewhere. */
   conflicts: number;
 }
 
@@ -85,7 +83,7 @@ export class AuditRecorder {
   private draining = false;
   /** Committed rows this instance has yet to seal, in commit order. */
   private unsealed: SealableRow[] = [];
-  private readonly stats: SealStats = { fromMemory: 0, afterConflict: 0, conflicts: 0 };
+  private readonly stats: SealStats = { fromMemory: 0, readBack: 0, conflicts: 0 };
   private wakeSeal: () => void = () => {};
 
   constructor(private readonly deps: AuditRecorderDeps) {}
@@ -137,11 +135,6 @@ export class AuditRecorder {
         if (this.inFlight.size) await Promise.all(this.inFlight);
         else if (this.sealing) await this.sealing;
         else this.flush();
-      }
-      // Rows left from a failed seal get one more attempt (not a loop: the store may be down).
-      if (this.unsealed.length) {
-        this.seal();
-        await this.sealing;
       }
     } finally {
       this.draining = false;
@@ -215,7 +208,6 @@ export class AuditRecorder {
 
   private toSeal(rows: SealableRow[]): void {
     for (const row of rows) this.unsealed.push(row);
-    if (this.unsealed.length > UNSEALED_MAX) this.unsealed.splice(0, this.unsealed.length - UNSEALED_MAX);
   }
 
   /** Seals written rows into the chains; one sealing at a time per instance, repeated while rows keep coming. */
@@ -247,34 +239,34 @@ export class AuditRecorder {
     });
   }
 
-  /** Seals the rows written so far, SEAL_ROWS per transaction; stops at the first failure (the next batch retries). */
+  /** Seals the rows written so far, SEAL_ROWS per transaction. */
   private async sealWritten(): Promise<void> {
     while (this.unsealed.length) {
       const chunk = this.unsealed.splice(0, SEAL_ROWS);
       try {
         this.stats.fromMemory += await sealFromMemory(this.deps.db, chunk);
       } catch (err) {
-        if (err instanceof SealConflict) {
-          await this.sealAfterConflict(chunk, err);
-          continue;
-        }
-        // Committed and unsealed: kept to retry (or, past UNSEALED_MAX, left to the orphan sweep).
-        this.unsealed = chunk.concat(this.unsealed);
-        this.toSeal([]);
-        this.deps.log.error('sealing audit rows failed', { rows: chunk.length, error: describeError(err) });
-        return;
+        await this.sealReadBack(chunk, err);
       }
     }
   }
 
-  /** Some rows of the chunk were sealed by another sealer (or deleted): the rest are read back and sealed. */
-  private async sealAfterConflict(chunk: SealableRow[], conflict: SealConflict): Promise<void> {
-    this.stats.conflicts += 1;
-    this.deps.log.info('audit rows sealed elsewhere; sealing the rest from the store', { rows: chunk.length, reason: conflict.message });
+  /**
+   * A seal from memory failed: some rows were sealed elsewhere (or are gone), or the store failed. The chunk is
+   * forgotten here and its rows still unsealed are read back and sealed; if that fails too, the orphan sweep of any
+   * instance seals them (they are committed). Never retried from memory, so no row can fail every seal for ever.
+   */
+  private async sealReadBack(chunk: SealableRow[], err: unknown): Promise<void> {
+    if (err instanceof SealConflict) {
+      this.stats.conflicts += 1;
+      this.deps.log.info('audit rows sealed elsewhere; sealing the rest from the store', { rows: chunk.length, reason: err.message });
+    } else {
+      this.deps.log.error('sealing audit rows failed; reading them back', { rows: chunk.length, error: describeError(err) });
+    }
     try {
-      this.stats.afterConflict += await sealPending(this.deps.db, chunk.length, { ids: chunk.map((r) => r.id) });
-    } catch (err) {
-      this.deps.log.error('sealing audit rows failed; the orphan sweep will', { rows: chunk.length, error: describeError(err) });
+      this.stats.readBack += await sealPending(this.deps.db, chunk.length, { ids: chunk.map((r) => r.id) });
+    } catch (again) {
+      this.deps.log.error('sealing audit rows failed; the orphan sweep will seal them', { rows: chunk.length, error: describeError(again) });
     }
   }
 }
