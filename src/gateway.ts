@@ -21,7 +21,7 @@ import { ApprovalService } from './approvals/service.ts';
 import { deriveApprovalDigestKey } from './approvals/digest.ts';
 import { executeTool } from './tools/runtime.ts';
 import { AuditRecorder, auditSubscriber } from './audit/recorder.ts';
-import { sealPending } from './audit/repository.ts';
+import { sealPending, startOrphanSealer } from './audit/seal.ts';
 import { startRetentionSweeper } from './audit/retention.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
@@ -77,8 +77,10 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   const catalog = new CatalogCache({ store, box });
   const usage = new UsageMeter(store.db);
-  // Rows left unsealed (written before the audit chain existed, or by an instance that stopped) join the chain first.
+  // Rows left unsealed (written before the audit chain existed, or by an instance that stopped) join the chain first;
+  // later orphans (an instance that stopped between insert and seal) are sealed by the sweep of any instance.
   while ((await sealPending(store.db)) > 0);
+  const stopOrphanSealer = startOrphanSealer({ db: store.db, log });
   const events = new DomainEvents();
   // The webhook outbox subscribes to every emitted event (approvals), in the emitter's transaction; tool.called is
   // relayed from sealed audit rows by the webhook worker (webhooks/relay.ts).
@@ -134,6 +136,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       await webhookWorker?.stop();
       await deps.jobs.idle();
       stopRetention();
+      stopOrphanSealer();
       await audit.drain();
       await closeAllConnectors();
       await deps.usage.close();

@@ -4,8 +4,11 @@
  * - Tool calls (`toolCall`): no result without its row. The caller awaits the row; the rows requested during one
  *   turn of the event loop (and while MAX_IN_FLIGHT batches are out) go to the store as ONE multi-row INSERT,
  *   committed before any of those calls is answered. If the batch fails, every call in it fails (the caller answers
- *   an error instead of the result). The rows carry no chain position yet: `sealPending` (audit/repository.ts) seals
- *   them into their orgs' hash chains right after, off the hot path, so batches never queue on a chain-head lock.
+ *   an error instead of the result). The rows carry no chain position yet: this instance seals them into their orgs'
+ *   hash chains right after, off the hot path, from what it wrote (audit/seal.ts sealFromMemory: no row read back or
+ *   locked), so batches never queue on a chain-head lock. Rows it could not seal that way are read back and sealed
+ *   at once (audit/seal.ts `sealPending`); rows of an instance that stopped are sealed at the next start or by the
+ *   orphan sweep of any instance.
  *   The queue of waiting calls is bounded (TOOLGATE_AUDIT_QUEUE_MAX): while it is full (`accepting()` false) new
  *   calls are refused before they run, so a store that cannot keep up turns into errors, not unbounded memory.
  * - Refusals (`denial`): 401/403/429/quota answers are not held back for their row (a flood of them must not slow
@@ -24,7 +27,8 @@ import type { EventSubscriber } from '../events/index.ts';
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
-import { appendAudit, insertUnsealed, sealPending, type AuditInput } from './repository.ts';
+import { appendAudit, insertUnsealed, type AuditInput, type SealableRow } from './repository.ts';
+import { SealConflict, sealFromMemory, sealPending } from './seal.ts';
 
 /** Refusals per batch: bounds what a tool call's row waits for when it shares a batch with a denial flood. */
 export const DENIALS_PER_BATCH = 200;
@@ -37,7 +41,7 @@ export const DENIALS_PER_BATCH = 200;
  */
 const MAX_IN_FLIGHT = 1;
 /** Rows sealed per sealing transaction. */
-const SEAL_ROWS = 5000;
+const SEAL_ROWS = 2000;
 /** Sealing runs at most this often, so under load one sealing transaction takes many batches' rows. */
 const SEAL_INTERVAL_MS = 100;
 
@@ -55,6 +59,17 @@ export interface AuditRecorderDeps {
   /** Waiting tool-call rows and waiting refusals, each queue on its own. */
   queueMax: number;
   now?: () => Date;
+  /** Delay before a seal, so one seal takes many batches' rows (tests lengthen it to seal rows behind its back). */
+  sealIntervalMs?: number;
+}
+
+/** Rows sealed by this recorder, by way (metrics, tests). */
+export interface SealStats {
+  fromMemory: number;
+  /** Sealed by reading them back, after a seal from memory failed. */
+  readBack: number;
+  /** Seals from memory that met rows sealed elsewhere. */
+  conflicts: number;
 }
 
 export class AuditRecorder {
@@ -66,6 +81,10 @@ export class AuditRecorder {
   private sealing: Promise<void> | null = null;
   private sealAgain = false;
   private draining = false;
+  /** Committed rows this instance has yet to seal, in commit order. */
+  private unsealed: SealableRow[] = [];
+  private readonly stats: SealStats = { fromMemory: 0, readBack: 0, conflicts: 0 };
+  private wakeSeal: () => void = () => {};
 
   constructor(private readonly deps: AuditRecorderDeps) {}
 
@@ -91,6 +110,10 @@ export class AuditRecorder {
     return { calls: this.calls.length, denials: this.denials.length };
   }
 
+  sealStats(): SealStats {
+    return { ...this.stats };
+  }
+
   /** Records a refusal without waiting for it; never throws. */
   denial(row: AuditInput): void {
     if (this.denials.length >= this.deps.queueMax) {
@@ -106,6 +129,7 @@ export class AuditRecorder {
   /** Waits until everything queued so far is written and sealed into the chains (tests, shutdown). */
   async drain(): Promise<void> {
     this.draining = true;
+    this.wakeSeal();
     try {
       while (this.calls.length || this.denials.length || this.dropped.size || this.inFlight.size || this.sealing) {
         if (this.inFlight.size) await Promise.all(this.inFlight);
@@ -165,7 +189,7 @@ export class AuditRecorder {
   private async write(calls: PendingCall[], others: AuditInput[]): Promise<void> {
     if (calls.length) {
       try {
-        await insertUnsealed(this.deps.db, calls.map((c) => c.row), this.now());
+        this.toSeal(await insertUnsealed(this.deps.db, calls.map((c) => c.row), this.now()));
         for (const call of calls) call.resolve();
       } catch (err) {
         this.deps.log.error('audit batch failed', { rows: calls.length, error: describeError(err) });
@@ -173,10 +197,17 @@ export class AuditRecorder {
       }
     }
     if (others.length) {
-      await insertUnsealed(this.deps.db, others, this.now()).catch((err: unknown) => {
-        this.deps.log.error('recording refusals failed; they are lost', { rows: others.length, error: describeError(err) });
-      });
+      await insertUnsealed(this.deps.db, others, this.now()).then(
+        (rows) => this.toSeal(rows),
+        (err: unknown) => {
+          this.deps.log.error('recording refusals failed; they are lost', { rows: others.length, error: describeError(err) });
+        },
+      );
     }
+  }
+
+  private toSeal(rows: SealableRow[]): void {
+    for (const row of rows) this.unsealed.push(row);
   }
 
   /** Seals written rows into the chains; one sealing at a time per instance, repeated while rows keep coming. */
@@ -187,18 +218,56 @@ export class AuditRecorder {
     }
     this.sealing = (async () => {
       do {
-        if (!this.draining) await new Promise((resolve) => setTimeout(resolve, SEAL_INTERVAL_MS));
+        if (!this.draining) await this.sealDelay();
         this.sealAgain = false;
-        try {
-          while ((await sealPending(this.deps.db, SEAL_ROWS)) === SEAL_ROWS);
-        } catch (err) {
-          // The rows stay committed and unsealed; the next batch (or the next start) seals them.
-          this.deps.log.error('sealing audit rows failed', { error: describeError(err) });
-        }
+        await this.sealWritten();
       } while (this.sealAgain);
     })().finally(() => {
       this.sealing = null;
     });
+  }
+
+  /** The wait before a seal; `drain` cuts it short. */
+  private sealDelay(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => this.wakeSeal(), this.deps.sealIntervalMs ?? SEAL_INTERVAL_MS);
+      this.wakeSeal = () => {
+        clearTimeout(timer);
+        this.wakeSeal = () => {};
+        resolve();
+      };
+    });
+  }
+
+  /** Seals the rows written so far, SEAL_ROWS per transaction. */
+  private async sealWritten(): Promise<void> {
+    while (this.unsealed.length) {
+      const chunk = this.unsealed.splice(0, SEAL_ROWS);
+      try {
+        this.stats.fromMemory += await sealFromMemory(this.deps.db, chunk);
+      } catch (err) {
+        await this.sealReadBack(chunk, err);
+      }
+    }
+  }
+
+  /**
+   * A seal from memory failed: some rows were sealed elsewhere (or are gone), or the store failed. The chunk is
+   * forgotten here and its rows still unsealed are read back and sealed; if that fails too, the orphan sweep of any
+   * instance seals them (they are committed). Never retried from memory, so no row can fail every seal for ever.
+   */
+  private async sealReadBack(chunk: SealableRow[], err: unknown): Promise<void> {
+    if (err instanceof SealConflict) {
+      this.stats.conflicts += 1;
+      this.deps.log.info('audit rows sealed elsewhere; sealing the rest from the store', { rows: chunk.length, reason: err.message });
+    } else {
+      this.deps.log.error('sealing audit rows failed; reading them back', { rows: chunk.length, error: describeError(err) });
+    }
+    try {
+      this.stats.readBack += await sealPending(this.deps.db, chunk.length, { ids: chunk.map((r) => r.id) });
+    } catch (again) {
+      this.deps.log.error('sealing audit rows failed; the orphan sweep will seal them', { rows: chunk.length, error: describeError(again) });
+    }
   }
 }
 

@@ -5,15 +5,16 @@
  *    chain head (audit_chains) is locked for the rest of the writer's transaction, rows get the next sequence
  *    numbers and their hashes, and the head moves on, so writers on any number of instances append in turn and a
  *    chain never forks. Transactions that audit several orgs lock heads in org-id order.
- *  - `insertUnsealed` (the tool-call hot path, refusals): committed without a lock, then sealed into the chain by
- *    `sealPending` moments later (audit/recorder.ts runs it after each batch), so the hot path never queues on a
+ *  - `insertUnsealed` (the tool-call hot path, refusals): committed without a lock, then sealed into the chain
+ *    moments later by audit/seal.ts (audit/recorder.ts runs it after each batch), so the hot path never queues on a
  *    chain head.
  */
 import { and, asc, desc, eq, gt, gte, isNotNull, isNull, like, lt, sql, type SQL } from 'drizzle-orm';
 import { PgTransaction } from 'drizzle-orm/pg-core';
 import { rowsOf, type Queryable } from '../store/db.ts';
 import { auditChains, auditEvents } from '../store/schema.ts';
-import { genesisHash, rowHash } from './chain.ts';
+import { genesisHash, rowHash, rowTail } from './chain.ts';
+import { storable, storableJson } from './storable.ts';
 
 export interface Actor {
   type: 'api_key' | 'oauth_client' | 'user' | 'operator' | 'system' | 'anonymous';
@@ -35,18 +36,6 @@ export type AuditRow = typeof auditEvents.$inferSelect;
 /** Records one event in the caller's transaction (or its own, given the database). Signature kept for every caller. */
 export async function recordAudit(db: Queryable, event: AuditInput): Promise<void> {
   await appendAudit(db, [event]);
-}
-
-/** Strings as jsonb takes them: no NUL, no lone surrogates (either would fail the insert, and the batch with it). */
-function storable(value: unknown): unknown {
-  if (typeof value === 'string') return value.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
-  if (Array.isArray(value)) return value.map(storable);
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[storable(k) as string] = storable(v);
-    return out;
-  }
-  return typeof value === 'number' && !Number.isFinite(value) ? null : value;
 }
 
 /** The columns of an audit row that come from the event itself (sealed or not). */
@@ -86,13 +75,13 @@ export async function appendAudit(db: Queryable, events: readonly AuditInput[], 
   return rows;
 }
 
-interface Head {
+export interface Head {
   seq: number;
   hash: string;
 }
 
 /** Creates missing chain heads and locks all of them (one upsert; rows are locked in the given, sorted, order). */
-async function lockHeads(tx: Queryable, orgIds: string[]): Promise<Map<string, Head>> {
+export async function lockHeads(tx: Queryable, orgIds: string[]): Promise<Map<string, Head>> {
   const values = sql.join(
     orgIds.map((id) => sql`(${id}::uuid, 0, ${genesisHash(id)}, 0, ${genesisHash(id)})`),
     sql`, `,
@@ -142,65 +131,45 @@ export async function chainState(db: Queryable, orgId: string) {
   return row ?? { orgId, headSeq: 0, headHash: genesisHash(orgId), baseSeq: 0, baseHash: genesisHash(orgId) };
 }
 
-/** The row as stored before it is sealed into the chain: content only (no seq, prev_hash or hash yet). */
-function unsealedRow(event: AuditInput, now: Date) {
-  return { id: crypto.randomUUID(), ...eventColumns(event, now) };
+/** A committed, unsealed row as its writer knows it: enough to seal it into its chain without reading it back. */
+export interface SealableRow {
+  id: string;
+  orgId: string;
+  /** chain.ts rowTail of the row exactly as stored. */
+  tail: string;
 }
+
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const textOrNull = (value: string | null | undefined) => (value == null ? null : String(value));
 
 /**
  * The hot path's write (tool calls, refusals): one multi-row INSERT, no lock, so batches of any number of instances
- * and orgs commit side by side. The rows join their org's chain shortly after, in `sealPending`.
+ * and orgs commit side by side. Returns the rows for `sealFromMemory` (audit/seal.ts), which puts them into their
+ * org's chain shortly after; a row whose org id is not in the form the store returns (lower-case uuid) is left out,
+ * so only the orphan sweep, which reads rows back, seals it.
  */
-export async function insertUnsealed(db: Queryable, events: readonly AuditInput[], now: Date = new Date()): Promise<void> {
-  if (events.length === 0) return;
-  const rows = events.map((e) => {
-    const row = unsealedRow(e, now);
-    return { id: row.id, org_id: row.orgId, action: row.action, actor_type: row.actorType, actor_id: row.actorId, target_type: row.targetType, target_id: row.targetId, outcome: row.outcome, details: row.details };
-  });
-  // The batch as one JSON parameter: one statement and one parameter whatever the batch size (a VALUES list with a
-  // parameter per field costs CPU per row to build and to parse).
+export async function insertUnsealed(db: Queryable, events: readonly AuditInput[], now: Date = new Date()): Promise<SealableRow[]> {
+  if (events.length === 0) return [];
+  const createdAt = now.toISOString();
+  const sealable: SealableRow[] = [];
+  // The batch as one JSON parameter, written by hand: one statement and one parameter whatever the batch size (a
+  // VALUES list with a parameter per field costs CPU per row to build and to parse), and the details serialised once,
+  // canonically, for the store and for the row's hash alike.
+  let json = '[';
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    const id = crypto.randomUUID();
+    const fields = { createdAt: now, action: String(e.action), actorType: String(e.actor.type), actorId: textOrNull(e.actor.id), targetType: textOrNull(e.targetType), targetId: textOrNull(e.targetId), outcome: e.outcome ?? 'success' };
+    const details = storableJson(e.details ?? {});
+    json += `${i ? ',' : ''}{"id":"${id}","org_id":${JSON.stringify(e.orgId)},"action":${JSON.stringify(fields.action)},"actor_type":${JSON.stringify(fields.actorType)},"actor_id":${JSON.stringify(fields.actorId)},"target_type":${JSON.stringify(fields.targetType)},"target_id":${JSON.stringify(fields.targetId)},"outcome":${JSON.stringify(fields.outcome)},"details":${details}}`;
+    if (CANONICAL_UUID.test(e.orgId)) sealable.push({ id, orgId: e.orgId, tail: rowTail({ ...fields, details: {} }, details) });
+  }
+  json += ']';
   await db.execute(sql`INSERT INTO audit_events (id, org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details)
-    SELECT id, org_id, ${now.toISOString()}::timestamptz, action, actor_type, actor_id, target_type, target_id, outcome, details
-    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+    SELECT id, org_id, ${createdAt}::timestamptz, action, actor_type, actor_id, target_type, target_id, outcome, details
+    FROM jsonb_to_recordset(${json}::jsonb)
       AS v(id uuid, org_id uuid, action text, actor_type text, actor_id text, target_type text, target_id text, outcome text, details jsonb)`);
-}
-
-/**
- * Seals committed rows that are not in the chain yet (hot-path rows, and rows written before migration 5) into
- * their orgs' chains, oldest first: one transaction, the rows locked (SKIP LOCKED: concurrent sealers on other
- * instances take other rows), heads locked in org-id order, one UPDATE for all rows. Returns the rows sealed.
- */
-export async function sealPending(db: Queryable, limit = 5000): Promise<number> {
-  return db.transaction(async (tx) => {
-    const pending = await tx
-      .select()
-      .from(auditEvents)
-      .where(isNull(auditEvents.seq))
-      .orderBy(asc(auditEvents.createdAt), asc(auditEvents.id))
-      .limit(limit)
-      .for('update', { skipLocked: true });
-    if (pending.length === 0) return 0;
-    const orgIds = [...new Set(pending.map((r) => r.orgId))].sort();
-    const heads = await lockHeads(tx, orgIds);
-    const links: { id: string; seq: number; prev_hash: string; hash: string }[] = [];
-    for (const row of pending) {
-      const head = heads.get(row.orgId)!;
-      const fields = { ...row, seq: head.seq + 1, prevHash: head.hash };
-      const hash = rowHash(fields);
-      heads.set(row.orgId, { seq: fields.seq, hash });
-      links.push({ id: row.id, seq: fields.seq, prev_hash: fields.prevHash, hash });
-    }
-    await tx.execute(
-      sql`UPDATE audit_events AS e SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash
-        FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb) AS v(id uuid, seq bigint, prev_hash text, hash text) WHERE e.id = v.id`,
-    );
-    const moved = sql.join(
-      orgIds.map((id) => sql`(${id}::uuid, ${heads.get(id)!.seq}::bigint, ${heads.get(id)!.hash}::text)`),
-      sql`, `,
-    );
-    await tx.execute(sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${moved}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id`);
-    return pending.length;
-  });
+  return sealable;
 }
 
 /** The org's rows not sealed yet, and of those the ones older than `before` (a sealer that should have run). */

@@ -1,0 +1,173 @@
+/**
+ * Seals committed hot-path rows (audit/repository.ts insertUnsealed) into their orgs' hash chains. Two ways:
+ *  - `sealFromMemory`: the instance that inserted the rows seals them from what it sent (id, org, rowTail), so no
+ *    row is read back or locked up front: lock the chain heads, hash in JS, one statement sets every row's
+ *    seq/prev_hash/hash (only where seq IS NULL) and moves the heads. If fewer rows matched than were sent (another
+ *    sealer got there first, or a row is gone), the transaction is rolled back (SealConflict): a chain never gets a
+ *    gap or a position twice, and the writer seals what is left with `sealPending`, restricted to those ids.
+ *  - `sealPending`: reads unsealed rows back (SKIP LOCKED) and seals them. For rows their writer did not seal (an
+ *    instance that stopped between insert and seal: the orphan sweep, `startOrphanSealer`, and every start), for
+ *    rows written before the chain existed, and after a conflict.
+ * Both lock the chain heads before they touch rows (a row lock is only ever taken by a holder of its org's head),
+ * so the two never deadlock; concurrent sealers of one org take turns on the head.
+ */
+import { and, asc, inArray, isNull, lt, sql } from 'drizzle-orm';
+import type { Db, Queryable } from '../store/db.ts';
+import { rowsOf } from '../store/db.ts';
+import { auditEvents } from '../store/schema.ts';
+import type { Logger } from '../util/log.ts';
+import { describeError } from '../util/log.ts';
+import { chainHash, rowHash } from './chain.ts';
+import { lockHeads, type SealableRow } from './repository.ts';
+
+export type { SealableRow } from './repository.ts';
+
+/** Hashing yields to the event loop after this long, so a large seal never holds up other work for more. */
+const HASH_SLICE_MS = 1;
+
+export class SealConflict extends Error {}
+
+/** Tells a hashing loop when HASH_SLICE_MS have passed since its last yield to the event loop, and yields. */
+function slicer() {
+  let since = performance.now();
+  return {
+    due: () => performance.now() - since >= HASH_SLICE_MS,
+    yield: async () => {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      since = performance.now();
+    },
+  };
+}
+
+/** The heads update of a seal, as a VALUES list (one row per org). */
+function movedHeads(heads: Map<string, { seq: number; hash: string }>) {
+  return sql.join(
+    [...heads].map(([id, head]) => sql`(${id}::uuid, ${head.seq}::bigint, ${head.hash}::text)`),
+    sql`, `,
+  );
+}
+
+/**
+ * Seals the given rows (committed, unsealed, in the order given) into their chains in one transaction: 2 statements
+ * whatever the count. Throws SealConflict, with nothing changed, if any row was not there to seal.
+ */
+export async function sealFromMemory(db: Db, rows: readonly SealableRow[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  return db.transaction(async (tx) => {
+    const heads = await lockHeads(tx, [...new Set(rows.map((r) => r.orgId))].sort());
+    const slice = slicer();
+    let links = '[';
+    for (let i = 0; i < rows.length; i++) {
+      if (slice.due()) await slice.yield();
+      const row = rows[i]!;
+      const head = heads.get(row.orgId)!;
+      const seq = head.seq + 1;
+      const hash = chainHash(head.hash, row.orgId, seq, row.tail);
+      links += `${i ? ',' : ''}{"id":"${row.id}","seq":${seq},"prev_hash":"${head.hash}","hash":"${hash}"}`;
+      heads.set(row.orgId, { seq, hash });
+    }
+    links += ']';
+    const result = await tx.execute(sql`WITH sealed AS (
+        UPDATE audit_events AS e SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash
+        FROM jsonb_to_recordset(${links}::jsonb) AS v(id uuid, seq bigint, prev_hash text, hash text)
+        WHERE e.id = v.id AND e.seq IS NULL RETURNING 1
+      ), moved AS (
+        UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${movedHeads(heads)}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id
+      )
+      SELECT count(*)::int AS sealed FROM sealed`);
+    const sealed = Number(rowsOf<{ sealed: number }>(result)[0]?.sealed ?? 0);
+    if (sealed !== rows.length) throw new SealConflict(`${rows.length - sealed} of ${rows.length} rows were sealed elsewhere or are gone`);
+    return sealed;
+  });
+}
+
+export interface PendingFilter {
+  /** Only rows created before this time (the orphan sweep: rows their writer should long have sealed). */
+  olderThan?: Date;
+  /** Only these rows (a writer's rows after a conflict). */
+  ids?: readonly string[];
+}
+
+/**
+ * Seals committed rows that are not in the chain yet, oldest first, reading them back: one transaction, the orgs'
+ * heads locked first (in org-id order), then their rows (SKIP LOCKED), one UPDATE for all rows. Returns the rows
+ * sealed; fewer than `limit` means none were left (apart from rows another sealer held).
+ */
+export async function sealPending(db: Queryable, limit = 5000, filter: PendingFilter = {}): Promise<number> {
+  if (filter.ids && filter.ids.length === 0) return 0;
+  const conditions = [isNull(auditEvents.seq)];
+  if (filter.olderThan) conditions.push(lt(auditEvents.createdAt, filter.olderThan));
+  if (filter.ids) conditions.push(inArray(auditEvents.id, [...filter.ids]));
+  return db.transaction(async (tx) => {
+    const candidates = await tx
+      .select({ orgId: auditEvents.orgId })
+      .from(auditEvents)
+      .where(and(...conditions))
+      .orderBy(asc(auditEvents.createdAt), asc(auditEvents.id))
+      .limit(limit);
+    if (candidates.length === 0) return 0;
+    const orgIds = [...new Set(candidates.map((r) => r.orgId))].sort();
+    const heads = await lockHeads(tx, orgIds);
+    // Read after the heads are locked: a row sealed meanwhile by its writer no longer matches.
+    const pending = await tx
+      .select()
+      .from(auditEvents)
+      .where(and(...conditions, inArray(auditEvents.orgId, orgIds)))
+      .orderBy(asc(auditEvents.createdAt), asc(auditEvents.id))
+      .limit(limit)
+      .for('update', { skipLocked: true });
+    if (pending.length === 0) return 0;
+    const links: { id: string; seq: number; prev_hash: string; hash: string }[] = [];
+    const slice = slicer();
+    for (const row of pending) {
+      if (slice.due()) await slice.yield();
+      const head = heads.get(row.orgId)!;
+      const fields = { ...row, seq: head.seq + 1, prevHash: head.hash };
+      const hash = rowHash(fields);
+      heads.set(row.orgId, { seq: fields.seq, hash });
+      links.push({ id: row.id, seq: fields.seq, prev_hash: fields.prevHash, hash });
+    }
+    await tx.execute(
+      sql`UPDATE audit_events AS e SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash
+        FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb) AS v(id uuid, seq bigint, prev_hash text, hash text) WHERE e.id = v.id`,
+    );
+    await tx.execute(sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${movedHeads(heads)}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id`);
+    return pending.length;
+  });
+}
+
+/**
+ * Orphans: rows older than this are sealed by any instance's sweep. Far longer than a live writer takes to seal its
+ * rows (~100 ms; a writer whose seal failed retries on its next batch), so a sweep rarely meets a writer's rows, and
+ * far shorter than verify's SEAL_GRACE_MS (5 min), after which an unsealed row counts as tampering.
+ */
+export const ORPHAN_AGE_MS = 30_000;
+/** How often each instance looks for orphans: one index probe on audit_events_unsealed when there are none. */
+export const ORPHAN_SWEEP_MS = 30_000;
+const ORPHAN_ROWS = 5000;
+
+/** Seals every row older than ORPHAN_AGE_MS that is still outside its chain; returns the rows sealed. */
+export async function sealOrphans(db: Queryable, now: Date = new Date()): Promise<number> {
+  const olderThan = new Date(now.getTime() - ORPHAN_AGE_MS);
+  let total = 0;
+  for (;;) {
+    const sealed = await sealPending(db, ORPHAN_ROWS, { olderThan });
+    total += sealed;
+    if (sealed < ORPHAN_ROWS) return total;
+  }
+}
+
+/** Sweeps for orphans every ORPHAN_SWEEP_MS; returns the stop function. */
+export function startOrphanSealer(deps: { db: Db; log: Logger }): () => void {
+  const run = async () => {
+    try {
+      const sealed = await sealOrphans(deps.db);
+      if (sealed > 0) deps.log.info('sealed audit rows their writer left unsealed', { rows: sealed });
+    } catch (err) {
+      deps.log.error('sealing orphaned audit rows failed', { error: describeError(err) });
+    }
+  };
+  const timer = setInterval(run, ORPHAN_SWEEP_MS);
+  timer.unref?.();
+  return () => clearInterval(timer);
+}
