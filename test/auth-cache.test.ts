@@ -321,20 +321,25 @@ describe('the cache itself (a fake epoch, a counting loader)', () => {
     verifies('AUTH-CACHE-EPOCH');
     const epoch = fakeEpoch('e1');
     const cache = new McpAuthCache({ epoch, ttlMs: 60_000 });
-    await cache.lookup('warm-up', async () => ({ v: 0 }));
+    let loads = 0;
+    const cached = () => cache.lookup('cached', async () => (loads++, { v: 0 }));
+    await cached(); // learns the epoch
     await settle();
+    await cached(); // filled under e1
     // A miss whose store lookup reads the old row ...
     const slow = deferred<{ v: number } | undefined>();
     const stale = cache.lookup('k', () => slow.promise);
     // ... while the change commits and its writer sets a new epoch, which a later request reads.
     epoch.value = 'e2';
-    let loads = 0;
-    await cache.lookup('other', async () => (loads++, { v: 2 }));
-    await settle(); // the new epoch is read (and known) before the old lookup ends
+    await cached();
     slow.resolve({ v: 1 });
     expect(await stale).toEqual({ v: 1 });
+    loads = 0;
     expect(await cache.lookup('k', async () => (loads++, { v: 3 }))).toEqual({ v: 3 });
-    expect(loads).toBe(2);
+    expect(loads).toBe(1);
+    // The refill of `cached` under e2 is used.
+    await cached();
+    expect(loads).toBe(1);
   });
 
   test('no epoch (unknown, or the read failed): nothing is answered from the cache, and what it held is dropped', async () => {

@@ -9,8 +9,8 @@
  * Why an entry is never staler than its epoch: a miss is tagged with the epoch of the last read that COMPLETED
  * before its store lookup started. If that lookup missed a change, the change committed after the read, so its
  * writer set a new epoch after the read too; every request arriving after the writer answered reads that new epoch
- * (or a later one: tokens never repeat) and does not match. A miss therefore costs no wait for the epoch: the store
- * lookup and the read run side by side.
+ * (or a later one: tokens never repeat) and does not match. A miss therefore neither waits for nor sends a read of
+ * its own: it costs what the store lookup cost before the cache.
  */
 import type { AuthChanges, AuthEpoch } from '../auth/epoch.ts';
 import { countAuthCache } from '../observability/metrics.ts';
@@ -61,28 +61,39 @@ export class McpAuthCache implements AuthChanges {
   }
 
   /** The cached value of `key` when it is still current, else `load()` (the store lookup; undefined: none). */
-  async lookup<T extends object>(key: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
+  lookup<T extends object>(key: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
     if (!this.enabled) return load();
-    const read = this.readEpoch();
     const entry = this.entries.get(key);
-    let tag = this.epochNow;
-    if (entry !== undefined) {
-      if (entry.expiresAt > this.now()) {
-        const epoch = read instanceof Promise ? await read : read;
-        if (epoch !== null && epoch === entry.epoch && this.entries.get(key) === entry) {
-          this.stats.hits++;
-          countAuthCache('hit');
-          return entry.value as T;
-        }
-        // This read completed before the lookup below starts: the refill may carry its epoch.
-        tag = epoch;
-      } else this.entries.delete(key);
+    if (entry !== undefined && entry.expiresAt > this.now()) return this.checked(key, entry, load);
+    if (entry !== undefined) this.entries.delete(key);
+    // A miss reads no epoch of its own (hits keep it current; a tag that is out of date only makes the entry miss
+    // once more), except to learn one when none is known, so that caching can start.
+    if (this.epochNow === null) void this.readEpoch();
+    return this.miss(key, load, this.epochNow);
+  }
+
+  /** A cached entry, used only when a read of the epoch made after the request arrived returns its epoch. */
+  private async checked<T extends object>(key: string, entry: Entry, load: () => Promise<T | undefined>): Promise<T | undefined> {
+    const read = this.readEpoch();
+    const epoch = read instanceof Promise ? await read : read;
+    if (epoch !== null && epoch === entry.epoch && this.entries.get(key) === entry) {
+      this.stats.hits++;
+      countAuthCache('hit');
+      return entry.value as T;
     }
+    // This read completed before the lookup below starts: the refill may carry its epoch.
+    return this.miss(key, load, epoch);
+  }
+
+  /** The store lookup, its result cached under `tag` (the epoch of a read that completed before it started). */
+  private miss<T extends object>(key: string, load: () => Promise<T | undefined>, tag: string | null): Promise<T | undefined> {
     this.stats.misses++;
     countAuthCache('miss');
-    const value = await load();
-    if (value !== undefined && tag !== null) this.fill(key, value, tag);
-    return value;
+    if (tag === null) return load();
+    return load().then((value) => {
+      if (value !== undefined) this.fill(key, value, tag);
+      return value;
+    });
   }
 
   /** Called by writers after a committed change: drops this instance's entries at once and sets a new epoch. */
