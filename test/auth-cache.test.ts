@@ -12,7 +12,7 @@ import { hashSecret } from '../src/util/crypto.ts';
 import { McpAuthCache } from '../src/mcp/auth-cache.ts';
 import type { AuthEpoch } from '../src/auth/epoch.ts';
 import { verifies } from './requirements.ts';
-import { freshDatabase, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { api, freshDatabase, onboard, OPERATOR_TOKEN, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { createConnector, listToolNames, restTools, rpc } from './support/mcp.ts';
 import { sdkFor } from './support/sdk.ts';
 import { REDIS_URL, serviceAvailable } from './support/services.ts';
@@ -265,6 +265,10 @@ describe('embedded store without Redis: an in-process epoch', () => {
     expect((await sdk.revokeApiKey({ client: sdkFor(g, token).client, path: { keyId: other.id } })).response.status).toBe(200);
     expect(await listStatus(g, org.slug, other.key)).toBe(401);
     expect(await listStatus(g, org.slug, key.key)).toBe(401);
+    // The hits and misses are on /metrics.
+    const metrics = await (await api(g, 'GET', '/metrics', OPERATOR_TOKEN)).text();
+    expect(metrics).toMatch(/^toolgate_mcp_auth_cache_total\{result="hit"\} [1-9]/m);
+    expect(metrics).toMatch(/^toolgate_mcp_auth_cache_total\{result="miss"\} [1-9]/m);
   });
 });
 
