@@ -409,6 +409,8 @@ async function main(): Promise<boolean> {
     TOOLGATE_LOG_LEVEL: 'error',
     // Tracing cost (issue 15): set OTEL_EXPORTER_OTLP_ENDPOINT to measure with spans exported (bench/otlp-sink.ts).
     ...(process.env.OTEL_EXPORTER_OTLP_ENDPOINT ? { OTEL_EXPORTER_OTLP_ENDPOINT: process.env.OTEL_EXPORTER_OTLP_ENDPOINT } : {}),
+    // The MCP credential cache A/B: TOOLGATE_AUTH_CACHE_TTL_MS=0 looks every credential up in the store, as before it.
+    ...(process.env.TOOLGATE_AUTH_CACHE_TTL_MS ? { TOOLGATE_AUTH_CACHE_TTL_MS: process.env.TOOLGATE_AUTH_CACHE_TTL_MS } : {}),
   }, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
   void gateway.stdout.pipeTo(new WritableStream()).catch(() => {});
   const pgFloor = spawn('postgres.js floor', 'bench/floor-pg.ts', {

@@ -40,7 +40,9 @@ await seedItems(DATA_DB);
 
 /** --store=pglite: the embedded store (PGlite, in memory) instead of a PostgreSQL store database. */
 const STORE = process.argv.includes('--store=pglite') ? 'pglite' : 'postgres';
-const gateway = await startTestGateway(STORE, { REDIS_URL: 'redis://127.0.0.1:6379', TOOLGATE_WEBHOOK_WORKER: '0' });
+// TOOLGATE_AUTH_CACHE_TTL_MS=0 in the environment: the MCP credential cache off (every lookup in the store), for A/Bs.
+const authCacheTtl: Record<string, string> = process.env.TOOLGATE_AUTH_CACHE_TTL_MS ? { TOOLGATE_AUTH_CACHE_TTL_MS: process.env.TOOLGATE_AUTH_CACHE_TTL_MS } : {};
+const gateway = await startTestGateway(STORE, { REDIS_URL: 'redis://127.0.0.1:6379', TOOLGATE_WEBHOOK_WORKER: '0', ...authCacheTtl });
 exit.add(() => gateway.close());
 const org = await onboard(gateway);
 const config: DatabaseConfig = { host: PG.host, port: PG.port, database: DATA_DB, user: PG.user };

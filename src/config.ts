@@ -64,6 +64,8 @@ export interface Config {
   traceSampleRatio: number;
   /** SIGTERM: how long in-flight requests may take to finish before the process closes anyway. */
   shutdownDeadlineMs: number;
+  /** How long a cached MCP credential lookup may be reused (within its auth epoch; mcp/auth-cache.ts); 0: no cache. */
+  authCacheTtlMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -186,6 +188,7 @@ export function loadConfig(env: Env = process.env): Config {
     serviceName: env.OTEL_SERVICE_NAME || 'toolgate',
     traceSampleRatio: ratioVar(env, 'OTEL_TRACES_SAMPLER_ARG', 1),
     shutdownDeadlineMs: intVar(env, 'TOOLGATE_SHUTDOWN_DEADLINE_MS', 10_000, 0, 600_000),
+    authCacheTtlMs: intVar(env, 'TOOLGATE_AUTH_CACHE_TTL_MS', 5000, 0, 60_000),
   };
 }
 

@@ -20,6 +20,7 @@ import type { McpServer } from './mcp/server.ts';
 import type { WebhookWorker } from './webhooks/worker.ts';
 import type { ApprovalService } from './approvals/service.ts';
 import type { AuditRecorder } from './audit/recorder.ts';
+import type { McpAuthCache } from './mcp/auth-cache.ts';
 
 export interface AppDeps {
   config: Config;
@@ -43,6 +44,11 @@ export interface AppDeps {
   approvals: ApprovalService;
   /** The audit log's group-commit writer for tool calls and refusals (audit/recorder.ts). */
   audit: AuditRecorder;
+  /**
+   * This instance's cache of the MCP endpoint's credential lookup, and the signal of changes to it: every writer of
+   * orgs or API keys calls `authCache.changed()` after its commit (the router after each management write).
+   */
+  authCache: McpAuthCache;
   /** The MCP methods (JSON-RPC method table over the tool runtime) behind the MCP transport. */
   mcp: McpServer;
   /** This instance's webhook delivery worker; null when TOOLGATE_WEBHOOK_WORKER=0. */

@@ -32,6 +32,8 @@ import { registerGatewaySource, registerOutboxDepth, startDefaultMetrics } from 
 import { startTracing } from './observability/tracing.ts';
 import { countPendingDeliveries } from './webhooks/repository.ts';
 import { hostname } from 'node:os';
+import { createLocalEpoch, createRedisEpoch, type AuthEpoch } from './auth/epoch.ts';
+import { McpAuthCache } from './mcp/auth-cache.ts';
 
 /** How often each instance expires due approvals and fails orphaned executions (lazy expiry covers reads in between). */
 const APPROVAL_SWEEP_INTERVAL_MS = 30_000;
@@ -51,6 +53,17 @@ export interface GatewayOptions {
   resolve?: Resolver;
   /** Tests: where log lines go instead of stdout. */
   logDestination?: LogDestination;
+  /** Tests: the Redis key of the auth epoch, so that suites running at once do not share one. */
+  authEpochKey?: string;
+}
+
+/**
+ * The auth epoch (auth/epoch.ts): shared in Redis when configured; in process for the embedded store (one process);
+ * none for a PostgreSQL store without Redis (instances could not tell each other about changes: no cache).
+ */
+async function openAuthEpoch(config: Config, log: ReturnType<typeof createLogger>, key: string | undefined): Promise<AuthEpoch | null> {
+  if (config.redisUrl) return createRedisEpoch({ url: config.redisUrl, log, key });
+  return config.databaseUrl ? null : createLocalEpoch();
 }
 
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
@@ -100,6 +113,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     executionStaleMs: Math.max(APPROVAL_STALE_MIN_MS, config.connectorQueueTimeoutMs + 2 * config.statementTimeoutMs + 60_000),
   });
   const audit = new AuditRecorder({ db: store.db, log, queueMax: config.auditQueueMax });
+  const authCache = new McpAuthCache({ epoch: await openAuthEpoch(config, log, options.authEpochKey), ttlMs: config.authCacheTtlMs });
   const stopRetention = startRetentionSweeper({ db: store.db, log, retentionDays: config.auditRetentionDays });
   const deps: AppDeps = {
     config,
@@ -118,6 +132,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     events,
     approvals,
     audit,
+    authCache,
     mcp: createMcpServer({ catalog, usage, config, log, approvals, outbound, audit }),
     webhookWorker,
     lifecycle: { shuttingDown: false },
@@ -141,6 +156,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       await closeAllConnectors();
       await deps.usage.close();
       await deps.limiter.close();
+      await authCache.close();
       unregisterMetrics();
       registerOutboxDepth(null);
       await store.close();

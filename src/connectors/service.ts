@@ -17,6 +17,7 @@ import * as repo from './repository.ts';
 import { ConnectorError, type SourceEnv } from './types.ts';
 import type { OutboundPolicy } from '../net/outbound.ts';
 import type { Config } from '../config.ts';
+import type { AuthChanges } from '../auth/epoch.ts';
 import { eq } from 'drizzle-orm';
 
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true });
@@ -32,6 +33,11 @@ export interface ConnectorServiceDeps {
   /** Upstream MCP servers are reached under the operator's outbound policy and the call limits. */
   outbound: OutboundPolicy;
   config: Pick<Config, 'statementTimeoutMs' | 'maxResultBytes'>;
+  /**
+   * Told after a background change to an org's catalog_version commits (REST writes are signalled by the router):
+   * the MCP endpoint's cached org rows carry catalog_version.
+   */
+  authCache: AuthChanges;
 }
 
 function driverFor(type: string): Driver {
@@ -177,21 +183,23 @@ export async function validateNow(deps: ConnectorServiceDeps, row: repo.Connecto
     const env: SourceEnv = { connectorName: row.name, outbound: deps.outbound, limits: { statementTimeoutMs: deps.config.statementTimeoutMs, maxResultBytes: deps.config.maxResultBytes } };
     await driver.validate(row.id, config, credential, env);
     const specs = await driver.introspect(row.id, config, credential, env);
-    await deps.store.db.transaction(async (tx) => {
-      if (await repo.applyIntrospection(tx, row.orgId, row.id, generation, specs)) {
-        await bumpCatalogVersion(tx, row.orgId);
-        await recordAudit(tx, { orgId: row.orgId, action: 'connector.validated', actor: { type: 'system', id: null }, targetType: 'connector', targetId: row.id, details: { tools: specs.length } });
-      }
+    const applied = await deps.store.db.transaction(async (tx) => {
+      if (!(await repo.applyIntrospection(tx, row.orgId, row.id, generation, specs))) return false;
+      await bumpCatalogVersion(tx, row.orgId);
+      await recordAudit(tx, { orgId: row.orgId, action: 'connector.validated', actor: { type: 'system', id: null }, targetType: 'connector', targetId: row.id, details: { tools: specs.length } });
+      return true;
     });
+    if (applied) await deps.authCache.changed();
   } catch (err) {
     const reason = err instanceof ConnectorError ? err.message : 'Validation failed unexpectedly.';
     if (!(err instanceof ConnectorError)) deps.log.error('connector validation failed', { connector: row.id, error: describeError(err) });
-    await deps.store.db.transaction(async (tx) => {
-      if (await repo.markFailed(tx, row.orgId, row.id, generation, reason)) {
-        await bumpCatalogVersion(tx, row.orgId);
-        await recordAudit(tx, { orgId: row.orgId, action: 'connector.validation_failed', actor: { type: 'system', id: null }, targetType: 'connector', targetId: row.id, outcome: 'error', details: { reason } });
-      }
+    const failed = await deps.store.db.transaction(async (tx) => {
+      if (!(await repo.markFailed(tx, row.orgId, row.id, generation, reason))) return false;
+      await bumpCatalogVersion(tx, row.orgId);
+      await recordAudit(tx, { orgId: row.orgId, action: 'connector.validation_failed', actor: { type: 'system', id: null }, targetType: 'connector', targetId: row.id, outcome: 'error', details: { reason } });
+      return true;
     });
+    if (failed) await deps.authCache.changed();
   }
 }
 

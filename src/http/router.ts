@@ -139,6 +139,16 @@ const rolePolicy = (role: Role): AccessPolicy => ({
   restRequest: true,
 });
 
+/**
+ * Operations after which the MCP endpoint's cached credential lookups are dropped on every instance (a new auth
+ * epoch, mcp/auth-cache.ts): every authenticated management write, whatever its outcome. Listing the few writes
+ * that change orgs or API keys would be smaller, but a write added later would be missed silently; management
+ * writes are rare, and one only costs each instance a store lookup per credential in use (docs/decisions.md).
+ */
+function changesCredentialLookups(op: OperationDef): boolean {
+  return op.method !== 'GET' && op.auth !== 'public' && op.auth !== 'mcp';
+}
+
 const ACCESS: Record<OperationDef['auth'], AccessPolicy> = {
   public: { authenticate: () => null, restRequest: true },
   operator: { authenticate: (request, deps) => deps.auth.operator(request), restRequest: true },
@@ -168,6 +178,7 @@ async function answer(op: OperationDef, handler: Handler, request: Request, para
   const access = ACCESS[op.auth];
   // DNS rebinding: a page on a name the attacker controls must get nothing back, not even public documents.
   if (!HOST_CHECK_EXEMPT.has(op.operationId as OperationId) && !hostPolicyFor(deps.config).hostAllowed(request)) return forbiddenHost();
+  let wrote = false;
   try {
     const authenticated = access.authenticate(request, deps);
     // Policies that authenticate synchronously (public, mcp, operator) cost no await on the hot path.
@@ -185,8 +196,14 @@ async function answer(op: OperationDef, handler: Handler, request: Request, para
         if (body !== undefined) validate(`${op.operationId}_body`, body, 'body', op.bodyType === 'form');
       }
     }
-    return await handler({ request, url, params, query, body, principal, deps });
+    wrote = principal !== null && changesCredentialLookups(op);
+    const response = await handler({ request, url, params, query, body, principal, deps });
+    // After the handler's commit, before the answer: whoever learns of the change gets it on every instance.
+    if (wrote) await deps.authCache.changed();
+    return response;
   } catch (err) {
+    // A write that failed may have committed part of its work (a connector updated, then its revalidation refused).
+    if (wrote) await deps.authCache.changed();
     if (err instanceof OAuthError) {
       return json({ error: err.code, error_description: err.message, message: err.message }, err.status, { 'cache-control': 'no-store', ...err.headers });
     }

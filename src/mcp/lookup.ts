@@ -9,11 +9,14 @@
  *    MAX_IN_FLIGHT batches are out, until one comes back) go to the store as ONE query (`key_hash = any(...)`),
  *    sent after the last of them was requested. Each request is therefore still checked by a query that starts
  *    after the request arrived (a key revoked before that is refused), but under load the store sees one
- *    statement for many requests instead of one each.
+ *    statement for many requests instead of one each;
+ *  - with a shared auth epoch (Redis, or the embedded store's single process), found results are cached in the
+ *    instance (mcp/auth-cache.ts) and reused while the epoch is unchanged: writers set a new one after each change.
  */
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { apiKeyDigest, preparedFor } from '../auth/credentials.ts';
 import type { Db } from '../store/db.ts';
+import type { McpAuthCache } from './auth-cache.ts';
 import { apiKeys, orgs } from '../store/schema.ts';
 
 /** The org as the MCP endpoint reads it (columns: MCP_ORG_COLUMNS). */
@@ -42,9 +45,15 @@ export const MCP_ORG_COLUMNS = {
 const orgBySlug = (db: Db) => db.select(MCP_ORG_COLUMNS).from(orgs).where(eq(orgs.slug, sql.placeholder('slug'))).prepare('toolgate_mcp_org');
 const orgQueries = new WeakMap<Db, ReturnType<typeof orgBySlug>>();
 
-export async function findMcpOrg(db: Db, slug: string) {
+async function orgFromStore(db: Db, slug: string): Promise<McpOrg | undefined> {
   const [row] = await preparedFor(orgQueries, db, orgBySlug).execute({ slug });
   return row;
+}
+
+/** The org named `slug`; through this instance's credential cache when one is given. */
+export function findMcpOrg(db: Db, slug: string, cache?: McpAuthCache): Promise<McpOrg | undefined> {
+  if (!cache?.enabled || slug.length > 100) return orgFromStore(db, slug);
+  return cache.lookup(`o\n${slug}`, () => orgFromStore(db, slug));
 }
 
 const keysByHash = (db: Db) =>
@@ -155,9 +164,12 @@ const batchers = new WeakMap<Db, KeyLookupBatcher>();
  * The org named `slug` with the active API key `apiKey` of that org; undefined when the slug is unknown, or the key
  * unknown, revoked or another org's (the endpoint answers all of these alike).
  */
-export async function findMcpOrgWithApiKey(db: Db, slug: string, apiKey: string): Promise<McpOrgWithKey | undefined> {
+export async function findMcpOrgWithApiKey(db: Db, slug: string, apiKey: string, cache?: McpAuthCache): Promise<McpOrgWithKey | undefined> {
   const keyHash = apiKeyDigest(apiKey);
   // Text no org's slug can be (slugs are at most 63 URL-safe characters) is not worth a lookup.
   if (keyHash === null || slug.length > 100 || slug.includes('\0')) return undefined;
-  return preparedFor(batchers, db, (d) => new KeyLookupBatcher(d)).lookup(slug, keyHash);
+  const batcher = preparedFor(batchers, db, (d) => new KeyLookupBatcher(d));
+  if (!cache?.enabled) return batcher.lookup(slug, keyHash);
+  // The hash is 64 hex digits and a slug has no newline: no two (slug, key) pairs share a cache key.
+  return cache.lookup(`k\n${slug}\n${keyHash}`, () => batcher.lookup(slug, keyHash));
 }

@@ -7,6 +7,7 @@ import type { Authenticator } from '../auth/authenticate.ts';
 import type { Principal } from '../auth/principal.ts';
 import { unauthenticated } from '../errors.ts';
 import type { Store } from '../store/db.ts';
+import type { McpAuthCache } from './auth-cache.ts';
 import { findMcpOrg, findMcpOrgWithApiKey, type McpOrg } from './lookup.ts';
 
 /** The nil uuid: no org has it, so every credential checked against it is refused like a foreign one. */
@@ -20,11 +21,13 @@ export interface McpSession {
 export interface SessionDeps {
   store: Pick<Store, 'db'>;
   auth: Pick<Authenticator, 'apiKeyPrincipal' | 'mcpBearer'>;
+  /** This instance's cache of the lookups (off without a shared auth epoch, or with a TTL of 0). */
+  authCache: McpAuthCache;
 }
 
-/** The org and the caller for a request carrying X-API-Key, in one (batched) store query. */
+/** The org and the caller for a request carrying X-API-Key, in one (batched) store query or from the cache. */
 async function withApiKey(deps: SessionDeps, slug: string, apiKey: string): Promise<{ org: McpOrg | undefined; principal: Principal }> {
-  const found = await findMcpOrgWithApiKey(deps.store.db, slug, apiKey.trim());
+  const found = await findMcpOrgWithApiKey(deps.store.db, slug, apiKey.trim(), deps.authCache);
   // An unknown slug is checked against NO_ORG, like a foreign key: the answer is the one an invalid key gets.
   const principal = deps.auth.apiKeyPrincipal(found?.id ?? NO_ORG, found?.key);
   if (!found) return { org: undefined, principal };
@@ -41,7 +44,8 @@ export async function openSession(deps: SessionDeps, request: Request, slug: str
   let principal: Principal;
   if (apiKey !== null) ({ org, principal } = await withApiKey(deps, slug, apiKey));
   else {
-    org = await findMcpOrg(deps.store.db, slug);
+    // The org from the cache; the token itself is checked as always (a revoked client is refused in auth/).
+    org = await findMcpOrg(deps.store.db, slug, deps.authCache);
     principal = await deps.auth.mcpBearer(request, org?.id ?? NO_ORG);
   }
   if (!org) throw unauthenticated('The API key is invalid or revoked.');

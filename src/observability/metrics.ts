@@ -134,6 +134,12 @@ export function countLimitRefusal(kind: LimitKind): void {
   limitRefusalsOf(kind).inc();
 }
 
+const authCacheLookups = new Counter({ name: 'toolgate_mcp_auth_cache_total', help: 'MCP credential lookups while the credential cache is on, by result: hit (answered from this instance\'s cache), miss (looked up in the store).', labelNames: ['result'], registers: [registry] });
+const authCacheLookupsOf = series(authCacheLookups);
+export function countAuthCache(result: 'hit' | 'miss'): void {
+  authCacheLookupsOf(result).inc();
+}
+
 const webhookDeliveries = new Counter({ name: 'toolgate_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, retry, gone).', labelNames: ['outcome'], registers: [registry] });
 const webhookDeliveriesOf = series(webhookDeliveries);
 export function countWebhookDelivery(outcome: 'delivered' | 'retry' | 'gone'): void {

@@ -43,6 +43,8 @@ export async function provisionOrg(deps: OrgServiceDeps, orgId: string, actor: A
   // The catalog is built from the org's live connectors: re-introspect each and wait for the outcome.
   await reprovisionConnectors(deps, orgId);
   const org = await markProvisioned(deps.store.db, orgId);
+  // Told here, not only by the router: the CLI onboards orgs without it (catalog_version changed).
+  await deps.authCache.changed();
   await recordAudit(deps.store.db, { orgId, action: 'org.provisioned', actor, targetType: 'org', targetId: orgId });
   return org;
 }
