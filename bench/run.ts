@@ -260,6 +260,10 @@ interface Row {
   sampleErrors: number;
   /** CPU time of the server process per request (µs), user + system, all its threads. */
   cpuUs: number | null;
+  /** CPU time of every PostgreSQL process (backends of the store and of the data database) per request (µs). */
+  pgCpuUs: number | null;
+  /** Busy CPU time of the whole machine per request (µs): server, PostgreSQL, Redis, the load generator, the rest. */
+  machineCpuUs: number | null;
 }
 
 /** user + system CPU time of a process in µs (Linux /proc), or null where unavailable. */
@@ -272,6 +276,39 @@ async function processCpuUs(pid: number): Promise<number | null> {
     return null;
   }
 }
+
+/** user + system CPU time (µs) of every process named `postgres` (Linux /proc), or null where unavailable. */
+async function postgresCpuUs(): Promise<number | null> {
+  try {
+    const { readdir } = await import('node:fs/promises');
+    let total = 0;
+    for (const entry of await readdir('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      const stat = await Bun.file(`/proc/${entry}/stat`).text().catch(() => '');
+      if (!stat.includes('(postgres)')) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += Number(fields[11]) + Number(fields[12]);
+    }
+    return (total * 1_000_000) / 100;
+  } catch {
+    return null;
+  }
+}
+
+/** Busy (not idle, not iowait) CPU time of the whole machine in µs (Linux /proc/stat), or null where unavailable. */
+async function machineBusyUs(): Promise<number | null> {
+  try {
+    const [cpu] = (await Bun.file('/proc/stat').text()).split('\n');
+    const f = cpu!.trim().split(/\s+/).slice(1, 9).map(Number);
+    const busy = f.reduce((a, b) => a + b, 0) - f[3]! - f[4]!;
+    return (busy * 1_000_000) / 100;
+  } catch {
+    return null;
+  }
+}
+
+const perRequest = (before: number | null, after: number | null, requests: number): number | null =>
+  before !== null && after !== null && requests > 0 ? (after - before) / requests : null;
 
 function drive(target: Target, connections: number, duration: number, counters?: { sampled: number; bad: number }): Promise<Result> {
   let n = 0;
@@ -296,9 +333,9 @@ function drive(target: Target, connections: number, duration: number, counters?:
 async function measure(target: Target, connections: number): Promise<Row> {
   await drive(target, connections, WARMUP_S);
   const counters = { sampled: 0, bad: 0 };
-  const cpuBefore = await processCpuUs(target.pid);
+  const [cpuBefore, pgBefore, machineBefore] = await Promise.all([processCpuUs(target.pid), postgresCpuUs(), machineBusyUs()]);
   const r = await drive(target, connections, DURATION_S, counters);
-  const cpuAfter = await processCpuUs(target.pid);
+  const [cpuAfter, pgAfter, machineAfter] = await Promise.all([processCpuUs(target.pid), postgresCpuUs(), machineBusyUs()]);
   const row: Row = {
     name: target.name,
     connections,
@@ -309,11 +346,13 @@ async function measure(target: Target, connections: number): Promise<Row> {
     socketErrors: r.errors,
     sampled: counters.sampled,
     sampleErrors: counters.bad,
-    cpuUs: cpuBefore !== null && cpuAfter !== null && r.requests.total > 0 ? (cpuAfter - cpuBefore) / r.requests.total : null,
+    cpuUs: perRequest(cpuBefore, cpuAfter, r.requests.total),
+    pgCpuUs: perRequest(pgBefore, pgAfter, r.requests.total),
+    machineCpuUs: perRequest(machineBefore, machineAfter, r.requests.total),
   };
   console.error(
     `bench: ${target.name.padEnd(17)} c=${String(connections).padStart(2)}  ${row.rps.toFixed(0).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  ` +
-      `errors ${errorsOf(row)}  server CPU ${row.cpuUs?.toFixed(0) ?? '?'} µs/req`,
+      `errors ${errorsOf(row)}  CPU µs/req: server ${row.cpuUs?.toFixed(0) ?? '?'}, PostgreSQL ${row.pgCpuUs?.toFixed(0) ?? '?'}, machine ${row.machineCpuUs?.toFixed(0) ?? '?'}`,
   );
   return row;
 }
@@ -347,7 +386,7 @@ async function rawDriverRate(connections: number, seconds: number): Promise<numb
 // Report
 
 function table(rows: Row[], floors: Map<string, Row>, floorOf: Record<string, string>): string {
-  const head = ['scenario', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'floor', 'ratio', 'server CPU µs/req'];
+  const head = ['scenario', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'floor', 'ratio', 'server CPU µs/req', 'PostgreSQL CPU µs/req', 'machine CPU µs/req'];
   const lines = rows.map((r) => {
     const floorName = floorOf[r.name];
     const floor = floorName ? floors.get(`${floorName}@${r.connections}`) : undefined;
@@ -361,6 +400,8 @@ function table(rows: Row[], floors: Map<string, Row>, floorOf: Record<string, st
       floor ? floorName! : '-',
       floor ? `${((100 * r.rps) / floor.rps).toFixed(0)}%` : '-',
       r.cpuUs === null ? '?' : r.cpuUs.toFixed(0),
+      r.pgCpuUs === null ? '?' : r.pgCpuUs.toFixed(0),
+      r.machineCpuUs === null ? '?' : r.machineCpuUs.toFixed(0),
     ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
@@ -549,6 +590,7 @@ async function main(): Promise<boolean> {
   console.log(`gateway process RSS after the load: ${gatewayRssMb.toFixed(0)} MB (PostgreSQL store; load average ${(await Bun.file('/proc/loadavg').text()).split(' ').slice(0, 3).join(' ')})`);
   if (raw !== null) console.log(`raw in-process postgres.js (no HTTP, ${cMax} concurrent, pool ${POOL_SIZE}): ${raw.toFixed(0)} queries/s`);
   console.log('server CPU = CPU time of the server process (gateway or floor; not PostgreSQL, not the load generator) per request');
+  console.log('PostgreSQL CPU = CPU time of all PostgreSQL processes (store and data database) per request; machine CPU = busy CPU time of the whole machine per request (everything: server, PostgreSQL, Redis, the load generator; 2 cores give 2,000,000 µs per second)');
   console.log('errors = non-2xx + socket errors + sampled bodies with a JSON-RPC error or isError (1 in ' + SAMPLE_EVERY + ' checked)');
   console.log('');
   for (const c of checks) console.log(`${c.ok ? 'PASS' : 'FAIL'}  ${c.what}`);
