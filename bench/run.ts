@@ -16,7 +16,8 @@
  *
  * Flags: --no-fail (report only, exit 0), --duration=S (measured seconds per run, default 10),
  * --warmup=S (default 2), --connections=16,64, --only=call,pg,bunsql,list,elysia,dbhub (a subset of the scenarios),
- * --profile-gateway=DIR (write a CPU profile of the gateway process into DIR).
+ * --profile-gateway=DIR (write a CPU profile of the gateway process into DIR), --soak=S (after the scenarios, S seconds of
+ * tools/call at the top connection count with the gateway's RSS every 30 s: the curve, <= 160 MB at 60 s, flat after).
  * Exit code: 0 when the targets are met (or --no-fail), 1 when missed, 2 when the run itself failed.
  */
 import autocannon, { type Result } from 'autocannon';
@@ -42,6 +43,9 @@ const CONNECTIONS = (flag('connections') ?? '16,64').split(',').map(Number);
 const ONLY = flag('only')?.split(',') ?? null;
 /** Writes a CPU profile of the gateway process into this folder (bun --cpu-prof), for finding hot spots. */
 const PROFILE_DIR = flag('profile-gateway') || null;
+/** After the scenarios: a soak of tools/call at the top connection count for this many seconds, RSS every SOAK_SAMPLE_S. */
+const SOAK_S = Number(flag('soak') ?? 0);
+const SOAK_SAMPLE_S = 30;
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 /** The gateway's connector pool size (DEFAULT_POOL_SETTINGS.max): the bare floor uses the same. */
@@ -57,6 +61,9 @@ const CALL_RATIO_MIN = 0.8;
 const CALL_P99_MAX_MS = 15;
 const DBHUB_RATIO_MIN = 10;
 const LIST_RATIO_MIN = 0.6;
+/** Gateway RSS after 60 s of load, and how far the soak's curve may climb above its 60 s sample (issue 14: flat). */
+const RSS_MAX_MB = 160;
+const SOAK_GROWTH_MAX = 1.1;
 
 const ROOT = join(import.meta.dir, '..');
 const BUN = process.execPath;
@@ -542,9 +549,32 @@ async function main(): Promise<boolean> {
   }
   // The gateway's resident memory once the load is over (issue 14 asks <= 160 MB after a 60 s load; bench/memory.ts
   // measures the embedded-store process): informational here, the runs above are the load.
-  const gatewayRssMb = await Bun.file(`/proc/${gateway.pid}/status`)
-    .text()
-    .then((t) => Number(/VmRSS:\s+(\d+)/.exec(t)?.[1] ?? NaN) / 1024, () => NaN);
+  const rssOf = (pid: number) =>
+    Bun.file(`/proc/${pid}/status`)
+      .text()
+      .then((t) => Number(/VmRSS:\s+(\d+)/.exec(t)?.[1] ?? NaN) / 1024, () => NaN);
+  const gatewayRssMb = await rssOf(gateway.pid);
+  // The soak: one long tools/call load, the gateway's RSS sampled every SOAK_SAMPLE_S seconds (the curve), then
+  // once more 10 s after the load.
+  const soak: { curve: Array<{ s: number; mb: number }>; end: number; after: number; rps: number; errors: number } | null =
+    SOAK_S > 0 ? { curve: [], end: NaN, after: NaN, rps: 0, errors: 0 } : null;
+  if (soak) {
+    const began = performance.now();
+    const sampler = setInterval(() => {
+      void rssOf(gateway.pid).then((mb) => {
+        soak.curve.push({ s: Math.round((performance.now() - began) / 1000), mb });
+        console.error(`bench: soak ${soak.curve.at(-1)!.s} s  gateway RSS ${mb.toFixed(0)} MB`);
+      });
+    }, SOAK_SAMPLE_S * 1000);
+    const counters = { sampled: 0, bad: 0 };
+    const r = await drive(targets.call, Math.max(...CONNECTIONS), SOAK_S, counters);
+    clearInterval(sampler);
+    soak.rps = r.requests.total / r.duration;
+    soak.errors = r.non2xx + r.errors + counters.bad;
+    soak.end = await rssOf(gateway.pid);
+    await Bun.sleep(10_000);
+    soak.after = await rssOf(gateway.pid);
+  }
   const raw = !ONLY || ONLY.includes('pg') ? await rawDriverRate(Math.max(...CONNECTIONS), 3) : null;
 
   const floors = new Map(rows.map((r) => [`${r.name}@${r.connections}`, r]));
@@ -588,6 +618,17 @@ async function main(): Promise<boolean> {
   console.log(table(sorted, floors, floorOf));
   console.log('');
   console.log(`gateway process RSS after the load: ${gatewayRssMb.toFixed(0)} MB (PostgreSQL store; load average ${(await Bun.file('/proc/loadavg').text()).split(' ').slice(0, 3).join(' ')})`);
+  if (soak) {
+    console.log(`soak: tools/call @${cMax} for ${SOAK_S} s, ${soak.rps.toFixed(0)} req/s, ${soak.errors} errors; gateway RSS every ${SOAK_SAMPLE_S} s (MB): ` +
+      `${soak.curve.map((p) => p.mb.toFixed(0)).join(', ')}; as the load ends: ${soak.end.toFixed(0)} MB; 10 s later: ${soak.after.toFixed(0)} MB`);
+    if (SOAK_S >= 60) checks.push({ what: `soak: gateway RSS as the ${SOAK_S} s load ends ${soak.end.toFixed(0)} MB (<= ${RSS_MAX_MB} MB)`, ok: soak.end <= RSS_MAX_MB });
+    const at60 = soak.curve.find((p) => p.s >= 55);
+    if (at60 && soak.curve.some((p) => p.s > at60.s)) {
+      const peakLater = Math.max(...soak.curve.filter((p) => p.s > at60.s).map((p) => p.mb));
+      checks.push({ what: `soak: flat under load after 60 s, peak ${peakLater.toFixed(0)} MB (<= ${SOAK_GROWTH_MAX}x the ${at60.mb.toFixed(0)} MB at 60 s)`, ok: peakLater <= at60.mb * SOAK_GROWTH_MAX });
+    }
+    checks.push({ what: `soak: ${soak.errors} errors (none)`, ok: soak.errors === 0 });
+  }
   if (raw !== null) console.log(`raw in-process postgres.js (no HTTP, ${cMax} concurrent, pool ${POOL_SIZE}): ${raw.toFixed(0)} queries/s`);
   console.log('server CPU = CPU time of the server process (gateway or floor; not PostgreSQL, not the load generator) per request');
   console.log('PostgreSQL CPU = CPU time of all PostgreSQL processes (store and data database) per request; machine CPU = busy CPU time of the whole machine per request (everything: server, PostgreSQL, Redis, the load generator; 2 cores give 2,000,000 µs per second)');
