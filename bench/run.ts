@@ -17,7 +17,9 @@
  * Flags: --no-fail (report only, exit 0), --duration=S (measured seconds per run, default 10),
  * --warmup=S (default 2), --connections=16,64, --only=call,pg,bunsql,list,elysia,dbhub (a subset of the scenarios),
  * --profile-gateway=DIR (write a CPU profile of the gateway process into DIR), --plan=NAME (the bench org's plan, default
- * enterprise: no monthly quota; with a quota plan every tools/call runs the quota increment, see QUOTA_HEADROOM_RPS).
+ * enterprise: no monthly quota; with a quota plan every tools/call runs the quota increment, see QUOTA_HEADROOM_RPS),
+ * --soak=S (after the scenarios, S seconds of tools/call at the top connection count with the gateway's RSS every 30 s:
+ * the curve, <= 160 MB as the load ends, flat under load).
  * Exit code: 0 when the targets are met (or --no-fail), 1 when missed, 2 when the run itself failed.
  */
 import autocannon, { type Result } from 'autocannon';
@@ -44,6 +46,9 @@ const CONNECTIONS = (flag('connections') ?? '16,64').split(',').map(Number);
 const ONLY = flag('only')?.split(',') ?? null;
 /** Writes a CPU profile of the gateway process into this folder (bun --cpu-prof), for finding hot spots. */
 const PROFILE_DIR = flag('profile-gateway') || null;
+/** After the scenarios: a soak of tools/call at the top connection count for this many seconds, RSS every SOAK_SAMPLE_S. */
+const SOAK_S = Number(flag('soak') ?? 0);
+const SOAK_SAMPLE_S = 30;
 /** The bench org's plan. Plans with a monthly quota make every tools/call run the quota increment on the store. */
 const PLAN = flag('plan') || 'enterprise';
 if (!isPlan(PLAN)) {
@@ -58,7 +63,7 @@ if (!isPlan(PLAN)) {
  */
 const QUOTA_HEADROOM_RPS = 20_000;
 const QUOTA = monthlyQuotaFor(PLAN);
-const BENCH_ORGS = QUOTA === null ? 1 : Math.ceil((CONNECTIONS.length * (WARMUP_S + DURATION_S) * QUOTA_HEADROOM_RPS) / QUOTA);
+const BENCH_ORGS = QUOTA === null ? 1 : Math.ceil(((CONNECTIONS.length * (WARMUP_S + DURATION_S) + SOAK_S) * QUOTA_HEADROOM_RPS) / QUOTA);
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 /** The gateway's connector pool size (DEFAULT_POOL_SETTINGS.max): the bare floor uses the same. */
@@ -74,6 +79,9 @@ const CALL_RATIO_MIN = 0.8;
 const CALL_P99_MAX_MS = 15;
 const DBHUB_RATIO_MIN = 10;
 const LIST_RATIO_MIN = 0.6;
+/** Gateway RSS after 60 s of load, and how far the soak's curve may climb above its 60 s sample (issue 14: flat). */
+const RSS_MAX_MB = 160;
+const SOAK_GROWTH_MAX = 1.1;
 
 const ROOT = join(import.meta.dir, '..');
 const BUN = process.execPath;
@@ -279,6 +287,10 @@ interface Row {
   sampleErrors: number;
   /** CPU time of the server process per request (µs), user + system, all its threads. */
   cpuUs: number | null;
+  /** CPU time of every PostgreSQL process (backends of the store and of the data database) per request (µs). */
+  pgCpuUs: number | null;
+  /** Busy CPU time of the whole machine per request (µs): server, PostgreSQL, Redis, the load generator, the rest. */
+  machineCpuUs: number | null;
 }
 
 /** user + system CPU time of a process in µs (Linux /proc), or null where unavailable. */
@@ -291,6 +303,39 @@ async function processCpuUs(pid: number): Promise<number | null> {
     return null;
   }
 }
+
+/** user + system CPU time (µs) of every process named `postgres` (Linux /proc), or null where unavailable. */
+async function postgresCpuUs(): Promise<number | null> {
+  try {
+    const { readdir } = await import('node:fs/promises');
+    let total = 0;
+    for (const entry of await readdir('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      const stat = await Bun.file(`/proc/${entry}/stat`).text().catch(() => '');
+      if (!stat.includes('(postgres)')) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += Number(fields[11]) + Number(fields[12]);
+    }
+    return (total * 1_000_000) / 100;
+  } catch {
+    return null;
+  }
+}
+
+/** Busy (not idle, not iowait) CPU time of the whole machine in µs (Linux /proc/stat), or null where unavailable. */
+async function machineBusyUs(): Promise<number | null> {
+  try {
+    const [cpu] = (await Bun.file('/proc/stat').text()).split('\n');
+    const f = cpu!.trim().split(/\s+/).slice(1, 9).map(Number);
+    const busy = f.reduce((a, b) => a + b, 0) - f[3]! - f[4]!;
+    return (busy * 1_000_000) / 100;
+  } catch {
+    return null;
+  }
+}
+
+const perRequest = (before: number | null, after: number | null, requests: number): number | null =>
+  before !== null && after !== null && requests > 0 ? (after - before) / requests : null;
 
 function drive(target: Target, connections: number, duration: number, counters?: { sampled: number; bad: number }): Promise<Result> {
   let n = 0;
@@ -316,9 +361,9 @@ function drive(target: Target, connections: number, duration: number, counters?:
 async function measure(target: Target, connections: number): Promise<Row> {
   await drive(target, connections, WARMUP_S);
   const counters = { sampled: 0, bad: 0 };
-  const cpuBefore = await processCpuUs(target.pid);
+  const [cpuBefore, pgBefore, machineBefore] = await Promise.all([processCpuUs(target.pid), postgresCpuUs(), machineBusyUs()]);
   const r = await drive(target, connections, DURATION_S, counters);
-  const cpuAfter = await processCpuUs(target.pid);
+  const [cpuAfter, pgAfter, machineAfter] = await Promise.all([processCpuUs(target.pid), postgresCpuUs(), machineBusyUs()]);
   const row: Row = {
     name: target.name,
     connections,
@@ -329,11 +374,13 @@ async function measure(target: Target, connections: number): Promise<Row> {
     socketErrors: r.errors,
     sampled: counters.sampled,
     sampleErrors: counters.bad,
-    cpuUs: cpuBefore !== null && cpuAfter !== null && r.requests.total > 0 ? (cpuAfter - cpuBefore) / r.requests.total : null,
+    cpuUs: perRequest(cpuBefore, cpuAfter, r.requests.total),
+    pgCpuUs: perRequest(pgBefore, pgAfter, r.requests.total),
+    machineCpuUs: perRequest(machineBefore, machineAfter, r.requests.total),
   };
   console.error(
     `bench: ${target.name.padEnd(17)} c=${String(connections).padStart(2)}  ${row.rps.toFixed(0).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  ` +
-      `errors ${errorsOf(row)}  server CPU ${row.cpuUs?.toFixed(0) ?? '?'} µs/req`,
+      `errors ${errorsOf(row)}  CPU µs/req: server ${row.cpuUs?.toFixed(0) ?? '?'}, PostgreSQL ${row.pgCpuUs?.toFixed(0) ?? '?'}, machine ${row.machineCpuUs?.toFixed(0) ?? '?'}`,
   );
   return row;
 }
@@ -367,7 +414,7 @@ async function rawDriverRate(connections: number, seconds: number): Promise<numb
 // Report
 
 function table(rows: Row[], floors: Map<string, Row>, floorOf: Record<string, string>): string {
-  const head = ['scenario', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'floor', 'ratio', 'server CPU µs/req'];
+  const head = ['scenario', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'floor', 'ratio', 'server CPU µs/req', 'PostgreSQL CPU µs/req', 'machine CPU µs/req'];
   const lines = rows.map((r) => {
     const floorName = floorOf[r.name];
     const floor = floorName ? floors.get(`${floorName}@${r.connections}`) : undefined;
@@ -381,6 +428,8 @@ function table(rows: Row[], floors: Map<string, Row>, floorOf: Record<string, st
       floor ? floorName! : '-',
       floor ? `${((100 * r.rps) / floor.rps).toFixed(0)}%` : '-',
       r.cpuUs === null ? '?' : r.cpuUs.toFixed(0),
+      r.pgCpuUs === null ? '?' : r.pgCpuUs.toFixed(0),
+      r.machineCpuUs === null ? '?' : r.machineCpuUs.toFixed(0),
     ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
@@ -527,9 +576,32 @@ async function main(): Promise<boolean> {
   }
   // The gateway's resident memory once the load is over (issue 14 asks <= 160 MB after a 60 s load; bench/memory.ts
   // measures the embedded-store process): informational here, the runs above are the load.
-  const gatewayRssMb = await Bun.file(`/proc/${gateway.pid}/status`)
-    .text()
-    .then((t) => Number(/VmRSS:\s+(\d+)/.exec(t)?.[1] ?? NaN) / 1024, () => NaN);
+  const rssOf = (pid: number) =>
+    Bun.file(`/proc/${pid}/status`)
+      .text()
+      .then((t) => Number(/VmRSS:\s+(\d+)/.exec(t)?.[1] ?? NaN) / 1024, () => NaN);
+  const gatewayRssMb = await rssOf(gateway.pid);
+  // The soak: one long tools/call load, the gateway's RSS sampled every SOAK_SAMPLE_S seconds (the curve), then
+  // once more 10 s after the load.
+  const soak: { curve: Array<{ s: number; mb: number }>; end: number; after: number; rps: number; errors: number } | null =
+    SOAK_S > 0 ? { curve: [], end: NaN, after: NaN, rps: 0, errors: 0 } : null;
+  if (soak) {
+    const began = performance.now();
+    const sampler = setInterval(() => {
+      void rssOf(gateway.pid).then((mb) => {
+        soak.curve.push({ s: Math.round((performance.now() - began) / 1000), mb });
+        console.error(`bench: soak ${soak.curve.at(-1)!.s} s  gateway RSS ${mb.toFixed(0)} MB`);
+      });
+    }, SOAK_SAMPLE_S * 1000);
+    const counters = { sampled: 0, bad: 0 };
+    const r = await drive(targets.call, Math.max(...CONNECTIONS), SOAK_S, counters);
+    clearInterval(sampler);
+    soak.rps = r.requests.total / r.duration;
+    soak.errors = r.non2xx + r.errors + counters.bad;
+    soak.end = await rssOf(gateway.pid);
+    await Bun.sleep(10_000);
+    soak.after = await rssOf(gateway.pid);
+  }
   const raw = !ONLY || ONLY.includes('pg') ? await rawDriverRate(Math.max(...CONNECTIONS), 3) : null;
 
   const floors = new Map(rows.map((r) => [`${r.name}@${r.connections}`, r]));
@@ -573,8 +645,20 @@ async function main(): Promise<boolean> {
   console.log(table(sorted, floors, floorOf));
   console.log('');
   console.log(`gateway process RSS after the load: ${gatewayRssMb.toFixed(0)} MB (PostgreSQL store; load average ${(await Bun.file('/proc/loadavg').text()).split(' ').slice(0, 3).join(' ')})`);
+  if (soak) {
+    console.log(`soak: tools/call @${cMax} for ${SOAK_S} s, ${soak.rps.toFixed(0)} req/s, ${soak.errors} errors; gateway RSS every ${SOAK_SAMPLE_S} s (MB): ` +
+      `${soak.curve.map((p) => p.mb.toFixed(0)).join(', ')}; as the load ends: ${soak.end.toFixed(0)} MB; 10 s later: ${soak.after.toFixed(0)} MB`);
+    if (SOAK_S >= 60) checks.push({ what: `soak: gateway RSS as the ${SOAK_S} s load ends ${soak.end.toFixed(0)} MB (<= ${RSS_MAX_MB} MB)`, ok: soak.end <= RSS_MAX_MB });
+    const at60 = soak.curve.find((p) => p.s >= 55);
+    if (at60 && soak.curve.some((p) => p.s > at60.s)) {
+      const peakLater = Math.max(...soak.curve.filter((p) => p.s > at60.s).map((p) => p.mb));
+      checks.push({ what: `soak: flat under load after 60 s, peak ${peakLater.toFixed(0)} MB (<= ${SOAK_GROWTH_MAX}x the ${at60.mb.toFixed(0)} MB at 60 s)`, ok: peakLater <= at60.mb * SOAK_GROWTH_MAX });
+    }
+    checks.push({ what: `soak: ${soak.errors} errors (none)`, ok: soak.errors === 0 });
+  }
   if (raw !== null) console.log(`raw in-process postgres.js (no HTTP, ${cMax} concurrent, pool ${POOL_SIZE}): ${raw.toFixed(0)} queries/s`);
   console.log('server CPU = CPU time of the server process (gateway or floor; not PostgreSQL, not the load generator) per request');
+  console.log('PostgreSQL CPU = CPU time of all PostgreSQL processes (store and data database) per request; machine CPU = busy CPU time of the whole machine per request (everything: server, PostgreSQL, Redis, the load generator; 2 cores give 2,000,000 µs per second)');
   console.log('errors = non-2xx + socket errors + sampled bodies with a JSON-RPC error or isError (1 in ' + SAMPLE_EVERY + ' checked)');
   console.log('');
   for (const c of checks) console.log(`${c.ok ? 'PASS' : 'FAIL'}  ${c.what}`);
