@@ -212,6 +212,7 @@ export const REQUIREMENTS = {
   'AUDIT-RETENTION': 'Retention removes old rows with a checkpoint and the chain still verifies [issue 10]',
   'AUDIT-APPROVALS': 'approval.requested events become audit rows in the emitter transaction [issue 10]',
   'AUDIT-SEAL': "Hot-path rows are sealed into their org's chain by their writer from memory (same hash as verify recomputes) or, if it stopped, by any instance's orphan sweep or start; concurrent sealers never leave a gap or seal a row twice; a seal meeting rows sealed elsewhere rolls back whole [issue 14]",
+  'GUARD-PARSER-MEMORY': "The PostgreSQL guard's parser (libpg-query's binary) starts with the memory its stack and data need plus 4 MB, not the 128 MB it declares, grows when a parse needs more, and answers exactly what the package's own functions answer [decisions issue 14, round four]",
   'AUDIT-FLOOD': 'Refusals go to a bounded queue; when full they are counted (audit.denials_dropped) and tool calls are not held up; a full tool-call queue refuses calls before they run [issue 10]',
   'BILLING-ENDPOINTS': 'GET /api/billing/subscription, usage and limits answer for the finance role; usage is the quota counter, also under concurrency across instances [spec Billing; issue 10]',
   'BILLING-CONNECTOR-LIMIT': "Creating a connector beyond the plan's limit is 409 connector_limit_reached, also under concurrent creation [issue 10]",

@@ -7,7 +7,8 @@
  * grammar the server will use, there is no keyword matching to fool: comments, dollar quotes, nested
  * parentheses, `END` as a synonym of `COMMIT`, stacked statements and so on all come out as the server
  * will see them. (`pgsql-parser` / `@pgsql/parser` wrap this same WASM parser and add a deparser we
- * do not need.) The WASM module is loaded once, with a top-level await, so `guardPostgresSql` is
+ * do not need.) The WASM module is loaded once (pg-parser.ts, with a smaller initial memory than the package
+ * declares), with a top-level await, so `guardPostgresSql` is
  * synchronous for callers.
  *
  * Policy, in order:
@@ -46,7 +47,7 @@
  * key size) without parsing.
  */
 
-import { loadModule, parseSync, scanSync } from 'libpg-query';
+import { parseSync, scanSync } from './pg-parser.ts';
 import type { GuardOptions, GuardResult, StatementKind } from './types.ts';
 import {
   type AnyObj,
@@ -66,7 +67,6 @@ import { type WalkState, statementName, strings, visitNode, wrappedType } from '
 
 export { SAFE_FUNCTIONS } from './postgres-functions.ts';
 
-await loadModule();
 
 // ---------------------------------------------------------------------------------------------------
 // Entry point
@@ -210,7 +210,5 @@ export const guardPostgresSql: (sql: string, opts: GuardOptions) => GuardResult 
 /** For tests and benchmarks: forget cached verdicts. */
 export const clearPostgresGuardCache: () => void = cached.clear;
 
-/** The parser is ready once this module is imported; kept for callers that want an explicit await. */
-export async function initPostgresGuard(): Promise<void> {
-  await loadModule();
-}
+/** The parser is ready once this module is imported (pg-parser.ts loads it); kept for callers that want an explicit await. */
+export async function initPostgresGuard(): Promise<void> {}
