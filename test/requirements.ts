@@ -233,6 +233,7 @@ export const REQUIREMENTS = {
   'CONN-NEW-TYPES-REST': 'mongodb, mssql and oracle connectors can be created over REST; against an unreachable host they go failed with a readable reason that never contains the password [issue 16]',
   'CONN-NEW-TYPES-LIVE': 'Against a live MongoDB / SQL Server / Oracle (TOOLGATE_TEST_*_URL), a connector introspects one tool per collection/table, answers a read within the row cap, refuses a write, and a long query is cancelled at the statement timeout [issue 16]',
   'OPS-METRICS': 'GET /metrics: HTTP requests by route/method/status, MCP requests by method/outcome, tool calls by type/outcome with latency histograms, connector pool use and queue wait, guard, burst and quota refusals, Redis fallback, audit and outbox depth, webhook outcomes, process memory and event-loop lag [issue 15]',
+  'OPS-METRICS-HOT': 'Counters and histograms on hot paths cost one addition per count (no label object per call) and export exactly what prom-client\'s Counter and Histogram export for the same observations [issue 14]',
   'OPS-METRICS-GUARD': 'GET /metrics answers only the operator token (401 otherwise) [issue 15]',
   'OPS-METRICS-CARDINALITY': 'No metric label carries an org id, slug, tool name, credential, SQL or caller-chosen method: every label value is from a fixed set [issue 15]',
   'OPS-LOG-LINE': 'One JSON log line per request with request id (traceparent trace id or a well-formed X-Request-Id, else new), org id, caller kind and prefix, outcome and duration [issue 15]',

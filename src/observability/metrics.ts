@@ -2,10 +2,12 @@
  * The Prometheus metrics of this process (prom-client), served by GET /metrics. Labels take only values from small
  * fixed sets (route templates, methods, connector types, outcomes, reasons): never an org id, a tool name, a user or
  * anything a caller chooses, so the series count stays bounded whatever the traffic (docs/decisions.md, issue 15).
- * Hot paths reach a series through a cached child (`series`), so a call allocates no label object.
+ * Counters and histograms are series.ts's (counting is one addition, no label object); gauges and the process
+ * metrics are prom-client's, read at scrape time.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { RpcCode } from '../errors.ts';
+import { HotCounter, HotHistogram } from './series.ts';
 
 export const registry = new Registry();
 
@@ -20,27 +22,12 @@ export function startDefaultMetrics(): void {
 /** Latency buckets in seconds: 1 ms to 30 s (a statement timeout is at most minutes, an approval wait is not timed). */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-type Child<M> = M extends Counter<string> ? ReturnType<Counter<string>['labels']> : M extends Histogram<string> ? ReturnType<Histogram<string>['labels']> : ReturnType<Gauge<string>['labels']>;
-
-/** Label children cached by their values joined (every label value is from a bounded set, so the map stays small). */
-function series<M extends Counter<string> | Histogram<string> | Gauge<string>>(metric: M): (...values: string[]) => Child<M> {
-  const children = new Map<string, Child<M>>();
-  return (...values) => {
-    const key = values.length === 1 ? values[0]! : values.join('\u0000');
-    let child = children.get(key);
-    if (!child) children.set(key, (child = (metric as Counter<string>).labels(...values) as Child<M>));
-    return child;
-  };
-}
-
-const httpRequests = new Counter({ name: 'toolgate_http_requests_total', help: 'HTTP requests answered, by route template, method and status.', labelNames: ['route', 'method', 'status'], registers: [registry] });
-const httpDuration = new Histogram({ name: 'toolgate_http_request_duration_seconds', help: 'Time to answer an HTTP request, by route template.', labelNames: ['route'], buckets: BUCKETS, registers: [registry] });
-const httpRequestsOf = series(httpRequests);
-const httpDurationOf = series(httpDuration);
+const httpRequests = new HotCounter({ name: 'toolgate_http_requests_total', help: 'HTTP requests answered, by route template, method and status.', labelNames: ['route', 'method', 'status'], registers: [registry] });
+const httpDuration = new HotHistogram({ name: 'toolgate_http_request_duration_seconds', help: 'Time to answer an HTTP request, by route template.', labelNames: ['route'], buckets: BUCKETS, registers: [registry] });
 
 export function observeHttp(route: string, method: string, status: number, seconds: number): void {
-  httpRequestsOf(route, method, statusText(status)).inc();
-  httpDurationOf(route).observe(seconds);
+  httpRequests.inc(route, method, statusText(status));
+  httpDuration.observe(seconds, route);
 }
 
 const STATUS_TEXT = new Map<number, string>();
@@ -51,29 +38,25 @@ function statusText(status: number): string {
 }
 
 const MCP_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call']);
-const mcpRequests = new Counter({ name: 'toolgate_mcp_requests_total', help: 'JSON-RPC requests answered on the MCP endpoint, by method (unknown for any other) and outcome (ok, rpc_error, internal_error).', labelNames: ['method', 'outcome'], registers: [registry] });
-const mcpDuration = new Histogram({ name: 'toolgate_mcp_request_duration_seconds', help: 'Time to answer a JSON-RPC request, by method.', labelNames: ['method'], buckets: BUCKETS, registers: [registry] });
-const mcpRequestsOf = series(mcpRequests);
-const mcpDurationOf = series(mcpDuration);
+const mcpRequests = new HotCounter({ name: 'toolgate_mcp_requests_total', help: 'JSON-RPC requests answered on the MCP endpoint, by method (unknown for any other) and outcome (ok, rpc_error, internal_error).', labelNames: ['method', 'outcome'], registers: [registry] });
+const mcpDuration = new HotHistogram({ name: 'toolgate_mcp_request_duration_seconds', help: 'Time to answer a JSON-RPC request, by method.', labelNames: ['method'], buckets: BUCKETS, registers: [registry] });
 
 export type McpOutcome = 'ok' | 'rpc_error' | 'internal_error';
 export function observeMcp(method: string, outcome: McpOutcome, seconds: number): void {
   const name = MCP_METHODS.has(method) ? method : 'unknown';
-  mcpRequestsOf(name, outcome).inc();
-  mcpDurationOf(name).observe(seconds);
+  mcpRequests.inc(name, outcome);
+  mcpDuration.observe(seconds, name);
 }
 
-const toolCalls = new Counter({ name: 'toolgate_tool_calls_total', help: 'tools/call by tool type (postgresql, mysql, mcp, builtin, none: an unknown tool) and outcome (success, error, held, refused).', labelNames: ['tool_type', 'outcome'], registers: [registry] });
-const toolDuration = new Histogram({ name: 'toolgate_tool_call_duration_seconds', help: 'Time of a tools/call from lookup to its committed audit row, by tool type.', labelNames: ['tool_type'], buckets: BUCKETS, registers: [registry] });
-const toolCallsOf = series(toolCalls);
-const toolDurationOf = series(toolDuration);
+const toolCalls = new HotCounter({ name: 'toolgate_tool_calls_total', help: 'tools/call by tool type (postgresql, mysql, mcp, builtin, none: an unknown tool) and outcome (success, error, held, refused).', labelNames: ['tool_type', 'outcome'], registers: [registry] });
+const toolDuration = new HotHistogram({ name: 'toolgate_tool_call_duration_seconds', help: 'Time of a tools/call from lookup to its committed audit row, by tool type.', labelNames: ['tool_type'], buckets: BUCKETS, registers: [registry] });
 
 export type ToolOutcome = 'success' | 'error' | 'held' | 'refused';
 /** `toolType`: the connector type of the tool, null for a built-in or unknown tool. */
 export function observeToolCall(toolType: string | null | undefined, outcome: ToolOutcome, seconds: number): void {
   const type = toolType ?? 'none';
-  toolCallsOf(type, outcome).inc();
-  toolDurationOf(type).observe(seconds);
+  toolCalls.inc(type, outcome);
+  toolDuration.observe(seconds, type);
 }
 
 /** A refused tools/call (a JSON-RPC error): counted as refused, and as a quota refusal when that is why (RpcCode.QuotaExceeded: a used-up quota or an ended trial). */
@@ -82,16 +65,14 @@ export function observeToolRefusal(toolType: string | null | undefined, rpcCode:
   if (rpcCode === RpcCode.QuotaExceeded) countLimitRefusal('quota');
 }
 
-const connectorWait = new Histogram({ name: 'toolgate_connector_queue_wait_seconds', help: 'Time a call waited for a free slot of its connector, by connector type.', labelNames: ['connector_type'], buckets: BUCKETS, registers: [registry] });
-const connectorBusy = new Counter({ name: 'toolgate_connector_busy_total', help: 'Calls refused because their connector stayed full for the whole queue deadline, by connector type.', labelNames: ['connector_type'], registers: [registry] });
-const connectorWaitOf = series(connectorWait);
-const connectorBusyOf = series(connectorBusy);
+const connectorWait = new HotHistogram({ name: 'toolgate_connector_queue_wait_seconds', help: 'Time a call waited for a free slot of its connector, by connector type.', labelNames: ['connector_type'], buckets: BUCKETS, registers: [registry] });
+const connectorBusy = new HotCounter({ name: 'toolgate_connector_busy_total', help: 'Calls refused because their connector stayed full for the whole queue deadline, by connector type.', labelNames: ['connector_type'], registers: [registry] });
 
 export function observeConnectorWait(connectorType: string, seconds: number): void {
-  connectorWaitOf(connectorType).observe(seconds);
+  connectorWait.observe(seconds, connectorType);
 }
 export function countConnectorBusy(connectorType: string): void {
-  connectorBusyOf(connectorType).inc();
+  connectorBusy.inc(connectorType);
 }
 
 /** The pools of each connector type, read at scrape time (connectors/shared/pools.ts registers them). */
@@ -120,30 +101,26 @@ new Gauge({
   },
 });
 
-const guardRefusals = new Counter({ name: 'toolgate_guard_refusals_total', help: 'SQL calls refused before reaching the database, by dialect and reason (arguments, statement, read_only, not_wrappable).', labelNames: ['dialect', 'reason'], registers: [registry] });
-const guardRefusalsOf = series(guardRefusals);
+const guardRefusals = new HotCounter({ name: 'toolgate_guard_refusals_total', help: 'SQL calls refused before reaching the database, by dialect and reason (arguments, statement, read_only, not_wrappable).', labelNames: ['dialect', 'reason'], registers: [registry] });
 export type GuardRefusalReason = 'arguments' | 'statement' | 'read_only' | 'not_wrappable';
 export function countGuardRefusal(dialect: string, reason: GuardRefusalReason): void {
-  guardRefusalsOf(dialect, reason).inc();
+  guardRefusals.inc(dialect, reason);
 }
 
-const limitRefusals = new Counter({ name: 'toolgate_limit_refusals_total', help: 'Requests refused by a limit: burst_local (this instance\'s window), burst_shared (the Redis window of tools/call), quota (the monthly quota, or a trial that ended).', labelNames: ['limit'], registers: [registry] });
-const limitRefusalsOf = series(limitRefusals);
+const limitRefusals = new HotCounter({ name: 'toolgate_limit_refusals_total', help: 'Requests refused by a limit: burst_local (this instance\'s window), burst_shared (the Redis window of tools/call), quota (the monthly quota, or a trial that ended).', labelNames: ['limit'], registers: [registry] });
 export type LimitKind = 'burst_local' | 'burst_shared' | 'quota';
 export function countLimitRefusal(kind: LimitKind): void {
-  limitRefusalsOf(kind).inc();
+  limitRefusals.inc(kind);
 }
 
-const authCacheLookups = new Counter({ name: 'toolgate_mcp_auth_cache_total', help: 'MCP credential lookups while the credential cache is on, by result: hit (answered from this instance\'s cache), miss (looked up in the store).', labelNames: ['result'], registers: [registry] });
-const authCacheLookupsOf = series(authCacheLookups);
+const authCacheLookups = new HotCounter({ name: 'toolgate_mcp_auth_cache_total', help: 'MCP credential lookups while the credential cache is on, by result: hit (answered from this instance\'s cache), miss (looked up in the store).', labelNames: ['result'], registers: [registry] });
 export function countAuthCache(result: 'hit' | 'miss'): void {
-  authCacheLookupsOf(result).inc();
+  authCacheLookups.inc(result);
 }
 
-const webhookDeliveries = new Counter({ name: 'toolgate_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, retry, gone).', labelNames: ['outcome'], registers: [registry] });
-const webhookDeliveriesOf = series(webhookDeliveries);
+const webhookDeliveries = new HotCounter({ name: 'toolgate_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, retry, gone).', labelNames: ['outcome'], registers: [registry] });
 export function countWebhookDelivery(outcome: 'delivered' | 'retry' | 'gone'): void {
-  webhookDeliveriesOf(outcome).inc();
+  webhookDeliveries.inc(outcome);
 }
 
 /** What each gateway of this process reports at scrape time (registered by gateway.ts, removed on close). */
