@@ -9,7 +9,7 @@ import { describeSchemaError, type SchemaError } from '../util/schema-errors.ts'
 import { decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
 import type { AppDeps } from '../deps.ts';
 import { bearerOf, claimsOf, refusalRow } from '../audit/refusals.ts';
-import type { Handler, HandlerTable } from '../handlers/context.ts';
+import type { Handler, HandlerTable, RequestContext } from '../handlers/context.ts';
 import { hostPolicyFor } from '../net/host-policy.ts';
 import { mountConsole } from '../console/routes.ts';
 import { noteCaller, requestAnswered, requestIdOf } from '../observability/requests.ts';
@@ -89,6 +89,25 @@ async function readBody(op: OperationDef, request: Request, deps: AppDeps): Prom
     throw new AppError(400, parsed.reason === 'depth' ? 'body_too_deep' : 'invalid_json', parsed.reason === 'depth' ? 'The JSON body is nested too deeply.' : 'The body is not valid JSON.');
   }
   return parsed.value;
+}
+
+/** The context of an endpoint that reads its own request: `url` and `query` are parsed on first use. */
+function lazyUrlContext(request: Request, params: Record<string, string>, principal: Principal | null, deps: AppDeps): RequestContext {
+  let url: URL | undefined;
+  let query: Record<string, unknown> | undefined;
+  return {
+    request,
+    params,
+    body: undefined,
+    principal,
+    deps,
+    get url() {
+      return (url ??= new URL(request.url));
+    },
+    get query() {
+      return (query ??= queryObject(this.url));
+    },
+  };
 }
 
 /** How the router enforces an operation's access policy (x-toolgate-auth) before its handler runs. */
@@ -185,19 +204,25 @@ async function answer(op: OperationDef, handler: Handler, request: Request, para
     const principal = authenticated instanceof Promise ? await authenticated : authenticated;
     // Who called is kept for the request's log line only, so nothing is recorded when info lines are off.
     if (principal && deps.log.enabled('info')) noteCaller(request, principal);
-    const url = new URL(request.url);
-    const query = queryObject(url);
-    let body: unknown;
+    let ctx: RequestContext;
     if (access.restRequest) {
+      const url = new URL(request.url);
+      const query = queryObject(url);
+      let body: unknown;
       if (op.pathParams.length) validate(`${op.operationId}_path`, params, 'path', false);
       if (op.queryParams.length) validate(`${op.operationId}_query`, query, 'query', false);
       if (op.bodyType) {
         body = await readBody(op, request, deps);
         if (body !== undefined) validate(`${op.operationId}_body`, body, 'body', op.bodyType === 'form');
       }
+      ctx = { request, url, params, query, body, principal, deps };
+    } else {
+      // An endpoint of its own protocol (the MCP transport, the hot path) reads what it needs itself: the URL is
+      // parsed only if it asks.
+      ctx = lazyUrlContext(request, params, principal, deps);
     }
     wrote = principal !== null && changesCredentialLookups(op);
-    const response = await handler({ request, url, params, query, body, principal, deps });
+    const response = await handler(ctx);
     // After the handler's commit, before the answer: whoever learns of the change gets it on every instance.
     if (wrote) await deps.authCache.changed();
     return response;
