@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { migrations } from '../src/store/migrations.ts';
 import { migrate, openStore, rowsOf } from '../src/store/db.ts';
-import { SecretBox, digestsEqual, hashSecret } from '../src/util/crypto.ts';
+import { SecretBox, digestsEqual, hashSecret, sha256Hex } from '../src/util/crypto.ts';
+import { createHash } from 'node:crypto';
 import * as sdk from '../sdk/index.ts';
 import type { ToolgateError } from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
@@ -189,6 +190,15 @@ describe('SecretBox', () => {
     expect(() => box.decrypt(['v2', iv, tag, data].join('.'), 'connector:1')).toThrow('unrecognised ciphertext');
     expect(() => box.decrypt('not sealed', 'connector:1')).toThrow('unrecognised ciphertext');
     expect(() => new SecretBox(new Uint8Array(16))).toThrow();
+  });
+});
+
+describe('sha256Hex (Bun\'s native hasher on Bun)', () => {
+  test('the same digest as node:crypto for any string: empty, unicode, NUL, lone surrogates, 1 MB', () => {
+    const texts = ['', 'tg_live_abc', 'é', '日本語', '😀', '\u0000', '\ud800', 'a\udc00b', '\udbff\udfff', 'x'.repeat(1 << 20)];
+    for (let i = 0; i < 200; i++) texts.push(String.fromCharCode(...Array.from({ length: i }, (_, j) => (i * 7919 + j * 104729) % 0xffff)));
+    for (const text of texts) expect([text.slice(0, 8), sha256Hex(text)]).toEqual([text.slice(0, 8), createHash('sha256').update(text).digest('hex')]);
+    expect(hashSecret('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
 });
 

@@ -32,7 +32,7 @@ import type { OutboundPolicy } from '../net/outbound.ts';
 import { actorOf } from '../auth/principal.ts';
 import { canonicalJson } from '../audit/chain.ts';
 import type { AuditRecorder } from '../audit/recorder.ts';
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../util/crypto.ts';
 import { trialExpired } from '../billing/trial.ts';
 import { observeToolCall, observeToolRefusal } from '../observability/metrics.ts';
 
@@ -213,7 +213,7 @@ function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, u
 
 /** What a tool-call row keeps of the arguments: a digest (matches a known input), never the values or the SQL. */
 function argumentsDigest(args: Record<string, unknown>): string {
-  return createHash('sha256').update(canonicalJson(args)).digest('hex');
+  return sha256Hex(canonicalJson(args));
 }
 
 function rowCountOf(result: ToolResult): number | null {

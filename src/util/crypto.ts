@@ -32,8 +32,14 @@ export class SecretBox {
  * (a slow KDF protects low-entropy passwords, not random keys) and keeps the hot path fast.
  */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return sha256Hex(secret);
 }
+
+/** SHA-256 as hex of a string's UTF-8 bytes: Bun's native one-shot hasher where it runs (half the time of a node:crypto Hash object on the MCP hot path), node:crypto elsewhere (Deno). */
+export const sha256Hex: (text: string) => string =
+  typeof Bun !== 'undefined' && typeof Bun.CryptoHasher?.hash === 'function'
+    ? (text) => Bun.CryptoHasher.hash('sha256', text, 'hex')
+    : (text) => createHash('sha256').update(text).digest('hex');
 
 export function randomSecret(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');

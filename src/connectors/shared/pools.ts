@@ -1,5 +1,5 @@
 /** One lazily opened, bounded pool per connector id, replaced when the config or credential changes, closed when idle. */
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../util/crypto.ts';
 import type { DatabaseConfig, ExecutionLimits } from '../types.ts';
 import { countConnectorBusy, observeConnectorWait, registerPoolSource } from '../../observability/metrics.ts';
 
@@ -63,7 +63,7 @@ interface Entry<P> {
 
 /** A digest, so the registry never keeps a second copy of the password in clear. */
 function fingerprintOf(config: unknown, credential: string | null, settings: PoolSettings): string {
-  return createHash('sha256').update(JSON.stringify([config, credential, settings])).digest('hex');
+  return sha256Hex(JSON.stringify([config, credential, settings]));
 }
 
 /** C: the connector type's config (any type may pool: database connections, upstream MCP sessions). */
