@@ -346,6 +346,52 @@ describe('the cache itself (a fake epoch, a counting loader)', () => {
     expect(loads).toBe(1);
   });
 
+  test('one epoch read out at a time: a request arriving while a read is out waits for the next one, sent after it', async () => {
+    verifies('AUTH-CACHE-EPOCH');
+    // An epoch whose reads the test answers: what Redis holds when each read reaches it is the test's to choose.
+    let holds = 'e1';
+    const out: { resolve: (v: string | null) => void; at: string }[] = [];
+    const epoch: AuthEpoch = {
+      scope: 'shared',
+      read: () => new Promise((resolve) => out.push({ resolve, at: holds })),
+      bump: async () => {},
+      close: async () => {},
+    };
+    const answer = async () => {
+      const read = out.shift()!;
+      read.resolve(read.at);
+      await settle();
+    };
+    const cache = new McpAuthCache({ epoch, ttlMs: 60_000 });
+    let loads = 0;
+    const look = () => cache.lookup('k', async () => (loads++, { v: loads }));
+    const first = look(); // learns the epoch (a miss does not wait for it)
+    await settle();
+    await answer();
+    expect(await first).toEqual({ v: 1 });
+    expect(await look()).toEqual({ v: 2 }); // filled under e1 (the first fill had no epoch yet); a miss sends no read
+    expect(out.length).toBe(0);
+    // r1 arrives; its read goes out after the turn, and reaches Redis while it still holds e1.
+    const r1 = look();
+    await settle();
+    expect(out.length).toBe(1);
+    // A writer commits and sets e2 while that read is out; r2 and r3 arrive after the writer answered.
+    holds = 'e2';
+    const r2 = look();
+    await settle();
+    const r3 = look();
+    await settle();
+    expect(out.length).toBe(1); // no second read while one is out
+    await answer(); // the read of r1 comes back with e1: r1 may use the entry (its read went out after it arrived)
+    expect(await r1).toEqual({ v: 2 });
+    expect(out.length).toBe(1); // the read r2 and r3 joined went out at once, after the first came back
+    await answer(); // ... and sees e2: neither is answered from the entry of e1
+    expect(await r2).not.toEqual({ v: 2 });
+    expect(await r3).not.toEqual({ v: 2 });
+    expect(loads).toBe(4);
+    expect(out.length).toBe(0);
+  });
+
   test('no epoch (unknown, or the read failed): nothing is answered from the cache, and what it held is dropped', async () => {
     verifies('AUTH-CACHE-FAIL-CLOSED');
     const epoch = fakeEpoch('e1');

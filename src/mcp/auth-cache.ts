@@ -37,8 +37,14 @@ export class McpAuthCache implements AuthChanges {
   private entries = new Map<string, Entry>();
   /** The epoch the last completed read returned (null: unknown); entries of any other epoch are dropped. */
   private epochNow: string | null = null;
-  /** The shared epoch read of this loop turn, not sent yet: every request arriving in the turn joins it. */
+  /**
+   * The next epoch read, not sent yet: every request arriving until it is sent joins it. At most one read is out at
+   * a time: the next one is sent after this loop turn when none is out, else as soon as the one out comes back
+   * (under load that is one Redis round trip per round trip, not one per loop turn; each costs a socket write).
+   */
   private pendingRead: Promise<string | null> | null = null;
+  private resolvePending: ((epoch: string | null) => void) | null = null;
+  private readOut = false;
   private readonly epoch: AuthEpoch | null;
   private readonly ttlMs: number;
   private readonly maxEntries: number;
@@ -112,15 +118,27 @@ export class McpAuthCache implements AuthChanges {
     const epoch = this.epoch!;
     if (epoch.scope === 'local') return this.observe(epoch.read() as string | null);
     if (this.pendingRead) return this.pendingRead;
-    const read = new Promise<string | null>((resolve) => {
-      // After the I/O of this loop turn, like the store batcher: one read for the requests of the turn.
-      setImmediate(() => {
-        this.pendingRead = null;
-        void Promise.resolve(epoch.read()).then((value) => resolve(this.observe(value)));
-      });
-    });
+    const read = new Promise<string | null>((resolve) => (this.resolvePending = resolve));
     this.pendingRead = read;
+    // After the I/O of this loop turn, like the store batcher: one read for the requests of the turn.
+    if (!this.readOut) setImmediate(() => this.sendRead(epoch));
     return read;
+  }
+
+  /** Sends the pending read; when it comes back, the read that requests joined meanwhile goes out at once. */
+  private sendRead(epoch: AuthEpoch): void {
+    const resolve = this.resolvePending;
+    if (this.readOut || !resolve) return;
+    this.pendingRead = null;
+    this.resolvePending = null;
+    this.readOut = true;
+    void Promise.resolve(epoch.read())
+      .catch(() => null)
+      .then((value) => {
+        this.readOut = false;
+        resolve(this.observe(value));
+        if (this.resolvePending) this.sendRead(epoch);
+      });
   }
 
   private observe(epoch: string | null): string | null {
