@@ -82,6 +82,20 @@ describe('burst limit on the MCP endpoint', () => {
     const answers = await Promise.all(Array.from({ length: 5 }, () => rpc(g, org.slug, { apiKey: org.apiKey }, 'ping')));
     expect(answers.filter((a) => a.status === 200).length).toBe(3);
   });
+
+  test("an operator's burst figure overrides a starter org's plan figure (20), and is what the org is told", async () => {
+    verifies('LIMIT-PLAN-FIGURES');
+    const org = await onboard(g, undefined, 'starter', 2);
+    const token = await tokenFor(g, org.clientId, org.clientSecret);
+    const client = sdkFor(g, token).client;
+    expect((await getOrg({ client, throwOnError: true })).data.burst_limit_per_second).toBe(2);
+    const limits = await getLimits({ client, throwOnError: true });
+    expect(limits.data).toMatchObject({ plan: 'starter', burst_limit_per_second: 2, monthly_tool_calls: 20_000 });
+    await startOfSecond();
+    const answers = await Promise.all(Array.from({ length: 5 }, () => rpc(g, org.slug, { apiKey: org.apiKey }, 'ping')));
+    expect(answers.filter((a) => a.status === 200).length).toBe(2);
+    expect(answers.filter((a) => a.status === 429).length).toBe(3);
+  });
 });
 
 describe.skipIf(!hasPg || !hasRedis)('shared limits across instances (PostgreSQL store, Redis windows)', () => {

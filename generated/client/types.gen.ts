@@ -172,7 +172,7 @@ export type CreateOrgRequest = {
      */
     trial_days?: number;
     /**
-     * Custom burst limit (calls per second), for enterprise and standalone plans; others use their plan's.
+     * Custom burst limit (calls per second), fixed for the org's lifetime. Enterprise and standalone orgs without one get the gateway's custom default (TOOLGATE_CUSTOM_BURST_PER_SECOND, 1000). On starter, growth and scale it replaces the plan's figure (an operator override, e.g. for a negotiated contract); omitted, the plan's figure applies. The monthly quota stays the plan's either way.
      */
     burst_limit_per_second?: number;
 };
