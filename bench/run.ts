@@ -107,17 +107,18 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** The JavaScriptCore options set in this environment (BUN_JSC_*), passed on to the servers. */
-function jscOptions(): Record<string, string> {
-  return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('BUN_JSC_') && e[1] !== undefined));
+/** The JavaScriptCore and allocator options set in this environment (BUN_JSC_*, MIMALLOC_*), passed on to the servers. */
+function runtimeOptions(): Record<string, string> {
+  return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => (e[0].startsWith('BUN_JSC_') || e[0].startsWith('MIMALLOC_')) && e[1] !== undefined));
 }
 
 function spawn(name: string, script: string, env: Record<string, string>, bunArgs: string[] = [], scriptArgs: string[] = []): Subprocess<'ignore', 'pipe', 'inherit'> {
   const child = Bun.spawn([BUN, ...bunArgs, script, ...scriptArgs], {
     cwd: ROOT,
     // Only what the child needs: no PG* variables or other settings leak in from the caller's shell.
-    // BUN_JSC_* (JavaScriptCore options, e.g. BUN_JSC_logGC=1) reach every server process, for experiments.
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...jscOptions(), ...env },
+    // BUN_JSC_* (JavaScriptCore options, e.g. BUN_JSC_logGC=1) and MIMALLOC_* (Bun's allocator, e.g.
+    // MIMALLOC_PURGE_DELAY=0) reach every server process, for experiments.
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...runtimeOptions(), ...env },
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'inherit',
