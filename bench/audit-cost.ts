@@ -7,7 +7,9 @@
  * PostgreSQL CPU: of the store database's backends, read from /proc (PostgreSQL on this machine; 10 ms ticks).
  * The last column is the longest the event loop went without a turn during the part, in CPU ms of this process.
  *
- *   bun bench/audit-cost.ts [--rows=20000] [--batch=32] [--store=pglite]
+ *   bun bench/audit-cost.ts [--rows=20000] [--batch=32] [--seal=2000] [--store=pglite]
+ *   (--seal: rows per sealFromMemory transaction; the recorder seals what is pending, up to 2,000, so under a steady
+ *   load each seal holds one or two batches: --seal=40 is closer to a tools/call run than the default)
  */
 import { insertUnsealed, type AuditInput } from '../src/audit/repository.ts';
 import { sealFromMemory, sealPending, type SealableRow } from '../src/audit/seal.ts';
@@ -19,6 +21,7 @@ import { onboard, startTestGateway } from '../test/support/gateway.ts';
 const arg = (name: string, fallback: number) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
 const ROWS = arg('rows', 20000);
 const BATCH = arg('batch', 32);
+const SEAL = arg('seal', 2000);
 const STORE = process.argv.includes('--store=pglite') ? 'pglite' : 'postgres';
 const gateway = await startTestGateway(STORE, { TOOLGATE_WEBHOOK_WORKER: '0' });
 const org = await onboard(gateway);
@@ -83,8 +86,8 @@ try {
   await measure('insertUnsealed (group-commit INSERT)', ROWS, async () => {
     for (let i = 0; i < ROWS; i += BATCH) written = written.concat(await insertUnsealed(db, inputs.slice(i, i + BATCH)));
   });
-  await measure('sealFromMemory (2000 rows per transaction)', ROWS, async () => {
-    for (let i = 0; i < written.length; i += 2000) await sealFromMemory(db, written.slice(i, i + 2000));
+  await measure(`sealFromMemory (${SEAL} rows per transaction)`, ROWS, async () => {
+    for (let i = 0; i < written.length; i += SEAL) await sealFromMemory(db, written.slice(i, i + SEAL));
   });
   for (let i = 0; i < ROWS; i += BATCH) await insertUnsealed(db, inputs.slice(i, i + BATCH));
   await measure('sealPending (fallback, 5000 rows per transaction)', ROWS, async () => {

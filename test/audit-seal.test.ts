@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { canonicalJson, rowHash } from '../src/audit/chain.ts';
 import { AuditRecorder } from '../src/audit/recorder.ts';
-import { appendAudit, insertUnsealed, type AuditInput } from '../src/audit/repository.ts';
+import { appendAudit, insertUnsealed, lockHeads, type AuditInput } from '../src/audit/repository.ts';
 import { ORPHAN_AGE_MS, SealConflict, sealFromMemory, sealOrphans, sealPending } from '../src/audit/seal.ts';
 import { storable, storableJson } from '../src/audit/storable.ts';
 import { verifyChain } from '../src/audit/verify.ts';
@@ -176,6 +176,25 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     const [counted] = await q<{ n: number }>(g1.deps.store.db, sql`SELECT count(*)::int AS n FROM audit_events WHERE action IN ('tool.called', 'test.managed') AND org_id IN (${orgs[0]!.orgId}, ${orgs[1]!.orgId}, ${orgs[2]!.orgId})`);
     expect(counted!.n).toBe(written + 8);
     expect(total).toBeGreaterThanOrEqual(written + 8);
+  });
+
+  test('the chain statements run prepared, one text each whatever the number of orgs (store/db.ts executePrepared)', async () => {
+    verifies('AUDIT-SEAL');
+    const orgs = [await onboard(g1), await onboard(g1), await onboard(g1)].map((o) => o.orgId).sort();
+    const prepared = await g1.deps.store.db.transaction(async (tx) => {
+      const one = await lockHeads(tx, [orgs[0]!]);
+      const three = await lockHeads(tx, orgs);
+      expect([...one.keys()]).toEqual([orgs[0]!]);
+      expect([...three.keys()].sort()).toEqual(orgs);
+      await appendAudit(tx, [{ orgId: orgs[0]!, action: 'test.prepared', actor: { type: 'system', id: null } }]);
+      await appendAudit(tx, orgs.map((orgId) => ({ orgId, action: 'test.prepared', actor: { type: 'system', id: null } })));
+      // The transaction's own connection: what it holds prepared (drizzle's execute would have left nothing here).
+      return q<{ statement: string }>(tx as unknown as Db, sql`SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%audit_chains%'`);
+    });
+    const texts = prepared.map((r) => r.statement.replace(/\s+/g, ' '));
+    expect(texts.filter((t) => t.startsWith('INSERT INTO audit_chains')).length).toBe(1);
+    expect(texts.filter((t) => t.startsWith('UPDATE audit_chains')).length).toBe(1);
+    for (const orgId of orgs) expect(await verifyChain(g1.deps.store.db, orgId)).toMatchObject({ ok: true });
   });
 
   test('orphans: rows a stopped writer never sealed are sealed by the sweep once old enough, and all of them at start', async () => {

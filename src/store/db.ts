@@ -1,7 +1,7 @@
 /** Opens the gateway's store: embedded PGlite in a data folder, or a PostgreSQL server; applies migrations. */
 import { PGlite } from '@electric-sql/pglite';
-import { sql } from 'drizzle-orm';
-import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { sql, type SQL } from 'drizzle-orm';
+import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
@@ -104,6 +104,25 @@ export async function migrate(store: Store, list: Migration[] = migrations): Pro
     }
   });
   return applied;
+}
+
+const dialect = new PgDialect();
+
+/**
+ * Runs a statement of fixed text as a named prepared statement on a PostgreSQL store, in a transaction or not
+ * (postgres.js prepares it once per connection and then sends Bind + Execute only); on PGlite as `execute` does.
+ * drizzle's `execute` sends every statement unnamed, and postgres.js sends an unnamed statement with parameters as
+ * Parse + Describe first and waits for the answer before it binds: one more round trip, and a parse and plan on the
+ * server, each time. Only for statements whose text never varies (each connection keeps every text it prepared).
+ */
+export async function executePrepared<T>(db: Queryable, query: SQL): Promise<T[]> {
+  // The session's client: the postgres.js pool (or, in a transaction, its reserved connection); PGlite's has no `unsafe`.
+  const client = (db._.session as { client?: unknown }).client as postgres.Sql | undefined;
+  if (typeof client === 'function' && typeof client.unsafe === 'function') {
+    const compiled = dialect.sqlToQuery(query);
+    return (await client.unsafe(compiled.sql, compiled.params as postgres.ParameterOrJSON<never>[], { prepare: true })) as unknown as T[];
+  }
+  return rowsOf<T>(await db.execute(query));
 }
 
 /** Rows of a raw `execute` result: postgres-js returns an array, PGlite an object with `rows`. */
