@@ -67,8 +67,11 @@ export async function appendAudit(db: Queryable, events: readonly AuditInput[], 
     return { id: crypto.randomUUID(), ...fields, hash };
   });
   await db.insert(auditEvents).values(rows);
-  await executePrepared(db, sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash
-    FROM jsonb_to_recordset(${headsJson(heads)}::jsonb) AS v(org_id uuid, seq bigint, hash text) WHERE c.org_id = v.org_id`);
+  const moved = sql.join(
+    orgIds.map((id) => sql`(${id}::uuid, ${heads.get(id)!.seq}::bigint, ${heads.get(id)!.hash}::text)`),
+    sql`, `,
+  );
+  await db.execute(sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${moved}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id`);
   return rows;
 }
 
@@ -77,27 +80,16 @@ export interface Head {
   hash: string;
 }
 
-/**
- * Chain heads as one JSON parameter (`[{org_id, seq, hash}]`), for the statements that move them: one statement text
- * whatever the number of orgs, so it runs prepared (store/db.ts executePrepared).
- */
-export function headsJson(heads: ReadonlyMap<string, Head>): string {
-  return JSON.stringify(Array.from(heads, ([id, head]) => ({ org_id: id, seq: head.seq, hash: head.hash })));
-}
-
-/**
- * Creates missing chain heads and locks all of them: one upsert of fixed text (runs prepared), rows locked in the
- * given, sorted, order (the order of the JSON array, kept by WITH ORDINALITY).
- */
+/** Creates missing chain heads and locks all of them (one upsert; rows are locked in the given, sorted, order). */
 export async function lockHeads(tx: Queryable, orgIds: string[]): Promise<Map<string, Head>> {
-  const wanted = JSON.stringify(orgIds.map((id) => ({ org_id: id, genesis: genesisHash(id) })));
-  const rows = await executePrepared<{ org_id: string; head_seq: string | number; head_hash: string }>(tx, sql`INSERT INTO audit_chains (org_id, head_seq, head_hash, base_seq, base_hash)
-    SELECT v.org_id, 0, v.genesis, 0, v.genesis
-    FROM ROWS FROM (jsonb_to_recordset(${wanted}::jsonb) AS (org_id uuid, genesis text)) WITH ORDINALITY AS v(org_id, genesis, n)
-    ORDER BY v.n
+  const values = sql.join(
+    orgIds.map((id) => sql`(${id}::uuid, 0, ${genesisHash(id)}, 0, ${genesisHash(id)})`),
+    sql`, `,
+  );
+  const result = await tx.execute(sql`INSERT INTO audit_chains (org_id, head_seq, head_hash, base_seq, base_hash) VALUES ${values}
     ON CONFLICT (org_id) DO UPDATE SET head_seq = audit_chains.head_seq
     RETURNING org_id, head_seq, head_hash`);
-  return new Map(rows.map((r) => [r.org_id, { seq: Number(r.head_seq), hash: r.head_hash }]));
+  return new Map(rowsOf<{ org_id: string; head_seq: string | number; head_hash: string }>(result).map((r) => [r.org_id, { seq: Number(r.head_seq), hash: r.head_hash }]));
 }
 
 export interface AuditFilter {
@@ -173,7 +165,7 @@ export async function insertUnsealed(db: Queryable, events: readonly AuditInput[
     if (CANONICAL_UUID.test(e.orgId)) sealable.push({ id, orgId: e.orgId, tail: rowTail({ ...fields, details: {} }, details) });
   }
   json += ']';
-  // Fixed text (two parameters, any batch size), so it runs prepared on a PostgreSQL store.
+  // Fixed text (two parameters, any batch size), so it runs prepared on a PostgreSQL store (store/db.ts).
   await executePrepared(db, sql`INSERT INTO audit_events (id, org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details)
     SELECT id, org_id, ${createdAt}::timestamptz, action, actor_type, actor_id, target_type, target_id, outcome, details
     FROM jsonb_to_recordset(${json}::jsonb)

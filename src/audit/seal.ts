@@ -13,12 +13,12 @@
  */
 import { and, asc, inArray, isNull, lt, sql } from 'drizzle-orm';
 import type { Db, Queryable } from '../store/db.ts';
-import { executePrepared } from '../store/db.ts';
+import { rowsOf } from '../store/db.ts';
 import { auditEvents } from '../store/schema.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
 import { chainHash, rowHash } from './chain.ts';
-import { headsJson, lockHeads, type SealableRow } from './repository.ts';
+import { lockHeads, type SealableRow } from './repository.ts';
 
 export type { SealableRow } from './repository.ts';
 
@@ -37,6 +37,14 @@ function slicer() {
       since = performance.now();
     },
   };
+}
+
+/** The heads update of a seal, as a VALUES list (one row per org). */
+function movedHeads(heads: Map<string, { seq: number; hash: string }>) {
+  return sql.join(
+    [...heads].map(([id, head]) => sql`(${id}::uuid, ${head.seq}::bigint, ${head.hash}::text)`),
+    sql`, `,
+  );
 }
 
 /**
@@ -59,17 +67,15 @@ export async function sealFromMemory(db: Db, rows: readonly SealableRow[]): Prom
       heads.set(row.orgId, { seq, hash });
     }
     links += ']';
-    // Fixed text (two JSON parameters), so it runs prepared on a PostgreSQL store.
-    const result = await executePrepared<{ sealed: number }>(tx, sql`WITH sealed AS (
+    const result = await tx.execute(sql`WITH sealed AS (
         UPDATE audit_events AS e SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash
         FROM jsonb_to_recordset(${links}::jsonb) AS v(id uuid, seq bigint, prev_hash text, hash text)
         WHERE e.id = v.id AND e.seq IS NULL RETURNING 1
       ), moved AS (
-        UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash
-        FROM jsonb_to_recordset(${headsJson(heads)}::jsonb) AS v(org_id uuid, seq bigint, hash text) WHERE c.org_id = v.org_id
+        UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${movedHeads(heads)}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id
       )
       SELECT count(*)::int AS sealed FROM sealed`);
-    const sealed = Number(result[0]?.sealed ?? 0);
+    const sealed = Number(rowsOf<{ sealed: number }>(result)[0]?.sealed ?? 0);
     if (sealed !== rows.length) throw new SealConflict(`${rows.length - sealed} of ${rows.length} rows were sealed elsewhere or are gone`);
     return sealed;
   });
@@ -125,8 +131,7 @@ export async function sealPending(db: Queryable, limit = 5000, filter: PendingFi
       sql`UPDATE audit_events AS e SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash
         FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb) AS v(id uuid, seq bigint, prev_hash text, hash text) WHERE e.id = v.id`,
     );
-    await executePrepared(tx, sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash
-      FROM jsonb_to_recordset(${headsJson(heads)}::jsonb) AS v(org_id uuid, seq bigint, hash text) WHERE c.org_id = v.org_id`);
+    await tx.execute(sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${movedHeads(heads)}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id`);
     return pending.length;
   });
 }
