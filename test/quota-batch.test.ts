@@ -26,6 +26,7 @@ async function newOrg(db: Db): Promise<string> {
 }
 
 /** The store's db with its statements counted: how the tests see that a batch was one statement. */
+/** The database, counting the statements sent through `execute` and through executePrepared (the session's postgres.js client). */
 function counted(db: Db): { db: Db; statements: () => number } {
   let statements = 0;
   const wrapped = new Proxy(db, {
@@ -35,6 +36,21 @@ function counted(db: Db): { db: Db; statements: () => number } {
           statements++;
           return target.execute(query);
         };
+      }
+      if (prop === '_') {
+        const inner = target._;
+        const client = (inner.session as unknown as { client?: postgres.Sql }).client;
+        if (typeof client !== 'function' || typeof client.unsafe !== 'function') return inner;
+        const countedClient = new Proxy(client, {
+          get(c, p, r) {
+            if (p !== 'unsafe') return Reflect.get(c, p, r);
+            return (...args: Parameters<postgres.Sql['unsafe']>) => {
+              statements++;
+              return c.unsafe(...args);
+            };
+          },
+        });
+        return { ...inner, session: new Proxy(inner.session, { get: (s, p, r) => (p === 'client' ? countedClient : Reflect.get(s, p, r)) }) };
       }
       return Reflect.get(target, prop, receiver);
     },

@@ -1,6 +1,6 @@
 /** The monthly tool-call quota: a durable count per org and billing period in the store, never overshot. */
 import { sql } from 'drizzle-orm';
-import { rowsOf, type Queryable } from '../store/db.ts';
+import { executePrepared, rowsOf, type Queryable } from '../store/db.ts';
 import { periodStart } from './plans.ts';
 
 /** What one org asks of its quota in one billing period: `calls` more calls, against `quota` calls a period. */
@@ -85,7 +85,8 @@ export async function grantToolCalls(db: Queryable, asks: QuotaAsk[]): Promise<M
   for (let attempt = 1; open.length > 0 && attempt <= GRANT_ATTEMPTS; attempt++) {
     let rows: Array<{ org_id: string; period: string; old: number | string; new: number | string }>;
     try {
-      rows = rowsOf(await db.execute(grantStatement(open)));
+      // Fixed text (the asks are one JSON parameter), so it runs prepared on a PostgreSQL store (store/db.ts).
+      rows = await executePrepared(db, grantStatement(open));
     } catch (err) {
       if (attempt === 1) throw err;
       break;
