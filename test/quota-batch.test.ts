@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { periodStart } from '../src/limits/plans.ts';
-import { grantStatement, grantToolCalls, toolCallsInPeriod } from '../src/limits/quota.ts';
+import { toolCallsInPeriod } from '../src/limits/quota.ts';
 import { UsageMeter } from '../src/limits/usage.ts';
 import { insertOrg } from '../src/orgs/repository.ts';
 import { openStore, rowsOf, type Db, type Store } from '../src/store/db.ts';
@@ -261,53 +261,5 @@ describe.skipIf(!hasPg)('quota batches of two instances on one PostgreSQL store'
       await one.db.execute(sql.raw('DROP FUNCTION quota_test_fail_a()'));
       await meter.close();
     }
-  });
-});
-
-describe.skipIf(!hasPg)('the grant statement on a large store (PostgreSQL)', () => {
-  let store: Store;
-  let fresh: { url: string; drop: () => Promise<void> };
-  beforeAll(async () => {
-    fresh = await freshDatabase('tg_quota_plan');
-    store = await openStore({ databaseUrl: fresh.url, poolSize: 2 });
-    // 1,000 orgs with 22 months of counters each: a deployment of a few years.
-    await store.db.execute(sql.raw(`INSERT INTO orgs (slug, name, plan, subscription_status, provision_status)
-      SELECT 'plan-org-' || i, 'Org ' || i, 'growth', 'active', 'provisioned' FROM generate_series(1, 1000) i`));
-    await store.db.execute(sql.raw(`INSERT INTO usage_counters (org_id, period_start, tool_calls)
-      SELECT o.id, d::date, 7 FROM orgs o, generate_series('2025-01-01'::date, '2026-10-01'::date, '1 month') d`));
-    await store.db.execute(sql`ANALYZE usage_counters`);
-  }, 60_000);
-  afterAll(async () => {
-    await store?.close();
-    await fresh?.drop();
-  }, 30_000);
-
-  /** Every node of a JSON plan. */
-  function nodes(plan: Record<string, unknown>): Record<string, unknown>[] {
-    return [plan, ...((plan.Plans as Record<string, unknown>[] | undefined) ?? []).flatMap(nodes)];
-  }
-
-  test('probes usage_counters by its key, never scans it, for one ask or several (the planner is told how many)', async () => {
-    verifies('LIMIT-QUOTA-BATCHED');
-    const orgs = rowsOf<{ id: string }>(await store.db.execute(sql`SELECT id FROM orgs ORDER BY slug LIMIT 5`)).map((r) => r.id);
-    for (const asks of [[orgs[0]!], orgs]) {
-      const statement = grantStatement(asks.map((orgId) => ({ orgId, period: '2026-10-01', calls: 3, quota: 50_000 })));
-      const [row] = rowsOf<{ 'QUERY PLAN': [{ Plan: Record<string, unknown> }] }>(await store.db.execute(sql`EXPLAIN (FORMAT JSON) ${statement}`));
-      const counters = nodes(row!['QUERY PLAN'][0].Plan).filter((n) => n['Relation Name'] === 'usage_counters');
-      expect(counters.length).toBeGreaterThan(0);
-      for (const node of counters) expect(String(node['Node Type'])).not.toBe('Seq Scan');
-    }
-    // And it still grants: 3 more calls on a counter at 7.
-    const granted = await grantToolCalls(store.db, [{ orgId: orgs[0]!, period: '2026-10-01', calls: 3, quota: 50_000 }]);
-    expect([...granted.values()]).toEqual([3]);
-    expect(await toolCallsInPeriod(store.db, orgs[0]!, new Date('2026-10-15T00:00:00Z'))).toBe(10);
-  });
-
-  test('an ask whose values do not have their form is refused before anything is sent', async () => {
-    const before = rowsOf<{ n: number }>(await store.db.execute(sql`SELECT sum(tool_calls)::int AS n FROM usage_counters`))[0]!.n;
-    await expect(grantToolCalls(store.db, [{ orgId: 'x}", "y', period: '2026-10-01', calls: 1, quota: 5 }])).rejects.toThrow('not a uuid');
-    await expect(grantToolCalls(store.db, [{ orgId: crypto.randomUUID(), period: '2026-10-01,2026-11-01', calls: 1, quota: 5 }])).rejects.toThrow('not a date');
-    await expect(grantToolCalls(store.db, [{ orgId: crypto.randomUUID(), period: '2026-10-01', calls: 1.5, quota: 5 }])).rejects.toThrow('not a count');
-    expect(rowsOf<{ n: number }>(await store.db.execute(sql`SELECT sum(tool_calls)::int AS n FROM usage_counters`))[0]!.n).toBe(before);
   });
 });

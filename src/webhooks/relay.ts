@@ -16,8 +16,8 @@
  *   but sealed just after (their row's created_at is earlier; the clocks of gateway and database are assumed close). Disabled endpoints are skipped (their cursor stays, and is
  *   moved to the head when they are enabled again), deleted ones lose their cursor with them.
  */
-import { sql } from 'drizzle-orm';
-import { rowsOf, type Queryable } from '../store/db.ts';
+import { sql, type SQL } from 'drizzle-orm';
+import { arrayParam, rowsOf, type Queryable } from '../store/db.ts';
 import type { DomainEvent } from '../events/index.ts';
 import { deliveryBody } from './outbox.ts';
 
@@ -68,6 +68,17 @@ export function toolCalledEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, orgId:
       caller: { type: row.actor_type, id: row.actor_id },
     },
   };
+}
+
+/**
+ * Moves relay cursors. The cursors go in as arrays the planner counts (store/db.ts arrayParam): one primary-key probe
+ * per moved cursor, not a scan of every endpoint's cursor.
+ */
+export function moveCursorsStatement(moved: readonly { webhook_id: string; after_seq: number }[]): SQL {
+  return sql`
+      UPDATE webhook_relay_cursors AS c SET after_seq = v.after_seq
+      FROM unnest(${arrayParam('uuid', moved.map((m) => m.webhook_id))}::uuid[], ${arrayParam('bigint', moved.map((m) => m.after_seq))}::bigint[]) AS v(webhook_id, after_seq)
+      WHERE c.webhook_id = v.webhook_id`;
 }
 
 /**
@@ -133,10 +144,7 @@ export async function relayRound(db: Queryable): Promise<{ queued: number; more:
         FROM jsonb_to_recordset(${JSON.stringify(deliveries)}::jsonb) AS x(event_id text, webhook_id uuid, org_id uuid)
         ON CONFLICT (event_id, webhook_id) DO NOTHING`);
     }
-    await tx.execute(sql`
-      UPDATE webhook_relay_cursors AS c SET after_seq = v.after_seq
-      FROM jsonb_to_recordset(${JSON.stringify(moved)}::jsonb) AS v(webhook_id uuid, after_seq bigint)
-      WHERE c.webhook_id = v.webhook_id`);
+    await tx.execute(moveCursorsStatement(moved));
     return { queued: deliveries.length, more: more || cursors.length === CURSORS_PER_ROUND };
   });
 }
