@@ -88,7 +88,7 @@ export async function grantToolCalls(db: Queryable, asks: QuotaAsk[]): Promise<M
   for (let attempt = 1; open.length > 0 && attempt <= GRANT_ATTEMPTS; attempt++) {
     let rows: Array<{ org_id: string; period: string; old: number | string; new: number | string }>;
     try {
-      // Fixed text (the asks are one JSON parameter), so it runs prepared on a PostgreSQL store (store/db.ts).
+      // Fixed text (the asks are four array parameters, any count), so it runs prepared on a PostgreSQL store (store/db.ts).
       rows = await executePrepared(db, grantStatement(open));
     } catch (err) {
       if (attempt === 1) throw err;
