@@ -8,7 +8,7 @@
  * when the row is written, so the hot path computes it once, audit/seal.ts) and the chain position in front of it
  * (`chainHash`, known only when the row is sealed). `rowHash` joins both: one definition for writer and verifier.
  */
-import { sha256Hex } from '../util/crypto.ts';
+import { sha256Hex as sha256 } from '../util/crypto.ts';
 
 /** The fields of a stored audit row the hash covers (all of them, apart from the hash itself and the row id). */
 export interface ChainedFields {
@@ -45,8 +45,6 @@ export function canonicalJson(value: unknown): string {
   }
   return `${out}}`;
 }
-
-const sha256 = sha256Hex;
 
 /** The prev_hash of an org's first row: bound to the org, so a chain cannot be transplanted into another org. */
 export function genesisHash(orgId: string): string {
