@@ -251,10 +251,49 @@ export const REQUIREMENTS = {
 
 export type RequirementId = keyof typeof REQUIREMENTS;
 
+/** Ids cited by tests that really ran in this process, and ids whose only tests cannot run here, with the reason. */
+interface RunRecord {
+  verified: Set<string>;
+  notRunHere: Map<string, string>;
+}
+
+/** One record per test process, shared by every test file through the global object (bun runs all files in one process). */
+export function runRecord(): RunRecord {
+  const key = Symbol.for('toolgate.requirements.run');
+  const holder = globalThis as unknown as Record<symbol, RunRecord | undefined>;
+  holder[key] ??= { verified: new Set(), notRunHere: new Map() };
+  return holder[key];
+}
+
+function checkIds(ids: readonly string[]): void {
+  for (const id of ids) if (!Object.hasOwn(REQUIREMENTS, id)) throw new Error(`unknown requirement id ${id}`);
+}
+
 /**
- * Cites the requirements a test verifies. Call it inside the test body; test/requirements.test.ts finds the citations
- * statically, and the type makes an unknown id a compile error.
+ * Cites the requirements a test verifies. Call it inside the test body: the citation counts only when the test runs
+ * (test/setup.ts checks, after a full run, that every requirement was cited by a test that ran), and
+ * test/requirements.test.ts also finds the citations statically. The type makes an unknown id a compile error.
  */
 export function verifies(...ids: RequirementId[]): void {
-  for (const id of ids) if (!Object.hasOwn(REQUIREMENTS, id)) throw new Error(`unknown requirement id ${id}`);
+  checkIds(ids);
+  for (const id of ids) runRecord().verified.add(id);
+}
+
+/**
+ * Declares, at the top of a suite that is skipped because a server it needs is missing, the requirements it would
+ * have verified and why they cannot be verified in this run. They are reported, not counted as covered.
+ */
+export function notVerifiableHere(reason: string, ...ids: RequirementId[]): void {
+  checkIds(ids);
+  for (const id of ids) runRecord().notRunHere.set(id, reason);
+}
+
+/** After a full run: requirements no test that ran has cited, split by whether a missing server explains it. */
+export function uncoveredAfterRun(): { missing: string[]; notRunHere: [string, string][] } {
+  const record = runRecord();
+  const uncited = Object.keys(REQUIREMENTS).filter((id) => !record.verified.has(id));
+  return {
+    missing: uncited.filter((id) => !record.notRunHere.has(id)),
+    notRunHere: uncited.filter((id) => record.notRunHere.has(id)).map((id) => [id, record.notRunHere.get(id)!]),
+  };
 }

@@ -13,7 +13,7 @@ import sql from 'mssql';
 import oracledb from 'oracledb';
 import { getDriver } from '../../src/connectors/index.ts';
 import type { DatabaseConfig, ExecutionContext, ToolResult, ToolSpec } from '../../src/connectors/types.ts';
-import { verifies } from '../requirements.ts';
+import { notVerifiableHere, verifies } from '../requirements.ts';
 
 const URLS = {
   mongodb: process.env.TOOLGATE_TEST_MONGODB_URL,
@@ -22,6 +22,9 @@ const URLS = {
 };
 for (const [type, url] of Object.entries(URLS)) {
   if (!url) console.log(`[skip] ${type} live suite: TOOLGATE_TEST_${type.toUpperCase()}_URL is not set (no ${type} server on this machine); the guard and REST suites still run`);
+}
+if (!URLS.mongodb && !URLS.mssql && !URLS.oracle) {
+  notVerifiableHere('no MongoDB, SQL Server or Oracle server on this machine (set TOOLGATE_TEST_<TYPE>_URL)', 'CONN-NEW-TYPES-LIVE');
 }
 
 const suffix = randomBytes(4).toString('hex');
