@@ -62,6 +62,10 @@ interface Caller {
 /** What a request must produce: one exact status, or "allowed" (anything but 401 and 403). */
 type Expectation = { status: number } | { allowed: true };
 
+// Two cases need connectors on the PostgreSQL server; without it they are skipped with this reason, never passed empty.
+const pgAvailable = await serviceAvailable('postgres');
+if (!pgAvailable) console.warn('[skip] authz matrix: the tool-settings and approval cases need PostgreSQL on 127.0.0.1:5432');
+
 const AUD_A = 'matrix-org-a';
 const AUD_B = 'matrix-org-b';
 
@@ -367,9 +371,8 @@ describe("org A's resources addressed by org B", () => {
     expect((await tokenFor(g, A.clientId, A.clientSecret)).length).toBeGreaterThan(0);
   });
 
-  test("tool settings: B cannot list or change A's tool, by A's org id or by its own", async () => {
+  test.skipIf(!pgAvailable)("tool settings: B cannot list or change A's tool, by A's org id or by its own", async () => {
     verifies('REST-BOLA');
-    if (!(await serviceAvailable('postgres'))) return;
     fixture = await pgFixture(['matrix_items']);
     const created = await createConnector(g, manageA, 'a-tools', fixture);
     expect(created.status).toBe('active');
@@ -411,9 +414,8 @@ describe('approvals: every caller kind deciding a real pending approval of org A
     "org B's org:manage token": 404,
   };
 
-  test('approve and reject answer exactly the table; a refused decision leaves the approval pending', async () => {
+  test.skipIf(!pgAvailable)('approve and reject answer exactly the table; a refused decision leaves the approval pending', async () => {
     verifies('REST-ROLES-MATRIX', 'APPROVAL-APPROVER-CHECK', 'APPROVAL-NO-SELF-APPROVAL', 'APPROVAL-404');
-    if (!(await serviceAvailable('postgres'))) return;
     fixture = await pgFixture(['matrix_approvals']);
     const created = await createConnector(g, manageA, 'a-approvals', fixture);
     expect(created.status).toBe('active');

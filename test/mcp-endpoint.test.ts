@@ -320,14 +320,16 @@ describe.skipIf(!available)('tool failures are results with isError', () => {
 });
 
 describe.skipIf(!available)('golden responses', () => {
-  // Set UPDATE_FIXTURES=1 to rewrite test/fixtures/mcp/*.json from the live gateway.
+  // `npm run fixtures:update` (UPDATE_FIXTURES=1) rewrites test/fixtures/mcp/*.json from the live gateway; otherwise a
+  // missing fixture fails the test rather than being written and then compared with itself.
   const golden = (name: string, live: unknown, validator: (data: unknown) => boolean) => {
     const file = join(FIXTURES, name);
     const normalised = JSON.parse(JSON.stringify(live).replaceAll(org.slug, '<slug>'));
-    if (process.env.UPDATE_FIXTURES || !existsSync(file)) {
+    if (process.env.UPDATE_FIXTURES) {
       mkdirSync(FIXTURES, { recursive: true });
       writeFileSync(file, JSON.stringify(normalised, null, 2) + '\n');
     }
+    if (!existsSync(file)) throw new Error(`golden fixture ${name} is missing: run \`npm run fixtures:update\` and review the diff`);
     const saved = JSON.parse(readFileSync(file, 'utf8'));
     expect(rpcValidators.JsonRpcResponse(saved)).toBe(true);
     expect(validator(saved.result ?? saved.error)).toBe(true);
