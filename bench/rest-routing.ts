@@ -7,7 +7,7 @@
  * which favours it slightly.
  *
  * Usage: bun bench/rest-routing.ts [--requests=N] [--rounds=R]. Prints µs per request (median of the rounds) and the
- * equivalent requests/s for each case. Decision and figures: docs/decisions.md, "openapi-backend".
+ * equivalent requests/s for each case. Decision and figures: docs/decisions/0072-app-keeps-its-router.md.
  */
 import { Elysia } from 'elysia';
 import { OpenAPIBackend, type Document } from 'openapi-backend';

@@ -41,7 +41,7 @@ export interface Config {
   /** Port of the demo's sample database on 127.0.0.1; 0 picks a free one. */
   demoDbPort: number;
   logLevel: 'silent' | 'error' | 'info' | 'debug';
-  /** Webhook delivery (issue 11): whether this instance runs a delivery worker, and its timings (docs/decisions.md). */
+  /** Webhook delivery (issue 11): whether this instance runs a delivery worker, and its timings (docs/decisions/0082-webhook-worker-and-retries.md). */
   webhookWorker: boolean;
   webhookTimeoutMs: number;
   webhookMaxResponseBytes: number;

@@ -98,7 +98,7 @@ describe('operations', () => {
     const publicOps = operations.filter((o) => o.auth === 'public');
     for (const op of publicOps) expect(op.path === '/oauth/token' || !op.path.startsWith('/api/')).toBe(true);
     for (const op of operations.filter((o) => o.path.startsWith('/api/'))) expect(['contributor', 'admin', 'finance']).toContain(op.auth);
-    // /metrics keeps the path scrapers expect; it is guarded by the operator token (docs/decisions.md, issue 15).
+    // /metrics keeps the path scrapers expect; it is guarded by the operator token (docs/decisions/0120-metrics-behind-operator-token.md).
     expect(operations.filter((o) => o.auth === 'operator').every((o) => o.path.startsWith('/operator/') || o.path === '/metrics')).toBe(true);
     expect(operations.find((o) => o.path === '/mcp/{orgSlug}')?.auth).toBe('mcp');
   });

@@ -1,5 +1,5 @@
 // The embedded PostgreSQL instances (store and demo database) start with small shared buffers: PGlite's stock
-// 128 MB are touched at start and made `npm start` hold ~500 MB before any request (README, Performance).
+// 128 MB are touched at start and made `npm start` hold ~500 MB before any request (docs/performance.md, Memory).
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';

@@ -1,4 +1,4 @@
-// DNS-rebinding defence (docs/decisions.md, "Host and Origin"): which Host names the gateway answers to on every
+// DNS-rebinding defence (docs/decisions/0050-host-check.md): which Host names the gateway answers to on every
 // route but /healthz, and which browser Origins may call the MCP endpoint, in every spelling a client can send.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import net from 'node:net';

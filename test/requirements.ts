@@ -2,8 +2,8 @@
  * The behaviours the spec demands, each under a stable id, and the `verifies(...)` helper tests use to cite them.
  *
  * Sources: `spec` = ../shared/spec/gateway-spec.md, `checklist` = ../shared/security-checklist.md, `decisions` =
- * docs/decisions.md (where the spec leaves something "not shown"). Only what the gateway implements today is listed
- * (docs/decisions.md "Not built yet").
+ * docs/decisions/ (where the spec leaves something "not shown"; a tag names the old section, which
+ * docs/decisions.md maps to the numbered files). Only what the gateway implements today is listed.
  * test/requirements.test.ts fails when an id here is cited by no test, or a test cites an id not listed here.
  */
 export const REQUIREMENTS = {

@@ -99,7 +99,7 @@ export async function failStaleExecutions(db: Queryable, startedBefore: Date, re
     .returning();
 }
 
-/** Whether the credential that requested a call is still live. IdP users have no revocation record here (see docs/decisions.md). */
+/** Whether the credential that requested a call is still live. IdP users have no revocation record here (see docs/decisions/0061-approval-policy-recheck.md). */
 export async function requesterActive(db: Queryable, orgId: string, kind: string, requesterId: string): Promise<boolean> {
   if (kind === 'api_key') {
     const [row] = await db

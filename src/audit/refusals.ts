@@ -6,7 +6,7 @@
 import { actorOf, type Principal } from '../auth/principal.ts';
 import type { AuditInput } from './repository.ts';
 
-/** The API-key prefix kept in lists (docs/decisions.md "API keys"): identifies a key, reveals nothing of its secret. */
+/** The API-key prefix kept in lists (docs/decisions/0012-api-key-format-and-revocation.md): identifies a key, reveals nothing of its secret. */
 const KEY_PREFIX_CHARS = 12;
 
 /** The payload of a JWT, decoded without verifying it (only what it claims); null when it is not one. */

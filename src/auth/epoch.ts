@@ -71,7 +71,7 @@ export async function createRedisEpoch(options: RedisEpochOptions): Promise<Auth
   });
   let warned = false;
   // Changes signalled (`wanted`) and covered by a token set after them (`done`). One not covered yet is set again as
-  // soon as Redis answers (until then, entries elsewhere live at most their TTL; docs/decisions.md).
+  // soon as Redis answers (until then, entries elsewhere live at most their TTL; docs/decisions/0113-mcp-credential-cache.md).
   let wanted = 0;
   let done = 0;
   let retry: ReturnType<typeof setTimeout> | null = null;

@@ -19,7 +19,7 @@ export interface Principal {
 }
 
 /**
- * Role ordering (docs/decisions.md): admin includes contributor and finance;
+ * Role ordering (docs/decisions/0020-role-ordering.md): admin includes contributor and finance;
  * contributor and finance are separate duties and do not include each other.
  */
 const ADMITS: Record<Role, readonly Role[]> = {

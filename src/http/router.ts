@@ -125,7 +125,7 @@ interface AccessPolicy {
 /**
  * Records a refused /api request in its org's audit log: a 403 names its org (the principal, or the verified token's
  * tg_org when the token lacked the management scope). A 401 has no org it provably belongs to, so it is not
- * recorded (docs/decisions.md).
+ * recorded (docs/decisions/0092-audit-recorded-refusals.md).
  */
 function recordRestRefusal(deps: AppDeps, request: Request, err: unknown, principal: Principal | null): void {
   if (!(err instanceof AppError) || err.status !== 403) return;
@@ -162,7 +162,8 @@ const rolePolicy = (role: Role): AccessPolicy => ({
  * Operations after which the MCP endpoint's cached credential lookups are dropped on every instance (a new auth
  * epoch, mcp/auth-cache.ts): every authenticated management write, whatever its outcome. Listing the few writes
  * that change orgs or API keys would be smaller, but a write added later would be missed silently; management
- * writes are rare, and one only costs each instance a store lookup per credential in use (docs/decisions.md).
+ * writes are rare, and one only costs each instance a store lookup per credential in use
+ * (docs/decisions/0113-mcp-credential-cache.md).
  */
 function changesCredentialLookups(op: OperationDef): boolean {
   return op.method !== 'GET' && op.auth !== 'public' && op.auth !== 'mcp';

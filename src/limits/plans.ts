@@ -42,7 +42,7 @@ export function periodStart(at: Date): string {
 
 /**
  * Live (non-archived) connectors each plan allows; null is unlimited. Enforced when a connector is created
- * (409 connector_limit_reached); docs/decisions.md gives the reasons for the figures.
+ * (409 connector_limit_reached); docs/decisions/0096-connector-limits-per-plan.md gives the reasons for the figures.
  */
 export const CONNECTOR_LIMITS: Record<Plan, number | null> = {
   starter: 3,

@@ -12,7 +12,7 @@ import { grantToolCalls, QuotaCounterError, quotaAskKey, type QuotaAsk } from '.
 
 /**
  * Batches out at once; consumptions requested meanwhile wait for the next batch (that is the group commit). A call
- * waits at most for the batch ahead of it plus its own. Measured with bench/run.ts --plan=growth: docs/decisions.md.
+ * waits at most for the batch ahead of it plus its own. Measured with bench/run.ts --plan=growth: docs/decisions/0129-quota-group-commit.md.
  */
 const MAX_IN_FLIGHT = 1;
 /** Distinct (org, period) counters per statement at most: a batch past it goes out at once. */

@@ -1,7 +1,7 @@
 /**
  * DNS-rebinding defence: which Host names the gateway answers to, and which browser Origins may call the MCP
  * endpoint. Both derive from TOOLGATE_PUBLIC_URL (Origins: with its loopback spellings when its host is loopback;
- * Host: the loopback names always), TOOLGATE_ALLOWED_HOSTS and TOOLGATE_ALLOWED_ORIGINS. Decided in docs/decisions.md ("Host and Origin").
+ * Host: the loopback names always), TOOLGATE_ALLOWED_HOSTS and TOOLGATE_ALLOWED_ORIGINS. Decided in docs/decisions/0050-host-check.md.
  * A pure policy over the configuration; the router (Host, every route but /healthz) and the MCP transport (Origin)
  * apply it and write the HTTP answers.
  */

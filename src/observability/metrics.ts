@@ -1,7 +1,7 @@
 /**
  * The Prometheus metrics of this process (prom-client), served by GET /metrics. Labels take only values from small
  * fixed sets (route templates, methods, connector types, outcomes, reasons): never an org id, a tool name, a user or
- * anything a caller chooses, so the series count stays bounded whatever the traffic (docs/decisions.md, issue 15).
+ * anything a caller chooses, so the series count stays bounded whatever the traffic (docs/decisions/0122-metric-label-rule.md).
  * Counters and histograms are series.ts's (counting is one addition, no label object); gauges and the process
  * metrics are prom-client's, read at scrape time.
  */

@@ -1,9 +1,9 @@
 /**
  * Counters and histograms for hot paths: a series is a plain object the caller holds (or finds in nested maps, no
  * allocation), and counting is one addition. prom-client's own `inc`/`observe` build and hash a label object on
- * every call, even through a `labels()` child: measured at ~5 µs of a ~30 µs `tools/list` (docs/decisions.md,
- * "Metrics off the hot path"). These register in a prom-client Registry like its own metrics and hand it the same
- * values at scrape time, so /metrics, its text format and its escaping stay prom-client's.
+ * every call, even through a `labels()` child: measured at ~5 µs of a ~30 µs `tools/list`
+ * (docs/decisions/0109-hot-path-metrics-series.md). These register in a prom-client Registry like its own metrics
+ * and hand it the same values at scrape time, so /metrics, its text format and its escaping stay prom-client's.
  */
 import type { Metric, Registry } from 'prom-client';
 

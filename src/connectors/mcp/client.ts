@@ -1,7 +1,7 @@
 /**
  * A minimal MCP client over Streamable HTTP (protocol 2025-06-18), every request through the outbound guard
  * (safeFetch: address policy, https unless allow-listed, no redirects, time and size caps). Legacy HTTP+SSE is not
- * spoken (decisions.md). One session per connector, opened lazily and re-opened when the upstream forgets it (404).
+ * spoken (docs/decisions/0075-upstream-mcp-transport.md). One session per connector, opened lazily and re-opened when the upstream forgets it (404).
  */
 import { safeFetch, type OutboundPolicy } from '../../net/outbound.ts';
 import { inSpan } from '../../observability/tracing.ts';

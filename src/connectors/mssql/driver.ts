@@ -1,6 +1,6 @@
 /**
  * The `mssql` connector driver (SQL Server, Azure SQL): the `mssql` package over tedious, one ConnectionPool per
- * connector, one tool per table or view. Calls are read-only (docs/decisions.md, issue 16):
+ * connector, one tool per table or view. Calls are read-only (docs/decisions/0116-new-types-read-only.md):
  *
  *  - the guard (sqlguard/mssql.ts) admits one SELECT over the tool's table;
  *  - SQL Server has no read-only transaction, so each call runs inside a transaction that is always rolled back,

@@ -1,6 +1,6 @@
 /**
  * The `oracle` connector driver: node-oracledb in thin mode (pure JavaScript, no Instant Client), one pool per
- * connector, one tool per table or view. Calls are read-only (docs/decisions.md, issue 16):
+ * connector, one tool per table or view. Calls are read-only (docs/decisions/0116-new-types-read-only.md):
  *
  *  - the guard (sqlguard/oracle.ts) admits one SELECT over the tool's table;
  *  - every call runs in a transaction opened with SET TRANSACTION READ ONLY (the server refuses any write in it,

@@ -1,6 +1,6 @@
 /**
  * A driver registered at start whose implementation (its database client package and, for SQL, its guard's parser)
- * loads on first use: a gateway without a connector of that type never pays for it (README, Memory of `npm start`).
+ * loads on first use: a gateway without a connector of that type never pays for it (docs/performance.md, Memory).
  * The mongodb, mssql and oracle drivers register this way.
  */
 import type { ConnectorDriver } from '../types.ts';

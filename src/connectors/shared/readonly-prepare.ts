@@ -23,7 +23,7 @@ export function prepareReadOnlyCall(
   const t = tool.target;
   const verdict = guard(call.sql, {
     table: { schema: t.schema, name: t.table },
-    // These types are read-only through Toolgate whatever the connector allows (docs/decisions.md, issue 16).
+    // These types are read-only through Toolgate whatever the connector allows (docs/decisions/0116-new-types-read-only.md).
     allowWrite: false,
     allowDdl: false,
     readOnly: true,

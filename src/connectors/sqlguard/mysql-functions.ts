@@ -46,7 +46,7 @@ export const SAFE_FUNCTIONS: ReadonlySet<string> = new Set([
   'JSON_INSERT', 'JSON_REPLACE', 'JSON_REMOVE', 'JSON_MERGE_PATCH', 'JSON_MERGE_PRESERVE', 'JSON_ARRAY_APPEND',
   'JSON_ARRAY_INSERT', 'JSON_PRETTY', 'JSON_OVERLAPS',
   // misc
-  // Not UUID(): a version-1 UUID carries the server host's MAC address (server state, see docs/decisions.md).
+  // Not UUID(): a version-1 UUID carries the server host's MAC address (server state, see docs/decisions/0032-mysql-names-as-server-resolves.md).
   'INET_ATON', 'INET_NTOA', 'INET6_ATON', 'INET6_NTOA',
 ]);
 

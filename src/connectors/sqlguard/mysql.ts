@@ -44,8 +44,8 @@
  * (how the server compares names),
  * mysql-functions.ts (the function allow-list) and mysql-ddl.ts (the DDL statements and options).
  *
- * Speed: parsing runs on every uncached tools/call statement (measured figures: docs/decisions.md, SQL
- * guards). A repeated statement is answered from a 512-entry LRU of verdicts (bounded in entries and
+ * Speed: parsing runs on every uncached tools/call statement (measured figures: docs/performance.md, SQL
+ * guard speed). A repeated statement is answered from a 512-entry LRU of verdicts (bounded in entries and
  * key size) without parsing.
  */
 

@@ -1,7 +1,7 @@
 /**
  * Oracle guard: one SELECT over the tool's own table (readonly-walk.ts), parsed by sqlparser-rs' Oracle dialect
  * (present in the sqlparser-rs build we ship, @guanmingchiu/sqlparser-ts 0.62: it parses CONNECT BY, q-quotes,
- * FETCH FIRST). Decision (docs/decisions.md, issue 16): that dialect rather than GenericDialect, with the same
+ * FETCH FIRST). Decision (docs/decisions/0119-oracle-guard.md): that dialect rather than GenericDialect, with the same
  * fail-closed walk and a stricter lexer, because GenericDialect accepts syntax Oracle does not have and misses
  * Oracle's own; what the dialect may still misread is refused before parsing:
  *  - q'...' / nq'...' quoting is refused (the lexer would have to know every delimiter pair);
@@ -17,7 +17,7 @@
  *    and `a.b` whose `a` is no table alias in scope is package.function (DBMS_RANDOM.VALUE). So a bare name must be
  *    a column of the tool's table, an alias the statement declares or a pseudo-column (ROWNUM, LEVEL, SYSDATE...),
  *    and the qualifier of `a.b` a table, alias or CTE of the same SELECT or an enclosing one (readonly-walk.ts
- *    strictNames). What remains (docs/decisions.md): a parameterless schema function named like such a column or
+ *    strictNames). What remains (0119-oracle-guard.md): a parameterless schema function named like such a column or
  *    alias, used where no table of the SELECT has that column; the README's read-only login (not the schema
  *    owner, SELECT grants only) leaves it nothing to call.
  */

@@ -4,7 +4,7 @@
  * Why not `import { parseSync } from 'libpg-query'`: its binary declares 2,048 initial pages (128 MB) of linear
  * memory, of which it needs ~33 MB (a 32 MB stack below the heap, ~1 MB of data). JavaScriptCore counts that memory
  * (twice) as extra heap memory and sizes its collection thresholds from it, so under load a gateway's RSS climbed to
- * 740-870 MB before its first full collection (docs/decisions.md, issue 14, round four). Here the same binary is
+ * 740-870 MB before its first full collection (docs/decisions/0108-pg-parser-memory.md). Here the same binary is
  * instantiated with its memory section's initial size lowered to what the stack and data need plus
  * INITIAL_HEAP_BYTES; the module grows its memory itself when a parse needs more (emscripten's
  * ALLOW_MEMORY_GROWTH, up to the binary's own 1 GB maximum). Nothing else in the binary changes.

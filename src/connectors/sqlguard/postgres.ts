@@ -42,8 +42,8 @@
  * statements, verdict cache), postgres-walk.ts (the tree walk and statement names), postgres-nodes.ts
  * (the node allow-lists) and postgres-functions.ts (the function allow-list).
  *
- * Speed: parsing runs on every uncached tools/call statement (measured figures: docs/decisions.md, SQL
- * guards). A repeated statement is answered from a 512-entry LRU of verdicts (bounded in entries and
+ * Speed: parsing runs on every uncached tools/call statement (measured figures: docs/performance.md, SQL
+ * guard speed). A repeated statement is answered from a 512-entry LRU of verdicts (bounded in entries and
  * key size) without parsing.
  */
 
