@@ -4,7 +4,7 @@
 // makes an unset variable or a failing command fail its block. Blocks marked `readme-test: skip` are listed as
 // skipped tests with their reason. The README's fixed ports (8080, 3001, 9000) are mapped to free ones.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Subprocess } from 'bun';
@@ -58,7 +58,9 @@ function drain(stream: ReadableStream<Uint8Array>, into: string[]): void {
 function prepareCheckout(): string {
   const dir = mkdtempSync(join(tmpdir(), 'toolgate-readme-'));
   const tracked = Bun.spawnSync(['git', 'ls-files'], { cwd: ROOT }).stdout.toString().split('\n').filter(Boolean);
-  const entries = new Set(tracked.map((path) => path.split('/')[0]!));
+  // Outside a git checkout: everything but what the README's blocks write (linked, they would write into ROOT).
+  const writes = new Set(['data', 'acme.json', 'sdk-example.json', '.git']);
+  const entries = new Set(tracked.length > 0 ? tracked.map((path) => path.split('/')[0]!) : readdirSync(ROOT).filter((e) => !writes.has(e)));
   entries.add('node_modules');
   entries.add('dist');
   for (const entry of entries) if (existsSync(join(ROOT, entry))) symlinkSync(join(ROOT, entry), join(dir, entry));
@@ -219,6 +221,30 @@ const CHECKS: { snippet: string; check: (out: { stdout: string; stderr: string }
   },
   { snippet: 'audit verify --org acme', check: ({ stdout }) => expect(stdout).toMatch(/audit chain of acme is intact: \d+ rows verified/) },
 ];
+
+describe('the README block reader', () => {
+  test('reads shell blocks with their markers, indented ones included, and ignores other languages', () => {
+    const md = ['```sh', 'echo one', '```', '', '<!-- readme-test: skip (starts a server) -->', '```bash', 'npm start', '```', '```json', '{}', '```', '1. step', '', '   ```sh', '   echo three', '   ```'].join('\n');
+    expect(shellBlocks(md)).toEqual([
+      { line: 1, lang: 'sh', code: 'echo one', mode: 'run', reason: null },
+      { line: 6, lang: 'bash', code: 'npm start', mode: 'skip', reason: 'starts a server' },
+      { line: 14, lang: 'sh', code: 'echo three', mode: 'run', reason: null },
+    ]);
+  });
+
+  test('refuses what would let a block escape unseen', () => {
+    expect(() => shellBlocks('```\necho\n```')).toThrow('without a language');
+    expect(() => shellBlocks('```sh\necho')).toThrow('unclosed');
+    expect(() => shellBlocks('<!-- readme-test: skip -->\n```sh\necho\n```')).toThrow('expected <!-- readme-test');
+    expect(() => shellBlocks('<!-- readme-test: later (why) -->\n```sh\necho\n```')).toThrow('expected <!-- readme-test');
+    expect(() => shellBlocks('<!-- readme-test: skip (why) -->\n```json\n{}\n```')).toThrow('a readme-test marker on a json block');
+  });
+
+  test('README.md itself parses, and every marked block gives its reason', () => {
+    expect(BLOCKS.length).toBeGreaterThan(10);
+    for (const block of BLOCKS) if (block.mode !== 'run') expect(block.reason!.length).toBeGreaterThan(10);
+  });
+});
 
 describe.skipIf(!pgUp)('README.md shell blocks, run in order against npm start', () => {
   beforeAll(async () => {
