@@ -77,29 +77,33 @@ function constKind(c: Node, keepValue: boolean, sql: string, bytes: Buffer | nul
 export function statementShape(sql: string, stmt: unknown): string {
   // eslint-disable-next-line no-control-regex
   const bytes = /^[\x00-\x7f]*$/.test(sql) ? null : Buffer.from(sql, 'utf8');
-  const parts: string[] = [];
+  // Keys are the parser's field and node names (letters and underscores), strings are JSON-quoted, and every value is
+  // closed by a separator: the serialization is unambiguous. Built by concatenation (this runs on every call).
+  let out = '';
   const walk = (v: unknown, keep: boolean): void => {
-    if (Array.isArray(v)) {
-      parts.push('[');
-      for (const x of v) walk(x, keep);
-      parts.push(']');
-      return;
+    if (typeof v === 'string') out += JSON.stringify(v);
+    else if (typeof v !== 'object' || v === null) out += String(v);
+    else if (Array.isArray(v)) {
+      out += '[';
+      for (const x of v) {
+        walk(x, keep);
+        out += ',';
+      }
+      out += ']';
+    } else {
+      const o = v as Node;
+      out += '{';
+      for (const k in o) {
+        if (POSITIONS.has(k)) continue;
+        out += k;
+        out += ':';
+        if (k === 'A_Const') out += constKind(o[k] as Node, keep, sql, bytes);
+        else walk(o[k], keep || KEEP_VALUES_UNDER.has(k));
+        out += ',';
+      }
+      out += '}';
     }
-    if (typeof v !== 'object' || v === null) {
-      parts.push(JSON.stringify(v), ',');
-      return;
-    }
-    const o = v as Node;
-    parts.push('{');
-    for (const k in o) {
-      if (POSITIONS.has(k)) continue;
-      const child = o[k];
-      parts.push(JSON.stringify(k), ':');
-      if (k === 'A_Const') parts.push(constKind(child as Node, keep, sql, bytes), ',');
-      else walk(child, keep || KEEP_VALUES_UNDER.has(k));
-    }
-    parts.push('}');
   };
   walk(stmt, false);
-  return sha256Hex(parts.join(''));
+  return sha256Hex(out);
 }
