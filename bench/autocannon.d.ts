@@ -39,7 +39,14 @@ declare module 'autocannon' {
     title?: string;
     verifyBody?: (body: string) => boolean;
     /** Requests each connection sends in turn (path, headers merged over `headers`, body). */
-    requests?: Array<{ method?: string; path?: string; headers?: Record<string, string>; body?: string }>;
+    requests?: Array<{
+      method?: string;
+      path?: string;
+      headers?: Record<string, string>;
+      body?: string;
+      /** Called before each send of this request (when given): returns the request to send. */
+      setupRequest?: (req: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer }) => object;
+    }>;
   }
   export interface Instance extends PromiseLike<Result> {
     stop(): void;

@@ -3,6 +3,10 @@
  * Bun.sql (Bun's native PostgreSQL client), HTTP in, JSON-RPC body parsed, rows out as JSON. No auth, no limits, no
  * guard, no audit: the fastest a gateway on this stack can answer the same call. The gateway's connector pool size.
  *
+ * It runs the SQL the request carries (`params.arguments.sql`, as a gateway would; FLOOR_SQL when there is none), so
+ * the varied-SQL scenario sends it a new text per request too, with Bun.sql's defaults (named prepared statements,
+ * the last 1,024 per connection kept).
+ *
  * Env: FLOOR_PORT, FLOOR_DATABASE, FLOOR_POOL, FLOOR_SQL. Prints "ready <port>" once listening.
  */
 import { SQL } from 'bun';
@@ -22,8 +26,10 @@ await sql.unsafe(sqlText);
 const app = new Elysia()
   .post('/', async ({ body }) => {
     // The JSON-RPC request is parsed by Elysia (as the gateway's router does); the rows go out as the result.
-    const id = (body as { id?: unknown } | null)?.id ?? null;
-    const rows = await sql.unsafe(sqlText);
+    const request = body as { id?: unknown; params?: { arguments?: { sql?: unknown } } } | null;
+    const id = request?.id ?? null;
+    const text = request?.params?.arguments?.sql;
+    const rows = await sql.unsafe(typeof text === 'string' ? text : sqlText);
     return { jsonrpc: '2.0', id, result: { rows: [...rows], rowCount: rows.length } };
   })
   .listen({ hostname: '127.0.0.1', port });

@@ -12,10 +12,13 @@
  *      dev-dependency) over its HTTP transport on the same database, its `execute_sql` running the same SELECT.
  *      Also measures the raw in-process postgres.js rate (no HTTP).
  *   4. Drives `tools/call` (a SELECT returning 10 rows), `tools/list`, the floors and DBHub with autocannon at 16
- *      and 64 connections (warm-up, then a measured run), prints the table, and checks the targets.
+ *      and 64 connections (warm-up, then a measured run), prints the table, and checks the targets. `tools/call` and
+ *      the Bun.sql floor run twice: with the same SQL text in every request, and with varied SQL (issue 27: a new
+ *      literal in every request, as agents write their own SQL, so no cache keyed by the statement text is warm).
+ *      At 1 connection only those four run (the latency target).
  *
  * Flags: --no-fail (report only, exit 0), --duration=S (measured seconds per run, default 10),
- * --warmup=S (default 2), --connections=16,64, --only=call,pg,bunsql,list,elysia,dbhub (a subset of the scenarios),
+ * --warmup=S (default 2), --connections=1,16,64, --only=call,callvar,pg,bunsql,bunsqlvar,list,elysia,dbhub (a subset),
  * --profile-gateway=DIR (write a CPU profile of the gateway process into DIR), --plan=NAME (the bench org's plan, default
  * enterprise: no monthly quota; with a quota plan every tools/call runs the quota increment, see QUOTA_HEADROOM_RPS),
  * --soak=S (after the scenarios, S seconds of tools/call at the top connection count with the gateway's RSS every 30 s:
@@ -41,8 +44,8 @@ function flag(name: string): string | undefined {
 const NO_FAIL = flag('no-fail') !== undefined;
 const DURATION_S = Number(flag('duration') ?? 10);
 const WARMUP_S = Number(flag('warmup') ?? 2);
-const CONNECTIONS = (flag('connections') ?? '16,64').split(',').map(Number);
-/** Scenarios to run (default all): call, pg, list, elysia; the targets are checked on those that ran. */
+const CONNECTIONS = (flag('connections') ?? '1,16,64').split(',').map(Number);
+/** Scenarios to run (default all): call, callvar, pg, bunsql, bunsqlvar, list, elysia, dbhub; the targets are checked on those that ran. */
 const ONLY = flag('only')?.split(',') ?? null;
 /** Writes a CPU profile of the gateway process into this folder (bun --cpu-prof), for finding hot spots. */
 const PROFILE_DIR = flag('profile-gateway') || null;
@@ -70,12 +73,22 @@ const REDIS_URL = 'redis://127.0.0.1:6379';
 const POOL_SIZE = 10;
 const TOOL = `query_postgresql_${TABLE}`;
 const SELECT = `SELECT id, sku, name, price, qty FROM ${TABLE} WHERE id > 5000 ORDER BY id LIMIT 10`;
+/**
+ * The varied-SQL scenario's statement number n: the id bound cycles over 8,000 values and the qty bound is new in
+ * every request (qty is below 50 in every row, so it filters nothing): every text is new, every answer 10 rows.
+ */
+const variedSelect = (n: number) => `SELECT id, sku, name, price, qty FROM ${TABLE} WHERE id > ${1000 + (n % 8000)} AND qty < ${50 + n} ORDER BY id LIMIT 10`;
+let variedCount = 0;
 /** One response in SAMPLE_EVERY has its body checked for JSON-RPC errors / isError (cheap enough not to skew). */
 const SAMPLE_EVERY = 20;
 
 // Targets (issue 14; 2-core machine, everything on one box): tools/call against the bare Elysia + Bun.sql floor and
 // against DBHub, tools/list against the bare Elysia floor.
 const CALL_RATIO_MIN = 0.8;
+/** Issue 27: machine CPU per governed call with varied SQL at most this many times the bare gateway's (16 and 64 connections). */
+const VARIED_MACHINE_CPU_MAX = 2;
+/** Issue 27: at 1 connection, the governed call's p50 at most this much above the bare gateway's (varied SQL). */
+const SINGLE_P50_SLACK_MS = 1;
 const CALL_P99_MAX_MS = 15;
 const DBHUB_RATIO_MIN = 10;
 const LIST_RATIO_MIN = 0.6;
@@ -280,6 +293,8 @@ interface Target {
   variants?: Array<{ path: string; headers: Record<string, string> }>;
   /** Whether a sampled response body is a success (no JSON-RPC error, no isError, the expected content). */
   ok: (body: string) => boolean;
+  /** Varied SQL: the body for one SQL text; each request gets the next variedSelect text. */
+  vary?: (sql: string) => string;
 }
 
 interface Row {
@@ -296,6 +311,10 @@ interface Row {
   cpuUs: number | null;
   /** CPU time of every PostgreSQL process (backends of the store and of the data database) per request (µs). */
   pgCpuUs: number | null;
+  /** CPU time of the Redis server per request (µs). */
+  redisCpuUs: number | null;
+  /** CPU time of this process (autocannon, the load generator) per request (µs). */
+  loadCpuUs: number | null;
   /** Busy CPU time of the whole machine per request (µs): server, PostgreSQL, Redis, the load generator, the rest. */
   machineCpuUs: number | null;
 }
@@ -311,23 +330,36 @@ async function processCpuUs(pid: number): Promise<number | null> {
   }
 }
 
-/** user + system CPU time (µs) of every process named `postgres` (Linux /proc), or null where unavailable. */
-async function postgresCpuUs(): Promise<number | null> {
+/**
+ * user + system CPU time (µs) of every process with this name (Linux /proc), or null where unavailable. With
+ * `reaped`, also the CPU time of the children its root process (whose parent has another name: the postmaster) has
+ * reaped: a backend that exits during a run leaves the live processes' sum and enters that one, so the difference
+ * over a run counts it (the live sum alone took its CPU out).
+ */
+async function namedCpuUs(name: string, reaped = false): Promise<number | null> {
   try {
     const { readdir } = await import('node:fs/promises');
-    let total = 0;
+    const procs: Array<{ pid: string; ppid: string; fields: string[] }> = [];
     for (const entry of await readdir('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
       const stat = await Bun.file(`/proc/${entry}/stat`).text().catch(() => '');
-      if (!stat.includes('(postgres)')) continue;
+      if (!stat.includes(`(${name})`)) continue;
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += Number(fields[11]) + Number(fields[12]);
+      procs.push({ pid: entry, ppid: fields[1]!, fields });
+    }
+    const pids = new Set(procs.map((p) => p.pid));
+    let total = 0;
+    for (const p of procs) {
+      total += Number(p.fields[11]) + Number(p.fields[12]);
+      if (reaped && !pids.has(p.ppid)) total += Number(p.fields[13]) + Number(p.fields[14]);
     }
     return (total * 1_000_000) / 100;
   } catch {
     return null;
   }
 }
+const postgresCpuUs = () => namedCpuUs('postgres', true);
+const redisCpuUs = () => namedCpuUs('redis-server');
 
 /** Busy (not idle, not iowait) CPU time of the whole machine in µs (Linux /proc/stat), or null where unavailable. */
 async function machineBusyUs(): Promise<number | null> {
@@ -346,6 +378,13 @@ const perRequest = (before: number | null, after: number | null, requests: numbe
 
 function drive(target: Target, connections: number, duration: number, counters?: { sampled: number; bad: number }): Promise<Result> {
   let n = 0;
+  const vary = target.vary;
+  const setup = vary ? { setupRequest: (req: object) => ({ ...req, body: vary(variedSelect(variedCount++)) }) } : {};
+  const requests = target.variants
+    ? target.variants.map((v) => ({ method: 'POST', path: v.path, headers: v.headers, body: target.body, ...setup }))
+    : vary
+      ? [{ method: 'POST', body: target.body, ...setup }]
+      : undefined;
   return autocannon({
     url: target.url,
     method: 'POST',
@@ -354,7 +393,7 @@ function drive(target: Target, connections: number, duration: number, counters?:
     timeout: 10,
     headers: { 'content-type': 'application/json', ...target.headers },
     body: target.body,
-    ...(target.variants ? { requests: target.variants.map((v) => ({ method: 'POST', path: v.path, headers: v.headers, body: target.body })) } : {}),
+    ...(requests ? { requests } : {}),
     verifyBody: (body: string) => {
       if (!counters || n++ % SAMPLE_EVERY !== 0) return true;
       counters.sampled++;
@@ -368,9 +407,10 @@ function drive(target: Target, connections: number, duration: number, counters?:
 async function measure(target: Target, connections: number): Promise<Row> {
   await drive(target, connections, WARMUP_S);
   const counters = { sampled: 0, bad: 0 };
-  const [cpuBefore, pgBefore, machineBefore] = await Promise.all([processCpuUs(target.pid), postgresCpuUs(), machineBusyUs()]);
+  const sample = () => Promise.all([processCpuUs(target.pid), postgresCpuUs(), redisCpuUs(), processCpuUs(process.pid), machineBusyUs()]);
+  const [cpuBefore, pgBefore, redisBefore, loadBefore, machineBefore] = await sample();
   const r = await drive(target, connections, DURATION_S, counters);
-  const [cpuAfter, pgAfter, machineAfter] = await Promise.all([processCpuUs(target.pid), postgresCpuUs(), machineBusyUs()]);
+  const [cpuAfter, pgAfter, redisAfter, loadAfter, machineAfter] = await sample();
   const row: Row = {
     name: target.name,
     connections,
@@ -383,14 +423,20 @@ async function measure(target: Target, connections: number): Promise<Row> {
     sampleErrors: counters.bad,
     cpuUs: perRequest(cpuBefore, cpuAfter, r.requests.total),
     pgCpuUs: perRequest(pgBefore, pgAfter, r.requests.total),
+    redisCpuUs: perRequest(redisBefore, redisAfter, r.requests.total),
+    loadCpuUs: perRequest(loadBefore, loadAfter, r.requests.total),
     machineCpuUs: perRequest(machineBefore, machineAfter, r.requests.total),
   };
   console.error(
     `bench: ${target.name.padEnd(17)} c=${String(connections).padStart(2)}  ${row.rps.toFixed(0).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  ` +
-      `errors ${errorsOf(row)}  CPU µs/req: server ${row.cpuUs?.toFixed(0) ?? '?'}, PostgreSQL ${row.pgCpuUs?.toFixed(0) ?? '?'}, machine ${row.machineCpuUs?.toFixed(0) ?? '?'}`,
+      `errors ${errorsOf(row)}  CPU µs/req: server ${row.cpuUs?.toFixed(0) ?? '?'}, PostgreSQL ${row.pgCpuUs?.toFixed(0) ?? '?'}, ` +
+      `Redis ${row.redisCpuUs?.toFixed(0) ?? '?'}, load generator ${row.loadCpuUs?.toFixed(0) ?? '?'}, machine ${row.machineCpuUs?.toFixed(0) ?? '?'}`,
   );
   return row;
 }
+
+/** The scenarios run at 1 connection. */
+const SINGLE_CONNECTION = new Set(['call', 'callvar', 'bunsql', 'bunsqlvar']);
 
 const errorsOf = (r: Row) => r.non2xx + r.socketErrors + r.sampleErrors;
 
@@ -421,7 +467,7 @@ async function rawDriverRate(connections: number, seconds: number): Promise<numb
 // Report
 
 function table(rows: Row[], floors: Map<string, Row>, floorOf: Record<string, string>): string {
-  const head = ['scenario', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'floor', 'ratio', 'server CPU µs/req', 'PostgreSQL CPU µs/req', 'machine CPU µs/req'];
+  const head = ['scenario', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'floor', 'ratio', 'server CPU µs/req', 'PostgreSQL CPU µs/req', 'Redis CPU µs/req', 'load gen. CPU µs/req', 'machine CPU µs/req', 'machine CPU / floor'];
   const lines = rows.map((r) => {
     const floorName = floorOf[r.name];
     const floor = floorName ? floors.get(`${floorName}@${r.connections}`) : undefined;
@@ -436,7 +482,10 @@ function table(rows: Row[], floors: Map<string, Row>, floorOf: Record<string, st
       floor ? `${((100 * r.rps) / floor.rps).toFixed(0)}%` : '-',
       r.cpuUs === null ? '?' : r.cpuUs.toFixed(0),
       r.pgCpuUs === null ? '?' : r.pgCpuUs.toFixed(0),
+      r.redisCpuUs === null ? '?' : r.redisCpuUs.toFixed(0),
+      r.loadCpuUs === null ? '?' : r.loadCpuUs.toFixed(0),
       r.machineCpuUs === null ? '?' : r.machineCpuUs.toFixed(0),
+      floor && r.machineCpuUs !== null && floor.machineCpuUs ? `${(r.machineCpuUs / floor.machineCpuUs).toFixed(2)}x` : '-',
     ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
@@ -522,6 +571,16 @@ async function main(): Promise<boolean> {
       body: CALL_BODY,
       ok: (b: string) => b.includes('"rowCount":10') && !b.includes('"isError":true') && !b.includes('"error":'),
     },
+    callvar: {
+      name: 'tools/call varied',
+      pid: gateway.pid,
+      url: mcpUrl,
+      headers: mcpHeaders,
+      variants: mcpVariants,
+      body: CALL_BODY,
+      vary: (sql: string) => rpc('tools/call', { name: TOOL, arguments: { sql } }),
+      ok: (b: string) => b.includes('"rowCount":10') && !b.includes('"isError":true') && !b.includes('"error":'),
+    },
     list: {
       name: 'tools/list',
       pid: gateway.pid,
@@ -554,6 +613,15 @@ async function main(): Promise<boolean> {
       body: CALL_BODY,
       ok: (b: string) => b.includes('"rowCount":10'),
     },
+    bunsqlvar: {
+      name: 'floor Bun.sql varied',
+      pid: bunsqlFloor.pid,
+      url: `http://127.0.0.1:${bunsqlPort}/`,
+      headers: {},
+      body: CALL_BODY,
+      vary: (sql: string) => rpc('tools/call', { name: TOOL, arguments: { sql } }),
+      ok: (b: string) => b.includes('"rowCount":10'),
+    },
     dbhub: {
       name: 'DBHub',
       pid: dbhub.pid,
@@ -577,7 +645,12 @@ async function main(): Promise<boolean> {
 
   const rows: Row[] = [];
   for (const c of CONNECTIONS) {
-    for (const [id, t] of [['pg', targets.pg], ['bunsql', targets.bunsql], ['call', targets.call], ['elysia', targets.elysia], ['list', targets.list], ['dbhub', targets.dbhub]] as const) {
+    for (const [id, t] of [
+      ['pg', targets.pg], ['bunsql', targets.bunsql], ['call', targets.call], ['bunsqlvar', targets.bunsqlvar], ['callvar', targets.callvar],
+      ['elysia', targets.elysia], ['list', targets.list], ['dbhub', targets.dbhub],
+    ] as const) {
+      // One connection: the latency comparison of the governed call with the bare gateway only.
+      if (c < 2 && !SINGLE_CONNECTION.has(id)) continue;
       if ((!ONLY || ONLY.includes(id)) && !skip.has(id)) rows.push(await measure(t, c));
     }
   }
@@ -612,8 +685,8 @@ async function main(): Promise<boolean> {
   const raw = !ONLY || ONLY.includes('pg') ? await rawDriverRate(Math.max(...CONNECTIONS), 3) : null;
 
   const floors = new Map(rows.map((r) => [`${r.name}@${r.connections}`, r]));
-  const floorOf: Record<string, string> = { [targets.call.name]: targets.bunsql.name, [targets.list.name]: targets.elysia.name, [targets.pg.name]: targets.bunsql.name, [targets.dbhub.name]: targets.bunsql.name };
-  const order = [targets.call, targets.bunsql, targets.pg, targets.dbhub, targets.list, targets.elysia].map((t) => t.name);
+  const floorOf: Record<string, string> = { [targets.call.name]: targets.bunsql.name, [targets.callvar.name]: targets.bunsqlvar.name, [targets.list.name]: targets.elysia.name, [targets.pg.name]: targets.bunsql.name, [targets.dbhub.name]: targets.bunsql.name };
+  const order = [targets.call, targets.callvar, targets.bunsql, targets.bunsqlvar, targets.pg, targets.dbhub, targets.list, targets.elysia].map((t) => t.name);
   const sorted = [...rows].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name) || a.connections - b.connections);
 
   const at = (name: string, c: number) => floors.get(`${name}@${c}`);
@@ -634,6 +707,23 @@ async function main(): Promise<boolean> {
       checks.push({ what: `tools/call @${cMax}: ${times.toFixed(1)}x DBHub's execute_sql (>= ${DBHUB_RATIO_MIN}x; DBHub ${errorsOf(hub)} errors)`, ok: times >= DBHUB_RATIO_MIN });
     } else if (dbhubProblem && (!ONLY || ONLY.includes('dbhub'))) {
       checks.push({ what: `tools/call @${cMax} >= ${DBHUB_RATIO_MIN}x DBHub: not measured, ${dbhubProblem}`, ok: false });
+    }
+  }
+  // Issue 27: varied SQL, every governance step on.
+  const variedRow = at(targets.callvar.name, cMax);
+  if (variedRow) {
+    checks.push({ what: `tools/call varied @${cMax}: p99 ${variedRow.p99} ms (<= ${CALL_P99_MAX_MS} ms)`, ok: variedRow.p99 <= CALL_P99_MAX_MS });
+  }
+  for (const c of CONNECTIONS) {
+    const governed = at(targets.callvar.name, c);
+    const bare = at(targets.bunsqlvar.name, c);
+    if (!governed || !bare) continue;
+    checks.push({ what: `tools/call varied @${c}: ${errorsOf(governed)} errors (none)`, ok: errorsOf(governed) === 0 });
+    if (c < 2) {
+      checks.push({ what: `tools/call varied @${c}: p50 ${governed.p50} ms, bare gateway ${bare.p50} ms (within ${SINGLE_P50_SLACK_MS} ms)`, ok: governed.p50 <= bare.p50 + SINGLE_P50_SLACK_MS });
+    } else if (governed.machineCpuUs !== null && bare.machineCpuUs) {
+      const times = governed.machineCpuUs / bare.machineCpuUs;
+      checks.push({ what: `tools/call varied @${c}: machine CPU ${governed.machineCpuUs.toFixed(0)} µs/call = ${times.toFixed(2)}x the bare gateway's ${bare.machineCpuUs.toFixed(0)} (<= ${VARIED_MACHINE_CPU_MAX}x)`, ok: times <= VARIED_MACHINE_CPU_MAX });
     }
   }
   for (const c of CONNECTIONS) {
@@ -665,7 +755,8 @@ async function main(): Promise<boolean> {
   }
   if (raw !== null) console.log(`raw in-process postgres.js (no HTTP, ${cMax} concurrent, pool ${POOL_SIZE}): ${raw.toFixed(0)} queries/s`);
   console.log('server CPU = CPU time of the server process (gateway or floor; not PostgreSQL, not the load generator) per request');
-  console.log('PostgreSQL CPU = CPU time of all PostgreSQL processes (store and data database) per request; machine CPU = busy CPU time of the whole machine per request (everything: server, PostgreSQL, Redis, the load generator; 2 cores give 2,000,000 µs per second)');
+  console.log('varied = a new SQL text in every request (new literals; the floor runs the same texts); machine CPU / floor = machine CPU per request over the floor row\'s');
+  console.log('PostgreSQL CPU = CPU time of all PostgreSQL processes (store and data database, backends that exited during the run included) per request; Redis CPU = the redis-server process; load gen. = this process (autocannon); machine CPU = busy CPU time of the whole machine per request (everything: server, PostgreSQL, Redis, the load generator; 2 cores give 2,000,000 µs per second)');
   console.log('errors = non-2xx + socket errors + sampled bodies with a JSON-RPC error or isError (1 in ' + SAMPLE_EVERY + ' checked)');
   console.log('');
   for (const c of checks) console.log(`${c.ok ? 'PASS' : 'FAIL'}  ${c.what}`);

@@ -68,7 +68,7 @@ function shouldPrepare(pool: PgPool, statement: string): boolean {
 export async function executePg(pool: PgPool, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
   const prepared = prepareCall(PG_DIALECT, tool, args, ctx);
   if (isRefusal(prepared)) return prepared;
-  const { statement, write, kind, maxRows } = prepared;
+  const { statement, write, kind, maxRows, shape } = prepared;
   const errCtx: PgErrorContext = {
     config: ctx.config,
     credential: ctx.credential,
@@ -81,7 +81,7 @@ export async function executePg(pool: PgPool, tool: SqlToolSpec, args: Record<st
   const onRow = (row: Record<string, unknown>): boolean => collector.add(row);
   try {
     const session: PgSession = { statementTimeoutMs: ctx.limits.statementTimeoutMs, lockTimeoutMs: ctx.limits.lockTimeoutMs, schema: tool.target.schema };
-    // --- server-side resolution check (resolution.ts): what the server resolves the text to, cached per pool ---
+    // --- server-side resolution check (resolution.ts): what the server resolves the text to, cached per pool and shape ---
     const resolved = await checkPgResolution(pool, {
       statement,
       kind: kind === 'ddl' ? 'ddl' : write ? 'write' : 'read',
@@ -90,6 +90,7 @@ export async function executePg(pool: PgPool, tool: SqlToolSpec, args: Record<st
       statementTimeoutMs: session.statementTimeoutMs,
       lockTimeoutMs: session.lockTimeoutMs,
       ttlMs: ctx.limits.resolutionCacheTtlMs ?? PG_RESOLUTION_DEFAULT_TTL_MS,
+      ...(shape === undefined ? {} : { shape }),
     });
     if (!resolved.ok) return errorResult(resolved.reason);
     // --- end of the resolution check ---

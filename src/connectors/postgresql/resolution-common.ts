@@ -12,6 +12,11 @@ export interface ResolutionRequest {
   lockTimeoutMs: number;
   /** How long a verdict may be reused; 0 checks every call. */
   ttlMs: number;
+  /**
+   * The statement's shape (sqlguard/postgres-shape.ts, with the read wrapper's numbers), reads and writes only: texts
+   * of one shape share a verdict, unless the server reports that literal values entered the analysis (`per_value`).
+   */
+  shape?: string;
 }
 
 /** What the server reported for one statement. */
@@ -25,6 +30,11 @@ export interface DependencyRow {
   shadowed: boolean;
   /** Objects outside what the tool may reach, described for the refusal. */
   foreign: string[] | null;
+  /**
+   * Reads and writes: a literal's value entered the analysis (a constant of a `reg*` type, whose input looks names up
+   * in the catalog, or of a user-defined type other than an enum), so the verdict holds for this exact text only.
+   */
+  per_value?: boolean;
 }
 
 /** Thrown when the check itself cannot run (no TEMPORARY privilege, standby, server error): callers fail closed. */

@@ -26,6 +26,15 @@ const FUNCTION_NAME = 'pg_temp.toolgate_resolution';
 const FUNCEXPR_RE = String.raw`(?<!\\)\{FUNCEXPR :funcid (\d+) :funcresulttype \d+ :funcretset \w+ :funcvariadic \w+ :funcformat (\d+)`;
 const AGG_WINDOW_RE = String.raw`(?<!\\)\{(?:AGGREF :aggfnoid|WINDOWFUNC :winfnoid) (\d+)`;
 const CALL_NODES_RE = String.raw`(?<!\\)\{(FUNCEXPR|AGGREF|WINDOWFUNC) `;
+/*
+ * Constants of the analysed tree, by type: a constant of a `reg*` type (or an array of one) is a name the server
+ * looked up in the catalog while analysing (`'secrets'::regclass`, or a string literal passed where a regclass is
+ * expected), and a user-defined type's input function is the DBA's code: both make the verdict depend on the literal's
+ * value, so it is not shared by the statement's shape (resolution.ts). Counted twice, like the calls: a tree format
+ * this does not read marks the statement per value.
+ */
+const CONST_RE = String.raw`(?<!\\)\{CONST :consttype (\d+) `;
+const CONST_NODES_RE = String.raw`(?<!\\)\{CONST `;
 const ALLOWED_FUNCTIONS = [...SAFE_FUNCTIONS];
 
 /**
@@ -55,11 +64,20 @@ const DEPENDENCIES_SQL = `
     union all
     select m[1]::oid, 'call' from body, pg_catalog.regexp_matches(body.tree, $re$${AGG_WINDOW_RE}$re$, 'g') m),
   nodes as (
-    select count(*) as n from body, pg_catalog.regexp_matches(body.tree, $re$${CALL_NODES_RE}$re$, 'g') m)
+    select count(*) as n from body, pg_catalog.regexp_matches(body.tree, $re$${CALL_NODES_RE}$re$, 'g') m),
+  consts as (
+    select m[1]::oid as t from body, pg_catalog.regexp_matches(body.tree, $re$${CONST_RE}$re$, 'g') m),
+  const_nodes as (
+    select count(*) as n from body, pg_catalog.regexp_matches(body.tree, $re$${CONST_NODES_RE}$re$, 'g') m)
   select exists (select 1 from own) as own,
          (select count(*) from calls)::int as calls,
          (select n from nodes)::int as call_nodes,
          exists (select 1 from pg_catalog.pg_class c where c.relnamespace = 'pg_catalog'::pg_catalog.regnamespace and c.relname = $2) as shadowed,
+         ((select count(*) from consts) <> (select n from const_nodes)
+          or exists (select 1 from consts c left join pg_catalog.pg_type ty on ty.oid = c.t
+                      where ty.oid is null
+                         or (ty.typnamespace = 'pg_catalog'::pg_catalog.regnamespace and ty.typname::text ~ '^_?reg')
+                         or (ty.oid >= 16384 and ty.typtype <> 'e'))) as per_value,
          (select pg_catalog.array_agg(distinct x) from (
             select case d.refclassid
                      when 'pg_catalog.pg_class'::pg_catalog.regclass then 'relation ' || d.refobjid::pg_catalog.regclass::text

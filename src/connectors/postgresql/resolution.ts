@@ -28,8 +28,12 @@
  * the allow-list, or when the database defines its own casts with functions.
  *
  * Cost: one round trip with catalog writes (about 2 ms on a local server), so verdicts are cached per pool,
- * tool, mode and exact statement text, for a short TTL (see PG_RESOLUTION_DEFAULT_TTL_MS): a function, operator or
- * cast created by the DBA after a verdict is noticed at the latest when it expires.
+ * tool, mode and statement shape (sqlguard/postgres-shape.ts: the parse tree with each literal's value replaced by
+ * its type), for a short TTL (see PG_RESOLUTION_DEFAULT_TTL_MS): a function, operator or cast created by the DBA after
+ * a verdict is noticed at the latest when it expires. Agents send the same statement with other values far more often
+ * than a new statement, and those texts resolve alike. Where the server reports that a literal's value entered the
+ * analysis (a name looked up through a `reg*` type), the verdict is kept for that exact text only. DDL and calls
+ * without a shape are keyed by their exact text.
  */
 import type { PgPool } from './pool.ts';
 import { ResolutionUnavailable, TEMP_PRIVILEGE_MISSING, type ResolutionRequest, type ResolutionVerdict } from './resolution-common.ts';
@@ -44,57 +48,111 @@ export const PG_RESOLUTION_DEFAULT_TTL_MS = 30_000;
 const CACHE_ENTRIES = 512;
 const CACHE_MAX_KEY = 8192;
 
+/** A verdict, and whether it holds for this exact text only (literal values entered the analysis). */
+interface Outcome {
+  verdict: ResolutionVerdict;
+  perValue: boolean;
+  /** False when the verdict must not be reused at all (see analyse). */
+  cacheable: boolean;
+}
 interface Entry {
   expires: number;
-  verdict: Promise<ResolutionVerdict>;
+  outcome: Promise<Outcome>;
 }
-const caches = new WeakMap<PgPool, Map<string, Entry>>();
+interface Cache {
+  entries: Map<string, Entry>;
+  /** Analyses run on the server (for tests and benchmarks: how often the cache missed). */
+  analysed: number;
+}
+const caches = new WeakMap<PgPool, Cache>();
+
+function cacheOf(pool: PgPool): Cache {
+  let cache = caches.get(pool);
+  if (!cache) caches.set(pool, (cache = { entries: new Map(), analysed: 0 }));
+  return cache;
+}
 
 /** For tests and benchmarks: forget the verdicts of one pool. */
 export function clearPgResolutionCache(pool: PgPool): void {
-  caches.get(pool)?.clear();
+  caches.get(pool)?.entries.clear();
+}
+
+/** For tests and benchmarks: how many statements one pool has had analysed on the server. */
+export function pgResolutionAnalyses(pool: PgPool): number {
+  return caches.get(pool)?.analysed ?? 0;
 }
 
 /**
- * The verdict for `req` on `pool`, from the cache while fresh. Concurrent first calls with the same text share one
- * check. Throws ResolutionUnavailable (never cached) when the server could not analyse the statement for a reason
+ * The verdict for `req` on `pool`, from the cache while fresh. Concurrent first calls with the same shape (or text)
+ * share one check. Throws ResolutionUnavailable (never cached) when the server could not analyse the statement for a reason
  * other than the statement itself; a statement the server rejects (syntax, unknown column) throws the server error.
  */
 export async function checkPgResolution(pool: PgPool, req: ResolutionRequest): Promise<ResolutionVerdict> {
-  const key = `${req.kind}\u0000${req.schema}\u0000${req.table}\u0000${req.statement}`;
-  let cache = caches.get(pool);
-  if (!cache) caches.set(pool, (cache = new Map()));
-  const now = Date.now();
-  const hit = cache.get(key);
-  if (hit && hit.expires > now && req.ttlMs > 0) {
-    cache.delete(key);
-    cache.set(key, hit);
-    return hit.verdict;
+  const cache = cacheOf(pool);
+  const scope = `${req.kind}\u0000${req.schema}\u0000${req.table}`;
+  const textKey = req.statement.length > CACHE_MAX_KEY ? null : `${scope}\u0000${req.statement}`;
+  if (req.shape !== undefined && req.kind !== 'ddl') {
+    let mine = false;
+    let byShape: Outcome | null = null;
+    try {
+      byShape = await cached(cache, `${scope}\u0001${req.shape}`, req, () => ((mine = true), analyse(pool, req)));
+    } catch (err) {
+      // Another text's analysis failed (its own values, say `'x'::int`): that error is not this call's; check this text.
+      if (mine) throw err;
+    }
+    // The analysis of another text of this shape holds for this one unless literal values entered it.
+    if (byShape !== null && !byShape.perValue) return byShape.verdict;
+    if (byShape !== null && mine) {
+      // This text's own analysis, valid for this text only: kept under the text too.
+      if (textKey !== null && req.ttlMs > 0 && byShape.cacheable) remember(cache, textKey, req.ttlMs, Promise.resolve(byShape));
+      return byShape.verdict;
+    }
   }
-  const verdict = analyse(pool, req).then(({ verdict: v, cacheable }) => {
-    if (!cacheable) cache.delete(key);
-    return v;
-  });
-  if (req.ttlMs > 0 && key.length <= CACHE_MAX_KEY) {
-    cache.set(key, { expires: now + req.ttlMs, verdict });
-    if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
-    // Errors are never cached: the next call tries again.
-    verdict.catch(() => cache.delete(key));
-  }
-  return verdict;
+  if (textKey === null) return (await analyse(pool, req)).verdict;
+  return (await cached(cache, textKey, req, () => analyse(pool, req))).verdict;
 }
 
-async function analyse(pool: PgPool, req: ResolutionRequest): Promise<{ verdict: ResolutionVerdict; cacheable: boolean }> {
+function remember(cache: Cache, key: string, ttlMs: number, outcome: Promise<Outcome>): void {
+  cache.entries.delete(key);
+  cache.entries.set(key, { expires: Date.now() + ttlMs, outcome });
+  if (cache.entries.size > CACHE_ENTRIES) cache.entries.delete(cache.entries.keys().next().value!);
+}
+
+/** The fresh cached outcome under `key`, or a new analysis (shared by concurrent callers; errors never cached). */
+function cached(cache: Cache, key: string, req: ResolutionRequest, run: () => Promise<Outcome>): Promise<Outcome> {
+  const now = Date.now();
+  const hit = cache.entries.get(key);
+  if (hit && hit.expires > now && req.ttlMs > 0) {
+    cache.entries.delete(key);
+    cache.entries.set(key, hit);
+    return hit.outcome;
+  }
+  cache.analysed++;
+  const outcome = run().then((o) => {
+    if (!o.cacheable) cache.entries.delete(key);
+    return o;
+  });
+  if (req.ttlMs > 0) {
+    remember(cache, key, req.ttlMs, outcome);
+    // Errors are never cached: the next call tries again.
+    outcome.catch(() => cache.entries.delete(key));
+  }
+  return outcome;
+}
+
+async function analyse(pool: PgPool, req: ResolutionRequest): Promise<Outcome> {
   const row = req.kind === 'ddl' ? await ddlNames(pool, req) : await dependencies(pool, req);
   // A tool table named like a catalog relation: cached verdicts would outlive a DROP of the table, after which the
   // unqualified name would resolve to the catalog relation (pinned, so never in pg_depend). Check every call.
   const cacheable = !row.shadowed;
+  // Literal values entered the analysis (or the server did not say): the verdict holds for this text only.
+  const perValue = row.per_value !== false;
   // DDL may (re)create the tool's table; other statements on a missing table could only resolve elsewhere.
   if (!row.own && req.kind !== 'ddl') {
-    return { verdict: { ok: false, reason: `The table ${req.schema}.${req.table} of this tool does not exist (any more); ask an admin to refresh the connector's tools.` }, cacheable };
+    return { verdict: { ok: false, reason: `The table ${req.schema}.${req.table} of this tool does not exist (any more); ask an admin to refresh the connector's tools.` }, perValue, cacheable };
   }
   const foreign = (row.foreign ?? []).filter((x): x is string => typeof x === 'string').sort();
-  if (foreign.length === 0) return { verdict: { ok: true }, cacheable };
+  if (foreign.length === 0) return { verdict: { ok: true }, perValue, cacheable };
   const list = foreign.slice(0, 5).join(', ') + (foreign.length > 5 ? ', ...' : '');
   const why =
     req.kind === 'ddl'
@@ -105,6 +163,7 @@ async function analyse(pool: PgPool, req: ResolutionRequest): Promise<{ verdict:
       ok: false,
       reason: `Only this tool's table (${req.schema}.${req.table}) and the allowed built-in functions, operators and types may be used: ${why} (${list}).`,
     },
+    perValue,
     cacheable,
   };
 }

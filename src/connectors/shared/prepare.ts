@@ -13,6 +13,11 @@ export interface PreparedCall {
   /** What the guard found the statement to be (a DDL statement is also a write). */
   kind: StatementKind;
   maxRows: number;
+  /**
+   * The statement's shape when the guard computed one (PostgreSQL reads and writes), with the wrapper's numbers for
+   * a read: texts of one shape resolve alike on the server (sqlguard/postgres-shape.ts).
+   */
+  shape?: string;
 }
 
 export interface Dialect {
@@ -55,7 +60,10 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
   }
   const text = checkWrappable(call.sql, dialect.name);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
-  return { statement: write ? text.body : dialect.wrapRead(text.body, call.maxRows + 1, maxRowBytes(ctx.limits.maxResultBytes)), write, kind: verdict.kind, maxRows: call.maxRows };
+  const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
+  const statement = write ? text.body : dialect.wrapRead(text.body, call.maxRows + 1, rowBytes);
+  const shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${call.maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;
+  return { statement, write, kind: verdict.kind, maxRows: call.maxRows, ...(shape === undefined ? {} : { shape }) };
 }
 
 /**

@@ -64,6 +64,7 @@ import {
   tableLabel,
 } from './common.ts';
 import { type WalkState, statementName, strings, visitNode, wrappedType } from './postgres-walk.ts';
+import { statementShape } from './postgres-shape.ts';
 
 export { SAFE_FUNCTIONS } from './postgres-functions.ts';
 
@@ -126,7 +127,10 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
       case 'DeleteStmt': {
         visitNode(type, node, st, EMPTY_SCOPE);
         const writes = [...st.writes];
-        if (writes.length === 0 && !st.locks) return allow('select', true);
+        // The shape keys the server-side resolution verdict (postgres-shape.ts): computed from this parse, so a call
+        // parses its text once.
+        const shaped = (verdict: GuardResult): GuardResult => (verdict.ok ? { ...verdict, shape: statementShape(sql, stmt) } : verdict);
+        if (writes.length === 0 && !st.locks) return shaped(allow('select', true));
         if (!canWrite(opts)) {
           if (type === 'SelectStmt' && writes.length > 0) return no(`found a data-modifying WITH clause (${writes.map((w) => w.toUpperCase()).join(', ')})`);
           if (writes.length > 0) return no(`found ${statementName(stmt)}`);
@@ -134,7 +138,7 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
         }
         const kind: StatementKind =
           type === 'InsertStmt' ? 'insert' : type === 'UpdateStmt' ? 'update' : type === 'DeleteStmt' ? 'delete' : (writes[0] ?? 'select');
-        return allow(kind, false);
+        return shaped(allow(kind, false));
       }
       case 'CreateStmt':
       case 'AlterTableStmt':

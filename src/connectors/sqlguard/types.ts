@@ -30,5 +30,12 @@ export interface GuardOptions {
 export type StatementKind = 'select' | 'insert' | 'update' | 'delete' | 'ddl';
 
 export type GuardResult =
-  | { ok: true; kind: StatementKind; /** true when the statement only reads */ readOnly: boolean }
+  | {
+      ok: true;
+      kind: StatementKind;
+      /** true when the statement only reads */
+      readOnly: boolean;
+      /** PostgreSQL reads and writes: the statement's shape (postgres-shape.ts), which keys the resolution verdict. */
+      shape?: string;
+    }
   | { ok: false; /** Tells the agent what was refused and what is allowed. */ reason: string };
