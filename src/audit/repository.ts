@@ -14,7 +14,7 @@ import { PgTransaction } from 'drizzle-orm/pg-core';
 import { executePrepared, rowsOf, type Queryable } from '../store/db.ts';
 import { auditChains, auditEvents } from '../store/schema.ts';
 import { genesisHash, rowHash, rowTail } from './chain.ts';
-import { auditKeyOf, rowMac } from './mac.ts';
+import { auditKeyOf, rowAuthentic, rowMac } from './mac.ts';
 import { storable, storableJson } from './storable.ts';
 
 export interface Actor {
@@ -128,6 +128,18 @@ export async function auditPageAsc(db: Queryable, orgId: string, filter: AuditFi
     .where(and(...filterConditions(orgId, filter), gt(auditEvents.seq, afterSeq)))
     .orderBy(asc(auditEvents.seq))
     .limit(limit);
+}
+
+/**
+ * The rows of a page (one org's, sealed) that the gateway wrote: a row chained after the chain's mac_from_seq without
+ * a valid MAC was put there from outside (the chain itself is unkeyed), so lists and exports leave it out; verify
+ * names it.
+ */
+export async function genuineRows(db: Queryable, orgId: string, rows: AuditRow[]): Promise<AuditRow[]> {
+  if (rows.length === 0) return rows;
+  const key = auditKeyOf(db);
+  const { macFromSeq } = await chainState(db, orgId);
+  return rows.filter((row) => (row.seq !== null && row.seq <= macFromSeq) || rowAuthentic(key, row));
 }
 
 export async function chainState(db: Queryable, orgId: string) {

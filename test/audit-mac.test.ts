@@ -1,0 +1,155 @@
+/**
+ * Issue 26, item 5: a row written into audit_events from outside the gateway (back-dated, or a genuine row's copy
+ * with one value changed) is never sealed into the chain, by the orphan sweep of a running instance nor at start;
+ * verify and the sweep agree on it, and GET /api/audit does not list it as genuine. PGlite and PostgreSQL.
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import { genesisHash, rowHash } from '../src/audit/chain.ts';
+import { sealOrphans, sealPending } from '../src/audit/seal.ts';
+import { verifyChain } from '../src/audit/verify.ts';
+import { rowsOf } from '../src/store/db.ts';
+import { verifies } from './requirements.ts';
+import { api, onboard, startTestGateway, tokenFor, type StoreKind, type TestGateway } from './support/gateway.ts';
+import { serviceAvailable } from './support/services.ts';
+
+setDefaultTimeout(60_000);
+const hasPg = await serviceAvailable('postgres');
+const kinds: StoreKind[] = hasPg ? ['pglite', 'postgres'] : ['pglite'];
+if (!hasPg) console.warn('audit-mac: PostgreSQL is not reachable; only the PGlite store is tested');
+
+for (const kind of kinds) {
+  describe(`rows written outside the gateway (${kind})`, () => {
+    let g: TestGateway;
+    beforeAll(async () => {
+      g = await startTestGateway(kind, { TOOLGATE_WEBHOOK_WORKER: '0' });
+    });
+    afterAll(async () => {
+      await g?.close();
+    });
+
+    const db = () => g.deps.store.db;
+    const all = async (orgId: string): Promise<any[]> =>
+      rowsOf<any>(await db().execute(sql`SELECT id, seq, action, details, mac, refused_at FROM audit_events WHERE org_id = ${orgId} ORDER BY seq NULLS LAST`));
+    const listed = async (orgId: string, clientId: string, secret: string): Promise<any[]> => {
+      const token = await tokenFor(g, clientId, secret);
+      const response = await api(g, 'GET', '/api/audit?limit=200', token);
+      expect(response.status).toBe(200);
+      return ((await response.json()) as any).events;
+    };
+    /** What a running instance's sweep does, at a time when every row inserted here counts as an orphan. */
+    const sweep = () => sealOrphans(db(), new Date(Date.now() + 60 * 60_000));
+
+    test('a back-dated INSERT is refused by the running sweep, stays outside the chain, and verify and the list agree', async () => {
+      verifies('AUDIT-ROW-MAC');
+      const org = await onboard(g);
+      await g.deps.audit.drain();
+      expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: true });
+      const forged = rowsOf<{ id: string }>(
+        await db().execute(sql`INSERT INTO audit_events (org_id, created_at, action, actor_type, actor_id, outcome, details)
+          VALUES (${org.orgId}, now() - interval '3 days', 'approval.approved', 'user', 'ceo@example.com', 'success', '{"tool_name":"query_payments"}'::jsonb) RETURNING id`),
+      )[0]!.id;
+      // Before any sweep: outside the chain and overdue.
+      expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: false, broken: { reason: expect.stringContaining('outside the chain') } });
+      expect(await sweep()).toBeGreaterThanOrEqual(1);
+      const row = (await all(org.orgId)).find((r) => r.id === forged);
+      expect(row.seq).toBeNull();
+      expect(row.refused_at).not.toBeNull();
+      // The refusal is reported in the org's own chain, naming the row.
+      const report = (await all(org.orgId)).find((r) => r.action === 'audit.rows_refused');
+      expect(report).toMatchObject({ details: { count: 1, ids: [forged] } });
+      expect(report.seq).not.toBeNull();
+      // After the sweep verify still names it (it does not turn intact), and says why.
+      const after = await verifyChain(db(), org.orgId);
+      expect(after).toMatchObject({ ok: false, refused: 1, broken: { reason: expect.stringContaining('without a valid MAC') } });
+      // A second sweep and a start-up seal leave it alone (read once, not on every sweep).
+      expect(await sweep()).toBe(0);
+      expect(await sealPending(db())).toBe(0);
+      const events = await listed(org.orgId, org.clientId, org.clientSecret);
+      expect(events.some((e) => e.id === forged)).toBe(false);
+      expect(events.some((e) => e.action === 'audit.rows_refused')).toBe(true);
+    });
+
+    test("a copy of a genuine row with one value changed, and an exact copy under a new id, are refused; the genuine rows are sealed", async () => {
+      verifies('AUDIT-ROW-MAC');
+      const org = await onboard(g);
+      // A genuine hot-path row, written and left unsealed (its writer stopped before sealing it).
+      const genuine = { orgId: org.orgId, action: 'tool.called', actor: { type: 'api_key' as const, id: 'k1' }, targetType: 'tool', targetId: 'query_postgresql_items', details: { counted: true, row_count: 3 } };
+      const { insertUnsealed } = await import('../src/audit/repository.ts');
+      const [written] = await insertUnsealed(db(), [genuine]);
+      const source = rowsOf<any>(await db().execute(sql`SELECT * FROM audit_events WHERE id = ${written!.id}`))[0];
+      // Same fields and MAC, one value changed (row_count), new id; and the exact copy under a new id.
+      const changed = rowsOf<{ id: string }>(
+        await db().execute(sql`INSERT INTO audit_events (org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details, mac)
+          SELECT org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, jsonb_set(details, '{row_count}', '3000'), mac FROM audit_events WHERE id = ${source.id} RETURNING id`),
+      )[0]!.id;
+      const copied = rowsOf<{ id: string }>(
+        await db().execute(sql`INSERT INTO audit_events (org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details, mac)
+          SELECT org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details, mac FROM audit_events WHERE id = ${source.id} RETURNING id`),
+      )[0]!.id;
+      // An alteration of the genuine unsealed row itself (its outcome) before any sealer saw it.
+      const [altered] = await insertUnsealed(db(), [{ ...genuine, details: { counted: true, row_count: 1 } }]);
+      await db().execute(sql`UPDATE audit_events SET outcome = 'error' WHERE id = ${altered!.id}`);
+      expect(await sweep()).toBeGreaterThanOrEqual(4);
+      const rows = await all(org.orgId);
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      expect(byId.get(written!.id).seq).not.toBeNull();
+      for (const id of [changed, copied, altered!.id]) {
+        expect(byId.get(id).seq).toBeNull();
+        expect(byId.get(id).refused_at).not.toBeNull();
+      }
+      const report = rows.find((r) => r.action === 'audit.rows_refused');
+      expect(report.details.count).toBe(3);
+      expect(new Set(report.details.ids)).toEqual(new Set([changed, copied, altered!.id]));
+      expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: false, refused: 3 });
+      const listedIds = new Set((await listed(org.orgId, org.clientId, org.clientSecret)).map((e) => e.id));
+      expect(listedIds.has(written!.id)).toBe(true);
+      for (const id of [changed, copied, altered!.id]) expect(listedIds.has(id)).toBe(false);
+    });
+
+    test('a row forged straight into the chain (hash recomputed, head moved) is named by verify and not listed or exported', async () => {
+      verifies('AUDIT-ROW-MAC');
+      const org = await onboard(g);
+      await g.deps.audit.drain();
+      expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: true });
+      const head = rowsOf<any>(await db().execute(sql`SELECT head_seq, head_hash FROM audit_chains WHERE org_id = ${org.orgId}`))[0];
+      const fields = {
+        orgId: org.orgId,
+        seq: Number(head.head_seq) + 1,
+        prevHash: head.head_hash as string,
+        createdAt: new Date(Date.now() - 86_400_000),
+        action: 'approval.approved',
+        actorType: 'user',
+        actorId: 'ceo@example.com',
+        targetType: null,
+        targetId: null,
+        outcome: 'success',
+        details: {},
+      };
+      const hash = rowHash(fields);
+      const id = crypto.randomUUID();
+      await db().execute(sql`INSERT INTO audit_events (id, org_id, seq, prev_hash, hash, created_at, action, actor_type, actor_id, outcome, details)
+        VALUES (${id}, ${org.orgId}, ${fields.seq}, ${fields.prevHash}, ${hash}, ${fields.createdAt.toISOString()}::timestamptz, ${fields.action}, 'user', ${fields.actorId}, 'success', '{}'::jsonb)`);
+      await db().execute(sql`UPDATE audit_chains SET head_seq = ${fields.seq}, head_hash = ${hash} WHERE org_id = ${org.orgId}`);
+      expect(genesisHash(org.orgId)).not.toBe(hash);
+      expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: false, broken: { id, reason: expect.stringContaining('MAC') } });
+      expect((await listed(org.orgId, org.clientId, org.clientSecret)).some((e) => e.id === id)).toBe(false);
+      const token = await tokenFor(g, org.clientId, org.clientSecret);
+      const exported = (await (await api(g, 'GET', '/api/audit/export-json', token)).json()) as any;
+      expect(exported.events.length).toBeGreaterThan(0);
+      expect(exported.events.some((e: any) => e.id === id)).toBe(false);
+    });
+
+    test('rows chained before rows carried a MAC (up to mac_from_seq) still verify; a MAC-less row after it does not', async () => {
+      verifies('AUDIT-ROW-MAC');
+      const org = await onboard(g);
+      await g.deps.audit.drain();
+      // As migration 10 leaves an existing chain: its rows have no MAC, and mac_from_seq is its head.
+      await db().execute(sql`UPDATE audit_events SET mac = NULL WHERE org_id = ${org.orgId}`);
+      expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: false, broken: { reason: expect.stringContaining('MAC') } });
+      await db().execute(sql`UPDATE audit_chains SET mac_from_seq = head_seq WHERE org_id = ${org.orgId}`);
+      expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: true });
+      expect((await listed(org.orgId, org.clientId, org.clientSecret)).length).toBeGreaterThan(0);
+    });
+  });
+}
