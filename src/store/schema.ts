@@ -83,7 +83,7 @@ export const auditEvents = pgTable('audit_events', {
 }, (t) => [
   index('audit_events_org_time').on(t.orgId, t.createdAt.desc()),
   uniqueIndex('audit_events_org_seq').on(t.orgId, t.seq),
-  index('audit_events_unsealed').on(t.createdAt).where(sql`seq IS NULL AND refused_at IS NULL`),
+  index('audit_events_unsealed').on(t.createdAt).where(sql`(seq IS NULL) AND (refused_at IS NULL)`),
 ]);
 
 /** Head and base of each org's audit hash chain; the head row is the lock every audit write of the org takes. */
