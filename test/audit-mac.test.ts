@@ -5,7 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
-import { genesisHash, rowHash } from '../src/audit/chain.ts';
+import { createHmac, hkdfSync } from 'node:crypto';
+import { genesisHash, rowHash, rowTail } from '../src/audit/chain.ts';
+import { deriveAuditMacKey, rowAuthentic, rowMac } from '../src/audit/mac.ts';
 import { sealOrphans, sealPending } from '../src/audit/seal.ts';
 import { verifyChain } from '../src/audit/verify.ts';
 import { rowsOf } from '../src/store/db.ts';
@@ -17,6 +19,27 @@ setDefaultTimeout(60_000);
 const hasPg = await serviceAvailable('postgres');
 const kinds: StoreKind[] = hasPg ? ['pglite', 'postgres'] : ['pglite'];
 if (!hasPg) console.warn('audit-mac: PostgreSQL is not reachable; only the PGlite store is tested');
+
+describe('the row MAC (unit)', () => {
+  test("is HMAC-SHA256 under the HKDF key of its own label, over [v1, id, org, ...rowTail]; any field changed fails", () => {
+    verifies('AUDIT-ROW-MAC');
+    const secret = new Uint8Array(32).fill(9);
+    const key = deriveAuditMacKey(secret);
+    const row = { id: crypto.randomUUID(), orgId: crypto.randomUUID(), createdAt: new Date('2026-11-26T10:00:00.000Z'), action: 'tool.called', actorType: 'api_key', actorId: 'k', targetType: 'tool', targetId: 't', outcome: 'success', details: { b: 1, a: [1, 'x'] } };
+    // The same value by node:crypto directly (what a Deno instance computes), so instances on either runtime agree.
+    const raw = new Uint8Array(hkdfSync('sha256', secret, new Uint8Array(0), 'toolgate audit row mac v1', 32));
+    const expected = createHmac('sha256', raw).update(`["v1",${JSON.stringify(row.id)},${JSON.stringify(row.orgId)}${rowTail(row)}`).digest('hex');
+    const mac = rowMac(key, row.id, row.orgId, rowTail(row));
+    expect(mac).toBe(expected);
+    expect(rowAuthentic(key, { ...row, mac })).toBe(true);
+    // A key derived from another secret does not verify it.
+    expect(rowAuthentic(deriveAuditMacKey(new Uint8Array(32).fill(8)), { ...row, mac })).toBe(false);
+    for (const changed of [{ id: crypto.randomUUID() }, { orgId: crypto.randomUUID() }, { createdAt: new Date(0) }, { action: 'x' }, { actorType: 'user' }, { actorId: null }, { targetType: null }, { targetId: 'u' }, { outcome: 'error' }, { details: { b: 2, a: [1, 'x'] } }]) {
+      expect(rowAuthentic(key, { ...row, ...changed, mac })).toBe(false);
+    }
+    expect(rowAuthentic(key, { ...row, mac: null })).toBe(false);
+  });
+});
 
 for (const kind of kinds) {
   describe(`rows written outside the gateway (${kind})`, () => {
