@@ -85,6 +85,18 @@ for (const kind of kinds) {
       // After the sweep verify still names it (it does not turn intact), and says why.
       const after = await verifyChain(db(), org.orgId);
       expect(after).toMatchObject({ ok: false, refused: 1, broken: { reason: expect.stringContaining('without a valid MAC') } });
+      if (g.databaseUrl) {
+        // The CLI says the same (exit 1, the reason), as it did before the sweep.
+        const proc = Bun.spawn([process.execPath, 'src/cli.ts', 'audit', 'verify', '--org', org.slug], {
+          cwd: `${import.meta.dir}/..`,
+          env: { ...process.env, DATABASE_URL: g.databaseUrl, TOOLGATE_SECRET_KEY: 'a'.repeat(64), TOOLGATE_LOG_LEVEL: 'silent' },
+          stdout: 'pipe',
+          stderr: 'pipe',
+        });
+        const out = await new Response(proc.stdout).text();
+        expect(await proc.exited).toBe(1);
+        expect(out).toContain('without a valid MAC');
+      }
       // A second sweep and a start-up seal leave it alone (read once, not on every sweep).
       expect(await sweep()).toBe(0);
       expect(await sealPending(db())).toBe(0);
