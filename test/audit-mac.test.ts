@@ -10,9 +10,13 @@ import { genesisHash, rowHash, rowTail } from '../src/audit/chain.ts';
 import { deriveAuditMacKey, rowAuthentic, rowMac } from '../src/audit/mac.ts';
 import { sealOrphans, sealPending } from '../src/audit/seal.ts';
 import { verifyChain } from '../src/audit/verify.ts';
-import { rowsOf } from '../src/store/db.ts';
+import postgres from 'postgres';
+import { drizzle } from 'drizzle-orm/postgres-js';
+import { migrate, rowsOf, type Db, type Store } from '../src/store/db.ts';
+import { migrations } from '../src/store/migrations.ts';
+import * as schema from '../src/store/schema.ts';
 import { verifies } from './requirements.ts';
-import { api, onboard, startTestGateway, tokenFor, type StoreKind, type TestGateway } from './support/gateway.ts';
+import { api, freshDatabase, onboard, startTestGateway, tokenFor, type StoreKind, type TestGateway } from './support/gateway.ts';
 import { serviceAvailable } from './support/services.ts';
 
 setDefaultTimeout(60_000);
@@ -188,3 +192,46 @@ for (const kind of kinds) {
     });
   });
 }
+
+describe.skipIf(!hasPg)('upgrading a store whose rows have no MAC (migration 10, postgres)', () => {
+  test('rows chained before the upgrade still verify; a row left unsealed at the upgrade is refused at the first start, not adopted', async () => {
+    verifies('AUDIT-ROW-MAC');
+    const fresh = await freshDatabase('tg_mac_upgrade');
+    const client = postgres(fresh.url, { max: 2, onnotice: () => {} });
+    let g: TestGateway | null = null;
+    try {
+      const db = drizzle(client, { schema }) as unknown as Db;
+      const store = { db, kind: 'postgres', execScript: async (script: string) => void (await client.unsafe(script)), close: async () => {} } as Store;
+      expect(await migrate(store, migrations.filter((m) => m.version < 10))).not.toContain(10);
+      // The store as the previous release left it: an org, two chained rows, one row still unsealed (no MAC anywhere).
+      const orgId = crypto.randomUUID();
+      await client`INSERT INTO orgs (id, slug, name, plan, subscription_status, provision_status) VALUES (${orgId}, ${`legacy-${orgId.slice(0, 8)}`}, 'Legacy', 'enterprise', 'active', 'provisioned')`;
+      let prev = genesisHash(orgId);
+      for (const seq of [1, 2]) {
+        const fields = { orgId, seq, prevHash: prev, createdAt: new Date(Date.now() - 3_600_000 + seq), action: 'connector.created', actorType: 'system', actorId: null, targetType: null, targetId: null, outcome: 'success', details: { n: seq } };
+        const hash = rowHash(fields);
+        await client`INSERT INTO audit_events (org_id, seq, prev_hash, hash, created_at, action, actor_type, outcome, details)
+          VALUES (${orgId}, ${seq}, ${prev}, ${hash}, ${fields.createdAt.toISOString()}::timestamptz, 'connector.created', 'system', 'success', ${JSON.stringify({ n: seq })}::jsonb)`;
+        prev = hash;
+      }
+      await client`INSERT INTO audit_chains (org_id, head_seq, head_hash, base_seq, base_hash) VALUES (${orgId}, 2, ${prev}, 0, ${genesisHash(orgId)})`;
+      const unsealed = (await client`INSERT INTO audit_events (org_id, created_at, action, actor_type, outcome) VALUES (${orgId}, now() - interval '2 hours', 'tool.called', 'api_key', 'success') RETURNING id`)[0]!.id as string;
+      // The new release starts on it: migration 10, then the start-up seal.
+      g = await startTestGateway('postgres', { TOOLGATE_WEBHOOK_WORKER: '0' }, fresh.url);
+      const [chain] = await client`SELECT mac_from_seq FROM audit_chains WHERE org_id = ${orgId}`;
+      expect(Number(chain!.mac_from_seq)).toBe(2);
+      const [left] = await client`SELECT seq, refused_at FROM audit_events WHERE id = ${unsealed}`;
+      expect(left!.seq).toBeNull();
+      expect(left!.refused_at).not.toBeNull();
+      const report = await verifyChain(g.deps.store.db, orgId);
+      // Rows 1-2 (legacy) and the refusal report (3, with a MAC) verify; the refused row fails the check.
+      expect(report).toMatchObject({ ok: false, checked: 3, refused: 1 });
+      await client`DELETE FROM audit_events WHERE id = ${unsealed}`;
+      expect(await verifyChain(g.deps.store.db, orgId)).toEqual({ ok: true, checked: 3 });
+    } finally {
+      await g?.close();
+      await client.end();
+      await fresh.drop();
+    }
+  });
+});
