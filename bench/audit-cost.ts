@@ -14,7 +14,8 @@
 import { insertUnsealed, type AuditInput } from '../src/audit/repository.ts';
 import { sealFromMemory, sealPending, type SealableRow } from '../src/audit/seal.ts';
 import { sql } from 'drizzle-orm';
-import { rowHash } from '../src/audit/chain.ts';
+import { rowHash, rowTail } from '../src/audit/chain.ts';
+import { auditKeyOf, rowMac } from '../src/audit/mac.ts';
 import { rowsOf } from '../src/store/db.ts';
 import { onboard, startTestGateway } from '../test/support/gateway.ts';
 
@@ -96,6 +97,12 @@ try {
   const fields = { orgId: org.orgId, seq: 1, prevHash: 'a'.repeat(64), createdAt: new Date(), action: 'tool.called', actorType: 'api_key', actorId: 'k', targetType: 'tool', targetId: 't', outcome: 'success', details: inputs[0]!.details! };
   await measure('rowHash alone', ROWS, async () => {
     for (let i = 0; i < ROWS; i++) rowHash({ ...fields, seq: i });
+  });
+  // The row's MAC (audit/mac.ts), part of insertUnsealed's figure above: one keyed hash over the row's tail.
+  const key = auditKeyOf(db);
+  const tail = rowTail(fields);
+  await measure('rowMac alone (in insertUnsealed)', ROWS, async () => {
+    for (let i = 0; i < ROWS; i++) rowMac(key, crypto.randomUUID(), org.orgId, tail);
   });
 } finally {
   await gateway.close();

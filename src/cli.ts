@@ -8,14 +8,15 @@ import { eq } from 'drizzle-orm';
 import { openStore } from './store/db.ts';
 import { orgs } from './store/schema.ts';
 import { verifyChain } from './audit/verify.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { bindAuditKey, deriveAuditMacKey } from './audit/mac.ts';
+import { ConfigError, decodeKey, loadConfig, type Config } from './config.ts';
 import { createGateway } from './gateway.ts';
 import { isPlan, PLANS, type Plan } from './limits/plans.ts';
 import { onboardOrg } from './orgs/service.ts';
 import { onboardingView } from './handlers/views.ts';
 import type { OrgOnboarding } from '../generated/client/types.gen.ts';
 import { AppError } from './errors.ts';
-import { acquireDataDirLock, DataDirBusyError, embeddedOperatorToken, lockHolder } from './util/datadir.ts';
+import { acquireDataDirLock, DataDirBusyError, embeddedOperatorToken, embeddedSecretKey, lockHolder } from './util/datadir.ts';
 
 const USAGE = `usage: toolgate org create --slug SLUG --name NAME [--plan ${PLANS.join('|')}] [--trial-days N] [--json]
        toolgate audit verify --org SLUG
@@ -139,6 +140,8 @@ async function auditVerify(argv: string[]): Promise<void> {
   const release = config.databaseUrl ? () => {} : acquireDataDirLock(config.dataDir, { port: 0, url: 'cli' });
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.databaseUrl ? null : join(config.dataDir, 'pgdata'), poolSize: 2 });
   try {
+    // The gateway's key (the embedded store's is in its data folder): rows are authenticated with a key derived from it.
+    bindAuditKey(store.db, deriveAuditMacKey(decodeKey(config.secretKey ?? embeddedSecretKey(config.dataDir))!));
     const [org] = await store.db.select({ id: orgs.id }).from(orgs).where(eq(orgs.slug, values.org));
     if (!org) fail(`no org with slug ${values.org}`);
     const report = await verifyChain(store.db, org.id);

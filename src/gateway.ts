@@ -21,7 +21,8 @@ import { ApprovalService } from './approvals/service.ts';
 import { deriveApprovalDigestKey } from './approvals/digest.ts';
 import { executeTool } from './tools/runtime.ts';
 import { AuditRecorder, auditSubscriber } from './audit/recorder.ts';
-import { sealPending, startOrphanSealer } from './audit/seal.ts';
+import { logRefused, sealPending, startOrphanSealer } from './audit/seal.ts';
+import { bindAuditKey, deriveAuditMacKey } from './audit/mac.ts';
 import { startRetentionSweeper } from './audit/retention.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
@@ -92,7 +93,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const usage = new UsageMeter(store.db);
   // Rows left unsealed (written before the audit chain existed, or by an instance that stopped) join the chain first;
   // later orphans (an instance that stopped between insert and seal) are sealed by the sweep of any instance.
-  while ((await sealPending(store.db)) > 0);
+  bindAuditKey(store.db, deriveAuditMacKey(decodeKey(keyText)!));
+  while ((await sealPending(store.db, 5000, { onRefused: (rows) => logRefused(log, rows) })) > 0);
   const stopOrphanSealer = startOrphanSealer({ db: store.db, log });
   const events = new DomainEvents();
   // The webhook outbox subscribes to every emitted event (approvals), in the emitter's transaction; tool.called is

@@ -145,6 +145,9 @@ export const REQUIREMENTS = {
   'DOCS-OFFLINE': 'The explorer at /docs renders the REST operations with no request leaving the machine [spec What the service does 8]',
   'CONTRACT-RESPONSES': 'Every response of the suite is checked against openapi.yaml (declared status, media type, body schema, declared headers); a drift fails the test [issue 8; decisions Contract tests]',
   'AUDIT-MANAGEMENT-ROW': 'A management change writes an audit row naming the actor [checklist Audit; decisions Not built yet]',
+  'AUDIT-HELD-OUTCOME': 'A held call is audited with outcome held, not success [issue 26 item 9; checklist Audit]',
+  'USAGE-COUNTED-CALLS': 'A counted tool call is a tools/call (immediate or approved) that reached its connector; guard-refused calls are not counted, and usage by connector adds up to the total [spec Limits; issue 26 item 9]',
+  'AUDIT-ROW-MAC': 'Only rows the gateway wrote enter the audit chain: a row inserted or altered in the store without the key is refused by every sealer, reported, named by verify and not listed as genuine [issue 26 item 5]',
 
   // Approvals (issue 9)
   'APPROVAL-HELD-RESULT': 'tools/call of a flagged tool is not executed; the result is {content:[text naming check_approval_status], structuredContent:{status: pending_approval, approvalId}, isError:false} and a pending row is stored [spec tools/call Flagged tool result, Approval status]',

@@ -553,7 +553,10 @@ export type AuditEvent = {
     };
     target_type: string | null;
     target_id: string | null;
-    outcome: 'success' | 'denied' | 'error';
+    /**
+     * `held`: a tools/call of a tool that requires approval, held (nothing ran); its decision and execution are rows of their own.
+     */
+    outcome: 'success' | 'held' | 'denied' | 'error';
     details: {
         [key: string]: unknown;
     };
@@ -594,7 +597,7 @@ export type Usage = {
      */
     period_end: string;
     /**
-     * Calls counted against the monthly quota.
+     * Calls counted against the monthly quota: tools/call requests (immediate, or run after approval) that reached their connector; calls refused before (the SQL guard, a hold, a refusal) are not counted. by_connector adds up to it.
      */
     tool_calls: number;
     by_connector: Array<{

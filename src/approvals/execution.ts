@@ -5,7 +5,7 @@
 import type { ToolResult } from '../connectors/types.ts';
 import type { Db } from '../store/db.ts';
 import type { CatalogCache, CatalogTool } from '../tools/catalog.ts';
-import { QuotaExceededError } from '../tools/runtime.ts';
+import { countedCall, QuotaExceededError } from '../tools/runtime.ts';
 import { heldCallDigestMatches } from './digest.ts';
 import { connectorState, orgForExecution, requesterActive, type ApprovalRow } from './repository.ts';
 
@@ -17,9 +17,10 @@ export interface ApprovedExecutionDeps {
   runTool: (org: { id: string; plan: string }, tool: CatalogTool, input: Record<string, unknown>) => Promise<ToolResult>;
 }
 
-export type ExecutionOutcome = { status: 'executed' | 'failed'; reason: string | null; result: ToolResult | null };
+/** `counted`: the call reached its connector and counts against the monthly quota (runtime.ts executeTool). */
+export type ExecutionOutcome = { status: 'executed' | 'failed'; reason: string | null; result: ToolResult | null; counted: boolean };
 
-const failed = (reason: string, result: ToolResult | null = null): ExecutionOutcome => ({ status: 'failed', reason, result });
+const failed = (reason: string, result: ToolResult | null = null, counted = false): ExecutionOutcome => ({ status: 'failed', reason, result, counted });
 
 /** Why the held tool cannot run now, or the tool as the catalog serves it. */
 async function currentTool(deps: ApprovedExecutionDeps, row: ApprovalRow): Promise<{ org: { id: string; plan: string }; tool: CatalogTool } | string> {
@@ -74,6 +75,7 @@ export async function executeApproved(deps: ApprovedExecutionDeps, row: Approval
     if (err instanceof QuotaExceededError) return failed(`${err.message} Nothing ran.`);
     throw err;
   }
-  if (result.isError) return failed(result.content.map((c) => c.text).join('\n').slice(0, 2000) || 'The tool reported an error.', result);
-  return { status: 'executed', reason: null, result };
+  const counted = countedCall(result);
+  if (result.isError) return failed(result.content.map((c) => c.text).join('\n').slice(0, 2000) || 'The tool reported an error.', result, counted);
+  return { status: 'executed', reason: null, result, counted };
 }

@@ -123,7 +123,8 @@ export class ApprovalService implements ApprovalDesk {
       outcome = await executeApproved(this.deps, claimed);
     } catch (err) {
       this.deps.log.error('approved call failed unexpectedly', { approvalId, error: describeError(err) });
-      outcome = { status: 'failed', reason: 'An internal error stopped the execution; whether it reached the connector is unknown. It is not run again.', result: null };
+      // Not counted: drivers never throw, so what threw is the store before or while reserving the unit.
+      outcome = { status: 'failed', reason: 'An internal error stopped the execution; whether it reached the connector is unknown. It is not run again.', result: null, counted: false };
     }
     const stored = await this.deps.db.transaction(async (tx) => {
       const done = await repo.completeExecution(tx, orgId, approvalId, { ...outcome, result: outcome.result as Record<string, unknown> | null }, this.now());
@@ -135,7 +136,8 @@ export class ApprovalService implements ApprovalDesk {
           targetType: 'approval',
           targetId: approvalId,
           outcome: done.status === 'executed' ? 'success' : 'error',
-          details: { tool_name: done.toolName },
+          // connector_id and counted: billing's usage by connector counts the approved calls the quota counted.
+          details: { tool_name: done.toolName, connector_id: claimed.connectorId, counted: outcome.counted },
         });
       }
       return done;

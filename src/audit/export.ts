@@ -1,6 +1,6 @@
 /** The audit export: one JSON document streamed page by page (keyset pagination), never the whole log in memory. */
 import type { Queryable } from '../store/db.ts';
-import { auditPageAsc, type AuditFilter } from './repository.ts';
+import { auditPageAsc, genuineRows, type AuditFilter } from './repository.ts';
 import { auditEventView } from './views.ts';
 
 const PAGE_ROWS = 500;
@@ -17,12 +17,13 @@ export function auditExportStream(db: Queryable, orgId: string, filter: AuditFil
     async pull(controller) {
       if (done) return;
       const rows = await auditPageAsc(db, orgId, filter, afterSeq, PAGE_ROWS);
-      if (rows.length) {
-        const text = rows.map((r) => JSON.stringify(auditEventView(r, redact))).join(',');
+      const genuine = await genuineRows(db, orgId, rows);
+      if (genuine.length) {
+        const text = genuine.map((r) => JSON.stringify(auditEventView(r, redact))).join(',');
         controller.enqueue(encoder.encode(first ? text : `,${text}`));
         first = false;
-        afterSeq = rows[rows.length - 1]!.seq!;
       }
+      if (rows.length) afterSeq = rows[rows.length - 1]!.seq!;
       if (rows.length < PAGE_ROWS) {
         done = true;
         controller.enqueue(encoder.encode(']}'));

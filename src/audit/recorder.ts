@@ -28,7 +28,7 @@ import type { Db } from '../store/db.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
 import { appendAudit, insertUnsealed, type AuditInput, type SealableRow } from './repository.ts';
-import { SealConflict, sealFromMemory, sealPending } from './seal.ts';
+import { logRefused, SealConflict, sealFromMemory, sealPending } from './seal.ts';
 
 /** Refusals per batch: bounds what a tool call's row waits for when it shares a batch with a denial flood. */
 export const DENIALS_PER_BATCH = 200;
@@ -264,7 +264,7 @@ export class AuditRecorder {
       this.deps.log.error('sealing audit rows failed; reading them back', { rows: chunk.length, error: describeError(err) });
     }
     try {
-      this.stats.readBack += await sealPending(this.deps.db, chunk.length, { ids: chunk.map((r) => r.id) });
+      this.stats.readBack += await sealPending(this.deps.db, chunk.length, { ids: chunk.map((r) => r.id), onRefused: (rows) => logRefused(this.deps.log, rows) });
     } catch (again) {
       this.deps.log.error('sealing audit rows failed; the orphan sweep will seal them', { rows: chunk.length, error: describeError(again) });
     }

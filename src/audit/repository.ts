@@ -14,6 +14,7 @@ import { PgTransaction } from 'drizzle-orm/pg-core';
 import { executePrepared, rowsOf, type Queryable } from '../store/db.ts';
 import { auditChains, auditEvents } from '../store/schema.ts';
 import { genesisHash, rowHash, rowTail } from './chain.ts';
+import { auditKeyOf, rowAuthentic, rowMac } from './mac.ts';
 import { storable, storableJson } from './storable.ts';
 
 export interface Actor {
@@ -27,7 +28,8 @@ export interface AuditInput {
   actor: Actor;
   targetType?: string;
   targetId?: string;
-  outcome?: 'success' | 'denied' | 'error';
+  /** `held`: a tools/call held for human approval (nothing ran yet). */
+  outcome?: 'success' | 'held' | 'denied' | 'error';
   details?: Record<string, unknown>;
 }
 
@@ -57,6 +59,7 @@ function eventColumns(event: AuditInput, now: Date) {
 export async function appendAudit(db: Queryable, events: readonly AuditInput[], now: Date = new Date()): Promise<AuditRow[]> {
   if (events.length === 0) return [];
   if (!(db instanceof PgTransaction)) return db.transaction((tx) => appendAudit(tx, events, now));
+  const key = auditKeyOf(db);
   const orgIds = [...new Set(events.map((e) => e.orgId))].sort();
   const heads = await lockHeads(db, orgIds);
   const rows: AuditRow[] = events.map((event) => {
@@ -64,7 +67,8 @@ export async function appendAudit(db: Queryable, events: readonly AuditInput[], 
     const fields = { ...eventColumns(event, now), seq: head.seq + 1, prevHash: head.hash };
     const hash = rowHash(fields);
     heads.set(event.orgId, { seq: fields.seq, hash });
-    return { id: crypto.randomUUID(), ...fields, hash };
+    const id = crypto.randomUUID();
+    return { id, ...fields, hash, mac: rowMac(key, id, event.orgId.toLowerCase(), rowTail(fields)), refusedAt: null };
   });
   await db.insert(auditEvents).values(rows);
   const moved = sql.join(
@@ -126,9 +130,21 @@ export async function auditPageAsc(db: Queryable, orgId: string, filter: AuditFi
     .limit(limit);
 }
 
+/**
+ * The rows of a page (one org's, sealed) that the gateway wrote: a row chained after the chain's mac_from_seq without
+ * a valid MAC was put there from outside (the chain itself is unkeyed), so lists and exports leave it out; verify
+ * names it.
+ */
+export async function genuineRows(db: Queryable, orgId: string, rows: AuditRow[]): Promise<AuditRow[]> {
+  if (rows.length === 0) return rows;
+  const key = auditKeyOf(db);
+  const { macFromSeq } = await chainState(db, orgId);
+  return rows.filter((row) => (row.seq !== null && row.seq <= macFromSeq) || rowAuthentic(key, row));
+}
+
 export async function chainState(db: Queryable, orgId: string) {
   const [row] = await db.select().from(auditChains).where(eq(auditChains.orgId, orgId));
-  return row ?? { orgId, headSeq: 0, headHash: genesisHash(orgId), baseSeq: 0, baseHash: genesisHash(orgId) };
+  return row ?? { orgId, headSeq: 0, headHash: genesisHash(orgId), baseSeq: 0, baseHash: genesisHash(orgId), macFromSeq: 0 };
 }
 
 /** A committed, unsealed row as its writer knows it: enough to seal it into its chain without reading it back. */
@@ -150,6 +166,7 @@ const textOrNull = (value: string | null | undefined) => (value == null ? null :
  */
 export async function insertUnsealed(db: Queryable, events: readonly AuditInput[], now: Date = new Date()): Promise<SealableRow[]> {
   if (events.length === 0) return [];
+  const key = auditKeyOf(db);
   const createdAt = now.toISOString();
   const sealable: SealableRow[] = [];
   // The batch as one JSON parameter, written by hand: one statement and one parameter whatever the batch size (a
@@ -161,25 +178,35 @@ export async function insertUnsealed(db: Queryable, events: readonly AuditInput[
     const id = crypto.randomUUID();
     const fields = { createdAt: now, action: String(e.action), actorType: String(e.actor.type), actorId: textOrNull(e.actor.id), targetType: textOrNull(e.targetType), targetId: textOrNull(e.targetId), outcome: e.outcome ?? 'success' };
     const details = storableJson(e.details ?? {});
-    json += `${i ? ',' : ''}{"id":"${id}","org_id":${JSON.stringify(e.orgId)},"action":${JSON.stringify(fields.action)},"actor_type":${JSON.stringify(fields.actorType)},"actor_id":${JSON.stringify(fields.actorId)},"target_type":${JSON.stringify(fields.targetType)},"target_id":${JSON.stringify(fields.targetId)},"outcome":${JSON.stringify(fields.outcome)},"details":${details}}`;
-    if (CANONICAL_UUID.test(e.orgId)) sealable.push({ id, orgId: e.orgId, tail: rowTail({ ...fields, details: {} }, details) });
+    const tail = rowTail({ ...fields, details: {} }, details);
+    // The row's MAC (audit/mac.ts) over the org id as the store prints it, so the row read back authenticates.
+    const mac = rowMac(key, id, e.orgId.toLowerCase(), tail);
+    json += `${i ? ',' : ''}{"id":"${id}","mac":"${mac}","org_id":${JSON.stringify(e.orgId)},"action":${JSON.stringify(fields.action)},"actor_type":${JSON.stringify(fields.actorType)},"actor_id":${JSON.stringify(fields.actorId)},"target_type":${JSON.stringify(fields.targetType)},"target_id":${JSON.stringify(fields.targetId)},"outcome":${JSON.stringify(fields.outcome)},"details":${details}}`;
+    if (CANONICAL_UUID.test(e.orgId)) sealable.push({ id, orgId: e.orgId, tail });
   }
   json += ']';
   // Fixed text (two parameters, any batch size), so it runs prepared on a PostgreSQL store (store/db.ts).
-  await executePrepared(db, sql`INSERT INTO audit_events (id, org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details)
-    SELECT id, org_id, ${createdAt}::timestamptz, action, actor_type, actor_id, target_type, target_id, outcome, details
+  await executePrepared(db, sql`INSERT INTO audit_events (id, org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details, mac)
+    SELECT id, org_id, ${createdAt}::timestamptz, action, actor_type, actor_id, target_type, target_id, outcome, details, mac
     FROM jsonb_to_recordset(${json}::jsonb)
-      AS v(id uuid, org_id uuid, action text, actor_type text, actor_id text, target_type text, target_id text, outcome text, details jsonb)`);
+      AS v(id uuid, mac text, org_id uuid, action text, actor_type text, actor_id text, target_type text, target_id text, outcome text, details jsonb)`);
   return sealable;
 }
 
-/** The org's rows not sealed yet, and of those the ones older than `before` (a sealer that should have run). */
-export async function unsealedCounts(db: Queryable, orgId: string, before: Date): Promise<{ pending: number; overdue: number }> {
+/**
+ * The org's rows outside the chain: not sealed yet (`pending`), of those the ones older than `before` (a sealer that
+ * should have run), and the ones a sealer refused (no valid MAC: not written by the gateway).
+ */
+export async function unsealedCounts(db: Queryable, orgId: string, before: Date): Promise<{ pending: number; overdue: number; refused: number }> {
   const [row] = await db
-    .select({ pending: sql<number>`count(*)::int`, overdue: sql<number>`count(*) FILTER (WHERE ${auditEvents.createdAt} < ${before.toISOString()}::timestamptz)::int` })
+    .select({
+      pending: sql<number>`count(*) FILTER (WHERE ${auditEvents.refusedAt} IS NULL)::int`,
+      overdue: sql<number>`count(*) FILTER (WHERE ${auditEvents.refusedAt} IS NULL AND ${auditEvents.createdAt} < ${before.toISOString()}::timestamptz)::int`,
+      refused: sql<number>`count(*) FILTER (WHERE ${auditEvents.refusedAt} IS NOT NULL)::int`,
+    })
     .from(auditEvents)
     .where(and(eq(auditEvents.orgId, orgId), isNull(auditEvents.seq)));
-  return { pending: Number(row?.pending ?? 0), overdue: Number(row?.overdue ?? 0) };
+  return { pending: Number(row?.pending ?? 0), overdue: Number(row?.overdue ?? 0), refused: Number(row?.refused ?? 0) };
 }
 
 /**

@@ -10,15 +10,22 @@
  *    rows written before the chain existed, and after a conflict.
  * Both lock the chain heads before they touch rows (a row lock is only ever taken by a holder of its org's head),
  * so the two never deadlock; concurrent sealers of one org take turns on the head.
+ *
+ * Only rows the gateway wrote enter a chain (issue 26, item 5): `sealPending` checks each row's MAC (audit/mac.ts)
+ * and refuses a row without a valid one (inserted or altered by someone without the gateway's key, or left unsealed
+ * from before rows carried a MAC): it stays outside the chain, marked refused_at, and the refusal is reported by an
+ * `audit.rows_refused` row in the org's chain (and to the caller, who logs it). `sealFromMemory` seals only rows this
+ * instance wrote itself, hashing what it wrote: a row altered in the store meanwhile no longer matches its hash.
  */
 import { and, asc, inArray, isNull, lt, sql } from 'drizzle-orm';
 import type { Db, Queryable } from '../store/db.ts';
-import { rowsOf } from '../store/db.ts';
+import { arrayParam, rowsOf } from '../store/db.ts';
 import { auditEvents } from '../store/schema.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
 import { chainHash, rowHash } from './chain.ts';
-import { lockHeads, type SealableRow } from './repository.ts';
+import { auditKeyOf, rowAuthentic } from './mac.ts';
+import { appendAudit, lockHeads, type SealableRow } from './repository.ts';
 
 export type { SealableRow } from './repository.ts';
 
@@ -86,16 +93,38 @@ export interface PendingFilter {
   olderThan?: Date;
   /** Only these rows (a writer's rows after a conflict). */
   ids?: readonly string[];
+  /** Told of the rows refused (no valid MAC), after their transaction committed. */
+  onRefused?: (rows: RefusedRow[]) => void;
 }
+
+/** A row a sealer refused to chain: it does not carry a valid MAC, so the gateway did not write it as it is. */
+export interface RefusedRow {
+  id: string;
+  orgId: string;
+  action: string;
+  createdAt: Date;
+}
+
+/** Ids of refused rows named in their `audit.rows_refused` report; the count covers the rest. */
+const REPORTED_IDS = 20;
 
 /**
  * Seals committed rows that are not in the chain yet, oldest first, reading them back: one transaction, the orgs'
- * heads locked first (in org-id order), then their rows (SKIP LOCKED), one UPDATE for all rows. Returns the rows
- * sealed; fewer than `limit` means none were left (apart from rows another sealer held).
+ * heads locked first (in org-id order), then their rows (SKIP LOCKED), one UPDATE for all rows. Rows without a valid
+ * MAC are refused instead (see the module header). Returns the rows taken out of the pending set (sealed or refused);
+ * fewer than `limit` means none were left (apart from rows another sealer held).
  */
 export async function sealPending(db: Queryable, limit = 5000, filter: PendingFilter = {}): Promise<number> {
   if (filter.ids && filter.ids.length === 0) return 0;
-  const conditions = [isNull(auditEvents.seq)];
+  const refused: RefusedRow[] = [];
+  const taken = await sealPendingIn(db, limit, filter, refused);
+  if (refused.length) filter.onRefused?.(refused);
+  return taken;
+}
+
+async function sealPendingIn(db: Queryable, limit: number, filter: PendingFilter, refused: RefusedRow[]): Promise<number> {
+  const key = auditKeyOf(db);
+  const conditions = [isNull(auditEvents.seq), isNull(auditEvents.refusedAt)];
   if (filter.olderThan) conditions.push(lt(auditEvents.createdAt, filter.olderThan));
   if (filter.ids) conditions.push(inArray(auditEvents.id, [...filter.ids]));
   return db.transaction(async (tx) => {
@@ -118,22 +147,56 @@ export async function sealPending(db: Queryable, limit = 5000, filter: PendingFi
       .for('update', { skipLocked: true });
     if (pending.length === 0) return 0;
     const links: { id: string; seq: number; prev_hash: string; hash: string }[] = [];
+    const refusedHere: RefusedRow[] = [];
     const slice = slicer();
     for (const row of pending) {
       if (slice.due()) await slice.yield();
+      if (!rowAuthentic(key, row)) {
+        refusedHere.push({ id: row.id, orgId: row.orgId, action: row.action, createdAt: row.createdAt });
+        continue;
+      }
       const head = heads.get(row.orgId)!;
       const fields = { ...row, seq: head.seq + 1, prevHash: head.hash };
       const hash = rowHash(fields);
       heads.set(row.orgId, { seq: fields.seq, hash });
       links.push({ id: row.id, seq: fields.seq, prev_hash: fields.prevHash, hash });
     }
-    await tx.execute(
-      sql`UPDATE audit_events AS e SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash
-        FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb) AS v(id uuid, seq bigint, prev_hash text, hash text) WHERE e.id = v.id`,
-    );
-    await tx.execute(sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${movedHeads(heads)}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id`);
+    if (links.length) {
+      await tx.execute(
+        sql`UPDATE audit_events AS e SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash
+          FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb) AS v(id uuid, seq bigint, prev_hash text, hash text) WHERE e.id = v.id`,
+      );
+      await tx.execute(sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${movedHeads(heads)}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id`);
+    }
+    if (refusedHere.length) await refuseRows(tx, refusedHere);
+    refused.push(...refusedHere);
     return pending.length;
   });
+}
+
+/**
+ * Marks rows refused (out of the sealers' index, so a flood of them is read once, not on every sweep) and reports
+ * them in their orgs' chains: one `audit.rows_refused` row per org, chained after the rows sealed with them.
+ */
+async function refuseRows(tx: Queryable, rows: RefusedRow[]): Promise<void> {
+  await tx.execute(sql`UPDATE audit_events SET refused_at = now() WHERE id = ANY(${arrayParam('uuid', rows.map((r) => r.id))}::uuid[])`);
+  const byOrg = new Map<string, RefusedRow[]>();
+  for (const row of rows) byOrg.set(row.orgId, [...(byOrg.get(row.orgId) ?? []), row]);
+  await appendAudit(
+    tx,
+    [...byOrg].map(([orgId, refused]) => ({
+      orgId,
+      action: 'audit.rows_refused',
+      actor: { type: 'system' as const, id: null },
+      targetType: 'audit_event',
+      outcome: 'error' as const,
+      details: {
+        count: refused.length,
+        ids: refused.slice(0, REPORTED_IDS).map((r) => r.id),
+        reason: 'the rows do not carry a valid MAC: they were not written by the gateway as they are, so they are kept outside the chain',
+      },
+    })),
+  );
 }
 
 /**
@@ -146,22 +209,31 @@ export const ORPHAN_AGE_MS = 30_000;
 export const ORPHAN_SWEEP_MS = 30_000;
 const ORPHAN_ROWS = 5000;
 
-/** Seals every row older than ORPHAN_AGE_MS that is still outside its chain; returns the rows sealed. */
-export async function sealOrphans(db: Queryable, now: Date = new Date()): Promise<number> {
+/** Seals every row older than ORPHAN_AGE_MS that is still outside its chain; returns the rows sealed or refused. */
+export async function sealOrphans(db: Queryable, now: Date = new Date(), onRefused?: (rows: RefusedRow[]) => void): Promise<number> {
   const olderThan = new Date(now.getTime() - ORPHAN_AGE_MS);
   let total = 0;
   for (;;) {
-    const sealed = await sealPending(db, ORPHAN_ROWS, { olderThan });
+    const sealed = await sealPending(db, ORPHAN_ROWS, { olderThan, onRefused });
     total += sealed;
     if (sealed < ORPHAN_ROWS) return total;
   }
+}
+
+/** The log line of a refusal (the durable report is the org's `audit.rows_refused` row): ids, never contents. */
+export function logRefused(log: Logger, rows: RefusedRow[]): void {
+  log.error('audit rows without a valid MAC were refused and kept outside the chain (written or altered outside the gateway)', {
+    rows: rows.length,
+    orgs: [...new Set(rows.map((r) => r.orgId))].slice(0, REPORTED_IDS),
+    ids: rows.slice(0, REPORTED_IDS).map((r) => r.id),
+  });
 }
 
 /** Sweeps for orphans every ORPHAN_SWEEP_MS; returns the stop function. */
 export function startOrphanSealer(deps: { db: Db; log: Logger }): () => void {
   const run = async () => {
     try {
-      const sealed = await sealOrphans(deps.db);
+      const sealed = await sealOrphans(deps.db, new Date(), (rows) => logRefused(deps.log, rows));
       if (sealed > 0) deps.log.info('sealed audit rows their writer left unsealed', { rows: sealed });
     } catch (err) {
       deps.log.error('sealing orphaned audit rows failed', { error: describeError(err) });

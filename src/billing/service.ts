@@ -1,7 +1,8 @@
 /**
  * Subscription, usage and limits of an org (finance role). Usage is read from the counter the monthly quota is
- * enforced on (limits/quota.ts), so the two never disagree; the per-connector breakdown counts the period's
- * `tool.called` audit rows of calls that were counted against the quota.
+ * enforced on (limits/quota.ts), so the two never disagree; the per-connector breakdown counts the period's audit
+ * rows of calls that were counted against the quota: `tool.called` (immediate calls) and `approval.executed` /
+ * `approval.failed` (held calls run after approval), so it adds up to the total (docs/quota-and-audit-accounting.md).
  */
 import { and, count, eq, isNull, sql } from 'drizzle-orm';
 import { trialExpired } from './trial.ts';
@@ -45,7 +46,8 @@ export async function usage(deps: BillingDeps, orgId: string, now: Date = new Da
   const toolCalls = await countedCalls(deps, orgId, now);
   const perConnector = rowsOf<{ connector_id: string | null; n: number | string }>(
     await deps.store.db.execute(sql`SELECT details->>'connector_id' AS connector_id, count(*) AS n FROM audit_events
-      WHERE org_id = ${orgId} AND action = 'tool.called' AND details->>'counted' = 'true' AND created_at >= ${`${start}T00:00:00Z`}::timestamptz
+      WHERE org_id = ${orgId} AND action IN ('tool.called', 'approval.executed', 'approval.failed') AND details->>'counted' = 'true'
+        AND refused_at IS NULL AND created_at >= ${`${start}T00:00:00Z`}::timestamptz
       GROUP BY 1 ORDER BY 2 DESC, 1`),
   );
   return {

@@ -1,7 +1,7 @@
 /** GET /api/audit (one page, newest first, with a cursor) and GET /api/audit/export-json (streamed, admin). */
 import { json } from '../errors.ts';
 import { auditExportStream } from '../audit/export.ts';
-import { listAudit, type AuditFilter } from '../audit/repository.ts';
+import { genuineRows, listAudit, type AuditFilter } from '../audit/repository.ts';
 import { auditEventView } from '../audit/views.ts';
 import type { Handler } from './context.ts';
 
@@ -19,7 +19,9 @@ export const listAuditEvents: Handler = async ({ principal, deps, query }) => {
   const rows = await listAudit(deps.store.db, principal!.orgId, filterOf(query, new Date()), limit + 1, beforeSeq);
   const page = rows.slice(0, limit);
   const next = rows.length > limit ? String(page[page.length - 1]!.seq) : null;
-  return json({ events: page.map((r) => auditEventView(r)), next_cursor: next }, 200, { 'cache-control': 'no-store' });
+  // Rows that do not authenticate are not listed as genuine (the cursor still moves past them).
+  const genuine = await genuineRows(deps.store.db, principal!.orgId, page);
+  return json({ events: genuine.map((r) => auditEventView(r)), next_cursor: next }, 200, { 'cache-control': 'no-store' });
 };
 
 export const exportAuditEvents: Handler = ({ principal, deps, query }) => {

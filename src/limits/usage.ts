@@ -3,6 +3,10 @@
  * (no overshoot, on any number of instances), the calls of one event-loop turn in one statement (quota-batch.ts).
  * Unlimited plans need no gate, so their calls are summed in memory and written once a second: usage stays visible
  * without a store write per call.
+ *
+ * A unit is reserved before a call runs and kept once the call reached its connector. A call the driver refused
+ * before that (the SQL guard) gives its unit back (`refund`): the counter only ever goes down for a unit it granted,
+ * so a refund can never let more calls run than the quota (docs/quota-and-audit-accounting.md).
  */
 import { sql } from 'drizzle-orm';
 import type { Db } from '../store/db.ts';
@@ -11,8 +15,17 @@ import { QuotaBatcher, type QuotaBatchStats } from './quota-batch.ts';
 
 const FLUSH_INTERVAL_MS = 1000;
 
+/** A unit of quota granted to one call: what `refund` gives back. */
+export interface QuotaReservation {
+  orgId: string;
+  period: string;
+}
+
 export class UsageMeter {
   private pending = new Map<string, number>();
+  /** Units given back, per org and period, not written yet (written by the next turn of the event loop, or `flush`). */
+  private refunds = new Map<string, number>();
+  private refundScheduled = false;
   private timer: ReturnType<typeof setInterval> | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private readonly quotas: QuotaBatcher;
@@ -26,16 +39,51 @@ export class UsageMeter {
 
   /** Counts one tool call; false when the quota of the period is used up (the call must not run). */
   async consume(orgId: string, quota: number | null): Promise<boolean> {
-    if (quota !== null) return this.quotas.consume(orgId, quota, periodStart(this.now()));
-    const key = `${orgId}|${periodStart(this.now())}`;
-    this.pending.set(key, (this.pending.get(key) ?? 0) + 1);
-    this.timer ??= setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
-    return true;
+    return (await this.reserve(orgId, quota)) !== null;
   }
 
-  /** Writes the summed counts of unlimited plans. */
+  /** Counts one tool call and returns its unit (for `refund`); null when the quota of the period is used up. */
+  async reserve(orgId: string, quota: number | null): Promise<QuotaReservation | null> {
+    const period = periodStart(this.now());
+    if (quota !== null) return (await this.quotas.consume(orgId, quota, period)) ? { orgId, period } : null;
+    const key = `${orgId}|${period}`;
+    this.pending.set(key, (this.pending.get(key) ?? 0) + 1);
+    this.timer ??= setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
+    return { orgId, period };
+  }
+
+  /**
+   * Gives back the unit of a call that ran nothing. Taken from the unwritten count of an unlimited plan when there is
+   * one, else written with the refunds of the same event-loop turn (one statement per org and period), never below 0.
+   */
+  refund(reservation: QuotaReservation): void {
+    const key = `${reservation.orgId}|${reservation.period}`;
+    const unwritten = this.pending.get(key) ?? 0;
+    if (unwritten > 0) {
+      if (unwritten === 1) this.pending.delete(key);
+      else this.pending.set(key, unwritten - 1);
+      return;
+    }
+    this.refunds.set(key, (this.refunds.get(key) ?? 0) + 1);
+    if (this.refundScheduled) return;
+    this.refundScheduled = true;
+    setImmediate(() => {
+      this.refundScheduled = false;
+      void this.flush();
+    });
+  }
+
+  /** Writes the summed counts of unlimited plans and the refunds. */
   flush(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
+      const refunds = this.refunds;
+      this.refunds = new Map();
+      for (const [key, n] of refunds) {
+        const [orgId, period] = key.split('|') as [string, string];
+        await this.db
+          .execute(sql`UPDATE usage_counters SET tool_calls = greatest(tool_calls - ${n}, 0) WHERE org_id = ${orgId} AND period_start = ${period}`)
+          .catch(() => this.refunds.set(key, (this.refunds.get(key) ?? 0) + n));
+      }
       const batch = this.pending;
       if (!batch.size) return;
       this.pending = new Map();

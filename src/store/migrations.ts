@@ -289,4 +289,19 @@ INSERT INTO webhook_relay_cursors (webhook_id, org_id, after_seq)
   SELECT w.id, w.org_id, coalesce(c.head_seq, 0) FROM webhooks w LEFT JOIN audit_chains c ON c.org_id = w.org_id;
 `,
   },
+  {
+    version: 10,
+    name: 'audit_row_mac',
+    // Audit rows carry an HMAC written with them (audit/mac.ts); sealers refuse rows without a valid one and mark them
+    // refused (out of the sealers' index). Rows already chained stay covered by the chain: mac_from_seq is each
+    // chain's head now, and only rows after it must carry a MAC. Rows still unsealed now have none and are refused.
+    sql: `
+ALTER TABLE audit_events ADD COLUMN mac text;
+ALTER TABLE audit_events ADD COLUMN refused_at timestamptz;
+ALTER TABLE audit_chains ADD COLUMN mac_from_seq bigint NOT NULL DEFAULT 0;
+UPDATE audit_chains SET mac_from_seq = head_seq;
+DROP INDEX audit_events_unsealed;
+CREATE INDEX audit_events_unsealed ON audit_events (created_at) WHERE seq IS NULL AND refused_at IS NULL;
+`,
+  },
 ];

@@ -76,10 +76,14 @@ export const auditEvents = pgTable('audit_events', {
   seq: bigint('seq', { mode: 'number' }),
   prevHash: text('prev_hash'),
   hash: text('hash'),
+  /** HMAC-SHA256 (hex) of the row's content with the gateway's audit key (audit/mac.ts); null on rows from before it. */
+  mac: text('mac'),
+  /** Set when a sealer refused the row (no valid MAC: not written by the gateway); it stays outside the chain. */
+  refusedAt: ts('refused_at'),
 }, (t) => [
   index('audit_events_org_time').on(t.orgId, t.createdAt.desc()),
   uniqueIndex('audit_events_org_seq').on(t.orgId, t.seq),
-  index('audit_events_unsealed').on(t.createdAt).where(sql`seq IS NULL`),
+  index('audit_events_unsealed').on(t.createdAt).where(sql`(seq IS NULL) AND (refused_at IS NULL)`),
 ]);
 
 /** Head and base of each org's audit hash chain; the head row is the lock every audit write of the org takes. */
@@ -92,6 +96,8 @@ export const auditChains = pgTable('audit_chains', {
   /** Rows up to base_seq were removed by retention; base_hash is the hash of the last of them. */
   baseSeq: bigint('base_seq', { mode: 'number' }).notNull(),
   baseHash: text('base_hash').notNull(),
+  /** Rows up to this position were chained before rows carried a MAC (migration 10); every later row must carry one. */
+  macFromSeq: bigint('mac_from_seq', { mode: 'number' }).notNull().default(0),
 });
 
 export const connectors = pgTable('connectors', {

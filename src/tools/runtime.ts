@@ -19,6 +19,7 @@
  */
 import { getDriver } from '../connectors/registry.ts';
 import type { ToolResult } from '../connectors/types.ts';
+import { ranNothing, refusedResult } from '../connectors/shared/result.ts';
 import type { Principal } from '../auth/principal.ts';
 import { RpcCode, RpcError } from '../errors.ts';
 import { describeSchemaError } from '../util/schema-errors.ts';
@@ -47,7 +48,7 @@ export interface RuntimeOrg {
 
 /** What running a tool uses: the quota meter, the execution limits, and the outbound policy (upstream MCP servers). */
 export interface ExecutionDeps {
-  usage: Pick<UsageMeter, 'consume'>;
+  usage: Pick<UsageMeter, 'reserve' | 'refund'>;
   outbound: OutboundPolicy;
   config: Pick<
     Config,
@@ -173,7 +174,9 @@ export class QuotaExceededError extends Error {
 /**
  * The one execution step of a call that passed every check, immediate (tools/call) or approved (src/approvals):
  * the monthly quota, counted before the tool runs so a used-up quota runs nothing, then `execute`. Throws
- * QuotaExceededError before running anything.
+ * QuotaExceededError before running anything. A call the driver refused before it reached the connector (the SQL
+ * guard: `ranNothing`) gives its unit back, so what counts is a call that reached its connector
+ * (docs/quota-and-audit-accounting.md); reserving first keeps "no overshoot" (a refund only returns a granted unit).
  */
 export async function executeTool(
   deps: ExecutionDeps,
@@ -182,14 +185,20 @@ export async function executeTool(
   input: Record<string, unknown>,
 ): Promise<ToolResult> {
   const quota = monthlyQuotaFor(org.plan);
-  if (!(await deps.usage.consume(org.id, quota))) throw new QuotaExceededError(org.plan, quota!);
-  return execute(deps, tool, input);
+  const unit = await deps.usage.reserve(org.id, quota);
+  if (!unit) throw new QuotaExceededError(org.plan, quota!);
+  const result = await execute(deps, tool, input);
+  if (ranNothing(result)) deps.usage.refund(unit);
+  return result;
 }
+
+/** Whether a result of `executeTool` was counted against the quota: the call reached its connector. */
+export const countedCall = (result: ToolResult): boolean => !ranNothing(result);
 
 /** Runs a tool that passed every check, on what serves its connector's type. */
 function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult> | ToolResult {
   const driver = getDriver(tool.connector.type);
-  if (!driver) return { isError: true, content: [{ type: 'text', text: `The connector type ${tool.connector.type} is not available on this gateway.` }] };
+  if (!driver) return refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
   const { config } = deps;
   return driver.execute(tool.spec, input, {
     connectorId: tool.connector.id,
@@ -251,7 +260,9 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
   }
   const durationMs = Math.round((performance.now() - started) * 10) / 10;
   const tool = seen.tool;
-  const outcome = result.isError ? 'error' : 'success';
+  // A held call ran nothing yet: its row says so (`held`); its decision and execution have rows of their own.
+  const held = result.structuredContent?.status === 'pending_approval' && Boolean(tool?.requiresApproval) && !seen.counted;
+  const outcome = held ? 'held' : result.isError ? 'error' : 'success';
   const data = {
     tool_name: tool?.name ?? name,
     connector_id: tool?.connector.id ?? null,
@@ -269,9 +280,9 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
     targetType: 'tool',
     targetId: data.tool_name,
     outcome,
-    details: { ...data, counted: Boolean(seen.counted), arguments_sha256: argumentsDigest(args), ...(result.structuredContent?.status === 'pending_approval' ? { held_for_approval: true } : {}) },
+    details: { ...data, counted: Boolean(seen.counted), arguments_sha256: argumentsDigest(args), ...(held ? { held_for_approval: true } : {}) },
   });
-  observeToolCall(tool ? tool.connector.type : BUILTIN_TOOLS.has(name) ? 'builtin' : null, tool?.requiresApproval && !seen.counted ? 'held' : outcome, (performance.now() - started) / 1000);
+  observeToolCall(tool ? tool.connector.type : BUILTIN_TOOLS.has(name) ? 'builtin' : null, outcome, (performance.now() - started) / 1000);
   return result;
 }
 
@@ -311,8 +322,8 @@ async function runCall(
   const instead = gate(deps, org, principal, tool, input);
   if (instead) return instead;
   if (!deps.audit.accepting()) throw new RpcError(RpcCode.InternalError, 'The audit log cannot keep up right now, so the call was not run; retry shortly.');
-  // Only a tool call that runs counts against the monthly quota (not check_approval_status polling, not calls
-  // refused or held above; a held call counts when its approval runs it).
+  // Only a tool call that reaches its connector counts against the monthly quota (not check_approval_status polling,
+  // not calls refused or held above, not calls the driver's guard refuses; a held call counts when its approval runs it).
   let result: ToolResult;
   try {
     result = await executeTool(deps, org, tool, input);
@@ -320,6 +331,6 @@ async function runCall(
     if (err instanceof QuotaExceededError) throw new RpcError(RpcCode.QuotaExceeded, err.message);
     throw err;
   }
-  seen.counted = true;
+  seen.counted = countedCall(result);
   return result;
 }

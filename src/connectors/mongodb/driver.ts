@@ -7,7 +7,7 @@ import { MongoClient, type Db, type Document, type FindCursor, type AggregationC
 import { ConnectorError, type ConnectorDriver, type DatabaseConfig, type ExecutionContext, type ToolResult, type ToolSpec } from '../types.ts';
 import { admissionOf, busyText, ConnectorBusyError, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT, OUTPUT_SCHEMA } from '../shared/toolspec.ts';
-import { errorResult, RowCollector } from '../shared/result.ts';
+import { errorResult, refusedResult, RowCollector } from '../shared/result.ts';
 import { toolNames } from '../shared/naming.ts';
 import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
 import { netErrorCode } from '../shared/netcause.ts';
@@ -171,7 +171,7 @@ const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(
 export async function executeMongo(client: MongoClient, tool: MongoToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): Promise<ToolResult> {
   const errCtx = errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs);
   const verdict = guardMongoCall(args, tool.target.collection, MAX_LIMIT, DEFAULT_LIMIT);
-  if (!verdict.ok) return errorResult(verdict.reason);
+  if (!verdict.ok) return refusedResult(verdict.reason);
   const { call } = verdict;
   const maxRows = Math.max(1, Math.min(call.limit, ctx.limits.maxRows));
   const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes);

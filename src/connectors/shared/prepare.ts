@@ -1,7 +1,7 @@
 /** The steps every SQL driver takes before it runs a call: arguments, the dialect's guard, the write check, the row-limit wrapper. */
 import type { GuardOptions, GuardResult, StatementKind } from '../sqlguard/types.ts';
 import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
-import { errorResult, parseCallArgs } from './result.ts';
+import { parseCallArgs, refusedResult } from './result.ts';
 import { checkWrappable } from './sqltext.ts';
 import { countGuardRefusal, type GuardRefusalReason } from '../../observability/metrics.ts';
 import { inSpan } from '../../observability/tracing.ts';
@@ -36,7 +36,7 @@ const GUARD_SPAN = { postgresql: 'guard postgresql', mysql: 'guard mysql' } as c
 /** A refusal before the database, counted by the stage that refused (toolgate_guard_refusals_total). */
 function refused(dialect: Dialect, stage: GuardRefusalReason, text: string): ToolResult {
   countGuardRefusal(dialect.name, stage);
-  return errorResult(text);
+  return refusedResult(text);
 }
 
 /** Either the statement to run, or the tool result that refuses the call (never thrown: a refusal is a result). */

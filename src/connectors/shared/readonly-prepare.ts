@@ -5,7 +5,7 @@
  */
 import type { GuardOptions, GuardResult } from '../sqlguard/types.ts';
 import type { ExecutionContext, SqlToolSpec, ToolResult } from '../types.ts';
-import { errorResult, parseCallArgs } from './result.ts';
+import { parseCallArgs, refusedResult } from './result.ts';
 
 export interface ReadOnlyCall {
   sql: string;
@@ -19,7 +19,7 @@ export function prepareReadOnlyCall(
   ctx: ExecutionContext,
 ): ReadOnlyCall | ToolResult {
   const call = parseCallArgs(args, ctx.limits);
-  if (typeof call === 'string') return errorResult(call);
+  if (typeof call === 'string') return refusedResult(call);
   const t = tool.target;
   const verdict = guard(call.sql, {
     table: { schema: t.schema, name: t.table },
@@ -31,8 +31,8 @@ export function prepareReadOnlyCall(
     defaultSchema: t.defaultSchema,
     columns: t.columns.map((c) => c.name),
   });
-  if (!verdict.ok) return errorResult(verdict.reason);
-  if (!verdict.readOnly) return errorResult('This tool is read-only: only SELECT statements are accepted.');
+  if (!verdict.ok) return refusedResult(verdict.reason);
+  if (!verdict.readOnly) return refusedResult('This tool is read-only: only SELECT statements are accepted.');
   return { sql: call.sql, maxRows: call.maxRows };
 }
 

@@ -27,6 +27,25 @@ export function errorResult(text: string): ToolResult {
   return { isError: true, content: [{ type: 'text', text }] };
 }
 
+/** Results of calls refused before they reached the connector (argument checks, the guard): see `refusedResult`. */
+const notRun = new WeakSet<ToolResult>();
+
+/**
+ * An error result for a call the driver refused before it reached the connector (its arguments, the SQL guard, the
+ * read-only check): nothing ran, so the call is not counted against the monthly quota (tools/runtime.ts executeTool
+ * gives its unit back; docs/quota-and-audit-accounting.md). Marked out of band, so the wire form is unchanged.
+ */
+export function refusedResult(text: string): ToolResult {
+  const result = errorResult(text);
+  notRun.add(result);
+  return result;
+}
+
+/** Whether a result is a refusal before the connector (refusedResult): the call ran nothing. */
+export function ranNothing(result: ToolResult): boolean {
+  return notRun.has(result);
+}
+
 /**
  * Applies the row and byte caps while rows arrive (issue 7): a driver feeds rows one at a time and stops reading
  * (cancelling the statement) as soon as add() answers false, so a call never holds more than its byte cap plus
