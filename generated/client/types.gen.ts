@@ -5,6 +5,18 @@ export type ClientOptions = {
     baseUrl: `${string}://${string}` | (string & {});
 };
 
+/**
+ * A JSON-RPC 2.0 error response of the burst limit (see jsonrpc-schema.json).
+ */
+export type JsonRpcRateLimited = {
+    jsonrpc: '2.0';
+    id: string | number | null;
+    error: {
+        code: -32029;
+        message: string;
+    };
+};
+
 export type Error = {
     /**
      * snake_case error code
@@ -657,7 +669,9 @@ export type IssueTokenErrors = {
      */
     413: Error;
     /**
-     * Rate limit or monthly quota reached.
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
      */
     429: Error;
 };
@@ -689,6 +703,12 @@ export type GetOrgErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
     /**
      * Internal error (no details are disclosed).
      */
@@ -722,6 +742,12 @@ export type ListApiKeysErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListApiKeysError = ListApiKeysErrors[keyof ListApiKeysErrors];
@@ -769,6 +795,12 @@ export type CreateApiKeyErrors = {
      * Well-formed but semantically invalid.
      */
     422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type CreateApiKeyError = CreateApiKeyErrors[keyof CreateApiKeyErrors];
@@ -808,6 +840,12 @@ export type RevokeApiKeyErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type RevokeApiKeyError = RevokeApiKeyErrors[keyof RevokeApiKeyErrors];
@@ -837,6 +875,12 @@ export type ListOAuthClientsErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListOAuthClientsError = ListOAuthClientsErrors[keyof ListOAuthClientsErrors];
@@ -884,6 +928,12 @@ export type CreateOAuthClientErrors = {
      * Well-formed but semantically invalid.
      */
     422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type CreateOAuthClientError = CreateOAuthClientErrors[keyof CreateOAuthClientErrors];
@@ -922,6 +972,12 @@ export type RevokeOAuthClientErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type RevokeOAuthClientError = RevokeOAuthClientErrors[keyof RevokeOAuthClientErrors];
@@ -955,6 +1011,12 @@ export type DeleteIdpConfigErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type DeleteIdpConfigError = DeleteIdpConfigErrors[keyof DeleteIdpConfigErrors];
@@ -990,6 +1052,12 @@ export type GetIdpConfigErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetIdpConfigError = GetIdpConfigErrors[keyof GetIdpConfigErrors];
@@ -1039,6 +1107,12 @@ export type SetIdpConfigErrors = {
      * Well-formed but semantically invalid.
      */
     422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type SetIdpConfigError = SetIdpConfigErrors[keyof SetIdpConfigErrors];
@@ -1081,6 +1155,12 @@ export type GetProvisioningStatusErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetProvisioningStatusError = GetProvisioningStatusErrors[keyof GetProvisioningStatusErrors];
@@ -1123,6 +1203,12 @@ export type ProvisionOrgErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ProvisionOrgError = ProvisionOrgErrors[keyof ProvisionOrgErrors];
@@ -1161,6 +1247,12 @@ export type ListConnectorsErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListConnectorsError = ListConnectorsErrors[keyof ListConnectorsErrors];
@@ -1212,6 +1304,12 @@ export type CreateConnectorErrors = {
      * Well-formed but semantically invalid.
      */
     422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type CreateConnectorError = CreateConnectorErrors[keyof CreateConnectorErrors];
@@ -1251,6 +1349,12 @@ export type ArchiveConnectorErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ArchiveConnectorError = ArchiveConnectorErrors[keyof ArchiveConnectorErrors];
@@ -1293,6 +1397,12 @@ export type GetConnectorErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetConnectorError = GetConnectorErrors[keyof GetConnectorErrors];
@@ -1340,6 +1450,12 @@ export type UpdateConnectorErrors = {
      * Content-Type is not application/json (`unsupported_media_type`).
      */
     415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type UpdateConnectorError = UpdateConnectorErrors[keyof UpdateConnectorErrors];
@@ -1379,6 +1495,12 @@ export type RevalidateConnectorErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type RevalidateConnectorError = RevalidateConnectorErrors[keyof RevalidateConnectorErrors];
@@ -1426,6 +1548,12 @@ export type ListToolsErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListToolsError = ListToolsErrors[keyof ListToolsErrors];
@@ -1483,6 +1611,12 @@ export type UpdateToolMetadataErrors = {
      * Content-Type is not application/json (`unsupported_media_type`).
      */
     415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type UpdateToolMetadataError = UpdateToolMetadataErrors[keyof UpdateToolMetadataErrors];
@@ -1522,6 +1656,12 @@ export type ListApprovalsErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListApprovalsError = ListApprovalsErrors[keyof ListApprovalsErrors];
@@ -1570,6 +1710,12 @@ export type ApproveApprovalErrors = {
      * Wrong state, or a unique value already taken.
      */
     409: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
     /**
      * Internal error (no details are disclosed).
      */
@@ -1620,6 +1766,12 @@ export type RejectApprovalErrors = {
      * Wrong state, or a unique value already taken.
      */
     409: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
     /**
      * Internal error (no details are disclosed).
      */
@@ -1682,9 +1834,12 @@ export type McpEndpointErrors = {
      */
     415: Error;
     /**
-     * Rate limit or monthly quota reached.
+     * The org's per-second burst limit is exceeded (every request counts in the instance's window; tools/call
+     * also in the window shared by all instances). The body is a JSON-RPC error response, code -32029, with
+     * the request's id (for a batch, one error per request in it; id null when the body held no request).
+     *
      */
-    429: Error;
+    429: JsonRpcRateLimited | Array<JsonRpcRateLimited>;
 };
 
 export type McpEndpointError = McpEndpointErrors[keyof McpEndpointErrors];
@@ -1738,6 +1893,12 @@ export type CreateOrgErrors = {
      * Content-Type is not application/json (`unsupported_media_type`).
      */
     415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type CreateOrgError = CreateOrgErrors[keyof CreateOrgErrors];
@@ -1848,6 +2009,12 @@ export type GetMetricsErrors = {
      * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetMetricsError = GetMetricsErrors[keyof GetMetricsErrors];
@@ -1964,6 +2131,12 @@ export type ListWebhooksErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListWebhooksError = ListWebhooksErrors[keyof ListWebhooksErrors];
@@ -2015,6 +2188,12 @@ export type CreateWebhookErrors = {
      * Well-formed but semantically invalid.
      */
     422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type CreateWebhookError = CreateWebhookErrors[keyof CreateWebhookErrors];
@@ -2054,6 +2233,12 @@ export type DeleteWebhookErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type DeleteWebhookError = DeleteWebhookErrors[keyof DeleteWebhookErrors];
@@ -2107,6 +2292,12 @@ export type UpdateWebhookErrors = {
      * Well-formed but semantically invalid.
      */
     422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type UpdateWebhookError = UpdateWebhookErrors[keyof UpdateWebhookErrors];
@@ -2151,6 +2342,12 @@ export type ListWebhookDeliveriesErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListWebhookDeliveriesError = ListWebhookDeliveriesErrors[keyof ListWebhookDeliveriesErrors];
@@ -2197,6 +2394,12 @@ export type ResendWebhookEventErrors = {
      * Wrong state, or a unique value already taken.
      */
     409: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ResendWebhookEventError = ResendWebhookEventErrors[keyof ResendWebhookEventErrors];
@@ -2250,6 +2453,12 @@ export type ListAuditEventsErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListAuditEventsError = ListAuditEventsErrors[keyof ListAuditEventsErrors];
@@ -2293,6 +2502,12 @@ export type ExportAuditEventsErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ExportAuditEventsError = ExportAuditEventsErrors[keyof ExportAuditEventsErrors];
@@ -2322,6 +2537,12 @@ export type GetSubscriptionErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetSubscriptionError = GetSubscriptionErrors[keyof GetSubscriptionErrors];
@@ -2351,6 +2572,12 @@ export type GetUsageErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetUsageError = GetUsageErrors[keyof GetUsageErrors];
@@ -2380,6 +2607,12 @@ export type GetLimitsErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetLimitsError = GetLimitsErrors[keyof GetLimitsErrors];
