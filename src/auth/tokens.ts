@@ -65,7 +65,8 @@ export async function issueClientTokenLimited(deps: LimitedTokenDeps, input: Cli
     deps.authFailures,
     { client: `oauth:${input.clientId}`, address },
     () => issueClientToken(deps, input),
-    (err) => err instanceof OAuthError && err.status === 401,
+    // invalid_scope comes after the secret was found right.
+    (err) => (err instanceof OAuthError ? (err.status === 401 ? 'failed' : 'succeeded') : 'unjudged'),
     async (refusal) => {
       countLimitRefusal('auth_failures');
       const message = refusalMessage(refusal);

@@ -206,7 +206,7 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
         deps.authFailures,
         subject,
         () => completeIdpSignIn(request, url, login),
-        (err) => err instanceof SignInError,
+        (err) => (err instanceof SignInError ? 'failed' : 'unjudged'),
         async (refusal) => {
           throw new SignInRefused(refusal);
         },

@@ -182,12 +182,14 @@ function changesCredentialLookups(op: OperationDef): boolean {
 }
 
 /** The operator token is a sign-in door too: wrong tokens count against the source address like wrong client secrets. */
-function operatorSignIn(request: Request, deps: AppDeps): Promise<Principal> {
+async function operatorSignIn(request: Request, deps: AppDeps): Promise<Principal> {
+  // No token presented is no attempt: answered 401 without touching the counts.
+  if (!bearerOf(request)) return deps.auth.operator(request);
   return limitedAttempt(
     deps.authFailures,
     { client: 'operator', address: sourceAddressOf(request, deps.config.trustedProxies) },
     async () => deps.auth.operator(request),
-    (err) => err instanceof AppError && err.status === 401,
+    (err) => (err instanceof AppError && err.status === 401 ? 'failed' : 'unjudged'),
     async (refusal) => {
       countLimitRefusal('auth_failures');
       throw new AppError(429, 'rate_limited', refusalMessage(refusal), { 'retry-after': String(refusal.retryAfterSeconds) });

@@ -57,6 +57,8 @@ export interface AuthFailureLimiter {
   failed(subject: AttemptSubject): Promise<void>;
   /** The reserved attempt succeeded: its reservation is refunded, the pair cleared, the address remembered. */
   succeeded(subject: AttemptSubject): Promise<void>;
+  /** The attempt ended before its credential was judged (an internal error): only its reservation is refunded. */
+  released(subject: AttemptSubject): Promise<void>;
   mode(): 'shared' | 'fallback' | 'local';
 }
 
@@ -65,7 +67,8 @@ export async function limitedAttempt<T>(
   limiter: AuthFailureLimiter,
   subject: AttemptSubject,
   attempt: () => Promise<T>,
-  isFailure: (err: unknown) => boolean,
+  /** What an error of `attempt` says of the credential: wrong, right (an error after the check), or not judged. */
+  judge: (err: unknown) => 'failed' | 'succeeded' | 'unjudged',
   refuse: (decision: AttemptRefusal) => Promise<never>,
 ): Promise<T> {
   const decision = await limiter.begin(subject);
@@ -75,8 +78,9 @@ export async function limitedAttempt<T>(
     await limiter.succeeded(subject);
     return result;
   } catch (err) {
-    if (isFailure(err)) await limiter.failed(subject);
-    else await limiter.succeeded(subject);
+    const verdict = judge(err);
+    // Only a checked credential may clear the pair or make an address known.
+    await (verdict === 'failed' ? limiter.failed(subject) : verdict === 'succeeded' ? limiter.succeeded(subject) : limiter.released(subject));
     throw err;
   }
 }
@@ -175,6 +179,11 @@ export class LocalFailureCounts {
     }
   }
 
+  released(prefix: string, s: AttemptSubject): void {
+    const keys = keysOf(prefix, s);
+    for (const b of BUCKETS) this.decr(`${keys[b]}:n`);
+  }
+
   succeeded(prefix: string, s: AttemptSubject): void {
     const keys = keysOf(prefix, s);
     for (const suffix of [':n', ':l', ':v']) this.entries.delete(`${keys.pair}${suffix}`);
@@ -190,6 +199,7 @@ export function createLocalFailureLimiter(prefix = 'toolgate', now?: () => numbe
     begin: async (s) => counts.begin(prefix, s),
     failed: async (s) => counts.failed(prefix, s),
     succeeded: async (s) => counts.succeeded(prefix, s),
+    released: async (s) => counts.released(prefix, s),
     mode: () => 'local',
   };
 }
@@ -234,6 +244,11 @@ end
 redis.call('SET', KEYS[6], '1', 'EX', ARGV[1])
 return 0`;
 
+const RELEASED_SCRIPT = `for i = 1, 3 do
+  if tonumber(redis.call('GET', KEYS[i]) or '0') > 0 then redis.call('DECR', KEYS[i]) end
+end
+return 0`;
+
 const triples = (keys: Record<Bucket, string>) => BUCKETS.flatMap((b) => [`${keys[b]}:n`, `${keys[b]}:l`, `${keys[b]}:v`]);
 
 export function createRedisFailureLimiter(redis: LimitsRedis, prefix = 'toolgate', now?: () => number): AuthFailureLimiter {
@@ -266,6 +281,14 @@ export function createRedisFailureLimiter(redis: LimitsRedis, prefix = 'toolgate
         await redis.eval(SUCCEEDED_SCRIPT, [`${keys.pair}:n`, `${keys.pair}:l`, `${keys.pair}:v`, `${keys.address}:n`, `${keys.client}:n`, keys.known], [String(KNOWN_ADDRESS_SECONDS)]);
       } catch {
         fallback.succeeded(prefix, s);
+      }
+    },
+    async released(s) {
+      const keys = keysOf(prefix, s);
+      try {
+        await redis.eval(RELEASED_SCRIPT, BUCKETS.map((b) => `${keys[b]}:n`), []);
+      } catch {
+        fallback.released(prefix, s);
       }
     },
   };
