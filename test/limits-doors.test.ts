@@ -29,6 +29,7 @@ function tokenRequest(clientId: string, clientSecret: string, address: string): 
   return from(address, new Request(`${BASE}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body }));
 }
 
+/** A JSON 429 with an integer Retry-After of at least 1; returns its body. */
 async function expect429(response: Response): Promise<any> {
   expect(response.status).toBe(429);
   const retryAfter = response.headers.get('retry-after');
@@ -37,9 +38,24 @@ async function expect429(response: Response): Promise<any> {
   return response.json();
 }
 
+/** Waits for the start of the next wall-clock second, so a burst lands inside one fresh window. */
 async function startOfSecond(): Promise<void> {
-  const ms = Date.now() % 1000;
-  if (ms > 50) await Bun.sleep(1000 - ms + 5);
+  await Bun.sleep(1000 - (Date.now() % 1000) + 5);
+}
+
+/**
+ * Sends `count` calls at once at the start of a second, and returns their answers once all of them were sent and
+ * answered within that one second (so all were counted in one fixed window); on a loaded machine a burst can spill
+ * into the next second, and is then sent again in a later one (at most five times).
+ */
+async function burstInOneSecond(count: number, send: (i: number) => Promise<Response>): Promise<Response[]> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    await startOfSecond();
+    const second = Math.floor(Date.now() / 1000);
+    const answers = await Promise.all(Array.from({ length: count }, (_, i) => send(i)));
+    if (Math.floor(Date.now() / 1000) === second) return answers;
+  }
+  throw new Error(`no burst of ${count} calls fit in one second`);
 }
 
 describe('source address (unit)', () => {
@@ -191,6 +207,18 @@ describe.skipIf(!hasPg || !hasRedis)('two instances on one Redis', () => {
     expect((await signIn(two, org.clientSecret, address())).status).toBe(200);
   });
 
+  test('console sign-in with the IdP: failed callbacks from one address are refused with 429, across instances', async () => {
+    verifies('LIMIT-AUTH-FAILURES');
+    const callback = (g: TestGateway, at: string) => g.handle(from(at, new Request(`${BASE}/console/auth/callback?state=forged&code=forged`)));
+    const attacker = address();
+    for (let i = 0; i < AUTH_FAILURE_RULES.pair.limit; i++) expect((await callback(either(i), attacker)).status).toBe(400);
+    const refused = await callback(one, attacker);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(await refused.text()).toContain('Too many failed sign-in attempts');
+    expect((await callback(two, address())).status).toBe(400);
+  });
+
   test('REST: N+1 concurrent calls of one credential against its plan limit N, over two instances: exactly N pass', async () => {
     verifies('LIMIT-REST-PER-CREDENTIAL');
     const org = await onboard(one, undefined, 'starter');
@@ -199,8 +227,7 @@ describe.skipIf(!hasPg || !hasRedis)('two instances on one Redis', () => {
     // Warm each instance's plan lookup, then start a fresh window.
     await get(one);
     await get(two);
-    await startOfSecond();
-    const answers = await Promise.all(Array.from({ length: 21 }, (_, i) => get(either(i))));
+    const answers = await burstInOneSecond(21, (i) => get(either(i)));
     expect(answers.filter((a) => a.status === 200).length).toBe(20);
     const limited = answers.filter((a) => a.status === 429);
     expect(limited.length).toBe(1);
@@ -208,7 +235,7 @@ describe.skipIf(!hasPg || !hasRedis)('two instances on one Redis', () => {
     await one.deps.audit.drain();
     await two.deps.audit.drain();
     const rows = await one.deps.store.db.execute(sql`SELECT 1 FROM audit_events WHERE org_id = ${org.orgId} AND action = 'rate_limit.refused'`);
-    expect((rows as unknown[]).length).toBe(1);
+    expect((rows as unknown[]).length).toBeGreaterThanOrEqual(1);
     // The next second admits again.
     await Bun.sleep(1000);
     expect((await get(two)).status).toBe(200);
@@ -269,8 +296,7 @@ describe('Redis down: the limits fall back to per-instance counts, no 5xx', () =
 
     const token = await tokenFor(g, org.clientId, org.clientSecret);
     await g.handle(new Request(`${BASE}/api/org`, { headers: { authorization: `Bearer ${token}` } }));
-    await startOfSecond();
-    const rest = await Promise.all(Array.from({ length: 22 }, () => g.handle(new Request(`${BASE}/api/org`, { headers: { authorization: `Bearer ${token}` } }))));
+    const rest = await burstInOneSecond(22, () => g.handle(new Request(`${BASE}/api/org`, { headers: { authorization: `Bearer ${token}` } })));
     expect(rest.some((a) => a.status >= 500)).toBe(false);
     expect(rest.filter((a) => a.status === 200).length).toBe(20);
     expect(rest.filter((a) => a.status === 429).length).toBe(2);
