@@ -2,14 +2,14 @@
  * POST /mcp/{orgSlug}: the MCP Streamable HTTP transport (stateless, JSON responses). It owns everything HTTP about
  * the endpoint: Origin and MCP-Protocol-Version headers, authentication and the burst limit at the edge, content
  * type, body size, parse errors, and the status codes (202, 400, 401/403, 413, 415, 429 with a JSON-RPC error body).
- * The JSON-RPC methods are
- * answered by the method table (mcp/server.ts, mcp/protocol.ts) over the tool runtime (tools/runtime.ts).
+ * The JSON-RPC methods are answered by the method table (mcp/server.ts, mcp/protocol.ts) over the tool runtime
+ * (tools/runtime.ts).
  */
 import { AppError, json, restErrorResponse, RpcCode } from '../errors.ts';
 import { burstLimitFor } from '../limits/plans.ts';
 import { hostPolicyFor } from '../net/host-policy.ts';
 import { classify, failure, isSupportedVersion, SUPPORTED_PROTOCOL_VERSIONS } from '../mcp/protocol.ts';
-import { openSession } from '../mcp/session.ts';
+import { openSession, type McpSession } from '../mcp/session.ts';
 import { BodyError, decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
 import { describeError } from '../util/log.ts';
 import { answerBatch, batchesAllowed } from './mcp-batch.ts';
@@ -65,6 +65,12 @@ function rateLimitedBody(value: unknown, batch: boolean, message: string): strin
   return ids.length ? `[${ids.map((id) => failure(id, error)).join(',')}]` : failure(null, error);
 }
 
+/** The 429 of the burst limit: audited like any refusal, answered with a JSON-RPC error body. */
+async function refuseBurst(deps: AppDeps, request: Request, slug: string, session: McpSession, value: unknown, batch: boolean, err: AppError): Promise<Response> {
+  await recordRefusal(deps, request, slug, err, session.principal, session.org.id);
+  return new Response(rateLimitedBody(value, batch, err.message), { status: 429, headers: { ...JSON_TYPE, ...err.headers } });
+}
+
 function rpcResponse(body: string, status = 200): Response {
   return new Response(body, { status, headers: JSON_TYPE });
 }
@@ -103,12 +109,8 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     // limit is refused once its body is read, so that the JSON-RPC error can carry its id.
     const burstLimit = burstLimitFor(org.plan, org.burstLimitPerSecond, config.customBurstPerSecond);
     const local = deps.localBurst.take(org.id, burstLimit);
-    const opened = session;
-    const refuse = async (value: unknown, batch: boolean, retryAfterSeconds: number, limit: 'burst_local' | 'burst_shared') => {
-      const err = rateLimitedError(retryAfterSeconds, limit);
-      await recordRefusal(deps, request, params.orgSlug!, err, opened.principal, org.id);
-      return new Response(rateLimitedBody(value, batch, err.message), { status: 429, headers: { ...JSON_TYPE, ...err.headers } });
-    };
+    const refuse = (value: unknown, batch: boolean, retryAfterSeconds: number, limit: 'burst_local' | 'burst_shared') =>
+      refuseBurst(deps, request, params.orgSlug!, session!, value, batch, rateLimitedError(retryAfterSeconds, limit));
 
     const contentType = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (contentType !== 'application/json') {
