@@ -78,7 +78,7 @@ result: {
  */
 export interface JsonRpcErrorObject {
 /**
- * -32700 parse error, -32600 invalid request, -32601 method not found, -32602 invalid params, -32603 internal, -32000 quota exceeded, -32003 insufficient scope.
+ * -32700 parse error, -32600 invalid request, -32601 method not found, -32602 invalid params, -32603 internal, -32000 quota exceeded, -32003 insufficient scope, -32029 rate limited (the per-second burst limit; sent with HTTP 429 and Retry-After).
  */
 code: number
 message: string

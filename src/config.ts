@@ -1,6 +1,7 @@
 /** The one configuration module: read once at start, validated at start, units in names. */
 import { canonicalHostname, originKey, parseOrigin } from './net/hostname.ts';
 import { parseOutboundPolicy } from './net/outbound.ts';
+import { parseTrustedProxies, type TrustedProxies } from './net/source-address.ts';
 
 export interface Config {
   port: number;
@@ -20,6 +21,11 @@ export interface Config {
   allowedOrigins: string[];
   /** Host names (canonical, no port) the gateway answers to besides its public URL's; `*` answers to any. */
   allowedHosts: string[];
+  /**
+   * Proxies (addresses or CIDR ranges) whose X-Forwarded-For is believed when they are the direct peer; empty: the
+   * peer is the source address of every request (net/source-address.ts).
+   */
+  trustedProxies: TrustedProxies;
   /** Hosts (host or host:port) exempt from the outbound private-address rules, for local IdPs and tests. */
   outboundAllowHosts: string[];
   statementTimeoutMs: number;
@@ -149,6 +155,12 @@ export function loadConfig(env: Env = process.env): Config {
   } catch (err) {
     throw new ConfigError(`TOOLGATE_OUTBOUND_ALLOW_HOSTS: ${(err as Error).message}`);
   }
+  let trustedProxies: TrustedProxies;
+  try {
+    trustedProxies = parseTrustedProxies(listVar(env, 'TOOLGATE_TRUSTED_PROXIES'));
+  } catch (err) {
+    throw new ConfigError(`TOOLGATE_TRUSTED_PROXIES: ${(err as Error).message}`);
+  }
   const logLevel = (env.TOOLGATE_LOG_LEVEL || 'info') as Config['logLevel'];
   if (!['silent', 'error', 'info', 'debug'].includes(logLevel)) {
     throw new ConfigError('TOOLGATE_LOG_LEVEL must be one of silent, error, info, debug');
@@ -166,6 +178,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: intVar(env, 'TOOLGATE_MAX_BODY_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     allowedOrigins: originsVar(env, 'TOOLGATE_ALLOWED_ORIGINS'),
     allowedHosts: hostsVar(env, 'TOOLGATE_ALLOWED_HOSTS'),
+    trustedProxies,
     outboundAllowHosts,
     statementTimeoutMs: intVar(env, 'TOOLGATE_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     lockTimeoutMs: intVar(env, 'TOOLGATE_LOCK_TIMEOUT_MS', 2000, 100, 600_000),

@@ -4,6 +4,7 @@
  * Excluded from the project tsconfig (which types the Bun runtime); the Deno API it uses is declared below.
  */
 import { boot } from './boot.ts';
+import { notePeerAddress } from './net/source-address.ts';
 
 /** The slice of the Deno runtime this entry uses. */
 interface DenoServer {
@@ -13,7 +14,7 @@ interface DenoServer {
 declare const Deno: {
   serve(
     options: { port: number; hostname: string; onListen?: (addr: { port: number; hostname: string }) => void },
-    handler: (request: Request) => Response | Promise<Response>,
+    handler: (request: Request, info: { remoteAddr: { hostname: string } }) => Response | Promise<Response>,
   ): DenoServer;
   addSignalListener(signal: 'SIGINT' | 'SIGTERM', handler: () => void): void;
   exit(code: number): never;
@@ -24,7 +25,11 @@ const booted = await boot((message) => {
   Deno.exit(1);
 });
 const { config, gateway } = booted;
-const server = Deno.serve({ port: config.port, hostname: config.host, onListen: () => {} }, (request) => gateway.handle(request));
+// The direct peer is the source address the failure limits count (net/source-address.ts).
+const server = Deno.serve({ port: config.port, hostname: config.host, onListen: () => {} }, (request, info) => {
+  notePeerAddress(request, info.remoteAddr.hostname);
+  return gateway.handle(request);
+});
 booted.listening(server.addr.port, 'Deno');
 
 let stopping = false;

@@ -14,6 +14,7 @@ import type { JobTracker } from './util/jobs.ts';
 import type { OutboundPolicy } from './net/outbound.ts';
 import type { IdpVerifier } from './auth/idp/verifier.ts';
 import type { BurstLimiter, LocalWindow } from './limits/burst.ts';
+import type { AuthFailureLimiter } from './limits/auth-failures.ts';
 import type { UsageMeter } from './limits/usage.ts';
 import type { DomainEvents } from './events/index.ts';
 import type { McpServer } from './mcp/server.ts';
@@ -33,8 +34,10 @@ export interface AppDeps {
   jobs: JobTracker;
   outbound: OutboundPolicy;
   idpVerifier: IdpVerifier;
-  /** Shared (Redis) burst windows, exact across instances; used for tools/call. */
+  /** Shared (Redis) one-second windows, exact across instances: tools/call per org, REST calls per credential. */
   limiter: BurstLimiter;
+  /** Failed sign-ins per client and source address (/oauth/token, console sign-in, operator token), shared in Redis. */
+  authFailures: AuthFailureLimiter;
   /** This instance's burst windows, applied to every authenticated MCP request. */
   localBurst: LocalWindow;
   usage: UsageMeter;

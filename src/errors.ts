@@ -56,6 +56,8 @@ export const RpcCode = {
   InternalError: -32603,
   QuotaExceeded: -32000,
   InsufficientScope: -32003,
+  /** The per-second burst limit refused the request (HTTP 429 with Retry-After); server-error range, "429" in it. */
+  RateLimited: -32029,
 } as const;
 
 export class RpcError extends Error {
@@ -79,7 +81,7 @@ export function rpcErrorObject(err: unknown): { code: number; message: string; d
 
 /** RFC 6749 errors of the token endpoint keep their own body shape (written by the router's error mapping). */
 export class OAuthError extends AppError {
-  constructor(status: 400 | 401, code: string, description: string, headers: Record<string, string> = {}) {
+  constructor(status: 400 | 401 | 429, code: string, description: string, headers: Record<string, string> = {}) {
     super(status, code, description, headers);
   }
 }

@@ -12,6 +12,8 @@ import { openStore } from './store/db.ts';
 import { CatalogCache } from './tools/catalog.ts';
 import { JobTracker } from './util/jobs.ts';
 import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/burst.ts';
+import { openLimitsRedis } from './limits/redis.ts';
+import { createLocalFailureLimiter, createRedisFailureLimiter } from './limits/auth-failures.ts';
 import { UsageMeter } from './limits/usage.ts';
 import { DomainEvents } from './events/index.ts';
 import { createMcpServer } from './mcp/server.ts';
@@ -56,6 +58,8 @@ export interface GatewayOptions {
   logDestination?: LogDestination;
   /** Tests: the Redis key of the auth epoch, so that suites running at once do not share one. */
   authEpochKey?: string;
+  /** Tests: the prefix of the failed-authentication keys in Redis, so that suites running at once do not share them. */
+  limitsKeyPrefix?: string;
 }
 
 /**
@@ -116,6 +120,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   const audit = new AuditRecorder({ db: store.db, log, queueMax: config.auditQueueMax });
   const authCache = new McpAuthCache({ epoch: await openAuthEpoch(config, log, options.authEpochKey), ttlMs: config.authCacheTtlMs });
+  // One connection for every limit kept in Redis; each limit falls back to this instance's counts while it is down.
+  const limitsRedis = config.redisUrl ? await openLimitsRedis({ url: config.redisUrl, log }) : null;
+  const limitsPrefix = options.limitsKeyPrefix ?? 'toolgate';
   const stopRetention = startRetentionSweeper({ db: store.db, log, retentionDays: config.auditRetentionDays });
   const deps: AppDeps = {
     config,
@@ -128,7 +135,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     jobs: new JobTracker(),
     outbound,
     idpVerifier,
-    limiter: config.redisUrl ? await createRedisLimiter({ url: config.redisUrl, log }) : createLocalLimiter(),
+    limiter: limitsRedis ? createRedisLimiter({ redis: limitsRedis }) : createLocalLimiter(),
+    authFailures: limitsRedis ? createRedisFailureLimiter(limitsRedis, limitsPrefix) : createLocalFailureLimiter(limitsPrefix),
     localBurst: new LocalWindow(),
     usage,
     events,
@@ -158,6 +166,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       await closeAllConnectors();
       await deps.usage.close();
       await deps.limiter.close();
+      await limitsRedis?.close();
       await authCache.close();
       unregisterMetrics();
       registerOutboxDepth(null);

@@ -1,5 +1,6 @@
 /** Serves the gateway on Bun, and shuts it down gracefully on SIGTERM/SIGINT. */
 import { boot } from './boot.ts';
+import { notePeerAddress } from './net/source-address.ts';
 
 const booted = await boot((message) => {
   console.error(`toolgate: ${message}`);
@@ -19,7 +20,15 @@ async function serve(request: Request): Promise<Response> {
 }
 let server: ReturnType<typeof Bun.serve>;
 try {
-  server = Bun.serve({ port: config.port, hostname: config.host, fetch: serve });
+  server = Bun.serve({
+    port: config.port,
+    hostname: config.host,
+    // The direct peer is the source address the failure limits count (net/source-address.ts).
+    fetch: (request, bunServer) => {
+      notePeerAddress(request, bunServer.requestIP(request)?.address);
+      return serve(request);
+    },
+  });
 } catch (err) {
   await booted.stop();
   const inUse = (err as { code?: string }).code === 'EADDRINUSE';

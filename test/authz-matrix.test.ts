@@ -24,6 +24,7 @@ import {
   type TestKey,
 } from './support/idp.ts';
 import { sdkFor } from './support/sdk.ts';
+import { notePeerAddress } from '../src/net/source-address.ts';
 import { serviceAvailable } from './support/services.ts';
 
 /** Every policy the gateway knows. A new value must be added here, with its expected outcomes, or the suite fails. */
@@ -192,11 +193,19 @@ function bodyFor(op: OperationDef, caller: Caller): { body: string; contentType:
   }
 }
 
+let sourceCounter = 0;
+/**
+ * Each request comes from an address of its own: the matrix checks policies, and the wrong operator tokens it sends
+ * would otherwise meet the failed-sign-in limit of one address (tested in limits-doors.test.ts).
+ */
 function send(method: string, path: string, caller: Caller, body: { body: string; contentType: string } | null): Promise<Response> {
   const headers: Record<string, string> = {};
   if (caller.token) headers.authorization = `Bearer ${caller.token}`;
   if (body) headers['content-type'] = body.contentType;
-  return g.handle(new Request(`${BASE}${path}`, { method, headers, body: body?.body }));
+  const request = new Request(`${BASE}${path}`, { method, headers, body: body?.body });
+  sourceCounter++;
+  notePeerAddress(request, `198.18.${Math.floor(sourceCounter / 250) % 256}.${(sourceCounter % 250) + 1}`);
+  return g.handle(request);
 }
 
 /** Undoes the side effects an allowed call may have had on the fixtures the matrix depends on. */

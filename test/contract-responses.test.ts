@@ -57,8 +57,10 @@ describe('the response check against openapi.yaml', () => {
 
   test('a declared header that is missing or off its schema fails', async () => {
     verifies('CONTRACT-RESPONSES');
-    const error = { error: 'rate_limited', message: 'Slow down.' };
+    const error = { jsonrpc: '2.0', id: 1, error: { code: -32029, message: 'Slow down.' } };
     expect(await problems('POST', '/mcp/acme', json(error, 429, { 'retry-after': '3' }))).toEqual([]);
+    // The MCP endpoint's 429 is a JSON-RPC error, not a REST body.
+    expect((await problems('POST', '/mcp/acme', json({ error: 'rate_limited', message: 'Slow down.' }, 429, { 'retry-after': '3' }))).join('\n')).toContain("required property 'jsonrpc'");
     expect((await problems('POST', '/mcp/acme', json(error, 429))).join('\n')).toContain("must have required property 'retry-after'");
     expect((await problems('POST', '/mcp/acme', json(error, 429, { 'retry-after': 'soon' }))).join('\n')).toContain('/headers/retry-after must be integer');
     const tokenBody = { access_token: 'x', token_type: 'Bearer', expires_in: 3600, scope: 'mcp:call' };

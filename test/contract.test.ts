@@ -128,6 +128,7 @@ const GOLDEN: Record<string, { kind: 'request' | 'notification' | 'result' | 'er
   'error.invalid-params.json': { kind: 'error', code: RpcCode.InvalidParams },
   'error.quota-exceeded.json': { kind: 'error', code: RpcCode.QuotaExceeded },
   'error.insufficient-scope.json': { kind: 'error', code: RpcCode.InsufficientScope },
+  'error.rate-limited.json': { kind: 'error', code: RpcCode.RateLimited },
 };
 
 describe('JSON-RPC golden fixtures', () => {

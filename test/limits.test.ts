@@ -40,9 +40,9 @@ describe('burst window arithmetic (unit)', () => {
 
   test('plans carry the spec figures', () => {
     verifies('LIMIT-PLAN-FIGURES');
-    expect(PLAN_LIMITS.starter).toEqual({ monthlyToolCalls: 20_000, burstPerSecond: 20 });
-    expect(PLAN_LIMITS.growth).toEqual({ monthlyToolCalls: 50_000, burstPerSecond: 50 });
-    expect(PLAN_LIMITS.scale).toEqual({ monthlyToolCalls: null, burstPerSecond: 100 });
+    expect(PLAN_LIMITS.starter).toMatchObject({ monthlyToolCalls: 20_000, burstPerSecond: 20 });
+    expect(PLAN_LIMITS.growth).toMatchObject({ monthlyToolCalls: 50_000, burstPerSecond: 50 });
+    expect(PLAN_LIMITS.scale).toMatchObject({ monthlyToolCalls: null, burstPerSecond: 100 });
     expect(periodStart(new Date('2026-02-28T23:59:59Z'))).toBe('2026-02-01');
   });
 });
@@ -65,7 +65,8 @@ describe('burst limit on the MCP endpoint', () => {
     for (const answer of limited) {
       expect(Number.isInteger(Number(answer.headers.get('retry-after')))).toBe(true);
       expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-      expect(answer.body).toEqual({ error: 'rate_limited', message: expect.stringContaining('burst limit') });
+      // A JSON-RPC error response with the request's id, not a REST body.
+      expect(answer.body).toEqual({ jsonrpc: '2.0', id: expect.any(Number), error: { code: -32029, message: expect.stringContaining('burst limit') } });
     }
     // The next second admits calls again.
     await Bun.sleep(1000);

@@ -132,6 +132,10 @@ export const REQUIREMENTS = {
   'LIMIT-QUOTA-NO-OVERSHOOT': 'Concurrent calls at quota-1 on several instances do not overshoot the monthly quota [checklist Limits]',
   'LIMIT-QUOTA-BATCHED': 'The quota consumptions of one event-loop turn are counted by one store statement for all their orgs and periods, each granted up to its quota in arrival order [decisions Quota increments by group commit]',
   'LIMIT-QUOTA-ROLLOVER': 'The monthly quota rolls over at the period boundary [checklist Limits]',
+  'LIMIT-AUTH-FAILURES': 'Failed authentications on /oauth/token and console sign-in are limited per client id and per source address across instances: 429 with an integer Retry-After of at least 1 [checklist Limits]',
+  'LIMIT-AUTH-NO-LOCKOUT': 'Failures from other addresses never lock a client out at an address it signed in from; the per-client cap only slows, and expires [checklist Limits; decisions 2026-11-26 sign-in limits]',
+  'LIMIT-REST-PER-CREDENTIAL': 'REST calls are limited per credential by plan across instances: N+1 concurrent calls against a limit of N pass exactly N, the rest 429 with Retry-After [checklist Limits; spec Errors]',
+  'LIMIT-MCP-429-JSONRPC': 'On the MCP endpoint a 429 carries a JSON-RPC error (-32029) with the request id and Retry-After [checklist Limits]',
   'LIMIT-LIST-NOT-COUNTED': 'Only tools/call counts against the monthly quota; tools/list does not [spec Limits]',
 
   // Outbound requests (JWKS URIs today)

@@ -5,6 +5,18 @@ export type ClientOptions = {
     baseUrl: `${string}://${string}` | (string & {});
 };
 
+/**
+ * A JSON-RPC 2.0 error response of the burst limit (see jsonrpc-schema.json).
+ */
+export type JsonRpcRateLimited = {
+    jsonrpc: '2.0';
+    id: string | number | null;
+    error: {
+        code: -32029;
+        message: string;
+    };
+};
+
 export type Error = {
     /**
      * snake_case error code
@@ -660,7 +672,9 @@ export type IssueTokenErrors = {
      */
     413: Error;
     /**
-     * Rate limit or monthly quota reached.
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
      */
     429: Error;
 };
@@ -692,6 +706,12 @@ export type GetOrgErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
     /**
      * Internal error (no details are disclosed).
      */
@@ -725,6 +745,12 @@ export type ListApiKeysErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListApiKeysError = ListApiKeysErrors[keyof ListApiKeysErrors];
@@ -772,6 +798,12 @@ export type CreateApiKeyErrors = {
      * Well-formed but semantically invalid.
      */
     422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type CreateApiKeyError = CreateApiKeyErrors[keyof CreateApiKeyErrors];
@@ -811,6 +843,12 @@ export type RevokeApiKeyErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type RevokeApiKeyError = RevokeApiKeyErrors[keyof RevokeApiKeyErrors];
@@ -840,6 +878,12 @@ export type ListOAuthClientsErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListOAuthClientsError = ListOAuthClientsErrors[keyof ListOAuthClientsErrors];
@@ -887,6 +931,12 @@ export type CreateOAuthClientErrors = {
      * Well-formed but semantically invalid.
      */
     422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type CreateOAuthClientError = CreateOAuthClientErrors[keyof CreateOAuthClientErrors];
@@ -925,6 +975,12 @@ export type RevokeOAuthClientErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type RevokeOAuthClientError = RevokeOAuthClientErrors[keyof RevokeOAuthClientErrors];
@@ -958,6 +1014,12 @@ export type DeleteIdpConfigErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type DeleteIdpConfigError = DeleteIdpConfigErrors[keyof DeleteIdpConfigErrors];
@@ -993,6 +1055,12 @@ export type GetIdpConfigErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetIdpConfigError = GetIdpConfigErrors[keyof GetIdpConfigErrors];
@@ -1042,6 +1110,12 @@ export type SetIdpConfigErrors = {
      * Well-formed but semantically invalid.
      */
     422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type SetIdpConfigError = SetIdpConfigErrors[keyof SetIdpConfigErrors];
@@ -1084,6 +1158,12 @@ export type GetProvisioningStatusErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetProvisioningStatusError = GetProvisioningStatusErrors[keyof GetProvisioningStatusErrors];
@@ -1126,6 +1206,12 @@ export type ProvisionOrgErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ProvisionOrgError = ProvisionOrgErrors[keyof ProvisionOrgErrors];
@@ -1164,6 +1250,12 @@ export type ListConnectorsErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListConnectorsError = ListConnectorsErrors[keyof ListConnectorsErrors];
@@ -1215,6 +1307,12 @@ export type CreateConnectorErrors = {
      * Well-formed but semantically invalid.
      */
     422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type CreateConnectorError = CreateConnectorErrors[keyof CreateConnectorErrors];
@@ -1254,6 +1352,12 @@ export type ArchiveConnectorErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ArchiveConnectorError = ArchiveConnectorErrors[keyof ArchiveConnectorErrors];
@@ -1296,6 +1400,12 @@ export type GetConnectorErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetConnectorError = GetConnectorErrors[keyof GetConnectorErrors];
@@ -1343,6 +1453,12 @@ export type UpdateConnectorErrors = {
      * Content-Type is not application/json (`unsupported_media_type`).
      */
     415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type UpdateConnectorError = UpdateConnectorErrors[keyof UpdateConnectorErrors];
@@ -1382,6 +1498,12 @@ export type RevalidateConnectorErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type RevalidateConnectorError = RevalidateConnectorErrors[keyof RevalidateConnectorErrors];
@@ -1429,6 +1551,12 @@ export type ListToolsErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListToolsError = ListToolsErrors[keyof ListToolsErrors];
@@ -1486,6 +1614,12 @@ export type UpdateToolMetadataErrors = {
      * Content-Type is not application/json (`unsupported_media_type`).
      */
     415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type UpdateToolMetadataError = UpdateToolMetadataErrors[keyof UpdateToolMetadataErrors];
@@ -1525,6 +1659,12 @@ export type ListApprovalsErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListApprovalsError = ListApprovalsErrors[keyof ListApprovalsErrors];
@@ -1573,6 +1713,12 @@ export type ApproveApprovalErrors = {
      * Wrong state, or a unique value already taken.
      */
     409: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
     /**
      * Internal error (no details are disclosed).
      */
@@ -1623,6 +1769,12 @@ export type RejectApprovalErrors = {
      * Wrong state, or a unique value already taken.
      */
     409: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
     /**
      * Internal error (no details are disclosed).
      */
@@ -1685,9 +1837,12 @@ export type McpEndpointErrors = {
      */
     415: Error;
     /**
-     * Rate limit or monthly quota reached.
+     * The org's per-second burst limit is exceeded (every request counts in the instance's window; tools/call
+     * also in the window shared by all instances). The body is a JSON-RPC error response, code -32029, with
+     * the request's id (for a batch, one error per request in it; id null when the body held no request).
+     *
      */
-    429: Error;
+    429: JsonRpcRateLimited | Array<JsonRpcRateLimited>;
 };
 
 export type McpEndpointError = McpEndpointErrors[keyof McpEndpointErrors];
@@ -1741,6 +1896,12 @@ export type CreateOrgErrors = {
      * Content-Type is not application/json (`unsupported_media_type`).
      */
     415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type CreateOrgError = CreateOrgErrors[keyof CreateOrgErrors];
@@ -1851,6 +2012,12 @@ export type GetMetricsErrors = {
      * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetMetricsError = GetMetricsErrors[keyof GetMetricsErrors];
@@ -1967,6 +2134,12 @@ export type ListWebhooksErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListWebhooksError = ListWebhooksErrors[keyof ListWebhooksErrors];
@@ -2018,6 +2191,12 @@ export type CreateWebhookErrors = {
      * Well-formed but semantically invalid.
      */
     422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type CreateWebhookError = CreateWebhookErrors[keyof CreateWebhookErrors];
@@ -2057,6 +2236,12 @@ export type DeleteWebhookErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type DeleteWebhookError = DeleteWebhookErrors[keyof DeleteWebhookErrors];
@@ -2110,6 +2295,12 @@ export type UpdateWebhookErrors = {
      * Well-formed but semantically invalid.
      */
     422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type UpdateWebhookError = UpdateWebhookErrors[keyof UpdateWebhookErrors];
@@ -2154,6 +2345,12 @@ export type ListWebhookDeliveriesErrors = {
      * Not found (or not the caller's).
      */
     404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListWebhookDeliveriesError = ListWebhookDeliveriesErrors[keyof ListWebhookDeliveriesErrors];
@@ -2200,6 +2397,12 @@ export type ResendWebhookEventErrors = {
      * Wrong state, or a unique value already taken.
      */
     409: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ResendWebhookEventError = ResendWebhookEventErrors[keyof ResendWebhookEventErrors];
@@ -2253,6 +2456,12 @@ export type ListAuditEventsErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ListAuditEventsError = ListAuditEventsErrors[keyof ListAuditEventsErrors];
@@ -2296,6 +2505,12 @@ export type ExportAuditEventsErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type ExportAuditEventsError = ExportAuditEventsErrors[keyof ExportAuditEventsErrors];
@@ -2325,6 +2540,12 @@ export type GetSubscriptionErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetSubscriptionError = GetSubscriptionErrors[keyof GetSubscriptionErrors];
@@ -2354,6 +2575,12 @@ export type GetUsageErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetUsageError = GetUsageErrors[keyof GetUsageErrors];
@@ -2383,6 +2610,12 @@ export type GetLimitsErrors = {
      * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
      */
     403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
 };
 
 export type GetLimitsError = GetLimitsErrors[keyof GetLimitsErrors];

@@ -549,7 +549,7 @@ return errors === 0;
 validate24.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const JsonRpcErrorObject = validate25;
-const schema38 = {"type":"object","required":["code","message"],"properties":{"code":{"type":"integer","description":"-32700 parse error, -32600 invalid request, -32601 method not found, -32602 invalid params, -32603 internal, -32000 quota exceeded, -32003 insufficient scope."},"message":{"type":"string"},"data":{}}};
+const schema38 = {"type":"object","required":["code","message"],"properties":{"code":{"type":"integer","description":"-32700 parse error, -32600 invalid request, -32601 method not found, -32602 invalid params, -32603 internal, -32000 quota exceeded, -32003 insufficient scope, -32029 rate limited (the per-second burst limit; sent with HTTP 429 and Retry-After)."},"message":{"type":"string"},"data":{}}};
 
 function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;

@@ -1,7 +1,11 @@
 /** Access tokens for OAuth clients (client-credentials grant): the client's secret checked, the scope narrowed, the issue audited. */
 import { recordAudit } from '../audit/repository.ts';
+import { refusalRow } from '../audit/refusals.ts';
+import type { AuditRecorder } from '../audit/recorder.ts';
 import type { Config } from '../config.ts';
 import { OAuthError } from '../errors.ts';
+import { limitedAttempt, refusalMessage, type AuthFailureLimiter } from '../limits/auth-failures.ts';
+import { countLimitRefusal } from '../observability/metrics.ts';
 import type { Store } from '../store/db.ts';
 import { digestsEqual, hashSecret } from '../util/crypto.ts';
 import { findOAuthClient } from './credentials.ts';
@@ -44,4 +48,31 @@ export async function issueClientToken(deps: TokenServiceDeps, input: ClientCred
     details: { scope: requested.join(' ') },
   });
   return { accessToken, ttlSeconds, scopes: requested };
+}
+
+export interface LimitedTokenDeps extends TokenServiceDeps {
+  authFailures: AuthFailureLimiter;
+  audit: Pick<AuditRecorder, 'denial'>;
+}
+
+/**
+ * issueClientToken under the failed-authentication limits (limits/auth-failures.ts): a wrong secret counts against
+ * the client id and the source address; a refused attempt is a 429 with Retry-After, audited in the org of the
+ * client it named (when that client exists), and its secret is never checked.
+ */
+export async function issueClientTokenLimited(deps: LimitedTokenDeps, input: ClientCredentials, request: Request, address: string) {
+  return limitedAttempt(
+    deps.authFailures,
+    { client: `oauth:${input.clientId}`, address },
+    () => issueClientToken(deps, input),
+    // invalid_scope comes after the secret was found right.
+    (err) => (err instanceof OAuthError ? (err.status === 401 ? 'failed' : 'succeeded') : 'unjudged'),
+    async (refusal) => {
+      countLimitRefusal('auth_failures');
+      const message = refusalMessage(refusal);
+      const client = await findOAuthClient(deps.store.db, input.clientId);
+      if (client) deps.audit.denial(refusalRow(client.orgId, request, 429, 'rate_limited', message, null));
+      throw new OAuthError(429, 'rate_limited', message, { 'retry-after': String(refusal.retryAfterSeconds) });
+    },
+  );
 }

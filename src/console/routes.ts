@@ -13,6 +13,10 @@ import { describeError } from '../util/log.ts';
 import { CONSOLE_PAGE, consoleAssets } from './assets.ts';
 import { authorizationUrl, beginLogin, discover, finishLogin, openLogin, sameSecret, sealLogin, SignInError, LOGIN_TTL_MS } from './oidc.ts';
 import { createSession, csrfTokenOf, deleteSession, findSession, type ConsoleSession } from './sessions.ts';
+import { forwardSourceAddress, sourceAddressOf } from '../net/source-address.ts';
+import { limitedAttempt, refusalMessage, type AttemptRefusal } from '../limits/auth-failures.ts';
+import { refusalRow } from '../audit/refusals.ts';
+import { countLimitRefusal } from '../observability/metrics.ts';
 
 /** The header every state-changing console request carries (a page of another site cannot set it). */
 export const CSRF_HEADER = 'x-toolgate-csrf';
@@ -43,11 +47,28 @@ const errorReply = (status: number, error: string, message: string, cookies: str
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
+/** A callback refused by the failed-sign-in limits before anything in it was checked. */
+class SignInRefused extends Error {
+  constructor(readonly refusal: AttemptRefusal) {
+    super(refusalMessage(refusal));
+  }
+}
+
+/** A failed callback with the status its page is answered with. */
+class CallbackFailure extends SignInError {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
 /** A small page for the sign-in redirects (no script: the CSP allows none inline). */
-function messagePage(title: string, message: string, status: number, cookies: string[] = [], refreshTo?: string): Response {
+function messagePage(title: string, message: string, status: number, cookies: string[] = [], refreshTo?: string, headers: Record<string, string> = {}): Response {
   const refresh = refreshTo ? `<meta http-equiv="refresh" content="0;url=${escapeHtml(refreshTo)}">` : '';
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>${refresh}<link rel="stylesheet" href="/console/assets/app.css"></head><body><main class="message"><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p><p><a href="${escapeHtml(refreshTo ?? '/console')}">Continue to the console</a></p></main></body></html>`;
-  return respond(html, status, { 'content-type': 'text/html; charset=utf-8' }, cookies);
+  return respond(html, status, { 'content-type': 'text/html; charset=utf-8', ...headers }, cookies);
 }
 
 function cookieOf(request: Request, name: string): string | null {
@@ -129,15 +150,20 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
     const clientId = typeof input?.client_id === 'string' ? input.client_id.trim() : '';
     const clientSecret = typeof input?.client_secret === 'string' ? input.client_secret.trim() : '';
     if (!clientId || !clientSecret || clientId.length > 200 || clientSecret.length > 500) return errorReply(400, 'validation_error', 'Enter the client id and the client secret.');
-    // The gateway's own token endpoint, as any OAuth client would call it (same checks, same audit).
-    const tokenResponse = await forward(
-      new Request(`${new URL(request.url).origin}/oauth/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', host: request.headers.get('host') ?? new URL(request.url).host },
-        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, scope: 'org:manage' }),
-      }),
-    );
-    const token = (await tokenResponse.json().catch(() => ({}))) as { access_token?: string; expires_in?: number; error?: string };
+    // The gateway's own token endpoint, as any OAuth client would call it (same checks, same audit, and the same
+    // failed-authentication limits, counted against this browser's address).
+    const tokenRequest = new Request(`${new URL(request.url).origin}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', host: request.headers.get('host') ?? new URL(request.url).host },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, scope: 'org:manage' }),
+    });
+    forwardSourceAddress(request, tokenRequest, config.trustedProxies);
+    const tokenResponse = await forward(tokenRequest);
+    const token = (await tokenResponse.json().catch(() => ({}))) as { access_token?: string; expires_in?: number; error?: string; message?: string };
+    if (tokenResponse.status === 429) {
+      const retryAfter = tokenResponse.headers.get('retry-after') ?? '1';
+      return respond(JSON.stringify({ error: 'rate_limited', message: token.message ?? 'Too many failed sign-in attempts.' }), 429, { 'content-type': 'application/json', 'retry-after': retryAfter });
+    }
     if (tokenResponse.status !== 200 || !token.access_token) {
       if (token.error === 'invalid_scope') return errorReply(403, 'insufficient_scope', 'This OAuth client does not have the org:manage scope, which the console needs.');
       return errorReply(401, 'unauthenticated', 'The client id or secret is wrong, or the client has been revoked.');
@@ -167,10 +193,39 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
     }
   }
 
+  /**
+   * The IdP's redirect back. Every failed callback (a stale transaction, a foreign state, a refused or forged code or
+   * ID token) counts against the org and this browser's address, like a wrong client secret (limits/auth-failures.ts).
+   */
   async function finishIdpSignIn(request: Request, url: URL): Promise<Response> {
     // The transaction is single-use: its cookie is cleared whatever happens next.
     const login = openLogin(box, cookieOf(request, names.login));
-    const fail = (message: string, status = 400) => messagePage('Sign-in failed', message, status, [clearLogin]);
+    const subject = { client: `idp:${login?.orgId ?? 'none'}`, address: sourceAddressOf(request, config.trustedProxies) };
+    try {
+      return await limitedAttempt(
+        deps.authFailures,
+        subject,
+        () => completeIdpSignIn(request, url, login),
+        (err) => (err instanceof SignInError ? 'failed' : 'unjudged'),
+        async (refusal) => {
+          throw new SignInRefused(refusal);
+        },
+      );
+    } catch (err) {
+      if (err instanceof SignInRefused) {
+        countLimitRefusal('auth_failures');
+        if (login) deps.audit.denial(refusalRow(login.orgId, request, 429, 'rate_limited', err.message, null));
+        return messagePage('Sign-in refused', err.message, 429, [clearLogin], undefined, { 'retry-after': String(err.refusal.retryAfterSeconds) });
+      }
+      if (err instanceof SignInError) return messagePage('Sign-in failed', err.message, err instanceof CallbackFailure ? err.status : 401, [clearLogin]);
+      throw err;
+    }
+  }
+
+  async function completeIdpSignIn(request: Request, url: URL, login: ReturnType<typeof openLogin>): Promise<Response> {
+    const fail = (message: string): never => {
+      throw new CallbackFailure(message, 400);
+    };
     if (!login) return fail('This sign-in has expired or was started in another browser. Start again from the console.');
     const state = url.searchParams.get('state') ?? '';
     if (!sameSecret(state, login.state)) return fail('This sign-in answer does not belong to the sign-in this browser started.');
@@ -180,21 +235,16 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
     if (!code) return fail('The identity provider sent no authorization code.');
     const idp = await findIdpConfig(store.db, login.orgId);
     if (!idp?.consoleClientId) return fail('This org no longer has identity provider sign-in for the console.');
-    try {
-      const discovery = await discover(idp.issuer, deps.outbound);
-      const signedIn = await finishLogin({ config: idp, discovery, code, redirectUri, login, box, outbound: deps.outbound, verifier: deps.idpVerifier });
-      // The console acts on REST with the IdP's access token, so REST must accept it for this user of this org.
-      const principal = await principalOf(signedIn.accessToken);
-      if (!principal || principal.orgId !== login.orgId || principal.actorId !== signedIn.identity.subject) {
-        throw new SignInError(`The identity provider's access token is not accepted by the REST interface: it must be a JWT signed by the issuer with the audience "${idp.audience}".`);
-      }
-      const cookies = await startSession(request, { orgId: login.orgId, kind: 'idp_user', actor: signedIn.identity.subject, bearer: signedIn.accessToken, expiresAt: signedIn.expiresAt });
-      // A page, not a redirect: a SameSite=Strict cookie is not sent on a redirect chain that began at another site.
-      return messagePage('Signed in', 'You are signed in.', 200, [...cookies, clearLogin], `/console#/${login.returnTo}`);
-    } catch (err) {
-      if (err instanceof SignInError) return fail(err.message, 401);
-      throw err;
+    const discovery = await discover(idp.issuer, deps.outbound);
+    const signedIn = await finishLogin({ config: idp, discovery, code, redirectUri, login, box, outbound: deps.outbound, verifier: deps.idpVerifier });
+    // The console acts on REST with the IdP's access token, so REST must accept it for this user of this org.
+    const principal = await principalOf(signedIn.accessToken);
+    if (!principal || principal.orgId !== login.orgId || principal.actorId !== signedIn.identity.subject) {
+      throw new SignInError(`The identity provider's access token is not accepted by the REST interface: it must be a JWT signed by the issuer with the audience "${idp.audience}".`);
     }
+    const cookies = await startSession(request, { orgId: login.orgId, kind: 'idp_user', actor: signedIn.identity.subject, bearer: signedIn.accessToken, expiresAt: signedIn.expiresAt });
+    // A page, not a redirect: a SameSite=Strict cookie is not sent on a redirect chain that began at another site.
+    return messagePage('Signed in', 'You are signed in.', 200, [...cookies, clearLogin], `/console#/${login.returnTo}`);
   }
 
   async function sessionInfo(request: Request): Promise<Response> {

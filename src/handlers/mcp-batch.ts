@@ -5,8 +5,8 @@
  * them. The revision of a stateless request is its MCP-Protocol-Version header, absent under 2025-03-26 (the header
  * arrived with 2025-06-18), so: no header or "2025-03-26" → batches are answered; a later revision → refused (-32600).
  *
- * Each message is one call as if sent alone: it passes the burst limit of its own (the edge already counted the
- * first), each tools/call takes the shared limiter like a single request, and each runs through the same method
+ * Each message is one call as if sent alone: it passes the burst limit of its own (the transport already counted
+ * the first), each tools/call takes the shared limiter like a single request, and each runs through the same method
  * table (scope checks, quota, audit in the tool runtime). The limits are all taken before anything runs, so a batch
  * over the limit is a 429 with nothing executed (its tokens stay spent, like refused single requests). Messages run
  * one after another: a batch cannot fan out into parallel database calls. `initialize` is refused inside a batch
@@ -27,7 +27,7 @@ export function batchesAllowed(versionHeader: string | null): boolean {
 
 export type BatchOutcome =
   | { kind: 'invalid'; body: string }
-  | { kind: 'rate_limited'; retryAfterSeconds: number }
+  | { kind: 'rate_limited'; retryAfterSeconds: number; limit: 'burst_local' | 'burst_shared' }
   | { kind: 'accepted' }
   | { kind: 'answered'; body: string };
 
@@ -40,12 +40,12 @@ export async function answerBatch(deps: Pick<AppDeps, 'localBurst' | 'limiter' |
   const classified: Classified[] = messages.map(classify);
   for (let i = 1; i < classified.length; i++) {
     const local = deps.localBurst.take(org.id, burstLimit);
-    if (!local.allowed) return { kind: 'rate_limited', retryAfterSeconds: local.retryAfterSeconds };
+    if (!local.allowed) return { kind: 'rate_limited', retryAfterSeconds: local.retryAfterSeconds, limit: 'burst_local' };
   }
   for (const m of classified) {
     if (m.kind !== 'request' || m.method !== 'tools/call') continue;
     const shared = await deps.limiter.take(org.id, burstLimit);
-    if (!shared.allowed) return { kind: 'rate_limited', retryAfterSeconds: shared.retryAfterSeconds };
+    if (!shared.allowed) return { kind: 'rate_limited', retryAfterSeconds: shared.retryAfterSeconds, limit: 'burst_shared' };
   }
   const answers: string[] = [];
   for (const m of classified) {

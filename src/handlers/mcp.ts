@@ -1,14 +1,15 @@
 /**
  * POST /mcp/{orgSlug}: the MCP Streamable HTTP transport (stateless, JSON responses). It owns everything HTTP about
  * the endpoint: Origin and MCP-Protocol-Version headers, authentication and the burst limit at the edge, content
- * type, body size, parse errors, and the status codes (202, 400, 401/403, 413, 415, 429). The JSON-RPC methods are
- * answered by the method table (mcp/server.ts, mcp/protocol.ts) over the tool runtime (tools/runtime.ts).
+ * type, body size, parse errors, and the status codes (202, 400, 401/403, 413, 415, 429 with a JSON-RPC error body).
+ * The JSON-RPC methods are answered by the method table (mcp/server.ts, mcp/protocol.ts) over the tool runtime
+ * (tools/runtime.ts).
  */
 import { AppError, json, restErrorResponse, RpcCode } from '../errors.ts';
 import { burstLimitFor } from '../limits/plans.ts';
 import { hostPolicyFor } from '../net/host-policy.ts';
 import { classify, failure, isSupportedVersion, SUPPORTED_PROTOCOL_VERSIONS } from '../mcp/protocol.ts';
-import { openSession } from '../mcp/session.ts';
+import { openSession, type McpSession } from '../mcp/session.ts';
 import { BodyError, decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
 import { describeError } from '../util/log.ts';
 import { answerBatch, batchesAllowed } from './mcp-batch.ts';
@@ -45,9 +46,29 @@ function isSupportedVersionHeader(value: string | null): boolean {
 /** A 429 of the burst limit, counted by the window that refused it (this instance's, or the shared one). */
 function rateLimitedError(retryAfterSeconds: number, limit: 'burst_local' | 'burst_shared'): AppError {
   countLimitRefusal(limit);
-  return new AppError(429, 'rate_limited', 'The per-second burst limit of this plan is exceeded; retry after 1 second.', {
+  return new AppError(429, 'rate_limited', `The per-second burst limit of this plan is exceeded; retry after ${retryAfterSeconds} second(s).`, {
     'retry-after': String(retryAfterSeconds),
   });
+}
+
+/**
+ * The JSON-RPC body of a 429: an error with the request's id; for a batch, one error per request in it (a batch of
+ * notifications only, or a body that is no request, gets one error with id null).
+ */
+function rateLimitedBody(value: unknown, batch: boolean, message: string): string {
+  const error = { code: RpcCode.RateLimited, message };
+  if (!batch) {
+    const m = classify(value);
+    return failure(m.kind === 'request' || m.kind === 'invalid' ? m.id : null, error);
+  }
+  const ids = (value as unknown[]).map(classify).flatMap((m) => (m.kind === 'request' ? [m.id] : []));
+  return ids.length ? `[${ids.map((id) => failure(id, error)).join(',')}]` : failure(null, error);
+}
+
+/** The 429 of the burst limit: audited like any refusal, answered with a JSON-RPC error body. */
+async function refuseBurst(deps: AppDeps, request: Request, slug: string, session: McpSession, value: unknown, batch: boolean, err: AppError): Promise<Response> {
+  await recordRefusal(deps, request, slug, err, session.principal, session.org.id);
+  return new Response(rateLimitedBody(value, batch, err.message), { status: 429, headers: { ...JSON_TYPE, ...err.headers } });
 }
 
 function rpcResponse(body: string, status = 200): Response {
@@ -83,31 +104,38 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     if (logged) noteCaller(request, session.principal);
     const { org } = session;
 
-    // Burst limit of the org's plan. Every authenticated request first passes this instance's window, before any
-    // work is done; tools/call (the calls that reach databases) is then counted exactly across instances below.
+    // Burst limit of the org's plan. Every authenticated request (ping included) counts in this instance's window;
+    // tools/call (the calls that reach databases) is then counted exactly across instances below. A request over the
+    // limit is refused once its body is read, so that the JSON-RPC error can carry its id.
     const burstLimit = burstLimitFor(org.plan, org.burstLimitPerSecond, config.customBurstPerSecond);
     const local = deps.localBurst.take(org.id, burstLimit);
-    if (!local.allowed) throw rateLimitedError(local.retryAfterSeconds, 'burst_local');
+    const refuse = (value: unknown, batch: boolean, retryAfterSeconds: number, limit: 'burst_local' | 'burst_shared') =>
+      refuseBurst(deps, request, params.orgSlug!, session!, value, batch, rateLimitedError(retryAfterSeconds, limit));
 
     const contentType = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (contentType !== 'application/json') {
+      if (!local.allowed) return await refuse(null, false, local.retryAfterSeconds, 'burst_local');
       return json({ error: 'unsupported_media_type', message: 'Content-Type must be application/json.' }, 415);
     }
     let text: string;
     try {
       text = decodeUtf8(await readMcpBody(request, config.maxBodyBytes));
     } catch (err) {
+      if (!local.allowed) return await refuse(null, false, local.retryAfterSeconds, 'burst_local');
       if (err instanceof BodyError && err.status === 413) throw err;
       return rpcResponse(failure(null, { code: RpcCode.ParseError, message: 'Parse error: the body is not valid UTF-8.' }), 400);
     }
     const parsed = parseJson(text);
     if (!parsed.ok) {
+      if (!local.allowed) return await refuse(null, false, local.retryAfterSeconds, 'burst_local');
       const message = parsed.reason === 'depth' ? 'Parse error: the JSON is nested too deeply.' : 'Parse error: the body is not valid JSON.';
       return rpcResponse(failure(null, { code: RpcCode.ParseError, message }), 400);
     }
-    if (Array.isArray(parsed.value) && batchesAllowed(request.headers.get('mcp-protocol-version'))) {
-      const batch = await answerBatch(deps, session, parsed.value, burstLimit);
-      if (batch.kind === 'rate_limited') throw rateLimitedError(batch.retryAfterSeconds, 'burst_shared');
+    const batched = Array.isArray(parsed.value) && batchesAllowed(request.headers.get('mcp-protocol-version'));
+    if (!local.allowed) return await refuse(parsed.value, batched, local.retryAfterSeconds, 'burst_local');
+    if (batched) {
+      const batch = await answerBatch(deps, session, parsed.value as unknown[], burstLimit);
+      if (batch.kind === 'rate_limited') return await refuse(parsed.value, true, batch.retryAfterSeconds, batch.limit);
       if (batch.kind === 'accepted') return new Response(null, { status: 202 });
       return rpcResponse(batch.body, batch.kind === 'invalid' ? 400 : 200);
     }
@@ -118,13 +146,13 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     if (logged) noteMcpMethod(request, message.method);
     if (message.method === 'tools/call') {
       const shared = await deps.limiter.take(org.id, burstLimit);
-      if (!shared.allowed) throw rateLimitedError(shared.retryAfterSeconds, 'burst_shared');
+      if (!shared.allowed) return await refuse(parsed.value, false, shared.retryAfterSeconds, 'burst_shared');
     }
     // Errors of the method itself are JSON-RPC errors in a 200 response (the method table maps them).
     return rpcResponse(await deps.mcp.answer(session, message.id, message.method, message.params));
   } catch (err) {
     if (err instanceof AppError) {
-      if (err.status === 401 || err.status === 403 || err.status === 429) {
+      if (err.status === 401 || err.status === 403) {
         // Not awaited beyond the org lookup: the refusal's row is queued, never waited for.
         await recordRefusal(deps, request, params.orgSlug!, err, session?.principal ?? null, session?.org.id);
       }

@@ -1,5 +1,6 @@
 /** The OAuth 2.0 token endpoint (client-credentials grant, RFC 6749 section 4.4). */
-import { issueClientToken } from '../auth/tokens.ts';
+import { issueClientTokenLimited } from '../auth/tokens.ts';
+import { sourceAddressOf } from '../net/source-address.ts';
 import { json, OAuthError } from '../errors.ts';
 import type { Handler, RequestContext } from './context.ts';
 import type { TokenRequest } from '../../generated/client/types.gen.ts';
@@ -30,7 +31,8 @@ export const issueToken: Handler = async ({ request, body, deps }: RequestContex
   const clientSecret = basic?.secret ?? body.client_secret;
   if (!clientId || !clientSecret) throw new OAuthError(400, 'invalid_request', 'client_id and client_secret are required.');
 
-  const issued = await issueClientToken(deps, { clientId, clientSecret, scope: body.scope, basic: basic !== null });
+  const address = sourceAddressOf(request, deps.config.trustedProxies);
+  const issued = await issueClientTokenLimited(deps, { clientId, clientSecret, scope: body.scope, basic: basic !== null }, request, address);
   return json({ access_token: issued.accessToken, token_type: 'Bearer', expires_in: issued.ttlSeconds, scope: issued.scopes.join(' ') }, 200, {
     'cache-control': 'no-store',
     pragma: 'no-cache',

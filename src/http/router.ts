@@ -15,6 +15,11 @@ import { mountConsole } from '../console/routes.ts';
 import { noteCaller, requestAnswered, requestIdOf } from '../observability/requests.ts';
 import { inRequestSpan } from '../observability/tracing.ts';
 import { observeHttp } from '../observability/metrics.ts';
+import { takeRestCall, type RestLimitDeps } from '../limits/rest.ts';
+import { findOrgById } from '../orgs/repository.ts';
+import { limitedAttempt, refusalMessage } from '../limits/auth-failures.ts';
+import { sourceAddressOf } from '../net/source-address.ts';
+import { countLimitRefusal } from '../observability/metrics.ts';
 
 /** Liveness and readiness probes reach an instance by its pod or container address, and the answer reveals nothing. */
 const HOST_CHECK_EXEMPT: ReadonlySet<OperationId> = new Set(['getHealth', 'getReady']);
@@ -123,12 +128,12 @@ interface AccessPolicy {
 }
 
 /**
- * Records a refused /api request in its org's audit log: a 403 names its org (the principal, or the verified token's
+ * Records a refused /api request in its org's audit log: a 429 is the principal's org; a 403 names its org (the principal, or the verified token's
  * tg_org when the token lacked the management scope). A 401 has no org it provably belongs to, so it is not
  * recorded (docs/decisions/0092-audit-recorded-refusals.md).
  */
 function recordRestRefusal(deps: AppDeps, request: Request, err: unknown, principal: Principal | null): void {
-  if (!(err instanceof AppError) || err.status !== 403) return;
+  if (!(err instanceof AppError) || (err.status !== 403 && err.status !== 429)) return;
   let orgId = principal?.orgId ?? null;
   if (orgId === null) {
     const token = bearerOf(request);
@@ -137,6 +142,12 @@ function recordRestRefusal(deps: AppDeps, request: Request, err: unknown, princi
   }
   if (orgId) deps.audit.denial(refusalRow(orgId, request, err.status, err.code, err.message, principal));
 }
+
+/** The REST limit's view of the deps: the org's plan comes through the credential cache (dropped on any change). */
+const restLimits = (deps: AppDeps): RestLimitDeps => ({
+  limiter: deps.limiter,
+  planOf: async (orgId) => (await deps.authCache.lookup(`r\n${orgId}`, () => findOrgById(deps.store.db, orgId)))?.plan,
+});
 
 const rolePolicy = (role: Role): AccessPolicy => ({
   authenticate: async (request, deps) => {
@@ -148,6 +159,8 @@ const rolePolicy = (role: Role): AccessPolicy => ({
       throw err;
     }
     try {
+      // Every authenticated call counts, refused ones too: a credential cannot spin on routes it may not use.
+      await takeRestCall(restLimits(deps), principal);
       authorize(role, principal);
     } catch (err) {
       recordRestRefusal(deps, request, err, principal);
@@ -169,9 +182,25 @@ function changesCredentialLookups(op: OperationDef): boolean {
   return op.method !== 'GET' && op.auth !== 'public' && op.auth !== 'mcp';
 }
 
+/** The operator token is a sign-in door too: wrong tokens count against the source address like wrong client secrets. */
+async function operatorSignIn(request: Request, deps: AppDeps): Promise<Principal> {
+  // No token presented is no attempt: answered 401 without touching the counts.
+  if (!bearerOf(request)) return deps.auth.operator(request);
+  return limitedAttempt(
+    deps.authFailures,
+    { client: 'operator', address: sourceAddressOf(request, deps.config.trustedProxies) },
+    async () => deps.auth.operator(request),
+    (err) => (err instanceof AppError && err.status === 401 ? 'failed' : 'unjudged'),
+    async (refusal) => {
+      countLimitRefusal('auth_failures');
+      throw new AppError(429, 'rate_limited', refusalMessage(refusal), { 'retry-after': String(refusal.retryAfterSeconds) });
+    },
+  );
+}
+
 const ACCESS: Record<OperationDef['auth'], AccessPolicy> = {
   public: { authenticate: () => null, restRequest: true },
-  operator: { authenticate: (request, deps) => deps.auth.operator(request), restRequest: true },
+  operator: { authenticate: operatorSignIn, restRequest: true },
   mcp: { authenticate: () => null, restRequest: false },
   contributor: rolePolicy('contributor'),
   admin: rolePolicy('admin'),
@@ -201,7 +230,7 @@ async function answer(op: OperationDef, handler: Handler, request: Request, para
   let wrote = false;
   try {
     const authenticated = access.authenticate(request, deps);
-    // Policies that authenticate synchronously (public, mcp, operator) cost no await on the hot path.
+    // Policies that authenticate synchronously (public, mcp) cost no await on the hot path.
     const principal = authenticated instanceof Promise ? await authenticated : authenticated;
     // Who called is kept for the request's log line only, so nothing is recorded when info lines are off.
     if (principal && deps.log.enabled('info')) noteCaller(request, principal);

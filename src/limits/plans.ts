@@ -8,14 +8,19 @@ export interface PlanLimits {
   monthlyToolCalls: number | null;
   /** Calls per second; null means the org's custom value (or the configured default for custom plans). */
   burstPerSecond: number | null;
+  /**
+   * REST calls per second per credential (one OAuth client, one IdP user): not in the spec, chosen so that the console
+   * (a page load fans out to at most ~8 calls) and scripts that walk lists never meet it (docs/rate-limits.md).
+   */
+  restPerSecond: number;
 }
 
 export const PLAN_LIMITS = {
-  starter: { monthlyToolCalls: 20_000, burstPerSecond: 20 },
-  growth: { monthlyToolCalls: 50_000, burstPerSecond: 50 },
-  scale: { monthlyToolCalls: null, burstPerSecond: 100 },
-  enterprise: { monthlyToolCalls: null, burstPerSecond: null },
-  standalone: { monthlyToolCalls: null, burstPerSecond: null },
+  starter: { monthlyToolCalls: 20_000, burstPerSecond: 20, restPerSecond: 20 },
+  growth: { monthlyToolCalls: 50_000, burstPerSecond: 50, restPerSecond: 40 },
+  scale: { monthlyToolCalls: null, burstPerSecond: 100, restPerSecond: 100 },
+  enterprise: { monthlyToolCalls: null, burstPerSecond: null, restPerSecond: 200 },
+  standalone: { monthlyToolCalls: null, burstPerSecond: null, restPerSecond: 200 },
 } as const satisfies Record<string, PlanLimits>;
 
 export type Plan = keyof typeof PLAN_LIMITS;
@@ -29,6 +34,11 @@ export function isPlan(value: string): value is Plan {
 export function burstLimitFor(plan: string, orgBurst: number | null, customDefault: number): number {
   if (orgBurst !== null) return orgBurst;
   return isPlan(plan) ? (PLAN_LIMITS[plan].burstPerSecond ?? customDefault) : customDefault;
+}
+
+/** REST calls per second per credential of a plan (an unknown plan gets the smallest). */
+export function restLimitFor(plan: string): number {
+  return isPlan(plan) ? PLAN_LIMITS[plan].restPerSecond : PLAN_LIMITS.starter.restPerSecond;
 }
 
 export function monthlyQuotaFor(plan: string): number | null {

@@ -107,8 +107,8 @@ export function countGuardRefusal(dialect: string, reason: GuardRefusalReason): 
   guardRefusals.inc(dialect, reason);
 }
 
-const limitRefusals = new HotCounter({ name: 'toolgate_limit_refusals_total', help: 'Requests refused by a limit: burst_local (this instance\'s window), burst_shared (the Redis window of tools/call), quota (the monthly quota, or a trial that ended).', labelNames: ['limit'], registers: [registry] });
-export type LimitKind = 'burst_local' | 'burst_shared' | 'quota';
+const limitRefusals = new HotCounter({ name: 'toolgate_limit_refusals_total', help: 'Requests refused by a limit: burst_local (this instance\'s window), burst_shared (the Redis window of tools/call), quota (the monthly quota, or a trial that ended), rest (REST calls per credential), auth_failures (failed sign-ins per client and address).', labelNames: ['limit'], registers: [registry] });
+export type LimitKind = 'burst_local' | 'burst_shared' | 'quota' | 'rest' | 'auth_failures';
 export function countLimitRefusal(kind: LimitKind): void {
   limitRefusals.inc(kind);
 }
