@@ -239,6 +239,7 @@ export const REQUIREMENTS = {
   'OPS-LOG-LINE': 'One JSON log line per request with request id (traceparent trace id or a well-formed X-Request-Id, else new), org id, caller kind and prefix, outcome and duration [issue 15]',
   'OPS-LOG-NO-SECRETS': 'Request log lines hold no secret, SQL text or argument value [issue 15]',
   'OPS-TRACE-OTLP': 'With OTEL_EXPORTER_OTLP_ENDPOINT set, spans for the request, authentication, MCP method, driver call and guard reach an OTLP/HTTP receiver with the right parents, under the caller\'s traceparent [issue 15]',
+  'OPS-TRACEPARENT-W3C': 'A traceparent is adopted (as request id and span parent) only when W3C Trace Context allows it: no version ff, version 00 exactly 55 characters, lowercase hex, no all-zero ids, a higher version read forward-compatibly; otherwise ignored [issue 26]',
   'OPS-READYZ': '/readyz: 200 when the store answers and is migrated, Redis reported (ok, fallback, not_configured) but not fatal; 503 while shutting down [issue 15]',
   'OPS-SHUTDOWN': 'SIGTERM: /readyz turns 503, new connections are refused, in-flight calls finish within the deadline, pools and the data folder are released, exit 0 [issue 15]',
   'OPS-SCALE-OUT': 'Three instances on one PostgreSQL and Redis behind a round-robin proxy, one SIGKILLed mid-load: no lost or duplicated audit rows or approvals, burst and quota exact, only the killed instance\'s in-flight calls fail [issue 15]',
