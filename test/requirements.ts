@@ -221,6 +221,7 @@ export const REQUIREMENTS = {
   'CONSOLE-SIGNIN-IDP': "The console signs users in with the org's IdP by OpenID Connect authorization code + PKCE (state, nonce, ID token checked), tested against a real OpenID provider [issue 13]",
   'CONSOLE-ROLES': 'A console user gets the role REST gives the same token (same claim rules); the console lists only the pages that role may use, and REST still enforces it [issue 13]',
   'CONSOLE-SESSION': 'Console sessions are server-side behind an HttpOnly SameSite=Strict cookie, CSRF-checked, ended by logout, bounded by the token lifetime, fixed to a fresh id at sign-in [issue 13]',
+  'CONSOLE-ORIGIN': 'A console call with a foreign Origin or Origin: null is HTTP 403 forbidden_origin before any session, body or sign-in is looked at (the MCP endpoint\'s Origin policy); the gateway origin and no Origin pass [issue 26]',
   'CONSOLE-HARDENING': 'Console pages carry a CSP without inline script, frame-ancestors none and X-Frame-Options DENY; sign-in return targets are page names (no open redirect); a foreign or replayed state is refused [issue 13]',
   'CONSOLE-PAGES': 'Overview, Connectors, Tools, Approvals, Audit, API keys and OAuth clients, Identity provider, Webhooks and Billing pages work on the generated REST client [issue 13]',
   'CONSOLE-E2E': 'In Chromium: a PostgreSQL connector becomes active, a disabled tool leaves tools/list, a held call is approved in the inbox with its result, a revoked API key gets 401 on the next MCP call [issue 13]',
