@@ -184,6 +184,7 @@ export const REQUIREMENTS = {
   'MCPC-CONFIG': 'mcp config is checked against the contract McpConfig (400); reserved headers (Authorization...) are refused [decisions MCP connectors]',
   'MCPC-DOWN-RECOVER': 'An unreachable upstream fails the connector with a clear reason and its calls are tool errors; revalidate recovers [issue 12]',
   'MCPC-EVERYTHING': 'The reference server @modelcontextprotocol/server-everything (streamable HTTP) works through the gateway [issue 12]',
+  'MCPC-TOOL-ONE-BY-ONE': 'Each upstream tool is checked on its own (name per MCP rules, description cleaned and capped, input schema an object schema within size and depth caps, self-contained, compilable, count cap): the bad ones are skipped and listed with a reason in the connector\'s skipped_tools, the connector turns active and serves the rest [issue 26]',
   'MCPC-TOOL-SCHEMAS': 'Upstream input schemas are checked as JSON Schema and size-capped; a tool whose schema fails is left out [issue 12]',
 
 

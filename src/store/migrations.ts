@@ -289,4 +289,13 @@ INSERT INTO webhook_relay_cursors (webhook_id, org_id, after_seq)
   SELECT w.id, w.org_id, coalesce(c.head_seq, 0) FROM webhooks w LEFT JOIN audit_chains c ON c.org_id = w.org_id;
 `,
   },
+  {
+    version: 11,
+    name: 'connector_skipped_tools',
+    // The upstream tools a validation did not serve, with the reason, for the admin (issue 26). Version 10 is taken by
+    // another change in flight; versions are applied by set, so the gap is harmless.
+    sql: `
+ALTER TABLE connectors ADD COLUMN skipped_tools jsonb NOT NULL DEFAULT '[]';
+`,
+  },
 ];

@@ -76,6 +76,14 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       runtimes.set(connector.id, runtime);
     }
     const spec = tool.spec as unknown as ToolSpec;
+    // One stored tool whose schema no longer compiles (stored before its checks existed) is left out, not the org's
+    // whole catalog: every other tool stays callable.
+    let validate: ValidateFunction;
+    try {
+      validate = ajv.compile(spec.inputSchema);
+    } catch {
+      continue;
+    }
     const writable = !tool.readOnly && (connector.allowWrite || connector.allowDdl);
     list.push({
       id: tool.id,
@@ -91,7 +99,7 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       approvalEmails: tool.approvalEmails,
       connector: runtime,
       spec,
-      validate: ajv.compile(spec.inputSchema),
+      validate,
     });
   }
   list.sort((a, b) => a.name.localeCompare(b.name));

@@ -35,7 +35,7 @@ describe('upstream tools/list → tool specs', () => {
     // The dialect marker is dropped (the catalog compiles draft-07); the rest passes through unchanged.
     expect(specs[0]!.inputSchema).toEqual(obj({ a: { type: 'string' } }) as any);
     expect(skipped).toHaveLength(6);
-    expect(skipped.join('\n')).toContain(`larger than ${MAX_INPUT_SCHEMA_BYTES} bytes`);
+    expect(skipped.map((s) => s.reason).join('\n')).toContain(`larger than ${MAX_INPUT_SCHEMA_BYTES} bytes`);
   });
 
   test('at most MAX_UPSTREAM_TOOLS tools; hints default to MCP defaults when the upstream sets none', () => {
