@@ -333,6 +333,7 @@ describe('one upstream tool at a time: a malformed tool is skipped and reported,
       ['bad_keyword', { inputSchema: obj({ a: { type: 'no-such-type' } }) }, 'bad_keyword', 'not a valid JSON Schema'],
       ['remote_ref', { inputSchema: obj({ a: { $ref: 'https://evil.example/schema.json' } }) }, 'remote_ref', 'refers to another schema'],
       ['shared_id', { inputSchema: { $id: 'shared-schema', ...obj() } }, 'shared_id', '$id'],
+      ['redos_pattern', { inputSchema: obj({ a: { type: 'string', pattern: '^(a+)+$' } }) }, 'redos_pattern', 'exponential time'],
     ];
     const listed: unknown[] = [
       { name: 'good_one', description: 'The first good tool.', inputSchema: obj({ text: { type: 'string' } }) },

@@ -6,6 +6,7 @@
 import Ajv from 'ajv';
 import type { JsonSchema, SkippedTool, ToolHints, ToolSpec } from '../types.ts';
 import { MAX_TOOL_NAME, sanitizeName } from '../shared/naming.ts';
+import { patternProblem } from './patterns.ts';
 
 /** What an `mcp` tool's spec keeps for the call step: the upstream's own name for it. */
 export interface McpTarget {
@@ -78,6 +79,12 @@ function shapeProblem(value: unknown, depth: number): string | null {
     // then reach by `$ref`, or collide with. Only references inside the tool's own schema are served.
     if (key === '$id') return 'inputSchema declares an $id (only self-contained schemas are served)';
     if (key === '$ref' && typeof inner === 'string' && !inner.startsWith('#')) return 'inputSchema refers to another schema (only references inside it, "#...", are served)';
+    // The gateway runs these on the agent's arguments: none that could backtrack for ever.
+    const patterns = key === 'pattern' && typeof inner === 'string' ? [inner] : key === 'patternProperties' && inner && typeof inner === 'object' ? Object.keys(inner) : [];
+    for (const pattern of patterns) {
+      const problem = patternProblem(pattern);
+      if (problem) return `inputSchema: ${problem}`;
+    }
     const problem = shapeProblem(inner, depth + 1);
     if (problem) return problem;
   }
