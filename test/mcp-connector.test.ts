@@ -13,7 +13,10 @@ import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGate
 import { callTool, createConnector, expectRpcError, getConnector, listToolNames, restTools, rpc } from './support/mcp.ts';
 import { sdkFor } from './support/sdk.ts';
 import { startListingUpstream, startUpstream, type Upstream } from './support/upstream-mcp.ts';
+import { and, eq, sql } from 'drizzle-orm';
 import { MAX_DESCRIPTION, MAX_INPUT_SCHEMA_BYTES, MAX_INPUT_SCHEMA_DEPTH, MAX_UPSTREAM_TOOLS } from '../src/connectors/mcp/tools.ts';
+import { bumpCatalogVersion } from '../src/orgs/repository.ts';
+import { tools as toolsTable } from '../src/store/schema.ts';
 
 setDefaultTimeout(60_000);
 /** A port the OS gives out free now (for the spawned reference server, which cannot report an ephemeral one). */
@@ -365,6 +368,42 @@ describe('one upstream tool at a time: a malformed tool is skipped and reported,
       // The audit row of the validation counts what was left out.
       const audit = await sdk.listAuditEvents({ client: rest(), query: { action: 'connector.validated' } });
       expect(JSON.stringify(audit.data)).toContain(`"skipped":${bad.length + 1}`);
+    } finally {
+      upstream.stop();
+    }
+  });
+
+  test('stored tools from before these checks cannot break a catalog: each org compiles its own schemas, one bad schema costs only its tool', async () => {
+    verifies('MCPC-TOOL-ONE-BY-ONE');
+    const upstream = startListingUpstream([
+      { name: 'alpha', inputSchema: obj({ a: { type: 'string' } }) },
+      { name: 'beta', inputSchema: obj({ b: { type: 'string' } }) },
+    ]);
+    try {
+      const other = await onboard(g);
+      const otherToken = await tokenFor(g, other.clientId, other.clientSecret);
+      const mine = await createConnector(g, manage, { name: 'Stored', type: 'mcp', config: { url: upstream.url } });
+      const theirs = await createConnector(g, otherToken, { name: 'Stored', type: 'mcp', config: { url: upstream.url } });
+      // As a row written before the checks could hold them: the same $id in two orgs, and a schema Ajv cannot compile.
+      const setSchema = async (orgId: string, connectorId: string, baseName: string, inputSchema: unknown) => {
+        await g.deps.store.db
+          .update(toolsTable)
+          .set({ spec: sql`jsonb_set(${toolsTable.spec}, '{inputSchema}', ${JSON.stringify(inputSchema)}::jsonb)` })
+          .where(and(eq(toolsTable.connectorId, connectorId), eq(toolsTable.baseName, baseName)));
+        await bumpCatalogVersion(g.deps.store.db, orgId);
+        await g.deps.authCache.changed();
+      };
+      await setSchema(org.orgId, mine.id, 'stored__alpha', { $id: 'same-everywhere', ...obj({ a: { type: 'string' } }) });
+      await setSchema(other.orgId, theirs.id, 'stored__alpha', { $id: 'same-everywhere', ...obj({ a: { type: 'number' } }) });
+      await setSchema(other.orgId, theirs.id, 'stored__beta', obj({ b: { type: 'no-such-type' } }));
+      // Each org's catalog builds, with its own schema under the shared $id.
+      expect((await callTool(g, org.slug, { apiKey: org.apiKey }, 'stored__alpha', { a: 'text' })).body.result.content[0].text).toBe('called alpha');
+      expect((await callTool(g, other.slug, { apiKey: other.apiKey }, 'stored__alpha', { a: 7 })).body.result.content[0].text).toBe('called alpha');
+      expectRpcError(await callTool(g, other.slug, { apiKey: other.apiKey }, 'stored__alpha', { a: 'text' }), -32602);
+      // The tool whose schema no longer compiles is left out; the rest of that org's catalog is served.
+      const names = await listToolNames(g, other.slug, { apiKey: other.apiKey });
+      expect(names).toContain('stored__alpha');
+      expect(names).not.toContain('stored__beta');
     } finally {
       upstream.stop();
     }
