@@ -37,7 +37,8 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 const UNSTORABLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 // validateFormats off: unknown formats (uri...) are ignored by the catalog's compile too, without the console warning.
-const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false, validateFormats: false });
+// One per listing: Ajv keeps every schema it compiled, so a shared one would grow with every validation.
+const newAjv = () => new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false, validateFormats: false });
 
 interface UpstreamTool {
   name?: unknown;
@@ -92,7 +93,7 @@ function shapeProblem(value: unknown, depth: number): string | null {
 }
 
 /** The input schema as the gateway will serve and compile it, or the reason it is refused. */
-function checkedSchema(raw: unknown): JsonSchema | string {
+function checkedSchema(raw: unknown, ajv: Ajv): JsonSchema | string {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return 'inputSchema is not an object';
   let size: number;
   try {
@@ -137,6 +138,7 @@ export function upstreamToolSpecs(connectorName: string, listed: unknown[], more
   const specs: ToolSpec<McpTarget>[] = [];
   const skipped: SkippedTool[] = [];
   const skip = (name: unknown, reason: string) => skipped.push({ name: displayName(name), reason });
+  const ajv = newAjv();
   for (const item of listed.slice(0, MAX_UPSTREAM_TOOLS)) {
     const tool = (item && typeof item === 'object' && !Array.isArray(item) ? item : {}) as UpstreamTool;
     const problem = nameProblem(tool.name);
@@ -150,7 +152,7 @@ export function upstreamToolSpecs(connectorName: string, listed: unknown[], more
       continue;
     }
     upstreamNames.add(upstreamName);
-    const schema = checkedSchema(tool.inputSchema);
+    const schema = checkedSchema(tool.inputSchema, ajv);
     if (typeof schema === 'string') {
       skip(upstreamName, schema);
       continue;
