@@ -142,6 +142,47 @@ describe('console sign-in and session', () => {
     expect((await send('/console/rest/api/org', { cookie: cookie!, csrf })).status).toBe(401);
   });
 
+  test('a foreign Origin or Origin: null is refused on every console call before anything runs, as on the MCP endpoint', async () => {
+    verifies('CONSOLE-ORIGIN');
+    const { cookie } = await signIn();
+    const csrf = await csrfOf(cookie!);
+    const keyNames = async () => {
+      const listed = await send('/console/rest/api/org/api-keys', { cookie: cookie!, csrf });
+      expect(listed.status).toBe(200);
+      return ((await listed.json()) as { api_keys: { name: string }[] }).api_keys.map((k) => k.name);
+    };
+    const json = { 'content-type': 'application/json' };
+    // Another site, another port or scheme of this host, an opaque origin, and a malformed one. No Sec-Fetch-Site is
+    // sent: the Origin alone must refuse, with the session cookie and the right CSRF token attached.
+    for (const origin of ['https://evil.example', 'http://127.0.0.1:4200', 'https://127.0.0.1:4199', 'null', 'not an origin']) {
+      const headers = { ...json, origin };
+      const refusals = [
+        await send('/console/rest/api/org/api-keys', { method: 'POST', cookie: cookie!, csrf, headers, body: JSON.stringify({ name: 'from-elsewhere' }) }),
+        await send('/console/rest/api/org', { cookie: cookie!, csrf, headers }),
+        await send('/console/session', { cookie: cookie!, headers }),
+        await send('/console/auth/client', { method: 'POST', headers, body: JSON.stringify({ client_id: org.clientId, client_secret: org.clientSecret }) }),
+        await send('/console/auth/logout', { method: 'POST', cookie: cookie!, csrf, headers }),
+      ];
+      for (const refused of refusals) {
+        expect([origin, refused.status]).toEqual([origin, 403]);
+        expect(((await refused.json()) as { error: string }).error).toBe('forbidden_origin');
+        // No sign-in and no sign-out happened: no cookie was set or cleared.
+        expect(refused.headers.getSetCookie()).toEqual([]);
+      }
+    }
+    // Nothing ran: no key was created, and the session is still signed in.
+    expect(await keyNames()).not.toContain('from-elsewhere');
+    expect((await send('/console/session', { cookie: cookie! })).status).toBe(200);
+    // The gateway's own origin (and its loopback spellings, the public URL being loopback) passes, and so does no Origin.
+    for (const [i, origin] of [PUBLIC, 'http://localhost:4199', 'http://[::1]:4199'].entries()) {
+      const created = await send('/console/rest/api/org/api-keys', { method: 'POST', cookie: cookie!, csrf, headers: { ...json, origin }, body: JSON.stringify({ name: `own-origin-${i}` }) });
+      expect([origin, created.status]).toEqual([origin, 201]);
+    }
+    const signedIn = await send('/console/auth/client', { method: 'POST', headers: { ...json, origin: PUBLIC }, body: JSON.stringify({ client_id: org.clientId, client_secret: org.clientSecret }) });
+    expect(signedIn.status).toBe(200);
+    expect(await keyNames()).toEqual(expect.arrayContaining(['own-origin-0', 'own-origin-1', 'own-origin-2']));
+  });
+
   test('a session ends when its credential does: a revoked OAuth client signs the console out', async () => {
     verifies('CONSOLE-SESSION');
     const created = await sdk.createOAuthClient({ client: sdkFor(gateway, manage).client, body: { name: 'console-admin', scopes: ['org:manage'] } });

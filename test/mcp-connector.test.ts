@@ -12,7 +12,11 @@ import { verifies } from './requirements.ts';
 import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, expectRpcError, getConnector, listToolNames, restTools, rpc } from './support/mcp.ts';
 import { sdkFor } from './support/sdk.ts';
-import { startUpstream, type Upstream } from './support/upstream-mcp.ts';
+import { startListingUpstream, startUpstream, type Upstream } from './support/upstream-mcp.ts';
+import { and, eq, sql } from 'drizzle-orm';
+import { MAX_DESCRIPTION, MAX_INPUT_SCHEMA_BYTES, MAX_INPUT_SCHEMA_DEPTH, MAX_UPSTREAM_TOOLS } from '../src/connectors/mcp/tools.ts';
+import { bumpCatalogVersion } from '../src/orgs/repository.ts';
+import { tools as toolsTable } from '../src/store/schema.ts';
 
 setDefaultTimeout(60_000);
 /** A port the OS gives out free now (for the spawned reference server, which cannot report an ephemeral one). */
@@ -300,6 +304,127 @@ describe('the outbound guard and failures', () => {
       expect(back.body.result.content[0].text).toBe('back');
     } finally {
       later.stop();
+    }
+  });
+});
+
+describe('one upstream tool at a time: a malformed tool is skipped and reported, the others are served', () => {
+  const obj = (properties: Record<string, unknown> = {}) => ({ type: 'object', properties });
+  const nested = (depth: number): Record<string, unknown> => (depth === 0 ? { type: 'string' } : { type: 'object', properties: { n: nested(depth - 1) } });
+
+  test('every kind of bad tool among good ones: the connector is active, the good tools answer, each bad one is listed with its reason', async () => {
+    verifies('MCPC-TOOL-ONE-BY-ONE', 'MCPC-VALIDATE');
+    // [upstream name, what the admin is shown as its name, a word of the reason], in the upstream's order.
+    const bad: [unknown, Record<string, unknown>, string, string][] = [
+      ['bell\u0007name', { inputSchema: obj() }, 'bell\\u0007name', 'characters MCP does not allow'],
+      ['nul\u0000name', { inputSchema: obj() }, 'nul\\u0000name', 'characters MCP does not allow'],
+      ['line\nbreak', { inputSchema: obj() }, 'line\\u000abreak', 'characters MCP does not allow'],
+      ['rtl\u202eoverride', { inputSchema: obj() }, 'rtl\\u202eoverride', 'characters MCP does not allow'],
+      ['lone\ud800surrogate', { inputSchema: obj() }, 'lone\ufffdsurrogate', 'characters MCP does not allow'],
+      ['has space', { inputSchema: obj() }, 'has space', 'characters MCP does not allow'],
+      ['x'.repeat(129), { inputSchema: obj() }, `${'x'.repeat(128)}...`, 'longer than 128'],
+      ['', { inputSchema: obj() }, '(no name)', 'no name'],
+      [42, { inputSchema: obj() }, '(no name)', 'no name'],
+      ['good_one', { inputSchema: obj({ other: { type: 'number' } }) }, 'good_one', 'same name'],
+      ['no_schema', {}, 'no_schema', 'not an object'],
+      ['array_schema', { inputSchema: { type: 'array' } }, 'array_schema', 'not "object"'],
+      ['huge_schema', { inputSchema: obj({ a: { type: 'string', description: 'd'.repeat(MAX_INPUT_SCHEMA_BYTES) } }) }, 'huge_schema', `larger than ${MAX_INPUT_SCHEMA_BYTES}`],
+      ['deep_schema', { inputSchema: nested(MAX_INPUT_SCHEMA_DEPTH) }, 'deep_schema', 'nested deeper'],
+      ['nul_in_schema', { inputSchema: obj({ a: { type: 'string', description: 'a\u0000b' } }) }, 'nul_in_schema', 'control character'],
+      ['control_key', { inputSchema: obj({ 'a\u0001': { type: 'string' } }) }, 'control_key', 'key with a control character'],
+      ['surrogate_in_schema', { inputSchema: obj({ a: { type: 'string', default: '\udc00' } }) }, 'surrogate_in_schema', 'control character'],
+      ['bad_keyword', { inputSchema: obj({ a: { type: 'no-such-type' } }) }, 'bad_keyword', 'not a valid JSON Schema'],
+      ['remote_ref', { inputSchema: obj({ a: { $ref: 'https://evil.example/schema.json' } }) }, 'remote_ref', 'refers to another schema'],
+      ['shared_id', { inputSchema: { $id: 'shared-schema', ...obj() } }, 'shared_id', '$id'],
+      ['redos_pattern', { inputSchema: obj({ a: { type: 'string', pattern: '^(a+)+$' } }) }, 'redos_pattern', 'exponential time'],
+    ];
+    const listed: unknown[] = [
+      { name: 'good_one', description: 'The first good tool.', inputSchema: obj({ text: { type: 'string' } }) },
+      ...bad.map(([name, rest]) => ({ name, description: 'A bad tool.', ...rest })),
+      'not a tool at all',
+      // Characters that cannot be stored or that hide text are removed from a description, not the tool dropped.
+      { name: 'good.two-x', description: `Clean\u0000 me\u0007 \u202eplease\ud800\r\n${'z'.repeat(MAX_DESCRIPTION)}`, inputSchema: obj(), annotations: { readOnlyHint: true } },
+    ];
+    const upstream = startListingUpstream(listed);
+    try {
+      const c = await createConnector(g, manage, { name: 'Sloppy', type: 'mcp', config: { url: upstream.url } });
+      expect({ status: c.status, reason: c.status_reason }).toEqual({ status: 'active', reason: null });
+      const skipped = c.skipped_tools as { name: string; reason: string }[];
+      expect(skipped.map((s) => s.name)).toEqual([...bad.map(([, , shown]) => shown), '(no name)']);
+      for (const [i, [, , , word]] of bad.entries()) expect([skipped[i]!.name, skipped[i]!.reason]).toEqual([skipped[i]!.name, expect.stringContaining(word)]);
+      // Served: exactly the good tools, callable, reaching the upstream by their own names.
+      const rows = await restTools(g, manage, org.orgId, c.id);
+      expect(rows.map((r) => r.tool_name).sort()).toEqual(['sloppy__good_one', 'sloppy__good_two_x']);
+      const names = await listToolNames(g, org.slug, { apiKey: org.apiKey });
+      expect(names).toEqual(expect.arrayContaining(['sloppy__good_one', 'sloppy__good_two_x']));
+      const answer = await callTool(g, org.slug, { apiKey: org.apiKey }, 'sloppy__good_two_x', {});
+      expect(answer.body.result.content[0].text).toBe('called good.two-x');
+      expect((await callTool(g, org.slug, { apiKey: org.apiKey }, 'sloppy__good_one', { text: 'hi' })).body.result.content[0].text).toBe('called good_one');
+      const listedTools = (await rpc(g, org.slug, { apiKey: org.apiKey }, 'tools/list', {})).body.result.tools as { name: string; description: string }[];
+      const description = listedTools.find((t) => t.name === 'sloppy__good_two_x')!.description;
+      expect(description.startsWith('Clean me please\ufffd\nzzz')).toBe(true);
+      expect(description.length).toBe(MAX_DESCRIPTION);
+      expect(description).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f\u202e]/);
+      // The audit row of the validation counts what was left out.
+      const audit = await sdk.listAuditEvents({ client: rest(), query: { action: 'connector.validated' } });
+      expect(JSON.stringify(audit.data)).toContain(`"skipped":${bad.length + 1}`);
+    } finally {
+      upstream.stop();
+    }
+  });
+
+  test('stored tools from before these checks cannot break a catalog: each org compiles its own schemas, one bad schema costs only its tool', async () => {
+    verifies('MCPC-TOOL-ONE-BY-ONE');
+    const upstream = startListingUpstream([
+      { name: 'alpha', inputSchema: obj({ a: { type: 'string' } }) },
+      { name: 'beta', inputSchema: obj({ b: { type: 'string' } }) },
+    ]);
+    try {
+      const other = await onboard(g);
+      const otherToken = await tokenFor(g, other.clientId, other.clientSecret);
+      const mine = await createConnector(g, manage, { name: 'Stored', type: 'mcp', config: { url: upstream.url } });
+      const theirs = await createConnector(g, otherToken, { name: 'Stored', type: 'mcp', config: { url: upstream.url } });
+      // As a row written before the checks could hold them: the same $id in two orgs, and a schema Ajv cannot compile.
+      const setSchema = async (orgId: string, connectorId: string, baseName: string, inputSchema: unknown) => {
+        await g.deps.store.db
+          .update(toolsTable)
+          .set({ spec: sql`jsonb_set(${toolsTable.spec}, '{inputSchema}', ${JSON.stringify(inputSchema)}::jsonb)` })
+          .where(and(eq(toolsTable.connectorId, connectorId), eq(toolsTable.baseName, baseName)));
+        await bumpCatalogVersion(g.deps.store.db, orgId);
+        await g.deps.authCache.changed();
+      };
+      await setSchema(org.orgId, mine.id, 'stored__alpha', { $id: 'same-everywhere', ...obj({ a: { type: 'string' } }) });
+      await setSchema(other.orgId, theirs.id, 'stored__alpha', { $id: 'same-everywhere', ...obj({ a: { type: 'number' } }) });
+      await setSchema(other.orgId, theirs.id, 'stored__beta', obj({ b: { type: 'no-such-type' } }));
+      // Each org's catalog builds, with its own schema under the shared $id.
+      expect((await callTool(g, org.slug, { apiKey: org.apiKey }, 'stored__alpha', { a: 'text' })).body.result.content[0].text).toBe('called alpha');
+      expect((await callTool(g, other.slug, { apiKey: other.apiKey }, 'stored__alpha', { a: 7 })).body.result.content[0].text).toBe('called alpha');
+      expectRpcError(await callTool(g, other.slug, { apiKey: other.apiKey }, 'stored__alpha', { a: 'text' }), -32602);
+      // The tool whose schema no longer compiles is left out; the rest of that org's catalog is served.
+      const names = await listToolNames(g, other.slug, { apiKey: other.apiKey });
+      expect(names).toContain('stored__alpha');
+      expect(names).not.toContain('stored__beta');
+    } finally {
+      upstream.stop();
+    }
+  });
+
+  test('more tools than the gateway reads: the first are checked and served, the rest and the excess of skipped entries are counted', async () => {
+    verifies('MCPC-TOOL-ONE-BY-ONE');
+    // 60 names MCP does not allow among the first MAX_UPSTREAM_TOOLS, then 7 more, listed in pages of 100.
+    const listed = Array.from({ length: MAX_UPSTREAM_TOOLS + 7 }, (_, i) => ({ name: i < 60 ? `bad name ${i}` : `t${i}`, inputSchema: obj() }));
+    const upstream = startListingUpstream(listed, 100);
+    try {
+      const c = await createConnector(g, manage, { name: 'Many', type: 'mcp', config: { url: upstream.url } });
+      expect(c.status).toBe('active');
+      expect((await restTools(g, manage, org.orgId, c.id)).length).toBe(MAX_UPSTREAM_TOOLS - 60);
+      const skipped = c.skipped_tools as { name: string; reason: string }[];
+      expect(skipped.length).toBe(50);
+      expect(skipped[0]).toEqual({ name: 'bad name 0', reason: expect.stringContaining('characters MCP does not allow') });
+      // 49 listed by name; the last entry counts the other 11 bad names and the unread rest.
+      expect(skipped[49]).toEqual({ name: '(more)', reason: '12 further tools were skipped' });
+    } finally {
+      upstream.stop();
     }
   });
 });

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import { sql } from 'drizzle-orm';
 import * as sdk from '../sdk/index.ts';
 import { periodStart } from '../src/limits/plans.ts';
+import { requestIdOf } from '../src/observability/requests.ts';
 import { verifies } from './requirements.ts';
 import { OPERATOR_TOKEN, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, rpc } from './support/mcp.ts';
@@ -33,6 +34,65 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   }
   return 0;
 }
+
+const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
+const PARENT = '00f067aa0ba902b7';
+const FALLBACK_ID = 'client-req-77';
+
+/** The request id the gateway takes from these headers (X-Request-Id is the fallback an ignored traceparent leaves). */
+function idFrom(traceparent: string | string[]): string {
+  const headers = new Headers({ 'x-request-id': FALLBACK_ID });
+  for (const value of [traceparent].flat()) headers.append('traceparent', value);
+  return requestIdOf(new Request('http://localhost/', { headers }));
+}
+
+describe('traceparent follows W3C Trace Context', () => {
+  // One case per rule of the Recommendation (section 3.2 and its versioning rules).
+  test.each([
+    ['version 00, sampled', `00-${TRACE}-${PARENT}-01`],
+    ['version 00, not sampled', `00-${TRACE}-${PARENT}-00`],
+    ['trace-flags bits this version does not define are ignored, not refused', `00-${TRACE}-${PARENT}-ff`],
+    ['a higher version of exactly 55 characters', `cc-${TRACE}-${PARENT}-01`],
+    ['a higher version with more fields after a dash', `cc-${TRACE}-${PARENT}-01-what-the-future-will-be-like`],
+  ])('adopted: %s', (_rule, value) => {
+    verifies('OPS-TRACEPARENT-W3C');
+    expect(idFrom(value)).toBe(TRACE);
+  });
+
+  test.each([
+    ['version ff is forbidden', `ff-${TRACE}-${PARENT}-01`],
+    ['version 00 with anything after the flags', `00-${TRACE}-${PARENT}-01-extra`],
+    ['version 00 with a trailing character', `00-${TRACE}-${PARENT}-010`],
+    ['shorter than 55 characters', `00-${TRACE}-${PARENT}-1`],
+    ['a higher version shorter than 55 characters', `cc-${TRACE}-${PARENT.slice(1)}-01`],
+    ['a higher version whose flags are followed by something other than a dash', `cc-${TRACE}-${PARENT}-01.what`],
+    ['a version of one character', `0-${TRACE}-${PARENT}-01x`],
+    ['a version of three characters', `000-${TRACE}-${PARENT}-01`],
+    ['a version that is not hex', `.0-${TRACE}-${PARENT}-01`],
+    ['an uppercase version', `0A-${TRACE}-${PARENT}-01`],
+    ['an uppercase trace-id', `00-${TRACE.toUpperCase()}-${PARENT}-01`],
+    ['an uppercase parent-id', `00-${TRACE}-${PARENT.toUpperCase()}-01`],
+    ['uppercase trace-flags', `00-${TRACE}-${PARENT}-0A`],
+    ['a trace-id that is not hex', `00-${TRACE.slice(0, 31)}g-${PARENT}-01`],
+    ['a parent-id that is not hex', `00-${TRACE}-${PARENT.slice(0, 15)}z-01`],
+    ['trace-flags that are not hex', `00-${TRACE}-${PARENT}-.0`],
+    ['an all-zero trace-id', `00-${'0'.repeat(32)}-${PARENT}-01`],
+    ['an all-zero parent-id', `00-${TRACE}-${'0'.repeat(16)}-01`],
+    ['an all-zero trace-id in a higher version', `cc-${'0'.repeat(32)}-${PARENT}-01`],
+    ['a delimiter other than a dash', `00_${TRACE}_${PARENT}_01`],
+    ['fields shifted by one (31-character trace-id, 17-character parent-id)', `00-${TRACE.slice(1)}-${PARENT}0-01`],
+    ['two traceparent headers', [`00-${TRACE}-${PARENT}-01`, `00-${TRACE}-${PARENT}-01`]],
+  ] as [string, string | string[]][])('ignored: %s', (_rule, value) => {
+    verifies('OPS-TRACEPARENT-W3C');
+    expect(idFrom(value)).toBe(FALLBACK_ID);
+  });
+
+  test('an ignored traceparent and no usable X-Request-Id: a fresh id', () => {
+    verifies('OPS-TRACEPARENT-W3C');
+    const id = requestIdOf(new Request('http://localhost/', { headers: { traceparent: `ff-${TRACE}-${PARENT}-01` } }));
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  });
+});
 
 describe.skipIf(!hasPg)('metrics, request logs and readiness', () => {
   let g: TestGateway;
@@ -223,10 +283,12 @@ function otlpReceiver() {
 
 describe.skipIf(!hasPg)('traces over OTLP', () => {
   test('a tools/call under a caller traceparent: request, authentication, MCP method, driver and guard spans arrive with the right parents', async () => {
-    verifies('OPS-TRACE-OTLP');
+    verifies('OPS-TRACE-OTLP', 'OPS-TRACEPARENT-W3C');
     const receiver = otlpReceiver();
     const traceId = '0af7651916cd43dd8448eb211c80319c';
     const callerSpan = 'b7ad6b7169203331';
+    const [forbiddenTrace, forbiddenParent] = ['1af7651916cd43dd8448eb211c80319c', 'c7ad6b7169203331'];
+    const [futureTrace, futureParent] = ['2af7651916cd43dd8448eb211c80319c', 'd7ad6b7169203331'];
     const t = await createTargets('tg_otlp', 'pg');
     const g = await startTestGateway('postgres', { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'toolgate-test', TOOLGATE_WEBHOOK_WORKER: '0' });
     try {
@@ -235,6 +297,9 @@ describe.skipIf(!hasPg)('traces over OTLP', () => {
       await createConnector(g, token, { name: 'pg items', type: 'postgresql', config: t.pgConfig });
       const answer = await callTool(g, org.slug, { apiKey: org.apiKey }, ITEMS, { sql: NEEDLE_SQL }, { traceparent: `00-${traceId}-${callerSpan}-01` });
       expect(answer.body.result.isError).toBeFalsy();
+      // A traceparent the spec forbids (version ff) is no parent either; a higher version is read forward-compatibly.
+      expect((await rpc(g, org.slug, { apiKey: org.apiKey }, 'tools/list', {}, { traceparent: `ff-${forbiddenTrace}-${forbiddenParent}-01` })).status).toBe(200);
+      expect((await rpc(g, org.slug, { apiKey: org.apiKey }, 'tools/list', {}, { traceparent: `cc-${futureTrace}-${futureParent}-01-later-fields` })).status).toBe(200);
     } finally {
       await g.close(); // flushes the exporter
       await t.drop();
@@ -260,6 +325,9 @@ describe.skipIf(!hasPg)('traces over OTLP', () => {
       expect(receiver.resources.some((r) => r['service.name'] === 'toolgate-test')).toBe(true);
       // Span data holds no SQL, argument or key.
       expect(JSON.stringify(receiver.spans)).not.toContain('needle-5521');
+      expect(receiver.spans.filter((s) => s.traceId === forbiddenTrace || s.parentSpanId === forbiddenParent)).toEqual([]);
+      const future = receiver.spans.filter((s) => s.traceId === futureTrace && s.name === 'POST /mcp/{orgSlug}');
+      expect(future.map((s) => s.parentSpanId)).toEqual([futureParent]);
     } finally {
       receiver.stop();
     }

@@ -191,6 +191,7 @@ export const REQUIREMENTS = {
   'MCPC-CONFIG': 'mcp config is checked against the contract McpConfig (400); reserved headers (Authorization...) are refused [decisions MCP connectors]',
   'MCPC-DOWN-RECOVER': 'An unreachable upstream fails the connector with a clear reason and its calls are tool errors; revalidate recovers [issue 12]',
   'MCPC-EVERYTHING': 'The reference server @modelcontextprotocol/server-everything (streamable HTTP) works through the gateway [issue 12]',
+  'MCPC-TOOL-ONE-BY-ONE': 'Each upstream tool is checked on its own (name per MCP rules, description cleaned and capped, input schema an object schema within size and depth caps, self-contained, compilable, count cap): the bad ones are skipped and listed with a reason in the connector\'s skipped_tools, the connector turns active and serves the rest [issue 26]',
   'MCPC-TOOL-SCHEMAS': 'Upstream input schemas are checked as JSON Schema and size-capped; a tool whose schema fails is left out [issue 12]',
 
 
@@ -228,6 +229,7 @@ export const REQUIREMENTS = {
   'CONSOLE-SIGNIN-IDP': "The console signs users in with the org's IdP by OpenID Connect authorization code + PKCE (state, nonce, ID token checked), tested against a real OpenID provider [issue 13]",
   'CONSOLE-ROLES': 'A console user gets the role REST gives the same token (same claim rules); the console lists only the pages that role may use, and REST still enforces it [issue 13]',
   'CONSOLE-SESSION': 'Console sessions are server-side behind an HttpOnly SameSite=Strict cookie, CSRF-checked, ended by logout, bounded by the token lifetime, fixed to a fresh id at sign-in [issue 13]',
+  'CONSOLE-ORIGIN': 'A console call with a foreign Origin or Origin: null is HTTP 403 forbidden_origin before any session, body or sign-in is looked at (the MCP endpoint\'s Origin policy); the gateway origin and no Origin pass [issue 26]',
   'CONSOLE-HARDENING': 'Console pages carry a CSP without inline script, frame-ancestors none and X-Frame-Options DENY; sign-in return targets are page names (no open redirect); a foreign or replayed state is refused [issue 13]',
   'CONSOLE-PAGES': 'Overview, Connectors, Tools, Approvals, Audit, API keys and OAuth clients, Identity provider, Webhooks and Billing pages work on the generated REST client [issue 13]',
   'CONSOLE-E2E': 'In Chromium: a PostgreSQL connector becomes active, a disabled tool leaves tools/list, a held call is approved in the inbox with its result, a revoked API key gets 401 on the next MCP call [issue 13]',
@@ -237,6 +239,7 @@ export const REQUIREMENTS = {
   'CONN-MONGODB-GUARD': 'MongoDB tools accept a find (filter/projection/sort/limit) or an aggregate whose stages and operators are on allow-lists; $out, $merge, $where, $function, $accumulator and any unlisted stage/operator/system variable are refused, and $lookup/$unionWith/$graphLookup only reach the tool\'s own collection [issue 16]',
   'CONN-MSSQL-GUARD': 'SQL Server tools accept one SELECT over the tool\'s own table (sqlparser MsSql dialect, T-SQL lexer): allow-listed built-ins only; writes, other tables, catalogs, variables, SELECT INTO, FOR XML/JSON, hints, OPENROWSET and stacked batches are refused [issue 16]',
   'CONN-ORACLE-GUARD': 'Oracle tools accept one SELECT over the tool\'s own table (sqlparser Oracle dialect, stricter lexer): allow-listed built-ins only; writes, other tables, database links, packages, session keywords, q-quotes and FOR UPDATE are refused [issue 16]',
+  'CONN-ORACLE-NAMES': 'Oracle: every name without parentheses resolves as the server resolves it, to a column of a FROM item in scope (the tool\'s table by introspection, DUAL, CTEs and inline views by their select lists; ON sees the items joined so far; select-list aliases only in ORDER BY), or to an allow-listed pseudo-column; anything else (a parameterless function call, package.function) is refused [issue 26]',
   'CONN-NEW-TYPES-REST': 'mongodb, mssql and oracle connectors can be created over REST; against an unreachable host they go failed with a readable reason that never contains the password [issue 16]',
   'CONN-NEW-TYPES-LIVE': 'Against a live MongoDB / SQL Server / Oracle (TOOLGATE_TEST_*_URL), a connector introspects one tool per collection/table, answers a read within the row cap, refuses a write, and a long query is cancelled at the statement timeout [issue 16]',
   'OPS-METRICS': 'GET /metrics: HTTP requests by route/method/status, MCP requests by method/outcome, tool calls by type/outcome with latency histograms, connector pool use and queue wait, guard, burst and quota refusals, Redis fallback, audit and outbox depth, webhook outcomes, process memory and event-loop lag [issue 15]',
@@ -246,6 +249,7 @@ export const REQUIREMENTS = {
   'OPS-LOG-LINE': 'One JSON log line per request with request id (traceparent trace id or a well-formed X-Request-Id, else new), org id, caller kind and prefix, outcome and duration [issue 15]',
   'OPS-LOG-NO-SECRETS': 'Request log lines hold no secret, SQL text or argument value [issue 15]',
   'OPS-TRACE-OTLP': 'With OTEL_EXPORTER_OTLP_ENDPOINT set, spans for the request, authentication, MCP method, driver call and guard reach an OTLP/HTTP receiver with the right parents, under the caller\'s traceparent [issue 15]',
+  'OPS-TRACEPARENT-W3C': 'A traceparent is adopted (as request id and span parent) only when W3C Trace Context allows it: no version ff, version 00 exactly 55 characters, lowercase hex, no all-zero ids, a higher version read forward-compatibly; otherwise ignored [issue 26]',
   'OPS-READYZ': '/readyz: 200 when the store answers and is migrated, Redis reported (ok, fallback, not_configured) but not fatal; 503 while shutting down [issue 15]',
   'OPS-SHUTDOWN': 'SIGTERM: /readyz turns 503, new connections are refused, in-flight calls finish within the deadline, pools and the data folder are released, exit 0 [issue 15]',
   'OPS-SCALE-OUT': 'Three instances on one PostgreSQL and Redis behind a round-robin proxy, one SIGKILLed mid-load: no lost or duplicated audit rows or approvals, burst and quota exact, only the killed instance\'s in-flight calls fail [issue 15]',

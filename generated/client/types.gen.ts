@@ -252,6 +252,16 @@ export type Connector = {
      * Why validation failed (never a password or DSN).
      */
     status_reason: string | null;
+    /**
+     * Tools the source lists that the last successful validation did not serve, each with why (an upstream MCP tool with a name, description or input schema the gateway cannot serve); the others are served. Empty for database types and after a failed validation. At most 50 entries; the last one then counts the rest.
+     */
+    skipped_tools: Array<{
+        /**
+         * The upstream's tool name (its first 128 characters, control and invisible characters escaped as \uXXXX).
+         */
+        name: string;
+        reason: string;
+    }>;
     config: ConnectorConfig;
     /**
      * The credential itself is write-only.

@@ -2,7 +2,7 @@
 import { and, asc, count, eq, inArray, isNull, notInArray, sql } from 'drizzle-orm';
 import type { Queryable } from '../store/db.ts';
 import { connectors, tools } from '../store/schema.ts';
-import type { ToolSpec } from './types.ts';
+import type { SkippedTool, ToolSpec } from './types.ts';
 
 export type ConnectorRow = typeof connectors.$inferSelect;
 
@@ -28,12 +28,13 @@ export async function listConnectors(db: Queryable, orgId: string, status?: stri
 
 /**
  * Replaces a connector's tools with the introspected set, keeping the settings of tools that still exist
- * (matched by base name). Runs only when `generation` is still current, so a stale job never wins.
+ * (matched by base name), and records the source's tools that were skipped. Runs only when `generation` is still
+ * current, so a stale job never wins.
  */
-export async function applyIntrospection(db: Queryable, orgId: string, connectorId: string, generation: number, specs: ToolSpec[]): Promise<boolean> {
+export async function applyIntrospection(db: Queryable, orgId: string, connectorId: string, generation: number, specs: ToolSpec[], skipped: SkippedTool[] = []): Promise<boolean> {
   const [current] = await db
     .update(connectors)
-    .set({ status: 'active', statusReason: null, updatedAt: new Date() })
+    .set({ status: 'active', statusReason: null, skippedTools: skipped, updatedAt: new Date() })
     .where(and(eq(connectors.id, connectorId), eq(connectors.orgId, orgId), eq(connectors.validationGeneration, generation), isNull(connectors.archivedAt)))
     .returning({ id: connectors.id });
   if (!current) return false;
@@ -90,7 +91,7 @@ async function avoidOrgCollisions(db: Queryable, orgId: string, connectorId: str
 export async function markFailed(db: Queryable, orgId: string, connectorId: string, generation: number, reason: string): Promise<boolean> {
   const [row] = await db
     .update(connectors)
-    .set({ status: 'failed', statusReason: reason.slice(0, 500), updatedAt: new Date() })
+    .set({ status: 'failed', statusReason: reason.slice(0, 500), skippedTools: [], updatedAt: new Date() })
     .where(and(eq(connectors.id, connectorId), eq(connectors.orgId, orgId), eq(connectors.validationGeneration, generation), isNull(connectors.archivedAt)))
     .returning({ id: connectors.id });
   return row !== undefined;

@@ -14,7 +14,7 @@ import { describeError } from '../util/log.ts';
 import { describeSchemaError } from '../util/schema-errors.ts';
 import { getDriver } from './registry.ts';
 import * as repo from './repository.ts';
-import { ConnectorError, type SourceEnv } from './types.ts';
+import { ConnectorError, type SkippedTool, type SourceEnv } from './types.ts';
 import type { OutboundPolicy } from '../net/outbound.ts';
 import type { Config } from '../config.ts';
 import type { AuthChanges } from '../auth/epoch.ts';
@@ -180,13 +180,20 @@ export async function validateNow(deps: ConnectorServiceDeps, row: repo.Connecto
     if (!driver) throw new ConnectorError(`Connector type ${row.type} is not available on this gateway.`, 'invalid_config');
     const credential = row.credentialSealed ? deps.box.decrypt(row.credentialSealed, credentialContext(row.id)) : null;
     const config = row.config;
-    const env: SourceEnv = { connectorName: row.name, outbound: deps.outbound, limits: { statementTimeoutMs: deps.config.statementTimeoutMs, maxResultBytes: deps.config.maxResultBytes } };
+    let skipped: SkippedTool[] = [];
+    const env: SourceEnv = {
+      connectorName: row.name,
+      outbound: deps.outbound,
+      limits: { statementTimeoutMs: deps.config.statementTimeoutMs, maxResultBytes: deps.config.maxResultBytes },
+      reportSkipped: (list) => (skipped = list),
+    };
     await driver.validate(row.id, config, credential, env);
     const specs = await driver.introspect(row.id, config, credential, env);
     const applied = await deps.store.db.transaction(async (tx) => {
-      if (!(await repo.applyIntrospection(tx, row.orgId, row.id, generation, specs))) return false;
+      if (!(await repo.applyIntrospection(tx, row.orgId, row.id, generation, specs, skipped))) return false;
       await bumpCatalogVersion(tx, row.orgId);
-      await recordAudit(tx, { orgId: row.orgId, action: 'connector.validated', actor: { type: 'system', id: null }, targetType: 'connector', targetId: row.id, details: { tools: specs.length } });
+      const details = { tools: specs.length, ...(skipped.length ? { skipped: skipped.length } : {}) };
+      await recordAudit(tx, { orgId: row.orgId, action: 'connector.validated', actor: { type: 'system', id: null }, targetType: 'connector', targetId: row.id, details });
       return true;
     });
     if (applied) await deps.authCache.changed();

@@ -65,8 +65,16 @@ export interface ToolSpec<T = unknown> {
   target: T;
 }
 
+/** A tool the source lists that the gateway does not serve, and why (shown to the org's admin on the connector). */
+export interface SkippedTool {
+  name: string;
+  reason: string;
+}
+
 /** What the gateway hands a driver's validate/introspect besides config and credential. */
 export interface SourceEnv {
+  /** Where introspect reports the source's tools it skips (the others are served); unset: not reported. */
+  reportSkipped?: (skipped: SkippedTool[]) => void;
   /** The connector's name (an upstream MCP server's tools are named after it). */
   connectorName?: string;
   /** The operator's outbound policy, for types that reach out over HTTP. */

@@ -312,7 +312,12 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
     const url = new URL(request.url);
     const path = url.pathname;
     // DNS rebinding: a page on a name the attacker controls gets nothing back.
-    if (!hostPolicyFor(config).hostAllowed(request)) return errorReply(403, 'forbidden_host', 'This gateway does not answer to the host name in the Host header.');
+    const hostPolicy = hostPolicyFor(config);
+    if (!hostPolicy.hostAllowed(request)) return errorReply(403, 'forbidden_host', 'This gateway does not answer to the host name in the Host header.');
+    // A page of another origin (or an opaque one, `Origin: null`) gets nothing, before any session, body or sign-in is
+    // looked at: the same check as the MCP endpoint. Navigations and same-origin GETs send no Origin and pass; the
+    // CSRF token and Sec-Fetch-Site still apply after it.
+    if (!hostPolicy.originAllowed(request.headers.get('origin'))) return errorReply(403, 'forbidden_origin', 'This Origin may not call the console.');
     const method = request.method;
     try {
       if (path.startsWith('/console/rest/')) return await proxy(request, url, path.slice('/console/rest/'.length));

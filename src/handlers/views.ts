@@ -91,6 +91,7 @@ export function connectorView(row: ConnectorRow): wire.Connector {
     type: row.type as wire.ConnectorType,
     status: row.status as wire.ConnectorStatus,
     status_reason: row.statusReason,
+    skipped_tools: row.skippedTools,
     config: row.config as unknown as wire.ConnectorConfig,
     has_credential: row.credentialSealed !== null,
     allow_write: row.allowWrite,

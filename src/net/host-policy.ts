@@ -1,9 +1,9 @@
 /**
  * DNS-rebinding defence: which Host names the gateway answers to, and which browser Origins may call the MCP
- * endpoint. Both derive from TOOLGATE_PUBLIC_URL (Origins: with its loopback spellings when its host is loopback;
+ * endpoint and the console. Both derive from TOOLGATE_PUBLIC_URL (Origins: with its loopback spellings when its host is loopback;
  * Host: the loopback names always), TOOLGATE_ALLOWED_HOSTS and TOOLGATE_ALLOWED_ORIGINS. Decided in docs/decisions/0050-host-check.md.
- * A pure policy over the configuration; the router (Host, every route but /healthz) and the MCP transport (Origin)
- * apply it and write the HTTP answers.
+ * A pure policy over the configuration; the router (Host, every route but /healthz), the MCP transport and the console
+ * (Origin) apply it and write the HTTP answers.
  */
 import type { Config } from '../config.ts';
 import { canonicalHostname, LOOPBACK_HOSTNAMES, originKey, parseOrigin } from './hostname.ts';
@@ -11,7 +11,7 @@ import { canonicalHostname, LOOPBACK_HOSTNAMES, originKey, parseOrigin } from '.
 export interface HostPolicy {
   /** Whether the request names this gateway: its Host header, or the URL's host when a request has none. */
   hostAllowed(request: Request): boolean;
-  /** Whether a browser page of this Origin may call the MCP endpoint; no Origin (not a browser) passes. */
+  /** Whether a browser page of this Origin may call the MCP endpoint or the console; no Origin passes. */
   originAllowed(origin: string | null): boolean;
 }
 

@@ -8,18 +8,15 @@ import type { Span } from '@opentelemetry/api';
 import type { Principal } from '../auth/principal.ts';
 import type { Logger } from '../util/log.ts';
 import { observeHttp } from './metrics.ts';
+import { parseTraceparent } from './traceparent.ts';
 
-const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/;
 /** A caller's request id is echoed into logs and headers: short, and of characters that cannot forge a log field. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /** The id of this request: the trace id of a valid incoming traceparent, else a valid X-Request-Id, else a new UUID. */
 export function requestIdOf(request: Request): string {
-  const traceparent = request.headers.get('traceparent');
-  if (traceparent !== null) {
-    const match = TRACEPARENT.exec(traceparent.trim());
-    if (match && match[1] !== '00000000000000000000000000000000') return match[1]!;
-  }
+  const traceparent = parseTraceparent(request.headers.get('traceparent'));
+  if (traceparent !== null) return traceparent.traceId;
   const given = request.headers.get('x-request-id');
   if (given !== null && REQUEST_ID.test(given)) return given;
   return randomUUID();

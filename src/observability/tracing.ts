@@ -3,6 +3,7 @@
  * `inSpan` is one null check around the traced function: no tracer, no context manager, no span objects.
  */
 import { context, propagation, SpanKind, SpanStatusCode, trace, ROOT_CONTEXT, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
+import { parseTraceparent } from './traceparent.ts';
 
 let tracer: Tracer | null = null;
 
@@ -112,6 +113,8 @@ const headerGetter = {
 export function inRequestSpan<T>(request: Request, name: string, fn: (span: Span | null) => Promise<T>): Promise<T> {
   const t = tracer;
   if (t === null) return fn(null);
-  const parent = request.headers.has('traceparent') ? propagation.extract(ROOT_CONTEXT, request.headers, headerGetter) : ROOT_CONTEXT;
+  // OTel's parser is laxer (it takes a leading or trailing space, for one): only a value the spec allows reaches it,
+  // so the span adopts exactly the traceparents the request id does.
+  const parent = parseTraceparent(request.headers.get('traceparent')) ? propagation.extract(ROOT_CONTEXT, request.headers, headerGetter) : ROOT_CONTEXT;
   return t.startActiveSpan(name, { kind: SpanKind.SERVER }, parent, (span) => run(span, fn));
 }

@@ -304,4 +304,12 @@ DROP INDEX audit_events_unsealed;
 CREATE INDEX audit_events_unsealed ON audit_events (created_at) WHERE seq IS NULL AND refused_at IS NULL;
 `,
   },
+  {
+    version: 11,
+    name: 'connector_skipped_tools',
+    // The upstream tools a validation did not serve, with the reason, for the admin (issue 26).
+    sql: `
+ALTER TABLE connectors ADD COLUMN skipped_tools jsonb NOT NULL DEFAULT '[]';
+`,
+  },
 ];

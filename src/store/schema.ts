@@ -109,6 +109,8 @@ export const connectors = pgTable('connectors', {
   type: text('type').notNull(),
   status: text('status').notNull(),
   statusReason: text('status_reason'),
+  /** Tools the source lists that the last validation did not serve, with why ({name, reason}[]). */
+  skippedTools: jsonb('skipped_tools').$type<{ name: string; reason: string }[]>().notNull().default([]),
   config: jsonb('config').$type<Record<string, unknown>>().notNull(),
   credentialSealed: text('credential_sealed'),
   allowWrite: boolean('allow_write').notNull().default(false),

@@ -41,8 +41,12 @@ export interface OrgCatalog {
 }
 
 
-// Tool input schemas come from introspection: compile each once per catalog version, with defaults applied.
-const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });
+/**
+ * Tool input schemas come from introspection: compiled once per catalog version, with defaults applied, by an Ajv of
+ * that build alone. Ajv keeps every schema it compiled (and registers any `$id`): one shared instance would grow with
+ * every rebuild and let one org's schema collide with, or be referred to by, another org's.
+ */
+const newAjv = () => new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });
 
 export function credentialContext(connectorId: string): string {
   return `connector_credential:${connectorId}`;
@@ -62,6 +66,7 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     .where(and(eq(tools.orgId, orgId), eq(connectors.orgId, orgId), inArray(connectors.status, SERVING_STATUSES), isNull(connectors.archivedAt)));
   const runtimes = new Map<string, ConnectorRuntime>();
   const list: CatalogTool[] = [];
+  const ajv = newAjv();
   for (const { tool, connector } of rows) {
     let runtime = runtimes.get(connector.id);
     if (!runtime) {
@@ -76,6 +81,14 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       runtimes.set(connector.id, runtime);
     }
     const spec = tool.spec as unknown as ToolSpec;
+    // One stored tool whose schema no longer compiles (stored before its checks existed) is left out, not the org's
+    // whole catalog: every other tool stays callable.
+    let validate: ValidateFunction;
+    try {
+      validate = ajv.compile(spec.inputSchema);
+    } catch {
+      continue;
+    }
     const writable = !tool.readOnly && (connector.allowWrite || connector.allowDdl);
     list.push({
       id: tool.id,
@@ -91,7 +104,7 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       approvalEmails: tool.approvalEmails,
       connector: runtime,
       spec,
-      validate: ajv.compile(spec.inputSchema),
+      validate,
     });
   }
   list.sort((a, b) => a.name.localeCompare(b.name));

@@ -2,6 +2,7 @@
 // turns into (names, schema checks, caps). The live upstream tests are in test/mcp-connector.test.ts.
 import { describe, expect, test } from 'bun:test';
 import { MAX_INPUT_SCHEMA_BYTES, MAX_UPSTREAM_TOOLS, upstreamToolSpecs } from '../../src/connectors/mcp/tools.ts';
+import { patternProblem } from '../../src/connectors/mcp/patterns.ts';
 import { verifies } from '../requirements.ts';
 
 const obj = (properties: Record<string, unknown> = {}) => ({ type: 'object', properties });
@@ -35,7 +36,7 @@ describe('upstream tools/list → tool specs', () => {
     // The dialect marker is dropped (the catalog compiles draft-07); the rest passes through unchanged.
     expect(specs[0]!.inputSchema).toEqual(obj({ a: { type: 'string' } }) as any);
     expect(skipped).toHaveLength(6);
-    expect(skipped.join('\n')).toContain(`larger than ${MAX_INPUT_SCHEMA_BYTES} bytes`);
+    expect(skipped.map((s) => s.reason).join('\n')).toContain(`larger than ${MAX_INPUT_SCHEMA_BYTES} bytes`);
   });
 
   test('at most MAX_UPSTREAM_TOOLS tools; hints default to MCP defaults when the upstream sets none', () => {
@@ -44,5 +45,34 @@ describe('upstream tools/list → tool specs', () => {
     const { specs } = upstreamToolSpecs('s', many);
     expect(specs).toHaveLength(MAX_UPSTREAM_TOOLS);
     expect(specs[0]!.annotations).toEqual({ readOnlyHint: false, destructiveHint: true, openWorldHint: true });
+  });
+
+  test('patterns the gateway would run on arguments: exponential shapes and backreferences are refused, ordinary ones pass', () => {
+    verifies('MCPC-TOOL-ONE-BY-ONE');
+    for (const safe of ['^[a-z0-9_-]{1,64}$', '^\\d{4}-\\d{2}-\\d{2}$', '^(foo|bar)$', '^(?:[A-Z]{2})?\\d+$', '^[^@]+@[^@]+\\.[a-z]+$', '(ab)?c*', '^(a{0,1}b)*$']) {
+      expect([safe, patternProblem(safe)]).toEqual([safe, null]);
+    }
+    for (const [unsafe, word] of [
+      ['^(a+)+$', 'exponential'],
+      ['^(a|a)*$', 'exponential'],
+      ['^(\\w+\\s?)*$', 'exponential'],
+      ['((ab)*c)+', 'exponential'],
+      ['(x{2,})*', 'exponential'],
+      ['^(a*){3}$', 'exponential'],
+      ['(a)\\1', 'backreference'],
+      ['(?<n>a)\\k<n>', 'backreference'],
+      ['(', 'not a valid'],
+      ['a'.repeat(513), 'longer than'],
+    ] as const) {
+      expect([unsafe, patternProblem(unsafe)]).toEqual([unsafe, expect.stringContaining(word)]);
+    }
+    // In a schema: `pattern` values and `patternProperties` keys; the tool is skipped, the others stay.
+    const { specs, skipped } = upstreamToolSpecs('s', [
+      { name: 'redos', inputSchema: obj({ a: { type: 'string', pattern: '^(a+)+$' } }) },
+      { name: 'redos_keys', inputSchema: { type: 'object', patternProperties: { '^(a|aa)+$': { type: 'string' } } } },
+      { name: 'fine', inputSchema: obj({ a: { type: 'string', pattern: '^[a-z]+$' } }) },
+    ]);
+    expect(specs.map((s) => s.name)).toEqual(['s__fine']);
+    expect(skipped.map((s) => s.name)).toEqual(['redos', 'redos_keys']);
   });
 });

@@ -95,6 +95,11 @@ describe('SQL Server guard', () => {
       ['SELECT HAS_PERMS_BY_NAME(\'x\', \'OBJECT\', \'SELECT\') FROM items', /allowed functions/],
       ['SELECT CURRENT_USER FROM items', /session/],
       ['SELECT SYSTEM_USER FROM items', /session/],
+      // T-SQL calls no function without parentheses but these niladic ones (CURRENT_TIMESTAMP aside, harmless).
+      ['SELECT SESSION_USER FROM items', /session/],
+      ['SELECT USER FROM items', /session/],
+      ['SELECT id FROM items WHERE name = user', /session/],
+      ['SELECT {fn USER()} FROM items'],
       ['UPDATE items SET name = \'x\'', /UPDATE/],
       ['INSERT INTO items (id) VALUES (1)', /INSERT/],
       ['DELETE FROM items', /DELETE/],
@@ -215,9 +220,9 @@ describe('Oracle guard', () => {
       ['SELECT id FROM items WHERE id = :1', /PLACEHOLDER/],
       ["SELECT * FROM JSON_TABLE('[1]', '$[*]' COLUMNS (a NUMBER PATH '$'))"],
       ['SELECT id::text FROM items', /::/],
-      ['SELECT id FROM items MINUS SELECT secret FROM secrets', /not this tool's table|neither a column/],
+      ['SELECT id FROM items MINUS SELECT secret FROM secrets', /not this tool's table|not a column/],
       ['SELECT id FROM items lock', /reserved word/],
-      ["SELECT 'a\\' , secret FROM secrets --' FROM items", /neither a column|not this tool's table/],
+      ["SELECT 'a\\' , secret FROM secrets --' FROM items", /not a column|not this tool's table/],
     ];
     for (const [sql, fragment] of cases) refused(guardOracleSql, sql, ORA, fragment);
   });
@@ -234,13 +239,60 @@ describe('Oracle guard', () => {
       'SELECT c.k FROM (SELECT id AS k FROM items) c ORDER BY c.k',
     ]) allowed(guardOracleSql, sql, ORA);
     for (const [sql, fragment] of [
-      ['SELECT evil_fn FROM items', /neither a column/],
-      ['SELECT "ID", mixed FROM items', /neither a column/],
+      ['SELECT evil_fn FROM items', /not a column/],
+      ['SELECT "ID", mixed FROM items', /not a column/],
       ['SELECT dbms_random.value FROM items', /packages/],
       ['SELECT x.a FROM (SELECT dbms_random.value a FROM dual) x, items dbms_random', /packages/],
       ['SELECT x.a FROM (SELECT o.id a FROM dual) x, items o', /packages/],
       ['SELECT app.evil_fn FROM items', /packages/],
       ['SELECT other.items.id FROM items', /packages/],
+    ] as const) refused(guardOracleSql, sql, ORA, fragment);
+  });
+  test('every name without parentheses resolves to a column of a FROM item in scope: no function of that name can run', () => {
+    verifies('CONN-ORACLE-GUARD', 'CONN-ORACLE-NAMES');
+    for (const sql of [
+      // A select-list alias in ORDER BY (the one place Oracle resolves it).
+      'SELECT name AS n FROM items ORDER BY n',
+      'SELECT id a FROM items UNION SELECT id FROM items ORDER BY a',
+      'SELECT i.* FROM items i',
+      'SELECT v.id, v.name FROM (SELECT * FROM items) v',
+      'WITH c (x) AS (SELECT id FROM items) SELECT x, c.x FROM c',
+      'SELECT x FROM (SELECT id x FROM items) WHERE x > 1',
+      'SELECT id FROM items i JOIN items j USING (id)',
+      'SELECT i.id FROM items i JOIN items j ON i.id = j.parent_id',
+      "SELECT 1 FROM items a WHERE EXISTS (SELECT 1 FROM items b WHERE b.id = a.id AND name = 'x')",
+      'SELECT dummy FROM dual',
+      // A correlated subquery sees the columns of the SELECT around it.
+      'SELECT id FROM items WHERE id IN (SELECT name FROM dual)',
+      'SELECT ROWNUM, ROWID, SYSDATE, SYSTIMESTAMP, CURRENT_DATE FROM items',
+      'WITH r (n) AS (SELECT 1 FROM dual UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r',
+    ]) allowed(guardOracleSql, sql, ORA);
+    for (const [sql, fragment] of [
+      // A column of the tool's table where no FROM item of that SELECT has it: Oracle calls function NAME.
+      ['SELECT name FROM dual', /"name" is not a column/],
+      ['SELECT 1 FROM dual WHERE 1 IN (SELECT name FROM dual)', /"name" is not a column/],
+      ['WITH c AS (SELECT id FROM items) SELECT name FROM c', /"name" is not a column/],
+      ['SELECT name FROM (SELECT id FROM items)', /"name" is not a column/],
+      ['WITH c (x) AS (SELECT id FROM items) SELECT id FROM c', /"id" is not a column/],
+      ['SELECT x FROM (SELECT 1 FROM dual)', /"x" is not a column/],
+      // An alias where Oracle does not resolve aliases: WHERE, GROUP BY, HAVING, another SELECT, another branch.
+      ['SELECT 1 AS f FROM items WHERE f = 1', /"f" is not a column/],
+      ['SELECT name AS n, COUNT(*) FROM items GROUP BY n', /"n" is not a column/],
+      ['SELECT COUNT(*) AS c FROM items HAVING c > 1', /"c" is not a column/],
+      ['SELECT k FROM items WHERE id IN (SELECT id AS k FROM items)', /"k" is not a column/],
+      ['SELECT id a FROM items UNION SELECT id b FROM items ORDER BY b', /"b" is not a column/],
+      ['SELECT id FROM items i JOIN items i2 ON f = 1 CROSS JOIN (SELECT 1 f FROM dual) v', /"f" is not a column/],
+      // An inline view sees nothing of the SELECT around it.
+      ['SELECT * FROM items a, (SELECT parent_id x FROM dual) v', /"parent_id" is not a column/],
+      ['SELECT * FROM items a, (SELECT a.id x FROM dual) v', /"a.id" is not a column/],
+      // Built-in or user functions without parentheses, and a qualifier whose name is no column of it.
+      ['SELECT SYS_GUID FROM items', /"SYS_GUID" is not a column/],
+      ['SELECT id FROM items WHERE name = evil_fn', /"evil_fn" is not a column/],
+      ['SELECT i.evil_fn FROM items i', /not a column/],
+      ['SELECT app.evil_fn FROM items app', /not a column/],
+      ['SELECT d.evil_fn FROM dual d', /not a column/],
+      ['SELECT app.items.evil_fn FROM items', /not a column/],
+      ['SELECT x.* FROM items i', /t\.\* needs t/],
     ] as const) refused(guardOracleSql, sql, ORA, fragment);
   });
 });

@@ -63,3 +63,38 @@ export function startUpstream(port: number, path = '/mcp'): Upstream {
   });
   return { url: `http://127.0.0.1:${http.port}${path}`, seen, calls, stop: () => http.stop(true) };
 }
+
+/**
+ * An upstream MCP server that lists exactly the tools it is given, well-formed or not (the SDK's McpServer would
+ * refuse to declare a malformed one): Streamable HTTP with JSON answers, stateless. initialize, the initialized
+ * notification, tools/list (in pages of `pageSize`, with nextCursor) and tools/call (answers the name it was called by).
+ */
+export function startListingUpstream(tools: unknown[], pageSize = tools.length || 1): Upstream {
+  const seen: Record<string, string>[] = [];
+  const calls: string[] = [];
+  const http = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch(request) {
+      seen.push(Object.fromEntries([...request.headers.entries()].map(([k, v]) => [k.toLowerCase(), v])));
+      if (request.method !== 'POST') return new Response(null, { status: 405 });
+      const message = (await request.json()) as { id?: number; method: string; params?: any };
+      if (message.id === undefined) return new Response(null, { status: 202 });
+      const answer = (result: unknown) => Response.json({ jsonrpc: '2.0', id: message.id, result });
+      if (message.method === 'initialize') {
+        return answer({ protocolVersion: message.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'listing-upstream', version: '1.0.0' } });
+      }
+      if (message.method === 'tools/list') {
+        const start = Number(message.params?.cursor ?? 0);
+        const end = start + pageSize;
+        return answer({ tools: tools.slice(start, end), ...(end < tools.length ? { nextCursor: String(end) } : {}) });
+      }
+      if (message.method === 'tools/call') {
+        calls.push(message.params.name);
+        return answer({ content: [{ type: 'text', text: `called ${message.params.name}` }] });
+      }
+      return Response.json({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'Method not found' } });
+    },
+  });
+  return { url: `http://127.0.0.1:${http.port}/mcp`, seen, calls, stop: () => http.stop(true) };
+}

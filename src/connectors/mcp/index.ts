@@ -7,7 +7,7 @@ import { errorResult } from '../shared/result.ts';
 import { ConnectorError, type ConnectorDriver, type SourceEnv, type ToolResult } from '../types.ts';
 import { reservedHeader, UpstreamProtocolError, UpstreamRpcError, UpstreamSession, type UpstreamLimits } from './client.ts';
 import { mcpConfigSchema } from './schema.ts';
-import { upstreamToolSpecs, type McpTarget } from './tools.ts';
+import { MAX_UPSTREAM_TOOLS, upstreamToolSpecs, type McpTarget } from './tools.ts';
 
 const sessions = new PoolRegistry<UpstreamSession, undefined, McpConfig>({
   type: 'mcp',
@@ -50,7 +50,8 @@ function describe(err: unknown, config: McpConfig): { text: string; code: Connec
   return { text: `The MCP server at ${host} could not be reached.`, code: 'connection_failed' };
 }
 
-async function listTools(session: UpstreamSession, policy: OutboundPolicy, limits: UpstreamLimits): Promise<unknown[]> {
+/** The upstream's tools, and whether it had more than were read (past the tool cap or the page cap). */
+async function listTools(session: UpstreamSession, policy: OutboundPolicy, limits: UpstreamLimits): Promise<{ tools: unknown[]; more: boolean }> {
   const tools: unknown[] = [];
   let cursor: unknown;
   // Bounded paging: a server that keeps handing out cursors cannot keep validation running.
@@ -58,9 +59,10 @@ async function listTools(session: UpstreamSession, policy: OutboundPolicy, limit
     const result = await session.request(policy, limits, 'tools/list', cursor === undefined ? {} : { cursor });
     if (Array.isArray(result.tools)) tools.push(...result.tools);
     cursor = result.nextCursor;
-    if (typeof cursor !== 'string' || tools.length >= 500) break;
+    if (typeof cursor !== 'string') return { tools, more: tools.length > MAX_UPSTREAM_TOOLS };
+    if (tools.length >= MAX_UPSTREAM_TOOLS) break;
   }
-  return tools;
+  return { tools, more: true };
 }
 
 function checkHeaders(config: McpConfig): void {
@@ -94,7 +96,9 @@ export const mcpDriver: ConnectorDriver<McpConfig, McpTarget> = {
       const listed = await listTools(session, policy, limitsOf(env)).finally(() => session.close(policy));
       // The next call opens a new session with the (possibly new) config and credential.
       await sessions.close(connectorId);
-      return upstreamToolSpecs(env?.connectorName ?? 'mcp', listed).specs;
+      const { specs, skipped } = upstreamToolSpecs(env?.connectorName ?? 'mcp', listed.tools, listed.more);
+      env?.reportSkipped?.(skipped);
+      return specs;
     } catch (err) {
       const d = describe(err, config);
       throw new ConnectorError(d.text, d.code === 'connection_failed' ? 'introspection_failed' : d.code);

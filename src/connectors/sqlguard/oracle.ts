@@ -13,13 +13,13 @@
  *  - unqualified SQL built-ins take precedence over schema functions of the same name in Oracle; anything
  *    qualified (DBMS_*, UTL_*, HTTPURITYPE, a package or a schema function) is refused, and USER / UID /
  *    SESSION_USER / CURRENT_USER (bare keywords) read the session and are refused;
- *  - names without parentheses: in Oracle a bare name that is no column in scope calls a parameterless function,
- *    and `a.b` whose `a` is no table alias in scope is package.function (DBMS_RANDOM.VALUE). So a bare name must be
- *    a column of the tool's table, an alias the statement declares or a pseudo-column (ROWNUM, LEVEL, SYSDATE...),
- *    and the qualifier of `a.b` a table, alias or CTE of the same SELECT or an enclosing one (readonly-walk.ts
- *    strictNames). What remains (0119-oracle-guard.md): a parameterless schema function named like such a column or
- *    alias, used where no table of the SELECT has that column; the README's read-only login (not the schema
- *    owner, SELECT grants only) leaves it nothing to call.
+ *  - names without parentheses: in Oracle a bare name that is no column in scope calls a parameterless function
+ *    (SYS_GUID, a schema function, a synonym of one), and `a.b` that is no column of a table in scope is
+ *    package.function or schema.function (DBMS_RANDOM.VALUE). So every such name is resolved as Oracle resolves it
+ *    (readonly-names.ts): a column of a FROM item of its SELECT or an enclosing one (the tool's table by its
+ *    introspected columns, DUAL, CTEs and inline views by their select lists; an ON clause sees the items joined so
+ *    far; select-list aliases only in ORDER BY), or a pseudo-column or niladic built-in on the list below, which
+ *    no schema function can shadow; anything else is refused (docs/decisions/2026-11-26-oracle-name-resolution.md).
  */
 import { init as initSqlParser } from '@guanmingchiu/sqlparser-ts';
 import type { GuardOptions, GuardResult } from './types.ts';
@@ -77,9 +77,11 @@ const ORACLE: ReadOnlyDialect = {
   tableHints: new Set(),
   key: (p) => (p.quoted ? p.value : ascii(p.value)),
   reservedWords: ORACLE_RESERVED,
+  // Pseudo-columns (reserved: no object takes their names) and niladic built-ins (built-ins win over schema functions
+  // of the same name) that read nothing but the row, the hierarchy or the clock. DUAL's DUMMY comes from DUAL itself.
   strictNames: new Set([
     'ROWNUM', 'ROWID', 'LEVEL', 'SYSDATE', 'SYSTIMESTAMP', 'CURRENT_DATE', 'CURRENT_TIMESTAMP', 'LOCALTIMESTAMP',
-    'CONNECT_BY_ISLEAF', 'CONNECT_BY_ISCYCLE', 'DUMMY',
+    'CONNECT_BY_ISLEAF', 'CONNECT_BY_ISCYCLE',
   ]),
 };
 

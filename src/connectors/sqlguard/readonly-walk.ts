@@ -10,14 +10,11 @@
  */
 import { parse as parseSql } from '@guanmingchiu/sqlparser-ts';
 import type { GuardOptions, GuardResult } from './types.ts';
-import { type AnyObj, EMPTY_SCOPE, MAX_SQL_LENGTH, Refusal, allow, clip, isObj, tableLabel } from './common.ts';
-import { nameParts, variantOf } from './mysql-walk.ts';
+import { type AnyObj, MAX_SQL_LENGTH, Refusal, allow, clip, isObj, tableLabel } from './common.ts';
+import { variantOf } from './mysql-walk.ts';
+import { type CteScope, type Frame, type NamePart, addSource, addSources, isOwnTable, outputColumns, ownColumns, partsOf, wildcardQualifier, withCtes } from './readonly-names.ts';
 
-/** One part of a name as written: its text and whether it was quoted. */
-export interface NamePart {
-  value: string;
-  quoted: boolean;
-}
+export type { NamePart } from './readonly-names.ts';
 
 export interface ReadOnlyDialect {
   /** The sqlparser dialect. */
@@ -39,11 +36,12 @@ export interface ReadOnlyDialect {
   /** Table hints accepted (upper case), e.g. NOLOCK. */
   tableHints: ReadonlySet<string>;
   /**
-   * Oracle: a bare name that is no column in scope is a call of a parameterless function, and `a.b` whose `a` is no
-   * table alias in scope is `package.function`. With this set, a bare name must be a column of the tool's table
-   * (GuardOptions.columns), an alias the statement declares, or one of these pseudo-columns (upper case); and the
-   * qualifier of `a.b` must be a table, alias or CTE of the same SELECT or of an enclosing one (not across an
-   * inline view).
+   * Oracle: a bare name that is no column in scope is a call of a parameterless function, and `a.b` that is no column
+   * of a table in scope is `package.function` or `schema.function`. With this set, every name is resolved as the
+   * server resolves it (readonly-names.ts): a bare name must be a column of a FROM item of its SELECT or of an
+   * enclosing one (not across an inline view; in an ON clause, of the items joined so far; in ORDER BY, also a
+   * select-list alias), or one of these pseudo-columns (upper case); `a.b` must be column `b` of the FROM item `a`
+   * so visible.
    */
   strictNames?: ReadonlySet<string>;
   /** How a name as written is compared with declared names (aliases, CTEs). */
@@ -81,22 +79,21 @@ const QUERY_FIELDS: ReadonlySet<string> = new Set(['subquery', 'query']);
 interface State {
   opts: GuardOptions;
   d: ReadOnlyDialect;
-  /** strictNames: the table qualifiers visible in the current SELECT (innermost last); null marks an inline-view barrier. */
-  quals: (ReadonlySet<string> | null)[];
-  /** strictNames: own columns and every alias the statement declares, as keys. */
-  bareNames: Set<string>;
+  /** strictNames: what each enclosing SELECT / ON / ORDER BY sees (innermost last); null marks an inline-view barrier. */
+  frames: (Frame | null)[];
 }
 
-function partsOf(v: unknown): NamePart[] {
-  nameParts(v); // throws a Refusal when the name is not understood
-  return (v as unknown[]).map((p) => {
-    const ident = (isObj(p) && isObj(p.Identifier) ? p.Identifier : p) as AnyObj;
-    return { value: ident.value as string, quoted: ident.quote_style !== undefined && ident.quote_style !== null };
-  });
+/** strictNames: the frames a name can resolve in, innermost first, up to an inline-view barrier. */
+function* visibleFrames(st: State): Generator<Frame> {
+  for (let i = st.frames.length - 1; i >= 0; i--) {
+    const f = st.frames[i];
+    if (!f) return;
+    yield f;
+  }
 }
 
 
-function checkTable(name: unknown, st: State, scope: ReadonlySet<string>): void {
+function checkTable(name: unknown, st: State, scope: CteScope): void {
   const parts = partsOf(name);
   const { opts, d } = st;
   const label = clip(parts.map((p) => p.value).join('.'));
@@ -114,7 +111,7 @@ function checkTable(name: unknown, st: State, scope: ReadonlySet<string>): void 
   throw new Refusal(`it references "${label}", which is not this tool's table`);
 }
 
-function walk(v: unknown, st: State, scope: ReadonlySet<string>, field: string): void {
+function walk(v: unknown, st: State, scope: CteScope, field: string): void {
   if (Array.isArray(v)) {
     for (const x of v) walk(x, st, scope, field);
     return;
@@ -126,7 +123,7 @@ function walk(v: unknown, st: State, scope: ReadonlySet<string>, field: string):
   walkStruct(v, st, scope);
 }
 
-function walkStruct(v: AnyObj, st: State, scope: ReadonlySet<string>, skip?: ReadonlySet<string>): void {
+function walkStruct(v: AnyObj, st: State, scope: CteScope, skip?: ReadonlySet<string>): void {
   for (const k in v) {
     if (SKIP_FIELDS.has(k) || k.endsWith('_token') || skip?.has(k)) continue;
     const x = v[k];
@@ -137,7 +134,7 @@ function walkStruct(v: AnyObj, st: State, scope: ReadonlySet<string>, skip?: Rea
 const NAME_FIELD: ReadonlySet<string> = new Set(['name']);
 const TABLE_FIELDS: ReadonlySet<string> = new Set(['name', 'with_hints', 'alias']);
 
-function visit(variant: string, payload: unknown, st: State, scope: ReadonlySet<string>): void {
+function visit(variant: string, payload: unknown, st: State, scope: CteScope): void {
   if (LITERAL_VARIANTS.has(variant)) return;
   if (!QUERY_VARIANTS.has(variant)) throw new Refusal(`it uses ${describe(variant)}, which is not allowed here`);
   switch (variant) {
@@ -148,17 +145,18 @@ function visit(variant: string, payload: unknown, st: State, scope: ReadonlySet<
         throw new Refusal(`${clip(payload.value)} reads the server session, which is not this tool's table`);
       }
       if (payload.value.startsWith('@') || payload.value.startsWith('#')) throw new Refusal('variables and temporary objects are not allowed');
-      if (st.d.strictNames) {
-        const key = st.d.key({ value: payload.value, quoted }, st.opts);
-        if (!st.bareNames.has(key) && !(!quoted && st.d.strictNames.has(key))) {
-          throw new Refusal(`"${clip(payload.value)}" is neither a column of this table nor an alias of the statement`);
-        }
-      }
+      if (st.d.strictNames) resolveBare({ value: payload.value, quoted }, st);
       return;
     }
     case 'CompoundIdentifier':
+      if (st.d.strictNames) resolveQualified(payload, st);
+      return;
     case 'QualifiedWildcard':
-      if (st.d.strictNames) checkQualifier(payload, st);
+      if (st.d.strictNames) {
+        if (!Array.isArray(payload)) throw new Refusal('a qualified * could not be understood');
+        const qualifier = wildcardQualifier(payload, st.d, st.opts);
+        if (![...visibleFrames(st)].some((f) => f.sources.has(qualifier))) throw new Refusal('t.* needs t to be a table or alias of this SELECT');
+      }
       return;
     case 'Wildcard':
     case 'Value':
@@ -173,24 +171,25 @@ function visit(variant: string, payload: unknown, st: State, scope: ReadonlySet<
       if (payload.into !== undefined && payload.into !== null) throw new Refusal('SELECT ... INTO creates a table and is not allowed');
       if (Array.isArray(payload.optimizer_hints) && payload.optimizer_hints.length > 0) throw new Refusal('optimizer hints are not allowed');
       if (!st.d.strictNames) return walkStruct(payload, st, scope);
-      const outer = st.quals[st.quals.length - 1];
-      const own = new Set<string>(outer ?? []);
-      collectQualifiers(payload.from, st, own);
-      st.quals.push(own);
+      // FROM first (its ON clauses see only what is joined so far), then the rest with every FROM item in view.
+      walkFrom(payload.from, st, scope);
+      const frame: Frame = { sources: new Map() };
+      addSources(payload.from, st.d, st.opts, scope, frame.sources);
+      st.frames.push(frame);
       try {
-        return walkStruct(payload, st, scope);
+        return walkStruct(payload, st, scope, FROM_FIELD);
       } finally {
-        st.quals.pop();
+        st.frames.pop();
       }
     }
     case 'Derived': {
       // An inline view does not see the tables of the SELECT around it (unless LATERAL).
       const lateral = isObj(payload) && payload.lateral === true;
-      if (st.d.strictNames && !lateral) st.quals.push(null);
+      if (st.d.strictNames && !lateral) st.frames.push(null);
       try {
         return walk(payload, st, scope, variant);
       } finally {
-        if (st.d.strictNames && !lateral) st.quals.pop();
+        if (st.d.strictNames && !lateral) st.frames.pop();
       }
     }
     case 'Table': {
@@ -229,83 +228,99 @@ function visit(variant: string, payload: unknown, st: State, scope: ReadonlySet<
   }
 }
 
-/** strictNames: the qualifiers a FROM list declares (alias, else the table's own name; CTE names). */
-function collectQualifiers(from: unknown, st: State, into: Set<string>): void {
-  const rel = (r: unknown): void => {
-    if (!isObj(r)) return;
-    const variant = variantOf(r);
-    const body = variant !== undefined ? r[variant] : undefined;
-    if (!isObj(body)) return;
-    const alias = isObj(body.alias) && isObj(body.alias.name) ? body.alias.name : undefined;
-    if (alias && typeof alias.value === 'string') into.add(st.d.key({ value: alias.value, quoted: alias.quote_style !== undefined && alias.quote_style !== null }, st.opts));
-    else if (variant === 'Table' && Array.isArray(body.name)) {
-      const parts = partsOf(body.name);
-      into.add(st.d.key(parts[parts.length - 1]!, st.opts));
-    }
-    if (variant === 'NestedJoin' && isObj(body.table_with_joins)) twj(body.table_with_joins);
-  };
-  const twj = (t: unknown): void => {
-    if (!isObj(t)) return;
-    rel(t.relation);
-    for (const j of Array.isArray(t.joins) ? t.joins : []) if (isObj(j)) rel(j.relation);
-  };
-  for (const t of Array.isArray(from) ? from : []) twj(t);
+const FROM_FIELD: ReadonlySet<string> = new Set(['from']);
+const RELATION_FIELDS: ReadonlySet<string> = new Set(['relation', 'joins']);
+
+/** strictNames: a FROM list, each join's ON / USING seeing the items joined so far (and the enclosing SELECTs). */
+function walkFrom(from: unknown, st: State, scope: CteScope): void {
+  if (!Array.isArray(from)) return walk(from, st, scope, 'from');
+  for (const t of from) walkJoined(t, st, scope);
 }
 
-/** strictNames: `q.col` needs `q` declared in this SELECT or an enclosing one (`schema.table.col`: the own table). */
-function checkQualifier(payload: unknown, st: State): void {
+function walkJoined(t: unknown, st: State, scope: CteScope): void {
+  if (!isObj(t)) throw new Refusal('a FROM item could not be understood');
+  const soFar: Frame = { sources: new Map() };
+  st.frames.push(soFar);
+  try {
+    walkRelation(t.relation, st, scope);
+    addSource(t.relation, st.d, st.opts, scope, soFar.sources);
+    for (const j of Array.isArray(t.joins) ? t.joins : []) {
+      if (!isObj(j)) throw new Refusal('a join could not be understood');
+      walkRelation(j.relation, st, scope);
+      addSource(j.relation, st.d, st.opts, scope, soFar.sources);
+      walkStruct(j, st, scope, RELATION_FIELDS);
+    }
+    walkStruct(t, st, scope, RELATION_FIELDS);
+  } finally {
+    st.frames.pop();
+  }
+}
+
+function walkRelation(rel: unknown, st: State, scope: CteScope): void {
+  const nested = isObj(rel) && isObj(rel.NestedJoin) ? rel.NestedJoin : undefined;
+  if (!nested) return walk(rel, st, scope, 'relation');
+  walkJoined(nested.table_with_joins, st, scope);
+  walkStruct(nested, st, scope, new Set(['table_with_joins']));
+}
+
+/** strictNames: a bare name is a column of a FROM item in view, else an allowed pseudo-column, else a function call. */
+function resolveBare(part: NamePart, st: State): void {
+  const key = st.d.key(part, st.opts);
+  for (const f of visibleFrames(st)) for (const columns of f.sources.values()) if (columns.has(key)) return;
+  if (!part.quoted && st.d.strictNames!.has(key)) return;
+  throw new Refusal(`"${clip(part.value)}" is not a column of a table of this SELECT (Oracle would call a function of that name)`);
+}
+
+/** strictNames: `q.col` is column col of FROM item q in view; `schema.table.col` the same for the own table. */
+function resolveQualified(payload: unknown, st: State): void {
   if (!Array.isArray(payload) || payload.length < 2) throw new Refusal('a qualified name could not be understood');
   const parts = payload.map((p) => {
     if (!isObj(p) || typeof p.value !== 'string') throw new Refusal('a qualified name could not be understood');
     return { value: p.value, quoted: p.quote_style !== undefined && p.quote_style !== null };
   });
   const label = clip(parts.map((p) => p.value).join('.'));
-  const visible = st.quals[st.quals.length - 1];
-  const key = (p: NamePart): string => st.d.key(p, st.opts);
-  const ownKey = (stored: string): string => st.d.key({ value: stored, quoted: true }, st.opts);
-  if (parts.length === 3 && key(parts[0]!) === ownKey(st.opts.table.schema) && key(parts[1]!) === ownKey(st.opts.table.name) && visible?.has(ownKey(st.opts.table.name))) return;
-  if (parts.length === 2 && visible?.has(key(parts[0]!))) return;
-  throw new Refusal(`"${label}" is not a column of a table of this SELECT (packages and schema functions are not allowed)`);
+  const refuse = () => new Refusal(`"${label}" is not a column of a table of this SELECT (packages and schema functions are not allowed)`);
+  let qualifier: string;
+  if (parts.length === 2) qualifier = st.d.key(parts[0]!, st.opts);
+  else if (parts.length === 3 && isOwnTable(parts.slice(0, 2), st.d, st.opts)) qualifier = st.d.key(parts[1]!, st.opts);
+  else throw refuse();
+  const column = st.d.key(parts[parts.length - 1]!, st.opts);
+  for (const f of visibleFrames(st)) {
+    const columns = f.sources.get(qualifier);
+    if (!columns) continue;
+    // The innermost FROM item of that name is the one Oracle takes; a column it lacks is no fallback to another.
+    if (columns.has(column) && (parts.length === 2 || sameSet(columns, ownColumns(st.d, st.opts)))) return;
+    throw refuse();
+  }
+  throw refuse();
 }
 
-/** strictNames: every alias the statement declares (select items, tables, inline views, CTEs and their column lists). */
-function collectAliases(v: unknown, st: State, into: Set<string>, depth = 0): void {
-  if (depth > 500) throw new RangeError('deep');
-  if (Array.isArray(v)) {
-    for (const x of v) collectAliases(x, st, into, depth + 1);
-    return;
-  }
-  if (!isObj(v)) return;
-  for (const k in v) {
-    const x = v[k];
-    if (k === 'alias' && isObj(x) && typeof x.value === 'string') {
-      into.add(st.d.key({ value: x.value, quoted: x.quote_style !== undefined && x.quote_style !== null }, st.opts));
-    }
-    if (k === 'columns' && Array.isArray(x)) {
-      for (const c of x) {
-        const n = isObj(c) && isObj(c.name) ? c.name : c;
-        if (isObj(n) && typeof n.value === 'string') into.add(st.d.key({ value: n.value, quoted: n.quote_style !== undefined && n.quote_style !== null }, st.opts));
-      }
-    }
-    if (typeof x === 'object' && x !== null) collectAliases(x, st, into, depth + 1);
-  }
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  return a.size === b.size && [...a].every((x) => b.has(x));
 }
 
 const WITH_FIELDS: ReadonlySet<string> = new Set(['with', 'locks', 'body', 'for_clause']);
 
-function walkQuery(q: AnyObj, st: State, outer: ReadonlySet<string>): void {
+function walkQuery(q: AnyObj, st: State, outer: CteScope): void {
   let scope = outer;
   const w = q.with;
   if (isObj(w)) {
     if (w.recursive === true && st.d.parser === 'oracle') throw new Refusal('WITH RECURSIVE is not Oracle syntax');
-    const acc = new Set(outer);
+    // Each CTE's columns (strictNames); a CTE's query sees the earlier CTEs and itself, never the query around it.
+    const columns = st.d.strictNames ? withCtes(q, st.d, st.opts, outer) : new Map<string, ReadonlySet<string>>();
+    const acc = new Map(outer);
     for (const c of Array.isArray(w.cte_tables) ? w.cte_tables : []) {
       const name = isObj(c) && isObj(c.alias) && isObj(c.alias.name) ? c.alias.name : undefined;
       if (!name || typeof name.value !== 'string' || !isObj(c.query)) throw new Refusal('its WITH clause could not be understood');
       const key = st.d.key({ value: name.value, quoted: name.quote_style !== undefined && name.quote_style !== null }, st.opts);
       // A CTE sees the earlier ones and itself (SQL Server and Oracle allow recursive CTEs without RECURSIVE).
-      walkQuery(c.query, st, new Set([...acc, key]));
-      acc.add(key);
+      acc.set(key, columns.get(key) ?? new Set());
+      if (st.d.strictNames) st.frames.push(null);
+      try {
+        walkQuery(c.query, st, new Map(acc));
+      } finally {
+        if (st.d.strictNames) st.frames.pop();
+      }
     }
     scope = acc;
   } else if (w !== undefined && w !== null) {
@@ -314,17 +329,16 @@ function walkQuery(q: AnyObj, st: State, outer: ReadonlySet<string>): void {
   if (Array.isArray(q.locks) && q.locks.length > 0) throw new Refusal('SELECT ... FOR UPDATE takes row locks');
   if (q.for_clause !== undefined && q.for_clause !== null) throw new Refusal('FOR XML / FOR JSON / FOR BROWSE is not allowed; the gateway returns rows as JSON');
   walk(q.body, st, scope, 'body');
-  // ORDER BY / OFFSET / FETCH of a plain SELECT see its tables.
-  const select = st.d.strictNames && isObj(q.body) && isObj(q.body.Select) ? q.body.Select : undefined;
-  if (select) {
-    const own = new Set<string>(st.quals[st.quals.length - 1] ?? []);
-    collectQualifiers(select.from, st, own);
-    st.quals.push(own);
-  }
+  if (!st.d.strictNames) return walkStruct(q, st, scope, WITH_FIELDS);
+  // ORDER BY (and OFFSET / FETCH) of a plain SELECT see its FROM items and its select-list aliases; of a compound
+  // query, the result columns only.
+  const order: Frame = { sources: new Map([['\u0000result', outputColumns(q, st.d, st.opts, outer)]]) };
+  if (isObj(q.body) && isObj(q.body.Select)) addSources(q.body.Select.from, st.d, st.opts, scope, order.sources);
+  st.frames.push(order);
   try {
     walkStruct(q, st, scope, WITH_FIELDS);
   } finally {
-    if (select) st.quals.pop();
+    st.frames.pop();
   }
 }
 
@@ -381,12 +395,8 @@ export function decideReadOnly(d: ReadOnlyDialect, sql: string, opts: GuardOptio
   if (variant !== 'Query') return no(`found ${variant === undefined ? 'a statement that could not be understood' : describe(variant)}`);
   try {
     checkReserved(parsed[0][variant], d);
-    const st: State = { opts, d, quals: [], bareNames: new Set() };
-    if (d.strictNames) {
-      for (const c of opts.columns ?? []) st.bareNames.add(d.key({ value: c, quoted: true }, opts));
-      collectAliases(parsed[0][variant], st, st.bareNames);
-    }
-    walkQuery(parsed[0][variant] as AnyObj, st, EMPTY_SCOPE);
+    const st: State = { opts, d, frames: [] };
+    walkQuery(parsed[0][variant] as AnyObj, st, new Map());
     return allow('select', true);
   } catch (e) {
     if (e instanceof Refusal) return no(e.detail);

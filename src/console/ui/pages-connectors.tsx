@@ -175,6 +175,18 @@ export function ConnectorsPage() {
                     {c.status}
                   </span>
                   {c.status_reason && <p class="reason">{c.status_reason}</p>}
+                  {c.skipped_tools.length > 0 && (
+                    <details class="reason" data-testid="connector-skipped">
+                      <summary>{c.skipped_tools.length} upstream tools not served</summary>
+                      <ul>
+                        {c.skipped_tools.map((s, i) => (
+                          <li key={i}>
+                            <code>{s.name}</code>: {s.reason}
+                          </li>
+                        ))}
+                      </ul>
+                    </details>
+                  )}
                 </td>
                 <td>{when(c.updated_at)}</td>
                 <td class="buttons">
