@@ -19,7 +19,7 @@
  *    (readonly-names.ts): a column of a FROM item of its SELECT or an enclosing one (the tool's table by its
  *    introspected columns, DUAL, CTEs and inline views by their select lists; an ON clause sees the items joined so
  *    far; select-list aliases only in ORDER BY), or a pseudo-column or niladic built-in on the list below, which
- *    no schema function can shadow; anything else is refused (docs/decisions/2026-11-26-oracle-name-resolution.md).
+ *    no schema function can shadow; anything else is refused (docs/decisions/0134-oracle-name-resolution.md).
  */
 import { init as initSqlParser } from '@guanmingchiu/sqlparser-ts';
 import type { GuardOptions, GuardResult } from './types.ts';

@@ -2,7 +2,7 @@
  * The shape of a parsed PostgreSQL statement: its parse tree with every literal's value replaced by the type the server
  * will give it, so that texts differing only in literal values share one server-side resolution verdict.
  *
- * Why this is enough (docs/decisions/2026-11-26-resolution-by-shape.md): the server's parse analysis is a function of
+ * Why this is enough (docs/decisions/0136-resolution-by-shape.md): the server's parse analysis is a function of
  * the raw parse tree, the catalog and the session's settings. Literal values enter it in few places, and each is kept:
  *  - a literal's type, which picks functions and operators (`id = 5` is int4 = int4, `id = 5000000000` int4 = int8,
  *    `id = 5.0` int4 = numeric): the kind of every literal is part of the shape, computed as the server's make_const
