@@ -180,14 +180,19 @@ export async function executeTool(
   org: Pick<RuntimeOrg, 'id' | 'plan'>,
   tool: CatalogTool,
   input: Record<string, unknown>,
+  signal?: AbortSignal,
 ): Promise<ToolResult> {
   const quota = monthlyQuotaFor(org.plan);
   if (!(await deps.usage.consume(org.id, quota))) throw new QuotaExceededError(org.plan, quota!);
-  return execute(deps, tool, input);
+  return execute(deps, tool, input, signal);
 }
 
-/** Runs a tool that passed every check, on what serves its connector's type. */
-function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult> | ToolResult {
+/**
+ * Runs a tool that passed every check, on what serves its connector's type. `signal` is the caller's (tools/call:
+ * the HTTP request's): when it aborts, the driver cancels the statement on the server (docs/cancellation.md). An
+ * approved call runs without one: its outcome is kept for check_approval_status, whoever approved it.
+ */
+function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, unknown>, signal?: AbortSignal): Promise<ToolResult> | ToolResult {
   const driver = getDriver(tool.connector.type);
   if (!driver) return { isError: true, content: [{ type: 'text', text: `The connector type ${tool.connector.type} is not available on this gateway.` }] };
   const { config } = deps;
@@ -208,6 +213,7 @@ function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, u
       queueTimeoutMs: config.connectorQueueTimeoutMs,
       resolutionCacheTtlMs: config.pgResolutionCacheTtlSeconds * 1000,
     },
+    signal,
   });
 }
 
@@ -227,13 +233,23 @@ interface CallTrace {
   counted?: boolean;
 }
 
-/** Every tools/call, recorded: see the module header. A failed audit write fails the call (no result without its row). */
-export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+/**
+ * Every tools/call, recorded: see the module header. A failed audit write fails the call (no result without its row).
+ * `signal` aborts when the caller goes away: a call not started yet runs nothing, a running one is cancelled.
+ */
+export async function callTool(
+  deps: ToolRuntimeDeps,
+  org: RuntimeOrg,
+  principal: Principal,
+  name: string,
+  args: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<ToolResult> {
   const started = performance.now();
   const seen: CallTrace = {};
   let result: ToolResult;
   try {
-    result = await runCall(deps, org, principal, name, args, seen);
+    result = await runCall(deps, org, principal, name, args, seen, signal);
   } catch (err) {
     if (err instanceof RpcError) {
       observeToolRefusal(seen.tool?.connector.type, err.code, (performance.now() - started) / 1000);
@@ -269,7 +285,14 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
     targetType: 'tool',
     targetId: data.tool_name,
     outcome,
-    details: { ...data, counted: Boolean(seen.counted), arguments_sha256: argumentsDigest(args), ...(result.structuredContent?.status === 'pending_approval' ? { held_for_approval: true } : {}) },
+    details: {
+      ...data,
+      counted: Boolean(seen.counted),
+      arguments_sha256: argumentsDigest(args),
+      ...(result.structuredContent?.status === 'pending_approval' ? { held_for_approval: true } : {}),
+      // The caller went away before the answer: with outcome error, the gateway cancelled (or never ran) the call.
+      ...(signal?.aborted ? { abandoned: true } : {}),
+    },
   });
   observeToolCall(tool ? tool.connector.type : BUILTIN_TOOLS.has(name) ? 'builtin' : null, tool?.requiresApproval && !seen.counted ? 'held' : outcome, (performance.now() - started) / 1000);
   return result;
@@ -291,6 +314,7 @@ async function runCall(
   name: string,
   args: Record<string, unknown>,
   seen: CallTrace,
+  signal?: AbortSignal,
 ): Promise<ToolResult> {
   const builtin = BUILTIN_TOOLS.get(name);
   if (builtin) return builtin.call(deps, org, principal, args);
@@ -311,11 +335,13 @@ async function runCall(
   const instead = gate(deps, org, principal, tool, input);
   if (instead) return instead;
   if (!deps.audit.accepting()) throw new RpcError(RpcCode.InternalError, 'The audit log cannot keep up right now, so the call was not run; retry shortly.');
+  // The caller left before anything ran (a batch's later calls, a slow lookup): nothing runs and nothing is counted.
+  if (signal?.aborted) return { isError: true, content: [{ type: 'text', text: 'The call was aborted.' }] };
   // Only a tool call that runs counts against the monthly quota (not check_approval_status polling, not calls
   // refused or held above; a held call counts when its approval runs it).
   let result: ToolResult;
   try {
-    result = await executeTool(deps, org, tool, input);
+    result = await executeTool(deps, org, tool, input, signal);
   } catch (err) {
     if (err instanceof QuotaExceededError) throw new RpcError(RpcCode.QuotaExceeded, err.message);
     throw err;
