@@ -16,7 +16,7 @@ import { createTargets, type Targets } from '../support/targets.ts';
 import { registry } from '../../src/observability/metrics.ts';
 
 const available = (await serviceAvailable('postgres')) && (await serviceAvailable('mysql'));
-const ROUNDS = 250;
+const ROUNDS = 200;
 /** One round's bound: the requirement is one second; a starved CPU adds to it (process scheduling, forks). */
 const SINGLE_ROUND_MAX_MS = 3000;
 /** Calls that may run per connector at once (the pools hold 10 connections). */

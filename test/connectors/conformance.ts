@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { ConnectorError, type ExecutionContext, type ToolResult, type SqlToolSpec } from '../../src/connectors/types.ts';
 import { COMMON_CASES, LONG_NAMES, type ConformanceSetup, type Provisioned } from './cases.ts';
 import { verifies } from '../requirements.ts';
+import { tcpProxy } from '../support/targets.ts';
 
 const TIMEOUT_MS = 1000;
 const SECRET = 'Sup3r-Secret-Pw!';
@@ -420,6 +421,36 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
           expect(err as { code?: string }).toMatchObject({ code: 'ABORTED' });
           expect(Date.now() - started).toBeLessThan(2000);
           expect(await noLongerRunning(p, setup.sleep.marker, 1000)).toBe(0);
+        }
+      }, 30_000);
+
+      test('an abort while the statement is written but not yet running (slow network, postgres: behind BEGIN) cancels it', async () => {
+        verifies('SQL-CANCEL-DISCONNECT');
+        // 100 ms between the server and the driver: the statement is on its way while the transaction's first
+        // round trip is still out, which is where postgres.js defers a cancel (the reverted first attempt).
+        const proxy = await tcpProxy(p.config.host, p.config.port ?? (type === 'postgresql' ? 5432 : 3306), 100);
+        const c = ctx({ connectorId: `${connectorId}-slow`, config: { ...p.config, host: '127.0.0.1', port: proxy.port }, allowWrite: true }, { statementTimeoutMs: 30_000, lockTimeoutMs: 30_000 });
+        const write = { sql: 'UPDATE items SET name = name WHERE id = 3' };
+        try {
+          expect((await run('items', write, c)).isError).toBeFalsy(); // opens the pool and its session (postgres: the verdict too)
+          for (let i = 0; i < 3; i++) {
+            const release = await p.lockTable('items');
+            try {
+              const ac = new AbortController();
+              const started = Date.now();
+              setTimeout(() => ac.abort(), 50);
+              const r = await run('items', write, { ...c, signal: ac.signal });
+              // Answered while the lock is still held: the statement was cancelled, it did not finish.
+              expect(text(r)).toBe('The call was aborted.');
+              expect(Date.now() - started).toBeLessThan(3000);
+            } finally {
+              await release();
+            }
+          }
+          expect((await run('items', write, c)).isError).toBeFalsy();
+        } finally {
+          await driver.close(`${connectorId}-slow`);
+          await proxy.close();
         }
       }, 30_000);
 

@@ -38,18 +38,25 @@ const REKILL_MS = 250;
 /** After the first KILL QUERY, how long the statement may take to die before its whole thread is killed. */
 const KILL_WAIT_MS = 5000;
 
-/** `KILL QUERY|CONNECTION <id>` from a short-lived side connection: the pool's own may all be busy. */
+/**
+ * `KILL QUERY|CONNECTION <id>` from the pool's side connection (the pool's own may all be busy), opened on the first
+ * kill and kept; one that fails is closed and the kill tried once more on a new one.
+ */
 async function killOnServer(p: MyPool, threadId: number, what: 'QUERY' | 'CONNECTION'): Promise<boolean> {
-  let side: mysql.Connection | null = null;
-  try {
-    side = await mysql.createConnection({ ...p.options, connectTimeout: 5000 });
-    await side.query(`KILL ${what} ${Math.trunc(threadId)}`);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    side?.destroy();
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const killer = (p.killer ??= mysql.createConnection({ ...p.options, connectTimeout: 5000 }));
+    try {
+      const side = await killer;
+      await side.query(`KILL ${what} ${Math.trunc(threadId)}`);
+      return true;
+    } catch (err) {
+      // ER_NO_SUCH_THREAD: the connection is already gone, which is what a kill wants.
+      if ((err as { errno?: number }).errno === 1094) return true;
+      if (p.killer === killer) p.killer = null;
+      void killer.then((c) => c.destroy(), () => undefined);
+    }
   }
+  return false;
 }
 
 /**

@@ -13,6 +13,8 @@ export interface MyPool {
   options: mysql.ConnectionOptions;
   /** Detected on first use, once per pool. */
   flavour: Promise<Flavour> | null;
+  /** The side connection that sends KILL QUERY, kept open once used (a kill then costs one round trip). */
+  killer: Promise<mysql.Connection> | null;
 }
 
 /** Session settings a connection currently has; tracked so a call only sends SET when something changes. */
@@ -71,11 +73,13 @@ export function openMyPool(config: DatabaseConfig, credential: string | null, se
     waitForConnections: true,
     queueLimit: 0,
   });
-  return { pool, options, flavour: null };
+  return { pool, options, flavour: null, killer: null };
 }
 
 export async function endMyPool(p: MyPool): Promise<void> {
-  await p.pool.end();
+  const killer = p.killer;
+  p.killer = null;
+  await Promise.all([p.pool.end(), killer?.then((c) => c.destroy(), () => undefined)]);
 }
 
 /** MariaDB or MySQL, asked once per pool (their timeout and read-only variables differ). */

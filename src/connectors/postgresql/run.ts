@@ -17,6 +17,8 @@ export interface PgRunOptions {
   signal?: AbortSignal;
   /** Receives each row as it arrives; answering false stops reading (a read is then cancelled). Default: collect all. */
   onRow?: (row: Row) => boolean;
+  /** Cancels the statement of backend `pid` from another session (pg_cancel_backend); default: a CancelRequest. */
+  cancelBackend?: (pid: number) => Promise<unknown>;
 }
 
 export interface PgRunOutcome {
@@ -121,7 +123,12 @@ function watch(query: postgres.PendingQuery<Row[]>, o: PgRunOptions, cancellable
   let why: Why | null = null;
   let cancelling: Promise<unknown> = Promise.resolve();
   const rows: Row[] = [];
-  const send = takeCanceller(query);
+  const request = takeCanceller(query);
+  // pg_cancel_backend signals the backend exactly as a CancelRequest does, and has done so when it answers.
+  const send = (q: unknown): Promise<unknown> => {
+    const pid = (q as { state?: { pid?: number } }).state?.pid;
+    return o.cancelBackend && pid ? o.cancelBackend(pid).catch(() => request(q)) : request(q);
+  };
   const progress = { settled: false, promise: Promise.resolve() as Promise<unknown> };
   const cancel = (w: Why) => (): void => {
     if (why) return;
