@@ -480,6 +480,30 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
         }
       }, 60_000);
 
+      test('through the driver (postgres: the one-statement read path), an abort at any moment never reaches the next call', async () => {
+        verifies('SQL-CANCEL-NEXT-SAFE');
+        setup.configurePools({ max: 1 });
+        try {
+          const c = ctx({}, { statementTimeoutMs: 5000 });
+          let aborted = 0;
+          for (let i = 0; i < 100; i++) {
+            const ac = new AbortController();
+            const timer = setTimeout(() => ac.abort(), Math.random() * 30);
+            // 3000 to 300 000 joined rows: a few ms to a few tens of ms.
+            const r = await run('big', { sql: `SELECT count(*) AS n FROM big a, big b WHERE a.id <= ${1 + Math.floor(Math.random() * 100)}` }, { ...c, signal: ac.signal });
+            clearTimeout(timer);
+            if (text(r) === 'The call was aborted.') aborted++;
+            else expect(r.isError).toBeFalsy();
+            const next = await run('big', { sql: 'SELECT id FROM big WHERE id = 7' }, c);
+            expect({ i, rows: structured(next)?.rows }).toEqual({ i, rows: [{ id: 7 }] });
+          }
+          console.log(`[issue 26] ${type}: 100 driver calls aborted at random moments, ${aborted} cancelled, every next call answered`);
+          expect(aborted).toBeGreaterThan(0);
+        } finally {
+          setup.configurePools({ max: 10 });
+        }
+      }, 60_000);
+
       test('a caller that leaves while queued for a slot gives its place up and nothing runs', async () => {
         verifies('SQL-CANCEL-QUEUED');
         const release = await p.lockTable('items');

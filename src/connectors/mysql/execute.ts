@@ -44,10 +44,11 @@ const KILL_WAIT_MS = 5000;
  */
 async function killOnServer(p: MyPool, threadId: number, what: 'QUERY' | 'CONNECTION'): Promise<boolean> {
   for (let attempt = 0; attempt < 2; attempt++) {
-    const killer = (p.killer ??= mysql.createConnection({ ...p.options, connectTimeout: 5000 }));
+    const killer = p.ended ? mysql.createConnection({ ...p.options, connectTimeout: 5000 }) : (p.killer ??= mysql.createConnection({ ...p.options, connectTimeout: 5000 }));
     try {
       const side = await killer;
       await side.query(`KILL ${what} ${Math.trunc(threadId)}`);
+      if (p.ended) side.destroy();
       return true;
     } catch (err) {
       // ER_NO_SUCH_THREAD: the connection is already gone, which is what a kill wants.

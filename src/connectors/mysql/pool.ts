@@ -15,6 +15,8 @@ export interface MyPool {
   flavour: Promise<Flavour> | null;
   /** The side connection that sends KILL QUERY, kept open once used (a kill then costs one round trip). */
   killer: Promise<mysql.Connection> | null;
+  /** The pool was ended: a kill still due uses a connection of its own, which is not kept. */
+  ended: boolean;
 }
 
 /** Session settings a connection currently has; tracked so a call only sends SET when something changes. */
@@ -73,12 +75,13 @@ export function openMyPool(config: DatabaseConfig, credential: string | null, se
     waitForConnections: true,
     queueLimit: 0,
   });
-  return { pool, options, flavour: null, killer: null };
+  return { pool, options, flavour: null, killer: null, ended: false };
 }
 
 export async function endMyPool(p: MyPool): Promise<void> {
   const killer = p.killer;
   p.killer = null;
+  p.ended = true;
   await Promise.all([p.pool.end(), killer?.then((c) => c.destroy(), () => undefined)]);
 }
 
