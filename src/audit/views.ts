@@ -14,6 +14,7 @@ const SAFE_DETAIL_KEYS = new Set([
   'duration_ms',
   'row_count',
   'held_for_approval',
+  'abandoned',
   'counted',
   'code',
   'status',

@@ -21,8 +21,8 @@ export function createMcpServer(deps: ToolRuntimeDeps & { log: Logger }): McpSer
       })),
       ping: method(undefined, () => ({})),
       'tools/list': method('ToolsListParams', ({ org, principal }) => listToolsJson(deps, org, principal)),
-      'tools/call': method('ToolsCallParams', ({ org, principal }, params) =>
-        callTool(deps, org, principal, params.name, params.arguments ?? {}),
+      'tools/call': method('ToolsCallParams', ({ org, principal, signal }, params) =>
+        callTool(deps, org, principal, params.name, params.arguments ?? {}, signal),
       ),
     },
     (name, err) => deps.log.error('mcp method failed', { method: name, error: describeError(err) }),

@@ -16,6 +16,8 @@ const NO_ORG = '00000000-0000-0000-0000-000000000000';
 export interface McpSession {
   org: McpOrg;
   principal: Principal;
+  /** The request's signal: it aborts when the HTTP client goes away, and a tool call then cancels its statement. */
+  signal?: AbortSignal;
 }
 
 export interface SessionDeps {
@@ -49,5 +51,5 @@ export async function openSession(deps: SessionDeps, request: Request, slug: str
     principal = await deps.auth.mcpBearer(request, org?.id ?? NO_ORG);
   }
   if (!org) throw unauthenticated('The API key is invalid or revoked.');
-  return { org, principal };
+  return { org, principal, signal: request.signal };
 }

@@ -183,11 +183,12 @@ export async function executeTool(
   org: Pick<RuntimeOrg, 'id' | 'plan'>,
   tool: CatalogTool,
   input: Record<string, unknown>,
+  signal?: AbortSignal,
 ): Promise<ToolResult> {
   const quota = monthlyQuotaFor(org.plan);
   const unit = await deps.usage.reserve(org.id, quota);
   if (!unit) throw new QuotaExceededError(org.plan, quota!);
-  const result = await execute(deps, tool, input);
+  const result = await execute(deps, tool, input, signal);
   if (ranNothing(result)) deps.usage.refund(unit);
   return result;
 }
@@ -195,8 +196,12 @@ export async function executeTool(
 /** Whether a result of `executeTool` was counted against the quota: the call reached its connector. */
 export const countedCall = (result: ToolResult): boolean => !ranNothing(result);
 
-/** Runs a tool that passed every check, on what serves its connector's type. */
-function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult> | ToolResult {
+/**
+ * Runs a tool that passed every check, on what serves its connector's type. `signal` is the caller's (tools/call:
+ * the HTTP request's): when it aborts, the driver cancels the statement on the server (docs/cancellation.md). An
+ * approved call runs without one: its outcome is kept for check_approval_status, whoever approved it.
+ */
+function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, unknown>, signal?: AbortSignal): Promise<ToolResult> | ToolResult {
   const driver = getDriver(tool.connector.type);
   if (!driver) return refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
   const { config } = deps;
@@ -217,6 +222,7 @@ function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, u
       queueTimeoutMs: config.connectorQueueTimeoutMs,
       resolutionCacheTtlMs: config.pgResolutionCacheTtlSeconds * 1000,
     },
+    signal,
   });
 }
 
@@ -236,13 +242,23 @@ interface CallTrace {
   counted?: boolean;
 }
 
-/** Every tools/call, recorded: see the module header. A failed audit write fails the call (no result without its row). */
-export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+/**
+ * Every tools/call, recorded: see the module header. A failed audit write fails the call (no result without its row).
+ * `signal` aborts when the caller goes away: a call not started yet runs nothing, a running one is cancelled.
+ */
+export async function callTool(
+  deps: ToolRuntimeDeps,
+  org: RuntimeOrg,
+  principal: Principal,
+  name: string,
+  args: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<ToolResult> {
   const started = performance.now();
   const seen: CallTrace = {};
   let result: ToolResult;
   try {
-    result = await runCall(deps, org, principal, name, args, seen);
+    result = await runCall(deps, org, principal, name, args, seen, signal);
   } catch (err) {
     if (err instanceof RpcError) {
       observeToolRefusal(seen.tool?.connector.type, err.code, (performance.now() - started) / 1000);
@@ -280,7 +296,14 @@ export async function callTool(deps: ToolRuntimeDeps, org: RuntimeOrg, principal
     targetType: 'tool',
     targetId: data.tool_name,
     outcome,
-    details: { ...data, counted: Boolean(seen.counted), arguments_sha256: argumentsDigest(args), ...(held ? { held_for_approval: true } : {}) },
+    details: {
+      ...data,
+      counted: Boolean(seen.counted),
+      arguments_sha256: argumentsDigest(args),
+      ...(held ? { held_for_approval: true } : {}),
+      // The caller went away before the answer: with outcome error, the gateway cancelled (or never ran) the call.
+      ...(signal?.aborted ? { abandoned: true } : {}),
+    },
   });
   observeToolCall(tool ? tool.connector.type : BUILTIN_TOOLS.has(name) ? 'builtin' : null, outcome, (performance.now() - started) / 1000);
   return result;
@@ -302,6 +325,7 @@ async function runCall(
   name: string,
   args: Record<string, unknown>,
   seen: CallTrace,
+  signal?: AbortSignal,
 ): Promise<ToolResult> {
   const builtin = BUILTIN_TOOLS.get(name);
   if (builtin) return builtin.call(deps, org, principal, args);
@@ -322,11 +346,13 @@ async function runCall(
   const instead = gate(deps, org, principal, tool, input);
   if (instead) return instead;
   if (!deps.audit.accepting()) throw new RpcError(RpcCode.InternalError, 'The audit log cannot keep up right now, so the call was not run; retry shortly.');
+  // The caller left before anything ran (a batch's later calls, a slow lookup): nothing runs and nothing is counted.
+  if (signal?.aborted) return refusedResult('The call was aborted.');
   // Only a tool call that reaches its connector counts against the monthly quota (not check_approval_status polling,
   // not calls refused or held above, not calls the driver's guard refuses; a held call counts when its approval runs it).
   let result: ToolResult;
   try {
-    result = await executeTool(deps, org, tool, input);
+    result = await executeTool(deps, org, tool, input, signal);
   } catch (err) {
     if (err instanceof QuotaExceededError) throw new RpcError(RpcCode.QuotaExceeded, err.message);
     throw err;

@@ -27,6 +27,8 @@ export interface BypassOptions {
   statementTimeoutMs: number;
   /** false: no server-side time limit (MySQL: exercise the client's KILL QUERY). */
   serverTimeout?: boolean;
+  /** The caller's signal (issue 26: a caller that goes away). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -53,7 +55,7 @@ export interface ConformanceSetup {
   securityCases: SecurityCase[];
   /** Runs a statement with the driver's internal runner: no guard, no wrapper. */
   bypass(p: Provisioned, connectorId: string, statement: string, o: BypassOptions): Promise<AdminRow[]>;
-  /** A statement that runs for minutes, and a marker to find it in the server's process list. */
+  /** A statement that runs for minutes, and a marker to find it in the server's process list (its text holds `600`, the seconds). */
   sleep: { sql: string; marker: string };
   /** Issue 7 (session state): statements whose outcomes (rows or error) together describe the session, run through bypass. */
   sessionSnapshot: string[];

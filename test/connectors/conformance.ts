@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { ConnectorError, type ExecutionContext, type ToolResult, type SqlToolSpec } from '../../src/connectors/types.ts';
 import { COMMON_CASES, LONG_NAMES, type ConformanceSetup, type Provisioned } from './cases.ts';
 import { verifies } from '../requirements.ts';
+import { tcpProxy } from '../support/targets.ts';
 
 const TIMEOUT_MS = 1000;
 const SECRET = 'Sup3r-Secret-Pw!';
@@ -374,6 +375,160 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
           setup.configurePools({ max: 10 });
         }
       }, 30_000);
+    });
+
+    describe('issue 26: a caller that goes away', () => {
+      /** Polls until a statement containing `marker` runs on the server (the call reached it). */
+      const untilRunning = async (marker: string, withinMs = 5000): Promise<void> => {
+        const until = Date.now() + withinMs;
+        while ((await p.running(marker)) === 0) {
+          if (Date.now() > until) throw new Error(`${marker} never started`);
+          await Bun.sleep(10);
+        }
+      };
+      /**
+       * A signal that aborts in the microtask after the driver starts listening to it: the statement has been handed
+       * to the driver, not yet to the server (postgres: still behind the transaction's BEGIN in the pipeline).
+       */
+      const abortOnListen = (): AbortSignal => {
+        const ac = new AbortController();
+        const listen = ac.signal.addEventListener.bind(ac.signal);
+        ac.signal.addEventListener = ((...a: Parameters<AbortSignal['addEventListener']>) => {
+          listen(...a);
+          queueMicrotask(() => ac.abort());
+        }) as AbortSignal['addEventListener'];
+        return ac.signal;
+      };
+      const sleepFor = (seconds: number): string => setup.sleep.sql.replace('600', seconds.toFixed(3));
+
+      test('an abort cancels the running statement on the server within a second', async () => {
+        verifies('SQL-CANCEL-DISCONNECT');
+        const ac = new AbortController();
+        const call = setup.bypass(p, connectorId, setup.sleep.sql, { readOnly: true, statementTimeoutMs: 60_000, serverTimeout: false, signal: ac.signal }).catch((e: unknown) => e);
+        await untilRunning(setup.sleep.marker);
+        const abortedAt = Date.now();
+        ac.abort();
+        expect((await call) as { code?: string }).toMatchObject({ code: 'ABORTED' });
+        expect(await noLongerRunning(p, setup.sleep.marker, 1000)).toBe(0);
+        expect(Date.now() - abortedAt).toBeLessThan(1000);
+      });
+
+      test('an abort before the server has the statement still cancels it (no deferred cancel that is never sent)', async () => {
+        verifies('SQL-CANCEL-DISCONNECT');
+        for (let i = 0; i < 5; i++) {
+          const started = Date.now();
+          const err = await setup.bypass(p, connectorId, setup.sleep.sql, { readOnly: i % 2 === 0, statementTimeoutMs: 60_000, serverTimeout: false, signal: abortOnListen() }).catch((e: unknown) => e);
+          expect(err as { code?: string }).toMatchObject({ code: 'ABORTED' });
+          expect(Date.now() - started).toBeLessThan(2000);
+          expect(await noLongerRunning(p, setup.sleep.marker, 1000)).toBe(0);
+        }
+      }, 30_000);
+
+      test('an abort while the statement is written but not yet running (slow network, postgres: behind BEGIN) cancels it', async () => {
+        verifies('SQL-CANCEL-DISCONNECT');
+        // 100 ms between the server and the driver: the statement is on its way while the transaction's first
+        // round trip is still out, which is where postgres.js defers a cancel (the reverted first attempt).
+        const proxy = await tcpProxy(p.config.host, p.config.port ?? (type === 'postgresql' ? 5432 : 3306), 100);
+        const c = ctx({ connectorId: `${connectorId}-slow`, config: { ...p.config, host: '127.0.0.1', port: proxy.port }, allowWrite: true }, { statementTimeoutMs: 30_000, lockTimeoutMs: 30_000 });
+        const write = { sql: 'UPDATE items SET name = name WHERE id = 3' };
+        try {
+          expect((await run('items', write, c)).isError).toBeFalsy(); // opens the pool and its session (postgres: the verdict too)
+          for (let i = 0; i < 3; i++) {
+            const release = await p.lockTable('items');
+            try {
+              const ac = new AbortController();
+              const started = Date.now();
+              setTimeout(() => ac.abort(), 50);
+              const r = await run('items', write, { ...c, signal: ac.signal });
+              // Answered while the lock is still held: the statement was cancelled, it did not finish.
+              expect(text(r)).toBe('The call was aborted.');
+              expect(Date.now() - started).toBeLessThan(3000);
+            } finally {
+              await release();
+            }
+          }
+          expect((await run('items', write, c)).isError).toBeFalsy();
+        } finally {
+          await driver.close(`${connectorId}-slow`);
+          await proxy.close();
+        }
+      }, 30_000);
+
+      test('an abort at any moment never reaches the next statement on the same connection', async () => {
+        verifies('SQL-CANCEL-NEXT-SAFE');
+        setup.configurePools({ max: 1 }); // one connection: a late cancel could only hit the very next statement
+        try {
+          let cancelled = 0;
+          for (let i = 0; i < 150; i++) {
+            // Statements of 0-30 ms, aborts at 0-30 ms: before, during and just after the statement, on either path.
+            const ac = new AbortController();
+            const timer = setTimeout(() => ac.abort(), Math.random() * 30);
+            const outcome = await setup.bypass(p, connectorId, sleepFor(Math.random() * 0.03), { readOnly: i % 3 !== 0, statementTimeoutMs: 5000, signal: ac.signal }).then(
+              () => 'done',
+              (e: unknown) => (e as { code?: string }).code,
+            );
+            clearTimeout(timer);
+            if (outcome === 'ABORTED') cancelled++;
+            else expect(outcome).toBe('done');
+            const next = await setup.bypass(p, connectorId, 'SELECT 1 AS ok', { readOnly: true, statementTimeoutMs: 5000 }).catch((e: unknown) => e);
+            expect({ i, next }).toEqual({ i, next: [{ ok: 1 }] });
+          }
+          console.log(`[issue 26] ${type}: 150 calls aborted at random moments, ${cancelled} cancelled, every next statement ran`);
+          expect(cancelled).toBeGreaterThan(0);
+        } finally {
+          setup.configurePools({ max: 10 });
+        }
+      }, 60_000);
+
+      test('through the driver (postgres: the one-statement read path), an abort at any moment never reaches the next call', async () => {
+        verifies('SQL-CANCEL-NEXT-SAFE');
+        setup.configurePools({ max: 1 });
+        try {
+          const c = ctx({}, { statementTimeoutMs: 5000 });
+          let aborted = 0;
+          for (let i = 0; i < 100; i++) {
+            const ac = new AbortController();
+            const timer = setTimeout(() => ac.abort(), Math.random() * 30);
+            // 3000 to 300 000 joined rows: a few ms to a few tens of ms.
+            const r = await run('big', { sql: `SELECT count(*) AS n FROM big a, big b WHERE a.id <= ${1 + Math.floor(Math.random() * 100)}` }, { ...c, signal: ac.signal });
+            clearTimeout(timer);
+            if (text(r) === 'The call was aborted.') aborted++;
+            else expect(r.isError).toBeFalsy();
+            const next = await run('big', { sql: 'SELECT id FROM big WHERE id = 7' }, c);
+            expect({ i, rows: structured(next)?.rows }).toEqual({ i, rows: [{ id: 7 }] });
+          }
+          console.log(`[issue 26] ${type}: 100 driver calls aborted at random moments, ${aborted} cancelled, every next call answered`);
+          expect(aborted).toBeGreaterThan(0);
+        } finally {
+          setup.configurePools({ max: 10 });
+        }
+      }, 60_000);
+
+      test('a caller that leaves while queued for a slot gives its place up and nothing runs', async () => {
+        verifies('SQL-CANCEL-QUEUED');
+        const release = await p.lockTable('items');
+        const c = ctx({ allowWrite: true }, { statementTimeoutMs: 10_000, lockTimeoutMs: 10_000, maxConcurrentCalls: 1, queueTimeoutMs: 5000 });
+        let holder: Promise<ToolResult> | null = null;
+        try {
+          // Takes the one slot at once (admission is synchronous), then waits for the lock. (p.running cannot be
+          // asked here: the lock holds the admin's connection.)
+          holder = run('items', { sql: 'SELECT id FROM items WHERE id < 100' }, c);
+          const ac = new AbortController();
+          const queued = run('notes', { sql: "INSERT INTO notes (id, body) VALUES (4242, 'queued')" }, { ...c, signal: ac.signal });
+          await Bun.sleep(100);
+          const abortedAt = Date.now();
+          ac.abort();
+          const r = await queued;
+          expect(text(r)).toBe('The call was aborted.');
+          expect(Date.now() - abortedAt).toBeLessThan(500); // not the 5 s queue deadline
+        } finally {
+          await release();
+        }
+        expect((await holder!).isError).toBeFalsy();
+        expect(await p.admin('SELECT id FROM notes WHERE id = 4242')).toEqual([]);
+        // The one slot is free: a call with a 1 ms queue deadline runs at once.
+        expect((await run('items', { sql: 'SELECT id FROM items WHERE id = 1' }, { ...c, limits: { ...c.limits, queueTimeoutMs: 1 } })).isError).toBeFalsy();
+      });
     });
 
     describe('database down', () => {

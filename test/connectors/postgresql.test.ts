@@ -124,7 +124,7 @@ runConnectorConformance({
   ],
   bypass: (p, connectorId, statement, o) =>
     postgresqlPoolFor(connectorId, p.config, p.credential, ({ sql }) =>
-      runPgStatement(sql, statement, { readOnly: o.readOnly, statementTimeoutMs: o.statementTimeoutMs, lockTimeoutMs: 500, schema: 'public' }),
+      runPgStatement(sql, statement, { readOnly: o.readOnly, statementTimeoutMs: o.statementTimeoutMs, lockTimeoutMs: 500, schema: 'public', signal: o.signal }),
     ).then((r) => r.rows),
   sleep: { sql: 'select pg_sleep(600)', marker: 'pg_sleep(600)' },
   sessionSnapshot: [

@@ -89,8 +89,11 @@ export async function deadPort(): Promise<number> {
   return port;
 }
 
-/** A TCP relay to a database server; `close()` cuts every relayed connection and stops listening (the database "goes down"). */
-export async function tcpProxy(targetHost: string, targetPort: number): Promise<{ port: number; close: () => Promise<void> }> {
+/**
+ * A TCP relay to a database server; `close()` cuts every relayed connection and stops listening (the database "goes
+ * down"). `replyDelayMs` holds back what the server sends by that long (a slow network), in order.
+ */
+export async function tcpProxy(targetHost: string, targetPort: number, replyDelayMs = 0): Promise<{ port: number; close: () => Promise<void> }> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect(targetPort, targetHost);
@@ -105,7 +108,8 @@ export async function tcpProxy(targetHost: string, targetPort: number): Promise<
     client.on('error', end).on('close', end);
     upstream.on('error', end).on('close', end);
     client.pipe(upstream);
-    upstream.pipe(client);
+    if (replyDelayMs > 0) upstream.on('data', (chunk: Buffer) => setTimeout(() => client.writable && client.write(chunk), replyDelayMs));
+    else upstream.pipe(client);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;

@@ -36,6 +36,8 @@ function hostOf(config: McpConfig): string {
 /** A message safe for the org (names the host, never the path, query, token or upstream internals beyond its error text). */
 function describe(err: unknown, config: McpConfig): { text: string; code: ConnectorError['code'] } {
   const host = hostOf(config);
+  // The caller went away while the call waited for a slot (shared/pools.ts): nothing was sent upstream.
+  if ((err as { code?: unknown } | null)?.code === 'ABORTED') return { text: 'The call was aborted.', code: 'connection_failed' };
   if (err instanceof OutboundRefusedError) return { text: `The MCP server URL is not allowed: ${err.message}`, code: 'invalid_config' };
   if (err instanceof OutboundFetchError) {
     return err.reason === 'timeout'
@@ -114,7 +116,7 @@ export const mcpDriver: ConnectorDriver<McpConfig, McpTarget> = {
         ctx.credential,
         (session) => session.request(ctx.outbound ?? DEFAULT_POLICY, limits, 'tools/call', { name: tool.target.upstreamName, arguments: args }),
         undefined,
-        admissionOf(ctx.limits),
+        admissionOf(ctx.limits, ctx.signal),
       );
       return passThrough(result);
     } catch (err) {

@@ -244,7 +244,7 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
 
   async execute(tool, args, ctx) {
     try {
-      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) => executeMongo(p.client, tool, args, ctx), undefined, admissionOf(ctx.limits));
+      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) => executeMongo(p.client, tool, args, ctx), undefined, admissionOf(ctx.limits, ctx.signal));
     } catch (err) {
       return errorResult(callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs)));
     }

@@ -246,6 +246,8 @@ async function executeMssql(pool: sql.ConnectionPool, tool: SqlToolSpec, prepare
     await tx.begin(tool.target.snapshot ? sql.ISOLATION_LEVEL.SNAPSHOT : sql.ISOLATION_LEVEL.READ_COMMITTED);
     began = true;
     await new sql.Request(tx).batch(`SET LOCK_TIMEOUT ${Math.max(0, Math.floor(ctx.limits.lockTimeoutMs))}`);
+    // The caller left while the transaction was being opened: the statement is never sent (rolled back below).
+    if (ctx.signal?.aborted) throw failure('ABORTED');
     await new Promise<void>((resolve, reject) => {
       const req = new sql.Request(tx);
       req.stream = true;
@@ -331,7 +333,7 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
         ctx.credential,
         async (p) => executeMssql(await ready(p), tool, prepared, ctx),
         ctx.limits.statementTimeoutMs,
-        admissionOf(ctx.limits),
+        admissionOf(ctx.limits, ctx.signal),
       );
     } catch (err) {
       return errorResult(callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits)));

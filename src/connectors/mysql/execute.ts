@@ -33,21 +33,53 @@ export interface MyRunOutcome {
 
 /** The server's own limit normally fires first; the client's KILL QUERY is the backstop (and the only limit on MySQL writes). */
 const CLIENT_GRACE_MS = 250;
-/** After KILL QUERY, how long the statement may take to notice before its connection is dropped. */
+/** A KILL QUERY that reaches the thread before it starts the statement is lost: it is sent again this often. */
+const REKILL_MS = 250;
+/** After the first KILL QUERY, how long the statement may take to die before its whole thread is killed. */
 const KILL_WAIT_MS = 5000;
 
-/** `KILL QUERY <id>` from a short-lived side connection: the pool's own may all be busy. */
-async function killQuery(p: MyPool, threadId: number): Promise<boolean> {
-  let side: mysql.Connection | null = null;
-  try {
-    side = await mysql.createConnection({ ...p.options, connectTimeout: 5000 });
-    await side.query(`KILL QUERY ${Math.trunc(threadId)}`);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    side?.destroy();
+/**
+ * `KILL QUERY|CONNECTION <id>` from the pool's side connection (the pool's own may all be busy), opened on the first
+ * kill and kept; one that fails is closed and the kill tried once more on a new one.
+ */
+async function killOnServer(p: MyPool, threadId: number, what: 'QUERY' | 'CONNECTION'): Promise<boolean> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const killer = p.ended ? mysql.createConnection({ ...p.options, connectTimeout: 5000 }) : (p.killer ??= mysql.createConnection({ ...p.options, connectTimeout: 5000 }));
+    try {
+      const side = await killer;
+      await side.query(`KILL ${what} ${Math.trunc(threadId)}`);
+      if (p.ended) side.destroy();
+      return true;
+    } catch (err) {
+      // ER_NO_SUCH_THREAD: the connection is already gone, which is what a kill wants.
+      if ((err as { errno?: number }).errno === 1094) return true;
+      if (p.killer === killer) p.killer = null;
+      void killer.then((c) => c.destroy(), () => undefined);
+    }
   }
+  return false;
+}
+
+/**
+ * Kills the statement running on `threadId` until `ended` settles: KILL QUERY, again every REKILL_MS (one that
+ * arrives while the thread is between commands is discarded, tested on MariaDB 10.11), and after KILL_WAIT_MS
+ * KILL CONNECTION (the thread, and its statement, end on the server). Resolves with the number of KILL QUERY that
+ * landed, and whether the connection had to go; resolves only when no kill is in flight any more.
+ */
+async function killWhileRunning(p: MyPool, threadId: number, ended: { done: boolean; promise: Promise<unknown> }): Promise<{ landed: number; sent: number; connectionKilled: boolean }> {
+  const until = performance.now() + KILL_WAIT_MS;
+  let landed = 0;
+  let sent = 0;
+  while (!ended.done) {
+    if (performance.now() >= until) return { landed, sent, connectionKilled: await killOnServer(p, threadId, 'CONNECTION') };
+    sent++;
+    if (await killOnServer(p, threadId, 'QUERY')) landed++;
+    else return { landed, sent, connectionKilled: false };
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([ended.promise, new Promise((r) => (timer = setTimeout(r, REKILL_MS)))]);
+    clearTimeout(timer);
+  }
+  return { landed, sent, connectionKilled: false };
 }
 
 /**
@@ -112,17 +144,19 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
       lockTimeoutS: lockSeconds(o.lockTimeoutMs),
     });
 
-    let pending = true;
-    let kill: Promise<boolean> | null = null;
+    // The caller left while the session was being set: the statement is never sent.
+    if (o.signal?.aborted) throw failure('ABORTED');
+
+    const ended = { done: false, promise: Promise.resolve() as Promise<unknown> };
+    let kill: ReturnType<typeof killWhileRunning> | null = null;
     let killedFor = 'STATEMENT_TIMEOUT' as 'STATEMENT_TIMEOUT' | 'ABORTED' | 'CAP';
     const fire = (why: 'STATEMENT_TIMEOUT' | 'ABORTED' | 'CAP') => (): void => {
-      if (kill || !pending) return;
+      if (kill || ended.done) return;
       killedFor = why;
-      kill = killQuery(p, conn.threadId).then((ok) => {
-        // If the kill did not land, dropping the socket is the only way to give the caller an answer.
-        const t = setTimeout(() => pending && drop(), ok ? KILL_WAIT_MS : 0);
-        t.unref?.();
-        return ok;
+      kill = killWhileRunning(p, conn.threadId, ended).then((k) => {
+        // Still running: a kill could not be sent, or the thread was killed whole. Dropping the socket answers the caller.
+        if (!ended.done) drop();
+        return k;
       });
     };
     const onAbort = fire('ABORTED');
@@ -134,21 +168,27 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
     let error: unknown = null;
     try {
       // Only a read is killed at the row cap: killing a write would undo it after it was reported done.
-      affected = await streamQuery(conn, statement, onRow, () => ((stopped = true), o.readOnly && fire('CAP')()));
+      const streaming = streamQuery(conn, statement, onRow, () => ((stopped = true), o.readOnly && fire('CAP')()));
+      ended.promise = streaming.then(
+        () => void (ended.done = true),
+        () => void (ended.done = true),
+      );
+      affected = await streaming;
     } catch (err) {
       error = err;
     } finally {
-      pending = false;
+      ended.done = true;
       clearTimeout(timer);
       o.signal?.removeEventListener('abort', onAbort);
     }
 
     const errno = (error as { errno?: number } | null)?.errno;
     if (kill) {
-      const landed = await kill;
-      // A KILL QUERY that arrived after the statement ended could hit this connection's next statement:
-      // only a connection whose statement visibly died of it goes back to the pool.
-      if (!landed || errno === undefined || !TIMEOUT_ERRNOS.has(errno)) reusable = false;
+      const k = await (kill as ReturnType<typeof killWhileRunning>);
+      // A KILL QUERY that arrived after the statement ended could hit this connection's next statement (MariaDB
+      // discards it, other servers may not): only a connection whose statement visibly died of the one kill sent
+      // goes back to the pool.
+      if (k.landed !== 1 || k.sent !== 1 || errno === undefined || !TIMEOUT_ERRNOS.has(errno)) reusable = false;
       if (killedFor === 'CAP') return { rows, affected: null, stopped: true };
       if (error) throw failure(killedFor);
     }

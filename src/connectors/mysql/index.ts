@@ -85,7 +85,7 @@ export const mysqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
       return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) =>
         executeMysql(p, tool, args, ctx, pools.currentSettings.connectTimeoutMs),
         undefined,
-        admissionOf(ctx.limits),
+        admissionOf(ctx.limits, ctx.signal),
       );
     } catch (err) {
       // executeMysql does not throw; this is the pool failing in an unexpected way.

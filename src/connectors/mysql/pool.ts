@@ -13,6 +13,10 @@ export interface MyPool {
   options: mysql.ConnectionOptions;
   /** Detected on first use, once per pool. */
   flavour: Promise<Flavour> | null;
+  /** The side connection that sends KILL QUERY, kept open once used (a kill then costs one round trip). */
+  killer: Promise<mysql.Connection> | null;
+  /** The pool was ended: a kill still due uses a connection of its own, which is not kept. */
+  ended: boolean;
 }
 
 /** Session settings a connection currently has; tracked so a call only sends SET when something changes. */
@@ -71,11 +75,14 @@ export function openMyPool(config: DatabaseConfig, credential: string | null, se
     waitForConnections: true,
     queueLimit: 0,
   });
-  return { pool, options, flavour: null };
+  return { pool, options, flavour: null, killer: null, ended: false };
 }
 
 export async function endMyPool(p: MyPool): Promise<void> {
-  await p.pool.end();
+  const killer = p.killer;
+  p.killer = null;
+  p.ended = true;
+  await Promise.all([p.pool.end(), killer?.then((c) => c.destroy(), () => undefined)]);
 }
 
 /** MariaDB or MySQL, asked once per pool (their timeout and read-only variables differ). */

@@ -266,6 +266,12 @@ async function executeOracle(pool: oracledb.Pool, tool: SqlToolSpec, prepared: R
     await conn.execute('SET TRANSACTION READ ONLY');
     // Each round trip is bounded: the execute, and each fetch (a slow fetch is the statement still running).
     conn.callTimeout = Math.max(1, Math.floor(ctx.limits.statementTimeoutMs + CLIENT_GRACE_MS));
+    // The caller left before the statement was sent (the listener above may have come too late to see it, and a
+    // break between round trips stops nothing): it is never sent.
+    if (ctx.signal?.aborted) {
+      aborted = true;
+      throw failure('ABORTED');
+    }
     const result = await conn.execute<Row>(prepared.sql, [], {
       resultSet: true,
       outFormat: oracledb.OUT_FORMAT_OBJECT,
@@ -336,7 +342,7 @@ export const oracleDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     const prepared = prepareReadOnlyCall(guardOracleSql, tool, args, ctx);
     if (isReadOnlyRefusal(prepared)) return prepared;
     try {
-      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, async (p) => executeOracle(await poolOf(p), tool, prepared, ctx), undefined, admissionOf(ctx.limits));
+      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, async (p) => executeOracle(await poolOf(p), tool, prepared, ctx), undefined, admissionOf(ctx.limits, ctx.signal));
     } catch (err) {
       return errorResult(callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs)));
     }

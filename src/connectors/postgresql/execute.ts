@@ -79,6 +79,7 @@ export async function executePg(pool: PgPool, tool: SqlToolSpec, args: Record<st
   // Rows are capped while they arrive: a read is cancelled on the server as soon as the cap is reached.
   const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes);
   const onRow = (row: Record<string, unknown>): boolean => collector.add(row);
+  const cancelBackend = (pid: number) => pool.canceller().unsafe('select pg_catalog.pg_cancel_backend($1)', [pid]);
   try {
     const session: PgSession = { statementTimeoutMs: ctx.limits.statementTimeoutMs, lockTimeoutMs: ctx.limits.lockTimeoutMs, schema: tool.target.schema };
     // --- server-side resolution check (resolution.ts): what the server resolves the text to, cached per pool and shape ---
@@ -101,8 +102,9 @@ export async function executePg(pool: PgPool, tool: SqlToolSpec, args: Record<st
             signal: ctx.signal,
             prepare: shouldPrepare(pool, statement),
             onRow,
+            cancelBackend,
           })
-        : await runPgStatement(pool.sql, statement, { readOnly: !write, ...session, signal: ctx.signal, onRow });
+        : await runPgStatement(pool.sql, statement, { readOnly: !write, ...session, signal: ctx.signal, onRow, cancelBackend });
     return collector.result(write ? (out.count ?? 0) : undefined);
   } catch (err) {
     // The wrapper stopped a row too big for the cap: the rows before it are the (truncated) result.

@@ -95,7 +95,7 @@ export const postgresqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
         ctx.credential,
         (pool) => executePg(pool, tool, args, ctx, pools.currentSettings.connectTimeoutMs),
         sessionFor(ctx.config, ctx.limits),
-        admissionOf(ctx.limits),
+        admissionOf(ctx.limits, ctx.signal),
       );
     } catch (err) {
       // executePg does not throw; this is the guard module or the pool failing in an unexpected way.

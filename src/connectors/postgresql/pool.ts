@@ -60,6 +60,12 @@ export interface PgPool {
   session: PgSession | null;
   /** Set for good if a connection ever reports default_transaction_read_only other than on. */
   tainted: boolean;
+  /**
+   * One connection beside the pool that cancels statements of the pool's sessions (pg_cancel_backend), opened on the
+   * first cancel: a cancel then costs one round trip instead of a new server process per CancelRequest, which a
+   * loaded server takes hundreds of milliseconds to start.
+   */
+  canceller(): PgSql;
 }
 
 /**
@@ -76,7 +82,14 @@ export const searchPath = (schema: string): string => `"${schema.replace(/"/g, '
  * never leak in. `max` overrides the pool size (validate and introspect use a throwaway single connection).
  */
 export function openPgPool(config: DatabaseConfig, credential: string | null, settings: PoolSettings, session?: PgSession, max = settings.max): PgPool {
-  const pool: PgPool = { sql: undefined as unknown as PgSql, session: session ?? null, tainted: false };
+  let canceller: PgSql | null = null;
+  const pool: PgPool = {
+    sql: undefined as unknown as PgSql,
+    session: session ?? null,
+    tainted: false,
+    canceller: () => (canceller ??= openPgPool(config, credential, settings, undefined, 1).sql),
+  };
+  cancellers.set(pool, () => canceller);
   pool.sql = postgres({
     host: config.host,
     port: config.port ?? DEFAULT_PG_PORT,
@@ -120,6 +133,9 @@ export function openPgPool(config: DatabaseConfig, credential: string | null, se
   return pool;
 }
 
+/** The canceller connection of a pool, if it was opened (closed with the pool). */
+const cancellers = new WeakMap<PgPool, () => PgSql | null>();
+
 export async function endPgPool(pool: PgPool): Promise<void> {
-  await pool.sql.end({ timeout: 5 });
+  await Promise.all([pool.sql.end({ timeout: 5 }), cancellers.get(pool)?.()?.end({ timeout: 1 })]);
 }

@@ -17,6 +17,8 @@ export interface PgRunOptions {
   signal?: AbortSignal;
   /** Receives each row as it arrives; answering false stops reading (a read is then cancelled). Default: collect all. */
   onRow?: (row: Row) => boolean;
+  /** Cancels the statement of backend `pid` from another session (pg_cancel_backend); default: a CancelRequest. */
+  cancelBackend?: (pid: number) => Promise<unknown>;
 }
 
 export interface PgRunOutcome {
@@ -59,35 +61,79 @@ const SESSION_LEFTOVERS = `select (
 const ms = (n: number): number => Math.max(1, Math.floor(n));
 const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(new Error(code), { code });
 type Why = 'STATEMENT_TIMEOUT' | 'ABORTED' | 'CAP';
+const throwAborted = (): never => {
+  throw failure('ABORTED');
+};
+
+/** How long a cancel may stay without effect before another is sent (see cancelWhileRunning). */
+const RECANCEL_MS = 250;
+
+type QueryInternals = { canceller: ((q: unknown) => Promise<unknown>) | null; active?: boolean };
 
 /**
- * query.cancel() of postgres.js 3.4 drops the promise of the cancel request (it returns null); its canceller
- * resolves once the server has closed the cancel connection, i.e. after it signalled the backend. Waiting for that
- * before the connection is reused is what keeps a late cancel off the next call's statement (a cancel the backend
- * sees while idle, or while it reads the next command, is discarded).
+ * Takes postgres.js' canceller off the query, so nothing (query.cancel() included) can reach postgres.js' own path
+ * for a query that is not active yet: it defers the cancel to the moment the query becomes active, and postgres.js
+ * 3.4.9 then also takes the query after it for the current one (connection.js ReadyForQuery), so the cancelled
+ * statement's answer is read as the next query's and the call hangs to the pipeline deadline (issue 26, the reverted
+ * first attempt). The canceller itself, called on an active query, opens a side connection with the CancelRequest and
+ * resolves once the server has closed it, i.e. after it signalled the backend.
  */
-function sendCancel(query: postgres.PendingQuery<Row[]>): Promise<unknown> {
-  const q = query as unknown as { canceller: ((q: unknown) => Promise<unknown>) | null };
+function takeCanceller(query: postgres.PendingQuery<Row[]>): (q: unknown) => Promise<unknown> {
+  const q = query as unknown as QueryInternals;
   const canceller = q.canceller;
   q.canceller = null;
-  return canceller ? canceller(query).catch(() => undefined) : Promise.resolve();
+  return canceller ?? (() => Promise.resolve());
+}
+
+/**
+ * Cancels `query` on the server, only while it is its connection's current query, and again every RECANCEL_MS until
+ * it settles: PostgreSQL discards a cancel that reaches the backend while it waits for or reads its next message, so
+ * one that arrives just before the statement starts would be lost. `started` settles when what runs before the
+ * query in its pipeline (the transaction's BEGIN) has finished; postgres.js marks the query active in that same turn.
+ * Resolves once every cancel sent has been delivered, so none can reach a later statement: the connection is
+ * reserved for the call, the caller releases it only after this resolves, and a cancel the backend receives while
+ * idle is discarded. One that lands on the call's own ROLLBACK or leftover check fails it, and the session is
+ * then reset (runPgStatement's finally).
+ */
+async function cancelWhileRunning(query: postgres.PendingQuery<Row[]>, send: (q: unknown) => Promise<unknown>, started: Promise<unknown> | null, done: { settled: boolean; promise: Promise<unknown> }, deadlineMs: number): Promise<void> {
+  if (started) await started.catch(() => undefined);
+  const until = performance.now() + deadlineMs;
+  while (!done.settled && performance.now() < until) {
+    // Not handed to the connection yet (postgres.js writes a query a microtask after execute()): nothing is sent
+    // until it is, since on a query not active postgres.js defers the cancel (see takeCanceller). Look again soon.
+    const active = (query as unknown as QueryInternals).active === true;
+    if (active) {
+      await send(query).catch(() => undefined);
+      if (done.settled) return;
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([done.promise, new Promise((r) => (timer = setTimeout(r, active ? RECANCEL_MS : 5)))]);
+    clearTimeout(timer);
+  }
 }
 
 /**
  * Streams one query's rows into `onRow` and cancels it on the server when told to: at the client-side time limit
  * (a backstop for statement_timeout), when the caller aborts, or when onRow answers false on a read. The
- * connection is the call's own, so the cancel request can only reach this call's statement; settle() waits for the
- * cancel request to be delivered, so that a late one cannot reach the next call on this connection (PostgreSQL
- * ignores a cancel that arrives while the session is idle).
+ * connection is the call's own, so the cancel request can only reach this call's statement; settle() waits for
+ * every cancel request to be delivered, so that a late one cannot reach the next call on this connection
+ * (PostgreSQL ignores a cancel that arrives while the session is idle). `started`: see cancelWhileRunning.
  */
-function watch(query: postgres.PendingQuery<Row[]>, o: PgRunOptions, cancellable: boolean) {
+function watch(query: postgres.PendingQuery<Row[]>, o: PgRunOptions, cancellable: boolean, started: Promise<unknown> | null) {
   let why: Why | null = null;
   let cancelling: Promise<unknown> = Promise.resolve();
   const rows: Row[] = [];
+  const request = takeCanceller(query);
+  // pg_cancel_backend signals the backend exactly as a CancelRequest does, and has done so when it answers.
+  const send = (q: unknown): Promise<unknown> => {
+    const pid = (q as { state?: { pid?: number } }).state?.pid;
+    return o.cancelBackend && pid ? o.cancelBackend(pid).catch(() => request(q)) : request(q);
+  };
+  const progress = { settled: false, promise: Promise.resolve() as Promise<unknown> };
   const cancel = (w: Why) => (): void => {
     if (why) return;
     why = w;
-    cancelling = sendCancel(query);
+    cancelling = cancelWhileRunning(query, send, started, progress, pipelineDeadline(o.statementTimeoutMs));
   };
   const onAbort = cancel('ABORTED');
   const timer = setTimeout(cancel('STATEMENT_TIMEOUT'), ms(o.statementTimeoutMs) + CLIENT_GRACE_MS);
@@ -101,6 +147,10 @@ function watch(query: postgres.PendingQuery<Row[]>, o: PgRunOptions, cancellable
       if (cancellable) cancel('CAP')();
     }
   });
+  progress.promise = done.then(
+    () => void (progress.settled = true),
+    () => void (progress.settled = true),
+  );
   const settle = async (): Promise<{ result: postgres.ResultQueryMeta<number, string> | null; error: unknown }> => {
     let result: postgres.ResultQueryMeta<number, string> | null = null;
     let error: unknown = null;
@@ -109,6 +159,7 @@ function watch(query: postgres.PendingQuery<Row[]>, o: PgRunOptions, cancellable
     } catch (err) {
       error = err;
     }
+    progress.settled = true;
     clearTimeout(timer);
     o.signal?.removeEventListener('abort', onAbort);
     await cancelling;
@@ -141,6 +192,11 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
   let clean = false;
   let lost = false;
   try {
+    // The caller left while the connection was being reserved: nothing is sent, the session is as it was.
+    if (o.signal?.aborted) {
+      clean = true; // nothing was sent
+      throwAborted();
+    }
     const setup = [
       o.readOnly ? 'begin transaction read only; set transaction read only' : 'begin transaction read write',
       `set local statement_timeout = ${ms(o.statementTimeoutMs)}`,
@@ -152,7 +208,7 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
     const begin = conn.unsafe(setup).execute();
     const query = conn.unsafe<Row[]>(statement, [], EXTENDED);
     // Only a read is cancelled at the row cap: cancelling a write would roll it back after it was reported done.
-    const watched = watch(query, o, o.readOnly);
+    const watched = watch(query, o, o.readOnly, begin);
     query.execute();
     const end = conn.unsafe(o.readOnly ? 'rollback' : 'commit').execute();
     // A read's transaction rolls back every setting (custom placeholders included), so only what survives a
@@ -205,11 +261,12 @@ export async function runPgFast(sql: PgSql, statement: string, o: Omit<PgRunOpti
   const conn = await reserveConnection(sql);
   let lost = false;
   try {
+    if (o.signal?.aborted) throwAborted();
     // A prepared statement is safe here even when postgres.js re-prepares and retries it (after a schema change
     // made the cached plan invalid): the retry runs on the same read-only, time-limited session. Not so in
     // runPgStatement, where the retry would come after the pipelined rollback, outside the transaction.
     const query = conn.unsafe<Row[]>(statement, [], o.prepare ? PREPARED : EXTENDED);
-    const watched = watch(query, { ...o, readOnly: true, lockTimeoutMs: 0 }, true);
+    const watched = watch(query, { ...o, readOnly: true, lockTimeoutMs: 0 }, true, null);
     query.execute();
     const [settled] = await settlePipeline([watched.settle()] as const, pipelineDeadline(o.statementTimeoutMs));
     const { result, error } = settled.status === 'fulfilled' ? settled.value : { result: undefined, error: settled.reason };

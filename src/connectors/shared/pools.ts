@@ -26,13 +26,18 @@ export interface PoolFactory<P, O = undefined, C = DatabaseConfig> {
 export interface Admission {
   maxConcurrentCalls: number;
   queueTimeoutMs: number;
+  /** The caller went away: a call still waiting for a slot leaves the queue and runs nothing. */
+  signal?: AbortSignal;
 }
 
-/** The call's admission limits, when the gateway set them. */
-export function admissionOf(limits: ExecutionLimits): Admission | undefined {
+/** The call's admission limits, when the gateway set them, with the caller's abort signal. */
+export function admissionOf(limits: ExecutionLimits, signal?: AbortSignal): Admission | undefined {
   const { maxConcurrentCalls, queueTimeoutMs } = limits;
-  return maxConcurrentCalls === undefined ? undefined : { maxConcurrentCalls, queueTimeoutMs: queueTimeoutMs ?? 1000 };
+  return maxConcurrentCalls === undefined ? undefined : { maxConcurrentCalls, queueTimeoutMs: queueTimeoutMs ?? 1000, signal };
 }
+
+/** What a call whose caller went away fails with before it ran anything (every driver answers it "aborted"). */
+export const abortedError = (): Error => Object.assign(new Error('ABORTED'), { code: 'ABORTED' });
 
 /** Thrown by PoolRegistry.use when the connector stayed full for the whole queue deadline. */
 export class ConnectorBusyError extends Error {
@@ -49,6 +54,8 @@ export const busyText = (e: ConnectorBusyError): string =>
 interface Waiter {
   resolve: () => void;
   timer: ReturnType<typeof setTimeout>;
+  /** Removes the abort listener (the waiter got its slot or timed out). */
+  unlisten: () => void;
 }
 
 interface Entry<P> {
@@ -118,8 +125,10 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
       if (admission) {
         // Never more slots than connections: a call past the pool size would wait inside the driver, where no
         // deadline applies.
-        await this.admit(entry, Math.max(1, Math.min(admission.maxConcurrentCalls, this.settings.max)), admission.queueTimeoutMs);
+        await this.admit(entry, Math.max(1, Math.min(admission.maxConcurrentCalls, this.settings.max)), admission.queueTimeoutMs, admission.signal);
         admitted = true;
+        // Gone while it waited, and the slot came at the same turn: nothing runs, the slot goes to the next.
+        if (admission.signal?.aborted) throw abortedError();
       }
       return await fn(entry.pool);
     } finally {
@@ -133,7 +142,8 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
    * Waits for one of the connector's `slots`, at most `queueTimeoutMs`: a connector held by long calls answers
    * "busy" quickly instead of queueing without end (issue 7: one agent's runaway calls must not monopolise it).
    */
-  private admit(entry: Entry<P>, slots: number, queueTimeoutMs: number): Promise<void> {
+  private admit(entry: Entry<P>, slots: number, queueTimeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(abortedError());
     if (entry.running < slots && entry.waiting.length === 0) {
       entry.running++;
       observeConnectorWait(this.type, 0);
@@ -141,18 +151,31 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
     }
     const queuedAt = performance.now();
     return new Promise<void>((resolve, reject) => {
+      const dequeue = (): void => {
+        const i = entry.waiting.indexOf(waiter);
+        if (i >= 0) entry.waiting.splice(i, 1);
+      };
+      // A caller that leaves while queued gives its place up at once (issue 26): it never holds a slot.
+      const onAbort = (): void => {
+        clearTimeout(waiter.timer);
+        dequeue();
+        reject(abortedError());
+      };
       const waiter: Waiter = {
         resolve: () => {
+          waiter.unlisten();
           observeConnectorWait(this.type, (performance.now() - queuedAt) / 1000);
           resolve();
         },
         timer: setTimeout(() => {
-          const i = entry.waiting.indexOf(waiter);
-          if (i >= 0) entry.waiting.splice(i, 1);
+          waiter.unlisten();
+          dequeue();
           countConnectorBusy(this.type);
           reject(new ConnectorBusyError(entry.running, queueTimeoutMs));
         }, queueTimeoutMs),
+        unlisten: () => signal?.removeEventListener('abort', onAbort),
       };
+      signal?.addEventListener('abort', onAbort, { once: true });
       entry.waiting.push(waiter);
     });
   }
