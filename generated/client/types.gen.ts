@@ -1209,7 +1209,7 @@ export type CreateConnectorErrors = {
      */
     415: Error;
     /**
-     * Well-formed but semantically invalid.
+     * The type has no driver on this gateway (`connector_type_unavailable`), or the host (or MCP server URL) is outside the outbound policy (`connector_target_refused`): private, loopback, link-local and reserved addresses, names that do not resolve and the gateway itself are refused unless the operator allows them in TOOLGATE_OUTBOUND_ALLOW_HOSTS. The message is the same whatever the reason.
      */
     422: Error;
 };
@@ -1340,6 +1340,10 @@ export type UpdateConnectorErrors = {
      * Content-Type is not application/json (`unsupported_media_type`).
      */
     415: Error;
+    /**
+     * The new config's host (or MCP server URL) is outside the outbound policy (`connector_target_refused`).
+     */
+    422: Error;
 };
 
 export type UpdateConnectorError = UpdateConnectorErrors[keyof UpdateConnectorErrors];

@@ -183,11 +183,11 @@ export async function executeTool(
 ): Promise<ToolResult> {
   const quota = monthlyQuotaFor(org.plan);
   if (!(await deps.usage.consume(org.id, quota))) throw new QuotaExceededError(org.plan, quota!);
-  return execute(deps, tool, input);
+  return execute(deps, org.id, tool, input);
 }
 
 /** Runs a tool that passed every check, on what serves its connector's type. */
-function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult> | ToolResult {
+function execute(deps: ExecutionDeps, orgId: string, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult> | ToolResult {
   const driver = getDriver(tool.connector.type);
   if (!driver) return { isError: true, content: [{ type: 'text', text: `The connector type ${tool.connector.type} is not available on this gateway.` }] };
   const { config } = deps;
@@ -199,6 +199,7 @@ function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, u
     allowDdl: tool.connector.allowDdl,
     readOnly: tool.readOnly,
     outbound: deps.outbound,
+    orgId,
     limits: {
       statementTimeoutMs: config.statementTimeoutMs,
       lockTimeoutMs: config.lockTimeoutMs,

@@ -1,5 +1,6 @@
 /** Error wording shared by SQL drivers: network failures in plain words, and messages scrubbed of secrets. */
 import { ConnectorError } from '../types.ts';
+import { OutboundRefusedError } from '../../net/policy.ts';
 
 export type ConnectorErrorCode = ConnectorError['code'];
 
@@ -10,8 +11,35 @@ export interface Described {
 
 const TLS_CODES = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|ERR_SSL|HANDSHAKE/;
 
+/**
+ * What an org is told of a host the outbound policy refuses: the same words whatever the reason (a private address,
+ * a name that does not resolve, the gateway itself), so refusals reveal nothing about what exists there.
+ */
+export function targetRefusedText(host: string): string {
+  return (
+    `host ${JSON.stringify(host.slice(0, 255))} is not an allowed destination: the gateway does not connect to private, loopback, ` +
+    'link-local or reserved addresses, to names that do not resolve to an allowed address, or to itself ' +
+    '(the operator can allow a private host or network with TOOLGATE_OUTBOUND_ALLOW_HOSTS)'
+  );
+}
+
+/** The policy refusal inside a driver's error (drivers wrap socket errors in causes or error lists). */
+export function refusalOf(err: unknown): OutboundRefusedError | null {
+  const queue: unknown[] = [err];
+  for (let seen = 0; seen < 12 && queue.length > 0; seen++) {
+    const e = queue.shift();
+    if (e instanceof OutboundRefusedError) return e;
+    if (typeof e !== 'object' || e === null) continue;
+    const o = e as { cause?: unknown; originalError?: unknown; errors?: unknown };
+    queue.push(o.cause, o.originalError);
+    if (Array.isArray(o.errors)) queue.push(...o.errors.slice(0, 4));
+  }
+  return null;
+}
+
 /** Node/Bun socket and DNS failures (and the drivers' own connect timeouts) → a message naming host:port only. */
 export function describeNetworkError(err: unknown, host: string, port: number, connectTimeoutMs: number): Described | null {
+  if (refusalOf(err)) return { message: targetRefusedText(host), code: 'connection_failed' };
   const code = String((err as { code?: unknown } | null)?.code ?? '');
   const where = `${host}:${port}`;
   switch (code) {
