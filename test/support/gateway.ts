@@ -45,8 +45,8 @@ export async function startTestGateway(kind: StoreKind = 'pglite', env: Record<s
     ...(url ? { DATABASE_URL: url, TOOLGATE_SECRET_KEY: 'a'.repeat(64) } : {}),
     ...env,
     // The test database servers are loopback addresses: allowed as an operator would allow them, besides the
-    // suite's own entries.
-    TOOLGATE_OUTBOUND_ALLOW_HOSTS: [...databaseAllowHosts(), env.TOOLGATE_OUTBOUND_ALLOW_HOSTS ?? ''].filter(Boolean).join(','),
+    // suite's own entries (unless the suite asks for exactly its own list, to test the policy itself).
+    TOOLGATE_OUTBOUND_ALLOW_HOSTS: [...(env.TEST_EXACT_OUTBOUND_ALLOW_HOSTS === '1' ? [] : databaseAllowHosts()), env.TOOLGATE_OUTBOUND_ALLOW_HOSTS ?? ''].filter(Boolean).join(','),
   });
   const gateway = await createGateway(config, { inMemory: true, ...options });
   const testGateway: TestGateway = {
