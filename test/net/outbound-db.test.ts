@@ -8,6 +8,9 @@ import * as sdk from '../../sdk/index.ts';
 import { loadConfig } from '../../src/config.ts';
 import { postgresqlDriver } from '../../src/connectors/postgresql/index.ts';
 import { mysqlDriver } from '../../src/connectors/mysql/index.ts';
+import { mongodbDriver } from '../../src/connectors/mongodb/driver.ts';
+import { mssqlDriver } from '../../src/connectors/mssql/driver.ts';
+import { oracleDriver } from '../../src/connectors/oracle/driver.ts';
 import { startDemo, SAMPLE_HOST, type Demo } from '../../src/demo/demo.ts';
 import { assertDatabaseTarget } from '../../src/net/dial.ts';
 import { OutboundRefusedError, parseOutboundPolicy, type Resolver } from '../../src/net/policy.ts';
@@ -97,6 +100,22 @@ describe('the policy on database hosts (no network)', () => {
       expect(() => loadConfig({ TOOLGATE_OUTBOUND_ALLOW_HOSTS: entry })).toThrow('TOOLGATE_OUTBOUND_ALLOW_HOSTS');
     }
     expect(loadConfig({ TOOLGATE_OUTBOUND_ALLOW_HOSTS: '10.0.0.0/8,fd00::/8,db.internal:5432' }).outboundAllowHosts).toHaveLength(3);
+  });
+});
+
+describe('mongodb, mssql and oracle: checked at connect time, before the driver connects', () => {
+  test('a name that now resolves to a forbidden address fails validation and calls with the policy words', async () => {
+    verifies('OUTBOUND-DB-CONNECT');
+    const policy = parseOutboundPolicy({ allowHosts: [], resolve: async () => ['10.7.7.7'] });
+    const limits = { statementTimeoutMs: 1000, lockTimeoutMs: 1000, maxRows: 10, maxResultBytes: 10_000 };
+    for (const driver of [mongodbDriver, mssqlDriver, oracleDriver] as const) {
+      const config = { host: 'moved.example', port: 1, database: 'db', user: 'u', tls: 'disable' as const };
+      const err = await driver.validate('c', config, 'pw', { outbound: policy }).then(() => null, (e: unknown) => e as Error);
+      expect({ type: driver.type, message: err?.message }).toEqual({ type: driver.type, message: expect.stringContaining('is not an allowed destination') });
+      const spec = { name: 't', description: '', inputSchema: { type: 'object' as const, properties: {} }, target: {} };
+      const result = await (driver.execute as (...a: unknown[]) => Promise<{ isError?: boolean; content: { text: string }[] }>)(spec, {}, { connectorId: 'c', config, credential: 'pw', allowWrite: false, allowDdl: false, readOnly: true, limits, outbound: policy });
+      expect({ type: driver.type, isError: result.isError, text: result.content[0]?.text }).toEqual({ type: driver.type, isError: true, text: expect.stringContaining('is not an allowed destination') });
+    }
   });
 });
 

@@ -11,6 +11,7 @@ import { errorResult, RowCollector } from '../shared/result.ts';
 import { toolNames } from '../shared/naming.ts';
 import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
 import { netErrorCode } from '../shared/netcause.ts';
+import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
 import { DEFAULT_MONGODB_PORT, mongodbConfigSchema } from './config.ts';
 import { guardMongoCall } from './guard.ts';
 import { bsonToJson } from './values.ts';
@@ -85,7 +86,7 @@ function describeConnect(err: unknown, ctx: ErrorContext): Described | null {
   const { host, user } = ctx.config;
   const port = ctx.config.port ?? DEFAULT_MONGODB_PORT;
   const e = (typeof err === 'object' && err !== null ? err : {}) as MongoErr;
-  const net = describeNetworkError({ code: netErrorCode(err) ?? e.code }, host, port, ctx.connectTimeoutMs);
+  const net = describeNetworkError({ code: netErrorCode(err) ?? e.code, cause: err }, host, port, ctx.connectTimeoutMs);
   if (net) return net;
   if (e.code === 18 || e.codeName === 'AuthenticationFailed') return { message: `authentication failed for user ${user}`, code: 'auth_failed' };
   if (e.name === 'MongoServerSelectionError' || e.name === 'MongoNetworkTimeoutError') {
@@ -213,8 +214,9 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
   readOnly: true,
   configSchema: mongodbConfigSchema,
 
-  async validate(_connectorId, config, credential) {
+  async validate(_connectorId, config, credential, env = {}) {
     try {
+      await assertConnectTarget(env.outbound, config, DEFAULT_MONGODB_PORT);
       checkDatabase(config);
       await withClient(config, credential, async (db) => {
         await db.command({ ping: 1 });
@@ -224,8 +226,9 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
     }
   },
 
-  async introspect(_connectorId, config, credential): Promise<MongoToolSpec[]> {
+  async introspect(_connectorId, config, credential, env = {}): Promise<MongoToolSpec[]> {
     try {
+      await assertConnectTarget(env.outbound, config, DEFAULT_MONGODB_PORT);
       checkDatabase(config);
       const found = await withClient(config, credential, (db) =>
         // nameOnly + authorizedCollections: a login with the read role only may list what it can read.
@@ -243,6 +246,9 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
   },
 
   async execute(tool, args, ctx) {
+    // Checked at every call: this driver connects by name itself, so the policy sees the name's current answer here.
+    const refused = await refusedTargetText(ctx.outbound, ctx.config, DEFAULT_MONGODB_PORT);
+    if (refused) return errorResult(refused);
     try {
       return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) => executeMongo(p.client, tool, args, ctx), undefined, admissionOf(ctx.limits));
     } catch (err) {

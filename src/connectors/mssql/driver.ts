@@ -18,6 +18,7 @@ import { errorResult, RowCollector, type Row } from '../shared/result.ts';
 import { toolNames } from '../shared/naming.ts';
 import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
 import { netErrorCode } from '../shared/netcause.ts';
+import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
 import { int64TextToJson, toJsonSafe } from '../shared/jsonsafe.ts';
 import { DEFAULT_MSSQL_PORT, mssqlConfigSchema } from './config.ts';
 import { guardMssqlSql } from '../sqlguard/mssql.ts';
@@ -100,7 +101,7 @@ function describeConnect(err: unknown, ctx: ErrorContext): Described | null {
   const { host, user, database } = ctx.config;
   const port = ctx.config.port ?? DEFAULT_MSSQL_PORT;
   const e = (typeof err === 'object' && err !== null ? err : {}) as MsErr;
-  const net = describeNetworkError({ code: netErrorCode(err) }, host, port, ctx.connectTimeoutMs);
+  const net = describeNetworkError({ code: netErrorCode(err), cause: err }, host, port, ctx.connectTimeoutMs);
   if (net) return net;
   if (e.code === 'ELOGIN') {
     if (/database/i.test(e.message ?? '')) return { message: `user ${user} may not open database ${database}`, code: 'auth_failed' };
@@ -293,8 +294,9 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   readOnly: true,
   configSchema: mssqlConfigSchema,
 
-  async validate(_connectorId, config, credential) {
+  async validate(_connectorId, config, credential, env = {}) {
     try {
+      await assertConnectTarget(env.outbound, config, DEFAULT_MSSQL_PORT);
       checkConfig(config);
       await withPool(config, credential, async (pool) => {
         await pool.request().query('SELECT 1 AS ok');
@@ -311,8 +313,9 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     }
   },
 
-  async introspect(_connectorId, config, credential) {
+  async introspect(_connectorId, config, credential, env = {}) {
     try {
+      await assertConnectTarget(env.outbound, config, DEFAULT_MSSQL_PORT);
       checkConfig(config);
       return await withPool(config, credential, (pool) => introspectMssql(pool, config));
     } catch (err) {
@@ -321,6 +324,9 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   },
 
   async execute(tool, args, ctx) {
+    // Checked at every call: this driver connects by name itself, so the policy sees the name's current answer here.
+    const refused = await refusedTargetText(ctx.outbound, ctx.config, DEFAULT_MSSQL_PORT);
+    if (refused) return errorResult(refused);
     // The guard decides before any connection is made: a refused call never reaches the server.
     const prepared = prepareReadOnlyCall(guardMssqlSql, tool, args, ctx);
     if (isReadOnlyRefusal(prepared)) return prepared;
