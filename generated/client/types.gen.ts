@@ -200,7 +200,7 @@ export type DatabaseConfig = {
     database: string;
     user: string;
     /**
-     * Default disable. `require` encrypts without checking the server certificate; `verify-full` also checks the certificate chain and host name (mongodb tls / tlsAllowInvalidCertificates, mssql encrypt / trustServerCertificate, oracle tcps with server DN match).
+     * Default require (what a managed cloud database expects; say disable for a server without TLS on a trusted network). `require` encrypts without checking the server certificate; `verify-full` also checks the certificate chain and host name (mongodb tls / tlsAllowInvalidCertificates, mssql encrypt / trustServerCertificate, oracle tcps with server DN match).
      */
     tls?: 'disable' | 'require' | 'verify-full';
     /**
