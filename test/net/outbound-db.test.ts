@@ -119,6 +119,20 @@ describe('mongodb, mssql and oracle: checked at connect time, before the driver 
   });
 });
 
+describe('mongodb and mssql: their sockets go to the address the policy checked', () => {
+  test('a name only the policy resolver knows reaches its checked address (here a closed port: connection refused)', async () => {
+    verifies('OUTBOUND-DB-CONNECT');
+    const port = await deadPort();
+    // `.invalid` never resolves in DNS: a driver that looked the name up itself would report it unresolvable.
+    const policy = parseOutboundPolicy({ allowHosts: ['127.0.0.1'], resolve: async (h) => (h === 'pinned.invalid' ? ['127.0.0.1'] : []) });
+    for (const driver of [mongodbDriver, mssqlDriver] as const) {
+      const config = { host: 'pinned.invalid', port, database: 'db', user: 'u', tls: 'disable' as const };
+      const err = await driver.validate('c', config, 'pw', { outbound: policy }).then(() => null, (e: unknown) => e as Error);
+      expect({ type: driver.type, message: err?.message }).toEqual({ type: driver.type, message: expect.stringContaining('connection refused') });
+    }
+  });
+});
+
 describe.skipIf(!available)('no allow-list: refused at create in every spelling, the same words whatever is there', () => {
   let g: TestGateway;
   let client: sdk.Client;

@@ -12,6 +12,8 @@ import { toolNames } from '../shared/naming.ts';
 import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
 import { netErrorCode } from '../shared/netcause.ts';
 import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
+import { checkedLookup } from '../../net/dial.ts';
+import type { OutboundPolicy } from '../../net/policy.ts';
 import { DEFAULT_MONGODB_PORT, mongodbConfigSchema } from './config.ts';
 import { guardMongoCall } from './guard.ts';
 import { bsonToJson } from './values.ts';
@@ -32,7 +34,7 @@ interface MongoPool {
 }
 
 /** Client options; every value explicit. The password goes in `auth`, never into a URL that could be logged. */
-export function mongoOptions(config: DatabaseConfig, credential: string | null, settings: PoolSettings): { url: string; options: MongoClientOptions } {
+export function mongoOptions(config: DatabaseConfig, credential: string | null, settings: PoolSettings, outbound?: OutboundPolicy): { url: string; options: MongoClientOptions } {
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const tls = config.tls ?? 'disable';
   const options: MongoClientOptions = {
@@ -47,6 +49,9 @@ export function mongoOptions(config: DatabaseConfig, credential: string | null, 
     useBigInt64: true,
     retryWrites: false,
     directConnection: false,
+    // Every socket to a named host (the configured one, and replica-set members the server announces by name) goes
+    // to an address the outbound policy checked at that moment. Members announced as IP literals skip a lookup.
+    ...(outbound ? { lookup: checkedLookup(outbound, config.port ?? DEFAULT_MONGODB_PORT, config.database) } : {}),
   };
   if (credential !== null) {
     options.auth = { username: config.user, password: credential };
@@ -55,9 +60,9 @@ export function mongoOptions(config: DatabaseConfig, credential: string | null, 
   return { url: `mongodb://${host}:${config.port ?? DEFAULT_MONGODB_PORT}/`, options };
 }
 
-const pools = new PoolRegistry<MongoPool>({
-  open(config, credential, settings) {
-    const { url, options } = mongoOptions(config, credential, settings);
+const pools = new PoolRegistry<MongoPool, { outbound?: OutboundPolicy }>({
+  open(config, credential, settings, open) {
+    const { url, options } = mongoOptions(config, credential, settings, open?.outbound);
     return { client: new MongoClient(url, options) };
   },
   end: (p) => p.client.close(true),
@@ -123,8 +128,8 @@ const errorContext = (config: DatabaseConfig, credential: string | null, stateme
 });
 
 /** A throwaway client (validate, introspect): credentials under test must not replace a working pool. */
-async function withClient<T>(config: DatabaseConfig, credential: string | null, fn: (db: Db) => Promise<T>): Promise<T> {
-  const { url, options } = mongoOptions(config, credential, { ...pools.currentSettings, max: 1 });
+async function withClient<T>(config: DatabaseConfig, credential: string | null, outbound: OutboundPolicy | undefined, fn: (db: Db) => Promise<T>): Promise<T> {
+  const { url, options } = mongoOptions(config, credential, { ...pools.currentSettings, max: 1 }, outbound);
   const client = new MongoClient(url, options);
   try {
     await client.connect();
@@ -218,7 +223,7 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
     try {
       await assertConnectTarget(env.outbound, config, DEFAULT_MONGODB_PORT);
       checkDatabase(config);
-      await withClient(config, credential, async (db) => {
+      await withClient(config, credential, env.outbound, async (db) => {
         await db.command({ ping: 1 });
       });
     } catch (err) {
@@ -230,7 +235,7 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
     try {
       await assertConnectTarget(env.outbound, config, DEFAULT_MONGODB_PORT);
       checkDatabase(config);
-      const found = await withClient(config, credential, (db) =>
+      const found = await withClient(config, credential, env.outbound, (db) =>
         // nameOnly + authorizedCollections: a login with the read role only may list what it can read.
         db.listCollections({}, { nameOnly: true, authorizedCollections: true }).toArray(),
       );
@@ -250,7 +255,7 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
     const refused = await refusedTargetText(ctx.outbound, ctx.config, DEFAULT_MONGODB_PORT);
     if (refused) return errorResult(refused);
     try {
-      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) => executeMongo(p.client, tool, args, ctx), undefined, admissionOf(ctx.limits));
+      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) => executeMongo(p.client, tool, args, ctx), { outbound: ctx.outbound }, admissionOf(ctx.limits));
     } catch (err) {
       return errorResult(callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs)));
     }

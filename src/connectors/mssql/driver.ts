@@ -19,6 +19,8 @@ import { toolNames } from '../shared/naming.ts';
 import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
 import { netErrorCode } from '../shared/netcause.ts';
 import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
+import { dialChecked } from '../../net/dial.ts';
+import type { OutboundPolicy } from '../../net/policy.ts';
 import { int64TextToJson, toJsonSafe } from '../shared/jsonsafe.ts';
 import { DEFAULT_MSSQL_PORT, mssqlConfigSchema } from './config.ts';
 import { guardMssqlSql } from '../sqlguard/mssql.ts';
@@ -37,7 +39,7 @@ interface MsPool {
   ready: Promise<sql.ConnectionPool> | null;
 }
 
-export function mssqlConfig(config: DatabaseConfig, credential: string | null, settings: PoolSettings, statementTimeoutMs = 30_000): sql.config {
+export function mssqlConfig(config: DatabaseConfig, credential: string | null, settings: PoolSettings, statementTimeoutMs = 30_000, outbound?: OutboundPolicy): sql.config {
   const tls = config.tls ?? 'disable';
   return {
     server: config.host,
@@ -56,6 +58,15 @@ export function mssqlConfig(config: DatabaseConfig, credential: string | null, s
       useUTC: true,
       enableArithAbort: true,
       abortTransactionOnError: true,
+      // tedious's socket hook: every connection (the configured server, and a server Azure SQL routes to) goes to an
+      // address the outbound policy checked at that moment; tedious keeps the name for TLS.
+      ...(outbound
+        ? {
+            // tedious calls it with the host and port it is about to connect to (its types omit the argument).
+            connector: ((opts: { host: string; port: number }) =>
+              dialChecked(outbound, { host: opts.host, port: opts.port, database: config.database }, settings.connectTimeoutMs)) as unknown as () => Promise<import('node:net').Socket>,
+          }
+        : {}),
     },
   };
 }
@@ -71,8 +82,8 @@ function ready(p: MsPool): Promise<sql.ConnectionPool> {
   return p.ready;
 }
 
-const pools = new PoolRegistry<MsPool, number>({
-  open: (config, credential, settings, statementTimeoutMs) => ({ pool: new sql.ConnectionPool(mssqlConfig(config, credential, settings, statementTimeoutMs)), ready: null }),
+const pools = new PoolRegistry<MsPool, { statementTimeoutMs: number; outbound?: OutboundPolicy }>({
+  open: (config, credential, settings, open) => ({ pool: new sql.ConnectionPool(mssqlConfig(config, credential, settings, open?.statementTimeoutMs, open?.outbound)), ready: null }),
   end: async (p) => {
     await p.pool.close().catch(() => undefined);
   },
@@ -160,8 +171,8 @@ function checkConfig(config: DatabaseConfig): void {
 }
 
 /** A throwaway single-connection pool (validate, introspect): credentials under test must not replace a working pool. */
-async function withPool<T>(config: DatabaseConfig, credential: string | null, fn: (pool: sql.ConnectionPool) => Promise<T>): Promise<T> {
-  const pool = new sql.ConnectionPool(mssqlConfig(config, credential, { ...pools.currentSettings, max: 1 }, 30_000));
+async function withPool<T>(config: DatabaseConfig, credential: string | null, outbound: OutboundPolicy | undefined, fn: (pool: sql.ConnectionPool) => Promise<T>): Promise<T> {
+  const pool = new sql.ConnectionPool(mssqlConfig(config, credential, { ...pools.currentSettings, max: 1 }, 30_000, outbound));
   try {
     await pool.connect();
     return await fn(pool);
@@ -298,7 +309,7 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     try {
       await assertConnectTarget(env.outbound, config, DEFAULT_MSSQL_PORT);
       checkConfig(config);
-      await withPool(config, credential, async (pool) => {
+      await withPool(config, credential, env.outbound, async (pool) => {
         await pool.request().query('SELECT 1 AS ok');
         const schemas = config.schemas?.length ? config.schemas : DEFAULT_MSSQL_SCHEMAS;
         const req = pool.request();
@@ -317,7 +328,7 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     try {
       await assertConnectTarget(env.outbound, config, DEFAULT_MSSQL_PORT);
       checkConfig(config);
-      return await withPool(config, credential, (pool) => introspectMssql(pool, config));
+      return await withPool(config, credential, env.outbound, (pool) => introspectMssql(pool, config));
     } catch (err) {
       throw connectorError(err, errorContext(config, credential), 'introspection_failed');
     }
@@ -336,7 +347,7 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
         ctx.config,
         ctx.credential,
         async (p) => executeMssql(await ready(p), tool, prepared, ctx),
-        ctx.limits.statementTimeoutMs,
+        { statementTimeoutMs: ctx.limits.statementTimeoutMs, outbound: ctx.outbound },
         admissionOf(ctx.limits),
       );
     } catch (err) {
