@@ -28,8 +28,8 @@ export interface OutboundPolicy {
   /** CIDR entries (IPv4 or IPv6), any port. */
   readonly allowCidrs: readonly Cidr[];
   readonly resolve: Resolver;
-  /** Ports the gateway itself listens on (on every local address). */
-  readonly ownPorts: readonly number[];
+  /** Ports the gateway itself listens on (on every local address); the entry point adds the port PORT=0 settled on. */
+  readonly ownPorts: number[];
   readonly store: StoreTarget | null;
 }
 
