@@ -262,7 +262,7 @@ async function seed(base: string, operatorToken: string, slug: string): Promise<
   const connector = await call(base, '/api/connectors', {
     method: 'POST',
     headers: auth,
-    json: { name: 'bench-data', type: 'postgresql', config: { host: PG.host, port: PG.port, database: DATA_DB, user: PG.user } },
+    json: { name: 'bench-data', type: 'postgresql', config: { host: PG.host, port: PG.port, database: DATA_DB, user: PG.user, tls: 'disable' } },
   });
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -512,6 +512,8 @@ async function main(): Promise<boolean> {
     TOOLGATE_OPERATOR_TOKEN: operatorToken,
     TOOLGATE_DEMO: '0',
     TOOLGATE_LOG_LEVEL: 'error',
+    // The data database is on a loopback server: allowed as an operator would allow it.
+    TOOLGATE_OUTBOUND_ALLOW_HOSTS: `${PG.host}:${PG.port}`,
     // Tracing cost (issue 15): set OTEL_EXPORTER_OTLP_ENDPOINT to measure with spans exported (bench/otlp-sink.ts).
     ...(process.env.OTEL_EXPORTER_OTLP_ENDPOINT ? { OTEL_EXPORTER_OTLP_ENDPOINT: process.env.OTEL_EXPORTER_OTLP_ENDPOINT } : {}),
     // The MCP credential cache A/B: TOOLGATE_AUTH_CACHE_TTL_MS=0 looks every credential up in the store, as before it.

@@ -6,7 +6,7 @@
  * it to validate, lists its tools and reads an error; it prints what it saw as one JSON line.
  *
  *   TOOLGATE_URL=http://localhost:8080 TOOLGATE_CLIENT_ID=tgc_... TOOLGATE_CLIENT_SECRET=... \
- *   TOOLGATE_PG='{"host":"127.0.0.1","port":5432,"database":"shop","user":"postgres"}' node examples/sdk-consumer.mjs
+ *   TOOLGATE_PG='{"host":"127.0.0.1","port":5432,"database":"shop","user":"postgres","tls":"disable"}' node examples/sdk-consumer.mjs
  */
 import { createConnector, getConnector, getOrg, listTools, Toolgate, ToolgateError } from 'toolgate/client';
 

@@ -144,7 +144,7 @@ interface Org {
   client: sdk.Client;
 }
 
-async function onboardOrg(base: string, plan: 'enterprise' | 'starter', target: { host: string; port: number; database: string; user: string }): Promise<Org> {
+async function onboardOrg(base: string, plan: 'enterprise' | 'starter', target: { host: string; port: number; database: string; user: string; tls: 'disable' }): Promise<Org> {
   const operator = new sdk.Toolgate({ baseUrl: base, token: OPERATOR }).client;
   const slug = `scale-${plan}-${randomBytes(4).toString('hex')}`;
   const { data } = await sdk.createOrg({ client: operator, throwOnError: true, body: { slug, name: slug, plan, ...(plan === 'enterprise' ? { burst_limit_per_second: 100_000 } : {}) } });
@@ -197,7 +197,7 @@ export async function runScaleOut(options: ScaleOutOptions): Promise<ScaleOutRep
     await dataSql.unsafe("INSERT INTO notes VALUES (1, 'first'), (2, 'second')");
     await dataSql.end();
     const pg = new URL(options.pgUrl);
-    const target = { host: pg.hostname, port: Number(pg.port || 5432), database: data.name, user: decodeURIComponent(pg.username) || 'postgres' };
+    const target = { host: pg.hostname, port: Number(pg.port || 5432), database: data.name, user: decodeURIComponent(pg.username) || 'postgres', tls: 'disable' as const };
 
     // The proxy listens first: every instance gets its URL as TOOLGATE_PUBLIC_URL (one token issuer for all).
     proxy = startProxy(backends, options.port);
@@ -208,6 +208,8 @@ export async function runScaleOut(options: ScaleOutOptions): Promise<ScaleOutRep
       REDIS_URL: options.redisUrl,
       TOOLGATE_PUBLIC_URL: proxy.url,
       TOOLGATE_WEBHOOK_WORKER: '0',
+      // The data database is on a loopback or private server: allowed as an operator would allow it.
+      TOOLGATE_OUTBOUND_ALLOW_HOSTS: `${target.host}:${target.port}`,
     };
     const started = await Promise.all(Array.from({ length: options.instances }, (_, i) => startInstance(`gw${i + 1}`, env)));
     for (const instance of started) backends.push({ instance, up: true, killed: false, inFlight: 0, routedAfterKill: 0 });

@@ -47,6 +47,8 @@ export async function boot(fail: (message: string) => never): Promise<Booted> {
     config: settled,
     gateway,
     listening(port, runtime) {
+      // With PORT=0 the listener's port is known only now: an org must not reach it either.
+      if (!gateway.deps.outbound.ownPorts.includes(port)) gateway.deps.outbound.ownPorts.push(port);
       if (embedded) updateLockInfo(settled.dataDir, { port, url: settled.publicUrl });
       const store = embedded ? `embedded PGlite in ${settled.dataDir}` : 'PostgreSQL';
       console.log(`toolgate: listening on ${settled.publicUrl} on ${runtime} (store: ${store})`);

@@ -26,7 +26,7 @@ export interface Config {
    * peer is the source address of every request (net/source-address.ts).
    */
   trustedProxies: TrustedProxies;
-  /** Hosts (host or host:port) exempt from the outbound private-address rules, for local IdPs and tests. */
+  /** TOOLGATE_OUTBOUND_ALLOW_HOSTS: hosts, host:port or CIDRs the outbound policy lets orgs reach on private addresses (net/policy.ts). */
   outboundAllowHosts: string[];
   statementTimeoutMs: number;
   lockTimeoutMs: number;
@@ -44,8 +44,6 @@ export interface Config {
   demo: boolean;
   /** Burst limit (calls per second) of custom plans (enterprise, standalone) whose org sets none. */
   customBurstPerSecond: number;
-  /** Port of the demo's sample database on 127.0.0.1; 0 picks a free one. */
-  demoDbPort: number;
   logLevel: 'silent' | 'error' | 'info' | 'debug';
   /** Webhook delivery (issue 11): whether this instance runs a delivery worker, and its timings (docs/decisions/0082-webhook-worker-and-retries.md). */
   webhookWorker: boolean;
@@ -192,7 +190,6 @@ export function loadConfig(env: Env = process.env): Config {
     jwksTimeoutMs: intVar(env, 'TOOLGATE_JWKS_TIMEOUT_MS', 3000, 100, 60_000),
     demo: env.TOOLGATE_DEMO === undefined ? !databaseUrl : env.TOOLGATE_DEMO === '1' || env.TOOLGATE_DEMO === 'true',
     customBurstPerSecond: intVar(env, 'TOOLGATE_CUSTOM_BURST_PER_SECOND', 1000, 1, 100_000),
-    demoDbPort: intVar(env, 'TOOLGATE_DEMO_DB_PORT', 0, 0, 65535),
     logLevel,
     ...webhookConfig(env),
     auditRetentionDays: intVar(env, 'TOOLGATE_AUDIT_RETENTION_DAYS', 365, 0, 36_500),

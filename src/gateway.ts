@@ -4,6 +4,7 @@ import { Authenticator } from './auth/authenticate.ts';
 import { createIdpVerifier } from './auth/idp/verifier.ts';
 import { createIdpResolver } from './auth/idp/resolver.ts';
 import { parseOutboundPolicy, type Resolver } from './net/outbound.ts';
+import { storeTargetOf } from './net/policy.ts';
 import { TokenSigner } from './auth/signing.ts';
 import { decodeKey, type Config } from './config.ts';
 import { buildApp } from './app.ts';
@@ -86,7 +87,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     : async () => {};
   const signer = new TokenSigner(store.db, box, config.publicUrl);
   await signer.init();
-  const outbound = parseOutboundPolicy({ allowHosts: config.outboundAllowHosts, resolve: options.resolve });
+  // The gateway's own listener and its store are never an org's target, whatever the allow-list says.
+  const outbound = parseOutboundPolicy({ allowHosts: config.outboundAllowHosts, resolve: options.resolve, ownPorts: [config.port], store: storeTargetOf(config.databaseUrl) });
   const idpVerifier = createIdpVerifier({
     outbound,
     clockToleranceSec: config.idpClockToleranceSeconds,

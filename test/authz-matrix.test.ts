@@ -84,7 +84,7 @@ const configs = (): Record<'A' | 'B', IdpConfigBody> => ({ A: idpConfig(idp, AUD
 beforeAll(async () => {
   key = await makeKey('matrix-key');
   idp = startFakeIdp([key]);
-  g = await startTestGateway('pglite', idpGatewayEnv(idp, [pgHostPort()]));
+  g = await startTestGateway('pglite', idpGatewayEnv(idp, [pgHostPort(), '127.0.0.1:9']));
   [A, B] = [await onboard(g), await onboard(g)];
   [manageA, manageB] = await Promise.all([tokenFor(g, A.clientId, A.clientSecret), tokenFor(g, B.clientId, B.clientSecret)]);
   await saveIdpConfig(g, manageA, configs().A);

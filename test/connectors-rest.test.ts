@@ -26,7 +26,8 @@ let client: sdk.Client;
 
 beforeAll(async () => {
   if (!available) return;
-  [g, t] = await Promise.all([startTestGateway('pglite'), createTargets('tg_mcp_conn')]);
+  // Any port of 127.0.0.1 is allowed here: the suite points connectors at dead ports to see them fail.
+  [g, t] = await Promise.all([startTestGateway('pglite', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1' }), createTargets('tg_mcp_conn')]);
   org = await onboard(g);
   token = await tokenFor(g, org.clientId, org.clientSecret);
   client = sdkFor(g, token).client;

@@ -29,7 +29,7 @@ test('the embedded store runs with 16 MB of shared buffers, 1 MB of temp buffers
 });
 
 test('the demo database runs with 8 MB of shared buffers and still serves its sample rows', async () => {
-  const client = postgres({ host: '127.0.0.1', port: demo.port, user: 'postgres', database: 'postgres', max: 1, onnotice: () => {} });
+  const client = postgres({ path: demo.socketPath, user: 'postgres', database: 'postgres', max: 1, onnotice: () => {} });
   try {
     const [buffers] = await client.unsafe('SHOW shared_buffers');
     const [customers] = await client.unsafe('SELECT count(*)::int AS n FROM customers');

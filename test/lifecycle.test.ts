@@ -12,7 +12,7 @@ import { startInstance, type Instance } from '../scripts/lib/instances.ts';
 import { verifies } from './requirements.ts';
 import { freshDatabase } from './support/gateway.ts';
 import { sdkAt } from './support/sdk.ts';
-import { PG_URL, serviceAvailable } from './support/services.ts';
+import { databaseAllowHosts, PG_URL, serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
 
 setDefaultTimeout(180_000);
@@ -88,7 +88,7 @@ describe.skipIf(!hasPg)('graceful shutdown of a gateway process', () => {
       instance = await startInstance('embedded', {
         TOOLGATE_DATA_DIR: dataDir,
         TOOLGATE_OPERATOR_TOKEN: OPERATOR,
-        TOOLGATE_OUTBOUND_ALLOW_HOSTS: '',
+        TOOLGATE_OUTBOUND_ALLOW_HOSTS: databaseAllowHosts().join(','),
         TOOLGATE_LOCK_TIMEOUT_MS: '60000',
         TOOLGATE_STATEMENT_TIMEOUT_MS: '60000',
         TOOLGATE_SHUTDOWN_DEADLINE_MS: '30000',
@@ -124,7 +124,7 @@ describe.skipIf(!hasPg)('graceful shutdown of a gateway process', () => {
       expect(instance.output()).toContain('SIGTERM, shutting down (3 requests in flight');
       // The folder is free: its lock is gone, and a new process opens the same store.
       expect(lockHolder(dataDir)).toBeNull();
-      const again = await startInstance('embedded-again', { TOOLGATE_DATA_DIR: dataDir, TOOLGATE_OPERATOR_TOKEN: OPERATOR });
+      const again = await startInstance('embedded-again', { TOOLGATE_DATA_DIR: dataDir, TOOLGATE_OPERATOR_TOKEN: OPERATOR, TOOLGATE_OUTBOUND_ALLOW_HOSTS: databaseAllowHosts().join(',') });
       const ready = await fetch(`${again.url}/readyz`);
       expect(ready.status).toBe(200);
       expect(await ready.json()).toMatchObject({ status: 'ready', migrations: 'done' });
@@ -145,6 +145,7 @@ describe.skipIf(!hasPg)('graceful shutdown of a gateway process', () => {
         DATABASE_URL: db.url,
         TOOLGATE_SECRET_KEY: 'b'.repeat(64),
         TOOLGATE_OPERATOR_TOKEN: OPERATOR,
+        TOOLGATE_OUTBOUND_ALLOW_HOSTS: databaseAllowHosts().join(','),
         TOOLGATE_LOCK_TIMEOUT_MS: '60000',
         TOOLGATE_STATEMENT_TIMEOUT_MS: '60000',
         TOOLGATE_SHUTDOWN_DEADLINE_MS: '1000',

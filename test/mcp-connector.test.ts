@@ -235,23 +235,21 @@ describe('an upstream MCP server (official SDK, Streamable HTTP) as a connector'
 });
 
 describe('the outbound guard and failures', () => {
-  test('without the operator allow-list a loopback upstream is refused at validation, before any request', async () => {
+  test('without the operator allow-list a loopback upstream is refused at save (422), before any request', async () => {
     verifies('MCPC-PRIVATE-REFUSED');
     const o = await onboard(closed);
     const token = await tokenFor(closed, o.clientId, o.clientSecret);
+    const client = sdkFor(closed, token).client;
     const before = upstream.seen.length;
-    const refused = await createConnector(closed, token, { name: 'loop', type: 'mcp', config: { url: upstream.url }, credential: SECRET });
-    expect(refused.status).toBe('failed');
-    expect(refused.status_reason).toContain('not allowed');
-    for (const url of ['http://169.254.169.254/mcp', 'https://[::1]/mcp', 'https://0x7f000001/mcp', 'https://10.1.2.3/mcp']) {
-      const c = await createConnector(closed, token, { name: `p ${url}`, type: 'mcp', config: { url } });
-      expect(c.status).toBe('failed');
-      expect(c.status_reason).toContain('not allowed');
-    }
+    const refuse = async (url: string) => {
+      const res = await sdk.createConnector({ client, body: { name: `p ${url}`, type: 'mcp', config: { url }, credential: SECRET } });
+      expect({ url, status: res.response.status, error: (res.error as { error?: string } | undefined)?.error }).toEqual({ url, status: 422, error: 'connector_target_refused' });
+      expect((res.error as { message: string }).message).toContain('not allowed');
+    };
+    await refuse(upstream.url);
+    for (const url of ['http://169.254.169.254/mcp', 'https://[::1]/mcp', 'https://0x7f000001/mcp', 'https://10.1.2.3/mcp']) await refuse(url);
     // http is refused for a host that is not allow-listed, whatever it resolves to.
-    const insecure = await createConnector(closed, token, { name: 'plain', type: 'mcp', config: { url: 'http://example.com/mcp' } });
-    expect(insecure.status).toBe('failed');
-    expect(insecure.status_reason).toContain('not allowed');
+    await refuse('http://example.com/mcp');
     expect(upstream.seen.length).toBe(before);
     expect(await listToolNames(closed, o.slug, { apiKey: o.apiKey })).toEqual(['check_approval_status']);
   });

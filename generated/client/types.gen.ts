@@ -212,7 +212,7 @@ export type DatabaseConfig = {
     database: string;
     user: string;
     /**
-     * Default disable. `require` encrypts without checking the server certificate; `verify-full` also checks the certificate chain and host name (mongodb tls / tlsAllowInvalidCertificates, mssql encrypt / trustServerCertificate, oracle tcps with server DN match).
+     * Default require (what a managed cloud database expects; say disable for a server without TLS on a trusted network). `require` encrypts without checking the server certificate; `verify-full` also checks the certificate chain and host name (mongodb tls / tlsAllowInvalidCertificates, mssql encrypt / trustServerCertificate, oracle tcps with server DN match).
      */
     tls?: 'disable' | 'require' | 'verify-full';
     /**
@@ -1314,7 +1314,7 @@ export type CreateConnectorErrors = {
      */
     415: Error;
     /**
-     * Well-formed but semantically invalid.
+     * The type has no driver on this gateway (`connector_type_unavailable`), or the host (or MCP server URL) is outside the outbound policy (`connector_target_refused`): private, loopback, link-local and reserved addresses, names that do not resolve and the gateway itself are refused unless the operator allows them in TOOLGATE_OUTBOUND_ALLOW_HOSTS. The message is the same whatever the reason.
      */
     422: Error;
     /**
@@ -1463,6 +1463,10 @@ export type UpdateConnectorErrors = {
      * Content-Type is not application/json (`unsupported_media_type`).
      */
     415: Error;
+    /**
+     * The new config's host (or MCP server URL) is outside the outbound policy (`connector_target_refused`).
+     */
+    422: Error;
     /**
      * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
      * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.

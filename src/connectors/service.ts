@@ -15,7 +15,10 @@ import { describeSchemaError } from '../util/schema-errors.ts';
 import { getDriver } from './registry.ts';
 import * as repo from './repository.ts';
 import { ConnectorError, type SkippedTool, type SourceEnv } from './types.ts';
-import type { OutboundPolicy } from '../net/outbound.ts';
+import { assertOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../net/outbound.ts';
+import { assertDatabaseTarget } from '../net/dial.ts';
+import { embeddedDatabaseFor } from './shared/embedded.ts';
+import { targetRefusedText } from './shared/errors.ts';
 import type { Config } from '../config.ts';
 import type { AuthChanges } from '../auth/epoch.ts';
 import { eq } from 'drizzle-orm';
@@ -57,6 +60,31 @@ function checkConfig(driver: Driver, config: unknown): void {
   }
 }
 
+/**
+ * The outbound policy at save time: a database host, or an MCP server URL, the gateway may not connect to is
+ * refused with 422 before anything is written. The words do not say why (private, unresolvable, the gateway
+ * itself), so connector creation cannot map what exists behind the gateway. Checked again at every connection.
+ */
+async function checkTarget(deps: Pick<ConnectorServiceDeps, 'outbound'>, orgId: string, driver: Driver, config: Record<string, unknown>): Promise<void> {
+  try {
+    if (driver.kind === 'database') {
+      const db = config as { host: string; port?: number; database: string };
+      if (embeddedDatabaseFor(db.host, orgId)) return;
+      try {
+        await assertDatabaseTarget(deps.outbound, { host: db.host, port: db.port ?? 0, database: db.database });
+      } catch (err) {
+        if (err instanceof OutboundRefusedError) throw unprocessable('connector_target_refused', `The connector's host is not allowed: ${targetRefusedText(db.host)}.`);
+        throw err;
+      }
+    } else if (typeof config.url === 'string') {
+      await assertOutboundUrl(config.url, deps.outbound, { requireHttps: true });
+    }
+  } catch (err) {
+    if (err instanceof OutboundRefusedError) throw unprocessable('connector_target_refused', `The MCP server URL is not allowed: ${err.message}`);
+    throw err;
+  }
+}
+
 export function listConnectors(deps: Pick<ConnectorServiceDeps, 'store'>, orgId: string, status?: string): Promise<repo.ConnectorRow[]> {
   return repo.listConnectors(deps.store.db, orgId, status);
 }
@@ -80,6 +108,7 @@ export interface CreateConnectorInput {
 export async function createConnector(deps: ConnectorServiceDeps, orgId: string, input: CreateConnectorInput, actor: Actor) {
   const driver = driverFor(input.type);
   checkConfig(driver, input.config);
+  await checkTarget(deps, orgId, driver, input.config);
   // Types that only read (mongodb, mssql, oracle) keep allow_write/allow_ddl false whatever is sent.
   const isDatabase = driver.kind === 'database' && driver.readOnly !== true;
   const row = await deps.store.db.transaction(async (tx) => {
@@ -119,7 +148,10 @@ export async function updateConnector(deps: ConnectorServiceDeps, orgId: string,
   const existing = await repo.findConnector(deps.store.db, orgId, id);
   if (!existing) throw notFound('connector_not_found', 'No such connector.');
   const driver = driverFor(existing.type);
-  if (input.config !== undefined) checkConfig(driver, input.config);
+  if (input.config !== undefined) {
+    checkConfig(driver, input.config);
+    await checkTarget(deps, orgId, driver, input.config);
+  }
   const isDatabase = driver.kind === 'database' && driver.readOnly !== true;
   const changes: Partial<typeof connectors.$inferInsert> = { updatedAt: new Date() };
   if (input.name !== undefined) changes.name = input.name;
@@ -184,6 +216,7 @@ export async function validateNow(deps: ConnectorServiceDeps, row: repo.Connecto
     const env: SourceEnv = {
       connectorName: row.name,
       outbound: deps.outbound,
+      orgId: row.orgId,
       limits: { statementTimeoutMs: deps.config.statementTimeoutMs, maxResultBytes: deps.config.maxResultBytes },
       reportSkipped: (list) => (skipped = list),
     };

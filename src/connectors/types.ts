@@ -77,8 +77,10 @@ export interface SourceEnv {
   reportSkipped?: (skipped: SkippedTool[]) => void;
   /** The connector's name (an upstream MCP server's tools are named after it). */
   connectorName?: string;
-  /** The operator's outbound policy, for types that reach out over HTTP. */
+  /** The operator's outbound policy: every connection a driver opens is checked by it (and pinned where it can). */
   outbound?: OutboundPolicy;
+  /** The org the connector belongs to (an embedded database answers only its owner's connectors). */
+  orgId?: string;
   limits?: Pick<ExecutionLimits, 'statementTimeoutMs' | 'maxResultBytes'>;
 }
 
@@ -108,8 +110,10 @@ export interface ExecutionContext<C = DatabaseConfig> {
   /** Per-tool setting: when true, writes are refused even if the connector allows them. */
   readOnly: boolean;
   limits: ExecutionLimits;
-  /** The operator's outbound policy (types that reach out over HTTP). */
+  /** The operator's outbound policy: every connection a driver opens is checked by it (and pinned where it can). */
   outbound?: OutboundPolicy;
+  /** The org the connector belongs to (an embedded database answers only its owner's connectors). */
+  orgId?: string;
   signal?: AbortSignal;
 }
 

@@ -1,13 +1,17 @@
 /**
- * The newcomer's first minute: a demo org whose sample database (PGlite, served over the PostgreSQL wire
- * protocol on 127.0.0.1) is registered as an ordinary postgresql connector, so it needs no external service.
+ * The newcomer's first minute: a demo org whose sample database (PGlite, served over the PostgreSQL wire protocol
+ * on a Unix socket in a private folder, never on a network port) is a postgresql connector of the demo org only,
+ * reached in-process (connectors/shared/embedded.ts), so it needs no external service and no other org reaches it.
  */
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { and, eq, isNull } from 'drizzle-orm';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createConnector, updateConnector } from '../connectors/service.ts';
+import { EMBEDDED_HOST_SUFFIX, registerEmbeddedDatabase } from '../connectors/shared/embedded.ts';
+import { createConnector, revalidateConnector, updateConnector } from '../connectors/service.ts';
 import type { Gateway } from '../gateway.ts';
 import { findOrgBySlug } from '../orgs/repository.ts';
 import { onboardOrg } from '../orgs/service.ts';
@@ -20,10 +24,26 @@ export const DEMO_SLUG = 'demo';
 const CONNECTOR_NAME = 'Sample database';
 const SYSTEM = { type: 'system', id: null } as const;
 
+/** The sample database's host in the demo connector: a name that resolves nowhere but in this process. */
+export const SAMPLE_HOST = `sample${EMBEDDED_HOST_SUFFIX}`;
+
 export interface Demo {
   banner: string;
-  port: number;
+  /** The sample database's Unix socket (for tests; only this process's user can open it). */
+  socketPath: string;
   stop(): Promise<void>;
+}
+
+/** Connects to the sample database's socket. */
+function connectSample(path: string): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ path });
+    socket.once('connect', () => {
+      socket.removeAllListeners('error');
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
 }
 
 /** The sample database is a few hundred rows: 8 MB of shared buffers hold it many times over. */
@@ -41,10 +61,13 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
   const { deps } = gateway;
   const dataDir = deps.config.dataDir;
   const sample = await openSampleDatabase(options.inMemory ? null : join(dataDir, 'sample-db'));
+  // A folder only this user can enter: the socket in it is the sample database's only door (PGlite has no
+  // authentication of its own, so it must never listen on a network port another org could name).
+  const socketDir = mkdtempSync(join(tmpdir(), 'toolgate-sample-'));
+  const socketPath = join(socketDir, '.s.PGSQL.5432');
   // PGlite is one session: a single wire connection at a time keeps transactions from interleaving.
-  const server = new PGLiteSocketServer({ db: sample, host: '127.0.0.1', port: deps.config.demoDbPort, maxConnections: 1 });
+  const server = new PGLiteSocketServer({ db: sample, path: socketPath, maxConnections: 1 });
   await server.start();
-  const port = Number(server.getServerConn().split(':').pop());
 
   let org = await findOrgBySlug(deps.store.db, DEMO_SLUG);
   let fresh: ReturnType<typeof onboardingView> | null = null;
@@ -52,14 +75,17 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
     fresh = onboardingView(await onboardOrg(deps, { slug: DEMO_SLUG, name: 'Demo', plan: 'starter', trialDays: 14 }, SYSTEM), deps.config);
     org = (await findOrgBySlug(deps.store.db, DEMO_SLUG))!;
   }
-  const config = { host: '127.0.0.1', port, database: 'postgres', user: 'postgres', tls: 'disable' as const, schemas: ['public'] };
+  const unregister = registerEmbeddedDatabase(SAMPLE_HOST, org.id, () => connectSample(socketPath));
+  const config = { host: SAMPLE_HOST, port: 5432, database: 'postgres', user: 'postgres', tls: 'disable' as const, schemas: ['public'] };
   const [existing] = await deps.store.db
     .select()
     .from(connectors)
     .where(and(eq(connectors.orgId, org.id), eq(connectors.name, CONNECTOR_NAME), isNull(connectors.archivedAt)));
   if (!existing) await createConnector(deps, org.id, { name: CONNECTOR_NAME, type: 'postgresql', config, credential: 'postgres' }, SYSTEM);
-  // The sample database listens on a new port each start: point the connector at it (this revalidates).
-  else if ((existing.config as { port?: number }).port !== port) await updateConnector(deps, org.id, existing.id, { config }, SYSTEM);
+  // A data folder from an older version points the connector at a TCP port: move it to the embedded host (this revalidates).
+  else if ((existing.config as { host?: string }).host !== SAMPLE_HOST) await updateConnector(deps, org.id, existing.id, { config }, SYSTEM);
+  // The connector was failed or validated against a socket of an earlier run: check it against this one.
+  else if (existing.status !== 'active') await revalidateConnector(deps, org.id, existing.id, SYSTEM, false);
   await deps.jobs.idle();
 
   const credentialsFile = join(dataDir, 'demo.json');
@@ -83,10 +109,12 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
     .join('\n');
   return {
     banner,
-    port,
+    socketPath,
     stop: async () => {
+      unregister();
       await server.stop();
       await sample.close();
+      rmSync(socketDir, { recursive: true, force: true });
     },
   };
 }

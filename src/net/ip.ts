@@ -131,3 +131,76 @@ export function isForbiddenAddress(ip: string): boolean {
   if (v6 !== null) return isForbiddenV6(v6);
   return true;
 }
+
+/** One address as a 128-bit number; IPv4 is held IPv4-mapped (::ffff:a.b.c.d) so both families share one space. */
+export function addressBits(ip: string): bigint | null {
+  const text = ip.trim().replace(/^\[(.*)\]$/, '$1');
+  const v4 = parseIPv4(text);
+  if (v4 !== null) return (0xffffn << 32n) | BigInt(v4);
+  const v6 = text.includes(':') ? parseIPv6(text) : null;
+  if (v6 === null) return null;
+  return v6.reduce((acc, group) => (acc << 16n) | BigInt(group), 0n);
+}
+
+/** The IPv4 addresses an IPv6 address carries (mapped, SIIT, compatible, NAT64, 6to4, Teredo), or the address itself. */
+function carriedV4(ip: string): number[] {
+  const text = ip.trim().replace(/^\[(.*)\]$/, '$1');
+  const v4 = parseIPv4(text);
+  if (v4 !== null) return [v4];
+  const g = text.includes(':') ? parseIPv6(text) : null;
+  if (!g) return [];
+  const at = (i: number): number => g[i] ?? 0;
+  const zeroUpTo = (n: number): boolean => g.slice(0, n).every((x) => x === 0);
+  if (zeroUpTo(5) && at(5) === 0xffff) return [v4From(at(6), at(7))];
+  if (zeroUpTo(4) && at(4) === 0xffff && at(5) === 0) return [v4From(at(6), at(7))];
+  // :: and ::1 are themselves (unspecified, loopback), not IPv4-compatible forms of 0.0.0.0 and 0.0.0.1.
+  if (zeroUpTo(6)) return at(6) === 0 && at(7) <= 1 ? [] : [v4From(at(6), at(7))];
+  if (at(0) === 0x64 && at(1) === 0xff9b && at(2) === 0 && at(3) === 0 && at(4) === 0 && at(5) === 0) return [v4From(at(6), at(7))];
+  if (at(0) === 0x2002) return [v4From(at(1), at(2))];
+  if (at(0) === 0x2001 && at(1) === 0) return [v4From(at(6) ^ 0xffff, at(7) ^ 0xffff), v4From(at(2), at(3))];
+  return [];
+}
+
+/**
+ * Metadata services outside link-local: Alibaba (100.100.100.200), Azure's wire server (168.63.129.16), AWS over
+ * IPv6 (fd00:ec2::254) and its ECS task metadata (fd00:ec2::23).
+ */
+const METADATA_ADDRESSES = ['100.100.100.200', '168.63.129.16', 'fd00:ec2::254', 'fd00:ec2::23'].map((a) => addressBits(a)!);
+
+/** IPv4 ranges no allow-list entry can open: "this network" (unspecified), link-local (metadata), multicast, reserved. */
+const NEVER_V4: ReadonlyArray<readonly [string, number]> = [
+  ['0.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+];
+const NEVER_V4_RANGES = NEVER_V4.map(([net, bits]) => {
+  const mask = (0xffffffff << (32 - bits)) >>> 0;
+  return { net: (parseIPv4(net) ?? 0) & mask, mask };
+});
+
+/**
+ * True for addresses the gateway never connects to, whatever the operator allow-lists: unspecified (0.0.0.0, ::),
+ * link-local (the 169.254.169.254 metadata service among them), multicast, reserved, and the other metadata
+ * services, in every IPv6 form that carries such an IPv4 address. Unparseable text counts as such (fail closed).
+ */
+export function isNeverAddress(ip: string): boolean {
+  const bits = addressBits(ip);
+  if (bits === null) return true;
+  if (METADATA_ADDRESSES.includes(bits)) return true;
+  for (const v4 of carriedV4(ip)) {
+    if (NEVER_V4_RANGES.some(({ net, mask }) => ((v4 & mask) >>> 0) === net >>> 0)) return true;
+  }
+  if (bits === 0n) return true; // ::
+  const top = Number(bits >> 112n);
+  if ((top & 0xffc0) === 0xfe80) return true; // fe80::/10 link-local
+  if ((top & 0xff00) === 0xff00) return true; // ff00::/8 multicast
+  return false;
+}
+
+/** True for loopback addresses (127/8, ::1) in every form that carries one. */
+export function isLoopbackAddress(ip: string): boolean {
+  const bits = addressBits(ip);
+  if (bits === 1n) return true;
+  return carriedV4(ip).some((v4) => v4 >>> 24 === 127);
+}

@@ -1,39 +1,9 @@
-/** Guard for every outbound request the gateway makes: operator allow-list, private-address refusal, no redirects, time and size caps. */
-import { lookup } from 'node:dns/promises';
+/** HTTP through the outbound policy (policy.ts): URL rules, the address check, a connection pinned to the checked address, no redirects, time and size caps. */
 import { isIP } from 'node:net';
-import { isForbiddenAddress, isForbiddenHostname } from './ip.ts';
+import { checkTarget, isHostListed, OutboundRefusedError, stripTrailingDots, type OutboundPolicy } from './policy.ts';
 
 export { isForbiddenAddress, isForbiddenHostname } from './ip.ts';
-
-/** Resolves a host name to all of its addresses; injectable so tests need no DNS. */
-export type Resolver = (hostname: string) => Promise<readonly string[]>;
-
-export interface OutboundPolicy {
-  /** Canonical `host` (any port) and `host:port` entries; IPv6 hosts are bracketed, as in URL.hostname. */
-  readonly allowHosts: ReadonlySet<string>;
-  readonly resolve: Resolver;
-}
-
-export type OutboundRefusal =
-  | 'invalid_url'
-  | 'scheme'
-  | 'credentials'
-  | 'insecure'
-  | 'forbidden_address'
-  | 'unresolvable'
-  | 'redirect'
-  | 'too_large';
-
-/** A request the policy does not allow. The message names at most the host, never the path or query. */
-export class OutboundRefusedError extends Error {
-  constructor(
-    readonly reason: OutboundRefusal,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'OutboundRefusedError';
-  }
-}
+export { OutboundRefusedError, parseOutboundPolicy, type OutboundPolicy, type OutboundRefusal, type Resolver } from './policy.ts';
 
 /** An allowed request that did not complete (timeout, connection failure). */
 export class OutboundFetchError extends Error {
@@ -47,76 +17,18 @@ export class OutboundFetchError extends Error {
   }
 }
 
-const systemResolver: Resolver = async (hostname) =>
-  (await lookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
-
-/** Canonicalises one allow-list entry (`host` or `host:port`, IPv6 optionally bracketed) the way URL would. */
-function canonicalAllowEntry(raw: string): string {
-  const entry = raw.trim().toLowerCase();
-  let host = entry;
-  let port = '';
-  const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry);
-  if (bracketed) {
-    host = `[${bracketed[1] ?? ''}]`;
-    port = bracketed[2] ?? '';
-  } else if (entry.split(':').length === 2) {
-    [host = '', port = ''] = entry.split(':');
-  } else if (entry.includes(':')) {
-    host = `[${entry}]`; // bare IPv6 without a port
-  }
-  if (port !== '' && !(/^\d{1,5}$/.test(port) && Number(port) >= 1 && Number(port) <= 65535)) {
-    throw new Error(`invalid outbound allow-list entry "${raw}": bad port`);
-  }
-  // Only a host may be given; URL would otherwise quietly drop a path or userinfo and allow-list something else.
-  if (/[/@?#\\\s]/.test(host)) throw new Error(`invalid outbound allow-list entry "${raw}": host expected`);
-  let hostname: string;
-  try {
-    hostname = new URL(`http://${host}/`).hostname;
-  } catch {
-    throw new Error(`invalid outbound allow-list entry "${raw}"`);
-  }
-  hostname = stripTrailingDots(hostname);
-  return port === '' ? hostname : `${hostname}:${Number(port)}`;
-}
-
-/** Builds the policy from the operator's TOOLGATE_OUTBOUND_ALLOW_HOSTS list. Throws on an unparseable entry. */
-export function parseOutboundPolicy(input: { allowHosts: readonly string[]; resolve?: Resolver }): OutboundPolicy {
-  const allowHosts = new Set(input.allowHosts.filter((h) => h.trim() !== '').map(canonicalAllowEntry));
-  return { allowHosts, resolve: input.resolve ?? systemResolver };
-}
-
-function stripTrailingDots(hostname: string): string {
-  return hostname.replace(/\.+$/, '');
-}
-
 function effectivePort(url: URL): number {
   if (url.port !== '') return Number(url.port);
   return url.protocol === 'https:' ? 443 : 80;
 }
 
-/** Exact, case-insensitive match: a bare host entry allows any port, a host:port entry only that port. */
-function isAllowListed(policy: OutboundPolicy, url: URL): boolean {
-  const host = stripTrailingDots(url.hostname);
-  return policy.allowHosts.has(host) || policy.allowHosts.has(`${host}:${effectivePort(url)}`);
+/** A checked URL and the addresses its host may be reached at (empty: an allow-listed name not looked up yet). */
+interface CheckedUrl {
+  url: URL;
+  addresses: string[];
 }
 
-const forbidden = (host: string) =>
-  new OutboundRefusedError(
-    'forbidden_address',
-    `refused: the address of host "${host}" is in a private, loopback or reserved range`,
-  );
-
-/**
- * Checks that `url` may be requested and returns it parsed. WHATWG URL parsing canonicalises the host first, so
- * decimal, hex, octal, short and percent-encoded IPv4 spellings all arrive here as dotted decimal, and IPv6 in
- * compressed form. Names are resolved and refused if ANY address is forbidden. Allow-listed hosts skip the address
- * and https rules: they are the operator's explicit exceptions (local IdPs, tests).
- */
-export async function assertOutboundUrl(
-  url: string,
-  policy: OutboundPolicy,
-  opts: { requireHttps: boolean },
-): Promise<URL> {
+async function checkUrl(url: string, policy: OutboundPolicy, opts: { requireHttps: boolean }, lookUp: boolean): Promise<CheckedUrl> {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -132,30 +44,24 @@ export async function assertOutboundUrl(
   }
   const host = stripTrailingDots(parsed.hostname);
   if (host === '') throw new OutboundRefusedError('invalid_url', 'refused: the URL has no host');
-  const allowed = isAllowListed(policy, parsed);
-  if (opts.requireHttps && parsed.protocol !== 'https:' && !allowed) {
+  const port = effectivePort(parsed);
+  const listed = isHostListed(policy, host, port);
+  if (opts.requireHttps && parsed.protocol !== 'https:' && !listed) {
     throw new OutboundRefusedError('insecure', `refused: host "${host}" must be reached over https`);
   }
-  if (allowed) return parsed;
+  // An allow-listed name needs no look-up to be saved; it is looked up and checked when it is connected to.
+  if (listed && !lookUp && isIP(host.replace(/^\[(.*)\]$/, '$1')) === 0) return { url: parsed, addresses: [] };
+  return { url: parsed, addresses: await checkTarget(policy, { host, port }) };
+}
 
-  const literal = host.startsWith('[') ? host.slice(1, -1) : host;
-  if (isIP(literal) !== 0) {
-    if (isForbiddenAddress(literal)) throw forbidden(host);
-    return parsed;
-  }
-  if (isForbiddenHostname(host)) throw forbidden(host);
-  let addresses: readonly string[];
-  try {
-    addresses = await policy.resolve(host);
-  } catch {
-    throw new OutboundRefusedError('unresolvable', `refused: host "${host}" could not be resolved`);
-  }
-  if (addresses.length === 0) {
-    throw new OutboundRefusedError('unresolvable', `refused: host "${host}" could not be resolved`);
-  }
-  // One bad address is enough: the connection may use any of them.
-  if (addresses.some(isForbiddenAddress)) throw forbidden(host);
-  return parsed;
+/**
+ * Checks that `url` may be requested and returns it parsed. WHATWG URL parsing canonicalises the host first, so
+ * decimal, hex, octal, short and percent-encoded IPv4 spellings all arrive here as dotted decimal, and IPv6 in
+ * compressed form. Names are resolved and refused if ANY address is refused (policy.ts). Allow-listed hosts skip
+ * the https rule: they are the operator's explicit exceptions (local IdPs, tests).
+ */
+export async function assertOutboundUrl(url: string, policy: OutboundPolicy, opts: { requireHttps: boolean }): Promise<URL> {
+  return (await checkUrl(url, policy, opts, false)).url;
 }
 
 /** Rejects as soon as `signal` aborts, so steps that take no signal (DNS, stream reads) honour the deadline. */
@@ -221,6 +127,23 @@ async function readCapped(res: Response, host: string, maxBytes: number, signal:
   return body;
 }
 
+/** `url` with its host replaced by `address` (the checked one), port and path kept. */
+function pinnedUrl(url: URL, address: string): URL {
+  const pinned = new URL(url);
+  pinned.hostname = address.includes(':') ? `[${address}]` : address;
+  return pinned;
+}
+
+/** The request init for a pinned URL: the original authority in Host, and for https the name TLS verifies. */
+function pinnedInit(init: RequestInit, url: URL): RequestInit {
+  const headers = new Headers(init.headers);
+  headers.set('host', url.host);
+  const isName = isIP(url.hostname.replace(/^\[(.*)\]$/, '$1')) === 0;
+  // Bun's fetch: `tls.serverName` sets SNI and the name the certificate is checked against.
+  const tls = url.protocol === 'https:' && isName ? { tls: { serverName: stripTrailingDots(url.hostname) } } : {};
+  return { ...init, headers, ...tls } as RequestInit;
+}
+
 export interface SafeFetchOptions {
   requireHttps: boolean;
   timeoutMs: number;
@@ -232,10 +155,9 @@ export interface SafeFetchOptions {
  * Redirects are refused rather than followed, since the target could be a private address. The timeout covers
  * DNS, connection, headers and body.
  *
- * Residual risk: DNS rebinding. The name is resolved and checked here, then fetch resolves it again; a hostile
- * DNS server can answer differently the second time. fetch offers no portable way to pin the connection to the
- * checked IP, so this guard stops configuration mistakes and naive SSRF, not an attacker controlling DNS with a
- * zero TTL. Network-level egress rules are the complete fix.
+ * DNS rebinding: the request goes to the address that was checked, not to the name (fetch would resolve it again,
+ * and a hostile DNS server can answer differently the second time). The name travels in the Host header and, for
+ * https, as the TLS server name, so the certificate is still verified against it.
  */
 export async function safeFetch(
   url: string | URL,
@@ -256,15 +178,16 @@ export async function safeFetch(
     return new OutboundFetchError('network', `request to host "${host}" failed`, { cause: err });
   };
 
-  let target: URL;
+  let checked: CheckedUrl;
   try {
-    target = await abortable(assertOutboundUrl(String(url), policy, opts), signal);
+    checked = await abortable(checkUrl(String(url), policy, opts, true), signal);
   } catch (err) {
     throw failure(err, hostOf(url));
   }
+  const target = checked.url;
   const host = target.hostname;
   try {
-    const res = await fetch(target, { ...init, redirect: 'manual', signal });
+    const res = await fetch(pinnedUrl(target, checked.addresses[0]!), { ...pinnedInit(init, target), redirect: 'manual', signal });
     if (res.type === 'opaqueredirect' || (res.status >= 300 && res.status < 400)) {
       await res.body?.cancel().catch(() => undefined);
       throw new OutboundRefusedError(

@@ -188,7 +188,7 @@ export async function executeTool(
   const quota = monthlyQuotaFor(org.plan);
   const unit = await deps.usage.reserve(org.id, quota);
   if (!unit) throw new QuotaExceededError(org.plan, quota!);
-  const result = await execute(deps, tool, input, signal);
+  const result = await execute(deps, org.id, tool, input, signal);
   if (ranNothing(result)) deps.usage.refund(unit);
   return result;
 }
@@ -201,7 +201,7 @@ export const countedCall = (result: ToolResult): boolean => !ranNothing(result);
  * the HTTP request's): when it aborts, the driver cancels the statement on the server (docs/cancellation.md). An
  * approved call runs without one: its outcome is kept for check_approval_status, whoever approved it.
  */
-function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, unknown>, signal?: AbortSignal): Promise<ToolResult> | ToolResult {
+function execute(deps: ExecutionDeps, orgId: string, tool: CatalogTool, input: Record<string, unknown>, signal?: AbortSignal): Promise<ToolResult> | ToolResult {
   const driver = getDriver(tool.connector.type);
   if (!driver) return refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
   const { config } = deps;
@@ -213,6 +213,7 @@ function execute(deps: ExecutionDeps, tool: CatalogTool, input: Record<string, u
     allowDdl: tool.connector.allowDdl,
     readOnly: tool.readOnly,
     outbound: deps.outbound,
+    orgId,
     limits: {
       statementTimeoutMs: config.statementTimeoutMs,
       lockTimeoutMs: config.lockTimeoutMs,

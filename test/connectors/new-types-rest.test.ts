@@ -23,7 +23,8 @@ let token: string;
 let client: sdk.Client;
 
 beforeAll(async () => {
-  g = await startTestGateway('pglite');
+  // Any port of 127.0.0.1: the suite points connectors at dead ports and local stand-in servers.
+  g = await startTestGateway('pglite', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1' });
   org = await onboard(g);
   token = await tokenFor(g, org.clientId, org.clientSecret);
   client = sdkFor(g, token).client;

@@ -195,7 +195,8 @@ describe('config schemas and error scrubbing', () => {
       const validate = ajv.compile(driver.configSchema);
       const ok: Record<string, unknown> = { host: 'db.example.com', database: 'app', user: 'reader', schemas: ['public'] };
       expect(validate(ok)).toBe(true);
-      expect(ok).toMatchObject({ port, tls: 'disable' });
+      // TLS on unless said otherwise: what a managed cloud database expects (issue 26).
+      expect(ok).toMatchObject({ port, tls: 'require' });
       expect(validate({ host: 'h', database: 'd', user: 'u', password: 'x' })).toBe(false);
       expect(validate({ host: 'h', database: 'd', user: 'u', port: 70000 })).toBe(false);
       expect(validate({ host: 'h', database: 'd', user: 'u', tls: 'maybe' })).toBe(false);

@@ -3,7 +3,7 @@ import postgres from 'postgres';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.ts';
 import { contractChecked } from './contract.ts';
-import { PG_URL } from './services.ts';
+import { databaseAllowHosts, PG_URL } from './services.ts';
 
 export const BASE = 'http://gateway.test';
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789abcdef';
@@ -44,6 +44,9 @@ export async function startTestGateway(kind: StoreKind = 'pglite', env: Record<s
     TOOLGATE_DEMO: '0',
     ...(url ? { DATABASE_URL: url, TOOLGATE_SECRET_KEY: 'a'.repeat(64) } : {}),
     ...env,
+    // The test database servers are loopback addresses: allowed as an operator would allow them, besides the
+    // suite's own entries (unless the suite asks for exactly its own list, to test the policy itself).
+    TOOLGATE_OUTBOUND_ALLOW_HOSTS: [...(env.TEST_EXACT_OUTBOUND_ALLOW_HOSTS === '1' ? [] : databaseAllowHosts()), env.TOOLGATE_OUTBOUND_ALLOW_HOSTS ?? ''].filter(Boolean).join(','),
   });
   const gateway = await createGateway(config, { inMemory: true, ...options });
   const testGateway: TestGateway = {

@@ -98,7 +98,7 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 
 export interface PgFixture {
   /** A DatabaseConfig for POST /api/connectors. */
-  config: { host: string; port: number; database: string; user: string };
+  config: { host: string; port: number; database: string; user: string; tls: 'disable' };
   credential: string | null;
   drop(): Promise<void>;
 }
@@ -115,7 +115,7 @@ export async function pgFixture(tables: string[]): Promise<PgFixture> {
   for (const table of tables) await db.unsafe(`create table ${table} (id int primary key)`);
   await db.end();
   return {
-    config: { host: url.hostname, port: Number(url.port || 5432), database: name, user: decodeURIComponent(url.username) || 'postgres' },
+    config: { host: url.hostname, port: Number(url.port || 5432), database: name, user: decodeURIComponent(url.username) || 'postgres', tls: 'disable' },
     credential: decodeURIComponent(url.password) || null,
     drop: async () => {
       const again = postgres(PG_URL, { max: 1, onnotice: () => undefined });

@@ -35,3 +35,14 @@ export async function serviceAvailable(name: 'postgres' | 'mysql' | 'redis'): Pr
   }
   return ok;
 }
+
+/**
+ * The test database servers as outbound allow-list entries (`host:port`): the gateway refuses loopback targets
+ * unless the operator lists them, and every suite's connectors point at these two servers.
+ */
+export function databaseAllowHosts(): string[] {
+  return [PG_URL, MYSQL_URL].map((u) => {
+    const url = new URL(u);
+    return `${url.hostname}:${url.port || (url.protocol.startsWith('mysql') ? 3306 : 5432)}`;
+  });
+}

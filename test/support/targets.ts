@@ -12,6 +12,8 @@ export type DbConfig = {
   port: number;
   database: string;
   user: string;
+  /** The test servers offer no TLS; the API's default is require. */
+  tls: 'disable';
 };
 
 export interface Targets {
@@ -37,8 +39,8 @@ export async function createTargets(prefix = 'tg_mcp', only?: 'pg' | 'my'): Prom
   const name = `${prefix}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   const pgUrl = new URL(PG_URL);
   const myUrl = new URL(MYSQL_URL);
-  const pgConfig = { host: pgUrl.hostname, port: Number(pgUrl.port || 5432), database: name, user: decodeURIComponent(pgUrl.username) || 'postgres' };
-  const myConfig = { host: myUrl.hostname, port: Number(myUrl.port || 3306), database: name, user: decodeURIComponent(myUrl.username) || 'root' };
+  const pgConfig = { host: pgUrl.hostname, port: Number(pgUrl.port || 5432), database: name, user: decodeURIComponent(pgUrl.username) || 'postgres', tls: 'disable' as const };
+  const myConfig = { host: myUrl.hostname, port: Number(myUrl.port || 3306), database: name, user: decodeURIComponent(myUrl.username) || 'root', tls: 'disable' as const };
 
   let pgSql: postgres.Sql | null = null;
   let myConn: mysql.Connection | null = null;

@@ -11,6 +11,9 @@ import { errorResult, refusedResult, RowCollector } from '../shared/result.ts';
 import { toolNames } from '../shared/naming.ts';
 import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
 import { netErrorCode } from '../shared/netcause.ts';
+import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
+import { checkedLookup } from '../../net/dial.ts';
+import type { OutboundPolicy } from '../../net/policy.ts';
 import { DEFAULT_MONGODB_PORT, mongodbConfigSchema } from './config.ts';
 import { guardMongoCall } from './guard.ts';
 import { bsonToJson } from './values.ts';
@@ -31,7 +34,7 @@ interface MongoPool {
 }
 
 /** Client options; every value explicit. The password goes in `auth`, never into a URL that could be logged. */
-export function mongoOptions(config: DatabaseConfig, credential: string | null, settings: PoolSettings): { url: string; options: MongoClientOptions } {
+export function mongoOptions(config: DatabaseConfig, credential: string | null, settings: PoolSettings, outbound?: OutboundPolicy): { url: string; options: MongoClientOptions } {
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const tls = config.tls ?? 'disable';
   const options: MongoClientOptions = {
@@ -46,6 +49,9 @@ export function mongoOptions(config: DatabaseConfig, credential: string | null, 
     useBigInt64: true,
     retryWrites: false,
     directConnection: false,
+    // Every socket to a named host (the configured one, and replica-set members the server announces by name) goes
+    // to an address the outbound policy checked at that moment. Members announced as IP literals skip a lookup.
+    ...(outbound ? { lookup: checkedLookup(outbound, config.port ?? DEFAULT_MONGODB_PORT, config.database) } : {}),
   };
   if (credential !== null) {
     options.auth = { username: config.user, password: credential };
@@ -54,9 +60,9 @@ export function mongoOptions(config: DatabaseConfig, credential: string | null, 
   return { url: `mongodb://${host}:${config.port ?? DEFAULT_MONGODB_PORT}/`, options };
 }
 
-const pools = new PoolRegistry<MongoPool>({
-  open(config, credential, settings) {
-    const { url, options } = mongoOptions(config, credential, settings);
+const pools = new PoolRegistry<MongoPool, { outbound?: OutboundPolicy }>({
+  open(config, credential, settings, open) {
+    const { url, options } = mongoOptions(config, credential, settings, open?.outbound);
     return { client: new MongoClient(url, options) };
   },
   end: (p) => p.client.close(true),
@@ -85,7 +91,7 @@ function describeConnect(err: unknown, ctx: ErrorContext): Described | null {
   const { host, user } = ctx.config;
   const port = ctx.config.port ?? DEFAULT_MONGODB_PORT;
   const e = (typeof err === 'object' && err !== null ? err : {}) as MongoErr;
-  const net = describeNetworkError({ code: netErrorCode(err) ?? e.code }, host, port, ctx.connectTimeoutMs);
+  const net = describeNetworkError({ code: netErrorCode(err) ?? e.code, cause: err }, host, port, ctx.connectTimeoutMs);
   if (net) return net;
   if (e.code === 18 || e.codeName === 'AuthenticationFailed') return { message: `authentication failed for user ${user}`, code: 'auth_failed' };
   if (e.name === 'MongoServerSelectionError' || e.name === 'MongoNetworkTimeoutError') {
@@ -122,8 +128,8 @@ const errorContext = (config: DatabaseConfig, credential: string | null, stateme
 });
 
 /** A throwaway client (validate, introspect): credentials under test must not replace a working pool. */
-async function withClient<T>(config: DatabaseConfig, credential: string | null, fn: (db: Db) => Promise<T>): Promise<T> {
-  const { url, options } = mongoOptions(config, credential, { ...pools.currentSettings, max: 1 });
+async function withClient<T>(config: DatabaseConfig, credential: string | null, outbound: OutboundPolicy | undefined, fn: (db: Db) => Promise<T>): Promise<T> {
+  const { url, options } = mongoOptions(config, credential, { ...pools.currentSettings, max: 1 }, outbound);
   const client = new MongoClient(url, options);
   try {
     await client.connect();
@@ -213,10 +219,11 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
   readOnly: true,
   configSchema: mongodbConfigSchema,
 
-  async validate(_connectorId, config, credential) {
+  async validate(_connectorId, config, credential, env = {}) {
     try {
+      await assertConnectTarget(env.outbound, config, DEFAULT_MONGODB_PORT);
       checkDatabase(config);
-      await withClient(config, credential, async (db) => {
+      await withClient(config, credential, env.outbound, async (db) => {
         await db.command({ ping: 1 });
       });
     } catch (err) {
@@ -224,10 +231,11 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
     }
   },
 
-  async introspect(_connectorId, config, credential): Promise<MongoToolSpec[]> {
+  async introspect(_connectorId, config, credential, env = {}): Promise<MongoToolSpec[]> {
     try {
+      await assertConnectTarget(env.outbound, config, DEFAULT_MONGODB_PORT);
       checkDatabase(config);
-      const found = await withClient(config, credential, (db) =>
+      const found = await withClient(config, credential, env.outbound, (db) =>
         // nameOnly + authorizedCollections: a login with the read role only may list what it can read.
         db.listCollections({}, { nameOnly: true, authorizedCollections: true }).toArray(),
       );
@@ -243,8 +251,11 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
   },
 
   async execute(tool, args, ctx) {
+    // Checked at every call: this driver connects by name itself, so the policy sees the name's current answer here.
+    const refused = await refusedTargetText(ctx.outbound, ctx.config, DEFAULT_MONGODB_PORT);
+    if (refused) return errorResult(refused);
     try {
-      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) => executeMongo(p.client, tool, args, ctx), undefined, admissionOf(ctx.limits, ctx.signal));
+      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) => executeMongo(p.client, tool, args, ctx), { outbound: ctx.outbound }, admissionOf(ctx.limits, ctx.signal));
     } catch (err) {
       return errorResult(callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs)));
     }

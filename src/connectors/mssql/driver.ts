@@ -18,6 +18,9 @@ import { errorResult, RowCollector, type Row } from '../shared/result.ts';
 import { toolNames } from '../shared/naming.ts';
 import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
 import { netErrorCode } from '../shared/netcause.ts';
+import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
+import { dialChecked } from '../../net/dial.ts';
+import type { OutboundPolicy } from '../../net/policy.ts';
 import { int64TextToJson, toJsonSafe } from '../shared/jsonsafe.ts';
 import { DEFAULT_MSSQL_PORT, mssqlConfigSchema } from './config.ts';
 import { guardMssqlSql } from '../sqlguard/mssql.ts';
@@ -36,7 +39,7 @@ interface MsPool {
   ready: Promise<sql.ConnectionPool> | null;
 }
 
-export function mssqlConfig(config: DatabaseConfig, credential: string | null, settings: PoolSettings, statementTimeoutMs = 30_000): sql.config {
+export function mssqlConfig(config: DatabaseConfig, credential: string | null, settings: PoolSettings, statementTimeoutMs = 30_000, outbound?: OutboundPolicy): sql.config {
   const tls = config.tls ?? 'disable';
   return {
     server: config.host,
@@ -55,6 +58,15 @@ export function mssqlConfig(config: DatabaseConfig, credential: string | null, s
       useUTC: true,
       enableArithAbort: true,
       abortTransactionOnError: true,
+      // tedious's socket hook: every connection (the configured server, and a server Azure SQL routes to) goes to an
+      // address the outbound policy checked at that moment; tedious keeps the name for TLS.
+      ...(outbound
+        ? {
+            // tedious calls it with the host and port it is about to connect to (its types omit the argument).
+            connector: ((opts: { host: string; port: number }) =>
+              dialChecked(outbound, { host: opts.host, port: opts.port, database: config.database }, settings.connectTimeoutMs)) as unknown as () => Promise<import('node:net').Socket>,
+          }
+        : {}),
     },
   };
 }
@@ -70,8 +82,8 @@ function ready(p: MsPool): Promise<sql.ConnectionPool> {
   return p.ready;
 }
 
-const pools = new PoolRegistry<MsPool, number>({
-  open: (config, credential, settings, statementTimeoutMs) => ({ pool: new sql.ConnectionPool(mssqlConfig(config, credential, settings, statementTimeoutMs)), ready: null }),
+const pools = new PoolRegistry<MsPool, { statementTimeoutMs: number; outbound?: OutboundPolicy }>({
+  open: (config, credential, settings, open) => ({ pool: new sql.ConnectionPool(mssqlConfig(config, credential, settings, open?.statementTimeoutMs, open?.outbound)), ready: null }),
   end: async (p) => {
     await p.pool.close().catch(() => undefined);
   },
@@ -100,7 +112,7 @@ function describeConnect(err: unknown, ctx: ErrorContext): Described | null {
   const { host, user, database } = ctx.config;
   const port = ctx.config.port ?? DEFAULT_MSSQL_PORT;
   const e = (typeof err === 'object' && err !== null ? err : {}) as MsErr;
-  const net = describeNetworkError({ code: netErrorCode(err) }, host, port, ctx.connectTimeoutMs);
+  const net = describeNetworkError({ code: netErrorCode(err), cause: err }, host, port, ctx.connectTimeoutMs);
   if (net) return net;
   if (e.code === 'ELOGIN') {
     if (/database/i.test(e.message ?? '')) return { message: `user ${user} may not open database ${database}`, code: 'auth_failed' };
@@ -159,8 +171,8 @@ function checkConfig(config: DatabaseConfig): void {
 }
 
 /** A throwaway single-connection pool (validate, introspect): credentials under test must not replace a working pool. */
-async function withPool<T>(config: DatabaseConfig, credential: string | null, fn: (pool: sql.ConnectionPool) => Promise<T>): Promise<T> {
-  const pool = new sql.ConnectionPool(mssqlConfig(config, credential, { ...pools.currentSettings, max: 1 }, 30_000));
+async function withPool<T>(config: DatabaseConfig, credential: string | null, outbound: OutboundPolicy | undefined, fn: (pool: sql.ConnectionPool) => Promise<T>): Promise<T> {
+  const pool = new sql.ConnectionPool(mssqlConfig(config, credential, { ...pools.currentSettings, max: 1 }, 30_000, outbound));
   try {
     await pool.connect();
     return await fn(pool);
@@ -295,10 +307,11 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   readOnly: true,
   configSchema: mssqlConfigSchema,
 
-  async validate(_connectorId, config, credential) {
+  async validate(_connectorId, config, credential, env = {}) {
     try {
+      await assertConnectTarget(env.outbound, config, DEFAULT_MSSQL_PORT);
       checkConfig(config);
-      await withPool(config, credential, async (pool) => {
+      await withPool(config, credential, env.outbound, async (pool) => {
         await pool.request().query('SELECT 1 AS ok');
         const schemas = config.schemas?.length ? config.schemas : DEFAULT_MSSQL_SCHEMAS;
         const req = pool.request();
@@ -313,16 +326,20 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     }
   },
 
-  async introspect(_connectorId, config, credential) {
+  async introspect(_connectorId, config, credential, env = {}) {
     try {
+      await assertConnectTarget(env.outbound, config, DEFAULT_MSSQL_PORT);
       checkConfig(config);
-      return await withPool(config, credential, (pool) => introspectMssql(pool, config));
+      return await withPool(config, credential, env.outbound, (pool) => introspectMssql(pool, config));
     } catch (err) {
       throw connectorError(err, errorContext(config, credential), 'introspection_failed');
     }
   },
 
   async execute(tool, args, ctx) {
+    // Checked at every call: this driver connects by name itself, so the policy sees the name's current answer here.
+    const refused = await refusedTargetText(ctx.outbound, ctx.config, DEFAULT_MSSQL_PORT);
+    if (refused) return errorResult(refused);
     // The guard decides before any connection is made: a refused call never reaches the server.
     const prepared = prepareReadOnlyCall(guardMssqlSql, tool, args, ctx);
     if (isReadOnlyRefusal(prepared)) return prepared;
@@ -332,7 +349,7 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
         ctx.config,
         ctx.credential,
         async (p) => executeMssql(await ready(p), tool, prepared, ctx),
-        ctx.limits.statementTimeoutMs,
+        { statementTimeoutMs: ctx.limits.statementTimeoutMs, outbound: ctx.outbound },
         admissionOf(ctx.limits, ctx.signal),
       );
     } catch (err) {

@@ -1,6 +1,6 @@
 /** Turns mysql2 and server errors into messages fit for an agent or an org admin: clear, and without secrets. */
 import { ConnectorError, type DatabaseConfig } from '../types.ts';
-import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
+import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, TLS_REQUIRED_TEXT, type Described } from '../shared/errors.ts';
 import { busyText, ConnectorBusyError } from '../shared/pools.ts';
 import { DEFAULT_MYSQL_PORT } from './pool.ts';
 
@@ -27,7 +27,7 @@ const asMysql = (err: unknown): MysqlError => (typeof err === 'object' && err !=
 function describeConnect(err: unknown, ctx: MyErrorContext): Described | null {
   const { host, user, database } = ctx.config;
   const port = ctx.config.port ?? DEFAULT_MYSQL_PORT;
-  const net = describeNetworkError(err, host, port, ctx.connectTimeoutMs);
+  const net = describeNetworkError(err, host, port, ctx.connectTimeoutMs, { mode: ctx.config.tls ?? 'disable', connecting: false });
   if (net) return net;
   const e = asMysql(err);
   switch (e.errno) {
@@ -40,6 +40,8 @@ function describeConnect(err: unknown, ctx: MyErrorContext): Described | null {
       return { message: `user ${user} may not access database ${database}`, code: 'auth_failed' };
     case 1049: // ER_BAD_DB_ERROR
       return { message: `database ${database} does not exist on ${host}:${port}`, code: 'invalid_config' };
+    case 3159: // ER_SECURE_TRANSPORT_REQUIRED
+      return { message: TLS_REQUIRED_TEXT(`${host}:${port}`), code: 'connection_failed' };
     case 1040: // ER_CON_COUNT_ERROR
       return { message: `${host}:${port} has no connection slot left (too many connections)`, code: 'connection_failed' };
   }

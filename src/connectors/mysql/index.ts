@@ -5,13 +5,13 @@ import { registerConnector } from '../registry.ts';
 import { admissionOf, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { databaseConfigSchema } from '../shared/toolspec.ts';
 import { errorResult } from '../shared/result.ts';
-import { DEFAULT_MYSQL_PORT, applySession, endMyPool, flavourOf, mysqlOptions, openMyPool, type MyPool } from './pool.ts';
+import { DEFAULT_MYSQL_PORT, applySession, endMyPool, flavourOf, mysqlOptions, openMyPool, type MyOpen, type MyPool } from './pool.ts';
 import { exposedSchemas, introspectMysql, readNameMode } from './introspect.ts';
 import { isSystemDatabase, sameName } from '../sqlguard/mysql-names.ts';
 import { executeMysql, loadMysqlGuard } from './execute.ts';
 import { myCallErrorText, myConnectorError, type MyErrorContext } from './errors.ts';
 
-const pools = new PoolRegistry<MyPool>({ type: 'mysql', open: openMyPool, end: endMyPool });
+const pools = new PoolRegistry<MyPool, MyOpen>({ type: 'mysql', open: openMyPool, end: endMyPool });
 
 /** Pool size, idle close and connect timeout for pools opened from now on (defaults: 10, 5 min, 5 s). */
 export function configureMysqlPools(settings: Partial<PoolSettings>): void {
@@ -37,11 +37,11 @@ export const mysqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     identifierMaxLength: 64,
   }),
 
-  async validate(_connectorId, config, credential) {
+  async validate(_connectorId, config, credential, env = {}) {
     // A throwaway connection: credentials under test must not replace a working pool.
     let conn: mysql.Connection | null = null;
     try {
-      conn = await mysql.createConnection(mysqlOptions(config, credential, pools.currentSettings.connectTimeoutMs));
+      conn = await mysql.createConnection(mysqlOptions(config, credential, pools.currentSettings.connectTimeoutMs, env.outbound));
       await conn.query('SELECT 1');
       // Database names are compared as this server compares them (lower_case_table_names): on a case-sensitive
       // server `SHOP` is not `shop`, and the system databases are never exposed as tools.
@@ -60,7 +60,7 @@ export const mysqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     }
   },
 
-  async introspect(connectorId, config, credential): Promise<SqlToolSpec[]> {
+  async introspect(connectorId, config, credential, env = {}): Promise<SqlToolSpec[]> {
     // Calls will follow: load the guard's parser now (a failure surfaces, as a tool result, on the first call).
     loadMysqlGuard().catch(() => {});
     try {
@@ -74,7 +74,7 @@ export const mysqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
         } finally {
           conn.release();
         }
-      });
+      }, { outbound: env.outbound });
     } catch (err) {
       throw myConnectorError(err, errorContext(config, credential), 'introspection_failed');
     }
@@ -84,7 +84,7 @@ export const mysqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     try {
       return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) =>
         executeMysql(p, tool, args, ctx, pools.currentSettings.connectTimeoutMs),
-        undefined,
+        { outbound: ctx.outbound },
         admissionOf(ctx.limits, ctx.signal),
       );
     } catch (err) {

@@ -2,6 +2,8 @@
 import mysql from 'mysql2/promise';
 import type { DatabaseConfig } from '../types.ts';
 import type { PoolSettings } from '../shared/pools.ts';
+import { pendingCheckedSocket } from '../../net/dial.ts';
+import type { OutboundPolicy } from '../../net/policy.ts';
 
 export const DEFAULT_MYSQL_PORT = 3306;
 
@@ -39,11 +41,17 @@ const sessions = new WeakMap<object, SessionState>();
 export const GUARD_SQL_MODE = 'STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
 
 /** Client options; every value explicit. JSON-safe rules (shared/jsonsafe.ts): BIGINT/DECIMAL and dates as strings. */
-export function mysqlOptions(config: DatabaseConfig, credential: string | null, connectTimeoutMs: number): mysql.ConnectionOptions {
+export function mysqlOptions(config: DatabaseConfig, credential: string | null, connectTimeoutMs: number, outbound?: OutboundPolicy): mysql.ConnectionOptions {
   const tls = config.tls ?? 'disable';
+  const port = config.port ?? DEFAULT_MYSQL_PORT;
+  const target = { host: config.host, port, database: config.database };
   return {
+    // `host` stays the org's name: mysql2 uses it as the TLS server name; the socket itself comes from `stream`.
     host: config.host,
-    port: config.port ?? DEFAULT_MYSQL_PORT,
+    port,
+    // Every connection (pool, validate, the KILL QUERY side connection) goes to an address the policy checked at
+    // that moment. Unset only where no policy applies (drivers used directly, as by benchmarks).
+    ...(outbound ? { stream: () => pendingCheckedSocket(outbound, target, connectTimeoutMs) } : {}),
     user: config.user,
     password: credential ?? '',
     database: config.database,
@@ -65,8 +73,13 @@ export function mysqlOptions(config: DatabaseConfig, credential: string | null, 
   };
 }
 
-export function openMyPool(config: DatabaseConfig, credential: string | null, settings: PoolSettings): MyPool {
-  const options = mysqlOptions(config, credential, settings.connectTimeoutMs);
+/** What opening a pool takes besides config and credential: the outbound policy its connections are checked by. */
+export interface MyOpen {
+  outbound?: OutboundPolicy;
+}
+
+export function openMyPool(config: DatabaseConfig, credential: string | null, settings: PoolSettings, open: MyOpen = {}): MyPool {
+  const options = mysqlOptions(config, credential, settings.connectTimeoutMs, open.outbound);
   const pool = mysql.createPool({
     ...options,
     connectionLimit: settings.max,

@@ -17,6 +17,7 @@ import { errorResult, RowCollector, type Row } from '../shared/result.ts';
 import { toolNames } from '../shared/naming.ts';
 import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
 import { netErrorCode } from '../shared/netcause.ts';
+import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
 import { decimalTextToJson, timestampTextToIso, timestamptzTextToIso, toJsonSafe } from '../shared/jsonsafe.ts';
 import { DEFAULT_ORACLE_PORT, oracleConfigSchema } from './config.ts';
 import { guardOracleSql } from '../sqlguard/oracle.ts';
@@ -106,7 +107,7 @@ function describeConnect(err: unknown, ctx: ErrorContext): Described | null {
   const { host, user, database } = ctx.config;
   const port = ctx.config.port ?? DEFAULT_ORACLE_PORT;
   const e = (typeof err === 'object' && err !== null ? err : {}) as OraErr;
-  const net = describeNetworkError({ code: netErrorCode(err) }, host, port, ctx.connectTimeoutMs);
+  const net = describeNetworkError({ code: netErrorCode(err), cause: err }, host, port, ctx.connectTimeoutMs);
   if (net) return net;
   switch (e.code) {
     case 'ORA-01017':
@@ -310,8 +311,9 @@ export const oracleDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   readOnly: true,
   configSchema: oracleConfigSchema,
 
-  async validate(_connectorId, config, credential) {
+  async validate(_connectorId, config, credential, env = {}) {
     try {
+      await assertConnectTarget(env.outbound, config, DEFAULT_ORACLE_PORT);
       checkConfig(config);
       await withConnection(config, credential, async (conn) => {
         await conn.execute('SELECT 1 FROM dual');
@@ -328,8 +330,9 @@ export const oracleDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     }
   },
 
-  async introspect(_connectorId, config, credential) {
+  async introspect(_connectorId, config, credential, env = {}) {
     try {
+      await assertConnectTarget(env.outbound, config, DEFAULT_ORACLE_PORT);
       checkConfig(config);
       return await withConnection(config, credential, (conn) => introspectOracle(conn, config));
     } catch (err) {
@@ -338,6 +341,9 @@ export const oracleDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   },
 
   async execute(tool, args, ctx) {
+    // Checked at every call: this driver connects by name itself, so the policy sees the name's current answer here.
+    const refused = await refusedTargetText(ctx.outbound, ctx.config, DEFAULT_ORACLE_PORT);
+    if (refused) return errorResult(refused);
     // The guard decides before any connection is made: a refused call never reaches the server.
     const prepared = prepareReadOnlyCall(guardOracleSql, tool, args, ctx);
     if (isReadOnlyRefusal(prepared)) return prepared;

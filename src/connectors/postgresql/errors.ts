@@ -1,7 +1,7 @@
 /** Turns postgres.js and server errors into messages fit for an agent or an org admin: clear, and without secrets. */
 import postgres from 'postgres';
 import { ConnectorError, type DatabaseConfig } from '../types.ts';
-import { describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
+import { describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, TLS_REQUIRED_TEXT, type Described } from '../shared/errors.ts';
 import { busyText, ConnectorBusyError } from '../shared/pools.ts';
 import { DEFAULT_PG_PORT } from './pool.ts';
 
@@ -11,6 +11,8 @@ export interface PgErrorContext {
   connectTimeoutMs: number;
   statementTimeoutMs?: number;
   lockTimeoutMs?: number;
+  /** Set while validating or introspecting: a connection that closes then, with TLS on, is a TLS refusal. */
+  connecting?: boolean;
 }
 
 function isPostgresError(err: unknown): err is postgres.PostgresError {
@@ -21,7 +23,7 @@ function isPostgresError(err: unknown): err is postgres.PostgresError {
 function describeConnect(err: unknown, ctx: PgErrorContext): Described | null {
   const { host, user, database } = ctx.config;
   const port = ctx.config.port ?? DEFAULT_PG_PORT;
-  const net = describeNetworkError(err, host, port, ctx.connectTimeoutMs);
+  const net = describeNetworkError(err, host, port, ctx.connectTimeoutMs, { mode: ctx.config.tls ?? 'disable', connecting: ctx.connecting === true });
   if (net) return net;
   if (!isPostgresError(err)) {
     const code = String((err as { code?: unknown } | null)?.code ?? '');
@@ -32,6 +34,7 @@ function describeConnect(err: unknown, ctx: PgErrorContext): Described | null {
     case '28P01':
       return { message: `authentication failed for user ${user}`, code: 'auth_failed' };
     case '28000':
+      if (/no encryption/i.test(err.message)) return { message: TLS_REQUIRED_TEXT(`${host}:${port}`), code: 'connection_failed' };
       // "role x does not exist" or no pg_hba.conf entry: both are the server refusing this user.
       return { message: `authentication failed for user ${user}: ${err.message}`, code: 'auth_failed' };
     case '3D000':
@@ -47,7 +50,7 @@ function describeConnect(err: unknown, ctx: PgErrorContext): Described | null {
 /** For validate/introspect: a ConnectorError with a safe message. */
 export function pgConnectorError(err: unknown, ctx: PgErrorContext, fallback: ConnectorError['code']): ConnectorError {
   if (err instanceof ConnectorError) return err;
-  const d = describeConnect(err, ctx);
+  const d = describeConnect(err, { ...ctx, connecting: true });
   if (d) return new ConnectorError(scrub(d.message, ctx.credential), d.code);
   const message = err instanceof Error ? err.message : String(err);
   return new ConnectorError(scrub(`${fallback === 'introspection_failed' ? 'introspection' : 'connection check'} failed: ${message}`, ctx.credential), fallback);

@@ -4,13 +4,16 @@ import { registerConnector } from '../registry.ts';
 import { admissionOf, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { databaseConfigSchema } from '../shared/toolspec.ts';
 import { errorResult } from '../shared/result.ts';
-import { endPgPool, openPgPool, DEFAULT_PG_PORT, type PgPool, type PgSession } from './pool.ts';
+import { endPgPool, openPgPool, DEFAULT_PG_PORT, type PgOpen, type PgPool, type PgSession } from './pool.ts';
+import { dialChecked } from '../../net/dial.ts';
+import { embeddedDatabaseFor } from '../shared/embedded.ts';
+import type { OutboundPolicy } from '../../net/policy.ts';
 import { introspectPg, DEFAULT_PG_SCHEMAS } from './introspect.ts';
 import { executePg } from './execute.ts';
 import { TEMP_PRIVILEGE_MISSING } from './resolution.ts';
 import { pgCallErrorText, pgConnectorError, type PgErrorContext } from './errors.ts';
 
-const pools = new PoolRegistry<PgPool, PgSession>({ type: 'postgresql', open: openPgPool, end: endPgPool });
+const pools = new PoolRegistry<PgPool, PgOpen>({ type: 'postgresql', open: openPgPool, end: endPgPool });
 
 /** Pool size, idle close and connect timeout for pools opened from now on (defaults: 10, 5 min, 5 s). */
 export function configurePostgresqlPools(settings: Partial<PoolSettings>): void {
@@ -20,6 +23,19 @@ export function configurePostgresqlPools(settings: Partial<PoolSettings>): void 
 /** The session defaults execute gives a pool it opens: the call limits and the connector's first schema. */
 function sessionFor(config: DatabaseConfig, limits: Pick<ExecutionLimits, 'statementTimeoutMs' | 'lockTimeoutMs'>): PgSession {
   return { statementTimeoutMs: limits.statementTimeoutMs, lockTimeoutMs: limits.lockTimeoutMs, schema: config.schemas?.[0] ?? DEFAULT_PG_SCHEMAS[0]! };
+}
+
+/**
+ * How connections of a connector are opened: to the org's embedded database through its private socket, else to an
+ * address the outbound policy checked at that moment (the name is resolved again for every connection).
+ */
+function socketFor(config: DatabaseConfig, env: { outbound?: OutboundPolicy; orgId?: string }): PgOpen['socket'] {
+  const embedded = embeddedDatabaseFor(config.host, env.orgId);
+  if (embedded) return embedded;
+  const policy = env.outbound;
+  if (!policy) return undefined;
+  const target = { host: config.host, port: config.port ?? DEFAULT_PG_PORT, database: config.database };
+  return () => dialChecked(policy, target, pools.currentSettings.connectTimeoutMs);
 }
 
 /**
@@ -33,12 +49,12 @@ export function postgresqlPoolFor<T>(
   fn: (pool: PgPool) => Promise<T>,
   limits?: Pick<ExecutionLimits, 'statementTimeoutMs' | 'lockTimeoutMs'>,
 ): Promise<T> {
-  return pools.use(connectorId, config, credential, fn, limits && sessionFor(config, limits));
+  return pools.use(connectorId, config, credential, fn, limits && { session: sessionFor(config, limits) });
 }
 
 /** A throwaway single connection for validate and introspect: credentials under test must not replace a working pool, and the shared pool is opened by execute with the call limits as session defaults. */
-async function withSingleConnection<T>(config: DatabaseConfig, credential: string | null, fn: (pool: PgPool) => Promise<T>): Promise<T> {
-  const pool = openPgPool(config, credential, pools.currentSettings, undefined, 1);
+async function withSingleConnection<T>(config: DatabaseConfig, credential: string | null, socket: PgOpen['socket'], fn: (pool: PgPool) => Promise<T>): Promise<T> {
+  const pool = openPgPool(config, credential, pools.currentSettings, { socket }, 1);
   try {
     return await fn(pool);
   } finally {
@@ -59,9 +75,9 @@ export const postgresqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     identifierMaxLength: 63,
   }),
 
-  async validate(_connectorId, config, credential) {
+  async validate(_connectorId, config, credential, env = {}) {
     try {
-      await withSingleConnection(config, credential, async ({ sql }) => {
+      await withSingleConnection(config, credential, socketFor(config, env), async ({ sql }) => {
         await sql.unsafe('select 1');
         const schemas = config.schemas?.length ? config.schemas : DEFAULT_PG_SCHEMAS;
         const found = await sql.unsafe<{ nspname: string }[]>('select nspname from pg_catalog.pg_namespace where nspname = any($1::text[])', [schemas]);
@@ -77,9 +93,9 @@ export const postgresqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     }
   },
 
-  async introspect(_connectorId, config, credential): Promise<SqlToolSpec[]> {
+  async introspect(_connectorId, config, credential, env = {}): Promise<SqlToolSpec[]> {
     try {
-      return await withSingleConnection(config, credential, ({ sql }) => introspectPg(sql, config));
+      return await withSingleConnection(config, credential, socketFor(config, env), ({ sql }) => introspectPg(sql, config));
     } catch (err) {
       throw pgConnectorError(err, errorContext(config, credential), 'introspection_failed');
     }
@@ -94,7 +110,7 @@ export const postgresqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
         ctx.config,
         ctx.credential,
         (pool) => executePg(pool, tool, args, ctx, pools.currentSettings.connectTimeoutMs),
-        sessionFor(ctx.config, ctx.limits),
+        { session: sessionFor(ctx.config, ctx.limits), socket: socketFor(ctx.config, ctx) },
         admissionOf(ctx.limits, ctx.signal),
       );
     } catch (err) {

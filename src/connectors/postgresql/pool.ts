@@ -1,4 +1,5 @@
 /** postgres.js client options for Toolgate: TLS modes, JSON-safe type parsers, and session defaults. */
+import type net from 'node:net';
 import postgres from 'postgres';
 import type { DatabaseConfig } from '../types.ts';
 import type { PoolSettings } from '../shared/pools.ts';
@@ -77,21 +78,36 @@ export interface PgPool {
  */
 export const searchPath = (schema: string): string => `"${schema.replace(/"/g, '""')}", pg_catalog, pg_temp`;
 
+/** What opening a pool takes besides config and credential: session defaults, and how sockets are made. */
+export interface PgOpen {
+  session?: PgSession;
+  /**
+   * Makes each connection's socket (the outbound policy's checked, pinned connection, or an embedded database's
+   * private socket). Unset only where no policy applies (drivers used directly, as by benchmarks).
+   */
+  socket?: () => Promise<net.Socket>;
+}
+
 /**
  * Opens a postgres.js pool (lazily: no connection until the first query). Every option is explicit so PG* env vars
  * never leak in. `max` overrides the pool size (validate and introspect use a throwaway single connection).
  */
-export function openPgPool(config: DatabaseConfig, credential: string | null, settings: PoolSettings, session?: PgSession, max = settings.max): PgPool {
+export function openPgPool(config: DatabaseConfig, credential: string | null, settings: PoolSettings, open: PgOpen = {}, max = settings.max): PgPool {
+  const session = open.session;
   let canceller: PgSql | null = null;
   const pool: PgPool = {
     sql: undefined as unknown as PgSql,
     session: session ?? null,
     tainted: false,
-    canceller: () => (canceller ??= openPgPool(config, credential, settings, undefined, 1).sql),
+    // The side connection that cancels statements is dialled like the pool's own: through the checked socket.
+    canceller: () => (canceller ??= openPgPool(config, credential, settings, { socket: open.socket }, 1).sql),
   };
   cancellers.set(pool, () => canceller);
   pool.sql = postgres({
+    // A host with a slash would be a Unix socket path to postgres.js, one with a comma a list of hosts: the policy
+    // refuses both, and the socket hook below replaces postgres.js's own connect anyway.
     host: config.host,
+    ...(open.socket ? { socket: open.socket } : {}),
     port: config.port ?? DEFAULT_PG_PORT,
     database: config.database,
     user: config.user,

@@ -28,7 +28,8 @@ export function databaseConfigSchema(o: ConfigSchemaOptions): Record<string, unk
           host: { maxLength: 253, pattern: '^[^\\s/,@?#]+$' },
           port: { default: o.defaultPort },
           database: { maxLength: o.identifierMaxLength },
-          tls: { default: 'disable' },
+          // What a managed cloud database expects (encrypted; the console's default too); a local server without TLS says tls: disable.
+          tls: { default: 'require' },
           schemas: { items: { maxLength: o.identifierMaxLength, pattern: o.identifierPattern }, uniqueItems: true },
         },
         ...(o.authSource ? {} : { not: { required: ['auth_source'] } }),
