@@ -43,8 +43,8 @@ reason, or says which spec line it departs from and why. The contract files (\`o
 \`jsonrpc-schema.json\`) carry the same decisions in their descriptions. Measurements and their history are in
 [docs/performance.md](../performance.md).
 
-**Adding one:** copy the template below into \`NNNN-short-slug.md\` with the next free number (files named
-\`2026-11-26-<slug>.md\` from parallel work take the next numbers too), then run
+**Adding one:** copy the template below into \`NNNN-short-slug.md\` with the next free number (work done in
+parallel branches takes its numbers when it is merged), then run
 \`node_modules/.bin/bun scripts/decisions-index.ts\` to rewrite this index (\`test/docs-links.test.ts\` fails while it
 is stale). A decision that replaces another sets the older one's status to \`superseded by [NNNN](NNNN-slug.md)\`.
 
