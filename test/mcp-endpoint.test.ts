@@ -32,7 +32,8 @@ let down: { id: string; status: string; status_reason: string };
 
 beforeAll(async () => {
   if (!available) return;
-  [g, small, t] = await Promise.all([startTestGateway('pglite', { TOOLGATE_LOG_LEVEL: 'error' }), startTestGateway('pglite', { TOOLGATE_MAX_BODY_BYTES: '65536' }), createTargets('tg_mcp', 'pg')]);
+  // 127.0.0.1 as a whole: the 'pg down' connector aims at a dead port there, which must fail as unreachable, not be refused.
+  [g, small, t] = await Promise.all([startTestGateway('pglite', { TOOLGATE_LOG_LEVEL: 'error', TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1' }), startTestGateway('pglite', { TOOLGATE_MAX_BODY_BYTES: '65536' }), createTargets('tg_mcp', 'pg')]);
   [org, other, smallOrg] = await Promise.all([onboard(g), onboard(g), onboard(small)]);
   token = await tokenFor(g, org.clientId, org.clientSecret);
   key = { apiKey: org.apiKey };
