@@ -307,6 +307,37 @@ describe.skipIf(!pgUp)('README.md and docs shell blocks, run in order against np
     if (work) rmSync(work, { recursive: true, force: true });
   }, 60_000);
 
+  test("README's agent configurations (Claude Code, mcp-remote, Cursor, VS Code) reach the demo's tools with the header they set", async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const key = JSON.parse(readFileSync(join(work, 'data', 'demo.json'), 'utf8')).api_key as string;
+    const clients: { what: string; url: string; headers: Record<string, string> }[] = [];
+    // The command lines: the URL and the --header "Name: $KEY" (or Name:${KEY}) they pass.
+    for (const block of BLOCKS.filter((b) => /claude mcp add|mcp-remote/.test(b.code))) {
+      const header = /--header "?([\w-]+): ?\$\{?KEY\}?"?/.exec(block.code);
+      clients.push({ what: `${block.file}:${block.line}`, url: /(http:\/\/localhost:8080\/mcp\/\S+)/.exec(block.code)![1]!, headers: { [header![1]!]: key } });
+    }
+    // The JSON files: each server entry's url and headers, with the ${env:...}/${input:...} placeholders filled.
+    for (const [, json] of readme.matchAll(/^```json\n([\s\S]*?)^```$/gm)) {
+      const config = JSON.parse(json!);
+      for (const [name, server] of Object.entries<any>(config.mcpServers ?? config.servers ?? {})) {
+        const headers = Object.fromEntries(Object.entries<string>(server.headers).map(([h, v]) => [h, v.replace(/^\$\{(env|input):[\w-]+\}$/, key)]));
+        clients.push({ what: `json server ${name}`, url: server.url, headers });
+      }
+    }
+    expect(clients.length).toBe(4);
+    for (const { what, url, headers } of clients) {
+      expect({ what, placeholders: Object.values(headers).some((v) => v.includes('$')) }).toEqual({ what, placeholders: false });
+      const response = await fetch(withPorts(url), {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+      expect({ what, status: response.status }).toEqual({ what, status: 200 });
+      const { result } = (await response.json()) as { result: { tools: { name: string }[] } };
+      expect(result.tools.map((tool) => tool.name)).toContain('query_postgresql_customers');
+    }
+  });
+
   test('every check names exactly one block that runs', () => {
     for (const { snippet } of CHECKS) {
       expect({ snippet, blocks: BLOCKS.filter((b) => b.mode !== 'skip' && b.code.includes(snippet)).length }).toEqual({ snippet, blocks: 1 });
