@@ -1,19 +1,40 @@
-// The README's shell blocks, run as a reader would: in order, with bash, in a folder that looks like a fresh checkout
+// The shell blocks of README.md and then of the docs pages in DOCS order, run as a reader would: in order, with bash, in a folder that looks like a fresh checkout
 // (the tracked files, node_modules and the SDK build that `npm install` leaves), against a gateway started there with
 // `npm start` on its embedded defaults. Variables carry from block to block as in one terminal; `set -euo pipefail`
 // makes an unset variable or a failing command fail its block. Blocks marked `readme-test: skip` are listed as
-// skipped tests with their reason. The README's fixed ports (8080, 3001, 9000) are mapped to free ones.
+// skipped tests with their reason. The fixed ports (8080, 3001, 9000) are mapped to free ones. A docs page with shell
+// blocks that is not in DOCS fails, so no example escapes the run.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import type { Subprocess } from 'bun';
 import { shellBlocks, type ReadmeBlock } from './support/readme.ts';
 import { serviceAvailable } from './support/services.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const BIN = join(ROOT, 'node_modules', '.bin');
-const BLOCKS = shellBlocks(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+/**
+ * The pages whose shell blocks run, in the order a reader follows them, all in one terminal against one gateway:
+ * the quickstart leaves acme's $TOKEN for connectors.md; approvals.md sets the demo org's $TOKEN and $KEY that
+ * webhooks.md uses; audit.md's verify runs after the gateway stopped.
+ */
+const DOCS = [
+  'README.md',
+  'docs/connectors.md',
+  'docs/approvals.md',
+  'docs/operations.md',
+  'docs/sdk.md',
+  'docs/webhooks.md',
+  'docs/audit.md',
+  'docs/console.md',
+  'docs/deployment.md',
+];
+const BLOCKS = DOCS.flatMap((file) => shellBlocks(readFileSync(join(ROOT, file), 'utf8'), file));
+
+function markdownUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? markdownUnder(join(dir, e.name)) : e.name.endsWith('.md') ? [join(dir, e.name)] : []));
+}
 const pgUp = await serviceAvailable('postgres');
 
 function freePort(): number {
@@ -99,7 +120,7 @@ async function stopGateway(): Promise<void> {
 
 /** Runs one block in bash with the terminal's variables, and keeps the variables it leaves. */
 async function runBlock(block: ReadmeBlock): Promise<{ code: number; stdout: string; stderr: string }> {
-  const envFile = join(work, `.readme-env-${block.line}`);
+  const envFile = join(work, `.readme-env-${block.file.replace(/\W/g, '_')}-${block.line}`);
   const script = `set -euo pipefail\nset -a\n${withPorts(block.code)}\nenv -0 > "$README_TEST_ENV_FILE"\n`;
   const proc = Bun.spawn(['setsid', 'bash', '-c', script], {
     cwd: work,
@@ -226,9 +247,9 @@ describe('the README block reader', () => {
   test('reads shell blocks with their markers, indented ones included, and ignores other languages', () => {
     const md = ['```sh', 'echo one', '```', '', '<!-- readme-test: skip (starts a server) -->', '```bash', 'npm start', '```', '```json', '{}', '```', '1. step', '', '   ```sh', '   echo three', '   ```'].join('\n');
     expect(shellBlocks(md)).toEqual([
-      { line: 1, lang: 'sh', code: 'echo one', mode: 'run', reason: null },
-      { line: 6, lang: 'bash', code: 'npm start', mode: 'skip', reason: 'starts a server' },
-      { line: 14, lang: 'sh', code: 'echo three', mode: 'run', reason: null },
+      { file: 'README.md', line: 1, lang: 'sh', code: 'echo one', mode: 'run', reason: null },
+      { file: 'README.md', line: 6, lang: 'bash', code: 'npm start', mode: 'skip', reason: 'starts a server' },
+      { file: 'README.md', line: 14, lang: 'sh', code: 'echo three', mode: 'run', reason: null },
     ]);
   });
 
@@ -238,15 +259,24 @@ describe('the README block reader', () => {
     expect(() => shellBlocks('<!-- readme-test: skip -->\n```sh\necho\n```')).toThrow('expected <!-- readme-test');
     expect(() => shellBlocks('<!-- readme-test: later (why) -->\n```sh\necho\n```')).toThrow('expected <!-- readme-test');
     expect(() => shellBlocks('<!-- readme-test: skip (why) -->\n```json\n{}\n```')).toThrow('a readme-test marker on a json block');
+    expect(() => shellBlocks('text\n```\necho\n```', 'docs/page.md')).toThrow('docs/page.md:2: a code fence without a language');
   });
 
-  test('README.md itself parses, and every marked block gives its reason', () => {
+  test('every docs page with shell blocks is in the run list, and the list names each page once', () => {
+    const pages = markdownUnder(join(ROOT, 'docs')).map((path) => relative(ROOT, path));
+    const unlisted = pages.filter((page) => !DOCS.includes(page) && shellBlocks(readFileSync(join(ROOT, page), 'utf8'), page).length > 0);
+    expect(unlisted).toEqual([]);
+    expect(new Set(DOCS).size).toBe(DOCS.length);
+    for (const page of DOCS) expect({ page, blocks: BLOCKS.filter((b) => b.file === page).length > 0 }).toEqual({ page, blocks: true });
+  });
+
+  test('README.md and the listed pages parse, and every marked block gives its reason', () => {
     expect(BLOCKS.length).toBeGreaterThan(10);
     for (const block of BLOCKS) if (block.mode !== 'run') expect(block.reason!.length).toBeGreaterThan(10);
   });
 });
 
-describe.skipIf(!pgUp)('README.md shell blocks, run in order against npm start', () => {
+describe.skipIf(!pgUp)('README.md and docs shell blocks, run in order against npm start', () => {
   beforeAll(async () => {
     // dist/ is what `npm install` builds (prepare) and Node imports toolgate/client from.
     if (!existsSync(join(ROOT, 'dist/sdk/index.js'))) {
@@ -277,6 +307,37 @@ describe.skipIf(!pgUp)('README.md shell blocks, run in order against npm start',
     if (work) rmSync(work, { recursive: true, force: true });
   }, 60_000);
 
+  test("README's agent configurations (Claude Code, mcp-remote, Cursor, VS Code) reach the demo's tools with the header they set", async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const key = JSON.parse(readFileSync(join(work, 'data', 'demo.json'), 'utf8')).api_key as string;
+    const clients: { what: string; url: string; headers: Record<string, string> }[] = [];
+    // The command lines: the URL and the --header "Name: $KEY" (or Name:${KEY}) they pass.
+    for (const block of BLOCKS.filter((b) => /claude mcp add|mcp-remote/.test(b.code))) {
+      const header = /--header "?([\w-]+): ?\$\{?KEY\}?"?/.exec(block.code);
+      clients.push({ what: `${block.file}:${block.line}`, url: /(http:\/\/localhost:8080\/mcp\/\S+)/.exec(block.code)![1]!, headers: { [header![1]!]: key } });
+    }
+    // The JSON files: each server entry's url and headers, with the ${env:...}/${input:...} placeholders filled.
+    for (const [, json] of readme.matchAll(/^```json\n([\s\S]*?)^```$/gm)) {
+      const config = JSON.parse(json!);
+      for (const [name, server] of Object.entries<any>(config.mcpServers ?? config.servers ?? {})) {
+        const headers = Object.fromEntries(Object.entries<string>(server.headers).map(([h, v]) => [h, v.replace(/^\$\{(env|input):[\w-]+\}$/, key)]));
+        clients.push({ what: `json server ${name}`, url: server.url, headers });
+      }
+    }
+    expect(clients.length).toBe(4);
+    for (const { what, url, headers } of clients) {
+      expect({ what, placeholders: Object.values(headers).some((v) => v.includes('$')) }).toEqual({ what, placeholders: false });
+      const response = await fetch(withPorts(url), {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+      expect({ what, status: response.status }).toEqual({ what, status: 200 });
+      const { result } = (await response.json()) as { result: { tools: { name: string }[] } };
+      expect(result.tools.map((tool) => tool.name)).toContain('query_postgresql_customers');
+    }
+  });
+
   test('every check names exactly one block that runs', () => {
     for (const { snippet } of CHECKS) {
       expect({ snippet, blocks: BLOCKS.filter((b) => b.mode !== 'skip' && b.code.includes(snippet)).length }).toEqual({ snippet, blocks: 1 });
@@ -286,7 +347,7 @@ describe.skipIf(!pgUp)('README.md shell blocks, run in order against npm start',
   const ordered = [...BLOCKS.filter((b) => b.mode !== 'after-stop'), ...BLOCKS.filter((b) => b.mode === 'after-stop')];
   let stopped = false;
   for (const block of ordered) {
-    const title = `README.md:${block.line} ${block.code.split('\n').find((l) => l.trim() && !l.startsWith('#'))?.slice(0, 70)}`;
+    const title = `${block.file}:${block.line} ${block.code.split('\n').find((l) => l.trim() && !l.startsWith('#'))?.slice(0, 70)}`;
     if (block.mode === 'skip') {
       test.skip(`${title} (skipped: ${block.reason})`, () => {});
       continue;
@@ -303,7 +364,7 @@ describe.skipIf(!pgUp)('README.md shell blocks, run in order against npm start',
           const ports = [...block.code.matchAll(/\b(3001|9000)\b/g)].map((m) => PORTS[m[1]!]!);
           expect(ports.length).toBeGreaterThan(0);
           for (const port of ports) {
-            await waitFor(`README.md:${block.line} to listen on ${port}`, 30_000, async () => {
+            await waitFor(`${block.file}:${block.line} to listen on ${port}`, 30_000, async () => {
               if (proc.exitCode !== null) throw new Error(`exited ${proc.exitCode}: ${output.join('')}`);
               return answers(`http://127.0.0.1:${port}/`)();
             });
