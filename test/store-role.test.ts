@@ -21,7 +21,7 @@ describe.skipIf(!hasPg)('the store under a least-privilege role', () => {
     const role = `tg_store_role_${suffix}`;
     const database = `tg_store_db_${suffix}`;
     const admin = postgres(PG_URL, { max: 1, onnotice: () => {} });
-    // The statements of README "A PostgreSQL role for the store" (trust auth here, so no password).
+    // The statements of docs/deployment.md "A least-privilege role for the store" (trust auth here, so no password).
     await admin.unsafe(`CREATE ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS CONNECTION LIMIT 50`);
     await admin.unsafe(`CREATE DATABASE ${database} OWNER ${role}`);
     await admin.unsafe(`REVOKE ALL ON DATABASE ${database} FROM PUBLIC`);

@@ -1,7 +1,7 @@
 // Live integration suites for mongodb, mssql and oracle: they run only against a server named by
 // TOOLGATE_TEST_MONGODB_URL / TOOLGATE_TEST_MSSQL_URL / TOOLGATE_TEST_ORACLE_URL (an account that may create and
 // drop a scratch collection/table), and otherwise print why they are skipped. No such server can be installed on
-// our build machines, so these suites are the one exception to "skipped suites fail in CI" (README, Testing).
+// our build machines, so these suites are the one exception to "skipped suites fail in CI" (docs/connectors.md).
 //
 //   TOOLGATE_TEST_MONGODB_URL=mongodb://user:pw@host:27017/scratchdb?authSource=admin
 //   TOOLGATE_TEST_MSSQL_URL=mssql://user:pw@host:1433/scratchdb

@@ -5,7 +5,7 @@
  *  - the guard (sqlguard/mssql.ts) admits one SELECT over the tool's table;
  *  - SQL Server has no read-only transaction, so each call runs inside a transaction that is always rolled back,
  *    under SNAPSHOT isolation when the database allows it (no shared locks held on the rows it reads; otherwise
- *    READ COMMITTED), with SET LOCK_TIMEOUT; the README recommends a login holding only SELECT on the exposed
+ *    READ COMMITTED), with SET LOCK_TIMEOUT; docs/connectors.md recommends a login holding only SELECT on the exposed
  *    schemas (db_datareader or narrower), which is what makes writes impossible on the server's side;
  *  - rows are streamed and the request is cancelled (a TDS ATTENTION: the server stops the statement) at the row or
  *    byte cap, at tedious' requestTimeout (the statement timeout) and when the call is aborted.
