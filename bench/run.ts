@@ -759,7 +759,7 @@ async function main(): Promise<boolean> {
   console.log('server CPU = CPU time of the server process (gateway or floor; not PostgreSQL, not the load generator) per request');
   console.log('varied = a new SQL text in every request (new literals; the floor runs the same texts); machine CPU / floor = machine CPU per request over the floor row\'s');
   console.log('PostgreSQL CPU = CPU time of all PostgreSQL processes (store and data database, backends that exited during the run included) per request; Redis CPU = the redis-server process; load gen. = this process (autocannon); machine CPU = busy CPU time of the whole machine per request (everything: server, PostgreSQL, Redis, the load generator; 2 cores give 2,000,000 µs per second)');
-  console.log('errors = non-2xx + socket errors + sampled bodies with a JSON-RPC error or isError (1 in ' + SAMPLE_EVERY + ' checked)');
+  console.log(`errors = non-2xx + socket errors + sampled bodies with a JSON-RPC error or isError (1 in ${SAMPLE_EVERY} checked)`);
   console.log('');
   for (const c of checks) console.log(`${c.ok ? 'PASS' : 'FAIL'}  ${c.what}`);
   const ok = checks.length > 0 && checks.every((c) => c.ok);

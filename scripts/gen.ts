@@ -216,7 +216,7 @@ async function generate(outDir: string): Promise<void> {
   fixRequestInit(join(outDir, 'client'));
   stampClient(join(outDir, 'client'));
   writeFileSync(join(outDir, 'operations.ts'), operationsModule(operations));
-  writeFileSync(join(outDir, 'openapi.json'), JSON.stringify(doc, null, 2) + '\n');
+  writeFileSync(join(outDir, 'openapi.json'), `${JSON.stringify(doc, null, 2)}\n`);
   writeFileSync(join(outDir, 'validators', 'rest.ts'), restValidators(doc, schemas));
   writeFileSync(join(outDir, 'validators', 'jsonrpc.ts'), jsonRpcValidators(rpc));
   writeFileSync(join(outDir, 'jsonrpc-types.ts'), await jsonRpcTypes(rpc));

@@ -58,7 +58,7 @@ for (const kind of kinds) {
     const db = () => g.deps.store.db;
     const all = async (orgId: string): Promise<any[]> =>
       rowsOf<any>(await db().execute(sql`SELECT id, seq, action, details, mac, refused_at FROM audit_events WHERE org_id = ${orgId} ORDER BY seq NULLS LAST`));
-    const listed = async (orgId: string, clientId: string, secret: string): Promise<any[]> => {
+    const listed = async (clientId: string, secret: string): Promise<any[]> => {
       const token = await tokenFor(g, clientId, secret);
       const response = await api(g, 'GET', '/api/audit?limit=200', token);
       expect(response.status).toBe(200);
@@ -104,7 +104,7 @@ for (const kind of kinds) {
       // A second sweep and a start-up seal leave it alone (read once, not on every sweep).
       expect(await sweep()).toBe(0);
       expect(await sealPending(db())).toBe(0);
-      const events = await listed(org.orgId, org.clientId, org.clientSecret);
+      const events = await listed(org.clientId, org.clientSecret);
       expect(events.some((e) => e.id === forged)).toBe(false);
       expect(events.some((e) => e.action === 'audit.rows_refused')).toBe(true);
     });
@@ -141,7 +141,7 @@ for (const kind of kinds) {
       expect(report.details.count).toBe(3);
       expect(new Set(report.details.ids)).toEqual(new Set([changed, copied, altered!.id]));
       expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: false, refused: 3 });
-      const listedIds = new Set((await listed(org.orgId, org.clientId, org.clientSecret)).map((e) => e.id));
+      const listedIds = new Set((await listed(org.clientId, org.clientSecret)).map((e) => e.id));
       expect(listedIds.has(written!.id)).toBe(true);
       for (const id of [changed, copied, altered!.id]) expect(listedIds.has(id)).toBe(false);
     });
@@ -172,7 +172,7 @@ for (const kind of kinds) {
       await db().execute(sql`UPDATE audit_chains SET head_seq = ${fields.seq}, head_hash = ${hash} WHERE org_id = ${org.orgId}`);
       expect(genesisHash(org.orgId)).not.toBe(hash);
       expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: false, broken: { id, reason: expect.stringContaining('MAC') } });
-      expect((await listed(org.orgId, org.clientId, org.clientSecret)).some((e) => e.id === id)).toBe(false);
+      expect((await listed(org.clientId, org.clientSecret)).some((e) => e.id === id)).toBe(false);
       const token = await tokenFor(g, org.clientId, org.clientSecret);
       const exported = (await (await api(g, 'GET', '/api/audit/export-json', token)).json()) as any;
       expect(exported.events.length).toBeGreaterThan(0);
@@ -188,7 +188,7 @@ for (const kind of kinds) {
       expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: false, broken: { reason: expect.stringContaining('MAC') } });
       await db().execute(sql`UPDATE audit_chains SET mac_from_seq = head_seq WHERE org_id = ${org.orgId}`);
       expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: true });
-      expect((await listed(org.orgId, org.clientId, org.clientSecret)).length).toBeGreaterThan(0);
+      expect((await listed(org.clientId, org.clientSecret)).length).toBeGreaterThan(0);
     });
   });
 }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import * as sdk from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
-import { BASE, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { pgHostPort } from './support/idp.ts';
 import { callTool, listToolNames, rpc } from './support/mcp.ts';
 import { startOidcProvider, type TestOidc } from './support/oidc.ts';

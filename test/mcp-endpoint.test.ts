@@ -163,7 +163,7 @@ describe.skipIf(!available)('tools/call argument and scope errors', () => {
     const params = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"__proto__":{"polluted":"yes"}}}`;
     expect((await rpcRaw(g, org.slug, key, params)).status).toBe(200);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-    expect(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted')).toBe(false);
+    expect(Object.hasOwn(Object.prototype, 'polluted')).toBe(false);
   });
 
   test('check_approval_status with an unknown id: status not_found', async () => {
@@ -225,7 +225,7 @@ describe.skipIf(!available)('transport checks', () => {
     const otherToken = await tokenFor(g, other.clientId, other.clientSecret, 'mcp:call');
     const pairs: [Credential, Credential][] = [
       [{ apiKey: other.apiKey }, { apiKey: other.apiKey }],
-      [{ apiKey: 'tg_' + 'x'.repeat(40) }, { apiKey: 'tg_' + 'x'.repeat(40) }],
+      [{ apiKey: `tg_${'x'.repeat(40)}` }, { apiKey: `tg_${'x'.repeat(40)}` }],
       [{ token: otherToken }, { token: otherToken }],
       [null, null],
     ];
@@ -328,7 +328,7 @@ describe.skipIf(!available)('golden responses', () => {
     const normalised = JSON.parse(JSON.stringify(live).replaceAll(org.slug, '<slug>'));
     if (process.env.UPDATE_FIXTURES) {
       mkdirSync(FIXTURES, { recursive: true });
-      writeFileSync(file, JSON.stringify(normalised, null, 2) + '\n');
+      writeFileSync(file, `${JSON.stringify(normalised, null, 2)}\n`);
     }
     if (!existsSync(file)) throw new Error(`golden fixture ${name} is missing: run \`npm run fixtures:update\` and review the diff`);
     const saved = JSON.parse(readFileSync(file, 'utf8'));

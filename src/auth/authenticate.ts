@@ -5,7 +5,7 @@ import { forbidden, unauthenticated } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import { isClientActive, MANAGE_SCOPE, MCP_SCOPE } from './credentials.ts';
 import type { Principal, Role } from './principal.ts';
-import type { TokenSigner } from './signing.ts';
+import type { AccessTokenClaims, TokenSigner } from './signing.ts';
 
 /** Resolves a bearer token that is not the gateway's own: the org's identity provider (see auth/idp). */
 export interface IdpResolver {
@@ -127,7 +127,7 @@ export class Authenticator {
   }
 
   private async verifyGatewayToken(token: string) {
-    let claims;
+    let claims: AccessTokenClaims;
     try {
       claims = await this.signer.verify(token);
     } catch {

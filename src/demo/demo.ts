@@ -93,7 +93,7 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
     // Demo credentials only, kept in the private data folder so the quickstart can read them.
     writeFileSync(
       credentialsFile,
-      JSON.stringify({ org_id: fresh.org.id, slug: DEMO_SLUG, endpoint: fresh.endpoint, api_key: fresh.api_key.key, client_id: fresh.oauth_client.client_id, client_secret: fresh.oauth_client.client_secret }, null, 2) + '\n',
+      `${JSON.stringify({ org_id: fresh.org.id, slug: DEMO_SLUG, endpoint: fresh.endpoint, api_key: fresh.api_key.key, client_id: fresh.oauth_client.client_id, client_secret: fresh.oauth_client.client_secret }, null, 2)}\n`,
       { mode: 0o600 },
     );
   }

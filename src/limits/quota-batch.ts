@@ -107,7 +107,7 @@ export class QuotaBatcher {
     for (const { ask, waiters } of batch) {
       const allowed = granted.get(quotaAskKey(ask.orgId, ask.period));
       if (allowed === undefined) for (const waiter of waiters) waiter.reject(new QuotaCounterError());
-      else waiters.forEach((waiter, i) => waiter.resolve(i < allowed));
+      else for (const [i, waiter] of waiters.entries()) waiter.resolve(i < allowed);
     }
   }
 }

@@ -332,7 +332,7 @@ async function runCall(
   if (builtin) return builtin.call(deps, org, principal, args);
   const catalog = await deps.catalog.get(org.id, org.catalogVersion);
   const tool = catalog.byName.get(name);
-  if (!tool || !tool.enabled) throw new RpcError(RpcCode.InvalidParams, `Unknown tool: ${name.slice(0, 100)}. Call tools/list for the available tools.`);
+  if (!tool?.enabled) throw new RpcError(RpcCode.InvalidParams, `Unknown tool: ${name.slice(0, 100)}. Call tools/list for the available tools.`);
   seen.tool = tool;
   if (!inScope(principal, tool)) throw new RpcError(RpcCode.InsufficientScope, `This credential may not call ${tool.name}.`);
   // Validation mutates a copy (defaults are filled in); the caller's object stays as sent.

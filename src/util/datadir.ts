@@ -26,7 +26,7 @@ export function fileSecret(dataDir: string, name: string, make: () => string): s
   const path = join(ensureDataDir(dataDir), name);
   if (!existsSync(path)) {
     try {
-      writeFileSync(path, make() + '\n', { mode: 0o600, flag: 'wx' });
+      writeFileSync(path, `${make()}\n`, { mode: 0o600, flag: 'wx' });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }

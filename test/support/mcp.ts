@@ -1,7 +1,7 @@
 /** Helpers for suites that talk JSON-RPC to `POST /mcp/{slug}` and manage connectors over REST. */
 import { expect } from 'bun:test';
 import type { Gateway } from '../../src/gateway.ts';
-import { api, BASE } from './gateway.ts';
+import { BASE } from './gateway.ts';
 import * as sdk from '../../sdk/index.ts';
 import { sdkFor } from './sdk.ts';
 

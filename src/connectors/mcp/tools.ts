@@ -159,7 +159,7 @@ export function upstreamToolSpecs(connectorName: string, listed: unknown[], more
     }
     const base = (prefix + sanitizeName(upstreamName)).slice(0, MAX_TOOL_NAME);
     let name = base;
-    for (let k = 2; taken.has(name); k++) name = base.slice(0, MAX_TOOL_NAME - `_${k}`.length) + `_${k}`;
+    for (let k = 2; taken.has(name); k++) name = `${base.slice(0, MAX_TOOL_NAME - `_${k}`.length)}_${k}`;
     taken.add(name);
     specs.push({
       name,

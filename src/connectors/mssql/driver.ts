@@ -200,7 +200,7 @@ async function introspectMssql(pool: sql.ConnectionPool, config: DatabaseConfig)
   const { d: defaultSchema, coll, snap } = info.recordset[0] ?? { d: null, coll: null, snap: null };
   const caseSensitive = /_CS_|_BIN2?$|_BIN_/i.test(coll ?? '');
   const req = pool.request();
-  schemas.forEach((s, i) => req.input(`s${i}`, sql.NVarChar(128), s));
+  for (const [i, s] of schemas.entries()) req.input(`s${i}`, sql.NVarChar(128), s);
   const list = schemas.map((_, i) => `@s${i}`).join(', ');
   const rows = await req.query<CatalogRow>(
     `SELECT s.name AS s, o.name AS t, o.type AS k, c.name AS c, ty.name AS ty
@@ -315,7 +315,7 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
         await pool.request().query('SELECT 1 AS ok');
         const schemas = config.schemas?.length ? config.schemas : DEFAULT_MSSQL_SCHEMAS;
         const req = pool.request();
-        schemas.forEach((s, i) => req.input(`s${i}`, sql.NVarChar(128), s));
+        for (const [i, s] of schemas.entries()) req.input(`s${i}`, sql.NVarChar(128), s);
         const found = await req.query<{ name: string }>(`SELECT name FROM sys.schemas WHERE name IN (${schemas.map((_, i) => `@s${i}`).join(', ')})`);
         const have = new Set(found.recordset.map((r) => r.name.toUpperCase()));
         const missing = schemas.filter((s) => !have.has(s.toUpperCase()));

@@ -188,7 +188,7 @@ const oraQuote = (name: string): string => (/^[A-Z][A-Z0-9_$#]*$/.test(name) ? n
 async function introspectOracle(conn: oracledb.Connection, config: DatabaseConfig): Promise<SqlToolSpec[]> {
   const schemas = await schemasOf(conn, config);
   const binds: Record<string, string> = {};
-  schemas.forEach((s, i) => (binds[`s${i}`] = s));
+  for (const [i, s] of schemas.entries()) binds[`s${i}`] = s;
   const list = schemas.map((_, i) => `:s${i}`).join(', ');
   const r = await conn.execute<{ S: string; T: string; K: string; C: string | null; TY: string | null }>(
     `SELECT o.owner AS s, o.object_name AS t, o.object_type AS k, c.column_name AS c, c.data_type AS ty
@@ -319,7 +319,7 @@ export const oracleDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
         await conn.execute('SELECT 1 FROM dual');
         const schemas = await schemasOf(conn, config);
         const binds: Record<string, string> = {};
-        schemas.forEach((s, i) => (binds[`s${i}`] = s));
+        for (const [i, s] of schemas.entries()) binds[`s${i}`] = s;
         const r = await conn.execute<{ U: string }>(`SELECT username AS u FROM all_users WHERE username IN (${schemas.map((_, i) => `:s${i}`).join(', ')})`, binds, OBJ);
         const have = new Set((r.rows ?? []).map((x) => x.U));
         const missing = schemas.filter((s) => !have.has(s));

@@ -75,7 +75,7 @@ export { SAFE_FUNCTIONS } from './postgres-functions.ts';
 /** Refuse standard '...' literals holding a backslash: their meaning depends on standard_conforming_strings. */
 function checkBackslashes(sql: string): string | undefined {
   if (!sql.includes('\\')) return undefined;
-  let tokens;
+  let tokens: ReturnType<typeof scanSync>['tokens'];
   try {
     tokens = scanSync(sql).tokens;
   } catch {
