@@ -14,7 +14,6 @@ export class AppError extends Error {
   }
 }
 
-export const badRequest = (code: string, message: string) => new AppError(400, code, message);
 export const notFound = (code: string, message: string) => new AppError(404, code, message);
 export const conflict = (code: string, message: string) => new AppError(409, code, message);
 export const unprocessable = (code: string, message: string) => new AppError(422, code, message);

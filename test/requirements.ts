@@ -279,7 +279,7 @@ interface RunRecord {
 }
 
 /** One record per test process, shared by every test file through the global object (bun runs all files in one process). */
-export function runRecord(): RunRecord {
+function runRecord(): RunRecord {
   const key = Symbol.for('toolgate.requirements.run');
   const holder = globalThis as unknown as Record<symbol, RunRecord | undefined>;
   holder[key] ??= { verified: new Set(), notRunHere: new Map() };

@@ -7,7 +7,7 @@ import { apiKeys, approvals, connectors, orgs, tools } from '../store/schema.ts'
 export type ApprovalRow = typeof approvals.$inferSelect;
 export type NewApproval = typeof approvals.$inferInsert;
 
-export const APPROVAL_STATUSES = ['pending', 'executing', 'executed', 'rejected', 'failed', 'expired'] as const;
+const APPROVAL_STATUSES = ['pending', 'executing', 'executed', 'rejected', 'failed', 'expired'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

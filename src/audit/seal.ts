@@ -206,7 +206,7 @@ async function refuseRows(tx: Queryable, rows: RefusedRow[]): Promise<void> {
  */
 export const ORPHAN_AGE_MS = 30_000;
 /** How often each instance looks for orphans: one index probe on audit_events_unsealed when there are none. */
-export const ORPHAN_SWEEP_MS = 30_000;
+const ORPHAN_SWEEP_MS = 30_000;
 const ORPHAN_ROWS = 5000;
 
 /** Seals every row older than ORPHAN_AGE_MS that is still outside its chain; returns the rows sealed or refused. */

@@ -11,7 +11,7 @@ import { auditKeyOf, rowAuthentic } from './mac.ts';
 import { auditPageAsc, chainState, unsealedCounts } from './repository.ts';
 
 /** Rows not sealed this long after their commit mean the sealer did not run (or a row was slipped in): broken. */
-export const SEAL_GRACE_MS = 5 * 60_000;
+const SEAL_GRACE_MS = 5 * 60_000;
 
 const PAGE_ROWS = 1000;
 

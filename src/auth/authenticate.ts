@@ -25,7 +25,7 @@ export interface IdpPrincipal {
 
 const CONNECTOR_SCOPE = /^mcp:call:([0-9a-f-]{36})$/;
 
-export function bearerToken(request: Request): string | null {
+function bearerToken(request: Request): string | null {
   const header = request.headers.get('authorization');
   if (!header) return null;
   const match = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(header);
@@ -33,7 +33,7 @@ export function bearerToken(request: Request): string | null {
 }
 
 /** Connector limits carried by scopes: `mcp:call` means all (null); otherwise the listed connector ids. */
-export function connectorsFromScopes(scopes: string[]): string[] | null | 'none' {
+function connectorsFromScopes(scopes: string[]): string[] | null | 'none' {
   if (scopes.includes(MCP_SCOPE)) return null;
   const ids = scopes.map((s) => CONNECTOR_SCOPE.exec(s)?.[1]).filter((id): id is string => Boolean(id));
   return ids.length ? ids : 'none';

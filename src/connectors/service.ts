@@ -205,7 +205,7 @@ function scheduleValidation(deps: ConnectorServiceDeps, row: repo.ConnectorRow):
 }
 
 /** Connects, introspects and provisions the connector's tools; a failure leaves status `failed` with a safe reason. */
-export async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): Promise<void> {
+async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): Promise<void> {
   const driver = getDriver(row.type);
   const generation = row.validationGeneration;
   try {

@@ -19,7 +19,7 @@ import { refusalRow } from '../audit/refusals.ts';
 import { countLimitRefusal } from '../observability/metrics.ts';
 
 /** The header every state-changing console request carries (a page of another site cannot set it). */
-export const CSRF_HEADER = 'x-toolgate-csrf';
+const CSRF_HEADER = 'x-toolgate-csrf';
 /** A console page to come back to after sign-in: a name, never a URL, so it cannot redirect anywhere else. */
 const PAGE_NAME = /^[a-z][a-z-]{0,30}$/;
 const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -96,7 +96,7 @@ function cookieNames(publicUrl: string): CookieNames {
     : { session: 'tg_console', login: 'tg_console_login', base: 'HttpOnly', sessionPath: '/console', loginPath: '/console/auth' };
 }
 
-export function createConsoleHandler(deps: AppDeps, forward: (request: Request) => Promise<Response>): (request: Request) => Promise<Response> {
+function createConsoleHandler(deps: AppDeps, forward: (request: Request) => Promise<Response>): (request: Request) => Promise<Response> {
   const { config, store, box } = deps;
   const names = cookieNames(config.publicUrl);
   const redirectUri = `${config.publicUrl}/console/auth/callback`;

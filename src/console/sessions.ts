@@ -8,7 +8,7 @@ import type { Db } from '../store/db.ts';
 import { consoleSessions } from '../store/schema.ts';
 import { hashSecret, randomSecret, type SecretBox } from '../util/crypto.ts';
 
-export type SessionKind = 'idp_user' | 'oauth_client';
+type SessionKind = 'idp_user' | 'oauth_client';
 
 export interface ConsoleSession {
   orgId: string;

@@ -20,7 +20,7 @@ import { embeddedPgliteOptions } from '../store/db.ts';
 import { connectors } from '../store/schema.ts';
 import { SAMPLE_SCHEMA } from './sample-data.ts';
 
-export const DEMO_SLUG = 'demo';
+const DEMO_SLUG = 'demo';
 const CONNECTOR_NAME = 'Sample database';
 const SYSTEM = { type: 'system', id: null } as const;
 

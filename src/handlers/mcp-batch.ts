@@ -18,8 +18,8 @@ import type { McpSession } from '../mcp/session.ts';
 import type { AppDeps } from '../deps.ts';
 
 /** Messages per batch at most: one request may not queue more calls than this behind one HTTP response. */
-export const MAX_BATCH_MESSAGES = 20;
-export const BATCH_REVISION = '2025-03-26';
+const MAX_BATCH_MESSAGES = 20;
+const BATCH_REVISION = '2025-03-26';
 
 export function batchesAllowed(versionHeader: string | null): boolean {
   return versionHeader === null || versionHeader.trim() === BATCH_REVISION;

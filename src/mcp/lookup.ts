@@ -32,7 +32,7 @@ export interface McpOrg {
 }
 
 /** The org columns the MCP endpoint reads (McpOrg): one list for both lookups. */
-export const MCP_ORG_COLUMNS = {
+const MCP_ORG_COLUMNS = {
   id: orgs.id,
   slug: orgs.slug,
   catalogVersion: orgs.catalogVersion,

@@ -2,8 +2,8 @@
 import { isIP } from 'node:net';
 import { checkTarget, isHostListed, OutboundRefusedError, stripTrailingDots, type OutboundPolicy } from './policy.ts';
 
-export { isForbiddenAddress, isForbiddenHostname } from './ip.ts';
-export { OutboundRefusedError, parseOutboundPolicy, type OutboundPolicy, type OutboundRefusal, type Resolver } from './policy.ts';
+export { isForbiddenAddress } from './ip.ts';
+export { OutboundRefusedError, parseOutboundPolicy, type OutboundPolicy, type Resolver } from './policy.ts';
 
 /** An allowed request that did not complete (timeout, connection failure). */
 export class OutboundFetchError extends Error {

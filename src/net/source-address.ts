@@ -20,7 +20,7 @@ export function forwardSourceAddress(outer: Request, inner: Request, trusted: Tr
 }
 
 /** A request served without a known peer (in process, or an entry point that notes none): one shared bucket. */
-export const UNKNOWN_SOURCE = 'unknown';
+const UNKNOWN_SOURCE = 'unknown';
 
 interface Cidr {
   groups: number[];

@@ -7,7 +7,7 @@ import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { connectors, tools } from '../store/schema.ts';
 
-export interface ConnectorRuntime {
+interface ConnectorRuntime {
   id: string;
   type: string;
   /** The type's own config (its schema in the contract's ConnectorConfig oneOf); only its driver reads it. */

@@ -52,7 +52,7 @@ interface CallRow {
 }
 
 /** The documented tool.called event of one sealed tools/call audit row. */
-export function toolCalledEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, orgId: string): DomainEvent {
+function toolCalledEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, orgId: string): DomainEvent {
   const d = (typeof row.details === 'string' ? JSON.parse(row.details) : row.details) as Record<string, unknown>;
   return {
     id: `evt_${row.id}`,
@@ -85,7 +85,7 @@ export function moveCursorsStatement(moved: readonly { webhook_id: string; after
  * One relay round: up to CURSORS_PER_ROUND endpoints behind their org's chain head, each moved over at most
  * ROWS_PER_CURSOR tool-call rows, in one transaction. Returns the deliveries queued and whether work is left.
  */
-export async function relayRound(db: Queryable): Promise<{ queued: number; more: boolean }> {
+async function relayRound(db: Queryable): Promise<{ queued: number; more: boolean }> {
   return db.transaction(async (tx) => {
     const cursors = rowsOf<Cursor>(
       await tx.execute(sql`

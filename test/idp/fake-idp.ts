@@ -14,7 +14,7 @@ export async function makeKey(kid: string): Promise<TestKey> {
   return { kid, privateKey, publicKey, jwk };
 }
 
-export type JwksMode = 'ok' | 'hang' | 'redirect' | 'huge' | 'error';
+type JwksMode = 'ok' | 'hang' | 'redirect' | 'huge' | 'error';
 
 export interface FakeIdp {
   issuer: string;

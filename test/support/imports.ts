@@ -6,10 +6,10 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
-export const SRC = resolve(import.meta.dir, '../../src');
+const SRC = resolve(import.meta.dir, '../../src');
 
 /** The layers, top to bottom; a module may import only from its own layer or one below it. */
-export const LAYERS = ['entry', 'http', 'handlers', 'domain'] as const;
+const LAYERS = ['entry', 'http', 'handlers', 'domain'] as const;
 export type Layer = (typeof LAYERS)[number];
 
 /** Which layer a file (path relative to src/, with forward slashes) belongs to. */
@@ -41,7 +41,7 @@ function stripComments(text: string): string {
 }
 
 /** Every specifier a source text imports, relative or package. */
-export function allImportsOf(text: string): string[] {
+function allImportsOf(text: string): string[] {
   return [...stripComments(text).matchAll(IMPORT_RE)].map((m) => m[1] ?? m[2] ?? m[3]!);
 }
 
@@ -119,7 +119,7 @@ export function upwardImports(graph: Map<string, string[]>): string[] {
 }
 
 /** Files that import nothing and that nothing imports, or that the given roots do not reach. */
-export function unreachable(graph: Map<string, string[]>, roots: string[]): string[] {
+function unreachable(graph: Map<string, string[]>, roots: string[]): string[] {
   const seen = new Set<string>();
   const walk = (v: string): void => {
     if (seen.has(v)) return;

@@ -1,7 +1,7 @@
 /** Reads README.md's fenced code blocks and the `readme-test` markers that say how test/readme.test.ts treats them. */
 
 /** run: executed in order; skip: not run; background: a server started and left running; after-stop: run once the gateway has stopped. */
-export type BlockMode = 'run' | 'skip' | 'background' | 'after-stop';
+type BlockMode = 'run' | 'skip' | 'background' | 'after-stop';
 
 export interface ReadmeBlock {
   /** 1-based line of the opening fence. */
@@ -13,7 +13,7 @@ export interface ReadmeBlock {
   reason: string | null;
 }
 
-export const SHELL_LANGS = new Set(['sh', 'bash', 'shell', 'console', 'zsh']);
+const SHELL_LANGS = new Set(['sh', 'bash', 'shell', 'console', 'zsh']);
 const MODES = new Set<BlockMode>(['skip', 'background', 'after-stop']);
 const MARKER = /^<!-- readme-test: (\S+) \((.+)\) -->$/;
 

@@ -7,7 +7,7 @@ import mysql from 'mysql2/promise';
 import postgres from 'postgres';
 import { MYSQL_URL, PG_URL } from './services.ts';
 
-export type DbConfig = {
+type DbConfig = {
   host: string;
   port: number;
   database: string;

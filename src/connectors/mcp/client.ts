@@ -7,7 +7,7 @@ import { safeFetch, type OutboundPolicy } from '../../net/outbound.ts';
 import { inSpan } from '../../observability/tracing.ts';
 import type { McpConfig } from '../../../generated/client/types.gen.ts';
 
-export const PROTOCOL_VERSION = '2025-06-18';
+const PROTOCOL_VERSION = '2025-06-18';
 
 /** Headers an operator may not set in config.headers: framing, routing, cookies, auth (that is the credential) and MCP's own. */
 const RESERVED_HEADERS = new Set([

@@ -72,7 +72,7 @@ function checkHeaders(config: McpConfig): void {
   if (reserved) throw new ConnectorError(`config.headers may not set ${reserved}: the gateway sets it (credentials belong in credential).`, 'invalid_config');
 }
 
-export const mcpDriver: ConnectorDriver<McpConfig, McpTarget> = {
+const mcpDriver: ConnectorDriver<McpConfig, McpTarget> = {
   type: 'mcp',
   kind: 'mcp',
   configSchema: mcpConfigSchema,

@@ -5,7 +5,7 @@
  */
 
 /** Longer patterns are refused outright; tool inputs need nothing like it. */
-export const MAX_PATTERN_LENGTH = 512;
+const MAX_PATTERN_LENGTH = 512;
 
 interface Group {
   repeats: boolean;

@@ -48,7 +48,7 @@ interface UpstreamTool {
 }
 
 /** An upstream name as the admin is shown it: control and invisible characters escaped, at most 128 characters. */
-export function displayName(name: unknown): string {
+function displayName(name: unknown): string {
   if (typeof name !== 'string' || name === '') return '(no name)';
   const shown = name.slice(0, 128).replace(LONE_SURROGATE, '\ufffd').replace(HIDDEN_IN_NAME, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   return name.length > 128 ? `${shown}...` : shown;

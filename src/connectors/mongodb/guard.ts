@@ -25,18 +25,18 @@
 import { ObjectId } from 'mongodb';
 
 export const MAX_DEPTH = 40;
-export const MAX_STAGES = 50;
-export const MAX_TEXT = 100_000;
+const MAX_STAGES = 50;
+const MAX_TEXT = 100_000;
 
 /** Aggregation stages an agent may use. */
-export const STAGES: ReadonlySet<string> = new Set([
+const STAGES: ReadonlySet<string> = new Set([
   '$match', '$project', '$addFields', '$set', '$unset', '$sort', '$limit', '$skip', '$group', '$count', '$unwind',
   '$sortByCount', '$bucket', '$bucketAuto', '$facet', '$replaceRoot', '$replaceWith', '$sample', '$lookup',
   '$graphLookup', '$unionWith', '$setWindowFields', '$densify', '$fill', '$redact',
 ]);
 
 /** Query, projection and aggregation-expression operators (and accumulators) an agent may use. */
-export const OPERATORS: ReadonlySet<string> = new Set([
+const OPERATORS: ReadonlySet<string> = new Set([
   // query: comparison, logic, element, evaluation (not $where), array, geo, bitwise, misc
   '$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$and', '$or', '$nor', '$not', '$exists', '$type',
   '$expr', '$jsonSchema', '$mod', '$regex', '$options', '$text', '$search', '$language', '$caseSensitive',
@@ -80,9 +80,9 @@ export const OPERATORS: ReadonlySet<string> = new Set([
 /** System variables that only read the pipeline's own documents or the clock. */
 const SYSTEM_VARIABLES: ReadonlySet<string> = new Set(['ROOT', 'CURRENT', 'REMOVE', 'NOW', 'DESCEND', 'PRUNE', 'KEEP']);
 
-export type Doc = Record<string, unknown>;
+type Doc = Record<string, unknown>;
 
-export type MongoCall =
+type MongoCall =
   | { kind: 'find'; filter: Doc; projection?: Doc; sort?: Doc; limit: number }
   | { kind: 'aggregate'; pipeline: Doc[]; limit: number };
 

@@ -72,11 +72,6 @@ function cacheOf(pool: PgPool): Cache {
   return cache;
 }
 
-/** For tests and benchmarks: forget the verdicts of one pool. */
-export function clearPgResolutionCache(pool: PgPool): void {
-  caches.get(pool)?.entries.clear();
-}
-
 /** For tests and benchmarks: how many statements one pool has had analysed on the server. */
 export function pgResolutionAnalyses(pool: PgPool): number {
   return caches.get(pool)?.analysed ?? 0;

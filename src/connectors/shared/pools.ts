@@ -12,7 +12,7 @@ export interface PoolSettings {
   connectTimeoutMs: number;
 }
 
-export const DEFAULT_POOL_SETTINGS: PoolSettings = { max: 10, idleMs: 5 * 60_000, connectTimeoutMs: 5_000 };
+const DEFAULT_POOL_SETTINGS: PoolSettings = { max: 10, idleMs: 5 * 60_000, connectTimeoutMs: 5_000 };
 
 export interface PoolFactory<P, O = undefined, C = DatabaseConfig> {
   /** The connector type these pools serve (the metrics label: toolgate_connector_*). */
@@ -37,7 +37,7 @@ export function admissionOf(limits: ExecutionLimits, signal?: AbortSignal): Admi
 }
 
 /** What a call whose caller went away fails with before it ran anything (every driver answers it "aborted"). */
-export const abortedError = (): Error => Object.assign(new Error('ABORTED'), { code: 'ABORTED' });
+const abortedError = (): Error => Object.assign(new Error('ABORTED'), { code: 'ABORTED' });
 
 /** Thrown by PoolRegistry.use when the connector stayed full for the whole queue deadline. */
 export class ConnectorBusyError extends Error {

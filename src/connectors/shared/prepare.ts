@@ -70,7 +70,7 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
  * The largest row worth sending: one whose text form exceeds twice the byte cap cannot fit the JSON result (a
  * value's JSON is at least half its text form: bytea hex is 2x the bytes, base64 1.33x), so it is never read.
  */
-export const maxRowBytes = (maxResultBytes: number): number => 2 * maxResultBytes + 1024;
+const maxRowBytes = (maxResultBytes: number): number => 2 * maxResultBytes + 1024;
 
 export function isRefusal(prepared: PreparedCall | ToolResult): prepared is ToolResult {
   return 'content' in prepared;

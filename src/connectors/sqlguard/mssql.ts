@@ -22,7 +22,7 @@ await initSqlParser();
 
 const ascii = (s: string): string => s.replace(/[a-z]+/g, (m) => m.toUpperCase());
 
-export const MSSQL_FUNCTIONS: ReadonlySet<string> = new Set([
+const MSSQL_FUNCTIONS: ReadonlySet<string> = new Set([
   // aggregates
   'COUNT', 'COUNT_BIG', 'SUM', 'AVG', 'MIN', 'MAX', 'STDEV', 'STDEVP', 'VAR', 'VARP', 'STRING_AGG', 'GROUPING',
   'APPROX_COUNT_DISTINCT', 'CHECKSUM_AGG',
@@ -94,4 +94,3 @@ const cached = cachedGuard((sql, opts) => decideReadOnly(MSSQL, sql, opts));
 
 /** Decides whether `sql` may run on a SQL Server tool bound to `opts.table` (schema.table). */
 export const guardMssqlSql: (sql: string, opts: GuardOptions) => GuardResult = cached.guard;
-export const clearMssqlGuardCache: () => void = cached.clear;

@@ -90,7 +90,7 @@ export function isOwnSchema(name: string, st: WalkState): boolean {
 }
 
 /** Scopes hold CTE names as `nameKey` makes them, so a lookup compares as the server does. */
-export function cteKey(name: string, st: WalkState): string {
+function cteKey(name: string, st: WalkState): string {
   return nameKey(name, st.mode);
 }
 

@@ -70,7 +70,6 @@ import { type WalkState, variantOf, visitVariant } from './mysql-walk.ts';
 import { walkDdl } from './mysql-ddl.ts';
 import { isSystemDatabase } from './mysql-names.ts';
 
-export { SAFE_FUNCTIONS } from './mysql-functions.ts';
 
 await initSqlParser();
 
@@ -178,8 +177,3 @@ export const guardMysqlSql: (sql: string, opts: GuardOptions) => GuardResult = c
 
 /** For tests and benchmarks: forget cached verdicts. */
 export const clearMysqlGuardCache: () => void = cached.clear;
-
-/** The parser is ready once this module is imported; kept for callers that want an explicit await. */
-export async function initMysqlGuard(): Promise<void> {
-  await initSqlParser();
-}

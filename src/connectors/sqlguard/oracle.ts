@@ -30,7 +30,7 @@ await initSqlParser();
 
 const ascii = (s: string): string => s.replace(/[a-z]+/g, (m) => m.toUpperCase());
 
-export const ORACLE_FUNCTIONS: ReadonlySet<string> = new Set([
+const ORACLE_FUNCTIONS: ReadonlySet<string> = new Set([
   // aggregates and window
   'COUNT', 'SUM', 'AVG', 'MIN', 'MAX', 'STDDEV', 'VARIANCE', 'MEDIAN', 'LISTAGG', 'ROW_NUMBER', 'RANK',
   'DENSE_RANK', 'NTILE', 'LAG', 'LEAD', 'FIRST_VALUE', 'LAST_VALUE', 'CUME_DIST', 'PERCENT_RANK',
@@ -89,4 +89,3 @@ const cached = cachedGuard((sql, opts) => decideReadOnly(ORACLE, sql, opts));
 
 /** Decides whether `sql` may run on an Oracle tool bound to `opts.table` (schema.table, as the catalog spells them). */
 export const guardOracleSql: (sql: string, opts: GuardOptions) => GuardResult = cached.guard;
-export const clearOracleGuardCache: () => void = cached.clear;

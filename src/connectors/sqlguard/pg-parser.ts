@@ -38,7 +38,7 @@ interface EmscriptenModule {
 type Factory = (options: { instantiateWasm(imports: WebAssembly.Imports, receive: (instance: WebAssembly.Instance) => void): object }) => Promise<EmscriptenModule>;
 
 /** What the parse error carries, as the package's SqlError does. */
-export class SqlError extends Error {
+class SqlError extends Error {
   constructor(
     message: string,
     readonly sqlDetails: { message: string; cursorPosition: number; fileName?: string; functionName?: string; lineNumber?: number },

@@ -66,7 +66,6 @@ import {
 import { type WalkState, statementName, strings, visitNode, wrappedType } from './postgres-walk.ts';
 import { statementShape } from './postgres-shape.ts';
 
-export { SAFE_FUNCTIONS } from './postgres-functions.ts';
 
 
 // ---------------------------------------------------------------------------------------------------
@@ -213,6 +212,3 @@ export const guardPostgresSql: (sql: string, opts: GuardOptions) => GuardResult 
 
 /** For tests and benchmarks: forget cached verdicts. */
 export const clearPostgresGuardCache: () => void = cached.clear;
-
-/** The parser is ready once this module is imported (pg-parser.ts loads it); kept for callers that want an explicit await. */
-export async function initPostgresGuard(): Promise<void> {}
