@@ -30,8 +30,18 @@ function trickyDetails(): Record<string, unknown>[] {
     circularFree,
     { text: 'naïve café – 日本語 – 👩‍👩‍👧 – \u2028\u2029 – "quoted" \\ back\\slash \t tab \n newline', rtl: 'שלום עולם' },
     { nul: 'before\u0000after', 'key\u0000nul': 'v', lone: 'a\uD800b', trailing: '\uDC00', pair: '\uD83D\uDE00' },
-    // biome-ignore lint/correctness/noPrecisionLoss: the literal is lossy on purpose; the seal must cover the value JavaScript holds
-    { big: 2 ** 60, bigger: 12345678901234567890, huge: 1.7976931348623157e308, tiny: 5e-324, small: 1e-7, exp: 1e21, negZero: -0, sum: 0.1 + 0.2, neg: -42.125 },
+    {
+      big: 2 ** 60,
+      // biome-ignore lint/correctness/noPrecisionLoss: lossy on purpose; the seal must cover the value JavaScript holds
+      bigger: 12345678901234567890,
+      huge: 1.7976931348623157e308,
+      tiny: 5e-324,
+      small: 1e-7,
+      exp: 1e21,
+      negZero: -0,
+      sum: 0.1 + 0.2,
+      neg: -42.125,
+    },
     { nonFinite: [NaN, Infinity, -Infinity], holes: [1, undefined, 3], gone: undefined, fn: () => 1, sym: Symbol('s'), date: new Date(0) },
     { deep: { c: { b: { a: { '~': 1, '!': 2, Z: 3, a: 4, '\u00ff': 5, '\u0100': 6, '😀': 7, '\uFF01': 8 } } } }, arr: [[], {}, [{}], ''] },
     // Two keys that clean to the same one (the later wins), and __proto__ (dropped, as a plain object assignment does).
