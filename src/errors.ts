@@ -25,9 +25,7 @@ export function unauthenticated(message: string, tokenSent = false): AppError {
 }
 
 export function forbidden(code: string, message: string, scope?: string): AppError {
-  const headers: Record<string, string> = scope
-    ? { 'WWW-Authenticate': `Bearer realm="toolgate", error="insufficient_scope", scope="${scope}"` }
-    : {};
+  const headers: Record<string, string> = scope ? { 'WWW-Authenticate': `Bearer realm="toolgate", error="insufficient_scope", scope="${scope}"` } : {};
   return new AppError(403, code, message, headers);
 }
 

@@ -189,7 +189,13 @@ export class AuditRecorder {
   private async write(calls: PendingCall[], others: AuditInput[]): Promise<void> {
     if (calls.length) {
       try {
-        this.toSeal(await insertUnsealed(this.deps.db, calls.map((c) => c.row), this.now()));
+        this.toSeal(
+          await insertUnsealed(
+            this.deps.db,
+            calls.map((c) => c.row),
+            this.now(),
+          ),
+        );
         for (const call of calls) call.resolve();
       } catch (err) {
         this.deps.log.error('audit batch failed', { rows: calls.length, error: describeError(err) });
@@ -264,7 +270,10 @@ export class AuditRecorder {
       this.deps.log.error('sealing audit rows failed; reading them back', { rows: chunk.length, error: describeError(err) });
     }
     try {
-      this.stats.readBack += await sealPending(this.deps.db, chunk.length, { ids: chunk.map((r) => r.id), onRefused: (rows) => logRefused(this.deps.log, rows) });
+      this.stats.readBack += await sealPending(this.deps.db, chunk.length, {
+        ids: chunk.map((r) => r.id),
+        onRefused: (rows) => logRefused(this.deps.log, rows),
+      });
     } catch (again) {
       this.deps.log.error('sealing audit rows failed; the orphan sweep will seal them', { rows: chunk.length, error: describeError(again) });
     }

@@ -55,7 +55,13 @@ export async function findSession(db: Db, box: SecretBox, sessionId: string | nu
     .from(consoleSessions)
     .where(and(eq(consoleSessions.idHash, idHash), gt(consoleSessions.expiresAt, new Date())));
   if (!row) return null;
-  return { orgId: row.orgId, kind: row.kind as SessionKind, actor: row.actor, bearer: box.decrypt(row.bearerSealed, sealContext(idHash)), expiresAt: row.expiresAt };
+  return {
+    orgId: row.orgId,
+    kind: row.kind as SessionKind,
+    actor: row.actor,
+    bearer: box.decrypt(row.bearerSealed, sealContext(idHash)),
+    expiresAt: row.expiresAt,
+  };
 }
 
 export async function deleteSession(db: Db, sessionId: string | null): Promise<void> {

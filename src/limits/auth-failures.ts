@@ -268,7 +268,10 @@ export function createRedisFailureLimiter(redis: LimitsRedis, prefix = 'toolgate
     },
     async failed(s) {
       const keys = keysOf(prefix, s);
-      const args = [...BUCKETS.flatMap((b) => [AUTH_FAILURE_RULES[b].limit, AUTH_FAILURE_RULES[b].lockSeconds, AUTH_FAILURE_RULES[b].maxLockSeconds].map(String)), String(ESCALATION_MEMORY_SECONDS)];
+      const args = [
+        ...BUCKETS.flatMap((b) => [AUTH_FAILURE_RULES[b].limit, AUTH_FAILURE_RULES[b].lockSeconds, AUTH_FAILURE_RULES[b].maxLockSeconds].map(String)),
+        String(ESCALATION_MEMORY_SECONDS),
+      ];
       try {
         await redis.eval(FAILED_SCRIPT, triples(keys), args);
       } catch {
@@ -278,7 +281,11 @@ export function createRedisFailureLimiter(redis: LimitsRedis, prefix = 'toolgate
     async succeeded(s) {
       const keys = keysOf(prefix, s);
       try {
-        await redis.eval(SUCCEEDED_SCRIPT, [`${keys.pair}:n`, `${keys.pair}:l`, `${keys.pair}:v`, `${keys.address}:n`, `${keys.client}:n`, keys.known], [String(KNOWN_ADDRESS_SECONDS)]);
+        await redis.eval(
+          SUCCEEDED_SCRIPT,
+          [`${keys.pair}:n`, `${keys.pair}:l`, `${keys.pair}:v`, `${keys.address}:n`, `${keys.client}:n`, keys.known],
+          [String(KNOWN_ADDRESS_SECONDS)],
+        );
       } catch {
         fallback.succeeded(prefix, s);
       }
@@ -286,7 +293,11 @@ export function createRedisFailureLimiter(redis: LimitsRedis, prefix = 'toolgate
     async released(s) {
       const keys = keysOf(prefix, s);
       try {
-        await redis.eval(RELEASED_SCRIPT, BUCKETS.map((b) => `${keys[b]}:n`), []);
+        await redis.eval(
+          RELEASED_SCRIPT,
+          BUCKETS.map((b) => `${keys[b]}:n`),
+          [],
+        );
       } catch {
         fallback.released(prefix, s);
       }

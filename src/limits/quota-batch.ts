@@ -99,7 +99,10 @@ export class QuotaBatcher {
     for (const entry of batch) this.counts.calls += entry.ask.calls;
     let granted: Map<string, number>;
     try {
-      granted = await grantToolCalls(this.db, batch.map((entry) => entry.ask));
+      granted = await grantToolCalls(
+        this.db,
+        batch.map((entry) => entry.ask),
+      );
     } catch (err) {
       for (const entry of batch) for (const waiter of entry.waiters) waiter.reject(err);
       return;

@@ -23,7 +23,12 @@ export async function takeRestCall(deps: RestLimitDeps, principal: Principal): P
   const decision = await deps.limiter.take(restCredentialKey(principal), limit);
   if (decision.allowed) return;
   countLimitRefusal('rest');
-  throw new AppError(429, 'rate_limited', `This credential may make ${limit} REST calls per second on its plan; retry after ${decision.retryAfterSeconds} second(s).`, {
-    'retry-after': String(decision.retryAfterSeconds),
-  });
+  throw new AppError(
+    429,
+    'rate_limited',
+    `This credential may make ${limit} REST calls per second on its plan; retry after ${decision.retryAfterSeconds} second(s).`,
+    {
+      'retry-after': String(decision.retryAfterSeconds),
+    },
+  );
 }

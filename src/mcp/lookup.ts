@@ -42,7 +42,12 @@ const MCP_ORG_COLUMNS = {
   trialExpiresAt: orgs.trialExpiresAt,
 };
 
-const orgBySlug = (db: Db) => db.select(MCP_ORG_COLUMNS).from(orgs).where(eq(orgs.slug, sql.placeholder('slug'))).prepare('toolgate_mcp_org');
+const orgBySlug = (db: Db) =>
+  db
+    .select(MCP_ORG_COLUMNS)
+    .from(orgs)
+    .where(eq(orgs.slug, sql.placeholder('slug')))
+    .prepare('toolgate_mcp_org');
 const orgQueries = new WeakMap<Db, ReturnType<typeof orgBySlug>>();
 
 async function orgFromStore(db: Db, slug: string): Promise<McpOrg | undefined> {

@@ -16,7 +16,9 @@ export type { RequestId };
 export const SUPPORTED_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
 const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
 
-type Validator = ((data: unknown) => boolean) & { errors?: Array<{ instancePath: string; message?: string; params: Record<string, unknown>; keyword: string }> | null };
+type Validator = ((data: unknown) => boolean) & {
+  errors?: Array<{ instancePath: string; message?: string; params: Record<string, unknown>; keyword: string }> | null;
+};
 const validators = rpc as unknown as Record<string, Validator>;
 
 /** The $defs entries of jsonrpc-schema.json (each has a generated type and a compiled validator). */

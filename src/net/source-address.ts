@@ -79,7 +79,10 @@ export function sourceAddressOf(request: Request, trusted: TrustedProxies): stri
   if (!trusted.some((c) => inCidr(peerGroups, c))) return addressKey(peerGroups);
   // From the right: each trusted proxy appended the address it received from; the first untrusted one is the client.
   // Entries left of it were written by the client and may say anything.
-  const hops = (request.headers.get('x-forwarded-for') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const hops = (request.headers.get('x-forwarded-for') ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   let client = peerGroups;
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = toGroups(hops[i]!);

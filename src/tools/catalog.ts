@@ -40,7 +40,6 @@ export interface OrgCatalog {
   byName: Map<string, CatalogTool>;
 }
 
-
 /**
  * Tool input schemas come from introspection: compiled once per catalog version, with defaults applied, by an Ajv of
  * that build alone. Ajv keeps every schema it compiled (and registers any `$id`): one shared instance would grow with

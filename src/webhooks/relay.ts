@@ -77,7 +77,13 @@ function toolCalledEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, orgId: string
 export function moveCursorsStatement(moved: readonly { webhook_id: string; after_seq: number }[]): SQL {
   return sql`
       UPDATE webhook_relay_cursors AS c SET after_seq = v.after_seq
-      FROM unnest(${arrayParam('uuid', moved.map((m) => m.webhook_id))}::uuid[], ${arrayParam('bigint', moved.map((m) => m.after_seq))}::bigint[]) AS v(webhook_id, after_seq)
+      FROM unnest(${arrayParam(
+        'uuid',
+        moved.map((m) => m.webhook_id),
+      )}::uuid[], ${arrayParam(
+        'bigint',
+        moved.map((m) => m.after_seq),
+      )}::bigint[]) AS v(webhook_id, after_seq)
       WHERE c.webhook_id = v.webhook_id`;
 }
 
@@ -98,7 +104,15 @@ async function relayRound(db: Queryable): Promise<{ queued: number; more: boolea
         FOR UPDATE OF c SKIP LOCKED`),
     );
     if (cursors.length === 0) return { queued: 0, more: false };
-    const input = JSON.stringify(cursors.map((c) => ({ webhook_id: c.webhook_id, org_id: c.org_id, after_seq: Number(c.after_seq), head_seq: Number(c.head_seq), since: new Date(c.since).toISOString() })));
+    const input = JSON.stringify(
+      cursors.map((c) => ({
+        webhook_id: c.webhook_id,
+        org_id: c.org_id,
+        after_seq: Number(c.after_seq),
+        head_seq: Number(c.head_seq),
+        since: new Date(c.since).toISOString(),
+      })),
+    );
     // Rows up to the head read above are sealed and committed (the sealer moves the head in the rows' transaction).
     const rows = rowsOf<CallRow>(
       await tx.execute(sql`
@@ -128,7 +142,8 @@ async function relayRound(db: Queryable): Promise<{ queued: number; more: boolea
       moved.push({ webhook_id: c.webhook_id, after_seq: full ? Number(mine[mine.length - 1]!.seq) : Number(c.head_seq) });
       for (const row of mine) {
         const event = toolCalledEvent(row, c.org_id);
-        if (!events.has(event.id)) events.set(event.id, { id: event.id, org_id: c.org_id, body: deliveryBody(event), created_at: event.createdAt.toISOString() });
+        if (!events.has(event.id))
+          events.set(event.id, { id: event.id, org_id: c.org_id, body: deliveryBody(event), created_at: event.createdAt.toISOString() });
         deliveries.push({ event_id: event.id, webhook_id: c.webhook_id, org_id: c.org_id });
       }
     }

@@ -55,7 +55,10 @@ export function packageImports(root = SRC): Map<string, string[]> {
   const out = new Map<string, string[]>();
   for (const path of listTs(root)) {
     const from = relative(root, path).split('\\').join('/');
-    out.set(from, allImportsOf(readFileSync(path, 'utf8')).filter((spec) => !spec.startsWith('.') && !spec.startsWith('node:')));
+    out.set(
+      from,
+      allImportsOf(readFileSync(path, 'utf8')).filter((spec) => !spec.startsWith('.') && !spec.startsWith('node:')),
+    );
   }
   return out;
 }
@@ -66,7 +69,11 @@ export function importGraph(root = SRC): Map<string, string[]> {
   for (const path of listTs(root)) {
     const from = relative(root, path).split('\\').join('/');
     const targets = importsOf(readFileSync(path, 'utf8'))
-      .map((spec) => relative(root, resolve(dirname(path), spec)).split('\\').join('/'))
+      .map((spec) =>
+        relative(root, resolve(dirname(path), spec))
+          .split('\\')
+          .join('/'),
+      )
       .filter((to) => !to.startsWith('..'));
     graph.set(from, [...new Set(targets)]);
   }

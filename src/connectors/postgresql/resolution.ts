@@ -144,7 +144,14 @@ async function analyse(pool: PgPool, req: ResolutionRequest): Promise<Outcome> {
   const perValue = row.per_value !== false;
   // DDL may (re)create the tool's table; other statements on a missing table could only resolve elsewhere.
   if (!row.own && req.kind !== 'ddl') {
-    return { verdict: { ok: false, reason: `The table ${req.schema}.${req.table} of this tool does not exist (any more); ask an admin to refresh the connector's tools.` }, perValue, cacheable };
+    return {
+      verdict: {
+        ok: false,
+        reason: `The table ${req.schema}.${req.table} of this tool does not exist (any more); ask an admin to refresh the connector's tools.`,
+      },
+      perValue,
+      cacheable,
+    };
   }
   const foreign = (row.foreign ?? []).filter((x): x is string => typeof x === 'string').sort();
   if (foreign.length === 0) return { verdict: { ok: true }, perValue, cacheable };
@@ -162,4 +169,3 @@ async function analyse(pool: PgPool, req: ResolutionRequest): Promise<Outcome> {
     cacheable,
   };
 }
-

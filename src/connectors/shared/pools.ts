@@ -42,7 +42,10 @@ const abortedError = (): Error => Object.assign(new Error('ABORTED'), { code: 'A
 /** Thrown by PoolRegistry.use when the connector stayed full for the whole queue deadline. */
 export class ConnectorBusyError extends Error {
   readonly code = 'CONNECTOR_BUSY';
-  constructor(readonly running: number, readonly waitedMs: number) {
+  constructor(
+    readonly running: number,
+    readonly waitedMs: number,
+  ) {
     super('CONNECTOR_BUSY');
   }
 }
@@ -109,14 +112,7 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
    * Runs `fn` with the connector's pool, opening it (or replacing a stale one) first; tracks use for idle close.
    * `extra` is handed to the factory only when this call opens the pool; it is not part of the identity.
    */
-  async use<T>(
-    connectorId: string,
-    config: C,
-    credential: string | null,
-    fn: (pool: P) => Promise<T>,
-    extra?: O,
-    admission?: Admission,
-  ): Promise<T> {
+  async use<T>(connectorId: string, config: C, credential: string | null, fn: (pool: P) => Promise<T>, extra?: O, admission?: Admission): Promise<T> {
     const entry = this.acquire(connectorId, config, credential, extra);
     entry.active++;
     if (entry.timer) clearTimeout(entry.timer), (entry.timer = null);

@@ -43,15 +43,17 @@ function refused(dialect: Dialect, stage: GuardRefusalReason, text: string): Too
 export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): PreparedCall | ToolResult {
   const call = parseCallArgs(args, ctx.limits);
   if (typeof call === 'string') return refused(dialect, 'arguments', call);
-  const verdict = inSpan(GUARD_SPAN[dialect.name], () => dialect.guard(call.sql, {
-    table: { schema: tool.target.schema, name: tool.target.table },
-    allowWrite: ctx.allowWrite,
-    allowDdl: ctx.allowDdl,
-    readOnly: ctx.readOnly,
-    // MySQL: how the server compares table names, recorded at introspection (no query per call).
-    lowerCaseTableNames: tool.target.lowerCaseTableNames,
-    storedFunctions: tool.target.storedFunctions,
-  }));
+  const verdict = inSpan(GUARD_SPAN[dialect.name], () =>
+    dialect.guard(call.sql, {
+      table: { schema: tool.target.schema, name: tool.target.table },
+      allowWrite: ctx.allowWrite,
+      allowDdl: ctx.allowDdl,
+      readOnly: ctx.readOnly,
+      // MySQL: how the server compares table names, recorded at introspection (no query per call).
+      lowerCaseTableNames: tool.target.lowerCaseTableNames,
+      storedFunctions: tool.target.storedFunctions,
+    }),
+  );
   if (!verdict.ok) return refused(dialect, 'statement', verdict.reason);
   const write = !verdict.readOnly;
   // Defence in depth: the guard already applies these settings; a write must also be allowed here.

@@ -49,24 +49,9 @@
 
 import { parseSync, scanSync } from './pg-parser.ts';
 import type { GuardOptions, GuardResult, StatementKind } from './types.ts';
-import {
-  type AnyObj,
-  EMPTY_SCOPE,
-  MAX_SQL_LENGTH,
-  Refusal,
-  cachedGuard,
-  allow,
-  canDdl,
-  canWrite,
-  clip,
-  isObj,
-  refuse,
-  tableLabel,
-} from './common.ts';
+import { type AnyObj, EMPTY_SCOPE, MAX_SQL_LENGTH, Refusal, cachedGuard, allow, canDdl, canWrite, clip, isObj, refuse, tableLabel } from './common.ts';
 import { type WalkState, statementName, strings, visitNode, wrappedType } from './postgres-walk.ts';
 import { statementShape } from './postgres-shape.ts';
-
-
 
 // ---------------------------------------------------------------------------------------------------
 // Entry point
@@ -172,8 +157,7 @@ function checkDdl(type: string, node: AnyObj, st: WalkState): void {
       for (const o of objects) {
         const names = isObj(o) && isObj(o.List) ? strings(o.List.items) : ['?'];
         const own =
-          (names.length === 1 && names[0] === opts.table.name) ||
-          (names.length === 2 && names[0] === opts.table.schema && names[1] === opts.table.name);
+          (names.length === 1 && names[0] === opts.table.name) || (names.length === 2 && names[0] === opts.table.schema && names[1] === opts.table.name);
         if (!own) throw new Refusal(`it drops "${clip(names.join('.'))}", which is not this tool's table`);
       }
       return;

@@ -48,7 +48,11 @@ export async function call<T>(pending: Promise<{ data?: T; error?: unknown; resp
   const status = response?.status ?? 0;
   const body = (error ?? {}) as { error?: string; message?: string };
   if (status === 401) for (const listener of signedOutListeners) listener();
-  throw new ApiError(status, body.error ?? 'request_failed', body.message ?? (status ? `The request failed (HTTP ${status}).` : 'The gateway could not be reached.'));
+  throw new ApiError(
+    status,
+    body.error ?? 'request_failed',
+    body.message ?? (status ? `The request failed (HTTP ${status}).` : 'The gateway could not be reached.'),
+  );
 }
 
 async function consoleJson<T>(path: string, init: RequestInit = {}): Promise<T> {
@@ -71,6 +75,10 @@ export async function loadSession(): Promise<SessionInfo | null> {
 }
 
 export const signInWithClient = (clientId: string, clientSecret: string) =>
-  consoleJson<{ signed_in: true }>('/console/auth/client', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: clientId, client_secret: clientSecret }) });
+  consoleJson<{ signed_in: true }>('/console/auth/client', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_id: clientId, client_secret: clientSecret }),
+  });
 
 export const signOut = () => consoleJson<{ signed_out: true }>('/console/auth/logout', { method: 'POST' });
