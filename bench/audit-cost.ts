@@ -33,7 +33,14 @@ const row = (): AuditInput => ({
   actor: { type: 'api_key', id: 'k' },
   targetType: 'tool',
   targetId: 'query_postgresql_items',
-  details: { tool_name: 'query_postgresql_items', connector_id: crypto.randomUUID(), duration_ms: 1.2, row_count: 10, counted: true, arguments_sha256: 'a'.repeat(64) },
+  details: {
+    tool_name: 'query_postgresql_items',
+    connector_id: crypto.randomUUID(),
+    duration_ms: 1.2,
+    row_count: 10,
+    counted: true,
+    arguments_sha256: 'a'.repeat(64),
+  },
 });
 const cpu = () => {
   const u = process.cpuUsage();
@@ -80,7 +87,9 @@ try {
   for (let i = 0; i < 20; i++) await sealFromMemory(db, await insertUnsealed(db, Array.from({ length: BATCH }, row)));
   for (let i = 0; i < 20; i++) await insertUnsealed(db, Array.from({ length: BATCH }, row));
   await sealPending(db, 5000);
-  console.log(`\nper audit row, ${ROWS} rows, batches of ${BATCH}, ${STORE} store (load ${(await Bun.file('/proc/loadavg').text()).split(' ').slice(0, 3).join(' ')})\n`);
+  console.log(
+    `\nper audit row, ${ROWS} rows, batches of ${BATCH}, ${STORE} store (load ${(await Bun.file('/proc/loadavg').text()).split(' ').slice(0, 3).join(' ')})\n`,
+  );
   console.log('| part | CPU µs/row | PostgreSQL CPU µs/row | wall µs/row | longest stall ms |\n|:--|--:|--:|--:|--:|');
   const inputs = Array.from({ length: ROWS }, row);
   let written: SealableRow[] = [];
@@ -94,7 +103,19 @@ try {
   await measure('sealPending (fallback, 5000 rows per transaction)', ROWS, async () => {
     while ((await sealPending(db, 5000)) > 0);
   });
-  const fields = { orgId: org.orgId, seq: 1, prevHash: 'a'.repeat(64), createdAt: new Date(), action: 'tool.called', actorType: 'api_key', actorId: 'k', targetType: 'tool', targetId: 't', outcome: 'success', details: inputs[0]!.details! };
+  const fields = {
+    orgId: org.orgId,
+    seq: 1,
+    prevHash: 'a'.repeat(64),
+    createdAt: new Date(),
+    action: 'tool.called',
+    actorType: 'api_key',
+    actorId: 'k',
+    targetType: 'tool',
+    targetId: 't',
+    outcome: 'success',
+    details: inputs[0]!.details!,
+  };
   await measure('rowHash alone', ROWS, async () => {
     for (let i = 0; i < ROWS; i++) rowHash({ ...fields, seq: i });
   });

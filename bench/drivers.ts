@@ -244,7 +244,16 @@ function table(rows: Row[]): string {
   const head = ['driver', 'callers', 'queries/s', 'p50 ms', 'p99 ms', 'errors', 'vs pg unnamed', 'client CPU µs/query'];
   const lines = rows.map((r) => {
     const b = base.get(r.callers);
-    return [r.driver, String(r.callers), r.qps.toFixed(0), r.p50.toFixed(2), r.p99.toFixed(2), String(r.errors), b ? `${(r.qps / b).toFixed(2)}x` : '-', r.cpuUs.toFixed(0)];
+    return [
+      r.driver,
+      String(r.callers),
+      r.qps.toFixed(0),
+      r.p50.toFixed(2),
+      r.p99.toFixed(2),
+      String(r.errors),
+      b ? `${(r.qps / b).toFixed(2)}x` : '-',
+      r.cpuUs.toFixed(0),
+    ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const fmt = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;

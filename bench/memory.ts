@@ -43,12 +43,26 @@ async function start(): Promise<{ pid: number; startupMs: number; spawnedAt: num
   child = Bun.spawn([process.execPath, 'src/main.ts'], {
     cwd: ROOT,
     // The npm start defaults: embedded store, demo on; only the ports and the data folder are ours.
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', PORT: String(PORT), HOST: '127.0.0.1', TOOLGATE_DATA_DIR: dataDir, TOOLGATE_DEMO_DB_PORT: String(DEMO_DB_PORT), TOOLGATE_LOG_LEVEL: 'error' },
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: process.env.HOME ?? '/tmp',
+      PORT: String(PORT),
+      HOST: '127.0.0.1',
+      TOOLGATE_DATA_DIR: dataDir,
+      TOOLGATE_DEMO_DB_PORT: String(DEMO_DB_PORT),
+      TOOLGATE_LOG_LEVEL: 'error',
+    },
     stdout: 'ignore',
     stderr: 'inherit',
   });
   for (const deadline = Date.now() + 120_000; Date.now() < deadline; await Bun.sleep(50)) {
-    if (await fetch(`${BASE}/healthz`).then((r) => r.ok, () => false)) return { pid: child.pid, startupMs: performance.now() - began, spawnedAt: began };
+    if (
+      await fetch(`${BASE}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { pid: child.pid, startupMs: performance.now() - began, spawnedAt: began };
   }
   throw new Error('the gateway did not answer /healthz within 120 s');
 }
@@ -78,7 +92,11 @@ async function seed(): Promise<string> {
   const token = await call('/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString() });
   const auth = { authorization: `Bearer ${token.access_token}` };
   const config = { host: '127.0.0.1', port: DEMO_DB_PORT, database: 'postgres', user: 'postgres', tls: 'disable', schemas: ['public'] };
-  const connector = await call('/api/connectors', { method: 'POST', headers: auth, json: { name: 'sample', type: 'postgresql', config, credential: 'postgres' } });
+  const connector = await call('/api/connectors', {
+    method: 'POST',
+    headers: auth,
+    json: { name: 'sample', type: 'postgresql', config, credential: 'postgres' },
+  });
   for (const deadline = Date.now() + 30_000; ; await Bun.sleep(100)) {
     const state = await call(`/api/connectors/${connector.id}`, { headers: auth });
     if (state.status === 'active') return org.api_key.key;
@@ -91,14 +109,29 @@ async function main() {
   await Bun.sleep(5000);
   const idleFirst = rssMb(first.pid);
   const apiKey = await seed();
-  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'query_postgresql_customers', arguments: { sql: 'SELECT id, name, country FROM customers ORDER BY id LIMIT 3' } } });
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: { name: 'query_postgresql_customers', arguments: { sql: 'SELECT id, name, country FROM customers ORDER BY id LIMIT 3' } },
+  });
   let peak = 0;
   const curve: string[] = [];
   const loadStarted = performance.now();
   const cpuBefore = cpuUs(first.pid);
   const sampler = setInterval(() => (peak = Math.max(peak, rssMb(first.pid))), 250);
-  const curveSampler = setInterval(() => curve.push(`${((performance.now() - loadStarted) / 1000).toFixed(0)}s ${rssMb(first.pid).toFixed(0)}`), SAMPLE_S * 1000);
-  const result = await autocannon({ url: `${BASE}/mcp/memory`, method: 'POST', connections: CONNECTIONS, duration: DURATION_S, headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body });
+  const curveSampler = setInterval(
+    () => curve.push(`${((performance.now() - loadStarted) / 1000).toFixed(0)}s ${rssMb(first.pid).toFixed(0)}`),
+    SAMPLE_S * 1000,
+  );
+  const result = await autocannon({
+    url: `${BASE}/mcp/memory`,
+    method: 'POST',
+    connections: CONNECTIONS,
+    duration: DURATION_S,
+    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    body,
+  });
   clearInterval(sampler);
   clearInterval(curveSampler);
   const cpuPerCall = (cpuUs(first.pid) - cpuBefore) / Math.max(1, result.requests.total);
@@ -111,7 +144,9 @@ async function main() {
   // data folder exists; a first start also runs initdb).
   let firstCallMs = NaN;
   for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(10)) {
-    const res = await fetch(`${BASE}/mcp/memory`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body }).catch(() => null);
+    const res = await fetch(`${BASE}/mcp/memory`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey }, body }).catch(
+      () => null,
+    );
     if (res?.ok && (await res.text()).includes('"rowCount":3')) {
       firstCallMs = performance.now() - again.spawnedAt;
       break;
@@ -122,10 +157,14 @@ async function main() {
   await stop();
   const mb = (n: number) => `${n.toFixed(0)} MB`;
   console.log(`first start: ${(first.startupMs / 1000).toFixed(1)} s to /healthz, idle RSS ${mb(idleFirst)}`);
-  console.log(`tools/call load (${CONNECTIONS} connections, ${DURATION_S} s): ${(result.requests.total / result.duration).toFixed(0)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}, errors ${result.errors}, gateway CPU ${cpuPerCall.toFixed(0)} µs/call`);
+  console.log(
+    `tools/call load (${CONNECTIONS} connections, ${DURATION_S} s): ${(result.requests.total / result.duration).toFixed(0)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}, errors ${result.errors}, gateway CPU ${cpuPerCall.toFixed(0)} µs/call`,
+  );
   console.log(`RSS during load (peak) ${mb(peak)}, right after ${mb(afterLoad)}, 10 s later ${mb(settled)}`);
   console.log(`RSS curve under load (elapsed, MB): ${curve.join(', ')}`);
-  console.log(`restart: ${(again.startupMs / 1000).toFixed(1)} s to /healthz, ${(firstCallMs / 1000).toFixed(2)} s to the first served tools/call, idle RSS ${mb(idleRestart)}`);
+  console.log(
+    `restart: ${(again.startupMs / 1000).toFixed(1)} s to /healthz, ${(firstCallMs / 1000).toFixed(2)} s to the first served tools/call, idle RSS ${mb(idleRestart)}`,
+  );
 }
 
 try {

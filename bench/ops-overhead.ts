@@ -24,7 +24,12 @@ try {
   await createConnector(g, token, { name: 'items', type: 'postgresql', config: targets.pgConfig });
   const url = `http://gateway.test/mcp/${org.slug}`;
   const headers = { 'content-type': 'application/json', 'x-api-key': org.apiKey };
-  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'query_postgresql_items', arguments: { sql: 'SELECT id, name FROM items WHERE id > 1 ORDER BY id LIMIT 10' } } });
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: { name: 'query_postgresql_items', arguments: { sql: 'SELECT id, name FROM items WHERE id > 1 ORDER BY id LIMIT 10' } },
+  });
   const run = async (calls: number) => {
     let next = 0;
     await Promise.all(

@@ -21,10 +21,19 @@ const REQUESTS = arg('requests', 5_000);
 const ROUNDS = arg('rounds', 7);
 
 const fixed = () => new Response('{"ok":true}', { headers: { 'content-type': 'application/json' } });
-const invalid = (message: string) => new Response(JSON.stringify({ error: 'validation_error', message }), { status: 400, headers: { 'content-type': 'application/json' } });
+const invalid = (message: string) =>
+  new Response(JSON.stringify({ error: 'validation_error', message }), { status: 400, headers: { 'content-type': 'application/json' } });
 
 // The app's router with every handler answering the fixed response, and an org-level principal (no role or DB work).
-const principal = { orgId: '00000000-0000-4000-8000-000000000001', kind: 'oauth_client', actorId: 'bench', email: null, roles: [], orgLevel: true, connectorIds: null };
+const principal = {
+  orgId: '00000000-0000-4000-8000-000000000001',
+  kind: 'oauth_client',
+  actorId: 'bench',
+  email: null,
+  roles: [],
+  orgLevel: true,
+  connectorIds: null,
+};
 const stubDeps = {
   config: { maxBodyBytes: 1_048_576 },
   auth: { rest: async () => principal, operator: () => principal },
@@ -77,12 +86,18 @@ const cases: Array<{ name: string; request: () => Request; status: number }> = [
   },
   {
     name: 'PATCH /api/connectors/{connectorId} (path + JSON body)',
-    request: () => new Request(`${BASE}/api/connectors/${CONNECTOR}`, { method: 'PATCH', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":"warehouse","allow_write":false}' }),
+    request: () =>
+      new Request(`${BASE}/api/connectors/${CONNECTOR}`, {
+        method: 'PATCH',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: '{"name":"warehouse","allow_write":false}',
+      }),
     status: 200,
   },
   {
     name: 'PATCH /api/connectors/{connectorId} with a wrong type (400)',
-    request: () => new Request(`${BASE}/api/connectors/${CONNECTOR}`, { method: 'PATCH', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":5}' }),
+    request: () =>
+      new Request(`${BASE}/api/connectors/${CONNECTOR}`, { method: 'PATCH', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":5}' }),
     status: 400,
   },
 ];
@@ -119,6 +134,10 @@ for (const c of cases) {
   console.log(`\n${c.name}   (building the Request alone: ${median(baseline).toFixed(2)} µs)`);
   for (const [i, v] of variants.entries()) {
     const us = median(results[i]!);
-    console.log(`  ${v.name.padEnd(48)} ${us.toFixed(2).padStart(8)} µs/request  ${Math.round(1e6 / us).toLocaleString('en').padStart(9)} req/s`);
+    console.log(
+      `  ${v.name.padEnd(48)} ${us.toFixed(2).padStart(8)} µs/request  ${Math.round(1e6 / us)
+        .toLocaleString('en')
+        .padStart(9)} req/s`,
+    );
   }
 }

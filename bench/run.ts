@@ -122,10 +122,18 @@ async function freePort(): Promise<number> {
 
 /** The JavaScriptCore and allocator options set in this environment (BUN_JSC_*, MIMALLOC_*), passed on to the servers. */
 function runtimeOptions(): Record<string, string> {
-  return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => (e[0].startsWith('BUN_JSC_') || e[0].startsWith('MIMALLOC_')) && e[1] !== undefined));
+  return Object.fromEntries(
+    Object.entries(process.env).filter((e): e is [string, string] => (e[0].startsWith('BUN_JSC_') || e[0].startsWith('MIMALLOC_')) && e[1] !== undefined),
+  );
 }
 
-function spawn(name: string, script: string, env: Record<string, string>, bunArgs: string[] = [], scriptArgs: string[] = []): Subprocess<'ignore', 'pipe', 'inherit'> {
+function spawn(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  bunArgs: string[] = [],
+  scriptArgs: string[] = [],
+): Subprocess<'ignore', 'pipe', 'inherit'> {
   const child = Bun.spawn([BUN, ...bunArgs, script, ...scriptArgs], {
     cwd: ROOT,
     // Only what the child needs: no PG* variables or other settings leak in from the caller's shell.
@@ -185,7 +193,11 @@ async function waitForMcp(url: string, timeoutMs = 30_000): Promise<void> {
   let last: unknown;
   while (Date.now() < deadline) {
     try {
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: LIST_BODY });
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: LIST_BODY,
+      });
       if (res.ok) return;
       last = `HTTP ${res.status} ${(await res.text()).slice(0, 200)}`;
     } catch (err) {
@@ -342,7 +354,9 @@ async function namedCpuUs(name: string, reaped = false): Promise<number | null> 
     const procs: Array<{ pid: string; ppid: string; fields: string[] }> = [];
     for (const entry of await readdir('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
-      const stat = await Bun.file(`/proc/${entry}/stat`).text().catch(() => '');
+      const stat = await Bun.file(`/proc/${entry}/stat`)
+        .text()
+        .catch(() => '');
       if (!stat.includes(`(${name})`)) continue;
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       procs.push({ pid: entry, ppid: fields[1]!, fields });
@@ -467,7 +481,22 @@ async function rawDriverRate(connections: number, seconds: number): Promise<numb
 // Report
 
 function table(rows: Row[], floors: Map<string, Row>, floorOf: Record<string, string>): string {
-  const head = ['scenario', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'floor', 'ratio', 'server CPU µs/req', 'PostgreSQL CPU µs/req', 'Redis CPU µs/req', 'load gen. CPU µs/req', 'machine CPU µs/req', 'machine CPU / floor'];
+  const head = [
+    'scenario',
+    'conns',
+    'req/s',
+    'p50 ms',
+    'p99 ms',
+    'errors',
+    'floor',
+    'ratio',
+    'server CPU µs/req',
+    'PostgreSQL CPU µs/req',
+    'Redis CPU µs/req',
+    'load gen. CPU µs/req',
+    'machine CPU µs/req',
+    'machine CPU / floor',
+  ];
   const lines = rows.map((r) => {
     const floorName = floorOf[r.name];
     const floor = floorName ? floors.get(`${floorName}@${r.connections}`) : undefined;
@@ -490,7 +519,9 @@ function table(rows: Row[], floors: Map<string, Row>, floorOf: Record<string, st
   });
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const fmt = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 || i === 6 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
-  return [fmt(head), `|${widths.map((w, i) => (i === 0 || i === 6 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...lines.map(fmt)].join('\n');
+  return [fmt(head), `|${widths.map((w, i) => (i === 0 || i === 6 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...lines.map(fmt)].join(
+    '\n',
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -502,23 +533,28 @@ async function main(): Promise<boolean> {
 
   const operatorToken = randomBytes(24).toString('base64url');
   const [gatewayPort, pgPort, elysiaPort, bunsqlPort, dbhubPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
-  const gateway = spawn('gateway', 'src/main.ts', {
-    PORT: String(gatewayPort),
-    HOST: '127.0.0.1',
-    TOOLGATE_PUBLIC_URL: `http://127.0.0.1:${gatewayPort}`,
-    DATABASE_URL: `postgres://${PG.user}@${PG.host}:${PG.port}/${STORE_DB}`,
-    REDIS_URL,
-    TOOLGATE_SECRET_KEY: randomBytes(32).toString('hex'),
-    TOOLGATE_OPERATOR_TOKEN: operatorToken,
-    TOOLGATE_DEMO: '0',
-    TOOLGATE_LOG_LEVEL: 'error',
-    // The data database is on a loopback server: allowed as an operator would allow it.
-    TOOLGATE_OUTBOUND_ALLOW_HOSTS: `${PG.host}:${PG.port}`,
-    // Tracing cost (issue 15): set OTEL_EXPORTER_OTLP_ENDPOINT to measure with spans exported (bench/otlp-sink.ts).
-    ...(process.env.OTEL_EXPORTER_OTLP_ENDPOINT ? { OTEL_EXPORTER_OTLP_ENDPOINT: process.env.OTEL_EXPORTER_OTLP_ENDPOINT } : {}),
-    // The MCP credential cache A/B: TOOLGATE_AUTH_CACHE_TTL_MS=0 looks every credential up in the store, as before it.
-    ...(process.env.TOOLGATE_AUTH_CACHE_TTL_MS ? { TOOLGATE_AUTH_CACHE_TTL_MS: process.env.TOOLGATE_AUTH_CACHE_TTL_MS } : {}),
-  }, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
+  const gateway = spawn(
+    'gateway',
+    'src/main.ts',
+    {
+      PORT: String(gatewayPort),
+      HOST: '127.0.0.1',
+      TOOLGATE_PUBLIC_URL: `http://127.0.0.1:${gatewayPort}`,
+      DATABASE_URL: `postgres://${PG.user}@${PG.host}:${PG.port}/${STORE_DB}`,
+      REDIS_URL,
+      TOOLGATE_SECRET_KEY: randomBytes(32).toString('hex'),
+      TOOLGATE_OPERATOR_TOKEN: operatorToken,
+      TOOLGATE_DEMO: '0',
+      TOOLGATE_LOG_LEVEL: 'error',
+      // The data database is on a loopback server: allowed as an operator would allow it.
+      TOOLGATE_OUTBOUND_ALLOW_HOSTS: `${PG.host}:${PG.port}`,
+      // Tracing cost (issue 15): set OTEL_EXPORTER_OTLP_ENDPOINT to measure with spans exported (bench/otlp-sink.ts).
+      ...(process.env.OTEL_EXPORTER_OTLP_ENDPOINT ? { OTEL_EXPORTER_OTLP_ENDPOINT: process.env.OTEL_EXPORTER_OTLP_ENDPOINT } : {}),
+      // The MCP credential cache A/B: TOOLGATE_AUTH_CACHE_TTL_MS=0 looks every credential up in the store, as before it.
+      ...(process.env.TOOLGATE_AUTH_CACHE_TTL_MS ? { TOOLGATE_AUTH_CACHE_TTL_MS: process.env.TOOLGATE_AUTH_CACHE_TTL_MS } : {}),
+    },
+    PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [],
+  );
   void gateway.stdout.pipeTo(new WritableStream()).catch(() => {});
   const pgFloor = spawn('postgres.js floor', 'bench/floor-pg.ts', {
     FLOOR_PORT: String(pgPort),
@@ -534,10 +570,22 @@ async function main(): Promise<boolean> {
     FLOOR_SQL: SELECT,
   });
   // DBHub declares Node >= 22.5 (this machine has Node 20), so it runs on Bun, like everything else in the bench.
-  const dbhub = spawn('dbhub', 'node_modules/@bytebase/dbhub/dist/index.js', {}, [], [
-    '--transport', 'http', '--host', '127.0.0.1', '--port', String(dbhubPort),
-    '--dsn', `postgres://${PG.user}@${PG.host}:${PG.port}/${DATA_DB}?sslmode=disable`,
-  ]);
+  const dbhub = spawn(
+    'dbhub',
+    'node_modules/@bytebase/dbhub/dist/index.js',
+    {},
+    [],
+    [
+      '--transport',
+      'http',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(dbhubPort),
+      '--dsn',
+      `postgres://${PG.user}@${PG.host}:${PG.port}/${DATA_DB}?sslmode=disable`,
+    ],
+  );
   void dbhub.stdout.pipeTo(new WritableStream()).catch(() => {});
 
   const base = `http://127.0.0.1:${gatewayPort}`;
@@ -648,8 +696,14 @@ async function main(): Promise<boolean> {
   const rows: Row[] = [];
   for (const c of CONNECTIONS) {
     for (const [id, t] of [
-      ['pg', targets.pg], ['bunsql', targets.bunsql], ['call', targets.call], ['bunsqlvar', targets.bunsqlvar], ['callvar', targets.callvar],
-      ['elysia', targets.elysia], ['list', targets.list], ['dbhub', targets.dbhub],
+      ['pg', targets.pg],
+      ['bunsql', targets.bunsql],
+      ['call', targets.call],
+      ['bunsqlvar', targets.bunsqlvar],
+      ['callvar', targets.callvar],
+      ['elysia', targets.elysia],
+      ['list', targets.list],
+      ['dbhub', targets.dbhub],
     ] as const) {
       // One connection: the latency comparison of the governed call with the bare gateway only.
       if (c < 2 && !SINGLE_CONNECTION.has(id)) continue;
@@ -661,7 +715,10 @@ async function main(): Promise<boolean> {
   const rssOf = (pid: number) =>
     Bun.file(`/proc/${pid}/status`)
       .text()
-      .then((t) => Number(/VmRSS:\s+(\d+)/.exec(t)?.[1] ?? NaN) / 1024, () => NaN);
+      .then(
+        (t) => Number(/VmRSS:\s+(\d+)/.exec(t)?.[1] ?? NaN) / 1024,
+        () => NaN,
+      );
   const gatewayRssMb = await rssOf(gateway.pid);
   // The soak: one long tools/call load, the gateway's RSS sampled every SOAK_SAMPLE_S seconds (the curve), then
   // once more 10 s after the load.
@@ -687,7 +744,13 @@ async function main(): Promise<boolean> {
   const raw = !ONLY || ONLY.includes('pg') ? await rawDriverRate(Math.max(...CONNECTIONS), 3) : null;
 
   const floors = new Map(rows.map((r) => [`${r.name}@${r.connections}`, r]));
-  const floorOf: Record<string, string> = { [targets.call.name]: targets.bunsql.name, [targets.callvar.name]: targets.bunsqlvar.name, [targets.list.name]: targets.elysia.name, [targets.pg.name]: targets.bunsql.name, [targets.dbhub.name]: targets.bunsql.name };
+  const floorOf: Record<string, string> = {
+    [targets.call.name]: targets.bunsql.name,
+    [targets.callvar.name]: targets.bunsqlvar.name,
+    [targets.list.name]: targets.elysia.name,
+    [targets.pg.name]: targets.bunsql.name,
+    [targets.dbhub.name]: targets.bunsql.name,
+  };
   const order = [targets.call, targets.callvar, targets.bunsql, targets.bunsqlvar, targets.pg, targets.dbhub, targets.list, targets.elysia].map((t) => t.name);
   const sorted = [...rows].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name) || a.connections - b.connections);
 
@@ -698,7 +761,10 @@ async function main(): Promise<boolean> {
   const floorRow = at(targets.bunsql.name, cMax);
   if (callRow && floorRow) {
     const ratio = callRow.rps / floorRow.rps;
-    checks.push({ what: `tools/call @${cMax}: ${(100 * ratio).toFixed(0)}% of the Elysia + Bun.sql floor (>= ${100 * CALL_RATIO_MIN}%)`, ok: ratio >= CALL_RATIO_MIN });
+    checks.push({
+      what: `tools/call @${cMax}: ${(100 * ratio).toFixed(0)}% of the Elysia + Bun.sql floor (>= ${100 * CALL_RATIO_MIN}%)`,
+      ok: ratio >= CALL_RATIO_MIN,
+    });
   }
   if (callRow) {
     checks.push({ what: `tools/call @${cMax}: p99 ${callRow.p99} ms (<= ${CALL_P99_MAX_MS} ms)`, ok: callRow.p99 <= CALL_P99_MAX_MS });
@@ -706,7 +772,10 @@ async function main(): Promise<boolean> {
     const hub = at(targets.dbhub.name, cMax);
     if (hub) {
       const times = callRow.rps / hub.rps;
-      checks.push({ what: `tools/call @${cMax}: ${times.toFixed(1)}x DBHub's execute_sql (>= ${DBHUB_RATIO_MIN}x; DBHub ${errorsOf(hub)} errors)`, ok: times >= DBHUB_RATIO_MIN });
+      checks.push({
+        what: `tools/call @${cMax}: ${times.toFixed(1)}x DBHub's execute_sql (>= ${DBHUB_RATIO_MIN}x; DBHub ${errorsOf(hub)} errors)`,
+        ok: times >= DBHUB_RATIO_MIN,
+      });
     } else if (dbhubProblem && (!ONLY || ONLY.includes('dbhub'))) {
       checks.push({ what: `tools/call @${cMax} >= ${DBHUB_RATIO_MIN}x DBHub: not measured, ${dbhubProblem}`, ok: false });
     }
@@ -722,10 +791,16 @@ async function main(): Promise<boolean> {
     if (!governed || !bare) continue;
     checks.push({ what: `tools/call varied @${c}: ${errorsOf(governed)} errors (none)`, ok: errorsOf(governed) === 0 });
     if (c < 2) {
-      checks.push({ what: `tools/call varied @${c}: p50 ${governed.p50} ms, bare gateway ${bare.p50} ms (within ${SINGLE_P50_SLACK_MS} ms)`, ok: governed.p50 <= bare.p50 + SINGLE_P50_SLACK_MS });
+      checks.push({
+        what: `tools/call varied @${c}: p50 ${governed.p50} ms, bare gateway ${bare.p50} ms (within ${SINGLE_P50_SLACK_MS} ms)`,
+        ok: governed.p50 <= bare.p50 + SINGLE_P50_SLACK_MS,
+      });
     } else if (governed.machineCpuUs !== null && bare.machineCpuUs) {
       const times = governed.machineCpuUs / bare.machineCpuUs;
-      checks.push({ what: `tools/call varied @${c}: machine CPU ${governed.machineCpuUs.toFixed(0)} µs/call = ${times.toFixed(2)}x the bare gateway's ${bare.machineCpuUs.toFixed(0)} (<= ${VARIED_MACHINE_CPU_MAX}x)`, ok: times <= VARIED_MACHINE_CPU_MAX });
+      checks.push({
+        what: `tools/call varied @${c}: machine CPU ${governed.machineCpuUs.toFixed(0)} µs/call = ${times.toFixed(2)}x the bare gateway's ${bare.machineCpuUs.toFixed(0)} (<= ${VARIED_MACHINE_CPU_MAX}x)`,
+        ok: times <= VARIED_MACHINE_CPU_MAX,
+      });
     }
   }
   for (const c of CONNECTIONS) {
@@ -738,28 +813,42 @@ async function main(): Promise<boolean> {
   }
 
   console.log('');
-  console.log(`Toolgate benchmark, ${new Date().toISOString()}, ${navigator.hardwareConcurrency} CPUs, Bun ${Bun.version}, plan ${PLAN}${BENCH_ORGS > 1 ? ` (${BENCH_ORGS} orgs)` : ''}, ` +
-    `${DURATION_S} s per run after ${WARMUP_S} s warm-up, connector pool ${POOL_SIZE}, SELECT of 10 rows from ${ROWS.toLocaleString('en')} rows`);
+  console.log(
+    `Toolgate benchmark, ${new Date().toISOString()}, ${navigator.hardwareConcurrency} CPUs, Bun ${Bun.version}, plan ${PLAN}${BENCH_ORGS > 1 ? ` (${BENCH_ORGS} orgs)` : ''}, ` +
+      `${DURATION_S} s per run after ${WARMUP_S} s warm-up, connector pool ${POOL_SIZE}, SELECT of 10 rows from ${ROWS.toLocaleString('en')} rows`,
+  );
   console.log('');
   console.log(table(sorted, floors, floorOf));
   console.log('');
-  console.log(`gateway process RSS after the load: ${gatewayRssMb.toFixed(0)} MB (PostgreSQL store; load average ${(await Bun.file('/proc/loadavg').text()).split(' ').slice(0, 3).join(' ')})`);
+  console.log(
+    `gateway process RSS after the load: ${gatewayRssMb.toFixed(0)} MB (PostgreSQL store; load average ${(await Bun.file('/proc/loadavg').text()).split(' ').slice(0, 3).join(' ')})`,
+  );
   if (soak) {
-    console.log(`soak: tools/call @${cMax} for ${SOAK_S} s, ${soak.rps.toFixed(0)} req/s, ${soak.errors} errors; gateway RSS every ${SOAK_SAMPLE_S} s (MB): ` +
-      `${soak.curve.map((p) => p.mb.toFixed(0)).join(', ')}; as the load ends: ${soak.end.toFixed(0)} MB; 10 s later: ${soak.after.toFixed(0)} MB`);
-    if (SOAK_S >= 60) checks.push({ what: `soak: gateway RSS as the ${SOAK_S} s load ends ${soak.end.toFixed(0)} MB (<= ${RSS_MAX_MB} MB)`, ok: soak.end <= RSS_MAX_MB });
+    console.log(
+      `soak: tools/call @${cMax} for ${SOAK_S} s, ${soak.rps.toFixed(0)} req/s, ${soak.errors} errors; gateway RSS every ${SOAK_SAMPLE_S} s (MB): ` +
+        `${soak.curve.map((p) => p.mb.toFixed(0)).join(', ')}; as the load ends: ${soak.end.toFixed(0)} MB; 10 s later: ${soak.after.toFixed(0)} MB`,
+    );
+    if (SOAK_S >= 60)
+      checks.push({ what: `soak: gateway RSS as the ${SOAK_S} s load ends ${soak.end.toFixed(0)} MB (<= ${RSS_MAX_MB} MB)`, ok: soak.end <= RSS_MAX_MB });
     const at60 = soak.curve.find((p) => p.s >= 55);
     if (at60 && soak.curve.some((p) => p.s > at60.s)) {
       const peakLater = Math.max(...soak.curve.filter((p) => p.s > at60.s).map((p) => p.mb));
-      checks.push({ what: `soak: flat under load after 60 s, peak ${peakLater.toFixed(0)} MB (<= ${SOAK_GROWTH_MAX}x the ${at60.mb.toFixed(0)} MB at 60 s)`, ok: peakLater <= at60.mb * SOAK_GROWTH_MAX });
+      checks.push({
+        what: `soak: flat under load after 60 s, peak ${peakLater.toFixed(0)} MB (<= ${SOAK_GROWTH_MAX}x the ${at60.mb.toFixed(0)} MB at 60 s)`,
+        ok: peakLater <= at60.mb * SOAK_GROWTH_MAX,
+      });
     }
     checks.push({ what: `soak: ${soak.errors} errors (none)`, ok: soak.errors === 0 });
   }
   if (raw !== null) console.log(`raw in-process postgres.js (no HTTP, ${cMax} concurrent, pool ${POOL_SIZE}): ${raw.toFixed(0)} queries/s`);
   console.log('server CPU = CPU time of the server process (gateway or floor; not PostgreSQL, not the load generator) per request');
-  console.log('varied = a new SQL text in every request (new literals; the floor runs the same texts); machine CPU / floor = machine CPU per request over the floor row\'s');
-  console.log('PostgreSQL CPU = CPU time of all PostgreSQL processes (store and data database, backends that exited during the run included) per request; Redis CPU = the redis-server process; load gen. = this process (autocannon); machine CPU = busy CPU time of the whole machine per request (everything: server, PostgreSQL, Redis, the load generator; 2 cores give 2,000,000 µs per second)');
-  console.log('errors = non-2xx + socket errors + sampled bodies with a JSON-RPC error or isError (1 in ' + SAMPLE_EVERY + ' checked)');
+  console.log(
+    "varied = a new SQL text in every request (new literals; the floor runs the same texts); machine CPU / floor = machine CPU per request over the floor row's",
+  );
+  console.log(
+    'PostgreSQL CPU = CPU time of all PostgreSQL processes (store and data database, backends that exited during the run included) per request; Redis CPU = the redis-server process; load gen. = this process (autocannon); machine CPU = busy CPU time of the whole machine per request (everything: server, PostgreSQL, Redis, the load generator; 2 cores give 2,000,000 µs per second)',
+  );
+  console.log(`errors = non-2xx + socket errors + sampled bodies with a JSON-RPC error or isError (1 in ${SAMPLE_EVERY} checked)`);
   console.log('');
   for (const c of checks) console.log(`${c.ok ? 'PASS' : 'FAIL'}  ${c.what}`);
   const ok = checks.length > 0 && checks.every((c) => c.ok);

@@ -41,7 +41,9 @@ await seedItems(DATA_DB);
 /** --store=pglite: the embedded store (PGlite, in memory) instead of a PostgreSQL store database. */
 const STORE = process.argv.includes('--store=pglite') ? 'pglite' : 'postgres';
 // TOOLGATE_AUTH_CACHE_TTL_MS=0 in the environment: the MCP credential cache off (every lookup in the store), for A/Bs.
-const authCacheTtl: Record<string, string> = process.env.TOOLGATE_AUTH_CACHE_TTL_MS ? { TOOLGATE_AUTH_CACHE_TTL_MS: process.env.TOOLGATE_AUTH_CACHE_TTL_MS } : {};
+const authCacheTtl: Record<string, string> = process.env.TOOLGATE_AUTH_CACHE_TTL_MS
+  ? { TOOLGATE_AUTH_CACHE_TTL_MS: process.env.TOOLGATE_AUTH_CACHE_TTL_MS }
+  : {};
 const gateway = await startTestGateway(STORE, { REDIS_URL: 'redis://127.0.0.1:6379', TOOLGATE_WEBHOOK_WORKER: '0', ...authCacheTtl });
 exit.add(() => gateway.close());
 const org = await onboard(gateway);
@@ -82,15 +84,21 @@ const stages: Record<string, () => Promise<unknown>> = {
   'tools/list, whole (app.handle)': () => handled('tools/list', {}, toolName),
   'ping (transport, API key, org, local window)': () => handled('ping', {}, '"result"'),
   'burst window in Redis (limiter.take)': () => gateway.deps.limiter.take(org.orgId, 100_000),
-  'SQL guard, cached (guardPostgresSql)': async () => guardPostgresSql(SELECT, { table: { schema: 'public', name: TABLE }, allowWrite: false, allowDdl: false, readOnly: true }),
+  'SQL guard, cached (guardPostgresSql)': async () =>
+    guardPostgresSql(SELECT, { table: { schema: 'public', name: TABLE }, allowWrite: false, allowDdl: false, readOnly: true }),
   'connector read path (postgresqlDriver.execute)': async () => {
     const r = await postgresqlDriver.execute(tool, { sql: SELECT }, ctx);
     if (r.isError) throw new Error(String(r.content[0]?.text));
   },
   'audit row, group commit (audit.toolCall)': () =>
-    gateway.deps.audit.toolCall(
-      { orgId: org.orgId, action: 'tool.called', actor: { type: 'api_key', id: 'k' }, targetType: 'tool', targetId: toolName, details: { tool_name: toolName, connector_id: connector.id, duration_ms: 1.2, row_count: 10, counted: true, arguments_sha256: 'a'.repeat(64) } },
-    ),
+    gateway.deps.audit.toolCall({
+      orgId: org.orgId,
+      action: 'tool.called',
+      actor: { type: 'api_key', id: 'k' },
+      targetType: 'tool',
+      targetId: toolName,
+      details: { tool_name: toolName, connector_id: connector.id, duration_ms: 1.2, row_count: 10, counted: true, arguments_sha256: 'a'.repeat(64) },
+    }),
 };
 
 // Diagnostics by elimination: the whole call with one stage replaced by a no-op (what the stage costs in place,
@@ -156,13 +164,19 @@ try {
   await gateway.deps.audit.drain();
   // Each group-commit batch stamps its rows with one created_at: rows per batch, as the calls made them.
   const [batches] = rowsOf<{ batches: number; rows: number }>(
-    await gateway.deps.store.db.execute(sql`SELECT count(DISTINCT created_at)::int AS batches, count(*)::int AS rows FROM audit_events WHERE org_id = ${org.orgId} AND action = 'tool.called'`),
+    await gateway.deps.store.db.execute(
+      sql`SELECT count(DISTINCT created_at)::int AS batches, count(*)::int AS rows FROM audit_events WHERE org_id = ${org.orgId} AND action = 'tool.called'`,
+    ),
   );
   const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
-  console.log(`\nCPU µs of this process per operation, ${CALLERS} concurrent callers, ${ROUNDS} rounds of ${SECONDS} s, medians (load average ${(await Bun.file('/proc/loadavg').text()).split(' ').slice(0, 3).join(' ')})\n`);
+  console.log(
+    `\nCPU µs of this process per operation, ${CALLERS} concurrent callers, ${ROUNDS} rounds of ${SECONDS} s, medians (load average ${(await Bun.file('/proc/loadavg').text()).split(' ').slice(0, 3).join(' ')})\n`,
+  );
   console.log('| stage | CPU µs/op | ops/s |\n|:--|--:|--:|');
   for (const [name, { perOp, rate }] of results) console.log(`| ${name} | ${median(perOp).toFixed(0)} | ${median(rate).toFixed(0)} |`);
-  console.log(`\naudit: ${batches!.rows} tool-call rows in ${batches!.batches} group-commit batches (${(batches!.rows / batches!.batches).toFixed(1)} rows per batch)`);
+  console.log(
+    `\naudit: ${batches!.rows} tool-call rows in ${batches!.batches} group-commit batches (${(batches!.rows / batches!.batches).toFixed(1)} rows per batch)`,
+  );
 } finally {
   await exit.run();
 }

@@ -12,11 +12,19 @@ import { startReceiver } from '../test/support/webhooks.ts';
 
 const receiver = startReceiver();
 const targets = await createTargets('tg_hookbench', 'pg');
-const gateway = await startTestGateway('postgres', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: receiver.hostPort, TOOLGATE_WEBHOOK_POLL_MS: '200', TOOLGATE_WEBHOOK_WORKER: process.env.BENCH_WORKER ?? '1' });
+const gateway = await startTestGateway('postgres', {
+  TOOLGATE_OUTBOUND_ALLOW_HOSTS: receiver.hostPort,
+  TOOLGATE_WEBHOOK_POLL_MS: '200',
+  TOOLGATE_WEBHOOK_WORKER: process.env.BENCH_WORKER ?? '1',
+});
 const plain = await onboard(gateway);
 const hooked = await onboard(gateway);
-for (const org of [plain, hooked]) await createConnector(gateway, await tokenFor(gateway, org.clientId, org.clientSecret), { name: 'items', type: 'postgresql', config: targets.pgConfig });
-await api(gateway, 'POST', '/api/org/webhooks', await tokenFor(gateway, hooked.clientId, hooked.clientSecret), { url: receiver.url(), events: ['tool.called'] });
+for (const org of [plain, hooked])
+  await createConnector(gateway, await tokenFor(gateway, org.clientId, org.clientSecret), { name: 'items', type: 'postgresql', config: targets.pgConfig });
+await api(gateway, 'POST', '/api/org/webhooks', await tokenFor(gateway, hooked.clientId, hooked.clientSecret), {
+  url: receiver.url(),
+  events: ['tool.called'],
+});
 
 async function round(org: typeof plain, calls: number, concurrency: number): Promise<{ perSecond: number; p99: number }> {
   const latencies: number[] = [];
@@ -45,7 +53,9 @@ for (let i = 0; i < 5; i++) {
 }
 for (const [name, rows] of Object.entries(results)) {
   const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-  console.log(`${name}: median ${median(rows.map((r) => r.perSecond))} calls/s, p99 median ${median(rows.map((r) => r.p99))} ms (rounds: ${rows.map((r) => r.perSecond).join(', ')})`);
+  console.log(
+    `${name}: median ${median(rows.map((r) => r.perSecond))} calls/s, p99 median ${median(rows.map((r) => r.p99))} ms (rounds: ${rows.map((r) => r.perSecond).join(', ')})`,
+  );
 }
 await Bun.sleep(2000);
 console.log(`deliveries received so far: ${receiver.received.length}`);

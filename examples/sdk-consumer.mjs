@@ -48,4 +48,12 @@ try {
   };
 }
 
-console.log(JSON.stringify({ runtime, org: org.slug, connector: { id: connector.id, status: connector.status }, tools: tools.tools.map((t) => t.tool_name).sort(), error }));
+console.log(
+  JSON.stringify({
+    runtime,
+    org: org.slug,
+    connector: { id: connector.id, status: connector.status },
+    tools: tools.tools.map((t) => t.tool_name).sort(),
+    error,
+  }),
+);

@@ -67,9 +67,7 @@ Spec line departed from: none (or the spec line, quoted)
 `;
 
 export function renderIndex(entries: DecisionEntry[]): string {
-  const rows = entries.map(
-    (e) => `| ${e.number} | [${e.title.replaceAll('|', '\\|')}](${e.file}) | ${e.status} | ${e.departs ? 'yes' : 'no'} |`,
-  );
+  const rows = entries.map((e) => `| ${e.number} | [${e.title.replaceAll('|', '\\|')}](${e.file}) | ${e.status} | ${e.departs ? 'yes' : 'no'} |`);
   return `${HEADER}${rows.join('\n')}\n`;
 }
 

@@ -21,10 +21,22 @@ export function standardRequestInit<T extends object>(options: T): Pick<T, Extra
 
 const EDITS: { file: string; from: string; to: string }[] = [
   { file: 'core/utils.gen.ts', from: '\nexport function getValidRequestBody(', to: `${HELPER}\nexport function getValidRequestBody(` },
-  { file: 'client/client.gen.ts', from: "import { getValidRequestBody } from '../core/utils.gen.ts';", to: "import { getValidRequestBody, standardRequestInit } from '../core/utils.gen.ts';" },
+  {
+    file: 'client/client.gen.ts',
+    from: "import { getValidRequestBody } from '../core/utils.gen.ts';",
+    to: "import { getValidRequestBody, standardRequestInit } from '../core/utils.gen.ts';",
+  },
   { file: 'client/client.gen.ts', from: "      redirect: 'follow',\n      ...opts,\n", to: "      redirect: 'follow',\n      ...standardRequestInit(opts),\n" },
-  { file: 'core/serverSentEvents.gen.ts', from: "import type { Config } from './types.gen.ts';", to: "import type { Config } from './types.gen.ts';\nimport { standardRequestInit } from './utils.gen.ts';" },
-  { file: 'core/serverSentEvents.gen.ts', from: "          redirect: 'follow',\n          ...options,\n", to: "          redirect: 'follow',\n          ...standardRequestInit(options),\n" },
+  {
+    file: 'core/serverSentEvents.gen.ts',
+    from: "import type { Config } from './types.gen.ts';",
+    to: "import type { Config } from './types.gen.ts';\nimport { standardRequestInit } from './utils.gen.ts';",
+  },
+  {
+    file: 'core/serverSentEvents.gen.ts',
+    from: "          redirect: 'follow',\n          ...options,\n",
+    to: "          redirect: 'follow',\n          ...standardRequestInit(options),\n",
+  },
 ];
 
 export function fixRequestInit(clientDir: string): void {
@@ -32,7 +44,8 @@ export function fixRequestInit(clientDir: string): void {
     const path = join(clientDir, file);
     const text = readFileSync(path, 'utf8');
     const count = text.split(from).length - 1;
-    if (count !== 1) throw new Error(`gen: the RequestInit fix expects ${JSON.stringify(from)} once in ${file}, found ${count} (did @hey-api/openapi-ts change?)`);
+    if (count !== 1)
+      throw new Error(`gen: the RequestInit fix expects ${JSON.stringify(from)} once in ${file}, found ${count} (did @hey-api/openapi-ts change?)`);
     writeFileSync(path, text.replace(from, to));
   }
 }

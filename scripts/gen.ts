@@ -78,8 +78,18 @@ function collectOperations(doc: Json): { operations: OperationEntry[]; schemas: 
       const pathParams = params.filter((p) => p.in === 'path');
       const queryParams = params.filter((p) => p.in === 'query');
       const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
-      if (templated.sort().join() !== pathParams.map((p) => p.name).sort().join()) fail(`${id}: path parameters do not match ${path}`);
-      for (const [where, list] of [['path', pathParams], ['query', queryParams]] as const) {
+      if (
+        templated.sort().join() !==
+        pathParams
+          .map((p) => p.name)
+          .sort()
+          .join()
+      )
+        fail(`${id}: path parameters do not match ${path}`);
+      for (const [where, list] of [
+        ['path', pathParams],
+        ['query', queryParams],
+      ] as const) {
         if (list.length === 0) continue;
         schemas[`${id}_${where}`] = {
           type: 'object',
@@ -177,8 +187,19 @@ export type OperationId = (typeof operations)[number]['operationId'];
 
 async function jsonRpcTypes(schema: Json): Promise<string> {
   const defs = Object.keys(schema.$defs);
-  const root = { ...schema, title: 'JsonRpcMessages', type: 'object', properties: Object.fromEntries(defs.map((d) => [d, { $ref: `#/$defs/${d}` }])), additionalProperties: false };
-  const ts = await schemaToTs(root as never, 'JsonRpcMessages', { bannerComment: '', additionalProperties: false, unreachableDefinitions: true, format: false });
+  const root = {
+    ...schema,
+    title: 'JsonRpcMessages',
+    type: 'object',
+    properties: Object.fromEntries(defs.map((d) => [d, { $ref: `#/$defs/${d}` }])),
+    additionalProperties: false,
+  };
+  const ts = await schemaToTs(root as never, 'JsonRpcMessages', {
+    bannerComment: '',
+    additionalProperties: false,
+    unreachableDefinitions: true,
+    format: false,
+  });
   return `${HEADER('jsonrpc-schema.json')}${ts}`;
 }
 
@@ -216,7 +237,7 @@ async function generate(outDir: string): Promise<void> {
   fixRequestInit(join(outDir, 'client'));
   stampClient(join(outDir, 'client'));
   writeFileSync(join(outDir, 'operations.ts'), operationsModule(operations));
-  writeFileSync(join(outDir, 'openapi.json'), JSON.stringify(doc, null, 2) + '\n');
+  writeFileSync(join(outDir, 'openapi.json'), `${JSON.stringify(doc, null, 2)}\n`);
   writeFileSync(join(outDir, 'validators', 'rest.ts'), restValidators(doc, schemas));
   writeFileSync(join(outDir, 'validators', 'jsonrpc.ts'), jsonRpcValidators(rpc));
   writeFileSync(join(outDir, 'jsonrpc-types.ts'), await jsonRpcTypes(rpc));
@@ -228,8 +249,12 @@ const scratch = mkdtempSync(join(tmpdir(), 'toolgate-gen-'));
 try {
   await generate(scratch);
   if (check) {
-    const want = listFiles(scratch).map((f) => relative(scratch, f)).sort();
-    const have = listFiles(target).map((f) => relative(target, f)).sort();
+    const want = listFiles(scratch)
+      .map((f) => relative(scratch, f))
+      .sort();
+    const have = listFiles(target)
+      .map((f) => relative(target, f))
+      .sort();
     const drift = [...new Set([...want, ...have])].filter(
       (f) => !want.includes(f) || !have.includes(f) || readFileSync(join(scratch, f), 'utf8') !== readFileSync(join(target, f), 'utf8'),
     );

@@ -92,7 +92,12 @@ function startProxy(backends: Backend[], port: number) {
         backend.inFlight++;
         if (backend.killed) backend.routedAfterKill++;
         try {
-          const answer = await fetch(`${backend.instance.url}${url.pathname}${url.search}`, { method: request.method, headers: request.headers, body, redirect: 'manual' });
+          const answer = await fetch(`${backend.instance.url}${url.pathname}${url.search}`, {
+            method: request.method,
+            headers: request.headers,
+            body,
+            redirect: 'manual',
+          });
           return new Response(await answer.arrayBuffer(), { status: answer.status, headers: answer.headers });
         } catch (err) {
           backend.up = false;
@@ -100,7 +105,10 @@ function startProxy(backends: Backend[], port: number) {
           if ((err as { code?: string }).code === 'ConnectionRefused') continue;
           // A connection that broke after the request went out: no retry, the call may have run.
           cutOff.push(backend.instance.name);
-          return Response.json({ error: 'bad_gateway', message: `instance ${backend.instance.name} went away` }, { status: 502, headers: { 'x-cut-off-backend': backend.instance.name } });
+          return Response.json(
+            { error: 'bad_gateway', message: `instance ${backend.instance.name} went away` },
+            { status: 502, headers: { 'x-cut-off-backend': backend.instance.name } },
+          );
         } finally {
           backend.inFlight--;
         }
@@ -144,10 +152,18 @@ interface Org {
   client: sdk.Client;
 }
 
-async function onboardOrg(base: string, plan: 'enterprise' | 'starter', target: { host: string; port: number; database: string; user: string; tls: 'disable' }): Promise<Org> {
+async function onboardOrg(
+  base: string,
+  plan: 'enterprise' | 'starter',
+  target: { host: string; port: number; database: string; user: string; tls: 'disable' },
+): Promise<Org> {
   const operator = new sdk.Toolgate({ baseUrl: base, token: OPERATOR }).client;
   const slug = `scale-${plan}-${randomBytes(4).toString('hex')}`;
-  const { data } = await sdk.createOrg({ client: operator, throwOnError: true, body: { slug, name: slug, plan, ...(plan === 'enterprise' ? { burst_limit_per_second: 100_000 } : {}) } });
+  const { data } = await sdk.createOrg({
+    client: operator,
+    throwOnError: true,
+    body: { slug, name: slug, plan, ...(plan === 'enterprise' ? { burst_limit_per_second: 100_000 } : {}) },
+  });
   const client = new sdk.Toolgate({ baseUrl: base, clientId: data.oauth_client.client_id, clientSecret: data.oauth_client.client_secret }).client;
   const { data: connector } = await sdk.createConnector({ client, throwOnError: true, body: { name: 'shop', type: 'postgresql', config: target } });
   for (let i = 0; ; i++) {
@@ -159,7 +175,13 @@ async function onboardOrg(base: string, plan: 'enterprise' | 'starter', target: 
   return { id: data.org.id, slug, apiKey: data.api_key.key, client };
 }
 
-async function rpcCall(base: string, org: Org, id: number, name: string, args: Record<string, unknown>): Promise<{ status: number; body: any; cutOffBackend: string | null }> {
+async function rpcCall(
+  base: string,
+  org: Org,
+  id: number,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<{ status: number; body: any; cutOffBackend: string | null }> {
   const response = await fetch(`${base}/mcp/${org.slug}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': org.apiKey },
@@ -197,7 +219,13 @@ export async function runScaleOut(options: ScaleOutOptions): Promise<ScaleOutRep
     await dataSql.unsafe("INSERT INTO notes VALUES (1, 'first'), (2, 'second')");
     await dataSql.end();
     const pg = new URL(options.pgUrl);
-    const target = { host: pg.hostname, port: Number(pg.port || 5432), database: data.name, user: decodeURIComponent(pg.username) || 'postgres', tls: 'disable' as const };
+    const target = {
+      host: pg.hostname,
+      port: Number(pg.port || 5432),
+      database: data.name,
+      user: decodeURIComponent(pg.username) || 'postgres',
+      tls: 'disable' as const,
+    };
 
     // The proxy listens first: every instance gets its URL as TOOLGATE_PUBLIC_URL (one token issuer for all).
     proxy = startProxy(backends, options.port);
@@ -219,7 +247,12 @@ export async function runScaleOut(options: ScaleOutOptions): Promise<ScaleOutRep
     // Every tenth call goes to a tool flagged for approval: held, not run.
     const { data: tools } = await sdk.listTools({ client: enterprise.client, throwOnError: true, path: { orgId: enterprise.id } });
     const notes = tools.tools.find((t) => t.name === NOTES)!;
-    await sdk.updateToolMetadata({ client: enterprise.client, throwOnError: true, path: { orgId: enterprise.id, toolId: notes.id }, body: { requires_approval: true, approval_ttl_seconds: 3600 } });
+    await sdk.updateToolMetadata({
+      client: enterprise.client,
+      throwOnError: true,
+      path: { orgId: enterprise.id, toolId: notes.id },
+      body: { requires_approval: true, approval_ttl_seconds: 3600 },
+    });
 
     // Load: unique arguments per call, so each answer is matched with its audit row by digest.
     type Outcome = { i: number; digest: string; kind: 'ok' | 'held' | 'cut_off' | 'other'; approvalId?: string };
@@ -258,7 +291,9 @@ export async function runScaleOut(options: ScaleOutOptions): Promise<ScaleOutRep
     await Promise.all(Array.from({ length: options.concurrency }, worker));
     const seconds = (performance.now() - t0) / 1000;
     const count = (k: Outcome['kind']) => outcomes.filter((o) => o.kind === k).length;
-    log(`load: ${outcomes.length} calls in ${seconds.toFixed(1)} s: ${count('ok')} ok, ${count('held')} held, ${count('cut_off')} cut off, ${count('other')} other`);
+    log(
+      `load: ${outcomes.length} calls in ${seconds.toFixed(1)} s: ${count('ok')} ok, ${count('held')} held, ${count('cut_off')} cut off, ${count('other')} other`,
+    );
 
     // Audit rows, matched by digest.
     const sql = postgres(store.url, { max: 2, onnotice: () => {} });
@@ -304,7 +339,9 @@ export async function runScaleOut(options: ScaleOutOptions): Promise<ScaleOutRep
     const starter = await onboardOrg(proxy.url, 'starter', target);
     const burst = { limit: 20, sent: 30, passed: 0, limited: 0 };
     await startOfSecond();
-    const burstAnswers = await Promise.all(Array.from({ length: burst.sent }, (_, i) => rpcCall(proxy!.url, starter, i, ITEMS, { sql: 'SELECT id FROM items' })));
+    const burstAnswers = await Promise.all(
+      Array.from({ length: burst.sent }, (_, i) => rpcCall(proxy!.url, starter, i, ITEMS, { sql: 'SELECT id FROM items' })),
+    );
     burst.passed = burstAnswers.filter((a) => a.status === 200 && a.body?.result && !a.body.result.isError).length;
     burst.limited = burstAnswers.filter((a) => a.status === 429).length;
 
@@ -314,10 +351,14 @@ export async function runScaleOut(options: ScaleOutOptions): Promise<ScaleOutRep
     const quota = { left: 5, sent: 12, ran: 0, refused: 0, counter: 0, expected: QUOTA };
     await sql`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${quotaOrg.id}, ${periodStart(new Date())}, ${QUOTA - quota.left})`;
     await startOfSecond();
-    const quotaAnswers = await Promise.all(Array.from({ length: quota.sent }, (_, i) => rpcCall(proxy!.url, quotaOrg, i, ITEMS, { sql: 'SELECT id FROM items' })));
+    const quotaAnswers = await Promise.all(
+      Array.from({ length: quota.sent }, (_, i) => rpcCall(proxy!.url, quotaOrg, i, ITEMS, { sql: 'SELECT id FROM items' })),
+    );
     quota.ran = quotaAnswers.filter((a) => a.status === 200 && a.body?.result && !a.body.result.isError).length;
     quota.refused = quotaAnswers.filter((a) => a.body?.error?.code === -32000).length;
-    quota.counter = (await sql<{ n: number }[]>`SELECT tool_calls::int AS n FROM usage_counters WHERE org_id = ${quotaOrg.id} AND period_start = ${periodStart(new Date())}`)[0]!.n;
+    quota.counter = (
+      await sql<{ n: number }[]>`SELECT tool_calls::int AS n FROM usage_counters WHERE org_id = ${quotaOrg.id} AND period_start = ${periodStart(new Date())}`
+    )[0]!.n;
 
     // The orchestrator restarts the killed instance; it seals the rows it had committed, and the chains verify.
     const restarted = await startInstance(`${victim.instance.name}-restarted`, env);

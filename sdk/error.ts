@@ -15,7 +15,14 @@ export class ToolgateError extends Error {
   constructor(status: number, body: unknown) {
     const fields = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
     const code = typeof fields.error === 'string' ? fields.error : `http_${status}`;
-    const text = typeof fields.message === 'string' ? fields.message : typeof fields.error_description === 'string' ? fields.error_description : typeof body === 'string' && body ? body : `HTTP ${status}`;
+    const text =
+      typeof fields.message === 'string'
+        ? fields.message
+        : typeof fields.error_description === 'string'
+          ? fields.error_description
+          : typeof body === 'string' && body
+            ? body
+            : `HTTP ${status}`;
     super(text);
     this.status = status;
     this.error = code;

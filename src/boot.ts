@@ -40,7 +40,9 @@ export async function boot(fail: (message: string) => never): Promise<Booted> {
   }
   const gateway = await createGateway(config);
   // The console's bundle is built in memory at start, so its first page is served at once (and a broken build shows).
-  await consoleAssets().catch((err: unknown) => console.error(`toolgate: the console bundle could not be built: ${err instanceof Error ? err.message : String(err)}`));
+  await consoleAssets().catch((err: unknown) =>
+    console.error(`toolgate: the console bundle could not be built: ${err instanceof Error ? err.message : String(err)}`),
+  );
   const demo: Demo | null = config.demo ? await startDemo(gateway) : null;
   const settled = config;
   return {
@@ -55,7 +57,9 @@ export async function boot(fail: (message: string) => never): Promise<Booted> {
       // PORT=0 (tests, scripts): the port the system chose, for whoever started the process.
       if (port !== settled.port) console.log(`toolgate: port ${port}`);
       console.log(`toolgate: API explorer at ${settled.publicUrl}/docs`);
-      console.log(`toolgate: settings console at ${settled.publicUrl}/console (sign in with an OAuth client that has org:manage, or the org's identity provider)`);
+      console.log(
+        `toolgate: settings console at ${settled.publicUrl}/console (sign in with an OAuth client that has org:manage, or the org's identity provider)`,
+      );
       if (demo) console.log(demo.banner);
     },
     async stop() {

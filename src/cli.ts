@@ -114,7 +114,12 @@ async function orgCreate(argv: string[]): Promise<void> {
   if (holder && holder.port === 0) fail(`the data folder is in use by process ${holder.pid} (another toolgate command); try again`);
   if (holder) {
     const token = config.operatorToken ?? embeddedOperatorToken(config.dataDir);
-    result = await viaOperatorApi(`http://127.0.0.1:${holder.port}`, token, { slug: input.slug, name: input.name, plan, ...(trialDays !== undefined ? { trial_days: trialDays } : {}) });
+    result = await viaOperatorApi(`http://127.0.0.1:${holder.port}`, token, {
+      slug: input.slug,
+      name: input.name,
+      plan,
+      ...(trialDays !== undefined ? { trial_days: trialDays } : {}),
+    });
   } else {
     try {
       result = await direct(config, input);
@@ -148,7 +153,9 @@ async function auditVerify(argv: string[]): Promise<void> {
     if (report.ok) console.log(`audit chain of ${values.org} is intact: ${report.checked} rows verified`);
     else {
       const b = report.broken!;
-      console.log(`audit chain of ${values.org} is BROKEN at row ${b.seq}${b.id ? ` (id ${b.id})` : ''}: ${b.reason}; ${report.checked} rows before it verified`);
+      console.log(
+        `audit chain of ${values.org} is BROKEN at row ${b.seq}${b.id ? ` (id ${b.id})` : ''}: ${b.reason}; ${report.checked} rows before it verified`,
+      );
       process.exitCode = 1;
     }
   } finally {

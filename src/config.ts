@@ -134,7 +134,8 @@ export function loadConfig(env: Env = process.env): Config {
   const port = intVar(env, 'PORT', 8080, 0, 65535);
   const host = env.HOST || '0.0.0.0';
   const publicUrl = (urlVar(env, 'TOOLGATE_PUBLIC_URL', ['http:', 'https:']) ?? `http://localhost:${port}`).replace(/\/+$/, '');
-  if (canonicalHostname(new URL(publicUrl).host) === null) throw new ConfigError('TOOLGATE_PUBLIC_URL has a host name the gateway cannot compare with Host headers');
+  if (canonicalHostname(new URL(publicUrl).host) === null)
+    throw new ConfigError('TOOLGATE_PUBLIC_URL has a host name the gateway cannot compare with Host headers');
   const databaseUrl = urlVar(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const secretKey = env.TOOLGATE_SECRET_KEY || null;
   if (secretKey !== null && decodeKey(secretKey) === null) {

@@ -14,7 +14,6 @@ export class AppError extends Error {
   }
 }
 
-export const badRequest = (code: string, message: string) => new AppError(400, code, message);
 export const notFound = (code: string, message: string) => new AppError(404, code, message);
 export const conflict = (code: string, message: string) => new AppError(409, code, message);
 export const unprocessable = (code: string, message: string) => new AppError(422, code, message);
@@ -26,9 +25,7 @@ export function unauthenticated(message: string, tokenSent = false): AppError {
 }
 
 export function forbidden(code: string, message: string, scope?: string): AppError {
-  const headers: Record<string, string> = scope
-    ? { 'WWW-Authenticate': `Bearer realm="toolgate", error="insufficient_scope", scope="${scope}"` }
-    : {};
+  const headers: Record<string, string> = scope ? { 'WWW-Authenticate': `Bearer realm="toolgate", error="insufficient_scope", scope="${scope}"` } : {};
   return new AppError(403, code, message, headers);
 }
 

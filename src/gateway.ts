@@ -74,7 +74,8 @@ async function openAuthEpoch(config: Config, log: ReturnType<typeof createLogger
 
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
   const embedded = !config.databaseUrl;
-  const keyText = config.secretKey ?? (embedded && !options.inMemory ? embeddedSecretKey(config.dataDir) : Buffer.from(randomSecret(32), 'base64url').toString('base64'));
+  const keyText =
+    config.secretKey ?? (embedded && !options.inMemory ? embeddedSecretKey(config.dataDir) : Buffer.from(randomSecret(32), 'base64url').toString('base64'));
   const box = new SecretBox(decodeKey(keyText)!);
   const store = await openStore({
     databaseUrl: config.databaseUrl,
@@ -83,12 +84,22 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const log = createLogger(config.logLevel, options.logDestination);
   startDefaultMetrics();
   const stopTracing = config.otlpEndpoint
-    ? await startTracing({ endpoint: config.otlpEndpoint, serviceName: config.serviceName, sampleRatio: config.traceSampleRatio, attributes: { 'service.instance.id': `${hostname()}:${process.pid}` } })
+    ? await startTracing({
+        endpoint: config.otlpEndpoint,
+        serviceName: config.serviceName,
+        sampleRatio: config.traceSampleRatio,
+        attributes: { 'service.instance.id': `${hostname()}:${process.pid}` },
+      })
     : async () => {};
   const signer = new TokenSigner(store.db, box, config.publicUrl);
   await signer.init();
   // The gateway's own listener and its store are never an org's target, whatever the allow-list says.
-  const outbound = parseOutboundPolicy({ allowHosts: config.outboundAllowHosts, resolve: options.resolve, ownPorts: [config.port], store: storeTargetOf(config.databaseUrl) });
+  const outbound = parseOutboundPolicy({
+    allowHosts: config.outboundAllowHosts,
+    resolve: options.resolve,
+    ownPorts: [config.port],
+    store: storeTargetOf(config.databaseUrl),
+  });
   const idpVerifier = createIdpVerifier({
     outbound,
     clockToleranceSec: config.idpClockToleranceSeconds,

@@ -92,7 +92,9 @@ describe.skipIf(!hasPg)('what counts and what the audit says', () => {
     const quota = 50_000;
     await w.store`UPDATE usage_counters SET tool_calls = ${quota - 1} WHERE org_id = ${org.orgId} AND period_start = ${periodStart(new Date())}`;
     const answers = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => callTool(i % 2 ? w.g2 : w.g1, org.slug, key, ITEMS, { sql: i % 3 === 0 ? 'SELECT name FROM items' : GUARD_REFUSED })),
+      Array.from({ length: 12 }, (_, i) =>
+        callTool(i % 2 ? w.g2 : w.g1, org.slug, key, ITEMS, { sql: i % 3 === 0 ? 'SELECT name FROM items' : GUARD_REFUSED }),
+      ),
     );
     const valid = answers.filter((_, i) => i % 3 === 0);
     const ranValid = valid.filter((a) => a.body.result && !a.body.result.isError).length;

@@ -7,7 +7,19 @@ import { executeTool } from '../src/tools/runtime.ts';
 import { verifies } from './requirements.ts';
 import * as sdk from '../sdk/index.ts';
 import { onboard, tokenFor } from './support/gateway.ts';
-import { approvalsWorld, checkStatus, decide, DIGEST_KEY, entryId, FLAGGED, holdInsert, ledgerRows, managePrincipal, usedCalls, type ApprovalsWorld } from './support/approvals.ts';
+import {
+  approvalsWorld,
+  checkStatus,
+  decide,
+  DIGEST_KEY,
+  entryId,
+  FLAGGED,
+  holdInsert,
+  ledgerRows,
+  managePrincipal,
+  usedCalls,
+  type ApprovalsWorld,
+} from './support/approvals.ts';
 import { callTool, createConnector, restTools } from './support/mcp.ts';
 import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
@@ -112,7 +124,8 @@ describe.skipIf(!available)('crash between executing and executed', () => {
     const polled = await checkStatus(w, approvalId);
     expect(polled.structuredContent).toMatchObject({ status: 'failed', reason: STALE_EXECUTION_REASON });
     expect((await decide(w, w.g1, approvalId, 'approve')).response.status).toBe(409);
-    const audit = await w.store`SELECT action, details FROM audit_events WHERE target_id = ${approvalId} AND action <> 'approval.requested' ORDER BY created_at`;
+    const audit =
+      await w.store`SELECT action, details FROM audit_events WHERE target_id = ${approvalId} AND action <> 'approval.requested' ORDER BY created_at`;
     expect(audit.map((r) => r.action)).toEqual(['approval.approved', 'approval.failed']);
 
     // The stopped instance "comes back": its late outcome must not turn the recovered approval into executed.
@@ -126,7 +139,7 @@ describe.skipIf(!available)('crash between executing and executed', () => {
 });
 
 describe.skipIf(!available)('bound to what was asked', () => {
-  test('a held call altered in the store (arguments, or another row\'s arguments with their digest) fails closed; nothing runs', async () => {
+  test("a held call altered in the store (arguments, or another row's arguments with their digest) fails closed; nothing runs", async () => {
     verifies('APPROVAL-DIGEST');
     const [a, b] = [entryId(), entryId()];
     const held = (await holdInsert(w, a)).structuredContent.approvalId;
@@ -185,7 +198,11 @@ describe.skipIf(!available)('bound to what was asked', () => {
     expect(archivedAnswer).toMatchObject({ ok: false, status: 'failed' });
     expect(archivedAnswer.reason).toContain('archived');
 
-    for (const [approvalId, reason] of [[disabled, 'disabled'], [byRevoked, 'revoked'], [onArchived, 'archived']] as const) {
+    for (const [approvalId, reason] of [
+      [disabled, 'disabled'],
+      [byRevoked, 'revoked'],
+      [onArchived, 'archived'],
+    ] as const) {
       expect((await checkStatus(w, approvalId)).structuredContent).toMatchObject({ status: 'failed', reason: expect.stringContaining(reason) });
     }
     expect([await ledgerRows(w, disabledId), await ledgerRows(w, revokedId), await ledgerRows(w, archivedId)]).toEqual([0, 0, 0]);
@@ -201,10 +218,16 @@ describe.skipIf(!available)('quota', () => {
     const manage = await tokenFor(w.g1, starter.clientId, starter.clientSecret);
     const connector = await createConnector(w.g1, manage, { name: 'ledger', type: 'postgresql', config: w.targets.pgConfig, allow_write: true });
     const tool = (await restTools(w.g1, manage, starter.orgId, connector.id)).find((t) => t.name === FLAGGED)!;
-    await sdk.updateToolMetadata({ client: sdkFor(w.g1, manage).client, throwOnError: true, path: { orgId: starter.orgId, toolId: tool.id }, body: { requires_approval: true } });
+    await sdk.updateToolMetadata({
+      client: sdkFor(w.g1, manage).client,
+      throwOnError: true,
+      path: { orgId: starter.orgId, toolId: tool.id },
+      body: { requires_approval: true },
+    });
     const counted = async () => Number((await w.store`SELECT coalesce(sum(tool_calls), 0) AS n FROM usage_counters WHERE org_id = ${starter.orgId}`)[0]!.n);
     const hold = async (id: number) =>
-      (await callTool(w.g1, starter.slug, { apiKey: starter.apiKey }, FLAGGED, { sql: `INSERT INTO ledger VALUES (${id}, 'q')` })).body.result.structuredContent.approvalId as string;
+      (await callTool(w.g1, starter.slug, { apiKey: starter.apiKey }, FLAGGED, { sql: `INSERT INTO ledger VALUES (${id}, 'q')` })).body.result.structuredContent
+        .approvalId as string;
     const [first, second] = [entryId(), entryId()];
     const a = await hold(first);
     expect(await counted()).toBe(0);

@@ -34,7 +34,9 @@ beforeAll(async () => {
   const pg = await createConnector(g, manage, { name: 'warehouse', type: 'postgresql', config: t.pgConfig });
   expect(pg.status).toBe('active');
   const tool = (await restTools(g, manage, org.orgId)).find((x) => x.name === 'query_postgresql_items')!;
-  expect((await sdk.updateToolMetadata({ client: rest, path: { orgId: org.orgId, toolId: tool.id }, body: { requires_approval: true } })).response.status).toBe(200);
+  expect((await sdk.updateToolMetadata({ client: rest, path: { orgId: org.orgId, toolId: tool.id }, body: { requires_approval: true } })).response.status).toBe(
+    200,
+  );
   const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${server.port}/mcp/${org.slug}`), {
     requestInit: { headers: { 'x-api-key': org.apiKey } },
   });
@@ -79,7 +81,11 @@ describe.skipIf(!available)('the MCP SDK client and a flagged tool', () => {
     expect((await decision).response.status).toBe(200);
     expect(seen[0]).toBe('pending');
     expect(last!.structuredContent!.status).toBe('executed');
-    const rows = [{ id: 1, name: 'apple' }, { id: 2, name: 'pear' }, { id: 3, name: 'plum' }];
+    const rows = [
+      { id: 1, name: 'apple' },
+      { id: 2, name: 'pear' },
+      { id: 3, name: 'plum' },
+    ];
     expect(last!.structuredContent!.result.structuredContent).toEqual({ rows, rowCount: 3, truncated: false });
     expect(JSON.parse(last!.content[1]!.text)).toEqual(rows);
   });

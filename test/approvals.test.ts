@@ -213,7 +213,8 @@ describe.skipIf(!available)('not found, other orgs, other credentials', () => {
     const { approvalId } = (await holdInsert(w, entryId())).structuredContent;
     // A key limited to a second connector cannot call the flagged tool, so it cannot see its approvals.
     const client = sdkFor(w.g1, w.manage).client;
-    const secondId = (await sdk.createConnector({ client, throwOnError: true, body: { name: 'second', type: 'postgresql', config: w.targets.pgConfig } })).data.id;
+    const secondId = (await sdk.createConnector({ client, throwOnError: true, body: { name: 'second', type: 'postgresql', config: w.targets.pgConfig } })).data
+      .id;
     await w.g1.deps.jobs.idle();
     const scoped = (await sdk.createApiKey({ client, throwOnError: true, body: { name: 'scoped', connector_ids: [secondId] } })).data.key;
     expect((await checkStatus(w, approvalId, { apiKey: scoped })).structuredContent).toEqual({ status: 'not_found', approvalId });
@@ -252,7 +253,9 @@ describe.skipIf(!available)('who may approve or reject', () => {
     expect(res.response.status).toBe(200);
     const row = (await list({ status: 'rejected' })).find((a) => a.id === approvalId);
     expect(row.decided_by).toBe('user:approver@example.com');
-    expect((await auditRows(approvalId)).map((r) => [r.action, r.actor_type, r.actor_id.toLowerCase()])).toEqual([['approval.rejected', 'user', 'approver@example.com']]);
+    expect((await auditRows(approvalId)).map((r) => [r.action, r.actor_type, r.actor_id.toLowerCase()])).toEqual([
+      ['approval.rejected', 'user', 'approver@example.com'],
+    ]);
   });
 
   test('a listed approver user can approve, and the call runs; one removed from the tool since the hold cannot', async () => {
@@ -261,7 +264,11 @@ describe.skipIf(!available)('who may approve or reject', () => {
     const { approvalId } = (await holdInsert(w, id)).structuredContent;
     const admin = await userToken(w, { sub: 'u-second', role: 'admin', email: 'second@example.com' });
     const setApprovers = (emails: string[]) =>
-      sdk.updateToolMetadata({ client: sdkFor(w.g1, w.manage).client, path: { orgId: w.org.orgId, toolId: w.flaggedToolId }, body: { approval_emails: emails } });
+      sdk.updateToolMetadata({
+        client: sdkFor(w.g1, w.manage).client,
+        path: { orgId: w.org.orgId, toolId: w.flaggedToolId },
+        body: { approval_emails: emails },
+      });
     expect((await setApprovers([APPROVER])).response.status).toBe(200);
     const removed = await decide(w, w.g1, approvalId, 'approve', admin);
     expect({ status: removed.response.status, error: removed.error?.error }).toEqual({ status: 403, error: 'not_an_approver' });
@@ -377,7 +384,10 @@ describe.skipIf(!available)('expiry', () => {
 describe.skipIf(!available)('the inbox', () => {
   test('status filter, newest first, limit default 200 and max 500', async () => {
     verifies('APPROVAL-LIST');
-    const catalog = await w.g1.deps.catalog.get(w.org.orgId, Number((await w.store`SELECT catalog_version FROM orgs WHERE id = ${w.org.orgId}`)[0]!.catalog_version));
+    const catalog = await w.g1.deps.catalog.get(
+      w.org.orgId,
+      Number((await w.store`SELECT catalog_version FROM orgs WHERE id = ${w.org.orgId}`)[0]!.catalog_version),
+    );
     const tool = catalog.tools.find((t) => t.name === FLAGGED)!;
     const agent = { orgId: w.org.orgId, kind: 'api_key' as const, actorId: w.apiKeyId, email: null, roles: [], orgLevel: false, connectorIds: null };
     // Held through the service directly: 205 calls over the MCP endpoint would meet the starter plan's burst limit.

@@ -25,20 +25,44 @@ const kinds: StoreKind[] = hasPg ? ['pglite', 'postgres'] : ['pglite'];
 if (!hasPg) console.warn('audit-mac: PostgreSQL is not reachable; only the PGlite store is tested');
 
 describe('the row MAC (unit)', () => {
-  test("is HMAC-SHA256 under the HKDF key of its own label, over [v1, id, org, ...rowTail]; any field changed fails", () => {
+  test('is HMAC-SHA256 under the HKDF key of its own label, over [v1, id, org, ...rowTail]; any field changed fails', () => {
     verifies('AUDIT-ROW-MAC');
     const secret = new Uint8Array(32).fill(9);
     const key = deriveAuditMacKey(secret);
-    const row = { id: crypto.randomUUID(), orgId: crypto.randomUUID(), createdAt: new Date('2026-11-26T10:00:00.000Z'), action: 'tool.called', actorType: 'api_key', actorId: 'k', targetType: 'tool', targetId: 't', outcome: 'success', details: { b: 1, a: [1, 'x'] } };
+    const row = {
+      id: crypto.randomUUID(),
+      orgId: crypto.randomUUID(),
+      createdAt: new Date('2026-11-26T10:00:00.000Z'),
+      action: 'tool.called',
+      actorType: 'api_key',
+      actorId: 'k',
+      targetType: 'tool',
+      targetId: 't',
+      outcome: 'success',
+      details: { b: 1, a: [1, 'x'] },
+    };
     // The same value by node:crypto directly (what a Deno instance computes), so instances on either runtime agree.
     const raw = new Uint8Array(hkdfSync('sha256', secret, new Uint8Array(0), 'toolgate audit row mac v1', 32));
-    const expected = createHmac('sha256', raw).update(`["v1",${JSON.stringify(row.id)},${JSON.stringify(row.orgId)}${rowTail(row)}`).digest('hex');
+    const expected = createHmac('sha256', raw)
+      .update(`["v1",${JSON.stringify(row.id)},${JSON.stringify(row.orgId)}${rowTail(row)}`)
+      .digest('hex');
     const mac = rowMac(key, row.id, row.orgId, rowTail(row));
     expect(mac).toBe(expected);
     expect(rowAuthentic(key, { ...row, mac })).toBe(true);
     // A key derived from another secret does not verify it.
     expect(rowAuthentic(deriveAuditMacKey(new Uint8Array(32).fill(8)), { ...row, mac })).toBe(false);
-    for (const changed of [{ id: crypto.randomUUID() }, { orgId: crypto.randomUUID() }, { createdAt: new Date(0) }, { action: 'x' }, { actorType: 'user' }, { actorId: null }, { targetType: null }, { targetId: 'u' }, { outcome: 'error' }, { details: { b: 2, a: [1, 'x'] } }]) {
+    for (const changed of [
+      { id: crypto.randomUUID() },
+      { orgId: crypto.randomUUID() },
+      { createdAt: new Date(0) },
+      { action: 'x' },
+      { actorType: 'user' },
+      { actorId: null },
+      { targetType: null },
+      { targetId: 'u' },
+      { outcome: 'error' },
+      { details: { b: 2, a: [1, 'x'] } },
+    ]) {
       expect(rowAuthentic(key, { ...row, ...changed, mac })).toBe(false);
     }
     expect(rowAuthentic(key, { ...row, mac: null })).toBe(false);
@@ -58,7 +82,7 @@ for (const kind of kinds) {
     const db = () => g.deps.store.db;
     const all = async (orgId: string): Promise<any[]> =>
       rowsOf<any>(await db().execute(sql`SELECT id, seq, action, details, mac, refused_at FROM audit_events WHERE org_id = ${orgId} ORDER BY seq NULLS LAST`));
-    const listed = async (orgId: string, clientId: string, secret: string): Promise<any[]> => {
+    const listed = async (clientId: string, secret: string): Promise<any[]> => {
       const token = await tokenFor(g, clientId, secret);
       const response = await api(g, 'GET', '/api/audit?limit=200', token);
       expect(response.status).toBe(200);
@@ -104,16 +128,23 @@ for (const kind of kinds) {
       // A second sweep and a start-up seal leave it alone (read once, not on every sweep).
       expect(await sweep()).toBe(0);
       expect(await sealPending(db())).toBe(0);
-      const events = await listed(org.orgId, org.clientId, org.clientSecret);
+      const events = await listed(org.clientId, org.clientSecret);
       expect(events.some((e) => e.id === forged)).toBe(false);
       expect(events.some((e) => e.action === 'audit.rows_refused')).toBe(true);
     });
 
-    test("a copy of a genuine row with one value changed, and an exact copy under a new id, are refused; the genuine rows are sealed", async () => {
+    test('a copy of a genuine row with one value changed, and an exact copy under a new id, are refused; the genuine rows are sealed', async () => {
       verifies('AUDIT-ROW-MAC');
       const org = await onboard(g);
       // A genuine hot-path row, written and left unsealed (its writer stopped before sealing it).
-      const genuine = { orgId: org.orgId, action: 'tool.called', actor: { type: 'api_key' as const, id: 'k1' }, targetType: 'tool', targetId: 'query_postgresql_items', details: { counted: true, row_count: 3 } };
+      const genuine = {
+        orgId: org.orgId,
+        action: 'tool.called',
+        actor: { type: 'api_key' as const, id: 'k1' },
+        targetType: 'tool',
+        targetId: 'query_postgresql_items',
+        details: { counted: true, row_count: 3 },
+      };
       const { insertUnsealed } = await import('../src/audit/repository.ts');
       const [written] = await insertUnsealed(db(), [genuine]);
       const source = rowsOf<any>(await db().execute(sql`SELECT * FROM audit_events WHERE id = ${written!.id}`))[0];
@@ -141,7 +172,7 @@ for (const kind of kinds) {
       expect(report.details.count).toBe(3);
       expect(new Set(report.details.ids)).toEqual(new Set([changed, copied, altered!.id]));
       expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: false, refused: 3 });
-      const listedIds = new Set((await listed(org.orgId, org.clientId, org.clientSecret)).map((e) => e.id));
+      const listedIds = new Set((await listed(org.clientId, org.clientSecret)).map((e) => e.id));
       expect(listedIds.has(written!.id)).toBe(true);
       for (const id of [changed, copied, altered!.id]) expect(listedIds.has(id)).toBe(false);
     });
@@ -172,7 +203,7 @@ for (const kind of kinds) {
       await db().execute(sql`UPDATE audit_chains SET head_seq = ${fields.seq}, head_hash = ${hash} WHERE org_id = ${org.orgId}`);
       expect(genesisHash(org.orgId)).not.toBe(hash);
       expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: false, broken: { id, reason: expect.stringContaining('MAC') } });
-      expect((await listed(org.orgId, org.clientId, org.clientSecret)).some((e) => e.id === id)).toBe(false);
+      expect((await listed(org.clientId, org.clientSecret)).some((e) => e.id === id)).toBe(false);
       const token = await tokenFor(g, org.clientId, org.clientSecret);
       const exported = (await (await api(g, 'GET', '/api/audit/export-json', token)).json()) as any;
       expect(exported.events.length).toBeGreaterThan(0);
@@ -188,7 +219,7 @@ for (const kind of kinds) {
       expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: false, broken: { reason: expect.stringContaining('MAC') } });
       await db().execute(sql`UPDATE audit_chains SET mac_from_seq = head_seq WHERE org_id = ${org.orgId}`);
       expect(await verifyChain(db(), org.orgId)).toMatchObject({ ok: true });
-      expect((await listed(org.orgId, org.clientId, org.clientSecret)).length).toBeGreaterThan(0);
+      expect((await listed(org.clientId, org.clientSecret)).length).toBeGreaterThan(0);
     });
   });
 }
@@ -202,20 +233,39 @@ describe.skipIf(!hasPg)('upgrading a store whose rows have no MAC (migration 10,
     try {
       const db = drizzle(client, { schema }) as unknown as Db;
       const store = { db, kind: 'postgres', execScript: async (script: string) => void (await client.unsafe(script)), close: async () => {} } as Store;
-      expect(await migrate(store, migrations.filter((m) => m.version < 10))).not.toContain(10);
+      expect(
+        await migrate(
+          store,
+          migrations.filter((m) => m.version < 10),
+        ),
+      ).not.toContain(10);
       // The store as the previous release left it: an org, two chained rows, one row still unsealed (no MAC anywhere).
       const orgId = crypto.randomUUID();
       await client`INSERT INTO orgs (id, slug, name, plan, subscription_status, provision_status) VALUES (${orgId}, ${`legacy-${orgId.slice(0, 8)}`}, 'Legacy', 'enterprise', 'active', 'provisioned')`;
       let prev = genesisHash(orgId);
       for (const seq of [1, 2]) {
-        const fields = { orgId, seq, prevHash: prev, createdAt: new Date(Date.now() - 3_600_000 + seq), action: 'connector.created', actorType: 'system', actorId: null, targetType: null, targetId: null, outcome: 'success', details: { n: seq } };
+        const fields = {
+          orgId,
+          seq,
+          prevHash: prev,
+          createdAt: new Date(Date.now() - 3_600_000 + seq),
+          action: 'connector.created',
+          actorType: 'system',
+          actorId: null,
+          targetType: null,
+          targetId: null,
+          outcome: 'success',
+          details: { n: seq },
+        };
         const hash = rowHash(fields);
         await client`INSERT INTO audit_events (org_id, seq, prev_hash, hash, created_at, action, actor_type, outcome, details)
           VALUES (${orgId}, ${seq}, ${prev}, ${hash}, ${fields.createdAt.toISOString()}::timestamptz, 'connector.created', 'system', 'success', ${JSON.stringify({ n: seq })}::jsonb)`;
         prev = hash;
       }
       await client`INSERT INTO audit_chains (org_id, head_seq, head_hash, base_seq, base_hash) VALUES (${orgId}, 2, ${prev}, 0, ${genesisHash(orgId)})`;
-      const unsealed = (await client`INSERT INTO audit_events (org_id, created_at, action, actor_type, outcome) VALUES (${orgId}, now() - interval '2 hours', 'tool.called', 'api_key', 'success') RETURNING id`)[0]!.id as string;
+      const unsealed = (
+        await client`INSERT INTO audit_events (org_id, created_at, action, actor_type, outcome) VALUES (${orgId}, now() - interval '2 hours', 'tool.called', 'api_key', 'success') RETURNING id`
+      )[0]!.id as string;
       // The new release starts on it: migration 10, then the start-up seal.
       g = await startTestGateway('postgres', { TOOLGATE_WEBHOOK_WORKER: '0' }, fresh.url);
       const [chain] = await client`SELECT mac_from_seq FROM audit_chains WHERE org_id = ${orgId}`;

@@ -29,8 +29,19 @@ function trickyDetails(): Record<string, unknown>[] {
   return [
     circularFree,
     { text: 'naïve café – 日本語 – 👩‍👩‍👧 – \u2028\u2029 – "quoted" \\ back\\slash \t tab \n newline', rtl: 'שלום עולם' },
-    { nul: 'before\u0000after', ['key\u0000nul']: 'v', lone: 'a\uD800b', trailing: '\uDC00', pair: '\uD83D\uDE00' },
-    { big: 2 ** 60, bigger: 12345678901234567890, huge: 1.7976931348623157e308, tiny: 5e-324, small: 1e-7, exp: 1e21, negZero: -0, sum: 0.1 + 0.2, neg: -42.125 },
+    { nul: 'before\u0000after', 'key\u0000nul': 'v', lone: 'a\uD800b', trailing: '\uDC00', pair: '\uD83D\uDE00' },
+    {
+      big: 2 ** 60,
+      // biome-ignore lint/correctness/noPrecisionLoss: lossy on purpose; the seal must cover the value JavaScript holds
+      bigger: 12345678901234567890,
+      huge: 1.7976931348623157e308,
+      tiny: 5e-324,
+      small: 1e-7,
+      exp: 1e21,
+      negZero: -0,
+      sum: 0.1 + 0.2,
+      neg: -42.125,
+    },
     { nonFinite: [NaN, Infinity, -Infinity], holes: [1, undefined, 3], gone: undefined, fn: () => 1, sym: Symbol('s'), date: new Date(0) },
     { deep: { c: { b: { a: { '~': 1, '!': 2, Z: 3, a: 4, '\u00ff': 5, '\u0100': 6, '😀': 7, '\uFF01': 8 } } } }, arr: [[], {}, [{}], ''] },
     // Two keys that clean to the same one (the later wins), and __proto__ (dropped, as a plain object assignment does).
@@ -80,16 +91,49 @@ describe('the hashed form of a row', () => {
     verifies('AUDIT-SEAL');
     // The format of every chain already stored: changing it would make `audit verify` fail on existing rows.
     for (const details of trickyDetails().map((d) => storable(d) as Record<string, unknown>)) {
-      const row = { prevHash: 'p'.repeat(64), orgId: crypto.randomUUID(), seq: 7, createdAt: new Date(), action: 'tool.called', actorType: 'api_key', actorId: null, targetType: 'tool', targetId: 'x', outcome: 'success', details };
+      const row = {
+        prevHash: 'p'.repeat(64),
+        orgId: crypto.randomUUID(),
+        seq: 7,
+        createdAt: new Date(),
+        action: 'tool.called',
+        actorType: 'api_key',
+        actorId: null,
+        targetType: 'tool',
+        targetId: 'x',
+        outcome: 'success',
+        details,
+      };
       const legacy = createHash('sha256')
-        .update(canonicalJson([row.prevHash, row.orgId, row.seq, row.createdAt.toISOString(), row.action, row.actorType, row.actorId, row.targetType, row.targetId, row.outcome, row.details]))
+        .update(
+          canonicalJson([
+            row.prevHash,
+            row.orgId,
+            row.seq,
+            row.createdAt.toISOString(),
+            row.action,
+            row.actorType,
+            row.actorId,
+            row.targetType,
+            row.targetId,
+            row.outcome,
+            row.details,
+          ]),
+        )
         .digest('hex');
       expect(rowHash(row)).toBe(legacy);
     }
   });
 });
 
-const call = (orgId: string, details: Record<string, unknown>): AuditInput => ({ orgId, action: 'tool.called', actor: { type: 'api_key', id: 'key-1' }, targetType: 'tool', targetId: 'query_items', details });
+const call = (orgId: string, details: Record<string, unknown>): AuditInput => ({
+  orgId,
+  action: 'tool.called',
+  actor: { type: 'api_key', id: 'key-1' },
+  targetType: 'tool',
+  targetId: 'query_items',
+  details,
+});
 const silent = createLogger('silent');
 
 async function q<T>(db: Db, query: ReturnType<typeof sql>): Promise<T[]> {
@@ -98,7 +142,9 @@ async function q<T>(db: Db, query: ReturnType<typeof sql>): Promise<T[]> {
 
 /** The org's sealed seqs are exactly 1..n, no row is left unsealed, and the head is at n. */
 async function expectContiguous(db: Db, orgId: string): Promise<number> {
-  const seqs = (await q<{ seq: string | number | null }>(db, sql`SELECT seq FROM audit_events WHERE org_id = ${orgId} ORDER BY seq`)).map((r) => (r.seq === null ? null : Number(r.seq)));
+  const seqs = (await q<{ seq: string | number | null }>(db, sql`SELECT seq FROM audit_events WHERE org_id = ${orgId} ORDER BY seq`)).map((r) =>
+    r.seq === null ? null : Number(r.seq),
+  );
   expect(seqs).toEqual(seqs.map((_, i) => i + 1));
   const [head] = await q<{ head_seq: string | number }>(db, sql`SELECT head_seq FROM audit_chains WHERE org_id = ${orgId}`);
   expect(Number(head!.head_seq)).toBe(seqs.length);
@@ -173,7 +219,10 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
       total += await expectContiguous(g1.deps.store.db, org.orgId);
       expect(await verifyChain(g1.deps.store.db, org.orgId)).toMatchObject({ ok: true });
     }
-    const [counted] = await q<{ n: number }>(g1.deps.store.db, sql`SELECT count(*)::int AS n FROM audit_events WHERE action IN ('tool.called', 'test.managed') AND org_id IN (${orgs[0]!.orgId}, ${orgs[1]!.orgId}, ${orgs[2]!.orgId})`);
+    const [counted] = await q<{ n: number }>(
+      g1.deps.store.db,
+      sql`SELECT count(*)::int AS n FROM audit_events WHERE action IN ('tool.called', 'test.managed') AND org_id IN (${orgs[0]!.orgId}, ${orgs[1]!.orgId}, ${orgs[2]!.orgId})`,
+    );
     expect(counted!.n).toBe(written + 8);
     expect(total).toBeGreaterThanOrEqual(written + 8);
   });
@@ -183,7 +232,10 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     const orgs = [await onboard(g1), await onboard(g1), await onboard(g1)].map((o) => o.orgId);
     const texts = await g1.deps.store.db.transaction(async (tx) => {
       await insertUnsealed(tx, [call(orgs[0]!, { n: 1 })]);
-      await insertUnsealed(tx, orgs.flatMap((orgId, i) => [call(orgId, { i }), call(orgId, { i, again: true })]));
+      await insertUnsealed(
+        tx,
+        orgs.flatMap((orgId, i) => [call(orgId, { i }), call(orgId, { i, again: true })]),
+      );
       // The transaction's own connection: what it holds prepared (drizzle's execute would have left nothing here).
       return q<{ statement: string }>(tx as unknown as Db, sql`SELECT statement FROM pg_prepared_statements WHERE statement LIKE 'INSERT INTO audit_events%'`);
     });
@@ -227,7 +279,10 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     verifies('AUDIT-SEAL');
     const db = g1.deps.store.db;
     const org = await onboard(g1);
-    const rows = await insertUnsealed(db, Array.from({ length: 5 }, (_, i) => call(org.orgId, { conflict: i })));
+    const rows = await insertUnsealed(
+      db,
+      Array.from({ length: 5 }, (_, i) => call(org.orgId, { conflict: i })),
+    );
     const headBefore = await expectContiguousSealed(db, org.orgId);
     let memorySeal: Promise<number> | null = null;
     let settled = false;
@@ -251,14 +306,16 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     expect(await verifyChain(db, org.orgId)).toMatchObject({ ok: true });
   });
 
-  test("the recorder after a conflict: part of its rows sealed behind its back, it seals the rest from the store", async () => {
+  test('the recorder after a conflict: part of its rows sealed behind its back, it seals the rest from the store', async () => {
     verifies('AUDIT-SEAL');
     const db = g1.deps.store.db;
     const org = await onboard(g1);
     const recorder = new AuditRecorder({ db, log: silent, queueMax: 100, sealIntervalMs: 1500 });
     await Promise.all(Array.from({ length: 6 }, (_, i) => recorder.toolCall(call(org.orgId, { part: i }))));
     // While the recorder waits to seal, another sealer takes three of its rows.
-    const ids = (await q<{ id: string }>(db, sql`SELECT id FROM audit_events WHERE org_id = ${org.orgId} AND seq IS NULL ORDER BY id LIMIT 3`)).map((r) => r.id);
+    const ids = (await q<{ id: string }>(db, sql`SELECT id FROM audit_events WHERE org_id = ${org.orgId} AND seq IS NULL ORDER BY id LIMIT 3`)).map(
+      (r) => r.id,
+    );
     expect(await sealPending(db, 10, { ids })).toBe(3);
     await recorder.drain();
     expect(recorder.sealStats()).toEqual({ fromMemory: 0, readBack: 3, conflicts: 1 });
@@ -280,8 +337,14 @@ describe.skipIf(!hasPg)('a seal the store refuses (postgres)', () => {
     const org = await onboard(g);
     const before = await expectContiguous(db, org.orgId);
     // A real failure of the store, not a mock: moving this org's chain head is refused.
-    await db.execute(sql.raw(`CREATE OR REPLACE FUNCTION tg_refuse_head() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'chain store down'; END $$ LANGUAGE plpgsql`));
-    await db.execute(sql.raw(`CREATE TRIGGER tg_refuse_head BEFORE UPDATE ON audit_chains FOR EACH ROW WHEN (NEW.org_id = '${org.orgId}' AND NEW.head_seq <> OLD.head_seq) EXECUTE FUNCTION tg_refuse_head()`));
+    await db.execute(
+      sql.raw(`CREATE OR REPLACE FUNCTION tg_refuse_head() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'chain store down'; END $$ LANGUAGE plpgsql`),
+    );
+    await db.execute(
+      sql.raw(
+        `CREATE TRIGGER tg_refuse_head BEFORE UPDATE ON audit_chains FOR EACH ROW WHEN (NEW.org_id = '${org.orgId}' AND NEW.head_seq <> OLD.head_seq) EXECUTE FUNCTION tg_refuse_head()`,
+      ),
+    );
     const recorder = new AuditRecorder({ db, log: silent, queueMax: 100 });
     try {
       // The calls are answered: their rows are committed; only sealing fails.
@@ -305,7 +368,9 @@ describe.skipIf(!hasPg)('a seal the store refuses (postgres)', () => {
 
 /** Like expectContiguous, for an org that may still have unsealed rows: sealed seqs are 1..n and the head is n. */
 async function expectContiguousSealed(db: Db, orgId: string): Promise<number> {
-  const seqs = (await q<{ seq: string | number }>(db, sql`SELECT seq FROM audit_events WHERE org_id = ${orgId} AND seq IS NOT NULL ORDER BY seq`)).map((r) => Number(r.seq));
+  const seqs = (await q<{ seq: string | number }>(db, sql`SELECT seq FROM audit_events WHERE org_id = ${orgId} AND seq IS NOT NULL ORDER BY seq`)).map((r) =>
+    Number(r.seq),
+  );
   expect(seqs).toEqual(seqs.map((_, i) => i + 1));
   const [head] = await q<{ head_seq: string | number }>(db, sql`SELECT head_seq FROM audit_chains WHERE org_id = ${orgId}`);
   expect(Number(head!.head_seq)).toBe(seqs.length);

@@ -100,9 +100,13 @@ describe.skipIf(!hasPg)('audit trail', () => {
   test('no result without its row: when the audit write fails, the call fails and its result is withheld', async () => {
     verifies('AUDIT-DURABLE-BEFORE-RESULT');
     // A real failure of the store, not a mock: a trigger refuses tool-call rows of org A.
-    await g.deps.store.db.execute(sql.raw(`CREATE OR REPLACE FUNCTION tg_refuse_audit() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'audit store down'; END $$ LANGUAGE plpgsql`));
     await g.deps.store.db.execute(
-      sql.raw(`CREATE TRIGGER tg_refuse_audit BEFORE INSERT ON audit_events FOR EACH ROW WHEN (NEW.org_id = '${a.orgId}' AND NEW.action = 'tool.called') EXECUTE FUNCTION tg_refuse_audit()`),
+      sql.raw(`CREATE OR REPLACE FUNCTION tg_refuse_audit() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'audit store down'; END $$ LANGUAGE plpgsql`),
+    );
+    await g.deps.store.db.execute(
+      sql.raw(
+        `CREATE TRIGGER tg_refuse_audit BEFORE INSERT ON audit_events FOR EACH ROW WHEN (NEW.org_id = '${a.orgId}' AND NEW.action = 'tool.called') EXECUTE FUNCTION tg_refuse_audit()`,
+      ),
     );
     try {
       const refused = await callTool(g, a.slug, { apiKey: a.apiKey }, ITEMS, { sql: 'SELECT name FROM items WHERE id = 2' });
@@ -147,7 +151,9 @@ describe.skipIf(!hasPg)('audit trail', () => {
     const starter = await onboard(g, undefined, 'starter');
     const token = await tokenFor(g, starter.clientId, starter.clientSecret);
     await createConnector(g, token, { name: 'pg', type: 'postgresql', config: t.pgConfig });
-    await g.deps.store.db.execute(sql`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${starter.orgId}, ${`${new Date().toISOString().slice(0, 8)}01`}, 20000)`);
+    await g.deps.store.db.execute(
+      sql`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${starter.orgId}, ${`${new Date().toISOString().slice(0, 8)}01`}, 20000)`,
+    );
     expectRpcError(await callTool(g, starter.slug, { apiKey: starter.apiKey }, ITEMS, { sql: 'SELECT 1 AS x FROM items' }), -32000);
     const burst = await Promise.all(Array.from({ length: 30 }, () => rpc(g, starter.slug, { apiKey: starter.apiKey }, 'ping')));
     const limited = burst.filter((r) => r.status === 429).length;
@@ -242,7 +248,10 @@ describe.skipIf(!hasPg)('audit trail', () => {
     await rpc(g, org.slug, { apiKey: `${org.apiKey.slice(0, 12)}nope` }, 'ping');
     await g.deps.audit.drain();
     // Many rows, so the export spans several pages of the stream.
-    await appendAudit(g.deps.store.db, Array.from({ length: 1200 }, (_, i) => ({ orgId: org.orgId, action: 'test.filler', actor: { type: 'system' as const, id: null }, details: { i } })));
+    await appendAudit(
+      g.deps.store.db,
+      Array.from({ length: 1200 }, (_, i) => ({ orgId: org.orgId, action: 'test.filler', actor: { type: 'system' as const, id: null }, details: { i } })),
+    );
 
     const plain = await exportAuditEvents({ client: as(token) });
     expect(plain.response.status).toBe(200);
@@ -257,7 +266,8 @@ describe.skipIf(!hasPg)('audit trail', () => {
     const redacted = JSON.stringify(doc);
     expect(doc.redacted).toBe(true);
     expect(doc.events.length).toBe(events.length);
-    for (const needle of ['alice@example.com', '10.20.30.40', 'secret-needle-4711', 'arguments_sha256', org.apiKey, 'key_prefix']) expect(redacted).not.toContain(needle);
+    for (const needle of ['alice@example.com', '10.20.30.40', 'secret-needle-4711', 'arguments_sha256', org.apiKey, 'key_prefix'])
+      expect(redacted).not.toContain(needle);
     expect(redacted).toContain('tool.called');
 
     const filtered = await exportAuditEvents({ client: as(token), query: { action: 'connector.' } });
@@ -271,7 +281,11 @@ describe.skipIf(!hasPg)('audit trail', () => {
     // Backdated rows are appended by the repository itself (the hash covers created_at, so they cannot be edited).
     await g.deps.store.db.execute(sql`DELETE FROM audit_events WHERE org_id = ${org.orgId}`);
     await g.deps.store.db.execute(sql`DELETE FROM audit_chains WHERE org_id = ${org.orgId}`);
-    await appendAudit(g.deps.store.db, Array.from({ length: 5 }, () => ({ orgId: org.orgId, action: 'test.old', actor: { type: 'system' as const, id: null } })), old);
+    await appendAudit(
+      g.deps.store.db,
+      Array.from({ length: 5 }, () => ({ orgId: org.orgId, action: 'test.old', actor: { type: 'system' as const, id: null } })),
+      old,
+    );
     await appendAudit(g.deps.store.db, [{ orgId: org.orgId, action: 'test.new', actor: { type: 'system', id: null } }]);
     expect((await verifyChain(g.deps.store.db, org.orgId)).ok).toBe(true);
     const removed = await pruneAudit(g.deps.store.db, org.orgId, new Date(Date.now() - 365 * 86_400_000));
@@ -291,10 +305,12 @@ describe.skipIf(!hasPg)('audit trail', () => {
     expect(row).toMatchObject({ target_id: 'apr_test', details: { event_id: event.id, tool_name: ITEMS } });
     // Rolled back with its transaction.
     const rolled = DomainEvents.create('approval.requested', a.orgId, { approval_id: 'apr_rolled', tool_name: ITEMS, requested_by: 'key' });
-    await g.deps.store.db.transaction(async (tx) => {
-      await g.deps.events.emit(tx, [rolled]);
-      tx.rollback();
-    }).catch(() => {});
+    await g.deps.store.db
+      .transaction(async (tx) => {
+        await g.deps.events.emit(tx, [rolled]);
+        tx.rollback();
+      })
+      .catch(() => {});
     expect((await rows(a.orgId, 'approval.requested')).length).toBe(1);
   });
 });
@@ -315,7 +331,9 @@ describe.skipIf(!hasPg)('refusal flood and the bounded queue', () => {
     await recorder.toolCall({ orgId: a.orgId, action: 'tool.called', actor: { type: 'api_key', id: 'k' } });
     const waited = performance.now() - started;
     await recorder.drain();
-    const written = await g.deps.store.db.execute(sql`SELECT action, details FROM audit_events WHERE org_id = ${a.orgId} AND action IN ('auth.refused', 'audit.denials_dropped', 'tool.called')`);
+    const written = await g.deps.store.db.execute(
+      sql`SELECT action, details FROM audit_events WHERE org_id = ${a.orgId} AND action IN ('auth.refused', 'audit.denials_dropped', 'tool.called')`,
+    );
     const byAction = rowsOf<any>(written);
     expect(byAction.filter((r) => r.action === 'tool.called').length).toBe(1);
     expect(byAction.filter((r) => r.action === 'auth.refused').length).toBe(50);

@@ -101,7 +101,7 @@ function mint(claims: Record<string, unknown>, header: Record<string, unknown> =
 }
 
 describe('token endpoint', () => {
-  test('form credentials: a Bearer token for 3600 s with all of the client\'s scopes', async () => {
+  test("form credentials: a Bearer token for 3600 s with all of the client's scopes", async () => {
     verifies('TOKEN-ENDPOINT-ISSUE');
     const res = await tokenRequest({ grant_type: 'client_credentials', client_id: a.clientId, client_secret: a.clientSecret });
     expect(res.status).toBe(200);
@@ -131,7 +131,12 @@ describe('token endpoint', () => {
     verifies('TOKEN-ENDPOINT-ERRORS');
     const wrong = { grant_type: 'client_credentials', client_id: a.clientId, client_secret: `${a.clientSecret}x` };
     await expectOAuthError(await tokenRequest(wrong), 401, 'invalid_client');
-    await expectOAuthError(await tokenRequest({ grant_type: 'client_credentials' }, { authorization: basic(a.clientId, 'nope') }), 401, 'invalid_client', 'Basic realm="toolgate"');
+    await expectOAuthError(
+      await tokenRequest({ grant_type: 'client_credentials' }, { authorization: basic(a.clientId, 'nope') }),
+      401,
+      'invalid_client',
+      'Basic realm="toolgate"',
+    );
     const unknown = { grant_type: 'client_credentials', client_id: `tgc_${'0'.repeat(24)}`, client_secret: a.clientSecret };
     await expectOAuthError(await tokenRequest(unknown), 401, 'invalid_client');
     await expectOAuthError(await tokenRequest({ ...unknown, client_id: 'not-a-client' }), 401, 'invalid_client');
@@ -211,7 +216,16 @@ describe.each(Object.entries(doors))('%s', (_name, call) => {
     ['not an access token (typ JWT)', async () => mint(claimsOf(), { typ: 'JWT' })],
   ];
   test.each(forged)('%s: 401 invalid_token, the same body as any invalid token', async (_case, make) => {
-    verifies('AUTH-JWT-ALG-NONE', 'AUTH-JWT-HS256-PUBKEY', 'AUTH-JWT-SIGNATURE', 'AUTH-JWT-ISS', 'AUTH-JWT-AUD', 'AUTH-JWT-EXP', 'AUTH-JWT-NBF', 'AUTH-401-MISSING');
+    verifies(
+      'AUTH-JWT-ALG-NONE',
+      'AUTH-JWT-HS256-PUBKEY',
+      'AUTH-JWT-SIGNATURE',
+      'AUTH-JWT-ISS',
+      'AUTH-JWT-AUD',
+      'AUTH-JWT-EXP',
+      'AUTH-JWT-NBF',
+      'AUTH-401-MISSING',
+    );
     await expectError(await call(bearer(await make())), 401, INVALID_TOKEN_BODY, INVALID_TOKEN_CHALLENGE);
   });
 
@@ -227,7 +241,11 @@ describe.each(Object.entries(doors))('%s', (_name, call) => {
   test("a revoked OAuth client's existing token is refused on the next request", async () => {
     verifies('AUTH-CLIENT-REVOKE');
     const admin = sdkFor(g, aToken).client;
-    const { data: client } = await sdk.createOAuthClient({ client: admin, throwOnError: true, body: { name: 'revoked-soon', scopes: ['mcp:call', 'org:manage'] } });
+    const { data: client } = await sdk.createOAuthClient({
+      client: admin,
+      throwOnError: true,
+      body: { name: 'revoked-soon', scopes: ['mcp:call', 'org:manage'] },
+    });
     const token = await tokenFor(g, client.client_id, client.client_secret);
     expect((await call(bearer(token))).status).toBe(200);
     expect((await sdk.revokeOAuthClient({ client: admin, path: { clientId: client.client_id } })).response.status).toBe(200);
@@ -279,7 +297,12 @@ describe('MCP endpoint credentials', () => {
     const { data: key } = await sdk.createApiKey({ client: admin, throwOnError: true, body: { name: 'short-lived' } });
     expect((await mcp(a.slug, { 'x-api-key': key.key })).status).toBe(200);
     expect((await sdk.revokeApiKey({ client: admin, path: { keyId: key.id } })).response.status).toBe(200);
-    await expectError(await mcp(a.slug, { 'x-api-key': key.key }), 401, { error: 'unauthenticated', message: 'The API key is invalid or revoked.' }, NO_CREDENTIAL_CHALLENGE);
+    await expectError(
+      await mcp(a.slug, { 'x-api-key': key.key }),
+      401,
+      { error: 'unauthenticated', message: 'The API key is invalid or revoked.' },
+      NO_CREDENTIAL_CHALLENGE,
+    );
     expect((await mcp(a.slug, { 'x-api-key': a.apiKey })).status).toBe(200);
   });
 
@@ -344,7 +367,12 @@ describe('REST credentials', () => {
 describe('operator endpoint', () => {
   const body = { slug: `op-${Date.now().toString(36)}`, name: 'Operator test' };
   test('a wrong, missing or org token is 401; the right one creates', async () => {
-    await expectError(await api(g, 'POST', '/operator/orgs', `${OPERATOR_TOKEN}x`, body), 401, { error: 'unauthenticated', message: 'The operator token is invalid.' }, INVALID_TOKEN_CHALLENGE);
+    await expectError(
+      await api(g, 'POST', '/operator/orgs', `${OPERATOR_TOKEN}x`, body),
+      401,
+      { error: 'unauthenticated', message: 'The operator token is invalid.' },
+      INVALID_TOKEN_CHALLENGE,
+    );
     const missing = await api(g, 'POST', '/operator/orgs', null, body);
     expect(missing.status).toBe(401);
     expect(missing.headers.get('www-authenticate')).toBe(NO_CREDENTIAL_CHALLENGE);

@@ -263,7 +263,8 @@ describe('authorization matrix', () => {
 
   test('the expectations for a finance operation (none is declared yet) and for an unknown policy', () => {
     const synthetic = (auth: string, pathParams: string[] = []) => ({ ...operations[1], auth, pathParams }) as unknown as OperationDef;
-    const outcome = (op: OperationDef) => Object.fromEntries(callers.map((c) => [c.kind, 'allowed' in expected(op, c) ? 'allowed' : (expected(op, c) as { status: number }).status]));
+    const outcome = (op: OperationDef) =>
+      Object.fromEntries(callers.map((c) => [c.kind, 'allowed' in expected(op, c) ? 'allowed' : (expected(op, c) as { status: number }).status]));
     expect(outcome(synthetic('finance'))).toEqual({
       'no token': 401,
       'IdP contributor': 403,
@@ -428,9 +429,14 @@ describe('approvals: every caller kind deciding a real pending approval of org A
     fixture = await pgFixture(['matrix_approvals']);
     const created = await createConnector(g, manageA, 'a-approvals', fixture);
     expect(created.status).toBe('active');
-    const tools = (await (await api(g, 'GET', `/api/mcp/${A.orgId}/tools?connector_id=${created.id}`, manageA)).json()) as { tools: { id: string; name: string }[] };
+    const tools = (await (await api(g, 'GET', `/api/mcp/${A.orgId}/tools?connector_id=${created.id}`, manageA)).json()) as {
+      tools: { id: string; name: string }[];
+    };
     const tool = tools.tools[0]!;
-    const flag = await api(g, 'PATCH', `/api/mcp/${A.orgId}/tools/${tool.id}/metadata`, manageA, { requires_approval: true, approval_emails: [`admin@${AUD_A}.example`] });
+    const flag = await api(g, 'PATCH', `/api/mcp/${A.orgId}/tools/${tool.id}/metadata`, manageA, {
+      requires_approval: true,
+      approval_emails: [`admin@${AUD_A}.example`],
+    });
     expect(flag.status).toBe(200);
     const hold = async () => {
       const reply = await mcpRequest(g, A.slug, { apiKey: A.apiKey }, 'tools/call', { name: tool.name, arguments: { sql: 'SELECT id FROM matrix_approvals' } });
@@ -442,7 +448,8 @@ describe('approvals: every caller kind deciding a real pending approval of org A
         const approvalId = await hold();
         const res = await send('POST', `/api/org/approvals/${approvalId}/${decision}`, caller, null);
         const text = await res.text();
-        if (res.status !== DECISION[caller.kind]) failures.push(`${caller.kind} ${decision}: expected ${DECISION[caller.kind]}, got ${res.status} ${text.slice(0, 200)}`);
+        if (res.status !== DECISION[caller.kind])
+          failures.push(`${caller.kind} ${decision}: expected ${DECISION[caller.kind]}, got ${res.status} ${text.slice(0, 200)}`);
         const list = (await (await api(g, 'GET', '/api/org/approvals?limit=500', manageA)).json()) as { approvals: { id: string; status: string }[] };
         const status = list.approvals.find((a) => a.id === approvalId)?.status;
         const want = res.status === 200 ? (decision === 'approve' ? 'executed' : 'rejected') : 'pending';

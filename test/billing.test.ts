@@ -104,12 +104,17 @@ describe.skipIf(!hasPg)('billing', () => {
     const token = await tokenFor(g, org.clientId, org.clientSecret);
     const [one, two] = [clientFor(g, token), clientFor(g2, token)];
     const answers = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => sdk.createConnector({ client: i % 2 ? one : two, body: { name: `pg ${i}`, type: 'postgresql', config: t.pgConfig } })),
+      Array.from({ length: 6 }, (_, i) =>
+        sdk.createConnector({ client: i % 2 ? one : two, body: { name: `pg ${i}`, type: 'postgresql', config: t.pgConfig } }),
+      ),
     );
     const statuses = answers.map((r) => r.response.status).sort();
     expect(statuses).toEqual([201, 201, 201, 409, 409, 409]);
     const refused = answers.find((r) => r.response.status === 409)!;
-    expect((refused.error as sdk.ToolgateError).body).toEqual({ error: 'connector_limit_reached', message: expect.stringContaining('starter plan allows 3 connectors') });
+    expect((refused.error as sdk.ToolgateError).body).toEqual({
+      error: 'connector_limit_reached',
+      message: expect.stringContaining('starter plan allows 3 connectors'),
+    });
     await g.deps.jobs.idle();
     await g2.deps.jobs.idle();
     const limits = await getLimits({ client: clientFor(g, token) });

@@ -107,10 +107,25 @@ describe.skipIf(!available)('create and validate', () => {
     const before = await listIds();
     const { host: _host, ...noHost } = t.pgConfig;
     await expectError(await api(g, 'POST', '/api/connectors', token, { name: 'x', type: 'postgresql', config: noHost }), 400, 'validation_error', 'host');
-    expectSdkError(await sdk.createConnector({ client, body: { name: 'x', type: 'mysql', config: { ...t.myConfig, port: 70000 } } }), 400, 'validation_error', 'port');
-    expectSdkError(await sdk.createConnector({ client, body: { name: 'x', type: 'postgresql', config: { ...t.pgConfig, host: 'a/b' } } }), 400, 'validation_error', 'host');
+    expectSdkError(
+      await sdk.createConnector({ client, body: { name: 'x', type: 'mysql', config: { ...t.myConfig, port: 70000 } } }),
+      400,
+      'validation_error',
+      'port',
+    );
+    expectSdkError(
+      await sdk.createConnector({ client, body: { name: 'x', type: 'postgresql', config: { ...t.pgConfig, host: 'a/b' } } }),
+      400,
+      'validation_error',
+      'host',
+    );
     // Shapes the SDK's types rule out (a missing field, an unknown one) stay raw HTTP.
-    await expectError(await api(g, 'POST', '/api/connectors', token, { name: 'x', type: 'postgresql', config: { ...t.pgConfig, dsn: 'x' } }), 400, 'validation_error', 'dsn');
+    await expectError(
+      await api(g, 'POST', '/api/connectors', token, { name: 'x', type: 'postgresql', config: { ...t.pgConfig, dsn: 'x' } }),
+      400,
+      'validation_error',
+      'dsn',
+    );
     await expectError(await api(g, 'POST', '/api/connectors', token, { name: 'x', type: 'postgresql' }), 400, 'validation_error', 'body.config');
     expect(await listIds()).toEqual(before);
   });
@@ -148,7 +163,13 @@ describe.skipIf(!available)('read, update, revalidate', () => {
     expect(ids.at(-1)).toBe(my.id);
     expect(await listIds('active')).toContain(my.id);
     expect(await listIds('validating')).not.toContain(my.id);
-    expect(await getConnector(g, token, my.id)).toMatchObject({ id: my.id, name: 'shop', type: 'mysql', has_credential: false, config: { ...t.myConfig, tls: 'disable' } });
+    expect(await getConnector(g, token, my.id)).toMatchObject({
+      id: my.id,
+      name: 'shop',
+      type: 'mysql',
+      has_credential: false,
+      config: { ...t.myConfig, tls: 'disable' },
+    });
     expectSdkError(await sdk.getConnector({ client, path: { connectorId: randomUUID() } }), 404, 'connector_not_found');
   });
 
@@ -221,7 +242,11 @@ describe.skipIf(!available)('read, update, revalidate', () => {
     expect((await getConnector(g, token, my.id)).status).toBe('validating');
     await g.deps.jobs.idle();
     expect((await getConnector(g, token, my.id)).status).toBe('active');
-    expect((await restTools(g, token, org.orgId, my.id)).map((x) => x.tool_name).sort()).toEqual(['query_mysql_items', 'query_mysql_notes', 'query_mysql_orders']);
+    expect((await restTools(g, token, org.orgId, my.id)).map((x) => x.tool_name).sort()).toEqual([
+      'query_mysql_items',
+      'query_mysql_notes',
+      'query_mysql_orders',
+    ]);
   });
 });
 

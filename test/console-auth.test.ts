@@ -26,7 +26,11 @@ describe('console sign-in and session', () => {
 
   beforeAll(async () => {
     oidc = await startOidcProvider(`${PUBLIC}/console/auth/callback`, {});
-    gateway = await startTestGateway('pglite', { TOOLGATE_PUBLIC_URL: PUBLIC, TOOLGATE_ALLOWED_HOSTS: 'gateway.test', TOOLGATE_OUTBOUND_ALLOW_HOSTS: oidc.hostPort });
+    gateway = await startTestGateway('pglite', {
+      TOOLGATE_PUBLIC_URL: PUBLIC,
+      TOOLGATE_ALLOWED_HOSTS: 'gateway.test',
+      TOOLGATE_OUTBOUND_ALLOW_HOSTS: oidc.hostPort,
+    });
     org = await onboard(gateway);
     manage = await tokenFor(gateway, org.clientId, org.clientSecret);
   }, 30_000);
@@ -41,10 +45,19 @@ describe('console sign-in and session', () => {
     if (init.csrf) headers.set('x-toolgate-csrf', init.csrf);
     return gateway.handle(new Request(`${PUBLIC}${path}`, { ...init, headers }));
   };
-  const cookiePair = (response: Response, name: string) => response.headers.getSetCookie().find((c) => c.startsWith(`${name}=`))?.split(';')[0] ?? null;
+  const cookiePair = (response: Response, name: string) =>
+    response.headers
+      .getSetCookie()
+      .find((c) => c.startsWith(`${name}=`))
+      ?.split(';')[0] ?? null;
 
   async function signIn(clientId = org.clientId, clientSecret = org.clientSecret, cookie?: string) {
-    const response = await send('/console/auth/client', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: clientId, client_secret: clientSecret }), cookie });
+    const response = await send('/console/auth/client', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_id: clientId, client_secret: clientSecret }),
+      cookie,
+    });
     return { response, cookie: cookiePair(response, 'tg_console') };
   }
   async function csrfOf(cookie: string) {
@@ -125,12 +138,30 @@ describe('console sign-in and session', () => {
       expect((await send(path, { method: 'POST', cookie: cookie!, csrf, headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(404);
     }
     // Writes go through with their body; REST's own errors come back as they are.
-    const created = await send('/console/rest/api/org/api-keys', { method: 'POST', cookie: cookie!, csrf, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'via-console' }) });
+    const created = await send('/console/rest/api/org/api-keys', {
+      method: 'POST',
+      cookie: cookie!,
+      csrf,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'via-console' }),
+    });
     expect(created.status).toBe(201);
     // The router's body cap applies to what passes through.
-    const huge = await send('/console/rest/api/org/api-keys', { method: 'POST', cookie: cookie!, csrf, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x'.repeat(gateway.config.maxBodyBytes + 10) }) });
+    const huge = await send('/console/rest/api/org/api-keys', {
+      method: 'POST',
+      cookie: cookie!,
+      csrf,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'x'.repeat(gateway.config.maxBodyBytes + 10) }),
+    });
     expect(huge.status).toBe(413);
-    const invalid = await send('/console/rest/api/org/api-keys', { method: 'POST', cookie: cookie!, csrf, headers: { 'content-type': 'application/json' }, body: '{}' });
+    const invalid = await send('/console/rest/api/org/api-keys', {
+      method: 'POST',
+      cookie: cookie!,
+      csrf,
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(invalid.status).toBe(400);
     expect(((await invalid.json()) as { error: string }).error).toBe('validation_error');
 
@@ -175,10 +206,20 @@ describe('console sign-in and session', () => {
     expect((await send('/console/session', { cookie: cookie! })).status).toBe(200);
     // The gateway's own origin (and its loopback spellings, the public URL being loopback) passes, and so does no Origin.
     for (const [i, origin] of [PUBLIC, 'http://localhost:4199', 'http://[::1]:4199'].entries()) {
-      const created = await send('/console/rest/api/org/api-keys', { method: 'POST', cookie: cookie!, csrf, headers: { ...json, origin }, body: JSON.stringify({ name: `own-origin-${i}` }) });
+      const created = await send('/console/rest/api/org/api-keys', {
+        method: 'POST',
+        cookie: cookie!,
+        csrf,
+        headers: { ...json, origin },
+        body: JSON.stringify({ name: `own-origin-${i}` }),
+      });
       expect([origin, created.status]).toEqual([origin, 201]);
     }
-    const signedIn = await send('/console/auth/client', { method: 'POST', headers: { ...json, origin: PUBLIC }, body: JSON.stringify({ client_id: org.clientId, client_secret: org.clientSecret }) });
+    const signedIn = await send('/console/auth/client', {
+      method: 'POST',
+      headers: { ...json, origin: PUBLIC },
+      body: JSON.stringify({ client_id: org.clientId, client_secret: org.clientSecret }),
+    });
     expect(signedIn.status).toBe(200);
     expect(await keyNames()).toEqual(expect.arrayContaining(['own-origin-0', 'own-origin-1', 'own-origin-2']));
   });
@@ -198,7 +239,11 @@ describe('console sign-in and session', () => {
     try {
       const other = await onboard(secure);
       const response = await secure.handle(
-        new Request('https://console.example.test/console/auth/client', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: other.clientId, client_secret: other.clientSecret }) }),
+        new Request('https://console.example.test/console/auth/client', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ client_id: other.clientId, client_secret: other.clientSecret }),
+        }),
       );
       expect(response.status).toBe(200);
       const set = response.headers.getSetCookie()[0]!;
@@ -223,12 +268,24 @@ describe('console sign-in and session', () => {
     expect(row!.consoleClientSecretSealed).not.toContain(oidc.clientSecret);
     expect((await sdk.setIdpConfig({ client, body: { ...base, console_client_id: oidc.clientId } })).data!.console_client_secret_set).toBe(true);
     expect((await sdk.setIdpConfig({ client, body: { ...base, console_client_id: 'another-client' } })).data!.console_client_secret_set).toBe(false);
-    expect((await sdk.setIdpConfig({ client, body: { ...base, console_client_id: oidc.clientId, console_client_secret: oidc.clientSecret } })).data!.console_client_secret_set).toBe(true);
+    expect(
+      (await sdk.setIdpConfig({ client, body: { ...base, console_client_id: oidc.clientId, console_client_secret: oidc.clientSecret } })).data!
+        .console_client_secret_set,
+    ).toBe(true);
   });
 
   test('IdP sign-in starts with PKCE S256, state and nonce; the return target is a page name; a foreign or stale state is refused', async () => {
     verifies('CONSOLE-SIGNIN-IDP', 'CONSOLE-HARDENING');
-    await sdk.setIdpConfig({ client: sdkFor(gateway, manage).client, body: { issuer: oidc.issuer, jwks_uri: oidc.jwksUri, audience: oidc.audience, console_client_id: oidc.clientId, console_client_secret: oidc.clientSecret } });
+    await sdk.setIdpConfig({
+      client: sdkFor(gateway, manage).client,
+      body: {
+        issuer: oidc.issuer,
+        jwks_uri: oidc.jwksUri,
+        audience: oidc.audience,
+        console_client_id: oidc.clientId,
+        console_client_secret: oidc.clientSecret,
+      },
+    });
     // An unknown org and an org without a console client get the same answer.
     const bare = await onboard(gateway);
     const unknown = await send('/console/auth/idp?org=no-such-org');
@@ -381,7 +438,18 @@ describe('console OIDC: the ID token must answer this sign-in', () => {
     const login = beginLogin(orgId, 'overview');
     const outbound = parseOutboundPolicy({ allowHosts: [idp.hostPort, `127.0.0.1:${tokenServer.port}`] });
     const refused = await finishLogin({
-      config: { orgId, issuer: idp.issuer, jwksUri: idp.jwksUri, audience: 'x', roleClaim: 'role', emailClaim: 'email', defaultRole: null, updatedAt: new Date(), consoleClientId: 'console-client', consoleClientSecretSealed: null },
+      config: {
+        orgId,
+        issuer: idp.issuer,
+        jwksUri: idp.jwksUri,
+        audience: 'x',
+        roleClaim: 'role',
+        emailClaim: 'email',
+        defaultRole: null,
+        updatedAt: new Date(),
+        consoleClientId: 'console-client',
+        consoleClientSecretSealed: null,
+      },
       discovery: { issuer: idp.issuer, authorization_endpoint: `${idp.issuer}/auth`, token_endpoint: `http://127.0.0.1:${tokenServer.port}/token` },
       code: 'c',
       redirectUri: `${PUBLIC}/console/auth/callback`,

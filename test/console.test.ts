@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import * as sdk from '../sdk/index.ts';
 import { verifies } from './requirements.ts';
-import { BASE, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { pgHostPort } from './support/idp.ts';
 import { callTool, listToolNames, rpc } from './support/mcp.ts';
 import { startOidcProvider, type TestOidc } from './support/oidc.ts';
@@ -60,14 +60,29 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
     manage = await tokenFor(gateway, org.clientId, org.clientSecret);
     const saved = await sdk.setIdpConfig({
       client: sdkFor(gateway, manage).client,
-      body: { issuer: oidc.issuer, jwks_uri: oidc.jwksUri, audience: oidc.audience, console_client_id: oidc.clientId, console_client_secret: oidc.clientSecret },
+      body: {
+        issuer: oidc.issuer,
+        jwks_uri: oidc.jwksUri,
+        audience: oidc.audience,
+        console_client_id: oidc.clientId,
+        console_client_secret: oidc.clientSecret,
+      },
     });
     expect(saved.response.status).toBe(200);
     expect(saved.data!.console_client_secret_set).toBe(true);
     expect(JSON.stringify(saved.data)).not.toContain(oidc.clientSecret);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     mkdirSync(SHOTS, { recursive: true });
   }, 60_000);
@@ -104,7 +119,11 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
   const open = async (page: Page, route: string, heading: string) => {
     await page.goto(`${base}/console#/${route}`);
     await page.getByRole('heading', { level: 1, name: heading }).waitFor({ timeout: 10_000 });
-    await page.locator('.loading').first().waitFor({ state: 'detached', timeout: 10_000 }).catch(() => {});
+    await page
+      .locator('.loading')
+      .first()
+      .waitFor({ state: 'detached', timeout: 10_000 })
+      .catch(() => {});
   };
 
   test('an OAuth client signs in; connector, tools, approvals and API keys work end to end', async () => {
@@ -225,7 +244,13 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
   test("a user signs in through the org's OpenID provider; the role decides the pages", async () => {
     verifies('CONSOLE-SIGNIN-IDP', 'CONSOLE-ROLES', 'CONSOLE-OFFLINE');
     for (const [login, expected] of [
-      ['alice', { actor: 'alice@example.com', nav: ['Overview', 'Connectors', 'Tools', 'Approvals', 'Audit', 'API keys & OAuth clients', 'Identity provider', 'Webhooks', 'Billing'] }],
+      [
+        'alice',
+        {
+          actor: 'alice@example.com',
+          nav: ['Overview', 'Connectors', 'Tools', 'Approvals', 'Audit', 'API keys & OAuth clients', 'Identity provider', 'Webhooks', 'Billing'],
+        },
+      ],
       ['fran', { actor: 'fran@example.com', nav: ['Billing'] }],
     ] as const) {
       const context = await newContext();

@@ -49,7 +49,9 @@ describe('the response check against openapi.yaml', () => {
 
   test('an undeclared status fails, however well-formed the body', async () => {
     verifies('CONTRACT-RESPONSES');
-    expect(await problems('GET', '/healthz', json({ error: 'teapot', message: 'I am a teapot.' }, 418))).toEqual(['getHealth (GET /healthz) 418: status 418 is not declared']);
+    expect(await problems('GET', '/healthz', json({ error: 'teapot', message: 'I am a teapot.' }, 418))).toEqual([
+      'getHealth (GET /healthz) 418: status 418 is not declared',
+    ]);
     expect(await problems('GET', '/api/org/api-keys', json({ error: 'not_found', message: 'x' }, 404))).toEqual([
       'listApiKeys (GET /api/org/api-keys) 404: status 404 is not declared',
     ]);
@@ -60,11 +62,15 @@ describe('the response check against openapi.yaml', () => {
     const error = { jsonrpc: '2.0', id: 1, error: { code: -32029, message: 'Slow down.' } };
     expect(await problems('POST', '/mcp/acme', json(error, 429, { 'retry-after': '3' }))).toEqual([]);
     // The MCP endpoint's 429 is a JSON-RPC error, not a REST body.
-    expect((await problems('POST', '/mcp/acme', json({ error: 'rate_limited', message: 'Slow down.' }, 429, { 'retry-after': '3' }))).join('\n')).toContain("required property 'jsonrpc'");
+    expect((await problems('POST', '/mcp/acme', json({ error: 'rate_limited', message: 'Slow down.' }, 429, { 'retry-after': '3' }))).join('\n')).toContain(
+      "required property 'jsonrpc'",
+    );
     expect((await problems('POST', '/mcp/acme', json(error, 429))).join('\n')).toContain("must have required property 'retry-after'");
     expect((await problems('POST', '/mcp/acme', json(error, 429, { 'retry-after': 'soon' }))).join('\n')).toContain('/headers/retry-after must be integer');
     const tokenBody = { access_token: 'x', token_type: 'Bearer', expires_in: 3600, scope: 'mcp:call' };
-    expect((await problems('POST', '/oauth/token', json(tokenBody, 200, { 'cache-control': 'public' }))).join('\n')).toContain('/headers/cache-control must be equal to constant');
+    expect((await problems('POST', '/oauth/token', json(tokenBody, 200, { 'cache-control': 'public' }))).join('\n')).toContain(
+      '/headers/cache-control must be equal to constant',
+    );
   });
 
   test('an undeclared media type, a non-JSON JSON body and a body where none is declared fail', async () => {
@@ -74,7 +80,9 @@ describe('the response check against openapi.yaml', () => {
     const broken = new Response('{"status":', { headers: { 'content-type': 'application/json' } });
     expect(await problems('GET', '/healthz', broken)).toEqual(['getHealth (GET /healthz) 200: the body is not JSON']);
     expect(await problems('POST', '/mcp/acme', new Response(null, { status: 202 }))).toEqual([]);
-    expect(await problems('POST', '/mcp/acme', json({ ok: true }, 202))).toEqual(['mcpEndpoint (POST /mcp/acme) 202: a body (application/json) where the response declares none']);
+    expect(await problems('POST', '/mcp/acme', json({ ok: true }, 202))).toEqual([
+      'mcpEndpoint (POST /mcp/acme) 202: a body (application/json) where the response declares none',
+    ]);
   });
 
   test('contractChecked throws a ContractViolation for a drifting response', async () => {

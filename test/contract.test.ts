@@ -60,7 +60,9 @@ describe('handler table', () => {
   test('a missing handler, an extra handler, or a non-function is refused, naming it', () => {
     expect(() => checkHandlerTable(operations, without('getHealth'))).toThrow(/no handler for getHealth/);
     expect(() => checkHandlerTable(operations, { ...handlers, deleteEverything: noop })).toThrow(/no operation for deleteEverything/);
-    expect(() => checkHandlerTable(operations, { ...without('issueToken'), deleteEverything: noop })).toThrow(/no handler for issueToken; no operation for deleteEverything/);
+    expect(() => checkHandlerTable(operations, { ...without('issueToken'), deleteEverything: noop })).toThrow(
+      /no handler for issueToken; no operation for deleteEverything/,
+    );
     expect(() => checkHandlerTable(operations, { ...handlers, getOrg: 'nope' as unknown as Handler })).toThrow(/no handler for getOrg/);
     expect(() => checkHandlerTable(operations, {})).toThrow(/no handler for/);
   });
@@ -82,7 +84,8 @@ describe('operations', () => {
     const declared = new Map<string, unknown>();
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(item)) {
-        if (typeof op === 'object' && op && 'operationId' in op) declared.set(String(op.operationId), { auth: op['x-toolgate-auth'], path, method: method.toUpperCase() });
+        if (typeof op === 'object' && op && 'operationId' in op)
+          declared.set(String(op.operationId), { auth: op['x-toolgate-auth'], path, method: method.toUpperCase() });
       }
     }
     expect(operations.length).toBeGreaterThan(0);

@@ -17,9 +17,7 @@ function markdownUnder(dir: string): string[] {
 
 /** The text with fenced blocks blanked and inline code removed: links and headings inside code are not real. */
 function withoutCode(text: string): string {
-  return text
-    .replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '')
-    .replace(/`+[^`\n]*`+/g, (span) => (span.includes('](') ? '' : span.replaceAll('`', '')));
+  return text.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '').replace(/`+[^`\n]*`+/g, (span) => (span.includes('](') ? '' : span.replaceAll('`', '')));
 }
 
 /** GitHub's heading anchor: lower-case, punctuation dropped, each space a hyphen; repeats get -1, -2... */
@@ -79,7 +77,10 @@ describe('documentation links', () => {
     const a = join(ROOT, 'docs', 'a.md');
     const b = join(ROOT, 'docs', 'b.md');
     const files = new Map([
-      [a, '# A\n\nSee [b](b.md#the-b-heading), [gone](gone.md), [bad](b.md#nope), [self](#a) and [web](https://x.test/y).\n`[code](nowhere.md)`\n```\n[fenced](nowhere.md)\n```\n'],
+      [
+        a,
+        '# A\n\nSee [b](b.md#the-b-heading), [gone](gone.md), [bad](b.md#nope), [self](#a) and [web](https://x.test/y).\n`[code](nowhere.md)`\n```\n[fenced](nowhere.md)\n```\n',
+      ],
       [b, '## The `b` heading\n\n[back](a.md#a)\n'],
     ]);
     expect(brokenLinks(files, () => false)).toEqual(['docs/a.md: gone.md (no such file)', 'docs/a.md: b.md#nope (no heading #nope)']);

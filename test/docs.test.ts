@@ -29,7 +29,16 @@ describe.skipIf(!chromiumPresent)('/docs in headless Chromium', () => {
     server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => gateway.handle(request) });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     shots = mkdtempSync(join(tmpdir(), 'toolgate-docs-'));
   }, 20_000); // PGlite + migrations and the browser start take a few seconds on a busy machine

@@ -19,17 +19,54 @@ describe('Host names (unit)', () => {
     verifies('HTTP-HOST');
     const p = policy({ PORT: String(PORT) });
     const accepted = [
-      `localhost:${PORT}`, 'localhost', 'LOCALHOST:3841', 'LocalHost', 'localhost.', `localhost.:${PORT}`,
-      `127.0.0.1:${PORT}`, '127.0.0.1', '127.0.0.1.', '127.1', `0x7f.1:${PORT}`, '0177.0.0.1', '2130706433',
-      `[::1]:${PORT}`, '[::1]', '[0:0:0:0:0:0:0:1]', '[0::1]:80',
+      `localhost:${PORT}`,
+      'localhost',
+      'LOCALHOST:3841',
+      'LocalHost',
+      'localhost.',
+      `localhost.:${PORT}`,
+      `127.0.0.1:${PORT}`,
+      '127.0.0.1',
+      '127.0.0.1.',
+      '127.1',
+      `0x7f.1:${PORT}`,
+      '0177.0.0.1',
+      '2130706433',
+      `[::1]:${PORT}`,
+      '[::1]',
+      '[0:0:0:0:0:0:0:1]',
+      '[0::1]:80',
       // The port plays no part: a rebinding page can only use the port the gateway really listens on.
-      'localhost:9999', '127.0.0.1:1',
+      'localhost:9999',
+      '127.0.0.1:1',
     ];
     const refused = [
-      'evil.example', `evil.example:${PORT}`, 'localhost..', '.localhost', 'sub.localhost', 'localhost.evil.example',
-      'localhost-evil.example', '127.0.0.2', '127.0.1.1', '0.0.0.0', '[::]', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]',
-      '::1', '[::1', 'evil.example@localhost', 'localhost@evil.example', 'localhost/x', 'localhost\\x', 'localhost?x',
-      'localhost#x', 'local host', 'localhost:99999', 'localhost:x', '', 'gateway.test',
+      'evil.example',
+      `evil.example:${PORT}`,
+      'localhost..',
+      '.localhost',
+      'sub.localhost',
+      'localhost.evil.example',
+      'localhost-evil.example',
+      '127.0.0.2',
+      '127.0.1.1',
+      '0.0.0.0',
+      '[::]',
+      '[::ffff:127.0.0.1]',
+      '[::ffff:7f00:1]',
+      '::1',
+      '[::1',
+      'evil.example@localhost',
+      'localhost@evil.example',
+      'localhost/x',
+      'localhost\\x',
+      'localhost?x',
+      'localhost#x',
+      'local host',
+      'localhost:99999',
+      'localhost:x',
+      '',
+      'gateway.test',
     ];
     expect(accepted.filter((h) => !p.hostAllowed(withHost(h)))).toEqual([]);
     expect(refused.filter((h) => p.hostAllowed(withHost(h)))).toEqual([]);
@@ -38,7 +75,18 @@ describe('Host names (unit)', () => {
   test('a public URL with a DNS name answers to that name, the loopback names (CLI, local probes) and TOOLGATE_ALLOWED_HOSTS', () => {
     verifies('HTTP-HOST');
     const p = policy({ TOOLGATE_PUBLIC_URL: 'https://Gateway.Example.com', TOOLGATE_ALLOWED_HOSTS: 'toolgate.internal, 10.0.0.5,[FD00::1],Upper.Example.' });
-    const accepted = ['gateway.example.com', 'GATEWAY.EXAMPLE.COM:443', 'gateway.example.com.', 'toolgate.internal:8080', '10.0.0.5', '[fd00::1]:8080', 'upper.example', 'localhost:8080', '127.0.0.1:8080', '[::1]'];
+    const accepted = [
+      'gateway.example.com',
+      'GATEWAY.EXAMPLE.COM:443',
+      'gateway.example.com.',
+      'toolgate.internal:8080',
+      '10.0.0.5',
+      '[fd00::1]:8080',
+      'upper.example',
+      'localhost:8080',
+      '127.0.0.1:8080',
+      '[::1]',
+    ];
     const refused = ['sub.localhost', '127.0.0.2', 'example.com', 'evil.gateway.example.com', 'gateway.example.com.evil.example', '10.0.0.6', '[fd00::2]'];
     expect(accepted.filter((h) => !p.hostAllowed(withHost(h)))).toEqual([]);
     expect(refused.filter((h) => p.hostAllowed(withHost(h)))).toEqual([]);
@@ -60,16 +108,41 @@ describe('Origins (unit)', () => {
     verifies('MCP-ORIGIN');
     const p = policy({ PORT: String(PORT), TOOLGATE_ALLOWED_ORIGINS: 'https://app.example.com, chrome-extension://abcdef' });
     const accepted = [
-      null, `http://localhost:${PORT}`, `http://127.0.0.1:${PORT}`, `http://[::1]:${PORT}`, `HTTP://LOCALHOST:${PORT}`,
-      `http://localhost.:${PORT}`, `http://127.1:${PORT}`, `http://0x7f.1:${PORT}`, `http://[0:0:0:0:0:0:0:1]:${PORT}`,
-      'https://app.example.com', 'https://APP.example.com:443', 'chrome-extension://abcdef',
+      null,
+      `http://localhost:${PORT}`,
+      `http://127.0.0.1:${PORT}`,
+      `http://[::1]:${PORT}`,
+      `HTTP://LOCALHOST:${PORT}`,
+      `http://localhost.:${PORT}`,
+      `http://127.1:${PORT}`,
+      `http://0x7f.1:${PORT}`,
+      `http://[0:0:0:0:0:0:0:1]:${PORT}`,
+      'https://app.example.com',
+      'https://APP.example.com:443',
+      'chrome-extension://abcdef',
     ];
     const refused = [
-      'null', '', `http://localhost:${PORT + 1}`, `http://127.0.0.1:${PORT + 1}`, 'http://[::1]', 'http://localhost',
-      `https://localhost:${PORT}`, `https://127.0.0.1:${PORT}`, `http://127.0.0.2:${PORT}`, `http://[::ffff:127.0.0.1]:${PORT}`,
-      `http://sub.localhost:${PORT}`, `http://localhost..:${PORT}`, `http://evil.example:${PORT}`, `http://localhost:${PORT}/`,
-      `http://localhost:${PORT}/path`, `http://evil.example@localhost:${PORT}`, `localhost:${PORT}`, `//localhost:${PORT}`,
-      'http://app.example.com', 'https://app.example.com:8443', 'chrome-extension://other',
+      'null',
+      '',
+      `http://localhost:${PORT + 1}`,
+      `http://127.0.0.1:${PORT + 1}`,
+      'http://[::1]',
+      'http://localhost',
+      `https://localhost:${PORT}`,
+      `https://127.0.0.1:${PORT}`,
+      `http://127.0.0.2:${PORT}`,
+      `http://[::ffff:127.0.0.1]:${PORT}`,
+      `http://sub.localhost:${PORT}`,
+      `http://localhost..:${PORT}`,
+      `http://evil.example:${PORT}`,
+      `http://localhost:${PORT}/`,
+      `http://localhost:${PORT}/path`,
+      `http://evil.example@localhost:${PORT}`,
+      `localhost:${PORT}`,
+      `//localhost:${PORT}`,
+      'http://app.example.com',
+      'https://app.example.com:8443',
+      'chrome-extension://other',
     ];
     expect(accepted.filter((o) => !p.originAllowed(o))).toEqual([]);
     expect(refused.filter((o) => p.originAllowed(o))).toEqual([]);
@@ -79,7 +152,11 @@ describe('Origins (unit)', () => {
     verifies('MCP-ORIGIN');
     const p = policy({ TOOLGATE_PUBLIC_URL: 'https://gateway.example.com' });
     expect(['https://gateway.example.com', 'https://gateway.example.com:443', 'https://gateway.example.com.'].every((o) => p.originAllowed(o))).toBe(true);
-    expect(['http://localhost', 'https://localhost', 'https://127.0.0.1', 'http://gateway.example.com', 'https://gateway.example.com:8443'].some((o) => p.originAllowed(o))).toBe(false);
+    expect(
+      ['http://localhost', 'https://localhost', 'https://127.0.0.1', 'http://gateway.example.com', 'https://gateway.example.com:8443'].some((o) =>
+        p.originAllowed(o),
+      ),
+    ).toBe(false);
   });
 });
 
@@ -136,13 +213,34 @@ describe('through the app', () => {
       ['/docs', {}],
       ['/.well-known/jwks.json', {}],
       ['/api/org', { headers: { authorization: 'Bearer nope' } }],
-      ['/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `grant_type=client_credentials&client_id=${org.clientId}&client_secret=${org.clientSecret}` }],
-      ['/operator/orgs', { method: 'POST', headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ slug: 'rebound', name: 'x', plan: 'starter' }) }],
-      [`/mcp/${org.slug}`, { method: 'POST', headers: { 'x-api-key': org.apiKey, 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' }],
+      [
+        '/oauth/token',
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: `grant_type=client_credentials&client_id=${org.clientId}&client_secret=${org.clientSecret}`,
+        },
+      ],
+      [
+        '/operator/orgs',
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ slug: 'rebound', name: 'x', plan: 'starter' }),
+        },
+      ],
+      [
+        `/mcp/${org.slug}`,
+        { method: 'POST', headers: { 'x-api-key': org.apiKey, 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' },
+      ],
     ];
     for (const [path, init] of routes) {
       const refused = await send(path, 'evil.example', init);
-      expect([path, refused.status, await refused.json()]).toEqual([path, 403, { error: 'forbidden_host', message: expect.stringContaining('TOOLGATE_ALLOWED_HOSTS') }]);
+      expect([path, refused.status, await refused.json()]).toEqual([
+        path,
+        403,
+        { error: 'forbidden_host', message: expect.stringContaining('TOOLGATE_ALLOWED_HOSTS') },
+      ]);
     }
     // The token and the org were not created: the refused requests did nothing.
     const token = await send('/oauth/token', 'gateway.test', routes[4]![1]);
@@ -187,7 +285,13 @@ describe('over real HTTP with the default public URL (http://localhost:PORT)', (
   }, 30_000);
 
   const ping = (headers: Record<string, string>) =>
-    rawRequest(port, 'POST', `/mcp/${org.slug}`, { 'x-api-key': org.apiKey, 'content-type': 'application/json', ...headers }, '{"jsonrpc":"2.0","id":7,"method":"ping"}');
+    rawRequest(
+      port,
+      'POST',
+      `/mcp/${org.slug}`,
+      { 'x-api-key': org.apiKey, 'content-type': 'application/json', ...headers },
+      '{"jsonrpc":"2.0","id":7,"method":"ping"}',
+    );
 
   test('Host: the loopback spellings pass, foreign names get 403', async () => {
     verifies('HTTP-HOST');

@@ -296,9 +296,7 @@ describe('JWKS handling', () => {
     const tokens = await Promise.all(Array.from({ length: 30 }, (_, i) => tokenA({}, key1, `unknown-${i}`)));
     const hits = idp.hits;
     const started = Date.now();
-    const statuses = await Promise.all(
-      tokens.map((t, i) => (i % 2 === 0 ? mcpRequest(g, A.slug, { bearer: t }).then((r) => r.status) : status(getOrg(t)))),
-    );
+    const statuses = await Promise.all(tokens.map((t, i) => (i % 2 === 0 ? mcpRequest(g, A.slug, { bearer: t }).then((r) => r.status) : status(getOrg(t)))));
     const elapsed = Date.now() - started;
     expect(new Set(statuses)).toEqual(new Set([401]));
     const fetched = idp.hits - hits;

@@ -63,7 +63,12 @@ describe('the checker itself finds what it must', () => {
       ['c/z.ts', ['c/x.ts']],
       ['d.ts', []],
     ]);
-    expect(cycles(graph)).toEqual(expect.arrayContaining([['a.ts', 'b.ts'], ['c/x.ts', 'c/y.ts', 'c/z.ts']]));
+    expect(cycles(graph)).toEqual(
+      expect.arrayContaining([
+        ['a.ts', 'b.ts'],
+        ['c/x.ts', 'c/y.ts', 'c/z.ts'],
+      ]),
+    );
     expect(cycles(graph)).toHaveLength(2);
   });
 

@@ -24,7 +24,11 @@ const ITEMS = 'query_postgresql_items';
 async function seed(instance: Instance, t: Targets): Promise<{ slug: string; apiKey: string }> {
   const operator = sdkAt(instance.url, fetch, OPERATOR).client;
   const slug = `life-${Date.now().toString(36)}`;
-  const { data: onboarded } = await sdk.createOrg({ client: operator, throwOnError: true, body: { slug, name: slug, plan: 'enterprise', burst_limit_per_second: 10_000 } });
+  const { data: onboarded } = await sdk.createOrg({
+    client: operator,
+    throwOnError: true,
+    body: { slug, name: slug, plan: 'enterprise', burst_limit_per_second: 10_000 },
+  });
   const client = sdkAt(instance.url, fetch, { clientId: onboarded.oauth_client.client_id, clientSecret: onboarded.oauth_client.client_secret }).client;
   const { data: created } = await sdk.createConnector({ client, throwOnError: true, body: { name: 'items', type: 'postgresql', config: t.pgConfig } });
   for (let i = 0; i < 100; i++) {
@@ -124,7 +128,11 @@ describe.skipIf(!hasPg)('graceful shutdown of a gateway process', () => {
       expect(instance.output()).toContain('SIGTERM, shutting down (3 requests in flight');
       // The folder is free: its lock is gone, and a new process opens the same store.
       expect(lockHolder(dataDir)).toBeNull();
-      const again = await startInstance('embedded-again', { TOOLGATE_DATA_DIR: dataDir, TOOLGATE_OPERATOR_TOKEN: OPERATOR, TOOLGATE_OUTBOUND_ALLOW_HOSTS: databaseAllowHosts().join(',') });
+      const again = await startInstance('embedded-again', {
+        TOOLGATE_DATA_DIR: dataDir,
+        TOOLGATE_OPERATOR_TOKEN: OPERATOR,
+        TOOLGATE_OUTBOUND_ALLOW_HOSTS: databaseAllowHosts().join(','),
+      });
       const ready = await fetch(`${again.url}/readyz`);
       expect(ready.status).toBe(200);
       expect(await ready.json()).toMatchObject({ status: 'ready', migrations: 'done' });

@@ -162,7 +162,9 @@ describe.skipIf(!hasPg || !hasRedis)('two instances on one Redis', () => {
     // The refusal is in the org's audit log.
     await one.deps.audit.drain();
     await two.deps.audit.drain();
-    const rows = await one.deps.store.db.execute(sql`SELECT details->>'status' AS status FROM audit_events WHERE org_id = ${org.orgId} AND action = 'rate_limit.refused'`);
+    const rows = await one.deps.store.db.execute(
+      sql`SELECT details->>'status' AS status FROM audit_events WHERE org_id = ${org.orgId} AND action = 'rate_limit.refused'`,
+    );
     expect((rows as unknown as { status: string }[]).length).toBeGreaterThanOrEqual(1);
   });
 
@@ -196,7 +198,14 @@ describe.skipIf(!hasPg || !hasRedis)('two instances on one Redis', () => {
     const org = await onboard(one);
     const signIn = (g: TestGateway, secret: string, at: string) =>
       g.handle(
-        from(at, new Request(`${BASE}/console/auth/client`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: org.clientId, client_secret: secret }) })),
+        from(
+          at,
+          new Request(`${BASE}/console/auth/client`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ client_id: org.clientId, client_secret: secret }),
+          }),
+        ),
       );
     const attacker = address();
     for (let i = 0; i < AUTH_FAILURE_RULES.pair.limit; i++) expect((await signIn(either(i), 'wrong', attacker)).status).toBe(401);
@@ -250,7 +259,11 @@ describe.skipIf(!hasPg || !hasRedis)('two instances on one Redis', () => {
     const limited = answers.filter((a) => a.status === 429);
     expect(limited.length).toBe(1);
     expect(Number(limited[0]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(limited[0]!.body).toEqual({ jsonrpc: '2.0', id: expect.stringMatching(/^a-\d$/), error: { code: -32029, message: expect.stringContaining('burst limit') } });
+    expect(limited[0]!.body).toEqual({
+      jsonrpc: '2.0',
+      id: expect.stringMatching(/^a-\d$/),
+      error: { code: -32029, message: expect.stringContaining('burst limit') },
+    });
     await Bun.sleep(1000);
     const batch = [1, 2, 3].map((id) => ({ jsonrpc: '2.0', id, method: 'ping' }));
     const answer = await rpcRaw(one, org.slug, { apiKey: org.apiKey }, JSON.stringify(batch));
@@ -267,7 +280,14 @@ describe.skipIf(!hasPg || !hasRedis)('two instances on one Redis', () => {
     const attacker = address();
     const create = (token: string, at: string) =>
       one.handle(
-        from(at, new Request(`${BASE}/operator/orgs`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ slug: `op-${Date.now().toString(36)}-${n++}`, name: 'x', plan: 'starter' }) })),
+        from(
+          at,
+          new Request(`${BASE}/operator/orgs`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+            body: JSON.stringify({ slug: `op-${Date.now().toString(36)}-${n++}`, name: 'x', plan: 'starter' }),
+          }),
+        ),
       );
     for (let i = 0; i < AUTH_FAILURE_RULES.pair.limit; i++) expect((await create('wrong-operator-token-0123456789', attacker)).status).toBe(401);
     await expect429(await create(OPERATOR_TOKEN, attacker));

@@ -127,7 +127,9 @@ describe.skipIf(!hasPg || !hasRedis)('shared limits across instances (PostgreSQL
     // Each instance alone sees about half the calls, well under its own window: only the shared count can refuse one.
     await startOfSecond();
     const answers = await Promise.all(
-      Array.from({ length: 21 }, (_, i) => callTool(i % 2 ? one : two, org.slug, { apiKey: org.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' })),
+      Array.from({ length: 21 }, (_, i) =>
+        callTool(i % 2 ? one : two, org.slug, { apiKey: org.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' }),
+      ),
     );
     expect(answers.filter((a) => a.status === 200 && a.body.result && !a.body.result.isError).length).toBe(20);
     const limited = answers.filter((a) => a.status === 429);
@@ -146,7 +148,9 @@ describe.skipIf(!hasPg || !hasRedis)('shared limits across instances (PostgreSQL
     );
     await startOfSecond();
     const answers = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => callTool(i % 2 ? one : two, org.slug, { apiKey: org.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' })),
+      Array.from({ length: 6 }, (_, i) =>
+        callTool(i % 2 ? one : two, org.slug, { apiKey: org.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' }),
+      ),
     );
     const ran = answers.filter((a) => a.body?.result && !a.body.result.isError);
     const refused = answers.filter((a) => a.body?.error?.code === -32000);
@@ -170,7 +174,9 @@ describe.skipIf(!hasPg || !hasRedis)('shared limits across instances (PostgreSQL
     const before = [one.deps.usage.quotaStats(), two.deps.usage.quotaStats()];
     await startOfSecond();
     const answers = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => callTool(i % 2 ? one : two, org.slug, { apiKey: org.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' })),
+      Array.from({ length: 40 }, (_, i) =>
+        callTool(i % 2 ? one : two, org.slug, { apiKey: org.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' }),
+      ),
     );
     expect(answers.filter((a) => a.body?.result && !a.body.result.isError).length).toBe(15);
     expect(answers.filter((a) => a.body?.error?.code === -32000).length).toBe(25);

@@ -14,7 +14,10 @@ describe('log output', () => {
     const proc = Bun.spawn([process.execPath, FIXTURE], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' });
     const out = await new Response(proc.stdout).text();
     expect(await proc.exited).toBe(0);
-    const lines = out.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatchObject({ level: 'info', message: 'request', request_id: 'fixture-1', status: 200, api_key: '[redacted]' });
     expect(lines[1]).toMatchObject({ level: 'error', message: 'something failed' });

@@ -25,7 +25,12 @@ beforeAll(async () => {
   [org, slow] = await Promise.all([onboard(g), onboard(g, `batch-slow-${Date.now().toString(36)}`, 'enterprise', 3)]);
   key = { apiKey: org.apiKey };
   for (const o of [org, slow]) {
-    const connector = await createConnector(g, await tokenFor(g, o.clientId, o.clientSecret), { name: 'pg', type: 'postgresql', config: t.pgConfig, allow_write: true });
+    const connector = await createConnector(g, await tokenFor(g, o.clientId, o.clientSecret), {
+      name: 'pg',
+      type: 'postgresql',
+      config: t.pgConfig,
+      allow_write: true,
+    });
     expect(connector.status).toBe('active');
   }
 }, 120_000);
@@ -35,7 +40,10 @@ afterAll(async () => {
 }, 60_000);
 
 const insert = (id: number, rpcId: number | string = id) => ({
-  jsonrpc: '2.0', id: rpcId, method: 'tools/call', params: { name: NOTES, arguments: { sql: `INSERT INTO notes VALUES (${id}, 'batch')` } },
+  jsonrpc: '2.0',
+  id: rpcId,
+  method: 'tools/call',
+  params: { name: NOTES, arguments: { sql: `INSERT INTO notes VALUES (${id}, 'batch')` } },
 });
 const noteIds = async () => (await t.pg('SELECT id FROM notes ORDER BY id')).map((r) => r.id as number);
 const post = (messages: unknown, headers: Record<string, string> = {}, credential: Credential = key, slug = org.slug) =>
@@ -45,9 +53,18 @@ describe.skipIf(!available)('batches under MCP 2025-03-26', () => {
   test('without the header (2025-03-26) and with it: one response per request, in order, each run as if alone', async () => {
     verifies('RPC-BATCH-2025-03-26');
     await t.pg('DELETE FROM notes');
-    for (const [headers, base] of [[{}, 100], [{ 'mcp-protocol-version': '2025-03-26' }, 200]] as const) {
+    for (const [headers, base] of [
+      [{}, 100],
+      [{ 'mcp-protocol-version': '2025-03-26' }, 200],
+    ] as const) {
       const answer = await post(
-        [insert(base, 'a'), { jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', id: 7, method: 'ping' }, { jsonrpc: '2.0', id: 'list', method: 'tools/list', params: {} }, insert(base + 1, 'b')],
+        [
+          insert(base, 'a'),
+          { jsonrpc: '2.0', method: 'notifications/initialized' },
+          { jsonrpc: '2.0', id: 7, method: 'ping' },
+          { jsonrpc: '2.0', id: 'list', method: 'tools/list', params: {} },
+          insert(base + 1, 'b'),
+        ],
         headers,
       );
       expect(answer.status).toBe(200);
@@ -86,7 +103,10 @@ describe.skipIf(!available)('batches under MCP 2025-03-26', () => {
   });
 
   test('only notifications and responses: 202 with an empty body', async () => {
-    const answer = await post([{ jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', id: 9, result: {} }]);
+    const answer = await post([
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 9, result: {} },
+    ]);
     expect(answer.status).toBe(202);
     expect(answer.text).toBe('');
   });

@@ -46,7 +46,10 @@ let client: Client;
 async function waitForPort(port: number, ms: number): Promise<boolean> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
-    const ok = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(500) }).then(() => true, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(500) }).then(
+      () => true,
+      () => false,
+    );
     if (ok) return true;
     await Bun.sleep(100);
   }
@@ -72,7 +75,12 @@ beforeAll(async () => {
   http = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => g.handle(request) });
   org = await onboard(g);
   manage = await tokenFor(g, org.clientId, org.clientSecret);
-  conn = await createConnector(g, manage, { name: 'Upstream', type: 'mcp', config: { url: upstream.url, headers: { 'X-Tenant': 'acme' } }, credential: SECRET });
+  conn = await createConnector(g, manage, {
+    name: 'Upstream',
+    type: 'mcp',
+    config: { url: upstream.url, headers: { 'X-Tenant': 'acme' } },
+    credential: SECRET,
+  });
   const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${http.port}/mcp/${org.slug}`), {
     requestInit: { headers: { 'x-api-key': org.apiKey } },
   });
@@ -101,7 +109,16 @@ describe('an upstream MCP server (official SDK, Streamable HTTP) as a connector'
     expect(conn.type).toBe('mcp');
     expect(conn.config).toEqual({ url: upstream.url, headers: { 'X-Tenant': 'acme' } });
     const rows = await restTools(g, manage, org.orgId, conn.id);
-    expect(rows.map((r) => r.tool_name).sort()).toEqual(['upstream__add', 'upstream__boom', 'upstream__echo', 'upstream__fail', 'upstream__headers', 'upstream__huge', 'upstream__picture', 'upstream__slow']);
+    expect(rows.map((r) => r.tool_name).sort()).toEqual([
+      'upstream__add',
+      'upstream__boom',
+      'upstream__echo',
+      'upstream__fail',
+      'upstream__headers',
+      'upstream__huge',
+      'upstream__picture',
+      'upstream__slow',
+    ]);
     expect(rows.every((r) => r.connector_type === 'mcp')).toBe(true);
     // The credential is write-only: never in the REST answer.
     const raw = JSON.stringify((await sdk.getConnector({ client: rest(), throwOnError: true, path: { connectorId: conn.id } })).data);
@@ -243,7 +260,11 @@ describe('the outbound guard and failures', () => {
     const before = upstream.seen.length;
     const refuse = async (url: string) => {
       const res = await sdk.createConnector({ client, body: { name: `p ${url}`, type: 'mcp', config: { url }, credential: SECRET } });
-      expect({ url, status: res.response.status, error: (res.error as { error?: string } | undefined)?.error }).toEqual({ url, status: 422, error: 'connector_target_refused' });
+      expect({ url, status: res.response.status, error: (res.error as { error?: string } | undefined)?.error }).toEqual({
+        url,
+        status: 422,
+        error: 'connector_target_refused',
+      });
       expect((res.error as { message: string }).message).toContain('not allowed');
     };
     await refuse(upstream.url);
@@ -265,7 +286,14 @@ describe('the outbound guard and failures', () => {
 
   test('config is checked against McpConfig (400) and reserved headers fail validation', async () => {
     verifies('MCPC-CONFIG');
-    const badConfigs = [{}, { url: upstream.url, host: 'x' }, { url: 5 }, { url: upstream.url, headers: { 'bad header': 'x' } }, { url: upstream.url, headers: { 'X-A': 'a\r\nInjected: 1' } }, { host: 'h', database: 'd', user: 'u' }];
+    const badConfigs = [
+      {},
+      { url: upstream.url, host: 'x' },
+      { url: 5 },
+      { url: upstream.url, headers: { 'bad header': 'x' } },
+      { url: upstream.url, headers: { 'X-A': 'a\r\nInjected: 1' } },
+      { host: 'h', database: 'd', user: 'u' },
+    ];
     for (const config of badConfigs) {
       // Raw HTTP: configs outside the contract's McpConfig, which the typed SDK cannot send.
       const res = await api(g, 'POST', '/api/connectors', manage, { name: 'bad', type: 'mcp', config });
@@ -326,7 +354,12 @@ describe('one upstream tool at a time: a malformed tool is skipped and reported,
       ['good_one', { inputSchema: obj({ other: { type: 'number' } }) }, 'good_one', 'same name'],
       ['no_schema', {}, 'no_schema', 'not an object'],
       ['array_schema', { inputSchema: { type: 'array' } }, 'array_schema', 'not "object"'],
-      ['huge_schema', { inputSchema: obj({ a: { type: 'string', description: 'd'.repeat(MAX_INPUT_SCHEMA_BYTES) } }) }, 'huge_schema', `larger than ${MAX_INPUT_SCHEMA_BYTES}`],
+      [
+        'huge_schema',
+        { inputSchema: obj({ a: { type: 'string', description: 'd'.repeat(MAX_INPUT_SCHEMA_BYTES) } }) },
+        'huge_schema',
+        `larger than ${MAX_INPUT_SCHEMA_BYTES}`,
+      ],
       ['deep_schema', { inputSchema: nested(MAX_INPUT_SCHEMA_DEPTH) }, 'deep_schema', 'nested deeper'],
       ['nul_in_schema', { inputSchema: obj({ a: { type: 'string', description: 'a\u0000b' } }) }, 'nul_in_schema', 'control character'],
       ['control_key', { inputSchema: obj({ 'a\u0001': { type: 'string' } }) }, 'control_key', 'key with a control character'],
@@ -341,7 +374,12 @@ describe('one upstream tool at a time: a malformed tool is skipped and reported,
       ...bad.map(([name, rest]) => ({ name, description: 'A bad tool.', ...rest })),
       'not a tool at all',
       // Characters that cannot be stored or that hide text are removed from a description, not the tool dropped.
-      { name: 'good.two-x', description: `Clean\u0000 me\u0007 \u202eplease\ud800\r\n${'z'.repeat(MAX_DESCRIPTION)}`, inputSchema: obj(), annotations: { readOnlyHint: true } },
+      {
+        name: 'good.two-x',
+        description: `Clean\u0000 me\u0007 \u202eplease\ud800\r\n${'z'.repeat(MAX_DESCRIPTION)}`,
+        inputSchema: obj(),
+        annotations: { readOnlyHint: true },
+      },
     ];
     const upstream = startListingUpstream(listed);
     try {
@@ -432,7 +470,9 @@ describe('the reference server @modelcontextprotocol/server-everything (streamab
     verifies('MCPC-EVERYTHING');
     expect(await waitForPort(EVERYTHING_PORT, 20_000)).toBe(true);
     const c = await createConnector(g, manage, { name: 'Everything', type: 'mcp', config: { url: `http://127.0.0.1:${EVERYTHING_PORT}/mcp` } });
-    expect({ status: c.status, reason: c.status_reason, stderr: c.status === 'active' ? '' : everythingError.slice(0, 500) }).toMatchObject({ status: 'active' });
+    expect({ status: c.status, reason: c.status_reason, stderr: c.status === 'active' ? '' : everythingError.slice(0, 500) }).toMatchObject({
+      status: 'active',
+    });
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
     expect(names).toContain('everything__echo');

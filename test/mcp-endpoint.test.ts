@@ -33,7 +33,11 @@ let down: { id: string; status: string; status_reason: string };
 beforeAll(async () => {
   if (!available) return;
   // 127.0.0.1 as a whole: the 'pg down' connector aims at a dead port there, which must fail as unreachable, not be refused.
-  [g, small, t] = await Promise.all([startTestGateway('pglite', { TOOLGATE_LOG_LEVEL: 'error', TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1' }), startTestGateway('pglite', { TOOLGATE_MAX_BODY_BYTES: '65536' }), createTargets('tg_mcp', 'pg')]);
+  [g, small, t] = await Promise.all([
+    startTestGateway('pglite', { TOOLGATE_LOG_LEVEL: 'error', TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1' }),
+    startTestGateway('pglite', { TOOLGATE_MAX_BODY_BYTES: '65536' }),
+    createTargets('tg_mcp', 'pg'),
+  ]);
   [org, other, smallOrg] = await Promise.all([onboard(g), onboard(g), onboard(small)]);
   token = await tokenFor(g, org.clientId, org.clientSecret);
   key = { apiKey: org.apiKey };
@@ -118,7 +122,13 @@ describe.skipIf(!available)('JSON-RPC envelope errors', () => {
     verifies('MCP-INIT-NEGOTIATE');
     const init = (protocolVersion: string) =>
       rpc(g, org.slug, key, 'initialize', { protocolVersion, capabilities: {}, clientInfo: { name: 'test', version: '1' } });
-    for (const [asked, got] of [['2025-06-18', '2025-06-18'], ['2025-03-26', '2025-03-26'], ['2025-11-25', '2025-11-25'], ['2099-01-01', '2025-11-25'], ['garbage', '2025-11-25']]) {
+    for (const [asked, got] of [
+      ['2025-06-18', '2025-06-18'],
+      ['2025-03-26', '2025-03-26'],
+      ['2025-11-25', '2025-11-25'],
+      ['2099-01-01', '2025-11-25'],
+      ['garbage', '2025-11-25'],
+    ]) {
       const answer = await init(asked!);
       expect(answer.status).toBe(200);
       expect(rpcValidators.InitializeResult(answer.body.result)).toBe(true);
@@ -163,7 +173,7 @@ describe.skipIf(!available)('tools/call argument and scope errors', () => {
     const params = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"__proto__":{"polluted":"yes"}}}`;
     expect((await rpcRaw(g, org.slug, key, params)).status).toBe(200);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-    expect(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted')).toBe(false);
+    expect(Object.hasOwn(Object.prototype, 'polluted')).toBe(false);
   });
 
   test('check_approval_status with an unknown id: status not_found', async () => {
@@ -177,7 +187,8 @@ describe.skipIf(!available)('tools/call argument and scope errors', () => {
 });
 
 describe.skipIf(!available)('transport checks', () => {
-  const insert = (id: number, headers: Record<string, string>) => callTool(g, org.slug, key, NOTES, { sql: `INSERT INTO notes VALUES (${id}, 'origin test')` }, headers);
+  const insert = (id: number, headers: Record<string, string>) =>
+    callTool(g, org.slug, key, NOTES, { sql: `INSERT INTO notes VALUES (${id}, 'origin test')` }, headers);
 
   test('a foreign Origin or Origin: null is 403 and executes nothing; no Origin and our own origin pass', async () => {
     verifies('MCP-ORIGIN');
@@ -201,7 +212,8 @@ describe.skipIf(!available)('transport checks', () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error).toBe('unsupported_protocol_version');
     expect((await rpc(g, org.slug, key, 'ping')).status).toBe(200);
-    for (const v of ['2025-06-18', '2025-03-26', '2025-11-25']) expect((await rpc(g, org.slug, key, 'ping', undefined, { 'mcp-protocol-version': v })).status).toBe(200);
+    for (const v of ['2025-06-18', '2025-03-26', '2025-11-25'])
+      expect((await rpc(g, org.slug, key, 'ping', undefined, { 'mcp-protocol-version': v })).status).toBe(200);
   });
 
   test('GET and DELETE on the endpoint: 405; a wrong Content-Type: 415', async () => {
@@ -225,7 +237,7 @@ describe.skipIf(!available)('transport checks', () => {
     const otherToken = await tokenFor(g, other.clientId, other.clientSecret, 'mcp:call');
     const pairs: [Credential, Credential][] = [
       [{ apiKey: other.apiKey }, { apiKey: other.apiKey }],
-      [{ apiKey: 'tg_' + 'x'.repeat(40) }, { apiKey: 'tg_' + 'x'.repeat(40) }],
+      [{ apiKey: `tg_${'x'.repeat(40)}` }, { apiKey: `tg_${'x'.repeat(40)}` }],
       [{ token: otherToken }, { token: otherToken }],
       [null, null],
     ];
@@ -243,7 +255,10 @@ describe.skipIf(!available)('transport checks', () => {
 describe.skipIf(!available)('hostile bodies', () => {
   test('100,000-deep nesting: 400 -32700, and the next request works', async () => {
     verifies('HOSTILE-BODIES-NESTING');
-    for (const body of ['['.repeat(100_000) + ']'.repeat(100_000), `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}}}`]) {
+    for (const body of [
+      '['.repeat(100_000) + ']'.repeat(100_000),
+      `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}}}`,
+    ]) {
       const answer = await rpcRaw(g, org.slug, key, body);
       expectRpcError(answer, -32700, 'nested too deeply', 400);
       expect(answer.body.id).toBeNull();
@@ -253,7 +268,12 @@ describe.skipIf(!available)('hostile bodies', () => {
 
   test('a body larger than TOOLGATE_MAX_BODY_BYTES: 413, and the next request works', async () => {
     verifies('HOSTILE-BODIES-SIZE');
-    const huge = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: ITEMS, arguments: { sql: 'SELECT 1', x: 'a'.repeat(3_000_000) } } });
+    const huge = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: ITEMS, arguments: { sql: 'SELECT 1', x: 'a'.repeat(3_000_000) } },
+    });
     const smallKey = { apiKey: smallOrg.apiKey };
     const answer = await rpcRaw(small, smallOrg.slug, smallKey, huge);
     expect(answer.status).toBe(413);
@@ -268,7 +288,11 @@ describe.skipIf(!available)('hostile bodies', () => {
 
   test('invalid UTF-8: 400 -32700', async () => {
     verifies('HOSTILE-BODIES-UTF8');
-    for (const body of [bytes('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"', [0xff, 0xfe], '"}}'), bytes([0xc3, 0x28]), bytes('{"a":"', [0xed, 0xa0, 0x80], '"}')]) {
+    for (const body of [
+      bytes('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"', [0xff, 0xfe], '"}}'),
+      bytes([0xc3, 0x28]),
+      bytes('{"a":"', [0xed, 0xa0, 0x80], '"}'),
+    ]) {
       const answer = await rpcRaw(g, org.slug, key, body);
       expectRpcError(answer, -32700, 'UTF-8', 400);
       expect(answer.body.id).toBeNull();
@@ -307,7 +331,12 @@ describe.skipIf(!available)('tool failures are results with isError', () => {
   test('a database that goes down after validation: the call is isError with a clear text', async () => {
     verifies('RPC-TOOL-ERROR-RESULT');
     const proxy = await tcpProxy(t.pgConfig.host, t.pgConfig.port);
-    const via = await createConnector(g, token, { name: 'pg via proxy', type: 'postgresql', config: { ...t.pgConfig, port: proxy.port, schemas: ['solo'] }, credential: SECRET });
+    const via = await createConnector(g, token, {
+      name: 'pg via proxy',
+      type: 'postgresql',
+      config: { ...t.pgConfig, port: proxy.port, schemas: ['solo'] },
+      credential: SECRET,
+    });
     expect(via.status).toBe('active');
     const widgets = 'query_postgresql_widgets';
     expect(toolResult(await callTool(g, org.slug, key, widgets, { sql: 'SELECT * FROM widgets' })).isError).toBeFalsy();
@@ -328,7 +357,7 @@ describe.skipIf(!available)('golden responses', () => {
     const normalised = JSON.parse(JSON.stringify(live).replaceAll(org.slug, '<slug>'));
     if (process.env.UPDATE_FIXTURES) {
       mkdirSync(FIXTURES, { recursive: true });
-      writeFileSync(file, JSON.stringify(normalised, null, 2) + '\n');
+      writeFileSync(file, `${JSON.stringify(normalised, null, 2)}\n`);
     }
     if (!existsSync(file)) throw new Error(`golden fixture ${name} is missing: run \`npm run fixtures:update\` and review the diff`);
     const saved = JSON.parse(readFileSync(file, 'utf8'));
@@ -343,7 +372,17 @@ describe.skipIf(!available)('golden responses', () => {
     const admin = sdkFor(g, token).client;
     const created = await sdk.createApiKey({ client: admin, throwOnError: true, body: { name: 'solo', connector_ids: [writable.id] } });
     const scoped = { apiKey: created.data.key };
-    const init = await rpcRaw(g, org.slug, key, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'golden', version: '1.0.0' } } }));
+    const init = await rpcRaw(
+      g,
+      org.slug,
+      key,
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'golden', version: '1.0.0' } },
+      }),
+    );
     golden('initialize.json', init.body, rpcValidators.InitializeResult);
     // The down connector has no tools: a key scoped to it sees exactly one tool, the built-in one.
     const downKey = await sdk.createApiKey({ client: admin, throwOnError: true, body: { name: 'down', connector_ids: [down.id] } });
@@ -351,12 +390,31 @@ describe.skipIf(!available)('golden responses', () => {
     golden('tools-list-one.json', one.body, rpcValidators.ToolsListResult);
     const list = await rpcRaw(g, org.slug, scoped, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }));
     golden('tools-list.json', list.body, rpcValidators.ToolsListResult);
-    const call = await rpcRaw(g, org.slug, scoped, JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: ITEMS, arguments: { sql: 'SELECT id, name FROM items ORDER BY id', limit: 2 } } }));
+    const call = await rpcRaw(
+      g,
+      org.slug,
+      scoped,
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 4,
+        method: 'tools/call',
+        params: { name: ITEMS, arguments: { sql: 'SELECT id, name FROM items ORDER BY id', limit: 2 } },
+      }),
+    );
     golden('tools-call.json', call.body, rpcValidators.ToolsCallResult);
-    const failed = await rpcRaw(g, org.slug, scoped, JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: ITEMS, arguments: { sql: 'DELETE FROM notes' } } }));
+    const failed = await rpcRaw(
+      g,
+      org.slug,
+      scoped,
+      JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: ITEMS, arguments: { sql: 'DELETE FROM notes' } } }),
+    );
     golden('tools-call-refused.json', failed.body, rpcValidators.ToolsCallResult);
     golden('error-method-not-found.json', (await rpcRaw(g, org.slug, key, '{"jsonrpc":"2.0","id":6,"method":"prompts/list"}')).body, isError);
-    golden('error-invalid-params.json', (await rpcRaw(g, org.slug, key, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"${ITEMS}","arguments":{}}}`)).body, isError);
+    golden(
+      'error-invalid-params.json',
+      (await rpcRaw(g, org.slug, key, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"${ITEMS}","arguments":{}}}`)).body,
+      isError,
+    );
     golden('error-parse.json', (await rpcRaw(g, org.slug, key, '{')).body, isError);
   });
 });

@@ -44,7 +44,10 @@ describe('MCP method table', () => {
 
   test('an unknown method is -32601 listing the registered ones', async () => {
     const answer = parse(await table().answer({ who: 'x' }, 2, 'resources/list', {}));
-    expect(answer.error).toEqual({ code: RpcCode.MethodNotFound, message: 'Method not found: resources/list. Supported: tools/call, echo, cached, refuses, breaks.' });
+    expect(answer.error).toEqual({
+      code: RpcCode.MethodNotFound,
+      message: 'Method not found: resources/list. Supported: tools/call, echo, cached, refuses, breaks.',
+    });
   });
 
   test('an RpcError passes through; anything else is an opaque -32603, reported but never shown', async () => {

@@ -72,7 +72,11 @@ async function newClientToken(scopes: string[]): Promise<string> {
   return tokenFor(g, created.client_id, created.client_secret);
 }
 
-type CallResult = { content: { type: string; text: string }[]; structuredContent?: { rows: unknown[]; rowCount: number; truncated: boolean }; isError?: boolean };
+type CallResult = {
+  content: { type: string; text: string }[];
+  structuredContent?: { rows: unknown[]; rowCount: number; truncated: boolean };
+  isError?: boolean;
+};
 
 async function expectRows(client: Client, name: string, sql: string, rows: unknown[]) {
   const result = (await client.callTool({ name, arguments: { sql } })) as CallResult;
@@ -83,7 +87,17 @@ async function expectRows(client: Client, name: string, sql: string, rows: unkno
 
 describe.skipIf(!available)('the official MCP SDK client', () => {
   test('with an API key: initialize, list tools, call a postgresql and a mysql tool', async () => {
-    verifies('MCP-SDK-CLIENT', 'AUTH-METHODS', 'MCP-TOOL-DESCRIPTOR', 'SQL-LIMIT-ARG', 'MCP-DB-RESULT', 'SQL-ROW-CAP', 'SQL-SELECT-ONLY', 'RPC-TOOL-ERROR-RESULT', 'MCP-CHECK-APPROVAL-STATUS');
+    verifies(
+      'MCP-SDK-CLIENT',
+      'AUTH-METHODS',
+      'MCP-TOOL-DESCRIPTOR',
+      'SQL-LIMIT-ARG',
+      'MCP-DB-RESULT',
+      'SQL-ROW-CAP',
+      'SQL-SELECT-ONLY',
+      'RPC-TOOL-ERROR-RESULT',
+      'MCP-CHECK-APPROVAL-STATUS',
+    );
     const client = await connect({ 'X-API-Key': org.apiKey });
     expect(client.getServerVersion()).toMatchObject({ name: 'toolgate' });
     expect(client.getServerCapabilities()?.tools).toBeDefined();
@@ -99,7 +113,7 @@ describe.skipIf(!available)('the official MCP SDK client', () => {
 
     await expectRows(client, 'query_postgresql_items', 'SELECT id, name, price FROM items ORDER BY id', EXPECTED_ITEMS);
     await expectRows(client, 'query_mysql_items', 'SELECT id, name, price FROM items ORDER BY id', EXPECTED_ITEMS);
-    await expectRows(client, 'query_mysql_notes', "SELECT body FROM notes WHERE id = 2", [{ body: 'second' }]);
+    await expectRows(client, 'query_mysql_notes', 'SELECT body FROM notes WHERE id = 2', [{ body: 'second' }]);
 
     // limit caps the rows and says so.
     const limited = (await client.callTool({ name: 'query_postgresql_items', arguments: { sql: 'SELECT id FROM items ORDER BY id', limit: 2 } })) as CallResult;

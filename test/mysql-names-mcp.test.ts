@@ -24,13 +24,13 @@ beforeAll(async () => {
   caseSensitive = Number((await t.my('SELECT @@lower_case_table_names AS l'))[0]?.l) === 0;
   twinDb = t.name.toUpperCase();
   if (caseSensitive) {
-    await t.my("CREATE TABLE ITEMS (id integer, name varchar(50))");
+    await t.my('CREATE TABLE ITEMS (id integer, name varchar(50))');
     await t.my("INSERT INTO ITEMS VALUES (1, 'TWIN-TABLE-SECRET')");
     await t.my(`CREATE DATABASE \`${twinDb}\``);
     await t.my(`CREATE TABLE \`${twinDb}\`.items (id integer, name varchar(50))`);
     await t.my(`INSERT INTO \`${twinDb}\`.items VALUES (1, 'TWIN-DB-SECRET')`);
   }
-  await t.my("CREATE FUNCTION lower(a TEXT) RETURNS TEXT READS SQL DATA RETURN (SELECT body FROM notes LIMIT 1)");
+  await t.my('CREATE FUNCTION lower(a TEXT) RETURNS TEXT READS SQL DATA RETURN (SELECT body FROM notes LIMIT 1)');
   org = await onboard(g);
   const token = await tokenFor(g, org.clientId, org.clientSecret);
   key = { apiKey: org.apiKey };
@@ -51,16 +51,24 @@ describe.skipIf(!available)('mysql names over MCP', () => {
     const tools = answer.body.result.tools as { name: string; description: string }[];
     const items = tools.find((x) => x.name === 'query_mysql_items')!;
     expect(items.description).toContain(`${t.name}.items (columns: id int(11), name varchar(50), price int(11))`);
-    expect(tools.map((x) => x.name).filter((n) => n.startsWith('query_')).sort()).toEqual(
-      (caseSensitive ? ['query_mysql_items', 'query_mysql_items_2', 'query_mysql_notes'] : ['query_mysql_items', 'query_mysql_notes']).sort(),
-    );
+    expect(
+      tools
+        .map((x) => x.name)
+        .filter((n) => n.startsWith('query_'))
+        .sort(),
+    ).toEqual((caseSensitive ? ['query_mysql_items', 'query_mysql_items_2', 'query_mysql_notes'] : ['query_mysql_items', 'query_mysql_notes']).sort());
     if (caseSensitive) expect(tools.find((x) => x.name === 'query_mysql_items_2')!.description).toContain(`${t.name}.ITEMS`);
   });
 
-  test('the items tool never answers with a twin\'s rows', async () => {
+  test("the items tool never answers with a twin's rows", async () => {
     verifies('SQL-OTHER-TABLE');
     if (!caseSensitive) return; // no twins can exist on a case-insensitive server
-    for (const sql of ['SELECT * FROM ITEMS', `SELECT * FROM ${twinDb}.items`, `SELECT * FROM \`${t.name}\`.\`ITEMS\``, 'SELECT * FROM items UNION SELECT id, name, 0 FROM ITEMS']) {
+    for (const sql of [
+      'SELECT * FROM ITEMS',
+      `SELECT * FROM ${twinDb}.items`,
+      `SELECT * FROM \`${t.name}\`.\`ITEMS\``,
+      'SELECT * FROM items UNION SELECT id, name, 0 FROM ITEMS',
+    ]) {
       const answer = await callTool(g, org.slug, key, 'query_mysql_items', { sql });
       expect({ sql, isError: answer.body.result.isError }).toEqual({ sql, isError: true });
       expect(text(answer)).not.toContain('SECRET');

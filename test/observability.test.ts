@@ -165,7 +165,9 @@ describe.skipIf(!hasPg)('metrics, request logs and readiness', () => {
     const limited = answers.filter((a) => a.status === 429).length;
     expect(limited).toBeGreaterThan(0);
     await Bun.sleep(1100);
-    await g.deps.store.db.execute(sql`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${starter.orgId}, ${periodStart(new Date())}, 20000)`);
+    await g.deps.store.db.execute(
+      sql`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${starter.orgId}, ${periodStart(new Date())}, 20000)`,
+    );
     const refused = await callTool(g, starter.slug, { apiKey: starter.apiKey }, ITEMS, { sql: NEEDLE_SQL });
     expect(refused.body.error.code).toBe(-32000);
     const after = await metrics();
@@ -181,10 +183,15 @@ describe.skipIf(!hasPg)('metrics, request logs and readiness', () => {
     await rpc(g, 'no-such-org-7731', { apiKey: a.apiKey }, 'tools/list');
     await rpc(g, a.slug, { apiKey: a.apiKey }, 'made/up-method-8812');
     const text = await metrics();
-    for (const leak of [a.orgId, a.slug, ITEMS, a.apiKey.slice(0, 12), 'needle-5521', 'no-such-org-7731', 'made/up-method-8812']) expect(text).not.toContain(leak);
+    for (const leak of [a.orgId, a.slug, ITEMS, a.apiKey.slice(0, 12), 'needle-5521', 'no-such-org-7731', 'made/up-method-8812'])
+      expect(text).not.toContain(leak);
     expect(sample(text, 'toolgate_mcp_requests_total', { method: 'unknown', outcome: 'rpc_error' })).toBeGreaterThanOrEqual(1);
     // Every label value of the gateway's own series is from a fixed set.
-    const labelValues = new Set([...text.matchAll(/^toolgate_(?:http|mcp|tool|connector|guard|limit|webhook)[a-z_]*\{([^}]*)\}/gm)].flatMap((m) => [...m[1]!.matchAll(/="([^"]*)"/g)].map((v) => v[1]!)));
+    const labelValues = new Set(
+      [...text.matchAll(/^toolgate_(?:http|mcp|tool|connector|guard|limit|webhook)[a-z_]*\{([^}]*)\}/gm)].flatMap((m) =>
+        [...m[1]!.matchAll(/="([^"]*)"/g)].map((v) => v[1]!),
+      ),
+    );
     for (const value of labelValues) expect(value).toMatch(/^(?:[A-Z]+|[a-z_/]+|\d{3}|\+Inf|[\d.e-]+|\/[a-z/{}A-Z._-]*)$/);
   });
 
@@ -201,10 +208,27 @@ describe.skipIf(!hasPg)('metrics, request logs and readiness', () => {
     const requests = log.lines.filter((l) => l.message === 'request');
     expect(requests.length).toBe(3);
     const [first, second, third] = requests;
-    expect(first).toMatchObject({ level: 'info', request_id: traceId, method: 'POST', route: '/mcp/{orgSlug}', mcp_method: 'tools/call', status: 200, outcome: 'ok', org_id: a.orgId, caller_kind: 'api_key', caller_prefix: a.apiKey.slice(0, 12) });
+    expect(first).toMatchObject({
+      level: 'info',
+      request_id: traceId,
+      method: 'POST',
+      route: '/mcp/{orgSlug}',
+      mcp_method: 'tools/call',
+      status: 200,
+      outcome: 'ok',
+      org_id: a.orgId,
+      caller_kind: 'api_key',
+      caller_prefix: a.apiKey.slice(0, 12),
+    });
     expect(typeof first!.duration_ms).toBe('number');
     expect(typeof first!.time).toBe('string');
-    expect(second).toMatchObject({ request_id: 'client-req-42', mcp_method: 'tools/list', org_id: a.orgId, caller_kind: 'oauth_client', caller_prefix: a.clientId });
+    expect(second).toMatchObject({
+      request_id: 'client-req-42',
+      mcp_method: 'tools/list',
+      org_id: a.orgId,
+      caller_kind: 'oauth_client',
+      caller_prefix: a.clientId,
+    });
     // A request id that could forge a log field is replaced by a fresh one; the refused request is still logged.
     expect(third!.request_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(third).toMatchObject({ status: 401, outcome: 'refused', org_id: null, caller_kind: null });
@@ -290,7 +314,11 @@ describe.skipIf(!hasPg)('traces over OTLP', () => {
     const [forbiddenTrace, forbiddenParent] = ['1af7651916cd43dd8448eb211c80319c', 'c7ad6b7169203331'];
     const [futureTrace, futureParent] = ['2af7651916cd43dd8448eb211c80319c', 'd7ad6b7169203331'];
     const t = await createTargets('tg_otlp', 'pg');
-    const g = await startTestGateway('postgres', { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'toolgate-test', TOOLGATE_WEBHOOK_WORKER: '0' });
+    const g = await startTestGateway('postgres', {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_SERVICE_NAME: 'toolgate-test',
+      TOOLGATE_WEBHOOK_WORKER: '0',
+    });
     try {
       const org = await onboard(g);
       const token = await tokenFor(g, org.clientId, org.clientSecret);
@@ -298,8 +326,12 @@ describe.skipIf(!hasPg)('traces over OTLP', () => {
       const answer = await callTool(g, org.slug, { apiKey: org.apiKey }, ITEMS, { sql: NEEDLE_SQL }, { traceparent: `00-${traceId}-${callerSpan}-01` });
       expect(answer.body.result.isError).toBeFalsy();
       // A traceparent the spec forbids (version ff) is no parent either; a higher version is read forward-compatibly.
-      expect((await rpc(g, org.slug, { apiKey: org.apiKey }, 'tools/list', {}, { traceparent: `ff-${forbiddenTrace}-${forbiddenParent}-01` })).status).toBe(200);
-      expect((await rpc(g, org.slug, { apiKey: org.apiKey }, 'tools/list', {}, { traceparent: `cc-${futureTrace}-${futureParent}-01-later-fields` })).status).toBe(200);
+      expect((await rpc(g, org.slug, { apiKey: org.apiKey }, 'tools/list', {}, { traceparent: `ff-${forbiddenTrace}-${forbiddenParent}-01` })).status).toBe(
+        200,
+      );
+      expect(
+        (await rpc(g, org.slug, { apiKey: org.apiKey }, 'tools/list', {}, { traceparent: `cc-${futureTrace}-${futureParent}-01-later-fields` })).status,
+      ).toBe(200);
     } finally {
       await g.close(); // flushes the exporter
       await t.drop();
@@ -349,12 +381,22 @@ describe.skipIf(!hasPg)('webhook delivery metrics', () => {
       const text = async () => (await sdk.getMetrics({ client: sdkFor(g, OPERATOR_TOKEN).client, parseAs: 'text' })).data as unknown as string;
       const org = await onboard(g);
       const token = await tokenFor(g, org.clientId, org.clientSecret);
-      const { data: hook } = await sdk.createWebhook({ client: sdkFor(g, token).client, throwOnError: true, body: { url: receiver.url('/m'), events: ['approval.requested'] } });
+      const { data: hook } = await sdk.createWebhook({
+        client: sdkFor(g, token).client,
+        throwOnError: true,
+        body: { url: receiver.url('/m'), events: ['approval.requested'] },
+      });
       const before = await text();
-      await emitEvent(g, 'approval.requested', org.orgId, { approval_id: 'ap_metrics', tool_name: 'query_postgresql_orders', requested_by: 'key-1', expires_at: '2026-01-01T00:00:00.000Z' });
+      await emitEvent(g, 'approval.requested', org.orgId, {
+        approval_id: 'ap_metrics',
+        tool_name: 'query_postgresql_orders',
+        requested_by: 'key-1',
+        expires_at: '2026-01-01T00:00:00.000Z',
+      });
       await until(async () => (await deliveryStatuses(g, hook.id))[0] === 'delivered', 15_000, 'the delivery');
       const after = await text();
-      const delta = (outcome: string) => sample(after, 'toolgate_webhook_deliveries_total', { outcome }) - sample(before, 'toolgate_webhook_deliveries_total', { outcome });
+      const delta = (outcome: string) =>
+        sample(after, 'toolgate_webhook_deliveries_total', { outcome }) - sample(before, 'toolgate_webhook_deliveries_total', { outcome });
       expect(delta('retry')).toBe(1);
       expect(delta('delivered')).toBe(1);
       expect(sample(after, 'toolgate_webhook_outbox_depth')).toBe(0);

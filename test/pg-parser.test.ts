@@ -43,7 +43,7 @@ const HAND_PICKED = [
   'SELECT 1 +',
   'WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 5) SELECT * FROM t',
   'UPDATE users SET name = $1 WHERE id = $2 RETURNING *',
-  'CREATE TABLE x (id int8 PRIMARY KEY, j jsonb DEFAULT \'{}\')',
+  "CREATE TABLE x (id int8 PRIMARY KEY, j jsonb DEFAULT '{}')",
   "SELECT U&'d\\0061t\\+000061' AS u",
   'SELECT 1e400, 0x1F, 1_000_000, .5, 5.',
   '\u00a0SELECT\u00a01',

@@ -21,7 +21,13 @@ const hasPg = await serviceAvailable('postgres');
 
 let orgCount = 0;
 async function newOrg(db: Db): Promise<string> {
-  const org = await insertOrg(db, { slug: `quota-${Date.now().toString(36)}-${orgCount++}`, name: 'Quota org', plan: 'growth', trialDays: 0, burstLimitPerSecond: null });
+  const org = await insertOrg(db, {
+    slug: `quota-${Date.now().toString(36)}-${orgCount++}`,
+    name: 'Quota org',
+    plan: 'growth',
+    trialDays: 0,
+    burstLimitPerSecond: null,
+  });
   return org.id;
 }
 
@@ -235,7 +241,11 @@ describe.skipIf(!hasPg)('quota batches of two instances on one PostgreSQL store'
     const period = periodStart(new Date());
     await setCount(one.db, b, period, 0);
     // Org a's counter cannot be updated (a real store error); the batch first meets a's row as an uncommitted insert.
-    await one.db.execute(sql.raw(`CREATE FUNCTION quota_test_fail_a() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.org_id = '${a}' THEN RAISE EXCEPTION 'store down'; END IF; RETURN NEW; END $$`));
+    await one.db.execute(
+      sql.raw(
+        `CREATE FUNCTION quota_test_fail_a() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.org_id = '${a}' THEN RAISE EXCEPTION 'store down'; END IF; RETURN NEW; END $$`,
+      ),
+    );
     await one.db.execute(sql.raw('CREATE TRIGGER quota_test_fail_a BEFORE UPDATE ON usage_counters FOR EACH ROW EXECUTE FUNCTION quota_test_fail_a()'));
     const other = postgres(fresh.url, { max: 1, onnotice: () => {} });
     const watcher = postgres(fresh.url, { max: 1, onnotice: () => {} });

@@ -33,7 +33,9 @@ const DOCS = [
 const BLOCKS = DOCS.flatMap((file) => shellBlocks(readFileSync(join(ROOT, file), 'utf8'), file));
 
 function markdownUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? markdownUnder(join(dir, e.name)) : e.name.endsWith('.md') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? markdownUnder(join(dir, e.name)) : e.name.endsWith('.md') ? [join(dir, e.name)] : [],
+  );
 }
 const pgUp = await serviceAvailable('postgres');
 
@@ -97,7 +99,11 @@ async function waitFor(what: string, ms: number, check: () => Promise<boolean> |
   throw new Error(`timed out after ${ms} ms waiting for ${what}`);
 }
 
-const answers = (url: string) => () => fetch(url, { signal: AbortSignal.timeout(1000) }).then((r) => r.status < 500, () => false);
+const answers = (url: string) => () =>
+  fetch(url, { signal: AbortSignal.timeout(1000) }).then(
+    (r) => r.status < 500,
+    () => false,
+  );
 
 /** Stops a process group this suite started (setsid made the child its leader), gracefully first. */
 async function stopGroup(proc: Subprocess, ms = 20_000): Promise<void> {
@@ -188,7 +194,9 @@ const CHECKS: { snippet: string; check: (out: { stdout: string; stderr: string }
     snippet: '"method":"tools/list"',
     check: ({ stdout }) => {
       const [list, call] = jsonDocuments(stdout);
-      expect(list.result.tools.map((t: { name: string }) => t.name)).toEqual(expect.arrayContaining(['query_postgresql_customers', 'query_postgresql_orders', 'query_postgresql_products', 'check_approval_status']));
+      expect(list.result.tools.map((t: { name: string }) => t.name)).toEqual(
+        expect.arrayContaining(['query_postgresql_customers', 'query_postgresql_orders', 'query_postgresql_products', 'check_approval_status']),
+      );
       expect(call.result.isError ?? false).toBe(false);
       expect(call.result.structuredContent.rows).toEqual([
         { name: 'Ada Lovelace', country: 'GB' },
@@ -199,7 +207,8 @@ const CHECKS: { snippet: string; check: (out: { stdout: string; stderr: string }
   },
   {
     snippet: 'org create --slug acme',
-    check: ({ stdout }) => expect(jsonDocuments(stdout)).toEqual([{ status: 'provisioned', endpoint: `http://localhost:${PORTS['8080']}/mcp/acme`, toolCount: 0 }]),
+    check: ({ stdout }) =>
+      expect(jsonDocuments(stdout)).toEqual([{ status: 'provisioned', endpoint: `http://localhost:${PORTS['8080']}/mcp/acme`, toolCount: 0 }]),
   },
   { snippet: '"name":"warehouse"', check: ({ stdout }) => expectActive(stdout).then(() => undefined) },
   {
@@ -226,7 +235,7 @@ const CHECKS: { snippet: string; check: (out: { stdout: string; stderr: string }
       expect(docs.at(-1)).toEqual({ event_id: state.EVENT_ID, status: 'pending' });
       expect(state.WEBHOOK_SECRET).toMatch(/^whsec_/);
       // The receiver printed the event once on delivery and once more on the resend.
-      const receiver = background.find((b) => b.block.code.includes("x-service-event"))!;
+      const receiver = background.find((b) => b.block.code.includes('x-service-event'))!;
       await waitFor('the resent delivery', 15_000, () => receiver.output.join('').split(state.EVENT_ID!).length - 1 >= 2);
       expect(receiver.output.join('')).toContain('tool.called {');
     },
@@ -245,7 +254,24 @@ const CHECKS: { snippet: string; check: (out: { stdout: string; stderr: string }
 
 describe('the README block reader', () => {
   test('reads shell blocks with their markers, indented ones included, and ignores other languages', () => {
-    const md = ['```sh', 'echo one', '```', '', '<!-- readme-test: skip (starts a server) -->', '```bash', 'npm start', '```', '```json', '{}', '```', '1. step', '', '   ```sh', '   echo three', '   ```'].join('\n');
+    const md = [
+      '```sh',
+      'echo one',
+      '```',
+      '',
+      '<!-- readme-test: skip (starts a server) -->',
+      '```bash',
+      'npm start',
+      '```',
+      '```json',
+      '{}',
+      '```',
+      '1. step',
+      '',
+      '   ```sh',
+      '   echo three',
+      '   ```',
+    ].join('\n');
     expect(shellBlocks(md)).toEqual([
       { file: 'README.md', line: 1, lang: 'sh', code: 'echo one', mode: 'run', reason: null },
       { file: 'README.md', line: 6, lang: 'bash', code: 'npm start', mode: 'skip', reason: 'starts a server' },
@@ -295,9 +321,15 @@ describe.skipIf(!pgUp)('README.md and docs shell blocks, run in order against np
     });
     drain(gateway.stdout, gatewayOutput);
     drain(gateway.stderr, gatewayOutput);
-    await waitFor("the gateway to be ready", 100_000, async () => {
+    await waitFor('the gateway to be ready', 100_000, async () => {
       if (gateway!.exitCode !== null) throw new Error(`npm start exited ${gateway!.exitCode}:\n${gatewayOutput.join('')}`);
-      return existsSync(join(work, 'data', 'demo.json')) && (await fetch(`${GATEWAY}/readyz`).then((r) => r.ok, () => false));
+      return (
+        existsSync(join(work, 'data', 'demo.json')) &&
+        (await fetch(`${GATEWAY}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        ))
+      );
     });
   }, 120_000);
 
@@ -347,45 +379,54 @@ describe.skipIf(!pgUp)('README.md and docs shell blocks, run in order against np
   const ordered = [...BLOCKS.filter((b) => b.mode !== 'after-stop'), ...BLOCKS.filter((b) => b.mode === 'after-stop')];
   let stopped = false;
   for (const block of ordered) {
-    const title = `${block.file}:${block.line} ${block.code.split('\n').find((l) => l.trim() && !l.startsWith('#'))?.slice(0, 70)}`;
+    const title = `${block.file}:${block.line} ${block.code
+      .split('\n')
+      .find((l) => l.trim() && !l.startsWith('#'))
+      ?.slice(0, 70)}`;
     if (block.mode === 'skip') {
       test.skip(`${title} (skipped: ${block.reason})`, () => {});
       continue;
     }
-    test(
-      block.mode === 'background' ? `${title} (in the background)` : block.mode === 'after-stop' ? `${title} (after the gateway stopped)` : title,
-      async () => {
-        if (block.mode === 'background') {
-          const output: string[] = [];
-          const proc = Bun.spawn(['setsid', 'bash', '-c', `set -euo pipefail\n${withPorts(block.code)}`], { cwd: work, env: state, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
-          drain(proc.stdout, output);
-          drain(proc.stderr, output);
-          background.push({ block, proc, output });
-          const ports = [...block.code.matchAll(/\b(3001|9000)\b/g)].map((m) => PORTS[m[1]!]!);
-          expect(ports.length).toBeGreaterThan(0);
-          for (const port of ports) {
-            await waitFor(`${block.file}:${block.line} to listen on ${port}`, 30_000, async () => {
-              if (proc.exitCode !== null) throw new Error(`exited ${proc.exitCode}: ${output.join('')}`);
-              return answers(`http://127.0.0.1:${port}/`)();
-            });
-          }
-          return;
-        }
-        if (block.mode === 'after-stop' && !stopped) {
-          await stopGateway();
-          stopped = true;
-        }
-        const result = await runBlock(block);
-        outputs.set(block, result);
-        expect({ line: block.line, code: result.code, stderr: result.code === 0 ? '' : result.stderr, stdout: result.code === 0 ? '' : result.stdout }).toEqual({
-          line: block.line,
-          code: 0,
-          stderr: '',
-          stdout: '',
+    test(block.mode === 'background'
+      ? `${title} (in the background)`
+      : block.mode === 'after-stop'
+        ? `${title} (after the gateway stopped)`
+        : title, async () => {
+      if (block.mode === 'background') {
+        const output: string[] = [];
+        const proc = Bun.spawn(['setsid', 'bash', '-c', `set -euo pipefail\n${withPorts(block.code)}`], {
+          cwd: work,
+          env: state,
+          stdin: 'ignore',
+          stdout: 'pipe',
+          stderr: 'pipe',
         });
-        for (const { snippet, check } of CHECKS) if (block.code.includes(snippet)) await check(result);
-      },
-      120_000,
-    );
+        drain(proc.stdout, output);
+        drain(proc.stderr, output);
+        background.push({ block, proc, output });
+        const ports = [...block.code.matchAll(/\b(3001|9000)\b/g)].map((m) => PORTS[m[1]!]!);
+        expect(ports.length).toBeGreaterThan(0);
+        for (const port of ports) {
+          await waitFor(`${block.file}:${block.line} to listen on ${port}`, 30_000, async () => {
+            if (proc.exitCode !== null) throw new Error(`exited ${proc.exitCode}: ${output.join('')}`);
+            return answers(`http://127.0.0.1:${port}/`)();
+          });
+        }
+        return;
+      }
+      if (block.mode === 'after-stop' && !stopped) {
+        await stopGateway();
+        stopped = true;
+      }
+      const result = await runBlock(block);
+      outputs.set(block, result);
+      expect({ line: block.line, code: result.code, stderr: result.code === 0 ? '' : result.stderr, stdout: result.code === 0 ? '' : result.stdout }).toEqual({
+        line: block.line,
+        code: 0,
+        stderr: '',
+        stdout: '',
+      });
+      for (const { snippet, check } of CHECKS) if (block.code.includes(snippet)) await check(result);
+    }, 120_000);
   }
 });

@@ -20,7 +20,7 @@ function walk(dir: string): string[] {
 function sources(): string[] {
   const all = walk(TEST_DIR);
   const tests = all.filter((f) => f.endsWith('.test.ts'));
-  const connectors = all.filter((f) => f.startsWith(join(TEST_DIR, 'connectors') + '/') && f.endsWith('.ts'));
+  const connectors = all.filter((f) => f.startsWith(`${join(TEST_DIR, 'connectors')}/`) && f.endsWith('.ts'));
   return [...new Set([...tests, ...connectors])].filter((f) => f !== SELF).sort();
 }
 

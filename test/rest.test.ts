@@ -118,10 +118,16 @@ describe('request validation happens before the handler', () => {
       },
     });
     await expectError(raw(small, 'POST', path, stream, headers), 413, 'payload_too_large');
-    const mcp = await raw(small, 'POST', `/mcp/${smallOrg.slug}`, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { pad: 'x'.repeat(3000) } } }), {
-      'content-type': 'application/json',
-      'x-api-key': smallOrg.apiKey,
-    });
+    const mcp = await raw(
+      small,
+      'POST',
+      `/mcp/${smallOrg.slug}`,
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { pad: 'x'.repeat(3000) } } }),
+      {
+        'content-type': 'application/json',
+        'x-api-key': smallOrg.apiKey,
+      },
+    );
     expect(mcp.status).toBe(413);
     // Under the cap, the same gateway works.
     expect((await raw(small, 'POST', path, JSON.stringify({ name: 'fits' }), headers)).status).toBe(201);
@@ -142,7 +148,14 @@ describe('request validation happens before the handler', () => {
     verifies('HOSTILE-BODIES-PROTO');
     await expectError(raw(g, 'POST', path, '{"name":"x","__proto__":{"polluted":true}}', authed()), 400, 'validation_error', '__proto__');
     await expectError(raw(g, 'POST', path, '{"name":"x","constructor":{"prototype":{"polluted":true}}}', authed()), 400, 'validation_error', 'constructor');
-    await expectError(raw(g, 'POST', '/operator/orgs', '{"slug":"pp","name":"x","__proto__":{"polluted":true}}', { authorization: 'Bearer test-operator-token-0123456789abcdef', 'content-type': 'application/json' }), 400, 'validation_error');
+    await expectError(
+      raw(g, 'POST', '/operator/orgs', '{"slug":"pp","name":"x","__proto__":{"polluted":true}}', {
+        authorization: 'Bearer test-operator-token-0123456789abcdef',
+        'content-type': 'application/json',
+      }),
+      400,
+      'validation_error',
+    );
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect((Object.prototype as Record<string, unknown>).polluted).toBeUndefined();
   });

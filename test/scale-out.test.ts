@@ -11,7 +11,7 @@ const hasPg = await serviceAvailable('postgres');
 const hasRedis = await serviceAvailable('redis');
 
 describe.skipIf(!hasPg || !hasRedis)('scale-out: three instances, one killed mid-load', () => {
-  test('no lost or duplicated audit rows or approvals, burst and quota exact across the survivors, only the killed instance\'s calls fail', async () => {
+  test("no lost or duplicated audit rows or approvals, burst and quota exact across the survivors, only the killed instance's calls fail", async () => {
     verifies('OPS-SCALE-OUT');
     const report = await runScaleOut({ instances: 3, calls: 240, concurrency: 12, killAt: 0.4, port: 0, pgUrl: PG_URL, redisUrl: REDIS_URL, log: () => {} });
     expect(report.otherErrors).toEqual([]);

@@ -72,7 +72,11 @@ describe('Toolgate', () => {
   });
 
   test('error bodies are ToolgateErrors both thrown and returned, with the REST {error, message}', async () => {
-    const tg = new Toolgate({ baseUrl: BASE, token: 'tg_not_a_real_token', fetch: ((i: RequestInfo | URL, init?: RequestInit) => g.handle(new Request(i, init))) as typeof fetch });
+    const tg = new Toolgate({
+      baseUrl: BASE,
+      token: 'tg_not_a_real_token',
+      fetch: ((i: RequestInfo | URL, init?: RequestInit) => g.handle(new Request(i, init))) as typeof fetch,
+    });
     const returned = await getOrg({ client: tg.client });
     expect(returned.response.status).toBe(401);
     expect(returned.error).toBeInstanceOf(ToolgateError);
@@ -99,7 +103,9 @@ describe('SDK suites stay contract tests', () => {
     const client = sdkFor(g, token).client;
     const real = g.app;
     // An app whose GET /api/org drops a required field: the contract check in g.handle must refuse it.
-    g.app = { handle: async (request: Request) => (new URL(request.url).pathname === '/api/org' ? Response.json({ id: org.orgId }) : real.handle(request)) } as typeof g.app;
+    g.app = {
+      handle: async (request: Request) => (new URL(request.url).pathname === '/api/org' ? Response.json({ id: org.orgId }) : real.handle(request)),
+    } as typeof g.app;
     try {
       expect(await getOrg({ client }).catch((e: unknown) => e)).toBeInstanceOf(ContractViolation);
       expect(await getOrg({ client, throwOnError: true }).catch((e: unknown) => e)).toBeInstanceOf(ContractViolation);
@@ -110,7 +116,7 @@ describe('SDK suites stay contract tests', () => {
   });
 });
 
-test('without a base URL, the SDK talks to the gateway\'s default address', async () => {
+test("without a base URL, the SDK talks to the gateway's default address", async () => {
   const { client, DEFAULT_BASE_URL } = await import('../sdk/index.ts');
   expect(DEFAULT_BASE_URL).toBe('http://localhost:8080');
   expect(client.getConfig().baseUrl).toBe(DEFAULT_BASE_URL);

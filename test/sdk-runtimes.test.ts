@@ -23,7 +23,13 @@ if (!existsSync(join(BIN, 'deno')) && process.env.CI) throw new Error('deno is r
 async function run(argv: readonly string[], env: Record<string, string> = {}) {
   const proc = Bun.spawn([...argv], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', NO_COLOR: '1', ...(process.env.DENO_DIR ? { DENO_DIR: process.env.DENO_DIR } : {}), ...env },
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: process.env.HOME ?? '/tmp',
+      NO_COLOR: '1',
+      ...(process.env.DENO_DIR ? { DENO_DIR: process.env.DENO_DIR } : {}),
+      ...env,
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   });
@@ -59,7 +65,10 @@ describe.skipIf(!pgUp)('the consumer example on every runtime', () => {
     let handle: (request: Request) => Promise<Response> = async () => new Response('starting', { status: 503 });
     server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => handle(request) });
     base = `http://127.0.0.1:${server.port}`;
-    [g, targets] = await Promise.all([startTestGateway('pglite', { TOOLGATE_PUBLIC_URL: base, TOOLGATE_ALLOWED_HOSTS: new URL(BASE).hostname }), createTargets('tg_sdk', 'pg')]);
+    [g, targets] = await Promise.all([
+      startTestGateway('pglite', { TOOLGATE_PUBLIC_URL: base, TOOLGATE_ALLOWED_HOSTS: new URL(BASE).hostname }),
+      createTargets('tg_sdk', 'pg'),
+    ]);
     handle = g.handle;
   }, 120_000);
   afterAll(async () => {

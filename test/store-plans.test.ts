@@ -39,12 +39,18 @@ describe.skipIf(!hasPg)('set-with-table statements on a large store (PostgreSQL)
   beforeAll(async () => {
     fresh = await freshDatabase('tg_plans');
     store = await openStore({ databaseUrl: fresh.url, poolSize: 2 });
-    await store.db.execute(sql.raw(`INSERT INTO orgs (slug, name, plan, subscription_status, provision_status)
-      SELECT 'plan-org-' || i, 'Org ' || i, 'growth', 'active', 'provisioned' FROM generate_series(1, 20000) i`));
-    await store.db.execute(sql.raw(`INSERT INTO usage_counters (org_id, period_start, tool_calls)
-      SELECT o.id, d::date, 7 FROM (SELECT id FROM orgs ORDER BY slug LIMIT 1000) o, generate_series('2025-01-01'::date, '2026-10-01'::date, '1 month') d`));
-    await store.db.execute(sql.raw(`INSERT INTO webhooks (org_id, url, events, secret_sealed)
-      SELECT id, 'https://hooks.example.com/' || slug, ARRAY['tool.called'], 'sealed' FROM orgs`));
+    await store.db.execute(
+      sql.raw(`INSERT INTO orgs (slug, name, plan, subscription_status, provision_status)
+      SELECT 'plan-org-' || i, 'Org ' || i, 'growth', 'active', 'provisioned' FROM generate_series(1, 20000) i`),
+    );
+    await store.db.execute(
+      sql.raw(`INSERT INTO usage_counters (org_id, period_start, tool_calls)
+      SELECT o.id, d::date, 7 FROM (SELECT id FROM orgs ORDER BY slug LIMIT 1000) o, generate_series('2025-01-01'::date, '2026-10-01'::date, '1 month') d`),
+    );
+    await store.db.execute(
+      sql.raw(`INSERT INTO webhooks (org_id, url, events, secret_sealed)
+      SELECT id, 'https://hooks.example.com/' || slug, ARRAY['tool.called'], 'sealed' FROM orgs`),
+    );
     await store.db.execute(sql.raw(`INSERT INTO webhook_relay_cursors (webhook_id, org_id, after_seq) SELECT id, org_id, 0 FROM webhooks`));
     await store.db.execute(sql`ANALYZE`);
   }, 60_000);
@@ -56,7 +62,10 @@ describe.skipIf(!hasPg)('set-with-table statements on a large store (PostgreSQL)
   /** The nodes of the plan PostgreSQL makes for a statement that read the table (none means it was not read). */
   async function tableNodes(statement: SQL, table: string): Promise<Record<string, unknown>[]> {
     const [row] = rowsOf<{ 'QUERY PLAN': [{ Plan: Record<string, unknown> }] }>(await store.db.execute(sql`EXPLAIN (FORMAT JSON) ${statement}`));
-    const all = (node: Record<string, unknown>): Record<string, unknown>[] => [node, ...((node.Plans as Record<string, unknown>[] | undefined) ?? []).flatMap(all)];
+    const all = (node: Record<string, unknown>): Record<string, unknown>[] => [
+      node,
+      ...((node.Plans as Record<string, unknown>[] | undefined) ?? []).flatMap(all),
+    ];
     return all(row!['QUERY PLAN'][0].Plan).filter((n) => n['Relation Name'] === table);
   }
 
@@ -78,8 +87,12 @@ describe.skipIf(!hasPg)('set-with-table statements on a large store (PostgreSQL)
     const total = async () => rowsOf<{ n: number }>(await store.db.execute(sql`SELECT sum(tool_calls)::int AS n FROM usage_counters`))[0]!.n;
     const before = await total();
     await expect(grantToolCalls(store.db, [{ orgId: 'x}", "y', period: '2026-10-01', calls: 1, quota: 5 }])).rejects.toThrow('is not a uuid');
-    await expect(grantToolCalls(store.db, [{ orgId: crypto.randomUUID(), period: '2026-10-01,2026-11-01', calls: 1, quota: 5 }])).rejects.toThrow('is not a date');
-    await expect(grantToolCalls(store.db, [{ orgId: crypto.randomUUID(), period: '2026-10-01', calls: 1.5, quota: 5 }])).rejects.toThrow('is not a safe integer');
+    await expect(grantToolCalls(store.db, [{ orgId: crypto.randomUUID(), period: '2026-10-01,2026-11-01', calls: 1, quota: 5 }])).rejects.toThrow(
+      'is not a date',
+    );
+    await expect(grantToolCalls(store.db, [{ orgId: crypto.randomUUID(), period: '2026-10-01', calls: 1.5, quota: 5 }])).rejects.toThrow(
+      'is not a safe integer',
+    );
     expect(await total()).toBe(before);
   });
 
@@ -93,7 +106,14 @@ describe.skipIf(!hasPg)('set-with-table statements on a large store (PostgreSQL)
       for (const node of nodes) expect(String(node['Node Type'])).not.toBe('Seq Scan');
       await store.db.execute(statement);
     }
-    const after = rowsOf<{ after_seq: string }>(await store.db.execute(sql`SELECT after_seq FROM webhook_relay_cursors WHERE webhook_id IN (${sql.join(cursors.map((c) => sql`${c.webhook_id}::uuid`), sql`, `)}) ORDER BY webhook_id`));
+    const after = rowsOf<{ after_seq: string }>(
+      await store.db.execute(
+        sql`SELECT after_seq FROM webhook_relay_cursors WHERE webhook_id IN (${sql.join(
+          cursors.map((c) => sql`${c.webhook_id}::uuid`),
+          sql`, `,
+        )}) ORDER BY webhook_id`,
+      ),
+    );
     expect(after.map((r) => Number(r.after_seq))).toEqual([40, 41, 42, 43, 44]);
   });
 });

@@ -44,7 +44,9 @@ function declared(): Facts {
     const name = config.name;
     facts.tables.push(name);
     for (const column of config.columns) {
-      facts.columns.push(`${name}.${column.name} ${column.getSQLType()}${column.notNull ? ' not null' : ''}${column.hasDefault ? ` default ${defaultText(column)}` : ''}`);
+      facts.columns.push(
+        `${name}.${column.name} ${column.getSQLType()}${column.notNull ? ' not null' : ''}${column.hasDefault ? ` default ${defaultText(column)}` : ''}`,
+      );
       if (column.primary) facts.constraints.push(`${name}: PRIMARY KEY (${column.name})`);
       if (column.isUnique) facts.constraints.push(`${name}: UNIQUE (${column.name})`);
     }
@@ -73,7 +75,9 @@ function declared(): Facts {
 /** What the migrations created, read from the catalog. */
 async function migrated(store: Store): Promise<Facts> {
   const q = async <T>(text: string) => rowsOf<T>(await store.db.execute(sql.raw(text)));
-  const tables = (await q<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`))
+  const tables = (
+    await q<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`)
+  )
     .map((r) => r.name)
     .filter((n) => !BOOKKEEPING.includes(n));
   const inScope = (t: string) => !BOOKKEEPING.includes(t);
@@ -95,15 +99,23 @@ async function migrated(store: Store): Promise<Facts> {
       .filter((r) => inScope(r.t))
       .map((r) => `${r.t}.${r.c} ${r.type}${r.notnull ? ' not null' : ''}${r.def !== null ? ` default ${r.def}` : ''}`)
       .sort(),
-    constraints: constraints.filter((r) => inScope(r.t)).map((r) => `${r.t}: ${r.def}`).sort(),
-    indexes: indexes.filter((r) => inScope(r.t)).map((r) => r.def).sort(),
+    constraints: constraints
+      .filter((r) => inScope(r.t))
+      .map((r) => `${r.t}: ${r.def}`)
+      .sort(),
+    indexes: indexes
+      .filter((r) => inScope(r.t))
+      .map((r) => r.def)
+      .sort(),
   };
 }
 
 /** The plans the store's CHECK constraint on orgs.plan admits. */
 async function plansAdmittedByStore(store: Store): Promise<string[]> {
   const [row] = rowsOf<{ def: string }>(
-    await store.db.execute(sql`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'orgs'::regclass AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%plan%'`),
+    await store.db.execute(
+      sql`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'orgs'::regclass AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%plan%'`,
+    ),
   );
   return [...row!.def.matchAll(/'([a-z_]+)'::text/g)].map((m) => m[1]!);
 }
@@ -146,7 +158,7 @@ describe('the comparison itself', () => {
   test('sees every table, column, key and index the schema declares', () => {
     const facts = declared();
     expect(facts.tables).toContain('usage_counters');
-    expect(facts.columns).toContain('tools.approval_emails text[] not null default \'{}\'::text[]');
+    expect(facts.columns).toContain("tools.approval_emails text[] not null default '{}'::text[]");
     expect(facts.columns).toContain("audit_events.outcome text not null default 'success'::text");
     expect(facts.constraints).toContain('usage_counters: PRIMARY KEY (org_id, period_start)');
     expect(facts.constraints).toContain('tools: FOREIGN KEY (connector_id) REFERENCES connectors(id) ON DELETE CASCADE');

@@ -69,7 +69,11 @@ function repositorySuite(kind: StoreKind) {
 
     test('a new migration is applied exactly once', async () => {
       const version = 900_000 + Math.floor(Math.random() * 1000);
-      const extra = { version, name: 'test_extra', sql: `CREATE TABLE test_extra_${version} (id integer PRIMARY KEY);\nINSERT INTO test_extra_${version} VALUES (1);` };
+      const extra = {
+        version,
+        name: 'test_extra',
+        sql: `CREATE TABLE test_extra_${version} (id integer PRIMARY KEY);\nINSERT INTO test_extra_${version} VALUES (1);`,
+      };
       expect(await migrate(g.deps.store, [...migrations, extra])).toEqual([version]);
       expect(await migrate(g.deps.store, [...migrations, extra])).toEqual([]);
       const rows = await query<{ id: number }>(g, sql.raw(`SELECT id FROM test_extra_${version}`));
@@ -110,7 +114,10 @@ function repositorySuite(kind: StoreKind) {
     });
 
     test("the signing keys' private halves are sealed", async () => {
-      const rows = await query<{ kid: string; private_key_sealed: string; public_jwk: unknown }>(g, sql`SELECT kid, private_key_sealed, public_jwk FROM signing_keys`);
+      const rows = await query<{ kid: string; private_key_sealed: string; public_jwk: unknown }>(
+        g,
+        sql`SELECT kid, private_key_sealed, public_jwk FROM signing_keys`,
+      );
       expect(rows.length).toBeGreaterThan(0);
       for (const row of rows) {
         expect(row.private_key_sealed).not.toContain('"d":');
@@ -193,7 +200,7 @@ describe('SecretBox', () => {
   });
 });
 
-describe('sha256Hex (Bun\'s native hasher on Bun)', () => {
+describe("sha256Hex (Bun's native hasher on Bun)", () => {
   test('the same digest as node:crypto for any string: empty, unicode, NUL, lone surrogates, 1 MB', () => {
     const texts = ['', 'tg_live_abc', 'é', '日本語', '😀', '\u0000', '\ud800', 'a\udc00b', '\udbff\udfff', 'x'.repeat(1 << 20)];
     for (let i = 0; i < 200; i++) texts.push(String.fromCharCode(...Array.from({ length: i }, (_, j) => (i * 7919 + j * 104729) % 0xffff)));
@@ -256,7 +263,7 @@ describe.skipIf(!pgUp)('instances sharing one PostgreSQL database', () => {
     expect((await mcpToolsList(two, org.slug, { 'x-api-key': org.apiKey })).status).toBe(200);
   });
 
-  test("an OAuth client revoked on instance 1: its token is refused on instance 2 at the next request", async () => {
+  test('an OAuth client revoked on instance 1: its token is refused on instance 2 at the next request', async () => {
     verifies('AUTH-CLIENT-REVOKE');
     const org = await onboard(one);
     const admin = sdkFor(one, await tokenFor(one, org.clientId, org.clientSecret)).client;

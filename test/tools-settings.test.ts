@@ -63,7 +63,8 @@ async function expectError(result: SdkResult, status: number, code: string, mess
   expect(error.message).toBe((error.body as { message: string }).message);
   if (messageIncludes) expect(error.message).toContain(messageIncludes);
 }
-const descriptors = async (gateway: TestGateway) => (await rpc(gateway, org.slug, key, 'tools/list', {})).body.result.tools as { name: string; description: string; annotations: { readOnlyHint: boolean } }[];
+const descriptors = async (gateway: TestGateway) =>
+  (await rpc(gateway, org.slug, key, 'tools/list', {})).body.result.tools as { name: string; description: string; annotations: { readOnlyHint: boolean } }[];
 
 describe.skipIf(!available)('GET /api/mcp/{orgId}/tools', () => {
   test('lists every tool with the spec fields and their defaults', async () => {
@@ -72,13 +73,40 @@ describe.skipIf(!available)('GET /api/mcp/{orgId}/tools', () => {
     expect(tools.map((x) => x.tool_name).sort()).toEqual(['query_mysql_items', 'query_mysql_notes', 'query_postgresql_items', 'query_postgresql_notes']);
     for (const tool of tools) {
       expect(Object.keys(tool).sort()).toEqual(
-        ['approval_emails', 'approval_ttl_seconds', 'connector_id', 'connector_name', 'connector_type', 'description', 'enabled', 'id', 'name', 'read_only', 'requires_approval', 'tool_description_override', 'tool_name', 'tool_name_override'].sort(),
+        [
+          'approval_emails',
+          'approval_ttl_seconds',
+          'connector_id',
+          'connector_name',
+          'connector_type',
+          'description',
+          'enabled',
+          'id',
+          'name',
+          'read_only',
+          'requires_approval',
+          'tool_description_override',
+          'tool_name',
+          'tool_name_override',
+        ].sort(),
       );
       expect(tool.id).toMatch(/^[0-9a-f-]{36}$/);
       expect(tool.tool_name).toMatch(/^[a-z0-9_]{1,64}$/);
-      expect(tool).toMatchObject({ enabled: true, requires_approval: false, approval_ttl_seconds: 3600, approval_emails: [], tool_name_override: null, tool_description_override: null, read_only: false });
+      expect(tool).toMatchObject({
+        enabled: true,
+        requires_approval: false,
+        approval_ttl_seconds: 3600,
+        approval_emails: [],
+        tool_name_override: null,
+        tool_description_override: null,
+        read_only: false,
+      });
       const pg = tool.tool_name.startsWith('query_postgresql_');
-      expect(tool).toMatchObject(pg ? { connector_id: pgId, connector_name: 'pg writable', connector_type: 'postgresql' } : { connector_id: myId, connector_name: 'my shop', connector_type: 'mysql' });
+      expect(tool).toMatchObject(
+        pg
+          ? { connector_id: pgId, connector_name: 'pg writable', connector_type: 'postgresql' }
+          : { connector_id: myId, connector_name: 'my shop', connector_type: 'mysql' },
+      );
       expect(tool.name).toBe(tool.tool_name);
     }
   });
@@ -168,7 +196,11 @@ describe.skipIf(!available)('PATCH .../metadata and the MCP endpoint', () => {
     const tool = await byName('query_mysql_notes');
     const updated = await patchOk(tool.id, { requires_approval: true, approval_ttl_seconds: 600, approval_emails: ['Ops@Example.com', 'lead@example.org'] });
     expect(updated).toMatchObject({ requires_approval: true, approval_ttl_seconds: 600, approval_emails: ['ops@example.com', 'lead@example.org'] });
-    expect(await byName('query_mysql_notes')).toMatchObject({ requires_approval: true, approval_ttl_seconds: 600, approval_emails: ['ops@example.com', 'lead@example.org'] });
+    expect(await byName('query_mysql_notes')).toMatchObject({
+      requires_approval: true,
+      approval_ttl_seconds: 600,
+      approval_emails: ['ops@example.com', 'lead@example.org'],
+    });
     await expectError(await patch(tool.id, { approval_ttl_seconds: 30 }), 400, 'validation_error', 'body.approval_ttl_seconds');
     await expectError(await patch(tool.id, { approval_emails: ['not-an-email'] }), 400, 'validation_error', 'body.approval_emails');
     await expectError(await patch(tool.id, {}), 400, 'validation_error');
@@ -233,7 +265,10 @@ describe.skipIf(!available)('two gateway instances sharing one store', () => {
     expectRpcError(await callTool(g2, org.slug, key2, 'query_mysql_notes', { sql: 'SELECT 1 FROM notes' }), -32602);
     await patchOk(tool.id, { enabled: true, tool_name_override: 'shop_notes_v2' });
     expect(await listToolNames(g2, org.slug, key2)).toContain('shop_notes_v2');
-    expect(rowsOf(await callTool(g2, org.slug, key2, 'shop_notes_v2', { sql: 'SELECT body FROM notes ORDER BY id' }))).toEqual([{ body: 'first' }, { body: 'second' }]);
+    expect(rowsOf(await callTool(g2, org.slug, key2, 'shop_notes_v2', { sql: 'SELECT body FROM notes ORDER BY id' }))).toEqual([
+      { body: 'first' },
+      { body: 'second' },
+    ]);
     // And back, this time changed through instance 2 and seen by instance 1.
     await patchOk(tool.id, { tool_name_override: null, tool_description_override: 'set on instance 2' }, g2);
     const seen = (await descriptors(g1)).find((d) => d.name === 'query_mysql_notes');

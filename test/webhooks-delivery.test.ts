@@ -17,7 +17,12 @@ const hasPg = await serviceAvailable('postgres');
 const ROOT = resolve(import.meta.dir, '..');
 const FAST = { TOOLGATE_WEBHOOK_POLL_MS: '30', TOOLGATE_WEBHOOK_RETRY_BASE_MS: '300', TOOLGATE_WEBHOOK_TIMEOUT_MS: '1500', TOOLGATE_WEBHOOK_LEASE_MS: '2500' };
 
-async function subscribe(gateway: TestGateway, token: string, url: string, events: sdk.WebhookEventType[] = ['approval.requested']): Promise<{ id: string; secret: string }> {
+async function subscribe(
+  gateway: TestGateway,
+  token: string,
+  url: string,
+  events: sdk.WebhookEventType[] = ['approval.requested'],
+): Promise<{ id: string; secret: string }> {
   const { data, error, response } = await sdk.createWebhook({ client: sdkFor(gateway, token).client, body: { url, events } });
   if (response.status !== 201) throw new Error(`webhook creation failed: ${response.status} ${JSON.stringify(error)}`);
   return data as { id: string; secret: string };
@@ -90,7 +95,10 @@ describe.skipIf(!hasPg)('webhook delivery', () => {
     expect(gap).toBeGreaterThanOrEqual(300 * 0.8 - 20);
     await until(async () => (await deliveryStatuses(gateway, hook.id))[0] === 'delivered');
     const deliveries = await deliveriesOf(gateway, token, hook.id);
-    expect(deliveries.map((d: any) => [d.attempt, d.status_code])).toEqual([[2, 200], [1, 500]]);
+    expect(deliveries.map((d: any) => [d.attempt, d.status_code])).toEqual([
+      [2, 200],
+      [1, 500],
+    ]);
     expect(deliveries[1].error).toContain('500');
     await unsubscribe(gateway, token, hook.id);
   });
@@ -147,7 +155,12 @@ describe.skipIf(!hasPg)('webhook delivery', () => {
   test('a hanging receiver does not stall another endpoint', async () => {
     verifies('WEBHOOK-ISOLATION', 'OUTBOUND-TIMEOUT-SIZE');
     const hanging = startReceiver(() => new Promise<Response>(() => undefined));
-    const slow = await startTestGateway('postgres', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: `${hanging.hostPort},${receiver.hostPort}`, ...FAST, TOOLGATE_WEBHOOK_TIMEOUT_MS: '3000', TOOLGATE_WEBHOOK_LEASE_MS: '5000' });
+    const slow = await startTestGateway('postgres', {
+      TOOLGATE_OUTBOUND_ALLOW_HOSTS: `${hanging.hostPort},${receiver.hostPort}`,
+      ...FAST,
+      TOOLGATE_WEBHOOK_TIMEOUT_MS: '3000',
+      TOOLGATE_WEBHOOK_LEASE_MS: '5000',
+    });
     try {
       const a = await onboard(slow);
       const b = await onboard(slow);
@@ -196,13 +209,27 @@ describe.skipIf(!hasPg)('webhook outbox across processes and instances', () => {
     // 2. A real gateway process claims and sends it; it is killed (SIGKILL) while the receiver holds the request.
     const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: db.url, TOOLGATE_SECRET_KEY: 'a'.repeat(64), TOOLGATE_DEMO: '0', TOOLGATE_LOG_LEVEL: 'silent', ...env },
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATABASE_URL: db.url,
+        TOOLGATE_SECRET_KEY: 'a'.repeat(64),
+        TOOLGATE_DEMO: '0',
+        TOOLGATE_LOG_LEVEL: 'silent',
+        ...env,
+      },
       stdin: 'ignore',
       stdout: 'ignore',
       stderr: 'ignore',
     });
     try {
-      await Promise.race([seen, Bun.sleep(20_000).then(() => { throw new Error('the process never sent the event'); })]);
+      await Promise.race([
+        seen,
+        Bun.sleep(20_000).then(() => {
+          throw new Error('the process never sent the event');
+        }),
+      ]);
       proc.kill('SIGKILL');
       await proc.exited;
     } finally {
@@ -264,17 +291,27 @@ describe.skipIf(!hasPg)('tool.called', () => {
       const subscribed = await onboard(gateway);
       const quiet = await onboard(gateway);
       for (const org of [subscribed, quiet]) {
-        await createConnector(gateway, await tokenFor(gateway, org.clientId, org.clientSecret), { name: 'items', type: 'postgresql', config: targets.pgConfig });
+        await createConnector(gateway, await tokenFor(gateway, org.clientId, org.clientSecret), {
+          name: 'items',
+          type: 'postgresql',
+          config: targets.pgConfig,
+        });
       }
       // Called once before subscribing: the cached "no webhook" answer must not outlive the webhook's creation.
-      expect((await callTool(gateway, subscribed.slug, { apiKey: subscribed.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' })).status).toBe(200);
+      expect((await callTool(gateway, subscribed.slug, { apiKey: subscribed.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' })).status).toBe(
+        200,
+      );
       await subscribe(gateway, await tokenFor(gateway, subscribed.clientId, subscribed.clientSecret), receiver.url(), ['tool.called']);
       const answer = await callTool(gateway, subscribed.slug, { apiKey: subscribed.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' });
       expect(answer.status).toBe(200);
       await callTool(gateway, quiet.slug, { apiKey: quiet.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' });
       await until(() => receiver.received.length === 1, 10_000, 'the tool.called delivery');
       const body = JSON.parse(receiver.received[0]!.body);
-      expect(body).toMatchObject({ type: 'tool.called', org_id: subscribed.orgId, data: { tool_name: 'query_postgresql_items', connector_type: 'postgresql', is_error: false, caller: { type: 'api_key' } } });
+      expect(body).toMatchObject({
+        type: 'tool.called',
+        org_id: subscribed.orgId,
+        data: { tool_name: 'query_postgresql_items', connector_type: 'postgresql', is_error: false, caller: { type: 'api_key' } },
+      });
       expect(JSON.stringify(body)).not.toContain('SELECT');
       const quietRows = rowsOf(await gateway.deps.store.db.execute(sql`SELECT id FROM webhook_events WHERE org_id = ${quiet.orgId}`));
       expect(quietRows.length).toBe(0);
@@ -303,16 +340,26 @@ describe.skipIf(!hasPg)('approval events (approvals merged)', () => {
       await createConnector(gateway, manage, { name: 'ledger', type: 'postgresql', config: targets.pgConfig, allow_write: true });
       const tool = (await restTools(gateway, manage, org.orgId)).find((t) => t.name === 'query_postgresql_ledger')!;
       const client = sdkFor(gateway, manage).client;
-      const flagged = await sdk.updateToolMetadata({ client, path: { orgId: org.orgId, toolId: tool.id }, body: { requires_approval: true, approval_emails: ['ops@example.com'] } });
+      const flagged = await sdk.updateToolMetadata({
+        client,
+        path: { orgId: org.orgId, toolId: tool.id },
+        body: { requires_approval: true, approval_emails: ['ops@example.com'] },
+      });
       expect(flagged.response.status).toBe(200);
       await subscribe(gateway, manage, receiver.url(), ['approval.requested', 'approval.decided']);
-      const held = await callTool(gateway, org.slug, { apiKey: org.apiKey }, 'query_postgresql_ledger', { sql: "INSERT INTO ledger VALUES (7, 'secret-argument')" });
+      const held = await callTool(gateway, org.slug, { apiKey: org.apiKey }, 'query_postgresql_ledger', {
+        sql: "INSERT INTO ledger VALUES (7, 'secret-argument')",
+      });
       const approvalId = held.body.result.structuredContent.approvalId as string;
       await until(() => receiver.received.length === 1, 10_000, 'approval.requested');
       expect((await sdk.approveApproval({ client, path: { approvalId } })).response.status).toBe(200);
       await until(() => receiver.received.length === 2, 10_000, 'approval.decided');
       const [requestedEvent, decidedEvent] = receiver.received.map((r) => JSON.parse(r.body));
-      expect(requestedEvent).toMatchObject({ type: 'approval.requested', org_id: org.orgId, data: { approval_id: approvalId, tool_name: 'query_postgresql_ledger' } });
+      expect(requestedEvent).toMatchObject({
+        type: 'approval.requested',
+        org_id: org.orgId,
+        data: { approval_id: approvalId, tool_name: 'query_postgresql_ledger' },
+      });
       expect(decidedEvent).toMatchObject({ type: 'approval.decided', data: { approval_id: approvalId, decision: 'approved' } });
       expect(receiver.received.map((r) => r.headers['x-service-event'])).toEqual(['approval.requested', 'approval.decided']);
       expect(receiver.received.some((r) => r.body.includes('secret-argument'))).toBe(false);

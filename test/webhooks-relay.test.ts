@@ -22,17 +22,25 @@ const hasPg = await serviceAvailable('postgres');
 const FAST = { TOOLGATE_WEBHOOK_POLL_MS: '30', TOOLGATE_WEBHOOK_RETRY_BASE_MS: '300', TOOLGATE_WEBHOOK_TIMEOUT_MS: '1500', TOOLGATE_WEBHOOK_LEASE_MS: '2500' };
 const TOOL = 'query_postgresql_items';
 
-async function subscribe(g: TestGateway, token: string, url: string, events: sdk.WebhookEventType[] = ['tool.called']): Promise<{ id: string; secret: string }> {
+async function subscribe(
+  g: TestGateway,
+  token: string,
+  url: string,
+  events: sdk.WebhookEventType[] = ['tool.called'],
+): Promise<{ id: string; secret: string }> {
   const { data, response } = await sdk.createWebhook({ client: sdkFor(g, token).client, body: { url, events } });
   expect(response.status).toBe(201);
   return data as { id: string; secret: string };
 }
 
-const q = async <T,>(g: TestGateway, query: ReturnType<typeof sql>) => rowsOf<T>(await g.deps.store.db.execute(query));
+const q = async <T>(g: TestGateway, query: ReturnType<typeof sql>) => rowsOf<T>(await g.deps.store.db.execute(query));
 
 /** The outbox rows of an org: event id, body and the endpoint each delivery goes to. */
 const outboxOf = (g: TestGateway, orgId: string) =>
-  q<{ id: string; body: string; webhook_id: string }>(g, sql`SELECT e.id, e.body, d.webhook_id FROM webhook_events e JOIN webhook_deliveries d ON d.event_id = e.id WHERE e.org_id = ${orgId} ORDER BY e.created_at, e.id`);
+  q<{ id: string; body: string; webhook_id: string }>(
+    g,
+    sql`SELECT e.id, e.body, d.webhook_id FROM webhook_events e JOIN webhook_deliveries d ON d.event_id = e.id WHERE e.org_id = ${orgId} ORDER BY e.created_at, e.id`,
+  );
 
 /** The org's tools/call audit rows of calls that ran a connector tool (the ones that are tool.called events). */
 const calledRows = (g: TestGateway, orgId: string) =>
@@ -56,7 +64,17 @@ for (const kind of ['pglite', 'postgres'] as StoreKind[]) {
         targetType: 'tool',
         targetId: TOOL,
         outcome: 'success',
-        details: { tool_name: TOOL, connector_id: connectorId, connector_type: 'postgresql', outcome: 'success', duration_ms: 3.6, row_count: 2, counted: true, arguments_sha256: 'a'.repeat(64), ...details },
+        details: {
+          tool_name: TOOL,
+          connector_id: connectorId,
+          connector_type: 'postgresql',
+          outcome: 'success',
+          duration_ms: 3.6,
+          row_count: 2,
+          counted: true,
+          arguments_sha256: 'a'.repeat(64),
+          ...details,
+        },
       });
       await g.deps.audit.drain();
     }
@@ -103,19 +121,27 @@ for (const kind of ['pglite', 'postgres'] as StoreKind[]) {
 
     test('all or nothing: a relay transaction that fails writes no event and keeps its cursor; the retry writes the same id once', async () => {
       verifies('WEBHOOK-TOOL-CALLED-RELAY');
-      const cursor = async () => Number((await q<{ after_seq: string }>(g, sql`SELECT after_seq FROM webhook_relay_cursors WHERE webhook_id = ${hook.id}`))[0]!.after_seq);
+      const cursor = async () =>
+        Number((await q<{ after_seq: string }>(g, sql`SELECT after_seq FROM webhook_relay_cursors WHERE webhook_id = ${hook.id}`))[0]!.after_seq);
       const at = await cursor();
       const before = (await outboxOf(g, org.orgId)).length;
       await call(org.orgId);
       // The delivery insert (the relay's last write before the cursor) fails for this endpoint.
-      await g.deps.store.db.execute(sql.raw(`CREATE FUNCTION tg_refuse_delivery() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`));
       await g.deps.store.db.execute(
-        sql.raw(`CREATE TRIGGER tg_refuse_delivery BEFORE INSERT ON webhook_deliveries FOR EACH ROW WHEN (NEW.webhook_id = '${hook.id}') EXECUTE FUNCTION tg_refuse_delivery()`),
+        sql.raw(`CREATE FUNCTION tg_refuse_delivery() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`),
+      );
+      await g.deps.store.db.execute(
+        sql.raw(
+          `CREATE TRIGGER tg_refuse_delivery BEFORE INSERT ON webhook_deliveries FOR EACH ROW WHEN (NEW.webhook_id = '${hook.id}') EXECUTE FUNCTION tg_refuse_delivery()`,
+        ),
       );
       try {
         await expect(relayToolCalled(g.deps.store.db)).rejects.toThrow();
         expect((await outboxOf(g, org.orgId)).length).toBe(before);
-        const events = await q(g, sql`SELECT id FROM webhook_events e WHERE org_id = ${org.orgId} AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)`);
+        const events = await q(
+          g,
+          sql`SELECT id FROM webhook_events e WHERE org_id = ${org.orgId} AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)`,
+        );
         expect(events).toEqual([]);
         expect(await cursor()).toBe(at);
       } finally {
@@ -141,7 +167,8 @@ for (const kind of ['pglite', 'postgres'] as StoreKind[]) {
       await relayToolCalled(g.deps.store.db);
       expect((await forLate()).length).toBe(1);
       // Disabled: nothing while off, and nothing of that period once on again.
-      const patch = (enabled: boolean) => sdk.updateWebhook({ client: sdkFor(g, token).client, throwOnError: true, path: { webhookId: late.id }, body: { enabled } });
+      const patch = (enabled: boolean) =>
+        sdk.updateWebhook({ client: sdkFor(g, token).client, throwOnError: true, path: { webhookId: late.id }, body: { enabled } });
       await patch(false);
       await call(org.orgId);
       await relayToolCalled(g.deps.store.db);
@@ -183,7 +210,7 @@ describe.skipIf(!hasPg)('tool.called end to end: real tools/call, receivers, res
     expect(res.text).not.toContain('"isError":true');
   };
 
-  test('a subscribed org\'s call is delivered once, with the documented body and a signature an independent HMAC verifies', async () => {
+  test("a subscribed org's call is delivered once, with the documented body and a signature an independent HMAC verifies", async () => {
     verifies('WEBHOOK-TOOL-CALLED-RELAY', 'WEBHOOK-TOOL-CALLED', 'WEBHOOK-SIGNATURE');
     const receiver: Receiver = startReceiver();
     const g = await startTestGateway('postgres', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: receiver.hostPort, ...FAST });
@@ -203,7 +230,14 @@ describe.skipIf(!hasPg)('tool.called end to end: real tools/call, receivers, res
         type: 'tool.called',
         org_id: org.orgId,
         created_at: expect.any(String),
-        data: { tool_name: TOOL, connector_id: connector.id, connector_type: 'postgresql', is_error: false, duration_ms: expect.any(Number), caller: { type: 'api_key', id: expect.any(String) } },
+        data: {
+          tool_name: TOOL,
+          connector_id: connector.id,
+          connector_type: 'postgresql',
+          is_error: false,
+          duration_ms: expect.any(Number),
+          caller: { type: 'api_key', id: expect.any(String) },
+        },
       });
       expect(Number.isInteger(parsed.data.duration_ms)).toBe(true);
       expect(body).not.toContain('SELECT');
@@ -217,7 +251,7 @@ describe.skipIf(!hasPg)('tool.called end to end: real tools/call, receivers, res
     }
   });
 
-  test('the hot path writes nothing for webhooks: a subscribed org\'s answered call has its audit row and no outbox row until the relay runs', async () => {
+  test("the hot path writes nothing for webhooks: a subscribed org's answered call has its audit row and no outbox row until the relay runs", async () => {
     verifies('WEBHOOK-TOOL-CALLED-RELAY');
     const receiver = startReceiver();
     const g = await startTestGateway('postgres', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: receiver.hostPort, TOOLGATE_WEBHOOK_WORKER: '0' });
@@ -261,7 +295,7 @@ describe.skipIf(!hasPg)('tool.called end to end: real tools/call, receivers, res
     }
   });
 
-  test('two instances with relays, N calls: each tool.called delivered exactly once, with its audit row\'s id', async () => {
+  test("two instances with relays, N calls: each tool.called delivered exactly once, with its audit row's id", async () => {
     verifies('WEBHOOK-TOOL-CALLED-RELAY', 'WEBHOOK-OUTBOX');
     const db = await freshDatabase();
     const receiver = startReceiver();

@@ -105,7 +105,14 @@ describe.skipIf(!hasPg)('webhook management', () => {
     await until(() => onPath().length === 1, 10_000, 'first delivery');
     await until(async () => (await deliveriesOf(client, created.id)).length === 1);
     const list = await deliveriesOf(client, created.id);
-    expect(list[0]).toMatchObject({ event_id: eventId, event_type: 'approval.decided', attempt: 1, status_code: 200, error: null, delivery_status: 'delivered' });
+    expect(list[0]).toMatchObject({
+      event_id: eventId,
+      event_type: 'approval.decided',
+      attempt: 1,
+      status_code: 200,
+      error: null,
+      delivery_status: 'delivered',
+    });
     expect(list[0].latency_ms).toBeGreaterThanOrEqual(0);
 
     const resend = (id: string) => sdk.resendWebhookEvent({ client, path: { webhookId: created.id, eventId: id } });
@@ -211,13 +218,22 @@ describe('embedded store (PGlite)', () => {
   test('the outbox, the claim query and the outcome writes run on PGlite too', async () => {
     verifies('WEBHOOK-OUTBOX');
     const receiver = startReceiver((n) => new Response(null, { status: n === 0 ? 503 : 204 }));
-    const gateway = await startTestGateway('pglite', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: receiver.hostPort, TOOLGATE_WEBHOOK_POLL_MS: '30', TOOLGATE_WEBHOOK_RETRY_BASE_MS: '50' });
+    const gateway = await startTestGateway('pglite', {
+      TOOLGATE_OUTBOUND_ALLOW_HOSTS: receiver.hostPort,
+      TOOLGATE_WEBHOOK_POLL_MS: '30',
+      TOOLGATE_WEBHOOK_RETRY_BASE_MS: '50',
+    });
     try {
       const org = await onboard(gateway);
       const token = await tokenFor(gateway, org.clientId, org.clientSecret);
       const client = sdkFor(gateway, token).client;
       const hook = (await sdk.createWebhook({ client, throwOnError: true, body: { url: receiver.url(), events: ['approval.requested'] } })).data;
-      const eventId = await emitEvent(gateway, 'approval.requested', org.orgId, { approval_id: 'p', tool_name: 't', requested_by: null, expires_at: new Date().toISOString() });
+      const eventId = await emitEvent(gateway, 'approval.requested', org.orgId, {
+        approval_id: 'p',
+        tool_name: 't',
+        requested_by: null,
+        expires_at: new Date().toISOString(),
+      });
       await until(() => receiver.received.length === 2, 10_000, 'the retry on PGlite');
       expect(receiver.ids()).toEqual([eventId, eventId]);
       await until(async () => (await deliveriesOf(client, hook.id)).length === 2);
@@ -235,7 +251,8 @@ describe('retry schedule (unit)', () => {
     verifies('WEBHOOK-RETRY');
     const { MAX_ATTEMPTS, retryDelayMs } = await import('../src/webhooks/worker.ts');
     const base = loadConfig({}).webhookRetryBaseMs;
-    const total = (random: () => number) => Array.from({ length: MAX_ATTEMPTS - 1 }, (_, i) => retryDelayMs(i + 1, base, () => random())).reduce((a, b) => a + b, 0);
+    const total = (random: () => number) =>
+      Array.from({ length: MAX_ATTEMPTS - 1 }, (_, i) => retryDelayMs(i + 1, base, () => random())).reduce((a, b) => a + b, 0);
     expect(total(() => 0)).toBeGreaterThan(24 * 3600_000);
     expect(total(() => 1)).toBeLessThan(40 * 3600_000);
     expect(retryDelayMs(1, base, () => 0.5)).toBe(30_000);

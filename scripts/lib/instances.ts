@@ -28,7 +28,15 @@ async function pump(stream: ReadableStream<Uint8Array>, sink: (text: string) => 
 export async function startInstance(name: string, env: Record<string, string>, timeoutMs = 120_000): Promise<Instance> {
   const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', HOST: '127.0.0.1', TOOLGATE_DEMO: '0', TOOLGATE_LOG_LEVEL: 'error', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      TOOLGATE_DEMO: '0',
+      TOOLGATE_LOG_LEVEL: 'error',
+      ...env,
+    },
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',

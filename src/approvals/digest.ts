@@ -25,7 +25,17 @@ export interface HeldCall {
 
 export function heldCallDigest(key: Uint8Array, call: HeldCall): string {
   // A JSON array: unambiguous field boundaries whatever the values contain.
-  const message = JSON.stringify([VERSION, call.id, call.orgId, call.toolId, call.connectorId, call.toolName, call.argumentsJson, call.requesterKind, call.requesterId]);
+  const message = JSON.stringify([
+    VERSION,
+    call.id,
+    call.orgId,
+    call.toolId,
+    call.connectorId,
+    call.toolName,
+    call.argumentsJson,
+    call.requesterKind,
+    call.requesterId,
+  ]);
   return `${VERSION}.${createHmac('sha256', key).update(message).digest('hex')}`;
 }
 

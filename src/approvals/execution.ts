@@ -76,6 +76,14 @@ export async function executeApproved(deps: ApprovedExecutionDeps, row: Approval
     throw err;
   }
   const counted = countedCall(result);
-  if (result.isError) return failed(result.content.map((c) => c.text).join('\n').slice(0, 2000) || 'The tool reported an error.', result, counted);
+  if (result.isError)
+    return failed(
+      result.content
+        .map((c) => c.text)
+        .join('\n')
+        .slice(0, 2000) || 'The tool reported an error.',
+      result,
+      counted,
+    );
   return { status: 'executed', reason: null, result, counted };
 }

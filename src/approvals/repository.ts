@@ -7,7 +7,7 @@ import { apiKeys, approvals, connectors, orgs, tools } from '../store/schema.ts'
 export type ApprovalRow = typeof approvals.$inferSelect;
 export type NewApproval = typeof approvals.$inferInsert;
 
-export const APPROVAL_STATUSES = ['pending', 'executing', 'executed', 'rejected', 'failed', 'expired'] as const;
+const APPROVAL_STATUSES = ['pending', 'executing', 'executed', 'rejected', 'failed', 'expired'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -19,7 +19,10 @@ export async function insertApproval(db: Queryable, row: NewApproval): Promise<v
 }
 
 export async function findApproval(db: Queryable, orgId: string, id: string): Promise<ApprovalRow | undefined> {
-  const [row] = await db.select().from(approvals).where(and(eq(approvals.orgId, orgId), eq(approvals.id, id)));
+  const [row] = await db
+    .select()
+    .from(approvals)
+    .where(and(eq(approvals.orgId, orgId), eq(approvals.id, id)));
   return row;
 }
 
@@ -131,6 +134,9 @@ export async function connectorState(db: Queryable, orgId: string, connectorId: 
 
 /** The tool's approvers as they stand now (undefined when the tool is gone). */
 export async function currentApprovers(db: Queryable, orgId: string, toolId: string): Promise<string[] | undefined> {
-  const [row] = await db.select({ emails: tools.approvalEmails }).from(tools).where(and(eq(tools.orgId, orgId), eq(tools.id, toolId)));
+  const [row] = await db
+    .select({ emails: tools.approvalEmails })
+    .from(tools)
+    .where(and(eq(tools.orgId, orgId), eq(tools.id, toolId)));
   return row?.emails;
 }

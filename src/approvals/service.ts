@@ -124,7 +124,12 @@ export class ApprovalService implements ApprovalDesk {
     } catch (err) {
       this.deps.log.error('approved call failed unexpectedly', { approvalId, error: describeError(err) });
       // Not counted: drivers never throw, so what threw is the store before or while reserving the unit.
-      outcome = { status: 'failed', reason: 'An internal error stopped the execution; whether it reached the connector is unknown. It is not run again.', result: null, counted: false };
+      outcome = {
+        status: 'failed',
+        reason: 'An internal error stopped the execution; whether it reached the connector is unknown. It is not run again.',
+        result: null,
+        counted: false,
+      };
     }
     const stored = await this.deps.db.transaction(async (tx) => {
       const done = await repo.completeExecution(tx, orgId, approvalId, { ...outcome, result: outcome.result as Record<string, unknown> | null }, this.now());

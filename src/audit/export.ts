@@ -10,25 +10,30 @@ export function auditExportStream(db: Queryable, orgId: string, filter: AuditFil
   let afterSeq = 0;
   let first = true;
   let done = false;
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(encoder.encode(`{"org_id":${JSON.stringify(orgId)},"exported_at":${JSON.stringify(now.toISOString())},"redacted":${redact},"events":[`));
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        controller.enqueue(
+          encoder.encode(`{"org_id":${JSON.stringify(orgId)},"exported_at":${JSON.stringify(now.toISOString())},"redacted":${redact},"events":[`),
+        );
+      },
+      async pull(controller) {
+        if (done) return;
+        const rows = await auditPageAsc(db, orgId, filter, afterSeq, PAGE_ROWS);
+        const genuine = await genuineRows(db, orgId, rows);
+        if (genuine.length) {
+          const text = genuine.map((r) => JSON.stringify(auditEventView(r, redact))).join(',');
+          controller.enqueue(encoder.encode(first ? text : `,${text}`));
+          first = false;
+        }
+        if (rows.length) afterSeq = rows[rows.length - 1]!.seq!;
+        if (rows.length < PAGE_ROWS) {
+          done = true;
+          controller.enqueue(encoder.encode(']}'));
+          controller.close();
+        }
+      },
     },
-    async pull(controller) {
-      if (done) return;
-      const rows = await auditPageAsc(db, orgId, filter, afterSeq, PAGE_ROWS);
-      const genuine = await genuineRows(db, orgId, rows);
-      if (genuine.length) {
-        const text = genuine.map((r) => JSON.stringify(auditEventView(r, redact))).join(',');
-        controller.enqueue(encoder.encode(first ? text : `,${text}`));
-        first = false;
-      }
-      if (rows.length) afterSeq = rows[rows.length - 1]!.seq!;
-      if (rows.length < PAGE_ROWS) {
-        done = true;
-        controller.enqueue(encoder.encode(']}'));
-        controller.close();
-      }
-    },
-  }, { highWaterMark: 1 });
+    { highWaterMark: 1 },
+  );
 }

@@ -25,7 +25,8 @@ export type AuditMacKey = (message: string) => string;
  */
 export function deriveAuditMacKey(secretKey: Uint8Array): AuditMacKey {
   const raw = new Uint8Array(hkdfSync('sha256', secretKey, new Uint8Array(0), 'toolgate audit row mac v1', 32));
-  if (typeof Bun !== 'undefined' && typeof Bun.CryptoHasher === 'function') return (message) => new Bun.CryptoHasher('sha256', raw).update(message).digest('hex');
+  if (typeof Bun !== 'undefined' && typeof Bun.CryptoHasher === 'function')
+    return (message) => new Bun.CryptoHasher('sha256', raw).update(message).digest('hex');
   const key = createSecretKey(raw);
   return (message) => createHmac('sha256', key).update(message).digest('hex');
 }
@@ -60,7 +61,10 @@ export function rowMac(key: AuditMacKey, id: string, orgId: string, tail: string
 }
 
 /** Whether a stored row carries a valid MAC over exactly what it holds. */
-export function rowAuthentic(key: AuditMacKey, row: Pick<AuditRow, 'id' | 'orgId' | 'createdAt' | 'action' | 'actorType' | 'actorId' | 'targetType' | 'targetId' | 'outcome' | 'details' | 'mac'>): boolean {
+export function rowAuthentic(
+  key: AuditMacKey,
+  row: Pick<AuditRow, 'id' | 'orgId' | 'createdAt' | 'action' | 'actorType' | 'actorId' | 'targetType' | 'targetId' | 'outcome' | 'details' | 'mac'>,
+): boolean {
   if (typeof row.mac !== 'string' || row.mac.length !== 64) return false;
   const expected = Buffer.from(rowMac(key, row.id, row.orgId, rowTail(row)), 'hex');
   const given = Buffer.from(row.mac, 'hex');

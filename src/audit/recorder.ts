@@ -31,7 +31,7 @@ import { appendAudit, insertUnsealed, type AuditInput, type SealableRow } from '
 import { logRefused, SealConflict, sealFromMemory, sealPending } from './seal.ts';
 
 /** Refusals per batch: bounds what a tool call's row waits for when it shares a batch with a denial flood. */
-export const DENIALS_PER_BATCH = 200;
+const DENIALS_PER_BATCH = 200;
 /**
  * Batches out at once; new rows wait for the next batch meanwhile (that is the group commit). One: while a batch is
  * out, every row requested meanwhile joins the next one. Measured with bench/stages.ts (tools/call in process, 64
@@ -45,7 +45,7 @@ const SEAL_ROWS = 2000;
 /** Sealing runs at most this often, so under load one sealing transaction takes many batches' rows. */
 const SEAL_INTERVAL_MS = 100;
 
-export class AuditUnavailableError extends Error {}
+class AuditUnavailableError extends Error {}
 
 interface PendingCall {
   row: AuditInput;
@@ -189,7 +189,13 @@ export class AuditRecorder {
   private async write(calls: PendingCall[], others: AuditInput[]): Promise<void> {
     if (calls.length) {
       try {
-        this.toSeal(await insertUnsealed(this.deps.db, calls.map((c) => c.row), this.now()));
+        this.toSeal(
+          await insertUnsealed(
+            this.deps.db,
+            calls.map((c) => c.row),
+            this.now(),
+          ),
+        );
         for (const call of calls) call.resolve();
       } catch (err) {
         this.deps.log.error('audit batch failed', { rows: calls.length, error: describeError(err) });
@@ -264,7 +270,10 @@ export class AuditRecorder {
       this.deps.log.error('sealing audit rows failed; reading them back', { rows: chunk.length, error: describeError(err) });
     }
     try {
-      this.stats.readBack += await sealPending(this.deps.db, chunk.length, { ids: chunk.map((r) => r.id), onRefused: (rows) => logRefused(this.deps.log, rows) });
+      this.stats.readBack += await sealPending(this.deps.db, chunk.length, {
+        ids: chunk.map((r) => r.id),
+        onRefused: (rows) => logRefused(this.deps.log, rows),
+      });
     } catch (again) {
       this.deps.log.error('sealing audit rows failed; the orphan sweep will seal them', { rows: chunk.length, error: describeError(again) });
     }

@@ -75,7 +75,9 @@ export async function appendAudit(db: Queryable, events: readonly AuditInput[], 
     orgIds.map((id) => sql`(${id}::uuid, ${heads.get(id)!.seq}::bigint, ${heads.get(id)!.hash}::text)`),
     sql`, `,
   );
-  await db.execute(sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${moved}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id`);
+  await db.execute(
+    sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${moved}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id`,
+  );
   return rows;
 }
 
@@ -93,7 +95,9 @@ export async function lockHeads(tx: Queryable, orgIds: string[]): Promise<Map<st
   const result = await tx.execute(sql`INSERT INTO audit_chains (org_id, head_seq, head_hash, base_seq, base_hash) VALUES ${values}
     ON CONFLICT (org_id) DO UPDATE SET head_seq = audit_chains.head_seq
     RETURNING org_id, head_seq, head_hash`);
-  return new Map(rowsOf<{ org_id: string; head_seq: string | number; head_hash: string }>(result).map((r) => [r.org_id, { seq: Number(r.head_seq), hash: r.head_hash }]));
+  return new Map(
+    rowsOf<{ org_id: string; head_seq: string | number; head_hash: string }>(result).map((r) => [r.org_id, { seq: Number(r.head_seq), hash: r.head_hash }]),
+  );
 }
 
 export interface AuditFilter {
@@ -107,7 +111,9 @@ function filterConditions(orgId: string, filter: AuditFilter): SQL[] {
   // Rows show once sealed into the chain (milliseconds after their commit), so every listed row has its position.
   const conditions: SQL[] = [eq(auditEvents.orgId, orgId), isNotNull(auditEvents.seq)];
   if (filter.action !== undefined) {
-    conditions.push(filter.action.endsWith('.') ? like(auditEvents.action, `${filter.action.replace(/[\\%_]/g, '\\$&')}%`) : eq(auditEvents.action, filter.action));
+    conditions.push(
+      filter.action.endsWith('.') ? like(auditEvents.action, `${filter.action.replace(/[\\%_]/g, '\\$&')}%`) : eq(auditEvents.action, filter.action),
+    );
   }
   if (filter.since) conditions.push(gte(auditEvents.createdAt, filter.since));
   return conditions;
@@ -117,7 +123,12 @@ function filterConditions(orgId: string, filter: AuditFilter): SQL[] {
 export async function listAudit(db: Queryable, orgId: string, filter: AuditFilter, limit: number, beforeSeq: number | null): Promise<AuditRow[]> {
   const conditions = filterConditions(orgId, filter);
   if (beforeSeq !== null) conditions.push(lt(auditEvents.seq, beforeSeq));
-  return db.select().from(auditEvents).where(and(...conditions)).orderBy(desc(auditEvents.seq)).limit(limit);
+  return db
+    .select()
+    .from(auditEvents)
+    .where(and(...conditions))
+    .orderBy(desc(auditEvents.seq))
+    .limit(limit);
 }
 
 /** One page in chain order after `afterSeq` (export, verification): keyset pagination, so memory stays bounded. */
@@ -176,7 +187,15 @@ export async function insertUnsealed(db: Queryable, events: readonly AuditInput[
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
     const id = crypto.randomUUID();
-    const fields = { createdAt: now, action: String(e.action), actorType: String(e.actor.type), actorId: textOrNull(e.actor.id), targetType: textOrNull(e.targetType), targetId: textOrNull(e.targetId), outcome: e.outcome ?? 'success' };
+    const fields = {
+      createdAt: now,
+      action: String(e.action),
+      actorType: String(e.actor.type),
+      actorId: textOrNull(e.actor.id),
+      targetType: textOrNull(e.targetType),
+      targetId: textOrNull(e.targetId),
+      outcome: e.outcome ?? 'success',
+    };
     const details = storableJson(e.details ?? {});
     const tail = rowTail({ ...fields, details: {} }, details);
     // The row's MAC (audit/mac.ts) over the org id as the store prints it, so the row read back authenticates.
@@ -186,10 +205,13 @@ export async function insertUnsealed(db: Queryable, events: readonly AuditInput[
   }
   json += ']';
   // Fixed text (two parameters, any batch size), so it runs prepared on a PostgreSQL store (store/db.ts).
-  await executePrepared(db, sql`INSERT INTO audit_events (id, org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details, mac)
+  await executePrepared(
+    db,
+    sql`INSERT INTO audit_events (id, org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details, mac)
     SELECT id, org_id, ${createdAt}::timestamptz, action, actor_type, actor_id, target_type, target_id, outcome, details, mac
     FROM jsonb_to_recordset(${json}::jsonb)
-      AS v(id uuid, mac text, org_id uuid, action text, actor_type text, actor_id text, target_type text, target_id text, outcome text, details jsonb)`);
+      AS v(id uuid, mac text, org_id uuid, action text, actor_type text, actor_id text, target_type text, target_id text, outcome text, details jsonb)`,
+  );
   return sealable;
 }
 
@@ -219,11 +241,16 @@ export async function pruneAudit(db: Queryable, orgId: string, before: Date, now
     const head = (await lockHeads(tx, [orgId])).get(orgId)!;
     const state = await chainState(tx, orgId);
     const young = rowsOf<{ seq: string | number | null }>(
-      await tx.execute(sql`SELECT min(seq) AS seq FROM audit_events WHERE org_id = ${orgId} AND seq > ${state.baseSeq} AND created_at >= ${before.toISOString()}::timestamptz`),
+      await tx.execute(
+        sql`SELECT min(seq) AS seq FROM audit_events WHERE org_id = ${orgId} AND seq > ${state.baseSeq} AND created_at >= ${before.toISOString()}::timestamptz`,
+      ),
     )[0];
     const through = young?.seq != null ? Number(young.seq) - 1 : head.seq;
     if (through <= state.baseSeq) return 0;
-    const [last] = await tx.select({ hash: auditEvents.hash }).from(auditEvents).where(and(eq(auditEvents.orgId, orgId), eq(auditEvents.seq, through)));
+    const [last] = await tx
+      .select({ hash: auditEvents.hash })
+      .from(auditEvents)
+      .where(and(eq(auditEvents.orgId, orgId), eq(auditEvents.seq, through)));
     if (!last?.hash) return 0;
     const deleted = await tx
       .delete(auditEvents)
@@ -232,7 +259,14 @@ export async function pruneAudit(db: Queryable, orgId: string, before: Date, now
     await tx.update(auditChains).set({ baseSeq: through, baseHash: last.hash }).where(eq(auditChains.orgId, orgId));
     await appendAudit(
       tx,
-      [{ orgId, action: 'audit.pruned', actor: { type: 'system', id: null }, details: { through_seq: through, through_hash: last.hash, deleted: deleted.length, before: before.toISOString() } }],
+      [
+        {
+          orgId,
+          action: 'audit.pruned',
+          actor: { type: 'system', id: null },
+          details: { through_seq: through, through_hash: last.hash, deleted: deleted.length, before: before.toISOString() },
+        },
+      ],
       now,
     );
     return deleted.length;

@@ -11,7 +11,7 @@ import { orgsWithRowsBefore, pruneAudit } from './repository.ts';
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 /** One sweep over every org; returns the rows removed. */
-export async function sweepAuditRetention(db: Db, retentionDays: number, now: Date = new Date()): Promise<number> {
+async function sweepAuditRetention(db: Db, retentionDays: number, now: Date = new Date()): Promise<number> {
   if (retentionDays <= 0) return 0;
   const before = new Date(now.getTime() - retentionDays * 86_400_000);
   let removed = 0;

@@ -166,7 +166,9 @@ async function sealPendingIn(db: Queryable, limit: number, filter: PendingFilter
         sql`UPDATE audit_events AS e SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash
           FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb) AS v(id uuid, seq bigint, prev_hash text, hash text) WHERE e.id = v.id`,
       );
-      await tx.execute(sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${movedHeads(heads)}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id`);
+      await tx.execute(
+        sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${movedHeads(heads)}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id`,
+      );
     }
     if (refusedHere.length) await refuseRows(tx, refusedHere);
     refused.push(...refusedHere);
@@ -179,7 +181,12 @@ async function sealPendingIn(db: Queryable, limit: number, filter: PendingFilter
  * them in their orgs' chains: one `audit.rows_refused` row per org, chained after the rows sealed with them.
  */
 async function refuseRows(tx: Queryable, rows: RefusedRow[]): Promise<void> {
-  await tx.execute(sql`UPDATE audit_events SET refused_at = now() WHERE id = ANY(${arrayParam('uuid', rows.map((r) => r.id))}::uuid[])`);
+  await tx.execute(
+    sql`UPDATE audit_events SET refused_at = now() WHERE id = ANY(${arrayParam(
+      'uuid',
+      rows.map((r) => r.id),
+    )}::uuid[])`,
+  );
   const byOrg = new Map<string, RefusedRow[]>();
   for (const row of rows) byOrg.set(row.orgId, [...(byOrg.get(row.orgId) ?? []), row]);
   await appendAudit(
@@ -206,7 +213,7 @@ async function refuseRows(tx: Queryable, rows: RefusedRow[]): Promise<void> {
  */
 export const ORPHAN_AGE_MS = 30_000;
 /** How often each instance looks for orphans: one index probe on audit_events_unsealed when there are none. */
-export const ORPHAN_SWEEP_MS = 30_000;
+const ORPHAN_SWEEP_MS = 30_000;
 const ORPHAN_ROWS = 5000;
 
 /** Seals every row older than ORPHAN_AGE_MS that is still outside its chain; returns the rows sealed or refused. */

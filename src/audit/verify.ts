@@ -11,7 +11,7 @@ import { auditKeyOf, rowAuthentic } from './mac.ts';
 import { auditPageAsc, chainState, unsealedCounts } from './repository.ts';
 
 /** Rows not sealed this long after their commit mean the sealer did not run (or a row was slipped in): broken. */
-export const SEAL_GRACE_MS = 5 * 60_000;
+const SEAL_GRACE_MS = 5 * 60_000;
 
 const PAGE_ROWS = 1000;
 
@@ -36,12 +36,27 @@ export async function verifyChain(db: Queryable, orgId: string, now: Date = new 
   for (;;) {
     const rows = await auditPageAsc(db, orgId, {}, expectedSeq - 1, PAGE_ROWS);
     for (const row of rows) {
-      if (row.seq !== expectedSeq) return { ok: false, checked, broken: { seq: expectedSeq, id: null, reason: `row ${expectedSeq} is missing (next row is ${row.seq})` } };
-      if (row.prevHash !== prevHash) return { ok: false, checked, broken: { seq: row.seq, id: row.id, reason: 'prev_hash does not match the previous row (a row before it was changed, removed or reordered)' } };
+      if (row.seq !== expectedSeq)
+        return { ok: false, checked, broken: { seq: expectedSeq, id: null, reason: `row ${expectedSeq} is missing (next row is ${row.seq})` } };
+      if (row.prevHash !== prevHash)
+        return {
+          ok: false,
+          checked,
+          broken: { seq: row.seq, id: row.id, reason: 'prev_hash does not match the previous row (a row before it was changed, removed or reordered)' },
+        };
       const hash = rowHash({ ...row, seq: row.seq, prevHash: row.prevHash! });
-      if (hash !== row.hash) return { ok: false, checked, broken: { seq: row.seq, id: row.id, reason: 'the row was changed after it was written (its hash does not match its content)' } };
+      if (hash !== row.hash)
+        return {
+          ok: false,
+          checked,
+          broken: { seq: row.seq, id: row.id, reason: 'the row was changed after it was written (its hash does not match its content)' },
+        };
       if (row.seq > state.macFromSeq && !rowAuthentic(key, row)) {
-        return { ok: false, checked, broken: { seq: row.seq, id: row.id, reason: 'the row does not carry a valid MAC: the gateway did not write it as it is' } };
+        return {
+          ok: false,
+          checked,
+          broken: { seq: row.seq, id: row.id, reason: 'the row does not carry a valid MAC: the gateway did not write it as it is' },
+        };
       }
       prevHash = row.hash;
       expectedSeq += 1;
@@ -50,7 +65,15 @@ export async function verifyChain(db: Queryable, orgId: string, now: Date = new 
     if (rows.length < PAGE_ROWS) break;
   }
   if (expectedSeq - 1 !== state.headSeq || prevHash !== state.headHash) {
-    return { ok: false, checked, broken: { seq: expectedSeq, id: null, reason: `the chain head is row ${state.headSeq}, but the rows end at ${expectedSeq - 1} (rows at the end were removed)` } };
+    return {
+      ok: false,
+      checked,
+      broken: {
+        seq: expectedSeq,
+        id: null,
+        reason: `the chain head is row ${state.headSeq}, but the rows end at ${expectedSeq - 1} (rows at the end were removed)`,
+      },
+    };
   }
   const unsealed = await unsealedCounts(db, orgId, new Date(now.getTime() - SEAL_GRACE_MS));
   if (unsealed.refused > 0) {
@@ -58,11 +81,23 @@ export async function verifyChain(db: Queryable, orgId: string, now: Date = new 
       ok: false,
       checked,
       refused: unsealed.refused,
-      broken: { seq: 0, id: null, reason: `${unsealed.refused} row(s) without a valid MAC were written beside the chain (not by the gateway) and refused by the sealer` },
+      broken: {
+        seq: 0,
+        id: null,
+        reason: `${unsealed.refused} row(s) without a valid MAC were written beside the chain (not by the gateway) and refused by the sealer`,
+      },
     };
   }
   if (unsealed.overdue > 0) {
-    return { ok: false, checked, broken: { seq: 0, id: null, reason: `${unsealed.overdue} row(s) are outside the chain and older than the sealing delay (inserted beside it, or the sealer has not run)` } };
+    return {
+      ok: false,
+      checked,
+      broken: {
+        seq: 0,
+        id: null,
+        reason: `${unsealed.overdue} row(s) are outside the chain and older than the sealing delay (inserted beside it, or the sealer has not run)`,
+      },
+    };
   }
   return unsealed.pending ? { ok: true, checked, pending: unsealed.pending } : { ok: true, checked };
 }

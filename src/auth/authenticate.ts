@@ -5,7 +5,7 @@ import { forbidden, unauthenticated } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import { isClientActive, MANAGE_SCOPE, MCP_SCOPE } from './credentials.ts';
 import type { Principal, Role } from './principal.ts';
-import type { TokenSigner } from './signing.ts';
+import type { AccessTokenClaims, TokenSigner } from './signing.ts';
 
 /** Resolves a bearer token that is not the gateway's own: the org's identity provider (see auth/idp). */
 export interface IdpResolver {
@@ -25,7 +25,7 @@ export interface IdpPrincipal {
 
 const CONNECTOR_SCOPE = /^mcp:call:([0-9a-f-]{36})$/;
 
-export function bearerToken(request: Request): string | null {
+function bearerToken(request: Request): string | null {
   const header = request.headers.get('authorization');
   if (!header) return null;
   const match = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(header);
@@ -33,7 +33,7 @@ export function bearerToken(request: Request): string | null {
 }
 
 /** Connector limits carried by scopes: `mcp:call` means all (null); otherwise the listed connector ids. */
-export function connectorsFromScopes(scopes: string[]): string[] | null | 'none' {
+function connectorsFromScopes(scopes: string[]): string[] | null | 'none' {
   if (scopes.includes(MCP_SCOPE)) return null;
   const ids = scopes.map((s) => CONNECTOR_SCOPE.exec(s)?.[1]).filter((id): id is string => Boolean(id));
   return ids.length ? ids : 'none';
@@ -127,7 +127,7 @@ export class Authenticator {
   }
 
   private async verifyGatewayToken(token: string) {
-    let claims;
+    let claims: AccessTokenClaims;
     try {
       claims = await this.signer.verify(token);
     } catch {

@@ -5,9 +5,9 @@ import { apiKeys, oauthClients } from '../store/schema.ts';
 import { hashSecret, randomSecret } from '../util/crypto.ts';
 import { randomBytes } from 'node:crypto';
 
-export const API_KEY_PREFIX = 'tgk_';
-export const CLIENT_ID_PREFIX = 'tgc_';
-export const CLIENT_SECRET_PREFIX = 'tgs_';
+const API_KEY_PREFIX = 'tgk_';
+const CLIENT_ID_PREFIX = 'tgc_';
+const CLIENT_SECRET_PREFIX = 'tgs_';
 export const MANAGE_SCOPE = 'org:manage';
 export const MCP_SCOPE = 'mcp:call';
 

@@ -55,7 +55,7 @@ export interface RedisEpochOptions {
   writeTimeoutMs?: number;
 }
 
-export const AUTH_EPOCH_KEY = 'toolgate:auth-epoch';
+const AUTH_EPOCH_KEY = 'toolgate:auth-epoch';
 
 export async function createRedisEpoch(options: RedisEpochOptions): Promise<AuthEpoch> {
   const key = options.key ?? AUTH_EPOCH_KEY;

@@ -1,8 +1,7 @@
 /** Who is calling, and the role ordering that decides what each policy admits. */
 
-export const ROLES = ['contributor', 'admin', 'finance'] as const;
+const ROLES = ['contributor', 'admin', 'finance'] as const;
 export type Role = (typeof ROLES)[number];
-export type Policy = 'public' | 'operator' | 'mcp' | Role;
 
 export interface Principal {
   orgId: string;

@@ -122,4 +122,3 @@ export class TokenSigner {
     return payload as AccessTokenClaims;
   }
 }
-

@@ -26,7 +26,7 @@ export interface ClientCredentials {
   basic: boolean;
 }
 
-export async function issueClientToken(deps: TokenServiceDeps, input: ClientCredentials) {
+async function issueClientToken(deps: TokenServiceDeps, input: ClientCredentials) {
   const client = await findOAuthClient(deps.store.db, input.clientId);
   // Hash even when the client is unknown so the answer takes the same time either way.
   const presented = hashSecret(input.clientSecret);

@@ -59,7 +59,10 @@ export async function usage(deps: BillingDeps, orgId: string, now: Date = new Da
 }
 
 async function liveConnectorCount(db: Queryable, orgId: string): Promise<number> {
-  const [row] = await db.select({ n: count() }).from(connectors).where(and(eq(connectors.orgId, orgId), isNull(connectors.archivedAt)));
+  const [row] = await db
+    .select({ n: count() })
+    .from(connectors)
+    .where(and(eq(connectors.orgId, orgId), isNull(connectors.archivedAt)));
   return Number(row?.n ?? 0);
 }
 

@@ -6,4 +6,4 @@ import './mongodb/index.ts';
 import './mssql/index.ts';
 import './oracle/index.ts';
 
-export { registerConnector, getDriver, connectorTypes, closeAllConnectors } from './registry.ts';
+export { getDriver, connectorTypes } from './registry.ts';

@@ -23,7 +23,11 @@ export async function findConnector(db: Queryable, orgId: string, id: string): P
 export async function listConnectors(db: Queryable, orgId: string, status?: string): Promise<ConnectorRow[]> {
   const where = [eq(connectors.orgId, orgId), isNull(connectors.archivedAt)];
   if (status) where.push(eq(connectors.status, status));
-  return db.select().from(connectors).where(and(...where)).orderBy(asc(connectors.createdAt), asc(connectors.id));
+  return db
+    .select()
+    .from(connectors)
+    .where(and(...where))
+    .orderBy(asc(connectors.createdAt), asc(connectors.id));
 }
 
 /**
@@ -31,7 +35,14 @@ export async function listConnectors(db: Queryable, orgId: string, status?: stri
  * (matched by base name), and records the source's tools that were skipped. Runs only when `generation` is still
  * current, so a stale job never wins.
  */
-export async function applyIntrospection(db: Queryable, orgId: string, connectorId: string, generation: number, specs: ToolSpec[], skipped: SkippedTool[] = []): Promise<boolean> {
+export async function applyIntrospection(
+  db: Queryable,
+  orgId: string,
+  connectorId: string,
+  generation: number,
+  specs: ToolSpec[],
+  skipped: SkippedTool[] = [],
+): Promise<boolean> {
   const [current] = await db
     .update(connectors)
     .set({ status: 'active', statusReason: null, skippedTools: skipped, updatedAt: new Date() })
@@ -42,9 +53,7 @@ export async function applyIntrospection(db: Queryable, orgId: string, connector
   await db.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${orgId}))`);
   specs = await avoidOrgCollisions(db, orgId, connectorId, specs);
   const names = specs.map((s) => s.name);
-  await db
-    .delete(tools)
-    .where(and(eq(tools.connectorId, connectorId), eq(tools.orgId, orgId), ...(names.length ? [notInArray(tools.baseName, names)] : [])));
+  await db.delete(tools).where(and(eq(tools.connectorId, connectorId), eq(tools.orgId, orgId), ...(names.length ? [notInArray(tools.baseName, names)] : [])));
   for (const spec of specs) {
     await db
       .insert(tools)

@@ -73,7 +73,8 @@ async function checkTarget(deps: Pick<ConnectorServiceDeps, 'outbound'>, orgId: 
       try {
         await assertDatabaseTarget(deps.outbound, { host: db.host, port: db.port ?? 0, database: db.database });
       } catch (err) {
-        if (err instanceof OutboundRefusedError) throw unprocessable('connector_target_refused', `The connector's host is not allowed: ${targetRefusedText(db.host)}.`);
+        if (err instanceof OutboundRefusedError)
+          throw unprocessable('connector_target_refused', `The connector's host is not allowed: ${targetRefusedText(db.host)}.`);
         throw err;
       }
     } else if (typeof config.url === 'string') {
@@ -129,7 +130,14 @@ export async function createConnector(deps: ConnectorServiceDeps, orgId: string,
     // The ciphertext is bound to the row id, so it is sealed once the id exists.
     const sealed = input.credential !== undefined ? deps.box.encrypt(input.credential, credentialContext(created!.id)) : null;
     const [withCredential] = await tx.update(connectors).set({ credentialSealed: sealed }).where(eq(connectors.id, created!.id)).returning();
-    await recordAudit(tx, { orgId, action: 'connector.created', actor, targetType: 'connector', targetId: created!.id, details: { type: input.type, name: input.name } });
+    await recordAudit(tx, {
+      orgId,
+      action: 'connector.created',
+      actor,
+      targetType: 'connector',
+      targetId: created!.id,
+      details: { type: input.type, name: input.name },
+    });
     return withCredential!;
   });
   scheduleValidation(deps, row);
@@ -205,7 +213,7 @@ function scheduleValidation(deps: ConnectorServiceDeps, row: repo.ConnectorRow):
 }
 
 /** Connects, introspects and provisions the connector's tools; a failure leaves status `failed` with a safe reason. */
-export async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): Promise<void> {
+async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): Promise<void> {
   const driver = getDriver(row.type);
   const generation = row.validationGeneration;
   try {
@@ -226,7 +234,14 @@ export async function validateNow(deps: ConnectorServiceDeps, row: repo.Connecto
       if (!(await repo.applyIntrospection(tx, row.orgId, row.id, generation, specs, skipped))) return false;
       await bumpCatalogVersion(tx, row.orgId);
       const details = { tools: specs.length, ...(skipped.length ? { skipped: skipped.length } : {}) };
-      await recordAudit(tx, { orgId: row.orgId, action: 'connector.validated', actor: { type: 'system', id: null }, targetType: 'connector', targetId: row.id, details });
+      await recordAudit(tx, {
+        orgId: row.orgId,
+        action: 'connector.validated',
+        actor: { type: 'system', id: null },
+        targetType: 'connector',
+        targetId: row.id,
+        details,
+      });
       return true;
     });
     if (applied) await deps.authCache.changed();
@@ -236,7 +251,15 @@ export async function validateNow(deps: ConnectorServiceDeps, row: repo.Connecto
     const failed = await deps.store.db.transaction(async (tx) => {
       if (!(await repo.markFailed(tx, row.orgId, row.id, generation, reason))) return false;
       await bumpCatalogVersion(tx, row.orgId);
-      await recordAudit(tx, { orgId: row.orgId, action: 'connector.validation_failed', actor: { type: 'system', id: null }, targetType: 'connector', targetId: row.id, outcome: 'error', details: { reason } });
+      await recordAudit(tx, {
+        orgId: row.orgId,
+        action: 'connector.validation_failed',
+        actor: { type: 'system', id: null },
+        targetType: 'connector',
+        targetId: row.id,
+        outcome: 'error',
+        details: { reason },
+      });
       return true;
     });
     if (failed) await deps.authCache.changed();

@@ -118,7 +118,7 @@ export interface ExecutionContext<C = DatabaseConfig> {
 }
 
 /** Text from every type; other MCP content blocks (images, audio, resources) pass through from upstream servers. */
-export type ToolContent = { type: 'text'; text: string } | { type: string; [key: string]: unknown };
+type ToolContent = { type: 'text'; text: string } | { type: string; [key: string]: unknown };
 
 /** An MCP tools/call result. A failing tool is a result with isError, never a thrown protocol error. */
 export interface ToolResult {

@@ -18,7 +18,11 @@ export interface ConsoleAsset {
 
 let built: Promise<Map<string, ConsoleAsset>> | null = null;
 
-const asset = (body: Uint8Array<ArrayBuffer>, type: string): ConsoleAsset => ({ body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` });
+const asset = (body: Uint8Array<ArrayBuffer>, type: string): ConsoleAsset => ({
+  body,
+  type,
+  etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
+});
 
 async function build(): Promise<Map<string, ConsoleAsset>> {
   if (typeof Bun === 'undefined') throw new Error('the console bundle is built with Bun; run the gateway on Bun to serve /console');

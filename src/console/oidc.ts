@@ -61,7 +61,8 @@ export async function discover(issuer: string, outbound: OutboundPolicy): Promis
     } catch {
       parsed = null;
     }
-    if (!parsed || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')) throw new SignInError(`The identity provider's ${key} is missing or not a web address.`);
+    if (!parsed || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:'))
+      throw new SignInError(`The identity provider's ${key} is missing or not a web address.`);
   }
   return document as Discovery;
 }
@@ -125,7 +126,13 @@ export async function finishLogin(input: {
 }): Promise<SignedIn> {
   const { config, login } = input;
   const clientId = config.consoleClientId!;
-  const form = new URLSearchParams({ grant_type: 'authorization_code', code: input.code, redirect_uri: input.redirectUri, code_verifier: login.verifier, client_id: clientId });
+  const form = new URLSearchParams({
+    grant_type: 'authorization_code',
+    code: input.code,
+    redirect_uri: input.redirectUri,
+    code_verifier: login.verifier,
+    client_id: clientId,
+  });
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
   if (config.consoleClientSecretSealed) {
     // client_secret_basic, the default method of OpenID Connect Core §9.
@@ -141,7 +148,8 @@ export async function finishLogin(input: {
     if (err instanceof SignInError) throw err;
     throw new SignInError(`The identity provider's token endpoint could not be reached (${err instanceof Error ? err.message : 'error'}).`);
   }
-  if (typeof body.id_token !== 'string' || typeof body.access_token !== 'string') throw new SignInError('The identity provider returned no ID token or access token.');
+  if (typeof body.id_token !== 'string' || typeof body.access_token !== 'string')
+    throw new SignInError('The identity provider returned no ID token or access token.');
   let identity: IdpIdentity;
   try {
     // The org's keys and claim rules, with the console client as the audience: roles come out exactly as on REST.
@@ -149,7 +157,8 @@ export async function finishLogin(input: {
   } catch (err) {
     throw new SignInError(`The ID token was not accepted: ${err instanceof Error ? err.message : 'invalid'}.`);
   }
-  if (typeof identity.claims.nonce !== 'string' || !sameSecret(identity.claims.nonce, login.nonce)) throw new SignInError('The ID token does not answer this sign-in (nonce mismatch).');
+  if (typeof identity.claims.nonce !== 'string' || !sameSecret(identity.claims.nonce, login.nonce))
+    throw new SignInError('The ID token does not answer this sign-in (nonce mismatch).');
   let accessExp = Infinity;
   try {
     const exp = decodeJwt(body.access_token).exp;

@@ -19,7 +19,7 @@ import { refusalRow } from '../audit/refusals.ts';
 import { countLimitRefusal } from '../observability/metrics.ts';
 
 /** The header every state-changing console request carries (a page of another site cannot set it). */
-export const CSRF_HEADER = 'x-toolgate-csrf';
+const CSRF_HEADER = 'x-toolgate-csrf';
 /** A console page to come back to after sign-in: a name, never a URL, so it cannot redirect anywhere else. */
 const PAGE_NAME = /^[a-z][a-z-]{0,30}$/;
 const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -42,7 +42,8 @@ function respond(body: BodyInit | null, status: number, headers: Record<string, 
   return new Response(body, { status, headers: out });
 }
 
-const jsonReply = (body: unknown, status = 200, cookies: string[] = []) => respond(JSON.stringify(body), status, { 'content-type': 'application/json' }, cookies);
+const jsonReply = (body: unknown, status = 200, cookies: string[] = []) =>
+  respond(JSON.stringify(body), status, { 'content-type': 'application/json' }, cookies);
 const errorReply = (status: number, error: string, message: string, cookies: string[] = []) => jsonReply({ error, message }, status, cookies);
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -65,7 +66,14 @@ class CallbackFailure extends SignInError {
 }
 
 /** A small page for the sign-in redirects (no script: the CSP allows none inline). */
-function messagePage(title: string, message: string, status: number, cookies: string[] = [], refreshTo?: string, headers: Record<string, string> = {}): Response {
+function messagePage(
+  title: string,
+  message: string,
+  status: number,
+  cookies: string[] = [],
+  refreshTo?: string,
+  headers: Record<string, string> = {},
+): Response {
   const refresh = refreshTo ? `<meta http-equiv="refresh" content="0;url=${escapeHtml(refreshTo)}">` : '';
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>${refresh}<link rel="stylesheet" href="/console/assets/app.css"></head><body><main class="message"><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p><p><a href="${escapeHtml(refreshTo ?? '/console')}">Continue to the console</a></p></main></body></html>`;
   return respond(html, status, { 'content-type': 'text/html; charset=utf-8', ...headers }, cookies);
@@ -96,7 +104,7 @@ function cookieNames(publicUrl: string): CookieNames {
     : { session: 'tg_console', login: 'tg_console_login', base: 'HttpOnly', sessionPath: '/console', loginPath: '/console/auth' };
 }
 
-export function createConsoleHandler(deps: AppDeps, forward: (request: Request) => Promise<Response>): (request: Request) => Promise<Response> {
+function createConsoleHandler(deps: AppDeps, forward: (request: Request) => Promise<Response>): (request: Request) => Promise<Response> {
   const { config, store, box } = deps;
   const names = cookieNames(config.publicUrl);
   const redirectUri = `${config.publicUrl}/console/auth/callback`;
@@ -138,7 +146,8 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
 
   async function signInWithClient(request: Request): Promise<Response> {
     if (crossSite(request)) return errorReply(403, 'cross_site', 'Sign-in must come from the console page.');
-    if ((request.headers.get('content-type') ?? '').split(';')[0]!.trim() !== 'application/json') return errorReply(415, 'unsupported_media_type', 'Content-Type must be application/json.');
+    if ((request.headers.get('content-type') ?? '').split(';')[0]!.trim() !== 'application/json')
+      return errorReply(415, 'unsupported_media_type', 'Content-Type must be application/json.');
     let input: { client_id?: unknown; client_secret?: unknown };
     try {
       const text = await request.text();
@@ -149,7 +158,8 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
     }
     const clientId = typeof input?.client_id === 'string' ? input.client_id.trim() : '';
     const clientSecret = typeof input?.client_secret === 'string' ? input.client_secret.trim() : '';
-    if (!clientId || !clientSecret || clientId.length > 200 || clientSecret.length > 500) return errorReply(400, 'validation_error', 'Enter the client id and the client secret.');
+    if (!clientId || !clientSecret || clientId.length > 200 || clientSecret.length > 500)
+      return errorReply(400, 'validation_error', 'Enter the client id and the client secret.');
     // The gateway's own token endpoint, as any OAuth client would call it (same checks, same audit, and the same
     // failed-authentication limits, counted against this browser's address).
     const tokenRequest = new Request(`${new URL(request.url).origin}/oauth/token`, {
@@ -162,10 +172,14 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
     const token = (await tokenResponse.json().catch(() => ({}))) as { access_token?: string; expires_in?: number; error?: string; message?: string };
     if (tokenResponse.status === 429) {
       const retryAfter = tokenResponse.headers.get('retry-after') ?? '1';
-      return respond(JSON.stringify({ error: 'rate_limited', message: token.message ?? 'Too many failed sign-in attempts.' }), 429, { 'content-type': 'application/json', 'retry-after': retryAfter });
+      return respond(JSON.stringify({ error: 'rate_limited', message: token.message ?? 'Too many failed sign-in attempts.' }), 429, {
+        'content-type': 'application/json',
+        'retry-after': retryAfter,
+      });
     }
     if (tokenResponse.status !== 200 || !token.access_token) {
-      if (token.error === 'invalid_scope') return errorReply(403, 'insufficient_scope', 'This OAuth client does not have the org:manage scope, which the console needs.');
+      if (token.error === 'invalid_scope')
+        return errorReply(403, 'insufficient_scope', 'This OAuth client does not have the org:manage scope, which the console needs.');
       return errorReply(401, 'unauthenticated', 'The client id or secret is wrong, or the client has been revoked.');
     }
     const principal = await principalOf(token.access_token);
@@ -182,7 +196,8 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
     const org = await findOrgBySlug(store.db, slug);
     const idp = org ? await findIdpConfig(store.db, org.id) : undefined;
     // The same answer whether the org is unknown or has no console client: nothing to learn about other orgs.
-    if (!org || !idp?.consoleClientId) return messagePage('Sign-in failed', `The org "${slug}" has no identity provider sign-in for the console. Sign in with an OAuth client instead.`, 404);
+    if (!org || !idp?.consoleClientId)
+      return messagePage('Sign-in failed', `The org "${slug}" has no identity provider sign-in for the console. Sign in with an OAuth client instead.`, 404);
     try {
       const discovery = await discover(idp.issuer, deps.outbound);
       const login = beginLogin(org.id, PAGE_NAME.test(returnTo) ? returnTo : 'overview');
@@ -240,9 +255,17 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
     // The console acts on REST with the IdP's access token, so REST must accept it for this user of this org.
     const principal = await principalOf(signedIn.accessToken);
     if (!principal || principal.orgId !== login.orgId || principal.actorId !== signedIn.identity.subject) {
-      throw new SignInError(`The identity provider's access token is not accepted by the REST interface: it must be a JWT signed by the issuer with the audience "${idp.audience}".`);
+      throw new SignInError(
+        `The identity provider's access token is not accepted by the REST interface: it must be a JWT signed by the issuer with the audience "${idp.audience}".`,
+      );
     }
-    const cookies = await startSession(request, { orgId: login.orgId, kind: 'idp_user', actor: signedIn.identity.subject, bearer: signedIn.accessToken, expiresAt: signedIn.expiresAt });
+    const cookies = await startSession(request, {
+      orgId: login.orgId,
+      kind: 'idp_user',
+      actor: signedIn.identity.subject,
+      bearer: signedIn.accessToken,
+      expiresAt: signedIn.expiresAt,
+    });
     // A page, not a redirect: a SameSite=Strict cookie is not sent on a redirect chain that began at another site.
     return messagePage('Signed in', 'You are signed in.', 200, [...cookies, clearLogin], `/console#/${login.returnTo}`);
   }
@@ -269,7 +292,8 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
   async function signOut(request: Request): Promise<Response> {
     const current = await sessionOf(request);
     if (current) {
-      if (crossSite(request) || !sameSecret(request.headers.get(CSRF_HEADER) ?? '', csrfTokenOf(current.id))) return errorReply(403, 'csrf', 'The request lacks the console CSRF token.');
+      if (crossSite(request) || !sameSecret(request.headers.get(CSRF_HEADER) ?? '', csrfTokenOf(current.id)))
+        return errorReply(403, 'csrf', 'The request lacks the console CSRF token.');
       await deleteSession(store.db, current.id);
     }
     return jsonReply({ signed_out: true }, 200, [clearSession]);
@@ -278,7 +302,8 @@ export function createConsoleHandler(deps: AppDeps, forward: (request: Request) 
   async function proxy(request: Request, url: URL, rest: string): Promise<Response> {
     const current = await sessionOf(request);
     if (!current) return errorReply(401, 'unauthenticated', 'Not signed in, or the session ended. Sign in again.', [clearSession]);
-    if (crossSite(request) || !sameSecret(request.headers.get(CSRF_HEADER) ?? '', csrfTokenOf(current.id))) return errorReply(403, 'csrf', 'The request lacks the console CSRF token.');
+    if (crossSite(request) || !sameSecret(request.headers.get(CSRF_HEADER) ?? '', csrfTokenOf(current.id)))
+      return errorReply(403, 'csrf', 'The request lacks the console CSRF token.');
     // Only the REST management interface: never the operator API, the token endpoint or the MCP endpoint.
     if (!rest.startsWith('api/') || rest.includes('..') || rest.includes('//')) return errorReply(404, 'not_found', 'No such route.');
     const headers = new Headers({ authorization: `Bearer ${current.session.bearer}`, host: request.headers.get('host') ?? url.host });

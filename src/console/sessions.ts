@@ -8,7 +8,7 @@ import type { Db } from '../store/db.ts';
 import { consoleSessions } from '../store/schema.ts';
 import { hashSecret, randomSecret, type SecretBox } from '../util/crypto.ts';
 
-export type SessionKind = 'idp_user' | 'oauth_client';
+type SessionKind = 'idp_user' | 'oauth_client';
 
 export interface ConsoleSession {
   orgId: string;
@@ -55,7 +55,13 @@ export async function findSession(db: Db, box: SecretBox, sessionId: string | nu
     .from(consoleSessions)
     .where(and(eq(consoleSessions.idHash, idHash), gt(consoleSessions.expiresAt, new Date())));
   if (!row) return null;
-  return { orgId: row.orgId, kind: row.kind as SessionKind, actor: row.actor, bearer: box.decrypt(row.bearerSealed, sealContext(idHash)), expiresAt: row.expiresAt };
+  return {
+    orgId: row.orgId,
+    kind: row.kind as SessionKind,
+    actor: row.actor,
+    bearer: box.decrypt(row.bearerSealed, sealContext(idHash)),
+    expiresAt: row.expiresAt,
+  };
 }
 
 export async function deleteSession(db: Db, sessionId: string | null): Promise<void> {

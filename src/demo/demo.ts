@@ -20,7 +20,7 @@ import { embeddedPgliteOptions } from '../store/db.ts';
 import { connectors } from '../store/schema.ts';
 import { SAMPLE_SCHEMA } from './sample-data.ts';
 
-export const DEMO_SLUG = 'demo';
+const DEMO_SLUG = 'demo';
 const CONNECTOR_NAME = 'Sample database';
 const SYSTEM = { type: 'system', id: null } as const;
 
@@ -93,7 +93,7 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
     // Demo credentials only, kept in the private data folder so the quickstart can read them.
     writeFileSync(
       credentialsFile,
-      JSON.stringify({ org_id: fresh.org.id, slug: DEMO_SLUG, endpoint: fresh.endpoint, api_key: fresh.api_key.key, client_id: fresh.oauth_client.client_id, client_secret: fresh.oauth_client.client_secret }, null, 2) + '\n',
+      `${JSON.stringify({ org_id: fresh.org.id, slug: DEMO_SLUG, endpoint: fresh.endpoint, api_key: fresh.api_key.key, client_id: fresh.oauth_client.client_id, client_secret: fresh.oauth_client.client_secret }, null, 2)}\n`,
       { mode: 0o600 },
     );
   }

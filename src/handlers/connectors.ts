@@ -12,7 +12,8 @@ export const listConnectors: Handler = async ({ principal, deps, query }) =>
 export const createConnector: Handler = async ({ principal, deps, body }: RequestContext<CreateConnectorRequest>) =>
   json(connectorView(await service.createConnector(deps, principal!.orgId, body, actorOf(principal))), 201);
 
-export const getConnector: Handler = async ({ principal, deps, params }) => json(connectorView(await service.getConnector(deps, principal!.orgId, params.connectorId!)));
+export const getConnector: Handler = async ({ principal, deps, params }) =>
+  json(connectorView(await service.getConnector(deps, principal!.orgId, params.connectorId!)));
 
 export const updateConnector: Handler = async ({ principal, deps, params, body }: RequestContext<UpdateConnectorRequest>) =>
   json(connectorView(await service.updateConnector(deps, principal!.orgId, params.connectorId!, body, actorOf(principal))));

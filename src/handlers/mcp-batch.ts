@@ -18,8 +18,8 @@ import type { McpSession } from '../mcp/session.ts';
 import type { AppDeps } from '../deps.ts';
 
 /** Messages per batch at most: one request may not queue more calls than this behind one HTTP response. */
-export const MAX_BATCH_MESSAGES = 20;
-export const BATCH_REVISION = '2025-03-26';
+const MAX_BATCH_MESSAGES = 20;
+const BATCH_REVISION = '2025-03-26';
 
 export function batchesAllowed(versionHeader: string | null): boolean {
   return versionHeader === null || versionHeader.trim() === BATCH_REVISION;
@@ -31,10 +31,18 @@ export type BatchOutcome =
   | { kind: 'accepted' }
   | { kind: 'answered'; body: string };
 
-export async function answerBatch(deps: Pick<AppDeps, 'localBurst' | 'limiter' | 'mcp'>, session: McpSession, messages: unknown[], burstLimit: number): Promise<BatchOutcome> {
+export async function answerBatch(
+  deps: Pick<AppDeps, 'localBurst' | 'limiter' | 'mcp'>,
+  session: McpSession,
+  messages: unknown[],
+  burstLimit: number,
+): Promise<BatchOutcome> {
   if (messages.length === 0) return { kind: 'invalid', body: failure(null, { code: RpcCode.InvalidRequest, message: 'Invalid Request: an empty batch.' }) };
   if (messages.length > MAX_BATCH_MESSAGES) {
-    return { kind: 'invalid', body: failure(null, { code: RpcCode.InvalidRequest, message: `Invalid Request: a batch holds at most ${MAX_BATCH_MESSAGES} messages.` }) };
+    return {
+      kind: 'invalid',
+      body: failure(null, { code: RpcCode.InvalidRequest, message: `Invalid Request: a batch holds at most ${MAX_BATCH_MESSAGES} messages.` }),
+    };
   }
   const { org } = session;
   const classified: Classified[] = messages.map(classify);
@@ -50,8 +58,10 @@ export async function answerBatch(deps: Pick<AppDeps, 'localBurst' | 'limiter' |
   const answers: string[] = [];
   for (const m of classified) {
     if (m.kind === 'invalid') answers.push(failure(m.id, { code: RpcCode.InvalidRequest, message: m.message }));
-    else if (m.kind !== 'request') continue; // notifications and client responses get no answer
-    else if (m.method === 'initialize') answers.push(failure(m.id, { code: RpcCode.InvalidRequest, message: 'Invalid Request: initialize must not be part of a JSON-RPC batch.' }));
+    else if (m.kind !== 'request')
+      continue; // notifications and client responses get no answer
+    else if (m.method === 'initialize')
+      answers.push(failure(m.id, { code: RpcCode.InvalidRequest, message: 'Invalid Request: initialize must not be part of a JSON-RPC batch.' }));
     else answers.push(await deps.mcp.answer(session, m.id, m.method, m.params));
   }
   return answers.length === 0 ? { kind: 'accepted' } : { kind: 'answered', body: `[${answers.join(',')}]` };

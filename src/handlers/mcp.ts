@@ -66,7 +66,15 @@ function rateLimitedBody(value: unknown, batch: boolean, message: string): strin
 }
 
 /** The 429 of the burst limit: audited like any refusal, answered with a JSON-RPC error body. */
-async function refuseBurst(deps: AppDeps, request: Request, slug: string, session: McpSession, value: unknown, batch: boolean, err: AppError): Promise<Response> {
+async function refuseBurst(
+  deps: AppDeps,
+  request: Request,
+  slug: string,
+  session: McpSession,
+  value: unknown,
+  batch: boolean,
+  err: AppError,
+): Promise<Response> {
   await recordRefusal(deps, request, slug, err, session.principal, session.org.id);
   return new Response(rateLimitedBody(value, batch, err.message), { status: 429, headers: { ...JSON_TYPE, ...err.headers } });
 }

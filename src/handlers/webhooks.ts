@@ -6,8 +6,7 @@ import type { Handler, RequestContext } from './context.ts';
 import { webhookAttemptView, webhookView } from './views.ts';
 import type { WebhookInput, WebhookPatch } from '../../generated/client/types.gen.ts';
 
-export const listWebhooks: Handler = async ({ principal, deps }) =>
-  json({ webhooks: (await service.listWebhooks(deps, principal!.orgId)).map(webhookView) });
+export const listWebhooks: Handler = async ({ principal, deps }) => json({ webhooks: (await service.listWebhooks(deps, principal!.orgId)).map(webhookView) });
 
 export const createWebhook: Handler = async ({ principal, deps, body }: RequestContext<WebhookInput>) => {
   const { row, secret } = await service.createWebhook(deps, principal!.orgId, { url: body.url, events: body.events }, actorOf(principal));

@@ -28,7 +28,8 @@ function forbiddenHost(): Response {
   return json(
     {
       error: 'forbidden_host',
-      message: 'This gateway does not answer to the host name in the Host header: it answers to the host of TOOLGATE_PUBLIC_URL and the names in TOOLGATE_ALLOWED_HOSTS.',
+      message:
+        'This gateway does not answer to the host name in the Host header: it answers to the host of TOOLGATE_PUBLIC_URL and the names in TOOLGATE_ALLOWED_HOSTS.',
     },
     403,
   );
@@ -91,7 +92,11 @@ async function readBody(op: OperationDef, request: Request, deps: AppDeps): Prom
   if (form) return Object.fromEntries(new URLSearchParams(text));
   const parsed = parseJson(text);
   if (!parsed.ok) {
-    throw new AppError(400, parsed.reason === 'depth' ? 'body_too_deep' : 'invalid_json', parsed.reason === 'depth' ? 'The JSON body is nested too deeply.' : 'The body is not valid JSON.');
+    throw new AppError(
+      400,
+      parsed.reason === 'depth' ? 'body_too_deep' : 'invalid_json',
+      parsed.reason === 'depth' ? 'The JSON body is nested too deeply.' : 'The body is not valid JSON.',
+    );
   }
   return parsed.value;
 }

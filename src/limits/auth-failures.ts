@@ -30,9 +30,9 @@ export const AUTH_FAILURE_RULES: Record<Bucket, FailureRule> = {
   client: { limit: 100, windowSeconds: 60, lockSeconds: 60, maxLockSeconds: 60 },
 };
 /** A bucket's lock count is forgotten after this long without a new lock: the next lock starts short again. */
-export const ESCALATION_MEMORY_SECONDS = 3600;
+const ESCALATION_MEMORY_SECONDS = 3600;
 /** An address a client authenticated from stays exempt from that client's global cap this long. */
-export const KNOWN_ADDRESS_SECONDS = 86_400;
+const KNOWN_ADDRESS_SECONDS = 86_400;
 
 export interface AttemptSubject {
   /** Who the attempt claims to be, namespaced by door: `oauth:<client_id>`, `idp:<org id>`, `operator`. */
@@ -42,7 +42,7 @@ export interface AttemptSubject {
 }
 
 export type AttemptRefusal = { allowed: false; bucket: Bucket; retryAfterSeconds: number };
-export type AttemptDecision = { allowed: true } | AttemptRefusal;
+type AttemptDecision = { allowed: true } | AttemptRefusal;
 
 /** What a refused attempt is told (the same words on every door). */
 export function refusalMessage(refusal: AttemptRefusal): string {
@@ -100,7 +100,7 @@ function keysOf(prefix: string, s: AttemptSubject): Record<Bucket, string> & { k
 }
 
 /** In process: the same rules for one instance (no Redis, or Redis down). Bounded: the oldest entries go first. */
-export class LocalFailureCounts {
+class LocalFailureCounts {
   private entries = new Map<string, { value: number; expiresAt: number }>();
 
   constructor(
@@ -268,7 +268,10 @@ export function createRedisFailureLimiter(redis: LimitsRedis, prefix = 'toolgate
     },
     async failed(s) {
       const keys = keysOf(prefix, s);
-      const args = [...BUCKETS.flatMap((b) => [AUTH_FAILURE_RULES[b].limit, AUTH_FAILURE_RULES[b].lockSeconds, AUTH_FAILURE_RULES[b].maxLockSeconds].map(String)), String(ESCALATION_MEMORY_SECONDS)];
+      const args = [
+        ...BUCKETS.flatMap((b) => [AUTH_FAILURE_RULES[b].limit, AUTH_FAILURE_RULES[b].lockSeconds, AUTH_FAILURE_RULES[b].maxLockSeconds].map(String)),
+        String(ESCALATION_MEMORY_SECONDS),
+      ];
       try {
         await redis.eval(FAILED_SCRIPT, triples(keys), args);
       } catch {
@@ -278,7 +281,11 @@ export function createRedisFailureLimiter(redis: LimitsRedis, prefix = 'toolgate
     async succeeded(s) {
       const keys = keysOf(prefix, s);
       try {
-        await redis.eval(SUCCEEDED_SCRIPT, [`${keys.pair}:n`, `${keys.pair}:l`, `${keys.pair}:v`, `${keys.address}:n`, `${keys.client}:n`, keys.known], [String(KNOWN_ADDRESS_SECONDS)]);
+        await redis.eval(
+          SUCCEEDED_SCRIPT,
+          [`${keys.pair}:n`, `${keys.pair}:l`, `${keys.pair}:v`, `${keys.address}:n`, `${keys.client}:n`, keys.known],
+          [String(KNOWN_ADDRESS_SECONDS)],
+        );
       } catch {
         fallback.succeeded(prefix, s);
       }
@@ -286,7 +293,11 @@ export function createRedisFailureLimiter(redis: LimitsRedis, prefix = 'toolgate
     async released(s) {
       const keys = keysOf(prefix, s);
       try {
-        await redis.eval(RELEASED_SCRIPT, BUCKETS.map((b) => `${keys[b]}:n`), []);
+        await redis.eval(
+          RELEASED_SCRIPT,
+          BUCKETS.map((b) => `${keys[b]}:n`),
+          [],
+        );
       } catch {
         fallback.released(prefix, s);
       }

@@ -78,7 +78,7 @@ export function createRedisLimiter(options: RedisLimiterOptions): BurstLimiter {
     try {
       const total = await incrBy(key, waiters.length);
       const before = total - waiters.length;
-      waiters.forEach((w, i) => w.resolve({ allowed: before + i + 1 <= w.limit, retryAfterSeconds: 1 }));
+      for (const [i, w] of waiters.entries()) w.resolve({ allowed: before + i + 1 <= w.limit, retryAfterSeconds: 1 });
     } catch {
       for (const w of waiters) w.resolve(fallback.take(w.key, w.limit));
     }

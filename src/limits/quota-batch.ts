@@ -99,7 +99,10 @@ export class QuotaBatcher {
     for (const entry of batch) this.counts.calls += entry.ask.calls;
     let granted: Map<string, number>;
     try {
-      granted = await grantToolCalls(this.db, batch.map((entry) => entry.ask));
+      granted = await grantToolCalls(
+        this.db,
+        batch.map((entry) => entry.ask),
+      );
     } catch (err) {
       for (const entry of batch) for (const waiter of entry.waiters) waiter.reject(err);
       return;
@@ -107,7 +110,7 @@ export class QuotaBatcher {
     for (const { ask, waiters } of batch) {
       const allowed = granted.get(quotaAskKey(ask.orgId, ask.period));
       if (allowed === undefined) for (const waiter of waiters) waiter.reject(new QuotaCounterError());
-      else waiters.forEach((waiter, i) => waiter.resolve(i < allowed));
+      else for (const [i, waiter] of waiters.entries()) waiter.resolve(i < allowed);
     }
   }
 }

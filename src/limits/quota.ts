@@ -32,8 +32,20 @@ export const quotaAskKey = (orgId: string, period: string) => `${orgId.toLowerCa
  */
 export const grantStatement = (asks: QuotaAsk[]) => sql`
   WITH ask AS MATERIALIZED (
-    SELECT * FROM unnest(${arrayParam('uuid', asks.map((a) => a.orgId))}::uuid[], ${arrayParam('date', asks.map((a) => a.period))}::date[],
-      ${arrayParam('bigint', asks.map((a) => a.calls))}::bigint[], ${arrayParam('bigint', asks.map((a) => a.quota))}::bigint[])
+    SELECT * FROM unnest(${arrayParam(
+      'uuid',
+      asks.map((a) => a.orgId),
+    )}::uuid[], ${arrayParam(
+      'date',
+      asks.map((a) => a.period),
+    )}::date[],
+      ${arrayParam(
+        'bigint',
+        asks.map((a) => a.calls),
+      )}::bigint[], ${arrayParam(
+        'bigint',
+        asks.map((a) => a.quota),
+      )}::bigint[])
       AS r(org_id, period_start, calls, quota)
   ),
   locked AS MATERIALIZED (

@@ -15,7 +15,7 @@ export interface RestLimitDeps {
 }
 
 /** One window per credential: an OAuth client, an IdP user, of one org. */
-export const restCredentialKey = (principal: Principal) => `rest:${principal.orgId}:${principal.kind}:${principal.actorId}`;
+const restCredentialKey = (principal: Principal) => `rest:${principal.orgId}:${principal.kind}:${principal.actorId}`;
 
 /** Counts one REST call of `principal`; a call over its plan's limit is a 429 with Retry-After. */
 export async function takeRestCall(deps: RestLimitDeps, principal: Principal): Promise<void> {
@@ -23,7 +23,12 @@ export async function takeRestCall(deps: RestLimitDeps, principal: Principal): P
   const decision = await deps.limiter.take(restCredentialKey(principal), limit);
   if (decision.allowed) return;
   countLimitRefusal('rest');
-  throw new AppError(429, 'rate_limited', `This credential may make ${limit} REST calls per second on its plan; retry after ${decision.retryAfterSeconds} second(s).`, {
-    'retry-after': String(decision.retryAfterSeconds),
-  });
+  throw new AppError(
+    429,
+    'rate_limited',
+    `This credential may make ${limit} REST calls per second on its plan; retry after ${decision.retryAfterSeconds} second(s).`,
+    {
+      'retry-after': String(decision.retryAfterSeconds),
+    },
+  );
 }

@@ -16,7 +16,7 @@ import type { AuthChanges, AuthEpoch } from '../auth/epoch.ts';
 import { countAuthCache } from '../observability/metrics.ts';
 
 /** Entries at most: only valid credentials fill it, so this is the number of keys in use, not of keys sprayed. */
-export const AUTH_CACHE_MAX_ENTRIES = 10_000;
+const AUTH_CACHE_MAX_ENTRIES = 10_000;
 
 interface Entry {
   value: object;

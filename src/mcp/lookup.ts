@@ -32,7 +32,7 @@ export interface McpOrg {
 }
 
 /** The org columns the MCP endpoint reads (McpOrg): one list for both lookups. */
-export const MCP_ORG_COLUMNS = {
+const MCP_ORG_COLUMNS = {
   id: orgs.id,
   slug: orgs.slug,
   catalogVersion: orgs.catalogVersion,
@@ -42,7 +42,12 @@ export const MCP_ORG_COLUMNS = {
   trialExpiresAt: orgs.trialExpiresAt,
 };
 
-const orgBySlug = (db: Db) => db.select(MCP_ORG_COLUMNS).from(orgs).where(eq(orgs.slug, sql.placeholder('slug'))).prepare('toolgate_mcp_org');
+const orgBySlug = (db: Db) =>
+  db
+    .select(MCP_ORG_COLUMNS)
+    .from(orgs)
+    .where(eq(orgs.slug, sql.placeholder('slug')))
+    .prepare('toolgate_mcp_org');
 const orgQueries = new WeakMap<Db, ReturnType<typeof orgBySlug>>();
 
 async function orgFromStore(db: Db, slug: string): Promise<McpOrg | undefined> {

@@ -14,11 +14,11 @@ import { inSpan, markActiveSpan } from '../observability/tracing.ts';
 export type { RequestId };
 
 export const SUPPORTED_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
-export const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
-/** MCP transports: a request without the header is assumed to speak 2025-03-26. */
-export const DEFAULT_PROTOCOL_VERSION = '2025-03-26';
+const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
 
-type Validator = ((data: unknown) => boolean) & { errors?: Array<{ instancePath: string; message?: string; params: Record<string, unknown>; keyword: string }> | null };
+type Validator = ((data: unknown) => boolean) & {
+  errors?: Array<{ instancePath: string; message?: string; params: Record<string, unknown>; keyword: string }> | null;
+};
 const validators = rpc as unknown as Record<string, Validator>;
 
 /** The $defs entries of jsonrpc-schema.json (each has a generated type and a compiled validator). */
@@ -73,7 +73,7 @@ export class RawJson {
   constructor(readonly json: string) {}
 }
 
-export function success(id: RequestId, result: unknown): string {
+function success(id: RequestId, result: unknown): string {
   return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result instanceof RawJson ? result.json : JSON.stringify(result)}}`;
 }
 

@@ -14,7 +14,7 @@ export interface DatabaseTarget {
 }
 
 /** The canonical host, or a refusal for text that is no host (a path, a list, a port, user info). */
-export function targetHostOf(raw: string): string {
+function targetHostOf(raw: string): string {
   const host = canonicalTargetHost(raw);
   if (host === null) throw new OutboundRefusedError('invalid_host', `refused: "${raw.slice(0, 64)}" is not a host name or IP address`);
   return host;

@@ -1,14 +1,7 @@
 /** Classifies IP addresses and host names as forbidden outbound destinations (loopback, private, link-local, metadata, ...). */
 
 /** Names that reach the machine itself or a cloud metadata service without needing DNS to say so. */
-const FORBIDDEN_NAMES = new Set([
-  'localhost',
-  'metadata',
-  'metadata.google.internal',
-  'metadata.goog',
-  'instance-data',
-  'instance-data.ec2.internal',
-]);
+const FORBIDDEN_NAMES = new Set(['localhost', 'metadata', 'metadata.google.internal', 'metadata.goog', 'instance-data', 'instance-data.ec2.internal']);
 
 /** IPv4 ranges that must never be reached from the gateway, as [network, prefix length]. */
 const FORBIDDEN_V4: ReadonlyArray<readonly [string, number]> = [
@@ -49,7 +42,7 @@ const V4_RANGES = FORBIDDEN_V4.map(([net, bits]) => {
 });
 
 function isForbiddenV4(value: number): boolean {
-  return V4_RANGES.some(({ net, mask }) => ((value & mask) >>> 0) === net >>> 0);
+  return V4_RANGES.some(({ net, mask }) => (value & mask) >>> 0 === net >>> 0);
 }
 
 /** Parses IPv6 text (with optional zone and embedded IPv4 tail) into eight 16-bit groups. */
@@ -189,7 +182,7 @@ export function isNeverAddress(ip: string): boolean {
   if (bits === null) return true;
   if (METADATA_ADDRESSES.includes(bits)) return true;
   for (const v4 of carriedV4(ip)) {
-    if (NEVER_V4_RANGES.some(({ net, mask }) => ((v4 & mask) >>> 0) === net >>> 0)) return true;
+    if (NEVER_V4_RANGES.some(({ net, mask }) => (v4 & mask) >>> 0 === net >>> 0)) return true;
   }
   if (bits === 0n) return true; // ::
   const top = Number(bits >> 112n);

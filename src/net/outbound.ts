@@ -2,8 +2,8 @@
 import { isIP } from 'node:net';
 import { checkTarget, isHostListed, OutboundRefusedError, stripTrailingDots, type OutboundPolicy } from './policy.ts';
 
-export { isForbiddenAddress, isForbiddenHostname } from './ip.ts';
-export { OutboundRefusedError, parseOutboundPolicy, type OutboundPolicy, type OutboundRefusal, type Resolver } from './policy.ts';
+export { isForbiddenAddress } from './ip.ts';
+export { OutboundRefusedError, parseOutboundPolicy, type OutboundPolicy, type Resolver } from './policy.ts';
 
 /** An allowed request that did not complete (timeout, connection failure). */
 export class OutboundFetchError extends Error {
@@ -159,12 +159,7 @@ export interface SafeFetchOptions {
  * and a hostile DNS server can answer differently the second time). The name travels in the Host header and, for
  * https, as the TLS server name, so the certificate is still verified against it.
  */
-export async function safeFetch(
-  url: string | URL,
-  init: RequestInit,
-  policy: OutboundPolicy,
-  opts: SafeFetchOptions,
-): Promise<Response> {
+export async function safeFetch(url: string | URL, init: RequestInit, policy: OutboundPolicy, opts: SafeFetchOptions): Promise<Response> {
   const timeout = AbortSignal.timeout(opts.timeoutMs);
   const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
   const failure = (err: unknown, host: string): unknown => {
@@ -190,10 +185,7 @@ export async function safeFetch(
     const res = await fetch(pinnedUrl(target, checked.addresses[0]!), { ...pinnedInit(init, target), redirect: 'manual', signal });
     if (res.type === 'opaqueredirect' || (res.status >= 300 && res.status < 400)) {
       await res.body?.cancel().catch(() => undefined);
-      throw new OutboundRefusedError(
-        'redirect',
-        `refused: host "${host}" answered with a redirect (${res.status}); redirects are not followed`,
-      );
+      throw new OutboundRefusedError('redirect', `refused: host "${host}" answered with a redirect (${res.status}); redirects are not followed`);
     }
     const body = await readCapped(res, host, opts.maxBytes, signal);
     const headers = new Headers(res.headers);

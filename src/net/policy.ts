@@ -55,8 +55,7 @@ export class OutboundRefusedError extends Error {
   }
 }
 
-const systemResolver: Resolver = async (hostname) =>
-  (await lookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
+const systemResolver: Resolver = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
 
 export function stripTrailingDots(hostname: string): string {
   return hostname.replace(/\.+$/, '');

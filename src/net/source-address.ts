@@ -20,7 +20,7 @@ export function forwardSourceAddress(outer: Request, inner: Request, trusted: Tr
 }
 
 /** A request served without a known peer (in process, or an entry point that notes none): one shared bucket. */
-export const UNKNOWN_SOURCE = 'unknown';
+const UNKNOWN_SOURCE = 'unknown';
 
 interface Cidr {
   groups: number[];
@@ -79,7 +79,10 @@ export function sourceAddressOf(request: Request, trusted: TrustedProxies): stri
   if (!trusted.some((c) => inCidr(peerGroups, c))) return addressKey(peerGroups);
   // From the right: each trusted proxy appended the address it received from; the first untrusted one is the client.
   // Entries left of it were written by the client and may say anything.
-  const hops = (request.headers.get('x-forwarded-for') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const hops = (request.headers.get('x-forwarded-for') ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   let client = peerGroups;
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = toGroups(hops[i]!);

@@ -22,8 +22,19 @@ export function startDefaultMetrics(): void {
 /** Latency buckets in seconds: 1 ms to 30 s (a statement timeout is at most minutes, an approval wait is not timed). */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-const httpRequests = new HotCounter({ name: 'toolgate_http_requests_total', help: 'HTTP requests answered, by route template, method and status.', labelNames: ['route', 'method', 'status'], registers: [registry] });
-const httpDuration = new HotHistogram({ name: 'toolgate_http_request_duration_seconds', help: 'Time to answer an HTTP request, by route template.', labelNames: ['route'], buckets: BUCKETS, registers: [registry] });
+const httpRequests = new HotCounter({
+  name: 'toolgate_http_requests_total',
+  help: 'HTTP requests answered, by route template, method and status.',
+  labelNames: ['route', 'method', 'status'],
+  registers: [registry],
+});
+const httpDuration = new HotHistogram({
+  name: 'toolgate_http_request_duration_seconds',
+  help: 'Time to answer an HTTP request, by route template.',
+  labelNames: ['route'],
+  buckets: BUCKETS,
+  registers: [registry],
+});
 
 export function observeHttp(route: string, method: string, status: number, seconds: number): void {
   httpRequests.inc(route, method, statusText(status));
@@ -38,8 +49,19 @@ function statusText(status: number): string {
 }
 
 const MCP_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call']);
-const mcpRequests = new HotCounter({ name: 'toolgate_mcp_requests_total', help: 'JSON-RPC requests answered on the MCP endpoint, by method (unknown for any other) and outcome (ok, rpc_error, internal_error).', labelNames: ['method', 'outcome'], registers: [registry] });
-const mcpDuration = new HotHistogram({ name: 'toolgate_mcp_request_duration_seconds', help: 'Time to answer a JSON-RPC request, by method.', labelNames: ['method'], buckets: BUCKETS, registers: [registry] });
+const mcpRequests = new HotCounter({
+  name: 'toolgate_mcp_requests_total',
+  help: 'JSON-RPC requests answered on the MCP endpoint, by method (unknown for any other) and outcome (ok, rpc_error, internal_error).',
+  labelNames: ['method', 'outcome'],
+  registers: [registry],
+});
+const mcpDuration = new HotHistogram({
+  name: 'toolgate_mcp_request_duration_seconds',
+  help: 'Time to answer a JSON-RPC request, by method.',
+  labelNames: ['method'],
+  buckets: BUCKETS,
+  registers: [registry],
+});
 
 export type McpOutcome = 'ok' | 'rpc_error' | 'internal_error';
 export function observeMcp(method: string, outcome: McpOutcome, seconds: number): void {
@@ -48,8 +70,19 @@ export function observeMcp(method: string, outcome: McpOutcome, seconds: number)
   mcpDuration.observe(seconds, name);
 }
 
-const toolCalls = new HotCounter({ name: 'toolgate_tool_calls_total', help: 'tools/call by tool type (postgresql, mysql, mcp, builtin, none: an unknown tool) and outcome (success, error, held, refused).', labelNames: ['tool_type', 'outcome'], registers: [registry] });
-const toolDuration = new HotHistogram({ name: 'toolgate_tool_call_duration_seconds', help: 'Time of a tools/call from lookup to its committed audit row, by tool type.', labelNames: ['tool_type'], buckets: BUCKETS, registers: [registry] });
+const toolCalls = new HotCounter({
+  name: 'toolgate_tool_calls_total',
+  help: 'tools/call by tool type (postgresql, mysql, mcp, builtin, none: an unknown tool) and outcome (success, error, held, refused).',
+  labelNames: ['tool_type', 'outcome'],
+  registers: [registry],
+});
+const toolDuration = new HotHistogram({
+  name: 'toolgate_tool_call_duration_seconds',
+  help: 'Time of a tools/call from lookup to its committed audit row, by tool type.',
+  labelNames: ['tool_type'],
+  buckets: BUCKETS,
+  registers: [registry],
+});
 
 export type ToolOutcome = 'success' | 'error' | 'held' | 'refused';
 /** `toolType`: the connector type of the tool, null for a built-in or unknown tool. */
@@ -65,8 +98,19 @@ export function observeToolRefusal(toolType: string | null | undefined, rpcCode:
   if (rpcCode === RpcCode.QuotaExceeded) countLimitRefusal('quota');
 }
 
-const connectorWait = new HotHistogram({ name: 'toolgate_connector_queue_wait_seconds', help: 'Time a call waited for a free slot of its connector, by connector type.', labelNames: ['connector_type'], buckets: BUCKETS, registers: [registry] });
-const connectorBusy = new HotCounter({ name: 'toolgate_connector_busy_total', help: 'Calls refused because their connector stayed full for the whole queue deadline, by connector type.', labelNames: ['connector_type'], registers: [registry] });
+const connectorWait = new HotHistogram({
+  name: 'toolgate_connector_queue_wait_seconds',
+  help: 'Time a call waited for a free slot of its connector, by connector type.',
+  labelNames: ['connector_type'],
+  buckets: BUCKETS,
+  registers: [registry],
+});
+const connectorBusy = new HotCounter({
+  name: 'toolgate_connector_busy_total',
+  help: 'Calls refused because their connector stayed full for the whole queue deadline, by connector type.',
+  labelNames: ['connector_type'],
+  registers: [registry],
+});
 
 export function observeConnectorWait(connectorType: string, seconds: number): void {
   connectorWait.observe(seconds, connectorType);
@@ -101,24 +145,44 @@ new Gauge({
   },
 });
 
-const guardRefusals = new HotCounter({ name: 'toolgate_guard_refusals_total', help: 'SQL calls refused before reaching the database, by dialect and reason (arguments, statement, read_only, not_wrappable).', labelNames: ['dialect', 'reason'], registers: [registry] });
+const guardRefusals = new HotCounter({
+  name: 'toolgate_guard_refusals_total',
+  help: 'SQL calls refused before reaching the database, by dialect and reason (arguments, statement, read_only, not_wrappable).',
+  labelNames: ['dialect', 'reason'],
+  registers: [registry],
+});
 export type GuardRefusalReason = 'arguments' | 'statement' | 'read_only' | 'not_wrappable';
 export function countGuardRefusal(dialect: string, reason: GuardRefusalReason): void {
   guardRefusals.inc(dialect, reason);
 }
 
-const limitRefusals = new HotCounter({ name: 'toolgate_limit_refusals_total', help: 'Requests refused by a limit: burst_local (this instance\'s window), burst_shared (the Redis window of tools/call), quota (the monthly quota, or a trial that ended), rest (REST calls per credential), auth_failures (failed sign-ins per client and address).', labelNames: ['limit'], registers: [registry] });
+const limitRefusals = new HotCounter({
+  name: 'toolgate_limit_refusals_total',
+  help: "Requests refused by a limit: burst_local (this instance's window), burst_shared (the Redis window of tools/call), quota (the monthly quota, or a trial that ended), rest (REST calls per credential), auth_failures (failed sign-ins per client and address).",
+  labelNames: ['limit'],
+  registers: [registry],
+});
 export type LimitKind = 'burst_local' | 'burst_shared' | 'quota' | 'rest' | 'auth_failures';
 export function countLimitRefusal(kind: LimitKind): void {
   limitRefusals.inc(kind);
 }
 
-const authCacheLookups = new HotCounter({ name: 'toolgate_mcp_auth_cache_total', help: 'MCP credential lookups while the credential cache is on, by result: hit (answered from this instance\'s cache), miss (looked up in the store).', labelNames: ['result'], registers: [registry] });
+const authCacheLookups = new HotCounter({
+  name: 'toolgate_mcp_auth_cache_total',
+  help: "MCP credential lookups while the credential cache is on, by result: hit (answered from this instance's cache), miss (looked up in the store).",
+  labelNames: ['result'],
+  registers: [registry],
+});
 export function countAuthCache(result: 'hit' | 'miss'): void {
   authCacheLookups.inc(result);
 }
 
-const webhookDeliveries = new HotCounter({ name: 'toolgate_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome (delivered, retry, gone).', labelNames: ['outcome'], registers: [registry] });
+const webhookDeliveries = new HotCounter({
+  name: 'toolgate_webhook_deliveries_total',
+  help: 'Webhook delivery attempts by outcome (delivered, retry, gone).',
+  labelNames: ['outcome'],
+  registers: [registry],
+});
 export function countWebhookDelivery(outcome: 'delivered' | 'retry' | 'gone'): void {
   webhookDeliveries.inc(outcome);
 }

@@ -63,7 +63,7 @@ abstract class HotMetric<S extends { labels: Record<string, string> }> {
     if (found !== undefined) return found as S;
     const values = [a, b, c];
     const labels: Record<string, string> = {};
-    this.labelNames.forEach((label, i) => (labels[label] = values[i]!));
+    for (const [i, label] of this.labelNames.entries()) labels[label] = values[i]!;
     const series = this.create(labels);
     level.set(values[n - 1]!, series);
     this.all.push(series);

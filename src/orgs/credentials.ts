@@ -48,7 +48,11 @@ export function listOAuthClients(deps: CredentialServiceDeps, orgId: string) {
 }
 
 export async function createOAuthClient(deps: CredentialServiceDeps, orgId: string, input: { name: string; scopes: string[] }, actor: Actor) {
-  await assertOwnConnectors(deps, orgId, input.scopes.map((s) => CONNECTOR_SCOPE.exec(s)?.[1]).filter((id): id is string => Boolean(id)));
+  await assertOwnConnectors(
+    deps,
+    orgId,
+    input.scopes.map((s) => CONNECTOR_SCOPE.exec(s)?.[1]).filter((id): id is string => Boolean(id)),
+  );
   return deps.store.db.transaction(async (tx) => {
     const made = await credentials.createOAuthClient(tx, orgId, input);
     await recordAudit(tx, { orgId, action: 'oauth_client.created', actor, targetType: 'oauth_client', targetId: made.row.clientId });

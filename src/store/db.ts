@@ -8,9 +8,9 @@ import postgres from 'postgres';
 import { migrations, type Migration } from './migrations.ts';
 import * as schema from './schema.ts';
 
-export type Schema = typeof schema;
+type Schema = typeof schema;
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
-export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 /** Anything that can run queries: the database or an open transaction. */
 export type Queryable = Db | Tx;
 

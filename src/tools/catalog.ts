@@ -7,7 +7,7 @@ import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { connectors, tools } from '../store/schema.ts';
 
-export interface ConnectorRuntime {
+interface ConnectorRuntime {
   id: string;
   type: string;
   /** The type's own config (its schema in the contract's ConnectorConfig oneOf); only its driver reads it. */
@@ -39,7 +39,6 @@ export interface OrgCatalog {
   tools: CatalogTool[];
   byName: Map<string, CatalogTool>;
 }
-
 
 /**
  * Tool input schemas come from introspection: compiled once per catalog version, with defaults applied, by an Ajv of

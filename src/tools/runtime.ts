@@ -52,7 +52,13 @@ export interface ExecutionDeps {
   outbound: OutboundPolicy;
   config: Pick<
     Config,
-    'statementTimeoutMs' | 'lockTimeoutMs' | 'maxResultRows' | 'maxResultBytes' | 'connectorMaxConcurrentCalls' | 'connectorQueueTimeoutMs' | 'pgResolutionCacheTtlSeconds'
+    | 'statementTimeoutMs'
+    | 'lockTimeoutMs'
+    | 'maxResultRows'
+    | 'maxResultBytes'
+    | 'connectorMaxConcurrentCalls'
+    | 'connectorQueueTimeoutMs'
+    | 'pgResolutionCacheTtlSeconds'
   >;
 }
 
@@ -201,7 +207,13 @@ export const countedCall = (result: ToolResult): boolean => !ranNothing(result);
  * the HTTP request's): when it aborts, the driver cancels the statement on the server (docs/cancellation.md). An
  * approved call runs without one: its outcome is kept for check_approval_status, whoever approved it.
  */
-function execute(deps: ExecutionDeps, orgId: string, tool: CatalogTool, input: Record<string, unknown>, signal?: AbortSignal): Promise<ToolResult> | ToolResult {
+function execute(
+  deps: ExecutionDeps,
+  orgId: string,
+  tool: CatalogTool,
+  input: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<ToolResult> | ToolResult {
   const driver = getDriver(tool.connector.type);
   if (!driver) return refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
   const { config } = deps;
@@ -332,7 +344,7 @@ async function runCall(
   if (builtin) return builtin.call(deps, org, principal, args);
   const catalog = await deps.catalog.get(org.id, org.catalogVersion);
   const tool = catalog.byName.get(name);
-  if (!tool || !tool.enabled) throw new RpcError(RpcCode.InvalidParams, `Unknown tool: ${name.slice(0, 100)}. Call tools/list for the available tools.`);
+  if (!tool?.enabled) throw new RpcError(RpcCode.InvalidParams, `Unknown tool: ${name.slice(0, 100)}. Call tools/list for the available tools.`);
   seen.tool = tool;
   if (!inScope(principal, tool)) throw new RpcError(RpcCode.InsufficientScope, `This credential may not call ${tool.name}.`);
   // Validation mutates a copy (defaults are filled in); the caller's object stays as sent.

@@ -63,7 +63,10 @@ export async function updateToolSettings(deps: ToolSettingsDeps, orgId: string, 
   if (input.read_only !== undefined) changes.readOnly = input.read_only;
   try {
     await deps.store.db.transaction(async (tx) => {
-      await tx.update(tools).set(changes).where(and(eq(tools.id, toolId), eq(tools.orgId, orgId)));
+      await tx
+        .update(tools)
+        .set(changes)
+        .where(and(eq(tools.id, toolId), eq(tools.orgId, orgId)));
       await bumpCatalogVersion(tx, orgId);
       await recordAudit(tx, { orgId, action: 'tool.updated', actor, targetType: 'tool', targetId: toolId, details: { fields: Object.keys(input) } });
     });

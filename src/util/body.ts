@@ -1,7 +1,7 @@
 /** Reads request bodies defensively: a size cap while streaming, strict UTF-8, bounded nesting, then JSON. */
 import { AppError } from '../errors.ts';
 
-export const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = 64;
 
 export class BodyError extends AppError {}
 
@@ -47,14 +47,15 @@ export function decodeUtf8(bytes: Uint8Array): string {
 }
 
 /** Deepest nesting of arrays/objects outside strings; a linear scan so hostile input costs O(n). */
-export function jsonDepth(text: string): number {
+function jsonDepth(text: string): number {
   let depth = 0;
   let max = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped character
+      if (c === 92)
+        i++; // backslash: skip the escaped character
       else if (c === 34) inString = false;
     } else if (c === 34) inString = true;
     else if (c === 123 || c === 91) {

@@ -15,18 +15,18 @@ export class DataDirBusyError extends Error {
   }
 }
 
-export function ensureDataDir(dataDir: string): string {
+function ensureDataDir(dataDir: string): string {
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   return dir;
 }
 
 /** Reads a secret file, creating it (mode 0600) with fresh randomness on first use. */
-export function fileSecret(dataDir: string, name: string, make: () => string): string {
+function fileSecret(dataDir: string, name: string, make: () => string): string {
   const path = join(ensureDataDir(dataDir), name);
   if (!existsSync(path)) {
     try {
-      writeFileSync(path, make() + '\n', { mode: 0o600, flag: 'wx' });
+      writeFileSync(path, `${make()}\n`, { mode: 0o600, flag: 'wx' });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }

@@ -19,8 +19,9 @@ export interface Logger {
 const LEVELS = { silent: 0, error: 1, info: 2, debug: 3 } as const;
 const SECRET_KEYS = /authorization|api[-_]?key|secret|password|token|credential/i;
 
-export function redact(details: Record<string, unknown>): Record<string, unknown> {
-  for (const key in details) if (SECRET_KEYS.test(key)) return Object.fromEntries(Object.entries(details).map(([k, v]) => [k, SECRET_KEYS.test(k) ? '[redacted]' : v]));
+function redact(details: Record<string, unknown>): Record<string, unknown> {
+  for (const key in details)
+    if (SECRET_KEYS.test(key)) return Object.fromEntries(Object.entries(details).map(([k, v]) => [k, SECRET_KEYS.test(k) ? '[redacted]' : v]));
   return details;
 }
 

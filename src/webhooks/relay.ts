@@ -52,7 +52,7 @@ interface CallRow {
 }
 
 /** The documented tool.called event of one sealed tools/call audit row. */
-export function toolCalledEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, orgId: string): DomainEvent {
+function toolCalledEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, orgId: string): DomainEvent {
   const d = (typeof row.details === 'string' ? JSON.parse(row.details) : row.details) as Record<string, unknown>;
   return {
     id: `evt_${row.id}`,
@@ -77,7 +77,13 @@ export function toolCalledEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, orgId:
 export function moveCursorsStatement(moved: readonly { webhook_id: string; after_seq: number }[]): SQL {
   return sql`
       UPDATE webhook_relay_cursors AS c SET after_seq = v.after_seq
-      FROM unnest(${arrayParam('uuid', moved.map((m) => m.webhook_id))}::uuid[], ${arrayParam('bigint', moved.map((m) => m.after_seq))}::bigint[]) AS v(webhook_id, after_seq)
+      FROM unnest(${arrayParam(
+        'uuid',
+        moved.map((m) => m.webhook_id),
+      )}::uuid[], ${arrayParam(
+        'bigint',
+        moved.map((m) => m.after_seq),
+      )}::bigint[]) AS v(webhook_id, after_seq)
       WHERE c.webhook_id = v.webhook_id`;
 }
 
@@ -85,7 +91,7 @@ export function moveCursorsStatement(moved: readonly { webhook_id: string; after
  * One relay round: up to CURSORS_PER_ROUND endpoints behind their org's chain head, each moved over at most
  * ROWS_PER_CURSOR tool-call rows, in one transaction. Returns the deliveries queued and whether work is left.
  */
-export async function relayRound(db: Queryable): Promise<{ queued: number; more: boolean }> {
+async function relayRound(db: Queryable): Promise<{ queued: number; more: boolean }> {
   return db.transaction(async (tx) => {
     const cursors = rowsOf<Cursor>(
       await tx.execute(sql`
@@ -98,7 +104,15 @@ export async function relayRound(db: Queryable): Promise<{ queued: number; more:
         FOR UPDATE OF c SKIP LOCKED`),
     );
     if (cursors.length === 0) return { queued: 0, more: false };
-    const input = JSON.stringify(cursors.map((c) => ({ webhook_id: c.webhook_id, org_id: c.org_id, after_seq: Number(c.after_seq), head_seq: Number(c.head_seq), since: new Date(c.since).toISOString() })));
+    const input = JSON.stringify(
+      cursors.map((c) => ({
+        webhook_id: c.webhook_id,
+        org_id: c.org_id,
+        after_seq: Number(c.after_seq),
+        head_seq: Number(c.head_seq),
+        since: new Date(c.since).toISOString(),
+      })),
+    );
     // Rows up to the head read above are sealed and committed (the sealer moves the head in the rows' transaction).
     const rows = rowsOf<CallRow>(
       await tx.execute(sql`
@@ -128,7 +142,8 @@ export async function relayRound(db: Queryable): Promise<{ queued: number; more:
       moved.push({ webhook_id: c.webhook_id, after_seq: full ? Number(mine[mine.length - 1]!.seq) : Number(c.head_seq) });
       for (const row of mine) {
         const event = toolCalledEvent(row, c.org_id);
-        if (!events.has(event.id)) events.set(event.id, { id: event.id, org_id: c.org_id, body: deliveryBody(event), created_at: event.createdAt.toISOString() });
+        if (!events.has(event.id))
+          events.set(event.id, { id: event.id, org_id: c.org_id, body: deliveryBody(event), created_at: event.createdAt.toISOString() });
         deliveries.push({ event_id: event.id, webhook_id: c.webhook_id, org_id: c.org_id });
       }
     }

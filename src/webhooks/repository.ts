@@ -10,7 +10,10 @@ export async function listWebhooks(db: Queryable, orgId: string): Promise<Webhoo
 }
 
 export async function findWebhook(db: Queryable, orgId: string, id: string): Promise<WebhookRow | null> {
-  const [row] = await db.select().from(webhooks).where(and(eq(webhooks.orgId, orgId), eq(webhooks.id, id)));
+  const [row] = await db
+    .select()
+    .from(webhooks)
+    .where(and(eq(webhooks.orgId, orgId), eq(webhooks.id, id)));
   return row ?? null;
 }
 
@@ -34,7 +37,10 @@ export async function updateWebhook(
 }
 
 export async function deleteWebhook(db: Queryable, orgId: string, id: string): Promise<boolean> {
-  const rows = await db.delete(webhooks).where(and(eq(webhooks.orgId, orgId), eq(webhooks.id, id))).returning({ id: webhooks.id });
+  const rows = await db
+    .delete(webhooks)
+    .where(and(eq(webhooks.orgId, orgId), eq(webhooks.id, id)))
+    .returning({ id: webhooks.id });
   return rows.length > 0;
 }
 

@@ -45,7 +45,8 @@ const sides: Side[] = [];
 /** Calls holding a connector slot and calls waiting for one, for a connector type (toolgate_connector_pool_usage). */
 async function poolUsage(type: string): Promise<{ running: number; waiting: number }> {
   const text = await registry.metrics();
-  const read = (state: string): number => Number(new RegExp(`toolgate_connector_pool_usage\\{connector_type="${type}",state="${state}"\\} (\\d+)`).exec(text)?.[1] ?? NaN);
+  const read = (state: string): number =>
+    Number(new RegExp(`toolgate_connector_pool_usage\\{connector_type="${type}",state="${state}"\\} (\\d+)`).exec(text)?.[1] ?? NaN);
   return { running: read('running'), waiting: read('waiting') };
 }
 
@@ -73,7 +74,12 @@ async function disconnectingCall(tool: string, sql: string, delayMs: number): Pr
 async function liveCall(tool: string, sql: string): Promise<{ isError: boolean; text: string }> {
   const response = await fetch(`http://127.0.0.1:${server.port}/mcp/${org.slug}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', 'x-api-key': org.apiKey },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-06-18',
+      'x-api-key': org.apiKey,
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: { sql } } }),
   });
   const { result } = (await response.json()) as { result: { isError?: boolean; content: { text: string }[] } };
@@ -111,7 +117,10 @@ describe.skipIf(!available)('issue 26: a client that disconnects mid-call', () =
     server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => g.handle(request) });
     org = await onboard(g);
     manage = await tokenFor(g, org.clientId, org.clientSecret);
-    for (const [type, config] of [['postgresql', t.pgConfig], ['mysql', t.myConfig]] as const) {
+    for (const [type, config] of [
+      ['postgresql', t.pgConfig],
+      ['mysql', t.myConfig],
+    ] as const) {
       const created = await createConnector(g, manage, { name: `${type}-cancel`, type, config, allow_write: true });
       expect(created.status).toBe('active');
     }
@@ -135,9 +144,14 @@ describe.skipIf(!available)('issue 26: a client that disconnects mid-call', () =
         },
         running: async () =>
           Number(
-            (await t.pg(`select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'toolgate' and state <> 'idle'`))[0]!.n,
+            (
+              await t.pg(
+                `select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'toolgate' and state <> 'idle'`,
+              )
+            )[0]!.n,
           ),
-        connections: async () => Number((await t.pg(`select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'toolgate'`))[0]!.n),
+        connections: async () =>
+          Number((await t.pg(`select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'toolgate'`))[0]!.n),
       },
       {
         type: 'mysql',

@@ -2,7 +2,7 @@
 import type { ConnectorDriver, DatabaseConfig, SqlTarget } from '../../src/connectors/types.ts';
 import type { PoolSettings } from '../../src/connectors/shared/pools.ts';
 
-export type AdminRow = Record<string, unknown>;
+type AdminRow = Record<string, unknown>;
 
 /** A fresh, uniquely named database on the real server, loaded with the fixtures below. */
 export interface Provisioned {
@@ -22,7 +22,7 @@ export interface Provisioned {
   teardown(): Promise<void>;
 }
 
-export interface BypassOptions {
+interface BypassOptions {
   readOnly: boolean;
   statementTimeoutMs: number;
   /** false: no server-side time limit (MySQL: exercise the client's KILL QUERY). */

@@ -83,9 +83,16 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
         const long = (n: string) => `${prefix}${n}`.slice(0, 64);
         expect(tools.map((t) => t.name).sort()).toEqual(
           [
-            `${prefix}items`, `${prefix}big`, `${prefix}secrets`, `${prefix}notes`, `${prefix}order_items`, `${prefix}items_view`,
-            `${prefix}${p.mainSchema}_orders`, `${prefix}${p.secondSchema}_orders`,
-            long(LONG_NAMES[0]), `${long(LONG_NAMES[1]).slice(0, 62)}_2`,
+            `${prefix}items`,
+            `${prefix}big`,
+            `${prefix}secrets`,
+            `${prefix}notes`,
+            `${prefix}order_items`,
+            `${prefix}items_view`,
+            `${prefix}${p.mainSchema}_orders`,
+            `${prefix}${p.secondSchema}_orders`,
+            long(LONG_NAMES[0]),
+            `${long(LONG_NAMES[1]).slice(0, 62)}_2`,
           ].sort(),
         );
         for (const t of tools) expect(t.name).toMatch(/^[a-z0-9_]{1,64}$/);
@@ -133,7 +140,9 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
       test('explicit limit, exact fit, and the connector-wide row cap', async () => {
         verifies('SQL-ROW-CAP');
         expect(structured(await run('big', { sql: 'SELECT id FROM big ORDER BY id', limit: 5 }))).toEqual({
-          rows: [1, 2, 3, 4, 5].map((id) => ({ id })), rowCount: 5, truncated: true,
+          rows: [1, 2, 3, 4, 5].map((id) => ({ id })),
+          rowCount: 5,
+          truncated: true,
         });
         expect(structured(await run('big', { sql: 'SELECT id FROM big WHERE id <= 3', limit: 3 }))).toMatchObject({ rowCount: 3, truncated: false });
         const capped = await run('big', { sql: 'SELECT * FROM big', limit: 1000 }, ctx({}, { maxRows: 50 }));
@@ -168,7 +177,8 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
       });
 
       test('counts, sums and decimals are JSON numbers while exact; beyond, the exact string (issue 17)', async () => {
-        const sql = 'SELECT count(*) AS n, sum(id) AS total, CAST(1999.00 AS DECIMAL(10,2)) AS price, CAST(12345678901234.56 AS DECIMAL(20,2)) AS wide, max(big) AS big FROM items';
+        const sql =
+          'SELECT count(*) AS n, sum(id) AS total, CAST(1999.00 AS DECIMAL(10,2)) AS price, CAST(12345678901234.56 AS DECIMAL(20,2)) AS wide, max(big) AS big FROM items';
         const r = await run('items', { sql });
         expect(r.isError).toBeFalsy();
         expect(structured(r).rows).toEqual([{ n: 3, total: 6, price: 1999, wide: '12345678901234.56', big: setup.expectedValues.big }]);
@@ -180,7 +190,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
         expect((await run('Order Items', { sql: `SELECT * FROM ${q}` })).isError).toBeFalsy();
       });
 
-      test('unqualified names resolve in the tool\'s own schema', async () => {
+      test("unqualified names resolve in the tool's own schema", async () => {
         const r = await run('orders', { sql: 'SELECT id FROM orders' });
         expect(structured(r).rows).toEqual([{ id: 1 }]);
         const second = await driver.execute(tool('orders', p.secondSchema), { sql: 'SELECT id FROM orders' }, ctx());
@@ -269,7 +279,9 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
       test('a sleeping statement (guard bypassed) is killed on the server; the pool stays clean', async () => {
         verifies('SQL-TIMEOUT');
         const started = Date.now();
-        const err = await setup.bypass(p, connectorId, setup.sleep.sql, { readOnly: true, statementTimeoutMs: TIMEOUT_MS, serverTimeout: false }).catch((e: unknown) => e);
+        const err = await setup
+          .bypass(p, connectorId, setup.sleep.sql, { readOnly: true, statementTimeoutMs: TIMEOUT_MS, serverTimeout: false })
+          .catch((e: unknown) => e);
         expect(err).toBeInstanceOf(Error);
         expect(Date.now() - started).toBeLessThan(TIMEOUT_MS + 2500);
         expect(await noLongerRunning(p, setup.sleep.marker)).toBe(0);
@@ -296,7 +308,11 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
       const snapshot = async (readOnly: boolean): Promise<unknown[]> => {
         const out: unknown[] = [];
         for (const sql of setup.sessionSnapshot) {
-          out.push(await setup.bypass(p, connectorId, sql, { readOnly, statementTimeoutMs: 5000 }).catch((e: unknown) => ({ error: (e as { code?: unknown }).code ?? String(e) })));
+          out.push(
+            await setup
+              .bypass(p, connectorId, sql, { readOnly, statementTimeoutMs: 5000 })
+              .catch((e: unknown) => ({ error: (e as { code?: unknown }).code ?? String(e) })),
+          );
         }
         return out;
       };
@@ -404,7 +420,9 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
       test('an abort cancels the running statement on the server within a second', async () => {
         verifies('SQL-CANCEL-DISCONNECT');
         const ac = new AbortController();
-        const call = setup.bypass(p, connectorId, setup.sleep.sql, { readOnly: true, statementTimeoutMs: 60_000, serverTimeout: false, signal: ac.signal }).catch((e: unknown) => e);
+        const call = setup
+          .bypass(p, connectorId, setup.sleep.sql, { readOnly: true, statementTimeoutMs: 60_000, serverTimeout: false, signal: ac.signal })
+          .catch((e: unknown) => e);
         await untilRunning(setup.sleep.marker);
         const abortedAt = Date.now();
         ac.abort();
@@ -417,7 +435,9 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
         verifies('SQL-CANCEL-DISCONNECT');
         for (let i = 0; i < 5; i++) {
           const started = Date.now();
-          const err = await setup.bypass(p, connectorId, setup.sleep.sql, { readOnly: i % 2 === 0, statementTimeoutMs: 60_000, serverTimeout: false, signal: abortOnListen() }).catch((e: unknown) => e);
+          const err = await setup
+            .bypass(p, connectorId, setup.sleep.sql, { readOnly: i % 2 === 0, statementTimeoutMs: 60_000, serverTimeout: false, signal: abortOnListen() })
+            .catch((e: unknown) => e);
           expect(err as { code?: string }).toMatchObject({ code: 'ABORTED' });
           expect(Date.now() - started).toBeLessThan(2000);
           expect(await noLongerRunning(p, setup.sleep.marker, 1000)).toBe(0);
@@ -429,7 +449,10 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
         // 100 ms between the server and the driver: the statement is on its way while the transaction's first
         // round trip is still out, which is where postgres.js defers a cancel (the reverted first attempt).
         const proxy = await tcpProxy(p.config.host, p.config.port ?? (type === 'postgresql' ? 5432 : 3306), 100);
-        const c = ctx({ connectorId: `${connectorId}-slow`, config: { ...p.config, host: '127.0.0.1', port: proxy.port }, allowWrite: true }, { statementTimeoutMs: 30_000, lockTimeoutMs: 30_000 });
+        const c = ctx(
+          { connectorId: `${connectorId}-slow`, config: { ...p.config, host: '127.0.0.1', port: proxy.port }, allowWrite: true },
+          { statementTimeoutMs: 30_000, lockTimeoutMs: 30_000 },
+        );
         const write = { sql: 'UPDATE items SET name = name WHERE id = 3' };
         try {
           expect((await run('items', write, c)).isError).toBeFalsy(); // opens the pool and its session (postgres: the verdict too)
@@ -463,10 +486,12 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
             // Statements of 0-30 ms, aborts at 0-30 ms: before, during and just after the statement, on either path.
             const ac = new AbortController();
             const timer = setTimeout(() => ac.abort(), Math.random() * 30);
-            const outcome = await setup.bypass(p, connectorId, sleepFor(Math.random() * 0.03), { readOnly: i % 3 !== 0, statementTimeoutMs: 5000, signal: ac.signal }).then(
-              () => 'done',
-              (e: unknown) => (e as { code?: string }).code,
-            );
+            const outcome = await setup
+              .bypass(p, connectorId, sleepFor(Math.random() * 0.03), { readOnly: i % 3 !== 0, statementTimeoutMs: 5000, signal: ac.signal })
+              .then(
+                () => 'done',
+                (e: unknown) => (e as { code?: string }).code,
+              );
             clearTimeout(timer);
             if (outcome === 'ABORTED') cancelled++;
             else expect(outcome).toBe('done');
@@ -490,7 +515,11 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
             const ac = new AbortController();
             const timer = setTimeout(() => ac.abort(), Math.random() * 30);
             // 3000 to 300 000 joined rows: a few ms to a few tens of ms.
-            const r = await run('big', { sql: `SELECT count(*) AS n FROM big a, big b WHERE a.id <= ${1 + Math.floor(Math.random() * 100)}` }, { ...c, signal: ac.signal });
+            const r = await run(
+              'big',
+              { sql: `SELECT count(*) AS n FROM big a, big b WHERE a.id <= ${1 + Math.floor(Math.random() * 100)}` },
+              { ...c, signal: ac.signal },
+            );
             clearTimeout(timer);
             if (text(r) === 'The call was aborted.') aborted++;
             else expect(r.isError).toBeFalsy();
@@ -539,7 +568,11 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
         expect(err).toBeInstanceOf(ConnectorError);
         expect((err as ConnectorError).message).toBe(`could not connect to ${config.host}:${config.port}: connection refused`);
         expect((err as ConnectorError).message).not.toContain(SECRET);
-        const r = await driver.execute(tool('items'), { sql: 'SELECT * FROM items' }, { ...ctx(), connectorId: `${connectorId}-down`, config, credential: SECRET });
+        const r = await driver.execute(
+          tool('items'),
+          { sql: 'SELECT * FROM items' },
+          { ...ctx(), connectorId: `${connectorId}-down`, config, credential: SECRET },
+        );
         expect(r.isError).toBe(true);
         expect(text(r)).toContain('connection refused');
         expect(text(r)).not.toContain(SECRET);

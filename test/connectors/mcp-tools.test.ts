@@ -16,7 +16,12 @@ describe('upstream tools/list → tool specs', () => {
       { name: 'x'.repeat(100), inputSchema: obj() },
       { name: 'x'.repeat(101), inputSchema: obj() },
     ]);
-    expect(specs.map((s) => s.name)).toEqual(['my_server___get_weather', 'my_server___get_weather_2', `my_server___${'x'.repeat(52)}`, `my_server___${'x'.repeat(50)}_2`]);
+    expect(specs.map((s) => s.name)).toEqual([
+      'my_server___get_weather',
+      'my_server___get_weather_2',
+      `my_server___${'x'.repeat(52)}`,
+      `my_server___${'x'.repeat(50)}_2`,
+    ]);
     expect(specs.every((s) => /^[a-z0-9_]{1,64}$/.test(s.name))).toBe(true);
     expect(specs.map((s) => s.target.upstreamName)).toEqual(['Get-Weather', 'get_weather', 'x'.repeat(100), 'x'.repeat(101)]);
   });
@@ -49,7 +54,15 @@ describe('upstream tools/list → tool specs', () => {
 
   test('patterns the gateway would run on arguments: exponential shapes and backreferences are refused, ordinary ones pass', () => {
     verifies('MCPC-TOOL-ONE-BY-ONE');
-    for (const safe of ['^[a-z0-9_-]{1,64}$', '^\\d{4}-\\d{2}-\\d{2}$', '^(foo|bar)$', '^(?:[A-Z]{2})?\\d+$', '^[^@]+@[^@]+\\.[a-z]+$', '(ab)?c*', '^(a{0,1}b)*$']) {
+    for (const safe of [
+      '^[a-z0-9_-]{1,64}$',
+      '^\\d{4}-\\d{2}-\\d{2}$',
+      '^(foo|bar)$',
+      '^(?:[A-Z]{2})?\\d+$',
+      '^[^@]+@[^@]+\\.[a-z]+$',
+      '(ab)?c*',
+      '^(a{0,1}b)*$',
+    ]) {
       expect([safe, patternProblem(safe)]).toEqual([safe, null]);
     }
     for (const [unsafe, word] of [

@@ -26,8 +26,19 @@ function refused(args: Record<string, unknown>, fragment?: RegExp): string {
 describe('mongodb guard: find', () => {
   test('filter, projection, sort and limit are accepted with allowed operators', () => {
     verifies('CONN-MONGODB-GUARD');
-    const v = allowed({ filter: { status: 'open', total: { $gt: 10, $lte: 99 }, $or: [{ tag: { $in: ['a', 'b'] } }, { note: { $regex: '^x', $options: 'i' } }] }, projection: { name: 1, _id: 0 }, sort: { created: -1 }, limit: 5 });
-    expect(v.call).toEqual({ kind: 'find', filter: { status: 'open', total: { $gt: 10, $lte: 99 }, $or: [{ tag: { $in: ['a', 'b'] } }, { note: { $regex: '^x', $options: 'i' } }] }, projection: { name: 1, _id: 0 }, sort: { created: -1 }, limit: 5 });
+    const v = allowed({
+      filter: { status: 'open', total: { $gt: 10, $lte: 99 }, $or: [{ tag: { $in: ['a', 'b'] } }, { note: { $regex: '^x', $options: 'i' } }] },
+      projection: { name: 1, _id: 0 },
+      sort: { created: -1 },
+      limit: 5,
+    });
+    expect(v.call).toEqual({
+      kind: 'find',
+      filter: { status: 'open', total: { $gt: 10, $lte: 99 }, $or: [{ tag: { $in: ['a', 'b'] } }, { note: { $regex: '^x', $options: 'i' } }] },
+      projection: { name: 1, _id: 0 },
+      sort: { created: -1 },
+      limit: 5,
+    });
     expect(allowed({}).call).toEqual({ kind: 'find', filter: {}, limit: 100 });
     allowed({ filter: { $expr: { $gt: ['$spent', '$budget'] } } });
     allowed({ filter: { items: { $elemMatch: { qty: { $gte: 2 } } } }, projection: { total: { $add: ['$a', '$b'] } } });
@@ -102,21 +113,25 @@ describe('mongodb guard: aggregate', () => {
       [{ $documents: [{ a: 1 }] }, /allowed stages/],
       [{ $listSearchIndexes: {} }, /allowed stages/],
       [{ $search: { text: { query: 'x', path: 'a' } } }, /allowed stages/],
-      [{ $group: { _id: null, x: { $accumulator: { init: 'function(){}', accumulate: 'f', accumulateArgs: [], merge: 'f', lang: 'js' } } } }, /\$accumulator runs JavaScript/],
+      [
+        { $group: { _id: null, x: { $accumulator: { init: 'function(){}', accumulate: 'f', accumulateArgs: [], merge: 'f', lang: 'js' } } } },
+        /\$accumulator runs JavaScript/,
+      ],
       [{ $addFields: { x: { $function: { body: 'f', args: [], lang: 'js' } } } }, /\$function runs JavaScript/],
       [{ $match: { $where: 'true' } }, /\$where/],
       [{ $project: { roles: '$$USER_ROLES' } }, /USER_ROLES/],
       [{ $project: { t: '$$CLUSTER_TIME' } }, /CLUSTER_TIME/],
       [{ $project: { t: '$$SEARCH_META' } }, /SEARCH_META/],
       [{ $match: {}, $limit: 1 }, /exactly one stage/],
-    ] as const) refused({ pipeline: [stage] }, fragment);
+    ] as const)
+      refused({ pipeline: [stage] }, fragment);
     refused({ pipeline: [{ $facet: { a: [{ $out: 'x' }] } }] }, /writes/);
     refused({ pipeline: 'x' as unknown as unknown[] }, /array/);
     refused({ pipeline: [], filter: {} }, /cannot be combined/);
     refused({ pipeline: Array.from({ length: 51 }, () => ({ $match: {} })) }, /more than 50 stages/);
   });
 
-  test('$lookup, $graphLookup and $unionWith only reach the tool\'s own collection, recursively', () => {
+  test("$lookup, $graphLookup and $unionWith only reach the tool's own collection, recursively", () => {
     verifies('CONN-MONGODB-GUARD');
     allowed({ pipeline: [{ $lookup: { from: OWN, localField: 'parent', foreignField: '_id', as: 'p' } }] });
     allowed({ pipeline: [{ $lookup: { from: OWN, let: { id: '$_id' }, pipeline: [{ $match: { $expr: { $eq: ['$parent', '$$id'] } } }], as: 'kids' } }] });
@@ -134,7 +149,8 @@ describe('mongodb guard: aggregate', () => {
       [{ $unionWith: { pipeline: [{ $documents: [] }] } }, /as a string/],
       [{ $unionWith: { coll: OWN, pipeline: [{ $out: 'x' }] } }, /writes/],
       [{ $facet: { a: [{ $lookup: { from: 'secrets', localField: 'a', foreignField: 'b', as: 'x' } }] } }, /"secrets"/],
-    ] as const) refused({ pipeline: [stage] }, fragment);
+    ] as const)
+      refused({ pipeline: [stage] }, fragment);
   });
 });
 

@@ -100,7 +100,12 @@ describe.skipIf(!available)('mysql: names resolve as the server resolves them (l
   test('introspection: one tool per twin, columns not repeated, no table of the twin database, mode recorded', () => {
     const mine = tools.map((t) => `${t.name} ${t.target.schema}.${t.target.table}`).sort();
     expect(mine).toEqual(
-      [`query_mysql_accounts ${db}.accounts`, `query_mysql_accounts_2 ${db}.ACCOUNTS`, `query_mysql_accounts_3 ${db}.Accounts`, `query_mysql_secrets ${db}.secrets`].sort(),
+      [
+        `query_mysql_accounts ${db}.accounts`,
+        `query_mysql_accounts_2 ${db}.ACCOUNTS`,
+        `query_mysql_accounts_3 ${db}.Accounts`,
+        `query_mysql_secrets ${db}.secrets`,
+      ].sort(),
     );
     expect(tool('accounts').target.columns.map((c) => c.name)).toEqual(['id', 'v']);
     expect(tool('ACCOUNTS').target.columns.map((c) => c.name)).toEqual(['id', 'v', 'extra']);
@@ -108,7 +113,7 @@ describe.skipIf(!available)('mysql: names resolve as the server resolves them (l
     for (const t of tools) expect(t.target.lowerCaseTableNames).toBe(0);
   });
 
-  test('a tool never returns a case twin\'s rows, through any spelling', async () => {
+  test("a tool never returns a case twin's rows, through any spelling", async () => {
     verifies('SQL-OTHER-TABLE');
     const twins = [
       'SELECT * FROM ACCOUNTS',
@@ -146,7 +151,7 @@ describe.skipIf(!available)('mysql: names resolve as the server resolves them (l
     for (const sql of [
       "UPDATE ACCOUNTS SET v = 'x'",
       `DELETE FROM ${TWIN_DB}.accounts`,
-      'INSERT INTO Accounts VALUES (9, \'x\')',
+      "INSERT INTO Accounts VALUES (9, 'x')",
       "UPDATE accounts a JOIN ACCOUNTS b ON 1 = 1 SET b.v = 'x'",
       'DELETE A FROM accounts a',
     ]) {
@@ -156,7 +161,7 @@ describe.skipIf(!available)('mysql: names resolve as the server resolves them (l
     expect(JSON.stringify(await admin.query(`SELECT * FROM \`${db}\`.ACCOUNTS; SELECT * FROM \`${TWIN_DB}\`.accounts`).then((x) => x[0]))).toBe(before);
   });
 
-  test('the exact spellings, and a CTE named like the table, read the tool\'s own rows', async () => {
+  test("the exact spellings, and a CTE named like the table, read the tool's own rows", async () => {
     for (const sql of [
       'SELECT id, v FROM accounts',
       'SELECT id, v FROM `accounts`',
@@ -174,7 +179,7 @@ describe.skipIf(!available)('mysql: names resolve as the server resolves them (l
     expect((await mysqlDriver.execute(tool('ACCOUNTS'), { sql: 'SELECT v FROM accounts' }, ctx())).isError).toBe(true);
   });
 
-  test('catalogs are never readable through a table\'s tool, however spelled', async () => {
+  test("catalogs are never readable through a table's tool, however spelled", async () => {
     verifies('SQL-OTHER-TABLE');
     for (const sql of [
       'SELECT * FROM information_schema.COLUMNS',
@@ -200,13 +205,18 @@ describe.skipIf(!available)('mysql: names resolve as the server resolves them (l
     }
   });
 
-  test('an allowed function name never resolves to a stored function of the tool\'s database', async () => {
+  test("an allowed function name never resolves to a stored function of the tool's database", async () => {
     // On this server the unqualified call really runs the stored function: the guard must not admit the name.
     await admin.query(`USE \`${db}\``);
     const [leak] = await admin.query(`SELECT REGEXP_LIKE(v, 'x') AS r, ANY_VALUE(v) AS a FROM \`${db}\`.accounts`);
     expect(leak as unknown).toEqual([{ r: 'OTHER-TABLE', a: 'OTHER-TABLE' }]);
     expect(tool('accounts').target.storedFunctions).toEqual(['LOWER']);
-    for (const sql of ["SELECT REGEXP_LIKE(v, 'x') AS r FROM accounts", 'SELECT ANY_VALUE(v) AS a FROM accounts', 'SELECT LOWER(v) AS l FROM accounts', 'SELECT lower(v) FROM accounts']) {
+    for (const sql of [
+      "SELECT REGEXP_LIKE(v, 'x') AS r FROM accounts",
+      'SELECT ANY_VALUE(v) AS a FROM accounts',
+      'SELECT LOWER(v) AS l FROM accounts',
+      'SELECT lower(v) FROM accounts',
+    ]) {
       const r = await mysqlDriver.execute(tool('accounts'), { sql }, ctx());
       expectNoSecret(r, sql);
       expect({ sql, error: r.isError }).toEqual({ sql, error: true });

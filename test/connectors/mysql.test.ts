@@ -88,10 +88,9 @@ async function provision(): Promise<Provisioned> {
       };
     },
     running: async (marker) => {
-      const [r] = await admin.query(
-        "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE CONCAT('%', ?, '%')",
-        [marker],
-      );
+      const [r] = await admin.query("SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE CONCAT('%', ?, '%')", [
+        marker,
+      ]);
       return Number((r as { n: unknown }[])[0]?.n);
     },
     teardown: async () => {
@@ -146,9 +145,9 @@ runConnectorConformance({
     { name: 'upper-case twin of the tool table', sql: 'SELECT * FROM ITEMS', writesToo: true },
   ],
   bypass: (p, connectorId, statement, o) =>
-    mysqlPoolFor(connectorId, p.config, p.credential, (pool) =>
-      runMysqlStatement(pool, statement, { ...o, lockTimeoutMs: 500, database: p.mainSchema }),
-    ).then((r) => r.rows),
+    mysqlPoolFor(connectorId, p.config, p.credential, (pool) => runMysqlStatement(pool, statement, { ...o, lockTimeoutMs: 500, database: p.mainSchema })).then(
+      (r) => r.rows,
+    ),
   sleep: { sql: 'SELECT SLEEP(600)', marker: 'SLEEP(600)' },
   sessionSnapshot: [
     // Per-statement counters and clocks change by themselves; everything else a session can carry is compared.

@@ -15,10 +15,12 @@ if (!present) {
   console.warn(`[skip] ${DENO} is missing: the Deno driver check is skipped`);
 }
 
-test.skipIf(!present)('under Deno the three drivers load and report an unreachable server without the password', async () => {
-  verifies('CONN-NEW-TYPES-REST');
-  const port = await deadPort();
-  const script = `
+test.skipIf(!present)(
+  'under Deno the three drivers load and report an unreachable server without the password',
+  async () => {
+    verifies('CONN-NEW-TYPES-REST');
+    const port = await deadPort();
+    const script = `
 import { getDriver } from ${JSON.stringify(join(ROOT, 'src/connectors/index.ts'))};
 const out = [];
 for (const type of ['mongodb', 'mssql', 'oracle']) {
@@ -29,15 +31,22 @@ for (const type of ['mongodb', 'mssql', 'oracle']) {
 }
 console.log(JSON.stringify(out));
 Deno.exit(0);`;
-  const child = Bun.spawn([DENO, 'eval', '--ext=ts', script], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', NO_COLOR: '1', ...(process.env.DENO_DIR ? { DENO_DIR: process.env.DENO_DIR } : {}) },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
-  const [out, err] = [await new Response(child.stdout).text(), await new Response(child.stderr).text()];
-  expect(await child.exited, err).toBe(0);
-  const refused = `could not connect to 127.0.0.1:${port}: connection refused`;
-  expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual([refused, refused, refused]);
-  expect(out).not.toContain('Deno-Secret-Pw');
-}, 90_000);
+    const child = Bun.spawn([DENO, 'eval', '--ext=ts', script], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: process.env.HOME ?? '/tmp',
+        NO_COLOR: '1',
+        ...(process.env.DENO_DIR ? { DENO_DIR: process.env.DENO_DIR } : {}),
+      },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const [out, err] = [await new Response(child.stdout).text(), await new Response(child.stderr).text()];
+    expect(await child.exited, err).toBe(0);
+    const refused = `could not connect to 127.0.0.1:${port}: connection refused`;
+    expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual([refused, refused, refused]);
+    expect(out).not.toContain('Deno-Secret-Pw');
+  },
+  90_000,
+);

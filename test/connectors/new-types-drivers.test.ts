@@ -49,12 +49,29 @@ const sqlTool = (type: string, schema: string, table: string): ToolSpec => ({
   inputSchema: { type: 'object', properties: {} },
   target: { schema, table, kind: 'table', columns: [{ name: 'ID', type: 'NUMBER' }], defaultSchema: schema },
 });
-const mongoTool: ToolSpec = { name: 'query_mongodb_orders', description: '', inputSchema: { type: 'object', properties: {} }, target: { database: 'shop', collection: 'orders', kind: 'collection' } };
+const mongoTool: ToolSpec = {
+  name: 'query_mongodb_orders',
+  description: '',
+  inputSchema: { type: 'object', properties: {} },
+  target: { database: 'shop', collection: 'orders', kind: 'collection' },
+};
 
 const cases: { type: string; tool: () => ToolSpec; read: Record<string, unknown>; write: Record<string, unknown>; refusal: RegExp }[] = [
   { type: 'mongodb', tool: () => mongoTool, read: { filter: { a: 1 } }, write: { pipeline: [{ $out: 'stolen' }] }, refusal: /\$out writes to a collection/ },
-  { type: 'mssql', tool: () => sqlTool('mssql', 'dbo', 'items'), read: { sql: 'SELECT * FROM dbo.items' }, write: { sql: 'DELETE FROM dbo.items' }, refusal: /found DELETE/ },
-  { type: 'oracle', tool: () => sqlTool('oracle', 'APP', 'ITEMS'), read: { sql: 'SELECT id FROM items' }, write: { sql: 'DROP TABLE items' }, refusal: /found DROP/ },
+  {
+    type: 'mssql',
+    tool: () => sqlTool('mssql', 'dbo', 'items'),
+    read: { sql: 'SELECT * FROM dbo.items' },
+    write: { sql: 'DELETE FROM dbo.items' },
+    refusal: /found DELETE/,
+  },
+  {
+    type: 'oracle',
+    tool: () => sqlTool('oracle', 'APP', 'ITEMS'),
+    read: { sql: 'SELECT id FROM items' },
+    write: { sql: 'DROP TABLE items' },
+    refusal: /found DROP/,
+  },
 ];
 
 const text = (r: ToolResult): string => r.content.map((c) => ('text' in c ? String(c.text) : '')).join('\n');

@@ -21,7 +21,10 @@ const URLS = {
   oracle: process.env.TOOLGATE_TEST_ORACLE_URL,
 };
 for (const [type, url] of Object.entries(URLS)) {
-  if (!url) console.log(`[skip] ${type} live suite: TOOLGATE_TEST_${type.toUpperCase()}_URL is not set (no ${type} server on this machine); the guard and REST suites still run`);
+  if (!url)
+    console.log(
+      `[skip] ${type} live suite: TOOLGATE_TEST_${type.toUpperCase()}_URL is not set (no ${type} server on this machine); the guard and REST suites still run`,
+    );
 }
 if (!URLS.mongodb && !URLS.mssql && !URLS.oracle) {
   notVerifiableHere('no MongoDB, SQL Server or Oracle server on this machine (set TOOLGATE_TEST_<TYPE>_URL)', 'CONN-NEW-TYPES-LIVE');
@@ -83,8 +86,16 @@ describe.skipIf(!URLS.mongodb)('mongodb connector against a live server', () => 
   });
   afterAll(async () => {
     await driver.closeAll();
-    await admin?.db(p.config.database).collection(TABLE).drop().catch(() => undefined);
-    await admin?.db(p.config.database).collection(`${TABLE}_secrets`).drop().catch(() => undefined);
+    await admin
+      ?.db(p.config.database)
+      .collection(TABLE)
+      .drop()
+      .catch(() => undefined);
+    await admin
+      ?.db(p.config.database)
+      .collection(`${TABLE}_secrets`)
+      .drop()
+      .catch(() => undefined);
     await admin?.close();
   });
   const tool = () => tools.find((t) => t.name === `query_mongodb_${TABLE}`)!;
@@ -121,7 +132,14 @@ describe.skipIf(!URLS.mssql)('mssql connector against a live server', () => {
   let tools: ToolSpec[];
   beforeAll(async () => {
     p = parse(URLS.mssql!, 1433);
-    admin = new sql.ConnectionPool({ server: p.config.host, port: p.config.port, user: p.config.user, password: p.credential, database: p.config.database, options: { encrypt: false, trustServerCertificate: true } });
+    admin = new sql.ConnectionPool({
+      server: p.config.host,
+      port: p.config.port,
+      user: p.config.user,
+      password: p.credential,
+      database: p.config.database,
+      options: { encrypt: false, trustServerCertificate: true },
+    });
     await admin.connect();
     await admin.request().batch(`CREATE TABLE dbo.${TABLE} (id int PRIMARY KEY, name nvarchar(50), big bigint, at datetime2);
       WITH n AS (SELECT TOP 3000 ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS i FROM sys.all_objects a CROSS JOIN sys.all_objects b)
@@ -131,7 +149,10 @@ describe.skipIf(!URLS.mssql)('mssql connector against a live server', () => {
   });
   afterAll(async () => {
     await driver.closeAll();
-    await admin?.request().batch(`DROP TABLE IF EXISTS dbo.${TABLE}`).catch(() => undefined);
+    await admin
+      ?.request()
+      .batch(`DROP TABLE IF EXISTS dbo.${TABLE}`)
+      .catch(() => undefined);
     await admin?.close();
   });
   const tool = () => tools.find((t) => t.name === `query_mssql_${TABLE}`)!;
@@ -140,13 +161,20 @@ describe.skipIf(!URLS.mssql)('mssql connector against a live server', () => {
     verifies('CONN-NEW-TYPES-LIVE');
     expect(tool()).toBeDefined();
     const r = await driver.execute(tool(), { sql: `SELECT TOP 2 id, big, at FROM dbo.${TABLE} ORDER BY id` }, ctx(id, p));
-    expect(rows(r)).toEqual([{ id: 1, big: '9007199254740993', at: '2024-01-01T00:00:00.000' }, { id: 2, big: '9007199254740993', at: '2024-01-01T00:00:00.000' }]);
+    expect(rows(r)).toEqual([
+      { id: 1, big: '9007199254740993', at: '2024-01-01T00:00:00.000' },
+      { id: 2, big: '9007199254740993', at: '2024-01-01T00:00:00.000' },
+    ]);
     const capped = await driver.execute(tool(), { sql: `SELECT id FROM dbo.${TABLE}`, limit: 10 }, ctx(id, p));
     expect(rows(capped).length).toBe(10);
     expect(truncated(capped)).toBe(true);
     const write = await driver.execute(tool(), { sql: `DELETE FROM dbo.${TABLE}` }, ctx(id, p));
     expect(write.isError).toBe(true);
-    const slow = await driver.execute(tool(), { sql: `SELECT COUNT_BIG(*) AS n FROM dbo.${TABLE} a CROSS JOIN dbo.${TABLE} b CROSS JOIN dbo.${TABLE} c` }, ctx(id, p, { statementTimeoutMs: 300 }));
+    const slow = await driver.execute(
+      tool(),
+      { sql: `SELECT COUNT_BIG(*) AS n FROM dbo.${TABLE} a CROSS JOIN dbo.${TABLE} b CROSS JOIN dbo.${TABLE} c` },
+      ctx(id, p, { statementTimeoutMs: 300 }),
+    );
     expect(slow.isError).toBe(true);
     expect(text(slow)).toContain('statement timeout');
     const count = await admin.request().query(`SELECT COUNT(*) AS n FROM dbo.${TABLE}`);
@@ -163,7 +191,11 @@ describe.skipIf(!URLS.oracle)('oracle connector against a live server', () => {
   let tools: ToolSpec[];
   beforeAll(async () => {
     p = parse(URLS.oracle!, 1521);
-    admin = await oracledb.getConnection({ user: p.config.user, password: p.credential, connectString: `${p.config.host}:${p.config.port}/${p.config.database}` });
+    admin = await oracledb.getConnection({
+      user: p.config.user,
+      password: p.credential,
+      connectString: `${p.config.host}:${p.config.port}/${p.config.database}`,
+    });
     await admin.execute(`CREATE TABLE ${T} (id NUMBER PRIMARY KEY, name VARCHAR2(50), at TIMESTAMP)`);
     await admin.execute(`INSERT INTO ${T} SELECT LEVEL, 'item ' || LEVEL, TIMESTAMP '2024-01-01 00:00:00' FROM dual CONNECT BY LEVEL <= 3000`);
     await admin.commit();
@@ -181,7 +213,10 @@ describe.skipIf(!URLS.oracle)('oracle connector against a live server', () => {
     verifies('CONN-NEW-TYPES-LIVE');
     expect(tool()).toBeDefined();
     const r = await driver.execute(tool(), { sql: `SELECT id, at FROM ${T} WHERE id <= 2 ORDER BY id` }, ctx(id, p));
-    expect(rows(r)).toEqual([{ ID: 1, AT: '2024-01-01T00:00:00.000000' }, { ID: 2, AT: '2024-01-01T00:00:00.000000' }]);
+    expect(rows(r)).toEqual([
+      { ID: 1, AT: '2024-01-01T00:00:00.000000' },
+      { ID: 2, AT: '2024-01-01T00:00:00.000000' },
+    ]);
     const capped = await driver.execute(tool(), { sql: `SELECT id FROM ${T}`, limit: 10 }, ctx(id, p));
     expect(rows(capped).length).toBe(10);
     expect(truncated(capped)).toBe(true);

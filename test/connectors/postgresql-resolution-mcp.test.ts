@@ -56,7 +56,7 @@ describe.skipIf(!available)('postgresql resolution check through the MCP endpoin
     const sql = 'SELECT initcap(name) AS n FROM items ORDER BY id';
     const before = await callTool(g, org.slug, key, tool, { sql });
     expect(before.body.result.isError, text(before)).toBeFalsy();
-    await t.pg("create function public.initcap(text) returns text language sql as $$ select s from secrets limit 1 $$");
+    await t.pg('create function public.initcap(text) returns text language sql as $$ select s from secrets limit 1 $$');
     const after = await callTool(g, org.slug, key, tool, { sql });
     expect(after.body.result.isError).toBe(true);
     expect(JSON.stringify(after.body)).not.toContain(SECRET);

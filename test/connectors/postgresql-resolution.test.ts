@@ -79,7 +79,13 @@ const ctx = (o: Partial<ExecutionContext> = {}, ttl?: number): ExecutionContext 
   allowDdl: false,
   readOnly: false,
   ...o,
-  limits: { statementTimeoutMs: 2000, lockTimeoutMs: 1000, maxRows: 100, maxResultBytes: 1_000_000, ...(ttl === undefined ? {} : { resolutionCacheTtlMs: ttl }) },
+  limits: {
+    statementTimeoutMs: 2000,
+    lockTimeoutMs: 1000,
+    maxRows: 100,
+    maxResultBytes: 1_000_000,
+    ...(ttl === undefined ? {} : { resolutionCacheTtlMs: ttl }),
+  },
 });
 const tool = (table: string, schema = 'public'): SqlToolSpec => {
   const t = tools.find((x) => x.target.table === table && x.target.schema === schema);
@@ -113,7 +119,13 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
     url.pathname = `/${dbName}`;
     db = postgres(url.toString(), { max: 1, onnotice: () => undefined });
     await db.unsafe(FIXTURES);
-    config = { host: url.hostname, port: Number(url.port || 5432), database: dbName, user: decodeURIComponent(url.username) || 'postgres', schemas: ['public', 'shadow'] };
+    config = {
+      host: url.hostname,
+      port: Number(url.port || 5432),
+      database: dbName,
+      user: decodeURIComponent(url.username) || 'postgres',
+      schemas: ['public', 'shadow'],
+    };
     await postgresqlDriver.validate(connectorId, config, null);
     tools = await postgresqlDriver.introspect(connectorId, config, null);
   });
@@ -234,7 +246,11 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
       const ok = await run("ALTER TABLE notes ADD CONSTRAINT c3 CHECK (id > 0 AND (body).length < 1000 AND notes.body <> '')", d, 'notes');
       expect(ok.isError, text(ok)).toBeFalsy();
       // DDL may recreate the tool's table after dropping it.
-      for (const sql of ['DROP TABLE scratch', 'CREATE TABLE scratch (id int CHECK (id > 0), v text DEFAULT \'x\' || \'y\')', 'INSERT INTO scratch (id) VALUES (1)']) {
+      for (const sql of [
+        'DROP TABLE scratch',
+        "CREATE TABLE scratch (id int CHECK (id > 0), v text DEFAULT 'x' || 'y')",
+        'INSERT INTO scratch (id) VALUES (1)',
+      ]) {
         const r = await run(sql, ctx({ allowDdl: true, allowWrite: true }), 'scratch');
         expect(r.isError, `${sql}: ${text(r)}`).toBeFalsy();
       }
@@ -249,8 +265,16 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
       ['allowed function on text', 'SELECT lower(name) AS l FROM items ORDER BY id', 'apple'],
       ['column via (alias).name', 'SELECT (i).name FROM items i ORDER BY id', 'pear'],
       ['an allowed built-in via attribute notation', 'SELECT (i.name).upper AS u FROM items i ORDER BY id', 'APPLE'],
-      ['SQL-syntax functions and casts', "SELECT extract(year FROM now()), substring(name FROM 1 FOR 2), trim(both FROM name), position('p' IN name), id::numeric, qty::float8 FROM items", 'ap'],
-      ['an alias that imitates a tree node neither refuses nor hides calls', 'SELECT 1 AS "{FUNCEXPR :funcid 1 :funcresulttype 25 :funcretset false :funcvariadic false :funcformat 0", lower(name) AS "x\\" FROM items ORDER BY id', 'apple'],
+      [
+        'SQL-syntax functions and casts',
+        "SELECT extract(year FROM now()), substring(name FROM 1 FOR 2), trim(both FROM name), position('p' IN name), id::numeric, qty::float8 FROM items",
+        'ap',
+      ],
+      [
+        'an alias that imitates a tree node neither refuses nor hides calls',
+        'SELECT 1 AS "{FUNCEXPR :funcid 1 :funcresulttype 25 :funcretset false :funcvariadic false :funcformat 0", lower(name) AS "x\\" FROM items ORDER BY id',
+        'apple',
+      ],
       ['window and aggregate functions', 'SELECT id, row_number() OVER (ORDER BY id), sum(qty) OVER () FROM items', '"row_number"'],
       ['aggregates and GROUP BY', 'SELECT color, count(*) FROM items GROUP BY color ORDER BY 2', 'red'],
       ['whole row to JSON', 'SELECT row_to_json(i) AS j FROM items i WHERE id = 1', 'apple'],
@@ -321,8 +345,8 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
       'SELECT (SELECT count(*) FROM pg_authid) FROM items',
       'SELECT * FROM items WHERE EXISTS (SELECT 1 FROM pg_stats)',
       'WITH items AS (SELECT * FROM pg_stats) SELECT * FROM items',
-      'SELECT * FROM pg_ls_dir(\'.\')',
-      "SELECT * FROM pg_catalog.pg_get_keywords()",
+      "SELECT * FROM pg_ls_dir('.')",
+      'SELECT * FROM pg_catalog.pg_get_keywords()',
       'SELECT * FROM items JOIN pg_stats ON true',
       'SELECT * FROM items UNION ALL SELECT * FROM secrets',
     ])('%s', async (sql) => {
@@ -332,7 +356,13 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
     });
 
     test('a user table named like a catalog view is read, not the catalog view (unqualified and qualified)', async () => {
-      for (const sql of ['SELECT * FROM pg_settings', 'SELECT * FROM PG_SETTINGS', 'SELECT * FROM "pg_settings"', 'SELECT * FROM public.pg_settings', 'TABLE pg_settings']) {
+      for (const sql of [
+        'SELECT * FROM pg_settings',
+        'SELECT * FROM PG_SETTINGS',
+        'SELECT * FROM "pg_settings"',
+        'SELECT * FROM public.pg_settings',
+        'TABLE pg_settings',
+      ]) {
         const r = await run(sql, ctx(), 'pg_settings');
         expect(r.isError, `${sql}: ${text(r)}`).toBeFalsy();
         const rows = (r.structuredContent as { rows: Record<string, unknown>[] }).rows;
@@ -374,7 +404,9 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
       const first = await run(sql, ctx({}, 400), 'notes');
       expect(first.isError, text(first)).toBeFalsy();
       // The DBA adds a user function that the unqualified name now resolves to (tool schema first).
-      await db.unsafe(`create function public.initcap(text) returns text language plpgsql as $$ begin perform mark(); return (select s from secrets limit 1); end $$`);
+      await db.unsafe(
+        `create function public.initcap(text) returns text language plpgsql as $$ begin perform mark(); return (select s from secrets limit 1); end $$`,
+      );
       try {
         await Bun.sleep(450);
         await expectNoLeak(sql, ctx({}, 400), 'notes');
@@ -386,7 +418,9 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
     test('TTL 0 checks every call', async () => {
       const sql = 'SELECT btrim(body) FROM notes';
       expect((await run(sql, ctx({}, 0), 'notes')).isError).toBeFalsy();
-      await db.unsafe(`create function public.btrim(text) returns text language plpgsql as $$ begin perform mark(); return (select s from secrets limit 1); end $$`);
+      await db.unsafe(
+        `create function public.btrim(text) returns text language plpgsql as $$ begin perform mark(); return (select s from secrets limit 1); end $$`,
+      );
       try {
         await expectNoLeak(sql, ctx({}, 0), 'notes');
       } finally {
@@ -396,18 +430,24 @@ describe.skipIf(!available)('postgresql: server-side resolution (issue 7 items 1
 
     test('cost: the first call pays one analysis round trip, repeated calls nothing', async () => {
       const limits = { statementTimeoutMs: 2000, lockTimeoutMs: 1000 };
-      await postgresqlPoolFor(connectorId, config, null, async (pool) => {
-        const req = { kind: 'read' as const, schema: 'public', table: 'items', ...limits, ttlMs: 60_000 };
-        const N = 20;
-        let t = performance.now();
-        for (let i = 0; i < N; i++) await checkPgResolution(pool, { ...req, statement: `SELECT id FROM items WHERE id = ${i}` });
-        const uncached = (performance.now() - t) / N;
-        t = performance.now();
-        for (let i = 0; i < N; i++) await checkPgResolution(pool, { ...req, statement: `SELECT id FROM items WHERE id = ${i}` });
-        const cached = (performance.now() - t) / N;
-        console.log(`resolution check: ${uncached.toFixed(2)} ms uncached, ${(cached * 1000).toFixed(1)} µs cached`);
-        expect(cached).toBeLessThan(uncached / 10);
-      }, limits);
+      await postgresqlPoolFor(
+        connectorId,
+        config,
+        null,
+        async (pool) => {
+          const req = { kind: 'read' as const, schema: 'public', table: 'items', ...limits, ttlMs: 60_000 };
+          const N = 20;
+          let t = performance.now();
+          for (let i = 0; i < N; i++) await checkPgResolution(pool, { ...req, statement: `SELECT id FROM items WHERE id = ${i}` });
+          const uncached = (performance.now() - t) / N;
+          t = performance.now();
+          for (let i = 0; i < N; i++) await checkPgResolution(pool, { ...req, statement: `SELECT id FROM items WHERE id = ${i}` });
+          const cached = (performance.now() - t) / N;
+          console.log(`resolution check: ${uncached.toFixed(2)} ms uncached, ${(cached * 1000).toFixed(1)} µs cached`);
+          expect(cached).toBeLessThan(uncached / 10);
+        },
+        limits,
+      );
     });
   });
 

@@ -54,7 +54,13 @@ async function provision(): Promise<Provisioned> {
   const db = postgres(url.toString(), { max: 1, onnotice: () => undefined });
   await db.unsafe(FIXTURES);
   return {
-    config: { host: url.hostname, port: Number(url.port || 5432), database: name, user: decodeURIComponent(url.username) || 'postgres', schemas: ['public', 'sales'] },
+    config: {
+      host: url.hostname,
+      port: Number(url.port || 5432),
+      database: name,
+      user: decodeURIComponent(url.username) || 'postgres',
+      schemas: ['public', 'sales'],
+    },
     credential: decodeURIComponent(url.password) || null,
     mainSchema: 'public',
     secondSchema: 'sales',
@@ -105,9 +111,21 @@ runConnectorConformance({
     flag: true,
   },
   securityCases: [
-    { name: 'SET SESSION CHARACTERISTICS ... READ WRITE, stacked', sql: 'SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; DELETE FROM items', writesToo: true },
-    { name: 'SET SESSION CHARACTERISTICS behind a comment', sql: '-- hi\nSET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; DELETE FROM items', writesToo: true },
-    { name: 'END inside a comment-led stack', sql: '/* x */ SELECT 1; END; SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; DROP TABLE items', writesToo: true },
+    {
+      name: 'SET SESSION CHARACTERISTICS ... READ WRITE, stacked',
+      sql: 'SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; DELETE FROM items',
+      writesToo: true,
+    },
+    {
+      name: 'SET SESSION CHARACTERISTICS behind a comment',
+      sql: '-- hi\nSET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; DELETE FROM items',
+      writesToo: true,
+    },
+    {
+      name: 'END inside a comment-led stack',
+      sql: '/* x */ SELECT 1; END; SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE; DROP TABLE items',
+      writesToo: true,
+    },
     { name: 'writable CTE', sql: 'WITH d AS (DELETE FROM items RETURNING *) SELECT * FROM d' },
     { name: 'SELECT ... INTO a new table', sql: 'SELECT * INTO items_copy FROM items', writesToo: true },
     { name: 'COPY ... TO PROGRAM', sql: "COPY items TO PROGRAM 'touch {PWNED}'", writesToo: true },
@@ -117,14 +135,24 @@ runConnectorConformance({
     { name: 'setval', sql: "SELECT setval('items_id_seq', 1000) FROM items", writesToo: true },
     { name: 'dblink_exec', sql: "SELECT dblink_exec('dbname=postgres', 'DROP TABLE items') FROM items", writesToo: true },
     { name: 'pg_sleep(600)', sql: 'SELECT pg_sleep(600) FROM items', writesToo: true },
-    { name: 'set_config to leave read-only for later calls', sql: "SELECT set_config('default_transaction_read_only', 'off', false) FROM items", writesToo: true },
+    {
+      name: 'set_config to leave read-only for later calls',
+      sql: "SELECT set_config('default_transaction_read_only', 'off', false) FROM items",
+      writesToo: true,
+    },
     { name: 'schema-qualified other table', sql: 'SELECT * FROM public.secrets', writesToo: true },
     { name: 'catalog table', sql: 'SELECT * FROM pg_catalog.pg_authid', writesToo: true },
     { name: 'DO block', sql: "DO $$ BEGIN EXECUTE 'DROP TABLE items'; END $$", writesToo: true },
   ],
   bypass: (p, connectorId, statement, o) =>
     postgresqlPoolFor(connectorId, p.config, p.credential, ({ sql }) =>
-      runPgStatement(sql, statement, { readOnly: o.readOnly, statementTimeoutMs: o.statementTimeoutMs, lockTimeoutMs: 500, schema: 'public', signal: o.signal }),
+      runPgStatement(sql, statement, {
+        readOnly: o.readOnly,
+        statementTimeoutMs: o.statementTimeoutMs,
+        lockTimeoutMs: 500,
+        schema: 'public',
+        signal: o.signal,
+      }),
     ).then((r) => r.rows),
   sleep: { sql: 'select pg_sleep(600)', marker: 'pg_sleep(600)' },
   sessionSnapshot: [
@@ -143,7 +171,7 @@ runConnectorConformance({
     "select set_config('toolgate.leak', 'yes', false)",
     "select set_config('default_transaction_read_only', 'off', false)",
     "set work_mem = '78kB'",
-    "set session characteristics as transaction read write",
+    'set session characteristics as transaction read write',
     'select pg_advisory_lock(4242)',
     'prepare tg_leak as select 1',
     'declare tg_leak_cursor cursor with hold for select 1',
@@ -190,7 +218,9 @@ describe.skipIf(!available)('postgresql specifics', () => {
     // ...and reads go back to explicit read-only transactions, on that very connection.
     expect((await postgresqlDriver.execute(items, { sql: 'SELECT id FROM items WHERE id = 2' }, ctx)).structuredContent?.rows).toEqual([{ id: 2 }]);
     await postgresqlPoolFor(id, p.config, p.credential, async ({ sql }) => {
-      await expect(runPgStatement(sql, 'delete from items', { readOnly: true, statementTimeoutMs: 1000, lockTimeoutMs: 500 })).rejects.toMatchObject({ code: '25006' });
+      await expect(runPgStatement(sql, 'delete from items', { readOnly: true, statementTimeoutMs: 1000, lockTimeoutMs: 500 })).rejects.toMatchObject({
+        code: '25006',
+      });
     });
     await postgresqlDriver.close(id);
   });
@@ -198,7 +228,9 @@ describe.skipIf(!available)('postgresql specifics', () => {
   test('a session setting changed inside a transaction dies with it', async () => {
     configurePostgresqlPools({ max: 1 });
     const run = (s: string) =>
-      postgresqlPoolFor(`${id}-guc`, p.config, p.credential, ({ sql }) => runPgStatement(sql, s, { readOnly: true, statementTimeoutMs: 1000, lockTimeoutMs: 500 }));
+      postgresqlPoolFor(`${id}-guc`, p.config, p.credential, ({ sql }) =>
+        runPgStatement(sql, s, { readOnly: true, statementTimeoutMs: 1000, lockTimeoutMs: 500 }),
+      );
     await run("select set_config('statement_timeout', '0', false), set_config('default_transaction_read_only', 'off', false)");
     const after = await run("select current_setting('statement_timeout') as st, current_setting('transaction_read_only') as ro");
     expect(after.rows).toEqual([{ st: '1s', ro: 'on' }]);
@@ -207,13 +239,25 @@ describe.skipIf(!available)('postgresql specifics', () => {
 
   test('issue 7: one 200 MB value is never read: the server stops it, the answer is a truncated result', async () => {
     const items = (await postgresqlDriver.introspect(id, p.config, p.credential)).find((t) => t.target.table === 'items')!;
-    const ctx = { connectorId: id, config: p.config, credential: p.credential, allowWrite: false, allowDdl: false, readOnly: false, limits: { ...limits, statementTimeoutMs: 30_000, maxResultBytes: 1_000_000 } };
+    const ctx = {
+      connectorId: id,
+      config: p.config,
+      credential: p.credential,
+      allowWrite: false,
+      allowDdl: false,
+      readOnly: false,
+      limits: { ...limits, statementTimeoutMs: 30_000, maxResultBytes: 1_000_000 },
+    };
     Bun.gc(true);
     const base = process.memoryUsage().rss;
     let peak = base;
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
     const r = await postgresqlDriver.execute(items, { sql: "SELECT id, repeat('x', 200000000) AS v FROM items WHERE id = 1" }, ctx);
-    const small = await postgresqlDriver.execute(items, { sql: "SELECT id, CASE WHEN id = 2 THEN repeat('y', 200000000) ELSE 'a' END AS v FROM items ORDER BY id" }, ctx);
+    const small = await postgresqlDriver.execute(
+      items,
+      { sql: "SELECT id, CASE WHEN id = 2 THEN repeat('y', 200000000) ELSE 'a' END AS v FROM items ORDER BY id" },
+      ctx,
+    );
     clearInterval(sampler);
     console.log(`[issue 7] postgresql: 200 MB values, cap 1 MB: RSS grew ${((peak - base) / 1e6).toFixed(1)} MB`);
     expect(r.structuredContent).toEqual({ rows: [], rowCount: 0, truncated: true });
@@ -222,9 +266,13 @@ describe.skipIf(!available)('postgresql specifics', () => {
     expect((peak - base) / 1e6).toBeLessThan(150);
   }, 60_000);
 
-  test('issue 7: errors that are not the server\'s never show their text', async () => {
+  test("issue 7: errors that are not the server's never show their text", async () => {
     const errCtx = { config: p.config, credential: p.credential, connectTimeoutMs: 1000 };
-    for (const err of [new RangeError('Invalid string length'), new TypeError("Cannot read properties of null (reading 'write')"), Object.assign(new Error('Cannot create a string longer than 0x1fffffe8 characters'), { code: 'ERR_STRING_TOO_LONG' })]) {
+    for (const err of [
+      new RangeError('Invalid string length'),
+      new TypeError("Cannot read properties of null (reading 'write')"),
+      Object.assign(new Error('Cannot create a string longer than 0x1fffffe8 characters'), { code: 'ERR_STRING_TOO_LONG' }),
+    ]) {
       const t = pgCallErrorText(err, errCtx);
       expect(t).toBe(INTERNAL_FAILURE_TEXT);
       expect(t).not.toContain(err.message);

@@ -2,7 +2,14 @@
 import { describe, expect, test } from 'bun:test';
 import Ajv from 'ajv';
 import { toolNames } from '../../src/connectors/shared/naming.ts';
-import { byteaHexToBase64, decimalTextToJson, int64TextToJson, timestampTextToIso, timestamptzTextToIso, toJsonSafe } from '../../src/connectors/shared/jsonsafe.ts';
+import {
+  byteaHexToBase64,
+  decimalTextToJson,
+  int64TextToJson,
+  timestampTextToIso,
+  timestamptzTextToIso,
+  toJsonSafe,
+} from '../../src/connectors/shared/jsonsafe.ts';
 import { parseCallArgs, rowsResult } from '../../src/connectors/shared/result.ts';
 import { checkWrappable } from '../../src/connectors/shared/sqltext.ts';
 import { PoolRegistry } from '../../src/connectors/shared/pools.ts';
@@ -38,20 +45,31 @@ describe('toolNames', () => {
   });
 
   test('a suffix never takes a name that is already unique', () => {
-    expect(toolNames('mysql', [{ schema: 'd', table: 'a' }, { schema: 'd', table: 'A' }, { schema: 'd', table: 'a_2' }])).toEqual([
-      'query_mysql_a',
-      'query_mysql_a_3',
-      'query_mysql_a_2',
-    ]);
+    expect(
+      toolNames('mysql', [
+        { schema: 'd', table: 'a' },
+        { schema: 'd', table: 'A' },
+        { schema: 'd', table: 'a_2' },
+      ]),
+    ).toEqual(['query_mysql_a', 'query_mysql_a_3', 'query_mysql_a_2']);
   });
 
   test('case twins: the lower-case table keeps its name whichever twin exists or comes first', () => {
-    const twins = [{ schema: 'd', table: 'ACCOUNTS' }, { schema: 'd', table: 'accounts' }, { schema: 'd', table: 'Accounts' }];
+    const twins = [
+      { schema: 'd', table: 'ACCOUNTS' },
+      { schema: 'd', table: 'accounts' },
+      { schema: 'd', table: 'Accounts' },
+    ];
     expect(toolNames('mysql', twins)).toEqual(['query_mysql_accounts_2', 'query_mysql_accounts', 'query_mysql_accounts_3']);
     expect(toolNames('mysql', [...twins].reverse())).toEqual(['query_mysql_accounts_3', 'query_mysql_accounts', 'query_mysql_accounts_2']);
     expect(toolNames('mysql', twins.slice(0, 2))).toEqual(['query_mysql_accounts_2', 'query_mysql_accounts']);
     // Twin databases holding a same-named table: qualified, and the lower-case database keeps the plain name.
-    expect(toolNames('mysql', [{ schema: 'SHOP', table: 't' }, { schema: 'shop', table: 't' }])).toEqual(['query_mysql_shop_t_2', 'query_mysql_shop_t']);
+    expect(
+      toolNames('mysql', [
+        { schema: 'SHOP', table: 't' },
+        { schema: 'shop', table: 't' },
+      ]),
+    ).toEqual(['query_mysql_shop_t_2', 'query_mysql_shop_t']);
   });
 });
 
@@ -88,7 +106,11 @@ describe('JSON-safe values', () => {
   test('bytes, bigints, dates and non-finite numbers', () => {
     expect(byteaHexToBase64('\\x00ff10')).toBe('AP8Q');
     expect(toJsonSafe({ b: Buffer.from([0, 255, 16]), n: 2n ** 70n, d: new Date(0), f: NaN, a: [Infinity, null] })).toEqual({
-      b: 'AP8Q', n: '1180591620717411303424', d: '1970-01-01T00:00:00.000Z', f: 'NaN', a: ['Infinity', null],
+      b: 'AP8Q',
+      n: '1180591620717411303424',
+      d: '1970-01-01T00:00:00.000Z',
+      f: 'NaN',
+      a: ['Infinity', null],
     });
   });
 });
@@ -191,7 +213,10 @@ describe('PoolRegistry', () => {
 describe('config schemas and error scrubbing', () => {
   test('DatabaseConfig schema per driver', () => {
     const ajv = new Ajv({ useDefaults: true, strict: false });
-    for (const [driver, port] of [[postgresqlDriver, 5432], [mysqlDriver, 3306]] as const) {
+    for (const [driver, port] of [
+      [postgresqlDriver, 5432],
+      [mysqlDriver, 3306],
+    ] as const) {
       const validate = ajv.compile(driver.configSchema);
       const ok: Record<string, unknown> = { host: 'db.example.com', database: 'app', user: 'reader', schemas: ['public'] };
       expect(validate(ok)).toBe(true);

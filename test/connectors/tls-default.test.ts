@@ -26,7 +26,10 @@ test.skipIf(!available)('no tls given: require is stored, and a server without T
   const org = await onboard(g);
   const token = await tokenFor(g, org.clientId, org.clientSecret);
   const client = sdkFor(g, token).client;
-  for (const [type, base] of [['postgresql', t.pgConfig], ['mysql', t.myConfig]] as const) {
+  for (const [type, base] of [
+    ['postgresql', t.pgConfig],
+    ['mysql', t.myConfig],
+  ] as const) {
     const { tls: _tls, ...config } = base;
     const created = await sdk.createConnector({ client, throwOnError: true, body: { name: `tls ${type}`, type, config } });
     expect(created.data.config).toMatchObject({ tls: 'require' });

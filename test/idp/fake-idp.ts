@@ -14,7 +14,7 @@ export async function makeKey(kid: string): Promise<TestKey> {
   return { kid, privateKey, publicKey, jwk };
 }
 
-export type JwksMode = 'ok' | 'hang' | 'redirect' | 'huge' | 'error';
+type JwksMode = 'ok' | 'hang' | 'redirect' | 'huge' | 'error';
 
 export interface FakeIdp {
   issuer: string;
@@ -67,11 +67,7 @@ export function startFakeIdp(published: TestKey[]): FakeIdp {
 const now = () => Math.floor(Date.now() / 1000);
 
 /** Signs an RS256 token; `claims` override the defaults (sub, iss, aud, iat, exp in 5 min). Use undefined to drop one. */
-export async function signToken(
-  key: TestKey,
-  claims: Record<string, unknown> & { iss: string; aud?: unknown },
-  kid: string = key.kid,
-): Promise<string> {
+export async function signToken(key: TestKey, claims: Record<string, unknown> & { iss: string; aud?: unknown }, kid: string = key.kid): Promise<string> {
   const payload: Record<string, unknown> = { sub: 'user-1', iat: now(), exp: now() + 300, ...claims };
   for (const [name, value] of Object.entries(payload)) if (value === undefined) delete payload[name];
   return new SignJWT(payload as JWTPayload).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT' }).sign(key.privateKey);

@@ -51,7 +51,15 @@ async function connectorFor(g: TestGateway, org: Onboarded) {
 }
 
 function create(client: sdk.Client, type: 'postgresql' | 'mysql', config: Record<string, unknown>): Promise<Created> {
-  return sdk.createConnector({ client, body: { name: `c ${Math.random().toString(36).slice(2, 8)}`, type, config: { tls: 'disable', ...config } as sdk.CreateConnectorRequest['config'], credential: '' } as sdk.CreateConnectorRequest });
+  return sdk.createConnector({
+    client,
+    body: {
+      name: `c ${Math.random().toString(36).slice(2, 8)}`,
+      type,
+      config: { tls: 'disable', ...config } as sdk.CreateConnectorRequest['config'],
+      credential: '',
+    } as sdk.CreateConnectorRequest,
+  });
 }
 
 function textOf(answer: RpcAnswer): string {
@@ -60,25 +68,65 @@ function textOf(answer: RpcAnswer): string {
 }
 
 const LOOPBACK_SPELLINGS = [
-  '127.0.0.1', '127.0.0.2', '2130706433', '0x7f000001', '0177.0.0.1', '017700000001', '127.1', '0x7f.1', '127.0.0.1.',
-  'localhost', 'LOCALHOST.', 'db.localhost', '::1', '[::1]', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', '::ffff:7f00:1',
-  '[::ffff:127.0.0.1]', '64:ff9b::7f00:1', '2002:7f00:1::', '::127.0.0.1',
+  '127.0.0.1',
+  '127.0.0.2',
+  '2130706433',
+  '0x7f000001',
+  '0177.0.0.1',
+  '017700000001',
+  '127.1',
+  '0x7f.1',
+  '127.0.0.1.',
+  'localhost',
+  'LOCALHOST.',
+  'db.localhost',
+  '::1',
+  '[::1]',
+  '0:0:0:0:0:0:0:1',
+  '::ffff:127.0.0.1',
+  '::ffff:7f00:1',
+  '[::ffff:127.0.0.1]',
+  '64:ff9b::7f00:1',
+  '2002:7f00:1::',
+  '::127.0.0.1',
 ];
 const OTHER_FORBIDDEN = [
-  '0.0.0.0', '0', '::', '169.254.169.254', '0xa9fea9fe', '::ffff:169.254.169.254', 'fd00:ec2::254', '100.100.100.200',
-  'metadata.google.internal', '224.0.0.1', 'ff02::1', 'fe80::1', '10.0.0.5', '172.16.3.4', '192.168.1.10', 'fc00::5',
-  '100.64.0.1', 'name.to.loopback', 'name.to.metadata', 'name.mixed', 'name.nowhere',
+  '0.0.0.0',
+  '0',
+  '::',
+  '169.254.169.254',
+  '0xa9fea9fe',
+  '::ffff:169.254.169.254',
+  'fd00:ec2::254',
+  '100.100.100.200',
+  'metadata.google.internal',
+  '224.0.0.1',
+  'ff02::1',
+  'fe80::1',
+  '10.0.0.5',
+  '172.16.3.4',
+  '192.168.1.10',
+  'fc00::5',
+  '100.64.0.1',
+  'name.to.loopback',
+  'name.to.metadata',
+  'name.mixed',
+  'name.nowhere',
 ];
 const NOT_A_HOST = ['/var/run/postgresql', '/tmp', '127.0.0.1:5432', 'a.example,127.0.0.1', 'user@db.example', 'db.example/x', 'fe80::1%eth0', ' '];
 
 describe('the policy on database hosts (no network)', () => {
   const policy = parseOutboundPolicy({
     allowHosts: ['10.0.0.0/8', 'fd00::/8', '169.254.0.0/16', 'named.internal'],
-    resolve: async (h) => ({ 'named.internal': ['10.1.1.1'], 'private.other': ['192.168.0.9'], 'cidr.name': ['10.2.2.2'], 'name.to.meta': ['169.254.169.254'] })[h] ?? [],
+    resolve: async (h) =>
+      ({ 'named.internal': ['10.1.1.1'], 'private.other': ['192.168.0.9'], 'cidr.name': ['10.2.2.2'], 'name.to.meta': ['169.254.169.254'] })[h] ?? [],
   });
   const check = (host: string, port = 5432) => assertDatabaseTarget(policy, { host, port, database: 'd' });
   const refusal = async (host: string) => {
-    const err = await check(host).then(() => null, (e: unknown) => e);
+    const err = await check(host).then(
+      () => null,
+      (e: unknown) => e,
+    );
     return err instanceof OutboundRefusedError ? err.reason : `allowed: ${String(err)}`;
   };
 
@@ -110,11 +158,22 @@ describe('mongodb, mssql and oracle: checked at connect time, before the driver 
     const limits = { statementTimeoutMs: 1000, lockTimeoutMs: 1000, maxRows: 10, maxResultBytes: 10_000 };
     for (const driver of [mongodbDriver, mssqlDriver, oracleDriver] as const) {
       const config = { host: 'moved.example', port: 1, database: 'db', user: 'u', tls: 'disable' as const };
-      const err = await driver.validate('c', config, 'pw', { outbound: policy }).then(() => null, (e: unknown) => e as Error);
+      const err = await driver.validate('c', config, 'pw', { outbound: policy }).then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
       expect({ type: driver.type, message: err?.message }).toEqual({ type: driver.type, message: expect.stringContaining('is not an allowed destination') });
       const spec = { name: 't', description: '', inputSchema: { type: 'object' as const, properties: {} }, target: {} };
-      const result = await (driver.execute as (...a: unknown[]) => Promise<{ isError?: boolean; content: { text: string }[] }>)(spec, {}, { connectorId: 'c', config, credential: 'pw', allowWrite: false, allowDdl: false, readOnly: true, limits, outbound: policy });
-      expect({ type: driver.type, isError: result.isError, text: result.content[0]?.text }).toEqual({ type: driver.type, isError: true, text: expect.stringContaining('is not an allowed destination') });
+      const result = await (driver.execute as (...a: unknown[]) => Promise<{ isError?: boolean; content: { text: string }[] }>)(
+        spec,
+        {},
+        { connectorId: 'c', config, credential: 'pw', allowWrite: false, allowDdl: false, readOnly: true, limits, outbound: policy },
+      );
+      expect({ type: driver.type, isError: result.isError, text: result.content[0]?.text }).toEqual({
+        type: driver.type,
+        isError: true,
+        text: expect.stringContaining('is not an allowed destination'),
+      });
     }
   });
 });
@@ -127,7 +186,10 @@ describe('mongodb and mssql: their sockets go to the address the policy checked'
     const policy = parseOutboundPolicy({ allowHosts: ['127.0.0.1'], resolve: async (h) => (h === 'pinned.invalid' ? ['127.0.0.1'] : []) });
     for (const driver of [mongodbDriver, mssqlDriver] as const) {
       const config = { host: 'pinned.invalid', port, database: 'db', user: 'u', tls: 'disable' as const };
-      const err = await driver.validate('c', config, 'pw', { outbound: policy }).then(() => null, (e: unknown) => e as Error);
+      const err = await driver.validate('c', config, 'pw', { outbound: policy }).then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
       expect({ type: driver.type, message: err?.message }).toEqual({ type: driver.type, message: expect.stringContaining('connection refused') });
     }
   });
@@ -194,7 +256,9 @@ describe.skipIf(!available)('allow-listed targets: checked again, and pinned, at
 
   beforeAll(async () => {
     [g, t] = await Promise.all([
-      startTestGateway('pglite', { TEST_EXACT_OUTBOUND_ALLOW_HOSTS: '1', TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1:5432,127.0.0.1:3306' }, undefined, { resolve }),
+      startTestGateway('pglite', { TEST_EXACT_OUTBOUND_ALLOW_HOSTS: '1', TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1:5432,127.0.0.1:3306' }, undefined, {
+        resolve,
+      }),
       createTargets('tg_outbound'),
     ]);
     org = await onboard(g);
@@ -205,7 +269,10 @@ describe.skipIf(!available)('allow-listed targets: checked again, and pinned, at
     await t?.drop();
   });
 
-  for (const [type, driver] of [['postgresql', postgresqlDriver], ['mysql', mysqlDriver]] as const) {
+  for (const [type, driver] of [
+    ['postgresql', postgresqlDriver],
+    ['mysql', mysqlDriver],
+  ] as const) {
     test(`${type}: a name that resolved to an allowed address at save and a forbidden one later is refused at connect`, async () => {
       verifies('OUTBOUND-DB-CONNECT');
       const name = `rebind-${type}.test`;
@@ -282,7 +349,12 @@ describe.skipIf(!available)("the gateway's own store and port are never targets"
   test('the store database is refused even with its server allow-listed; another database of that server is not', async () => {
     verifies('OUTBOUND-NEVER-SELF');
     const ownPort = await deadPort();
-    const g = await startTestGateway('postgres', { PORT: String(ownPort), TEST_EXACT_OUTBOUND_ALLOW_HOSTS: '1', TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.0/8,::1/128' }, undefined, { resolve });
+    const g = await startTestGateway(
+      'postgres',
+      { PORT: String(ownPort), TEST_EXACT_OUTBOUND_ALLOW_HOSTS: '1', TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.0/8,::1/128' },
+      undefined,
+      { resolve },
+    );
     const t = await createTargets('tg_outbound_store', 'pg');
     try {
       dns.set('store.alias.test', ['127.0.0.1']);
@@ -317,7 +389,7 @@ describe.skipIf(!available)("the demo's sample database", () => {
     await g?.close();
   });
 
-  test("serves the demo org, through a socket in a folder only this user can enter, and no other org", async () => {
+  test('serves the demo org, through a socket in a folder only this user can enter, and no other org', async () => {
     verifies('DEMO-SAMPLE-PRIVATE');
     const apiKey = /demo API key: (\S+)/.exec(demo.banner)?.[1];
     expect(apiKey).toBeString();

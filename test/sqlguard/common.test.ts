@@ -51,9 +51,7 @@ describe('sqlguard helpers', () => {
 
   test('the allowed phrase lists what the tool may do', () => {
     expect(allowedPhrase(opts, 'public.users')).toBe('Only a single SELECT on table "public.users" is allowed (read-only tool)');
-    expect(allowedPhrase({ ...opts, readOnly: false }, 'public.users')).toBe(
-      'Only a single SELECT on table "public.users" is allowed (read-only connector)',
-    );
+    expect(allowedPhrase({ ...opts, readOnly: false }, 'public.users')).toBe('Only a single SELECT on table "public.users" is allowed (read-only connector)');
     expect(allowedPhrase({ ...opts, readOnly: false, allowWrite: true }, 'public.users')).toBe(
       'Only a single SELECT, INSERT, UPDATE or DELETE on table "public.users" is allowed',
     );

@@ -11,7 +11,13 @@ const MS: GuardOptions = { table: { schema: 'dbo', name: 'items' }, allowWrite: 
 // Even a connector that allows writes gets a read-only guard: these types are read-only through Toolgate.
 const MS_RW: GuardOptions = { ...MS, allowWrite: true, allowDdl: true };
 const MS_SALES: GuardOptions = { ...MS, table: { schema: 'sales', name: 'items' } };
-const ORA: GuardOptions = { table: { schema: 'APP', name: 'ITEMS' }, allowWrite: true, allowDdl: true, readOnly: false, columns: ['ID', 'NAME', 'CREATED', 'PARENT_ID', 'Mixed'] };
+const ORA: GuardOptions = {
+  table: { schema: 'APP', name: 'ITEMS' },
+  allowWrite: true,
+  allowDdl: true,
+  readOnly: false,
+  columns: ['ID', 'NAME', 'CREATED', 'PARENT_ID', 'Mixed'],
+};
 
 type Guard = (sql: string, o: GuardOptions) => GuardResult;
 
@@ -43,7 +49,7 @@ describe('SQL Server guard', () => {
       'SELECT * FROM items',
       'SELECT TOP 5 id, name FROM dbo.items ORDER BY id',
       'SELECT TOP (10) PERCENT [id] FROM [dbo].[items]',
-      'select id from DBO.ITEMS where name like N\'a%\';',
+      "select id from DBO.ITEMS where name like N'a%';",
       'SELECT id FROM dbo.items WITH (NOLOCK)',
       'SELECT id, COUNT(*) AS n FROM items GROUP BY id HAVING COUNT(*) > 1',
       'SELECT id FROM items ORDER BY id OFFSET 5 ROWS FETCH NEXT 5 ROWS ONLY',
@@ -52,15 +58,16 @@ describe('SQL Server guard', () => {
       'WITH c AS (SELECT id FROM items) SELECT * FROM c',
       'SELECT a.id FROM items a CROSS APPLY (SELECT TOP 1 b.id FROM items b WHERE b.id = a.id) c',
       'SELECT id FROM items WHERE id IN (SELECT id FROM dbo.items WHERE name IS NOT NULL)',
-      'SELECT ROW_NUMBER() OVER (ORDER BY id) AS rn, STRING_AGG(name, \',\') FROM items GROUP BY id',
+      "SELECT ROW_NUMBER() OVER (ORDER BY id) AS rn, STRING_AGG(name, ',') FROM items GROUP BY id",
       'SELECT [option], "Option" FROM items WHERE name = \'OPTION (RECOMPILE)\' -- OPTION in a comment',
       'SELECT optional, option_id FROM items',
-      'SELECT COALESCE(name, \'\') AS n, NULLIF(id, 0) AS z, CONVERT(int, id) AS c FROM items t',
+      "SELECT COALESCE(name, '') AS n, NULLIF(id, 0) AS z, CONVERT(int, id) AS c FROM items t",
       'SELECT [shutdown], "checkpoint" FROM items',
       'SELECT CURRENT_TIMESTAMP AS now, id FROM items',
       '/* report */ -- daily\nSELECT id FROM items /* a /* nested */ comment */',
       "SELECT '@not_a_variable; DROP TABLE x' AS s FROM items",
-    ]) allowed(guardMssqlSql, sql, MS);
+    ])
+      allowed(guardMssqlSql, sql, MS);
   });
 
   test('T-SQL ways out are refused', () => {
@@ -68,7 +75,7 @@ describe('SQL Server guard', () => {
     const cases: [string, RegExp?][] = [
       ['SELECT @@VERSION', /@/],
       ['DECLARE @x int; SELECT * FROM items', /@|one statement/],
-      ['SELECT * FROM items; EXEC xp_cmdshell \'dir\'', /one statement/],
+      ["SELECT * FROM items; EXEC xp_cmdshell 'dir'", /one statement/],
       ['SELECT * FROM items\nGO\nDROP TABLE items'],
       ["EXEC xp_cmdshell 'dir'", /EXEC/],
       ['SELECT id INTO #t FROM items', /INTO/],
@@ -91,8 +98,8 @@ describe('SQL Server guard', () => {
       ['SELECT dbo.fn_secret(id) FROM items', /only built-in/],
       ['SELECT SUSER_SNAME() FROM items', /allowed functions/],
       ['SELECT DB_NAME(), HOST_NAME() FROM items', /allowed functions/],
-      ['SELECT OBJECT_ID(\'dbo.secrets\') FROM items', /allowed functions/],
-      ['SELECT HAS_PERMS_BY_NAME(\'x\', \'OBJECT\', \'SELECT\') FROM items', /allowed functions/],
+      ["SELECT OBJECT_ID('dbo.secrets') FROM items", /allowed functions/],
+      ["SELECT HAS_PERMS_BY_NAME('x', 'OBJECT', 'SELECT') FROM items", /allowed functions/],
       ['SELECT CURRENT_USER FROM items', /session/],
       ['SELECT SYSTEM_USER FROM items', /session/],
       // T-SQL calls no function without parentheses but these niladic ones (CURRENT_TIMESTAMP aside, harmless).
@@ -100,17 +107,17 @@ describe('SQL Server guard', () => {
       ['SELECT USER FROM items', /session/],
       ['SELECT id FROM items WHERE name = user', /session/],
       ['SELECT {fn USER()} FROM items'],
-      ['UPDATE items SET name = \'x\'', /UPDATE/],
+      ["UPDATE items SET name = 'x'", /UPDATE/],
       ['INSERT INTO items (id) VALUES (1)', /INSERT/],
       ['DELETE FROM items', /DELETE/],
       ['MERGE INTO items USING items s ON 1 = 0 WHEN NOT MATCHED THEN INSERT (id) VALUES (1);'],
-      ['WAITFOR DELAY \'00:10:00\''],
+      ["WAITFOR DELAY '00:10:00'"],
       ['SELECT * FROM items /* unterminated', /unterminated/],
       ['SELECT * FROM items /* a /* b */', /unterminated/],
       ["SELECT 'open FROM items", /unterminated/],
       ['SELECT [id FROM items', /unterminated/],
       ['SHUTDOWN WITH NOWAIT'],
-      ['BACKUP DATABASE x TO DISK = \'c:\\x\''],
+      ["BACKUP DATABASE x TO DISK = 'c:\\x'"],
       ['SELECT * FROM items UNION SELECT * FROM secrets', /not this tool's table/],
       // sqlparser reads OPTION (...) as a table alias; the server reads query hints.
       // No backslash escapes in T-SQL: the parser agrees with the server where the string ends.
@@ -125,15 +132,15 @@ describe('SQL Server guard', () => {
       ['SELECT * FROM items REVERT', /reserved word/],
       ['SELECT id AS x FROM items t DBCC', /reserved word|parsed/],
       ['SELECT * FROM items KILL 55'],
-      ['SELECT * FROM items WAITFOR DELAY \'01:00:00\''],
+      ["SELECT * FROM items WAITFOR DELAY '01:00:00'"],
       ['SELECT * FROM items DELETE FROM items'],
       ['SELECT * FROM items EXEC sp_who'],
       ['SELECT * FROM items BEGIN TRAN'],
-      ["SELECT * FROM items OPTION (TABLE HINT(items, UPDLOCK))", /OPTION/],
+      ['SELECT * FROM items OPTION (TABLE HINT(items, UPDLOCK))', /OPTION/],
       ['SELECT geography::Point(1, 2, 4326)', /::/],
       ['SELECT id::text FROM items', /::/],
       ['SELECT NEXT VALUE FOR dbo.seq AS n FROM items'],
-      ['SELECT * FROM items FOR SYSTEM_TIME AS OF \'2020-01-01\'', /version/],
+      ["SELECT * FROM items FOR SYSTEM_TIME AS OF '2020-01-01'", /version/],
       ['SELECT * FROM items TABLESAMPLE (10 PERCENT)', /sample/],
       ["SELECT CAST(name AS xml).value('x', 'int') FROM items"],
       ['SELECT * FROM CHANGETABLE(CHANGES dbo.items, 0) c'],
@@ -143,7 +150,7 @@ describe('SQL Server guard', () => {
     for (const [sql, fragment] of cases) refused(guardMssqlSql, sql, MS, fragment);
   });
 
-  test('a one-part name is accepted only when the login\'s default schema is the tool\'s', () => {
+  test("a one-part name is accepted only when the login's default schema is the tool's", () => {
     verifies('CONN-MSSQL-GUARD');
     refused(guardMssqlSql, 'SELECT * FROM items', MS_SALES, /sales\.items/);
     allowed(guardMssqlSql, 'SELECT * FROM sales.items', MS_SALES);
@@ -180,7 +187,8 @@ describe('Oracle guard', () => {
       'SELECT id, COUNT(*) OVER (PARTITION BY name) FROM items;',
       "SELECT DECODE(id, 1, 'one', 'other') FROM items WHERE name LIKE 'a%'",
       'SELECT id FROM items MINUS SELECT id FROM items WHERE id > 5',
-    ]) allowed(guardOracleSql, sql, ORA);
+    ])
+      allowed(guardOracleSql, sql, ORA);
   });
 
   test('Oracle ways out are refused', () => {
@@ -227,7 +235,7 @@ describe('Oracle guard', () => {
     for (const [sql, fragment] of cases) refused(guardOracleSql, sql, ORA, fragment);
   });
 
-  test('names without parentheses: only columns, aliases and pseudo-columns; qualifiers only from the SELECT\'s own tables', () => {
+  test("names without parentheses: only columns, aliases and pseudo-columns; qualifiers only from the SELECT's own tables", () => {
     verifies('CONN-ORACLE-GUARD');
     for (const sql of [
       'SELECT i.id, items.name FROM items i, items',
@@ -237,7 +245,8 @@ describe('Oracle guard', () => {
       'SELECT "Mixed" FROM items',
       'SELECT id, LEVEL FROM items CONNECT BY PRIOR id = parent_id',
       'SELECT c.k FROM (SELECT id AS k FROM items) c ORDER BY c.k',
-    ]) allowed(guardOracleSql, sql, ORA);
+    ])
+      allowed(guardOracleSql, sql, ORA);
     for (const [sql, fragment] of [
       ['SELECT evil_fn FROM items', /not a column/],
       ['SELECT "ID", mixed FROM items', /not a column/],
@@ -246,7 +255,8 @@ describe('Oracle guard', () => {
       ['SELECT x.a FROM (SELECT o.id a FROM dual) x, items o', /packages/],
       ['SELECT app.evil_fn FROM items', /packages/],
       ['SELECT other.items.id FROM items', /packages/],
-    ] as const) refused(guardOracleSql, sql, ORA, fragment);
+    ] as const)
+      refused(guardOracleSql, sql, ORA, fragment);
   });
   test('every name without parentheses resolves to a column of a FROM item in scope: no function of that name can run', () => {
     verifies('CONN-ORACLE-GUARD', 'CONN-ORACLE-NAMES');
@@ -266,7 +276,8 @@ describe('Oracle guard', () => {
       'SELECT id FROM items WHERE id IN (SELECT name FROM dual)',
       'SELECT ROWNUM, ROWID, SYSDATE, SYSTIMESTAMP, CURRENT_DATE FROM items',
       'WITH r (n) AS (SELECT 1 FROM dual UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r',
-    ]) allowed(guardOracleSql, sql, ORA);
+    ])
+      allowed(guardOracleSql, sql, ORA);
     for (const [sql, fragment] of [
       // A column of the tool's table where no FROM item of that SELECT has it: Oracle calls function NAME.
       ['SELECT name FROM dual', /"name" is not a column/],
@@ -293,6 +304,7 @@ describe('Oracle guard', () => {
       ['SELECT d.evil_fn FROM dual d', /not a column/],
       ['SELECT app.items.evil_fn FROM items', /not a column/],
       ['SELECT x.* FROM items i', /t\.\* needs t/],
-    ] as const) refused(guardOracleSql, sql, ORA, fragment);
+    ] as const)
+      refused(guardOracleSql, sql, ORA, fragment);
   });
 });

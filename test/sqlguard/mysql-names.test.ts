@@ -10,7 +10,12 @@ import { verifies } from '../requirements.ts';
 const table = { schema: 'shop', name: 'accounts' };
 type Mode = 0 | 1 | 2 | undefined;
 const opts = (mode: Mode, o: Partial<GuardOptions> = {}): GuardOptions => ({
-  table, allowWrite: false, allowDdl: false, readOnly: false, lowerCaseTableNames: mode, ...o,
+  table,
+  allowWrite: false,
+  allowDdl: false,
+  readOnly: false,
+  lowerCaseTableNames: mode,
+  ...o,
 });
 const ALL = { allowWrite: true, allowDdl: true };
 
@@ -82,14 +87,14 @@ describe('mysql guard: names resolve as the server resolves them', () => {
     }
   });
 
-  test('modes 1 and 2: the same spellings are the tool\'s own table', () => {
+  test("modes 1 and 2: the same spellings are the tool's own table", () => {
     for (const mode of [1, 2] as const) {
       for (const sql of CASE_VARIANTS.filter((s) => !s.includes('"'))) allowed(sql, opts(mode));
       for (const sql of CASE_VARIANT_WRITES) allowed(sql, opts(mode, ALL));
     }
   });
 
-  test('exact spellings are the tool\'s table in every mode; CTEs and aliases named like it are fine', () => {
+  test("exact spellings are the tool's table in every mode; CTEs and aliases named like it are fine", () => {
     for (const mode of [0, 1, 2, undefined] as const) {
       for (const sql of [
         'SELECT * FROM accounts',
@@ -103,7 +108,8 @@ describe('mysql guard: names resolve as the server resolves them', () => {
         'SELECT ACCOUNTS.id FROM accounts AS ACCOUNTS',
         'SELECT * FROM (SELECT * FROM accounts) AS SHOP',
         'VALUES ROW(1, 2)',
-      ]) allowed(sql, opts(mode));
+      ])
+        allowed(sql, opts(mode));
       allowed('DELETE a FROM accounts a WHERE a.id = 1', opts(mode, ALL));
     }
   });
@@ -130,7 +136,14 @@ describe('mysql guard: names resolve as the server resolves them', () => {
 
   test('near-spellings are other names in every mode (backslashes are literal in backquotes, spaces count)', () => {
     for (const mode of [0, 1, 2] as const) {
-      for (const sql of ['SELECT * FROM `acc\\ounts`', 'SELECT * FROM `accounts\\`', 'SELECT * FROM `accounts `', 'SELECT * FROM ` accounts`', 'SELECT * FROM `acc``ounts`', 'SELECT * FROM `shop `.accounts']) {
+      for (const sql of [
+        'SELECT * FROM `acc\\ounts`',
+        'SELECT * FROM `accounts\\`',
+        'SELECT * FROM `accounts `',
+        'SELECT * FROM ` accounts`',
+        'SELECT * FROM `acc``ounts`',
+        'SELECT * FROM `shop `.accounts',
+      ]) {
         refused(sql, opts(mode));
       }
     }
@@ -186,7 +199,13 @@ describe('mysql guard: system databases, however spelled', () => {
   });
 
   test('a tool whose table lives in a system database serves nothing', () => {
-    for (const [schema, mode] of [['mysql', 0], ['information_schema', 0], ['INFORMATION_SCHEMA', 0], ['MySQL', 1], ['SYS', 2]] as const) {
+    for (const [schema, mode] of [
+      ['mysql', 0],
+      ['information_schema', 0],
+      ['INFORMATION_SCHEMA', 0],
+      ['MySQL', 1],
+      ['SYS', 2],
+    ] as const) {
       refused('SELECT * FROM user', { ...opts(mode), table: { schema, name: 'user' } }, /system database/);
     }
   });
@@ -233,7 +252,7 @@ describe('mysql guard: system databases, however spelled', () => {
 
 describe('mysql guard: function names resolve to built-ins only', () => {
   test('names some servers lack (so a stored function of the database would run) are not allowed', () => {
-    for (const f of ["ANY_VALUE(v)", "REGEXP_LIKE(v, 'x')", 'NVL(v, 1)', 'UUID_TO_BIN(UUID())', "BIN_TO_UUID(x'00')", "IS_UUID('x')"]) {
+    for (const f of ['ANY_VALUE(v)', "REGEXP_LIKE(v, 'x')", 'NVL(v, 1)', 'UUID_TO_BIN(UUID())', "BIN_TO_UUID(x'00')", "IS_UUID('x')"]) {
       refused(`SELECT ${f} FROM accounts`, opts(0), /not on the list/);
     }
   });

@@ -94,7 +94,7 @@ describe('mysql guard: one statement', () => {
       'SELECT 1 /*M! , LOAD_FILE("/etc/passwd") */ FROM users',
       'SELECT 1 /*M!100000 ; DROP TABLE users */',
       "SELECT '/*!' FROM users",
-      'SELECT /*+ SET_VAR(sql_mode=\'\') */ * FROM users',
+      "SELECT /*+ SET_VAR(sql_mode='') */ * FROM users",
     ]) {
       expectRefused(sql, ALL, /executable comments|optimizer hints/);
     }
@@ -115,7 +115,7 @@ describe('mysql guard: one statement', () => {
   test('strings whose end depends on NO_BACKSLASH_ESCAPES are refused', () => {
     expectRefused("SELECT 'a\\'; DROP TABLE users; -- ' FROM users", ALL, 'backslash');
     expectRefused('SELECT "a\\"b" FROM users', ALL, 'backslash');
-    expectRefused("SELECT * FROM users WHERE name = 'O\\'Brien'", ALL, "double the quote");
+    expectRefused("SELECT * FROM users WHERE name = 'O\\'Brien'", ALL, 'double the quote');
     // Both readings end at the same quote here: an escaped backslash is not ambiguous.
     expectAllowed("SELECT * FROM users WHERE name = 'x\\\\' OR name = ''", RO, 'select', true);
     // A backslash that does not move the end of the string is fine.
@@ -241,15 +241,47 @@ describe('mysql guard: statement kinds', () => {
   test('everything else is refused, whatever the connector allows', () => {
     verifies('SQL-EXPLAIN-ANALYZE');
     const others = [
-      'COMMIT', 'BEGIN', 'START TRANSACTION', 'ROLLBACK', 'SAVEPOINT s', 'SET autocommit = 1', 'SET @a = 1',
-      'SET SESSION TRANSACTION READ WRITE', "SET NAMES 'utf8'", 'SET sql_mode = \'\'', 'SHOW TABLES', 'SHOW GRANTS',
-      'EXPLAIN SELECT * FROM users', 'EXPLAIN ANALYZE DELETE FROM users', 'DESCRIBE users', 'GRANT ALL ON *.* TO bob',
-      'REVOKE ALL ON *.* FROM bob', 'LOCK TABLES users WRITE', 'UNLOCK TABLES', 'HANDLER users OPEN',
-      'HANDLER users READ FIRST', "LOAD DATA INFILE '/etc/passwd' INTO TABLE users",
-      "LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE users", 'DO SLEEP(5)', 'DO 1', 'CALL p()',
-      "PREPARE s FROM 'DROP TABLE users'", 'EXECUTE s', 'DEALLOCATE PREPARE s', 'FLUSH PRIVILEGES', 'KILL 1', 'USE mysql',
-      'CREATE USER bob', 'CREATE DATABASE x', 'CREATE PROCEDURE p() SELECT 1', 'INSTALL PLUGIN x SONAME \'x.so\'',
-      'SHUTDOWN', 'XA START \'x\'', 'ANALYZE TABLE users', 'OPTIMIZE TABLE users', 'CHECKSUM TABLE users',
+      'COMMIT',
+      'BEGIN',
+      'START TRANSACTION',
+      'ROLLBACK',
+      'SAVEPOINT s',
+      'SET autocommit = 1',
+      'SET @a = 1',
+      'SET SESSION TRANSACTION READ WRITE',
+      "SET NAMES 'utf8'",
+      "SET sql_mode = ''",
+      'SHOW TABLES',
+      'SHOW GRANTS',
+      'EXPLAIN SELECT * FROM users',
+      'EXPLAIN ANALYZE DELETE FROM users',
+      'DESCRIBE users',
+      'GRANT ALL ON *.* TO bob',
+      'REVOKE ALL ON *.* FROM bob',
+      'LOCK TABLES users WRITE',
+      'UNLOCK TABLES',
+      'HANDLER users OPEN',
+      'HANDLER users READ FIRST',
+      "LOAD DATA INFILE '/etc/passwd' INTO TABLE users",
+      "LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE users",
+      'DO SLEEP(5)',
+      'DO 1',
+      'CALL p()',
+      "PREPARE s FROM 'DROP TABLE users'",
+      'EXECUTE s',
+      'DEALLOCATE PREPARE s',
+      'FLUSH PRIVILEGES',
+      'KILL 1',
+      'USE mysql',
+      'CREATE USER bob',
+      'CREATE DATABASE x',
+      'CREATE PROCEDURE p() SELECT 1',
+      "INSTALL PLUGIN x SONAME 'x.so'",
+      'SHUTDOWN',
+      "XA START 'x'",
+      'ANALYZE TABLE users',
+      'OPTIMIZE TABLE users',
+      'CHECKSUM TABLE users',
     ];
     for (const sql of others) expectRefused(sql, ALL);
     expectRefused('COMMIT', RO, 'found COMMIT');
@@ -402,7 +434,7 @@ describe('mysql guard: functions (allow-list)', () => {
     expectRefused("SELECT `LOAD_FILE`('/etc/passwd')", RO, 'LOAD_FILE');
     expectRefused("SELECT load_file ('/etc/passwd')", RO, 'LOAD_FILE');
     expectRefused('SELECT sleep/**/(5)', RO, 'SLEEP');
-    expectRefused("SELECT 1 FROM users WHERE 1 = 1 AND BENCHMARK(1, 1) = 0", RO, 'BENCHMARK');
+    expectRefused('SELECT 1 FROM users WHERE 1 = 1 AND BENCHMARK(1, 1) = 0', RO, 'BENCHMARK');
   });
 
   test('common safe functions are allowed', () => {
@@ -424,9 +456,7 @@ describe('mysql guard: refusal reasons', () => {
     expect(refusal(guardMysqlSql('DELETE FROM users', READ_CONN))).toBe(
       'Only a single SELECT on table "shop.users" is allowed (read-only connector): found DELETE.',
     );
-    expect(refusal(guardMysqlSql('DROP TABLE users', RW))).toStartWith(
-      'Only a single SELECT, INSERT, UPDATE or DELETE on table "shop.users" is allowed: ',
-    );
+    expect(refusal(guardMysqlSql('DROP TABLE users', RW))).toStartWith('Only a single SELECT, INSERT, UPDATE or DELETE on table "shop.users" is allowed: ');
   });
 
   test('huge input is never echoed back', () => {

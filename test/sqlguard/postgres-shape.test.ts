@@ -63,9 +63,22 @@ describe('statement shape: what must NOT share a verdict', () => {
   test('the read wrapper: another row limit or byte cap is another shape', () => {
     const tool = { name: 'query_t', target: { schema: 'public', table: 't' } } as unknown as SqlToolSpec;
     const ctx = (maxRows: number, maxResultBytes: number) =>
-      ({ connectorId: 'c', config: {}, credential: null, allowWrite: false, allowDdl: false, readOnly: false, limits: { statementTimeoutMs: 1000, lockTimeoutMs: 1000, maxRows, maxResultBytes } }) as unknown as ExecutionContext;
+      ({
+        connectorId: 'c',
+        config: {},
+        credential: null,
+        allowWrite: false,
+        allowDdl: false,
+        readOnly: false,
+        limits: { statementTimeoutMs: 1000, lockTimeoutMs: 1000, maxRows, maxResultBytes },
+      }) as unknown as ExecutionContext;
     const shape = (maxRows: number, bytes: number) => {
-      const p = prepareCall({ name: 'postgresql', guard: guardPostgresSql, wrapRead: (body, limit, rowBytes) => `select * from (${body}) q limit ${limit} -- ${rowBytes}` }, tool, { sql: 'SELECT id FROM t' }, ctx(maxRows, bytes));
+      const p = prepareCall(
+        { name: 'postgresql', guard: guardPostgresSql, wrapRead: (body, limit, rowBytes) => `select * from (${body}) q limit ${limit} -- ${rowBytes}` },
+        tool,
+        { sql: 'SELECT id FROM t' },
+        ctx(maxRows, bytes),
+      );
       if ('content' in p) throw new Error('refused');
       return p.shape;
     };

@@ -111,7 +111,7 @@ describe('postgres guard: statement kinds', () => {
       'SELECT * FROM public.users',
       'SELECT * FROM "public"."users"',
       'SELECT u.* FROM users AS u WHERE u.id IN (SELECT id FROM users WHERE active)',
-      'WITH recent AS (SELECT * FROM users WHERE created_at > now() - interval \'1 day\') SELECT count(*) FROM recent',
+      "WITH recent AS (SELECT * FROM users WHERE created_at > now() - interval '1 day') SELECT count(*) FROM recent",
       'WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 5) SELECT n FROM t',
       'SELECT a FROM users UNION SELECT b FROM users EXCEPT SELECT c FROM users INTERSECT SELECT d FROM users',
       'SELECT * FROM users u1 JOIN users u2 ON u1.id = u2.parent_id LEFT JOIN users u3 USING (id)',
@@ -129,7 +129,7 @@ describe('postgres guard: statement kinds', () => {
       "SELECT CASE WHEN a > 1 THEN 'x' ELSE 'y' END, coalesce(a, 0), nullif(a, 0), greatest(a, b), a::text, CAST(a AS bigint) FROM users",
       "SELECT extract(year FROM created_at), date_trunc('day', created_at), to_char(created_at, 'YYYY'), created_at AT TIME ZONE 'UTC' FROM users",
       "SELECT lower(name), upper(name), length(name), substring(name FROM 1 FOR 3), trim(both ' ' FROM name), position('a' IN name), concat(a, b), name || 'x' FROM users",
-      "SELECT round(avg(age), 2), abs(min(age)), floor(max(age)), ceil(sum(age)) FROM users",
+      'SELECT round(avg(age), 2), abs(min(age)), floor(max(age)), ceil(sum(age)) FROM users',
       "SELECT jsonb_build_object('id', id), json_agg(name), jsonb_array_length(tags), to_jsonb(u) FROM users u",
       'SELECT pg_catalog.lower(name) FROM users',
       'SELECT CURRENT_DATE, CURRENT_TIMESTAMP, CURRENT_USER, LOCALTIMESTAMP',
@@ -167,10 +167,10 @@ describe('postgres guard: statement kinds', () => {
   test('DDL on the tool table only when allowDdl and not readOnly', () => {
     verifies('SQL-SELECT-ONLY');
     const ddl = [
-      'CREATE TABLE users (id bigint PRIMARY KEY, name text NOT NULL DEFAULT \'\', age int CHECK (age > 0))',
+      "CREATE TABLE users (id bigint PRIMARY KEY, name text NOT NULL DEFAULT '', age int CHECK (age > 0))",
       'CREATE TABLE IF NOT EXISTS public.users (id serial, parent int REFERENCES users (id))',
       'ALTER TABLE users ADD COLUMN email text',
-      'ALTER TABLE users ALTER COLUMN email SET DEFAULT lower(\'X\'), DROP COLUMN age, ADD CONSTRAINT c CHECK (id > 0)',
+      "ALTER TABLE users ALTER COLUMN email SET DEFAULT lower('X'), DROP COLUMN age, ADD CONSTRAINT c CHECK (id > 0)",
       'ALTER TABLE users RENAME COLUMN email TO mail',
       'ALTER TABLE users RENAME TO people',
       'DROP TABLE users',
@@ -223,20 +223,56 @@ describe('postgres guard: statement kinds', () => {
   test('everything else is refused, whatever the connector allows', () => {
     verifies('SQL-EXPLAIN-ANALYZE', 'SQL-COPY-PROGRAM');
     const others = [
-      'COMMIT', 'END', 'BEGIN', 'START TRANSACTION', 'ROLLBACK', 'ABORT', 'SAVEPOINT s', 'PREPARE TRANSACTION \'x\'',
+      'COMMIT',
+      'END',
+      'BEGIN',
+      'START TRANSACTION',
+      'ROLLBACK',
+      'ABORT',
+      'SAVEPOINT s',
+      "PREPARE TRANSACTION 'x'",
       'SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE',
-      'SET transaction_read_only = off', 'SET ROLE postgres', 'SET search_path = evil', 'RESET ALL', 'SHOW ALL',
-      "COPY users TO PROGRAM 'curl http://x'", "COPY users FROM PROGRAM 'id'", "COPY users TO '/tmp/x'", 'COPY users TO STDOUT',
+      'SET transaction_read_only = off',
+      'SET ROLE postgres',
+      'SET search_path = evil',
+      'RESET ALL',
+      'SHOW ALL',
+      "COPY users TO PROGRAM 'curl http://x'",
+      "COPY users FROM PROGRAM 'id'",
+      "COPY users TO '/tmp/x'",
+      'COPY users TO STDOUT',
       'COPY (SELECT * FROM users) TO STDOUT',
-      "DO $$ BEGIN PERFORM pg_sleep(1); END $$", 'CALL p()', 'EXPLAIN SELECT * FROM users',
-      'EXPLAIN ANALYZE DELETE FROM users', 'EXPLAIN (ANALYZE) UPDATE users SET a = 1',
-      'GRANT ALL ON users TO public', 'REVOKE ALL ON users FROM public', 'VACUUM users', 'ANALYZE users',
-      'LISTEN ch', 'UNLISTEN ch', "NOTIFY ch, 'x'", 'PREPARE q AS SELECT 1', 'EXECUTE q', 'DEALLOCATE q',
-      'LOCK TABLE users', "LOAD 'plpgsql'", 'DISCARD ALL', 'CHECKPOINT', 'DECLARE c CURSOR FOR SELECT 1', 'FETCH c',
-      'CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$', "ALTER SYSTEM SET work_mem = '1GB'",
-      'MERGE INTO users u USING users v ON u.id = v.id WHEN MATCHED THEN DELETE', 'REFRESH MATERIALIZED VIEW users',
-      'CREATE EXTENSION dblink', 'CLUSTER users', 'REINDEX TABLE users', "COMMENT ON TABLE users IS 'x'",
-      'SELECT * INTO new_table FROM users', 'CREATE TABLE new_table AS SELECT * FROM users',
+      'DO $$ BEGIN PERFORM pg_sleep(1); END $$',
+      'CALL p()',
+      'EXPLAIN SELECT * FROM users',
+      'EXPLAIN ANALYZE DELETE FROM users',
+      'EXPLAIN (ANALYZE) UPDATE users SET a = 1',
+      'GRANT ALL ON users TO public',
+      'REVOKE ALL ON users FROM public',
+      'VACUUM users',
+      'ANALYZE users',
+      'LISTEN ch',
+      'UNLISTEN ch',
+      "NOTIFY ch, 'x'",
+      'PREPARE q AS SELECT 1',
+      'EXECUTE q',
+      'DEALLOCATE q',
+      'LOCK TABLE users',
+      "LOAD 'plpgsql'",
+      'DISCARD ALL',
+      'CHECKPOINT',
+      'DECLARE c CURSOR FOR SELECT 1',
+      'FETCH c',
+      'CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$',
+      "ALTER SYSTEM SET work_mem = '1GB'",
+      'MERGE INTO users u USING users v ON u.id = v.id WHEN MATCHED THEN DELETE',
+      'REFRESH MATERIALIZED VIEW users',
+      'CREATE EXTENSION dblink',
+      'CLUSTER users',
+      'REINDEX TABLE users',
+      "COMMENT ON TABLE users IS 'x'",
+      'SELECT * INTO new_table FROM users',
+      'CREATE TABLE new_table AS SELECT * FROM users',
     ];
     for (const sql of others) expectRefused(sql, ALL);
     expectRefused('COMMIT', RO, 'found COMMIT');
@@ -269,7 +305,7 @@ describe('postgres guard: the tool table only', () => {
       'SELECT * FROM users u, LATERAL (SELECT * FROM other o WHERE o.id = u.id) l',
       'TABLE other',
       'SELECT * FROM users ORDER BY (SELECT max(id) FROM other)',
-      "SELECT * FROM users WHERE name = (SELECT usename FROM pg_user WHERE usesuper LIMIT 1)",
+      'SELECT * FROM users WHERE name = (SELECT usename FROM pg_user WHERE usesuper LIMIT 1)',
     ];
     for (const sql of refused) {
       for (const opts of [RO, ALL]) expectRefused(sql, opts, /not this tool's table/);
@@ -397,12 +433,12 @@ describe('postgres guard: functions (allow-list)', () => {
     'pg_try_advisory_xact_lock(1)',
     "query_to_xml('select * from pg_shadow', true, true, '')",
     "table_to_xml('pg_shadow', true, true, '')",
-    'database_to_xml(true, true, \'\')',
+    "database_to_xml(true, true, '')",
     "pg_notify('ch', 'x')",
     "pg_file_write('/tmp/x', 'x', false)",
     'version()',
     'inet_server_addr()',
-    "public.my_func(1)",
+    'public.my_func(1)',
     "evil.lower('x')",
   ];
 
@@ -454,9 +490,7 @@ describe('postgres guard: refusal reasons', () => {
     expect(refusal(guardPostgresSql('SELECT 1; COMMIT', RO))).toStartWith(
       'Only a single SELECT on table "public.users" is allowed (read-only tool): found 2 statements',
     );
-    expect(refusal(guardPostgresSql('COMMIT', RO))).toBe(
-      'Only a single SELECT on table "public.users" is allowed (read-only tool): found COMMIT/END.',
-    );
+    expect(refusal(guardPostgresSql('COMMIT', RO))).toBe('Only a single SELECT on table "public.users" is allowed (read-only tool): found COMMIT/END.');
     expect(refusal(guardPostgresSql('DELETE FROM users', READ_CONN))).toBe(
       'Only a single SELECT on table "public.users" is allowed (read-only connector): found DELETE.',
     );
@@ -533,7 +567,21 @@ describe('postgres guard: type names (issue 7: row types are no metadata oracle)
   });
 
   test('every reg* catalog-lookup type is refused, however written', () => {
-    for (const t of ['regclass', 'regtype', 'regproc', 'regprocedure', 'regoper', 'regoperator', 'regnamespace', 'regrole', 'regconfig', 'regdictionary', 'regcollation', 'pg_catalog.regclass', 'REGCLASS']) {
+    for (const t of [
+      'regclass',
+      'regtype',
+      'regproc',
+      'regprocedure',
+      'regoper',
+      'regoperator',
+      'regnamespace',
+      'regrole',
+      'regconfig',
+      'regdictionary',
+      'regcollation',
+      'pg_catalog.regclass',
+      'REGCLASS',
+    ]) {
       expectRefused(`SELECT 'users'::${t} FROM users`, RO, /catalog-lookup|not allowed/);
     }
   });

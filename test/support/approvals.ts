@@ -134,7 +134,13 @@ export interface Decision {
   response: Response;
 }
 
-export async function decide(w: ApprovalsWorld, g: TestGateway, approvalId: string, decision: 'approve' | 'reject', token: string = w.manage): Promise<Decision> {
+export async function decide(
+  w: ApprovalsWorld,
+  g: TestGateway,
+  approvalId: string,
+  decision: 'approve' | 'reject',
+  token: string = w.manage,
+): Promise<Decision> {
   const operation = decision === 'approve' ? sdk.approveApproval : sdk.rejectApproval;
   return (await operation({ client: sdkFor(g, token).client, path: { approvalId } })) as Decision;
 }

@@ -83,7 +83,7 @@ export async function contractViolations(method: string, url: string, response: 
 }
 
 /** Throws a ContractViolation naming every departure of `response` from the contract. */
-export async function assertConforms(method: string, url: string, response: Response): Promise<Response> {
+async function assertConforms(method: string, url: string, response: Response): Promise<Response> {
   const problems = await contractViolations(method, url, response);
   if (problems.length) throw new ContractViolation(`response departs from openapi.yaml:\n  ${problems.join('\n  ')}`);
   return response;

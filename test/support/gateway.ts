@@ -33,7 +33,12 @@ export async function freshDatabase(prefix = 'tg_test'): Promise<{ url: string; 
   };
 }
 
-export async function startTestGateway(kind: StoreKind = 'pglite', env: Record<string, string> = {}, databaseUrl?: string, options: GatewayOptions = {}): Promise<TestGateway> {
+export async function startTestGateway(
+  kind: StoreKind = 'pglite',
+  env: Record<string, string> = {},
+  databaseUrl?: string,
+  options: GatewayOptions = {},
+): Promise<TestGateway> {
   let db: { url: string; drop: () => Promise<void> } | null = null;
   if (kind === 'postgres' && !databaseUrl) db = await freshDatabase();
   const url = databaseUrl ?? db?.url ?? null;
@@ -46,7 +51,9 @@ export async function startTestGateway(kind: StoreKind = 'pglite', env: Record<s
     ...env,
     // The test database servers are loopback addresses: allowed as an operator would allow them, besides the
     // suite's own entries (unless the suite asks for exactly its own list, to test the policy itself).
-    TOOLGATE_OUTBOUND_ALLOW_HOSTS: [...(env.TEST_EXACT_OUTBOUND_ALLOW_HOSTS === '1' ? [] : databaseAllowHosts()), env.TOOLGATE_OUTBOUND_ALLOW_HOSTS ?? ''].filter(Boolean).join(','),
+    TOOLGATE_OUTBOUND_ALLOW_HOSTS: [...(env.TEST_EXACT_OUTBOUND_ALLOW_HOSTS === '1' ? [] : databaseAllowHosts()), env.TOOLGATE_OUTBOUND_ALLOW_HOSTS ?? '']
+      .filter(Boolean)
+      .join(','),
   });
   const gateway = await createGateway(config, { inMemory: true, ...options });
   const testGateway: TestGateway = {

@@ -8,7 +8,7 @@ import { BASE, type TestGateway } from './gateway.ts';
 import { sdkFor } from './sdk.ts';
 import { PG_URL } from './services.ts';
 
-export { b64url, makeKey, nowSec, signToken, startFakeIdp, type FakeIdp, type TestKey } from '../idp/fake-idp.ts';
+export { makeKey, nowSec, signToken, startFakeIdp, type FakeIdp, type TestKey } from '../idp/fake-idp.ts';
 
 /** The env a test gateway needs to fetch JWKS from a local issuer quickly (200 ms cooldown, 500 ms deadline). */
 export function idpGatewayEnv(idp: FakeIdp, extraHosts: string[] = []): Record<string, string> {

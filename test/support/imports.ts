@@ -6,10 +6,10 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
-export const SRC = resolve(import.meta.dir, '../../src');
+const SRC = resolve(import.meta.dir, '../../src');
 
 /** The layers, top to bottom; a module may import only from its own layer or one below it. */
-export const LAYERS = ['entry', 'http', 'handlers', 'domain'] as const;
+const LAYERS = ['entry', 'http', 'handlers', 'domain'] as const;
 export type Layer = (typeof LAYERS)[number];
 
 /** Which layer a file (path relative to src/, with forward slashes) belongs to. */
@@ -41,7 +41,7 @@ function stripComments(text: string): string {
 }
 
 /** Every specifier a source text imports, relative or package. */
-export function allImportsOf(text: string): string[] {
+function allImportsOf(text: string): string[] {
   return [...stripComments(text).matchAll(IMPORT_RE)].map((m) => m[1] ?? m[2] ?? m[3]!);
 }
 
@@ -55,7 +55,10 @@ export function packageImports(root = SRC): Map<string, string[]> {
   const out = new Map<string, string[]>();
   for (const path of listTs(root)) {
     const from = relative(root, path).split('\\').join('/');
-    out.set(from, allImportsOf(readFileSync(path, 'utf8')).filter((spec) => !spec.startsWith('.') && !spec.startsWith('node:')));
+    out.set(
+      from,
+      allImportsOf(readFileSync(path, 'utf8')).filter((spec) => !spec.startsWith('.') && !spec.startsWith('node:')),
+    );
   }
   return out;
 }
@@ -66,7 +69,11 @@ export function importGraph(root = SRC): Map<string, string[]> {
   for (const path of listTs(root)) {
     const from = relative(root, path).split('\\').join('/');
     const targets = importsOf(readFileSync(path, 'utf8'))
-      .map((spec) => relative(root, resolve(dirname(path), spec)).split('\\').join('/'))
+      .map((spec) =>
+        relative(root, resolve(dirname(path), spec))
+          .split('\\')
+          .join('/'),
+      )
       .filter((to) => !to.startsWith('..'));
     graph.set(from, [...new Set(targets)]);
   }
@@ -119,7 +126,7 @@ export function upwardImports(graph: Map<string, string[]>): string[] {
 }
 
 /** Files that import nothing and that nothing imports, or that the given roots do not reach. */
-export function unreachable(graph: Map<string, string[]>, roots: string[]): string[] {
+function unreachable(graph: Map<string, string[]>, roots: string[]): string[] {
   const seen = new Set<string>();
   const walk = (v: string): void => {
     if (seen.has(v)) return;

@@ -1,7 +1,7 @@
 /** Helpers for suites that talk JSON-RPC to `POST /mcp/{slug}` and manage connectors over REST. */
 import { expect } from 'bun:test';
 import type { Gateway } from '../../src/gateway.ts';
-import { api, BASE } from './gateway.ts';
+import { BASE } from './gateway.ts';
 import * as sdk from '../../sdk/index.ts';
 import { sdkFor } from './sdk.ts';
 
@@ -20,7 +20,14 @@ function credentialHeaders(credential: Credential): Record<string, string> {
 }
 
 /** Posts a raw body (string or bytes) to the org's MCP endpoint. */
-export async function rpcRaw(g: Gateway, slug: string, credential: Credential, body: BodyInit | null, headers: Record<string, string> = {}, method = 'POST'): Promise<RpcAnswer> {
+export async function rpcRaw(
+  g: Gateway,
+  slug: string,
+  credential: Credential,
+  body: BodyInit | null,
+  headers: Record<string, string> = {},
+  method = 'POST',
+): Promise<RpcAnswer> {
   const response = await g.handle(
     new Request(`${BASE}/mcp/${slug}`, {
       method,
@@ -40,7 +47,14 @@ export async function rpcRaw(g: Gateway, slug: string, credential: Credential, b
 
 let nextId = 1;
 /** One JSON-RPC request; the id is generated unless given. */
-export function rpc(g: Gateway, slug: string, credential: Credential, method: string, params?: unknown, headers: Record<string, string> = {}): Promise<RpcAnswer> {
+export function rpc(
+  g: Gateway,
+  slug: string,
+  credential: Credential,
+  method: string,
+  params?: unknown,
+  headers: Record<string, string> = {},
+): Promise<RpcAnswer> {
   const message = { jsonrpc: '2.0', id: nextId++, method, ...(params === undefined ? {} : { params }) };
   return rpcRaw(g, slug, credential, JSON.stringify(message), headers);
 }
@@ -109,7 +123,11 @@ export interface ToolRow {
 
 /** GET /api/mcp/{orgId}/tools (optionally for one connector). */
 export async function restTools(g: Gateway, token: string, orgId: string, connectorId?: string): Promise<ToolRow[]> {
-  const { data, error, response } = await sdk.listTools({ client: sdkFor(g, token).client, path: { orgId }, query: connectorId ? { connector_id: connectorId } : undefined });
+  const { data, error, response } = await sdk.listTools({
+    client: sdkFor(g, token).client,
+    path: { orgId },
+    query: connectorId ? { connector_id: connectorId } : undefined,
+  });
   if (response.status !== 200) throw new Error(`GET tools failed: ${response.status} ${JSON.stringify(error)}`);
   return data!.tools;
 }

@@ -1,7 +1,7 @@
 /** Reads the fenced code blocks of README.md and the docs pages, and the `readme-test` markers that say how test/readme.test.ts treats them. */
 
 /** run: executed in order; skip: not run; background: a server started and left running; after-stop: run once the gateway has stopped. */
-export type BlockMode = 'run' | 'skip' | 'background' | 'after-stop';
+type BlockMode = 'run' | 'skip' | 'background' | 'after-stop';
 
 export interface ReadmeBlock {
   /** The Markdown file, relative to the repository root. */
@@ -15,7 +15,7 @@ export interface ReadmeBlock {
   reason: string | null;
 }
 
-export const SHELL_LANGS = new Set(['sh', 'bash', 'shell', 'console', 'zsh']);
+const SHELL_LANGS = new Set(['sh', 'bash', 'shell', 'console', 'zsh']);
 const MODES = new Set<BlockMode>(['skip', 'background', 'after-stop']);
 const MARKER = /^<!-- readme-test: (\S+) \((.+)\) -->$/;
 

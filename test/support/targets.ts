@@ -7,7 +7,7 @@ import mysql from 'mysql2/promise';
 import postgres from 'postgres';
 import { MYSQL_URL, PG_URL } from './services.ts';
 
-export type DbConfig = {
+type DbConfig = {
   host: string;
   port: number;
   database: string;
@@ -39,8 +39,20 @@ export async function createTargets(prefix = 'tg_mcp', only?: 'pg' | 'my'): Prom
   const name = `${prefix}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   const pgUrl = new URL(PG_URL);
   const myUrl = new URL(MYSQL_URL);
-  const pgConfig = { host: pgUrl.hostname, port: Number(pgUrl.port || 5432), database: name, user: decodeURIComponent(pgUrl.username) || 'postgres', tls: 'disable' as const };
-  const myConfig = { host: myUrl.hostname, port: Number(myUrl.port || 3306), database: name, user: decodeURIComponent(myUrl.username) || 'root', tls: 'disable' as const };
+  const pgConfig = {
+    host: pgUrl.hostname,
+    port: Number(pgUrl.port || 5432),
+    database: name,
+    user: decodeURIComponent(pgUrl.username) || 'postgres',
+    tls: 'disable' as const,
+  };
+  const myConfig = {
+    host: myUrl.hostname,
+    port: Number(myUrl.port || 3306),
+    database: name,
+    user: decodeURIComponent(myUrl.username) || 'root',
+    tls: 'disable' as const,
+  };
 
   let pgSql: postgres.Sql | null = null;
   let myConn: mysql.Connection | null = null;
@@ -57,7 +69,13 @@ export async function createTargets(prefix = 'tg_mcp', only?: 'pg' | 'my'): Prom
     const admin = await mysql.createConnection({ host: myConfig.host, port: myConfig.port, user: myConfig.user, password: decodeURIComponent(myUrl.password) });
     await admin.query(`CREATE DATABASE ${name}`);
     await admin.end();
-    myConn = await mysql.createConnection({ host: myConfig.host, port: myConfig.port, user: myConfig.user, password: decodeURIComponent(myUrl.password), database: name });
+    myConn = await mysql.createConnection({
+      host: myConfig.host,
+      port: myConfig.port,
+      user: myConfig.user,
+      password: decodeURIComponent(myUrl.password),
+      database: name,
+    });
     for (const statement of TABLES) await myConn.query(statement);
   }
 

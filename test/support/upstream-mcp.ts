@@ -23,10 +23,19 @@ const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAY
 function build(calls: string[], headers: Record<string, string>): McpServer {
   const server = new McpServer({ name: 'toolgate-test-upstream', version: '1.0.0' });
   const done = (name: string) => calls.push(name);
-  server.registerTool('echo', { description: 'Echoes its text.', inputSchema: { text: z.string() } }, async ({ text }) => (done('echo'), { content: [{ type: 'text', text }] }));
+  server.registerTool(
+    'echo',
+    { description: 'Echoes its text.', inputSchema: { text: z.string() } },
+    async ({ text }) => (done('echo'), { content: [{ type: 'text', text }] }),
+  );
   server.registerTool(
     'add',
-    { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() }, outputSchema: { sum: z.number() }, annotations: { readOnlyHint: true, openWorldHint: false } },
+    {
+      description: 'Adds two numbers.',
+      inputSchema: { a: z.number(), b: z.number() },
+      outputSchema: { sum: z.number() },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
     async ({ a, b }) => (done('add'), { content: [{ type: 'text', text: String(a + b) }], structuredContent: { sum: a + b } }),
   );
   server.registerTool('slow', { description: 'Answers after ms milliseconds.', inputSchema: { ms: z.number() } }, async ({ ms }) => {
@@ -34,14 +43,30 @@ function build(calls: string[], headers: Record<string, string>): McpServer {
     await Bun.sleep(ms);
     return { content: [{ type: 'text', text: `slept ${ms}` }] };
   });
-  server.registerTool('huge', { description: 'Answers about 2 MB of text.' }, async () => (done('huge'), { content: [{ type: 'text', text: 'x'.repeat(2_000_000) }] }));
-  server.registerTool('fail', { description: 'A tool that fails.' }, async () => (done('fail'), { isError: true, content: [{ type: 'text', text: 'upstream tool failed: disk on fire' }] }));
+  server.registerTool(
+    'huge',
+    { description: 'Answers about 2 MB of text.' },
+    async () => (done('huge'), { content: [{ type: 'text', text: 'x'.repeat(2_000_000) }] }),
+  );
+  server.registerTool(
+    'fail',
+    { description: 'A tool that fails.' },
+    async () => (done('fail'), { isError: true, content: [{ type: 'text', text: 'upstream tool failed: disk on fire' }] }),
+  );
   server.registerTool('boom', { description: 'Throws a protocol error.' }, async () => {
     done('boom');
     throw new Error('kaboom from upstream');
   });
-  server.registerTool('picture', { description: 'Answers an image.' }, async () => (done('picture'), { content: [{ type: 'image', data: PNG, mimeType: 'image/png' }] }));
-  server.registerTool('headers', { description: 'Answers the request headers it saw.' }, async () => (done('headers'), { content: [{ type: 'text', text: JSON.stringify(headers) }] }));
+  server.registerTool(
+    'picture',
+    { description: 'Answers an image.' },
+    async () => (done('picture'), { content: [{ type: 'image', data: PNG, mimeType: 'image/png' }] }),
+  );
+  server.registerTool(
+    'headers',
+    { description: 'Answers the request headers it saw.' },
+    async () => (done('headers'), { content: [{ type: 'text', text: JSON.stringify(headers) }] }),
+  );
   return server;
 }
 
@@ -82,7 +107,11 @@ export function startListingUpstream(tools: unknown[], pageSize = tools.length |
       if (message.id === undefined) return new Response(null, { status: 202 });
       const answer = (result: unknown) => Response.json({ jsonrpc: '2.0', id: message.id, result });
       if (message.method === 'initialize') {
-        return answer({ protocolVersion: message.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'listing-upstream', version: '1.0.0' } });
+        return answer({
+          protocolVersion: message.params.protocolVersion,
+          capabilities: { tools: {} },
+          serverInfo: { name: 'listing-upstream', version: '1.0.0' },
+        });
       }
       if (message.method === 'tools/list') {
         const start = Number(message.params?.cursor ?? 0);

@@ -2,7 +2,7 @@
 import { decodeJwt, type JWTPayload } from 'jose';
 import { idpError } from './errors.ts';
 
-export type IdpRole = 'contributor' | 'admin' | 'finance';
+type IdpRole = 'contributor' | 'admin' | 'finance';
 const ROLES: ReadonlySet<string> = new Set<IdpRole>(['contributor', 'admin', 'finance']);
 
 /** An org's identity provider, as stored in idp_configs. */

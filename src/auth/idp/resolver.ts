@@ -52,7 +52,10 @@ export function createIdpResolver(db: Db, verifier: IdpVerifier): IdpResolver {
       // thousands of them (one query each would let anyone make every request cost thousands of queries).
       const candidates = audiences(token);
       if (candidates.length === 0) return null;
-      const rows = await db.select().from(idpConfigs).where(and(eq(idpConfigs.issuer, issuer), inArray(idpConfigs.audience, candidates)));
+      const rows = await db
+        .select()
+        .from(idpConfigs)
+        .where(and(eq(idpConfigs.issuer, issuer), inArray(idpConfigs.audience, candidates)));
       // Several matches (orgs sharing an issuer, the token naming each audience): the token's order decides, as before.
       const row = candidates.map((audience) => rows.find((r) => r.audience === audience)).find((r) => r !== undefined);
       return row ? verify(row, token) : null;

@@ -1,12 +1,5 @@
 /** Verifies bearer tokens issued by an org's own OIDC identity provider against its remote JWKS. */
-import {
-  createRemoteJWKSet,
-  customFetch,
-  errors,
-  jwtVerify,
-  type FetchImplementation,
-  type JWTVerifyGetKey,
-} from 'jose';
+import { createRemoteJWKSet, customFetch, errors, jwtVerify, type FetchImplementation, type JWTVerifyGetKey } from 'jose';
 import { assertOutboundUrl, safeFetch, type OutboundPolicy } from '../../net/outbound.ts';
 import { idpError, toIdpTokenError } from './errors.ts';
 import { MAX_TOKEN_LENGTH, identityFrom, type IdpConfig, type IdpIdentity } from './identity.ts';

@@ -7,13 +7,33 @@ import { safeFetch, type OutboundPolicy } from '../../net/outbound.ts';
 import { inSpan } from '../../observability/tracing.ts';
 import type { McpConfig } from '../../../generated/client/types.gen.ts';
 
-export const PROTOCOL_VERSION = '2025-06-18';
+const PROTOCOL_VERSION = '2025-06-18';
 
 /** Headers an operator may not set in config.headers: framing, routing, cookies, auth (that is the credential) and MCP's own. */
 const RESERVED_HEADERS = new Set([
-  'host', 'connection', 'content-length', 'content-type', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'keep-alive',
-  'proxy-authorization', 'proxy-connection', 'cookie', 'authorization', 'accept', 'accept-encoding', 'mcp-session-id', 'mcp-protocol-version',
-  'x-api-key', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip',
+  'host',
+  'connection',
+  'content-length',
+  'content-type',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-connection',
+  'cookie',
+  'authorization',
+  'accept',
+  'accept-encoding',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'x-api-key',
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-real-ip',
 ]);
 
 /** The first reserved header name in the config, if any. */
@@ -74,7 +94,11 @@ export class UpstreamSession {
     return h;
   }
 
-  private async post(policy: OutboundPolicy, limits: UpstreamLimits, message: Record<string, unknown>): Promise<{ status: number; body: unknown; session: string | null }> {
+  private async post(
+    policy: OutboundPolicy,
+    limits: UpstreamLimits,
+    message: Record<string, unknown>,
+  ): Promise<{ status: number; body: unknown; session: string | null }> {
     const res = await inSpan('upstream mcp', () =>
       safeFetch(this.config.url, { method: 'POST', headers: this.headers(), body: JSON.stringify(message) }, policy, {
         requireHttps: true,
@@ -124,7 +148,9 @@ export class UpstreamSession {
     if (!id) return;
     const headers = this.headers();
     headers['mcp-session-id'] = id;
-    await safeFetch(this.config.url, { method: 'DELETE', headers }, policy, { requireHttps: true, timeoutMs: 2000, maxBytes: 64 * 1024 }).catch(() => undefined);
+    await safeFetch(this.config.url, { method: 'DELETE', headers }, policy, { requireHttps: true, timeoutMs: 2000, maxBytes: 64 * 1024 }).catch(
+      () => undefined,
+    );
   }
 
   /** One request in the session; a session the upstream no longer knows (404) is re-opened once. */
@@ -169,6 +195,7 @@ function resultOf(status: number, body: unknown): Record<string, unknown> {
     throw new UpstreamRpcError(typeof msg.error.code === 'number' ? msg.error.code : -32603, String(msg.error.message ?? 'error').slice(0, 500));
   }
   if (status < 200 || status >= 300) throw new UpstreamProtocolError(`the upstream answered HTTP ${status}`, status);
-  if (!msg || typeof msg !== 'object' || !msg.result || typeof msg.result !== 'object') throw new UpstreamProtocolError('the upstream answered without a JSON-RPC result');
+  if (!msg || typeof msg !== 'object' || !msg.result || typeof msg.result !== 'object')
+    throw new UpstreamProtocolError('the upstream answered without a JSON-RPC result');
   return msg.result as Record<string, unknown>;
 }

@@ -47,7 +47,12 @@ function describe(err: unknown, config: McpConfig): { text: string; code: Connec
   if (err instanceof UpstreamRpcError) return { text: `The MCP server at ${host} answered with an error: ${err.message}`, code: 'connection_failed' };
   if (err instanceof UpstreamProtocolError) {
     const auth = err.status === 401 || err.status === 403;
-    return { text: auth ? `The MCP server at ${host} refused the credential (HTTP ${err.status}).` : `The MCP server at ${host} did not speak MCP over Streamable HTTP: ${err.message}.`, code: auth ? 'auth_failed' : 'connection_failed' };
+    return {
+      text: auth
+        ? `The MCP server at ${host} refused the credential (HTTP ${err.status}).`
+        : `The MCP server at ${host} did not speak MCP over Streamable HTTP: ${err.message}.`,
+      code: auth ? 'auth_failed' : 'connection_failed',
+    };
   }
   return { text: `The MCP server at ${host} could not be reached.`, code: 'connection_failed' };
 }
@@ -72,7 +77,7 @@ function checkHeaders(config: McpConfig): void {
   if (reserved) throw new ConnectorError(`config.headers may not set ${reserved}: the gateway sets it (credentials belong in credential).`, 'invalid_config');
 }
 
-export const mcpDriver: ConnectorDriver<McpConfig, McpTarget> = {
+const mcpDriver: ConnectorDriver<McpConfig, McpTarget> = {
   type: 'mcp',
   kind: 'mcp',
   configSchema: mcpConfigSchema,
@@ -134,7 +139,9 @@ export const mcpDriver: ConnectorDriver<McpConfig, McpTarget> = {
 
 /** The upstream's result as the agent gets it: content blocks (any kind), structured content, isError. */
 function passThrough(result: Record<string, unknown>): ToolResult {
-  const content = Array.isArray(result.content) ? result.content.filter((c): c is { type: string } => !!c && typeof c === 'object' && typeof (c as { type?: unknown }).type === 'string') : [];
+  const content = Array.isArray(result.content)
+    ? result.content.filter((c): c is { type: string } => !!c && typeof c === 'object' && typeof (c as { type?: unknown }).type === 'string')
+    : [];
   const out: ToolResult = { content };
   if (result.structuredContent && typeof result.structuredContent === 'object' && !Array.isArray(result.structuredContent)) {
     out.structuredContent = result.structuredContent as Record<string, unknown>;

@@ -5,7 +5,7 @@
  */
 
 /** Longer patterns are refused outright; tool inputs need nothing like it. */
-export const MAX_PATTERN_LENGTH = 512;
+const MAX_PATTERN_LENGTH = 512;
 
 interface Group {
   repeats: boolean;
@@ -49,7 +49,8 @@ export function patternProblem(pattern: string): string | null {
       if (stack.length === 0) return 'a pattern could not be read';
       i++;
       const repeated = repeatAt(i);
-      if (repeated && (group.repeats || group.alternates)) return 'a pattern repeats a group that itself repeats or alternates (it could take exponential time)';
+      if (repeated && (group.repeats || group.alternates))
+        return 'a pattern repeats a group that itself repeats or alternates (it could take exponential time)';
       if (repeated || group.repeats) stack[stack.length - 1]!.repeats = true;
       continue;
     } else if (c === '|') {

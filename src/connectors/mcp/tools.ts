@@ -48,9 +48,12 @@ interface UpstreamTool {
 }
 
 /** An upstream name as the admin is shown it: control and invisible characters escaped, at most 128 characters. */
-export function displayName(name: unknown): string {
+function displayName(name: unknown): string {
   if (typeof name !== 'string' || name === '') return '(no name)';
-  const shown = name.slice(0, 128).replace(LONE_SURROGATE, '\ufffd').replace(HIDDEN_IN_NAME, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const shown = name
+    .slice(0, 128)
+    .replace(LONE_SURROGATE, '\ufffd')
+    .replace(HIDDEN_IN_NAME, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   return name.length > 128 ? `${shown}...` : shown;
 }
 
@@ -79,9 +82,11 @@ function shapeProblem(value: unknown, depth: number): string | null {
     // Compiled schemas share one Ajv per process: an `$id` would register under a name another tool (of any org) could
     // then reach by `$ref`, or collide with. Only references inside the tool's own schema are served.
     if (key === '$id') return 'inputSchema declares an $id (only self-contained schemas are served)';
-    if (key === '$ref' && typeof inner === 'string' && !inner.startsWith('#')) return 'inputSchema refers to another schema (only references inside it, "#...", are served)';
+    if (key === '$ref' && typeof inner === 'string' && !inner.startsWith('#'))
+      return 'inputSchema refers to another schema (only references inside it, "#...", are served)';
     // The gateway runs these on the agent's arguments: none that could backtrack for ever.
-    const patterns = key === 'pattern' && typeof inner === 'string' ? [inner] : key === 'patternProperties' && inner && typeof inner === 'object' ? Object.keys(inner) : [];
+    const patterns =
+      key === 'pattern' && typeof inner === 'string' ? [inner] : key === 'patternProperties' && inner && typeof inner === 'object' ? Object.keys(inner) : [];
     for (const pattern of patterns) {
       const problem = patternProblem(pattern);
       if (problem) return `inputSchema: ${problem}`;
@@ -159,7 +164,7 @@ export function upstreamToolSpecs(connectorName: string, listed: unknown[], more
     }
     const base = (prefix + sanitizeName(upstreamName)).slice(0, MAX_TOOL_NAME);
     let name = base;
-    for (let k = 2; taken.has(name); k++) name = base.slice(0, MAX_TOOL_NAME - `_${k}`.length) + `_${k}`;
+    for (let k = 2; taken.has(name); k++) name = `${base.slice(0, MAX_TOOL_NAME - `_${k}`.length)}_${k}`;
     taken.add(name);
     specs.push({
       name,
@@ -169,7 +174,11 @@ export function upstreamToolSpecs(connectorName: string, listed: unknown[], more
       target: { upstreamName },
     });
   }
-  if (more || listed.length > MAX_UPSTREAM_TOOLS) skipped.push({ name: '(the rest)', reason: `the server lists more tools than the gateway reads (${MAX_UPSTREAM_TOOLS} at most, in 20 pages at most); only those were checked` });
+  if (more || listed.length > MAX_UPSTREAM_TOOLS)
+    skipped.push({
+      name: '(the rest)',
+      reason: `the server lists more tools than the gateway reads (${MAX_UPSTREAM_TOOLS} at most, in 20 pages at most); only those were checked`,
+    });
   return { specs, skipped: capSkipped(skipped) };
 }
 

@@ -34,7 +34,12 @@ interface MongoPool {
 }
 
 /** Client options; every value explicit. The password goes in `auth`, never into a URL that could be logged. */
-export function mongoOptions(config: DatabaseConfig, credential: string | null, settings: PoolSettings, outbound?: OutboundPolicy): { url: string; options: MongoClientOptions } {
+export function mongoOptions(
+  config: DatabaseConfig,
+  credential: string | null,
+  settings: PoolSettings,
+  outbound?: OutboundPolicy,
+): { url: string; options: MongoClientOptions } {
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const tls = config.tls ?? 'disable';
   const options: MongoClientOptions = {
@@ -116,7 +121,8 @@ function callErrorText(err: unknown, ctx: ErrorContext): string {
   const d = describeConnect(err, ctx);
   if (d) return scrub(`The database is unavailable: ${d.message}.`, ctx.credential);
   if (e.code === 13 || e.codeName === 'Unauthorized') return scrub(`Permission denied: ${e.message}.`, ctx.credential);
-  if (e.name === 'MongoServerError' && typeof e.code === 'number') return scrub(`The database rejected the query: ${e.message} (error ${e.code}).`, ctx.credential);
+  if (e.name === 'MongoServerError' && typeof e.code === 'number')
+    return scrub(`The database rejected the query: ${e.message} (error ${e.code}).`, ctx.credential);
   return INTERNAL_FAILURE_TEXT;
 }
 
@@ -243,7 +249,10 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
         .filter((c) => typeof c.name === 'string' && !c.name.startsWith('system.') && (c.type === 'collection' || c.type === 'view' || c.type === 'timeseries'))
         .map((c) => ({ database: config.database, collection: c.name, kind: c.type === 'view' ? ('view' as const) : ('collection' as const) }))
         .sort((a, b) => (a.collection < b.collection ? -1 : a.collection > b.collection ? 1 : 0));
-      const names = toolNames('mongodb', targets.map((t) => ({ schema: t.database, table: t.collection })));
+      const names = toolNames(
+        'mongodb',
+        targets.map((t) => ({ schema: t.database, table: t.collection })),
+      );
       return targets.map((t, i) => describeTool(names[i]!, t));
     } catch (err) {
       throw connectorError(err, errorContext(config, credential), 'introspection_failed');
@@ -255,7 +264,14 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
     const refused = await refusedTargetText(ctx.outbound, ctx.config, DEFAULT_MONGODB_PORT);
     if (refused) return errorResult(refused);
     try {
-      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) => executeMongo(p.client, tool, args, ctx), { outbound: ctx.outbound }, admissionOf(ctx.limits, ctx.signal));
+      return await pools.use(
+        ctx.connectorId,
+        ctx.config,
+        ctx.credential,
+        (p) => executeMongo(p.client, tool, args, ctx),
+        { outbound: ctx.outbound },
+        admissionOf(ctx.limits, ctx.signal),
+      );
     } catch (err) {
       return errorResult(callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs)));
     }
@@ -264,4 +280,3 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
   close: (connectorId) => pools.close(connectorId),
   closeAll: () => pools.closeAll(),
 };
-

@@ -5,5 +5,8 @@ import { lazyDriver } from '../shared/lazy.ts';
 import { mongodbConfigSchema } from './config.ts';
 
 registerConnector(
-  lazyDriver<DatabaseConfig, unknown>({ type: 'mongodb', kind: 'database', readOnly: true, configSchema: mongodbConfigSchema }, async () => (await import('./driver.ts')).mongodbDriver),
+  lazyDriver<DatabaseConfig, unknown>(
+    { type: 'mongodb', kind: 'database', readOnly: true, configSchema: mongodbConfigSchema },
+    async () => (await import('./driver.ts')).mongodbDriver,
+  ),
 );

@@ -11,7 +11,15 @@
  *    byte cap, at tedious' requestTimeout (the statement timeout) and when the call is aborted.
  */
 import sql from 'mssql';
-import { ConnectorError, type ConnectorDriver, type DatabaseConfig, type ExecutionContext, type SqlTarget, type SqlToolSpec, type ToolResult } from '../types.ts';
+import {
+  ConnectorError,
+  type ConnectorDriver,
+  type DatabaseConfig,
+  type ExecutionContext,
+  type SqlTarget,
+  type SqlToolSpec,
+  type ToolResult,
+} from '../types.ts';
 import { admissionOf, busyText, ConnectorBusyError, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
 import { errorResult, RowCollector, type Row } from '../shared/result.ts';
@@ -28,7 +36,20 @@ import { isReadOnlyRefusal, prepareReadOnlyCall, type ReadOnlyCall } from '../sh
 
 export const DEFAULT_MSSQL_SCHEMAS = ['dbo'];
 /** Schemas of the server's own catalogs: never exposed. */
-const SYSTEM_SCHEMAS = new Set(['SYS', 'INFORMATION_SCHEMA', 'GUEST', 'DB_OWNER', 'DB_ACCESSADMIN', 'DB_SECURITYADMIN', 'DB_DDLADMIN', 'DB_BACKUPOPERATOR', 'DB_DATAREADER', 'DB_DATAWRITER', 'DB_DENYDATAREADER', 'DB_DENYDATAWRITER']);
+const SYSTEM_SCHEMAS = new Set([
+  'SYS',
+  'INFORMATION_SCHEMA',
+  'GUEST',
+  'DB_OWNER',
+  'DB_ACCESSADMIN',
+  'DB_SECURITYADMIN',
+  'DB_DDLADMIN',
+  'DB_BACKUPOPERATOR',
+  'DB_DATAREADER',
+  'DB_DATAWRITER',
+  'DB_DENYDATAREADER',
+  'DB_DENYDATAWRITER',
+]);
 const SYSTEM_DATABASES = new Set(['MASTER', 'MODEL', 'MSDB', 'TEMPDB']);
 
 /** Extra time given to the server's own cancellation before the client gives up on the request. */
@@ -39,7 +60,13 @@ interface MsPool {
   ready: Promise<sql.ConnectionPool> | null;
 }
 
-export function mssqlConfig(config: DatabaseConfig, credential: string | null, settings: PoolSettings, statementTimeoutMs = 30_000, outbound?: OutboundPolicy): sql.config {
+export function mssqlConfig(
+  config: DatabaseConfig,
+  credential: string | null,
+  settings: PoolSettings,
+  statementTimeoutMs = 30_000,
+  outbound?: OutboundPolicy,
+): sql.config {
   const tls = config.tls ?? 'disable';
   return {
     server: config.host,
@@ -64,7 +91,9 @@ export function mssqlConfig(config: DatabaseConfig, credential: string | null, s
         ? {
             // tedious calls it with the host and port it is about to connect to (its types omit the argument).
             connector: ((opts: { host: string; port: number }) =>
-              dialChecked(outbound, { host: opts.host, port: opts.port, database: config.database }, settings.connectTimeoutMs)) as unknown as () => Promise<import('node:net').Socket>,
+              dialChecked(outbound, { host: opts.host, port: opts.port, database: config.database }, settings.connectTimeoutMs)) as unknown as () => Promise<
+              import('node:net').Socket
+            >,
           }
         : {}),
     },
@@ -83,7 +112,10 @@ function ready(p: MsPool): Promise<sql.ConnectionPool> {
 }
 
 const pools = new PoolRegistry<MsPool, { statementTimeoutMs: number; outbound?: OutboundPolicy }>({
-  open: (config, credential, settings, open) => ({ pool: new sql.ConnectionPool(mssqlConfig(config, credential, settings, open?.statementTimeoutMs, open?.outbound)), ready: null }),
+  open: (config, credential, settings, open) => ({
+    pool: new sql.ConnectionPool(mssqlConfig(config, credential, settings, open?.statementTimeoutMs, open?.outbound)),
+    ready: null,
+  }),
   end: async (p) => {
     await p.pool.close().catch(() => undefined);
   },
@@ -165,13 +197,19 @@ const errorContext = (config: DatabaseConfig, credential: string | null, limits?
 });
 
 function checkConfig(config: DatabaseConfig): void {
-  if (SYSTEM_DATABASES.has(config.database.toUpperCase())) throw new ConnectorError(`database ${config.database} is a system database; its tables cannot be exposed as tools`, 'invalid_config');
+  if (SYSTEM_DATABASES.has(config.database.toUpperCase()))
+    throw new ConnectorError(`database ${config.database} is a system database; its tables cannot be exposed as tools`, 'invalid_config');
   const system = (config.schemas ?? []).filter((s) => SYSTEM_SCHEMAS.has(s.toUpperCase()));
   if (system.length) throw new ConnectorError(`schema ${system.join(', ')} is a system schema; its tables cannot be exposed as tools`, 'invalid_config');
 }
 
 /** A throwaway single-connection pool (validate, introspect): credentials under test must not replace a working pool. */
-async function withPool<T>(config: DatabaseConfig, credential: string | null, outbound: OutboundPolicy | undefined, fn: (pool: sql.ConnectionPool) => Promise<T>): Promise<T> {
+async function withPool<T>(
+  config: DatabaseConfig,
+  credential: string | null,
+  outbound: OutboundPolicy | undefined,
+  fn: (pool: sql.ConnectionPool) => Promise<T>,
+): Promise<T> {
   const pool = new sql.ConnectionPool(mssqlConfig(config, credential, { ...pools.currentSettings, max: 1 }, 30_000, outbound));
   try {
     await pool.connect();
@@ -200,7 +238,7 @@ async function introspectMssql(pool: sql.ConnectionPool, config: DatabaseConfig)
   const { d: defaultSchema, coll, snap } = info.recordset[0] ?? { d: null, coll: null, snap: null };
   const caseSensitive = /_CS_|_BIN2?$|_BIN_/i.test(coll ?? '');
   const req = pool.request();
-  schemas.forEach((s, i) => req.input(`s${i}`, sql.NVarChar(128), s));
+  for (const [i, s] of schemas.entries()) req.input(`s${i}`, sql.NVarChar(128), s);
   const list = schemas.map((_, i) => `@s${i}`).join(', ');
   const rows = await req.query<CatalogRow>(
     `SELECT s.name AS s, o.name AS t, o.type AS k, c.name AS c, ty.name AS ty
@@ -315,7 +353,7 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
         await pool.request().query('SELECT 1 AS ok');
         const schemas = config.schemas?.length ? config.schemas : DEFAULT_MSSQL_SCHEMAS;
         const req = pool.request();
-        schemas.forEach((s, i) => req.input(`s${i}`, sql.NVarChar(128), s));
+        for (const [i, s] of schemas.entries()) req.input(`s${i}`, sql.NVarChar(128), s);
         const found = await req.query<{ name: string }>(`SELECT name FROM sys.schemas WHERE name IN (${schemas.map((_, i) => `@s${i}`).join(', ')})`);
         const have = new Set(found.recordset.map((r) => r.name.toUpperCase()));
         const missing = schemas.filter((s) => !have.has(s.toUpperCase()));
@@ -360,4 +398,3 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   close: (connectorId) => pools.close(connectorId),
   closeAll: () => pools.closeAll(),
 };
-

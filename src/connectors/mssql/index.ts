@@ -5,5 +5,8 @@ import { lazyDriver } from '../shared/lazy.ts';
 import { mssqlConfigSchema } from './config.ts';
 
 registerConnector(
-  lazyDriver<DatabaseConfig, unknown>({ type: 'mssql', kind: 'database', readOnly: true, configSchema: mssqlConfigSchema }, async () => (await import('./driver.ts')).mssqlDriver),
+  lazyDriver<DatabaseConfig, unknown>(
+    { type: 'mssql', kind: 'database', readOnly: true, configSchema: mssqlConfigSchema },
+    async () => (await import('./driver.ts')).mssqlDriver,
+  ),
 );

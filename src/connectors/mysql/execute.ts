@@ -44,7 +44,9 @@ const KILL_WAIT_MS = 5000;
  */
 async function killOnServer(p: MyPool, threadId: number, what: 'QUERY' | 'CONNECTION'): Promise<boolean> {
   for (let attempt = 0; attempt < 2; attempt++) {
-    const killer = p.ended ? mysql.createConnection({ ...p.options, connectTimeout: 5000 }) : (p.killer ??= mysql.createConnection({ ...p.options, connectTimeout: 5000 }));
+    const killer = p.ended
+      ? mysql.createConnection({ ...p.options, connectTimeout: 5000 })
+      : (p.killer ??= mysql.createConnection({ ...p.options, connectTimeout: 5000 }));
     try {
       const side = await killer;
       await side.query(`KILL ${what} ${Math.trunc(threadId)}`);
@@ -54,7 +56,10 @@ async function killOnServer(p: MyPool, threadId: number, what: 'QUERY' | 'CONNEC
       // ER_NO_SUCH_THREAD: the connection is already gone, which is what a kill wants.
       if ((err as { errno?: number }).errno === 1094) return true;
       if (p.killer === killer) p.killer = null;
-      void killer.then((c) => c.destroy(), () => undefined);
+      void killer.then(
+        (c) => c.destroy(),
+        () => undefined,
+      );
     }
   }
   return false;
@@ -66,7 +71,11 @@ async function killOnServer(p: MyPool, threadId: number, what: 'QUERY' | 'CONNEC
  * KILL CONNECTION (the thread, and its statement, end on the server). Resolves with the number of KILL QUERY that
  * landed, and whether the connection had to go; resolves only when no kill is in flight any more.
  */
-async function killWhileRunning(p: MyPool, threadId: number, ended: { done: boolean; promise: Promise<unknown> }): Promise<{ landed: number; sent: number; connectionKilled: boolean }> {
+async function killWhileRunning(
+  p: MyPool,
+  threadId: number,
+  ended: { done: boolean; promise: Promise<unknown> },
+): Promise<{ landed: number; sent: number; connectionKilled: boolean }> {
   const until = performance.now() + KILL_WAIT_MS;
   let landed = 0;
   let sent = 0;
@@ -234,7 +243,13 @@ const MYSQL_DIALECT: Dialect = {
 };
 
 /** The driver's execute: arguments, guard, wrapping, run, result shaping. Never throws. */
-export async function executeMysql(p: MyPool, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
+export async function executeMysql(
+  p: MyPool,
+  tool: SqlToolSpec,
+  args: Record<string, unknown>,
+  ctx: ExecutionContext,
+  connectTimeoutMs: number,
+): Promise<ToolResult> {
   const errCtx: MyErrorContext = {
     config: ctx.config,
     credential: ctx.credential,

@@ -48,11 +48,13 @@ export const mysqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
       const mode = await readNameMode(conn);
       const schemas = exposedSchemas(config);
       const system = schemas.filter((s) => isSystemDatabase(s, mode));
-      if (system.length) throw new ConnectorError(`database ${system.join(', ')} is a system database; its tables cannot be exposed as tools`, 'invalid_config');
+      if (system.length)
+        throw new ConnectorError(`database ${system.join(', ')} is a system database; its tables cannot be exposed as tools`, 'invalid_config');
       const [rows] = await conn.query('SELECT SCHEMA_NAME AS s FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN (?)', [schemas]);
       const found = (rows as { s: string }[]).map((r) => r.s);
       const missing = schemas.filter((s) => !found.some((f) => sameName(f, s, mode)));
-      if (missing.length) throw new ConnectorError(`database ${missing.join(', ')} does not exist on ${config.host}:${config.port ?? DEFAULT_MYSQL_PORT}`, 'invalid_config');
+      if (missing.length)
+        throw new ConnectorError(`database ${missing.join(', ')} does not exist on ${config.host}:${config.port ?? DEFAULT_MYSQL_PORT}`, 'invalid_config');
     } catch (err) {
       throw myConnectorError(err, errorContext(config, credential), 'connection_failed');
     } finally {
@@ -64,17 +66,23 @@ export const mysqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     // Calls will follow: load the guard's parser now (a failure surfaces, as a tool result, on the first call).
     loadMysqlGuard().catch(() => {});
     try {
-      return await pools.use(connectorId, config, credential, async (p) => {
-        const flavour = await flavourOf(p);
-        const conn = await p.pool.getConnection();
-        try {
-          // Catalog queries can be slow on big servers: a generous limit rather than the call limits.
-          await applySession(conn, flavour, { database: config.database, readOnly: true, statementTimeoutMs: 30_000, lockTimeoutS: 10 });
-          return await introspectMysql(conn, config);
-        } finally {
-          conn.release();
-        }
-      }, { outbound: env.outbound });
+      return await pools.use(
+        connectorId,
+        config,
+        credential,
+        async (p) => {
+          const flavour = await flavourOf(p);
+          const conn = await p.pool.getConnection();
+          try {
+            // Catalog queries can be slow on big servers: a generous limit rather than the call limits.
+            await applySession(conn, flavour, { database: config.database, readOnly: true, statementTimeoutMs: 30_000, lockTimeoutS: 10 });
+            return await introspectMysql(conn, config);
+          } finally {
+            conn.release();
+          }
+        },
+        { outbound: env.outbound },
+      );
     } catch (err) {
       throw myConnectorError(err, errorContext(config, credential), 'introspection_failed');
     }
@@ -82,8 +90,11 @@ export const mysqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
 
   async execute(tool, args, ctx) {
     try {
-      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, (p) =>
-        executeMysql(p, tool, args, ctx, pools.currentSettings.connectTimeoutMs),
+      return await pools.use(
+        ctx.connectorId,
+        ctx.config,
+        ctx.credential,
+        (p) => executeMysql(p, tool, args, ctx, pools.currentSettings.connectTimeoutMs),
         { outbound: ctx.outbound },
         admissionOf(ctx.limits, ctx.signal),
       );

@@ -15,11 +15,11 @@ interface ColumnRow {
 }
 
 /** Backquotes a name only when MySQL needs it, so descriptions read naturally. */
-export function myQuoteIdent(name: string): string {
+function myQuoteIdent(name: string): string {
   return /^[A-Za-z0-9_$]+$/.test(name) && !/^\d+$/.test(name) ? name : `\`${name.replace(/`/g, '``')}\``;
 }
 
-export function myQualified(schema: string, table: string): string {
+function myQualified(schema: string, table: string): string {
   return `${myQuoteIdent(schema)}.${myQuoteIdent(table)}`;
 }
 
@@ -34,7 +34,7 @@ export async function readNameMode(conn: mysql.Connection | mysql.PoolConnection
 }
 
 /** The exposed database a catalog row belongs to, compared as the server compares database names; system databases never. */
-export function isExposed(schema: string, exposed: readonly string[], mode: LowerCaseTableNames): boolean {
+function isExposed(schema: string, exposed: readonly string[], mode: LowerCaseTableNames): boolean {
   return !isSystemDatabase(schema, mode) && exposed.some((e) => sameName(schema, e, mode));
 }
 

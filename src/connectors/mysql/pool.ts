@@ -95,7 +95,13 @@ export async function endMyPool(p: MyPool): Promise<void> {
   const killer = p.killer;
   p.killer = null;
   p.ended = true;
-  await Promise.all([p.pool.end(), killer?.then((c) => c.destroy(), () => undefined)]);
+  await Promise.all([
+    p.pool.end(),
+    killer?.then(
+      (c) => c.destroy(),
+      () => undefined,
+    ),
+  ]);
 }
 
 /** MariaDB or MySQL, asked once per pool (their timeout and read-only variables differ). */

@@ -41,21 +41,6 @@ function fixFor(f: FieldPacket): Fix | null {
   return null;
 }
 
-/** Rewrites, in place, the values that mysql2 leaves non-JSON or in a non-ISO form. */
-export function fixRows(rows: Row[], fields: FieldPacket[] | undefined): Row[] {
-  if (!fields?.length || rows.length === 0) return rows;
-  const fixes: [string, Fix][] = [];
-  for (const f of fields) {
-    const fix = fixFor(f);
-    if (fix) fixes.push([f.name, fix]);
-  }
-  if (fixes.length === 0) return rows;
-  for (const row of rows) {
-    for (const [name, fix] of fixes) row[name] = fix(row[name]);
-  }
-  return rows;
-}
-
 /** The fix-up of one row for these fields, computed once per result (rows streamed one at a time). */
 export function rowFixer(fields: FieldPacket[] | undefined): (row: Row) => Row {
   const fixes: [string, Fix][] = [];

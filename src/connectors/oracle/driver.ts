@@ -10,7 +10,15 @@
  *    connection is dropped from the pool); an aborted call is broken the same way (connection.break()).
  */
 import oracledb from 'oracledb';
-import { ConnectorError, type ConnectorDriver, type DatabaseConfig, type ExecutionContext, type SqlTarget, type SqlToolSpec, type ToolResult } from '../types.ts';
+import {
+  ConnectorError,
+  type ConnectorDriver,
+  type DatabaseConfig,
+  type ExecutionContext,
+  type SqlTarget,
+  type SqlToolSpec,
+  type ToolResult,
+} from '../types.ts';
 import { admissionOf, busyText, ConnectorBusyError, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
 import { errorResult, RowCollector, type Row } from '../shared/result.ts';
@@ -25,9 +33,36 @@ import { isReadOnlyRefusal, prepareReadOnlyCall, type ReadOnlyCall } from '../sh
 
 /** Accounts of the server itself: their objects are never exposed. */
 const SYSTEM_SCHEMAS = new Set([
-  'SYS', 'SYSTEM', 'SYSBACKUP', 'SYSDG', 'SYSKM', 'SYSRAC', 'AUDSYS', 'OUTLN', 'XDB', 'DBSNMP', 'APPQOSSYS', 'CTXSYS',
-  'DVSYS', 'DVF', 'GSMADMIN_INTERNAL', 'LBACSYS', 'MDSYS', 'OJVMSYS', 'OLAPSYS', 'ORDSYS', 'ORDDATA', 'WMSYS',
-  'GGSYS', 'ANONYMOUS', 'PUBLIC', 'REMOTE_SCHEDULER_AGENT', 'DBSFWUSER', 'GSMCATUSER', 'GSMUSER', 'SYS$UMF',
+  'SYS',
+  'SYSTEM',
+  'SYSBACKUP',
+  'SYSDG',
+  'SYSKM',
+  'SYSRAC',
+  'AUDSYS',
+  'OUTLN',
+  'XDB',
+  'DBSNMP',
+  'APPQOSSYS',
+  'CTXSYS',
+  'DVSYS',
+  'DVF',
+  'GSMADMIN_INTERNAL',
+  'LBACSYS',
+  'MDSYS',
+  'OJVMSYS',
+  'OLAPSYS',
+  'ORDSYS',
+  'ORDDATA',
+  'WMSYS',
+  'GGSYS',
+  'ANONYMOUS',
+  'PUBLIC',
+  'REMOTE_SCHEDULER_AGENT',
+  'DBSFWUSER',
+  'GSMCATUSER',
+  'GSMUSER',
+  'SYS$UMF',
 ]);
 const CLIENT_GRACE_MS = 1000;
 
@@ -161,7 +196,8 @@ function exposedSchemas(config: DatabaseConfig): string[] | null {
 
 function checkConfig(config: DatabaseConfig): void {
   const system = (exposedSchemas(config) ?? [oracleName(config.user)]).filter((s) => SYSTEM_SCHEMAS.has(s));
-  if (system.length) throw new ConnectorError(`schema ${system.join(', ')} belongs to the database itself; its tables cannot be exposed as tools`, 'invalid_config');
+  if (system.length)
+    throw new ConnectorError(`schema ${system.join(', ')} belongs to the database itself; its tables cannot be exposed as tools`, 'invalid_config');
 }
 
 async function withConnection<T>(config: DatabaseConfig, credential: string | null, fn: (conn: oracledb.Connection) => Promise<T>): Promise<T> {
@@ -188,7 +224,7 @@ const oraQuote = (name: string): string => (/^[A-Z][A-Z0-9_$#]*$/.test(name) ? n
 async function introspectOracle(conn: oracledb.Connection, config: DatabaseConfig): Promise<SqlToolSpec[]> {
   const schemas = await schemasOf(conn, config);
   const binds: Record<string, string> = {};
-  schemas.forEach((s, i) => (binds[`s${i}`] = s));
+  for (const [i, s] of schemas.entries()) binds[`s${i}`] = s;
   const list = schemas.map((_, i) => `:s${i}`).join(', ');
   const r = await conn.execute<{ S: string; T: string; K: string; C: string | null; TY: string | null }>(
     `SELECT o.owner AS s, o.object_name AS t, o.object_type AS k, c.column_name AS c, c.data_type AS ty
@@ -319,11 +355,19 @@ export const oracleDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
         await conn.execute('SELECT 1 FROM dual');
         const schemas = await schemasOf(conn, config);
         const binds: Record<string, string> = {};
-        schemas.forEach((s, i) => (binds[`s${i}`] = s));
-        const r = await conn.execute<{ U: string }>(`SELECT username AS u FROM all_users WHERE username IN (${schemas.map((_, i) => `:s${i}`).join(', ')})`, binds, OBJ);
+        for (const [i, s] of schemas.entries()) binds[`s${i}`] = s;
+        const r = await conn.execute<{ U: string }>(
+          `SELECT username AS u FROM all_users WHERE username IN (${schemas.map((_, i) => `:s${i}`).join(', ')})`,
+          binds,
+          OBJ,
+        );
         const have = new Set((r.rows ?? []).map((x) => x.U));
         const missing = schemas.filter((s) => !have.has(s));
-        if (missing.length) throw new ConnectorError(`schema ${missing.join(', ')} does not exist on ${config.host}:${config.port ?? DEFAULT_ORACLE_PORT}/${config.database}`, 'invalid_config');
+        if (missing.length)
+          throw new ConnectorError(
+            `schema ${missing.join(', ')} does not exist on ${config.host}:${config.port ?? DEFAULT_ORACLE_PORT}/${config.database}`,
+            'invalid_config',
+          );
       });
     } catch (err) {
       throw connectorError(err, errorContext(config, credential), 'connection_failed');
@@ -348,7 +392,14 @@ export const oracleDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     const prepared = prepareReadOnlyCall(guardOracleSql, tool, args, ctx);
     if (isReadOnlyRefusal(prepared)) return prepared;
     try {
-      return await pools.use(ctx.connectorId, ctx.config, ctx.credential, async (p) => executeOracle(await poolOf(p), tool, prepared, ctx), undefined, admissionOf(ctx.limits, ctx.signal));
+      return await pools.use(
+        ctx.connectorId,
+        ctx.config,
+        ctx.credential,
+        async (p) => executeOracle(await poolOf(p), tool, prepared, ctx),
+        undefined,
+        admissionOf(ctx.limits, ctx.signal),
+      );
     } catch (err) {
       return errorResult(callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs)));
     }
@@ -357,4 +408,3 @@ export const oracleDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
   close: (connectorId) => pools.close(connectorId),
   closeAll: () => pools.closeAll(),
 };
-

@@ -5,5 +5,8 @@ import { lazyDriver } from '../shared/lazy.ts';
 import { oracleConfigSchema } from './config.ts';
 
 registerConnector(
-  lazyDriver<DatabaseConfig, unknown>({ type: 'oracle', kind: 'database', readOnly: true, configSchema: oracleConfigSchema }, async () => (await import('./driver.ts')).oracleDriver),
+  lazyDriver<DatabaseConfig, unknown>(
+    { type: 'oracle', kind: 'database', readOnly: true, configSchema: oracleConfigSchema },
+    async () => (await import('./driver.ts')).oracleDriver,
+  ),
 );

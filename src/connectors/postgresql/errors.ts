@@ -53,7 +53,10 @@ export function pgConnectorError(err: unknown, ctx: PgErrorContext, fallback: Co
   const d = describeConnect(err, { ...ctx, connecting: true });
   if (d) return new ConnectorError(scrub(d.message, ctx.credential), d.code);
   const message = err instanceof Error ? err.message : String(err);
-  return new ConnectorError(scrub(`${fallback === 'introspection_failed' ? 'introspection' : 'connection check'} failed: ${message}`, ctx.credential), fallback);
+  return new ConnectorError(
+    scrub(`${fallback === 'introspection_failed' ? 'introspection' : 'connection check'} failed: ${message}`, ctx.credential),
+    fallback,
+  );
 }
 
 /** Marker text the read wrapper (execute.ts) fails with when a row is larger than the byte cap allows. */

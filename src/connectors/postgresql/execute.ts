@@ -65,7 +65,13 @@ function shouldPrepare(pool: PgPool, statement: string): boolean {
 }
 
 /** The driver's execute: arguments, guard, wrapping, run, result shaping. Never throws. */
-export async function executePg(pool: PgPool, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
+export async function executePg(
+  pool: PgPool,
+  tool: SqlToolSpec,
+  args: Record<string, unknown>,
+  ctx: ExecutionContext,
+  connectTimeoutMs: number,
+): Promise<ToolResult> {
   const prepared = prepareCall(PG_DIALECT, tool, args, ctx);
   if (isRefusal(prepared)) return prepared;
   const { statement, write, kind, maxRows, shape } = prepared;

@@ -53,7 +53,12 @@ export function postgresqlPoolFor<T>(
 }
 
 /** A throwaway single connection for validate and introspect: credentials under test must not replace a working pool, and the shared pool is opened by execute with the call limits as session defaults. */
-async function withSingleConnection<T>(config: DatabaseConfig, credential: string | null, socket: PgOpen['socket'], fn: (pool: PgPool) => Promise<T>): Promise<T> {
+async function withSingleConnection<T>(
+  config: DatabaseConfig,
+  credential: string | null,
+  socket: PgOpen['socket'],
+  fn: (pool: PgPool) => Promise<T>,
+): Promise<T> {
   const pool = openPgPool(config, credential, pools.currentSettings, { socket }, 1);
   try {
     return await fn(pool);

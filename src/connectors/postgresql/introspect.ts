@@ -14,11 +14,11 @@ interface RelationRow {
 }
 
 /** Quotes an identifier only when postgres would otherwise fold or reject it, so descriptions read naturally. */
-export function pgQuoteIdent(name: string): string {
+function pgQuoteIdent(name: string): string {
   return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`;
 }
 
-export function pgQualified(schema: string, table: string): string {
+function pgQualified(schema: string, table: string): string {
   return `${pgQuoteIdent(schema)}.${pgQuoteIdent(table)}`;
 }
 

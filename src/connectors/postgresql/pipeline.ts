@@ -9,7 +9,7 @@
 /** Error codes postgres.js and Node give when the connection itself is gone (not an error of the statement). */
 const CONNECTION_LOSS = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'CONNECT_TIMEOUT']);
 
-export function isConnectionLoss(err: unknown): boolean {
+function isConnectionLoss(err: unknown): boolean {
   const e = err as { code?: unknown; severity?: unknown } | null;
   if (typeof e?.code !== 'string') return false;
   // A FATAL error from the server (terminated backend 57P01, shutdown 57P02/57P03...) ends its session, and SQLSTATE

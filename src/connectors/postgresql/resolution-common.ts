@@ -58,6 +58,7 @@ export function unavailable(err: unknown): ResolutionUnavailable {
   if (code === '42501') {
     return new ResolutionUnavailable(`${TEMP_PRIVILEGE_MISSING()}.`, err);
   }
-  if (code === '25006') return new ResolutionUnavailable('The database is read-only (a standby?), so Toolgate cannot check what the statement resolves to before running it.', err);
+  if (code === '25006')
+    return new ResolutionUnavailable('The database is read-only (a standby?), so Toolgate cannot check what the statement resolves to before running it.', err);
   return new ResolutionUnavailable('Toolgate could not check what the statement resolves to before running it.', err);
 }

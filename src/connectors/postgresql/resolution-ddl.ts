@@ -41,9 +41,13 @@ const DDL_NAMES_SQL = `
 export async function ddlNames(pool: PgPool, req: ResolutionRequest): Promise<DependencyRow> {
   const { words, operators } = namesOf(req.statement);
   try {
-    const rows = await pool.sql.unsafe<DependencyRow[]>(DDL_NAMES_SQL, [req.schema, req.table, words, operators, attributeNames(req.statement), ALLOWED_FUNCTIONS], {
-      prepare: false,
-    });
+    const rows = await pool.sql.unsafe<DependencyRow[]>(
+      DDL_NAMES_SQL,
+      [req.schema, req.table, words, operators, attributeNames(req.statement), ALLOWED_FUNCTIONS],
+      {
+        prepare: false,
+      },
+    );
     if (!rows[0]) throw new ResolutionUnavailable('the catalog query returned nothing');
     return rows[0];
   } catch (err) {
@@ -93,4 +97,3 @@ function attributeNames(statement: string): string[] {
   visit(parseSync(statement));
   return [...names];
 }
-

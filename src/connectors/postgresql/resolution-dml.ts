@@ -99,8 +99,6 @@ const DEPENDENCIES_SQL = `
              where not coalesce(f.oid < 16384 and f.pronamespace = 'pg_catalog'::pg_catalog.regnamespace
                                 and (c.format in ('1', '2') or f.proname = any($3::text[])), false)) f) as foreign`;
 
-
-
 const ms = (n: number): number => Math.max(1, Math.floor(n));
 
 /** Runs the analysis transaction on one reserved connection, pipelined: about one round trip. */
@@ -120,9 +118,7 @@ export async function dependencies(pool: PgPool, req: ResolutionRequest): Promis
     const create = `create function ${FUNCTION_NAME}() returns void language sql\nbegin atomic\n${req.statement}\n;\nend`;
     const begin = conn.unsafe(setup).execute();
     const created = conn.unsafe(create, [], { prepare: false, simple: false } as postgres.UnsafeQueryOptions).execute();
-    const deps = conn
-      .unsafe<DependencyRow[]>(DEPENDENCIES_SQL, [req.schema, req.table, ALLOWED_FUNCTIONS], { prepare: false })
-      .execute();
+    const deps = conn.unsafe<DependencyRow[]>(DEPENDENCIES_SQL, [req.schema, req.table, ALLOWED_FUNCTIONS], { prepare: false }).execute();
     const end = conn.unsafe('rollback').execute();
     const [b, c, d, e] = await settlePipeline([begin, created, deps, end] as const, pipelineDeadline(req.statementTimeoutMs));
     lost = lostConnection([b, c, d, e]);
@@ -133,7 +129,8 @@ export async function dependencies(pool: PgPool, req: ResolutionRequest): Promis
     if (d.status === 'rejected') throw unavailable(d.reason);
     const row = d.value[0];
     if (!row) throw new ResolutionUnavailable('the dependency query returned nothing');
-    if (row.calls !== row.call_nodes) throw new ResolutionUnavailable(`the server's query tree has a format this check does not know (${row.calls} of ${row.call_nodes} calls read)`);
+    if (row.calls !== row.call_nodes)
+      throw new ResolutionUnavailable(`the server's query tree has a format this check does not know (${row.calls} of ${row.call_nodes} calls read)`);
     return row;
   } finally {
     // As in run.ts: a session that cannot be proven clean is reset (DISCARD ALL keeps the startup parameters).

@@ -72,11 +72,6 @@ function cacheOf(pool: PgPool): Cache {
   return cache;
 }
 
-/** For tests and benchmarks: forget the verdicts of one pool. */
-export function clearPgResolutionCache(pool: PgPool): void {
-  caches.get(pool)?.entries.clear();
-}
-
 /** For tests and benchmarks: how many statements one pool has had analysed on the server. */
 export function pgResolutionAnalyses(pool: PgPool): number {
   return caches.get(pool)?.analysed ?? 0;
@@ -149,7 +144,14 @@ async function analyse(pool: PgPool, req: ResolutionRequest): Promise<Outcome> {
   const perValue = row.per_value !== false;
   // DDL may (re)create the tool's table; other statements on a missing table could only resolve elsewhere.
   if (!row.own && req.kind !== 'ddl') {
-    return { verdict: { ok: false, reason: `The table ${req.schema}.${req.table} of this tool does not exist (any more); ask an admin to refresh the connector's tools.` }, perValue, cacheable };
+    return {
+      verdict: {
+        ok: false,
+        reason: `The table ${req.schema}.${req.table} of this tool does not exist (any more); ask an admin to refresh the connector's tools.`,
+      },
+      perValue,
+      cacheable,
+    };
   }
   const foreign = (row.foreign ?? []).filter((x): x is string => typeof x === 'string').sort();
   if (foreign.length === 0) return { verdict: { ok: true }, perValue, cacheable };
@@ -167,4 +169,3 @@ async function analyse(pool: PgPool, req: ResolutionRequest): Promise<Outcome> {
     cacheable,
   };
 }
-

@@ -95,7 +95,13 @@ function takeCanceller(query: postgres.PendingQuery<Row[]>): (q: unknown) => Pro
  * idle is discarded. One that lands on the call's own ROLLBACK or leftover check fails it, and the session is
  * then reset (runPgStatement's finally).
  */
-async function cancelWhileRunning(query: postgres.PendingQuery<Row[]>, send: (q: unknown) => Promise<unknown>, started: Promise<unknown> | null, done: { settled: boolean; promise: Promise<unknown> }, deadlineMs: number): Promise<void> {
+async function cancelWhileRunning(
+  query: postgres.PendingQuery<Row[]>,
+  send: (q: unknown) => Promise<unknown>,
+  started: Promise<unknown> | null,
+  done: { settled: boolean; promise: Promise<unknown> },
+  deadlineMs: number,
+): Promise<void> {
   if (started) await started.catch(() => undefined);
   const until = performance.now() + deadlineMs;
   while (!done.settled && performance.now() < until) {
@@ -163,7 +169,8 @@ function watch(query: postgres.PendingQuery<Row[]>, o: PgRunOptions, cancellable
     clearTimeout(timer);
     o.signal?.removeEventListener('abort', onAbort);
     await cancelling;
-    if (why === 'CAP') error = null; // cancelled because the caller had enough: a success, truncated
+    if (why === 'CAP')
+      error = null; // cancelled because the caller had enough: a success, truncated
     else if (error && why) error = failure(why);
     return { result, error };
   };
@@ -256,7 +263,11 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
  * none of which has one. A read that switched the session to read-write anyway would be seen through the reported
  * default_transaction_read_only (PgPool.tainted) and send later reads to runPgStatement.
  */
-export async function runPgFast(sql: PgSql, statement: string, o: Omit<PgRunOptions, 'readOnly' | 'lockTimeoutMs'> & { prepare?: boolean }): Promise<PgRunOutcome> {
+export async function runPgFast(
+  sql: PgSql,
+  statement: string,
+  o: Omit<PgRunOptions, 'readOnly' | 'lockTimeoutMs'> & { prepare?: boolean },
+): Promise<PgRunOutcome> {
   if (o.signal?.aborted) throw failure('ABORTED');
   const conn = await reserveConnection(sql);
   let lost = false;

@@ -61,7 +61,10 @@ export function describeNetworkError(err: unknown, host: string, port: number, c
     return { message: `${where} does not accept TLS (tls is "${tls?.mode ?? 'require'}"): ${NO_TLS_HINT}`, code: 'connection_failed' };
   }
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME/.test(code)) {
-    return { message: `TLS with ${where} failed: the server's certificate was not accepted (${code}); with tls "verify-full" it must be valid for the host name and signed by a trusted authority`, code: 'connection_failed' };
+    return {
+      message: `TLS with ${where} failed: the server's certificate was not accepted (${code}); with tls "verify-full" it must be valid for the host name and signed by a trusted authority`,
+      code: 'connection_failed',
+    };
   }
   switch (code) {
     case 'ECONNREFUSED':
@@ -105,14 +108,21 @@ export function scrub(message: string, credential: string | null): string {
  * inside the gateway or the driver (RangeError: Invalid string length, a Buffer limit, a protocol parse error).
  * Its text describes the gateway's internals, never the caller's query, so it is not passed on.
  */
-export const INTERNAL_FAILURE_TEXT = 'The query failed inside the gateway (an internal error); nothing more can be said about it. Try a smaller result, e.g. fewer or narrower columns.';
+export const INTERNAL_FAILURE_TEXT =
+  'The query failed inside the gateway (an internal error); nothing more can be said about it. Try a smaller result, e.g. fewer or narrower columns.';
 
 /**
  * A validate/introspect failure as a ConnectorError with a safe message: a ConnectorError passes through, a failure
  * the driver could describe (network, authentication...) keeps its plain words, anything else becomes
  * "<connection check|introspection> failed: <the driver's message>", scrubbed of the credential in every case.
  */
-export function connectorFailure(err: unknown, described: Described | null, credential: string | null, fallback: ConnectorErrorCode, driverMessage?: string): ConnectorError {
+export function connectorFailure(
+  err: unknown,
+  described: Described | null,
+  credential: string | null,
+  fallback: ConnectorErrorCode,
+  driverMessage?: string,
+): ConnectorError {
   if (err instanceof ConnectorError) return err;
   if (described) return new ConnectorError(scrub(described.message, credential), described.code);
   const what = fallback === 'introspection_failed' ? 'introspection' : 'connection check';

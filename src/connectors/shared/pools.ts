@@ -12,7 +12,7 @@ export interface PoolSettings {
   connectTimeoutMs: number;
 }
 
-export const DEFAULT_POOL_SETTINGS: PoolSettings = { max: 10, idleMs: 5 * 60_000, connectTimeoutMs: 5_000 };
+const DEFAULT_POOL_SETTINGS: PoolSettings = { max: 10, idleMs: 5 * 60_000, connectTimeoutMs: 5_000 };
 
 export interface PoolFactory<P, O = undefined, C = DatabaseConfig> {
   /** The connector type these pools serve (the metrics label: toolgate_connector_*). */
@@ -37,12 +37,15 @@ export function admissionOf(limits: ExecutionLimits, signal?: AbortSignal): Admi
 }
 
 /** What a call whose caller went away fails with before it ran anything (every driver answers it "aborted"). */
-export const abortedError = (): Error => Object.assign(new Error('ABORTED'), { code: 'ABORTED' });
+const abortedError = (): Error => Object.assign(new Error('ABORTED'), { code: 'ABORTED' });
 
 /** Thrown by PoolRegistry.use when the connector stayed full for the whole queue deadline. */
 export class ConnectorBusyError extends Error {
   readonly code = 'CONNECTOR_BUSY';
-  constructor(readonly running: number, readonly waitedMs: number) {
+  constructor(
+    readonly running: number,
+    readonly waitedMs: number,
+  ) {
     super('CONNECTOR_BUSY');
   }
 }
@@ -109,14 +112,7 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
    * Runs `fn` with the connector's pool, opening it (or replacing a stale one) first; tracks use for idle close.
    * `extra` is handed to the factory only when this call opens the pool; it is not part of the identity.
    */
-  async use<T>(
-    connectorId: string,
-    config: C,
-    credential: string | null,
-    fn: (pool: P) => Promise<T>,
-    extra?: O,
-    admission?: Admission,
-  ): Promise<T> {
+  async use<T>(connectorId: string, config: C, credential: string | null, fn: (pool: P) => Promise<T>, extra?: O, admission?: Admission): Promise<T> {
     const entry = this.acquire(connectorId, config, credential, extra);
     entry.active++;
     if (entry.timer) clearTimeout(entry.timer), (entry.timer = null);

@@ -43,15 +43,17 @@ function refused(dialect: Dialect, stage: GuardRefusalReason, text: string): Too
 export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): PreparedCall | ToolResult {
   const call = parseCallArgs(args, ctx.limits);
   if (typeof call === 'string') return refused(dialect, 'arguments', call);
-  const verdict = inSpan(GUARD_SPAN[dialect.name], () => dialect.guard(call.sql, {
-    table: { schema: tool.target.schema, name: tool.target.table },
-    allowWrite: ctx.allowWrite,
-    allowDdl: ctx.allowDdl,
-    readOnly: ctx.readOnly,
-    // MySQL: how the server compares table names, recorded at introspection (no query per call).
-    lowerCaseTableNames: tool.target.lowerCaseTableNames,
-    storedFunctions: tool.target.storedFunctions,
-  }));
+  const verdict = inSpan(GUARD_SPAN[dialect.name], () =>
+    dialect.guard(call.sql, {
+      table: { schema: tool.target.schema, name: tool.target.table },
+      allowWrite: ctx.allowWrite,
+      allowDdl: ctx.allowDdl,
+      readOnly: ctx.readOnly,
+      // MySQL: how the server compares table names, recorded at introspection (no query per call).
+      lowerCaseTableNames: tool.target.lowerCaseTableNames,
+      storedFunctions: tool.target.storedFunctions,
+    }),
+  );
   if (!verdict.ok) return refused(dialect, 'statement', verdict.reason);
   const write = !verdict.readOnly;
   // Defence in depth: the guard already applies these settings; a write must also be allowed here.
@@ -70,7 +72,7 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
  * The largest row worth sending: one whose text form exceeds twice the byte cap cannot fit the JSON result (a
  * value's JSON is at least half its text form: bytea hex is 2x the bytes, base64 1.33x), so it is never read.
  */
-export const maxRowBytes = (maxResultBytes: number): number => 2 * maxResultBytes + 1024;
+const maxRowBytes = (maxResultBytes: number): number => 2 * maxResultBytes + 1024;
 
 export function isRefusal(prepared: PreparedCall | ToolResult): prepared is ToolResult {
   return 'content' in prepared;

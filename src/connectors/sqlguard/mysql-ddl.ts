@@ -6,13 +6,29 @@ import { SKIP_FIELDS, type WalkState, checkTableName, isOwnSchema, nameParts, va
 const SAFE_ENGINES: ReadonlySet<string> = new Set(['INNODB', 'MYISAM', 'ARIA', 'MEMORY']);
 
 const SAFE_TABLE_OPTIONS: ReadonlySet<string> = new Set([
-  'DEFAULT CHARSET', 'CHARSET', 'CHARACTER SET', 'DEFAULT CHARACTER SET', 'COLLATE', 'DEFAULT COLLATE',
-  'AUTO_INCREMENT', 'ROW_FORMAT',
+  'DEFAULT CHARSET',
+  'CHARSET',
+  'CHARACTER SET',
+  'DEFAULT CHARACTER SET',
+  'COLLATE',
+  'DEFAULT COLLATE',
+  'AUTO_INCREMENT',
+  'ROW_FORMAT',
 ]);
 
 const ALTER_OPERATIONS: ReadonlySet<string> = new Set([
-  'AddColumn', 'DropColumn', 'ModifyColumn', 'ChangeColumn', 'AddConstraint', 'DropIndex', 'DropPrimaryKey',
-  'DropForeignKey', 'DropConstraint', 'RenameColumn', 'AlterColumn', 'RenameTable',
+  'AddColumn',
+  'DropColumn',
+  'ModifyColumn',
+  'ChangeColumn',
+  'AddConstraint',
+  'DropIndex',
+  'DropPrimaryKey',
+  'DropForeignKey',
+  'DropConstraint',
+  'RenameColumn',
+  'AlterColumn',
+  'RenameTable',
 ]);
 
 function checkTableOptions(options: unknown): void {

@@ -12,9 +12,24 @@ import { type LowerCaseTableNames, isSystemDatabase } from './mysql-names.ts';
  * under the allow-list for the functions that matter most.
  */
 const DANGEROUS_FUNCTIONS: ReadonlySet<string> = new Set([
-  'LOAD_FILE', 'SLEEP', 'BENCHMARK', 'GET_LOCK', 'RELEASE_LOCK', 'RELEASE_ALL_LOCKS', 'IS_FREE_LOCK',
-  'IS_USED_LOCK', 'MASTER_POS_WAIT', 'SOURCE_POS_WAIT', 'MASTER_GTID_WAIT', 'WAIT_FOR_EXECUTED_GTID_SET',
-  'WAIT_UNTIL_SQL_THREAD_AFTER_GTIDS', 'SYS_EXEC', 'SYS_EVAL', 'SYS_GET', 'SYS_SET', 'LAST_INSERT_ID',
+  'LOAD_FILE',
+  'SLEEP',
+  'BENCHMARK',
+  'GET_LOCK',
+  'RELEASE_LOCK',
+  'RELEASE_ALL_LOCKS',
+  'IS_FREE_LOCK',
+  'IS_USED_LOCK',
+  'MASTER_POS_WAIT',
+  'SOURCE_POS_WAIT',
+  'MASTER_GTID_WAIT',
+  'WAIT_FOR_EXECUTED_GTID_SET',
+  'WAIT_UNTIL_SQL_THREAD_AFTER_GTIDS',
+  'SYS_EXEC',
+  'SYS_EVAL',
+  'SYS_GET',
+  'SYS_SET',
+  'LAST_INSERT_ID',
 ]);
 
 const FILE_WORDS: ReadonlySet<string> = new Set(['OUTFILE', 'DUMPFILE']);
@@ -29,9 +44,7 @@ function isSpaceOrControl(code: number): boolean {
 }
 
 function isWordChar(code: number): boolean {
-  return (
-    (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 95 || code === 36 || code >= 128
-  );
+  return (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 95 || code === 36 || code >= 128;
 }
 
 /** End index (exclusive) of a quoted string starting at `start`, or -1 if unterminated. */
@@ -103,7 +116,9 @@ export function lexMysql(sql: string): Token[] {
       const endRaw = scanQuoted(sql, i, c, false);
       if (endEsc === -1 && endRaw === -1) throw new Refusal('a quoted string is not closed');
       if (endEsc !== endRaw) {
-        throw new Refusal(`the string starting ${clip(sql.slice(i, i + 30), 40)} ends differently depending on the server's backslash-escape setting; double the quote ('') instead of \\'`);
+        throw new Refusal(
+          `the string starting ${clip(sql.slice(i, i + 30), 40)} ends differently depending on the server's backslash-escape setting; double the quote ('') instead of \\'`,
+        );
       }
       push({ kind: 'string', text: sql.slice(i, endEsc) });
       i = endEsc;

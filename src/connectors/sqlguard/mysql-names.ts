@@ -21,7 +21,7 @@
 export type LowerCaseTableNames = 0 | 1 | 2;
 
 /** Lower-cases A-Z only. */
-export function asciiLower(s: string): string {
+function asciiLower(s: string): string {
   return s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
 }
 

@@ -7,32 +7,146 @@ import { type LowerCaseTableNames, isSystemDatabase, nameKey, sameName } from '.
 
 /** AST variants (sqlparser-rs enum variant names) the guard understands in queries and writes. */
 const QUERY_VARIANTS: ReadonlySet<string> = new Set([
-  'Query', 'Subquery', 'Select', 'SetOperation', 'Values', 'Table', 'Derived', 'NestedJoin', 'Identifier',
-  'CompoundIdentifier', 'Value', 'TypedString', 'Prefixed', 'BinaryOp', 'UnaryOp', 'Nested', 'Function', 'List',
-  'Unnamed', 'Named', 'Expr', 'Wildcard', 'QualifiedWildcard', 'ObjectName', 'UnnamedExpr', 'ExprWithAlias',
-  'Cast', 'Convert', 'Case', 'InList', 'InSubquery', 'Between', 'Like', 'ILike', 'RLike', 'SimilarTo', 'IsNull',
-  'IsNotNull', 'IsTrue', 'IsFalse', 'IsNotTrue', 'IsNotFalse', 'IsUnknown', 'IsNotUnknown', 'IsDistinctFrom',
-  'IsNotDistinctFrom', 'Exists', 'Interval', 'Extract', 'Substring', 'Trim', 'Position', 'Collate', 'Tuple',
-  'MatchAgainst', 'AnyOp', 'AllOp', 'Ceil', 'Floor', 'Expressions', 'OrderBy', 'Separator', 'WindowSpec',
-  'NamedWindow', 'Preceding', 'Following', 'LimitOffset', 'OffsetCommaLimit', 'Inner', 'Left', 'Right',
-  'LeftOuter', 'RightOuter', 'FullOuter', 'CrossJoin', 'StraightJoin', 'Join', 'On', 'Using', 'Natural',
-  'Insert', 'Update', 'Delete', 'DuplicateKeyUpdate', 'ColumnName', 'TableName', 'WithFromKeyword',
-  'WithoutKeyword', 'DateTimeField', 'MemberOf',
+  'Query',
+  'Subquery',
+  'Select',
+  'SetOperation',
+  'Values',
+  'Table',
+  'Derived',
+  'NestedJoin',
+  'Identifier',
+  'CompoundIdentifier',
+  'Value',
+  'TypedString',
+  'Prefixed',
+  'BinaryOp',
+  'UnaryOp',
+  'Nested',
+  'Function',
+  'List',
+  'Unnamed',
+  'Named',
+  'Expr',
+  'Wildcard',
+  'QualifiedWildcard',
+  'ObjectName',
+  'UnnamedExpr',
+  'ExprWithAlias',
+  'Cast',
+  'Convert',
+  'Case',
+  'InList',
+  'InSubquery',
+  'Between',
+  'Like',
+  'ILike',
+  'RLike',
+  'SimilarTo',
+  'IsNull',
+  'IsNotNull',
+  'IsTrue',
+  'IsFalse',
+  'IsNotTrue',
+  'IsNotFalse',
+  'IsUnknown',
+  'IsNotUnknown',
+  'IsDistinctFrom',
+  'IsNotDistinctFrom',
+  'Exists',
+  'Interval',
+  'Extract',
+  'Substring',
+  'Trim',
+  'Position',
+  'Collate',
+  'Tuple',
+  'MatchAgainst',
+  'AnyOp',
+  'AllOp',
+  'Ceil',
+  'Floor',
+  'Expressions',
+  'OrderBy',
+  'Separator',
+  'WindowSpec',
+  'NamedWindow',
+  'Preceding',
+  'Following',
+  'LimitOffset',
+  'OffsetCommaLimit',
+  'Inner',
+  'Left',
+  'Right',
+  'LeftOuter',
+  'RightOuter',
+  'FullOuter',
+  'CrossJoin',
+  'StraightJoin',
+  'Join',
+  'On',
+  'Using',
+  'Natural',
+  'Insert',
+  'Update',
+  'Delete',
+  'DuplicateKeyUpdate',
+  'ColumnName',
+  'TableName',
+  'WithFromKeyword',
+  'WithoutKeyword',
+  'DateTimeField',
+  'MemberOf',
 ]);
 
 /** Literal values: leaves. */
 const LITERAL_VARIANTS: ReadonlySet<string> = new Set([
-  'Number', 'SingleQuotedString', 'DoubleQuotedString', 'NationalStringLiteral', 'HexStringLiteral',
-  'SingleQuotedByteStringLiteral', 'DoubleQuotedByteStringLiteral', 'Boolean', 'Null', 'Placeholder',
+  'Number',
+  'SingleQuotedString',
+  'DoubleQuotedString',
+  'NationalStringLiteral',
+  'HexStringLiteral',
+  'SingleQuotedByteStringLiteral',
+  'DoubleQuotedByteStringLiteral',
+  'Boolean',
+  'Null',
+  'Placeholder',
   'EscapedStringLiteral',
 ]);
 
 /** Extra variants in the DDL statements we accept. */
 const DDL_VARIANTS: ReadonlySet<string> = new Set([
-  'AddColumn', 'DropColumn', 'ModifyColumn', 'ChangeColumn', 'AddConstraint', 'DropIndex', 'DropPrimaryKey',
-  'DropForeignKey', 'DropConstraint', 'RenameColumn', 'AlterColumn', 'SetDefault', 'DropDefault', 'SetNotNull',
-  'DropNotNull', 'After', 'First', 'Default', 'Comment', 'WithEq', 'PrimaryKey', 'Unique', 'Index', 'Check',
-  'ForeignKey', 'Generated', 'OnUpdate', 'CharacterSet', 'Collation', 'DialectSpecific', 'Word',
+  'AddColumn',
+  'DropColumn',
+  'ModifyColumn',
+  'ChangeColumn',
+  'AddConstraint',
+  'DropIndex',
+  'DropPrimaryKey',
+  'DropForeignKey',
+  'DropConstraint',
+  'RenameColumn',
+  'AlterColumn',
+  'SetDefault',
+  'DropDefault',
+  'SetNotNull',
+  'DropNotNull',
+  'After',
+  'First',
+  'Default',
+  'Comment',
+  'WithEq',
+  'PrimaryKey',
+  'Unique',
+  'Index',
+  'Check',
+  'ForeignKey',
+  'Generated',
+  'OnUpdate',
+  'CharacterSet',
+  'Collation',
+  'DialectSpecific',
+  'Word',
 ]);
 
 /** Fields never walked: source positions, tokens and type names (they hold no expressions). */
@@ -90,7 +204,7 @@ export function isOwnSchema(name: string, st: WalkState): boolean {
 }
 
 /** Scopes hold CTE names as `nameKey` makes them, so a lookup compares as the server does. */
-export function cteKey(name: string, st: WalkState): string {
+function cteKey(name: string, st: WalkState): string {
   return nameKey(name, st.mode);
 }
 
@@ -110,7 +224,12 @@ function isDual(name: unknown): boolean {
   if (!Array.isArray(name) || name.length !== 1) return false;
   const p = name[0];
   const ident = isObj(p) && isObj(p.Identifier) ? p.Identifier : undefined;
-  return ident !== undefined && typeof ident.value === 'string' && ident.value.toUpperCase() === 'DUAL' && (ident.quote_style === undefined || ident.quote_style === null);
+  return (
+    ident !== undefined &&
+    typeof ident.value === 'string' &&
+    ident.value.toUpperCase() === 'DUAL' &&
+    (ident.quote_style === undefined || ident.quote_style === null)
+  );
 }
 
 export function walk(v: unknown, st: WalkState, scope: ReadonlySet<string>, field: string): void {

@@ -51,26 +51,11 @@
 
 import { init as initSqlParser, parse as parseSql } from '@guanmingchiu/sqlparser-ts';
 import type { GuardOptions, GuardResult, StatementKind } from './types.ts';
-import {
-  type AnyObj,
-  EMPTY_SCOPE,
-  MAX_SQL_LENGTH,
-  Refusal,
-  cachedGuard,
-  allow,
-  canDdl,
-  canWrite,
-  clip,
-  isObj,
-  refuse,
-  tableLabel,
-} from './common.ts';
+import { type AnyObj, EMPTY_SCOPE, MAX_SQL_LENGTH, Refusal, cachedGuard, allow, canDdl, canWrite, clip, isObj, refuse, tableLabel } from './common.ts';
 import { checkExecutableComments, checkTokens, lexMysql } from './mysql-lexer.ts';
 import { type WalkState, variantOf, visitVariant } from './mysql-walk.ts';
 import { walkDdl } from './mysql-ddl.ts';
 import { isSystemDatabase } from './mysql-names.ts';
-
-export { SAFE_FUNCTIONS } from './mysql-functions.ts';
 
 await initSqlParser();
 
@@ -78,13 +63,41 @@ await initSqlParser();
 // Statement names for refusals
 
 const STATEMENT_NAMES: Readonly<Record<string, string>> = {
-  Query: 'SELECT', Insert: 'INSERT', Update: 'UPDATE', Delete: 'DELETE', Set: 'SET', Commit: 'COMMIT',
-  Rollback: 'ROLLBACK', StartTransaction: 'START TRANSACTION/BEGIN', LockTables: 'LOCK TABLES', UnlockTables: 'UNLOCK TABLES',
-  Call: 'CALL', Explain: 'EXPLAIN', ExplainTable: 'EXPLAIN/DESCRIBE', Grant: 'GRANT', Revoke: 'REVOKE', Prepare: 'PREPARE',
-  Execute: 'EXECUTE', Deallocate: 'DEALLOCATE', Kill: 'KILL', Flush: 'FLUSH', Use: 'USE', LoadData: 'LOAD DATA',
-  Savepoint: 'SAVEPOINT', ReleaseSavepoint: 'RELEASE SAVEPOINT', CreateView: 'CREATE VIEW', CreateFunction: 'CREATE FUNCTION',
-  CreateProcedure: 'CREATE PROCEDURE', CreateTrigger: 'CREATE TRIGGER', CreateDatabase: 'CREATE DATABASE', CreateTable: 'CREATE TABLE',
-  AlterTable: 'ALTER TABLE', Truncate: 'TRUNCATE', CreateIndex: 'CREATE INDEX', RenameTable: 'RENAME TABLE', Merge: 'MERGE',
+  Query: 'SELECT',
+  Insert: 'INSERT',
+  Update: 'UPDATE',
+  Delete: 'DELETE',
+  Set: 'SET',
+  Commit: 'COMMIT',
+  Rollback: 'ROLLBACK',
+  StartTransaction: 'START TRANSACTION/BEGIN',
+  LockTables: 'LOCK TABLES',
+  UnlockTables: 'UNLOCK TABLES',
+  Call: 'CALL',
+  Explain: 'EXPLAIN',
+  ExplainTable: 'EXPLAIN/DESCRIBE',
+  Grant: 'GRANT',
+  Revoke: 'REVOKE',
+  Prepare: 'PREPARE',
+  Execute: 'EXECUTE',
+  Deallocate: 'DEALLOCATE',
+  Kill: 'KILL',
+  Flush: 'FLUSH',
+  Use: 'USE',
+  LoadData: 'LOAD DATA',
+  Savepoint: 'SAVEPOINT',
+  ReleaseSavepoint: 'RELEASE SAVEPOINT',
+  CreateView: 'CREATE VIEW',
+  CreateFunction: 'CREATE FUNCTION',
+  CreateProcedure: 'CREATE PROCEDURE',
+  CreateTrigger: 'CREATE TRIGGER',
+  CreateDatabase: 'CREATE DATABASE',
+  CreateTable: 'CREATE TABLE',
+  AlterTable: 'ALTER TABLE',
+  Truncate: 'TRUNCATE',
+  CreateIndex: 'CREATE INDEX',
+  RenameTable: 'RENAME TABLE',
+  Merge: 'MERGE',
 };
 
 function statementName(variant: string, node: unknown): string {
@@ -178,8 +191,3 @@ export const guardMysqlSql: (sql: string, opts: GuardOptions) => GuardResult = c
 
 /** For tests and benchmarks: forget cached verdicts. */
 export const clearMysqlGuardCache: () => void = cached.clear;
-
-/** The parser is ready once this module is imported; kept for callers that want an explicit await. */
-export async function initMysqlGuard(): Promise<void> {
-  await initSqlParser();
-}

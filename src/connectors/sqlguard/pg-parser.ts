@@ -35,10 +35,12 @@ interface EmscriptenModule {
   lengthBytesUTF8(str: string): number;
   HEAPU8: Uint8Array;
 }
-type Factory = (options: { instantiateWasm(imports: WebAssembly.Imports, receive: (instance: WebAssembly.Instance) => void): object }) => Promise<EmscriptenModule>;
+type Factory = (options: {
+  instantiateWasm(imports: WebAssembly.Imports, receive: (instance: WebAssembly.Instance) => void): object;
+}) => Promise<EmscriptenModule>;
 
 /** What the parse error carries, as the package's SqlError does. */
-export class SqlError extends Error {
+class SqlError extends Error {
   constructor(
     message: string,
     readonly sqlDetails: { message: string; cursorPosition: number; fileName?: string; functionName?: string; lineNumber?: number },
@@ -96,7 +98,10 @@ function paddedLeb(value: number, width: number): number[] {
  * the stack pointer, growth allowed). The initial size must cover the highest constant initialiser of a global (the
  * stack top, which the stack grows down from) and the end of every data segment.
  */
-export function shrinkInitialMemory(original: Uint8Array, headroomBytes = INITIAL_HEAP_BYTES): { bytes: Uint8Array; pages: number; declaredPages: number } | null {
+export function shrinkInitialMemory(
+  original: Uint8Array,
+  headroomBytes = INITIAL_HEAP_BYTES,
+): { bytes: Uint8Array; pages: number; declaredPages: number } | null {
   const bytes = new Uint8Array(original);
   if (bytes.length < 8 || bytes[0] !== 0 || bytes[1] !== 0x61 || bytes[2] !== 0x73 || bytes[3] !== 0x6d) return null;
   let p = 8;

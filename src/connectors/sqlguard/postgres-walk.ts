@@ -158,7 +158,8 @@ export function visitNode(type: string, node: AnyObj, st: WalkState, scope: Read
       return;
     case 'RangeTableSample': {
       const method = strings(node.method);
-      if (!(method.length === 1 && SAFE_TABLESAMPLE_METHODS.has(method[0]!))) throw new Refusal(`TABLESAMPLE ${clip(method.join('.'))} is not allowed (use BERNOULLI or SYSTEM)`);
+      if (!(method.length === 1 && SAFE_TABLESAMPLE_METHODS.has(method[0]!)))
+        throw new Refusal(`TABLESAMPLE ${clip(method.join('.'))} is not allowed (use BERNOULLI or SYSTEM)`);
       walkFields(type, node, st, scope);
       return;
     }
@@ -252,20 +253,58 @@ const TRANSACTION_NAMES: Readonly<Record<string, string>> = {
 };
 
 const STATEMENT_NAMES: Readonly<Record<string, string>> = {
-  SelectStmt: 'SELECT', InsertStmt: 'INSERT', UpdateStmt: 'UPDATE', DeleteStmt: 'DELETE', MergeStmt: 'MERGE',
-  VariableSetStmt: 'SET', VariableShowStmt: 'SHOW', CopyStmt: 'COPY', DoStmt: 'DO', CallStmt: 'CALL',
-  ExplainStmt: 'EXPLAIN', GrantStmt: 'GRANT/REVOKE', GrantRoleStmt: 'GRANT/REVOKE role', VacuumStmt: 'VACUUM/ANALYZE',
-  ListenStmt: 'LISTEN', UnlistenStmt: 'UNLISTEN', NotifyStmt: 'NOTIFY', PrepareStmt: 'PREPARE',
-  ExecuteStmt: 'EXECUTE', DeallocateStmt: 'DEALLOCATE', LockStmt: 'LOCK', LoadStmt: 'LOAD',
-  CreateStmt: 'CREATE TABLE', AlterTableStmt: 'ALTER TABLE', TruncateStmt: 'TRUNCATE', IndexStmt: 'CREATE INDEX',
-  RenameStmt: 'ALTER ... RENAME', ViewStmt: 'CREATE VIEW', CreateTableAsStmt: 'CREATE TABLE AS',
-  CreateFunctionStmt: 'CREATE FUNCTION', DiscardStmt: 'DISCARD', CheckPointStmt: 'CHECKPOINT',
-  DeclareCursorStmt: 'DECLARE CURSOR', FetchStmt: 'FETCH', ClosePortalStmt: 'CLOSE', AlterSystemStmt: 'ALTER SYSTEM',
-  ConstraintsSetStmt: 'SET CONSTRAINTS', ReindexStmt: 'REINDEX', ClusterStmt: 'CLUSTER',
-  RefreshMatViewStmt: 'REFRESH MATERIALIZED VIEW', CreateSchemaStmt: 'CREATE SCHEMA', CreatedbStmt: 'CREATE DATABASE',
-  DropdbStmt: 'DROP DATABASE', CreateRoleStmt: 'CREATE ROLE', AlterRoleStmt: 'ALTER ROLE', DropRoleStmt: 'DROP ROLE',
-  CreateExtensionStmt: 'CREATE EXTENSION', RuleStmt: 'CREATE RULE', CreateTrigStmt: 'CREATE TRIGGER',
-  CommentStmt: 'COMMENT', AlterOwnerStmt: 'ALTER ... OWNER', AlterObjectSchemaStmt: 'ALTER ... SET SCHEMA',
+  SelectStmt: 'SELECT',
+  InsertStmt: 'INSERT',
+  UpdateStmt: 'UPDATE',
+  DeleteStmt: 'DELETE',
+  MergeStmt: 'MERGE',
+  VariableSetStmt: 'SET',
+  VariableShowStmt: 'SHOW',
+  CopyStmt: 'COPY',
+  DoStmt: 'DO',
+  CallStmt: 'CALL',
+  ExplainStmt: 'EXPLAIN',
+  GrantStmt: 'GRANT/REVOKE',
+  GrantRoleStmt: 'GRANT/REVOKE role',
+  VacuumStmt: 'VACUUM/ANALYZE',
+  ListenStmt: 'LISTEN',
+  UnlistenStmt: 'UNLISTEN',
+  NotifyStmt: 'NOTIFY',
+  PrepareStmt: 'PREPARE',
+  ExecuteStmt: 'EXECUTE',
+  DeallocateStmt: 'DEALLOCATE',
+  LockStmt: 'LOCK',
+  LoadStmt: 'LOAD',
+  CreateStmt: 'CREATE TABLE',
+  AlterTableStmt: 'ALTER TABLE',
+  TruncateStmt: 'TRUNCATE',
+  IndexStmt: 'CREATE INDEX',
+  RenameStmt: 'ALTER ... RENAME',
+  ViewStmt: 'CREATE VIEW',
+  CreateTableAsStmt: 'CREATE TABLE AS',
+  CreateFunctionStmt: 'CREATE FUNCTION',
+  DiscardStmt: 'DISCARD',
+  CheckPointStmt: 'CHECKPOINT',
+  DeclareCursorStmt: 'DECLARE CURSOR',
+  FetchStmt: 'FETCH',
+  ClosePortalStmt: 'CLOSE',
+  AlterSystemStmt: 'ALTER SYSTEM',
+  ConstraintsSetStmt: 'SET CONSTRAINTS',
+  ReindexStmt: 'REINDEX',
+  ClusterStmt: 'CLUSTER',
+  RefreshMatViewStmt: 'REFRESH MATERIALIZED VIEW',
+  CreateSchemaStmt: 'CREATE SCHEMA',
+  CreatedbStmt: 'CREATE DATABASE',
+  DropdbStmt: 'DROP DATABASE',
+  CreateRoleStmt: 'CREATE ROLE',
+  AlterRoleStmt: 'ALTER ROLE',
+  DropRoleStmt: 'DROP ROLE',
+  CreateExtensionStmt: 'CREATE EXTENSION',
+  RuleStmt: 'CREATE RULE',
+  CreateTrigStmt: 'CREATE TRIGGER',
+  CommentStmt: 'COMMENT',
+  AlterOwnerStmt: 'ALTER ... OWNER',
+  AlterObjectSchemaStmt: 'ALTER ... SET SCHEMA',
 };
 
 export function statementName(stmt: unknown): string {
@@ -275,10 +314,19 @@ export function statementName(stmt: unknown): string {
   const node = stmt[type] as AnyObj;
   if (type === 'TransactionStmt') return TRANSACTION_NAMES[String(node.kind)] ?? 'a transaction statement';
   if (type === 'VariableSetStmt' && node.kind === 'VAR_SET_MULTI') return `SET ${clip(String(node.name ?? ''))}`;
-  if (type === 'DropStmt') return `DROP ${String(node.removeType ?? '').replace(/^OBJECT_/, '').replace(/_/g, ' ')}`.trim();
+  if (type === 'DropStmt')
+    return `DROP ${String(node.removeType ?? '')
+      .replace(/^OBJECT_/, '')
+      .replace(/_/g, ' ')}`.trim();
   if (type === 'ExplainStmt') return 'EXPLAIN';
   if (type === 'CopyStmt') return node.is_program === true ? 'COPY ... PROGRAM' : 'COPY';
-  return STATEMENT_NAMES[type] ?? type.replace(/Stmt$/, '').replace(/([a-z])([A-Z])/g, '$1 $2').toUpperCase();
+  return (
+    STATEMENT_NAMES[type] ??
+    type
+      .replace(/Stmt$/, '')
+      .replace(/([a-z])([A-Z])/g, '$1 $2')
+      .toUpperCase()
+  );
 }
 
 function describeNode(type: string, node: AnyObj): string {

@@ -49,25 +49,9 @@
 
 import { parseSync, scanSync } from './pg-parser.ts';
 import type { GuardOptions, GuardResult, StatementKind } from './types.ts';
-import {
-  type AnyObj,
-  EMPTY_SCOPE,
-  MAX_SQL_LENGTH,
-  Refusal,
-  cachedGuard,
-  allow,
-  canDdl,
-  canWrite,
-  clip,
-  isObj,
-  refuse,
-  tableLabel,
-} from './common.ts';
+import { type AnyObj, EMPTY_SCOPE, MAX_SQL_LENGTH, Refusal, cachedGuard, allow, canDdl, canWrite, clip, isObj, refuse, tableLabel } from './common.ts';
 import { type WalkState, statementName, strings, visitNode, wrappedType } from './postgres-walk.ts';
 import { statementShape } from './postgres-shape.ts';
-
-export { SAFE_FUNCTIONS } from './postgres-functions.ts';
-
 
 // ---------------------------------------------------------------------------------------------------
 // Entry point
@@ -75,7 +59,7 @@ export { SAFE_FUNCTIONS } from './postgres-functions.ts';
 /** Refuse standard '...' literals holding a backslash: their meaning depends on standard_conforming_strings. */
 function checkBackslashes(sql: string): string | undefined {
   if (!sql.includes('\\')) return undefined;
-  let tokens;
+  let tokens: ReturnType<typeof scanSync>['tokens'];
   try {
     tokens = scanSync(sql).tokens;
   } catch {
@@ -173,8 +157,7 @@ function checkDdl(type: string, node: AnyObj, st: WalkState): void {
       for (const o of objects) {
         const names = isObj(o) && isObj(o.List) ? strings(o.List.items) : ['?'];
         const own =
-          (names.length === 1 && names[0] === opts.table.name) ||
-          (names.length === 2 && names[0] === opts.table.schema && names[1] === opts.table.name);
+          (names.length === 1 && names[0] === opts.table.name) || (names.length === 2 && names[0] === opts.table.schema && names[1] === opts.table.name);
         if (!own) throw new Refusal(`it drops "${clip(names.join('.'))}", which is not this tool's table`);
       }
       return;
@@ -213,6 +196,3 @@ export const guardPostgresSql: (sql: string, opts: GuardOptions) => GuardResult 
 
 /** For tests and benchmarks: forget cached verdicts. */
 export const clearPostgresGuardCache: () => void = cached.clear;
-
-/** The parser is ready once this module is imported (pg-parser.ts loads it); kept for callers that want an explicit await. */
-export async function initPostgresGuard(): Promise<void> {}

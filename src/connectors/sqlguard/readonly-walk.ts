@@ -12,7 +12,19 @@ import { parse as parseSql } from '@guanmingchiu/sqlparser-ts';
 import type { GuardOptions, GuardResult } from './types.ts';
 import { type AnyObj, MAX_SQL_LENGTH, Refusal, allow, clip, isObj, tableLabel } from './common.ts';
 import { variantOf } from './mysql-walk.ts';
-import { type CteScope, type Frame, type NamePart, addSource, addSources, isOwnTable, outputColumns, ownColumns, partsOf, wildcardQualifier, withCtes } from './readonly-names.ts';
+import {
+  type CteScope,
+  type Frame,
+  type NamePart,
+  addSource,
+  addSources,
+  isOwnTable,
+  outputColumns,
+  ownColumns,
+  partsOf,
+  wildcardQualifier,
+  withCtes,
+} from './readonly-names.ts';
 
 export type { NamePart } from './readonly-names.ts';
 
@@ -56,21 +68,109 @@ export interface ReadOnlyDialect {
 }
 
 const QUERY_VARIANTS: ReadonlySet<string> = new Set([
-  'Query', 'Subquery', 'Select', 'SetOperation', 'Values', 'Table', 'Derived', 'NestedJoin', 'Identifier',
-  'CompoundIdentifier', 'Value', 'TypedString', 'BinaryOp', 'UnaryOp', 'Nested', 'Function', 'List', 'Unnamed',
-  'Named', 'Expr', 'Wildcard', 'QualifiedWildcard', 'UnnamedExpr', 'ExprWithAlias', 'Cast', 'Convert', 'Case',
-  'InList', 'InSubquery', 'Between', 'Like', 'ILike', 'SimilarTo', 'IsNull', 'IsNotNull', 'IsTrue', 'IsFalse',
-  'IsNotTrue', 'IsNotFalse', 'IsUnknown', 'IsNotUnknown', 'IsDistinctFrom', 'IsNotDistinctFrom', 'Exists',
-  'Interval', 'Extract', 'Substring', 'Trim', 'Position', 'Collate', 'Tuple', 'AnyOp', 'AllOp', 'Ceil', 'Floor',
-  'Expressions', 'OrderBy', 'WindowSpec', 'NamedWindow', 'Preceding', 'Following', 'LimitOffset', 'Inner', 'Left',
-  'Right', 'LeftOuter', 'RightOuter', 'FullOuter', 'CrossJoin', 'Join', 'On', 'Using', 'Natural', 'CrossApply',
-  'OuterApply', 'Constant', 'DateTimeField', 'StartWith', 'ConnectBy', 'Prior', 'AtTimeZone', 'Semi', 'Anti',
-  'LeftSemi', 'LeftAnti', 'RightSemi', 'RightAnti', 'Offset', 'OffsetRows', 'Rows', 'Row',
+  'Query',
+  'Subquery',
+  'Select',
+  'SetOperation',
+  'Values',
+  'Table',
+  'Derived',
+  'NestedJoin',
+  'Identifier',
+  'CompoundIdentifier',
+  'Value',
+  'TypedString',
+  'BinaryOp',
+  'UnaryOp',
+  'Nested',
+  'Function',
+  'List',
+  'Unnamed',
+  'Named',
+  'Expr',
+  'Wildcard',
+  'QualifiedWildcard',
+  'UnnamedExpr',
+  'ExprWithAlias',
+  'Cast',
+  'Convert',
+  'Case',
+  'InList',
+  'InSubquery',
+  'Between',
+  'Like',
+  'ILike',
+  'SimilarTo',
+  'IsNull',
+  'IsNotNull',
+  'IsTrue',
+  'IsFalse',
+  'IsNotTrue',
+  'IsNotFalse',
+  'IsUnknown',
+  'IsNotUnknown',
+  'IsDistinctFrom',
+  'IsNotDistinctFrom',
+  'Exists',
+  'Interval',
+  'Extract',
+  'Substring',
+  'Trim',
+  'Position',
+  'Collate',
+  'Tuple',
+  'AnyOp',
+  'AllOp',
+  'Ceil',
+  'Floor',
+  'Expressions',
+  'OrderBy',
+  'WindowSpec',
+  'NamedWindow',
+  'Preceding',
+  'Following',
+  'LimitOffset',
+  'Inner',
+  'Left',
+  'Right',
+  'LeftOuter',
+  'RightOuter',
+  'FullOuter',
+  'CrossJoin',
+  'Join',
+  'On',
+  'Using',
+  'Natural',
+  'CrossApply',
+  'OuterApply',
+  'Constant',
+  'DateTimeField',
+  'StartWith',
+  'ConnectBy',
+  'Prior',
+  'AtTimeZone',
+  'Semi',
+  'Anti',
+  'LeftSemi',
+  'LeftAnti',
+  'RightSemi',
+  'RightAnti',
+  'Offset',
+  'OffsetRows',
+  'Rows',
+  'Row',
 ]);
 
 const LITERAL_VARIANTS: ReadonlySet<string> = new Set([
-  'Number', 'SingleQuotedString', 'DoubleQuotedString', 'NationalStringLiteral', 'HexStringLiteral', 'Boolean',
-  'Null', 'QuoteDelimitedStringLiteral', 'NationalQuoteDelimitedStringLiteral',
+  'Number',
+  'SingleQuotedString',
+  'DoubleQuotedString',
+  'NationalStringLiteral',
+  'HexStringLiteral',
+  'Boolean',
+  'Null',
+  'QuoteDelimitedStringLiteral',
+  'NationalQuoteDelimitedStringLiteral',
 ]);
 
 const SKIP_FIELDS: ReadonlySet<string> = new Set(['span', 'data_type', 'quote_style']);
@@ -91,7 +191,6 @@ function* visibleFrames(st: State): Generator<Frame> {
     yield f;
   }
 }
-
 
 function checkTable(name: unknown, st: State, scope: CteScope): void {
   const parts = partsOf(name);
@@ -327,7 +426,8 @@ function walkQuery(q: AnyObj, st: State, outer: CteScope): void {
     throw new Refusal('its WITH clause could not be understood');
   }
   if (Array.isArray(q.locks) && q.locks.length > 0) throw new Refusal('SELECT ... FOR UPDATE takes row locks');
-  if (q.for_clause !== undefined && q.for_clause !== null) throw new Refusal('FOR XML / FOR JSON / FOR BROWSE is not allowed; the gateway returns rows as JSON');
+  if (q.for_clause !== undefined && q.for_clause !== null)
+    throw new Refusal('FOR XML / FOR JSON / FOR BROWSE is not allowed; the gateway returns rows as JSON');
   walk(q.body, st, scope, 'body');
   if (!st.d.strictNames) return walkStruct(q, st, scope, WITH_FIELDS);
   // ORDER BY (and OFFSET / FETCH) of a plain SELECT see its FROM items and its select-list aliases; of a compound
@@ -354,7 +454,12 @@ function checkReserved(v: unknown, d: ReadOnlyDialect, depth = 0): void {
     return;
   }
   if (!isObj(v)) return;
-  if (typeof v.value === 'string' && !('keyword' in v) && (v.quote_style === undefined || v.quote_style === null) && d.reservedWords.has(v.value.toUpperCase())) {
+  if (
+    typeof v.value === 'string' &&
+    !('keyword' in v) &&
+    (v.quote_style === undefined || v.quote_style === null) &&
+    d.reservedWords.has(v.value.toUpperCase())
+  ) {
     throw new Refusal(`${clip(v.value.toUpperCase())} is a reserved word of the server and cannot be a name here (quote it if it is a column)`);
   }
   for (const k in v) {

@@ -38,4 +38,4 @@ export type GuardResult =
       /** PostgreSQL reads and writes: the statement's shape (postgres-shape.ts), which keys the resolution verdict. */
       shape?: string;
     }
-  | { ok: false; /** Tells the agent what was refused and what is allowed. */ reason: string };
+  | { ok: false /** Tells the agent what was refused and what is allowed. */; reason: string };

@@ -44,11 +44,15 @@ export const onSignedOut = (listener: () => void) => signedOutListeners.add(list
 /** Awaits a generated operation and returns its data, or throws an ApiError from the `{error, message}` body. */
 export async function call<T>(pending: Promise<{ data?: T; error?: unknown; response?: Response }>): Promise<T> {
   const { data, error, response } = await pending;
-  if (response && response.ok) return data as T;
+  if (response?.ok) return data as T;
   const status = response?.status ?? 0;
   const body = (error ?? {}) as { error?: string; message?: string };
-  if (status === 401) signedOutListeners.forEach((l) => l());
-  throw new ApiError(status, body.error ?? 'request_failed', body.message ?? (status ? `The request failed (HTTP ${status}).` : 'The gateway could not be reached.'));
+  if (status === 401) for (const listener of signedOutListeners) listener();
+  throw new ApiError(
+    status,
+    body.error ?? 'request_failed',
+    body.message ?? (status ? `The request failed (HTTP ${status}).` : 'The gateway could not be reached.'),
+  );
 }
 
 async function consoleJson<T>(path: string, init: RequestInit = {}): Promise<T> {
@@ -71,6 +75,10 @@ export async function loadSession(): Promise<SessionInfo | null> {
 }
 
 export const signInWithClient = (clientId: string, clientSecret: string) =>
-  consoleJson<{ signed_in: true }>('/console/auth/client', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: clientId, client_secret: clientSecret }) });
+  consoleJson<{ signed_in: true }>('/console/auth/client', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_id: clientId, client_secret: clientSecret }),
+  });
 
 export const signOut = () => consoleJson<{ signed_out: true }>('/console/auth/logout', { method: 'POST' });

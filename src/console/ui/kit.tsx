@@ -99,7 +99,7 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
 /** A secret the gateway shows once: the value, a copy button and a warning; dismissed by the user. */
 export function SecretOnce({ label, value, onDone }: { label: string; value: string; onDone: () => void }) {
   return (
-    <div class="secret" role="region" aria-label={label}>
+    <section class="secret" aria-label={label}>
       <p class="warning">
         <strong>Copy this {label.toLowerCase()} now.</strong> It is shown only once; the gateway keeps only a hash of it.
       </p>
@@ -110,7 +110,7 @@ export function SecretOnce({ label, value, onDone }: { label: string; value: str
       <button type="button" onClick={onDone}>
         I have stored it
       </button>
-    </div>
+    </section>
   );
 }
 

@@ -53,7 +53,15 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
           }}
         >
           <label for="org">Org (its slug, as in the MCP endpoint URL)</label>
-          <input id="org" name="org" required pattern="[a-z0-9][a-z0-9\-]*" value={org} onInput={(e) => setOrg(e.currentTarget.value)} autoComplete="organization" />
+          <input
+            id="org"
+            name="org"
+            required
+            pattern="[a-z0-9][a-z0-9\-]*"
+            value={org}
+            onInput={(e) => setOrg(e.currentTarget.value)}
+            autoComplete="organization"
+          />
           <button type="submit">Continue to the identity provider</button>
         </form>
       </section>
@@ -64,7 +72,14 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
           <label for="client-id">Client id</label>
           <input id="client-id" required value={clientId} onInput={(e) => setClientId(e.currentTarget.value)} autoComplete="username" />
           <label for="client-secret">Client secret</label>
-          <input id="client-secret" type="password" required value={clientSecret} onInput={(e) => setClientSecret(e.currentTarget.value)} autoComplete="current-password" />
+          <input
+            id="client-secret"
+            type="password"
+            required
+            value={clientSecret}
+            onInput={(e) => setClientSecret(e.currentTarget.value)}
+            autoComplete="current-password"
+          />
           <ErrorBox error={action.error} />
           <button type="submit" disabled={action.pending}>
             {action.pending ? 'Signing in…' : 'Sign in'}

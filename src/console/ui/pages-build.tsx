@@ -22,7 +22,11 @@ export function OverviewPage({ session }: { session: SessionInfo }) {
           <dd data-testid="provision-status">
             {s.status === 'provisioned' ? 'Provisioned' : 'Not provisioned'}
             {s.status !== 'provisioned' && (
-              <button type="button" disabled={provision.pending} onClick={() => provision.run(() => call(rest.provisionOrg({ client, path: { orgId: session.org_id } }))).then(status.reload)}>
+              <button
+                type="button"
+                disabled={provision.pending}
+                onClick={() => provision.run(() => call(rest.provisionOrg({ client, path: { orgId: session.org_id } }))).then(status.reload)}
+              >
                 Provision the MCP server
               </button>
             )}
@@ -34,7 +38,13 @@ export function OverviewPage({ session }: { session: SessionInfo }) {
           <dt>Tools</dt>
           <dd data-testid="tool-count">{s.toolCount}</dd>
           <dt>Usage this month</dt>
-          <dd>{l ? `${l.tool_calls_used} of ${l.monthly_tool_calls ?? 'unlimited'} tool calls` : org.data ? `quota ${org.data.monthly_tool_calls ?? 'unlimited'} tool calls (usage: finance role)` : '…'}</dd>
+          <dd>
+            {l
+              ? `${l.tool_calls_used} of ${l.monthly_tool_calls ?? 'unlimited'} tool calls`
+              : org.data
+                ? `quota ${org.data.monthly_tool_calls ?? 'unlimited'} tool calls (usage: finance role)`
+                : '…'}
+          </dd>
           <dt>Burst limit</dt>
           <dd>{l?.burst_limit_per_second ?? org.data?.burst_limit_per_second ?? '…'} calls per second</dd>
           {l && (
@@ -63,7 +73,10 @@ function ToolEditor({ tool, orgId, onDone }: { tool: Tool; orgId: string; onDone
     const body = {
       tool_name_override: name.trim() || null,
       tool_description_override: description.trim() || null,
-      approval_emails: emails.split(',').map((s) => s.trim()).filter(Boolean),
+      approval_emails: emails
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
       approval_ttl_seconds: Number(ttl),
     };
     action.run(() => call(rest.updateToolMetadata({ client, path: { orgId, toolId: tool.id }, body }))).then((ok) => ok && onDone());
@@ -102,10 +115,14 @@ function ToolEditor({ tool, orgId, onDone }: { tool: Tool; orgId: string; onDone
 export function ToolsPage({ session }: { session: SessionInfo }) {
   const connectors = useLoad(() => call(rest.listConnectors({ client })));
   const [connectorId, setConnectorId] = useState('');
-  const tools = useLoad(() => call(rest.listTools({ client, path: { orgId: session.org_id }, query: connectorId ? { connector_id: connectorId } : {} })), [connectorId]);
+  const tools = useLoad(
+    () => call(rest.listTools({ client, path: { orgId: session.org_id }, query: connectorId ? { connector_id: connectorId } : {} })),
+    [connectorId],
+  );
   const [editing, setEditing] = useState<string | null>(null);
   const action = useAction();
-  const patch = (tool: Tool, body: Record<string, unknown>) => action.run(() => call(rest.updateToolMetadata({ client, path: { orgId: session.org_id, toolId: tool.id }, body }))).then(tools.reload);
+  const patch = (tool: Tool, body: Record<string, unknown>) =>
+    action.run(() => call(rest.updateToolMetadata({ client, path: { orgId: session.org_id, toolId: tool.id }, body }))).then(tools.reload);
   const list = tools.data?.tools ?? [];
   return (
     <Page title="Tools">
@@ -149,7 +166,12 @@ export function ToolsPage({ session }: { session: SessionInfo }) {
                     </button>
                   </td>
                   <td>
-                    <button type="button" class="secondary" aria-pressed={t.requires_approval} onClick={() => patch(t, { requires_approval: !t.requires_approval })}>
+                    <button
+                      type="button"
+                      class="secondary"
+                      aria-pressed={t.requires_approval}
+                      onClick={() => patch(t, { requires_approval: !t.requires_approval })}
+                    >
                       {t.requires_approval ? 'Held for approval: stop' : 'Not held: require approval'}
                     </button>
                   </td>

@@ -20,7 +20,20 @@ interface ConnectorDraft {
   allowWrite: boolean;
 }
 
-const emptyDraft = (): ConnectorDraft => ({ name: '', type: 'postgresql', host: '', port: '', database: '', user: '', tls: 'require', schemas: '', url: '', headers: '', credential: '', allowWrite: false });
+const emptyDraft = (): ConnectorDraft => ({
+  name: '',
+  type: 'postgresql',
+  host: '',
+  port: '',
+  database: '',
+  user: '',
+  tls: 'require',
+  schemas: '',
+  url: '',
+  headers: '',
+  credential: '',
+  allowWrite: false,
+});
 
 function draftOf(c: Connector): ConnectorDraft {
   const config = c.config as Record<string, unknown>;
@@ -49,12 +62,25 @@ function configOf(d: ConnectorDraft) {
     }
     return { url: d.url, ...(Object.keys(headers).length ? { headers } : {}) };
   }
-  const schemas = d.schemas.split(',').map((s) => s.trim()).filter(Boolean);
+  const schemas = d.schemas
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   return { host: d.host, ...(d.port ? { port: Number(d.port) } : {}), database: d.database, user: d.user, tls: d.tls, ...(schemas.length ? { schemas } : {}) };
 }
 
 /** The type's own form: database fields for SQL types, URL and headers for an MCP server. */
-function ConnectorForm({ initial, editing, onSave, onCancel }: { initial: ConnectorDraft; editing: boolean; onSave: (d: ConnectorDraft) => Promise<unknown>; onCancel: () => void }) {
+function ConnectorForm({
+  initial,
+  editing,
+  onSave,
+  onCancel,
+}: {
+  initial: ConnectorDraft;
+  editing: boolean;
+  onSave: (d: ConnectorDraft) => Promise<unknown>;
+  onCancel: () => void;
+}) {
   const [d, setD] = useState(initial);
   const action = useAction();
   const set = (patch: Partial<ConnectorDraft>) => setD({ ...d, ...patch });
@@ -132,7 +158,12 @@ export function ConnectorsPage() {
   const action = useAction();
   const connectors = list.data?.connectors ?? [];
   const save = async (d: ConnectorDraft) => {
-    const common = { name: d.name, config: configOf(d) as never, ...(d.credential ? { credential: d.credential } : {}), ...(d.type !== 'mcp' ? { allow_write: d.allowWrite } : {}) };
+    const common = {
+      name: d.name,
+      config: configOf(d) as never,
+      ...(d.credential ? { credential: d.credential } : {}),
+      ...(d.type !== 'mcp' ? { allow_write: d.allowWrite } : {}),
+    };
     if (form?.editing) await call(rest.updateConnector({ client, path: { connectorId: form.editing.id }, body: common }));
     else await call(rest.createConnector({ client, body: { ...common, type: d.type } }));
     setForm(null);
@@ -149,7 +180,15 @@ export function ConnectorsPage() {
         )
       }
     >
-      {form && <ConnectorForm key={form.editing?.id ?? 'new'} initial={form.editing ? draftOf(form.editing) : emptyDraft()} editing={!!form.editing} onSave={save} onCancel={() => setForm(null)} />}
+      {form && (
+        <ConnectorForm
+          key={form.editing?.id ?? 'new'}
+          initial={form.editing ? draftOf(form.editing) : emptyDraft()}
+          editing={!!form.editing}
+          onSave={save}
+          onCancel={() => setForm(null)}
+        />
+      )}
       <Loading loading={list.loading && !list.data} />
       <ErrorBox error={list.error ?? action.error} />
       {list.data && connectors.length === 0 && <p>No connectors yet.</p>}
@@ -190,7 +229,11 @@ export function ConnectorsPage() {
                 </td>
                 <td>{when(c.updated_at)}</td>
                 <td class="buttons">
-                  <button type="button" class="secondary" onClick={() => action.run(() => call(rest.revalidateConnector({ client, path: { connectorId: c.id } }))).then(list.reload)}>
+                  <button
+                    type="button"
+                    class="secondary"
+                    onClick={() => action.run(() => call(rest.revalidateConnector({ client, path: { connectorId: c.id } }))).then(list.reload)}
+                  >
                     Revalidate
                   </button>
                   <button type="button" class="secondary" onClick={() => setForm({ editing: c })}>
@@ -199,7 +242,10 @@ export function ConnectorsPage() {
                   <button
                     type="button"
                     class="danger"
-                    onClick={() => confirm(`Archive the connector ${c.name}? Its tools disappear from the MCP server.`) && action.run(() => call(rest.archiveConnector({ client, path: { connectorId: c.id } }))).then(list.reload)}
+                    onClick={() =>
+                      confirm(`Archive the connector ${c.name}? Its tools disappear from the MCP server.`) &&
+                      action.run(() => call(rest.archiveConnector({ client, path: { connectorId: c.id } }))).then(list.reload)
+                    }
                   >
                     Archive
                   </button>

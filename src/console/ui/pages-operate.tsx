@@ -18,7 +18,9 @@ export function ApprovalsPage() {
         setResults((r) => ({ ...r, [a.id]: JSON.stringify(decision, null, 2) }));
       })
       .then(list.reload);
-  const approvals = [...(list.data?.approvals ?? [])].sort((a, b) => (ORDER[a.status] ?? 2) - (ORDER[b.status] ?? 2) || b.created_at.localeCompare(a.created_at));
+  const approvals = [...(list.data?.approvals ?? [])].sort(
+    (a, b) => (ORDER[a.status] ?? 2) - (ORDER[b.status] ?? 2) || b.created_at.localeCompare(a.created_at),
+  );
   return (
     <Page title="Approvals">
       <Loading loading={list.loading && !list.data} />
@@ -76,7 +78,13 @@ export function AuditPage({ session }: { session: SessionInfo }) {
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors[cursors.length - 1];
   const page = useLoad(
-    () => call(rest.listAuditEvents({ client, query: { limit: 25, days: filter.days, ...(filter.action ? { action: filter.action } : {}), ...(cursor ? { cursor } : {}) } })),
+    () =>
+      call(
+        rest.listAuditEvents({
+          client,
+          query: { limit: 25, days: filter.days, ...(filter.action ? { action: filter.action } : {}), ...(cursor ? { cursor } : {}) },
+        }),
+      ),
     [filter, cursor],
   );
   const exporting = useAction();
@@ -108,7 +116,9 @@ export function AuditPage({ session }: { session: SessionInfo }) {
             disabled={exporting.pending}
             onClick={() =>
               exporting.run(async () => {
-                const exported = await call(rest.exportAuditEvents({ client, query: { redact: true, days: filter.days, ...(filter.action ? { action: filter.action } : {}) } }));
+                const exported = await call(
+                  rest.exportAuditEvents({ client, query: { redact: true, days: filter.days, ...(filter.action ? { action: filter.action } : {}) } }),
+                );
                 download(`audit-${new Date().toISOString().slice(0, 10)}.json`, exported);
               })
             }
@@ -186,9 +196,12 @@ export function CredentialsPage() {
       clients.reload();
     });
   };
-  const revokeKey = (id: string, name: string) => confirm(`Revoke the API key ${name}? Calls with it fail at once.`) && action.run(() => call(rest.revokeApiKey({ client, path: { keyId: id } }))).then(keys.reload);
+  const revokeKey = (id: string, name: string) =>
+    confirm(`Revoke the API key ${name}? Calls with it fail at once.`) &&
+    action.run(() => call(rest.revokeApiKey({ client, path: { keyId: id } }))).then(keys.reload);
   const revokeClient = (id: string, name: string) =>
-    confirm(`Revoke the OAuth client ${name}? Its tokens stop working at once.`) && action.run(() => call(rest.revokeOAuthClient({ client, path: { clientId: id } }))).then(clients.reload);
+    confirm(`Revoke the OAuth client ${name}? Its tokens stop working at once.`) &&
+    action.run(() => call(rest.revokeOAuthClient({ client, path: { clientId: id } }))).then(clients.reload);
   return (
     <Page title="API keys & OAuth clients">
       {secret && (

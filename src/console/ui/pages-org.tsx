@@ -57,7 +57,11 @@ function IdpForm({ current, onSaved }: { current: IdpConfig | null; onSaved: () 
         Register <code>{location.origin}/console/auth/callback</code> as a redirect URI of this client at the IdP.
       </p>
       {field('console_client_id', 'Console client id (empty: no IdP sign-in to the console)')}
-      {field('console_client_secret', current?.console_client_secret_set ? 'Console client secret (stored; type to replace)' : 'Console client secret (optional)', { type: 'password', autoComplete: 'off' })}
+      {field(
+        'console_client_secret',
+        current?.console_client_secret_set ? 'Console client secret (stored; type to replace)' : 'Console client secret (optional)',
+        { type: 'password', autoComplete: 'off' },
+      )}
       <ErrorBox error={action.error} />
       <button type="submit" disabled={action.pending}>
         Save
@@ -75,10 +79,21 @@ export function IdpPage() {
       <ErrorBox error={idp.error ?? action.error} />
       {idp.data !== undefined && (
         <>
-          <p>{idp.data ? `Tokens from ${idp.data.issuer} are accepted (updated ${when(idp.data.updated_at)}).` : 'No identity provider is configured: only API keys and OAuth clients sign in.'}</p>
+          <p>
+            {idp.data
+              ? `Tokens from ${idp.data.issuer} are accepted (updated ${when(idp.data.updated_at)}).`
+              : 'No identity provider is configured: only API keys and OAuth clients sign in.'}
+          </p>
           <IdpForm key={idp.data?.updated_at ?? 'none'} current={idp.data} onSaved={idp.reload} />
           {idp.data && (
-            <button type="button" class="danger" onClick={() => confirm('Remove the identity provider? Its tokens stop working at once.') && action.run(() => call(rest.deleteIdpConfig({ client }))).then(idp.reload)}>
+            <button
+              type="button"
+              class="danger"
+              onClick={() =>
+                confirm('Remove the identity provider? Its tokens stop working at once.') &&
+                action.run(() => call(rest.deleteIdpConfig({ client }))).then(idp.reload)
+              }
+            >
               Remove the identity provider
             </button>
           )}
@@ -118,7 +133,13 @@ function Deliveries({ webhook }: { webhook: Webhook }) {
               <td>{d.status_code ?? d.error ?? '—'}</td>
               <td>{d.delivery_status}</td>
               <td>
-                <button type="button" class="secondary" onClick={() => action.run(() => call(rest.resendWebhookEvent({ client, path: { webhookId: webhook.id, eventId: d.event_id } }))).then(list.reload)}>
+                <button
+                  type="button"
+                  class="secondary"
+                  onClick={() =>
+                    action.run(() => call(rest.resendWebhookEvent({ client, path: { webhookId: webhook.id, eventId: d.event_id } }))).then(list.reload)
+                  }
+                >
                   Resend
                 </button>
               </td>
@@ -158,7 +179,12 @@ export function WebhooksPage() {
           <legend>Events</legend>
           {EVENTS.map((ev) => (
             <span class="check">
-              <input id={`wh-${ev}`} type="checkbox" checked={events.includes(ev)} onChange={(e) => setEvents(e.currentTarget.checked ? [...events, ev] : events.filter((x) => x !== ev))} />
+              <input
+                id={`wh-${ev}`}
+                type="checkbox"
+                checked={events.includes(ev)}
+                onChange={(e) => setEvents(e.currentTarget.checked ? [...events, ev] : events.filter((x) => x !== ev))}
+              />
               <label for={`wh-${ev}`}>{ev}</label>
             </span>
           ))}
@@ -189,10 +215,23 @@ export function WebhooksPage() {
                 <button type="button" class="secondary" onClick={() => setOpen(open === w.id ? null : w.id)}>
                   Deliveries
                 </button>
-                <button type="button" class="secondary" onClick={() => action.run(() => call(rest.updateWebhook({ client, path: { webhookId: w.id }, body: { enabled: !w.enabled } }))).then(list.reload)}>
+                <button
+                  type="button"
+                  class="secondary"
+                  onClick={() =>
+                    action.run(() => call(rest.updateWebhook({ client, path: { webhookId: w.id }, body: { enabled: !w.enabled } }))).then(list.reload)
+                  }
+                >
                   {w.enabled ? 'Disable' : 'Enable'}
                 </button>
-                <button type="button" class="danger" onClick={() => confirm(`Delete the webhook to ${w.url}?`) && action.run(() => call(rest.deleteWebhook({ client, path: { webhookId: w.id } }))).then(list.reload)}>
+                <button
+                  type="button"
+                  class="danger"
+                  onClick={() =>
+                    confirm(`Delete the webhook to ${w.url}?`) &&
+                    action.run(() => call(rest.deleteWebhook({ client, path: { webhookId: w.id } }))).then(list.reload)
+                  }
+                >
                   Delete
                 </button>
               </td>
