@@ -1,38 +1,86 @@
-// The import structure of src/: no cycles, and no import pointing up the layers (entry -> http -> handlers -> domain).
+// The import structure of src/: every folder (and top-level file) has a rank (test/support/ranks.ts), imports point
+// only to strictly lower ranks, so no folder-level cycle can form; .ts and .tsx alike. SQL lives where it belongs.
 // The graph is parsed from the source text of every file under src/ (test/support/imports.ts).
 import { describe, expect, test } from 'bun:test';
-import { cycles, importGraph, importsOf, layerOf, packageImports, upwardImports } from './support/imports.ts';
+import { cycles, folderGraph, holdsSql, importGraph, importsOf, rankViolations, sqlFiles, unitOf, unrankedUnits } from './support/imports.ts';
+import { RANKS } from './support/ranks.ts';
 
-describe('layers of src/', () => {
+/**
+ * Files that hold SQL outside the places for it, as they stand today, each with why. Only this list may grow, and
+ * only with a reason: a file that stops holding SQL must leave it (the test compares both ways).
+ */
+const SQL_EXCEPTIONS: Record<string, string> = {
+  'audit/mac.ts': 'names the audit_events row type it authenticates (a type import of the schema, no query)',
+  'audit/seal.ts': 'the sealing pass is set-based statements over audit_events, on the hot path next to the MAC',
+  'auth/credentials.ts': 'API keys and OAuth clients: hashing and their queries in one module (its repository)',
+  'auth/idp/resolver.ts': "reads the org's IdP configuration per request, on the authentication path",
+  'auth/signing.ts': 'signing keys are created and rotated under an advisory lock inside one transaction',
+  'billing/service.ts': 'the usage report aggregates audit_events and connectors in read-only queries',
+  'cli.ts': '`org create` works directly on the store when no server holds the data folder',
+  'connectors/service.ts': "updates the connector row inside the lifecycle's transaction",
+  'console/sessions.ts': 'console sessions: the cookie logic and their queries in one module (its repository)',
+  'demo/demo.ts': "seeds the demo org's sample connector",
+  'limits/quota.ts': 'the monthly quota counter: hand-written prepared statements on the hot path',
+  'limits/usage.ts': 'batched usage counting: hand-written statements on the hot path',
+  'mcp/lookup.ts': "the MCP endpoint's per-request reads (org, API key), tuned for the hot path",
+  'tools/catalog.ts': 'builds the catalog from connectors and tools in one read per catalog version',
+  'tools/settings.ts': 'per-tool settings: listing and updates with their queries',
+  'webhooks/relay.ts': 'claims tool.called audit rows for delivery with its own statements',
+};
+
+/** Where SQL belongs: repositories, the store, statement files, and the connector drivers and SQL guard. */
+function sqlAllowed(file: string): boolean {
+  return (
+    /(^|\/)repository\.ts$/.test(file) ||
+    file.startsWith('store/') ||
+    /-statements\.ts$/.test(file) ||
+    // connectors/<type>/ (one driver each), connectors/shared/ (their common code), connectors/sqlguard/ (the guard)
+    /^connectors\/[^/]+\//.test(file)
+  );
+}
+
+describe('ranks of src/', () => {
   const graph = importGraph();
 
-  test('the graph is read: every file is there and the entry reaches the gateway', () => {
+  test('the graph is read: every file is there, .tsx included, and the entry reaches the gateway', () => {
     expect(graph.size).toBeGreaterThan(50);
     expect(graph.get('main.ts')).toContain('boot.ts');
     expect(graph.get('gateway.ts')).toContain('app.ts');
+    expect(graph.get('console/ui/main.tsx')!.length).toBeGreaterThan(0);
   });
 
-  test('no import cycles', () => {
+  test('every folder and top-level file of src/ has a rank and a role, and the table names nothing else', () => {
+    expect(unrankedUnits(graph)).toEqual([]);
+    const units = new Set([...graph.keys()].map(unitOf));
+    expect(Object.keys(RANKS).filter((unit) => !units.has(unit))).toEqual([]);
+    for (const { rank, role } of Object.values(RANKS)) {
+      expect(Number.isInteger(rank) && rank >= 0).toBe(true);
+      expect(role.length).toBeGreaterThan(10);
+    }
+  });
+
+  test('every import across folders points to a strictly lower rank (none upward, none within a rank)', () => {
+    expect(rankViolations(graph)).toEqual([]);
+  });
+
+  test('no folder-level cycle and no file-level cycle', () => {
+    expect(cycles(folderGraph(graph))).toEqual([]);
     expect(cycles(graph)).toEqual([]);
   });
 
-  test('no upward imports: domain modules never import http/ or handlers/, handlers never import http/', () => {
-    expect(upwardImports(graph)).toEqual([]);
-  });
-
-  test('handlers hold no SQL: no handler imports drizzle-orm or the store schema (queries live in repositories)', () => {
-    const packages = packageImports();
-    const offenders = [...graph.keys()]
-      .filter((f) => layerOf(f) === 'handlers')
-      .filter((f) => packages.get(f)!.some((p) => p.startsWith('drizzle-orm')) || graph.get(f)!.includes('store/schema.ts'));
-    expect(offenders).toEqual([]);
-    // The check sees package imports at all: the repositories do import drizzle-orm.
-    expect(packages.get('connectors/repository.ts')).toContain('drizzle-orm');
+  test('SQL only in repositories, the store, statement files, connector drivers and the guard (exceptions named)', () => {
+    const found = sqlFiles();
+    expect(found.filter((f) => !sqlAllowed(f)).sort()).toEqual(Object.keys(SQL_EXCEPTIONS).sort());
+    // Handlers never hold SQL: a thin handler calls a domain module.
+    expect(found.filter((f) => f.startsWith('handlers/') || f.startsWith('http/'))).toEqual([]);
+    // The check sees each kind of SQL it looks for.
+    expect(found).toContain('connectors/repository.ts');
+    expect(found).toContain('limits/quota.ts');
   });
 
   test('the dependency container lives outside http/ and handlers/', () => {
-    expect(layerOf('deps.ts')).toBe('domain');
     expect(graph.has('deps.ts')).toBe(true);
+    expect(RANKS['deps.ts']!.rank).toBeLessThan(RANKS['handlers/']!.rank);
     expect([...graph.keys()].filter((f) => f.startsWith('http/') && f !== 'http/router.ts')).toEqual([]);
   });
 });
@@ -72,17 +120,49 @@ describe('the checker itself finds what it must', () => {
     expect(cycles(graph)).toHaveLength(2);
   });
 
-  test('a domain module importing http/ or handlers/ is reported, a handler importing domain code is not', () => {
+  test('a folder cycle made of files that form no file cycle is reported at folder level', () => {
+    // tools/runtime -> mcp/protocol and mcp/server -> tools/runtime: no file imports itself back, the folders do.
     const graph = new Map([
-      ['tools/catalog.ts', ['http/router.ts']],
-      ['mcp/tools.ts', ['handlers/mcp.ts']],
-      ['handlers/mcp.ts', ['mcp/tools.ts', 'http/router.ts']],
-      ['http/router.ts', ['handlers/context.ts']],
+      ['tools/runtime.ts', ['mcp/protocol.ts']],
+      ['mcp/protocol.ts', []],
+      ['mcp/server.ts', ['tools/runtime.ts', 'mcp/protocol.ts']],
     ]);
-    expect(upwardImports(graph)).toEqual([
-      'handlers/mcp.ts (handlers) -> http/router.ts (http)',
-      'mcp/tools.ts (domain) -> handlers/mcp.ts (handlers)',
-      'tools/catalog.ts (domain) -> http/router.ts (http)',
+    expect(cycles(graph)).toEqual([]);
+    expect(folderGraph(graph)).toEqual(
+      new Map([
+        ['tools/', ['mcp/']],
+        ['mcp/', ['tools/']],
+      ]),
+    );
+    expect(cycles(folderGraph(graph))).toEqual([['mcp/', 'tools/']]);
+  });
+
+  test('an upward import, an import within one rank and an unranked unit are reported; a downward one is not', () => {
+    const ranks = {
+      'util/': { rank: 0, role: 'low' },
+      'tools/': { rank: 1, role: 'middle' },
+      'orgs/': { rank: 1, role: 'middle too' },
+      'mcp/': { rank: 2, role: 'high' },
+    };
+    const graph = new Map([
+      ['util/log.ts', ['tools/catalog.ts']],
+      ['tools/catalog.ts', ['util/log.ts', 'tools/runtime.ts', 'orgs/repository.ts']],
+      ['mcp/server.ts', ['tools/catalog.ts', 'util/log.ts', 'stray/x.tsx']],
     ]);
+    expect(rankViolations(graph, ranks)).toEqual([
+      'mcp/server.ts (2) -> stray/x.tsx (no rank)',
+      'tools/catalog.ts (1) -> orgs/repository.ts (1)',
+      'util/log.ts (0) -> tools/catalog.ts (1)',
+    ]);
+    expect(unrankedUnits(new Map([...graph, ['stray/x.tsx', []]]), ranks)).toEqual(['stray/']);
+  });
+
+  test('SQL is seen through drizzle-orm, the store schema and written-out statements, not in comments', () => {
+    expect(holdsSql('', ['drizzle-orm'], [])).toBe(true);
+    expect(holdsSql('', ['drizzle-orm/pg-core'], [])).toBe(true);
+    expect(holdsSql('', [], ['store/schema.ts'])).toBe(true);
+    expect(holdsSql('const q = `WITH x AS (SELECT 1) SELECT * FROM x`;', [], [])).toBe(true);
+    expect(holdsSql("run('DELETE FROM t')", [], [])).toBe(true);
+    expect(holdsSql('// SELECT nothing\nconst label = "Selected";', ['elysia'], ['store/db.ts'])).toBe(false);
   });
 });

@@ -15,7 +15,7 @@ import { sdkFor } from './support/sdk.ts';
 import { startListingUpstream, startUpstream, type Upstream } from './support/upstream-mcp.ts';
 import { and, eq, sql } from 'drizzle-orm';
 import { MAX_DESCRIPTION, MAX_INPUT_SCHEMA_BYTES, MAX_INPUT_SCHEMA_DEPTH, MAX_UPSTREAM_TOOLS } from '../src/connectors/mcp/tools.ts';
-import { bumpCatalogVersion } from '../src/orgs/repository.ts';
+import { bumpCatalogVersion } from '../src/connectors/repository.ts';
 import { tools as toolsTable } from '../src/store/schema.ts';
 
 setDefaultTimeout(60_000);

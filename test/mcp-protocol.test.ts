@@ -3,7 +3,8 @@
 // methods plug into without touching the transport (handlers/mcp.ts); the endpoint suites cover it over HTTP.
 import { describe, expect, test } from 'bun:test';
 import { RpcCode, RpcError } from '../src/errors.ts';
-import { method, MethodTable, RawJson } from '../src/mcp/protocol.ts';
+import { method, MethodTable } from '../src/mcp/protocol.ts';
+import { RawJson } from '../src/util/jsonrpc-schema.ts';
 
 type Session = { who: string };
 

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { recordAudit } from '../audit/repository.ts';
-import { actorOf, type Principal } from '../auth/principal.ts';
+import { actorOf, type Principal } from '../principal.ts';
 import type { ToolResult } from '../connectors/types.ts';
 import { conflict, forbidden, notFound } from '../errors.ts';
 import { DomainEvents } from '../events/index.ts';

@@ -3,7 +3,7 @@
  * presented, by its non-secret prefix (the 12 characters API-key lists show) or, for a bearer token, the client id
  * it claims; never the secret. Written through AuditRecorder.denial (bounded, not awaited).
  */
-import { actorOf, type Principal } from '../auth/principal.ts';
+import { actorOf, type Principal } from '../principal.ts';
 import type { AuditInput } from './repository.ts';
 
 /** The API-key prefix kept in lists (docs/decisions/0012-api-key-format-and-revocation.md): identifies a key, reveals nothing of its secret. */

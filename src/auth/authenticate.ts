@@ -4,7 +4,7 @@ import { decodeJwt } from 'jose';
 import { forbidden, unauthenticated } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import { isClientActive, MANAGE_SCOPE, MCP_SCOPE } from './credentials.ts';
-import type { Principal, Role } from './principal.ts';
+import type { Principal, Role } from '../principal.ts';
 import type { AccessTokenClaims, TokenSigner } from './signing.ts';
 
 /** Resolves a bearer token that is not the gateway's own: the org's identity provider (see auth/idp). */

@@ -1,10 +1,26 @@
 /** SQL of connectors and the tools they yield; every query is scoped by org. */
 import { and, asc, count, eq, inArray, isNull, notInArray, sql } from 'drizzle-orm';
 import type { Queryable } from '../store/db.ts';
-import { connectors, tools } from '../store/schema.ts';
+import { connectors, orgs, tools } from '../store/schema.ts';
 import type { SkippedTool, ToolSpec } from './types.ts';
 
 export type ConnectorRow = typeof connectors.$inferSelect;
+
+/** The context a connector's credential is sealed under (credentialSealed): a sealed value opens for its own row only. */
+export function credentialContext(connectorId: string): string {
+  return `connector_credential:${connectorId}`;
+}
+
+/**
+ * Marks the org's catalog as changed so every instance reloads it on the next request. The version is a column of the
+ * org row, but only connector and tool changes move it, so the query sits here, below connectors/ and tools/.
+ */
+export async function bumpCatalogVersion(db: Queryable, orgId: string): Promise<void> {
+  await db
+    .update(orgs)
+    .set({ catalogVersion: sql`${orgs.catalogVersion} + 1` })
+    .where(eq(orgs.id, orgId));
+}
 
 /**
  * A connector being revalidated keeps serving the tools it had: agents do not lose them while an admin

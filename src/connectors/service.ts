@@ -7,9 +7,7 @@ import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import type { JobTracker } from '../util/jobs.ts';
 import type { Logger } from '../util/log.ts';
-import { bumpCatalogVersion } from '../orgs/repository.ts';
 import { connectors } from '../store/schema.ts';
-import { credentialContext } from '../tools/catalog.ts';
 import { describeError } from '../util/log.ts';
 import { describeSchemaError } from '../util/schema-errors.ts';
 import { getDriver } from './registry.ts';
@@ -128,7 +126,7 @@ export async function createConnector(deps: ConnectorServiceDeps, orgId: string,
       })
       .returning();
     // The ciphertext is bound to the row id, so it is sealed once the id exists.
-    const sealed = input.credential !== undefined ? deps.box.encrypt(input.credential, credentialContext(created!.id)) : null;
+    const sealed = input.credential !== undefined ? deps.box.encrypt(input.credential, repo.credentialContext(created!.id)) : null;
     const [withCredential] = await tx.update(connectors).set({ credentialSealed: sealed }).where(eq(connectors.id, created!.id)).returning();
     await recordAudit(tx, {
       orgId,
@@ -164,14 +162,14 @@ export async function updateConnector(deps: ConnectorServiceDeps, orgId: string,
   const changes: Partial<typeof connectors.$inferInsert> = { updatedAt: new Date() };
   if (input.name !== undefined) changes.name = input.name;
   if (input.config !== undefined) changes.config = input.config as unknown as Record<string, unknown>;
-  if (input.credential !== undefined) changes.credentialSealed = deps.box.encrypt(input.credential, credentialContext(id));
+  if (input.credential !== undefined) changes.credentialSealed = deps.box.encrypt(input.credential, repo.credentialContext(id));
   // allow_write and allow_ddl exist for database types only; for other types they are silently ignored.
   if (isDatabase && input.allow_write !== undefined) changes.allowWrite = input.allow_write;
   if (isDatabase && input.allow_ddl !== undefined) changes.allowDdl = input.allow_ddl;
   const revalidate = input.config !== undefined || input.credential !== undefined;
   const row = await deps.store.db.transaction(async (tx) => {
     const [updated] = await tx.update(connectors).set(changes).where(eq(connectors.id, id)).returning();
-    await bumpCatalogVersion(tx, orgId);
+    await repo.bumpCatalogVersion(tx, orgId);
     const fields = Object.keys(input).filter((k) => (input as Record<string, unknown>)[k] !== undefined);
     await recordAudit(tx, { orgId, action: 'connector.updated', actor, targetType: 'connector', targetId: id, details: { fields } });
     return updated!;
@@ -189,7 +187,7 @@ export async function archiveConnector(deps: ConnectorServiceDeps, orgId: string
   const archived = await deps.store.db.transaction(async (tx) => {
     const done = await repo.archive(tx, orgId, id);
     if (done) {
-      await bumpCatalogVersion(tx, orgId);
+      await repo.bumpCatalogVersion(tx, orgId);
       await recordAudit(tx, { orgId, action: 'connector.archived', actor, targetType: 'connector', targetId: id });
     }
     return done;
@@ -218,7 +216,7 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
   const generation = row.validationGeneration;
   try {
     if (!driver) throw new ConnectorError(`Connector type ${row.type} is not available on this gateway.`, 'invalid_config');
-    const credential = row.credentialSealed ? deps.box.decrypt(row.credentialSealed, credentialContext(row.id)) : null;
+    const credential = row.credentialSealed ? deps.box.decrypt(row.credentialSealed, repo.credentialContext(row.id)) : null;
     const config = row.config;
     let skipped: SkippedTool[] = [];
     const env: SourceEnv = {
@@ -232,7 +230,7 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
     const specs = await driver.introspect(row.id, config, credential, env);
     const applied = await deps.store.db.transaction(async (tx) => {
       if (!(await repo.applyIntrospection(tx, row.orgId, row.id, generation, specs, skipped))) return false;
-      await bumpCatalogVersion(tx, row.orgId);
+      await repo.bumpCatalogVersion(tx, row.orgId);
       const details = { tools: specs.length, ...(skipped.length ? { skipped: skipped.length } : {}) };
       await recordAudit(tx, {
         orgId: row.orgId,
@@ -250,7 +248,7 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
     if (!(err instanceof ConnectorError)) deps.log.error('connector validation failed', { connector: row.id, error: describeError(err) });
     const failed = await deps.store.db.transaction(async (tx) => {
       if (!(await repo.markFailed(tx, row.orgId, row.id, generation, reason))) return false;
-      await bumpCatalogVersion(tx, row.orgId);
+      await repo.bumpCatalogVersion(tx, row.orgId);
       await recordAudit(tx, {
         orgId: row.orgId,
         action: 'connector.validation_failed',

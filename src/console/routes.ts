@@ -5,7 +5,7 @@
  */
 import type { Elysia } from 'elysia';
 import type { AppDeps } from '../deps.ts';
-import type { Principal } from '../auth/principal.ts';
+import type { Principal } from '../principal.ts';
 import { findIdpConfig } from '../auth/idp/repository.ts';
 import { findOrgBySlug } from '../orgs/repository.ts';
 import { hostPolicyFor } from '../net/host-policy.ts';

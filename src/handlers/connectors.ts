@@ -1,5 +1,5 @@
 /** Connectors of the caller's org. */
-import { actorOf } from '../auth/principal.ts';
+import { actorOf } from '../principal.ts';
 import * as service from '../connectors/service.ts';
 import { json } from '../errors.ts';
 import type { Handler, RequestContext } from './context.ts';

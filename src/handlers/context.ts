@@ -1,5 +1,5 @@
 /** What a handler receives: the request after the router's authentication and validation, and the container. */
-import type { Principal } from '../auth/principal.ts';
+import type { Principal } from '../principal.ts';
 import type { AppDeps } from '../deps.ts';
 import type { OperationId } from '../../generated/operations.ts';
 

@@ -1,5 +1,5 @@
 /** The org's own identity provider (BYOIDP): get, set, delete. */
-import { actorOf } from '../auth/principal.ts';
+import { actorOf } from '../principal.ts';
 import * as idp from '../auth/idp/service.ts';
 import { json } from '../errors.ts';
 import type { Handler, RequestContext } from './context.ts';

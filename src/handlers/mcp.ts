@@ -16,7 +16,7 @@ import { answerBatch, batchesAllowed } from './mcp-batch.ts';
 import type { Handler } from './context.ts';
 import { refusalRow } from '../audit/refusals.ts';
 import { findMcpOrg } from '../mcp/lookup.ts';
-import type { Principal } from '../auth/principal.ts';
+import type { Principal } from '../principal.ts';
 import type { AppDeps } from '../deps.ts';
 import { countLimitRefusal } from '../observability/metrics.ts';
 import { noteCaller, noteMcpMethod } from '../observability/requests.ts';

@@ -1,5 +1,5 @@
 /** The caller's org and its credentials (API keys, OAuth clients). */
-import { actorOf } from '../auth/principal.ts';
+import { actorOf } from '../principal.ts';
 import { json } from '../errors.ts';
 import * as credentials from '../orgs/credentials.ts';
 import { getOrg as findOrg } from '../orgs/service.ts';

@@ -1,5 +1,5 @@
 /** Provisioning status of the org's MCP server, and the manual trigger. */
-import { actorOf } from '../auth/principal.ts';
+import { actorOf } from '../principal.ts';
 import { json } from '../errors.ts';
 import { catalogSize, provisionOrg as provision, requireOwnOrg } from '../orgs/service.ts';
 import type { Handler } from './context.ts';

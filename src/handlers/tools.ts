@@ -1,5 +1,5 @@
 /** Tool settings of the caller's org (the orgId of the path must be the token's org). */
-import { actorOf } from '../auth/principal.ts';
+import { actorOf } from '../principal.ts';
 import { json } from '../errors.ts';
 import { requireOwnOrg } from '../orgs/service.ts';
 import { listToolSettings, updateToolSettings } from '../tools/settings.ts';

@@ -1,5 +1,5 @@
 /** Outbound webhooks (admin): list, create, change, delete, delivery attempts, re-send. */
-import { actorOf } from '../auth/principal.ts';
+import { actorOf } from '../principal.ts';
 import { json } from '../errors.ts';
 import * as service from '../webhooks/service.ts';
 import type { Handler, RequestContext } from './context.ts';

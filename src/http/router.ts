@@ -2,7 +2,7 @@
 import { Elysia } from 'elysia';
 import { operations, type OperationDef, type OperationId } from '../../generated/operations.ts';
 import * as validators from '../../generated/validators/rest.ts';
-import { roleSatisfies, type Principal, type Role } from '../auth/principal.ts';
+import { roleSatisfies, type Principal, type Role } from '../principal.ts';
 import { AppError, forbidden, json, OAuthError, restErrorResponse } from '../errors.ts';
 import { describeError } from '../util/log.ts';
 import { describeSchemaError, type SchemaError } from '../util/schema-errors.ts';

@@ -3,7 +3,7 @@
  * per instance while Redis is down), sized by the org's plan (limits/plans.ts).
  */
 import { AppError } from '../errors.ts';
-import type { Principal } from '../auth/principal.ts';
+import type { Principal } from '../principal.ts';
 import { countLimitRefusal } from '../observability/metrics.ts';
 import type { BurstLimiter } from './burst.ts';
 import { restLimitFor } from './plans.ts';

@@ -4,10 +4,9 @@
  * jsonrpc-schema.json and maps what a method throws to a JSON-RPC error. A new method is one entry of the table
  * (mcp/server.ts); the transport (handlers/mcp.ts) never changes for it.
  */
-import * as rpc from '../../generated/validators/jsonrpc.ts';
-import type { JsonRpcMessages, RequestId } from '../../generated/jsonrpc-types.ts';
+import type { RequestId } from '../../generated/jsonrpc-types.ts';
 import { RpcCode, RpcError, rpcErrorObject } from '../errors.ts';
-import { describeSchemaError } from '../util/schema-errors.ts';
+import { checkParams, type DefName, type Defs, RawJson, validators } from '../util/jsonrpc-schema.ts';
 import { observeMcp } from '../observability/metrics.ts';
 import { inSpan, markActiveSpan } from '../observability/tracing.ts';
 
@@ -15,15 +14,6 @@ export type { RequestId };
 
 export const SUPPORTED_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
 const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
-
-type Validator = ((data: unknown) => boolean) & {
-  errors?: Array<{ instancePath: string; message?: string; params: Record<string, unknown>; keyword: string }> | null;
-};
-const validators = rpc as unknown as Record<string, Validator>;
-
-/** The $defs entries of jsonrpc-schema.json (each has a generated type and a compiled validator). */
-export type Defs = { [K in keyof JsonRpcMessages]-?: NonNullable<JsonRpcMessages[K]> };
-export type DefName = keyof Defs;
 
 export type Classified =
   | { kind: 'request'; id: RequestId; method: string; params: Record<string, unknown> }
@@ -49,16 +39,6 @@ export function classify(message: unknown): Classified {
   return { kind: 'invalid', id, message: 'Invalid Request: expected {"jsonrpc": "2.0", "id": string|integer, "method": string, "params"?: object}.' };
 }
 
-/**
- * Validates `value` (params, or with `where` another part of them) against a $defs entry of jsonrpc-schema.json and
- * narrows it to that entry's generated type; -32602 names the failing field.
- */
-export function checkParams<D extends DefName>(def: D, value: unknown, where = 'params'): asserts value is Defs[D] {
-  const validate = validators[def]!;
-  if (validate(value)) return;
-  throw new RpcError(RpcCode.InvalidParams, `Invalid params: ${describeSchemaError(where, validate.errors?.[0])}`);
-}
-
 /** The revision both sides speak: the client's when we support it, else our latest (the client may then disconnect). */
 export function negotiateVersion(requested: unknown): string {
   return typeof requested === 'string' && (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
@@ -66,11 +46,6 @@ export function negotiateVersion(requested: unknown): string {
 
 export function isSupportedVersion(value: string): boolean {
   return (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(value);
-}
-
-/** A result serialised ahead of time (e.g. a cached tools/list): success() splices the JSON text in as is. */
-export class RawJson {
-  constructor(readonly json: string) {}
 }
 
 function success(id: RequestId, result: unknown): string {

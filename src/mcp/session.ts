@@ -4,7 +4,7 @@
  * is revealed about which orgs exist.
  */
 import type { Authenticator } from '../auth/authenticate.ts';
-import type { Principal } from '../auth/principal.ts';
+import type { Principal } from '../principal.ts';
 import { unauthenticated } from '../errors.ts';
 import type { Store } from '../store/db.ts';
 import type { McpAuthCache } from './auth-cache.ts';

@@ -5,8 +5,17 @@
  * A pure policy over the configuration; the router (Host, every route but /healthz), the MCP transport and the console
  * (Origin) apply it and write the HTTP answers.
  */
-import type { Config } from '../config.ts';
 import { canonicalHostname, LOOPBACK_HOSTNAMES, originKey, parseOrigin } from './hostname.ts';
+
+/**
+ * The settings the policy reads, named here rather than imported: config.ts parses its values with net/, so net/ sits
+ * below it and takes the whole Config as this narrower shape.
+ */
+interface HostSettings {
+  publicUrl: string;
+  allowedHosts: string[];
+  allowedOrigins: string[];
+}
 
 export interface HostPolicy {
   /** Whether the request names this gateway: its Host header, or the URL's host when a request has none. */
@@ -27,7 +36,7 @@ function cachedVerdict(cache: Map<string, boolean>, key: string, decide: (key: s
   return verdict;
 }
 
-function buildHostPolicy(config: Config): HostPolicy {
+function buildHostPolicy(config: HostSettings): HostPolicy {
   const publicUrl = new URL(config.publicUrl);
   const publicHostname = canonicalHostname(publicUrl.host)!;
   // A page on http://127.0.0.1:PORT reaches the very socket http://localhost:PORT names: same machine, same port.
@@ -64,10 +73,10 @@ function buildHostPolicy(config: Config): HostPolicy {
   };
 }
 
-const policies = new WeakMap<Config, HostPolicy>();
+const policies = new WeakMap<HostSettings, HostPolicy>();
 
 /** The policy of a configuration, built once (config is read once at start and never changes). */
-export function hostPolicyFor(config: Config): HostPolicy {
+export function hostPolicyFor(config: HostSettings): HostPolicy {
   let policy = policies.get(config);
   if (!policy) policies.set(config, (policy = buildHostPolicy(config)));
   return policy;

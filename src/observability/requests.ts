@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Span } from '@opentelemetry/api';
-import type { Principal } from '../auth/principal.ts';
+import type { Principal } from '../principal.ts';
 import type { Logger } from '../util/log.ts';
 import { observeHttp } from './metrics.ts';
 import { parseTraceparent } from './traceparent.ts';

@@ -53,11 +53,3 @@ export async function markProvisioned(db: Queryable, orgId: string): Promise<Org
     .returning();
   return row!;
 }
-
-/** Marks the org's catalog as changed so every instance reloads it on the next request. */
-export async function bumpCatalogVersion(db: Queryable, orgId: string): Promise<void> {
-  await db
-    .update(orgs)
-    .set({ catalogVersion: sql`${orgs.catalogVersion} + 1` })
-    .where(eq(orgs.id, orgId));
-}

@@ -1,7 +1,7 @@
 /** The org's tool catalog as the MCP endpoint sees it: built once per catalog version, with validators compiled once. */
 import Ajv, { type ValidateFunction } from 'ajv';
 import { and, eq, inArray, isNull } from 'drizzle-orm';
-import { SERVING_STATUSES } from '../connectors/repository.ts';
+import { credentialContext, SERVING_STATUSES } from '../connectors/repository.ts';
 import type { ToolSpec } from '../connectors/types.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
@@ -46,10 +46,6 @@ export interface OrgCatalog {
  * every rebuild and let one org's schema collide with, or be referred to by, another org's.
  */
 const newAjv = () => new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });
-
-export function credentialContext(connectorId: string): string {
-  return `connector_credential:${connectorId}`;
-}
 
 /** What building a catalog uses: the store, and the secret box that opens connector credentials. */
 export interface CatalogDeps {

@@ -4,7 +4,7 @@ import { recordAudit, type Actor } from '../audit/repository.ts';
 import { conflict, notFound } from '../errors.ts';
 import type { Store } from '../store/db.ts';
 import { CHECK_APPROVAL_STATUS } from './runtime.ts';
-import { bumpCatalogVersion } from '../orgs/repository.ts';
+import { bumpCatalogVersion } from '../connectors/repository.ts';
 import { connectors, tools } from '../store/schema.ts';
 
 /** What the tool settings use: the store alone. */

@@ -6,7 +6,7 @@
  */
 import postgres from 'postgres';
 import { decodeKey } from '../../src/config.ts';
-import type { Principal } from '../../src/auth/principal.ts';
+import type { Principal } from '../../src/principal.ts';
 import { deriveApprovalDigestKey } from '../../src/approvals/digest.ts';
 import type { DomainEvent } from '../../src/events/index.ts';
 import { periodStart } from '../../src/limits/plans.ts';

@@ -1,25 +1,23 @@
 /**
- * The import graph of src/: every relative `import`/`export ... from`/`import()` of every .ts file, resolved to the
- * file it names (type-only imports included: they couple modules just the same), plus its cycles and the layer
- * violations. Used by test/layers.test.ts and runnable alone (`bun test/support/imports.ts`) to draw the graph.
+ * The import graph of src/: every relative `import`/`export ... from`/`import()` of every .ts and .tsx file, resolved to the
+ * file it names (type-only imports included: they couple modules just the same), the folder graph it draws, its
+ * cycles and the imports that break the ranks. Used by test/layers.test.ts and runnable alone (`bun test/support/imports.ts`) to draw the graph.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import { RANKS } from './ranks.ts';
 
 const SRC = resolve(import.meta.dir, '../../src');
 
-/** The layers, top to bottom; a module may import only from its own layer or one below it. */
-const LAYERS = ['entry', 'http', 'handlers', 'domain'] as const;
-export type Layer = (typeof LAYERS)[number];
+/** The unit a file (path relative to src/, forward slashes) belongs to: its top folder (`tools/`), or the file itself at the top of src/. */
+export function unitOf(file: string): string {
+  const slash = file.indexOf('/');
+  return slash < 0 ? file : file.slice(0, slash + 1);
+}
 
-/** Which layer a file (path relative to src/, with forward slashes) belongs to. */
-export function layerOf(file: string): Layer {
-  if (file.startsWith('http/')) return 'http';
-  if (file.startsWith('handlers/')) return 'handlers';
-  // The files at the top of src/ assemble and serve the app; config.ts, deps.ts and errors.ts are shared below it.
-  if (!file.includes('/') && !['config.ts', 'deps.ts', 'errors.ts'].includes(file)) return 'entry';
-  if (file.startsWith('demo/')) return 'entry';
-  return 'domain';
+/** The rank of a file's unit (test/support/ranks.ts); undefined when the unit has none. */
+function rankOf(file: string, ranks: typeof RANKS): number | undefined {
+  return ranks[unitOf(file)]?.rank;
 }
 
 function listTs(dir: string): string[] {
@@ -27,7 +25,7 @@ function listTs(dir: string): string[] {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) out.push(...listTs(path));
-    else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(path);
+    else if (/\.tsx?$/.test(name) && !name.endsWith('.d.ts')) out.push(path);
   }
   return out;
 }
@@ -51,7 +49,7 @@ export function importsOf(text: string): string[] {
 }
 
 /** file (relative to src/) -> packages it imports (bare specifiers, node: builtins excluded). */
-export function packageImports(root = SRC): Map<string, string[]> {
+function packageImports(root = SRC): Map<string, string[]> {
   const out = new Map<string, string[]>();
   for (const path of listTs(root)) {
     const from = relative(root, path).split('\\').join('/');
@@ -61,6 +59,26 @@ export function packageImports(root = SRC): Map<string, string[]> {
     );
   }
   return out;
+}
+
+// A string or template literal that opens with an SQL statement keyword (upper case, as this codebase writes SQL).
+const SQL_TEXT_RE = /['"`]\s*(?:SELECT|INSERT|UPDATE|DELETE|WITH)\s/;
+
+/** Whether a source text holds SQL: drizzle-orm or the store schema imported, or SQL text written out. */
+export function holdsSql(text: string, packages: string[], imports: string[]): boolean {
+  return (
+    packages.some((p) => p === 'drizzle-orm' || p.startsWith('drizzle-orm/')) || imports.includes('store/schema.ts') || SQL_TEXT_RE.test(stripComments(text))
+  );
+}
+
+/** Files (relative to src/) that hold SQL (see holdsSql). */
+export function sqlFiles(root = SRC): string[] {
+  const graph = importGraph(root);
+  const packages = packageImports(root);
+  return listTs(root)
+    .map((path) => relative(root, path).split('\\').join('/'))
+    .filter((file) => holdsSql(readFileSync(join(root, file), 'utf8'), packages.get(file)!, graph.get(file)!))
+    .sort();
 }
 
 /** file (relative to src/) -> files it imports inside src/. */
@@ -115,14 +133,33 @@ export function cycles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
-/** Imports that point up the layers (e.g. a domain module importing from http/ or handlers/). */
-export function upwardImports(graph: Map<string, string[]>): string[] {
-  const rank = (file: string) => LAYERS.indexOf(layerOf(file));
+/** unit -> units it imports (test/support/ranks.ts names the units): the file graph drawn at folder level. */
+export function folderGraph(graph: Map<string, string[]>): Map<string, string[]> {
+  const folders = new Map<string, Set<string>>();
+  for (const [from, targets] of graph) {
+    const edges = folders.get(unitOf(from)) ?? new Set<string>();
+    folders.set(unitOf(from), edges);
+    for (const to of targets) if (unitOf(to) !== unitOf(from)) edges.add(unitOf(to));
+  }
+  return new Map([...folders].map(([unit, edges]) => [unit, [...edges].sort()]));
+}
+
+/** Imports across units that do not point to a strictly lower rank (upward, or sideways within one rank). */
+export function rankViolations(graph: Map<string, string[]>, ranks = RANKS): string[] {
   const out: string[] = [];
   for (const [from, targets] of graph) {
-    for (const to of targets) if (rank(to) < rank(from)) out.push(`${from} (${layerOf(from)}) -> ${to} (${layerOf(to)})`);
+    for (const to of targets) {
+      if (unitOf(to) === unitOf(from)) continue;
+      const [a, b] = [rankOf(from, ranks), rankOf(to, ranks)];
+      if (a === undefined || b === undefined || b >= a) out.push(`${from} (${a ?? 'no rank'}) -> ${to} (${b ?? 'no rank'})`);
+    }
   }
   return out.sort();
+}
+
+/** Units of the graph that the ranks table does not name. */
+export function unrankedUnits(graph: Map<string, string[]>, ranks = RANKS): string[] {
+  return [...new Set([...graph.keys()].map(unitOf))].filter((unit) => !(unit in ranks)).sort();
 }
 
 /** Files that import nothing and that nothing imports, or that the given roots do not reach. */
@@ -143,6 +180,11 @@ if (import.meta.main) {
   for (const targets of graph.values()) edges += targets.length;
   console.log(`${graph.size} files, ${edges} imports`);
   console.log('cycles:', JSON.stringify(cycles(graph), null, 1));
-  console.log('upward imports:', JSON.stringify(upwardImports(graph), null, 1));
-  console.log('not reached from the entries:', JSON.stringify(unreachable(graph, ['main.ts', 'deno.ts', 'cli.ts']), null, 1));
+  const folders = folderGraph(graph);
+  for (const [unit, targets] of [...folders].sort(([a], [b]) => (RANKS[a]?.rank ?? -1) - (RANKS[b]?.rank ?? -1)))
+    console.log(`${RANKS[unit]?.rank ?? '?'} ${unit} -> ${targets.join(' ')}`);
+  console.log('folder cycles:', JSON.stringify(cycles(folders), null, 1));
+  console.log('rank violations:', JSON.stringify(rankViolations(graph), null, 1));
+  console.log('units without a rank:', JSON.stringify(unrankedUnits(graph)));
+  console.log('not reached from the entries:', JSON.stringify(unreachable(graph, ['main.ts', 'deno.ts', 'cli.ts', 'console/ui/main.tsx']), null, 1));
 }

@@ -4,7 +4,7 @@ import { decodeJwt } from 'jose';
 import type { Db } from '../../store/db.ts';
 import { idpConfigs } from '../../store/schema.ts';
 import type { IdpPrincipal, IdpResolver } from '../authenticate.ts';
-import type { Role } from '../principal.ts';
+import type { Role } from '../../principal.ts';
 import type { IdpConfig } from './identity.ts';
 import { peekIssuer } from './identity.ts';
 import type { IdpVerifier } from './verifier.ts';

@@ -1,0 +1,37 @@
+/**
+ * The ranks of src/: every folder (and file at the top of src/) with its rank and a one-line role. A module may import
+ * only from its own folder or from a folder of lower rank; two folders of one rank never import each other. Derived
+ * from the import graph (each rank is one more than the highest rank it imports); docs/ranks.md explains it.
+ */
+export const RANKS: Record<string, { rank: number; role: string }> = {
+  'errors.ts': { rank: 0, role: 'the two error families (AppError, RpcError) and their codes' },
+  'principal.ts': { rank: 0, role: 'who is calling, and the role ordering every policy checks' },
+  'net/': { rank: 0, role: 'pure network rules: hostnames, IP ranges, outbound and dial policy, Host/Origin policy' },
+  'store/': { rank: 0, role: 'the database: connection, schema, migrations' },
+  'docs/': { rank: 0, role: 'the API explorer page' },
+  'config.ts': { rank: 1, role: 'the environment, read and validated once at start' },
+  'events/': { rank: 1, role: 'domain events: the one emitter that the audit log and the webhook outbox subscribe to' },
+  'util/': { rank: 2, role: 'logging, crypto, background jobs, body reading, schema error text, the JSON-RPC $defs' },
+  'observability/': { rank: 3, role: 'metrics, tracing and request logs' },
+  'audit/': { rank: 3, role: 'the audit log: records, hash chain, seals, refusals' },
+  'limits/': { rank: 4, role: 'plans, rate limits, quotas and usage metering' },
+  'webhooks/': { rank: 4, role: 'webhook endpoints, the outbox and signed delivery' },
+  'auth/': { rank: 5, role: 'credentials, tokens, IdP sign-in and authentication' },
+  'billing/': { rank: 5, role: "an org's subscription, usage and limits; the trial rule" },
+  'connectors/': { rank: 6, role: 'connector sources: their lifecycle, the drivers per type, the SQL guard' },
+  'orgs/': { rank: 7, role: 'orgs: creation, provisioning, their credentials' },
+  'tools/': { rank: 7, role: 'the tool catalog, tool settings and the tool runtime' },
+  'approvals/': { rank: 8, role: 'held tool calls: requests, decisions, expiry and recovery' },
+  'mcp/': { rank: 8, role: 'the MCP JSON-RPC protocol, method table and sessions' },
+  'deps.ts': { rank: 9, role: 'the dependency container' },
+  'handlers/': { rank: 10, role: 'one handler per OpenAPI operation, including the MCP transport' },
+  'console/': { rank: 10, role: 'the web console: its server routes, sessions and UI' },
+  'http/': { rank: 11, role: 'the router: REST routing, the Host check, errors to wire form' },
+  'app.ts': { rank: 12, role: 'buildApp: the web-standard fetch handler' },
+  'gateway.ts': { rank: 13, role: 'assembles the dependencies and the app' },
+  'cli.ts': { rank: 14, role: 'the operator command line' },
+  'demo/': { rank: 14, role: 'the demo org and its sample data' },
+  'boot.ts': { rank: 15, role: 'starts a gateway process: config, console assets, demo' },
+  'main.ts': { rank: 16, role: 'serves the gateway on Bun' },
+  'deno.ts': { rank: 16, role: 'serves the gateway on Deno' },
+};
