@@ -438,7 +438,9 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
           const err = await setup
             .bypass(p, connectorId, setup.sleep.sql, { readOnly: i % 2 === 0, statementTimeoutMs: 60_000, serverTimeout: false, signal: abortOnListen() })
             .catch((e: unknown) => e);
-          expect(err as { code?: string }).toMatchObject({ code: 'ABORTED' });
+          // A read is reported aborted. A write session's bare SLEEP that the kill interrupts may end without an
+          // error (MySQL returns 1 from an interrupted SLEEP): what proves the cancel was sent is that it ended at once.
+          if (i % 2 === 0 || !Array.isArray(err)) expect(err as { code?: string }).toMatchObject({ code: 'ABORTED' });
           expect(Date.now() - started).toBeLessThan(2000);
           expect(await noLongerRunning(p, setup.sleep.marker, 1000)).toBe(0);
         }

@@ -200,6 +200,10 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
       if (k.landed !== 1 || k.sent !== 1 || errno === undefined || !TIMEOUT_ERRNOS.has(errno)) reusable = false;
       if (killedFor === 'CAP') return { rows, affected: null, stopped: true };
       if (error) throw failure(killedFor);
+      // A KILL QUERY makes a bare `SELECT SLEEP(n)` return 1 instead of failing (MySQL and MariaDB alike): a read
+      // whose caller left is reported aborted whatever it returned, since nobody reads it and it changed nothing. A
+      // write that ended without an error did run, and says so.
+      if (killedFor === 'ABORTED' && o.readOnly) throw failure('ABORTED');
     }
     if (error) {
       if ((error as { fatal?: boolean }).fatal) reusable = false;
