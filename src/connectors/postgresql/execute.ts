@@ -85,7 +85,13 @@ export async function executePg(
   // Rows are capped while they arrive: a read is cancelled on the server as soon as the cap is reached.
   const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes);
   const onRow = (row: Record<string, unknown>): boolean => collector.add(row);
-  const cancelBackend = (pid: number) => pool.canceller().unsafe('select pg_catalog.pg_cancel_backend($1)', [pid]);
+  // One round trip (the simple protocol): a parameter would add the extended protocol's Describe. The pid is the
+  // backend's own integer, checked before it goes into the text.
+  const cancelBackend = (pid: number) =>
+    Number.isSafeInteger(pid) ? pool.canceller().unsafe(`select pg_catalog.pg_cancel_backend(${pid})`) : Promise.reject(new Error('bad backend pid'));
+  // The side session that cancels is opened with the pool's first call, not at its first cancel: a read that reaches
+  // its cap keeps receiving rows (read and dropped) until the cancel lands, and opening a session then is the slow part.
+  warmCanceller(pool);
   try {
     const session: PgSession = { statementTimeoutMs: ctx.limits.statementTimeoutMs, lockTimeoutMs: ctx.limits.lockTimeoutMs, schema: tool.target.schema };
     // --- server-side resolution check (resolution.ts): what the server resolves the text to, cached per pool and shape ---
@@ -118,4 +124,14 @@ export async function executePg(
     if (err instanceof ResolutionUnavailable) return errorResult(err.message);
     return errorResult(pgCallErrorText(err, errCtx));
   }
+}
+
+const warmed = new WeakSet<PgPool>();
+function warmCanceller(pool: PgPool): void {
+  if (warmed.has(pool)) return;
+  warmed.add(pool);
+  pool
+    .canceller()
+    .unsafe('select 1')
+    .catch(() => warmed.delete(pool));
 }
