@@ -1,4 +1,4 @@
-// JSON-RPC batches under MCP 2025-03-26 (the revision that requires them; src/handlers/mcp-batch.ts): answered
+// JSON-RPC batches under MCP 2025-03-26 (the revision that requires them; src/mcp/batch.ts): answered
 // message by message, each through the burst limits and the method table as if sent alone; refused from 2025-06-18
 // on (test/mcp-endpoint.test.ts, RPC-BATCH).
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';

@@ -12,7 +12,7 @@ import { classify, failure, isSupportedVersion, SUPPORTED_PROTOCOL_VERSIONS } fr
 import { openSession, type McpSession } from '../mcp/session.ts';
 import { BodyError, decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
 import { describeError } from '../util/log.ts';
-import { answerBatch, batchesAllowed } from './mcp-batch.ts';
+import { answerBatch, batchesAllowed } from '../mcp/batch.ts';
 import type { Handler } from './context.ts';
 import { refusalRow } from '../audit/refusals.ts';
 import { findMcpOrg } from '../mcp/lookup.ts';

@@ -2,7 +2,7 @@
  * The MCP JSON-RPC protocol, independent of HTTP: the envelope (classifying a parsed message, writing a success or
  * an error), version negotiation, and a method table that checks each method's params against its $defs entry of
  * jsonrpc-schema.json and maps what a method throws to a JSON-RPC error. A new method is one entry of the table
- * (mcp/server.ts); the transport (handlers/mcp.ts) never changes for it.
+ * (mcp/server.ts); the transport (handlers/mcp.ts) never changes for it. Batches (2025-03-26) are mcp/batch.ts.
  */
 import type { RequestId } from '../../generated/jsonrpc-types.ts';
 import { RpcCode, RpcError, rpcErrorObject } from '../errors.ts';
@@ -56,19 +56,34 @@ export function failure(id: RequestId | null, error: { code: number; message: st
   return JSON.stringify({ jsonrpc: '2.0', id, error });
 }
 
-/** One method: the $defs entry its params must match (none: any object), and what answers it for a session. */
+/**
+ * One method: the $defs entry its params must match (none: any object), what answers it for a session, and
+ * optionally `reply`, which turns what `handle` resolved to (a domain outcome) into the result or throws its RpcError.
+ * `reply` runs synchronously right after the one await of the answer, so mapping an outcome costs no extra await.
+ */
 export interface MethodDef<S, D extends DefName = DefName> {
   params?: D;
   /** The span of a request of this method (built once). */
   spanName: string;
   handle(session: S, params: Defs[D]): unknown;
+  /** `started`: when the request began (performance.now()), for what the method records about it. */
+  reply?(session: S, value: never, started: number): unknown;
 }
 
-/** Declares a method with its params typed from the schema entry it names. */
+/** Declares a method with its params typed from the schema entry it names (and `reply` typed from what it answers). */
+export function method<S, D extends DefName, V>(
+  params: D,
+  handle: (session: S, params: Defs[D]) => Promise<V>,
+  reply: (session: S, value: V, started: number) => unknown,
+): MethodDef<S, D>;
 export function method<S, D extends DefName>(params: D, handle: (session: S, params: Defs[D]) => unknown): MethodDef<S, D>;
 export function method<S>(params: undefined, handle: (session: S, params: Record<string, unknown>) => unknown): MethodDef<S>;
-export function method<S>(params: DefName | undefined, handle: (session: S, params: never) => unknown): MethodDef<S> {
-  return { params, handle, spanName: '' } as MethodDef<S>;
+export function method<S>(
+  params: DefName | undefined,
+  handle: (session: S, params: never) => unknown,
+  reply?: (session: S, value: never, started: number) => unknown,
+): MethodDef<S> {
+  return { params, handle, reply, spanName: '' } as MethodDef<S>;
 }
 
 /**
@@ -97,7 +112,8 @@ export class MethodTable<S> {
     try {
       if (!def) throw new RpcError(RpcCode.MethodNotFound, `Method not found: ${method.slice(0, 100)}. ${this.unknownHint}`);
       if (def.params) checkParams(def.params, params);
-      const answer = success(id, await def.handle(session, params as never));
+      const value = await def.handle(session, params as never);
+      const answer = success(id, def.reply ? def.reply(session, value as never, started) : value);
       observeMcp(method, 'ok', (performance.now() - started) / 1000);
       return answer;
     } catch (err) {

@@ -1,8 +1,10 @@
 /**
- * The tool runtime behind tools/list and tools/call, independent of HTTP and of the method table: the org's
- * catalog filtered by the credential's scope, and a call's way through lookup, scope, argument validation, the
- * approval gate, the monthly quota and execution. Its refusals are RpcErrors (protocol errors); a tool that fails
- * is a tool result with isError.
+ * The tool runtime behind tools/list and tools/call, independent of HTTP and of JSON-RPC: the org's catalog filtered
+ * by the credential's scope, and a call's way through lookup, scope, argument validation, the approval gate, the
+ * monthly quota and execution. A call ends in a `CallOutcome`, a discriminated union of domain outcomes (an answer
+ * with its tool result, or a refusal saying why); it never throws for a refusal. mcp/server.ts alone turns outcomes
+ * into JSON-RPC results, error codes and messages (docs/decisions/0143-runtime-outcomes.md). A tool that fails is an
+ * answer whose result has isError.
  *
  * Where later features plug in (the transport and the protocol stay as they are):
  *  - built-in tools: BUILTIN_TOOLS (check_approval_status answers from the approvals service);
@@ -14,21 +16,21 @@
  *  - audit rows and webhooks: `callTool` wraps every tools/call. A call that ran (or was answered by the gate or a
  *    built-in tool) resolves only once its `tool.called` audit row is committed, by group commit
  *    (audit/recorder.ts). That row is also the outbox record of the `tool.called` webhook event (webhooks/relay.ts
- *    builds the event from it after sealing), so a call pays nothing for webhooks. A refused call (RpcError) is recorded as a refusal
- *    without waiting. An approved held call is reported by approval.decided, not tool.called.
+ *    builds the event from it after sealing), so a call pays nothing for webhooks. A refused call is recorded as a
+ *    refusal without waiting (`recordRefusal`, called by the server with the code and message it answered). An
+ *    approved held call is reported by approval.decided, not tool.called.
  */
 import { getDriver } from '../connectors/registry.ts';
 import type { ToolResult } from '../connectors/types.ts';
 import { ranNothing, refusedResult } from '../connectors/shared/result.ts';
 import type { Principal } from '../principal.ts';
-import { RpcCode, RpcError } from '../errors.ts';
-import { describeSchemaError } from '../util/schema-errors.ts';
+import type { SchemaError } from '../util/schema-errors.ts';
 import type { Config } from '../config.ts';
 import type { UsageMeter } from '../limits/usage.ts';
 import type { Tool, ToolsListResult } from '../../generated/jsonrpc-types.ts';
 import type { CatalogCache, CatalogTool, OrgCatalog } from './catalog.ts';
 import { monthlyQuotaFor } from '../limits/plans.ts';
-import { checkParams, RawJson } from '../util/jsonrpc-schema.ts';
+import { RawJson, validators } from '../util/jsonrpc-schema.ts';
 import type { OutboundPolicy } from '../net/outbound.ts';
 import { actorOf } from '../principal.ts';
 import { canonicalJson } from '../audit/chain.ts';
@@ -78,6 +80,42 @@ export interface ToolRuntimeDeps extends ExecutionDeps {
   /** The audit log's group-commit writer: tool-call rows (awaited) and refusals. */
   audit: Pick<AuditRecorder, 'toolCall' | 'denial' | 'accepting'>;
 }
+
+/** A call that was answered with a tool result (isError when the tool failed or refused the call itself). */
+type CallAnswer =
+  /** It reached its connector and counts against the monthly quota. */
+  | { kind: 'executed'; tool: CatalogTool; result: ToolResult }
+  /**
+   * Stopped before it reached its connector, so not counted: the SQL guard or the driver's own checks refused it, its
+   * connector type is not served here, or the caller left before it ran. The result says why (isError).
+   */
+  | { kind: 'not_run'; tool: CatalogTool; result: ToolResult }
+  /** Flagged for human approval: held, and answered with what the approvals desk returned (pending_approval). */
+  | { kind: 'held'; tool: CatalogTool; result: ToolResult }
+  /** Answered by a built-in tool (check_approval_status); never counted. */
+  | { kind: 'answered'; result: ToolResult };
+
+/** Why a call was refused: nothing ran and nothing was counted. `tool`: the catalog tool, once the call named one. */
+export type CallRefusal =
+  | { kind: 'not_found'; name: string }
+  /** The tool exists but is disabled: to the caller it does not exist (mcp/server.ts words it as not found). */
+  | { kind: 'disabled'; name: string }
+  /** The arguments do not match the tool's input schema (`error`: the first mismatch); no `tool`: a built-in tool. */
+  | { kind: 'invalid_arguments'; name: string; tool?: CatalogTool; error: SchemaError | undefined }
+  /** The credential's connector scope does not include the tool's connector. */
+  | { kind: 'scope'; tool: CatalogTool }
+  | { kind: 'trial_ended'; tool: CatalogTool; endedAt: Date }
+  | { kind: 'quota_exceeded'; tool: CatalogTool; plan: string; quota: number }
+  /** The audit log cannot keep up: the call was not run, since its row could not be promised. */
+  | { kind: 'audit_busy'; tool: CatalogTool };
+
+/** The call was answered, but its tool.called row could not be written, so the answer is withheld (not a refusal). */
+export type CallUnrecorded = { kind: 'unrecorded' };
+
+/** How a tools/call ended; mcp/server.ts maps each kind to its JSON-RPC result or error. */
+export type CallOutcome = CallAnswer | CallRefusal | CallUnrecorded;
+
+const UNRECORDED: CallUnrecorded = { kind: 'unrecorded' };
 
 export const CHECK_APPROVAL_STATUS = 'check_approval_status';
 
@@ -132,13 +170,11 @@ export async function listToolsJson(deps: ToolRuntimeDeps, org: RuntimeOrg, prin
   return listing;
 }
 
-function invalidArguments(tool: CatalogTool): RpcError {
-  return new RpcError(RpcCode.InvalidParams, `Invalid arguments for ${tool.name}: ${describeSchemaError('arguments', tool.validate.errors?.[0])}`);
-}
-
 /** A tool the gateway answers itself, on every org's endpoint and outside any connector scope. */
 interface BuiltinTool {
   descriptor: Tool;
+  /** Its arguments' schema (a $defs entry of jsonrpc-schema.json): `errors` holds the first mismatch. */
+  validate: ((args: unknown) => boolean) & { errors?: SchemaError[] | null };
   call(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, args: Record<string, unknown>): Promise<ToolResult> | ToolResult;
 }
 
@@ -147,10 +183,10 @@ const BUILTIN_TOOLS = new Map<string, BuiltinTool>([
     CHECK_APPROVAL_STATUS,
     {
       descriptor: checkApprovalStatusTool,
+      validate: validators.CheckApprovalStatusArguments!,
       // Polling is not a tool call: it never counts against the monthly quota.
       call(deps, org, principal, args) {
-        checkParams('CheckApprovalStatusArguments', args, 'params.arguments');
-        return deps.approvals.status(org.id, principal, args.approvalId);
+        return deps.approvals.status(org.id, principal, args.approvalId as string);
       },
     },
   ],
@@ -166,13 +202,18 @@ function gate(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, tool
   return deps.approvals.hold(org.id, principal, tool, input);
 }
 
+/** What a used-up monthly quota is called, for tools/call (mcp/server.ts) and an approved call (src/approvals) alike. */
+export function quotaExceededMessage(plan: string, quota: number): string {
+  return `Monthly tool-call quota exceeded: the ${plan} plan includes ${quota} tool calls per month. Upgrade the plan to continue.`;
+}
+
 /** The monthly quota of the org's plan is used up: nothing ran. Each caller maps it to its wire form. */
 export class QuotaExceededError extends Error {
   constructor(
     readonly plan: string,
     readonly quota: number,
   ) {
-    super(`Monthly tool-call quota exceeded: the ${plan} plan includes ${quota} tool calls per month. Upgrade the plan to continue.`);
+    super(quotaExceededMessage(plan, quota));
     this.name = 'QuotaExceededError';
   }
 }
@@ -249,15 +290,11 @@ function rowCountOf(result: ToolResult): number | null {
   return typeof count === 'number' ? count : null;
 }
 
-/** What a call got to before it returned or was refused: the tool it named, and whether the quota counted it. */
-interface CallTrace {
-  tool?: CatalogTool;
-  counted?: boolean;
-}
-
 /**
- * Every tools/call, recorded: see the module header. A failed audit write fails the call (no result without its row).
- * `signal` aborts when the caller goes away: a call not started yet runs nothing, a running one is cancelled.
+ * Every tools/call, recorded: see the module header. A refusal is returned as it is (the server words it and records
+ * it with `recordRefusal`); an answer resolves once its tool.called row is written, or is withheld (`unrecorded`)
+ * when the row cannot be. `signal` aborts when the caller goes away: a call not started yet runs nothing, a running
+ * one is cancelled. Anything else that fails (the catalog read, a driver bug) is thrown: it is not a domain outcome.
  */
 export async function callTool(
   deps: ToolRuntimeDeps,
@@ -266,69 +303,80 @@ export async function callTool(
   name: string,
   args: Record<string, unknown>,
   signal?: AbortSignal,
-): Promise<ToolResult> {
+): Promise<CallOutcome> {
   const started = performance.now();
-  const seen: CallTrace = {};
-  let result: ToolResult;
-  try {
-    result = await runCall(deps, org, principal, name, args, seen, signal);
-  } catch (err) {
-    if (err instanceof RpcError) {
-      observeToolRefusal(seen.tool?.connector.type, err.code, (performance.now() - started) / 1000);
-      deps.audit.denial({
-        orgId: org.id,
-        action: 'tool.call_refused',
-        actor: actorOf(principal),
-        targetType: 'tool',
-        targetId: (seen.tool?.name ?? name).slice(0, 100),
-        outcome: 'denied',
-        details: { code: err.code, reason: err.message, ...(seen.tool ? { connector_id: seen.tool.connector.id } : {}) },
-      });
-    }
-    throw err;
-  }
+  const outcome = await runCall(deps, org, principal, name, args, signal);
+  if (!('result' in outcome)) return outcome;
   const durationMs = Math.round((performance.now() - started) * 10) / 10;
-  const tool = seen.tool;
+  const { result } = outcome;
+  const tool = outcome.kind === 'answered' ? undefined : outcome.tool;
   // A held call ran nothing yet: its row says so (`held`); its decision and execution have rows of their own.
-  const held = result.structuredContent?.status === 'pending_approval' && Boolean(tool?.requiresApproval) && !seen.counted;
-  const outcome = held ? 'held' : result.isError ? 'error' : 'success';
+  const held = outcome.kind === 'held' && result.structuredContent?.status === 'pending_approval';
+  const status = held ? 'held' : result.isError ? 'error' : 'success';
   const data = {
     tool_name: tool?.name ?? name,
     connector_id: tool?.connector.id ?? null,
     connector_type: tool?.connector.type ?? null,
-    outcome,
+    outcome: status,
     duration_ms: durationMs,
     row_count: rowCountOf(result),
   };
   const actor = actorOf(principal);
   // The webhook relay builds the tool.called event from this row: details keep every field of its `data`.
-  await recordCall(deps, {
+  const recorded = await recordCall(deps, {
     orgId: org.id,
     action: 'tool.called',
     actor,
     targetType: 'tool',
     targetId: data.tool_name,
-    outcome,
+    outcome: status,
     details: {
       ...data,
-      counted: Boolean(seen.counted),
+      counted: outcome.kind === 'executed',
       arguments_sha256: argumentsDigest(args),
       ...(held ? { held_for_approval: true } : {}),
       // The caller went away before the answer: with outcome error, the gateway cancelled (or never ran) the call.
       ...(signal?.aborted ? { abandoned: true } : {}),
     },
   });
-  observeToolCall(tool ? tool.connector.type : BUILTIN_TOOLS.has(name) ? 'builtin' : null, outcome, (performance.now() - started) / 1000);
-  return result;
+  if (!recorded) return UNRECORDED;
+  observeToolCall(tool ? tool.connector.type : 'builtin', status, (performance.now() - started) / 1000);
+  return outcome;
 }
 
-/** Waits for the call's row; if it cannot be written the result is withheld (no result without its audit row). */
-async function recordCall(deps: ToolRuntimeDeps, ...args: Parameters<ToolRuntimeDeps['audit']['toolCall']>): Promise<void> {
+/** Waits for the call's row; false if it cannot be written (the result is then withheld: no result without its row). */
+async function recordCall(deps: ToolRuntimeDeps, ...args: Parameters<ToolRuntimeDeps['audit']['toolCall']>): Promise<boolean> {
   try {
     await deps.audit.toolCall(...args);
+    return true;
   } catch {
-    throw new RpcError(RpcCode.InternalError, 'The call ran, but its audit record could not be written, so its result is withheld.');
+    return false;
   }
+}
+
+/**
+ * Records a refused call (`tool.call_refused`, not waited for) and counts it, with the code and message its caller
+ * answered: mcp/server.ts, which words every refusal. `started`: when the call began (performance.now()).
+ */
+export function recordRefusal(
+  deps: Pick<ToolRuntimeDeps, 'audit'>,
+  org: Pick<RuntimeOrg, 'id'>,
+  principal: Principal,
+  refusal: CallRefusal,
+  answered: { code: number; message: string },
+  started: number,
+): void {
+  const tool = 'tool' in refusal ? refusal.tool : undefined;
+  observeToolRefusal(tool?.connector.type, answered.code, (performance.now() - started) / 1000);
+  deps.audit.denial({
+    orgId: org.id,
+    action: 'tool.call_refused',
+    actor: actorOf(principal),
+    targetType: 'tool',
+    targetId: (tool?.name ?? (refusal as { name: string }).name).slice(0, 100),
+    outcome: 'denied',
+    details: { code: answered.code, reason: answered.message, ...(tool ? { connector_id: tool.connector.id } : {}) },
+  });
 }
 
 async function runCall(
@@ -337,39 +385,35 @@ async function runCall(
   principal: Principal,
   name: string,
   args: Record<string, unknown>,
-  seen: CallTrace,
   signal?: AbortSignal,
-): Promise<ToolResult> {
+): Promise<CallAnswer | CallRefusal> {
   const builtin = BUILTIN_TOOLS.get(name);
-  if (builtin) return builtin.call(deps, org, principal, args);
+  if (builtin) {
+    if (!builtin.validate(args)) return { kind: 'invalid_arguments', name, error: builtin.validate.errors?.[0] };
+    return { kind: 'answered', result: await builtin.call(deps, org, principal, args) };
+  }
   const catalog = await deps.catalog.get(org.id, org.catalogVersion);
   const tool = catalog.byName.get(name);
-  if (!tool?.enabled) throw new RpcError(RpcCode.InvalidParams, `Unknown tool: ${name.slice(0, 100)}. Call tools/list for the available tools.`);
-  seen.tool = tool;
-  if (!inScope(principal, tool)) throw new RpcError(RpcCode.InsufficientScope, `This credential may not call ${tool.name}.`);
+  if (!tool) return { kind: 'not_found', name };
+  if (!tool.enabled) return { kind: 'disabled', name };
+  if (!inScope(principal, tool)) return { kind: 'scope', tool };
   // Validation mutates a copy (defaults are filled in); the caller's object stays as sent.
   const input = structuredClone(args);
-  if (!tool.validate(input)) throw invalidArguments(tool);
-  if (trialExpired(org, new Date())) {
-    throw new RpcError(
-      RpcCode.QuotaExceeded,
-      `The trial of this org ended at ${org.trialExpiresAt!.toISOString()}: tool calls are paused until the org subscribes to a plan.`,
-    );
-  }
+  if (!tool.validate(input)) return { kind: 'invalid_arguments', name, tool, error: tool.validate.errors?.[0] };
+  if (trialExpired(org, new Date())) return { kind: 'trial_ended', tool, endedAt: org.trialExpiresAt! };
   const instead = gate(deps, org, principal, tool, input);
-  if (instead) return instead;
-  if (!deps.audit.accepting()) throw new RpcError(RpcCode.InternalError, 'The audit log cannot keep up right now, so the call was not run; retry shortly.');
+  if (instead) return { kind: 'held', tool, result: await instead };
+  if (!deps.audit.accepting()) return { kind: 'audit_busy', tool };
   // The caller left before anything ran (a batch's later calls, a slow lookup): nothing runs and nothing is counted.
-  if (signal?.aborted) return refusedResult('The call was aborted.');
+  if (signal?.aborted) return { kind: 'not_run', tool, result: refusedResult('The call was aborted.') };
   // Only a tool call that reaches its connector counts against the monthly quota (not check_approval_status polling,
   // not calls refused or held above, not calls the driver's guard refuses; a held call counts when its approval runs it).
   let result: ToolResult;
   try {
     result = await executeTool(deps, org, tool, input, signal);
   } catch (err) {
-    if (err instanceof QuotaExceededError) throw new RpcError(RpcCode.QuotaExceeded, err.message);
+    if (err instanceof QuotaExceededError) return { kind: 'quota_exceeded', tool, plan: err.plan, quota: err.quota };
     throw err;
   }
-  seen.counted = countedCall(result);
-  return result;
+  return { kind: countedCall(result) ? 'executed' : 'not_run', tool, result };
 }

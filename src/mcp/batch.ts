@@ -1,5 +1,6 @@
 /**
- * JSON-RPC batches on POST /mcp/{orgSlug}, for the one revision that has them. MCP 2025-03-26 (Transports, Streamable
+ * JSON-RPC batches on POST /mcp/{orgSlug}, for the one revision that has them: a protocol rule, so it lives with the
+ * protocol; the transport (handlers/mcp.ts) only hands a parsed array here and turns the outcome into a response. MCP 2025-03-26 (Transports, Streamable
  * HTTP: the POST body "MUST be one of ... an array batching one or more requests and/or notifications"; JSON-RPC
  * "implementations MUST support receiving JSON-RPC batches") requires servers to accept them; 2025-06-18 removed
  * them. The revision of a stateless request is its MCP-Protocol-Version header, absent under 2025-03-26 (the header
@@ -13,9 +14,17 @@
  * (2025-03-26, Lifecycle: it "MUST NOT be part of a JSON-RPC batch").
  */
 import { RpcCode } from '../errors.ts';
-import { classify, failure, type Classified } from '../mcp/protocol.ts';
-import type { McpSession } from '../mcp/session.ts';
-import type { AppDeps } from '../deps.ts';
+import type { BurstLimiter, LocalWindow } from '../limits/burst.ts';
+import { classify, failure, type Classified } from './protocol.ts';
+import type { McpServer } from './server.ts';
+import type { McpSession } from './session.ts';
+
+/** What a batch uses: this instance's burst window, the shared limiter, and the method table. */
+interface BatchDeps {
+  localBurst: Pick<LocalWindow, 'take'>;
+  limiter: Pick<BurstLimiter, 'take'>;
+  mcp: Pick<McpServer, 'answer'>;
+}
 
 /** Messages per batch at most: one request may not queue more calls than this behind one HTTP response. */
 const MAX_BATCH_MESSAGES = 20;
@@ -31,12 +40,7 @@ export type BatchOutcome =
   | { kind: 'accepted' }
   | { kind: 'answered'; body: string };
 
-export async function answerBatch(
-  deps: Pick<AppDeps, 'localBurst' | 'limiter' | 'mcp'>,
-  session: McpSession,
-  messages: unknown[],
-  burstLimit: number,
-): Promise<BatchOutcome> {
+export async function answerBatch(deps: BatchDeps, session: McpSession, messages: unknown[], burstLimit: number): Promise<BatchOutcome> {
   if (messages.length === 0) return { kind: 'invalid', body: failure(null, { code: RpcCode.InvalidRequest, message: 'Invalid Request: an empty batch.' }) };
   if (messages.length > MAX_BATCH_MESSAGES) {
     return {
