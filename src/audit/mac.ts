@@ -7,10 +7,10 @@
  */
 import { createHmac, createSecretKey, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type { Queryable } from '../store/db.ts';
-import { rowTail } from './chain.ts';
-import type { auditEvents } from '../store/schema.ts';
+import { rowTail, type ChainedFields } from './chain.ts';
 
-type AuditRow = typeof auditEvents.$inferSelect;
+/** What a row's MAC covers, and the MAC it carries (an audit_events row as the store returns it). */
+type MaccedRow = Omit<ChainedFields, 'seq' | 'prevHash'> & { id: string; mac: string | null };
 
 /** Bumped when the message layout changes; part of the MAC'd text, so a MAC of one layout never passes as another. */
 const VERSION = 'v1';
@@ -61,10 +61,7 @@ export function rowMac(key: AuditMacKey, id: string, orgId: string, tail: string
 }
 
 /** Whether a stored row carries a valid MAC over exactly what it holds. */
-export function rowAuthentic(
-  key: AuditMacKey,
-  row: Pick<AuditRow, 'id' | 'orgId' | 'createdAt' | 'action' | 'actorType' | 'actorId' | 'targetType' | 'targetId' | 'outcome' | 'details' | 'mac'>,
-): boolean {
+export function rowAuthentic(key: AuditMacKey, row: MaccedRow): boolean {
   if (typeof row.mac !== 'string' || row.mac.length !== 64) return false;
   const expected = Buffer.from(rowMac(key, row.id, row.orgId, rowTail(row)), 'hex');
   const given = Buffer.from(row.mac, 'hex');
