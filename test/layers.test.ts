@@ -11,7 +11,7 @@
 // `.prepare(name)` when it is a builder query (built once per handle with store/db.ts preparedFor) and store/db.ts
 // executePrepared(db, name, sql) when it is SQL text: one path, drizzle's session.prepareQuery, under both.
 import { describe, expect, test } from 'bun:test';
-import { cycles, folderGraph, holdsSql, importGraph, importsOf, rankViolations, sqlFiles, unitOf, unrankedUnits } from './support/imports.ts';
+import { cycles, filesMatching, folderGraph, holdsSql, importGraph, importsOf, rankViolations, sqlFiles, unitOf, unrankedUnits } from './support/imports.ts';
 import { RANKS } from './support/ranks.ts';
 
 /**
@@ -69,6 +69,14 @@ describe('ranks of src/', () => {
     expect(found).toContain('connectors/repository.ts');
     expect(found).toContain('limits/quota-statements.ts');
     expect(found).toContain('store/schema.ts');
+  });
+
+  test("drizzle's session and dialect are read in store/ only (the prepared path, the handle's identity)", () => {
+    // `db._.session` (the prepared path) and a cast to read `dialect` (the handle's identity): store/db.ts's alone.
+    const reaching = filesMatching(/\._\.session\b|\{\s*dialect\s*:/);
+    expect(reaching.filter((f) => !f.startsWith('store/'))).toEqual([]);
+    // The check sees what it looks for.
+    expect(reaching).toContain('store/db.ts');
   });
 
   test('the dependency container lives outside http/ and handlers/', () => {

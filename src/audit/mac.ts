@@ -6,7 +6,7 @@
  * that take a transaction (recordAudit in every domain module) need no extra argument.
  */
 import { createHmac, createSecretKey, hkdfSync, timingSafeEqual } from 'node:crypto';
-import type { Queryable } from '../store/db.ts';
+import { handleIdentity, type Queryable } from '../store/db.ts';
 import { rowTail, type ChainedFields } from './chain.ts';
 
 /** What a row's MAC covers, and the MAC it carries (an audit_events row as the store returns it). */
@@ -32,21 +32,19 @@ export function deriveAuditMacKey(secretKey: Uint8Array): AuditMacKey {
 }
 
 /**
- * Keys by drizzle dialect object: a database handle and every transaction opened on it share it (drizzle passes the
- * handle's dialect to each transaction), so a key bound to the store reaches `appendAudit(tx, ...)` too.
+ * Keys by the identity a database handle shares with every transaction opened on it (store/db.ts handleIdentity), so
+ * a key bound to the store reaches `appendAudit(tx, ...)` too.
  */
 const keys = new WeakMap<object, AuditMacKey>();
 
-const dialectOf = (db: Queryable): object => (db as unknown as { dialect: object }).dialect;
-
 /** Binds the audit MAC key to a store's database handle (gateway start, CLI). */
 export function bindAuditKey(db: Queryable, key: AuditMacKey): void {
-  keys.set(dialectOf(db), key);
+  keys.set(handleIdentity(db), key);
 }
 
 /** The bound key; throws when none is, so no writer ever stores a row without its MAC. */
 export function auditKeyOf(db: Queryable): AuditMacKey {
-  const key = keys.get(dialectOf(db));
+  const key = keys.get(handleIdentity(db));
   if (!key) throw new Error('no audit MAC key is bound to this store (bindAuditKey)');
   return key;
 }

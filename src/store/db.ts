@@ -134,6 +134,15 @@ export function preparedFor<D extends object, P>(cache: WeakMap<D, P>, db: D, bu
   return prepared;
 }
 
+/**
+ * An object a database handle shares with every transaction opened on it, and no other handle does: drizzle's dialect
+ * of the handle (drizzle passes it to each transaction). For state bound to a store (audit/mac.ts's key). The one
+ * read of a drizzle field outside its typed API, kept here in store/.
+ */
+export function handleIdentity(db: Queryable): object {
+  return (db as unknown as { dialect: object }).dialect;
+}
+
 const ARRAY_FORMS = {
   uuid: /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/,
   date: /^\d{4}-\d{2}-\d{2}$/,
