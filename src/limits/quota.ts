@@ -20,8 +20,8 @@ export class QuotaCounterError extends Error {
 const GRANT_ATTEMPTS = 3;
 
 /**
- * Grants each ask min(calls, quota - used) calls, atomically, in one statement (see quota-statements.ts grantStatement); returns the grant
- * per quotaAskKey. Asks must name distinct (org, period) pairs, with calls >= 1 and quota >= 1. Throws when the first
+ * Grants each ask min(calls, quota - used) calls, atomically, in one statement (quota-statements.ts grantStatement);
+ * returns the grant per quotaAskKey. Asks must name distinct (org, period) pairs, with calls >= 1 and quota >= 1. Throws when the first
  * statement fails (nothing is counted then). An ask missing from the answer was not counted: its row met a
  * concurrent first insert and the statement run again for it failed, or did so GRANT_ATTEMPTS times; the
  * caller fails its calls (the grants of the first statement are committed and stand).
