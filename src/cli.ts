@@ -4,9 +4,8 @@
  */
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
-import { eq } from 'drizzle-orm';
 import { openStore } from './store/db.ts';
-import { orgs } from './store/schema.ts';
+import { findOrgBySlug } from './orgs/repository.ts';
 import { verifyChain } from './audit/verify.ts';
 import { bindAuditKey, deriveAuditMacKey } from './audit/mac.ts';
 import { ConfigError, decodeKey, loadConfig, type Config } from './config.ts';
@@ -147,7 +146,7 @@ async function auditVerify(argv: string[]): Promise<void> {
   try {
     // The gateway's key (the embedded store's is in its data folder): rows are authenticated with a key derived from it.
     bindAuditKey(store.db, deriveAuditMacKey(decodeKey(config.secretKey ?? embeddedSecretKey(config.dataDir))!));
-    const [org] = await store.db.select({ id: orgs.id }).from(orgs).where(eq(orgs.slug, values.org));
+    const org = await findOrgBySlug(store.db, values.org);
     if (!org) fail(`no org with slug ${values.org}`);
     const report = await verifyChain(store.db, org.id);
     if (report.ok) console.log(`audit chain of ${values.org} is intact: ${report.checked} rows verified`);

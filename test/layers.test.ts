@@ -1,32 +1,24 @@
 // The import structure of src/: every folder (and top-level file) has a rank (test/support/ranks.ts), imports point
-// only to strictly lower ranks, so no folder-level cycle can form; .ts and .tsx alike. SQL lives where it belongs.
+// only to strictly lower ranks, so no folder-level cycle can form; .ts and .tsx alike.
 // The graph is parsed from the source text of every file under src/ (test/support/imports.ts).
+//
+// Where SQL lives (docs/decisions/0160-one-way-to-touch-the-store.md): a file "holds SQL" when it imports drizzle-orm
+// or store/schema.ts, or writes SQL text. Only these may: a folder's repository.ts (its tables' queries, drizzle's
+// builder first), a typed <name>-statements.ts next to the module it serves (hand-written statements of a hot path or
+// set-based pass: each a function with typed parameters and typed rows, so no caller casts a result), store/ (the
+// connection, the schema, the migrations) and the connector drivers and SQL guard (SQL against the org's databases,
+// not the gateway's store). Everything else calls those functions. A statement that runs prepared uses drizzle's
+// `.prepare(name)` when it is a builder query (built once per handle with store/db.ts preparedFor) and store/db.ts
+// executePrepared(db, name, sql) when it is SQL text: one path, drizzle's session.prepareQuery, under both.
 import { describe, expect, test } from 'bun:test';
-import { cycles, folderGraph, holdsSql, importGraph, importsOf, rankViolations, sqlFiles, unitOf, unrankedUnits } from './support/imports.ts';
+import { cycles, filesMatching, folderGraph, holdsSql, importGraph, importsOf, rankViolations, sqlFiles, unitOf, unrankedUnits } from './support/imports.ts';
 import { RANKS } from './support/ranks.ts';
 
 /**
- * Files that hold SQL outside the places for it, as they stand today, each with why. Only this list may grow, and
- * only with a reason: a file that stops holding SQL must leave it (the test compares both ways).
+ * Files that hold SQL outside the places for it, each with why. Empty: only a file with a strong reason may enter it
+ * (the test compares both ways, so a file that stops holding SQL must leave it).
  */
-const SQL_EXCEPTIONS: Record<string, string> = {
-  'audit/mac.ts': 'names the audit_events row type it authenticates (a type import of the schema, no query)',
-  'audit/seal.ts': 'the sealing pass is set-based statements over audit_events, on the hot path next to the MAC',
-  'auth/credentials.ts': 'API keys and OAuth clients: hashing and their queries in one module (its repository)',
-  'auth/idp/resolver.ts': "reads the org's IdP configuration per request, on the authentication path",
-  'auth/signing.ts': 'signing keys are created and rotated under an advisory lock inside one transaction',
-  'billing/service.ts': 'the usage report aggregates audit_events and connectors in read-only queries',
-  'cli.ts': '`org create` works directly on the store when no server holds the data folder',
-  'connectors/service.ts': "updates the connector row inside the lifecycle's transaction",
-  'console/sessions.ts': 'console sessions: the cookie logic and their queries in one module (its repository)',
-  'demo/demo.ts': "seeds the demo org's sample connector",
-  'limits/quota.ts': 'the monthly quota counter: hand-written prepared statements on the hot path',
-  'limits/usage.ts': 'batched usage counting: hand-written statements on the hot path',
-  'mcp/lookup.ts': "the MCP endpoint's per-request reads (org, API key), tuned for the hot path",
-  'tools/catalog.ts': 'builds the catalog from connectors and tools in one read per catalog version',
-  'tools/settings.ts': 'per-tool settings: listing and updates with their queries',
-  'webhooks/relay.ts': 'claims tool.called audit rows for delivery with its own statements',
-};
+const SQL_EXCEPTIONS: Record<string, string> = {};
 
 /** Where SQL belongs: repositories, the store, statement files, and the connector drivers and SQL guard. */
 function sqlAllowed(file: string): boolean {
@@ -75,7 +67,16 @@ describe('ranks of src/', () => {
     expect(found.filter((f) => f.startsWith('handlers/') || f.startsWith('http/'))).toEqual([]);
     // The check sees each kind of SQL it looks for.
     expect(found).toContain('connectors/repository.ts');
-    expect(found).toContain('limits/quota.ts');
+    expect(found).toContain('limits/quota-statements.ts');
+    expect(found).toContain('store/schema.ts');
+  });
+
+  test("drizzle's session and dialect are read in store/ only (the prepared path, the handle's identity)", () => {
+    // `db._.session` (the prepared path) and a cast to read `dialect` (the handle's identity): store/db.ts's alone.
+    const reaching = filesMatching(/\._\.session\b|\{\s*dialect\s*:/);
+    expect(reaching.filter((f) => !f.startsWith('store/'))).toEqual([]);
+    // The check sees what it looks for.
+    expect(reaching).toContain('store/db.ts');
   });
 
   test('the dependency container lives outside http/ and handlers/', () => {

@@ -32,7 +32,7 @@ async function newOrg(db: Db): Promise<string> {
 }
 
 /** The store's db with its statements counted: how the tests see that a batch was one statement. */
-/** The database, counting the statements sent through `execute` and through executePrepared (the session's postgres.js client). */
+/** The database, counting the statements sent through `execute` and through executePrepared (the session's prepareQuery). */
 function counted(db: Db): { db: Db; statements: () => number } {
   let statements = 0;
   const wrapped = new Proxy(db, {
@@ -44,19 +44,23 @@ function counted(db: Db): { db: Db; statements: () => number } {
         };
       }
       if (prop === '_') {
+        // executePrepared runs through the session's prepareQuery (store/db.ts): each execute of what it prepares is a statement.
         const inner = target._;
-        const client = (inner.session as unknown as { client?: postgres.Sql }).client;
-        if (typeof client !== 'function' || typeof client.unsafe !== 'function') return inner;
-        const countedClient = new Proxy(client, {
-          get(c, p, r) {
-            if (p !== 'unsafe') return Reflect.get(c, p, r);
-            return (...args: Parameters<postgres.Sql['unsafe']>) => {
-              statements++;
-              return c.unsafe(...args);
+        const session = new Proxy(inner.session, {
+          get(s, p, r) {
+            if (p !== 'prepareQuery') return Reflect.get(s, p, r);
+            return (...args: Parameters<typeof s.prepareQuery>) => {
+              const prepared = s.prepareQuery(...args);
+              const execute = prepared.execute.bind(prepared);
+              prepared.execute = (...values: Parameters<typeof execute>) => {
+                statements++;
+                return execute(...values);
+              };
+              return prepared;
             };
           },
         });
-        return { ...inner, session: new Proxy(inner.session, { get: (s, p, r) => (p === 'client' ? countedClient : Reflect.get(s, p, r)) }) };
+        return { ...inner, session };
       }
       return Reflect.get(target, prop, receiver);
     },

@@ -9,9 +9,10 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { sql, type SQL } from 'drizzle-orm';
-import { grantStatement, grantToolCalls, toolCallsInPeriod } from '../src/limits/quota.ts';
+import { grantToolCalls, toolCallsInPeriod } from '../src/limits/quota.ts';
+import { grantStatement } from '../src/limits/quota-statements.ts';
 import { arrayParam, openStore, rowsOf, type Store } from '../src/store/db.ts';
-import { moveCursorsStatement } from '../src/webhooks/relay.ts';
+import { moveCursorsStatement } from '../src/webhooks/relay-statements.ts';
 import { verifies } from './requirements.ts';
 import { freshDatabase } from './support/gateway.ts';
 import { serviceAvailable } from './support/services.ts';

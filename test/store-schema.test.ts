@@ -1,15 +1,18 @@
 // One place per fact, checked: the store's Drizzle schema (src/store/schema.ts, what queries are typed by) against what
 // the migrations (src/store/migrations.ts, the SQL of record) create on a fresh database, on PGlite and on PostgreSQL:
 // tables, columns (type, nullability, default), primary keys, unique constraints, foreign keys and indexes. And the
-// plan table (src/limits/plans.ts) against the store's CHECK constraint and openapi.yaml's Plan enum.
+// plan table (src/limits/plans.ts) against the store's CHECK constraint and openapi.yaml's Plan enum. And the
+// migrations as history: one applied to a database never changes (docs/decisions/0160), so each one's text is pinned.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { is, SQL, sql } from 'drizzle-orm';
 import { getTableConfig, PgDialect, PgTable, type PgColumn } from 'drizzle-orm/pg-core';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { PLANS } from '../src/limits/plans.ts';
 import { openStore, rowsOf, type Store } from '../src/store/db.ts';
+import { migrations } from '../src/store/migrations.ts';
 import * as schema from '../src/store/schema.ts';
 import { freshDatabase } from './support/gateway.ts';
 import { serviceAvailable } from './support/services.ts';
@@ -170,5 +173,34 @@ describe('the plan table is the one list of plans', () => {
   test("openapi.yaml's Plan enum lists the same plans in the same order", () => {
     const doc = parseYaml(readFileSync(join(import.meta.dir, '..', 'openapi.yaml'), 'utf8')) as { components: { schemas: { Plan: { enum: string[] } } } };
     expect(doc.components.schemas.Plan.enum).toEqual([...PLANS]);
+  });
+});
+
+/**
+ * The first 16 hex digits of the SHA-256 of each migration's SQL. A migration a database has applied is never run
+ * again, so editing it would leave existing stores and fresh ones different: a change is a new migration, appended
+ * here with its hash in the same commit.
+ */
+const PINNED: Record<number, string> = {
+  1: '1af8a8c2cdaeb466', // orgs_and_credentials
+  2: 'cfadf211f5692fc8', // connectors_tools_idp
+  3: '0885cc9cc6d0b83e', // idp_issuer_audience_unique
+  4: '4bdb1021cb8516b8', // usage_and_burst
+  5: '513ac5061b87a007', // approvals
+  6: '29a6955159030e5b', // webhooks_outbox
+  7: 'f4103c868a18b998', // audit_chain
+  8: 'b843e5b15679c248', // console_sign_in
+  9: 'ddc2f0b5d664c5ec', // webhook_relay_cursors
+  10: 'b5a697140a631665', // audit_row_mac
+  11: 'ba2b2efe91f5e7a2', // connector_skipped_tools
+};
+
+describe('the migrations are history: appended, never edited', () => {
+  test('versions run 1..n without a gap, and each one is pinned with the hash of its text', () => {
+    const versions = migrations.map((m) => m.version);
+    expect(versions).toEqual(versions.map((_, i) => i + 1));
+    const hashes = Object.fromEntries(migrations.map((m) => [m.version, createHash('sha256').update(m.sql).digest('hex').slice(0, 16)]));
+    // A failure names the migration: an edited one (revert it, write a new one) or a new one (pin its hash above).
+    expect(hashes).toEqual(Object.fromEntries(Object.entries(PINNED).map(([v, h]) => [Number(v), h])));
   });
 });

@@ -1,6 +1,6 @@
 /** All SQL of approvals. Every query names the org, except the sweeper's, which only moves rows by their own state and time. */
 import { and, desc, eq, gt, isNull, lte } from 'drizzle-orm';
-import { isClientActive } from '../auth/credentials.ts';
+import { isClientActive } from '../auth/repository.ts';
 import type { Queryable } from '../store/db.ts';
 import { apiKeys, approvals, connectors, orgs, tools } from '../store/schema.ts';
 

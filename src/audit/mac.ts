@@ -6,11 +6,11 @@
  * that take a transaction (recordAudit in every domain module) need no extra argument.
  */
 import { createHmac, createSecretKey, hkdfSync, timingSafeEqual } from 'node:crypto';
-import type { Queryable } from '../store/db.ts';
-import { rowTail } from './chain.ts';
-import type { auditEvents } from '../store/schema.ts';
+import { handleIdentity, type Queryable } from '../store/db.ts';
+import { rowTail, type ChainedFields } from './chain.ts';
 
-type AuditRow = typeof auditEvents.$inferSelect;
+/** What a row's MAC covers, and the MAC it carries (an audit_events row as the store returns it). */
+type MaccedRow = Omit<ChainedFields, 'seq' | 'prevHash'> & { id: string; mac: string | null };
 
 /** Bumped when the message layout changes; part of the MAC'd text, so a MAC of one layout never passes as another. */
 const VERSION = 'v1';
@@ -32,21 +32,19 @@ export function deriveAuditMacKey(secretKey: Uint8Array): AuditMacKey {
 }
 
 /**
- * Keys by drizzle dialect object: a database handle and every transaction opened on it share it (drizzle passes the
- * handle's dialect to each transaction), so a key bound to the store reaches `appendAudit(tx, ...)` too.
+ * Keys by the identity a database handle shares with every transaction opened on it (store/db.ts handleIdentity), so
+ * a key bound to the store reaches `appendAudit(tx, ...)` too.
  */
 const keys = new WeakMap<object, AuditMacKey>();
 
-const dialectOf = (db: Queryable): object => (db as unknown as { dialect: object }).dialect;
-
 /** Binds the audit MAC key to a store's database handle (gateway start, CLI). */
 export function bindAuditKey(db: Queryable, key: AuditMacKey): void {
-  keys.set(dialectOf(db), key);
+  keys.set(handleIdentity(db), key);
 }
 
 /** The bound key; throws when none is, so no writer ever stores a row without its MAC. */
 export function auditKeyOf(db: Queryable): AuditMacKey {
-  const key = keys.get(dialectOf(db));
+  const key = keys.get(handleIdentity(db));
   if (!key) throw new Error('no audit MAC key is bound to this store (bindAuditKey)');
   return key;
 }
@@ -61,10 +59,7 @@ export function rowMac(key: AuditMacKey, id: string, orgId: string, tail: string
 }
 
 /** Whether a stored row carries a valid MAC over exactly what it holds. */
-export function rowAuthentic(
-  key: AuditMacKey,
-  row: Pick<AuditRow, 'id' | 'orgId' | 'createdAt' | 'action' | 'actorType' | 'actorId' | 'targetType' | 'targetId' | 'outcome' | 'details' | 'mac'>,
-): boolean {
+export function rowAuthentic(key: AuditMacKey, row: MaccedRow): boolean {
   if (typeof row.mac !== 'string' || row.mac.length !== 64) return false;
   const expected = Buffer.from(rowMac(key, row.id, row.orgId, rowTail(row)), 'hex');
   const given = Buffer.from(row.mac, 'hex');

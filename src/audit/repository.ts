@@ -207,6 +207,7 @@ export async function insertUnsealed(db: Queryable, events: readonly AuditInput[
   // Fixed text (two parameters, any batch size), so it runs prepared on a PostgreSQL store (store/db.ts).
   await executePrepared(
     db,
+    'toolgate_audit_insert',
     sql`INSERT INTO audit_events (id, org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details, mac)
     SELECT id, org_id, ${createdAt}::timestamptz, action, actor_type, actor_id, target_type, target_id, outcome, details, mac
     FROM jsonb_to_recordset(${json}::jsonb)

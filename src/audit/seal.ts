@@ -17,15 +17,13 @@
  * `audit.rows_refused` row in the org's chain (and to the caller, who logs it). `sealFromMemory` seals only rows this
  * instance wrote itself, hashing what it wrote: a row altered in the store meanwhile no longer matches its hash.
  */
-import { and, asc, inArray, isNull, lt, sql } from 'drizzle-orm';
 import type { Db, Queryable } from '../store/db.ts';
-import { arrayParam, rowsOf } from '../store/db.ts';
-import { auditEvents } from '../store/schema.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
 import { chainHash, rowHash } from './chain.ts';
 import { auditKeyOf, rowAuthentic } from './mac.ts';
 import { appendAudit, lockHeads, type SealableRow } from './repository.ts';
+import { lockPendingRows, markRefused, pendingConditions, pendingOrgs, sealLinkedRows, writeSeals } from './seal-statements.ts';
 
 export type { SealableRow } from './repository.ts';
 
@@ -44,14 +42,6 @@ function slicer() {
       since = performance.now();
     },
   };
-}
-
-/** The heads update of a seal, as a VALUES list (one row per org). */
-function movedHeads(heads: Map<string, { seq: number; hash: string }>) {
-  return sql.join(
-    [...heads].map(([id, head]) => sql`(${id}::uuid, ${head.seq}::bigint, ${head.hash}::text)`),
-    sql`, `,
-  );
 }
 
 /**
@@ -74,15 +64,7 @@ export async function sealFromMemory(db: Db, rows: readonly SealableRow[]): Prom
       heads.set(row.orgId, { seq, hash });
     }
     links += ']';
-    const result = await tx.execute(sql`WITH sealed AS (
-        UPDATE audit_events AS e SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash
-        FROM jsonb_to_recordset(${links}::jsonb) AS v(id uuid, seq bigint, prev_hash text, hash text)
-        WHERE e.id = v.id AND e.seq IS NULL RETURNING 1
-      ), moved AS (
-        UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${movedHeads(heads)}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id
-      )
-      SELECT count(*)::int AS sealed FROM sealed`);
-    const sealed = Number(rowsOf<{ sealed: number }>(result)[0]?.sealed ?? 0);
+    const sealed = await sealLinkedRows(tx, links, heads);
     if (sealed !== rows.length) throw new SealConflict(`${rows.length - sealed} of ${rows.length} rows were sealed elsewhere or are gone`);
     return sealed;
   });
@@ -124,27 +106,14 @@ export async function sealPending(db: Queryable, limit = 5000, filter: PendingFi
 
 async function sealPendingIn(db: Queryable, limit: number, filter: PendingFilter, refused: RefusedRow[]): Promise<number> {
   const key = auditKeyOf(db);
-  const conditions = [isNull(auditEvents.seq), isNull(auditEvents.refusedAt)];
-  if (filter.olderThan) conditions.push(lt(auditEvents.createdAt, filter.olderThan));
-  if (filter.ids) conditions.push(inArray(auditEvents.id, [...filter.ids]));
+  const conditions = pendingConditions(filter);
   return db.transaction(async (tx) => {
-    const candidates = await tx
-      .select({ orgId: auditEvents.orgId })
-      .from(auditEvents)
-      .where(and(...conditions))
-      .orderBy(asc(auditEvents.createdAt), asc(auditEvents.id))
-      .limit(limit);
+    const candidates = await pendingOrgs(tx, conditions, limit);
     if (candidates.length === 0) return 0;
-    const orgIds = [...new Set(candidates.map((r) => r.orgId))].sort();
+    const orgIds = [...new Set(candidates)].sort();
     const heads = await lockHeads(tx, orgIds);
     // Read after the heads are locked: a row sealed meanwhile by its writer no longer matches.
-    const pending = await tx
-      .select()
-      .from(auditEvents)
-      .where(and(...conditions, inArray(auditEvents.orgId, orgIds)))
-      .orderBy(asc(auditEvents.createdAt), asc(auditEvents.id))
-      .limit(limit)
-      .for('update', { skipLocked: true });
+    const pending = await lockPendingRows(tx, conditions, orgIds, limit);
     if (pending.length === 0) return 0;
     const links: { id: string; seq: number; prev_hash: string; hash: string }[] = [];
     const refusedHere: RefusedRow[] = [];
@@ -161,15 +130,7 @@ async function sealPendingIn(db: Queryable, limit: number, filter: PendingFilter
       heads.set(row.orgId, { seq: fields.seq, hash });
       links.push({ id: row.id, seq: fields.seq, prev_hash: fields.prevHash, hash });
     }
-    if (links.length) {
-      await tx.execute(
-        sql`UPDATE audit_events AS e SET seq = v.seq, prev_hash = v.prev_hash, hash = v.hash
-          FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb) AS v(id uuid, seq bigint, prev_hash text, hash text) WHERE e.id = v.id`,
-      );
-      await tx.execute(
-        sql`UPDATE audit_chains AS c SET head_seq = v.seq, head_hash = v.hash FROM (VALUES ${movedHeads(heads)}) AS v(org_id, seq, hash) WHERE c.org_id = v.org_id`,
-      );
-    }
+    if (links.length) await writeSeals(tx, links, heads);
     if (refusedHere.length) await refuseRows(tx, refusedHere);
     refused.push(...refusedHere);
     return pending.length;
@@ -181,11 +142,9 @@ async function sealPendingIn(db: Queryable, limit: number, filter: PendingFilter
  * them in their orgs' chains: one `audit.rows_refused` row per org, chained after the rows sealed with them.
  */
 async function refuseRows(tx: Queryable, rows: RefusedRow[]): Promise<void> {
-  await tx.execute(
-    sql`UPDATE audit_events SET refused_at = now() WHERE id = ANY(${arrayParam(
-      'uuid',
-      rows.map((r) => r.id),
-    )}::uuid[])`,
+  await markRefused(
+    tx,
+    rows.map((r) => r.id),
   );
   const byOrg = new Map<string, RefusedRow[]>();
   for (const row of rows) byOrg.set(row.orgId, [...(byOrg.get(row.orgId) ?? []), row]);

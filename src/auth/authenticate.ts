@@ -3,7 +3,8 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import { decodeJwt } from 'jose';
 import { forbidden, unauthenticated } from '../errors.ts';
 import type { Db } from '../store/db.ts';
-import { isClientActive, MANAGE_SCOPE, MCP_SCOPE } from './credentials.ts';
+import { MANAGE_SCOPE, MCP_SCOPE } from './credentials.ts';
+import { isClientActive } from './repository.ts';
 import type { Principal, Role } from '../principal.ts';
 import type { AccessTokenClaims, TokenSigner } from './signing.ts';
 

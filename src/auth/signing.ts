@@ -1,9 +1,8 @@
 /** The gateway's own access tokens: ES256 keys kept sealed in the store, published as a JWKS, rotation-ready. */
-import { desc, isNull, sql } from 'drizzle-orm';
 import { SignJWT, createLocalJWKSet, exportJWK, generateKeyPair, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../store/db.ts';
-import { signingKeys } from '../store/schema.ts';
+import { activeSigningKeys, insertSigningKey, withFirstSigningKeyLock } from './repository.ts';
 import type { SecretBox } from '../util/crypto.ts';
 
 export const TOKEN_AUDIENCE = 'toolgate';
@@ -37,11 +36,7 @@ export class TokenSigner {
     if (!this.signingKey) {
       // Instances starting together on an empty store must agree on one first key (else each signs with its
       // own and, within the reload cooldown, refuses the other's tokens): create it under a lock, re-checking.
-      await this.db.transaction(async (tx) => {
-        await tx.execute(sql`SELECT pg_advisory_xact_lock(7263311002)`);
-        const [existing] = await tx.select({ kid: signingKeys.kid }).from(signingKeys).where(isNull(signingKeys.retiredAt)).limit(1);
-        if (!existing) await this.insertKey(tx);
-      });
+      await withFirstSigningKeyLock(this.db, (tx) => this.insertKey(tx));
       await this.reload();
     }
   }
@@ -58,7 +53,7 @@ export class TokenSigner {
     const kid = randomUUID();
     const privateJwk = await exportJWK(privateKey);
     const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' };
-    await db.insert(signingKeys).values({
+    await insertSigningKey(db, {
       kid,
       alg: ALG,
       privateKeySealed: this.box.encrypt(JSON.stringify(privateJwk), `signing_key:${kid}`),
@@ -68,7 +63,7 @@ export class TokenSigner {
   }
 
   private async reload(): Promise<void> {
-    const rows = await this.db.select().from(signingKeys).where(isNull(signingKeys.retiredAt)).orderBy(desc(signingKeys.createdAt));
+    const rows = await activeSigningKeys(this.db);
     const newest = rows[0];
     if (newest) {
       const jwk = JSON.parse(this.box.decrypt(newest.privateKeySealed, `signing_key:${newest.kid}`)) as JWK;

@@ -4,14 +4,13 @@
  * rows of calls that were counted against the quota: `tool.called` (immediate calls) and `approval.executed` /
  * `approval.failed` (held calls run after approval), so it adds up to the total (docs/quota-and-audit-accounting.md).
  */
-import { and, count, eq, isNull, sql } from 'drizzle-orm';
 import { trialExpired } from './trial.ts';
 import { burstLimitFor, connectorLimitFor, monthlyQuotaFor, periodEnd, periodStart } from '../limits/plans.ts';
 import { toolCallsInPeriod } from '../limits/quota.ts';
 import type { UsageMeter } from '../limits/usage.ts';
 import { conflict, notFound } from '../errors.ts';
-import { rowsOf, type Queryable, type Store } from '../store/db.ts';
-import { connectors, orgs } from '../store/schema.ts';
+import type { Queryable, Store } from '../store/db.ts';
+import { countedCallsByConnector, findOrgRow, liveConnectorCount, lockOrgPlan } from './repository.ts';
 import type { Config } from '../config.ts';
 
 export interface BillingDeps {
@@ -21,7 +20,7 @@ export interface BillingDeps {
 }
 
 async function orgRow(db: Queryable, orgId: string) {
-  const [org] = await db.select().from(orgs).where(eq(orgs.id, orgId));
+  const org = await findOrgRow(db, orgId);
   if (!org) throw notFound('org_not_found', 'The org does not exist.');
   return org;
 }
@@ -44,26 +43,13 @@ async function countedCalls(deps: BillingDeps, orgId: string, now: Date): Promis
 export async function usage(deps: BillingDeps, orgId: string, now: Date = new Date()) {
   const start = periodStart(now);
   const toolCalls = await countedCalls(deps, orgId, now);
-  const perConnector = rowsOf<{ connector_id: string | null; n: number | string }>(
-    await deps.store.db.execute(sql`SELECT details->>'connector_id' AS connector_id, count(*) AS n FROM audit_events
-      WHERE org_id = ${orgId} AND action IN ('tool.called', 'approval.executed', 'approval.failed') AND details->>'counted' = 'true'
-        AND refused_at IS NULL AND created_at >= ${`${start}T00:00:00Z`}::timestamptz
-      GROUP BY 1 ORDER BY 2 DESC, 1`),
-  );
+  const perConnector = await countedCallsByConnector(deps.store.db, orgId, start);
   return {
     period_start: `${start}T00:00:00.000Z`,
     period_end: periodEnd(now).toISOString(),
     tool_calls: toolCalls,
-    by_connector: perConnector.map((r) => ({ connector_id: r.connector_id, tool_calls: Number(r.n) })),
+    by_connector: perConnector.map((r) => ({ connector_id: r.connectorId, tool_calls: r.calls })),
   };
-}
-
-async function liveConnectorCount(db: Queryable, orgId: string): Promise<number> {
-  const [row] = await db
-    .select({ n: count() })
-    .from(connectors)
-    .where(and(eq(connectors.orgId, orgId), isNull(connectors.archivedAt)));
-  return Number(row?.n ?? 0);
 }
 
 export async function limits(deps: BillingDeps, orgId: string, now: Date = new Date()) {
@@ -83,15 +69,13 @@ export async function limits(deps: BillingDeps, orgId: string, now: Date = new D
  * limit cannot be overshot by a race) and refuses when the plan's connector limit is reached.
  */
 export async function assertConnectorAllowed(tx: Queryable, orgId: string): Promise<void> {
-  // FOR NO KEY UPDATE, not FOR UPDATE: it serialises concurrent creations the same way, but does not conflict with the
-  // KEY SHARE lock of a foreign-key check. FOR UPDATE did: a transaction holding the org's audit chain head and
-  // inserting its audit row (FK to orgs) waited here, while this one waited for that head (a deadlock, 500s).
-  const locked = rowsOf<{ plan: string }>(await tx.execute(sql`SELECT plan FROM orgs WHERE id = ${orgId} FOR NO KEY UPDATE`))[0];
-  if (!locked) throw notFound('org_not_found', 'The org does not exist.');
-  const max = connectorLimitFor(locked.plan);
+  // FOR NO KEY UPDATE (repository.ts lockOrgPlan says why not FOR UPDATE).
+  const plan = await lockOrgPlan(tx, orgId);
+  if (plan === undefined) throw notFound('org_not_found', 'The org does not exist.');
+  const max = connectorLimitFor(plan);
   if (max === null) return;
   const used = await liveConnectorCount(tx, orgId);
   if (used >= max) {
-    throw conflict('connector_limit_reached', `The ${locked.plan} plan allows ${max} connectors and the org has ${used}: archive one or upgrade the plan.`);
+    throw conflict('connector_limit_reached', `The ${plan} plan allows ${max} connectors and the org has ${used}: archive one or upgrade the plan.`);
   }
 }

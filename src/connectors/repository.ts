@@ -5,6 +5,28 @@ import { connectors, orgs, tools } from '../store/schema.ts';
 import type { SkippedTool, ToolSpec } from './types.ts';
 
 export type ConnectorRow = typeof connectors.$inferSelect;
+/** Columns a connector's update may set. */
+export type ConnectorChanges = Partial<typeof connectors.$inferInsert>;
+
+export async function insertConnector(db: Queryable, values: typeof connectors.$inferInsert): Promise<ConnectorRow> {
+  const [row] = await db.insert(connectors).values(values).returning();
+  return row!;
+}
+
+/** Sets columns of a connector row by id (the caller checked the org); the row as it is then. */
+export async function updateConnectorRow(db: Queryable, id: string, changes: ConnectorChanges): Promise<ConnectorRow> {
+  const [row] = await db.update(connectors).set(changes).where(eq(connectors.id, id)).returning();
+  return row!;
+}
+
+/** The org's live (not archived) connector of this name, if any. */
+export async function findLiveConnectorByName(db: Queryable, orgId: string, name: string): Promise<ConnectorRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(connectors)
+    .where(and(eq(connectors.orgId, orgId), eq(connectors.name, name), isNull(connectors.archivedAt)));
+  return row;
+}
 
 /** The context a connector's credential is sealed under (credentialSealed): a sealed value opens for its own row only. */
 export function credentialContext(connectorId: string): string {

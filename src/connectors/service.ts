@@ -7,7 +7,6 @@ import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import type { JobTracker } from '../util/jobs.ts';
 import type { Logger } from '../util/log.ts';
-import { connectors } from '../store/schema.ts';
 import { describeError } from '../util/log.ts';
 import { describeSchemaError } from '../util/schema-errors.ts';
 import { getDriver } from './registry.ts';
@@ -19,7 +18,6 @@ import { embeddedDatabaseFor } from './shared/embedded.ts';
 import { targetRefusedText } from './shared/errors.ts';
 import type { Config } from '../config.ts';
 import type { AuthChanges } from '../auth/epoch.ts';
-import { eq } from 'drizzle-orm';
 
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true });
 type Driver = NonNullable<ReturnType<typeof getDriver>>;
@@ -112,31 +110,28 @@ export async function createConnector(deps: ConnectorServiceDeps, orgId: string,
   const isDatabase = driver.kind === 'database' && driver.readOnly !== true;
   const row = await deps.store.db.transaction(async (tx) => {
     await assertConnectorAllowed(tx, orgId);
-    const [created] = await tx
-      .insert(connectors)
-      .values({
-        orgId,
-        name: input.name,
-        type: input.type,
-        status: 'validating',
-        config: input.config as unknown as Record<string, unknown>,
-        allowWrite: isDatabase && Boolean(input.allow_write),
-        allowDdl: isDatabase && Boolean(input.allow_ddl),
-        validationGeneration: 1,
-      })
-      .returning();
+    const created = await repo.insertConnector(tx, {
+      orgId,
+      name: input.name,
+      type: input.type,
+      status: 'validating',
+      config: input.config as unknown as Record<string, unknown>,
+      allowWrite: isDatabase && Boolean(input.allow_write),
+      allowDdl: isDatabase && Boolean(input.allow_ddl),
+      validationGeneration: 1,
+    });
     // The ciphertext is bound to the row id, so it is sealed once the id exists.
-    const sealed = input.credential !== undefined ? deps.box.encrypt(input.credential, repo.credentialContext(created!.id)) : null;
-    const [withCredential] = await tx.update(connectors).set({ credentialSealed: sealed }).where(eq(connectors.id, created!.id)).returning();
+    const sealed = input.credential !== undefined ? deps.box.encrypt(input.credential, repo.credentialContext(created.id)) : null;
+    const withCredential = await repo.updateConnectorRow(tx, created.id, { credentialSealed: sealed });
     await recordAudit(tx, {
       orgId,
       action: 'connector.created',
       actor,
       targetType: 'connector',
-      targetId: created!.id,
+      targetId: created.id,
       details: { type: input.type, name: input.name },
     });
-    return withCredential!;
+    return withCredential;
   });
   scheduleValidation(deps, row);
   return row;
@@ -159,7 +154,7 @@ export async function updateConnector(deps: ConnectorServiceDeps, orgId: string,
     await checkTarget(deps, orgId, driver, input.config);
   }
   const isDatabase = driver.kind === 'database' && driver.readOnly !== true;
-  const changes: Partial<typeof connectors.$inferInsert> = { updatedAt: new Date() };
+  const changes: repo.ConnectorChanges = { updatedAt: new Date() };
   if (input.name !== undefined) changes.name = input.name;
   if (input.config !== undefined) changes.config = input.config as unknown as Record<string, unknown>;
   if (input.credential !== undefined) changes.credentialSealed = deps.box.encrypt(input.credential, repo.credentialContext(id));
@@ -168,11 +163,11 @@ export async function updateConnector(deps: ConnectorServiceDeps, orgId: string,
   if (isDatabase && input.allow_ddl !== undefined) changes.allowDdl = input.allow_ddl;
   const revalidate = input.config !== undefined || input.credential !== undefined;
   const row = await deps.store.db.transaction(async (tx) => {
-    const [updated] = await tx.update(connectors).set(changes).where(eq(connectors.id, id)).returning();
+    const updated = await repo.updateConnectorRow(tx, id, changes);
     await repo.bumpCatalogVersion(tx, orgId);
     const fields = Object.keys(input).filter((k) => (input as Record<string, unknown>)[k] !== undefined);
     await recordAudit(tx, { orgId, action: 'connector.updated', actor, targetType: 'connector', targetId: id, details: { fields } });
-    return updated!;
+    return updated;
   });
   if (revalidate) {
     await driver.close(id);

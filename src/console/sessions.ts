@@ -2,10 +2,9 @@
  * Console sessions, kept server-side: the browser holds only a random id in an HttpOnly, SameSite=Strict cookie; the
  * row holds the id's hash, the org, and the sealed bearer the console's REST calls are sent with.
  */
-import { and, eq, gt, lt } from 'drizzle-orm';
 import { createHmac } from 'node:crypto';
 import type { Db } from '../store/db.ts';
-import { consoleSessions } from '../store/schema.ts';
+import { deleteExpiredSessions, deleteSessionRow, findLiveSession, insertSession } from './repository.ts';
 import { hashSecret, randomSecret, type SecretBox } from '../util/crypto.ts';
 
 type SessionKind = 'idp_user' | 'oauth_client';
@@ -34,8 +33,8 @@ export function csrfTokenOf(sessionId: string): string {
 export async function createSession(db: Db, box: SecretBox, session: ConsoleSession): Promise<string> {
   const id = randomSecret(32);
   const idHash = hashSecret(id);
-  await db.delete(consoleSessions).where(lt(consoleSessions.expiresAt, new Date()));
-  await db.insert(consoleSessions).values({
+  await deleteExpiredSessions(db, new Date());
+  await insertSession(db, {
     idHash,
     orgId: session.orgId,
     kind: session.kind,
@@ -50,10 +49,7 @@ export async function createSession(db: Db, box: SecretBox, session: ConsoleSess
 export async function findSession(db: Db, box: SecretBox, sessionId: string | null): Promise<ConsoleSession | null> {
   if (!sessionId || sessionId.length > 100) return null;
   const idHash = hashSecret(sessionId);
-  const [row] = await db
-    .select()
-    .from(consoleSessions)
-    .where(and(eq(consoleSessions.idHash, idHash), gt(consoleSessions.expiresAt, new Date())));
+  const row = await findLiveSession(db, idHash, new Date());
   if (!row) return null;
   return {
     orgId: row.orgId,
@@ -66,5 +62,5 @@ export async function findSession(db: Db, box: SecretBox, sessionId: string | nu
 
 export async function deleteSession(db: Db, sessionId: string | null): Promise<void> {
   if (!sessionId || sessionId.length > 100) return;
-  await db.delete(consoleSessions).where(eq(consoleSessions.idHash, hashSecret(sessionId)));
+  await deleteSessionRow(db, hashSecret(sessionId));
 }

@@ -5,7 +5,6 @@
  */
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
-import { and, eq, isNull } from 'drizzle-orm';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -17,7 +16,7 @@ import { findOrgBySlug } from '../orgs/repository.ts';
 import { onboardOrg } from '../orgs/service.ts';
 import { mcpEndpointUrl, onboardingView } from '../handlers/views.ts';
 import { embeddedPgliteOptions } from '../store/db.ts';
-import { connectors } from '../store/schema.ts';
+import { findLiveConnectorByName } from '../connectors/repository.ts';
 import { SAMPLE_SCHEMA } from './sample-data.ts';
 
 const DEMO_SLUG = 'demo';
@@ -77,10 +76,7 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
   }
   const unregister = registerEmbeddedDatabase(SAMPLE_HOST, org.id, () => connectSample(socketPath));
   const config = { host: SAMPLE_HOST, port: 5432, database: 'postgres', user: 'postgres', tls: 'disable' as const, schemas: ['public'] };
-  const [existing] = await deps.store.db
-    .select()
-    .from(connectors)
-    .where(and(eq(connectors.orgId, org.id), eq(connectors.name, CONNECTOR_NAME), isNull(connectors.archivedAt)));
+  const existing = await findLiveConnectorByName(deps.store.db, org.id, CONNECTOR_NAME);
   if (!existing) await createConnector(deps, org.id, { name: CONNECTOR_NAME, type: 'postgresql', config, credential: 'postgres' }, SYSTEM);
   // A data folder from an older version points the connector at a TCP port: move it to the embedded host (this revalidates).
   else if ((existing.config as { host?: string }).host !== SAMPLE_HOST) await updateConnector(deps, org.id, existing.id, { config }, SYSTEM);

@@ -8,10 +8,10 @@
  * before that (the SQL guard) gives its unit back (`refund`): the counter only ever goes down for a unit it granted,
  * so a refund can never let more calls run than the quota (docs/quota-and-audit-accounting.md).
  */
-import { sql } from 'drizzle-orm';
 import type { Db } from '../store/db.ts';
 import { periodStart } from './plans.ts';
 import { QuotaBatcher, type QuotaBatchStats } from './quota-batch.ts';
+import { addToolCalls, subtractToolCalls } from './quota-statements.ts';
 
 const FLUSH_INTERVAL_MS = 1000;
 
@@ -80,19 +80,14 @@ export class UsageMeter {
       this.refunds = new Map();
       for (const [key, n] of refunds) {
         const [orgId, period] = key.split('|') as [string, string];
-        await this.db
-          .execute(sql`UPDATE usage_counters SET tool_calls = greatest(tool_calls - ${n}, 0) WHERE org_id = ${orgId} AND period_start = ${period}`)
-          .catch(() => this.refunds.set(key, (this.refunds.get(key) ?? 0) + n));
+        await subtractToolCalls(this.db, orgId, period, n).catch(() => this.refunds.set(key, (this.refunds.get(key) ?? 0) + n));
       }
       const batch = this.pending;
       if (!batch.size) return;
       this.pending = new Map();
       for (const [key, n] of batch) {
         const [orgId, period] = key.split('|') as [string, string];
-        await this.db
-          .execute(sql`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${orgId}, ${period}, ${n})
-            ON CONFLICT (org_id, period_start) DO UPDATE SET tool_calls = usage_counters.tool_calls + ${n}`)
-          .catch(() => this.pending.set(key, (this.pending.get(key) ?? 0) + n));
+        await addToolCalls(this.db, orgId, period, n).catch(() => this.pending.set(key, (this.pending.get(key) ?? 0) + n));
       }
     });
     return this.flushing;

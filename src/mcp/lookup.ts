@@ -13,11 +13,10 @@
  *  - with a shared auth epoch (Redis, or the embedded store's single process), found results are cached in the
  *    instance (mcp/auth-cache.ts) and reused while the epoch is unchanged: writers set a new one after each change.
  */
-import { and, eq, isNull, sql } from 'drizzle-orm';
-import { apiKeyDigest, preparedFor } from '../auth/credentials.ts';
-import type { Db } from '../store/db.ts';
+import { apiKeyDigest } from '../auth/credentials.ts';
+import { preparedFor, type Db } from '../store/db.ts';
 import type { McpAuthCache } from './auth-cache.ts';
-import { apiKeys, orgs } from '../store/schema.ts';
+import { keysByHash, orgBySlug, type KeyRow } from './lookup-statements.ts';
 
 /** The org as the MCP endpoint reads it (columns: MCP_ORG_COLUMNS). */
 export interface McpOrg {
@@ -31,23 +30,6 @@ export interface McpOrg {
   trialExpiresAt: Date | null;
 }
 
-/** The org columns the MCP endpoint reads (McpOrg): one list for both lookups. */
-const MCP_ORG_COLUMNS = {
-  id: orgs.id,
-  slug: orgs.slug,
-  catalogVersion: orgs.catalogVersion,
-  plan: orgs.plan,
-  burstLimitPerSecond: orgs.burstLimitPerSecond,
-  subscriptionStatus: orgs.subscriptionStatus,
-  trialExpiresAt: orgs.trialExpiresAt,
-};
-
-const orgBySlug = (db: Db) =>
-  db
-    .select(MCP_ORG_COLUMNS)
-    .from(orgs)
-    .where(eq(orgs.slug, sql.placeholder('slug')))
-    .prepare('toolgate_mcp_org');
 const orgQueries = new WeakMap<Db, ReturnType<typeof orgBySlug>>();
 
 async function orgFromStore(db: Db, slug: string): Promise<McpOrg | undefined> {
@@ -61,21 +43,6 @@ export function findMcpOrg(db: Db, slug: string, cache?: McpAuthCache): Promise<
   return cache.lookup(`o\n${slug}`, () => orgFromStore(db, slug));
 }
 
-const keysByHash = (db: Db) =>
-  db
-    .select({ ...MCP_ORG_COLUMNS, keyId: apiKeys.id, keyHash: apiKeys.keyHash, keyConnectorIds: apiKeys.connectorIds })
-    .from(apiKeys)
-    .innerJoin(orgs, eq(orgs.id, apiKeys.orgId))
-    .where(
-      and(
-        sql`${apiKeys.keyHash} = any(${sql.placeholder('keyHashes')}::text[])`,
-        isNull(apiKeys.revokedAt),
-        sql`${orgs.slug} = any(${sql.placeholder('slugs')}::text[])`,
-      ),
-    )
-    .prepare('toolgate_mcp_api_keys');
-
-type KeyRow = Awaited<ReturnType<ReturnType<typeof keysByHash>['execute']>>[number];
 export type McpOrgWithKey = Omit<KeyRow, 'keyId' | 'keyHash' | 'keyConnectorIds'> & {
   key: { id: string; orgId: string; connectorIds: string[] | null };
 };

@@ -1,6 +1,7 @@
 /** The org's credentials (API keys, OAuth clients): listed, issued and revoked, each change audited with it. */
 import { recordAudit, type Actor } from '../audit/repository.ts';
 import * as credentials from '../auth/credentials.ts';
+import * as keys from '../auth/repository.ts';
 import { liveConnectorIds } from '../connectors/repository.ts';
 import { notFound, unprocessable } from '../errors.ts';
 import type { Store } from '../store/db.ts';
@@ -21,7 +22,7 @@ async function assertOwnConnectors(deps: CredentialServiceDeps, orgId: string, i
 }
 
 export function listApiKeys(deps: CredentialServiceDeps, orgId: string) {
-  return credentials.listApiKeys(deps.store.db, orgId);
+  return keys.listApiKeys(deps.store.db, orgId);
 }
 
 export async function createApiKey(deps: CredentialServiceDeps, orgId: string, input: { name: string; connectorIds: string[] | null }, actor: Actor) {
@@ -35,7 +36,7 @@ export async function createApiKey(deps: CredentialServiceDeps, orgId: string, i
 
 export async function revokeApiKey(deps: CredentialServiceDeps, orgId: string, keyId: string, actor: Actor) {
   const row = await deps.store.db.transaction(async (tx) => {
-    const revoked = await credentials.revokeApiKey(tx, orgId, keyId);
+    const revoked = await keys.revokeApiKey(tx, orgId, keyId);
     if (revoked) await recordAudit(tx, { orgId, action: 'api_key.revoked', actor, targetType: 'api_key', targetId: revoked.id });
     return revoked;
   });
@@ -44,7 +45,7 @@ export async function revokeApiKey(deps: CredentialServiceDeps, orgId: string, k
 }
 
 export function listOAuthClients(deps: CredentialServiceDeps, orgId: string) {
-  return credentials.listOAuthClients(deps.store.db, orgId);
+  return keys.listOAuthClients(deps.store.db, orgId);
 }
 
 export async function createOAuthClient(deps: CredentialServiceDeps, orgId: string, input: { name: string; scopes: string[] }, actor: Actor) {
@@ -62,7 +63,7 @@ export async function createOAuthClient(deps: CredentialServiceDeps, orgId: stri
 
 export async function revokeOAuthClient(deps: CredentialServiceDeps, orgId: string, clientId: string, actor: Actor) {
   const row = await deps.store.db.transaction(async (tx) => {
-    const revoked = await credentials.revokeOAuthClient(tx, orgId, clientId);
+    const revoked = await keys.revokeOAuthClient(tx, orgId, clientId);
     if (revoked) await recordAudit(tx, { orgId, action: 'oauth_client.revoked', actor, targetType: 'oauth_client', targetId: revoked.clientId });
     return revoked;
   });

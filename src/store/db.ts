@@ -109,20 +109,38 @@ export async function migrate(store: Store, list: Migration[] = migrations): Pro
 const dialect = new PgDialect();
 
 /**
- * Runs a statement of fixed text as a named prepared statement on a PostgreSQL store, in a transaction or not
- * (postgres.js prepares it once per connection and then sends Bind + Execute only); on PGlite as `execute` does.
- * drizzle's `execute` sends every statement unnamed, and postgres.js sends an unnamed statement with parameters as
+ * The one path for a statement written as SQL text that runs prepared (the rule: docs/decisions/0160). Statements
+ * built with drizzle's builder use its `.prepare(name)` instead; both end in drizzle's own `session.prepareQuery`, the
+ * driver adapter every builder query goes through, with a name: on PostgreSQL, postgres.js then prepares the text once
+ * per connection (in a transaction, the transaction's connection) and sends Bind + Execute only; on PGlite it runs as
+ * any query does. drizzle's `execute` passes no name, and postgres.js sends an unnamed statement with parameters as
  * Parse + Describe first and waits for the answer before it binds: one more round trip, and a parse and plan on the
  * server, each time. Only for statements whose text never varies (each connection keeps every text it prepared).
  */
-export async function executePrepared<T>(db: Queryable, query: SQL): Promise<T[]> {
-  // The session's client: the postgres.js pool (or, in a transaction, its reserved connection); PGlite's has no `unsafe`.
-  const client = (db._.session as { client?: unknown }).client as postgres.Sql | undefined;
-  if (typeof client === 'function' && typeof client.unsafe === 'function') {
-    const compiled = dialect.sqlToQuery(query);
-    return (await client.unsafe(compiled.sql, compiled.params as postgres.ParameterOrJSON<never>[], { prepare: true })) as unknown as T[];
+export async function executePrepared<T>(db: Queryable, name: string, query: SQL): Promise<T[]> {
+  return rowsOf<T>(await db._.session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false).execute());
+}
+
+/**
+ * Builder queries run prepared (`.prepare(name)`) are built once per database handle: no query building per call.
+ * The cache is keyed by handle, so a transaction's handle gets its own.
+ */
+export function preparedFor<D extends object, P>(cache: WeakMap<D, P>, db: D, build: (db: D) => P): P {
+  let prepared = cache.get(db);
+  if (prepared === undefined) {
+    prepared = build(db);
+    cache.set(db, prepared);
   }
-  return rowsOf<T>(await db.execute(query));
+  return prepared;
+}
+
+/**
+ * An object a database handle shares with every transaction opened on it, and no other handle does: drizzle's dialect
+ * of the handle (drizzle passes it to each transaction). For state bound to a store (audit/mac.ts's key). The one
+ * read of a drizzle field outside its typed API, kept here in store/.
+ */
+export function handleIdentity(db: Queryable): object {
+  return (db as unknown as { dialect: object }).dialect;
 }
 
 const ARRAY_FORMS = {

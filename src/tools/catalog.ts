@@ -1,11 +1,10 @@
 /** The org's tool catalog as the MCP endpoint sees it: built once per catalog version, with validators compiled once. */
 import Ajv, { type ValidateFunction } from 'ajv';
-import { and, eq, inArray, isNull } from 'drizzle-orm';
-import { credentialContext, SERVING_STATUSES } from '../connectors/repository.ts';
+import { credentialContext } from '../connectors/repository.ts';
 import type { ToolSpec } from '../connectors/types.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
-import { connectors, tools } from '../store/schema.ts';
+import { catalogRows } from './repository.ts';
 
 interface ConnectorRuntime {
   id: string;
@@ -54,11 +53,7 @@ export interface CatalogDeps {
 }
 
 async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): Promise<OrgCatalog> {
-  const rows = await deps.store.db
-    .select({ tool: tools, connector: connectors })
-    .from(tools)
-    .innerJoin(connectors, eq(connectors.id, tools.connectorId))
-    .where(and(eq(tools.orgId, orgId), eq(connectors.orgId, orgId), inArray(connectors.status, SERVING_STATUSES), isNull(connectors.archivedAt)));
+  const rows = await catalogRows(deps.store.db, orgId);
   const runtimes = new Map<string, ConnectorRuntime>();
   const list: CatalogTool[] = [];
   const ajv = newAjv();

@@ -1,30 +1,20 @@
 /** Per-tool settings of the REST interface: listing with effective names, and validated updates. */
-import { and, asc, eq } from 'drizzle-orm';
 import { recordAudit, type Actor } from '../audit/repository.ts';
 import { conflict, notFound } from '../errors.ts';
 import type { Store } from '../store/db.ts';
 import { CHECK_APPROVAL_STATUS } from './runtime.ts';
 import { bumpCatalogVersion } from '../connectors/repository.ts';
-import { connectors, tools } from '../store/schema.ts';
+import { toolSettingsRows, updateToolRow, type ToolChanges, type ToolSettingsRow } from './repository.ts';
 
 /** What the tool settings use: the store alone. */
 export interface ToolSettingsDeps {
   store: Pick<Store, 'db'>;
 }
 
-/** A tool with the connector it belongs to: what the settings list and update return (handlers/views.ts shapes it). */
-export type ToolSettingsRow = { tool: typeof tools.$inferSelect; connector: { id: string; name: string; type: string } };
+export type { ToolSettingsRow } from './repository.ts';
 
-async function rows(deps: ToolSettingsDeps, orgId: string, filter: { connectorId?: string; toolId?: string } = {}): Promise<ToolSettingsRow[]> {
-  const where = [eq(tools.orgId, orgId), eq(connectors.orgId, orgId)];
-  if (filter.connectorId) where.push(eq(tools.connectorId, filter.connectorId));
-  if (filter.toolId) where.push(eq(tools.id, filter.toolId));
-  return deps.store.db
-    .select({ tool: tools, connector: { id: connectors.id, name: connectors.name, type: connectors.type } })
-    .from(tools)
-    .innerJoin(connectors, eq(connectors.id, tools.connectorId))
-    .where(and(...where))
-    .orderBy(asc(tools.baseName), asc(tools.id));
+function rows(deps: ToolSettingsDeps, orgId: string, filter: { connectorId?: string; toolId?: string } = {}): Promise<ToolSettingsRow[]> {
+  return toolSettingsRows(deps.store.db, orgId, filter);
 }
 
 export async function listToolSettings(deps: ToolSettingsDeps, orgId: string, connectorId?: string): Promise<ToolSettingsRow[]> {
@@ -53,7 +43,7 @@ export async function updateToolSettings(deps: ToolSettingsDeps, orgId: string, 
       throw conflict('tool_name_taken', `Another tool of this org is already named ${override}.`);
     }
   }
-  const changes: Partial<typeof tools.$inferInsert> = { updatedAt: new Date() };
+  const changes: ToolChanges = { updatedAt: new Date() };
   if (input.enabled !== undefined) changes.enabled = input.enabled;
   if (input.requires_approval !== undefined) changes.requiresApproval = input.requires_approval;
   if (input.approval_ttl_seconds !== undefined) changes.approvalTtlSeconds = input.approval_ttl_seconds;
@@ -63,10 +53,7 @@ export async function updateToolSettings(deps: ToolSettingsDeps, orgId: string, 
   if (input.read_only !== undefined) changes.readOnly = input.read_only;
   try {
     await deps.store.db.transaction(async (tx) => {
-      await tx
-        .update(tools)
-        .set(changes)
-        .where(and(eq(tools.id, toolId), eq(tools.orgId, orgId)));
+      await updateToolRow(tx, orgId, toolId, changes);
       await bumpCatalogVersion(tx, orgId);
       await recordAudit(tx, { orgId, action: 'tool.updated', actor, targetType: 'tool', targetId: toolId, details: { fields: Object.keys(input) } });
     });

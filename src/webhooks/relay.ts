@@ -16,40 +16,14 @@
  *   but sealed just after (their row's created_at is earlier; the clocks of gateway and database are assumed close). Disabled endpoints are skipped (their cursor stays, and is
  *   moved to the head when they are enabled again), deleted ones lose their cursor with them.
  */
-import { sql, type SQL } from 'drizzle-orm';
-import { arrayParam, rowsOf, type Queryable } from '../store/db.ts';
+import type { Queryable } from '../store/db.ts';
 import type { DomainEvent } from '../events/index.ts';
 import { deliveryBody } from './outbox.ts';
+import { callsAfterCursors, claimCursors, insertEventsAndDeliveries, moveCursors, type CallRow } from './relay-statements.ts';
 
 /** Cursors (endpoints) taken per relay transaction, and rows per cursor. */
 const CURSORS_PER_ROUND = 50;
 const ROWS_PER_CURSOR = 1000;
-
-/** Sets the endpoint's cursor to its org's chain head (creation, or when it starts taking tool.called again). */
-export async function resetRelayCursor(tx: Queryable, orgId: string, webhookId: string): Promise<void> {
-  await tx.execute(sql`
-    INSERT INTO webhook_relay_cursors (webhook_id, org_id, after_seq, since)
-    VALUES (${webhookId}, ${orgId}, coalesce((SELECT head_seq FROM audit_chains WHERE org_id = ${orgId}), 0), now())
-    ON CONFLICT (webhook_id) DO UPDATE SET after_seq = excluded.after_seq, since = excluded.since`);
-}
-
-interface Cursor {
-  webhook_id: string;
-  org_id: string;
-  after_seq: string | number;
-  head_seq: string | number;
-  since: string | Date;
-}
-
-interface CallRow {
-  webhook_id: string;
-  id: string;
-  seq: string | number;
-  created_at: string | Date;
-  actor_type: string;
-  actor_id: string | null;
-  details: Record<string, unknown> | string;
-}
 
 /** The documented tool.called event of one sealed tools/call audit row. */
 function toolCalledEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, orgId: string): DomainEvent {
@@ -71,38 +45,12 @@ function toolCalledEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, orgId: string
 }
 
 /**
- * Moves relay cursors. The cursors go in as arrays the planner counts (store/db.ts arrayParam): one primary-key probe
- * per moved cursor, not a scan of every endpoint's cursor.
- */
-export function moveCursorsStatement(moved: readonly { webhook_id: string; after_seq: number }[]): SQL {
-  return sql`
-      UPDATE webhook_relay_cursors AS c SET after_seq = v.after_seq
-      FROM unnest(${arrayParam(
-        'uuid',
-        moved.map((m) => m.webhook_id),
-      )}::uuid[], ${arrayParam(
-        'bigint',
-        moved.map((m) => m.after_seq),
-      )}::bigint[]) AS v(webhook_id, after_seq)
-      WHERE c.webhook_id = v.webhook_id`;
-}
-
-/**
  * One relay round: up to CURSORS_PER_ROUND endpoints behind their org's chain head, each moved over at most
  * ROWS_PER_CURSOR tool-call rows, in one transaction. Returns the deliveries queued and whether work is left.
  */
 async function relayRound(db: Queryable): Promise<{ queued: number; more: boolean }> {
   return db.transaction(async (tx) => {
-    const cursors = rowsOf<Cursor>(
-      await tx.execute(sql`
-        SELECT c.webhook_id, c.org_id, c.after_seq, c.since, h.head_seq
-        FROM webhook_relay_cursors c
-        JOIN webhooks w ON w.id = c.webhook_id AND w.enabled AND 'tool.called' = ANY(w.events)
-        JOIN audit_chains h ON h.org_id = c.org_id AND h.head_seq > c.after_seq
-        ORDER BY c.webhook_id
-        LIMIT ${CURSORS_PER_ROUND}
-        FOR UPDATE OF c SKIP LOCKED`),
-    );
+    const cursors = await claimCursors(tx, CURSORS_PER_ROUND);
     if (cursors.length === 0) return { queued: 0, more: false };
     const input = JSON.stringify(
       cursors.map((c) => ({
@@ -114,17 +62,7 @@ async function relayRound(db: Queryable): Promise<{ queued: number; more: boolea
       })),
     );
     // Rows up to the head read above are sealed and committed (the sealer moves the head in the rows' transaction).
-    const rows = rowsOf<CallRow>(
-      await tx.execute(sql`
-        SELECT c.webhook_id, a.id, a.seq, a.created_at, a.actor_type, a.actor_id, a.details
-        FROM jsonb_to_recordset(${input}::jsonb) AS c(webhook_id uuid, org_id uuid, after_seq bigint, head_seq bigint, since timestamptz)
-        CROSS JOIN LATERAL (
-          SELECT e.id, e.seq, e.created_at, e.actor_type, e.actor_id, e.details FROM audit_events e
-          WHERE e.org_id = c.org_id AND e.seq > c.after_seq AND e.seq <= c.head_seq AND e.created_at >= c.since
-            AND e.action = 'tool.called' AND e.details->>'counted' = 'true' AND e.details->>'connector_id' IS NOT NULL
-          ORDER BY e.seq LIMIT ${ROWS_PER_CURSOR}
-        ) a`),
-    );
+    const rows = await callsAfterCursors(tx, input, ROWS_PER_CURSOR);
     const byWebhook = new Map<string, CallRow[]>();
     for (const row of rows) {
       const list = byWebhook.get(row.webhook_id) ?? [];
@@ -147,19 +85,8 @@ async function relayRound(db: Queryable): Promise<{ queued: number; more: boolea
         deliveries.push({ event_id: event.id, webhook_id: c.webhook_id, org_id: c.org_id });
       }
     }
-    if (events.size > 0) {
-      await tx.execute(sql`
-        INSERT INTO webhook_events (id, org_id, type, body, created_at)
-        SELECT id, org_id, 'tool.called', body, created_at
-        FROM jsonb_to_recordset(${JSON.stringify([...events.values()])}::jsonb) AS x(id text, org_id uuid, body text, created_at timestamptz)
-        ON CONFLICT (id) DO NOTHING`);
-      await tx.execute(sql`
-        INSERT INTO webhook_deliveries (event_id, webhook_id, org_id)
-        SELECT event_id, webhook_id, org_id
-        FROM jsonb_to_recordset(${JSON.stringify(deliveries)}::jsonb) AS x(event_id text, webhook_id uuid, org_id uuid)
-        ON CONFLICT (event_id, webhook_id) DO NOTHING`);
-    }
-    await tx.execute(moveCursorsStatement(moved));
+    if (events.size > 0) await insertEventsAndDeliveries(tx, [...events.values()], deliveries);
+    await moveCursors(tx, moved);
     return { queued: deliveries.length, more: more || cursors.length === CURSORS_PER_ROUND };
   });
 }

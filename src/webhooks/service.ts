@@ -9,7 +9,7 @@ import { WEBHOOK_EVENT_TYPES } from '../events/index.ts';
 import { assertOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../net/outbound.ts';
 import type { Queryable, Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
-import { resetRelayCursor } from './relay.ts';
+import { resetRelayCursor } from './relay-statements.ts';
 import * as repo from './repository.ts';
 import { newWebhookSecret } from './signing.ts';
 

@@ -71,6 +71,14 @@ export function holdsSql(text: string, packages: string[], imports: string[]): b
   );
 }
 
+/** Files (relative to src/) whose text, comments left out, matches `pattern`. */
+export function filesMatching(pattern: RegExp, root = SRC): string[] {
+  return listTs(root)
+    .filter((path) => pattern.test(stripComments(readFileSync(path, 'utf8'))))
+    .map((path) => relative(root, path).split('\\').join('/'))
+    .sort();
+}
+
 /** Files (relative to src/) that hold SQL (see holdsSql). */
 export function sqlFiles(root = SRC): string[] {
   const graph = importGraph(root);

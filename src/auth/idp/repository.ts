@@ -1,5 +1,5 @@
 /** SQL of the org's identity-provider configuration (idp_configs): one row per org. */
-import { eq } from 'drizzle-orm';
+import { and, eq, inArray } from 'drizzle-orm';
 import type { Queryable } from '../../store/db.ts';
 import { idpConfigs } from '../../store/schema.ts';
 
@@ -9,6 +9,14 @@ export type IdpConfigValues = typeof idpConfigs.$inferInsert;
 export async function findIdpConfig(db: Queryable, orgId: string): Promise<IdpConfigRow | undefined> {
   const [row] = await db.select().from(idpConfigs).where(eq(idpConfigs.orgId, orgId));
   return row;
+}
+
+/** The configurations of this issuer for any of these audiences ((issuer, audience) is unique across orgs). */
+export async function findIdpConfigsByIssuer(db: Queryable, issuer: string, audiences: string[]): Promise<IdpConfigRow[]> {
+  return db
+    .select()
+    .from(idpConfigs)
+    .where(and(eq(idpConfigs.issuer, issuer), inArray(idpConfigs.audience, audiences)));
 }
 
 /** Inserts or replaces the org's configuration; a unique (issuer, audience) held by another org fails with 23505. */

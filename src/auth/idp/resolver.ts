@@ -1,14 +1,12 @@
 /** Finds the org's IdP configuration in the store and verifies its tokens (read per request: changes apply at once). */
-import { and, eq, inArray } from 'drizzle-orm';
 import { decodeJwt } from 'jose';
 import type { Db } from '../../store/db.ts';
-import { idpConfigs } from '../../store/schema.ts';
 import type { IdpPrincipal, IdpResolver } from '../authenticate.ts';
 import type { Role } from '../../principal.ts';
 import type { IdpConfig } from './identity.ts';
 import { peekIssuer } from './identity.ts';
 import type { IdpVerifier } from './verifier.ts';
-import type { IdpConfigRow } from './repository.ts';
+import { findIdpConfig, findIdpConfigsByIssuer, type IdpConfigRow } from './repository.ts';
 
 export type { IdpConfigRow };
 
@@ -41,7 +39,7 @@ export function createIdpResolver(db: Db, verifier: IdpVerifier): IdpResolver {
   }
   return {
     async forOrg(orgId, token) {
-      const [row] = await db.select().from(idpConfigs).where(eq(idpConfigs.orgId, orgId));
+      const row = await findIdpConfig(db, orgId);
       return row ? verify(row, token) : null;
     },
     async forRest(token) {
@@ -52,10 +50,7 @@ export function createIdpResolver(db: Db, verifier: IdpVerifier): IdpResolver {
       // thousands of them (one query each would let anyone make every request cost thousands of queries).
       const candidates = audiences(token);
       if (candidates.length === 0) return null;
-      const rows = await db
-        .select()
-        .from(idpConfigs)
-        .where(and(eq(idpConfigs.issuer, issuer), inArray(idpConfigs.audience, candidates)));
+      const rows = await findIdpConfigsByIssuer(db, issuer, candidates);
       // Several matches (orgs sharing an issuer, the token naming each audience): the token's order decides, as before.
       const row = candidates.map((audience) => rows.find((r) => r.audience === audience)).find((r) => r !== undefined);
       return row ? verify(row, token) : null;

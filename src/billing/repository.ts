@@ -1,0 +1,41 @@
+/** SQL of billing: the org's plan row, the period's counted calls per connector, and the live connector count. */
+import { and, count, eq, isNull, sql } from 'drizzle-orm';
+import { rowsOf, type Queryable } from '../store/db.ts';
+import { connectors, orgs } from '../store/schema.ts';
+
+export async function findOrgRow(db: Queryable, orgId: string): Promise<typeof orgs.$inferSelect | undefined> {
+  const [org] = await db.select().from(orgs).where(eq(orgs.id, orgId));
+  return org;
+}
+
+/**
+ * Calls counted against the quota since `start` (YYYY-MM-DD, UTC) per connector, most first: the period's audit rows
+ * of `tool.called`, `approval.executed` and `approval.failed` marked counted, refused rows left out.
+ */
+export async function countedCallsByConnector(db: Queryable, orgId: string, start: string): Promise<{ connectorId: string | null; calls: number }[]> {
+  const rows = rowsOf<{ connector_id: string | null; n: number | string }>(
+    await db.execute(sql`SELECT details->>'connector_id' AS connector_id, count(*) AS n FROM audit_events
+      WHERE org_id = ${orgId} AND action IN ('tool.called', 'approval.executed', 'approval.failed') AND details->>'counted' = 'true'
+        AND refused_at IS NULL AND created_at >= ${`${start}T00:00:00Z`}::timestamptz
+      GROUP BY 1 ORDER BY 2 DESC, 1`),
+  );
+  return rows.map((r) => ({ connectorId: r.connector_id, calls: Number(r.n) }));
+}
+
+export async function liveConnectorCount(db: Queryable, orgId: string): Promise<number> {
+  const [row] = await db
+    .select({ n: count() })
+    .from(connectors)
+    .where(and(eq(connectors.orgId, orgId), isNull(connectors.archivedAt)));
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * Locks the org row FOR NO KEY UPDATE and returns its plan (undefined when there is no such org). Not FOR UPDATE: it
+ * serialises concurrent connector creations the same way, but does not conflict with the KEY SHARE lock of a
+ * foreign-key check. FOR UPDATE did: a transaction holding the org's audit chain head and inserting its audit row
+ * (FK to orgs) waited here, while this one waited for that head (a deadlock, 500s).
+ */
+export async function lockOrgPlan(tx: Queryable, orgId: string): Promise<string | undefined> {
+  return rowsOf<{ plan: string }>(await tx.execute(sql`SELECT plan FROM orgs WHERE id = ${orgId} FOR NO KEY UPDATE`))[0]?.plan;
+}
