@@ -50,7 +50,7 @@ if n == tonumber(ARGV[1]) then redis.call('EXPIRE', KEYS[1], 2) end
 return n`;
 
 export interface RedisLimiterOptions {
-  /** The limits' shared connection (limits/redis.ts); closed by its owner, not by the limiter. */
+  /** The limits' view of the gateway's one Redis connection (limits/redis.ts); closed by the gateway, not the limiter. */
   redis: LimitsRedis;
   now?: () => number;
 }
