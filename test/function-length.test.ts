@@ -34,7 +34,7 @@ function nameOf(node: ts.FunctionLikeDeclaration, file: ts.SourceFile): string {
 }
 
 /** Every function-like node of `text` with its length in lines. */
-export function functionLengths(path: string, text: string): Found[] {
+function functionLengths(path: string, text: string): Found[] {
   const kind = path.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS;
   const file = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, kind);
   const found: Found[] = [];
