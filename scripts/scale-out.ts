@@ -204,217 +204,278 @@ async function startOfSecond(): Promise<void> {
   if (ms > 50) await Bun.sleep(1000 - ms + 5);
 }
 
-export async function runScaleOut(options: ScaleOutOptions): Promise<ScaleOutReport> {
-  const { log } = options;
-  const store = await freshDb(options.pgUrl, 'tg_scale_store');
-  const data = await freshDb(options.pgUrl, 'tg_scale_data');
-  const backends: Backend[] = [];
-  let proxy: ReturnType<typeof startProxy> | null = null;
-  const otherErrors: string[] = [];
-  try {
-    const dataSql = postgres(data.url, { max: 1, onnotice: () => {} });
-    await dataSql.unsafe('CREATE TABLE items (id integer PRIMARY KEY, name text NOT NULL, price integer NOT NULL)');
-    await dataSql.unsafe("INSERT INTO items VALUES (1, 'apple', 3), (2, 'pear', 4), (3, 'plum', 5)");
-    await dataSql.unsafe('CREATE TABLE notes (id integer PRIMARY KEY, body text NOT NULL)');
-    await dataSql.unsafe("INSERT INTO notes VALUES (1, 'first'), (2, 'second')");
-    await dataSql.end();
-    const pg = new URL(options.pgUrl);
-    const target = {
-      host: pg.hostname,
-      port: Number(pg.port || 5432),
-      database: data.name,
-      user: decodeURIComponent(pg.username) || 'postgres',
-      tls: 'disable' as const,
-    };
+type Target = Parameters<typeof onboardOrg>[2];
+type Sql = ReturnType<typeof postgres>;
 
-    // The proxy listens first: every instance gets its URL as TOOLGATE_PUBLIC_URL (one token issuer for all).
-    proxy = startProxy(backends, options.port);
-    const env = {
-      DATABASE_URL: store.url,
-      TOOLGATE_SECRET_KEY: randomBytes(32).toString('hex'),
-      TOOLGATE_OPERATOR_TOKEN: OPERATOR,
-      REDIS_URL: options.redisUrl,
-      TOOLGATE_PUBLIC_URL: proxy.url,
-      TOOLGATE_WEBHOOK_WORKER: '0',
-      // The data database is on a loopback or private server: allowed as an operator would allow it.
-      TOOLGATE_OUTBOUND_ALLOW_HOSTS: `${target.host}:${target.port}`,
-    };
-    const started = await Promise.all(Array.from({ length: options.instances }, (_, i) => startInstance(`gw${i + 1}`, env)));
-    for (const instance of started) backends.push({ instance, up: true, killed: false, inFlight: 0, routedAfterKill: 0 });
-    log(`${options.instances} instances up (ports ${started.map((s) => s.port).join(', ')}), proxy at ${proxy.url}`);
+/** The data database the connectors read: two small tables. */
+async function seedData(pgUrl: string, data: { url: string; name: string }): Promise<Target> {
+  const dataSql = postgres(data.url, { max: 1, onnotice: () => {} });
+  await dataSql.unsafe('CREATE TABLE items (id integer PRIMARY KEY, name text NOT NULL, price integer NOT NULL)');
+  await dataSql.unsafe("INSERT INTO items VALUES (1, 'apple', 3), (2, 'pear', 4), (3, 'plum', 5)");
+  await dataSql.unsafe('CREATE TABLE notes (id integer PRIMARY KEY, body text NOT NULL)');
+  await dataSql.unsafe("INSERT INTO notes VALUES (1, 'first'), (2, 'second')");
+  await dataSql.end();
+  const pg = new URL(pgUrl);
+  return { host: pg.hostname, port: Number(pg.port || 5432), database: data.name, user: decodeURIComponent(pg.username) || 'postgres', tls: 'disable' };
+}
 
-    const enterprise = await onboardOrg(proxy.url, 'enterprise', target);
-    // Every tenth call goes to a tool flagged for approval: held, not run.
-    const { data: tools } = await sdk.listTools({ client: enterprise.client, throwOnError: true, path: { orgId: enterprise.id } });
-    const notes = tools.tools.find((t) => t.name === NOTES)!;
-    await sdk.updateToolMetadata({
-      client: enterprise.client,
-      throwOnError: true,
-      path: { orgId: enterprise.id, toolId: notes.id },
-      body: { requires_approval: true, approval_ttl_seconds: 3600 },
+/** The environment every instance starts with: one store, one Redis, one public URL (the proxy's). */
+function instanceEnv(options: ScaleOutOptions, storeUrl: string, proxyUrl: string, target: Target): Record<string, string> {
+  return {
+    DATABASE_URL: storeUrl,
+    TOOLGATE_SECRET_KEY: randomBytes(32).toString('hex'),
+    TOOLGATE_OPERATOR_TOKEN: OPERATOR,
+    REDIS_URL: options.redisUrl,
+    TOOLGATE_PUBLIC_URL: proxyUrl,
+    TOOLGATE_WEBHOOK_WORKER: '0',
+    // The data database is on a loopback or private server: allowed as an operator would allow it.
+    TOOLGATE_OUTBOUND_ALLOW_HOSTS: `${target.host}:${target.port}`,
+  };
+}
+
+/** Every tenth call of the load goes to the notes tool, flagged for approval: held, not run. */
+async function flagNotesForApproval(org: Org): Promise<void> {
+  const { data: tools } = await sdk.listTools({ client: org.client, throwOnError: true, path: { orgId: org.id } });
+  const notes = tools.tools.find((t) => t.name === NOTES)!;
+  await sdk.updateToolMetadata({
+    client: org.client,
+    throwOnError: true,
+    path: { orgId: org.id, toolId: notes.id },
+    body: { requires_approval: true, approval_ttl_seconds: 3600 },
+  });
+}
+
+type Outcome = { i: number; digest: string; kind: 'ok' | 'held' | 'cut_off' | 'other'; approvalId?: string };
+
+/** Call `i` of the load and what its answer was. */
+async function loadCall(proxyUrl: string, org: Org, i: number, victim: Backend, otherErrors: string[]): Promise<Outcome> {
+  const held = i % 10 === 9;
+  const args = held ? { sql: `SELECT body, ${i} AS n FROM notes WHERE id = 1` } : { sql: `SELECT name, ${i} AS n FROM items WHERE id = ${1 + (i % 3)}` };
+  const answer = await rpcCall(proxyUrl, org, i, held ? NOTES : ITEMS, args);
+  const result = answer.body?.result;
+  let kind: Outcome['kind'] = 'other';
+  let approvalId: string | undefined;
+  if (answer.status === 200 && result && !result.isError) {
+    if (held && result.structuredContent?.status === 'pending_approval') {
+      kind = 'held';
+      approvalId = result.structuredContent.approvalId;
+    } else if (!held && result.structuredContent?.rowCount === 1) kind = 'ok';
+  } else if (answer.status === 502 && answer.cutOffBackend === victim.instance.name) kind = 'cut_off';
+  if (kind === 'other') otherErrors.push(`call ${i}: HTTP ${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`);
+  return { i, digest: digestOf(args), kind, approvalId };
+}
+
+/** The load: unique arguments per call (each answer is matched with its audit row by digest), the victim killed mid-way. */
+async function runLoad(options: ScaleOutOptions, proxyUrl: string, org: Org, victim: Backend, otherErrors: string[]) {
+  const outcomes: Outcome[] = [];
+  const killAfter = Math.floor(options.calls * options.killAt);
+  let issued = 0;
+  let inFlightAtKill = 0;
+  const t0 = performance.now();
+  const worker = async () => {
+    for (;;) {
+      const i = issued++;
+      if (i >= options.calls) return;
+      if (i === killAfter) {
+        inFlightAtKill = victim.inFlight;
+        victim.killed = true;
+        victim.instance.proc.kill('SIGKILL');
+        options.log(`SIGKILL ${victim.instance.name} after ${i} calls started (${inFlightAtKill} requests in flight on it)`);
+      }
+      outcomes.push(await loadCall(proxyUrl, org, i, victim, otherErrors));
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency }, worker));
+  const seconds = (performance.now() - t0) / 1000;
+  const count = (k: Outcome['kind']) => outcomes.filter((o) => o.kind === k).length;
+  const answered = { ok: count('ok'), held: count('held'), cutOff: count('cut_off'), other: count('other') };
+  options.log(
+    `load: ${outcomes.length} calls in ${seconds.toFixed(1)} s: ${answered.ok} ok, ${answered.held} held, ${answered.cutOff} cut off, ${answered.other} other`,
+  );
+  return { outcomes, seconds, answered, inFlightAtKill };
+}
+
+/** The audit rows of the load, matched with its answers by digest. */
+async function auditOfLoad(sql: Sql, orgId: string, outcomes: Outcome[]): Promise<Omit<ScaleOutReport['audit'], 'chainsVerified'>> {
+  const rows = await sql<{ digest: string; n: number }[]>`
+    SELECT details->>'arguments_sha256' AS digest, count(*)::int AS n FROM audit_events
+    WHERE org_id = ${orgId} AND action = 'tool.called' GROUP BY 1`;
+  const seen = new Map(rows.map((r) => [r.digest, r.n]));
+  const byDigest = new Map(outcomes.map((o) => [o.digest, o]));
+  let rowsForOk = 0;
+  let rowsForCutOff = 0;
+  let missing = 0;
+  for (const o of outcomes) {
+    const n = seen.get(o.digest) ?? 0;
+    if (o.kind === 'ok' || o.kind === 'held') {
+      if (n === 0) missing++;
+      rowsForOk += n;
+    } else if (o.kind === 'cut_off') rowsForCutOff += n;
+  }
+  const duplicated = rows.filter((r) => r.n > 1).length;
+  const unknown = rows.filter((r) => !byDigest.has(r.digest)).length;
+  return { rowsForOk, rowsForCutOff, duplicated, unknown, missing };
+}
+
+/** Approvals: one row per held call (a cut-off held call may have left one); each approved twice at once. */
+async function approvalsOfLoad(sql: Sql, org: Org, outcomes: Outcome[], otherErrors: string[]): Promise<ScaleOutReport['approvals']> {
+  const heldIds = outcomes.filter((o) => o.kind === 'held').map((o) => o.approvalId!);
+  const rows = (await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM approvals WHERE org_id = ${org.id}`)[0]!.n;
+  let doubleApproveConflicts = 0;
+  let problems = 0;
+  for (const id of heldIds) {
+    const twice = await Promise.all([0, 1].map(() => sdk.approveApproval({ client: org.client, path: { approvalId: id } })));
+    const statuses = twice.map((r) => r.response.status).sort();
+    if (statuses[0] === 200 && statuses[1] === 409) doubleApproveConflicts++;
+    else {
+      problems++;
+      otherErrors.push(`approve ${id} twice: ${statuses.join(', ')}`);
+    }
+  }
+  const executed = await sql<{ id: string; status: string; executions: number }[]>`
+    SELECT a.id, a.status, (SELECT count(*)::int FROM audit_events e WHERE e.org_id = a.org_id AND e.action = 'approval.executed' AND e.target_id = a.id::text) AS executions
+    FROM approvals a WHERE a.org_id = ${org.id} AND a.id = ANY(${heldIds}::uuid[])`;
+  const executedOnce = executed.filter((r) => r.status === 'executed' && r.executions === 1).length;
+  if (executed.length !== heldIds.length) problems += heldIds.length - executed.length;
+  return { held: heldIds.length, rows, executedOnce, doubleApproveConflicts, problems };
+}
+
+/** `n` calls at once, at the start of a second; how many ran and the answers. */
+async function callsAtOnce(proxyUrl: string, org: Org, n: number) {
+  await startOfSecond();
+  const answers = await Promise.all(Array.from({ length: n }, (_, i) => rpcCall(proxyUrl, org, i, ITEMS, { sql: 'SELECT id FROM items' })));
+  return { answers, ran: answers.filter((a) => a.status === 200 && a.body?.result && !a.body.result.isError).length };
+}
+
+/** Burst: 20/s on the starter plan, 30 calls at once through the proxy, spread over the survivors. */
+async function burstAcrossInstances(proxyUrl: string, target: Target): Promise<{ org: Org; burst: ScaleOutReport['burst'] }> {
+  const org = await onboardOrg(proxyUrl, 'starter', target);
+  const burst = { limit: 20, sent: 30, passed: 0, limited: 0 };
+  const { answers, ran } = await callsAtOnce(proxyUrl, org, burst.sent);
+  burst.passed = ran;
+  burst.limited = answers.filter((a) => a.status === 429).length;
+  return { org, burst };
+}
+
+const QUOTA = 20_000;
+
+/** Quota: the starter plan's 20,000 calls a month, 5 left, 12 calls at once. */
+async function quotaAcrossInstances(sql: Sql, proxyUrl: string, target: Target): Promise<{ org: Org; quota: ScaleOutReport['quota'] }> {
+  const org = await onboardOrg(proxyUrl, 'starter', target);
+  const quota = { left: 5, sent: 12, ran: 0, refused: 0, counter: 0, expected: QUOTA };
+  await sql`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${org.id}, ${periodStart(new Date())}, ${QUOTA - quota.left})`;
+  const { answers, ran } = await callsAtOnce(proxyUrl, org, quota.sent);
+  quota.ran = ran;
+  quota.refused = answers.filter((a) => a.body?.error?.code === -32000).length;
+  quota.counter = (
+    await sql<{ n: number }[]>`SELECT tool_calls::int AS n FROM usage_counters WHERE org_id = ${org.id} AND period_start = ${periodStart(new Date())}`
+  )[0]!.n;
+  return { org, quota };
+}
+
+/** `toolgate audit verify` for each org against the store; false when any chain fails. */
+async function verifyChains(orgs: Org[], storeUrl: string, secretKey: string, otherErrors: string[]): Promise<boolean> {
+  let verified = true;
+  for (const org of orgs) {
+    const verify = Bun.spawn([process.execPath, 'src/cli.ts', 'audit', 'verify', '--org', org.slug], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: storeUrl, TOOLGATE_SECRET_KEY: secretKey, TOOLGATE_LOG_LEVEL: 'silent' },
+      stdout: 'pipe',
+      stderr: 'pipe',
     });
-
-    // Load: unique arguments per call, so each answer is matched with its audit row by digest.
-    type Outcome = { i: number; digest: string; kind: 'ok' | 'held' | 'cut_off' | 'other'; approvalId?: string };
-    const outcomes: Outcome[] = [];
-    const killAfter = Math.floor(options.calls * options.killAt);
-    const victim = backends[1 % backends.length]!;
-    let issued = 0;
-    let inFlightAtKill = 0;
-    const t0 = performance.now();
-    const worker = async () => {
-      for (;;) {
-        const i = issued++;
-        if (i >= options.calls) return;
-        if (i === killAfter) {
-          inFlightAtKill = victim.inFlight;
-          victim.killed = true;
-          victim.instance.proc.kill('SIGKILL');
-          log(`SIGKILL ${victim.instance.name} after ${i} calls started (${inFlightAtKill} requests in flight on it)`);
-        }
-        const held = i % 10 === 9;
-        const args = held ? { sql: `SELECT body, ${i} AS n FROM notes WHERE id = 1` } : { sql: `SELECT name, ${i} AS n FROM items WHERE id = ${1 + (i % 3)}` };
-        const answer = await rpcCall(proxy!.url, enterprise, i, held ? NOTES : ITEMS, args);
-        const result = answer.body?.result;
-        let kind: Outcome['kind'] = 'other';
-        let approvalId: string | undefined;
-        if (answer.status === 200 && result && !result.isError) {
-          if (held && result.structuredContent?.status === 'pending_approval') {
-            kind = 'held';
-            approvalId = result.structuredContent.approvalId;
-          } else if (!held && result.structuredContent?.rowCount === 1) kind = 'ok';
-        } else if (answer.status === 502 && answer.cutOffBackend === victim.instance.name) kind = 'cut_off';
-        if (kind === 'other') otherErrors.push(`call ${i}: HTTP ${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`);
-        outcomes.push({ i, digest: digestOf(args), kind, approvalId });
-      }
-    };
-    await Promise.all(Array.from({ length: options.concurrency }, worker));
-    const seconds = (performance.now() - t0) / 1000;
-    const count = (k: Outcome['kind']) => outcomes.filter((o) => o.kind === k).length;
-    log(
-      `load: ${outcomes.length} calls in ${seconds.toFixed(1)} s: ${count('ok')} ok, ${count('held')} held, ${count('cut_off')} cut off, ${count('other')} other`,
-    );
-
-    // Audit rows, matched by digest.
-    const sql = postgres(store.url, { max: 2, onnotice: () => {} });
-    const rows = await sql<{ digest: string; n: number }[]>`
-      SELECT details->>'arguments_sha256' AS digest, count(*)::int AS n FROM audit_events
-      WHERE org_id = ${enterprise.id} AND action = 'tool.called' GROUP BY 1`;
-    const seen = new Map(rows.map((r) => [r.digest, r.n]));
-    const byDigest = new Map(outcomes.map((o) => [o.digest, o]));
-    let rowsForOk = 0;
-    let rowsForCutOff = 0;
-    let missing = 0;
-    for (const o of outcomes) {
-      const n = seen.get(o.digest) ?? 0;
-      if (o.kind === 'ok' || o.kind === 'held') {
-        if (n === 0) missing++;
-        rowsForOk += n;
-      } else if (o.kind === 'cut_off') rowsForCutOff += n;
+    const code = await verify.exited;
+    if (code !== 0) {
+      verified = false;
+      otherErrors.push(`audit verify ${org.slug}: exit ${code} ${(await new Response(verify.stdout).text()).slice(0, 300)}`);
     }
-    const duplicated = rows.filter((r) => r.n > 1).length;
-    const unknown = rows.filter((r) => !byDigest.has(r.digest)).length;
+  }
+  return verified;
+}
 
-    // Approvals: one row per held call (a cut-off held call may have left one); approve each twice at once.
-    const heldIds = outcomes.filter((o) => o.kind === 'held').map((o) => o.approvalId!);
-    const approvalRows = (await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM approvals WHERE org_id = ${enterprise.id}`)[0]!.n;
-    let doubleApproveConflicts = 0;
-    let approvalProblems = 0;
-    for (const id of heldIds) {
-      const twice = await Promise.all([0, 1].map(() => sdk.approveApproval({ client: enterprise.client, path: { approvalId: id } })));
-      const statuses = twice.map((r) => r.response.status).sort();
-      if (statuses[0] === 200 && statuses[1] === 409) doubleApproveConflicts++;
-      else {
-        approvalProblems++;
-        otherErrors.push(`approve ${id} twice: ${statuses.join(', ')}`);
-      }
-    }
-    const executed = await sql<{ id: string; status: string; executions: number }[]>`
-      SELECT a.id, a.status, (SELECT count(*)::int FROM audit_events e WHERE e.org_id = a.org_id AND e.action = 'approval.executed' AND e.target_id = a.id::text) AS executions
-      FROM approvals a WHERE a.org_id = ${enterprise.id} AND a.id = ANY(${heldIds}::uuid[])`;
-    const executedOnce = executed.filter((r) => r.status === 'executed' && r.executions === 1).length;
-    if (executed.length !== heldIds.length) approvalProblems += heldIds.length - executed.length;
+/** Whether the run kept every guarantee: no unexplained answer, one audit row per answered call, exact limits. */
+function keptGuarantees(r: ScaleOutReport): boolean {
+  const { answered, audit, approvals, burst, quota } = r;
+  return (
+    answered.other === 0 &&
+    audit.missing === 0 &&
+    audit.duplicated === 0 &&
+    audit.unknown === 0 &&
+    audit.rowsForOk === answered.ok + answered.held &&
+    audit.rowsForCutOff <= answered.cutOff &&
+    answered.cutOff <= r.inFlightAtKill + r.routedAfterKill &&
+    audit.chainsVerified &&
+    approvals.rows >= approvals.held &&
+    approvals.rows <= approvals.held + answered.cutOff &&
+    approvals.executedOnce === approvals.held &&
+    approvals.problems === 0 &&
+    burst.passed === burst.limit &&
+    burst.limited === burst.sent - burst.limit &&
+    quota.ran === quota.left &&
+    quota.refused === quota.sent - quota.left &&
+    quota.counter === QUOTA &&
+    r.otherErrors.length === 0
+  );
+}
 
-    // Burst: 20/s on the starter plan, 30 calls at once through the proxy, spread over the survivors.
-    const starter = await onboardOrg(proxy.url, 'starter', target);
-    const burst = { limit: 20, sent: 30, passed: 0, limited: 0 };
-    await startOfSecond();
-    const burstAnswers = await Promise.all(
-      Array.from({ length: burst.sent }, (_, i) => rpcCall(proxy!.url, starter, i, ITEMS, { sql: 'SELECT id FROM items' })),
-    );
-    burst.passed = burstAnswers.filter((a) => a.status === 200 && a.body?.result && !a.body.result.isError).length;
-    burst.limited = burstAnswers.filter((a) => a.status === 429).length;
+/** The instances behind the proxy, each given the proxy's URL as TOOLGATE_PUBLIC_URL (one token issuer for all). */
+async function startFleet(options: ScaleOutOptions, backends: Backend[], env: Record<string, string>): Promise<void> {
+  const started = await Promise.all(Array.from({ length: options.instances }, (_, i) => startInstance(`gw${i + 1}`, env)));
+  for (const instance of started) backends.push({ instance, up: true, killed: false, inFlight: 0, routedAfterKill: 0 });
+  options.log(`${options.instances} instances up (ports ${started.map((s) => s.port).join(', ')}), proxy at ${env.TOOLGATE_PUBLIC_URL}`);
+}
 
-    // Quota: the starter plan's 20,000 calls a month, 5 left, 12 calls at once.
-    const quotaOrg = await onboardOrg(proxy.url, 'starter', target);
-    const QUOTA = 20_000;
-    const quota = { left: 5, sent: 12, ran: 0, refused: 0, counter: 0, expected: QUOTA };
-    await sql`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${quotaOrg.id}, ${periodStart(new Date())}, ${QUOTA - quota.left})`;
-    await startOfSecond();
-    const quotaAnswers = await Promise.all(
-      Array.from({ length: quota.sent }, (_, i) => rpcCall(proxy!.url, quotaOrg, i, ITEMS, { sql: 'SELECT id FROM items' })),
-    );
-    quota.ran = quotaAnswers.filter((a) => a.status === 200 && a.body?.result && !a.body.result.isError).length;
-    quota.refused = quotaAnswers.filter((a) => a.body?.error?.code === -32000).length;
-    quota.counter = (
-      await sql<{ n: number }[]>`SELECT tool_calls::int AS n FROM usage_counters WHERE org_id = ${quotaOrg.id} AND period_start = ${periodStart(new Date())}`
-    )[0]!.n;
-
+/** The run once the fleet is up: load and kill, then the store's audit, approvals, burst, quota and chains. */
+async function exercise(options: ScaleOutOptions, proxyUrl: string, backends: Backend[], env: Record<string, string>, target: Target) {
+  const otherErrors: string[] = [];
+  const enterprise = await onboardOrg(proxyUrl, 'enterprise', target);
+  await flagNotesForApproval(enterprise);
+  const victim = backends[1 % backends.length]!;
+  const load = await runLoad(options, proxyUrl, enterprise, victim, otherErrors);
+  const sql = postgres(env.DATABASE_URL!, { max: 2, onnotice: () => {} });
+  try {
+    const audit = await auditOfLoad(sql, enterprise.id, load.outcomes);
+    const approvals = await approvalsOfLoad(sql, enterprise, load.outcomes, otherErrors);
+    const burst = await burstAcrossInstances(proxyUrl, target);
+    const quota = await quotaAcrossInstances(sql, proxyUrl, target);
     // The orchestrator restarts the killed instance; it seals the rows it had committed, and the chains verify.
     const restarted = await startInstance(`${victim.instance.name}-restarted`, env);
     backends.push({ instance: restarted, up: true, killed: false, inFlight: 0, routedAfterKill: 0 });
-    let chainsVerified = true;
-    for (const org of [enterprise, starter, quotaOrg]) {
-      const verify = Bun.spawn([process.execPath, 'src/cli.ts', 'audit', 'verify', '--org', org.slug], {
-        cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: store.url, TOOLGATE_SECRET_KEY: env.TOOLGATE_SECRET_KEY, TOOLGATE_LOG_LEVEL: 'silent' },
-        stdout: 'pipe',
-        stderr: 'pipe',
-      });
-      const code = await verify.exited;
-      if (code !== 0) {
-        chainsVerified = false;
-        otherErrors.push(`audit verify ${org.slug}: exit ${code} ${(await new Response(verify.stdout).text()).slice(0, 300)}`);
-      }
-    }
-    await sql.end();
-
+    const chainsVerified = await verifyChains([enterprise, burst.org, quota.org], env.DATABASE_URL!, env.TOOLGATE_SECRET_KEY!, otherErrors);
     const report: ScaleOutReport = {
       instances: options.instances,
       calls: options.calls,
       concurrency: options.concurrency,
-      seconds: Math.round(seconds * 10) / 10,
-      callsPerSecond: Math.round(outcomes.length / seconds),
-      answered: { ok: count('ok'), held: count('held'), cutOff: count('cut_off'), other: count('other') },
-      inFlightAtKill,
+      seconds: Math.round(load.seconds * 10) / 10,
+      callsPerSecond: Math.round(load.outcomes.length / load.seconds),
+      answered: load.answered,
+      inFlightAtKill: load.inFlightAtKill,
       routedAfterKill: victim.routedAfterKill,
-      audit: { rowsForOk, rowsForCutOff, duplicated, unknown, missing, chainsVerified },
-      approvals: { held: heldIds.length, rows: approvalRows, executedOnce, doubleApproveConflicts, problems: approvalProblems },
-      burst,
-      quota,
+      audit: { ...audit, chainsVerified },
+      approvals,
+      burst: burst.burst,
+      quota: quota.quota,
       otherErrors,
       ok: false,
     };
-    report.ok =
-      report.answered.other === 0 &&
-      missing === 0 &&
-      duplicated === 0 &&
-      unknown === 0 &&
-      rowsForOk === report.answered.ok + report.answered.held &&
-      rowsForCutOff <= report.answered.cutOff &&
-      report.answered.cutOff <= inFlightAtKill + victim.routedAfterKill &&
-      chainsVerified &&
-      approvalRows >= heldIds.length &&
-      approvalRows <= heldIds.length + report.answered.cutOff &&
-      executedOnce === heldIds.length &&
-      approvalProblems === 0 &&
-      burst.passed === burst.limit &&
-      burst.limited === burst.sent - burst.limit &&
-      quota.ran === quota.left &&
-      quota.refused === quota.sent - quota.left &&
-      quota.counter === QUOTA &&
-      otherErrors.length === 0;
+    report.ok = keptGuarantees(report);
     return report;
+  } finally {
+    await sql.end();
+  }
+}
+
+export async function runScaleOut(options: ScaleOutOptions): Promise<ScaleOutReport> {
+  const store = await freshDb(options.pgUrl, 'tg_scale_store');
+  const data = await freshDb(options.pgUrl, 'tg_scale_data');
+  const backends: Backend[] = [];
+  let proxy: ReturnType<typeof startProxy> | null = null;
+  try {
+    const target = await seedData(options.pgUrl, data);
+    // The proxy listens first: every instance gets its URL as TOOLGATE_PUBLIC_URL.
+    proxy = startProxy(backends, options.port);
+    const env = instanceEnv(options, store.url, proxy.url, target);
+    await startFleet(options, backends, env);
+    return await exercise(options, proxy.url, backends, env, target);
   } finally {
     proxy?.stop();
     for (const b of backends) if (b.instance.proc.exitCode === null && !b.instance.proc.killed) b.instance.proc.kill('SIGTERM');

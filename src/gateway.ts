@@ -3,17 +3,18 @@ import { join } from 'node:path';
 import { Authenticator } from './auth/authenticate.ts';
 import { createIdpVerifier } from './auth/idp/verifier.ts';
 import { createIdpResolver } from './auth/idp/resolver.ts';
-import { parseOutboundPolicy, type Resolver } from './net/outbound.ts';
+import { parseOutboundPolicy, type OutboundPolicy, type Resolver } from './net/outbound.ts';
 import { storeTargetOf } from './net/policy.ts';
 import { TokenSigner } from './auth/signing.ts';
 import { decodeKey, type Config } from './config.ts';
 import { buildApp } from './app.ts';
 import type { AppDeps } from './deps.ts';
-import { openStore } from './store/db.ts';
+import { openStore, type Store } from './store/db.ts';
 import { CatalogCache } from './tools/catalog.ts';
 import { JobTracker } from './util/jobs.ts';
 import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/burst.ts';
-import { openLimitsRedis } from './limits/redis.ts';
+import { limitsRedis } from './limits/redis.ts';
+import { openRedis, type RedisConnection } from './util/redis.ts';
 import { createLocalFailureLimiter, createRedisFailureLimiter } from './limits/auth-failures.ts';
 import { UsageMeter } from './limits/usage.ts';
 import { DomainEvents } from './events/index.ts';
@@ -31,7 +32,7 @@ import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
 import { embeddedSecretKey } from './util/datadir.ts';
-import { createLogger, type LogDestination } from './util/log.ts';
+import { createLogger, type LogDestination, type Logger } from './util/log.ts';
 import { registerGatewaySource, registerOutboxDepth, startDefaultMetrics } from './observability/metrics.ts';
 import { startTracing } from './observability/tracing.ts';
 import { countPendingDeliveries } from './webhooks/repository.ts';
@@ -42,6 +43,8 @@ import { McpAuthCache } from './mcp/auth-cache.ts';
 /** How often each instance expires due approvals and fails orphaned executions (lazy expiry covers reads in between). */
 const APPROVAL_SWEEP_INTERVAL_MS = 30_000;
 const APPROVAL_STALE_MIN_MS = 5 * 60_000;
+/** What the log says when Redis goes down: what each user of the connection does meanwhile. */
+const REDIS_DOWN = 'limits fall back to per-instance counts; MCP credential lookups go to the store on every request';
 
 export interface Gateway {
   deps: AppDeps;
@@ -67,12 +70,13 @@ export interface GatewayOptions {
  * The auth epoch (auth/epoch.ts): shared in Redis when configured; in process for the embedded store (one process);
  * none for a PostgreSQL store without Redis (instances could not tell each other about changes: no cache).
  */
-async function openAuthEpoch(config: Config, log: ReturnType<typeof createLogger>, key: string | undefined): Promise<AuthEpoch | null> {
-  if (config.redisUrl) return createRedisEpoch({ url: config.redisUrl, log, key });
+function openAuthEpoch(config: Config, log: Logger, redis: RedisConnection | null, key: string | undefined): AuthEpoch | null {
+  if (redis) return createRedisEpoch({ redis, log, key });
   return config.databaseUrl ? null : createLocalEpoch();
 }
 
-export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
+/** The secret key, the store it opens and the process-wide parts every other one needs. */
+async function openBase(config: Config, options: GatewayOptions) {
   const embedded = !config.databaseUrl;
   const keyText =
     config.secretKey ?? (embedded && !options.inMemory ? embeddedSecretKey(config.dataDir) : Buffer.from(randomSecret(32), 'base64url').toString('base64'));
@@ -93,6 +97,11 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     : async () => {};
   const signer = new TokenSigner(store.db, box, config.publicUrl);
   await signer.init();
+  return { keyText, box, store, log, stopTracing, signer };
+}
+
+/** The outbound policy and the IdP verifier that follows it. */
+function outboundParts(config: Config, options: GatewayOptions) {
   // The gateway's own listener and its store are never an org's target, whatever the allow-list says.
   const outbound = parseOutboundPolicy({
     allowHosts: config.outboundAllowHosts,
@@ -106,24 +115,45 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     jwksCooldownMs: config.jwksCooldownMs,
     jwksTimeoutMs: config.jwksTimeoutMs,
   });
-  const catalog = new CatalogCache({ store, box });
-  const usage = new UsageMeter(store.db);
+  return { outbound, idpVerifier };
+}
+
+/** Seals what earlier instances left unsealed and starts the orphan sweep; returns the sweep's stop. */
+async function startAuditChain(store: Store, log: Logger, key: Uint8Array): Promise<() => void> {
   // Rows left unsealed (written before the audit chain existed, or by an instance that stopped) join the chain first;
   // later orphans (an instance that stopped between insert and seal) are sealed by the sweep of any instance.
-  bindAuditKey(store.db, deriveAuditMacKey(decodeKey(keyText)!));
+  bindAuditKey(store.db, deriveAuditMacKey(key));
   while ((await sealPending(store.db, 5000, { onRefused: (rows) => logRefused(log, rows) })) > 0);
-  const stopOrphanSealer = startOrphanSealer({ db: store.db, log });
+  return startOrphanSealer({ db: store.db, log });
+}
+
+/** Domain events with their subscribers: the webhook outbox and the audit rows of approvals. */
+function domainEvents(): DomainEvents {
   const events = new DomainEvents();
   // The webhook outbox subscribes to every emitted event (approvals), in the emitter's transaction; tool.called is
   // relayed from sealed audit rows by the webhook worker (webhooks/relay.ts).
   events.subscribe(outboxSubscriber);
   events.subscribe(auditSubscriber, ['approval.requested']);
-  const webhookWorker = config.webhookWorker ? new WebhookWorker({ store, box, outbound, log, config }) : null;
-  const approvals = new ApprovalService({
+  return events;
+}
+
+interface ApprovalParts {
+  store: Store;
+  events: DomainEvents;
+  log: Logger;
+  key: Uint8Array;
+  catalog: CatalogCache;
+  usage: UsageMeter;
+  config: Config;
+  outbound: OutboundPolicy;
+}
+
+function approvalService({ store, events, log, key, catalog, usage, config, outbound }: ApprovalParts): ApprovalService {
+  return new ApprovalService({
     db: store.db,
     events,
     log,
-    digestKey: deriveApprovalDigestKey(decodeKey(keyText)!),
+    digestKey: deriveApprovalDigestKey(key),
     catalog,
     // The tool runtime's own execution step: an approved call meets the same quota, driver and limits as tools/call.
     runTool: (org, tool, input) => executeTool({ usage, config, outbound }, org, tool, input),
@@ -131,11 +161,29 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     // only orphans match.
     executionStaleMs: Math.max(APPROVAL_STALE_MIN_MS, config.connectorQueueTimeoutMs + 2 * config.statementTimeoutMs + 60_000),
   });
+}
+
+/** The limits kept in Redis when there is one (each falls back to this instance's counts while it is down), else in process. */
+function limiters(redis: RedisConnection | null, prefix: string): Pick<AppDeps, 'limiter' | 'authFailures'> {
+  if (!redis) return { limiter: createLocalLimiter(), authFailures: createLocalFailureLimiter(prefix) };
+  const limits = limitsRedis(redis);
+  return { limiter: createRedisLimiter({ redis: limits }), authFailures: createRedisFailureLimiter(limits, prefix) };
+}
+
+export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
+  const { keyText, box, store, log, stopTracing, signer } = await openBase(config, options);
+  const key = decodeKey(keyText)!;
+  const { outbound, idpVerifier } = outboundParts(config, options);
+  const catalog = new CatalogCache({ store, box });
+  const usage = new UsageMeter(store.db);
+  const stopOrphanSealer = await startAuditChain(store, log, key);
+  const events = domainEvents();
+  const webhookWorker = config.webhookWorker ? new WebhookWorker({ store, box, outbound, log, config }) : null;
+  const approvals = approvalService({ store, events, log, key, catalog, usage, config, outbound });
   const audit = new AuditRecorder({ db: store.db, log, queueMax: config.auditQueueMax });
-  const authCache = new McpAuthCache({ epoch: await openAuthEpoch(config, log, options.authEpochKey), ttlMs: config.authCacheTtlMs });
-  // One connection for every limit kept in Redis; each limit falls back to this instance's counts while it is down.
-  const limitsRedis = config.redisUrl ? await openLimitsRedis({ url: config.redisUrl, log }) : null;
-  const limitsPrefix = options.limitsKeyPrefix ?? 'toolgate';
+  // One Redis connection for the limits and the auth epoch (util/redis.ts), closed last.
+  const redis = config.redisUrl ? await openRedis({ url: config.redisUrl, log, whenDown: REDIS_DOWN }) : null;
+  const authCache = new McpAuthCache({ epoch: openAuthEpoch(config, log, redis, options.authEpochKey), ttlMs: config.authCacheTtlMs });
   const stopRetention = startRetentionSweeper({ db: store.db, log, retentionDays: config.auditRetentionDays });
   const deps: AppDeps = {
     config,
@@ -148,8 +196,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     jobs: new JobTracker(),
     outbound,
     idpVerifier,
-    limiter: limitsRedis ? createRedisLimiter({ redis: limitsRedis }) : createLocalLimiter(),
-    authFailures: limitsRedis ? createRedisFailureLimiter(limitsRedis, limitsPrefix) : createLocalFailureLimiter(limitsPrefix),
+    ...limiters(redis, options.limitsKeyPrefix ?? 'toolgate'),
     localBurst: new LocalWindow(),
     usage,
     events,
@@ -165,27 +212,23 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   approvals.startSweeper(APPROVAL_SWEEP_INTERVAL_MS);
   webhookWorker?.start();
   const app = buildApp(deps);
-  return {
-    deps,
-    app,
-    handle: (request) => app.handle(request),
-    close: async () => {
-      await deps.approvals.stopSweeper();
-      await webhookWorker?.stop();
-      await deps.jobs.idle();
-      stopRetention();
-      stopOrphanSealer();
-      await audit.drain();
-      await closeAllConnectors();
-      await deps.usage.close();
-      await deps.limiter.close();
-      await limitsRedis?.close();
-      await authCache.close();
-      unregisterMetrics();
-      registerOutboxDepth(null);
-      await store.close();
-      await stopTracing();
-      log.flush();
-    },
+  const close = async () => {
+    await deps.approvals.stopSweeper();
+    await webhookWorker?.stop();
+    await deps.jobs.idle();
+    stopRetention();
+    stopOrphanSealer();
+    await audit.drain();
+    await closeAllConnectors();
+    await deps.usage.close();
+    await deps.limiter.close();
+    await authCache.close();
+    await redis?.close();
+    unregisterMetrics();
+    registerOutboxDepth(null);
+    await store.close();
+    await stopTracing();
+    log.flush();
   };
+  return { deps, app, handle: (request) => app.handle(request), close };
 }

@@ -27,6 +27,7 @@ import type { EventSubscriber } from '../events/index.ts';
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
+import { ItemFailure, MicroBatcher, type BatchAnswer } from '../util/batch.ts';
 import { appendAudit, insertUnsealed, type AuditInput, type SealableRow } from './repository.ts';
 import { logRefused, SealConflict, sealFromMemory, sealPending } from './seal.ts';
 
@@ -46,12 +47,6 @@ const SEAL_ROWS = 2000;
 const SEAL_INTERVAL_MS = 100;
 
 class AuditUnavailableError extends Error {}
-
-interface PendingCall {
-  row: AuditInput;
-  resolve: () => void;
-  reject: (err: unknown) => void;
-}
 
 export interface AuditRecorderDeps {
   db: Db;
@@ -73,11 +68,10 @@ export interface SealStats {
 }
 
 export class AuditRecorder {
-  private calls: PendingCall[] = [];
+  /** Tool-call rows: one batch (one INSERT) per turn, MAX_IN_FLIGHT out at once; refusals ride along. */
+  private readonly calls: MicroBatcher<AuditInput, void>;
   private denials: AuditInput[] = [];
   private dropped = new Map<string, { count: number; since: Date }>();
-  private inFlight = new Set<Promise<void>>();
-  private scheduled = false;
   private sealing: Promise<void> | null = null;
   private sealAgain = false;
   private draining = false;
@@ -86,14 +80,17 @@ export class AuditRecorder {
   private readonly stats: SealStats = { fromMemory: 0, readBack: 0, conflicts: 0 };
   private wakeSeal: () => void = () => {};
 
-  constructor(private readonly deps: AuditRecorderDeps) {}
+  constructor(private readonly deps: AuditRecorderDeps) {
+    this.calls = new MicroBatcher<AuditInput, void>({
+      maxInFlight: MAX_IN_FLIGHT,
+      moreWork: () => this.hasOtherWork(),
+      send: (rows, answer) => this.write(rows, answer),
+    });
+  }
 
   /** Records a tool call and resolves once its row is committed. */
   toolCall(row: AuditInput): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.calls.push({ row, resolve, reject });
-      this.schedule();
-    });
+    return this.calls.add(row);
   }
 
   /**
@@ -102,12 +99,12 @@ export class AuditRecorder {
    * already executing.
    */
   accepting(): boolean {
-    return this.calls.length < this.deps.queueMax;
+    return this.calls.pending < this.deps.queueMax;
   }
 
   /** Rows waiting for their batch (metrics: toolgate_audit_queue_depth). */
   queueDepth(): { calls: number; denials: number } {
-    return { calls: this.calls.length, denials: this.denials.length };
+    return { calls: this.calls.pending, denials: this.denials.length };
   }
 
   sealStats(): SealStats {
@@ -123,7 +120,7 @@ export class AuditRecorder {
       return;
     }
     this.denials.push(row);
-    this.schedule();
+    this.calls.schedule();
   }
 
   /** Waits until everything queued so far is written and sealed into the chains (tests, shutdown). */
@@ -131,10 +128,9 @@ export class AuditRecorder {
     this.draining = true;
     this.wakeSeal();
     try {
-      while (this.calls.length || this.denials.length || this.dropped.size || this.inFlight.size || this.sealing) {
-        if (this.inFlight.size) await Promise.all(this.inFlight);
-        else if (this.sealing) await this.sealing;
-        else this.flush();
+      while (this.calls.pending || this.calls.out || this.hasOtherWork() || this.sealing) {
+        if (this.calls.pending || this.calls.out || this.hasOtherWork()) await this.calls.drain();
+        else await this.sealing;
       }
     } finally {
       this.draining = false;
@@ -145,33 +141,17 @@ export class AuditRecorder {
     return this.deps.now?.() ?? new Date();
   }
 
-  private hasWork(): boolean {
-    return this.calls.length > 0 || this.denials.length > 0 || this.dropped.size > 0;
+  /** Refusals (or a count of dropped ones) waiting: worth a batch even without a tool call. */
+  private hasOtherWork(): boolean {
+    return this.denials.length > 0 || this.dropped.size > 0;
   }
 
-  private schedule(): void {
-    if (this.scheduled || this.inFlight.size >= MAX_IN_FLIGHT) return;
-    this.scheduled = true;
-    // After the I/O of this loop turn: every row requested with it joins the batch.
-    setImmediate(() => {
-      this.scheduled = false;
-      this.flush();
-    });
-  }
-
-  private flush(): void {
-    if (!this.hasWork()) return;
-    const calls = this.calls;
-    this.calls = [];
+  /** The refusals a batch takes along, cut when the batch is: at most DENIALS_PER_BATCH, and the dropped counts. */
+  private takeOthers(): AuditInput[] {
     const denials = this.denials.splice(0, DENIALS_PER_BATCH);
     // Dropped counts are written once the denial queue has room again.
     const dropped = this.denials.length < this.deps.queueMax / 2 ? this.takeDropped() : [];
-    const batch = this.write(calls, [...denials, ...dropped]).finally(() => {
-      this.inFlight.delete(batch);
-      this.seal();
-      if (this.hasWork()) this.schedule();
-    });
-    this.inFlight.add(batch);
+    return [...denials, ...dropped];
   }
 
   private takeDropped(): AuditInput[] {
@@ -186,22 +166,21 @@ export class AuditRecorder {
     return rows;
   }
 
-  private async write(calls: PendingCall[], others: AuditInput[]): Promise<void> {
+  /**
+   * One batch: the tool calls' rows in one INSERT, their callers answered once it is committed (or all failed), then
+   * the refusals taken along in a statement of their own; the next batch waits for both.
+   */
+  private async write(calls: AuditInput[], answer: (answer: BatchAnswer<void>) => void): Promise<undefined> {
+    const others = this.takeOthers();
     if (calls.length) {
       try {
-        this.toSeal(
-          await insertUnsealed(
-            this.deps.db,
-            calls.map((c) => c.row),
-            this.now(),
-          ),
-        );
-        for (const call of calls) call.resolve();
+        this.toSeal(await insertUnsealed(this.deps.db, calls, this.now()));
+        answer({ length: calls.length });
       } catch (err) {
         this.deps.log.error('audit batch failed', { rows: calls.length, error: describeError(err) });
-        for (const call of calls) call.reject(new AuditUnavailableError('audit write failed'));
+        answer(calls.map(() => new ItemFailure(new AuditUnavailableError('audit write failed'))));
       }
-    }
+    } else answer({ length: 0 });
     if (others.length) {
       await insertUnsealed(this.deps.db, others, this.now()).then(
         (rows) => this.toSeal(rows),
@@ -210,6 +189,8 @@ export class AuditRecorder {
         },
       );
     }
+    this.seal();
+    return undefined;
   }
 
   private toSeal(rows: SealableRow[]): void {

@@ -9,8 +9,8 @@
  * one process) keeps the epoch in process; a PostgreSQL store without Redis has no shared epoch and no cache.
  */
 import { randomBytes } from 'node:crypto';
-import type { createClient } from 'redis';
 import type { Logger } from '../util/log.ts';
+import type { RedisConnection } from '../util/redis.ts';
 
 /** What a writer calls once a change to what the MCP credential lookup returns has committed (never throws). */
 export interface AuthChanges {
@@ -42,10 +42,9 @@ export function createLocalEpoch(): AuthEpoch {
   };
 }
 
-type Redis = ReturnType<typeof createClient>;
-
 export interface RedisEpochOptions {
-  url: string;
+  /** The gateway's Redis connection (util/redis.ts); its owner closes it, not the epoch. */
+  redis: RedisConnection;
   log: Logger;
   /** The key holding the token (tests give each suite its own, so suites running at once do not share it). */
   key?: string;
@@ -57,101 +56,90 @@ export interface RedisEpochOptions {
 
 const AUTH_EPOCH_KEY = 'toolgate:auth-epoch';
 
-export async function createRedisEpoch(options: RedisEpochOptions): Promise<AuthEpoch> {
-  const key = options.key ?? AUTH_EPOCH_KEY;
-  const readTimeoutMs = options.readTimeoutMs ?? 100;
-  const writeTimeoutMs = options.writeTimeoutMs ?? 1000;
-  // Loaded here, not at import, like the burst limiter's client (start-up of a gateway without Redis).
-  const { createClient } = await import('redis');
-  const client: Redis = createClient({
-    url: options.url,
-    // Fail fast while disconnected: the request is answered from the store meanwhile.
-    disableOfflineQueue: true,
-    socket: { connectTimeout: 1000, reconnectStrategy: (retries: number) => Math.min(200 * 2 ** retries, 5000) },
-  });
-  let warned = false;
-  // Changes signalled (`wanted`) and covered by a token set after them (`done`). One not covered yet is set again as
-  // soon as Redis answers (until then, entries elsewhere live at most their TTL; docs/decisions/0113-mcp-credential-cache.md).
-  let wanted = 0;
-  let done = 0;
-  let retry: ReturnType<typeof setTimeout> | null = null;
-  let closed = false;
+/** Reads the epoch: null while Redis is down or slow; the first reader that finds none sets one (nothing cached until then). */
+function epochReader(redis: RedisConnection, key: string, readTimeoutMs: number, writeTimeoutMs: number): () => Promise<string | null> {
   let initializing = false;
-  client.on('error', () => {
-    if (!warned) options.log.error('redis unavailable: MCP credential lookups go to the store on every request');
-    warned = true;
-  });
-  client.on('ready', () => {
-    warned = false;
-    if (done < wanted) void setNewToken();
-  });
-  client.connect().catch(() => {});
-
-  function withTimeout<T>(command: Promise<T>, ms: number): Promise<T> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('redis timeout')), ms);
-    });
-    return Promise.race([command, timeout]).finally(() => clearTimeout(timer));
-  }
-
   /** No epoch yet (a fresh or flushed Redis): the first reader sets one; nothing is cached until then. */
   function initialize(): void {
     if (initializing) return;
     initializing = true;
-    withTimeout(client.set(key, newToken(), { NX: true }), writeTimeoutMs)
+    redis
+      .command((client) => client.set(key, newToken(), { NX: true }), writeTimeoutMs)
       .catch(() => {})
       .finally(() => {
         initializing = false;
       });
   }
-
-  async function read(): Promise<string | null> {
-    if (!client.isReady) return null;
+  return async () => {
+    if (!redis.ready()) return null;
     try {
-      const token = await withTimeout(client.get(key), readTimeoutMs);
+      const token = await redis.command((client) => client.get(key), readTimeoutMs);
       if (token === null) initialize();
       return token;
     } catch {
       return null;
     }
+  };
+}
+
+/**
+ * Sets new epochs. Changes signalled (`wanted`) and covered by a token set after them (`done`): one not covered yet
+ * is set again once a second, and as soon as Redis is ready again (until then, entries elsewhere live at most their
+ * TTL; docs/decisions/0113-mcp-credential-cache.md).
+ */
+class EpochWriter {
+  private wanted = 0;
+  private done = 0;
+  private retry: ReturnType<typeof setTimeout> | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly redis: RedisConnection,
+    private readonly log: Logger,
+    private readonly key: string,
+    private readonly writeTimeoutMs: number,
+  ) {
+    redis.onReady(() => {
+      if (!this.closed && this.done < this.wanted) void this.setNewToken();
+    });
   }
 
-  async function setNewToken(): Promise<void> {
-    const covers = wanted;
+  bump(): Promise<void> {
+    this.wanted++;
+    return this.setNewToken();
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
+  }
+
+  private async setNewToken(): Promise<void> {
+    const covers = this.wanted;
     try {
-      if (!client.isReady) throw new Error('redis not ready');
-      await withTimeout(client.set(key, newToken()), writeTimeoutMs);
-      done = Math.max(done, covers);
+      await this.redis.command((client) => client.set(this.key, newToken()), this.writeTimeoutMs);
+      this.done = Math.max(this.done, covers);
     } catch {
-      if (!closed && retry === null) {
-        options.log.error('redis unavailable: a new auth epoch is not set yet (retried); cached MCP credentials elsewhere expire within their TTL');
-        retry = setTimeout(() => {
-          retry = null;
-          if (done < wanted) void setNewToken();
+      if (!this.closed && this.retry === null) {
+        this.log.error('redis unavailable: a new auth epoch is not set yet (retried); cached MCP credentials elsewhere expire within their TTL');
+        this.retry = setTimeout(() => {
+          this.retry = null;
+          if (this.done < this.wanted) void this.setNewToken();
         }, 1000);
-        retry.unref?.();
+        this.retry.unref?.();
       }
     }
   }
+}
 
-  function bump(): Promise<void> {
-    wanted++;
-    return setNewToken();
-  }
-
+export function createRedisEpoch(options: RedisEpochOptions): AuthEpoch {
+  const key = options.key ?? AUTH_EPOCH_KEY;
+  const writeTimeoutMs = options.writeTimeoutMs ?? 1000;
+  const writer = new EpochWriter(options.redis, options.log, key, writeTimeoutMs);
   return {
     scope: 'shared',
-    read,
-    bump,
-    async close() {
-      closed = true;
-      if (retry) clearTimeout(retry);
-      if (!client.isReady) {
-        if (client.isOpen) client.destroy();
-        return;
-      }
-      await client.close().catch(() => client.destroy());
-    },
+    read: epochReader(options.redis, key, options.readTimeoutMs ?? 100, writeTimeoutMs),
+    bump: () => writer.bump(),
+    close: async () => writer.close(),
   };
 }

@@ -3,6 +3,7 @@
  * Redis so every instance shares it, with a per-instance fallback when Redis is unreachable (never a 5xx because the
  * limiter is down).
  */
+import { MicroBatcher } from '../util/batch.ts';
 import type { LimitsRedis } from './redis.ts';
 
 export interface BurstDecision {
@@ -49,9 +50,16 @@ if n == tonumber(ARGV[1]) then redis.call('EXPIRE', KEYS[1], 2) end
 return n`;
 
 export interface RedisLimiterOptions {
-  /** The limits' shared connection (limits/redis.ts); closed by its owner, not by the limiter. */
+  /** The limits' view of the gateway's one Redis connection (limits/redis.ts); closed by the gateway, not the limiter. */
   redis: LimitsRedis;
   now?: () => number;
+}
+
+/** One call waiting for its window: the window's Redis key, the caller's key and limit (for the fallback). */
+interface WindowCall {
+  windowKey: string;
+  key: string;
+  limit: number;
 }
 
 export function createRedisLimiter(options: RedisLimiterOptions): BurstLimiter {
@@ -59,53 +67,41 @@ export function createRedisLimiter(options: RedisLimiterOptions): BurstLimiter {
   const now = options.now ?? Date.now;
   const { redis } = options;
 
-  async function incrBy(key: string, by: number): Promise<number> {
-    return Number(await redis.eval(WINDOW_SCRIPT, [key], [String(by)]));
+  /** The calls of one window: one INCRBY for all of them; the window's new total tells which fit. */
+  async function settle(calls: WindowCall[], at: number[], answers: BurstDecision[]): Promise<void> {
+    try {
+      const total = Number(await redis.eval(WINDOW_SCRIPT, [calls[at[0]!]!.windowKey], [String(at.length)]));
+      const before = total - at.length;
+      for (const [n, i] of at.entries()) answers[i] = { allowed: before + n + 1 <= calls[i]!.limit, retryAfterSeconds: 1 };
+    } catch {
+      for (const i of at) answers[i] = fallback.take(calls[i]!.key, calls[i]!.limit);
+    }
   }
 
   // Calls for the same key and second that arrive in one turn of the event loop share one INCRBY: the window's
   // new total tells which of them fit (the first `limit - before` do), so the count stays exact across instances
-  // while Redis sees one command per key per turn instead of one per call.
-  interface Waiting {
-    key: string;
-    limit: number;
-    resolve: (decision: BurstDecision) => void;
-  }
-  let pending = new Map<string, Waiting[]>();
-  let scheduled = false;
-
-  async function settle(key: string, waiters: Waiting[]): Promise<void> {
-    try {
-      const total = await incrBy(key, waiters.length);
-      const before = total - waiters.length;
-      for (const [i, w] of waiters.entries()) w.resolve({ allowed: before + i + 1 <= w.limit, retryAfterSeconds: 1 });
-    } catch {
-      for (const w of waiters) w.resolve(fallback.take(w.key, w.limit));
-    }
-  }
-
-  function flush(): void {
-    scheduled = false;
-    const batch = pending;
-    pending = new Map();
-    for (const [key, waiters] of batch) void settle(key, waiters);
-  }
+  // while Redis sees one command per key per turn instead of one per call. Every turn's batch goes out at once.
+  const batcher = new MicroBatcher<WindowCall, BurstDecision>({
+    maxInFlight: Number.POSITIVE_INFINITY,
+    async send(calls) {
+      const windows = new Map<string, number[]>();
+      for (const [i, call] of calls.entries()) {
+        const at = windows.get(call.windowKey);
+        if (at) at.push(i);
+        else windows.set(call.windowKey, [i]);
+      }
+      const answers: BurstDecision[] = new Array(calls.length);
+      await Promise.all(Array.from(windows.values(), (at) => settle(calls, at, answers)));
+      return answers;
+    },
+  });
 
   return {
     mode: () => (redis.ready() ? 'shared' : 'fallback'),
     take(key, limit) {
       if (!redis.ready()) return Promise.resolve(fallback.take(key, limit));
-      const windowKey = `toolgate:burst:${key}:${Math.floor(now() / 1000)}`;
-      return new Promise<BurstDecision>((resolve) => {
-        const list = pending.get(windowKey);
-        if (list) list.push({ key, limit, resolve });
-        else pending.set(windowKey, [{ key, limit, resolve }]);
-        if (!scheduled) {
-          scheduled = true;
-          setImmediate(flush);
-        }
-      });
+      return batcher.add({ windowKey: `toolgate:burst:${key}:${Math.floor(now() / 1000)}`, key, limit });
     },
-    close: async () => {},
+    close: () => batcher.drain(),
   };
 }

@@ -8,6 +8,7 @@
  * its call before. Under load the store sees one write and commit per batch instead of one per call.
  */
 import type { Queryable } from '../store/db.ts';
+import { ItemFailure, MicroBatcher } from '../util/batch.ts';
 import { grantToolCalls, QuotaCounterError, quotaAskKey, type QuotaAsk } from './quota.ts';
 
 /**
@@ -18,14 +19,11 @@ const MAX_IN_FLIGHT = 1;
 /** Distinct (org, period) counters per statement at most: a batch past it goes out at once. */
 const MAX_ASKS = 500;
 
-interface Waiter {
-  resolve: (allowed: boolean) => void;
-  reject: (err: unknown) => void;
-}
-
-interface PendingAsk {
+/** A counter of the batch being filled: what it asks for, then how many of its calls may still run (-1: not counted). */
+interface Counter {
+  key: string;
   ask: QuotaAsk;
-  waiters: Waiter[];
+  left: number;
 }
 
 /** What the batcher did since it started (tests, and to see the batch size): statements sent, calls they counted. */
@@ -35,30 +33,31 @@ export interface QuotaBatchStats {
 }
 
 export class QuotaBatcher {
-  private pending = new Map<string, PendingAsk>();
-  private scheduled = false;
-  private inFlight = new Set<Promise<void>>();
   private readonly counts: QuotaBatchStats = { batches: 0, calls: 0 };
+  /** Each call is its counter in the batch (the first `left` calls of a counter, in arrival order, may run). */
+  private readonly batcher: MicroBatcher<Counter, boolean>;
+  /** The counters of the batch being filled, taken by `run` when the batch is cut. */
+  private open = new Map<string, Counter>();
 
-  constructor(private readonly db: Queryable) {}
+  constructor(private readonly db: Queryable) {
+    this.batcher = new MicroBatcher({ send: (calls) => this.run(calls), maxInFlight: MAX_IN_FLIGHT });
+  }
 
   /** Counts one call of `orgId` in `period` (periodStart) against `quota`; false when the quota is used up. */
   consume(orgId: string, quota: number, period: string): Promise<boolean> {
     if (quota < 1) return Promise.resolve(false);
-    return new Promise<boolean>((resolve, reject) => {
-      const key = quotaAskKey(orgId, period);
-      let entry = this.pending.get(key);
-      if (!entry) {
-        entry = { ask: { orgId, period, calls: 0, quota }, waiters: [] };
-        this.pending.set(key, entry);
-      }
-      entry.ask.calls += 1;
-      // A plan change between two calls of one batch: the smaller quota applies to the batch.
-      entry.ask.quota = Math.min(entry.ask.quota, quota);
-      entry.waiters.push({ resolve, reject });
-      if (this.pending.size >= MAX_ASKS) this.flush();
-      else this.schedule();
-    });
+    const key = quotaAskKey(orgId, period);
+    let counter = this.open.get(key);
+    if (!counter) {
+      counter = { key, ask: { orgId, period, calls: 0, quota }, left: 0 };
+      this.open.set(key, counter);
+    }
+    counter.ask.calls += 1;
+    // A plan change between two calls of one batch: the smaller quota applies to the batch.
+    counter.ask.quota = Math.min(counter.ask.quota, quota);
+    const allowed = this.batcher.add(counter);
+    if (this.open.size >= MAX_ASKS) this.batcher.flush();
+    return allowed;
   }
 
   stats(): QuotaBatchStats {
@@ -66,51 +65,32 @@ export class QuotaBatcher {
   }
 
   /** Waits until every consumption requested so far is answered (shutdown, tests). */
-  async drain(): Promise<void> {
-    while (this.pending.size || this.inFlight.size) {
-      if (this.inFlight.size) await Promise.all(this.inFlight);
-      else this.flush();
-    }
+  drain(): Promise<void> {
+    return this.batcher.drain();
   }
 
-  private schedule(): void {
-    if (this.scheduled || this.inFlight.size >= MAX_IN_FLIGHT) return;
-    this.scheduled = true;
-    // After the I/O of this loop turn: every call that arrived with it joins the batch.
-    setImmediate(() => {
-      this.scheduled = false;
-      this.flush();
-    });
-  }
-
-  private flush(): void {
-    if (!this.pending.size) return;
-    const batch = [...this.pending.values()];
-    this.pending = new Map();
-    const run = this.run(batch).finally(() => {
-      this.inFlight.delete(run);
-      if (this.pending.size) this.schedule();
-    });
-    this.inFlight.add(run);
-  }
-
-  private async run(batch: PendingAsk[]): Promise<void> {
+  /** One statement for the batch (called when it is cut: the open counters are exactly its calls'). */
+  private async run(calls: Counter[]): Promise<ArrayLike<boolean | ItemFailure>> {
+    const counters = this.open;
+    this.open = new Map();
     this.counts.batches += 1;
-    for (const entry of batch) this.counts.calls += entry.ask.calls;
-    let granted: Map<string, number>;
-    try {
-      granted = await grantToolCalls(
-        this.db,
-        batch.map((entry) => entry.ask),
-      );
-    } catch (err) {
-      for (const entry of batch) for (const waiter of entry.waiters) waiter.reject(err);
-      return;
+    this.counts.calls += calls.length;
+    const granted = await grantToolCalls(
+      this.db,
+      Array.from(counters.values(), (c) => c.ask),
+    );
+    for (const counter of counters.values()) counter.left = granted.get(counter.key) ?? -1;
+    const answers: Array<boolean | ItemFailure> = new Array(calls.length);
+    for (let i = 0; i < calls.length; i++) {
+      const counter = calls[i]!;
+      // -1: the counter is missing from the answer (not counted): its calls fail.
+      if (counter.left < 0) answers[i] = new ItemFailure(new QuotaCounterError());
+      else if (counter.left === 0) answers[i] = false;
+      else {
+        answers[i] = true;
+        counter.left -= 1;
+      }
     }
-    for (const { ask, waiters } of batch) {
-      const allowed = granted.get(quotaAskKey(ask.orgId, ask.period));
-      if (allowed === undefined) for (const waiter of waiters) waiter.reject(new QuotaCounterError());
-      else for (const [i, waiter] of waiters.entries()) waiter.resolve(i < allowed);
-    }
+    return answers;
   }
 }

@@ -14,6 +14,7 @@
  */
 import type { AuthChanges, AuthEpoch } from '../auth/epoch.ts';
 import { countAuthCache } from '../observability/metrics.ts';
+import { MicroBatcher } from '../util/batch.ts';
 
 /** Entries at most: only valid credentials fill it, so this is the number of keys in use, not of keys sprayed. */
 const AUTH_CACHE_MAX_ENTRIES = 10_000;
@@ -38,13 +39,11 @@ export class McpAuthCache implements AuthChanges {
   /** The epoch the last completed read returned (null: unknown); entries of any other epoch are dropped. */
   private epochNow: string | null = null;
   /**
-   * The next epoch read, not sent yet: every request arriving until it is sent joins it. At most one read is out at
-   * a time: the next one is sent after this loop turn when none is out, else as soon as the one out comes back
-   * (under load that is one Redis round trip per round trip, not one per loop turn; each costs a socket write).
+   * Epoch reads: every request arriving until the next read is sent joins it. At most one read is out at a time: the
+   * next one is sent after this loop turn when none is out, else as soon as the one out comes back (under load that
+   * is one Redis round trip per round trip, not one per loop turn; each costs a socket write).
    */
-  private pendingRead: Promise<string | null> | null = null;
-  private resolvePending: ((epoch: string | null) => void) | null = null;
-  private readOut = false;
+  private readonly reads: MicroBatcher<void, string | null> | null;
   private readonly epoch: AuthEpoch | null;
   private readonly ttlMs: number;
   private readonly maxEntries: number;
@@ -56,6 +55,17 @@ export class McpAuthCache implements AuthChanges {
     this.ttlMs = options.ttlMs;
     this.maxEntries = options.maxEntries ?? AUTH_CACHE_MAX_ENTRIES;
     this.now = options.now ?? Date.now;
+    const epoch = this.epoch;
+    this.reads =
+      epoch === null
+        ? null
+        : new MicroBatcher<void, string | null>({
+            resendAtOnce: true,
+            send: async (items) => {
+              const value = await Promise.resolve(epoch.read()).catch(() => null);
+              return new Array<string | null>(items.length).fill(this.observe(value));
+            },
+          });
   }
 
   get enabled(): boolean {
@@ -117,28 +127,8 @@ export class McpAuthCache implements AuthChanges {
   private readEpoch(): string | null | Promise<string | null> {
     const epoch = this.epoch!;
     if (epoch.scope === 'local') return this.observe(epoch.read() as string | null);
-    if (this.pendingRead) return this.pendingRead;
-    const read = new Promise<string | null>((resolve) => (this.resolvePending = resolve));
-    this.pendingRead = read;
     // After the I/O of this loop turn, like the store batcher: one read for the requests of the turn.
-    if (!this.readOut) setImmediate(() => this.sendRead(epoch));
-    return read;
-  }
-
-  /** Sends the pending read; when it comes back, the read that requests joined meanwhile goes out at once. */
-  private sendRead(epoch: AuthEpoch): void {
-    const resolve = this.resolvePending;
-    if (this.readOut || !resolve) return;
-    this.pendingRead = null;
-    this.resolvePending = null;
-    this.readOut = true;
-    void Promise.resolve(epoch.read())
-      .catch(() => null)
-      .then((value) => {
-        this.readOut = false;
-        resolve(this.observe(value));
-        if (this.resolvePending) this.sendRead(epoch);
-      });
+    return this.reads!.add();
   }
 
   private observe(epoch: string | null): string | null {

@@ -15,6 +15,7 @@
  */
 import { apiKeyDigest } from '../auth/credentials.ts';
 import { preparedFor, type Db } from '../store/db.ts';
+import { ItemFailure, MicroBatcher } from '../util/batch.ts';
 import type { McpAuthCache } from './auth-cache.ts';
 import { keysByHash, orgBySlug, type KeyRow } from './lookup-statements.ts';
 
@@ -55,82 +56,41 @@ const MAX_BATCH = 256;
  */
 const MAX_IN_FLIGHT = 2;
 
-interface Waiter {
+interface KeyLookup {
   slug: string;
   keyHash: string;
-  resolve: (row: McpOrgWithKey | undefined) => void;
-  reject: (err: unknown) => void;
 }
 
-class KeyLookupBatcher {
-  private pending: Waiter[] = [];
-  private scheduled = false;
-  private inFlight = 0;
-  private readonly query: ReturnType<typeof keysByHash>;
-
-  constructor(db: Db) {
-    this.query = keysByHash(db);
-  }
-
-  lookup(slug: string, keyHash: string): Promise<McpOrgWithKey | undefined> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ slug, keyHash, resolve, reject });
-      if (this.pending.length >= MAX_BATCH) this.flush();
-      else if (!this.scheduled && this.inFlight < MAX_IN_FLIGHT) this.schedule();
-    });
-  }
-
-  private schedule(): void {
-    this.scheduled = true;
-    // After the I/O of this loop turn: every request that arrived with it joins the batch.
-    setImmediate(() => {
-      this.scheduled = false;
-      this.flush();
-    });
-  }
-
-  private flush(): void {
-    const batch = this.pending;
-    if (batch.length === 0) return;
-    this.pending = [];
-    this.inFlight++;
-    const done = () => {
-      this.inFlight--;
-      if (this.pending.length > 0 && !this.scheduled) this.schedule();
-    };
-    this.run(batch)
-      .catch((err: unknown) => {
-        for (const w of batch) w.reject(err); // a no-op for those already answered
-      })
-      .finally(done);
-  }
-
-  private async run(batch: Waiter[]): Promise<void> {
+/** The key lookups of a batch, as one statement; an answer per lookup, in order. */
+function keyLookups(db: Db): (batch: KeyLookup[]) => Promise<Array<McpOrgWithKey | undefined | ItemFailure>> {
+  const query = keysByHash(db);
+  const run = async (batch: KeyLookup[]): Promise<Array<McpOrgWithKey | undefined | ItemFailure>> => {
     let rows: KeyRow[];
     try {
-      rows = await this.query.execute({ slugs: [...new Set(batch.map((w) => w.slug))], keyHashes: [...new Set(batch.map((w) => w.keyHash))] });
+      rows = await query.execute({ slugs: [...new Set(batch.map((w) => w.slug))], keyHashes: [...new Set(batch.map((w) => w.keyHash))] });
     } catch (err) {
       // One request's input must never fail the others: retried one by one, only the culprit (if any) fails.
-      if (batch.length > 1) await Promise.all(batch.map((w) => this.run([w])));
-      else batch[0]!.reject(err);
-      return;
+      if (batch.length > 1) return (await Promise.all(batch.map((w) => run([w])))).flat();
+      return [new ItemFailure(err)];
     }
     // The key must match AND belong to the org named in the URL (the join pairs each key with its own org).
     // The hash is 64 hex digits, so slug + newline + hash cannot collide.
     const found = new Map(rows.map((r) => [`${r.slug}\n${r.keyHash}`, r]));
-    for (const w of batch) {
+    return batch.map((w) => {
       const row = found.get(`${w.slug}\n${w.keyHash}`);
-      if (!row) {
-        w.resolve(undefined);
-        continue;
-      }
+      if (!row) return undefined;
       const { keyId, keyHash: _hash, keyConnectorIds, ...org } = row;
-      w.resolve({ ...org, key: { id: keyId, orgId: org.id, connectorIds: keyConnectorIds } });
-    }
-  }
+      return { ...org, key: { id: keyId, orgId: org.id, connectorIds: keyConnectorIds } };
+    });
+  };
+  return run;
 }
 
-const batchers = new WeakMap<Db, KeyLookupBatcher>();
+/** Lookups of one database handle, batched (MAX_BATCH, MAX_IN_FLIGHT). */
+const keyLookupBatcher = (db: Db) =>
+  new MicroBatcher<KeyLookup, McpOrgWithKey | undefined>({ send: keyLookups(db), maxItems: MAX_BATCH, maxInFlight: MAX_IN_FLIGHT });
+
+const batchers = new WeakMap<Db, ReturnType<typeof keyLookupBatcher>>();
 
 /**
  * The org named `slug` with the active API key `apiKey` of that org; undefined when the slug is unknown, or the key
@@ -140,8 +100,8 @@ export async function findMcpOrgWithApiKey(db: Db, slug: string, apiKey: string,
   const keyHash = apiKeyDigest(apiKey);
   // Text no org's slug can be (slugs are at most 63 URL-safe characters) is not worth a lookup.
   if (keyHash === null || slug.length > 100 || slug.includes('\0')) return undefined;
-  const batcher = preparedFor(batchers, db, (d) => new KeyLookupBatcher(d));
-  if (!cache?.enabled) return batcher.lookup(slug, keyHash);
+  const batcher = preparedFor(batchers, db, keyLookupBatcher);
+  if (!cache?.enabled) return batcher.add({ slug, keyHash });
   // The hash is 64 hex digits and a slug has no newline: no two (slug, key) pairs share a cache key.
-  return cache.lookup(`k\n${slug}\n${keyHash}`, () => batcher.lookup(slug, keyHash));
+  return cache.lookup(`k\n${slug}\n${keyHash}`, () => batcher.add({ slug, keyHash }));
 }

@@ -31,11 +31,36 @@ interface CachedKeys {
   keys: Promise<JWTVerifyGetKey>;
 }
 
+/** How jose fetches and keeps an IdP's keys (its remote JWKS options, the fetch through safeFetch included). */
+type RemoteOptions = NonNullable<Parameters<typeof createRemoteJWKSet>[1]>;
+
+/** The key getter of one IdP configuration: its JWKS URI checked against the outbound policy, then fetched by jose. */
+async function buildKeys(config: IdpConfig, policy: OutboundPolicy, remoteOptions: RemoteOptions): Promise<JWTVerifyGetKey> {
+  let url: URL;
+  try {
+    url = await assertOutboundUrl(config.jwksUri, policy, { requireHttps: true });
+  } catch (err) {
+    const detail = err instanceof Error ? `: ${err.message}` : '';
+    throw idpError('jwks_unavailable', err, `the identity provider's JWKS URI is not allowed${detail}`);
+  }
+  const remote = createRemoteJWKSet(url, remoteOptions);
+  // jose rate-limits refetches for unknown kids (one per cooldown, concurrent misses share one request);
+  // this wrapper only separates "no such key" from "could not get keys".
+  return async (header, token) => {
+    try {
+      return await remote(header, token);
+    } catch (err) {
+      if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys) {
+        throw idpError('unknown_key', err);
+      }
+      throw idpError('jwks_unavailable', err);
+    }
+  };
+}
+
 export function createIdpVerifier(options: IdpVerifierOptions): IdpVerifier {
   const clockTolerance = options.clockToleranceSec ?? 30;
-  const cooldownDuration = options.jwksCooldownMs ?? 30_000;
   const timeoutDuration = options.jwksTimeoutMs ?? 3_000;
-  const cacheMaxAge = options.jwksCacheMaxAgeMs ?? 600_000;
   const maxBytes = options.jwksMaxBytes ?? 256 * 1024;
   const policy = options.outbound;
 
@@ -48,43 +73,21 @@ export function createIdpVerifier(options: IdpVerifierOptions): IdpVerifier {
       timeoutMs: timeoutDuration,
       maxBytes,
     });
+  const remoteOptions: RemoteOptions = {
+    timeoutDuration,
+    cooldownDuration: options.jwksCooldownMs ?? 30_000,
+    cacheMaxAge: options.jwksCacheMaxAgeMs ?? 600_000,
+    [customFetch]: jwksFetch,
+  };
 
   // One entry per org: replacing it on a config change keeps the map bounded by the number of orgs.
   const cache = new Map<string, CachedKeys>();
-
-  async function buildKeys(config: IdpConfig): Promise<JWTVerifyGetKey> {
-    let url: URL;
-    try {
-      url = await assertOutboundUrl(config.jwksUri, policy, { requireHttps: true });
-    } catch (err) {
-      const detail = err instanceof Error ? `: ${err.message}` : '';
-      throw idpError('jwks_unavailable', err, `the identity provider's JWKS URI is not allowed${detail}`);
-    }
-    const remote = createRemoteJWKSet(url, {
-      timeoutDuration,
-      cooldownDuration,
-      cacheMaxAge,
-      [customFetch]: jwksFetch,
-    });
-    // jose rate-limits refetches for unknown kids (one per cooldown, concurrent misses share one request);
-    // this wrapper only separates "no such key" from "could not get keys".
-    return async (header, token) => {
-      try {
-        return await remote(header, token);
-      } catch (err) {
-        if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys) {
-          throw idpError('unknown_key', err);
-        }
-        throw idpError('jwks_unavailable', err);
-      }
-    };
-  }
 
   function keysFor(orgId: string, config: IdpConfig): Promise<JWTVerifyGetKey> {
     const fingerprint = `${config.issuer}\n${config.jwksUri}`;
     const cached = cache.get(orgId);
     if (cached && cached.fingerprint === fingerprint) return cached.keys;
-    const entry: CachedKeys = { fingerprint, keys: buildKeys(config) };
+    const entry: CachedKeys = { fingerprint, keys: buildKeys(config, policy, remoteOptions) };
     cache.set(orgId, entry);
     // A refused URI is not remembered: the next attempt checks again (the operator may fix DNS or the allow-list).
     entry.keys.catch(() => {

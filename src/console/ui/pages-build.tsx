@@ -112,6 +112,62 @@ function ToolEditor({ tool, orgId, onDone }: { tool: Tool; orgId: string; onDone
   );
 }
 
+/** A tool's row with its switches, and its editor below it while open. */
+function ToolRows({
+  tool: t,
+  editing,
+  orgId,
+  patch,
+  onEdit,
+  onEdited,
+}: {
+  tool: Tool;
+  editing: boolean;
+  orgId: string;
+  patch: (tool: Tool, body: Record<string, unknown>) => unknown;
+  onEdit: () => void;
+  onEdited: () => void;
+}) {
+  return (
+    <>
+      <tr key={t.id} data-testid={`tool-${t.tool_name}`}>
+        <td>
+          <strong>{t.name}</strong>
+          <p class="reason">{t.description}</p>
+        </td>
+        <td>{t.connector_name}</td>
+        <td>
+          <button type="button" class="secondary" aria-pressed={t.enabled} onClick={() => patch(t, { enabled: !t.enabled })}>
+            {t.enabled ? 'Enabled: disable' : 'Disabled: enable'}
+          </button>
+        </td>
+        <td>
+          <button type="button" class="secondary" aria-pressed={t.requires_approval} onClick={() => patch(t, { requires_approval: !t.requires_approval })}>
+            {t.requires_approval ? 'Held for approval: stop' : 'Not held: require approval'}
+          </button>
+        </td>
+        <td>
+          <button type="button" class="secondary" aria-pressed={t.read_only} onClick={() => patch(t, { read_only: !t.read_only })}>
+            {t.read_only ? 'Read-only' : 'Writable'}
+          </button>
+        </td>
+        <td>
+          <button type="button" class="secondary" onClick={onEdit}>
+            Edit
+          </button>
+        </td>
+      </tr>
+      {editing && (
+        <tr>
+          <td colSpan={6}>
+            <ToolEditor tool={t} orgId={orgId} onDone={onEdited} />
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
+
 export function ToolsPage({ session }: { session: SessionInfo }) {
   const connectors = useLoad(() => call(rest.listConnectors({ client })));
   const [connectorId, setConnectorId] = useState('');
@@ -153,47 +209,15 @@ export function ToolsPage({ session }: { session: SessionInfo }) {
           </thead>
           <tbody>
             {list.map((t) => (
-              <>
-                <tr key={t.id} data-testid={`tool-${t.tool_name}`}>
-                  <td>
-                    <strong>{t.name}</strong>
-                    <p class="reason">{t.description}</p>
-                  </td>
-                  <td>{t.connector_name}</td>
-                  <td>
-                    <button type="button" class="secondary" aria-pressed={t.enabled} onClick={() => patch(t, { enabled: !t.enabled })}>
-                      {t.enabled ? 'Enabled: disable' : 'Disabled: enable'}
-                    </button>
-                  </td>
-                  <td>
-                    <button
-                      type="button"
-                      class="secondary"
-                      aria-pressed={t.requires_approval}
-                      onClick={() => patch(t, { requires_approval: !t.requires_approval })}
-                    >
-                      {t.requires_approval ? 'Held for approval: stop' : 'Not held: require approval'}
-                    </button>
-                  </td>
-                  <td>
-                    <button type="button" class="secondary" aria-pressed={t.read_only} onClick={() => patch(t, { read_only: !t.read_only })}>
-                      {t.read_only ? 'Read-only' : 'Writable'}
-                    </button>
-                  </td>
-                  <td>
-                    <button type="button" class="secondary" onClick={() => setEditing(editing === t.id ? null : t.id)}>
-                      Edit
-                    </button>
-                  </td>
-                </tr>
-                {editing === t.id && (
-                  <tr>
-                    <td colSpan={6}>
-                      <ToolEditor tool={t} orgId={session.org_id} onDone={() => (setEditing(null), tools.reload())} />
-                    </td>
-                  </tr>
-                )}
-              </>
+              <ToolRows
+                key={t.id}
+                tool={t}
+                editing={editing === t.id}
+                orgId={session.org_id}
+                patch={patch}
+                onEdit={() => setEditing(editing === t.id ? null : t.id)}
+                onEdited={() => (setEditing(null), tools.reload())}
+              />
             ))}
           </tbody>
         </table>

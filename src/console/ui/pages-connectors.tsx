@@ -69,6 +69,34 @@ function configOf(d: ConnectorDraft) {
   return { host: d.host, ...(d.port ? { port: Number(d.port) } : {}), database: d.database, user: d.user, tls: d.tls, ...(schemas.length ? { schemas } : {}) };
 }
 
+type Field = (key: keyof ConnectorDraft, label: string, props?: Record<string, unknown>) => preact.JSX.Element;
+
+/** A SQL type's fields: where the database is, who signs in, TLS, schemas, and whether write tools are made. */
+function SqlFields({ d, set, field, editing }: { d: ConnectorDraft; set: (patch: Partial<ConnectorDraft>) => void; field: Field; editing: boolean }) {
+  return (
+    <>
+      {field('host', 'Host', { required: true })}
+      {field('port', 'Port', { inputMode: 'numeric', pattern: '[0-9]*' })}
+      {field('database', 'Database', { required: true })}
+      {field('user', 'User', { required: true })}
+      {field('credential', editing ? 'Password (leave empty to keep)' : 'Password', { type: 'password', autoComplete: 'off' })}
+      <div class="field">
+        <label for="c-tls">TLS</label>
+        <select id="c-tls" value={d.tls} onChange={(e) => set({ tls: e.currentTarget.value as ConnectorDraft['tls'] })}>
+          <option value="disable">disable</option>
+          <option value="require">require</option>
+          <option value="verify-full">verify-full</option>
+        </select>
+      </div>
+      {d.type === 'postgresql' && field('schemas', 'Schemas (comma-separated, optional)')}
+      <div class="field check">
+        <input id="c-write" type="checkbox" checked={d.allowWrite} onChange={(e) => set({ allowWrite: e.currentTarget.checked })} />
+        <label for="c-write">Allow write tools (insert/update)</label>
+      </div>
+    </>
+  );
+}
+
 /** The type's own form: database fields for SQL types, URL and headers for an MCP server. */
 function ConnectorForm({
   initial,
@@ -118,26 +146,7 @@ function ConnectorForm({
           {field('credential', editing ? 'Bearer token (leave empty to keep)' : 'Bearer token (optional)', { type: 'password', autoComplete: 'off' })}
         </>
       ) : (
-        <>
-          {field('host', 'Host', { required: true })}
-          {field('port', 'Port', { inputMode: 'numeric', pattern: '[0-9]*' })}
-          {field('database', 'Database', { required: true })}
-          {field('user', 'User', { required: true })}
-          {field('credential', editing ? 'Password (leave empty to keep)' : 'Password', { type: 'password', autoComplete: 'off' })}
-          <div class="field">
-            <label for="c-tls">TLS</label>
-            <select id="c-tls" value={d.tls} onChange={(e) => set({ tls: e.currentTarget.value as ConnectorDraft['tls'] })}>
-              <option value="disable">disable</option>
-              <option value="require">require</option>
-              <option value="verify-full">verify-full</option>
-            </select>
-          </div>
-          {d.type === 'postgresql' && field('schemas', 'Schemas (comma-separated, optional)')}
-          <div class="field check">
-            <input id="c-write" type="checkbox" checked={d.allowWrite} onChange={(e) => set({ allowWrite: e.currentTarget.checked })} />
-            <label for="c-write">Allow write tools (insert/update)</label>
-          </div>
-        </>
+        <SqlFields d={d} set={set} field={field} editing={editing} />
       )}
       <ErrorBox error={action.error} />
       <div class="buttons">
@@ -149,6 +158,80 @@ function ConnectorForm({
         </button>
       </div>
     </form>
+  );
+}
+
+/** A connector's status, its reason, and the upstream tools it does not serve (with why). */
+function ConnectorStatus({ c }: { c: Connector }) {
+  return (
+    <td>
+      <span class={`status status-${c.status}`} data-testid="connector-status">
+        {c.status}
+      </span>
+      {c.status_reason && <p class="reason">{c.status_reason}</p>}
+      {c.skipped_tools.length > 0 && (
+        <details class="reason" data-testid="connector-skipped">
+          <summary>{c.skipped_tools.length} upstream tools not served</summary>
+          <ul>
+            {c.skipped_tools.map((s, i) => (
+              <li key={i}>
+                <code>{s.name}</code>: {s.reason}
+              </li>
+            ))}
+          </ul>
+        </details>
+      )}
+    </td>
+  );
+}
+
+type OnConnector = (c: Connector) => unknown;
+
+function ConnectorsTable({
+  connectors,
+  onRevalidate,
+  onEdit,
+  onArchive,
+}: {
+  connectors: Connector[];
+  onRevalidate: OnConnector;
+  onEdit: OnConnector;
+  onArchive: OnConnector;
+}) {
+  return (
+    <table>
+      <caption class="sr-only">Connectors</caption>
+      <thead>
+        <tr>
+          <th scope="col">Name</th>
+          <th scope="col">Type</th>
+          <th scope="col">Status</th>
+          <th scope="col">Updated</th>
+          <th scope="col">Actions</th>
+        </tr>
+      </thead>
+      <tbody>
+        {connectors.map((c) => (
+          <tr key={c.id} data-testid={`connector-${c.name}`}>
+            <td>{c.name}</td>
+            <td>{c.type}</td>
+            <ConnectorStatus c={c} />
+            <td>{when(c.updated_at)}</td>
+            <td class="buttons">
+              <button type="button" class="secondary" onClick={() => onRevalidate(c)}>
+                Revalidate
+              </button>
+              <button type="button" class="secondary" onClick={() => onEdit(c)}>
+                Edit
+              </button>
+              <button type="button" class="danger" onClick={() => onArchive(c)}>
+                Archive
+              </button>
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
 
@@ -193,67 +276,15 @@ export function ConnectorsPage() {
       <ErrorBox error={list.error ?? action.error} />
       {list.data && connectors.length === 0 && <p>No connectors yet.</p>}
       {connectors.length > 0 && (
-        <table>
-          <caption class="sr-only">Connectors</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Type</th>
-              <th scope="col">Status</th>
-              <th scope="col">Updated</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {connectors.map((c) => (
-              <tr key={c.id} data-testid={`connector-${c.name}`}>
-                <td>{c.name}</td>
-                <td>{c.type}</td>
-                <td>
-                  <span class={`status status-${c.status}`} data-testid="connector-status">
-                    {c.status}
-                  </span>
-                  {c.status_reason && <p class="reason">{c.status_reason}</p>}
-                  {c.skipped_tools.length > 0 && (
-                    <details class="reason" data-testid="connector-skipped">
-                      <summary>{c.skipped_tools.length} upstream tools not served</summary>
-                      <ul>
-                        {c.skipped_tools.map((s, i) => (
-                          <li key={i}>
-                            <code>{s.name}</code>: {s.reason}
-                          </li>
-                        ))}
-                      </ul>
-                    </details>
-                  )}
-                </td>
-                <td>{when(c.updated_at)}</td>
-                <td class="buttons">
-                  <button
-                    type="button"
-                    class="secondary"
-                    onClick={() => action.run(() => call(rest.revalidateConnector({ client, path: { connectorId: c.id } }))).then(list.reload)}
-                  >
-                    Revalidate
-                  </button>
-                  <button type="button" class="secondary" onClick={() => setForm({ editing: c })}>
-                    Edit
-                  </button>
-                  <button
-                    type="button"
-                    class="danger"
-                    onClick={() =>
-                      confirm(`Archive the connector ${c.name}? Its tools disappear from the MCP server.`) &&
-                      action.run(() => call(rest.archiveConnector({ client, path: { connectorId: c.id } }))).then(list.reload)
-                    }
-                  >
-                    Archive
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <ConnectorsTable
+          connectors={connectors}
+          onRevalidate={(c) => action.run(() => call(rest.revalidateConnector({ client, path: { connectorId: c.id } }))).then(list.reload)}
+          onEdit={(c) => setForm({ editing: c })}
+          onArchive={(c) =>
+            confirm(`Archive the connector ${c.name}? Its tools disappear from the MCP server.`) &&
+            action.run(() => call(rest.archiveConnector({ client, path: { connectorId: c.id } }))).then(list.reload)
+          }
+        />
       )}
     </Page>
   );

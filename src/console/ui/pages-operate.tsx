@@ -1,6 +1,6 @@
 /** Pages for running the org: the approvals inbox, the audit log, API keys and OAuth clients. */
 import { useState } from 'preact/hooks';
-import { call, client, rest, type Approval, type AuditEvent, type SessionInfo } from './api.ts';
+import { call, client, rest, type ApiKey, type Approval, type AuditEvent, type OAuthClient, type SessionInfo } from './api.ts';
 import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when } from './kit.tsx';
 
 const ORDER: Record<string, number> = { pending: 0, executing: 1 };
@@ -71,6 +71,60 @@ function download(name: string, value: unknown) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
+/** Exports the filtered events, redacted, as a JSON download (admins). */
+function ExportButton({ filter, exporting }: { filter: { action: string; days: number }; exporting: ReturnType<typeof useAction> }) {
+  return (
+    <button
+      type="button"
+      class="secondary"
+      disabled={exporting.pending}
+      onClick={() =>
+        exporting.run(async () => {
+          const exported = await call(
+            rest.exportAuditEvents({ client, query: { redact: true, days: filter.days, ...(filter.action ? { action: filter.action } : {}) } }),
+          );
+          download(`audit-${new Date().toISOString().slice(0, 10)}.json`, exported);
+        })
+      }
+    >
+      Export (redacted)
+    </button>
+  );
+}
+
+function AuditTable({ events }: { events: AuditEvent[] }) {
+  return (
+    <table>
+      <caption class="sr-only">Audit events</caption>
+      <thead>
+        <tr>
+          <th scope="col">#</th>
+          <th scope="col">When</th>
+          <th scope="col">Action</th>
+          <th scope="col">Actor</th>
+          <th scope="col">Target</th>
+          <th scope="col">Outcome</th>
+        </tr>
+      </thead>
+      <tbody>
+        {events.map((e) => (
+          <tr key={e.id}>
+            <td>{e.seq}</td>
+            <td>{when(e.created_at)}</td>
+            <td>{e.action}</td>
+            <td>
+              {e.actor.type}
+              {e.actor.id ? `: ${e.actor.id}` : ''}
+            </td>
+            <td>{e.target_type ? `${e.target_type} ${e.target_id ?? ''}` : '—'}</td>
+            <td>{e.outcome}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
 export function AuditPage({ session }: { session: SessionInfo }) {
   const [action, setAction] = useState('');
   const [days, setDays] = useState('7');
@@ -109,54 +163,11 @@ export function AuditPage({ session }: { session: SessionInfo }) {
           <input id="a-days" inputMode="numeric" value={days} onInput={(e) => setDays(e.currentTarget.value)} />
         </div>
         <button type="submit">Filter</button>
-        {admin && (
-          <button
-            type="button"
-            class="secondary"
-            disabled={exporting.pending}
-            onClick={() =>
-              exporting.run(async () => {
-                const exported = await call(
-                  rest.exportAuditEvents({ client, query: { redact: true, days: filter.days, ...(filter.action ? { action: filter.action } : {}) } }),
-                );
-                download(`audit-${new Date().toISOString().slice(0, 10)}.json`, exported);
-              })
-            }
-          >
-            Export (redacted)
-          </button>
-        )}
+        {admin && <ExportButton filter={filter} exporting={exporting} />}
       </form>
       <ErrorBox error={page.error ?? exporting.error} />
       <Loading loading={page.loading} />
-      <table>
-        <caption class="sr-only">Audit events</caption>
-        <thead>
-          <tr>
-            <th scope="col">#</th>
-            <th scope="col">When</th>
-            <th scope="col">Action</th>
-            <th scope="col">Actor</th>
-            <th scope="col">Target</th>
-            <th scope="col">Outcome</th>
-          </tr>
-        </thead>
-        <tbody>
-          {events.map((e) => (
-            <tr key={e.id}>
-              <td>{e.seq}</td>
-              <td>{when(e.created_at)}</td>
-              <td>{e.action}</td>
-              <td>
-                {e.actor.type}
-                {e.actor.id ? `: ${e.actor.id}` : ''}
-              </td>
-              <td>{e.target_type ? `${e.target_type} ${e.target_id ?? ''}` : '—'}</td>
-              <td>{e.outcome}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <AuditTable events={events} />
       <div class="buttons">
         <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
           Newer
@@ -166,6 +177,80 @@ export function AuditPage({ session }: { session: SessionInfo }) {
         </button>
       </div>
     </Page>
+  );
+}
+
+type Revoke = (id: string, name: string) => unknown;
+
+function ApiKeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: Revoke }) {
+  return (
+    <table>
+      <caption class="sr-only">API keys</caption>
+      <thead>
+        <tr>
+          <th scope="col">Name</th>
+          <th scope="col">Prefix</th>
+          <th scope="col">Created</th>
+          <th scope="col">State</th>
+          <th scope="col">Actions</th>
+        </tr>
+      </thead>
+      <tbody>
+        {keys.map((k) => (
+          <tr key={k.id} data-testid={`key-${k.name}`}>
+            <td>{k.name}</td>
+            <td>
+              <code>{k.prefix}…</code>
+            </td>
+            <td>{when(k.created_at)}</td>
+            <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'}</td>
+            <td>
+              {!k.revoked_at && (
+                <button type="button" class="danger" onClick={() => onRevoke(k.id, k.name)}>
+                  Revoke
+                </button>
+              )}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function OAuthClientsTable({ clients, onRevoke }: { clients: OAuthClient[]; onRevoke: Revoke }) {
+  return (
+    <table>
+      <caption class="sr-only">OAuth clients</caption>
+      <thead>
+        <tr>
+          <th scope="col">Name</th>
+          <th scope="col">Client id</th>
+          <th scope="col">Scopes</th>
+          <th scope="col">State</th>
+          <th scope="col">Actions</th>
+        </tr>
+      </thead>
+      <tbody>
+        {clients.map((c) => (
+          <tr key={c.id}>
+            <td>{c.name}</td>
+            <td>
+              <code>{c.client_id}</code>
+            </td>
+            <td>{c.scopes.join(' ')}</td>
+            <td>{c.revoked_at ? `revoked ${when(c.revoked_at)}` : 'active'}</td>
+            <td>
+              {!c.revoked_at && (
+                <button type="button" class="danger" onClick={() => onRevoke(c.client_id, c.name)}>
+                  Revoke
+                </button>
+              )}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
 
@@ -220,37 +305,7 @@ export function CredentialsPage() {
         </button>
       </form>
       <Loading loading={keys.loading && !keys.data} />
-      <table>
-        <caption class="sr-only">API keys</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Prefix</th>
-            <th scope="col">Created</th>
-            <th scope="col">State</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(keys.data?.api_keys ?? []).map((k) => (
-            <tr key={k.id} data-testid={`key-${k.name}`}>
-              <td>{k.name}</td>
-              <td>
-                <code>{k.prefix}…</code>
-              </td>
-              <td>{when(k.created_at)}</td>
-              <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'}</td>
-              <td>
-                {!k.revoked_at && (
-                  <button type="button" class="danger" onClick={() => revokeKey(k.id, k.name)}>
-                    Revoke
-                  </button>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ApiKeysTable keys={keys.data?.api_keys ?? []} onRevoke={revokeKey} />
       <h2>OAuth clients</h2>
       <form class="inline-form" onSubmit={createClient}>
         <label for="client-name">Name of the new client</label>
@@ -267,37 +322,7 @@ export function CredentialsPage() {
           Create OAuth client
         </button>
       </form>
-      <table>
-        <caption class="sr-only">OAuth clients</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Client id</th>
-            <th scope="col">Scopes</th>
-            <th scope="col">State</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(clients.data?.oauth_clients ?? []).map((c) => (
-            <tr key={c.id}>
-              <td>{c.name}</td>
-              <td>
-                <code>{c.client_id}</code>
-              </td>
-              <td>{c.scopes.join(' ')}</td>
-              <td>{c.revoked_at ? `revoked ${when(c.revoked_at)}` : 'active'}</td>
-              <td>
-                {!c.revoked_at && (
-                  <button type="button" class="danger" onClick={() => revokeClient(c.client_id, c.name)}>
-                    Revoke
-                  </button>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <OAuthClientsTable clients={clients.data?.oauth_clients ?? []} onRevoke={revokeClient} />
     </Page>
   );
 }

@@ -151,6 +151,54 @@ function Deliveries({ webhook }: { webhook: Webhook }) {
   );
 }
 
+type OnWebhook = (w: Webhook) => unknown;
+
+function WebhooksTable({
+  webhooks,
+  onDeliveries,
+  onToggle,
+  onDelete,
+}: {
+  webhooks: Webhook[];
+  onDeliveries: OnWebhook;
+  onToggle: OnWebhook;
+  onDelete: OnWebhook;
+}) {
+  return (
+    <table>
+      <caption class="sr-only">Webhooks</caption>
+      <thead>
+        <tr>
+          <th scope="col">URL</th>
+          <th scope="col">Events</th>
+          <th scope="col">State</th>
+          <th scope="col">Actions</th>
+        </tr>
+      </thead>
+      <tbody>
+        {webhooks.map((w) => (
+          <tr key={w.id}>
+            <td>{w.url}</td>
+            <td>{w.events.join(', ')}</td>
+            <td>{w.enabled ? 'enabled' : `disabled${w.disabled_reason ? ` (${w.disabled_reason})` : ''}`}</td>
+            <td class="buttons">
+              <button type="button" class="secondary" onClick={() => onDeliveries(w)}>
+                Deliveries
+              </button>
+              <button type="button" class="secondary" onClick={() => onToggle(w)}>
+                {w.enabled ? 'Disable' : 'Enable'}
+              </button>
+              <button type="button" class="danger" onClick={() => onDelete(w)}>
+                Delete
+              </button>
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
 export function WebhooksPage() {
   const list = useLoad(() => call(rest.listWebhooks({ client })));
   const [url, setUrl] = useState('');
@@ -195,50 +243,14 @@ export function WebhooksPage() {
       </form>
       <Loading loading={list.loading && !list.data} />
       <ErrorBox error={list.error ?? action.error} />
-      <table>
-        <caption class="sr-only">Webhooks</caption>
-        <thead>
-          <tr>
-            <th scope="col">URL</th>
-            <th scope="col">Events</th>
-            <th scope="col">State</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(list.data?.webhooks ?? []).map((w) => (
-            <tr key={w.id}>
-              <td>{w.url}</td>
-              <td>{w.events.join(', ')}</td>
-              <td>{w.enabled ? 'enabled' : `disabled${w.disabled_reason ? ` (${w.disabled_reason})` : ''}`}</td>
-              <td class="buttons">
-                <button type="button" class="secondary" onClick={() => setOpen(open === w.id ? null : w.id)}>
-                  Deliveries
-                </button>
-                <button
-                  type="button"
-                  class="secondary"
-                  onClick={() =>
-                    action.run(() => call(rest.updateWebhook({ client, path: { webhookId: w.id }, body: { enabled: !w.enabled } }))).then(list.reload)
-                  }
-                >
-                  {w.enabled ? 'Disable' : 'Enable'}
-                </button>
-                <button
-                  type="button"
-                  class="danger"
-                  onClick={() =>
-                    confirm(`Delete the webhook to ${w.url}?`) &&
-                    action.run(() => call(rest.deleteWebhook({ client, path: { webhookId: w.id } }))).then(list.reload)
-                  }
-                >
-                  Delete
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <WebhooksTable
+        webhooks={list.data?.webhooks ?? []}
+        onDeliveries={(w) => setOpen(open === w.id ? null : w.id)}
+        onToggle={(w) => action.run(() => call(rest.updateWebhook({ client, path: { webhookId: w.id }, body: { enabled: !w.enabled } }))).then(list.reload)}
+        onDelete={(w) =>
+          confirm(`Delete the webhook to ${w.url}?`) && action.run(() => call(rest.deleteWebhook({ client, path: { webhookId: w.id } }))).then(list.reload)
+        }
+      />
       {open && list.data?.webhooks.find((w) => w.id === open) && <Deliveries webhook={list.data.webhooks.find((w) => w.id === open)!} />}
     </Page>
   );
