@@ -2,7 +2,7 @@
  * The /docs explorer: the page is @elysiajs/swagger's Scalar page over the hand-written contract at /openapi.json,
  * and the Scalar bundle it loads (`scalarCDN`) is served by the gateway itself, so it renders with no internet.
  * The bundle is Scalar's single-file browser build, vendored in vendor/scalar-api-reference/ (3.6 MB) instead of
- * the @scalar/api-reference package, whose tree installs 160 MB for that one file (docs/install.md, decision 0222).
+ * the @scalar/api-reference package, whose tree is 299 packages and 243 MB for that one file (docs/install.md, decision 0222).
  *
  * The plugin is not `.use()`d on the router: it would also register a spec route derived from the Elysia routes at
  * its `specPath`, and the routes of this app are the contract's operations (getDocs/getDocsAsset), not the plugin's.
