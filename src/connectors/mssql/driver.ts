@@ -2,7 +2,7 @@
  * The `mssql` connector driver (SQL Server, Azure SQL): the `mssql` package over tedious, one ConnectionPool per
  * connector, one tool per table or view. Calls are read-only (docs/decisions/0116-new-types-read-only.md):
  *
- *  - the guard (sqlguard/mssql.ts) admits one SELECT over the tool's table;
+ *  - the guard (guard/guard.ts) admits one SELECT over the tool's table;
  *  - SQL Server has no read-only transaction, so each call runs inside a transaction that is always rolled back,
  *    under SNAPSHOT isolation when the database allows it (no shared locks held on the rows it reads; otherwise
  *    READ COMMITTED), with SET LOCK_TIMEOUT; docs/connectors.md recommends a login holding only SELECT on the exposed
@@ -31,7 +31,7 @@ import { dialChecked } from '../../net/dial.ts';
 import type { OutboundPolicy } from '../../net/policy.ts';
 import { int64TextToJson, toJsonSafe } from '../shared/jsonsafe.ts';
 import { DEFAULT_MSSQL_PORT, mssqlConfigSchema } from './config.ts';
-import { guardMssqlSql } from '../sqlguard/mssql.ts';
+import { guardMssqlSql } from './guard/guard.ts';
 import { isReadOnlyRefusal, prepareReadOnlyCall, type ReadOnlyCall } from '../shared/readonly-prepare.ts';
 
 export const DEFAULT_MSSQL_SCHEMAS = ['dbo'];

@@ -2,7 +2,7 @@
 import mysql from 'mysql2/promise';
 import type { Connection as CoreConnection } from 'mysql2';
 import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
-import type { guardMysqlSql } from '../sqlguard/mysql.ts';
+import type { guardMysqlSql } from './guard/guard.ts';
 import { errorResult, RowCollector, type Row } from '../shared/result.ts';
 import { isRefusal, prepareCall, type Dialect } from '../shared/prepare.ts';
 import { applySession, flavourOf, forgetSession, type MyPool } from './pool.ts';
@@ -230,7 +230,7 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
 let mysqlGuard: typeof guardMysqlSql | null = null;
 let loadingGuard: Promise<void> | null = null;
 export function loadMysqlGuard(): Promise<void> {
-  loadingGuard ??= import('../sqlguard/mysql.ts').then(
+  loadingGuard ??= import('./guard/guard.ts').then(
     (guard) => void (mysqlGuard = guard.guardMysqlSql),
     (err) => {
       loadingGuard = null;

@@ -2,7 +2,7 @@
  * The `oracle` connector driver: node-oracledb in thin mode (pure JavaScript, no Instant Client), one pool per
  * connector, one tool per table or view. Calls are read-only (docs/decisions/0116-new-types-read-only.md):
  *
- *  - the guard (sqlguard/oracle.ts) admits one SELECT over the tool's table;
+ *  - the guard (guard/guard.ts) admits one SELECT over the tool's table;
  *  - every call runs in a transaction opened with SET TRANSACTION READ ONLY (the server refuses any write in it,
  *    ORA-01456) and is rolled back; CURRENT_SCHEMA is the tool's schema, so one-part names resolve there;
  *  - rows are read through a result set and the cursor closed at the row or byte cap; the statement timeout is
@@ -28,7 +28,7 @@ import { netErrorCode } from '../shared/netcause.ts';
 import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
 import { decimalTextToJson, timestampTextToIso, timestamptzTextToIso, toJsonSafe } from '../shared/jsonsafe.ts';
 import { DEFAULT_ORACLE_PORT, oracleConfigSchema } from './config.ts';
-import { guardOracleSql } from '../sqlguard/oracle.ts';
+import { guardOracleSql } from './guard/guard.ts';
 import { isReadOnlyRefusal, prepareReadOnlyCall, type ReadOnlyCall } from '../shared/readonly-prepare.ts';
 
 /** Accounts of the server itself: their objects are never exposed. */

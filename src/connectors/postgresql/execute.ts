@@ -1,6 +1,6 @@
 /** Runs one guarded tool call on postgres: arguments, guard, row-limiting wrapper, the right runner, result shaping. */
 import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
-import { guardPostgresSql } from '../sqlguard/postgres.ts';
+import { guardPostgresSql } from './guard/guard.ts';
 import { errorResult, RowCollector } from '../shared/result.ts';
 import { isRefusal, prepareCall, type Dialect } from '../shared/prepare.ts';
 import { isRowTooLarge, pgCallErrorText, ROW_TOO_LARGE, type PgErrorContext } from './errors.ts';

@@ -1,5 +1,5 @@
 /** The steps every SQL driver takes before it runs a call: arguments, the dialect's guard, the write check, the row-limit wrapper. */
-import type { GuardOptions, GuardResult, StatementKind } from '../sqlguard/types.ts';
+import type { GuardOptions, GuardResult, StatementKind } from './sqlguard/types.ts';
 import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
 import { parseCallArgs, refusedResult } from './result.ts';
 import { checkWrappable } from './sqltext.ts';
@@ -15,7 +15,7 @@ export interface PreparedCall {
   maxRows: number;
   /**
    * The statement's shape when the guard computed one (PostgreSQL reads and writes), with the wrapper's numbers for
-   * a read: texts of one shape resolve alike on the server (sqlguard/postgres-shape.ts).
+   * a read: texts of one shape resolve alike on the server (postgresql/guard/shape.ts).
    */
   shape?: string;
 }

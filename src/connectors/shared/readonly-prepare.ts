@@ -3,7 +3,7 @@
  * No row-limiting wrapper (T-SQL refuses ORDER BY in a derived table, and both types stop reading at the cap and
  * cancel instead), so the guard's one-statement verdict is what runs.
  */
-import type { GuardOptions, GuardResult } from '../sqlguard/types.ts';
+import type { GuardOptions, GuardResult } from './sqlguard/types.ts';
 import type { ExecutionContext, SqlToolSpec, ToolResult } from '../types.ts';
 import { parseCallArgs, refusedResult } from './result.ts';
 

@@ -1,17 +1,9 @@
 /** PostgreSQL guard: the walk over the parse tree (table references, CTE scoping) and the names used in refusals. */
 
-import type { GuardOptions } from './types.ts';
-import { type AnyObj, Refusal, clip, isObj } from './common.ts';
-import { checkFunction } from './postgres-functions.ts';
-import {
-  DDL_NODES,
-  DDL_ONLY_TYPE_NAMES,
-  QUERY_NODES,
-  SAFE_ALTER_SUBTYPES,
-  SAFE_TABLESAMPLE_METHODS,
-  SAFE_TYPE_NAMES,
-  UNWRAPPED_FIELDS,
-} from './postgres-nodes.ts';
+import type { GuardOptions } from '../../shared/sqlguard/types.ts';
+import { type AnyObj, Refusal, clip, isObj } from '../../shared/sqlguard/common.ts';
+import { checkFunction } from './functions.ts';
+import { DDL_NODES, DDL_ONLY_TYPE_NAMES, QUERY_NODES, SAFE_ALTER_SUBTYPES, SAFE_TABLESAMPLE_METHODS, SAFE_TYPE_NAMES, UNWRAPPED_FIELDS } from './nodes.ts';
 
 export interface WalkState {
   readonly opts: GuardOptions;

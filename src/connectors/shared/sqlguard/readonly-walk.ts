@@ -11,7 +11,7 @@
 import { parse as parseSql } from '@guanmingchiu/sqlparser-ts';
 import type { GuardOptions, GuardResult } from './types.ts';
 import { type AnyObj, MAX_SQL_LENGTH, Refusal, allow, clip, isObj, tableLabel } from './common.ts';
-import { variantOf } from './mysql-walk.ts';
+import { variantOf } from '../../mysql/guard/walk.ts';
 import {
   type CteScope,
   type Frame,
