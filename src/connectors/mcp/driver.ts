@@ -3,7 +3,7 @@ import type { McpConfig } from '../../../generated/client/types.gen.ts';
 import { OutboundFetchError, OutboundRefusedError, parseOutboundPolicy, type OutboundPolicy } from '../../net/outbound.ts';
 import { admissionOf, busyText, ConnectorBusyError, PoolRegistry } from '../shared/pools.ts';
 import { errorResult } from '../shared/result.ts';
-import { ConnectorError, type ConnectorDriver, type SourceEnv, type ToolResult } from '../types.ts';
+import { type CallContext, ConnectorError, type ConnectorDriver, type SourceEnv, type ToolResult } from '../types.ts';
 import { reservedHeader, UpstreamProtocolError, UpstreamRpcError, UpstreamSession, type UpstreamLimits } from './client.ts';
 import { mcpConfigSchema } from './config.ts';
 import { MAX_UPSTREAM_TOOLS, upstreamToolSpecs, type McpTarget } from './tools.ts';
@@ -76,7 +76,7 @@ function checkHeaders(config: McpConfig): void {
   if (reserved) throw new ConnectorError(`config.headers may not set ${reserved}: the gateway sets it (credentials belong in credential).`, 'invalid_config');
 }
 
-export const mcpDriver: ConnectorDriver<McpConfig, McpTarget> = {
+export const mcpDriver: ConnectorDriver<McpConfig, McpTarget, CallContext<McpConfig>> = {
   type: 'mcp',
   kind: 'mcp',
   configSchema: mcpConfigSchema,

@@ -11,16 +11,8 @@
  *    byte cap, at tedious' requestTimeout (the statement timeout) and when the call is aborted.
  */
 import sql from 'mssql';
-import {
-  ConnectorError,
-  type ConnectorDriver,
-  type DatabaseConfig,
-  type ExecutionContext,
-  type SqlTarget,
-  type SqlToolSpec,
-  type ToolResult,
-} from '../types.ts';
-import { admissionOf, busyText, ConnectorBusyError, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
+import { ConnectorError, type DatabaseConfig, type ExecutionContext, type SqlTarget, type SqlToolSpec, type ToolResult } from '../types.ts';
+import { busyText, ConnectorBusyError, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
 import { errorResult, RowCollector, type Row } from '../shared/result.ts';
 import { toolNames } from '../shared/naming.ts';
@@ -32,7 +24,8 @@ import type { OutboundPolicy } from '../../net/policy.ts';
 import { int64TextToJson, toJsonSafe } from '../shared/jsonsafe.ts';
 import { DEFAULT_MSSQL_PORT, mssqlConfigSchema } from './config.ts';
 import { guardMssqlSql } from './guard/guard.ts';
-import { isReadOnlyRefusal, prepareReadOnlyCall, type ReadOnlyCall } from '../shared/readonly-prepare.ts';
+import type { PreparedCall } from '../shared/prepare.ts';
+import { defineSqlDriver } from '../shared/sql-driver.ts';
 
 export const DEFAULT_MSSQL_SCHEMAS = ['dbo'];
 /** Schemas of the server's own catalogs: never exposed. */
@@ -286,7 +279,7 @@ function rowFixer(columns: Record<string, { type?: { declaration?: string } }>):
 
 const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(new Error(code), { code });
 
-async function executeMssql(pool: sql.ConnectionPool, tool: SqlToolSpec, prepared: ReadOnlyCall, ctx: ExecutionContext): Promise<ToolResult> {
+async function executeMssql(pool: sql.ConnectionPool, tool: SqlToolSpec, prepared: PreparedCall, ctx: ExecutionContext): Promise<ToolResult> {
   const errCtx = errorContext(ctx.config, ctx.credential, ctx.limits);
   if (ctx.signal?.aborted) return errorResult(callErrorText(failure('ABORTED'), errCtx));
   const collector = new RowCollector(prepared.maxRows, ctx.limits.maxResultBytes);
@@ -328,7 +321,7 @@ async function executeMssql(pool: sql.ConnectionPool, tool: SqlToolSpec, prepare
       let error: unknown = null;
       req.on('error', (err: unknown) => (error ??= err));
       req.on('done', () => settle(error));
-      req.query(prepared.sql);
+      req.query(prepared.statement);
     });
     return collector.result();
   } catch (err) {
@@ -339,11 +332,11 @@ async function executeMssql(pool: sql.ConnectionPool, tool: SqlToolSpec, prepare
   }
 }
 
-export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
-  type: 'mssql',
-  kind: 'database',
+export const mssqlDriver = defineSqlDriver({
+  dialect: { name: 'mssql', guard: guardMssqlSql },
   readOnly: true,
   configSchema: mssqlConfigSchema,
+  pools,
 
   async validate(_connectorId, config, credential, env = {}) {
     try {
@@ -374,27 +367,9 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     }
   },
 
-  async execute(tool, args, ctx) {
-    // Checked at every call: this driver connects by name itself, so the policy sees the name's current answer here.
-    const refused = await refusedTargetText(ctx.outbound, ctx.config, DEFAULT_MSSQL_PORT);
-    if (refused) return errorResult(refused);
-    // The guard decides before any connection is made: a refused call never reaches the server.
-    const prepared = prepareReadOnlyCall(guardMssqlSql, tool, args, ctx);
-    if (isReadOnlyRefusal(prepared)) return prepared;
-    try {
-      return await pools.use(
-        ctx.connectorId,
-        ctx.config,
-        ctx.credential,
-        async (p) => executeMssql(await ready(p), tool, prepared, ctx),
-        { statementTimeoutMs: ctx.limits.statementTimeoutMs, outbound: ctx.outbound },
-        admissionOf(ctx.limits, ctx.signal),
-      );
-    } catch (err) {
-      return errorResult(callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits)));
-    }
-  },
-
-  close: (connectorId) => pools.close(connectorId),
-  closeAll: () => pools.closeAll(),
-};
+  // Checked at every call: this driver connects by name itself, so the policy sees the name's current answer here.
+  precheck: (ctx) => refusedTargetText(ctx.outbound, ctx.config, DEFAULT_MSSQL_PORT),
+  openWith: (ctx) => ({ statementTimeoutMs: ctx.limits.statementTimeoutMs, outbound: ctx.outbound }),
+  run: async (p, tool, prepared, ctx) => executeMssql(await ready(p), tool, prepared, ctx),
+  callErrorText: (err, ctx) => callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits)),
+});

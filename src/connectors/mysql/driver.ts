@@ -1,13 +1,13 @@
 /** The `mysql` connector driver (MySQL and MariaDB): mysql2 pools per connector, one tool per table or view. */
 import mysql from 'mysql2/promise';
-import { ConnectorError, type ConnectorDriver, type SqlTarget, type DatabaseConfig, type SqlToolSpec } from '../types.ts';
-import { admissionOf, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
-import { errorResult } from '../shared/result.ts';
+import { ConnectorError, type DatabaseConfig, type SqlToolSpec } from '../types.ts';
+import { PoolRegistry, type PoolSettings } from '../shared/pools.ts';
+import { defineSqlDriver } from '../shared/sql-driver.ts';
 import { DEFAULT_MYSQL_PORT, mysqlConfigSchema } from './config.ts';
 import { applySession, endMyPool, flavourOf, mysqlOptions, openMyPool, type MyOpen, type MyPool } from './pool.ts';
 import { exposedSchemas, introspectMysql, readNameMode } from './introspect.ts';
 import { isSystemDatabase, sameName } from './guard/names.ts';
-import { executeMysql, loadMysqlGuard } from './execute.ts';
+import { loadMysqlGuard, MYSQL_DIALECT, mysqlGuardReady, runMysqlCall } from './execute.ts';
 import { myCallErrorText, myConnectorError, type MyErrorContext } from './errors.ts';
 
 const pools = new PoolRegistry<MyPool, MyOpen>({ type: 'mysql', open: openMyPool, end: endMyPool });
@@ -26,10 +26,10 @@ function errorContext(config: DatabaseConfig, credential: string | null): MyErro
   return { config, credential, connectTimeoutMs: pools.currentSettings.connectTimeoutMs };
 }
 
-export const mysqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
-  type: 'mysql',
-  kind: 'database',
+export const mysqlDriver = defineSqlDriver<MyPool, MyOpen>({
+  dialect: MYSQL_DIALECT,
   configSchema: mysqlConfigSchema,
+  pools,
 
   async validate(_connectorId, config, credential, env = {}) {
     // A throwaway connection: credentials under test must not replace a working pool.
@@ -82,22 +82,9 @@ export const mysqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     }
   },
 
-  async execute(tool, args, ctx) {
-    try {
-      return await pools.use(
-        ctx.connectorId,
-        ctx.config,
-        ctx.credential,
-        (p) => executeMysql(p, tool, args, ctx, pools.currentSettings.connectTimeoutMs),
-        { outbound: ctx.outbound },
-        admissionOf(ctx.limits, ctx.signal),
-      );
-    } catch (err) {
-      // executeMysql does not throw; this is the pool failing in an unexpected way.
-      return errorResult(myCallErrorText(err, errorContext(ctx.config, ctx.credential)));
-    }
-  },
-
-  close: (connectorId) => pools.close(connectorId),
-  closeAll: () => pools.closeAll(),
-};
+  precheck: () => mysqlGuardReady(),
+  openWith: (ctx) => ({ outbound: ctx.outbound }),
+  run: (p, tool, prepared, ctx) => runMysqlCall(p, tool, prepared, ctx, pools.currentSettings.connectTimeoutMs),
+  // runMysqlCall does not throw; this is the pool failing in an unexpected way.
+  callErrorText: (err, ctx) => myCallErrorText(err, errorContext(ctx.config, ctx.credential)),
+});

@@ -10,16 +10,8 @@
  *    connection is dropped from the pool); an aborted call is broken the same way (connection.break()).
  */
 import oracledb from 'oracledb';
-import {
-  ConnectorError,
-  type ConnectorDriver,
-  type DatabaseConfig,
-  type ExecutionContext,
-  type SqlTarget,
-  type SqlToolSpec,
-  type ToolResult,
-} from '../types.ts';
-import { admissionOf, busyText, ConnectorBusyError, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
+import { ConnectorError, type DatabaseConfig, type ExecutionContext, type SqlToolSpec, type ToolResult } from '../types.ts';
+import { busyText, ConnectorBusyError, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
 import { errorResult, RowCollector, type Row } from '../shared/result.ts';
 import { toolNames } from '../shared/naming.ts';
@@ -29,7 +21,8 @@ import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
 import { decimalTextToJson, timestampTextToIso, timestamptzTextToIso, toJsonSafe } from '../shared/jsonsafe.ts';
 import { DEFAULT_ORACLE_PORT, oracleConfigSchema } from './config.ts';
 import { guardOracleSql } from './guard/guard.ts';
-import { isReadOnlyRefusal, prepareReadOnlyCall, type ReadOnlyCall } from '../shared/readonly-prepare.ts';
+import type { PreparedCall } from '../shared/prepare.ts';
+import { defineSqlDriver } from '../shared/sql-driver.ts';
 
 /** Accounts of the server itself: their objects are never exposed. */
 const SYSTEM_SCHEMAS = new Set([
@@ -285,7 +278,7 @@ async function applySession(conn: oracledb.Connection, schema: string): Promise<
 
 const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(new Error(code), { code });
 
-async function executeOracle(pool: oracledb.Pool, tool: SqlToolSpec, prepared: ReadOnlyCall, ctx: ExecutionContext): Promise<ToolResult> {
+async function executeOracle(pool: oracledb.Pool, tool: SqlToolSpec, prepared: PreparedCall, ctx: ExecutionContext): Promise<ToolResult> {
   const errCtx = errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs);
   if (ctx.signal?.aborted) return errorResult(callErrorText(failure('ABORTED'), errCtx));
   const collector = new RowCollector(prepared.maxRows, ctx.limits.maxResultBytes);
@@ -309,7 +302,7 @@ async function executeOracle(pool: oracledb.Pool, tool: SqlToolSpec, prepared: R
       aborted = true;
       throw failure('ABORTED');
     }
-    const result = await conn.execute<Row>(prepared.sql, [], {
+    const result = await conn.execute<Row>(prepared.statement, [], {
       resultSet: true,
       outFormat: oracledb.OUT_FORMAT_OBJECT,
       fetchArraySize: Math.min(prepared.maxRows + 1, 1000),
@@ -341,11 +334,11 @@ async function executeOracle(pool: oracledb.Pool, tool: SqlToolSpec, prepared: R
   }
 }
 
-export const oracleDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
-  type: 'oracle',
-  kind: 'database',
+export const oracleDriver = defineSqlDriver({
+  dialect: { name: 'oracle', guard: guardOracleSql },
   readOnly: true,
   configSchema: oracleConfigSchema,
+  pools,
 
   async validate(_connectorId, config, credential, env = {}) {
     try {
@@ -384,27 +377,8 @@ export const oracleDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     }
   },
 
-  async execute(tool, args, ctx) {
-    // Checked at every call: this driver connects by name itself, so the policy sees the name's current answer here.
-    const refused = await refusedTargetText(ctx.outbound, ctx.config, DEFAULT_ORACLE_PORT);
-    if (refused) return errorResult(refused);
-    // The guard decides before any connection is made: a refused call never reaches the server.
-    const prepared = prepareReadOnlyCall(guardOracleSql, tool, args, ctx);
-    if (isReadOnlyRefusal(prepared)) return prepared;
-    try {
-      return await pools.use(
-        ctx.connectorId,
-        ctx.config,
-        ctx.credential,
-        async (p) => executeOracle(await poolOf(p), tool, prepared, ctx),
-        undefined,
-        admissionOf(ctx.limits, ctx.signal),
-      );
-    } catch (err) {
-      return errorResult(callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs)));
-    }
-  },
-
-  close: (connectorId) => pools.close(connectorId),
-  closeAll: () => pools.closeAll(),
-};
+  // Checked at every call: this driver connects by name itself, so the policy sees the name's current answer here.
+  precheck: (ctx) => refusedTargetText(ctx.outbound, ctx.config, DEFAULT_ORACLE_PORT),
+  run: async (p, tool, prepared, ctx) => executeOracle(await poolOf(p), tool, prepared, ctx),
+  callErrorText: (err, ctx) => callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs)),
+});

@@ -1,14 +1,14 @@
 /** The `postgresql` connector driver: postgres.js pools per connector, one tool per table or view. */
-import { ConnectorError, type ConnectorDriver, type SqlTarget, type DatabaseConfig, type ExecutionLimits, type SqlToolSpec } from '../types.ts';
-import { admissionOf, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
-import { errorResult } from '../shared/result.ts';
+import { ConnectorError, type DatabaseConfig, type ExecutionLimits, type SqlToolSpec } from '../types.ts';
+import { PoolRegistry, type PoolSettings } from '../shared/pools.ts';
+import { defineSqlDriver } from '../shared/sql-driver.ts';
 import { DEFAULT_PG_PORT, postgresqlConfigSchema } from './config.ts';
 import { endPgPool, openPgPool, type PgOpen, type PgPool, type PgSession } from './pool.ts';
 import { dialChecked } from '../../net/dial.ts';
 import { embeddedDatabaseFor } from '../shared/embedded.ts';
 import type { OutboundPolicy } from '../../net/policy.ts';
 import { introspectPg, DEFAULT_PG_SCHEMAS } from './introspect.ts';
-import { executePg } from './execute.ts';
+import { PG_DIALECT, runPgCall, type PgExecutionContext } from './execute.ts';
 import { TEMP_PRIVILEGE_MISSING } from './resolution.ts';
 import { pgCallErrorText, pgConnectorError, type PgErrorContext } from './errors.ts';
 
@@ -70,10 +70,10 @@ function errorContext(config: DatabaseConfig, credential: string | null): PgErro
   return { config, credential, connectTimeoutMs: pools.currentSettings.connectTimeoutMs };
 }
 
-export const postgresqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
-  type: 'postgresql',
-  kind: 'database',
+export const postgresqlDriver = defineSqlDriver<PgPool, PgOpen, PgExecutionContext>({
+  dialect: PG_DIALECT,
   configSchema: postgresqlConfigSchema,
+  pools,
 
   async validate(_connectorId, config, credential, env = {}) {
     try {
@@ -101,24 +101,10 @@ export const postgresqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     }
   },
 
-  async execute(tool, args, ctx) {
-    try {
-      // The call that opens the pool gives its connections their session defaults, so that reads on the first
-      // schema's tools under the same limits can take the one-statement path (see run.ts).
-      return await pools.use(
-        ctx.connectorId,
-        ctx.config,
-        ctx.credential,
-        (pool) => executePg(pool, tool, args, ctx, pools.currentSettings.connectTimeoutMs),
-        { session: sessionFor(ctx.config, ctx.limits), socket: socketFor(ctx.config, ctx) },
-        admissionOf(ctx.limits, ctx.signal),
-      );
-    } catch (err) {
-      // executePg does not throw; this is the guard module or the pool failing in an unexpected way.
-      return errorResult(pgCallErrorText(err, errorContext(ctx.config, ctx.credential)));
-    }
-  },
-
-  close: (connectorId) => pools.close(connectorId),
-  closeAll: () => pools.closeAll(),
-};
+  // The call that opens the pool gives its connections their session defaults, so that reads on the first schema's
+  // tools under the same limits can take the one-statement path (see run.ts).
+  openWith: (ctx) => ({ session: sessionFor(ctx.config, ctx.limits), socket: socketFor(ctx.config, ctx) }),
+  run: (pool, tool, prepared, ctx) => runPgCall(pool, tool, prepared, ctx, pools.currentSettings.connectTimeoutMs),
+  // runPgCall does not throw; this is the pool failing in an unexpected way.
+  callErrorText: (err, ctx) => pgCallErrorText(err, errorContext(ctx.config, ctx.credential)),
+});
