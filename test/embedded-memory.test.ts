@@ -43,7 +43,7 @@ test('building a gateway does not load the MySQL guard parser (it loads with the
   // A fresh process: the test runner shares one module registry between suites, some of which import the guard.
   const script = `await import(${JSON.stringify(`${import.meta.dir}/../src/gateway.ts`)});
 const loaded = (needle) => Object.keys(require.cache).some((k) => k.includes(needle));
-console.log(JSON.stringify([loaded('sqlparser-ts'), loaded('sqlguard/mysql.ts'), loaded('connectors/mysql/index.ts')]));`;
+console.log(JSON.stringify([loaded('sqlparser-ts'), loaded('connectors/mysql/guard/guard.ts'), loaded('connectors/mysql/driver.ts')]));`;
   const child = Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'inherit' });
   const out = await new Response(child.stdout).text();
   expect(await child.exited).toBe(0);

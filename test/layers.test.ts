@@ -26,7 +26,7 @@ function sqlAllowed(file: string): boolean {
     /(^|\/)repository\.ts$/.test(file) ||
     file.startsWith('store/') ||
     /-statements\.ts$/.test(file) ||
-    // connectors/<type>/ (one driver each), connectors/shared/ (their common code), connectors/sqlguard/ (the guard)
+    // connectors/<type>/ (one driver each), connectors/shared/ (their common code, the guards' shared part in shared/sqlguard/)
     /^connectors\/[^/]+\//.test(file)
   );
 }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { PG_URL, serviceAvailable } from '../support/services.ts';
-import { configurePostgresqlPools, postgresqlDriver, postgresqlPoolFor } from '../../src/connectors/postgresql/index.ts';
+import { configurePostgresqlPools, postgresqlDriver, postgresqlPoolFor } from '../../src/connectors/postgresql/driver.ts';
 import { runPgFast, runPgStatement } from '../../src/connectors/postgresql/run.ts';
 import { getDriver } from '../../src/connectors/index.ts';
 import { pgCallErrorText } from '../../src/connectors/postgresql/errors.ts';

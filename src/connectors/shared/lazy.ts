@@ -3,15 +3,15 @@
  * loads on first use: a gateway without a connector of that type never pays for it (docs/performance.md, Memory).
  * The mongodb, mssql and oracle drivers register this way.
  */
-import type { ConnectorDriver } from '../types.ts';
+import type { CallContext, ConnectorDriver, ExecutionContext } from '../types.ts';
 
-export function lazyDriver<C, T>(
-  meta: Pick<ConnectorDriver<C, T>, 'type' | 'kind' | 'configSchema' | 'readOnly'>,
-  load: () => Promise<ConnectorDriver<C, T>>,
-): ConnectorDriver<C, T> {
-  let loaded: ConnectorDriver<C, T> | null = null;
-  let loading: Promise<ConnectorDriver<C, T>> | null = null;
-  const impl = (): Promise<ConnectorDriver<C, T>> => {
+export function lazyDriver<C, T, X extends CallContext<C> = ExecutionContext<C>>(
+  meta: Pick<ConnectorDriver<C, T, X>, 'type' | 'kind' | 'configSchema' | 'readOnly'>,
+  load: () => Promise<ConnectorDriver<C, T, X>>,
+): ConnectorDriver<C, T, X> {
+  let loaded: ConnectorDriver<C, T, X> | null = null;
+  let loading: Promise<ConnectorDriver<C, T, X>> | null = null;
+  const impl = (): Promise<ConnectorDriver<C, T, X>> => {
     loading ??= load().then(
       (d) => (loaded = d),
       (err) => {

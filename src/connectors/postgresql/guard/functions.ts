@@ -1,6 +1,6 @@
 /** PostgreSQL guard: the allow-list of functions an agent may call, and the check applied to each call. */
 
-import { Refusal, clip } from './common.ts';
+import { Refusal, clip } from '../../shared/sqlguard/common.ts';
 
 /** Side-effect-free built-in functions an agent may call (matched after stripping `pg_catalog.`). */
 export const SAFE_FUNCTIONS: ReadonlySet<string> = new Set([

@@ -20,7 +20,7 @@
  * type names, casts, keywords, list lengths. Positions in the text (`location` and the like) are left out: they
  * change with literal lengths and never change what a name resolves to.
  */
-import { sha256Hex } from '../../util/crypto.ts';
+import { sha256Hex } from '../../../util/crypto.ts';
 
 type Node = Record<string, unknown>;
 

@@ -1,6 +1,6 @@
 /** MySQL guard: the allow-list of functions an agent may call, and the check applied to each call. */
 
-import { Refusal, clip } from './common.ts';
+import { Refusal, clip } from '../../shared/sqlguard/common.ts';
 
 /**
  * Side-effect-free built-in functions an agent may call (upper case).

@@ -14,9 +14,9 @@
  *    functions and refused; SELECT ... INTO, FOR XML/JSON and table hints other than NOLOCK are refused.
  */
 import { init as initSqlParser } from '@guanmingchiu/sqlparser-ts';
-import type { GuardOptions, GuardResult } from './types.ts';
-import { cachedGuard } from './common.ts';
-import { decideReadOnly, lexCheck, type NamePart, type ReadOnlyDialect } from './readonly-walk.ts';
+import type { GuardOptions, GuardResult } from '../../shared/sqlguard/types.ts';
+import { cachedGuard } from '../../shared/sqlguard/common.ts';
+import { decideReadOnly, lexCheck, type NamePart, type ReadOnlyDialect } from '../../shared/sqlguard/readonly-walk.ts';
 
 await initSqlParser();
 

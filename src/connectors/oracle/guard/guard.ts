@@ -22,9 +22,9 @@
  *    no schema function can shadow; anything else is refused (docs/decisions/0134-oracle-name-resolution.md).
  */
 import { init as initSqlParser } from '@guanmingchiu/sqlparser-ts';
-import type { GuardOptions, GuardResult } from './types.ts';
-import { cachedGuard } from './common.ts';
-import { decideReadOnly, lexCheck, type NamePart, type ReadOnlyDialect } from './readonly-walk.ts';
+import type { GuardOptions, GuardResult } from '../../shared/sqlguard/types.ts';
+import { cachedGuard } from '../../shared/sqlguard/common.ts';
+import { decideReadOnly, lexCheck, type NamePart, type ReadOnlyDialect } from '../../shared/sqlguard/readonly-walk.ts';
 
 await initSqlParser();
 

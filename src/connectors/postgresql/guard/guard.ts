@@ -47,11 +47,24 @@
  * key size) without parsing.
  */
 
-import { parseSync, scanSync } from './pg-parser.ts';
-import type { GuardOptions, GuardResult, StatementKind } from './types.ts';
-import { type AnyObj, EMPTY_SCOPE, MAX_SQL_LENGTH, Refusal, cachedGuard, allow, canDdl, canWrite, clip, isObj, refuse, tableLabel } from './common.ts';
-import { type WalkState, statementName, strings, visitNode, wrappedType } from './postgres-walk.ts';
-import { statementShape } from './postgres-shape.ts';
+import { parseSync, scanSync } from './parser.ts';
+import type { GuardOptions, GuardResult, StatementKind } from '../../shared/sqlguard/types.ts';
+import {
+  type AnyObj,
+  EMPTY_SCOPE,
+  MAX_SQL_LENGTH,
+  Refusal,
+  cachedGuard,
+  allow,
+  canDdl,
+  canWrite,
+  clip,
+  isObj,
+  refuse,
+  tableLabel,
+} from '../../shared/sqlguard/common.ts';
+import { type WalkState, statementName, strings, visitNode, wrappedType } from './walk.ts';
+import { statementShape } from './shape.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Entry point

@@ -3,9 +3,9 @@
  * (comments, `--`, quotes and backslashes, statement boundaries) and the words it refuses at token level.
  */
 
-import type { GuardOptions } from './types.ts';
-import { Refusal, clip } from './common.ts';
-import { type LowerCaseTableNames, isSystemDatabase } from './mysql-names.ts';
+import type { GuardOptions } from '../../shared/sqlguard/types.ts';
+import { Refusal, clip } from '../../shared/sqlguard/common.ts';
+import { type LowerCaseTableNames, isSystemDatabase } from './names.ts';
 
 /**
  * Refused at token level when followed by `(`, whatever the parser makes of the text — a second net

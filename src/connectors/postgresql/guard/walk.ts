@@ -1,17 +1,9 @@
 /** PostgreSQL guard: the walk over the parse tree (table references, CTE scoping) and the names used in refusals. */
 
-import type { GuardOptions } from './types.ts';
-import { type AnyObj, Refusal, clip, isObj } from './common.ts';
-import { checkFunction } from './postgres-functions.ts';
-import {
-  DDL_NODES,
-  DDL_ONLY_TYPE_NAMES,
-  QUERY_NODES,
-  SAFE_ALTER_SUBTYPES,
-  SAFE_TABLESAMPLE_METHODS,
-  SAFE_TYPE_NAMES,
-  UNWRAPPED_FIELDS,
-} from './postgres-nodes.ts';
+import type { GuardOptions } from '../../shared/sqlguard/types.ts';
+import { type AnyObj, Refusal, clip, isObj } from '../../shared/sqlguard/common.ts';
+import { checkFunction } from './functions.ts';
+import { DDL_NODES, DDL_ONLY_TYPE_NAMES, QUERY_NODES, SAFE_ALTER_SUBTYPES, SAFE_TABLESAMPLE_METHODS, SAFE_TYPE_NAMES, UNWRAPPED_FIELDS } from './nodes.ts';
 
 export interface WalkState {
   readonly opts: GuardOptions;
@@ -144,25 +136,18 @@ export function visitNode(type: string, node: AnyObj, st: WalkState, scope: Read
       checkFunction(strings(node.funcname));
       walkFields(type, node, st, scope, SKIP_LEAF);
       return;
-    case 'A_Expr': {
-      const op = strings(node.name);
-      if (op.length > 1 && !(op.length === 2 && op[0] === 'pg_catalog')) {
-        throw new Refusal(`operator OPERATOR(${clip(op.join('.'))}) is not allowed; use built-in operators unqualified`);
-      }
+    case 'A_Expr':
+      checkOperator(node);
       walkFields(type, node, st, scope);
       return;
-    }
     case 'TypeName':
       checkTypeName(node, st);
       walkFields(type, node, st, scope);
       return;
-    case 'RangeTableSample': {
-      const method = strings(node.method);
-      if (!(method.length === 1 && SAFE_TABLESAMPLE_METHODS.has(method[0]!)))
-        throw new Refusal(`TABLESAMPLE ${clip(method.join('.'))} is not allowed (use BERNOULLI or SYSTEM)`);
+    case 'RangeTableSample':
+      checkTableSample(node);
       walkFields(type, node, st, scope);
       return;
-    }
     case 'LockingClause':
       st.locks = true;
       // lockedRels name FROM items (often aliases), not tables; they are resolved against the FROM list.
@@ -176,26 +161,17 @@ export function visitNode(type: string, node: AnyObj, st: WalkState, scope: Read
     }
     case 'InsertStmt':
     case 'UpdateStmt':
-    case 'DeleteStmt': {
-      st.writes.add(type === 'InsertStmt' ? 'insert' : type === 'UpdateStmt' ? 'update' : 'delete');
-      // The target of a write is always a real table, never a CTE name.
-      if (!isObj(node.relation) || !isOwnTable(node.relation, st.opts)) {
-        throw new Refusal(`it writes to "${clip(isObj(node.relation) ? rangeVarLabel(node.relation) : '?')}", which is not this tool's table`);
-      }
-      const inner = visitWith(node, st, scope);
-      walkFields(type, node, st, inner, SKIP_TARGET);
+    case 'DeleteStmt':
+      visitWrite(type, node, st, scope);
       return;
-    }
     case 'CommonTableExpr':
       // Reached only through visitWith, which walks ctequery with the right scope.
       walkFields(type, node, st, scope, SKIP_CTEQUERY);
       return;
-    case 'AlterTableCmd': {
-      const sub = typeof node.subtype === 'string' ? node.subtype : '?';
-      if (!SAFE_ALTER_SUBTYPES.has(sub)) throw new Refusal(`ALTER TABLE ${clip(sub.replace(/^AT_/, ''))} is not allowed`);
+    case 'AlterTableCmd':
+      checkAlterCmd(node);
       walkFields(type, node, st, scope);
       return;
-    }
     case 'CreateStmt':
       if (node.relpersistence === 't' || (isObj(node.relation) && node.relation.relpersistence === 't')) {
         throw new Refusal('temporary tables are not allowed');
@@ -205,6 +181,35 @@ export function visitNode(type: string, node: AnyObj, st: WalkState, scope: Read
     default:
       walkFields(type, node, st, scope);
   }
+}
+
+/** Operators are built-in ones, unqualified or in pg_catalog: OPERATOR(schema.op) could name a user's function. */
+function checkOperator(node: AnyObj): void {
+  const op = strings(node.name);
+  if (op.length > 1 && !(op.length === 2 && op[0] === 'pg_catalog')) {
+    throw new Refusal(`operator OPERATOR(${clip(op.join('.'))}) is not allowed; use built-in operators unqualified`);
+  }
+}
+
+function checkTableSample(node: AnyObj): void {
+  const method = strings(node.method);
+  if (!(method.length === 1 && SAFE_TABLESAMPLE_METHODS.has(method[0]!)))
+    throw new Refusal(`TABLESAMPLE ${clip(method.join('.'))} is not allowed (use BERNOULLI or SYSTEM)`);
+}
+
+function checkAlterCmd(node: AnyObj): void {
+  const sub = typeof node.subtype === 'string' ? node.subtype : '?';
+  if (!SAFE_ALTER_SUBTYPES.has(sub)) throw new Refusal(`ALTER TABLE ${clip(sub.replace(/^AT_/, ''))} is not allowed`);
+}
+
+/** INSERT, UPDATE, DELETE: recorded as a write; the target is always this tool's real table, never a CTE name. */
+function visitWrite(type: string, node: AnyObj, st: WalkState, scope: ReadonlySet<string>): void {
+  st.writes.add(type === 'InsertStmt' ? 'insert' : type === 'UpdateStmt' ? 'update' : 'delete');
+  if (!isObj(node.relation) || !isOwnTable(node.relation, st.opts)) {
+    throw new Refusal(`it writes to "${clip(isObj(node.relation) ? rangeVarLabel(node.relation) : '?')}", which is not this tool's table`);
+  }
+  const inner = visitWith(node, st, scope);
+  walkFields(type, node, st, inner, SKIP_TARGET);
 }
 
 /** Refuses a type name that is not a built-in scalar type (see SAFE_TYPE_NAMES for why). */

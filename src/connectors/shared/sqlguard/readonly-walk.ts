@@ -11,7 +11,7 @@
 import { parse as parseSql } from '@guanmingchiu/sqlparser-ts';
 import type { GuardOptions, GuardResult } from './types.ts';
 import { type AnyObj, MAX_SQL_LENGTH, Refusal, allow, clip, isObj, tableLabel } from './common.ts';
-import { variantOf } from './mysql-walk.ts';
+import { variantOf } from '../../mysql/guard/walk.ts';
 import {
   type CteScope,
   type Frame,
@@ -237,25 +237,13 @@ function visit(variant: string, payload: unknown, st: State, scope: CteScope): v
   if (LITERAL_VARIANTS.has(variant)) return;
   if (!QUERY_VARIANTS.has(variant)) throw new Refusal(`it uses ${describe(variant)}, which is not allowed here`);
   switch (variant) {
-    case 'Identifier': {
-      if (!isObj(payload) || typeof payload.value !== 'string') throw new Refusal('a name could not be understood');
-      const quoted = payload.quote_style !== undefined && payload.quote_style !== null;
-      if (!quoted && st.d.sessionKeywords.has(payload.value.toUpperCase())) {
-        throw new Refusal(`${clip(payload.value)} reads the server session, which is not this tool's table`);
-      }
-      if (payload.value.startsWith('@') || payload.value.startsWith('#')) throw new Refusal('variables and temporary objects are not allowed');
-      if (st.d.strictNames) resolveBare({ value: payload.value, quoted }, st);
-      return;
-    }
+    case 'Identifier':
+      return visitIdentifier(payload, st);
     case 'CompoundIdentifier':
       if (st.d.strictNames) resolveQualified(payload, st);
       return;
     case 'QualifiedWildcard':
-      if (st.d.strictNames) {
-        if (!Array.isArray(payload)) throw new Refusal('a qualified * could not be understood');
-        const qualifier = wildcardQualifier(payload, st.d, st.opts);
-        if (![...visibleFrames(st)].some((f) => f.sources.has(qualifier))) throw new Refusal('t.* needs t to be a table or alias of this SELECT');
-      }
+      if (st.d.strictNames) visitQualifiedWildcard(payload, st);
       return;
     case 'Wildcard':
     case 'Value':
@@ -265,66 +253,94 @@ function visit(variant: string, payload: unknown, st: State, scope: CteScope): v
     case 'Subquery':
       if (!isObj(payload)) throw new Refusal('a subquery could not be understood');
       return walkQuery(payload, st, scope);
-    case 'Select': {
-      if (!isObj(payload)) throw new Refusal('a SELECT could not be understood');
-      if (payload.into !== undefined && payload.into !== null) throw new Refusal('SELECT ... INTO creates a table and is not allowed');
-      if (Array.isArray(payload.optimizer_hints) && payload.optimizer_hints.length > 0) throw new Refusal('optimizer hints are not allowed');
-      if (!st.d.strictNames) return walkStruct(payload, st, scope);
-      // FROM first (its ON clauses see only what is joined so far), then the rest with every FROM item in view.
-      walkFrom(payload.from, st, scope);
-      const frame: Frame = { sources: new Map() };
-      addSources(payload.from, st.d, st.opts, scope, frame.sources);
-      st.frames.push(frame);
-      try {
-        return walkStruct(payload, st, scope, FROM_FIELD);
-      } finally {
-        st.frames.pop();
-      }
-    }
-    case 'Derived': {
-      // An inline view does not see the tables of the SELECT around it (unless LATERAL).
-      const lateral = isObj(payload) && payload.lateral === true;
-      if (st.d.strictNames && !lateral) st.frames.push(null);
-      try {
-        return walk(payload, st, scope, variant);
-      } finally {
-        if (st.d.strictNames && !lateral) st.frames.pop();
-      }
-    }
-    case 'Table': {
-      if (!isObj(payload) || !('name' in payload)) throw new Refusal('a table reference could not be understood');
-      if (payload.args !== undefined && payload.args !== null) throw new Refusal('table functions are not allowed in FROM');
-      for (const k of ['version', 'sample', 'json_path', 'partitions', 'index_hints']) {
-        const x = payload[k];
-        if (x !== undefined && x !== null && !(Array.isArray(x) && x.length === 0)) throw new Refusal(`table modifier ${k} is not allowed`);
-      }
-      const hints = Array.isArray(payload.with_hints) ? payload.with_hints : [];
-      for (const h of hints) {
-        const word = isObj(h) && isObj(h.Identifier) && typeof h.Identifier.value === 'string' ? h.Identifier.value.toUpperCase() : '';
-        if (!st.d.tableHints.has(word)) throw new Refusal('table hints other than NOLOCK are not allowed');
-      }
-      checkTable(payload.name, st, scope);
-      return walkStruct(payload, st, scope, TABLE_FIELDS);
-    }
+    case 'Select':
+      return visitSelect(payload, st, scope);
+    case 'Derived':
+      return visitDerived(payload, st, scope);
+    case 'Table':
+      return visitTable(payload, st, scope);
     case 'Cast':
       // `a::b` is no cast in T-SQL or Oracle: SQL Server reads `type::Method(...)` as a call of a CLR type's method.
       if (isObj(payload) && payload.kind === 'DoubleColon') throw new Refusal('"::" is not allowed; use CAST(x AS type)');
       return walk(payload, st, scope, variant);
-    case 'Function': {
-      if (!isObj(payload)) throw new Refusal('a function call could not be understood');
-      if ('lateral' in payload || 'alias' in payload) throw new Refusal('functions in FROM are not allowed; select from the table');
-      const parts = partsOf(payload.name);
-      const label = clip(parts.map((p) => p.value).join('.'));
-      if (parts.length !== 1) throw new Refusal(`function ${label}() is not allowed; only built-in functions are`);
-      const upper = parts[0]!.value.replace(/[a-z]+/g, (m) => m.toUpperCase());
-      if (parts[0]!.quoted || !st.d.functions.has(upper)) {
-        throw new Refusal(`function ${label}() is not on the list of allowed functions (aggregates, string, date, math and conversion functions)`);
-      }
-      return walkStruct(payload, st, scope, NAME_FIELD);
-    }
+    case 'Function':
+      return visitFunction(payload, st, scope);
     default:
       return walk(payload, st, scope, variant);
   }
+}
+
+function visitIdentifier(payload: unknown, st: State): void {
+  if (!isObj(payload) || typeof payload.value !== 'string') throw new Refusal('a name could not be understood');
+  const quoted = payload.quote_style !== undefined && payload.quote_style !== null;
+  if (!quoted && st.d.sessionKeywords.has(payload.value.toUpperCase())) {
+    throw new Refusal(`${clip(payload.value)} reads the server session, which is not this tool's table`);
+  }
+  if (payload.value.startsWith('@') || payload.value.startsWith('#')) throw new Refusal('variables and temporary objects are not allowed');
+  if (st.d.strictNames) resolveBare({ value: payload.value, quoted }, st);
+}
+
+function visitQualifiedWildcard(payload: unknown, st: State): void {
+  if (!Array.isArray(payload)) throw new Refusal('a qualified * could not be understood');
+  const qualifier = wildcardQualifier(payload, st.d, st.opts);
+  if (![...visibleFrames(st)].some((f) => f.sources.has(qualifier))) throw new Refusal('t.* needs t to be a table or alias of this SELECT');
+}
+
+function visitSelect(payload: unknown, st: State, scope: CteScope): void {
+  if (!isObj(payload)) throw new Refusal('a SELECT could not be understood');
+  if (payload.into !== undefined && payload.into !== null) throw new Refusal('SELECT ... INTO creates a table and is not allowed');
+  if (Array.isArray(payload.optimizer_hints) && payload.optimizer_hints.length > 0) throw new Refusal('optimizer hints are not allowed');
+  if (!st.d.strictNames) return walkStruct(payload, st, scope);
+  // FROM first (its ON clauses see only what is joined so far), then the rest with every FROM item in view.
+  walkFrom(payload.from, st, scope);
+  const frame: Frame = { sources: new Map() };
+  addSources(payload.from, st.d, st.opts, scope, frame.sources);
+  st.frames.push(frame);
+  try {
+    return walkStruct(payload, st, scope, FROM_FIELD);
+  } finally {
+    st.frames.pop();
+  }
+}
+
+function visitDerived(payload: unknown, st: State, scope: CteScope): void {
+  // An inline view does not see the tables of the SELECT around it (unless LATERAL).
+  const lateral = isObj(payload) && payload.lateral === true;
+  if (st.d.strictNames && !lateral) st.frames.push(null);
+  try {
+    return walk(payload, st, scope, 'Derived');
+  } finally {
+    if (st.d.strictNames && !lateral) st.frames.pop();
+  }
+}
+
+function visitTable(payload: unknown, st: State, scope: CteScope): void {
+  if (!isObj(payload) || !('name' in payload)) throw new Refusal('a table reference could not be understood');
+  if (payload.args !== undefined && payload.args !== null) throw new Refusal('table functions are not allowed in FROM');
+  for (const k of ['version', 'sample', 'json_path', 'partitions', 'index_hints']) {
+    const x = payload[k];
+    if (x !== undefined && x !== null && !(Array.isArray(x) && x.length === 0)) throw new Refusal(`table modifier ${k} is not allowed`);
+  }
+  const hints = Array.isArray(payload.with_hints) ? payload.with_hints : [];
+  for (const h of hints) {
+    const word = isObj(h) && isObj(h.Identifier) && typeof h.Identifier.value === 'string' ? h.Identifier.value.toUpperCase() : '';
+    if (!st.d.tableHints.has(word)) throw new Refusal('table hints other than NOLOCK are not allowed');
+  }
+  checkTable(payload.name, st, scope);
+  return walkStruct(payload, st, scope, TABLE_FIELDS);
+}
+
+function visitFunction(payload: unknown, st: State, scope: CteScope): void {
+  if (!isObj(payload)) throw new Refusal('a function call could not be understood');
+  if ('lateral' in payload || 'alias' in payload) throw new Refusal('functions in FROM are not allowed; select from the table');
+  const parts = partsOf(payload.name);
+  const label = clip(parts.map((p) => p.value).join('.'));
+  if (parts.length !== 1) throw new Refusal(`function ${label}() is not allowed; only built-in functions are`);
+  const upper = parts[0]!.value.replace(/[a-z]+/g, (m) => m.toUpperCase());
+  if (parts[0]!.quoted || !st.d.functions.has(upper)) {
+    throw new Refusal(`function ${label}() is not on the list of allowed functions (aggregates, string, date, math and conversion functions)`);
+  }
+  return walkStruct(payload, st, scope, NAME_FIELD);
 }
 
 const FROM_FIELD: ReadonlySet<string> = new Set(['from']);

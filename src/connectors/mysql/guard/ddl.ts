@@ -1,7 +1,7 @@
 /** MySQL guard: the DDL statements accepted on the tool's table and the table options they may set. */
 
-import { type AnyObj, EMPTY_SCOPE, Refusal, clip, isObj } from './common.ts';
-import { SKIP_FIELDS, type WalkState, checkTableName, isOwnSchema, nameParts, variantOf, walk, walkQuery } from './mysql-walk.ts';
+import { type AnyObj, EMPTY_SCOPE, Refusal, clip, isObj } from '../../shared/sqlguard/common.ts';
+import { SKIP_FIELDS, type WalkState, checkTableName, isOwnSchema, nameParts, variantOf, walk, walkQuery } from './walk.ts';
 
 const SAFE_ENGINES: ReadonlySet<string> = new Set(['INNODB', 'MYISAM', 'ARIA', 'MEMORY']);
 

@@ -50,12 +50,25 @@
  */
 
 import { init as initSqlParser, parse as parseSql } from '@guanmingchiu/sqlparser-ts';
-import type { GuardOptions, GuardResult, StatementKind } from './types.ts';
-import { type AnyObj, EMPTY_SCOPE, MAX_SQL_LENGTH, Refusal, cachedGuard, allow, canDdl, canWrite, clip, isObj, refuse, tableLabel } from './common.ts';
-import { checkExecutableComments, checkTokens, lexMysql } from './mysql-lexer.ts';
-import { type WalkState, variantOf, visitVariant } from './mysql-walk.ts';
-import { walkDdl } from './mysql-ddl.ts';
-import { isSystemDatabase } from './mysql-names.ts';
+import type { GuardOptions, GuardResult, StatementKind } from '../../shared/sqlguard/types.ts';
+import {
+  type AnyObj,
+  EMPTY_SCOPE,
+  MAX_SQL_LENGTH,
+  Refusal,
+  cachedGuard,
+  allow,
+  canDdl,
+  canWrite,
+  clip,
+  isObj,
+  refuse,
+  tableLabel,
+} from '../../shared/sqlguard/common.ts';
+import { checkExecutableComments, checkTokens, lexMysql } from './lexer.ts';
+import { type WalkState, variantOf, visitVariant } from './walk.ts';
+import { walkDdl } from './ddl.ts';
+import { isSystemDatabase } from './names.ts';
 
 await initSqlParser();
 

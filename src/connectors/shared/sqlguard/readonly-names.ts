@@ -6,7 +6,7 @@
  */
 import type { GuardOptions } from './types.ts';
 import { type AnyObj, Refusal, isObj } from './common.ts';
-import { nameParts, variantOf } from './mysql-walk.ts';
+import { nameParts, variantOf } from '../../mysql/guard/walk.ts';
 
 /** One part of a name as written: its text and whether it was quoted. */
 export interface NamePart {

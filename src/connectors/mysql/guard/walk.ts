@@ -1,9 +1,9 @@
 /** MySQL guard: the walk over the parsed AST (variant allow-list, table references, CTE scoping, write targets). */
 
-import type { GuardOptions } from './types.ts';
-import { type AnyObj, EMPTY_SCOPE, Refusal, clip, isObj } from './common.ts';
-import { checkFunction } from './mysql-functions.ts';
-import { type LowerCaseTableNames, isSystemDatabase, nameKey, sameName } from './mysql-names.ts';
+import type { GuardOptions } from '../../shared/sqlguard/types.ts';
+import { type AnyObj, EMPTY_SCOPE, Refusal, clip, isObj } from '../../shared/sqlguard/common.ts';
+import { checkFunction } from './functions.ts';
+import { type LowerCaseTableNames, isSystemDatabase, nameKey, sameName } from './names.ts';
 
 /** AST variants (sqlparser-rs enum variant names) the guard understands in queries and writes. */
 const QUERY_VARIANTS: ReadonlySet<string> = new Set([
