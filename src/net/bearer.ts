@@ -1,6 +1,6 @@
 /**
  * The one reader of `Authorization: Bearer <token>` (RFC 6750, token68): authentication (auth/authenticate.ts) and the
- * refusal audit (audit/refusals.ts, http/router.ts) see the same token, or the same absence of one.
+ * refusal audit (audit/refusals.ts, pipeline/pipeline.ts) and the operator door (http/router.ts) see the same token, or the same absence of one.
  */
 const BEARER = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i;
 
