@@ -24,20 +24,6 @@ import { inSpan } from '../observability/tracing.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 
-/**
- * The body, capped at maxBytes. A plain Content-Length within the cap is read in one go (HTTP framing ends the body
- * there; cheaper than streaming); anything else (chunked, no length) is streamed with the cap enforced as it comes.
- */
-async function readMcpBody(request: Request, maxBytes: number): Promise<Uint8Array> {
-  const declared = request.headers.get('content-length');
-  if (declared !== null && /^\d{1,10}$/.test(declared) && Number(declared) <= maxBytes && !request.headers.has('transfer-encoding')) {
-    const bytes = new Uint8Array(await request.arrayBuffer());
-    if (bytes.byteLength <= maxBytes) return bytes;
-    throw new BodyError(413, 'payload_too_large', `The request body is larger than ${maxBytes} bytes.`);
-  }
-  return readBodyCapped(request, maxBytes);
-}
-
 /** A request without the header is assumed to speak the default revision (mcp/protocol.ts). */
 function isSupportedVersionHeader(value: string | null): boolean {
   return value === null || isSupportedVersion(value.trim());
@@ -112,7 +98,7 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     }
     let text: string;
     try {
-      text = decodeUtf8(await readMcpBody(request, config.maxBodyBytes));
+      text = decodeUtf8(await readBodyCapped(request, config.maxBodyBytes));
     } catch (err) {
       if (!local.allowed) return refuse(null, false, local.retryAfterSeconds, 'burst_local');
       if (err instanceof BodyError && err.status === 413) throw err;
