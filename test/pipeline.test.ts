@@ -39,7 +39,7 @@ describe('one bearer parser', () => {
   });
 });
 
-describe('refusals are filed by the pipeline', () => {
+describe('the pipeline answers refusals and errors', () => {
   let g: TestGateway;
   beforeAll(async () => {
     g = await startTestGateway();
@@ -74,5 +74,33 @@ describe('refusals are filed by the pipeline', () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]!.target_id).toBe('/console/auth/callback');
     expect(rows[0]!.details).toMatchObject({ status: 429, code: 'rate_limited', method: 'GET', credential: 'none' });
+  });
+
+  test('an unexpected error is answered 500 by the pipeline, logged in the words of its surface', async () => {
+    const org = await onboard(g);
+    const logged: Array<{ message: string; fields: unknown }> = [];
+    const log = g.deps.log as unknown as { error: (message: string, fields?: unknown) => void };
+    const mcp = g.deps.mcp as unknown as { answer: (...args: unknown[]) => Promise<string> };
+    const [logError, answer] = [log.error, mcp.answer];
+    log.error = (message, fields) => logged.push({ message, fields });
+    mcp.answer = async () => {
+      throw new Error('boom');
+    };
+    try {
+      // Straight to the app: a 500 is not in the contract, which g.handle checks.
+      const response = await g.app.handle(
+        new Request(`${BASE}/mcp/${org.slug}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': org.apiKey },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+        }),
+      );
+      expect(response.status).toBe(500);
+      expect(await response.json()).toEqual({ error: 'internal_error', message: 'An internal error occurred.' });
+      expect(logged).toEqual([{ message: 'mcp endpoint failed', fields: { error: expect.stringContaining('boom') } }]);
+    } finally {
+      log.error = logError;
+      mcp.answer = answer;
+    }
   });
 });

@@ -7,12 +7,11 @@
  * The JSON-RPC methods are answered by the method table (mcp/server.ts, mcp/protocol.ts) over the tool runtime
  * (tools/runtime.ts).
  */
-import { AppError, json, restErrorResponse, RpcCode } from '../errors.ts';
+import { AppError, json, RpcCode } from '../errors.ts';
 import { burstLimitFor } from '../limits/plans.ts';
 import { classify, failure, isSupportedVersion, SUPPORTED_PROTOCOL_VERSIONS } from '../mcp/protocol.ts';
 import { openSession, type McpSession } from '../mcp/session.ts';
 import { BodyError, decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
-import { describeError } from '../util/log.ts';
 import { answerBatch, batchesAllowed } from './mcp-batch.ts';
 import type { Handler } from './context.ts';
 import { Refusal } from '../audit/refusals.ts';
@@ -71,7 +70,7 @@ function authRefusal(deps: AppDeps, slug: string, err: AppError, session: McpSes
 }
 
 export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
-  const { config, log } = deps;
+  const { config } = deps;
   let session: Awaited<ReturnType<typeof openSession>> | null = null;
   try {
     // Transport checks come first (the Origin was checked at the pipeline's door).
@@ -130,12 +129,8 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     // Errors of the method itself are JSON-RPC errors in a 200 response (the method table maps them).
     return rpcResponse(await deps.mcp.answer(session, message.id, message.method, message.params));
   } catch (err) {
-    if (err instanceof Refusal) throw err;
-    if (err instanceof AppError) {
-      if (err.status === 401 || err.status === 403) throw authRefusal(deps, params.orgSlug!, err, session);
-      return restErrorResponse(err);
-    }
-    log.error('mcp endpoint failed', { error: describeError(err) });
-    return json({ error: 'internal_error', message: 'An internal error occurred.' }, 500);
+    // A 401/403 is a refusal of the org in the URL; every error is answered by the pipeline (pipeline/pipeline.ts).
+    if (err instanceof AppError && (err.status === 401 || err.status === 403)) throw authRefusal(deps, params.orgSlug!, err, session);
+    throw err;
   }
 };

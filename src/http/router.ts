@@ -204,7 +204,14 @@ interface Route {
   handler: Handler;
   door: Door;
   access: AccessPolicy;
+  /** The log line of an unexpected error (answered 500): the MCP transport keeps its own words. */
+  logFailure(deps: AppDeps, err: unknown): void;
 }
+
+const logFailureOf = (op: OperationDef): Route['logFailure'] =>
+  op.auth === 'mcp'
+    ? (deps, err) => deps.log.error('mcp endpoint failed', { error: describeError(err) })
+    : (deps, err) => deps.log.error('unhandled error', { operation: op.operationId, error: describeError(err) });
 
 /** Every operation's request: its span, its id (echoed as X-Request-Id), its log line and metrics (observability/). */
 function dispatch(route: Route, request: Request, params: Record<string, string>, deps: AppDeps): Promise<Response> {
@@ -258,7 +265,7 @@ async function answer(route: Route, request: Request, params: Record<string, str
   } catch (err) {
     // A write that failed may have committed part of its work (a connector updated, then its revalidation refused).
     if (wrote) await deps.authCache.changed();
-    return answerFailure(deps, request, err, (msg, e) => deps.log.error(msg, { operation: op.operationId, error: describeError(e) }));
+    return answerFailure(deps, request, err, (_msg, e) => route.logFailure(deps, e));
   }
 }
 
@@ -275,6 +282,7 @@ function operationsApp(ops: readonly OperationDef[], handlers: HandlerTable, dep
       handler: handlers[op.operationId as OperationId],
       door: doorOf(op),
       access: ACCESS[op.auth],
+      logFailure: logFailureOf(op),
     };
     const path = toElysiaPath(op.path);
     methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), op.method]);
