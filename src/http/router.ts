@@ -1,4 +1,8 @@
-/** Binds every operation of the contract to exactly one handler on Elysia, with auth and validation before the handler. */
+/**
+ * Binds every operation of the contract to exactly one handler on Elysia, through the HTTP pipeline
+ * (pipeline/pipeline.ts): door checks, authentication and validation before the handler, error mapping and the
+ * refusal audit after it. The REST operations, the MCP transport and the console are mounted as sub-apps.
+ */
 import { Elysia } from 'elysia';
 import { operations, type OperationDef, type OperationId } from '../../generated/operations.ts';
 import * as validators from '../../generated/validators/rest.ts';
@@ -15,12 +19,11 @@ import { Refusal } from '../audit/refusals.ts';
 import { answerFailure, checkDoor, restRefusal, type Door } from '../pipeline/pipeline.ts';
 import { noteCaller, requestAnswered, requestIdOf } from '../observability/requests.ts';
 import { inRequestSpan } from '../observability/tracing.ts';
-import { observeHttp } from '../observability/metrics.ts';
 import { takeRestCall, type RestLimitDeps } from '../limits/rest.ts';
 import { findOrgById } from '../orgs/repository.ts';
 import { limitedAttempt, refusalMessage } from '../limits/auth-failures.ts';
 import { sourceAddressOf } from '../net/source-address.ts';
-import { countLimitRefusal } from '../observability/metrics.ts';
+import { countLimitRefusal, observeHttp } from '../observability/metrics.ts';
 
 /** Liveness and readiness probes reach an instance by its pod or container address, and the answer reveals nothing. */
 const HOST_CHECK_EXEMPT: ReadonlySet<OperationId> = new Set(['getHealth', 'getReady']);
@@ -131,9 +134,9 @@ interface AccessPolicy {
   /** The authenticated caller, or null for operations that have none at this point. */
   authenticate(request: Request, deps: AppDeps): Principal | null | Promise<Principal | null>;
   /**
-   * Whether the router reads and validates the REST request (path, query, body) and answers its errors. An endpoint
-   * that speaks its own protocol (the MCP transport) does both itself: its errors are JSON-RPC errors, its checks
-   * (Origin first) come before authentication.
+   * Whether the router reads and validates the REST request (path, query, body). An endpoint that speaks its own
+   * protocol (the MCP transport) reads and checks its request itself after the door (Host, Origin): its
+   * JSON-RPC errors are its own; the pipeline answers what it throws.
    */
   restRequest: boolean;
 }
