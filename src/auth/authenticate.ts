@@ -7,6 +7,7 @@ import { MANAGE_SCOPE, MCP_SCOPE } from './credentials.ts';
 import { isClientActive } from './repository.ts';
 import type { Principal, Role } from '../principal.ts';
 import type { AccessTokenClaims, TokenSigner } from './signing.ts';
+import { bearerToken } from '../net/bearer.ts';
 
 /** Resolves a bearer token that is not the gateway's own: the org's identity provider (see auth/idp). */
 export interface IdpResolver {
@@ -25,13 +26,6 @@ export interface IdpPrincipal {
 }
 
 const CONNECTOR_SCOPE = /^mcp:call:([0-9a-f-]{36})$/;
-
-function bearerToken(request: Request): string | null {
-  const header = request.headers.get('authorization');
-  if (!header) return null;
-  const match = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(header);
-  return match ? match[1]! : '';
-}
 
 /** Connector limits carried by scopes: `mcp:call` means all (null); otherwise the listed connector ids. */
 function connectorsFromScopes(scopes: string[]): string[] | null | 'none' {
