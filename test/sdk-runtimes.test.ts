@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { chromium } from 'playwright-core';
 import { parse as parseYaml } from 'yaml';
 import { BASE, onboard, startTestGateway, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { serviceAvailable } from './support/services.ts';
@@ -45,6 +46,9 @@ export { id, cursor, status, wrong };
 `;
 
 const pgUp = await serviceAvailable('postgres');
+const CHROMIUM = '/usr/bin/chromium';
+const chromiumPresent = existsSync(CHROMIUM);
+if (!chromiumPresent && process.env.CI) throw new Error(`Chromium is required in CI but ${CHROMIUM} is missing (apt-get install chromium)`);
 if (!existsSync(join(BIN, 'deno')) && process.env.CI) throw new Error('deno is required in CI (npm install)');
 
 async function run(argv: readonly string[], cwd: string, env: Record<string, string> = {}) {
@@ -183,7 +187,19 @@ describe.skipIf(!pgUp)('the consumer example on every runtime, from the installe
     // The port is known only once listening, and the gateway needs it as its public URL: bind first, route after.
     // onboard() addresses the in-process gateway by the suite's own host name, which the Host check must allow too.
     let handle: (request: Request) => Promise<Response> = async () => new Response('starting', { status: 503 });
-    server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => handle(request) });
+    // The browser loads the installed package, bundled as a page would, from the gateway's own origin.
+    const bundle = await Bun.build({ entrypoints: [join(project, 'node_modules', '@toolgate', 'client', 'dist', 'index.js')], target: 'browser' });
+    const script = await bundle.outputs[0]!.text();
+    server = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: (request) => {
+        const path = new URL(request.url).pathname;
+        if (path === '/__client/index.js') return new Response(script, { headers: { 'content-type': 'text/javascript' } });
+        if (path === '/__client/') return new Response('<!doctype html><title>client</title>', { headers: { 'content-type': 'text/html' } });
+        return handle(request);
+      },
+    });
     base = `http://127.0.0.1:${server.port}`;
     [g, targets] = await Promise.all([
       startTestGateway('pglite', { TOOLGATE_PUBLIC_URL: base, TOOLGATE_ALLOWED_HOSTS: new URL(BASE).hostname }),
@@ -220,4 +236,40 @@ describe.skipIf(!pgUp)('the consumer example on every runtime, from the installe
       expect(seen.auditEvents).toBeGreaterThanOrEqual(3);
     }, 120_000);
   }
+
+  test.skipIf(!chromiumPresent)(
+    'browser (headless Chromium): the bundled package signs in, pages the audit log and reads a 404',
+    async () => {
+      const org: Onboarded = await onboard(g);
+      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] });
+      try {
+        const page = await browser.newPage();
+        const errors: string[] = [];
+        page.on('pageerror', (e) => errors.push(String(e)));
+        await page.goto(`${base}/__client/`);
+        const seen = await page.evaluate(
+          async ({ clientId, clientSecret }) => {
+            const tg = await import('/__client/index.js' as string);
+            const toolgate = new tg.Toolgate({ baseUrl: location.origin, clientId, clientSecret, timeoutMs: 10_000 });
+            const { data: me } = await tg.getOrg({ client: toolgate.client, throwOnError: true });
+            let events = 0;
+            for await (const _ of toolgate.auditEvents({ limit: 1 })) events++;
+            const missing = await tg.getConnector({ client: toolgate.client, path: { connectorId: '00000000-0000-4000-8000-000000000000' } });
+            return {
+              slug: me.slug,
+              events,
+              error: { isToolgateError: missing.error instanceof tg.ToolgateError, status: missing.error.status, error: missing.error.error },
+            };
+          },
+          { clientId: org.clientId, clientSecret: org.clientSecret },
+        );
+        expect(seen).toMatchObject({ slug: org.slug, error: { isToolgateError: true, status: 404, error: 'connector_not_found' } });
+        expect(seen.events).toBeGreaterThanOrEqual(2); // onboarding and the sign-in, one a page
+        expect(errors).toEqual([]);
+      } finally {
+        await browser.close();
+      }
+    },
+    60_000,
+  );
 });
