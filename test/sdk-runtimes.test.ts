@@ -45,6 +45,13 @@ new Toolgate({ baseUrl: 'http://localhost:8080', notAnOption: true });
 export { id, cursor, status, wrong };
 `;
 
+/** The package README's TypeScript blocks, each a module of its own, with what its prose assumes declared first. */
+const README_ASSUMES = [
+  'declare const accessToken: string;\ndeclare const session: { getTokens(): Promise<{ access_token: string }> };',
+  "import type { Org, Toolgate as Gateway } from '@toolgate/client';\ndeclare const toolgate: Gateway, agent: Gateway, org: Org;\ndeclare const process: { env: Record<string, string | undefined> };",
+  "import type { Client } from '@toolgate/client';\ndeclare const client: Client, connectorId: string;",
+];
+
 const pgUp = await serviceAvailable('postgres');
 const CHROMIUM = '/usr/bin/chromium';
 const chromiumPresent = existsSync(CHROMIUM);
@@ -95,6 +102,10 @@ beforeAll(async () => {
   await ok(['npm', 'install', '--offline', '--no-audit', '--no-fund', join(scratch, packed.filename)], project);
   copyFileSync(join(ROOT, 'examples', CONSUMER), join(project, CONSUMER));
   writeFileSync(join(project, 'consumer.ts'), TYPED_CONSUMER);
+  const readme = readFileSync(join(PACKAGE, 'README.md'), 'utf8');
+  const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  expect(blocks).toHaveLength(README_ASSUMES.length);
+  blocks.forEach((code, i) => writeFileSync(join(project, `readme-${i + 1}.ts`), `${README_ASSUMES[i]}\n${code}export {};\n`));
 }, 180_000);
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -131,7 +142,7 @@ describe('the packed package', () => {
     ['NodeNext', 'NodeNext'],
     ['Bundler', 'ESNext'],
   ] as const) {
-    test(`its types resolve under moduleResolution ${resolution} (a TypeScript consumer, and the example with checkJs)`, async () => {
+    test(`its types resolve under moduleResolution ${resolution} (a TypeScript consumer, the README's examples, the example with checkJs)`, async () => {
       const config = `tsconfig.${resolution.toLowerCase()}.json`;
       writeFileSync(
         join(project, config),
@@ -148,7 +159,7 @@ describe('the packed package', () => {
             noEmit: true,
             skipLibCheck: false,
           },
-          files: ['consumer.ts', CONSUMER],
+          files: ['consumer.ts', CONSUMER, ...README_ASSUMES.map((_, i) => `readme-${i + 1}.ts`)],
         }),
       );
       const check = await run([join(BIN, 'tsc'), '-p', config], project);

@@ -15,7 +15,7 @@ export interface RetryOptions {
   maxDelayMs?: number;
 }
 
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
 
 /** The wait a Retry-After header asks for (delay-seconds or an HTTP date), in ms; null when absent or unreadable. */
 function retryAfterMs(header: string | null, now = Date.now()): number | null {
