@@ -5,14 +5,14 @@
  */
 export class ToolgateError extends Error {
   override name = 'ToolgateError';
-  /** The HTTP status, or 0 when no response arrived. */
+  /** The HTTP status, or 0 when no response arrived (`error` is then `timeout`). */
   readonly status: number;
   /** The machine-readable code (`validation_error`, `not_found`, `invalid_client`, ...). */
   readonly error: string;
   /** The body exactly as the gateway sent it (parsed JSON, or the text when it was not JSON). */
   readonly body: unknown;
 
-  constructor(status: number, body: unknown) {
+  constructor(status: number, body: unknown, options?: { cause?: unknown }) {
     const fields = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
     const code = typeof fields.error === 'string' ? fields.error : `http_${status}`;
     const text =
@@ -23,7 +23,7 @@ export class ToolgateError extends Error {
           : typeof body === 'string' && body
             ? body
             : `HTTP ${status}`;
-    super(text);
+    super(text, options);
     this.status = status;
     this.error = code;
     this.body = body;
