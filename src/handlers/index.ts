@@ -7,7 +7,15 @@ import { mcpEndpoint } from './mcp.ts';
 import { listTools, updateToolMetadata } from './tools.ts';
 import { getDocs, getDocsAsset, getHealth, getJwks, getMetrics, getOpenApi, getReady } from './meta.ts';
 import { issueToken } from './oauth.ts';
-import { createOrg } from './operator.ts';
+import {
+  createOrg,
+  exportOperatorAudit,
+  getOperatorOrg,
+  listOperatorOrgs,
+  revalidateOperatorConnector,
+  revokeOperatorApiKey,
+  updateOperatorOrg,
+} from './operator.ts';
 import { createApiKey, createOAuthClient, getOrg, listApiKeys, listOAuthClients, revokeApiKey, revokeOAuthClient } from './org.ts';
 import { getProvisioningStatus, provisionOrg } from './provisioning.ts';
 import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, resendWebhookEvent, updateWebhook } from './webhooks.ts';
@@ -41,6 +49,12 @@ export const handlers: HandlerTable = {
   rejectApproval,
   mcpEndpoint,
   createOrg,
+  listOperatorOrgs,
+  getOperatorOrg,
+  updateOperatorOrg,
+  revokeOperatorApiKey,
+  revalidateOperatorConnector,
+  exportOperatorAudit,
   getJwks,
   getHealth,
   getReady,
