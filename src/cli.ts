@@ -1,6 +1,6 @@
 /**
  * The toolgate CLI: every operator task (docs/operations.md). Each command runs through the operator API of a running
- * server (TOOLGATE_URL, or the embedded server holding the data folder) or, offline, directly on the store.
+ * server (TOOLGATE_OPERATOR_URL, or the embedded server holding the data folder) or, offline, directly on the store.
  */
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { join } from 'node:path';
@@ -32,7 +32,7 @@ const USAGE = `usage: toolgate <command> [options]
   audit export --org SLUG [--out FILE] [--redact] [--days N] [--json]
                                                      the audit log as JSON, to stdout or FILE
 
-Where a command runs: with TOOLGATE_URL, the operator API of that server (TOOLGATE_OPERATOR_TOKEN); else, when an
+Where a command runs: with TOOLGATE_OPERATOR_URL, the operator API of that server (TOOLGATE_OPERATOR_TOKEN); else, when an
 embedded server holds the data folder, its operator API; else directly on the store (TOOLGATE_DATA_DIR, default
 ./data, or DATABASE_URL).
 

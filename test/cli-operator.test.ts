@@ -1,5 +1,5 @@
 // The operator CLI as a subprocess: offline on an embedded data folder (PGlite), and against a running server's
-// operator API (TOOLGATE_URL; the server's responses checked against openapi.yaml). Each command's --json output,
+// operator API (TOOLGATE_OPERATOR_URL; the server's responses checked against openapi.yaml). Each command's --json output,
 // its error line (no stack trace) and its exit code (0 done, 1 failed, 2 usage, 3 gateway unusable).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -15,7 +15,16 @@ const BUN = join(ROOT, 'node_modules', '.bin', 'bun');
 function childEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-  for (const k of ['DATABASE_URL', 'TOOLGATE_OPERATOR_TOKEN', 'TOOLGATE_SECRET_KEY', 'TOOLGATE_PUBLIC_URL', 'TOOLGATE_URL', 'PORT', 'HOST', 'REDIS_URL'])
+  for (const k of [
+    'DATABASE_URL',
+    'TOOLGATE_OPERATOR_TOKEN',
+    'TOOLGATE_SECRET_KEY',
+    'TOOLGATE_PUBLIC_URL',
+    'TOOLGATE_OPERATOR_URL',
+    'PORT',
+    'HOST',
+    'REDIS_URL',
+  ])
     delete env[k];
   return { ...env, TOOLGATE_LOG_LEVEL: 'error', ...extra };
 }
@@ -54,7 +63,7 @@ describe('operator CLI offline, on the embedded data folder', () => {
     const help = await run(['help'], env());
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Exit codes: 0 done; 1');
-  });
+  }, 60_000);
 
   test('create, list, show, set-plan, suspend, resume, key revoke, export and verify, each with --json', async () => {
     const created = await run(['org', 'create', '--slug', 'acme', '--name', 'Acme', '--json'], env());
@@ -106,12 +115,16 @@ describe('operator CLI offline, on the embedded data folder', () => {
   }, 120_000);
 });
 
-describe('operator CLI against a running server (TOOLGATE_URL)', () => {
+describe('operator CLI against a running server (TOOLGATE_OPERATOR_URL)', () => {
   let g: TestGateway;
   let server: ReturnType<typeof Bun.serve>;
   let acme: Onboarded;
   let dataDir: string;
-  const env = (token = OPERATOR_TOKEN) => ({ TOOLGATE_URL: `http://127.0.0.1:${server.port}`, TOOLGATE_OPERATOR_TOKEN: token, TOOLGATE_DATA_DIR: dataDir });
+  const env = (token = OPERATOR_TOKEN) => ({
+    TOOLGATE_OPERATOR_URL: `http://127.0.0.1:${server.port}`,
+    TOOLGATE_OPERATOR_TOKEN: token,
+    TOOLGATE_DATA_DIR: dataDir,
+  });
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'toolgate-cli-remote-'));
@@ -160,8 +173,8 @@ describe('operator CLI against a running server (TOOLGATE_URL)', () => {
     const wrong = await run(['org', 'list'], env('wrong-operator-token-0123456789abcdef'));
     expect(wrong.code).toBe(3);
     expect(wrong.stderr.trim()).toBe('toolgate: The operator token is invalid.');
-    const down = await run(['org', 'list'], { ...env(), TOOLGATE_URL: 'http://127.0.0.1:9' });
+    const down = await run(['org', 'list'], { ...env(), TOOLGATE_OPERATOR_URL: 'http://127.0.0.1:9' });
     expect(down.code).toBe(3);
-    expect(down.stderr).toStartWith('toolgate: the server at TOOLGATE_URL does not answer at http://127.0.0.1:9');
+    expect(down.stderr).toStartWith('toolgate: the server at TOOLGATE_OPERATOR_URL does not answer at http://127.0.0.1:9');
   }, 60_000);
 });

@@ -82,7 +82,7 @@ function prepareCheckout(): string {
   const dir = mkdtempSync(join(tmpdir(), 'toolgate-readme-'));
   const tracked = Bun.spawnSync(['git', 'ls-files'], { cwd: ROOT }).stdout.toString().split('\n').filter(Boolean);
   // Outside a git checkout: everything but what the README's blocks write (linked, they would write into ROOT).
-  const writes = new Set(['data', 'acme.json', 'sdk-example.json', '.git']);
+  const writes = new Set(['data', '.git']);
   const entries = new Set(tracked.length > 0 ? tracked.map((path) => path.split('/')[0]!) : readdirSync(ROOT).filter((e) => !writes.has(e)));
   entries.add('node_modules');
   entries.add('dist');

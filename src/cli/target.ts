@@ -1,5 +1,5 @@
 /**
- * Where a CLI command runs: the operator API of a running server (TOOLGATE_URL, or the embedded server holding the
+ * Where a CLI command runs: the operator API of a running server (TOOLGATE_OPERATOR_URL, or the embedded server holding the
  * data folder), or directly on the store (offline, or PostgreSQL shared with running servers). Errors become CliError.
  */
 import { ConfigError, loadConfig, type Config } from '../config.ts';
@@ -32,16 +32,16 @@ export function configOrFail(): Config {
 }
 
 /**
- * TOOLGATE_URL names a running server: always its operator API (TOOLGATE_OPERATOR_TOKEN required). Otherwise an
+ * TOOLGATE_OPERATOR_URL names a running server: always its operator API (TOOLGATE_OPERATOR_TOKEN required). Otherwise an
  * embedded server holding the data folder is called through its API (PGlite allows one process per folder), and
  * without one the command runs on the store itself.
  */
 export function chooseTarget(env: NodeJS.ProcessEnv = process.env): Target {
-  const remote = env.TOOLGATE_URL?.trim();
+  const remote = env.TOOLGATE_OPERATOR_URL?.trim();
   const config = configOrFail();
   if (remote) {
-    if (!config.operatorToken) throw new CliError('TOOLGATE_URL is set: TOOLGATE_OPERATOR_TOKEN is required to call its operator API', EXIT.usage);
-    return { kind: 'api', url: remote.replace(/\/+$/, ''), token: config.operatorToken, name: 'the server at TOOLGATE_URL' };
+    if (!config.operatorToken) throw new CliError('TOOLGATE_OPERATOR_URL is set: TOOLGATE_OPERATOR_TOKEN is required to call its operator API', EXIT.usage);
+    return { kind: 'api', url: remote.replace(/\/+$/, ''), token: config.operatorToken, name: 'the server at TOOLGATE_OPERATOR_URL' };
   }
   const holder = config.databaseUrl ? null : lockHolder(config.dataDir);
   // Another CLI command holds the folder (it serves no operator API): wait for it rather than calling port 0.
