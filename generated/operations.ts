@@ -345,6 +345,18 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "listOperatorApiKeys",
+    "method": "GET",
+    "path": "/operator/orgs/{slug}/api-keys",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug"
+    ],
+    "queryParams": []
+  },
+  {
     "operationId": "revokeOperatorApiKey",
     "method": "POST",
     "path": "/operator/orgs/{slug}/api-keys/{keyId}/revoke",

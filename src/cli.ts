@@ -16,7 +16,7 @@ import type { OrgOnboarding } from '../generated/client/types.gen.ts';
 import { acquireDataDirLock, embeddedSecretKey, lockHolder } from './util/datadir.ts';
 import { apiJson, chooseTarget, CliError, configOrFail, EXIT, onStore } from './cli/target.ts';
 import { orgList, orgSetPlan, orgShow, orgSuspend, requireSlug } from './cli/orgs.ts';
-import { auditExport, connectorRevalidate, keyRevoke } from './cli/admin.ts';
+import { auditExport, connectorRevalidate, keyList, keyRevoke } from './cli/admin.ts';
 
 const USAGE = `usage: toolgate <command> [options]
 
@@ -26,6 +26,7 @@ const USAGE = `usage: toolgate <command> [options]
   org set-plan --slug SLUG --plan PLAN [--json]     change the plan (the subscription becomes active)
   org suspend --slug SLUG [--json]                   refuse every credential of the org until resumed
   org resume --slug SLUG [--json]
+  key list --org SLUG [--json]                       the org's API keys (id, prefix, state, name)
   key revoke --org SLUG --id KEY_ID [--json]         revoke one API key of the org
   connector revalidate --org SLUG --id CONNECTOR_ID [--json]
   audit verify --org SLUG [--json]                   check the org's audit chain (on the store: server stopped)
@@ -134,6 +135,7 @@ const COMMANDS: Record<string, { options: ParseArgsOptionsConfig; run: (values: 
   'org set-plan': { options: { ...SLUG_FLAG, plan: { type: 'string' } }, run: orgSetPlan },
   'org suspend': { options: SLUG_FLAG, run: (v) => orgSuspend(v, true) },
   'org resume': { options: SLUG_FLAG, run: (v) => orgSuspend(v, false) },
+  'key list': { options: { org: { type: 'string' }, ...JSON_FLAG }, run: keyList },
   'key revoke': { options: ORG_ID_FLAGS, run: keyRevoke },
   'connector revalidate': { options: ORG_ID_FLAGS, run: connectorRevalidate },
   'audit verify': { options: { org: { type: 'string' }, ...JSON_FLAG }, run: auditVerify },

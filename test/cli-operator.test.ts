@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onboard, OPERATOR_TOKEN, startTestGateway, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { rpc } from './support/mcp.ts';
+import { verifies } from './requirements.ts';
 
 const HOOK_TIMEOUT_MS = 60_000;
 const ROOT = join(import.meta.dir, '..');
@@ -66,6 +67,7 @@ describe('operator CLI offline, on the embedded data folder', () => {
   }, 60_000);
 
   test('create, list, show, set-plan, suspend, resume, key revoke, export and verify, each with --json', async () => {
+    verifies('OPERATOR-CLI');
     const created = await run(['org', 'create', '--slug', 'acme', '--name', 'Acme', '--json'], env());
     expect(created.code).toBe(0);
     const keyId = String(created.json.api_key_id);
@@ -90,6 +92,8 @@ describe('operator CLI offline, on the embedded data folder', () => {
     expect(shown.stdout).toContain(`suspended:     ${suspended.json.org.suspended_at}`);
     expect((await run(['org', 'resume', '--slug', 'acme', '--json'], env())).json.org.suspended_at).toBeNull();
 
+    const keys = await run(['key', 'list', '--org', 'acme', '--json'], env());
+    expect(keys.json.api_keys.map((k: { id: string }) => k.id)).toEqual([keyId]);
     const revoked = await run(['key', 'revoke', '--org', 'acme', '--id', keyId, '--json'], env());
     expect(revoked.stderr).toBe('');
     expect(revoked.code).toBe(0);
@@ -97,6 +101,7 @@ describe('operator CLI offline, on the embedded data folder', () => {
     const again = await run(['key', 'revoke', '--org', 'acme', '--id', keyId], env());
     expect(again.code).toBe(1);
     expect(again.stderr.trim()).toBe('toolgate: No such active API key.');
+    expect((await run(['key', 'list', '--org', 'acme'], env())).stdout).toMatch(new RegExp(`^${keyId}  tgk_\\S+  revoked \\S+  default$`, 'm'));
 
     const exported = await run(['audit', 'export', '--org', 'acme'], env());
     expect(exported.code).toBe(0);
@@ -140,6 +145,7 @@ describe('operator CLI against a running server (TOOLGATE_OPERATOR_URL)', () => 
   });
 
   test('plan change, suspension and key revocation through the operator API take effect on the server', async () => {
+    verifies('OPERATOR-CLI');
     const planned = await run(['org', 'set-plan', '--slug', 'acme', '--plan', 'growth', '--json'], env());
     expect(planned.code).toBe(0);
     expect(planned.json.org).toMatchObject({ plan: 'growth', burst_limit_per_second: 50 });

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { api, onboard, OPERATOR_TOKEN, startTestGateway, tokenFor, type Onboarded, type StoreKind, type TestGateway } from './support/gateway.ts';
 import { rpc } from './support/mcp.ts';
 import { serviceAvailable } from './support/services.ts';
+import { verifies } from './requirements.ts';
 
 const op = (g: TestGateway, method: string, path: string, body?: unknown) => api(g, method, path, OPERATOR_TOKEN, body);
 
@@ -63,6 +64,7 @@ for (const kind of ['pglite', 'postgres'] as StoreKind[]) {
 
     test('a plan change applies to the next MCP request (cached lookups dropped), ends the trial, and is audited', async () => {
       if (skip) return console.warn(`skipped: ${skip}`);
+      verifies('OPERATOR-PLAN-CHANGE');
       // scale: 100 calls per second; 30 at once pass, and the org's lookup is now cached by the endpoint.
       expect((await burst(g, 'acme', acme.apiKey, 30)).every((s) => s === 200)).toBe(true);
       const changed = await op(g, 'PATCH', '/operator/orgs/acme', { plan: 'starter' });
@@ -89,6 +91,7 @@ for (const kind of ['pglite', 'postgres'] as StoreKind[]) {
 
     test('a suspended org refuses every credential with 403 org_suspended until it is resumed', async () => {
       if (skip) return console.warn(`skipped: ${skip}`);
+      verifies('OPERATOR-SUSPEND');
       const token = await tokenFor(g, beta.clientId, beta.clientSecret);
       expect((await rpc(g, 'beta', { apiKey: beta.apiKey }, 'tools/list')).status).toBe(200);
       const suspended = await op(g, 'PATCH', '/operator/orgs/beta', { suspended: true });
@@ -126,9 +129,12 @@ for (const kind of ['pglite', 'postgres'] as StoreKind[]) {
 
     test('the operator revokes a key of an org, exports its audit log and revalidates its connectors', async () => {
       if (skip) return console.warn(`skipped: ${skip}`);
-      const token = await tokenFor(g, beta.clientId, beta.clientSecret);
-      const keys = (await (await api(g, 'GET', '/api/org/api-keys', token)).json()) as { api_keys: { id: string }[] };
+      const listedKeys = await op(g, 'GET', '/operator/orgs/beta/api-keys');
+      expect(listedKeys.status).toBe(200);
+      const keys = (await listedKeys.json()) as { api_keys: { id: string; revoked_at: string | null }[] };
+      expect(keys.api_keys).toHaveLength(1);
       const keyId = keys.api_keys[0]!.id;
+      expect((await op(g, 'GET', '/operator/orgs/nope/api-keys')).status).toBe(404);
       // Another org's slug does not reach the key.
       expect((await op(g, 'POST', `/operator/orgs/acme/api-keys/${keyId}/revoke`)).status).toBe(404);
       const revoked = await op(g, 'POST', `/operator/orgs/beta/api-keys/${keyId}/revoke`);

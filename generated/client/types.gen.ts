@@ -2100,6 +2100,56 @@ export type UpdateOperatorOrgResponses = {
 
 export type UpdateOperatorOrgResponse = UpdateOperatorOrgResponses[keyof UpdateOperatorOrgResponses];
 
+export type ListOperatorApiKeysData = {
+    body?: never;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+    };
+    query?: never;
+    url: '/operator/orgs/{slug}/api-keys';
+};
+
+export type ListOperatorApiKeysErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type ListOperatorApiKeysError = ListOperatorApiKeysErrors[keyof ListOperatorApiKeysErrors];
+
+export type ListOperatorApiKeysResponses = {
+    /**
+     * The keys, newest first, revoked ones included with `revoked_at`.
+     */
+    200: {
+        api_keys: Array<ApiKey>;
+    };
+};
+
+export type ListOperatorApiKeysResponse = ListOperatorApiKeysResponses[keyof ListOperatorApiKeysResponses];
+
 export type RevokeOperatorApiKeyData = {
     body?: never;
     path: {

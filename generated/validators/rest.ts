@@ -4132,8 +4132,8 @@ return errors === 0;
 }
 param_validate39.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeOperatorApiKey_path = param_validate40;
-const param_schema57 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"keyId":{"type":"string","format":"uuid"}},"required":["slug","keyId"]};
+export const listOperatorApiKeys_path = param_validate40;
+const param_schema57 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4148,14 +4148,13 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.slug === undefined) && (missing0 = "slug")) || ((data.keyId === undefined) && (missing0 = "keyId"))){
+if((data.slug === undefined) && (missing0 = "slug")){
 param_validate40.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.slug !== undefined){
 let data0 = data.slug;
-const _errs1 = errors;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -4187,52 +4186,6 @@ return false;
 }
 }
 }
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.keyId !== undefined){
-let data1 = data.keyId;
-const _errs4 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate40.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["keyId"] = coerced1;
-}
-}
-}
-if(errors === _errs4){
-if(errors === _errs4){
-if(typeof data1 === "string"){
-if(!(param_formats0.test(data1))){
-param_validate40.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs4 === errors;
-}
-else {
-var valid0 = true;
-}
 }
 }
 }
@@ -4244,10 +4197,10 @@ return false;
 param_validate40.errors = vErrors;
 return errors === 0;
 }
-param_validate40.evaluated = {"props":{"slug":true,"keyId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate40.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revalidateOperatorConnector_path = param_validate41;
-const param_schema59 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"connectorId":{"type":"string","format":"uuid"}},"required":["slug","connectorId"]};
+export const revokeOperatorApiKey_path = param_validate41;
+const param_schema59 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"keyId":{"type":"string","format":"uuid"}},"required":["slug","keyId"]};
 
 function param_validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4262,7 +4215,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.slug === undefined) && (missing0 = "slug")) || ((data.connectorId === undefined) && (missing0 = "connectorId"))){
+if(((data.slug === undefined) && (missing0 = "slug")) || ((data.keyId === undefined) && (missing0 = "keyId"))){
 param_validate41.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
@@ -4307,8 +4260,8 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.connectorId !== undefined){
-let data1 = data.connectorId;
+if(data.keyId !== undefined){
+let data1 = data.keyId;
 const _errs4 = errors;
 if(typeof data1 !== "string"){
 let dataType1 = typeof data1;
@@ -4321,14 +4274,14 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate41.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate41.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced1 !== undefined){
 data1 = coerced1;
 if(data !== undefined){
-data["connectorId"] = coerced1;
+data["keyId"] = coerced1;
 }
 }
 }
@@ -4336,7 +4289,7 @@ if(errors === _errs4){
 if(errors === _errs4){
 if(typeof data1 === "string"){
 if(!(param_formats0.test(data1))){
-param_validate41.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate41.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -4358,10 +4311,10 @@ return false;
 param_validate41.errors = vErrors;
 return errors === 0;
 }
-param_validate41.evaluated = {"props":{"slug":true,"connectorId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate41.evaluated = {"props":{"slug":true,"keyId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exportOperatorAudit_path = param_validate42;
-const param_schema61 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
+export const revalidateOperatorConnector_path = param_validate42;
+const param_schema61 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"connectorId":{"type":"string","format":"uuid"}},"required":["slug","connectorId"]};
 
 function param_validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4376,13 +4329,14 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.slug === undefined) && (missing0 = "slug")){
+if(((data.slug === undefined) && (missing0 = "slug")) || ((data.connectorId === undefined) && (missing0 = "connectorId"))){
 param_validate42.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.slug !== undefined){
 let data0 = data.slug;
+const _errs1 = errors;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -4414,6 +4368,52 @@ return false;
 }
 }
 }
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.connectorId !== undefined){
+let data1 = data.connectorId;
+const _errs4 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate42.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["connectorId"] = coerced1;
+}
+}
+}
+if(errors === _errs4){
+if(errors === _errs4){
+if(typeof data1 === "string"){
+if(!(param_formats0.test(data1))){
+param_validate42.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
 }
 }
 }
@@ -4425,16 +4425,83 @@ return false;
 param_validate42.errors = vErrors;
 return errors === 0;
 }
-param_validate42.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate42.evaluated = {"props":{"slug":true,"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exportOperatorAudit_query = param_validate43;
-const param_schema63 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
-const param_pattern11 = new RegExp("^[a-z0-9_.]+$", "u");
+export const exportOperatorAudit_path = param_validate43;
+const param_schema63 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate43.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.slug === undefined) && (missing0 = "slug")){
+param_validate43.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.slug !== undefined){
+let data0 = data.slug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate43.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["slug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate43.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate43.errors = vErrors;
+return errors === 0;
+}
+param_validate43.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const exportOperatorAudit_query = param_validate44;
+const param_schema65 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
+const param_pattern12 = new RegExp("^[a-z0-9_.]+$", "u");
+
+function param_validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate44.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4458,7 +4525,7 @@ else if(data0 === "true" || data0 === 1){
 coerced0 = true;
 }
 else {
-param_validate43.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+param_validate44.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 }
@@ -4485,7 +4552,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate43.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate44.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4499,17 +4566,17 @@ data["action"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 100){
-param_validate43.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate44.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data1) < 1){
-param_validate43.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+param_validate44.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 else {
-if(!param_pattern11.test(data1)){
-param_validate43.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
+if(!param_pattern12.test(data1)){
+param_validate44.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
 return false;
 }
 }
@@ -4534,7 +4601,7 @@ if(dataType2 === "boolean" || data2 === null
 coerced2 = +data2;
 }
 else {
-param_validate43.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate44.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -4548,12 +4615,12 @@ data["days"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 == "number"){
 if(data2 > 36500 || isNaN(data2)){
-param_validate43.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
+param_validate44.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
 return false;
 }
 else {
 if(data2 < 1 || isNaN(data2)){
-param_validate43.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate44.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -4568,23 +4635,23 @@ var valid0 = true;
 }
 }
 else {
-param_validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate44.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate43.errors = vErrors;
+param_validate44.errors = vErrors;
 return errors === 0;
 }
-param_validate43.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
+param_validate44.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getDocsAsset_path = param_validate44;
-const param_schema64 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
-const param_pattern12 = new RegExp("^[a-zA-Z0-9._-]{1,100}$", "u");
+export const getDocsAsset_path = param_validate45;
+const param_schema66 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
+const param_pattern13 = new RegExp("^[a-zA-Z0-9._-]{1,100}$", "u");
 
-function param_validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate44.evaluated;
+const evaluated0 = param_validate45.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4595,7 +4662,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.asset === undefined) && (missing0 = "asset")){
-param_validate44.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate45.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -4613,7 +4680,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate44.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate45.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4626,78 +4693,9 @@ data["asset"] = coerced0;
 }
 if(errors === _errs1){
 if(typeof data0 === "string"){
-if(!param_pattern12.test(data0)){
-param_validate44.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
+if(!param_pattern13.test(data0)){
+param_validate45.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
 return false;
-}
-}
-}
-}
-}
-}
-else {
-param_validate44.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate44.errors = vErrors;
-return errors === 0;
-}
-param_validate44.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
-
-export const deleteWebhook_path = param_validate45;
-const param_schema65 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
-
-function param_validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate45.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.webhookId === undefined) && (missing0 = "webhookId")){
-param_validate45.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.webhookId !== undefined){
-let data0 = data.webhookId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate45.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["webhookId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate45.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
 }
 }
 }
@@ -4712,10 +4710,10 @@ return false;
 param_validate45.errors = vErrors;
 return errors === 0;
 }
-param_validate45.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate45.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateWebhook_path = param_validate46;
-const param_schema66 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
+export const deleteWebhook_path = param_validate46;
+const param_schema67 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4783,8 +4781,8 @@ return errors === 0;
 }
 param_validate46.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listWebhookDeliveries_path = param_validate47;
-const param_schema67 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
+export const updateWebhook_path = param_validate47;
+const param_schema68 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4852,13 +4850,82 @@ return errors === 0;
 }
 param_validate47.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listWebhookDeliveries_query = param_validate48;
-const param_schema68 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50}},"required":[]};
+export const listWebhookDeliveries_path = param_validate48;
+const param_schema69 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate48.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
+param_validate48.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate48.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["webhookId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate48.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate48.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate48.errors = vErrors;
+return errors === 0;
+}
+param_validate48.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listWebhookDeliveries_query = param_validate49;
+const param_schema70 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50}},"required":[]};
+
+function param_validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate49.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4881,7 +4948,7 @@ if(dataType0 === "boolean" || data0 === null
 coerced0 = +data0;
 }
 else {
-param_validate48.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate49.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -4895,12 +4962,12 @@ data["limit"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 == "number"){
 if(data0 > 200 || isNaN(data0)){
-param_validate48.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+param_validate49.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
 return false;
 }
 else {
 if(data0 < 1 || isNaN(data0)){
-param_validate48.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate49.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -4908,23 +4975,23 @@ return false;
 }
 }
 else {
-param_validate48.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate49.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate48.errors = vErrors;
+param_validate49.errors = vErrors;
 return errors === 0;
 }
-param_validate48.evaluated = {"props":{"limit":true},"dynamicProps":false,"dynamicItems":false};
+param_validate49.evaluated = {"props":{"limit":true},"dynamicProps":false,"dynamicItems":false};
 
-export const resendWebhookEvent_path = param_validate49;
-const param_schema69 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};
-const param_pattern13 = new RegExp("^evt_[0-9a-f-]{36}$", "u");
+export const resendWebhookEvent_path = param_validate50;
+const param_schema71 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};
+const param_pattern14 = new RegExp("^evt_[0-9a-f-]{36}$", "u");
 
-function param_validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate49.evaluated;
+const evaluated0 = param_validate50.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4935,7 +5002,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.webhookId === undefined) && (missing0 = "webhookId")) || ((data.eventId === undefined) && (missing0 = "eventId"))){
-param_validate49.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate50.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -4953,7 +5020,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate49.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate50.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4968,7 +5035,7 @@ if(errors === _errs1){
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!(param_formats0.test(data0))){
-param_validate49.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate50.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -4994,7 +5061,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate49.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate50.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -5007,8 +5074,8 @@ data["eventId"] = coerced1;
 }
 if(errors === _errs3){
 if(typeof data1 === "string"){
-if(!param_pattern13.test(data1)){
-param_validate49.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/pattern",keyword:"pattern",params:{pattern: "^evt_[0-9a-f-]{36}$"},message:"must match pattern \""+"^evt_[0-9a-f-]{36}$"+"\""}];
+if(!param_pattern14.test(data1)){
+param_validate50.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/pattern",keyword:"pattern",params:{pattern: "^evt_[0-9a-f-]{36}$"},message:"must match pattern \""+"^evt_[0-9a-f-]{36}$"+"\""}];
 return false;
 }
 }
@@ -5022,23 +5089,23 @@ var valid0 = true;
 }
 }
 else {
-param_validate49.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate50.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate49.errors = vErrors;
+param_validate50.errors = vErrors;
 return errors === 0;
 }
-param_validate49.evaluated = {"props":{"webhookId":true,"eventId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate50.evaluated = {"props":{"webhookId":true,"eventId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listAuditEvents_query = param_validate50;
-const param_schema70 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500},"cursor":{"type":"string","pattern":"^[0-9]{1,18}$"}},"required":[]};
-const param_pattern15 = new RegExp("^[0-9]{1,18}$", "u");
+export const listAuditEvents_query = param_validate51;
+const param_schema72 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500},"cursor":{"type":"string","pattern":"^[0-9]{1,18}$"}},"required":[]};
+const param_pattern16 = new RegExp("^[0-9]{1,18}$", "u");
 
-function param_validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate50.evaluated;
+const evaluated0 = param_validate51.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5061,7 +5128,7 @@ if(dataType0 === "boolean" || data0 === null
 coerced0 = +data0;
 }
 else {
-param_validate50.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate51.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -5075,203 +5142,14 @@ data["limit"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 == "number"){
 if(data0 > 200 || isNaN(data0)){
-param_validate50.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+param_validate51.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
 return false;
 }
 else {
 if(data0 < 1 || isNaN(data0)){
-param_validate50.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate51.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
-}
-}
-}
-var valid0 = _errs1 === errors;
-if(valid0){
-if(data.action !== undefined){
-let data1 = data.action;
-const _errs3 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate50.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["action"] = coerced1;
-}
-}
-}
-if(errors === _errs3){
-if(typeof data1 === "string"){
-if(param_func1(data1) > 100){
-param_validate50.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
-return false;
-}
-else {
-if(param_func1(data1) < 1){
-param_validate50.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-else {
-if(!param_pattern11.test(data1)){
-param_validate50.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-var valid0 = _errs3 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.days !== undefined){
-let data2 = data.days;
-const _errs5 = errors;
-if(!((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2)))){
-let dataType2 = typeof data2;
-let coerced2 = undefined;
-if(!(coerced2 !== undefined)){
-if(dataType2 === "boolean" || data2 === null
-              || (dataType2 === "string" && data2 && data2 == +data2 && !(data2 % 1))){
-coerced2 = +data2;
-}
-else {
-param_validate50.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
-return false;
-}
-}
-if(coerced2 !== undefined){
-data2 = coerced2;
-if(data !== undefined){
-data["days"] = coerced2;
-}
-}
-}
-if(errors === _errs5){
-if(typeof data2 == "number"){
-if(data2 > 36500 || isNaN(data2)){
-param_validate50.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
-return false;
-}
-else {
-if(data2 < 1 || isNaN(data2)){
-param_validate50.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs5 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.cursor !== undefined){
-let data3 = data.cursor;
-const _errs7 = errors;
-if(typeof data3 !== "string"){
-let dataType3 = typeof data3;
-let coerced3 = undefined;
-if(!(coerced3 !== undefined)){
-if(dataType3 == "number" || dataType3 == "boolean"){
-coerced3 = "" + data3;
-}
-else if(data3 === null){
-coerced3 = "";
-}
-else {
-param_validate50.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced3 !== undefined){
-data3 = coerced3;
-if(data !== undefined){
-data["cursor"] = coerced3;
-}
-}
-}
-if(errors === _errs7){
-if(typeof data3 === "string"){
-if(!param_pattern15.test(data3)){
-param_validate50.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,18}$"},message:"must match pattern \""+"^[0-9]{1,18}$"+"\""}];
-return false;
-}
-}
-}
-var valid0 = _errs7 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-}
-else {
-param_validate50.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate50.errors = vErrors;
-return errors === 0;
-}
-param_validate50.evaluated = {"props":{"limit":true,"action":true,"days":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
-
-export const exportAuditEvents_query = param_validate51;
-const param_schema71 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
-
-function param_validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate51.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.redact === undefined){
-data.redact = false;
-}
-let data0 = data.redact;
-const _errs1 = errors;
-if(typeof data0 !== "boolean"){
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(data0 === "false" || data0 === 0 || data0 === null){
-coerced0 = false;
-}
-else if(data0 === "true" || data0 === 1){
-coerced0 = true;
-}
-else {
-param_validate51.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["redact"] = coerced0;
 }
 }
 }
@@ -5314,7 +5192,7 @@ param_validate51.errors = [{instancePath:instancePath+"/action",schemaPath:"#/pr
 return false;
 }
 else {
-if(!param_pattern11.test(data1)){
+if(!param_pattern12.test(data1)){
 param_validate51.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
 return false;
 }
@@ -5370,6 +5248,46 @@ var valid0 = _errs5 === errors;
 else {
 var valid0 = true;
 }
+if(valid0){
+if(data.cursor !== undefined){
+let data3 = data.cursor;
+const _errs7 = errors;
+if(typeof data3 !== "string"){
+let dataType3 = typeof data3;
+let coerced3 = undefined;
+if(!(coerced3 !== undefined)){
+if(dataType3 == "number" || dataType3 == "boolean"){
+coerced3 = "" + data3;
+}
+else if(data3 === null){
+coerced3 = "";
+}
+else {
+param_validate51.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced3 !== undefined){
+data3 = coerced3;
+if(data !== undefined){
+data["cursor"] = coerced3;
+}
+}
+}
+if(errors === _errs7){
+if(typeof data3 === "string"){
+if(!param_pattern16.test(data3)){
+param_validate51.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,18}$"},message:"must match pattern \""+"^[0-9]{1,18}$"+"\""}];
+return false;
+}
+}
+}
+var valid0 = _errs7 === errors;
+}
+else {
+var valid0 = true;
+}
+}
 }
 }
 }
@@ -5381,5 +5299,154 @@ return false;
 param_validate51.errors = vErrors;
 return errors === 0;
 }
-param_validate51.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
+param_validate51.evaluated = {"props":{"limit":true,"action":true,"days":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
+
+export const exportAuditEvents_query = param_validate52;
+const param_schema73 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
+
+function param_validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate52.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.redact === undefined){
+data.redact = false;
+}
+let data0 = data.redact;
+const _errs1 = errors;
+if(typeof data0 !== "boolean"){
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(data0 === "false" || data0 === 0 || data0 === null){
+coerced0 = false;
+}
+else if(data0 === "true" || data0 === 1){
+coerced0 = true;
+}
+else {
+param_validate52.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["redact"] = coerced0;
+}
+}
+}
+var valid0 = _errs1 === errors;
+if(valid0){
+if(data.action !== undefined){
+let data1 = data.action;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate52.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["action"] = coerced1;
+}
+}
+}
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(param_func1(data1) > 100){
+param_validate52.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+return false;
+}
+else {
+if(param_func1(data1) < 1){
+param_validate52.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+else {
+if(!param_pattern12.test(data1)){
+param_validate52.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.days !== undefined){
+let data2 = data.days;
+const _errs5 = errors;
+if(!((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2)))){
+let dataType2 = typeof data2;
+let coerced2 = undefined;
+if(!(coerced2 !== undefined)){
+if(dataType2 === "boolean" || data2 === null
+              || (dataType2 === "string" && data2 && data2 == +data2 && !(data2 % 1))){
+coerced2 = +data2;
+}
+else {
+param_validate52.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+}
+if(coerced2 !== undefined){
+data2 = coerced2;
+if(data !== undefined){
+data["days"] = coerced2;
+}
+}
+}
+if(errors === _errs5){
+if(typeof data2 == "number"){
+if(data2 > 36500 || isNaN(data2)){
+param_validate52.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
+return false;
+}
+else {
+if(data2 < 1 || isNaN(data2)){
+param_validate52.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+param_validate52.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate52.errors = vErrors;
+return errors === 0;
+}
+param_validate52.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
 

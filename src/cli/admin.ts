@@ -19,6 +19,25 @@ function requireId(value: string | undefined): string {
   return value.toLowerCase();
 }
 
+export async function keyList(values: { org?: string; json?: boolean }): Promise<void> {
+  const slug = requireSlug(values.org, '--org');
+  const target = chooseTarget();
+  const listed: { api_keys: ApiKey[] } =
+    target.kind === 'api'
+      ? await apiJson(target, 'GET', `/operator/orgs/${slug}/api-keys`)
+      : await onStore(target.config, async ({ deps }) => {
+          const org = await orgBySlug(deps, slug);
+          return { api_keys: (await credentials.listApiKeys(deps, org.id)).map(apiKeyView) };
+        });
+  print(
+    Boolean(values.json),
+    listed,
+    () =>
+      listed.api_keys.map((k) => `${k.id}  ${k.prefix}…  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}  ${k.name}`).join('\n') ||
+      `${slug} has no API keys`,
+  );
+}
+
 export async function keyRevoke(values: { org?: string; id?: string; json?: boolean }): Promise<void> {
   const slug = requireSlug(values.org, '--org');
   const id = requireId(values.id);

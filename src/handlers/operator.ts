@@ -39,6 +39,11 @@ export const getOperatorOrg: Handler = async ({ deps, params }) => detailRespons
 export const updateOperatorOrg: Handler = async ({ deps, params, body }: RequestContext<UpdateOperatorOrgRequest>) =>
   detailResponse(deps, await changeOrg(deps, params.slug!, { plan: body.plan, suspended: body.suspended }));
 
+export const listOperatorApiKeys: Handler = async ({ deps, params }) => {
+  const org = await orgBySlug(deps, params.slug!);
+  return json({ api_keys: (await credentials.listApiKeys(deps, org.id)).map(apiKeyView) }, 200, NO_STORE);
+};
+
 export const revokeOperatorApiKey: Handler = async ({ deps, params }) => {
   const org = await orgBySlug(deps, params.slug!);
   return json(apiKeyView(await credentials.revokeApiKey(deps, org.id, params.keyId!, OPERATOR)));
