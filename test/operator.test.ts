@@ -2,7 +2,10 @@
 // connector revalidation of any org, on PGlite and PostgreSQL, every response checked against openapi.yaml.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { api, onboard, OPERATOR_TOKEN, startTestGateway, tokenFor, type Onboarded, type StoreKind, type TestGateway } from './support/gateway.ts';
-import { rpc } from './support/mcp.ts';
+import { sql } from 'drizzle-orm';
+import { periodStart } from '../src/limits/plans.ts';
+import { callTool, createConnector, rpc } from './support/mcp.ts';
+import { createTargets, type Targets } from './support/targets.ts';
 import { serviceAvailable } from './support/services.ts';
 import { verifies } from './requirements.ts';
 
@@ -26,6 +29,7 @@ for (const kind of ['pglite', 'postgres'] as StoreKind[]) {
     let beta: Onboarded;
     let gamma: Onboarded;
     let skip = '';
+    let targets: Targets | null = null;
 
     beforeAll(async () => {
       if (kind === 'postgres' && !(await serviceAvailable('postgres'))) {
@@ -37,7 +41,10 @@ for (const kind of ['pglite', 'postgres'] as StoreKind[]) {
       beta = await onboard(g, 'beta', 'starter');
       gamma = await onboard(g, 'gamma', 'growth');
     }, 60_000);
-    afterAll(async () => g?.close());
+    afterAll(async () => {
+      await g?.close();
+      await targets?.drop();
+    });
 
     test('list pages through the orgs in slug order; show gives limits and usage', async () => {
       if (skip) return console.warn(`skipped: ${skip}`);
@@ -88,6 +95,31 @@ for (const kind of ['pglite', 'postgres'] as StoreKind[]) {
       expect((await op(g, 'PATCH', '/operator/orgs/acme', {})).status).toBe(400);
       expect((await op(g, 'PATCH', '/operator/orgs/nope', { plan: 'growth' })).status).toBe(404);
     }, 30_000);
+
+    test('quota used up: the -32000 "upgrade" is answered by a plan change; a downgrade over the usage refuses again', async () => {
+      if (skip) return console.warn(`skipped: ${skip}`);
+      verifies('OPERATOR-PLAN-CHANGE');
+      targets = await createTargets('tg_operator', 'pg');
+      const org = await onboard(g, 'quota-org', 'starter');
+      const token = await tokenFor(g, org.clientId, org.clientSecret);
+      expect((await createConnector(g, token, { name: 'items', type: 'postgresql', config: targets.pgConfig })).status).toBe('active');
+      await g.deps.store.db.execute(
+        sql`INSERT INTO usage_counters (org_id, period_start, tool_calls) VALUES (${org.orgId}, ${periodStart(new Date())}, 20000)`,
+      );
+      const call = () => callTool(g, org.slug, { apiKey: org.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' });
+      const refused = await call();
+      expect(refused.body.error.code).toBe(-32000);
+      expect(refused.body.error.message).toMatch(/upgrade/i);
+
+      expect((await op(g, 'PATCH', `/operator/orgs/${org.slug}`, { plan: 'growth' })).status).toBe(200);
+      const ran = await call();
+      expect(ran.body.result.isError).toBeFalsy();
+
+      const down = await op(g, 'PATCH', `/operator/orgs/${org.slug}`, { plan: 'starter' });
+      expect(down.status).toBe(200);
+      expect(((await down.json()) as any).limits).toMatchObject({ plan: 'starter', monthly_tool_calls: 20_000, tool_calls_used: 20_001 });
+      expect((await call()).body.error.code).toBe(-32000);
+    }, 60_000);
 
     test('a suspended org refuses every credential with 403 org_suspended until it is resumed', async () => {
       if (skip) return console.warn(`skipped: ${skip}`);
