@@ -81,7 +81,7 @@ function prepareCheckout(): string {
   const dir = mkdtempSync(join(tmpdir(), 'toolgate-readme-'));
   const tracked = Bun.spawnSync(['git', 'ls-files'], { cwd: ROOT }).stdout.toString().split('\n').filter(Boolean);
   // Outside a git checkout: everything but what the README's blocks write (linked, they would write into ROOT).
-  const writes = new Set(['data', 'acme.json', 'sdk-example.json', 'sdk-example', '.git']);
+  const writes = new Set(['data', 'sdk-example', '.git']);
   const entries = new Set(tracked.length > 0 ? tracked.map((path) => path.split('/')[0]!) : readdirSync(ROOT).filter((e) => !writes.has(e)));
   entries.add('node_modules');
   for (const entry of entries) if (existsSync(join(ROOT, entry))) symlinkSync(join(ROOT, entry), join(dir, entry));

@@ -105,7 +105,7 @@ beforeAll(async () => {
   const readme = readFileSync(join(PACKAGE, 'README.md'), 'utf8');
   const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
   expect(blocks).toHaveLength(README_ASSUMES.length);
-  blocks.forEach((code, i) => writeFileSync(join(project, `readme-${i + 1}.ts`), `${README_ASSUMES[i]}\n${code}export {};\n`));
+  for (const [i, code] of blocks.entries()) writeFileSync(join(project, `readme-${i + 1}.ts`), `${README_ASSUMES[i]}\n${code}export {};\n`);
 }, 180_000);
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 

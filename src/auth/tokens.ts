@@ -8,6 +8,7 @@ import { countLimitRefusal } from '../observability/metrics.ts';
 import type { Store } from '../store/db.ts';
 import { digestsEqual, hashSecret } from '../util/crypto.ts';
 import { findOAuthClient } from './credentials.ts';
+import { isOrgSuspended } from './repository.ts';
 import type { TokenSigner } from './signing.ts';
 
 export interface TokenServiceDeps {
@@ -32,6 +33,10 @@ async function issueClientToken(deps: TokenServiceDeps, input: ClientCredentials
   const valid = client !== undefined && client.revokedAt === null && digestsEqual(presented, client.secretHash);
   if (!valid) {
     throw new OAuthError(401, 'invalid_client', 'Client authentication failed.', input.basic ? { 'WWW-Authenticate': 'Basic realm="toolgate"' } : {});
+  }
+
+  if (await isOrgSuspended(deps.store.db, client.orgId)) {
+    throw new OAuthError(400, 'unauthorized_client', "The client's org is suspended by the gateway operator: no token is issued until it is resumed.");
   }
 
   const requested = input.scope?.trim() ? [...new Set(input.scope.trim().split(/\s+/))] : client.scopes;
