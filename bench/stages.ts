@@ -79,13 +79,23 @@ const ctx: ExecutionContext = {
 };
 exit.add(() => postgresqlDriver.close(driverId));
 
+/** Varied SQL (issue 27): a new literal in every call, as `npm run bench`'s callvar, so no statement-keyed cache is warm. */
+let variedN = 0;
+const variedSelect = () => `SELECT id, sku, name, price, qty FROM ${TABLE} WHERE id > ${5000 + (variedN++ % 4000)} ORDER BY id LIMIT 10`;
+const GUARD_OPTS = { table: { schema: 'public', name: TABLE }, allowWrite: false, allowDdl: false, readOnly: true };
+
 const stages: Record<string, () => Promise<unknown>> = {
   'tools/call, whole (app.handle)': () => handled('tools/call', { name: toolName, arguments: { sql: SELECT } }, '"rowCount":10'),
+  'tools/call varied, whole (app.handle)': () => handled('tools/call', { name: toolName, arguments: { sql: variedSelect() } }, '"rowCount":10'),
+  'SQL guard varied, uncached (guardPostgresSql)': async () => guardPostgresSql(variedSelect(), GUARD_OPTS),
+  'connector read path varied (postgresqlDriver.execute)': async () => {
+    const r = await postgresqlDriver.execute(tool, { sql: variedSelect() }, ctx);
+    if (r.isError) throw new Error(String(r.content[0]?.text));
+  },
   'tools/list, whole (app.handle)': () => handled('tools/list', {}, toolName),
   'ping (transport, API key, org, local window)': () => handled('ping', {}, '"result"'),
   'burst window in Redis (limiter.take)': () => gateway.deps.limiter.take(org.orgId, 100_000),
-  'SQL guard, cached (guardPostgresSql)': async () =>
-    guardPostgresSql(SELECT, { table: { schema: 'public', name: TABLE }, allowWrite: false, allowDdl: false, readOnly: true }),
+  'SQL guard, cached (guardPostgresSql)': async () => guardPostgresSql(SELECT, GUARD_OPTS),
   'connector read path (postgresqlDriver.execute)': async () => {
     const r = await postgresqlDriver.execute(tool, { sql: SELECT }, ctx);
     if (r.isError) throw new Error(String(r.content[0]?.text));

@@ -9,9 +9,19 @@ import { dialChecked } from '../../net/dial.ts';
 import { embeddedDatabaseFor } from '../shared/embedded.ts';
 import type { OutboundPolicy } from '../../net/policy.ts';
 import { introspectPg, DEFAULT_PG_SCHEMAS } from './introspect.ts';
-import { executePg } from './execute.ts';
-import { TEMP_PRIVILEGE_MISSING } from './resolution.ts';
+import { TEMP_PRIVILEGE_MISSING } from './resolution-common.ts';
 import { pgCallErrorText, pgConnectorError, type PgErrorContext } from './errors.ts';
+
+/**
+ * The execute step and with it the SQL guard's parser (libpg-query's WebAssembly, ~18 MB of RSS), loaded with the
+ * first call: a gateway that has served no PostgreSQL call yet does not hold them (decision 0192).
+ */
+let executeModule: Promise<typeof import('./execute.ts')> | null = null;
+const loadExecute = () =>
+  (executeModule ??= import('./execute.ts').catch((err: unknown) => {
+    executeModule = null;
+    throw err;
+  }));
 
 const pools = new PoolRegistry<PgPool, PgOpen>({ type: 'postgresql', open: openPgPool, end: endPgPool });
 
@@ -108,6 +118,7 @@ export const postgresqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
 
   async execute(tool, args, ctx) {
     try {
+      const { executePg } = await loadExecute();
       // The call that opens the pool gives its connections their session defaults, so that reads on the first
       // schema's tools under the same limits can take the one-statement path (see run.ts).
       return await pools.use(
