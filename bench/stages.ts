@@ -47,8 +47,9 @@ const authCacheTtl: Record<string, string> = process.env.TOOLGATE_AUTH_CACHE_TTL
 const gateway = await startTestGateway(STORE, { REDIS_URL: 'redis://127.0.0.1:6379', TOOLGATE_WEBHOOK_WORKER: '0', ...authCacheTtl });
 exit.add(() => gateway.close());
 const org = await onboard(gateway);
-const config: DatabaseConfig = { host: PG.host, port: PG.port, database: DATA_DB, user: PG.user };
+const config: DatabaseConfig = { host: PG.host, port: PG.port, database: DATA_DB, user: PG.user, tls: 'disable' };
 const connector = await createConnector(gateway, await tokenFor(gateway, org.clientId, org.clientSecret), { name: 'items', type: 'postgresql', config });
+if (connector.status !== 'active') throw new Error(`the bench connector is ${connector.status}: ${connector.status_reason}`);
 const toolName = `query_postgresql_items`;
 
 const rpcRequest = (method: string, params: unknown) =>

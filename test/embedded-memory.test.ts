@@ -59,7 +59,7 @@ console.log(JSON.stringify([loaded('sqlparser-ts'), loaded('sqlguard/mysql.ts'),
 test.skipIf(process.platform !== 'linux')(
   'npm start on a fresh data folder (embedded store, demo on) idles under 250 MB of RSS',
   async () => {
-    // Issue 27: 272-288 MB before the round of decisions 0190-0194, 178-231 MB after (bench/memory.ts --idle). The
+    // Issue 27: 272-288 MB before the round of decisions 0190-0194, 177-195 MB after, 5-40 s after start (bench/memory.ts --idle). The
     // bound is generous, for a loaded machine; a regression of one PGlite instance or parser held at start crosses it.
     const dataDir = mkdtempSync(join(tmpdir(), 'toolgate-idle-'));
     const child = Bun.spawn([process.execPath, 'src/main.ts'], {
