@@ -9,7 +9,7 @@ import { embeddedDatabaseFor } from '../shared/embedded.ts';
 import type { OutboundPolicy } from '../../net/policy.ts';
 import { introspectPg, DEFAULT_PG_SCHEMAS } from './introspect.ts';
 import { PG_DIALECT, runPgCall, type PgExecutionContext } from './execute.ts';
-import { TEMP_PRIVILEGE_MISSING } from './resolution.ts';
+import { TEMP_PRIVILEGE_MISSING } from './resolution-common.ts';
 import { pgCallErrorText, pgConnectorError, type PgErrorContext } from './errors.ts';
 
 const pools = new PoolRegistry<PgPool, PgOpen>({ type: 'postgresql', open: openPgPool, end: endPgPool });

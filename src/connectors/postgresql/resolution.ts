@@ -36,11 +36,11 @@
  * without a shape are keyed by their exact text.
  */
 import type { PgPool } from './pool.ts';
-import { ResolutionUnavailable, TEMP_PRIVILEGE_MISSING, type ResolutionRequest, type ResolutionVerdict } from './resolution-common.ts';
+import { ResolutionUnavailable, type ResolutionRequest, type ResolutionVerdict } from './resolution-common.ts';
 import { dependencies } from './resolution-dml.ts';
 import { ddlNames } from './resolution-ddl.ts';
 
-export { ResolutionUnavailable, TEMP_PRIVILEGE_MISSING, type ResolutionRequest, type ResolutionVerdict };
+export { ResolutionUnavailable, type ResolutionRequest, type ResolutionVerdict };
 
 /** Default verdict lifetime: a new user function or operator is seen at the latest this long after it appears. */
 export const PG_RESOLUTION_DEFAULT_TTL_MS = 30_000;

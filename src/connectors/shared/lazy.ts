@@ -1,7 +1,7 @@
 /**
  * A driver registered at start whose implementation (its database client package and, for SQL, its guard's parser)
  * loads on first use: a gateway without a connector of that type never pays for it (docs/performance.md, Memory).
- * The mongodb, mssql and oracle drivers register this way.
+ * The postgresql, mongodb, mssql and oracle drivers register this way.
  */
 import type { CallContext, ConnectorDriver, ExecutionContext } from '../types.ts';
 
@@ -25,7 +25,8 @@ export function lazyDriver<C, T, X extends CallContext<C> = ExecutionContext<C>>
     ...meta,
     validate: async (...a) => (await impl()).validate(...a),
     introspect: async (...a) => (await impl()).introspect(...a),
-    execute: async (...a) => (await impl()).execute(...a),
+    // Once loaded, a call goes to the implementation at once (no await in between: postgresql is on the hot path).
+    execute: (...a) => (loaded ? loaded.execute(...a) : impl().then((d) => d.execute(...a))),
     close: async (id) => loaded?.close(id),
     closeAll: async () => loaded?.closeAll(),
   };
