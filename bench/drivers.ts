@@ -24,7 +24,7 @@ import postgres from 'postgres';
 import { cleanupOnExit, PG, ROWS, seedItems, TABLE } from './common.ts';
 import { SQL } from 'bun';
 import { cpus } from 'node:os';
-import { configurePostgresqlPools, postgresqlDriver } from '../src/connectors/postgresql/index.ts';
+import { configurePostgresqlPools, postgresqlDriver } from '../src/connectors/postgresql/driver.ts';
 import type { DatabaseConfig, ExecutionContext } from '../src/connectors/types.ts';
 
 // ---------------------------------------------------------------------------------------------------

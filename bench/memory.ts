@@ -4,15 +4,23 @@
  * on the same data folder. Local only; nothing outside a temporary data folder is touched.
  *
  *   bun bench/memory.ts [--port=3840] [--duration=20] [--connections=16] [--sample=10]
+ *   bun bench/memory.ts --idle [--port=3840]
+ *
+ * `--idle` (what a new user sees after `npm start`): RSS of a first start on a fresh data folder at 5, 10, 20 and 40 s
+ * after /healthz answers, then the same after a restart on that folder; no load, no database outside the folder.
  *
  * Also prints the RSS curve under load (one sample every --sample seconds: a soak is a long --duration) and, after
  * the restart, the time from spawning the process to the first served tools/call (issue 14: <= 1.5 s on the
  * embedded store).
  *
  * The load runs through an enterprise org created with the operator API (the demo org's starter plan would answer
- * most of it with 429) whose connector points at the demo's sample database, so every call is a real SELECT.
+ * most of it with 429). The demo's sample database is reachable by the demo org only (a private socket), so this
+ * org's connector reads a 3-row `customers` table in a database the bench creates on the local PostgreSQL
+ * (127.0.0.1:5432, dropped at the end; the gateway allows that one address): every call is a real SELECT, and
+ * the store (audit rows, quota) is the embedded PGlite of `npm start`.
  */
 import autocannon from 'autocannon';
+import postgres from 'postgres';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,10 +28,12 @@ import type { Subprocess } from 'bun';
 
 const arg = (name: string, fallback: number) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
 const PORT = arg('port', 3840);
-const DEMO_DB_PORT = PORT + 2;
 const DURATION_S = arg('duration', 20);
 const CONNECTIONS = arg('connections', 16);
 const SAMPLE_S = arg('sample', 10);
+const IDLE_ONLY = process.argv.includes('--idle');
+const PG = { host: '127.0.0.1', port: 5432, user: 'postgres' };
+const DATA_DB = `toolgate_memory_${process.pid}`;
 const ROOT = join(import.meta.dir, '..');
 const BASE = `http://127.0.0.1:${PORT}`;
 const dataDir = mkdtempSync(join(tmpdir(), 'toolgate-memory-'));
@@ -49,8 +59,9 @@ async function start(): Promise<{ pid: number; startupMs: number; spawnedAt: num
       PORT: String(PORT),
       HOST: '127.0.0.1',
       TOOLGATE_DATA_DIR: dataDir,
-      TOOLGATE_DEMO_DB_PORT: String(DEMO_DB_PORT),
       TOOLGATE_LOG_LEVEL: 'error',
+      // The load's data database (see the header); the demo's own database needs no network address.
+      TOOLGATE_OUTBOUND_ALLOW_HOSTS: `${PG.host}:${PG.port}`,
     },
     stdout: 'ignore',
     stderr: 'inherit',
@@ -91,7 +102,21 @@ async function seed(): Promise<string> {
   const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: org.oauth_client.client_id, client_secret: org.oauth_client.client_secret });
   const token = await call('/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString() });
   const auth = { authorization: `Bearer ${token.access_token}` };
-  const config = { host: '127.0.0.1', port: DEMO_DB_PORT, database: 'postgres', user: 'postgres', tls: 'disable', schemas: ['public'] };
+  const admin = postgres({ ...PG, database: 'postgres', max: 1, onnotice: () => undefined });
+  try {
+    await admin.unsafe(`DROP DATABASE IF EXISTS "${DATA_DB}" WITH (FORCE)`);
+    await admin.unsafe(`CREATE DATABASE "${DATA_DB}"`);
+  } finally {
+    await admin.end();
+  }
+  const data = postgres({ ...PG, database: DATA_DB, max: 1, onnotice: () => undefined });
+  try {
+    await data.unsafe(`CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL, country text NOT NULL);
+      INSERT INTO customers VALUES (1, 'Ada', 'GB'), (2, 'Grace', 'US'), (3, 'Edsger', 'NL');`);
+  } finally {
+    await data.end();
+  }
+  const config = { host: PG.host, port: PG.port, database: DATA_DB, user: PG.user, tls: 'disable', schemas: ['public'] };
   const connector = await call('/api/connectors', {
     method: 'POST',
     headers: auth,
@@ -102,6 +127,29 @@ async function seed(): Promise<string> {
     if (state.status === 'active') return org.api_key.key;
     if (state.status === 'failed' || Date.now() > deadline) throw new Error(`connector ${state.status}: ${state.status_reason}`);
   }
+}
+
+/** RSS at 5, 10, 20 and 40 s after /healthz answers (Bun.sleep between the reads). */
+async function idleCurve(pid: number): Promise<string> {
+  const points: string[] = [];
+  let waited = 0;
+  for (const at of [5, 10, 20, 40]) {
+    await Bun.sleep((at - waited) * 1000);
+    waited = at;
+    points.push(`${at} s ${rssMb(pid).toFixed(0)} MB`);
+  }
+  return points.join(', ');
+}
+
+async function idle() {
+  const first = await start();
+  const firstCurve = await idleCurve(first.pid);
+  await stop();
+  const again = await start();
+  const againCurve = await idleCurve(again.pid);
+  await stop();
+  console.log(`first start (fresh data folder): ${(first.startupMs / 1000).toFixed(1)} s to /healthz; idle RSS ${firstCurve}`);
+  console.log(`restart (same folder): ${(again.startupMs / 1000).toFixed(1)} s to /healthz; idle RSS ${againCurve}`);
 }
 
 async function main() {
@@ -168,8 +216,13 @@ async function main() {
 }
 
 try {
-  await main();
+  await (IDLE_ONLY ? idle() : main());
 } finally {
   await stop();
   rmSync(dataDir, { recursive: true, force: true });
+  if (!IDLE_ONLY) {
+    const admin = postgres({ ...PG, database: 'postgres', max: 1, onnotice: () => undefined });
+    await admin.unsafe(`DROP DATABASE IF EXISTS "${DATA_DB}" WITH (FORCE)`).catch(() => undefined);
+    await admin.end();
+  }
 }

@@ -14,8 +14,8 @@ import postgres from 'postgres';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../src/store/db.ts';
 import { PG, seedItems, TABLE, cleanupOnExit } from './common.ts';
-import { configurePostgresqlPools, postgresqlDriver } from '../src/connectors/postgresql/index.ts';
-import { guardPostgresSql } from '../src/connectors/sqlguard/postgres.ts';
+import { configurePostgresqlPools, postgresqlDriver } from '../src/connectors/postgresql/driver.ts';
+import { guardPostgresSql } from '../src/connectors/postgresql/guard/guard.ts';
 import type { DatabaseConfig, ExecutionContext } from '../src/connectors/types.ts';
 import { BASE, onboard, startTestGateway, tokenFor } from '../test/support/gateway.ts';
 import { createConnector } from '../test/support/mcp.ts';
@@ -47,8 +47,9 @@ const authCacheTtl: Record<string, string> = process.env.TOOLGATE_AUTH_CACHE_TTL
 const gateway = await startTestGateway(STORE, { REDIS_URL: 'redis://127.0.0.1:6379', TOOLGATE_WEBHOOK_WORKER: '0', ...authCacheTtl });
 exit.add(() => gateway.close());
 const org = await onboard(gateway);
-const config: DatabaseConfig = { host: PG.host, port: PG.port, database: DATA_DB, user: PG.user };
+const config: DatabaseConfig = { host: PG.host, port: PG.port, database: DATA_DB, user: PG.user, tls: 'disable' };
 const connector = await createConnector(gateway, await tokenFor(gateway, org.clientId, org.clientSecret), { name: 'items', type: 'postgresql', config });
+if (connector.status !== 'active') throw new Error(`the bench connector is ${connector.status}: ${connector.status_reason}`);
 const toolName = `query_postgresql_items`;
 
 const rpcRequest = (method: string, params: unknown) =>
@@ -79,13 +80,23 @@ const ctx: ExecutionContext = {
 };
 exit.add(() => postgresqlDriver.close(driverId));
 
+/** Varied SQL (issue 27): a new literal in every call, as `npm run bench`'s callvar, so no statement-keyed cache is warm. */
+let variedN = 0;
+const variedSelect = () => `SELECT id, sku, name, price, qty FROM ${TABLE} WHERE id > ${5000 + (variedN++ % 4000)} ORDER BY id LIMIT 10`;
+const GUARD_OPTS = { table: { schema: 'public', name: TABLE }, allowWrite: false, allowDdl: false, readOnly: true };
+
 const stages: Record<string, () => Promise<unknown>> = {
   'tools/call, whole (app.handle)': () => handled('tools/call', { name: toolName, arguments: { sql: SELECT } }, '"rowCount":10'),
+  'tools/call varied, whole (app.handle)': () => handled('tools/call', { name: toolName, arguments: { sql: variedSelect() } }, '"rowCount":10'),
+  'SQL guard varied, uncached (guardPostgresSql)': async () => guardPostgresSql(variedSelect(), GUARD_OPTS),
+  'connector read path varied (postgresqlDriver.execute)': async () => {
+    const r = await postgresqlDriver.execute(tool, { sql: variedSelect() }, ctx);
+    if (r.isError) throw new Error(String(r.content[0]?.text));
+  },
   'tools/list, whole (app.handle)': () => handled('tools/list', {}, toolName),
   'ping (transport, API key, org, local window)': () => handled('ping', {}, '"result"'),
   'burst window in Redis (limiter.take)': () => gateway.deps.limiter.take(org.orgId, 100_000),
-  'SQL guard, cached (guardPostgresSql)': async () =>
-    guardPostgresSql(SELECT, { table: { schema: 'public', name: TABLE }, allowWrite: false, allowDdl: false, readOnly: true }),
+  'SQL guard, cached (guardPostgresSql)': async () => guardPostgresSql(SELECT, GUARD_OPTS),
   'connector read path (postgresqlDriver.execute)': async () => {
     const r = await postgresqlDriver.execute(tool, { sql: SELECT }, ctx);
     if (r.isError) throw new Error(String(r.content[0]?.text));

@@ -298,6 +298,19 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "listOperatorOrgs",
+    "method": "GET",
+    "path": "/operator/orgs",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": [
+      "limit",
+      "cursor"
+    ]
+  },
+  {
     "operationId": "createOrg",
     "method": "POST",
     "path": "/operator/orgs",
@@ -306,6 +319,84 @@ export const operations = [
     "bodyRequired": true,
     "pathParams": [],
     "queryParams": []
+  },
+  {
+    "operationId": "getOperatorOrg",
+    "method": "GET",
+    "path": "/operator/orgs/{slug}",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "updateOperatorOrg",
+    "method": "PATCH",
+    "path": "/operator/orgs/{slug}",
+    "auth": "operator",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "slug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "listOperatorApiKeys",
+    "method": "GET",
+    "path": "/operator/orgs/{slug}/api-keys",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "revokeOperatorApiKey",
+    "method": "POST",
+    "path": "/operator/orgs/{slug}/api-keys/{keyId}/revoke",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug",
+      "keyId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "revalidateOperatorConnector",
+    "method": "POST",
+    "path": "/operator/orgs/{slug}/connectors/{connectorId}/revalidate",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug",
+      "connectorId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "exportOperatorAudit",
+    "method": "GET",
+    "path": "/operator/orgs/{slug}/audit/export-json",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug"
+    ],
+    "queryParams": [
+      "redact",
+      "action",
+      "days"
+    ]
   },
   {
     "operationId": "getJwks",

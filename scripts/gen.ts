@@ -1,7 +1,9 @@
 /**
  * Generates everything under generated/ from openapi.yaml and jsonrpc-schema.json:
  * the client SDK and REST types (@hey-api/openapi-ts), the operation table, compiled ajv validators
- * for both files, and JSON-RPC types. With --check, generates into a temporary folder and fails on any drift.
+ * for both files, and JSON-RPC types. The client also goes, byte for byte, into the @toolgate/client package
+ * (packages/client/src/generated), whose package.json and jsr.json carry the contract's info.version.
+ * With --check, generates into a temporary folder and fails on any drift, or on a package version that differs.
  */
 import { createClient } from '@hey-api/openapi-ts';
 import Ajv2020 from 'ajv/dist/2020.js';
@@ -227,10 +229,10 @@ async function generate(outDir: string): Promise<void> {
   await createClient({
     input: join(ROOT, 'openapi.yaml'),
     // Explicit `.ts` extensions: Deno and Bun run the files as they are, and tsc (NodeNext, with
-    // rewriteRelativeImportExtensions) builds them into the JS that Node consumers import (sdk/tsconfig.json).
+    // rewriteRelativeImportExtensions) builds them into the JS that Node consumers import (packages/client/tsconfig.json).
     output: { path: join(outDir, 'client'), clean: true, module: { extension: '.ts' } },
     // The default client points at the gateway's default address (PORT 8080), so a bare call works locally;
-    // sdk/toolgate.ts and createClient({ baseUrl }) set the real one.
+    // packages/client/src/toolgate.ts and createClient({ baseUrl }) set the real one.
     plugins: [{ name: '@hey-api/client-fetch', baseUrl: 'http://localhost:8080' }, '@hey-api/typescript', '@hey-api/sdk'],
     logs: { level: 'silent' },
   } as never);
@@ -243,27 +245,63 @@ async function generate(outDir: string): Promise<void> {
   writeFileSync(join(outDir, 'jsonrpc-types.ts'), await jsonRpcTypes(rpc));
 }
 
-const target = join(ROOT, 'generated');
+/** Where each generated folder goes: the gateway's generated/, and the client package's copy of the client. */
+const TARGETS = [
+  { from: '.', to: join(ROOT, 'generated') },
+  { from: 'client', to: join(ROOT, 'packages', 'client', 'src', 'generated') },
+];
+/** The client package's manifests, whose `version` is the contract's info.version. */
+const PACKAGE_MANIFESTS = ['package.json', 'jsr.json'].map((name) => join(ROOT, 'packages', 'client', name));
+
+/** Manifests whose version is not `version`; without --check they are rewritten with it. */
+function syncPackageVersion(version: string, check: boolean): string[] {
+  const stale: string[] = [];
+  for (const file of PACKAGE_MANIFESTS) {
+    const text = readFileSync(file, 'utf8');
+    const manifest = JSON.parse(text) as Json;
+    if (manifest.version === version) continue;
+    stale.push(`${relative(ROOT, file)} (version ${manifest.version}, contract ${version})`);
+    // Only the version's value changes, so the file keeps the layout the formatter gave it.
+    if (!check) writeFileSync(file, text.replace(/("version"\s*:\s*)"[^"]*"/, `$1${JSON.stringify(version)}`));
+  }
+  return stale;
+}
+
 const check = process.argv.includes('--check');
 const scratch = mkdtempSync(join(tmpdir(), 'toolgate-gen-'));
 try {
   await generate(scratch);
+  const version = String((parseYaml(readFileSync(join(ROOT, 'openapi.yaml'), 'utf8')) as Json).info?.version ?? fail('openapi.yaml has no info.version'));
   if (check) {
-    const want = listFiles(scratch)
-      .map((f) => relative(scratch, f))
-      .sort();
-    const have = listFiles(target)
-      .map((f) => relative(target, f))
-      .sort();
-    const drift = [...new Set([...want, ...have])].filter(
-      (f) => !want.includes(f) || !have.includes(f) || readFileSync(join(scratch, f), 'utf8') !== readFileSync(join(target, f), 'utf8'),
-    );
-    if (drift.length) fail(`generated/ is stale (${drift.join(', ')}); run \`npm run gen\` and commit the result`);
-    console.log(`gen: generated/ is up to date (${want.length} files)`);
+    const drift: string[] = [];
+    let count = 0;
+    for (const { from, to } of TARGETS) {
+      const source = join(scratch, from);
+      const want = listFiles(source)
+        .map((f) => relative(source, f))
+        .sort();
+      const have = listFiles(to)
+        .map((f) => relative(to, f))
+        .sort();
+      count += want.length;
+      drift.push(
+        ...[...new Set([...want, ...have])]
+          .filter((f) => !want.includes(f) || !have.includes(f) || readFileSync(join(source, f), 'utf8') !== readFileSync(join(to, f), 'utf8'))
+          .map((f) => relative(ROOT, join(to, f))),
+      );
+    }
+    drift.push(...syncPackageVersion(version, true));
+    if (drift.length) fail(`generated output is stale (${drift.join(', ')}); run \`npm run gen\` and commit the result`);
+    console.log(`gen: generated/ and packages/client are up to date (${count} files, client version ${version})`);
   } else {
-    rmSync(target, { recursive: true, force: true });
-    cpSync(scratch, target, { recursive: true });
-    console.log(`gen: wrote ${listFiles(target).length} files to generated/`);
+    for (const { from, to } of TARGETS) {
+      rmSync(to, { recursive: true, force: true });
+      cpSync(join(scratch, from), to, { recursive: true });
+    }
+    const bumped = syncPackageVersion(version, false);
+    console.log(
+      `gen: wrote ${TARGETS.map(({ to }) => `${listFiles(to).length} files to ${relative(ROOT, to)}/`).join(', ')}${bumped.length ? `; client version set to ${version}` : ''}`,
+    );
   }
 } finally {
   rmSync(scratch, { recursive: true, force: true });

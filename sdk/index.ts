@@ -1,10 +1,5 @@
 /**
- * `toolgate/client`: the generated operations and types (generated/client, from openapi.yaml) plus the small
- * hand-written layer (Toolgate, ToolgateError). Runs unchanged on Node 20+ (built JS in dist/), Deno and Bun.
+ * `toolgate/client` and the gateway's own tests: a thin re-export of the `@toolgate/client` package
+ * (packages/client), so that both always run the very code the package ships (decision 0200).
  */
-export * from '../generated/client/index.ts';
-export { createClient, createConfig, type Client, type Config, type RequestResult } from '../generated/client/client/index.ts';
-/** The default client the operations use when no `client` is passed (base URL http://localhost:8080). */
-export { client } from '../generated/client/client.gen.ts';
-export { Toolgate, DEFAULT_BASE_URL, type ToolgateOptions } from './toolgate.ts';
-export { ToolgateError } from './error.ts';
+export * from '../packages/client/src/index.ts';

@@ -6,6 +6,7 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { startDemo, type Demo } from './demo/demo.ts';
 import { createGateway, type Gateway } from './gateway.ts';
 import { consoleAssets } from './console/assets.ts';
+import { collectGarbage } from './store/db.ts';
 import { acquireDataDirLock, DataDirBusyError, embeddedOperatorToken, updateLockInfo } from './util/datadir.ts';
 
 export interface Booted {
@@ -44,6 +45,9 @@ export async function boot(fail: (message: string) => never): Promise<Booted> {
     console.error(`toolgate: the console bundle could not be built: ${err instanceof Error ? err.message : String(err)}`),
   );
   const demo: Demo | null = config.demo ? await startDemo(gateway) : null;
+  // Start-up's garbage (the migrations, the demo's onboarding and introspection, the console's bundler) collected
+  // once before the first request, not whenever the heap next grows enough (decision 0194).
+  collectGarbage();
   const settled = config;
   return {
     config: settled,

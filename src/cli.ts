@@ -1,76 +1,49 @@
 /**
- * The toolgate CLI. `org create` onboards an org: through the operator API when an embedded server holds
- * the data folder (PGlite allows one process per folder), otherwise directly on the store.
+ * The toolgate CLI: every operator task (docs/operations.md). Each command runs through the operator API of a running
+ * server (TOOLGATE_OPERATOR_URL, or the embedded server holding the data folder) or, offline, directly on the store.
  */
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { join } from 'node:path';
 import { openStore } from './store/db.ts';
 import { findOrgBySlug } from './orgs/repository.ts';
 import { verifyChain } from './audit/verify.ts';
 import { bindAuditKey, deriveAuditMacKey } from './audit/mac.ts';
-import { ConfigError, decodeKey, loadConfig, type Config } from './config.ts';
-import { createGateway } from './gateway.ts';
+import { decodeKey } from './config.ts';
 import { isPlan, PLANS, type Plan } from './limits/plans.ts';
 import { onboardOrg } from './orgs/service.ts';
 import { onboardingView } from './handlers/views.ts';
 import type { OrgOnboarding } from '../generated/client/types.gen.ts';
-import { AppError } from './errors.ts';
-import { acquireDataDirLock, DataDirBusyError, embeddedOperatorToken, embeddedSecretKey, lockHolder } from './util/datadir.ts';
+import { acquireDataDirLock, embeddedSecretKey, lockHolder } from './util/datadir.ts';
+import { apiJson, chooseTarget, CliError, configOrFail, EXIT, onStore } from './cli/target.ts';
+import { orgList, orgSetPlan, orgShow, orgSuspend, requireSlug } from './cli/orgs.ts';
+import { auditExport, connectorRevalidate, keyList, keyRevoke } from './cli/admin.ts';
 
-const USAGE = `usage: toolgate org create --slug SLUG --name NAME [--plan ${PLANS.join('|')}] [--trial-days N] [--json]
-       toolgate audit verify --org SLUG
+const USAGE = `usage: toolgate <command> [options]
 
-Environment: TOOLGATE_DATA_DIR (embedded store, default ./data), DATABASE_URL (PostgreSQL),
-PORT, TOOLGATE_OPERATOR_TOKEN (operator API of a running server).`;
+  org list [--limit N] [--cursor SLUG] [--json]      orgs in slug order, a page at a time
+  org show --slug SLUG [--json]                      one org: plan, subscription, suspension, usage and limits
+  org create --slug SLUG --name NAME [--plan ${PLANS.join('|')}] [--trial-days N] [--json]
+  org set-plan --slug SLUG --plan PLAN [--json]     change the plan (the subscription becomes active)
+  org suspend --slug SLUG [--json]                   refuse every credential of the org until resumed
+  org resume --slug SLUG [--json]
+  key list --org SLUG [--json]                       the org's API keys (id, prefix, state, name)
+  key revoke --org SLUG --id KEY_ID [--json]         revoke one API key of the org
+  connector revalidate --org SLUG --id CONNECTOR_ID [--json]
+  audit verify --org SLUG [--json]                   check the org's audit chain (on the store: server stopped)
+  audit export --org SLUG [--out FILE] [--redact] [--days N] [--json]
+                                                     the audit log as JSON, to stdout or FILE
+
+Where a command runs: with TOOLGATE_OPERATOR_URL, the operator API of that server (TOOLGATE_OPERATOR_TOKEN); else, when an
+embedded server holds the data folder, its operator API; else directly on the store (TOOLGATE_DATA_DIR, default
+./data, or DATABASE_URL).
+
+Exit codes: 0 done; 1 the command failed (no such org or key, refused, a broken audit chain, a failed connector);
+2 usage error; 3 the gateway or its store cannot be used (server not answering, operator token refused, data
+folder busy, invalid configuration).`;
 
 type Onboarding = OrgOnboarding;
 
-function fail(message: string, code = 1): never {
-  console.error(`toolgate: ${message}`);
-  process.exit(code);
-}
-
-/** The config, or the process ends with the variable's problem named (no stack trace). */
-function configOrFail(): Config {
-  try {
-    return loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) fail(err.message);
-    throw err;
-  }
-}
-
-async function viaOperatorApi(url: string, token: string, body: Record<string, unknown>): Promise<Onboarding> {
-  let response: Response;
-  try {
-    response = await fetch(`${url}/operator/orgs`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body: JSON.stringify(body),
-    });
-  } catch (err) {
-    fail(`the server holding the data folder does not answer at ${url} (${(err as Error).message}); try again`);
-  }
-  const payload = (await response.json().catch(() => ({}))) as Record<string, unknown>;
-  if (!response.ok) fail(`${String(payload.message ?? payload.error ?? response.status)}`);
-  return payload as unknown as Onboarding;
-}
-
-async function direct(config: Config, input: { slug: string; name: string; plan: Plan; trialDays?: number }): Promise<Onboarding> {
-  const release = config.databaseUrl ? () => {} : acquireDataDirLock(config.dataDir, { port: 0, url: 'cli' });
-  const gateway = await createGateway({ ...config, logLevel: 'error' });
-  try {
-    return onboardingView(await onboardOrg(gateway.deps, input, { type: 'operator', id: null }), gateway.deps.config);
-  } catch (err) {
-    if (err instanceof AppError) fail(err.message);
-    throw err;
-  } finally {
-    await gateway.close();
-    release();
-  }
-}
-
-function print(result: Onboarding, asJson: boolean): void {
+function printOnboarding(result: Onboarding, asJson: boolean): void {
   if (asJson) {
     console.log(
       JSON.stringify({
@@ -78,6 +51,7 @@ function print(result: Onboarding, asJson: boolean): void {
         slug: result.org.slug,
         endpoint: result.endpoint,
         api_key: result.api_key.key,
+        api_key_id: result.api_key.id,
         client_id: result.oauth_client.client_id,
         client_secret: result.oauth_client.client_secret,
       }),
@@ -86,48 +60,28 @@ function print(result: Onboarding, asJson: boolean): void {
   }
   console.log(`Created org ${result.org.slug} (${result.org.id}), plan ${result.org.plan}, ${result.org.provision_status}.
 MCP endpoint:  ${result.endpoint}
-API key:       ${result.api_key.key}
+API key:       ${result.api_key.key} (id ${result.api_key.id})
 OAuth client:  ${result.oauth_client.client_id}
 Client secret: ${result.oauth_client.client_secret}
 The secrets are shown only now: store them safely.`);
 }
 
-async function orgCreate(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: { slug: { type: 'string' }, name: { type: 'string' }, plan: { type: 'string' }, 'trial-days': { type: 'string' }, json: { type: 'boolean' } },
-    strict: true,
-  });
-  if (!values.slug || !values.name) fail(`--slug and --name are required\n${USAGE}`, 2);
+async function orgCreate(values: { slug?: string; name?: string; plan?: string; 'trial-days'?: string; json?: boolean }): Promise<void> {
+  const slug = requireSlug(values.slug, '--slug');
+  if (!values.name) throw new CliError('--name is required', EXIT.usage);
   const plan = (values.plan ?? 'starter') as Plan;
-  if (!isPlan(plan)) fail(`--plan must be one of ${PLANS.join(', ')}`, 2);
+  if (!isPlan(plan)) throw new CliError(`--plan must be one of ${PLANS.join(', ')}`, EXIT.usage);
   const trialDays = values['trial-days'] === undefined ? undefined : Number(values['trial-days']);
-  if (trialDays !== undefined && (!Number.isInteger(trialDays) || trialDays < 0 || trialDays > 365)) fail('--trial-days must be an integer from 0 to 365', 2);
-  if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(values.slug)) fail('--slug must be 1-63 characters of a-z, 0-9 and inner hyphens', 2);
-
-  const config = configOrFail();
-  const input = { slug: values.slug, name: values.name, plan, trialDays };
-  const holder = config.databaseUrl ? null : lockHolder(config.dataDir);
-  let result: Onboarding;
-  // Another CLI command holds the folder (it serves no operator API): wait for it rather than calling port 0.
-  if (holder && holder.port === 0) fail(`the data folder is in use by process ${holder.pid} (another toolgate command); try again`);
-  if (holder) {
-    const token = config.operatorToken ?? embeddedOperatorToken(config.dataDir);
-    result = await viaOperatorApi(`http://127.0.0.1:${holder.port}`, token, {
-      slug: input.slug,
-      name: input.name,
-      plan,
-      ...(trialDays !== undefined ? { trial_days: trialDays } : {}),
-    });
-  } else {
-    try {
-      result = await direct(config, input);
-    } catch (err) {
-      if (err instanceof DataDirBusyError) fail(`${err.message}; try again`);
-      throw err;
-    }
+  if (trialDays !== undefined && (!Number.isInteger(trialDays) || trialDays < 0 || trialDays > 365)) {
+    throw new CliError('--trial-days must be an integer from 0 to 365', EXIT.usage);
   }
-  print(result, Boolean(values.json));
+  const input = { slug, name: values.name, plan, trialDays };
+  const target = chooseTarget();
+  const result: Onboarding =
+    target.kind === 'api'
+      ? await apiJson(target, 'POST', '/operator/orgs', { slug, name: values.name, plan, ...(trialDays !== undefined ? { trial_days: trialDays } : {}) })
+      : await onStore(target.config, async ({ deps }) => onboardingView(await onboardOrg(deps, input, { type: 'operator', id: null }), deps.config));
+  printOnboarding(result, Boolean(values.json));
 }
 
 /**
@@ -135,35 +89,89 @@ async function orgCreate(argv: string[]): Promise<void> {
  * the chain is intact, 1 when it is broken (or the org is unknown). Reads the store directly: with the embedded
  * store, the server holding the data folder must be stopped first (PGlite allows one process).
  */
-async function auditVerify(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { org: { type: 'string' } }, strict: true });
-  if (!values.org) fail(`--org is required\n${USAGE}`, 2);
+async function auditVerify(values: { org?: string; json?: boolean }): Promise<void> {
+  const slug = requireSlug(values.org, '--org');
   const config = configOrFail();
   const holder = config.databaseUrl ? null : lockHolder(config.dataDir);
-  if (holder) fail(`the data folder is in use by process ${holder.pid}; stop the server to verify the embedded store (or use DATABASE_URL)`);
+  if (holder) {
+    throw new CliError(
+      `the data folder is in use by process ${holder.pid}; stop the server to verify the embedded store (or use DATABASE_URL)`,
+      EXIT.unreachable,
+    );
+  }
   const release = config.databaseUrl ? () => {} : acquireDataDirLock(config.dataDir, { port: 0, url: 'cli' });
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.databaseUrl ? null : join(config.dataDir, 'pgdata'), poolSize: 2 });
   try {
     // The gateway's key (the embedded store's is in its data folder): rows are authenticated with a key derived from it.
     bindAuditKey(store.db, deriveAuditMacKey(decodeKey(config.secretKey ?? embeddedSecretKey(config.dataDir))!));
-    const org = await findOrgBySlug(store.db, values.org);
-    if (!org) fail(`no org with slug ${values.org}`);
+    const org = await findOrgBySlug(store.db, slug);
+    if (!org) throw new CliError(`no org with slug ${slug}`);
     const report = await verifyChain(store.db, org.id);
-    if (report.ok) console.log(`audit chain of ${values.org} is intact: ${report.checked} rows verified`);
-    else {
-      const b = report.broken!;
-      console.log(
-        `audit chain of ${values.org} is BROKEN at row ${b.seq}${b.id ? ` (id ${b.id})` : ''}: ${b.reason}; ${report.checked} rows before it verified`,
-      );
-      process.exitCode = 1;
-    }
+    const b = report.broken;
+    if (values.json) console.log(JSON.stringify({ org: slug, ok: report.ok, checked: report.checked, broken: b ?? null }));
+    else if (report.ok) console.log(`audit chain of ${slug} is intact: ${report.checked} rows verified`);
+    else
+      console.log(`audit chain of ${slug} is BROKEN at row ${b!.seq}${b!.id ? ` (id ${b!.id})` : ''}: ${b!.reason}; ${report.checked} rows before it verified`);
+    if (!report.ok) process.exitCode = EXIT.failed;
   } finally {
     await store.close();
     release();
   }
 }
 
-const [group, command, ...rest] = process.argv.slice(2);
-if (group === 'org' && command === 'create') await orgCreate(rest);
-else if (group === 'audit' && command === 'verify') await auditVerify(rest);
-else fail(USAGE, 2);
+type Values = Record<string, string | boolean | undefined>;
+const JSON_FLAG = { json: { type: 'boolean' } } as const;
+const SLUG_FLAG = { slug: { type: 'string' }, ...JSON_FLAG } as const;
+const ORG_ID_FLAGS = { org: { type: 'string' }, id: { type: 'string' }, ...JSON_FLAG } as const;
+
+/** Each command: its options (parseArgs) and what it runs. */
+const COMMANDS: Record<string, { options: ParseArgsOptionsConfig; run: (values: Values) => Promise<void> }> = {
+  'org list': { options: { limit: { type: 'string' }, cursor: { type: 'string' }, ...JSON_FLAG }, run: orgList },
+  'org show': { options: SLUG_FLAG, run: orgShow },
+  'org create': {
+    options: { slug: { type: 'string' }, name: { type: 'string' }, plan: { type: 'string' }, 'trial-days': { type: 'string' }, ...JSON_FLAG },
+    run: orgCreate,
+  },
+  'org set-plan': { options: { ...SLUG_FLAG, plan: { type: 'string' } }, run: orgSetPlan },
+  'org suspend': { options: SLUG_FLAG, run: (v) => orgSuspend(v, true) },
+  'org resume': { options: SLUG_FLAG, run: (v) => orgSuspend(v, false) },
+  'key list': { options: { org: { type: 'string' }, ...JSON_FLAG }, run: keyList },
+  'key revoke': { options: ORG_ID_FLAGS, run: keyRevoke },
+  'connector revalidate': { options: ORG_ID_FLAGS, run: connectorRevalidate },
+  'audit verify': { options: { org: { type: 'string' }, ...JSON_FLAG }, run: auditVerify },
+  'audit export': {
+    options: { org: { type: 'string' }, out: { type: 'string' }, redact: { type: 'boolean' }, days: { type: 'string' }, ...JSON_FLAG },
+    run: auditExport,
+  },
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [group, command, ...rest] = argv;
+  if (group === 'help' || group === '--help' || group === '-h') {
+    console.log(USAGE);
+    return EXIT.ok;
+  }
+  const entry = COMMANDS[`${group} ${command}`];
+  if (!entry) {
+    console.error(`toolgate: ${group ? `unknown command: ${[group, command].filter(Boolean).join(' ')}` : 'a command is required'}\n${USAGE}`);
+    return EXIT.usage;
+  }
+  try {
+    let values: Values;
+    try {
+      ({ values } = parseArgs({ args: rest, options: entry.options, strict: true, allowPositionals: false }) as { values: Values });
+    } catch (err) {
+      throw new CliError(`${(err as Error).message}\n${USAGE}`, EXIT.usage);
+    }
+    await entry.run(values);
+    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+  } catch (err) {
+    // A clear line, never a stack trace: domain and usage errors say what to do; anything else is named briefly.
+    const message = err instanceof CliError ? err.message : `unexpected error: ${(err as Error)?.message ?? String(err)}`;
+    console.error(`toolgate: ${message}`);
+    return err instanceof CliError ? err.exitCode : EXIT.failed;
+  }
+}
+
+// exitCode, not exit(): output piped to another process (an audit export) is flushed before the process ends.
+process.exitCode = await main(process.argv.slice(2));

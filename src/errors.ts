@@ -24,6 +24,10 @@ export function unauthenticated(message: string, tokenSent = false): AppError {
   return new AppError(401, 'unauthenticated', message, { 'WWW-Authenticate': challenge });
 }
 
+/** A suspended org's credentials are refused everywhere (docs/decisions/0210-operator-org-suspend-and-plan-change.md). */
+export const orgSuspended = () =>
+  new AppError(403, 'org_suspended', 'This org is suspended by the gateway operator: its credentials are refused until it is resumed.');
+
 export function forbidden(code: string, message: string, scope?: string): AppError {
   const headers: Record<string, string> = scope ? { 'WWW-Authenticate': `Bearer realm="toolgate", error="insufficient_scope", scope="${scope}"` } : {};
   return new AppError(403, code, message, headers);

@@ -156,6 +156,10 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
     await open(page, 'connectors', 'Connectors');
     await page.getByRole('button', { name: 'New connector' }).click();
     await page.getByLabel('Name').fill('shop');
+    // The form's types are the contract's ConnectorType enum, all six (it once offered three).
+    expect(await page.getByLabel('Type').locator('option').allInnerTexts()).toEqual(['postgresql', 'mysql', 'mongodb', 'mssql', 'oracle', 'mcp']);
+    await page.getByLabel('Type').selectOption('oracle');
+    expect(await page.getByLabel('Allow write tools (insert/update)').count()).toBe(0);
     await page.getByLabel('Type').selectOption('postgresql');
     await page.getByLabel('Host').fill(targets.pgConfig.host);
     await page.getByLabel('Port').fill(String(targets.pgConfig.port));

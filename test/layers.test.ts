@@ -26,7 +26,7 @@ function sqlAllowed(file: string): boolean {
     /(^|\/)repository\.ts$/.test(file) ||
     file.startsWith('store/') ||
     /-statements\.ts$/.test(file) ||
-    // connectors/<type>/ (one driver each), connectors/shared/ (their common code), connectors/sqlguard/ (the guard)
+    // connectors/<type>/ (one driver each), connectors/shared/ (their common code, the guards' shared part in shared/sqlguard/)
     /^connectors\/[^/]+\//.test(file)
   );
 }
@@ -73,7 +73,7 @@ describe('ranks of src/', () => {
 
   test("drizzle's session and dialect are read in store/ only (the prepared path, the handle's identity)", () => {
     // `db._.session` (the prepared path) and a cast to read `dialect` (the handle's identity): store/db.ts's alone.
-    const reaching = filesMatching(/\._\.session\b|\{\s*dialect\s*:/);
+    const reaching = filesMatching(/\._\.session\b|\bas unknown as \{\s*dialect\s*:/);
     expect(reaching.filter((f) => !f.startsWith('store/'))).toEqual([]);
     // The check sees what it looks for.
     expect(reaching).toContain('store/db.ts');

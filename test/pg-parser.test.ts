@@ -1,4 +1,4 @@
-// The PostgreSQL parser as the guard loads it (src/connectors/sqlguard/pg-parser.ts: libpg-query's binary with a
+// The PostgreSQL parser as the guard loads it (src/connectors/postgresql/guard/parser.ts: libpg-query's binary with a
 // smaller initial memory) must answer exactly what the package's own functions answer: same trees, same tokens, same
 // errors, also once the module has grown its memory. Both are loaded here, in one process.
 import { describe, expect, test } from 'bun:test';
@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as stock from 'libpg-query';
 import { verifies } from './requirements.ts';
-import { initialPages, memoryBytes, parseSync, scanSync, shrinkInitialMemory } from '../src/connectors/sqlguard/pg-parser.ts';
+import { initialPages, memoryBytes, parseSync, scanSync, shrinkInitialMemory } from '../src/connectors/postgresql/guard/parser.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const WASM = readFileSync(join(ROOT, 'node_modules/libpg-query/wasm/libpg-query.wasm'));

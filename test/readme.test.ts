@@ -13,7 +13,6 @@ import { shellBlocks, type ReadmeBlock } from './support/readme.ts';
 import { serviceAvailable } from './support/services.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
-const BIN = join(ROOT, 'node_modules', '.bin');
 /**
  * The pages whose shell blocks run, in the order a reader follows them, all in one terminal against one gateway:
  * the quickstart leaves acme's $TOKEN for connectors.md; approvals.md sets the demo org's $TOKEN and $KEY that
@@ -78,15 +77,14 @@ function drain(stream: ReadableStream<Uint8Array>, into: string[]): void {
   })();
 }
 
-/** A fresh checkout's view: each tracked top-level entry, node_modules and dist/ linked; data/ and the rest its own. */
+/** A fresh checkout's view: each tracked top-level entry and node_modules linked; data/ and the rest its own. */
 function prepareCheckout(): string {
   const dir = mkdtempSync(join(tmpdir(), 'toolgate-readme-'));
   const tracked = Bun.spawnSync(['git', 'ls-files'], { cwd: ROOT }).stdout.toString().split('\n').filter(Boolean);
   // Outside a git checkout: everything but what the README's blocks write (linked, they would write into ROOT).
-  const writes = new Set(['data', 'acme.json', 'sdk-example.json', '.git']);
+  const writes = new Set(['data', 'sdk-example', '.git']);
   const entries = new Set(tracked.length > 0 ? tracked.map((path) => path.split('/')[0]!) : readdirSync(ROOT).filter((e) => !writes.has(e)));
   entries.add('node_modules');
-  entries.add('dist');
   for (const entry of entries) if (existsSync(join(ROOT, entry))) symlinkSync(join(ROOT, entry), join(dir, entry));
   return dir;
 }
@@ -243,7 +241,7 @@ const CHECKS: { snippet: string; check: (out: { stdout: string; stderr: string }
   },
   { snippet: 'd.client_id', check: ({ stdout }) => expect(stdout).toMatch(/^tgc_\S+\n\S+\n$/) },
   {
-    snippet: 'examples/sdk-consumer.mjs',
+    snippet: 'node sdk-consumer.mjs',
     check: ({ stdout }) => {
       const runs = jsonDocuments(stdout);
       expect(runs.map((r) => r.runtime)).toEqual(['node', 'deno', 'bun']);
@@ -305,10 +303,6 @@ describe('the README block reader', () => {
 
 describe.skipIf(!pgUp)('README.md and docs shell blocks, run in order against npm start', () => {
   beforeAll(async () => {
-    // dist/ is what `npm install` builds (prepare) and Node imports toolgate/client from.
-    if (!existsSync(join(ROOT, 'dist/sdk/index.js'))) {
-      expect(Bun.spawnSync([join(BIN, 'tsc'), '-p', 'sdk/tsconfig.json'], { cwd: ROOT }).exitCode).toBe(0);
-    }
     work = prepareCheckout();
     // The gateway as the README restarts it for services on the reader's machine (its one allow-list line).
     const starts = BLOCKS.map((b) => /^TOOLGATE_OUTBOUND_ALLOW_HOSTS=(\S+) npm start$/m.exec(b.code)?.[1]).filter(Boolean);

@@ -302,6 +302,12 @@ export const REQUIREMENTS = {
     'GET /api/audit/export-json streams the whole log; with redact=true no SQL, argument digests, secrets, e-mail or IP addresses appear [spec Audit; issue 10]',
   'AUDIT-RETENTION': 'Retention removes old rows with a checkpoint and the chain still verifies [issue 10]',
   'AUDIT-APPROVALS': 'approval.requested events become audit rows in the emitter transaction [issue 10]',
+  'OPERATOR-PLAN-CHANGE':
+    "An operator's plan change makes the subscription active, applies its limits on the next request (cached lookups dropped) and is audited org.plan_changed [issues 31, 32; decisions 0210]",
+  'OPERATOR-SUSPEND':
+    "A suspended org's credentials are refused: MCP and /api/* 403 org_suspended, /oauth/token 400 unauthorized_client; resuming restores them; both audited [issue 32; decisions 0210]",
+  'OPERATOR-CLI':
+    'Every operator task has a CLI command with --json, a one-line error and a documented exit code, through the operator API or offline on the store [issue 32]',
   'AUDIT-SEAL':
     "Hot-path rows are sealed into their org's chain by their writer from memory (same hash as verify recomputes) or, if it stopped, by any instance's orphan sweep or start; concurrent sealers never leave a gap or seal a row twice; a seal meeting rows sealed elsewhere rolls back whole [issue 14]",
   'GUARD-PARSER-MEMORY':

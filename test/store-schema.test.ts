@@ -193,6 +193,7 @@ const PINNED: Record<number, string> = {
   9: 'ddc2f0b5d664c5ec', // webhook_relay_cursors
   10: 'b5a697140a631665', // audit_row_mac
   11: 'ba2b2efe91f5e7a2', // connector_skipped_tools
+  12: 'ef855bb63e9c15c0', // org_suspension
 };
 
 describe('the migrations are history: appended, never edited', () => {

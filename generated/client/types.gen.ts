@@ -175,6 +175,23 @@ export type TokenResponse = {
     scope: string;
 };
 
+/**
+ * An org as the operator sees it; `suspended_at` is set while the org is suspended.
+ */
+export type OperatorOrg = Org & {
+    suspended_at: string | null;
+};
+
+export type OperatorOrgDetail = {
+    org: OperatorOrg;
+    limits: Limits;
+};
+
+export type UpdateOperatorOrgRequest = {
+    plan?: Plan;
+    suspended?: boolean;
+};
+
 export type CreateOrgRequest = {
     slug: Slug;
     name: string;
@@ -648,6 +665,11 @@ export type Limits = {
  */
 export type OrgId = string;
 
+/**
+ * The org's slug.
+ */
+export type OrgSlug = Slug;
+
 export type ConnectorId = string;
 
 /**
@@ -666,7 +688,7 @@ export type IssueTokenData = {
 
 export type IssueTokenErrors = {
     /**
-     * invalid_request, unsupported_grant_type or invalid_scope.
+     * invalid_request, unsupported_grant_type, invalid_scope, or unauthorized_client (the client's org is suspended).
      */
     400: OAuthError;
     /**
@@ -713,7 +735,7 @@ export type GetOrgErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -752,7 +774,7 @@ export type ListApiKeysErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -793,7 +815,7 @@ export type CreateApiKeyErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -846,7 +868,7 @@ export type RevokeApiKeyErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -885,7 +907,7 @@ export type ListOAuthClientsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -926,7 +948,7 @@ export type CreateOAuthClientErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -978,7 +1000,7 @@ export type RevokeOAuthClientErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1017,7 +1039,7 @@ export type DeleteIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1058,7 +1080,7 @@ export type GetIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1101,7 +1123,7 @@ export type SetIdpConfigErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1161,7 +1183,7 @@ export type GetProvisioningStatusErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1209,7 +1231,7 @@ export type ProvisionOrgErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1257,7 +1279,7 @@ export type ListConnectorsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1298,7 +1320,7 @@ export type CreateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1355,7 +1377,7 @@ export type ArchiveConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1403,7 +1425,7 @@ export type GetConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1448,7 +1470,7 @@ export type UpdateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1505,7 +1527,7 @@ export type RevalidateConnectorErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1558,7 +1580,7 @@ export type ListToolsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1609,7 +1631,7 @@ export type UpdateToolMetadataErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1670,7 +1692,7 @@ export type ListApprovalsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1716,7 +1738,7 @@ export type ApproveApprovalErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1772,7 +1794,7 @@ export type RejectApprovalErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1839,7 +1861,7 @@ export type McpEndpointErrors = {
      */
     401: Error;
     /**
-     * A foreign Origin (`forbidden_origin`) or Host (`forbidden_host`), or a credential without an mcp:call scope.
+     * A foreign Origin (`forbidden_origin`) or Host (`forbidden_host`), a credential without an mcp:call scope, or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -1877,6 +1899,51 @@ export type McpEndpointResponses = {
 };
 
 export type McpEndpointResponse = McpEndpointResponses[keyof McpEndpointResponses];
+
+export type ListOperatorOrgsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        limit?: number;
+        cursor?: Slug;
+    };
+    url: '/operator/orgs';
+};
+
+export type ListOperatorOrgsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type ListOperatorOrgsError = ListOperatorOrgsErrors[keyof ListOperatorOrgsErrors];
+
+export type ListOperatorOrgsResponses = {
+    /**
+     * One page of orgs.
+     */
+    200: {
+        orgs: Array<OperatorOrg>;
+        next_cursor: string | null;
+    };
+};
+
+export type ListOperatorOrgsResponse = ListOperatorOrgsResponses[keyof ListOperatorOrgsResponses];
 
 export type CreateOrgData = {
     body: CreateOrgRequest;
@@ -1928,6 +1995,316 @@ export type CreateOrgResponses = {
 };
 
 export type CreateOrgResponse = CreateOrgResponses[keyof CreateOrgResponses];
+
+export type GetOperatorOrgData = {
+    body?: never;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+    };
+    query?: never;
+    url: '/operator/orgs/{slug}';
+};
+
+export type GetOperatorOrgErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type GetOperatorOrgError = GetOperatorOrgErrors[keyof GetOperatorOrgErrors];
+
+export type GetOperatorOrgResponses = {
+    /**
+     * The org.
+     */
+    200: OperatorOrgDetail;
+};
+
+export type GetOperatorOrgResponse = GetOperatorOrgResponses[keyof GetOperatorOrgResponses];
+
+export type UpdateOperatorOrgData = {
+    body: UpdateOperatorOrgRequest;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+    };
+    query?: never;
+    url: '/operator/orgs/{slug}';
+};
+
+export type UpdateOperatorOrgErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type UpdateOperatorOrgError = UpdateOperatorOrgErrors[keyof UpdateOperatorOrgErrors];
+
+export type UpdateOperatorOrgResponses = {
+    /**
+     * The org after the change.
+     */
+    200: OperatorOrgDetail;
+};
+
+export type UpdateOperatorOrgResponse = UpdateOperatorOrgResponses[keyof UpdateOperatorOrgResponses];
+
+export type ListOperatorApiKeysData = {
+    body?: never;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+    };
+    query?: never;
+    url: '/operator/orgs/{slug}/api-keys';
+};
+
+export type ListOperatorApiKeysErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type ListOperatorApiKeysError = ListOperatorApiKeysErrors[keyof ListOperatorApiKeysErrors];
+
+export type ListOperatorApiKeysResponses = {
+    /**
+     * The keys, newest first, revoked ones included with `revoked_at`.
+     */
+    200: {
+        api_keys: Array<ApiKey>;
+    };
+};
+
+export type ListOperatorApiKeysResponse = ListOperatorApiKeysResponses[keyof ListOperatorApiKeysResponses];
+
+export type RevokeOperatorApiKeyData = {
+    body?: never;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+        keyId: string;
+    };
+    query?: never;
+    url: '/operator/orgs/{slug}/api-keys/{keyId}/revoke';
+};
+
+export type RevokeOperatorApiKeyErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type RevokeOperatorApiKeyError = RevokeOperatorApiKeyErrors[keyof RevokeOperatorApiKeyErrors];
+
+export type RevokeOperatorApiKeyResponses = {
+    /**
+     * The revoked key.
+     */
+    200: ApiKey;
+};
+
+export type RevokeOperatorApiKeyResponse = RevokeOperatorApiKeyResponses[keyof RevokeOperatorApiKeyResponses];
+
+export type RevalidateOperatorConnectorData = {
+    body?: never;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+        connectorId: string;
+    };
+    query?: never;
+    url: '/operator/orgs/{slug}/connectors/{connectorId}/revalidate';
+};
+
+export type RevalidateOperatorConnectorErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type RevalidateOperatorConnectorError = RevalidateOperatorConnectorErrors[keyof RevalidateOperatorConnectorErrors];
+
+export type RevalidateOperatorConnectorResponses = {
+    /**
+     * Validation started.
+     */
+    202: {
+        status: 'validating';
+        id: string;
+    };
+};
+
+export type RevalidateOperatorConnectorResponse = RevalidateOperatorConnectorResponses[keyof RevalidateOperatorConnectorResponses];
+
+export type ExportOperatorAuditData = {
+    body?: never;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+    };
+    query?: {
+        redact?: boolean;
+        /**
+         * Exact action
+         */
+        action?: string;
+        days?: number;
+    };
+    url: '/operator/orgs/{slug}/audit/export-json';
+};
+
+export type ExportOperatorAuditErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type ExportOperatorAuditError = ExportOperatorAuditErrors[keyof ExportOperatorAuditErrors];
+
+export type ExportOperatorAuditResponses = {
+    /**
+     * The export.
+     */
+    200: AuditExport;
+};
+
+export type ExportOperatorAuditResponse = ExportOperatorAuditResponses[keyof ExportOperatorAuditResponses];
 
 export type GetJwksData = {
     body?: never;
@@ -2145,7 +2522,7 @@ export type ListWebhooksErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -2186,7 +2563,7 @@ export type CreateWebhookErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -2243,7 +2620,7 @@ export type DeleteWebhookErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -2290,7 +2667,7 @@ export type UpdateWebhookErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -2352,7 +2729,7 @@ export type ListWebhookDeliveriesErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -2400,7 +2777,7 @@ export type ResendWebhookEventErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -2467,7 +2844,7 @@ export type ListAuditEventsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -2516,7 +2893,7 @@ export type ExportAuditEventsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -2551,7 +2928,7 @@ export type GetSubscriptionErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -2586,7 +2963,7 @@ export type GetUsageErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**
@@ -2621,7 +2998,7 @@ export type GetLimitsErrors = {
      */
     401: Error;
     /**
-     * Valid credential without the required role or scope, or a foreign Host (`forbidden_host`).
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
      */
     403: Error;
     /**

@@ -1,10 +1,13 @@
 /**
  * Audit rows of refused requests (401, 403, 429 on the MCP endpoint and /api): the reason and which credential was
  * presented, by its non-secret prefix (the 12 characters API-key lists show) or, for a bearer token, the client id
- * it claims; never the secret. Written through AuditRecorder.denial (bounded, not awaited).
+ * it claims; never the secret. Written through AuditRecorder.denial (bounded, not awaited), from one place: the HTTP
+ * pipeline (pipeline/pipeline.ts), which every refusal reaches as a thrown Refusal.
  */
 import { actorOf, type Principal } from '../principal.ts';
 import type { AuditInput } from './repository.ts';
+import type { AppError } from '../errors.ts';
+import { bearerToken } from '../net/bearer.ts';
 
 /** The API-key prefix kept in lists (docs/decisions/0012-api-key-format-and-revocation.md): identifies a key, reveals nothing of its secret. */
 const KEY_PREFIX_CHARS = 12;
@@ -21,17 +24,12 @@ export function claimsOf(token: string): Record<string, unknown> | null {
   }
 }
 
-export function bearerOf(request: Request): string | null {
-  const header = request.headers.get('authorization');
-  const match = header ? /^Bearer\s+(\S+)$/i.exec(header.trim()) : null;
-  return match ? match[1]! : null;
-}
-
 function credentialOf(request: Request): Record<string, unknown> {
   const apiKey = request.headers.get('x-api-key');
   if (apiKey !== null) return { credential: 'api_key', key_prefix: apiKey.trim().slice(0, KEY_PREFIX_CHARS) };
-  const token = bearerOf(request);
-  if (token === null) return { credential: 'none' };
+  // A malformed Authorization header presents no credential (authentication reads it with the same parser).
+  const token = bearerToken(request);
+  if (!token) return { credential: 'none' };
   const sub = claimsOf(token)?.sub;
   return { credential: 'bearer', ...(typeof sub === 'string' ? { claimed_subject: sub.slice(0, 100) } : {}) };
 }
@@ -47,4 +45,23 @@ export function refusalRow(orgId: string, request: Request, status: number, code
     outcome: 'denied',
     details: { status, code, reason: reason.slice(0, 300), method: request.method, ...credentialOf(request) },
   };
+}
+
+/** The org a refusal is recorded in: known, looked up only now (the refusal path), or none (not recorded). */
+export type RefusalOrg = string | null | (() => Promise<string | undefined>);
+
+/**
+ * A refused request, thrown to the HTTP pipeline: it records the refusal in the org's audit log (when there is one) and
+ * answers `response`, or the error's own wire form when the refusal has no answer of its own.
+ */
+export class Refusal extends Error {
+  constructor(
+    readonly error: AppError,
+    readonly orgId: RefusalOrg,
+    readonly principal: Principal | null,
+    readonly response?: Response,
+  ) {
+    super(error.message);
+    this.name = 'Refusal';
+  }
 }

@@ -1,12 +1,13 @@
 /** Checks credentials at the door: gateway access tokens, API keys, the org's IdP tokens, and the operator token. */
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { decodeJwt } from 'jose';
-import { forbidden, unauthenticated } from '../errors.ts';
+import { forbidden, orgSuspended, unauthenticated } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import { MANAGE_SCOPE, MCP_SCOPE } from './credentials.ts';
-import { isClientActive } from './repository.ts';
+import { isClientActive, isOrgSuspended } from './repository.ts';
 import type { Principal, Role } from '../principal.ts';
 import type { AccessTokenClaims, TokenSigner } from './signing.ts';
+import { bearerToken } from '../net/bearer.ts';
 
 /** Resolves a bearer token that is not the gateway's own: the org's identity provider (see auth/idp). */
 export interface IdpResolver {
@@ -25,13 +26,6 @@ export interface IdpPrincipal {
 }
 
 const CONNECTOR_SCOPE = /^mcp:call:([0-9a-f-]{36})$/;
-
-function bearerToken(request: Request): string | null {
-  const header = request.headers.get('authorization');
-  if (!header) return null;
-  const match = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(header);
-  return match ? match[1]! : '';
-}
 
 /** Connector limits carried by scopes: `mcp:call` means all (null); otherwise the listed connector ids. */
 function connectorsFromScopes(scopes: string[]): string[] | null | 'none' {
@@ -72,6 +66,13 @@ export class Authenticator {
 
   /** `/api/*`: a gateway token with the management scope, or a user token from the org's IdP. */
   async rest(request: Request): Promise<Principal> {
+    const principal = await this.restPrincipal(request);
+    // A suspended org's credentials are refused (one primary-key read: management calls are not the hot path).
+    if (await isOrgSuspended(this.db, principal.orgId)) throw orgSuspended();
+    return principal;
+  }
+
+  private async restPrincipal(request: Request): Promise<Principal> {
     const token = bearerToken(request);
     if (!token) throw unauthenticated('Authorization: Bearer <token> is required.', token !== null);
     if (isGatewayToken(token, this.signer.issuer)) {

@@ -4,7 +4,7 @@
  */
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import { preparedFor, type Db, type Queryable } from '../store/db.ts';
-import { apiKeys, oauthClients, signingKeys } from '../store/schema.ts';
+import { apiKeys, oauthClients, orgs, signingKeys } from '../store/schema.ts';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type OAuthClientRow = typeof oauthClients.$inferSelect;
@@ -85,4 +85,10 @@ export async function insertSigningKey(db: Queryable, values: typeof signingKeys
 /** The keys not retired, newest first (the newest signs, all verify). */
 export async function activeSigningKeys(db: Queryable): Promise<SigningKeyRow[]> {
   return db.select().from(signingKeys).where(isNull(signingKeys.retiredAt)).orderBy(desc(signingKeys.createdAt));
+}
+
+/** Whether an operator has suspended the org (its credentials are then refused); false for no such org. */
+export async function isOrgSuspended(db: Queryable, orgId: string): Promise<boolean> {
+  const [row] = await db.select({ suspendedAt: orgs.suspendedAt }).from(orgs).where(eq(orgs.id, orgId));
+  return row?.suspendedAt != null;
 }

@@ -1,7 +1,6 @@
 /** Access tokens for OAuth clients (client-credentials grant): the client's secret checked, the scope narrowed, the issue audited. */
 import { recordAudit } from '../audit/repository.ts';
-import { refusalRow } from '../audit/refusals.ts';
-import type { AuditRecorder } from '../audit/recorder.ts';
+import { Refusal } from '../audit/refusals.ts';
 import type { Config } from '../config.ts';
 import { OAuthError } from '../errors.ts';
 import { limitedAttempt, refusalMessage, type AuthFailureLimiter } from '../limits/auth-failures.ts';
@@ -9,6 +8,7 @@ import { countLimitRefusal } from '../observability/metrics.ts';
 import type { Store } from '../store/db.ts';
 import { digestsEqual, hashSecret } from '../util/crypto.ts';
 import { findOAuthClient } from './credentials.ts';
+import { isOrgSuspended } from './repository.ts';
 import type { TokenSigner } from './signing.ts';
 
 export interface TokenServiceDeps {
@@ -35,6 +35,10 @@ async function issueClientToken(deps: TokenServiceDeps, input: ClientCredentials
     throw new OAuthError(401, 'invalid_client', 'Client authentication failed.', input.basic ? { 'WWW-Authenticate': 'Basic realm="toolgate"' } : {});
   }
 
+  if (await isOrgSuspended(deps.store.db, client.orgId)) {
+    throw new OAuthError(400, 'unauthorized_client', "The client's org is suspended by the gateway operator: no token is issued until it is resumed.");
+  }
+
   const requested = input.scope?.trim() ? [...new Set(input.scope.trim().split(/\s+/))] : client.scopes;
   const denied = requested.filter((s) => !client.scopes.includes(s));
   if (denied.length) throw new OAuthError(400, 'invalid_scope', `Scopes not allowed for this client: ${denied.join(' ').slice(0, 200)}.`);
@@ -52,7 +56,6 @@ async function issueClientToken(deps: TokenServiceDeps, input: ClientCredentials
 
 export interface LimitedTokenDeps extends TokenServiceDeps {
   authFailures: AuthFailureLimiter;
-  audit: Pick<AuditRecorder, 'denial'>;
 }
 
 /**
@@ -60,7 +63,7 @@ export interface LimitedTokenDeps extends TokenServiceDeps {
  * the client id and the source address; a refused attempt is a 429 with Retry-After, audited in the org of the
  * client it named (when that client exists), and its secret is never checked.
  */
-export async function issueClientTokenLimited(deps: LimitedTokenDeps, input: ClientCredentials, request: Request, address: string) {
+export async function issueClientTokenLimited(deps: LimitedTokenDeps, input: ClientCredentials, address: string) {
   return limitedAttempt(
     deps.authFailures,
     { client: `oauth:${input.clientId}`, address },
@@ -71,8 +74,8 @@ export async function issueClientTokenLimited(deps: LimitedTokenDeps, input: Cli
       countLimitRefusal('auth_failures');
       const message = refusalMessage(refusal);
       const client = await findOAuthClient(deps.store.db, input.clientId);
-      if (client) deps.audit.denial(refusalRow(client.orgId, request, 429, 'rate_limited', message, null));
-      throw new OAuthError(429, 'rate_limited', message, { 'retry-after': String(refusal.retryAfterSeconds) });
+      // Audited by the HTTP pipeline (pipeline/pipeline.ts), in the org of the client it named.
+      throw new Refusal(new OAuthError(429, 'rate_limited', message, { 'retry-after': String(refusal.retryAfterSeconds) }), client?.orgId ?? null, null);
     },
   );
 }

@@ -4,7 +4,7 @@ import { inSpan, markActiveSpan, tracingEnabled } from '../observability/tracing
 
 // Each driver's config and target types are its own; the gateway hands them through untouched.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyDriver = ConnectorDriver<any, any>;
+type AnyDriver = ConnectorDriver<any, any, any>;
 
 const drivers = new Map<string, AnyDriver>();
 

@@ -1,8 +1,10 @@
 /**
  * The one small interface every connector driver implements, and the shapes it exchanges with the gateway. The seam
  * is source-neutral: a type owns its config (`C`, the contract's per-type schema), its tool-catalog step
- * (`introspect`, yielding ToolSpec<T> whose `target` only it reads) and its call step (`execute`). Adding a type is
- * one folder under src/connectors/ plus one import line in src/connectors/index.ts.
+ * (`introspect`, yielding ToolSpec<T> whose `target` only it reads), its call step (`execute`) and the options that
+ * step takes (`X`: every type gets a CallContext; database types add their write permissions and lock limit). Adding
+ * a type is one folder under src/connectors/ plus one import line in src/connectors/index.ts
+ * (docs/decisions/0170-connector-folder-shape.md).
  */
 import type { OutboundPolicy } from '../net/outbound.ts';
 import type * as wire from '../../generated/client/types.gen.ts';
@@ -81,13 +83,12 @@ export interface SourceEnv {
   outbound?: OutboundPolicy;
   /** The org the connector belongs to (an embedded database answers only its owner's connectors). */
   orgId?: string;
-  limits?: Pick<ExecutionLimits, 'statementTimeoutMs' | 'maxResultBytes'>;
+  limits?: Pick<CallLimits, 'statementTimeoutMs' | 'maxResultBytes'>;
 }
 
-/** Limits the gateway applies to every execution; values come from the config module. */
-export interface ExecutionLimits {
+/** Limits the gateway applies to every call of every type; values come from the config module. */
+export interface CallLimits {
   statementTimeoutMs: number;
-  lockTimeoutMs: number;
   /** Hard cap on rows returned whatever `limit` asks for. */
   maxRows: number;
   /** Cap on the UTF-8 size of the result text. */
@@ -96,25 +97,32 @@ export interface ExecutionLimits {
   maxConcurrentCalls?: number;
   /** How long a call waits for a free slot before it answers "busy". */
   queueTimeoutMs?: number;
-  /** PostgreSQL: how long a server-side resolution verdict is reused (postgresql/resolution.ts); default 30 s, 0 = every call. */
-  resolutionCacheTtlMs?: number;
 }
 
-/** Everything a driver needs to run one call. */
-export interface ExecutionContext<C = DatabaseConfig> {
+/** A database call's limits: every call's, and how long a statement waits for a lock. */
+export interface ExecutionLimits extends CallLimits {
+  lockTimeoutMs: number;
+}
+
+/** What every type's driver gets to run one call (the `mcp` type gets only this). */
+export interface CallContext<C = unknown, L extends CallLimits = CallLimits> {
   connectorId: string;
   config: C;
   credential: string | null;
-  allowWrite: boolean;
-  allowDdl: boolean;
-  /** Per-tool setting: when true, writes are refused even if the connector allows them. */
-  readOnly: boolean;
-  limits: ExecutionLimits;
+  limits: L;
   /** The operator's outbound policy: every connection a driver opens is checked by it (and pinned where it can). */
   outbound?: OutboundPolicy;
   /** The org the connector belongs to (an embedded database answers only its owner's connectors). */
   orgId?: string;
   signal?: AbortSignal;
+}
+
+/** What a database driver gets to run one call: the call's context, the write permissions and the lock limit. */
+export interface ExecutionContext<C = DatabaseConfig, L extends ExecutionLimits = ExecutionLimits> extends CallContext<C, L> {
+  allowWrite: boolean;
+  allowDdl: boolean;
+  /** Per-tool setting: when true, writes are refused even if the connector allows them. */
+  readOnly: boolean;
 }
 
 /** Text from every type; other MCP content blocks (images, audio, resources) pass through from upstream servers. */
@@ -138,8 +146,11 @@ export class ConnectorError extends Error {
   }
 }
 
-/** C: the type's config (its schema in the contract's ConnectorConfig oneOf); T: its ToolSpec target. */
-export interface ConnectorDriver<C = DatabaseConfig, T = unknown> {
+/**
+ * C: the type's config (its schema in the contract's ConnectorConfig oneOf); T: its ToolSpec target; X: what its
+ * execute reads of a call (the gateway hands every type the same object; a type's X names the part it may read).
+ */
+export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends CallContext<C> = ExecutionContext<C>> {
   /** Connector type name, e.g. `postgresql`. */
   readonly type: string;
   readonly kind: 'database' | 'mcp';
@@ -157,12 +168,12 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown> {
   /** The tool-catalog step: lists the tools the source yields; throws ConnectorError on failure. */
   introspect(connectorId: string, config: C, credential: string | null, env?: SourceEnv): Promise<ToolSpec<T>[]>;
   /** The call step. Never throws for tool-level failures (bad SQL, source down, timeout): returns isError. */
-  execute(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: ExecutionContext<C>): Promise<ToolResult>;
+  execute(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<ToolResult>;
   /** Closes the connector's pool (archived, or config changed). */
   close(connectorId: string): Promise<void>;
   /** Closes every pool (shutdown, tests). */
   closeAll(): Promise<void>;
 }
 
-/** The ToolSpec of the SQL drivers (postgresql, mysql). */
+/** The ToolSpec of the SQL drivers (postgresql, mysql, mssql, oracle). */
 export type SqlToolSpec = ToolSpec<SqlTarget>;

@@ -15,7 +15,7 @@ import type { Gateway } from '../gateway.ts';
 import { findOrgBySlug } from '../orgs/repository.ts';
 import { onboardOrg } from '../orgs/service.ts';
 import { mcpEndpointUrl, onboardingView } from '../handlers/views.ts';
-import { embeddedPgliteOptions } from '../store/db.ts';
+import { collectGarbage, embeddedPgliteOptions, initPgliteDataDir } from '../store/db.ts';
 import { findLiveConnectorByName } from '../connectors/repository.ts';
 import { SAMPLE_SCHEMA } from './sample-data.ts';
 
@@ -49,6 +49,7 @@ function connectSample(path: string): Promise<net.Socket> {
 const SAMPLE_SHARED_BUFFERS_MB = 8;
 
 async function openSampleDatabase(dir: string | null): Promise<PGlite> {
+  if (dir) await initPgliteDataDir(dir);
   const options = embeddedPgliteOptions(SAMPLE_SHARED_BUFFERS_MB);
   const db = dir ? new PGlite(dir, options) : new PGlite(options);
   await db.waitReady;
@@ -56,17 +57,117 @@ async function openSampleDatabase(dir: string | null): Promise<PGlite> {
   return db;
 }
 
+/**
+ * How long the sample database stays open once no connection to it is left. Its PGlite instance is ~45 MB of RSS
+ * that most of a demo's life nobody uses: it opens again with the next connection (~0.3 s), and the connector's
+ * pool keeps its connections (so the database open) while calls come (decision 0190).
+ */
+const SAMPLE_IDLE_CLOSE_MS = 2_000;
+
+/**
+ * The sample database behind its socket, open only while a connection to it exists (and SAMPLE_IDLE_CLOSE_MS after
+ * the last one closes). Opening and closing are serialised on one chain, so a connection never meets a half-closed
+ * database. An in-memory database (tests) stays open: closing it would lose its rows.
+ */
+class SampleDatabase {
+  #chain: Promise<unknown> = Promise.resolve();
+  #open: { db: PGlite; server: PGLiteSocketServer } | null = null;
+  #connections = 0;
+  #idleTimer: ReturnType<typeof setTimeout> | null = null;
+  #stopped = false;
+
+  constructor(
+    private readonly dir: string | null,
+    readonly socketPath: string,
+  ) {}
+
+  #serial<T>(step: () => Promise<T>): Promise<T> {
+    const next = this.#chain.then(step);
+    this.#chain = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Opens the database and its socket unless open. */
+  start(): Promise<void> {
+    return this.#serial(async () => {
+      if (this.#open || this.#stopped) return;
+      const db = await openSampleDatabase(this.dir);
+      // PGlite is one session: a single wire connection at a time keeps transactions from interleaving.
+      const server = new PGLiteSocketServer({ db, path: this.socketPath, maxConnections: 1 });
+      try {
+        await server.start();
+      } catch (err) {
+        await db.close();
+        throw err;
+      }
+      this.#open = { db, server };
+    });
+  }
+
+  /** A connection to the sample database, opening it first when it is closed. */
+  async connect(): Promise<net.Socket> {
+    if (this.#idleTimer) clearTimeout(this.#idleTimer);
+    this.#idleTimer = null;
+    this.#connections++;
+    try {
+      await this.start();
+      const socket = await connectSample(this.socketPath);
+      socket.once('close', () => this.#released());
+      return socket;
+    } catch (err) {
+      this.#released();
+      throw err;
+    }
+  }
+
+  #released(): void {
+    this.#connections--;
+    this.closeWhenUnused();
+  }
+
+  /** Closes the database SAMPLE_IDLE_CLOSE_MS from now unless a connection comes (never in memory). */
+  closeWhenUnused(): void {
+    if (this.#connections > 0 || !this.dir || this.#stopped) return;
+    if (this.#idleTimer) clearTimeout(this.#idleTimer);
+    this.#idleTimer = setTimeout(() => {
+      this.#idleTimer = null;
+      if (this.#connections === 0) void this.#close().catch(() => undefined);
+    }, SAMPLE_IDLE_CLOSE_MS);
+    this.#idleTimer.unref?.();
+  }
+
+  #close(): Promise<void> {
+    return this.#serial(async () => {
+      const open = this.#open;
+      if (!open || this.#connections > 0) return;
+      this.#open = null;
+      await open.server.stop();
+      await open.db.close();
+      // Its WebAssembly memory and heap go back to the system only with a full collection; nobody waits now. A
+      // moment later, so that nothing on this stack still holds the closed instance.
+      if (!this.#stopped) setTimeout(collectGarbage, 100).unref?.();
+    });
+  }
+
+  /** Closes for good (the gateway stops). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#idleTimer) clearTimeout(this.#idleTimer);
+    this.#connections = 0;
+    await this.#close();
+  }
+}
+
 export async function startDemo(gateway: Gateway, options: { inMemory?: boolean } = {}): Promise<Demo> {
   const { deps } = gateway;
   const dataDir = deps.config.dataDir;
-  const sample = await openSampleDatabase(options.inMemory ? null : join(dataDir, 'sample-db'));
   // A folder only this user can enter: the socket in it is the sample database's only door (PGlite has no
   // authentication of its own, so it must never listen on a network port another org could name).
   const socketDir = mkdtempSync(join(tmpdir(), 'toolgate-sample-'));
   const socketPath = join(socketDir, '.s.PGSQL.5432');
-  // PGlite is one session: a single wire connection at a time keeps transactions from interleaving.
-  const server = new PGLiteSocketServer({ db: sample, path: socketPath, maxConnections: 1 });
-  await server.start();
+  const sample = new SampleDatabase(options.inMemory ? null : join(dataDir, 'sample-db'), socketPath);
+  // Opened now, so that a broken sample database fails the start; it closes again once unused.
+  await sample.start();
 
   let org = await findOrgBySlug(deps.store.db, DEMO_SLUG);
   let fresh: ReturnType<typeof onboardingView> | null = null;
@@ -74,7 +175,7 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
     fresh = onboardingView(await onboardOrg(deps, { slug: DEMO_SLUG, name: 'Demo', plan: 'starter', trialDays: 14 }, SYSTEM), deps.config);
     org = (await findOrgBySlug(deps.store.db, DEMO_SLUG))!;
   }
-  const unregister = registerEmbeddedDatabase(SAMPLE_HOST, org.id, () => connectSample(socketPath));
+  const unregister = registerEmbeddedDatabase(SAMPLE_HOST, org.id, () => sample.connect());
   const config = { host: SAMPLE_HOST, port: 5432, database: 'postgres', user: 'postgres', tls: 'disable' as const, schemas: ['public'] };
   const existing = await findLiveConnectorByName(deps.store.db, org.id, CONNECTOR_NAME);
   if (!existing) await createConnector(deps, org.id, { name: CONNECTOR_NAME, type: 'postgresql', config, credential: 'postgres' }, SYSTEM);
@@ -83,6 +184,7 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
   // The connector was failed or validated against a socket of an earlier run: check it against this one.
   else if (existing.status !== 'active') await revalidateConnector(deps, org.id, existing.id, SYSTEM, false);
   await deps.jobs.idle();
+  sample.closeWhenUnused();
 
   const credentialsFile = join(dataDir, 'demo.json');
   if (fresh && !options.inMemory) {
@@ -108,8 +210,7 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
     socketPath,
     stop: async () => {
       unregister();
-      await server.stop();
-      await sample.close();
+      await sample.stop();
       rmSync(socketDir, { recursive: true, force: true });
     },
   };

@@ -11,30 +11,31 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { swagger } from '@elysiajs/swagger';
 import openapiDocument from '../../generated/openapi.json' with { type: 'json' };
 
 const SCALAR_BUNDLE = 'scalar-standalone.js';
 const scalarBundlePath = fileURLToPath(new URL('../../vendor/scalar-api-reference/standalone.js', import.meta.url));
 
-const explorer = swagger({
-  provider: 'scalar',
-  path: '/docs',
-  // Rendered as a relative URL ("openapi.json"), which /docs resolves to the gateway's own /openapi.json.
-  specPath: '/openapi.json',
-  scalarCDN: `/docs/assets/${SCALAR_BUNDLE}`,
-  documentation: { info: { title: 'Toolgate API explorer', description: 'The Toolgate REST API, from openapi.yaml', version: openapiDocument.info.version } },
-  scalarConfig: {
-    // Everything that would reach another host: the font CDN, the "open in client" link, the request proxy,
-    // telemetry, and the "Ask AI" agent with its document registry.
-    withDefaultFonts: false,
-    hideClientButton: true,
-    proxyUrl: '',
-    telemetry: false,
-    agent: { disabled: true },
-    showDeveloperTools: 'never',
-  } as Record<string, unknown>,
-});
+/** The plugin (and Elysia's swagger code with it, ~5 MB) loads with the first /docs request (decision 0192). */
+const explorer = async () =>
+  (await import('@elysiajs/swagger')).swagger({
+    provider: 'scalar',
+    path: '/docs',
+    // Rendered as a relative URL ("openapi.json"), which /docs resolves to the gateway's own /openapi.json.
+    specPath: '/openapi.json',
+    scalarCDN: `/docs/assets/${SCALAR_BUNDLE}`,
+    documentation: { info: { title: 'Toolgate API explorer', description: 'The Toolgate REST API, from openapi.yaml', version: openapiDocument.info.version } },
+    scalarConfig: {
+      // Everything that would reach another host: the font CDN, the "open in client" link, the request proxy,
+      // telemetry, and the "Ask AI" agent with its document registry.
+      withDefaultFonts: false,
+      hideClientButton: true,
+      proxyUrl: '',
+      telemetry: false,
+      agent: { disabled: true },
+      showDeveloperTools: 'never',
+    } as Record<string, unknown>,
+  });
 
 /** The only files served under /docs/assets: an allow-list, never a path joined from user input. */
 const ASSETS: Record<string, { file: string; type: string }> = {
@@ -59,7 +60,7 @@ let page: Promise<{ html: string; csp: string }> | null = null;
 const cache = new Map<string, Uint8Array<ArrayBuffer>>();
 
 async function renderPage(): Promise<{ html: string; csp: string }> {
-  const html = await (await explorer.handle(new Request('http://explorer.local/docs'))).text();
+  const html = await (await (await explorer()).handle(new Request('http://explorer.local/docs'))).text();
   return { html, csp: contentSecurityPolicy(html) };
 }
 

@@ -3,7 +3,7 @@ import { json } from '../errors.ts';
 import { auditExportStream } from '../audit/export.ts';
 import { genuineRows, listAudit, type AuditFilter } from '../audit/repository.ts';
 import { auditEventView } from '../audit/views.ts';
-import type { Handler } from './context.ts';
+import type { Handler, RequestContext } from './context.ts';
 
 function filterOf(query: Record<string, unknown>, now: Date): AuditFilter {
   return {
@@ -24,9 +24,12 @@ export const listAuditEvents: Handler = async ({ principal, deps, query }) => {
   return json({ events: genuine.map((r) => auditEventView(r)), next_cursor: next }, 200, { 'cache-control': 'no-store' });
 };
 
-export const exportAuditEvents: Handler = ({ principal, deps, query }) => {
+export const exportAuditEvents: Handler = ({ principal, deps, query }) => auditExportResponse(deps, principal!.orgId, query);
+
+/** The org's export, streamed (the org admins' export and the operator's). */
+export function auditExportResponse(deps: RequestContext['deps'], orgId: string, query: Record<string, unknown>): Response {
   const now = new Date();
-  const stream = auditExportStream(deps.store.db, principal!.orgId, filterOf(query, now), query.redact === true, now);
+  const stream = auditExportStream(deps.store.db, orgId, filterOf(query, now), query.redact === true, now);
   return new Response(stream, {
     status: 200,
     headers: {
@@ -35,4 +38,4 @@ export const exportAuditEvents: Handler = ({ principal, deps, query }) => {
       'cache-control': 'no-store',
     },
   });
-};
+}

@@ -7,7 +7,16 @@ import { mcpEndpoint } from './mcp.ts';
 import { listTools, updateToolMetadata } from './tools.ts';
 import { getDocs, getDocsAsset, getHealth, getJwks, getMetrics, getOpenApi, getReady } from './meta.ts';
 import { issueToken } from './oauth.ts';
-import { createOrg } from './operator.ts';
+import {
+  createOrg,
+  exportOperatorAudit,
+  getOperatorOrg,
+  listOperatorApiKeys,
+  listOperatorOrgs,
+  revalidateOperatorConnector,
+  revokeOperatorApiKey,
+  updateOperatorOrg,
+} from './operator.ts';
 import { createApiKey, createOAuthClient, getOrg, listApiKeys, listOAuthClients, revokeApiKey, revokeOAuthClient } from './org.ts';
 import { getProvisioningStatus, provisionOrg } from './provisioning.ts';
 import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, resendWebhookEvent, updateWebhook } from './webhooks.ts';
@@ -41,6 +50,13 @@ export const handlers: HandlerTable = {
   rejectApproval,
   mcpEndpoint,
   createOrg,
+  listOperatorOrgs,
+  getOperatorOrg,
+  updateOperatorOrg,
+  listOperatorApiKeys,
+  revokeOperatorApiKey,
+  revalidateOperatorConnector,
+  exportOperatorAudit,
   getJwks,
   getHealth,
   getReady,

@@ -1,42 +1,27 @@
 /**
- * POST /mcp/{orgSlug}: the MCP Streamable HTTP transport (stateless, JSON responses). It owns everything HTTP about
- * the endpoint: Origin and MCP-Protocol-Version headers, authentication and the burst limit at the edge, content
- * type, body size, parse errors, and the status codes (202, 400, 401/403, 413, 415, 429 with a JSON-RPC error body).
+ * POST /mcp/{orgSlug}: the MCP Streamable HTTP transport (stateless, JSON responses). After the pipeline's door
+ * (Host, then Origin: pipeline/pipeline.ts) it owns everything HTTP about the endpoint: the MCP-Protocol-Version header,
+ * authentication and the burst limit at the edge, content type, body size, parse errors, and the status codes (202,
+ * 400, 401/403, 413, 415, 429 with a JSON-RPC error body). Its refusals are thrown as Refusals, which the pipeline
+ * audits and answers.
  * The JSON-RPC methods are answered by the method table (mcp/server.ts, mcp/protocol.ts) over the tool runtime
  * (tools/runtime.ts).
  */
-import { AppError, json, restErrorResponse, RpcCode } from '../errors.ts';
+import { AppError, json, RpcCode } from '../errors.ts';
 import { burstLimitFor } from '../limits/plans.ts';
-import { hostPolicyFor } from '../net/host-policy.ts';
 import { classify, failure, isSupportedVersion, SUPPORTED_PROTOCOL_VERSIONS } from '../mcp/protocol.ts';
 import { openSession, type McpSession } from '../mcp/session.ts';
 import { BodyError, decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
-import { describeError } from '../util/log.ts';
 import { answerBatch, batchesAllowed } from '../mcp/batch.ts';
 import type { Handler } from './context.ts';
-import { refusalRow } from '../audit/refusals.ts';
+import { Refusal } from '../audit/refusals.ts';
 import { findMcpOrg } from '../mcp/lookup.ts';
-import type { Principal } from '../principal.ts';
 import type { AppDeps } from '../deps.ts';
 import { countLimitRefusal } from '../observability/metrics.ts';
 import { noteCaller, noteMcpMethod } from '../observability/requests.ts';
 import { inSpan } from '../observability/tracing.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
-
-/**
- * The body, capped at maxBytes. A plain Content-Length within the cap is read in one go (HTTP framing ends the body
- * there; cheaper than streaming); anything else (chunked, no length) is streamed with the cap enforced as it comes.
- */
-async function readMcpBody(request: Request, maxBytes: number): Promise<Uint8Array> {
-  const declared = request.headers.get('content-length');
-  if (declared !== null && /^\d{1,10}$/.test(declared) && Number(declared) <= maxBytes && !request.headers.has('transfer-encoding')) {
-    const bytes = new Uint8Array(await request.arrayBuffer());
-    if (bytes.byteLength <= maxBytes) return bytes;
-    throw new BodyError(413, 'payload_too_large', `The request body is larger than ${maxBytes} bytes.`);
-  }
-  return readBodyCapped(request, maxBytes);
-}
 
 /** A request without the header is assumed to speak the default revision (mcp/protocol.ts). */
 function isSupportedVersionHeader(value: string | null): boolean {
@@ -65,18 +50,10 @@ function rateLimitedBody(value: unknown, batch: boolean, message: string): strin
   return ids.length ? `[${ids.map((id) => failure(id, error)).join(',')}]` : failure(null, error);
 }
 
-/** The 429 of the burst limit: audited like any refusal, answered with a JSON-RPC error body. */
-async function refuseBurst(
-  deps: AppDeps,
-  request: Request,
-  slug: string,
-  session: McpSession,
-  value: unknown,
-  batch: boolean,
-  err: AppError,
-): Promise<Response> {
-  await recordRefusal(deps, request, slug, err, session.principal, session.org.id);
-  return new Response(rateLimitedBody(value, batch, err.message), { status: 429, headers: { ...JSON_TYPE, ...err.headers } });
+/** The 429 of the burst limit: a Refusal (audited by the pipeline like any), answered with a JSON-RPC error body. */
+function refuseBurst(session: McpSession, value: unknown, batch: boolean, err: AppError): never {
+  const response = new Response(rateLimitedBody(value, batch, err.message), { status: 429, headers: { ...JSON_TYPE, ...err.headers } });
+  throw new Refusal(err, session.org.id, session.principal, response);
 }
 
 function rpcResponse(body: string, status = 200): Response {
@@ -84,26 +61,19 @@ function rpcResponse(body: string, status = 200): Response {
 }
 
 /**
- * Records a refused request of a known org (401/403 for an existing slug, 429). The org is looked up only on this
- * refusal path; an unknown slug has no org to record it in (the refusal is answered alike and not recorded).
+ * A 401/403 as a Refusal of the org named in the URL: the org is looked up only on this refusal path (by the
+ * pipeline, when it records it); an unknown slug has no org to record it in (answered alike, not recorded).
  */
-async function recordRefusal(deps: AppDeps, request: Request, slug: string, err: AppError, principal: Principal | null, orgId?: string): Promise<void> {
-  try {
-    const id = orgId ?? (await findMcpOrg(deps.store.db, slug))?.id;
-    if (id) deps.audit.denial(refusalRow(id, request, err.status, err.code, err.message, principal));
-  } catch (lookupErr) {
-    deps.log.error('recording a refusal failed', { error: describeError(lookupErr) });
-  }
+function authRefusal(deps: AppDeps, slug: string, err: AppError, session: McpSession | null): Refusal {
+  const orgId = session ? session.org.id : async () => (await findMcpOrg(deps.store.db, slug))?.id;
+  return new Refusal(err, orgId, session?.principal ?? null);
 }
 
 export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
-  const { config, log } = deps;
+  const { config } = deps;
   let session: Awaited<ReturnType<typeof openSession>> | null = null;
   try {
-    // Transport checks come first: a foreign Origin executes nothing, whatever else the request holds.
-    if (!hostPolicyFor(config).originAllowed(request.headers.get('origin'))) {
-      return json({ error: 'forbidden_origin', message: 'This Origin may not call the MCP endpoint.' }, 403);
-    }
+    // Transport checks come first (the Origin was checked at the pipeline's door).
     if (!isSupportedVersionHeader(request.headers.get('mcp-protocol-version'))) {
       return json({ error: 'unsupported_protocol_version', message: `Supported MCP-Protocol-Version values: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}.` }, 400);
     }
@@ -118,32 +88,32 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     const burstLimit = burstLimitFor(org.plan, org.burstLimitPerSecond, config.customBurstPerSecond);
     const local = deps.localBurst.take(org.id, burstLimit);
     const refuse = (value: unknown, batch: boolean, retryAfterSeconds: number, limit: 'burst_local' | 'burst_shared') =>
-      refuseBurst(deps, request, params.orgSlug!, session!, value, batch, rateLimitedError(retryAfterSeconds, limit));
+      refuseBurst(session!, value, batch, rateLimitedError(retryAfterSeconds, limit));
 
     const contentType = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (contentType !== 'application/json') {
-      if (!local.allowed) return await refuse(null, false, local.retryAfterSeconds, 'burst_local');
+      if (!local.allowed) return refuse(null, false, local.retryAfterSeconds, 'burst_local');
       return json({ error: 'unsupported_media_type', message: 'Content-Type must be application/json.' }, 415);
     }
     let text: string;
     try {
-      text = decodeUtf8(await readMcpBody(request, config.maxBodyBytes));
+      text = decodeUtf8(await readBodyCapped(request, config.maxBodyBytes));
     } catch (err) {
-      if (!local.allowed) return await refuse(null, false, local.retryAfterSeconds, 'burst_local');
+      if (!local.allowed) return refuse(null, false, local.retryAfterSeconds, 'burst_local');
       if (err instanceof BodyError && err.status === 413) throw err;
       return rpcResponse(failure(null, { code: RpcCode.ParseError, message: 'Parse error: the body is not valid UTF-8.' }), 400);
     }
     const parsed = parseJson(text);
     if (!parsed.ok) {
-      if (!local.allowed) return await refuse(null, false, local.retryAfterSeconds, 'burst_local');
+      if (!local.allowed) return refuse(null, false, local.retryAfterSeconds, 'burst_local');
       const message = parsed.reason === 'depth' ? 'Parse error: the JSON is nested too deeply.' : 'Parse error: the body is not valid JSON.';
       return rpcResponse(failure(null, { code: RpcCode.ParseError, message }), 400);
     }
     const batched = Array.isArray(parsed.value) && batchesAllowed(request.headers.get('mcp-protocol-version'));
-    if (!local.allowed) return await refuse(parsed.value, batched, local.retryAfterSeconds, 'burst_local');
+    if (!local.allowed) return refuse(parsed.value, batched, local.retryAfterSeconds, 'burst_local');
     if (batched) {
       const batch = await answerBatch(deps, session, parsed.value as unknown[], burstLimit);
-      if (batch.kind === 'rate_limited') return await refuse(parsed.value, true, batch.retryAfterSeconds, batch.limit);
+      if (batch.kind === 'rate_limited') return refuse(parsed.value, true, batch.retryAfterSeconds, batch.limit);
       if (batch.kind === 'accepted') return new Response(null, { status: 202 });
       return rpcResponse(batch.body, batch.kind === 'invalid' ? 400 : 200);
     }
@@ -154,19 +124,13 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     if (logged) noteMcpMethod(request, message.method);
     if (message.method === 'tools/call') {
       const shared = await deps.limiter.take(org.id, burstLimit);
-      if (!shared.allowed) return await refuse(parsed.value, false, shared.retryAfterSeconds, 'burst_shared');
+      if (!shared.allowed) return refuse(parsed.value, false, shared.retryAfterSeconds, 'burst_shared');
     }
     // Errors of the method itself are JSON-RPC errors in a 200 response (the method table maps them).
     return rpcResponse(await deps.mcp.answer(session, message.id, message.method, message.params));
   } catch (err) {
-    if (err instanceof AppError) {
-      if (err.status === 401 || err.status === 403) {
-        // Not awaited beyond the org lookup: the refusal's row is queued, never waited for.
-        await recordRefusal(deps, request, params.orgSlug!, err, session?.principal ?? null, session?.org.id);
-      }
-      return restErrorResponse(err);
-    }
-    log.error('mcp endpoint failed', { error: describeError(err) });
-    return json({ error: 'internal_error', message: 'An internal error occurred.' }, 500);
+    // A 401/403 is a refusal of the org in the URL; every error is answered by the pipeline (pipeline/pipeline.ts).
+    if (err instanceof AppError && (err.status === 401 || err.status === 403)) throw authRefusal(deps, params.orgSlug!, err, session);
+    throw err;
   }
 };

@@ -32,7 +32,7 @@ export const issueToken: Handler = async ({ request, body, deps }: RequestContex
   if (!clientId || !clientSecret) throw new OAuthError(400, 'invalid_request', 'client_id and client_secret are required.');
 
   const address = sourceAddressOf(request, deps.config.trustedProxies);
-  const issued = await issueClientTokenLimited(deps, { clientId, clientSecret, scope: body.scope, basic: basic !== null }, request, address);
+  const issued = await issueClientTokenLimited(deps, { clientId, clientSecret, scope: body.scope, basic: basic !== null }, address);
   return json({ access_token: issued.accessToken, token_type: 'Bearer', expires_in: issued.ttlSeconds, scope: issued.scopes.join(' ') }, 200, {
     'cache-control': 'no-store',
     pragma: 'no-cache',

@@ -14,6 +14,10 @@ import type { ToolSpec } from '../connectors/types.ts';
 import type { AttemptRow, WebhookRow } from '../webhooks/repository.ts';
 import type * as wire from '../../generated/client/types.gen.ts';
 
+export function operatorOrgView(org: OrgRow, customBurst: number): wire.OperatorOrg {
+  return { ...orgView(org, customBurst), suspended_at: org.suspendedAt?.toISOString() ?? null };
+}
+
 export function orgView(org: OrgRow, customBurst: number): wire.Org {
   return {
     id: org.id,

@@ -1,38 +1,47 @@
-/** Binds every operation of the contract to exactly one handler on Elysia, with auth and validation before the handler. */
+/**
+ * Binds every operation of the contract to exactly one handler on Elysia, through the HTTP pipeline
+ * (pipeline/pipeline.ts): door checks, authentication and validation before the handler, error mapping and the
+ * refusal audit after it. The REST operations, the MCP transport and the console are mounted as sub-apps.
+ */
 import { Elysia } from 'elysia';
 import { operations, type OperationDef, type OperationId } from '../../generated/operations.ts';
 import * as validators from '../../generated/validators/rest.ts';
 import { roleSatisfies, type Principal, type Role } from '../principal.ts';
-import { AppError, forbidden, json, OAuthError, restErrorResponse } from '../errors.ts';
+import { AppError, forbidden, json, OAuthError } from '../errors.ts';
 import { describeError } from '../util/log.ts';
 import { describeSchemaError, type SchemaError } from '../util/schema-errors.ts';
 import { decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
 import type { AppDeps } from '../deps.ts';
-import { bearerOf, claimsOf, refusalRow } from '../audit/refusals.ts';
 import type { Handler, HandlerTable, RequestContext } from '../handlers/context.ts';
-import { hostPolicyFor } from '../net/host-policy.ts';
-import { mountConsole } from '../console/routes.ts';
+import { bearerToken } from '../net/bearer.ts';
+import { consoleErrorReply, consoleServer } from '../console/routes.ts';
+import { Refusal } from '../audit/refusals.ts';
+import { answerFailure, checkDoor, restRefusal, type Door } from '../pipeline/pipeline.ts';
 import { noteCaller, requestAnswered, requestIdOf } from '../observability/requests.ts';
 import { inRequestSpan } from '../observability/tracing.ts';
-import { observeHttp } from '../observability/metrics.ts';
 import { takeRestCall, type RestLimitDeps } from '../limits/rest.ts';
 import { findOrgById } from '../orgs/repository.ts';
 import { limitedAttempt, refusalMessage } from '../limits/auth-failures.ts';
 import { sourceAddressOf } from '../net/source-address.ts';
-import { countLimitRefusal } from '../observability/metrics.ts';
+import { countLimitRefusal, observeHttp } from '../observability/metrics.ts';
 
 /** Liveness and readiness probes reach an instance by its pod or container address, and the answer reveals nothing. */
 const HOST_CHECK_EXEMPT: ReadonlySet<OperationId> = new Set(['getHealth', 'getReady']);
 
-function forbiddenHost(): Response {
-  return json(
-    {
-      error: 'forbidden_host',
-      message:
-        'This gateway does not answer to the host name in the Host header: it answers to the host of TOOLGATE_PUBLIC_URL and the names in TOOLGATE_ALLOWED_HOSTS.',
-    },
-    403,
-  );
+const FORBIDDEN_HOST =
+  'This gateway does not answer to the host name in the Host header: it answers to the host of TOOLGATE_PUBLIC_URL and the names in TOOLGATE_ALLOWED_HOSTS.';
+const jsonReply: Door['reply'] = (status, error, message) => json({ error, message }, status);
+
+/** The doors of the operations (pipeline/pipeline.ts): the probes pass every check, the MCP transport checks Origin too. */
+const DOORS = {
+  probe: { hostMessage: null, originMessage: null, reply: jsonReply },
+  rest: { hostMessage: FORBIDDEN_HOST, originMessage: null, reply: jsonReply },
+  mcp: { hostMessage: FORBIDDEN_HOST, originMessage: 'This Origin may not call the MCP endpoint.', reply: jsonReply },
+} satisfies Record<string, Door>;
+
+function doorOf(op: OperationDef): Door {
+  if (HOST_CHECK_EXEMPT.has(op.operationId as OperationId)) return DOORS.probe;
+  return op.auth === 'mcp' ? DOORS.mcp : DOORS.rest;
 }
 
 type Validator = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
@@ -125,27 +134,11 @@ interface AccessPolicy {
   /** The authenticated caller, or null for operations that have none at this point. */
   authenticate(request: Request, deps: AppDeps): Principal | null | Promise<Principal | null>;
   /**
-   * Whether the router reads and validates the REST request (path, query, body) and answers its errors. An endpoint
-   * that speaks its own protocol (the MCP transport) does both itself: its errors are JSON-RPC errors, its checks
-   * (Origin first) come before authentication.
+   * Whether the router reads and validates the REST request (path, query, body). An endpoint that speaks its own
+   * protocol (the MCP transport) reads and checks its request itself after the door (Host, Origin): its
+   * JSON-RPC errors are its own; the pipeline answers what it throws.
    */
   restRequest: boolean;
-}
-
-/**
- * Records a refused /api request in its org's audit log: a 429 is the principal's org; a 403 names its org (the principal, or the verified token's
- * tg_org when the token lacked the management scope). A 401 has no org it provably belongs to, so it is not
- * recorded (docs/decisions/0092-audit-recorded-refusals.md).
- */
-function recordRestRefusal(deps: AppDeps, request: Request, err: unknown, principal: Principal | null): void {
-  if (!(err instanceof AppError) || (err.status !== 403 && err.status !== 429)) return;
-  let orgId = principal?.orgId ?? null;
-  if (orgId === null) {
-    const token = bearerOf(request);
-    const claimed = token ? claimsOf(token)?.tg_org : undefined;
-    orgId = typeof claimed === 'string' && /^[0-9a-f-]{36}$/i.test(claimed) ? claimed : null;
-  }
-  if (orgId) deps.audit.denial(refusalRow(orgId, request, err.status, err.code, err.message, principal));
 }
 
 /** The REST limit's view of the deps: the org's plan comes through the credential cache (dropped on any change). */
@@ -156,22 +149,17 @@ const restLimits = (deps: AppDeps): RestLimitDeps => ({
 
 const rolePolicy = (role: Role): AccessPolicy => ({
   authenticate: async (request, deps) => {
-    let principal: Principal;
+    let principal: Principal | null = null;
     try {
       principal = await deps.auth.rest(request);
-    } catch (err) {
-      recordRestRefusal(deps, request, err, null);
-      throw err;
-    }
-    try {
       // Every authenticated call counts, refused ones too: a credential cannot spin on routes it may not use.
       await takeRestCall(restLimits(deps), principal);
       authorize(role, principal);
+      return principal;
     } catch (err) {
-      recordRestRefusal(deps, request, err, principal);
-      throw err;
+      // 403 and 429 are audited by the pipeline (pipeline/pipeline.ts).
+      throw restRefusal(err, request, principal);
     }
-    return principal;
   },
   restRequest: true,
 });
@@ -190,7 +178,7 @@ function changesCredentialLookups(op: OperationDef): boolean {
 /** The operator token is a sign-in door too: wrong tokens count against the source address like wrong client secrets. */
 async function operatorSignIn(request: Request, deps: AppDeps): Promise<Principal> {
   // No token presented is no attempt: answered 401 without touching the counts.
-  if (!bearerOf(request)) return deps.auth.operator(request);
+  if (!bearerToken(request)) return deps.auth.operator(request);
   return limitedAttempt(
     deps.authFailures,
     { client: 'operator', address: sourceAddressOf(request, deps.config.trustedProxies) },
@@ -212,26 +200,52 @@ const ACCESS: Record<OperationDef['auth'], AccessPolicy> = {
   finance: rolePolicy('finance'),
 };
 
+/** An operation bound at build time: everything a request needs but its own values. */
+interface Route {
+  op: OperationDef;
+  spanName: string;
+  handler: Handler;
+  door: Door;
+  access: AccessPolicy;
+  /** The log line of an unexpected error (answered 500): the MCP transport keeps its own words. */
+  logFailure(deps: AppDeps, err: unknown): void;
+}
+
+const logFailureOf = (op: OperationDef): Route['logFailure'] =>
+  op.auth === 'mcp'
+    ? (deps, err) => deps.log.error('mcp endpoint failed', { error: describeError(err) })
+    : (deps, err) => deps.log.error('unhandled error', { operation: op.operationId, error: describeError(err) });
+
 /** Every operation's request: its span, its id (echoed as X-Request-Id), its log line and metrics (observability/). */
-function dispatch(op: OperationDef, spanName: string, handler: Handler, request: Request, params: Record<string, string>, deps: AppDeps): Promise<Response> {
+function dispatch(route: Route, request: Request, params: Record<string, string>, deps: AppDeps): Promise<Response> {
   const startedAt = performance.now();
   const requestId = requestIdOf(request);
-  return inRequestSpan(request, spanName, async (span) => {
-    const response = await answer(op, handler, request, params, deps);
+  return inRequestSpan(request, route.spanName, async (span) => {
+    const response = await answer(route, request, params, deps);
     try {
       response.headers.set('x-request-id', requestId);
     } catch {
       // An immutable response (none today) goes out without the header.
     }
-    requestAnswered(deps.log, request, { route: op.path, method: op.method, status: response.status, startedAt, requestId, span });
+    requestAnswered(deps.log, request, { route: route.op.path, method: route.op.method, status: response.status, startedAt, requestId, span });
     return response;
   });
 }
 
-async function answer(op: OperationDef, handler: Handler, request: Request, params: Record<string, string>, deps: AppDeps): Promise<Response> {
-  const access = ACCESS[op.auth];
-  // DNS rebinding: a page on a name the attacker controls must get nothing back, not even public documents.
-  if (!HOST_CHECK_EXEMPT.has(op.operationId as OperationId) && !hostPolicyFor(deps.config).hostAllowed(request)) return forbiddenHost();
+/** The REST request's context: path and query validated against the contract before the handler (the body after). */
+function restContext(op: OperationDef, request: Request, params: Record<string, string>, principal: Principal | null, deps: AppDeps): RequestContext {
+  const url = new URL(request.url);
+  const query = queryObject(url);
+  if (op.pathParams.length) validate(`${op.operationId}_path`, params, 'path', false);
+  if (op.queryParams.length) validate(`${op.operationId}_query`, query, 'query', false);
+  return { request, url, params, query, body: undefined, principal, deps };
+}
+
+/** The pipeline of one operation: door checks, authentication, request, handler, error mapping (pipeline/pipeline.ts). */
+async function answer(route: Route, request: Request, params: Record<string, string>, deps: AppDeps): Promise<Response> {
+  const { op, access } = route;
+  const refused = checkDoor(route.door, deps, request);
+  if (refused) return refused;
   let wrote = false;
   try {
     const authenticated = access.authenticate(request, deps);
@@ -239,59 +253,105 @@ async function answer(op: OperationDef, handler: Handler, request: Request, para
     const principal = authenticated instanceof Promise ? await authenticated : authenticated;
     // Who called is kept for the request's log line only, so nothing is recorded when info lines are off.
     if (principal && deps.log.enabled('info')) noteCaller(request, principal);
-    let ctx: RequestContext;
-    if (access.restRequest) {
-      const url = new URL(request.url);
-      const query = queryObject(url);
-      let body: unknown;
-      if (op.pathParams.length) validate(`${op.operationId}_path`, params, 'path', false);
-      if (op.queryParams.length) validate(`${op.operationId}_query`, query, 'query', false);
-      if (op.bodyType) {
-        body = await readBody(op, request, deps);
-        if (body !== undefined) validate(`${op.operationId}_body`, body, 'body', op.bodyType === 'form');
-      }
-      ctx = { request, url, params, query, body, principal, deps };
-    } else {
-      // An endpoint of its own protocol (the MCP transport, the hot path) reads what it needs itself: the URL is
-      // parsed only if it asks.
-      ctx = lazyUrlContext(request, params, principal, deps);
+    // An endpoint of its own protocol (the MCP transport, the hot path) reads what it needs itself: the URL is
+    // parsed only if it asks.
+    const ctx = access.restRequest ? restContext(op, request, params, principal, deps) : lazyUrlContext(request, params, principal, deps);
+    if (access.restRequest && op.bodyType) {
+      ctx.body = await readBody(op, request, deps);
+      if (ctx.body !== undefined) validate(`${op.operationId}_body`, ctx.body, 'body', op.bodyType === 'form');
     }
     wrote = principal !== null && changesCredentialLookups(op);
-    const response = await handler(ctx);
+    const response = await route.handler(ctx);
     // After the handler's commit, before the answer: whoever learns of the change gets it on every instance.
     if (wrote) await deps.authCache.changed();
     return response;
   } catch (err) {
     // A write that failed may have committed part of its work (a connector updated, then its revalidation refused).
     if (wrote) await deps.authCache.changed();
-    if (err instanceof OAuthError) {
-      return json({ error: err.code, error_description: err.message, message: err.message }, err.status, { 'cache-control': 'no-store', ...err.headers });
-    }
-    return restErrorResponse(err, (msg, e) => deps.log.error(msg, { operation: op.operationId, error: describeError(e) }));
+    return answerFailure(deps, request, err, (_msg, e) => route.logFailure(deps, e));
   }
 }
 
 const toElysiaPath = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1');
 
-/** The Elysia app: one route per operation, 405 for a known path with another method, JSON 404 elsewhere. */
-export function buildRouter(deps: AppDeps, handlers: HandlerTable): Elysia {
-  checkHandlerTable(operations, handlers);
+/** Operations as Elysia routes: one route per operation, 405 for a known path with another method. */
+function operationsApp(ops: readonly OperationDef[], handlers: HandlerTable, deps: AppDeps): Elysia {
   const app = new Elysia();
   const methodsByPath = new Map<string, string[]>();
-  for (const op of operations) {
-    const handler = handlers[op.operationId as OperationId];
+  for (const op of ops) {
+    const route: Route = {
+      op,
+      spanName: `${op.method} ${op.path}`,
+      handler: handlers[op.operationId as OperationId],
+      door: doorOf(op),
+      access: ACCESS[op.auth],
+      logFailure: logFailureOf(op),
+    };
     const path = toElysiaPath(op.path);
     methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), op.method]);
-    const spanName = `${op.method} ${op.path}`;
-    app.route(op.method, path, ({ request, params }) => dispatch(op, spanName, handler, request, params as Record<string, string>, deps), {
-      parse: 'none',
-    } as never);
+    app.route(op.method, path, ({ request, params }) => dispatch(route, request, params as Record<string, string>, deps), { parse: 'none' } as never);
   }
   for (const [path, methods] of methodsByPath) {
     const allow = methods.join(', ');
     app.all(path, () => json({ error: 'method_not_allowed', message: `Allowed methods: ${allow}.` }, 405, { allow }));
   }
-  mountConsole(app, deps);
+  return app;
+}
+
+/**
+ * The console's door: the Host check, then the Origin check (the same as the MCP endpoint's) before any session, body
+ * or sign-in is looked at. Navigations and same-origin GETs send no Origin and pass; the CSRF token and Sec-Fetch-Site
+ * still apply after it.
+ */
+const CONSOLE_DOOR: Door = {
+  hostMessage: 'This gateway does not answer to the host name in the Host header.',
+  originMessage: 'This Origin may not call the console.',
+  reply: consoleErrorReply,
+};
+
+/** Mounts the console at /console; `forward` is the app itself, which the console's REST calls go back through. */
+function consoleApp(deps: AppDeps, forward: (request: Request) => Promise<Response>): Elysia {
+  const serve = consoleServer(deps, forward);
+  const handle = async (request: Request): Promise<Response> => {
+    const refused = checkDoor(CONSOLE_DOOR, deps, request);
+    if (refused) return refused;
+    const url = new URL(request.url);
+    try {
+      return await serve(request, url);
+    } catch (err) {
+      if (err instanceof Refusal) return answerFailure(deps, request, err, () => {});
+      deps.log.error('console request failed', { path: url.pathname, error: describeError(err) });
+      return consoleErrorReply(500, 'internal_error', 'An internal error occurred.');
+    }
+  };
+  const app = new Elysia();
+  for (const path of ['/console', '/console/*']) app.all(path, ({ request }) => handle(request), { parse: 'none' } as never);
+  return app;
+}
+
+/**
+ * The Elysia app: the REST operations, the MCP transport and the console mounted as sub-apps (routes merged when the
+ * app is built: no per-request hook), and a JSON 404 elsewhere.
+ */
+export function buildRouter(deps: AppDeps, handlers: HandlerTable): Elysia {
+  checkHandlerTable(operations, handlers);
+  const app = new Elysia();
+  app.use(
+    operationsApp(
+      operations.filter((op) => op.auth !== 'mcp'),
+      handlers,
+      deps,
+    ),
+  );
+  app.use(
+    operationsApp(
+      operations.filter((op) => op.auth === 'mcp'),
+      handlers,
+      deps,
+    ),
+  );
+  // The console's REST calls go back through this same app.
+  app.use(consoleApp(deps, (request) => app.handle(request)));
   app.onError(({ code, error }) => {
     if (code === 'NOT_FOUND') {
       observeHttp('unmatched', 'ANY', 404, 0);

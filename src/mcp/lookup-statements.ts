@@ -15,6 +15,7 @@ const MCP_ORG_COLUMNS = {
   burstLimitPerSecond: orgs.burstLimitPerSecond,
   subscriptionStatus: orgs.subscriptionStatus,
   trialExpiresAt: orgs.trialExpiresAt,
+  suspendedAt: orgs.suspendedAt,
 };
 
 export const orgBySlug = (db: Db) =>

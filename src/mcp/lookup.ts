@@ -29,6 +29,8 @@ export interface McpOrg {
   /** The trial's end decides whether tools/call runs (tools/runtime.ts, trialExpired). */
   subscriptionStatus: string;
   trialExpiresAt: Date | null;
+  /** Set while an operator has suspended the org: mcp/session.ts refuses every credential. */
+  suspendedAt: Date | null;
 }
 
 const orgQueries = new WeakMap<Db, ReturnType<typeof orgBySlug>>();

@@ -5,7 +5,7 @@
  */
 import type { Authenticator } from '../auth/authenticate.ts';
 import type { Principal } from '../principal.ts';
-import { unauthenticated } from '../errors.ts';
+import { orgSuspended, unauthenticated } from '../errors.ts';
 import type { Store } from '../store/db.ts';
 import type { McpAuthCache } from './auth-cache.ts';
 import { findMcpOrg, findMcpOrgWithApiKey, type McpOrg } from './lookup.ts';
@@ -51,5 +51,7 @@ export async function openSession(deps: SessionDeps, request: Request, slug: str
     principal = await deps.auth.mcpBearer(request, org?.id ?? NO_ORG);
   }
   if (!org) throw unauthenticated('The API key is invalid or revoked.');
+  // Told only to a valid credential of the org, so nothing is revealed about an org to strangers.
+  if (org.suspendedAt) throw orgSuspended();
   return { org, principal, signal: request.signal };
 }

@@ -5,6 +5,8 @@ import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/p
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
+import { existsSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { migrations, type Migration } from './migrations.ts';
 import * as schema from './schema.ts';
 
@@ -65,10 +67,45 @@ export function embeddedPgliteOptions(sharedBuffersMb: number): { startParams: s
   return { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`, '-c', 'temp_buffers=1MB', '-c', 'wal_buffers=4MB'] };
 }
 
-/** Shared buffers of the embedded store: 2,048 pages, far more than its hot rows. */
-const STORE_SHARED_BUFFERS_MB = 16;
+/** Shared buffers of the embedded store: 1,024 pages, more than its hot rows (each MB is resident from the start; decision 0193). */
+const STORE_SHARED_BUFFERS_MB = 8;
+
+/**
+ * Creates a PGlite data folder (initdb) in a short-lived child process when it does not exist yet. initdb in process
+ * peaks near 1 GB of RSS (a helper instance and a copy of its whole 128 MB heap), and the allocator keeps much of it:
+ * a first start then idled ~35 MB above a restart (decision 0191). On a runtime other than Bun, or when the child
+ * fails, PGlite runs initdb in process as before.
+ */
+export async function initPgliteDataDir(dataDir: string): Promise<void> {
+  if (typeof Bun === 'undefined' || existsSync(join(dataDir, 'PG_VERSION'))) return;
+  // Built next to the folder and renamed into place once complete: a child that dies leaves no half-made folder.
+  const building = `${dataDir}.initdb-${process.pid}`;
+  const script = `const { PGlite } = await import(${JSON.stringify(import.meta.resolve('@electric-sql/pglite'))});
+const pg = new PGlite(${JSON.stringify(building)});
+await pg.waitReady;
+await pg.close();`;
+  const child = Bun.spawn([process.execPath, '-e', script], { stdout: 'ignore', stderr: 'pipe', env: process.env });
+  const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()]);
+  try {
+    if (code !== 0) throw new Error(stderr.trim().split('\n')[0] || `exit code ${code}`);
+    renameSync(building, dataDir);
+  } catch (err) {
+    rmSync(building, { recursive: true, force: true });
+    console.error(`toolgate: initdb in a child process failed, running it in process: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/**
+ * One full, synchronous garbage collection (Bun only; a no-op elsewhere), for moments no request waits on: the end of
+ * start-up and a closed embedded database. Their garbage (initdb's, the migrations', a closed PGlite instance's
+ * WebAssembly memory) would otherwise stay resident until the heap grows enough for a full collection (decision 0194).
+ */
+export function collectGarbage(): void {
+  if (typeof Bun !== 'undefined') Bun.gc(true);
+}
 
 async function openPglite(dataDir: string | null): Promise<Store> {
+  if (dataDir) await initPgliteDataDir(dataDir);
   const options = embeddedPgliteOptions(STORE_SHARED_BUFFERS_MB);
   const pg = dataDir ? new PGlite(dataDir, options) : new PGlite(options);
   await pg.waitReady;

@@ -312,4 +312,13 @@ CREATE INDEX audit_events_unsealed ON audit_events (created_at) WHERE seq IS NUL
 ALTER TABLE connectors ADD COLUMN skipped_tools jsonb NOT NULL DEFAULT '[]';
 `,
   },
+  {
+    version: 12,
+    name: 'org_suspension',
+    // An operator can suspend an org (docs/decisions/0210-operator-org-suspend-and-plan-change.md): while set, its MCP
+    // endpoint, REST API and token endpoint refuse every credential; nothing else of the org changes.
+    sql: `
+ALTER TABLE orgs ADD COLUMN suspended_at timestamptz;
+`,
+  },
 ];

@@ -22,6 +22,8 @@ export const orgs = pgTable('orgs', {
   /** Custom burst limit (enterprise, standalone); null uses the plan's. */
   burstLimitPerSecond: integer('burst_limit_per_second'),
   createdAt: ts('created_at').notNull().defaultNow(),
+  /** Set while an operator has suspended the org: every credential of it is refused. */
+  suspendedAt: ts('suspended_at'),
 });
 
 export const apiKeys = pgTable(

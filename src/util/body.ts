@@ -5,9 +5,20 @@ const MAX_JSON_DEPTH = 64;
 
 export class BodyError extends AppError {}
 
-/** Reads at most maxBytes; a larger body is refused with 413 without buffering the rest. */
+/**
+ * Reads at most maxBytes; a larger body is refused with 413 without buffering the rest. The one body reader of every
+ * surface (REST, the MCP transport, console sign-in). A plain Content-Length within the cap is read in one go (HTTP
+ * framing ends the body there; cheaper than streaming); anything else (chunked, no length) is streamed with the cap
+ * enforced as it comes.
+ */
 export async function readBodyCapped(request: Request, maxBytes: number): Promise<Uint8Array> {
-  const declared = Number(request.headers.get('content-length') ?? NaN);
+  const length = request.headers.get('content-length');
+  if (length !== null && /^\d{1,10}$/.test(length) && Number(length) <= maxBytes && !request.headers.has('transfer-encoding')) {
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    if (bytes.byteLength <= maxBytes) return bytes;
+    throw tooLarge(maxBytes);
+  }
+  const declared = Number(length ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
   if (!request.body) return new Uint8Array(0);
   const reader = request.body.getReader();

@@ -1,6 +1,11 @@
 /** What a database dialect hands the connector conformance suite, and the security cases every dialect shares. */
 import type { ConnectorDriver, DatabaseConfig, SqlTarget } from '../../src/connectors/types.ts';
 import type { PoolSettings } from '../../src/connectors/shared/pools.ts';
+import type { ConnectorType } from '../../generated/client/types.gen.ts';
+
+/** The SQL connector types: every one runs COMMON_CASES (guard-conformance.test.ts without a server, live where one exists). */
+export const SQL_TYPES = ['postgresql', 'mysql', 'mssql', 'oracle'] as const satisfies readonly ConnectorType[];
+export type SqlType = (typeof SQL_TYPES)[number];
 
 type AdminRow = Record<string, unknown>;
 
@@ -44,7 +49,7 @@ interface BypassOptions {
  *   items_view                           a view: select id, name from items
  */
 export interface ConformanceSetup {
-  type: 'postgresql' | 'mysql';
+  type: SqlType;
   driver: ConnectorDriver<DatabaseConfig, SqlTarget>;
   available: boolean;
   provision(): Promise<Provisioned>;

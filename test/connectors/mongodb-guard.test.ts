@@ -2,7 +2,7 @@
 // arguments; the values are built with the driver's own BSON classes).
 import { describe, expect, test } from 'bun:test';
 import { Binary, Decimal128, Long, ObjectId, Timestamp, UUID } from 'mongodb';
-import { guardMongoCall, MAX_DEPTH, type MongoVerdict } from '../../src/connectors/mongodb/guard.ts';
+import { guardMongoCall, MAX_DEPTH, type MongoVerdict } from '../../src/connectors/mongodb/guard/guard.ts';
 import { bsonToJson } from '../../src/connectors/mongodb/values.ts';
 import { verifies } from '../requirements.ts';
 

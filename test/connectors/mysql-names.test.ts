@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { MYSQL_URL, serviceAvailable } from '../support/services.ts';
-import { mysqlDriver, mysqlPoolFor } from '../../src/connectors/mysql/index.ts';
+import { mysqlDriver, mysqlPoolFor } from '../../src/connectors/mysql/driver.ts';
 import { runMysqlStatement } from '../../src/connectors/mysql/execute.ts';
 import { GUARD_SQL_MODE } from '../../src/connectors/mysql/pool.ts';
 import { ConnectorError, type DatabaseConfig, type ExecutionContext, type ToolResult, type SqlToolSpec } from '../../src/connectors/types.ts';

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'bun:test';
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { MYSQL_URL, serviceAvailable } from '../support/services.ts';
-import { configureMysqlPools, mysqlDriver, mysqlPoolFor } from '../../src/connectors/mysql/index.ts';
+import { configureMysqlPools, mysqlDriver, mysqlPoolFor } from '../../src/connectors/mysql/driver.ts';
 import { runMysqlStatement } from '../../src/connectors/mysql/execute.ts';
 import { getDriver } from '../../src/connectors/index.ts';
 import { ConnectorError } from '../../src/connectors/types.ts';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
 import { serviceAvailable } from '../support/services.ts';
 import { createTargets, type Targets } from '../support/targets.ts';
-import { postgresqlDriver } from '../../src/connectors/postgresql/index.ts';
+import { postgresqlDriver } from '../../src/connectors/postgresql/driver.ts';
 import type { ExecutionContext, ToolResult } from '../../src/connectors/types.ts';
 
 const available = await serviceAvailable('postgres');

@@ -11,9 +11,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { PG_URL, serviceAvailable } from '../support/services.ts';
-import { postgresqlDriver, postgresqlPoolFor } from '../../src/connectors/postgresql/index.ts';
+import { postgresqlDriver, postgresqlPoolFor } from '../../src/connectors/postgresql/driver.ts';
 import { pgResolutionAnalyses } from '../../src/connectors/postgresql/resolution.ts';
-import type { ExecutionContext, ToolResult, SqlToolSpec } from '../../src/connectors/types.ts';
+import type { ToolResult, SqlToolSpec } from '../../src/connectors/types.ts';
+import type { PgExecutionContext as ExecutionContext } from '../../src/connectors/postgresql/execute.ts';
 
 const available = await serviceAvailable('postgres');
 const SECRET = 'TOPSECRET-27ab';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { PG_URL, serviceAvailable } from '../support/services.ts';
-import { configurePostgresqlPools, postgresqlDriver, postgresqlPoolFor } from '../../src/connectors/postgresql/index.ts';
+import { configurePostgresqlPools, postgresqlDriver, postgresqlPoolFor } from '../../src/connectors/postgresql/driver.ts';
 import { runPgFast, runPgStatement } from '../../src/connectors/postgresql/run.ts';
 import { getDriver } from '../../src/connectors/index.ts';
 import { pgCallErrorText } from '../../src/connectors/postgresql/errors.ts';
@@ -196,8 +196,18 @@ describe.skipIf(!available)('postgresql specifics', () => {
     await p?.teardown();
   });
 
-  test('registered through src/connectors/index.ts', () => {
-    expect(getDriver('postgresql')).toBe(postgresqlDriver);
+  test('registered through src/connectors/index.ts, its implementation loaded on first use (decision 0192)', async () => {
+    const registered = getDriver('postgresql')!;
+    expect(registered.type).toBe('postgresql');
+    expect(registered.kind).toBe('database');
+    expect(registered.configSchema).toBe(postgresqlDriver.configSchema);
+    // The registered entry delegates to driver.ts: its introspect and its calls are this driver's.
+    const items = (await registered.introspect(id, p.config, p.credential)).find((t) => t.target.table === 'items')!;
+    const ctx = { connectorId: id, config: p.config, credential: p.credential, allowWrite: false, allowDdl: false, readOnly: false, limits };
+    expect((await registered.execute(items, { sql: 'SELECT id FROM items WHERE id = 1' }, ctx)).structuredContent?.rows).toEqual([{ id: 1 }]);
+    const refused = await registered.execute(items, { sql: 'DELETE FROM items' }, ctx);
+    expect(refused.isError).toBe(true);
+    await postgresqlDriver.close(id);
   });
 
   test('reads on the first schema run as one statement on a read-only session; it refuses writes by itself', async () => {

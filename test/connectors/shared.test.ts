@@ -14,8 +14,8 @@ import { parseCallArgs, rowsResult } from '../../src/connectors/shared/result.ts
 import { checkWrappable } from '../../src/connectors/shared/sqltext.ts';
 import { PoolRegistry } from '../../src/connectors/shared/pools.ts';
 import { scrub } from '../../src/connectors/shared/errors.ts';
-import { postgresqlDriver } from '../../src/connectors/postgresql/index.ts';
-import { mysqlDriver } from '../../src/connectors/mysql/index.ts';
+import { postgresqlDriver } from '../../src/connectors/postgresql/driver.ts';
+import { mysqlDriver } from '../../src/connectors/mysql/driver.ts';
 import { verifies } from '../requirements.ts';
 
 const limits = { statementTimeoutMs: 1000, lockTimeoutMs: 500, maxRows: 1000, maxResultBytes: 1_000_000 };

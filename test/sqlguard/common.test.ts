@@ -1,7 +1,7 @@
 // Unit tests of the helpers shared by the SQL guards.
 import { describe, expect, test } from 'bun:test';
-import { VerdictCache, allowedPhrase, clip } from '../../src/connectors/sqlguard/common.ts';
-import type { GuardOptions } from '../../src/connectors/sqlguard/types.ts';
+import { VerdictCache, allowedPhrase, clip } from '../../src/connectors/shared/sqlguard/common.ts';
+import type { GuardOptions } from '../../src/connectors/shared/sqlguard/types.ts';
 
 const opts: GuardOptions = { table: { schema: 'public', name: 'users' }, allowWrite: false, allowDdl: false, readOnly: true };
 

@@ -1,9 +1,9 @@
 // Unit tests of the SQL Server and Oracle read-only guards (no database: the guards only lex and parse). The shared
 // conformance cases (test/connectors/cases.ts) run here against both, since no such server runs on our machines.
 import { describe, expect, test } from 'bun:test';
-import { guardMssqlSql } from '../../src/connectors/sqlguard/mssql.ts';
-import { guardOracleSql } from '../../src/connectors/sqlguard/oracle.ts';
-import type { GuardOptions, GuardResult } from '../../src/connectors/sqlguard/types.ts';
+import { guardMssqlSql } from '../../src/connectors/mssql/guard/guard.ts';
+import { guardOracleSql } from '../../src/connectors/oracle/guard/guard.ts';
+import type { GuardOptions, GuardResult } from '../../src/connectors/shared/sqlguard/types.ts';
 import { COMMON_CASES } from '../connectors/cases.ts';
 import { verifies } from '../requirements.ts';
 

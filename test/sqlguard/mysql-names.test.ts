@@ -3,8 +3,8 @@
 // (Linux) and the mode cannot be changed at run time (it is fixed when the data directory is initialised), so
 // modes 1 and 2 are covered here only; test/connectors/mysql-names.test.ts proves mode 0 on the real server.
 import { describe, expect, test } from 'bun:test';
-import { guardMysqlSql } from '../../src/connectors/sqlguard/mysql.ts';
-import type { GuardOptions } from '../../src/connectors/sqlguard/types.ts';
+import { guardMysqlSql } from '../../src/connectors/mysql/guard/guard.ts';
+import type { GuardOptions } from '../../src/connectors/shared/sqlguard/types.ts';
 import { verifies } from '../requirements.ts';
 
 const table = { schema: 'shop', name: 'accounts' };

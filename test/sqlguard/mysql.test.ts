@@ -1,7 +1,7 @@
 // Unit tests of the MySQL / MariaDB SQL guard (no database: the guard only lexes and parses).
 import { describe, expect, test } from 'bun:test';
-import { clearMysqlGuardCache, guardMysqlSql } from '../../src/connectors/sqlguard/mysql.ts';
-import type { GuardOptions, GuardResult } from '../../src/connectors/sqlguard/types.ts';
+import { clearMysqlGuardCache, guardMysqlSql } from '../../src/connectors/mysql/guard/guard.ts';
+import type { GuardOptions, GuardResult } from '../../src/connectors/shared/sqlguard/types.ts';
 import { verifies } from '../requirements.ts';
 
 /** For MySQL the schema is the database. */

@@ -6,7 +6,7 @@
  * test/connectors/postgresql-resolution-shape.test.ts.
  */
 import { describe, expect, test } from 'bun:test';
-import { guardPostgresSql } from '../../src/connectors/sqlguard/postgres.ts';
+import { guardPostgresSql } from '../../src/connectors/postgresql/guard/guard.ts';
 import { prepareCall } from '../../src/connectors/shared/prepare.ts';
 import type { ExecutionContext, SqlToolSpec } from '../../src/connectors/types.ts';
 

@@ -1,7 +1,7 @@
 // Unit tests of the PostgreSQL SQL guard (no database: the guard only parses).
 import { describe, expect, test } from 'bun:test';
-import { clearPostgresGuardCache, guardPostgresSql } from '../../src/connectors/sqlguard/postgres.ts';
-import type { GuardOptions, GuardResult } from '../../src/connectors/sqlguard/types.ts';
+import { clearPostgresGuardCache, guardPostgresSql } from '../../src/connectors/postgresql/guard/guard.ts';
+import type { GuardOptions, GuardResult } from '../../src/connectors/shared/sqlguard/types.ts';
 import { verifies } from '../requirements.ts';
 
 const table = { schema: 'public', name: 'users' };

@@ -17,7 +17,8 @@ export function sdkFor(gateway: Gateway, auth: Credentials): Toolgate {
 /** A Toolgate client on a running server at `baseUrl`, sending with a contract-checking fetch (contractFetch). */
 export function sdkAt(baseUrl: string, fetch: typeof globalThis.fetch, auth: Credentials): Toolgate {
   const credentials = typeof auth === 'string' ? { token: auth } : auth;
-  const toolgate = new Toolgate({ baseUrl, fetch, ...credentials });
+  // No retries: a suite sees each answer the gateway gives (a 429, a 503) exactly once, as the contract check does.
+  const toolgate = new Toolgate({ baseUrl, fetch, retry: false, ...credentials });
   // The generated client turns a throwing fetch into a returned `error`; a contract violation must fail the test
   // however the call was made, so it is thrown on (an error interceptor that throws ends the request). Each error
   // interceptor gets the original error and the last one's value wins, so this one also does Toolgate's wrapping.

@@ -15,7 +15,7 @@ import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
 import { checkedLookup } from '../../net/dial.ts';
 import type { OutboundPolicy } from '../../net/policy.ts';
 import { DEFAULT_MONGODB_PORT, mongodbConfigSchema } from './config.ts';
-import { guardMongoCall } from './guard.ts';
+import { guardMongoCall } from './guard/guard.ts';
 import { bsonToJson } from './values.ts';
 
 /** Databases of the server itself: never exposed. */

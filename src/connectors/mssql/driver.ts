@@ -2,7 +2,7 @@
  * The `mssql` connector driver (SQL Server, Azure SQL): the `mssql` package over tedious, one ConnectionPool per
  * connector, one tool per table or view. Calls are read-only (docs/decisions/0116-new-types-read-only.md):
  *
- *  - the guard (sqlguard/mssql.ts) admits one SELECT over the tool's table;
+ *  - the guard (guard/guard.ts) admits one SELECT over the tool's table;
  *  - SQL Server has no read-only transaction, so each call runs inside a transaction that is always rolled back,
  *    under SNAPSHOT isolation when the database allows it (no shared locks held on the rows it reads; otherwise
  *    READ COMMITTED), with SET LOCK_TIMEOUT; docs/connectors.md recommends a login holding only SELECT on the exposed
@@ -11,30 +11,19 @@
  *    byte cap, at tedious' requestTimeout (the statement timeout) and when the call is aborted.
  */
 import sql from 'mssql';
-import {
-  ConnectorError,
-  type ConnectorDriver,
-  type DatabaseConfig,
-  type ExecutionContext,
-  type SqlTarget,
-  type SqlToolSpec,
-  type ToolResult,
-} from '../types.ts';
-import { admissionOf, busyText, ConnectorBusyError, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
-import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
-import { errorResult, RowCollector, type Row } from '../shared/result.ts';
-import { toolNames } from '../shared/naming.ts';
-import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
-import { netErrorCode } from '../shared/netcause.ts';
+import { ConnectorError, type DatabaseConfig, type ExecutionContext } from '../types.ts';
+import { PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
 import { dialChecked } from '../../net/dial.ts';
 import type { OutboundPolicy } from '../../net/policy.ts';
-import { int64TextToJson, toJsonSafe } from '../shared/jsonsafe.ts';
 import { DEFAULT_MSSQL_PORT, mssqlConfigSchema } from './config.ts';
-import { guardMssqlSql } from '../sqlguard/mssql.ts';
-import { isReadOnlyRefusal, prepareReadOnlyCall, type ReadOnlyCall } from '../shared/readonly-prepare.ts';
+import { guardMssqlSql } from './guard/guard.ts';
+import { defineSqlDriver } from '../shared/sql-driver.ts';
 
-export const DEFAULT_MSSQL_SCHEMAS = ['dbo'];
+import { callErrorText, connectorError, type ErrorContext } from './errors.ts';
+import { DEFAULT_MSSQL_SCHEMAS, introspectMssql } from './introspect.ts';
+import { executeMssql } from './execute.ts';
+
 /** Schemas of the server's own catalogs: never exposed. */
 const SYSTEM_SCHEMAS = new Set([
   'SYS',
@@ -51,9 +40,6 @@ const SYSTEM_SCHEMAS = new Set([
   'DB_DENYDATAWRITER',
 ]);
 const SYSTEM_DATABASES = new Set(['MASTER', 'MODEL', 'MSDB', 'TEMPDB']);
-
-/** Extra time given to the server's own cancellation before the client gives up on the request. */
-const CLIENT_GRACE_MS = 1000;
 
 interface MsPool {
   pool: sql.ConnectionPool;
@@ -125,69 +111,6 @@ export function configureMssqlPools(settings: Partial<PoolSettings>): void {
   pools.configure(settings);
 }
 
-interface ErrorContext {
-  config: DatabaseConfig;
-  credential: string | null;
-  connectTimeoutMs: number;
-  statementTimeoutMs?: number;
-  lockTimeoutMs?: number;
-}
-
-interface MsErr {
-  code?: string;
-  number?: number;
-  message?: string;
-  originalError?: { message?: string; code?: string };
-}
-
-function describeConnect(err: unknown, ctx: ErrorContext): Described | null {
-  const { host, user, database } = ctx.config;
-  const port = ctx.config.port ?? DEFAULT_MSSQL_PORT;
-  const e = (typeof err === 'object' && err !== null ? err : {}) as MsErr;
-  const net = describeNetworkError({ code: netErrorCode(err), cause: err }, host, port, ctx.connectTimeoutMs);
-  if (net) return net;
-  if (e.code === 'ELOGIN') {
-    if (/database/i.test(e.message ?? '')) return { message: `user ${user} may not open database ${database}`, code: 'auth_failed' };
-    return { message: `authentication failed for user ${user}`, code: 'auth_failed' };
-  }
-  if (e.code === 'ETIMEOUT' && e.number === undefined && /connect/i.test(e.message ?? '')) {
-    return { message: `could not connect to ${host}:${port}: no answer within ${Math.round(ctx.connectTimeoutMs / 1000)} s`, code: 'timeout' };
-  }
-  if (e.code === 'ESOCKET') return { message: `could not connect to ${host}:${port}`, code: 'connection_failed' };
-  if (e.code === 'EENCRYPT' || e.code === 'ETLS') return { message: `TLS with ${host}:${port} failed`, code: 'connection_failed' };
-  return null;
-}
-
-function connectorError(err: unknown, ctx: ErrorContext, fallback: ConnectorError['code']): ConnectorError {
-  return connectorFailure(err, err instanceof ConnectorError ? null : describeConnect(err, ctx), ctx.credential, fallback);
-}
-
-function callErrorText(err: unknown, ctx: ErrorContext): string {
-  if (err instanceof ConnectorBusyError) return busyText(err);
-  const e = (err ?? {}) as MsErr;
-  if (e.code === 'ABORTED') return 'The call was aborted.';
-  if (e.code === 'STATEMENT_TIMEOUT' || (e.code === 'ETIMEOUT' && e.number === undefined && !/connect/i.test(e.message ?? ''))) {
-    return `The query was cancelled after ${ctx.statementTimeoutMs} ms (statement timeout).`;
-  }
-  const d = describeConnect(err, ctx);
-  if (d) return scrub(`The database is unavailable: ${d.message}.`, ctx.credential);
-  let text: string;
-  switch (e.number) {
-    case 1222: // lock request time out period exceeded
-      text = `The query waited more than ${ctx.lockTimeoutMs} ms for a lock and was cancelled (lock timeout).`;
-      break;
-    case 229: // permission denied on object
-    case 230:
-      text = `Permission denied: ${e.message}.`;
-      break;
-    case undefined:
-      return INTERNAL_FAILURE_TEXT;
-    default:
-      text = `The database rejected the query: ${e.message} (error ${e.number}).`;
-  }
-  return scrub(text, ctx.credential);
-}
-
 const errorContext = (config: DatabaseConfig, credential: string | null, limits?: ExecutionContext['limits']): ErrorContext => ({
   config,
   credential,
@@ -219,131 +142,11 @@ async function withPool<T>(
   }
 }
 
-const msQuote = (name: string): string => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? name : `[${name.replace(/]/g, ']]')}]`);
-
-interface CatalogRow {
-  s: string;
-  t: string;
-  k: string;
-  c: string | null;
-  ty: string | null;
-}
-
-async function introspectMssql(pool: sql.ConnectionPool, config: DatabaseConfig): Promise<SqlToolSpec[]> {
-  const schemas = config.schemas?.length ? config.schemas : DEFAULT_MSSQL_SCHEMAS;
-  const info = await pool.request().query<{ d: string | null; coll: string | null; snap: number | null }>(
-    `SELECT SCHEMA_NAME() AS d, CONVERT(nvarchar(128), DATABASEPROPERTYEX(DB_NAME(), 'Collation')) AS coll,
-            (SELECT snapshot_isolation_state FROM sys.databases WHERE database_id = DB_ID()) AS snap`,
-  );
-  const { d: defaultSchema, coll, snap } = info.recordset[0] ?? { d: null, coll: null, snap: null };
-  const caseSensitive = /_CS_|_BIN2?$|_BIN_/i.test(coll ?? '');
-  const req = pool.request();
-  for (const [i, s] of schemas.entries()) req.input(`s${i}`, sql.NVarChar(128), s);
-  const list = schemas.map((_, i) => `@s${i}`).join(', ');
-  const rows = await req.query<CatalogRow>(
-    `SELECT s.name AS s, o.name AS t, o.type AS k, c.name AS c, ty.name AS ty
-       FROM sys.objects o
-       JOIN sys.schemas s ON s.schema_id = o.schema_id
-       LEFT JOIN sys.columns c ON c.object_id = o.object_id
-       LEFT JOIN sys.types ty ON ty.user_type_id = c.user_type_id
-      WHERE o.type IN ('U', 'V') AND o.is_ms_shipped = 0 AND s.name IN (${list})
-      ORDER BY s.name, o.name, c.column_id`,
-  );
-  const byKey = new Map<string, RelationInfo>();
-  for (const r of rows.recordset) {
-    const key = `${r.s}\u0000${r.t}`;
-    let rel = byKey.get(key);
-    if (!rel) byKey.set(key, (rel = { schema: r.s, table: r.t, kind: r.k.trim() === 'V' ? 'view' : 'table', columns: [] }));
-    if (r.c !== null) rel.columns.push({ name: r.c, type: r.ty ?? '' });
-  }
-  const relations = [...byKey.values()];
-  const names = toolNames('mssql', relations);
-  return relations.map((rel, i) => {
-    const spec = relationTool(names[i]!, rel, `${msQuote(rel.schema)}.${msQuote(rel.table)}`);
-    const target: SqlTarget = { ...spec.target, caseSensitiveNames: caseSensitive, snapshot: snap === 1 };
-    if (defaultSchema) target.defaultSchema = defaultSchema;
-    return { ...spec, target };
-  });
-}
-
-/** A row as JSON: BIGINT arrives as text, datetime2/datetime (no zone) as a UTC Date (useUTC) whose zone is dropped. */
-function rowFixer(columns: Record<string, { type?: { declaration?: string } }>): (row: Row) => Row {
-  const kinds = new Map<string, string>();
-  for (const [name, col] of Object.entries(columns)) kinds.set(name, String(col.type?.declaration ?? '').toLowerCase());
-  return (row) => {
-    const out: Row = {};
-    for (const [k, v] of Object.entries(row)) {
-      const kind = kinds.get(k) ?? '';
-      if (kind === 'bigint' && typeof v === 'string') out[k] = int64TextToJson(v);
-      else if (v instanceof Date && kind === 'date') out[k] = v.toISOString().slice(0, 10);
-      else if (v instanceof Date && (kind === 'datetime' || kind === 'datetime2' || kind === 'smalldatetime')) out[k] = v.toISOString().slice(0, -1);
-      else if (v instanceof Date && kind === 'time') out[k] = v.toISOString().slice(11, -1);
-      else out[k] = toJsonSafe(v);
-    }
-    return out;
-  };
-}
-
-const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(new Error(code), { code });
-
-async function executeMssql(pool: sql.ConnectionPool, tool: SqlToolSpec, prepared: ReadOnlyCall, ctx: ExecutionContext): Promise<ToolResult> {
-  const errCtx = errorContext(ctx.config, ctx.credential, ctx.limits);
-  if (ctx.signal?.aborted) return errorResult(callErrorText(failure('ABORTED'), errCtx));
-  const collector = new RowCollector(prepared.maxRows, ctx.limits.maxResultBytes);
-  const tx = new sql.Transaction(pool);
-  let began = false;
-  try {
-    await tx.begin(tool.target.snapshot ? sql.ISOLATION_LEVEL.SNAPSHOT : sql.ISOLATION_LEVEL.READ_COMMITTED);
-    began = true;
-    await new sql.Request(tx).batch(`SET LOCK_TIMEOUT ${Math.max(0, Math.floor(ctx.limits.lockTimeoutMs))}`);
-    // The caller left while the transaction was being opened: the statement is never sent (rolled back below).
-    if (ctx.signal?.aborted) throw failure('ABORTED');
-    await new Promise<void>((resolve, reject) => {
-      const req = new sql.Request(tx);
-      req.stream = true;
-      let fix: ((row: Row) => Row) | null = null;
-      let stoppedFor: 'CAP' | 'STATEMENT_TIMEOUT' | 'ABORTED' | null = null;
-      const stop = (why: 'CAP' | 'STATEMENT_TIMEOUT' | 'ABORTED'): void => {
-        if (stoppedFor) return;
-        stoppedFor = why;
-        req.cancel(); // a TDS ATTENTION: the server stops the statement
-      };
-      const onAbort = (): void => stop('ABORTED');
-      // Backstop when tedious' own requestTimeout (the pool's) is longer than this call's limit.
-      const timer = setTimeout(() => stop('STATEMENT_TIMEOUT'), ctx.limits.statementTimeoutMs + CLIENT_GRACE_MS);
-      ctx.signal?.addEventListener('abort', onAbort, { once: true });
-      const settle = (err: unknown): void => {
-        clearTimeout(timer);
-        ctx.signal?.removeEventListener('abort', onAbort);
-        if (stoppedFor === 'CAP') resolve();
-        else if (stoppedFor) reject(failure(stoppedFor));
-        else if (err) reject(err);
-        else resolve();
-      };
-      req.on('recordset', (columns: Record<string, { type?: { declaration?: string } }>) => (fix = rowFixer(columns)));
-      req.on('row', (row: Row) => {
-        if (stoppedFor) return;
-        if (!collector.add(fix ? fix(row) : (toJsonSafe(row) as Row))) stop('CAP');
-      });
-      let error: unknown = null;
-      req.on('error', (err: unknown) => (error ??= err));
-      req.on('done', () => settle(error));
-      req.query(prepared.sql);
-    });
-    return collector.result();
-  } catch (err) {
-    return errorResult(callErrorText(err, errCtx));
-  } finally {
-    // Whatever the statement did (it should have only read) is undone.
-    if (began) await tx.rollback().catch(() => undefined);
-  }
-}
-
-export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
-  type: 'mssql',
-  kind: 'database',
+export const mssqlDriver = defineSqlDriver({
+  dialect: { name: 'mssql', guard: guardMssqlSql },
   readOnly: true,
   configSchema: mssqlConfigSchema,
+  pools,
 
   async validate(_connectorId, config, credential, env = {}) {
     try {
@@ -374,27 +177,9 @@ export const mssqlDriver: ConnectorDriver<DatabaseConfig, SqlTarget> = {
     }
   },
 
-  async execute(tool, args, ctx) {
-    // Checked at every call: this driver connects by name itself, so the policy sees the name's current answer here.
-    const refused = await refusedTargetText(ctx.outbound, ctx.config, DEFAULT_MSSQL_PORT);
-    if (refused) return errorResult(refused);
-    // The guard decides before any connection is made: a refused call never reaches the server.
-    const prepared = prepareReadOnlyCall(guardMssqlSql, tool, args, ctx);
-    if (isReadOnlyRefusal(prepared)) return prepared;
-    try {
-      return await pools.use(
-        ctx.connectorId,
-        ctx.config,
-        ctx.credential,
-        async (p) => executeMssql(await ready(p), tool, prepared, ctx),
-        { statementTimeoutMs: ctx.limits.statementTimeoutMs, outbound: ctx.outbound },
-        admissionOf(ctx.limits, ctx.signal),
-      );
-    } catch (err) {
-      return errorResult(callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits)));
-    }
-  },
-
-  close: (connectorId) => pools.close(connectorId),
-  closeAll: () => pools.closeAll(),
-};
+  // Checked at every call: this driver connects by name itself, so the policy sees the name's current answer here.
+  precheck: (ctx) => refusedTargetText(ctx.outbound, ctx.config, DEFAULT_MSSQL_PORT),
+  openWith: (ctx) => ({ statementTimeoutMs: ctx.limits.statementTimeoutMs, outbound: ctx.outbound }),
+  run: async (p, tool, prepared, ctx) => executeMssql(await ready(p), tool, prepared, ctx, pools.currentSettings.connectTimeoutMs),
+  callErrorText: (err, ctx) => callErrorText(err, errorContext(ctx.config, ctx.credential, ctx.limits)),
+});

@@ -2,7 +2,7 @@
 import { ConnectorError, type DatabaseConfig } from '../types.ts';
 import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, TLS_REQUIRED_TEXT, type Described } from '../shared/errors.ts';
 import { busyText, ConnectorBusyError } from '../shared/pools.ts';
-import { DEFAULT_MYSQL_PORT } from './pool.ts';
+import { DEFAULT_MYSQL_PORT } from './config.ts';
 
 export interface MyErrorContext {
   config: DatabaseConfig;

@@ -2,9 +2,9 @@
 import mysql from 'mysql2/promise';
 import type { Connection as CoreConnection } from 'mysql2';
 import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
-import type { guardMysqlSql } from '../sqlguard/mysql.ts';
+import type { guardMysqlSql } from './guard/guard.ts';
 import { errorResult, RowCollector, type Row } from '../shared/result.ts';
-import { isRefusal, prepareCall, type Dialect } from '../shared/prepare.ts';
+import type { Dialect, PreparedCall } from '../shared/prepare.ts';
 import { applySession, flavourOf, forgetSession, type MyPool } from './pool.ts';
 import { myCallErrorText, TIMEOUT_ERRNOS, type MyErrorContext } from './errors.ts';
 import { rowFixer } from './values.ts';
@@ -122,6 +122,67 @@ const lockSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
 
 const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(new Error(code), { code });
 
+type KillReason = 'STATEMENT_TIMEOUT' | 'ABORTED' | 'CAP';
+
+interface Streamed {
+  affected: number | null;
+  stopped: boolean;
+  error: unknown;
+  /** Set when a KILL QUERY was fired, and why. */
+  kill: ReturnType<typeof killWhileRunning> | null;
+  killedFor: KillReason;
+}
+
+/**
+ * Streams one statement with its kill triggers armed: the statement timeout (client side, past the server's), the
+ * caller's abort, and for a read the row cap. A trigger sends KILL QUERY once; a thread still running after it is
+ * dropped (`drop`). Never throws: the statement's error is in the outcome.
+ */
+async function streamKillable(
+  p: MyPool,
+  conn: mysql.PoolConnection,
+  statement: string,
+  onRow: (row: Row) => boolean,
+  o: MyRunOptions,
+  drop: () => void,
+): Promise<Streamed> {
+  const ended = { done: false, promise: Promise.resolve() as Promise<unknown> };
+  let kill: ReturnType<typeof killWhileRunning> | null = null;
+  let killedFor: KillReason = 'STATEMENT_TIMEOUT';
+  const fire = (why: KillReason) => (): void => {
+    if (kill || ended.done) return;
+    killedFor = why;
+    kill = killWhileRunning(p, conn.threadId, ended).then((k) => {
+      // Still running: a kill could not be sent, or the thread was killed whole. Dropping the socket answers the caller.
+      if (!ended.done) drop();
+      return k;
+    });
+  };
+  const onAbort = fire('ABORTED');
+  const timer = setTimeout(fire('STATEMENT_TIMEOUT'), o.statementTimeoutMs + CLIENT_GRACE_MS);
+  o.signal?.addEventListener('abort', onAbort, { once: true });
+
+  let affected: number | null = null;
+  let stopped = false;
+  let error: unknown = null;
+  try {
+    // Only a read is killed at the row cap: killing a write would undo it after it was reported done.
+    const streaming = streamQuery(conn, statement, onRow, () => ((stopped = true), o.readOnly && fire('CAP')()));
+    ended.promise = streaming.then(
+      () => void (ended.done = true),
+      () => void (ended.done = true),
+    );
+    affected = await streaming;
+  } catch (err) {
+    error = err;
+  } finally {
+    ended.done = true;
+    clearTimeout(timer);
+    o.signal?.removeEventListener('abort', onAbort);
+  }
+  return { affected, stopped, error, kill, killedFor };
+}
+
 /**
  * Runs one statement in autocommit mode on a pooled connection whose session is read-only for reads
  * (tx_read_only / transaction_read_only = 1, so the statement's implicit transaction cannot write) and carries the
@@ -156,44 +217,10 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
     // The caller left while the session was being set: the statement is never sent.
     if (o.signal?.aborted) throw failure('ABORTED');
 
-    const ended = { done: false, promise: Promise.resolve() as Promise<unknown> };
-    let kill: ReturnType<typeof killWhileRunning> | null = null;
-    let killedFor = 'STATEMENT_TIMEOUT' as 'STATEMENT_TIMEOUT' | 'ABORTED' | 'CAP';
-    const fire = (why: 'STATEMENT_TIMEOUT' | 'ABORTED' | 'CAP') => (): void => {
-      if (kill || ended.done) return;
-      killedFor = why;
-      kill = killWhileRunning(p, conn.threadId, ended).then((k) => {
-        // Still running: a kill could not be sent, or the thread was killed whole. Dropping the socket answers the caller.
-        if (!ended.done) drop();
-        return k;
-      });
-    };
-    const onAbort = fire('ABORTED');
-    const timer = setTimeout(fire('STATEMENT_TIMEOUT'), o.statementTimeoutMs + CLIENT_GRACE_MS);
-    o.signal?.addEventListener('abort', onAbort, { once: true });
-
-    let affected: number | null = null;
-    let stopped = false;
-    let error: unknown = null;
-    try {
-      // Only a read is killed at the row cap: killing a write would undo it after it was reported done.
-      const streaming = streamQuery(conn, statement, onRow, () => ((stopped = true), o.readOnly && fire('CAP')()));
-      ended.promise = streaming.then(
-        () => void (ended.done = true),
-        () => void (ended.done = true),
-      );
-      affected = await streaming;
-    } catch (err) {
-      error = err;
-    } finally {
-      ended.done = true;
-      clearTimeout(timer);
-      o.signal?.removeEventListener('abort', onAbort);
-    }
-
+    const { affected, stopped, error, kill, killedFor } = await streamKillable(p, conn, statement, onRow, o, drop);
     const errno = (error as { errno?: number } | null)?.errno;
     if (kill) {
-      const k = await (kill as ReturnType<typeof killWhileRunning>);
+      const k = await kill;
       // A KILL QUERY that arrived after the statement ended could hit this connection's next statement (MariaDB
       // discards it, other servers may not): only a connection whose statement visibly died of the one kill sent
       // goes back to the pool.
@@ -230,7 +257,7 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
 let mysqlGuard: typeof guardMysqlSql | null = null;
 let loadingGuard: Promise<void> | null = null;
 export function loadMysqlGuard(): Promise<void> {
-  loadingGuard ??= import('../sqlguard/mysql.ts').then(
+  loadingGuard ??= import('./guard/guard.ts').then(
     (guard) => void (mysqlGuard = guard.guardMysqlSql),
     (err) => {
       loadingGuard = null;
@@ -240,20 +267,23 @@ export function loadMysqlGuard(): Promise<void> {
   return loadingGuard;
 }
 
-const MYSQL_DIALECT: Dialect = {
+/** Before a call: the guard's parser, loaded once (a text when it cannot load; null, without waiting, once loaded). */
+export function mysqlGuardReady(): null | Promise<string | null> {
+  if (mysqlGuard !== null) return null;
+  return loadMysqlGuard().then(
+    () => null,
+    () => 'The SQL guard for MySQL could not be loaded, so the call was not run.',
+  );
+}
+
+export const MYSQL_DIALECT: Dialect = {
   name: 'mysql',
   guard: (sql, opts) => mysqlGuard!(sql, opts),
   wrapRead: (body, limit) => `SELECT * FROM (\n${body}\n) AS toolgate_q LIMIT ${limit}`,
 };
 
-/** The driver's execute: arguments, guard, wrapping, run, result shaping. Never throws. */
-export async function executeMysql(
-  p: MyPool,
-  tool: SqlToolSpec,
-  args: Record<string, unknown>,
-  ctx: ExecutionContext,
-  connectTimeoutMs: number,
-): Promise<ToolResult> {
+/** The driver's runner: run, result shaping. Never throws. */
+export async function runMysqlCall(p: MyPool, tool: SqlToolSpec, prepared: PreparedCall, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {
   const errCtx: MyErrorContext = {
     config: ctx.config,
     credential: ctx.credential,
@@ -262,16 +292,7 @@ export async function executeMysql(
     // MySQL lock waits are whole seconds (see runMysqlStatement): report the limit actually applied.
     lockTimeoutMs: lockSeconds(ctx.limits.lockTimeoutMs) * 1000,
   };
-  if (mysqlGuard === null) {
-    try {
-      await loadMysqlGuard();
-    } catch {
-      return errorResult('The SQL guard for MySQL could not be loaded, so the call was not run.');
-    }
-  }
   try {
-    const prepared = prepareCall(MYSQL_DIALECT, tool, args, ctx);
-    if (isRefusal(prepared)) return prepared;
     const { statement, write, maxRows } = prepared;
     // Rows are capped while they arrive: a read is killed on the server as soon as the cap is reached. A single row
     // is bounded by the server's max_allowed_packet (it cannot send a bigger one).

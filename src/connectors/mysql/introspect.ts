@@ -3,8 +3,8 @@ import type mysql from 'mysql2/promise';
 import type { DatabaseConfig, SqlToolSpec } from '../types.ts';
 import { toolNames } from '../shared/naming.ts';
 import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
-import { type LowerCaseTableNames, isSystemDatabase, parseLowerCaseTableNames, sameName } from '../sqlguard/mysql-names.ts';
-import { SAFE_FUNCTIONS } from '../sqlguard/mysql-functions.ts';
+import { type LowerCaseTableNames, isSystemDatabase, parseLowerCaseTableNames, sameName } from './guard/names.ts';
+import { SAFE_FUNCTIONS } from './guard/functions.ts';
 
 interface ColumnRow {
   s: string;

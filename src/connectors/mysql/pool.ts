@@ -2,10 +2,9 @@
 import mysql from 'mysql2/promise';
 import type { DatabaseConfig } from '../types.ts';
 import type { PoolSettings } from '../shared/pools.ts';
+import { DEFAULT_MYSQL_PORT } from './config.ts';
 import { pendingCheckedSocket } from '../../net/dial.ts';
 import type { OutboundPolicy } from '../../net/policy.ts';
-
-export const DEFAULT_MYSQL_PORT = 3306;
 
 export type Flavour = 'mariadb' | 'mysql';
 

@@ -3,7 +3,7 @@ import postgres from 'postgres';
 import { ConnectorError, type DatabaseConfig } from '../types.ts';
 import { describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, TLS_REQUIRED_TEXT, type Described } from '../shared/errors.ts';
 import { busyText, ConnectorBusyError } from '../shared/pools.ts';
-import { DEFAULT_PG_PORT } from './pool.ts';
+import { DEFAULT_PG_PORT } from './config.ts';
 
 export interface PgErrorContext {
   config: DatabaseConfig;

@@ -1,14 +1,21 @@
-/** Runs one guarded tool call on postgres: arguments, guard, row-limiting wrapper, the right runner, result shaping. */
-import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
-import { guardPostgresSql } from '../sqlguard/postgres.ts';
+/** Runs one prepared tool call on postgres (the guard ran in shared/sql-driver.ts): resolution check, the right runner, result shaping. */
+import type { ExecutionContext, ExecutionLimits, ToolResult, SqlToolSpec } from '../types.ts';
+import { guardPostgresSql } from './guard/guard.ts';
 import { errorResult, RowCollector } from '../shared/result.ts';
-import { isRefusal, prepareCall, type Dialect } from '../shared/prepare.ts';
+import type { Dialect, PreparedCall } from '../shared/prepare.ts';
 import { isRowTooLarge, pgCallErrorText, ROW_TOO_LARGE, type PgErrorContext } from './errors.ts';
 import type { PgPool, PgSession } from './pool.ts';
 import { runPgFast, runPgStatement, type PgRunOutcome } from './run.ts';
 import { checkPgResolution, PG_RESOLUTION_DEFAULT_TTL_MS, ResolutionUnavailable } from './resolution.ts';
 
-const PG_DIALECT: Dialect = {
+/** What a postgresql call reads: a database call's context, and how long a resolution verdict is reused. */
+export type PgExecutionContext = ExecutionContext<ExecutionContext['config'], PgExecutionLimits>;
+interface PgExecutionLimits extends ExecutionLimits {
+  /** How long a server-side resolution verdict is reused (resolution.ts); default 30 s, 0 = every call. */
+  resolutionCacheTtlMs?: number;
+}
+
+export const PG_DIALECT: Dialect = {
   name: 'postgresql',
   guard: guardPostgresSql,
   // The planner can stop early once the limit is reached. The filter is the server-side half of the byte cap:
@@ -64,16 +71,14 @@ function shouldPrepare(pool: PgPool, statement: string): boolean {
   return true;
 }
 
-/** The driver's execute: arguments, guard, wrapping, run, result shaping. Never throws. */
-export async function executePg(
+/** The driver's runner: resolution check, run, result shaping. Never throws. */
+export async function runPgCall(
   pool: PgPool,
   tool: SqlToolSpec,
-  args: Record<string, unknown>,
-  ctx: ExecutionContext,
+  prepared: PreparedCall,
+  ctx: PgExecutionContext,
   connectTimeoutMs: number,
 ): Promise<ToolResult> {
-  const prepared = prepareCall(PG_DIALECT, tool, args, ctx);
-  if (isRefusal(prepared)) return prepared;
   const { statement, write, kind, maxRows, shape } = prepared;
   const errCtx: PgErrorContext = {
     config: ctx.config,

@@ -3,11 +3,10 @@ import type net from 'node:net';
 import postgres from 'postgres';
 import type { DatabaseConfig } from '../types.ts';
 import type { PoolSettings } from '../shared/pools.ts';
+import { DEFAULT_PG_PORT } from './config.ts';
 import { byteaHexToBase64, decimalTextToJson, int64TextToJson, parseFloatText, timestampTextToIso, timestamptzTextToIso } from '../shared/jsonsafe.ts';
 
 export type PgSql = postgres.Sql<Record<string, never>>;
-
-export const DEFAULT_PG_PORT = 5432;
 
 /** How long a pooled connection may sit unused before postgres.js closes it (the pool object stays). */
 const CONNECTION_IDLE_S = 30;

@@ -13,7 +13,7 @@ export interface ResolutionRequest {
   /** How long a verdict may be reused; 0 checks every call. */
   ttlMs: number;
   /**
-   * The statement's shape (sqlguard/postgres-shape.ts, with the read wrapper's numbers), reads and writes only: texts
+   * The statement's shape (guard/shape.ts, with the read wrapper's numbers), reads and writes only: texts
    * of one shape share a verdict, unless the server reports that literal values entered the analysis (`per_value`).
    */
   shape?: string;

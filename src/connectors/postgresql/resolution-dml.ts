@@ -4,7 +4,7 @@
  * See resolution.ts for the reasoning.
  */
 import type postgres from 'postgres';
-import { SAFE_FUNCTIONS } from '../sqlguard/postgres-functions.ts';
+import { SAFE_FUNCTIONS } from './guard/functions.ts';
 import { searchPath, type PgPool } from './pool.ts';
 import { ResolutionUnavailable, created42501, unavailable, type DependencyRow, type ResolutionRequest } from './resolution-common.ts';
 import { lostConnection, pipelineDeadline, releaseReserved, reserveConnection, RESET_DEADLINE_MS, settlePipeline } from './pipeline.ts';

@@ -1,7 +1,7 @@
 /**
  * Server-side resolution check: what the server will really run for a statement, before it runs for the first time.
  *
- * The text guard (sqlguard/postgres.ts) sees names; the server resolves them against the catalog, and some of what it
+ * The text guard (guard/guard.ts) sees names; the server resolves them against the catalog, and some of what it
  * resolves calls functions with nothing in the text that looks like a call: attribute notation (`t.f` and `(t).f` are
  * `f(t)`), user-defined operators, implicit and assignment casts, domains (their CHECKs), user functions in the
  * tool's schema that shadow or overload a built-in name. So the server analyses the statement itself:
@@ -28,7 +28,7 @@
  * the allow-list, or when the database defines its own casts with functions.
  *
  * Cost: one round trip with catalog writes (about 2 ms on a local server), so verdicts are cached per pool,
- * tool, mode and statement shape (sqlguard/postgres-shape.ts: the parse tree with each literal's value replaced by
+ * tool, mode and statement shape (guard/shape.ts: the parse tree with each literal's value replaced by
  * its type), for a short TTL (see PG_RESOLUTION_DEFAULT_TTL_MS): a function, operator or cast created by the DBA after
  * a verdict is noticed at the latest when it expires. Agents send the same statement with other values far more often
  * than a new statement, and those texts resolve alike. Where the server reports that a literal's value entered the
@@ -36,11 +36,11 @@
  * without a shape are keyed by their exact text.
  */
 import type { PgPool } from './pool.ts';
-import { ResolutionUnavailable, TEMP_PRIVILEGE_MISSING, type ResolutionRequest, type ResolutionVerdict } from './resolution-common.ts';
+import { ResolutionUnavailable, type ResolutionRequest, type ResolutionVerdict } from './resolution-common.ts';
 import { dependencies } from './resolution-dml.ts';
 import { ddlNames } from './resolution-ddl.ts';
 
-export { ResolutionUnavailable, TEMP_PRIVILEGE_MISSING, type ResolutionRequest, type ResolutionVerdict };
+export { ResolutionUnavailable, type ResolutionRequest, type ResolutionVerdict };
 
 /** Default verdict lifetime: a new user function or operator is seen at the latest this long after it appears. */
 export const PG_RESOLUTION_DEFAULT_TTL_MS = 30_000;

@@ -1,12 +1,13 @@
 /**
  * A driver registered at start whose implementation (its database client package and, for SQL, its guard's parser)
  * loads on first use: a gateway without a connector of that type never pays for it (docs/performance.md, Memory).
- * The mongodb, mssql and oracle drivers register this way; their client packages are optional dependencies
- * (docs/install.md), so a lean install may lack one: the type then answers 422 connector_type_unavailable naming
- * the package to install, at creation and at validation, and the gateway itself starts as usual.
+ * The postgresql, mongodb, mssql and oracle drivers register this way. The mongodb, mssql and oracledb client
+ * packages are optional dependencies (docs/install.md), so a lean install may lack one: the type then answers 422
+ * connector_type_unavailable naming the package to install, at creation and at validation, and the gateway itself
+ * starts as usual.
  */
 import { unprocessable } from '../../errors.ts';
-import type { ConnectorDriver } from '../types.ts';
+import type { CallContext, ConnectorDriver, ExecutionContext } from '../types.ts';
 
 /** True when `err` is the runtime's "package not installed" for `pkg` (Bun, Node and Deno word it differently). */
 function isMissingPackage(err: unknown, pkg: string): boolean {
@@ -16,15 +17,15 @@ function isMissingPackage(err: unknown, pkg: string): boolean {
   return notFound && (err.message.includes(`'${pkg}'`) || err.message.includes(`"${pkg}"`) || err.message.includes(`npm:${pkg}`));
 }
 
-export function lazyDriver<C, T>(
-  meta: Pick<ConnectorDriver<C, T>, 'type' | 'kind' | 'configSchema' | 'readOnly'>,
+export function lazyDriver<C, T, X extends CallContext<C> = ExecutionContext<C>>(
+  meta: Pick<ConnectorDriver<C, T, X>, 'type' | 'kind' | 'configSchema' | 'readOnly'>,
   /** The npm package the implementation imports, named in the error when it is not installed. */
   pkg: string,
-  load: () => Promise<ConnectorDriver<C, T>>,
-): ConnectorDriver<C, T> {
-  let loaded: ConnectorDriver<C, T> | null = null;
-  let loading: Promise<ConnectorDriver<C, T>> | null = null;
-  const impl = (): Promise<ConnectorDriver<C, T>> => {
+  load: () => Promise<ConnectorDriver<C, T, X>>,
+): ConnectorDriver<C, T, X> {
+  let loaded: ConnectorDriver<C, T, X> | null = null;
+  let loading: Promise<ConnectorDriver<C, T, X>> | null = null;
+  const impl = (): Promise<ConnectorDriver<C, T, X>> => {
     loading ??= load().then(
       (d) => (loaded = d),
       (err) => {
@@ -47,7 +48,8 @@ export function lazyDriver<C, T>(
     },
     validate: async (...a) => (await impl()).validate(...a),
     introspect: async (...a) => (await impl()).introspect(...a),
-    execute: async (...a) => (await impl()).execute(...a),
+    // Once loaded, a call goes to the implementation at once (no await in between: postgresql is on the hot path).
+    execute: (...a) => (loaded ? loaded.execute(...a) : impl().then((d) => d.execute(...a))),
     close: async (id) => loaded?.close(id),
     closeAll: async () => loaded?.closeAll(),
   };

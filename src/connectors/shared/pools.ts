@@ -1,6 +1,6 @@
 /** One lazily opened, bounded pool per connector id, replaced when the config or credential changes, closed when idle. */
 import { sha256Hex } from '../../util/crypto.ts';
-import type { DatabaseConfig, ExecutionLimits } from '../types.ts';
+import type { CallLimits, DatabaseConfig } from '../types.ts';
 import { countConnectorBusy, observeConnectorWait, registerPoolSource } from '../../observability/metrics.ts';
 
 export interface PoolSettings {
@@ -31,7 +31,7 @@ export interface Admission {
 }
 
 /** The call's admission limits, when the gateway set them, with the caller's abort signal. */
-export function admissionOf(limits: ExecutionLimits, signal?: AbortSignal): Admission | undefined {
+export function admissionOf(limits: CallLimits, signal?: AbortSignal): Admission | undefined {
   const { maxConcurrentCalls, queueTimeoutMs } = limits;
   return maxConcurrentCalls === undefined ? undefined : { maxConcurrentCalls, queueTimeoutMs: queueTimeoutMs ?? 1000, signal };
 }

@@ -1,13 +1,16 @@
-/** The steps every SQL driver takes before it runs a call: arguments, the dialect's guard, the write check, the row-limit wrapper. */
-import type { GuardOptions, GuardResult, StatementKind } from '../sqlguard/types.ts';
+/**
+ * The steps every SQL driver takes before it runs a call (shared/sql-driver.ts calls it): arguments, the dialect's
+ * guard (in a span), the write check, the row-limit wrapper; each refusal counted by its stage.
+ */
+import type { GuardOptions, GuardResult, StatementKind } from './sqlguard/types.ts';
 import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
 import { parseCallArgs, refusedResult } from './result.ts';
-import { checkWrappable } from './sqltext.ts';
+import { checkWrappable, type Dialect as WrapDialect } from './sqltext.ts';
 import { countGuardRefusal, type GuardRefusalReason } from '../../observability/metrics.ts';
 import { inSpan } from '../../observability/tracing.ts';
 
 export interface PreparedCall {
-  /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads. */
+  /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads (as is for a read-only dialect). */
   statement: string;
   write: boolean;
   /** What the guard found the statement to be (a DDL statement is also a write). */
@@ -15,23 +18,54 @@ export interface PreparedCall {
   maxRows: number;
   /**
    * The statement's shape when the guard computed one (PostgreSQL reads and writes), with the wrapper's numbers for
-   * a read: texts of one shape resolve alike on the server (sqlguard/postgres-shape.ts).
+   * a read: texts of one shape resolve alike on the server (postgresql/guard/shape.ts).
    */
   shape?: string;
 }
 
+/** The SQL connector types, each with its guard (`<type>/guard/`). */
+type SqlType = 'postgresql' | 'mysql' | 'mssql' | 'oracle';
+
 export interface Dialect {
-  name: 'postgresql' | 'mysql';
+  name: SqlType;
   guard(sql: string, opts: GuardOptions): GuardResult;
   /**
    * Wraps a read so the database stops after `limit` rows (one extra row tells truncation). `maxRowBytes`: a
    * dialect that can, also stops the statement before it sends a row larger than that (see postgresql/execute.ts).
+   * Unset: a read-only dialect (mssql, oracle) with no wrapper (T-SQL refuses ORDER BY in a derived table, and both
+   * stop reading at the cap and cancel instead); its calls are reads whatever the connector allows
+   * (docs/decisions/0116-new-types-read-only.md), and the guard's one-statement verdict is what runs.
    */
-  wrapRead(body: string, limit: number, maxRowBytes: number): string;
+  wrapRead?(body: string, limit: number, maxRowBytes: number): string;
 }
 
 /** The span of the guard's check, by dialect (constants: a call builds no name). */
-const GUARD_SPAN = { postgresql: 'guard postgresql', mysql: 'guard mysql' } as const;
+const GUARD_SPAN = { postgresql: 'guard postgresql', mysql: 'guard mysql', mssql: 'guard mssql', oracle: 'guard oracle' } as const;
+
+/** What the guard is told of the call: the tool's table, the write permissions, and what introspection recorded. */
+function guardOptions(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext): GuardOptions {
+  const t = tool.target;
+  if (dialect.wrapRead) {
+    return {
+      table: { schema: t.schema, name: t.table },
+      allowWrite: ctx.allowWrite,
+      allowDdl: ctx.allowDdl,
+      readOnly: ctx.readOnly,
+      // MySQL: how the server compares table names, recorded at introspection (no query per call).
+      lowerCaseTableNames: t.lowerCaseTableNames,
+      storedFunctions: t.storedFunctions,
+    };
+  }
+  return {
+    table: { schema: t.schema, name: t.table },
+    allowWrite: false,
+    allowDdl: false,
+    readOnly: true,
+    caseSensitiveNames: t.caseSensitiveNames,
+    defaultSchema: t.defaultSchema,
+    columns: t.columns.map((c) => c.name),
+  };
+}
 
 /** A refusal before the database, counted by the stage that refused (toolgate_guard_refusals_total). */
 function refused(dialect: Dialect, stage: GuardRefusalReason, text: string): ToolResult {
@@ -43,27 +77,20 @@ function refused(dialect: Dialect, stage: GuardRefusalReason, text: string): Too
 export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): PreparedCall | ToolResult {
   const call = parseCallArgs(args, ctx.limits);
   if (typeof call === 'string') return refused(dialect, 'arguments', call);
-  const verdict = inSpan(GUARD_SPAN[dialect.name], () =>
-    dialect.guard(call.sql, {
-      table: { schema: tool.target.schema, name: tool.target.table },
-      allowWrite: ctx.allowWrite,
-      allowDdl: ctx.allowDdl,
-      readOnly: ctx.readOnly,
-      // MySQL: how the server compares table names, recorded at introspection (no query per call).
-      lowerCaseTableNames: tool.target.lowerCaseTableNames,
-      storedFunctions: tool.target.storedFunctions,
-    }),
-  );
+  const verdict = inSpan(GUARD_SPAN[dialect.name], () => dialect.guard(call.sql, guardOptions(dialect, tool, ctx)));
   if (!verdict.ok) return refused(dialect, 'statement', verdict.reason);
   const write = !verdict.readOnly;
+  const { wrapRead } = dialect;
   // Defence in depth: the guard already applies these settings; a write must also be allowed here.
-  if (write && (ctx.readOnly || !(verdict.kind === 'ddl' ? ctx.allowDdl : ctx.allowWrite))) {
+  if (write && (!wrapRead || ctx.readOnly || !(verdict.kind === 'ddl' ? ctx.allowDdl : ctx.allowWrite))) {
     return refused(dialect, 'read_only', 'This tool is read-only: only SELECT statements are accepted.');
   }
-  const text = checkWrappable(call.sql, dialect.name);
+  if (!wrapRead) return { statement: call.sql, write: false, kind: verdict.kind, maxRows: call.maxRows };
+  // Only postgresql and mysql have a wrapper (the read-only dialects returned above).
+  const text = checkWrappable(call.sql, dialect.name as WrapDialect);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
-  const statement = write ? text.body : dialect.wrapRead(text.body, call.maxRows + 1, rowBytes);
+  const statement = write ? text.body : wrapRead(text.body, call.maxRows + 1, rowBytes);
   const shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${call.maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;
   return { statement, write, kind: verdict.kind, maxRows: call.maxRows, ...(shape === undefined ? {} : { shape }) };
 }

@@ -1,5 +1,5 @@
 /** Tool-call plumbing common to SQL drivers: argument checks, row and byte caps, and the MCP result shapes. */
-import type { ExecutionLimits, ToolResult } from '../types.ts';
+import type { CallLimits, ToolResult } from '../types.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './toolspec.ts';
 
 export type Row = Record<string, unknown>;
@@ -11,7 +11,7 @@ export interface CallArgs {
 }
 
 /** Checks the arguments the inputSchema describes (the gateway may not have validated them). */
-export function parseCallArgs(args: Record<string, unknown>, limits: ExecutionLimits): CallArgs | string {
+export function parseCallArgs(args: Record<string, unknown>, limits: CallLimits): CallArgs | string {
   const { sql, limit = DEFAULT_LIMIT } = args;
   if (typeof sql !== 'string' || sql.trim() === '') return 'The argument "sql" must be a non-empty string holding one SELECT statement.';
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {

@@ -1,6 +1,6 @@
 /**
- * Makes a guarded statement safe to embed in the driver's row-limiting wrapper. This is not the SQL guard (that is
- * sqlguard/): it only checks that the statement's text is self-contained, so wrapping cannot change what it means.
+ * Makes a guarded statement safe to embed in the driver's row-limiting wrapper. This is not the SQL guard (that is each
+ * type's guard/): it only checks that the statement's text is self-contained, so wrapping cannot change what it means.
  */
 
 export type Dialect = 'postgresql' | 'mysql';

@@ -3,7 +3,20 @@ import { useState } from 'preact/hooks';
 import { call, client, rest, type Connector, type ConnectorType } from './api.ts';
 import { ErrorBox, Loading, Page, useAction, useLoad, when } from './kit.tsx';
 
-const TYPES: ConnectorType[] = ['postgresql', 'mysql', 'mcp'];
+/**
+ * What the form shows for each type of the contract's ConnectorType enum: `satisfies` makes a type added to (or
+ * dropped from) openapi.yaml fail the typecheck here, so the list cannot fall behind the contract. `schemas`: the
+ * config's schema list; `writes`: the allow-write setting (the read-only types never write, decision 0116).
+ */
+const TYPE_FORMS = {
+  postgresql: { schemas: true, writes: true },
+  mysql: { schemas: false, writes: true },
+  mongodb: { schemas: false, writes: false },
+  mssql: { schemas: true, writes: false },
+  oracle: { schemas: true, writes: false },
+  mcp: { schemas: false, writes: false },
+} as const satisfies Record<ConnectorType, { schemas: boolean; writes: boolean }>;
+const TYPES = Object.keys(TYPE_FORMS) as ConnectorType[];
 
 interface ConnectorDraft {
   name: string;
@@ -62,7 +75,7 @@ function configOf(d: ConnectorDraft) {
     }
     return { url: d.url, ...(Object.keys(headers).length ? { headers } : {}) };
   }
-  const schemas = d.schemas
+  const schemas = (TYPE_FORMS[d.type].schemas ? d.schemas : '')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
@@ -88,11 +101,13 @@ function SqlFields({ d, set, field, editing }: { d: ConnectorDraft; set: (patch:
           <option value="verify-full">verify-full</option>
         </select>
       </div>
-      {d.type === 'postgresql' && field('schemas', 'Schemas (comma-separated, optional)')}
-      <div class="field check">
-        <input id="c-write" type="checkbox" checked={d.allowWrite} onChange={(e) => set({ allowWrite: e.currentTarget.checked })} />
-        <label for="c-write">Allow write tools (insert/update)</label>
-      </div>
+      {TYPE_FORMS[d.type].schemas && field('schemas', 'Schemas (comma-separated, optional)')}
+      {TYPE_FORMS[d.type].writes && (
+        <div class="field check">
+          <input id="c-write" type="checkbox" checked={d.allowWrite} onChange={(e) => set({ allowWrite: e.currentTarget.checked })} />
+          <label for="c-write">Allow write tools (insert/update)</label>
+        </div>
+      )}
     </>
   );
 }

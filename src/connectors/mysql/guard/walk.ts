@@ -1,0 +1,456 @@
+/** MySQL guard: the walk over the parsed AST (variant allow-list, table references, CTE scoping, write targets). */
+
+import type { GuardOptions } from '../../shared/sqlguard/types.ts';
+import { type AnyObj, EMPTY_SCOPE, Refusal, clip, isObj } from '../../shared/sqlguard/common.ts';
+import { checkFunction } from './functions.ts';
+import { type LowerCaseTableNames, isSystemDatabase, nameKey, sameName } from './names.ts';
+
+/** AST variants (sqlparser-rs enum variant names) the guard understands in queries and writes. */
+const QUERY_VARIANTS: ReadonlySet<string> = new Set([
+  'Query',
+  'Subquery',
+  'Select',
+  'SetOperation',
+  'Values',
+  'Table',
+  'Derived',
+  'NestedJoin',
+  'Identifier',
+  'CompoundIdentifier',
+  'Value',
+  'TypedString',
+  'Prefixed',
+  'BinaryOp',
+  'UnaryOp',
+  'Nested',
+  'Function',
+  'List',
+  'Unnamed',
+  'Named',
+  'Expr',
+  'Wildcard',
+  'QualifiedWildcard',
+  'ObjectName',
+  'UnnamedExpr',
+  'ExprWithAlias',
+  'Cast',
+  'Convert',
+  'Case',
+  'InList',
+  'InSubquery',
+  'Between',
+  'Like',
+  'ILike',
+  'RLike',
+  'SimilarTo',
+  'IsNull',
+  'IsNotNull',
+  'IsTrue',
+  'IsFalse',
+  'IsNotTrue',
+  'IsNotFalse',
+  'IsUnknown',
+  'IsNotUnknown',
+  'IsDistinctFrom',
+  'IsNotDistinctFrom',
+  'Exists',
+  'Interval',
+  'Extract',
+  'Substring',
+  'Trim',
+  'Position',
+  'Collate',
+  'Tuple',
+  'MatchAgainst',
+  'AnyOp',
+  'AllOp',
+  'Ceil',
+  'Floor',
+  'Expressions',
+  'OrderBy',
+  'Separator',
+  'WindowSpec',
+  'NamedWindow',
+  'Preceding',
+  'Following',
+  'LimitOffset',
+  'OffsetCommaLimit',
+  'Inner',
+  'Left',
+  'Right',
+  'LeftOuter',
+  'RightOuter',
+  'FullOuter',
+  'CrossJoin',
+  'StraightJoin',
+  'Join',
+  'On',
+  'Using',
+  'Natural',
+  'Insert',
+  'Update',
+  'Delete',
+  'DuplicateKeyUpdate',
+  'ColumnName',
+  'TableName',
+  'WithFromKeyword',
+  'WithoutKeyword',
+  'DateTimeField',
+  'MemberOf',
+]);
+
+/** Literal values: leaves. */
+const LITERAL_VARIANTS: ReadonlySet<string> = new Set([
+  'Number',
+  'SingleQuotedString',
+  'DoubleQuotedString',
+  'NationalStringLiteral',
+  'HexStringLiteral',
+  'SingleQuotedByteStringLiteral',
+  'DoubleQuotedByteStringLiteral',
+  'Boolean',
+  'Null',
+  'Placeholder',
+  'EscapedStringLiteral',
+]);
+
+/** Extra variants in the DDL statements we accept. */
+const DDL_VARIANTS: ReadonlySet<string> = new Set([
+  'AddColumn',
+  'DropColumn',
+  'ModifyColumn',
+  'ChangeColumn',
+  'AddConstraint',
+  'DropIndex',
+  'DropPrimaryKey',
+  'DropForeignKey',
+  'DropConstraint',
+  'RenameColumn',
+  'AlterColumn',
+  'SetDefault',
+  'DropDefault',
+  'SetNotNull',
+  'DropNotNull',
+  'After',
+  'First',
+  'Default',
+  'Comment',
+  'WithEq',
+  'PrimaryKey',
+  'Unique',
+  'Index',
+  'Check',
+  'ForeignKey',
+  'Generated',
+  'OnUpdate',
+  'CharacterSet',
+  'Collation',
+  'DialectSpecific',
+  'Word',
+]);
+
+/** Fields never walked: source positions, tokens and type names (they hold no expressions). */
+export const SKIP_FIELDS: ReadonlySet<string> = new Set(['span', 'data_type', 'quote_style']);
+
+/** Fields whose value is an (unwrapped) Query struct. */
+const QUERY_FIELDS: ReadonlySet<string> = new Set(['subquery', 'query', 'source']);
+
+export interface WalkState {
+  readonly opts: GuardOptions;
+  /** The tool's database and table, as stored on the server. */
+  readonly schema: string;
+  readonly name: string;
+  /** How the server compares database, table and CTE names (mysql-names.ts). */
+  readonly mode: LowerCaseTableNames;
+  /** Allowed built-in names that a stored function of the tool's database also carries (upper case). */
+  readonly storedFunctions: ReadonlySet<string>;
+  writes: Set<'insert' | 'update' | 'delete'>;
+  locks: boolean;
+  ddl: boolean;
+}
+
+/** If `v` is an enum value `{Variant: payload}`, the variant name; otherwise undefined. */
+export function variantOf(v: AnyObj): string | undefined {
+  let only: string | undefined;
+  for (const k in v) {
+    if (only !== undefined) return undefined;
+    only = k;
+  }
+  if (only === undefined) return undefined;
+  const c = only.charCodeAt(0);
+  return c >= 65 && c <= 90 ? only : undefined;
+}
+
+/** The identifier parts of an ObjectName (`[{Identifier: {value}}]` or `[{value}]`). */
+export function nameParts(v: unknown): string[] {
+  if (!Array.isArray(v) || v.length === 0) throw new Refusal('a name could not be understood');
+  return v.map((p) => {
+    const ident = isObj(p) && isObj(p.Identifier) ? p.Identifier : p;
+    if (!isObj(ident) || typeof ident.value !== 'string') throw new Refusal('a name could not be understood');
+    return ident.value;
+  });
+}
+
+/** Unqualified names resolve in the session's default database, which the driver sets to the tool's own. */
+function isOwnName(parts: string[], st: WalkState): boolean {
+  if (parts.length === 1) return sameName(parts[0]!, st.name, st.mode);
+  if (parts.length === 2) return sameName(parts[0]!, st.schema, st.mode) && sameName(parts[1]!, st.name, st.mode);
+  return false;
+}
+
+/** Whether a database name the statement writes is the tool's own (renames stay within it). */
+export function isOwnSchema(name: string, st: WalkState): boolean {
+  return sameName(name, st.schema, st.mode);
+}
+
+/** Scopes hold CTE names as `nameKey` makes them, so a lookup compares as the server does. */
+function cteKey(name: string, st: WalkState): string {
+  return nameKey(name, st.mode);
+}
+
+export function checkTableName(name: unknown, st: WalkState, scope: ReadonlySet<string>, verb = 'references'): void {
+  const parts = nameParts(name);
+  if (parts.length === 2 && isSystemDatabase(parts[0]!, st.mode)) {
+    throw new Refusal(`it ${verb} "${clip(parts.join('.'))}" in a system database, which is not this tool's table`);
+  }
+  // A CTE shadows a table of the same name; the own-table test first only decides the wording.
+  if (isOwnName(parts, st)) return;
+  if (parts.length === 1 && scope.has(cteKey(parts[0]!, st))) return;
+  throw new Refusal(`it ${verb} "${clip(parts.join('.'))}", which is not this tool's table`);
+}
+
+/** `FROM DUAL` (unquoted) is MySQL's dummy table, not a table. */
+function isDual(name: unknown): boolean {
+  if (!Array.isArray(name) || name.length !== 1) return false;
+  const p = name[0];
+  const ident = isObj(p) && isObj(p.Identifier) ? p.Identifier : undefined;
+  return (
+    ident !== undefined &&
+    typeof ident.value === 'string' &&
+    ident.value.toUpperCase() === 'DUAL' &&
+    (ident.quote_style === undefined || ident.quote_style === null)
+  );
+}
+
+export function walk(v: unknown, st: WalkState, scope: ReadonlySet<string>, field: string): void {
+  if (Array.isArray(v)) {
+    for (const x of v) walk(x, st, scope, field);
+    return;
+  }
+  if (!isObj(v)) return;
+  const variant = variantOf(v);
+  if (variant !== undefined) {
+    visitVariant(variant, v[variant], st, scope);
+    return;
+  }
+  if (QUERY_FIELDS.has(field)) {
+    walkQuery(v, st, scope);
+    return;
+  }
+  walkStruct(v, st, scope);
+}
+
+function walkStruct(v: AnyObj, st: WalkState, scope: ReadonlySet<string>, skip?: ReadonlySet<string>): void {
+  for (const k in v) {
+    if (SKIP_FIELDS.has(k) || k.endsWith('_token') || skip?.has(k)) continue;
+    const x = v[k];
+    if (typeof x === 'object' && x !== null) walk(x, st, scope, k);
+  }
+}
+
+export function visitVariant(variant: string, payload: unknown, st: WalkState, scope: ReadonlySet<string>): void {
+  if (LITERAL_VARIANTS.has(variant)) return;
+  if (!QUERY_VARIANTS.has(variant) && !(st.ddl && DDL_VARIANTS.has(variant))) {
+    throw new Refusal(`it uses ${describeVariant(variant)}, which is not allowed here`);
+  }
+  switch (variant) {
+    case 'Identifier':
+      checkBareIdentifier(payload);
+      return;
+    case 'Value':
+    case 'CompoundIdentifier':
+    case 'QualifiedWildcard':
+    case 'Wildcard':
+      return; // leaves (column references and literals)
+    case 'Query':
+    case 'Subquery':
+      if (!isObj(payload)) throw new Refusal('a subquery could not be understood');
+      walkQuery(payload, st, scope);
+      return;
+    case 'Select':
+      if (!isObj(payload)) throw new Refusal('a SELECT could not be understood');
+      if (payload.into !== undefined && payload.into !== null) throw new Refusal('SELECT ... INTO is not allowed');
+      if (Array.isArray(payload.optimizer_hints) && payload.optimizer_hints.length > 0) throw new Refusal('optimizer hints are not allowed');
+      walkStruct(payload, st, scope);
+      return;
+    case 'Table': {
+      // A table in FROM / JOIN / UPDATE / DELETE.
+      if (!isObj(payload) || !('name' in payload)) throw new Refusal('a table reference could not be understood');
+      if (payload.args !== undefined && payload.args !== null) throw new Refusal('table functions are not allowed in FROM');
+      for (const k of ['version', 'sample', 'json_path']) {
+        if (payload[k] !== undefined && payload[k] !== null) throw new Refusal(`table modifier ${k} is not allowed`);
+      }
+      if (isDual(payload.name)) return;
+      checkTableName(payload.name, st, scope);
+      return;
+    }
+    case 'TableName':
+      // INSERT target.
+      checkTableName(payload, st, EMPTY_SCOPE, 'writes to');
+      return;
+    case 'Function':
+      if (!isObj(payload)) throw new Refusal('a function call could not be understood');
+      // TableFactor::Function (a function in FROM) carries `lateral` / `alias`; Expr::Function does not.
+      if ('lateral' in payload || 'alias' in payload) throw new Refusal('functions in FROM are not allowed; select from the table');
+      checkFunction(nameParts(payload.name), st.storedFunctions);
+      walkStruct(payload, st, scope, NAME_FIELD);
+      return;
+    case 'Insert':
+    case 'Update':
+    case 'Delete':
+      if (isObj(payload) && variantOf(payload) !== undefined) {
+        // SetExpr::Update(Statement::Update) and friends: a statement under WITH.
+        walk(payload, st, scope, variant);
+        return;
+      }
+      if (!isObj(payload)) throw new Refusal('a statement could not be understood');
+      if (variant === 'Insert') walkInsert(payload, st, scope);
+      else if (variant === 'Update') walkUpdate(payload, st, scope);
+      else walkDelete(payload, st, scope);
+      return;
+    case 'DialectSpecific': {
+      // Raw tokens kept by the parser (column option AUTO_INCREMENT): allow only that keyword.
+      const tokens = Array.isArray(payload) ? payload : [];
+      for (const t of tokens) {
+        const word = isObj(t) && isObj(t.Word) ? t.Word : undefined;
+        if (word === undefined || String(word.value).toUpperCase() !== 'AUTO_INCREMENT') throw new Refusal('column option not allowed');
+      }
+      return;
+    }
+    case 'ForeignKey':
+      if (isObj(payload)) checkTableName(payload.foreign_table, st, EMPTY_SCOPE);
+      walkStruct(isObj(payload) ? payload : {}, st, scope, FOREIGN_TABLE_FIELD);
+      return;
+    default:
+      // A newtype variant may wrap another enum, a struct or a list: walk() tells them apart.
+      walk(payload, st, scope, variant);
+  }
+}
+
+/**
+ * Keywords MySQL/MariaDB evaluate as functions without parentheses, which the parser reports as plain column
+ * names: they read the session's account and role. (CURRENT_DATE and the like come through as functions.)
+ */
+const BARE_STATE_FUNCTIONS: ReadonlySet<string> = new Set(['CURRENT_USER', 'CURRENT_ROLE', 'SESSION_USER', 'SYSTEM_USER']);
+
+function checkBareIdentifier(payload: unknown): void {
+  if (!isObj(payload) || typeof payload.value !== 'string') throw new Refusal('a name could not be understood');
+  const quoted = payload.quote_style !== undefined && payload.quote_style !== null;
+  if (!quoted && BARE_STATE_FUNCTIONS.has(payload.value.toUpperCase())) {
+    throw new Refusal(`${clip(payload.value)} reads the server session's account, which is not this tool's table`);
+  }
+}
+
+const NAME_FIELD: ReadonlySet<string> = new Set(['name']);
+const FOREIGN_TABLE_FIELD: ReadonlySet<string> = new Set(['foreign_table']);
+const WITH_LOCKS: ReadonlySet<string> = new Set(['with', 'locks', 'body']);
+
+export function walkQuery(q: AnyObj, st: WalkState, outer: ReadonlySet<string>): void {
+  let scope = outer;
+  const w = q.with;
+  if (isObj(w)) {
+    const ctes = Array.isArray(w.cte_tables) ? w.cte_tables : [];
+    const names: string[] = [];
+    for (const c of ctes) {
+      const alias = isObj(c) && isObj(c.alias) && isObj(c.alias.name) ? c.alias.name.value : undefined;
+      if (typeof alias !== 'string') throw new Refusal('its WITH clause could not be understood');
+      names.push(alias);
+    }
+    const keys = names.map((n) => cteKey(n, st));
+    const acc = new Set(outer);
+    ctes.forEach((c: AnyObj, i: number) => {
+      // A CTE sees the earlier ones; under RECURSIVE also itself. MariaDB also lets a recursive CTE see later
+      // siblings, MySQL does not: the guard takes the narrower rule, so what it reads as a CTE never resolves
+      // to a real table on either server (it may refuse a forward reference MariaDB would accept).
+      const cteScope = w.recursive === true ? new Set([...acc, keys[i]!]) : new Set(acc);
+      if (!isObj(c.query)) throw new Refusal('its WITH clause could not be understood');
+      walkQuery(c.query, st, cteScope);
+      acc.add(keys[i]!);
+    });
+    scope = acc;
+  } else if (w !== undefined && w !== null) {
+    throw new Refusal('its WITH clause could not be understood');
+  }
+  if (Array.isArray(q.locks) && q.locks.length > 0) st.locks = true;
+  walk(q.body, st, scope, 'body');
+  walkStruct(q, st, scope, WITH_LOCKS);
+}
+
+function walkInsert(node: AnyObj, st: WalkState, scope: ReadonlySet<string>): void {
+  st.writes.add('insert');
+  if (!isObj(node.table)) throw new Refusal('the INSERT names no table');
+  walkStruct(node, st, scope);
+}
+
+/** Walks assignments: the target is a column (maybe alias-qualified), only the value is an expression. */
+function walkAssignments(list: unknown, st: WalkState, scope: ReadonlySet<string>): void {
+  if (!Array.isArray(list)) return;
+  for (const a of list) if (isObj(a)) walk(a.value, st, scope, 'value');
+}
+
+const ASSIGNMENT_FIELDS: ReadonlySet<string> = new Set(['assignments', 'table']);
+
+function walkUpdate(node: AnyObj, st: WalkState, scope: ReadonlySet<string>): void {
+  st.writes.add('update');
+  const table = node.table;
+  const relation = isObj(table) && isObj(table.relation) ? table.relation : undefined;
+  const target = relation && isObj(relation.Table) ? relation.Table : undefined;
+  if (target === undefined) throw new Refusal('the UPDATE target could not be understood');
+  // The target is always a real table, never a CTE.
+  checkTableName(target.name, st, EMPTY_SCOPE, 'writes to');
+  walk(table, st, scope, 'table');
+  walkAssignments(node.assignments, st, scope);
+  walkStruct(node, st, scope, ASSIGNMENT_FIELDS);
+}
+
+const DELETE_FIELDS: ReadonlySet<string> = new Set(['tables', 'from']);
+
+function walkDelete(node: AnyObj, st: WalkState, scope: ReadonlySet<string>): void {
+  st.writes.add('delete');
+  const fromKind = node.from;
+  const variant = isObj(fromKind) ? variantOf(fromKind) : undefined;
+  const from = variant !== undefined ? (fromKind as AnyObj)[variant] : undefined;
+  if (!Array.isArray(from) || from.length === 0) throw new Refusal('the DELETE names no table');
+  const aliases = new Set<string>();
+  for (const twj of from) {
+    const rel = isObj(twj) && isObj(twj.relation) && isObj(twj.relation.Table) ? twj.relation.Table : undefined;
+    if (rel === undefined) throw new Refusal('the DELETE target could not be understood');
+    // Rows are deleted from the FROM tables: real tables, never CTEs.
+    checkTableName(rel.name, st, EMPTY_SCOPE, 'deletes from');
+    // Table aliases follow the table-name rule (case-sensitive in mode 0).
+    if (isObj(rel.alias) && isObj(rel.alias.name) && typeof rel.alias.name.value === 'string') aliases.add(cteKey(rel.alias.name.value, st));
+  }
+  walk(from, st, scope, 'from');
+  // Multi-table DELETE targets name FROM items, by alias or by name.
+  const targets = Array.isArray(node.tables) ? node.tables : [];
+  for (const t of targets) {
+    const parts = nameParts(t);
+    if (!(parts.length === 1 && aliases.has(cteKey(parts[0]!, st))) && !isOwnName(parts, st)) {
+      throw new Refusal(`it deletes from "${clip(parts.join('.'))}", which is not this tool's table`);
+    }
+  }
+  walkStruct(node, st, scope, DELETE_FIELDS);
+}
+
+function describeVariant(variant: string): string {
+  switch (variant) {
+    case 'TableFunction':
+    case 'Function':
+    case 'UNNEST':
+    case 'JsonTable':
+    case 'OpenJsonTable':
+      return 'a function in FROM';
+    default:
+      return `${variant.replace(/([a-z])([A-Z])/g, '$1 $2').toUpperCase()}`;
+  }
+}

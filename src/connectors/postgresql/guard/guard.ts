@@ -1,0 +1,211 @@
+/**
+ * PostgreSQL SQL guard: decides whether one SQL text may run against a tool bound to one table.
+ *
+ * Parser: `libpg-query` — PostgreSQL's own grammar (the server's gram.y and scanner, from libpg_query)
+ * compiled to WebAssembly and shipped inside the npm package: no native build, no download and no
+ * install script, and it loads under Bun and Node alike. Because the statement is read by the same
+ * grammar the server will use, there is no keyword matching to fool: comments, dollar quotes, nested
+ * parentheses, `END` as a synonym of `COMMIT`, stacked statements and so on all come out as the server
+ * will see them. (`pgsql-parser` / `@pgsql/parser` wrap this same WASM parser and add a deparser we
+ * do not need.) The WASM module is loaded once (pg-parser.ts, with a smaller initial memory than the package
+ * declares), with a top-level await, so `guardPostgresSql` is
+ * synchronous for callers.
+ *
+ * Policy, in order:
+ *  1. Text checks: not empty, no NUL byte, at most MAX_SQL_LENGTH characters, and no backslash inside a
+ *     standard '...' string literal (its meaning depends on standard_conforming_strings, so the server
+ *     could split the text differently from us; use E'...' or a dollar quote instead).
+ *  2. Exactly one statement, which the parser must read; unparsable text is refused, never let through.
+ *  3. Statement kinds: SELECT (incl. WITH, set operations, VALUES, TABLE) always; INSERT/UPDATE/DELETE
+ *     only when allowWrite && !readOnly; CREATE TABLE / ALTER TABLE (a fixed list of sub-commands) /
+ *     DROP TABLE / TRUNCATE / CREATE INDEX / ALTER TABLE RENAME, on the tool's table only and without
+ *     CASCADE, only when allowDdl && !readOnly. Everything else (transaction control, SET, COPY, DO,
+ *     CALL, EXPLAIN, GRANT, VACUUM, LISTEN/NOTIFY, PREPARE/EXECUTE, LOCK, LOAD, MERGE, ...) is refused.
+ *  4. The whole tree is walked with an allow-list of node types: anything the guard does not know is
+ *     refused (fail closed). Every table reference must be the tool's table (unqualified: name only;
+ *     qualified: schema and name; no catalog part) or a CTE name visible at that point (with SQL's
+ *     scoping: a non-recursive CTE sees only earlier siblings). Functions in FROM, XMLTABLE/JSON_TABLE,
+ *     SELECT INTO, data-modifying CTEs (read mode), FOR UPDATE/SHARE (read mode), DROP ... CASCADE,
+ *     schema-qualified operators and type names not on SAFE_TYPE_NAMES (row types, domains, reg*) are refused.
+ *  5. Functions: an ALLOW-LIST (see SAFE_FUNCTIONS in postgres-functions.ts) of side-effect-free
+ *     built-ins, optionally qualified with pg_catalog. Anything else — pg_read_file, lo_export,
+ *     setval/nextval, dblink_exec, pg_sleep, set_config, current_setting, txid_*, pg_advisory_*,
+ *     query_to_xml, user functions... — is refused.
+ *
+ * Known limit of any text check: attribute notation `t.f` (= `f(t)`), user operators and implicit casts call
+ * functions with nothing in the text that looks like a call, and unqualified names resolve along the
+ * search_path. The server-side resolution check (postgresql/resolution.ts) closes that class: it refuses any
+ * statement that resolves to a non-built-in function, operator, type or another relation. Type names are an
+ * allow-list here (SAFE_TYPE_NAMES): no row type, domain or reg* type may be named.
+ *
+ * The guard is split by what each part owns: this file (text checks, statement dispatch, DDL
+ * statements, verdict cache), postgres-walk.ts (the tree walk and statement names), postgres-nodes.ts
+ * (the node allow-lists) and postgres-functions.ts (the function allow-list).
+ *
+ * Speed: parsing runs on every uncached tools/call statement (measured figures: docs/performance.md, SQL
+ * guard speed). A repeated statement is answered from a 512-entry LRU of verdicts (bounded in entries and
+ * key size) without parsing.
+ */
+
+import { parseSync, scanSync } from './parser.ts';
+import type { GuardOptions, GuardResult, StatementKind } from '../../shared/sqlguard/types.ts';
+import {
+  type AnyObj,
+  EMPTY_SCOPE,
+  MAX_SQL_LENGTH,
+  Refusal,
+  cachedGuard,
+  allow,
+  canDdl,
+  canWrite,
+  clip,
+  isObj,
+  refuse,
+  tableLabel,
+} from '../../shared/sqlguard/common.ts';
+import { type WalkState, statementName, strings, visitNode, wrappedType } from './walk.ts';
+import { statementShape } from './shape.ts';
+
+// ---------------------------------------------------------------------------------------------------
+// Entry point
+
+/** Refuse standard '...' literals holding a backslash: their meaning depends on standard_conforming_strings. */
+function checkBackslashes(sql: string): string | undefined {
+  if (!sql.includes('\\')) return undefined;
+  let tokens: ReturnType<typeof scanSync>['tokens'];
+  try {
+    tokens = scanSync(sql).tokens;
+  } catch {
+    return 'the SQL could not be read';
+  }
+  for (const t of tokens) {
+    if (t.tokenName === 'SCONST' && t.text.startsWith("'") && t.text.includes('\\')) {
+      return `the string literal ${clip(t.text, 40)} contains a backslash, whose meaning depends on server settings; use E'...' or $$...$$ instead`;
+    }
+  }
+  return undefined;
+}
+
+function decide(sql: string, opts: GuardOptions): GuardResult {
+  const label = tableLabel(opts);
+  const no = (detail: string) => refuse(opts, label, detail);
+
+  if (sql.trim() === '') return no('the query is empty');
+  if (sql.length > MAX_SQL_LENGTH) return no(`the query is longer than ${MAX_SQL_LENGTH} characters`);
+  if (sql.includes('\u0000')) return no('the query contains a NUL character');
+  const bs = checkBackslashes(sql);
+  if (bs !== undefined) return no(bs);
+
+  let stmts: unknown[];
+  try {
+    stmts = parseSync(sql).stmts ?? [];
+  } catch (e) {
+    const msg = e instanceof Error ? e.message : String(e);
+    return no(`the SQL could not be parsed (${clip(msg)})`);
+  }
+  if (stmts.length === 0) return no('the query contains no statement (only comments or semicolons)');
+  if (stmts.length > 1) {
+    const names = stmts.slice(0, 4).map((s) => statementName(isObj(s) ? s.stmt : undefined));
+    return no(`found ${stmts.length} statements (${names.join('; ')}${stmts.length > 4 ? '; ...' : ''}); send exactly one`);
+  }
+  const first = stmts[0];
+  const stmt = isObj(first) ? first.stmt : undefined;
+  if (!isObj(stmt)) return no('the SQL could not be parsed');
+  const type = wrappedType(stmt);
+  const node = type === undefined ? undefined : (stmt[type] as AnyObj);
+  if (type === undefined || node === undefined) return no('the SQL could not be parsed');
+
+  const st: WalkState = { opts, writes: new Set(), locks: false, ddl: false };
+  try {
+    switch (type) {
+      case 'SelectStmt':
+      case 'InsertStmt':
+      case 'UpdateStmt':
+      case 'DeleteStmt': {
+        visitNode(type, node, st, EMPTY_SCOPE);
+        const writes = [...st.writes];
+        // The shape keys the server-side resolution verdict (postgres-shape.ts): computed from this parse, so a call
+        // parses its text once.
+        const shaped = (verdict: GuardResult): GuardResult => (verdict.ok ? { ...verdict, shape: statementShape(sql, stmt) } : verdict);
+        if (writes.length === 0 && !st.locks) return shaped(allow('select', true));
+        if (!canWrite(opts)) {
+          if (type === 'SelectStmt' && writes.length > 0) return no(`found a data-modifying WITH clause (${writes.map((w) => w.toUpperCase()).join(', ')})`);
+          if (writes.length > 0) return no(`found ${statementName(stmt)}`);
+          return no('SELECT ... FOR UPDATE/SHARE takes row locks');
+        }
+        const kind: StatementKind =
+          type === 'InsertStmt' ? 'insert' : type === 'UpdateStmt' ? 'update' : type === 'DeleteStmt' ? 'delete' : (writes[0] ?? 'select');
+        return shaped(allow(kind, false));
+      }
+      case 'CreateStmt':
+      case 'AlterTableStmt':
+      case 'DropStmt':
+      case 'TruncateStmt':
+      case 'IndexStmt':
+      case 'RenameStmt': {
+        if (!canDdl(opts)) return no(`found ${statementName(stmt)}`);
+        checkDdl(type, node, st);
+        return allow('ddl', false);
+      }
+      default:
+        return no(`found ${statementName(stmt)}`);
+    }
+  } catch (e) {
+    if (e instanceof Refusal) return no(e.detail);
+    if (e instanceof RangeError) return no('the query is nested too deeply');
+    throw e;
+  }
+}
+
+function checkDdl(type: string, node: AnyObj, st: WalkState): void {
+  const ddlState: WalkState = { ...st, ddl: true };
+  const opts = st.opts;
+  const ownLabel = tableLabel(opts);
+  switch (type) {
+    case 'DropStmt': {
+      if (node.removeType !== 'OBJECT_TABLE') throw new Refusal(`found ${statementName({ DropStmt: node })}; only DROP TABLE ${ownLabel} is allowed`);
+      if (node.behavior === 'DROP_CASCADE') throw new Refusal('CASCADE would touch other objects');
+      const objects = Array.isArray(node.objects) ? node.objects : [];
+      if (objects.length === 0) throw new Refusal('the DROP statement names no table');
+      for (const o of objects) {
+        const names = isObj(o) && isObj(o.List) ? strings(o.List.items) : ['?'];
+        const own =
+          (names.length === 1 && names[0] === opts.table.name) || (names.length === 2 && names[0] === opts.table.schema && names[1] === opts.table.name);
+        if (!own) throw new Refusal(`it drops "${clip(names.join('.'))}", which is not this tool's table`);
+      }
+      return;
+    }
+    case 'TruncateStmt':
+      if (!Array.isArray(node.relations) || node.relations.length === 0) throw new Refusal('the TRUNCATE statement names no table');
+      visitNode(type, node, ddlState, EMPTY_SCOPE);
+      return;
+    case 'AlterTableStmt':
+      if (node.objtype !== 'OBJECT_TABLE') throw new Refusal('only ALTER TABLE is allowed');
+      visitNode(type, node, ddlState, EMPTY_SCOPE);
+      return;
+    case 'RenameStmt':
+      if (!['OBJECT_TABLE', 'OBJECT_COLUMN', 'OBJECT_TABCONSTRAINT'].includes(String(node.renameType))) {
+        throw new Refusal('only renaming the table, one of its columns or one of its constraints is allowed');
+      }
+      if (node.renameType !== 'OBJECT_TABLE' && node.relationType !== 'OBJECT_TABLE') throw new Refusal('only ALTER TABLE ... RENAME is allowed');
+      if (!isObj(node.relation)) throw new Refusal('the statement names no table');
+      visitNode(type, node, ddlState, EMPTY_SCOPE);
+      return;
+    case 'CreateStmt':
+    case 'IndexStmt':
+      if (!isObj(node.relation)) throw new Refusal('the statement names no table');
+      visitNode(type, node, ddlState, EMPTY_SCOPE);
+      return;
+  }
+}
+
+const cached = cachedGuard(decide);
+
+/**
+ * Decides whether `sql` may run on a PostgreSQL tool bound to `opts.table`.
+ * Synchronous: the WASM parser is loaded when this module is imported.
+ */
+export const guardPostgresSql: (sql: string, opts: GuardOptions) => GuardResult = cached.guard;
+
+/** For tests and benchmarks: forget cached verdicts. */
+export const clearPostgresGuardCache: () => void = cached.clear;

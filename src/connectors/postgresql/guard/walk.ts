@@ -1,0 +1,358 @@
+/** PostgreSQL guard: the walk over the parse tree (table references, CTE scoping) and the names used in refusals. */
+
+import type { GuardOptions } from '../../shared/sqlguard/types.ts';
+import { type AnyObj, Refusal, clip, isObj } from '../../shared/sqlguard/common.ts';
+import { checkFunction } from './functions.ts';
+import { DDL_NODES, DDL_ONLY_TYPE_NAMES, QUERY_NODES, SAFE_ALTER_SUBTYPES, SAFE_TABLESAMPLE_METHODS, SAFE_TYPE_NAMES, UNWRAPPED_FIELDS } from './nodes.ts';
+
+export interface WalkState {
+  readonly opts: GuardOptions;
+  /** Kinds of data-modifying statements found (top level or in CTEs). */
+  writes: Set<'insert' | 'update' | 'delete'>;
+  /** A FOR UPDATE/SHARE clause was found. */
+  locks: boolean;
+  /** Node types allowed in this statement. */
+  readonly ddl: boolean;
+}
+
+function isEmpty(v: AnyObj): boolean {
+  for (const _ in v) return false;
+  return true;
+}
+
+/** If `v` is a wrapped node `{Type: {...}}`, its type name; otherwise undefined. */
+export function wrappedType(v: AnyObj): string | undefined {
+  let only: string | undefined;
+  for (const k in v) {
+    if (only !== undefined) return undefined;
+    only = k;
+  }
+  if (only === undefined) return undefined;
+  const c = only.charCodeAt(0);
+  // Node type names start with an upper-case letter; struct fields never do.
+  return c >= 65 && c <= 90 && isObj(v[only]) ? only : undefined;
+}
+
+export function strings(list: unknown): string[] {
+  if (!Array.isArray(list)) return [];
+  const out: string[] = [];
+  for (const item of list) {
+    if (isObj(item) && isObj(item.String) && typeof item.String.sval === 'string') out.push(item.String.sval);
+    else out.push('?');
+  }
+  return out;
+}
+
+function rangeVarLabel(rv: AnyObj): string {
+  return [rv.catalogname, rv.schemaname, rv.relname].filter((p) => typeof p === 'string').join('.');
+}
+
+function isOwnTable(rv: AnyObj, opts: GuardOptions): boolean {
+  if (rv.catalogname !== undefined) return false;
+  if (rv.relname !== opts.table.name) return false;
+  return rv.schemaname === undefined || rv.schemaname === opts.table.schema;
+}
+
+function checkRangeVar(rv: AnyObj, st: WalkState, scope: ReadonlySet<string>): void {
+  if (isOwnTable(rv, st.opts)) return;
+  if (rv.schemaname === undefined && rv.catalogname === undefined && typeof rv.relname === 'string' && scope.has(rv.relname)) return;
+  throw new Refusal(`it references "${clip(rangeVarLabel(rv))}", which is not this tool's table`);
+}
+
+/** Adds the CTE names of a WITH clause to the scope, SQL-style. Returns [scope for CTE i, scope for body]. */
+function cteScopes(withClause: AnyObj, outer: ReadonlySet<string>): { perCte: ReadonlySet<string>[]; body: ReadonlySet<string> } {
+  const ctes = Array.isArray(withClause.ctes) ? withClause.ctes : [];
+  const names: string[] = [];
+  for (const c of ctes) {
+    const cte = isObj(c) && isObj(c.CommonTableExpr) ? c.CommonTableExpr : undefined;
+    if (cte === undefined || typeof cte.ctename !== 'string') throw new Refusal('its WITH clause could not be understood');
+    names.push(cte.ctename);
+  }
+  const body = new Set([...outer, ...names]);
+  if (withClause.recursive === true) return { perCte: names.map(() => body), body };
+  const perCte: ReadonlySet<string>[] = [];
+  const acc = new Set(outer);
+  for (const n of names) {
+    perCte.push(new Set(acc));
+    acc.add(n);
+  }
+  return { perCte, body };
+}
+
+function walk(value: unknown, st: WalkState, scope: ReadonlySet<string>, parentType: string, field: string): void {
+  if (Array.isArray(value)) {
+    for (const v of value) walk(v, st, scope, parentType, field);
+    return;
+  }
+  if (!isObj(value)) return;
+  const wrapped = wrappedType(value);
+  if (wrapped !== undefined) {
+    visitNode(wrapped, value[wrapped] as AnyObj, st, scope);
+    return;
+  }
+  // `{}` stands for an empty node (e.g. the NIL element of DISTINCT's list): it holds nothing.
+  if (isEmpty(value)) return;
+  const t = UNWRAPPED_FIELDS[`${parentType}.${field}`];
+  if (t === undefined) throw new Refusal(`it uses a construct the guard does not support (${clip(`${parentType}.${field}`)})`);
+  visitNode(t, value, st, scope);
+}
+
+function walkFields(type: string, node: AnyObj, st: WalkState, scope: ReadonlySet<string>, skip?: ReadonlySet<string>): void {
+  for (const k in node) {
+    if (skip?.has(k)) continue;
+    const v = node[k];
+    if (typeof v === 'object' && v !== null) walk(v, st, scope, type, k);
+  }
+}
+
+const SKIP_WITH = new Set(['withClause']);
+const SKIP_LEAF = new Set<string>();
+const SKIP_LOCKED_RELS = new Set(['lockedRels']);
+const SKIP_TARGET = new Set(['relation', 'withClause']);
+const SKIP_CTEQUERY = new Set(['ctequery']);
+
+export function visitNode(type: string, node: AnyObj, st: WalkState, scope: ReadonlySet<string>): void {
+  if (!QUERY_NODES.has(type) && !(st.ddl && DDL_NODES.has(type))) {
+    throw new Refusal(`it uses ${describeNode(type, node)}, which is not allowed here`);
+  }
+  if (node.behavior === 'DROP_CASCADE') throw new Refusal('CASCADE would touch other objects');
+  switch (type) {
+    case 'A_Const':
+    case 'String':
+    case 'Integer':
+    case 'Float':
+    case 'Boolean':
+    case 'BitString':
+    case 'A_Star':
+    case 'ParamRef':
+    case 'SQLValueFunction':
+    case 'SetToDefault':
+    case 'Alias':
+      return; // leaves
+    case 'RangeVar':
+      checkRangeVar(node, st, scope);
+      return;
+    case 'FuncCall':
+      checkFunction(strings(node.funcname));
+      walkFields(type, node, st, scope, SKIP_LEAF);
+      return;
+    case 'A_Expr':
+      checkOperator(node);
+      walkFields(type, node, st, scope);
+      return;
+    case 'TypeName':
+      checkTypeName(node, st);
+      walkFields(type, node, st, scope);
+      return;
+    case 'RangeTableSample':
+      checkTableSample(node);
+      walkFields(type, node, st, scope);
+      return;
+    case 'LockingClause':
+      st.locks = true;
+      // lockedRels name FROM items (often aliases), not tables; they are resolved against the FROM list.
+      walkFields(type, node, st, scope, SKIP_LOCKED_RELS);
+      return;
+    case 'SelectStmt': {
+      if (node.intoClause !== undefined) throw new Refusal('SELECT ... INTO creates a new table');
+      const inner = visitWith(node, st, scope);
+      walkFields(type, node, st, inner, SKIP_WITH);
+      return;
+    }
+    case 'InsertStmt':
+    case 'UpdateStmt':
+    case 'DeleteStmt':
+      visitWrite(type, node, st, scope);
+      return;
+    case 'CommonTableExpr':
+      // Reached only through visitWith, which walks ctequery with the right scope.
+      walkFields(type, node, st, scope, SKIP_CTEQUERY);
+      return;
+    case 'AlterTableCmd':
+      checkAlterCmd(node);
+      walkFields(type, node, st, scope);
+      return;
+    case 'CreateStmt':
+      if (node.relpersistence === 't' || (isObj(node.relation) && node.relation.relpersistence === 't')) {
+        throw new Refusal('temporary tables are not allowed');
+      }
+      walkFields(type, node, st, scope);
+      return;
+    default:
+      walkFields(type, node, st, scope);
+  }
+}
+
+/** Operators are built-in ones, unqualified or in pg_catalog: OPERATOR(schema.op) could name a user's function. */
+function checkOperator(node: AnyObj): void {
+  const op = strings(node.name);
+  if (op.length > 1 && !(op.length === 2 && op[0] === 'pg_catalog')) {
+    throw new Refusal(`operator OPERATOR(${clip(op.join('.'))}) is not allowed; use built-in operators unqualified`);
+  }
+}
+
+function checkTableSample(node: AnyObj): void {
+  const method = strings(node.method);
+  if (!(method.length === 1 && SAFE_TABLESAMPLE_METHODS.has(method[0]!)))
+    throw new Refusal(`TABLESAMPLE ${clip(method.join('.'))} is not allowed (use BERNOULLI or SYSTEM)`);
+}
+
+function checkAlterCmd(node: AnyObj): void {
+  const sub = typeof node.subtype === 'string' ? node.subtype : '?';
+  if (!SAFE_ALTER_SUBTYPES.has(sub)) throw new Refusal(`ALTER TABLE ${clip(sub.replace(/^AT_/, ''))} is not allowed`);
+}
+
+/** INSERT, UPDATE, DELETE: recorded as a write; the target is always this tool's real table, never a CTE name. */
+function visitWrite(type: string, node: AnyObj, st: WalkState, scope: ReadonlySet<string>): void {
+  st.writes.add(type === 'InsertStmt' ? 'insert' : type === 'UpdateStmt' ? 'update' : 'delete');
+  if (!isObj(node.relation) || !isOwnTable(node.relation, st.opts)) {
+    throw new Refusal(`it writes to "${clip(isObj(node.relation) ? rangeVarLabel(node.relation) : '?')}", which is not this tool's table`);
+  }
+  const inner = visitWith(node, st, scope);
+  walkFields(type, node, st, inner, SKIP_TARGET);
+}
+
+/** Refuses a type name that is not a built-in scalar type (see SAFE_TYPE_NAMES for why). */
+function checkTypeName(node: AnyObj, st: WalkState): void {
+  const names = strings(node.names);
+  const label = clip(names.join('.'));
+  if (node.pct_type === true) throw new Refusal(`the type reference ${label}%TYPE is not allowed`);
+  if (node.setof === true) throw new Refusal('SETOF types are not allowed');
+  const last = names.length === 1 || (names.length === 2 && names[0] === 'pg_catalog') ? names[names.length - 1] : undefined;
+  if (last !== undefined && (SAFE_TYPE_NAMES.has(last) || (st.ddl && DDL_ONLY_TYPE_NAMES.has(last)))) return;
+  if (last === 'regclass' || last?.startsWith('reg')) throw new Refusal(`casts to ${label} (a system-catalog lookup) are not allowed`);
+  throw new Refusal(`the type ${label} is not allowed here; only built-in scalar types may be named (no row types, domains or catalog-lookup types)`);
+}
+
+/** Walks a node's WITH clause (if any) and returns the scope for the node's body. */
+function visitWith(node: AnyObj, st: WalkState, scope: ReadonlySet<string>): ReadonlySet<string> {
+  const wc = node.withClause;
+  if (wc === undefined) return scope;
+  if (!isObj(wc)) throw new Refusal('its WITH clause could not be understood');
+  const { perCte, body } = cteScopes(wc, scope);
+  const ctes = wc.ctes as unknown[];
+  ctes.forEach((c, i) => {
+    const cte = (c as AnyObj).CommonTableExpr as AnyObj;
+    visitNode('CommonTableExpr', cte, st, perCte[i]!);
+    const q = cte.ctequery;
+    if (!isObj(q)) throw new Refusal('its WITH clause could not be understood');
+    walk(q, st, perCte[i]!, 'CommonTableExpr', 'ctequery');
+  });
+  return body;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Statement names for refusals
+
+const TRANSACTION_NAMES: Readonly<Record<string, string>> = {
+  TRANS_STMT_BEGIN: 'BEGIN',
+  TRANS_STMT_START: 'START TRANSACTION',
+  TRANS_STMT_COMMIT: 'COMMIT/END',
+  TRANS_STMT_ROLLBACK: 'ROLLBACK/ABORT',
+  TRANS_STMT_SAVEPOINT: 'SAVEPOINT',
+  TRANS_STMT_RELEASE: 'RELEASE SAVEPOINT',
+  TRANS_STMT_ROLLBACK_TO: 'ROLLBACK TO SAVEPOINT',
+  TRANS_STMT_PREPARE: 'PREPARE TRANSACTION',
+  TRANS_STMT_COMMIT_PREPARED: 'COMMIT PREPARED',
+  TRANS_STMT_ROLLBACK_PREPARED: 'ROLLBACK PREPARED',
+};
+
+const STATEMENT_NAMES: Readonly<Record<string, string>> = {
+  SelectStmt: 'SELECT',
+  InsertStmt: 'INSERT',
+  UpdateStmt: 'UPDATE',
+  DeleteStmt: 'DELETE',
+  MergeStmt: 'MERGE',
+  VariableSetStmt: 'SET',
+  VariableShowStmt: 'SHOW',
+  CopyStmt: 'COPY',
+  DoStmt: 'DO',
+  CallStmt: 'CALL',
+  ExplainStmt: 'EXPLAIN',
+  GrantStmt: 'GRANT/REVOKE',
+  GrantRoleStmt: 'GRANT/REVOKE role',
+  VacuumStmt: 'VACUUM/ANALYZE',
+  ListenStmt: 'LISTEN',
+  UnlistenStmt: 'UNLISTEN',
+  NotifyStmt: 'NOTIFY',
+  PrepareStmt: 'PREPARE',
+  ExecuteStmt: 'EXECUTE',
+  DeallocateStmt: 'DEALLOCATE',
+  LockStmt: 'LOCK',
+  LoadStmt: 'LOAD',
+  CreateStmt: 'CREATE TABLE',
+  AlterTableStmt: 'ALTER TABLE',
+  TruncateStmt: 'TRUNCATE',
+  IndexStmt: 'CREATE INDEX',
+  RenameStmt: 'ALTER ... RENAME',
+  ViewStmt: 'CREATE VIEW',
+  CreateTableAsStmt: 'CREATE TABLE AS',
+  CreateFunctionStmt: 'CREATE FUNCTION',
+  DiscardStmt: 'DISCARD',
+  CheckPointStmt: 'CHECKPOINT',
+  DeclareCursorStmt: 'DECLARE CURSOR',
+  FetchStmt: 'FETCH',
+  ClosePortalStmt: 'CLOSE',
+  AlterSystemStmt: 'ALTER SYSTEM',
+  ConstraintsSetStmt: 'SET CONSTRAINTS',
+  ReindexStmt: 'REINDEX',
+  ClusterStmt: 'CLUSTER',
+  RefreshMatViewStmt: 'REFRESH MATERIALIZED VIEW',
+  CreateSchemaStmt: 'CREATE SCHEMA',
+  CreatedbStmt: 'CREATE DATABASE',
+  DropdbStmt: 'DROP DATABASE',
+  CreateRoleStmt: 'CREATE ROLE',
+  AlterRoleStmt: 'ALTER ROLE',
+  DropRoleStmt: 'DROP ROLE',
+  CreateExtensionStmt: 'CREATE EXTENSION',
+  RuleStmt: 'CREATE RULE',
+  CreateTrigStmt: 'CREATE TRIGGER',
+  CommentStmt: 'COMMENT',
+  AlterOwnerStmt: 'ALTER ... OWNER',
+  AlterObjectSchemaStmt: 'ALTER ... SET SCHEMA',
+};
+
+export function statementName(stmt: unknown): string {
+  if (!isObj(stmt)) return 'an unknown statement';
+  const type = wrappedType(stmt);
+  if (type === undefined) return 'an unknown statement';
+  const node = stmt[type] as AnyObj;
+  if (type === 'TransactionStmt') return TRANSACTION_NAMES[String(node.kind)] ?? 'a transaction statement';
+  if (type === 'VariableSetStmt' && node.kind === 'VAR_SET_MULTI') return `SET ${clip(String(node.name ?? ''))}`;
+  if (type === 'DropStmt')
+    return `DROP ${String(node.removeType ?? '')
+      .replace(/^OBJECT_/, '')
+      .replace(/_/g, ' ')}`.trim();
+  if (type === 'ExplainStmt') return 'EXPLAIN';
+  if (type === 'CopyStmt') return node.is_program === true ? 'COPY ... PROGRAM' : 'COPY';
+  return (
+    STATEMENT_NAMES[type] ??
+    type
+      .replace(/Stmt$/, '')
+      .replace(/([a-z])([A-Z])/g, '$1 $2')
+      .toUpperCase()
+  );
+}
+
+function describeNode(type: string, node: AnyObj): string {
+  switch (type) {
+    case 'RangeFunction':
+      return 'a function in FROM';
+    case 'RangeTableFunc':
+      return 'XMLTABLE';
+    case 'JsonTable':
+      return 'JSON_TABLE';
+    case 'XmlExpr':
+    case 'XmlSerialize':
+      return 'an XML function';
+    case 'IntoClause':
+      return 'SELECT ... INTO';
+    case 'MergeStmt':
+      return 'MERGE';
+    case 'RoleSpec':
+      return 'a role';
+    default:
+      if (type.endsWith('Stmt')) return statementName({ [type]: node });
+      return `a ${type} construct`;
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * The console's sign-in routes: an OAuth client with org:manage (through the gateway's own token endpoint), or the
+ * org's IdP by OIDC code + PKCE (start, and the IdP's redirect back).
+ */
+import { AppError } from '../errors.ts';
+import { findIdpConfig } from '../auth/idp/repository.ts';
+import { findOrgBySlug } from '../orgs/repository.ts';
+import { BodyError, readBodyCapped } from '../util/body.ts';
+import { forwardSourceAddress, sourceAddressOf } from '../net/source-address.ts';
+import { limitedAttempt, refusalMessage, type AttemptRefusal } from '../limits/auth-failures.ts';
+import { Refusal } from '../audit/refusals.ts';
+import { countLimitRefusal } from '../observability/metrics.ts';
+import { authorizationUrl, beginLogin, discover, finishLogin, openLogin, sameSecret, sealLogin, SignInError } from './oidc.ts';
+import { crossSite, type ConsoleContext } from './context.ts';
+import { errorReply, jsonReply, messagePage, respond } from './replies.ts';
+
+/** A console page to come back to after sign-in: a name, never a URL, so it cannot redirect anywhere else. */
+const PAGE_NAME = /^[a-z][a-z-]{0,30}$/;
+const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+/** The sign-in body's cap, in UTF-16 code units as before; 3 UTF-8 bytes at most per unit bound the bytes read. */
+const MAX_SIGN_IN_CHARS = 4096;
+const lenient = new TextDecoder();
+
+/** A callback refused by the failed-sign-in limits before anything in it was checked. */
+class SignInRefused extends Error {
+  constructor(readonly refusal: AttemptRefusal) {
+    super(refusalMessage(refusal));
+  }
+}
+
+/** A failed callback with the status its page is answered with. */
+class CallbackFailure extends SignInError {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+type ClientInput = { client_id?: unknown; client_secret?: unknown };
+
+/** The sign-in form's JSON body, or the console's answer to a body that is none. */
+async function readClientInput(request: Request): Promise<ClientInput | Response> {
+  if ((request.headers.get('content-type') ?? '').split(';')[0]!.trim() !== 'application/json')
+    return errorReply(415, 'unsupported_media_type', 'Content-Type must be application/json.');
+  try {
+    const text = lenient.decode(await readBodyCapped(request, 3 * MAX_SIGN_IN_CHARS));
+    if (text.length > MAX_SIGN_IN_CHARS) return errorReply(413, 'payload_too_large', 'The body is too large.');
+    return JSON.parse(text) as ClientInput;
+  } catch (err) {
+    if (err instanceof BodyError && err.status === 413) return errorReply(413, 'payload_too_large', 'The body is too large.');
+    return errorReply(400, 'invalid_json', 'The body is not valid JSON.');
+  }
+}
+
+/** The gateway's own token endpoint, as any OAuth client would call it (same checks, audit and failed-sign-in limits). */
+async function clientToken(ctx: ConsoleContext, request: Request, clientId: string, clientSecret: string) {
+  const tokenRequest = new Request(`${new URL(request.url).origin}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', host: request.headers.get('host') ?? new URL(request.url).host },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, scope: 'org:manage' }),
+  });
+  // The limits count against this browser's address.
+  forwardSourceAddress(request, tokenRequest, ctx.deps.config.trustedProxies);
+  const response = await ctx.forward(tokenRequest);
+  const token = (await response.json().catch(() => ({}))) as { access_token?: string; expires_in?: number; error?: string; message?: string };
+  return { response, token };
+}
+
+export async function signInWithClient(ctx: ConsoleContext, request: Request): Promise<Response> {
+  if (crossSite(request)) return errorReply(403, 'cross_site', 'Sign-in must come from the console page.');
+  const input = await readClientInput(request);
+  if (input instanceof Response) return input;
+  const clientId = typeof input?.client_id === 'string' ? input.client_id.trim() : '';
+  const clientSecret = typeof input?.client_secret === 'string' ? input.client_secret.trim() : '';
+  if (!clientId || !clientSecret || clientId.length > 200 || clientSecret.length > 500)
+    return errorReply(400, 'validation_error', 'Enter the client id and the client secret.');
+  const { response, token } = await clientToken(ctx, request, clientId, clientSecret);
+  if (response.status === 429) {
+    const retryAfter = response.headers.get('retry-after') ?? '1';
+    return respond(JSON.stringify({ error: 'rate_limited', message: token.message ?? 'Too many failed sign-in attempts.' }), 429, {
+      'content-type': 'application/json',
+      'retry-after': retryAfter,
+    });
+  }
+  if (response.status !== 200 || !token.access_token) {
+    if (token.error === 'invalid_scope')
+      return errorReply(403, 'insufficient_scope', 'This OAuth client does not have the org:manage scope, which the console needs.');
+    return errorReply(401, 'unauthenticated', 'The client id or secret is wrong, or the client has been revoked.');
+  }
+  const principal = await ctx.principalOf(token.access_token);
+  if (!principal) return errorReply(401, 'unauthenticated', 'The issued token was not accepted.');
+  const expiresAt = new Date(Date.now() + (token.expires_in ?? 3600) * 1000);
+  const cookies = await ctx.startSession(request, { orgId: principal.orgId, kind: 'oauth_client', actor: clientId, bearer: token.access_token, expiresAt });
+  return jsonReply({ signed_in: true }, 200, cookies);
+}
+
+export async function startIdpSignIn(ctx: ConsoleContext, url: URL): Promise<Response> {
+  const { store, box, outbound } = ctx.deps;
+  const slug = url.searchParams.get('org') ?? '';
+  const returnTo = url.searchParams.get('return') ?? 'overview';
+  if (!SLUG.test(slug)) return messagePage('Sign-in failed', 'Enter the org name (its slug, as in the MCP endpoint URL).', 400);
+  const org = await findOrgBySlug(store.db, slug);
+  const idp = org ? await findIdpConfig(store.db, org.id) : undefined;
+  // The same answer whether the org is unknown or has no console client: nothing to learn about other orgs.
+  if (!org || !idp?.consoleClientId)
+    return messagePage('Sign-in failed', `The org "${slug}" has no identity provider sign-in for the console. Sign in with an OAuth client instead.`, 404);
+  try {
+    const discovery = await discover(idp.issuer, outbound);
+    const login = beginLogin(org.id, PAGE_NAME.test(returnTo) ? returnTo : 'overview');
+    return respond(null, 302, { location: authorizationUrl(discovery, idp.consoleClientId, ctx.redirectUri, login) }, [ctx.loginCookie(sealLogin(box, login))]);
+  } catch (err) {
+    if (err instanceof SignInError) return messagePage('Sign-in failed', err.message, 502);
+    throw err;
+  }
+}
+
+/**
+ * The IdP's redirect back. Every failed callback (a stale transaction, a foreign state, a refused or forged code or
+ * ID token) counts against the org and this browser's address, like a wrong client secret (limits/auth-failures.ts).
+ * A refused callback is a Refusal: the pipeline audits it in the org of the transaction, when there is one.
+ */
+export async function finishIdpSignIn(ctx: ConsoleContext, request: Request, url: URL): Promise<Response> {
+  const { deps, clearLogin } = ctx;
+  // The transaction is single-use: its cookie is cleared whatever happens next.
+  const login = openLogin(deps.box, ctx.cookieOf(request, 'login'));
+  const subject = { client: `idp:${login?.orgId ?? 'none'}`, address: sourceAddressOf(request, deps.config.trustedProxies) };
+  try {
+    return await limitedAttempt(
+      deps.authFailures,
+      subject,
+      () => completeIdpSignIn(ctx, request, url, login),
+      (err) => (err instanceof SignInError ? 'failed' : 'unjudged'),
+      async (refusal) => {
+        throw new SignInRefused(refusal);
+      },
+    );
+  } catch (err) {
+    if (err instanceof SignInRefused) {
+      countLimitRefusal('auth_failures');
+      const retryAfter = { 'retry-after': String(err.refusal.retryAfterSeconds) };
+      const page = messagePage('Sign-in refused', err.message, 429, [clearLogin], undefined, retryAfter);
+      throw new Refusal(new AppError(429, 'rate_limited', err.message, retryAfter), login?.orgId ?? null, null, page);
+    }
+    if (err instanceof SignInError) return messagePage('Sign-in failed', err.message, err instanceof CallbackFailure ? err.status : 401, [clearLogin]);
+    throw err;
+  }
+}
+
+async function completeIdpSignIn(ctx: ConsoleContext, request: Request, url: URL, login: ReturnType<typeof openLogin>): Promise<Response> {
+  const { store, box, outbound, idpVerifier } = ctx.deps;
+  const fail = (message: string): never => {
+    throw new CallbackFailure(message, 400);
+  };
+  if (!login) return fail('This sign-in has expired or was started in another browser. Start again from the console.');
+  const state = url.searchParams.get('state') ?? '';
+  if (!sameSecret(state, login.state)) return fail('This sign-in answer does not belong to the sign-in this browser started.');
+  const idpError = url.searchParams.get('error');
+  if (idpError) return fail(`The identity provider refused the sign-in: ${idpError.slice(0, 100)}.`);
+  const code = url.searchParams.get('code');
+  if (!code) return fail('The identity provider sent no authorization code.');
+  const idp = await findIdpConfig(store.db, login.orgId);
+  if (!idp?.consoleClientId) return fail('This org no longer has identity provider sign-in for the console.');
+  const discovery = await discover(idp.issuer, outbound);
+  const signedIn = await finishLogin({ config: idp, discovery, code, redirectUri: ctx.redirectUri, login, box, outbound, verifier: idpVerifier });
+  // The console acts on REST with the IdP's access token, so REST must accept it for this user of this org.
+  const principal = await ctx.principalOf(signedIn.accessToken);
+  if (!principal || principal.orgId !== login.orgId || principal.actorId !== signedIn.identity.subject) {
+    throw new SignInError(
+      `The identity provider's access token is not accepted by the REST interface: it must be a JWT signed by the issuer with the audience "${idp.audience}".`,
+    );
+  }
+  const cookies = await ctx.startSession(request, {
+    orgId: login.orgId,
+    kind: 'idp_user',
+    actor: signedIn.identity.subject,
+    bearer: signedIn.accessToken,
+    expiresAt: signedIn.expiresAt,
+  });
+  // A page, not a redirect: a SameSite=Strict cookie is not sent on a redirect chain that began at another site.
+  return messagePage('Signed in', 'You are signed in.', 200, [...cookies, ctx.clearLogin], `/console#/${login.returnTo}`);
+}

@@ -1,0 +1,106 @@
+/**
+ * The HTTP pipeline (src/pipeline/pipeline.ts, docs/decisions/0150-one-http-pipeline.md): one bearer parser for
+ * authentication and the refusal audit, and refusals filed from one place, including the two that answer with a
+ * body of their own (the console callback's 429 page; the MCP 429 is covered by test/limits-doors.test.ts).
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import { rowsOf } from '../src/store/db.ts';
+import { bearerToken } from '../src/net/bearer.ts';
+import { refusalRow } from '../src/audit/refusals.ts';
+import { notePeerAddress } from '../src/net/source-address.ts';
+import { beginLogin, sealLogin } from '../src/console/oidc.ts';
+import { AUTH_FAILURE_RULES } from '../src/limits/auth-failures.ts';
+import { BASE, onboard, startTestGateway, type TestGateway } from './support/gateway.ts';
+
+setDefaultTimeout(60_000);
+
+const withAuthorization = (value?: string) => new Request(`${BASE}/api/org`, value === undefined ? {} : { headers: { authorization: value } });
+
+describe('one bearer parser', () => {
+  test('a token68 bearer token; an empty string for a header that holds none; null without a header', () => {
+    expect(bearerToken(withAuthorization())).toBeNull();
+    expect(bearerToken(withAuthorization('Bearer abc.DEF-ghi_~+/=='))).toBe('abc.DEF-ghi_~+/==');
+    expect(bearerToken(withAuthorization('bearer   tok  '))).toBe('tok');
+    for (const malformed of ['Bearer a!b', 'Bearer', 'Basic dXNlcjpwYXNz', 'Bearer\ttok', 'Bearer a b']) {
+      expect(bearerToken(withAuthorization(malformed))).toBe('');
+    }
+  });
+
+  test('the refusal audit files the credential authentication read, and only that', () => {
+    const payload = Buffer.from(JSON.stringify({ sub: 'client-7', tg_org: 'x' })).toString('base64url');
+    const jwt = `eyJhbGciOiJFUzI1NiJ9.${payload}.c2ln`;
+    const filed = (value?: string) => refusalRow('org', withAuthorization(value), 401, 'unauthenticated', 'no', null).details;
+    expect(filed(`Bearer ${jwt}`)).toMatchObject({ credential: 'bearer', claimed_subject: 'client-7' });
+    expect(filed('Bearer opaque-token')).toMatchObject({ credential: 'bearer' });
+    expect(filed('Bearer a!b')).toMatchObject({ credential: 'none' });
+    expect(filed('Basic dXNlcjpwYXNz')).toMatchObject({ credential: 'none' });
+    expect(filed()).toMatchObject({ credential: 'none' });
+  });
+});
+
+describe('the pipeline answers refusals and errors', () => {
+  let g: TestGateway;
+  beforeAll(async () => {
+    g = await startTestGateway();
+  });
+  afterAll(async () => {
+    await g?.close();
+  });
+
+  const refusals = async (orgId: string) => {
+    await g.deps.audit.drain();
+    return rowsOf<{ target_id: string; details: Record<string, unknown> }>(
+      await g.deps.store.db.execute(sql`SELECT target_id, details FROM audit_events WHERE org_id = ${orgId} AND action = 'rate_limit.refused'`),
+    );
+  };
+
+  test("the console callback's 429 page is filed in the org of the sign-in it names", async () => {
+    const org = await onboard(g);
+    const cookie = `tg_console_login=${encodeURIComponent(sealLogin(g.deps.box, beginLogin(org.orgId, 'overview')))}`;
+    const callback = () => {
+      const request = new Request(`${BASE}/console/auth/callback?state=forged&code=forged`, { headers: { cookie } });
+      notePeerAddress(request, '203.0.113.77');
+      return g.handle(request);
+    };
+    for (let i = 0; i < AUTH_FAILURE_RULES.pair.limit; i++) expect((await callback()).status).toBe(400);
+    expect(await refusals(org.orgId)).toEqual([]);
+    const refused = await callback();
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(refused.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(await refused.text()).toContain('Sign-in refused');
+    const rows = await refusals(org.orgId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.target_id).toBe('/console/auth/callback');
+    expect(rows[0]!.details).toMatchObject({ status: 429, code: 'rate_limited', method: 'GET', credential: 'none' });
+  });
+
+  test('an unexpected error is answered 500 by the pipeline, logged in the words of its surface', async () => {
+    const org = await onboard(g);
+    const logged: Array<{ message: string; fields: unknown }> = [];
+    const log = g.deps.log as unknown as { error: (message: string, fields?: unknown) => void };
+    const mcp = g.deps.mcp as unknown as { answer: (...args: unknown[]) => Promise<string> };
+    const [logError, answer] = [log.error, mcp.answer];
+    log.error = (message, fields) => logged.push({ message, fields });
+    mcp.answer = async () => {
+      throw new Error('boom');
+    };
+    try {
+      // Straight to the app: a 500 is not in the contract, which g.handle checks.
+      const response = await g.app.handle(
+        new Request(`${BASE}/mcp/${org.slug}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': org.apiKey },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+        }),
+      );
+      expect(response.status).toBe(500);
+      expect(await response.json()).toEqual({ error: 'internal_error', message: 'An internal error occurred.' });
+      expect(logged).toEqual([{ message: 'mcp endpoint failed', fields: { error: expect.stringContaining('boom') } }]);
+    } finally {
+      log.error = logError;
+      mcp.answer = answer;
+    }
+  });
+});
