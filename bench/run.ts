@@ -29,6 +29,8 @@ import autocannon, { type Result } from 'autocannon';
 import postgres from 'postgres';
 import { cleanupOnExit, PG, ROWS, seedItems, TABLE } from './common.ts';
 import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
 import { isPlan, monthlyQuotaFor, PLANS } from '../src/limits/plans.ts';
@@ -557,11 +559,20 @@ function startGateway(port: number, operatorToken: string): Child {
   return gateway;
 }
 
-/** DBHub, the comparison: declares Node >= 22.5 (this machine has Node 20), so it runs on Bun, like everything else. */
+/**
+ * DBHub, the comparison: declares Node >= 22.5 (this machine has Node 20), so it runs on Bun, like everything else.
+ * Not a dependency (its install pulls a second oracledb, ssh2 and a native build: docs/install.md): installed on demand.
+ */
+const DBHUB_DIR = '.cache/bench-dbhub';
 function startDbhub(port: number): Child {
+  if (!existsSync(`${DBHUB_DIR}/node_modules/@bytebase/dbhub/dist/index.js`)) {
+    execFileSync('npm', ['install', '--prefix', DBHUB_DIR, '--no-save', '--no-audit', '--no-fund', '--engine-strict=false', '@bytebase/dbhub@1.4.0'], {
+      stdio: 'inherit',
+    });
+  }
   const dbhub = spawn(
     'dbhub',
-    'node_modules/@bytebase/dbhub/dist/index.js',
+    `${DBHUB_DIR}/node_modules/@bytebase/dbhub/dist/index.js`,
     {},
     [],
     ['--transport', 'http', '--host', '127.0.0.1', '--port', String(port), '--dsn', `postgres://${PG.user}@${PG.host}:${PG.port}/${DATA_DB}?sslmode=disable`],

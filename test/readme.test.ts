@@ -28,6 +28,7 @@ const DOCS = [
   'docs/audit.md',
   'docs/console.md',
   'docs/deployment.md',
+  'docs/install.md',
 ];
 const BLOCKS = DOCS.flatMap((file) => shellBlocks(readFileSync(join(ROOT, file), 'utf8'), file));
 

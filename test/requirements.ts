@@ -106,6 +106,8 @@ export const REQUIREMENTS = {
   'CONN-CREATE':
     'Creating a connector answers 201 with {id (uuid), name, type, status validating, allow_write, allow_ddl, created_at ISO UTC}; validation makes it active with tools [spec Connector; decisions]',
   'CONN-TYPE-UNAVAILABLE': 'A database type without a driver here is 422 connector_type_unavailable; an unknown type is 400 [decisions Connectors]',
+  'CONN-DRIVER-MISSING':
+    'A type whose optional client package (mongodb, mssql, oracledb) is not installed is 422 connector_type_unavailable naming the package, at creation and at validation [decisions 0221]',
   'CONN-LIST-NO-ARCHIVED': 'Archived connectors are not returned by GET /api/connectors [spec Connector]',
   'CONN-ARCHIVE':
     'DELETE /api/connectors/{id} answers {archived: true, id}; its tools leave the endpoint and stay gone after provisioning [spec Connector status]',

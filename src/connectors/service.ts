@@ -105,6 +105,8 @@ export interface CreateConnectorInput {
 export async function createConnector(deps: ConnectorServiceDeps, orgId: string, input: CreateConnectorInput, actor: Actor) {
   const driver = driverFor(input.type);
   checkConfig(driver, input.config);
+  // A type whose client package is an optional dependency this install lacks: 422, naming the package.
+  await driver.ready?.();
   await checkTarget(deps, orgId, driver, input.config);
   // Types that only read (mongodb, mssql, oracle) keep allow_write/allow_ddl false whatever is sent.
   const isDatabase = driver.kind === 'database' && driver.readOnly !== true;

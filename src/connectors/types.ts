@@ -158,6 +158,11 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends Call
   readonly readOnly?: boolean;
   /** JSON Schema of `config` for this type (validated before create and patch). */
   readonly configSchema: Record<string, unknown>;
+  /**
+   * Resolves once the implementation can run; a type whose client package is not installed rejects with 422
+   * connector_type_unavailable naming the package (shared/lazy.ts). Absent: always ready.
+   */
+  ready?(): Promise<void>;
   /** Connects with the credential; throws ConnectorError on failure. */
   validate(connectorId: string, config: C, credential: string | null, env?: SourceEnv): Promise<void>;
   /** The tool-catalog step: lists the tools the source yields; throws ConnectorError on failure. */

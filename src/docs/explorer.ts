@@ -1,6 +1,8 @@
 /**
  * The /docs explorer: the page is @elysiajs/swagger's Scalar page over the hand-written contract at /openapi.json,
  * and the Scalar bundle it loads (`scalarCDN`) is served by the gateway itself, so it renders with no internet.
+ * The bundle is Scalar's single-file browser build, vendored in vendor/scalar-api-reference/ (3.6 MB) instead of
+ * the @scalar/api-reference package, whose tree is 299 packages and 243 MB for that one file (docs/install.md, decision 0222).
  *
  * The plugin is not `.use()`d on the router: it would also register a spec route derived from the Elysia routes at
  * its `specPath`, and the routes of this app are the contract's operations (getDocs/getDocsAsset), not the plugin's.
@@ -8,12 +10,11 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import openapiDocument from '../../generated/openapi.json' with { type: 'json' };
 
-const require = createRequire(import.meta.url);
 const SCALAR_BUNDLE = 'scalar-standalone.js';
-const scalarBundlePath = require.resolve('@scalar/api-reference/browser/standalone.js');
+const scalarBundlePath = fileURLToPath(new URL('../../vendor/scalar-api-reference/standalone.js', import.meta.url));
 
 /** The plugin (and Elysia's swagger code with it, ~5 MB) loads with the first /docs request (decision 0192). */
 const explorer = async () =>

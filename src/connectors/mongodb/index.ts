@@ -7,6 +7,7 @@ import { mongodbConfigSchema } from './config.ts';
 registerConnector(
   lazyDriver<DatabaseConfig, unknown>(
     { type: 'mongodb', kind: 'database', readOnly: true, configSchema: mongodbConfigSchema },
+    'mongodb',
     async () => (await import('./driver.ts')).mongodbDriver,
   ),
 );

@@ -7,6 +7,7 @@ import { mssqlConfigSchema } from './config.ts';
 registerConnector(
   lazyDriver<DatabaseConfig, unknown>(
     { type: 'mssql', kind: 'database', readOnly: true, configSchema: mssqlConfigSchema },
+    'mssql',
     async () => (await import('./driver.ts')).mssqlDriver,
   ),
 );

@@ -7,6 +7,7 @@ import { oracleConfigSchema } from './config.ts';
 registerConnector(
   lazyDriver<DatabaseConfig, unknown>(
     { type: 'oracle', kind: 'database', readOnly: true, configSchema: oracleConfigSchema },
+    'oracledb',
     async () => (await import('./driver.ts')).oracleDriver,
   ),
 );

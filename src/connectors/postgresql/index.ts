@@ -9,5 +9,9 @@ import { lazyDriver } from '../shared/lazy.ts';
 import { postgresqlConfigSchema } from './config.ts';
 
 registerConnector(
-  lazyDriver({ type: 'postgresql', kind: 'database', configSchema: postgresqlConfigSchema }, async () => (await import('./driver.ts')).postgresqlDriver),
+  lazyDriver(
+    { type: 'postgresql', kind: 'database', configSchema: postgresqlConfigSchema },
+    'postgres',
+    async () => (await import('./driver.ts')).postgresqlDriver,
+  ),
 );
