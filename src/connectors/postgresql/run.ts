@@ -65,6 +65,9 @@ const throwAborted = (): never => {
   throw failure('ABORTED');
 };
 
+/** SQLSTATE of a statement cancelled on request (query_canceled). */
+const QUERY_CANCELED = '57014';
+
 /** How long a cancel may stay without effect before another is sent (see cancelWhileRunning). */
 const RECANCEL_MS = 250;
 
@@ -174,7 +177,7 @@ function watch(query: postgres.PendingQuery<Row[]>, o: PgRunOptions, cancellable
     else if (error && why) error = failure(why);
     return { result, error };
   };
-  return { settle, rows, stopped: () => stopped };
+  return { settle, rows, stopped: () => stopped, cancelledFor: (): Why | null => why };
 }
 
 /**
@@ -230,8 +233,15 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
     const { result, error } = q.status === 'fulfilled' ? q.value : { result: undefined, error: q.reason };
     if (error) throw error;
     if (e.status === 'rejected') {
-      // Should not happen (commit of a write failing on a deferred constraint can): make sure nothing stays open.
+      // A commit of a write failing on a deferred constraint can; so can our own cancel, sent while the statement
+      // ran but reaching the backend once it had moved on to the pipelined ROLLBACK / COMMIT. Either way nothing
+      // stays open (the session is reset below); the latter is reported for what caused it.
       clean = false;
+      const why = watched.cancelledFor();
+      if (why !== null && (e.reason as { code?: string } | null)?.code === QUERY_CANCELED) {
+        if (why === 'CAP') return { rows: watched.rows, count: result?.count ?? null, stopped: watched.stopped() };
+        throw failure(why);
+      }
       throw e.reason;
     }
     return { rows: watched.rows, count: result?.count ?? null, stopped: watched.stopped() };
