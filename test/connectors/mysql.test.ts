@@ -172,8 +172,14 @@ runConnectorConformance({
 });
 
 describe.skipIf(!available)('mysql specifics', () => {
-  test('registered through src/connectors/index.ts', () => {
-    expect(getDriver('mysql')).toBe(mysqlDriver);
+  test('registered through src/connectors/index.ts, its implementation loaded on first use (decision 0192)', async () => {
+    const registered = getDriver('mysql')!;
+    expect(registered.type).toBe('mysql');
+    expect(registered.configSchema).toBe(mysqlDriver.configSchema);
+    // The registered entry delegates to driver.ts: the same validate, with the same refusal.
+    const config = { host: serverOptions.host!, port: serverOptions.port, database: 'tg_no_such_db', user: serverOptions.user! };
+    const err = await registered.validate('my-lazy', config, serverOptions.password || null).catch((e: unknown) => e);
+    expect((err as ConnectorError).code).toBe('invalid_config');
   });
 
   test('a wrong password fails validate with auth_failed, the password not in the message', async () => {
