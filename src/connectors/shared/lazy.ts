@@ -1,7 +1,7 @@
 /**
  * A driver registered at start whose implementation (its database client package and, for SQL, its guard's parser)
  * loads on first use: a gateway without a connector of that type never pays for it (docs/performance.md, Memory).
- * The postgresql, mongodb, mssql and oracle drivers register this way. The mongodb, mssql and oracledb client
+ * Every database type registers this way (postgresql, mysql, mongodb, mssql, oracle). The mongodb, mssql and oracledb client
  * packages are optional dependencies (docs/install.md), so a lean install may lack one: the type then answers 422
  * connector_type_unavailable naming the package to install, at creation and at validation, and the gateway itself
  * starts as usual.
