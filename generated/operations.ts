@@ -525,7 +525,8 @@ export const operations = [
       "webhookId"
     ],
     "queryParams": [
-      "limit"
+      "limit",
+      "cursor"
     ]
   },
   {

@@ -181,6 +181,43 @@ describe.skipIf(!hasPg)('webhook delivery', () => {
       await slow.close();
     }
   });
+  test('deliveries are paged newest first: next_cursor walks every attempt once, a foreign cursor is refused', async () => {
+    verifies('WEBHOOK-DELIVERIES');
+    behaviour = () => new Response('ok');
+    const hook = await subscribe(gateway, token, receiver.url('/paged'));
+    for (let i = 0; i < 5; i++) await emitEvent(gateway, 'approval.requested', orgId, requested);
+    await until(async () => (await deliveriesOf(gateway, token, hook.id)).length === 5);
+    const client = sdkFor(gateway, token).client;
+    const all = await deliveriesOf(gateway, token, hook.id);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let pages = 0; pages < 10; pages++) {
+      const { data } = await sdk.listWebhookDeliveries({
+        client,
+        throwOnError: true,
+        path: { webhookId: hook.id },
+        query: { limit: 2, ...(cursor ? { cursor } : {}) },
+      });
+      seen.push(...data.deliveries.map((d) => d.id));
+      if (data.next_cursor === null) break;
+      expect(data.deliveries).toHaveLength(2);
+      cursor = data.next_cursor;
+    }
+    expect(seen).toEqual(all.map((d) => d.id));
+    const times = all.map((d) => Date.parse(d.attempted_at));
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+    // The SDK's iterator follows the cursor to the same list.
+    const iterated: string[] = [];
+    for await (const attempt of sdkFor(gateway, token).webhookDeliveries(hook.id, { limit: 2 })) iterated.push(attempt.id);
+    expect(iterated).toEqual(seen);
+    const other = await subscribe(gateway, token, receiver.url('/other'));
+    const refused = await sdk.listWebhookDeliveries({ client, path: { webhookId: other.id }, query: { cursor: all[0].id } });
+    expect(refused.response.status).toBe(400);
+    expect((refused.error as { error: string }).error).toBe('invalid_cursor');
+    expect((await sdk.listWebhookDeliveries({ client, path: { webhookId: hook.id }, query: { cursor: 'nope' } })).response.status).toBe(400);
+    await unsubscribe(gateway, token, hook.id);
+    await unsubscribe(gateway, token, other.id);
+  });
 });
 
 describe.skipIf(!hasPg)('webhook outbox across processes and instances', () => {

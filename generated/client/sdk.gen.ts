@@ -527,7 +527,11 @@ export const updateWebhook = <ThrowOnError extends boolean = false>(options: Opt
 });
 
 /**
- * Recent delivery attempts of a webhook, newest first
+ * Delivery attempts of a webhook, newest first, a page at a time
+ *
+ * Newest first (attempt time, then attempt number). `next_cursor` is null on the last page; pass it as `cursor`
+ * to fetch the next one. A cursor that is not an attempt of this webhook is refused with 400 `invalid_cursor`.
+ *
  */
 export const listWebhookDeliveries = <ThrowOnError extends boolean = false>(options: Options<ListWebhookDeliveriesData, ThrowOnError>) => (options.client ?? client).get<ListWebhookDeliveriesResponses, ListWebhookDeliveriesErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -2715,6 +2715,10 @@ export type ListWebhookDeliveriesData = {
          * Default 50, max 200.
          */
         limit?: number;
+        /**
+         * The previous page's next_cursor.
+         */
+        cursor?: string;
     };
     url: '/api/org/webhooks/{webhookId}/deliveries';
 };
@@ -2752,6 +2756,10 @@ export type ListWebhookDeliveriesResponses = {
      */
     200: {
         deliveries: Array<WebhookAttempt>;
+        /**
+         * The cursor of the next page; null on the last one.
+         */
+        next_cursor: string | null;
     };
 };
 

@@ -4920,7 +4920,7 @@ return errors === 0;
 param_validate48.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const listWebhookDeliveries_query = param_validate49;
-const param_schema70 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50}},"required":[]};
+const param_schema70 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","format":"uuid"}},"required":[]};
 
 function param_validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4973,6 +4973,49 @@ return false;
 }
 }
 }
+var valid0 = _errs1 === errors;
+if(valid0){
+if(data.cursor !== undefined){
+let data1 = data.cursor;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate49.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["cursor"] = coerced1;
+}
+}
+}
+if(errors === _errs3){
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(!(param_formats0.test(data1))){
+param_validate49.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+}
 }
 else {
 param_validate49.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
@@ -4982,7 +5025,7 @@ return false;
 param_validate49.errors = vErrors;
 return errors === 0;
 }
-param_validate49.evaluated = {"props":{"limit":true},"dynamicProps":false,"dynamicItems":false};
+param_validate49.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
 
 export const resendWebhookEvent_path = param_validate50;
 const param_schema71 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};

@@ -21,10 +21,11 @@ export const deleteWebhook: Handler = async ({ principal, deps, params }) => {
   return json({ deleted: true });
 };
 
-export const listWebhookDeliveries: Handler = async ({ principal, deps, params, query }) =>
-  json({
-    deliveries: (await service.listDeliveries(deps, principal!.orgId, params.webhookId!, (query.limit as number | undefined) ?? 50)).map(webhookAttemptView),
-  });
+export const listWebhookDeliveries: Handler = async ({ principal, deps, params, query }) => {
+  const limit = (query.limit as number | undefined) ?? 50;
+  const page = await service.listDeliveries(deps, principal!.orgId, params.webhookId!, limit, query.cursor as string | undefined);
+  return json({ deliveries: page.rows.map(webhookAttemptView), next_cursor: page.nextCursor });
+};
 
 export const resendWebhookEvent: Handler = async ({ principal, deps, params }) => {
   await service.resendEvent(deps, principal!.orgId, params.webhookId!, params.eventId!, actorOf(principal));

@@ -191,14 +191,21 @@ export interface AttemptRow {
   deliveryStatus: string;
 }
 
-export async function listAttempts(db: Queryable, orgId: string, webhookId: string, limit: number): Promise<AttemptRow[]> {
+/**
+ * A page of a webhook's attempts, newest first (attempt time, then attempt number, then id). `after` is the id of the
+ * previous page's last attempt: the page continues below it.
+ */
+export async function listAttempts(db: Queryable, orgId: string, webhookId: string, limit: number, after?: string): Promise<AttemptRow[]> {
+  const below = after
+    ? sql`AND (a.attempted_at, a.attempt, a.id) < (SELECT c.attempted_at, c.attempt, c.id FROM webhook_attempts c WHERE c.id = ${after} AND c.webhook_id = ${webhookId})`
+    : sql``;
   const result = await db.execute(sql`
     SELECT a.id, d.event_id, e.type, a.attempt, a.status_code, a.latency_ms, a.error, a.attempted_at, d.status
     FROM webhook_attempts a
     JOIN webhook_deliveries d ON d.id = a.delivery_id
     JOIN webhook_events e ON e.id = d.event_id
-    WHERE a.webhook_id = ${webhookId} AND d.org_id = ${orgId}
-    ORDER BY a.attempted_at DESC, a.attempt DESC
+    WHERE a.webhook_id = ${webhookId} AND d.org_id = ${orgId} ${below}
+    ORDER BY a.attempted_at DESC, a.attempt DESC, a.id DESC
     LIMIT ${limit}`);
   return rowsOf<Record<string, unknown>>(result).map((r) => ({
     id: String(r.id),
@@ -211,6 +218,12 @@ export async function listAttempts(db: Queryable, orgId: string, webhookId: stri
     attemptedAt: new Date(r.attempted_at as string | Date),
     deliveryStatus: String(r.status),
   }));
+}
+
+/** Whether an attempt id belongs to this webhook (a paging cursor must). */
+export async function attemptExists(db: Queryable, webhookId: string, id: string): Promise<boolean> {
+  const result = await db.execute(sql`SELECT 1 FROM webhook_attempts WHERE id = ${id} AND webhook_id = ${webhookId}`);
+  return rowsOf(result).length > 0;
 }
 
 /**

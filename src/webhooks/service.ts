@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { recordAudit, type Actor } from '../audit/repository.ts';
-import { conflict, notFound, unprocessable } from '../errors.ts';
+import { AppError, conflict, notFound, unprocessable } from '../errors.ts';
 import { WEBHOOK_EVENT_TYPES } from '../events/index.ts';
 import { assertOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../net/outbound.ts';
 import type { Queryable, Store } from '../store/db.ts';
@@ -107,9 +107,25 @@ export async function deleteWebhook(deps: Pick<WebhookServiceDeps, 'store'>, org
   });
 }
 
-export async function listDeliveries(deps: Pick<WebhookServiceDeps, 'store'>, orgId: string, id: string, limit: number): Promise<repo.AttemptRow[]> {
+/**
+ * A page of a webhook's delivery attempts, newest first, and the cursor of the next page (null on the last one).
+ * The cursor is the last attempt's id; one that is not an attempt of this webhook is refused (400 invalid_cursor).
+ */
+export async function listDeliveries(
+  deps: Pick<WebhookServiceDeps, 'store'>,
+  orgId: string,
+  id: string,
+  limit: number,
+  cursor?: string,
+): Promise<{ rows: repo.AttemptRow[]; nextCursor: string | null }> {
   await mustFind(deps.store.db, orgId, id);
-  return repo.listAttempts(deps.store.db, orgId, id, limit);
+  if (cursor && !(await repo.attemptExists(deps.store.db, id, cursor))) {
+    throw new AppError(400, 'invalid_cursor', 'The cursor is not a delivery attempt of this webhook; start again without it.');
+  }
+  const rows = await repo.listAttempts(deps.store.db, orgId, id, limit + 1, cursor);
+  const more = rows.length > limit;
+  const page = more ? rows.slice(0, limit) : rows;
+  return { rows: page, nextCursor: more ? page[page.length - 1]!.id : null };
 }
 
 /** Queues an event again for this endpoint (same event id and body; signed afresh when sent). */

@@ -104,19 +104,25 @@ export class Toolgate {
     );
   }
 
-  /**
-   * A webhook's delivery attempts, newest first. The contract returns them as one list (`limit`, at most 200) with
-   * no cursor yet, so this yields that one page; it has the shape of the paged iterators so callers need not change.
-   */
+  /** A webhook's delivery attempts, newest first, following `next_cursor` page by page. */
   webhookDeliveries(
     webhookId: string,
-    query: NonNullable<ListWebhookDeliveriesData['query']> = {},
+    query: Omit<NonNullable<ListWebhookDeliveriesData['query']>, 'cursor'> = {},
     options: IterateOptions = {},
   ): AsyncGenerator<WebhookAttempt, void, undefined> {
     return paginate(
-      async () => (await listWebhookDeliveries({ client: this.client, throwOnError: true, signal: options.signal, path: { webhookId }, query })).data,
+      async (cursor) =>
+        (
+          await listWebhookDeliveries({
+            client: this.client,
+            throwOnError: true,
+            signal: options.signal,
+            path: { webhookId },
+            query: { ...query, ...(cursor ? { cursor } : {}) },
+          })
+        ).data,
       (page) => page.deliveries,
-      () => null,
+      (page) => page.next_cursor,
     );
   }
 
