@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import * as rpcValidators from '../generated/validators/jsonrpc.ts';
 import { verifies } from './requirements.ts';
-import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { createConnector, rpcRaw, type Credential } from './support/mcp.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
@@ -20,6 +20,7 @@ let g: TestGateway;
 let server: ReturnType<typeof Bun.serve>;
 let org: Onboarded;
 let key: Credential;
+let manage: string;
 let t: Targets;
 const clients: Client[] = [];
 
@@ -39,8 +40,8 @@ beforeAll(async () => {
   [g, t] = await Promise.all([startTestGateway('pglite', { TOOLGATE_LOG_LEVEL: 'error' }), createTargets('tg_mcp26', 'pg')]);
   org = await onboard(g);
   key = { apiKey: org.apiKey };
-  const token = await tokenFor(g, org.clientId, org.clientSecret);
-  const pg = await createConnector(g, token, { name: 'pg', type: 'postgresql', config: t.pgConfig });
+  manage = await tokenFor(g, org.clientId, org.clientSecret);
+  const pg = await createConnector(g, manage, { name: 'pg', type: 'postgresql', config: t.pgConfig });
   expect((pg as { status?: string }).status).toBe('active');
   server = Bun.serve({
     port: 0,
@@ -99,6 +100,14 @@ function post(method: string, params: Record<string, unknown>, headers: Record<s
 }
 const modernHeaders = (method: string, extra: Record<string, string> = {}) => ({ 'mcp-protocol-version': REVISION, 'mcp-method': method, ...extra });
 const callParams = (name: string) => ({ _meta: envelope(), name, arguments: { sql: 'SELECT id FROM items ORDER BY id' } });
+
+/** The org's audited tool calls, once the audit writer has drained. */
+async function toolCallsAudited(): Promise<number> {
+  await g.deps.audit.drain();
+  const response = await api(g, 'GET', '/api/audit?limit=200&action=tool.called', manage);
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { events: unknown[] }).events.length;
+}
 
 function expectError(answer: { status: number; body: any }, status: number, code: number): any {
   expect(answer.status).toBe(status);
@@ -196,8 +205,9 @@ describe.skipIf(!available)('MCP 2026-07-28 on the wire', () => {
     expect(Object.keys(legacy.body.result)).toEqual(['tools']);
   });
 
-  test('a header that disagrees with the body, or a required one missing, is HTTP 400 -32020', async () => {
+  test('a header that disagrees with the body, or a required one missing, is HTTP 400 -32020 and the call is not run', async () => {
     verifies('MCP-2026-HEADERS');
+    const before = await toolCallsAudited();
     const name = { 'mcp-name': ITEMS };
     const cases: [string, Record<string, unknown>, Record<string, string>, string][] = [
       ['tools/call', callParams(ITEMS), modernHeaders('tools/list', name), 'tools/list'],
@@ -214,9 +224,10 @@ describe.skipIf(!available)('MCP 2026-07-28 on the wire', () => {
       expect(rpcValidators.HeaderMismatchData(error.data)).toBe(true);
       expect(error.data.mismatch.header).toBe(header);
     }
-    // The name Base64-wrapped (as clients send a non-ASCII one) is the same name.
+    // The name Base64-wrapped (as clients send a non-ASCII one) is the same name; it is the only call that ran.
     const wrapped = `=?base64?${btoa(ITEMS)}?=`;
     expect((await post('tools/call', callParams(ITEMS), modernHeaders('tools/call', { 'mcp-name': wrapped }))).body.result.resultType).toBe('complete');
+    expect(await toolCallsAudited()).toBe(before + 1);
     // A 2026 notification whose Mcp-Method disagrees is refused too; one that agrees is 202.
     const note = (m: string) => rpcRaw(g, org.slug, key, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: {} }), modernHeaders(m));
     expect((await note('tools/call')).status).toBe(400);
@@ -242,6 +253,11 @@ describe.skipIf(!available)('MCP 2026-07-28 on the wire', () => {
     );
     // The revision removed initialize and ping: a 2026 request for them is -32601 (in a 200).
     expect(expectError(await post('ping', { _meta: envelope() }, modernHeaders('ping')), 200, -32601).message).toContain('server/discover');
+    const init = { _meta: envelope(), protocolVersion: REVISION, capabilities: {}, clientInfo: { name: 'x', version: '1' } };
+    expectError(await post('initialize', init, modernHeaders('initialize')), 200, -32601);
+    // initialize without an envelope naming 2026-07-28 gets the latest 2025 revision, as a 2025 server answers.
+    const legacyInit = await post('initialize', { protocolVersion: REVISION, capabilities: {}, clientInfo: { name: 'x', version: '1' } }, {});
+    expect(legacyInit.body.result.protocolVersion).toBe('2025-11-25');
     // A batch holding a 2026 request is refused whole, even under 2025-03-26.
     const batch = [
       { jsonrpc: '2.0', id: 1, method: 'tools/list' },

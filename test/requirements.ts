@@ -35,7 +35,7 @@ export const REQUIREMENTS = {
   'MCP-2026-SDK-V2':
     'The official SDK v2 client pinned to MCP 2026-07-28 negotiates it through server/discover (no initialize, no Mcp-Session-Id), lists and calls tools [decisions 0240]',
   'MCP-2026-HEADERS':
-    'Under MCP 2026-07-28 an MCP-Protocol-Version, Mcp-Method or Mcp-Name header that disagrees with the body, or is missing, is HTTP 400 -32020 before the method is run [decisions 0240]',
+    'Under MCP 2026-07-28 an MCP-Protocol-Version, Mcp-Method or Mcp-Name header that disagrees with the body, or is missing, is HTTP 400 -32020 and the call is not run [decisions 0240]',
   'MCP-2026-ENVELOPE':
     'A 2026-07-28 request without a valid _meta envelope is HTTP 400 -32602; a revision not spoken is HTTP 400 -32022 listing the supported ones [decisions 0240]',
   'MCP-2026-CACHE': 'Under 2026-07-28 every result carries resultType complete, and tools/list and server/discover carry ttlMs and cacheScope [decisions 0241]',
