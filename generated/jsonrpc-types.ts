@@ -11,9 +11,20 @@ export type RequestId = (string | number)
  * via the `definition` "JsonRpcResponse".
  */
 export type JsonRpcResponse = (JsonRpcSuccess | JsonRpcErrorResponse)
+/**
+ * MCP 2026-07-28: tools/list's result with resultType and the cache hints (ttlMs: how long the client may reuse the list; cacheScope private: it depends on the credential).
+ * 
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "CacheableToolsListResult".
+ */
+export type CacheableToolsListResult = (ToolsListResult & {
+resultType: "complete"
+ttlMs: number
+cacheScope: ("public" | "private")
+})
 
 /**
- * The JSON-RPC 2.0 envelope and the subset of the Model Context Protocol that POST /mcp/{orgSlug} speaks. Single messages; a batch (a JSON array of these messages) only under MCP 2025-03-26, the revision that requires them (2025-06-18 removed them; refused there).
+ * The JSON-RPC 2.0 envelope and the subset of the Model Context Protocol that POST /mcp/{orgSlug} speaks: revisions 2026-07-28 (stateless: no initialize; every request carries the RequestMetaEnvelope in params._meta and the MCP-Protocol-Version, Mcp-Method and, for tools/call, Mcp-Name headers; results carry resultType) and 2025-11-25, 2025-06-18, 2025-03-26 (initialize). Single messages; a batch (a JSON array of these messages) only under MCP 2025-03-26, the revision that requires them (2025-06-18 removed them; refused there, and always refused when an element is a 2026-07-28 request).
  */
 export interface JsonRpcMessages {
 RequestId?: RequestId
@@ -21,16 +32,22 @@ JsonRpcRequest?: JsonRpcRequest
 JsonRpcNotification?: JsonRpcNotification
 JsonRpcSuccess?: JsonRpcSuccess
 JsonRpcErrorObject?: JsonRpcErrorObject
+HeaderMismatchData?: HeaderMismatchData
+UnsupportedProtocolVersionData?: UnsupportedProtocolVersionData
 JsonRpcErrorResponse?: JsonRpcErrorResponse
 JsonRpcResponse?: JsonRpcResponse
 Implementation?: Implementation
+RequestMetaEnvelope?: RequestMetaEnvelope
 InitializeParams?: InitializeParams
 InitializeResult?: InitializeResult
+DiscoverParams?: DiscoverParams
+DiscoverResult?: DiscoverResult
 ToolsListParams?: ToolsListParams
 ToolAnnotations?: ToolAnnotations
 ToolInputSchema?: ToolInputSchema
 Tool?: Tool
 ToolsListResult?: ToolsListResult
+CacheableToolsListResult?: CacheableToolsListResult
 ToolsCallParams?: ToolsCallParams
 TextContent?: TextContent
 ToolsCallResult?: ToolsCallResult
@@ -78,11 +95,33 @@ result: {
  */
 export interface JsonRpcErrorObject {
 /**
- * -32700 parse error, -32600 invalid request, -32601 method not found, -32602 invalid params, -32603 internal, -32000 quota exceeded, -32003 insufficient scope, -32029 rate limited (the per-second burst limit; sent with HTTP 429 and Retry-After).
+ * -32700 parse error, -32600 invalid request, -32601 method not found, -32602 invalid params, -32603 internal, -32000 quota exceeded, -32003 insufficient scope, -32029 rate limited (the per-second burst limit; sent with HTTP 429 and Retry-After); MCP 2026-07-28: -32020 header mismatch (HTTP 400, data HeaderMismatchData), -32022 unsupported protocol version (HTTP 400, data UnsupportedProtocolVersionData); -32021 (missing required client capability) is never sent: no method needs one.
  */
 code: number
 message: string
 data?: unknown
+}
+/**
+ * data of error -32020 (MCP 2026-07-28): the header value that disagrees with the body ('(missing)' for a required header that is absent) and what the body says.
+ * 
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "HeaderMismatchData".
+ */
+export interface HeaderMismatchData {
+mismatch: {
+header: string
+body: string
+}
+}
+/**
+ * data of error -32022 (MCP 2026-07-28): the revisions this endpoint speaks and the one the request named.
+ * 
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "UnsupportedProtocolVersionData".
+ */
+export interface UnsupportedProtocolVersionData {
+supported: string[]
+requested?: string
 }
 /**
  * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
@@ -101,6 +140,21 @@ export interface Implementation {
 name: string
 version: string
 title?: string
+}
+/**
+ * MCP 2026-07-28: params._meta of every request. The protocol version must equal the MCP-Protocol-Version header; clientInfo is a SHOULD; other keys (progressToken, extensions' keys) pass.
+ * 
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "RequestMetaEnvelope".
+ */
+export interface RequestMetaEnvelope {
+"io.modelcontextprotocol/protocolVersion": string
+"io.modelcontextprotocol/clientInfo"?: Implementation
+"io.modelcontextprotocol/clientCapabilities": {
+
+}
+"io.modelcontextprotocol/logLevel"?: ("debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert" | "emergency")
+progressToken?: (string | number)
 }
 /**
  * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
@@ -126,6 +180,39 @@ listChanged?: boolean
 }
 serverInfo: Implementation
 instructions?: string
+}
+/**
+ * MCP 2026-07-28: params of server/discover (the version probe of 2026-07-28 clients).
+ * 
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "DiscoverParams".
+ */
+export interface DiscoverParams {
+_meta: RequestMetaEnvelope
+}
+/**
+ * MCP 2026-07-28: the answer to server/discover: the 2026-era revisions spoken (the 2025-era ones are negotiated by initialize), the capabilities, the cache hints, and the server's identity in _meta.
+ * 
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "DiscoverResult".
+ */
+export interface DiscoverResult {
+resultType: "complete"
+ttlMs: number
+cacheScope: ("public" | "private")
+/**
+ * @minItems 1
+ */
+supportedVersions: ["2026-07-28", ...("2026-07-28")[]]
+capabilities: {
+tools?: {
+listChanged?: boolean
+}
+}
+instructions?: string
+_meta?: {
+"io.modelcontextprotocol/serverInfo"?: Implementation
+}
 }
 /**
  * This interface was referenced by `JsonRpcMessages`'s JSON-Schema

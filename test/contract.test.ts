@@ -132,6 +132,11 @@ const GOLDEN: Record<string, { kind: 'request' | 'notification' | 'result' | 'er
   'error.quota-exceeded.json': { kind: 'error', code: RpcCode.QuotaExceeded },
   'error.insufficient-scope.json': { kind: 'error', code: RpcCode.InsufficientScope },
   'error.rate-limited.json': { kind: 'error', code: RpcCode.RateLimited },
+  // MCP 2026-07-28 (decision 0240)
+  'server-discover.request.json': { kind: 'request', payload: 'DiscoverParams' },
+  'server-discover.result.json': { kind: 'result', payload: 'DiscoverResult' },
+  'error.header-mismatch.json': { kind: 'error', code: -32020, payload: 'HeaderMismatchData' },
+  'error.unsupported-protocol-version.json': { kind: 'error', code: -32022, payload: 'UnsupportedProtocolVersionData' },
 };
 
 describe('JSON-RPC golden fixtures', () => {
@@ -154,7 +159,7 @@ describe('JSON-RPC golden fixtures', () => {
       if (isValid(def, message) !== expected) throw new Error(`${name}: ${def} should be ${expected}: ${JSON.stringify(validators[def]!.errors)}`);
     }
     if (spec.payload) {
-      const payload = spec.kind === 'request' ? message.params : message.result;
+      const payload = spec.kind === 'request' ? message.params : spec.kind === 'error' ? (message.error as { data?: unknown }).data : message.result;
       if (!isValid(spec.payload, payload)) throw new Error(`${name}: ${spec.payload}: ${JSON.stringify(validators[spec.payload]!.errors)}`);
     }
     if (spec.kind === 'error') {

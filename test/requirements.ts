@@ -32,6 +32,14 @@ export const REQUIREMENTS = {
   'MCP-INIT-NEGOTIATE': 'initialize answers the client protocol revision when supported, else the latest [decisions MCP endpoint]',
   'MCP-405': 'GET and DELETE on the tool endpoint answer 405 with Allow: POST [decisions MCP endpoint]',
   'MCP-SDK-CLIENT': 'The official MCP TypeScript SDK client connects, lists and calls tools over Streamable HTTP [spec What the service does 1]',
+  'MCP-2026-SDK-V2':
+    'The official SDK v2 client pinned to MCP 2026-07-28 negotiates it through server/discover (no initialize, no Mcp-Session-Id), lists and calls tools [decisions 0240]',
+  'MCP-2026-HEADERS':
+    'Under MCP 2026-07-28 an MCP-Protocol-Version, Mcp-Method or Mcp-Name header that disagrees with the body, or is missing, is HTTP 400 -32020 and the call is not run [decisions 0240]',
+  'MCP-2026-ENVELOPE':
+    'A 2026-07-28 request without a valid _meta envelope is HTTP 400 -32602; a revision not spoken is HTTP 400 -32022 listing the supported ones [decisions 0240]',
+  'MCP-2026-CACHE': 'Under 2026-07-28 every result carries resultType complete, and tools/list and server/discover carry ttlMs and cacheScope [decisions 0241]',
+  'MCP-2026-LEGACY': 'Clients of 2025-11-25, 2025-06-18 and 2025-03-26 keep initialize and their answers unchanged beside 2026-07-28 [decisions 0240]',
   'MCP-TOOL-DESCRIPTOR': 'tools/list returns MCP tool descriptors {name, description, inputSchema} [spec MCP tool descriptor, tools/list]',
   'MCP-DB-RESULT': 'A database tool result has content[0].text = JSON array of row objects (structuredContent {rows, rowCount, truncated}) [spec tools/call]',
   'MCP-CHECK-APPROVAL-STATUS':

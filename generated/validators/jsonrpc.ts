@@ -549,7 +549,7 @@ return errors === 0;
 validate24.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const JsonRpcErrorObject = validate25;
-const schema38 = {"type":"object","required":["code","message"],"properties":{"code":{"type":"integer","description":"-32700 parse error, -32600 invalid request, -32601 method not found, -32602 invalid params, -32603 internal, -32000 quota exceeded, -32003 insufficient scope, -32029 rate limited (the per-second burst limit; sent with HTTP 429 and Retry-After)."},"message":{"type":"string"},"data":{}}};
+const schema38 = {"type":"object","required":["code","message"],"properties":{"code":{"type":"integer","description":"-32700 parse error, -32600 invalid request, -32601 method not found, -32602 invalid params, -32603 internal, -32000 quota exceeded, -32003 insufficient scope, -32029 rate limited (the per-second burst limit; sent with HTTP 429 and Retry-After); MCP 2026-07-28: -32020 header mismatch (HTTP 400, data HeaderMismatchData), -32022 unsupported protocol version (HTTP 400, data UnsupportedProtocolVersionData); -32021 (missing required client capability) is never sent: no method needs one."},"message":{"type":"string"},"data":{}}};
 
 function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -606,8 +606,8 @@ return errors === 0;
 }
 validate25.evaluated = {"props":{"code":true,"message":true,"data":true},"dynamicProps":false,"dynamicItems":false};
 
-export const JsonRpcErrorResponse = validate26;
-const schema39 = {"type":"object","required":["jsonrpc","id","error"],"additionalProperties":false,"properties":{"jsonrpc":{"const":"2.0"},"id":{"oneOf":[{"$ref":"#/$defs/RequestId"},{"type":"null"}]},"error":{"$ref":"#/$defs/JsonRpcErrorObject"}}};
+export const HeaderMismatchData = validate26;
+const schema39 = {"description":"data of error -32020 (MCP 2026-07-28): the header value that disagrees with the body ('(missing)' for a required header that is absent) and what the body says.","type":"object","required":["mismatch"],"properties":{"mismatch":{"type":"object","required":["header","body"],"properties":{"header":{"type":"string"},"body":{"type":"string"}}}}};
 
 function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -622,15 +622,166 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((((data.jsonrpc === undefined) && (missing0 = "jsonrpc")) || ((data.id === undefined) && (missing0 = "id"))) || ((data.error === undefined) && (missing0 = "error"))){
+if((data.mismatch === undefined) && (missing0 = "mismatch")){
 validate26.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.mismatch !== undefined){
+let data0 = data.mismatch;
+const _errs1 = errors;
+if(errors === _errs1){
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+let missing1;
+if(((data0.header === undefined) && (missing1 = "header")) || ((data0.body === undefined) && (missing1 = "body"))){
+validate26.errors = [{instancePath:instancePath+"/mismatch",schemaPath:"#/properties/mismatch/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+if(data0.header !== undefined){
+const _errs3 = errors;
+if(typeof data0.header !== "string"){
+validate26.errors = [{instancePath:instancePath+"/mismatch/header",schemaPath:"#/properties/mismatch/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid1 = _errs3 === errors;
+}
+else {
+var valid1 = true;
+}
+if(valid1){
+if(data0.body !== undefined){
+const _errs5 = errors;
+if(typeof data0.body !== "string"){
+validate26.errors = [{instancePath:instancePath+"/mismatch/body",schemaPath:"#/properties/mismatch/properties/body/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid1 = _errs5 === errors;
+}
+else {
+var valid1 = true;
+}
+}
+}
+}
+else {
+validate26.errors = [{instancePath:instancePath+"/mismatch",schemaPath:"#/properties/mismatch/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+}
+}
+}
+else {
+validate26.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate26.errors = vErrors;
+return errors === 0;
+}
+validate26.evaluated = {"props":{"mismatch":true},"dynamicProps":false,"dynamicItems":false};
+
+export const UnsupportedProtocolVersionData = validate27;
+const schema40 = {"description":"data of error -32022 (MCP 2026-07-28): the revisions this endpoint speaks and the one the request named.","type":"object","required":["supported"],"properties":{"supported":{"type":"array","items":{"type":"string"}},"requested":{"type":"string"}}};
+
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate27.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.supported === undefined) && (missing0 = "supported")){
+validate27.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.supported !== undefined){
+let data0 = data.supported;
+const _errs1 = errors;
+if(errors === _errs1){
+if(Array.isArray(data0)){
+var valid1 = true;
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+const _errs3 = errors;
+if(typeof data0[i0] !== "string"){
+validate27.errors = [{instancePath:instancePath+"/supported/" + i0,schemaPath:"#/properties/supported/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid1 = _errs3 === errors;
+if(!valid1){
+break;
+}
+}
+}
+else {
+validate27.errors = [{instancePath:instancePath+"/supported",schemaPath:"#/properties/supported/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.requested !== undefined){
+const _errs5 = errors;
+if(typeof data.requested !== "string"){
+validate27.errors = [{instancePath:instancePath+"/requested",schemaPath:"#/properties/requested/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+validate27.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate27.errors = vErrors;
+return errors === 0;
+}
+validate27.evaluated = {"props":{"supported":true,"requested":true},"dynamicProps":false,"dynamicItems":false};
+
+export const JsonRpcErrorResponse = validate28;
+const schema41 = {"type":"object","required":["jsonrpc","id","error"],"additionalProperties":false,"properties":{"jsonrpc":{"const":"2.0"},"id":{"oneOf":[{"$ref":"#/$defs/RequestId"},{"type":"null"}]},"error":{"$ref":"#/$defs/JsonRpcErrorObject"}}};
+
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate28.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((((data.jsonrpc === undefined) && (missing0 = "jsonrpc")) || ((data.id === undefined) && (missing0 = "id"))) || ((data.error === undefined) && (missing0 = "error"))){
+validate28.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((key0 === "jsonrpc") || (key0 === "id")) || (key0 === "error"))){
-validate26.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate28.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -639,7 +790,7 @@ if(_errs1 === errors){
 if(data.jsonrpc !== undefined){
 const _errs2 = errors;
 if("2.0" !== data.jsonrpc){
-validate26.errors = [{instancePath:instancePath+"/jsonrpc",schemaPath:"#/properties/jsonrpc/const",keyword:"const",params:{allowedValue: "2.0"},message:"must be equal to constant"}];
+validate28.errors = [{instancePath:instancePath+"/jsonrpc",schemaPath:"#/properties/jsonrpc/const",keyword:"const",params:{allowedValue: "2.0"},message:"must be equal to constant"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -767,7 +918,7 @@ else {
 vErrors.push(err5);
 }
 errors++;
-validate26.errors = vErrors;
+validate28.errors = vErrors;
 return false;
 }
 else {
@@ -795,7 +946,7 @@ if(errors === _errs15){
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 let missing1;
 if(((data2.code === undefined) && (missing1 = "code")) || ((data2.message === undefined) && (missing1 = "message"))){
-validate26.errors = [{instancePath:instancePath+"/error",schemaPath:"#/$defs/JsonRpcErrorObject/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+validate28.errors = [{instancePath:instancePath+"/error",schemaPath:"#/$defs/JsonRpcErrorObject/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
@@ -803,7 +954,7 @@ if(data2.code !== undefined){
 let data3 = data2.code;
 const _errs17 = errors;
 if(!((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3)))){
-validate26.errors = [{instancePath:instancePath+"/error/code",schemaPath:"#/$defs/JsonRpcErrorObject/properties/code/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate28.errors = [{instancePath:instancePath+"/error/code",schemaPath:"#/$defs/JsonRpcErrorObject/properties/code/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 var valid5 = _errs17 === errors;
@@ -815,7 +966,7 @@ if(valid5){
 if(data2.message !== undefined){
 const _errs19 = errors;
 if(typeof data2.message !== "string"){
-validate26.errors = [{instancePath:instancePath+"/error/message",schemaPath:"#/$defs/JsonRpcErrorObject/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate28.errors = [{instancePath:instancePath+"/error/message",schemaPath:"#/$defs/JsonRpcErrorObject/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid5 = _errs19 === errors;
@@ -827,7 +978,7 @@ var valid5 = true;
 }
 }
 else {
-validate26.errors = [{instancePath:instancePath+"/error",schemaPath:"#/$defs/JsonRpcErrorObject/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate28.errors = [{instancePath:instancePath+"/error",schemaPath:"#/$defs/JsonRpcErrorObject/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -842,22 +993,22 @@ var valid0 = true;
 }
 }
 else {
-validate26.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate28.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate26.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
-validate26.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate28.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const JsonRpcResponse = validate27;
-const schema42 = {"oneOf":[{"$ref":"#/$defs/JsonRpcSuccess"},{"$ref":"#/$defs/JsonRpcErrorResponse"}]};
+export const JsonRpcResponse = validate29;
+const schema44 = {"oneOf":[{"$ref":"#/$defs/JsonRpcSuccess"},{"$ref":"#/$defs/JsonRpcErrorResponse"}]};
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate28.evaluated;
+const evaluated0 = validate30.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -868,14 +1019,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((((data.jsonrpc === undefined) && (missing0 = "jsonrpc")) || ((data.id === undefined) && (missing0 = "id"))) || ((data.result === undefined) && (missing0 = "result"))){
-validate28.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate30.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((key0 === "jsonrpc") || (key0 === "id")) || (key0 === "result"))){
-validate28.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate30.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -884,7 +1035,7 @@ if(_errs1 === errors){
 if(data.jsonrpc !== undefined){
 const _errs2 = errors;
 if("2.0" !== data.jsonrpc){
-validate28.errors = [{instancePath:instancePath+"/jsonrpc",schemaPath:"#/properties/jsonrpc/const",keyword:"const",params:{allowedValue: "2.0"},message:"must be equal to constant"}];
+validate30.errors = [{instancePath:instancePath+"/jsonrpc",schemaPath:"#/properties/jsonrpc/const",keyword:"const",params:{allowedValue: "2.0"},message:"must be equal to constant"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -960,7 +1111,7 @@ else {
 vErrors.push(err3);
 }
 errors++;
-validate28.errors = vErrors;
+validate30.errors = vErrors;
 return false;
 }
 else {
@@ -984,7 +1135,7 @@ if(data.result !== undefined){
 let data2 = data.result;
 const _errs10 = errors;
 if(!(data2 && typeof data2 == "object" && !Array.isArray(data2))){
-validate28.errors = [{instancePath:instancePath+"/result",schemaPath:"#/properties/result/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate30.errors = [{instancePath:instancePath+"/result",schemaPath:"#/properties/result/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 var valid0 = _errs10 === errors;
@@ -998,20 +1149,20 @@ var valid0 = true;
 }
 }
 else {
-validate28.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate30.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate28.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
-validate28.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate30.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate30.evaluated;
+const evaluated0 = validate32.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1022,14 +1173,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((((data.jsonrpc === undefined) && (missing0 = "jsonrpc")) || ((data.id === undefined) && (missing0 = "id"))) || ((data.error === undefined) && (missing0 = "error"))){
-validate30.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate32.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((key0 === "jsonrpc") || (key0 === "id")) || (key0 === "error"))){
-validate30.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate32.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1038,7 +1189,7 @@ if(_errs1 === errors){
 if(data.jsonrpc !== undefined){
 const _errs2 = errors;
 if("2.0" !== data.jsonrpc){
-validate30.errors = [{instancePath:instancePath+"/jsonrpc",schemaPath:"#/properties/jsonrpc/const",keyword:"const",params:{allowedValue: "2.0"},message:"must be equal to constant"}];
+validate32.errors = [{instancePath:instancePath+"/jsonrpc",schemaPath:"#/properties/jsonrpc/const",keyword:"const",params:{allowedValue: "2.0"},message:"must be equal to constant"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -1166,7 +1317,7 @@ else {
 vErrors.push(err5);
 }
 errors++;
-validate30.errors = vErrors;
+validate32.errors = vErrors;
 return false;
 }
 else {
@@ -1194,7 +1345,7 @@ if(errors === _errs15){
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 let missing1;
 if(((data2.code === undefined) && (missing1 = "code")) || ((data2.message === undefined) && (missing1 = "message"))){
-validate30.errors = [{instancePath:instancePath+"/error",schemaPath:"#/$defs/JsonRpcErrorObject/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+validate32.errors = [{instancePath:instancePath+"/error",schemaPath:"#/$defs/JsonRpcErrorObject/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
@@ -1202,7 +1353,7 @@ if(data2.code !== undefined){
 let data3 = data2.code;
 const _errs17 = errors;
 if(!((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3)))){
-validate30.errors = [{instancePath:instancePath+"/error/code",schemaPath:"#/$defs/JsonRpcErrorObject/properties/code/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate32.errors = [{instancePath:instancePath+"/error/code",schemaPath:"#/$defs/JsonRpcErrorObject/properties/code/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 var valid5 = _errs17 === errors;
@@ -1214,7 +1365,7 @@ if(valid5){
 if(data2.message !== undefined){
 const _errs19 = errors;
 if(typeof data2.message !== "string"){
-validate30.errors = [{instancePath:instancePath+"/error/message",schemaPath:"#/$defs/JsonRpcErrorObject/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate32.errors = [{instancePath:instancePath+"/error/message",schemaPath:"#/$defs/JsonRpcErrorObject/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid5 = _errs19 === errors;
@@ -1226,7 +1377,7 @@ var valid5 = true;
 }
 }
 else {
-validate30.errors = [{instancePath:instancePath+"/error",schemaPath:"#/$defs/JsonRpcErrorObject/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate32.errors = [{instancePath:instancePath+"/error",schemaPath:"#/$defs/JsonRpcErrorObject/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1241,20 +1392,20 @@ var valid0 = true;
 }
 }
 else {
-validate30.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate32.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate30.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
-validate30.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate32.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate27.evaluated;
+const evaluated0 = validate29.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1265,8 +1416,8 @@ const _errs0 = errors;
 let valid0 = false;
 let passing0 = null;
 const _errs1 = errors;
-if(!(validate28(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate28.errors : vErrors.concat(validate28.errors);
+if(!(validate30(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs1 === errors;
@@ -1276,8 +1427,8 @@ passing0 = 0;
 var props0 = true;
 }
 const _errs2 = errors;
-if(!(validate30(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate32(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs2 === errors;
@@ -1303,7 +1454,7 @@ else {
 vErrors.push(err0);
 }
 errors++;
-validate27.errors = vErrors;
+validate29.errors = vErrors;
 return false;
 }
 else {
@@ -1317,19 +1468,19 @@ vErrors = null;
 }
 }
 }
-validate27.errors = vErrors;
+validate29.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate27.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate29.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-export const Implementation = validate32;
-const schema48 = {"type":"object","required":["name","version"],"properties":{"name":{"type":"string"},"version":{"type":"string"},"title":{"type":"string"}}};
+export const Implementation = validate34;
+const schema50 = {"type":"object","required":["name","version"],"properties":{"name":{"type":"string"},"version":{"type":"string"},"title":{"type":"string"}}};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate32.evaluated;
+const evaluated0 = validate34.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1340,14 +1491,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.name === undefined) && (missing0 = "name")) || ((data.version === undefined) && (missing0 = "version"))){
-validate32.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate34.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.name !== undefined){
 const _errs1 = errors;
 if(typeof data.name !== "string"){
-validate32.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate34.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -1359,7 +1510,7 @@ if(valid0){
 if(data.version !== undefined){
 const _errs3 = errors;
 if(typeof data.version !== "string"){
-validate32.errors = [{instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate34.errors = [{instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs3 === errors;
@@ -1371,7 +1522,7 @@ if(valid0){
 if(data.title !== undefined){
 const _errs5 = errors;
 if(typeof data.title !== "string"){
-validate32.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate34.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs5 === errors;
@@ -1384,22 +1535,250 @@ var valid0 = true;
 }
 }
 else {
-validate32.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate34.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate32.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
-validate32.evaluated = {"props":{"name":true,"version":true,"title":true},"dynamicProps":false,"dynamicItems":false};
+validate34.evaluated = {"props":{"name":true,"version":true,"title":true},"dynamicProps":false,"dynamicItems":false};
 
-export const InitializeParams = validate33;
-const schema49 = {"type":"object","required":["protocolVersion","capabilities","clientInfo"],"properties":{"protocolVersion":{"type":"string","minLength":1,"maxLength":64},"capabilities":{"type":"object"},"clientInfo":{"$ref":"#/$defs/Implementation"}}};
+export const RequestMetaEnvelope = validate35;
+const schema51 = {"description":"MCP 2026-07-28: params._meta of every request. The protocol version must equal the MCP-Protocol-Version header; clientInfo is a SHOULD; other keys (progressToken, extensions' keys) pass.","type":"object","required":["io.modelcontextprotocol/protocolVersion","io.modelcontextprotocol/clientCapabilities"],"properties":{"io.modelcontextprotocol/protocolVersion":{"type":"string","minLength":1,"maxLength":64},"io.modelcontextprotocol/clientInfo":{"$ref":"#/$defs/Implementation"},"io.modelcontextprotocol/clientCapabilities":{"type":"object"},"io.modelcontextprotocol/logLevel":{"type":"string","enum":["debug","info","notice","warning","error","critical","alert","emergency"]},"progressToken":{"oneOf":[{"type":"string"},{"type":"integer"}]}}};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate33.evaluated;
+const evaluated0 = validate35.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data["io.modelcontextprotocol/protocolVersion"] === undefined) && (missing0 = "io.modelcontextprotocol/protocolVersion")) || ((data["io.modelcontextprotocol/clientCapabilities"] === undefined) && (missing0 = "io.modelcontextprotocol/clientCapabilities"))){
+validate35.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data["io.modelcontextprotocol/protocolVersion"] !== undefined){
+let data0 = data["io.modelcontextprotocol/protocolVersion"];
+const _errs1 = errors;
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(func1(data0) > 64){
+validate35.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1protocolVersion",schemaPath:"#/properties/io.modelcontextprotocol~1protocolVersion/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
+return false;
+}
+else {
+if(func1(data0) < 1){
+validate35.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1protocolVersion",schemaPath:"#/properties/io.modelcontextprotocol~1protocolVersion/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate35.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1protocolVersion",schemaPath:"#/properties/io.modelcontextprotocol~1protocolVersion/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data["io.modelcontextprotocol/clientInfo"] !== undefined){
+let data1 = data["io.modelcontextprotocol/clientInfo"];
+const _errs3 = errors;
+const _errs4 = errors;
+if(errors === _errs4){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+let missing1;
+if(((data1.name === undefined) && (missing1 = "name")) || ((data1.version === undefined) && (missing1 = "version"))){
+validate35.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1clientInfo",schemaPath:"#/$defs/Implementation/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+if(data1.name !== undefined){
+const _errs6 = errors;
+if(typeof data1.name !== "string"){
+validate35.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1clientInfo/name",schemaPath:"#/$defs/Implementation/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid2 = _errs6 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data1.version !== undefined){
+const _errs8 = errors;
+if(typeof data1.version !== "string"){
+validate35.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1clientInfo/version",schemaPath:"#/$defs/Implementation/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid2 = _errs8 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data1.title !== undefined){
+const _errs10 = errors;
+if(typeof data1.title !== "string"){
+validate35.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1clientInfo/title",schemaPath:"#/$defs/Implementation/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid2 = _errs10 === errors;
+}
+else {
+var valid2 = true;
+}
+}
+}
+}
+}
+else {
+validate35.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1clientInfo",schemaPath:"#/$defs/Implementation/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data["io.modelcontextprotocol/clientCapabilities"] !== undefined){
+let data5 = data["io.modelcontextprotocol/clientCapabilities"];
+const _errs12 = errors;
+if(!(data5 && typeof data5 == "object" && !Array.isArray(data5))){
+validate35.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1clientCapabilities",schemaPath:"#/properties/io.modelcontextprotocol~1clientCapabilities/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid0 = _errs12 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data["io.modelcontextprotocol/logLevel"] !== undefined){
+let data6 = data["io.modelcontextprotocol/logLevel"];
+const _errs14 = errors;
+if(typeof data6 !== "string"){
+validate35.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1logLevel",schemaPath:"#/properties/io.modelcontextprotocol~1logLevel/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!((((((((data6 === "debug") || (data6 === "info")) || (data6 === "notice")) || (data6 === "warning")) || (data6 === "error")) || (data6 === "critical")) || (data6 === "alert")) || (data6 === "emergency"))){
+validate35.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1logLevel",schemaPath:"#/properties/io.modelcontextprotocol~1logLevel/enum",keyword:"enum",params:{allowedValues: schema51.properties["io.modelcontextprotocol/logLevel"].enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs14 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.progressToken !== undefined){
+let data7 = data.progressToken;
+const _errs16 = errors;
+const _errs17 = errors;
+let valid3 = false;
+let passing0 = null;
+const _errs18 = errors;
+if(typeof data7 !== "string"){
+const err0 = {instancePath:instancePath+"/progressToken",schemaPath:"#/properties/progressToken/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+var _valid0 = _errs18 === errors;
+if(_valid0){
+valid3 = true;
+passing0 = 0;
+}
+const _errs20 = errors;
+if(!((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7)))){
+const err1 = {instancePath:instancePath+"/progressToken",schemaPath:"#/properties/progressToken/oneOf/1/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+var _valid0 = _errs20 === errors;
+if(_valid0 && valid3){
+valid3 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid3 = true;
+passing0 = 1;
+}
+}
+if(!valid3){
+const err2 = {instancePath:instancePath+"/progressToken",schemaPath:"#/properties/progressToken/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+validate35.errors = vErrors;
+return false;
+}
+else {
+errors = _errs17;
+if(vErrors !== null){
+if(_errs17){
+vErrors.length = _errs17;
+}
+else {
+vErrors = null;
+}
+}
+}
+var valid0 = _errs16 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate35.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate35.errors = vErrors;
+return errors === 0;
+}
+validate35.evaluated = {"props":{"io.modelcontextprotocol/protocolVersion":true,"io.modelcontextprotocol/clientInfo":true,"io.modelcontextprotocol/clientCapabilities":true,"io.modelcontextprotocol/logLevel":true,"progressToken":true},"dynamicProps":false,"dynamicItems":false};
+
+export const InitializeParams = validate36;
+const schema53 = {"type":"object","required":["protocolVersion","capabilities","clientInfo"],"properties":{"protocolVersion":{"type":"string","minLength":1,"maxLength":64},"capabilities":{"type":"object"},"clientInfo":{"$ref":"#/$defs/Implementation"}}};
+
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate36.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1410,7 +1789,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((((data.protocolVersion === undefined) && (missing0 = "protocolVersion")) || ((data.capabilities === undefined) && (missing0 = "capabilities"))) || ((data.clientInfo === undefined) && (missing0 = "clientInfo"))){
-validate33.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate36.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -1420,18 +1799,18 @@ const _errs1 = errors;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(func1(data0) > 64){
-validate33.errors = [{instancePath:instancePath+"/protocolVersion",schemaPath:"#/properties/protocolVersion/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
+validate36.errors = [{instancePath:instancePath+"/protocolVersion",schemaPath:"#/properties/protocolVersion/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
 return false;
 }
 else {
 if(func1(data0) < 1){
-validate33.errors = [{instancePath:instancePath+"/protocolVersion",schemaPath:"#/properties/protocolVersion/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate36.errors = [{instancePath:instancePath+"/protocolVersion",schemaPath:"#/properties/protocolVersion/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate33.errors = [{instancePath:instancePath+"/protocolVersion",schemaPath:"#/properties/protocolVersion/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate36.errors = [{instancePath:instancePath+"/protocolVersion",schemaPath:"#/properties/protocolVersion/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1445,7 +1824,7 @@ if(data.capabilities !== undefined){
 let data1 = data.capabilities;
 const _errs3 = errors;
 if(!(data1 && typeof data1 == "object" && !Array.isArray(data1))){
-validate33.errors = [{instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate36.errors = [{instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 var valid0 = _errs3 === errors;
@@ -1462,14 +1841,14 @@ if(errors === _errs6){
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 let missing1;
 if(((data2.name === undefined) && (missing1 = "name")) || ((data2.version === undefined) && (missing1 = "version"))){
-validate33.errors = [{instancePath:instancePath+"/clientInfo",schemaPath:"#/$defs/Implementation/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+validate36.errors = [{instancePath:instancePath+"/clientInfo",schemaPath:"#/$defs/Implementation/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
 if(data2.name !== undefined){
 const _errs8 = errors;
 if(typeof data2.name !== "string"){
-validate33.errors = [{instancePath:instancePath+"/clientInfo/name",schemaPath:"#/$defs/Implementation/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate36.errors = [{instancePath:instancePath+"/clientInfo/name",schemaPath:"#/$defs/Implementation/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid2 = _errs8 === errors;
@@ -1481,7 +1860,7 @@ if(valid2){
 if(data2.version !== undefined){
 const _errs10 = errors;
 if(typeof data2.version !== "string"){
-validate33.errors = [{instancePath:instancePath+"/clientInfo/version",schemaPath:"#/$defs/Implementation/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate36.errors = [{instancePath:instancePath+"/clientInfo/version",schemaPath:"#/$defs/Implementation/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid2 = _errs10 === errors;
@@ -1493,7 +1872,7 @@ if(valid2){
 if(data2.title !== undefined){
 const _errs12 = errors;
 if(typeof data2.title !== "string"){
-validate33.errors = [{instancePath:instancePath+"/clientInfo/title",schemaPath:"#/$defs/Implementation/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate36.errors = [{instancePath:instancePath+"/clientInfo/title",schemaPath:"#/$defs/Implementation/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid2 = _errs12 === errors;
@@ -1506,7 +1885,7 @@ var valid2 = true;
 }
 }
 else {
-validate33.errors = [{instancePath:instancePath+"/clientInfo",schemaPath:"#/$defs/Implementation/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate36.errors = [{instancePath:instancePath+"/clientInfo",schemaPath:"#/$defs/Implementation/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1520,22 +1899,22 @@ var valid0 = true;
 }
 }
 else {
-validate33.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate33.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
-validate33.evaluated = {"props":{"protocolVersion":true,"capabilities":true,"clientInfo":true},"dynamicProps":false,"dynamicItems":false};
+validate36.evaluated = {"props":{"protocolVersion":true,"capabilities":true,"clientInfo":true},"dynamicProps":false,"dynamicItems":false};
 
-export const InitializeResult = validate34;
-const schema51 = {"type":"object","required":["protocolVersion","capabilities","serverInfo"],"properties":{"protocolVersion":{"type":"string","enum":["2025-11-25","2025-06-18","2025-03-26"]},"capabilities":{"type":"object","properties":{"tools":{"type":"object","properties":{"listChanged":{"type":"boolean"}}}}},"serverInfo":{"$ref":"#/$defs/Implementation"},"instructions":{"type":"string"}}};
+export const InitializeResult = validate37;
+const schema55 = {"type":"object","required":["protocolVersion","capabilities","serverInfo"],"properties":{"protocolVersion":{"type":"string","enum":["2025-11-25","2025-06-18","2025-03-26"]},"capabilities":{"type":"object","properties":{"tools":{"type":"object","properties":{"listChanged":{"type":"boolean"}}}}},"serverInfo":{"$ref":"#/$defs/Implementation"},"instructions":{"type":"string"}}};
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate34.evaluated;
+const evaluated0 = validate37.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1546,7 +1925,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((((data.protocolVersion === undefined) && (missing0 = "protocolVersion")) || ((data.capabilities === undefined) && (missing0 = "capabilities"))) || ((data.serverInfo === undefined) && (missing0 = "serverInfo"))){
-validate34.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -1554,11 +1933,11 @@ if(data.protocolVersion !== undefined){
 let data0 = data.protocolVersion;
 const _errs1 = errors;
 if(typeof data0 !== "string"){
-validate34.errors = [{instancePath:instancePath+"/protocolVersion",schemaPath:"#/properties/protocolVersion/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate37.errors = [{instancePath:instancePath+"/protocolVersion",schemaPath:"#/properties/protocolVersion/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!(((data0 === "2025-11-25") || (data0 === "2025-06-18")) || (data0 === "2025-03-26"))){
-validate34.errors = [{instancePath:instancePath+"/protocolVersion",schemaPath:"#/properties/protocolVersion/enum",keyword:"enum",params:{allowedValues: schema51.properties.protocolVersion.enum},message:"must be equal to one of the allowed values"}];
+validate37.errors = [{instancePath:instancePath+"/protocolVersion",schemaPath:"#/properties/protocolVersion/enum",keyword:"enum",params:{allowedValues: schema55.properties.protocolVersion.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -1579,20 +1958,20 @@ if(errors === _errs5){
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.listChanged !== undefined){
 if(typeof data2.listChanged !== "boolean"){
-validate34.errors = [{instancePath:instancePath+"/capabilities/tools/listChanged",schemaPath:"#/properties/capabilities/properties/tools/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate37.errors = [{instancePath:instancePath+"/capabilities/tools/listChanged",schemaPath:"#/properties/capabilities/properties/tools/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/capabilities/tools",schemaPath:"#/properties/capabilities/properties/tools/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate37.errors = [{instancePath:instancePath+"/capabilities/tools",schemaPath:"#/properties/capabilities/properties/tools/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate37.errors = [{instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1610,14 +1989,14 @@ if(errors === _errs10){
 if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
 let missing1;
 if(((data4.name === undefined) && (missing1 = "name")) || ((data4.version === undefined) && (missing1 = "version"))){
-validate34.errors = [{instancePath:instancePath+"/serverInfo",schemaPath:"#/$defs/Implementation/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+validate37.errors = [{instancePath:instancePath+"/serverInfo",schemaPath:"#/$defs/Implementation/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
 if(data4.name !== undefined){
 const _errs12 = errors;
 if(typeof data4.name !== "string"){
-validate34.errors = [{instancePath:instancePath+"/serverInfo/name",schemaPath:"#/$defs/Implementation/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate37.errors = [{instancePath:instancePath+"/serverInfo/name",schemaPath:"#/$defs/Implementation/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid4 = _errs12 === errors;
@@ -1629,7 +2008,7 @@ if(valid4){
 if(data4.version !== undefined){
 const _errs14 = errors;
 if(typeof data4.version !== "string"){
-validate34.errors = [{instancePath:instancePath+"/serverInfo/version",schemaPath:"#/$defs/Implementation/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate37.errors = [{instancePath:instancePath+"/serverInfo/version",schemaPath:"#/$defs/Implementation/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid4 = _errs14 === errors;
@@ -1641,7 +2020,7 @@ if(valid4){
 if(data4.title !== undefined){
 const _errs16 = errors;
 if(typeof data4.title !== "string"){
-validate34.errors = [{instancePath:instancePath+"/serverInfo/title",schemaPath:"#/$defs/Implementation/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate37.errors = [{instancePath:instancePath+"/serverInfo/title",schemaPath:"#/$defs/Implementation/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid4 = _errs16 === errors;
@@ -1654,7 +2033,7 @@ var valid4 = true;
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/serverInfo",schemaPath:"#/$defs/Implementation/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate37.errors = [{instancePath:instancePath+"/serverInfo",schemaPath:"#/$defs/Implementation/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1667,7 +2046,7 @@ if(valid0){
 if(data.instructions !== undefined){
 const _errs18 = errors;
 if(typeof data.instructions !== "string"){
-validate34.errors = [{instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate37.errors = [{instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs18 === errors;
@@ -1681,22 +2060,532 @@ var valid0 = true;
 }
 }
 else {
-validate34.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate37.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate34.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
-validate34.evaluated = {"props":{"protocolVersion":true,"capabilities":true,"serverInfo":true,"instructions":true},"dynamicProps":false,"dynamicItems":false};
+validate37.evaluated = {"props":{"protocolVersion":true,"capabilities":true,"serverInfo":true,"instructions":true},"dynamicProps":false,"dynamicItems":false};
 
-export const ToolsListParams = validate35;
-const schema53 = {"type":"object","properties":{"cursor":{"type":"string","maxLength":1024},"_meta":{"type":"object"}}};
+export const DiscoverParams = validate38;
+const schema57 = {"description":"MCP 2026-07-28: params of server/discover (the version probe of 2026-07-28 clients).","type":"object","required":["_meta"],"properties":{"_meta":{"$ref":"#/$defs/RequestMetaEnvelope"}}};
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate35.evaluated;
+const evaluated0 = validate39.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data["io.modelcontextprotocol/protocolVersion"] === undefined) && (missing0 = "io.modelcontextprotocol/protocolVersion")) || ((data["io.modelcontextprotocol/clientCapabilities"] === undefined) && (missing0 = "io.modelcontextprotocol/clientCapabilities"))){
+validate39.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data["io.modelcontextprotocol/protocolVersion"] !== undefined){
+let data0 = data["io.modelcontextprotocol/protocolVersion"];
+const _errs1 = errors;
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(func1(data0) > 64){
+validate39.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1protocolVersion",schemaPath:"#/properties/io.modelcontextprotocol~1protocolVersion/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
+return false;
+}
+else {
+if(func1(data0) < 1){
+validate39.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1protocolVersion",schemaPath:"#/properties/io.modelcontextprotocol~1protocolVersion/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate39.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1protocolVersion",schemaPath:"#/properties/io.modelcontextprotocol~1protocolVersion/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data["io.modelcontextprotocol/clientInfo"] !== undefined){
+let data1 = data["io.modelcontextprotocol/clientInfo"];
+const _errs3 = errors;
+const _errs4 = errors;
+if(errors === _errs4){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+let missing1;
+if(((data1.name === undefined) && (missing1 = "name")) || ((data1.version === undefined) && (missing1 = "version"))){
+validate39.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1clientInfo",schemaPath:"#/$defs/Implementation/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+if(data1.name !== undefined){
+const _errs6 = errors;
+if(typeof data1.name !== "string"){
+validate39.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1clientInfo/name",schemaPath:"#/$defs/Implementation/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid2 = _errs6 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data1.version !== undefined){
+const _errs8 = errors;
+if(typeof data1.version !== "string"){
+validate39.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1clientInfo/version",schemaPath:"#/$defs/Implementation/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid2 = _errs8 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data1.title !== undefined){
+const _errs10 = errors;
+if(typeof data1.title !== "string"){
+validate39.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1clientInfo/title",schemaPath:"#/$defs/Implementation/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid2 = _errs10 === errors;
+}
+else {
+var valid2 = true;
+}
+}
+}
+}
+}
+else {
+validate39.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1clientInfo",schemaPath:"#/$defs/Implementation/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data["io.modelcontextprotocol/clientCapabilities"] !== undefined){
+let data5 = data["io.modelcontextprotocol/clientCapabilities"];
+const _errs12 = errors;
+if(!(data5 && typeof data5 == "object" && !Array.isArray(data5))){
+validate39.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1clientCapabilities",schemaPath:"#/properties/io.modelcontextprotocol~1clientCapabilities/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid0 = _errs12 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data["io.modelcontextprotocol/logLevel"] !== undefined){
+let data6 = data["io.modelcontextprotocol/logLevel"];
+const _errs14 = errors;
+if(typeof data6 !== "string"){
+validate39.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1logLevel",schemaPath:"#/properties/io.modelcontextprotocol~1logLevel/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!((((((((data6 === "debug") || (data6 === "info")) || (data6 === "notice")) || (data6 === "warning")) || (data6 === "error")) || (data6 === "critical")) || (data6 === "alert")) || (data6 === "emergency"))){
+validate39.errors = [{instancePath:instancePath+"/io.modelcontextprotocol~1logLevel",schemaPath:"#/properties/io.modelcontextprotocol~1logLevel/enum",keyword:"enum",params:{allowedValues: schema51.properties["io.modelcontextprotocol/logLevel"].enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs14 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.progressToken !== undefined){
+let data7 = data.progressToken;
+const _errs16 = errors;
+const _errs17 = errors;
+let valid3 = false;
+let passing0 = null;
+const _errs18 = errors;
+if(typeof data7 !== "string"){
+const err0 = {instancePath:instancePath+"/progressToken",schemaPath:"#/properties/progressToken/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+var _valid0 = _errs18 === errors;
+if(_valid0){
+valid3 = true;
+passing0 = 0;
+}
+const _errs20 = errors;
+if(!((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7)))){
+const err1 = {instancePath:instancePath+"/progressToken",schemaPath:"#/properties/progressToken/oneOf/1/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+var _valid0 = _errs20 === errors;
+if(_valid0 && valid3){
+valid3 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid3 = true;
+passing0 = 1;
+}
+}
+if(!valid3){
+const err2 = {instancePath:instancePath+"/progressToken",schemaPath:"#/properties/progressToken/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+validate39.errors = vErrors;
+return false;
+}
+else {
+errors = _errs17;
+if(vErrors !== null){
+if(_errs17){
+vErrors.length = _errs17;
+}
+else {
+vErrors = null;
+}
+}
+}
+var valid0 = _errs16 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate39.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate39.errors = vErrors;
+return errors === 0;
+}
+validate39.evaluated = {"props":{"io.modelcontextprotocol/protocolVersion":true,"io.modelcontextprotocol/clientInfo":true,"io.modelcontextprotocol/clientCapabilities":true,"io.modelcontextprotocol/logLevel":true,"progressToken":true},"dynamicProps":false,"dynamicItems":false};
+
+
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate38.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data._meta === undefined) && (missing0 = "_meta")){
+validate38.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data._meta !== undefined){
+if(!(validate39(data._meta, {instancePath:instancePath+"/_meta",parentData:data,parentDataProperty:"_meta",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate39.errors : vErrors.concat(validate39.errors);
+errors = vErrors.length;
+}
+}
+}
+}
+else {
+validate38.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate38.errors = vErrors;
+return errors === 0;
+}
+validate38.evaluated = {"props":{"_meta":true},"dynamicProps":false,"dynamicItems":false};
+
+export const DiscoverResult = validate41;
+const schema60 = {"description":"MCP 2026-07-28: the answer to server/discover: the 2026-era revisions spoken (the 2025-era ones are negotiated by initialize), the capabilities, the cache hints, and the server's identity in _meta.","type":"object","required":["resultType","ttlMs","cacheScope","supportedVersions","capabilities"],"properties":{"resultType":{"const":"complete"},"ttlMs":{"type":"integer","minimum":0},"cacheScope":{"enum":["public","private"]},"supportedVersions":{"type":"array","minItems":1,"items":{"type":"string","enum":["2026-07-28"]}},"capabilities":{"type":"object","properties":{"tools":{"type":"object","properties":{"listChanged":{"type":"boolean"}}}}},"instructions":{"type":"string"},"_meta":{"type":"object","properties":{"io.modelcontextprotocol/serverInfo":{"$ref":"#/$defs/Implementation"}}}}};
+
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate41.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((((((data.resultType === undefined) && (missing0 = "resultType")) || ((data.ttlMs === undefined) && (missing0 = "ttlMs"))) || ((data.cacheScope === undefined) && (missing0 = "cacheScope"))) || ((data.supportedVersions === undefined) && (missing0 = "supportedVersions"))) || ((data.capabilities === undefined) && (missing0 = "capabilities"))){
+validate41.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.resultType !== undefined){
+const _errs1 = errors;
+if("complete" !== data.resultType){
+validate41.errors = [{instancePath:instancePath+"/resultType",schemaPath:"#/properties/resultType/const",keyword:"const",params:{allowedValue: "complete"},message:"must be equal to constant"}];
+return false;
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.ttlMs !== undefined){
+let data1 = data.ttlMs;
+const _errs2 = errors;
+if(!((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1)))){
+validate41.errors = [{instancePath:instancePath+"/ttlMs",schemaPath:"#/properties/ttlMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs2){
+if(typeof data1 == "number"){
+if(data1 < 0 || isNaN(data1)){
+validate41.errors = [{instancePath:instancePath+"/ttlMs",schemaPath:"#/properties/ttlMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+return false;
+}
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.cacheScope !== undefined){
+let data2 = data.cacheScope;
+const _errs4 = errors;
+if(!((data2 === "public") || (data2 === "private"))){
+validate41.errors = [{instancePath:instancePath+"/cacheScope",schemaPath:"#/properties/cacheScope/enum",keyword:"enum",params:{allowedValues: schema60.properties.cacheScope.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.supportedVersions !== undefined){
+let data3 = data.supportedVersions;
+const _errs5 = errors;
+if(errors === _errs5){
+if(Array.isArray(data3)){
+if(data3.length < 1){
+validate41.errors = [{instancePath:instancePath+"/supportedVersions",schemaPath:"#/properties/supportedVersions/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+return false;
+}
+else {
+var valid1 = true;
+const len0 = data3.length;
+for(let i0=0; i0<len0; i0++){
+let data4 = data3[i0];
+const _errs7 = errors;
+if(typeof data4 !== "string"){
+validate41.errors = [{instancePath:instancePath+"/supportedVersions/" + i0,schemaPath:"#/properties/supportedVersions/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!(data4 === "2026-07-28")){
+validate41.errors = [{instancePath:instancePath+"/supportedVersions/" + i0,schemaPath:"#/properties/supportedVersions/items/enum",keyword:"enum",params:{allowedValues: schema60.properties.supportedVersions.items.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid1 = _errs7 === errors;
+if(!valid1){
+break;
+}
+}
+}
+}
+else {
+validate41.errors = [{instancePath:instancePath+"/supportedVersions",schemaPath:"#/properties/supportedVersions/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.capabilities !== undefined){
+let data5 = data.capabilities;
+const _errs9 = errors;
+if(errors === _errs9){
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+if(data5.tools !== undefined){
+let data6 = data5.tools;
+const _errs11 = errors;
+if(errors === _errs11){
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.listChanged !== undefined){
+if(typeof data6.listChanged !== "boolean"){
+validate41.errors = [{instancePath:instancePath+"/capabilities/tools/listChanged",schemaPath:"#/properties/capabilities/properties/tools/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+}
+}
+else {
+validate41.errors = [{instancePath:instancePath+"/capabilities/tools",schemaPath:"#/properties/capabilities/properties/tools/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+}
+}
+else {
+validate41.errors = [{instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.instructions !== undefined){
+const _errs15 = errors;
+if(typeof data.instructions !== "string"){
+validate41.errors = [{instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs15 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data._meta !== undefined){
+let data9 = data._meta;
+const _errs17 = errors;
+if(errors === _errs17){
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9["io.modelcontextprotocol/serverInfo"] !== undefined){
+let data10 = data9["io.modelcontextprotocol/serverInfo"];
+const _errs20 = errors;
+if(errors === _errs20){
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+let missing1;
+if(((data10.name === undefined) && (missing1 = "name")) || ((data10.version === undefined) && (missing1 = "version"))){
+validate41.errors = [{instancePath:instancePath+"/_meta/io.modelcontextprotocol~1serverInfo",schemaPath:"#/$defs/Implementation/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+if(data10.name !== undefined){
+const _errs22 = errors;
+if(typeof data10.name !== "string"){
+validate41.errors = [{instancePath:instancePath+"/_meta/io.modelcontextprotocol~1serverInfo/name",schemaPath:"#/$defs/Implementation/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid6 = _errs22 === errors;
+}
+else {
+var valid6 = true;
+}
+if(valid6){
+if(data10.version !== undefined){
+const _errs24 = errors;
+if(typeof data10.version !== "string"){
+validate41.errors = [{instancePath:instancePath+"/_meta/io.modelcontextprotocol~1serverInfo/version",schemaPath:"#/$defs/Implementation/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid6 = _errs24 === errors;
+}
+else {
+var valid6 = true;
+}
+if(valid6){
+if(data10.title !== undefined){
+const _errs26 = errors;
+if(typeof data10.title !== "string"){
+validate41.errors = [{instancePath:instancePath+"/_meta/io.modelcontextprotocol~1serverInfo/title",schemaPath:"#/$defs/Implementation/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid6 = _errs26 === errors;
+}
+else {
+var valid6 = true;
+}
+}
+}
+}
+}
+else {
+validate41.errors = [{instancePath:instancePath+"/_meta/io.modelcontextprotocol~1serverInfo",schemaPath:"#/$defs/Implementation/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+}
+}
+else {
+validate41.errors = [{instancePath:instancePath+"/_meta",schemaPath:"#/properties/_meta/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs17 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate41.errors = vErrors;
+return errors === 0;
+}
+validate41.evaluated = {"props":{"resultType":true,"ttlMs":true,"cacheScope":true,"supportedVersions":true,"capabilities":true,"instructions":true,"_meta":true},"dynamicProps":false,"dynamicItems":false};
+
+export const ToolsListParams = validate42;
+const schema62 = {"type":"object","properties":{"cursor":{"type":"string","maxLength":1024},"_meta":{"type":"object"}}};
+
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate42.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1711,12 +2600,12 @@ const _errs1 = errors;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(func1(data0) > 1024){
-validate35.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"}];
+validate42.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"}];
 return false;
 }
 }
 else {
-validate35.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1730,7 +2619,7 @@ if(data._meta !== undefined){
 let data1 = data._meta;
 const _errs3 = errors;
 if(!(data1 && typeof data1 == "object" && !Array.isArray(data1))){
-validate35.errors = [{instancePath:instancePath+"/_meta",schemaPath:"#/properties/_meta/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate42.errors = [{instancePath:instancePath+"/_meta",schemaPath:"#/properties/_meta/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 var valid0 = _errs3 === errors;
@@ -1741,22 +2630,22 @@ var valid0 = true;
 }
 }
 else {
-validate35.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate42.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate35.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
-validate35.evaluated = {"props":{"cursor":true,"_meta":true},"dynamicProps":false,"dynamicItems":false};
+validate42.evaluated = {"props":{"cursor":true,"_meta":true},"dynamicProps":false,"dynamicItems":false};
 
-export const ToolAnnotations = validate36;
-const schema54 = {"type":"object","properties":{"title":{"type":"string"},"readOnlyHint":{"type":"boolean"},"destructiveHint":{"type":"boolean"},"idempotentHint":{"type":"boolean"},"openWorldHint":{"type":"boolean"}}};
+export const ToolAnnotations = validate43;
+const schema63 = {"type":"object","properties":{"title":{"type":"string"},"readOnlyHint":{"type":"boolean"},"destructiveHint":{"type":"boolean"},"idempotentHint":{"type":"boolean"},"openWorldHint":{"type":"boolean"}}};
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate36.evaluated;
+const evaluated0 = validate43.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1768,7 +2657,7 @@ if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.title !== undefined){
 const _errs1 = errors;
 if(typeof data.title !== "string"){
-validate36.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate43.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -1780,7 +2669,7 @@ if(valid0){
 if(data.readOnlyHint !== undefined){
 const _errs3 = errors;
 if(typeof data.readOnlyHint !== "boolean"){
-validate36.errors = [{instancePath:instancePath+"/readOnlyHint",schemaPath:"#/properties/readOnlyHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate43.errors = [{instancePath:instancePath+"/readOnlyHint",schemaPath:"#/properties/readOnlyHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs3 === errors;
@@ -1792,7 +2681,7 @@ if(valid0){
 if(data.destructiveHint !== undefined){
 const _errs5 = errors;
 if(typeof data.destructiveHint !== "boolean"){
-validate36.errors = [{instancePath:instancePath+"/destructiveHint",schemaPath:"#/properties/destructiveHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate43.errors = [{instancePath:instancePath+"/destructiveHint",schemaPath:"#/properties/destructiveHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs5 === errors;
@@ -1804,7 +2693,7 @@ if(valid0){
 if(data.idempotentHint !== undefined){
 const _errs7 = errors;
 if(typeof data.idempotentHint !== "boolean"){
-validate36.errors = [{instancePath:instancePath+"/idempotentHint",schemaPath:"#/properties/idempotentHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate43.errors = [{instancePath:instancePath+"/idempotentHint",schemaPath:"#/properties/idempotentHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs7 === errors;
@@ -1816,7 +2705,7 @@ if(valid0){
 if(data.openWorldHint !== undefined){
 const _errs9 = errors;
 if(typeof data.openWorldHint !== "boolean"){
-validate36.errors = [{instancePath:instancePath+"/openWorldHint",schemaPath:"#/properties/openWorldHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate43.errors = [{instancePath:instancePath+"/openWorldHint",schemaPath:"#/properties/openWorldHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs9 === errors;
@@ -1830,22 +2719,22 @@ var valid0 = true;
 }
 }
 else {
-validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate36.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
-validate36.evaluated = {"props":{"title":true,"readOnlyHint":true,"destructiveHint":true,"idempotentHint":true,"openWorldHint":true},"dynamicProps":false,"dynamicItems":false};
+validate43.evaluated = {"props":{"title":true,"readOnlyHint":true,"destructiveHint":true,"idempotentHint":true,"openWorldHint":true},"dynamicProps":false,"dynamicItems":false};
 
-export const ToolInputSchema = validate37;
-const schema55 = {"type":"object","required":["type"],"properties":{"type":{"const":"object"},"properties":{"type":"object","additionalProperties":{"type":"object"}},"required":{"type":"array","items":{"type":"string"}}}};
+export const ToolInputSchema = validate44;
+const schema64 = {"type":"object","required":["type"],"properties":{"type":{"const":"object"},"properties":{"type":"object","additionalProperties":{"type":"object"}},"required":{"type":"array","items":{"type":"string"}}}};
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate37.evaluated;
+const evaluated0 = validate44.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1856,14 +2745,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.type === undefined) && (missing0 = "type")){
-validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate44.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.type !== undefined){
 const _errs1 = errors;
 if("object" !== data.type){
-validate37.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/const",keyword:"const",params:{allowedValue: "object"},message:"must be equal to constant"}];
+validate44.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/const",keyword:"const",params:{allowedValue: "object"},message:"must be equal to constant"}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -1881,7 +2770,7 @@ for(const key0 in data1){
 let data2 = data1[key0];
 const _errs5 = errors;
 if(!(data2 && typeof data2 == "object" && !Array.isArray(data2))){
-validate37.errors = [{instancePath:instancePath+"/properties/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate44.errors = [{instancePath:instancePath+"/properties/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 var valid1 = _errs5 === errors;
@@ -1891,7 +2780,7 @@ break;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/properties",schemaPath:"#/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate44.errors = [{instancePath:instancePath+"/properties",schemaPath:"#/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1911,7 +2800,7 @@ const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
 const _errs9 = errors;
 if(typeof data3[i0] !== "string"){
-validate37.errors = [{instancePath:instancePath+"/required/" + i0,schemaPath:"#/properties/required/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate44.errors = [{instancePath:instancePath+"/required/" + i0,schemaPath:"#/properties/required/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid2 = _errs9 === errors;
@@ -1921,1069 +2810,11 @@ break;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/required",schemaPath:"#/properties/required/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate44.errors = [{instancePath:instancePath+"/required",schemaPath:"#/properties/required/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
 var valid0 = _errs7 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-}
-else {
-validate37.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate37.errors = vErrors;
-return errors === 0;
-}
-validate37.evaluated = {"props":{"type":true,"properties":true,"required":true},"dynamicProps":false,"dynamicItems":false};
-
-export const Tool = validate38;
-const schema56 = {"description":"An MCP tool descriptor as returned by tools/list.","type":"object","required":["name","description","inputSchema"],"properties":{"name":{"type":"string","pattern":"^[a-z0-9_]{1,64}$"},"title":{"type":"string"},"description":{"type":"string"},"inputSchema":{"$ref":"#/$defs/ToolInputSchema"},"outputSchema":{"$ref":"#/$defs/ToolInputSchema"},"annotations":{"$ref":"#/$defs/ToolAnnotations"}}};
-const pattern4 = new RegExp("^[a-z0-9_]{1,64}$", "u");
-
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate38.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((((data.name === undefined) && (missing0 = "name")) || ((data.description === undefined) && (missing0 = "description"))) || ((data.inputSchema === undefined) && (missing0 = "inputSchema"))){
-validate38.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.name !== undefined){
-let data0 = data.name;
-const _errs1 = errors;
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!pattern4.test(data0)){
-validate38.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_]{1,64}$"},message:"must match pattern \""+"^[a-z0-9_]{1,64}$"+"\""}];
-return false;
-}
-}
-else {
-validate38.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.title !== undefined){
-const _errs3 = errors;
-if(typeof data.title !== "string"){
-validate38.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid0 = _errs3 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.description !== undefined){
-const _errs5 = errors;
-if(typeof data.description !== "string"){
-validate38.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid0 = _errs5 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.inputSchema !== undefined){
-let data3 = data.inputSchema;
-const _errs7 = errors;
-const _errs8 = errors;
-if(errors === _errs8){
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-let missing1;
-if((data3.type === undefined) && (missing1 = "type")){
-validate38.errors = [{instancePath:instancePath+"/inputSchema",schemaPath:"#/$defs/ToolInputSchema/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
-return false;
-}
-else {
-if(data3.type !== undefined){
-const _errs10 = errors;
-if("object" !== data3.type){
-validate38.errors = [{instancePath:instancePath+"/inputSchema/type",schemaPath:"#/$defs/ToolInputSchema/properties/type/const",keyword:"const",params:{allowedValue: "object"},message:"must be equal to constant"}];
-return false;
-}
-var valid2 = _errs10 === errors;
-}
-else {
-var valid2 = true;
-}
-if(valid2){
-if(data3.properties !== undefined){
-let data5 = data3.properties;
-const _errs11 = errors;
-if(errors === _errs11){
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-for(const key0 in data5){
-let data6 = data5[key0];
-const _errs14 = errors;
-if(!(data6 && typeof data6 == "object" && !Array.isArray(data6))){
-validate38.errors = [{instancePath:instancePath+"/inputSchema/properties/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/ToolInputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-var valid3 = _errs14 === errors;
-if(!valid3){
-break;
-}
-}
-}
-else {
-validate38.errors = [{instancePath:instancePath+"/inputSchema/properties",schemaPath:"#/$defs/ToolInputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid2 = _errs11 === errors;
-}
-else {
-var valid2 = true;
-}
-if(valid2){
-if(data3.required !== undefined){
-let data7 = data3.required;
-const _errs16 = errors;
-if(errors === _errs16){
-if(Array.isArray(data7)){
-var valid4 = true;
-const len0 = data7.length;
-for(let i0=0; i0<len0; i0++){
-const _errs18 = errors;
-if(typeof data7[i0] !== "string"){
-validate38.errors = [{instancePath:instancePath+"/inputSchema/required/" + i0,schemaPath:"#/$defs/ToolInputSchema/properties/required/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid4 = _errs18 === errors;
-if(!valid4){
-break;
-}
-}
-}
-else {
-validate38.errors = [{instancePath:instancePath+"/inputSchema/required",schemaPath:"#/$defs/ToolInputSchema/properties/required/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid2 = _errs16 === errors;
-}
-else {
-var valid2 = true;
-}
-}
-}
-}
-}
-else {
-validate38.errors = [{instancePath:instancePath+"/inputSchema",schemaPath:"#/$defs/ToolInputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid0 = _errs7 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.outputSchema !== undefined){
-let data9 = data.outputSchema;
-const _errs20 = errors;
-const _errs21 = errors;
-if(errors === _errs21){
-if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
-let missing2;
-if((data9.type === undefined) && (missing2 = "type")){
-validate38.errors = [{instancePath:instancePath+"/outputSchema",schemaPath:"#/$defs/ToolInputSchema/required",keyword:"required",params:{missingProperty: missing2},message:"must have required property '"+missing2+"'"}];
-return false;
-}
-else {
-if(data9.type !== undefined){
-const _errs23 = errors;
-if("object" !== data9.type){
-validate38.errors = [{instancePath:instancePath+"/outputSchema/type",schemaPath:"#/$defs/ToolInputSchema/properties/type/const",keyword:"const",params:{allowedValue: "object"},message:"must be equal to constant"}];
-return false;
-}
-var valid6 = _errs23 === errors;
-}
-else {
-var valid6 = true;
-}
-if(valid6){
-if(data9.properties !== undefined){
-let data11 = data9.properties;
-const _errs24 = errors;
-if(errors === _errs24){
-if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
-for(const key1 in data11){
-let data12 = data11[key1];
-const _errs27 = errors;
-if(!(data12 && typeof data12 == "object" && !Array.isArray(data12))){
-validate38.errors = [{instancePath:instancePath+"/outputSchema/properties/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/ToolInputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-var valid7 = _errs27 === errors;
-if(!valid7){
-break;
-}
-}
-}
-else {
-validate38.errors = [{instancePath:instancePath+"/outputSchema/properties",schemaPath:"#/$defs/ToolInputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid6 = _errs24 === errors;
-}
-else {
-var valid6 = true;
-}
-if(valid6){
-if(data9.required !== undefined){
-let data13 = data9.required;
-const _errs29 = errors;
-if(errors === _errs29){
-if(Array.isArray(data13)){
-var valid8 = true;
-const len1 = data13.length;
-for(let i1=0; i1<len1; i1++){
-const _errs31 = errors;
-if(typeof data13[i1] !== "string"){
-validate38.errors = [{instancePath:instancePath+"/outputSchema/required/" + i1,schemaPath:"#/$defs/ToolInputSchema/properties/required/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid8 = _errs31 === errors;
-if(!valid8){
-break;
-}
-}
-}
-else {
-validate38.errors = [{instancePath:instancePath+"/outputSchema/required",schemaPath:"#/$defs/ToolInputSchema/properties/required/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid6 = _errs29 === errors;
-}
-else {
-var valid6 = true;
-}
-}
-}
-}
-}
-else {
-validate38.errors = [{instancePath:instancePath+"/outputSchema",schemaPath:"#/$defs/ToolInputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid0 = _errs20 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.annotations !== undefined){
-let data15 = data.annotations;
-const _errs33 = errors;
-const _errs34 = errors;
-if(errors === _errs34){
-if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
-if(data15.title !== undefined){
-const _errs36 = errors;
-if(typeof data15.title !== "string"){
-validate38.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"#/$defs/ToolAnnotations/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid10 = _errs36 === errors;
-}
-else {
-var valid10 = true;
-}
-if(valid10){
-if(data15.readOnlyHint !== undefined){
-const _errs38 = errors;
-if(typeof data15.readOnlyHint !== "boolean"){
-validate38.errors = [{instancePath:instancePath+"/annotations/readOnlyHint",schemaPath:"#/$defs/ToolAnnotations/properties/readOnlyHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-var valid10 = _errs38 === errors;
-}
-else {
-var valid10 = true;
-}
-if(valid10){
-if(data15.destructiveHint !== undefined){
-const _errs40 = errors;
-if(typeof data15.destructiveHint !== "boolean"){
-validate38.errors = [{instancePath:instancePath+"/annotations/destructiveHint",schemaPath:"#/$defs/ToolAnnotations/properties/destructiveHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-var valid10 = _errs40 === errors;
-}
-else {
-var valid10 = true;
-}
-if(valid10){
-if(data15.idempotentHint !== undefined){
-const _errs42 = errors;
-if(typeof data15.idempotentHint !== "boolean"){
-validate38.errors = [{instancePath:instancePath+"/annotations/idempotentHint",schemaPath:"#/$defs/ToolAnnotations/properties/idempotentHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-var valid10 = _errs42 === errors;
-}
-else {
-var valid10 = true;
-}
-if(valid10){
-if(data15.openWorldHint !== undefined){
-const _errs44 = errors;
-if(typeof data15.openWorldHint !== "boolean"){
-validate38.errors = [{instancePath:instancePath+"/annotations/openWorldHint",schemaPath:"#/$defs/ToolAnnotations/properties/openWorldHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-var valid10 = _errs44 === errors;
-}
-else {
-var valid10 = true;
-}
-}
-}
-}
-}
-}
-else {
-validate38.errors = [{instancePath:instancePath+"/annotations",schemaPath:"#/$defs/ToolAnnotations/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid0 = _errs33 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-}
-}
-}
-}
-else {
-validate38.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate38.errors = vErrors;
-return errors === 0;
-}
-validate38.evaluated = {"props":{"name":true,"title":true,"description":true,"inputSchema":true,"outputSchema":true,"annotations":true},"dynamicProps":false,"dynamicItems":false};
-
-export const ToolsListResult = validate39;
-const schema60 = {"type":"object","required":["tools"],"properties":{"tools":{"type":"array","items":{"$ref":"#/$defs/Tool"}},"nextCursor":{"type":"string"}}};
-
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate40.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((((data.name === undefined) && (missing0 = "name")) || ((data.description === undefined) && (missing0 = "description"))) || ((data.inputSchema === undefined) && (missing0 = "inputSchema"))){
-validate40.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.name !== undefined){
-let data0 = data.name;
-const _errs1 = errors;
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!pattern4.test(data0)){
-validate40.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_]{1,64}$"},message:"must match pattern \""+"^[a-z0-9_]{1,64}$"+"\""}];
-return false;
-}
-}
-else {
-validate40.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.title !== undefined){
-const _errs3 = errors;
-if(typeof data.title !== "string"){
-validate40.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid0 = _errs3 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.description !== undefined){
-const _errs5 = errors;
-if(typeof data.description !== "string"){
-validate40.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid0 = _errs5 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.inputSchema !== undefined){
-let data3 = data.inputSchema;
-const _errs7 = errors;
-const _errs8 = errors;
-if(errors === _errs8){
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-let missing1;
-if((data3.type === undefined) && (missing1 = "type")){
-validate40.errors = [{instancePath:instancePath+"/inputSchema",schemaPath:"#/$defs/ToolInputSchema/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
-return false;
-}
-else {
-if(data3.type !== undefined){
-const _errs10 = errors;
-if("object" !== data3.type){
-validate40.errors = [{instancePath:instancePath+"/inputSchema/type",schemaPath:"#/$defs/ToolInputSchema/properties/type/const",keyword:"const",params:{allowedValue: "object"},message:"must be equal to constant"}];
-return false;
-}
-var valid2 = _errs10 === errors;
-}
-else {
-var valid2 = true;
-}
-if(valid2){
-if(data3.properties !== undefined){
-let data5 = data3.properties;
-const _errs11 = errors;
-if(errors === _errs11){
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-for(const key0 in data5){
-let data6 = data5[key0];
-const _errs14 = errors;
-if(!(data6 && typeof data6 == "object" && !Array.isArray(data6))){
-validate40.errors = [{instancePath:instancePath+"/inputSchema/properties/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/ToolInputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-var valid3 = _errs14 === errors;
-if(!valid3){
-break;
-}
-}
-}
-else {
-validate40.errors = [{instancePath:instancePath+"/inputSchema/properties",schemaPath:"#/$defs/ToolInputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid2 = _errs11 === errors;
-}
-else {
-var valid2 = true;
-}
-if(valid2){
-if(data3.required !== undefined){
-let data7 = data3.required;
-const _errs16 = errors;
-if(errors === _errs16){
-if(Array.isArray(data7)){
-var valid4 = true;
-const len0 = data7.length;
-for(let i0=0; i0<len0; i0++){
-const _errs18 = errors;
-if(typeof data7[i0] !== "string"){
-validate40.errors = [{instancePath:instancePath+"/inputSchema/required/" + i0,schemaPath:"#/$defs/ToolInputSchema/properties/required/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid4 = _errs18 === errors;
-if(!valid4){
-break;
-}
-}
-}
-else {
-validate40.errors = [{instancePath:instancePath+"/inputSchema/required",schemaPath:"#/$defs/ToolInputSchema/properties/required/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid2 = _errs16 === errors;
-}
-else {
-var valid2 = true;
-}
-}
-}
-}
-}
-else {
-validate40.errors = [{instancePath:instancePath+"/inputSchema",schemaPath:"#/$defs/ToolInputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid0 = _errs7 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.outputSchema !== undefined){
-let data9 = data.outputSchema;
-const _errs20 = errors;
-const _errs21 = errors;
-if(errors === _errs21){
-if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
-let missing2;
-if((data9.type === undefined) && (missing2 = "type")){
-validate40.errors = [{instancePath:instancePath+"/outputSchema",schemaPath:"#/$defs/ToolInputSchema/required",keyword:"required",params:{missingProperty: missing2},message:"must have required property '"+missing2+"'"}];
-return false;
-}
-else {
-if(data9.type !== undefined){
-const _errs23 = errors;
-if("object" !== data9.type){
-validate40.errors = [{instancePath:instancePath+"/outputSchema/type",schemaPath:"#/$defs/ToolInputSchema/properties/type/const",keyword:"const",params:{allowedValue: "object"},message:"must be equal to constant"}];
-return false;
-}
-var valid6 = _errs23 === errors;
-}
-else {
-var valid6 = true;
-}
-if(valid6){
-if(data9.properties !== undefined){
-let data11 = data9.properties;
-const _errs24 = errors;
-if(errors === _errs24){
-if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
-for(const key1 in data11){
-let data12 = data11[key1];
-const _errs27 = errors;
-if(!(data12 && typeof data12 == "object" && !Array.isArray(data12))){
-validate40.errors = [{instancePath:instancePath+"/outputSchema/properties/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/ToolInputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-var valid7 = _errs27 === errors;
-if(!valid7){
-break;
-}
-}
-}
-else {
-validate40.errors = [{instancePath:instancePath+"/outputSchema/properties",schemaPath:"#/$defs/ToolInputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid6 = _errs24 === errors;
-}
-else {
-var valid6 = true;
-}
-if(valid6){
-if(data9.required !== undefined){
-let data13 = data9.required;
-const _errs29 = errors;
-if(errors === _errs29){
-if(Array.isArray(data13)){
-var valid8 = true;
-const len1 = data13.length;
-for(let i1=0; i1<len1; i1++){
-const _errs31 = errors;
-if(typeof data13[i1] !== "string"){
-validate40.errors = [{instancePath:instancePath+"/outputSchema/required/" + i1,schemaPath:"#/$defs/ToolInputSchema/properties/required/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid8 = _errs31 === errors;
-if(!valid8){
-break;
-}
-}
-}
-else {
-validate40.errors = [{instancePath:instancePath+"/outputSchema/required",schemaPath:"#/$defs/ToolInputSchema/properties/required/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid6 = _errs29 === errors;
-}
-else {
-var valid6 = true;
-}
-}
-}
-}
-}
-else {
-validate40.errors = [{instancePath:instancePath+"/outputSchema",schemaPath:"#/$defs/ToolInputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid0 = _errs20 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.annotations !== undefined){
-let data15 = data.annotations;
-const _errs33 = errors;
-const _errs34 = errors;
-if(errors === _errs34){
-if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
-if(data15.title !== undefined){
-const _errs36 = errors;
-if(typeof data15.title !== "string"){
-validate40.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"#/$defs/ToolAnnotations/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid10 = _errs36 === errors;
-}
-else {
-var valid10 = true;
-}
-if(valid10){
-if(data15.readOnlyHint !== undefined){
-const _errs38 = errors;
-if(typeof data15.readOnlyHint !== "boolean"){
-validate40.errors = [{instancePath:instancePath+"/annotations/readOnlyHint",schemaPath:"#/$defs/ToolAnnotations/properties/readOnlyHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-var valid10 = _errs38 === errors;
-}
-else {
-var valid10 = true;
-}
-if(valid10){
-if(data15.destructiveHint !== undefined){
-const _errs40 = errors;
-if(typeof data15.destructiveHint !== "boolean"){
-validate40.errors = [{instancePath:instancePath+"/annotations/destructiveHint",schemaPath:"#/$defs/ToolAnnotations/properties/destructiveHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-var valid10 = _errs40 === errors;
-}
-else {
-var valid10 = true;
-}
-if(valid10){
-if(data15.idempotentHint !== undefined){
-const _errs42 = errors;
-if(typeof data15.idempotentHint !== "boolean"){
-validate40.errors = [{instancePath:instancePath+"/annotations/idempotentHint",schemaPath:"#/$defs/ToolAnnotations/properties/idempotentHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-var valid10 = _errs42 === errors;
-}
-else {
-var valid10 = true;
-}
-if(valid10){
-if(data15.openWorldHint !== undefined){
-const _errs44 = errors;
-if(typeof data15.openWorldHint !== "boolean"){
-validate40.errors = [{instancePath:instancePath+"/annotations/openWorldHint",schemaPath:"#/$defs/ToolAnnotations/properties/openWorldHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-var valid10 = _errs44 === errors;
-}
-else {
-var valid10 = true;
-}
-}
-}
-}
-}
-}
-else {
-validate40.errors = [{instancePath:instancePath+"/annotations",schemaPath:"#/$defs/ToolAnnotations/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid0 = _errs33 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-}
-}
-}
-}
-else {
-validate40.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate40.errors = vErrors;
-return errors === 0;
-}
-validate40.evaluated = {"props":{"name":true,"title":true,"description":true,"inputSchema":true,"outputSchema":true,"annotations":true},"dynamicProps":false,"dynamicItems":false};
-
-
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate39.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.tools === undefined) && (missing0 = "tools")){
-validate39.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.tools !== undefined){
-let data0 = data.tools;
-const _errs1 = errors;
-if(errors === _errs1){
-if(Array.isArray(data0)){
-var valid1 = true;
-const len0 = data0.length;
-for(let i0=0; i0<len0; i0++){
-const _errs3 = errors;
-if(!(validate40(data0[i0], {instancePath:instancePath+"/tools/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate40.errors : vErrors.concat(validate40.errors);
-errors = vErrors.length;
-}
-var valid1 = _errs3 === errors;
-if(!valid1){
-break;
-}
-}
-}
-else {
-validate39.errors = [{instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.nextCursor !== undefined){
-const _errs4 = errors;
-if(typeof data.nextCursor !== "string"){
-validate39.errors = [{instancePath:instancePath+"/nextCursor",schemaPath:"#/properties/nextCursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid0 = _errs4 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-else {
-validate39.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate39.errors = vErrors;
-return errors === 0;
-}
-validate39.evaluated = {"props":{"tools":true,"nextCursor":true},"dynamicProps":false,"dynamicItems":false};
-
-export const ToolsCallParams = validate42;
-const schema65 = {"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":256},"arguments":{"type":"object"},"_meta":{"type":"object"}}};
-
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate42.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.name === undefined) && (missing0 = "name")){
-validate42.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.name !== undefined){
-let data0 = data.name;
-const _errs1 = errors;
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(func1(data0) > 256){
-validate42.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
-return false;
-}
-else {
-if(func1(data0) < 1){
-validate42.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate42.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.arguments !== undefined){
-let data1 = data.arguments;
-const _errs3 = errors;
-if(!(data1 && typeof data1 == "object" && !Array.isArray(data1))){
-validate42.errors = [{instancePath:instancePath+"/arguments",schemaPath:"#/properties/arguments/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-var valid0 = _errs3 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data._meta !== undefined){
-let data2 = data._meta;
-const _errs5 = errors;
-if(!(data2 && typeof data2 == "object" && !Array.isArray(data2))){
-validate42.errors = [{instancePath:instancePath+"/_meta",schemaPath:"#/properties/_meta/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-var valid0 = _errs5 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-}
-else {
-validate42.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate42.errors = vErrors;
-return errors === 0;
-}
-validate42.evaluated = {"props":{"name":true,"arguments":true,"_meta":true},"dynamicProps":false,"dynamicItems":false};
-
-export const TextContent = validate43;
-const schema66 = {"type":"object","required":["type","text"],"properties":{"type":{"const":"text"},"text":{"type":"string"}}};
-
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate43.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if(((data.type === undefined) && (missing0 = "type")) || ((data.text === undefined) && (missing0 = "text"))){
-validate43.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.type !== undefined){
-const _errs1 = errors;
-if("text" !== data.type){
-validate43.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/const",keyword:"const",params:{allowedValue: "text"},message:"must be equal to constant"}];
-return false;
-}
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.text !== undefined){
-const _errs2 = errors;
-if(typeof data.text !== "string"){
-validate43.errors = [{instancePath:instancePath+"/text",schemaPath:"#/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid0 = _errs2 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-else {
-validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate43.errors = vErrors;
-return errors === 0;
-}
-validate43.evaluated = {"props":{"type":true,"text":true},"dynamicProps":false,"dynamicItems":false};
-
-export const ToolsCallResult = validate44;
-const schema67 = {"type":"object","required":["content"],"properties":{"content":{"type":"array","items":{"$ref":"#/$defs/TextContent"}},"structuredContent":{"type":"object"},"isError":{"type":"boolean"}}};
-
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate44.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.content === undefined) && (missing0 = "content")){
-validate44.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.content !== undefined){
-let data0 = data.content;
-const _errs1 = errors;
-if(errors === _errs1){
-if(Array.isArray(data0)){
-var valid1 = true;
-const len0 = data0.length;
-for(let i0=0; i0<len0; i0++){
-let data1 = data0[i0];
-const _errs3 = errors;
-const _errs4 = errors;
-if(errors === _errs4){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-let missing1;
-if(((data1.type === undefined) && (missing1 = "type")) || ((data1.text === undefined) && (missing1 = "text"))){
-validate44.errors = [{instancePath:instancePath+"/content/" + i0,schemaPath:"#/$defs/TextContent/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
-return false;
-}
-else {
-if(data1.type !== undefined){
-const _errs6 = errors;
-if("text" !== data1.type){
-validate44.errors = [{instancePath:instancePath+"/content/" + i0+"/type",schemaPath:"#/$defs/TextContent/properties/type/const",keyword:"const",params:{allowedValue: "text"},message:"must be equal to constant"}];
-return false;
-}
-var valid3 = _errs6 === errors;
-}
-else {
-var valid3 = true;
-}
-if(valid3){
-if(data1.text !== undefined){
-const _errs7 = errors;
-if(typeof data1.text !== "string"){
-validate44.errors = [{instancePath:instancePath+"/content/" + i0+"/text",schemaPath:"#/$defs/TextContent/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid3 = _errs7 === errors;
-}
-else {
-var valid3 = true;
-}
-}
-}
-}
-else {
-validate44.errors = [{instancePath:instancePath+"/content/" + i0,schemaPath:"#/$defs/TextContent/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid1 = _errs3 === errors;
-if(!valid1){
-break;
-}
-}
-}
-else {
-validate44.errors = [{instancePath:instancePath+"/content",schemaPath:"#/properties/content/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.structuredContent !== undefined){
-let data4 = data.structuredContent;
-const _errs9 = errors;
-if(!(data4 && typeof data4 == "object" && !Array.isArray(data4))){
-validate44.errors = [{instancePath:instancePath+"/structuredContent",schemaPath:"#/properties/structuredContent/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-var valid0 = _errs9 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.isError !== undefined){
-const _errs11 = errors;
-if(typeof data.isError !== "boolean"){
-validate44.errors = [{instancePath:instancePath+"/isError",schemaPath:"#/properties/isError/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-var valid0 = _errs11 === errors;
 }
 else {
 var valid0 = true;
@@ -3000,10 +2831,11 @@ return false;
 validate44.errors = vErrors;
 return errors === 0;
 }
-validate44.evaluated = {"props":{"content":true,"structuredContent":true,"isError":true},"dynamicProps":false,"dynamicItems":false};
+validate44.evaluated = {"props":{"type":true,"properties":true,"required":true},"dynamicProps":false,"dynamicItems":false};
 
-export const PendingApprovalContent = validate45;
-const schema69 = {"description":"structuredContent of a call held for human approval.","type":"object","required":["status","approvalId"],"properties":{"status":{"const":"pending_approval"},"approvalId":{"type":"string"}}};
+export const Tool = validate45;
+const schema65 = {"description":"An MCP tool descriptor as returned by tools/list.","type":"object","required":["name","description","inputSchema"],"properties":{"name":{"type":"string","pattern":"^[a-z0-9_]{1,64}$"},"title":{"type":"string"},"description":{"type":"string"},"inputSchema":{"$ref":"#/$defs/ToolInputSchema"},"outputSchema":{"$ref":"#/$defs/ToolInputSchema"},"annotations":{"$ref":"#/$defs/ToolAnnotations"}}};
+const pattern4 = new RegExp("^[a-z0-9_]{1,64}$", "u");
 
 function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3018,16 +2850,25 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.status === undefined) && (missing0 = "status")) || ((data.approvalId === undefined) && (missing0 = "approvalId"))){
+if((((data.name === undefined) && (missing0 = "name")) || ((data.description === undefined) && (missing0 = "description"))) || ((data.inputSchema === undefined) && (missing0 = "inputSchema"))){
 validate45.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
-if(data.status !== undefined){
+if(data.name !== undefined){
+let data0 = data.name;
 const _errs1 = errors;
-if("pending_approval" !== data.status){
-validate45.errors = [{instancePath:instancePath+"/status",schemaPath:"#/properties/status/const",keyword:"const",params:{allowedValue: "pending_approval"},message:"must be equal to constant"}];
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!pattern4.test(data0)){
+validate45.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_]{1,64}$"},message:"must match pattern \""+"^[a-z0-9_]{1,64}$"+"\""}];
 return false;
+}
+}
+else {
+validate45.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
 }
 var valid0 = _errs1 === errors;
 }
@@ -3035,16 +2876,307 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.approvalId !== undefined){
-const _errs2 = errors;
-if(typeof data.approvalId !== "string"){
-validate45.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+if(data.title !== undefined){
+const _errs3 = errors;
+if(typeof data.title !== "string"){
+validate45.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-var valid0 = _errs2 === errors;
+var valid0 = _errs3 === errors;
 }
 else {
 var valid0 = true;
+}
+if(valid0){
+if(data.description !== undefined){
+const _errs5 = errors;
+if(typeof data.description !== "string"){
+validate45.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.inputSchema !== undefined){
+let data3 = data.inputSchema;
+const _errs7 = errors;
+const _errs8 = errors;
+if(errors === _errs8){
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+let missing1;
+if((data3.type === undefined) && (missing1 = "type")){
+validate45.errors = [{instancePath:instancePath+"/inputSchema",schemaPath:"#/$defs/ToolInputSchema/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+if(data3.type !== undefined){
+const _errs10 = errors;
+if("object" !== data3.type){
+validate45.errors = [{instancePath:instancePath+"/inputSchema/type",schemaPath:"#/$defs/ToolInputSchema/properties/type/const",keyword:"const",params:{allowedValue: "object"},message:"must be equal to constant"}];
+return false;
+}
+var valid2 = _errs10 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data3.properties !== undefined){
+let data5 = data3.properties;
+const _errs11 = errors;
+if(errors === _errs11){
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+for(const key0 in data5){
+let data6 = data5[key0];
+const _errs14 = errors;
+if(!(data6 && typeof data6 == "object" && !Array.isArray(data6))){
+validate45.errors = [{instancePath:instancePath+"/inputSchema/properties/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/ToolInputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid3 = _errs14 === errors;
+if(!valid3){
+break;
+}
+}
+}
+else {
+validate45.errors = [{instancePath:instancePath+"/inputSchema/properties",schemaPath:"#/$defs/ToolInputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid2 = _errs11 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data3.required !== undefined){
+let data7 = data3.required;
+const _errs16 = errors;
+if(errors === _errs16){
+if(Array.isArray(data7)){
+var valid4 = true;
+const len0 = data7.length;
+for(let i0=0; i0<len0; i0++){
+const _errs18 = errors;
+if(typeof data7[i0] !== "string"){
+validate45.errors = [{instancePath:instancePath+"/inputSchema/required/" + i0,schemaPath:"#/$defs/ToolInputSchema/properties/required/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid4 = _errs18 === errors;
+if(!valid4){
+break;
+}
+}
+}
+else {
+validate45.errors = [{instancePath:instancePath+"/inputSchema/required",schemaPath:"#/$defs/ToolInputSchema/properties/required/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid2 = _errs16 === errors;
+}
+else {
+var valid2 = true;
+}
+}
+}
+}
+}
+else {
+validate45.errors = [{instancePath:instancePath+"/inputSchema",schemaPath:"#/$defs/ToolInputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs7 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.outputSchema !== undefined){
+let data9 = data.outputSchema;
+const _errs20 = errors;
+const _errs21 = errors;
+if(errors === _errs21){
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+let missing2;
+if((data9.type === undefined) && (missing2 = "type")){
+validate45.errors = [{instancePath:instancePath+"/outputSchema",schemaPath:"#/$defs/ToolInputSchema/required",keyword:"required",params:{missingProperty: missing2},message:"must have required property '"+missing2+"'"}];
+return false;
+}
+else {
+if(data9.type !== undefined){
+const _errs23 = errors;
+if("object" !== data9.type){
+validate45.errors = [{instancePath:instancePath+"/outputSchema/type",schemaPath:"#/$defs/ToolInputSchema/properties/type/const",keyword:"const",params:{allowedValue: "object"},message:"must be equal to constant"}];
+return false;
+}
+var valid6 = _errs23 === errors;
+}
+else {
+var valid6 = true;
+}
+if(valid6){
+if(data9.properties !== undefined){
+let data11 = data9.properties;
+const _errs24 = errors;
+if(errors === _errs24){
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+for(const key1 in data11){
+let data12 = data11[key1];
+const _errs27 = errors;
+if(!(data12 && typeof data12 == "object" && !Array.isArray(data12))){
+validate45.errors = [{instancePath:instancePath+"/outputSchema/properties/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/ToolInputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid7 = _errs27 === errors;
+if(!valid7){
+break;
+}
+}
+}
+else {
+validate45.errors = [{instancePath:instancePath+"/outputSchema/properties",schemaPath:"#/$defs/ToolInputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid6 = _errs24 === errors;
+}
+else {
+var valid6 = true;
+}
+if(valid6){
+if(data9.required !== undefined){
+let data13 = data9.required;
+const _errs29 = errors;
+if(errors === _errs29){
+if(Array.isArray(data13)){
+var valid8 = true;
+const len1 = data13.length;
+for(let i1=0; i1<len1; i1++){
+const _errs31 = errors;
+if(typeof data13[i1] !== "string"){
+validate45.errors = [{instancePath:instancePath+"/outputSchema/required/" + i1,schemaPath:"#/$defs/ToolInputSchema/properties/required/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid8 = _errs31 === errors;
+if(!valid8){
+break;
+}
+}
+}
+else {
+validate45.errors = [{instancePath:instancePath+"/outputSchema/required",schemaPath:"#/$defs/ToolInputSchema/properties/required/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid6 = _errs29 === errors;
+}
+else {
+var valid6 = true;
+}
+}
+}
+}
+}
+else {
+validate45.errors = [{instancePath:instancePath+"/outputSchema",schemaPath:"#/$defs/ToolInputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs20 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.annotations !== undefined){
+let data15 = data.annotations;
+const _errs33 = errors;
+const _errs34 = errors;
+if(errors === _errs34){
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+if(data15.title !== undefined){
+const _errs36 = errors;
+if(typeof data15.title !== "string"){
+validate45.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"#/$defs/ToolAnnotations/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid10 = _errs36 === errors;
+}
+else {
+var valid10 = true;
+}
+if(valid10){
+if(data15.readOnlyHint !== undefined){
+const _errs38 = errors;
+if(typeof data15.readOnlyHint !== "boolean"){
+validate45.errors = [{instancePath:instancePath+"/annotations/readOnlyHint",schemaPath:"#/$defs/ToolAnnotations/properties/readOnlyHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid10 = _errs38 === errors;
+}
+else {
+var valid10 = true;
+}
+if(valid10){
+if(data15.destructiveHint !== undefined){
+const _errs40 = errors;
+if(typeof data15.destructiveHint !== "boolean"){
+validate45.errors = [{instancePath:instancePath+"/annotations/destructiveHint",schemaPath:"#/$defs/ToolAnnotations/properties/destructiveHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid10 = _errs40 === errors;
+}
+else {
+var valid10 = true;
+}
+if(valid10){
+if(data15.idempotentHint !== undefined){
+const _errs42 = errors;
+if(typeof data15.idempotentHint !== "boolean"){
+validate45.errors = [{instancePath:instancePath+"/annotations/idempotentHint",schemaPath:"#/$defs/ToolAnnotations/properties/idempotentHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid10 = _errs42 === errors;
+}
+else {
+var valid10 = true;
+}
+if(valid10){
+if(data15.openWorldHint !== undefined){
+const _errs44 = errors;
+if(typeof data15.openWorldHint !== "boolean"){
+validate45.errors = [{instancePath:instancePath+"/annotations/openWorldHint",schemaPath:"#/$defs/ToolAnnotations/properties/openWorldHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid10 = _errs44 === errors;
+}
+else {
+var valid10 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate45.errors = [{instancePath:instancePath+"/annotations",schemaPath:"#/$defs/ToolAnnotations/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs33 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
 }
 }
 }
@@ -3057,10 +3189,365 @@ return false;
 validate45.errors = vErrors;
 return errors === 0;
 }
-validate45.evaluated = {"props":{"status":true,"approvalId":true},"dynamicProps":false,"dynamicItems":false};
+validate45.evaluated = {"props":{"name":true,"title":true,"description":true,"inputSchema":true,"outputSchema":true,"annotations":true},"dynamicProps":false,"dynamicItems":false};
 
-export const CheckApprovalStatusArguments = validate46;
-const schema70 = {"type":"object","required":["approvalId"],"additionalProperties":false,"properties":{"approvalId":{"type":"string","minLength":1,"maxLength":100}}};
+export const ToolsListResult = validate46;
+const schema69 = {"type":"object","required":["tools"],"properties":{"tools":{"type":"array","items":{"$ref":"#/$defs/Tool"}},"nextCursor":{"type":"string"}}};
+
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate47.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((((data.name === undefined) && (missing0 = "name")) || ((data.description === undefined) && (missing0 = "description"))) || ((data.inputSchema === undefined) && (missing0 = "inputSchema"))){
+validate47.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.name !== undefined){
+let data0 = data.name;
+const _errs1 = errors;
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!pattern4.test(data0)){
+validate47.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_]{1,64}$"},message:"must match pattern \""+"^[a-z0-9_]{1,64}$"+"\""}];
+return false;
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.title !== undefined){
+const _errs3 = errors;
+if(typeof data.title !== "string"){
+validate47.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.description !== undefined){
+const _errs5 = errors;
+if(typeof data.description !== "string"){
+validate47.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.inputSchema !== undefined){
+let data3 = data.inputSchema;
+const _errs7 = errors;
+const _errs8 = errors;
+if(errors === _errs8){
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+let missing1;
+if((data3.type === undefined) && (missing1 = "type")){
+validate47.errors = [{instancePath:instancePath+"/inputSchema",schemaPath:"#/$defs/ToolInputSchema/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+if(data3.type !== undefined){
+const _errs10 = errors;
+if("object" !== data3.type){
+validate47.errors = [{instancePath:instancePath+"/inputSchema/type",schemaPath:"#/$defs/ToolInputSchema/properties/type/const",keyword:"const",params:{allowedValue: "object"},message:"must be equal to constant"}];
+return false;
+}
+var valid2 = _errs10 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data3.properties !== undefined){
+let data5 = data3.properties;
+const _errs11 = errors;
+if(errors === _errs11){
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+for(const key0 in data5){
+let data6 = data5[key0];
+const _errs14 = errors;
+if(!(data6 && typeof data6 == "object" && !Array.isArray(data6))){
+validate47.errors = [{instancePath:instancePath+"/inputSchema/properties/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/ToolInputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid3 = _errs14 === errors;
+if(!valid3){
+break;
+}
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/inputSchema/properties",schemaPath:"#/$defs/ToolInputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid2 = _errs11 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data3.required !== undefined){
+let data7 = data3.required;
+const _errs16 = errors;
+if(errors === _errs16){
+if(Array.isArray(data7)){
+var valid4 = true;
+const len0 = data7.length;
+for(let i0=0; i0<len0; i0++){
+const _errs18 = errors;
+if(typeof data7[i0] !== "string"){
+validate47.errors = [{instancePath:instancePath+"/inputSchema/required/" + i0,schemaPath:"#/$defs/ToolInputSchema/properties/required/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid4 = _errs18 === errors;
+if(!valid4){
+break;
+}
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/inputSchema/required",schemaPath:"#/$defs/ToolInputSchema/properties/required/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid2 = _errs16 === errors;
+}
+else {
+var valid2 = true;
+}
+}
+}
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/inputSchema",schemaPath:"#/$defs/ToolInputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs7 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.outputSchema !== undefined){
+let data9 = data.outputSchema;
+const _errs20 = errors;
+const _errs21 = errors;
+if(errors === _errs21){
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+let missing2;
+if((data9.type === undefined) && (missing2 = "type")){
+validate47.errors = [{instancePath:instancePath+"/outputSchema",schemaPath:"#/$defs/ToolInputSchema/required",keyword:"required",params:{missingProperty: missing2},message:"must have required property '"+missing2+"'"}];
+return false;
+}
+else {
+if(data9.type !== undefined){
+const _errs23 = errors;
+if("object" !== data9.type){
+validate47.errors = [{instancePath:instancePath+"/outputSchema/type",schemaPath:"#/$defs/ToolInputSchema/properties/type/const",keyword:"const",params:{allowedValue: "object"},message:"must be equal to constant"}];
+return false;
+}
+var valid6 = _errs23 === errors;
+}
+else {
+var valid6 = true;
+}
+if(valid6){
+if(data9.properties !== undefined){
+let data11 = data9.properties;
+const _errs24 = errors;
+if(errors === _errs24){
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+for(const key1 in data11){
+let data12 = data11[key1];
+const _errs27 = errors;
+if(!(data12 && typeof data12 == "object" && !Array.isArray(data12))){
+validate47.errors = [{instancePath:instancePath+"/outputSchema/properties/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/ToolInputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid7 = _errs27 === errors;
+if(!valid7){
+break;
+}
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/outputSchema/properties",schemaPath:"#/$defs/ToolInputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid6 = _errs24 === errors;
+}
+else {
+var valid6 = true;
+}
+if(valid6){
+if(data9.required !== undefined){
+let data13 = data9.required;
+const _errs29 = errors;
+if(errors === _errs29){
+if(Array.isArray(data13)){
+var valid8 = true;
+const len1 = data13.length;
+for(let i1=0; i1<len1; i1++){
+const _errs31 = errors;
+if(typeof data13[i1] !== "string"){
+validate47.errors = [{instancePath:instancePath+"/outputSchema/required/" + i1,schemaPath:"#/$defs/ToolInputSchema/properties/required/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid8 = _errs31 === errors;
+if(!valid8){
+break;
+}
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/outputSchema/required",schemaPath:"#/$defs/ToolInputSchema/properties/required/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid6 = _errs29 === errors;
+}
+else {
+var valid6 = true;
+}
+}
+}
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/outputSchema",schemaPath:"#/$defs/ToolInputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs20 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.annotations !== undefined){
+let data15 = data.annotations;
+const _errs33 = errors;
+const _errs34 = errors;
+if(errors === _errs34){
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+if(data15.title !== undefined){
+const _errs36 = errors;
+if(typeof data15.title !== "string"){
+validate47.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"#/$defs/ToolAnnotations/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid10 = _errs36 === errors;
+}
+else {
+var valid10 = true;
+}
+if(valid10){
+if(data15.readOnlyHint !== undefined){
+const _errs38 = errors;
+if(typeof data15.readOnlyHint !== "boolean"){
+validate47.errors = [{instancePath:instancePath+"/annotations/readOnlyHint",schemaPath:"#/$defs/ToolAnnotations/properties/readOnlyHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid10 = _errs38 === errors;
+}
+else {
+var valid10 = true;
+}
+if(valid10){
+if(data15.destructiveHint !== undefined){
+const _errs40 = errors;
+if(typeof data15.destructiveHint !== "boolean"){
+validate47.errors = [{instancePath:instancePath+"/annotations/destructiveHint",schemaPath:"#/$defs/ToolAnnotations/properties/destructiveHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid10 = _errs40 === errors;
+}
+else {
+var valid10 = true;
+}
+if(valid10){
+if(data15.idempotentHint !== undefined){
+const _errs42 = errors;
+if(typeof data15.idempotentHint !== "boolean"){
+validate47.errors = [{instancePath:instancePath+"/annotations/idempotentHint",schemaPath:"#/$defs/ToolAnnotations/properties/idempotentHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid10 = _errs42 === errors;
+}
+else {
+var valid10 = true;
+}
+if(valid10){
+if(data15.openWorldHint !== undefined){
+const _errs44 = errors;
+if(typeof data15.openWorldHint !== "boolean"){
+validate47.errors = [{instancePath:instancePath+"/annotations/openWorldHint",schemaPath:"#/$defs/ToolAnnotations/properties/openWorldHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid10 = _errs44 === errors;
+}
+else {
+var valid10 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/annotations",schemaPath:"#/$defs/ToolAnnotations/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs33 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+validate47.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate47.errors = vErrors;
+return errors === 0;
+}
+validate47.evaluated = {"props":{"name":true,"title":true,"description":true,"inputSchema":true,"outputSchema":true,"annotations":true},"dynamicProps":false,"dynamicItems":false};
+
 
 function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3075,41 +3562,51 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.approvalId === undefined) && (missing0 = "approvalId")){
+if((data.tools === undefined) && (missing0 = "tools")){
 validate46.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
+if(data.tools !== undefined){
+let data0 = data.tools;
 const _errs1 = errors;
-for(const key0 in data){
-if(!(key0 === "approvalId")){
-validate46.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
+if(errors === _errs1){
+if(Array.isArray(data0)){
+var valid1 = true;
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+const _errs3 = errors;
+if(!(validate47(data0[i0], {instancePath:instancePath+"/tools/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
+errors = vErrors.length;
+}
+var valid1 = _errs3 === errors;
+if(!valid1){
 break;
 }
 }
-if(_errs1 === errors){
-if(data.approvalId !== undefined){
-let data0 = data.approvalId;
-const _errs2 = errors;
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(func1(data0) > 100){
-validate46.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
-return false;
 }
 else {
-if(func1(data0) < 1){
-validate46.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate46.errors = [{instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
+var valid0 = _errs1 === errors;
 }
 else {
-validate46.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+var valid0 = true;
+}
+if(valid0){
+if(data.nextCursor !== undefined){
+const _errs4 = errors;
+if(typeof data.nextCursor !== "string"){
+validate46.errors = [{instancePath:instancePath+"/nextCursor",schemaPath:"#/properties/nextCursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
+var valid0 = _errs4 === errors;
 }
+else {
+var valid0 = true;
 }
 }
 }
@@ -3122,15 +3619,312 @@ return false;
 validate46.errors = vErrors;
 return errors === 0;
 }
-validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate46.evaluated = {"props":{"tools":true,"nextCursor":true},"dynamicProps":false,"dynamicItems":false};
 
-export const ApprovalStatusContent = validate47;
-const schema71 = {"description":"structuredContent of check_approval_status. An approval that is executing is reported as pending. With executed, `result` is the tool's own result and its content also follows the status sentence in `content`; with failed, `reason` says why (and `result` is the tool's result when the tool itself reported the error); with expired, `reason` too. Another org's id, or one for a connector the credential may not call, is not_found.","type":"object","required":["status","approvalId"],"properties":{"status":{"enum":["pending","executed","rejected","expired","failed","not_found"]},"approvalId":{"type":"string"},"result":{"$ref":"#/$defs/ToolsCallResult"},"reason":{"type":"string"}}};
+export const CacheableToolsListResult = validate49;
+const schema74 = {"description":"MCP 2026-07-28: tools/list's result with resultType and the cache hints (ttlMs: how long the client may reuse the list; cacheScope private: it depends on the credential).","allOf":[{"$ref":"#/$defs/ToolsListResult"}],"required":["resultType","ttlMs","cacheScope"],"properties":{"resultType":{"const":"complete"},"ttlMs":{"type":"integer","minimum":0},"cacheScope":{"enum":["public","private"]}}};
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate48.evaluated;
+const evaluated0 = validate50.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.tools === undefined) && (missing0 = "tools")){
+validate50.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.tools !== undefined){
+let data0 = data.tools;
+const _errs1 = errors;
+if(errors === _errs1){
+if(Array.isArray(data0)){
+var valid1 = true;
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+const _errs3 = errors;
+if(!(validate47(data0[i0], {instancePath:instancePath+"/tools/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
+errors = vErrors.length;
+}
+var valid1 = _errs3 === errors;
+if(!valid1){
+break;
+}
+}
+}
+else {
+validate50.errors = [{instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.nextCursor !== undefined){
+const _errs4 = errors;
+if(typeof data.nextCursor !== "string"){
+validate50.errors = [{instancePath:instancePath+"/nextCursor",schemaPath:"#/properties/nextCursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+validate50.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate50.errors = vErrors;
+return errors === 0;
+}
+validate50.evaluated = {"props":{"tools":true,"nextCursor":true},"dynamicProps":false,"dynamicItems":false};
+
+
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate49.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate50(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
+errors = vErrors.length;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((((data.resultType === undefined) && (missing0 = "resultType")) || ((data.ttlMs === undefined) && (missing0 = "ttlMs"))) || ((data.cacheScope === undefined) && (missing0 = "cacheScope"))){
+validate49.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.resultType !== undefined){
+const _errs1 = errors;
+if("complete" !== data.resultType){
+validate49.errors = [{instancePath:instancePath+"/resultType",schemaPath:"#/properties/resultType/const",keyword:"const",params:{allowedValue: "complete"},message:"must be equal to constant"}];
+return false;
+}
+var valid1 = _errs1 === errors;
+}
+else {
+var valid1 = true;
+}
+if(valid1){
+if(data.ttlMs !== undefined){
+let data1 = data.ttlMs;
+const _errs2 = errors;
+if(!((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1)))){
+validate49.errors = [{instancePath:instancePath+"/ttlMs",schemaPath:"#/properties/ttlMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs2){
+if(typeof data1 == "number"){
+if(data1 < 0 || isNaN(data1)){
+validate49.errors = [{instancePath:instancePath+"/ttlMs",schemaPath:"#/properties/ttlMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+return false;
+}
+}
+}
+var valid1 = _errs2 === errors;
+}
+else {
+var valid1 = true;
+}
+if(valid1){
+if(data.cacheScope !== undefined){
+let data2 = data.cacheScope;
+const _errs4 = errors;
+if(!((data2 === "public") || (data2 === "private"))){
+validate49.errors = [{instancePath:instancePath+"/cacheScope",schemaPath:"#/properties/cacheScope/enum",keyword:"enum",params:{allowedValues: schema74.properties.cacheScope.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid1 = _errs4 === errors;
+}
+else {
+var valid1 = true;
+}
+}
+}
+}
+}
+}
+validate49.errors = vErrors;
+return errors === 0;
+}
+validate49.evaluated = {"props":{"resultType":true,"ttlMs":true,"cacheScope":true,"tools":true,"nextCursor":true},"dynamicProps":false,"dynamicItems":false};
+
+export const ToolsCallParams = validate53;
+const schema76 = {"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":256},"arguments":{"type":"object"},"_meta":{"type":"object"}}};
+
+function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate53.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.name === undefined) && (missing0 = "name")){
+validate53.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.name !== undefined){
+let data0 = data.name;
+const _errs1 = errors;
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(func1(data0) > 256){
+validate53.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(func1(data0) < 1){
+validate53.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate53.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.arguments !== undefined){
+let data1 = data.arguments;
+const _errs3 = errors;
+if(!(data1 && typeof data1 == "object" && !Array.isArray(data1))){
+validate53.errors = [{instancePath:instancePath+"/arguments",schemaPath:"#/properties/arguments/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data._meta !== undefined){
+let data2 = data._meta;
+const _errs5 = errors;
+if(!(data2 && typeof data2 == "object" && !Array.isArray(data2))){
+validate53.errors = [{instancePath:instancePath+"/_meta",schemaPath:"#/properties/_meta/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+else {
+validate53.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate53.errors = vErrors;
+return errors === 0;
+}
+validate53.evaluated = {"props":{"name":true,"arguments":true,"_meta":true},"dynamicProps":false,"dynamicItems":false};
+
+export const TextContent = validate54;
+const schema77 = {"type":"object","required":["type","text"],"properties":{"type":{"const":"text"},"text":{"type":"string"}}};
+
+function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate54.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.type === undefined) && (missing0 = "type")) || ((data.text === undefined) && (missing0 = "text"))){
+validate54.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.type !== undefined){
+const _errs1 = errors;
+if("text" !== data.type){
+validate54.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/const",keyword:"const",params:{allowedValue: "text"},message:"must be equal to constant"}];
+return false;
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.text !== undefined){
+const _errs2 = errors;
+if(typeof data.text !== "string"){
+validate54.errors = [{instancePath:instancePath+"/text",schemaPath:"#/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+validate54.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate54.errors = vErrors;
+return errors === 0;
+}
+validate54.evaluated = {"props":{"type":true,"text":true},"dynamicProps":false,"dynamicItems":false};
+
+export const ToolsCallResult = validate55;
+const schema78 = {"type":"object","required":["content"],"properties":{"content":{"type":"array","items":{"$ref":"#/$defs/TextContent"}},"structuredContent":{"type":"object"},"isError":{"type":"boolean"}}};
+
+function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate55.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3141,7 +3935,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.content === undefined) && (missing0 = "content")){
-validate48.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate55.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -3160,14 +3954,14 @@ if(errors === _errs4){
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 let missing1;
 if(((data1.type === undefined) && (missing1 = "type")) || ((data1.text === undefined) && (missing1 = "text"))){
-validate48.errors = [{instancePath:instancePath+"/content/" + i0,schemaPath:"#/$defs/TextContent/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+validate55.errors = [{instancePath:instancePath+"/content/" + i0,schemaPath:"#/$defs/TextContent/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
 if(data1.type !== undefined){
 const _errs6 = errors;
 if("text" !== data1.type){
-validate48.errors = [{instancePath:instancePath+"/content/" + i0+"/type",schemaPath:"#/$defs/TextContent/properties/type/const",keyword:"const",params:{allowedValue: "text"},message:"must be equal to constant"}];
+validate55.errors = [{instancePath:instancePath+"/content/" + i0+"/type",schemaPath:"#/$defs/TextContent/properties/type/const",keyword:"const",params:{allowedValue: "text"},message:"must be equal to constant"}];
 return false;
 }
 var valid3 = _errs6 === errors;
@@ -3179,7 +3973,7 @@ if(valid3){
 if(data1.text !== undefined){
 const _errs7 = errors;
 if(typeof data1.text !== "string"){
-validate48.errors = [{instancePath:instancePath+"/content/" + i0+"/text",schemaPath:"#/$defs/TextContent/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate55.errors = [{instancePath:instancePath+"/content/" + i0+"/text",schemaPath:"#/$defs/TextContent/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid3 = _errs7 === errors;
@@ -3191,7 +3985,7 @@ var valid3 = true;
 }
 }
 else {
-validate48.errors = [{instancePath:instancePath+"/content/" + i0,schemaPath:"#/$defs/TextContent/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate55.errors = [{instancePath:instancePath+"/content/" + i0,schemaPath:"#/$defs/TextContent/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -3202,7 +3996,7 @@ break;
 }
 }
 else {
-validate48.errors = [{instancePath:instancePath+"/content",schemaPath:"#/properties/content/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate55.errors = [{instancePath:instancePath+"/content",schemaPath:"#/properties/content/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -3216,7 +4010,7 @@ if(data.structuredContent !== undefined){
 let data4 = data.structuredContent;
 const _errs9 = errors;
 if(!(data4 && typeof data4 == "object" && !Array.isArray(data4))){
-validate48.errors = [{instancePath:instancePath+"/structuredContent",schemaPath:"#/properties/structuredContent/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate55.errors = [{instancePath:instancePath+"/structuredContent",schemaPath:"#/properties/structuredContent/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 var valid0 = _errs9 === errors;
@@ -3228,7 +4022,7 @@ if(valid0){
 if(data.isError !== undefined){
 const _errs11 = errors;
 if(typeof data.isError !== "boolean"){
-validate48.errors = [{instancePath:instancePath+"/isError",schemaPath:"#/properties/isError/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate55.errors = [{instancePath:instancePath+"/isError",schemaPath:"#/properties/isError/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs11 === errors;
@@ -3241,20 +4035,22 @@ var valid0 = true;
 }
 }
 else {
-validate48.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate55.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate48.errors = vErrors;
+validate55.errors = vErrors;
 return errors === 0;
 }
-validate48.evaluated = {"props":{"content":true,"structuredContent":true,"isError":true},"dynamicProps":false,"dynamicItems":false};
+validate55.evaluated = {"props":{"content":true,"structuredContent":true,"isError":true},"dynamicProps":false,"dynamicItems":false};
 
+export const PendingApprovalContent = validate56;
+const schema80 = {"description":"structuredContent of a call held for human approval.","type":"object","required":["status","approvalId"],"properties":{"status":{"const":"pending_approval"},"approvalId":{"type":"string"}}};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate47.evaluated;
+const evaluated0 = validate56.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3265,15 +4061,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.status === undefined) && (missing0 = "status")) || ((data.approvalId === undefined) && (missing0 = "approvalId"))){
-validate47.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate56.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.status !== undefined){
-let data0 = data.status;
 const _errs1 = errors;
-if(!((((((data0 === "pending") || (data0 === "executed")) || (data0 === "rejected")) || (data0 === "expired")) || (data0 === "failed")) || (data0 === "not_found"))){
-validate47.errors = [{instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema71.properties.status.enum},message:"must be equal to one of the allowed values"}];
+if("pending_approval" !== data.status){
+validate56.errors = [{instancePath:instancePath+"/status",schemaPath:"#/properties/status/const",keyword:"const",params:{allowedValue: "pending_approval"},message:"must be equal to constant"}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -3285,7 +4080,254 @@ if(valid0){
 if(data.approvalId !== undefined){
 const _errs2 = errors;
 if(typeof data.approvalId !== "string"){
-validate47.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate56.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+validate56.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate56.errors = vErrors;
+return errors === 0;
+}
+validate56.evaluated = {"props":{"status":true,"approvalId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const CheckApprovalStatusArguments = validate57;
+const schema81 = {"type":"object","required":["approvalId"],"additionalProperties":false,"properties":{"approvalId":{"type":"string","minLength":1,"maxLength":100}}};
+
+function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate57.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.approvalId === undefined) && (missing0 = "approvalId")){
+validate57.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(key0 === "approvalId")){
+validate57.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.approvalId !== undefined){
+let data0 = data.approvalId;
+const _errs2 = errors;
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func1(data0) > 100){
+validate57.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+return false;
+}
+else {
+if(func1(data0) < 1){
+validate57.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate57.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+validate57.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate57.errors = vErrors;
+return errors === 0;
+}
+validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const ApprovalStatusContent = validate58;
+const schema82 = {"description":"structuredContent of check_approval_status. An approval that is executing is reported as pending. With executed, `result` is the tool's own result and its content also follows the status sentence in `content`; with failed, `reason` says why (and `result` is the tool's result when the tool itself reported the error); with expired, `reason` too. Another org's id, or one for a connector the credential may not call, is not_found.","type":"object","required":["status","approvalId"],"properties":{"status":{"enum":["pending","executed","rejected","expired","failed","not_found"]},"approvalId":{"type":"string"},"result":{"$ref":"#/$defs/ToolsCallResult"},"reason":{"type":"string"}}};
+
+function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate59.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.content === undefined) && (missing0 = "content")){
+validate59.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.content !== undefined){
+let data0 = data.content;
+const _errs1 = errors;
+if(errors === _errs1){
+if(Array.isArray(data0)){
+var valid1 = true;
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+const _errs3 = errors;
+const _errs4 = errors;
+if(errors === _errs4){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+let missing1;
+if(((data1.type === undefined) && (missing1 = "type")) || ((data1.text === undefined) && (missing1 = "text"))){
+validate59.errors = [{instancePath:instancePath+"/content/" + i0,schemaPath:"#/$defs/TextContent/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+if(data1.type !== undefined){
+const _errs6 = errors;
+if("text" !== data1.type){
+validate59.errors = [{instancePath:instancePath+"/content/" + i0+"/type",schemaPath:"#/$defs/TextContent/properties/type/const",keyword:"const",params:{allowedValue: "text"},message:"must be equal to constant"}];
+return false;
+}
+var valid3 = _errs6 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.text !== undefined){
+const _errs7 = errors;
+if(typeof data1.text !== "string"){
+validate59.errors = [{instancePath:instancePath+"/content/" + i0+"/text",schemaPath:"#/$defs/TextContent/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid3 = _errs7 === errors;
+}
+else {
+var valid3 = true;
+}
+}
+}
+}
+else {
+validate59.errors = [{instancePath:instancePath+"/content/" + i0,schemaPath:"#/$defs/TextContent/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid1 = _errs3 === errors;
+if(!valid1){
+break;
+}
+}
+}
+else {
+validate59.errors = [{instancePath:instancePath+"/content",schemaPath:"#/properties/content/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.structuredContent !== undefined){
+let data4 = data.structuredContent;
+const _errs9 = errors;
+if(!(data4 && typeof data4 == "object" && !Array.isArray(data4))){
+validate59.errors = [{instancePath:instancePath+"/structuredContent",schemaPath:"#/properties/structuredContent/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.isError !== undefined){
+const _errs11 = errors;
+if(typeof data.isError !== "boolean"){
+validate59.errors = [{instancePath:instancePath+"/isError",schemaPath:"#/properties/isError/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid0 = _errs11 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+else {
+validate59.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate59.errors = vErrors;
+return errors === 0;
+}
+validate59.evaluated = {"props":{"content":true,"structuredContent":true,"isError":true},"dynamicProps":false,"dynamicItems":false};
+
+
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate58.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.status === undefined) && (missing0 = "status")) || ((data.approvalId === undefined) && (missing0 = "approvalId"))){
+validate58.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.status !== undefined){
+let data0 = data.status;
+const _errs1 = errors;
+if(!((((((data0 === "pending") || (data0 === "executed")) || (data0 === "rejected")) || (data0 === "expired")) || (data0 === "failed")) || (data0 === "not_found"))){
+validate58.errors = [{instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema82.properties.status.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.approvalId !== undefined){
+const _errs2 = errors;
+if(typeof data.approvalId !== "string"){
+validate58.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -3296,8 +4338,8 @@ var valid0 = true;
 if(valid0){
 if(data.result !== undefined){
 const _errs4 = errors;
-if(!(validate48(data.result, {instancePath:instancePath+"/result",parentData:data,parentDataProperty:"result",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate48.errors : vErrors.concat(validate48.errors);
+if(!(validate59(data.result, {instancePath:instancePath+"/result",parentData:data,parentDataProperty:"result",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate59.errors : vErrors.concat(validate59.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs4 === errors;
@@ -3309,7 +4351,7 @@ if(valid0){
 if(data.reason !== undefined){
 const _errs5 = errors;
 if(typeof data.reason !== "string"){
-validate47.errors = [{instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate58.errors = [{instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs5 === errors;
@@ -3323,12 +4365,12 @@ var valid0 = true;
 }
 }
 else {
-validate47.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate58.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate47.errors = vErrors;
+validate58.errors = vErrors;
 return errors === 0;
 }
-validate47.evaluated = {"props":{"status":true,"approvalId":true,"result":true,"reason":true},"dynamicProps":false,"dynamicItems":false};
+validate58.evaluated = {"props":{"status":true,"approvalId":true,"result":true,"reason":true},"dynamicProps":false,"dynamicItems":false};
 

@@ -1,5 +1,6 @@
 /**
- * POST /mcp/{orgSlug}: the MCP Streamable HTTP transport (stateless, JSON responses). After the pipeline's door
+ * POST /mcp/{orgSlug}: the MCP Streamable HTTP transport (stateless, JSON responses; MCP 2026-07-28 and the 2025
+ * revisions, mcp/modern.ts telling them apart). After the pipeline's door
  * (Host, then Origin: pipeline/pipeline.ts) it owns everything HTTP about the endpoint: the MCP-Protocol-Version header,
  * authentication and the burst limit at the edge, content type, body size, parse errors, and the status codes (202,
  * 400, 401/403, 413, 415, 429 with a JSON-RPC error body). Its refusals are thrown as Refusals, which the pipeline
@@ -10,6 +11,7 @@
 import { AppError, json, RpcCode } from '../errors.ts';
 import { burstLimitFor } from '../limits/plans.ts';
 import { classify, failure, isSupportedVersion, SUPPORTED_PROTOCOL_VERSIONS } from '../mcp/protocol.ts';
+import { isModernRevision, notificationMismatch, Refused, requestEra, unsupportedVersion } from '../mcp/modern.ts';
 import { openSession, type McpSession } from '../mcp/session.ts';
 import { BodyError, decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
 import { answerBatch, batchesAllowed } from '../mcp/batch.ts';
@@ -23,9 +25,14 @@ import { inSpan } from '../observability/tracing.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 
-/** A request without the header is assumed to speak the default revision (mcp/protocol.ts). */
-function isSupportedVersionHeader(value: string | null): boolean {
-  return value === null || isSupportedVersion(value.trim());
+/**
+ * The refusal of an MCP-Protocol-Version this endpoint does not speak (a request without the header is assumed to
+ * speak 2025-03-26): a 2026-era one gets that revision's -32022 naming the supported ones, so that a 2026 client can
+ * pick one; an older one the 400 it always got.
+ */
+function unsupportedVersionResponse(version: string): Response {
+  if (isModernRevision(version)) return rpcResponse(unsupportedVersion(null, version).body, 400);
+  return json({ error: 'unsupported_protocol_version', message: `Supported MCP-Protocol-Version values: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}.` }, 400);
 }
 
 /** A 429 of the burst limit, counted by the window that refused it (this instance's, or the shared one). */
@@ -74,9 +81,8 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
   let session: Awaited<ReturnType<typeof openSession>> | null = null;
   try {
     // Transport checks come first (the Origin was checked at the pipeline's door).
-    if (!isSupportedVersionHeader(request.headers.get('mcp-protocol-version'))) {
-      return json({ error: 'unsupported_protocol_version', message: `Supported MCP-Protocol-Version values: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}.` }, 400);
-    }
+    const version = request.headers.get('mcp-protocol-version')?.trim() ?? null;
+    if (version !== null && !isSupportedVersion(version)) return unsupportedVersionResponse(version);
     session = await inSpan('authenticate', () => openSession(deps, request, params.orgSlug!));
     const logged = deps.log.enabled('info');
     if (logged) noteCaller(request, session.principal);
@@ -109,7 +115,7 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
       const message = parsed.reason === 'depth' ? 'Parse error: the JSON is nested too deeply.' : 'Parse error: the body is not valid JSON.';
       return rpcResponse(failure(null, { code: RpcCode.ParseError, message }), 400);
     }
-    const batched = Array.isArray(parsed.value) && batchesAllowed(request.headers.get('mcp-protocol-version'));
+    const batched = Array.isArray(parsed.value) && batchesAllowed(version);
     if (!local.allowed) return refuse(parsed.value, batched, local.retryAfterSeconds, 'burst_local');
     if (batched) {
       const batch = await answerBatch(deps, session, parsed.value as unknown[], burstLimit);
@@ -119,15 +125,23 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     }
     const message = classify(parsed.value);
     if (message.kind === 'invalid') return rpcResponse(failure(message.id, { code: RpcCode.InvalidRequest, message: message.message }), 400);
+    if (message.kind === 'notification') {
+      const refused = notificationMismatch(request.headers, version, message.method);
+      if (refused) return rpcResponse(refused.body, 400);
+    }
     // Notifications and client responses need no answer (Streamable HTTP: 202, empty body).
     if (message.kind !== 'request') return new Response(null, { status: 202 });
     if (logged) noteMcpMethod(request, message.method);
+    // The revision is the body's (mcp/modern.ts); a 2026-07-28 request whose headers disagree with it is a 400.
+    const era = requestEra(request.headers, version, message.id, message.method, message.params);
+    if (era instanceof Refused) return rpcResponse(era.body, 400);
     if (message.method === 'tools/call') {
       const shared = await deps.limiter.take(org.id, burstLimit);
       if (!shared.allowed) return refuse(parsed.value, false, shared.retryAfterSeconds, 'burst_shared');
     }
     // Errors of the method itself are JSON-RPC errors in a 200 response (the method table maps them).
-    return rpcResponse(await deps.mcp.answer(session, message.id, message.method, message.params));
+    const table = era === 'modern' ? deps.mcp.modern : deps.mcp;
+    return rpcResponse(await table.answer(session, message.id, message.method, message.params));
   } catch (err) {
     // A 401/403 is a refusal of the org in the URL; every error is answered by the pipeline (pipeline/pipeline.ts).
     if (err instanceof AppError && (err.status === 401 || err.status === 403)) throw authRefusal(deps, params.orgSlug!, err, session);

@@ -11,10 +11,12 @@
  * table (scope checks, quota, audit in the tool runtime). The limits are all taken before anything runs, so a batch
  * over the limit is a 429 with nothing executed (its tokens stay spent, like refused single requests). Messages run
  * one after another: a batch cannot fan out into parallel database calls. `initialize` is refused inside a batch
- * (2025-03-26, Lifecycle: it "MUST NOT be part of a JSON-RPC batch").
+ * (2025-03-26, Lifecycle: it "MUST NOT be part of a JSON-RPC batch"), and so is a batch holding a request whose
+ * `_meta` names a revision (2026-07-28 has no batches).
  */
 import { RpcCode } from '../errors.ts';
 import type { BurstLimiter, LocalWindow } from '../limits/burst.ts';
+import { claimsRevision } from './modern.ts';
 import { classify, failure, type Classified } from './protocol.ts';
 import type { McpServer } from './server.ts';
 import type { McpSession } from './session.ts';
@@ -46,6 +48,13 @@ export async function answerBatch(deps: BatchDeps, session: McpSession, messages
     return {
       kind: 'invalid',
       body: failure(null, { code: RpcCode.InvalidRequest, message: `Invalid Request: a batch holds at most ${MAX_BATCH_MESSAGES} messages.` }),
+    };
+  }
+  // A 2026-07-28 request is one message per POST: a batch holding one is refused whole (as the v2 SDKs' servers do).
+  if (messages.some((m) => m !== null && typeof m === 'object' && claimsRevision((m as { params?: unknown }).params))) {
+    return {
+      kind: 'invalid',
+      body: failure(null, { code: RpcCode.InvalidRequest, message: 'Invalid Request: a batch may not hold a request of revision 2026-07-28 or later.' }),
     };
   }
   const { org } = session;

@@ -12,8 +12,12 @@ import { inSpan, markActiveSpan } from '../observability/tracing.ts';
 
 export type { RequestId };
 
-export const SUPPORTED_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
-const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
+/** The stateless revisions (no initialize; server/discover and a per-request `_meta` envelope: mcp/modern.ts). */
+export const MODERN_PROTOCOL_VERSIONS = ['2026-07-28'] as const;
+/** The revisions negotiated by initialize; it never answers a modern one. */
+const LEGACY_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
+export const SUPPORTED_PROTOCOL_VERSIONS = [...MODERN_PROTOCOL_VERSIONS, ...LEGACY_PROTOCOL_VERSIONS] as const;
+const LATEST_PROTOCOL_VERSION = LEGACY_PROTOCOL_VERSIONS[0];
 
 export type Classified =
   | { kind: 'request'; id: RequestId; method: string; params: Record<string, unknown> }
@@ -39,17 +43,26 @@ export function classify(message: unknown): Classified {
   return { kind: 'invalid', id, message: 'Invalid Request: expected {"jsonrpc": "2.0", "id": string|integer, "method": string, "params"?: object}.' };
 }
 
-/** The revision both sides speak: the client's when we support it, else our latest (the client may then disconnect). */
+/**
+ * initialize's revision: the client's when it is a 2025-era one we support, else our latest 2025-era one (a 2026-07-28
+ * client does not send initialize; one that names 2026-07-28 in initialize gets 2025-11-25, as a 2025 server answers).
+ */
 export function negotiateVersion(requested: unknown): string {
-  return typeof requested === 'string' && (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
+  return typeof requested === 'string' && (LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
 }
 
 export function isSupportedVersion(value: string): boolean {
   return (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(value);
 }
 
-function success(id: RequestId, result: unknown): string {
-  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result instanceof RawJson ? result.json : JSON.stringify(result)}}`;
+function success(id: RequestId, result: unknown, stamped: boolean): string {
+  const json = result instanceof RawJson ? result.json : JSON.stringify(result);
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${stamped ? stampComplete(json) : json}}`;
+}
+
+/** A 2026-07-28 result: `resultType` first in the result object (every result is complete: no multi-round trips here). */
+function stampComplete(json: string): string {
+  return json === '{}' ? '{"resultType":"complete"}' : `{"resultType":"complete",${json.slice(1)}`;
 }
 
 export function failure(id: RequestId | null, error: { code: number; message: string; data?: unknown }): string {
@@ -88,7 +101,8 @@ export function method<S>(
 
 /**
  * The method table: answers one request with the JSON text of its response. What a method throws becomes a JSON-RPC
- * error: an RpcError as it is, anything else an opaque internal error (reported through `onInternalError`).
+ * error: an RpcError as it is, anything else an opaque internal error (reported through `onInternalError`). A table of
+ * the 2026-07-28 revision (`stamped`) stamps `resultType: "complete"` into every result its methods return.
  */
 export class MethodTable<S> {
   private readonly methods: Map<string, MethodDef<S>>;
@@ -97,6 +111,7 @@ export class MethodTable<S> {
   constructor(
     methods: Record<string, MethodDef<S, any>>,
     private readonly onInternalError: (method: string, err: unknown) => void,
+    private readonly stamped = false,
   ) {
     this.methods = new Map(Object.entries(methods).map(([name, def]) => [name, { ...def, spanName: `mcp ${name}` }]));
     this.unknownHint = `Supported: ${[...this.methods.keys()].join(', ')}.`;
@@ -113,7 +128,7 @@ export class MethodTable<S> {
       if (!def) throw new RpcError(RpcCode.MethodNotFound, `Method not found: ${method.slice(0, 100)}. ${this.unknownHint}`);
       if (def.params) checkParams(def.params, params);
       const value = await def.handle(session, params as never);
-      const answer = success(id, def.reply ? def.reply(session, value as never, started) : value);
+      const answer = success(id, def.reply ? def.reply(session, value as never, started) : value, this.stamped);
       observeMcp(method, 'ok', (performance.now() - started) / 1000);
       return answer;
     } catch (err) {

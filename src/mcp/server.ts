@@ -1,6 +1,8 @@
 /**
- * The MCP server's methods (initialize, ping, tools/list, tools/call) as one method table over the tool runtime.
- * The transport hands each request here with the session it authenticated; a new method is one more entry.
+ * The MCP server's methods as two method tables over the tool runtime: the 2025-era one (initialize, ping, tools/list,
+ * tools/call) and the 2026-07-28 one (server/discover, tools/list with cache hints, tools/call; that revision removed
+ * initialize and ping). The transport hands each request to the table of its revision (mcp/modern.ts decides) with the
+ * session it authenticated; a new method is one more entry.
  *
  * This is the one place where a tool call's domain outcome (tools/runtime.ts, `CallOutcome`) becomes JSON-RPC: an
  * answer becomes the result, a refusal the error code and message below (and its audit row records both).
@@ -17,13 +19,46 @@ import {
   recordRefusal,
   type ToolRuntimeDeps,
 } from '../tools/runtime.ts';
+import { RawJson } from '../util/jsonrpc-schema.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
 import { describeSchemaError } from '../util/schema-errors.ts';
-import { method, MethodTable, negotiateVersion } from './protocol.ts';
+import { method, type MethodDef, MethodTable, MODERN_PROTOCOL_VERSIONS, negotiateVersion } from './protocol.ts';
 import type { McpSession } from './session.ts';
 
-export type McpServer = MethodTable<McpSession>;
+/** The 2025-era table (answer) with the 2026-07-28 one beside it (`modern`). */
+export class McpServer extends MethodTable<McpSession> {
+  readonly modern: MethodTable<McpSession>;
+
+  constructor(
+    legacy: Record<string, MethodDef<McpSession, any>>,
+    modern: Record<string, MethodDef<McpSession, any>>,
+    onInternalError: (method: string, err: unknown) => void,
+  ) {
+    super(legacy, onInternalError);
+    this.modern = new MethodTable<McpSession>(modern, onInternalError, true);
+  }
+}
+
+const SERVER_NAME = 'toolgate';
+const SERVER_VERSION = '0.1.0';
+const INSTRUCTIONS = 'Call tools/list to see the tools this credential may use. Database tools take one SELECT statement on their own table.';
+const serverInfo = (slug: string) => ({ name: SERVER_NAME, version: SERVER_VERSION, title: `Toolgate (${slug})` });
+
+/**
+ * The cache hints of 2026-07-28 (decision 0241): a client may reuse a tools/list for a minute (it depends on the
+ * credential's scope: private), and the discover answer (revisions, capabilities) for an hour.
+ */
+const TOOLS_LIST_TTL_MS = 60_000;
+const DISCOVER_TTL_MS = 3_600_000;
+
+/** A cached tools/list with the cache hints in front (built once per cached listing). */
+const cacheable = new WeakMap<RawJson, RawJson>();
+function withCacheHints(listing: RawJson): RawJson {
+  let hinted = cacheable.get(listing);
+  if (!hinted) cacheable.set(listing, (hinted = new RawJson(`{"ttlMs":${TOOLS_LIST_TTL_MS},"cacheScope":"private",${listing.json.slice(1)}`)));
+  return hinted;
+}
 
 /** The JSON-RPC error of a call that got no result: every code and message a tools/call can be refused with. */
 export function toolCallError(outcome: CallRefusal | CallUnrecorded): RpcError {
@@ -64,21 +99,34 @@ function toolCallReply(deps: ToolRuntimeDeps, { org, principal }: McpSession, ou
 }
 
 export function createMcpServer(deps: ToolRuntimeDeps & { log: Logger }): McpServer {
-  return new MethodTable<McpSession>(
+  const toolsCall = method(
+    'ToolsCallParams',
+    ({ org, principal, signal }: McpSession, params) => callTool(deps, org, principal, params.name, params.arguments ?? {}, signal),
+    (session, outcome, started) => toolCallReply(deps, session, outcome, started),
+  );
+  return new McpServer(
     {
       initialize: method('InitializeParams', ({ org }, params) => ({
         protocolVersion: negotiateVersion(params.protocolVersion),
         capabilities: { tools: { listChanged: false } },
-        serverInfo: { name: 'toolgate', version: '0.1.0', title: `Toolgate (${org.slug})` },
-        instructions: 'Call tools/list to see the tools this credential may use. Database tools take one SELECT statement on their own table.',
+        serverInfo: serverInfo(org.slug),
+        instructions: INSTRUCTIONS,
       })),
       ping: method(undefined, () => ({})),
       'tools/list': method('ToolsListParams', ({ org, principal }) => listToolsJson(deps, org, principal)),
-      'tools/call': method(
-        'ToolsCallParams',
-        ({ org, principal, signal }, params) => callTool(deps, org, principal, params.name, params.arguments ?? {}, signal),
-        (session, outcome, started) => toolCallReply(deps, session, outcome, started),
-      ),
+      'tools/call': toolsCall,
+    },
+    {
+      'server/discover': method('DiscoverParams', ({ org }) => ({
+        ttlMs: DISCOVER_TTL_MS,
+        cacheScope: 'private',
+        supportedVersions: MODERN_PROTOCOL_VERSIONS,
+        capabilities: { tools: { listChanged: false } },
+        instructions: INSTRUCTIONS,
+        _meta: { 'io.modelcontextprotocol/serverInfo': serverInfo(org.slug) },
+      })),
+      'tools/list': method('ToolsListParams', async ({ org, principal }) => withCacheHints(await listToolsJson(deps, org, principal))),
+      'tools/call': toolsCall,
     },
     (name, err) => deps.log.error('mcp method failed', { method: name, error: describeError(err) }),
   );
