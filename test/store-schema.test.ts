@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { readCatalog, schemaModule } from '../scripts/lib/store-schema.ts';
+import { readCatalog, schemaModule, STALE_SCHEMA_MESSAGE as STALE } from '../scripts/lib/store-schema.ts';
 import { PLANS } from '../src/limits/plans.ts';
 import { openStore, rowsOf, type Store } from '../src/store/db.ts';
 import { migrations } from '../src/store/migrations.ts';
@@ -24,8 +24,6 @@ const HOOK_TIMEOUT_MS = 60_000;
 const BOOKKEEPING = ['toolgate_migrations'];
 
 const GENERATED = join(import.meta.dir, '..', 'generated', 'store-schema.ts');
-const STALE =
-  'generated/store-schema.ts does not match what src/store/migrations.ts creates: after adding a migration, run `bun scripts/gen.ts` (npm run gen) and commit generated/store-schema.ts with it';
 
 const dialect = new PgDialect();
 const render = (expr: SQL) => dialect.sqlToQuery(expr).sql;

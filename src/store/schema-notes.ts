@@ -18,7 +18,8 @@ export const TABLE_NOTES: Record<string, string> = {
   usage_counters: 'Tool calls per org and calendar month (UTC); written with SQL text by limits/quota-statements.ts.',
   webhooks: 'Outbound webhook endpoints (issue 11); the secret is sealed (AAD `webhook_secret:<id>`).',
   webhook_relay_cursors:
-    "Per endpoint, the org's audit chain position up to which sealed tool-call rows were relayed into the outbox as tool.called events (webhooks/relay.ts); set to the chain head when the endpoint starts taking tool.called.",
+    "Per endpoint, the org's audit chain position up to which sealed tool-call rows were relayed into the outbox as tool.called events " +
+    '(webhooks/relay.ts); set to the chain head when the endpoint starts taking tool.called.',
   webhook_events: 'The outbox: one row per event, holding the exact body that is signed and sent on every attempt.',
   webhook_deliveries: 'The delivery queue: one row per event and endpoint, claimed by workers with FOR UPDATE SKIP LOCKED and a lease.',
   webhook_attempts: 'Every delivery attempt (status code, latency, error), for GET /api/org/webhooks/{id}/deliveries.',
