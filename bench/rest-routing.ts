@@ -15,6 +15,8 @@ import addFormats from 'ajv-formats';
 import { operations } from '../generated/operations.ts';
 import openapiDocument from '../generated/openapi.json' with { type: 'json' };
 import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { createLogger } from '../src/util/log.ts';
 
 const arg = (name: string, fallback: number) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
 const REQUESTS = arg('requests', 5_000);
@@ -34,10 +36,14 @@ const principal = {
   orgLevel: true,
   connectorIds: null,
 };
+// The real config and logger (silent), so the router and the console it mounts find every setting they read; the REST
+// limit always admits (its plan lookup is a cached-looking answer), and a management write's cache drop costs nothing.
 const stubDeps = {
-  config: { maxBodyBytes: 1_048_576 },
+  config: loadConfig({ TOOLGATE_PUBLIC_URL: 'http://bench.local', TOOLGATE_LOG_LEVEL: 'silent', TOOLGATE_DEMO: '0' }),
   auth: { rest: async () => principal, operator: () => principal },
-  log: { debug() {}, info() {}, warn() {}, error() {} },
+  log: createLogger('silent'),
+  limiter: { take: async () => ({ allowed: true, retryAfterSeconds: 0 }), close: async () => {}, mode: () => 'local' },
+  authCache: { lookup: async () => ({ plan: 'enterprise' }), changed: async () => {} },
 };
 const table = Object.fromEntries(operations.map((op) => [op.operationId, fixed]));
 const current = buildApp(stubDeps as never, table as never);

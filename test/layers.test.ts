@@ -162,6 +162,7 @@ describe('the checker itself finds what it must', () => {
     expect(holdsSql('', ['drizzle-orm'], [])).toBe(true);
     expect(holdsSql('', ['drizzle-orm/pg-core'], [])).toBe(true);
     expect(holdsSql('', [], ['store/schema.ts'])).toBe(true);
+    expect(holdsSql("export * from '../../generated/store-schema.ts';", [], [])).toBe(true);
     expect(holdsSql('const q = `WITH x AS (SELECT 1) SELECT * FROM x`;', [], [])).toBe(true);
     expect(holdsSql("run('DELETE FROM t')", [], [])).toBe(true);
     expect(holdsSql('// SELECT nothing\nconst label = "Selected";', ['elysia'], ['store/db.ts'])).toBe(false);

@@ -1,7 +1,8 @@
 /**
  * The HTTP pipeline (src/pipeline/pipeline.ts, docs/decisions/0150-one-http-pipeline.md): one bearer parser for
- * authentication and the refusal audit, and refusals filed from one place, including the two that answer with a
- * body of their own (the console callback's 429 page; the MCP 429 is covered by test/limits-doors.test.ts).
+ * authentication and the refusal audit, refusals filed from one place, including the two that answer with a
+ * body of their own (the console callback's 429 page; the MCP 429 is covered by test/limits-doors.test.ts), and one
+ * request id on the answers of every surface, the console's included.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
@@ -102,5 +103,72 @@ describe('the pipeline answers refusals and errors', () => {
       log.error = logError;
       mcp.answer = answer;
     }
+  });
+
+  test('every console answer carries the request id, and a valid incoming X-Request-Id is honoured as on REST and MCP', async () => {
+    const org = await onboard(g);
+    const send = (path: string, headers: Record<string, string> = {}, init: RequestInit = {}) =>
+      g.app.handle(new Request(`${BASE}${path}`, { ...init, headers: { ...headers, ...(init.headers as Record<string, string>) } }));
+    const idOf = (response: Response) => response.headers.get('x-request-id');
+    const UUID_FORM = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+    // The REST and MCP surfaces, for comparison: a given id comes back.
+    expect(idOf(await send('/healthz', { 'x-request-id': 'rest-req-1' }))).toBe('rest-req-1');
+    const mcp = await send(
+      `/mcp/${org.slug}`,
+      { 'x-request-id': 'mcp-req-1', 'content-type': 'application/json', 'x-api-key': org.apiKey },
+      { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) },
+    );
+    expect(idOf(mcp)).toBe('mcp-req-1');
+
+    // The console: its page, a 404 of its own, a refusal of the door (Host, Origin), a 401.
+    const page = await send('/console', { 'x-request-id': 'console-req-1' });
+    expect(page.status).toBe(200);
+    expect(idOf(page)).toBe('console-req-1');
+    const missing = await send('/console/assets/no-such.js', { 'x-request-id': 'console-req-2' });
+    expect([missing.status, idOf(missing)]).toEqual([404, 'console-req-2']);
+    const wrongHost = await send('/console', { host: 'evil.example', 'x-request-id': 'console-req-3' });
+    expect([wrongHost.status, idOf(wrongHost)]).toEqual([403, 'console-req-3']);
+    const wrongOrigin = await send('/console/auth/logout', { origin: 'https://evil.example', 'x-request-id': 'console-req-4' }, { method: 'POST' });
+    expect([wrongOrigin.status, ((await wrongOrigin.json()) as { error: string }).error, idOf(wrongOrigin)]).toEqual([
+      403,
+      'forbidden_origin',
+      'console-req-4',
+    ]);
+    const noSession = await send('/console/session');
+    expect(noSession.status).toBe(401);
+    expect(idOf(noSession)).toMatch(UUID_FORM);
+    // An id that could forge a log field is replaced, as on the other surfaces; a traceparent's trace id is taken.
+    expect(idOf(await send('/console', { 'x-request-id': 'bad id", "level":"error' }))).toMatch(UUID_FORM);
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    expect(idOf(await send('/console', { traceparent: `00-${traceId}-00f067aa0ba902b7-01`, 'x-request-id': 'ignored' }))).toBe(traceId);
+
+    // A page's REST call: the console's answer and the /api request it went on to share the one id.
+    const signIn = await send(
+      '/console/auth/client',
+      { 'content-type': 'application/json' },
+      { method: 'POST', body: JSON.stringify({ client_id: org.clientId, client_secret: org.clientSecret }) },
+    );
+    expect(signIn.status).toBe(200);
+    expect(idOf(signIn)).toMatch(UUID_FORM);
+    const cookie = signIn.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('tg_console='))!
+      .split(';')[0]!;
+    const csrf = ((await (await send('/console/session', { cookie })).json()) as { csrf_token: string }).csrf_token;
+    const lines: Array<Record<string, unknown>> = [];
+    const log = g.deps.log as unknown as { enabled: (level: string) => boolean; info: (message: string, fields?: Record<string, unknown>) => void };
+    const [enabled, info] = [log.enabled, log.info];
+    log.enabled = (level) => level === 'info' || enabled.call(g.deps.log, level);
+    log.info = (message, fields) => void (message === 'request' && lines.push(fields ?? {}));
+    try {
+      const proxied = await send('/console/rest/api/org', { cookie, 'x-toolgate-csrf': csrf, 'x-request-id': 'console-rest-1' });
+      expect(proxied.status).toBe(200);
+      expect(idOf(proxied)).toBe('console-rest-1');
+    } finally {
+      log.enabled = enabled;
+      log.info = info;
+    }
+    expect(lines).toEqual([expect.objectContaining({ request_id: 'console-rest-1', route: '/api/org', status: 200 })]);
   });
 });

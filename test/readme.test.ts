@@ -29,6 +29,7 @@ const DOCS = [
   'docs/console.md',
   'docs/deployment.md',
   'docs/install.md',
+  'docs/store.md',
 ];
 const BLOCKS = DOCS.flatMap((file) => shellBlocks(readFileSync(join(ROOT, file), 'utf8'), file));
 

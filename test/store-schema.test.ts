@@ -1,5 +1,6 @@
-// One place per fact, checked: the store's Drizzle schema (src/store/schema.ts, what queries are typed by) against what
-// the migrations (src/store/migrations.ts, the SQL of record) create on a fresh database, on PGlite and on PostgreSQL:
+// One place per fact, checked: the store's Drizzle schema (generated/store-schema.ts, printed from the migrations by
+// `bun scripts/gen.ts`, re-exported by src/store/schema.ts) against what the migrations (src/store/migrations.ts, the
+// SQL of record) create on a fresh database, on PGlite and on PostgreSQL: the printed module itself, and fact by fact
 // tables, columns (type, nullability, default), primary keys, unique constraints, foreign keys and indexes. And the
 // plan table (src/limits/plans.ts) against the store's CHECK constraint and openapi.yaml's Plan enum. And the
 // migrations as history: one applied to a database never changes (docs/decisions/0160), so each one's text is pinned.
@@ -10,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { readCatalog, schemaModule, STALE_SCHEMA_MESSAGE as STALE } from '../scripts/lib/store-schema.ts';
 import { PLANS } from '../src/limits/plans.ts';
 import { openStore, rowsOf, type Store } from '../src/store/db.ts';
 import { migrations } from '../src/store/migrations.ts';
@@ -20,6 +22,8 @@ import { serviceAvailable } from './support/services.ts';
 const HOOK_TIMEOUT_MS = 60_000;
 /** The migration runner's own bookkeeping table: not part of the gateway's schema. */
 const BOOKKEEPING = ['toolgate_migrations'];
+
+const GENERATED = join(import.meta.dir, '..', 'generated', 'store-schema.ts');
 
 const dialect = new PgDialect();
 const render = (expr: SQL) => dialect.sqlToQuery(expr).sql;
@@ -58,8 +62,9 @@ function declared(): Facts {
     for (const fk of config.foreignKeys) {
       const ref = fk.reference();
       const target = getTableConfig(ref.foreignTable).name;
+      const onUpdate = fk.onUpdate && fk.onUpdate !== 'no action' ? ` ON UPDATE ${fk.onUpdate.toUpperCase()}` : '';
       const onDelete = fk.onDelete && fk.onDelete !== 'no action' ? ` ON DELETE ${fk.onDelete.toUpperCase()}` : '';
-      facts.constraints.push(`${name}: FOREIGN KEY (${columnList(ref.columns)}) REFERENCES ${target}(${columnList(ref.foreignColumns)})${onDelete}`);
+      facts.constraints.push(`${name}: FOREIGN KEY (${columnList(ref.columns)}) REFERENCES ${target}(${columnList(ref.foreignColumns)})${onUpdate}${onDelete}`);
     }
     for (const idx of config.indexes) {
       const cols = idx.config.columns.map((c) => {
@@ -68,7 +73,8 @@ function declared(): Facts {
         return col.indexConfig?.order === 'desc' ? `${col.name} DESC` : col.name;
       });
       const where = idx.config.where ? ` WHERE (${render(idx.config.where)})` : '';
-      facts.indexes.push(`CREATE ${idx.config.unique ? 'UNIQUE ' : ''}INDEX ${idx.config.name} ON public.${name} USING btree (${cols.join(', ')})${where}`);
+      const method = idx.config.method ?? 'btree';
+      facts.indexes.push(`CREATE ${idx.config.unique ? 'UNIQUE ' : ''}INDEX ${idx.config.name} ON public.${name} USING ${method} (${cols.join(', ')})${where}`);
     }
   }
   for (const list of Object.values(facts)) list.sort();
@@ -142,13 +148,34 @@ for (const kind of ['pglite', 'postgres'] as const) {
       await drop();
     }, HOOK_TIMEOUT_MS);
 
+    test('generated/store-schema.ts is what the printer writes for this migrated database', async () => {
+      const printed = schemaModule(await readCatalog(async <T>(text: string) => rowsOf<T>(await store.db.execute(sql.raw(text)))));
+      if (printed !== readFileSync(GENERATED, 'utf8')) throw new Error(STALE);
+    });
+
+    // The printer's refusals do not depend on the database: checked once, on PGlite.
+    if (kind === 'pglite') {
+      test('the printer fails, naming where to look, on a note without its column and on a column type it cannot print', async () => {
+        const catalog = await readCatalog(async <T>(text: string) => rowsOf<T>(await store.db.execute(sql.raw(text))));
+        expect(() => schemaModule(catalog.filter((t) => t.name !== 'connectors'))).toThrow(
+          /schema-notes\.ts names what the migrations do not create: .*connectors\.skipped_tools/,
+        );
+        const odd = { name: 'ledger', columns: [{ name: 'amount', type: 'money', notNull: true, def: null }], constraints: [], indexes: [] };
+        expect(() => schemaModule([...catalog, odd])).toThrow('ledger.amount has type money');
+      });
+    }
+
     test('the Drizzle schema and the migrated database agree: tables, columns, keys, foreign keys, indexes', async () => {
       const expected = declared();
       const actual = await migrated(store);
-      expect(actual.tables).toEqual(expected.tables);
-      expect(actual.columns).toEqual(expected.columns);
-      expect(actual.constraints).toEqual(expected.constraints);
-      expect(actual.indexes).toEqual(expected.indexes);
+      try {
+        expect(actual.tables).toEqual(expected.tables);
+        expect(actual.columns).toEqual(expected.columns);
+        expect(actual.constraints).toEqual(expected.constraints);
+        expect(actual.indexes).toEqual(expected.indexes);
+      } catch (err) {
+        throw new Error(`${STALE}\n${err instanceof Error ? err.message : String(err)}`);
+      }
     });
 
     test('the store admits exactly the plans of the plan table', async () => {

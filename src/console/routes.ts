@@ -45,13 +45,17 @@ const ASSETS_PREFIX = '/console/assets/';
 
 /**
  * The console's routes for the requests that passed the pipeline's door; an error thrown here is the pipeline's to
- * answer (a Refusal audited, anything else a 500).
+ * answer (a Refusal audited, anything else a 500). `requestId` is the request's id, which the pipeline puts on the
+ * answer; a page's REST call carries it on to /api/*, so both log lines and both answers share it.
  */
-export function consoleServer(deps: AppDeps, forward: (request: Request) => Promise<Response>): (request: Request, url: URL) => Promise<Response> {
+export function consoleServer(
+  deps: AppDeps,
+  forward: (request: Request) => Promise<Response>,
+): (request: Request, url: URL, requestId: string) => Promise<Response> {
   const ctx = consoleContext(deps, forward);
-  return async (request, url) => {
+  return async (request, url, requestId) => {
     const path = url.pathname;
-    if (path.startsWith(REST_PREFIX)) return proxyRest(ctx, request, url, path.slice(REST_PREFIX.length));
+    if (path.startsWith(REST_PREFIX)) return proxyRest(ctx, request, url, path.slice(REST_PREFIX.length), requestId);
     if (request.method === 'GET' && path.startsWith(ASSETS_PREFIX)) return serveAsset(ctx, path.slice(ASSETS_PREFIX.length));
     const route = Object.hasOwn(ROUTES, `${request.method} ${path}`) ? ROUTES[`${request.method} ${path}`] : undefined;
     return route ? route(ctx, request, url) : errorReply(404, 'not_found', 'No such route.');

@@ -38,13 +38,17 @@ export async function signOut(ctx: ConsoleContext, request: Request): Promise<Re
 }
 
 /** /console/rest/*: the page's generated REST client reaches /api/* through the app, with the session's bearer. */
-export async function proxyRest(ctx: ConsoleContext, request: Request, url: URL, rest: string): Promise<Response> {
+export async function proxyRest(ctx: ConsoleContext, request: Request, url: URL, rest: string, requestId: string): Promise<Response> {
   const current = await ctx.sessionOf(request);
   if (!current) return errorReply(401, 'unauthenticated', 'Not signed in, or the session ended. Sign in again.', [ctx.clearSession]);
   if (lacksCsrf(request, current.id)) return errorReply(403, 'csrf', 'The request lacks the console CSRF token.');
   // Only the REST management interface: never the operator API, the token endpoint or the MCP endpoint.
   if (!rest.startsWith('api/') || rest.includes('..') || rest.includes('//')) return errorReply(404, 'not_found', 'No such route.');
-  const headers = new Headers({ authorization: `Bearer ${current.session.bearer}`, host: request.headers.get('host') ?? url.host });
+  const headers = new Headers({
+    authorization: `Bearer ${current.session.bearer}`,
+    host: request.headers.get('host') ?? url.host,
+    'x-request-id': requestId,
+  });
   for (const name of ['content-type', 'accept']) {
     const value = request.headers.get(name);
     if (value) headers.set(name, value);

@@ -16,7 +16,7 @@ import type { Handler, HandlerTable, RequestContext } from '../handlers/context.
 import { bearerToken } from '../net/bearer.ts';
 import { consoleErrorReply, consoleServer } from '../console/routes.ts';
 import { Refusal } from '../audit/refusals.ts';
-import { answerFailure, checkDoor, restRefusal, type Door } from '../pipeline/pipeline.ts';
+import { answerFailure, checkDoor, restRefusal, stampRequestId, type Door } from '../pipeline/pipeline.ts';
 import { noteCaller, requestAnswered, requestIdOf } from '../observability/requests.ts';
 import { inRequestSpan } from '../observability/tracing.ts';
 import { takeRestCall, type RestLimitDeps } from '../limits/rest.ts';
@@ -221,12 +221,7 @@ function dispatch(route: Route, request: Request, params: Record<string, string>
   const startedAt = performance.now();
   const requestId = requestIdOf(request);
   return inRequestSpan(request, route.spanName, async (span) => {
-    const response = await answer(route, request, params, deps);
-    try {
-      response.headers.set('x-request-id', requestId);
-    } catch {
-      // An immutable response (none today) goes out without the header.
-    }
+    const response = stampRequestId(await answer(route, request, params, deps), requestId);
     requestAnswered(deps.log, request, { route: route.op.path, method: route.op.method, status: response.status, startedAt, requestId, span });
     return response;
   });
@@ -312,17 +307,22 @@ const CONSOLE_DOOR: Door = {
 /** Mounts the console at /console; `forward` is the app itself, which the console's REST calls go back through. */
 function consoleApp(deps: AppDeps, forward: (request: Request) => Promise<Response>): Elysia {
   const serve = consoleServer(deps, forward);
-  const handle = async (request: Request): Promise<Response> => {
+  const answer = async (request: Request, requestId: string): Promise<Response> => {
     const refused = checkDoor(CONSOLE_DOOR, deps, request);
     if (refused) return refused;
     const url = new URL(request.url);
     try {
-      return await serve(request, url);
+      return await serve(request, url, requestId);
     } catch (err) {
       if (err instanceof Refusal) return answerFailure(deps, request, err, () => {});
       deps.log.error('console request failed', { path: url.pathname, error: describeError(err) });
       return consoleErrorReply(500, 'internal_error', 'An internal error occurred.');
     }
+  };
+  // The same request id as the REST and MCP surfaces, on every console answer (its refusals included).
+  const handle = async (request: Request): Promise<Response> => {
+    const requestId = requestIdOf(request);
+    return stampRequestId(await answer(request, requestId), requestId);
   };
   const app = new Elysia();
   for (const path of ['/console', '/console/*']) app.all(path, ({ request }) => handle(request), { parse: 'none' } as never);

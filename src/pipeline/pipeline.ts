@@ -6,6 +6,7 @@
  *
  *   door checks (Host, then Origin) -> authentication (http/router.ts, per access policy) -> handler
  *   -> error mapping; a Refusal thrown anywhere on the way is audited here, the one place refusals are recorded.
+ *   Every answer, a refusal of the door included, carries the request's id (X-Request-Id: stampRequestId).
  */
 import { AppError, json, OAuthError, restErrorResponse } from '../errors.ts';
 import type { Principal } from '../principal.ts';
@@ -14,6 +15,22 @@ import { claimsOf, Refusal, refusalRow } from '../audit/refusals.ts';
 import { bearerToken } from '../net/bearer.ts';
 import { hostPolicyFor } from '../net/host-policy.ts';
 import { describeError } from '../util/log.ts';
+
+/**
+ * The answer with the request's id (observability/requests.ts requestIdOf: a valid incoming traceparent's trace id or
+ * X-Request-Id, else a new one) in X-Request-Id: every surface's answers carry it, set here and nowhere else. A
+ * response whose headers cannot be changed (Response.redirect, a fetched one) is copied first.
+ */
+export function stampRequestId(response: Response, requestId: string): Response {
+  try {
+    response.headers.set('x-request-id', requestId);
+    return response;
+  } catch {
+    const copy = new Response(response.body, response);
+    copy.headers.set('x-request-id', requestId);
+    return copy;
+  }
+}
 
 /** A surface's door: which of the shared checks apply to it, and the words of their 403s. */
 export interface Door {

@@ -1,4 +1,13 @@
-/** Versioned migrations of the gateway's own schema; applied in order at start, each once, under a lock. */
+/**
+ * Versioned migrations of the gateway's own schema; applied in order at start, each once, under a lock. They are the
+ * schema, written once: the Drizzle tables the queries are typed by (generated/store-schema.ts, re-exported by
+ * schema.ts) are printed from what these create. After adding a migration:
+ *
+ *   node_modules/.bin/bun scripts/gen.ts        (npm run gen: rewrites generated/store-schema.ts)
+ *
+ * then pin its hash in test/store-schema.test.ts and commit the three together. Never edit one already merged: a
+ * change is a new migration (docs/decisions/0160). Notes and jsonb types for new columns: schema-notes.ts.
+ */
 
 export interface Migration {
   version: number;

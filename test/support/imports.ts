@@ -64,10 +64,14 @@ function packageImports(root = SRC): Map<string, string[]> {
 // A string or template literal that opens with an SQL statement keyword (upper case, as this codebase writes SQL).
 const SQL_TEXT_RE = /['"`]\s*(?:SELECT|INSERT|UPDATE|DELETE|WITH)\s/;
 
-/** Whether a source text holds SQL: drizzle-orm or the store schema imported, or SQL text written out. */
+/** Whether a source text holds SQL: drizzle-orm or the store schema imported (store/schema.ts, or the generated module
+ * it re-exports, generated/store-schema.ts, outside src/), or SQL text written out. */
 export function holdsSql(text: string, packages: string[], imports: string[]): boolean {
   return (
-    packages.some((p) => p === 'drizzle-orm' || p.startsWith('drizzle-orm/')) || imports.includes('store/schema.ts') || SQL_TEXT_RE.test(stripComments(text))
+    packages.some((p) => p === 'drizzle-orm' || p.startsWith('drizzle-orm/')) ||
+    imports.includes('store/schema.ts') ||
+    importsOf(text).some((spec) => spec.endsWith('/generated/store-schema.ts')) ||
+    SQL_TEXT_RE.test(stripComments(text))
   );
 }
 

@@ -1,0 +1,47 @@
+/**
+ * What the database catalog cannot say about the store's tables, for the generated Drizzle schema
+ * (generated/store-schema.ts, written by `bun scripts/gen.ts` from what migrations.ts creates): the TypeScript type of
+ * each jsonb column (Record<string, unknown> when not listed here) and a note per table or column, written into the
+ * generated module as its doc comment. No schema fact lives here: tables, columns, types, nullability, defaults, keys
+ * and indexes come from the migrations alone. A key that names no table or column of the migrated store fails the
+ * generator, so a note cannot outlive its column.
+ */
+
+/** The TypeScript type of a jsonb column, by `table.column`. */
+export const JSONB_TYPES: Record<string, string> = {
+  'connectors.skipped_tools': '{ name: string; reason: string }[]',
+};
+
+/** A table's note, by table name. */
+export const TABLE_NOTES: Record<string, string> = {
+  audit_chains: "Head and base of each org's audit hash chain; the head row is the lock every audit write of the org takes.",
+  usage_counters: 'Tool calls per org and calendar month (UTC); written with SQL text by limits/quota-statements.ts.',
+  webhooks: 'Outbound webhook endpoints (issue 11); the secret is sealed (AAD `webhook_secret:<id>`).',
+  webhook_relay_cursors:
+    "Per endpoint, the org's audit chain position up to which sealed tool-call rows were relayed into the outbox as tool.called events " +
+    '(webhooks/relay.ts); set to the chain head when the endpoint starts taking tool.called.',
+  webhook_events: 'The outbox: one row per event, holding the exact body that is signed and sent on every attempt.',
+  webhook_deliveries: 'The delivery queue: one row per event and endpoint, claimed by workers with FOR UPDATE SKIP LOCKED and a lease.',
+  webhook_attempts: 'Every delivery attempt (status code, latency, error), for GET /api/org/webhooks/{id}/deliveries.',
+  console_sessions: 'Signed-in console sessions (src/console): the cookie carries a random id, the row its hash and the sealed bearer.',
+};
+
+/** A column's note, by `table.column`. */
+export const COLUMN_NOTES: Record<string, string> = {
+  'orgs.catalog_version': "Bumped on every change that alters the org's tool catalog or credentials' view of it.",
+  'orgs.burst_limit_per_second': "Custom burst limit (enterprise, standalone); null uses the plan's.",
+  'orgs.suspended_at': 'Set while an operator has suspended the org: every credential of it is refused.',
+  'audit_events.seq': "Position in the org's hash chain (audit/chain.ts); null until the row is sealed into it (audit/repository.ts sealPending).",
+  'audit_events.mac': "HMAC-SHA256 (hex) of the row's content with the gateway's audit key (audit/mac.ts); null on rows from before it.",
+  'audit_events.refused_at': 'Set when a sealer refused the row (no valid MAC: not written by the gateway); it stays outside the chain.',
+  'audit_chains.base_seq': 'Rows up to base_seq were removed by retention; base_hash is the hash of the last of them.',
+  'audit_chains.mac_from_seq': 'Rows up to this position were chained before rows carried a MAC (migration 10); every later row must carry one.',
+  'connectors.skipped_tools': 'Tools the source lists that the last validation did not serve, with why ({name, reason}[]).',
+  'idp_configs.console_client_id': "The console's OIDC client at this IdP (authorization code + PKCE); null: no IdP sign-in to the console.",
+  'idp_configs.console_client_secret_sealed': 'Its client secret, sealed; null for a public client (PKCE only).',
+  'approvals.arguments_json': 'The held arguments exactly as they will run (validated, defaults filled in), as JSON text: byte-for-byte.',
+  'approvals.arguments_digest': "HMAC over the approval's identity, tool and arguments (approvals/digest.ts), verified before execution.",
+  'approvals.requester_connector_ids': "The requesting credential's connector scope at request time (null: every connector).",
+  'webhooks.disabled_reason': 'Why the gateway disabled the endpoint itself (410 Gone, retries exhausted); null when an admin did or it is on.',
+  'webhook_relay_cursors.since': 'Calls recorded before this time are not relayed to the endpoint (rows committed, not yet sealed, at its start).',
+};
