@@ -309,7 +309,7 @@ const CONSOLE_DOOR: Door = {
   reply: consoleErrorReply,
 };
 
-/** Mounts the console at /console; `forward` is the app itself, which the console's REST calls go back through. */
+/** Mounts the console at /console (and its landing page at /); `forward` is the app itself, which the console's REST calls go back through. */
 function consoleApp(deps: AppDeps, forward: (request: Request) => Promise<Response>): Elysia {
   const serve = consoleServer(deps, forward);
   const handle = async (request: Request): Promise<Response> => {
@@ -325,7 +325,7 @@ function consoleApp(deps: AppDeps, forward: (request: Request) => Promise<Respon
     }
   };
   const app = new Elysia();
-  for (const path of ['/console', '/console/*']) app.all(path, ({ request }) => handle(request), { parse: 'none' } as never);
+  for (const path of ['/', '/console', '/console/*']) app.all(path, ({ request }) => handle(request), { parse: 'none' } as never);
   return app;
 }
 
