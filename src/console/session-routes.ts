@@ -3,6 +3,7 @@ import { csrfTokenOf, deleteSession } from './sessions.ts';
 import { sameSecret } from './oidc.ts';
 import { crossSite, type ConsoleContext } from './context.ts';
 import { errorReply, jsonReply } from './replies.ts';
+import { sessionNames } from './repository.ts';
 
 /** The header every state-changing console request carries (a page of another site cannot set it). */
 const CSRF_HEADER = 'x-toolgate-csrf';
@@ -17,10 +18,15 @@ export async function sessionInfo(ctx: ConsoleContext, request: Request): Promis
     await deleteSession(ctx.deps.store.db, current.id);
     return errorReply(401, 'unauthenticated', 'The session ended: its credential is no longer accepted. Sign in again.', [ctx.clearSession]);
   }
+  const names = await sessionNames(ctx.deps.store.db, principal.orgId, principal.kind === 'oauth_client' ? principal.actorId : null);
   return jsonReply({
     org_id: principal.orgId,
+    org_name: names.orgName,
+    org_slug: names.orgSlug,
     kind: current.session.kind,
     actor: principal.kind === 'idp_user' ? (principal.email ?? principal.actorId) : principal.actorId,
+    // The sidebar's name for who is signed in: the OAuth client's name, or the user's e-mail (else subject).
+    actor_name: names.clientName ?? (principal.kind === 'idp_user' ? (principal.email ?? principal.actorId) : principal.actorId),
     roles: principal.roles,
     org_level: principal.orgLevel,
     csrf_token: csrfTokenOf(current.id),
