@@ -9,7 +9,7 @@ import { CONSOLE_PAGE, consoleAssets, landingPage } from './assets.ts';
 import { consoleContext, type ConsoleContext } from './context.ts';
 import { errorReply, respond } from './replies.ts';
 import { finishIdpSignIn, signInWithClient, startIdpSignIn } from './sign-in.ts';
-import { proxyRest, sessionInfo, signOut } from './session-routes.ts';
+import { playground, proxyRest, sessionInfo, signOut } from './session-routes.ts';
 
 /** The console's error answer (JSON, with the console's security headers), for the pipeline's refusals too. */
 export const consoleErrorReply = (status: number, error: string, message: string): Response => errorReply(status, error, message);
@@ -36,6 +36,7 @@ const ROUTES: Record<string, Route> = {
   'GET /console/': () => respond(CONSOLE_PAGE, 200, { 'content-type': 'text/html; charset=utf-8' }),
   'GET /console/session': (ctx, request) => sessionInfo(ctx, request),
   'POST /console/auth/logout': (ctx, request) => signOut(ctx, request),
+  'POST /console/playground': (ctx, request, url) => playground(ctx, request, url),
   'POST /console/auth/client': (ctx, request) => signInWithClient(ctx, request),
   'GET /console/auth/idp': (ctx, _request, url) => startIdpSignIn(ctx, url),
   'GET /console/auth/callback': (ctx, request, url) => finishIdpSignIn(ctx, request, url),
