@@ -102,7 +102,14 @@ export function Named({ name, id, muted }: { name: string; id?: string | null; m
           )
         }
       >
-        {copied ? '✓' : '⧉'}
+        {copied ? (
+          'copied'
+        ) : (
+          <svg width="12" height="12" viewBox="0 0 12 12" aria-hidden="true" focusable="false">
+            <rect x="3.5" y="0.5" width="8" height="8" rx="1" fill="none" stroke="currentColor" />
+            <rect x="0.5" y="3.5" width="8" height="8" rx="1" fill="#fff" stroke="currentColor" />
+          </svg>
+        )}
       </button>
     </span>
   );

@@ -7,10 +7,16 @@ import { call, client, rest, type OrgDirectory } from './api.ts';
 import { Named } from './controls.tsx';
 
 let loaded: Promise<OrgDirectory | null> | null = null;
+let loadedAt = 0;
+/** Names change rarely; a page opened after this long reads them again (new connectors, tools, keys). */
+const FRESH_MS = 5000;
 
 /** The directory, or null when this role may not read it (finance); `refresh` after a create or rename. */
 export function loadDirectory(refresh = false): Promise<OrgDirectory | null> {
-  if (!loaded || refresh) loaded = call(rest.getOrgDirectory({ client })).catch(() => null);
+  if (!loaded || refresh || Date.now() - loadedAt > FRESH_MS) {
+    loaded = call(rest.getOrgDirectory({ client })).catch(() => null);
+    loadedAt = Date.now();
+  }
   return loaded;
 }
 

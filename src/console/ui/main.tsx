@@ -125,7 +125,17 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
 function Shell({ session, onSignOut }: { session: SessionInfo; onSignOut: () => void }) {
   const [parts, setParts] = useState(routeParts());
   useEffect(() => {
-    const follow = () => setParts(routeParts());
+    let last = location.hash;
+    const follow = () => {
+      // The skip link (#main) is no route: the page stays, the content takes the focus.
+      if (location.hash === '#main') {
+        history.replaceState(null, '', last);
+        document.getElementById('main')?.focus();
+        return;
+      }
+      last = location.hash;
+      setParts(routeParts());
+    };
     addEventListener('hashchange', follow);
     return () => removeEventListener('hashchange', follow);
   }, []);
@@ -175,7 +185,7 @@ function Shell({ session, onSignOut }: { session: SessionInfo; onSignOut: () => 
           </button>
         </div>
       </nav>
-      <main id="main">
+      <main id="main" tabIndex={-1}>
         {route ? (
           <route.view session={session} id={route.name === parts[0] ? parts[1] : undefined} />
         ) : (

@@ -392,6 +392,7 @@ function ToolDetail({ session, id }: PageProps & { id: string }) {
   const calls = useLoad(
     () => (tool ? call(rest.listAuditEvents({ client, query: { target_id: tool.name, limit: 50 } })) : Promise.resolve(null)),
     [tool?.name],
+    5000,
   );
   return (
     <Page title={tool ? `Tool ${tool.name}` : 'Tool'} actions={<a href="#/tools">All tools</a>}>

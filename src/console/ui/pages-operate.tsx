@@ -173,14 +173,9 @@ function AuditTable({ events }: { events: AuditEvent[] }) {
       label: 'Details',
       value: () => '',
       render: (e) => (
-        <button
-          type="button"
-          class="secondary"
-          aria-expanded={open === e.id}
-          onClick={() => setOpen(open === e.id ? null : e.id)}
-          aria-label={`Every field of event ${e.seq}`}
-        >
+        <button type="button" class="secondary" aria-expanded={open === e.id} onClick={() => setOpen(open === e.id ? null : e.id)}>
           {open === e.id ? 'Hide' : 'Show'}
+          <span class="sr-only"> every field of event {e.seq}</span>
         </button>
       ),
     },
