@@ -204,6 +204,16 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     await page.getByRole('button', { name: 'Last 7 days' }).click();
     await page.locator('.chart svg[aria-label*="7 days"]').waitFor();
     expect(await page.getByTestId('pending-badge').count()).toBe(0);
+    // The badge's poll: the same list answers 304 with no body the second time (ETag), a changed one 200.
+    const polled = await page.evaluate(async () => {
+      const { csrf_token } = await (await fetch('/console/session')).json();
+      const url = '/console/rest/api/org/approvals?status=pending&limit=500';
+      const first = await fetch(url, { headers: { 'x-toolgate-csrf': csrf_token } });
+      const etag = first.headers.get('etag') ?? '';
+      const again = await fetch(url, { headers: { 'x-toolgate-csrf': csrf_token, 'if-none-match': etag }, cache: 'no-store' });
+      return { first: first.status, etag, again: again.status, body: await again.text() };
+    });
+    expect(polled).toEqual({ first: 200, etag: expect.stringMatching(/^"[\w-]{27}"$/), again: 304, body: '' });
     expect(await axe()).toEqual([]);
     await shot('04-overview');
     // A held call: the badge appears without a reload (polling with ETag), and the approval's page names the requester.
