@@ -6,6 +6,12 @@ import { toast } from './controls.tsx';
 
 export type Role = 'contributor' | 'admin' | 'finance';
 
+/** What every page is given: the session, and the id after the page's name in the hash (#/connectors/<id>). */
+export interface PageProps {
+  session: SessionInfo;
+  id: string | undefined;
+}
+
 /** What the REST side would allow this session (it still enforces it): admin includes the others. */
 export function can(session: SessionInfo, role: Role): boolean {
   return session.org_level || session.roles.includes('admin') || session.roles.includes(role);

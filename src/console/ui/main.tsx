@@ -3,18 +3,12 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { loadSession, onSignedOut, pollPendingApprovals, signInWithClient, signOut, type SessionInfo } from './api.ts';
 import { Toasts } from './controls.tsx';
-import { can, ErrorBox, useAction, type Role } from './kit.tsx';
+import { can, ErrorBox, useAction, type PageProps, type Role } from './kit.tsx';
 import { ConnectPage, PlaygroundPage } from './pages-agent.tsx';
 import { OverviewPage, ToolsPage } from './pages-build.tsx';
 import { ConnectorsPage } from './pages-connectors.tsx';
 import { ApprovalsPage, AuditPage, CredentialsPage } from './pages-operate.tsx';
 import { BillingPage, IdpPage, WebhooksPage } from './pages-org.tsx';
-
-export interface PageProps {
-  session: SessionInfo;
-  /** The id after the page's name in the hash (#/connectors/<id>): the detail view. */
-  id: string | undefined;
-}
 
 interface Route {
   name: string;

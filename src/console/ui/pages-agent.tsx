@@ -3,8 +3,7 @@ import { useState } from 'preact/hooks';
 import { call, client, playgroundCall, rest } from './api.ts';
 import { agentConfigs } from './agent-configs.ts';
 import { Empty, toast } from './controls.tsx';
-import { CopyButton, ErrorBox, Loading, Page, useAction, useLoad } from './kit.tsx';
-import type { PageProps } from './main.tsx';
+import { CopyButton, ErrorBox, Loading, Page, useAction, useLoad, type PageProps } from './kit.tsx';
 
 export function ConnectPage({ session }: PageProps) {
   const status = useLoad(() => call(rest.getProvisioningStatus({ client, path: { orgId: session.org_id } })));
@@ -44,7 +43,20 @@ export function ConnectPage({ session }: PageProps) {
   );
 }
 
-const template = (type: string) => (type === 'mcp' ? '{}' : JSON.stringify({ sql: 'SELECT 1' }, null, 2));
+/** The arguments a tool of this connector type starts with: database tools take one statement in `sql`. */
+const template = (type: string) => (type === 'mcp' ? '{}' : JSON.stringify({ sql: '' }, null, 2));
+
+/** The typed arguments as an object, or why they are not one. */
+function parseArguments(text: string): { parsed: Record<string, unknown> | null; problem: string | null } {
+  try {
+    const value = JSON.parse(text);
+    return value && typeof value === 'object' && !Array.isArray(value)
+      ? { parsed: value, problem: null }
+      : { parsed: null, problem: 'The arguments must be a JSON object.' };
+  } catch (err) {
+    return { parsed: null, problem: `Not valid JSON: ${(err as Error).message}` };
+  }
+}
 
 export function PlaygroundPage({ session }: PageProps) {
   const tools = useLoad(() => call(rest.listTools({ client, path: { orgId: session.org_id } })));
@@ -54,15 +66,7 @@ export function PlaygroundPage({ session }: PageProps) {
   const action = useAction();
   const enabled = (tools.data?.tools ?? []).filter((t) => t.enabled);
   const tool = enabled.find((t) => t.id === toolId) ?? enabled[0];
-  let parsed: Record<string, unknown> | null = null;
-  let problem: string | null = null;
-  try {
-    const value = JSON.parse(args.trim() || (tool ? template(tool.connector_type) : '{}'));
-    if (value && typeof value === 'object' && !Array.isArray(value)) parsed = value;
-    else problem = 'The arguments must be a JSON object.';
-  } catch (err) {
-    problem = `Not valid JSON: ${(err as Error).message}`;
-  }
+  const { parsed, problem } = parseArguments(args.trim() || (tool ? template(tool.connector_type) : '{}'));
   const run = (e: Event) => {
     e.preventDefault();
     if (!tool || !parsed) return;

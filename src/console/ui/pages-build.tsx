@@ -4,8 +4,7 @@ import { call, client, rest, type AuditEvent, type Connector, type Insights, typ
 import { CallsChart } from './charts.tsx';
 import { DataTable, Empty, Named, SchemaInput, Switch, type Column } from './controls.tsx';
 import { Actor, connectorName, Target, useDirectory } from './directory.tsx';
-import { can, CopyButton, ErrorBox, Loading, Page, useAction, useLoad, when } from './kit.tsx';
-import type { PageProps } from './main.tsx';
+import { can, CopyButton, ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
 import { schemas } from '../../../generated/contract-schemas.ts';
 
 const ms = (v: number | null) => (v === null ? '—' : `${v} ms`);

@@ -9,8 +9,7 @@ import { call, client, rest, type ConnectionTest, type Connector, type Connector
 import { CallsTable } from './pages-build.tsx';
 import { DataTable, Empty, schemaError, Switch, toast, type Column, type FieldSchema } from './controls.tsx';
 import { loadDirectory } from './directory.tsx';
-import { ErrorBox, Loading, Page, useAction, useLoad, when } from './kit.tsx';
-import type { PageProps } from './main.tsx';
+import { ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
 
 /**
  * The contract's ConnectorType enum, each with whether it may write (the read-only types never do, decision 0116):
@@ -160,6 +159,33 @@ function TestResult({ result }: { result: ConnectionTest | null }) {
   );
 }
 
+/** The name and the type (fixed once saved). */
+function NameAndType({ d, setD, touched, editing }: { d: Draft; setD: (d: Draft) => void; touched: boolean; editing: boolean }) {
+  return (
+    <>
+      <div class="field">
+        <label for="c-name">Name</label>
+        <input
+          id="c-name"
+          required
+          value={d.name}
+          onInput={(e) => setD({ ...d, name: e.currentTarget.value })}
+          aria-invalid={touched && !d.name.trim() ? true : undefined}
+        />
+        {touched && !d.name.trim() && <span class="field-error">Required.</span>}
+      </div>
+      <div class="field">
+        <label for="c-type">Type</label>
+        <select id="c-type" value={d.type} disabled={editing} onChange={(e) => setD({ ...d, type: e.currentTarget.value as ConnectorType })}>
+          {TYPES.map((t) => (
+            <option value={t}>{t}</option>
+          ))}
+        </select>
+      </div>
+    </>
+  );
+}
+
 /** The type's own form, drawn from its config schema; "Test connection" tries it without saving. */
 function ConnectorForm({
   initial,
@@ -204,25 +230,7 @@ function ConnectorForm({
         if (valid) action.run(() => onSave(d, config), editing ? `Saved ${d.name}` : `Created ${d.name}; validating`);
       }}
     >
-      <div class="field">
-        <label for="c-name">Name</label>
-        <input
-          id="c-name"
-          required
-          value={d.name}
-          onInput={(e) => setD({ ...d, name: e.currentTarget.value })}
-          aria-invalid={touched && !d.name.trim() ? true : undefined}
-        />
-        {touched && !d.name.trim() && <span class="field-error">Required.</span>}
-      </div>
-      <div class="field">
-        <label for="c-type">Type</label>
-        <select id="c-type" value={d.type} disabled={!!editing} onChange={(e) => setD({ ...d, type: e.currentTarget.value as ConnectorType })}>
-          {TYPES.map((t) => (
-            <option value={t}>{t}</option>
-          ))}
-        </select>
-      </div>
+      <NameAndType d={d} setD={setD} touched={touched} editing={!!editing} />
       {fieldsOf(d.type).map(([name, p]) => (
         <ConfigField key={`${d.type}-${name}`} name={name} p={p} d={d} problem={shown[name]} set={(v) => setD({ ...d, fields: { ...d.fields, [name]: v } })} />
       ))}

@@ -4,8 +4,7 @@ import { queryParameters } from '../../../generated/contract-schemas.ts';
 import { call, client, rest, type ApiKey, type Approval, type AuditEvent, type Connector, type OAuthClient, type OrgDirectory } from './api.ts';
 import { DataTable, Empty, Named, SchemaInput, schemaError, type Column } from './controls.tsx';
 import { Actor, loadDirectory, Requester, Target, useDirectory } from './directory.tsx';
-import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when } from './kit.tsx';
-import type { PageProps } from './main.tsx';
+import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when, type PageProps } from './kit.tsx';
 import { CallsTable } from './pages-build.tsx';
 
 const ORDER: Record<string, number> = { pending: 0, executing: 1 };

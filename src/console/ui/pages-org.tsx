@@ -3,8 +3,7 @@ import { useState } from 'preact/hooks';
 import { schemas } from '../../../generated/contract-schemas.ts';
 import { ApiError, call, client, rest, type IdpConfig, type Webhook, type WebhookAttempt, type WebhookEventType } from './api.ts';
 import { DataTable, Empty, Named, SchemaInput, Switch, type Column } from './controls.tsx';
-import type { PageProps } from './main.tsx';
-import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when } from './kit.tsx';
+import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when, type PageProps } from './kit.tsx';
 
 function IdpForm({ current, onSaved }: { current: IdpConfig | null; onSaved: () => void }) {
   const [v, setV] = useState({
