@@ -12,7 +12,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import axeCore from 'axe-core';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { agentConfigs } from '../src/console/ui/agent-configs.ts';
-import { onboard, startTestGateway, type Onboarded, type TestGateway } from './support/gateway.ts';
+import * as sdk from '../sdk/index.ts';
+import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { sdkFor } from './support/sdk.ts';
 import { callTool } from './support/mcp.ts';
 import { pgHostPort } from './support/idp.ts';
 import { serviceAvailable } from './support/services.ts';
@@ -321,6 +323,33 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.locator('tbody tr').first().getByText('client default').waitFor();
   });
+
+  test('playground: a client without mcp:call signs in to the console but its tool call is refused by its scope', async () => {
+    const token = await tokenFor(gateway, org.clientId, org.clientSecret);
+    const created = await sdk.createOAuthClient({
+      client: sdkFor(gateway, token).client,
+      throwOnError: true,
+      body: { name: 'managers-only', scopes: ['org:manage'] },
+    });
+    const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
+    const other = await context.newPage();
+    await other.goto(`${base}/console`);
+    await other.getByLabel('Client id').fill(created.data.client_id);
+    await other.getByLabel('Client secret').fill(created.data.client_secret);
+    await other.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await other.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    expect(await other.getByTestId('actor-name').innerText()).toBe('managers-only');
+    await other.goto(`${base}/console#/playground`);
+    await other.getByLabel('Arguments (JSON)').fill('{"sql": "SELECT name FROM items"}');
+    await other.getByRole('button', { name: 'Call the tool' }).click();
+    await other
+      .getByTestId('toasts')
+      .getByText(/Refused|mcp:call/)
+      .first()
+      .waitFor();
+    expect(await other.locator('main').innerText()).toContain('mcp:call');
+    await context.close();
+  }, 30_000);
 
   test('webhooks, billing and IdP: names, switches, empty states; axe-clean', async () => {
     await open('billing', 'Billing');

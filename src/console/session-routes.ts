@@ -112,8 +112,9 @@ export async function playground(ctx: ConsoleContext, request: Request, url: URL
       body: JSON.stringify(message),
     }),
   );
-  const body = (await answer.json().catch(() => null)) as { result?: unknown; error?: unknown; message?: string } | null;
-  if (!body || (!('result' in body) && !('error' in body)))
-    return errorReply(answer.status >= 400 ? answer.status : 502, 'mcp_refused', body?.message ?? `The MCP endpoint answered HTTP ${answer.status}.`);
-  return jsonReply('result' in body ? { result: body.result } : { error: body.error });
+  const body = (await answer.json().catch(() => null)) as { jsonrpc?: string; result?: unknown; error?: unknown; message?: string } | null;
+  if (body?.jsonrpc === '2.0') return jsonReply('result' in body ? { result: body.result } : { error: body.error });
+  // Refused at the endpoint's door (a missing scope, a limit): its own {error, message} body, with its status.
+  const code = typeof body?.error === 'string' ? body.error : 'mcp_refused';
+  return errorReply(answer.status >= 400 ? answer.status : 502, code, body?.message ?? `The MCP endpoint answered HTTP ${answer.status}.`);
 }
