@@ -174,6 +174,38 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "testConnector",
+    "method": "POST",
+    "path": "/api/connector-tests",
+    "auth": "contributor",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "getOrgDirectory",
+    "method": "GET",
+    "path": "/api/org/directory",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "getInsights",
+    "method": "GET",
+    "path": "/api/insights",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": [
+      "days"
+    ]
+  },
+  {
     "operationId": "getConnector",
     "method": "GET",
     "path": "/api/connectors/{connectorId}",
@@ -554,7 +586,8 @@ export const operations = [
       "limit",
       "action",
       "days",
-      "cursor"
+      "cursor",
+      "target_id"
     ]
   },
   {

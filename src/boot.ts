@@ -40,12 +40,12 @@ export async function boot(fail: (message: string) => never): Promise<Booted> {
     config = { ...config, operatorToken: config.operatorToken ?? embeddedOperatorToken(config.dataDir) };
   }
   const gateway = await createGateway(config);
-  // The console's bundle is built in memory at start, so its first page is served at once (and a broken build shows).
+  // The console's built assets (generated/console) are read at start, so a missing build shows at once.
   await consoleAssets().catch((err: unknown) =>
-    console.error(`toolgate: the console bundle could not be built: ${err instanceof Error ? err.message : String(err)}`),
+    console.error(`toolgate: the console bundle could not be read: ${err instanceof Error ? err.message : String(err)}`),
   );
   const demo: Demo | null = config.demo ? await startDemo(gateway) : null;
-  // Start-up's garbage (the migrations, the demo's onboarding and introspection, the console's bundler) collected
+  // Start-up's garbage (the migrations, the demo's onboarding and introspection) collected
   // once before the first request, not whenever the heap next grows enough (decision 0194).
   collectGarbage();
   const settled = config;

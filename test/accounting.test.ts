@@ -60,7 +60,7 @@ describe.skipIf(!hasPg)('what counts and what the audit says', () => {
     const usage = await sdk.getUsage({ client: sdkFor(w.g1, w.manage).client });
     expect(usage.response.status).toBe(200);
     expect(usage.data!.tool_calls).toBe(6);
-    expect(usage.data!.by_connector).toEqual([{ connector_id: w.connectorId, tool_calls: 6 }]);
+    expect(usage.data!.by_connector).toEqual([{ connector_id: w.connectorId, connector_name: 'ledger', tool_calls: 6 }]);
     expect(usage.data!.by_connector.reduce((sum, c) => sum + c.tool_calls, 0)).toBe(usage.data!.tool_calls);
 
     // The audit: held calls are `held` (not success), each with its decision and execution rows.

@@ -81,7 +81,7 @@ describe.skipIf(!hasPg)('billing', () => {
       period_start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(),
       period_end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
       tool_calls: 40,
-      by_connector: [{ connector_id: connector.id, tool_calls: 40 }],
+      by_connector: [{ connector_id: connector.id, connector_name: 'pg', tool_calls: 40 }],
     });
     const counter = await g.deps.store.db.execute(sql`SELECT tool_calls FROM usage_counters WHERE org_id = ${org.orgId}`);
     expect(Number((counter as any)[0].tool_calls)).toBe(40);

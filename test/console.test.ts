@@ -176,16 +176,20 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
     expect(await listToolNames(gateway, org.slug, agent)).toContain('query_postgresql_items');
     await open(page, 'tools', 'Tools');
     const items = page.getByTestId('tool-query_postgresql_items');
-    await items.getByRole('button', { name: 'Enabled: disable' }).click();
-    await items.getByRole('button', { name: 'Disabled: enable' }).waitFor();
+    // Switches show the state (issue 31): off greys the row.
+    const enabled = items.getByRole('switch', { name: 'Enabled: query_postgresql_items' });
+    expect(await enabled.getAttribute('aria-checked')).toBe('true');
+    await enabled.click();
+    await page.locator('[data-testid="tool-query_postgresql_items"].row-disabled').waitFor();
+    expect(await enabled.getAttribute('aria-checked')).toBe('false');
     const names = await listToolNames(gateway, org.slug, agent);
     expect(names).not.toContain('query_postgresql_items');
     expect(names).toContain('query_postgresql_notes');
 
     // Flagging a tool holds its next call; the inbox shows the arguments, approving runs it and shows the result.
     const notes = page.getByTestId('tool-query_postgresql_notes');
-    await notes.getByRole('button', { name: 'Not held: require approval' }).click();
-    await notes.getByRole('button', { name: 'Held for approval: stop' }).waitFor();
+    await notes.getByRole('switch', { name: 'Requires approval: query_postgresql_notes' }).click();
+    await notes.locator('[role="switch"][aria-label="Requires approval: query_postgresql_notes"][aria-checked="true"]').waitFor();
     await shot(page, '03-tools');
     const held = await callTool(gateway, org.slug, agent, 'query_postgresql_notes', { sql: 'SELECT body FROM notes ORDER BY id' });
     expect(held.status).toBe(200);
@@ -252,7 +256,19 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
         'alice',
         {
           actor: 'alice@example.com',
-          nav: ['Overview', 'Connectors', 'Tools', 'Approvals', 'Audit', 'API keys & OAuth clients', 'Identity provider', 'Webhooks', 'Billing'],
+          nav: [
+            'Overview',
+            'Connectors',
+            'Tools',
+            'Approvals',
+            'Audit',
+            'Tool playground',
+            'Connect an agent',
+            'API keys & OAuth clients',
+            'Identity provider',
+            'Webhooks',
+            'Billing',
+          ],
         },
       ],
       ['fran', { actor: 'fran@example.com', nav: ['Billing'] }],
@@ -278,7 +294,7 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
       if (login === 'alice') {
         // Back on the page the sign-in started from; REST accepted the IdP's access token for her.
         await page.getByRole('heading', { level: 1, name: 'Connectors' }).waitFor();
-        await page.locator('table, p:text("No connectors yet.")').first().waitFor();
+        await page.locator('table, [data-testid="empty"]').first().waitFor();
         expect(await page.getByRole('alert').count()).toBe(0);
         await shot(page, '11-idp-admin-connectors');
         await open(page, 'overview', 'Overview');

@@ -213,6 +213,95 @@ export type OrgOnboarding = {
     oauth_client: CreatedOAuthClient;
 };
 
+export type TestConnectorRequest = {
+    type: ConnectorType;
+    config: ConnectorConfig;
+    credential?: string;
+    /**
+     * Editing a saved connector: its stored credential is used when `credential` is omitted.
+     */
+    connector_id?: string;
+};
+
+export type ConnectionTest = {
+    ok: boolean;
+    /**
+     * Why the connection or introspection failed (never a password or DSN).
+     */
+    reason: string | null;
+    /**
+     * Tools the connector would serve; null when it failed.
+     */
+    tools: number | null;
+};
+
+export type OrgDirectory = {
+    org: Org;
+    api_keys: Array<{
+        id: string;
+        name: string;
+        revoked: boolean;
+    }>;
+    oauth_clients: Array<{
+        client_id: string;
+        name: string;
+        revoked: boolean;
+    }>;
+    connectors: Array<{
+        id: string;
+        name: string;
+        type: ConnectorType;
+        archived: boolean;
+    }>;
+    tools: Array<{
+        id: string;
+        name: string;
+        connector_id: string;
+    }>;
+    webhooks: Array<{
+        id: string;
+        url: string;
+    }>;
+};
+
+export type InsightFigures = {
+    /**
+     * tool.called rows (success
+     */
+    calls: number;
+    /**
+     * tool.call_refused rows.
+     */
+    refusals: number;
+    errors: number;
+    held: number;
+    p50_ms: number | null;
+    p95_ms: number | null;
+};
+
+export type Insights = {
+    days: number;
+    since: string;
+    bucket: 'hour' | 'day';
+    totals: InsightFigures;
+    /**
+     * Per tool (and its connector), most calls first.
+     */
+    by_tool: Array<InsightFigures & {
+        tool_name: string;
+        connector_id: string | null;
+    }>;
+    /**
+     * Every bucket of the window, oldest first (empty ones included).
+     */
+    series: Array<{
+        start: string;
+        calls: number;
+        refusals: number;
+        errors: number;
+    }>;
+};
+
 /**
  * Database types, and `mcp` (an external MCP server over Streamable HTTP). A type without a driver on this gateway is refused with 422.
  */
@@ -641,6 +730,10 @@ export type Usage = {
     tool_calls: number;
     by_connector: Array<{
         connector_id: string | null;
+        /**
+         * The connector's name (also when archived); null without a connector.
+         */
+        connector_name: string | null;
         tool_calls: number;
     }>;
 };
@@ -1357,6 +1450,136 @@ export type CreateConnectorResponses = {
 };
 
 export type CreateConnectorResponse = CreateConnectorResponses[keyof CreateConnectorResponses];
+
+export type TestConnectorData = {
+    body: TestConnectorRequest;
+    path?: never;
+    query?: never;
+    url: '/api/connector-tests';
+};
+
+export type TestConnectorErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * The type has no driver here (`connector_type_unavailable`), or the target is outside the outbound policy (`connector_target_refused`).
+     */
+    422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type TestConnectorError = TestConnectorErrors[keyof TestConnectorErrors];
+
+export type TestConnectorResponses = {
+    /**
+     * The outcome of the attempt (a failed connection is a 200 with `ok` false).
+     */
+    200: ConnectionTest;
+};
+
+export type TestConnectorResponse = TestConnectorResponses[keyof TestConnectorResponses];
+
+export type GetOrgDirectoryData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/api/org/directory';
+};
+
+export type GetOrgDirectoryErrors = {
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type GetOrgDirectoryError = GetOrgDirectoryErrors[keyof GetOrgDirectoryErrors];
+
+export type GetOrgDirectoryResponses = {
+    /**
+     * The names.
+     */
+    200: OrgDirectory;
+};
+
+export type GetOrgDirectoryResponse = GetOrgDirectoryResponses[keyof GetOrgDirectoryResponses];
+
+export type GetInsightsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * The window (default 1).
+         */
+        days?: number;
+    };
+    url: '/api/insights';
+};
+
+export type GetInsightsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type GetInsightsError = GetInsightsErrors[keyof GetInsightsErrors];
+
+export type GetInsightsResponses = {
+    /**
+     * The figures.
+     */
+    200: Insights;
+};
+
+export type GetInsightsResponse = GetInsightsResponses[keyof GetInsightsResponses];
 
 export type ArchiveConnectorData = {
     body?: never;
@@ -2838,6 +3061,10 @@ export type ListAuditEventsData = {
          * The previous page's next_cursor.
          */
         cursor?: string;
+        /**
+         * Only events about this target (a connector or approval id, a tool's name).
+         */
+        target_id?: string;
     };
     url: '/api/audit';
 };

@@ -105,6 +105,8 @@ export interface AuditFilter {
   action?: string;
   /** Only events at or after this time. */
   since?: Date;
+  /** Only events about this target (target_id). */
+  targetId?: string;
 }
 
 function filterConditions(orgId: string, filter: AuditFilter): SQL[] {
@@ -116,6 +118,7 @@ function filterConditions(orgId: string, filter: AuditFilter): SQL[] {
     );
   }
   if (filter.since) conditions.push(gte(auditEvents.createdAt, filter.since));
+  if (filter.targetId !== undefined) conditions.push(eq(auditEvents.targetId, filter.targetId));
   return conditions;
 }
 

@@ -48,7 +48,7 @@ export async function usage(deps: BillingDeps, orgId: string, now: Date = new Da
     period_start: `${start}T00:00:00.000Z`,
     period_end: periodEnd(now).toISOString(),
     tool_calls: toolCalls,
-    by_connector: perConnector.map((r) => ({ connector_id: r.connectorId, tool_calls: r.calls })),
+    by_connector: perConnector.map((r) => ({ connector_id: r.connectorId, connector_name: r.connectorName, tool_calls: r.calls })),
   };
 }
 

@@ -139,6 +139,47 @@ export async function createConnector(deps: ConnectorServiceDeps, orgId: string,
   return row;
 }
 
+export interface TestConnectionInput {
+  type: string;
+  config: Record<string, unknown>;
+  credential?: string;
+  /** A saved connector whose stored credential is used when `credential` is omitted. */
+  connectorId?: string;
+}
+
+/**
+ * Connects with these settings and introspects, writing nothing: the checks of a create (schema, driver, outbound
+ * policy) first, then the driver's own validate and introspect under a throwaway id, closed afterwards.
+ */
+export async function testConnection(deps: ConnectorServiceDeps, orgId: string, input: TestConnectionInput) {
+  const driver = driverFor(input.type);
+  checkConfig(driver, input.config);
+  await driver.ready?.();
+  await checkTarget(deps, orgId, driver, input.config);
+  let credential = input.credential ?? null;
+  if (credential === null && input.connectorId) {
+    const saved = await getConnector(deps, orgId, input.connectorId);
+    credential = saved.credentialSealed ? deps.box.decrypt(saved.credentialSealed, repo.credentialContext(saved.id)) : null;
+  }
+  const id = `test-${crypto.randomUUID()}`;
+  const env: SourceEnv = {
+    connectorName: 'connection test',
+    outbound: deps.outbound,
+    orgId,
+    limits: { statementTimeoutMs: deps.config.statementTimeoutMs, maxResultBytes: deps.config.maxResultBytes },
+  };
+  try {
+    await driver.validate(id, input.config, credential, env);
+    const specs = await driver.introspect(id, input.config, credential, env);
+    return { ok: true, reason: null, tools: specs.length };
+  } catch (err) {
+    if (!(err instanceof ConnectorError)) deps.log.error('connection test failed', { error: describeError(err) });
+    return { ok: false, reason: err instanceof ConnectorError ? err.message : 'The test failed unexpectedly.', tools: null };
+  } finally {
+    await driver.close(id).catch(() => {});
+  }
+}
+
 export interface UpdateConnectorInput {
   name?: string;
   config?: Record<string, unknown>;

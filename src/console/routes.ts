@@ -5,11 +5,11 @@
  */
 import type { AppDeps } from '../deps.ts';
 import { describeError } from '../util/log.ts';
-import { CONSOLE_PAGE, consoleAssets } from './assets.ts';
+import { CONSOLE_PAGE, consoleAssets, landingPage } from './assets.ts';
 import { consoleContext, type ConsoleContext } from './context.ts';
 import { errorReply, respond } from './replies.ts';
 import { finishIdpSignIn, signInWithClient, startIdpSignIn } from './sign-in.ts';
-import { proxyRest, sessionInfo, signOut } from './session-routes.ts';
+import { playground, proxyRest, sessionInfo, signOut } from './session-routes.ts';
 
 /** The console's error answer (JSON, with the console's security headers), for the pipeline's refusals too. */
 export const consoleErrorReply = (status: number, error: string, message: string): Response => errorReply(status, error, message);
@@ -20,7 +20,7 @@ async function serveAsset(ctx: ConsoleContext, name: string): Promise<Response> 
     assets = await consoleAssets();
   } catch (err) {
     ctx.deps.log.error('console bundle unavailable', { error: describeError(err) });
-    return errorReply(503, 'console_unavailable', 'The console bundle could not be built on this instance.');
+    return errorReply(503, 'console_unavailable', 'The console assets are missing on this instance (run npm run gen).');
   }
   const found = Object.hasOwn(Object.fromEntries(assets), name) ? assets.get(name) : undefined;
   if (!found) return errorReply(404, 'not_found', 'No such asset.');
@@ -31,10 +31,12 @@ type Route = (ctx: ConsoleContext, request: Request, url: URL) => Promise<Respon
 
 /** The routes at an exact method and path. */
 const ROUTES: Record<string, Route> = {
+  'GET /': (ctx) => respond(landingPage(ctx.deps.config.publicUrl), 200, { 'content-type': 'text/html; charset=utf-8' }),
   'GET /console': () => respond(CONSOLE_PAGE, 200, { 'content-type': 'text/html; charset=utf-8' }),
   'GET /console/': () => respond(CONSOLE_PAGE, 200, { 'content-type': 'text/html; charset=utf-8' }),
   'GET /console/session': (ctx, request) => sessionInfo(ctx, request),
   'POST /console/auth/logout': (ctx, request) => signOut(ctx, request),
+  'POST /console/playground': (ctx, request, url) => playground(ctx, request, url),
   'POST /console/auth/client': (ctx, request) => signInWithClient(ctx, request),
   'GET /console/auth/idp': (ctx, _request, url) => startIdpSignIn(ctx, url),
   'GET /console/auth/callback': (ctx, request, url) => finishIdpSignIn(ctx, request, url),

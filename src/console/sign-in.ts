@@ -55,11 +55,11 @@ async function readClientInput(request: Request): Promise<ClientInput | Response
 }
 
 /** The gateway's own token endpoint, as any OAuth client would call it (same checks, audit and failed-sign-in limits). */
-async function clientToken(ctx: ConsoleContext, request: Request, clientId: string, clientSecret: string) {
+async function clientToken(ctx: ConsoleContext, request: Request, clientId: string, clientSecret: string, scope: string) {
   const tokenRequest = new Request(`${new URL(request.url).origin}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', host: request.headers.get('host') ?? new URL(request.url).host },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, scope: 'org:manage' }),
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, scope }),
   });
   // The limits count against this browser's address.
   forwardSourceAddress(request, tokenRequest, ctx.deps.config.trustedProxies);
@@ -76,7 +76,10 @@ export async function signInWithClient(ctx: ConsoleContext, request: Request): P
   const clientSecret = typeof input?.client_secret === 'string' ? input.client_secret.trim() : '';
   if (!clientId || !clientSecret || clientId.length > 200 || clientSecret.length > 500)
     return errorReply(400, 'validation_error', 'Enter the client id and the client secret.');
-  const { response, token } = await clientToken(ctx, request, clientId, clientSecret);
+  // With mcp:call too when the client has it, so the tool playground can call tools as this client; else the console's
+  // own scope alone (a refused scope comes after the secret was found right: it is no failed sign-in).
+  let { response, token } = await clientToken(ctx, request, clientId, clientSecret, 'org:manage mcp:call');
+  if (token.error === 'invalid_scope') ({ response, token } = await clientToken(ctx, request, clientId, clientSecret, 'org:manage'));
   if (response.status === 429) {
     const retryAfter = response.headers.get('retry-after') ?? '1';
     return respond(JSON.stringify({ error: 'rate_limited', message: token.message ?? 'Too many failed sign-in attempts.' }), 429, {

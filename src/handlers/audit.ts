@@ -1,14 +1,16 @@
-/** GET /api/audit (one page, newest first, with a cursor) and GET /api/audit/export-json (streamed, admin). */
+/** GET /api/audit (one page, newest first, with a cursor), GET /api/audit/export-json (streamed, admin), GET /api/insights. */
 import { json } from '../errors.ts';
 import { auditExportStream } from '../audit/export.ts';
 import { genuineRows, listAudit, type AuditFilter } from '../audit/repository.ts';
 import { auditEventView } from '../audit/views.ts';
+import { insightFigures, insightSeries } from '../audit/insights-statements.ts';
 import type { Handler, RequestContext } from './context.ts';
 
 function filterOf(query: Record<string, unknown>, now: Date): AuditFilter {
   return {
     ...(typeof query.action === 'string' ? { action: query.action } : {}),
     ...(typeof query.days === 'number' ? { since: new Date(now.getTime() - query.days * 86_400_000) } : {}),
+    ...(typeof query.target_id === 'string' ? { targetId: query.target_id } : {}),
   };
 }
 
@@ -39,3 +41,30 @@ export function auditExportResponse(deps: RequestContext['deps'], orgId: string,
     },
   });
 }
+
+const HOUR = 3_600_000;
+/** Tools listed in the insights at most. */
+const INSIGHT_TOOLS = 100;
+
+/** GET /api/insights: the window's figures per tool, its totals, and every bucket of its series (empty ones as 0). */
+export const getInsights: Handler = async ({ principal, deps, query }) => {
+  const days = typeof query.days === 'number' ? query.days : 1;
+  const bucket = days === 1 ? 'hour' : 'day';
+  const step = bucket === 'hour' ? HOUR : 24 * HOUR;
+  // The window starts at a bucket's start, so the first bucket is whole and the series has days*24 or days buckets.
+  const end = Math.floor(Date.now() / step) * step + step;
+  const since = new Date(end - (bucket === 'hour' ? 24 : days) * step);
+  const [figures, series] = await Promise.all([
+    insightFigures(deps.store.db, principal!.orgId, since, INSIGHT_TOOLS),
+    insightSeries(deps.store.db, principal!.orgId, since, bucket),
+  ]);
+  const byStart = new Map(series.map((s) => [s.start, s]));
+  const buckets = [];
+  for (let t = since.getTime(); t < end; t += step) {
+    const start = new Date(t).toISOString();
+    buckets.push(byStart.get(start) ?? { start, calls: 0, refusals: 0, errors: 0 });
+  }
+  return json({ days, since: since.toISOString(), bucket, totals: figures.totals, by_tool: figures.byTool.slice(0, INSIGHT_TOOLS), series: buckets }, 200, {
+    'cache-control': 'no-store',
+  });
+};

@@ -4,7 +4,7 @@ import * as service from '../connectors/service.ts';
 import { json } from '../errors.ts';
 import type { Handler, RequestContext } from './context.ts';
 import { connectorView } from './views.ts';
-import type { CreateConnectorRequest, UpdateConnectorRequest } from '../../generated/client/types.gen.ts';
+import type { CreateConnectorRequest, TestConnectorRequest, UpdateConnectorRequest } from '../../generated/client/types.gen.ts';
 
 export const listConnectors: Handler = async ({ principal, deps, query }) =>
   json({ connectors: (await service.listConnectors(deps, principal!.orgId, query.status as string | undefined)).map(connectorView) });
@@ -27,3 +27,16 @@ export const revalidateConnector: Handler = async ({ principal, deps, params }) 
   const row = await service.revalidateConnector(deps, principal!.orgId, params.connectorId!, actorOf(principal));
   return json({ status: 'validating', id: row.id }, 202);
 };
+
+/** POST /api/connectors/test: the settings tried, nothing saved (a failed connection is ok false, with its reason). */
+export const testConnector: Handler = async ({ principal, deps, body }: RequestContext<TestConnectorRequest>) =>
+  json(
+    await service.testConnection(deps, principal!.orgId, {
+      type: body.type,
+      config: body.config as unknown as Record<string, unknown>,
+      ...(body.credential !== undefined ? { credential: body.credential } : {}),
+      ...(body.connector_id ? { connectorId: body.connector_id } : {}),
+    }),
+    200,
+    { 'cache-control': 'no-store' },
+  );

@@ -1,7 +1,7 @@
 /** The handler table: exactly one handler per operation of openapi.yaml (checked when the app is built). */
 import type { HandlerTable } from './context.ts';
 import { approveApproval, listApprovals, rejectApproval } from './approvals.ts';
-import { archiveConnector, createConnector, getConnector, listConnectors, revalidateConnector, updateConnector } from './connectors.ts';
+import { archiveConnector, createConnector, getConnector, listConnectors, revalidateConnector, testConnector, updateConnector } from './connectors.ts';
 import { deleteIdpConfig, getIdpConfig, setIdpConfig } from './idp.ts';
 import { mcpEndpoint } from './mcp.ts';
 import { listTools, updateToolMetadata } from './tools.ts';
@@ -17,10 +17,10 @@ import {
   revokeOperatorApiKey,
   updateOperatorOrg,
 } from './operator.ts';
-import { createApiKey, createOAuthClient, getOrg, listApiKeys, listOAuthClients, revokeApiKey, revokeOAuthClient } from './org.ts';
+import { createApiKey, createOAuthClient, getOrg, getOrgDirectory, listApiKeys, listOAuthClients, revokeApiKey, revokeOAuthClient } from './org.ts';
 import { getProvisioningStatus, provisionOrg } from './provisioning.ts';
 import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, resendWebhookEvent, updateWebhook } from './webhooks.ts';
-import { exportAuditEvents, listAuditEvents } from './audit.ts';
+import { exportAuditEvents, getInsights, listAuditEvents } from './audit.ts';
 import { getLimits, getSubscription, getUsage } from './billing.ts';
 
 export const handlers: HandlerTable = {
@@ -43,6 +43,9 @@ export const handlers: HandlerTable = {
   updateConnector,
   archiveConnector,
   revalidateConnector,
+  testConnector,
+  getOrgDirectory,
+  getInsights,
   listTools,
   updateToolMetadata,
   listApprovals,

@@ -3,11 +3,18 @@ import { actorOf } from '../principal.ts';
 import { json } from '../errors.ts';
 import * as credentials from '../orgs/credentials.ts';
 import { getOrg as findOrg } from '../orgs/service.ts';
+import { orgDirectory } from '../orgs/repository.ts';
 import type { Handler, RequestContext } from './context.ts';
 import { apiKeyView, createdApiKeyView, createdOAuthClientView, oauthClientView, orgView } from './views.ts';
 import type { CreateApiKeyRequest, CreateOAuthClientRequest } from '../../generated/client/types.gen.ts';
 
 export const getOrg: Handler = async ({ principal, deps }) => json(orgView(await findOrg(deps, principal!.orgId), deps.config.customBurstPerSecond));
+
+/** Names by id, for the console (audit actors and targets, requesters, usage by connector). */
+export const getOrgDirectory: Handler = async ({ principal, deps }) => {
+  const [org, names] = await Promise.all([findOrg(deps, principal!.orgId), orgDirectory(deps.store.db, principal!.orgId)]);
+  return json({ org: orgView(org, deps.config.customBurstPerSecond), ...names });
+};
 
 export const listApiKeys: Handler = async ({ principal, deps }) => json({ api_keys: (await credentials.listApiKeys(deps, principal!.orgId)).map(apiKeyView) });
 

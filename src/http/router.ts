@@ -304,7 +304,7 @@ const CONSOLE_DOOR: Door = {
   reply: consoleErrorReply,
 };
 
-/** Mounts the console at /console; `forward` is the app itself, which the console's REST calls go back through. */
+/** Mounts the console at /console (and its landing page at /); `forward` is the app itself, which the console's REST calls go back through. */
 function consoleApp(deps: AppDeps, forward: (request: Request) => Promise<Response>): Elysia {
   const serve = consoleServer(deps, forward);
   const answer = async (request: Request, requestId: string): Promise<Response> => {
@@ -325,7 +325,7 @@ function consoleApp(deps: AppDeps, forward: (request: Request) => Promise<Respon
     return stampRequestId(await answer(request, requestId), requestId);
   };
   const app = new Elysia();
-  for (const path of ['/console', '/console/*']) app.all(path, ({ request }) => handle(request), { parse: 'none' } as never);
+  for (const path of ['/', '/console', '/console/*']) app.all(path, ({ request }) => handle(request), { parse: 'none' } as never);
   return app;
 }
 

@@ -1,7 +1,7 @@
-/** SQL of orgs: create, find, list, provision state, plan and suspension. */
-import { asc, eq, gt, sql } from 'drizzle-orm';
+/** SQL of orgs: create, find, list, provision state, plan and suspension; the org's directory of names. */
+import { asc, desc, eq, gt, sql } from 'drizzle-orm';
 import type { Queryable } from '../store/db.ts';
-import { orgs } from '../store/schema.ts';
+import { apiKeys, connectors, oauthClients, orgs, tools, webhooks } from '../store/schema.ts';
 
 export type OrgRow = typeof orgs.$inferSelect;
 export type { Plan } from '../limits/plans.ts';
@@ -79,4 +79,48 @@ export async function setOrgSuspended(db: Queryable, orgId: string, suspended: b
     .where(eq(orgs.id, orgId))
     .returning();
   return row!;
+}
+
+/** At most this many of each kind in the org's directory (newest first). */
+const DIRECTORY_LIMIT = 1000;
+
+/**
+ * Names by id for a UI (GET /api/org/directory): API keys and OAuth clients (names only), connectors (archived too),
+ * tools (their served name) and webhooks (their URL). One query per kind, each bounded.
+ */
+export async function orgDirectory(db: Queryable, orgId: string) {
+  const [keys, clients, sources, served, hooks] = await Promise.all([
+    db
+      .select({ id: apiKeys.id, name: apiKeys.name, revokedAt: apiKeys.revokedAt })
+      .from(apiKeys)
+      .where(eq(apiKeys.orgId, orgId))
+      .orderBy(desc(apiKeys.createdAt))
+      .limit(DIRECTORY_LIMIT),
+    db
+      .select({ clientId: oauthClients.clientId, name: oauthClients.name, revokedAt: oauthClients.revokedAt })
+      .from(oauthClients)
+      .where(eq(oauthClients.orgId, orgId))
+      .orderBy(desc(oauthClients.createdAt))
+      .limit(DIRECTORY_LIMIT),
+    db
+      .select({ id: connectors.id, name: connectors.name, type: connectors.type, archivedAt: connectors.archivedAt })
+      .from(connectors)
+      .where(eq(connectors.orgId, orgId))
+      .orderBy(desc(connectors.createdAt))
+      .limit(DIRECTORY_LIMIT),
+    db
+      .select({ id: tools.id, baseName: tools.baseName, override: tools.toolNameOverride, connectorId: tools.connectorId })
+      .from(tools)
+      .where(eq(tools.orgId, orgId))
+      .orderBy(desc(tools.createdAt))
+      .limit(DIRECTORY_LIMIT),
+    db.select({ id: webhooks.id, url: webhooks.url }).from(webhooks).where(eq(webhooks.orgId, orgId)).orderBy(desc(webhooks.createdAt)).limit(DIRECTORY_LIMIT),
+  ]);
+  return {
+    api_keys: keys.map((k) => ({ id: k.id, name: k.name, revoked: k.revokedAt !== null })),
+    oauth_clients: clients.map((c) => ({ client_id: c.clientId, name: c.name, revoked: c.revokedAt !== null })),
+    connectors: sources.map((c) => ({ id: c.id, name: c.name, type: c.type, archived: c.archivedAt !== null })),
+    tools: served.map((t) => ({ id: t.id, name: t.override ?? t.baseName, connector_id: t.connectorId })),
+    webhooks: hooks.map((w) => ({ id: w.id, url: w.url })),
+  };
 }

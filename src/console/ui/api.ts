@@ -10,8 +10,12 @@ export type * from '../../../generated/client/types.gen.ts';
 
 export interface SessionInfo {
   org_id: string;
+  org_name: string;
+  org_slug: string;
   kind: 'idp_user' | 'oauth_client';
   actor: string;
+  /** The OAuth client's name, or the user's e-mail. */
+  actor_name: string;
   roles: Array<'contributor' | 'admin' | 'finance'>;
   org_level: boolean;
   csrf_token: string;
@@ -82,3 +86,27 @@ export const signInWithClient = (clientId: string, clientSecret: string) =>
   });
 
 export const signOut = () => consoleJson<{ signed_out: true }>('/console/auth/logout', { method: 'POST' });
+
+/** Runs a tool as the signed-in person or client (through the org's MCP endpoint, audited as them). */
+export const playgroundCall = (name: string, args: Record<string, unknown>) =>
+  consoleJson<{ result?: unknown; error?: { code: number; message: string } }>('/console/playground', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name, arguments: args }),
+  });
+
+/**
+ * Pending approvals for the badge, polled with an ETag: an unchanged list answers 304 with no body, so polling every
+ * few seconds costs a header exchange. Returns the count, or null when unchanged.
+ */
+let pendingTag = '';
+export async function pollPendingApprovals(): Promise<number | null> {
+  const response = await fetch('/console/rest/api/org/approvals?status=pending&limit=500', {
+    credentials: 'same-origin',
+    headers: { 'x-toolgate-csrf': csrfToken, ...(pendingTag ? { 'if-none-match': pendingTag } : {}) },
+  });
+  if (response.status === 304) return null;
+  if (!response.ok) throw new ApiError(response.status, 'request_failed', `HTTP ${response.status}`);
+  pendingTag = response.headers.get('etag') ?? '';
+  return ((await response.json()) as { approvals: unknown[] }).approvals.length;
+}

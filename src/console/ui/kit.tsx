@@ -1,9 +1,16 @@
-/** Small shared pieces of the console's pages: loading, errors, copy buttons, the shown-once secret. */
+/** Small shared pieces of the console's pages: loading, errors, copy buttons, the shown-once secret, actions. */
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type SessionInfo } from './api.ts';
+import { toast } from './controls.tsx';
 
 export type Role = 'contributor' | 'admin' | 'finance';
+
+/** What every page is given: the session, and the id after the page's name in the hash (#/connectors/<id>). */
+export interface PageProps {
+  session: SessionInfo;
+  id: string | undefined;
+}
 
 /** What the REST side would allow this session (it still enforces it): admin includes the others. */
 export function can(session: SessionInfo, role: Role): boolean {
@@ -96,13 +103,19 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
   );
 }
 
-/** A secret the gateway shows once: the value, a copy button and a warning; dismissed by the user. */
-export function SecretOnce({ label, value, onDone }: { label: string; value: string; onDone: () => void }) {
+/**
+ * A secret the gateway shows once: the value, a copy button and a warning. It stays on screen, whatever else happens
+ * on the page, until the user says it is stored.
+ */
+export function SecretOnce({ label, value, onDone, extra }: { label: string; value: string; onDone: () => void; extra?: string }) {
+  const ref = useRef<HTMLElement>(null);
+  useEffect(() => ref.current?.focus(), [value]);
   return (
-    <section class="secret" aria-label={label}>
+    <section class="secret" aria-label={label} tabIndex={-1} ref={ref}>
       <p class="warning">
         <strong>Copy this {label.toLowerCase()} now.</strong> It is shown only once; the gateway keeps only a hash of it.
       </p>
+      {extra && <p>{extra}</p>}
       <div class="secret-row">
         <code data-testid="secret-value">{value}</code>
         <CopyButton text={value} label={`Copy ${label.toLowerCase()}`} />
@@ -114,18 +127,23 @@ export function SecretOnce({ label, value, onDone }: { label: string; value: str
   );
 }
 
-/** Runs an action, keeping its pending state and error for the form that started it. */
+/**
+ * Runs an action, keeping its pending state and error for the form that started it; success (when `done` names it)
+ * and failure are also said in a toast.
+ */
 export function useAction() {
   const [pending, setPending] = useState(false);
   const [error, setError] = useState<unknown>(null);
-  const run = async (action: () => Promise<unknown>) => {
+  const run = async (action: () => Promise<unknown>, done?: string) => {
     setPending(true);
     setError(null);
     try {
       await action();
+      if (done) toast('ok', done);
       return true;
     } catch (err) {
       setError(err);
+      toast('error', err instanceof Error ? err.message : String(err));
       return false;
     } finally {
       setPending(false);

@@ -1,8 +1,10 @@
 /** The console's shell: the session, the sign-in form, the navigation (hash routes) and the page for each route. */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { loadSession, onSignedOut, signInWithClient, signOut, type SessionInfo } from './api.ts';
-import { can, ErrorBox, useAction, type Role } from './kit.tsx';
+import { loadSession, onSignedOut, pollPendingApprovals, signInWithClient, signOut, type SessionInfo } from './api.ts';
+import { Toasts } from './controls.tsx';
+import { can, ErrorBox, useAction, type PageProps, type Role } from './kit.tsx';
+import { ConnectPage, PlaygroundPage } from './pages-agent.tsx';
 import { OverviewPage, ToolsPage } from './pages-build.tsx';
 import { ConnectorsPage } from './pages-connectors.tsx';
 import { ApprovalsPage, AuditPage, CredentialsPage } from './pages-operate.tsx';
@@ -12,7 +14,7 @@ interface Route {
   name: string;
   title: string;
   role: Role;
-  view: (props: { session: SessionInfo }) => preact.JSX.Element;
+  view: (props: PageProps) => preact.JSX.Element;
 }
 
 /** Only the pages the session's role may use are listed (REST enforces the same policies). */
@@ -22,13 +24,37 @@ const ROUTES: Route[] = [
   { name: 'tools', title: 'Tools', role: 'contributor', view: ToolsPage },
   { name: 'approvals', title: 'Approvals', role: 'contributor', view: ApprovalsPage },
   { name: 'audit', title: 'Audit', role: 'contributor', view: AuditPage },
+  { name: 'playground', title: 'Tool playground', role: 'admin', view: PlaygroundPage },
+  { name: 'connect', title: 'Connect an agent', role: 'contributor', view: ConnectPage },
   { name: 'credentials', title: 'API keys & OAuth clients', role: 'admin', view: CredentialsPage },
   { name: 'idp', title: 'Identity provider', role: 'admin', view: IdpPage },
   { name: 'webhooks', title: 'Webhooks', role: 'admin', view: WebhooksPage },
   { name: 'billing', title: 'Billing', role: 'finance', view: BillingPage },
 ];
 
-const routeName = () => location.hash.replace(/^#\/?/, '').split(/[?/]/)[0] ?? '';
+const routeParts = () => location.hash.replace(/^#\/?/, '').split('?')[0]!.split('/');
+const routeName = () => routeParts()[0] ?? '';
+
+/** The pending approvals, polled every 5 s with an ETag (a 304 while nothing changed). */
+function usePending(enabled: boolean): number | null {
+  const [count, setCount] = useState<number | null>(null);
+  useEffect(() => {
+    if (!enabled) return;
+    let live = true;
+    const poll = () =>
+      pollPendingApprovals().then(
+        (n) => live && n !== null && setCount(n),
+        () => {},
+      );
+    poll();
+    const timer = setInterval(poll, 5000);
+    return () => {
+      live = false;
+      clearInterval(timer);
+    };
+  }, [enabled]);
+  return count;
+}
 
 function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const [clientId, setClientId] = useState('');
@@ -91,14 +117,25 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
 }
 
 function Shell({ session, onSignOut }: { session: SessionInfo; onSignOut: () => void }) {
-  const [name, setName] = useState(routeName());
+  const [parts, setParts] = useState(routeParts());
   useEffect(() => {
-    const follow = () => setName(routeName());
+    let last = location.hash;
+    const follow = () => {
+      // The skip link (#main) is no route: the page stays, the content takes the focus.
+      if (location.hash === '#main') {
+        history.replaceState(null, '', last);
+        document.getElementById('main')?.focus();
+        return;
+      }
+      last = location.hash;
+      setParts(routeParts());
+    };
     addEventListener('hashchange', follow);
     return () => removeEventListener('hashchange', follow);
   }, []);
   const allowed = ROUTES.filter((r) => can(session, r.role));
-  const route = allowed.find((r) => r.name === name) ?? allowed[0];
+  const route = allowed.find((r) => r.name === parts[0]) ?? allowed[0];
+  const pending = usePending(can(session, 'contributor'));
   const out = useAction();
   return (
     <div class="shell">
@@ -107,18 +144,33 @@ function Shell({ session, onSignOut }: { session: SessionInfo; onSignOut: () => 
       </a>
       <nav aria-label="Console">
         <p class="brand">Toolgate</p>
+        <p class="org" data-testid="org-name" title={`${session.org_slug} (${session.org_id})`}>
+          {session.org_name}
+        </p>
         <ul>
           {allowed.map((r) => (
             <li key={r.name}>
               <a href={`#/${r.name}`} aria-current={r === route ? 'page' : undefined}>
                 {r.title}
+                {r.name === 'approvals' && pending ? (
+                  <span class="badge" data-testid="pending-badge">
+                    {pending}
+                    <span class="sr-only"> pending</span>
+                  </span>
+                ) : null}
               </a>
             </li>
           ))}
         </ul>
         <div class="who">
           <p>
-            Signed in as <strong data-testid="actor">{session.actor}</strong>
+            Signed in as{' '}
+            <strong data-testid="actor-name" title={session.actor}>
+              {session.actor_name}
+            </strong>
+            <span class="sr-only" data-testid="actor">
+              {session.actor}
+            </span>
             <br />
             <span data-testid="roles">{session.org_level ? 'org level (all roles)' : session.roles.join(', ') || 'no role'}</span>
           </p>
@@ -127,7 +179,14 @@ function Shell({ session, onSignOut }: { session: SessionInfo; onSignOut: () => 
           </button>
         </div>
       </nav>
-      <main id="main">{route ? <route.view session={session} /> : <p class="error">This account has no role that the console can show pages for.</p>}</main>
+      <main id="main" tabIndex={-1}>
+        {route ? (
+          <route.view session={session} id={route.name === parts[0] ? parts[1] : undefined} />
+        ) : (
+          <p class="error">This account has no role that the console can show pages for.</p>
+        )}
+      </main>
+      <Toasts />
     </div>
   );
 }

@@ -1,172 +1,260 @@
-/** The connectors page: list with status and reason, the type's own create/edit form, revalidate, archive. */
+/**
+ * Connectors: the list, a connector's page (status history, its tools), and the create/edit form, whose fields are
+ * drawn from the type's config schema in openapi.yaml (DatabaseConfig for the five database types, with the
+ * `x-toolgate-types` of a field that only some take, and McpConfig), with a connection test before saving.
+ */
 import { useState } from 'preact/hooks';
-import { call, client, rest, type Connector, type ConnectorType } from './api.ts';
-import { ErrorBox, Loading, Page, useAction, useLoad, when } from './kit.tsx';
+import { schemas } from '../../../generated/contract-schemas.ts';
+import { call, client, rest, type ConnectionTest, type Connector, type ConnectorType } from './api.ts';
+import { CallsTable } from './pages-build.tsx';
+import { DataTable, Empty, schemaError, Switch, toast, type Column, type FieldSchema } from './controls.tsx';
+import { loadDirectory } from './directory.tsx';
+import { ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
 
 /**
- * What the form shows for each type of the contract's ConnectorType enum: `satisfies` makes a type added to (or
- * dropped from) openapi.yaml fail the typecheck here, so the list cannot fall behind the contract. `schemas`: the
- * config's schema list; `writes`: the allow-write setting (the read-only types never write, decision 0116).
+ * The contract's ConnectorType enum, each with whether it may write (the read-only types never do, decision 0116):
+ * `satisfies` makes a type added to (or dropped from) openapi.yaml fail the typecheck here.
  */
-const TYPE_FORMS = {
-  postgresql: { schemas: true, writes: true },
-  mysql: { schemas: false, writes: true },
-  mongodb: { schemas: false, writes: false },
-  mssql: { schemas: true, writes: false },
-  oracle: { schemas: true, writes: false },
-  mcp: { schemas: false, writes: false },
-} as const satisfies Record<ConnectorType, { schemas: boolean; writes: boolean }>;
-const TYPES = Object.keys(TYPE_FORMS) as ConnectorType[];
+const TYPE_WRITES = { postgresql: true, mysql: true, mongodb: false, mssql: false, oracle: false, mcp: false } as const satisfies Record<
+  ConnectorType,
+  boolean
+>;
+const TYPES = Object.keys(TYPE_WRITES) as ConnectorType[];
 
-interface ConnectorDraft {
+interface PropertySchema extends FieldSchema {
+  description?: string;
+  items?: FieldSchema;
+  'x-toolgate-types'?: readonly string[];
+}
+type ConfigSchema = { required: readonly string[]; properties: Record<string, PropertySchema> };
+
+const configSchema = (type: ConnectorType) => (type === 'mcp' ? schemas.McpConfig : schemas.DatabaseConfig) as unknown as ConfigSchema;
+
+/** The fields of a type, in the schema's order, without those meant for other types. */
+const fieldsOf = (type: ConnectorType) =>
+  Object.entries(configSchema(type).properties).filter(([, p]) => !p['x-toolgate-types'] || p['x-toolgate-types'].includes(type));
+
+const LABELS: Record<string, string> = {
+  host: 'Host',
+  port: 'Port',
+  database: 'Database',
+  user: 'User',
+  tls: 'TLS',
+  schemas: 'Schemas (comma-separated, optional)',
+  auth_source: 'Auth source (the database holding the user)',
+  url: 'Server URL (https)',
+  headers: 'Extra headers (one "Name: value" per line)',
+};
+/** What the form preselects for TLS: the API's default too (decisions 0139, 0280), what a managed cloud database expects. */
+const TLS_DEFAULT = 'require';
+
+interface Draft {
   name: string;
   type: ConnectorType;
-  host: string;
-  port: string;
-  database: string;
-  user: string;
-  tls: 'disable' | 'require' | 'verify-full';
-  schemas: string;
-  url: string;
-  headers: string;
+  fields: Record<string, string>;
   credential: string;
   allowWrite: boolean;
 }
 
-const emptyDraft = (): ConnectorDraft => ({
-  name: '',
-  type: 'postgresql',
-  host: '',
-  port: '',
-  database: '',
-  user: '',
-  tls: 'require',
-  schemas: '',
-  url: '',
-  headers: '',
-  credential: '',
-  allowWrite: false,
-});
+const emptyDraft = (): Draft => ({ name: '', type: 'postgresql', fields: { tls: TLS_DEFAULT }, credential: '', allowWrite: false });
 
-function draftOf(c: Connector): ConnectorDraft {
-  const config = c.config as Record<string, unknown>;
-  return {
-    ...emptyDraft(),
-    name: c.name,
-    type: c.type,
-    host: String(config.host ?? ''),
-    port: config.port ? String(config.port) : '',
-    database: String(config.database ?? ''),
-    user: String(config.user ?? ''),
-    tls: (config.tls as ConnectorDraft['tls']) ?? 'require',
-    schemas: Array.isArray(config.schemas) ? config.schemas.join(', ') : '',
-    url: String(config.url ?? ''),
-    headers: config.headers ? Object.keys(config.headers as object).join(', ') : '',
-    allowWrite: c.allow_write,
-  };
+function draftOf(c: Connector): Draft {
+  const fields: Record<string, string> = {};
+  for (const [key, value] of Object.entries(c.config as Record<string, unknown>)) {
+    if (Array.isArray(value)) fields[key] = value.join(', ');
+    else if (value && typeof value === 'object')
+      fields[key] = Object.entries(value)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('\n');
+    else fields[key] = String(value);
+  }
+  return { name: c.name, type: c.type, fields, credential: '', allowWrite: c.allow_write };
 }
 
-function configOf(d: ConnectorDraft) {
-  if (d.type === 'mcp') {
-    const headers: Record<string, string> = {};
-    for (const line of d.headers.split('\n')) {
-      const at = line.indexOf(':');
-      if (at > 0) headers[line.slice(0, at).trim()] = line.slice(at + 1).trim();
-    }
-    return { url: d.url, ...(Object.keys(headers).length ? { headers } : {}) };
-  }
-  const schemas = (TYPE_FORMS[d.type].schemas ? d.schemas : '')
+const list = (text: string) =>
+  text
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  return { host: d.host, ...(d.port ? { port: Number(d.port) } : {}), database: d.database, user: d.user, tls: d.tls, ...(schemas.length ? { schemas } : {}) };
+
+/** The config the schema describes, from the typed text; also every field's problem (empty when none). */
+function configOf(d: Draft): { config: Record<string, unknown>; problems: Record<string, string> } {
+  const config: Record<string, unknown> = {};
+  const problems: Record<string, string> = {};
+  const { required } = configSchema(d.type);
+  for (const [key, p] of fieldsOf(d.type)) {
+    const text = (d.fields[key] ?? '').trim();
+    if (!text) {
+      if (required.includes(key)) problems[key] = 'Required.';
+      continue;
+    }
+    if (p.type === 'array') {
+      const items = list(text);
+      const bad = items.map((i) => schemaError(p.items, i)).find(Boolean);
+      if (bad) problems[key] = bad;
+      config[key] = items;
+    } else if (p.type === 'object') {
+      const headers: Record<string, string> = {};
+      for (const line of text.split('\n')) {
+        const at = line.indexOf(':');
+        if (at > 0) headers[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+        else if (line.trim()) problems[key] = `Write "Name: value" (line "${line.trim()}").`;
+      }
+      config[key] = headers;
+    } else {
+      const bad = schemaError(p, text);
+      if (bad) problems[key] = bad;
+      config[key] = p.type === 'integer' ? Number(text) : text;
+    }
+  }
+  return { config, problems };
 }
 
-type Field = (key: keyof ConnectorDraft, label: string, props?: Record<string, unknown>) => preact.JSX.Element;
+function ConfigField({ name, p, d, set, problem }: { name: string; p: PropertySchema; d: Draft; set: (v: string) => void; problem?: string }) {
+  const id = `c-${name}`;
+  const value = d.fields[name] ?? '';
+  const described = problem ? `${id}-problem` : p.description ? `${id}-hint` : undefined;
+  const common = { id, 'aria-invalid': problem ? true : undefined, 'aria-describedby': described };
+  return (
+    <div class="field">
+      <label for={id}>{LABELS[name] ?? name}</label>
+      {p.enum ? (
+        <select {...common} value={value} onChange={(e) => set(e.currentTarget.value)}>
+          {p.enum.map((v) => (
+            <option value={String(v)}>{String(v)}</option>
+          ))}
+        </select>
+      ) : p.type === 'object' ? (
+        <textarea {...common} value={value} onInput={(e) => set(e.currentTarget.value)} />
+      ) : (
+        <input
+          {...common}
+          value={value}
+          inputMode={p.type === 'integer' ? 'numeric' : undefined}
+          onInput={(e) => set(e.currentTarget.value)}
+          autoComplete="off"
+        />
+      )}
+      {problem ? (
+        <span class="field-error" id={`${id}-problem`}>
+          {problem}
+        </span>
+      ) : (
+        p.description && (
+          <span class="hint" id={`${id}-hint`}>
+            {p.description}
+          </span>
+        )
+      )}
+    </div>
+  );
+}
 
-/** A SQL type's fields: where the database is, who signs in, TLS, schemas, and whether write tools are made. */
-function SqlFields({ d, set, field, editing }: { d: ConnectorDraft; set: (patch: Partial<ConnectorDraft>) => void; field: Field; editing: boolean }) {
+function TestResult({ result }: { result: ConnectionTest | null }) {
+  if (!result) return null;
+  return (
+    <p class={result.ok ? 'ok-box' : 'error'} role="status" data-testid="connection-test">
+      {result.ok ? `Connected: ${result.tools} tools would be served.` : `Connection failed: ${result.reason}`}
+    </p>
+  );
+}
+
+/** The name and the type (fixed once saved). */
+function NameAndType({ d, setD, touched, editing }: { d: Draft; setD: (d: Draft) => void; touched: boolean; editing: boolean }) {
   return (
     <>
-      {field('host', 'Host', { required: true })}
-      {field('port', 'Port', { inputMode: 'numeric', pattern: '[0-9]*' })}
-      {field('database', 'Database', { required: true })}
-      {field('user', 'User', { required: true })}
-      {field('credential', editing ? 'Password (leave empty to keep)' : 'Password', { type: 'password', autoComplete: 'off' })}
       <div class="field">
-        <label for="c-tls">TLS</label>
-        <select id="c-tls" value={d.tls} onChange={(e) => set({ tls: e.currentTarget.value as ConnectorDraft['tls'] })}>
-          <option value="disable">disable</option>
-          <option value="require">require</option>
-          <option value="verify-full">verify-full</option>
+        <label for="c-name">Name</label>
+        <input
+          id="c-name"
+          required
+          value={d.name}
+          onInput={(e) => setD({ ...d, name: e.currentTarget.value })}
+          aria-invalid={touched && !d.name.trim() ? true : undefined}
+        />
+        {touched && !d.name.trim() && <span class="field-error">Required.</span>}
+      </div>
+      <div class="field">
+        <label for="c-type">Type</label>
+        <select id="c-type" value={d.type} disabled={editing} onChange={(e) => setD({ ...d, type: e.currentTarget.value as ConnectorType })}>
+          {TYPES.map((t) => (
+            <option value={t}>{t}</option>
+          ))}
         </select>
       </div>
-      {TYPE_FORMS[d.type].schemas && field('schemas', 'Schemas (comma-separated, optional)')}
-      {TYPE_FORMS[d.type].writes && (
-        <div class="field check">
-          <input id="c-write" type="checkbox" checked={d.allowWrite} onChange={(e) => set({ allowWrite: e.currentTarget.checked })} />
-          <label for="c-write">Allow write tools (insert/update)</label>
-        </div>
-      )}
     </>
   );
 }
 
-/** The type's own form: database fields for SQL types, URL and headers for an MCP server. */
+/** The type's own form, drawn from its config schema; "Test connection" tries it without saving. */
 function ConnectorForm({
   initial,
   editing,
   onSave,
   onCancel,
 }: {
-  initial: ConnectorDraft;
-  editing: boolean;
-  onSave: (d: ConnectorDraft) => Promise<unknown>;
+  initial: Draft;
+  editing: Connector | null;
+  onSave: (d: Draft, config: Record<string, unknown>) => Promise<unknown>;
   onCancel: () => void;
 }) {
   const [d, setD] = useState(initial);
+  const [touched, setTouched] = useState(false);
+  const [tested, setTested] = useState<ConnectionTest | null>(null);
   const action = useAction();
-  const set = (patch: Partial<ConnectorDraft>) => setD({ ...d, ...patch });
-  const field = (key: keyof ConnectorDraft, label: string, props: Record<string, unknown> = {}) => (
-    <div class="field">
-      <label for={`c-${key}`}>{label}</label>
-      <input id={`c-${key}`} value={d[key] as string} onInput={(e) => set({ [key]: e.currentTarget.value })} {...props} />
-    </div>
-  );
+  const testing = useAction();
+  const { config, problems } = configOf(d);
+  const shown = touched ? problems : Object.fromEntries(Object.entries(problems).filter(([k]) => k !== 'host' && (d.fields[k] ?? '') !== ''));
+  const valid = Object.keys(problems).length === 0 && d.name.trim() !== '';
+  const test = () =>
+    testing.run(async () => {
+      setTested(null);
+      const body = {
+        type: d.type,
+        config: config as never,
+        ...(d.credential ? { credential: d.credential } : {}),
+        ...(editing ? { connector_id: editing.id } : {}),
+      };
+      const result = await call(rest.testConnector({ client, body }));
+      setTested(result);
+      toast(result.ok ? 'ok' : 'error', result.ok ? `Connection works (${result.tools} tools)` : 'Connection failed');
+    });
   return (
     <form
       class="card"
       aria-label={editing ? 'Edit connector' : 'New connector'}
+      noValidate
       onSubmit={(e) => {
         e.preventDefault();
-        action.run(() => onSave(d));
+        setTouched(true);
+        if (valid) action.run(() => onSave(d, config), editing ? `Saved ${d.name}` : `Created ${d.name}; validating`);
       }}
     >
-      {field('name', 'Name', { required: true })}
+      <NameAndType d={d} setD={setD} touched={touched} editing={!!editing} />
+      {fieldsOf(d.type).map(([name, p]) => (
+        <ConfigField key={`${d.type}-${name}`} name={name} p={p} d={d} problem={shown[name]} set={(v) => setD({ ...d, fields: { ...d.fields, [name]: v } })} />
+      ))}
       <div class="field">
-        <label for="c-type">Type</label>
-        <select id="c-type" value={d.type} disabled={editing} onChange={(e) => set({ type: e.currentTarget.value as ConnectorType })}>
-          {TYPES.map((t) => (
-            <option value={t}>{t}</option>
-          ))}
-        </select>
+        <label for="c-credential">
+          {d.type === 'mcp' ? 'Bearer token' : 'Password'}
+          {editing ? ' (leave empty to keep)' : d.type === 'mcp' ? ' (optional)' : ''}
+        </label>
+        <input id="c-credential" type="password" autoComplete="off" value={d.credential} onInput={(e) => setD({ ...d, credential: e.currentTarget.value })} />
       </div>
-      {d.type === 'mcp' ? (
-        <>
-          {field('url', 'Server URL (https)', { required: true, type: 'url' })}
-          <div class="field">
-            <label for="c-headers">Extra headers (one "Name: value" per line)</label>
-            <textarea id="c-headers" value={d.headers} onInput={(e) => set({ headers: e.currentTarget.value })} />
-          </div>
-          {field('credential', editing ? 'Bearer token (leave empty to keep)' : 'Bearer token (optional)', { type: 'password', autoComplete: 'off' })}
-        </>
-      ) : (
-        <SqlFields d={d} set={set} field={field} editing={editing} />
+      {TYPE_WRITES[d.type] && (
+        <div class="field check">
+          <input id="c-write" type="checkbox" checked={d.allowWrite} onChange={(e) => setD({ ...d, allowWrite: e.currentTarget.checked })} />
+          <label for="c-write">Allow write tools (insert/update)</label>
+        </div>
       )}
-      <ErrorBox error={action.error} />
+      <TestResult result={tested} />
+      <ErrorBox error={action.error ?? testing.error} />
       <div class="buttons">
         <button type="submit" disabled={action.pending}>
           {action.pending ? 'Saving…' : editing ? 'Save changes' : 'Create connector'}
+        </button>
+        <button type="button" class="secondary" disabled={testing.pending || Object.keys(problems).length > 0} onClick={test}>
+          {testing.pending ? 'Testing…' : 'Test connection'}
         </button>
         <button type="button" class="secondary" onClick={onCancel}>
           Cancel
@@ -177,9 +265,9 @@ function ConnectorForm({
 }
 
 /** A connector's status, its reason, and the upstream tools it does not serve (with why). */
-function ConnectorStatus({ c }: { c: Connector }) {
+function Status({ c }: { c: Connector }) {
   return (
-    <td>
+    <>
       <span class={`status status-${c.status}`} data-testid="connector-status">
         {c.status}
       </span>
@@ -196,77 +284,86 @@ function ConnectorStatus({ c }: { c: Connector }) {
           </ul>
         </details>
       )}
-    </td>
+    </>
   );
 }
 
-type OnConnector = (c: Connector) => unknown;
-
-function ConnectorsTable({
-  connectors,
-  onRevalidate,
-  onEdit,
-  onArchive,
-}: {
-  connectors: Connector[];
-  onRevalidate: OnConnector;
-  onEdit: OnConnector;
-  onArchive: OnConnector;
-}) {
-  return (
-    <table>
-      <caption class="sr-only">Connectors</caption>
-      <thead>
-        <tr>
-          <th scope="col">Name</th>
-          <th scope="col">Type</th>
-          <th scope="col">Status</th>
-          <th scope="col">Updated</th>
-          <th scope="col">Actions</th>
-        </tr>
-      </thead>
-      <tbody>
-        {connectors.map((c) => (
-          <tr key={c.id} data-testid={`connector-${c.name}`}>
-            <td>{c.name}</td>
-            <td>{c.type}</td>
-            <ConnectorStatus c={c} />
-            <td>{when(c.updated_at)}</td>
-            <td class="buttons">
-              <button type="button" class="secondary" onClick={() => onRevalidate(c)}>
-                Revalidate
-              </button>
-              <button type="button" class="secondary" onClick={() => onEdit(c)}>
-                Edit
-              </button>
-              <button type="button" class="danger" onClick={() => onArchive(c)}>
-                Archive
-              </button>
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  );
-}
-
-export function ConnectorsPage() {
-  const list = useLoad(() => call(rest.listConnectors({ client })), [], 3000);
-  const [form, setForm] = useState<{ editing: Connector | null } | null>(null);
+function useConnectorActions(reload: () => void) {
   const action = useAction();
-  const connectors = list.data?.connectors ?? [];
-  const save = async (d: ConnectorDraft) => {
-    const common = {
-      name: d.name,
-      config: configOf(d) as never,
-      ...(d.credential ? { credential: d.credential } : {}),
-      ...(d.type !== 'mcp' ? { allow_write: d.allowWrite } : {}),
-    };
-    if (form?.editing) await call(rest.updateConnector({ client, path: { connectorId: form.editing.id }, body: common }));
-    else await call(rest.createConnector({ client, body: { ...common, type: d.type } }));
-    setForm(null);
-    list.reload();
+  return {
+    action,
+    revalidate: (c: Connector) =>
+      action.run(() => call(rest.revalidateConnector({ client, path: { connectorId: c.id } })), `Validating ${c.name}`).then(reload),
+    archive: (c: Connector) =>
+      confirm(`Archive the connector ${c.name}? Its tools disappear from the MCP server.`) &&
+      action.run(() => call(rest.archiveConnector({ client, path: { connectorId: c.id } })), `Archived ${c.name}`).then(reload),
+    setWrite: (c: Connector, on: boolean) =>
+      action
+        .run(
+          () => call(rest.updateConnector({ client, path: { connectorId: c.id }, body: { allow_write: on } })),
+          `${c.name}: writes ${on ? 'allowed' : 'off'}`,
+        )
+        .then(reload),
   };
+}
+
+function ConnectorsTable({ connectors, onEdit, reload }: { connectors: Connector[]; onEdit: (c: Connector) => void; reload: () => void }) {
+  const { action, revalidate, archive } = useConnectorActions(reload);
+  const columns: Column<Connector>[] = [
+    { key: 'name', label: 'Name', value: (c) => c.name, render: (c) => <a href={`#/connectors/${c.id}`}>{c.name}</a> },
+    { key: 'type', label: 'Type', value: (c) => c.type },
+    { key: 'status', label: 'Status', value: (c) => c.status, render: (c) => <Status c={c} /> },
+    { key: 'updated', label: 'Updated', value: (c) => c.updated_at, render: (c) => when(c.updated_at) },
+    {
+      key: 'actions',
+      label: 'Actions',
+      value: () => '',
+      render: (c) => (
+        <div class="buttons">
+          <button type="button" class="secondary" onClick={() => revalidate(c)} aria-label={`Revalidate ${c.name}`}>
+            Revalidate
+          </button>
+          <button type="button" class="secondary" onClick={() => onEdit(c)} aria-label={`Edit ${c.name}`}>
+            Edit
+          </button>
+          <button type="button" class="danger" onClick={() => archive(c)} aria-label={`Archive ${c.name}`}>
+            Archive
+          </button>
+        </div>
+      ),
+    },
+  ];
+  return (
+    <>
+      <ErrorBox error={action.error} />
+      <DataTable
+        caption="Connectors"
+        columns={columns}
+        rows={connectors}
+        rowKey={(c) => c.id}
+        rowTestId={(c) => `connector-${c.name}`}
+        rowClass={(c) => (c.status === 'failed' ? 'row-failed' : undefined)}
+      />
+    </>
+  );
+}
+
+async function saveConnector(editing: Connector | null, d: Draft, config: Record<string, unknown>) {
+  const common = {
+    name: d.name.trim(),
+    config: config as never,
+    ...(d.credential ? { credential: d.credential } : {}),
+    ...(TYPE_WRITES[d.type] ? { allow_write: d.allowWrite } : {}),
+  };
+  if (editing) await call(rest.updateConnector({ client, path: { connectorId: editing.id }, body: common }));
+  else await call(rest.createConnector({ client, body: { ...common, type: d.type } }));
+  loadDirectory(true);
+}
+
+function ConnectorList() {
+  const listed = useLoad(() => call(rest.listConnectors({ client })), [], 3000);
+  const [form, setForm] = useState<{ editing: Connector | null } | null>(null);
+  const connectors = listed.data?.connectors ?? [];
   return (
     <Page
       title="Connectors"
@@ -282,25 +379,100 @@ export function ConnectorsPage() {
         <ConnectorForm
           key={form.editing?.id ?? 'new'}
           initial={form.editing ? draftOf(form.editing) : emptyDraft()}
-          editing={!!form.editing}
-          onSave={save}
+          editing={form.editing}
+          onSave={(d, config) => saveConnector(form.editing, d, config).then(() => (setForm(null), listed.reload()))}
           onCancel={() => setForm(null)}
         />
       )}
-      <Loading loading={list.loading && !list.data} />
-      <ErrorBox error={list.error ?? action.error} />
-      {list.data && connectors.length === 0 && <p>No connectors yet.</p>}
-      {connectors.length > 0 && (
-        <ConnectorsTable
-          connectors={connectors}
-          onRevalidate={(c) => action.run(() => call(rest.revalidateConnector({ client, path: { connectorId: c.id } }))).then(list.reload)}
-          onEdit={(c) => setForm({ editing: c })}
-          onArchive={(c) =>
-            confirm(`Archive the connector ${c.name}? Its tools disappear from the MCP server.`) &&
-            action.run(() => call(rest.archiveConnector({ client, path: { connectorId: c.id } }))).then(list.reload)
-          }
-        />
+      <Loading loading={listed.loading && !listed.data} />
+      <ErrorBox error={listed.error} />
+      {listed.data && connectors.length === 0 && !form && (
+        <Empty>
+          No connectors yet. A connector makes a database's tables, or another MCP server's tools, into tools agents can call.{' '}
+          <button type="button" onClick={() => setForm({ editing: null })}>
+            Add the first connector
+          </button>
+        </Empty>
+      )}
+      {connectors.length > 0 && <ConnectorsTable connectors={connectors} onEdit={(c) => setForm({ editing: c })} reload={listed.reload} />}
+    </Page>
+  );
+}
+
+function ConnectorDetail({ session, id }: PageProps & { id: string }) {
+  const one = useLoad(() => call(rest.getConnector({ client, path: { connectorId: id } })), [id], 3000);
+  const tools = useLoad(() => call(rest.listTools({ client, path: { orgId: session.org_id }, query: { connector_id: id } })), [id, one.data?.status]);
+  const history = useLoad(() => call(rest.listAuditEvents({ client, query: { target_id: id, limit: 50 } })), [id, one.data?.updated_at]);
+  const [editing, setEditing] = useState(false);
+  const c = one.data;
+  const { action, revalidate, archive, setWrite } = useConnectorActions(one.reload);
+  return (
+    <Page title={c ? `Connector ${c.name}` : 'Connector'} actions={<a href="#/connectors">All connectors</a>}>
+      <Loading loading={one.loading && !c} />
+      <ErrorBox error={one.error ?? action.error} />
+      {c && (
+        <>
+          <dl class="facts">
+            <dt>Type</dt>
+            <dd>{c.type}</dd>
+            <dt>Status</dt>
+            <dd>
+              <Status c={c} />
+            </dd>
+            <dt>Settings</dt>
+            <dd>
+              <code>{JSON.stringify(c.config)}</code>
+            </dd>
+            <dt>Credential</dt>
+            <dd>{c.has_credential ? 'stored (write-only)' : 'none'}</dd>
+            {TYPE_WRITES[c.type] && (
+              <>
+                <dt>Write tools</dt>
+                <dd>
+                  <Switch label={`Allow write tools on ${c.name}`} on={c.allow_write} onChange={(on) => setWrite(c, on)} />
+                </dd>
+              </>
+            )}
+            <dt>Created</dt>
+            <dd>{when(c.created_at)}</dd>
+          </dl>
+          <div class="buttons">
+            <button type="button" class="secondary" onClick={() => revalidate(c)}>
+              Revalidate
+            </button>
+            <button type="button" class="secondary" onClick={() => setEditing(!editing)}>
+              Edit
+            </button>
+            <button type="button" class="danger" onClick={() => archive(c) && (location.hash = '#/connectors')}>
+              Archive
+            </button>
+          </div>
+          {editing && (
+            <ConnectorForm
+              initial={draftOf(c)}
+              editing={c}
+              onSave={(d, config) => saveConnector(c, d, config).then(() => (setEditing(false), one.reload()))}
+              onCancel={() => setEditing(false)}
+            />
+          )}
+          <h2>Tools</h2>
+          {tools.data && tools.data.tools.length === 0 && <Empty>No tools: they appear when the connector is active.</Empty>}
+          <ul class="tool-links" data-testid="connector-tools">
+            {(tools.data?.tools ?? []).map((t) => (
+              <li key={t.id} class={t.enabled ? undefined : 'row-disabled'}>
+                <a href={`#/tools/${t.id}`}>{t.name}</a> {t.enabled ? '' : '(disabled)'}
+                {t.requires_approval ? ' (held for approval)' : ''}
+              </li>
+            ))}
+          </ul>
+          <h2>Status history</h2>
+          {history.data && <CallsTable events={history.data.events} caption="Status history" />}
+        </>
       )}
     </Page>
   );
+}
+
+export function ConnectorsPage(props: PageProps) {
+  return props.id ? <ConnectorDetail {...props} id={props.id} /> : <ConnectorList />;
 }

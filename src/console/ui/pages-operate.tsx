@@ -1,63 +1,109 @@
-/** Pages for running the org: the approvals inbox, the audit log, API keys and OAuth clients. */
+/** Pages for running the org: the approvals inbox and an approval's page, the audit log, API keys and OAuth clients. */
 import { useState } from 'preact/hooks';
-import { call, client, rest, type ApiKey, type Approval, type AuditEvent, type OAuthClient, type SessionInfo } from './api.ts';
-import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when } from './kit.tsx';
+import { queryParameters } from '../../../generated/contract-schemas.ts';
+import { call, client, rest, type ApiKey, type Approval, type AuditEvent, type Connector, type OAuthClient, type OrgDirectory } from './api.ts';
+import { DataTable, Empty, Named, SchemaInput, schemaError, type Column } from './controls.tsx';
+import { Actor, loadDirectory, Requester, Target, useDirectory } from './directory.tsx';
+import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when, type PageProps } from './kit.tsx';
+import { CallsTable } from './pages-build.tsx';
 
 const ORDER: Record<string, number> = { pending: 0, executing: 1 };
 
-export function ApprovalsPage() {
+function ApprovalCard({
+  a,
+  dir,
+  result,
+  onDecide,
+  pending,
+  open,
+}: {
+  a: Approval;
+  dir: OrgDirectory | null;
+  result?: string;
+  onDecide?: (approve: boolean) => void;
+  pending: boolean;
+  open?: boolean;
+}) {
+  return (
+    <li class={`card approval-${a.status}`} data-testid={`approval-${a.id}`}>
+      <h2>
+        {open ? a.tool_name : <a href={`#/approvals/${a.id}`}>{a.tool_name}</a>} <span class={`status status-${a.status}`}>{a.status}</span>
+      </h2>
+      <p>
+        Requested by <Requester dir={dir} value={a.requested_by} /> at {when(a.created_at)}; expires {when(a.expires_at)}
+        {a.decided_by && (
+          <>
+            ; decided by <Requester dir={dir} value={a.decided_by} /> at {when(a.decided_at)}
+          </>
+        )}
+      </p>
+      <h3>Arguments</h3>
+      <pre>{JSON.stringify(a.arguments, null, 2)}</pre>
+      {a.reason && <p class="reason">{a.reason}</p>}
+      {a.status === 'pending' && onDecide && (
+        <div class="buttons">
+          <button type="button" disabled={pending} onClick={() => onDecide(true)}>
+            Approve and run
+          </button>
+          <button type="button" class="danger" disabled={pending} onClick={() => onDecide(false)}>
+            Reject
+          </button>
+        </div>
+      )}
+      {result && (
+        <>
+          <h3>Result</h3>
+          <pre data-testid="approval-result">{result}</pre>
+        </>
+      )}
+    </li>
+  );
+}
+
+export function ApprovalsPage({ id }: PageProps) {
   // Refreshes while open: a held call shows up without a reload.
   const list = useLoad(() => call(rest.listApprovals({ client, query: { limit: 100 } })), [], 3000);
   const [results, setResults] = useState<Record<string, string>>({});
+  const dir = useDirectory();
   const action = useAction();
+  const trail = useLoad(() => (id ? call(rest.listAuditEvents({ client, query: { target_id: id, limit: 50 } })) : Promise.resolve(null)), [id, list.data]);
   const decide = (a: Approval, approve: boolean) =>
     action
-      .run(async () => {
-        const fn = approve ? rest.approveApproval : rest.rejectApproval;
-        const decision = await call(fn({ client, path: { approvalId: a.id } }));
-        setResults((r) => ({ ...r, [a.id]: JSON.stringify(decision, null, 2) }));
-      })
+      .run(
+        async () => {
+          const fn = approve ? rest.approveApproval : rest.rejectApproval;
+          const decision = await call(fn({ client, path: { approvalId: a.id } }));
+          setResults((r) => ({ ...r, [a.id]: JSON.stringify(decision, null, 2) }));
+        },
+        approve ? `Approved ${a.tool_name}` : `Rejected ${a.tool_name}`,
+      )
       .then(list.reload);
-  const approvals = [...(list.data?.approvals ?? [])].sort(
-    (a, b) => (ORDER[a.status] ?? 2) - (ORDER[b.status] ?? 2) || b.created_at.localeCompare(a.created_at),
-  );
+  const approvals = [...(list.data?.approvals ?? [])]
+    .filter((a) => !id || a.id === id)
+    .sort((a, b) => (ORDER[a.status] ?? 2) - (ORDER[b.status] ?? 2) || b.created_at.localeCompare(a.created_at));
   return (
-    <Page title="Approvals">
+    <Page title={id ? 'Approval' : 'Approvals'} actions={id && <a href="#/approvals">All approvals</a>}>
       <Loading loading={list.loading && !list.data} />
       <ErrorBox error={list.error ?? action.error} />
-      {list.data && approvals.length === 0 && <p>No approvals. Calls to tools that require approval appear here.</p>}
+      {list.data && approvals.length === 0 && (
+        <Empty>
+          {id
+            ? 'No such approval (the list holds the latest 100).'
+            : 'No approvals. Calls to tools that require approval appear here: switch "Requires approval" on a tool in '}
+          {!id && <a href="#/tools">Tools</a>}
+        </Empty>
+      )}
       <ul class="approvals">
         {approvals.map((a) => (
-          <li key={a.id} class={`card approval-${a.status}`} data-testid={`approval-${a.id}`}>
-            <h2>
-              {a.tool_name} <span class={`status status-${a.status}`}>{a.status}</span>
-            </h2>
-            <p>
-              Requested by {a.requested_by} at {when(a.created_at)}; expires {when(a.expires_at)}
-              {a.decided_by && `; decided by ${a.decided_by} at ${when(a.decided_at)}`}
-            </p>
-            <h3>Arguments</h3>
-            <pre>{JSON.stringify(a.arguments, null, 2)}</pre>
-            {a.reason && <p class="reason">{a.reason}</p>}
-            {a.status === 'pending' && (
-              <div class="buttons">
-                <button type="button" disabled={action.pending} onClick={() => decide(a, true)}>
-                  Approve and run
-                </button>
-                <button type="button" class="danger" disabled={action.pending} onClick={() => decide(a, false)}>
-                  Reject
-                </button>
-              </div>
-            )}
-            {results[a.id] && (
-              <>
-                <h3>Result</h3>
-                <pre data-testid="approval-result">{results[a.id]}</pre>
-              </>
-            )}
-          </li>
+          <ApprovalCard key={a.id} a={a} dir={dir} result={results[a.id]} pending={action.pending} onDecide={(ok) => decide(a, ok)} open={!!id} />
         ))}
       </ul>
+      {id && trail.data && (
+        <>
+          <h2>Decision trail</h2>
+          <CallsTable events={trail.data.events} caption="Decision trail" />
+        </>
+      )}
     </Page>
   );
 }
@@ -84,7 +130,7 @@ function ExportButton({ filter, exporting }: { filter: { action: string; days: n
             rest.exportAuditEvents({ client, query: { redact: true, days: filter.days, ...(filter.action ? { action: filter.action } : {}) } }),
           );
           download(`audit-${new Date().toISOString().slice(0, 10)}.json`, exported);
-        })
+        }, 'Export downloaded')
       }
     >
       Export (redacted)
@@ -92,40 +138,53 @@ function ExportButton({ filter, exporting }: { filter: { action: string; days: n
   );
 }
 
-function AuditTable({ events }: { events: AuditEvent[] }) {
+/** Every recorded field of an event. */
+function EventFields({ e }: { e: AuditEvent }) {
   return (
-    <table>
-      <caption class="sr-only">Audit events</caption>
-      <thead>
-        <tr>
-          <th scope="col">#</th>
-          <th scope="col">When</th>
-          <th scope="col">Action</th>
-          <th scope="col">Actor</th>
-          <th scope="col">Target</th>
-          <th scope="col">Outcome</th>
-        </tr>
-      </thead>
-      <tbody>
-        {events.map((e) => (
-          <tr key={e.id}>
-            <td>{e.seq}</td>
-            <td>{when(e.created_at)}</td>
-            <td>{e.action}</td>
-            <td>
-              {e.actor.type}
-              {e.actor.id ? `: ${e.actor.id}` : ''}
-            </td>
-            <td>{e.target_type ? `${e.target_type} ${e.target_id ?? ''}` : '—'}</td>
-            <td>{e.outcome}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <dl class="facts event-fields" data-testid={`event-${e.seq}`}>
+      {Object.entries({ ...e, actor: `${e.actor.type} ${e.actor.id ?? ''}` }).map(([k, v]) => (
+        <>
+          <dt key={`${k}-k`}>{k}</dt>
+          <dd key={`${k}-v`}>{typeof v === 'object' && v !== null ? <pre>{JSON.stringify(v, null, 2)}</pre> : <code>{String(v)}</code>}</dd>
+        </>
+      ))}
+    </dl>
   );
 }
 
-export function AuditPage({ session }: { session: SessionInfo }) {
+function AuditTable({ events }: { events: AuditEvent[] }) {
+  const dir = useDirectory();
+  const [open, setOpen] = useState<string | null>(null);
+  const columns: Column<AuditEvent>[] = [
+    { key: 'seq', label: '#', value: (e) => e.seq },
+    { key: 'when', label: 'When', value: (e) => e.created_at, render: (e) => when(e.created_at) },
+    { key: 'action', label: 'Action', value: (e) => e.action },
+    { key: 'actor', label: 'Actor', value: (e) => `${e.actor.type} ${e.actor.id ?? ''}`, render: (e) => <Actor dir={dir} actor={e.actor} /> },
+    {
+      key: 'target',
+      label: 'Target',
+      value: (e) => `${e.target_type ?? ''} ${e.target_id ?? ''}`,
+      render: (e) => <Target dir={dir} type={e.target_type} id={e.target_id} />,
+    },
+    { key: 'outcome', label: 'Outcome', value: (e) => e.outcome, render: (e) => <span class={`status status-${e.outcome}`}>{e.outcome}</span> },
+    {
+      key: 'details',
+      label: 'Details',
+      value: () => '',
+      render: (e) => (
+        <button type="button" class="secondary" aria-expanded={open === e.id} onClick={() => setOpen(open === e.id ? null : e.id)}>
+          {open === e.id ? 'Hide' : 'Show'}
+          <span class="sr-only"> every field of event {e.seq}</span>
+        </button>
+      ),
+    },
+  ];
+  return <DataTable caption="Audit events" columns={columns} rows={events} rowKey={(e) => e.id} after={(e) => open === e.id && <EventFields e={e} />} />;
+}
+
+const AUDIT_QUERY = queryParameters.listAuditEvents;
+
+export function AuditPage({ session }: PageProps) {
   const [action, setAction] = useState('');
   const [days, setDays] = useState('7');
   const [filter, setFilter] = useState({ action: '', days: 7 });
@@ -144,30 +203,38 @@ export function AuditPage({ session }: { session: SessionInfo }) {
   const exporting = useAction();
   const admin = session.org_level || session.roles.includes('admin');
   const events: AuditEvent[] = page.data?.events ?? [];
+  const invalid = schemaError(AUDIT_QUERY.days, days.trim()) ?? schemaError(AUDIT_QUERY.action, action.trim());
   return (
     <Page title="Audit">
       <form
         class="filters"
+        noValidate
         onSubmit={(e) => {
           e.preventDefault();
+          if (invalid) return;
           setCursors([]);
-          setFilter({ action: action.trim(), days: Number(days) || 7 });
+          setFilter({ action: action.trim(), days: Number(days.trim() || 7) });
         }}
       >
-        <div class="field inline">
-          <label for="a-action">Action</label>
-          <input id="a-action" placeholder="e.g. tool.called" value={action} onInput={(e) => setAction(e.currentTarget.value)} />
-        </div>
-        <div class="field inline">
-          <label for="a-days">Days</label>
-          <input id="a-days" inputMode="numeric" value={days} onInput={(e) => setDays(e.currentTarget.value)} />
-        </div>
-        <button type="submit">Filter</button>
+        <SchemaInput
+          id="a-action"
+          label="Action"
+          schema={AUDIT_QUERY.action}
+          value={action}
+          onInput={setAction}
+          hint="e.g. tool.called, or approval. for a prefix"
+          inline
+        />
+        <SchemaInput id="a-days" label="Days" schema={AUDIT_QUERY.days} value={days} onInput={setDays} inline />
+        <button type="submit" disabled={!!invalid}>
+          Filter
+        </button>
         {admin && <ExportButton filter={filter} exporting={exporting} />}
       </form>
       <ErrorBox error={page.error ?? exporting.error} />
       <Loading loading={page.loading} />
-      <AuditTable events={events} />
+      {page.data && events.length === 0 && <Empty>No events match. Widen the window or clear the action.</Empty>}
+      {events.length > 0 && <AuditTable events={events} />}
       <div class="buttons">
         <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
           Newer
@@ -182,147 +249,230 @@ export function AuditPage({ session }: { session: SessionInfo }) {
 
 type Revoke = (id: string, name: string) => unknown;
 
-function ApiKeysTable({ keys, onRevoke }: { keys: ApiKey[]; onRevoke: Revoke }) {
+function ApiKeysTable({ keys, connectors, onRevoke }: { keys: ApiKey[]; connectors: Connector[]; onRevoke: Revoke }) {
+  const name = (id: string) => connectors.find((c) => c.id === id)?.name ?? `${id.slice(0, 8)}…`;
+  const columns: Column<ApiKey>[] = [
+    { key: 'name', label: 'Name', value: (k) => k.name, render: (k) => <Named name={k.name} id={k.id} /> },
+    { key: 'prefix', label: 'Prefix', value: (k) => k.prefix, render: (k) => <code>{k.prefix}…</code> },
+    {
+      key: 'scope',
+      label: 'Connectors',
+      value: (k) => (k.connector_ids ? k.connector_ids.map(name).join(', ') : 'all'),
+      render: (k) => (k.connector_ids ? k.connector_ids.map(name).join(', ') : 'all'),
+    },
+    { key: 'created', label: 'Created', value: (k) => k.created_at, render: (k) => when(k.created_at) },
+    {
+      key: 'state',
+      label: 'State',
+      value: (k) => (k.revoked_at ? 'revoked' : 'active'),
+      render: (k) => (k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'),
+    },
+    {
+      key: 'actions',
+      label: 'Actions',
+      value: () => '',
+      render: (k) =>
+        !k.revoked_at && (
+          <button type="button" class="danger" onClick={() => onRevoke(k.id, k.name)} aria-label={`Revoke ${k.name}`}>
+            Revoke
+          </button>
+        ),
+    },
+  ];
   return (
-    <table>
-      <caption class="sr-only">API keys</caption>
-      <thead>
-        <tr>
-          <th scope="col">Name</th>
-          <th scope="col">Prefix</th>
-          <th scope="col">Created</th>
-          <th scope="col">State</th>
-          <th scope="col">Actions</th>
-        </tr>
-      </thead>
-      <tbody>
-        {keys.map((k) => (
-          <tr key={k.id} data-testid={`key-${k.name}`}>
-            <td>{k.name}</td>
-            <td>
-              <code>{k.prefix}…</code>
-            </td>
-            <td>{when(k.created_at)}</td>
-            <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'}</td>
-            <td>
-              {!k.revoked_at && (
-                <button type="button" class="danger" onClick={() => onRevoke(k.id, k.name)}>
-                  Revoke
-                </button>
-              )}
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <DataTable
+      caption="API keys"
+      columns={columns}
+      rows={keys}
+      rowKey={(k) => k.id}
+      rowTestId={(k) => `key-${k.name}`}
+      rowClass={(k) => (k.revoked_at ? 'row-disabled' : undefined)}
+    />
   );
 }
 
-function OAuthClientsTable({ clients, onRevoke }: { clients: OAuthClient[]; onRevoke: Revoke }) {
+function OAuthClientsTable({ clients, connectors, onRevoke }: { clients: OAuthClient[]; connectors: Connector[]; onRevoke: Revoke }) {
+  const scopeText = (s: string) => (s.startsWith('mcp:call:') ? `mcp:call on ${connectors.find((c) => `mcp:call:${c.id}` === s)?.name ?? s.slice(9, 17)}` : s);
+  const columns: Column<OAuthClient>[] = [
+    { key: 'name', label: 'Name', value: (c) => c.name },
+    { key: 'client', label: 'Client id', value: (c) => c.client_id, render: (c) => <code>{c.client_id}</code> },
+    { key: 'scopes', label: 'Scopes', value: (c) => c.scopes.map(scopeText).join(', ') },
+    {
+      key: 'state',
+      label: 'State',
+      value: (c) => (c.revoked_at ? 'revoked' : 'active'),
+      render: (c) => (c.revoked_at ? `revoked ${when(c.revoked_at)}` : 'active'),
+    },
+    {
+      key: 'actions',
+      label: 'Actions',
+      value: () => '',
+      render: (c) =>
+        !c.revoked_at && (
+          <button type="button" class="danger" onClick={() => onRevoke(c.client_id, c.name)} aria-label={`Revoke ${c.name}`}>
+            Revoke
+          </button>
+        ),
+    },
+  ];
   return (
-    <table>
-      <caption class="sr-only">OAuth clients</caption>
-      <thead>
-        <tr>
-          <th scope="col">Name</th>
-          <th scope="col">Client id</th>
-          <th scope="col">Scopes</th>
-          <th scope="col">State</th>
-          <th scope="col">Actions</th>
-        </tr>
-      </thead>
-      <tbody>
-        {clients.map((c) => (
-          <tr key={c.id}>
-            <td>{c.name}</td>
-            <td>
-              <code>{c.client_id}</code>
-            </td>
-            <td>{c.scopes.join(' ')}</td>
-            <td>{c.revoked_at ? `revoked ${when(c.revoked_at)}` : 'active'}</td>
-            <td>
-              {!c.revoked_at && (
-                <button type="button" class="danger" onClick={() => onRevoke(c.client_id, c.name)}>
-                  Revoke
-                </button>
-              )}
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <DataTable
+      caption="OAuth clients"
+      columns={columns}
+      rows={clients}
+      rowKey={(c) => c.id}
+      rowTestId={(c) => `client-${c.name}`}
+      rowClass={(c) => (c.revoked_at ? 'row-disabled' : undefined)}
+    />
+  );
+}
+
+/** Connector checkboxes: none ticked means every connector. */
+function ConnectorScope({
+  id,
+  connectors,
+  picked,
+  onChange,
+  legend,
+}: {
+  id: string;
+  connectors: Connector[];
+  picked: string[];
+  onChange: (ids: string[]) => void;
+  legend: string;
+}) {
+  if (connectors.length === 0) return null;
+  return (
+    <fieldset>
+      <legend>{legend}</legend>
+      {connectors.map((c) => (
+        <span class="check" key={c.id}>
+          <input
+            id={`${id}-${c.id}`}
+            type="checkbox"
+            checked={picked.includes(c.id)}
+            onChange={(e) => onChange(e.currentTarget.checked ? [...picked, c.id] : picked.filter((x) => x !== c.id))}
+          />
+          <label for={`${id}-${c.id}`}>{c.name}</label>
+        </span>
+      ))}
+    </fieldset>
+  );
+}
+
+function NewKeyForm({ connectors, disabled, onCreated }: { connectors: Connector[]; disabled: boolean; onCreated: (secret: string) => void }) {
+  const [name, setName] = useState('');
+  const [picked, setPicked] = useState<string[]>([]);
+  const action = useAction();
+  const submit = (e: Event) => {
+    e.preventDefault();
+    action.run(async () => {
+      const created = await call(rest.createApiKey({ client, body: { name: name.trim(), ...(picked.length ? { connector_ids: picked } : {}) } }));
+      onCreated(created.key);
+      setName('');
+      setPicked([]);
+    }, `Created the API key ${name.trim()}`);
+  };
+  return (
+    <form class="card" aria-label="New API key" onSubmit={submit}>
+      <div class="field">
+        <label for="key-name">Name of the new key</label>
+        <input id="key-name" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      </div>
+      <ConnectorScope id="key-conn" connectors={connectors} picked={picked} onChange={setPicked} legend="Limit to connectors (none ticked: all)" />
+      <button type="submit" disabled={action.pending || disabled}>
+        Create API key
+      </button>
+      {disabled && <span class="hint"> Store the secret above first.</span>}
+    </form>
+  );
+}
+
+function NewClientForm({
+  connectors,
+  disabled,
+  onCreated,
+}: {
+  connectors: Connector[];
+  disabled: boolean;
+  onCreated: (secret: string, clientId: string) => void;
+}) {
+  const [name, setName] = useState('');
+  const [scopes, setScopes] = useState({ manage: false, mcp: true });
+  const [picked, setPicked] = useState<string[]>([]);
+  const action = useAction();
+  const wanted = [...(scopes.mcp ? (picked.length ? picked.map((id) => `mcp:call:${id}`) : ['mcp:call']) : []), ...(scopes.manage ? ['org:manage'] : [])];
+  const submit = (e: Event) => {
+    e.preventDefault();
+    action.run(async () => {
+      const created = await call(rest.createOAuthClient({ client, body: { name: name.trim(), scopes: wanted } }));
+      onCreated(created.client_secret, created.client_id);
+      setName('');
+    }, `Created the OAuth client ${name.trim()}`);
+  };
+  return (
+    <form class="card" aria-label="New OAuth client" onSubmit={submit}>
+      <div class="field">
+        <label for="client-name">Name of the new client</label>
+        <input id="client-name" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      </div>
+      <span class="check">
+        <input id="scope-mcp" type="checkbox" checked={scopes.mcp} onChange={(e) => setScopes({ ...scopes, mcp: e.currentTarget.checked })} />
+        <label for="scope-mcp">mcp:call (call tools)</label>
+      </span>
+      <span class="check">
+        <input id="scope-manage" type="checkbox" checked={scopes.manage} onChange={(e) => setScopes({ ...scopes, manage: e.currentTarget.checked })} />
+        <label for="scope-manage">org:manage (the REST interface and this console)</label>
+      </span>
+      {scopes.mcp && (
+        <ConnectorScope
+          id="client-conn"
+          connectors={connectors}
+          picked={picked}
+          onChange={setPicked}
+          legend="Tools of these connectors only (none ticked: all)"
+        />
+      )}
+      {wanted.length === 0 && <p class="field-error">Pick at least one scope.</p>}
+      <button type="submit" disabled={action.pending || disabled || wanted.length === 0}>
+        Create OAuth client
+      </button>
+    </form>
   );
 }
 
 export function CredentialsPage() {
   const keys = useLoad(() => call(rest.listApiKeys({ client })));
   const clients = useLoad(() => call(rest.listOAuthClients({ client })));
-  const [keyName, setKeyName] = useState('');
-  const [clientName, setClientName] = useState('');
-  const [scopes, setScopes] = useState({ manage: false, mcp: true });
+  const connectors = useLoad(() => call(rest.listConnectors({ client })));
   const [secret, setSecret] = useState<{ label: string; value: string; extra?: string } | null>(null);
   const action = useAction();
-  const createKey = (e: Event) => {
-    e.preventDefault();
-    action.run(async () => {
-      const created = await call(rest.createApiKey({ client, body: { name: keyName } }));
-      setSecret({ label: 'API key', value: created.key });
-      setKeyName('');
-      keys.reload();
-    });
-  };
-  const createClient = (e: Event) => {
-    e.preventDefault();
-    const wanted = [...(scopes.mcp ? ['mcp:call'] : []), ...(scopes.manage ? ['org:manage'] : [])];
-    action.run(async () => {
-      const created = await call(rest.createOAuthClient({ client, body: { name: clientName, scopes: wanted } }));
-      setSecret({ label: 'Client secret', value: created.client_secret, extra: `Client id: ${created.client_id}` });
-      setClientName('');
-      clients.reload();
-    });
-  };
+  const all = connectors.data?.connectors ?? [];
   const revokeKey = (id: string, name: string) =>
     confirm(`Revoke the API key ${name}? Calls with it fail at once.`) &&
-    action.run(() => call(rest.revokeApiKey({ client, path: { keyId: id } }))).then(keys.reload);
+    action.run(() => call(rest.revokeApiKey({ client, path: { keyId: id } })), `Revoked ${name}`).then(keys.reload);
   const revokeClient = (id: string, name: string) =>
     confirm(`Revoke the OAuth client ${name}? Its tokens stop working at once.`) &&
-    action.run(() => call(rest.revokeOAuthClient({ client, path: { clientId: id } }))).then(clients.reload);
+    action.run(() => call(rest.revokeOAuthClient({ client, path: { clientId: id } })), `Revoked ${name}`).then(clients.reload);
   return (
     <Page title="API keys & OAuth clients">
-      {secret && (
-        <>
-          {secret.extra && <p>{secret.extra}</p>}
-          <SecretOnce label={secret.label} value={secret.value} onDone={() => setSecret(null)} />
-        </>
-      )}
+      {secret && <SecretOnce label={secret.label} value={secret.value} extra={secret.extra} onDone={() => setSecret(null)} />}
       <ErrorBox error={action.error ?? keys.error ?? clients.error} />
       <h2>API keys</h2>
-      <form class="inline-form" onSubmit={createKey}>
-        <label for="key-name">Name of the new key</label>
-        <input id="key-name" required value={keyName} onInput={(e) => setKeyName(e.currentTarget.value)} />
-        <button type="submit" disabled={action.pending}>
-          Create API key
-        </button>
-      </form>
+      <p class="hint">
+        Agents send a key in the <code>X-API-Key</code> header. <a href="#/connect">Connect an agent</a> shows ready-made configurations.
+      </p>
+      <NewKeyForm connectors={all} disabled={!!secret} onCreated={(value) => (setSecret({ label: 'API key', value }), keys.reload(), loadDirectory(true))} />
       <Loading loading={keys.loading && !keys.data} />
-      <ApiKeysTable keys={keys.data?.api_keys ?? []} onRevoke={revokeKey} />
+      {keys.data && keys.data.api_keys.length === 0 && <Empty>No API keys. Create one above for an agent.</Empty>}
+      {keys.data && keys.data.api_keys.length > 0 && <ApiKeysTable keys={keys.data.api_keys} connectors={all} onRevoke={revokeKey} />}
       <h2>OAuth clients</h2>
-      <form class="inline-form" onSubmit={createClient}>
-        <label for="client-name">Name of the new client</label>
-        <input id="client-name" required value={clientName} onInput={(e) => setClientName(e.currentTarget.value)} />
-        <span class="check">
-          <input id="scope-mcp" type="checkbox" checked={scopes.mcp} onChange={(e) => setScopes({ ...scopes, mcp: e.currentTarget.checked })} />
-          <label for="scope-mcp">mcp:call</label>
-        </span>
-        <span class="check">
-          <input id="scope-manage" type="checkbox" checked={scopes.manage} onChange={(e) => setScopes({ ...scopes, manage: e.currentTarget.checked })} />
-          <label for="scope-manage">org:manage</label>
-        </span>
-        <button type="submit" disabled={action.pending}>
-          Create OAuth client
-        </button>
-      </form>
-      <OAuthClientsTable clients={clients.data?.oauth_clients ?? []} onRevoke={revokeClient} />
+      <NewClientForm
+        connectors={all}
+        disabled={!!secret}
+        onCreated={(value, clientId) => (setSecret({ label: 'Client secret', value, extra: `Client id: ${clientId}` }), clients.reload(), loadDirectory(true))}
+      />
+      {clients.data && <OAuthClientsTable clients={clients.data.oauth_clients} connectors={all} onRevoke={revokeClient} />}
     </Page>
   );
 }

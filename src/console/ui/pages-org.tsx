@@ -1,7 +1,9 @@
 /** Org settings pages: the identity provider, webhooks, billing. */
 import { useState } from 'preact/hooks';
-import { ApiError, call, client, rest, type IdpConfig, type Webhook, type WebhookEventType } from './api.ts';
-import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when } from './kit.tsx';
+import { schemas } from '../../../generated/contract-schemas.ts';
+import { ApiError, call, client, rest, type IdpConfig, type Webhook, type WebhookAttempt, type WebhookEventType } from './api.ts';
+import { DataTable, Empty, Named, SchemaInput, Switch, type Column } from './controls.tsx';
+import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when, type PageProps } from './kit.tsx';
 
 function IdpForm({ current, onSaved }: { current: IdpConfig | null; onSaved: () => void }) {
   const [v, setV] = useState({
@@ -34,7 +36,7 @@ function IdpForm({ current, onSaved }: { current: IdpConfig | null; onSaved: () 
       // Left empty, the stored secret is kept (for the same client id).
       ...(v.console_client_secret ? { console_client_secret: v.console_client_secret } : {}),
     };
-    action.run(() => call(rest.setIdpConfig({ client, body }))).then((ok) => ok && onSaved());
+    action.run(() => call(rest.setIdpConfig({ client, body })), 'Identity provider saved').then((ok) => ok && onSaved());
   };
   return (
     <form class="card" aria-label="Identity provider settings" onSubmit={save}>
@@ -91,7 +93,7 @@ export function IdpPage() {
               class="danger"
               onClick={() =>
                 confirm('Remove the identity provider? Its tokens stop working at once.') &&
-                action.run(() => call(rest.deleteIdpConfig({ client }))).then(idp.reload)
+                action.run(() => call(rest.deleteIdpConfig({ client })), 'Identity provider removed').then(idp.reload)
               }
             >
               Remove the identity provider
@@ -106,152 +108,187 @@ export function IdpPage() {
 const EVENTS: WebhookEventType[] = ['tool.called', 'approval.requested', 'approval.decided'];
 
 function Deliveries({ webhook }: { webhook: Webhook }) {
-  const list = useLoad(() => call(rest.listWebhookDeliveries({ client, path: { webhookId: webhook.id } })));
+  const list = useLoad(() => call(rest.listWebhookDeliveries({ client, path: { webhookId: webhook.id } })), [webhook.id], 5000);
   const action = useAction();
+  const columns: Column<WebhookAttempt>[] = [
+    { key: 'when', label: 'When', value: (d) => d.attempted_at, render: (d) => when(d.attempted_at) },
+    { key: 'event', label: 'Event', value: (d) => d.event_type, render: (d) => <Named name={d.event_type} id={d.event_id} /> },
+    { key: 'attempt', label: 'Attempt', value: (d) => d.attempt },
+    { key: 'response', label: 'Response', value: (d) => d.status_code ?? -1, render: (d) => (d.status_code ? `HTTP ${d.status_code}` : 'no answer') },
+    { key: 'latency', label: 'Latency', value: (d) => d.latency_ms, render: (d) => `${d.latency_ms} ms` },
+    { key: 'error', label: 'Error', value: (d) => d.error ?? '', render: (d) => d.error ?? '—' },
+    {
+      key: 'delivery',
+      label: 'Delivery',
+      value: (d) => d.delivery_status,
+      render: (d) => <span class={`status status-${d.delivery_status}`}>{d.delivery_status}</span>,
+    },
+    {
+      key: 'actions',
+      label: 'Actions',
+      value: () => '',
+      render: (d) => (
+        <button
+          type="button"
+          class="secondary"
+          onClick={() =>
+            action.run(() => call(rest.resendWebhookEvent({ client, path: { webhookId: webhook.id, eventId: d.event_id } })), 'Queued again').then(list.reload)
+          }
+        >
+          Resend
+        </button>
+      ),
+    },
+  ];
+  const rows = list.data?.deliveries ?? [];
   return (
-    <div class="card">
-      <h3>Deliveries to {webhook.url}</h3>
-      <Loading loading={list.loading} />
+    <>
+      <h2>Deliveries</h2>
+      <p class="hint">
+        The request body is a WebhookDelivery (see the API reference); the gateway keeps each attempt's answer status, latency and error, not the bodies.
+      </p>
+      <Loading loading={list.loading && !list.data} />
       <ErrorBox error={list.error ?? action.error} />
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Event</th>
-            <th scope="col">Attempt</th>
-            <th scope="col">Status</th>
-            <th scope="col">Delivery</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(list.data?.deliveries ?? []).map((d) => (
-            <tr key={d.id}>
-              <td>{when(d.attempted_at)}</td>
-              <td>{d.event_type}</td>
-              <td>{d.attempt}</td>
-              <td>{d.status_code ?? d.error ?? '—'}</td>
-              <td>{d.delivery_status}</td>
-              <td>
-                <button
-                  type="button"
-                  class="secondary"
-                  onClick={() =>
-                    action.run(() => call(rest.resendWebhookEvent({ client, path: { webhookId: webhook.id, eventId: d.event_id } }))).then(list.reload)
-                  }
-                >
-                  Resend
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+      {list.data && rows.length === 0 && <Empty>No deliveries yet: they appear when a subscribed event happens.</Empty>}
+      {rows.length > 0 && <DataTable caption="Deliveries" columns={columns} rows={rows} rowKey={(d) => d.id} />}
+    </>
   );
 }
 
-type OnWebhook = (w: Webhook) => unknown;
+function useWebhookActions(reload: () => void) {
+  const action = useAction();
+  return {
+    action,
+    toggle: (w: Webhook, on: boolean) =>
+      action
+        .run(() => call(rest.updateWebhook({ client, path: { webhookId: w.id }, body: { enabled: on } })), `Webhook ${on ? 'enabled' : 'disabled'}`)
+        .then(reload),
+    remove: (w: Webhook) =>
+      confirm(`Delete the webhook to ${w.url}?`) &&
+      action.run(() => call(rest.deleteWebhook({ client, path: { webhookId: w.id } })), 'Webhook deleted').then(reload),
+  };
+}
 
-function WebhooksTable({
-  webhooks,
-  onDeliveries,
-  onToggle,
-  onDelete,
-}: {
-  webhooks: Webhook[];
-  onDeliveries: OnWebhook;
-  onToggle: OnWebhook;
-  onDelete: OnWebhook;
-}) {
+function WebhooksTable({ webhooks, reload }: { webhooks: Webhook[]; reload: () => void }) {
+  const { action, toggle, remove } = useWebhookActions(reload);
+  const columns: Column<Webhook>[] = [
+    { key: 'url', label: 'URL', value: (w) => w.url, render: (w) => <a href={`#/webhooks/${w.id}`}>{w.url}</a> },
+    { key: 'events', label: 'Events', value: (w) => w.events.join(', ') },
+    {
+      key: 'enabled',
+      label: 'Enabled',
+      value: (w) => (w.enabled ? 1 : 0),
+      render: (w) => (
+        <>
+          <Switch label={`Enabled: ${w.url}`} on={w.enabled} onChange={(on) => toggle(w, on)} />
+          {w.disabled_reason && <p class="reason">{w.disabled_reason}</p>}
+        </>
+      ),
+    },
+    {
+      key: 'actions',
+      label: 'Actions',
+      value: () => '',
+      render: (w) => (
+        <button type="button" class="danger" onClick={() => remove(w)} aria-label={`Delete the webhook to ${w.url}`}>
+          Delete
+        </button>
+      ),
+    },
+  ];
   return (
-    <table>
-      <caption class="sr-only">Webhooks</caption>
-      <thead>
-        <tr>
-          <th scope="col">URL</th>
-          <th scope="col">Events</th>
-          <th scope="col">State</th>
-          <th scope="col">Actions</th>
-        </tr>
-      </thead>
-      <tbody>
-        {webhooks.map((w) => (
-          <tr key={w.id}>
-            <td>{w.url}</td>
-            <td>{w.events.join(', ')}</td>
-            <td>{w.enabled ? 'enabled' : `disabled${w.disabled_reason ? ` (${w.disabled_reason})` : ''}`}</td>
-            <td class="buttons">
-              <button type="button" class="secondary" onClick={() => onDeliveries(w)}>
-                Deliveries
-              </button>
-              <button type="button" class="secondary" onClick={() => onToggle(w)}>
-                {w.enabled ? 'Disable' : 'Enable'}
-              </button>
-              <button type="button" class="danger" onClick={() => onDelete(w)}>
-                Delete
-              </button>
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <>
+      <ErrorBox error={action.error} />
+      <DataTable caption="Webhooks" columns={columns} rows={webhooks} rowKey={(w) => w.id} rowClass={(w) => (w.enabled ? undefined : 'row-disabled')} />
+    </>
   );
 }
 
-export function WebhooksPage() {
-  const list = useLoad(() => call(rest.listWebhooks({ client })));
+function NewWebhook({ disabled, onCreated }: { disabled: boolean; onCreated: (secret: string) => void }) {
   const [url, setUrl] = useState('');
   const [events, setEvents] = useState<WebhookEventType[]>(['approval.requested']);
-  const [secret, setSecret] = useState<string | null>(null);
-  const [open, setOpen] = useState<string | null>(null);
   const action = useAction();
   const create = (e: Event) => {
     e.preventDefault();
     action.run(async () => {
-      const created = await call(rest.createWebhook({ client, body: { url, events } }));
-      setSecret(created.secret);
+      const created = await call(rest.createWebhook({ client, body: { url: url.trim(), events } }));
+      onCreated(created.secret);
       setUrl('');
-      list.reload();
-    });
+    }, 'Webhook added');
   };
+  return (
+    <form class="card" aria-label="New webhook" onSubmit={create} noValidate>
+      <SchemaInput id="wh-url" label="Endpoint URL (https)" schema={schemas.WebhookInput.properties.url} value={url} onInput={setUrl} required />
+      <fieldset>
+        <legend>Events</legend>
+        {EVENTS.map((ev) => (
+          <span class="check" key={ev}>
+            <input
+              id={`wh-${ev}`}
+              type="checkbox"
+              checked={events.includes(ev)}
+              onChange={(e) => setEvents(e.currentTarget.checked ? [...events, ev] : events.filter((x) => x !== ev))}
+            />
+            <label for={`wh-${ev}`}>{ev}</label>
+          </span>
+        ))}
+      </fieldset>
+      {events.length === 0 && <p class="field-error">Pick at least one event.</p>}
+      <ErrorBox error={action.error} />
+      <button type="submit" disabled={action.pending || disabled || events.length === 0 || !url.trim()}>
+        Add webhook
+      </button>
+    </form>
+  );
+}
+
+function WebhookDetail({ id }: { id: string }) {
+  const list = useLoad(() => call(rest.listWebhooks({ client })));
+  const w = list.data?.webhooks.find((x) => x.id === id);
+  const { action, toggle, remove } = useWebhookActions(list.reload);
+  return (
+    <Page title="Webhook" actions={<a href="#/webhooks">All webhooks</a>}>
+      <Loading loading={list.loading && !list.data} />
+      <ErrorBox error={list.error ?? action.error} />
+      {list.data && !w && <p class="error">No such webhook.</p>}
+      {w && (
+        <>
+          <dl class="facts">
+            <dt>URL</dt>
+            <dd>
+              <code>{w.url}</code>
+            </dd>
+            <dt>Events</dt>
+            <dd>{w.events.join(', ')}</dd>
+            <dt>Enabled</dt>
+            <dd>
+              <Switch label="Enabled" on={w.enabled} onChange={(on) => toggle(w, on)} />
+              {w.disabled_reason && <span class="reason">{w.disabled_reason}</span>}
+            </dd>
+          </dl>
+          <button type="button" class="danger" onClick={() => remove(w) && (location.hash = '#/webhooks')}>
+            Delete
+          </button>
+          <Deliveries webhook={w} />
+        </>
+      )}
+    </Page>
+  );
+}
+
+export function WebhooksPage({ id }: PageProps) {
+  const list = useLoad(() => call(rest.listWebhooks({ client })));
+  const [secret, setSecret] = useState<string | null>(null);
+  if (id) return <WebhookDetail id={id} />;
+  const hooks = list.data?.webhooks ?? [];
   return (
     <Page title="Webhooks">
       {secret && <SecretOnce label="Signing secret" value={secret} onDone={() => setSecret(null)} />}
-      <form class="card" aria-label="New webhook" onSubmit={create}>
-        <div class="field">
-          <label for="wh-url">Endpoint URL (https)</label>
-          <input id="wh-url" type="url" required value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
-        </div>
-        <fieldset>
-          <legend>Events</legend>
-          {EVENTS.map((ev) => (
-            <span class="check">
-              <input
-                id={`wh-${ev}`}
-                type="checkbox"
-                checked={events.includes(ev)}
-                onChange={(e) => setEvents(e.currentTarget.checked ? [...events, ev] : events.filter((x) => x !== ev))}
-              />
-              <label for={`wh-${ev}`}>{ev}</label>
-            </span>
-          ))}
-        </fieldset>
-        <button type="submit" disabled={action.pending}>
-          Add webhook
-        </button>
-      </form>
+      <NewWebhook disabled={!!secret} onCreated={(value) => (setSecret(value), list.reload())} />
       <Loading loading={list.loading && !list.data} />
-      <ErrorBox error={list.error ?? action.error} />
-      <WebhooksTable
-        webhooks={list.data?.webhooks ?? []}
-        onDeliveries={(w) => setOpen(open === w.id ? null : w.id)}
-        onToggle={(w) => action.run(() => call(rest.updateWebhook({ client, path: { webhookId: w.id }, body: { enabled: !w.enabled } }))).then(list.reload)}
-        onDelete={(w) =>
-          confirm(`Delete the webhook to ${w.url}?`) && action.run(() => call(rest.deleteWebhook({ client, path: { webhookId: w.id } }))).then(list.reload)
-        }
-      />
-      {open && list.data?.webhooks.find((w) => w.id === open) && <Deliveries webhook={list.data.webhooks.find((w) => w.id === open)!} />}
+      <ErrorBox error={list.error} />
+      {list.data && hooks.length === 0 && <Empty>No webhooks. Add one above to hear about held calls and decisions where your team works.</Empty>}
+      {hooks.length > 0 && <WebhooksTable webhooks={hooks} reload={list.reload} />}
     </Page>
   );
 }
@@ -265,43 +302,53 @@ export function BillingPage() {
   const l = limits.data;
   return (
     <Page title="Billing">
-      <Loading loading={subscription.loading && !s} />
       <ErrorBox error={subscription.error ?? usage.error ?? limits.error} />
-      <dl class="facts">
-        <dt>Plan</dt>
-        <dd>{s?.plan ?? '…'}</dd>
-        <dt>Subscription</dt>
-        <dd>
-          {s?.status ?? '…'}
-          {s?.trial_expires_at ? `, trial ends ${when(s.trial_expires_at)}` : ''}
-        </dd>
-        <dt>Usage this period</dt>
-        <dd>{u ? `${u.tool_calls} tool calls (${when(u.period_start)} to ${when(u.period_end)})` : '…'}</dd>
-        <dt>Monthly quota</dt>
-        <dd>{l ? `${l.tool_calls_used} of ${l.monthly_tool_calls ?? 'unlimited'}` : '…'}</dd>
-        <dt>Connectors</dt>
-        <dd>{l ? `${l.connectors_used} of ${l.connectors_max ?? 'unlimited'}` : '…'}</dd>
-        <dt>Burst limit</dt>
-        <dd>{l ? `${l.burst_limit_per_second} calls per second` : '…'}</dd>
-      </dl>
-      {u && u.by_connector.length > 0 && (
-        <table>
-          <caption>Tool calls by connector</caption>
-          <thead>
-            <tr>
-              <th scope="col">Connector</th>
-              <th scope="col">Tool calls</th>
-            </tr>
-          </thead>
-          <tbody>
-            {u.by_connector.map((c) => (
-              <tr key={c.connector_id ?? 'none'}>
-                <td>{c.connector_id ?? '(archived or none)'}</td>
-                <td>{c.tool_calls}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+      <Loading loading={!s || !u || !l} />
+      {s && u && l && (
+        <>
+          <dl class="facts">
+            <dt>Plan</dt>
+            <dd data-testid="plan">{s.plan}</dd>
+            <dt>Subscription</dt>
+            <dd>
+              {s.status}
+              {s.trial_expires_at ? `, trial ends ${when(s.trial_expires_at)}` : ''}
+            </dd>
+            <dt>Usage this period</dt>
+            <dd>{`${u.tool_calls} tool calls (${when(u.period_start)} to ${when(u.period_end)})`}</dd>
+            <dt>Monthly quota</dt>
+            <dd>{`${l.tool_calls_used} of ${l.monthly_tool_calls ?? 'unlimited'}`}</dd>
+            <dt>Connectors</dt>
+            <dd>{`${l.connectors_used} of ${l.connectors_max ?? 'unlimited'}`}</dd>
+            <dt>Burst limit</dt>
+            <dd>{`${l.burst_limit_per_second} calls per second`}</dd>
+          </dl>
+          <p class="card callout" data-testid="upgrade">
+            To change the plan (more connectors, a larger quota, no trial end), ask the gateway's operator: they change it with{' '}
+            <code>
+              toolgate org set-plan --slug {'<org-slug>'} --plan {'<plan>'}
+            </code>{' '}
+            or <code>PATCH /operator/orgs/{'{slug}'}</code>, and it applies at once.
+          </p>
+          {u.by_connector.length === 0 ? (
+            <Empty>No counted tool calls this period.</Empty>
+          ) : (
+            <DataTable
+              caption="Tool calls by connector"
+              columns={[
+                {
+                  key: 'c',
+                  label: 'Connector',
+                  value: (c) => c.connector_name ?? '',
+                  render: (c) => <Named name={c.connector_name ?? '(none)'} id={c.connector_id} />,
+                },
+                { key: 'n', label: 'Tool calls', value: (c) => c.tool_calls },
+              ]}
+              rows={u.by_connector}
+              rowKey={(c) => c.connector_id ?? 'none'}
+            />
+          )}
+        </>
       )}
     </Page>
   );

@@ -1,0 +1,85 @@
+/**
+ * SQL of the insights (GET /api/insights): calls, refusals and latency per tool and over time, computed in the store
+ * from the org's sealed audit rows of a window. `tool.called` rows are calls (success, error, held), and their
+ * `details.duration_ms` the latency; `tool.call_refused` rows are refusals.
+ */
+import { sql } from 'drizzle-orm';
+import { rowsOf, type Queryable } from '../store/db.ts';
+
+export interface InsightFigures {
+  calls: number;
+  refusals: number;
+  errors: number;
+  held: number;
+  p50_ms: number | null;
+  p95_ms: number | null;
+}
+
+interface FigureRow {
+  tool_name: string | null;
+  connector_id: string | null;
+  whole: boolean;
+  calls: number | string;
+  refusals: number | string;
+  errors: number | string;
+  held: number | string;
+  p50: number | string | null;
+  p95: number | string | null;
+}
+
+const ms = (v: number | string | null) => (v === null ? null : Math.round(Number(v) * 10) / 10);
+const figures = (r: FigureRow): InsightFigures => ({
+  calls: Number(r.calls),
+  refusals: Number(r.refusals),
+  errors: Number(r.errors),
+  held: Number(r.held),
+  p50_ms: ms(r.p50),
+  p95_ms: ms(r.p95),
+});
+
+/** The window's rows of the two actions, sealed and genuine-looking (rows a sealer refused are left out). */
+const windowRows = (orgId: string, since: Date) => sql`FROM audit_events
+  WHERE org_id = ${orgId} AND action IN ('tool.called', 'tool.call_refused') AND created_at >= ${since.toISOString()}::timestamptz
+    AND seq IS NOT NULL AND refused_at IS NULL`;
+
+/** The totals and, per tool and connector, the same figures (at most `limit` tools, most calls first). */
+export async function insightFigures(db: Queryable, orgId: string, since: Date, limit: number) {
+  const ran = sql`action = 'tool.called' AND outcome <> 'held'`;
+  const rows = rowsOf<FigureRow>(
+    await db.execute(sql`SELECT target_id AS tool_name, details->>'connector_id' AS connector_id,
+        GROUPING(target_id, details->>'connector_id') <> 0 AS whole,
+        count(*) FILTER (WHERE action = 'tool.called') AS calls,
+        count(*) FILTER (WHERE action = 'tool.call_refused') AS refusals,
+        count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'error') AS errors,
+        count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'held') AS held,
+        percentile_cont(0.5) WITHIN GROUP (ORDER BY (details->>'duration_ms')::float8) FILTER (WHERE ${ran}) AS p50,
+        percentile_cont(0.95) WITHIN GROUP (ORDER BY (details->>'duration_ms')::float8) FILTER (WHERE ${ran}) AS p95
+      ${windowRows(orgId, since)}
+      GROUP BY GROUPING SETS ((target_id, details->>'connector_id'), ())
+      ORDER BY whole DESC, calls DESC, refusals DESC, tool_name
+      LIMIT ${limit + 1}`),
+  );
+  const total = rows.find((r) => r.whole);
+  return {
+    totals: total ? figures(total) : figures({ calls: 0, refusals: 0, errors: 0, held: 0, p50: null, p95: null } as FigureRow),
+    byTool: rows.filter((r) => !r.whole).map((r) => ({ tool_name: r.tool_name ?? '', connector_id: r.connector_id, ...figures(r) })),
+  };
+}
+
+/** Calls, refusals and errors per bucket (hour or day, UTC) of the window; buckets without rows are absent. */
+export async function insightSeries(db: Queryable, orgId: string, since: Date, bucket: 'hour' | 'day') {
+  const rows = rowsOf<{ start: string; calls: number | string; refusals: number | string; errors: number | string }>(
+    await db.execute(sql`SELECT to_char(date_trunc(${bucket}, created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:00:00.000"Z"') AS start,
+        count(*) FILTER (WHERE action = 'tool.called') AS calls,
+        count(*) FILTER (WHERE action = 'tool.call_refused') AS refusals,
+        count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'error') AS errors
+      ${windowRows(orgId, since)}
+      GROUP BY 1 ORDER BY 1`),
+  );
+  return rows.map((r) => ({
+    start: r.start,
+    calls: Number(r.calls),
+    refusals: Number(r.refusals),
+    errors: Number(r.errors),
+  }));
+}
