@@ -131,6 +131,8 @@ export const connectors = pgTable(
     credentialSealed: text('credential_sealed'),
     allowWrite: boolean('allow_write').notNull().default(false),
     allowDdl: boolean('allow_ddl').notNull().default(false),
+    /** false: the connector's table tools (free SQL) are left out of the catalog; its saved tools stay. */
+    freeSql: boolean('free_sql').notNull().default(true),
     validationGeneration: integer('validation_generation').notNull().default(0),
     createdAt: ts('created_at').notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
@@ -158,6 +160,8 @@ export const tools = pgTable(
     toolNameOverride: text('tool_name_override'),
     toolDescriptionOverride: text('tool_description_override'),
     readOnly: boolean('read_only').notNull().default(false),
+    /** A saved-statement tool, at this version of its definition (spec.target.saved); null: a tool the source yields. */
+    savedVersion: integer('saved_version'),
     createdAt: ts('created_at').notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },
@@ -166,6 +170,27 @@ export const tools = pgTable(
     index('tools_org').on(t.orgId),
     uniqueIndex('tools_override_unique').on(t.orgId, t.toolNameOverride).where(sql`tool_name_override IS NOT NULL`),
   ],
+);
+
+/** Every version of every saved-statement tool's definition (kept after the tool is deleted: deleted_at). */
+export const savedToolVersions = pgTable(
+  'saved_tool_versions',
+  {
+    toolId: uuid('tool_id').notNull(),
+    orgId: uuid('org_id')
+      .notNull()
+      .references(() => orgs.id, { onDelete: 'cascade' }),
+    connectorId: uuid('connector_id').notNull(),
+    version: integer('version').notNull(),
+    name: text('name').notNull(),
+    description: text('description').notNull(),
+    statement: text('statement').notNull(),
+    parameters: jsonb('parameters').$type<Record<string, unknown>[]>().notNull(),
+    actor: text('actor').notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    deletedAt: ts('deleted_at'),
+  },
+  (t) => [primaryKey({ columns: [t.toolId, t.version] }), index('saved_tool_versions_org').on(t.orgId, t.connectorId)],
 );
 
 export const idpConfigs = pgTable(
