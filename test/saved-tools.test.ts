@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as sdk from '../sdk/index.ts';
 import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { createConnector } from './support/mcp.ts';
@@ -295,5 +297,26 @@ describe.skipIf(!available)('free SQL off per connector', () => {
     expect(tools.data!.tools.length).toBeGreaterThan(0);
     const served = await toolNames();
     expect(tools.data!.tools.filter((x) => served.includes(x.name))).toEqual([]);
+  });
+});
+
+describe.skipIf(!available)('docs/tool-policies.md', () => {
+  test('the worked example is accepted as written and yields the inputSchema the page shows; the call it shows runs', async () => {
+    const page = readFileSync(join(import.meta.dir, '..', 'docs', 'tool-policies.md'), 'utf8');
+    const [definition, schema] = [...page.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]!));
+    await t.pg(
+      'CREATE TABLE orders (id integer PRIMARY KEY, customer_id integer NOT NULL, status text NOT NULL, total numeric NOT NULL, created_at timestamptz NOT NULL)',
+    );
+    await t.pg("INSERT INTO orders VALUES (1, 42, 'paid', 10, '2026-02-01'), (2, 42, 'open', 5, '2025-12-01'), (3, 7, 'paid', 8, '2026-03-01')");
+    await sdk.revalidateConnector({ client: rest(), path: { connectorId: pgId } });
+    await g.deps.jobs.idle();
+    const saved = await save(pgId, definition);
+    expect([saved.status, saved.error, saved.data.table.name]).toEqual([201, undefined, 'orders']);
+    expect(saved.data.input_schema).toEqual(schema);
+    expect(await rows('recent_orders_of_customer', { customer: 42, since: '2026-01-01' })).toEqual([
+      { id: 1, status: 'paid', total: 10, created_at: '2026-02-01T00:00:00Z' },
+    ]);
+    const err = await rpcError('recent_orders_of_customer', { customer: 'forty-two', since: '2026-01-01' });
+    expect(err.message).toContain('Invalid arguments for recent_orders_of_customer: arguments.customer must be integer');
   });
 });
