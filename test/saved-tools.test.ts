@@ -269,6 +269,32 @@ describe.skipIf(!available)('saved-statement tools', () => {
   });
 });
 
+describe.skipIf(!available)('saved tools are tools like every other', () => {
+  test('connector scopes of an API key apply; every call is audited as tool.called', async () => {
+    const key = await sdk.createApiKey({ client: rest(), body: { name: 'mysql only', connector_ids: [myId] } });
+    expect(key.response.status).toBe(201);
+    const scoped = new Client({ name: 'scoped', version: '1.0.0' });
+    await scoped.connect(
+      new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${server.port}/mcp/${org.slug}`), {
+        requestInit: { headers: { 'X-API-Key': key.data!.key } },
+      }),
+    );
+    try {
+      const names = (await scoped.listTools()).tools.map((x) => x.name);
+      expect(names).not.toContain('pg_items_in_range');
+      expect(names).toContain('query_mysql_items');
+      const refused = await scoped.callTool({ name: 'pg_items_in_range', arguments: { min_price: 1, ids: [1] } }).catch((e: unknown) => e);
+      expect(refused).toMatchObject({ code: -32003 });
+    } finally {
+      await scoped.close();
+    }
+    const audit = await sdk.listAuditEvents({ client: rest(), query: { action: 'tool.called' } });
+    const calls = audit.data!.events.filter((e) => e.target_id === 'pg_items_in_range');
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls[0]!.details).toMatchObject({ tool_name: 'pg_items_in_range', connector_id: pgId, connector_type: 'postgresql', counted: true });
+  });
+});
+
 describe.skipIf(!available)('free SQL off per connector', () => {
   test('free_sql false: the table tools leave tools/list and are refused; saved tools stay, also after revalidation', async () => {
     expect(await toolNames()).toContain('query_postgresql_items');
