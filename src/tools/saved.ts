@@ -30,6 +30,7 @@ const invalid = (message: string) => unprocessable('saved_tool_invalid', message
 function savedToolView(row: ToolRow): SavedTool {
   const spec = row.spec as unknown as SqlToolSpec;
   const saved = spec.target.saved!;
+  const mongo = spec.target as unknown as { database: string; collection: string };
   return {
     id: row.id,
     connector_id: row.connectorId,
@@ -38,7 +39,8 @@ function savedToolView(row: ToolRow): SavedTool {
     statement: saved.statement,
     parameters: saved.parameters as SavedToolParameter[],
     version: saved.version,
-    table: { schema: spec.target.schema, name: spec.target.table },
+    // A MongoDB saved tool's target names its database and collection.
+    table: { schema: spec.target.schema ?? mongo.database, name: spec.target.table ?? mongo.collection },
     writes: spec.annotations?.readOnlyHint === false,
     input_schema: spec.inputSchema,
     enabled: row.enabled,
@@ -75,7 +77,7 @@ async function connectorTables(deps: SavedToolDeps, orgId: string, connectorId: 
   if (!connector) throw notFound('connector_not_found', 'No such connector.');
   const driver = getDriver(connector.type);
   if (!driver?.checkSaved) {
-    throw unprocessable('saved_tools_unsupported', `Saved-statement tools are served on postgresql and mysql connectors, not on ${connector.type}.`);
+    throw unprocessable('saved_tools_unsupported', `Saved-statement tools are served on postgresql, mysql and mongodb connectors, not on ${connector.type}.`);
   }
   const tables = (await repo.sourceToolSpecs(deps.store.db, orgId, connectorId)).map((s) => (s as unknown as SqlToolSpec).target);
   if (!tables.length) throw unprocessable('saved_tools_unsupported', 'The connector has no tables yet: wait until its validation has introspected them.');
@@ -95,9 +97,10 @@ async function buildSpec(deps: SavedToolDeps, orgId: string, connectorId: string
   const checked = await driver.checkSaved(input.statement, params, tables, connector.allowWrite);
   if (!checked.ok) throw invalid(`The statement is refused: ${checked.reason}`);
   const target = checked.target as SqlTarget;
-  let template: ReturnType<typeof parseTemplate>;
+  // A MongoDB template is a JSON pipeline with {"$param": name} values (mongodb/template.ts): no text placeholders.
+  let template: ReturnType<typeof parseTemplate> = { parts: [input.statement], slots: [] };
   try {
-    template = parseTemplate(input.statement, params, connector.type === 'postgresql' ? 'postgresql' : 'mysql');
+    if (connector.type !== 'mongodb') template = parseTemplate(input.statement, params, connector.type === 'postgresql' ? 'postgresql' : 'mysql');
   } catch (err) {
     throw err instanceof TemplateError ? invalid(err.message) : err;
   }

@@ -4,6 +4,8 @@ import { describe, expect, test } from 'bun:test';
 import { bindMongoTemplate, checkMongoTemplate } from '../../src/connectors/mongodb/template.ts';
 import { guardMongoCall } from '../../src/connectors/mongodb/guard/guard.ts';
 import type { SavedParam } from '../../src/connectors/shared/saved.ts';
+import type { MongoClient } from 'mongodb';
+import { executeMongo, mongodbDriver } from '../../src/connectors/mongodb/driver.ts';
 
 const OWN = 'orders';
 const p = (name: string, type: SavedParam['type'] = 'string', extra: Partial<SavedParam> = {}): SavedParam => ({ name, type, description: name, ...extra });
@@ -61,5 +63,51 @@ describe('MongoDB pipeline templates', () => {
       const reason = checkMongoTemplate(template, params, OWN);
       expect([JSON.stringify(template), reason]).toEqual([JSON.stringify(template), expect.stringContaining(words)]);
     }
+  });
+});
+
+describe('MongoDB saved pipeline tools in the driver (no server: a stand-in client records what it is sent)', () => {
+  const targets = [
+    { database: 'shop', collection: 'customers', kind: 'collection' as const },
+    { database: 'shop', collection: OWN, kind: 'collection' as const },
+  ];
+  const statement = JSON.stringify([{ $match: { status: { $param: 'status' } } }, { $unionWith: { coll: OWN, pipeline: [{ $match: { a: 1 } }] } }]);
+
+  test('checkSaved picks the collection the template may run on, and refuses what no collection accepts', async () => {
+    const checked = await mongodbDriver.checkSaved!(statement, [p('status')], targets, false);
+    expect(checked).toMatchObject({ ok: true, write: false, target: { collection: OWN } });
+    const bad = await mongodbDriver.checkSaved!('[{"$out": "x"}]', [], targets, false);
+    expect(bad).toMatchObject({ ok: false, reason: expect.stringContaining('$out') });
+    expect(await mongodbDriver.checkSaved!('not json', [], targets, false)).toMatchObject({ ok: false, reason: expect.stringContaining('JSON pipeline') });
+  });
+
+  test('a call binds the arguments into the pipeline the driver sends; a wrong type sends nothing', async () => {
+    const sent: unknown[] = [];
+    const client = {
+      db: () => ({
+        collection: () => ({
+          aggregate: (pipeline: unknown) => {
+            sent.push(pipeline);
+            return { close: async () => undefined, async *[Symbol.asyncIterator]() {} };
+          },
+        }),
+      }),
+    } as unknown as MongoClient;
+    const saved = { statement, parameters: [p('status')], version: 1, parts: [statement], slots: [] };
+    const tool = { name: 's', description: '', inputSchema: { type: 'object' as const, properties: {} }, target: { ...targets[1]!, saved } };
+    const ctx = {
+      connectorId: 'c',
+      config: {} as never,
+      credential: null,
+      allowWrite: false,
+      allowDdl: false,
+      readOnly: true,
+      limits: { statementTimeoutMs: 1000, lockTimeoutMs: 500, maxRows: 10, maxResultBytes: 10_000 },
+    };
+    const result = await executeMongo(client, tool, { status: '$secret' }, ctx);
+    expect(result.isError).toBeFalsy();
+    expect(sent).toEqual([[{ $match: { status: '$secret' } }, { $unionWith: { coll: OWN, pipeline: [{ $match: { a: 1 } }] } }, { $limit: 11 }]]);
+    const refused = await executeMongo(client, tool, { status: { $ne: null } }, ctx);
+    expect([refused.isError, sent.length]).toEqual([true, 1]);
   });
 });

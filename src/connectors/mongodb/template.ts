@@ -8,7 +8,8 @@
  * already. The bound pipeline then passes the guard (guard/guard.ts) like an agent's own.
  */
 import { guardMongoCall } from './guard/guard.ts';
-import type { SavedParam } from '../shared/saved.ts';
+import type { SavedParam, SavedStatement } from '../shared/saved.ts';
+import type { SavedCheck } from '../types.ts';
 
 type Doc = Record<string, unknown>;
 const isDoc = (v: unknown): v is Doc => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -125,4 +126,39 @@ export function checkMongoTemplate(template: unknown, params: readonly SavedPara
     if (err instanceof MongoTemplateError) return err.message;
     throw err;
   }
+}
+
+/** Parsed templates per saved definition (a catalog's spec objects live as long as its version). */
+const parsed = new WeakMap<SavedStatement, unknown>();
+
+function templateOf(saved: SavedStatement): unknown {
+  if (!parsed.has(saved)) parsed.set(saved, JSON.parse(saved.statement));
+  return parsed.get(saved);
+}
+
+/** A saved pipeline tool's call: `{pipeline}` with the arguments bound, for the guard and the driver; or the refusal. */
+export function savedPipelineArgs(saved: SavedStatement, args: Record<string, unknown>): { pipeline: Doc[] } | string {
+  try {
+    return { pipeline: bindMongoTemplate(templateOf(saved), saved.parameters, args) };
+  } catch (err) {
+    if (err instanceof MongoTemplateError || err instanceof SyntaxError) return err.message;
+    throw err;
+  }
+}
+
+/** Save-time check (ConnectorDriver.checkSaved): the statement is a JSON pipeline template; the first collection whose check passes is the tool's. */
+export function checkSavedPipeline<T extends { collection: string }>(statement: string, params: SavedParam[], tables: T[]): SavedCheck<T> {
+  let template: unknown;
+  try {
+    template = JSON.parse(statement);
+  } catch {
+    return { ok: false, reason: "A MongoDB saved tool's statement is a JSON pipeline: an array of stages." };
+  }
+  let first: string | null = null;
+  for (const t of tables) {
+    const reason = checkMongoTemplate(template, params, t.collection);
+    if (reason === null) return { ok: true, target: t, write: false };
+    first ??= reason;
+  }
+  return { ok: false, reason: first ?? 'The connector has no collection to run a pipeline on.' };
 }

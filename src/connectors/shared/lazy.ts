@@ -51,7 +51,7 @@ export function lazyDriver<C, T, X extends CallContext<C> = ExecutionContext<C>>
     checkSaved: async (...a) => {
       const d = await impl();
       if (!d.checkSaved)
-        throw unprocessable('saved_tools_unsupported', `Saved-statement tools are served on postgresql and mysql connectors, not on ${meta.type}.`);
+        throw unprocessable('saved_tools_unsupported', `Saved-statement tools are served on postgresql, mysql and mongodb connectors, not on ${meta.type}.`);
       return d.checkSaved(...a);
     },
     // Once loaded, a call goes to the implementation at once (no await in between: postgresql is on the hot path).
