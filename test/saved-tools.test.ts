@@ -217,6 +217,14 @@ describe.skipIf(!available)('saved-statement tools', () => {
     const held = await call('pg_set_note', { body: "x'); DELETE FROM notes; --", id: 1 });
     expect(held.structuredContent).toMatchObject({ status: 'pending_approval' });
     expect(await t.pg('SELECT body FROM notes WHERE id = 1')).toEqual([{ body: 'first' }]);
+    // A new statement ends the calls held for the old one: the approver saw arguments for a statement that is gone.
+    const approvalId = (held.structuredContent as unknown as { approvalId: string }).approvalId;
+    const changed = { ...body, statement: 'UPDATE notes SET body = :body WHERE id = :id AND id > 0' };
+    const put = await sdk.updateSavedTool({ client: rest(), path: { connectorId: pgId, toolId: saved.data.id }, body: changed });
+    expect([put.response.status, put.data?.version, put.data?.requires_approval]).toEqual([200, 2, true]);
+    const approvals = await sdk.listApprovals({ client: rest() });
+    const ended = approvals.data!.approvals.find((a) => a.id === approvalId)!;
+    expect([ended.status, ended.reason]).toEqual(['expired', expect.stringContaining('changed (version 2)')]);
     // An admin who turns approval off runs it directly: the hostile text is stored as the note's text.
     const settings = await sdk.updateToolMetadata({ client: rest(), path: { orgId: org.orgId, toolId: saved.data.id }, body: { requires_approval: false } });
     expect(settings.response.status).toBe(200);

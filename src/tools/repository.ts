@@ -2,7 +2,7 @@
 import { and, asc, desc, eq, inArray, isNotNull, isNull } from 'drizzle-orm';
 import { SERVING_STATUSES } from '../connectors/repository.ts';
 import type { Queryable } from '../store/db.ts';
-import { connectors, savedToolVersions, tools } from '../store/schema.ts';
+import { approvals, connectors, savedToolVersions, tools } from '../store/schema.ts';
 
 type ToolRow = typeof tools.$inferSelect;
 type ConnectorRow = typeof connectors.$inferSelect;
@@ -110,4 +110,17 @@ export async function savedVersionRows(db: Queryable, orgId: string, connectorId
     .from(savedToolVersions)
     .where(and(eq(savedToolVersions.orgId, orgId), eq(savedToolVersions.connectorId, connectorId), eq(savedToolVersions.toolId, toolId)))
     .orderBy(desc(savedToolVersions.version));
+}
+
+/**
+ * Ends the pending approvals of a saved tool whose statement changed or that was deleted: an approver would approve
+ * arguments for a statement that no longer runs. Returns how many were ended.
+ */
+export async function expireHeldCallsOfTool(db: Queryable, orgId: string, toolId: string, reason: string): Promise<number> {
+  const ended = await db
+    .update(approvals)
+    .set({ status: 'expired', statusReason: reason, completedAt: new Date() })
+    .where(and(eq(approvals.orgId, orgId), eq(approvals.toolId, toolId), eq(approvals.status, 'pending')))
+    .returning({ id: approvals.id });
+  return ended.length;
 }

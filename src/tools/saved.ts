@@ -204,6 +204,12 @@ export async function updateSavedTool(
         throw conflict('saved_tool_changed', 'The saved tool was changed meanwhile: read it again and resend.');
       }
       await repo.insertSavedVersion(tx, versionRow(orgId, connectorId, toolId, version, input, actor));
+      const expired = await repo.expireHeldCallsOfTool(
+        tx,
+        orgId,
+        toolId,
+        `The saved tool changed (version ${version}) since the call was requested; nothing ran.`,
+      );
       await bumpCatalogVersion(tx, orgId);
       await recordAudit(tx, {
         orgId,
@@ -219,6 +225,7 @@ export async function updateSavedTool(
           old_statement: old.statement,
           new_statement: input.statement,
           ...(old.name !== input.name ? { old_name: old.name } : {}),
+          ...(expired ? { expired_approvals: expired } : {}),
           writes: write,
         },
       });
@@ -234,6 +241,7 @@ export async function deleteSavedTool(deps: SavedToolDeps, orgId: string, connec
   const current = savedToolView(await currentRow(deps, orgId, connectorId, toolId));
   await deps.store.db.transaction(async (tx) => {
     await repo.deleteSavedToolRow(tx, orgId, toolId);
+    await repo.expireHeldCallsOfTool(tx, orgId, toolId, 'The saved tool was deleted since the call was requested; nothing ran.');
     await bumpCatalogVersion(tx, orgId);
     await recordAudit(tx, {
       orgId,
