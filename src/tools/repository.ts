@@ -1,5 +1,5 @@
 /** SQL of the tools/ folder: the catalog's read, the per-tool settings (tools joined with their connectors) and saved tools. */
-import { and, asc, desc, eq, inArray, isNotNull, isNull } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import { SERVING_STATUSES } from '../connectors/repository.ts';
 import type { Queryable } from '../store/db.ts';
 import { approvals, connectors, savedToolVersions, tools } from '../store/schema.ts';
@@ -123,4 +123,9 @@ export async function expireHeldCallsOfTool(db: Queryable, orgId: string, toolId
     .where(and(eq(approvals.orgId, orgId), eq(approvals.toolId, toolId), eq(approvals.status, 'pending')))
     .returning({ id: approvals.id });
   return ended.length;
+}
+
+/** The org's naming lock for the rest of the transaction: the same one introspection's naming pass takes. */
+export async function lockOrgNaming(db: Queryable, orgId: string): Promise<void> {
+  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${orgId}))`);
 }

@@ -13,7 +13,7 @@ import { parameterSchema, parseTemplate, savedInputSchema, TemplateError, type S
 import { OUTPUT_SCHEMA } from '../connectors/shared/toolspec.ts';
 import type { SqlTarget, SqlToolSpec } from '../connectors/types.ts';
 import { conflict, notFound, unprocessable } from '../errors.ts';
-import type { Store } from '../store/db.ts';
+import type { Queryable, Store } from '../store/db.ts';
 import * as repo from './repository.ts';
 import { CHECK_APPROVAL_STATUS } from './runtime.ts';
 import type { SavedTool, SavedToolParameter, SavedToolRequest, SavedToolVersion } from '../../generated/client/types.gen.ts';
@@ -116,8 +116,10 @@ async function buildSpec(deps: SavedToolDeps, orgId: string, connectorId: string
   return { spec, write: checked.write };
 }
 
-async function assertNameFree(deps: SavedToolDeps, orgId: string, name: string, exceptToolId?: string): Promise<void> {
-  const taken = await repo.takenToolNames(deps.store.db, orgId, exceptToolId);
+/** Inside the writing transaction, under the org's naming lock (the one introspection takes): no two tools get one name. */
+async function assertNameFree(db: Queryable, orgId: string, name: string, exceptToolId?: string): Promise<void> {
+  await repo.lockOrgNaming(db, orgId);
+  const taken = await repo.takenToolNames(db, orgId, exceptToolId);
   if (name === CHECK_APPROVAL_STATUS || taken.has(name)) throw conflict('tool_name_taken', `Another tool of this org is already named ${name}.`);
 }
 
@@ -126,9 +128,9 @@ const isUniqueViolation = (err: unknown): boolean => String((err as { cause?: { 
 
 export async function createSavedTool(deps: SavedToolDeps, orgId: string, connectorId: string, input: SavedToolRequest, actor: Actor): Promise<SavedTool> {
   const { spec, write } = await buildSpec(deps, orgId, connectorId, input, 1);
-  await assertNameFree(deps, orgId, input.name);
   try {
     const row = await deps.store.db.transaction(async (tx) => {
+      await assertNameFree(tx, orgId, input.name);
       const created = await repo.insertSavedTool(tx, {
         orgId,
         connectorId,
@@ -189,10 +191,10 @@ export async function updateSavedTool(
   const old = savedToolView(current);
   const version = old.version + 1;
   const { spec, write } = await buildSpec(deps, orgId, connectorId, input, version);
-  if (input.name !== old.name) await assertNameFree(deps, orgId, input.name, toolId);
   const requiresApproval = input.requires_approval ?? (write && !old.writes ? true : current.requiresApproval);
   try {
     await deps.store.db.transaction(async (tx) => {
+      if (input.name !== old.name) await assertNameFree(tx, orgId, input.name, toolId);
       const changes = {
         baseName: input.name,
         spec: spec as unknown as Record<string, unknown>,
