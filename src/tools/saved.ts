@@ -77,7 +77,7 @@ async function connectorTables(deps: SavedToolDeps, orgId: string, connectorId: 
   if (!connector) throw notFound('connector_not_found', 'No such connector.');
   const driver = getDriver(connector.type);
   if (!driver?.checkSaved) {
-    throw unprocessable('saved_tools_unsupported', `Saved-statement tools are served on postgresql, mysql and mongodb connectors, not on ${connector.type}.`);
+    throw unprocessable('saved_tools_unsupported', `Saved-statement tools are served on database connectors, not on ${connector.type}.`);
   }
   const tables = (await repo.sourceToolSpecs(deps.store.db, orgId, connectorId)).map((s) => (s as unknown as SqlToolSpec).target);
   if (!tables.length) throw unprocessable('saved_tools_unsupported', 'The connector has no tables yet: wait until its validation has introspected them.');

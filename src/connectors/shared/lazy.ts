@@ -50,8 +50,7 @@ export function lazyDriver<C, T, X extends CallContext<C> = ExecutionContext<C>>
     introspect: async (...a) => (await impl()).introspect(...a),
     checkSaved: async (...a) => {
       const d = await impl();
-      if (!d.checkSaved)
-        throw unprocessable('saved_tools_unsupported', `Saved-statement tools are served on postgresql, mysql and mongodb connectors, not on ${meta.type}.`);
+      if (!d.checkSaved) throw unprocessable('saved_tools_unsupported', `Saved-statement tools are not served on ${meta.type} connectors.`);
       return d.checkSaved(...a);
     },
     // Once loaded, a call goes to the implementation at once (no await in between: postgresql is on the hot path).

@@ -3,7 +3,7 @@
  * guard (in a span), the write check, the row-limit wrapper; each refusal counted by its stage.
  */
 import type { GuardOptions, GuardResult, StatementKind } from './sqlguard/types.ts';
-import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
+import type { ExecutionContext, ToolResult, SqlTarget, SqlToolSpec } from '../types.ts';
 import { parseCallArgs, refusedResult } from './result.ts';
 import { checkWrappable, type Dialect as WrapDialect } from './sqltext.ts';
 import { countGuardRefusal, type GuardRefusalReason } from '../../observability/metrics.ts';
@@ -52,7 +52,11 @@ const GUARD_SPAN = { postgresql: 'guard postgresql', mysql: 'guard mysql', mssql
 
 /** What the guard is told of the call: the tool's table, the write permissions, and what introspection recorded. */
 function guardOptions(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext): GuardOptions {
-  const t = tool.target;
+  return guardOptionsFor(dialect, tool.target, ctx);
+}
+
+/** The guard's options for a table and the permissions (also at save time, for a saved statement: shared/sql-driver.ts). */
+export function guardOptionsFor(dialect: Dialect, t: SqlTarget, ctx: Pick<ExecutionContext, 'allowWrite' | 'allowDdl' | 'readOnly'>): GuardOptions {
   if (dialect.wrapRead) {
     return {
       table: { schema: t.schema, name: t.table },
@@ -117,17 +121,19 @@ function prepareSaved(
   ctx: ExecutionContext,
 ): PreparedCall | ToolResult {
   const { bind, wrapRead } = dialect;
-  if (!bind || !wrapRead) return refused(dialect, 'arguments', `Saved-statement tools are not served on ${dialect.name} connectors.`);
+  if (!bind) return refused(dialect, 'arguments', `Saved-statement tools are not served on ${dialect.name} connectors.`);
   const bound = bind(saved, args);
-  const verdict = inSpan(GUARD_SPAN[dialect.name], () => dialect.guard(bound.text, guardOptions(dialect, tool, ctx)));
+  const verdict = inSpan(GUARD_SPAN[dialect.name], () => dialect.guard(bound.guardText ?? bound.text, guardOptions(dialect, tool, ctx)));
   if (!verdict.ok) return refused(dialect, 'statement', verdict.reason);
   const write = !verdict.readOnly;
-  if (verdict.kind === 'ddl' || (write && (ctx.readOnly || !ctx.allowWrite))) {
+  if (verdict.kind === 'ddl' || (write && (!wrapRead || ctx.readOnly || !ctx.allowWrite))) {
     return refused(dialect, 'read_only', 'This tool is read-only: its statement writes, and writes are not allowed.');
   }
+  const maxRows = Math.max(1, Math.min(MAX_LIMIT, ctx.limits.maxRows));
+  // A read-only dialect (mssql, oracle) runs the guarded statement as it is, its markers bound by the driver.
+  if (!wrapRead) return { statement: bound.text, write: false, kind: verdict.kind, maxRows, values: bound.values };
   const text = checkWrappable(bound.text, dialect.name as WrapDialect);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
-  const maxRows = Math.max(1, Math.min(MAX_LIMIT, ctx.limits.maxRows));
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
   const statement = write ? text.body : wrapRead(text.body, maxRows + 1, rowBytes);
   const shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;

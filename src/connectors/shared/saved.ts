@@ -40,7 +40,7 @@ export interface SavedStatement extends SavedTemplate {
   version: number;
 }
 
-export type TemplateDialect = 'postgresql' | 'mysql';
+export type TemplateDialect = 'postgresql' | 'mysql' | 'mssql' | 'oracle';
 
 const NAME_CHAR = /[A-Za-z0-9_]/;
 const PLACEHOLDER = /:([A-Za-z_][A-Za-z0-9_]*)/g;
@@ -57,12 +57,20 @@ function skipRun(sql: string, i: number, dialect: TemplateDialect): number {
     const end = sql.indexOf('*/', i + 2);
     return end < 0 ? -1 : end + 2;
   }
+  if (c === '[' && dialect === 'mssql') return closeAt(sql, i, ']');
+  if (dialect === 'oracle' && c === "'" && /[qQ]/.test(sql[i - 1] ?? '') && !NAME_CHAR.test(sql[i - 2] ?? '')) {
+    // Oracle's alternative quoting: q'[...]', q'{...}', q'<...>', q'(...)' or q'X...X'.
+    const open = sql[i + 1] ?? '';
+    const close = ({ '[': ']', '{': '}', '<': '>', '(': ')' } as Record<string, string>)[open] ?? open;
+    const end = sql.indexOf(`${close}'`, i + 2);
+    return end < 0 ? -1 : end + 2;
+  }
   if (c === '$' && dialect === 'postgresql') {
     const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i, i + 65))![0];
     const close = sql.indexOf(tag, i + tag.length);
     return close < 0 ? -1 : close + tag.length;
   }
-  const backslash = dialect === 'mysql' ? c !== '`' : c === "'" && /[eE]/.test(sql[i - 1] ?? '');
+  const backslash = dialect === 'mysql' ? c !== '`' : dialect === 'postgresql' && c === "'" && /[eE]/.test(sql[i - 1] ?? '');
   let j = i + 1;
   while (j < sql.length) {
     if (backslash && sql[j] === '\\') j += 2;
@@ -74,9 +82,22 @@ function skipRun(sql: string, i: number, dialect: TemplateDialect): number {
   return -1;
 }
 
+/** Index just past a run closed by `close` (doubled to escape it), or -1. */
+function closeAt(sql: string, i: number, close: string): number {
+  let j = i + 1;
+  while (j < sql.length) {
+    if (sql[j] === close) {
+      if (sql[j + 1] !== close) return j + 1;
+      j += 2;
+    } else j++;
+  }
+  return -1;
+}
+
 function startsRun(sql: string, i: number, dialect: TemplateDialect): boolean {
   const c = sql[i]!;
   const next = sql[i + 1];
+  if (c === '[' && dialect === 'mssql') return true;
   if (c === "'" || c === '"' || (c === '`' && dialect === 'mysql')) return true;
   if ((c === '-' && next === '-') || (c === '/' && next === '*') || (c === '#' && dialect === 'mysql')) return true;
   return c === '$' && dialect === 'postgresql' && !NAME_CHAR.test(sql[i - 1] ?? '') && /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.test(sql.slice(i, i + 65));
@@ -198,6 +219,8 @@ const PG_TYPES: Record<ScalarType, string> = {
 export interface BoundStatement {
   text: string;
   values: unknown[];
+  /** What the guard checks when it does not accept this driver's markers (mssql, oracle); absent: `text`. */
+  guardText?: string;
 }
 
 const elementType = (p: SavedParam): ScalarType => (p.type === 'array' ? (p.items?.type ?? 'string') : p.type);
@@ -267,4 +290,55 @@ export function bindMysql(saved: Pick<SavedStatement, 'parts' | 'slots' | 'param
     text += saved.parts[k + 1]!;
   });
   return { text, values };
+}
+
+/** How a positional dialect writes its n-th marker (1-based), and how it takes a value of a type. */
+interface PositionalDialect {
+  marker(n: number): string;
+  value(type: ScalarType, v: unknown): unknown;
+}
+
+const MSSQL: PositionalDialect = { marker: (n) => `@p${n}`, value: (_type, v) => v };
+const ORACLE: PositionalDialect = {
+  marker: (n) => `:${n}`,
+  // node-oracledb binds a Date as a TIMESTAMP (no NLS date format in between); Oracle SQL has no boolean before 23ai.
+  value: (type, v) =>
+    v === null
+      ? null
+      : type === 'date'
+        ? new Date(`${String(v)}T00:00:00Z`)
+        : type === 'timestamp'
+          ? new Date(String(v))
+          : type === 'boolean'
+            ? v
+              ? 1
+              : 0
+            : v,
+};
+
+/**
+ * SQL Server (`@p1`, `@p2`, ...) and Oracle (`:1`, `:2`, ...): one marker per placeholder, one per element of an
+ * array (a list, `IN (:ids)`), each with its own value. Their guards refuse bind markers, so `guardText` is the same
+ * statement with the literal 0 at each marker: a marker can only stand where a value can, and the guard decides on that.
+ */
+export function bindPositional(
+  dialect: 'mssql' | 'oracle',
+  saved: Pick<SavedStatement, 'parts' | 'slots' | 'parameters'>,
+  args: Record<string, unknown>,
+  sample = false,
+): BoundStatement & { guardText: string } {
+  const d = dialect === 'mssql' ? MSSQL : ORACLE;
+  const byName = new Map(saved.parameters.map((p) => [p.name, p]));
+  const values: unknown[] = [];
+  let text = saved.parts[0]!;
+  let guardText = text;
+  saved.slots.forEach((name, k) => {
+    const p = byName.get(name)!;
+    const v = args[name] ?? null;
+    const items = p.type === 'array' && !sample ? ((v as unknown[] | null) ?? [null]) : [v];
+    const markers = items.map((item) => (values.push(d.value(elementType(p), item)), d.marker(values.length)));
+    text += markers.join(', ') + saved.parts[k + 1]!;
+    guardText += markers.map(() => '0').join(', ') + saved.parts[k + 1]!;
+  });
+  return { text, values, guardText };
 }

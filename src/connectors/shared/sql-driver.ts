@@ -8,9 +8,9 @@
  */
 import type { ConnectorDriver, DatabaseConfig, ExecutionContext, SavedCheck, SqlTarget, SqlToolSpec, ToolResult } from '../types.ts';
 import { admissionOf, type PoolRegistry } from './pools.ts';
-import { isRefusal, prepareCall, type Dialect, type PreparedCall } from './prepare.ts';
+import { guardOptionsFor, isRefusal, prepareCall, type Dialect, type PreparedCall } from './prepare.ts';
 import { errorResult } from './result.ts';
-import { bindMysql, parseTemplate, pgPlaceholder, TemplateError, type SavedParam } from './saved.ts';
+import { bindMysql, bindPositional, parseTemplate, pgPlaceholder, TemplateError, type SavedParam } from './saved.ts';
 import { checkWrappable } from './sqltext.ts';
 
 export interface SqlDriverParts<P, O, X extends ExecutionContext> {
@@ -75,11 +75,12 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
   };
 }
 
-/** The statement as the guard sees it at save time: PostgreSQL `$n` with their casts, MySQL one `?` per placeholder. */
+/** The statement as the guard sees it at save time: PostgreSQL `$n` with their casts, MySQL `?`, mssql/oracle the literal 0. */
 function guardText(dialect: Dialect, statement: string, params: SavedParam[]): string {
-  const name = dialect.name === 'postgresql' ? 'postgresql' : 'mysql';
+  const name = dialect.name;
   const template = parseTemplate(statement, params, name);
   if (name === 'mysql') return bindMysql({ ...template, parameters: params }, {}, true).text;
+  if (name === 'mssql' || name === 'oracle') return bindPositional(name, { ...template, parameters: params }, {}, true).guardText;
   const index = new Map<string, number>();
   const byName = new Map(params.map((p) => [p.name, p]));
   return template.parts.reduce((text, part, k) => {
@@ -103,19 +104,14 @@ async function checkSaved(dialect: Dialect, statement: string, params: SavedPara
     throw err;
   }
   await dialect.ready?.();
-  const wrappable = checkWrappable(text, dialect.name === 'postgresql' ? 'postgresql' : 'mysql');
-  if (!wrappable.ok) return { ok: false, reason: wrappable.reason };
+  if (dialect.name === 'postgresql' || dialect.name === 'mysql') {
+    const wrappable = checkWrappable(text, dialect.name);
+    if (!wrappable.ok) return { ok: false, reason: wrappable.reason };
+  }
   let first: string | null = null;
   let named: string | null = null;
   for (const t of tables) {
-    const verdict = dialect.guard(text, {
-      table: { schema: t.schema, name: t.table },
-      allowWrite,
-      allowDdl: false,
-      readOnly: false,
-      lowerCaseTableNames: t.lowerCaseTableNames,
-      storedFunctions: t.storedFunctions,
-    });
+    const verdict = dialect.guard(text, guardOptionsFor(dialect, t, { allowWrite, allowDdl: false, readOnly: false }));
     if (verdict.ok && verdict.kind !== 'ddl') return { ok: true, target: t, write: !verdict.readOnly };
     const reason = verdict.ok ? 'DDL statements cannot be saved tools.' : verdict.reason;
     if (new RegExp(`\\b${t.table.replace(/[^A-Za-z0-9_]/g, '.')}\\b`, 'i').test(statement)) named ??= reason;
