@@ -254,6 +254,82 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "listSavedTools",
+    "method": "GET",
+    "path": "/api/connectors/{connectorId}/saved-tools",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "connectorId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "createSavedTool",
+    "method": "POST",
+    "path": "/api/connectors/{connectorId}/saved-tools",
+    "auth": "contributor",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "connectorId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "getSavedTool",
+    "method": "GET",
+    "path": "/api/connectors/{connectorId}/saved-tools/{toolId}",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "connectorId",
+      "toolId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "updateSavedTool",
+    "method": "PUT",
+    "path": "/api/connectors/{connectorId}/saved-tools/{toolId}",
+    "auth": "contributor",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "connectorId",
+      "toolId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "deleteSavedTool",
+    "method": "DELETE",
+    "path": "/api/connectors/{connectorId}/saved-tools/{toolId}",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "connectorId",
+      "toolId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "listSavedToolVersions",
+    "method": "GET",
+    "path": "/api/connectors/{connectorId}/saved-tools/{toolId}/versions",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "connectorId",
+      "toolId"
+    ],
+    "queryParams": []
+  },
+  {
     "operationId": "listTools",
     "method": "GET",
     "path": "/api/mcp/{orgId}/tools",

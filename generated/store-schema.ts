@@ -124,6 +124,8 @@ export const connectors = pgTable('connectors', {
   archivedAt: ts('archived_at'),
   /** Tools the source lists that the last validation did not serve, with why ({name, reason}[]). */
   skippedTools: jsonb('skipped_tools').$type<{ name: string; reason: string }[]>().notNull().default([]),
+  /** false: the connector's table tools (free SQL) are left out of the catalog; its saved tools stay. */
+  freeSql: boolean('free_sql').notNull().default(true),
 }, (t) => [
   index('connectors_org').on(t.orgId).where(sql`archived_at IS NULL`),
 ]);
@@ -171,6 +173,24 @@ export const oauthClients = pgTable('oauth_clients', {
   index('oauth_clients_org').on(t.orgId),
 ]);
 
+/** Every version of every saved-statement tool's definition (kept after the tool is deleted: deleted_at). */
+export const savedToolVersions = pgTable('saved_tool_versions', {
+  toolId: uuid('tool_id').notNull(),
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  connectorId: uuid('connector_id').notNull(),
+  version: integer('version').notNull(),
+  name: text('name').notNull(),
+  description: text('description').notNull(),
+  statement: text('statement').notNull(),
+  parameters: jsonb('parameters').$type<Record<string, unknown>[]>().notNull(),
+  actor: text('actor').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  deletedAt: ts('deleted_at'),
+}, (t) => [
+  primaryKey({ name: 'saved_tool_versions_pkey', columns: [t.toolId, t.version] }),
+  index('saved_tool_versions_org').on(t.orgId, t.connectorId),
+]);
+
 export const signingKeys = pgTable('signing_keys', {
   kid: text('kid').primaryKey(),
   alg: text('alg').notNull(),
@@ -195,6 +215,8 @@ export const tools = pgTable('tools', {
   readOnly: boolean('read_only').notNull().default(false),
   createdAt: ts('created_at').notNull().defaultNow(),
   updatedAt: ts('updated_at').notNull().defaultNow(),
+  /** A saved-statement tool, at this version of its definition (spec.target.saved); null: a tool the source yields. */
+  savedVersion: integer('saved_version'),
 }, (t) => [
   unique('tools_connector_id_base_name_key').on(t.connectorId, t.baseName),
   index('tools_org').on(t.orgId),

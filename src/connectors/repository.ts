@@ -91,12 +91,21 @@ export async function applyIntrospection(
   await db.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${orgId}))`);
   specs = await avoidOrgCollisions(db, orgId, connectorId, specs);
   const names = specs.map((s) => s.name);
-  await db.delete(tools).where(and(eq(tools.connectorId, connectorId), eq(tools.orgId, orgId), ...(names.length ? [notInArray(tools.baseName, names)] : [])));
+  // Saved-statement tools are the admin's, not the source's: introspection never replaces them.
+  await db
+    .delete(tools)
+    .where(
+      and(eq(tools.connectorId, connectorId), eq(tools.orgId, orgId), isNull(tools.savedVersion), ...(names.length ? [notInArray(tools.baseName, names)] : [])),
+    );
   for (const spec of specs) {
     await db
       .insert(tools)
       .values({ orgId, connectorId, baseName: spec.name, spec: spec as unknown as Record<string, unknown> })
-      .onConflictDoUpdate({ target: [tools.connectorId, tools.baseName], set: { spec: spec as unknown as Record<string, unknown>, updatedAt: new Date() } });
+      .onConflictDoUpdate({
+        target: [tools.connectorId, tools.baseName],
+        set: { spec: spec as unknown as Record<string, unknown>, updatedAt: new Date() },
+        setWhere: isNull(tools.savedVersion),
+      });
   }
   return true;
 }
@@ -108,12 +117,13 @@ export async function applyIntrospection(
  */
 async function avoidOrgCollisions(db: Queryable, orgId: string, connectorId: string, specs: ToolSpec[]): Promise<ToolSpec[]> {
   const existing = await db
-    .select({ connectorId: tools.connectorId, baseName: tools.baseName, override: tools.toolNameOverride })
+    .select({ connectorId: tools.connectorId, baseName: tools.baseName, override: tools.toolNameOverride, saved: tools.savedVersion })
     .from(tools)
     .where(eq(tools.orgId, orgId));
   const taken = new Set<string>();
   for (const o of existing) {
-    if (o.connectorId !== connectorId) taken.add(o.baseName);
+    // A saved tool of this connector keeps its name too: a table named like it gets a suffixed name.
+    if (o.connectorId !== connectorId || o.saved !== null) taken.add(o.baseName);
     // An override is taken for every other tool, this connector's new tables included (a table added later must
     // not get the name agents already use for another tool); an override equal to its own base name is no clash.
     if (o.override && !(o.connectorId === connectorId && o.override === o.baseName)) taken.add(o.override);

@@ -100,6 +100,7 @@ export interface CreateConnectorInput {
   credential?: string;
   allow_write?: boolean;
   allow_ddl?: boolean;
+  free_sql?: boolean;
 }
 
 export async function createConnector(deps: ConnectorServiceDeps, orgId: string, input: CreateConnectorInput, actor: Actor) {
@@ -120,6 +121,8 @@ export async function createConnector(deps: ConnectorServiceDeps, orgId: string,
       config: input.config as unknown as Record<string, unknown>,
       allowWrite: isDatabase && Boolean(input.allow_write),
       allowDdl: isDatabase && Boolean(input.allow_ddl),
+      // free_sql: false serves only the connector's saved tools (database types; an mcp connector has no free SQL).
+      freeSql: driver.kind !== 'database' || input.free_sql !== false,
       validationGeneration: 1,
     });
     // The ciphertext is bound to the row id, so it is sealed once the id exists.
@@ -131,7 +134,7 @@ export async function createConnector(deps: ConnectorServiceDeps, orgId: string,
       actor,
       targetType: 'connector',
       targetId: created.id,
-      details: { type: input.type, name: input.name },
+      details: { type: input.type, name: input.name, ...(input.free_sql === false ? { free_sql: false } : {}) },
     });
     return withCredential;
   });
@@ -186,6 +189,7 @@ export interface UpdateConnectorInput {
   credential?: string;
   allow_write?: boolean;
   allow_ddl?: boolean;
+  free_sql?: boolean;
 }
 
 export async function updateConnector(deps: ConnectorServiceDeps, orgId: string, id: string, input: UpdateConnectorInput, actor: Actor) {
@@ -204,6 +208,7 @@ export async function updateConnector(deps: ConnectorServiceDeps, orgId: string,
   // allow_write and allow_ddl exist for database types only; for other types they are silently ignored.
   if (isDatabase && input.allow_write !== undefined) changes.allowWrite = input.allow_write;
   if (isDatabase && input.allow_ddl !== undefined) changes.allowDdl = input.allow_ddl;
+  if (driver.kind === 'database' && input.free_sql !== undefined) changes.freeSql = input.free_sql;
   const revalidate = input.config !== undefined || input.credential !== undefined;
   const row = await deps.store.db.transaction(async (tx) => {
     const updated = await repo.updateConnectorRow(tx, id, changes);

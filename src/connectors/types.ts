@@ -8,6 +8,7 @@
  */
 import type { OutboundPolicy } from '../net/outbound.ts';
 import type * as wire from '../../generated/client/types.gen.ts';
+import type { SavedParam, SavedStatement } from './shared/saved.ts';
 
 /** JSON Schema object as carried in an MCP tool descriptor. */
 export type JsonSchema = {
@@ -45,7 +46,12 @@ export interface SqlTarget {
   defaultSchema?: string;
   /** SQL Server: SNAPSHOT isolation is allowed on the database (calls then run under it). */
   snapshot?: boolean;
+  /** A saved-statement tool (shared/saved.ts): its statement and typed parameters; the table is the one it reads. */
+  saved?: SavedStatement;
 }
+
+/** What a saved statement was found to be at save time: the connector's table it works on, and whether it writes. */
+export type SavedCheck<T> = { ok: true; target: T; write: boolean } | { ok: false; reason: string };
 
 /** Behaviour hints of a tool as MCP declares them; a type that sets none gets the database defaults (catalog.ts). */
 export interface ToolHints {
@@ -167,6 +173,12 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends Call
   validate(connectorId: string, config: C, credential: string | null, env?: SourceEnv): Promise<void>;
   /** The tool-catalog step: lists the tools the source yields; throws ConnectorError on failure. */
   introspect(connectorId: string, config: C, credential: string | null, env?: SourceEnv): Promise<ToolSpec<T>[]>;
+  /**
+   * Saved-statement tools (absent: the type serves none): checks a statement with typed `:name` placeholders against
+   * the guard of each of the connector's tables (`tables`: their introspected targets) with the connector's write
+   * permission, and returns the table it works on. Never throws for a refused statement.
+   */
+  checkSaved?(statement: string, params: SavedParam[], tables: T[], allowWrite: boolean): Promise<SavedCheck<T>>;
   /** The call step. Never throws for tool-level failures (bad SQL, source down, timeout): returns isError. */
   execute(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<ToolResult>;
   /** Closes the connector's pool (archived, or config changed). */

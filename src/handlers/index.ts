@@ -4,7 +4,16 @@ import { approveApproval, listApprovals, rejectApproval } from './approvals.ts';
 import { archiveConnector, createConnector, getConnector, listConnectors, revalidateConnector, testConnector, updateConnector } from './connectors.ts';
 import { deleteIdpConfig, getIdpConfig, setIdpConfig } from './idp.ts';
 import { mcpEndpoint } from './mcp.ts';
-import { listTools, updateToolMetadata } from './tools.ts';
+import {
+  createSavedTool,
+  deleteSavedTool,
+  getSavedTool,
+  listSavedTools,
+  listSavedToolVersions,
+  listTools,
+  updateSavedTool,
+  updateToolMetadata,
+} from './tools.ts';
 import { getDocs, getDocsAsset, getHealth, getJwks, getMetrics, getOpenApi, getReady } from './meta.ts';
 import { issueToken } from './oauth.ts';
 import {
@@ -48,6 +57,12 @@ export const handlers: HandlerTable = {
   getInsights,
   listTools,
   updateToolMetadata,
+  listSavedTools,
+  createSavedTool,
+  getSavedTool,
+  updateSavedTool,
+  deleteSavedTool,
+  listSavedToolVersions,
   listApprovals,
   approveApproval,
   rejectApproval,

@@ -1,11 +1,12 @@
-/** Tool settings of the caller's org (the orgId of the path must be the token's org). */
+/** Tool settings of the caller's org (the orgId of the path must be the token's org), and saved-statement tools. */
 import { actorOf } from '../principal.ts';
 import { json } from '../errors.ts';
 import { requireOwnOrg } from '../orgs/service.ts';
 import { listToolSettings, updateToolSettings } from '../tools/settings.ts';
 import type { Handler, RequestContext } from './context.ts';
 import { toolSettingsView } from './views.ts';
-import type { UpdateToolRequest } from '../../generated/client/types.gen.ts';
+import type { SavedToolRequest, UpdateToolRequest } from '../../generated/client/types.gen.ts';
+import * as saved from '../tools/saved.ts';
 
 export const listTools: Handler = async ({ principal, deps, params, query }) => {
   const org = await requireOwnOrg(deps, params.orgId!, principal!.orgId);
@@ -16,3 +17,23 @@ export const updateToolMetadata: Handler = async ({ principal, deps, params, bod
   const org = await requireOwnOrg(deps, params.orgId!, principal!.orgId);
   return json(toolSettingsView(await updateToolSettings(deps, org.id, params.toolId!, body, actorOf(principal))));
 };
+
+export const listSavedTools: Handler = async ({ principal, deps, params }) =>
+  json({ saved_tools: await saved.listSavedTools(deps, principal!.orgId, params.connectorId!) });
+
+export const createSavedTool: Handler = async ({ principal, deps, params, body }: RequestContext<SavedToolRequest>) =>
+  json(await saved.createSavedTool(deps, principal!.orgId, params.connectorId!, body, actorOf(principal)), 201);
+
+export const getSavedTool: Handler = async ({ principal, deps, params }) =>
+  json(await saved.getSavedTool(deps, principal!.orgId, params.connectorId!, params.toolId!));
+
+export const updateSavedTool: Handler = async ({ principal, deps, params, body }: RequestContext<SavedToolRequest>) =>
+  json(await saved.updateSavedTool(deps, principal!.orgId, params.connectorId!, params.toolId!, body, actorOf(principal)));
+
+export const deleteSavedTool: Handler = async ({ principal, deps, params }) => {
+  await saved.deleteSavedTool(deps, principal!.orgId, params.connectorId!, params.toolId!, actorOf(principal));
+  return json({ deleted: true, id: params.toolId });
+};
+
+export const listSavedToolVersions: Handler = async ({ principal, deps, params }) =>
+  json({ versions: await saved.listSavedToolVersions(deps, principal!.orgId, params.connectorId!, params.toolId!) });

@@ -100,6 +100,7 @@ export function connectorView(row: ConnectorRow): wire.Connector {
     has_credential: row.credentialSealed !== null,
     allow_write: row.allowWrite,
     allow_ddl: row.allowDdl,
+    free_sql: row.freeSql,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };

@@ -330,4 +330,30 @@ ALTER TABLE connectors ADD COLUMN skipped_tools jsonb NOT NULL DEFAULT '[]';
 ALTER TABLE orgs ADD COLUMN suspended_at timestamptz;
 `,
   },
+  {
+    version: 14,
+    name: 'saved_tools_and_free_sql',
+    // Issue 30 items 1-2 (docs/decisions/0260-saved-statement-tools.md): a saved-statement tool is a tools row with
+    // saved_version set (its definition is in spec.target.saved); every version of its definition is kept in
+    // saved_tool_versions, also after the tool is deleted. free_sql false leaves a connector's table tools out.
+    sql: `
+ALTER TABLE connectors ADD COLUMN free_sql boolean NOT NULL DEFAULT true;
+ALTER TABLE tools ADD COLUMN saved_version integer;
+CREATE TABLE saved_tool_versions (
+  tool_id uuid NOT NULL,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  connector_id uuid NOT NULL,
+  version integer NOT NULL CHECK (version >= 1),
+  name text NOT NULL,
+  description text NOT NULL,
+  statement text NOT NULL,
+  parameters jsonb NOT NULL,
+  actor text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  deleted_at timestamptz,
+  PRIMARY KEY (tool_id, version)
+);
+CREATE INDEX saved_tool_versions_org ON saved_tool_versions (org_id, connector_id);
+`,
+  },
 ];

@@ -10,6 +10,7 @@
 /** The TypeScript type of a jsonb column, by `table.column`. */
 export const JSONB_TYPES: Record<string, string> = {
   'connectors.skipped_tools': '{ name: string; reason: string }[]',
+  'saved_tool_versions.parameters': 'Record<string, unknown>[]',
 };
 
 /** A table's note, by table name. */
@@ -23,6 +24,7 @@ export const TABLE_NOTES: Record<string, string> = {
   webhook_events: 'The outbox: one row per event, holding the exact body that is signed and sent on every attempt.',
   webhook_deliveries: 'The delivery queue: one row per event and endpoint, claimed by workers with FOR UPDATE SKIP LOCKED and a lease.',
   webhook_attempts: 'Every delivery attempt (status code, latency, error), for GET /api/org/webhooks/{id}/deliveries.',
+  saved_tool_versions: "Every version of every saved-statement tool's definition (kept after the tool is deleted: deleted_at).",
   console_sessions: 'Signed-in console sessions (src/console): the cookie carries a random id, the row its hash and the sealed bearer.',
 };
 
@@ -43,5 +45,7 @@ export const COLUMN_NOTES: Record<string, string> = {
   'approvals.arguments_digest': "HMAC over the approval's identity, tool and arguments (approvals/digest.ts), verified before execution.",
   'approvals.requester_connector_ids': "The requesting credential's connector scope at request time (null: every connector).",
   'webhooks.disabled_reason': 'Why the gateway disabled the endpoint itself (410 Gone, retries exhausted); null when an admin did or it is on.',
+  'connectors.free_sql': "false: the connector's table tools (free SQL) are left out of the catalog; its saved tools stay.",
+  'tools.saved_version': 'A saved-statement tool, at this version of its definition (spec.target.saved); null: a tool the source yields.',
   'webhook_relay_cursors.since': 'Calls recorded before this time are not relayed to the endpoint (rows committed, not yet sealed, at its start).',
 };

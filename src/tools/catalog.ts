@@ -58,6 +58,8 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
   const list: CatalogTool[] = [];
   const ajv = newAjv();
   for (const { tool, connector } of rows) {
+    // free_sql off: the connector's table tools are not served (not listed, and a call to one finds no tool).
+    if (!connector.freeSql && tool.savedVersion === null) continue;
     let runtime = runtimes.get(connector.id);
     if (!runtime) {
       runtime = {

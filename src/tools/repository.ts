@@ -1,8 +1,8 @@
-/** SQL of the tools/ folder: the catalog's read and the per-tool settings (tools joined with their connectors). */
-import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
+/** SQL of the tools/ folder: the catalog's read, the per-tool settings (tools joined with their connectors) and saved tools. */
+import { and, asc, desc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import { SERVING_STATUSES } from '../connectors/repository.ts';
 import type { Queryable } from '../store/db.ts';
-import { connectors, tools } from '../store/schema.ts';
+import { approvals, connectors, savedToolVersions, tools } from '../store/schema.ts';
 
 type ToolRow = typeof tools.$inferSelect;
 type ConnectorRow = typeof connectors.$inferSelect;
@@ -39,4 +39,93 @@ export async function updateToolRow(db: Queryable, orgId: string, toolId: string
     .update(tools)
     .set(changes)
     .where(and(eq(tools.id, toolId), eq(tools.orgId, orgId)));
+}
+
+type VersionRow = typeof savedToolVersions.$inferSelect;
+
+/** A connector's tools the source yields (not saved tools): their targets are the tables a saved statement may use. */
+export async function sourceToolSpecs(db: Queryable, orgId: string, connectorId: string): Promise<Record<string, unknown>[]> {
+  const rows = await db
+    .select({ spec: tools.spec })
+    .from(tools)
+    .where(and(eq(tools.orgId, orgId), eq(tools.connectorId, connectorId), isNull(tools.savedVersion)))
+    .orderBy(asc(tools.baseName));
+  return rows.map((r) => r.spec);
+}
+
+/** A connector's saved-statement tools (or one of them), by name. */
+export async function savedToolRows(db: Queryable, orgId: string, connectorId: string, toolId?: string): Promise<ToolRow[]> {
+  const where = [eq(tools.orgId, orgId), eq(tools.connectorId, connectorId), isNotNull(tools.savedVersion)];
+  if (toolId) where.push(eq(tools.id, toolId));
+  return db
+    .select()
+    .from(tools)
+    .where(and(...where))
+    .orderBy(asc(tools.baseName));
+}
+
+/** Every name agents see in the org (base names and overrides), except those of one tool. */
+export async function takenToolNames(db: Queryable, orgId: string, exceptToolId?: string): Promise<Set<string>> {
+  const rows = await db.select({ id: tools.id, baseName: tools.baseName, override: tools.toolNameOverride }).from(tools).where(eq(tools.orgId, orgId));
+  const taken = new Set<string>();
+  for (const r of rows) {
+    if (r.id === exceptToolId) continue;
+    taken.add(r.baseName);
+    if (r.override) taken.add(r.override);
+  }
+  return taken;
+}
+
+export async function insertSavedTool(db: Queryable, row: typeof tools.$inferInsert): Promise<ToolRow> {
+  const [created] = await db.insert(tools).values(row).returning();
+  return created!;
+}
+
+/** Replaces a saved tool's definition when it is still at `fromVersion` (a concurrent change wins once); false otherwise. */
+export async function replaceSavedTool(db: Queryable, orgId: string, toolId: string, fromVersion: number, changes: ToolChanges): Promise<boolean> {
+  const rows = await db
+    .update(tools)
+    .set(changes)
+    .where(and(eq(tools.id, toolId), eq(tools.orgId, orgId), eq(tools.savedVersion, fromVersion)))
+    .returning({ id: tools.id });
+  return rows.length === 1;
+}
+
+export async function deleteSavedToolRow(db: Queryable, orgId: string, toolId: string): Promise<void> {
+  await db.delete(tools).where(and(eq(tools.id, toolId), eq(tools.orgId, orgId), isNotNull(tools.savedVersion)));
+  await db
+    .update(savedToolVersions)
+    .set({ deletedAt: new Date() })
+    .where(and(eq(savedToolVersions.toolId, toolId), eq(savedToolVersions.orgId, orgId)));
+}
+
+export async function insertSavedVersion(db: Queryable, row: typeof savedToolVersions.$inferInsert): Promise<void> {
+  await db.insert(savedToolVersions).values(row);
+}
+
+/** Every stored version of a saved tool, newest first (also after the tool was deleted). */
+export async function savedVersionRows(db: Queryable, orgId: string, connectorId: string, toolId: string): Promise<VersionRow[]> {
+  return db
+    .select()
+    .from(savedToolVersions)
+    .where(and(eq(savedToolVersions.orgId, orgId), eq(savedToolVersions.connectorId, connectorId), eq(savedToolVersions.toolId, toolId)))
+    .orderBy(desc(savedToolVersions.version));
+}
+
+/**
+ * Ends the pending approvals of a saved tool whose statement changed or that was deleted: an approver would approve
+ * arguments for a statement that no longer runs. Returns how many were ended.
+ */
+export async function expireHeldCallsOfTool(db: Queryable, orgId: string, toolId: string, reason: string): Promise<number> {
+  const ended = await db
+    .update(approvals)
+    .set({ status: 'expired', statusReason: reason, completedAt: new Date() })
+    .where(and(eq(approvals.orgId, orgId), eq(approvals.toolId, toolId), eq(approvals.status, 'pending')))
+    .returning({ id: approvals.id });
+  return ended.length;
+}
+
+/** The org's naming lock for the rest of the transaction: the same one introspection's naming pass takes. */
+export async function lockOrgNaming(db: Queryable, orgId: string): Promise<void> {
+  await db.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${orgId}))`);
 }

@@ -2,6 +2,7 @@
 import type { ConnectorDriver, DatabaseConfig, SqlTarget } from '../../src/connectors/types.ts';
 import type { PoolSettings } from '../../src/connectors/shared/pools.ts';
 import type { ConnectorType } from '../../generated/client/types.gen.ts';
+import type { SavedParam } from '../../src/connectors/shared/saved.ts';
 
 /** The SQL connector types: every one runs COMMON_CASES (guard-conformance.test.ts without a server, live where one exists). */
 export const SQL_TYPES = ['postgresql', 'mysql', 'mssql', 'oracle'] as const satisfies readonly ConnectorType[];
@@ -113,3 +114,76 @@ COMMON_CASES.push(
   { name: 'catalog: joined', sql: 'SELECT i.id, c.column_name FROM items i JOIN information_schema.columns c ON 1 = 1', writesToo: true },
   { name: 'catalog: behind a CTE', sql: 'WITH c AS (SELECT * FROM information_schema.columns) SELECT * FROM c', writesToo: true },
 );
+
+/** A saved-statement definition (issue 30) the guard must refuse at save, with words its refusal holds. */
+export interface SavedRefusal {
+  name: string;
+  statement: string;
+  params: SavedParam[];
+  words: string;
+  /** Also refused when the connector allows writes. */
+  writesToo?: boolean;
+}
+
+const param = (name: string, type: SavedParam['type'] = 'string'): SavedParam => ({ name, type, description: name });
+
+/** Saved statements every SQL type that serves saved tools refuses at save (checkSaved), on the fixtures above. */
+export const SAVED_REFUSALS: SavedRefusal[] = [
+  {
+    name: 'placeholder inside a string literal',
+    statement: "SELECT id FROM items WHERE name = ':n'",
+    params: [param('n')],
+    words: 'string literal',
+    writesToo: true,
+  },
+  {
+    name: 'placeholder inside double quotes',
+    statement: 'SELECT id FROM items WHERE name = ":n"',
+    params: [param('n')],
+    words: 'quoted name',
+    writesToo: true,
+  },
+  { name: 'placeholder inside a comment', statement: 'SELECT id FROM items /* :n */ WHERE id = 1', params: [param('n')], words: 'comment', writesToo: true },
+  {
+    name: 'placeholder naming no parameter',
+    statement: 'SELECT id FROM items WHERE id = :m',
+    params: [param('n')],
+    words: ':m names no declared parameter',
+    writesToo: true,
+  },
+  { name: 'parameter the statement does not use', statement: 'SELECT id FROM items', params: [param('n')], words: 'does not use it', writesToo: true },
+  { name: '{{...}} template', statement: 'SELECT id FROM items WHERE name = {{n}}', params: [], words: '{{...}}', writesToo: true },
+  { name: 'placeholder where a table name goes', statement: 'SELECT id FROM :n', params: [param('n')], words: '', writesToo: true },
+  { name: 'placeholder where a keyword goes', statement: 'SELECT id FROM items :n', params: [param('n')], words: '', writesToo: true },
+  {
+    name: 'stacked statement after a placeholder',
+    statement: 'SELECT id FROM items WHERE id = :n; DROP TABLE items',
+    params: [param('n', 'integer')],
+    words: '',
+    writesToo: true,
+  },
+  {
+    name: 'two tables in a join',
+    statement: 'SELECT i.id, s.secret FROM items i JOIN secrets s ON s.id = i.id WHERE i.id = :n',
+    params: [param('n', 'integer')],
+    words: '',
+    writesToo: true,
+  },
+  { name: 'a catalog', statement: 'SELECT table_name FROM information_schema.tables WHERE table_name = :n', params: [param('n')], words: '', writesToo: true },
+  { name: 'a write on a read-only connector', statement: 'DELETE FROM notes WHERE id = :n', params: [param('n', 'integer')], words: 'DELETE' },
+  { name: 'DDL', statement: 'DROP TABLE notes', params: [], words: '', writesToo: true },
+];
+
+/** String arguments a saved tool binds as values: each must come back compared as text, never run (issue 30). */
+export const INJECTION_VALUES = [
+  "x' OR '1'='1",
+  "'; DROP TABLE items; --",
+  "first' --",
+  '1) OR (1=1',
+  "\\' OR 1=1 -- ",
+  'first" OR "1"="1',
+  '$1',
+  '?',
+  ':name',
+  "first'; SELECT pg_sleep(5); --",
+];

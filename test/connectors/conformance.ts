@@ -4,7 +4,8 @@ import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { ConnectorError, type ExecutionContext, type ToolResult, type SqlToolSpec } from '../../src/connectors/types.ts';
-import { COMMON_CASES, LONG_NAMES, type ConformanceSetup, type Provisioned } from './cases.ts';
+import { COMMON_CASES, INJECTION_VALUES, LONG_NAMES, SAVED_REFUSALS, type ConformanceSetup, type Provisioned } from './cases.ts';
+import { parseTemplate, type SavedParam } from '../../src/connectors/shared/saved.ts';
 import { verifies } from '../requirements.ts';
 import { tcpProxy } from '../support/targets.ts';
 
@@ -254,6 +255,91 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
           expect(r.isError).toBe(true);
         }
         expect(await p.admin('SELECT id FROM notes WHERE id = 2')).toEqual([]);
+      });
+    });
+
+    describe.skipIf(!driver.checkSaved)('issue 30: saved-statement tools (typed parameters bound by the driver)', () => {
+      const dialect = type === 'postgresql' ? 'postgresql' : 'mysql';
+      const tables = () => tools.map((x) => x.target);
+      /** The tool a saved statement becomes: checked at save like the REST API does, then its template stored. */
+      async function savedTool(statement: string, params: SavedParam[], allowWrite = false): Promise<SqlToolSpec> {
+        const checked = await driver.checkSaved!(statement, params, tables(), allowWrite);
+        if (!checked.ok) throw new Error(checked.reason);
+        const saved = { statement, parameters: params, version: 1, ...parseTemplate(statement, params, dialect) };
+        return { name: 'saved', description: '', inputSchema: { type: 'object', properties: {} }, target: { ...checked.target, saved } };
+      }
+      const typed: SavedParam[] = [
+        { name: 'name', type: 'string', description: 'name' },
+        { name: 'day', type: 'date', description: 'day' },
+        { name: 'before', type: 'timestamp', description: 'before' },
+        { name: 'amount', type: 'number', description: 'amount' },
+        { name: 'min_id', type: 'integer', description: 'min_id' },
+        { name: 'flag', type: 'boolean', description: 'flag' },
+        { name: 'kind', type: 'enum', description: 'kind', values: ['a', 'b'] },
+      ];
+      const TYPED =
+        'SELECT id, name FROM items WHERE name = :name AND day = :day AND created_at < :before AND amount > :amount' +
+        " AND id >= :min_id AND (:flag OR id = 0) AND :kind IN ('a', 'b') ORDER BY id";
+      const args = { name: 'first', day: '2024-01-02', before: '2024-01-03T00:00:00Z', amount: 1.5, min_id: 1, flag: true, kind: 'a' };
+
+      for (const c of SAVED_REFUSALS) {
+        for (const writes of c.writesToo ? [false, true] : [false]) {
+          test(`refused at save: ${c.name}${writes ? ' (writes allowed)' : ''}`, async () => {
+            const checked = await driver.checkSaved!(c.statement, c.params, tables(), writes);
+            expect(checked.ok).toBe(false);
+            if (!checked.ok) expect(checked.reason).toContain(c.words);
+          });
+        }
+      }
+
+      test('typed parameters of every scalar type are bound and compared on the server', async () => {
+        const tool = await savedTool(TYPED, typed);
+        expect(tool.target.table).toBe('items');
+        const r = await driver.execute(tool, args, ctx());
+        expect([r.isError, structured(r)?.rows]).toEqual([undefined, [{ id: 1, name: 'first' }]]);
+        const none = await driver.execute(tool, { ...args, flag: false, day: '2024-01-03' }, ctx());
+        expect(structured(none).rows).toEqual([]);
+      });
+
+      test('injection through a string parameter is inert: every attack is compared as text, nothing changes', async () => {
+        const before = await p.fingerprint();
+        const tool = await savedTool(TYPED, typed);
+        for (const attack of INJECTION_VALUES) {
+          const r = await driver.execute(tool, { ...args, name: attack }, ctx());
+          expect([attack, r.isError, structured(r)?.rows]).toEqual([attack, undefined, []]);
+        }
+        // A write tool stores each attack verbatim as the value it is.
+        const insert = await savedTool(
+          'INSERT INTO notes (id, body) VALUES (:id, :body)',
+          [
+            { name: 'id', type: 'integer', description: 'id' },
+            { name: 'body', type: 'string', description: 'body' },
+          ],
+          true,
+        );
+        for (const [k, attack] of INJECTION_VALUES.entries()) {
+          const r = await driver.execute(insert, { id: 1000 + k, body: attack.slice(0, 50) }, ctx({ allowWrite: true }));
+          expect([attack, r.isError]).toEqual([attack, undefined]);
+        }
+        const stored = await p.admin('SELECT body FROM notes WHERE id >= 1000 ORDER BY id');
+        expect(stored.map((row) => row.body)).toEqual(INJECTION_VALUES.map((a) => a.slice(0, 50)));
+        await p.admin('DELETE FROM notes WHERE id >= 1000');
+        expect(await p.fingerprint()).toBe(before);
+      });
+
+      test('a saved write is refused when the connector no longer writes or the tool is read-only', async () => {
+        const update = await savedTool(
+          'UPDATE notes SET body = :body WHERE id = :id',
+          [
+            { name: 'body', type: 'string', description: 'body' },
+            { name: 'id', type: 'integer', description: 'id' },
+          ],
+          true,
+        );
+        for (const c of [ctx({ allowWrite: false }), ctx({ allowWrite: true, readOnly: true })]) {
+          const r = await driver.execute(update, { body: 'x', id: 1 }, c);
+          expect([r.isError, text(r)]).toEqual([true, expect.stringContaining('read-only')]);
+        }
       });
     });
 

@@ -8,7 +8,13 @@ import net from 'node:net';
 import { getDriver } from '../../src/connectors/index.ts';
 import type { ExecutionContext, SqlToolSpec } from '../../src/connectors/types.ts';
 import { registry } from '../../src/observability/metrics.ts';
-import { COMMON_CASES, SQL_TYPES, type SqlType } from './cases.ts';
+import { COMMON_CASES, INJECTION_VALUES, SAVED_REFUSALS, SQL_TYPES, type SqlType } from './cases.ts';
+import { parseTemplate, type SavedParam } from '../../src/connectors/shared/saved.ts';
+import { isRefusal, prepareCall } from '../../src/connectors/shared/prepare.ts';
+import { PG_DIALECT } from '../../src/connectors/postgresql/execute.ts';
+import { MYSQL_DIALECT } from '../../src/connectors/mysql/execute.ts';
+import { MSSQL_DIALECT } from '../../src/connectors/mssql/driver.ts';
+import { ORACLE_DIALECT } from '../../src/connectors/oracle/driver.ts';
 
 let counting: net.Server;
 let port: number;
@@ -87,3 +93,57 @@ test('every SQL type the registry knows is in the shared cases', () => {
   const registered = ['postgresql', 'mysql', 'mssql', 'oracle', 'mongodb', 'mcp'].filter((t) => getDriver(t));
   expect(registered.filter((t) => t !== 'mongodb' && t !== 'mcp').sort()).toEqual([...SQL_TYPES].sort());
 });
+
+// Issue 30: saved-statement tools. Every SQL type checks a saved statement with its own guard at save (the shared
+// refusals, here without a server) and binds every value as a driver parameter: postgresql `$n`, mysql `?`, mssql
+// `@pN`, oracle `:N`. The mssql and oracle guards refuse bind markers, so they check the statement with the literal 0 at each
+// marker (a marker stands only where a value can); their runners bind the values (no live server here).
+const MARKERS: Record<SqlType, string> = {
+  postgresql: 'name = $1::pg_catalog.text OR id = ANY($2::pg_catalog.text::pg_catalog.int8[])',
+  mysql: 'name = ? OR id IN (?, ?)',
+  mssql: 'name = @p1 OR id IN (@p2, @p3)',
+  oracle: 'name = :1 OR id IN (:2, :3)',
+};
+const savedTarget = (type: SqlType, table: string) => {
+  const t = tool(type).target;
+  const upper = type === 'oracle';
+  return { ...t, table: upper ? table.toUpperCase() : table, columns: t.columns.map((c) => ({ ...c, name: upper ? c.name.toUpperCase() : c.name })) };
+};
+for (const type of SQL_TYPES) {
+  describe(`${type}: saved statements with no server`, () => {
+    const tables = () => ['items', 'secrets', 'notes'].map((table) => savedTarget(type, table));
+    for (const c of SAVED_REFUSALS) {
+      test(`refused at save: ${c.name}`, async () => {
+        const driver = getDriver(type)!;
+        for (const write of c.writesToo ? [false, true] : [false]) {
+          const checked = await driver.checkSaved!(c.statement, c.params, tables(), write);
+          expect({ write, ok: checked.ok }).toEqual({ write, ok: false });
+          if (!checked.ok) expect(checked.reason).toContain(c.words);
+        }
+        expect(connections).toBe(0);
+      });
+    }
+
+    test('accepted for its table, then each call sends the markers with the values apart: no attack text in the statement', async () => {
+      const params: SavedParam[] = [
+        { name: 'name', type: 'string', description: 'n' },
+        { name: 'ids', type: 'array', description: 'i', items: { type: 'integer' } },
+      ];
+      const statement = `SELECT id FROM items WHERE name = :name OR id ${type === 'postgresql' ? '= ANY(:ids)' : 'IN (:ids)'}`;
+      const checked = await getDriver(type)!.checkSaved!(statement, params, tables(), false);
+      expect(checked).toMatchObject({ ok: true, write: false, target: { table: type === 'oracle' ? 'ITEMS' : 'items' } });
+      const dialect = { postgresql: PG_DIALECT, mysql: MYSQL_DIALECT, mssql: MSSQL_DIALECT, oracle: ORACLE_DIALECT }[type];
+      const saved = { statement, parameters: params, version: 1, ...parseTemplate(statement, params, type) };
+      const spec = { ...tool(type), target: { ...savedTarget(type, 'items'), saved } };
+      for (const attack of INJECTION_VALUES) {
+        const prepared = prepareCall(dialect, spec, { name: attack, ids: [1, 2] }, ctx(type, false));
+        if (isRefusal(prepared)) throw new Error(JSON.stringify(prepared.content));
+        // (`?`, `$1` and `:name` are also the markers' own spelling: the longer attacks cannot be mistaken for one.)
+        if (attack.length > 5) expect(prepared.statement).not.toContain(attack);
+        expect(prepared.values![0]).toBe(attack);
+        expect(prepared.statement).toContain(MARKERS[type]);
+      }
+      expect(connections).toBe(0);
+    });
+  });
+}

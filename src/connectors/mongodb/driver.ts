@@ -17,6 +17,8 @@ import type { OutboundPolicy } from '../../net/policy.ts';
 import { DEFAULT_MONGODB_PORT, mongodbConfigSchema } from './config.ts';
 import { guardMongoCall } from './guard/guard.ts';
 import { bsonToJson } from './values.ts';
+import { savedPipelineArgs, checkSavedPipeline } from './template.ts';
+import type { SavedStatement } from '../shared/saved.ts';
 
 /** Databases of the server itself: never exposed. */
 export const MONGODB_SYSTEM_DATABASES: ReadonlySet<string> = new Set(['admin', 'local', 'config']);
@@ -25,6 +27,8 @@ export interface MongoTarget {
   database: string;
   collection: string;
   kind: 'collection' | 'view';
+  /** A saved pipeline tool (template.ts): the JSON pipeline template in `statement`, its typed parameters. */
+  saved?: SavedStatement;
 }
 
 export type MongoToolSpec = ToolSpec<MongoTarget>;
@@ -182,7 +186,9 @@ const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(
 /** Runs one guarded call on the pool's client. Never throws. */
 export async function executeMongo(client: MongoClient, tool: MongoToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): Promise<ToolResult> {
   const errCtx = errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs);
-  const verdict = guardMongoCall(args, tool.target.collection, MAX_LIMIT, DEFAULT_LIMIT);
+  const callArgs = tool.target.saved ? savedPipelineArgs(tool.target.saved, args) : args;
+  if (typeof callArgs === 'string') return refusedResult(callArgs);
+  const verdict = guardMongoCall(callArgs, tool.target.collection, MAX_LIMIT, DEFAULT_LIMIT);
   if (!verdict.ok) return refusedResult(verdict.reason);
   const { call } = verdict;
   const maxRows = Math.max(1, Math.min(call.limit, ctx.limits.maxRows));
@@ -258,6 +264,8 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
       throw connectorError(err, errorContext(config, credential), 'introspection_failed');
     }
   },
+
+  checkSaved: async (statement, params, tables) => checkSavedPipeline(statement, params, tables),
 
   async execute(tool, args, ctx) {
     // Checked at every call: this driver connects by name itself, so the policy sees the name's current answer here.

@@ -18,6 +18,8 @@ import { dialChecked } from '../../net/dial.ts';
 import type { OutboundPolicy } from '../../net/policy.ts';
 import { DEFAULT_MSSQL_PORT, mssqlConfigSchema } from './config.ts';
 import { guardMssqlSql } from './guard/guard.ts';
+import { bindPositional } from '../shared/saved.ts';
+import type { Dialect } from '../shared/prepare.ts';
 import { defineSqlDriver } from '../shared/sql-driver.ts';
 
 import { callErrorText, connectorError, type ErrorContext } from './errors.ts';
@@ -142,8 +144,11 @@ async function withPool<T>(
   }
 }
 
+/** The guard, and how a saved statement's values are bound (`@p1`, `@p2`, ...). */
+export const MSSQL_DIALECT: Dialect = { name: 'mssql', guard: guardMssqlSql, bind: (saved, args) => bindPositional('mssql', saved, args) };
+
 export const mssqlDriver = defineSqlDriver({
-  dialect: { name: 'mssql', guard: guardMssqlSql },
+  dialect: MSSQL_DIALECT,
   readOnly: true,
   configSchema: mssqlConfigSchema,
   pools,

@@ -83,6 +83,8 @@ export async function executeMssql(
       let error: unknown = null;
       req.on('error', (err: unknown) => (error ??= err));
       req.on('done', () => settle(error));
+      // A saved tool's values, bound to its @p1, @p2, ... markers (the driver sends them as typed RPC parameters).
+      for (const [i, v] of (prepared.values ?? []).entries()) req.input(`p${i + 1}`, v);
       req.query(prepared.statement);
     });
     return collector.result();

@@ -8,6 +8,7 @@ import type { Dialect, PreparedCall } from '../shared/prepare.ts';
 import { applySession, flavourOf, forgetSession, type MyPool } from './pool.ts';
 import { myCallErrorText, TIMEOUT_ERRNOS, type MyErrorContext } from './errors.ts';
 import { rowFixer } from './values.ts';
+import { bindMysql } from '../shared/saved.ts';
 
 export interface MyRunOptions {
   readOnly: boolean;
@@ -20,6 +21,11 @@ export interface MyRunOptions {
   serverTimeout?: boolean;
   /** Receives each row as it arrives; answering false stops reading (a read is then killed). Default: collect all. */
   onRow?: (row: Row) => boolean;
+  /**
+   * A saved-statement tool's values for the statement's `?` markers: the statement then runs as a prepared statement
+   * (COM_STMT_PREPARE / EXECUTE, values in the binary protocol); the reset after the call drops it on the server.
+   */
+  values?: unknown[];
 }
 
 export interface MyRunOutcome {
@@ -96,13 +102,20 @@ async function killWhileRunning(
  * once it answers false the rest are dropped unread while the caller kills the statement. Resolves with the
  * affected-row count of a write, null for a read.
  */
-function streamQuery(conn: mysql.PoolConnection, statement: string, onRow: (row: Row) => boolean, onStop: () => void): Promise<number | null> {
+function streamQuery(
+  conn: mysql.PoolConnection,
+  statement: string,
+  values: unknown[] | undefined,
+  onRow: (row: Row) => boolean,
+  onStop: () => void,
+): Promise<number | null> {
   return new Promise((resolve, reject) => {
     // Without a 'fields' event first, a 'result' is the OK packet of a statement that returns no rows.
     let fix: ((row: Row) => Row) | null = null;
     let affected: number | null = null;
     let stopped = false;
-    const q = (conn.connection as unknown as CoreConnection).query(statement);
+    const core = conn.connection as unknown as CoreConnection;
+    const q = values ? core.execute({ sql: statement, values }) : core.query(statement);
     q.on('fields', (fields: mysql.FieldPacket[]) => (fix = rowFixer(fields)));
     q.on('result', (row: unknown) => {
       if (!fix) {
@@ -167,7 +180,7 @@ async function streamKillable(
   let error: unknown = null;
   try {
     // Only a read is killed at the row cap: killing a write would undo it after it was reported done.
-    const streaming = streamQuery(conn, statement, onRow, () => ((stopped = true), o.readOnly && fire('CAP')()));
+    const streaming = streamQuery(conn, statement, o.values, onRow, () => ((stopped = true), o.readOnly && fire('CAP')()));
     ended.promise = streaming.then(
       () => void (ended.done = true),
       () => void (ended.done = true),
@@ -279,6 +292,8 @@ export function mysqlGuardReady(): null | Promise<string | null> {
 export const MYSQL_DIALECT: Dialect = {
   name: 'mysql',
   guard: (sql, opts) => mysqlGuard!(sql, opts),
+  bind: (saved, args) => bindMysql(saved, args),
+  ready: loadMysqlGuard,
   wrapRead: (body, limit) => `SELECT * FROM (\n${body}\n) AS toolgate_q LIMIT ${limit}`,
 };
 
@@ -304,6 +319,7 @@ export async function runMysqlCall(p: MyPool, tool: SqlToolSpec, prepared: Prepa
       lockTimeoutMs: ctx.limits.lockTimeoutMs,
       signal: ctx.signal,
       onRow: (row) => collector.add(row),
+      ...(prepared.values ? { values: prepared.values } : {}),
     });
     return collector.result(write ? (out.affected ?? collector.rows.length) : undefined);
   } catch (err) {

@@ -15,6 +15,8 @@ import { PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
 import { DEFAULT_ORACLE_PORT, oracleConfigSchema } from './config.ts';
 import { guardOracleSql } from './guard/guard.ts';
+import { bindPositional } from '../shared/saved.ts';
+import type { Dialect } from '../shared/prepare.ts';
 import { defineSqlDriver } from '../shared/sql-driver.ts';
 
 import { callErrorText, connectorError, type ErrorContext } from './errors.ts';
@@ -133,8 +135,11 @@ async function withConnection<T>(config: DatabaseConfig, credential: string | nu
   }
 }
 
+/** The guard, and how a saved statement's values are bound (`:1`, `:2`, ...). */
+export const ORACLE_DIALECT: Dialect = { name: 'oracle', guard: guardOracleSql, bind: (saved, args) => bindPositional('oracle', saved, args) };
+
 export const oracleDriver = defineSqlDriver({
-  dialect: { name: 'oracle', guard: guardOracleSql },
+  dialect: ORACLE_DIALECT,
   readOnly: true,
   configSchema: oracleConfigSchema,
   pools,

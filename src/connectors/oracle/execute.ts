@@ -75,7 +75,8 @@ export async function executeOracle(
       aborted = true;
       throw failure('ABORTED');
     }
-    const result = await conn.execute<Row>(prepared.statement, [], {
+    // A saved tool's values, bound by position to its :1, :2, ... markers.
+    const result = await conn.execute<Row>(prepared.statement, (prepared.values ?? []) as oracledb.BindParameters, {
       resultSet: true,
       outFormat: oracledb.OUT_FORMAT_OBJECT,
       fetchArraySize: Math.min(prepared.maxRows + 1, 1000),

@@ -1,6 +1,7 @@
 /** Runs one prepared tool call on postgres (the guard ran in shared/sql-driver.ts): resolution check, the right runner, result shaping. */
 import type { ExecutionContext, ExecutionLimits, ToolResult, SqlToolSpec } from '../types.ts';
 import { guardPostgresSql } from './guard/guard.ts';
+import { bindPostgres } from '../shared/saved.ts';
 import { errorResult, RowCollector } from '../shared/result.ts';
 import type { Dialect, PreparedCall } from '../shared/prepare.ts';
 import { isRowTooLarge, pgCallErrorText, ROW_TOO_LARGE, type PgErrorContext } from './errors.ts';
@@ -18,6 +19,7 @@ interface PgExecutionLimits extends ExecutionLimits {
 export const PG_DIALECT: Dialect = {
   name: 'postgresql',
   guard: guardPostgresSql,
+  bind: bindPostgres,
   // The planner can stop early once the limit is reached. The filter is the server-side half of the byte cap:
   // postgres.js buffers a whole DataRow before handing it over, so a row bigger than the cap allows (a 500 MB
   // value) must never be sent. It fails the statement instead (a data-dependent cast of a marker text), and the
@@ -79,7 +81,7 @@ export async function runPgCall(
   ctx: PgExecutionContext,
   connectTimeoutMs: number,
 ): Promise<ToolResult> {
-  const { statement, write, kind, maxRows, shape } = prepared;
+  const { statement, write, kind, maxRows, shape, values } = prepared;
   const errCtx: PgErrorContext = {
     config: ctx.config,
     credential: ctx.credential,
@@ -109,6 +111,7 @@ export async function runPgCall(
       lockTimeoutMs: session.lockTimeoutMs,
       ttlMs: ctx.limits.resolutionCacheTtlMs ?? PG_RESOLUTION_DEFAULT_TTL_MS,
       ...(shape === undefined ? {} : { shape }),
+      ...(values ? { params: values.length } : {}),
     });
     if (!resolved.ok) return errorResult(resolved.reason);
     // --- end of the resolution check ---
@@ -118,10 +121,11 @@ export async function runPgCall(
             statementTimeoutMs: session.statementTimeoutMs,
             signal: ctx.signal,
             prepare: shouldPrepare(pool, statement),
+            values,
             onRow,
             cancelBackend,
           })
-        : await runPgStatement(pool.sql, statement, { readOnly: !write, ...session, signal: ctx.signal, onRow, cancelBackend });
+        : await runPgStatement(pool.sql, statement, { readOnly: !write, ...session, signal: ctx.signal, onRow, cancelBackend, values });
     return collector.result(write ? (out.count ?? 0) : undefined);
   } catch (err) {
     // The wrapper stopped a row too big for the cap: the rows before it are the (truncated) result.

@@ -17,6 +17,8 @@ export interface ResolutionRequest {
    * of one shape share a verdict, unless the server reports that literal values entered the analysis (`per_value`).
    */
   shape?: string;
+  /** A saved-statement tool: its statement has this many `$n` parameters, each sent as text (shared/saved.ts). */
+  params?: number;
 }
 
 /** What the server reported for one statement. */

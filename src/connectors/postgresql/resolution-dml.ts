@@ -43,7 +43,10 @@ const ALLOWED_FUNCTIONS = [...SAFE_FUNCTIONS];
  * its enum type. Namespaces: only the temporary schema (the function's own).
  */
 const DEPENDENCIES_SQL = `
-  with own as (
+  with fn as (
+    -- The temporary function, whatever its arguments (a saved tool's statement has some: its parameters).
+    select p.oid from pg_catalog.pg_proc p where p.pronamespace = pg_catalog.pg_my_temp_schema() and p.proname = 'toolgate_resolution'),
+  own as (
     select c.oid, c.reltype from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
      where n.nspname = $1 and c.relname = $2),
   own_types as (
@@ -56,9 +59,9 @@ const DEPENDENCIES_SQL = `
   dep as (
     select d.refclassid, d.refobjid from pg_catalog.pg_depend d
      where d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-       and d.objid = '${FUNCTION_NAME}()'::pg_catalog.regprocedure),
+       and d.objid = (select oid from fn)),
   body as (
-    select p.prosqlbody::text as tree from pg_catalog.pg_proc p where p.oid = '${FUNCTION_NAME}()'::pg_catalog.regprocedure),
+    select p.prosqlbody::text as tree from pg_catalog.pg_proc p where p.oid = (select oid from fn)),
   calls as (
     select m[1]::oid as fn, m[2] as format from body, pg_catalog.regexp_matches(body.tree, $re$${FUNCEXPR_RE}$re$, 'g') m
     union all
@@ -115,7 +118,8 @@ export async function dependencies(pool: PgPool, req: ResolutionRequest): Promis
     ].join('; ');
     // The body goes on its own lines: a trailing `-- comment` cannot swallow the closing `; end`. Extended protocol
     // (one statement per message), like the call itself.
-    const create = `create function ${FUNCTION_NAME}() returns void language sql\nbegin atomic\n${req.statement}\n;\nend`;
+    const args = Array.from({ length: req.params ?? 0 }, () => 'pg_catalog.text').join(', ');
+    const create = `create function ${FUNCTION_NAME}(${args}) returns void language sql\nbegin atomic\n${req.statement}\n;\nend`;
     const begin = conn.unsafe(setup).execute();
     const created = conn.unsafe(create, [], { prepare: false, simple: false } as postgres.UnsafeQueryOptions).execute();
     const deps = conn.unsafe<DependencyRow[]>(DEPENDENCIES_SQL, [req.schema, req.table, ALLOWED_FUNCTIONS], { prepare: false }).execute();

@@ -48,6 +48,11 @@ export function lazyDriver<C, T, X extends CallContext<C> = ExecutionContext<C>>
     },
     validate: async (...a) => (await impl()).validate(...a),
     introspect: async (...a) => (await impl()).introspect(...a),
+    checkSaved: async (...a) => {
+      const d = await impl();
+      if (!d.checkSaved) throw unprocessable('saved_tools_unsupported', `Saved-statement tools are not served on ${meta.type} connectors.`);
+      return d.checkSaved(...a);
+    },
     // Once loaded, a call goes to the implementation at once (no await in between: postgresql is on the hot path).
     execute: (...a) => (loaded ? loaded.execute(...a) : impl().then((d) => d.execute(...a))),
     close: async (id) => loaded?.close(id),

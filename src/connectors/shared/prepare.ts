@@ -3,11 +3,13 @@
  * guard (in a span), the write check, the row-limit wrapper; each refusal counted by its stage.
  */
 import type { GuardOptions, GuardResult, StatementKind } from './sqlguard/types.ts';
-import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
+import type { ExecutionContext, ToolResult, SqlTarget, SqlToolSpec } from '../types.ts';
 import { parseCallArgs, refusedResult } from './result.ts';
 import { checkWrappable, type Dialect as WrapDialect } from './sqltext.ts';
 import { countGuardRefusal, type GuardRefusalReason } from '../../observability/metrics.ts';
 import { inSpan } from '../../observability/tracing.ts';
+import type { BoundStatement, SavedStatement } from './saved.ts';
+import { MAX_LIMIT } from './toolspec.ts';
 
 export interface PreparedCall {
   /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads (as is for a read-only dialect). */
@@ -21,6 +23,8 @@ export interface PreparedCall {
    * a read: texts of one shape resolve alike on the server (postgresql/guard/shape.ts).
    */
   shape?: string;
+  /** A saved-statement tool's values, bound as driver parameters in the order of the statement's markers. */
+  values?: unknown[];
 }
 
 /** The SQL connector types, each with its guard (`<type>/guard/`). */
@@ -37,6 +41,10 @@ export interface Dialect {
    * (docs/decisions/0116-new-types-read-only.md), and the guard's one-statement verdict is what runs.
    */
   wrapRead?(body: string, limit: number, maxRowBytes: number): string;
+  /** Saved-statement tools: the statement with this driver's parameter markers and the values (shared/saved.ts). */
+  bind?(saved: SavedStatement, args: Record<string, unknown>): BoundStatement;
+  /** Resolves once the guard can run (MySQL loads its parser lazily); absent: always ready. */
+  ready?(): Promise<unknown>;
 }
 
 /** The span of the guard's check, by dialect (constants: a call builds no name). */
@@ -44,7 +52,11 @@ const GUARD_SPAN = { postgresql: 'guard postgresql', mysql: 'guard mysql', mssql
 
 /** What the guard is told of the call: the tool's table, the write permissions, and what introspection recorded. */
 function guardOptions(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext): GuardOptions {
-  const t = tool.target;
+  return guardOptionsFor(dialect, tool.target, ctx);
+}
+
+/** The guard's options for a table and the permissions (also at save time, for a saved statement: shared/sql-driver.ts). */
+export function guardOptionsFor(dialect: Dialect, t: SqlTarget, ctx: Pick<ExecutionContext, 'allowWrite' | 'allowDdl' | 'readOnly'>): GuardOptions {
   if (dialect.wrapRead) {
     return {
       table: { schema: t.schema, name: t.table },
@@ -75,6 +87,7 @@ function refused(dialect: Dialect, stage: GuardRefusalReason, text: string): Too
 
 /** Either the statement to run, or the tool result that refuses the call (never thrown: a refusal is a result). */
 export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): PreparedCall | ToolResult {
+  if (tool.target.saved) return prepareSaved(dialect, tool, tool.target.saved, args, ctx);
   const call = parseCallArgs(args, ctx.limits);
   if (typeof call === 'string') return refused(dialect, 'arguments', call);
   const verdict = inSpan(GUARD_SPAN[dialect.name], () => dialect.guard(call.sql, guardOptions(dialect, tool, ctx)));
@@ -93,6 +106,38 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
   const statement = write ? text.body : wrapRead(text.body, call.maxRows + 1, rowBytes);
   const shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${call.maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;
   return { statement, write, kind: verdict.kind, maxRows: call.maxRows, ...(shape === undefined ? {} : { shape }) };
+}
+
+/**
+ * A saved-statement tool's call: its statement with the driver's markers (the values kept apart), through the same
+ * guard, write check and wrapper as an agent's SQL. The guard's verdict on a text is cached, so a saved tool pays
+ * for its parse once. Reads return at most min(MAX_LIMIT, the gateway's row cap) rows.
+ */
+function prepareSaved(
+  dialect: Dialect,
+  tool: SqlToolSpec,
+  saved: SavedStatement,
+  args: Record<string, unknown>,
+  ctx: ExecutionContext,
+): PreparedCall | ToolResult {
+  const { bind, wrapRead } = dialect;
+  if (!bind) return refused(dialect, 'arguments', `Saved-statement tools are not served on ${dialect.name} connectors.`);
+  const bound = bind(saved, args);
+  const verdict = inSpan(GUARD_SPAN[dialect.name], () => dialect.guard(bound.guardText ?? bound.text, guardOptions(dialect, tool, ctx)));
+  if (!verdict.ok) return refused(dialect, 'statement', verdict.reason);
+  const write = !verdict.readOnly;
+  if (verdict.kind === 'ddl' || (write && (!wrapRead || ctx.readOnly || !ctx.allowWrite))) {
+    return refused(dialect, 'read_only', 'This tool is read-only: its statement writes, and writes are not allowed.');
+  }
+  const maxRows = Math.max(1, Math.min(MAX_LIMIT, ctx.limits.maxRows));
+  // A read-only dialect (mssql, oracle) runs the guarded statement as it is, its markers bound by the driver.
+  if (!wrapRead) return { statement: bound.text, write: false, kind: verdict.kind, maxRows, values: bound.values };
+  const text = checkWrappable(bound.text, dialect.name as WrapDialect);
+  if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
+  const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
+  const statement = write ? text.body : wrapRead(text.body, maxRows + 1, rowBytes);
+  const shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;
+  return { statement, write, kind: verdict.kind, maxRows, values: bound.values, ...(shape === undefined ? {} : { shape }) };
 }
 
 /**

@@ -6,10 +6,12 @@
  * check, wrapper; refusals counted in toolgate_guard_refusals_total) -> the connector's pool, behind its admission
  * slots -> the type's runner. The registry adds the `driver <type>` span around it (registry.ts).
  */
-import type { ConnectorDriver, DatabaseConfig, ExecutionContext, SqlTarget, SqlToolSpec, ToolResult } from '../types.ts';
+import type { ConnectorDriver, DatabaseConfig, ExecutionContext, SavedCheck, SqlTarget, SqlToolSpec, ToolResult } from '../types.ts';
 import { admissionOf, type PoolRegistry } from './pools.ts';
-import { isRefusal, prepareCall, type Dialect, type PreparedCall } from './prepare.ts';
+import { guardOptionsFor, isRefusal, prepareCall, type Dialect, type PreparedCall } from './prepare.ts';
 import { errorResult } from './result.ts';
+import { bindMysql, bindPositional, parseTemplate, pgPlaceholder, TemplateError, type SavedParam } from './saved.ts';
+import { checkWrappable } from './sqltext.ts';
 
 export interface SqlDriverParts<P, O, X extends ExecutionContext> {
   dialect: Dialect;
@@ -43,6 +45,7 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
     configSchema: parts.configSchema,
     validate: parts.validate,
     introspect: parts.introspect,
+    ...(dialect.bind ? { checkSaved: (statement, params, tables, allowWrite) => checkSaved(dialect, statement, params, tables, allowWrite) } : {}),
 
     async execute(tool, args, ctx) {
       if (precheck) {
@@ -70,4 +73,49 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
     close: (connectorId) => pools.close(connectorId),
     closeAll: () => pools.closeAll(),
   };
+}
+
+/** The statement as the guard sees it at save time: PostgreSQL `$n` with their casts, MySQL `?`, mssql/oracle the literal 0. */
+function guardText(dialect: Dialect, statement: string, params: SavedParam[]): string {
+  const name = dialect.name;
+  const template = parseTemplate(statement, params, name);
+  if (name === 'mysql') return bindMysql({ ...template, parameters: params }, {}, true).text;
+  if (name === 'mssql' || name === 'oracle') return bindPositional(name, { ...template, parameters: params }, {}, true).guardText;
+  const index = new Map<string, number>();
+  const byName = new Map(params.map((p) => [p.name, p]));
+  return template.parts.reduce((text, part, k) => {
+    const slot = template.slots[k - 1]!;
+    if (!index.has(slot)) index.set(slot, index.size + 1);
+    return text + pgPlaceholder(index.get(slot)!, byName.get(slot)!) + part;
+  });
+}
+
+/**
+ * Save-time check of a saved statement (ConnectorDriver.checkSaved): the guard of each of the connector's tables
+ * in turn, with the connector's write permission; the first table whose guard accepts it is the tool's. DDL is never
+ * a saved tool. When none accepts it, the refusal is the guard's for the table the statement names (else the first).
+ */
+async function checkSaved(dialect: Dialect, statement: string, params: SavedParam[], tables: SqlTarget[], allowWrite: boolean): Promise<SavedCheck<SqlTarget>> {
+  let text: string;
+  try {
+    text = guardText(dialect, statement, params);
+  } catch (err) {
+    if (err instanceof TemplateError) return { ok: false, reason: err.message };
+    throw err;
+  }
+  await dialect.ready?.();
+  if (dialect.name === 'postgresql' || dialect.name === 'mysql') {
+    const wrappable = checkWrappable(text, dialect.name);
+    if (!wrappable.ok) return { ok: false, reason: wrappable.reason };
+  }
+  let first: string | null = null;
+  let named: string | null = null;
+  for (const t of tables) {
+    const verdict = dialect.guard(text, guardOptionsFor(dialect, t, { allowWrite, allowDdl: false, readOnly: false }));
+    if (verdict.ok && verdict.kind !== 'ddl') return { ok: true, target: t, write: !verdict.readOnly };
+    const reason = verdict.ok ? 'DDL statements cannot be saved tools.' : verdict.reason;
+    if (new RegExp(`\\b${t.table.replace(/[^A-Za-z0-9_]/g, '.')}\\b`, 'i').test(statement)) named ??= reason;
+    first ??= reason;
+  }
+  return { ok: false, reason: named ?? first ?? 'The connector has no table to run a statement on.' };
 }

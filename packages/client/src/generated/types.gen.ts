@@ -375,6 +375,10 @@ export type Connector = {
     has_credential: boolean;
     allow_write: boolean;
     allow_ddl: boolean;
+    /**
+     * false: the connector's table tools (free SQL) are not served; only its saved tools are. Always true for mcp.
+     */
+    free_sql: boolean;
     created_at: string;
     updated_at: string;
 };
@@ -389,6 +393,10 @@ export type CreateConnectorRequest = {
     credential?: string;
     allow_write?: boolean;
     allow_ddl?: boolean;
+    /**
+     * false: serve only the saved tools of this connector, not a free-SQL tool per table (database types).
+     */
+    free_sql?: boolean;
 };
 
 export type UpdateConnectorRequest = {
@@ -397,6 +405,7 @@ export type UpdateConnectorRequest = {
     credential?: string;
     allow_write?: boolean;
     allow_ddl?: boolean;
+    free_sql?: boolean;
 };
 
 export type ToolName = string;
@@ -438,6 +447,116 @@ export type UpdateToolRequest = {
     tool_name_override?: ToolName | null;
     tool_description_override?: string | null;
     read_only?: boolean;
+};
+
+export type SavedToolScalarType = 'string' | 'integer' | 'number' | 'boolean' | 'date' | 'timestamp' | 'enum';
+
+/**
+ * The elements of an `array` parameter.
+ */
+export type SavedToolParameterItems = {
+    type: SavedToolScalarType;
+    minLength?: number;
+    maxLength?: number;
+    /**
+     * An ECMAScript regular expression (unicode) the value must match.
+     */
+    pattern?: string;
+    minimum?: number;
+    maximum?: number;
+    values?: Array<string>;
+};
+
+/**
+ * One typed parameter, written `:name` in the statement (outside quotes). string (minLength, maxLength, pattern), integer and number (minimum, maximum), boolean, date (YYYY-MM-DD), timestamp (ISO 8601), enum (values), array of these (items, maxItems; in MySQL an array stands for a list, `IN (:ids)`; in PostgreSQL for an array, `= ANY(:ids)`). Without a default the parameter is required.
+ */
+export type SavedToolParameter = {
+    name: string;
+    type: 'string' | 'integer' | 'number' | 'boolean' | 'date' | 'timestamp' | 'enum' | 'array';
+    description: string;
+    /**
+     * A value of the parameter's type; makes the parameter optional.
+     */
+    default?: unknown;
+    minLength?: number;
+    maxLength?: number;
+    /**
+     * An ECMAScript regular expression (unicode) the value must match.
+     */
+    pattern?: string;
+    minimum?: number;
+    maximum?: number;
+    values?: Array<string>;
+    items?: SavedToolParameterItems;
+    /**
+     * array: at most this many elements (default 100).
+     */
+    maxItems?: number;
+};
+
+export type SavedToolRequest = {
+    name: ToolName;
+    description: string;
+    /**
+     * One statement with `:name` placeholders, e.g. `SELECT id, total FROM orders WHERE customer_id = :customer AND created_at >= :since`.
+     */
+    statement: string;
+    parameters?: Array<SavedToolParameter>;
+    /**
+     * Default true for a statement that writes
+     */
+    requires_approval?: boolean;
+};
+
+export type SavedTool = {
+    /**
+     * The tool's id (the same as in the tool settings).
+     */
+    id: string;
+    connector_id: string;
+    name: ToolName;
+    description: string;
+    statement: string;
+    parameters: Array<SavedToolParameter>;
+    version: number;
+    /**
+     * The connector's table the statement works on (its guard accepted the statement).
+     */
+    table: {
+        schema: string;
+        name: string;
+    };
+    /**
+     * The statement writes (allowed by the connector's allow_write).
+     */
+    writes: boolean;
+    /**
+     * The MCP inputSchema generated from the parameters.
+     */
+    input_schema: {
+        [key: string]: unknown;
+    };
+    enabled: boolean;
+    requires_approval: boolean;
+    created_at: string;
+    updated_at: string;
+};
+
+export type SavedToolVersion = {
+    version: number;
+    name: string;
+    description: string;
+    statement: string;
+    parameters: Array<SavedToolParameter>;
+    /**
+     * Who saved it (type:id).
+     */
+    actor: string;
+    created_at: string;
+    /**
+     * When the tool was deleted (every version keeps it).
+     */
+    deleted_at: string | null;
 };
 
 export type Role = 'contributor' | 'admin' | 'finance';
@@ -1778,6 +1897,319 @@ export type RevalidateConnectorResponses = {
 };
 
 export type RevalidateConnectorResponse = RevalidateConnectorResponses[keyof RevalidateConnectorResponses];
+
+export type ListSavedToolsData = {
+    body?: never;
+    path: {
+        connectorId: string;
+    };
+    query?: never;
+    url: '/api/connectors/{connectorId}/saved-tools';
+};
+
+export type ListSavedToolsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type ListSavedToolsError = ListSavedToolsErrors[keyof ListSavedToolsErrors];
+
+export type ListSavedToolsResponses = {
+    /**
+     * The saved tools, by name.
+     */
+    200: {
+        saved_tools: Array<SavedTool>;
+    };
+};
+
+export type ListSavedToolsResponse = ListSavedToolsResponses[keyof ListSavedToolsResponses];
+
+export type CreateSavedToolData = {
+    body: SavedToolRequest;
+    path: {
+        connectorId: string;
+    };
+    query?: never;
+    url: '/api/connectors/{connectorId}/saved-tools';
+};
+
+export type CreateSavedToolErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * The definition is refused, with what is wrong in `message`: `saved_tool_invalid` (a placeholder inside quotes, unknown or unused, a default that does not match its parameter, an invalid pattern, the statement refused by the connector's SQL guard for its tables), or `saved_tools_unsupported` (the connector's type serves none, or it has no tables yet).
+     */
+    422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type CreateSavedToolError = CreateSavedToolErrors[keyof CreateSavedToolErrors];
+
+export type CreateSavedToolResponses = {
+    /**
+     * The saved tool, at version 1.
+     */
+    201: SavedTool;
+};
+
+export type CreateSavedToolResponse = CreateSavedToolResponses[keyof CreateSavedToolResponses];
+
+export type DeleteSavedToolData = {
+    body?: never;
+    path: {
+        connectorId: string;
+        toolId: string;
+    };
+    query?: never;
+    url: '/api/connectors/{connectorId}/saved-tools/{toolId}';
+};
+
+export type DeleteSavedToolErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type DeleteSavedToolError = DeleteSavedToolErrors[keyof DeleteSavedToolErrors];
+
+export type DeleteSavedToolResponses = {
+    /**
+     * Deleted.
+     */
+    200: {
+        deleted: true;
+        id: string;
+    };
+};
+
+export type DeleteSavedToolResponse = DeleteSavedToolResponses[keyof DeleteSavedToolResponses];
+
+export type GetSavedToolData = {
+    body?: never;
+    path: {
+        connectorId: string;
+        toolId: string;
+    };
+    query?: never;
+    url: '/api/connectors/{connectorId}/saved-tools/{toolId}';
+};
+
+export type GetSavedToolErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type GetSavedToolError = GetSavedToolErrors[keyof GetSavedToolErrors];
+
+export type GetSavedToolResponses = {
+    /**
+     * The saved tool.
+     */
+    200: SavedTool;
+};
+
+export type GetSavedToolResponse = GetSavedToolResponses[keyof GetSavedToolResponses];
+
+export type UpdateSavedToolData = {
+    body: SavedToolRequest;
+    path: {
+        connectorId: string;
+        toolId: string;
+    };
+    query?: never;
+    url: '/api/connectors/{connectorId}/saved-tools/{toolId}';
+};
+
+export type UpdateSavedToolErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * The definition is refused, with what is wrong in `message`: `saved_tool_invalid` (a placeholder inside quotes, unknown or unused, a default that does not match its parameter, an invalid pattern, the statement refused by the connector's SQL guard for its tables), or `saved_tools_unsupported` (the connector's type serves none, or it has no tables yet).
+     */
+    422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type UpdateSavedToolError = UpdateSavedToolErrors[keyof UpdateSavedToolErrors];
+
+export type UpdateSavedToolResponses = {
+    /**
+     * The saved tool at its new version.
+     */
+    200: SavedTool;
+};
+
+export type UpdateSavedToolResponse = UpdateSavedToolResponses[keyof UpdateSavedToolResponses];
+
+export type ListSavedToolVersionsData = {
+    body?: never;
+    path: {
+        connectorId: string;
+        toolId: string;
+    };
+    query?: never;
+    url: '/api/connectors/{connectorId}/saved-tools/{toolId}/versions';
+};
+
+export type ListSavedToolVersionsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type ListSavedToolVersionsError = ListSavedToolVersionsErrors[keyof ListSavedToolVersionsErrors];
+
+export type ListSavedToolVersionsResponses = {
+    /**
+     * The versions.
+     */
+    200: {
+        versions: Array<SavedToolVersion>;
+    };
+};
+
+export type ListSavedToolVersionsResponse = ListSavedToolVersionsResponses[keyof ListSavedToolVersionsResponses];
 
 export type ListToolsData = {
     body?: never;

@@ -1,0 +1,344 @@
+/**
+ * Saved-statement tools (issue 30, docs/tool-policies.md): a fixed statement with named, typed `:name` placeholders.
+ * This module owns the template: finding the placeholders (never inside a string literal, a quoted name or a
+ * comment), the tool's inputSchema generated from the parameters, and the text each dialect runs with its values
+ * kept apart as driver parameters: `$n` for PostgreSQL, `?` for MySQL. A value is never put into the text, so
+ * whatever a string argument holds is data (docs/decisions/0260-saved-statement-tools.md).
+ */
+
+type ScalarType = 'string' | 'integer' | 'number' | 'boolean' | 'date' | 'timestamp' | 'enum';
+
+/** One typed parameter of a saved statement, as the admin declares it (openapi.yaml SavedToolParameter). */
+export interface SavedParam {
+  name: string;
+  type: ScalarType | 'array';
+  description: string;
+  default?: unknown;
+  maxLength?: number;
+  minLength?: number;
+  pattern?: string;
+  minimum?: number;
+  maximum?: number;
+  /** enum: the accepted values. */
+  values?: string[];
+  /** array: its elements' type and bounds. */
+  items?: Omit<SavedParam, 'name' | 'description' | 'default' | 'items' | 'maxItems'> & { type: ScalarType };
+  maxItems?: number;
+}
+
+/** A statement split at its placeholders: parts.length === slots.length + 1. */
+export interface SavedTemplate {
+  parts: string[];
+  /** The parameter name at each placeholder, in text order (one name may recur). */
+  slots: string[];
+}
+
+/** What a saved tool's target carries besides its table (SqlTarget.saved), stored with the tool. */
+export interface SavedStatement extends SavedTemplate {
+  statement: string;
+  parameters: SavedParam[];
+  version: number;
+}
+
+export type TemplateDialect = 'postgresql' | 'mysql' | 'mssql' | 'oracle';
+
+const NAME_CHAR = /[A-Za-z0-9_]/;
+const PLACEHOLDER = /:([A-Za-z_][A-Za-z0-9_]*)/g;
+
+/** Index just past the quoted or commented run that starts at i, or -1 when it does not end. */
+function skipRun(sql: string, i: number, dialect: TemplateDialect): number {
+  const c = sql[i]!;
+  const next = sql[i + 1];
+  if ((c === '-' && next === '-') || (c === '#' && dialect === 'mysql')) {
+    const nl = sql.indexOf('\n', i);
+    return nl < 0 ? sql.length : nl + 1;
+  }
+  if (c === '/' && next === '*') {
+    const end = sql.indexOf('*/', i + 2);
+    return end < 0 ? -1 : end + 2;
+  }
+  if (c === '[' && dialect === 'mssql') return closeAt(sql, i, ']');
+  if (dialect === 'oracle' && c === "'" && /[qQ]/.test(sql[i - 1] ?? '') && !NAME_CHAR.test(sql[i - 2] ?? '')) {
+    // Oracle's alternative quoting: q'[...]', q'{...}', q'<...>', q'(...)' or q'X...X'.
+    const open = sql[i + 1] ?? '';
+    const close = ({ '[': ']', '{': '}', '<': '>', '(': ')' } as Record<string, string>)[open] ?? open;
+    const end = sql.indexOf(`${close}'`, i + 2);
+    return end < 0 ? -1 : end + 2;
+  }
+  if (c === '$' && dialect === 'postgresql') {
+    const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i, i + 65))![0];
+    const close = sql.indexOf(tag, i + tag.length);
+    return close < 0 ? -1 : close + tag.length;
+  }
+  const backslash = dialect === 'mysql' ? c !== '`' : dialect === 'postgresql' && c === "'" && /[eE]/.test(sql[i - 1] ?? '');
+  let j = i + 1;
+  while (j < sql.length) {
+    if (backslash && sql[j] === '\\') j += 2;
+    else if (sql[j] === c) {
+      if (sql[j + 1] !== c) return j + 1;
+      j += 2;
+    } else j++;
+  }
+  return -1;
+}
+
+/** Index just past a run closed by `close` (doubled to escape it), or -1. */
+function closeAt(sql: string, i: number, close: string): number {
+  let j = i + 1;
+  while (j < sql.length) {
+    if (sql[j] === close) {
+      if (sql[j + 1] !== close) return j + 1;
+      j += 2;
+    } else j++;
+  }
+  return -1;
+}
+
+function startsRun(sql: string, i: number, dialect: TemplateDialect): boolean {
+  const c = sql[i]!;
+  const next = sql[i + 1];
+  if (c === '[' && dialect === 'mssql') return true;
+  if (c === "'" || c === '"' || (c === '`' && dialect === 'mysql')) return true;
+  if ((c === '-' && next === '-') || (c === '/' && next === '*') || (c === '#' && dialect === 'mysql')) return true;
+  return c === '$' && dialect === 'postgresql' && !NAME_CHAR.test(sql[i - 1] ?? '') && /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.test(sql.slice(i, i + 65));
+}
+
+/** A refusal of the definition, worded for the admin (the REST answer's message). */
+export class TemplateError extends Error {}
+
+/**
+ * Splits `statement` at its `:name` placeholders. Refused: a placeholder naming no parameter, a parameter used
+ * nowhere, a declared parameter's placeholder inside quotes or a comment (it would not be bound), positional
+ * parameters of the driver (`$1`, `?`) and `{{...}}` templates.
+ */
+export function parseTemplate(statement: string, params: readonly SavedParam[], dialect: TemplateDialect): SavedTemplate {
+  const declared = new Set(params.map((p) => p.name));
+  const parts: string[] = [];
+  const slots: string[] = [];
+  let from = 0;
+  let i = 0;
+  while (i < statement.length) {
+    const c = statement[i]!;
+    if (startsRun(statement, i, dialect)) {
+      const end = skipRun(statement, i, dialect);
+      if (end < 0) throw new TemplateError('The statement has an unterminated string, quoted name or comment.');
+      for (const m of statement.slice(i, end).matchAll(PLACEHOLDER)) {
+        if (declared.has(m[1]!) && statement[i + m.index - 1] !== ':') {
+          throw new TemplateError(
+            `The placeholder :${m[1]} is inside a string literal, a quoted name or a comment, where it would not be bound; write it outside quotes (its value is bound as data).`,
+          );
+        }
+      }
+      i = end;
+    } else if (c === ':' && statement[i + 1] === ':') i += 2;
+    else if (c === ':' && /[A-Za-z_]/.test(statement[i + 1] ?? '') && !NAME_CHAR.test(statement[i - 1] ?? '')) {
+      const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(statement.slice(i + 1))![0];
+      if (!declared.has(name)) throw new TemplateError(`The placeholder :${name} names no declared parameter.`);
+      parts.push(statement.slice(from, i));
+      slots.push(name);
+      i += 1 + name.length;
+      from = i;
+    } else if ((c === '$' && dialect === 'postgresql' && /[0-9]/.test(statement[i + 1] ?? '')) || (c === '?' && dialect === 'mysql')) {
+      throw new TemplateError(`Positional parameters (${c === '?' ? '?' : '$1'}) are not accepted: name each parameter and write it as :name.`);
+    } else if (c === '{' && statement[i + 1] === '{') {
+      throw new TemplateError('{{...}} templates are not accepted: write each parameter as :name.');
+    } else i++;
+  }
+  parts.push(statement.slice(from));
+  for (const p of params)
+    if (!slots.includes(p.name)) throw new TemplateError(`The parameter ${p.name} is declared but the statement does not use it (:${p.name}).`);
+  return { parts, slots };
+}
+
+const DATE_PATTERN = '^[0-9]{4}-[0-9]{2}-[0-9]{2}$';
+const TIMESTAMP_PATTERN = '^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,6})?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?$';
+const DEFAULT_MAX_ITEMS = 100;
+
+type ScalarBounds = Omit<SavedParam, 'name' | 'description' | 'items'>;
+
+function scalarSchema(p: ScalarBounds): Record<string, unknown> {
+  const bounds = (keys: (keyof ScalarBounds)[]) => Object.fromEntries(keys.filter((k) => p[k] !== undefined).map((k) => [k, p[k]]));
+  switch (p.type) {
+    case 'string':
+      return { type: 'string', ...bounds(['minLength', 'maxLength', 'pattern']) };
+    case 'integer':
+    case 'number':
+      return { type: p.type, ...bounds(['minimum', 'maximum']) };
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'date':
+      return { type: 'string', pattern: DATE_PATTERN };
+    case 'timestamp':
+      return { type: 'string', pattern: TIMESTAMP_PATTERN };
+    case 'enum':
+      return { type: 'string', enum: p.values ?? [] };
+    default:
+      throw new TemplateError(`Unknown parameter type ${String(p.type)}.`);
+  }
+}
+
+const FORMAT_HINT: Partial<Record<SavedParam['type'], string>> = { date: ' (a date, YYYY-MM-DD)', timestamp: ' (a timestamp, ISO 8601)' };
+
+/** The JSON Schema of one parameter, as the tool's inputSchema lists it. */
+export function parameterSchema(p: SavedParam): Record<string, unknown> {
+  const own =
+    p.type === 'array'
+      ? { type: 'array', items: scalarSchema(p.items ?? { type: 'string' }), minItems: 1, maxItems: p.maxItems ?? DEFAULT_MAX_ITEMS }
+      : scalarSchema(p);
+  const hint = FORMAT_HINT[p.type === 'array' ? (p.items?.type ?? 'string') : p.type] ?? '';
+  return { ...own, description: p.description + hint, ...(p.default !== undefined ? { default: p.default } : {}) };
+}
+
+/** The tool's inputSchema: one property per parameter; those without a default are required. */
+export function savedInputSchema(params: readonly SavedParam[]): {
+  type: 'object';
+  properties: Record<string, Record<string, unknown>>;
+  required?: string[];
+  additionalProperties: false;
+} {
+  const required = params.filter((p) => p.default === undefined).map((p) => p.name);
+  return {
+    type: 'object',
+    properties: Object.fromEntries(params.map((p) => [p.name, parameterSchema(p)])),
+    ...(required.length ? { required } : {}),
+    additionalProperties: false,
+  };
+}
+
+const PG_TYPES: Record<ScalarType, string> = {
+  string: 'pg_catalog.text',
+  enum: 'pg_catalog.text',
+  integer: 'pg_catalog.int8',
+  number: 'pg_catalog.numeric',
+  boolean: 'pg_catalog.bool',
+  date: 'pg_catalog.date',
+  timestamp: 'pg_catalog.timestamptz',
+};
+
+/** A statement ready for the driver: its text with the dialect's markers, and the values they stand for. */
+export interface BoundStatement {
+  text: string;
+  values: unknown[];
+  /** What the guard checks when it does not accept this driver's markers (mssql, oracle); absent: `text`. */
+  guardText?: string;
+}
+
+const elementType = (p: SavedParam): ScalarType => (p.type === 'array' ? (p.items?.type ?? 'string') : p.type);
+
+/** PostgreSQL array input text: every element double-quoted (backslash and quote escaped), so no element is read as syntax. */
+const pgArrayText = (items: unknown[]): string => `{${items.map((v) => (v === null ? 'NULL' : `"${pgText(v).replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
+const pgText = (v: unknown): string => (typeof v === 'string' ? v : String(v));
+
+/**
+ * PostgreSQL: each parameter is `$n`, sent as text and cast in the statement (`$1::pg_catalog.text::pg_catalog.int8`),
+ * so its type is fixed by the template, not by the value; arrays travel as array input text. `args` has been
+ * validated against the inputSchema (defaults filled in).
+ */
+export function bindPostgres(saved: SavedStatement, args: Record<string, unknown>): BoundStatement {
+  const byName = new Map(saved.parameters.map((p) => [p.name, p]));
+  const index = new Map<string, number>();
+  const values: unknown[] = [];
+  let text = saved.parts[0]!;
+  saved.slots.forEach((name, k) => {
+    let n = index.get(name);
+    if (n === undefined) {
+      const p = byName.get(name)!;
+      const v = args[name];
+      values.push(v === null || v === undefined ? null : p.type === 'array' ? pgArrayText(v as unknown[]) : pgText(v));
+      index.set(name, (n = values.length));
+    }
+    text += `${pgPlaceholder(n, byName.get(name)!)}${saved.parts[k + 1]!}`;
+  });
+  return { text, values };
+}
+
+/** `$n` with the casts of the parameter's type (what the guard and the resolution check see). */
+export function pgPlaceholder(n: number, p: SavedParam): string {
+  const type = PG_TYPES[elementType(p)];
+  const cast = type === 'pg_catalog.text' && p.type !== 'array' ? '' : `::${type}${p.type === 'array' ? '[]' : ''}`;
+  return `$${n}::pg_catalog.text${cast}`;
+}
+
+/** MySQL DATETIME text of an ISO timestamp, in UTC (the session's time zone). */
+function mysqlTimestamp(v: string): string {
+  const d = new Date(v.includes('T') || v.includes(' ') ? v.replace(' ', 'T') : v);
+  if (Number.isNaN(d.getTime())) return v;
+  return d.toISOString().replace('T', ' ').replace('Z', '');
+}
+
+const mysqlValue = (type: ScalarType, v: unknown): unknown => (v !== null && type === 'timestamp' ? mysqlTimestamp(String(v)) : v);
+
+/**
+ * MySQL: each placeholder is `?` (a prepared statement: values travel in the binary protocol); an array stands for
+ * one `?` per element, for `IN (:ids)`. `sample`: the text for the guard at save time (one `?` per array).
+ */
+export function bindMysql(saved: Pick<SavedStatement, 'parts' | 'slots' | 'parameters'>, args: Record<string, unknown>, sample = false): BoundStatement {
+  const byName = new Map(saved.parameters.map((p) => [p.name, p]));
+  const values: unknown[] = [];
+  let text = saved.parts[0]!;
+  saved.slots.forEach((name, k) => {
+    const p = byName.get(name)!;
+    const v = args[name] ?? null;
+    if (p.type === 'array' && !sample) {
+      const items = (v as unknown[] | null) ?? [null];
+      for (const item of items) values.push(mysqlValue(elementType(p), item));
+      text += items.map(() => '?').join(', ');
+    } else {
+      values.push(mysqlValue(elementType(p), v));
+      text += '?';
+    }
+    text += saved.parts[k + 1]!;
+  });
+  return { text, values };
+}
+
+/** How a positional dialect writes its n-th marker (1-based), and how it takes a value of a type. */
+interface PositionalDialect {
+  marker(n: number): string;
+  value(type: ScalarType, v: unknown): unknown;
+}
+
+const MSSQL: PositionalDialect = { marker: (n) => `@p${n}`, value: (_type, v) => v };
+const ORACLE: PositionalDialect = {
+  marker: (n) => `:${n}`,
+  // node-oracledb binds a Date as a TIMESTAMP (no NLS date format in between); Oracle SQL has no boolean before 23ai.
+  value: (type, v) =>
+    v === null
+      ? null
+      : type === 'date'
+        ? new Date(`${String(v)}T00:00:00Z`)
+        : type === 'timestamp'
+          ? new Date(String(v))
+          : type === 'boolean'
+            ? v
+              ? 1
+              : 0
+            : v,
+};
+
+/**
+ * SQL Server (`@p1`, `@p2`, ...) and Oracle (`:1`, `:2`, ...): one marker per placeholder, one per element of an
+ * array (a list, `IN (:ids)`), each with its own value. Their guards refuse bind markers, so `guardText` is the same
+ * statement with the literal 0 at each marker: a marker can only stand where a value can, and the guard decides on that.
+ */
+export function bindPositional(
+  dialect: 'mssql' | 'oracle',
+  saved: Pick<SavedStatement, 'parts' | 'slots' | 'parameters'>,
+  args: Record<string, unknown>,
+  sample = false,
+): BoundStatement & { guardText: string } {
+  const d = dialect === 'mssql' ? MSSQL : ORACLE;
+  const byName = new Map(saved.parameters.map((p) => [p.name, p]));
+  const values: unknown[] = [];
+  let text = saved.parts[0]!;
+  let guardText = text;
+  saved.slots.forEach((name, k) => {
+    const p = byName.get(name)!;
+    const v = args[name] ?? null;
+    const items = p.type === 'array' && !sample ? ((v as unknown[] | null) ?? [null]) : [v];
+    const markers = items.map((item) => (values.push(d.value(elementType(p), item)), d.marker(values.length)));
+    text += markers.join(', ') + saved.parts[k + 1]!;
+    guardText += markers.map(() => '0').join(', ') + saved.parts[k + 1]!;
+  });
+  return { text, values, guardText };
+}
