@@ -409,6 +409,54 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "getProtectedResourceMetadata",
+    "method": "GET",
+    "path": "/.well-known/oauth-protected-resource/mcp/{orgSlug}",
+    "auth": "public",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "getAuthorizationServerMetadata",
+    "method": "GET",
+    "path": "/.well-known/oauth-authorization-server/oauth/{orgSlug}",
+    "auth": "public",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "getOpenIdConfiguration",
+    "method": "GET",
+    "path": "/.well-known/openid-configuration/oauth/{orgSlug}",
+    "auth": "public",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "getOpenIdConfigurationAppended",
+    "method": "GET",
+    "path": "/oauth/{orgSlug}/.well-known/openid-configuration",
+    "auth": "public",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
+  },
+  {
     "operationId": "getHealth",
     "method": "GET",
     "path": "/healthz",

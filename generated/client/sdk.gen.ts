@@ -3,7 +3,7 @@
 
 import { client } from './client.gen.ts';
 import { type Client, type Options as Options2, type TDataShape, urlSearchParamsBodySerializer } from './client/index.ts';
-import type { ApproveApprovalData, ApproveApprovalErrors, ApproveApprovalResponses, ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, ExportOperatorAuditData, ExportOperatorAuditErrors, ExportOperatorAuditResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsErrors, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetJwksData, GetJwksErrors, GetJwksResponses, GetLimitsData, GetLimitsErrors, GetLimitsResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOperatorOrgData, GetOperatorOrgErrors, GetOperatorOrgResponses, GetOrgData, GetOrgErrors, GetOrgResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSubscriptionData, GetSubscriptionErrors, GetSubscriptionResponses, GetUsageData, GetUsageErrors, GetUsageResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListOperatorApiKeysData, ListOperatorApiKeysErrors, ListOperatorApiKeysResponses, ListOperatorOrgsData, ListOperatorOrgsErrors, ListOperatorOrgsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RejectApprovalData, RejectApprovalErrors, RejectApprovalResponses, ResendWebhookEventData, ResendWebhookEventErrors, ResendWebhookEventResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevalidateOperatorConnectorData, RevalidateOperatorConnectorErrors, RevalidateOperatorConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, RevokeOperatorApiKeyData, RevokeOperatorApiKeyErrors, RevokeOperatorApiKeyResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateOperatorOrgData, UpdateOperatorOrgErrors, UpdateOperatorOrgResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses } from './types.gen.ts';
+import type { ApproveApprovalData, ApproveApprovalErrors, ApproveApprovalResponses, ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, ExportOperatorAuditData, ExportOperatorAuditErrors, ExportOperatorAuditResponses, GetAuthorizationServerMetadataData, GetAuthorizationServerMetadataErrors, GetAuthorizationServerMetadataResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsErrors, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetJwksData, GetJwksErrors, GetJwksResponses, GetLimitsData, GetLimitsErrors, GetLimitsResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOpenIdConfigurationAppendedData, GetOpenIdConfigurationAppendedErrors, GetOpenIdConfigurationAppendedResponses, GetOpenIdConfigurationData, GetOpenIdConfigurationErrors, GetOpenIdConfigurationResponses, GetOperatorOrgData, GetOperatorOrgErrors, GetOperatorOrgResponses, GetOrgData, GetOrgErrors, GetOrgResponses, GetProtectedResourceMetadataData, GetProtectedResourceMetadataErrors, GetProtectedResourceMetadataResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSubscriptionData, GetSubscriptionErrors, GetSubscriptionResponses, GetUsageData, GetUsageErrors, GetUsageResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListOperatorApiKeysData, ListOperatorApiKeysErrors, ListOperatorApiKeysResponses, ListOperatorOrgsData, ListOperatorOrgsErrors, ListOperatorOrgsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RejectApprovalData, RejectApprovalErrors, RejectApprovalResponses, ResendWebhookEventData, ResendWebhookEventErrors, ResendWebhookEventResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevalidateOperatorConnectorData, RevalidateOperatorConnectorErrors, RevalidateOperatorConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, RevokeOperatorApiKeyData, RevokeOperatorApiKeyErrors, RevokeOperatorApiKeyResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateOperatorOrgData, UpdateOperatorOrgErrors, UpdateOperatorOrgResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses } from './types.gen.ts';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -305,7 +305,10 @@ export const rejectApproval = <ThrowOnError extends boolean = false>(options: Op
  *
  * Streamable HTTP, stateless, `application/json` responses. Messages are defined in
  * `jsonrpc-schema.json`. Credentials: `X-API-Key`, or `Authorization: Bearer` with a
- * client-credentials token or a token from the org's identity provider.
+ * client-credentials token, a token from the org's identity provider, or a token of the org's authorization
+ * server (`/oauth/{orgSlug}`) that a person signed in for. Every 401, and the 403 of a token without an
+ * `mcp:call` scope, carries `WWW-Authenticate: Bearer resource_metadata="{base_url}/.well-known/oauth-protected-resource/mcp/{orgSlug}"`
+ * (RFC 9728), then the RFC 6750 parameters (`error="insufficient_scope", scope="mcp:call"` on that 403).
  *
  */
 export const mcpEndpoint = <ThrowOnError extends boolean = false>(options: Options<McpEndpointData, ThrowOnError>) => (options.client ?? client).post<McpEndpointResponses, McpEndpointErrors, ThrowOnError>({
@@ -426,6 +429,36 @@ export const exportOperatorAudit = <ThrowOnError extends boolean = false>(option
  * Public keys that verify the gateway's access tokens
  */
 export const getJwks = <ThrowOnError extends boolean = false>(options?: Options<GetJwksData, ThrowOnError>) => (options?.client ?? client).get<GetJwksResponses, GetJwksErrors, ThrowOnError>({ url: '/.well-known/jwks.json', ...options });
+
+/**
+ * OAuth protected resource metadata of an org's MCP endpoint (RFC 9728)
+ *
+ * Named by the `resource_metadata` parameter of every 401 (and scope 403) of `/mcp/{orgSlug}`. Lists the
+ * org's authorization server (`{base_url}/oauth/{orgSlug}`; also the org's IdP when its audience is this
+ * endpoint), the scopes (`mcp:call`, `mcp:call:<connector-id>`) and the bearer methods. 404 for an unknown org.
+ *
+ */
+export const getProtectedResourceMetadata = <ThrowOnError extends boolean = false>(options: Options<GetProtectedResourceMetadataData, ThrowOnError>) => (options.client ?? client).get<GetProtectedResourceMetadataResponses, GetProtectedResourceMetadataErrors, ThrowOnError>({ url: '/.well-known/oauth-protected-resource/mcp/{orgSlug}', ...options });
+
+/**
+ * OAuth authorization server metadata of an org (RFC 8414)
+ *
+ * The org's authorization server: issuer `{base_url}/oauth/{orgSlug}`, authorization code with PKCE S256,
+ * refresh tokens, revocation (RFC 7009), client ID metadata documents and, when the org allows it, dynamic
+ * client registration (RFC 7591). 404 for an unknown org.
+ *
+ */
+export const getAuthorizationServerMetadata = <ThrowOnError extends boolean = false>(options: Options<GetAuthorizationServerMetadataData, ThrowOnError>) => (options.client ?? client).get<GetAuthorizationServerMetadataResponses, GetAuthorizationServerMetadataErrors, ThrowOnError>({ url: '/.well-known/oauth-authorization-server/oauth/{orgSlug}', ...options });
+
+/**
+ * The same authorization server metadata where OpenID Connect clients look for it (path inserted)
+ */
+export const getOpenIdConfiguration = <ThrowOnError extends boolean = false>(options: Options<GetOpenIdConfigurationData, ThrowOnError>) => (options.client ?? client).get<GetOpenIdConfigurationResponses, GetOpenIdConfigurationErrors, ThrowOnError>({ url: '/.well-known/openid-configuration/oauth/{orgSlug}', ...options });
+
+/**
+ * The same authorization server metadata where OpenID Connect clients look for it (path appended)
+ */
+export const getOpenIdConfigurationAppended = <ThrowOnError extends boolean = false>(options: Options<GetOpenIdConfigurationAppendedData, ThrowOnError>) => (options.client ?? client).get<GetOpenIdConfigurationAppendedResponses, GetOpenIdConfigurationAppendedErrors, ThrowOnError>({ url: '/oauth/{orgSlug}/.well-known/openid-configuration', ...options });
 
 /**
  * Liveness and store reachability

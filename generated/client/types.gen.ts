@@ -50,6 +50,36 @@ export type OAuthError = {
     message: string;
 };
 
+export type ProtectedResourceMetadata = {
+    resource: string;
+    authorization_servers: Array<string>;
+    scopes_supported: Array<Scope>;
+    bearer_methods_supported: Array<'header'>;
+    resource_name?: string;
+    resource_documentation?: string;
+};
+
+export type AuthorizationServerMetadata = {
+    issuer: string;
+    authorization_endpoint: string;
+    token_endpoint: string;
+    revocation_endpoint?: string;
+    /**
+     * Present while the org allows dynamic client registration.
+     */
+    registration_endpoint?: string;
+    jwks_uri?: string;
+    scopes_supported?: Array<Scope>;
+    response_types_supported: Array<'code'>;
+    response_modes_supported?: Array<string>;
+    grant_types_supported?: Array<'authorization_code' | 'refresh_token'>;
+    code_challenge_methods_supported: Array<'S256'>;
+    token_endpoint_auth_methods_supported?: Array<string>;
+    revocation_endpoint_auth_methods_supported?: Array<string>;
+    authorization_response_iss_parameter_supported?: boolean;
+    client_id_metadata_document_supported?: boolean;
+};
+
 /**
  * URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens.
  */
@@ -2334,6 +2364,146 @@ export type GetJwksResponses = {
 };
 
 export type GetJwksResponse = GetJwksResponses[keyof GetJwksResponses];
+
+export type GetProtectedResourceMetadataData = {
+    body?: never;
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/.well-known/oauth-protected-resource/mcp/{orgSlug}';
+};
+
+export type GetProtectedResourceMetadataErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type GetProtectedResourceMetadataError = GetProtectedResourceMetadataErrors[keyof GetProtectedResourceMetadataErrors];
+
+export type GetProtectedResourceMetadataResponses = {
+    /**
+     * The metadata.
+     */
+    200: ProtectedResourceMetadata;
+};
+
+export type GetProtectedResourceMetadataResponse = GetProtectedResourceMetadataResponses[keyof GetProtectedResourceMetadataResponses];
+
+export type GetAuthorizationServerMetadataData = {
+    body?: never;
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/.well-known/oauth-authorization-server/oauth/{orgSlug}';
+};
+
+export type GetAuthorizationServerMetadataErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type GetAuthorizationServerMetadataError = GetAuthorizationServerMetadataErrors[keyof GetAuthorizationServerMetadataErrors];
+
+export type GetAuthorizationServerMetadataResponses = {
+    /**
+     * The metadata.
+     */
+    200: AuthorizationServerMetadata;
+};
+
+export type GetAuthorizationServerMetadataResponse = GetAuthorizationServerMetadataResponses[keyof GetAuthorizationServerMetadataResponses];
+
+export type GetOpenIdConfigurationData = {
+    body?: never;
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/.well-known/openid-configuration/oauth/{orgSlug}';
+};
+
+export type GetOpenIdConfigurationErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type GetOpenIdConfigurationError = GetOpenIdConfigurationErrors[keyof GetOpenIdConfigurationErrors];
+
+export type GetOpenIdConfigurationResponses = {
+    /**
+     * The metadata.
+     */
+    200: AuthorizationServerMetadata;
+};
+
+export type GetOpenIdConfigurationResponse = GetOpenIdConfigurationResponses[keyof GetOpenIdConfigurationResponses];
+
+export type GetOpenIdConfigurationAppendedData = {
+    body?: never;
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/oauth/{orgSlug}/.well-known/openid-configuration';
+};
+
+export type GetOpenIdConfigurationAppendedErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type GetOpenIdConfigurationAppendedError = GetOpenIdConfigurationAppendedErrors[keyof GetOpenIdConfigurationAppendedErrors];
+
+export type GetOpenIdConfigurationAppendedResponses = {
+    /**
+     * The metadata.
+     */
+    200: AuthorizationServerMetadata;
+};
+
+export type GetOpenIdConfigurationAppendedResponse = GetOpenIdConfigurationAppendedResponses[keyof GetOpenIdConfigurationAppendedResponses];
 
 export type GetHealthData = {
     body?: never;

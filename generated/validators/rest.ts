@@ -4644,9 +4644,8 @@ return errors === 0;
 }
 param_validate44.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getDocsAsset_path = param_validate45;
-const param_schema66 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
-const param_pattern13 = new RegExp("^[a-zA-Z0-9._-]{1,100}$", "u");
+export const getProtectedResourceMetadata_path = param_validate45;
+const param_schema66 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4661,8 +4660,277 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.asset === undefined) && (missing0 = "asset")){
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
 param_validate45.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgSlug !== undefined){
+let data0 = data.orgSlug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate45.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgSlug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate45.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate45.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate45.errors = vErrors;
+return errors === 0;
+}
+param_validate45.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const getAuthorizationServerMetadata_path = param_validate46;
+const param_schema68 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+
+function param_validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate46.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+param_validate46.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgSlug !== undefined){
+let data0 = data.orgSlug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate46.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgSlug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate46.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate46.errors = vErrors;
+return errors === 0;
+}
+param_validate46.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const getOpenIdConfiguration_path = param_validate47;
+const param_schema70 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+
+function param_validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate47.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+param_validate47.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgSlug !== undefined){
+let data0 = data.orgSlug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate47.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgSlug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate47.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate47.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate47.errors = vErrors;
+return errors === 0;
+}
+param_validate47.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const getOpenIdConfigurationAppended_path = param_validate48;
+const param_schema72 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+
+function param_validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate48.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+param_validate48.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgSlug !== undefined){
+let data0 = data.orgSlug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate48.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgSlug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate48.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate48.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate48.errors = vErrors;
+return errors === 0;
+}
+param_validate48.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const getDocsAsset_path = param_validate49;
+const param_schema74 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
+const param_pattern17 = new RegExp("^[a-zA-Z0-9._-]{1,100}$", "u");
+
+function param_validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate49.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.asset === undefined) && (missing0 = "asset")){
+param_validate49.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -4680,7 +4948,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate45.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate49.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4693,282 +4961,10 @@ data["asset"] = coerced0;
 }
 if(errors === _errs1){
 if(typeof data0 === "string"){
-if(!param_pattern13.test(data0)){
-param_validate45.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
+if(!param_pattern17.test(data0)){
+param_validate49.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
 return false;
 }
-}
-}
-}
-}
-}
-else {
-param_validate45.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate45.errors = vErrors;
-return errors === 0;
-}
-param_validate45.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
-
-export const deleteWebhook_path = param_validate46;
-const param_schema67 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
-
-function param_validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate46.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.webhookId === undefined) && (missing0 = "webhookId")){
-param_validate46.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.webhookId !== undefined){
-let data0 = data.webhookId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate46.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["webhookId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate46.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-}
-else {
-param_validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate46.errors = vErrors;
-return errors === 0;
-}
-param_validate46.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const updateWebhook_path = param_validate47;
-const param_schema68 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
-
-function param_validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate47.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.webhookId === undefined) && (missing0 = "webhookId")){
-param_validate47.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.webhookId !== undefined){
-let data0 = data.webhookId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate47.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["webhookId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate47.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-}
-else {
-param_validate47.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate47.errors = vErrors;
-return errors === 0;
-}
-param_validate47.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const listWebhookDeliveries_path = param_validate48;
-const param_schema69 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
-
-function param_validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate48.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.webhookId === undefined) && (missing0 = "webhookId")){
-param_validate48.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.webhookId !== undefined){
-let data0 = data.webhookId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate48.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["webhookId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate48.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-}
-else {
-param_validate48.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate48.errors = vErrors;
-return errors === 0;
-}
-param_validate48.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const listWebhookDeliveries_query = param_validate49;
-const param_schema70 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50}},"required":[]};
-
-function param_validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate49.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit === undefined){
-data.limit = 50;
-}
-let data0 = data.limit;
-const _errs1 = errors;
-if(!((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0)))){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data0 === null
-              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
-coerced0 = +data0;
-}
-else {
-param_validate49.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["limit"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(typeof data0 == "number"){
-if(data0 > 200 || isNaN(data0)){
-param_validate49.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
-return false;
-}
-else {
-if(data0 < 1 || isNaN(data0)){
-param_validate49.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
-return false;
 }
 }
 }
@@ -4982,11 +4978,10 @@ return false;
 param_validate49.errors = vErrors;
 return errors === 0;
 }
-param_validate49.evaluated = {"props":{"limit":true},"dynamicProps":false,"dynamicItems":false};
+param_validate49.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
 
-export const resendWebhookEvent_path = param_validate50;
-const param_schema71 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};
-const param_pattern14 = new RegExp("^evt_[0-9a-f-]{36}$", "u");
+export const deleteWebhook_path = param_validate50;
+const param_schema75 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5001,7 +4996,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.webhookId === undefined) && (missing0 = "webhookId")) || ((data.eventId === undefined) && (missing0 = "eventId"))){
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
 param_validate50.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
@@ -5041,50 +5036,6 @@ return false;
 }
 }
 }
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.eventId !== undefined){
-let data1 = data.eventId;
-const _errs3 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate50.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["eventId"] = coerced1;
-}
-}
-}
-if(errors === _errs3){
-if(typeof data1 === "string"){
-if(!param_pattern14.test(data1)){
-param_validate50.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/pattern",keyword:"pattern",params:{pattern: "^evt_[0-9a-f-]{36}$"},message:"must match pattern \""+"^evt_[0-9a-f-]{36}$"+"\""}];
-return false;
-}
-}
-}
-var valid0 = _errs3 === errors;
-}
-else {
-var valid0 = true;
-}
 }
 }
 }
@@ -5096,16 +5047,153 @@ return false;
 param_validate50.errors = vErrors;
 return errors === 0;
 }
-param_validate50.evaluated = {"props":{"webhookId":true,"eventId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate50.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listAuditEvents_query = param_validate51;
-const param_schema72 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500},"cursor":{"type":"string","pattern":"^[0-9]{1,18}$"}},"required":[]};
-const param_pattern16 = new RegExp("^[0-9]{1,18}$", "u");
+export const updateWebhook_path = param_validate51;
+const param_schema76 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate51.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
+param_validate51.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate51.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["webhookId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate51.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate51.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate51.errors = vErrors;
+return errors === 0;
+}
+param_validate51.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listWebhookDeliveries_path = param_validate52;
+const param_schema77 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
+
+function param_validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate52.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
+param_validate52.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate52.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["webhookId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate52.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate52.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate52.errors = vErrors;
+return errors === 0;
+}
+param_validate52.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listWebhookDeliveries_query = param_validate53;
+const param_schema78 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50}},"required":[]};
+
+function param_validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate53.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5128,7 +5216,7 @@ if(dataType0 === "boolean" || data0 === null
 coerced0 = +data0;
 }
 else {
-param_validate51.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate53.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -5142,12 +5230,192 @@ data["limit"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 == "number"){
 if(data0 > 200 || isNaN(data0)){
-param_validate51.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+param_validate53.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
 return false;
 }
 else {
 if(data0 < 1 || isNaN(data0)){
-param_validate51.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate53.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+}
+}
+else {
+param_validate53.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate53.errors = vErrors;
+return errors === 0;
+}
+param_validate53.evaluated = {"props":{"limit":true},"dynamicProps":false,"dynamicItems":false};
+
+export const resendWebhookEvent_path = param_validate54;
+const param_schema79 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};
+const param_pattern18 = new RegExp("^evt_[0-9a-f-]{36}$", "u");
+
+function param_validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate54.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.webhookId === undefined) && (missing0 = "webhookId")) || ((data.eventId === undefined) && (missing0 = "eventId"))){
+param_validate54.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate54.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["webhookId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate54.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.eventId !== undefined){
+let data1 = data.eventId;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate54.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["eventId"] = coerced1;
+}
+}
+}
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(!param_pattern18.test(data1)){
+param_validate54.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/pattern",keyword:"pattern",params:{pattern: "^evt_[0-9a-f-]{36}$"},message:"must match pattern \""+"^evt_[0-9a-f-]{36}$"+"\""}];
+return false;
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+param_validate54.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate54.errors = vErrors;
+return errors === 0;
+}
+param_validate54.evaluated = {"props":{"webhookId":true,"eventId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listAuditEvents_query = param_validate55;
+const param_schema80 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500},"cursor":{"type":"string","pattern":"^[0-9]{1,18}$"}},"required":[]};
+const param_pattern20 = new RegExp("^[0-9]{1,18}$", "u");
+
+function param_validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate55.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit === undefined){
+data.limit = 50;
+}
+let data0 = data.limit;
+const _errs1 = errors;
+if(!((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0)))){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data0 === null
+              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
+coerced0 = +data0;
+}
+else {
+param_validate55.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["limit"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(typeof data0 == "number"){
+if(data0 > 200 || isNaN(data0)){
+param_validate55.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+return false;
+}
+else {
+if(data0 < 1 || isNaN(data0)){
+param_validate55.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -5169,7 +5437,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate51.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate55.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -5183,17 +5451,17 @@ data["action"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 100){
-param_validate51.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate55.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data1) < 1){
-param_validate51.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+param_validate55.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 else {
 if(!param_pattern12.test(data1)){
-param_validate51.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
+param_validate55.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
 return false;
 }
 }
@@ -5218,7 +5486,7 @@ if(dataType2 === "boolean" || data2 === null
 coerced2 = +data2;
 }
 else {
-param_validate51.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate55.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -5232,12 +5500,12 @@ data["days"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 == "number"){
 if(data2 > 36500 || isNaN(data2)){
-param_validate51.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
+param_validate55.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
 return false;
 }
 else {
 if(data2 < 1 || isNaN(data2)){
-param_validate51.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate55.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -5263,7 +5531,7 @@ else if(data3 === null){
 coerced3 = "";
 }
 else {
-param_validate51.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate55.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -5276,8 +5544,8 @@ data["cursor"] = coerced3;
 }
 if(errors === _errs7){
 if(typeof data3 === "string"){
-if(!param_pattern16.test(data3)){
-param_validate51.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,18}$"},message:"must match pattern \""+"^[0-9]{1,18}$"+"\""}];
+if(!param_pattern20.test(data3)){
+param_validate55.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,18}$"},message:"must match pattern \""+"^[0-9]{1,18}$"+"\""}];
 return false;
 }
 }
@@ -5292,22 +5560,22 @@ var valid0 = true;
 }
 }
 else {
-param_validate51.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate55.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate51.errors = vErrors;
+param_validate55.errors = vErrors;
 return errors === 0;
 }
-param_validate51.evaluated = {"props":{"limit":true,"action":true,"days":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
+param_validate55.evaluated = {"props":{"limit":true,"action":true,"days":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exportAuditEvents_query = param_validate52;
-const param_schema73 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
+export const exportAuditEvents_query = param_validate56;
+const param_schema81 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
 
-function param_validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate52.evaluated;
+const evaluated0 = param_validate56.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5331,7 +5599,7 @@ else if(data0 === "true" || data0 === 1){
 coerced0 = true;
 }
 else {
-param_validate52.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+param_validate56.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 }
@@ -5358,7 +5626,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate52.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate56.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -5372,17 +5640,17 @@ data["action"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 100){
-param_validate52.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate56.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data1) < 1){
-param_validate52.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+param_validate56.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 else {
 if(!param_pattern12.test(data1)){
-param_validate52.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
+param_validate56.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
 return false;
 }
 }
@@ -5407,7 +5675,7 @@ if(dataType2 === "boolean" || data2 === null
 coerced2 = +data2;
 }
 else {
-param_validate52.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate56.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -5421,12 +5689,12 @@ data["days"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 == "number"){
 if(data2 > 36500 || isNaN(data2)){
-param_validate52.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
+param_validate56.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
 return false;
 }
 else {
 if(data2 < 1 || isNaN(data2)){
-param_validate52.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate56.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -5441,12 +5709,12 @@ var valid0 = true;
 }
 }
 else {
-param_validate52.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate56.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate52.errors = vErrors;
+param_validate56.errors = vErrors;
 return errors === 0;
 }
-param_validate52.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
+param_validate56.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
 

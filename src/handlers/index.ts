@@ -7,6 +7,7 @@ import { mcpEndpoint } from './mcp.ts';
 import { listTools, updateToolMetadata } from './tools.ts';
 import { getDocs, getDocsAsset, getHealth, getJwks, getMetrics, getOpenApi, getReady } from './meta.ts';
 import { issueToken } from './oauth.ts';
+import { getAuthorizationServerMetadata, getOpenIdConfiguration, getOpenIdConfigurationAppended, getProtectedResourceMetadata } from './oauth-server.ts';
 import {
   createOrg,
   exportOperatorAudit,
@@ -58,6 +59,10 @@ export const handlers: HandlerTable = {
   revalidateOperatorConnector,
   exportOperatorAudit,
   getJwks,
+  getProtectedResourceMetadata,
+  getAuthorizationServerMetadata,
+  getOpenIdConfiguration,
+  getOpenIdConfigurationAppended,
   getHealth,
   getReady,
   getMetrics,
