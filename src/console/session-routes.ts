@@ -1,6 +1,6 @@
 /** The console's session routes: who is signed in (with the CSRF token), signing out, and the page's REST calls. */
 import { csrfTokenOf, deleteSession } from './sessions.ts';
-import { sameSecret } from './oidc.ts';
+import { sameSecret } from '../auth/idp/oidc-client.ts';
 import { crossSite, type ConsoleContext } from './context.ts';
 import { errorReply, jsonReply } from './replies.ts';
 

@@ -7,7 +7,22 @@ import { mcpEndpoint } from './mcp.ts';
 import { listTools, updateToolMetadata } from './tools.ts';
 import { getDocs, getDocsAsset, getHealth, getJwks, getMetrics, getOpenApi, getReady } from './meta.ts';
 import { issueToken } from './oauth.ts';
-import { getAuthorizationServerMetadata, getOpenIdConfiguration, getOpenIdConfigurationAppended, getProtectedResourceMetadata } from './oauth-server.ts';
+import {
+  createMcpClient,
+  getAuthorizationServerMetadata,
+  getOpenIdConfiguration,
+  getOpenIdConfigurationAppended,
+  getProtectedResourceMetadata,
+  issueMcpToken,
+  listMcpClients,
+  listMcpGrants,
+  registerMcpClient,
+  revokeMcpClient,
+  revokeMcpGrant,
+  revokeMcpToken,
+  setMcpSignInSettings,
+} from './oauth-server.ts';
+import { authorizeMcpClient, consentMcpClient, finishMcpSignIn } from './oauth-signin.ts';
 import {
   createOrg,
   exportOperatorAudit,
@@ -63,6 +78,18 @@ export const handlers: HandlerTable = {
   getAuthorizationServerMetadata,
   getOpenIdConfiguration,
   getOpenIdConfigurationAppended,
+  authorizeMcpClient,
+  finishMcpSignIn,
+  consentMcpClient,
+  issueMcpToken,
+  revokeMcpToken,
+  registerMcpClient,
+  listMcpGrants,
+  revokeMcpGrant,
+  listMcpClients,
+  createMcpClient,
+  revokeMcpClient,
+  setMcpSignInSettings,
   getHealth,
   getReady,
   getMetrics,

@@ -355,3 +355,78 @@ export const consoleSessions = pgTable(
   },
   (t) => [index('console_sessions_expires').on(t.expiresAt)],
 );
+
+/** Each org's authorization server for MCP sign-in (migration 13; auth/oauth-server/). */
+export const mcpOauthSettings = pgTable('mcp_oauth_settings', {
+  orgId: uuid('org_id')
+    .primaryKey()
+    .references(() => orgs.id, { onDelete: 'cascade' }),
+  registrationEnabled: boolean('registration_enabled').notNull().default(true),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+});
+
+export const mcpOauthClients = pgTable(
+  'mcp_oauth_clients',
+  {
+    orgId: uuid('org_id')
+      .notNull()
+      .references(() => orgs.id, { onDelete: 'cascade' }),
+    clientId: text('client_id').notNull(),
+    kind: text('kind').notNull().$type<'registered' | 'preregistered'>(),
+    clientName: text('client_name'),
+    redirectUris: jsonb('redirect_uris').$type<string[]>().notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    revokedAt: ts('revoked_at'),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.clientId] })],
+);
+
+export const mcpOauthGrants = pgTable(
+  'mcp_oauth_grants',
+  {
+    id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+    orgId: uuid('org_id')
+      .notNull()
+      .references(() => orgs.id, { onDelete: 'cascade' }),
+    clientId: text('client_id').notNull(),
+    clientKind: text('client_kind').notNull().$type<'metadata_document' | 'registered' | 'preregistered'>(),
+    clientName: text('client_name'),
+    subject: text('subject').notNull(),
+    email: text('email'),
+    roles: jsonb('roles').$type<string[]>().notNull(),
+    scopes: jsonb('scopes').$type<string[]>().notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    lastUsedAt: ts('last_used_at'),
+    revokedAt: ts('revoked_at'),
+    revokedReason: text('revoked_reason'),
+  },
+  (t) => [index('mcp_oauth_grants_org').on(t.orgId, t.createdAt)],
+);
+
+export const mcpOauthCodes = pgTable(
+  'mcp_oauth_codes',
+  {
+    codeHash: text('code_hash').primaryKey(),
+    grantId: uuid('grant_id')
+      .notNull()
+      .references(() => mcpOauthGrants.id, { onDelete: 'cascade' }),
+    redirectUri: text('redirect_uri').notNull(),
+    codeChallenge: text('code_challenge').notNull(),
+    expiresAt: ts('expires_at').notNull(),
+    usedAt: ts('used_at'),
+  },
+  (t) => [index('mcp_oauth_codes_grant').on(t.grantId)],
+);
+
+export const mcpOauthRefreshTokens = pgTable(
+  'mcp_oauth_refresh_tokens',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    grantId: uuid('grant_id')
+      .notNull()
+      .references(() => mcpOauthGrants.id, { onDelete: 'cascade' }),
+    expiresAt: ts('expires_at').notNull(),
+    usedAt: ts('used_at'),
+  },
+  (t) => [index('mcp_oauth_refresh_tokens_grant').on(t.grantId)],
+);
