@@ -11,7 +11,8 @@ const HEADERS = {
   'cache-control': 'no-store',
   'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
   'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
+  // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with the consent form's post.
+  'referrer-policy': 'same-origin',
   'x-content-type-options': 'nosniff',
 };
 
