@@ -143,8 +143,12 @@ describe.skipIf(!runnable)('an MCP client signs in with only the URL (SDK v2, Ch
     expect(after.access_token).not.toBe(before.access_token);
     expect(after.refresh_token).not.toBe(before.refresh_token);
 
-    // The person and IdP role flow into the grant the admins see; the admin revokes it.
+    // The person and IdP role flow into the grant the admins see and into the audit actor of the call.
     const admin = sdkFor(g, manage).client;
+    await g.deps.audit.drain();
+    const { data: audit } = await sdk.listAuditEvents({ client: admin, throwOnError: true });
+    const call = audit.events.find((e) => e.action === 'tool.called');
+    expect(call?.actor).toEqual({ type: 'user', id: 'alice@example.com' });
     const { data: listed } = await sdk.listMcpGrants({ client: admin, throwOnError: true });
     const grant = listed.grants.find((x) => x.client_id === metadata.url('/agent.json'))!;
     expect(grant.email).toBe('alice@example.com');
