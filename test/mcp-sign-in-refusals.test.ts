@@ -284,6 +284,16 @@ describe('token endpoint refusals', () => {
     expect((await mcp(a.slug, expired)).status).toBe(401);
   });
 
+  test('keys rotate without signing anyone out: old tokens keep working, new ones carry the new key', async () => {
+    const before = await tokensFor();
+    const kid = await g.deps.signer.rotate();
+    expect((await mcp(a.slug, before.access_token)).status).toBe(200);
+    const res = await token(a.slug, { grant_type: 'refresh_token', refresh_token: before.refresh_token, client_id: clientA });
+    const after = (await res.json()) as { access_token: string };
+    expect(JSON.parse(Buffer.from(after.access_token.split('.')[0]!, 'base64url').toString()).kid).toBe(kid);
+    expect((await mcp(a.slug, after.access_token)).status).toBe(200);
+  });
+
   test('revocation (RFC 7009) of a refresh token ends the grant; unknown tokens get the same 200', async () => {
     const { access_token, refresh_token } = await tokensFor();
     const revoke = (t: string) =>

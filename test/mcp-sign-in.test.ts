@@ -13,6 +13,7 @@ import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway }
 import { startOidcProvider, type TestOidc } from './support/oidc.ts';
 import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
+import { connectors } from '../src/store/schema.ts';
 import { makeTestCa, opensslPresent, startMetadataServer, TestAuthProvider, type MetadataServer } from './support/mcp-sign-in.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -79,8 +80,12 @@ describe.skipIf(!runnable)('an MCP client signs in with only the URL (SDK v2, Ch
     await oidc?.stop();
   }, 30_000);
 
-  /** The person in the browser: signs in at the IdP, ticks nothing more, allows; returns the callback's parameters. */
-  async function signInAndConsent(authorizationUrl: URL, check?: (consentHtml: string) => void): Promise<URLSearchParams> {
+  /** The person in the browser: signs in at the IdP, (optionally narrows the scopes), allows; returns the callback's parameters. */
+  async function signInAndConsent(
+    authorizationUrl: URL,
+    check?: (consentHtml: string) => void,
+    narrow?: (page: import('playwright-core').Page) => Promise<void>,
+  ): Promise<URLSearchParams> {
     const context = await browser.newContext();
     const page = await context.newPage();
     let callback: URL | null = null;
@@ -95,13 +100,14 @@ describe.skipIf(!runnable)('an MCP client signs in with only the URL (SDK v2, Ch
     await page.locator('button[type="submit"]').click();
     await page.getByRole('heading', { name: 'Allow this client to use your tools?' }).waitFor({ timeout: 15_000 });
     check?.(await page.content());
+    await narrow?.(page);
     await page.getByRole('button', { name: 'Allow' }).click();
     await page.waitForURL((url) => url.href.startsWith(REDIRECT), { timeout: 10_000 });
     await context.close();
     return callback!.searchParams;
   }
 
-  async function connect(provider: TestAuthProvider): Promise<Client> {
+  async function connect(provider: TestAuthProvider, narrow?: (page: import('playwright-core').Page) => Promise<void>): Promise<Client> {
     const mcpUrl = new URL(`${base}/mcp/${org.slug}`);
     const client = new Client({ name: 'sign-in-test', version: '1.0.0' });
     try {
@@ -112,12 +118,16 @@ describe.skipIf(!runnable)('an MCP client signs in with only the URL (SDK v2, Ch
       expect(provider.authorizationUrl).not.toBeNull();
     }
     const transport = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
-    const params = await signInAndConsent(provider.authorizationUrl!, (html) => {
-      // The consent page names the client truthfully (its client_id host first) and escapes what it claims.
-      if (provider.clientMetadataUrl) expect(html).toContain(`${CIMD_HOST}:${metadata.port}`);
-      expect(html).not.toContain('<b>');
-      expect(html).toContain(org.slug);
-    });
+    const params = await signInAndConsent(
+      provider.authorizationUrl!,
+      (html) => {
+        // The consent page names the client truthfully (its client_id host first) and escapes what it claims.
+        if (provider.clientMetadataUrl) expect(html).toContain(`${CIMD_HOST}:${metadata.port}`);
+        expect(html).not.toContain('<b>');
+        expect(html).toContain(org.slug);
+      },
+      narrow,
+    );
     expect(params.get('iss')).toBe(`${base}/oauth/${org.slug}`);
     await transport.finishAuth(params);
     const signedIn = new Client({ name: 'sign-in-test', version: '1.0.0' });
@@ -176,5 +186,18 @@ describe.skipIf(!runnable)('an MCP client signs in with only the URL (SDK v2, Ch
     await client.close();
     const { data } = await sdk.listMcpClients({ client: sdkFor(g, manage).client, throwOnError: true });
     expect(data.clients.map((c) => c.client_id)).toContain(provider.clientInformation()!.client_id);
+  }, 90_000);
+
+  test('the person narrows the scopes on the consent page: the token may call one connector only', async () => {
+    const [row] = await g.deps.store.db.insert(connectors).values({ orgId: org.orgId, name: 'crm', type: 'mcp', status: 'active', config: {} }).returning();
+    const provider = new TestAuthProvider(REDIRECT, metadata.url('/agent.json'));
+    const client = await connect(provider, async (page) => {
+      await page.getByLabel(/Every connector/).uncheck();
+      await page.getByLabel(/Only the tools of crm/).check();
+    });
+    expect(provider.tokens()!.scope).toBe(`mcp:call:${row!.id}`);
+    // check_approval_status stays available; no other connector's tools are listed.
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['check_approval_status']);
+    await client.close();
   }, 90_000);
 });
