@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHash, randomBytes } from 'node:crypto';
 import { grantConsent } from '../src/auth/oauth-server/consent.ts';
-import { BASE, api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { BASE, OPERATOR_TOKEN, api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { makeTestCa, opensslPresent, startMetadataServer, type MetadataServer } from './support/mcp-sign-in.ts';
 
 const HOOK_TIMEOUT_MS = 60_000;
@@ -307,6 +307,23 @@ describe('token endpoint refusals', () => {
     expect((await revoke('not-a-token')).status).toBe(200);
     expect((await revoke(refresh_token)).status).toBe(200);
     expect((await mcp(a.slug, access_token)).status).toBe(401);
+  });
+});
+
+describe('a suspended org', () => {
+  test('no sign-in starts and no token is issued', async () => {
+    const c = await onboard(g);
+    const op = await g.handle(
+      new Request(`${BASE}/operator/orgs/${c.slug}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${OPERATOR_TOKEN}` },
+        body: JSON.stringify({ suspended: true }),
+      }),
+    );
+    expect(op.status).toBe(200);
+    expect((await authorize(c.slug, { ...goodParams(clientA), resource: `${BASE}/mcp/${c.slug}` })).status).toBe(403);
+    const res = await token(c.slug, { grant_type: 'refresh_token', refresh_token: 'x', client_id: clientA });
+    expect(await oauthError(res)).toBe('unauthorized_client');
   });
 });
 

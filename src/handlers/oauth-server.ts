@@ -5,7 +5,7 @@
 import { findIdpConfig } from '../auth/idp/repository.ts';
 import { authorizationServerMetadata, protectedResourceMetadata, resourceUrl } from '../auth/oauth-server/metadata.ts';
 import { activeConnectors, registrationEnabled } from '../auth/oauth-server/repository.ts';
-import { json, notFound } from '../errors.ts';
+import { json, notFound, OAuthError } from '../errors.ts';
 import { findOrgBySlug } from '../orgs/repository.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Handler } from './context.ts';
@@ -21,7 +21,7 @@ const METADATA_HEADERS = { 'cache-control': 'public, max-age=300', 'access-contr
 async function orgOf(deps: AppDeps, slug: string) {
   const org = await findOrgBySlug(deps.store.db, slug);
   if (!org) throw notFound('org_not_found', 'No org has this slug.');
-  return { id: org.id, slug: org.slug, name: org.name };
+  return { id: org.id, slug: org.slug, name: org.name, suspended: org.suspendedAt !== null };
 }
 
 export const getProtectedResourceMetadata: Handler = async ({ params, deps }) => {
@@ -48,6 +48,9 @@ export const getOpenIdConfigurationAppended: Handler = (ctx) => getAuthorization
 
 export const issueMcpToken: Handler = async ({ params, body, deps }) => {
   const org = await orgOf(deps, params.orgSlug!);
+  if (org.suspended) {
+    throw new OAuthError(400, 'unauthorized_client', 'The org is suspended by the gateway operator: no token is issued until it is resumed.');
+  }
   const tokens = await exchangeToken({ db: deps.store.db, signer: deps.signer, publicUrl: deps.config.publicUrl }, org, body as TokenForm);
   return json(tokens, 200, { 'cache-control': 'no-store', pragma: 'no-cache' });
 };

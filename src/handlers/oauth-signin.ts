@@ -16,10 +16,12 @@ import type { Handler } from './context.ts';
 const NO_IDP =
   'This org has no identity provider sign-in for MCP clients yet: its admins configure the IdP with a console client (docs/mcp-sign-in.md). Until then, connect with an API key.';
 
-async function orgRef(deps: AppDeps, slug: string): Promise<OrgRef | null> {
+async function orgRef(deps: AppDeps, slug: string): Promise<(OrgRef & { suspended: boolean }) | null> {
   const org = await findOrgBySlug(deps.store.db, slug);
-  return org ? { id: org.id, slug: org.slug, name: org.name } : null;
+  return org ? { id: org.id, slug: org.slug, name: org.name, suspended: org.suspendedAt !== null } : null;
 }
+
+const SUSPENDED = 'This org is suspended by the gateway operator: no one can sign in to it until it is resumed.';
 
 const callbackUrl = (deps: AppDeps, slug: string) => `${issuerOf(deps.config.publicUrl, slug)}/callback`;
 
@@ -45,6 +47,7 @@ const redirect = (location: string, cookies: string[] = []) => {
 export const authorizeMcpClient: Handler = async ({ params, url, deps }) => {
   const org = await orgRef(deps, params.orgSlug!);
   if (!org) return errorPage('Sign-in failed', 'No org has this address.', 404);
+  if (org.suspended) return errorPage('Sign-in unavailable', SUSPENDED, 403);
   const checked = await checkAuthorizationRequest({ db: deps.store.db, outbound: deps.outbound, publicUrl: deps.config.publicUrl }, org, url.searchParams);
   if (checked.kind === 'page') return errorPage('Sign-in failed', checked.message, checked.status);
   if (checked.kind === 'redirect') return redirect(checked.location);
@@ -53,7 +56,7 @@ export const authorizeMcpClient: Handler = async ({ params, url, deps }) => {
   try {
     const discovery = await discover(idp.issuer, deps.outbound);
     const login = beginLogin(org.id, 'mcp');
-    const sealed = sealSignIn(deps.box, { org, request: checked.request, login });
+    const sealed = sealSignIn(deps.box, { org: { id: org.id, slug: org.slug, name: org.name }, request: checked.request, login });
     return redirect(authorizationUrl(discovery, idp.consoleClientId, callbackUrl(deps, org.slug), login), [
       cookie(deps, org.slug, SIGN_IN_COOKIE, sealed, 600),
     ]);
@@ -97,7 +100,7 @@ export const finishMcpSignIn: Handler = async ({ request, params, url, deps }) =
       verifier: idpVerifier,
     });
     const person = { subject: signedIn.identity.subject, email: signedIn.identity.email, roles: signedIn.identity.roles };
-    const consent = sealConsent(box, { org, request: tx.request, person });
+    const consent = sealConsent(box, { org: tx.org, request: tx.request, person });
     const connectors = await activeConnectors(store.db, org.id);
     return consentPage(consent.tx, consent.csrf, connectors, [clear, cookie(deps, org.slug, CONSENT_COOKIE, consent.sealed, 600)]);
   } catch (err) {
@@ -119,6 +122,7 @@ export const consentMcpClient: Handler = async ({ request, params, body, deps })
   const org = await orgRef(deps, params.orgSlug!);
   if (!org) return errorPage('Sign-in failed', 'No org has this address.', 404);
   if (crossSite(request, deps.config.publicUrl)) return errorPage('Refused', 'The consent must come from the consent page.', 403);
+  if (org.suspended) return errorPage('Sign-in unavailable', SUSPENDED, 403);
   const clear = cookie(deps, org.slug, CONSENT_COOKIE, '', 0);
   const tx = openConsent(deps.box, cookieValue(request, CONSENT_COOKIE), org.id);
   if (!tx || !sameSecret(form.csrf ?? '', tx.csrf)) {

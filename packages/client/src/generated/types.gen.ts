@@ -2629,7 +2629,7 @@ export type AuthorizeMcpClientErrors = {
      */
     400: string;
     /**
-     * A foreign Host, or an org without IdP sign-in (a page).
+     * A foreign Host, an org without IdP sign-in, or a suspended org (a page).
      */
     403: string;
     /**
@@ -2727,7 +2727,7 @@ export type ConsentMcpClientErrors = {
      */
     400: OAuthError;
     /**
-     * A post from another site, or a foreign Host.
+     * A post from another site, a suspended org, or a foreign Host.
      */
     403: string;
     /**
@@ -2753,7 +2753,7 @@ export type IssueMcpTokenData = {
 
 export type IssueMcpTokenErrors = {
     /**
-     * invalid_request, invalid_grant, invalid_scope, invalid_target or unsupported_grant_type.
+     * invalid_request, invalid_grant, invalid_scope, invalid_target, unsupported_grant_type, or unauthorized_client (the org is suspended).
      */
     400: OAuthError;
     /**
