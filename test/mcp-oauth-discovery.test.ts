@@ -2,6 +2,7 @@
 // resource metadata (RFC 9728) and the authorization server metadata (RFC 8414) at every path clients probe.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { connectors } from '../src/store/schema.ts';
+import { upsertIdpConfig } from '../src/auth/idp/repository.ts';
 import { BASE, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 
 const HOOK_TIMEOUT_MS = 60_000;
@@ -94,6 +95,26 @@ describe('discovery from the MCP URL alone', () => {
     expect(docs[0]!.authorization_response_iss_parameter_supported).toBe(true);
     expect(docs[1]).toEqual(docs[0]!);
     expect(docs[2]).toEqual(docs[0]!);
+  });
+
+  test("the org's own IdP is listed too when it issues tokens for this endpoint (its audience is the MCP URL)", async () => {
+    const c = await onboard(g);
+    const prm = async () =>
+      ((await (await get(`/.well-known/oauth-protected-resource/mcp/${c.slug}`)).json()) as { authorization_servers: string[] }).authorization_servers;
+    await upsertIdpConfig(g.deps.store.db, {
+      orgId: c.orgId,
+      issuer: 'https://idp.example.com',
+      jwksUri: 'https://idp.example.com/jwks',
+      audience: 'https://api.example.com',
+    });
+    expect(await prm()).toEqual([`${BASE}/oauth/${c.slug}`]);
+    await upsertIdpConfig(g.deps.store.db, {
+      orgId: c.orgId,
+      issuer: 'https://idp.example.com',
+      jwksUri: 'https://idp.example.com/jwks',
+      audience: `${BASE}/mcp/${c.slug}`,
+    });
+    expect(await prm()).toEqual([`${BASE}/oauth/${c.slug}`, 'https://idp.example.com']);
   });
 
   test('an unknown org has no metadata', async () => {
