@@ -172,6 +172,23 @@ describe.skipIf(!opensslPresent)('client ID metadata documents', () => {
     expect((await authorize(a.slug, { ...goodParams(url), redirect_uri: 'https://evil.example/cb' })).status).toBe(400);
   });
 
+  test("without the test CA (TOOLGATE_OUTBOUND_CA_FILE) the same server's certificate is refused", async () => {
+    const untrusting = await startTestGateway('pglite', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: `${CIMD_HOST}:${metadata!.port}` }, undefined, {
+      resolve: async () => ['127.0.0.1'],
+    });
+    try {
+      const c = await onboard(untrusting);
+      const url = new URL(`${BASE}/oauth/${c.slug}/authorize`);
+      for (const [k, v] of Object.entries({ ...goodParams(metadata!.url('/no-cache-here.json')), resource: `${BASE}/mcp/${c.slug}` }))
+        url.searchParams.set(k, v);
+      const res = await untrusting.handle(new Request(url));
+      expect(res.status).toBe(400);
+      expect(await res.text()).toContain('could not be fetched');
+    } finally {
+      await untrusting.close();
+    }
+  }, 30_000);
+
   test('a client_id URL on a private address, or not https, is refused', async () => {
     for (const clientId of [
       `https://127.0.0.1:${metadata!.port}/agent.json`,
