@@ -286,6 +286,72 @@ export const queryParameters = {
       "maximum": 36500
     }
   },
+  "authorizeMcpClient": {
+    "response_type": {
+      "type": "string",
+      "maxLength": 4000
+    },
+    "client_id": {
+      "type": "string",
+      "maxLength": 4000
+    },
+    "redirect_uri": {
+      "type": "string",
+      "maxLength": 4000
+    },
+    "state": {
+      "type": "string",
+      "maxLength": 4000
+    },
+    "code_challenge": {
+      "type": "string",
+      "maxLength": 4000
+    },
+    "code_challenge_method": {
+      "type": "string",
+      "maxLength": 4000
+    },
+    "scope": {
+      "type": "string",
+      "maxLength": 4000
+    },
+    "resource": {
+      "type": "string",
+      "maxLength": 4000
+    }
+  },
+  "finishMcpSignIn": {
+    "code": {
+      "type": "string",
+      "maxLength": 4000
+    },
+    "state": {
+      "type": "string",
+      "maxLength": 4000
+    },
+    "error": {
+      "type": "string",
+      "maxLength": 4000
+    },
+    "error_description": {
+      "type": "string",
+      "maxLength": 4000
+    },
+    "iss": {
+      "type": "string",
+      "maxLength": 4000
+    },
+    "session_state": {
+      "type": "string",
+      "maxLength": 4000
+    }
+  },
+  "listMcpGrants": {
+    "subject": {
+      "type": "string",
+      "maxLength": 320
+    }
+  },
   "listWebhookDeliveries": {
     "limit": {
       "type": "integer",

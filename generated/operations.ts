@@ -517,6 +517,208 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "getProtectedResourceMetadata",
+    "method": "GET",
+    "path": "/.well-known/oauth-protected-resource/mcp/{orgSlug}",
+    "auth": "public",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "getAuthorizationServerMetadata",
+    "method": "GET",
+    "path": "/.well-known/oauth-authorization-server/oauth/{orgSlug}",
+    "auth": "public",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "getOpenIdConfiguration",
+    "method": "GET",
+    "path": "/.well-known/openid-configuration/oauth/{orgSlug}",
+    "auth": "public",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "getOpenIdConfigurationAppended",
+    "method": "GET",
+    "path": "/oauth/{orgSlug}/.well-known/openid-configuration",
+    "auth": "public",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "authorizeMcpClient",
+    "method": "GET",
+    "path": "/oauth/{orgSlug}/authorize",
+    "auth": "public",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": [
+      "response_type",
+      "client_id",
+      "redirect_uri",
+      "state",
+      "code_challenge",
+      "code_challenge_method",
+      "scope",
+      "resource"
+    ]
+  },
+  {
+    "operationId": "finishMcpSignIn",
+    "method": "GET",
+    "path": "/oauth/{orgSlug}/callback",
+    "auth": "public",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": [
+      "code",
+      "state",
+      "error",
+      "error_description",
+      "iss",
+      "session_state"
+    ]
+  },
+  {
+    "operationId": "consentMcpClient",
+    "method": "POST",
+    "path": "/oauth/{orgSlug}/consent",
+    "auth": "public",
+    "bodyType": "form",
+    "bodyRequired": true,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "issueMcpToken",
+    "method": "POST",
+    "path": "/oauth/{orgSlug}/token",
+    "auth": "public",
+    "bodyType": "form",
+    "bodyRequired": true,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "revokeMcpToken",
+    "method": "POST",
+    "path": "/oauth/{orgSlug}/revoke",
+    "auth": "public",
+    "bodyType": "form",
+    "bodyRequired": true,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "registerMcpClient",
+    "method": "POST",
+    "path": "/oauth/{orgSlug}/register",
+    "auth": "public",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "listMcpGrants",
+    "method": "GET",
+    "path": "/api/org/mcp-grants",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": [
+      "subject"
+    ]
+  },
+  {
+    "operationId": "revokeMcpGrant",
+    "method": "DELETE",
+    "path": "/api/org/mcp-grants/{grantId}",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "grantId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "listMcpClients",
+    "method": "GET",
+    "path": "/api/org/mcp-clients",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "createMcpClient",
+    "method": "POST",
+    "path": "/api/org/mcp-clients",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "revokeMcpClient",
+    "method": "DELETE",
+    "path": "/api/org/mcp-clients/{clientId}",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "clientId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "setMcpSignInSettings",
+    "method": "PUT",
+    "path": "/api/org/mcp-sign-in",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
     "operationId": "getHealth",
     "method": "GET",
     "path": "/healthz",

@@ -160,6 +160,63 @@ export const idpConfigs = pgTable('idp_configs', {
   uniqueIndex('idp_configs_issuer_audience').on(t.issuer, t.audience),
 ]);
 
+export const mcpOauthClients = pgTable('mcp_oauth_clients', {
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  clientId: text('client_id').notNull(),
+  kind: text('kind').$type<'registered' | 'preregistered'>().notNull(),
+  clientName: text('client_name'),
+  redirectUris: jsonb('redirect_uris').$type<string[]>().notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  revokedAt: ts('revoked_at'),
+}, (t) => [
+  primaryKey({ name: 'mcp_oauth_clients_pkey', columns: [t.orgId, t.clientId] }),
+]);
+
+export const mcpOauthGrants = pgTable('mcp_oauth_grants', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  clientId: text('client_id').notNull(),
+  clientKind: text('client_kind').notNull(),
+  clientName: text('client_name'),
+  subject: text('subject').notNull(),
+  email: text('email'),
+  roles: jsonb('roles').$type<string[]>().notNull(),
+  scopes: jsonb('scopes').$type<string[]>().notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  lastUsedAt: ts('last_used_at'),
+  revokedAt: ts('revoked_at'),
+  revokedReason: text('revoked_reason'),
+}, (t) => [
+  index('mcp_oauth_grants_org').on(t.orgId, t.createdAt),
+]);
+
+export const mcpOauthCodes = pgTable('mcp_oauth_codes', {
+  codeHash: text('code_hash').primaryKey(),
+  grantId: uuid('grant_id').notNull().references(() => mcpOauthGrants.id, { onDelete: 'cascade' }),
+  redirectUri: text('redirect_uri').notNull(),
+  codeChallenge: text('code_challenge').notNull(),
+  expiresAt: ts('expires_at').notNull(),
+  usedAt: ts('used_at'),
+}, (t) => [
+  index('mcp_oauth_codes_grant').on(t.grantId),
+]);
+
+export const mcpOauthRefreshTokens = pgTable('mcp_oauth_refresh_tokens', {
+  tokenHash: text('token_hash').primaryKey(),
+  grantId: uuid('grant_id').notNull().references(() => mcpOauthGrants.id, { onDelete: 'cascade' }),
+  expiresAt: ts('expires_at').notNull(),
+  usedAt: ts('used_at'),
+}, (t) => [
+  index('mcp_oauth_refresh_tokens_grant').on(t.grantId),
+]);
+
+/** Each org's authorization server for MCP sign-in (migration 13; auth/oauth-server/). */
+export const mcpOauthSettings = pgTable('mcp_oauth_settings', {
+  orgId: uuid('org_id').primaryKey().references(() => orgs.id, { onDelete: 'cascade' }),
+  registrationEnabled: boolean('registration_enabled').notNull().default(true),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+});
+
 export const oauthClients = pgTable('oauth_clients', {
   id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
   orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),

@@ -2,6 +2,7 @@
 import { canonicalHostname, originKey, parseOrigin } from './net/hostname.ts';
 import { parseOutboundPolicy } from './net/outbound.ts';
 import { parseTrustedProxies, type TrustedProxies } from './net/source-address.ts';
+import { readFileSync } from 'node:fs';
 
 export interface Config {
   port: number;
@@ -28,6 +29,8 @@ export interface Config {
   trustedProxies: TrustedProxies;
   /** TOOLGATE_OUTBOUND_ALLOW_HOSTS: hosts, host:port or CIDRs the outbound policy lets orgs reach on private addresses (net/policy.ts). */
   outboundAllowHosts: string[];
+  /** TOOLGATE_OUTBOUND_CA_FILE: PEM certificates trusted for outbound https besides the system roots (a private CA). */
+  outboundCaPem: string | null;
   statementTimeoutMs: number;
   lockTimeoutMs: number;
   maxResultRows: number;
@@ -73,6 +76,20 @@ export interface Config {
 }
 
 export class ConfigError extends Error {}
+
+/** A PEM file of CA certificates, read once at start; unreadable or not PEM stops the start naming the variable. */
+function caFileVar(env: Record<string, string | undefined>, name: string): string | null {
+  const path = env[name];
+  if (!path) return null;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    throw new ConfigError(`${name}: the file ${path} cannot be read`);
+  }
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError(`${name}: ${path} holds no PEM certificate`);
+  return text;
+}
 
 type Env = Record<string, string | undefined>;
 
@@ -179,6 +196,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowedHosts: hostsVar(env, 'TOOLGATE_ALLOWED_HOSTS'),
     trustedProxies,
     outboundAllowHosts,
+    outboundCaPem: caFileVar(env, 'TOOLGATE_OUTBOUND_CA_FILE'),
     statementTimeoutMs: intVar(env, 'TOOLGATE_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     lockTimeoutMs: intVar(env, 'TOOLGATE_LOCK_TIMEOUT_MS', 2000, 100, 600_000),
     maxResultRows: intVar(env, 'TOOLGATE_MAX_RESULT_ROWS', 1000, 1, 100_000),

@@ -39,6 +39,7 @@ import { countPendingDeliveries } from './webhooks/repository.ts';
 import { hostname } from 'node:os';
 import { createLocalEpoch, createRedisEpoch, type AuthEpoch } from './auth/epoch.ts';
 import { McpAuthCache } from './mcp/auth-cache.ts';
+import { SignedInTokens } from './auth/oauth-server/access.ts';
 
 /** How often each instance expires due approvals and fails orphaned executions (lazy expiry covers reads in between). */
 const APPROVAL_SWEEP_INTERVAL_MS = 30_000;
@@ -108,6 +109,7 @@ function outboundParts(config: Config, options: GatewayOptions) {
     resolve: options.resolve,
     ownPorts: [config.port],
     store: storeTargetOf(config.databaseUrl),
+    extraCa: config.outboundCaPem,
   });
   const idpVerifier = createIdpVerifier({
     outbound,
@@ -190,7 +192,13 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     store,
     box,
     signer,
-    auth: new Authenticator(store.db, signer, config.operatorToken, createIdpResolver(store.db, idpVerifier)),
+    auth: new Authenticator(
+      store.db,
+      signer,
+      config.operatorToken,
+      createIdpResolver(store.db, idpVerifier),
+      new SignedInTokens(store.db, signer, config.publicUrl),
+    ),
     log,
     catalog,
     jobs: new JobTracker(),

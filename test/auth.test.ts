@@ -23,6 +23,9 @@ let signer: { kid: string; key: CryptoKey };
 
 const INVALID_TOKEN_CHALLENGE = 'Bearer realm="toolgate", error="invalid_token"';
 const NO_CREDENTIAL_CHALLENGE = 'Bearer realm="toolgate"';
+/** The MCP endpoint's challenge: where to discover the org's sign-in (RFC 9728), then the RFC 6750 parameters. */
+const mcpChallenge = (org: Onboarded, error?: string) =>
+  `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp/${org.slug}", realm="toolgate"${error ? `, ${error}` : ''}`;
 const INVALID_TOKEN_BODY = { error: 'unauthenticated', message: 'The token is invalid or expired.' };
 
 beforeAll(async () => {
@@ -171,7 +174,11 @@ const doors = {
   'POST /mcp/{slug}': (headers: Record<string, string>, query = '') => mcp(a.slug, headers, query),
 };
 
-describe.each(Object.entries(doors))('%s', (_name, call) => {
+/** A door's challenge: the MCP endpoint's names where its sign-in is discovered (RFC 9728) first. */
+const challengeAt = (door: string, error?: string) =>
+  door.startsWith('POST /mcp') ? mcpChallenge(a, error) : `Bearer realm="toolgate"${error ? `, ${error}` : ''}`;
+
+describe.each(Object.entries(doors))('%s', (name, call) => {
   test('a valid token passes (the forged cases below differ from it in one respect only)', async () => {
     verifies('AUTH-METHODS');
     expect((await call(bearer(aToken))).status).toBe(200);
@@ -182,7 +189,7 @@ describe.each(Object.entries(doors))('%s', (_name, call) => {
     verifies('AUTH-401-MISSING');
     const res = await call({});
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toBe(NO_CREDENTIAL_CHALLENGE);
+    expect(res.headers.get('www-authenticate')).toBe(challengeAt(name));
     const body = (await res.json()) as { error: string; message: string };
     expect(body.error).toBe('unauthenticated');
     expect(body.message.length).toBeGreaterThan(0);
@@ -226,7 +233,7 @@ describe.each(Object.entries(doors))('%s', (_name, call) => {
       'AUTH-JWT-NBF',
       'AUTH-401-MISSING',
     );
-    await expectError(await call(bearer(await make())), 401, INVALID_TOKEN_BODY, INVALID_TOKEN_CHALLENGE);
+    await expectError(await call(bearer(await make())), 401, INVALID_TOKEN_BODY, challengeAt(name, 'error="invalid_token"'));
   });
 
   test('credentials in the query string are never accepted', async () => {
@@ -234,7 +241,7 @@ describe.each(Object.entries(doors))('%s', (_name, call) => {
     for (const query of [`?access_token=${aToken}`, `?api_key=${a.apiKey}`, `?token=${aToken}`]) {
       const res = await call({}, query);
       expect(res.status).toBe(401);
-      expect(res.headers.get('www-authenticate')).toBe(NO_CREDENTIAL_CHALLENGE);
+      expect(res.headers.get('www-authenticate')).toBe(challengeAt(name));
     }
   });
 
@@ -251,7 +258,7 @@ describe.each(Object.entries(doors))('%s', (_name, call) => {
     expect((await sdk.revokeOAuthClient({ client: admin, path: { clientId: client.client_id } })).response.status).toBe(200);
     const res = await call(bearer(token));
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toBe(INVALID_TOKEN_CHALLENGE);
+    expect(res.headers.get('www-authenticate')).toBe(challengeAt(name, 'error="invalid_token"'));
     expect(((await res.json()) as { error: string }).error).toBe('unauthenticated');
   });
 });
@@ -283,10 +290,14 @@ describe('MCP endpoint credentials', () => {
     verifies('AUTH-SLUG-ENUM');
     for (const headers of [{ 'x-api-key': `tgk_${'B'.repeat(43)}` }, bearer('not.a.jwt'), bearer(bToken), {}] as Array<Record<string, string>>) {
       const known = await mcp(a.slug, headers);
-      const unknown = await mcp(`no-such-org-${Date.now().toString(36)}`, headers);
+      const unknownSlug = `no-such-org-${Date.now().toString(36)}`;
+      const unknown = await mcp(unknownSlug, headers);
       expect(unknown.status).toBe(401);
       expect(known.status).toBe(401);
-      expect(unknown.headers.get('www-authenticate')).toBe(known.headers.get('www-authenticate'));
+      // The challenge names the resource metadata of the URL asked for (its own slug), and differs in nothing else.
+      expect(unknown.headers.get('www-authenticate')!.replace(`/mcp/${unknownSlug}"`, '/mcp/SLUG"')).toBe(
+        known.headers.get('www-authenticate')!.replace(`/mcp/${a.slug}"`, '/mcp/SLUG"'),
+      );
       expect(await unknown.text()).toBe(await known.text());
     }
   });
@@ -301,7 +312,7 @@ describe('MCP endpoint credentials', () => {
       await mcp(a.slug, { 'x-api-key': key.key }),
       401,
       { error: 'unauthenticated', message: 'The API key is invalid or revoked.' },
-      NO_CREDENTIAL_CHALLENGE,
+      mcpChallenge(a),
     );
     expect((await mcp(a.slug, { 'x-api-key': a.apiKey })).status).toBe(200);
   });
@@ -311,12 +322,12 @@ describe('MCP endpoint credentials', () => {
     const manageOnly = await tokenFor(g, a.clientId, a.clientSecret, 'org:manage');
     const res = await mcp(a.slug, bearer(manageOnly));
     expect(res.status).toBe(403);
-    expect(res.headers.get('www-authenticate')).toBe('Bearer realm="toolgate", error="insufficient_scope", scope="mcp:call"');
+    expect(res.headers.get('www-authenticate')).toBe(mcpChallenge(a, 'error="insufficient_scope", scope="mcp:call"'));
     expect(((await res.json()) as { error: string }).error).toBe('insufficient_scope');
   });
 
   test('an API key sent as a bearer token is not a token', async () => {
-    await expectError(await mcp(a.slug, bearer(a.apiKey)), 401, INVALID_TOKEN_BODY, INVALID_TOKEN_CHALLENGE);
+    await expectError(await mcp(a.slug, bearer(a.apiKey)), 401, INVALID_TOKEN_BODY, mcpChallenge(a, 'error="invalid_token"'));
   });
 });
 

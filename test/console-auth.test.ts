@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { eq } from 'drizzle-orm';
 import * as sdk from '../sdk/index.ts';
 import { idpConfigs } from '../src/store/schema.ts';
-import { beginLogin, finishLogin, openLogin, sealLogin, SignInError } from '../src/console/oidc.ts';
+import { beginLogin, finishLogin, openLogin, sealLogin, SignInError } from '../src/auth/idp/oidc-client.ts';
 import { consoleSecretContext } from '../src/auth/idp/service.ts';
 import { createIdpVerifier } from '../src/auth/idp/verifier.ts';
 import { parseOutboundPolicy } from '../src/net/outbound.ts';
@@ -337,7 +337,7 @@ describe('console sign-in and session', () => {
   });
 });
 
-// The code exchange and the ID token check of src/console/oidc.ts against a local token endpoint that answers what the
+// The code exchange and the ID token check of src/auth/idp/oidc-client.ts against a local token endpoint that answers what the
 // test decides (a real provider never sends a wrong nonce, so this is where the checks can be seen to refuse).
 describe('console OIDC: the ID token must answer this sign-in', () => {
   let idp: FakeIdp;

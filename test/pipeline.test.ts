@@ -10,7 +10,7 @@ import { rowsOf } from '../src/store/db.ts';
 import { bearerToken } from '../src/net/bearer.ts';
 import { refusalRow } from '../src/audit/refusals.ts';
 import { notePeerAddress } from '../src/net/source-address.ts';
-import { beginLogin, sealLogin } from '../src/console/oidc.ts';
+import { beginLogin, sealLogin } from '../src/auth/idp/oidc-client.ts';
 import { AUTH_FAILURE_RULES } from '../src/limits/auth-failures.ts';
 import { BASE, onboard, startTestGateway, type TestGateway } from './support/gateway.ts';
 

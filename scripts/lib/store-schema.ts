@@ -9,7 +9,7 @@
  */
 import { PGlite } from '@electric-sql/pglite';
 import { migrations } from '../../src/store/migrations.ts';
-import { COLUMN_NOTES, JSONB_TYPES, TABLE_NOTES } from '../../src/store/schema-notes.ts';
+import { COLUMN_NOTES, JSONB_TYPES, TABLE_NOTES, TEXT_TYPES } from '../../src/store/schema-notes.ts';
 
 /** Runs one catalog query and returns its rows. */
 type CatalogQuery = <T>(text: string) => Promise<T[]>;
@@ -153,6 +153,7 @@ function printColumn(table: Table, column: Column, keys: ReturnType<typeof inlin
   const key = `${table.name}.${column.name}`;
   let text = call + (array ? '.array()' : '');
   if (base === 'jsonb' && !array) text += `.$type<${JSONB_TYPES[key] ?? 'Record<string, unknown>'}>()`;
+  if (base === 'text' && !array && TEXT_TYPES[key]) text += `.$type<${TEXT_TYPES[key]}>()`;
   const primary = keys.primary.has(column.name);
   if (primary) text += '.primaryKey()';
   if (column.notNull && !primary) text += '.notNull()';
@@ -279,7 +280,7 @@ function inDependencyOrder(tables: Table[]): Table[] {
 /** Notes naming a table or column the migrations do not create (renamed or dropped since). */
 function staleNotes(tables: Table[]): string[] {
   const known = new Set(tables.flatMap((t) => [t.name, ...t.columns.map((c) => `${t.name}.${c.name}`)]));
-  return [...Object.keys(TABLE_NOTES), ...Object.keys(COLUMN_NOTES), ...Object.keys(JSONB_TYPES)].filter((k) => !known.has(k));
+  return [...Object.keys(TABLE_NOTES), ...Object.keys(COLUMN_NOTES), ...Object.keys(JSONB_TYPES), ...Object.keys(TEXT_TYPES)].filter((k) => !known.has(k));
 }
 
 const STORE_SCHEMA_HEADER =

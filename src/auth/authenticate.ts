@@ -8,6 +8,7 @@ import { isClientActive, isOrgSuspended } from './repository.ts';
 import type { Principal, Role } from '../principal.ts';
 import type { AccessTokenClaims, TokenSigner } from './signing.ts';
 import { bearerToken } from '../net/bearer.ts';
+import type { SignedInTokens } from './oauth-server/access.ts';
 
 /** Resolves a bearer token that is not the gateway's own: the org's identity provider (see auth/idp). */
 export interface IdpResolver {
@@ -50,6 +51,7 @@ export class Authenticator {
     private readonly signer: TokenSigner,
     operatorToken: string | null,
     private readonly idp: IdpResolver | null = null,
+    private readonly signedIn: SignedInTokens | null = null,
   ) {
     this.operatorDigest = operatorToken ? createHash('sha256').update(operatorToken).digest() : null;
   }
@@ -75,6 +77,8 @@ export class Authenticator {
   private async restPrincipal(request: Request): Promise<Principal> {
     const token = bearerToken(request);
     if (!token) throw unauthenticated('Authorization: Bearer <token> is required.', token !== null);
+    // A person's token for an MCP endpoint is bound to that endpoint (its audience): never a REST credential.
+    if (this.signedIn?.claims(token)) throw unauthenticated('The token is invalid or expired.', true);
     if (isGatewayToken(token, this.signer.issuer)) {
       const claims = await this.verifyGatewayToken(token);
       if (!claims.scope.split(' ').includes(MANAGE_SCOPE)) {
@@ -94,6 +98,7 @@ export class Authenticator {
   async mcpBearer(request: Request, orgId: string): Promise<Principal> {
     const token = bearerToken(request);
     if (!token) throw unauthenticated('A credential is required: X-API-Key or Authorization: Bearer.', token !== null);
+    if (this.signedIn?.claims(token)) return this.signedIn.principal(token, orgId);
     if (isGatewayToken(token, this.signer.issuer)) {
       const claims = await this.verifyGatewayToken(token);
       // Another org's token gets the same answer as an invalid one: nothing is revealed about the other org.

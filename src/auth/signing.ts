@@ -18,6 +18,17 @@ export interface AccessTokenClaims extends JWTPayload {
   scope: string;
 }
 
+/** A token a person signed in for (auth/oauth-server): issued by the org's authorization server for its MCP URL. */
+export interface SignedInClaims extends JWTPayload {
+  tg_org: string;
+  /** The grant (one consent): checked in the store on every request, so revoking it ends the token at once. */
+  tg_grant: string;
+  /** The person (the IdP subject). */
+  sub: string;
+  client_id: string;
+  scope: string;
+}
+
 export class TokenSigner {
   private signingKey: { kid: string; key: CryptoKey } | null = null;
   private verifyKeys: ReturnType<typeof createLocalJWKSet> | null = null;
@@ -91,29 +102,60 @@ export class TokenSigner {
       .sign(this.signingKey.key);
   }
 
+  /** A signed-in person's access token (RFC 9068 profile): the org's issuer, its MCP URL as the audience. */
+  async issueSignedIn(input: {
+    issuer: string;
+    audience: string;
+    orgId: string;
+    grantId: string;
+    subject: string;
+    clientId: string;
+    scopes: string[];
+    ttlSeconds: number;
+  }): Promise<string> {
+    if (!this.signingKey) throw new Error('token signer is not initialised');
+    return new SignJWT({ tg_org: input.orgId, tg_grant: input.grantId, client_id: input.clientId, scope: input.scopes.join(' ') })
+      .setProtectedHeader({ alg: ALG, kid: this.signingKey.kid, typ: 'at+jwt' })
+      .setIssuer(input.issuer)
+      .setAudience(input.audience)
+      .setSubject(input.subject)
+      .setJti(randomUUID())
+      .setIssuedAt()
+      .setExpirationTime(`${input.ttlSeconds}s`)
+      .sign(this.signingKey.key);
+  }
+
   /** Verifies a gateway token: ES256 only, our issuer and audience, `exp` required. Throws on any failure. */
   async verify(token: string): Promise<AccessTokenClaims> {
+    const payload = await this.verifyWithReload(token, this.issuer, TOKEN_AUDIENCE, ['exp', 'iat', 'sub', 'tg_org']);
+    if (typeof payload.tg_org !== 'string' || typeof payload.scope !== 'string') throw new Error('malformed claims');
+    return payload as AccessTokenClaims;
+  }
+
+  /** Verifies a signed-in person's token for exactly this issuer and audience (one org's). Throws on any failure. */
+  async verifySignedIn(token: string, issuer: string, audience: string): Promise<SignedInClaims> {
+    const payload = await this.verifyWithReload(token, issuer, audience, ['exp', 'iat', 'sub', 'tg_org', 'tg_grant', 'client_id']);
+    for (const claim of ['tg_org', 'tg_grant', 'client_id', 'scope', 'sub'] as const) {
+      if (typeof payload[claim] !== 'string') throw new Error('malformed claims');
+    }
+    return payload as SignedInClaims;
+  }
+
+  private async verifyWithReload(token: string, issuer: string, audience: string, requiredClaims: string[]): Promise<JWTPayload> {
     try {
-      return await this.verifyOnce(token);
+      return await this.verifyOnce(token, issuer, audience, requiredClaims);
     } catch (err) {
       // A kid minted by another instance after our last load: reload once per cooldown, then retry.
       if ((err as { code?: string }).code === 'ERR_JWKS_NO_MATCHING_KEY' && Date.now() - this.lastReload > RELOAD_COOLDOWN_MS) {
         await this.reload();
-        return this.verifyOnce(token);
+        return this.verifyOnce(token, issuer, audience, requiredClaims);
       }
       throw err;
     }
   }
 
-  private async verifyOnce(token: string): Promise<AccessTokenClaims> {
-    const { payload } = await jwtVerify(token, this.verifyKeys!, {
-      algorithms: [ALG],
-      issuer: this.issuer,
-      audience: TOKEN_AUDIENCE,
-      requiredClaims: ['exp', 'iat', 'sub', 'tg_org'],
-      typ: 'at+jwt',
-    });
-    if (typeof payload.tg_org !== 'string' || typeof payload.scope !== 'string') throw new Error('malformed claims');
-    return payload as AccessTokenClaims;
+  private async verifyOnce(token: string, issuer: string, audience: string, requiredClaims: string[]): Promise<JWTPayload> {
+    const { payload } = await jwtVerify(token, this.verifyKeys!, { algorithms: [ALG], issuer, audience, requiredClaims, typ: 'at+jwt' });
+    return payload;
   }
 }

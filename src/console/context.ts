@@ -4,7 +4,7 @@
  */
 import type { AppDeps } from '../deps.ts';
 import type { Principal } from '../principal.ts';
-import { LOGIN_TTL_MS } from './oidc.ts';
+import { LOGIN_TTL_MS } from '../auth/idp/oidc-client.ts';
 import { createSession, deleteSession, findSession, type ConsoleSession } from './sessions.ts';
 
 /** No session outlives this, whatever the token's lifetime. */

@@ -1,7 +1,7 @@
 /** The console's session routes: who is signed in (with the CSRF token), signing out, the page's REST calls, the tool playground. */
 import { createHash } from 'node:crypto';
 import { csrfTokenOf, deleteSession } from './sessions.ts';
-import { sameSecret } from './oidc.ts';
+import { sameSecret } from '../auth/idp/oidc-client.ts';
 import { crossSite, type ConsoleContext } from './context.ts';
 import { errorReply, jsonReply } from './replies.ts';
 import { sessionNames } from './repository.ts';

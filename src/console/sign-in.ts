@@ -10,7 +10,7 @@ import { forwardSourceAddress, sourceAddressOf } from '../net/source-address.ts'
 import { limitedAttempt, refusalMessage, type AttemptRefusal } from '../limits/auth-failures.ts';
 import { Refusal } from '../audit/refusals.ts';
 import { countLimitRefusal } from '../observability/metrics.ts';
-import { authorizationUrl, beginLogin, discover, finishLogin, openLogin, sameSecret, sealLogin, SignInError } from './oidc.ts';
+import { authorizationUrl, beginLogin, discover, finishLogin, openLogin, sameSecret, sealLogin, SignInError } from '../auth/idp/oidc-client.ts';
 import { crossSite, type ConsoleContext } from './context.ts';
 import { errorReply, jsonReply, messagePage, respond } from './replies.ts';
 

@@ -22,6 +22,7 @@ import type { AppDeps } from '../deps.ts';
 import { countLimitRefusal } from '../observability/metrics.ts';
 import { noteCaller, noteMcpMethod } from '../observability/requests.ts';
 import { inSpan } from '../observability/tracing.ts';
+import { resourceMetadataUrl } from '../auth/oauth-server/metadata.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 
@@ -73,7 +74,18 @@ function rpcResponse(body: string, status = 200): Response {
  */
 function authRefusal(deps: AppDeps, slug: string, err: AppError, session: McpSession | null): Refusal {
   const orgId = session ? session.org.id : async () => (await findMcpOrg(deps.store.db, slug))?.id;
-  return new Refusal(err, orgId, session?.principal ?? null);
+  return new Refusal(withDiscovery(err, deps.config.publicUrl, slug), orgId, session?.principal ?? null);
+}
+
+/**
+ * The challenge of a 401 (and of a 403 for a missing scope) names where the org's sign-in is discovered
+ * (RFC 9728 section 5.1), so an MCP client given only the URL can find its authorization server.
+ */
+function withDiscovery(err: AppError, publicUrl: string, slug: string): AppError {
+  const challenge = err.headers['WWW-Authenticate'];
+  if (!challenge?.startsWith('Bearer ')) return err;
+  const header = `Bearer resource_metadata="${resourceMetadataUrl(publicUrl, slug)}", ${challenge.slice('Bearer '.length)}`;
+  return new AppError(err.status, err.code, err.message, { ...err.headers, 'WWW-Authenticate': header });
 }
 
 export const mcpEndpoint: Handler = async ({ request, params, deps }) => {

@@ -1,5 +1,6 @@
 /** HTTP through the outbound policy (policy.ts): URL rules, the address check, a connection pinned to the checked address, no redirects, time and size caps. */
 import { isIP } from 'node:net';
+import { rootCertificates } from 'node:tls';
 import { checkTarget, isHostListed, OutboundRefusedError, stripTrailingDots, type OutboundPolicy } from './policy.ts';
 
 export { isForbiddenAddress } from './ip.ts';
@@ -134,14 +135,21 @@ function pinnedUrl(url: URL, address: string): URL {
   return pinned;
 }
 
-/** The request init for a pinned URL: the original authority in Host, and for https the name TLS verifies. */
-function pinnedInit(init: RequestInit, url: URL): RequestInit {
+/**
+ * The request init for a pinned URL: the original authority in Host, and for https the name TLS verifies (and the
+ * operator's extra CA, added to the system roots).
+ */
+function pinnedInit(init: RequestInit, url: URL, extraCa: string | null): RequestInit {
   const headers = new Headers(init.headers);
   headers.set('host', url.host);
+  if (url.protocol !== 'https:') return { ...init, headers };
   const isName = isIP(url.hostname.replace(/^\[(.*)\]$/, '$1')) === 0;
   // Bun's fetch: `tls.serverName` sets SNI and the name the certificate is checked against.
-  const tls = url.protocol === 'https:' && isName ? { tls: { serverName: stripTrailingDots(url.hostname) } } : {};
-  return { ...init, headers, ...tls } as RequestInit;
+  const tls = {
+    ...(isName ? { serverName: stripTrailingDots(url.hostname) } : {}),
+    ...(extraCa ? { ca: [...rootCertificates, extraCa] } : {}),
+  };
+  return { ...init, headers, tls } as RequestInit;
 }
 
 export interface SafeFetchOptions {
@@ -182,7 +190,7 @@ export async function safeFetch(url: string | URL, init: RequestInit, policy: Ou
   const target = checked.url;
   const host = target.hostname;
   try {
-    const res = await fetch(pinnedUrl(target, checked.addresses[0]!), { ...pinnedInit(init, target), redirect: 'manual', signal });
+    const res = await fetch(pinnedUrl(target, checked.addresses[0]!), { ...pinnedInit(init, target, policy.extraCa), redirect: 'manual', signal });
     if (res.type === 'opaqueredirect' || (res.status >= 300 && res.status < 400)) {
       await res.body?.cancel().catch(() => undefined);
       throw new OutboundRefusedError('redirect', `refused: host "${host}" answered with a redirect (${res.status}); redirects are not followed`);

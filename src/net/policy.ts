@@ -31,6 +31,8 @@ export interface OutboundPolicy {
   /** Ports the gateway itself listens on (on every local address); the entry point adds the port PORT=0 settled on. */
   readonly ownPorts: number[];
   readonly store: StoreTarget | null;
+  /** PEM certificates trusted for https besides the system's roots (TOOLGATE_OUTBOUND_CA_FILE: a private CA, tests). */
+  readonly extraCa: string | null;
 }
 
 export type OutboundRefusal =
@@ -119,6 +121,7 @@ export function parseOutboundPolicy(input: {
   resolve?: Resolver;
   ownPorts?: readonly number[];
   store?: StoreTarget | null;
+  extraCa?: string | null;
 }): OutboundPolicy {
   const allowHosts = new Set<string>();
   const allowCidrs: Cidr[] = [];
@@ -139,6 +142,7 @@ export function parseOutboundPolicy(input: {
     resolve: input.resolve ?? systemResolver,
     ownPorts: (input.ownPorts ?? []).filter((p) => p > 0),
     store: input.store ?? null,
+    extraCa: input.extraCa ?? null,
   };
 }
 

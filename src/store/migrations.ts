@@ -331,6 +331,63 @@ ALTER TABLE orgs ADD COLUMN suspended_at timestamptz;
 `,
   },
   {
+    version: 13,
+    name: 'mcp_sign_in',
+    // Each org's authorization server for MCP clients a person signs in with (issue 29; decision 0245): the org's
+    // settings, registered clients (dynamic registration and pre-registered; metadata-document clients are fetched,
+    // not stored), grants (one per consent: the person, the client, the scopes; revoking one ends its tokens on the
+    // next request), one-time codes and rotating refresh tokens, both kept only as SHA-256 hashes.
+    sql: `
+CREATE TABLE mcp_oauth_settings (
+  org_id uuid PRIMARY KEY REFERENCES orgs(id) ON DELETE CASCADE,
+  registration_enabled boolean NOT NULL DEFAULT true,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE mcp_oauth_clients (
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  client_id text NOT NULL,
+  kind text NOT NULL CHECK (kind IN ('registered', 'preregistered')),
+  client_name text,
+  redirect_uris jsonb NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  revoked_at timestamptz,
+  PRIMARY KEY (org_id, client_id)
+);
+CREATE TABLE mcp_oauth_grants (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  client_id text NOT NULL,
+  client_kind text NOT NULL CHECK (client_kind IN ('metadata_document', 'registered', 'preregistered')),
+  client_name text,
+  subject text NOT NULL,
+  email text,
+  roles jsonb NOT NULL,
+  scopes jsonb NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  last_used_at timestamptz,
+  revoked_at timestamptz,
+  revoked_reason text
+);
+CREATE INDEX mcp_oauth_grants_org ON mcp_oauth_grants (org_id, created_at);
+CREATE TABLE mcp_oauth_codes (
+  code_hash text PRIMARY KEY,
+  grant_id uuid NOT NULL REFERENCES mcp_oauth_grants(id) ON DELETE CASCADE,
+  redirect_uri text NOT NULL,
+  code_challenge text NOT NULL,
+  expires_at timestamptz NOT NULL,
+  used_at timestamptz
+);
+CREATE INDEX mcp_oauth_codes_grant ON mcp_oauth_codes (grant_id);
+CREATE TABLE mcp_oauth_refresh_tokens (
+  token_hash text PRIMARY KEY,
+  grant_id uuid NOT NULL REFERENCES mcp_oauth_grants(id) ON DELETE CASCADE,
+  expires_at timestamptz NOT NULL,
+  used_at timestamptz
+);
+CREATE INDEX mcp_oauth_refresh_tokens_grant ON mcp_oauth_refresh_tokens (grant_id);
+`,
+  },
+  {
     version: 14,
     name: 'saved_tools_and_free_sql',
     // Issue 30 items 1-2 (docs/decisions/0260-saved-statement-tools.md): a saved-statement tool is a tools row with

@@ -11,6 +11,14 @@
 export const JSONB_TYPES: Record<string, string> = {
   'connectors.skipped_tools': '{ name: string; reason: string }[]',
   'saved_tool_versions.parameters': 'Record<string, unknown>[]',
+  'mcp_oauth_clients.redirect_uris': 'string[]',
+  'mcp_oauth_grants.roles': 'string[]',
+  'mcp_oauth_grants.scopes': 'string[]',
+};
+
+/** The TypeScript type of a text column whose values a CHECK constraint lists, by `table.column` (text when not listed). */
+export const TEXT_TYPES: Record<string, string> = {
+  'mcp_oauth_clients.kind': "'registered' | 'preregistered'",
 };
 
 /** A table's note, by table name. */
@@ -24,6 +32,7 @@ export const TABLE_NOTES: Record<string, string> = {
   webhook_events: 'The outbox: one row per event, holding the exact body that is signed and sent on every attempt.',
   webhook_deliveries: 'The delivery queue: one row per event and endpoint, claimed by workers with FOR UPDATE SKIP LOCKED and a lease.',
   webhook_attempts: 'Every delivery attempt (status code, latency, error), for GET /api/org/webhooks/{id}/deliveries.',
+  mcp_oauth_settings: "Each org's authorization server for MCP sign-in (migration 13; auth/oauth-server/).",
   saved_tool_versions: "Every version of every saved-statement tool's definition (kept after the tool is deleted: deleted_at).",
   console_sessions: 'Signed-in console sessions (src/console): the cookie carries a random id, the row its hash and the sealed bearer.',
 };

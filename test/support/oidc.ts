@@ -25,7 +25,7 @@ export interface TestOidc {
   stop(): Promise<void>;
 }
 
-export async function startOidcProvider(redirectUri: string, users: Record<string, TestUser>): Promise<TestOidc> {
+export async function startOidcProvider(redirectUri: string | string[], users: Record<string, TestUser>): Promise<TestOidc> {
   const server: Server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
@@ -44,7 +44,7 @@ export async function startOidcProvider(redirectUri: string, users: Record<strin
       {
         client_id: clientId,
         client_secret: clientSecret,
-        redirect_uris: [redirectUri],
+        redirect_uris: Array.isArray(redirectUri) ? redirectUri : [redirectUri],
         grant_types: ['authorization_code'],
         response_types: ['code'],
         token_endpoint_auth_method: 'client_secret_basic',

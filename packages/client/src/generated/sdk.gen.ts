@@ -3,7 +3,7 @@
 
 import { client } from './client.gen.ts';
 import { type Client, type Options as Options2, type TDataShape, urlSearchParamsBodySerializer } from './client/index.ts';
-import type { ApproveApprovalData, ApproveApprovalErrors, ApproveApprovalResponses, ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateSavedToolData, CreateSavedToolErrors, CreateSavedToolResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, DeleteSavedToolData, DeleteSavedToolErrors, DeleteSavedToolResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, ExportOperatorAuditData, ExportOperatorAuditErrors, ExportOperatorAuditResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsErrors, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetInsightsData, GetInsightsErrors, GetInsightsResponses, GetJwksData, GetJwksErrors, GetJwksResponses, GetLimitsData, GetLimitsErrors, GetLimitsResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOperatorOrgData, GetOperatorOrgErrors, GetOperatorOrgResponses, GetOrgData, GetOrgDirectoryData, GetOrgDirectoryErrors, GetOrgDirectoryResponses, GetOrgErrors, GetOrgResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSavedToolData, GetSavedToolErrors, GetSavedToolResponses, GetSubscriptionData, GetSubscriptionErrors, GetSubscriptionResponses, GetUsageData, GetUsageErrors, GetUsageResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListOperatorApiKeysData, ListOperatorApiKeysErrors, ListOperatorApiKeysResponses, ListOperatorOrgsData, ListOperatorOrgsErrors, ListOperatorOrgsResponses, ListSavedToolsData, ListSavedToolsErrors, ListSavedToolsResponses, ListSavedToolVersionsData, ListSavedToolVersionsErrors, ListSavedToolVersionsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RejectApprovalData, RejectApprovalErrors, RejectApprovalResponses, ResendWebhookEventData, ResendWebhookEventErrors, ResendWebhookEventResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevalidateOperatorConnectorData, RevalidateOperatorConnectorErrors, RevalidateOperatorConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, RevokeOperatorApiKeyData, RevokeOperatorApiKeyErrors, RevokeOperatorApiKeyResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, TestConnectorData, TestConnectorErrors, TestConnectorResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateOperatorOrgData, UpdateOperatorOrgErrors, UpdateOperatorOrgResponses, UpdateSavedToolData, UpdateSavedToolErrors, UpdateSavedToolResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses } from './types.gen.ts';
+import type { ApproveApprovalData, ApproveApprovalErrors, ApproveApprovalResponses, ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, AuthorizeMcpClientData, AuthorizeMcpClientErrors, ConsentMcpClientData, ConsentMcpClientErrors, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateMcpClientData, CreateMcpClientErrors, CreateMcpClientResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateSavedToolData, CreateSavedToolErrors, CreateSavedToolResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, DeleteSavedToolData, DeleteSavedToolErrors, DeleteSavedToolResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, ExportOperatorAuditData, ExportOperatorAuditErrors, ExportOperatorAuditResponses, FinishMcpSignInData, FinishMcpSignInErrors, FinishMcpSignInResponses, GetAuthorizationServerMetadataData, GetAuthorizationServerMetadataErrors, GetAuthorizationServerMetadataResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsErrors, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetInsightsData, GetInsightsErrors, GetInsightsResponses, GetJwksData, GetJwksErrors, GetJwksResponses, GetLimitsData, GetLimitsErrors, GetLimitsResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOpenIdConfigurationAppendedData, GetOpenIdConfigurationAppendedErrors, GetOpenIdConfigurationAppendedResponses, GetOpenIdConfigurationData, GetOpenIdConfigurationErrors, GetOpenIdConfigurationResponses, GetOperatorOrgData, GetOperatorOrgErrors, GetOperatorOrgResponses, GetOrgData, GetOrgDirectoryData, GetOrgDirectoryErrors, GetOrgDirectoryResponses, GetOrgErrors, GetOrgResponses, GetProtectedResourceMetadataData, GetProtectedResourceMetadataErrors, GetProtectedResourceMetadataResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSavedToolData, GetSavedToolErrors, GetSavedToolResponses, GetSubscriptionData, GetSubscriptionErrors, GetSubscriptionResponses, GetUsageData, GetUsageErrors, GetUsageResponses, IssueMcpTokenData, IssueMcpTokenErrors, IssueMcpTokenResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListMcpClientsData, ListMcpClientsErrors, ListMcpClientsResponses, ListMcpGrantsData, ListMcpGrantsErrors, ListMcpGrantsResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListOperatorApiKeysData, ListOperatorApiKeysErrors, ListOperatorApiKeysResponses, ListOperatorOrgsData, ListOperatorOrgsErrors, ListOperatorOrgsResponses, ListSavedToolsData, ListSavedToolsErrors, ListSavedToolsResponses, ListSavedToolVersionsData, ListSavedToolVersionsErrors, ListSavedToolVersionsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RegisterMcpClientData, RegisterMcpClientErrors, RegisterMcpClientResponses, RejectApprovalData, RejectApprovalErrors, RejectApprovalResponses, ResendWebhookEventData, ResendWebhookEventErrors, ResendWebhookEventResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevalidateOperatorConnectorData, RevalidateOperatorConnectorErrors, RevalidateOperatorConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeMcpClientData, RevokeMcpClientErrors, RevokeMcpClientResponses, RevokeMcpGrantData, RevokeMcpGrantErrors, RevokeMcpGrantResponses, RevokeMcpTokenData, RevokeMcpTokenErrors, RevokeMcpTokenResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, RevokeOperatorApiKeyData, RevokeOperatorApiKeyErrors, RevokeOperatorApiKeyResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, SetMcpSignInSettingsData, SetMcpSignInSettingsErrors, SetMcpSignInSettingsResponses, TestConnectorData, TestConnectorErrors, TestConnectorResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateOperatorOrgData, UpdateOperatorOrgErrors, UpdateOperatorOrgResponses, UpdateSavedToolData, UpdateSavedToolErrors, UpdateSavedToolResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses } from './types.gen.ts';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -427,7 +427,10 @@ export const rejectApproval = <ThrowOnError extends boolean = false>(options: Op
  *
  * Streamable HTTP, stateless, `application/json` responses. Messages are defined in
  * `jsonrpc-schema.json`. Credentials: `X-API-Key`, or `Authorization: Bearer` with a
- * client-credentials token or a token from the org's identity provider.
+ * client-credentials token, a token from the org's identity provider, or a token of the org's authorization
+ * server (`/oauth/{orgSlug}`) that a person signed in for. Every 401, and the 403 of a token without an
+ * `mcp:call` scope, carries `WWW-Authenticate: Bearer resource_metadata="{base_url}/.well-known/oauth-protected-resource/mcp/{orgSlug}"`
+ * (RFC 9728), then the RFC 6750 parameters (`error="insufficient_scope", scope="mcp:call"` on that 403).
  *
  */
 export const mcpEndpoint = <ThrowOnError extends boolean = false>(options: Options<McpEndpointData, ThrowOnError>) => (options.client ?? client).post<McpEndpointResponses, McpEndpointErrors, ThrowOnError>({
@@ -548,6 +551,180 @@ export const exportOperatorAudit = <ThrowOnError extends boolean = false>(option
  * Public keys that verify the gateway's access tokens
  */
 export const getJwks = <ThrowOnError extends boolean = false>(options?: Options<GetJwksData, ThrowOnError>) => (options?.client ?? client).get<GetJwksResponses, GetJwksErrors, ThrowOnError>({ url: '/.well-known/jwks.json', ...options });
+
+/**
+ * OAuth protected resource metadata of an org's MCP endpoint (RFC 9728)
+ *
+ * Named by the `resource_metadata` parameter of every 401 (and scope 403) of `/mcp/{orgSlug}`. Lists the
+ * org's authorization server (`{base_url}/oauth/{orgSlug}`; also the org's IdP when its audience is this
+ * endpoint), the scopes (`mcp:call`, `mcp:call:<connector-id>`) and the bearer methods. 404 for an unknown org.
+ *
+ */
+export const getProtectedResourceMetadata = <ThrowOnError extends boolean = false>(options: Options<GetProtectedResourceMetadataData, ThrowOnError>) => (options.client ?? client).get<GetProtectedResourceMetadataResponses, GetProtectedResourceMetadataErrors, ThrowOnError>({ url: '/.well-known/oauth-protected-resource/mcp/{orgSlug}', ...options });
+
+/**
+ * OAuth authorization server metadata of an org (RFC 8414)
+ *
+ * The org's authorization server: issuer `{base_url}/oauth/{orgSlug}`, authorization code with PKCE S256,
+ * refresh tokens, revocation (RFC 7009), client ID metadata documents and, when the org allows it, dynamic
+ * client registration (RFC 7591). 404 for an unknown org.
+ *
+ */
+export const getAuthorizationServerMetadata = <ThrowOnError extends boolean = false>(options: Options<GetAuthorizationServerMetadataData, ThrowOnError>) => (options.client ?? client).get<GetAuthorizationServerMetadataResponses, GetAuthorizationServerMetadataErrors, ThrowOnError>({ url: '/.well-known/oauth-authorization-server/oauth/{orgSlug}', ...options });
+
+/**
+ * The same authorization server metadata where OpenID Connect clients look for it (path inserted)
+ */
+export const getOpenIdConfiguration = <ThrowOnError extends boolean = false>(options: Options<GetOpenIdConfigurationData, ThrowOnError>) => (options.client ?? client).get<GetOpenIdConfigurationResponses, GetOpenIdConfigurationErrors, ThrowOnError>({ url: '/.well-known/openid-configuration/oauth/{orgSlug}', ...options });
+
+/**
+ * The same authorization server metadata where OpenID Connect clients look for it (path appended)
+ */
+export const getOpenIdConfigurationAppended = <ThrowOnError extends boolean = false>(options: Options<GetOpenIdConfigurationAppendedData, ThrowOnError>) => (options.client ?? client).get<GetOpenIdConfigurationAppendedResponses, GetOpenIdConfigurationAppendedErrors, ThrowOnError>({ url: '/oauth/{orgSlug}/.well-known/openid-configuration', ...options });
+
+/**
+ * Authorization endpoint of the org (authorization code with PKCE S256)
+ *
+ * Checks the client (`client_id`: an https URL of a client ID metadata document, or a registered client) and the
+ * exact `redirect_uri` first (either wrong: an error page, nothing redirected), then `response_type=code`, PKCE
+ * (`code_challenge_method=S256` only), `resource` (must be `{base_url}/mcp/{orgSlug}`) and `scope`; errors after
+ * that are redirected to the client with `state` and `iss`. Then the person signs in at the org's IdP.
+ *
+ */
+export const authorizeMcpClient = <ThrowOnError extends boolean = false>(options: Options<AuthorizeMcpClientData, ThrowOnError>) => (options.client ?? client).get<unknown, AuthorizeMcpClientErrors, ThrowOnError>({ url: '/oauth/{orgSlug}/authorize', ...options });
+
+/**
+ * The org's IdP redirects back here; answers with the consent page
+ */
+export const finishMcpSignIn = <ThrowOnError extends boolean = false>(options: Options<FinishMcpSignInData, ThrowOnError>) => (options.client ?? client).get<FinishMcpSignInResponses, FinishMcpSignInErrors, ThrowOnError>({ url: '/oauth/{orgSlug}/callback', ...options });
+
+/**
+ * The person's decision on the consent page
+ *
+ * A form post from the consent page only (same origin, the CSRF token of this browser's consent). Allow: a grant
+ * with the scopes ticked (at most those asked for), and a one-time code (one minute) sent to the client with
+ * `state` and `iss` (RFC 9207). Deny or nothing ticked: `error=access_denied`.
+ *
+ */
+export const consentMcpClient = <ThrowOnError extends boolean = false>(options: Options<ConsentMcpClientData, ThrowOnError>) => (options.client ?? client).post<unknown, ConsentMcpClientErrors, ThrowOnError>({
+    ...urlSearchParamsBodySerializer,
+    url: '/oauth/{orgSlug}/consent',
+    ...options,
+    headers: {
+        'Content-Type': 'application/x-www-form-urlencoded',
+        ...options.headers
+    }
+});
+
+/**
+ * Token endpoint of the org (authorization_code with PKCE, refresh_token with rotation)
+ *
+ * Public clients (`client_id` in the form, no secret). `authorization_code`: the one-time code, the same
+ * `redirect_uri`, the PKCE `code_verifier`; a code presented twice revokes what was issued on it.
+ * `refresh_token`: each refresh token works once and is replaced; a used one presented again revokes the grant.
+ * Access tokens are JWTs of the org's issuer with `aud` = `{base_url}/mcp/{orgSlug}`, valid 600 seconds.
+ *
+ */
+export const issueMcpToken = <ThrowOnError extends boolean = false>(options: Options<IssueMcpTokenData, ThrowOnError>) => (options.client ?? client).post<IssueMcpTokenResponses, IssueMcpTokenErrors, ThrowOnError>({
+    ...urlSearchParamsBodySerializer,
+    url: '/oauth/{orgSlug}/token',
+    ...options,
+    headers: {
+        'Content-Type': 'application/x-www-form-urlencoded',
+        ...options.headers
+    }
+});
+
+/**
+ * Token revocation (RFC 7009); a refresh or access token ends its whole grant
+ */
+export const revokeMcpToken = <ThrowOnError extends boolean = false>(options: Options<RevokeMcpTokenData, ThrowOnError>) => (options.client ?? client).post<RevokeMcpTokenResponses, RevokeMcpTokenErrors, ThrowOnError>({
+    ...urlSearchParamsBodySerializer,
+    url: '/oauth/{orgSlug}/revoke',
+    ...options,
+    headers: {
+        'Content-Type': 'application/x-www-form-urlencoded',
+        ...options.headers
+    }
+});
+
+/**
+ * Dynamic client registration (RFC 7591), public clients only
+ *
+ * For MCP clients that do not use client ID metadata documents. Limited per source address and per org each
+ * second, and in number; an org's admins can switch it off (`PUT /api/org/mcp-sign-in`), list and revoke.
+ *
+ */
+export const registerMcpClient = <ThrowOnError extends boolean = false>(options: Options<RegisterMcpClientData, ThrowOnError>) => (options.client ?? client).post<RegisterMcpClientResponses, RegisterMcpClientErrors, ThrowOnError>({
+    url: '/oauth/{orgSlug}/register',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Sign-ins of people through MCP clients (grants), newest first
+ */
+export const listMcpGrants = <ThrowOnError extends boolean = false>(options?: Options<ListMcpGrantsData, ThrowOnError>) => (options?.client ?? client).get<ListMcpGrantsResponses, ListMcpGrantsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/mcp-grants',
+    ...options
+});
+
+/**
+ * Revoke a sign-in; its tokens are refused on every instance at the next request
+ */
+export const revokeMcpGrant = <ThrowOnError extends boolean = false>(options: Options<RevokeMcpGrantData, ThrowOnError>) => (options.client ?? client).delete<RevokeMcpGrantResponses, RevokeMcpGrantErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/mcp-grants/{grantId}',
+    ...options
+});
+
+/**
+ * MCP clients registered with the org (dynamically or by an admin), and whether registration is open
+ */
+export const listMcpClients = <ThrowOnError extends boolean = false>(options?: Options<ListMcpClientsData, ThrowOnError>) => (options?.client ?? client).get<ListMcpClientsResponses, ListMcpClientsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/mcp-clients',
+    ...options
+});
+
+/**
+ * Pre-register an MCP client (public, PKCE) with its redirect URIs
+ */
+export const createMcpClient = <ThrowOnError extends boolean = false>(options: Options<CreateMcpClientData, ThrowOnError>) => (options.client ?? client).post<CreateMcpClientResponses, CreateMcpClientErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/mcp-clients',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Revoke a registered MCP client and every sign-in it holds
+ */
+export const revokeMcpClient = <ThrowOnError extends boolean = false>(options: Options<RevokeMcpClientData, ThrowOnError>) => (options.client ?? client).delete<RevokeMcpClientResponses, RevokeMcpClientErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/mcp-clients/{clientId}',
+    ...options
+});
+
+/**
+ * Open or close dynamic client registration for the org
+ */
+export const setMcpSignInSettings = <ThrowOnError extends boolean = false>(options: Options<SetMcpSignInSettingsData, ThrowOnError>) => (options.client ?? client).put<SetMcpSignInSettingsResponses, SetMcpSignInSettingsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/mcp-sign-in',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
 
 /**
  * Liveness and store reachability

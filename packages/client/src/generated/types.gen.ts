@@ -45,9 +45,115 @@ export type Readiness = {
  * RFC 6749 section 5.2 error, with `message` mirroring `error_description`.
  */
 export type OAuthError = {
-    error: 'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unauthorized_client' | 'unsupported_grant_type' | 'invalid_scope';
+    error: 'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unauthorized_client' | 'unsupported_grant_type' | 'invalid_scope' | 'invalid_target';
     error_description: string;
     message: string;
+};
+
+export type ProtectedResourceMetadata = {
+    resource: string;
+    authorization_servers: Array<string>;
+    scopes_supported: Array<Scope>;
+    bearer_methods_supported: Array<'header'>;
+    resource_name?: string;
+    resource_documentation?: string;
+};
+
+export type AuthorizationServerMetadata = {
+    issuer: string;
+    authorization_endpoint: string;
+    token_endpoint: string;
+    revocation_endpoint?: string;
+    /**
+     * Present while the org allows dynamic client registration.
+     */
+    registration_endpoint?: string;
+    jwks_uri?: string;
+    scopes_supported?: Array<Scope>;
+    response_types_supported: Array<'code'>;
+    response_modes_supported?: Array<string>;
+    grant_types_supported?: Array<'authorization_code' | 'refresh_token'>;
+    code_challenge_methods_supported: Array<'S256'>;
+    token_endpoint_auth_methods_supported?: Array<string>;
+    revocation_endpoint_auth_methods_supported?: Array<string>;
+    authorization_response_iss_parameter_supported?: boolean;
+    client_id_metadata_document_supported?: boolean;
+};
+
+export type McpTokenRequest = {
+    grant_type: string;
+    code?: string;
+    redirect_uri?: string;
+    code_verifier?: string;
+    client_id?: string;
+    refresh_token?: string;
+    resource?: string;
+    scope?: string;
+};
+
+export type McpTokenResponse = {
+    access_token: string;
+    token_type: 'Bearer';
+    expires_in: number;
+    refresh_token: string;
+    scope: string;
+};
+
+export type RegistrationError = {
+    error: string;
+    error_description?: string;
+    message?: string;
+};
+
+export type McpRegisteredClientResponse = {
+    client_id: string;
+    client_id_issued_at?: number;
+    client_name?: string;
+    redirect_uris: Array<string>;
+    token_endpoint_auth_method: 'none';
+    grant_types?: Array<string>;
+    response_types?: Array<string>;
+};
+
+/**
+ * One person's consent to one MCP client (the family of its codes and refresh tokens).
+ */
+export type McpGrant = {
+    id: string;
+    client_id: string;
+    client_kind: 'metadata_document' | 'registered' | 'preregistered';
+    /**
+     * The client's own claim.
+     */
+    client_name: string | null;
+    /**
+     * The person (IdP subject).
+     */
+    subject: string;
+    email: string | null;
+    roles: Array<string>;
+    scopes: Array<Scope>;
+    created_at: string;
+    last_used_at: string | null;
+    revoked_at: string | null;
+    /**
+     * revoked_by_admin, revoked_by_client, client_revoked, code_replayed or refresh_token_reused
+     */
+    revoked_reason: string | null;
+};
+
+export type McpClient = {
+    client_id: string;
+    kind: 'registered' | 'preregistered';
+    client_name: string | null;
+    redirect_uris: Array<string>;
+    created_at: string;
+    revoked_at: string | null;
+};
+
+export type McpClientList = {
+    registration_enabled: boolean;
+    clients: Array<McpClient>;
 };
 
 /**
@@ -2989,6 +3095,710 @@ export type GetJwksResponses = {
 };
 
 export type GetJwksResponse = GetJwksResponses[keyof GetJwksResponses];
+
+export type GetProtectedResourceMetadataData = {
+    body?: never;
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/.well-known/oauth-protected-resource/mcp/{orgSlug}';
+};
+
+export type GetProtectedResourceMetadataErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type GetProtectedResourceMetadataError = GetProtectedResourceMetadataErrors[keyof GetProtectedResourceMetadataErrors];
+
+export type GetProtectedResourceMetadataResponses = {
+    /**
+     * The metadata.
+     */
+    200: ProtectedResourceMetadata;
+};
+
+export type GetProtectedResourceMetadataResponse = GetProtectedResourceMetadataResponses[keyof GetProtectedResourceMetadataResponses];
+
+export type GetAuthorizationServerMetadataData = {
+    body?: never;
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/.well-known/oauth-authorization-server/oauth/{orgSlug}';
+};
+
+export type GetAuthorizationServerMetadataErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type GetAuthorizationServerMetadataError = GetAuthorizationServerMetadataErrors[keyof GetAuthorizationServerMetadataErrors];
+
+export type GetAuthorizationServerMetadataResponses = {
+    /**
+     * The metadata.
+     */
+    200: AuthorizationServerMetadata;
+};
+
+export type GetAuthorizationServerMetadataResponse = GetAuthorizationServerMetadataResponses[keyof GetAuthorizationServerMetadataResponses];
+
+export type GetOpenIdConfigurationData = {
+    body?: never;
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/.well-known/openid-configuration/oauth/{orgSlug}';
+};
+
+export type GetOpenIdConfigurationErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type GetOpenIdConfigurationError = GetOpenIdConfigurationErrors[keyof GetOpenIdConfigurationErrors];
+
+export type GetOpenIdConfigurationResponses = {
+    /**
+     * The metadata.
+     */
+    200: AuthorizationServerMetadata;
+};
+
+export type GetOpenIdConfigurationResponse = GetOpenIdConfigurationResponses[keyof GetOpenIdConfigurationResponses];
+
+export type GetOpenIdConfigurationAppendedData = {
+    body?: never;
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/oauth/{orgSlug}/.well-known/openid-configuration';
+};
+
+export type GetOpenIdConfigurationAppendedErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type GetOpenIdConfigurationAppendedError = GetOpenIdConfigurationAppendedErrors[keyof GetOpenIdConfigurationAppendedErrors];
+
+export type GetOpenIdConfigurationAppendedResponses = {
+    /**
+     * The metadata.
+     */
+    200: AuthorizationServerMetadata;
+};
+
+export type GetOpenIdConfigurationAppendedResponse = GetOpenIdConfigurationAppendedResponses[keyof GetOpenIdConfigurationAppendedResponses];
+
+export type AuthorizeMcpClientData = {
+    body?: never;
+    path: {
+        orgSlug: Slug;
+    };
+    query?: {
+        /**
+         * code
+         */
+        response_type?: string;
+        /**
+         * An https URL (client ID metadata document) or a registered client id.
+         */
+        client_id?: string;
+        /**
+         * Exactly one of the client redirect URIs.
+         */
+        redirect_uri?: string;
+        /**
+         * Returned unchanged.
+         */
+        state?: string;
+        /**
+         * S256 challenge.
+         */
+        code_challenge?: string;
+        /**
+         * S256
+         */
+        code_challenge_method?: string;
+        /**
+         * mcp:call and/or mcp:call:<connector-id>; default mcp:call.
+         */
+        scope?: string;
+        /**
+         * RFC 8707 resource indicator.
+         */
+        resource?: string;
+    };
+    url: '/oauth/{orgSlug}/authorize';
+};
+
+export type AuthorizeMcpClientErrors = {
+    /**
+     * An unknown client, a redirect_uri not registered, or a request the client cannot be told about (a page).
+     */
+    400: string;
+    /**
+     * A foreign Host, an org without IdP sign-in, or a suspended org (a page).
+     */
+    403: string;
+    /**
+     * No org has this slug (a page).
+     */
+    404: string;
+    /**
+     * The org's IdP cannot be reached (a page).
+     */
+    502: string;
+};
+
+export type AuthorizeMcpClientError = AuthorizeMcpClientErrors[keyof AuthorizeMcpClientErrors];
+
+export type FinishMcpSignInData = {
+    body?: never;
+    path: {
+        orgSlug: Slug;
+    };
+    query?: {
+        /**
+         * From the IdP.
+         */
+        code?: string;
+        /**
+         * From the IdP.
+         */
+        state?: string;
+        /**
+         * From the IdP.
+         */
+        error?: string;
+        /**
+         * From the IdP.
+         */
+        error_description?: string;
+        /**
+         * From the IdP.
+         */
+        iss?: string;
+        /**
+         * From the IdP.
+         */
+        session_state?: string;
+    };
+    url: '/oauth/{orgSlug}/callback';
+};
+
+export type FinishMcpSignInErrors = {
+    /**
+     * An expired or foreign sign-in (a page).
+     */
+    400: string;
+    /**
+     * The IdP sign-in failed (a page).
+     */
+    401: string;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * No org has this slug (a page).
+     */
+    404: string;
+};
+
+export type FinishMcpSignInError = FinishMcpSignInErrors[keyof FinishMcpSignInErrors];
+
+export type FinishMcpSignInResponses = {
+    /**
+     * The consent page: the org, the person, the client (its client_id host first), the connectors to allow.
+     */
+    200: string;
+};
+
+export type FinishMcpSignInResponse = FinishMcpSignInResponses[keyof FinishMcpSignInResponses];
+
+export type ConsentMcpClientData = {
+    body: {
+        csrf: string;
+        decision: 'allow' | 'deny';
+        [key: string]: string | 'allow' | 'deny';
+    };
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/oauth/{orgSlug}/consent';
+};
+
+export type ConsentMcpClientErrors = {
+    /**
+     * An expired or foreign consent (a page), or a malformed form (an OAuth error).
+     */
+    400: OAuthError;
+    /**
+     * A post from another site, a suspended org, or a foreign Host.
+     */
+    403: string;
+    /**
+     * No org has this slug (a page).
+     */
+    404: string;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+};
+
+export type ConsentMcpClientError = ConsentMcpClientErrors[keyof ConsentMcpClientErrors];
+
+export type IssueMcpTokenData = {
+    body: McpTokenRequest;
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/oauth/{orgSlug}/token';
+};
+
+export type IssueMcpTokenErrors = {
+    /**
+     * invalid_request, invalid_grant, invalid_scope, invalid_target, unsupported_grant_type, or unauthorized_client (the org is suspended).
+     */
+    400: OAuthError;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+};
+
+export type IssueMcpTokenError = IssueMcpTokenErrors[keyof IssueMcpTokenErrors];
+
+export type IssueMcpTokenResponses = {
+    /**
+     * The tokens.
+     */
+    200: McpTokenResponse;
+};
+
+export type IssueMcpTokenResponse = IssueMcpTokenResponses[keyof IssueMcpTokenResponses];
+
+export type RevokeMcpTokenData = {
+    body: {
+        token: string;
+        token_type_hint?: string;
+        client_id?: string;
+    };
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/oauth/{orgSlug}/revoke';
+};
+
+export type RevokeMcpTokenErrors = {
+    /**
+     * invalid_request.
+     */
+    400: OAuthError;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+};
+
+export type RevokeMcpTokenError = RevokeMcpTokenErrors[keyof RevokeMcpTokenErrors];
+
+export type RevokeMcpTokenResponses = {
+    /**
+     * Revoked, or nothing to revoke (the same answer).
+     */
+    200: unknown;
+};
+
+export type RegisterMcpClientData = {
+    body: {
+        redirect_uris?: Array<string>;
+        client_name?: string;
+        token_endpoint_auth_method?: string;
+        grant_types?: Array<string>;
+        response_types?: Array<string>;
+    };
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/oauth/{orgSlug}/register';
+};
+
+export type RegisterMcpClientErrors = {
+    /**
+     * invalid_redirect_uri or invalid_client_metadata (RFC 7591), or a malformed body.
+     */
+    400: RegistrationError;
+    /**
+     * The org does not accept registration (`access_denied`), or a foreign Host.
+     */
+    403: RegistrationError;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Too many registrations (`rate_limited`).
+     */
+    429: RegistrationError;
+};
+
+export type RegisterMcpClientError = RegisterMcpClientErrors[keyof RegisterMcpClientErrors];
+
+export type RegisterMcpClientResponses = {
+    /**
+     * The registered client.
+     */
+    201: McpRegisteredClientResponse;
+};
+
+export type RegisterMcpClientResponse = RegisterMcpClientResponses[keyof RegisterMcpClientResponses];
+
+export type ListMcpGrantsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Only this person (IdP subject or e-mail).
+         */
+        subject?: string;
+    };
+    url: '/api/org/mcp-grants';
+};
+
+export type ListMcpGrantsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type ListMcpGrantsError = ListMcpGrantsErrors[keyof ListMcpGrantsErrors];
+
+export type ListMcpGrantsResponses = {
+    /**
+     * The grants.
+     */
+    200: {
+        grants: Array<McpGrant>;
+    };
+};
+
+export type ListMcpGrantsResponse = ListMcpGrantsResponses[keyof ListMcpGrantsResponses];
+
+export type RevokeMcpGrantData = {
+    body?: never;
+    path: {
+        grantId: string;
+    };
+    query?: never;
+    url: '/api/org/mcp-grants/{grantId}';
+};
+
+export type RevokeMcpGrantErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type RevokeMcpGrantError = RevokeMcpGrantErrors[keyof RevokeMcpGrantErrors];
+
+export type RevokeMcpGrantResponses = {
+    /**
+     * The revoked grant.
+     */
+    200: McpGrant;
+};
+
+export type RevokeMcpGrantResponse = RevokeMcpGrantResponses[keyof RevokeMcpGrantResponses];
+
+export type ListMcpClientsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/api/org/mcp-clients';
+};
+
+export type ListMcpClientsErrors = {
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type ListMcpClientsError = ListMcpClientsErrors[keyof ListMcpClientsErrors];
+
+export type ListMcpClientsResponses = {
+    /**
+     * The clients.
+     */
+    200: McpClientList;
+};
+
+export type ListMcpClientsResponse = ListMcpClientsResponses[keyof ListMcpClientsResponses];
+
+export type CreateMcpClientData = {
+    body: {
+        client_name: string;
+        redirect_uris: Array<string>;
+    };
+    path?: never;
+    query?: never;
+    url: '/api/org/mcp-clients';
+};
+
+export type CreateMcpClientErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type CreateMcpClientError = CreateMcpClientErrors[keyof CreateMcpClientErrors];
+
+export type CreateMcpClientResponses = {
+    /**
+     * The client.
+     */
+    201: McpClient;
+};
+
+export type CreateMcpClientResponse = CreateMcpClientResponses[keyof CreateMcpClientResponses];
+
+export type RevokeMcpClientData = {
+    body?: never;
+    path: {
+        clientId: string;
+    };
+    query?: never;
+    url: '/api/org/mcp-clients/{clientId}';
+};
+
+export type RevokeMcpClientErrors = {
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type RevokeMcpClientError = RevokeMcpClientErrors[keyof RevokeMcpClientErrors];
+
+export type RevokeMcpClientResponses = {
+    /**
+     * The revoked client.
+     */
+    200: McpClient;
+};
+
+export type RevokeMcpClientResponse = RevokeMcpClientResponses[keyof RevokeMcpClientResponses];
+
+export type SetMcpSignInSettingsData = {
+    body: {
+        registration_enabled: boolean;
+    };
+    path?: never;
+    query?: never;
+    url: '/api/org/mcp-sign-in';
+};
+
+export type SetMcpSignInSettingsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type SetMcpSignInSettingsError = SetMcpSignInSettingsErrors[keyof SetMcpSignInSettingsErrors];
+
+export type SetMcpSignInSettingsResponses = {
+    /**
+     * The setting and the clients.
+     */
+    200: McpClientList;
+};
+
+export type SetMcpSignInSettingsResponse = SetMcpSignInSettingsResponses[keyof SetMcpSignInSettingsResponses];
 
 export type GetHealthData = {
     body?: never;

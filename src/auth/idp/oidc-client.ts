@@ -5,13 +5,13 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { decodeJwt } from 'jose';
-import type { IdpConfigRow } from '../auth/idp/repository.ts';
-import { toVerifierConfig } from '../auth/idp/resolver.ts';
-import { consoleSecretContext } from '../auth/idp/service.ts';
-import type { IdpVerifier } from '../auth/idp/verifier.ts';
-import type { IdpIdentity } from '../auth/idp/identity.ts';
-import { safeFetch, type OutboundPolicy } from '../net/outbound.ts';
-import { randomSecret, type SecretBox } from '../util/crypto.ts';
+import type { IdpConfigRow } from './repository.ts';
+import { toVerifierConfig } from './resolver.ts';
+import { consoleSecretContext } from './service.ts';
+import type { IdpVerifier } from './verifier.ts';
+import type { IdpIdentity } from './identity.ts';
+import { safeFetch, type OutboundPolicy } from '../../net/outbound.ts';
+import { randomSecret, type SecretBox } from '../../util/crypto.ts';
 
 /** A sign-in that the user cannot fix by retrying the same way; the message is shown on the page as is. */
 export class SignInError extends Error {
