@@ -38,6 +38,14 @@ const ROOT = join(import.meta.dir, '..');
 const BASE = `http://127.0.0.1:${PORT}`;
 const dataDir = mkdtempSync(join(tmpdir(), 'toolgate-memory-'));
 let child: Subprocess | null = null;
+/** What `npm start` sets before `bun src/main.ts`: the leading NAME=value words of package.json's start script. */
+const startScript: string = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start;
+const START_ENV: Record<string, string> = {};
+for (const word of startScript.trim().split(/\s+/)) {
+  const assignment = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(word);
+  if (!assignment) break;
+  START_ENV[assignment[1]!] = assignment[2]!;
+}
 
 /** user + system CPU time of a process in µs (Linux /proc; USER_HZ 100). */
 function cpuUs(pid: number): number {
@@ -54,6 +62,7 @@ async function start(): Promise<{ pid: number; startupMs: number; spawnedAt: num
     cwd: ROOT,
     // The npm start defaults: embedded store, demo on; only the ports and the data folder are ours.
     env: {
+      ...START_ENV,
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: process.env.HOME ?? '/tmp',
       PORT: String(PORT),

@@ -7,7 +7,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startDemo, type Demo } from '../src/demo/demo.ts';
-import { openStore, rowsOf, type Store } from '../src/store/db.ts';
+import { PGlite } from '@electric-sql/pglite';
+import { embeddedPgliteOptions, openStore, rowsOf, type Store } from '../src/store/db.ts';
+import { lowerImportedMemory, pgliteWasm } from '../src/store/pglite-wasm.ts';
 import { startTestGateway, type TestGateway } from './support/gateway.ts';
 
 let store: Store;
@@ -25,10 +27,61 @@ afterAll(async () => {
   await store?.close();
 }, 30_000);
 
-test('the embedded store runs with 8 MB of shared buffers, 1 MB of temp buffers and 4 MB of WAL buffers', async () => {
+test('the embedded store runs with 8 MB of shared buffers, 1 MB of temp and WAL buffers, shared memory for 2 connections', async () => {
   const show = async (name: string) => Object.values(rowsOf<Record<string, string>>(await store.db.execute(sql.raw(`SHOW ${name}`)))[0]!)[0];
-  // wal_buffers would otherwise follow shared_buffers down to 512 kB (src/store/db.ts says why it stays at 4 MB).
-  expect([await show('shared_buffers'), await show('temp_buffers'), await show('wal_buffers')]).toEqual(['8MB', '1MB', '4MB']);
+  // wal_buffers would otherwise follow shared_buffers down to 256 kB; max_connections is 100 by default (decision 0236).
+  const names = ['shared_buffers', 'temp_buffers', 'wal_buffers', 'max_connections'];
+  expect(await Promise.all(names.map(show))).toEqual(['8MB', '1MB', '1MB', '2']);
+});
+
+test("PGlite's module declares a smaller initial memory, and PostgreSQL grows it past that when it needs more", async () => {
+  // Decision 0235: the stock binary declares 2,048 pages (128 MB); the lowered one what its data and stack need + 16 MB.
+  const wasm = await pgliteWasm();
+  expect(wasm).not.toBeNull();
+  expect(wasm!.initialMemory).toBeLessThan(48 * 1024 * 1024);
+  const declared = WebAssembly.Module.imports(wasm!.pgliteWasmModule).find((i) => i.kind === 'memory');
+  expect(declared?.name).toBe('memory');
+  // A sort held in memory (work_mem 64 MB) of ~50 MB of rows needs more than the initial memory: it grows, and the
+  // answer is right.
+  const pg = new PGlite(await embeddedPgliteOptions(8));
+  try {
+    const heapBytes = () => (pg.Module as unknown as { HEAPU8: Uint8Array }).HEAPU8.length;
+    await pg.waitReady;
+    const before = heapBytes();
+    await pg.exec("SET work_mem = '64MB'");
+    const result = await pg.query<{ n: number; total: string }>(
+      'SELECT count(*)::int AS n, sum(length(s))::text AS total FROM (SELECT repeat(md5(g::text), 16) AS s FROM generate_series(1, 100000) g ORDER BY 1 DESC) t',
+    );
+    expect(result.rows).toEqual([{ n: 100000, total: String(100000 * 512) }]);
+    expect(before).toBeLessThanOrEqual(64 * 1024 * 1024);
+    expect(heapBytes()).toBeGreaterThan(before + 32 * 1024 * 1024);
+  } finally {
+    await pg.close();
+  }
+}, 60_000);
+
+test('a binary laid out otherwise is left to PGlite (null), and a lowered one keeps every other byte', () => {
+  expect(lowerImportedMemory(new Uint8Array([1, 2, 3]))).toBeNull();
+  // A module importing env.memory (min 2048, max 32768 pages), one constant global at 1 MB, one 4-byte data segment at 2 MB.
+  const module = new Uint8Array([
+    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
+    ...[0x02, 0x13, 0x01, 0x03, 0x65, 0x6e, 0x76, 0x06, 0x6d, 0x65, 0x6d, 0x6f, 0x72, 0x79, 0x02, 0x01, 0x80, 0x10, 0x80, 0x80, 0x02],
+    ...[0x06, 0x09, 0x01, 0x7f, 0x01, 0x41, 0x80, 0x80, 0xc0, 0x00, 0x0b],
+    ...[0x0b, 0x0d, 0x01, 0x00, 0x41, 0x80, 0x80, 0x80, 0x01, 0x0b, 0x04, 1, 2, 3, 4],
+  ]);
+  expect(WebAssembly.validate(module)).toBe(true);
+  const lowered = lowerImportedMemory(module, 65536);
+  // 2 MB + 4 bytes of data, plus one page of headroom: 34 pages.
+  expect(lowered?.pages).toBe(34);
+  expect(WebAssembly.Module.imports(new WebAssembly.Module(lowered!.bytes))).toEqual([{ module: 'env', name: 'memory', kind: 'memory' }]);
+  const changed = [...lowered!.bytes].flatMap((b, i) => (b === module[i] ? [] : [i]));
+  expect(changed).toEqual([24, 25]);
+  const instance = new WebAssembly.Instance(new WebAssembly.Module(lowered!.bytes), {
+    env: { memory: new WebAssembly.Memory({ initial: 34, maximum: 32768 }) },
+  });
+  expect(instance).toBeDefined();
+  // Not smaller than declared: left alone.
+  expect(lowerImportedMemory(module, 200 * 1024 * 1024)).toBeNull();
 });
 
 test('the demo database runs with 8 MB of shared buffers and still serves its sample rows', async () => {

@@ -50,7 +50,7 @@ const SAMPLE_SHARED_BUFFERS_MB = 8;
 
 async function openSampleDatabase(dir: string | null): Promise<PGlite> {
   if (dir) await initPgliteDataDir(dir);
-  const options = embeddedPgliteOptions(SAMPLE_SHARED_BUFFERS_MB);
+  const options = await embeddedPgliteOptions(SAMPLE_SHARED_BUFFERS_MB);
   const db = dir ? new PGlite(dir, options) : new PGlite(options);
   await db.waitReady;
   await db.exec(SAMPLE_SCHEMA);

@@ -8,6 +8,7 @@ import postgres from 'postgres';
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { migrations, type Migration } from './migrations.ts';
+import { pgliteWasm, type PgliteWasm } from './pglite-wasm.ts';
 import * as schema from './schema.ts';
 
 type Schema = typeof schema;
@@ -59,12 +60,15 @@ function openPostgres(url: string, poolSize: number): Store {
  * PGlite starts PostgreSQL with its stock 128 MB of shared buffers, all touched at start: two embedded instances
  * (store and demo database) held ~500 MB of RSS before any request. The embedded store and the demo database are
  * small, so a few MB of buffers cache them whole; a large store belongs on a PostgreSQL server (DATABASE_URL).
- * Passed as start parameters, so nothing is written into the data folder's postgresql.conf. wal_buffers stays at
- * the stock 4 MB (by default it follows shared_buffers/32, down to 512 kB): write bursts such as a connector's
- * introspection keep their WAL in memory, for a few MB.
+ * Passed as start parameters, so nothing is written into the data folder's postgresql.conf. PGlite is one backend in
+ * one process, so the shared memory sized for 100 connections (their slots and lock tables, ~4 MB, all resident)
+ * is sized for 2, and the WAL buffers are 1 MB (~3 MB less; a larger write burst such as a connector's introspection
+ * writes its WAL to the data folder sooner; decision 0236). The module is PGlite's own with a smaller declared
+ * initial memory (store/pglite-wasm.ts, decision 0235), when its binary reads as expected.
  */
-export function embeddedPgliteOptions(sharedBuffersMb: number): { startParams: string[] } {
-  return { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`, '-c', 'temp_buffers=1MB', '-c', 'wal_buffers=4MB'] };
+export async function embeddedPgliteOptions(sharedBuffersMb: number): Promise<{ startParams: string[] } & Partial<PgliteWasm>> {
+  const settings = [`shared_buffers=${sharedBuffersMb}MB`, 'temp_buffers=1MB', 'wal_buffers=1MB', 'max_connections=2'];
+  return { startParams: [...PGlite.defaultStartParams, ...settings.flatMap((s) => ['-c', s])], ...(await pgliteWasm()) };
 }
 
 /** Shared buffers of the embedded store: 1,024 pages, more than its hot rows (each MB is resident from the start; decision 0193). */
@@ -106,7 +110,7 @@ export function collectGarbage(): void {
 
 async function openPglite(dataDir: string | null): Promise<Store> {
   if (dataDir) await initPgliteDataDir(dataDir);
-  const options = embeddedPgliteOptions(STORE_SHARED_BUFFERS_MB);
+  const options = await embeddedPgliteOptions(STORE_SHARED_BUFFERS_MB);
   const pg = dataDir ? new PGlite(dataDir, options) : new PGlite(options);
   await pg.waitReady;
   const db = drizzlePglite(pg, { schema }) as unknown as Db;
