@@ -194,6 +194,7 @@ const PINNED: Record<number, string> = {
   10: 'b5a697140a631665', // audit_row_mac
   11: 'ba2b2efe91f5e7a2', // connector_skipped_tools
   12: 'ef855bb63e9c15c0', // org_suspension
+  15: 'bc0002a4c4fa8cb6', // tool_policies
 };
 
 describe('the migrations are history: appended, never edited', () => {

@@ -321,4 +321,15 @@ ALTER TABLE connectors ADD COLUMN skipped_tools jsonb NOT NULL DEFAULT '[]';
 ALTER TABLE orgs ADD COLUMN suspended_at timestamptz;
 `,
   },
+  {
+    version: 15,
+    name: 'tool_policies',
+    // Issue 30 items 3-4 (docs/tool-policies.md): a tool's hidden and masked columns and row filter, and the
+    // attributes an API key or OAuth client carries for row filters (`:caller.<attr>`).
+    sql: `
+ALTER TABLE tools ADD COLUMN policy jsonb;
+ALTER TABLE api_keys ADD COLUMN attributes jsonb NOT NULL DEFAULT '{}';
+ALTER TABLE oauth_clients ADD COLUMN attributes jsonb NOT NULL DEFAULT '{}';
+`,
+  },
 ];

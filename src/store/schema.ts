@@ -39,6 +39,8 @@ export const apiKeys = pgTable(
     connectorIds: uuid('connector_ids').array(),
     createdAt: ts('created_at').notNull().defaultNow(),
     revokedAt: ts('revoked_at'),
+    /** Attributes row filters bind as `:caller.<attr>` (migration 15). */
+    attributes: jsonb('attributes').$type<Record<string, string>>().notNull().default({}),
   },
   (t) => [index('api_keys_org').on(t.orgId)],
 );
@@ -56,6 +58,8 @@ export const oauthClients = pgTable(
     scopes: text('scopes').array().notNull(),
     createdAt: ts('created_at').notNull().defaultNow(),
     revokedAt: ts('revoked_at'),
+    /** Attributes row filters bind as `:caller.<attr>` (migration 15). */
+    attributes: jsonb('attributes').$type<Record<string, string>>().notNull().default({}),
   },
   (t) => [index('oauth_clients_org').on(t.orgId)],
 );
@@ -160,6 +164,8 @@ export const tools = pgTable(
     readOnly: boolean('read_only').notNull().default(false),
     createdAt: ts('created_at').notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
+    /** Hidden and masked columns and the row filter (connectors/shared/policy.ts ToolPolicy); null: none (migration 15). */
+    policy: jsonb('policy').$type<Record<string, unknown>>(),
   },
   (t) => [
     unique().on(t.connectorId, t.baseName),

@@ -1,6 +1,7 @@
 /** Runs one guarded tool call on MySQL/MariaDB: one statement on a session held read-only, killed on the server at the time limit. */
 import mysql from 'mysql2/promise';
 import type { Connection as CoreConnection } from 'mysql2';
+import { MYSQL_POLICY } from './policy.ts';
 import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
 import type { guardMysqlSql } from './guard/guard.ts';
 import { errorResult, RowCollector, type Row } from '../shared/result.ts';
@@ -20,6 +21,11 @@ export interface MyRunOptions {
   serverTimeout?: boolean;
   /** Receives each row as it arrives; answering false stops reading (a read is then killed). Default: collect all. */
   onRow?: (row: Row) => boolean;
+  /**
+   * Values of the statement's `?` parameters (a tool policy's caller attributes and mask keys): the statement then
+   * runs as a server-side prepared statement (binary protocol), so the values are bound, never spliced.
+   */
+  params?: (string | Uint8Array)[];
 }
 
 export interface MyRunOutcome {
@@ -96,13 +102,20 @@ async function killWhileRunning(
  * once it answers false the rest are dropped unread while the caller kills the statement. Resolves with the
  * affected-row count of a write, null for a read.
  */
-function streamQuery(conn: mysql.PoolConnection, statement: string, onRow: (row: Row) => boolean, onStop: () => void): Promise<number | null> {
+function streamQuery(
+  conn: mysql.PoolConnection,
+  statement: string,
+  onRow: (row: Row) => boolean,
+  onStop: () => void,
+  params?: (string | Uint8Array)[],
+): Promise<number | null> {
   return new Promise((resolve, reject) => {
     // Without a 'fields' event first, a 'result' is the OK packet of a statement that returns no rows.
     let fix: ((row: Row) => Row) | null = null;
     let affected: number | null = null;
     let stopped = false;
-    const q = (conn.connection as unknown as CoreConnection).query(statement);
+    const core = conn.connection as unknown as CoreConnection;
+    const q = params === undefined ? core.query(statement) : core.execute(statement, params);
     q.on('fields', (fields: mysql.FieldPacket[]) => (fix = rowFixer(fields)));
     q.on('result', (row: unknown) => {
       if (!fix) {
@@ -167,7 +180,7 @@ async function streamKillable(
   let error: unknown = null;
   try {
     // Only a read is killed at the row cap: killing a write would undo it after it was reported done.
-    const streaming = streamQuery(conn, statement, onRow, () => ((stopped = true), o.readOnly && fire('CAP')()));
+    const streaming = streamQuery(conn, statement, onRow, () => ((stopped = true), o.readOnly && fire('CAP')()), o.params);
     ended.promise = streaming.then(
       () => void (ended.done = true),
       () => void (ended.done = true),
@@ -279,6 +292,7 @@ export function mysqlGuardReady(): null | Promise<string | null> {
 export const MYSQL_DIALECT: Dialect = {
   name: 'mysql',
   guard: (sql, opts) => mysqlGuard!(sql, opts),
+  policy: MYSQL_POLICY,
   wrapRead: (body, limit) => `SELECT * FROM (\n${body}\n) AS toolgate_q LIMIT ${limit}`,
 };
 
@@ -304,6 +318,7 @@ export async function runMysqlCall(p: MyPool, tool: SqlToolSpec, prepared: Prepa
       lockTimeoutMs: ctx.limits.lockTimeoutMs,
       signal: ctx.signal,
       onRow: (row) => collector.add(row),
+      ...(prepared.params === undefined ? {} : { params: prepared.params }),
     });
     return collector.result(write ? (out.affected ?? collector.rows.length) : undefined);
   } catch (err) {

@@ -7,6 +7,7 @@ import { isRowTooLarge, pgCallErrorText, ROW_TOO_LARGE, type PgErrorContext } fr
 import type { PgPool, PgSession } from './pool.ts';
 import { runPgFast, runPgStatement, type PgRunOutcome } from './run.ts';
 import { checkPgResolution, PG_RESOLUTION_DEFAULT_TTL_MS, ResolutionUnavailable } from './resolution.ts';
+import { PG_POLICY } from './policy.ts';
 
 /** What a postgresql call reads: a database call's context, and how long a resolution verdict is reused. */
 export type PgExecutionContext = ExecutionContext<ExecutionContext['config'], PgExecutionLimits>;
@@ -18,6 +19,7 @@ interface PgExecutionLimits extends ExecutionLimits {
 export const PG_DIALECT: Dialect = {
   name: 'postgresql',
   guard: guardPostgresSql,
+  policy: PG_POLICY,
   // The planner can stop early once the limit is reached. The filter is the server-side half of the byte cap:
   // postgres.js buffers a whole DataRow before handing it over, so a row bigger than the cap allows (a 500 MB
   // value) must never be sent. It fails the statement instead (a data-dependent cast of a marker text), and the
@@ -79,7 +81,7 @@ export async function runPgCall(
   ctx: PgExecutionContext,
   connectTimeoutMs: number,
 ): Promise<ToolResult> {
-  const { statement, write, kind, maxRows, shape } = prepared;
+  const { statement, write, kind, maxRows, shape, params } = prepared;
   const errCtx: PgErrorContext = {
     config: ctx.config,
     credential: ctx.credential,
@@ -101,7 +103,7 @@ export async function runPgCall(
     const session: PgSession = { statementTimeoutMs: ctx.limits.statementTimeoutMs, lockTimeoutMs: ctx.limits.lockTimeoutMs, schema: tool.target.schema };
     // --- server-side resolution check (resolution.ts): what the server resolves the text to, cached per pool and shape ---
     const resolved = await checkPgResolution(pool, {
-      statement,
+      statement: prepared.resolutionStatement ?? statement,
       kind: kind === 'ddl' ? 'ddl' : write ? 'write' : 'read',
       schema: tool.target.schema,
       table: tool.target.table,
@@ -120,8 +122,9 @@ export async function runPgCall(
             prepare: shouldPrepare(pool, statement),
             onRow,
             cancelBackend,
+            params,
           })
-        : await runPgStatement(pool.sql, statement, { readOnly: !write, ...session, signal: ctx.signal, onRow, cancelBackend });
+        : await runPgStatement(pool.sql, statement, { readOnly: !write, ...session, signal: ctx.signal, onRow, cancelBackend, params });
     return collector.result(write ? (out.count ?? 0) : undefined);
   } catch (err) {
     // The wrapper stopped a row too big for the cap: the rows before it are the (truncated) result.

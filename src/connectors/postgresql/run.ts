@@ -19,6 +19,8 @@ export interface PgRunOptions {
   onRow?: (row: Row) => boolean;
   /** Cancels the statement of backend `pid` from another session (pg_cancel_backend); default: a CancelRequest. */
   cancelBackend?: (pid: number) => Promise<unknown>;
+  /** Values of the statement's parameters (a tool policy's caller attributes and mask keys); default none. */
+  params?: (string | Uint8Array)[];
 }
 
 export interface PgRunOutcome {
@@ -216,7 +218,7 @@ export async function runPgStatement(sql: PgSql, statement: string, o: PgRunOpti
     ].join('; ');
     // execute() sends each query now, in this order: postgres.js batches the writes into one packet.
     const begin = conn.unsafe(setup).execute();
-    const query = conn.unsafe<Row[]>(statement, [], EXTENDED);
+    const query = conn.unsafe<Row[]>(statement, (o.params ?? []) as postgres.ParameterOrJSON<never>[], EXTENDED);
     // Only a read is cancelled at the row cap: cancelling a write would roll it back after it was reported done.
     const watched = watch(query, o, o.readOnly, begin);
     query.execute();
@@ -286,7 +288,7 @@ export async function runPgFast(
     // A prepared statement is safe here even when postgres.js re-prepares and retries it (after a schema change
     // made the cached plan invalid): the retry runs on the same read-only, time-limited session. Not so in
     // runPgStatement, where the retry would come after the pipelined rollback, outside the transaction.
-    const query = conn.unsafe<Row[]>(statement, [], o.prepare ? PREPARED : EXTENDED);
+    const query = conn.unsafe<Row[]>(statement, (o.params ?? []) as postgres.ParameterOrJSON<never>[], o.prepare ? PREPARED : EXTENDED);
     const watched = watch(query, { ...o, readOnly: true, lockTimeoutMs: 0 }, true, null);
     query.execute();
     const [settled] = await settlePipeline([watched.settle()] as const, pipelineDeadline(o.statementTimeoutMs));

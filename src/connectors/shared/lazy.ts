@@ -48,6 +48,10 @@ export function lazyDriver<C, T, X extends CallContext<C> = ExecutionContext<C>>
     },
     validate: async (...a) => (await impl()).validate(...a),
     introspect: async (...a) => (await impl()).introspect(...a),
+    checkPolicy: async (...a) => {
+      const d = await impl();
+      return d.checkPolicy ? d.checkPolicy(...a) : `${meta.type} tools take no column or row policies`;
+    },
     // Once loaded, a call goes to the implementation at once (no await in between: postgresql is on the hot path).
     execute: (...a) => (loaded ? loaded.execute(...a) : impl().then((d) => d.execute(...a))),
     close: async (id) => loaded?.close(id),

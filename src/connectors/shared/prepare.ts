@@ -8,6 +8,7 @@ import { parseCallArgs, refusedResult } from './result.ts';
 import { checkWrappable, type Dialect as WrapDialect } from './sqltext.ts';
 import { countGuardRefusal, type GuardRefusalReason } from '../../observability/metrics.ts';
 import { inSpan } from '../../observability/tracing.ts';
+import { applyPolicy, type CallPolicy, type PolicyDialect } from './policy.ts';
 
 export interface PreparedCall {
   /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads (as is for a read-only dialect). */
@@ -21,6 +22,10 @@ export interface PreparedCall {
    * a read: texts of one shape resolve alike on the server (postgresql/guard/shape.ts).
    */
   shape?: string;
+  /** With a tool policy: the values the statement's parameters take (caller attributes, mask texts, key pads). */
+  params?: (string | Uint8Array)[];
+  /** With a tool policy (PostgreSQL): the statement with typed NULLs for its parameters, for the resolution check. */
+  resolutionStatement?: string;
 }
 
 /** The SQL connector types, each with its guard (`<type>/guard/`). */
@@ -37,6 +42,8 @@ export interface Dialect {
    * (docs/decisions/0116-new-types-read-only.md), and the guard's one-statement verdict is what runs.
    */
   wrapRead?(body: string, limit: number, maxRowBytes: number): string;
+  /** How the dialect builds a policy's derived table (shared/policy.ts); unset: tools with a policy are refused. */
+  policy?: PolicyDialect;
 }
 
 /** The span of the guard's check, by dialect (constants: a call builds no name). */
@@ -45,12 +52,15 @@ const GUARD_SPAN = { postgresql: 'guard postgresql', mysql: 'guard mysql', mssql
 /** What the guard is told of the call: the tool's table, the write permissions, and what introspection recorded. */
 function guardOptions(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext): GuardOptions {
   const t = tool.target;
+  const policy = ctx.policy;
   if (dialect.wrapRead) {
     return {
       table: { schema: t.schema, name: t.table },
       allowWrite: ctx.allowWrite,
       allowDdl: ctx.allowDdl,
-      readOnly: ctx.readOnly,
+      // A tool with a policy only reads: a write's WHERE, RETURNING or row count would reach what the policy keeps out.
+      readOnly: ctx.readOnly || policy !== undefined,
+      ...(policy ? { policy: { key: policy.key, hidden: policy.policy.hidden_columns } } : {}),
       // MySQL: how the server compares table names, recorded at introspection (no query per call).
       lowerCaseTableNames: t.lowerCaseTableNames,
       storedFunctions: t.storedFunctions,
@@ -64,6 +74,7 @@ function guardOptions(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext
     caseSensitiveNames: t.caseSensitiveNames,
     defaultSchema: t.defaultSchema,
     columns: t.columns.map((c) => c.name),
+    ...(policy ? { policy: { key: policy.key, hidden: policy.policy.hidden_columns } } : {}),
   };
 }
 
@@ -85,15 +96,41 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
   if (write && (!wrapRead || ctx.readOnly || !(verdict.kind === 'ddl' ? ctx.allowDdl : ctx.allowWrite))) {
     return refused(dialect, 'read_only', 'This tool is read-only: only SELECT statements are accepted.');
   }
+  // A policy is applied by rewriting every reference to the table (shared/policy.ts); a dialect that cannot is refused.
+  if (ctx.policy && (wrapRead ? !dialect.policy || !verdict.refs || write : !hiddenOnly(ctx.policy))) {
+    return refused(dialect, 'statement', 'This tool has column or row policies, which this connector type cannot apply: the call is refused.');
+  }
   if (!wrapRead) return { statement: call.sql, write: false, kind: verdict.kind, maxRows: call.maxRows };
+  const applied =
+    ctx.policy && dialect.policy
+      ? applyPolicy(dialect.policy, call.sql, verdict.refs!, qualifiedTable(dialect.policy, tool), columnNames(tool), ctx.policy)
+      : null;
   // Only postgresql and mysql have a wrapper (the read-only dialects returned above).
-  const text = checkWrappable(call.sql, dialect.name as WrapDialect);
+  const text = checkWrappable(applied?.statement ?? call.sql, dialect.name as WrapDialect);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
   const statement = write ? text.body : wrapRead(text.body, call.maxRows + 1, rowBytes);
-  const shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${call.maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;
-  return { statement, write, kind: verdict.kind, maxRows: call.maxRows, ...(shape === undefined ? {} : { shape }) };
+  let shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${call.maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;
+  if (!applied) return { statement, write, kind: verdict.kind, maxRows: call.maxRows, ...(shape === undefined ? {} : { shape }) };
+  if (shape !== undefined) shape = `${shape}\u0000${ctx.policy!.key}`;
+  const check = checkWrappable(applied.resolution, dialect.name as WrapDialect);
+  const resolutionStatement = check.ok ? wrapRead(check.body, call.maxRows + 1, rowBytes) : statement;
+  return {
+    statement,
+    write,
+    kind: verdict.kind,
+    maxRows: call.maxRows,
+    params: applied.params,
+    resolutionStatement,
+    ...(shape === undefined ? {} : { shape }),
+  };
 }
+
+/** The read-only dialects (mssql, oracle) apply hidden columns in their guard, and nothing else of a policy. */
+const hiddenOnly = (cp: CallPolicy): boolean => cp.policy.masked_columns.length === 0 && cp.policy.row_filter === null;
+
+const qualifiedTable = (d: PolicyDialect, tool: SqlToolSpec): string => `${d.quote(tool.target.schema)}.${d.quote(tool.target.table)}`;
+const columnNames = (tool: SqlToolSpec): string[] => tool.target.columns.map((c) => c.name);
 
 /**
  * The largest row worth sending: one whose text form exceeds twice the byte cap cannot fit the JSON result (a

@@ -10,6 +10,7 @@ import type { ConnectorDriver, DatabaseConfig, ExecutionContext, SqlTarget, SqlT
 import { admissionOf, type PoolRegistry } from './pools.ts';
 import { isRefusal, prepareCall, type Dialect, type PreparedCall } from './prepare.ts';
 import { errorResult } from './result.ts';
+import { checkPolicyShape } from './policy.ts';
 
 export interface SqlDriverParts<P, O, X extends ExecutionContext> {
   dialect: Dialect;
@@ -24,12 +25,29 @@ export interface SqlDriverParts<P, O, X extends ExecutionContext> {
    * connects by name itself; a guard whose parser could not load). Synchronous when it has nothing to wait for.
    */
   precheck?(ctx: X): string | null | Promise<string | null>;
+  /** Resolves once the dialect's guard can run (a guard loaded on first use); the text when it cannot. */
+  guardReady?(): string | null | Promise<string | null>;
   /** What the pool is opened with when this call opens it. */
   openWith?(ctx: X): O | undefined;
   /** Runs the prepared statement on the connector's pool. Never throws for tool-level failures. */
   run(pool: P, tool: SqlToolSpec, prepared: PreparedCall, ctx: X): Promise<ToolResult>;
   /** The text of a failure outside the runner (the pool busy, aborted while queued, failing to open; a guard that threw). */
   callErrorText(err: unknown, ctx: X): string;
+}
+
+/** The dialect's guard over `SELECT 1 FROM <table> WHERE (<filter>)`: a row filter must pass as free SQL would. */
+function filterVerdict(dialect: Dialect, tool: SqlToolSpec, filter: string): string | null {
+  const d = dialect.policy!;
+  const t = tool.target;
+  const verdict = dialect.guard(`SELECT 1 FROM ${d.quote(t.schema)}.${d.quote(t.table)} WHERE (${filter})`, {
+    table: { schema: t.schema, name: t.table },
+    allowWrite: false,
+    allowDdl: false,
+    readOnly: true,
+    lowerCaseTableNames: t.lowerCaseTableNames,
+    storedFunctions: t.storedFunctions,
+  });
+  return verdict.ok ? null : `the row filter is refused: ${verdict.reason}`;
 }
 
 export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionContext>(
@@ -65,6 +83,16 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
       } catch (err) {
         return errorResult(callErrorText(err, ctx));
       }
+    },
+
+    async checkPolicy(tool, policy) {
+      const stop = await parts.guardReady?.();
+      if (stop) return stop;
+      return checkPolicyShape(
+        tool.target.columns.map((c) => c.name),
+        policy,
+        dialect.policy ? (filter) => filterVerdict(dialect, tool, filter) : null,
+      );
     },
 
     close: (connectorId) => pools.close(connectorId),
