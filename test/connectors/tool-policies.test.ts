@@ -14,6 +14,7 @@ import { serviceAvailable } from '../support/services.ts';
 import { createTargets, type Targets } from '../support/targets.ts';
 import { sdkFor } from '../support/sdk.ts';
 import * as sdk from '../../sdk/index.ts';
+import { idpConfig, idpGatewayEnv, idpToken, makeKey, pgHostPort, saveIdpConfig, startFakeIdp, type FakeIdp, type TestKey } from '../support/idp.ts';
 
 setDefaultTimeout(60_000);
 const [pgUp, myUp] = await Promise.all([serviceAvailable('postgres'), serviceAvailable('mysql')]);
@@ -320,5 +321,73 @@ describe.skipIf(!pgUp)('tool policies over REST', () => {
     expect(oc.data!.attributes).toEqual({ tenant: 'b' });
     const bad = await sdk.createApiKey({ client, body: { name: 'bad', attributes: { 'no-dash': 'x' } as never } });
     expect(bad.response.status).toBe(400);
+  });
+});
+
+describe.skipIf(!pgUp)('caller attributes from an IdP token and an OAuth client (PostgreSQL)', () => {
+  let g: TestGateway;
+  let t: Targets;
+  let org: Onboarded;
+  let manage: string;
+  let tool: string;
+  let toolId: string;
+  let idp: FakeIdp;
+  let key: TestKey;
+  const AUD = 'toolgate-policies';
+  const idpUser = (claims: Record<string, unknown>) => idpToken(key, idp.issuer, AUD, { role: 'admin', email: 'u@example.com', ...claims });
+  const count = async (bearer: string): Promise<number> => {
+    const a = await callTool(g, org.slug, { token: bearer }, tool, { sql: 'SELECT count(*) AS n FROM people' });
+    return Number(Object.values(rows(a)[0]!)[0]);
+  };
+  beforeAll(async () => {
+    key = await makeKey('kp');
+    idp = startFakeIdp([key]);
+    [g, t] = await Promise.all([startTestGateway('pglite', idpGatewayEnv(idp, [pgHostPort()])), createTargets('tg_pol_idp', 'pg')]);
+    for (const s of PEOPLE) await t.pg(s);
+    org = await onboard(g);
+    manage = await tokenFor(g, org.clientId, org.clientSecret);
+    await saveIdpConfig(g, manage, idpConfig(idp, AUD));
+    await createConnector(g, manage, { name: 'pg', type: 'postgresql', config: t.pgConfig });
+    const tools = (await sdk.listTools({ client: sdkFor(g, manage).client, path: { orgId: org.orgId } })).data!.tools;
+    const people = tools.find((x) => x.tool_name.includes('people'))!;
+    [tool, toolId] = [people.name, people.id];
+    const set = await sdk.updateToolMetadata({
+      client: sdkFor(g, manage).client,
+      path: { orgId: org.orgId, toolId },
+      body: { policy: { row_filter: 'tenant = :caller.tenant' } },
+    });
+    expect(set.response.status).toBe(200);
+  }, 120_000);
+  afterAll(async () => {
+    await g?.close();
+    idp?.stop();
+    await t?.drop();
+  }, 60_000);
+
+  test('an IdP claim is the attribute: each tenant its rows, no claim no rows, a nested claim is no attribute', async () => {
+    expect(await count(await idpUser({ tenant: 'a' }))).toBe(2);
+    expect(await count(await idpUser({ tenant: 'b' }))).toBe(2);
+    expect(await count(await idpUser({}))).toBe(0);
+    expect(await count(await idpUser({ tenant: ['a', 'b'] }))).toBe(0);
+    expect(await count(await idpUser({ tenant: "a' OR 'x'='x" }))).toBe(0);
+  });
+
+  test("an OAuth client's attributes reach its tokens", async () => {
+    const oc = await sdk.createOAuthClient({ client: sdkFor(g, manage).client, body: { name: 'b', scopes: ['mcp:call'], attributes: { tenant: 'b' } } });
+    const bearer = await tokenFor(g, oc.data!.client_id, oc.data!.client_secret);
+    expect(await count(bearer)).toBe(2);
+    const ids = rows(await callTool(g, org.slug, { token: bearer }, tool, { sql: 'SELECT id FROM people ORDER BY id' })).map((r) => r.id);
+    expect(ids).toEqual([3, 4]);
+  });
+
+  test('a contributor may change other settings but not the policy (403); an admin may', async () => {
+    const contributor = sdkFor(g, await idpUser({ role: 'contributor', tenant: 'a' })).client;
+    const denied = await sdk.updateToolMetadata({ client: contributor, path: { orgId: org.orgId, toolId }, body: { policy: null } });
+    expect(denied.response.status).toBe(403);
+    const allowed = await sdk.updateToolMetadata({ client: contributor, path: { orgId: org.orgId, toolId }, body: { approval_ttl_seconds: 600 } });
+    expect(allowed.response.status).toBe(200);
+    expect(allowed.data!.policy).toEqual({ hidden_columns: [], masked_columns: [], row_filter: 'tenant = :caller.tenant' });
+    const admin = sdkFor(g, await idpUser({ tenant: 'a' })).client;
+    expect((await sdk.updateToolMetadata({ client: admin, path: { orgId: org.orgId, toolId }, body: { policy: null } })).response.status).toBe(200);
   });
 });

@@ -79,6 +79,16 @@ function filterAttributes(filter: string): string[] {
   return [...new Set([...filter.matchAll(CALLER_ATTRIBUTE)].map((m) => m[1]!))];
 }
 
+/**
+ * What keys a policy call's server-side resolution verdict besides the statement's shape: the policy, and whether the
+ * row filter applies or became FALSE (a caller without an attribute), since the two texts resolve differently.
+ */
+export function resolutionKey(cp: CallPolicy): string {
+  const filter = cp.policy.row_filter;
+  const missing = filter !== null && filterAttributes(filter).some((a) => typeof cp.caller[a] !== 'string');
+  return `${cp.key}${missing ? '\u0001none' : ''}`;
+}
+
 /** A stable text naming a policy (verdict and resolution caches). */
 export function policyKey(p: ToolPolicy): string {
   return JSON.stringify([p.hidden_columns, p.masked_columns, p.row_filter]);

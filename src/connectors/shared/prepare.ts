@@ -8,7 +8,7 @@ import { parseCallArgs, refusedResult } from './result.ts';
 import { checkWrappable, type Dialect as WrapDialect } from './sqltext.ts';
 import { countGuardRefusal, type GuardRefusalReason } from '../../observability/metrics.ts';
 import { inSpan } from '../../observability/tracing.ts';
-import { applyPolicy, type CallPolicy, type PolicyDialect } from './policy.ts';
+import { applyPolicy, resolutionKey, type CallPolicy, type PolicyDialect } from './policy.ts';
 
 export interface PreparedCall {
   /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads (as is for a read-only dialect). */
@@ -112,7 +112,7 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
   const statement = write ? text.body : wrapRead(text.body, call.maxRows + 1, rowBytes);
   let shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${call.maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;
   if (!applied) return { statement, write, kind: verdict.kind, maxRows: call.maxRows, ...(shape === undefined ? {} : { shape }) };
-  if (shape !== undefined) shape = `${shape}\u0000${ctx.policy!.key}`;
+  if (shape !== undefined) shape = `${shape}\u0000${resolutionKey(ctx.policy!)}`;
   const check = checkWrappable(applied.resolution, dialect.name as WrapDialect);
   const resolutionStatement = check.ok ? wrapRead(check.body, call.maxRows + 1, rowBytes) : statement;
   return {
