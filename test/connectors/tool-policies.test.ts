@@ -65,6 +65,8 @@ interface Setup {
   t: Targets;
   org: Onboarded;
   tool: string;
+  /** The `items` tool, which has no policy. */
+  plain: string;
   keys: Record<'a' | 'b' | 'none' | 'sqlish', Credential>;
   maskKey: Buffer;
 }
@@ -93,7 +95,8 @@ async function setUp(kind: 'pg' | 'my'): Promise<Setup> {
   };
   const keys = { a: await key({ tenant: 'a' }), b: await key({ tenant: 'b' }), none: await key(), sqlish: await key({ tenant: "a' OR '1'='1" }) };
   const maskKey = createHmac('sha256', Buffer.from(SECRET_KEY, 'hex')).update(`toolgate mask key v1:${org.orgId}`).digest();
-  return { g, t, org, tool: people.name, keys, maskKey };
+  const plain = tools.find((x) => x.tool_name.includes('items'))!.name;
+  return { g, t, org, tool: people.name, plain, keys, maskKey };
 }
 
 for (const kind of ['pg', 'my'] as const) {
@@ -195,6 +198,16 @@ for (const kind of ['pg', 'my'] as const) {
       test('writes on a tool with a policy are refused [G]', async () => {
         expectRefused(await call("UPDATE people SET phone = 'x' WHERE ssn = 'y'"));
       });
+    });
+
+    test('values come back in the same JSON form as from a tool without a policy (MariaDB: binary protocol)', async () => {
+      const cast =
+        kind === 'pg'
+          ? "'2024-01-02'::date AS d, 12.50::numeric(10,2) AS m, 9007199254740993::bigint AS b, now()::date = current_date AS t"
+          : "CAST('2024-01-02' AS DATE) AS d, CAST(12.5 AS DECIMAL(10,2)) AS m, CAST(9007199254740993 AS UNSIGNED) AS b, CAST('2024-01-02 03:04:05.5' AS DATETIME(1)) AS t";
+      const policed = rows(await call(`SELECT ${cast} FROM people LIMIT 1`));
+      const plain = rows(await callTool(s.g, s.org.slug, s.keys.a, s.plain, { sql: `SELECT ${cast} FROM items LIMIT 1` }));
+      expect(policed).toEqual(plain);
     });
 
     describe('masked columns', () => {

@@ -100,6 +100,11 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
   if (ctx.policy && (wrapRead ? !dialect.policy || !verdict.refs || write : !hiddenOnly(ctx.policy))) {
     return refused(dialect, 'statement', 'This tool has column or row policies, which this connector type cannot apply: the call is refused.');
   }
+  // A column the policy names that the table (as last introspected) lacks, renamed perhaps: its new name would be
+  // exposed, so nothing runs until an admin updates the policy.
+  if (ctx.policy && !policyFits(ctx.policy, tool)) {
+    return refused(dialect, 'statement', "This tool's policy names a column the table no longer has; an admin must update the policy.");
+  }
   if (!wrapRead) return { statement: call.sql, write: false, kind: verdict.kind, maxRows: call.maxRows };
   const applied =
     ctx.policy && dialect.policy
@@ -125,6 +130,11 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
     ...(shape === undefined ? {} : { shape }),
   };
 }
+
+const policyFits = (cp: CallPolicy, tool: SqlToolSpec): boolean => {
+  const names = new Set(columnNames(tool));
+  return cp.policy.hidden_columns.every((c) => names.has(c)) && cp.policy.masked_columns.every((m) => names.has(m.column));
+};
 
 /** The read-only dialects (mssql, oracle) apply hidden columns in their guard, and nothing else of a policy. */
 const hiddenOnly = (cp: CallPolicy): boolean => cp.policy.masked_columns.length === 0 && cp.policy.row_filter === null;
