@@ -79,6 +79,28 @@ describe('SQL Server and Oracle: hidden columns kept out by the guard', () => {
       'hidden columns only',
     );
   });
+
+  test('a policy naming a column the table no longer has (renamed, re-introspected) refuses every call', () => {
+    const columns = [
+      { name: 'id', type: 'int' },
+      { name: 'social', type: 'text' },
+    ];
+    const tool = {
+      name: 't',
+      description: '',
+      inputSchema: { type: 'object', properties: {} },
+      target: { schema: 'public', table: 'people', kind: 'table', columns },
+    } as SqlToolSpec;
+    const dialect: Dialect = { name: 'postgresql', guard: guardPostgresSql, wrapRead: (b) => b, policy: PG_POLICY };
+    const ctx = {
+      allowWrite: false,
+      allowDdl: false,
+      readOnly: true,
+      limits: { statementTimeoutMs: 1000, maxRows: 10, maxResultBytes: 10_000 },
+      policy: { policy: { hidden_columns: ['ssn'], masked_columns: [], row_filter: null }, key: 'k', maskKey: null, caller: {} },
+    } as unknown as ExecutionContext;
+    expect(JSON.stringify(prepareCall(dialect, tool, { sql: 'SELECT * FROM people' }, ctx))).toContain('no longer has');
+  });
 });
 
 describe('PostgreSQL and MariaDB: every reference to the table is reported, a CTE of its name is not', () => {
