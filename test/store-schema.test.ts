@@ -222,6 +222,7 @@ const PINNED: Record<number, string> = {
   11: 'ba2b2efe91f5e7a2', // connector_skipped_tools
   12: 'ef855bb63e9c15c0', // org_suspension
   14: '8e2402d64f32edb5', // saved_tools_and_free_sql
+  15: 'bc0002a4c4fa8cb6', // tool_policies
 };
 
 describe('the migrations are history: appended, never edited', () => {
