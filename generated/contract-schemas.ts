@@ -116,6 +116,9 @@ export const schemas = {
           "format": "uuid"
         },
         "description": "Limit the key to these connectors (they must exist in the org). Omit for all."
+      },
+      "attributes": {
+        "$ref": "#/components/schemas/CallerAttributes"
       }
     }
   },
@@ -140,6 +143,9 @@ export const schemas = {
         "items": {
           "$ref": "#/components/schemas/Scope"
         }
+      },
+      "attributes": {
+        "$ref": "#/components/schemas/CallerAttributes"
       }
     }
   },
@@ -190,6 +196,17 @@ export const schemas = {
       },
       "read_only": {
         "type": "boolean"
+      },
+      "policy": {
+        "oneOf": [
+          {
+            "$ref": "#/components/schemas/ToolPolicy"
+          },
+          {
+            "type": "null"
+          }
+        ],
+        "description": "Replaces the tool's policy; null removes it."
       }
     }
   },

@@ -35,6 +35,8 @@ export const apiKeys = pgTable('api_keys', {
   connectorIds: uuid('connector_ids').array(),
   createdAt: ts('created_at').notNull().defaultNow(),
   revokedAt: ts('revoked_at'),
+  /** Attributes row filters bind as `:caller.<attr>` (migration 15). */
+  attributes: jsonb('attributes').$type<Record<string, string>>().notNull().default({}),
 }, (t) => [
   index('api_keys_org').on(t.orgId),
 ]);
@@ -226,6 +228,8 @@ export const oauthClients = pgTable('oauth_clients', {
   scopes: text('scopes').array().notNull(),
   createdAt: ts('created_at').notNull().defaultNow(),
   revokedAt: ts('revoked_at'),
+  /** Attributes row filters bind as `:caller.<attr>` (migration 15). */
+  attributes: jsonb('attributes').$type<Record<string, string>>().notNull().default({}),
 }, (t) => [
   index('oauth_clients_org').on(t.orgId),
 ]);
@@ -274,6 +278,8 @@ export const tools = pgTable('tools', {
   updatedAt: ts('updated_at').notNull().defaultNow(),
   /** A saved-statement tool, at this version of its definition (spec.target.saved); null: a tool the source yields. */
   savedVersion: integer('saved_version'),
+  /** Hidden and masked columns and the row filter (connectors/shared/policy.ts ToolPolicy); null: none (migration 15). */
+  policy: jsonb('policy').$type<Record<string, unknown>>(),
 }, (t) => [
   unique('tools_connector_id_base_name_key').on(t.connectorId, t.baseName),
   index('tools_org').on(t.orgId),

@@ -15,6 +15,11 @@ export interface Principal {
   orgLevel: boolean;
   /** Connectors whose tools the credential may call; null means every connector. */
   connectorIds: string[] | null;
+  /**
+   * What row filters bind as `:caller.<name>` (connectors/shared/policy.ts): an IdP user's string, number and boolean
+   * claims as text, or the attributes set on the API key / OAuth client. Unset: none.
+   */
+  attributes?: Readonly<Record<string, string>>;
 }
 
 /**

@@ -212,8 +212,16 @@ export type ApiKey = {
      * Connectors the key is limited to; null means all.
      */
     connector_ids: Array<string> | null;
+    attributes?: CallerAttributes;
     created_at: string;
     revoked_at: string | null;
+};
+
+/**
+ * Attributes of the credential that row filters bind as `:caller.<name>` (for example `{"tenant_id": "t-17"}`); set when the credential is created. Always bound as parameters, never spliced into SQL (docs/tool-policies.md).
+ */
+export type CallerAttributes = {
+    [key: string]: string;
 };
 
 export type CreatedApiKey = ApiKey & {
@@ -229,6 +237,7 @@ export type CreateApiKeyRequest = {
      * Limit the key to these connectors (they must exist in the org). Omit for all.
      */
     connector_ids?: Array<string>;
+    attributes?: CallerAttributes;
 };
 
 export type OAuthClient = {
@@ -236,6 +245,7 @@ export type OAuthClient = {
     name: string;
     client_id: string;
     scopes: Array<Scope>;
+    attributes?: CallerAttributes;
     created_at: string;
     revoked_at: string | null;
 };
@@ -250,6 +260,7 @@ export type CreatedOAuthClient = OAuthClient & {
 export type CreateOAuthClientRequest = {
     name: string;
     scopes: Array<Scope>;
+    attributes?: CallerAttributes;
 };
 
 export type TokenRequest = {
@@ -537,6 +548,38 @@ export type Tool = {
     connector_id: string;
     connector_name: string;
     connector_type: ConnectorType;
+    /**
+     * Hidden and masked columns and the row filter; null when the tool has none.
+     */
+    policy?: ToolPolicy | null;
+};
+
+/**
+ * A SQL table tool's column and row policy (docs/tool-policies.md). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A tool with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.
+ */
+export type ToolPolicy = {
+    hidden_columns?: Array<string>;
+    masked_columns?: Array<ColumnMask>;
+    /**
+     * A SQL condition over the table's columns, e.g. `region = :caller.region`. `:caller.<name>` is the caller's attribute (an IdP claim, or an attribute of the API key / OAuth client), bound as a text parameter; a caller without it sees no rows.
+     */
+    row_filter?: string | null;
+};
+
+export type ColumnMask = {
+    column: string;
+    /**
+     * fixed: every non-null value becomes `text`; hash: HMAC-SHA256 (hex) with the org's key; last_n: all but the last `n` characters become `*`.
+     */
+    mask: 'fixed' | 'hash' | 'last_n';
+    /**
+     * fixed: the replacement (default `****`).
+     */
+    text?: string;
+    /**
+     * last_n: characters kept (default 4).
+     */
+    n?: number;
 };
 
 export type UpdateToolRequest = {
@@ -553,6 +596,10 @@ export type UpdateToolRequest = {
     tool_name_override?: ToolName | null;
     tool_description_override?: string | null;
     read_only?: boolean;
+    /**
+     * Replaces the tool's policy; null removes it.
+     */
+    policy?: ToolPolicy | null;
 };
 
 export type SavedToolScalarType = 'string' | 'integer' | 'number' | 'boolean' | 'date' | 'timestamp' | 'enum';
@@ -2411,6 +2458,10 @@ export type UpdateToolMetadataErrors = {
      * Content-Type is not application/json (`unsupported_media_type`).
      */
     415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
     /**
      * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
      * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.

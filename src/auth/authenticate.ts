@@ -4,7 +4,7 @@ import { decodeJwt } from 'jose';
 import { forbidden, orgSuspended, unauthenticated } from '../errors.ts';
 import type { Db } from '../store/db.ts';
 import { MANAGE_SCOPE, MCP_SCOPE } from './credentials.ts';
-import { isClientActive, isOrgSuspended } from './repository.ts';
+import { activeClientAttributes, isOrgSuspended } from './repository.ts';
 import type { Principal, Role } from '../principal.ts';
 import type { AccessTokenClaims, TokenSigner } from './signing.ts';
 import { bearerToken } from '../net/bearer.ts';
@@ -24,6 +24,8 @@ export interface IdpPrincipal {
   email: string | null;
   roles: Role[];
   scopes: string[];
+  /** Claims row filters may bind (identity.ts claimAttributes). */
+  attributes?: Record<string, string>;
 }
 
 const CONNECTOR_SCOPE = /^mcp:call:([0-9a-f-]{36})$/;
@@ -100,12 +102,12 @@ export class Authenticator {
     if (!token) throw unauthenticated('A credential is required: X-API-Key or Authorization: Bearer.', token !== null);
     if (this.signedIn?.claims(token)) return this.signedIn.principal(token, orgId);
     if (isGatewayToken(token, this.signer.issuer)) {
-      const claims = await this.verifyGatewayToken(token);
+      const { attributes, ...claims } = await this.verifyGatewayToken(token);
       // Another org's token gets the same answer as an invalid one: nothing is revealed about the other org.
       if (claims.tg_org !== orgId) throw unauthenticated('The token is invalid or expired.', true);
       const limits = connectorsFromScopes(claims.scope.split(' '));
       if (limits === 'none') throw forbidden('insufficient_scope', `This token has no ${MCP_SCOPE} scope.`, MCP_SCOPE);
-      return { orgId, kind: 'oauth_client', actorId: claims.sub, email: null, roles: [], orgLevel: false, connectorIds: limits };
+      return { orgId, kind: 'oauth_client', actorId: claims.sub, email: null, roles: [], orgLevel: false, connectorIds: limits, attributes };
     }
     const user = await this.resolveIdp(() => this.idp?.forOrg(orgId, token) ?? Promise.resolve(null));
     if (!user || user.orgId !== orgId) throw unauthenticated('The token is invalid or expired.', true);
@@ -119,6 +121,7 @@ export class Authenticator {
       roles: user.roles,
       orgLevel: false,
       connectorIds: limits === 'none' ? null : limits,
+      attributes: user.attributes ?? {},
     };
   }
 
@@ -127,10 +130,22 @@ export class Authenticator {
    * The MCP endpoint looks the org and the key up together in one query and hands the key row here, so both
    * paths give the same answers.
    */
-  apiKeyPrincipal(orgId: string, row: { id: string; orgId: string; connectorIds: string[] | null } | null | undefined): Principal {
+  apiKeyPrincipal(
+    orgId: string,
+    row: { id: string; orgId: string; connectorIds: string[] | null; attributes?: Record<string, string> } | null | undefined,
+  ): Principal {
     // Another org's key gets the same answer as an unknown one: nothing is revealed about the other org.
     if (!row || row.orgId !== orgId) throw unauthenticated('The API key is invalid or revoked.');
-    return { orgId, kind: 'api_key', actorId: row.id, email: null, roles: [], orgLevel: false, connectorIds: row.connectorIds ?? null };
+    return {
+      orgId,
+      kind: 'api_key',
+      actorId: row.id,
+      email: null,
+      roles: [],
+      orgLevel: false,
+      connectorIds: row.connectorIds ?? null,
+      attributes: row.attributes ?? {},
+    };
   }
 
   private async verifyGatewayToken(token: string) {
@@ -140,11 +155,11 @@ export class Authenticator {
     } catch {
       throw unauthenticated('The token is invalid or expired.', true);
     }
-    // A revoked client's tokens stop working on the next request, on every instance (the store is shared).
-    if (!(await isClientActive(this.db, claims.tg_org, claims.sub))) {
-      throw unauthenticated('The token was issued to a client that has been revoked.', true);
-    }
-    return claims;
+    // A revoked client's tokens stop working on the next request, on every instance (the store is shared). The same
+    // read gives the client's attributes (row filters bind them).
+    const attributes = await activeClientAttributes(this.db, claims.tg_org, claims.sub);
+    if (attributes === null) throw unauthenticated('The token was issued to a client that has been revoked.', true);
+    return { ...claims, attributes };
   }
 
   private async resolveIdp(resolve: () => Promise<IdpPrincipal | null>): Promise<IdpPrincipal | null> {

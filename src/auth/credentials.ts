@@ -12,9 +12,16 @@ const CLIENT_SECRET_PREFIX = 'tgs_';
 export const MANAGE_SCOPE = 'org:manage';
 export const MCP_SCOPE = 'mcp:call';
 
-export async function createApiKey(db: Queryable, orgId: string, input: { name: string; connectorIds: string[] | null }) {
+export async function createApiKey(db: Queryable, orgId: string, input: { name: string; connectorIds: string[] | null; attributes?: Record<string, string> }) {
   const key = API_KEY_PREFIX + randomSecret(32);
-  const row = await insertApiKey(db, { orgId, name: input.name, prefix: key.slice(0, 12), keyHash: hashSecret(key), connectorIds: input.connectorIds });
+  const row = await insertApiKey(db, {
+    orgId,
+    name: input.name,
+    prefix: key.slice(0, 12),
+    keyHash: hashSecret(key),
+    connectorIds: input.connectorIds,
+    attributes: input.attributes ?? {},
+  });
   return { row, key };
 }
 
@@ -24,10 +31,17 @@ export function apiKeyDigest(key: string): string | null {
   return hashSecret(key);
 }
 
-export async function createOAuthClient(db: Queryable, orgId: string, input: { name: string; scopes: string[] }) {
+export async function createOAuthClient(db: Queryable, orgId: string, input: { name: string; scopes: string[]; attributes?: Record<string, string> }) {
   const clientId = CLIENT_ID_PREFIX + randomBytes(12).toString('hex');
   const clientSecret = CLIENT_SECRET_PREFIX + randomSecret(32);
-  const row = await insertOAuthClient(db, { orgId, name: input.name, clientId, secretHash: hashSecret(clientSecret), scopes: input.scopes });
+  const row = await insertOAuthClient(db, {
+    orgId,
+    name: input.name,
+    clientId,
+    secretHash: hashSecret(clientSecret),
+    scopes: input.scopes,
+    attributes: input.attributes ?? {},
+  });
   return { row, clientSecret };
 }
 

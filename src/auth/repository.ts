@@ -54,16 +54,24 @@ export async function findOAuthClientRow(db: Queryable, clientId: string): Promi
 
 const activeClient = (db: Queryable) =>
   db
-    .select({ id: oauthClients.id })
+    .select({ id: oauthClients.id, attributes: oauthClients.attributes })
     .from(oauthClients)
     .where(and(eq(oauthClients.clientId, sql.placeholder('clientId')), eq(oauthClients.orgId, sql.placeholder('orgId')), isNull(oauthClients.revokedAt)))
     .prepare('toolgate_active_client');
 const activeClientQueries = new WeakMap<Queryable, ReturnType<typeof activeClient>>();
 
-/** Whether a client still stands (not revoked) and belongs to the org: checked on every request carrying its token. */
+/** Whether a client still stands (not revoked) and belongs to the org. */
 export async function isClientActive(db: Queryable, orgId: string, clientId: string): Promise<boolean> {
+  return (await activeClientAttributes(db, orgId, clientId)) !== null;
+}
+
+/**
+ * A client's attributes while it stands (not revoked) and belongs to the org, else null: checked on every request
+ * carrying its token.
+ */
+export async function activeClientAttributes(db: Queryable, orgId: string, clientId: string): Promise<Record<string, string> | null> {
   const [row] = await preparedFor(activeClientQueries, db, activeClient).execute({ clientId, orgId });
-  return row !== undefined;
+  return row === undefined ? null : row.attributes;
 }
 
 /**

@@ -9,6 +9,7 @@
 import type { OutboundPolicy } from '../net/outbound.ts';
 import type * as wire from '../../generated/client/types.gen.ts';
 import type { SavedParam, SavedStatement } from './shared/saved.ts';
+import type { CallPolicy, ToolPolicy } from './shared/policy.ts';
 
 /** JSON Schema object as carried in an MCP tool descriptor. */
 export type JsonSchema = {
@@ -129,6 +130,8 @@ export interface ExecutionContext<C = DatabaseConfig, L extends ExecutionLimits 
   allowDdl: boolean;
   /** Per-tool setting: when true, writes are refused even if the connector allows them. */
   readOnly: boolean;
+  /** The tool's column and row policy with the caller's attributes (shared/policy.ts); unset: the tool has none. */
+  policy?: CallPolicy;
 }
 
 /** Text from every type; other MCP content blocks (images, audio, resources) pass through from upstream servers. */
@@ -179,6 +182,11 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends Call
    * permission, and returns the table it works on. Never throws for a refused statement.
    */
   checkSaved?(statement: string, params: SavedParam[], tables: T[], allowWrite: boolean): Promise<SavedCheck<T>>;
+  /**
+   * SQL types: whether a column and row policy (shared/policy.ts) fits one of its tools; the problem, or null.
+   * Absent: the type takes no policies.
+   */
+  checkPolicy?(tool: ToolSpec<T>, policy: ToolPolicy): Promise<string | null>;
   /** The call step. Never throws for tool-level failures (bad SQL, source down, timeout): returns isError. */
   execute(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<ToolResult>;
   /** Closes the connector's pool (archived, or config changed). */

@@ -19,7 +19,12 @@ export const getOrgDirectory: Handler = async ({ principal, deps }) => {
 export const listApiKeys: Handler = async ({ principal, deps }) => json({ api_keys: (await credentials.listApiKeys(deps, principal!.orgId)).map(apiKeyView) });
 
 export const createApiKey: Handler = async ({ principal, deps, body }: RequestContext<CreateApiKeyRequest>) => {
-  const created = await credentials.createApiKey(deps, principal!.orgId, { name: body.name, connectorIds: body.connector_ids ?? null }, actorOf(principal));
+  const created = await credentials.createApiKey(
+    deps,
+    principal!.orgId,
+    { name: body.name, connectorIds: body.connector_ids ?? null, attributes: body.attributes ?? {} },
+    actorOf(principal),
+  );
   return json(createdApiKeyView(created), 201, { 'cache-control': 'no-store' });
 };
 
@@ -30,7 +35,12 @@ export const listOAuthClients: Handler = async ({ principal, deps }) =>
   json({ oauth_clients: (await credentials.listOAuthClients(deps, principal!.orgId)).map(oauthClientView) });
 
 export const createOAuthClient: Handler = async ({ principal, deps, body }: RequestContext<CreateOAuthClientRequest>) => {
-  const created = await credentials.createOAuthClient(deps, principal!.orgId, { name: body.name, scopes: body.scopes }, actorOf(principal));
+  const created = await credentials.createOAuthClient(
+    deps,
+    principal!.orgId,
+    { name: body.name, scopes: body.scopes, attributes: body.attributes ?? {} },
+    actorOf(principal),
+  );
   return json(createdOAuthClientView(created), 201, { 'cache-control': 'no-store' });
 };
 

@@ -52,6 +52,7 @@ export function apiKeyView(row: ApiKeyRow): wire.ApiKey {
     name: row.name,
     prefix: row.prefix,
     connector_ids: row.connectorIds ?? null,
+    attributes: row.attributes,
     created_at: row.createdAt.toISOString(),
     revoked_at: row.revokedAt?.toISOString() ?? null,
   };
@@ -63,6 +64,7 @@ export function oauthClientView(row: OAuthClientRow): wire.OAuthClient {
     name: row.name,
     client_id: row.clientId,
     scopes: row.scopes,
+    attributes: row.attributes,
     created_at: row.createdAt.toISOString(),
     revoked_at: row.revokedAt?.toISOString() ?? null,
   };
@@ -123,6 +125,7 @@ export function toolSettingsView({ tool, connector }: ToolSettingsRow): wire.Too
     connector_id: connector.id,
     connector_name: connector.name,
     connector_type: connector.type as wire.ConnectorType,
+    policy: (tool.policy as wire.ToolPolicy | null) ?? null,
   };
 }
 

@@ -26,7 +26,7 @@ export const orgBySlug = (db: Db) =>
     .prepare('toolgate_mcp_org');
 export const keysByHash = (db: Db) =>
   db
-    .select({ ...MCP_ORG_COLUMNS, keyId: apiKeys.id, keyHash: apiKeys.keyHash, keyConnectorIds: apiKeys.connectorIds })
+    .select({ ...MCP_ORG_COLUMNS, keyId: apiKeys.id, keyHash: apiKeys.keyHash, keyConnectorIds: apiKeys.connectorIds, keyAttributes: apiKeys.attributes })
     .from(apiKeys)
     .innerJoin(orgs, eq(orgs.id, apiKeys.orgId))
     .where(

@@ -46,8 +46,8 @@ export function findMcpOrg(db: Db, slug: string, cache?: McpAuthCache): Promise<
   return cache.lookup(`o\n${slug}`, () => orgFromStore(db, slug));
 }
 
-export type McpOrgWithKey = Omit<KeyRow, 'keyId' | 'keyHash' | 'keyConnectorIds'> & {
-  key: { id: string; orgId: string; connectorIds: string[] | null };
+export type McpOrgWithKey = Omit<KeyRow, 'keyId' | 'keyHash' | 'keyConnectorIds' | 'keyAttributes'> & {
+  key: { id: string; orgId: string; connectorIds: string[] | null; attributes: Record<string, string> };
 };
 
 /** Lookups per batch at most (a batch is one statement with two array parameters). */
@@ -81,8 +81,8 @@ function keyLookups(db: Db): (batch: KeyLookup[]) => Promise<Array<McpOrgWithKey
     return batch.map((w) => {
       const row = found.get(`${w.slug}\n${w.keyHash}`);
       if (!row) return undefined;
-      const { keyId, keyHash: _hash, keyConnectorIds, ...org } = row;
-      return { ...org, key: { id: keyId, orgId: org.id, connectorIds: keyConnectorIds } };
+      const { keyId, keyHash: _hash, keyConnectorIds, keyAttributes, ...org } = row;
+      return { ...org, key: { id: keyId, orgId: org.id, connectorIds: keyConnectorIds, attributes: keyAttributes } };
     });
   };
   return run;

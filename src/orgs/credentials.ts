@@ -25,7 +25,12 @@ export function listApiKeys(deps: CredentialServiceDeps, orgId: string) {
   return keys.listApiKeys(deps.store.db, orgId);
 }
 
-export async function createApiKey(deps: CredentialServiceDeps, orgId: string, input: { name: string; connectorIds: string[] | null }, actor: Actor) {
+export async function createApiKey(
+  deps: CredentialServiceDeps,
+  orgId: string,
+  input: { name: string; connectorIds: string[] | null; attributes?: Record<string, string> },
+  actor: Actor,
+) {
   await assertOwnConnectors(deps, orgId, input.connectorIds ?? []);
   return deps.store.db.transaction(async (tx) => {
     const made = await credentials.createApiKey(tx, orgId, input);
@@ -48,7 +53,12 @@ export function listOAuthClients(deps: CredentialServiceDeps, orgId: string) {
   return keys.listOAuthClients(deps.store.db, orgId);
 }
 
-export async function createOAuthClient(deps: CredentialServiceDeps, orgId: string, input: { name: string; scopes: string[] }, actor: Actor) {
+export async function createOAuthClient(
+  deps: CredentialServiceDeps,
+  orgId: string,
+  input: { name: string; scopes: string[]; attributes?: Record<string, string> },
+  actor: Actor,
+) {
   await assertOwnConnectors(
     deps,
     orgId,

@@ -413,4 +413,15 @@ CREATE TABLE saved_tool_versions (
 CREATE INDEX saved_tool_versions_org ON saved_tool_versions (org_id, connector_id);
 `,
   },
+  {
+    version: 15,
+    name: 'tool_policies',
+    // Issue 30 items 3-4 (docs/tool-policies.md): a tool's hidden and masked columns and row filter, and the
+    // attributes an API key or OAuth client carries for row filters (`:caller.<attr>`).
+    sql: `
+ALTER TABLE tools ADD COLUMN policy jsonb;
+ALTER TABLE api_keys ADD COLUMN attributes jsonb NOT NULL DEFAULT '{}';
+ALTER TABLE oauth_clients ADD COLUMN attributes jsonb NOT NULL DEFAULT '{}';
+`,
+  },
 ];

@@ -11,6 +11,8 @@
 export const JSONB_TYPES: Record<string, string> = {
   'connectors.skipped_tools': '{ name: string; reason: string }[]',
   'saved_tool_versions.parameters': 'Record<string, unknown>[]',
+  'api_keys.attributes': 'Record<string, string>',
+  'oauth_clients.attributes': 'Record<string, string>',
   'mcp_oauth_clients.redirect_uris': 'string[]',
   'mcp_oauth_grants.roles': 'string[]',
   'mcp_oauth_grants.scopes': 'string[]',
@@ -56,5 +58,8 @@ export const COLUMN_NOTES: Record<string, string> = {
   'webhooks.disabled_reason': 'Why the gateway disabled the endpoint itself (410 Gone, retries exhausted); null when an admin did or it is on.',
   'connectors.free_sql': "false: the connector's table tools (free SQL) are left out of the catalog; its saved tools stay.",
   'tools.saved_version': 'A saved-statement tool, at this version of its definition (spec.target.saved); null: a tool the source yields.',
+  'api_keys.attributes': 'Attributes row filters bind as `:caller.<attr>` (migration 15).',
+  'oauth_clients.attributes': 'Attributes row filters bind as `:caller.<attr>` (migration 15).',
+  'tools.policy': 'Hidden and masked columns and the row filter (connectors/shared/policy.ts ToolPolicy); null: none (migration 15).',
   'webhook_relay_cursors.since': 'Calls recorded before this time are not relayed to the endpoint (rows committed, not yet sealed, at its start).',
 };

@@ -1,7 +1,9 @@
 /** The org's tool catalog as the MCP endpoint sees it: built once per catalog version, with validators compiled once. */
 import Ajv, { type ValidateFunction } from 'ajv';
 import { credentialContext } from '../connectors/repository.ts';
-import type { ToolSpec } from '../connectors/types.ts';
+import type { SqlTarget, ToolSpec } from '../connectors/types.ts';
+import { describedColumns, policyKey, type CallPolicy, type ToolPolicy } from '../connectors/shared/policy.ts';
+import { columnList } from '../connectors/shared/toolspec.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { catalogRows } from './repository.ts';
@@ -31,6 +33,8 @@ export interface CatalogTool {
   connector: ConnectorRuntime;
   spec: ToolSpec;
   validate: ValidateFunction;
+  /** The tool's column and row policy, ready for calls (the caller's attributes are added per call); null: none. */
+  policy?: Omit<CallPolicy, 'caller'> | null;
 }
 
 export interface OrgCatalog {
@@ -81,11 +85,12 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     } catch {
       continue;
     }
-    const writable = !tool.readOnly && (connector.allowWrite || connector.allowDdl);
+    const policy = tool.policy === null ? null : preparePolicy(deps, orgId, tool.policy as unknown as ToolPolicy);
+    const writable = !tool.readOnly && !policy && (connector.allowWrite || connector.allowDdl);
     list.push({
       id: tool.id,
       name: tool.toolNameOverride ?? tool.baseName,
-      description: tool.toolDescriptionOverride ?? spec.description,
+      description: tool.toolDescriptionOverride ?? (policy ? policyDescription(spec, policy.policy) : spec.description),
       inputSchema: spec.inputSchema,
       outputSchema: spec.outputSchema,
       annotations: spec.annotations ?? { readOnlyHint: !writable, destructiveHint: writable, openWorldHint: false },
@@ -97,10 +102,27 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       connector: runtime,
       spec,
       validate,
+      policy,
     });
   }
   list.sort((a, b) => a.name.localeCompare(b.name));
   return { version, tools: list, byName: new Map(list.map((t) => [t.name, t])) };
+}
+
+/** A stored policy as calls use it: its key, and the org's mask key when a column is hashed. */
+function preparePolicy(deps: CatalogDeps, orgId: string, policy: ToolPolicy): Omit<CallPolicy, 'caller'> {
+  const hashed = policy.masked_columns.some((m) => m.mask === 'hash');
+  return { policy, key: policyKey(policy), maskKey: hashed ? deps.box.derive(`toolgate mask key v1:${orgId}`) : null };
+}
+
+/** A table tool's description listing only what the caller may see (hidden columns left out, masked ones marked). */
+function policyDescription(spec: ToolSpec, policy: ToolPolicy): string {
+  const target = spec.target as Partial<SqlTarget> | undefined;
+  if (!Array.isArray(target?.columns)) return spec.description;
+  const before = `(columns: ${columnList(target.columns.map((c) => `${c.name} ${c.type}`))})`;
+  const after = `(columns: ${columnList(describedColumns(target.columns, policy))})`;
+  const rows = policy.row_filter === null ? '' : ' Rows are limited to those this caller may see.';
+  return `${spec.description.replace(before, after)}${rows}`;
 }
 
 /** Per-instance cache keyed by org; a changed catalog_version (bumped in the shared store) rebuilds it. */

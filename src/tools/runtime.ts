@@ -231,11 +231,13 @@ export async function executeTool(
   tool: CatalogTool,
   input: Record<string, unknown>,
   signal?: AbortSignal,
+  /** The caller's attributes for the tool's row filter; an approved held call has none (its filter then matches no rows). */
+  caller?: Principal['attributes'],
 ): Promise<ToolResult> {
   const quota = monthlyQuotaFor(org.plan);
   const unit = await deps.usage.reserve(org.id, quota);
   if (!unit) throw new QuotaExceededError(org.plan, quota!);
-  const result = await execute(deps, org.id, tool, input, signal);
+  const result = await execute(deps, org.id, tool, input, signal, caller);
   if (ranNothing(result)) deps.usage.refund(unit);
   return result;
 }
@@ -254,6 +256,7 @@ function execute(
   tool: CatalogTool,
   input: Record<string, unknown>,
   signal?: AbortSignal,
+  caller?: Principal['attributes'],
 ): Promise<ToolResult> | ToolResult {
   const driver = getDriver(tool.connector.type);
   if (!driver) return refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
@@ -265,6 +268,7 @@ function execute(
     allowWrite: tool.connector.allowWrite,
     allowDdl: tool.connector.allowDdl,
     readOnly: tool.readOnly,
+    ...(tool.policy ? { policy: { ...tool.policy, caller: caller ?? {} } } : {}),
     outbound: deps.outbound,
     orgId,
     limits: {
@@ -410,7 +414,7 @@ async function runCall(
   // not calls refused or held above, not calls the driver's guard refuses; a held call counts when its approval runs it).
   let result: ToolResult;
   try {
-    result = await executeTool(deps, org, tool, input, signal);
+    result = await executeTool(deps, org, tool, input, signal, principal.attributes);
   } catch (err) {
     if (err instanceof QuotaExceededError) return { kind: 'quota_exceeded', tool, plan: err.plan, quota: err.quota };
     throw err;

@@ -12,6 +12,7 @@ import { patternProblem } from '../connectors/mcp/patterns.ts';
 import { parameterSchema, parseTemplate, savedInputSchema, TemplateError, type SavedParam, type SavedStatement } from '../connectors/shared/saved.ts';
 import { OUTPUT_SCHEMA } from '../connectors/shared/toolspec.ts';
 import type { SqlTarget, SqlToolSpec } from '../connectors/types.ts';
+import type { ToolPolicy } from '../connectors/shared/policy.ts';
 import { conflict, notFound, unprocessable } from '../errors.ts';
 import type { Queryable, Store } from '../store/db.ts';
 import * as repo from './repository.ts';
@@ -85,7 +86,7 @@ async function connectorTables(deps: SavedToolDeps, orgId: string, connectorId: 
 }
 
 /** A definition, checked whole (parameters, placeholders, the guard): the spec to store, and whether it writes. */
-async function buildSpec(deps: SavedToolDeps, orgId: string, connectorId: string, input: SavedToolRequest, version: number) {
+async function buildSpec(deps: SavedToolDeps, orgId: string, connectorId: string, input: SavedToolRequest, version: number, policy?: ToolPolicy | null) {
   const params = (input.parameters ?? []) as SavedParam[];
   const names = new Set<string>();
   for (const p of params) {
@@ -113,6 +114,11 @@ async function buildSpec(deps: SavedToolDeps, orgId: string, connectorId: string
     annotations: { readOnlyHint: !checked.write, destructiveHint: checked.write, openWorldHint: false },
     target: { ...target, saved },
   };
+  // A replaced statement must still run under the tool's policy (docs/tool-policies.md): checked as the PATCH does.
+  if (policy) {
+    const problem = driver.checkPolicy ? await driver.checkPolicy(spec, policy) : `${connector.type} tools take no column or row policies`;
+    if (problem !== null) throw invalid(`The tool's policy cannot be applied to the new statement: ${problem}.`);
+  }
   return { spec, write: checked.write };
 }
 
@@ -190,7 +196,7 @@ export async function updateSavedTool(
   const current = await currentRow(deps, orgId, connectorId, toolId);
   const old = savedToolView(current);
   const version = old.version + 1;
-  const { spec, write } = await buildSpec(deps, orgId, connectorId, input, version);
+  const { spec, write } = await buildSpec(deps, orgId, connectorId, input, version, current.policy as unknown as ToolPolicy | null);
   const requiresApproval = input.requires_approval ?? (write && !old.writes ? true : current.requiresApproval);
   try {
     await deps.store.db.transaction(async (tx) => {

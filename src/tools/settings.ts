@@ -1,6 +1,9 @@
 /** Per-tool settings of the REST interface: listing with effective names, and validated updates. */
 import { recordAudit, type Actor } from '../audit/repository.ts';
-import { conflict, notFound } from '../errors.ts';
+import { conflict, notFound, unprocessable } from '../errors.ts';
+import { getDriver } from '../connectors/registry.ts';
+import type { ColumnMask, ToolPolicy } from '../connectors/shared/policy.ts';
+import type { ToolSpec } from '../connectors/types.ts';
 import type { Store } from '../store/db.ts';
 import { CHECK_APPROVAL_STATUS } from './runtime.ts';
 import { bumpCatalogVersion } from '../connectors/repository.ts';
@@ -29,6 +32,30 @@ export interface ToolSettingsInput {
   tool_name_override?: string | null;
   tool_description_override?: string | null;
   read_only?: boolean;
+  policy?: ToolPolicyInput | null;
+}
+
+/** A policy as the contract takes it (ToolPolicy): every field optional. */
+interface ToolPolicyInput {
+  hidden_columns?: string[];
+  masked_columns?: ColumnMask[];
+  row_filter?: string | null;
+}
+
+/**
+ * The policy to store (null: none), checked by the tool's driver against the tool's table (columns, the row filter
+ * through the dialect's guard): 422 policy_invalid when it does not fit. An empty policy is stored as none.
+ */
+async function checkedPolicy(row: ToolSettingsRow, input: ToolPolicyInput | null): Promise<ToolPolicy | null> {
+  if (input === null) return null;
+  const policy: ToolPolicy = { hidden_columns: input.hidden_columns ?? [], masked_columns: input.masked_columns ?? [], row_filter: input.row_filter ?? null };
+  if (policy.hidden_columns.length === 0 && policy.masked_columns.length === 0 && policy.row_filter === null) return null;
+  const driver = getDriver(row.connector.type);
+  const problem = driver?.checkPolicy
+    ? await driver.checkPolicy(row.tool.spec as unknown as ToolSpec, policy)
+    : `${row.connector.type} tools take no column or row policies`;
+  if (problem !== null) throw unprocessable('policy_invalid', `The tool policy cannot be applied: ${problem}.`);
+  return policy;
 }
 
 export async function updateToolSettings(deps: ToolSettingsDeps, orgId: string, toolId: string, input: ToolSettingsInput, actor: Actor) {
@@ -51,11 +78,21 @@ export async function updateToolSettings(deps: ToolSettingsDeps, orgId: string, 
   if (input.tool_name_override !== undefined) changes.toolNameOverride = input.tool_name_override;
   if (input.tool_description_override !== undefined) changes.toolDescriptionOverride = input.tool_description_override;
   if (input.read_only !== undefined) changes.readOnly = input.read_only;
+  if (input.policy !== undefined) changes.policy = (await checkedPolicy(current, input.policy)) as unknown as Record<string, unknown> | null;
   try {
     await deps.store.db.transaction(async (tx) => {
       await updateToolRow(tx, orgId, toolId, changes);
       await bumpCatalogVersion(tx, orgId);
-      await recordAudit(tx, { orgId, action: 'tool.updated', actor, targetType: 'tool', targetId: toolId, details: { fields: Object.keys(input) } });
+      // A policy change keeps the old and the new policy in the audit row (no secret in either).
+      const policyChange = input.policy === undefined ? {} : { policy: { old: current.tool.policy, new: changes.policy ?? null } };
+      await recordAudit(tx, {
+        orgId,
+        action: 'tool.updated',
+        actor,
+        targetType: 'tool',
+        targetId: toolId,
+        details: { fields: Object.keys(input), ...policyChange },
+      });
     });
   } catch (err) {
     // Two concurrent renames to the same name: the unique index decides, the loser gets 409.

@@ -1,5 +1,5 @@
 /** Secrets at rest: AES-256-GCM for what must be recovered, SHA-256 hashes for what only needs checking. */
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const VERSION = 'v1';
 
@@ -15,6 +15,11 @@ export class SecretBox {
     cipher.setAAD(Buffer.from(context));
     const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     return [VERSION, iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), data.toString('base64url')].join('.');
+  }
+
+  /** A 32-byte key derived from the secret key for one purpose (HMAC-SHA256 of `context`), e.g. an org's mask key. */
+  derive(context: string): Buffer {
+    return createHmac('sha256', this.key).update(context).digest();
   }
 
   decrypt(sealed: string, context: string): string {

@@ -88,6 +88,26 @@ function emailFrom(payload: JWTPayload, config: IdpConfig): string | null {
   return value;
 }
 
+/**
+ * The claims row filters may bind as `:caller.<claim>` (connectors/shared/policy.ts): every top-level string, number
+ * and boolean claim of a verified token, as text (at most 64 of them, values up to 256 characters; longer values are
+ * left out, so a filter on them matches no rows). Nested claims and arrays are not attributes.
+ */
+export function claimAttributes(payload: JWTPayload): Record<string, string> {
+  const out: Record<string, string> = {};
+  let count = 0;
+  for (const [k, v] of Object.entries(payload)) {
+    if (count >= 64) break;
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(k)) continue;
+    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') continue;
+    const text = String(v);
+    if (text.length > 256) continue;
+    out[k] = text;
+    count++;
+  }
+  return out;
+}
+
 /** Builds the identity from a payload that jose has already verified. */
 export function identityFrom(payload: JWTPayload, config: IdpConfig): IdpIdentity {
   if (typeof payload.sub !== 'string' || payload.sub === '') throw idpError('malformed');

@@ -4,7 +4,7 @@ import type { Db } from '../../store/db.ts';
 import type { IdpPrincipal, IdpResolver } from '../authenticate.ts';
 import type { Role } from '../../principal.ts';
 import type { IdpConfig } from './identity.ts';
-import { peekIssuer } from './identity.ts';
+import { claimAttributes, peekIssuer } from './identity.ts';
 import type { IdpVerifier } from './verifier.ts';
 import { findIdpConfig, findIdpConfigsByIssuer, type IdpConfigRow } from './repository.ts';
 
@@ -35,7 +35,14 @@ function audiences(token: string): string[] {
 export function createIdpResolver(db: Db, verifier: IdpVerifier): IdpResolver {
   async function verify(row: IdpConfigRow, token: string): Promise<IdpPrincipal> {
     const identity = await verifier.verify(row.orgId, toVerifierConfig(row), token);
-    return { orgId: row.orgId, subject: identity.subject, email: identity.email, roles: identity.roles, scopes: identity.scopes };
+    return {
+      orgId: row.orgId,
+      subject: identity.subject,
+      email: identity.email,
+      roles: identity.roles,
+      scopes: identity.scopes,
+      attributes: claimAttributes(identity.claims),
+    };
   }
   return {
     async forOrg(orgId, token) {

@@ -83,6 +83,7 @@ export const mysqlDriver = defineSqlDriver<MyPool, MyOpen>({
   },
 
   precheck: () => mysqlGuardReady(),
+  guardReady: () => mysqlGuardReady(),
   openWith: (ctx) => ({ outbound: ctx.outbound }),
   run: (p, tool, prepared, ctx) => runMysqlCall(p, tool, prepared, ctx, pools.currentSettings.connectTimeoutMs),
   // runMysqlCall does not throw; this is the pool failing in an unexpected way.

@@ -1,6 +1,7 @@
 /** Runs one guarded tool call on MySQL/MariaDB: one statement on a session held read-only, killed on the server at the time limit. */
 import mysql from 'mysql2/promise';
 import type { Connection as CoreConnection } from 'mysql2';
+import { MYSQL_POLICY } from './policy.ts';
 import type { ExecutionContext, ToolResult, SqlToolSpec } from '../types.ts';
 import type { guardMysqlSql } from './guard/guard.ts';
 import { errorResult, RowCollector, type Row } from '../shared/result.ts';
@@ -294,6 +295,7 @@ export const MYSQL_DIALECT: Dialect = {
   guard: (sql, opts) => mysqlGuard!(sql, opts),
   bind: (saved, args) => bindMysql(saved, args),
   ready: loadMysqlGuard,
+  policy: MYSQL_POLICY,
   wrapRead: (body, limit) => `SELECT * FROM (\n${body}\n) AS toolgate_q LIMIT ${limit}`,
 };
 

@@ -8,6 +8,7 @@ import { isRowTooLarge, pgCallErrorText, ROW_TOO_LARGE, type PgErrorContext } fr
 import type { PgPool, PgSession } from './pool.ts';
 import { runPgFast, runPgStatement, type PgRunOutcome } from './run.ts';
 import { checkPgResolution, PG_RESOLUTION_DEFAULT_TTL_MS, ResolutionUnavailable } from './resolution.ts';
+import { PG_POLICY } from './policy.ts';
 
 /** What a postgresql call reads: a database call's context, and how long a resolution verdict is reused. */
 export type PgExecutionContext = ExecutionContext<ExecutionContext['config'], PgExecutionLimits>;
@@ -20,6 +21,7 @@ export const PG_DIALECT: Dialect = {
   name: 'postgresql',
   guard: guardPostgresSql,
   bind: bindPostgres,
+  policy: PG_POLICY,
   // The planner can stop early once the limit is reached. The filter is the server-side half of the byte cap:
   // postgres.js buffers a whole DataRow before handing it over, so a row bigger than the cap allows (a 500 MB
   // value) must never be sent. It fails the statement instead (a data-dependent cast of a marker text), and the
@@ -103,7 +105,7 @@ export async function runPgCall(
     const session: PgSession = { statementTimeoutMs: ctx.limits.statementTimeoutMs, lockTimeoutMs: ctx.limits.lockTimeoutMs, schema: tool.target.schema };
     // --- server-side resolution check (resolution.ts): what the server resolves the text to, cached per pool and shape ---
     const resolved = await checkPgResolution(pool, {
-      statement,
+      statement: prepared.resolutionStatement ?? statement,
       kind: kind === 'ddl' ? 'ddl' : write ? 'write' : 'read',
       schema: tool.target.schema,
       table: tool.target.table,
@@ -111,7 +113,8 @@ export async function runPgCall(
       lockTimeoutMs: session.lockTimeoutMs,
       ttlMs: ctx.limits.resolutionCacheTtlMs ?? PG_RESOLUTION_DEFAULT_TTL_MS,
       ...(shape === undefined ? {} : { shape }),
-      ...(values ? { params: values.length } : {}),
+      // The `$n` the checked text keeps (a saved tool's arguments; a policy's values are typed NULLs there).
+      ...(values ? { params: prepared.resolutionParams ?? values.length } : {}),
     });
     if (!resolved.ok) return errorResult(resolved.reason);
     // --- end of the resolution check ---

@@ -53,6 +53,10 @@ export function lazyDriver<C, T, X extends CallContext<C> = ExecutionContext<C>>
       if (!d.checkSaved) throw unprocessable('saved_tools_unsupported', `Saved-statement tools are not served on ${meta.type} connectors.`);
       return d.checkSaved(...a);
     },
+    checkPolicy: async (...a) => {
+      const d = await impl();
+      return d.checkPolicy ? d.checkPolicy(...a) : `${meta.type} tools take no column or row policies`;
+    },
     // Once loaded, a call goes to the implementation at once (no await in between: postgresql is on the hot path).
     execute: (...a) => (loaded ? loaded.execute(...a) : impl().then((d) => d.execute(...a))),
     close: async (id) => loaded?.close(id),

@@ -10,6 +10,7 @@ import { countGuardRefusal, type GuardRefusalReason } from '../../observability/
 import { inSpan } from '../../observability/tracing.ts';
 import type { BoundStatement, SavedStatement } from './saved.ts';
 import { MAX_LIMIT } from './toolspec.ts';
+import { applyPolicy, resolutionKey, type CallPolicy, type PolicyDialect } from './policy.ts';
 
 export interface PreparedCall {
   /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads (as is for a read-only dialect). */
@@ -23,8 +24,16 @@ export interface PreparedCall {
    * a read: texts of one shape resolve alike on the server (postgresql/guard/shape.ts).
    */
   shape?: string;
-  /** A saved-statement tool's values, bound as driver parameters in the order of the statement's markers. */
+  /**
+   * Every value the statement's markers take, bound as driver parameters: a saved-statement tool's arguments and a
+   * tool policy's values (caller attributes, mask texts, key pads). PostgreSQL: `$1..$k` are the saved tool's, the
+   * policy's follow; MySQL: in the text order of the `?` markers. Unset: the statement has none.
+   */
   values?: unknown[];
+  /** With a tool policy (PostgreSQL): the statement with typed NULLs for the policy's parameters, for the resolution check. */
+  resolutionStatement?: string;
+  /** How many `$n` the resolution statement keeps (a saved tool's arguments); unset: `values.length`. */
+  resolutionParams?: number;
 }
 
 /** The SQL connector types, each with its guard (`<type>/guard/`). */
@@ -45,38 +54,52 @@ export interface Dialect {
   bind?(saved: SavedStatement, args: Record<string, unknown>): BoundStatement;
   /** Resolves once the guard can run (MySQL loads its parser lazily); absent: always ready. */
   ready?(): Promise<unknown>;
+  /** How the dialect builds a policy's derived table (shared/policy.ts); unset: tools with a policy are refused. */
+  policy?: PolicyDialect;
 }
 
 /** The span of the guard's check, by dialect (constants: a call builds no name). */
 const GUARD_SPAN = { postgresql: 'guard postgresql', mysql: 'guard mysql', mssql: 'guard mssql', oracle: 'guard oracle' } as const;
 
 /** What the guard is told of the call: the tool's table, the write permissions, and what introspection recorded. */
-function guardOptions(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext): GuardOptions {
-  return guardOptionsFor(dialect, tool.target, ctx);
+function guardOptions(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext, boundParams?: number): GuardOptions {
+  return guardOptionsFor(dialect, tool.target, ctx, ctx.policy, boundParams);
 }
 
-/** The guard's options for a table and the permissions (also at save time, for a saved statement: shared/sql-driver.ts). */
-export function guardOptionsFor(dialect: Dialect, t: SqlTarget, ctx: Pick<ExecutionContext, 'allowWrite' | 'allowDdl' | 'readOnly'>): GuardOptions {
-  if (dialect.wrapRead) {
-    return {
-      table: { schema: t.schema, name: t.table },
-      allowWrite: ctx.allowWrite,
-      allowDdl: ctx.allowDdl,
-      readOnly: ctx.readOnly,
-      // MySQL: how the server compares table names, recorded at introspection (no query per call).
-      lowerCaseTableNames: t.lowerCaseTableNames,
-      storedFunctions: t.storedFunctions,
-    };
-  }
-  return {
-    table: { schema: t.schema, name: t.table },
-    allowWrite: false,
-    allowDdl: false,
-    readOnly: true,
-    caseSensitiveNames: t.caseSensitiveNames,
-    defaultSchema: t.defaultSchema,
-    columns: t.columns.map((c) => c.name),
-  };
+/**
+ * The guard's options for a table and the permissions (also at save time, for a saved statement, and when a policy
+ * is set on a saved tool: shared/sql-driver.ts). With a policy the statement may only read, and `boundParams` (a
+ * saved tool's statement) is how many of its own bound markers it has: only those, never the policy's.
+ */
+export function guardOptionsFor(
+  dialect: Dialect,
+  t: SqlTarget,
+  ctx: Pick<ExecutionContext, 'allowWrite' | 'allowDdl' | 'readOnly'>,
+  policy?: Pick<CallPolicy, 'key' | 'policy'>,
+  boundParams?: number,
+): GuardOptions {
+  const opts: GuardOptions = dialect.wrapRead
+    ? {
+        table: { schema: t.schema, name: t.table },
+        allowWrite: ctx.allowWrite,
+        allowDdl: ctx.allowDdl,
+        // A tool with a policy only reads: a write's WHERE, RETURNING or row count would reach what the policy keeps out.
+        readOnly: ctx.readOnly || policy !== undefined,
+        // MySQL: how the server compares table names, recorded at introspection (no query per call).
+        lowerCaseTableNames: t.lowerCaseTableNames,
+        storedFunctions: t.storedFunctions,
+      }
+    : {
+        table: { schema: t.schema, name: t.table },
+        allowWrite: false,
+        allowDdl: false,
+        readOnly: true,
+        caseSensitiveNames: t.caseSensitiveNames,
+        defaultSchema: t.defaultSchema,
+        columns: t.columns.map((c) => c.name),
+      };
+  if (policy) opts.policy = { key: policy.key, hidden: policy.policy.hidden_columns, ...(boundParams ? { params: boundParams } : {}) };
+  return opts;
 }
 
 /** A refusal before the database, counted by the stage that refused (toolgate_guard_refusals_total). */
@@ -98,7 +121,12 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
   if (write && (!wrapRead || ctx.readOnly || !(verdict.kind === 'ddl' ? ctx.allowDdl : ctx.allowWrite))) {
     return refused(dialect, 'read_only', 'This tool is read-only: only SELECT statements are accepted.');
   }
+  if (ctx.policy) {
+    const blocked = policyBlocked(dialect, tool, ctx.policy, verdict, write);
+    if (blocked) return blocked;
+  }
   if (!wrapRead) return { statement: call.sql, write: false, kind: verdict.kind, maxRows: call.maxRows };
+  if (ctx.policy) return withPolicy(dialect, tool, ctx, ctx.policy, call.sql, verdict, call.maxRows, null);
   // Only postgresql and mysql have a wrapper (the read-only dialects returned above).
   const text = checkWrappable(call.sql, dialect.name as WrapDialect);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
@@ -109,9 +137,71 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
 }
 
 /**
+ * Whether a tool's policy can be applied to this call: by rewriting every reference to the table (shared/policy.ts)
+ * on a read of a dialect that can, or by the guard alone (hidden columns on mssql/oracle). The refusal, or null.
+ */
+function policyBlocked(dialect: Dialect, tool: SqlToolSpec, cp: CallPolicy, verdict: GuardResult & { ok: true }, write: boolean): ToolResult | null {
+  if (dialect.wrapRead ? !dialect.policy || !verdict.refs || write : !hiddenOnly(cp)) {
+    return refused(dialect, 'statement', 'This tool has column or row policies, which this connector type cannot apply: the call is refused.');
+  }
+  // A column the policy names that the table (as last introspected) lacks, renamed perhaps: its new name would be
+  // exposed, so nothing runs until an admin updates the policy.
+  if (!policyFits(cp, tool)) {
+    return refused(dialect, 'statement', "This tool's policy names a column the table no longer has; an admin must update the policy.");
+  }
+  return null;
+}
+
+/**
+ * A read under a policy: every reference to the table replaced by the policy's derived table, the policy's values
+ * bound after (PostgreSQL) or among (MySQL, by text position) a saved tool's own, and the resolution check's text.
+ */
+function withPolicy(
+  dialect: Dialect,
+  tool: SqlToolSpec,
+  ctx: ExecutionContext,
+  cp: CallPolicy,
+  sql: string,
+  verdict: GuardResult & { ok: true },
+  maxRows: number,
+  bound: BoundStatement | null,
+): PreparedCall | ToolResult {
+  const wrapRead = dialect.wrapRead!;
+  const applied = applyPolicy(dialect.policy!, sql, verdict.refs!, qualifiedTable(dialect.policy!, tool), columnNames(tool), cp, bound);
+  const text = checkWrappable(applied.statement, dialect.name as WrapDialect);
+  if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
+  const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
+  const statement = wrapRead(text.body, maxRows + 1, rowBytes);
+  const shape = verdict.shape === undefined ? undefined : `r${maxRows + 1}:${rowBytes}\u0000${verdict.shape}\u0000${resolutionKey(cp)}`;
+  const check = checkWrappable(applied.resolution, dialect.name as WrapDialect);
+  const resolutionStatement = check.ok ? wrapRead(check.body, maxRows + 1, rowBytes) : statement;
+  return {
+    statement,
+    write: false,
+    kind: verdict.kind,
+    maxRows,
+    values: applied.values,
+    resolutionStatement,
+    resolutionParams: bound?.values.length ?? 0,
+    ...(shape === undefined ? {} : { shape }),
+  };
+}
+
+const policyFits = (cp: CallPolicy, tool: SqlToolSpec): boolean => {
+  const names = new Set(columnNames(tool));
+  return cp.policy.hidden_columns.every((c) => names.has(c)) && cp.policy.masked_columns.every((m) => names.has(m.column));
+};
+
+/** The read-only dialects (mssql, oracle) apply hidden columns in their guard, and nothing else of a policy. */
+const hiddenOnly = (cp: CallPolicy): boolean => cp.policy.masked_columns.length === 0 && cp.policy.row_filter === null;
+
+const qualifiedTable = (d: PolicyDialect, tool: SqlToolSpec): string => `${d.quote(tool.target.schema)}.${d.quote(tool.target.table)}`;
+const columnNames = (tool: SqlToolSpec): string[] => tool.target.columns.map((c) => c.name);
+
+/**
  * A saved-statement tool's call: its statement with the driver's markers (the values kept apart), through the same
- * guard, write check and wrapper as an agent's SQL. The guard's verdict on a text is cached, so a saved tool pays
- * for its parse once. Reads return at most min(MAX_LIMIT, the gateway's row cap) rows.
+ * guard, write check and wrapper as an agent's SQL, and the tool's policy as for free SQL. The guard's verdict on a
+ * text is cached, so a saved tool pays for its parse once. Reads return at most min(MAX_LIMIT, the gateway's row cap) rows.
  */
 function prepareSaved(
   dialect: Dialect,
@@ -123,15 +213,22 @@ function prepareSaved(
   const { bind, wrapRead } = dialect;
   if (!bind) return refused(dialect, 'arguments', `Saved-statement tools are not served on ${dialect.name} connectors.`);
   const bound = bind(saved, args);
-  const verdict = inSpan(GUARD_SPAN[dialect.name], () => dialect.guard(bound.guardText ?? bound.text, guardOptions(dialect, tool, ctx)));
+  // Under a policy the guard admits the statement's own markers (ours, from its :name placeholders), and only those.
+  const opts = guardOptions(dialect, tool, ctx, bound.guardText === undefined ? bound.values.length : undefined);
+  const verdict = inSpan(GUARD_SPAN[dialect.name], () => dialect.guard(bound.guardText ?? bound.text, opts));
   if (!verdict.ok) return refused(dialect, 'statement', verdict.reason);
   const write = !verdict.readOnly;
   if (verdict.kind === 'ddl' || (write && (!wrapRead || ctx.readOnly || !ctx.allowWrite))) {
     return refused(dialect, 'read_only', 'This tool is read-only: its statement writes, and writes are not allowed.');
   }
+  if (ctx.policy) {
+    const blocked = policyBlocked(dialect, tool, ctx.policy, verdict, write);
+    if (blocked) return blocked;
+  }
   const maxRows = Math.max(1, Math.min(MAX_LIMIT, ctx.limits.maxRows));
   // A read-only dialect (mssql, oracle) runs the guarded statement as it is, its markers bound by the driver.
   if (!wrapRead) return { statement: bound.text, write: false, kind: verdict.kind, maxRows, values: bound.values };
+  if (ctx.policy) return withPolicy(dialect, tool, ctx, ctx.policy, bound.text, verdict, maxRows, bound);
   const text = checkWrappable(bound.text, dialect.name as WrapDialect);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);

@@ -221,6 +221,8 @@ export interface BoundStatement {
   values: unknown[];
   /** What the guard checks when it does not accept this driver's markers (mssql, oracle); absent: `text`. */
   guardText?: string;
+  /** MySQL: where each `?` of `text` is (one per value), so a tool policy's own `?` can be bound among them. */
+  offsets?: number[];
 }
 
 const elementType = (p: SavedParam): ScalarType => (p.type === 'array' ? (p.items?.type ?? 'string') : p.type);
@@ -275,21 +277,26 @@ const mysqlValue = (type: ScalarType, v: unknown): unknown => (v !== null && typ
 export function bindMysql(saved: Pick<SavedStatement, 'parts' | 'slots' | 'parameters'>, args: Record<string, unknown>, sample = false): BoundStatement {
   const byName = new Map(saved.parameters.map((p) => [p.name, p]));
   const values: unknown[] = [];
+  const offsets: number[] = [];
   let text = saved.parts[0]!;
+  const mark = (value: unknown): void => {
+    values.push(value);
+    offsets.push(text.length);
+    text += '?';
+  };
   saved.slots.forEach((name, k) => {
     const p = byName.get(name)!;
     const v = args[name] ?? null;
     if (p.type === 'array' && !sample) {
       const items = (v as unknown[] | null) ?? [null];
-      for (const item of items) values.push(mysqlValue(elementType(p), item));
-      text += items.map(() => '?').join(', ');
-    } else {
-      values.push(mysqlValue(elementType(p), v));
-      text += '?';
-    }
+      items.forEach((item, i) => {
+        if (i > 0) text += ', ';
+        mark(mysqlValue(elementType(p), item));
+      });
+    } else mark(mysqlValue(elementType(p), v));
     text += saved.parts[k + 1]!;
   });
-  return { text, values };
+  return { text, values, offsets };
 }
 
 /** How a positional dialect writes its n-th marker (1-based), and how it takes a value of a type. */

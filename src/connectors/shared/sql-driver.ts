@@ -12,6 +12,7 @@ import { guardOptionsFor, isRefusal, prepareCall, type Dialect, type PreparedCal
 import { errorResult } from './result.ts';
 import { bindMysql, bindPositional, parseTemplate, pgPlaceholder, TemplateError, type SavedParam } from './saved.ts';
 import { checkWrappable } from './sqltext.ts';
+import { checkPolicyShape, policyKey, type ToolPolicy } from './policy.ts';
 
 export interface SqlDriverParts<P, O, X extends ExecutionContext> {
   dialect: Dialect;
@@ -26,12 +27,29 @@ export interface SqlDriverParts<P, O, X extends ExecutionContext> {
    * connects by name itself; a guard whose parser could not load). Synchronous when it has nothing to wait for.
    */
   precheck?(ctx: X): string | null | Promise<string | null>;
+  /** Resolves once the dialect's guard can run (a guard loaded on first use); the text when it cannot. */
+  guardReady?(): string | null | Promise<string | null>;
   /** What the pool is opened with when this call opens it. */
   openWith?(ctx: X): O | undefined;
   /** Runs the prepared statement on the connector's pool. Never throws for tool-level failures. */
   run(pool: P, tool: SqlToolSpec, prepared: PreparedCall, ctx: X): Promise<ToolResult>;
   /** The text of a failure outside the runner (the pool busy, aborted while queued, failing to open; a guard that threw). */
   callErrorText(err: unknown, ctx: X): string;
+}
+
+/** The dialect's guard over `SELECT 1 FROM <table> WHERE (<filter>)`: a row filter must pass as free SQL would. */
+function filterVerdict(dialect: Dialect, tool: SqlToolSpec, filter: string): string | null {
+  const d = dialect.policy!;
+  const t = tool.target;
+  const verdict = dialect.guard(`SELECT 1 FROM ${d.quote(t.schema)}.${d.quote(t.table)} WHERE (${filter})`, {
+    table: { schema: t.schema, name: t.table },
+    allowWrite: false,
+    allowDdl: false,
+    readOnly: true,
+    lowerCaseTableNames: t.lowerCaseTableNames,
+    storedFunctions: t.storedFunctions,
+  });
+  return verdict.ok ? null : `the row filter is refused: ${verdict.reason}`;
 }
 
 export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionContext>(
@@ -70,6 +88,17 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
       }
     },
 
+    async checkPolicy(tool, policy) {
+      const stop = await parts.guardReady?.();
+      if (stop) return stop;
+      const problem = checkPolicyShape(
+        tool.target.columns.map((c) => c.name),
+        policy,
+        dialect.policy ? (filter) => filterVerdict(dialect, tool, filter) : null,
+      );
+      return problem ?? (tool.target.saved ? savedUnderPolicy(dialect, tool.target, policy) : null);
+    },
+
     close: (connectorId) => pools.close(connectorId),
     closeAll: () => pools.closeAll(),
   };
@@ -88,6 +117,25 @@ function guardText(dialect: Dialect, statement: string, params: SavedParam[]): s
     if (!index.has(slot)) index.set(slot, index.size + 1);
     return text + pgPlaceholder(index.get(slot)!, byName.get(slot)!) + part;
   });
+}
+
+/**
+ * Whether a saved tool's statement runs under `policy` (set on the tool, or kept when the statement is replaced): the
+ * guard as a call would run it, reading only, its own markers admitted, a hidden column named nowhere, and every
+ * reference to the table found for the rewrite. The problem, or null.
+ */
+function savedUnderPolicy(dialect: Dialect, t: SqlTarget, policy: ToolPolicy): string | null {
+  const saved = t.saved!;
+  const text = guardText(dialect, saved.statement, saved.parameters);
+  // PostgreSQL numbers a parameter once however often it recurs, and parseTemplate requires each declared one to be used.
+  const own = dialect.name === 'postgresql' || dialect.name === 'mysql' ? saved.parameters.length : undefined;
+  const verdict = dialect.guard(
+    text,
+    guardOptionsFor(dialect, t, { allowWrite: false, allowDdl: false, readOnly: true }, { key: policyKey(policy), policy }, own),
+  );
+  if (!verdict.ok) return `the saved tool's statement cannot run under it (${verdict.reason})`;
+  if (dialect.wrapRead && !verdict.refs) return "the saved tool's statement cannot run under it";
+  return null;
 }
 
 /**

@@ -68,12 +68,18 @@ export interface RelationInfo {
 const MAX_DESCRIBED_COLUMNS = 100;
 
 /** The tool descriptor of one table or view; `qualified` is how the agent should write the table in SQL. */
+/** The column list of a table tool's description (`a int, b text`), bounded. */
+export function columnList(columns: readonly string[]): string {
+  const cols = columns.slice(0, MAX_DESCRIBED_COLUMNS);
+  if (columns.length > MAX_DESCRIBED_COLUMNS) cols.push(`and ${columns.length - MAX_DESCRIBED_COLUMNS} more`);
+  return cols.join(', ');
+}
+
 export function relationTool(name: string, rel: RelationInfo, qualified: string): SqlToolSpec {
-  const cols = rel.columns.slice(0, MAX_DESCRIBED_COLUMNS).map((c) => `${c.name} ${c.type}`);
-  if (rel.columns.length > MAX_DESCRIBED_COLUMNS) cols.push(`and ${rel.columns.length - MAX_DESCRIBED_COLUMNS} more`);
+  const cols = columnList(rel.columns.map((c) => `${c.name} ${c.type}`));
   return {
     name,
-    description: `Query the ${rel.kind} ${qualified} (columns: ${cols.join(', ')}). Send one SELECT statement on this ${rel.kind} only.`,
+    description: `Query the ${rel.kind} ${qualified} (columns: ${cols}). Send one SELECT statement on this ${rel.kind} only.`,
     inputSchema: {
       type: 'object',
       properties: {

@@ -366,6 +366,8 @@ export const listTools = <ThrowOnError extends boolean = false>(options: Options
 
 /**
  * Change a tool's settings (takes effect on the next request on every instance)
+ *
+ * Contributors may change every setting except `policy` (hidden and masked columns, row filter), which needs the admin role or an org-level token (docs/tool-policies.md). A policy that does not fit the tool's table is refused with 422 policy_invalid.
  */
 export const updateToolMetadata = <ThrowOnError extends boolean = false>(options: Options<UpdateToolMetadataData, ThrowOnError>) => (options.client ?? client).patch<UpdateToolMetadataResponses, UpdateToolMetadataErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -69,6 +69,7 @@ import { checkExecutableComments, checkTokens, lexMysql } from './lexer.ts';
 import { type WalkState, variantOf, visitVariant } from './walk.ts';
 import { walkDdl } from './ddl.ts';
 import { isSystemDatabase } from './names.ts';
+import type { TableRef } from '../../shared/policy.ts';
 
 await initSqlParser();
 
@@ -148,6 +149,7 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
     writes: new Set(),
     locks: false,
     ddl: false,
+    ...(opts.policy ? { refs: [] } : {}),
   };
   try {
     const tokens = lexMysql(sql);
@@ -172,7 +174,8 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
     if (variant === 'Query' || variant === 'Insert' || variant === 'Update' || variant === 'Delete') {
       visitVariant(variant, node, st, EMPTY_SCOPE);
       const writes = [...st.writes];
-      if (writes.length === 0 && !st.locks) return allow('select', true);
+      if (writes.length === 0 && !st.locks)
+        return st.refs ? { ok: true, kind: 'select', readOnly: true, refs: tableRefs(sql, st.refs) } : allow('select', true);
       if (!canWrite(opts)) {
         if (writes.length > 0) return no(`found ${writes.map((w) => w.toUpperCase()).join(', ')}`);
         return no('SELECT ... FOR UPDATE / FOR SHARE takes row locks');
@@ -204,3 +207,39 @@ export const guardMysqlSql: (sql: string, opts: GuardOptions) => GuardResult = c
 
 /** For tests and benchmarks: forget cached verdicts. */
 export const clearMysqlGuardCache: () => void = cached.clear;
+
+/** Offsets of each line's start, so the parser's (line, column) positions become string offsets. */
+function lineStarts(sql: string): number[] {
+  const starts = [0];
+  for (let i = 0; i < sql.length; i++) if (sql[i] === '\n') starts.push(i + 1);
+  return starts;
+}
+
+/** A (line, column) of the parser (both from 1; columns count characters, not UTF-16 units) as a string offset. */
+function offsetOf(sql: string, starts: number[], pos: { line: number; column: number }): number {
+  const lineStart = starts[pos.line - 1];
+  if (lineStart === undefined) throw new Refusal('a table reference could not be located');
+  let i = lineStart;
+  for (let col = 1; col < pos.column; col++) i += (sql.codePointAt(i) ?? 0) > 0xffff ? 2 : 1;
+  return i;
+}
+
+/** How an identifier part is written in the text: quoted parts with their doubled quotes. */
+function written(part: { value: string; quote: string | null }): string {
+  return part.quote === null ? part.value : `${part.quote}${part.value.split(part.quote).join(part.quote + part.quote)}${part.quote}`;
+}
+
+/**
+ * The text spans of the references to the tool's table (shared/policy.ts replaces each by the policy's derived
+ * table). A span whose text is not exactly its name parts (white space aside) is refused: the rewrite never guesses.
+ */
+function tableRefs(sql: string, raw: NonNullable<WalkState['refs']>): TableRef[] {
+  const starts = lineStarts(sql);
+  return raw.map((r) => {
+    const start = offsetOf(sql, starts, r.start);
+    const end = offsetOf(sql, starts, r.end);
+    const text = sql.slice(start, end).replace(/\s+/g, '');
+    if (text !== r.parts.map(written).join('.')) throw new Refusal('a table reference could not be located');
+    return { start, end, alias: r.alias ? null : written(r.parts[r.parts.length - 1]!) };
+  });
+}

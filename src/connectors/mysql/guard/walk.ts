@@ -167,6 +167,55 @@ export interface WalkState {
   writes: Set<'insert' | 'update' | 'delete'>;
   locks: boolean;
   ddl: boolean;
+  /** With a tool policy: the references to the tool's table found so far, by the parser's positions. */
+  refs?: PolicyRef[];
+}
+
+type Position = { line: number; column: number };
+/** A reference to the tool's table as the parser gives it: its name parts as written, and where they are. */
+interface PolicyRef {
+  start: Position;
+  end: Position;
+  parts: { value: string; quote: string | null }[];
+  alias: boolean;
+}
+
+/** Records a reference to the tool's table for the policy rewrite (a CTE of the same name shadows the table). */
+function policyRef(payload: AnyObj, st: WalkState, scope: ReadonlySet<string>): void {
+  if (!st.refs) return;
+  const parts = nameParts(payload.name);
+  if (parts.length === 1 && scope.has(cteKey(parts[0]!, st))) return;
+  const idents = (payload.name as unknown[]).map((p) => (isObj(p) && isObj(p.Identifier) ? p.Identifier : p)) as AnyObj[];
+  const spans = idents.map((i) => (isObj(i.span) ? i.span : undefined));
+  const first = spans[0]?.start;
+  const last = spans[spans.length - 1]?.end;
+  if (!isObj(first) || !isObj(last)) throw new Refusal('a table reference could not be located');
+  st.refs.push({
+    start: first as Position,
+    end: last as Position,
+    parts: idents.map((i) => ({ value: String(i.value), quote: typeof i.quote_style === 'string' ? i.quote_style : null })),
+    alias: isObj(payload.alias),
+  });
+}
+
+/** With a tool policy: a leaf naming a hidden column, or a parameter (they carry the policy's caller values), is refused. */
+function policyLeaf(variant: string, payload: unknown, st: WalkState): void {
+  if (!st.opts.policy) return;
+  if (variant === 'Identifier' && isObj(payload)) checkHiddenName([String(payload.value)], st);
+  else if (variant === 'CompoundIdentifier') checkHiddenName(nameParts(payload), st);
+  else if (variant === 'Value' && isObj(payload) && isObj(payload.value) && 'Placeholder' in payload.value && !st.opts.policy.params) {
+    // A saved tool's statement has its own `?` (its arguments, from its :name placeholders); free SQL has none.
+    throw new Refusal('parameters (?) are not allowed on a tool with column or row policies');
+  }
+}
+
+/** A name naming a hidden column (any part of `t.ssn`), refused with the policy; MySQL column names ignore case. */
+function checkHiddenName(values: string[], st: WalkState): void {
+  const hidden = st.opts.policy?.hidden;
+  if (!hidden || hidden.length === 0) return;
+  for (const v of values) {
+    if (hidden.some((h) => h.toLowerCase() === v.toLowerCase())) throw new Refusal(`column "${clip(v)}" is not available on this tool`);
+  }
 }
 
 /** If `v` is an enum value `{Variant: payload}`, the variant name; otherwise undefined. */
@@ -266,12 +315,12 @@ export function visitVariant(variant: string, payload: unknown, st: WalkState, s
   switch (variant) {
     case 'Identifier':
       checkBareIdentifier(payload);
-      return;
+      return policyLeaf(variant, payload, st);
     case 'Value':
     case 'CompoundIdentifier':
     case 'QualifiedWildcard':
     case 'Wildcard':
-      return; // leaves (column references and literals)
+      return policyLeaf(variant, payload, st); // leaves (column references and literals)
     case 'Query':
     case 'Subquery':
       if (!isObj(payload)) throw new Refusal('a subquery could not be understood');
@@ -292,6 +341,7 @@ export function visitVariant(variant: string, payload: unknown, st: WalkState, s
       }
       if (isDual(payload.name)) return;
       checkTableName(payload.name, st, scope);
+      policyRef(payload, st, scope);
       return;
     }
     case 'TableName':

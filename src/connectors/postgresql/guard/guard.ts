@@ -65,6 +65,7 @@ import {
 } from '../../shared/sqlguard/common.ts';
 import { type WalkState, statementName, strings, visitNode, wrappedType } from './walk.ts';
 import { statementShape } from './shape.ts';
+import type { TableRef } from '../../shared/policy.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Entry point
@@ -115,7 +116,7 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
   const node = type === undefined ? undefined : (stmt[type] as AnyObj);
   if (type === undefined || node === undefined) return no('the SQL could not be parsed');
 
-  const st: WalkState = { opts, writes: new Set(), locks: false, ddl: false };
+  const st: WalkState = { opts, writes: new Set(), locks: false, ddl: false, ...(opts.policy ? { refs: [] } : {}) };
   try {
     switch (type) {
       case 'SelectStmt':
@@ -127,7 +128,10 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
         // The shape keys the server-side resolution verdict (postgres-shape.ts): computed from this parse, so a call
         // parses its text once.
         const shaped = (verdict: GuardResult): GuardResult => (verdict.ok ? { ...verdict, shape: statementShape(sql, stmt) } : verdict);
-        if (writes.length === 0 && !st.locks) return shaped(allow('select', true));
+        if (writes.length === 0 && !st.locks) {
+          const verdict = shaped(allow('select', true));
+          return st.refs && verdict.ok ? { ...verdict, refs: tableRefs(sql, st.refs) } : verdict;
+        }
         if (!canWrite(opts)) {
           if (type === 'SelectStmt' && writes.length > 0) return no(`found a data-modifying WITH clause (${writes.map((w) => w.toUpperCase()).join(', ')})`);
           if (writes.length > 0) return no(`found ${statementName(stmt)}`);
@@ -155,6 +159,28 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
     if (e instanceof RangeError) return no('the query is nested too deeply');
     throw e;
   }
+}
+
+/**
+ * The text spans of the references to the tool's table (shared/policy.ts replaces each by the policy's derived
+ * table). The parser reports byte offsets of a reference's first name part; the scanner's tokens give where its name
+ * ends. A span whose tokens are not exactly `name` or `schema . name` is refused: the rewrite never guesses.
+ */
+function tableRefs(sql: string, raw: NonNullable<WalkState['refs']>): TableRef[] {
+  const bytes = Buffer.from(sql, 'utf8');
+  const tokens = scanSync(sql).tokens;
+  const charAt = (byte: number): number => (bytes.length === sql.length ? byte : bytes.subarray(0, byte).toString('utf8').length);
+  return raw.map((r) => {
+    const i = tokens.findIndex((t) => t.start === r.location);
+    const first = tokens[i];
+    const names = r.parts === 1 ? [first] : [first, tokens[i + 1], tokens[i + 2]];
+    if (!first || names.some((t) => t === undefined) || (r.parts === 2 && names[1]!.text !== '.')) throw new Refusal('a table reference could not be located');
+    const last = names[names.length - 1]!;
+    if (last.text.startsWith('"') ? !last.text.endsWith('"') : !/^[A-Za-z_\u0080-\uffff][\w$\u0080-\uffff]*$/.test(last.text)) {
+      throw new Refusal('a table reference could not be located');
+    }
+    return { start: charAt(first.start), end: charAt(last.end), alias: r.alias ? null : last.text };
+  });
 }
 
 function checkDdl(type: string, node: AnyObj, st: WalkState): void {

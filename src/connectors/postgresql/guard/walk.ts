@@ -13,6 +13,8 @@ export interface WalkState {
   locks: boolean;
   /** Node types allowed in this statement. */
   readonly ddl: boolean;
+  /** With a tool policy: the references to the tool's table found so far (byte locations of their first name part). */
+  refs?: { location: number; parts: number; alias: boolean }[];
 }
 
 function isEmpty(v: AnyObj): boolean {
@@ -43,6 +45,33 @@ export function strings(list: unknown): string[] {
   return out;
 }
 
+/** Records a reference to the tool's table for the policy rewrite (shared/policy.ts). */
+function policyRef(rv: AnyObj, refs: NonNullable<WalkState['refs']>): void {
+  if (rv.inh !== true) throw new Refusal('ONLY is not allowed on a tool with column or row policies');
+  if (typeof rv.location !== 'number' || rv.location < 0) throw new Refusal('a table reference could not be located');
+  refs.push({ location: rv.location, parts: rv.schemaname === undefined ? 1 : 2, alias: isObj(rv.alias) });
+}
+
+/**
+ * Parameters carry the policy's caller values: a statement under a policy must not bind (or read) them itself. A
+ * saved tool's statement has its own `$1..$k` (its arguments, `policy.params`); the policy's are numbered after them.
+ */
+function checkParamRef(node: AnyObj, st: WalkState): void {
+  const own = st.opts.policy?.params ?? 0;
+  if (st.opts.policy && !(typeof node.number === 'number' && node.number >= 1 && node.number <= own)) {
+    throw new Refusal('parameters ($n) are not allowed on a tool with column or row policies');
+  }
+}
+
+/** A column reference naming a hidden column (in any part: `ssn`, `t.ssn`), refused with the policy. */
+function checkHiddenColumn(node: AnyObj, st: WalkState): void {
+  const hidden = st.opts.policy?.hidden;
+  if (!hidden || hidden.length === 0) return;
+  for (const part of strings(node.fields)) {
+    if (hidden.includes(part)) throw new Refusal(`column "${clip(part)}" is not available on this tool`);
+  }
+}
+
 function rangeVarLabel(rv: AnyObj): string {
   return [rv.catalogname, rv.schemaname, rv.relname].filter((p) => typeof p === 'string').join('.');
 }
@@ -54,8 +83,13 @@ function isOwnTable(rv: AnyObj, opts: GuardOptions): boolean {
 }
 
 function checkRangeVar(rv: AnyObj, st: WalkState, scope: ReadonlySet<string>): void {
-  if (isOwnTable(rv, st.opts)) return;
-  if (rv.schemaname === undefined && rv.catalogname === undefined && typeof rv.relname === 'string' && scope.has(rv.relname)) return;
+  const cte = rv.schemaname === undefined && rv.catalogname === undefined && typeof rv.relname === 'string' && scope.has(rv.relname);
+  if (isOwnTable(rv, st.opts)) {
+    // A CTE of the table's name shadows the table (unqualified names only): that reference is the CTE, not a table read.
+    if (st.refs && !cte) policyRef(rv, st.refs);
+    return;
+  }
+  if (cte) return;
   throw new Refusal(`it references "${clip(rangeVarLabel(rv))}", which is not this tool's table`);
 }
 
@@ -124,13 +158,19 @@ export function visitNode(type: string, node: AnyObj, st: WalkState, scope: Read
     case 'Boolean':
     case 'BitString':
     case 'A_Star':
+      return;
     case 'ParamRef':
+      return checkParamRef(node, st);
     case 'SQLValueFunction':
     case 'SetToDefault':
     case 'Alias':
       return; // leaves
     case 'RangeVar':
       checkRangeVar(node, st, scope);
+      return;
+    case 'ColumnRef':
+      checkHiddenColumn(node, st);
+      walkFields(type, node, st, scope);
       return;
     case 'FuncCall':
       checkFunction(strings(node.funcname));

@@ -238,14 +238,22 @@ function visit(variant: string, payload: unknown, st: State, scope: CteScope): v
   if (!QUERY_VARIANTS.has(variant)) throw new Refusal(`it uses ${describe(variant)}, which is not allowed here`);
   switch (variant) {
     case 'Identifier':
+      if (isObj(payload)) checkHidden([payload.value], st);
       return visitIdentifier(payload, st);
     case 'CompoundIdentifier':
+      if (Array.isArray(payload))
+        checkHidden(
+          payload.map((p) => (isObj(p) ? p.value : undefined)),
+          st,
+        );
       if (st.d.strictNames) resolveQualified(payload, st);
       return;
     case 'QualifiedWildcard':
+      checkHidden(['*'], st);
       if (st.d.strictNames) visitQualifiedWildcard(payload, st);
       return;
     case 'Wildcard':
+      return checkHidden(['*'], st);
     case 'Value':
       if (variant === 'Value' && isObj(payload)) walk(payload.value, st, scope, 'value');
       return;
@@ -267,6 +275,22 @@ function visit(variant: string, payload: unknown, st: State, scope: CteScope): v
       return visitFunction(payload, st, scope);
     default:
       return walk(payload, st, scope, variant);
+  }
+}
+
+/**
+ * A tool with hidden columns (shared/policy.ts): these read-only types have no rewrite, so the guard itself keeps
+ * the columns out. A name equal to a hidden column (any part, compared ignoring case: never fewer refusals than the
+ * server's own comparison) and every `*` / `t.*` are refused; whole-row values do not exist in T-SQL, and Oracle's
+ * strict name resolution (resolveBare) admits only columns, aliases and pseudo-columns.
+ */
+function checkHidden(names: unknown[], st: State): void {
+  const hidden = st.opts.policy?.hidden;
+  if (!hidden || hidden.length === 0) return;
+  for (const n of names) {
+    if (n === '*') throw new Refusal('* and t.* are not allowed on a tool with hidden columns; name the columns');
+    if (typeof n === 'string' && hidden.some((h) => h.toUpperCase() === n.toUpperCase()))
+      throw new Refusal(`column "${clip(n)}" is not available on this tool`);
   }
 }
 

@@ -1,4 +1,5 @@
 /** The contract of the per-dialect SQL guards: what a statement may do on a tool's own table. */
+import type { TableRef } from '../policy.ts';
 
 export interface GuardOptions {
   /** The only table (or view) the statement may reference. */
@@ -25,6 +26,14 @@ export interface GuardOptions {
   defaultSchema?: string;
   /** Oracle: the tool's table's column names (exact); a bare name must be one of them, an alias or a pseudo-column. */
   columns?: readonly string[];
+  /**
+   * The tool has a column or row policy (shared/policy.ts): the guard refuses naming a hidden column and bound
+   * parameters in the text, and reports every reference to the tool's table (`refs`) so each can be replaced by the
+   * policy's derived table; a dialect that cannot report them refuses what it cannot check. `key` names the policy.
+   * `params`: the statement is a saved tool's, with this many bound markers of its own (`$1..$params`, or `?`),
+   * generated from its `:name` placeholders; they are admitted, the policy's values come after them.
+   */
+  policy?: { key: string; hidden: readonly string[]; params?: number };
 }
 
 export type StatementKind = 'select' | 'insert' | 'update' | 'delete' | 'ddl';
@@ -37,5 +46,7 @@ export type GuardResult =
       readOnly: boolean;
       /** PostgreSQL reads and writes: the statement's shape (postgres-shape.ts), which keys the resolution verdict. */
       shape?: string;
+      /** With opts.policy: every reference to the tool's table (not to a CTE of that name), in text order. */
+      refs?: readonly TableRef[];
     }
   | { ok: false /** Tells the agent what was refused and what is allowed. */; reason: string };
