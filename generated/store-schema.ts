@@ -183,6 +183,8 @@ export const mcpOauthGrants = pgTable('mcp_oauth_grants', {
   subject: text('subject').notNull(),
   email: text('email'),
   roles: jsonb('roles').$type<string[]>().notNull(),
+  /** The person's IdP claims at sign-in that row filters bind as :caller.<claim> (auth/idp/identity.ts claimAttributes). */
+  attributes: jsonb('attributes').$type<Record<string, string>>().notNull().default({}),
   scopes: jsonb('scopes').$type<string[]>().notNull(),
   createdAt: ts('created_at').notNull().defaultNow(),
   lastUsedAt: ts('last_used_at'),

@@ -86,7 +86,7 @@ async function mintCode(clientId: string, codeVerifier: string, org: Onboarded =
         codeChallenge: challengeOf(codeVerifier),
         scopes: ['mcp:call'],
       },
-      person: { subject: 'user-1', email: 'user-1@example.com', roles: ['contributor'] },
+      person: { subject: 'user-1', email: 'user-1@example.com', roles: ['contributor'], attributes: {} },
       csrf: 'unused',
       expiresAt: Date.now() + 60_000,
     },

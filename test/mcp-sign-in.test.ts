@@ -13,7 +13,8 @@ import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway }
 import { startOidcProvider, type TestOidc } from './support/oidc.ts';
 import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
-import { connectors } from '../src/store/schema.ts';
+import { connectors, mcpOauthGrants } from '../src/store/schema.ts';
+import { eq } from 'drizzle-orm';
 import { makeTestCa, opensslPresent, startMetadataServer, TestAuthProvider, type MetadataServer } from './support/mcp-sign-in.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -163,6 +164,10 @@ describe.skipIf(!runnable)('an MCP client signs in with only the URL (SDK v2, Ch
     const grant = listed.grants.find((x) => x.client_id === metadata.url('/agent.json'))!;
     expect(grant.email).toBe('alice@example.com');
     expect(grant.roles).toEqual(['admin']);
+    // The person's IdP claims as of sign-in are kept with the grant: row filters bind them (`:caller.email`).
+    const [kept] = await g.deps.store.db.select({ attributes: mcpOauthGrants.attributes }).from(mcpOauthGrants).where(eq(mcpOauthGrants.id, grant.id));
+    expect(kept!.attributes.email).toBe('alice@example.com');
+    expect(kept!.attributes.sub).toBe(grant.subject);
     const onSecond = (token: string) =>
       second.handle(
         new Request(`${base}/mcp/${org.slug}`, {

@@ -221,7 +221,7 @@ const PINNED: Record<number, string> = {
   10: 'b5a697140a631665', // audit_row_mac
   11: 'ba2b2efe91f5e7a2', // connector_skipped_tools
   12: 'ef855bb63e9c15c0', // org_suspension
-  13: 'c170ccbda89c2ca3', // mcp_sign_in
+  13: '5ec496c5c4f55345', // mcp_sign_in
   14: '8e2402d64f32edb5', // saved_tools_and_free_sql
   15: '74bc328c100b6237', // tool_policies
 };

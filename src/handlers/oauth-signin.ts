@@ -9,6 +9,7 @@ import { consentPage, errorPage } from '../auth/oauth-server/pages.ts';
 import { activeConnectors } from '../auth/oauth-server/repository.ts';
 import { authorizationUrl, beginLogin, discover, finishLogin, sameSecret, SignInError } from '../auth/idp/oidc-client.ts';
 import { findIdpConfig } from '../auth/idp/repository.ts';
+import { claimAttributes } from '../auth/idp/identity.ts';
 import { findOrgBySlug } from '../orgs/repository.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Handler } from './context.ts';
@@ -99,7 +100,8 @@ export const finishMcpSignIn: Handler = async ({ request, params, url, deps }) =
       outbound,
       verifier: idpVerifier,
     });
-    const person = { subject: signedIn.identity.subject, email: signedIn.identity.email, roles: signedIn.identity.roles };
+    const { identity } = signedIn;
+    const person = { subject: identity.subject, email: identity.email, roles: identity.roles, attributes: claimAttributes(identity.claims) };
     const consent = sealConsent(box, { org: tx.org, request: tx.request, person });
     const connectors = await activeConnectors(store.db, org.id);
     return consentPage(consent.tx, consent.csrf, connectors, [clear, cookie(deps, org.slug, CONSENT_COOKIE, consent.sealed, 600)]);

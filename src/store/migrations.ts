@@ -362,6 +362,7 @@ CREATE TABLE mcp_oauth_grants (
   subject text NOT NULL,
   email text,
   roles jsonb NOT NULL,
+  attributes jsonb NOT NULL DEFAULT '{}'::jsonb,
   scopes jsonb NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now(),
   last_used_at timestamptz,

@@ -15,6 +15,7 @@ export const JSONB_TYPES: Record<string, string> = {
   'oauth_clients.attributes': 'Record<string, string>',
   'mcp_oauth_clients.redirect_uris': 'string[]',
   'mcp_oauth_grants.roles': 'string[]',
+  'mcp_oauth_grants.attributes': 'Record<string, string>',
   'mcp_oauth_grants.scopes': 'string[]',
 };
 
@@ -41,6 +42,7 @@ export const TABLE_NOTES: Record<string, string> = {
 
 /** A column's note, by `table.column`. */
 export const COLUMN_NOTES: Record<string, string> = {
+  'mcp_oauth_grants.attributes': "The person's IdP claims at sign-in that row filters bind as :caller.<claim> (auth/idp/identity.ts claimAttributes).",
   'orgs.catalog_version': "Bumped on every change that alters the org's tool catalog or credentials' view of it.",
   'orgs.burst_limit_per_second': "Custom burst limit (enterprise, standalone); null uses the plan's.",
   'orgs.suspended_at': 'Set while an operator has suspended the org: every credential of it is refused.',

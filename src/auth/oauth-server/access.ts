@@ -60,6 +60,8 @@ export class SignedInTokens {
       roles: grant.roles as Role[],
       orgLevel: false,
       connectorIds,
+      // The IdP claims as of sign-in: row filters bind them as for the IdP's own tokens.
+      attributes: grant.attributes,
     };
   }
 }

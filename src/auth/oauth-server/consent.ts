@@ -14,6 +14,8 @@ interface Person {
   subject: string;
   email: string | null;
   roles: string[];
+  /** The IdP claims row filters bind (`:caller.<claim>`), as of sign-in. */
+  attributes: Record<string, string>;
 }
 
 export interface SignInTransaction {
@@ -82,6 +84,7 @@ export async function grantConsent(db: Db, tx: ConsentTransaction, scopes: strin
       subject: tx.person.subject,
       email: tx.person.email,
       roles: tx.person.roles,
+      attributes: tx.person.attributes,
       scopes,
     });
     await insertCode(t, {
