@@ -223,6 +223,7 @@ const PINNED: Record<number, string> = {
   12: 'ef855bb63e9c15c0', // org_suspension
   13: 'c170ccbda89c2ca3', // mcp_sign_in
   14: '8e2402d64f32edb5', // saved_tools_and_free_sql
+  16: 'a6e5c1c88ce40c4d', // credential_last_use_and_attempt_exchange
 };
 
 describe('the migrations are history: appended, never edited', () => {
