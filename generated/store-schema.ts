@@ -37,6 +37,8 @@ export const apiKeys = pgTable('api_keys', {
   revokedAt: ts('revoked_at'),
   /** Attributes row filters bind as `:caller.<attr>` (migration 15). */
   attributes: jsonb('attributes').$type<Record<string, string>>().notNull().default({}),
+  /** When the key was last used, to the minute at best: written in the background (auth/last-use.ts, decision 0282). */
+  lastUsedAt: ts('last_used_at'),
 }, (t) => [
   index('api_keys_org').on(t.orgId),
 ]);
@@ -232,6 +234,8 @@ export const oauthClients = pgTable('oauth_clients', {
   revokedAt: ts('revoked_at'),
   /** Attributes row filters bind as `:caller.<attr>` (migration 15). */
   attributes: jsonb('attributes').$type<Record<string, string>>().notNull().default({}),
+  /** When a token of the client was last used or issued, to the minute at best (auth/last-use.ts, decision 0282). */
+  lastUsedAt: ts('last_used_at'),
 }, (t) => [
   index('oauth_clients_org').on(t.orgId),
 ]);
@@ -353,6 +357,13 @@ export const webhookAttempts = pgTable('webhook_attempts', {
   latencyMs: integer('latency_ms').notNull(),
   error: text('error'),
   attemptedAt: ts('attempted_at').notNull().defaultNow(),
+  /** The headers the attempt sent (no secret among them: the signatures are per attempt; decision 0283). */
+  requestHeaders: jsonb('request_headers').$type<Record<string, string>>(),
+  /** The receiver's response headers, capped (decision 0283); null when no answer came. */
+  responseHeaders: jsonb('response_headers').$type<Record<string, string>>(),
+  /** The first 4 KB of the receiver's response body (decision 0283); null when no answer came. */
+  responseBody: text('response_body'),
+  responseTruncated: boolean('response_truncated').notNull().default(false),
 }, (t) => [
   index('webhook_attempts_webhook').on(t.webhookId, t.attemptedAt),
 ]);

@@ -1,6 +1,7 @@
 /** Assembles a gateway from its configuration: store, keys, authenticator, services, and the app. */
 import { join } from 'node:path';
 import { Authenticator } from './auth/authenticate.ts';
+import { LastUseRecorder } from './auth/last-use.ts';
 import { createIdpVerifier } from './auth/idp/verifier.ts';
 import { createIdpResolver } from './auth/idp/resolver.ts';
 import { parseOutboundPolicy, type OutboundPolicy, type Resolver } from './net/outbound.ts';
@@ -186,6 +187,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // One Redis connection for the limits and the auth epoch (util/redis.ts), closed last.
   const redis = config.redisUrl ? await openRedis({ url: config.redisUrl, log, whenDown: REDIS_DOWN }) : null;
   const authCache = new McpAuthCache({ epoch: openAuthEpoch(config, log, redis, options.authEpochKey), ttlMs: config.authCacheTtlMs });
+  const lastUse = new LastUseRecorder({ db: store.db, log });
   const stopRetention = startRetentionSweeper({ db: store.db, log, retentionDays: config.auditRetentionDays });
   const deps: AppDeps = {
     config,
@@ -198,6 +200,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       config.operatorToken,
       createIdpResolver(store.db, idpVerifier),
       new SignedInTokens(store.db, signer, config.publicUrl),
+      lastUse,
     ),
     log,
     catalog,
@@ -227,6 +230,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     stopRetention();
     stopOrphanSealer();
     await audit.drain();
+    await lastUse.close();
     await closeAllConnectors();
     await deps.usage.close();
     await deps.limiter.close();

@@ -15,7 +15,8 @@ import { agentConfigs } from '../src/console/ui/agent-configs.ts';
 import * as sdk from '../sdk/index.ts';
 import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { sdkFor } from './support/sdk.ts';
-import { callTool } from './support/mcp.ts';
+import { callTool, listToolNames } from './support/mcp.ts';
+import { emitEvent, startReceiver, until, type Receiver } from './support/webhooks.ts';
 import { pgHostPort } from './support/idp.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
@@ -50,6 +51,7 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
   let org: Onboarded;
   let base: string;
   let page: Page;
+  let receiver: Receiver;
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
@@ -57,10 +59,13 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => handle(request) });
     base = `http://127.0.0.1:${server.port}`;
     targets = await createTargets('tg_cpages', 'pg');
+    // A real webhook receiver: its answer (status, headers, body) is what the webhook page shows per attempt.
+    receiver = startReceiver(() => new Response('{"received":true}', { status: 202, headers: { 'content-type': 'application/json', 'x-receiver': 'test' } }));
     gateway = await startTestGateway('pglite', {
       TOOLGATE_PUBLIC_URL: base,
       TOOLGATE_ALLOWED_HOSTS: 'gateway.test',
-      TOOLGATE_OUTBOUND_ALLOW_HOSTS: pgHostPort(),
+      TOOLGATE_OUTBOUND_ALLOW_HOSTS: `${pgHostPort()},${receiver.hostPort}`,
+      TOOLGATE_WEBHOOK_POLL_MS: '50',
     });
     handle = (request) => gateway.handle(request);
     org = await onboard(gateway);
@@ -82,6 +87,7 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
   afterAll(async () => {
     await browser?.close();
     server?.stop(true);
+    receiver?.stop();
     await gateway?.close();
     await targets?.drop();
   }, 30_000);
@@ -280,6 +286,40 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     await page.getByRole('button', { name: 'I have stored it' }).click();
   });
 
+  test('a credential page: scopes, connector limits, created and last use, reached from the credentials table', async () => {
+    const token = await tokenFor(gateway, org.clientId, org.clientSecret);
+    const rest = sdkFor(gateway, token).client;
+    const shop = (await sdk.listConnectors({ client: rest, throwOnError: true })).data.connectors.find((c) => c.name === 'shop')!;
+    const created = (await sdk.createApiKey({ client: rest, throwOnError: true, body: { name: 'used-key', connector_ids: [shop.id] } })).data;
+    await sdk.createApiKey({ client: rest, throwOnError: true, body: { name: 'idle-key' } });
+    // A use on the MCP endpoint; its time is written in the background, at most once a minute (decision 0282).
+    await listToolNames(gateway, org.slug, { apiKey: created.key });
+    await until(async () => {
+      const keys = (await sdk.listApiKeys({ client: rest, throwOnError: true })).data.api_keys;
+      return keys.find((k) => k.id === created.id)!.last_used_at !== null;
+    });
+    // (The page is on #/credentials from the test before: a page between makes it load the list afresh.)
+    await open('overview', 'Overview');
+    await open('credentials', 'API keys & OAuth clients');
+    expect(await page.getByTestId('key-idle-key').innerText()).toContain('never');
+    await page.getByTestId('key-used-key').getByRole('link', { name: 'used-key' }).click();
+    await page.getByRole('heading', { level: 1, name: 'API key used-key' }).waitFor();
+    expect(await page.getByTestId('credential-last-used').innerText()).not.toBe('never');
+    expect(await page.getByTestId('credential-connectors').innerText()).toBe('shop');
+    expect(await page.getByTestId('credential-state').innerText()).toBe('active');
+    expect(await page.locator('main').innerText()).toContain('Created');
+    expect(await axe()).toEqual([]);
+    await shot('07b-credential-key');
+    // The console's own client: its scopes, and a last use (the token it signed in with).
+    await open('credentials', 'API keys & OAuth clients');
+    await page.getByTestId('client-default').getByRole('link', { name: 'default' }).click();
+    await page.getByRole('heading', { level: 1, name: 'OAuth client default' }).waitFor();
+    expect(await page.getByTestId('credential-scopes').innerText()).toContain('org:manage');
+    expect(await page.getByTestId('credential-last-used').innerText()).not.toBe('never');
+    expect(await axe()).toEqual([]);
+    await shot('07c-credential-client');
+  }, 30_000);
+
   test('Connect an agent: the configurations name the endpoint, and the Cursor/VS Code one works with the real MCP client', async () => {
     await open('connect', 'Connect an agent');
     const endpoint = `${base}/mcp/${org.slug}`;
@@ -366,6 +406,37 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     await open('idp', 'Identity provider');
     expect(await axe()).toEqual([]);
   });
+
+  test('a webhook page shows each attempt with its request and the response that came back', async () => {
+    const token = await tokenFor(gateway, org.clientId, org.clientSecret);
+    const rest = sdkFor(gateway, token).client;
+    const hook = (await sdk.createWebhook({ client: rest, throwOnError: true, body: { url: receiver.url('/console'), events: ['approval.requested'] } })).data;
+    const eventId = await emitEvent(gateway, 'approval.requested', org.orgId, {
+      approval_id: 'ap_console',
+      tool_name: 't',
+      requested_by: 'k',
+      expires_at: '2030-01-01T00:00:00.000Z',
+    });
+    await until(async () => {
+      const list = (await sdk.listWebhookDeliveries({ client: rest, throwOnError: true, path: { webhookId: hook.id } })).data.deliveries;
+      return list.length === 1;
+    }, 15_000);
+    await open(`webhooks/${hook.id}`, 'Webhook');
+    const row = page.getByTestId(`attempt-1-${eventId}`);
+    await row.waitFor();
+    expect(await row.innerText()).toContain('HTTP 202');
+    await row.getByRole('button', { name: /^Show/ }).click();
+    const exchange = page.getByTestId(`exchange-1-${eventId}`);
+    expect(await exchange.getByTestId('request-headers').innerText()).toContain('x-service-signature');
+    expect(await exchange.getByTestId('request-body').innerText()).toContain(eventId);
+    expect(await exchange.getByTestId('response-headers').innerText()).toContain('x-receiver');
+    expect(await exchange.getByTestId('response-body').innerText()).toBe('{"received":true}');
+    expect(await page.locator('main').innerText()).not.toContain(hook.secret);
+    expect(await axe()).toEqual([]);
+    await shot('11b-webhook-attempt');
+    await row.getByRole('button', { name: /^Hide/ }).click();
+    expect(await exchange.count()).toBe(0);
+  }, 30_000);
 
   test('every page at 390 px: no sideways scrolling of the page, axe-clean, screenshots', async () => {
     await page.setViewportSize({ width: 390, height: 844 });

@@ -201,7 +201,7 @@ describe('API keys', () => {
     expect(response.status).toBe(201);
     expect(response.headers.get('cache-control')).toBe('no-store');
     const created = data as unknown as Record<string, unknown>;
-    expect(Object.keys(created).sort()).toEqual(['attributes', 'connector_ids', 'created_at', 'id', 'key', 'name', 'prefix', 'revoked_at']);
+    expect(Object.keys(created).sort()).toEqual(['attributes', 'connector_ids', 'created_at', 'id', 'key', 'last_used_at', 'name', 'prefix', 'revoked_at']);
     expect(created).toMatchObject({ name: 'reporting', connector_ids: null, revoked_at: null });
     expect(String(created.key).startsWith(String(created.prefix))).toBe(true);
     const listText = (await sdk.listApiKeys({ client, throwOnError: true, parseAs: 'text' })).data as unknown as string;
@@ -238,7 +238,17 @@ describe('OAuth clients', () => {
     expect(response.status).toBe(201);
     expect(response.headers.get('cache-control')).toBe('no-store');
     const created = data as unknown as Record<string, unknown>;
-    expect(Object.keys(created).sort()).toEqual(['attributes', 'client_id', 'client_secret', 'created_at', 'id', 'name', 'revoked_at', 'scopes']);
+    expect(Object.keys(created).sort()).toEqual([
+      'attributes',
+      'client_id',
+      'client_secret',
+      'created_at',
+      'id',
+      'last_used_at',
+      'name',
+      'revoked_at',
+      'scopes',
+    ]);
     expect(created).toMatchObject({ name: 'agent', scopes: ['mcp:call'], revoked_at: null });
     const listText = (await sdk.listOAuthClients({ client, throwOnError: true, parseAs: 'text' })).data as unknown as string;
     expect(listText).not.toContain(String(created.client_secret));

@@ -103,6 +103,71 @@ describe.skipIf(!hasPg)('webhook delivery', () => {
     await unsubscribe(gateway, token, hook.id);
   });
 
+  test('each attempt keeps what it sent and what came back: headers, body, status, the response capped at 4 KB', async () => {
+    receiver.received.length = 0;
+    // 3000 two-byte characters (6000 bytes): the kept body is cut at 4096 bytes, on a character boundary.
+    const long = 'é'.repeat(3000);
+    behaviour = (n) =>
+      n === 0
+        ? new Response(long, { status: 500, headers: { 'x-receiver': 'busy', 'set-cookie': 'session=receiver-secret' } })
+        : new Response('{"ok":true}', { status: 200, headers: { 'content-type': 'application/json', 'x-long': 'v'.repeat(600) } });
+    const hook = await subscribe(gateway, token, receiver.url('/exchange'));
+    await emitEvent(gateway, 'approval.requested', orgId, requested);
+    await until(() => receiver.received.length === 2, 15_000, 'the retry');
+    await until(async () => (await deliveryStatuses(gateway, hook.id))[0] === 'delivered');
+    // Paged one by one through the SDK: each page carries the exchange of its attempt.
+    const client = sdkFor(gateway, token).client;
+    const first = (await sdk.listWebhookDeliveries({ client, throwOnError: true, path: { webhookId: hook.id }, query: { limit: 1 } })).data;
+    expect(first.next_cursor).toBeString();
+    const second = (
+      await sdk.listWebhookDeliveries({ client, throwOnError: true, path: { webhookId: hook.id }, query: { limit: 1, cursor: first.next_cursor! } })
+    ).data;
+    const [ok, failed] = [first.deliveries[0]!, second.deliveries[0]!];
+    expect([ok.attempt, failed.attempt]).toEqual([2, 1]);
+    for (const [attempt, sent] of [
+      [failed, receiver.received[0]!],
+      [ok, receiver.received[1]!],
+    ] as const) {
+      expect(attempt.request_body).toBe(sent.body);
+      // Every header it sent, as the receiver got it (the receiver's server adds host and content-length of its own).
+      for (const [name, value] of Object.entries(attempt.request_headers!)) expect(sent.headers[name]).toBe(value);
+      expect(Object.keys(attempt.request_headers!).sort()).toEqual(
+        [
+          'content-type',
+          'user-agent',
+          'webhook-id',
+          'webhook-signature',
+          'webhook-timestamp',
+          'x-service-event',
+          'x-service-signature',
+          'x-service-timestamp',
+        ].sort(),
+      );
+      expect(JSON.stringify(attempt)).not.toContain(hook.secret);
+    }
+    expect(ok).toMatchObject({ status_code: 200, response_body: '{"ok":true}', response_truncated: false });
+    expect(ok.response_headers!['content-type']).toBe('application/json');
+    expect(ok.response_headers!['x-long']).toBe(`${'v'.repeat(512)}…`);
+    expect(failed).toMatchObject({ status_code: 500, response_truncated: true });
+    expect(failed.response_body).toBe('é'.repeat(2048));
+    expect(failed.response_headers!['x-receiver']).toBe('busy');
+    expect(failed.response_headers!['set-cookie']).toBe('[withheld]');
+    await unsubscribe(gateway, token, hook.id);
+  });
+
+  test('an attempt that got no answer keeps its request and no response', async () => {
+    receiver.received.length = 0;
+    const hook = await subscribe(gateway, token, receiver.url('/too-much'));
+    behaviour = () => new Response('x'.repeat(200_000));
+    await emitEvent(gateway, 'approval.requested', orgId, requested);
+    await until(async () => (await deliveriesOf(gateway, token, hook.id)).length >= 1, 15_000, 'the first attempt');
+    const [attempt] = await deliveriesOf(gateway, token, hook.id);
+    expect(attempt).toMatchObject({ status_code: null, response_headers: null, response_body: null, response_truncated: false });
+    expect(attempt.error).toContain('exceeds');
+    expect(attempt.request_headers['x-service-event']).toBe('approval.requested');
+    await unsubscribe(gateway, token, hook.id);
+  });
+
   test('a redirect is not followed and counts as a failure', async () => {
     verifies('WEBHOOK-RETRY', 'OUTBOUND-REDIRECT');
     receiver.received.length = 0;

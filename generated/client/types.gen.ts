@@ -215,6 +215,10 @@ export type ApiKey = {
     attributes?: CallerAttributes;
     created_at: string;
     revoked_at: string | null;
+    /**
+     * When the credential was last used (on the MCP endpoint), to the minute at best (recorded in the background at most once a minute per credential and instance); null when never used since it was recorded.
+     */
+    last_used_at: string | null;
 };
 
 /**
@@ -248,6 +252,10 @@ export type OAuthClient = {
     attributes?: CallerAttributes;
     created_at: string;
     revoked_at: string | null;
+    /**
+     * When the credential was last used (a token issued to it, or one of its tokens accepted on REST or the MCP endpoint), to the minute at best (recorded in the background at most once a minute per credential and instance); null when never used since it was recorded.
+     */
+    last_used_at: string | null;
 };
 
 export type CreatedOAuthClient = OAuthClient & {
@@ -878,6 +886,30 @@ export type WebhookAttempt = {
      * Where the event's delivery to this webhook stands now.
      */
     delivery_status: 'pending' | 'delivered' | 'failed';
+    /**
+     * The headers this attempt sent. None is a secret (the signatures are computed per attempt from the body and its timestamp). Absent on attempts recorded before it was kept.
+     */
+    request_headers?: {
+        [key: string]: string;
+    };
+    /**
+     * The body this attempt sent (the event's body; the same on every attempt of the event).
+     */
+    request_body?: string;
+    /**
+     * The receiver's response headers (at most 50, each value at most 512 characters, set-cookie values withheld); null when no answer came. Absent on attempts recorded before it was kept.
+     */
+    response_headers?: {
+        [key: string]: string;
+    } | null;
+    /**
+     * The first 4 KB of the receiver's response body (UTF-8); null when no answer came. Absent on attempts recorded before it was kept.
+     */
+    response_body?: string | null;
+    /**
+     * Whether the response body was longer than what is kept.
+     */
+    response_truncated?: boolean;
 };
 
 /**

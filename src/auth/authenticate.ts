@@ -9,6 +9,7 @@ import type { Principal, Role } from '../principal.ts';
 import type { AccessTokenClaims, TokenSigner } from './signing.ts';
 import { bearerToken } from '../net/bearer.ts';
 import type { SignedInTokens } from './oauth-server/access.ts';
+import type { LastUseRecorder } from './last-use.ts';
 
 /** Resolves a bearer token that is not the gateway's own: the org's identity provider (see auth/idp). */
 export interface IdpResolver {
@@ -54,8 +55,15 @@ export class Authenticator {
     operatorToken: string | null,
     private readonly idp: IdpResolver | null = null,
     private readonly signedIn: SignedInTokens | null = null,
+    /** Notes each use of an API key or OAuth client (written later, coarsely: auth/last-use.ts); null: not recorded. */
+    private readonly lastUse: LastUseRecorder | null = null,
   ) {
     this.operatorDigest = operatorToken ? createHash('sha256').update(operatorToken).digest() : null;
+  }
+
+  /** A client's secret was accepted at the token endpoint: that is a use of the client too. */
+  clientUsed(clientId: string): void {
+    this.lastUse?.used('oauth_client', clientId);
   }
 
   operator(request: Request): Principal {
@@ -136,6 +144,7 @@ export class Authenticator {
   ): Principal {
     // Another org's key gets the same answer as an unknown one: nothing is revealed about the other org.
     if (!row || row.orgId !== orgId) throw unauthenticated('The API key is invalid or revoked.');
+    this.lastUse?.used('api_key', row.id);
     return {
       orgId,
       kind: 'api_key',
@@ -159,6 +168,7 @@ export class Authenticator {
     // read gives the client's attributes (row filters bind them).
     const attributes = await activeClientAttributes(this.db, claims.tg_org, claims.sub);
     if (attributes === null) throw unauthenticated('The token was issued to a client that has been revoked.', true);
+    this.lastUse?.used('oauth_client', claims.sub);
     return { ...claims, attributes };
   }
 

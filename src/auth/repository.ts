@@ -3,7 +3,7 @@
  * signing keys of its access tokens (sealed). Issuing the secrets is credentials.ts's, signing is signing.ts's.
  */
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
-import { preparedFor, type Db, type Queryable } from '../store/db.ts';
+import { arrayParam, preparedFor, type Db, type Queryable } from '../store/db.ts';
 import { apiKeys, oauthClients, orgs, signingKeys } from '../store/schema.ts';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
@@ -99,4 +99,44 @@ export async function activeSigningKeys(db: Queryable): Promise<SigningKeyRow[]>
 export async function isOrgSuspended(db: Queryable, orgId: string): Promise<boolean> {
   const [row] = await db.select({ suspendedAt: orgs.suspendedAt }).from(orgs).where(eq(orgs.id, orgId));
   return row?.suspendedAt != null;
+}
+
+/** A credential's recorded use: API keys by id, OAuth clients by client_id; `atMs` is when it was used (epoch ms). */
+export interface CredentialUse {
+  kind: 'api_key' | 'oauth_client';
+  id: string;
+  atMs: number;
+}
+
+const CLIENT_ID_FORM = /^tgc_[0-9a-f]{1,96}$/;
+
+/**
+ * Writes a batch of uses: one statement per credential kind, each moving last_used_at forward only (GREATEST: several
+ * instances write it, and a late batch never moves it back). Client ids are checked against their form first, so the
+ * comma-joined list cannot carry a separator; uses of ids of another form are dropped.
+ */
+export async function recordCredentialUses(db: Queryable, uses: readonly CredentialUse[]): Promise<void> {
+  const keys = uses.filter((u) => u.kind === 'api_key');
+  const clients = uses.filter((u) => u.kind === 'oauth_client' && CLIENT_ID_FORM.test(u.id));
+  if (keys.length) {
+    await db.execute(sql`
+      UPDATE api_keys AS k SET last_used_at = GREATEST(k.last_used_at, to_timestamp(u.ms / 1000.0))
+      FROM unnest(${arrayParam(
+        'uuid',
+        keys.map((u) => u.id),
+      )}::uuid[], ${arrayParam(
+        'bigint',
+        keys.map((u) => u.atMs),
+      )}::bigint[]) AS u(id, ms)
+      WHERE k.id = u.id`);
+  }
+  if (clients.length) {
+    await db.execute(sql`
+      UPDATE oauth_clients AS c SET last_used_at = GREATEST(c.last_used_at, to_timestamp(u.ms / 1000.0))
+      FROM unnest(string_to_array(${clients.map((u) => u.id).join(',')}, ','), ${arrayParam(
+        'bigint',
+        clients.map((u) => u.atMs),
+      )}::bigint[]) AS u(client_id, ms)
+      WHERE c.client_id = u.client_id`);
+  }
 }

@@ -33,6 +33,7 @@ export const issueToken: Handler = async ({ request, body, deps }: RequestContex
 
   const address = sourceAddressOf(request, deps.config.trustedProxies);
   const issued = await issueClientTokenLimited(deps, { clientId, clientSecret, scope: body.scope, basic: basic !== null }, address);
+  deps.auth.clientUsed(clientId);
   return json({ access_token: issued.accessToken, token_type: 'Bearer', expires_in: issued.ttlSeconds, scope: issued.scopes.join(' ') }, 200, {
     'cache-control': 'no-store',
     pragma: 'no-cache',

@@ -55,6 +55,7 @@ export function apiKeyView(row: ApiKeyRow): wire.ApiKey {
     attributes: row.attributes,
     created_at: row.createdAt.toISOString(),
     revoked_at: row.revokedAt?.toISOString() ?? null,
+    last_used_at: row.lastUsedAt?.toISOString() ?? null,
   };
 }
 
@@ -67,6 +68,7 @@ export function oauthClientView(row: OAuthClientRow): wire.OAuthClient {
     attributes: row.attributes,
     created_at: row.createdAt.toISOString(),
     revoked_at: row.revokedAt?.toISOString() ?? null,
+    last_used_at: row.lastUsedAt?.toISOString() ?? null,
   };
 }
 
@@ -192,5 +194,13 @@ export function webhookAttemptView(row: AttemptRow): wire.WebhookAttempt {
     error: row.error,
     attempted_at: row.attemptedAt.toISOString(),
     delivery_status: row.deliveryStatus as wire.WebhookAttempt['delivery_status'],
+    // Attempts recorded before migration 16 kept no exchange: the fields are left out rather than guessed.
+    ...(row.exchange && {
+      request_headers: row.exchange.requestHeaders,
+      request_body: row.exchange.requestBody,
+      response_headers: row.exchange.responseHeaders,
+      response_body: row.exchange.responseBody,
+      response_truncated: row.exchange.responseTruncated,
+    }),
   };
 }

@@ -425,4 +425,19 @@ ALTER TABLE api_keys ADD COLUMN attributes jsonb NOT NULL DEFAULT '{}';
 ALTER TABLE oauth_clients ADD COLUMN attributes jsonb NOT NULL DEFAULT '{}';
 `,
   },
+  {
+    version: 16,
+    name: 'credential_last_use_and_attempt_exchange',
+    // Issue 31: when each API key and OAuth client was last used (written coarsely, in the background, at most once a
+    // minute per credential per instance: auth/last-use.ts, decision 0282), and what each webhook attempt sent and got
+    // back (request headers without secrets, response status, headers and the first 4 KB of its body; decision 0283).
+    sql: `
+ALTER TABLE api_keys ADD COLUMN last_used_at timestamptz;
+ALTER TABLE oauth_clients ADD COLUMN last_used_at timestamptz;
+ALTER TABLE webhook_attempts ADD COLUMN request_headers jsonb;
+ALTER TABLE webhook_attempts ADD COLUMN response_headers jsonb;
+ALTER TABLE webhook_attempts ADD COLUMN response_body text;
+ALTER TABLE webhook_attempts ADD COLUMN response_truncated boolean NOT NULL DEFAULT false;
+`,
+  },
 ];

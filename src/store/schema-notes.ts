@@ -17,6 +17,8 @@ export const JSONB_TYPES: Record<string, string> = {
   'mcp_oauth_grants.roles': 'string[]',
   'mcp_oauth_grants.attributes': 'Record<string, string>',
   'mcp_oauth_grants.scopes': 'string[]',
+  'webhook_attempts.request_headers': 'Record<string, string>',
+  'webhook_attempts.response_headers': 'Record<string, string>',
 };
 
 /** The TypeScript type of a text column whose values a CHECK constraint lists, by `table.column` (text when not listed). */
@@ -43,6 +45,11 @@ export const TABLE_NOTES: Record<string, string> = {
 /** A column's note, by `table.column`. */
 export const COLUMN_NOTES: Record<string, string> = {
   'mcp_oauth_grants.attributes': "The person's IdP claims at sign-in that row filters bind as :caller.<claim> (auth/idp/identity.ts claimAttributes).",
+  'api_keys.last_used_at': 'When the key was last used, to the minute at best: written in the background (auth/last-use.ts, decision 0282).',
+  'oauth_clients.last_used_at': 'When a token of the client was last used or issued, to the minute at best (auth/last-use.ts, decision 0282).',
+  'webhook_attempts.request_headers': 'The headers the attempt sent (no secret among them: the signatures are per attempt; decision 0283).',
+  'webhook_attempts.response_headers': "The receiver's response headers, capped (decision 0283); null when no answer came.",
+  'webhook_attempts.response_body': "The first 4 KB of the receiver's response body (decision 0283); null when no answer came.",
   'orgs.catalog_version': "Bumped on every change that alters the org's tool catalog or credentials' view of it.",
   'orgs.burst_limit_per_second': "Custom burst limit (enterprise, standalone); null uses the plan's.",
   'orgs.suspended_at': 'Set while an operator has suspended the org: every credential of it is refused.',

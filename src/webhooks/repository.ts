@@ -137,6 +137,16 @@ export interface AttemptOutcome {
   statusCode: number | null;
   latencyMs: number;
   error: string | null;
+  /** What was sent and what came back (decision 0283); absent when nothing was sent (the secret could not be unsealed). */
+  exchange?: AttemptExchange;
+}
+
+/** An attempt's request headers and, when an answer came, the response's headers and the start of its body (capped). */
+export interface AttemptExchange {
+  requestHeaders: Record<string, string>;
+  responseHeaders: Record<string, string> | null;
+  responseBody: string | null;
+  responseTruncated: boolean;
 }
 
 /**
@@ -151,6 +161,7 @@ export async function finishAttempt(
   outcome: AttemptOutcome,
   next: { status: 'delivered' | 'failed' } | { retryInMs: number },
 ): Promise<boolean> {
+  const ex = outcome.exchange;
   return db.transaction(async (tx) => {
     const moved =
       'status' in next
@@ -163,11 +174,15 @@ export async function finishAttempt(
             WHERE id = ${claim.id} AND lease_token = ${leaseToken} RETURNING id`);
     if (rowsOf(moved).length === 0) return false;
     await tx.execute(sql`
-      INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, status_code, latency_ms, error)
-      VALUES (${claim.id}, ${claim.webhookId}, ${claim.attempt}, ${outcome.statusCode}, ${outcome.latencyMs}, ${outcome.error})`);
+      INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, status_code, latency_ms, error,
+        request_headers, response_headers, response_body, response_truncated)
+      VALUES (${claim.id}, ${claim.webhookId}, ${claim.attempt}, ${outcome.statusCode}, ${outcome.latencyMs}, ${outcome.error},
+        ${jsonOrNull(ex?.requestHeaders)}::jsonb, ${jsonOrNull(ex?.responseHeaders)}::jsonb, ${ex?.responseBody ?? null}, ${ex?.responseTruncated ?? false})`);
     return true;
   });
 }
+
+const jsonOrNull = (value: object | null | undefined): string | null => (value ? JSON.stringify(value) : null);
 
 /** The gateway turns an endpoint off itself (410 Gone); its pending deliveries end as failed. */
 export async function disableByGateway(db: Queryable, webhookId: string, reason: string): Promise<void> {
@@ -189,6 +204,8 @@ export interface AttemptRow {
   error: string | null;
   attemptedAt: Date;
   deliveryStatus: string;
+  /** Null on attempts recorded before the exchange was kept (migration 16). */
+  exchange: (AttemptExchange & { requestBody: string }) | null;
 }
 
 /**
@@ -200,7 +217,8 @@ export async function listAttempts(db: Queryable, orgId: string, webhookId: stri
     ? sql`AND (a.attempted_at, a.attempt, a.id) < (SELECT c.attempted_at, c.attempt, c.id FROM webhook_attempts c WHERE c.id = ${after} AND c.webhook_id = ${webhookId})`
     : sql``;
   const result = await db.execute(sql`
-    SELECT a.id, d.event_id, e.type, a.attempt, a.status_code, a.latency_ms, a.error, a.attempted_at, d.status
+    SELECT a.id, d.event_id, e.type, a.attempt, a.status_code, a.latency_ms, a.error, a.attempted_at, d.status,
+      e.body, a.request_headers, a.response_headers, a.response_body, a.response_truncated
     FROM webhook_attempts a
     JOIN webhook_deliveries d ON d.id = a.delivery_id
     JOIN webhook_events e ON e.id = d.event_id
@@ -217,7 +235,20 @@ export async function listAttempts(db: Queryable, orgId: string, webhookId: stri
     error: r.error === null ? null : String(r.error),
     attemptedAt: new Date(r.attempted_at as string | Date),
     deliveryStatus: String(r.status),
+    exchange: attemptExchange(r),
   }));
+}
+
+function attemptExchange(r: Record<string, unknown>): AttemptRow['exchange'] {
+  if (r.request_headers === null || r.request_headers === undefined) return null;
+  const json = (v: unknown) => (typeof v === 'string' ? (JSON.parse(v) as Record<string, string>) : (v as Record<string, string> | null));
+  return {
+    requestHeaders: json(r.request_headers)!,
+    requestBody: String(r.body),
+    responseHeaders: json(r.response_headers),
+    responseBody: r.response_body === null ? null : String(r.response_body),
+    responseTruncated: r.response_truncated === true,
+  };
 }
 
 /** Whether an attempt id belongs to this webhook (a paging cursor must). */

@@ -14,6 +14,7 @@ import { describeError, type Logger } from '../util/log.ts';
 import { claimDue, disableByGateway, finishAttempt, pruneOutbox, type AttemptOutcome, type ClaimedDelivery } from './repository.ts';
 import { relayToolCalled } from './relay.ts';
 import { signatureHeaders } from './signing.ts';
+import { attemptExchange } from './exchange.ts';
 
 /** Attempts per delivery, the first included; with the default 30 s base the last one comes 27 to 40 hours after the event. */
 export const MAX_ATTEMPTS = 14;
@@ -156,7 +157,7 @@ export class WebhookWorker {
         timeoutMs: this.deps.config.webhookTimeoutMs,
         maxBytes: this.deps.config.webhookMaxResponseBytes,
       });
-      const outcome = { statusCode: res.status, latencyMs: latency(), error: null };
+      const outcome = { statusCode: res.status, latencyMs: latency(), error: null, exchange: await attemptExchange(headers, res) };
       if (res.status >= 200 && res.status < 300) return { kind: 'delivered', outcome };
       if (res.status === 410) return { kind: 'gone', outcome: { ...outcome, error: 'the receiver answered 410 Gone: endpoint disabled' } };
       return { kind: 'retry', outcome: { ...outcome, error: `the receiver answered ${res.status}` } };
@@ -167,7 +168,9 @@ export class WebhookWorker {
       const error = known ? err.message : 'delivery failed';
       // The guard refuses a 3xx before handing it back; its status is still worth showing in the attempts list.
       const redirectStatus = err instanceof OutboundRefusedError && err.reason === 'redirect' ? Number(/\((3\d\d)\)/.exec(err.message)?.[1]) : NaN;
-      return { kind: 'retry', outcome: { statusCode: Number.isNaN(redirectStatus) ? null : redirectStatus, latencyMs: latency(), error: error.slice(0, 300) } };
+      const statusCode = Number.isNaN(redirectStatus) ? null : redirectStatus;
+      const exchange = await attemptExchange(headers, null);
+      return { kind: 'retry', outcome: { statusCode, latencyMs: latency(), error: error.slice(0, 300), exchange } };
     }
   }
 }

@@ -1,8 +1,9 @@
 /** Pages for running the org: the approvals inbox and an approval's page, the audit log, API keys and OAuth clients. */
 import { useState } from 'preact/hooks';
 import { queryParameters } from '../../../generated/contract-schemas.ts';
+import { CredentialDetail, lastUse } from './pages-credential.tsx';
 import { call, client, rest, type ApiKey, type Approval, type AuditEvent, type Connector, type OAuthClient, type OrgDirectory } from './api.ts';
-import { DataTable, Empty, Named, SchemaInput, schemaError, type Column } from './controls.tsx';
+import { DataTable, Empty, SchemaInput, schemaError, type Column } from './controls.tsx';
 import { Actor, loadDirectory, Requester, Target, useDirectory } from './directory.tsx';
 import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when, type PageProps } from './kit.tsx';
 import { CallsTable } from './pages-build.tsx';
@@ -252,7 +253,16 @@ type Revoke = (id: string, name: string) => unknown;
 function ApiKeysTable({ keys, connectors, onRevoke }: { keys: ApiKey[]; connectors: Connector[]; onRevoke: Revoke }) {
   const name = (id: string) => connectors.find((c) => c.id === id)?.name ?? `${id.slice(0, 8)}…`;
   const columns: Column<ApiKey>[] = [
-    { key: 'name', label: 'Name', value: (k) => k.name, render: (k) => <Named name={k.name} id={k.id} /> },
+    {
+      key: 'name',
+      label: 'Name',
+      value: (k) => k.name,
+      render: (k) => (
+        <a href={`#/credentials/${k.id}`} title={k.id}>
+          {k.name}
+        </a>
+      ),
+    },
     { key: 'prefix', label: 'Prefix', value: (k) => k.prefix, render: (k) => <code>{k.prefix}…</code> },
     {
       key: 'scope',
@@ -261,6 +271,7 @@ function ApiKeysTable({ keys, connectors, onRevoke }: { keys: ApiKey[]; connecto
       render: (k) => (k.connector_ids ? k.connector_ids.map(name).join(', ') : 'all'),
     },
     { key: 'created', label: 'Created', value: (k) => k.created_at, render: (k) => when(k.created_at) },
+    { key: 'used', label: 'Last used', value: (k) => k.last_used_at ?? '', render: (k) => lastUse(k.last_used_at) },
     {
       key: 'state',
       label: 'State',
@@ -294,9 +305,10 @@ function ApiKeysTable({ keys, connectors, onRevoke }: { keys: ApiKey[]; connecto
 function OAuthClientsTable({ clients, connectors, onRevoke }: { clients: OAuthClient[]; connectors: Connector[]; onRevoke: Revoke }) {
   const scopeText = (s: string) => (s.startsWith('mcp:call:') ? `mcp:call on ${connectors.find((c) => `mcp:call:${c.id}` === s)?.name ?? s.slice(9, 17)}` : s);
   const columns: Column<OAuthClient>[] = [
-    { key: 'name', label: 'Name', value: (c) => c.name },
+    { key: 'name', label: 'Name', value: (c) => c.name, render: (c) => <a href={`#/credentials/${c.client_id}`}>{c.name}</a> },
     { key: 'client', label: 'Client id', value: (c) => c.client_id, render: (c) => <code>{c.client_id}</code> },
     { key: 'scopes', label: 'Scopes', value: (c) => c.scopes.map(scopeText).join(', ') },
+    { key: 'used', label: 'Last used', value: (c) => c.last_used_at ?? '', render: (c) => lastUse(c.last_used_at) },
     {
       key: 'state',
       label: 'State',
@@ -441,7 +453,11 @@ function NewClientForm({
   );
 }
 
-export function CredentialsPage() {
+export function CredentialsPage({ id }: PageProps) {
+  return id ? <CredentialDetail id={id} /> : <CredentialsList />;
+}
+
+function CredentialsList() {
   const keys = useLoad(() => call(rest.listApiKeys({ client })));
   const clients = useLoad(() => call(rest.listOAuthClients({ client })));
   const connectors = useLoad(() => call(rest.listConnectors({ client })));

@@ -107,10 +107,63 @@ export function IdpPage() {
 
 const EVENTS: WebhookEventType[] = ['tool.called', 'approval.requested', 'approval.decided'];
 
-function Deliveries({ webhook }: { webhook: Webhook }) {
-  const list = useLoad(() => call(rest.listWebhookDeliveries({ client, path: { webhookId: webhook.id } })), [webhook.id], 5000);
-  const action = useAction();
-  const columns: Column<WebhookAttempt>[] = [
+/** Headers as a definition list (name: value). */
+function Headers({ headers, testId }: { headers: Record<string, string>; testId: string }) {
+  return (
+    <dl class="facts headers" data-testid={testId}>
+      {Object.entries(headers).map(([name, value]) => (
+        <>
+          <dt key={`${name}-k`}>
+            <code>{name}</code>
+          </dt>
+          <dd key={`${name}-v`}>
+            <code>{value}</code>
+          </dd>
+        </>
+      ))}
+    </dl>
+  );
+}
+
+/** What one attempt sent and what came back (decision 0283). */
+function Exchange({ d }: { d: WebhookAttempt }) {
+  if (!d.request_headers) return <p class="hint">This attempt was recorded before requests and responses were kept.</p>;
+  let body = d.request_body ?? '';
+  try {
+    body = JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    // Shown as sent.
+  }
+  return (
+    <div class="exchange" data-testid={`exchange-${d.attempt}-${d.event_id}`}>
+      <div>
+        <h3>Request of attempt {d.attempt}</h3>
+        <Headers headers={d.request_headers} testId="request-headers" />
+        <pre data-testid="request-body">{body}</pre>
+      </div>
+      <div>
+        <h3>Response</h3>
+        {d.response_headers ? (
+          <>
+            <p>
+              HTTP {d.status_code}
+              {d.response_truncated && <span class="hint"> (body cut at 4 KB)</span>}
+            </p>
+            <Headers headers={d.response_headers} testId="response-headers" />
+            <pre data-testid="response-body">{d.response_body || '(empty body)'}</pre>
+          </>
+        ) : (
+          <p>No answer came{d.error ? `: ${d.error}` : '.'}</p>
+        )}
+      </div>
+    </div>
+  );
+}
+
+const PAGE_SIZE = 20;
+
+function deliveryColumns(open: string | null, setOpen: (id: string | null) => void, resend: (d: WebhookAttempt) => void): Column<WebhookAttempt>[] {
+  return [
     { key: 'when', label: 'When', value: (d) => d.attempted_at, render: (d) => when(d.attempted_at) },
     { key: 'event', label: 'Event', value: (d) => d.event_type, render: (d) => <Named name={d.event_type} id={d.event_id} /> },
     { key: 'attempt', label: 'Attempt', value: (d) => d.attempt },
@@ -128,29 +181,64 @@ function Deliveries({ webhook }: { webhook: Webhook }) {
       label: 'Actions',
       value: () => '',
       render: (d) => (
-        <button
-          type="button"
-          class="secondary"
-          onClick={() =>
-            action.run(() => call(rest.resendWebhookEvent({ client, path: { webhookId: webhook.id, eventId: d.event_id } })), 'Queued again').then(list.reload)
-          }
-        >
-          Resend
-        </button>
+        <span class="buttons">
+          <button type="button" class="secondary" aria-expanded={open === d.id} onClick={() => setOpen(open === d.id ? null : d.id)}>
+            {open === d.id ? 'Hide' : 'Show'}
+            <span class="sr-only">
+              {' '}
+              request and response of attempt {d.attempt} of {d.event_type}
+            </span>
+          </button>
+          <button type="button" class="secondary" onClick={() => resend(d)}>
+            Resend
+          </button>
+        </span>
       ),
     },
   ];
+}
+
+function Deliveries({ webhook }: { webhook: Webhook }) {
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors[cursors.length - 1];
+  const list = useLoad(
+    () => call(rest.listWebhookDeliveries({ client, path: { webhookId: webhook.id }, query: { limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } })),
+    [webhook.id, cursor],
+    5000,
+  );
+  const [open, setOpen] = useState<string | null>(null);
+  const action = useAction();
+  const resend = (d: WebhookAttempt) =>
+    action.run(() => call(rest.resendWebhookEvent({ client, path: { webhookId: webhook.id, eventId: d.event_id } })), 'Queued again').then(list.reload);
   const rows = list.data?.deliveries ?? [];
   return (
     <>
       <h2>Deliveries</h2>
       <p class="hint">
-        The request body is a WebhookDelivery (see the API reference); the gateway keeps each attempt's answer status, latency and error, not the bodies.
+        Each attempt keeps the headers it sent (the signatures are per attempt; the secret is never sent), the event's body, and what came back: the status, the
+        response headers and the first 4 KB of the response body. Show opens them.
       </p>
       <Loading loading={list.loading && !list.data} />
       <ErrorBox error={list.error ?? action.error} />
-      {list.data && rows.length === 0 && <Empty>No deliveries yet: they appear when a subscribed event happens.</Empty>}
-      {rows.length > 0 && <DataTable caption="Deliveries" columns={columns} rows={rows} rowKey={(d) => d.id} />}
+      {list.data && rows.length === 0 && cursors.length === 0 && <Empty>No deliveries yet: they appear when a subscribed event happens.</Empty>}
+      {rows.length > 0 && (
+        <DataTable
+          caption="Deliveries"
+          columns={deliveryColumns(open, setOpen, resend)}
+          rows={rows}
+          rowKey={(d) => d.id}
+          rowTestId={(d) => `attempt-${d.attempt}-${d.event_id}`}
+          after={(d) => open === d.id && <Exchange d={d} />}
+        />
+      )}
+      <div class="buttons">
+        <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+          Newer
+        </button>
+        <button type="button" class="secondary" disabled={!list.data?.next_cursor} onClick={() => setCursors([...cursors, list.data!.next_cursor!])}>
+          Older
+        </button>
+      </div>
     </>
   );
 }
