@@ -15,6 +15,11 @@ export interface Principal {
   orgLevel: boolean;
   /** Connectors whose tools the credential may call; null means every connector. */
   connectorIds: string[] | null;
+  /**
+   * A token of the org's own authorization server (MCP sign-in): a person can consent to more, so a call outside its
+   * connectors is answered with a step-up challenge (decision 0248).
+   */
+  signedIn?: true;
 }
 
 /**

@@ -133,7 +133,7 @@ describe.skipIf(!chromiumPresent)('console: signed-in agents', () => {
     expect(text).toContain('calls itself “Totally Claude”');
     expect(text).toContain('crm');
     expect(text).not.toContain(connectorId);
-    expect(await page.getByTestId('grant-' + (await grants()).find((g) => g.email === 'bob@example.com')!.id).innerText()).toContain('all connectors');
+    expect(await page.getByTestId(`grant-${(await grants()).find((g) => g.email === 'bob@example.com')!.id}`).innerText()).toContain('all connectors');
     // Search narrows the table.
     await page.getByLabel('Search sign-ins').fill('agent.example');
     expect(await page.locator('tbody tr[data-testid^="grant-"]').count()).toBe(1);

@@ -60,6 +60,7 @@ export class SignedInTokens {
       roles: grant.roles as Role[],
       orgLevel: false,
       connectorIds,
+      signedIn: true,
     };
   }
 }
