@@ -176,6 +176,22 @@ describe.skipIf(!chromiumPresent)('console: signed-in agents', () => {
     expect(again.data.clients.find((c) => c.client_id === made.client_id)!.revoked_at).not.toBeNull();
     expect(await axe()).toEqual([]);
     await shot('23-agents-clients');
+  });
+
+  test('at 390 px: no sideways scrolling of the page, axe clean; the switch works by keyboard', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await open();
+    await page.waitForTimeout(200);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBe(0);
+    expect(await axe()).toEqual([]);
+    await shot('390-agents');
+    await page.setViewportSize({ width: 1366, height: 900 });
+    const dcr = page.getByRole('switch', { name: 'Dynamic client registration' });
+    expect(await dcr.getAttribute('aria-checked')).toBe('false');
+    await dcr.focus();
+    await page.keyboard.press('Space');
+    await page.getByTestId('toasts').getByText('Dynamic registration opened').waitFor();
+    expect((await sdk.listMcpClients({ client: sdkFor(gateway, manage).client, throwOnError: true })).data.registration_enabled).toBe(true);
     expect(pageErrors).toEqual([]);
   });
 });
