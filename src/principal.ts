@@ -20,6 +20,11 @@ export interface Principal {
    * claims as text, or the attributes set on the API key / OAuth client. Unset: none.
    */
   attributes?: Readonly<Record<string, string>>;
+  /**
+   * A token of the org's own authorization server (MCP sign-in): a person can consent to more, so a call outside its
+   * connectors is answered with a step-up challenge (decision 0248).
+   */
+  signedIn?: true;
 }
 
 /**

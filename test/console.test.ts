@@ -265,6 +265,7 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
             'Tool playground',
             'Connect an agent',
             'API keys & OAuth clients',
+            'Signed-in agents',
             'Identity provider',
             'Webhooks',
             'Billing',

@@ -122,3 +122,101 @@ describe('discovery from the MCP URL alone', () => {
     expect((await get('/.well-known/oauth-authorization-server/oauth/no-such-org-here')).status).toBe(404);
   });
 });
+
+// Decision 0249: browser-based MCP clients read the documents and post to the token, revocation and registration
+// endpoints from their own origin; the person's pages, the MCP endpoint and /api/* get no CORS at all.
+describe('CORS for browser-based MCP clients', () => {
+  const ORIGIN = 'https://agent.example.com';
+  const preflight = (path: string, method: string) =>
+    g.handle(
+      new Request(`${BASE}${path}`, {
+        method: 'OPTIONS',
+        headers: { origin: ORIGIN, 'access-control-request-method': method, 'access-control-request-headers': 'content-type, mcp-protocol-version' },
+      }),
+    );
+  const post = (path: string, body: BodyInit, type: string) =>
+    g.handle(new Request(`${BASE}${path}`, { method: 'POST', headers: { origin: ORIGIN, 'content-type': type }, body }));
+  const publicPaths = () =>
+    [
+      [`/.well-known/oauth-protected-resource/mcp/${a.slug}`, 'GET'],
+      [`/.well-known/oauth-authorization-server/oauth/${a.slug}`, 'GET'],
+      [`/.well-known/openid-configuration/oauth/${a.slug}`, 'GET'],
+      [`/oauth/${a.slug}/.well-known/openid-configuration`, 'GET'],
+      ['/.well-known/jwks.json', 'GET'],
+      [`/oauth/${a.slug}/token`, 'POST'],
+      [`/oauth/${a.slug}/revoke`, 'POST'],
+      [`/oauth/${a.slug}/register`, 'POST'],
+    ] as const;
+
+  test('preflights of the documents and the token, revocation and registration endpoints: 204, any origin, no credentials', async () => {
+    for (const [path, method] of publicPaths()) {
+      const res = await preflight(path, method);
+      expect(res.status, path).toBe(204);
+      expect(res.headers.get('access-control-allow-origin'), path).toBe('*');
+      expect(res.headers.get('access-control-allow-methods'), path).toBe(`${method}, OPTIONS`);
+      expect(res.headers.get('access-control-allow-headers')!.toLowerCase(), path).toContain('mcp-protocol-version');
+      expect(res.headers.get('access-control-allow-headers')!.toLowerCase(), path).toContain('content-type');
+      expect(res.headers.get('access-control-allow-credentials'), path).toBeNull();
+      expect(res.headers.get('x-request-id'), path).toBeTruthy();
+    }
+  });
+
+  test('the answers themselves, errors included, carry Access-Control-Allow-Origin: *', async () => {
+    for (const [path, method] of publicPaths().filter(([, m]) => m === 'GET')) {
+      const res = await g.handle(new Request(`${BASE}${path}`, { method, headers: { origin: ORIGIN } }));
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('access-control-allow-origin'), path).toBe('*');
+    }
+    const form = 'application/x-www-form-urlencoded';
+    const token = await post(`/oauth/${a.slug}/token`, new URLSearchParams({ grant_type: 'authorization_code', code: 'nope', client_id: 'x' }), form);
+    expect(token.status).toBe(400);
+    expect(token.headers.get('access-control-allow-origin')).toBe('*');
+    const revoke = await post(`/oauth/${a.slug}/revoke`, new URLSearchParams({ token: 'nope' }), form);
+    expect(revoke.status).toBe(200);
+    expect(revoke.headers.get('access-control-allow-origin')).toBe('*');
+    const register = await post(
+      `/oauth/${a.slug}/register`,
+      JSON.stringify({ client_name: 'Browser agent', redirect_uris: ['https://agent.example.com/cb'], token_endpoint_auth_method: 'none' }),
+      'application/json',
+    );
+    expect(register.status).toBe(201);
+    expect(register.headers.get('access-control-allow-origin')).toBe('*');
+    // An unknown org's document is a 404 a page may read too.
+    const missing = await g.handle(new Request(`${BASE}/.well-known/oauth-protected-resource/mcp/no-such-org-here`, { headers: { origin: ORIGIN } }));
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('access-control-allow-origin')).toBe('*');
+  });
+
+  test("none on the person's pages, the MCP endpoint, the gateway's client-credentials token endpoint and /api/*", async () => {
+    const authorize = await g.handle(new Request(`${BASE}/oauth/${a.slug}/authorize?response_type=code`, { headers: { origin: ORIGIN } }));
+    expect(authorize.headers.get('access-control-allow-origin')).toBeNull();
+    for (const [path, method] of [
+      [`/oauth/${a.slug}/authorize`, 'GET'],
+      [`/oauth/${a.slug}/callback`, 'GET'],
+      [`/oauth/${a.slug}/consent`, 'POST'],
+      [`/mcp/${a.slug}`, 'POST'],
+      ['/oauth/token', 'POST'],
+      ['/api/org/mcp-grants', 'GET'],
+      ['/api/org/mcp-clients', 'POST'],
+      ['/api/org/mcp-sign-in', 'PUT'],
+    ] as const) {
+      const res = await preflight(path, method);
+      expect(res.status, path).toBe(405);
+      expect(res.headers.get('access-control-allow-origin'), path).toBeNull();
+      expect(res.headers.get('access-control-allow-methods'), path).toBeNull();
+    }
+    const manage = await tokenFor(g, a.clientId, a.clientSecret);
+    const grants = await g.handle(new Request(`${BASE}/api/org/mcp-grants`, { headers: { origin: ORIGIN, authorization: `Bearer ${manage}` } }));
+    expect(grants.status).toBe(200);
+    expect(grants.headers.get('access-control-allow-origin')).toBeNull();
+    const issued = await g.handle(
+      new Request(`${BASE}/oauth/token`, {
+        method: 'POST',
+        headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: a.clientId, client_secret: a.clientSecret }),
+      }),
+    );
+    expect(issued.status).toBe(200);
+    expect(issued.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});

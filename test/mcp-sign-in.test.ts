@@ -16,6 +16,9 @@ import { serviceAvailable } from './support/services.ts';
 import { connectors, mcpOauthGrants } from '../src/store/schema.ts';
 import { eq } from 'drizzle-orm';
 import { makeTestCa, opensslPresent, startMetadataServer, TestAuthProvider, type MetadataServer } from './support/mcp-sign-in.ts';
+import { pgHostPort } from './support/idp.ts';
+import { createConnector } from './support/mcp.ts';
+import { createTargets } from './support/targets.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const pgUp = await serviceAvailable('postgres');
@@ -48,7 +51,7 @@ describe.skipIf(!runnable)('an MCP client signs in with only the URL (SDK v2, Ch
     const env = {
       TOOLGATE_PUBLIC_URL: base,
       TOOLGATE_ALLOWED_HOSTS: 'gateway.test',
-      TOOLGATE_OUTBOUND_ALLOW_HOSTS: [oidc.hostPort, `${CIMD_HOST}:${metadata.port}`].join(','),
+      TOOLGATE_OUTBOUND_ALLOW_HOSTS: [oidc.hostPort, `${CIMD_HOST}:${metadata.port}`, pgHostPort()].join(','),
       TOOLGATE_OUTBOUND_CA_FILE: ca.caFile,
     };
     // The metadata host's name is answered here (no DNS server knows it); every other name as the system would.
@@ -205,4 +208,42 @@ describe.skipIf(!runnable)('an MCP client signs in with only the URL (SDK v2, Ch
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['check_approval_status']);
     await client.close();
   }, 90_000);
+
+  test('step-up (decision 0248): a call outside the narrowed sign-in sends the person back for that connector; then it runs', async () => {
+    const targets = await createTargets('tg_stepup_sdk', 'pg');
+    try {
+      const pg = await createConnector(g, manage, { name: 'shop', type: 'postgresql', config: targets.pgConfig });
+      const [ledger] = await g.deps.store.db
+        .insert(connectors)
+        .values({ orgId: org.orgId, name: 'ledger', type: 'mcp', status: 'active', config: {} })
+        .returning();
+      const provider = new TestAuthProvider(REDIRECT, metadata.url('/agent.json'));
+      const client = await connect(provider, async (page) => {
+        await page.getByLabel(/Every connector/).uncheck();
+        await page.getByLabel(/Only the tools of ledger/).check();
+      });
+      expect(provider.tokens()!.scope).toBe(`mcp:call:${ledger!.id}`);
+      const first = provider.authorizationUrl!.href;
+      // The 403 challenge makes the SDK ask again, for the union of what it holds and the challenged connector.
+      const call = () => client.callTool({ name: 'query_postgresql_items', arguments: { sql: 'SELECT name FROM items' } });
+      await expect(call()).rejects.toThrow();
+      expect(provider.authorizationUrl!.href).not.toBe(first);
+      const asked = provider.authorizationUrl!.searchParams.get('scope')!.split(' ');
+      expect(asked).toContain(`mcp:call:${pg.id}`);
+      expect(asked).toContain(`mcp:call:${ledger!.id}`);
+      // The person ticks the connector on the consent page (the client's request preselects it), the client retries.
+      const params = await signInAndConsent(provider.authorizationUrl!);
+      const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp/${org.slug}`), { authProvider: provider });
+      await transport.finishAuth(params);
+      expect(provider.tokens()!.scope!.split(' ').sort()).toEqual([`mcp:call:${pg.id}`, `mcp:call:${ledger!.id}`].sort());
+      const again = new Client({ name: 'sign-in-test', version: '1.0.0' });
+      await again.connect(transport);
+      const ran = await again.callTool({ name: 'query_postgresql_items', arguments: { sql: 'SELECT name FROM items' } });
+      expect(ran.isError).toBeFalsy();
+      await again.close();
+      await client.close();
+    } finally {
+      await targets.drop();
+    }
+  }, 120_000);
 });

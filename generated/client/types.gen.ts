@@ -17,6 +17,18 @@ export type JsonRpcRateLimited = {
     };
 };
 
+/**
+ * A JSON-RPC 2.0 error response of a tools/call outside the token's connectors (see jsonrpc-schema.json).
+ */
+export type JsonRpcInsufficientScope = {
+    jsonrpc: '2.0';
+    id: string | number;
+    error: {
+        code: -32003;
+        message: string;
+    };
+};
+
 export type Error = {
     /**
      * snake_case error code
@@ -2705,9 +2717,14 @@ export type McpEndpointErrors = {
      */
     401: Error;
     /**
-     * A foreign Origin (`forbidden_origin`) or Host (`forbidden_host`), a credential without an mcp:call scope, or an org an operator has suspended (`org_suspended`).
+     * A foreign Origin (`forbidden_origin`) or Host (`forbidden_host`), a credential without an mcp:call scope, or
+     * an org an operator has suspended (`org_suspended`): an Error body. A token of the org's sign-in (MCP
+     * authorization) whose single tools/call is outside its connectors: the JSON-RPC error response (-32003)
+     * with `WWW-Authenticate: Bearer error="insufficient_scope", scope="mcp:call:<connector-id>",
+     * resource_metadata="…"`, so the client can ask the person for that connector (decision 0248).
+     *
      */
-    403: Error;
+    403: Error | JsonRpcInsufficientScope;
     /**
      * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
      */

@@ -88,6 +88,16 @@ function withDiscovery(err: AppError, publicUrl: string, slug: string): AppError
   return new AppError(err.status, err.code, err.message, { ...err.headers, 'WWW-Authenticate': header });
 }
 
+/**
+ * A signed-in token's tools/call outside its connectors (decision 0248): 403 with the challenge the MCP authorization
+ * spec gives for insufficient scope at runtime, so the client can ask the person for the connector; the JSON-RPC
+ * error (-32003) stays the body. Not a Refusal: the call's refusal is already audited as a tool call's.
+ */
+function stepUpResponse(body: string, scope: string, publicUrl: string, slug: string): Response {
+  const challenge = `Bearer error="insufficient_scope", scope="${scope}", resource_metadata="${resourceMetadataUrl(publicUrl, slug)}", error_description="This sign-in does not cover the tool's connector."`;
+  return new Response(body, { status: 403, headers: { ...JSON_TYPE, 'WWW-Authenticate': challenge } });
+}
+
 export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
   const { config } = deps;
   let session: Awaited<ReturnType<typeof openSession>> | null = null;
@@ -153,7 +163,8 @@ export const mcpEndpoint: Handler = async ({ request, params, deps }) => {
     }
     // Errors of the method itself are JSON-RPC errors in a 200 response (the method table maps them).
     const table = era === 'modern' ? deps.mcp.modern : deps.mcp;
-    return rpcResponse(await table.answer(session, message.id, message.method, message.params));
+    const answer = await table.answer(session, message.id, message.method, message.params);
+    return session.stepUpScope ? stepUpResponse(answer, session.stepUpScope, config.publicUrl, params.orgSlug!) : rpcResponse(answer);
   } catch (err) {
     // A 401/403 is a refusal of the org in the URL; every error is answered by the pipeline (pipeline/pipeline.ts).
     if (err instanceof AppError && (err.status === 401 || err.status === 403)) throw authRefusal(deps, params.orgSlug!, err, session);

@@ -15,8 +15,8 @@ import * as admin from '../auth/oauth-server/admin.ts';
 import { sourceAddressOf } from '../net/source-address.ts';
 import { actorOf } from '../principal.ts';
 
-/** Public documents: any page may read them (browser-based MCP clients discover from another origin). */
-const METADATA_HEADERS = { 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' };
+/** Public documents, cached five minutes (any page may read them: CORS is the router's, decision 0249). */
+const METADATA_HEADERS = { 'cache-control': 'public, max-age=300' };
 
 async function orgOf(deps: AppDeps, slug: string) {
   const org = await findOrgBySlug(deps.store.db, slug);

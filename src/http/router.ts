@@ -39,6 +39,43 @@ const DOORS = {
   mcp: { hostMessage: FORBIDDEN_HOST, originMessage: 'This Origin may not call the MCP endpoint.', reply: jsonReply },
 } satisfies Record<string, Door>;
 
+/**
+ * The public documents and endpoints of the orgs' authorization servers that a browser-based MCP client reads or posts
+ * to from its own origin (decision 0249): CORS with `*` and no credentials, and OPTIONS preflights. Never the
+ * person's pages (authorize, callback, consent: top-level navigations), never /api/*, never the MCP endpoint (its
+ * Origin allow-list stands) and never the gateway's own client-credentials /oauth/token (a secret has no place in a
+ * page).
+ */
+const CORS_OPERATIONS: ReadonlySet<OperationId> = new Set([
+  'getJwks',
+  'getProtectedResourceMetadata',
+  'getAuthorizationServerMetadata',
+  'getOpenIdConfiguration',
+  'getOpenIdConfigurationAppended',
+  'issueMcpToken',
+  'revokeMcpToken',
+  'registerMcpClient',
+]);
+const CORS_HEADERS = { 'access-control-allow-origin': '*' };
+/** What a preflight may ask for: the bodies' type, a registration's initial token, and the header MCP clients add. */
+const PREFLIGHT_HEADERS = {
+  ...CORS_HEADERS,
+  'access-control-allow-headers': 'Authorization, Content-Type, MCP-Protocol-Version',
+  'access-control-max-age': '600',
+};
+
+/** The answer with `Access-Control-Allow-Origin: *` (a response whose headers cannot be changed is copied first). */
+function withCors(response: Response): Response {
+  try {
+    response.headers.set('access-control-allow-origin', '*');
+    return response;
+  } catch {
+    const copy = new Response(response.body, response);
+    copy.headers.set('access-control-allow-origin', '*');
+    return copy;
+  }
+}
+
 function doorOf(op: OperationDef): Door {
   if (HOST_CHECK_EXEMPT.has(op.operationId as OperationId)) return DOORS.probe;
   return op.auth === 'mcp' ? DOORS.mcp : DOORS.rest;
@@ -273,6 +310,7 @@ const toElysiaPath = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1');
 function operationsApp(ops: readonly OperationDef[], handlers: HandlerTable, deps: AppDeps): Elysia {
   const app = new Elysia();
   const methodsByPath = new Map<string, string[]>();
+  const corsPaths = new Set<string>();
   for (const op of ops) {
     const route: Route = {
       op,
@@ -284,7 +322,25 @@ function operationsApp(ops: readonly OperationDef[], handlers: HandlerTable, dep
     };
     const path = toElysiaPath(op.path);
     methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), op.method]);
-    app.route(op.method, path, ({ request, params }) => dispatch(route, request, params as Record<string, string>, deps), { parse: 'none' } as never);
+    const cors = CORS_OPERATIONS.has(op.operationId as OperationId);
+    if (cors) corsPaths.add(path);
+    app.route(
+      op.method,
+      path,
+      cors
+        ? async ({ request, params }) => withCors(await dispatch(route, request, params as Record<string, string>, deps))
+        : ({ request, params }) => dispatch(route, request, params as Record<string, string>, deps),
+      { parse: 'none' } as never,
+    );
+  }
+  for (const path of corsPaths) {
+    const methods = `${methodsByPath.get(path)!.join(', ')}, OPTIONS`;
+    // The preflight passes the Host check like the request it announces; it runs nothing and reads no credential.
+    app.options(path, ({ request }) => {
+      const refused = checkDoor(DOORS.rest, deps, request);
+      const response = refused ?? new Response(null, { status: 204, headers: { ...PREFLIGHT_HEADERS, 'access-control-allow-methods': methods } });
+      return stampRequestId(response, requestIdOf(request));
+    });
   }
   for (const [path, methods] of methodsByPath) {
     const allow = methods.join(', ');

@@ -7,6 +7,7 @@
  * This is the one place where a tool call's domain outcome (tools/runtime.ts, `CallOutcome`) becomes JSON-RPC: an
  * answer becomes the result, a refusal the error code and message below (and its audit row records both).
  */
+import { MCP_SCOPE } from '../auth/credentials.ts';
 import type { ToolResult } from '../connectors/types.ts';
 import { RpcCode, RpcError } from '../errors.ts';
 import {
@@ -91,9 +92,12 @@ export function toolCallError(outcome: CallRefusal | CallUnrecorded): RpcError {
 }
 
 /** tools/call's reply: an answer's tool result, or the refusal's error, recorded as a refusal (`unrecorded` is not one). */
-function toolCallReply(deps: ToolRuntimeDeps, { org, principal }: McpSession, outcome: CallOutcome, started: number): ToolResult {
+function toolCallReply(deps: ToolRuntimeDeps, session: McpSession, outcome: CallOutcome, started: number): ToolResult {
   if ('result' in outcome) return outcome.result;
+  const { org, principal } = session;
   const error = toolCallError(outcome);
+  // A person signed in through a client can consent to the connector: the transport turns this into a challenge.
+  if (outcome.kind === 'scope' && principal.signedIn) session.stepUpScope = `${MCP_SCOPE}:${outcome.tool.connector.id}`;
   if (outcome.kind !== 'unrecorded') recordRefusal(deps, org, principal, outcome, error, started);
   throw error;
 }

@@ -18,6 +18,11 @@ export interface McpSession {
   principal: Principal;
   /** The request's signal: it aborts when the HTTP client goes away, and a tool call then cancels its statement. */
   signal?: AbortSignal;
+  /**
+   * Set by a tools/call of a signed-in token refused for its connector scope: the scope that would allow it, which
+   * the transport names in a 403 step-up challenge for a single request (decision 0248).
+   */
+  stepUpScope?: string;
 }
 
 export interface SessionDeps {

@@ -62,6 +62,7 @@ export class SignedInTokens {
       connectorIds,
       // The IdP claims as of sign-in: row filters bind them as for the IdP's own tokens.
       attributes: grant.attributes,
+      signedIn: true,
     };
   }
 }

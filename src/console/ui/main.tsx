@@ -9,6 +9,7 @@ import { OverviewPage, ToolsPage } from './pages-build.tsx';
 import { ConnectorsPage } from './pages-connectors.tsx';
 import { ApprovalsPage, AuditPage, CredentialsPage } from './pages-operate.tsx';
 import { BillingPage, IdpPage, WebhooksPage } from './pages-org.tsx';
+import { SignedInAgentsPage } from './pages-signin.tsx';
 
 interface Route {
   name: string;
@@ -27,6 +28,7 @@ const ROUTES: Route[] = [
   { name: 'playground', title: 'Tool playground', role: 'admin', view: PlaygroundPage },
   { name: 'connect', title: 'Connect an agent', role: 'contributor', view: ConnectPage },
   { name: 'credentials', title: 'API keys & OAuth clients', role: 'admin', view: CredentialsPage },
+  { name: 'agents', title: 'Signed-in agents', role: 'admin', view: SignedInAgentsPage },
   { name: 'idp', title: 'Identity provider', role: 'admin', view: IdpPage },
   { name: 'webhooks', title: 'Webhooks', role: 'admin', view: WebhooksPage },
   { name: 'billing', title: 'Billing', role: 'finance', view: BillingPage },
