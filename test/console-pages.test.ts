@@ -473,6 +473,8 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     await page.getByRole('navigation').getByRole('link', { name: 'Audit', exact: true }).focus();
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { level: 1, name: 'Audit' }).waitFor();
+    // The page moves focus to its heading just after it renders: wait for that (fails after 5 s if it never comes).
+    await page.waitForFunction(() => document.activeElement?.id === 'page-title', undefined, { timeout: 5000 });
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('page-title');
     expect(pageErrors).toEqual([]);
   }, 120_000);
