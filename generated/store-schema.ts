@@ -68,6 +68,8 @@ export const approvals = pgTable('approvals', {
   completedAt: ts('completed_at'),
   createdAt: ts('created_at').notNull(),
   expiresAt: ts('expires_at').notNull(),
+  /** The requester's attributes at request time, which the tool's row filter binds when the approved call runs. */
+  requesterAttributes: jsonb('requester_attributes').$type<Record<string, string>>().notNull().default({}),
 }, (t) => [
   index('approvals_executing').on(t.executingAt).where(sql`status = 'executing'::text`),
   index('approvals_org_created').on(t.orgId, t.createdAt.desc()),

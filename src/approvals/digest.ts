@@ -21,6 +21,19 @@ export interface HeldCall {
   argumentsJson: string;
   requesterKind: string;
   requesterId: string;
+  /** The requester's attributes (row filters bind them); bound into the digest when there are any. */
+  requesterAttributes?: Readonly<Record<string, string>>;
+}
+
+function attributesPart(attributes: HeldCall['requesterAttributes']): string[] {
+  if (!attributes || Object.keys(attributes).length === 0) return [];
+  return [
+    JSON.stringify(
+      Object.keys(attributes)
+        .sort()
+        .map((k) => [k, attributes[k]]),
+    ),
+  ];
 }
 
 export function heldCallDigest(key: Uint8Array, call: HeldCall): string {
@@ -35,6 +48,8 @@ export function heldCallDigest(key: Uint8Array, call: HeldCall): string {
     call.argumentsJson,
     call.requesterKind,
     call.requesterId,
+    // Appended only when present, in key order: a held call without attributes keeps the digest it had before.
+    ...attributesPart(call.requesterAttributes),
   ]);
   return `${VERSION}.${createHmac('sha256', key).update(message).digest('hex')}`;
 }

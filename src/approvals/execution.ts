@@ -14,7 +14,12 @@ export interface ApprovedExecutionDeps {
   digestKey: Uint8Array;
   catalog: Pick<CatalogCache, 'get'>;
   /** The tool runtime's execution step (executeTool in src/tools/runtime.ts): quota, then the connector's executor. */
-  runTool: (org: { id: string; plan: string }, tool: CatalogTool, input: Record<string, unknown>) => Promise<ToolResult>;
+  runTool: (
+    org: { id: string; plan: string },
+    tool: CatalogTool,
+    input: Record<string, unknown>,
+    caller: Readonly<Record<string, string>>,
+  ) => Promise<ToolResult>;
 }
 
 /** `counted`: the call reached its connector and counts against the monthly quota (runtime.ts executeTool). */
@@ -49,6 +54,7 @@ export async function executeApproved(deps: ApprovedExecutionDeps, row: Approval
     argumentsJson: row.argumentsJson,
     requesterKind: row.requesterKind,
     requesterId: row.requesterId,
+    requesterAttributes: row.requesterAttributes,
   };
   if (!heldCallDigestMatches(deps.digestKey, held, row.argumentsDigest)) {
     return failed('The held call does not match its digest (it was altered after it was requested); nothing ran.');
@@ -70,7 +76,8 @@ export async function executeApproved(deps: ApprovedExecutionDeps, row: Approval
   }
   let result: ToolResult;
   try {
-    result = await deps.runTool(org, tool, input);
+    // As the requester: its attributes are what the tool's row filter binds (stored with the held call, in its digest).
+    result = await deps.runTool(org, tool, input, row.requesterAttributes);
   } catch (err) {
     if (err instanceof QuotaExceededError) return failed(`${err.message} Nothing ran.`);
     throw err;

@@ -67,6 +67,7 @@ export class ApprovalService implements ApprovalDesk {
       argumentsJson,
       requesterKind: principal.kind,
       requesterId: principal.actorId,
+      requesterAttributes: { ...(principal.attributes ?? {}) },
     };
     const row: repo.ApprovalRow = {
       ...held,

@@ -440,4 +440,13 @@ ALTER TABLE webhook_attempts ADD COLUMN response_body text;
 ALTER TABLE webhook_attempts ADD COLUMN response_truncated boolean NOT NULL DEFAULT false;
 `,
   },
+  {
+    version: 17,
+    name: 'approval_requester_attributes',
+    // Issue 30: a held call keeps the requester's attributes (the ones row filters bind as :caller.<name>), so the
+    // approved call reads the requester's rows, not none; bound into the held call's digest (approvals/digest.ts).
+    sql: `
+ALTER TABLE approvals ADD COLUMN requester_attributes jsonb NOT NULL DEFAULT '{}'::jsonb;
+`,
+  },
 ];

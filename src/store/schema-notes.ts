@@ -16,6 +16,7 @@ export const JSONB_TYPES: Record<string, string> = {
   'mcp_oauth_clients.redirect_uris': 'string[]',
   'mcp_oauth_grants.roles': 'string[]',
   'mcp_oauth_grants.attributes': 'Record<string, string>',
+  'approvals.requester_attributes': 'Record<string, string>',
   'mcp_oauth_grants.scopes': 'string[]',
   'webhook_attempts.request_headers': 'Record<string, string>',
   'webhook_attempts.response_headers': 'Record<string, string>',
@@ -44,6 +45,7 @@ export const TABLE_NOTES: Record<string, string> = {
 
 /** A column's note, by `table.column`. */
 export const COLUMN_NOTES: Record<string, string> = {
+  'approvals.requester_attributes': "The requester's attributes at request time, which the tool's row filter binds when the approved call runs.",
   'mcp_oauth_grants.attributes': "The person's IdP claims at sign-in that row filters bind as :caller.<claim> (auth/idp/identity.ts claimAttributes).",
   'api_keys.last_used_at': 'When the key was last used, to the minute at best: written in the background (auth/last-use.ts, decision 0282).',
   'oauth_clients.last_used_at': 'When a token of the client was last used or issued, to the minute at best (auth/last-use.ts, decision 0282).',

@@ -231,7 +231,7 @@ export async function executeTool(
   tool: CatalogTool,
   input: Record<string, unknown>,
   signal?: AbortSignal,
-  /** The caller's attributes for the tool's row filter; an approved held call has none (its filter then matches no rows). */
+  /** The caller's attributes for the tool's row filter (an approved held call: the requester's, kept with it). */
   caller?: Principal['attributes'],
 ): Promise<ToolResult> {
   const quota = monthlyQuotaFor(org.plan);

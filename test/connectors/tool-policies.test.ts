@@ -270,6 +270,36 @@ for (const kind of ['pg', 'my'] as const) {
       test('the statement cannot bind or read the parameters itself [G]', async () => {
         expectRefused(await call(kind === 'pg' ? 'SELECT $1::text AS t FROM people' : 'SELECT ? AS t FROM people'), 'parameters');
       });
+      test("a held call, once approved, runs as its requester: the requester's rows, never another's or none", async () => {
+        const path = {
+          orgId: s.org.orgId,
+          toolId: (await sdk.listTools({ client: s.client, path: { orgId: s.org.orgId } })).data!.tools.find((t) => t.name === s.tool)!.id,
+        };
+        expect((await sdk.updateToolMetadata({ client: s.client, path, body: { requires_approval: true } })).response.status).toBe(200);
+        try {
+          const outcome = async (who: keyof Setup['keys']) => {
+            const held = await call('SELECT id FROM people ORDER BY id', who);
+            const approvalId = held.body.result.structuredContent.approvalId as string;
+            expect((await sdk.approveApproval({ client: s.client, path: { approvalId } })).response.status).toBe(200);
+            for (let i = 0; i < 100; i++) {
+              const polled = await callTool(s.g, s.org.slug, s.keys[who], 'check_approval_status', { approvalId });
+              const status = polled.body.result.structuredContent;
+              if (status.status !== 'pending' && status.status !== 'executing') return status;
+              await Bun.sleep(50);
+            }
+            throw new Error('the approved call did not finish');
+          };
+          const forA = await outcome('a');
+          expect(forA.status).toBe('executed');
+          expect(forA.result.structuredContent.rows.map((r: { id: number }) => r.id)).toEqual([1, 2]);
+          const forB = await outcome('b');
+          expect(forB.result.structuredContent.rows.map((r: { id: number }) => r.id)).toEqual([3, 4]);
+          const forNone = await outcome('none');
+          expect(forNone.result.structuredContent.rows).toEqual([]);
+        } finally {
+          await sdk.updateToolMetadata({ client: s.client, path, body: { requires_approval: false } });
+        }
+      });
     });
 
     describe('a saved-statement tool under a policy', () => {

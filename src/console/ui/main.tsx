@@ -141,7 +141,15 @@ function Shell({ session, onSignOut }: { session: SessionInfo; onSignOut: () => 
   const out = useAction();
   return (
     <div class="shell">
-      <a class="skip" href="#main">
+      <a
+        class="skip"
+        href="#main"
+        onClick={(e) => {
+          // The content takes the focus at once; the address stays on the page (no #main in the history).
+          e.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
         Skip to content
       </a>
       <nav aria-label="Console">
