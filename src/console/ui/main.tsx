@@ -118,6 +118,23 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   );
 }
 
+/** The first stop for keyboard users: focuses the content at once (the address stays on the page, no #main in the history). */
+function SkipLink() {
+  return (
+    // biome-ignore lint/a11y/useValidAnchor: a skip link is a link to #main (it works without script); the handler only keeps #main out of the hash router
+    <a
+      class="skip"
+      href="#main"
+      onClick={(e) => {
+        e.preventDefault();
+        document.getElementById('main')?.focus();
+      }}
+    >
+      Skip to content
+    </a>
+  );
+}
+
 function Shell({ session, onSignOut }: { session: SessionInfo; onSignOut: () => void }) {
   const [parts, setParts] = useState(routeParts());
   useEffect(() => {
@@ -141,18 +158,7 @@ function Shell({ session, onSignOut }: { session: SessionInfo; onSignOut: () => 
   const out = useAction();
   return (
     <div class="shell">
-      {/* biome-ignore lint/a11y/useValidAnchor: a skip link is a link to #main (it works without script); the handler only keeps #main out of the hash router */}
-      <a
-        class="skip"
-        href="#main"
-        onClick={(e) => {
-          // The content takes the focus at once; the address stays on the page (no #main in the history).
-          e.preventDefault();
-          document.getElementById('main')?.focus();
-        }}
-      >
-        Skip to content
-      </a>
+      <SkipLink />
       <nav aria-label="Console">
         <p class="brand">Toolgate</p>
         <p class="org" data-testid="org-name" title={`${session.org_slug} (${session.org_id})`}>
