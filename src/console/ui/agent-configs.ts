@@ -13,7 +13,7 @@ export interface AgentConfig {
 
 export function agentConfigs(endpoint: string, key: string): AgentConfig[] {
   const json = (value: unknown) => JSON.stringify(value, null, 2);
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: mcp-remote's shell expands it from the env
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: mcp-remote itself expands it from its env (no shell involved)
   const remoteArgs = ['-y', 'mcp-remote', endpoint, '--header', 'X-API-Key:${TOOLGATE_API_KEY}'];
   return [
     {
