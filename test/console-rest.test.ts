@@ -52,6 +52,10 @@ test.skipIf(!pgUp)('insights count calls, errors and refusals per tool, with lat
   const items = insights.by_tool.find((r) => r.tool_name === 'query_postgresql_items')!;
   expect(items).toMatchObject({ connector_id: connectorId, calls: 5, errors: 1, refusals: 0 });
   expect(insights.by_tool.find((r) => r.tool_name === 'query_postgresql_nothing')).toMatchObject({ calls: 0, refusals: 1, connector_id: null });
+  // Per connector: its own calls and percentiles; the refusal of an unknown tool has no connector.
+  expect(insights.by_connector.find((r) => r.connector_id === connectorId)).toMatchObject({ calls: 5, errors: 1, refusals: 0 });
+  expect(insights.by_connector.find((r) => r.connector_id === connectorId)!.p50_ms).toBeGreaterThan(0);
+  expect(insights.by_connector.find((r) => r.connector_id === null)).toMatchObject({ calls: 0, refusals: 1 });
   const week = (await sdk.getInsights({ client, throwOnError: true, query: { days: 7 } })).data;
   expect(week.bucket).toBe('day');
   expect(week.series).toHaveLength(7);

@@ -18,7 +18,8 @@ export interface InsightFigures {
 interface FigureRow {
   tool_name: string | null;
   connector_id: string | null;
-  whole: boolean;
+  /** GROUPING(tool, connector): 0 a tool's row; 2 a connector's (every tool of it); 3 the whole window. */
+  level: number | string;
   calls: number | string;
   refusals: number | string;
   errors: number | string;
@@ -42,12 +43,16 @@ const windowRows = (orgId: string, since: Date) => sql`FROM audit_events
   WHERE org_id = ${orgId} AND action IN ('tool.called', 'tool.call_refused') AND created_at >= ${since.toISOString()}::timestamptz
     AND seq IS NOT NULL AND refused_at IS NULL`;
 
-/** The totals and, per tool and connector, the same figures (at most `limit` tools, most calls first). */
+/**
+ * The totals and the same figures per connector and per tool (at most `limit` tools, most calls first). A connector's
+ * percentiles are over its own calls (not derived from its tools'). Refusals before a tool was resolved have no
+ * connector: they count in the totals and in a row without one.
+ */
 export async function insightFigures(db: Queryable, orgId: string, since: Date, limit: number) {
   const ran = sql`action = 'tool.called' AND outcome <> 'held'`;
   const rows = rowsOf<FigureRow>(
     await db.execute(sql`SELECT target_id AS tool_name, details->>'connector_id' AS connector_id,
-        GROUPING(target_id, details->>'connector_id') <> 0 AS whole,
+        GROUPING(target_id, details->>'connector_id') AS level,
         count(*) FILTER (WHERE action = 'tool.called') AS calls,
         count(*) FILTER (WHERE action = 'tool.call_refused') AS refusals,
         count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'error') AS errors,
@@ -55,14 +60,17 @@ export async function insightFigures(db: Queryable, orgId: string, since: Date, 
         percentile_cont(0.5) WITHIN GROUP (ORDER BY (details->>'duration_ms')::float8) FILTER (WHERE ${ran}) AS p50,
         percentile_cont(0.95) WITHIN GROUP (ORDER BY (details->>'duration_ms')::float8) FILTER (WHERE ${ran}) AS p95
       ${windowRows(orgId, since)}
-      GROUP BY GROUPING SETS ((target_id, details->>'connector_id'), ())
-      ORDER BY whole DESC, calls DESC, refusals DESC, tool_name
-      LIMIT ${limit + 1}`),
+      GROUP BY GROUPING SETS ((target_id, details->>'connector_id'), (details->>'connector_id'), ())
+      ORDER BY level DESC, calls DESC, refusals DESC, tool_name, connector_id`),
   );
-  const total = rows.find((r) => r.whole);
+  const total = rows.find((r) => Number(r.level) === 3);
   return {
     totals: total ? figures(total) : figures({ calls: 0, refusals: 0, errors: 0, held: 0, p50: null, p95: null } as FigureRow),
-    byTool: rows.filter((r) => !r.whole).map((r) => ({ tool_name: r.tool_name ?? '', connector_id: r.connector_id, ...figures(r) })),
+    byConnector: rows.filter((r) => Number(r.level) === 2).map((r) => ({ connector_id: r.connector_id, ...figures(r) })),
+    byTool: rows
+      .filter((r) => Number(r.level) === 0)
+      .slice(0, limit)
+      .map((r) => ({ tool_name: r.tool_name ?? '', connector_id: r.connector_id, ...figures(r) })),
   };
 }
 

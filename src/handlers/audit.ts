@@ -64,7 +64,16 @@ export const getInsights: Handler = async ({ principal, deps, query }) => {
     const start = new Date(t).toISOString();
     buckets.push(byStart.get(start) ?? { start, calls: 0, refusals: 0, errors: 0 });
   }
-  return json({ days, since: since.toISOString(), bucket, totals: figures.totals, by_tool: figures.byTool.slice(0, INSIGHT_TOOLS), series: buckets }, 200, {
+  const body = {
+    days,
+    since: since.toISOString(),
+    bucket,
+    totals: figures.totals,
+    by_connector: figures.byConnector,
+    by_tool: figures.byTool,
+    series: buckets,
+  };
+  return json(body, 200, {
     'cache-control': 'no-store',
   });
 };

@@ -30,6 +30,23 @@ function Stats({ i }: { i: Insights }) {
   );
 }
 
+/** The figures per connector (its percentiles over its own calls); a row without one holds refusals before a tool was known. */
+function connectorColumns(dir: ReturnType<typeof useDirectory>): Column<Insights['by_connector'][number]>[] {
+  return [
+    {
+      key: 'connector',
+      label: 'Connector',
+      value: (r) => (r.connector_id ? connectorName(dir, r.connector_id) : '(no tool resolved)'),
+      render: (r) => (r.connector_id ? <Named name={connectorName(dir, r.connector_id)} id={r.connector_id} /> : '(no tool resolved)'),
+    },
+    { key: 'calls', label: 'Calls', value: (r) => r.calls },
+    { key: 'refusals', label: 'Refusals', value: (r) => r.refusals },
+    { key: 'errors', label: 'Errors', value: (r) => r.errors },
+    { key: 'p50', label: 'p50', value: (r) => r.p50_ms ?? -1, render: (r) => ms(r.p50_ms) },
+    { key: 'p95', label: 'p95', value: (r) => r.p95_ms ?? -1, render: (r) => ms(r.p95_ms) },
+  ];
+}
+
 function InsightsPanel() {
   const [days, setDays] = useState(1);
   const insights = useLoad(() => call(rest.getInsights({ client, query: { days } })), [days], 15_000);
@@ -74,7 +91,10 @@ function InsightsPanel() {
               No tool calls in this window. <a href="#/connect">Connect an agent</a> or try a tool in the <a href="#/playground">playground</a>.
             </Empty>
           ) : (
-            <DataTable caption="Calls by tool" columns={columns} rows={i.by_tool} rowKey={(r) => `${r.tool_name}:${r.connector_id}`} />
+            <>
+              <DataTable caption="Calls by connector" columns={connectorColumns(dir)} rows={i.by_connector} rowKey={(r) => r.connector_id ?? 'none'} />
+              <DataTable caption="Calls by tool" columns={columns} rows={i.by_tool} rowKey={(r) => `${r.tool_name}:${r.connector_id}`} />
+            </>
           )}
         </>
       )}

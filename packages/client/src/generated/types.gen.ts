@@ -422,6 +422,12 @@ export type Insights = {
     bucket: 'hour' | 'day';
     totals: InsightFigures;
     /**
+     * Per connector, most calls first; its percentiles are over its own calls. Refusals made before a tool was resolved (an unknown tool, say) have no connector: `connector_id` null.
+     */
+    by_connector: Array<InsightFigures & {
+        connector_id: string | null;
+    }>;
+    /**
      * Per tool (and its connector), most calls first.
      */
     by_tool: Array<InsightFigures & {
