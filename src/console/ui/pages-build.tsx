@@ -6,6 +6,7 @@ import { DataTable, Empty, Named, SchemaInput, Switch, type Column } from './con
 import { Actor, connectorName, Target, useDirectory } from './directory.tsx';
 import { can, CopyButton, ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
 import { schemas } from '../../../generated/contract-schemas.ts';
+import { PolicySection } from './pages-policy.tsx';
 
 const ms = (v: number | null) => (v === null ? '—' : `${v} ms`);
 
@@ -418,6 +419,9 @@ function ToolDetail({ session, id }: PageProps & { id: string }) {
             </dd>
           </dl>
           <ToolEditor key={tool.id} tool={tool} orgId={session.org_id} onDone={tools.reload} />
+          {tool.connector_type !== 'mcp' && can(session, 'admin') && (
+            <PolicySection key={`p-${tool.id}`} tool={tool} orgId={session.org_id} onDone={tools.reload} />
+          )}
           <h2>Recent calls</h2>
           {calls.data && calls.data.events.length === 0 && (
             <Empty>
