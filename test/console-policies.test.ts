@@ -159,6 +159,26 @@ describe.skipIf(!chromiumPresent || !pgUp)('saved tools and policies in the cons
     await page.getByRole('button', { name: 'Remove policy' }).click();
     await page.getByRole('button', { name: 'Remove policy' }).waitFor({ state: 'detached' });
     expect((await read()).policy ?? null).toBeNull();
+    // A saved tool's page has the Policy section too: hiding a column its statement reads is refused inline (422
+    // policy_invalid); a masked column set there is read back over REST.
+    const saved = (await restTools(gateway, manage, org.orgId, connectorId)).find((t) => t.tool_name === 'items_from')!;
+    await open(`tools/${saved.id}`, `Tool ${saved.name}`);
+    const form = page.getByRole('form', { name: `Policy of ${saved.name}` });
+    await page.getByLabel('Hidden columns (comma-separated)').fill('price');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await form.getByRole('alert').waitFor();
+    expect(await form.getByRole('alert').innerText()).toContain('policy_invalid');
+    await page.getByLabel('Hidden columns (comma-separated)').fill('');
+    await page.getByRole('button', { name: 'Add masked column' }).click();
+    await page.getByLabel('Column', { exact: true }).fill('name');
+    await page.getByLabel('Replacement (default ****)').fill('x');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await page.getByRole('button', { name: 'Remove policy' }).waitFor();
+    const savedPolicy = (await sdk.listTools({ client: rest(), path: { orgId: org.orgId } })).data!.tools.find((t) => t.id === saved.id)!.policy;
+    expect(savedPolicy?.masked_columns).toEqual([{ column: 'name', mask: 'fixed', text: 'x' }]);
+    const masked = await callTool(gateway, org.slug, { apiKey: org.apiKey }, 'items_from', { min_price: 5 });
+    expect(rowsOf(masked)).toEqual([{ id: 3, name: 'x' }]);
+    expect(await axe()).toEqual([]);
     expect(pageErrors).toEqual([]);
   }, 60_000);
 });
