@@ -386,6 +386,9 @@ export function CallsTable({ events, caption }: { events: AuditEvent[]; caption:
   return <DataTable caption={caption} columns={columns} rows={events} rowKey={(e) => e.id} />;
 }
 
+/** The connector types whose tools take a column/row policy (docs/tool-policies.md): the SQL ones. */
+const POLICY_TYPES: readonly Tool['connector_type'][] = ['postgresql', 'mysql', 'mssql', 'oracle'];
+
 function ToolDetail({ session, id }: PageProps & { id: string }) {
   const tools = useLoad(() => call(rest.listTools({ client, path: { orgId: session.org_id } })));
   const tool = tools.data?.tools.find((t) => t.id === id);
@@ -419,7 +422,7 @@ function ToolDetail({ session, id }: PageProps & { id: string }) {
             </dd>
           </dl>
           <ToolEditor key={tool.id} tool={tool} orgId={session.org_id} onDone={tools.reload} />
-          {tool.connector_type !== 'mcp' && can(session, 'admin') && (
+          {POLICY_TYPES.includes(tool.connector_type) && can(session, 'admin') && (
             <PolicySection key={`p-${tool.id}`} tool={tool} orgId={session.org_id} onDone={tools.reload} />
           )}
           <h2>Recent calls</h2>

@@ -105,6 +105,8 @@ export function PolicySection({ tool, orgId, onDone }: { tool: Tool; orgId: stri
   const [filter, setFilter] = useState(tool.policy?.row_filter ?? '');
   const action = useAction();
   const filterProblem = schemaError(FILTER, filter.trim());
+  // mssql and oracle apply hidden columns only (ToolPolicy in openapi.yaml).
+  const full = tool.connector_type === 'postgresql' || tool.connector_type === 'mysql';
   const send = (policy: ToolPolicy | null, done: string) =>
     action.run(() => call(rest.updateToolMetadata({ client, path: { orgId, toolId: tool.id }, body: { policy } })), done).then((ok) => ok && onDone());
   const save = (e: Event) => {
@@ -123,29 +125,41 @@ export function PolicySection({ tool, orgId, onDone }: { tool: Tool; orgId: stri
           <label for="p-hidden">Hidden columns (comma-separated)</label>
           <input id="p-hidden" value={hidden} autoComplete="off" onInput={(e) => setHidden(e.currentTarget.value)} />
         </div>
-        {masks.map((m, i) => (
-          <MaskRow key={i} i={i} d={m} set={(x) => setMasks(masks.map((y, j) => (j === i ? x : y)))} remove={() => setMasks(masks.filter((_, j) => j !== i))} />
-        ))}
-        <div class="field">
-          <label for="p-filter">Row filter (SQL condition, e.g. region = :caller.region)</label>
-          <textarea
-            id="p-filter"
-            value={filter}
-            aria-invalid={filterProblem ? true : undefined}
-            aria-describedby={filterProblem ? 'p-filter-problem' : undefined}
-            onInput={(e) => setFilter(e.currentTarget.value)}
-          />
-          {filterProblem && (
-            <span class="field-error" id="p-filter-problem">
-              {filterProblem}
-            </span>
-          )}
-        </div>
+        {full && (
+          <>
+            {masks.map((m, i) => (
+              <MaskRow
+                key={i}
+                i={i}
+                d={m}
+                set={(x) => setMasks(masks.map((y, j) => (j === i ? x : y)))}
+                remove={() => setMasks(masks.filter((_, j) => j !== i))}
+              />
+            ))}
+            <div class="field">
+              <label for="p-filter">Row filter (SQL condition, e.g. region = :caller.region)</label>
+              <textarea
+                id="p-filter"
+                value={filter}
+                aria-invalid={filterProblem ? true : undefined}
+                aria-describedby={filterProblem ? 'p-filter-problem' : undefined}
+                onInput={(e) => setFilter(e.currentTarget.value)}
+              />
+              {filterProblem && (
+                <span class="field-error" id="p-filter-problem">
+                  {filterProblem}
+                </span>
+              )}
+            </div>
+          </>
+        )}
         <ErrorBox error={action.error} />
         <div class="buttons">
-          <button type="button" class="secondary" onClick={() => setMasks([...masks, { column: '', mask: 'fixed', text: '', n: '' }])}>
-            Add masked column
-          </button>
+          {full && (
+            <button type="button" class="secondary" onClick={() => setMasks([...masks, { column: '', mask: 'fixed', text: '', n: '' }])}>
+              Add masked column
+            </button>
+          )}
           <button type="submit" disabled={action.pending}>
             Save policy
           </button>
