@@ -241,6 +241,189 @@ export const schemas = {
     "type": "string",
     "pattern": "^(org:manage|mcp:call|mcp:call:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$",
     "description": "`mcp:call` (tools on every connector), `mcp:call:<connector-id>` (tools of that connector),\nor `org:manage` (the REST interface at org level).\n"
+  },
+  "SavedToolRequest": {
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "name",
+      "description",
+      "statement"
+    ],
+    "properties": {
+      "name": {
+        "$ref": "#/components/schemas/ToolName"
+      },
+      "description": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 2000
+      },
+      "statement": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 20000,
+        "description": "One statement with `:name` placeholders, e.g. `SELECT id, total FROM orders WHERE customer_id = :customer AND created_at >= :since`."
+      },
+      "parameters": {
+        "type": "array",
+        "maxItems": 50,
+        "items": {
+          "$ref": "#/components/schemas/SavedToolParameter"
+        }
+      },
+      "requires_approval": {
+        "type": "boolean",
+        "description": "Default true for a statement that writes",
+        "false for a read.": null
+      }
+    }
+  },
+  "SavedToolParameter": {
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "name",
+      "type",
+      "description"
+    ],
+    "description": "One typed parameter, written `:name` in the statement (outside quotes). string (minLength, maxLength, pattern), integer and number (minimum, maximum), boolean, date (YYYY-MM-DD), timestamp (ISO 8601), enum (values), array of these (items, maxItems; in MySQL an array stands for a list, `IN (:ids)`; in PostgreSQL for an array, `= ANY(:ids)`). Without a default the parameter is required.",
+    "properties": {
+      "name": {
+        "type": "string",
+        "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,62}$"
+      },
+      "type": {
+        "type": "string",
+        "enum": [
+          "string",
+          "integer",
+          "number",
+          "boolean",
+          "date",
+          "timestamp",
+          "enum",
+          "array"
+        ]
+      },
+      "description": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 1000
+      },
+      "default": {
+        "description": "A value of the parameter's type; makes the parameter optional."
+      },
+      "minLength": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 100000
+      },
+      "maxLength": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100000
+      },
+      "pattern": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 500,
+        "description": "An ECMAScript regular expression (unicode) the value must match."
+      },
+      "minimum": {
+        "type": "number"
+      },
+      "maximum": {
+        "type": "number"
+      },
+      "values": {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 200,
+        "uniqueItems": true,
+        "items": {
+          "type": "string",
+          "maxLength": 200
+        }
+      },
+      "items": {
+        "$ref": "#/components/schemas/SavedToolParameterItems"
+      },
+      "maxItems": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 1000,
+        "description": "array: at most this many elements (default 100)."
+      }
+    }
+  },
+  "ToolPolicy": {
+    "type": "object",
+    "additionalProperties": false,
+    "description": "A SQL table tool's column and row policy (docs/tool-policies.md). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A tool with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.",
+    "properties": {
+      "hidden_columns": {
+        "type": "array",
+        "maxItems": 200,
+        "uniqueItems": true,
+        "items": {
+          "type": "string",
+          "minLength": 1,
+          "maxLength": 128
+        }
+      },
+      "masked_columns": {
+        "type": "array",
+        "maxItems": 200,
+        "items": {
+          "$ref": "#/components/schemas/ColumnMask"
+        }
+      },
+      "row_filter": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "minLength": 1,
+        "maxLength": 2000,
+        "description": "A SQL condition over the table's columns, e.g. `region = :caller.region`. `:caller.<name>` is the caller's attribute (an IdP claim, or an attribute of the API key / OAuth client), bound as a text parameter; a caller without it sees no rows."
+      }
+    }
+  },
+  "ColumnMask": {
+    "type": "object",
+    "additionalProperties": false,
+    "required": [
+      "column",
+      "mask"
+    ],
+    "properties": {
+      "column": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 128
+      },
+      "mask": {
+        "type": "string",
+        "enum": [
+          "fixed",
+          "hash",
+          "last_n"
+        ],
+        "description": "fixed: every non-null value becomes `text`; hash: HMAC-SHA256 (hex) with the org's key; last_n: all but the last `n` characters become `*`."
+      },
+      "text": {
+        "type": "string",
+        "maxLength": 64,
+        "description": "fixed: the replacement (default `****`)."
+      },
+      "n": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 32,
+        "description": "last_n: characters kept (default 4)."
+      }
+    }
   }
 } as const;
 

@@ -282,6 +282,10 @@ const CONSOLE_SCHEMAS = [
   'WebhookInput',
   'ToolName',
   'Scope',
+  'SavedToolRequest',
+  'SavedToolParameter',
+  'ToolPolicy',
+  'ColumnMask',
 ];
 
 /** generated/contract-schemas.ts: those schemas as they are in openapi.yaml, and every operation's query parameters. */

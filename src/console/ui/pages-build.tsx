@@ -6,6 +6,7 @@ import { DataTable, Empty, Named, SchemaInput, Switch, type Column } from './con
 import { Actor, connectorName, Target, useDirectory } from './directory.tsx';
 import { can, CopyButton, ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
 import { schemas } from '../../../generated/contract-schemas.ts';
+import { PolicySection } from './pages-policy.tsx';
 
 const ms = (v: number | null) => (v === null ? '—' : `${v} ms`);
 
@@ -405,6 +406,9 @@ export function CallsTable({ events, caption }: { events: AuditEvent[]; caption:
   return <DataTable caption={caption} columns={columns} rows={events} rowKey={(e) => e.id} />;
 }
 
+/** The connector types whose tools take a column/row policy (docs/tool-policies.md): the SQL ones. */
+const POLICY_TYPES: readonly Tool['connector_type'][] = ['postgresql', 'mysql', 'mssql', 'oracle'];
+
 function ToolDetail({ session, id }: PageProps & { id: string }) {
   const tools = useLoad(() => call(rest.listTools({ client, path: { orgId: session.org_id } })));
   const tool = tools.data?.tools.find((t) => t.id === id);
@@ -438,6 +442,9 @@ function ToolDetail({ session, id }: PageProps & { id: string }) {
             </dd>
           </dl>
           <ToolEditor key={tool.id} tool={tool} orgId={session.org_id} onDone={tools.reload} />
+          {POLICY_TYPES.includes(tool.connector_type) && can(session, 'admin') && (
+            <PolicySection key={`p-${tool.id}`} tool={tool} orgId={session.org_id} onDone={tools.reload} />
+          )}
           <h2>Recent calls</h2>
           {calls.data && calls.data.events.length === 0 && (
             <Empty>

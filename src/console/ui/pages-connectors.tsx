@@ -9,6 +9,7 @@ import { call, client, rest, type ConnectionTest, type Connector, type Connector
 import { CallsTable } from './pages-build.tsx';
 import { DataTable, Empty, schemaError, Switch, toast, type Column, type FieldSchema } from './controls.tsx';
 import { loadDirectory } from './directory.tsx';
+import { SavedTools } from './pages-saved-tools.tsx';
 import { ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
 
 /**
@@ -304,6 +305,13 @@ function useConnectorActions(reload: () => void) {
           `${c.name}: writes ${on ? 'allowed' : 'off'}`,
         )
         .then(reload),
+    setFreeSql: (c: Connector, on: boolean) =>
+      action
+        .run(
+          () => call(rest.updateConnector({ client, path: { connectorId: c.id }, body: { free_sql: on } })),
+          `${c.name}: free SQL tools ${on ? 'served' : 'off (saved tools only)'}`,
+        )
+        .then(reload),
   };
 }
 
@@ -399,43 +407,71 @@ function ConnectorList() {
   );
 }
 
+/** A connector's facts, with its write and free-SQL switches. */
+function ConnectorFacts({
+  c,
+  setWrite,
+  setFreeSql,
+}: {
+  c: Connector;
+  setWrite: (c: Connector, on: boolean) => unknown;
+  setFreeSql: (c: Connector, on: boolean) => unknown;
+}) {
+  return (
+    <dl class="facts">
+      <dt>Type</dt>
+      <dd>{c.type}</dd>
+      <dt>Status</dt>
+      <dd>
+        <Status c={c} />
+      </dd>
+      <dt>Settings</dt>
+      <dd>
+        <code>{JSON.stringify(c.config)}</code>
+      </dd>
+      <dt>Credential</dt>
+      <dd>{c.has_credential ? 'stored (write-only)' : 'none'}</dd>
+      {TYPE_WRITES[c.type] && (
+        <>
+          <dt>Write tools</dt>
+          <dd>
+            <Switch label={`Allow write tools on ${c.name}`} on={c.allow_write} onChange={(on) => setWrite(c, on)} />
+          </dd>
+        </>
+      )}
+      {c.type !== 'mcp' && (
+        <>
+          <dt>Free SQL tools</dt>
+          <dd>
+            <Switch
+              label={`Serve a free-SQL tool per table of ${c.name}`}
+              hint="Off: agents get only this connector's saved tools"
+              on={c.free_sql}
+              onChange={(on) => setFreeSql(c, on)}
+            />
+          </dd>
+        </>
+      )}
+      <dt>Created</dt>
+      <dd>{when(c.created_at)}</dd>
+    </dl>
+  );
+}
+
 function ConnectorDetail({ session, id }: PageProps & { id: string }) {
   const one = useLoad(() => call(rest.getConnector({ client, path: { connectorId: id } })), [id], 3000);
   const tools = useLoad(() => call(rest.listTools({ client, path: { orgId: session.org_id }, query: { connector_id: id } })), [id, one.data?.status]);
   const history = useLoad(() => call(rest.listAuditEvents({ client, query: { target_id: id, limit: 50 } })), [id, one.data?.updated_at]);
   const [editing, setEditing] = useState(false);
   const c = one.data;
-  const { action, revalidate, archive, setWrite } = useConnectorActions(one.reload);
+  const { action, revalidate, archive, setWrite, setFreeSql } = useConnectorActions(one.reload);
   return (
     <Page title={c ? `Connector ${c.name}` : 'Connector'} actions={<a href="#/connectors">All connectors</a>}>
       <Loading loading={one.loading && !c} />
       <ErrorBox error={one.error ?? action.error} />
       {c && (
         <>
-          <dl class="facts">
-            <dt>Type</dt>
-            <dd>{c.type}</dd>
-            <dt>Status</dt>
-            <dd>
-              <Status c={c} />
-            </dd>
-            <dt>Settings</dt>
-            <dd>
-              <code>{JSON.stringify(c.config)}</code>
-            </dd>
-            <dt>Credential</dt>
-            <dd>{c.has_credential ? 'stored (write-only)' : 'none'}</dd>
-            {TYPE_WRITES[c.type] && (
-              <>
-                <dt>Write tools</dt>
-                <dd>
-                  <Switch label={`Allow write tools on ${c.name}`} on={c.allow_write} onChange={(on) => setWrite(c, on)} />
-                </dd>
-              </>
-            )}
-            <dt>Created</dt>
-            <dd>{when(c.created_at)}</dd>
-          </dl>
+          <ConnectorFacts c={c} setWrite={setWrite} setFreeSql={setFreeSql} />
           <div class="buttons">
             <button type="button" class="secondary" onClick={() => revalidate(c)}>
               Revalidate
@@ -465,6 +501,7 @@ function ConnectorDetail({ session, id }: PageProps & { id: string }) {
               </li>
             ))}
           </ul>
+          {c.type !== 'mcp' && <SavedTools connector={c} />}
           <h2>Status history</h2>
           {history.data && <CallsTable events={history.data.events} caption="Status history" />}
         </>
