@@ -8,7 +8,7 @@
  */
 import type { OutboundPolicy } from '../net/outbound.ts';
 import type * as wire from '../../generated/client/types.gen.ts';
-import type { SavedParam, SavedStatement } from './shared/saved.ts';
+import type { SavedParam, SavedStatement, SavedTemplate } from './shared/saved.ts';
 import type { CallPolicy, ToolPolicy } from './shared/policy.ts';
 
 /** JSON Schema object as carried in an MCP tool descriptor. */
@@ -51,8 +51,12 @@ export interface SqlTarget {
   saved?: SavedStatement;
 }
 
-/** What a saved statement was found to be at save time: the connector's table it works on, and whether it writes. */
-export type SavedCheck<T> = { ok: true; target: T; write: boolean } | { ok: false; reason: string };
+/**
+ * What a saved statement was found to be at save time: the connector's table it works on, whether it writes, and
+ * its template (the statement split at its `:name` placeholders by the type's own lexer; absent: none, as MongoDB's
+ * JSON pipelines).
+ */
+export type SavedCheck<T> = { ok: true; target: T; write: boolean; template?: SavedTemplate } | { ok: false; reason: string };
 
 /** Behaviour hints of a tool as MCP declares them; a type that sets none gets the database defaults (catalog.ts). */
 export interface ToolHints {

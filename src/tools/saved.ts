@@ -9,7 +9,7 @@ import { recordAudit, type Actor } from '../audit/repository.ts';
 import { bumpCatalogVersion, findConnector } from '../connectors/repository.ts';
 import { getDriver } from '../connectors/registry.ts';
 import { patternProblem } from '../connectors/mcp/patterns.ts';
-import { parameterSchema, parseTemplate, savedInputSchema, TemplateError, type SavedParam, type SavedStatement } from '../connectors/shared/saved.ts';
+import { parameterSchema, savedInputSchema, type SavedParam, type SavedStatement } from '../connectors/shared/saved.ts';
 import { OUTPUT_SCHEMA } from '../connectors/shared/toolspec.ts';
 import type { SqlTarget, SqlToolSpec } from '../connectors/types.ts';
 import type { ToolPolicy } from '../connectors/shared/policy.ts';
@@ -98,13 +98,9 @@ async function buildSpec(deps: SavedToolDeps, orgId: string, connectorId: string
   const checked = await driver.checkSaved(input.statement, params, tables, connector.allowWrite);
   if (!checked.ok) throw invalid(`The statement is refused: ${checked.reason}`);
   const target = checked.target as SqlTarget;
-  // A MongoDB template is a JSON pipeline with {"$param": name} values (mongodb/template.ts): no text placeholders.
-  let template: ReturnType<typeof parseTemplate> = { parts: [input.statement], slots: [] };
-  try {
-    if (connector.type !== 'mongodb') template = parseTemplate(input.statement, params, connector.type === 'postgresql' ? 'postgresql' : 'mysql');
-  } catch (err) {
-    throw err instanceof TemplateError ? invalid(err.message) : err;
-  }
+  // The statement split by the type's own lexer (its checkSaved); none for a MongoDB pipeline, whose {"$param": name}
+  // values are no text placeholders (mongodb/template.ts).
+  const template = checked.template ?? { parts: [input.statement], slots: [] };
   const saved: SavedStatement = { statement: input.statement, parameters: params, version, ...template };
   const spec: SqlToolSpec = {
     name: input.name,

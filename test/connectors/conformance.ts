@@ -5,7 +5,7 @@ import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { ConnectorError, type ExecutionContext, type ToolResult, type SqlToolSpec } from '../../src/connectors/types.ts';
 import { COMMON_CASES, INJECTION_VALUES, LONG_NAMES, SAVED_REFUSALS, type ConformanceSetup, type Provisioned } from './cases.ts';
-import { parseTemplate, type SavedParam } from '../../src/connectors/shared/saved.ts';
+import type { SavedParam } from '../../src/connectors/shared/saved.ts';
 import { verifies } from '../requirements.ts';
 import { tcpProxy } from '../support/targets.ts';
 
@@ -259,13 +259,13 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
     });
 
     describe.skipIf(!driver.checkSaved)('issue 30: saved-statement tools (typed parameters bound by the driver)', () => {
-      const dialect = type === 'postgresql' ? 'postgresql' : 'mysql';
       const tables = () => tools.map((x) => x.target);
       /** The tool a saved statement becomes: checked at save like the REST API does, then its template stored. */
       async function savedTool(statement: string, params: SavedParam[], allowWrite = false): Promise<SqlToolSpec> {
         const checked = await driver.checkSaved!(statement, params, tables(), allowWrite);
         if (!checked.ok) throw new Error(checked.reason);
-        const saved = { statement, parameters: params, version: 1, ...parseTemplate(statement, params, dialect) };
+        // The template the type's own lexer split, as the REST API stores it (tools/saved.ts).
+        const saved = { statement, parameters: params, version: 1, ...checked.template! };
         return { name: 'saved', description: '', inputSchema: { type: 'object', properties: {} }, target: { ...checked.target, saved } };
       }
       const typed: SavedParam[] = [

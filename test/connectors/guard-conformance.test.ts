@@ -133,7 +133,7 @@ for (const type of SQL_TYPES) {
       const checked = await getDriver(type)!.checkSaved!(statement, params, tables(), false);
       expect(checked).toMatchObject({ ok: true, write: false, target: { table: type === 'oracle' ? 'ITEMS' : 'items' } });
       const dialect = { postgresql: PG_DIALECT, mysql: MYSQL_DIALECT, mssql: MSSQL_DIALECT, oracle: ORACLE_DIALECT }[type];
-      const saved = { statement, parameters: params, version: 1, ...parseTemplate(statement, params, type) };
+      const saved = { statement, parameters: params, version: 1, ...parseTemplate(statement, params, dialect.syntax) };
       const spec = { ...tool(type), target: { ...savedTarget(type, 'items'), saved } };
       for (const attack of INJECTION_VALUES) {
         const prepared = prepareCall(dialect, spec, { name: attack, ids: [1, 2] }, ctx(type, false));

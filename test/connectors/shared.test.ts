@@ -12,6 +12,8 @@ import {
 } from '../../src/connectors/shared/jsonsafe.ts';
 import { parseCallArgs, rowsResult } from '../../src/connectors/shared/result.ts';
 import { checkWrappable } from '../../src/connectors/shared/sqltext.ts';
+import { PG_SYNTAX } from '../../src/connectors/postgresql/saved.ts';
+import { MYSQL_SYNTAX } from '../../src/connectors/mysql/saved.ts';
 import { PoolRegistry } from '../../src/connectors/shared/pools.ts';
 import { scrub } from '../../src/connectors/shared/errors.ts';
 import { postgresqlDriver } from '../../src/connectors/postgresql/driver.ts';
@@ -150,9 +152,9 @@ describe('results and arguments', () => {
 
 describe('checkWrappable', () => {
   test('drops a trailing terminator and trailing comments', () => {
-    expect(checkWrappable('select 1; -- done', 'postgresql')).toEqual({ ok: true, body: 'select 1' });
-    expect(checkWrappable("select ';' from t;", 'mysql')).toEqual({ ok: true, body: "select ';' from t" });
-    expect(checkWrappable('select $a$ ) ; $a$ from t', 'postgresql').ok).toBe(true);
+    expect(checkWrappable('select 1; -- done', PG_SYNTAX)).toEqual({ ok: true, body: 'select 1' });
+    expect(checkWrappable("select ';' from t;", MYSQL_SYNTAX)).toEqual({ ok: true, body: "select ';' from t" });
+    expect(checkWrappable('select $a$ ) ; $a$ from t', PG_SYNTAX).ok).toBe(true);
   });
 
   test('refuses text that would escape the wrapper', () => {
@@ -165,7 +167,7 @@ describe('checkWrappable', () => {
       ['select 1 /*!, 2 */', 'mysql'],
       ['select 1 -- (\n)', 'mysql'],
     ] as const) {
-      expect({ sql, ok: checkWrappable(sql, d).ok }).toEqual({ sql, ok: false });
+      expect({ sql, ok: checkWrappable(sql, d === 'postgresql' ? PG_SYNTAX : MYSQL_SYNTAX).ok }).toEqual({ sql, ok: false });
     }
   });
 });

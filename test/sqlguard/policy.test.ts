@@ -11,6 +11,8 @@ import { prepareCall, isRefusal, type Dialect } from '../../src/connectors/share
 import { applyPolicy, checkPolicyShape, type CallPolicy, type ToolPolicy } from '../../src/connectors/shared/policy.ts';
 import { PG_POLICY } from '../../src/connectors/postgresql/policy.ts';
 import { bindPositional, parseTemplate } from '../../src/connectors/shared/saved.ts';
+import { MSSQL_MARKERS, MSSQL_SYNTAX } from '../../src/connectors/mssql/saved.ts';
+import { PG_SYNTAX } from '../../src/connectors/postgresql/saved.ts';
 import { MYSQL_POLICY } from '../../src/connectors/mysql/policy.ts';
 import type { GuardOptions, GuardResult } from '../../src/connectors/shared/sqlguard/types.ts';
 import type { ExecutionContext, SqlToolSpec } from '../../src/connectors/types.ts';
@@ -66,7 +68,7 @@ describe('SQL Server and Oracle: hidden columns kept out by the guard', () => {
       inputSchema: { type: 'object', properties: {} },
       target: { schema: 'dbo', table: 'people', kind: 'table', columns: [{ name: 'id', type: 'int' }] },
     } as SqlToolSpec;
-    const dialect: Dialect = { name: 'mssql', guard: guardMssqlSql };
+    const dialect: Dialect = { name: 'mssql', guardSpan: 'guard mssql', syntax: MSSQL_SYNTAX, guard: guardMssqlSql };
     const ctx = {
       allowWrite: false,
       allowDdl: false,
@@ -84,7 +86,7 @@ describe('SQL Server and Oracle: hidden columns kept out by the guard', () => {
 
   test('a saved tool on SQL Server under a hidden-column policy: checked with literals at its markers, values still bound', () => {
     const parameters = [{ name: 'min', type: 'integer' as const, description: 'First id' }];
-    const savedOf = (statement: string) => ({ statement, parameters, version: 1, ...parseTemplate(statement, parameters, 'mssql') });
+    const savedOf = (statement: string) => ({ statement, parameters, version: 1, ...parseTemplate(statement, parameters, MSSQL_SYNTAX) });
     const toolOf = (statement: string) =>
       ({
         name: 's',
@@ -102,7 +104,13 @@ describe('SQL Server and Oracle: hidden columns kept out by the guard', () => {
           saved: savedOf(statement),
         },
       }) as SqlToolSpec;
-    const dialect: Dialect = { name: 'mssql', guard: guardMssqlSql, bind: (saved, args) => bindPositional('mssql', saved, args) };
+    const dialect: Dialect = {
+      name: 'mssql',
+      guardSpan: 'guard mssql',
+      syntax: MSSQL_SYNTAX,
+      guard: guardMssqlSql,
+      bind: (saved, args) => bindPositional(MSSQL_MARKERS, saved, args),
+    };
     const ctx = {
       allowWrite: false,
       allowDdl: false,
@@ -132,7 +140,14 @@ describe('SQL Server and Oracle: hidden columns kept out by the guard', () => {
       inputSchema: { type: 'object', properties: {} },
       target: { schema: 'public', table: 'people', kind: 'table', columns },
     } as SqlToolSpec;
-    const dialect: Dialect = { name: 'postgresql', guard: guardPostgresSql, wrapRead: (b) => b, policy: PG_POLICY };
+    const dialect: Dialect = {
+      name: 'postgresql',
+      guardSpan: 'guard postgresql',
+      syntax: PG_SYNTAX,
+      guard: guardPostgresSql,
+      wrapRead: (b) => b,
+      policy: PG_POLICY,
+    };
     const ctx = {
       allowWrite: false,
       allowDdl: false,

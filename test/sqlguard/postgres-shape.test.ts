@@ -8,6 +8,7 @@
 import { describe, expect, test } from 'bun:test';
 import { guardPostgresSql } from '../../src/connectors/postgresql/guard/guard.ts';
 import { prepareCall } from '../../src/connectors/shared/prepare.ts';
+import { PG_SYNTAX } from '../../src/connectors/postgresql/saved.ts';
 import type { ExecutionContext, SqlToolSpec } from '../../src/connectors/types.ts';
 
 const opts = { table: { schema: 'public', name: 't' }, allowWrite: true, allowDdl: false, readOnly: false };
@@ -74,7 +75,13 @@ describe('statement shape: what must NOT share a verdict', () => {
       }) as unknown as ExecutionContext;
     const shape = (maxRows: number, bytes: number) => {
       const p = prepareCall(
-        { name: 'postgresql', guard: guardPostgresSql, wrapRead: (body, limit, rowBytes) => `select * from (${body}) q limit ${limit} -- ${rowBytes}` },
+        {
+          name: 'postgresql',
+          guardSpan: 'guard postgresql',
+          syntax: PG_SYNTAX,
+          guard: guardPostgresSql,
+          wrapRead: (body, limit, rowBytes) => `select * from (${body}) q limit ${limit} -- ${rowBytes}`,
+        },
         tool,
         { sql: 'SELECT id FROM t' },
         ctx(maxRows, bytes),

@@ -19,6 +19,7 @@ import type { OutboundPolicy } from '../../net/policy.ts';
 import { DEFAULT_MSSQL_PORT, mssqlConfigSchema } from './config.ts';
 import { guardMssqlSql } from './guard/guard.ts';
 import { bindPositional } from '../shared/saved.ts';
+import { MSSQL_MARKERS, MSSQL_SYNTAX } from './saved.ts';
 import type { Dialect } from '../shared/prepare.ts';
 import { defineSqlDriver } from '../shared/sql-driver.ts';
 
@@ -145,7 +146,13 @@ async function withPool<T>(
 }
 
 /** The guard, and how a saved statement's values are bound (`@p1`, `@p2`, ...). */
-export const MSSQL_DIALECT: Dialect = { name: 'mssql', guard: guardMssqlSql, bind: (saved, args) => bindPositional('mssql', saved, args) };
+export const MSSQL_DIALECT: Dialect = {
+  name: 'mssql',
+  guardSpan: 'guard mssql',
+  syntax: MSSQL_SYNTAX,
+  guard: guardMssqlSql,
+  bind: (saved, args, sample) => bindPositional(MSSQL_MARKERS, saved, args, sample),
+};
 
 export const mssqlDriver = defineSqlDriver({
   dialect: MSSQL_DIALECT,

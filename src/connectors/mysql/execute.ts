@@ -9,7 +9,7 @@ import type { Dialect, PreparedCall } from '../shared/prepare.ts';
 import { applySession, flavourOf, forgetSession, type MyPool } from './pool.ts';
 import { myCallErrorText, TIMEOUT_ERRNOS, type MyErrorContext } from './errors.ts';
 import { rowFixer } from './values.ts';
-import { bindMysql } from '../shared/saved.ts';
+import { bindMysql, MYSQL_SYNTAX } from './saved.ts';
 
 export interface MyRunOptions {
   readOnly: boolean;
@@ -292,8 +292,10 @@ export function mysqlGuardReady(): null | Promise<string | null> {
 
 export const MYSQL_DIALECT: Dialect = {
   name: 'mysql',
+  guardSpan: 'guard mysql',
+  syntax: MYSQL_SYNTAX,
   guard: (sql, opts) => mysqlGuard!(sql, opts),
-  bind: (saved, args) => bindMysql(saved, args),
+  bind: bindMysql,
   ready: loadMysqlGuard,
   policy: MYSQL_POLICY,
   wrapRead: (body, limit) => `SELECT * FROM (\n${body}\n) AS toolgate_q LIMIT ${limit}`,

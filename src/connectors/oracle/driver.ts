@@ -16,6 +16,7 @@ import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
 import { DEFAULT_ORACLE_PORT, oracleConfigSchema } from './config.ts';
 import { guardOracleSql } from './guard/guard.ts';
 import { bindPositional } from '../shared/saved.ts';
+import { ORACLE_MARKERS, ORACLE_SYNTAX } from './saved.ts';
 import type { Dialect } from '../shared/prepare.ts';
 import { defineSqlDriver } from '../shared/sql-driver.ts';
 
@@ -136,7 +137,13 @@ async function withConnection<T>(config: DatabaseConfig, credential: string | nu
 }
 
 /** The guard, and how a saved statement's values are bound (`:1`, `:2`, ...). */
-export const ORACLE_DIALECT: Dialect = { name: 'oracle', guard: guardOracleSql, bind: (saved, args) => bindPositional('oracle', saved, args) };
+export const ORACLE_DIALECT: Dialect = {
+  name: 'oracle',
+  guardSpan: 'guard oracle',
+  syntax: ORACLE_SYNTAX,
+  guard: guardOracleSql,
+  bind: (saved, args, sample) => bindPositional(ORACLE_MARKERS, saved, args, sample),
+};
 
 export const oracleDriver = defineSqlDriver({
   dialect: ORACLE_DIALECT,

@@ -1,7 +1,7 @@
 /** Runs one prepared tool call on postgres (the guard ran in shared/sql-driver.ts): resolution check, the right runner, result shaping. */
 import type { ExecutionContext, ExecutionLimits, ToolResult, SqlToolSpec } from '../types.ts';
 import { guardPostgresSql } from './guard/guard.ts';
-import { bindPostgres } from '../shared/saved.ts';
+import { bindPostgres, PG_SYNTAX } from './saved.ts';
 import { errorResult, RowCollector } from '../shared/result.ts';
 import type { Dialect, PreparedCall } from '../shared/prepare.ts';
 import { isRowTooLarge, pgCallErrorText, ROW_TOO_LARGE, type PgErrorContext } from './errors.ts';
@@ -19,6 +19,8 @@ interface PgExecutionLimits extends ExecutionLimits {
 
 export const PG_DIALECT: Dialect = {
   name: 'postgresql',
+  guardSpan: 'guard postgresql',
+  syntax: PG_SYNTAX,
   guard: guardPostgresSql,
   bind: bindPostgres,
   policy: PG_POLICY,

@@ -5,10 +5,10 @@
 import type { GuardOptions, GuardResult, StatementKind } from './sqlguard/types.ts';
 import type { ExecutionContext, ToolResult, SqlTarget, SqlToolSpec } from '../types.ts';
 import { parseCallArgs, refusedResult } from './result.ts';
-import { checkWrappable, type Dialect as WrapDialect } from './sqltext.ts';
+import { checkWrappable, type SqlSyntax } from './sqltext.ts';
 import { countGuardRefusal, type GuardRefusalReason } from '../../observability/metrics.ts';
 import { inSpan } from '../../observability/tracing.ts';
-import type { BoundStatement, SavedStatement } from './saved.ts';
+import type { BoundStatement, SavedBinding, SavedStatement } from './saved.ts';
 import { MAX_LIMIT } from './toolspec.ts';
 import { applyPolicy, resolutionKey, type CallPolicy, type PolicyDialect } from './policy.ts';
 
@@ -36,11 +36,17 @@ export interface PreparedCall {
   resolutionParams?: number;
 }
 
-/** The SQL connector types, each with its guard (`<type>/guard/`). */
-type SqlType = 'postgresql' | 'mysql' | 'mssql' | 'oracle';
-
+/**
+ * A SQL connector type as the shared steps see it: every fact that differs by type is here, set by the type's own
+ * folder (its guard in `<type>/guard/`), so no shared code branches on a type's name.
+ */
 export interface Dialect {
-  name: SqlType;
+  /** The connector type (the metrics' `dialect` label). */
+  name: string;
+  /** The span of the guard's check: a constant (`guard <type>`), so a call builds no name. */
+  guardSpan: string;
+  /** How the type's text is lexed: saved templates (shared/saved.ts) and the wrapper's check (shared/sqltext.ts). */
+  syntax: SqlSyntax;
   guard(sql: string, opts: GuardOptions): GuardResult;
   /**
    * Wraps a read so the database stops after `limit` rows (one extra row tells truncation). `maxRowBytes`: a
@@ -50,16 +56,16 @@ export interface Dialect {
    * (docs/decisions/0116-new-types-read-only.md), and the guard's one-statement verdict is what runs.
    */
   wrapRead?(body: string, limit: number, maxRowBytes: number): string;
-  /** Saved-statement tools: the statement with this driver's parameter markers and the values (shared/saved.ts). */
-  bind?(saved: SavedStatement, args: Record<string, unknown>): BoundStatement;
+  /**
+   * Saved-statement tools: the statement with this driver's parameter markers and the values (shared/saved.ts).
+   * `sample`: the text the guard checks at save time (one marker for an array), with no values.
+   */
+  bind?(saved: SavedBinding, args: Record<string, unknown>, sample?: boolean): BoundStatement;
   /** Resolves once the guard can run (MySQL loads its parser lazily); absent: always ready. */
   ready?(): Promise<unknown>;
   /** How the dialect builds a policy's derived table (shared/policy.ts); unset: tools with a policy are refused. */
   policy?: PolicyDialect;
 }
-
-/** The span of the guard's check, by dialect (constants: a call builds no name). */
-const GUARD_SPAN = { postgresql: 'guard postgresql', mysql: 'guard mysql', mssql: 'guard mssql', oracle: 'guard oracle' } as const;
 
 /** What the guard is told of the call: the tool's table, the write permissions, and what introspection recorded. */
 function guardOptions(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext, boundParams?: number): GuardOptions {
@@ -113,7 +119,7 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
   if (tool.target.saved) return prepareSaved(dialect, tool, tool.target.saved, args, ctx);
   const call = parseCallArgs(args, ctx.limits);
   if (typeof call === 'string') return refused(dialect, 'arguments', call);
-  const verdict = inSpan(GUARD_SPAN[dialect.name], () => dialect.guard(call.sql, guardOptions(dialect, tool, ctx)));
+  const verdict = inSpan(dialect.guardSpan, () => dialect.guard(call.sql, guardOptions(dialect, tool, ctx)));
   if (!verdict.ok) return refused(dialect, 'statement', verdict.reason);
   const write = !verdict.readOnly;
   const { wrapRead } = dialect;
@@ -128,7 +134,7 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
   if (!wrapRead) return { statement: call.sql, write: false, kind: verdict.kind, maxRows: call.maxRows };
   if (ctx.policy) return withPolicy(dialect, tool, ctx, ctx.policy, call.sql, verdict, call.maxRows, null);
   // Only postgresql and mysql have a wrapper (the read-only dialects returned above).
-  const text = checkWrappable(call.sql, dialect.name as WrapDialect);
+  const text = checkWrappable(call.sql, dialect.syntax);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
   const statement = write ? text.body : wrapRead(text.body, call.maxRows + 1, rowBytes);
@@ -168,12 +174,12 @@ function withPolicy(
 ): PreparedCall | ToolResult {
   const wrapRead = dialect.wrapRead!;
   const applied = applyPolicy(dialect.policy!, sql, verdict.refs!, qualifiedTable(dialect.policy!, tool), columnNames(tool), cp, bound);
-  const text = checkWrappable(applied.statement, dialect.name as WrapDialect);
+  const text = checkWrappable(applied.statement, dialect.syntax);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
   const statement = wrapRead(text.body, maxRows + 1, rowBytes);
   const shape = verdict.shape === undefined ? undefined : `r${maxRows + 1}:${rowBytes}\u0000${verdict.shape}\u0000${resolutionKey(cp)}`;
-  const check = checkWrappable(applied.resolution, dialect.name as WrapDialect);
+  const check = checkWrappable(applied.resolution, dialect.syntax);
   const resolutionStatement = check.ok ? wrapRead(check.body, maxRows + 1, rowBytes) : statement;
   return {
     statement,
@@ -215,7 +221,7 @@ function prepareSaved(
   const bound = bind(saved, args);
   // Under a policy the guard admits the statement's own markers (ours, from its :name placeholders), and only those.
   const opts = guardOptions(dialect, tool, ctx, bound.guardText === undefined ? bound.values.length : undefined);
-  const verdict = inSpan(GUARD_SPAN[dialect.name], () => dialect.guard(bound.guardText ?? bound.text, opts));
+  const verdict = inSpan(dialect.guardSpan, () => dialect.guard(bound.guardText ?? bound.text, opts));
   if (!verdict.ok) return refused(dialect, 'statement', verdict.reason);
   const write = !verdict.readOnly;
   if (verdict.kind === 'ddl' || (write && (!wrapRead || ctx.readOnly || !ctx.allowWrite))) {
@@ -229,7 +235,7 @@ function prepareSaved(
   // A read-only dialect (mssql, oracle) runs the guarded statement as it is, its markers bound by the driver.
   if (!wrapRead) return { statement: bound.text, write: false, kind: verdict.kind, maxRows, values: bound.values };
   if (ctx.policy) return withPolicy(dialect, tool, ctx, ctx.policy, bound.text, verdict, maxRows, bound);
-  const text = checkWrappable(bound.text, dialect.name as WrapDialect);
+  const text = checkWrappable(bound.text, dialect.syntax);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
   const statement = write ? text.body : wrapRead(text.body, maxRows + 1, rowBytes);

@@ -1,12 +1,15 @@
 /**
  * Saved-statement tools (issue 30, docs/tool-policies.md): a fixed statement with named, typed `:name` placeholders.
  * This module owns the template: finding the placeholders (never inside a string literal, a quoted name or a
- * comment), the tool's inputSchema generated from the parameters, and the text each dialect runs with its values
- * kept apart as driver parameters: `$n` for PostgreSQL, `?` for MySQL. A value is never put into the text, so
- * whatever a string argument holds is data (docs/decisions/0260-saved-statement-tools.md).
+ * comment; what a comment or a quote is comes from the type's `SqlSyntax`), the tool's inputSchema generated from the
+ * parameters, and the positional binding. Each type's folder binds a template with its own markers and values
+ * (`<type>/saved.ts`: `$n` for PostgreSQL, `?` for MySQL, `@p1` / `:1` for SQL Server / Oracle), kept apart as driver
+ * parameters. A value is never put into the text, so whatever a string argument holds is data
+ * (docs/decisions/0260-saved-statement-tools.md).
  */
+import type { SqlSyntax } from './sqltext.ts';
 
-type ScalarType = 'string' | 'integer' | 'number' | 'boolean' | 'date' | 'timestamp' | 'enum';
+export type ScalarType = 'string' | 'integer' | 'number' | 'boolean' | 'date' | 'timestamp' | 'enum';
 
 /** One typed parameter of a saved statement, as the admin declares it (openapi.yaml SavedToolParameter). */
 export interface SavedParam {
@@ -40,16 +43,14 @@ export interface SavedStatement extends SavedTemplate {
   version: number;
 }
 
-export type TemplateDialect = 'postgresql' | 'mysql' | 'mssql' | 'oracle';
-
 const NAME_CHAR = /[A-Za-z0-9_]/;
 const PLACEHOLDER = /:([A-Za-z_][A-Za-z0-9_]*)/g;
 
 /** Index just past the quoted or commented run that starts at i, or -1 when it does not end. */
-function skipRun(sql: string, i: number, dialect: TemplateDialect): number {
+function skipRun(sql: string, i: number, syntax: SqlSyntax): number {
   const c = sql[i]!;
   const next = sql[i + 1];
-  if ((c === '-' && next === '-') || (c === '#' && dialect === 'mysql')) {
+  if ((c === '-' && next === '-') || (c === '#' && syntax.hashComments)) {
     const nl = sql.indexOf('\n', i);
     return nl < 0 ? sql.length : nl + 1;
   }
@@ -57,20 +58,20 @@ function skipRun(sql: string, i: number, dialect: TemplateDialect): number {
     const end = sql.indexOf('*/', i + 2);
     return end < 0 ? -1 : end + 2;
   }
-  if (c === '[' && dialect === 'mssql') return closeAt(sql, i, ']');
-  if (dialect === 'oracle' && c === "'" && /[qQ]/.test(sql[i - 1] ?? '') && !NAME_CHAR.test(sql[i - 2] ?? '')) {
+  if (c === '[' && syntax.bracketNames) return closeAt(sql, i, ']');
+  if (syntax.qQuotes && c === "'" && /[qQ]/.test(sql[i - 1] ?? '') && !NAME_CHAR.test(sql[i - 2] ?? '')) {
     // Oracle's alternative quoting: q'[...]', q'{...}', q'<...>', q'(...)' or q'X...X'.
     const open = sql[i + 1] ?? '';
     const close = ({ '[': ']', '{': '}', '<': '>', '(': ')' } as Record<string, string>)[open] ?? open;
     const end = sql.indexOf(`${close}'`, i + 2);
     return end < 0 ? -1 : end + 2;
   }
-  if (c === '$' && dialect === 'postgresql') {
+  if (c === '$' && syntax.dollarQuotes) {
     const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i, i + 65))![0];
     const close = sql.indexOf(tag, i + tag.length);
     return close < 0 ? -1 : close + tag.length;
   }
-  const backslash = dialect === 'mysql' ? c !== '`' : dialect === 'postgresql' && c === "'" && /[eE]/.test(sql[i - 1] ?? '');
+  const backslash = syntax.backslash === 'quotes' ? c !== '`' : syntax.backslash === 'e-strings' && c === "'" && /[eE]/.test(sql[i - 1] ?? '');
   let j = i + 1;
   while (j < sql.length) {
     if (backslash && sql[j] === '\\') j += 2;
@@ -94,13 +95,13 @@ function closeAt(sql: string, i: number, close: string): number {
   return -1;
 }
 
-function startsRun(sql: string, i: number, dialect: TemplateDialect): boolean {
+function startsRun(sql: string, i: number, syntax: SqlSyntax): boolean {
   const c = sql[i]!;
   const next = sql[i + 1];
-  if (c === '[' && dialect === 'mssql') return true;
-  if (c === "'" || c === '"' || (c === '`' && dialect === 'mysql')) return true;
-  if ((c === '-' && next === '-') || (c === '/' && next === '*') || (c === '#' && dialect === 'mysql')) return true;
-  return c === '$' && dialect === 'postgresql' && !NAME_CHAR.test(sql[i - 1] ?? '') && /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.test(sql.slice(i, i + 65));
+  if (c === '[' && syntax.bracketNames) return true;
+  if (c === "'" || c === '"' || (c === '`' && syntax.backtickNames)) return true;
+  if ((c === '-' && next === '-') || (c === '/' && next === '*') || (c === '#' && syntax.hashComments)) return true;
+  return c === '$' && syntax.dollarQuotes && !NAME_CHAR.test(sql[i - 1] ?? '') && /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.test(sql.slice(i, i + 65));
 }
 
 /** A refusal of the definition, worded for the admin (the REST answer's message). */
@@ -111,7 +112,7 @@ export class TemplateError extends Error {}
  * nowhere, a declared parameter's placeholder inside quotes or a comment (it would not be bound), positional
  * parameters of the driver (`$1`, `?`) and `{{...}}` templates.
  */
-export function parseTemplate(statement: string, params: readonly SavedParam[], dialect: TemplateDialect): SavedTemplate {
+export function parseTemplate(statement: string, params: readonly SavedParam[], syntax: SqlSyntax): SavedTemplate {
   const declared = new Set(params.map((p) => p.name));
   const parts: string[] = [];
   const slots: string[] = [];
@@ -119,8 +120,8 @@ export function parseTemplate(statement: string, params: readonly SavedParam[], 
   let i = 0;
   while (i < statement.length) {
     const c = statement[i]!;
-    if (startsRun(statement, i, dialect)) {
-      const end = skipRun(statement, i, dialect);
+    if (startsRun(statement, i, syntax)) {
+      const end = skipRun(statement, i, syntax);
       if (end < 0) throw new TemplateError('The statement has an unterminated string, quoted name or comment.');
       for (const m of statement.slice(i, end).matchAll(PLACEHOLDER)) {
         if (declared.has(m[1]!) && statement[i + m.index - 1] !== ':') {
@@ -138,7 +139,7 @@ export function parseTemplate(statement: string, params: readonly SavedParam[], 
       slots.push(name);
       i += 1 + name.length;
       from = i;
-    } else if ((c === '$' && dialect === 'postgresql' && /[0-9]/.test(statement[i + 1] ?? '')) || (c === '?' && dialect === 'mysql')) {
+    } else if ((c === '$' && syntax.positional === '$1' && /[0-9]/.test(statement[i + 1] ?? '')) || (c === '?' && syntax.positional === '?')) {
       throw new TemplateError(`Positional parameters (${c === '?' ? '?' : '$1'}) are not accepted: name each parameter and write it as :name.`);
     } else if (c === '{' && statement[i + 1] === '{') {
       throw new TemplateError('{{...}} templates are not accepted: write each parameter as :name.');
@@ -205,16 +206,6 @@ export function savedInputSchema(params: readonly SavedParam[]): {
   };
 }
 
-const PG_TYPES: Record<ScalarType, string> = {
-  string: 'pg_catalog.text',
-  enum: 'pg_catalog.text',
-  integer: 'pg_catalog.int8',
-  number: 'pg_catalog.numeric',
-  boolean: 'pg_catalog.bool',
-  date: 'pg_catalog.date',
-  timestamp: 'pg_catalog.timestamptz',
-};
-
 /** A statement ready for the driver: its text with the dialect's markers, and the values they stand for. */
 export interface BoundStatement {
   text: string;
@@ -225,116 +216,30 @@ export interface BoundStatement {
   offsets?: number[];
 }
 
-const elementType = (p: SavedParam): ScalarType => (p.type === 'array' ? (p.items?.type ?? 'string') : p.type);
+/** The type a parameter's values take (an array's: its elements'). */
+export const elementType = (p: SavedParam): ScalarType => (p.type === 'array' ? (p.items?.type ?? 'string') : p.type);
 
-/** PostgreSQL array input text: every element double-quoted (backslash and quote escaped), so no element is read as syntax. */
-const pgArrayText = (items: unknown[]): string => `{${items.map((v) => (v === null ? 'NULL' : `"${pgText(v).replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
-const pgText = (v: unknown): string => (typeof v === 'string' ? v : String(v));
+/** What a Dialect's bind takes: the template and its parameters. */
+export type SavedBinding = Pick<SavedStatement, 'parts' | 'slots' | 'parameters'>;
 
-/**
- * PostgreSQL: each parameter is `$n`, sent as text and cast in the statement (`$1::pg_catalog.text::pg_catalog.int8`),
- * so its type is fixed by the template, not by the value; arrays travel as array input text. `args` has been
- * validated against the inputSchema (defaults filled in).
- */
-export function bindPostgres(saved: SavedStatement, args: Record<string, unknown>): BoundStatement {
-  const byName = new Map(saved.parameters.map((p) => [p.name, p]));
-  const index = new Map<string, number>();
-  const values: unknown[] = [];
-  let text = saved.parts[0]!;
-  saved.slots.forEach((name, k) => {
-    let n = index.get(name);
-    if (n === undefined) {
-      const p = byName.get(name)!;
-      const v = args[name];
-      values.push(v === null || v === undefined ? null : p.type === 'array' ? pgArrayText(v as unknown[]) : pgText(v));
-      index.set(name, (n = values.length));
-    }
-    text += `${pgPlaceholder(n, byName.get(name)!)}${saved.parts[k + 1]!}`;
-  });
-  return { text, values };
-}
-
-/** `$n` with the casts of the parameter's type (what the guard and the resolution check see). */
-export function pgPlaceholder(n: number, p: SavedParam): string {
-  const type = PG_TYPES[elementType(p)];
-  const cast = type === 'pg_catalog.text' && p.type !== 'array' ? '' : `::${type}${p.type === 'array' ? '[]' : ''}`;
-  return `$${n}::pg_catalog.text${cast}`;
-}
-
-/** MySQL DATETIME text of an ISO timestamp, in UTC (the session's time zone). */
-function mysqlTimestamp(v: string): string {
-  const d = new Date(v.includes('T') || v.includes(' ') ? v.replace(' ', 'T') : v);
-  if (Number.isNaN(d.getTime())) return v;
-  return d.toISOString().replace('T', ' ').replace('Z', '');
-}
-
-const mysqlValue = (type: ScalarType, v: unknown): unknown => (v !== null && type === 'timestamp' ? mysqlTimestamp(String(v)) : v);
-
-/**
- * MySQL: each placeholder is `?` (a prepared statement: values travel in the binary protocol); an array stands for
- * one `?` per element, for `IN (:ids)`. `sample`: the text for the guard at save time (one `?` per array).
- */
-export function bindMysql(saved: Pick<SavedStatement, 'parts' | 'slots' | 'parameters'>, args: Record<string, unknown>, sample = false): BoundStatement {
-  const byName = new Map(saved.parameters.map((p) => [p.name, p]));
-  const values: unknown[] = [];
-  const offsets: number[] = [];
-  let text = saved.parts[0]!;
-  const mark = (value: unknown): void => {
-    values.push(value);
-    offsets.push(text.length);
-    text += '?';
-  };
-  saved.slots.forEach((name, k) => {
-    const p = byName.get(name)!;
-    const v = args[name] ?? null;
-    if (p.type === 'array' && !sample) {
-      const items = (v as unknown[] | null) ?? [null];
-      items.forEach((item, i) => {
-        if (i > 0) text += ', ';
-        mark(mysqlValue(elementType(p), item));
-      });
-    } else mark(mysqlValue(elementType(p), v));
-    text += saved.parts[k + 1]!;
-  });
-  return { text, values, offsets };
-}
-
-/** How a positional dialect writes its n-th marker (1-based), and how it takes a value of a type. */
-interface PositionalDialect {
+/** How a positional dialect writes its n-th marker (1-based), and how it takes a value of a type (in its folder). */
+export interface PositionalMarkers {
   marker(n: number): string;
   value(type: ScalarType, v: unknown): unknown;
 }
 
-const MSSQL: PositionalDialect = { marker: (n) => `@p${n}`, value: (_type, v) => v };
-const ORACLE: PositionalDialect = {
-  marker: (n) => `:${n}`,
-  // node-oracledb binds a Date as a TIMESTAMP (no NLS date format in between); Oracle SQL has no boolean before 23ai.
-  value: (type, v) =>
-    v === null
-      ? null
-      : type === 'date'
-        ? new Date(`${String(v)}T00:00:00Z`)
-        : type === 'timestamp'
-          ? new Date(String(v))
-          : type === 'boolean'
-            ? v
-              ? 1
-              : 0
-            : v,
-};
-
 /**
- * SQL Server (`@p1`, `@p2`, ...) and Oracle (`:1`, `:2`, ...): one marker per placeholder, one per element of an
- * array (a list, `IN (:ids)`), each with its own value. Their guards refuse bind markers, so `guardText` is the same
- * statement with the literal 0 at each marker: a marker can only stand where a value can, and the guard decides on that.
+ * A positional dialect (SQL Server `@p1`, `@p2`, ...; Oracle `:1`, `:2`, ...): one marker per placeholder, one per
+ * element of an array (a list, `IN (:ids)`), each with its own value. Their guards refuse bind markers, so
+ * `guardText` is the same statement with the literal 0 at each marker: a marker can only stand where a value can,
+ * and the guard decides on that.
  */
 export function bindPositional(
-  dialect: 'mssql' | 'oracle',
-  saved: Pick<SavedStatement, 'parts' | 'slots' | 'parameters'>,
+  d: PositionalMarkers,
+  saved: SavedBinding,
   args: Record<string, unknown>,
   sample = false,
 ): BoundStatement & { guardText: string } {
-  const d = dialect === 'mssql' ? MSSQL : ORACLE;
   const byName = new Map(saved.parameters.map((p) => [p.name, p]));
   const values: unknown[] = [];
   let text = saved.parts[0]!;

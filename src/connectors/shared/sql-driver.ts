@@ -10,7 +10,7 @@ import type { ConnectorDriver, DatabaseConfig, ExecutionContext, SavedCheck, Sql
 import { admissionOf, type PoolRegistry } from './pools.ts';
 import { guardOptionsFor, isRefusal, prepareCall, type Dialect, type PreparedCall } from './prepare.ts';
 import { errorResult } from './result.ts';
-import { bindMysql, bindPositional, parseTemplate, pgPlaceholder, TemplateError, type SavedParam } from './saved.ts';
+import { parseTemplate, TemplateError, type SavedParam, type SavedTemplate } from './saved.ts';
 import { checkWrappable } from './sqltext.ts';
 import { checkPolicyShape, policyKey, type ToolPolicy } from './policy.ts';
 
@@ -104,19 +104,16 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
   };
 }
 
-/** The statement as the guard sees it at save time: PostgreSQL `$n` with their casts, MySQL `?`, mssql/oracle the literal 0. */
-function guardText(dialect: Dialect, statement: string, params: SavedParam[]): string {
-  const name = dialect.name;
-  const template = parseTemplate(statement, params, name);
-  if (name === 'mysql') return bindMysql({ ...template, parameters: params }, {}, true).text;
-  if (name === 'mssql' || name === 'oracle') return bindPositional(name, { ...template, parameters: params }, {}, true).guardText;
-  const index = new Map<string, number>();
-  const byName = new Map(params.map((p) => [p.name, p]));
-  return template.parts.reduce((text, part, k) => {
-    const slot = template.slots[k - 1]!;
-    if (!index.has(slot)) index.set(slot, index.size + 1);
-    return text + pgPlaceholder(index.get(slot)!, byName.get(slot)!) + part;
-  });
+/**
+ * The statement as the guard sees it at save time: the dialect's own bind of it with no values and one marker per
+ * array (PostgreSQL `$n` with their casts, MySQL `?`), or its `guardText` (mssql, oracle: the literal 0 at each
+ * marker). `own`: how many of the text's markers are the statement's own, for a dialect whose guard sees markers
+ * (PostgreSQL numbers a parameter once however often it recurs, and parseTemplate requires each declared one to be used).
+ */
+function guardText(dialect: Dialect, statement: string, params: SavedParam[]): { template: SavedTemplate; text: string; own?: number } {
+  const template = parseTemplate(statement, params, dialect.syntax);
+  const bound = dialect.bind!({ ...template, parameters: params }, {}, true);
+  return bound.guardText === undefined ? { template, text: bound.text, own: params.length } : { template, text: bound.guardText };
 }
 
 /**
@@ -126,9 +123,7 @@ function guardText(dialect: Dialect, statement: string, params: SavedParam[]): s
  */
 function savedUnderPolicy(dialect: Dialect, t: SqlTarget, policy: ToolPolicy): string | null {
   const saved = t.saved!;
-  const text = guardText(dialect, saved.statement, saved.parameters);
-  // PostgreSQL numbers a parameter once however often it recurs, and parseTemplate requires each declared one to be used.
-  const own = dialect.name === 'postgresql' || dialect.name === 'mysql' ? saved.parameters.length : undefined;
+  const { text, own } = guardText(dialect, saved.statement, saved.parameters);
   const verdict = dialect.guard(
     text,
     guardOptionsFor(dialect, t, { allowWrite: false, allowDdl: false, readOnly: true }, { key: policyKey(policy), policy }, own),
@@ -145,22 +140,24 @@ function savedUnderPolicy(dialect: Dialect, t: SqlTarget, policy: ToolPolicy): s
  */
 async function checkSaved(dialect: Dialect, statement: string, params: SavedParam[], tables: SqlTarget[], allowWrite: boolean): Promise<SavedCheck<SqlTarget>> {
   let text: string;
+  let template: SavedTemplate;
   try {
-    text = guardText(dialect, statement, params);
+    ({ text, template } = guardText(dialect, statement, params));
   } catch (err) {
     if (err instanceof TemplateError) return { ok: false, reason: err.message };
     throw err;
   }
   await dialect.ready?.();
-  if (dialect.name === 'postgresql' || dialect.name === 'mysql') {
-    const wrappable = checkWrappable(text, dialect.name);
+  // A dialect with a row-limit wrapper runs the statement inside it: its text must be self-contained.
+  if (dialect.wrapRead) {
+    const wrappable = checkWrappable(text, dialect.syntax);
     if (!wrappable.ok) return { ok: false, reason: wrappable.reason };
   }
   let first: string | null = null;
   let named: string | null = null;
   for (const t of tables) {
     const verdict = dialect.guard(text, guardOptionsFor(dialect, t, { allowWrite, allowDdl: false, readOnly: false }));
-    if (verdict.ok && verdict.kind !== 'ddl') return { ok: true, target: t, write: !verdict.readOnly };
+    if (verdict.ok && verdict.kind !== 'ddl') return { ok: true, target: t, write: !verdict.readOnly, template };
     const reason = verdict.ok ? 'DDL statements cannot be saved tools.' : verdict.reason;
     if (new RegExp(`\\b${t.table.replace(/[^A-Za-z0-9_]/g, '.')}\\b`, 'i').test(statement)) named ??= reason;
     first ??= reason;

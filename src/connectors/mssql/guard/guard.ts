@@ -183,6 +183,7 @@ const MSSQL_REFUSED_WORDS: ReadonlySet<string> = new Set(['OPTION', 'COMPUTE', '
 const MSSQL: ReadOnlyDialect = {
   parser: 'mssql',
   label: 'SQL Server',
+  noRecursiveKeyword: false,
   lex: (sql) => lexCheck(sql, { nestedComments: true, brackets: true, refuseQQuote: false, refusedWords: MSSQL_REFUSED_WORDS }),
   sameName(written: NamePart, stored: string, opts: GuardOptions): boolean {
     return opts.caseSensitiveNames ? written.value === stored : ascii(written.value) === ascii(stored);

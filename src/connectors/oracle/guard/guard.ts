@@ -157,6 +157,7 @@ const ORACLE_RESERVED: ReadonlySet<string> = new Set(
 const ORACLE: ReadOnlyDialect = {
   parser: 'oracle',
   label: 'Oracle',
+  noRecursiveKeyword: true,
   lex: (sql) => lexCheck(sql, { nestedComments: false, brackets: false, refuseQQuote: true }),
   sameName: (written: NamePart, stored: string): boolean => (written.quoted ? written.value === stored : ascii(written.value) === stored),
   unqualifiedIsOwn: () => true,

@@ -8,7 +8,7 @@
  * the dialect's list; SELECT ... INTO, FOR UPDATE, FOR XML/JSON/BROWSE, table hints (but NOLOCK), table-valued
  * functions and anything the walk does not know are refused.
  */
-import { parse as parseSql } from '@guanmingchiu/sqlparser-ts';
+import { parse as parseSql, type DialectName } from '@guanmingchiu/sqlparser-ts';
 import type { GuardOptions, GuardResult } from './types.ts';
 import { type AnyObj, MAX_SQL_LENGTH, Refusal, allow, clip, isObj, tableLabel } from './common.ts';
 import { variantOf } from '../../mysql/guard/walk.ts';
@@ -30,7 +30,9 @@ export type { NamePart } from './readonly-names.ts';
 
 export interface ReadOnlyDialect {
   /** The sqlparser dialect. */
-  parser: 'mssql' | 'oracle';
+  parser: DialectName;
+  /** `WITH RECURSIVE` is not the dialect's syntax (Oracle's recursive WITH has no keyword): refused. */
+  noRecursiveKeyword: boolean;
   /** Human name in refusals. */
   label: string;
   /** Text checks before parsing (comments, quotes, one statement, forbidden characters); returns a refusal or undefined. */
@@ -444,7 +446,7 @@ function walkQuery(q: AnyObj, st: State, outer: CteScope): void {
   let scope = outer;
   const w = q.with;
   if (isObj(w)) {
-    if (w.recursive === true && st.d.parser === 'oracle') throw new Refusal('WITH RECURSIVE is not Oracle syntax');
+    if (w.recursive === true && st.d.noRecursiveKeyword) throw new Refusal(`WITH RECURSIVE is not ${st.d.label} syntax`);
     // Each CTE's columns (strictNames); a CTE's query sees the earlier CTEs and itself, never the query around it.
     const columns = st.d.strictNames ? withCtes(q, st.d, st.opts, outer) : new Map<string, ReadonlySet<string>>();
     const acc = new Map(outer);
