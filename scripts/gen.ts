@@ -274,6 +274,8 @@ async function bundleConsole(outDir: string): Promise<void> {
 
 /** The schemas the console's forms are drawn from and check input against (its bundle takes only these, not the whole contract). */
 const CONSOLE_SCHEMAS = [
+  'ConnectorType',
+  'CreateConnectorRequest',
   'DatabaseConfig',
   'McpConfig',
   'CreateApiKeyRequest',

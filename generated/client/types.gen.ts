@@ -534,6 +534,9 @@ export type CreateConnectorRequest = {
      * The password (or
      */
     credential?: string;
+    /**
+     * Allows writing statements; only the types in `x-toolgate-types` can write, the others only read (docs/decisions/0116-new-types-read-only.md).
+     */
     allow_write?: boolean;
     allow_ddl?: boolean;
     /**

@@ -4,6 +4,7 @@ import { call, client, playgroundCall, rest } from './api.ts';
 import { agentConfigs } from './agent-configs.ts';
 import { Empty, toast } from './controls.tsx';
 import { CopyButton, ErrorBox, Loading, Page, useAction, useLoad, type PageProps } from './kit.tsx';
+import { isDatabaseType } from './connector-types.ts';
 
 export function ConnectPage({ session }: PageProps) {
   const status = useLoad(() => call(rest.getProvisioningStatus({ client, path: { orgId: session.org_id } })));
@@ -44,7 +45,7 @@ export function ConnectPage({ session }: PageProps) {
 }
 
 /** The arguments a tool of this connector type starts with: database tools take one statement in `sql`. */
-const template = (type: string) => (type === 'mcp' ? '{}' : JSON.stringify({ sql: '' }, null, 2));
+const template = (type: string) => (isDatabaseType(type) ? JSON.stringify({ sql: '' }, null, 2) : '{}');
 
 /** The typed arguments as an object, or why they are not one. */
 function parseArguments(text: string): { parsed: Record<string, unknown> | null; problem: string | null } {

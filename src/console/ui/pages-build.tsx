@@ -7,6 +7,7 @@ import { Actor, connectorName, Target, useDirectory } from './directory.tsx';
 import { can, CopyButton, ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
 import { schemas } from '../../../generated/contract-schemas.ts';
 import { PolicySection } from './pages-policy.tsx';
+import { isDatabaseType, takesPolicy } from './connector-types.ts';
 
 const ms = (v: number | null) => (v === null ? '—' : `${v} ms`);
 
@@ -269,7 +270,7 @@ function ToolEditor({ tool, orgId, onDone }: { tool: Tool; orgId: string; onDone
 }
 
 /** A connector whose tools cannot write: its type only reads, or writes are not allowed on it. */
-const readOnlyConnector = (c: Connector | undefined) => !!c && c.type !== 'mcp' && !c.allow_write;
+const readOnlyConnector = (c: Connector | undefined) => !!c && isDatabaseType(c.type) && !c.allow_write;
 
 type Patch = (tool: Tool, body: Record<string, unknown>, done: string) => unknown;
 
@@ -406,9 +407,6 @@ export function CallsTable({ events, caption }: { events: AuditEvent[]; caption:
   return <DataTable caption={caption} columns={columns} rows={events} rowKey={(e) => e.id} />;
 }
 
-/** The connector types whose tools take a column/row policy (docs/tool-policies.md): the SQL ones. */
-const POLICY_TYPES: readonly Tool['connector_type'][] = ['postgresql', 'mysql', 'mssql', 'oracle'];
-
 function ToolDetail({ session, id }: PageProps & { id: string }) {
   const tools = useLoad(() => call(rest.listTools({ client, path: { orgId: session.org_id } })));
   const tool = tools.data?.tools.find((t) => t.id === id);
@@ -442,7 +440,7 @@ function ToolDetail({ session, id }: PageProps & { id: string }) {
             </dd>
           </dl>
           <ToolEditor key={tool.id} tool={tool} orgId={session.org_id} onDone={tools.reload} />
-          {POLICY_TYPES.includes(tool.connector_type) && can(session, 'admin') && (
+          {takesPolicy(tool.connector_type) && can(session, 'admin') && (
             <PolicySection key={`p-${tool.id}`} tool={tool} orgId={session.org_id} onDone={tools.reload} />
           )}
           <h2>Recent calls</h2>

@@ -4,23 +4,13 @@
  * `x-toolgate-types` of a field that only some take, and McpConfig), with a connection test before saving.
  */
 import { useState } from 'preact/hooks';
-import { schemas } from '../../../generated/contract-schemas.ts';
+import { CONNECTOR_TYPES, configSchemaOf, isDatabaseType, typeWrites } from './connector-types.ts';
 import { call, client, rest, type ConnectionTest, type Connector, type ConnectorType } from './api.ts';
 import { CallsTable } from './pages-build.tsx';
 import { DataTable, Empty, schemaError, Switch, toast, type Column, type FieldSchema } from './controls.tsx';
 import { loadDirectory } from './directory.tsx';
 import { SavedTools } from './pages-saved-tools.tsx';
 import { ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
-
-/**
- * The contract's ConnectorType enum, each with whether it may write (the read-only types never do, decision 0116):
- * `satisfies` makes a type added to (or dropped from) openapi.yaml fail the typecheck here.
- */
-const TYPE_WRITES = { postgresql: true, mysql: true, mongodb: false, mssql: false, oracle: false, mcp: false } as const satisfies Record<
-  ConnectorType,
-  boolean
->;
-const TYPES = Object.keys(TYPE_WRITES) as ConnectorType[];
 
 interface PropertySchema extends FieldSchema {
   description?: string;
@@ -29,7 +19,7 @@ interface PropertySchema extends FieldSchema {
 }
 type ConfigSchema = { required: readonly string[]; properties: Record<string, PropertySchema> };
 
-const configSchema = (type: ConnectorType) => (type === 'mcp' ? schemas.McpConfig : schemas.DatabaseConfig) as unknown as ConfigSchema;
+const configSchema = (type: ConnectorType) => configSchemaOf(type) as unknown as ConfigSchema;
 
 /** The fields of a type, in the schema's order, without those meant for other types. */
 const fieldsOf = (type: ConnectorType) =>
@@ -57,7 +47,7 @@ interface Draft {
   allowWrite: boolean;
 }
 
-const emptyDraft = (): Draft => ({ name: '', type: 'postgresql', fields: { tls: TLS_DEFAULT }, credential: '', allowWrite: false });
+const emptyDraft = (): Draft => ({ name: '', type: CONNECTOR_TYPES[0]!, fields: { tls: TLS_DEFAULT }, credential: '', allowWrite: false });
 
 function draftOf(c: Connector): Draft {
   const fields: Record<string, string> = {};
@@ -178,7 +168,7 @@ function NameAndType({ d, setD, touched, editing }: { d: Draft; setD: (d: Draft)
       <div class="field">
         <label for="c-type">Type</label>
         <select id="c-type" value={d.type} disabled={editing} onChange={(e) => setD({ ...d, type: e.currentTarget.value as ConnectorType })}>
-          {TYPES.map((t) => (
+          {CONNECTOR_TYPES.map((t) => (
             <option value={t}>{t}</option>
           ))}
         </select>
@@ -237,12 +227,12 @@ function ConnectorForm({
       ))}
       <div class="field">
         <label for="c-credential">
-          {d.type === 'mcp' ? 'Bearer token' : 'Password'}
-          {editing ? ' (leave empty to keep)' : d.type === 'mcp' ? ' (optional)' : ''}
+          {isDatabaseType(d.type) ? 'Password' : 'Bearer token'}
+          {editing ? ' (leave empty to keep)' : isDatabaseType(d.type) ? '' : ' (optional)'}
         </label>
         <input id="c-credential" type="password" autoComplete="off" value={d.credential} onInput={(e) => setD({ ...d, credential: e.currentTarget.value })} />
       </div>
-      {TYPE_WRITES[d.type] && (
+      {typeWrites(d.type) && (
         <div class="field check">
           <input id="c-write" type="checkbox" checked={d.allowWrite} onChange={(e) => setD({ ...d, allowWrite: e.currentTarget.checked })} />
           <label for="c-write">Allow write tools (insert/update)</label>
@@ -361,7 +351,7 @@ async function saveConnector(editing: Connector | null, d: Draft, config: Record
     name: d.name.trim(),
     config: config as never,
     ...(d.credential ? { credential: d.credential } : {}),
-    ...(TYPE_WRITES[d.type] ? { allow_write: d.allowWrite } : {}),
+    ...(typeWrites(d.type) ? { allow_write: d.allowWrite } : {}),
   };
   if (editing) await call(rest.updateConnector({ client, path: { connectorId: editing.id }, body: common }));
   else await call(rest.createConnector({ client, body: { ...common, type: d.type } }));
@@ -431,7 +421,7 @@ function ConnectorFacts({
       </dd>
       <dt>Credential</dt>
       <dd>{c.has_credential ? 'stored (write-only)' : 'none'}</dd>
-      {TYPE_WRITES[c.type] && (
+      {typeWrites(c.type) && (
         <>
           <dt>Write tools</dt>
           <dd>
@@ -439,7 +429,7 @@ function ConnectorFacts({
           </dd>
         </>
       )}
-      {c.type !== 'mcp' && (
+      {isDatabaseType(c.type) && (
         <>
           <dt>Free SQL tools</dt>
           <dd>
@@ -501,7 +491,7 @@ function ConnectorDetail({ session, id }: PageProps & { id: string }) {
               </li>
             ))}
           </ul>
-          {c.type !== 'mcp' && <SavedTools connector={c} />}
+          {isDatabaseType(c.type) && <SavedTools connector={c} />}
           <h2>Status history</h2>
           {history.data && <CallsTable events={history.data.events} caption="Status history" />}
         </>

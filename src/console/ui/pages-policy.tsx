@@ -7,6 +7,7 @@ import { schemas } from '../../../generated/contract-schemas.ts';
 import { call, client, rest, type ColumnMask, type Tool, type ToolPolicy } from './api.ts';
 import { schemaError, type FieldSchema } from './controls.tsx';
 import { ErrorBox, useAction } from './kit.tsx';
+import { fullPolicy } from './connector-types.ts';
 
 const M = schemas.ColumnMask.properties as unknown as Record<string, FieldSchema>;
 const KINDS = M.mask!.enum as readonly ColumnMask['mask'][];
@@ -105,8 +106,8 @@ export function PolicySection({ tool, orgId, onDone }: { tool: Tool; orgId: stri
   const [filter, setFilter] = useState(tool.policy?.row_filter ?? '');
   const action = useAction();
   const filterProblem = schemaError(FILTER, filter.trim());
-  // mssql and oracle apply hidden columns only (ToolPolicy in openapi.yaml).
-  const full = tool.connector_type === 'postgresql' || tool.connector_type === 'mysql';
+  // Some types apply hidden columns only (ToolPolicy's `x-toolgate-types` in openapi.yaml).
+  const full = fullPolicy(tool.connector_type);
   const send = (policy: ToolPolicy | null, done: string) =>
     action.run(() => call(rest.updateToolMetadata({ client, path: { orgId, toolId: tool.id }, body: { policy } })), done).then((ok) => ok && onDone());
   const save = (e: Event) => {
