@@ -603,6 +603,7 @@ function startDbhub(id: DbhubId, port: number): Child {
   void dbhub.stdout.pipeTo(new WritableStream()).catch(() => {});
   const exe = readlinkSync(`/proc/${dbhub.pid}/exe`);
   if (exe !== realpathSync(runtime)) throw new Error(`pid ${dbhub.pid} runs ${exe}, not ${runtime}`);
+  console.error(`bench: DBHub (${DBHUB_RUNTIMES[id]}) is pid ${dbhub.pid}, ${exe}${id === 'dbhubnode' ? ` (Node v${NODE22_VERSION})` : ''}`);
   return dbhub;
 }
 
@@ -861,7 +862,7 @@ function dbhubChecks(targets: Targets, at: RowAt, problems: Record<DbhubId, stri
     if (hub) {
       const times = governed.rps / hub.rps;
       checks.push({
-        what: `tools/call varied @${cMax}: ${times.toFixed(2)}x ${targets[id].name}'s execute_sql, same texts (>= ${DBHUB_RATIO_MIN}x; DBHub ${errorsOf(hub)} errors)`,
+        what: `tools/call varied @${cMax}: ${times.toFixed(2)}x ${targets[id].name}'s execute_sql, same varied SQL (>= ${DBHUB_RATIO_MIN}x; DBHub ${errorsOf(hub)} errors)`,
         ok: times >= DBHUB_RATIO_MIN,
       });
     } else if (problems[id] && runs(id)) {
@@ -969,7 +970,9 @@ function printTable(targets: Targets, rows: Row[], floors: Map<string, Row>): vo
 }
 
 function printLegend(): void {
-  console.log('server CPU = CPU time of the server process (gateway or floor; not PostgreSQL, not the load generator) per request');
+  console.log(
+    'server CPU = CPU time of the server process (gateway, floor or DBHub: for DBHub (Node 22) the node process; not PostgreSQL, not the load generator) per request',
+  );
   console.log(
     "varied = a new SQL text in every request (new literals; the floor runs the same texts); machine CPU / floor = machine CPU per request over the floor row's",
   );
