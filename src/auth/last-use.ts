@@ -25,8 +25,9 @@ export interface LastUseOptions {
 }
 
 export class LastUseRecorder {
-  /** Per credential (kind + id): when its use was last handed to a write (epoch ms). */
-  private readonly noted = new Map<string, number>();
+  /** Per credential kind, then id: when its use was last handed to a write (epoch ms). No key built per request. */
+  private readonly noted = new Map<CredentialUse['kind'], Map<string, number>>();
+  private rememberedCount = 0;
   private readonly writes: MicroBatcher<CredentialUse, void>;
   private readonly granularityMs: number;
   private readonly now: () => number;
@@ -51,17 +52,31 @@ export class LastUseRecorder {
   used(kind: CredentialUse['kind'], id: string): void {
     if (this.closed) return;
     const at = this.now();
-    const key = `${kind}\n${id}`;
-    const last = this.noted.get(key);
+    let ofKind = this.noted.get(kind);
+    if (ofKind === undefined) this.noted.set(kind, (ofKind = new Map()));
+    const last = ofKind.get(id);
     if (last !== undefined && at - last < this.granularityMs) return;
-    this.noted.delete(key);
-    if (this.noted.size >= MAX_REMEMBERED) this.noted.delete(this.noted.keys().next().value!);
-    this.noted.set(key, at);
+    if (last !== undefined) ofKind.delete(id);
+    else if (this.rememberedCount >= MAX_REMEMBERED) this.forgetOldest(ofKind);
+    else this.rememberedCount++;
+    ofKind.set(id, at);
+    const noted = ofKind;
     this.writes.add({ kind, id, atMs: at }).catch((err: unknown) => {
       // Not written: the next use tries again (the store may be down; the call itself was not affected).
-      if (this.noted.get(key) === at) this.noted.delete(key);
+      if (noted.get(id) === at) noted.delete(id), this.rememberedCount--;
       this.log.info('credential last use not recorded', { error: describeError(err) });
     });
+  }
+
+  /** At the bound: the oldest noted credential of this kind is forgotten (or of another kind when this one has none). */
+  private forgetOldest(preferred: Map<string, number>): void {
+    for (const m of [preferred, ...this.noted.values()]) {
+      const oldest = m.keys().next();
+      if (!oldest.done) {
+        m.delete(oldest.value);
+        return;
+      }
+    }
   }
 
   /** Writes what is waiting (tests, shutdown). */

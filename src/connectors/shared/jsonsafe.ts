@@ -49,9 +49,13 @@ export function int64TextToJson(text: string): number | string {
 /** At most this many significant digits make a decimal that a double carries exactly through JSON (DBL_DIG). */
 const EXACT_DECIMAL_DIGITS = 15;
 const DECIMAL_TEXT = /^[+-]?(\d*)(?:\.(\d*))?$/;
+/** A decimal of at most 15 characters with a digit before any point: at most 15 digits, never subnormal. */
+const SHORT_DECIMAL = /^[+-]?\d+(?:\.\d*)?$/;
 
 /** Exact decimal text → a JSON number when the double reads back as the same decimal value, else the text. */
 export function decimalTextToJson(text: string): number | string {
+  // The common case (prices, amounts) without the digit counting below: exact by length alone.
+  if (text.length <= EXACT_DECIMAL_DIGITS && SHORT_DECIMAL.test(text)) return Number(text) || 0;
   const m = DECIMAL_TEXT.exec(text);
   if (!m || (m[1] === '' && !m[2])) return text; // NaN, Infinity, exponents or anything unexpected: as sent
   const digits = (m[1]! + (m[2] ?? '')).replace(/^0+/, '').replace(/0+$/, '');

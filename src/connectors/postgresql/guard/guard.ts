@@ -54,6 +54,7 @@ import {
   EMPTY_SCOPE,
   MAX_SQL_LENGTH,
   Refusal,
+  VerdictCache,
   cachedGuard,
   allow,
   canDdl,
@@ -64,7 +65,8 @@ import {
   tableLabel,
 } from '../../shared/sqlguard/common.ts';
 import { type WalkState, statementName, strings, visitNode, wrappedType } from './walk.ts';
-import { statementShape } from './shape.ts';
+import { statementShape, type ShapeInfo } from './shape.ts';
+import { literalForm } from './literals.ts';
 import type { TableRef } from '../../shared/policy.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -87,7 +89,7 @@ function checkBackslashes(sql: string): string | undefined {
   return undefined;
 }
 
-function decide(sql: string, opts: GuardOptions): GuardResult {
+function decide(sql: string, opts: GuardOptions, info?: ShapeInfo): GuardResult {
   const label = tableLabel(opts);
   const no = (detail: string) => refuse(opts, label, detail);
 
@@ -127,7 +129,7 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
         const writes = [...st.writes];
         // The shape keys the server-side resolution verdict (postgres-shape.ts): computed from this parse, so a call
         // parses its text once.
-        const shaped = (verdict: GuardResult): GuardResult => (verdict.ok ? { ...verdict, shape: statementShape(sql, stmt) } : verdict);
+        const shaped = (verdict: GuardResult): GuardResult => (verdict.ok ? { ...verdict, shape: statementShape(sql, stmt, info) } : verdict);
         if (writes.length === 0 && !st.locks) {
           const verdict = shaped(allow('select', true));
           return st.refs && verdict.ok ? { ...verdict, refs: tableRefs(sql, st.refs) } : verdict;
@@ -225,7 +227,30 @@ function checkDdl(type: string, node: AnyObj, st: WalkState): void {
   }
 }
 
-const cached = cachedGuard(decide);
+/** Verdicts by literal form (literals.ts): a form's first verdict, or NO_FORM when it may not be reused. */
+const formCache = new VerdictCache();
+const NO_FORM: GuardResult = Object.freeze({ ok: false, reason: 'not reusable by form' });
+
+/**
+ * A new text whose form (its small numbers replaced by their kinds) was seen before takes that form's verdict without
+ * a parse: allowed, with the same kind and shape (literals.ts says why that is exact). Only an allowed verdict whose
+ * shape kept no literal's value is reused; a refusal, a text over the length limit and a call with a tool policy
+ * (whose verdict carries positions in the text) are decided from the text every time.
+ */
+function decideByForm(sql: string, opts: GuardOptions): GuardResult {
+  if (opts.policy !== undefined || sql.length > MAX_SQL_LENGTH) return decide(sql, opts);
+  const form = literalForm(sql);
+  if (form === null || form === sql) return decide(sql, opts);
+  const key = VerdictCache.key(form, opts);
+  const known = formCache.get(key);
+  if (known !== undefined && known !== NO_FORM) return known;
+  const info: ShapeInfo = { exact: false };
+  const verdict = decide(sql, opts, info);
+  if (known === undefined) formCache.set(key, verdict.ok && verdict.shape !== undefined && !info.exact ? Object.freeze(verdict) : NO_FORM);
+  return verdict;
+}
+
+const cached = cachedGuard(decideByForm);
 
 /**
  * Decides whether `sql` may run on a PostgreSQL tool bound to `opts.table`.
@@ -234,4 +259,7 @@ const cached = cachedGuard(decide);
 export const guardPostgresSql: (sql: string, opts: GuardOptions) => GuardResult = cached.guard;
 
 /** For tests and benchmarks: forget cached verdicts. */
-export const clearPostgresGuardCache: () => void = cached.clear;
+export const clearPostgresGuardCache = (): void => {
+  cached.clear();
+  formCache.clear();
+};

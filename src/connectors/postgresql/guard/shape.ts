@@ -70,11 +70,16 @@ function constKind(c: Node, keepValue: boolean, sql: string, bytes: Buffer | nul
   return `=${exact()}`;
 }
 
+/** What the shape kept besides kinds: `exact` when some literal's value (or text) is part of it. */
+export interface ShapeInfo {
+  exact: boolean;
+}
+
 /**
  * The shape of `stmt` (one statement of `parseSync(sql)`), as a SHA-256 hex digest: equal for two texts exactly when
- * their parse trees are equal after the replacements above.
+ * their parse trees are equal after the replacements above. `info.exact` tells whether some literal kept its value.
  */
-export function statementShape(sql: string, stmt: unknown): string {
+export function statementShape(sql: string, stmt: unknown, info?: ShapeInfo): string {
   // eslint-disable-next-line no-control-regex
   const bytes = /^[\x00-\x7f]*$/.test(sql) ? null : Buffer.from(sql, 'utf8');
   // Keys are the parser's field and node names (letters and underscores), strings are JSON-quoted, and every value is
@@ -97,8 +102,11 @@ export function statementShape(sql: string, stmt: unknown): string {
         if (POSITIONS.has(k)) continue;
         out += k;
         out += ':';
-        if (k === 'A_Const') out += constKind(o[k] as Node, keep, sql, bytes);
-        else walk(o[k], keep || KEEP_VALUES_UNDER.has(k));
+        if (k === 'A_Const') {
+          const kind = constKind(o[k] as Node, keep, sql, bytes);
+          if (info && kind.charCodeAt(0) === 61 /* = */) info.exact = true;
+          out += kind;
+        } else walk(o[k], keep || KEEP_VALUES_UNDER.has(k));
         out += ',';
       }
       out += '}';
