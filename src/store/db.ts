@@ -71,8 +71,11 @@ export async function embeddedPgliteOptions(sharedBuffersMb: number): Promise<{ 
   return { startParams: [...PGlite.defaultStartParams, ...settings.flatMap((s) => ['-c', s])], ...(await pgliteWasm()) };
 }
 
-/** Shared buffers of the embedded store: 1,024 pages, more than its hot rows (each MB is resident from the start; decision 0193). */
-const STORE_SHARED_BUFFERS_MB = 8;
+/**
+ * Shared buffers of the embedded store: 512 pages, more than its hot rows (each MB is resident from the start;
+ * decisions 0193, 0289); a page that misses them is read from the data folder through the OS cache.
+ */
+const STORE_SHARED_BUFFERS_MB = 4;
 
 /**
  * Creates a PGlite data folder (initdb) in a short-lived child process when it does not exist yet. initdb in process
