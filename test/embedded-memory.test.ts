@@ -27,11 +27,11 @@ afterAll(async () => {
   await store?.close();
 }, 30_000);
 
-test('the embedded store runs with 8 MB of shared buffers, 1 MB of temp and WAL buffers, shared memory for 2 connections', async () => {
+test('the embedded store runs with 4 MB of shared buffers, 1 MB of temp and WAL buffers, shared memory for 2 connections', async () => {
   const show = async (name: string) => Object.values(rowsOf<Record<string, string>>(await store.db.execute(sql.raw(`SHOW ${name}`)))[0]!)[0];
   // wal_buffers would otherwise follow shared_buffers down to 256 kB; max_connections is 100 by default (decision 0236).
   const names = ['shared_buffers', 'temp_buffers', 'wal_buffers', 'max_connections'];
-  expect(await Promise.all(names.map(show))).toEqual(['8MB', '1MB', '1MB', '2']);
+  expect(await Promise.all(names.map(show))).toEqual(['4MB', '1MB', '1MB', '2']);
 });
 
 test("PGlite's module declares a smaller initial memory, and PostgreSQL grows it past that when it needs more", async () => {

@@ -71,22 +71,34 @@ export async function embeddedPgliteOptions(sharedBuffersMb: number): Promise<{ 
   return { startParams: [...PGlite.defaultStartParams, ...settings.flatMap((s) => ['-c', s])], ...(await pgliteWasm()) };
 }
 
-/** Shared buffers of the embedded store: 1,024 pages, more than its hot rows (each MB is resident from the start; decision 0193). */
-const STORE_SHARED_BUFFERS_MB = 8;
+/**
+ * Shared buffers of the embedded store: 512 pages, more than its hot rows (each MB is resident from the start;
+ * decisions 0193, 0289); a page that misses them is read from the data folder through the OS cache.
+ */
+const STORE_SHARED_BUFFERS_MB = 4;
 
 /**
  * Creates a PGlite data folder (initdb) in a short-lived child process when it does not exist yet. initdb in process
  * peaks near 1 GB of RSS (a helper instance and a copy of its whole 128 MB heap), and the allocator keeps much of it:
- * a first start then idled ~35 MB above a restart (decision 0191). On a runtime other than Bun, or when the child
- * fails, PGlite runs initdb in process as before.
+ * a first start then idled ~35 MB above a restart (decision 0191). With `migrate` (the store's folder) the child also
+ * applies the store's migrations, whose garbage held the first start's store ~20-30 MB above a restart's (decision
+ * 0288); the gateway's own migrate() then finds them done. On a runtime other than Bun, or when the child fails,
+ * PGlite runs initdb in process as before, and the migrations run in process.
  */
-export async function initPgliteDataDir(dataDir: string): Promise<void> {
+export async function initPgliteDataDir(dataDir: string, options: { migrate?: boolean } = {}): Promise<void> {
   if (typeof Bun === 'undefined' || existsSync(join(dataDir, 'PG_VERSION'))) return;
   // Built next to the folder and renamed into place once complete: a child that dies leaves no half-made folder.
   const building = `${dataDir}.initdb-${process.pid}`;
   const script = `const { PGlite } = await import(${JSON.stringify(import.meta.resolve('@electric-sql/pglite'))});
 const pg = new PGlite(${JSON.stringify(building)});
 await pg.waitReady;
+${
+  options.migrate
+    ? `const { drizzle } = await import(${JSON.stringify(import.meta.resolve('drizzle-orm/pglite'))});
+const { migrate } = await import(${JSON.stringify(import.meta.url)});
+await migrate({ db: drizzle(pg) });`
+    : ''
+}
 await pg.close();`;
   const child = Bun.spawn([process.execPath, '-e', script], { stdout: 'ignore', stderr: 'pipe', env: process.env });
   const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()]);
@@ -109,7 +121,7 @@ export function collectGarbage(): void {
 }
 
 async function openPglite(dataDir: string | null): Promise<Store> {
-  if (dataDir) await initPgliteDataDir(dataDir);
+  if (dataDir) await initPgliteDataDir(dataDir, { migrate: true });
   const options = await embeddedPgliteOptions(STORE_SHARED_BUFFERS_MB);
   const pg = dataDir ? new PGlite(dataDir, options) : new PGlite(options);
   await pg.waitReady;
@@ -125,7 +137,7 @@ async function openPglite(dataDir: string | null): Promise<Store> {
 }
 
 /** Applies pending migrations inside one transaction holding an advisory lock, so concurrent instances never race. */
-export async function migrate(store: Store, list: Migration[] = migrations): Promise<number[]> {
+export async function migrate(store: Pick<Store, 'db'>, list: Migration[] = migrations): Promise<number[]> {
   const applied: number[] = [];
   await store.db.transaction(async (tx) => {
     await tx.execute(sql`SELECT pg_advisory_xact_lock(7263311001)`);

@@ -11,6 +11,7 @@ import { introspectPg, DEFAULT_PG_SCHEMAS } from './introspect.ts';
 import { PG_DIALECT, runPgCall, type PgExecutionContext } from './execute.ts';
 import { TEMP_PRIVILEGE_MISSING } from './resolution-common.ts';
 import { pgCallErrorText, pgConnectorError, type PgErrorContext } from './errors.ts';
+import { loadPgGuard, pgGuardReady } from './guard/lazy.ts';
 
 const pools = new PoolRegistry<PgPool, PgOpen>({ type: 'postgresql', open: openPgPool, end: endPgPool });
 
@@ -71,7 +72,11 @@ function errorContext(config: DatabaseConfig, credential: string | null): PgErro
 }
 
 export const postgresqlDriver = defineSqlDriver<PgPool, PgOpen, PgExecutionContext>({
-  dialect: PG_DIALECT,
+  // The guard's parser loads with the first call, saved statement or policy check, not with validate or introspect
+  // (guard/lazy.ts, decision 0287): a call waits for it in the precheck, a saved statement in ready().
+  dialect: { ...PG_DIALECT, ready: loadPgGuard },
+  precheck: () => pgGuardReady(),
+  guardReady: () => pgGuardReady(),
   configSchema: postgresqlConfigSchema,
   pools,
 

@@ -1,6 +1,6 @@
 /** Runs one prepared tool call on postgres (the guard ran in shared/sql-driver.ts): resolution check, the right runner, result shaping. */
 import type { ExecutionContext, ExecutionLimits, ToolResult, SqlToolSpec } from '../types.ts';
-import { guardPostgresSql } from './guard/guard.ts';
+import { guardPostgresSql } from './guard/lazy.ts';
 import { bindPostgres, PG_SYNTAX } from './saved.ts';
 import { errorResult, RowCollector } from '../shared/result.ts';
 import type { Dialect, PreparedCall } from '../shared/prepare.ts';

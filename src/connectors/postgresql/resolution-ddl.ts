@@ -3,7 +3,7 @@
  * statement's words, operators and attribute-position names are matched against the catalog instead. See
  * resolution.ts for the reasoning.
  */
-import { parseSync, scanSync } from './guard/parser.ts';
+import { parseSync, scanSync } from './guard/lazy.ts';
 import { SAFE_FUNCTIONS } from './guard/functions.ts';
 import type { PgPool } from './pool.ts';
 import { ResolutionUnavailable, unavailable, type DependencyRow, type ResolutionRequest } from './resolution-common.ts';
