@@ -8,6 +8,7 @@
 import { describe, expect, test } from 'bun:test';
 import { clearPostgresGuardCache, guardPostgresSql } from '../../src/connectors/postgresql/guard/guard.ts';
 import { literalForm } from '../../src/connectors/postgresql/guard/literals.ts';
+import { loadPgGuard, scanSync } from '../../src/connectors/postgresql/guard/lazy.ts';
 import { MAX_SQL_LENGTH } from '../../src/connectors/shared/sqlguard/common.ts';
 import type { GuardOptions } from '../../src/connectors/shared/sqlguard/types.ts';
 
@@ -29,6 +30,7 @@ describe('literalForm: small numbers become their kind, everything else is copie
     ['strings stay, doubled quotes included', "SELECT 'a''5' || '6', 7", `SELECT 'a''5' || '6', ${M}i`],
     ['quoted identifiers stay', 'SELECT "x""9", 9', `SELECT "x""9", ${M}i`],
     ['comments stay, block comments nest', 'SELECT 1 /* 2 /* 3 */ 4 */ -- 5\n, 6', `SELECT ${M}i /* 2 /* 3 */ 4 */ -- 5\n, ${M}i`],
+    ['a line comment ends at a carriage return too', "SELECT 1 -- 2\r, '3 4' || 5", `SELECT ${M}i -- 2\r, '3 4' || ${M}i`],
     ['prefixed strings stay', "SELECT B'101', X'1F', N'7', E'8'", "SELECT B'101', X'1F', N'7', E'8'"],
     ['no number: the text itself', 'SELECT id FROM t', 'SELECT id FROM t'],
   ])('%s', (_name, sql, form) => {
@@ -48,6 +50,103 @@ describe('literalForm: small numbers become their kind, everything else is copie
     ['the marker itself', `SELECT ${M}i`],
   ])('no form: %s', (_name, sql) => {
     expect(literalForm(sql)).toBeNull();
+  });
+});
+
+describe("literalForm against PostgreSQL's own lexer (libpg-query's scanner)", () => {
+  // Fragments run together in seeded random order: numbers in every spelling, next to and inside strings, quoted
+  // identifiers, line comments (ended by \n or \r), nested block comments, prefixed strings and identifiers.
+  const FRAGMENTS = [
+    '5',
+    '-7',
+    '1.5',
+    '2.',
+    '3e4',
+    '5.5E-3',
+    '1e+2',
+    '0x1F',
+    '1_000',
+    '.5',
+    '007',
+    '1234567890',
+    '999999999',
+    '12abc',
+    '5e',
+    "'a5'",
+    "'it''s 6'",
+    '"c7"',
+    '"x""8"',
+    'c9',
+    't1.c2',
+    '-- 3 \n',
+    '-- 4 \r',
+    '/* 5 /* 6 */ 7 */',
+    "E'8'",
+    "B'101'",
+    "X'1F'",
+    "N'9'",
+    '(',
+    ')',
+    ',',
+    ' ',
+    '\n',
+    '+',
+    '-',
+    '*',
+    '/',
+    '<',
+    '=',
+    '::int',
+    '[1:2]',
+    'AND',
+    'SELECT',
+    'FROM',
+    'ä1',
+    '1.2.3',
+    "'x' 'y' 4",
+    "'x\\n7'",
+    '1_0001e+2',
+    '0x1Fe+3',
+    '5ee--x\\n',
+    '1.5e',
+    '5.foo',
+    '1e-',
+    "'y\\r8'",
+    '/*',
+    '*/',
+  ];
+  let seed = 27;
+  const rand = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+
+  test('every number the form replaces is one numeric token of the real lexer, at the same place', async () => {
+    await loadPgGuard();
+    let checked = 0;
+    for (let t = 0; t < 20000; t++) {
+      let sql = '';
+      const parts = 2 + rand(10);
+      for (let p = 0; p < parts; p++) sql += `${FRAGMENTS[rand(FRAGMENTS.length)]}${rand(3) ? ' ' : ''}`;
+      const spans: [number, number][] = [];
+      if (literalForm(sql, spans) === null || spans.length === 0) continue;
+      let tokens: { start: number; end: number; tokenName: string }[];
+      try {
+        tokens = scanSync(sql).tokens;
+      } catch {
+        continue; // not a text the server would read either
+      }
+      const byte = (i: number) => Buffer.byteLength(sql.slice(0, i));
+      for (const [from, to] of spans) {
+        const token = tokens.find((k) => k.start === byte(from));
+        expect({ sql, token: token && { end: token.end, name: token.tokenName } }).toEqual({
+          sql,
+          token: { end: byte(to), name: expect.stringMatching(/^(ICONST|FCONST)$/) },
+        });
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(5000);
   });
 });
 

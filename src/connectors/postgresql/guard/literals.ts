@@ -38,8 +38,62 @@ const isWordChar = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) 
 /** Refused forms: the scan does not model them, so the text gets no key. */
 const UNMODELLED = /[\\$\u0000\u0001]|u&/i;
 
-/** The key of `sql` (see the module header), or null when the scan does not model the text. */
-export function literalForm(sql: string): string | null {
+/**
+ * Where a number that runs into letters, digits or points ends (`1_000e+2`, `0x1F`, `12abc`, `1.2.3`): the whole run,
+ * with the sign of an exponent, is kept as written. Taking more than PostgreSQL's lexer would is safe (nothing in it
+ * is replaced); taking less would let a digit of the run be read as a number of its own.
+ */
+function opaqueEnd(sql: string, from: number): number {
+  let j = from;
+  for (;;) {
+    while (j < sql.length && (isWordChar(sql.charCodeAt(j)) || sql.charCodeAt(j) === DOT)) j++;
+    const sign = sql.charCodeAt(j);
+    if ((sql.charCodeAt(j - 1) | 32) === 101 && (sign === 43 || sign === DASH) && isDigit(sql.charCodeAt(j + 1))) j += 2;
+    else return j;
+  }
+}
+
+/**
+ * The number token starting at `i` (a digit): where it ends, and its kind (`i`, `n`), or null when it is kept as
+ * written (see the module header).
+ */
+function numberAt(sql: string, i: number): { end: number; kind: 'i' | 'n' | null } {
+  const n = sql.length;
+  let j = i;
+  while (j < n && isDigit(sql.charCodeAt(j))) j++;
+  const digitsEnd = j;
+  let decimal = false;
+  if (sql.charCodeAt(j) === DOT) {
+    decimal = true;
+    j++;
+    while (j < n && isDigit(sql.charCodeAt(j))) j++;
+  }
+  const e = sql.charCodeAt(j);
+  if (e === 101 || e === 69) {
+    let k = j + 1;
+    const sign = sql.charCodeAt(k);
+    if (sign === 43 || sign === DASH) k++;
+    if (isDigit(sql.charCodeAt(k))) {
+      decimal = true;
+      while (k < n && isDigit(sql.charCodeAt(k))) k++;
+      j = k;
+    }
+  }
+  const next = sql.charCodeAt(j);
+  const before = i > 0 ? sql.charCodeAt(i - 1) : 32;
+  // Run into a word, another point or a point before it: kept as written.
+  if ((j < n && (isWordChar(next) || next === DOT)) || before === DOT) return { end: opaqueEnd(sql, j), kind: null };
+  if (decimal) return { end: j, kind: 'n' };
+  let z = i;
+  while (z < digitsEnd - 1 && sql.charCodeAt(z) === ZERO) z++;
+  return { end: j, kind: digitsEnd - z <= 9 ? 'i' : null };
+}
+
+/**
+ * The key of `sql` (see the module header), or null when the scan does not model the text. `spans`, when given,
+ * receives the [start, end) of each number replaced (the tests hold them against PostgreSQL's own lexer).
+ */
+export function literalForm(sql: string, spans?: [number, number][]): string | null {
   if (UNMODELLED.test(sql)) return null;
   let out = '';
   let from = 0; // start of the text not copied yet
@@ -58,8 +112,10 @@ export function literalForm(sql: string): string | null {
       }
       i = j + 1;
     } else if (c === DASH && sql.charCodeAt(i + 1) === DASH) {
-      const end = sql.indexOf('\n', i);
-      i = end < 0 ? n : end + 1;
+      // A line comment ends at a newline or a carriage return, as PostgreSQL's lexer has it.
+      let j = i + 2;
+      while (j < n && sql.charCodeAt(j) !== 10 && sql.charCodeAt(j) !== 13) j++;
+      i = j;
     } else if (c === SLASH && sql.charCodeAt(i + 1) === STAR) {
       // Block comments nest in PostgreSQL.
       let depth = 1;
@@ -73,44 +129,13 @@ export function literalForm(sql: string): string | null {
       }
       i = j;
     } else if (isDigit(c)) {
-      let j = i;
-      while (j < n && isDigit(sql.charCodeAt(j))) j++;
-      const digitsEnd = j;
-      let decimal = false;
-      if (sql.charCodeAt(j) === DOT) {
-        decimal = true;
-        j++;
-        while (j < n && isDigit(sql.charCodeAt(j))) j++;
+      const { end, kind } = numberAt(sql, i);
+      if (kind !== null) {
+        spans?.push([i, end]);
+        out += sql.slice(from, i) + MARK + kind;
+        from = end;
       }
-      const e = sql.charCodeAt(j);
-      if (e === 101 || e === 69) {
-        let k = j + 1;
-        const sign = sql.charCodeAt(k);
-        if (sign === 43 || sign === DASH) k++;
-        if (isDigit(sql.charCodeAt(k))) {
-          decimal = true;
-          while (k < n && isDigit(sql.charCodeAt(k))) k++;
-          j = k;
-        }
-      }
-      const next = sql.charCodeAt(j);
-      const before = i > 0 ? sql.charCodeAt(i - 1) : 32;
-      // Run into a word, another point or a point before it: kept as written (see the module header).
-      const plain = !(j < n && (isWordChar(next) || next === DOT)) && before !== DOT;
-      if (plain) {
-        let kind: string | null = null;
-        if (decimal) kind = 'n';
-        else {
-          let z = i;
-          while (z < digitsEnd - 1 && sql.charCodeAt(z) === ZERO) z++;
-          if (digitsEnd - z <= 9) kind = 'i';
-        }
-        if (kind !== null) {
-          out += sql.slice(from, i) + MARK + kind;
-          from = j;
-        }
-      }
-      i = j;
+      i = end;
     } else if (isWordChar(c)) {
       // An identifier or keyword: digits inside it are part of it.
       i++;
