@@ -51,6 +51,8 @@ export interface TableRef {
   end: number;
   /** The alias to add (the reference's own last name part, as written), or null when it already has one. */
   alias: string | null;
+  /** With GuardOptions.tables: which listed table this reference is (its index); unset: the tool's own table. */
+  table?: number;
 }
 
 /** What a dialect contributes to the derived table. */

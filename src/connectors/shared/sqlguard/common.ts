@@ -60,7 +60,7 @@ export class VerdictCache {
 
   static key(sql: string, opts: GuardOptions, extra = ''): string {
     // lowerCaseTableNames and storedFunctions change what the same text resolves to (MySQL): part of the key.
-    const flags = `${opts.allowWrite ? 'w' : '-'}${opts.allowDdl ? 'd' : '-'}${opts.readOnly ? 'r' : '-'}${opts.lowerCaseTableNames ?? ''}${opts.storedFunctions?.join(',') ?? ''}${opts.caseSensitiveNames ? 'c' : ''}\u0000${opts.defaultSchema ?? ''}\u0000${opts.columns?.join('\u0001') ?? ''}\u0000${opts.policy?.key ?? ''}\u0000${opts.policy?.params ?? ''}${extra}`;
+    const flags = `${opts.allowWrite ? 'w' : '-'}${opts.allowDdl ? 'd' : '-'}${opts.readOnly ? 'r' : '-'}${opts.lowerCaseTableNames ?? ''}${opts.storedFunctions?.join(',') ?? ''}${opts.caseSensitiveNames ? 'c' : ''}\u0000${opts.defaultSchema ?? ''}\u0000${opts.columns?.join('\u0001') ?? ''}\u0000${opts.policy?.key ?? ''}\u0000${opts.policy?.params ?? ''}\u0000${opts.tables?.key ?? ''}${extra}`;
     return `${flags}\u0000${opts.table.schema}\u0000${opts.table.name}\u0000${sql}`;
   }
 

@@ -1,9 +1,38 @@
 /** The contract of the per-dialect SQL guards: what a statement may do on a tool's own table. */
 import type { TableRef } from '../policy.ts';
 
+/**
+ * One table (or view) of the connector as a multi-table guard knows it (issue 38; docs/decisions/0292): what the
+ * statement may reference besides the tool's own table. Every table a statement touches is governed as if the
+ * statement called that table's tool, so the guard reports which ones it touched and where.
+ */
+export interface GuardTable {
+  schema: string;
+  name: string;
+  /** The table's policy hides these columns: the guard refuses naming one of them anywhere in the statement. */
+  hidden?: readonly string[];
+  /**
+   * The table has a column or row policy: every reference to it is reported in `refs` (with its index) so the
+   * rewrite can replace it by that policy's derived table; a dialect that cannot report them refuses the statement.
+   */
+  policy?: boolean;
+  /** Oracle: the table's column names (exact), as `GuardOptions.columns`. */
+  columns?: readonly string[];
+}
+
 export interface GuardOptions {
-  /** The only table (or view) the statement may reference. */
+  /**
+   * The tool's own table (or view). Without `tables`, the only table the statement may reference; with `tables`, the
+   * one it names in messages (it is also in `tables.list`).
+   */
   table: { schema: string; name: string };
+  /**
+   * Issue 38: the connector's tables a statement may reference (JOINs, subqueries, CTEs, set operations, LATERAL),
+   * the tool's own table among them. A reference that is none of them (nor a CTE in scope) is refused as before. A
+   * write or DDL statement still touches exactly one table of the list and reads no other. `key` identifies the list
+   * and each table's policy (verdict caches); it changes whenever either does. Unset: `table` alone.
+   */
+  tables?: { key: string; list: readonly GuardTable[] };
   /** Connector setting: INSERT/UPDATE/DELETE allowed (on the tool's table only) unless readOnly. */
   allowWrite: boolean;
   /** Connector setting: DDL on the tool's table allowed unless readOnly. */
@@ -46,7 +75,12 @@ export type GuardResult =
       readOnly: boolean;
       /** PostgreSQL reads and writes: the statement's shape (postgres-shape.ts), which keys the resolution verdict. */
       shape?: string;
-      /** With opts.policy: every reference to the tool's table (not to a CTE of that name), in text order. */
+      /**
+       * With opts.policy: every reference to the tool's table (not to a CTE of that name), in text order. With
+       * opts.tables: every reference to a listed table that has `policy`, each with its `table` index.
+       */
       refs?: readonly TableRef[];
+      /** With opts.tables: the indexes (into opts.tables.list) of every table the statement references, ascending, once each. */
+      touched?: readonly number[];
     }
   | { ok: false /** Tells the agent what was refused and what is allowed. */; reason: string };
