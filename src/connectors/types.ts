@@ -136,6 +136,21 @@ export interface ExecutionContext<C = DatabaseConfig, L extends ExecutionLimits 
   readOnly: boolean;
   /** The tool's column and row policy with the caller's attributes (shared/policy.ts); unset: the tool has none. */
   policy?: CallPolicy;
+  /**
+   * Issue 38 (docs/decisions/0292): the connector's tables a statement may touch, each with its own governance, as
+   * the catalog built them (the caller's attributes added per call). Unset: the tool's own table alone, as before.
+   * `key` identifies the list and its policies (catalog version and connector): it keys the guard's verdicts.
+   */
+  tables?: { key: string; list: readonly CallTable[] };
+}
+
+/** One table of a connector as a multi-table call sees it: where it is and how its own tool row governs it. */
+export interface CallTable {
+  target: SqlTarget;
+  /** The table's tool row is enabled: a statement touching a disabled table is refused, naming it. */
+  enabled: boolean;
+  /** The table's policy with the caller's attributes; unset: none. Applied at every reference of the table. */
+  policy?: CallPolicy;
 }
 
 /** Text from every type; other MCP content blocks (images, audio, resources) pass through from upstream servers. */
