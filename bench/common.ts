@@ -4,8 +4,10 @@ import postgres from 'postgres';
 export const PG = { host: '127.0.0.1', port: 5432, user: 'postgres' };
 export const ROWS = 10_000;
 export const TABLE = 'items';
+/** Issue 38's JOIN scenario: 50 categories, `items.qty` (0-49) is the category's id. */
+export const CATEGORIES = 'categories';
 
-/** Creates `${TABLE}` with ROWS rows in `database` (which must exist) and analyzes it. */
+/** Creates `${TABLE}` with ROWS rows and `${CATEGORIES}` (50 rows) in `database` (which must exist) and analyzes them. */
 export async function seedItems(database: string): Promise<void> {
   const data = postgres({ ...PG, database, max: 1, onnotice: () => undefined });
   try {
@@ -15,6 +17,9 @@ export async function seedItems(database: string): Promise<void> {
       SELECT g, 'SKU-' || lpad(g::text, 6, '0'), 'Item number ' || g, round((g % 997) * 1.25, 2), g % 50
         FROM generate_series(1, ${ROWS}) AS g`);
     await data.unsafe(`ANALYZE ${TABLE}`);
+    await data.unsafe(`CREATE TABLE ${CATEGORIES} (id integer PRIMARY KEY, label text NOT NULL)`);
+    await data.unsafe(`INSERT INTO ${CATEGORIES} SELECT g, 'Category ' || g FROM generate_series(0, 49) AS g`);
+    await data.unsafe(`ANALYZE ${CATEGORIES}`);
   } finally {
     await data.end({ timeout: 2 });
   }

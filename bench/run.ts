@@ -17,10 +17,11 @@
  *      and 64 connections (warm-up, then a measured run), prints the table, and checks the targets. `tools/call` and
  *      the Bun.sql floor run twice: with the same SQL text in every request, and with varied SQL (issue 27: a new
  *      literal in every request, as agents write their own SQL, so no cache keyed by the statement text is warm).
- *      At 1 connection only those four run (the latency target).
+ *      At 1 connection only those four run (the latency target). `tools/call join` (issue 38) reads the same rows
+ *      through a JOIN with a second table, with varied texts: its gateway CPU per call against the single-table one.
  *
  * Flags: --no-fail (report only, exit 0), --duration=S (measured seconds per run, default 10),
- * --warmup=S (default 2), --connections=1,16,64, --only=call,callvar,pg,bunsql,bunsqlvar,list,elysia,dbhubnode,dbhub (a subset),
+ * --warmup=S (default 2), --connections=1,16,64, --only=call,callvar,calljoin,pg,bunsql,bunsqlvar,list,elysia,dbhubnode,dbhub (a subset),
  * --profile-gateway=DIR (write a CPU profile of the gateway process into DIR), --plan=NAME (the bench org's plan, default
  * enterprise: no monthly quota; with a quota plan every tools/call runs the quota increment, see QUOTA_HEADROOM_RPS),
  * --soak=S (after the scenarios, S seconds of tools/call at the top connection count with the gateway's RSS every 30 s:
@@ -29,7 +30,7 @@
  */
 import autocannon, { type Result } from 'autocannon';
 import postgres from 'postgres';
-import { cleanupOnExit, PG, ROWS, seedItems, TABLE } from './common.ts';
+import { CATEGORIES, cleanupOnExit, PG, ROWS, seedItems, TABLE } from './common.ts';
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readlinkSync, realpathSync } from 'node:fs';
@@ -49,7 +50,7 @@ const NO_FAIL = flag('no-fail') !== undefined;
 const DURATION_S = Number(flag('duration') ?? 10);
 const WARMUP_S = Number(flag('warmup') ?? 2);
 const CONNECTIONS = (flag('connections') ?? '1,16,64').split(',').map(Number);
-/** Scenarios to run (default all): call, callvar, pg, bunsql, bunsqlvar, list, elysia, dbhubnode, dbhub; the targets are checked on those that ran. */
+/** Scenarios to run (default all): call, callvar, calljoin, pg, bunsql, bunsqlvar, list, elysia, dbhubnode, dbhub; the targets are checked on those that ran. */
 const ONLY = flag('only')?.split(',') ?? null;
 /** Whether a scenario runs (--only). */
 const runs = (id: string) => !ONLY || ONLY.includes(id);
@@ -85,6 +86,15 @@ const SELECT = `SELECT id, sku, name, price, qty FROM ${TABLE} WHERE id > 5000 O
  */
 const variedSelect = (n: number) => `SELECT id, sku, name, price, qty FROM ${TABLE} WHERE id > ${1000 + (n % 8000)} AND qty < ${50 + n} ORDER BY id LIMIT 10`;
 let variedCount = 0;
+/**
+ * Issue 38: the same rows as variedSelect, read through a JOIN with the categories table (every item's qty is a
+ * category id), so the JOIN path and the single-table path return the same 10 rows (plus the label) from new texts.
+ */
+const variedJoin = (n: number) =>
+  `SELECT i.id, i.sku, i.name, i.price, c.label FROM ${TABLE} i JOIN ${CATEGORIES} c ON c.id = i.qty WHERE i.id > ${1000 + (n % 8000)} AND i.qty < ${50 + n} ORDER BY i.id LIMIT 10`;
+let joinCount = 0;
+/** Issue 38: gateway CPU per JOIN call at most this many times the single-table varied call's (same rows). */
+const JOIN_GATEWAY_CPU_MAX = 1.3;
 /** One response in SAMPLE_EVERY has its body checked for JSON-RPC errors / isError (cheap enough not to skew). */
 const SAMPLE_EVERY = 20;
 
@@ -306,8 +316,10 @@ interface Target {
   variants?: Array<{ path: string; headers: Record<string, string> }>;
   /** Whether a sampled response body is a success (no JSON-RPC error, no isError, the expected content). */
   ok: (body: string) => boolean;
-  /** Varied SQL: the body for one SQL text; each request gets the next variedSelect text. */
+  /** Varied SQL: the body for one SQL text; each request gets the next variedSelect text (variedJoin with `join`). */
   vary?: (sql: string) => string;
+  /** The varied texts are JOINs (issue 38). */
+  join?: boolean;
 }
 
 interface Row {
@@ -394,7 +406,8 @@ const perRequest = (before: number | null, after: number | null, requests: numbe
 function drive(target: Target, connections: number, duration: number, counters?: { sampled: number; bad: number }): Promise<Result> {
   let n = 0;
   const vary = target.vary;
-  const setup = vary ? { setupRequest: (req: object) => ({ ...req, body: vary(variedSelect(variedCount++)) }) } : {};
+  const next = target.join ? () => variedJoin(joinCount++) : () => variedSelect(variedCount++);
+  const setup = vary ? { setupRequest: (req: object) => ({ ...req, body: vary(next()) }) } : {};
   const requests = target.variants
     ? target.variants.map((v) => ({ method: 'POST', path: v.path, headers: v.headers, body: target.body, ...setup }))
     : vary
@@ -451,7 +464,7 @@ async function measure(target: Target, connections: number): Promise<Row> {
 }
 
 /** The scenarios run at 1 connection. */
-const SINGLE_CONNECTION = new Set(['call', 'callvar', 'bunsql', 'bunsqlvar']);
+const SINGLE_CONNECTION = new Set(['call', 'callvar', 'calljoin', 'bunsql', 'bunsqlvar']);
 
 const errorsOf = (r: Row) => r.non2xx + r.socketErrors + r.sampleErrors;
 
@@ -694,6 +707,17 @@ function gatewayTargets({ base, orgs, pids }: Servers) {
       vary: (sql: string) => rpc('tools/call', { name: TOOL, arguments: { sql } }),
       ok: callOk,
     },
+    calljoin: {
+      name: 'tools/call join',
+      pid: pids.gateway,
+      url: mcpUrl,
+      headers: mcpHeaders,
+      variants: mcpVariants,
+      body: rpc('tools/call', { name: TOOL, arguments: { sql: variedJoin(0) } }),
+      vary: (sql: string) => rpc('tools/call', { name: TOOL, arguments: { sql } }),
+      join: true,
+      ok: (b: string) => callOk(b) && b.includes('Category '),
+    },
     list: {
       name: 'tools/list',
       pid: pids.gateway,
@@ -773,6 +797,7 @@ async function measureAll(targets: Targets, skip: Set<string>): Promise<Row[]> {
       ['call', targets.call],
       ['bunsqlvar', targets.bunsqlvar],
       ['callvar', targets.callvar],
+      ['calljoin', targets.calljoin],
       ['elysia', targets.elysia],
       ['list', targets.list],
       ['dbhubnode', targets.dbhubnode],
@@ -901,6 +926,24 @@ function variedChecks(targets: Targets, at: RowAt): Check[] {
   return checks;
 }
 
+/** Issue 38: the JOIN path's gateway CPU per call against the single-table path's (both varied, the same rows). */
+function joinChecks(targets: Targets, at: RowAt): Check[] {
+  const checks: Check[] = [];
+  for (const c of CONNECTIONS) {
+    const join = at(targets.calljoin.name, c);
+    const single = at(targets.callvar.name, c);
+    if (!join || !single || c < 2) continue;
+    checks.push({ what: `tools/call join @${c}: ${errorsOf(join)} errors (none)`, ok: errorsOf(join) === 0 });
+    if (join.cpuUs === null || !single.cpuUs) continue;
+    const times = join.cpuUs / single.cpuUs;
+    checks.push({
+      what: `tools/call join @${c}: gateway CPU ${join.cpuUs.toFixed(0)} µs/call = ${times.toFixed(2)}x the single-table call's ${single.cpuUs.toFixed(0)} (<= ${JOIN_GATEWAY_CPU_MAX}x)`,
+      ok: times <= JOIN_GATEWAY_CPU_MAX,
+    });
+  }
+  return checks;
+}
+
 /** tools/list against the bare Elysia floor, at every connection count. */
 function listChecks(targets: Targets, at: RowAt): Check[] {
   const checks: Check[] = [];
@@ -1001,7 +1044,13 @@ async function main(): Promise<boolean> {
   const raw = runs('pg') ? await rawDriverRate(cMax, 3) : null;
   const floors = new Map(rows.map((r) => [`${r.name}@${r.connections}`, r]));
   const at: RowAt = (name, c) => floors.get(`${name}@${c}`);
-  const checks = [...callChecks(targets, at), ...variedChecks(targets, at), ...dbhubChecks(targets, at, servers.dbhubProblems), ...listChecks(targets, at)];
+  const checks = [
+    ...callChecks(targets, at),
+    ...variedChecks(targets, at),
+    ...joinChecks(targets, at),
+    ...dbhubChecks(targets, at, servers.dbhubProblems),
+    ...listChecks(targets, at),
+  ];
   printTable(targets, rows, floors);
   console.log(
     `gateway process RSS after the load: ${gatewayRssMb.toFixed(0)} MB (PostgreSQL store; load average ${(await Bun.file('/proc/loadavg').text()).split(' ').slice(0, 3).join(' ')})`,
