@@ -429,7 +429,7 @@ export const schemas = {
   "ToolPolicy": {
     "type": "object",
     "additionalProperties": false,
-    "description": "A SQL table tool's column and row policy (docs/tool-policies.md). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A tool with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.",
+    "description": "A SQL table's column and row policy, set on the table's tool (docs/tool-policies.md). It applies wherever the table is read: through its tool, in a JOIN, subquery or CTE of any tool of the connector, and in every saved tool (docs/decisions/0292). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A statement reading a table with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.",
     "x-toolgate-types": [
       "postgresql",
       "mysql",

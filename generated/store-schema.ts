@@ -70,6 +70,8 @@ export const approvals = pgTable('approvals', {
   expiresAt: ts('expires_at').notNull(),
   /** The requester's attributes at request time, which the tool's row filter binds when the approved call runs. */
   requesterAttributes: jsonb('requester_attributes').$type<Record<string, string>>().notNull().default({}),
+  /** The tool rows whose approval the held call needed (every table it touches, decision 0292); null: tool_id alone. */
+  approverToolIds: uuid('approver_tool_ids').array(),
 }, (t) => [
   index('approvals_executing').on(t.executingAt).where(sql`status = 'executing'::text`),
   index('approvals_org_created').on(t.orgId, t.createdAt.desc()),
@@ -132,6 +134,8 @@ export const connectors = pgTable('connectors', {
   skippedTools: jsonb('skipped_tools').$type<{ name: string; reason: string }[]>().notNull().default([]),
   /** false: the connector's table tools (free SQL) are left out of the catalog; its saved tools stay. */
   freeSql: boolean('free_sql').notNull().default(true),
+  /** per_table: one query tool per exposed table; single: one query tool for the whole connector (decision 0299). */
+  toolLayout: text('tool_layout').notNull().default('per_table'),
 }, (t) => [
   index('connectors_org').on(t.orgId).where(sql`archived_at IS NULL`),
 ]);

@@ -142,10 +142,12 @@ export interface ExecutionContext<C = DatabaseConfig, L extends ExecutionLimits 
    * `key` identifies the list and its policies (catalog version and connector): it keys the guard's verdicts.
    */
   tables?: { key: string; list: readonly CallTable[] };
+  /** With `tables`: told which of them (indexes, ascending) the statement touches once the guard passed it (audit rows). */
+  touched?: (indexes: readonly number[]) => void;
 }
 
 /** One table of a connector as a multi-table call sees it: where it is and how its own tool row governs it. */
-interface CallTable {
+export interface CallTable {
   target: SqlTarget;
   /** The table's tool row is enabled: a statement touching a disabled table is refused, naming it. */
   enabled: boolean;
@@ -206,6 +208,11 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends Call
    * Absent: the type takes no policies.
    */
   checkPolicy?(tool: ToolSpec<T>, policy: ToolPolicy): Promise<string | null>;
+  /**
+   * SQL types, with `ctx.tables`: the tables (indexes into it) a call's statement touches, as the guard finds them,
+   * before anything runs (a table requiring approval holds the call); null when the guard refuses the statement.
+   */
+  touches?(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<readonly number[] | null>;
   /** The call step. Never throws for tool-level failures (bad SQL, source down, timeout): returns isError. */
   execute(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<ToolResult>;
   /** Closes the connector's pool (archived, or config changed). */

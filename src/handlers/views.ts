@@ -128,6 +128,7 @@ export function toolSettingsView({ tool, connector }: ToolSettingsRow): wire.Too
     connector_name: connector.name,
     connector_type: connector.type as wire.ConnectorType,
     policy: (tool.policy as wire.ToolPolicy | null) ?? null,
+    saved: tool.savedVersion !== null,
   };
 }
 

@@ -68,6 +68,8 @@ export const COLUMN_NOTES: Record<string, string> = {
   'approvals.requester_connector_ids': "The requesting credential's connector scope at request time (null: every connector).",
   'webhooks.disabled_reason': 'Why the gateway disabled the endpoint itself (410 Gone, retries exhausted); null when an admin did or it is on.',
   'connectors.free_sql': "false: the connector's table tools (free SQL) are left out of the catalog; its saved tools stay.",
+  'connectors.tool_layout': 'per_table: one query tool per exposed table; single: one query tool for the whole connector (decision 0299).',
+  'approvals.approver_tool_ids': 'The tool rows whose approval the held call needed (every table it touches, decision 0292); null: tool_id alone.',
   'tools.saved_version': 'A saved-statement tool, at this version of its definition (spec.target.saved); null: a tool the source yields.',
   'api_keys.attributes': 'Attributes row filters bind as `:caller.<attr>` (migration 15).',
   'oauth_clients.attributes': 'Attributes row filters bind as `:caller.<attr>` (migration 15).',

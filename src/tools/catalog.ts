@@ -7,6 +7,7 @@ import { columnList } from '../connectors/shared/toolspec.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { catalogRows } from './repository.ts';
+import { connectorTables, isSqlTable, tableKey, type ConnectorTables, type TableSource } from './tables.ts';
 
 interface ConnectorRuntime {
   id: string;
@@ -35,6 +36,8 @@ export interface CatalogTool {
   validate: ValidateFunction;
   /** The tool's column and row policy, ready for calls (the caller's attributes are added per call); null: none. */
   policy?: Omit<CallPolicy, 'caller'> | null;
+  /** A SQL connector's tables with their tool rows' governance (issue 38): every call of the connector carries them. */
+  tables?: ConnectorTables;
 }
 
 export interface OrgCatalog {
@@ -61,7 +64,11 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
   const runtimes = new Map<string, ConnectorRuntime>();
   const list: CatalogTool[] = [];
   const ajv = newAjv();
+  const sources = new Map<string, TableSource[]>();
   for (const { tool, connector } of rows) {
+    const policy = tool.policy === null ? null : preparePolicy(deps, orgId, tool.policy as unknown as ToolPolicy);
+    // Every table tool row governs its table, listed or not (free_sql off, or a `single` layout): decision 0292.
+    if (tool.savedVersion === null) addTableSource(sources, connector.id, tool, policy);
     // free_sql off: the connector's table tools are not served (not listed, and a call to one finds no tool).
     if (!connector.freeSql && tool.savedVersion === null) continue;
     let runtime = runtimes.get(connector.id);
@@ -85,7 +92,6 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     } catch {
       continue;
     }
-    const policy = tool.policy === null ? null : preparePolicy(deps, orgId, tool.policy as unknown as ToolPolicy);
     const writable = !tool.readOnly && !policy && (connector.allowWrite || connector.allowDdl);
     list.push({
       id: tool.id,
@@ -105,8 +111,46 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       policy,
     });
   }
+  attachTables(list, sources, version);
   list.sort((a, b) => a.name.localeCompare(b.name));
   return { version, tools: list, byName: new Map(list.map((t) => [t.name, t])) };
+}
+
+type CatalogRow = Awaited<ReturnType<typeof catalogRows>>[number]['tool'];
+
+function addTableSource(sources: Map<string, TableSource[]>, connectorId: string, tool: CatalogRow, policy: Omit<CallPolicy, 'caller'> | null): void {
+  const target = (tool.spec as { target?: unknown }).target;
+  if (!isSqlTable(target)) return;
+  const list = sources.get(connectorId) ?? [];
+  sources.set(connectorId, list);
+  list.push({
+    toolId: tool.id,
+    target,
+    enabled: tool.enabled,
+    policy,
+    requiresApproval: tool.requiresApproval,
+    approvalEmails: tool.approvalEmails,
+    approvalTtlSeconds: tool.approvalTtlSeconds,
+  });
+}
+
+/**
+ * Gives every SQL tool its connector's tables. A saved tool has no policy of its own (decision 0292): the policy of
+ * the table its statement reads is its policy, so saving a statement never widens what the table's policy allows.
+ */
+function attachTables(list: CatalogTool[], sources: Map<string, TableSource[]>, version: number): void {
+  const tables = new Map([...sources].map(([id, rows]) => [id, connectorTables(`${version}:${id}`, rows)]));
+  for (const t of list) {
+    const own = tables.get(t.connector.id);
+    if (!own) continue;
+    const target = t.spec.target as Partial<SqlTarget>;
+    if (isSqlTable(target)) t.tables = own;
+    else if (target.saved && typeof target.table === 'string') {
+      t.tables = own;
+      const i = own.indexOf.get(tableKey(target.schema ?? '', target.table));
+      t.policy = i === undefined ? null : own.policies[i];
+    }
+  }
 }
 
 /** A stored policy as calls use it: its key, and the org's mask key when a column is hashed. */

@@ -53,6 +53,23 @@ export async function sourceToolSpecs(db: Queryable, orgId: string, connectorId:
   return rows.map((r) => r.spec);
 }
 
+/** The policy of the table tool row of `schema.table` on a connector (decision 0292: the table's policy); null: none. */
+export async function tablePolicyOf(db: Queryable, orgId: string, connectorId: string, schema: string, table: string): Promise<Record<string, unknown> | null> {
+  const [row] = await db
+    .select({ policy: tools.policy })
+    .from(tools)
+    .where(
+      and(
+        eq(tools.orgId, orgId),
+        eq(tools.connectorId, connectorId),
+        isNull(tools.savedVersion),
+        sql`${tools.spec}->'target'->>'schema' = ${schema}`,
+        sql`${tools.spec}->'target'->>'table' = ${table}`,
+      ),
+    );
+  return row?.policy ?? null;
+}
+
 /** A connector's saved-statement tools (or one of them), by name. */
 export async function savedToolRows(db: Queryable, orgId: string, connectorId: string, toolId?: string): Promise<ToolRow[]> {
   const where = [eq(tools.orgId, orgId), eq(tools.connectorId, connectorId), isNotNull(tools.savedVersion)];

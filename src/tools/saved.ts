@@ -86,7 +86,7 @@ async function connectorTables(deps: SavedToolDeps, orgId: string, connectorId: 
 }
 
 /** A definition, checked whole (parameters, placeholders, the guard): the spec to store, and whether it writes. */
-async function buildSpec(deps: SavedToolDeps, orgId: string, connectorId: string, input: SavedToolRequest, version: number, policy?: ToolPolicy | null) {
+async function buildSpec(deps: SavedToolDeps, orgId: string, connectorId: string, input: SavedToolRequest, version: number) {
   const params = (input.parameters ?? []) as SavedParam[];
   const names = new Set<string>();
   for (const p of params) {
@@ -110,12 +110,21 @@ async function buildSpec(deps: SavedToolDeps, orgId: string, connectorId: string
     annotations: { readOnlyHint: !checked.write, destructiveHint: checked.write, openWorldHint: false },
     target: { ...target, saved },
   };
-  // A replaced statement must still run under the tool's policy (docs/tool-policies.md): checked as the PATCH does.
+  // Saving a statement never widens what a table's policy allows (decision 0292, issue 38 item 7a): the statement
+  // must run under the policy of the table it reads, as every call of it will.
+  const policy = await tablePolicy(deps, orgId, connectorId, target);
   if (policy) {
     const problem = driver.checkPolicy ? await driver.checkPolicy(spec, policy) : `${connector.type} tools take no column or row policies`;
-    if (problem !== null) throw invalid(`The tool's policy cannot be applied to the new statement: ${problem}.`);
+    if (problem !== null) throw invalid(`The statement cannot run under the policy of the table it reads: ${problem}.`);
   }
   return { spec, write: checked.write };
+}
+
+/** The policy of the table tool row of `target` on the connector (the table's policy, decision 0292); null: none. */
+async function tablePolicy(deps: SavedToolDeps, orgId: string, connectorId: string, target: SqlTarget): Promise<ToolPolicy | null> {
+  if (typeof target.table !== 'string') return null;
+  const policy = await repo.tablePolicyOf(deps.store.db, orgId, connectorId, target.schema, target.table);
+  return (policy as unknown as ToolPolicy | null) ?? null;
 }
 
 /** Inside the writing transaction, under the org's naming lock (the one introspection takes): no two tools get one name. */
@@ -192,7 +201,7 @@ export async function updateSavedTool(
   const current = await currentRow(deps, orgId, connectorId, toolId);
   const old = savedToolView(current);
   const version = old.version + 1;
-  const { spec, write } = await buildSpec(deps, orgId, connectorId, input, version, current.policy as unknown as ToolPolicy | null);
+  const { spec, write } = await buildSpec(deps, orgId, connectorId, input, version);
   const requiresApproval = input.requires_approval ?? (write && !old.writes ? true : current.requiresApproval);
   try {
     await deps.store.db.transaction(async (tx) => {

@@ -578,13 +578,17 @@ export type Tool = {
     connector_name: string;
     connector_type: ConnectorType;
     /**
-     * Hidden and masked columns and the row filter; null when the tool has none.
+     * Hidden and masked columns and the row filter of the tool's table; null when it has none. A table tool's policy is its table's: it applies in every tool and statement that reads the table (joins and saved tools included). A saved tool has none of its own (setting one is refused with 422 policy_invalid).
      */
     policy?: ToolPolicy | null;
+    /**
+     * A saved-statement tool, governed by the policies of the tables its statement reads (decision 0292).
+     */
+    saved?: boolean;
 };
 
 /**
- * A SQL table tool's column and row policy (docs/tool-policies.md). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A tool with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.
+ * A SQL table's column and row policy, set on the table's tool (docs/tool-policies.md). It applies wherever the table is read: through its tool, in a JOIN, subquery or CTE of any tool of the connector, and in every saved tool (docs/decisions/0292). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A statement reading a table with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.
  */
 export type ToolPolicy = {
     hidden_columns?: Array<string>;
