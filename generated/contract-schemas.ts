@@ -57,6 +57,9 @@ export const schemas = {
         "type": "boolean",
         "default": true,
         "description": "false: serve only the saved tools of this connector, not a free-SQL tool per table (database types)."
+      },
+      "tool_layout": {
+        "$ref": "#/components/schemas/ToolLayout"
       }
     }
   },
@@ -507,6 +510,21 @@ export const schemas = {
         "description": "last_n: characters kept (default 4)."
       }
     }
+  },
+  "ToolLayout": {
+    "type": "string",
+    "enum": [
+      "per_table",
+      "single"
+    ],
+    "default": "per_table",
+    "description": "How a SQL connector's free SQL is listed (docs/decisions/0299). `per_table`: one `query_<type>_<table>` tool per exposed table. `single`: one tool for the whole connector, `query_<connector name>`, named and described from the connector; its statements may read any of the connector's tables. Either way each table's tool row governs the table (enabled, policy, approval) wherever it is read; in `single` those rows are not listed. The `single` tool only reads. Only SQL types (postgresql, mysql, mssql, oracle) take `single`; others stay `per_table`.",
+    "x-toolgate-types": [
+      "postgresql",
+      "mysql",
+      "mssql",
+      "oracle"
+    ]
   }
 } as const;
 

@@ -915,8 +915,9 @@ validate28.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createConnector_body = validate31;
 const schema44 = {"$ref":"openapi#/components/schemas/CreateConnectorRequest"};
-const schema45 = {"type":"object","additionalProperties":false,"required":["name","type","config"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096,"description":"The password (or","for `mcp`":null,"the upstream's bearer token); encrypted at rest and never returned.":null},"allow_write":{"type":"boolean","default":false,"description":"Allows writing statements; only the types in `x-toolgate-types` can write, the others only read (docs/decisions/0116-new-types-read-only.md).","x-toolgate-types":["postgresql","mysql"]},"allow_ddl":{"type":"boolean","default":false},"free_sql":{"type":"boolean","default":true,"description":"false: serve only the saved tools of this connector, not a free-SQL tool per table (database types)."}}};
+const schema45 = {"type":"object","additionalProperties":false,"required":["name","type","config"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096,"description":"The password (or","for `mcp`":null,"the upstream's bearer token); encrypted at rest and never returned.":null},"allow_write":{"type":"boolean","default":false,"description":"Allows writing statements; only the types in `x-toolgate-types` can write, the others only read (docs/decisions/0116-new-types-read-only.md).","x-toolgate-types":["postgresql","mysql"]},"allow_ddl":{"type":"boolean","default":false},"free_sql":{"type":"boolean","default":true,"description":"false: serve only the saved tools of this connector, not a free-SQL tool per table (database types)."},"tool_layout":{"$ref":"openapi#/components/schemas/ToolLayout"}}};
 const schema46 = {"type":"string","enum":["postgresql","mysql","mongodb","mssql","oracle","mcp"],"description":"Database types, and `mcp` (an external MCP server over Streamable HTTP). A type without a driver on this gateway is refused with 422."};
+const schema50 = {"type":"string","enum":["per_table","single"],"default":"per_table","description":"How a SQL connector's free SQL is listed (docs/decisions/0299). `per_table`: one `query_<type>_<table>` tool per exposed table. `single`: one tool for the whole connector, `query_<connector name>`, named and described from the connector; its statements may read any of the connector's tables. Either way each table's tool row governs the table (enabled, policy, approval) wherever it is read; in `single` those rows are not listed. The `single` tool only reads. Only SQL types (postgresql, mysql, mssql, oracle) take `single`; others stay `per_table`.","x-toolgate-types":["postgresql","mysql","mssql","oracle"]};
 const schema47 = {"description":"The type's own config; `mcp` takes McpConfig, database types DatabaseConfig.","oneOf":[{"$ref":"openapi#/components/schemas/DatabaseConfig"},{"$ref":"openapi#/components/schemas/McpConfig"}]};
 const schema48 = {"type":"object","additionalProperties":false,"required":["host","database","user"],"description":"Connection of a database connector. `database` is the database (postgresql, mysql, mssql, mongodb) or the service name (oracle). Default ports: postgresql 5432, mysql 3306, mongodb 27017, mssql 1433, oracle 1521.","x-toolgate-types":["postgresql","mysql","mongodb","mssql","oracle"],"properties":{"host":{"type":"string","minLength":1,"maxLength":255},"port":{"type":"integer","minimum":1,"maximum":65535},"database":{"type":"string","minLength":1,"maxLength":128},"user":{"type":"string","minLength":1,"maxLength":128},"tls":{"type":"string","enum":["disable","require","verify-full"],"description":"Default require (what a managed cloud database expects; say disable for a server without TLS on a trusted network). `require` encrypts without checking the server certificate; `verify-full` also checks the certificate chain and host name (mongodb tls / tlsAllowInvalidCertificates, mssql encrypt / trustServerCertificate, oracle tcps with server DN match)."},"schemas":{"type":"array","maxItems":50,"items":{"type":"string","minLength":1,"maxLength":128},"description":"Schemas whose tables and views become tools (default public; for mysql, the database; for mssql, dbo; for oracle, the user's own schema). Not accepted for mongodb, whose tools are the collections of `database`.","x-toolgate-types":["postgresql","mssql","oracle"]},"auth_source":{"type":"string","minLength":1,"maxLength":64,"description":"mongodb only. The database holding the user's credentials (default admin).","x-toolgate-types":["mongodb"]}}};
 const schema49 = {"type":"object","additionalProperties":false,"required":["url"],"description":"An external MCP server (connector type `mcp`), reached over Streamable HTTP only (no legacy HTTP+SSE). The URL must be https and resolve to public addresses; http and private/loopback addresses are allowed only for hosts on the operator's TOOLGATE_OUTBOUND_ALLOW_HOSTS list. Redirects are refused. The connector's `credential` is sent as `Authorization: Bearer <credential>`; the caller's own credentials are never forwarded.","x-toolgate-types":["mcp"],"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"format":"uri"},"headers":{"type":"object","maxProperties":20,"description":"Extra headers sent to the upstream (not secret; put secrets in `credential`). Hop-by-hop, Host, Cookie, Authorization and MCP protocol headers are refused.","propertyNames":{"pattern":"^[A-Za-z0-9-]{1,100}$"},"additionalProperties":{"type":"string","maxLength":1024,"pattern":"^[\\x20-\\x7E\\t]*$"}}}};
@@ -1612,7 +1613,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(((((((key0 === "name") || (key0 === "type")) || (key0 === "config")) || (key0 === "credential")) || (key0 === "allow_write")) || (key0 === "allow_ddl")) || (key0 === "free_sql"))){
+if(!((((((((key0 === "name") || (key0 === "type")) || (key0 === "config")) || (key0 === "credential")) || (key0 === "allow_write")) || (key0 === "allow_ddl")) || (key0 === "free_sql")) || (key0 === "tool_layout"))){
 validate32.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -1716,6 +1717,24 @@ validate32.errors = [{instancePath:instancePath+"/free_sql",schemaPath:"#/proper
 return false;
 }
 var valid0 = _errs14 === errors;
+if(valid0){
+if(data.tool_layout !== undefined){
+let data7 = data.tool_layout;
+const _errs16 = errors;
+if(typeof data7 !== "string"){
+validate32.errors = [{instancePath:instancePath+"/tool_layout",schemaPath:"openapi#/components/schemas/ToolLayout/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!((data7 === "per_table") || (data7 === "single"))){
+validate32.errors = [{instancePath:instancePath+"/tool_layout",schemaPath:"openapi#/components/schemas/ToolLayout/enum",keyword:"enum",params:{allowedValues: schema50.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs16 === errors;
+}
+else {
+var valid0 = true;
+}
+}
 }
 }
 }
@@ -1756,8 +1775,8 @@ return errors === 0;
 validate31.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const testConnector_body = validate36;
-const schema50 = {"$ref":"openapi#/components/schemas/TestConnectorRequest"};
-const schema51 = {"type":"object","additionalProperties":false,"required":["type","config"],"properties":{"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"connector_id":{"type":"string","format":"uuid","description":"Editing a saved connector: its stored credential is used when `credential` is omitted."}}};
+const schema51 = {"$ref":"openapi#/components/schemas/TestConnectorRequest"};
+const schema52 = {"type":"object","additionalProperties":false,"required":["type","config"],"properties":{"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"connector_id":{"type":"string","format":"uuid","description":"Editing a saved connector: its stored credential is used when `credential` is omitted."}}};
 
 function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1895,8 +1914,8 @@ return errors === 0;
 validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateConnector_body = validate40;
-const schema53 = {"$ref":"openapi#/components/schemas/UpdateConnectorRequest"};
-const schema54 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"allow_write":{"type":"boolean"},"allow_ddl":{"type":"boolean"},"free_sql":{"type":"boolean"}}};
+const schema54 = {"$ref":"openapi#/components/schemas/UpdateConnectorRequest"};
+const schema55 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"allow_write":{"type":"boolean"},"allow_ddl":{"type":"boolean"},"free_sql":{"type":"boolean"},"tool_layout":{"$ref":"openapi#/components/schemas/ToolLayout"}}};
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1917,7 +1936,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!((((((key0 === "name") || (key0 === "config")) || (key0 === "credential")) || (key0 === "allow_write")) || (key0 === "allow_ddl")) || (key0 === "free_sql"))){
+if(!(((((((key0 === "name") || (key0 === "config")) || (key0 === "credential")) || (key0 === "allow_write")) || (key0 === "allow_ddl")) || (key0 === "free_sql")) || (key0 === "tool_layout"))){
 validate41.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -2019,6 +2038,24 @@ var valid0 = _errs11 === errors;
 else {
 var valid0 = true;
 }
+if(valid0){
+if(data.tool_layout !== undefined){
+let data6 = data.tool_layout;
+const _errs13 = errors;
+if(typeof data6 !== "string"){
+validate41.errors = [{instancePath:instancePath+"/tool_layout",schemaPath:"openapi#/components/schemas/ToolLayout/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!((data6 === "per_table") || (data6 === "single"))){
+validate41.errors = [{instancePath:instancePath+"/tool_layout",schemaPath:"openapi#/components/schemas/ToolLayout/enum",keyword:"enum",params:{allowedValues: schema50.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs13 === errors;
+}
+else {
+var valid0 = true;
+}
+}
 }
 }
 }
@@ -2058,15 +2095,15 @@ return errors === 0;
 validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createSavedTool_body = validate44;
-const schema55 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
-const schema56 = {"type":"object","additionalProperties":false,"required":["name","description","statement"],"properties":{"name":{"$ref":"openapi#/components/schemas/ToolName"},"description":{"type":"string","minLength":1,"maxLength":2000},"statement":{"type":"string","minLength":1,"maxLength":20000,"description":"One statement with `:name` placeholders, e.g. `SELECT id, total FROM orders WHERE customer_id = :customer AND created_at >= :since`."},"parameters":{"type":"array","maxItems":50,"items":{"$ref":"openapi#/components/schemas/SavedToolParameter"}},"requires_approval":{"type":"boolean","description":"Default true for a statement that writes","false for a read.":null}}};
-const schema57 = {"type":"string","pattern":"^[a-z0-9_]{1,64}$"};
+const schema57 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
+const schema58 = {"type":"object","additionalProperties":false,"required":["name","description","statement"],"properties":{"name":{"$ref":"openapi#/components/schemas/ToolName"},"description":{"type":"string","minLength":1,"maxLength":2000},"statement":{"type":"string","minLength":1,"maxLength":20000,"description":"One statement with `:name` placeholders, e.g. `SELECT id, total FROM orders WHERE customer_id = :customer AND created_at >= :since`."},"parameters":{"type":"array","maxItems":50,"items":{"$ref":"openapi#/components/schemas/SavedToolParameter"}},"requires_approval":{"type":"boolean","description":"Default true for a statement that writes","false for a read.":null}}};
+const schema59 = {"type":"string","pattern":"^[a-z0-9_]{1,64}$"};
 const pattern9 = new RegExp("^[a-z0-9_]{1,64}$", "u");
-const schema58 = {"type":"object","additionalProperties":false,"required":["name","type","description"],"description":"One typed parameter, written `:name` in the statement (outside quotes). string (minLength, maxLength, pattern), integer and number (minimum, maximum), boolean, date (YYYY-MM-DD), timestamp (ISO 8601), enum (values), array of these (items, maxItems; in MySQL an array stands for a list, `IN (:ids)`; in PostgreSQL for an array, `= ANY(:ids)`). Without a default the parameter is required.","properties":{"name":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$"},"type":{"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum","array"]},"description":{"type":"string","minLength":1,"maxLength":1000},"default":{"description":"A value of the parameter's type; makes the parameter optional."},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}},"items":{"$ref":"openapi#/components/schemas/SavedToolParameterItems"},"maxItems":{"type":"integer","minimum":1,"maximum":1000,"description":"array: at most this many elements (default 100)."}}};
+const schema60 = {"type":"object","additionalProperties":false,"required":["name","type","description"],"description":"One typed parameter, written `:name` in the statement (outside quotes). string (minLength, maxLength, pattern), integer and number (minimum, maximum), boolean, date (YYYY-MM-DD), timestamp (ISO 8601), enum (values), array of these (items, maxItems; in MySQL an array stands for a list, `IN (:ids)`; in PostgreSQL for an array, `= ANY(:ids)`). Without a default the parameter is required.","properties":{"name":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$"},"type":{"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum","array"]},"description":{"type":"string","minLength":1,"maxLength":1000},"default":{"description":"A value of the parameter's type; makes the parameter optional."},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}},"items":{"$ref":"openapi#/components/schemas/SavedToolParameterItems"},"maxItems":{"type":"integer","minimum":1,"maximum":1000,"description":"array: at most this many elements (default 100)."}}};
 const func44 = Object.prototype.hasOwnProperty;
 const pattern10 = new RegExp("^[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
-const schema59 = {"type":"object","additionalProperties":false,"required":["type"],"description":"The elements of an `array` parameter.","properties":{"type":{"$ref":"openapi#/components/schemas/SavedToolScalarType"},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}}}};
-const schema60 = {"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum"]};
+const schema61 = {"type":"object","additionalProperties":false,"required":["type"],"description":"The elements of an `array` parameter.","properties":{"type":{"$ref":"openapi#/components/schemas/SavedToolScalarType"},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}}}};
+const schema62 = {"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum"]};
 
 function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2103,7 +2140,7 @@ validate47.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/com
 return false;
 }
 if(!(((((((data0 === "string") || (data0 === "integer")) || (data0 === "number")) || (data0 === "boolean")) || (data0 === "date")) || (data0 === "timestamp")) || (data0 === "enum"))){
-validate47.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/SavedToolScalarType/enum",keyword:"enum",params:{allowedValues: schema60.enum},message:"must be equal to one of the allowed values"}];
+validate47.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/SavedToolScalarType/enum",keyword:"enum",params:{allowedValues: schema62.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -2327,7 +2364,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(func44.call(schema58.properties, key0))){
+if(!(func44.call(schema60.properties, key0))){
 validate46.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -2363,7 +2400,7 @@ validate46.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties
 return false;
 }
 if(!((((((((data1 === "string") || (data1 === "integer")) || (data1 === "number")) || (data1 === "boolean")) || (data1 === "date")) || (data1 === "timestamp")) || (data1 === "enum")) || (data1 === "array"))){
-validate46.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema58.properties.type.enum},message:"must be equal to one of the allowed values"}];
+validate46.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema60.properties.type.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -2825,7 +2862,7 @@ return errors === 0;
 validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateSavedTool_body = validate51;
-const schema61 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
+const schema63 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
 
 function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3015,11 +3052,11 @@ return errors === 0;
 validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateToolMetadata_body = validate55;
-const schema64 = {"$ref":"openapi#/components/schemas/UpdateToolRequest"};
-const schema65 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"enabled":{"type":"boolean"},"requires_approval":{"type":"boolean"},"approval_ttl_seconds":{"type":"integer","minimum":60,"maximum":604800,"description":"Default 3600."},"approval_emails":{"type":"array","maxItems":50,"uniqueItems":true,"items":{"type":"string","format":"email","maxLength":254}},"tool_name_override":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolName"},{"type":"null"}],"description":"null clears the override. Must be unique among the org's tool names."},"tool_description_override":{"type":["string","null"],"maxLength":2000},"read_only":{"type":"boolean"},"policy":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolPolicy"},{"type":"null"}],"description":"Replaces the tool's policy; null removes it."}}};
+const schema66 = {"$ref":"openapi#/components/schemas/UpdateToolRequest"};
+const schema67 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"enabled":{"type":"boolean"},"requires_approval":{"type":"boolean"},"approval_ttl_seconds":{"type":"integer","minimum":60,"maximum":604800,"description":"Default 3600."},"approval_emails":{"type":"array","maxItems":50,"uniqueItems":true,"items":{"type":"string","format":"email","maxLength":254}},"tool_name_override":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolName"},{"type":"null"}],"description":"null clears the override. Must be unique among the org's tool names."},"tool_description_override":{"type":["string","null"],"maxLength":2000},"read_only":{"type":"boolean"},"policy":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolPolicy"},{"type":"null"}],"description":"Replaces the tool's policy; null removes it."}}};
 const formats10 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
-const schema67 = {"type":"object","additionalProperties":false,"description":"A SQL table's column and row policy, set on the table's tool (docs/tool-policies.md). It applies wherever the table is read: through its tool, in a JOIN, subquery or CTE of any tool of the connector, and in every saved tool (docs/decisions/0292). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A statement reading a table with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.","x-toolgate-types":["postgresql","mysql","mssql","oracle"],"properties":{"hidden_columns":{"type":"array","maxItems":200,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":128}},"masked_columns":{"type":"array","maxItems":200,"items":{"$ref":"openapi#/components/schemas/ColumnMask"},"x-toolgate-types":["postgresql","mysql"]},"row_filter":{"type":["string","null"],"minLength":1,"maxLength":2000,"x-toolgate-types":["postgresql","mysql"],"description":"A SQL condition over the table's columns, e.g. `region = :caller.region`. `:caller.<name>` is the caller's attribute (an IdP claim, or an attribute of the API key / OAuth client), bound as a text parameter; a caller without it sees no rows."}}};
-const schema68 = {"type":"object","additionalProperties":false,"required":["column","mask"],"properties":{"column":{"type":"string","minLength":1,"maxLength":128},"mask":{"type":"string","enum":["fixed","hash","last_n"],"description":"fixed: every non-null value becomes `text`; hash: HMAC-SHA256 (hex) with the org's key; last_n: all but the last `n` characters become `*`."},"text":{"type":"string","maxLength":64,"description":"fixed: the replacement (default `****`)."},"n":{"type":"integer","minimum":1,"maximum":32,"description":"last_n: characters kept (default 4)."}}};
+const schema69 = {"type":"object","additionalProperties":false,"description":"A SQL table's column and row policy, set on the table's tool (docs/tool-policies.md). It applies wherever the table is read: through its tool, in a JOIN, subquery or CTE of any tool of the connector, and in every saved tool (docs/decisions/0292). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A statement reading a table with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.","x-toolgate-types":["postgresql","mysql","mssql","oracle"],"properties":{"hidden_columns":{"type":"array","maxItems":200,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":128}},"masked_columns":{"type":"array","maxItems":200,"items":{"$ref":"openapi#/components/schemas/ColumnMask"},"x-toolgate-types":["postgresql","mysql"]},"row_filter":{"type":["string","null"],"minLength":1,"maxLength":2000,"x-toolgate-types":["postgresql","mysql"],"description":"A SQL condition over the table's columns, e.g. `region = :caller.region`. `:caller.<name>` is the caller's attribute (an IdP claim, or an attribute of the API key / OAuth client), bound as a text parameter; a caller without it sees no rows."}}};
+const schema70 = {"type":"object","additionalProperties":false,"required":["column","mask"],"properties":{"column":{"type":"string","minLength":1,"maxLength":128},"mask":{"type":"string","enum":["fixed","hash","last_n"],"description":"fixed: every non-null value becomes `text`; hash: HMAC-SHA256 (hex) with the org's key; last_n: all but the last `n` characters become `*`."},"text":{"type":"string","maxLength":64,"description":"fixed: the replacement (default `****`)."},"n":{"type":"integer","minimum":1,"maximum":32,"description":"last_n: characters kept (default 4)."}}};
 
 function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3181,7 +3218,7 @@ validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",
 return false;
 }
 if(!(((data5 === "fixed") || (data5 === "hash")) || (data5 === "last_n"))){
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",schemaPath:"openapi#/components/schemas/ColumnMask/properties/mask/enum",keyword:"enum",params:{allowedValues: schema68.properties.mask.enum},message:"must be equal to one of the allowed values"}];
+validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",schemaPath:"openapi#/components/schemas/ColumnMask/properties/mask/enum",keyword:"enum",params:{allowedValues: schema70.properties.mask.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid5 = _errs14 === errors;
@@ -3270,7 +3307,7 @@ if(data.row_filter !== undefined){
 let data8 = data.row_filter;
 const _errs20 = errors;
 if((typeof data8 !== "string") && (data8 !== null)){
-validate57.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/type",keyword:"type",params:{type: schema67.properties.row_filter.type},message:"must be string,null"}];
+validate57.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/type",keyword:"type",params:{type: schema69.properties.row_filter.type},message:"must be string,null"}];
 return false;
 }
 if(errors === _errs20){
@@ -3549,7 +3586,7 @@ if(data.tool_description_override !== undefined){
 let data6 = data.tool_description_override;
 const _errs19 = errors;
 if((typeof data6 !== "string") && (data6 !== null)){
-validate56.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/type",keyword:"type",params:{type: schema65.properties.tool_description_override.type},message:"must be string,null"}];
+validate56.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/type",keyword:"type",params:{type: schema67.properties.tool_description_override.type},message:"must be string,null"}];
 return false;
 }
 if(errors === _errs19){
@@ -3685,7 +3722,7 @@ return errors === 0;
 validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const mcpEndpoint_body = validate60;
-const schema69 = {"description":"A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json); under MCP 2025-03-26 (no\n`MCP-Protocol-Version` header, or `2025-03-26`) also a batch of up to 20 messages, each limited,\nscope-checked and audited as if sent alone. Later revisions removed batches: refused with -32600.\n","oneOf":[{"type":"object"},{"type":"array","items":{"type":"object"}}]};
+const schema71 = {"description":"A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json); under MCP 2025-03-26 (no\n`MCP-Protocol-Version` header, or `2025-03-26`) also a batch of up to 20 messages, each limited,\nscope-checked and audited as if sent alone. Later revisions removed batches: refused with -32600.\n","oneOf":[{"type":"object"},{"type":"array","items":{"type":"object"}}]};
 
 function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3793,10 +3830,10 @@ return errors === 0;
 validate60.evaluated = {"dynamicProps":false,"dynamicItems":true};
 
 export const createOrg_body = validate61;
-const schema70 = {"$ref":"openapi#/components/schemas/CreateOrgRequest"};
-const schema71 = {"type":"object","additionalProperties":false,"required":["slug","name"],"properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"name":{"type":"string","minLength":1,"maxLength":200},"plan":{"$ref":"openapi#/components/schemas/Plan"},"trial_days":{"type":"integer","minimum":0,"maximum":365,"description":"Length of the trial; default 14. 0 starts the subscription active."},"burst_limit_per_second":{"type":"integer","minimum":1,"maximum":100000,"description":"Custom burst limit (calls per second), fixed for the org's lifetime. Enterprise and standalone orgs without one get the gateway's custom default (TOOLGATE_CUSTOM_BURST_PER_SECOND, 1000). On starter, growth and scale it replaces the plan's figure (an operator override, e.g. for a negotiated contract); omitted, the plan's figure applies. The monthly quota stays the plan's either way."}}};
-const schema72 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
-const schema73 = {"type":"string","enum":["starter","growth","scale","enterprise","standalone"]};
+const schema72 = {"$ref":"openapi#/components/schemas/CreateOrgRequest"};
+const schema73 = {"type":"object","additionalProperties":false,"required":["slug","name"],"properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"name":{"type":"string","minLength":1,"maxLength":200},"plan":{"$ref":"openapi#/components/schemas/Plan"},"trial_days":{"type":"integer","minimum":0,"maximum":365,"description":"Length of the trial; default 14. 0 starts the subscription active."},"burst_limit_per_second":{"type":"integer","minimum":1,"maximum":100000,"description":"Custom burst limit (calls per second), fixed for the org's lifetime. Enterprise and standalone orgs without one get the gateway's custom default (TOOLGATE_CUSTOM_BURST_PER_SECOND, 1000). On starter, growth and scale it replaces the plan's figure (an operator override, e.g. for a negotiated contract); omitted, the plan's figure applies. The monthly quota stays the plan's either way."}}};
+const schema74 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
+const schema75 = {"type":"string","enum":["starter","growth","scale","enterprise","standalone"]};
 const pattern13 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
 
 function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3883,7 +3920,7 @@ validate62.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/com
 return false;
 }
 if(!(((((data2 === "starter") || (data2 === "growth")) || (data2 === "scale")) || (data2 === "enterprise")) || (data2 === "standalone"))){
-validate62.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema73.enum},message:"must be equal to one of the allowed values"}];
+validate62.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema75.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs7 === errors;
@@ -3983,8 +4020,8 @@ return errors === 0;
 validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateOperatorOrg_body = validate64;
-const schema74 = {"$ref":"openapi#/components/schemas/UpdateOperatorOrgRequest"};
-const schema75 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"plan":{"$ref":"openapi#/components/schemas/Plan"},"suspended":{"type":"boolean"}}};
+const schema76 = {"$ref":"openapi#/components/schemas/UpdateOperatorOrgRequest"};
+const schema77 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"plan":{"$ref":"openapi#/components/schemas/Plan"},"suspended":{"type":"boolean"}}};
 
 function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4020,7 +4057,7 @@ validate65.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/com
 return false;
 }
 if(!(((((data0 === "starter") || (data0 === "growth")) || (data0 === "scale")) || (data0 === "enterprise")) || (data0 === "standalone"))){
-validate65.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema73.enum},message:"must be equal to one of the allowed values"}];
+validate65.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema75.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -4075,7 +4112,7 @@ return errors === 0;
 validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const consentMcpClient_body = validate67;
-const schema77 = {"type":"object","required":["csrf","decision"],"properties":{"csrf":{"type":"string","maxLength":100},"decision":{"type":"string","enum":["allow","deny"]}},"additionalProperties":{"type":"string","maxLength":100}};
+const schema79 = {"type":"object","required":["csrf","decision"],"properties":{"csrf":{"type":"string","maxLength":100},"decision":{"type":"string","enum":["allow","deny"]}},"additionalProperties":{"type":"string","maxLength":100}};
 
 function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4148,7 +4185,7 @@ validate67.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/proper
 return false;
 }
 if(!((data2 === "allow") || (data2 === "deny"))){
-validate67.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/properties/decision/enum",keyword:"enum",params:{allowedValues: schema77.properties.decision.enum},message:"must be equal to one of the allowed values"}];
+validate67.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/properties/decision/enum",keyword:"enum",params:{allowedValues: schema79.properties.decision.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid1 = _errs6 === errors;
@@ -4171,8 +4208,8 @@ return errors === 0;
 validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const issueMcpToken_body = validate68;
-const schema78 = {"$ref":"openapi#/components/schemas/McpTokenRequest"};
-const schema79 = {"type":"object","required":["grant_type"],"properties":{"grant_type":{"type":"string","maxLength":100},"code":{"type":"string","maxLength":200},"redirect_uri":{"type":"string","maxLength":2000},"code_verifier":{"type":"string","maxLength":200},"client_id":{"type":"string","maxLength":2000},"refresh_token":{"type":"string","maxLength":200},"resource":{"type":"string","maxLength":2000},"scope":{"type":"string","maxLength":4000}}};
+const schema80 = {"$ref":"openapi#/components/schemas/McpTokenRequest"};
+const schema81 = {"type":"object","required":["grant_type"],"properties":{"grant_type":{"type":"string","maxLength":100},"code":{"type":"string","maxLength":200},"redirect_uri":{"type":"string","maxLength":2000},"code_verifier":{"type":"string","maxLength":200},"client_id":{"type":"string","maxLength":2000},"refresh_token":{"type":"string","maxLength":200},"resource":{"type":"string","maxLength":2000},"scope":{"type":"string","maxLength":4000}}};
 
 function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4380,7 +4417,7 @@ return errors === 0;
 validate68.evaluated = {"props":{"grant_type":true,"code":true,"redirect_uri":true,"code_verifier":true,"client_id":true,"refresh_token":true,"resource":true,"scope":true},"dynamicProps":false,"dynamicItems":false};
 
 export const revokeMcpToken_body = validate69;
-const schema80 = {"type":"object","required":["token"],"properties":{"token":{"type":"string","minLength":1,"maxLength":4000},"token_type_hint":{"type":"string","maxLength":100},"client_id":{"type":"string","maxLength":2000}}};
+const schema82 = {"type":"object","required":["token"],"properties":{"token":{"type":"string","minLength":1,"maxLength":4000},"token_type_hint":{"type":"string","maxLength":100},"client_id":{"type":"string","maxLength":2000}}};
 
 function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4483,7 +4520,7 @@ return errors === 0;
 validate69.evaluated = {"props":{"token":true,"token_type_hint":true,"client_id":true},"dynamicProps":false,"dynamicItems":false};
 
 export const registerMcpClient_body = validate70;
-const schema81 = {"type":"object","properties":{"redirect_uris":{"type":"array","items":{"type":"string"}},"client_name":{"type":"string"},"token_endpoint_auth_method":{"type":"string"},"grant_types":{"type":"array","items":{"type":"string"}},"response_types":{"type":"array","items":{"type":"string"}}}};
+const schema83 = {"type":"object","properties":{"redirect_uris":{"type":"array","items":{"type":"string"}},"client_name":{"type":"string"},"token_endpoint_auth_method":{"type":"string"},"grant_types":{"type":"array","items":{"type":"string"}},"response_types":{"type":"array","items":{"type":"string"}}}};
 
 function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4626,7 +4663,7 @@ return errors === 0;
 validate70.evaluated = {"props":{"redirect_uris":true,"client_name":true,"token_endpoint_auth_method":true,"grant_types":true,"response_types":true},"dynamicProps":false,"dynamicItems":false};
 
 export const createMcpClient_body = validate71;
-const schema82 = {"type":"object","required":["client_name","redirect_uris"],"additionalProperties":false,"properties":{"client_name":{"type":"string","minLength":1,"maxLength":100},"redirect_uris":{"type":"array","minItems":1,"maxItems":10,"items":{"type":"string","maxLength":2000}}}};
+const schema84 = {"type":"object","required":["client_name","redirect_uris"],"additionalProperties":false,"properties":{"client_name":{"type":"string","minLength":1,"maxLength":100},"redirect_uris":{"type":"array","minItems":1,"maxItems":10,"items":{"type":"string","maxLength":2000}}}};
 
 function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4747,7 +4784,7 @@ return errors === 0;
 validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const setMcpSignInSettings_body = validate72;
-const schema83 = {"type":"object","required":["registration_enabled"],"additionalProperties":false,"properties":{"registration_enabled":{"type":"boolean"}}};
+const schema85 = {"type":"object","required":["registration_enabled"],"additionalProperties":false,"properties":{"registration_enabled":{"type":"boolean"}}};
 
 function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4796,9 +4833,9 @@ return errors === 0;
 validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createWebhook_body = validate73;
-const schema84 = {"$ref":"openapi#/components/schemas/WebhookInput"};
-const schema85 = {"type":"object","additionalProperties":false,"required":["url","events"],"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}}}};
-const schema86 = {"type":"string","enum":["tool.called","approval.requested","approval.decided"]};
+const schema86 = {"$ref":"openapi#/components/schemas/WebhookInput"};
+const schema87 = {"type":"object","additionalProperties":false,"required":["url","events"],"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}}}};
+const schema88 = {"type":"string","enum":["tool.called","approval.requested","approval.decided"]};
 
 function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4881,7 +4918,7 @@ validate74.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"open
 return false;
 }
 if(!(((data2 === "tool.called") || (data2 === "approval.requested")) || (data2 === "approval.decided"))){
-validate74.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema86.enum},message:"must be equal to one of the allowed values"}];
+validate74.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema88.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid1 = _errs6 === errors;
@@ -4937,8 +4974,8 @@ return errors === 0;
 validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateWebhook_body = validate76;
-const schema87 = {"$ref":"openapi#/components/schemas/WebhookPatch"};
-const schema88 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}},"enabled":{"type":"boolean"}}};
+const schema89 = {"$ref":"openapi#/components/schemas/WebhookPatch"};
+const schema90 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}},"enabled":{"type":"boolean"}}};
 
 function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5020,7 +5057,7 @@ validate77.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"open
 return false;
 }
 if(!(((data2 === "tool.called") || (data2 === "approval.requested")) || (data2 === "approval.decided"))){
-validate77.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema86.enum},message:"must be equal to one of the allowed values"}];
+validate77.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema88.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid1 = _errs6 === errors;

@@ -101,7 +101,11 @@ export interface CreateConnectorInput {
   allow_write?: boolean;
   allow_ddl?: boolean;
   free_sql?: boolean;
+  tool_layout?: 'per_table' | 'single';
 }
+
+/** Whether a driver takes the `single` layout: the SQL types (decision 0299). */
+const takesLayout = (driver: { kind: string; checkPolicy?: unknown }): boolean => driver.kind === 'database' && driver.checkPolicy !== undefined;
 
 export async function createConnector(deps: ConnectorServiceDeps, orgId: string, input: CreateConnectorInput, actor: Actor) {
   const driver = driverFor(input.type);
@@ -123,6 +127,7 @@ export async function createConnector(deps: ConnectorServiceDeps, orgId: string,
       allowDdl: isDatabase && Boolean(input.allow_ddl),
       // free_sql: false serves only the connector's saved tools (database types; an mcp connector has no free SQL).
       freeSql: driver.kind !== 'database' || input.free_sql !== false,
+      toolLayout: takesLayout(driver) && input.tool_layout === 'single' ? 'single' : 'per_table',
       validationGeneration: 1,
     });
     // The ciphertext is bound to the row id, so it is sealed once the id exists.
@@ -190,6 +195,7 @@ export interface UpdateConnectorInput {
   allow_write?: boolean;
   allow_ddl?: boolean;
   free_sql?: boolean;
+  tool_layout?: 'per_table' | 'single';
 }
 
 export async function updateConnector(deps: ConnectorServiceDeps, orgId: string, id: string, input: UpdateConnectorInput, actor: Actor) {
@@ -209,6 +215,7 @@ export async function updateConnector(deps: ConnectorServiceDeps, orgId: string,
   if (isDatabase && input.allow_write !== undefined) changes.allowWrite = input.allow_write;
   if (isDatabase && input.allow_ddl !== undefined) changes.allowDdl = input.allow_ddl;
   if (driver.kind === 'database' && input.free_sql !== undefined) changes.freeSql = input.free_sql;
+  if (input.tool_layout !== undefined) changes.toolLayout = takesLayout(driver) ? input.tool_layout : 'per_table';
   const revalidate = input.config !== undefined || input.credential !== undefined;
   const row = await deps.store.db.transaction(async (tx) => {
     const updated = await repo.updateConnectorRow(tx, id, changes);

@@ -105,6 +105,7 @@ export function connectorView(row: ConnectorRow): wire.Connector {
     allow_write: row.allowWrite,
     allow_ddl: row.allowDdl,
     free_sql: row.freeSql,
+    tool_layout: row.toolLayout as wire.ToolLayout,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };

@@ -7,6 +7,7 @@ import { columnList } from '../connectors/shared/toolspec.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { catalogRows } from './repository.ts';
+import { singleToolName, singleToolSpec } from './layout.ts';
 import { connectorTables, isSqlTable, tableKey, type ConnectorTables, type TableSource } from './tables.ts';
 
 interface ConnectorRuntime {
@@ -17,6 +18,8 @@ interface ConnectorRuntime {
   credential: string | null;
   allowWrite: boolean;
   allowDdl: boolean;
+  /** The connector's `single`-layout tool was built (once per catalog). */
+  single?: boolean;
 }
 
 export interface CatalogTool {
@@ -69,20 +72,10 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     const policy = tool.policy === null ? null : preparePolicy(deps, orgId, tool.policy as unknown as ToolPolicy);
     // Every table tool row governs its table, listed or not (free_sql off, or a `single` layout): decision 0292.
     if (tool.savedVersion === null) addTableSource(sources, connector.id, tool, policy);
-    // free_sql off: the connector's table tools are not served (not listed, and a call to one finds no tool).
-    if (!connector.freeSql && tool.savedVersion === null) continue;
-    let runtime = runtimes.get(connector.id);
-    if (!runtime) {
-      runtime = {
-        id: connector.id,
-        type: connector.type,
-        config: connector.config,
-        credential: connector.credentialSealed ? deps.box.decrypt(connector.credentialSealed, credentialContext(connector.id)) : null,
-        allowWrite: connector.allowWrite,
-        allowDdl: connector.allowDdl,
-      };
-      runtimes.set(connector.id, runtime);
-    }
+    // free_sql off: the connector's table tools are not served (not listed, and a call to one finds no tool); in the
+    // `single` layout the connector's one SQL tool serves them (decision 0299).
+    if (tool.savedVersion === null && (!connector.freeSql || singleLayout(connector))) continue;
+    const runtime = runtimeOf(deps, runtimes, connector);
     const spec = tool.spec as unknown as ToolSpec;
     // One stored tool whose schema no longer compiles (stored before its checks existed) is left out, not the org's
     // whole catalog: every other tool stays callable.
@@ -111,7 +104,15 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       policy,
     });
   }
-  attachTables(list, sources, version);
+  const tables = attachTables(list, sources, version);
+  for (const { connector } of rows) {
+    if (!singleLayout(connector) || !connector.freeSql || runtimes.get(connector.id)?.single) continue;
+    const runtime = runtimeOf(deps, runtimes, connector);
+    runtime.single = true;
+    const own = tables.get(connector.id);
+    const tool = own && singleTool(runtime, connector, own, ajv, list);
+    if (tool) list.push(tool);
+  }
   list.sort((a, b) => a.name.localeCompare(b.name));
   return { version, tools: list, byName: new Map(list.map((t) => [t.name, t])) };
 }
@@ -138,7 +139,7 @@ function addTableSource(sources: Map<string, TableSource[]>, connectorId: string
  * Gives every SQL tool its connector's tables. A saved tool has no policy of its own (decision 0292): the policy of
  * the table its statement reads is its policy, so saving a statement never widens what the table's policy allows.
  */
-function attachTables(list: CatalogTool[], sources: Map<string, TableSource[]>, version: number): void {
+function attachTables(list: CatalogTool[], sources: Map<string, TableSource[]>, version: number): Map<string, ConnectorTables> {
   const tables = new Map([...sources].map(([id, rows]) => [id, connectorTables(`${version}:${id}`, rows)]));
   for (const t of list) {
     const own = tables.get(t.connector.id);
@@ -151,6 +152,62 @@ function attachTables(list: CatalogTool[], sources: Map<string, TableSource[]>, 
       t.policy = i === undefined ? null : own.policies[i];
     }
   }
+  return tables;
+}
+
+type CatalogConnector = Awaited<ReturnType<typeof catalogRows>>[number]['connector'];
+
+const singleLayout = (connector: CatalogConnector): boolean => connector.toolLayout === 'single';
+
+function runtimeOf(deps: CatalogDeps, runtimes: Map<string, ConnectorRuntime>, connector: CatalogConnector): ConnectorRuntime {
+  let runtime = runtimes.get(connector.id);
+  if (!runtime) {
+    runtime = {
+      id: connector.id,
+      type: connector.type,
+      config: connector.config,
+      credential: connector.credentialSealed ? deps.box.decrypt(connector.credentialSealed, credentialContext(connector.id)) : null,
+      allowWrite: connector.allowWrite,
+      allowDdl: connector.allowDdl,
+    };
+    runtimes.set(connector.id, runtime);
+  }
+  return runtime;
+}
+
+/**
+ * The `single` layout's one SQL tool (decision 0299): not a tools row; its id is the connector's (approvals name it),
+ * it has no settings of its own, and every table it reads is governed by that table's row. It only reads. Its name
+ * is `query_<connector name>`, or with the connector id's first characters when another tool has that name.
+ */
+function singleTool(runtime: ConnectorRuntime, connector: CatalogConnector, tables: ConnectorTables, ajv: Ajv, list: CatalogTool[]): CatalogTool | null {
+  let name = singleToolName(connector.name);
+  if (list.some((t) => t.name === name)) name = `${name.slice(0, 55)}_${connector.id.slice(0, 8)}`;
+  const spec = singleToolSpec(
+    { name: connector.name, type: connector.type, description: (connector as { description?: string | null }).description },
+    tables,
+    name,
+  );
+  if (!spec) return null;
+  return {
+    id: connector.id,
+    name,
+    description: spec.description,
+    inputSchema: spec.inputSchema,
+    outputSchema: spec.outputSchema,
+    annotations: spec.annotations!,
+    enabled: true,
+    readOnly: true,
+    requiresApproval: false,
+    approvalTtlSeconds: 3600,
+    approvalEmails: [],
+    connector: runtime,
+    spec,
+    validate: ajv.compile(spec.inputSchema),
+    // The policy of the table it names (its target), as a table tool carries its own; the others' come with ctx.tables.
+    policy: tables.policies[tables.indexOf.get(tableKey(spec.target.schema, spec.target.table))!] ?? null,
+    tables,
+  };
 }
 
 /** A stored policy as calls use it: its key, and the org's mask key when a column is hashed. */

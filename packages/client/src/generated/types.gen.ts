@@ -522,6 +522,7 @@ export type Connector = {
      * false: the connector's table tools (free SQL) are not served; only its saved tools are. Always true for mcp.
      */
     free_sql: boolean;
+    tool_layout: ToolLayout;
     created_at: string;
     updated_at: string;
 };
@@ -543,6 +544,7 @@ export type CreateConnectorRequest = {
      * false: serve only the saved tools of this connector, not a free-SQL tool per table (database types).
      */
     free_sql?: boolean;
+    tool_layout?: ToolLayout;
 };
 
 export type UpdateConnectorRequest = {
@@ -552,7 +554,13 @@ export type UpdateConnectorRequest = {
     allow_write?: boolean;
     allow_ddl?: boolean;
     free_sql?: boolean;
+    tool_layout?: ToolLayout;
 };
+
+/**
+ * How a SQL connector's free SQL is listed (docs/decisions/0299). `per_table`: one `query_<type>_<table>` tool per exposed table. `single`: one tool for the whole connector, `query_<connector name>`, named and described from the connector; its statements may read any of the connector's tables. Either way each table's tool row governs the table (enabled, policy, approval) wherever it is read; in `single` those rows are not listed. The `single` tool only reads. Only SQL types (postgresql, mysql, mssql, oracle) take `single`; others stay `per_table`.
+ */
+export type ToolLayout = 'per_table' | 'single';
 
 export type ToolName = string;
 
@@ -965,6 +973,10 @@ export type ToolCalledData = {
      */
     is_error: boolean;
     duration_ms: number;
+    /**
+     * SQL connectors: every table the statement read (`schema.table`), whichever tool was called (decision 0292).
+     */
+    tables?: Array<string>;
     caller: {
         type: 'api_key' | 'oauth_client' | 'user';
         id: string | null;
@@ -1014,7 +1026,14 @@ export type AuditEvent = {
      * `held`: a tools/call of a tool that requires approval, held (nothing ran); its decision and execution are rows of their own.
      */
     outcome: 'success' | 'held' | 'denied' | 'error';
+    /**
+     * What the event was about. `tool.called`: tool_name, connector_id, connector_type, outcome, duration_ms, row_count, counted, arguments_sha256 and, on a SQL connector, `tables` (every table the statement read).
+     */
     details: {
+        /**
+         * Every table a tools/call statement read (`schema.table`).
+         */
+        tables?: Array<string>;
         [key: string]: unknown;
     };
     created_at: string;
