@@ -833,12 +833,12 @@ export type Approval = {
     decided_by: string | null;
     decided_at: string | null;
     /**
-     * The tool's approvers when the call was held.
+     * The approvers when the call was held: the called tool's when it requires approval, and those of every table its statement touches that requires approval (decision 0292).
      */
     approver_emails: Array<string>;
     created_at: string;
     /**
-     * created_at + the tool's approval_ttl_seconds (default 3600).
+     * created_at + the tool's approval_ttl_seconds (default 3600); the shortest of the rows that required approval.
      */
     expires_at: string;
     /**

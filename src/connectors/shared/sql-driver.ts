@@ -75,6 +75,8 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
         // The guard decides before any pool is used or slot taken: a refused call never reaches the server.
         const prepared = prepareCall(dialect, tool, args, ctx);
         if (isRefusal(prepared)) return prepared;
+        const touched = touchedOf(prepared);
+        if (ctx.touched && touched) ctx.touched(touched);
         return await pools.use(
           ctx.connectorId,
           ctx.config,
@@ -85,6 +87,19 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
         );
       } catch (err) {
         return errorResult(callErrorText(err, ctx));
+      }
+    },
+
+    // The guard's verdict on the text is cached: the call that follows pays for its parse once.
+    async touches(tool, args, ctx) {
+      if (!ctx.tables) return null;
+      try {
+        if (await parts.guardReady?.()) return null;
+        await dialect.ready?.();
+        const prepared = prepareCall(dialect, tool, args, ctx);
+        return isRefusal(prepared) ? null : touchedOf(prepared);
+      } catch {
+        return null;
       }
     },
 
@@ -103,6 +118,9 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
     closeAll: () => pools.closeAll(),
   };
 }
+
+/** The tables (indexes into ctx.tables.list) the guard found the statement touches; null when it did not say. */
+const touchedOf = (prepared: PreparedCall): readonly number[] | null => (prepared as { touched?: readonly number[] }).touched ?? null;
 
 /**
  * The statement as the guard sees it at save time: the dialect's own bind of it with no values and one marker per
