@@ -145,7 +145,7 @@ export interface ExecutionContext<C = DatabaseConfig, L extends ExecutionLimits 
 }
 
 /** One table of a connector as a multi-table call sees it: where it is and how its own tool row governs it. */
-interface CallTable {
+export interface CallTable {
   target: SqlTarget;
   /** The table's tool row is enabled: a statement touching a disabled table is refused, naming it. */
   enabled: boolean;
