@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
-import { callTool, createConnector, listToolNames, restTools, rpc, type Credential, type RpcAnswer } from './support/mcp.ts';
+import { callTool, createConnector, listToolNames, rpc, type Credential, type RpcAnswer } from './support/mcp.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
 import { sdkFor } from './support/sdk.ts';
@@ -118,6 +118,7 @@ for (const kind of ['pg', 'my'] as const) {
       // A subquery and a CTE reach the policy table through its derived table too.
       const sub = 'SELECT o.id FROM orders o WHERE o.customer_id IN (SELECT id FROM customers) ORDER BY o.id';
       expect(rows(await sql('orders', sub)).map((r) => Number(r.id))).toEqual([1, 2]);
+      await w.g.deps.audit.drain();
       const events = (await sdk.listAuditEvents({ client: w.client, query: { action: 'tool.called', limit: 10 } })).data!.events;
       const joined = events.find((e) => e.details.tool_name === w.nameOf.orders && (e.details.tables as string[] | undefined)?.length === 2);
       expect(joined?.details.tables).toEqual([`${w.schema}.customers`, `${w.schema}.orders`]);
@@ -126,7 +127,7 @@ for (const kind of ['pg', 'my'] as const) {
     test('the hidden column cannot be read through the join [G]', async () => {
       const text = refusal(await sql('orders', 'SELECT o.id, c.ssn FROM orders o JOIN customers c ON c.id = o.customer_id'));
       expect(text).toContain('ssn');
-      refusal(await sql('orders', 'SELECT o.id FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.ssn LIKE \'ssn-1%\''));
+      refusal(await sql('orders', "SELECT o.id FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.ssn LIKE 'ssn-1%'"));
     });
 
     test('with one side disabled the JOIN is refused, naming that table', async () => {
@@ -168,7 +169,9 @@ for (const kind of ['pg', 'my'] as const) {
       const made = await sdk.createSavedTool({ client: w.client, path: { connectorId: w.connectorId }, body });
       expect(made.response.status, JSON.stringify(made.error)).toBe(201);
       const listed = await rpc(w.g, w.org.slug, w.key, 'tools/list', {});
-      const tool = (listed.body.result.tools as { name: string; inputSchema: { properties: Record<string, { type: string }> } }[]).find((x) => x.name === body.name)!;
+      const tool = (listed.body.result.tools as { name: string; inputSchema: { properties: Record<string, { type: string }> } }[]).find(
+        (x) => x.name === body.name,
+      )!;
       expect(tool.inputSchema.properties.min!.type).toBe('integer');
       expect(rows(await call(body.name, { min: 150 }))).toEqual(ROWS_A.slice(1));
       expect(rows(await call(body.name, { min: 0 }))).toEqual(ROWS_A);
@@ -183,7 +186,11 @@ for (const kind of ['pg', 'my'] as const) {
       const payroll = await sdk.createSavedTool({
         client: w.client,
         path: { connectorId: w.connectorId },
-        body: { ...body, name: `payroll_${kind}`, statement: 'SELECT o.id, p.salary FROM orders o JOIN payroll p ON p.customer_id = o.customer_id WHERE o.id >= :min' },
+        body: {
+          ...body,
+          name: `payroll_${kind}`,
+          statement: 'SELECT o.id, p.salary FROM orders o JOIN payroll p ON p.customer_id = o.customer_id WHERE o.id >= :min',
+        },
       });
       if (payroll.response.status === 201) expect(refusal(await call(`payroll_${kind}`, { min: 0 }))).toContain('payroll');
       else expect((payroll.error as { message: string }).message).toContain('payroll');

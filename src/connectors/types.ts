@@ -56,7 +56,9 @@ export interface SqlTarget {
  * its template (the statement split at its `:name` placeholders by the type's own lexer; absent: none, as MongoDB's
  * JSON pipelines).
  */
-export type SavedCheck<T> = { ok: true; target: T; write: boolean; template?: SavedTemplate } | { ok: false; reason: string };
+export type SavedCheck<T> =
+  /** `touched`: a statement over several tables (issue 38), each it reads; the first is `target`. */
+  { ok: true; target: T; write: boolean; template?: SavedTemplate; touched?: T[] } | { ok: false; reason: string };
 
 /** Behaviour hints of a tool as MCP declares them; a type that sets none gets the database defaults (catalog.ts). */
 export interface ToolHints {
@@ -142,8 +144,8 @@ export interface ExecutionContext<C = DatabaseConfig, L extends ExecutionLimits 
    * `key` identifies the list and its policies (catalog version and connector): it keys the guard's verdicts.
    */
   tables?: { key: string; list: readonly CallTable[] };
-  /** With `tables`: told which of them (indexes, ascending) the statement touches once the guard passed it (audit rows). */
-  touched?: (indexes: readonly number[]) => void;
+  /** With `tables`: told which of them the statement touches once the guard passed it (audit rows). */
+  touched?: (tables: readonly SqlTarget[]) => void;
 }
 
 /** One table of a connector as a multi-table call sees it: where it is and how its own tool row governs it. */
@@ -199,20 +201,21 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends Call
   introspect(connectorId: string, config: C, credential: string | null, env?: SourceEnv): Promise<ToolSpec<T>[]>;
   /**
    * Saved-statement tools (absent: the type serves none): checks a statement with typed `:name` placeholders against
-   * the guard of each of the connector's tables (`tables`: their introspected targets) with the connector's write
-   * permission, and returns the table it works on. Never throws for a refused statement.
+   * the guard of each of the connector's tables (`tables`: their introspected targets; `policies`: each one's policy,
+   * whose hidden columns a statement over several tables may not name) with the connector's write permission, and
+   * returns the table it works on. Never throws for a refused statement.
    */
-  checkSaved?(statement: string, params: SavedParam[], tables: T[], allowWrite: boolean): Promise<SavedCheck<T>>;
+  checkSaved?(statement: string, params: SavedParam[], tables: T[], allowWrite: boolean, policies?: readonly (ToolPolicy | null)[]): Promise<SavedCheck<T>>;
   /**
    * SQL types: whether a column and row policy (shared/policy.ts) fits one of its tools; the problem, or null.
    * Absent: the type takes no policies.
    */
   checkPolicy?(tool: ToolSpec<T>, policy: ToolPolicy): Promise<string | null>;
   /**
-   * SQL types, with `ctx.tables`: the tables (indexes into it) a call's statement touches, as the guard finds them,
-   * before anything runs (a table requiring approval holds the call); null when the guard refuses the statement.
+   * SQL types, with `ctx.tables`: the tables a call's statement touches, as the guard finds them, before anything
+   * runs (a table requiring approval holds the call); null when the guard refuses the statement.
    */
-  touches?(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<readonly number[] | null>;
+  touches?(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<readonly SqlTarget[] | null>;
   /** The call step. Never throws for tool-level failures (bad SQL, source down, timeout): returns isError. */
   execute(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<ToolResult>;
   /** Closes the connector's pool (archived, or config changed). */

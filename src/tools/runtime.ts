@@ -21,7 +21,7 @@
  *    approved held call is reported by approval.decided, not tool.called.
  */
 import { getDriver } from '../connectors/registry.ts';
-import type { ExecutionContext, ExecutionLimits, ToolResult } from '../connectors/types.ts';
+import type { ExecutionContext, ExecutionLimits, SqlTarget, ToolResult } from '../connectors/types.ts';
 import { ranNothing, refusedResult } from '../connectors/shared/result.ts';
 import type { Principal } from '../principal.ts';
 import type { SchemaError } from '../util/schema-errors.ts';
@@ -38,7 +38,7 @@ import type { AuditRecorder } from '../audit/recorder.ts';
 import { sha256Hex } from '../util/crypto.ts';
 import { trialExpired } from '../billing/trial.ts';
 import { observeToolCall, observeToolRefusal } from '../observability/metrics.ts';
-import { approvalOf, callTables, touchedNames, type HeldApproval } from './tables.ts';
+import { approvalOf, callTables, touchedIndexes, touchedNames, type HeldApproval } from './tables.ts';
 
 /** The org a call is made in: its catalog version (read per request) and its plan (the quota). */
 export interface RuntimeOrg {
@@ -213,9 +213,10 @@ async function gate(
   const tables = tool.tables;
   if (!tables?.anyApproval) return tool.requiresApproval ? deps.approvals.hold(org.id, principal, tool, input) : null;
   const driver = getDriver(tool.connector.type);
-  const touched = driver?.touches ? await driver.touches(tool.spec, input, executionContext(deps, org.id, tool, principal.attributes)) : null;
+  const reported = driver?.touches ? await driver.touches(tool.spec, input, executionContext(deps, org.id, tool, principal.attributes)) : null;
   // The guard refused it: it runs nothing (execution answers why), unless its own tool holds every call as before.
-  if (touched === null) return tool.requiresApproval ? deps.approvals.hold(org.id, principal, tool, input) : null;
+  if (reported === null) return tool.requiresApproval ? deps.approvals.hold(org.id, principal, tool, input) : null;
+  const touched = touchedIndexes(tables, reported);
   found.touched = touched;
   const approval = approvalOf(tables, touched, { toolId: tool.id, ...tool });
   return approval ? deps.approvals.hold(org.id, principal, tool, input, approval) : null;
@@ -252,8 +253,8 @@ export async function executeTool(
   signal?: AbortSignal,
   /** The caller's attributes for the tool's row filter (an approved held call: the requester's, kept with it). */
   caller?: Principal['attributes'],
-  /** Told which of the connector's tables the statement touches (indexes into tool.tables), once the guard passed it. */
-  touched?: (indexes: readonly number[]) => void,
+  /** Told which of the connector's tables the statement touches, once the guard passed it. */
+  touched?: (tables: readonly SqlTarget[]) => void,
 ): Promise<ToolResult> {
   const quota = monthlyQuotaFor(org.plan);
   const unit = await deps.usage.reserve(org.id, quota);
@@ -278,7 +279,7 @@ function execute(
   input: Record<string, unknown>,
   signal?: AbortSignal,
   caller?: Principal['attributes'],
-  touched?: (indexes: readonly number[]) => void,
+  touched?: (tables: readonly SqlTarget[]) => void,
 ): Promise<ToolResult> | ToolResult {
   const driver = getDriver(tool.connector.type);
   if (!driver) return refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
@@ -455,8 +456,9 @@ async function runCall(
   // not calls refused or held above, not calls the driver's guard refuses; a held call counts when its approval runs it).
   let result: ToolResult;
   let touched = found.touched;
+  const tables = tool.tables;
   try {
-    result = await executeTool(deps, org, tool, input, signal, principal.attributes, tool.tables ? (t) => (touched = t) : undefined);
+    result = await executeTool(deps, org, tool, input, signal, principal.attributes, tables ? (t) => (touched = touchedIndexes(tables, t)) : undefined);
   } catch (err) {
     if (err instanceof QuotaExceededError) return { kind: 'quota_exceeded', tool, plan: err.plan, quota: err.quota };
     throw err;

@@ -121,6 +121,20 @@ export function approvalOf(tables: ConnectorTables, touched: readonly number[], 
   };
 }
 
+/** The indexes of touched tables (as a driver reports them), ascending; a table not in the list is left out. */
+export function touchedIndexes(tables: ConnectorTables, touched: readonly { schema: string; table: string }[]): number[] {
+  if (touched.length === 1) {
+    const i = tables.indexOf.get(tableKey(touched[0]!.schema, touched[0]!.table));
+    return i === undefined ? [] : [i];
+  }
+  const out = new Set<number>();
+  for (const t of touched) {
+    const i = tables.indexOf.get(tableKey(t.schema, t.table));
+    if (i !== undefined) out.add(i);
+  }
+  return [...out].sort((a, b) => a - b);
+}
+
 /** `schema.table` of each touched table, for the audit row. */
 export function touchedNames(tables: ConnectorTables, touched: readonly number[]): string[] {
   return touched.map((i) => tables.rows[i]!.name);

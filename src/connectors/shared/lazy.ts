@@ -57,6 +57,10 @@ export function lazyDriver<C, T, X extends CallContext<C> = ExecutionContext<C>>
       const d = await impl();
       return d.checkPolicy ? d.checkPolicy(...a) : `${meta.type} tools take no column or row policies`;
     },
+    touches: async (...a) => {
+      const d = await impl();
+      return d.touches ? d.touches(...a) : null;
+    },
     // Once loaded, a call goes to the implementation at once (no await in between: postgresql is on the hot path).
     execute: (...a) => (loaded ? loaded.execute(...a) : impl().then((d) => d.execute(...a))),
     close: async (id) => loaded?.close(id),

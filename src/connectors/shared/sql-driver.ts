@@ -13,6 +13,7 @@ import { errorResult } from './result.ts';
 import { parseTemplate, TemplateError, type SavedParam, type SavedTemplate } from './saved.ts';
 import { checkWrappable } from './sqltext.ts';
 import { checkPolicyShape, policyKey, type ToolPolicy } from './policy.ts';
+import { sha256Hex } from '../../util/crypto.ts';
 
 export interface SqlDriverParts<P, O, X extends ExecutionContext> {
   dialect: Dialect;
@@ -63,7 +64,9 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
     configSchema: parts.configSchema,
     validate: parts.validate,
     introspect: parts.introspect,
-    ...(dialect.bind ? { checkSaved: (statement, params, tables, allowWrite) => checkSaved(dialect, statement, params, tables, allowWrite) } : {}),
+    ...(dialect.bind
+      ? { checkSaved: (statement, params, tables, allowWrite, policies) => checkSaved(dialect, statement, params, tables, allowWrite, policies) }
+      : {}),
 
     async execute(tool, args, ctx) {
       if (precheck) {
@@ -119,8 +122,8 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
   };
 }
 
-/** The tables (indexes into ctx.tables.list) the guard found the statement touches; null when it did not say. */
-const touchedOf = (prepared: PreparedCall): readonly number[] | null => (prepared as { touched?: readonly number[] }).touched ?? null;
+/** The tables the guard found the statement touches; null when it did not say. */
+const touchedOf = (prepared: PreparedCall): readonly SqlTarget[] | null => prepared.touched ?? null;
 
 /**
  * The statement as the guard sees it at save time: the dialect's own bind of it with no values and one marker per
@@ -154,13 +157,24 @@ function savedUnderPolicy(dialect: Dialect, t: SqlTarget, policy: ToolPolicy): s
 /**
  * Save-time check of a saved statement (ConnectorDriver.checkSaved): the guard of each of the connector's tables
  * in turn, with the connector's write permission; the first table whose guard accepts it is the tool's. DDL is never
- * a saved tool. When none accepts it, the refusal is the guard's for the table the statement names (else the first).
+ * a saved tool. When none accepts it and the dialect's guard knows several tables (issue 38), the statement may read
+ * several: it is checked as a call would be, every table listed with its policy's hidden columns (saving never widens
+ * a table's policy, decision 0292), and the first table it touches is the tool's. When none accepts it, the refusal
+ * is the multi-table guard's, or the guard's for the table the statement names (else the first).
  */
-async function checkSaved(dialect: Dialect, statement: string, params: SavedParam[], tables: SqlTarget[], allowWrite: boolean): Promise<SavedCheck<SqlTarget>> {
+async function checkSaved(
+  dialect: Dialect,
+  statement: string,
+  params: SavedParam[],
+  tables: SqlTarget[],
+  allowWrite: boolean,
+  policies?: readonly (ToolPolicy | null)[],
+): Promise<SavedCheck<SqlTarget>> {
   let text: string;
   let template: SavedTemplate;
+  let own: number | undefined;
   try {
-    ({ text, template } = guardText(dialect, statement, params));
+    ({ text, template, own } = guardText(dialect, statement, params));
   } catch (err) {
     if (err instanceof TemplateError) return { ok: false, reason: err.message };
     throw err;
@@ -180,5 +194,38 @@ async function checkSaved(dialect: Dialect, statement: string, params: SavedPara
     if (new RegExp(`\\b${t.table.replace(/[^A-Za-z0-9_]/g, '.')}\\b`, 'i').test(statement)) named ??= reason;
     first ??= reason;
   }
+  if (dialect.tables && tables.length > 1) {
+    const multi = savedOverTables(dialect, text, own, tables, policies ?? []);
+    if (multi.ok) return { ...multi, template };
+    return multi;
+  }
   return { ok: false, reason: named ?? first ?? 'The connector has no table to run a statement on.' };
+}
+
+/** A saved statement reading several tables, checked as a read by the multi-table guard with every table's hidden columns. */
+function savedOverTables(
+  dialect: Dialect,
+  text: string,
+  own: number | undefined,
+  tables: SqlTarget[],
+  policies: readonly (ToolPolicy | null)[],
+): { ok: true; target: SqlTarget; write: false; touched: SqlTarget[] } | { ok: false; reason: string } {
+  const list = tables.map((t, i) => {
+    const p = policies[i];
+    return {
+      schema: t.schema,
+      name: t.table,
+      ...(p ? { policy: true, hidden: p.hidden_columns } : {}),
+      ...(dialect.wrapRead ? {} : { columns: t.columns.map((c) => c.name) }),
+    };
+  });
+  const key = `saved\u0000${sha256Hex(JSON.stringify([list.map((t) => [t.schema, t.name, t.hidden ?? null]), policies.map((p) => (p ? policyKey(p) : null))]))}`;
+  const opts = guardOptionsFor(dialect, tables[0]!, { allowWrite: false, allowDdl: false, readOnly: true });
+  opts.tables = { key, list };
+  if (own) opts.policy = { key: '', hidden: [], params: own };
+  const verdict = dialect.guard(text, opts);
+  if (!verdict.ok) return { ok: false, reason: verdict.reason };
+  const touched = (verdict.touched ?? []).map((i) => tables[i]!);
+  if (verdict.kind === 'ddl' || !verdict.readOnly || touched.length === 0) return { ok: false, reason: 'A saved statement over several tables only reads.' };
+  return { ok: true, target: touched[0]!, write: false, touched };
 }
