@@ -74,7 +74,7 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     if (tool.savedVersion === null) addTableSource(sources, connector.id, tool, policy);
     // free_sql off: the connector's table tools are not served (not listed, and a call to one finds no tool); in the
     // `single` layout the connector's one SQL tool serves them (decision 0299).
-    if (tool.savedVersion === null && (!connector.freeSql || singleLayout(connector))) continue;
+    if (tool.savedVersion === null && (!connector.freeSql || (singleLayout(connector) && isSqlTable((tool.spec as { target?: unknown }).target)))) continue;
     const runtime = runtimeOf(deps, runtimes, connector);
     const spec = tool.spec as unknown as ToolSpec;
     // One stored tool whose schema no longer compiles (stored before its checks existed) is left out, not the org's
