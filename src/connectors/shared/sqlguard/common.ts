@@ -36,7 +36,10 @@ export function allowedPhrase(opts: GuardOptions, tableLabel: string): string {
   let why = '';
   if (opts.readOnly) why = ' (read-only tool)';
   else if (!opts.allowWrite && !opts.allowDdl) why = ' (read-only connector)';
-  return `Only a single ${list} on table "${clip(tableLabel, 120)}" is allowed${why}`;
+  // Several tables (issue 38): reads may join the connector's tables; writes stay on the tool's own.
+  const own = `table "${clip(tableLabel, 120)}"`;
+  const where = !opts.tables ? `on ${own}` : kinds.length > 1 ? `over this connector's tables (writes: ${own} alone)` : "over this connector's tables";
+  return `Only a single ${list} ${where} is allowed${why}`;
 }
 
 export function refuse(opts: GuardOptions, tableLabel: string, detail: string): GuardResult {

@@ -6,7 +6,7 @@ import type { TableRef } from '../policy.ts';
  * statement may reference besides the tool's own table. Every table a statement touches is governed as if the
  * statement called that table's tool, so the guard reports which ones it touched and where.
  */
-interface GuardTable {
+export interface GuardTable {
   schema: string;
   name: string;
   /** The table's policy hides these columns: the guard refuses naming one of them anywhere in the statement. */
