@@ -144,9 +144,12 @@ export interface ExecutionContext<C = DatabaseConfig, L extends ExecutionLimits 
   tables?: { key: string; list: readonly CallTable[] };
 }
 
-/** One table of a connector as a multi-table call sees it: where it is and how its own tool row governs it. */
-interface CallTable {
-  target: SqlTarget;
+/**
+ * One table of a connector as a multi-table call sees it: where it is and how its own tool row governs it. `T`: the
+ * type's tool target (a SQL table; MongoDB: a collection, mongodb/driver.ts).
+ */
+export interface CallTable<T = SqlTarget> {
+  target: T;
   /** The table's tool row is enabled: a statement touching a disabled table is refused, naming it. */
   enabled: boolean;
   /** The table's policy with the caller's attributes; unset: none. Applied at every reference of the table. */
