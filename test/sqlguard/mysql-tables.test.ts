@@ -6,6 +6,7 @@
 import { describe, expect, test } from 'bun:test';
 import { guardMysqlSql } from '../../src/connectors/mysql/guard/guard.ts';
 import type { GuardOptions, GuardResult, GuardTable } from '../../src/connectors/shared/sqlguard/types.ts';
+import { DISABLED_TABLE, JOIN_ANSWERS, JOIN_POLICY, JOIN_REFUSALS, JOIN_TABLES, type JoinCase, sqlFor } from '../connectors/join-cases.ts';
 
 const ORDERS = 0;
 const CUSTOMERS = 1;
@@ -221,5 +222,42 @@ describe('mysql guard, several tables: what is refused', () => {
     refused(sql);
     const more = { key: 'k2', list: [...list, { schema: 'shop', name: 'payroll' }] };
     expect(ok(sql, { ...READ, tables: more }).touched).toEqual([ORDERS, 4]);
+  });
+});
+
+describe('mysql guard, several tables: the shared join cases (test/connectors/join-cases.ts)', () => {
+  const schema = 'tg_join';
+  const joinList: GuardTable[] = JOIN_TABLES.map((name) =>
+    name === 'customers' ? { schema, name, hidden: JOIN_POLICY.hidden_columns, policy: true } : { schema, name },
+  );
+  const CUST = JOIN_TABLES.indexOf('customers');
+  const PAYROLL = JOIN_TABLES.indexOf(DISABLED_TABLE);
+  const opts: GuardOptions = { table: { schema, name: 'orders' }, allowWrite: true, allowDdl: false, readOnly: false, tables: { key: 'join', list: joinList } };
+  const mysqlCases = (cases: readonly JoinCase[]) => cases.filter((c) => c.only === undefined || c.only.includes('mysql'));
+
+  test('every answer case is allowed, and every reference of customers is reported for the rewrite', () => {
+    for (const c of mysqlCases(JOIN_ANSWERS)) {
+      const sql = sqlFor(c, schema);
+      const r = ok(sql, opts);
+      const named = (sql.match(/\bcustomers\b/g) ?? []).length;
+      // A CTE named customers is not the table: the shadowing case names it three times, one of them the table.
+      const refs = (r.refs ?? []).filter((x) => x.table === CUST).length;
+      expect(refs, c.name).toBeGreaterThan(0);
+      expect(refs, c.name).toBeLessThanOrEqual(named);
+      for (const x of r.refs ?? []) expect(sql.slice(x.start, x.end).replace(/\s+/g, ''), c.name).toMatch(/(^|\.)customers$/);
+    }
+  });
+
+  test('every refusal case is refused by the guard, or (a disabled table) reported as touched for the call to refuse', () => {
+    for (const c of mysqlCases(JOIN_REFUSALS)) {
+      const r = guardMysqlSql(sqlFor(c, schema), opts);
+      if (c.refused === DISABLED_TABLE) {
+        if (!r.ok) throw new Error(`${c.name}: ${r.reason}`);
+        expect(r.touched, c.name).toContain(PAYROLL);
+      } else {
+        if (r.ok) throw new Error(`${c.name}: allowed`);
+        expect(r.reason.toLowerCase(), c.name).toContain(c.refused!.toLowerCase());
+      }
+    }
   });
 });
