@@ -45,11 +45,10 @@ export function checkListed(st: WalkState, listed: ListedState, writes: boolean)
   const own = listed.index.own;
   const hidden = new Set<string>();
   for (const i of touched) for (const h of listed.list[i]!.hidden ?? []) hidden.add(h.toLowerCase());
-  if (own !== undefined && listed.touched.has(own)) for (const h of st.opts.policy?.hidden ?? []) hidden.add(h.toLowerCase());
   if (hidden.size > 0) {
     for (const n of listed.names) if (hidden.has(n.toLowerCase())) throw new Refusal(`column "${clip(n)}" is not available on this connector's tables`);
   }
-  if (listed.placeholder && !st.opts.policy?.params && touched.some((i) => hasPolicy(i, st, listed))) {
+  if (listed.placeholder && !st.opts.policy?.params && touched.some((i) => hasPolicy(i, listed))) {
     throw new Refusal('parameters (?) are not allowed on a table with column or row policies');
   }
   if (writes) {

@@ -241,12 +241,15 @@ function listedRef(payload: AnyObj, st: WalkState, listed: ListedState, scope: R
   if (i === undefined) throw new Refusal(`it references "${clip(parts.join('.'))}", which is not a table of this connector`);
   if (i < 0) throw new Refusal(`"${clip(parts.join('.'))}" names two of the connector's tables; write it as the server stores it`);
   listed.touched.add(i);
-  if (hasPolicy(i, st, listed)) pushRef(payload, st.refs!, i);
+  if (hasPolicy(i, listed)) pushRef(payload, st.refs!, i);
 }
 
-/** Whether references to listed table `i` are rewritten: its own policy, or the tool's (opts.policy) on its own table. */
-export function hasPolicy(i: number, st: WalkState, listed: ListedState): boolean {
-  return listed.list[i]!.policy === true || (i === listed.index.own && st.opts.policy !== undefined);
+/**
+ * Whether references to listed table `i` are rewritten: its own policy. With `tables`, `opts.policy` carries only a
+ * saved statement's parameter count (shared/prepare.ts); every table's policy, the tool's own included, is in the list.
+ */
+export function hasPolicy(i: number, listed: ListedState): boolean {
+  return listed.list[i]!.policy === true;
 }
 
 /** The key a listed table is found under: database and table compared as the server compares them. */
