@@ -299,6 +299,7 @@ export const MYSQL_DIALECT: Dialect = {
   bind: bindMysql,
   ready: loadMysqlGuard,
   policy: MYSQL_POLICY,
+  tables: true,
   wrapRead: limitMysqlRead,
 };
 

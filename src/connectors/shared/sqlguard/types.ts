@@ -63,6 +63,9 @@ export interface GuardOptions {
    * policy's derived table; a dialect that cannot report them refuses what it cannot check. `key` names the policy.
    * `params`: the statement is a saved tool's, with this many bound markers of its own (`$1..$params`, or `?`),
    * generated from its `:name` placeholders; they are admitted, the policy's values come after them.
+   * With `tables`, the policies are the listed tables' (`GuardTable.policy`, `hidden`) and this field carries only
+   * `params` (shared/prepare.ts sets `{ key: '', hidden: [], params }` for a saved statement): no parameter beyond
+   * them is admitted once a touched table has a policy.
    */
   policy?: { key: string; hidden: readonly string[]; params?: number };
 }
