@@ -9,6 +9,11 @@ import { guardMssqlSql } from '../../src/connectors/mssql/guard/guard.ts';
 import { guardOracleSql } from '../../src/connectors/oracle/guard/guard.ts';
 import type { GuardOptions, GuardResult, GuardTable } from '../../src/connectors/shared/sqlguard/types.ts';
 import { JOIN_REFUSALS, sqlFor } from '../connectors/join-cases.ts';
+import { MSSQL_DIALECT } from '../../src/connectors/mssql/driver.ts';
+import { ORACLE_DIALECT } from '../../src/connectors/oracle/driver.ts';
+import { isRefusal, prepareCall } from '../../src/connectors/shared/prepare.ts';
+import { policyKey, type CallPolicy, type ToolPolicy } from '../../src/connectors/shared/policy.ts';
+import type { ExecutionContext, SqlTarget } from '../../src/connectors/types.ts';
 
 type Guard = (sql: string, o: GuardOptions) => GuardResult;
 
@@ -158,6 +163,69 @@ describe('SQL Server and Oracle: the shared refusal cases', () => {
         const r = g(sqlFor(c, schema), o);
         expect(r.ok, `${name}: ${c.name}`).toBe(false);
       }
+    });
+  }
+});
+
+describe('SQL Server and Oracle calls over several tables (shared/prepare.ts with ctx.tables)', () => {
+  const cols = (names: string[]) => names.map((name) => ({ name, type: 'int' }));
+  for (const [name, dialect, schema, up] of [
+    ['mssql', MSSQL_DIALECT, 'dbo', (s: string) => s],
+    ['oracle', ORACLE_DIALECT, 'APP', (s: string) => s.toUpperCase()],
+  ] as const) {
+    const target = (table: string, columns: string[]): SqlTarget => ({
+      schema,
+      table: up(table),
+      kind: 'table',
+      columns: cols(columns.map(up)),
+      ...(name === 'mssql' ? { defaultSchema: 'dbo' } : {}),
+    });
+    const orders = target('orders', ['id', 'customer_id', 'total']);
+    const customers = target('customers', ['id', 'name', 'email', 'ssn']);
+    const payroll = target('payroll', ['id', 'salary']);
+    const policy = (p: Partial<ToolPolicy>): CallPolicy => {
+      const full: ToolPolicy = { hidden_columns: [], masked_columns: [], row_filter: null, ...p };
+      return { policy: full, key: policyKey(full), maskKey: null, caller: {} };
+    };
+    const tables = (customersPolicy: CallPolicy, payrollEnabled = false): ExecutionContext['tables'] => ({
+      key: `${name}-${customersPolicy.key}-${payrollEnabled}`,
+      list: [
+        { target: orders, enabled: true },
+        { target: customers, enabled: true, policy: customersPolicy },
+        { target: payroll, enabled: payrollEnabled },
+      ],
+    });
+    const ctx = (t: ExecutionContext['tables']): ExecutionContext => ({
+      connectorId: 'c',
+      config: { host: 'x', database: 'd', user: 'u' },
+      credential: null,
+      allowWrite: false,
+      allowDdl: false,
+      readOnly: false,
+      limits: { statementTimeoutMs: 1000, lockTimeoutMs: 500, maxRows: 10, maxResultBytes: 100_000 },
+      tables: t,
+    });
+    const tool = { name: 't', description: '', inputSchema: { type: 'object' as const, properties: {} }, target: orders };
+    const call = (sql: string, t: ExecutionContext['tables']) => prepareCall(dialect, tool, { sql }, ctx(t));
+    const text = (r: ReturnType<typeof call>): string => (isRefusal(r) ? String(r.content[0]?.text) : 'ran');
+    const hiddenSsn = policy({ hidden_columns: [up('ssn')] });
+
+    test(`${name}: a join runs as written, touching both tables; a hidden column of the joined table is refused`, () => {
+      const join = 'SELECT o.id, c.name FROM orders o JOIN customers c ON c.id = o.customer_id';
+      const r = call(join, tables(hiddenSsn));
+      if (isRefusal(r)) throw new Error(text(r));
+      expect(r.statement).toBe(join);
+      expect(r.touched?.map((x) => x.table)).toEqual([up('orders'), up('customers')]);
+      expect(text(call('SELECT o.id, c.ssn FROM orders o JOIN customers c ON c.id = o.customer_id', tables(hiddenSsn)))).toMatch(/ssn/i);
+    });
+
+    test(`${name}: a disabled table is refused by name; a masked or filtered one refuses what it cannot apply`, () => {
+      expect(text(call('SELECT o.id FROM orders o JOIN payroll p ON p.id = o.id', tables(hiddenSsn)))).toContain(`${schema}.${up('payroll')}`);
+      expect(isRefusal(call('SELECT o.id FROM orders o JOIN payroll p ON p.id = o.id', tables(hiddenSsn, true)))).toBe(false);
+      const masked = policy({ masked_columns: [{ column: up('email'), mask: 'fixed' }] });
+      expect(text(call('SELECT o.id, c.name FROM orders o JOIN customers c ON c.id = o.customer_id', tables(masked)))).toMatch(/column or row polic/);
+      const filtered = policy({ row_filter: '1 = 1' });
+      expect(text(call('SELECT c.name FROM customers c', tables(filtered)))).toMatch(/column or row polic/);
     });
   }
 });
