@@ -49,6 +49,11 @@ export interface SqlTarget {
   snapshot?: boolean;
   /** A saved-statement tool (shared/saved.ts): its statement and typed parameters; the table is the one it reads. */
   saved?: SavedStatement;
+  /**
+   * A view: the tables and views its definition reads, as introspection found them (MySQL/MariaDB); a statement
+   * touching the view is governed by their rows too (docs/decisions/0292, item 4). Unset: not recorded.
+   */
+  bases?: { schema: string; table: string }[];
 }
 
 /**

@@ -71,6 +71,10 @@ beforeAll(async () => {
   if (!available) return;
   t = await createTargets('h2_join', 'my');
   for (const s of JOIN_FIXTURE) await t.my(s);
+  // Views over governed tables (decision 0292 item 4): their own, not in the shared fixture.
+  await t.my('CREATE VIEW customer_view AS SELECT id, name, email, ssn FROM customers');
+  await t.my('CREATE VIEW view_of_view AS SELECT v.name AS n FROM customer_view v');
+  await t.my('CREATE VIEW pay_view AS SELECT p.salary FROM payroll p');
   const [v] = await t.my('SELECT VERSION() AS v');
   mariadb = /mariadb/i.test(String(v?.v));
   tools = (await mysqlDriver.introspect(connectorId, { ...t.myConfig, schemas: [t.name] }, null)) as SqlToolSpec[];
@@ -147,5 +151,23 @@ describe.skipIf(!available)('mysql: statements over several tables, governed tab
     if (!r.isError) expect(rowsOf(r).every((row) => row.name === null)).toBe(true);
     expect(leakedSecret(JSON.stringify(r))).toBeNull();
     expect(JSON.stringify(r)).not.toContain('ann-a');
+  });
+
+  test('a view over a governed table: its bases are recorded, and reading it (or a view of it) is refused naming the table', async () => {
+    expect(tool('customer_view').target.bases).toEqual([{ schema: t.name, table: 'customers' }]);
+    expect(tool('view_of_view').target.bases?.map((b) => b.table)).toContain('customer_view');
+    for (const [sql, named] of [
+      ['SELECT name, email, ssn FROM customer_view', 'customers'],
+      ['SELECT o.id, v.email FROM orders o JOIN customer_view v ON v.id = o.customer_id', 'customers'],
+      ['SELECT n FROM view_of_view', 'customers'],
+      ['SELECT o.id FROM orders o WHERE EXISTS (SELECT 1 FROM pay_view)', DISABLED_TABLE],
+    ] as const) {
+      const r = await mysqlDriver.execute(tool('orders'), { sql }, ctx());
+      expect(r.isError, sql).toBe(true);
+      expect(textOf(r), sql).toContain(`${t.name}.${named}`);
+      expect(leakedSecret(JSON.stringify(r)), sql).toBeNull();
+    }
+    // Ungoverned they leak: the refusal is what stands between.
+    expect(leakedSecret(JSON.stringify(await t.my('SELECT email, ssn FROM customer_view')))).not.toBeNull();
   });
 });
