@@ -170,4 +170,11 @@ describe.skipIf(!available)('mysql: statements over several tables, governed tab
     // Ungoverned they leak: the refusal is what stands between.
     expect(leakedSecret(JSON.stringify(await t.my('SELECT email, ssn FROM customer_view')))).not.toBeNull();
   });
+
+  test("a join's columns of the same name each keep their value (the later one named by its table)", async () => {
+    const sql = 'SELECT * FROM orders o JOIN customers c ON c.id = o.customer_id ORDER BY o.id DESC';
+    const r = await mysqlDriver.execute(tool('orders'), { sql, limit: 1 }, ctx());
+    if (r.isError) throw new Error(textOf(r));
+    expect(rowsOf(r)).toEqual([{ id: 11, customer_id: 2, total: 200, note: 'second', 'c.id': 2, tenant: 'a', name: 'abe-a', email: 'masked-mail' }]);
+  });
 });

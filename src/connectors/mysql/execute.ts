@@ -113,11 +113,12 @@ function streamQuery(
 ): Promise<number | null> {
   return new Promise((resolve, reject) => {
     // Without a 'fields' event first, a 'result' is the OK packet of a statement that returns no rows.
-    let fix: ((row: Row) => Row) | null = null;
+    let fix: ((values: unknown[]) => Row) | null = null;
     let affected: number | null = null;
     let stopped = false;
     const core = conn.connection as unknown as CoreConnection;
-    const q = values ? core.execute({ sql: statement, values }) : core.query(statement);
+    // Rows as arrays: a join's columns of the same name each keep their value (values.ts columnKeys).
+    const q = values ? core.execute({ sql: statement, values, rowsAsArray: true }) : core.query({ sql: statement, rowsAsArray: true });
     q.on('fields', (fields: mysql.FieldPacket[]) => (fix = rowFixer(fields)));
     q.on('result', (row: unknown) => {
       if (!fix) {
@@ -125,7 +126,7 @@ function streamQuery(
         return;
       }
       if (stopped) return;
-      if (!onRow(fix(row as Row))) (stopped = true), onStop();
+      if (!onRow(fix(row as unknown[]))) (stopped = true), onStop();
     });
     q.on('error', reject);
     q.on('end', () => resolve(affected));
