@@ -159,6 +159,27 @@ for (const kind of ['pg', 'my'] as const) {
       expect(status.body.result.structuredContent.status).toBe('executed');
     });
 
+    test('two flagged sides: the approvers are both rows’ (united), the TTL the shorter; the audit row of the held call lists the tables', async () => {
+      const notes = await sdk.updateToolMetadata({
+        client: w.client,
+        path: { orgId: w.org.orgId, toolId: w.toolOf.notes! },
+        body: { requires_approval: true, approval_emails: ['notes-approver@example.com', APPROVERS[0]!], approval_ttl_seconds: 300 },
+      });
+      expect(notes.response.status).toBe(200);
+      const held = await sql('orders', 'SELECT i.name, n.body FROM items i JOIN notes n ON n.id = i.id ORDER BY i.id');
+      expect(held.body.result.structuredContent?.status, held.text).toBe('pending_approval');
+      const approvalId = held.body.result.structuredContent.approvalId as string;
+      const listed = (await sdk.listApprovals({ client: w.client, query: { status: 'pending' } })).data!.approvals.find((a) => a.id === approvalId)!;
+      expect(listed.approver_emails).toEqual([APPROVERS[0]!, 'notes-approver@example.com']);
+      expect((Date.parse(listed.expires_at) - Date.parse(listed.created_at)) / 1000).toBe(300);
+      await w.g.deps.audit.drain();
+      const events = (await sdk.listAuditEvents({ client: w.client, query: { action: 'tool.called', limit: 5 } })).data!.events;
+      expect(events.find((e) => e.outcome === 'held')?.details.tables).toEqual([`${w.schema}.items`, `${w.schema}.notes`]);
+      const rejected = await sdk.rejectApproval({ client: w.client, path: { approvalId } });
+      expect(rejected.data?.status).toBe('rejected');
+      await sdk.updateToolMetadata({ client: w.client, path: { orgId: w.org.orgId, toolId: w.toolOf.notes! }, body: { requires_approval: false } });
+    });
+
     test('a saved JOIN is created, listed with its typed inputSchema, called and governed by both tables’ rows', async () => {
       const body = {
         name: `orders_with_customers_${kind}`,
