@@ -175,7 +175,8 @@ function decideDml(sql: string, type: string, stmt: AnyObj, node: AnyObj, st: Wa
     // The shape keys the server-side resolution verdict (postgres-shape.ts): computed from this parse, so a call
     // parses its text once.
     shape: statementShape(sql, stmt, info),
-    ...(st.refs && (read || touched) ? { refs: tableRefs(sql, st.refs) } : {}),
+    // No reference to locate (no governed table touched): no scan of the text.
+    ...(st.refs && (read || touched) ? { refs: st.refs.length === 0 ? [] : tableRefs(sql, st.refs) } : {}),
     ...(touched ? { touched } : {}),
   };
 }
