@@ -46,7 +46,7 @@ function fixFor(f: FieldPacket): Fix | null {
  * tables): the first keeps it, a later one is named by its table as written (`o.id`), else numbered (`id_2`), so no
  * value is lost to a key written twice (docs/decisions/0297).
  */
-export function columnKeys(fields: readonly FieldPacket[]): string[] {
+function columnKeys(fields: readonly FieldPacket[]): string[] {
   const taken = new Set<string>();
   return fields.map((f) => {
     let key = f.name;
