@@ -221,9 +221,10 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends Call
   checkPolicy?(tool: ToolSpec<T>, policy: ToolPolicy): Promise<string | null>;
   /**
    * SQL types, with `ctx.tables`: the tables a call's statement touches, as the guard finds them, before anything
-   * runs (a table requiring approval holds the call); null when the guard refuses the statement.
+   * runs (a table requiring approval holds the call); or the result refusing the call (the guard's refusal), in
+   * which case nothing runs.
    */
-  touches?(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<readonly SqlTarget[] | null>;
+  touches?(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<readonly SqlTarget[] | ToolResult>;
   /** The call step. Never throws for tool-level failures (bad SQL, source down, timeout): returns isError. */
   execute(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<ToolResult>;
   /** Closes the connector's pool (archived, or config changed). */

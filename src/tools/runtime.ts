@@ -199,8 +199,9 @@ const BUILTIN_TOOLS = new Map<string, BuiltinTool>([
  * validated input, defaults filled in) and the pending_approval result answered instead. It needs approval when its
  * tool requires it or when a table its statement touches does (decision 0292): then the approvers are every such
  * row's, the TTL the shortest. Which tables a statement touches is asked of the driver (its guard, verdict cached)
- * only on a connector where some table requires approval. Returns the result to answer instead, or null to run it;
- * `touched` keeps what the driver found for the audit row.
+ * only on a connector where some table requires approval (the single-table hot path asks nothing); a statement the
+ * guard refuses there is answered with the refusal and runs nothing (fail closed), unless its own tool holds every
+ * call as before. Null: run it; `touched` keeps what the driver found for the audit row.
  */
 async function gate(
   deps: ToolRuntimeDeps,
@@ -209,17 +210,19 @@ async function gate(
   tool: CatalogTool,
   input: Record<string, unknown>,
   found: { touched?: readonly number[] },
-): Promise<ToolResult | null> {
+): Promise<{ held: ToolResult } | { refused: ToolResult } | null> {
   const tables = tool.tables;
-  if (!tables?.anyApproval) return tool.requiresApproval ? deps.approvals.hold(org.id, principal, tool, input) : null;
+  const holdOwn = async () => (tool.requiresApproval ? { held: await deps.approvals.hold(org.id, principal, tool, input) } : null);
+  if (!tables?.anyApproval) return holdOwn();
   const driver = getDriver(tool.connector.type);
-  const reported = driver?.touches ? await driver.touches(tool.spec, input, executionContext(deps, org.id, tool, principal.attributes)) : null;
-  // The guard refused it: it runs nothing (execution answers why), unless its own tool holds every call as before.
-  if (reported === null) return tool.requiresApproval ? deps.approvals.hold(org.id, principal, tool, input) : null;
+  const reported = driver?.touches
+    ? await driver.touches(tool.spec, input, executionContext(deps, org.id, tool, principal.attributes))
+    : refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
+  if (!Array.isArray(reported)) return tool.requiresApproval ? holdOwn() : { refused: reported as ToolResult };
   const touched = touchedIndexes(tables, reported);
   found.touched = touched;
   const approval = approvalOf(tables, touched, { toolId: tool.id, ...tool });
-  return approval ? deps.approvals.hold(org.id, principal, tool, input, approval) : null;
+  return approval ? { held: await deps.approvals.hold(org.id, principal, tool, input, approval) } : null;
 }
 
 /** What a used-up monthly quota is called, for tools/call (mcp/server.ts) and an approved call (src/approvals) alike. */
@@ -448,7 +451,8 @@ async function runCall(
   if (trialExpired(org, new Date())) return { kind: 'trial_ended', tool, endedAt: org.trialExpiresAt! };
   const found: { touched?: readonly number[] } = {};
   const instead = await gate(deps, org, principal, tool, input, found);
-  if (instead) return { kind: 'held', tool, result: instead, ...tablesRead(tool, found.touched) };
+  if (instead && 'refused' in instead) return { kind: 'not_run', tool, result: instead.refused };
+  if (instead) return { kind: 'held', tool, result: instead.held, ...tablesRead(tool, found.touched) };
   if (!deps.audit.accepting()) return { kind: 'audit_busy', tool };
   // The caller left before anything ran (a batch's later calls, a slow lookup): nothing runs and nothing is counted.
   if (signal?.aborted) return { kind: 'not_run', tool, result: refusedResult('The call was aborted.') };

@@ -7,6 +7,7 @@
  * starts as usual.
  */
 import { unprocessable } from '../../errors.ts';
+import { refusedResult } from './result.ts';
 import type { CallContext, ConnectorDriver, ExecutionContext } from '../types.ts';
 
 /** True when `err` is the runtime's "package not installed" for `pkg` (Bun, Node and Deno word it differently). */
@@ -59,7 +60,7 @@ export function lazyDriver<C, T, X extends CallContext<C> = ExecutionContext<C>>
     },
     touches: async (...a) => {
       const d = await impl();
-      return d.touches ? d.touches(...a) : null;
+      return d.touches ? d.touches(...a) : refusedResult(`${meta.type} connectors do not read several tables.`);
     },
     // Once loaded, a call goes to the implementation at once (no await in between: postgresql is on the hot path).
     execute: (...a) => (loaded ? loaded.execute(...a) : impl().then((d) => d.execute(...a))),

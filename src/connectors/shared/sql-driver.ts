@@ -95,14 +95,16 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
 
     // The guard's verdict on the text is cached: the call that follows pays for its parse once.
     async touches(tool, args, ctx) {
-      if (!ctx.tables) return null;
+      if (!ctx.tables) return errorResult('The call could not be checked against the connector’s tables.');
       try {
-        if (await parts.guardReady?.()) return null;
+        const stop = await parts.guardReady?.();
+        if (stop) return errorResult(stop);
         await dialect.ready?.();
         const prepared = prepareCall(dialect, tool, args, ctx);
-        return isRefusal(prepared) ? null : touchedOf(prepared);
-      } catch {
-        return null;
+        if (isRefusal(prepared)) return prepared;
+        return touchedOf(prepared) ?? [tool.target];
+      } catch (err) {
+        return errorResult(callErrorText(err, ctx));
       }
     },
 
