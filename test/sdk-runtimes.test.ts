@@ -110,18 +110,24 @@ beforeAll(async () => {
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('the packed package', () => {
-  test('the tarball is under 100 kB and holds only the built ES modules, their types, the README and the manifest', () => {
+  test('the tarball is under 100 kB and holds only the built ES modules, their types, the README, the licence and the manifest', () => {
     expect(packed.size).toBeLessThan(100_000);
     const paths = packed.files.map((f) => f.path).sort();
-    for (const path of paths) expect(path).toMatch(/^(package\.json|README\.md|dist\/[\w./-]+\.(js|d\.ts))$/);
-    expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/generated/sdk.gen.js']));
+    for (const path of paths) expect(path).toMatch(/^(package\.json|README\.md|LICENSE|dist\/[\w./-]+\.(js|d\.ts))$/);
+    expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/generated/sdk.gen.js']));
     // No tests, no TypeScript sources, nothing of the gateway.
     expect(paths.filter((p) => /test|spec|fixture|^src\/|\.ts$(?<!\.d\.ts)|\.map$/.test(p))).toEqual([]);
   });
 
-  test('the manifest: no runtime dependencies, ESM with types, Node 20+, and the version of the contract (jsr.json too)', () => {
+  test('the manifest: no runtime dependencies, ESM with types, Node 20+, Apache-2.0, and the version of the contract (jsr.json too)', () => {
     const manifest = JSON.parse(readFileSync(join(project, 'node_modules', '@toolgate', 'client', 'package.json'), 'utf8'));
-    const contract = parseYaml(readFileSync(join(ROOT, 'openapi.yaml'), 'utf8')) as { info: { version: string } };
+    const contract = parseYaml(readFileSync(join(ROOT, 'openapi.yaml'), 'utf8')) as { info: { version: string; license: { identifier: string } } };
+    // One licence for the gateway, its contract and the client (issue 43 item 3).
+    expect(manifest.license).toBe('Apache-2.0');
+    expect(contract.info.license.identifier).toBe('Apache-2.0');
+    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).license).toBe('Apache-2.0');
+    expect(JSON.parse(readFileSync(join(PACKAGE, 'jsr.json'), 'utf8')).license).toBe('Apache-2.0');
+    expect(readFileSync(join(project, 'node_modules', '@toolgate', 'client', 'LICENSE'), 'utf8')).toBe(readFileSync(join(ROOT, 'LICENSE'), 'utf8'));
     expect(manifest.dependencies ?? {}).toEqual({});
     expect(manifest.peerDependencies ?? {}).toEqual({});
     expect(manifest.optionalDependencies ?? {}).toEqual({});
