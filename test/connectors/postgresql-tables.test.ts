@@ -220,6 +220,17 @@ describe.skipIf(!available)('postgresql: statements over several tables, each go
     expect(unlisted.ok).toBe(false);
   });
 
+  test('touchedTables: what a call would touch, before anything runs (the runtime holds it for their approvals)', async () => {
+    const join = await postgresqlDriver.touchedTables!(tool('orders'), { sql: 'SELECT * FROM orders o JOIN customers c ON c.id = o.customer_id' }, ctx());
+    expect(Array.isArray(join) ? join.map((x) => x.table) : join).toEqual(['customers', 'orders']);
+    const other = await postgresqlDriver.touchedTables!(tool('orders'), { sql: 'SELECT 1 FROM h1_sales.invoices' }, ctx());
+    expect(Array.isArray(other) ? other.map((x) => `${x.schema}.${x.table}`) : other).toEqual(['h1_sales.invoices']);
+    const disabled = await postgresqlDriver.touchedTables!(tool('orders'), { sql: 'SELECT * FROM payroll' }, ctx());
+    expect(Array.isArray(disabled) ? 'not refused' : disabled.isError).toBe(true);
+    const single = await postgresqlDriver.touchedTables!(tool('orders'), { sql: 'SELECT * FROM orders' }, ctx({ tables: undefined }));
+    expect(Array.isArray(single) ? single.map((x) => x.table) : single).toEqual(['orders']);
+  });
+
   test('a new list key (a policy changed) is used at once: the same text under other governance', async () => {
     const sql = 'SELECT count(*)::int AS n FROM orders o JOIN customers c ON c.id = o.customer_id';
     expect(rowsOf(await call(sql))).toEqual([{ n: 2 }]);

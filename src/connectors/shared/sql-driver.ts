@@ -90,6 +90,22 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
       }
     },
 
+    async touchedTables(tool, args, ctx) {
+      if (precheck) {
+        const pending = precheck(ctx);
+        const stop = pending instanceof Promise ? await pending : pending;
+        if (stop !== null) return errorResult(stop);
+      }
+      await dialect.ready?.();
+      try {
+        const prepared = prepareCall(dialect, tool, args, ctx);
+        if (isRefusal(prepared)) return prepared;
+        return prepared.touched ?? [tool.target];
+      } catch (err) {
+        return errorResult(callErrorText(err, ctx));
+      }
+    },
+
     async checkPolicy(tool, policy) {
       const stop = await parts.guardReady?.();
       if (stop) return stop;
