@@ -6,7 +6,7 @@ import type { TableRef } from '../policy.ts';
  * statement may reference besides the tool's own table. Every table a statement touches is governed as if the
  * statement called that table's tool, so the guard reports which ones it touched and where.
  */
-interface GuardTable {
+export interface GuardTable {
   schema: string;
   name: string;
   /** The table's policy hides these columns: the guard refuses naming one of them anywhere in the statement. */
@@ -61,6 +61,9 @@ export interface GuardOptions {
    * policy's derived table; a dialect that cannot report them refuses what it cannot check. `key` names the policy.
    * `params`: the statement is a saved tool's, with this many bound markers of its own (`$1..$params`, or `?`),
    * generated from its `:name` placeholders; they are admitted, the policy's values come after them.
+   * With `tables`, the policies are the listed tables' (`GuardTable.policy`, `hidden`) and this field carries only
+   * `params` (shared/prepare.ts sets `{ key: '', hidden: [], params }` for a saved statement): no parameter beyond
+   * them is admitted once a touched table has a policy.
    */
   policy?: { key: string; hidden: readonly string[]; params?: number };
 }
