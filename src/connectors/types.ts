@@ -214,6 +214,12 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends Call
    * Absent: the type takes no policies.
    */
   checkPolicy?(tool: ToolSpec<T>, policy: ToolPolicy): Promise<string | null>;
+  /**
+   * SQL types, issue 38 (docs/decisions/0292): the tables a call with `ctx.tables` would touch, decided as execute
+   * decides it (guard and governance, nothing sent to the database), so the runtime can hold it for every touched
+   * table's approval before it runs; or the tool result that refuses the call. Without `ctx.tables`: the tool's table.
+   */
+  touchedTables?(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<T[] | ToolResult>;
   /** The call step. Never throws for tool-level failures (bad SQL, source down, timeout): returns isError. */
   execute(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<ToolResult>;
   /** Closes the connector's pool (archived, or config changed). */
