@@ -16,10 +16,13 @@ const GUARD_LISTS_MAX = 64;
 const guardLists = new Map<string, NonNullable<GuardOptions['tables']>>();
 
 function toGuardTable(t: CallTable, policy: CallPolicy | undefined, columns: boolean): GuardTable {
+  // The read-only dialects (`columns`: mssql, oracle) have no rewrite: they keep hidden columns out themselves, and
+  // `policy` tells them the table's policy also masks or filters rows, which refuses a statement touching it.
+  const rewrite = policy !== undefined && (!columns || policy.policy.masked_columns.length > 0 || policy.policy.row_filter !== null);
   return {
     schema: t.target.schema,
     name: t.target.table,
-    ...(policy ? { policy: true, hidden: policy.policy.hidden_columns } : {}),
+    ...(policy ? { hidden: policy.policy.hidden_columns, ...(rewrite ? { policy: true } : {}) } : {}),
     ...(columns ? { columns: t.target.columns.map((c) => c.name) } : {}),
   };
 }
@@ -95,8 +98,35 @@ export function governTouched(
     if (!t.enabled) return `Table "${t.target.schema}.${t.target.table}" is not available: its tool is disabled, so no statement may read it.`;
     const p = policyAt(tables, i, ownAt, callPolicy);
     if (p) policies.set(i, p);
+    const base = viewBlocked(tables, i, ownAt, callPolicy);
+    if (base) return base;
   }
   return { touched: touched.map((i) => tables.list[i]!.target), policies };
+}
+
+/**
+ * Decision 0292 item 4: a view reads its base tables where no rewrite reaches, so a touched view whose recorded bases
+ * (SqlTarget.bases, through views of views) include a disabled table or one with a policy refuses the call, naming
+ * that table. Bases outside the list (not exposed) govern nothing, as before; unrecorded bases are not checked.
+ */
+function viewBlocked(tables: Tables, i: number, ownAt: number, callPolicy: CallPolicy | undefined): string | null {
+  const view = tables.list[i]!.target;
+  if (!view.bases) return null;
+  const seen = new Set<number>([i]);
+  const queue = [...view.bases];
+  while (queue.length > 0) {
+    const b = queue.shift()!;
+    const j = tables.list.findIndex((t) => t.target.schema === b.schema && t.target.table === b.table);
+    if (j < 0 || seen.has(j)) continue;
+    seen.add(j);
+    const t = tables.list[j]!;
+    const name = `"${t.target.schema}.${t.target.table}"`;
+    const via = `View "${view.schema}.${view.table}" reads table ${name}`;
+    if (!t.enabled) return `${via}, whose tool is disabled, so no statement may read it.`;
+    if (policyAt(tables, j, ownAt, callPolicy)) return `${via}, which has a column or row policy that cannot apply inside a view: query ${name} itself.`;
+    queue.push(...(t.target.bases ?? []));
+  }
+  return null;
 }
 
 /** Each reference's table in the rewrite: the reference's `table` index (unset: the tool's own table). */
