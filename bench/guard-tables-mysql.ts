@@ -2,7 +2,8 @@
  * The MySQL/MariaDB guard's cost per verdict, one table against a JOIN over the connector's tables (issue 38,
  * docs/decisions/0292): µs per uncached verdict (a new literal every call, so the verdict cache never answers) and per
  * cached verdict, for the single-table form (no `tables`), the same statement with the connector's list (20 tables,
- * one with a policy), and a two-table JOIN reading the policy table. Interleaved rounds (A/B/C/... in turn), median of
+ * one with a policy), and a two-table JOIN, of two tables without a policy and reading the policy table (with that
+ * list, and with one of 2,000 tables). Interleaved rounds (A/B/C/... in turn), median of
  * the rounds. No database: the guard lexes and parses only.
  *
  *   node_modules/.bin/bun bench/guard-tables-mysql.ts [rounds=15] [perRound=2000]
@@ -21,18 +22,24 @@ const list: GuardTable[] = [
 ];
 const SINGLE: GuardOptions = { table: { schema, name: 'items' }, allowWrite: false, allowDdl: false, readOnly: true };
 const LISTED: GuardOptions = { ...SINGLE, tables: { key: 'bench', list } };
+const big: GuardTable[] = [...list, ...Array.from({ length: 1980 }, (_, i) => ({ schema, name: `big${i}` }))];
+const BIG: GuardOptions = { ...SINGLE, tables: { key: 'bench-2000', list: big } };
 
 let n = 0;
 const single = () => `SELECT id, sku, name, price, qty FROM items WHERE id > ${5000 + (n++ % 4000)} ORDER BY id LIMIT 10`;
 const join = () =>
   `SELECT i.id, i.sku, i.name, i.price, c.label FROM items i JOIN categories c ON c.id = i.qty WHERE i.id > ${5000 + (n++ % 4000)} ORDER BY i.id LIMIT 10`;
+const plainJoin = () =>
+  `SELECT i.id, i.sku, i.name, i.price, c.label FROM items i JOIN t0 c ON c.id = i.qty WHERE i.id > ${5000 + (n++ % 4000)} ORDER BY i.id LIMIT 10`;
 const SINGLE_FIXED = single();
 const JOIN_FIXED = join();
 
 const cases: Record<string, () => void> = {
   'single table, uncached (no tables)': () => check(guardMysqlSql(single(), SINGLE)),
   'single table, uncached (with tables)': () => check(guardMysqlSql(single(), LISTED)),
+  'JOIN of two tables, no policy, uncached': () => check(guardMysqlSql(plainJoin(), LISTED)),
   'JOIN of two tables, uncached': () => check(guardMysqlSql(join(), LISTED), 1),
+  'JOIN, 2,000-table list, uncached': () => check(guardMysqlSql(join(), BIG), 1),
   'single table, cached (no tables)': () => check(guardMysqlSql(SINGLE_FIXED, SINGLE)),
   'JOIN of two tables, cached': () => check(guardMysqlSql(JOIN_FIXED, LISTED), 1),
 };

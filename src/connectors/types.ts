@@ -220,11 +220,11 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends Call
    */
   checkPolicy?(tool: ToolSpec<T>, policy: ToolPolicy): Promise<string | null>;
   /**
-   * SQL types, with `ctx.tables`: the tables a call's statement touches, as the guard finds them, before anything
-   * runs (a table requiring approval holds the call); or the result refusing the call (the guard's refusal), in
-   * which case nothing runs.
+   * SQL types, issue 38 (docs/decisions/0292): the tables a call with `ctx.tables` would touch, decided as execute
+   * decides it (guard and governance, nothing sent to the database), so the runtime can hold it for every touched
+   * table's approval before it runs; or the tool result that refuses the call. Without `ctx.tables`: the tool's table.
    */
-  touches?(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<readonly SqlTarget[] | ToolResult>;
+  touchedTables?(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<T[] | ToolResult>;
   /** The call step. Never throws for tool-level failures (bad SQL, source down, timeout): returns isError. */
   execute(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<ToolResult>;
   /** Closes the connector's pool (archived, or config changed). */

@@ -215,8 +215,8 @@ async function gate(
   const holdOwn = async () => (tool.requiresApproval ? { held: await deps.approvals.hold(org.id, principal, tool, input) } : null);
   if (!tables?.anyApproval) return holdOwn();
   const driver = getDriver(tool.connector.type);
-  const reported = driver?.touches
-    ? await driver.touches(tool.spec, input, executionContext(deps, org.id, tool, principal.attributes))
+  const reported = driver?.touchedTables
+    ? await driver.touchedTables(tool.spec, input, executionContext(deps, org.id, tool, principal.attributes))
     : refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
   if (!Array.isArray(reported)) return tool.requiresApproval ? holdOwn() : { refused: reported as ToolResult };
   const touched = touchedIndexes(tables, reported);

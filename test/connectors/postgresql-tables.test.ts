@@ -190,6 +190,47 @@ describe.skipIf(!available)('postgresql: statements over several tables, each go
     expect(textOf(r)).toContain(`public.${DISABLED_TABLE}`);
   });
 
+  test('a saved statement with a JOIN is accepted at save, and its calls are governed by every table it reads', async () => {
+    const parameters = [{ name: 'min', type: 'integer' as const, description: 'lowest order id' }];
+    const statement = 'SELECT o.id, c.name, c.email FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.id >= :min ORDER BY o.id';
+    const targets = tools.map((x) => x.target);
+    const checked = await postgresqlDriver.checkSaved!(statement, parameters, targets, false);
+    if (!checked.ok) throw new Error(checked.reason);
+    expect(['orders', 'customers']).toContain(checked.target.table);
+    const saved: SqlToolSpec = {
+      ...tool(checked.target.table),
+      target: { ...checked.target, saved: { statement, parameters, version: 1, ...checked.template! } },
+    };
+    const r = await postgresqlDriver.execute(saved, { min: 11 }, ctx());
+    expect(leakedSecret(everything(r))).toBeNull();
+    expect(rowsOf(r)).toEqual([{ id: 11, name: 'abe-a', email: 'masked-mail' }]);
+    // Issue 38 item 7a: a saved statement naming a hidden column reads nothing through it.
+    const naming = 'SELECT id, ssn FROM customers WHERE id >= :min';
+    const hidden = await postgresqlDriver.checkSaved!(naming, parameters, targets, false);
+    if (!hidden.ok) throw new Error(hidden.reason);
+    const savedHidden: SqlToolSpec = {
+      ...tool('customers'),
+      target: { ...hidden.target, saved: { statement: naming, parameters, version: 1, ...hidden.template! } },
+    };
+    const refusedCall = await postgresqlDriver.execute(savedHidden, { min: 0 }, ctx());
+    expect(refusedCall.isError).toBe(true);
+    expect(leakedSecret(everything(refusedCall))).toBeNull();
+    // A join with a table the connector does not list is refused at save.
+    const unlisted = await postgresqlDriver.checkSaved!('SELECT o.id FROM orders o JOIN pg_class c ON TRUE WHERE o.id = :min', parameters, targets, false);
+    expect(unlisted.ok).toBe(false);
+  });
+
+  test('touchedTables: what a call would touch, before anything runs (the runtime holds it for their approvals)', async () => {
+    const join = await postgresqlDriver.touchedTables!(tool('orders'), { sql: 'SELECT * FROM orders o JOIN customers c ON c.id = o.customer_id' }, ctx());
+    expect(Array.isArray(join) ? join.map((x) => x.table) : join).toEqual(['customers', 'orders']);
+    const other = await postgresqlDriver.touchedTables!(tool('orders'), { sql: 'SELECT 1 FROM h1_sales.invoices' }, ctx());
+    expect(Array.isArray(other) ? other.map((x) => `${x.schema}.${x.table}`) : other).toEqual(['h1_sales.invoices']);
+    const disabled = await postgresqlDriver.touchedTables!(tool('orders'), { sql: 'SELECT * FROM payroll' }, ctx());
+    expect(Array.isArray(disabled) ? 'not refused' : disabled.isError).toBe(true);
+    const single = await postgresqlDriver.touchedTables!(tool('orders'), { sql: 'SELECT * FROM orders' }, ctx({ tables: undefined }));
+    expect(Array.isArray(single) ? single.map((x) => x.table) : single).toEqual(['orders']);
+  });
+
   test('a new list key (a policy changed) is used at once: the same text under other governance', async () => {
     const sql = 'SELECT count(*)::int AS n FROM orders o JOIN customers c ON c.id = o.customer_id';
     expect(rowsOf(await call(sql))).toEqual([{ n: 2 }]);

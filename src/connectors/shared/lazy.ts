@@ -7,7 +7,6 @@
  * starts as usual.
  */
 import { unprocessable } from '../../errors.ts';
-import { refusedResult } from './result.ts';
 import type { CallContext, ConnectorDriver, ExecutionContext } from '../types.ts';
 
 /** True when `err` is the runtime's "package not installed" for `pkg` (Bun, Node and Deno word it differently). */
@@ -58,9 +57,9 @@ export function lazyDriver<C, T, X extends CallContext<C> = ExecutionContext<C>>
       const d = await impl();
       return d.checkPolicy ? d.checkPolicy(...a) : `${meta.type} tools take no column or row policies`;
     },
-    touches: async (...a) => {
+    touchedTables: async (...a) => {
       const d = await impl();
-      return d.touches ? d.touches(...a) : refusedResult(`${meta.type} connectors do not read several tables.`);
+      return d.touchedTables ? d.touchedTables(...a) : [a[0].target];
     },
     // Once loaded, a call goes to the implementation at once (no await in between: postgresql is on the hot path).
     execute: (...a) => (loaded ? loaded.execute(...a) : impl().then((d) => d.execute(...a))),

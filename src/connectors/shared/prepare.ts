@@ -11,7 +11,7 @@ import { inSpan } from '../../observability/tracing.ts';
 import type { BoundStatement, SavedBinding, SavedStatement } from './saved.ts';
 import { MAX_LIMIT } from './toolspec.ts';
 import { applyPolicies, resolutionKey, type CallPolicy, type PolicyDialect, type PolicyTable, type TableRef } from './policy.ts';
-import { governTouched, guardTablesFor, policiesKey, policyTablesOf } from './tables.ts';
+import { governTouched, guardTablesFor, ownIndexOf, policiesKey, policyTablesOf } from './tables.ts';
 
 export interface PreparedCall {
   /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads (as is for a read-only dialect). */
@@ -83,7 +83,7 @@ function guardOptions(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext
   if (!ctx.tables) return guardOptionsFor(dialect, tool.target, ctx, ctx.policy, boundParams);
   // Issue 38: the connector's tables, each with its own policy; the tool's own table is read-only under one.
   const tables = guardTablesFor(ctx.tables, tool.target, ctx.policy, !dialect.wrapRead);
-  const own = tables.list.find((t) => t.schema === tool.target.schema && t.name === tool.target.table);
+  const own = tables.list[ownIndexOf(ctx.tables, tool.target)];
   const opts = guardOptionsFor(dialect, tool.target, { ...ctx, readOnly: ctx.readOnly || own?.policy === true });
   opts.tables = tables;
   // With tables, `policy` carries only a saved statement's own parameter count (the guard admits those, and no other
@@ -138,7 +138,7 @@ function refused(dialect: Dialect, stage: GuardRefusalReason, text: string): Too
 export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): PreparedCall | ToolResult {
   if (ctx.tables && !dialect.tables) {
     // A guard that knows one table: the tool's own, governed by its table's policy, and that table alone touched.
-    const own = ctx.tables.list.find((t) => t.target.schema === tool.target.schema && t.target.table === tool.target.table);
+    const own = ctx.tables.list[ownIndexOf(ctx.tables, tool.target)];
     const single: ExecutionContext = { ...ctx, tables: undefined, policy: own?.policy ?? ctx.policy };
     const prepared = prepareCall(dialect, tool, args, single);
     return isRefusal(prepared) ? prepared : { ...prepared, touched: [tool.target] };

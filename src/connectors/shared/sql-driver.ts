@@ -13,7 +13,8 @@ import { errorResult } from './result.ts';
 import { parseTemplate, TemplateError, type SavedParam, type SavedTemplate } from './saved.ts';
 import { checkWrappable } from './sqltext.ts';
 import { checkPolicyShape, policyKey, type ToolPolicy } from './policy.ts';
-import { sha256Hex } from '../../util/crypto.ts';
+import type { GuardOptions } from './sqlguard/types.ts';
+import { createHash } from 'node:crypto';
 
 export interface SqlDriverParts<P, O, X extends ExecutionContext> {
   dialect: Dialect;
@@ -93,16 +94,17 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
       }
     },
 
-    // The guard's verdict on the text is cached: the call that follows pays for its parse once.
-    async touches(tool, args, ctx) {
-      if (!ctx.tables) return errorResult('The call could not be checked against the connector’s tables.');
+    async touchedTables(tool, args, ctx) {
+      if (precheck) {
+        const pending = precheck(ctx);
+        const stop = pending instanceof Promise ? await pending : pending;
+        if (stop !== null) return errorResult(stop);
+      }
+      await dialect.ready?.();
       try {
-        const stop = await parts.guardReady?.();
-        if (stop) return errorResult(stop);
-        await dialect.ready?.();
         const prepared = prepareCall(dialect, tool, args, ctx);
         if (isRefusal(prepared)) return prepared;
-        return touchedOf(prepared) ?? [tool.target];
+        return prepared.touched ?? [tool.target];
       } catch (err) {
         return errorResult(callErrorText(err, ctx));
       }
@@ -159,10 +161,10 @@ function savedUnderPolicy(dialect: Dialect, t: SqlTarget, policy: ToolPolicy): s
 /**
  * Save-time check of a saved statement (ConnectorDriver.checkSaved): the guard of each of the connector's tables
  * in turn, with the connector's write permission; the first table whose guard accepts it is the tool's. DDL is never
- * a saved tool. When none accepts it and the dialect's guard knows several tables (issue 38), the statement may read
- * several: it is checked as a call would be, every table listed with its policy's hidden columns (saving never widens
- * a table's policy, decision 0292), and the first table it touches is the tool's. When none accepts it, the refusal
- * is the multi-table guard's, or the guard's for the table the statement names (else the first).
+ * a saved tool. A dialect whose guard knows several tables (issue 38) checks it against all of them, each with its
+ * policy's hidden columns (`policies`: saving never widens a table's policy, decisions 0292 and 0300), and the tool's
+ * table is one it touches. When none accepts it, the refusal is the guard's for the table the statement names (else
+ * the first).
  */
 async function checkSaved(
   dialect: Dialect,
@@ -170,7 +172,7 @@ async function checkSaved(
   params: SavedParam[],
   tables: SqlTarget[],
   allowWrite: boolean,
-  policies?: readonly (ToolPolicy | null)[],
+  policies: readonly (ToolPolicy | null)[] = [],
 ): Promise<SavedCheck<SqlTarget>> {
   let text: string;
   let template: SavedTemplate;
@@ -189,29 +191,30 @@ async function checkSaved(
   }
   let first: string | null = null;
   let named: string | null = null;
-  for (const t of tables) {
-    const verdict = dialect.guard(text, guardOptionsFor(dialect, t, { allowWrite, allowDdl: false, readOnly: false }));
-    if (verdict.ok && verdict.kind !== 'ddl') return { ok: true, target: t, write: !verdict.readOnly, template };
+  const multi = multiTableList(dialect, tables, policies);
+  for (const t of multi ? namedFirst(statement, tables) : tables) {
+    const opts = guardOptionsFor(dialect, t, { allowWrite, allowDdl: false, readOnly: false });
+    if (multi) opts.tables = multi;
+    // Under a table's policy the guard admits the statement's own markers, and only those.
+    if (multi && own) opts.policy = { key: '', hidden: [], params: own };
+    const verdict = dialect.guard(text, opts);
+    // Across tables (issue 38), the tool's table is one the statement touches (a write's: the one it writes).
+    const touched = verdict.ok && multi ? (verdict.touched ?? []).map((i) => tables[i]!) : null;
+    const mine = !multi || touched?.some((x) => x.schema === t.schema && x.table === t.table);
+    if (verdict.ok && verdict.kind !== 'ddl' && mine) return { ok: true, target: t, write: !verdict.readOnly, template, ...(touched ? { touched } : {}) };
     const reason = verdict.ok ? 'DDL statements cannot be saved tools.' : verdict.reason;
     if (new RegExp(`\\b${t.table.replace(/[^A-Za-z0-9_]/g, '.')}\\b`, 'i').test(statement)) named ??= reason;
     first ??= reason;
   }
-  if (dialect.tables && tables.length > 1) {
-    const multi = savedOverTables(dialect, text, own, tables, policies ?? []);
-    if (multi.ok) return { ...multi, template };
-    return multi;
-  }
   return { ok: false, reason: named ?? first ?? 'The connector has no table to run a statement on.' };
 }
 
-/** A saved statement reading several tables, checked as a read by the multi-table guard with every table's hidden columns. */
-function savedOverTables(
-  dialect: Dialect,
-  text: string,
-  own: number | undefined,
-  tables: SqlTarget[],
-  policies: readonly (ToolPolicy | null)[],
-): { ok: true; target: SqlTarget; write: false; touched: SqlTarget[] } | { ok: false; reason: string } {
+/**
+ * Issue 38: a dialect whose guard reads the connector's tables checks a saved statement against all of them (a JOIN
+ * may be saved), each with its policy's hidden columns; the call is governed by every table it touches (prepare.ts).
+ */
+function multiTableList(dialect: Dialect, tables: SqlTarget[], policies: readonly (ToolPolicy | null)[]): GuardOptions['tables'] {
+  if (!dialect.tables) return undefined;
   const list = tables.map((t, i) => {
     const p = policies[i];
     return {
@@ -221,13 +224,13 @@ function savedOverTables(
       ...(dialect.wrapRead ? {} : { columns: t.columns.map((c) => c.name) }),
     };
   });
-  const key = `saved\u0000${sha256Hex(JSON.stringify([list.map((t) => [t.schema, t.name, t.hidden ?? null]), policies.map((p) => (p ? policyKey(p) : null))]))}`;
-  const opts = guardOptionsFor(dialect, tables[0]!, { allowWrite: false, allowDdl: false, readOnly: true });
-  opts.tables = { key, list };
-  if (own) opts.policy = { key: '', hidden: [], params: own };
-  const verdict = dialect.guard(text, opts);
-  if (!verdict.ok) return { ok: false, reason: verdict.reason };
-  const touched = (verdict.touched ?? []).map((i) => tables[i]!);
-  if (verdict.kind === 'ddl' || !verdict.readOnly || touched.length === 0) return { ok: false, reason: 'A saved statement over several tables only reads.' };
-  return { ok: true, target: touched[0]!, write: false, touched };
+  const names = JSON.stringify([list.map((t) => [t.schema, t.name]), policies.map((p) => (p ? policyKey(p) : null))]);
+  return { key: `save\u0000${createHash('sha256').update(names).digest('hex')}`, list };
+}
+
+/** The tables the statement names first (the likely tool's table), then the rest. */
+function namedFirst(statement: string, tables: SqlTarget[]): SqlTarget[] {
+  const lower = statement.toLowerCase();
+  const named = tables.filter((t) => lower.includes(t.table.toLowerCase()));
+  return [...named, ...tables.filter((t) => !named.includes(t))];
 }

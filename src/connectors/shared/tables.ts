@@ -27,9 +27,24 @@ function toGuardTable(t: CallTable, policy: CallPolicy | undefined, columns: boo
   };
 }
 
+/** Each list's positions by `schema\0table`, by the list's key (a list of 2,000 tables is not scanned per call). */
+const positions = new Map<string, Map<string, number>>();
+
 /** Where the tool's own table is in the list, or -1. */
-function ownIndexOf(tables: Tables, own: SqlTarget): number {
-  return tables.list.findIndex((t) => t.target.schema === own.schema && t.target.table === own.table);
+export function ownIndexOf(tables: Tables, own: SqlTarget): number {
+  let byName = positions.get(tables.key);
+  if (!byName || byName.size > tables.list.length) {
+    byName = new Map();
+    tables.list.forEach((t, i) => {
+      const name = `${t.target.schema}\u0000${t.target.table}`;
+      if (!byName!.has(name)) byName!.set(name, i);
+    });
+    positions.set(tables.key, byName);
+    if (positions.size > GUARD_LISTS_MAX) positions.delete(positions.keys().next().value!);
+  }
+  const i = byName.get(`${own.schema}\u0000${own.table}`);
+  // The key promises the same list; the entry is checked all the same (a wrong position would govern the wrong table).
+  return i !== undefined && tables.list[i]?.target.schema === own.schema && tables.list[i]?.target.table === own.table ? i : -1;
 }
 
 /**

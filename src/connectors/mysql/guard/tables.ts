@@ -9,22 +9,24 @@ import { Refusal, clip } from '../../shared/sqlguard/common.ts';
 import type { LowerCaseTableNames } from './names.ts';
 import { type ListedState, type TableIndex, type WalkState, hasPolicy, tableKey } from './walk.ts';
 
-/** One index per list object and mode: a connector's list is built once per catalog version (its `key`). */
-const indexes = new WeakMap<readonly GuardTable[], { mode: LowerCaseTableNames; schema: string; name: string; index: TableIndex }>();
+/** One name index per list object and mode: a connector's list is built once per catalog version (its `key`) and shared by its tools. */
+const indexes = new WeakMap<readonly GuardTable[], Map<LowerCaseTableNames, ReadonlyMap<string, number>>>();
 
 function indexOf(opts: GuardOptions, list: readonly GuardTable[], mode: LowerCaseTableNames): TableIndex {
-  const hit = indexes.get(list);
-  if (hit && hit.mode === mode && hit.schema === opts.table.schema && hit.name === opts.table.name) return hit.index;
-  const byKey = new Map<string, number>();
-  list.forEach((t, i) => {
-    const key = tableKey(t.schema, t.name, mode);
-    // Two listed tables the server cannot tell apart in this mode (a list built under another mode): neither is guessed.
-    byKey.set(key, byKey.has(key) ? -1 : i);
-  });
+  let byMode = indexes.get(list);
+  if (!byMode) indexes.set(list, (byMode = new Map()));
+  let byKey = byMode.get(mode);
+  if (!byKey) {
+    const made = new Map<string, number>();
+    list.forEach((t, i) => {
+      const key = tableKey(t.schema, t.name, mode);
+      // Two listed tables the server cannot tell apart in this mode (a list built under another mode): neither is guessed.
+      made.set(key, made.has(key) ? -1 : i);
+    });
+    byMode.set(mode, (byKey = made));
+  }
   const own = byKey.get(tableKey(opts.table.schema, opts.table.name, mode));
-  const index: TableIndex = { byKey, own: own !== undefined && own >= 0 ? own : undefined };
-  indexes.set(list, { mode, schema: opts.table.schema, name: opts.table.name, index });
-  return index;
+  return { byKey, own: own !== undefined && own >= 0 ? own : undefined };
 }
 
 /** The walk's state for opts.tables, or undefined without it. */
