@@ -90,7 +90,7 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     list.push({
       id: tool.id,
       name: tool.toolNameOverride ?? tool.baseName,
-      description: tool.toolDescriptionOverride ?? (policy ? policyDescription(spec, policy.policy) : spec.description),
+      description: withConnectorLine(tool.toolDescriptionOverride ?? (policy ? policyDescription(spec, policy.policy) : spec.description), connector),
       inputSchema: spec.inputSchema,
       outputSchema: spec.outputSchema,
       annotations: spec.annotations ?? { readOnlyHint: !writable, destructiveHint: writable, openWorldHint: false },
@@ -107,6 +107,15 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
   }
   list.sort((a, b) => a.name.localeCompare(b.name));
   return { version, tools: list, byName: new Map(list.map((t) => [t.name, t])) };
+}
+
+/**
+ * Every tool description ends naming its connector, `Connector: <name> (<description>)` (the parenthesis only when
+ * the connector has a description), so an agent can tell production from staging when two connectors serve the same
+ * table (issue 38 item 5, docs/decisions/0305). Written at catalog build: a renamed connector renames it at once.
+ */
+export function withConnectorLine(text: string, connector: { name: string; description: string | null }): string {
+  return `${text}\nConnector: ${connector.name}${connector.description ? ` (${connector.description})` : ''}`;
 }
 
 /** A stored policy as calls use it: its key, and the org's mask key when a column is hashed. */

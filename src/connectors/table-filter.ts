@@ -1,0 +1,73 @@
+/**
+ * Which of a database connector's tables become tools (docs/decisions/0303): glob patterns over `schema.table`
+ * (mongodb: `database.collection`), matched case-insensitively; an empty include list lets every table in, an exclude
+ * pattern always wins. Also the checks with the words a 400 answers for patterns and the connector's description.
+ */
+import { AppError } from '../errors.ts';
+import type { ToolSpec } from './types.ts';
+
+/** The table filter of a connector as stored (connectors.include_tables / exclude_tables). */
+export interface TableFilter {
+  include: readonly string[];
+  exclude: readonly string[];
+}
+
+const bad = (message: string) => new AppError(400, 'validation_error', message);
+
+/**
+ * Refuses a pattern list that cannot mean what its author wants: a pattern with no `.` (it would never match a
+ * `schema.table`), an empty side of the dot, or a control character.
+ */
+export function checkTablePatterns(field: 'include_tables' | 'exclude_tables', patterns: readonly string[] | undefined): void {
+  if (!patterns) return;
+  patterns.forEach((pattern, i) => {
+    const where = `body.${field}[${i}]`;
+    if (/[\u0000-\u001f\u007f]/.test(pattern)) throw bad(`${where} contains a control character.`);
+    const dot = pattern.indexOf('.');
+    if (dot <= 0 || dot === pattern.length - 1) {
+      throw bad(`${where} "${pattern.slice(0, 60)}" must have the form schema.table, e.g. public.orders, public.order* or *.orders.`);
+    }
+  });
+}
+
+/** A connector description is one line of text (it ends every tool description): control characters are refused. */
+export function checkDescription(description: string | null | undefined): void {
+  if (typeof description === 'string' && /[\u0000-\u001f\u007f]/.test(description)) {
+    throw bad('body.description must be one line of text without control characters.');
+  }
+}
+
+/** A glob as a regular expression over the whole name: `*` any run, `?` one character, everything else literal. */
+function globRegExp(pattern: string): RegExp {
+  const source = [...pattern].map((ch) => (ch === '*' ? '.*' : ch === '?' ? '.' : ch.replace(/[\\^$.|+()[\]{}]/g, '\\$&'))).join('');
+  return new RegExp(`^${source}$`, 'is');
+}
+
+/** The `schema.table` a tool's target names (SQL types: schema/table; mongodb: database/collection); null: none. */
+export function relationName(target: unknown): string | null {
+  const t = target as { schema?: unknown; table?: unknown; database?: unknown; collection?: unknown } | null;
+  const schema = t?.schema ?? t?.database;
+  const table = t?.table ?? t?.collection;
+  return typeof schema === 'string' && typeof table === 'string' ? `${schema}.${table}` : null;
+}
+
+/** Whether a filter lets anything out at all (no pattern: every table is served, nothing to do). */
+function filters(filter: TableFilter): boolean {
+  return filter.include.length > 0 || filter.exclude.length > 0;
+}
+
+/**
+ * The introspected tools whose table the filter lets in, in their order. A tool that names no table (an upstream MCP
+ * server's) is kept: the filter is about tables.
+ */
+export function applyTableFilter<T extends ToolSpec>(specs: readonly T[], filter: TableFilter): T[] {
+  if (!filters(filter)) return [...specs];
+  const include = filter.include.map(globRegExp);
+  const exclude = filter.exclude.map(globRegExp);
+  return specs.filter((spec) => {
+    const name = relationName(spec.target);
+    if (name === null) return true;
+    if (exclude.some((re) => re.test(name))) return false;
+    return include.length === 0 || include.some((re) => re.test(name));
+  });
+}
