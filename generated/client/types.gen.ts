@@ -583,7 +583,7 @@ export type Tool = {
      */
     name: string;
     /**
-     * The description agents see (the override when set).
+     * The description agents see (the override when set), ending with a line naming the connector: `Connector: <name> (<description>)`.
      */
     description: string;
     enabled: boolean;
