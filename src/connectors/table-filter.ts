@@ -37,10 +37,32 @@ export function checkDescription(description: string | null | undefined): void {
   }
 }
 
-/** A glob as a regular expression over the whole name: `*` any run, `?` one character, everything else literal. */
-function globRegExp(pattern: string): RegExp {
-  const source = [...pattern].map((ch) => (ch === '*' ? '.*' : ch === '?' ? '.' : ch.replace(/[\\^$.|+()[\]{}]/g, '\\$&'))).join('');
-  return new RegExp(`^${source}$`, 'is');
+/**
+ * Whether `name` matches the glob `pattern` as a whole: `*` any run of characters, `?` one, everything else literal,
+ * case-insensitively. The two-pointer walk (back to the last `*` on a mismatch) takes at most
+ * pattern x name steps whatever the pattern: a regular expression of many `*` would backtrack without bound.
+ */
+export function globMatches(pattern: string, name: string): boolean {
+  const p = [...pattern.toLowerCase()];
+  const n = [...name.toLowerCase()];
+  let pi = 0;
+  let ni = 0;
+  let star = -1;
+  let resume = 0;
+  while (ni < n.length) {
+    if (pi < p.length && (p[pi] === '?' || (p[pi] !== '*' && p[pi] === n[ni]))) {
+      pi++;
+      ni++;
+    } else if (pi < p.length && p[pi] === '*') {
+      star = pi++;
+      resume = ni;
+    } else if (star >= 0) {
+      pi = star + 1;
+      ni = ++resume;
+    } else return false;
+  }
+  while (pi < p.length && p[pi] === '*') pi++;
+  return pi === p.length;
 }
 
 /** The `schema.table` a tool's target names (SQL types: schema/table; mongodb: database/collection); null: none. */
@@ -62,12 +84,10 @@ function filters(filter: TableFilter): boolean {
  */
 export function applyTableFilter<T extends ToolSpec>(specs: readonly T[], filter: TableFilter): T[] {
   if (!filters(filter)) return [...specs];
-  const include = filter.include.map(globRegExp);
-  const exclude = filter.exclude.map(globRegExp);
   return specs.filter((spec) => {
     const name = relationName(spec.target);
     if (name === null) return true;
-    if (exclude.some((re) => re.test(name))) return false;
-    return include.length === 0 || include.some((re) => re.test(name));
+    if (filter.exclude.some((p) => globMatches(p, name))) return false;
+    return filter.include.length === 0 || filter.include.some((p) => globMatches(p, name));
   });
 }
