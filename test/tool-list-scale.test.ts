@@ -126,16 +126,32 @@ describe.skipIf(!available)('a connector of 2,000 tables', () => {
 
   test('exclude wins over include, and a changed filter revalidates', async () => {
     verifies('CONN-TABLE-FILTER');
+    // A saved tool over order_0015: served while its table is, not once the filter leaves the table out.
+    const saved = await api(g, 'POST', `/api/connectors/${few.id}/saved-tools`, token, {
+      name: 'orders_fifteen_by_id',
+      description: 'One row of order_0015.',
+      statement: `SELECT id, label FROM ${schema}.order_0015 WHERE id = :id`,
+      parameters: [{ name: 'id', type: 'integer', description: 'Row id' }],
+    });
+    expect(saved.status).toBe(201);
+    const listed = async () => (await listPage()).page.tools.map((t) => t.name);
+    expect(await listed()).toContain('orders_fifteen_by_id');
     const patched = await api(g, 'PATCH', `/api/connectors/${few.id}`, token, { exclude_tables: [`${schema}.ORDER_001?`] });
     expect(patched.status).toBe(200);
     expect(((await patched.json()) as { status: string }).status).toBe('validating');
     await g.deps.jobs.idle();
-    // order_0010..order_0019 excluded (case-insensitive), order_0001..0009 and order_0020 stay.
-    expect((await restTools(g, token, org.orgId, few.id)).length).toBe(10);
+    // order_0010..order_0019 excluded (case-insensitive), order_0001..0009 and order_0020 stay; the saved tool too.
+    expect((await restTools(g, token, org.orgId, few.id)).filter((t) => t.tool_name.startsWith('query_')).length).toBe(10);
+    expect(await listed()).not.toContain('orders_fifteen_by_id');
+    expect(await listed()).not.toContain('query_postgresql_order_0015');
+    expectRpcError(await callTool(g, org.slug, key, 'orders_fifteen_by_id', { id: 1 }), -32602);
     const back = await api(g, 'PATCH', `/api/connectors/${few.id}`, token, { exclude_tables: [] });
     expect(back.status).toBe(200);
     await g.deps.jobs.idle();
-    expect((await restTools(g, token, org.orgId, few.id)).length).toBe(ORDERS);
+    expect((await restTools(g, token, org.orgId, few.id)).filter((t) => t.tool_name.startsWith('query_')).length).toBe(ORDERS);
+    expect(await listed()).toContain('orders_fifteen_by_id');
+    const savedId = ((await saved.json()) as { id: string }).id;
+    expect((await api(g, 'DELETE', `/api/connectors/${few.id}/saved-tools/${savedId}`, token)).status).toBe(200);
   });
 
   test('bad patterns and descriptions are 400 naming the field; patterns on an mcp connector are 400', async () => {

@@ -4,6 +4,7 @@ import { credentialContext } from '../connectors/repository.ts';
 import type { SqlTarget, ToolSpec } from '../connectors/types.ts';
 import { describedColumns, policyKey, type CallPolicy, type ToolPolicy } from '../connectors/shared/policy.ts';
 import { columnList } from '../connectors/shared/toolspec.ts';
+import { applyTableFilter } from '../connectors/table-filter.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { catalogRows } from './repository.ts';
@@ -78,6 +79,9 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       runtimes.set(connector.id, runtime);
     }
     const spec = tool.spec as unknown as ToolSpec;
+    // A saved tool over a table the connector's filter now leaves out is not served either (decision 0303); the
+    // table tools of excluded tables were never written.
+    if (tool.savedVersion !== null && excludedTable(spec, connector)) continue;
     // One stored tool whose schema no longer compiles (stored before its checks existed) is left out, not the org's
     // whole catalog: every other tool stays callable.
     let validate: ValidateFunction;
@@ -117,6 +121,10 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
  */
 export function withConnectorLine(text: string, connector: { name: string; description: string | null }): string {
   return `${text}\nConnector: ${connector.name}${connector.description ? ` (${connector.description})` : ''}`;
+}
+
+function excludedTable(spec: ToolSpec, connector: { includeTables: string[]; excludeTables: string[] }): boolean {
+  return applyTableFilter([spec], { include: connector.includeTables, exclude: connector.excludeTables }).length === 0;
 }
 
 /** Keywords that only annotate a schema: they never change what validates (or which defaults Ajv fills in). */
