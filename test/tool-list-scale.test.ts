@@ -8,6 +8,7 @@ import { api, freshDatabase, onboard, startTestGateway, tokenFor, type Onboarded
 import { callTool, createConnector, expectRpcError, restTools, rowsOf, rpc, type Credential } from './support/mcp.ts';
 import { PG_URL, serviceAvailable } from './support/services.ts';
 import { verifies } from './requirements.ts';
+import { loadConfig } from '../src/config.ts';
 
 setDefaultTimeout(120_000);
 const available = await serviceAvailable('postgres');
@@ -290,5 +291,38 @@ describe.skipIf(!available)('many tools at once', () => {
     const foreign = await api(g, 'PATCH', `/api/mcp/${other.orgId}/tools`, otherToken, { ids, enabled: true });
     expect(foreign.status).toBe(404);
     expect((await restTools(g, token, org.orgId, few.id)).filter((t) => !t.enabled).length).toBe(5);
+  });
+});
+
+describe.skipIf(!available)('the page size is a setting', () => {
+  test('TOOLGATE_TOOLS_LIST_PAGE_SIZE=3: ten tools in pages of three, same order as one page; out of range stops the start', async () => {
+    verifies('TOOLS-LIST-PAGES');
+    expect(() => loadConfig({ TOOLGATE_TOOLS_LIST_PAGE_SIZE: '0' })).toThrow(/TOOLGATE_TOOLS_LIST_PAGE_SIZE/);
+    const small = await startTestGateway('pglite', { TOOLGATE_TOOLS_LIST_PAGE_SIZE: '3' });
+    try {
+      const o = await onboard(small);
+      const bearer = await tokenFor(small, o.clientId, o.clientSecret);
+      const c = await createConnector(small, bearer, {
+        name: 'nine',
+        type: 'postgresql',
+        config: pgConfig(),
+        ...({ include_tables: [`${schema}.order_000?`] } as object),
+      } as never);
+      expect(c.status).toBe('active');
+      const names: string[] = [];
+      const sizes: number[] = [];
+      let cursor: string | undefined;
+      do {
+        const answer = await rpc(small, o.slug, { apiKey: o.apiKey }, 'tools/list', cursor ? { cursor } : {});
+        const page = answer.body.result as Page;
+        sizes.push(page.tools.length);
+        names.push(...page.tools.map((t) => t.name));
+        cursor = page.nextCursor;
+      } while (cursor);
+      expect(sizes).toEqual([3, 3, 3, 1]);
+      expect(names).toEqual([...Array.from({ length: 9 }, (_, i) => `query_postgresql_order_${pad(i + 1)}`), 'check_approval_status']);
+    } finally {
+      await small.close();
+    }
   });
 });
