@@ -241,6 +241,11 @@ describe.skipIf(!available)('a connector of 2,000 tables', () => {
     await g.deps.jobs.idle();
     const renamed = (await restTools(g, token, org.orgId, all.id)).find((t) => t.id === tool.id)!;
     expect(renamed).toMatchObject({ tool_name: 'query_staging_order_0002', requires_approval: true });
+    // The validation's audit row says which names agents lost.
+    const audit = (await (await api(g, 'GET', `/api/audit?action=connector.validated&target_id=${all.id}&limit=1`, token)).json()) as {
+      events: { details: { renamed?: unknown } }[];
+    };
+    expect(audit.events[0]!.details.renamed).toEqual([{ from: 'query_postgresql_order_0002_2', to: 'query_staging_order_0002' }]);
     expect((await restTools(g, token, org.orgId, all.id)).length).toBe(TABLES);
   });
 });

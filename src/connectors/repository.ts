@@ -78,7 +78,7 @@ const INSERT_CHUNK = 500;
  * records the source's tools that were skipped. A table's row is matched by the table it reads (`schema.table`), so
  * its settings follow it when its name changes (a `_2` of an older naming renamed after the connector: decision
  * 0305); a tool without a table (an upstream MCP server's) by its base name. Runs only when `generation` is still
- * current, so a stale job never wins.
+ * current, so a stale job never wins (null); otherwise says which tools were renamed.
  */
 export async function applyIntrospection(
   db: Queryable,
@@ -87,18 +87,18 @@ export async function applyIntrospection(
   generation: number,
   specs: ToolSpec[],
   skipped: SkippedTool[] = [],
-): Promise<boolean> {
+): Promise<{ renamed: Rename[] } | null> {
   const connectorId = connector.id;
   const [current] = await db
     .update(connectors)
     .set({ status: 'active', statusReason: null, skippedTools: skipped, updatedAt: new Date() })
     .where(and(eq(connectors.id, connectorId), eq(connectors.orgId, orgId), eq(connectors.validationGeneration, generation), isNull(connectors.archivedAt)))
     .returning({ id: connectors.id });
-  if (!current) return false;
+  if (!current) return null;
   // One naming pass per org at a time: two connectors validating together must not pick the same free name.
   await db.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${orgId}))`);
   specs = await avoidOrgCollisions(db, orgId, connector, specs);
-  await matchExistingRows(db, orgId, connectorId, specs);
+  const renamed = await matchExistingRows(db, orgId, connectorId, specs);
   // In chunks, not a statement per tool: a 2,000-table connector is 4 statements here, not 2,000.
   for (let i = 0; i < specs.length; i += INSERT_CHUNK) {
     await db
@@ -110,7 +110,13 @@ export async function applyIntrospection(
         setWhere: isNull(tools.savedVersion),
       });
   }
-  return true;
+  return { renamed };
+}
+
+/** A tool row whose base name changed at introspection (its table kept it). */
+export interface Rename {
+  from: string;
+  to: string;
 }
 
 /**
@@ -118,7 +124,7 @@ export async function applyIntrospection(
  * table (or, without one, name) is still served takes the name its spec now has; the others are deleted. Renames go
  * through a temporary name, so two rows trading names never meet the unique index.
  */
-async function matchExistingRows(db: Queryable, orgId: string, connectorId: string, specs: ToolSpec[]): Promise<void> {
+async function matchExistingRows(db: Queryable, orgId: string, connectorId: string, specs: ToolSpec[]): Promise<Rename[]> {
   const rows = await db
     .select({ id: tools.id, baseName: tools.baseName, spec: tools.spec })
     .from(tools)
@@ -132,14 +138,14 @@ async function matchExistingRows(db: Queryable, orgId: string, connectorId: stri
   }
   const claimed = new Set<string>();
   const doomed: string[] = [];
-  const renames: { id: string; to: string }[] = [];
+  const renames: { id: string; from: string; to: string }[] = [];
   for (const row of rows) {
     const relation = relationName((row.spec as { target?: unknown }).target);
     const wanted = relation !== null ? byRelation.get(relation) : names.has(row.baseName) ? row.baseName : undefined;
     if (wanted === undefined || claimed.has(wanted)) doomed.push(row.id);
     else {
       claimed.add(wanted);
-      if (wanted !== row.baseName) renames.push({ id: row.id, to: wanted });
+      if (wanted !== row.baseName) renames.push({ id: row.id, from: row.baseName, to: wanted });
     }
   }
   // A row keeping a name another row is renamed away from: deleted rows go first, so their names are free.
@@ -150,6 +156,7 @@ async function matchExistingRows(db: Queryable, orgId: string, connectorId: stri
       .set({ baseName: `~${r.id}` })
       .where(eq(tools.id, r.id));
   for (const r of renames) await db.update(tools).set({ baseName: r.to, updatedAt: new Date() }).where(eq(tools.id, r.id));
+  return renames.map(({ from, to }) => ({ from, to }));
 }
 
 /**

@@ -301,9 +301,16 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
     await driver.validate(row.id, config, credential, env);
     const specs = applyTableFilter(await driver.introspect(row.id, config, credential, env), { include: row.includeTables, exclude: row.excludeTables });
     const applied = await deps.store.db.transaction(async (tx) => {
-      if (!(await repo.applyIntrospection(tx, row.orgId, { id: row.id, name: row.name }, generation, specs, skipped))) return false;
+      const applied = await repo.applyIntrospection(tx, row.orgId, { id: row.id, name: row.name }, generation, specs, skipped);
+      if (!applied) return false;
       await repo.bumpCatalogVersion(tx, row.orgId);
-      const details = { tools: specs.length, ...(skipped.length ? { skipped: skipped.length } : {}) };
+      // Renamed tools (an old `_2` named after its connector, decision 0305): agents' names changed, so the row says which.
+      const { renamed } = applied;
+      const details = {
+        tools: specs.length,
+        ...(skipped.length ? { skipped: skipped.length } : {}),
+        ...(renamed.length ? { renamed: renamed.slice(0, 100), ...(renamed.length > 100 ? { more_renamed: renamed.length - 100 } : {}) } : {}),
+      };
       await recordAudit(tx, {
         orgId: row.orgId,
         action: 'connector.validated',
