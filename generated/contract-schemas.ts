@@ -60,6 +60,15 @@ export const schemas = {
       },
       "tool_layout": {
         "$ref": "#/components/schemas/ToolLayout"
+      },
+      "description": {
+        "$ref": "#/components/schemas/ConnectorDescriptionOrNull"
+      },
+      "include_tables": {
+        "$ref": "#/components/schemas/TablePatterns"
+      },
+      "exclude_tables": {
+        "$ref": "#/components/schemas/TablePatterns"
       }
     }
   },

@@ -450,6 +450,18 @@ ALTER TABLE approvals ADD COLUMN requester_attributes jsonb NOT NULL DEFAULT '{}
 `,
   },
   {
+    version: 18,
+    name: 'connector_table_filters_and_description',
+    // Issue 38 items 3 and 5 (docs/decisions/0303): which tables of a database connector become tools (glob patterns
+    // over `schema.table`; empty include: every table; exclude wins), and a free-text description that tool
+    // descriptions carry so an agent can tell connectors apart.
+    sql: `
+ALTER TABLE connectors ADD COLUMN include_tables text[] NOT NULL DEFAULT '{}'::text[];
+ALTER TABLE connectors ADD COLUMN exclude_tables text[] NOT NULL DEFAULT '{}'::text[];
+ALTER TABLE connectors ADD COLUMN description text;
+`,
+  },
+  {
     version: 19,
     name: 'table_governance_and_tool_layout',
     // Issue 38 (docs/decisions/0292, 0299): a connector's tool layout (per_table | single); the tool rows whose approval

@@ -4,6 +4,7 @@ import { credentialContext } from '../connectors/repository.ts';
 import type { SqlTarget, ToolSpec } from '../connectors/types.ts';
 import { describedColumns, policyKey, type CallPolicy, type ToolPolicy } from '../connectors/shared/policy.ts';
 import { columnList } from '../connectors/shared/toolspec.ts';
+import { applyTableFilter } from '../connectors/table-filter.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { catalogRows } from './repository.ts';
@@ -67,6 +68,7 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
   const runtimes = new Map<string, ConnectorRuntime>();
   const list: CatalogTool[] = [];
   const ajv = newAjv();
+  const compiled = new Map<string, ValidateFunction>();
   const sources = new Map<string, TableSource[]>();
   for (const { tool, connector } of rows) {
     const policy = tool.policy === null ? null : preparePolicy(deps, orgId, tool.policy as unknown as ToolPolicy);
@@ -77,11 +79,14 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     if (tool.savedVersion === null && (!connector.freeSql || (singleLayout(connector) && isSqlTable((tool.spec as { target?: unknown }).target)))) continue;
     const runtime = runtimeOf(deps, runtimes, connector);
     const spec = tool.spec as unknown as ToolSpec;
+    // A saved tool over a table the connector's filter now leaves out is not served either (decision 0303); the
+    // table tools of excluded tables were never written.
+    if (tool.savedVersion !== null && excludedTable(spec, connector)) continue;
     // One stored tool whose schema no longer compiles (stored before its checks existed) is left out, not the org's
     // whole catalog: every other tool stays callable.
     let validate: ValidateFunction;
     try {
-      validate = ajv.compile(spec.inputSchema);
+      validate = compileShared(ajv, compiled, spec.inputSchema);
     } catch {
       continue;
     }
@@ -89,7 +94,7 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     list.push({
       id: tool.id,
       name: tool.toolNameOverride ?? tool.baseName,
-      description: tool.toolDescriptionOverride ?? (policy ? policyDescription(spec, policy.policy) : spec.description),
+      description: withConnectorLine(tool.toolDescriptionOverride ?? (policy ? policyDescription(spec, policy.policy) : spec.description), connector),
       inputSchema: spec.inputSchema,
       outputSchema: spec.outputSchema,
       annotations: spec.annotations ?? { readOnlyHint: !writable, destructiveHint: writable, openWorldHint: false },
@@ -110,11 +115,54 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     const runtime = runtimeOf(deps, runtimes, connector);
     runtime.single = true;
     const own = tables.get(connector.id);
-    const tool = own && singleTool(runtime, connector, own, ajv, list);
+    const tool = own && singleTool(runtime, connector, own, (schema) => compileShared(ajv, compiled, schema), list);
     if (tool) list.push(tool);
   }
   list.sort((a, b) => a.name.localeCompare(b.name));
   return { version, tools: list, byName: new Map(list.map((t) => [t.name, t])) };
+}
+
+/**
+ * Every tool description ends naming its connector, `Connector: <name> (<description>)` (the parenthesis only when
+ * the connector has a description), so an agent can tell production from staging when two connectors serve the same
+ * table (issue 38 item 5, docs/decisions/0305). Written at catalog build: a renamed connector renames it at once.
+ */
+export function withConnectorLine(text: string, connector: { name: string; description: string | null }): string {
+  return `${text}\nConnector: ${connector.name}${connector.description ? ` (${connector.description})` : ''}`;
+}
+
+function excludedTable(spec: ToolSpec, connector: { includeTables: string[]; excludeTables: string[] }): boolean {
+  return applyTableFilter([spec], { include: connector.includeTables, exclude: connector.excludeTables }).length === 0;
+}
+
+/** Keywords that only annotate a schema: they never change what validates (or which defaults Ajv fills in). */
+const ANNOTATIONS = new Set(['description', 'title', 'examples', '$comment']);
+/** Keywords whose value maps names to schemas: a key there is a property name, never an annotation. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
+/** Keywords whose value is data, not a schema: kept exactly (a `description` key inside a default is a value). */
+const LITERALS = new Set(['default', 'const', 'enum']);
+
+/** A schema's text without its annotations, keys in order: two schemas with the same shape validate alike. */
+export function shapeOf(schema: unknown, map = false): string {
+  if (Array.isArray(schema)) return `[${schema.map((s) => shapeOf(s)).join(',')}]`;
+  if (schema === null || typeof schema !== 'object') return JSON.stringify(schema);
+  const keys = Object.keys(schema)
+    .filter((k) => map || !ANNOTATIONS.has(k))
+    .sort();
+  const value = (k: string) => (schema as Record<string, unknown>)[k];
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${!map && LITERALS.has(k) ? JSON.stringify(value(k)) : shapeOf(value(k), !map && SCHEMA_MAPS.has(k))}`).join(',')}}`;
+}
+
+/**
+ * One compiled validator per schema shape in a catalog build: a 2,000-table connector's tools differ only in their
+ * descriptions, so they share one function (compiling each took ~0.5 ms: a second per build at 2,000 tools).
+ * A shared function is safe: its `errors` are read right after the call that set them.
+ */
+function compileShared(ajv: Ajv, compiled: Map<string, ValidateFunction>, schema: ToolSpec['inputSchema']): ValidateFunction {
+  const shape = shapeOf(schema);
+  let validate = compiled.get(shape);
+  if (!validate) compiled.set(shape, (validate = ajv.compile(schema)));
+  return validate;
 }
 
 type CatalogRow = Awaited<ReturnType<typeof catalogRows>>[number]['tool'];
@@ -180,19 +228,21 @@ function runtimeOf(deps: CatalogDeps, runtimes: Map<string, ConnectorRuntime>, c
  * it has no settings of its own, and every table it reads is governed by that table's row. It only reads. Its name
  * is `query_<connector name>`, or with the connector id's first characters when another tool has that name.
  */
-function singleTool(runtime: ConnectorRuntime, connector: CatalogConnector, tables: ConnectorTables, ajv: Ajv, list: CatalogTool[]): CatalogTool | null {
+function singleTool(
+  runtime: ConnectorRuntime,
+  connector: CatalogConnector,
+  tables: ConnectorTables,
+  compile: (schema: ToolSpec['inputSchema']) => ValidateFunction,
+  list: CatalogTool[],
+): CatalogTool | null {
   let name = singleToolName(connector.name);
   if (list.some((t) => t.name === name)) name = `${name.slice(0, 55)}_${connector.id.slice(0, 8)}`;
-  const spec = singleToolSpec(
-    { name: connector.name, type: connector.type, description: (connector as { description?: string | null }).description },
-    tables,
-    name,
-  );
+  const spec = singleToolSpec({ name: connector.name, type: connector.type }, tables, name);
   if (!spec) return null;
   return {
     id: connector.id,
     name,
-    description: spec.description,
+    description: withConnectorLine(spec.description, connector),
     inputSchema: spec.inputSchema,
     outputSchema: spec.outputSchema,
     annotations: spec.annotations!,
@@ -203,7 +253,7 @@ function singleTool(runtime: ConnectorRuntime, connector: CatalogConnector, tabl
     approvalEmails: [],
     connector: runtime,
     spec,
-    validate: ajv.compile(spec.inputSchema),
+    validate: compile(spec.inputSchema),
     // The policy of the table it names (its target), as a table tool carries its own; the others' come with ctx.tables.
     policy: tables.policies[tables.indexOf.get(tableKey(spec.target.schema, spec.target.table))!] ?? null,
     tables,

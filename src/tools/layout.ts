@@ -21,19 +21,14 @@ export function singleToolName(connectorName: string): string {
  * The connector's one SQL tool. Its target is the first enabled table's (what the guard names in messages); every
  * table it may read comes with the call (ctx.tables), each governed by its own row. Null: no table is enabled.
  */
-export function singleToolSpec(
-  connector: { name: string; type: string; description?: string | null },
-  tables: ConnectorTables,
-  name: string,
-): SqlToolSpec | null {
+export function singleToolSpec(connector: { name: string; type: string }, tables: ConnectorTables, name: string): SqlToolSpec | null {
   const enabled = tables.list.flatMap((t, i) => (t.enabled ? [tables.rows[i]!.name] : []));
   const first = tables.list.find((t) => t.enabled);
   if (!first) return null;
   const shown = enabled.slice(0, DESCRIBED_TABLES).join(', ');
   const more = enabled.length > DESCRIBED_TABLES ? ` and ${enabled.length - DESCRIBED_TABLES} more (the connector's schema tool finds them)` : '';
-  const about = connector.description ? ` ${connector.description.trim()}` : '';
   const description =
-    `Query the ${connector.type} connector "${connector.name}".${about} Send one SELECT statement; it may JOIN, use subqueries, ` +
+    `Query the ${connector.type} connector "${connector.name}". Send one SELECT statement; it may JOIN, use subqueries, ` +
     `CTEs and set operations over the connector's tables: ${shown}${more}.`;
   const target: SqlTarget = { ...first.target };
   return {
