@@ -116,7 +116,7 @@ function viewBlocked(tables: Tables, i: number, ownAt: number, callPolicy: CallP
   const queue = [...view.bases];
   while (queue.length > 0) {
     const b = queue.shift()!;
-    const j = tables.list.findIndex((t) => t.target.schema === b.schema && t.target.table === b.table);
+    const j = ownIndexOf(tables, { ...view, schema: b.schema, table: b.table });
     if (j < 0 || seen.has(j)) continue;
     seen.add(j);
     const t = tables.list[j]!;
