@@ -244,6 +244,12 @@ function listedRef(payload: AnyObj, st: WalkState, listed: ListedState, scope: R
   if (hasPolicy(i, listed)) pushRef(payload, st.refs!, i);
 }
 
+/** With opts.tables: a write's target (always the tool's own table) is touched; an own table the list lacks is refused. */
+function touchOwn(listed: ListedState): void {
+  if (listed.index.own === undefined) throw new Refusal("the tool's own table is not among the connector's tables");
+  listed.touched.add(listed.index.own);
+}
+
 /**
  * Whether references to listed table `i` are rewritten: its own policy. With `tables`, `opts.policy` carries only a
  * saved statement's parameter count (shared/prepare.ts); every table's policy, the tool's own included, is in the list.
@@ -415,6 +421,7 @@ export function visitVariant(variant: string, payload: unknown, st: WalkState, s
     case 'TableName':
       // INSERT target.
       checkTableName(payload, st, EMPTY_SCOPE, 'writes to');
+      if (st.listed) touchOwn(st.listed);
       return;
     case 'Function':
       if (!isObj(payload)) throw new Refusal('a function call could not be understood');
