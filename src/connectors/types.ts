@@ -49,6 +49,11 @@ export interface SqlTarget {
   snapshot?: boolean;
   /** A saved-statement tool (shared/saved.ts): its statement and typed parameters; the table is the one it reads. */
   saved?: SavedStatement;
+  /**
+   * A view (postgresql): the tables and views its definition reads, transitively, recorded at introspection. A call
+   * touching the view is governed by those of them that are the connector's tables too (docs/decisions/0292 item 4).
+   */
+  reads?: { schema: string; table: string }[];
 }
 
 /**

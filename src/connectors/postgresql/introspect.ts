@@ -44,12 +44,56 @@ export async function introspectPg(sql: PgSql, config: DatabaseConfig): Promise<
       order by n.nspname, c.relname`,
     [schemas],
   );
+  const reads = await viewReads(sql, schemas);
   const relations: RelationInfo[] = rows.map((r) => ({
     schema: r.schema,
     table: r.table,
     kind: r.relkind === 'v' || r.relkind === 'm' ? 'view' : 'table',
     columns: r.columns.map(([name, type]) => ({ name, type })),
+    ...(reads.has(`${r.schema}\u0000${r.table}`) ? { reads: reads.get(`${r.schema}\u0000${r.table}`)! } : {}),
   }));
   const names = toolNames('postgresql', relations);
   return relations.map((rel, i) => relationTool(names[i]!, rel, pgQualified(rel.schema, rel.table)));
+}
+
+/**
+ * What each view of the exposed schemas reads, transitively (a view over a view reads that view's tables too): the
+ * relations its rewrite rule depends on (pg_depend), followed through views. Issue 38: a call touching a view is
+ * governed by the rows of the tables it reads (docs/decisions/0292 item 4).
+ */
+async function viewReads(sql: PgSql, schemas: string[]): Promise<Map<string, { schema: string; table: string }[]>> {
+  const rows = await sql.unsafe<{ schema: string; view: string; reads: string }[]>(
+    `with recursive reads(view_oid, rel_oid) as (
+        select r.ev_class, d.refobjid
+          from pg_catalog.pg_rewrite r
+          join pg_catalog.pg_class v on v.oid = r.ev_class and v.relkind in ('v', 'm')
+          join pg_catalog.pg_namespace n on n.oid = v.relnamespace and n.nspname = any($1::text[])
+          join pg_catalog.pg_depend d on d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass and d.objid = r.oid
+                                     and d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass and d.refobjid <> r.ev_class
+        union
+        select reads.view_oid, d.refobjid
+          from reads
+          join pg_catalog.pg_rewrite r on r.ev_class = reads.rel_oid
+          join pg_catalog.pg_depend d on d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass and d.objid = r.oid
+                                     and d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass and d.refobjid <> r.ev_class)
+      select vn.nspname as schema, v.relname as view,
+             json_agg(distinct json_build_array(bn.nspname, b.relname)::text)::text as reads
+        from reads
+        join pg_catalog.pg_class v on v.oid = reads.view_oid
+        join pg_catalog.pg_namespace vn on vn.oid = v.relnamespace
+        join pg_catalog.pg_class b on b.oid = reads.rel_oid and b.relkind in ('r', 'p', 'f', 'v', 'm')
+        join pg_catalog.pg_namespace bn on bn.oid = b.relnamespace
+       group by vn.nspname, v.relname`,
+    [schemas],
+  );
+  const out = new Map<string, { schema: string; table: string }[]>();
+  for (const r of rows) {
+    // A JSON array of JSON texts (json has no equality for DISTINCT): each one `[schema, name]`.
+    const pairs = (JSON.parse(r.reads) as string[]).map((p) => JSON.parse(p) as [string, string]);
+    out.set(
+      `${r.schema}\u0000${r.view}`,
+      pairs.map(([schema, table]) => ({ schema, table })).sort((a, b) => `${a.schema}.${a.table}`.localeCompare(`${b.schema}.${b.table}`)),
+    );
+  }
+  return out;
 }

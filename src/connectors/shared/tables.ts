@@ -27,8 +27,8 @@ function toGuardTable(t: CallTable, policy: CallPolicy | undefined, columns: boo
 /** Each list's positions by `schema\0table`, by the list's key (a list of 2,000 tables is not scanned per call). */
 const positions = new Map<string, Map<string, number>>();
 
-/** Where the tool's own table is in the list, or -1. */
-export function ownIndexOf(tables: Tables, own: SqlTarget): number {
+/** Where the tool's own table (or any `{schema, table}`) is in the list, or -1. */
+export function ownIndexOf(tables: Tables, own: { schema: string; table: string }): number {
   let byName = positions.get(tables.key);
   if (!byName || byName.size > tables.list.length) {
     byName = new Map();
@@ -89,14 +89,39 @@ export function governTouched(
   const touched = verdict.touched ?? [];
   const ownAt = ownIndexOf(tables, own);
   const policies = new Map<number, CallPolicy>();
+  const targets: SqlTarget[] = [];
   for (const i of touched) {
     const t = tables.list[i];
     if (!t) return 'The statement could not be checked against the connector’s tables.';
     if (!t.enabled) return `Table "${t.target.schema}.${t.target.table}" is not available: its tool is disabled, so no statement may read it.`;
     const p = policyAt(tables, i, ownAt, callPolicy);
     if (p) policies.set(i, p);
+    targets.push(t.target);
   }
-  return { touched: touched.map((i) => tables.list[i]!.target), policies };
+  const through = viewBases(tables, targets);
+  return typeof through === 'string' ? through : { touched: [...targets, ...through], policies };
+}
+
+/**
+ * Views (docs/decisions/0292 item 4): a touched view reads its base tables (recorded at introspection, `reads`), which
+ * the rewrite cannot reach inside it. A base table of the connector that is disabled or has a policy refuses the call,
+ * naming both; the others are touched too (their approvals hold the call, the audit lists them). Returns those extra
+ * targets, or the refusal.
+ */
+export function viewBases(tables: Tables, touched: readonly SqlTarget[]): SqlTarget[] | string {
+  const extra: SqlTarget[] = [];
+  for (const view of touched) {
+    for (const base of view.reads ?? []) {
+      const i = ownIndexOf(tables, base);
+      const t = tables.list[i];
+      if (!t) continue; // not a table of the connector's list: the admin exposed the view, not the table
+      const names = `view "${view.schema}.${view.table}" reads table "${base.schema}.${base.table}"`;
+      if (!t.enabled) return `The ${names}, whose tool is disabled, so no statement may read it.`;
+      if (t.policy) return `The ${names}, which has column or row policies that cannot be applied inside a view; query the table itself.`;
+      if (!touched.includes(t.target) && !extra.includes(t.target)) extra.push(t.target);
+    }
+  }
+  return extra;
 }
 
 /** Each reference's table in the rewrite: the reference's `table` index (unset: the tool's own table). */
