@@ -50,10 +50,10 @@ export interface SqlTarget {
   /** A saved-statement tool (shared/saved.ts): its statement and typed parameters; the table is the one it reads. */
   saved?: SavedStatement;
   /**
-   * A view (postgresql): the tables and views its definition reads, transitively, recorded at introspection. A call
-   * touching the view is governed by those of them that are the connector's tables too (docs/decisions/0292 item 4).
+   * A view: the tables and views its definition reads, as introspection found them (MySQL/MariaDB); a statement
+   * touching the view is governed by their rows too (docs/decisions/0292, item 4). Unset: not recorded.
    */
-  reads?: { schema: string; table: string }[];
+  bases?: { schema: string; table: string }[];
 }
 
 /**
@@ -149,9 +149,12 @@ export interface ExecutionContext<C = DatabaseConfig, L extends ExecutionLimits 
   tables?: { key: string; list: readonly CallTable[] };
 }
 
-/** One table of a connector as a multi-table call sees it: where it is and how its own tool row governs it. */
-export interface CallTable {
-  target: SqlTarget;
+/**
+ * One table of a connector as a multi-table call sees it: where it is and how its own tool row governs it. `T`: the
+ * type's tool target (a SQL table; MongoDB: a collection, mongodb/driver.ts).
+ */
+export interface CallTable<T = SqlTarget> {
+  target: T;
   /** The table's tool row is enabled: a statement touching a disabled table is refused, naming it. */
   enabled: boolean;
   /** The table's policy with the caller's attributes; unset: none. Applied at every reference of the table. */

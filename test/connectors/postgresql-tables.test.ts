@@ -224,18 +224,18 @@ describe.skipIf(!available)('postgresql: statements over several tables, each go
     expect(unlisted.ok).toBe(false);
   });
 
-  test('views: introspection records what each reads, transitively', () => {
-    const reads = (v: string) => tool(v).target.reads?.map((r) => `${r.schema}.${r.table}`);
-    expect(reads('big_orders')).toEqual(['public.orders']);
-    expect(reads('big_orders_again')).toEqual(['public.big_orders', 'public.orders']);
-    expect(reads('customer_names')).toEqual(['public.customers']);
-    expect(reads('orders')).toBeUndefined();
+  test('views: introspection records what each reads', () => {
+    const bases = (v: string) => tool(v).target.bases?.map((r) => `${r.schema}.${r.table}`);
+    expect(bases('big_orders')).toEqual(['public.orders']);
+    expect(bases('big_orders_again')).toEqual(['public.big_orders']);
+    expect(bases('customer_names')).toEqual(['public.customers']);
+    expect(bases('orders')).toBeUndefined();
   });
 
   test('a view over a governed or disabled table is refused, naming both; one over plain tables touches them too', async () => {
     for (const [sql, words] of [
       ['SELECT * FROM customer_names', 'public.customers'],
-      ['SELECT o.id, n.name FROM orders o JOIN customer_names n ON n.id = o.customer_id', 'policies'],
+      ['SELECT o.id, n.name FROM orders o JOIN customer_names n ON n.id = o.customer_id', 'policy'],
       ['SELECT * FROM payroll_view', 'public.payroll'],
     ] as const) {
       for (const via of ['orders', 'customer_names']) {

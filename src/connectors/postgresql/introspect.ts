@@ -44,56 +44,47 @@ export async function introspectPg(sql: PgSql, config: DatabaseConfig): Promise<
       order by n.nspname, c.relname`,
     [schemas],
   );
-  const reads = await viewReads(sql, schemas);
   const relations: RelationInfo[] = rows.map((r) => ({
     schema: r.schema,
     table: r.table,
     kind: r.relkind === 'v' || r.relkind === 'm' ? 'view' : 'table',
     columns: r.columns.map(([name, type]) => ({ name, type })),
-    ...(reads.has(`${r.schema}\u0000${r.table}`) ? { reads: reads.get(`${r.schema}\u0000${r.table}`)! } : {}),
   }));
   const names = toolNames('postgresql', relations);
-  return relations.map((rel, i) => relationTool(names[i]!, rel, pgQualified(rel.schema, rel.table)));
+  const bases = relations.some((r) => r.kind === 'view') ? await viewBases(sql, schemas) : new Map<string, ViewBase[]>();
+  return relations.map((rel, i) => {
+    const spec = relationTool(names[i]!, rel, pgQualified(rel.schema, rel.table));
+    if (rel.kind !== 'view') return spec;
+    return { ...spec, target: { ...spec.target, bases: bases.get(`${rel.schema}\u0000${rel.table}`) ?? [] } };
+  });
 }
 
+type ViewBase = { schema: string; table: string };
+
 /**
- * What each view of the exposed schemas reads, transitively (a view over a view reads that view's tables too): the
- * relations its rewrite rule depends on (pg_depend), followed through views. Issue 38: a call touching a view is
- * governed by the rows of the tables it reads (docs/decisions/0292 item 4).
+ * What each view (plain or materialized) of the exposed schemas reads (issue 38, docs/decisions/0292 item 4): the
+ * relations its rewrite rule depends on, as the server records them (pg_depend), so a statement touching the view
+ * is governed by their tool rows too (shared/tables.ts). Relations read inside a function the view calls are not
+ * dependencies; the guard's function allow-list does not reach a view's definition.
  */
-async function viewReads(sql: PgSql, schemas: string[]): Promise<Map<string, { schema: string; table: string }[]>> {
-  const rows = await sql.unsafe<{ schema: string; view: string; reads: string }[]>(
-    `with recursive reads(view_oid, rel_oid) as (
-        select r.ev_class, d.refobjid
-          from pg_catalog.pg_rewrite r
-          join pg_catalog.pg_class v on v.oid = r.ev_class and v.relkind in ('v', 'm')
-          join pg_catalog.pg_namespace n on n.oid = v.relnamespace and n.nspname = any($1::text[])
-          join pg_catalog.pg_depend d on d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass and d.objid = r.oid
-                                     and d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass and d.refobjid <> r.ev_class
-        union
-        select reads.view_oid, d.refobjid
-          from reads
-          join pg_catalog.pg_rewrite r on r.ev_class = reads.rel_oid
-          join pg_catalog.pg_depend d on d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass and d.objid = r.oid
-                                     and d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass and d.refobjid <> r.ev_class)
-      select vn.nspname as schema, v.relname as view,
-             json_agg(distinct json_build_array(bn.nspname, b.relname)::text)::text as reads
-        from reads
-        join pg_catalog.pg_class v on v.oid = reads.view_oid
-        join pg_catalog.pg_namespace vn on vn.oid = v.relnamespace
-        join pg_catalog.pg_class b on b.oid = reads.rel_oid and b.relkind in ('r', 'p', 'f', 'v', 'm')
-        join pg_catalog.pg_namespace bn on bn.oid = b.relnamespace
-       group by vn.nspname, v.relname`,
+async function viewBases(sql: PgSql, schemas: string[]): Promise<Map<string, ViewBase[]>> {
+  const rows = await sql.unsafe<{ vs: string; vt: string; bs: string; bt: string }[]>(
+    `select distinct vn.nspname as vs, v.relname as vt, bn.nspname as bs, b.relname as bt
+       from pg_catalog.pg_rewrite r
+       join pg_catalog.pg_class v on v.oid = r.ev_class
+       join pg_catalog.pg_namespace vn on vn.oid = v.relnamespace
+       join pg_catalog.pg_depend d on d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass and d.objid = r.oid
+            and d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
+       join pg_catalog.pg_class b on b.oid = d.refobjid and b.oid <> v.oid
+       join pg_catalog.pg_namespace bn on bn.oid = b.relnamespace
+      where vn.nspname = any($1::text[]) and v.relkind in ('v', 'm')
+      order by 1, 2, 3, 4`,
     [schemas],
   );
-  const out = new Map<string, { schema: string; table: string }[]>();
+  const out = new Map<string, ViewBase[]>();
   for (const r of rows) {
-    // A JSON array of JSON texts (json has no equality for DISTINCT): each one `[schema, name]`.
-    const pairs = (JSON.parse(r.reads) as string[]).map((p) => JSON.parse(p) as [string, string]);
-    out.set(
-      `${r.schema}\u0000${r.view}`,
-      pairs.map(([schema, table]) => ({ schema, table })).sort((a, b) => `${a.schema}.${a.table}`.localeCompare(`${b.schema}.${b.table}`)),
-    );
+    const key = `${r.vs}\u0000${r.vt}`;
+    out.set(key, [...(out.get(key) ?? []), { schema: r.bs, table: r.bt }]);
   }
   return out;
 }

@@ -11,7 +11,7 @@ import { inSpan } from '../../observability/tracing.ts';
 import type { BoundStatement, SavedBinding, SavedStatement } from './saved.ts';
 import { MAX_LIMIT } from './toolspec.ts';
 import { applyPolicies, resolutionKey, type CallPolicy, type PolicyDialect, type PolicyTable, type TableRef } from './policy.ts';
-import { governTouched, guardTablesFor, ownIndexOf, policiesKey, policyTablesOf, viewBases } from './tables.ts';
+import { governTouched, guardTablesFor, ownIndexOf, policiesKey, policyTablesOf, viewGoverned } from './tables.ts';
 
 export interface PreparedCall {
   /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads (as is for a read-only dialect). */
@@ -142,9 +142,9 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
     const single: ExecutionContext = { ...ctx, tables: undefined, policy: own?.policy ?? ctx.policy };
     const prepared = prepareCall(dialect, tool, args, single);
     if (isRefusal(prepared)) return prepared;
-    const through = viewBases(ctx.tables, [tool.target]);
-    if (typeof through === 'string') return refused(dialect, 'statement', through);
-    return { ...prepared, touched: [tool.target, ...through] };
+    const touched = viewGoverned(ctx.tables, tool.target, single.policy);
+    if (typeof touched === 'string') return refused(dialect, 'statement', touched);
+    return { ...prepared, touched };
   }
   if (tool.target.saved) return prepareSaved(dialect, tool, tool.target.saved, args, ctx);
   const call = parseCallArgs(args, ctx.limits);

@@ -16,10 +16,13 @@ const GUARD_LISTS_MAX = 64;
 const guardLists = new Map<string, NonNullable<GuardOptions['tables']>>();
 
 function toGuardTable(t: CallTable, policy: CallPolicy | undefined, columns: boolean): GuardTable {
+  // The read-only dialects (`columns`: mssql, oracle) have no rewrite: they keep hidden columns out themselves, and
+  // `policy` tells them the table's policy also masks or filters rows, which refuses a statement touching it.
+  const rewrite = policy !== undefined && (!columns || policy.policy.masked_columns.length > 0 || policy.policy.row_filter !== null);
   return {
     schema: t.target.schema,
     name: t.target.table,
-    ...(policy ? { policy: true, hidden: policy.policy.hidden_columns } : {}),
+    ...(policy ? { hidden: policy.policy.hidden_columns, ...(rewrite ? { policy: true } : {}) } : {}),
     ...(columns ? { columns: t.target.columns.map((c) => c.name) } : {}),
   };
 }
@@ -27,7 +30,7 @@ function toGuardTable(t: CallTable, policy: CallPolicy | undefined, columns: boo
 /** Each list's positions by `schema\0table`, by the list's key (a list of 2,000 tables is not scanned per call). */
 const positions = new Map<string, Map<string, number>>();
 
-/** Where the tool's own table (or any `{schema, table}`) is in the list, or -1. */
+/** Where the tool's own table is in the list, or -1. */
 export function ownIndexOf(tables: Tables, own: { schema: string; table: string }): number {
   let byName = positions.get(tables.key);
   if (!byName || byName.size > tables.list.length) {
@@ -89,39 +92,58 @@ export function governTouched(
   const touched = verdict.touched ?? [];
   const ownAt = ownIndexOf(tables, own);
   const policies = new Map<number, CallPolicy>();
-  const targets: SqlTarget[] = [];
+  const through = new Set<number>();
   for (const i of touched) {
     const t = tables.list[i];
     if (!t) return 'The statement could not be checked against the connector’s tables.';
     if (!t.enabled) return `Table "${t.target.schema}.${t.target.table}" is not available: its tool is disabled, so no statement may read it.`;
     const p = policyAt(tables, i, ownAt, callPolicy);
     if (p) policies.set(i, p);
-    targets.push(t.target);
+    const base = viewBlocked(tables, i, ownAt, callPolicy, through);
+    if (base) return base;
   }
-  const through = viewBases(tables, targets);
-  return typeof through === 'string' ? through : { touched: [...targets, ...through], policies };
+  // A view's bases are touched too: their approvals hold the call and the audit lists them.
+  const extra = [...through].filter((j) => !touched.includes(j)).sort((a, b) => a - b);
+  return { touched: [...touched, ...extra].map((i) => tables.list[i]!.target), policies };
 }
 
 /**
- * Views (docs/decisions/0292 item 4): a touched view reads its base tables (recorded at introspection, `reads`), which
- * the rewrite cannot reach inside it. A base table of the connector that is disabled or has a policy refuses the call,
- * naming both; the others are touched too (their approvals hold the call, the audit lists them). Returns those extra
- * targets, or the refusal.
+ * A dialect checked single-table (no list in its guard) still answers for a view's bases: the refusal, or the tool's
+ * table followed by the bases of the list it reads through it.
  */
-export function viewBases(tables: Tables, touched: readonly SqlTarget[]): SqlTarget[] | string {
-  const extra: SqlTarget[] = [];
-  for (const view of touched) {
-    for (const base of view.reads ?? []) {
-      const i = ownIndexOf(tables, base);
-      const t = tables.list[i];
-      if (!t) continue; // not a table of the connector's list: the admin exposed the view, not the table
-      const names = `view "${view.schema}.${view.table}" reads table "${base.schema}.${base.table}"`;
-      if (!t.enabled) return `The ${names}, whose tool is disabled, so no statement may read it.`;
-      if (t.policy) return `The ${names}, which has column or row policies that cannot be applied inside a view; query the table itself.`;
-      if (!touched.includes(t.target) && !extra.includes(t.target)) extra.push(t.target);
-    }
+export function viewGoverned(tables: Tables, own: SqlTarget, callPolicy: CallPolicy | undefined): SqlTarget[] | string {
+  const ownAt = ownIndexOf(tables, own);
+  if (ownAt < 0) return [own];
+  const through = new Set<number>();
+  const blocked = viewBlocked(tables, ownAt, ownAt, callPolicy, through);
+  if (blocked) return blocked;
+  return [own, ...[...through].sort((a, b) => a - b).map((j) => tables.list[j]!.target)];
+}
+
+/**
+ * Decision 0292 item 4: a view reads its base tables where no rewrite reaches, so a touched view whose recorded bases
+ * (SqlTarget.bases, through views of views) include a disabled table or one with a policy refuses the call, naming
+ * that table. Bases outside the list (not exposed) govern nothing, as before; unrecorded bases are not checked.
+ */
+function viewBlocked(tables: Tables, i: number, ownAt: number, callPolicy: CallPolicy | undefined, reached: Set<number>): string | null {
+  const view = tables.list[i]!.target;
+  if (!view.bases) return null;
+  const seen = new Set<number>([i]);
+  const queue = [...view.bases];
+  while (queue.length > 0) {
+    const b = queue.shift()!;
+    const j = ownIndexOf(tables, b);
+    if (j < 0 || seen.has(j)) continue;
+    seen.add(j);
+    const t = tables.list[j]!;
+    const name = `"${t.target.schema}.${t.target.table}"`;
+    const via = `View "${view.schema}.${view.table}" reads table ${name}`;
+    if (!t.enabled) return `${via}, whose tool is disabled, so no statement may read it.`;
+    if (policyAt(tables, j, ownAt, callPolicy)) return `${via}, which has a column or row policy that cannot apply inside a view: query ${name} itself.`;
+    reached.add(j);
+    queue.push(...(t.target.bases ?? []));
   }
-  return extra;
+  return null;
 }
 
 /** Each reference's table in the rewrite: the reference's `table` index (unset: the tool's own table). */

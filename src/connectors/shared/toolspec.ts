@@ -62,8 +62,6 @@ export interface RelationInfo {
   table: string;
   kind: 'table' | 'view';
   columns: ColumnInfo[];
-  /** A view's base relations (SqlTarget.reads). */
-  reads?: { schema: string; table: string }[];
 }
 
 // Descriptions go into every tools/list answer: list the columns, but not without bound.
@@ -92,6 +90,6 @@ export function relationTool(name: string, rel: RelationInfo, qualified: string)
       additionalProperties: false,
     },
     outputSchema: OUTPUT_SCHEMA,
-    target: { schema: rel.schema, table: rel.table, kind: rel.kind, columns: rel.columns, ...(rel.reads?.length ? { reads: rel.reads } : {}) },
+    target: { schema: rel.schema, table: rel.table, kind: rel.kind, columns: rel.columns },
   };
 }

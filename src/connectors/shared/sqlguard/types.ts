@@ -14,6 +14,8 @@ export interface GuardTable {
   /**
    * The table has a column or row policy: every reference to it is reported in `refs` (with its index) so the
    * rewrite can replace it by that policy's derived table; a dialect that cannot report them refuses the statement.
+   * SQL Server and Oracle have no rewrite: they keep `hidden` out themselves, so there `policy` is set only when the
+   * table's policy also masks or filters rows (a statement touching it is then refused, naming it).
    */
   policy?: boolean;
   /** Oracle: the table's column names (exact), as `GuardOptions.columns`. */
