@@ -250,7 +250,7 @@ describe.skipIf(!available)('saved-statement tools', () => {
     const put = await sdk.updateSavedTool({ client: rest(), path: { connectorId: myId, toolId: current!.id }, body: next });
     expect([put.response.status, put.data?.version, put.data?.statement]).toEqual([200, 2, next.statement]);
     const listed = (await client.listTools()).tools.find((x) => x.name === 'my_items_named')!;
-    expect([listed.description, Object.keys(listed.inputSchema.properties ?? {})]).toEqual(['Items by exact name.', ['name']]);
+    expect([listed.description, Object.keys(listed.inputSchema.properties ?? {})]).toEqual(['Items by exact name.\nConnector: my', ['name']]);
     expect(await rows('my_items_named', { name: 'plum' })).toEqual([{ id: 3, name: 'plum', price: 5 }]);
 
     const audit = await sdk.listAuditEvents({ client: rest(), query: { action: 'saved_tool.updated' } });
