@@ -244,6 +244,12 @@ function listedRef(payload: AnyObj, st: WalkState, listed: ListedState, scope: R
   if (hasPolicy(i, listed)) pushRef(payload, st.refs!, i);
 }
 
+/** An INSERT's target: the tool's own table, touched with opts.tables. */
+function insertTarget(payload: unknown, st: WalkState): void {
+  checkTableName(payload, st, EMPTY_SCOPE, 'writes to');
+  if (st.listed) touchOwn(st.listed);
+}
+
 /** With opts.tables: a write's target (always the tool's own table) is touched; an own table the list lacks is refused. */
 function touchOwn(listed: ListedState): void {
   if (listed.index.own === undefined) throw new Refusal("the tool's own table is not among the connector's tables");
@@ -419,10 +425,7 @@ export function visitVariant(variant: string, payload: unknown, st: WalkState, s
       return;
     }
     case 'TableName':
-      // INSERT target.
-      checkTableName(payload, st, EMPTY_SCOPE, 'writes to');
-      if (st.listed) touchOwn(st.listed);
-      return;
+      return insertTarget(payload, st);
     case 'Function':
       if (!isObj(payload)) throw new Refusal('a function call could not be understood');
       // TableFactor::Function (a function in FROM) carries `lateral` / `alias`; Expr::Function does not.
