@@ -178,8 +178,10 @@ async function checkSaved(dialect: Dialect, statement: string, params: SavedPara
     const opts = guardOptionsFor(dialect, t, { allowWrite, allowDdl: false, readOnly: false });
     if (multi) opts.tables = multi;
     const verdict = dialect.guard(text, opts);
-    // Across tables (issue 38), the tool's table is one the statement touches (a write's: the one it writes).
-    const mine = !multi || (verdict.ok && verdict.touched?.some((i) => multi.list[i]!.schema === t.schema && multi.list[i]!.name === t.table));
+    // Across tables (issue 38), the tool's table is one a read touches; a write's is the one it writes (the guard
+    // admits a write on the tool's own table only).
+    const mine =
+      !multi || (verdict.ok && (!verdict.readOnly || verdict.touched?.some((i) => multi.list[i]!.schema === t.schema && multi.list[i]!.name === t.table)));
     if (verdict.ok && verdict.kind !== 'ddl' && mine) return { ok: true, target: t, write: !verdict.readOnly, template };
     const reason = verdict.ok ? 'DDL statements cannot be saved tools.' : verdict.reason;
     if (new RegExp(`\\b${t.table.replace(/[^A-Za-z0-9_]/g, '.')}\\b`, 'i').test(statement)) named ??= reason;

@@ -89,8 +89,10 @@ export function governTouched(
   callPolicy: CallPolicy | undefined,
   verdict: GuardResult & { ok: true },
 ): TablesGovernance | string {
-  const touched = verdict.touched ?? [];
   const ownAt = ownIndexOf(tables, own);
+  // A write touches the tool's own table, whether or not the dialect's guard listed it.
+  const listed = verdict.touched ?? [];
+  const touched = !verdict.readOnly && ownAt >= 0 && !listed.includes(ownAt) ? [...listed, ownAt].sort((a, b) => a - b) : listed;
   const policies = new Map<number, CallPolicy>();
   const through = new Set<number>();
   for (const i of touched) {
