@@ -198,9 +198,10 @@ async function checkSaved(
     // Under a table's policy the guard admits the statement's own markers, and only those.
     if (multi && own) opts.policy = { key: '', hidden: [], params: own };
     const verdict = dialect.guard(text, opts);
-    // Across tables (issue 38), the tool's table is one the statement touches (a write's: the one it writes).
+    // Across tables (issue 38), the tool's table is one a read touches; a write's is the one it writes (the guard
+    // admits a write on the tool's own table only).
     const touched = verdict.ok && multi ? (verdict.touched ?? []).map((i) => tables[i]!) : null;
-    const mine = !multi || touched?.some((x) => x.schema === t.schema && x.table === t.table);
+    const mine = !multi || (verdict.ok && (!verdict.readOnly || touched?.some((x) => x.schema === t.schema && x.table === t.table)));
     if (verdict.ok && verdict.kind !== 'ddl' && mine) return { ok: true, target: t, write: !verdict.readOnly, template, ...(touched ? { touched } : {}) };
     const reason = verdict.ok ? 'DDL statements cannot be saved tools.' : verdict.reason;
     if (new RegExp(`\\b${t.table.replace(/[^A-Za-z0-9_]/g, '.')}\\b`, 'i').test(statement)) named ??= reason;
