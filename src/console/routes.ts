@@ -1,7 +1,7 @@
 /**
  * The settings console at /console, in route groups: the page and its assets (here), sign-in (sign-in.ts), the
  * session and the page's REST calls (session-routes.ts). The shared checks (Host, Origin), the refusal audit and
- * the error mapping are the HTTP pipeline's: src/http/console.ts mounts this on the router's app.
+ * the error mapping are the HTTP pipeline's: src/http/router.ts mounts this on its app.
  */
 import type { AppDeps } from '../deps.ts';
 import { describeError } from '../util/log.ts';
