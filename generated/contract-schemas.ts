@@ -57,6 +57,15 @@ export const schemas = {
         "type": "boolean",
         "default": true,
         "description": "false: serve only the saved tools of this connector, not a free-SQL tool per table (database types)."
+      },
+      "description": {
+        "$ref": "#/components/schemas/ConnectorDescriptionOrNull"
+      },
+      "include_tables": {
+        "$ref": "#/components/schemas/TablePatterns"
+      },
+      "exclude_tables": {
+        "$ref": "#/components/schemas/TablePatterns"
       }
     }
   },

@@ -132,6 +132,12 @@ export const connectors = pgTable('connectors', {
   skippedTools: jsonb('skipped_tools').$type<{ name: string; reason: string }[]>().notNull().default([]),
   /** false: the connector's table tools (free SQL) are left out of the catalog; its saved tools stay. */
   freeSql: boolean('free_sql').notNull().default(true),
+  /** Glob patterns over `schema.table` of the tables that become tools; empty: every table (migration 18). */
+  includeTables: text('include_tables').array().notNull().default(sql`'{}'::text[]`),
+  /** Glob patterns over `schema.table` of tables that never become tools; they win over include_tables. */
+  excludeTables: text('exclude_tables').array().notNull().default(sql`'{}'::text[]`),
+  /** Free text naming what the connector is (e.g. production); every tool description ends with it. */
+  description: text('description'),
 }, (t) => [
   index('connectors_org').on(t.orgId).where(sql`archived_at IS NULL`),
 ]);

@@ -133,6 +133,14 @@ export const REQUIREMENTS = {
   'TOOLS-APPROVAL-SETTINGS': 'requires_approval, approval_ttl_seconds and approval_emails are stored and returned; out-of-range values are 400 [spec Tool]',
   'TOOLS-READ-ONLY': 'read_only on a tool of a write-allowed connector refuses writes [spec Tool settings]',
   'TOOLS-NAMING': 'Database tools are named query_<type>_<table>, sanitised and unique within the org [spec Tool; decisions Tool names]',
+  'TOOLS-BULK':
+    'PATCH /api/mcp/{orgId}/tools enables or disables many tools at once: all or nothing, one audit row tools.bulk_updated [issue 38 item 3; decision 0304]',
+  'TOOLS-LIST-PAGES':
+    'tools/list pages with cursor/nextCursor in a stable order; a stale or foreign cursor is -32602 [MCP pagination; issue 38 item 5; decision 0305]',
+  'TOOLS-CONNECTOR-NAMED':
+    'Every tool description ends naming its connector; a second connector with the same table gets a name derived from its own name, never a bare _2 [issue 38 item 5; decision 0305]',
+  'CONN-TABLE-FILTER':
+    'include_tables / exclude_tables (globs over schema.table, exclude wins) decide which tables become tools; bad patterns are 400 [issue 38 item 3; decision 0303]',
   'TOOLS-MULTI-INSTANCE': 'A tool setting changed on one instance applies on the next request on every instance [decisions Tool settings]',
 
   // SQL guard and database execution

@@ -495,6 +495,7 @@ export type ConnectorConfig = DatabaseConfig | McpConfig;
 export type Connector = {
     id: string;
     name: string;
+    description: ConnectorDescriptionOrNull;
     type: ConnectorType;
     status: ConnectorStatus;
     /**
@@ -522,9 +523,21 @@ export type Connector = {
      * false: the connector's table tools (free SQL) are not served; only its saved tools are. Always true for mcp.
      */
     free_sql: boolean;
+    include_tables: TablePatterns;
+    exclude_tables: TablePatterns;
     created_at: string;
     updated_at: string;
 };
+
+/**
+ * Free text telling agents what this connector is (e.g. `production, EU customers`); every tool description of the connector ends with `Connector: <name> (<description>)`. One line: control characters are refused. null or empty: none.
+ */
+export type ConnectorDescriptionOrNull = string | null;
+
+/**
+ * Glob patterns over `schema.table` (for mongodb `database.collection`), matched case-insensitively: `*` is any run of characters, `?` one character, e.g. `public.order*` or `*.audit_?`. `include_tables` empty: every table becomes a tool; otherwise only the tables an include pattern matches. A table an `exclude_tables` pattern matches never becomes a tool (exclude wins). Database types only; a change revalidates the connector (docs/decisions/0303).
+ */
+export type TablePatterns = Array<string>;
 
 export type CreateConnectorRequest = {
     name: string;
@@ -543,6 +556,9 @@ export type CreateConnectorRequest = {
      * false: serve only the saved tools of this connector, not a free-SQL tool per table (database types).
      */
     free_sql?: boolean;
+    description?: ConnectorDescriptionOrNull;
+    include_tables?: TablePatterns;
+    exclude_tables?: TablePatterns;
 };
 
 export type UpdateConnectorRequest = {
@@ -552,6 +568,9 @@ export type UpdateConnectorRequest = {
     allow_write?: boolean;
     allow_ddl?: boolean;
     free_sql?: boolean;
+    description?: ConnectorDescriptionOrNull;
+    include_tables?: TablePatterns;
+    exclude_tables?: TablePatterns;
 };
 
 export type ToolName = string;
@@ -564,7 +583,7 @@ export type Tool = {
      */
     name: string;
     /**
-     * The description agents see (the override when set).
+     * The description agents see (the override when set), ending with a line naming the connector: `Connector: <name> (<description>)`.
      */
     description: string;
     enabled: boolean;
@@ -609,6 +628,19 @@ export type ColumnMask = {
      * last_n: characters kept (default 4).
      */
     n?: number;
+};
+
+/**
+ * Exactly one of `ids` and `connector_id`; `name_prefix` only with `connector_id`.
+ */
+export type BulkToolUpdateRequest = {
+    enabled: boolean;
+    ids?: Array<string>;
+    connector_id?: string;
+    /**
+     * With connector_id: only the tools whose name (as agents see it) starts with this.
+     */
+    name_prefix?: string;
 };
 
 export type UpdateToolRequest = {
@@ -2468,6 +2500,68 @@ export type ListToolsResponses = {
 };
 
 export type ListToolsResponse = ListToolsResponses[keyof ListToolsResponses];
+
+export type UpdateToolsBulkData = {
+    body: BulkToolUpdateRequest;
+    path: {
+        /**
+         * The org's id; it must be the org of the token.
+         */
+        orgId: string;
+    };
+    query?: never;
+    url: '/api/mcp/{orgId}/tools';
+};
+
+export type UpdateToolsBulkErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type UpdateToolsBulkError = UpdateToolsBulkErrors[keyof UpdateToolsBulkErrors];
+
+export type UpdateToolsBulkResponses = {
+    /**
+     * The tools as they are after the change, by name.
+     */
+    200: {
+        /**
+         * How many tools changed state (already in the asked state are not counted).
+         */
+        updated: number;
+        tools: Array<Tool>;
+    };
+};
+
+export type UpdateToolsBulkResponse = UpdateToolsBulkResponses[keyof UpdateToolsBulkResponses];
 
 export type UpdateToolMetadataData = {
     body: UpdateToolRequest;

@@ -49,6 +49,11 @@ export interface SqlTarget {
   snapshot?: boolean;
   /** A saved-statement tool (shared/saved.ts): its statement and typed parameters; the table is the one it reads. */
   saved?: SavedStatement;
+  /**
+   * A view: the tables and views its definition reads, as introspection found them (MySQL/MariaDB); a statement
+   * touching the view is governed by their rows too (docs/decisions/0292, item 4). Unset: not recorded.
+   */
+  bases?: { schema: string; table: string }[];
 }
 
 /**
@@ -144,9 +149,12 @@ export interface ExecutionContext<C = DatabaseConfig, L extends ExecutionLimits 
   tables?: { key: string; list: readonly CallTable[] };
 }
 
-/** One table of a connector as a multi-table call sees it: where it is and how its own tool row governs it. */
-interface CallTable {
-  target: SqlTarget;
+/**
+ * One table of a connector as a multi-table call sees it: where it is and how its own tool row governs it. `T`: the
+ * type's tool target (a SQL table; MongoDB: a collection, mongodb/driver.ts).
+ */
+export interface CallTable<T = SqlTarget> {
+  target: T;
   /** The table's tool row is enabled: a statement touching a disabled table is refused, naming it. */
   enabled: boolean;
   /** The table's policy with the caller's attributes; unset: none. Applied at every reference of the table. */
@@ -206,6 +214,12 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends Call
    * Absent: the type takes no policies.
    */
   checkPolicy?(tool: ToolSpec<T>, policy: ToolPolicy): Promise<string | null>;
+  /**
+   * SQL types, issue 38 (docs/decisions/0292): the tables a call with `ctx.tables` would touch, decided as execute
+   * decides it (guard and governance, nothing sent to the database), so the runtime can hold it for every touched
+   * table's approval before it runs; or the tool result that refuses the call. Without `ctx.tables`: the tool's table.
+   */
+  touchedTables?(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<T[] | ToolResult>;
   /** The call step. Never throws for tool-level failures (bad SQL, source down, timeout): returns isError. */
   execute(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<ToolResult>;
   /** Closes the connector's pool (archived, or config changed). */

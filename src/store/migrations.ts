@@ -449,4 +449,16 @@ ALTER TABLE webhook_attempts ADD COLUMN response_truncated boolean NOT NULL DEFA
 ALTER TABLE approvals ADD COLUMN requester_attributes jsonb NOT NULL DEFAULT '{}'::jsonb;
 `,
   },
+  {
+    version: 18,
+    name: 'connector_table_filters_and_description',
+    // Issue 38 items 3 and 5 (docs/decisions/0303): which tables of a database connector become tools (glob patterns
+    // over `schema.table`; empty include: every table; exclude wins), and a free-text description that tool
+    // descriptions carry so an agent can tell connectors apart.
+    sql: `
+ALTER TABLE connectors ADD COLUMN include_tables text[] NOT NULL DEFAULT '{}'::text[];
+ALTER TABLE connectors ADD COLUMN exclude_tables text[] NOT NULL DEFAULT '{}'::text[];
+ALTER TABLE connectors ADD COLUMN description text;
+`,
+  },
 ];

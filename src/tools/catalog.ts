@@ -4,6 +4,7 @@ import { credentialContext } from '../connectors/repository.ts';
 import type { SqlTarget, ToolSpec } from '../connectors/types.ts';
 import { describedColumns, policyKey, type CallPolicy, type ToolPolicy } from '../connectors/shared/policy.ts';
 import { columnList } from '../connectors/shared/toolspec.ts';
+import { applyTableFilter } from '../connectors/table-filter.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { catalogRows } from './repository.ts';
@@ -61,6 +62,7 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
   const runtimes = new Map<string, ConnectorRuntime>();
   const list: CatalogTool[] = [];
   const ajv = newAjv();
+  const compiled = new Map<string, ValidateFunction>();
   for (const { tool, connector } of rows) {
     // free_sql off: the connector's table tools are not served (not listed, and a call to one finds no tool).
     if (!connector.freeSql && tool.savedVersion === null) continue;
@@ -77,11 +79,14 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       runtimes.set(connector.id, runtime);
     }
     const spec = tool.spec as unknown as ToolSpec;
+    // A saved tool over a table the connector's filter now leaves out is not served either (decision 0303); the
+    // table tools of excluded tables were never written.
+    if (tool.savedVersion !== null && excludedTable(spec, connector)) continue;
     // One stored tool whose schema no longer compiles (stored before its checks existed) is left out, not the org's
     // whole catalog: every other tool stays callable.
     let validate: ValidateFunction;
     try {
-      validate = ajv.compile(spec.inputSchema);
+      validate = compileShared(ajv, compiled, spec.inputSchema);
     } catch {
       continue;
     }
@@ -90,7 +95,7 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     list.push({
       id: tool.id,
       name: tool.toolNameOverride ?? tool.baseName,
-      description: tool.toolDescriptionOverride ?? (policy ? policyDescription(spec, policy.policy) : spec.description),
+      description: withConnectorLine(tool.toolDescriptionOverride ?? (policy ? policyDescription(spec, policy.policy) : spec.description), connector),
       inputSchema: spec.inputSchema,
       outputSchema: spec.outputSchema,
       annotations: spec.annotations ?? { readOnlyHint: !writable, destructiveHint: writable, openWorldHint: false },
@@ -107,6 +112,49 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
   }
   list.sort((a, b) => a.name.localeCompare(b.name));
   return { version, tools: list, byName: new Map(list.map((t) => [t.name, t])) };
+}
+
+/**
+ * Every tool description ends naming its connector, `Connector: <name> (<description>)` (the parenthesis only when
+ * the connector has a description), so an agent can tell production from staging when two connectors serve the same
+ * table (issue 38 item 5, docs/decisions/0305). Written at catalog build: a renamed connector renames it at once.
+ */
+export function withConnectorLine(text: string, connector: { name: string; description: string | null }): string {
+  return `${text}\nConnector: ${connector.name}${connector.description ? ` (${connector.description})` : ''}`;
+}
+
+function excludedTable(spec: ToolSpec, connector: { includeTables: string[]; excludeTables: string[] }): boolean {
+  return applyTableFilter([spec], { include: connector.includeTables, exclude: connector.excludeTables }).length === 0;
+}
+
+/** Keywords that only annotate a schema: they never change what validates (or which defaults Ajv fills in). */
+const ANNOTATIONS = new Set(['description', 'title', 'examples', '$comment']);
+/** Keywords whose value maps names to schemas: a key there is a property name, never an annotation. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
+/** Keywords whose value is data, not a schema: kept exactly (a `description` key inside a default is a value). */
+const LITERALS = new Set(['default', 'const', 'enum']);
+
+/** A schema's text without its annotations, keys in order: two schemas with the same shape validate alike. */
+export function shapeOf(schema: unknown, map = false): string {
+  if (Array.isArray(schema)) return `[${schema.map((s) => shapeOf(s)).join(',')}]`;
+  if (schema === null || typeof schema !== 'object') return JSON.stringify(schema);
+  const keys = Object.keys(schema)
+    .filter((k) => map || !ANNOTATIONS.has(k))
+    .sort();
+  const value = (k: string) => (schema as Record<string, unknown>)[k];
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${!map && LITERALS.has(k) ? JSON.stringify(value(k)) : shapeOf(value(k), !map && SCHEMA_MAPS.has(k))}`).join(',')}}`;
+}
+
+/**
+ * One compiled validator per schema shape in a catalog build: a 2,000-table connector's tools differ only in their
+ * descriptions, so they share one function (compiling each took ~0.5 ms: a second per build at 2,000 tools).
+ * A shared function is safe: its `errors` are read right after the call that set them.
+ */
+function compileShared(ajv: Ajv, compiled: Map<string, ValidateFunction>, schema: ToolSpec['inputSchema']): ValidateFunction {
+  const shape = shapeOf(schema);
+  let validate = compiled.get(shape);
+  if (!validate) compiled.set(shape, (validate = ajv.compile(schema)));
+  return validate;
 }
 
 /** A stored policy as calls use it: its key, and the org's mask key when a column is hashed. */

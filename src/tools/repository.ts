@@ -8,7 +8,7 @@ type ToolRow = typeof tools.$inferSelect;
 type ConnectorRow = typeof connectors.$inferSelect;
 
 /** A tool with the connector it belongs to: what the settings list and update return (handlers/views.ts shapes it). */
-export type ToolSettingsRow = { tool: ToolRow; connector: { id: string; name: string; type: string } };
+export type ToolSettingsRow = { tool: ToolRow; connector: { id: string; name: string; type: string; description: string | null } };
 /** Columns a tool's settings update may set. */
 export type ToolChanges = Partial<typeof tools.$inferInsert>;
 
@@ -27,7 +27,7 @@ export async function toolSettingsRows(db: Queryable, orgId: string, filter: { c
   if (filter.connectorId) where.push(eq(tools.connectorId, filter.connectorId));
   if (filter.toolId) where.push(eq(tools.id, filter.toolId));
   return db
-    .select({ tool: tools, connector: { id: connectors.id, name: connectors.name, type: connectors.type } })
+    .select({ tool: tools, connector: { id: connectors.id, name: connectors.name, type: connectors.type, description: connectors.description } })
     .from(tools)
     .innerJoin(connectors, eq(connectors.id, tools.connectorId))
     .where(and(...where))
@@ -39,6 +39,14 @@ export async function updateToolRow(db: Queryable, orgId: string, toolId: string
     .update(tools)
     .set(changes)
     .where(and(eq(tools.id, toolId), eq(tools.orgId, orgId)));
+}
+
+/** Sets `enabled` on these tools of the org (one statement, for a bulk change). */
+export async function setToolsEnabled(db: Queryable, orgId: string, toolIds: string[], enabled: boolean): Promise<void> {
+  await db
+    .update(tools)
+    .set({ enabled, updatedAt: new Date() })
+    .where(and(eq(tools.orgId, orgId), inArray(tools.id, toolIds)));
 }
 
 type VersionRow = typeof savedToolVersions.$inferSelect;

@@ -61,6 +61,7 @@ export interface ExecutionDeps {
     | 'connectorMaxConcurrentCalls'
     | 'connectorQueueTimeoutMs'
     | 'pgResolutionCacheTtlSeconds'
+    | 'toolsListPageSize'
   >;
 }
 
@@ -146,26 +147,63 @@ function descriptor(tool: CatalogTool): Tool {
   };
 }
 
-function visibleTools(catalog: OrgCatalog, principal: Principal): ToolsListResult {
+function visibleTools(catalog: OrgCatalog, principal: Principal): Tool[] {
   const visible = catalog.tools.filter((t) => t.enabled && inScope(principal, t)).map(descriptor);
-  return { tools: [...visible, ...[...BUILTIN_TOOLS.values()].map((b) => b.descriptor)] };
+  return [...visible, ...[...BUILTIN_TOOLS.values()].map((b) => b.descriptor)];
 }
 
-/** Serialised tools/list results per catalog (a catalog object is one immutable version) and connector scope. */
+/** Serialised tools/list pages per catalog (a catalog object is one immutable version), connector scope and offset. */
 const listings = new WeakMap<OrgCatalog, Map<string, RawJson>>();
-/** Distinct scopes cached per catalog version at most; others are serialised per call. */
-const MAX_LISTINGS = 64;
+/** Distinct (scope, page) entries cached per catalog version at most; others are serialised per call. */
+const MAX_LISTINGS = 256;
 
-/** tools/list as JSON text, built once per catalog version and scope (the catalog version is read per request). */
-export async function listToolsJson(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal): Promise<RawJson> {
+/** Why a tools/list cursor was refused: `stale` (an earlier catalog version of this org and scope) or `invalid`. */
+export type ListRefusal = { kind: 'invalid_cursor'; reason: 'stale' | 'invalid' };
+
+/**
+ * The opaque tools/list cursor (decision 0305): the catalog version and the offset of the next page, with a digest
+ * binding both to the org and the credential's connector scope. Not a secret: it only says where a page starts; the
+ * digest makes a cursor of another org or scope, or an edited one, fail instead of paging someone else's list.
+ */
+function cursorDigest(orgId: string, scope: string, version: number, offset: number): string {
+  return sha256Hex(`tools/list\n${orgId}\n${scope}\n${version}\n${offset}`).slice(0, 16);
+}
+
+function encodeCursor(orgId: string, scope: string, version: number, offset: number): string {
+  return Buffer.from(`1.${version}.${offset}.${cursorDigest(orgId, scope, version, offset)}`).toString('base64url');
+}
+
+/** The offset a cursor points at, or why it cannot be used with this org, scope and catalog version. */
+function decodeCursor(cursor: string, orgId: string, scope: string, version: number): number | ListRefusal {
+  const match = /^1\.(\d{1,12})\.(\d{1,9})\.([0-9a-f]{16})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  if (!match) return { kind: 'invalid_cursor', reason: 'invalid' };
+  const [cursorVersion, offset] = [Number(match[1]), Number(match[2])];
+  if (cursorDigest(orgId, scope, cursorVersion, offset) !== match[3]) return { kind: 'invalid_cursor', reason: 'invalid' };
+  return cursorVersion === version ? offset : { kind: 'invalid_cursor', reason: 'stale' };
+}
+
+/**
+ * One page of tools/list as JSON text, built once per catalog version, scope and page (the catalog version is read per
+ * request). Pages follow the catalog's stable order (by name, the built-in tools last), `pageSize` tools each;
+ * `nextCursor` is present while more follow. A cursor of an earlier version, or not issued for this org and scope,
+ * is refused (mcp/server.ts answers -32602).
+ */
+export async function listToolsJson(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, cursor?: string): Promise<RawJson | ListRefusal> {
   const catalog = await deps.catalog.get(org.id, org.catalogVersion);
   const scope = principal.connectorIds === null ? '*' : principal.connectorIds.join(',');
+  const offset = cursor === undefined ? 0 : decodeCursor(cursor, org.id, scope, catalog.version);
+  if (typeof offset !== 'number') return offset;
   let byScope = listings.get(catalog);
   if (!byScope) listings.set(catalog, (byScope = new Map()));
-  let listing = byScope.get(scope);
+  const key = `${offset}|${scope}`;
+  let listing = byScope.get(key);
   if (!listing) {
-    listing = new RawJson(JSON.stringify(visibleTools(catalog, principal)));
-    if (byScope.size < MAX_LISTINGS) byScope.set(scope, listing);
+    const all = visibleTools(catalog, principal);
+    const end = offset + deps.config.toolsListPageSize;
+    const page: ToolsListResult = { tools: all.slice(offset, end) };
+    if (end < all.length) page.nextCursor = encodeCursor(org.id, scope, catalog.version, end);
+    listing = new RawJson(JSON.stringify(page));
+    if (byScope.size < MAX_LISTINGS) byScope.set(key, listing);
   }
   return listing;
 }

@@ -13,6 +13,8 @@ import { errorResult } from './result.ts';
 import { parseTemplate, TemplateError, type SavedParam, type SavedTemplate } from './saved.ts';
 import { checkWrappable } from './sqltext.ts';
 import { checkPolicyShape, policyKey, type ToolPolicy } from './policy.ts';
+import type { GuardOptions } from './sqlguard/types.ts';
+import { createHash } from 'node:crypto';
 
 export interface SqlDriverParts<P, O, X extends ExecutionContext> {
   dialect: Dialect;
@@ -88,6 +90,22 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
       }
     },
 
+    async touchedTables(tool, args, ctx) {
+      if (precheck) {
+        const pending = precheck(ctx);
+        const stop = pending instanceof Promise ? await pending : pending;
+        if (stop !== null) return errorResult(stop);
+      }
+      await dialect.ready?.();
+      try {
+        const prepared = prepareCall(dialect, tool, args, ctx);
+        if (isRefusal(prepared)) return prepared;
+        return prepared.touched ?? [tool.target];
+      } catch (err) {
+        return errorResult(callErrorText(err, ctx));
+      }
+    },
+
     async checkPolicy(tool, policy) {
       const stop = await parts.guardReady?.();
       if (stop) return stop;
@@ -155,12 +173,37 @@ async function checkSaved(dialect: Dialect, statement: string, params: SavedPara
   }
   let first: string | null = null;
   let named: string | null = null;
-  for (const t of tables) {
-    const verdict = dialect.guard(text, guardOptionsFor(dialect, t, { allowWrite, allowDdl: false, readOnly: false }));
-    if (verdict.ok && verdict.kind !== 'ddl') return { ok: true, target: t, write: !verdict.readOnly, template };
+  const multi = multiTableList(dialect, tables);
+  for (const t of multi ? namedFirst(statement, tables) : tables) {
+    const opts = guardOptionsFor(dialect, t, { allowWrite, allowDdl: false, readOnly: false });
+    if (multi) opts.tables = multi;
+    const verdict = dialect.guard(text, opts);
+    // Across tables (issue 38), the tool's table is one a read touches; a write's is the one it writes (the guard
+    // admits a write on the tool's own table only).
+    const mine =
+      !multi || (verdict.ok && (!verdict.readOnly || verdict.touched?.some((i) => multi.list[i]!.schema === t.schema && multi.list[i]!.name === t.table)));
+    if (verdict.ok && verdict.kind !== 'ddl' && mine) return { ok: true, target: t, write: !verdict.readOnly, template };
     const reason = verdict.ok ? 'DDL statements cannot be saved tools.' : verdict.reason;
     if (new RegExp(`\\b${t.table.replace(/[^A-Za-z0-9_]/g, '.')}\\b`, 'i').test(statement)) named ??= reason;
     first ??= reason;
   }
   return { ok: false, reason: named ?? first ?? 'The connector has no table to run a statement on.' };
+}
+
+/**
+ * Issue 38: a dialect whose guard reads the connector's tables checks a saved statement against all of them (a JOIN
+ * may be saved); the call is governed by every table it touches (prepare.ts), so saving never widens a policy.
+ */
+function multiTableList(dialect: Dialect, tables: SqlTarget[]): GuardOptions['tables'] {
+  if (!dialect.tables) return undefined;
+  const list = tables.map((t) => ({ schema: t.schema, name: t.table }));
+  const names = list.map((t) => `${t.schema}\u0001${t.name}`).join('\u0002');
+  return { key: `save\u0000${createHash('sha256').update(names).digest('hex')}`, list };
+}
+
+/** The tables the statement names first (the likely tool's table), then the rest. */
+function namedFirst(statement: string, tables: SqlTarget[]): SqlTarget[] {
+  const lower = statement.toLowerCase();
+  const named = tables.filter((t) => lower.includes(t.table.toLowerCase()));
+  return [...named, ...tables.filter((t) => !named.includes(t))];
 }

@@ -1,4 +1,5 @@
 /** Pages for building the org's MCP server: overview (with insight from the audit trail), tools and a tool's page. */
+import { BulkBar, selectColumn, useSelection } from './tools-bulk.tsx';
 import { useState } from 'preact/hooks';
 import { call, client, rest, type AuditEvent, type Connector, type Insights, type Tool } from './api.ts';
 import { CallsChart } from './charts.tsx';
@@ -350,6 +351,7 @@ function ToolList({ session }: PageProps) {
   );
   const [editing, setEditing] = useState<string | null>(null);
   const action = useAction();
+  const selection = useSelection();
   const patch: Patch = (tool, body, done) =>
     action.run(() => call(rest.updateToolMetadata({ client, path: { orgId: session.org_id, toolId: tool.id }, body })), done).then(tools.reload);
   const list = tools.data?.tools ?? [];
@@ -372,10 +374,11 @@ function ToolList({ session }: PageProps) {
           No tools yet. Tools appear when a connector becomes active: <a href="#/connectors">add a connector</a>.
         </Empty>
       )}
+      {list.length > 0 && <BulkBar orgId={session.org_id} listed={list} selection={selection} run={action.run} done={tools.reload} />}
       {list.length > 0 && (
         <DataTable
           caption="Tools"
-          columns={toolColumns(all, patch, (t) => setEditing(editing === t.id ? null : t.id))}
+          columns={[selectColumn(selection), ...toolColumns(all, patch, (t) => setEditing(editing === t.id ? null : t.id))]}
           rows={list}
           rowKey={(t) => t.id}
           rowTestId={(t) => `tool-${t.tool_name}`}

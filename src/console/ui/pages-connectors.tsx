@@ -11,6 +11,7 @@ import { DataTable, Empty, schemaError, Switch, toast, type Column, type FieldSc
 import { loadDirectory } from './directory.tsx';
 import { SavedTools } from './pages-saved-tools.tsx';
 import { ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
+import { emptyScope, ScopeFacts, ScopeFields, scopeBody, scopeOf, scopeProblem, type ScopeDraft } from './connector-scope.tsx';
 
 interface PropertySchema extends FieldSchema {
   description?: string;
@@ -45,9 +46,11 @@ interface Draft {
   fields: Record<string, string>;
   credential: string;
   allowWrite: boolean;
+  /** Description and table patterns (connector-scope.tsx). */
+  scope: ScopeDraft;
 }
 
-const emptyDraft = (): Draft => ({ name: '', type: CONNECTOR_TYPES[0]!, fields: { tls: TLS_DEFAULT }, credential: '', allowWrite: false });
+const emptyDraft = (): Draft => ({ name: '', type: CONNECTOR_TYPES[0]!, fields: { tls: TLS_DEFAULT }, credential: '', allowWrite: false, scope: emptyScope() });
 
 function draftOf(c: Connector): Draft {
   const fields: Record<string, string> = {};
@@ -59,7 +62,7 @@ function draftOf(c: Connector): Draft {
         .join('\n');
     else fields[key] = String(value);
   }
-  return { name: c.name, type: c.type, fields, credential: '', allowWrite: c.allow_write };
+  return { name: c.name, type: c.type, fields, credential: '', allowWrite: c.allow_write, scope: scopeOf(c) };
 }
 
 const list = (text: string) =>
@@ -196,7 +199,8 @@ function ConnectorForm({
   const testing = useAction();
   const { config, problems } = configOf(d);
   const shown = touched ? problems : Object.fromEntries(Object.entries(problems).filter(([k]) => k !== 'host' && (d.fields[k] ?? '') !== ''));
-  const valid = Object.keys(problems).length === 0 && d.name.trim() !== '';
+  const scopeOk = !isDatabaseType(d.type) || (scopeProblem(d.scope.include) === null && scopeProblem(d.scope.exclude) === null);
+  const valid = Object.keys(problems).length === 0 && d.name.trim() !== '' && scopeOk;
   const test = () =>
     testing.run(async () => {
       setTested(null);
@@ -222,6 +226,7 @@ function ConnectorForm({
       }}
     >
       <NameAndType d={d} setD={setD} touched={touched} editing={!!editing} />
+      <ScopeFields d={d.scope} set={(scope) => setD({ ...d, scope })} database={isDatabaseType(d.type)} />
       {fieldsOf(d.type).map(([name, p]) => (
         <ConfigField key={`${d.type}-${name}`} name={name} p={p} d={d} problem={shown[name]} set={(v) => setD({ ...d, fields: { ...d.fields, [name]: v } })} />
       ))}
@@ -352,6 +357,7 @@ async function saveConnector(editing: Connector | null, d: Draft, config: Record
     config: config as never,
     ...(d.credential ? { credential: d.credential } : {}),
     ...(typeWrites(d.type) ? { allow_write: d.allowWrite } : {}),
+    ...scopeBody(d.scope, isDatabaseType(d.type), editing),
   };
   if (editing) await call(rest.updateConnector({ client, path: { connectorId: editing.id }, body: common }));
   else await call(rest.createConnector({ client, body: { ...common, type: d.type } }));
@@ -421,6 +427,7 @@ function ConnectorFacts({
       </dd>
       <dt>Credential</dt>
       <dd>{c.has_credential ? 'stored (write-only)' : 'none'}</dd>
+      <ScopeFacts c={c} />
       {typeWrites(c.type) && (
         <>
           <dt>Write tools</dt>
