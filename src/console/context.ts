@@ -61,13 +61,7 @@ export function consoleContext(deps: AppDeps, forward: (request: Request) => Pro
     // Lax, not Strict: the IdP's redirect back is a cross-site navigation, and the transaction must come along.
     loginCookie: (sealed) => `${names.login}=${sealed}; Path=${names.loginPath}; ${names.base}; SameSite=Lax; Max-Age=${LOGIN_TTL_MS / 1000}`,
     clearLogin: `${names.login}=; Path=${names.loginPath}; ${names.base}; SameSite=Lax; Max-Age=0`,
-    async principalOf(bearer) {
-      try {
-        return await deps.auth.restToken(bearer);
-      } catch {
-        return null;
-      }
-    },
+    principalOf: (bearer) => deps.auth.restToken(bearer).catch(() => null),
     sessionOf: (request) => sessionOf(deps, request),
     async startSession(request, session) {
       // A new id at every sign-in (no fixation); the previous session of this browser ends.
@@ -85,12 +79,9 @@ export function crossSite(request: Request): boolean {
   return site !== null && site !== 'same-origin' && site !== 'none';
 }
 
-/** The header every console request made with the session carries (a page of another site cannot set it). */
-const CSRF_HEADER = 'x-toolgate-csrf';
-
-/** A request of another site, or one without the session's CSRF token. */
+/** A request of another site, or one without the session's CSRF token (a header another site's page cannot set). */
 export const lacksCsrf = (request: Request, sessionId: string) =>
-  crossSite(request) || !sameSecret(request.headers.get(CSRF_HEADER) ?? '', csrfTokenOf(sessionId));
+  crossSite(request) || !sameSecret(request.headers.get('x-toolgate-csrf') ?? '', csrfTokenOf(sessionId));
 
 async function sessionOf(deps: AppDeps, request: Request): Promise<{ id: string; session: ConsoleSession } | null> {
   const id = cookieValue(request, cookieNames(deps.config.publicUrl).session);
@@ -98,19 +89,12 @@ async function sessionOf(deps: AppDeps, request: Request): Promise<{ id: string;
   return session && id ? { id, session } : null;
 }
 
-/**
- * Whether a request's credential is the console session: it has the session cookie and no Authorization header (a
- * bearer always wins, so an API client is never judged by a cookie it happens to carry).
- */
+/** Whether the credential is the console session: its cookie and no Authorization header (a bearer always wins). */
 export function fromSession(request: Request, deps: AppDeps): boolean {
   return !request.headers.has('authorization') && cookieValue(request, cookieNames(deps.config.publicUrl).session) !== null;
 }
 
-/**
- * The principal of a request whose credential is the console session (decision 0317): the Origin must be the
- * gateway's own (as at the console's door), the request must carry the session's CSRF token and come from a page of
- * this site; then the session's bearer is authenticated as REST authenticates any bearer.
- */
+/** The session's principal (decision 0317): our own Origin, the CSRF token, a page of this site; then its bearer. */
 export async function sessionPrincipal(request: Request, deps: AppDeps): Promise<Principal> {
   if (!hostPolicyFor(deps.config).originAllowed(request.headers.get('origin'))) {
     throw new AppError(403, 'forbidden_origin', 'This Origin may not call the gateway with the console session.');
@@ -122,9 +106,8 @@ export async function sessionPrincipal(request: Request, deps: AppDeps): Promise
 }
 
 /**
- * A session's answer to a GET: never cached, and a JSON 200 gets a strong ETag of its bytes; a request whose
- * If-None-Match names it gets 304 and no body, so the console's polling (the pending-approvals badge) costs a header
- * exchange while nothing changed. (Downloads, which carry Content-Disposition, are streamed on as they are.)
+ * A session's answer: never cached; a JSON 200 to a GET gets a strong ETag, and 304 when If-None-Match names it (the
+ * pending-approvals badge polls so). Downloads (Content-Disposition) are streamed on as they are.
  */
 export async function sessionAnswer(request: Request, answer: Response): Promise<Response> {
   const headers = new Headers(answer.headers);

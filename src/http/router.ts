@@ -187,10 +187,7 @@ const restLimits = (deps: AppDeps): RestLimitDeps => ({
   planOf: async (orgId) => (await deps.authCache.lookup(`r\n${orgId}`, () => findOrgById(deps.store.db, orgId)))?.plan,
 });
 
-/**
- * The credential of a management operation: the Authorization header's bearer, or else the console session's cookie
- * (with its Origin, CSRF and Sec-Fetch-Site checks: console/context.ts sessionPrincipal, decision 0317).
- */
+/** A management operation's credential: the bearer, else the console session (with its checks, decision 0317). */
 const restCredential = (request: Request, deps: AppDeps): Promise<Principal> =>
   fromSession(request, deps) ? sessionPrincipal(request, deps) : deps.auth.rest(request);
 
