@@ -90,19 +90,24 @@ export async function applyIntrospection(
   // One naming pass per org at a time: two connectors validating together must not pick the same free name.
   await db.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${orgId}))`);
   specs = await avoidOrgCollisions(db, orgId, connectorId, specs);
-  const names = specs.map((s) => s.name);
+  const keys = specs.map((s) => `${s.kind ?? 'tool'}:${s.name}`);
   // Saved-statement tools are the admin's, not the source's: introspection never replaces them.
   await db
     .delete(tools)
     .where(
-      and(eq(tools.connectorId, connectorId), eq(tools.orgId, orgId), isNull(tools.savedVersion), ...(names.length ? [notInArray(tools.baseName, names)] : [])),
+      and(
+        eq(tools.connectorId, connectorId),
+        eq(tools.orgId, orgId),
+        isNull(tools.savedVersion),
+        ...(keys.length ? [notInArray(sql`${tools.kind} || ':' || ${tools.baseName}`, keys)] : []),
+      ),
     );
   for (const spec of specs) {
     await db
       .insert(tools)
-      .values({ orgId, connectorId, baseName: spec.name, spec: spec as unknown as Record<string, unknown> })
+      .values({ orgId, connectorId, kind: spec.kind ?? 'tool', baseName: spec.name, spec: spec as unknown as Record<string, unknown> })
       .onConflictDoUpdate({
-        target: [tools.connectorId, tools.baseName],
+        target: [tools.connectorId, tools.kind, tools.baseName],
         set: { spec: spec as unknown as Record<string, unknown>, updatedAt: new Date() },
         setWhere: isNull(tools.savedVersion),
       });
@@ -117,33 +122,40 @@ export async function applyIntrospection(
  */
 async function avoidOrgCollisions(db: Queryable, orgId: string, connectorId: string, specs: ToolSpec[]): Promise<ToolSpec[]> {
   const existing = await db
-    .select({ connectorId: tools.connectorId, baseName: tools.baseName, override: tools.toolNameOverride, saved: tools.savedVersion })
+    .select({ connectorId: tools.connectorId, kind: tools.kind, baseName: tools.baseName, override: tools.toolNameOverride, saved: tools.savedVersion })
     .from(tools)
     .where(eq(tools.orgId, orgId));
+  // Names are unique per namespace: tools and schema tools share tools/list; resources and prompts have their own lists.
   const taken = new Set<string>();
   for (const o of existing) {
+    const ns = namespaceOf(o.kind);
     // A saved tool of this connector keeps its name too: a table named like it gets a suffixed name.
-    if (o.connectorId !== connectorId || o.saved !== null) taken.add(o.baseName);
+    if (o.connectorId !== connectorId || o.saved !== null) taken.add(`${ns}:${o.baseName}`);
     // An override is taken for every other tool, this connector's new tables included (a table added later must
     // not get the name agents already use for another tool); an override equal to its own base name is no clash.
-    if (o.override && !(o.connectorId === connectorId && o.override === o.baseName)) taken.add(o.override);
+    if (o.override && !(o.connectorId === connectorId && o.override === o.baseName)) taken.add(`${ns}:${o.override}`);
   }
-  taken.add('check_approval_status');
+  taken.add('tool:check_approval_status');
+  const own = new Set(specs.map((s) => `${namespaceOf(s.kind)}:${s.name}`));
   return specs.map((spec) => {
-    if (!taken.has(spec.name)) {
-      taken.add(spec.name);
+    const ns = namespaceOf(spec.kind);
+    if (!taken.has(`${ns}:${spec.name}`)) {
+      taken.add(`${ns}:${spec.name}`);
       return spec;
     }
     for (let n = 2; ; n++) {
       const suffix = `_${n}`;
       const candidate = spec.name.slice(0, 64 - suffix.length) + suffix;
-      if (!taken.has(candidate) && !specs.some((s) => s.name === candidate)) {
-        taken.add(candidate);
+      if (!taken.has(`${ns}:${candidate}`) && !own.has(`${ns}:${candidate}`)) {
+        taken.add(`${ns}:${candidate}`);
         return { ...spec, name: candidate };
       }
     }
   });
 }
+
+/** The list a kind's names appear in (schema tools are tools to an agent). */
+const namespaceOf = (kind: string | undefined): string => (kind === undefined || kind === 'schema' ? 'tool' : kind);
 
 export async function markFailed(db: Queryable, orgId: string, connectorId: string, generation: number, reason: string): Promise<boolean> {
   const [row] = await db

@@ -16,6 +16,7 @@ import { assertOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '..
 import { assertDatabaseTarget } from '../net/dial.ts';
 import { embeddedDatabaseFor } from './shared/embedded.ts';
 import { targetRefusedText } from './shared/errors.ts';
+import { withSchemaTool } from './shared/schema-tool.ts';
 import type { Config } from '../config.ts';
 import type { AuthChanges } from '../auth/epoch.ts';
 
@@ -270,7 +271,9 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
       reportSkipped: (list) => (skipped = list),
     };
     await driver.validate(row.id, config, credential, env);
-    const specs = await driver.introspect(row.id, config, credential, env);
+    const introspected = await driver.introspect(row.id, config, credential, env);
+    // A database connector's schema tool joins its tables (decision 0313): governed by a row of its own.
+    const specs = driver.kind === 'database' ? withSchemaTool(introspected, row.type, row.name) : introspected;
     const applied = await deps.store.db.transaction(async (tx) => {
       if (!(await repo.applyIntrospection(tx, row.orgId, row.id, generation, specs, skipped))) return false;
       await repo.bumpCatalogVersion(tx, row.orgId);

@@ -1,7 +1,9 @@
 /** The org's tool catalog as the MCP endpoint sees it: built once per catalog version, with validators compiled once. */
 import Ajv, { type ValidateFunction } from 'ajv';
 import { credentialContext } from '../connectors/repository.ts';
-import type { SqlTarget, ToolSpec } from '../connectors/types.ts';
+import type { ItemKind, SqlTarget, ToolSpec } from '../connectors/types.ts';
+import { sanitizeName } from '../connectors/shared/naming.ts';
+import { describeTables, type DescribedTable } from './schema.ts';
 import { describedColumns, policyKey, type CallPolicy, type ToolPolicy } from '../connectors/shared/policy.ts';
 import { columnList } from '../connectors/shared/toolspec.ts';
 import type { Store } from '../store/db.ts';
@@ -11,6 +13,9 @@ import { catalogRows } from './repository.ts';
 interface ConnectorRuntime {
   id: string;
   type: string;
+  name: string;
+  /** The host of the connector's resource URIs (`toolgate://<host>/...`): its name sanitised, unique in the org. */
+  resourceHost: string;
   /** The type's own config (its schema in the contract's ConnectorConfig oneOf); only its driver reads it. */
   config: unknown;
   credential: string | null;
@@ -20,6 +25,8 @@ interface ConnectorRuntime {
 
 export interface CatalogTool {
   id: string;
+  /** A tool (tools/list), a schema tool (tools/list, answered by the gateway), or an upstream resource, template or prompt. */
+  kind: ItemKind;
   name: string;
   description: string;
   inputSchema: ToolSpec['inputSchema'];
@@ -35,12 +42,17 @@ export interface CatalogTool {
   validate: ValidateFunction;
   /** The tool's column and row policy, ready for calls (the caller's attributes are added per call); null: none. */
   policy?: Omit<CallPolicy, 'caller'> | null;
+  /** A schema tool: the tables of its connector it describes (tools/schema.ts), derived once per catalog version. */
+  described?: DescribedTable[];
 }
 
 export interface OrgCatalog {
   version: number;
+  /** What tools/list serves: tools and schema tools, by name. */
   tools: CatalogTool[];
   byName: Map<string, CatalogTool>;
+  /** Upstream resources, resource templates and prompts (resources/*, prompts/*), by name. */
+  items: CatalogTool[];
 }
 
 /**
@@ -69,6 +81,8 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       runtime = {
         id: connector.id,
         type: connector.type,
+        name: connector.name,
+        resourceHost: '',
         config: connector.config,
         credential: connector.credentialSealed ? deps.box.decrypt(connector.credentialSealed, credentialContext(connector.id)) : null,
         allowWrite: connector.allowWrite,
@@ -89,6 +103,7 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     const writable = !tool.readOnly && !policy && (connector.allowWrite || connector.allowDdl);
     list.push({
       id: tool.id,
+      kind: tool.kind as ItemKind,
       name: tool.toolNameOverride ?? tool.baseName,
       description: tool.toolDescriptionOverride ?? (policy ? policyDescription(spec, policy.policy) : spec.description),
       inputSchema: spec.inputSchema,
@@ -106,7 +121,30 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     });
   }
   list.sort((a, b) => a.name.localeCompare(b.name));
-  return { version, tools: list, byName: new Map(list.map((t) => [t.name, t])) };
+  nameResourceHosts([...runtimes.values()], rows);
+  const tools = list.filter((t) => t.kind === 'tool' || t.kind === 'schema');
+  for (const t of tools)
+    if (t.kind === 'schema') t.described = describeTables(list.filter((o) => o.kind === 'tool' && o.connector === t.connector).map(tableSource));
+  return { version, tools, byName: new Map(tools.map((t) => [t.name, t])), items: list.filter((t) => t.kind !== 'tool' && t.kind !== 'schema') };
+}
+
+const tableSource = (t: CatalogTool) => ({ name: t.name, enabled: t.enabled, target: t.spec.target, policy: t.policy?.policy ?? null });
+
+/**
+ * Each connector's resource host: its name sanitised (`toolgate://<host>/...`); a name two connectors share takes
+ * `_2`, `_3`... in the order the connectors were created, so an older connector's URIs never change.
+ */
+function nameResourceHosts(runtimes: ConnectorRuntime[], rows: { connector: { id: string; createdAt: Date } }[]): void {
+  const created = new Map(rows.map((r) => [r.connector.id, r.connector.createdAt.getTime()]));
+  const taken = new Set<string>();
+  const order = [...runtimes].sort((a, b) => created.get(a.id)! - created.get(b.id)! || (a.id < b.id ? -1 : 1));
+  for (const runtime of order) {
+    const base = sanitizeName(runtime.name).replace(/_+/g, '_').replace(/^_|_$/g, '').slice(0, 48) || 'connector';
+    let host = base;
+    for (let n = 2; taken.has(host); n++) host = `${base}_${n}`;
+    taken.add(host);
+    runtime.resourceHost = host;
+  }
 }
 
 /** A stored policy as calls use it: its key, and the org's mask key when a column is hashed. */
