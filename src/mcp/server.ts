@@ -15,6 +15,7 @@ import {
   type CallOutcome,
   type CallRefusal,
   type CallUnrecorded,
+  type ListRefusal,
   listToolsJson,
   quotaExceededMessage,
   recordRefusal,
@@ -90,6 +91,17 @@ export function toolCallError(outcome: CallRefusal | CallUnrecorded): RpcError {
     case 'unrecorded':
       return new RpcError(RpcCode.InternalError, 'The call ran, but its audit record could not be written, so its result is withheld.');
   }
+}
+
+/** tools/list's page, or -32602 for a cursor it cannot use (the MCP pagination utility: an invalid cursor is invalid params). */
+function listPage(page: RawJson | ListRefusal): RawJson {
+  if (page instanceof RawJson) return page;
+  throw new RpcError(
+    RpcCode.InvalidParams,
+    page.reason === 'stale'
+      ? 'Invalid cursor: the tool list changed since this cursor was issued. Call tools/list without a cursor to start again.'
+      : 'Invalid cursor: it was not issued by tools/list for this org and credential. Call tools/list without a cursor to start from the first page.',
+  );
 }
 
 /** tools/call's reply: an answer's tool result, or the refusal's error, recorded as a refusal (`unrecorded` is not one). */
@@ -183,7 +195,7 @@ export function createMcpServer(deps: ToolRuntimeDeps & { log: Logger }): McpSer
         instructions: INSTRUCTIONS,
       })),
       ping: method(undefined, () => ({})),
-      'tools/list': method('ToolsListParams', ({ org, principal }) => listToolsJson(deps, org, principal)),
+      'tools/list': method('ToolsListParams', async ({ org, principal }, params) => listPage(await listToolsJson(deps, org, principal, params.cursor))),
       'tools/call': toolsCall,
       ...itemMethods(deps),
     },
@@ -196,7 +208,9 @@ export function createMcpServer(deps: ToolRuntimeDeps & { log: Logger }): McpSer
         instructions: INSTRUCTIONS,
         _meta: { 'io.modelcontextprotocol/serverInfo': serverInfo(session.org.slug) },
       })),
-      'tools/list': method('ToolsListParams', async ({ org, principal }) => withCacheHints(await listToolsJson(deps, org, principal))),
+      'tools/list': method('ToolsListParams', async ({ org, principal }, params) =>
+        withCacheHints(listPage(await listToolsJson(deps, org, principal, params.cursor))),
+      ),
       'tools/call': toolsCall,
       ...itemMethods(deps),
     },
