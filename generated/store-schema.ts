@@ -298,8 +298,10 @@ export const tools = pgTable('tools', {
   savedVersion: integer('saved_version'),
   /** Hidden and masked columns and the row filter (connectors/shared/policy.ts ToolPolicy); null: none (migration 15). */
   policy: jsonb('policy').$type<Record<string, unknown>>(),
+  /** What the row governs: a tool, the connector's schema tool, or an upstream MCP server's resource, resource template or prompt (migration 20). */
+  kind: text('kind').$type<'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt'>().notNull().default('tool'),
 }, (t) => [
-  unique('tools_connector_id_base_name_key').on(t.connectorId, t.baseName),
+  unique('tools_connector_kind_base_name_key').on(t.connectorId, t.kind, t.baseName),
   index('tools_org').on(t.orgId),
   uniqueIndex('tools_override_unique').on(t.orgId, t.toolNameOverride).where(sql`tool_name_override IS NOT NULL`),
 ]);

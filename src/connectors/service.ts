@@ -16,6 +16,7 @@ import { assertOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '..
 import { assertDatabaseTarget } from '../net/dial.ts';
 import { embeddedDatabaseFor } from './shared/embedded.ts';
 import { targetRefusedText } from './shared/errors.ts';
+import { withSchemaTool } from './shared/schema-tool.ts';
 import type { Config } from '../config.ts';
 import type { AuthChanges } from '../auth/epoch.ts';
 import { applyTableFilter, checkDescription, checkTablePatterns } from './table-filter.ts';
@@ -306,7 +307,9 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
       reportSkipped: (list) => (skipped = list),
     };
     await driver.validate(row.id, config, credential, env);
-    const specs = applyTableFilter(await driver.introspect(row.id, config, credential, env), { include: row.includeTables, exclude: row.excludeTables });
+    const filtered = applyTableFilter(await driver.introspect(row.id, config, credential, env), { include: row.includeTables, exclude: row.excludeTables });
+    // A database connector's schema tool joins its tables (decision 0313): governed by a row of its own.
+    const specs = driver.kind === 'database' ? withSchemaTool(filtered, row.type, row.name) : filtered;
     const applied = await deps.store.db.transaction(async (tx) => {
       const applied = await repo.applyIntrospection(tx, row.orgId, { id: row.id, name: row.name }, generation, specs, skipped);
       if (!applied) return false;

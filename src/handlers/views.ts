@@ -119,6 +119,7 @@ export function toolSettingsView({ tool, connector }: ToolSettingsRow): wire.Too
   const spec = tool.spec as unknown as ToolSpec;
   return {
     id: tool.id,
+    kind: tool.kind as wire.Tool['kind'],
     tool_name: tool.baseName,
     name: tool.toolNameOverride ?? tool.baseName,
     description: withConnectorLine(tool.toolDescriptionOverride ?? spec.description, connector),

@@ -508,4 +508,16 @@ UPDATE tools SET policy = NULL, updated_at = now() WHERE id IN (SELECT saved_id 
 UPDATE orgs SET catalog_version = catalog_version + 1 WHERE id IN (SELECT org_id FROM toolgate_m19_moved);
 `,
   },
+  {
+    version: 20,
+    name: 'tool_kinds',
+    // Issues 38 and 43 (decisions 0313, 0315): a connector's items beside its tools, each governed by its own row (enabled,
+    // approval settings, audit): the schema tool of a database connector, and an upstream MCP server's resources, resource
+    // templates and prompts. A name is unique per connector and kind (a prompt may be named like a tool).
+    sql: `
+ALTER TABLE tools ADD COLUMN kind text NOT NULL DEFAULT 'tool' CHECK (kind IN ('tool','schema','resource','resource_template','prompt'));
+ALTER TABLE tools DROP CONSTRAINT tools_connector_id_base_name_key;
+ALTER TABLE tools ADD CONSTRAINT tools_connector_kind_base_name_key UNIQUE (connector_id, kind, base_name);
+`,
+  },
 ];

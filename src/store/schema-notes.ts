@@ -25,6 +25,7 @@ export const JSONB_TYPES: Record<string, string> = {
 /** The TypeScript type of a text column whose values a CHECK constraint lists, by `table.column` (text when not listed). */
 export const TEXT_TYPES: Record<string, string> = {
   'mcp_oauth_clients.kind': "'registered' | 'preregistered'",
+  'tools.kind': "'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt'",
 };
 
 /** A table's note, by table name. */
@@ -76,6 +77,7 @@ export const COLUMN_NOTES: Record<string, string> = {
   'tools.saved_version': 'A saved-statement tool, at this version of its definition (spec.target.saved); null: a tool the source yields.',
   'api_keys.attributes': 'Attributes row filters bind as `:caller.<attr>` (migration 15).',
   'oauth_clients.attributes': 'Attributes row filters bind as `:caller.<attr>` (migration 15).',
+  'tools.kind': "What the row governs: a tool, the connector's schema tool, or an upstream MCP server's resource, resource template or prompt (migration 20).",
   'tools.policy': 'Hidden and masked columns and the row filter (connectors/shared/policy.ts ToolPolicy); null: none (migration 15).',
   'webhook_relay_cursors.since': 'Calls recorded before this time are not relayed to the endpoint (rows committed, not yet sealed, at its start).',
 };

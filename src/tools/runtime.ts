@@ -38,6 +38,7 @@ import type { AuditRecorder } from '../audit/recorder.ts';
 import { sha256Hex } from '../util/crypto.ts';
 import { trialExpired } from '../billing/trial.ts';
 import { observeToolCall, observeToolRefusal } from '../observability/metrics.ts';
+import { schemaToolResult } from './schema.ts';
 import { approvalOf, callTables, touchedIndexes, touchedNames, type HeldApproval } from './tables.ts';
 
 /** The org a call is made in: its catalog version (read per request) and its plan (the quota). */
@@ -322,6 +323,8 @@ function execute(
   caller?: Principal['attributes'],
   touched?: (tables: readonly SqlTarget[]) => void,
 ): Promise<ToolResult> | ToolResult {
+  // The schema tool is answered by the gateway from the catalog (decision 0313): nothing reaches the connector.
+  if (tool.kind === 'schema') return schemaToolResult(tool.connector, tool.described ?? [], input, deps.config.maxResultBytes);
   const driver = getDriver(tool.connector.type);
   if (!driver) return refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
   const ctx = executionContext(deps, orgId, tool, caller, signal);

@@ -585,6 +585,10 @@ export type ToolName = string;
 
 export type Tool = {
     id: string;
+    /**
+     * What the row governs (decisions 0313, 0315): a tool; a database connector's schema tool (describe_<connector>, also served as the resource toolgate://<connector>/schema); or an upstream MCP server's resource, resource template or prompt (served by resources* and prompts*). Each is enabled and disabled like a tool.
+     */
+    kind: 'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt';
     tool_name: ToolName;
     /**
      * The name agents see (the override when set).
