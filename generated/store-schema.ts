@@ -138,6 +138,14 @@ export const connectors = pgTable('connectors', {
   excludeTables: text('exclude_tables').array().notNull().default(sql`'{}'::text[]`),
   /** Free text naming what the connector is (e.g. production); every tool description ends with it. */
   description: text('description'),
+  /** Whether the source answers (healthy, unhealthy, unknown), from calls and probes (migration 23, decision 0325). */
+  health: text('health').notNull().default('unknown'),
+  /** Why the last probe or call found the source unreachable (never a password or DSN); null when healthy. */
+  healthReason: text('health_reason'),
+  /** When health last changed. */
+  healthChangedAt: ts('health_changed_at'),
+  /** When an instance last claimed the periodic probe of this connector. */
+  healthCheckedAt: ts('health_checked_at'),
 }, (t) => [
   index('connectors_org').on(t.orgId).where(sql`archived_at IS NULL`),
 ]);
