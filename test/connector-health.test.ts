@@ -3,7 +3,9 @@
 // connector on a port where nothing listens is unhealthy, and one reached through a TCP relay that is stopped and
 // started again follows it. A short probe interval via the environment. Schema h11_health (db test) is this suite's.
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test';
+import { existsSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import postgres from 'postgres';
 import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, getConnector } from './support/mcp.ts';
@@ -11,11 +13,17 @@ import { PG_URL } from './support/services.ts';
 import { startUpstream, type Upstream } from './support/upstream-mcp.ts';
 
 setDefaultTimeout(45_000);
+const CHROMIUM = '/usr/bin/chromium';
+const chromiumPresent = existsSync(CHROMIUM);
+if (!chromiumPresent) console.warn(`[skip] ${CHROMIUM} is missing: the console badge is not checked`);
 
 let g: TestGateway;
 let org: Onboarded;
 let manage: string;
 let upstream: Upstream;
+let server: ReturnType<typeof Bun.serve>;
+let browser: Browser | null = null;
+let page: Page | null = null;
 
 function freePort(): number {
   const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response(null) });
@@ -80,12 +88,42 @@ beforeAll(async () => {
   await admin.unsafe('DROP SCHEMA IF EXISTS h11_health CASCADE; CREATE SCHEMA h11_health; CREATE TABLE h11_health.items (id int PRIMARY KEY)');
   await admin.end();
   upstream = startUpstream(0);
-  g = await startTestGateway('pglite', { TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1', TOOLGATE_CONNECTOR_PROBE_INTERVAL_MS: '500' });
+  let handle: (request: Request) => Promise<Response> = async () => new Response('starting', { status: 503 });
+  server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => handle(request) });
+  const base = `http://127.0.0.1:${server.port}`;
+  g = await startTestGateway('pglite', {
+    TOOLGATE_PUBLIC_URL: base,
+    TOOLGATE_ALLOWED_HOSTS: 'gateway.test',
+    TOOLGATE_OUTBOUND_ALLOW_HOSTS: '127.0.0.1',
+    TOOLGATE_CONNECTOR_PROBE_INTERVAL_MS: '500',
+  });
+  handle = (request) => g.handle(request);
   org = await onboard(g);
   manage = await tokenFor(g, org.clientId, org.clientSecret);
+  if (chromiumPresent) {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    page = await browser.newPage();
+    await page.goto(`${base}/console`);
+    await page.getByLabel('Client id').fill(org.clientId);
+    await page.getByLabel('Client secret').fill(org.clientSecret);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+  }
 }, 30_000);
 
+/** The console's connectors page shows the connector's health badge with this text (when Chromium is present). */
+async function expectBadge(name: string, text: string): Promise<void> {
+  if (!page) return;
+  await page.goto(`${new URL(page.url()).origin}/console#/connectors`);
+  await page.getByRole('heading', { level: 1, name: 'Connectors' }).waitFor();
+  const badge = page.getByTestId(`connector-${name}`).getByTestId('connector-health');
+  await badge.filter({ hasText: new RegExp(`^${text}$`) }).waitFor({ timeout: 10_000 });
+  expect(await badge.innerText()).toBe(text);
+}
+
 afterAll(async () => {
+  await browser?.close();
+  server?.stop(true);
   upstream?.stop();
   await g?.close();
   const admin = postgres(TEST_DB_URL, { max: 1, onnotice: () => {} });
@@ -111,12 +149,14 @@ test('an upstream MCP server that stops answering turns its connector unhealthy,
   // Health is not validation: the connector keeps its status and its tools.
   expect(down.connector.status).toBe('active');
   console.log(`health: unhealthy after ${down.tookMs} ms`);
+  await expectBadge('Flaky', 'unreachable');
 
   upstream = startUpstream(port);
   const up = await waitForHealth(created.id, 'healthy', 30_000);
   expect(up.connector.health).toBe('healthy');
   expect(up.connector.health_reason).toBeNull();
   console.log(`health: healthy again after ${up.tookMs} ms`);
+  await expectBadge('Flaky', 'reachable');
   const answered = await callTool(g, org.slug, { apiKey: org.apiKey }, 'flaky__echo', { text: 'back' });
   expect(answered.body.result.isError).toBeFalsy();
   expect(answered.body.result.content[0].text).toBe('back');
