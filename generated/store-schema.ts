@@ -70,6 +70,8 @@ export const approvals = pgTable('approvals', {
   expiresAt: ts('expires_at').notNull(),
   /** The requester's attributes at request time, which the tool's row filter binds when the approved call runs. */
   requesterAttributes: jsonb('requester_attributes').$type<Record<string, string>>().notNull().default({}),
+  /** The tool rows whose approval the held call needed (every table it touches, decision 0292); null: tool_id alone. */
+  approverToolIds: uuid('approver_tool_ids').array(),
 }, (t) => [
   index('approvals_executing').on(t.executingAt).where(sql`status = 'executing'::text`),
   index('approvals_org_created').on(t.orgId, t.createdAt.desc()),
@@ -138,6 +140,8 @@ export const connectors = pgTable('connectors', {
   excludeTables: text('exclude_tables').array().notNull().default(sql`'{}'::text[]`),
   /** Free text naming what the connector is (e.g. production); every tool description ends with it. */
   description: text('description'),
+  /** per_table: one query tool per exposed table; single: one query tool for the whole connector (decision 0299). */
+  toolLayout: text('tool_layout').notNull().default('per_table'),
   /** Whether the source answers (healthy, unhealthy, unknown), from calls and probes (migration 23, decision 0325). */
   health: text('health').notNull().default('unknown'),
   /** Why the last probe or call found the source unreachable (never a password or DSN); null when healthy. */

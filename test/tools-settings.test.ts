@@ -86,6 +86,7 @@ describe.skipIf(!available)('GET /api/mcp/{orgId}/tools', () => {
           'policy',
           'read_only',
           'requires_approval',
+          'saved',
           'tool_description_override',
           'tool_name',
           'tool_name_override',

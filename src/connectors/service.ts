@@ -103,10 +103,14 @@ export interface CreateConnectorInput {
   allow_write?: boolean;
   allow_ddl?: boolean;
   free_sql?: boolean;
+  tool_layout?: 'per_table' | 'single';
   description?: string | null;
   include_tables?: string[];
   exclude_tables?: string[];
 }
+
+/** Whether a driver takes the `single` layout: the SQL types (decision 0299). */
+const takesLayout = (driver: { kind: string; checkPolicy?: unknown }): boolean => driver.kind === 'database' && driver.checkPolicy !== undefined;
 
 /** The table filter and description of a create or update, checked with words a 400 can answer (decision 0303). */
 function checkFilterAndDescription(driver: Driver, input: Pick<CreateConnectorInput, 'description' | 'include_tables' | 'exclude_tables'>): void {
@@ -142,6 +146,7 @@ export async function createConnector(deps: ConnectorServiceDeps, orgId: string,
       allowDdl: isDatabase && Boolean(input.allow_ddl),
       // free_sql: false serves only the connector's saved tools (database types; an mcp connector has no free SQL).
       freeSql: driver.kind !== 'database' || input.free_sql !== false,
+      toolLayout: takesLayout(driver) && input.tool_layout === 'single' ? 'single' : 'per_table',
       description: storedDescription(input.description),
       includeTables: input.include_tables ?? [],
       excludeTables: input.exclude_tables ?? [],
@@ -212,6 +217,7 @@ export interface UpdateConnectorInput {
   allow_write?: boolean;
   allow_ddl?: boolean;
   free_sql?: boolean;
+  tool_layout?: 'per_table' | 'single';
   description?: string | null;
   include_tables?: string[];
   exclude_tables?: string[];
@@ -235,6 +241,7 @@ export async function updateConnector(deps: ConnectorServiceDeps, orgId: string,
   if (isDatabase && input.allow_write !== undefined) changes.allowWrite = input.allow_write;
   if (isDatabase && input.allow_ddl !== undefined) changes.allowDdl = input.allow_ddl;
   if (driver.kind === 'database' && input.free_sql !== undefined) changes.freeSql = input.free_sql;
+  if (input.tool_layout !== undefined) changes.toolLayout = takesLayout(driver) ? input.tool_layout : 'per_table';
   if (input.description !== undefined) changes.description = storedDescription(input.description);
   if (input.include_tables !== undefined) changes.includeTables = input.include_tables;
   if (input.exclude_tables !== undefined) changes.excludeTables = input.exclude_tables;

@@ -61,7 +61,9 @@ export interface SqlTarget {
  * its template (the statement split at its `:name` placeholders by the type's own lexer; absent: none, as MongoDB's
  * JSON pipelines).
  */
-export type SavedCheck<T> = { ok: true; target: T; write: boolean; template?: SavedTemplate } | { ok: false; reason: string };
+export type SavedCheck<T> =
+  /** `touched`: a statement over several tables (issue 38), each it reads; the first is `target`. */
+  { ok: true; target: T; write: boolean; template?: SavedTemplate; touched?: T[] } | { ok: false; reason: string };
 
 /** Behaviour hints of a tool as MCP declares them; a type that sets none gets the database defaults (catalog.ts). */
 export interface ToolHints {
@@ -147,6 +149,8 @@ export interface ExecutionContext<C = DatabaseConfig, L extends ExecutionLimits 
    * `key` identifies the list and its policies (catalog version and connector): it keys the guard's verdicts.
    */
   tables?: { key: string; list: readonly CallTable[] };
+  /** With `tables`: told which of them the statement touches once the guard passed it (audit rows). */
+  touched?: (tables: readonly SqlTarget[]) => void;
 }
 
 /**
@@ -205,10 +209,11 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends Call
   introspect(connectorId: string, config: C, credential: string | null, env?: SourceEnv): Promise<ToolSpec<T>[]>;
   /**
    * Saved-statement tools (absent: the type serves none): checks a statement with typed `:name` placeholders against
-   * the guard of each of the connector's tables (`tables`: their introspected targets) with the connector's write
-   * permission, and returns the table it works on. Never throws for a refused statement.
+   * the guard of each of the connector's tables (`tables`: their introspected targets; `policies`: each one's policy,
+   * whose hidden columns a statement over several tables may not name) with the connector's write permission, and
+   * returns the table it works on. Never throws for a refused statement.
    */
-  checkSaved?(statement: string, params: SavedParam[], tables: T[], allowWrite: boolean): Promise<SavedCheck<T>>;
+  checkSaved?(statement: string, params: SavedParam[], tables: T[], allowWrite: boolean, policies?: readonly (ToolPolicy | null)[]): Promise<SavedCheck<T>>;
   /**
    * SQL types: whether a column and row policy (shared/policy.ts) fits one of its tools; the problem, or null.
    * Absent: the type takes no policies.

@@ -109,6 +109,7 @@ export function connectorView(row: ConnectorRow): wire.Connector {
     allow_write: row.allowWrite,
     allow_ddl: row.allowDdl,
     free_sql: row.freeSql,
+    tool_layout: row.toolLayout as wire.ToolLayout,
     description: row.description,
     include_tables: row.includeTables,
     exclude_tables: row.excludeTables,
@@ -135,6 +136,7 @@ export function toolSettingsView({ tool, connector }: ToolSettingsRow): wire.Too
     connector_name: connector.name,
     connector_type: connector.type as wire.ConnectorType,
     policy: (tool.policy as wire.ToolPolicy | null) ?? null,
+    saved: tool.savedVersion !== null,
   };
 }
 

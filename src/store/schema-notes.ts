@@ -68,6 +68,8 @@ export const COLUMN_NOTES: Record<string, string> = {
   'approvals.requester_connector_ids': "The requesting credential's connector scope at request time (null: every connector).",
   'webhooks.disabled_reason': 'Why the gateway disabled the endpoint itself (410 Gone, retries exhausted); null when an admin did or it is on.',
   'connectors.free_sql': "false: the connector's table tools (free SQL) are left out of the catalog; its saved tools stay.",
+  'connectors.tool_layout': 'per_table: one query tool per exposed table; single: one query tool for the whole connector (decision 0299).',
+  'approvals.approver_tool_ids': 'The tool rows whose approval the held call needed (every table it touches, decision 0292); null: tool_id alone.',
   'connectors.include_tables': 'Glob patterns over `schema.table` of the tables that become tools; empty: every table (migration 18).',
   'connectors.exclude_tables': 'Glob patterns over `schema.table` of tables that never become tools; they win over include_tables.',
   'connectors.description': 'Free text naming what the connector is (e.g. production); every tool description ends with it.',

@@ -8,6 +8,8 @@ import { applyTableFilter } from '../connectors/table-filter.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { catalogRows } from './repository.ts';
+import { singleToolName, singleToolSpec } from './layout.ts';
+import { connectorTables, isSqlTable, tableKey, type ConnectorTables, type TableSource } from './tables.ts';
 
 interface ConnectorRuntime {
   id: string;
@@ -17,6 +19,8 @@ interface ConnectorRuntime {
   credential: string | null;
   allowWrite: boolean;
   allowDdl: boolean;
+  /** The connector's `single`-layout tool was built (once per catalog). */
+  single?: boolean;
 }
 
 export interface CatalogTool {
@@ -36,6 +40,8 @@ export interface CatalogTool {
   validate: ValidateFunction;
   /** The tool's column and row policy, ready for calls (the caller's attributes are added per call); null: none. */
   policy?: Omit<CallPolicy, 'caller'> | null;
+  /** A SQL connector's tables with their tool rows' governance (issue 38): every call of the connector carries them. */
+  tables?: ConnectorTables;
 }
 
 export interface OrgCatalog {
@@ -63,21 +69,15 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
   const list: CatalogTool[] = [];
   const ajv = newAjv();
   const compiled = new Map<string, ValidateFunction>();
+  const sources = new Map<string, TableSource[]>();
   for (const { tool, connector } of rows) {
-    // free_sql off: the connector's table tools are not served (not listed, and a call to one finds no tool).
-    if (!connector.freeSql && tool.savedVersion === null) continue;
-    let runtime = runtimes.get(connector.id);
-    if (!runtime) {
-      runtime = {
-        id: connector.id,
-        type: connector.type,
-        config: connector.config,
-        credential: connector.credentialSealed ? deps.box.decrypt(connector.credentialSealed, credentialContext(connector.id)) : null,
-        allowWrite: connector.allowWrite,
-        allowDdl: connector.allowDdl,
-      };
-      runtimes.set(connector.id, runtime);
-    }
+    const policy = tool.policy === null ? null : preparePolicy(deps, orgId, tool.policy as unknown as ToolPolicy);
+    // Every table tool row governs its table, listed or not (free_sql off, or a `single` layout): decision 0292.
+    if (tool.savedVersion === null) addTableSource(sources, connector.id, tool, policy);
+    // free_sql off: the connector's table tools are not served (not listed, and a call to one finds no tool); in the
+    // `single` layout the connector's one SQL tool serves them (decision 0299).
+    if (tool.savedVersion === null && (!connector.freeSql || (singleLayout(connector) && isSqlTable((tool.spec as { target?: unknown }).target)))) continue;
+    const runtime = runtimeOf(deps, runtimes, connector);
     const spec = tool.spec as unknown as ToolSpec;
     // A saved tool over a table the connector's filter now leaves out is not served either (decision 0303); the
     // table tools of excluded tables were never written.
@@ -90,7 +90,6 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     } catch {
       continue;
     }
-    const policy = tool.policy === null ? null : preparePolicy(deps, orgId, tool.policy as unknown as ToolPolicy);
     const writable = !tool.readOnly && !policy && (connector.allowWrite || connector.allowDdl);
     list.push({
       id: tool.id,
@@ -109,6 +108,15 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       validate,
       policy,
     });
+  }
+  const tables = attachTables(list, sources, version);
+  for (const { connector } of rows) {
+    if (!singleLayout(connector) || !connector.freeSql || runtimes.get(connector.id)?.single) continue;
+    const runtime = runtimeOf(deps, runtimes, connector);
+    runtime.single = true;
+    const own = tables.get(connector.id);
+    const tool = own && singleTool(runtime, connector, own, (schema) => compileShared(ajv, compiled, schema), list);
+    if (tool) list.push(tool);
   }
   list.sort((a, b) => a.name.localeCompare(b.name));
   return { version, tools: list, byName: new Map(list.map((t) => [t.name, t])) };
@@ -155,6 +163,101 @@ function compileShared(ajv: Ajv, compiled: Map<string, ValidateFunction>, schema
   let validate = compiled.get(shape);
   if (!validate) compiled.set(shape, (validate = ajv.compile(schema)));
   return validate;
+}
+
+type CatalogRow = Awaited<ReturnType<typeof catalogRows>>[number]['tool'];
+
+function addTableSource(sources: Map<string, TableSource[]>, connectorId: string, tool: CatalogRow, policy: Omit<CallPolicy, 'caller'> | null): void {
+  const target = (tool.spec as { target?: unknown }).target;
+  if (!isSqlTable(target)) return;
+  const list = sources.get(connectorId) ?? [];
+  sources.set(connectorId, list);
+  list.push({
+    toolId: tool.id,
+    target,
+    enabled: tool.enabled,
+    policy,
+    requiresApproval: tool.requiresApproval,
+    approvalEmails: tool.approvalEmails,
+    approvalTtlSeconds: tool.approvalTtlSeconds,
+  });
+}
+
+/**
+ * Gives every SQL tool its connector's tables. A saved tool has no policy of its own (decision 0292): the policy of
+ * the table its statement reads is its policy, so saving a statement never widens what the table's policy allows.
+ */
+function attachTables(list: CatalogTool[], sources: Map<string, TableSource[]>, version: number): Map<string, ConnectorTables> {
+  const tables = new Map([...sources].map(([id, rows]) => [id, connectorTables(`${version}:${id}`, rows)]));
+  for (const t of list) {
+    const own = tables.get(t.connector.id);
+    if (!own) continue;
+    const target = t.spec.target as Partial<SqlTarget>;
+    if (isSqlTable(target)) t.tables = own;
+    else if (target.saved && typeof target.table === 'string') {
+      t.tables = own;
+      const i = own.indexOf.get(tableKey(target.schema ?? '', target.table));
+      t.policy = i === undefined ? null : own.policies[i];
+    }
+  }
+  return tables;
+}
+
+type CatalogConnector = Awaited<ReturnType<typeof catalogRows>>[number]['connector'];
+
+const singleLayout = (connector: CatalogConnector): boolean => connector.toolLayout === 'single';
+
+function runtimeOf(deps: CatalogDeps, runtimes: Map<string, ConnectorRuntime>, connector: CatalogConnector): ConnectorRuntime {
+  let runtime = runtimes.get(connector.id);
+  if (!runtime) {
+    runtime = {
+      id: connector.id,
+      type: connector.type,
+      config: connector.config,
+      credential: connector.credentialSealed ? deps.box.decrypt(connector.credentialSealed, credentialContext(connector.id)) : null,
+      allowWrite: connector.allowWrite,
+      allowDdl: connector.allowDdl,
+    };
+    runtimes.set(connector.id, runtime);
+  }
+  return runtime;
+}
+
+/**
+ * The `single` layout's one SQL tool (decision 0299): not a tools row; its id is the connector's (approvals name it),
+ * it has no settings of its own, and every table it reads is governed by that table's row. It only reads. Its name
+ * is `query_<connector name>`, or with the connector id's first characters when another tool has that name.
+ */
+function singleTool(
+  runtime: ConnectorRuntime,
+  connector: CatalogConnector,
+  tables: ConnectorTables,
+  compile: (schema: ToolSpec['inputSchema']) => ValidateFunction,
+  list: CatalogTool[],
+): CatalogTool | null {
+  let name = singleToolName(connector.name);
+  if (list.some((t) => t.name === name)) name = `${name.slice(0, 55)}_${connector.id.slice(0, 8)}`;
+  const spec = singleToolSpec({ name: connector.name, type: connector.type }, tables, name);
+  if (!spec) return null;
+  return {
+    id: connector.id,
+    name,
+    description: withConnectorLine(spec.description, connector),
+    inputSchema: spec.inputSchema,
+    outputSchema: spec.outputSchema,
+    annotations: spec.annotations!,
+    enabled: true,
+    readOnly: true,
+    requiresApproval: false,
+    approvalTtlSeconds: 3600,
+    approvalEmails: [],
+    connector: runtime,
+    spec,
+    validate: compile(spec.inputSchema),
+    // The policy of the table it names (its target), as a table tool carries its own; the others' come with ctx.tables.
+    policy: tables.policies[tables.indexOf.get(tableKey(spec.target.schema, spec.target.table))!] ?? null,
+    tables,
+  };
 }
 
 /** A stored policy as calls use it: its key, and the org's mask key when a column is hashed. */

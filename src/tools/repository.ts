@@ -51,14 +51,34 @@ export async function setToolsEnabled(db: Queryable, orgId: string, toolIds: str
 
 type VersionRow = typeof savedToolVersions.$inferSelect;
 
-/** A connector's tools the source yields (not saved tools): their targets are the tables a saved statement may use. */
-export async function sourceToolSpecs(db: Queryable, orgId: string, connectorId: string): Promise<Record<string, unknown>[]> {
-  const rows = await db
-    .select({ spec: tools.spec })
+/** A connector's tools the source yields (not saved tools), with their policies: the tables a saved statement may use. */
+export async function sourceToolSpecs(
+  db: Queryable,
+  orgId: string,
+  connectorId: string,
+): Promise<{ spec: Record<string, unknown>; policy: Record<string, unknown> | null }[]> {
+  return db
+    .select({ spec: tools.spec, policy: tools.policy })
     .from(tools)
     .where(and(eq(tools.orgId, orgId), eq(tools.connectorId, connectorId), isNull(tools.savedVersion)))
     .orderBy(asc(tools.baseName));
-  return rows.map((r) => r.spec);
+}
+
+/** The policy of the table tool row of `schema.table` on a connector (decision 0292: the table's policy); null: none. */
+export async function tablePolicyOf(db: Queryable, orgId: string, connectorId: string, schema: string, table: string): Promise<Record<string, unknown> | null> {
+  const [row] = await db
+    .select({ policy: tools.policy })
+    .from(tools)
+    .where(
+      and(
+        eq(tools.orgId, orgId),
+        eq(tools.connectorId, connectorId),
+        isNull(tools.savedVersion),
+        sql`${tools.spec}->'target'->>'schema' = ${schema}`,
+        sql`${tools.spec}->'target'->>'table' = ${table}`,
+      ),
+    );
+  return row?.policy ?? null;
 }
 
 /** A connector's saved-statement tools (or one of them), by name. */

@@ -7,7 +7,7 @@ import { DataTable, Empty, Named, SchemaInput, Switch, type Column } from './con
 import { Actor, connectorName, Target, useDirectory } from './directory.tsx';
 import { can, CopyButton, ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
 import { schemas } from '../../../generated/contract-schemas.ts';
-import { PolicySection } from './pages-policy.tsx';
+import { PolicySection, SavedPolicyNote } from './pages-policy.tsx';
 import { isDatabaseType, takesPolicy } from './connector-types.ts';
 
 const ms = (v: number | null) => (v === null ? '—' : `${v} ms`);
@@ -443,7 +443,8 @@ function ToolDetail({ session, id }: PageProps & { id: string }) {
             </dd>
           </dl>
           <ToolEditor key={tool.id} tool={tool} orgId={session.org_id} onDone={tools.reload} />
-          {takesPolicy(tool.connector_type) && can(session, 'admin') && (
+          {takesPolicy(tool.connector_type) && tool.saved && <SavedPolicyNote />}
+          {takesPolicy(tool.connector_type) && !tool.saved && can(session, 'admin') && (
             <PolicySection key={`p-${tool.id}`} tool={tool} orgId={session.org_id} onDone={tools.reload} />
           )}
           <h2>Recent calls</h2>
