@@ -142,6 +142,14 @@ export const connectors = pgTable('connectors', {
   description: text('description'),
   /** per_table: one query tool per exposed table; single: one query tool for the whole connector (decision 0299). */
   toolLayout: text('tool_layout').notNull().default('per_table'),
+  /** Whether the source answers (healthy, unhealthy, unknown), from calls and probes (migration 21, decision 0325). */
+  health: text('health').notNull().default('unknown'),
+  /** Why the last probe or call found the source unreachable (never a password or DSN); null when healthy. */
+  healthReason: text('health_reason'),
+  /** When health last changed. */
+  healthChangedAt: ts('health_changed_at'),
+  /** When an instance last claimed the periodic probe of this connector. */
+  healthCheckedAt: ts('health_checked_at'),
 }, (t) => [
   index('connectors_org').on(t.orgId).where(sql`archived_at IS NULL`),
 ]);

@@ -520,4 +520,17 @@ ALTER TABLE tools DROP CONSTRAINT tools_connector_id_base_name_key;
 ALTER TABLE tools ADD CONSTRAINT tools_connector_kind_base_name_key UNIQUE (connector_id, kind, base_name);
 `,
   },
+  {
+    version: 21,
+    name: 'connector_health',
+    // Issue 41 item 4 (docs/decisions/0325): whether a connector's source answers, apart from its validation status,
+    // shared by every instance so a transition is written (and audited) once; health_checked_at lets instances
+    // claim a connector's periodic probe without probing it twice.
+    sql: `
+ALTER TABLE connectors ADD COLUMN health text NOT NULL DEFAULT 'unknown';
+ALTER TABLE connectors ADD COLUMN health_reason text;
+ALTER TABLE connectors ADD COLUMN health_changed_at timestamptz;
+ALTER TABLE connectors ADD COLUMN health_checked_at timestamptz;
+`,
+  },
 ];

@@ -65,6 +65,8 @@ export interface ExecutionDeps {
     | 'pgResolutionCacheTtlSeconds'
     | 'toolsListPageSize'
   >;
+  /** Told the outcome of every call that reached its connector's source (connectors/health.ts); unset: nobody. */
+  health?: { observe(orgId: string, connectorId: string, ok: boolean): void };
 }
 
 /**
@@ -303,6 +305,7 @@ export async function executeTool(
   if (!unit) throw new QuotaExceededError(org.plan, quota!);
   const result = await execute(deps, org.id, tool, input, signal, caller, touched);
   if (ranNothing(result)) deps.usage.refund(unit);
+  else deps.health?.observe(org.id, tool.connector.id, !result.isError);
   return result;
 }
 
