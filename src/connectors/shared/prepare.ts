@@ -4,13 +4,14 @@
  */
 import type { GuardOptions, GuardResult, StatementKind } from './sqlguard/types.ts';
 import type { ExecutionContext, ToolResult, SqlTarget, SqlToolSpec } from '../types.ts';
-import { parseCallArgs, refusedResult } from './result.ts';
+import { parseCallArgs, refusedResult, type Narrowing } from './result.ts';
 import { checkWrappable, type SqlSyntax } from './sqltext.ts';
 import { countGuardRefusal, type GuardRefusalReason } from '../../observability/metrics.ts';
 import { inSpan } from '../../observability/tracing.ts';
 import type { BoundStatement, SavedBinding, SavedStatement } from './saved.ts';
 import { MAX_LIMIT } from './toolspec.ts';
-import { applyPolicy, resolutionKey, type CallPolicy, type PolicyDialect } from './policy.ts';
+import { savedArgumentsProblem } from './param-values.ts';
+import { applyPolicy, missingCallerAttribute, resolutionKey, type CallPolicy, type PolicyDialect } from './policy.ts';
 
 export interface PreparedCall {
   /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads (as is for a read-only dialect). */
@@ -19,6 +20,8 @@ export interface PreparedCall {
   /** What the guard found the statement to be (a DDL statement is also a write). */
   kind: StatementKind;
   maxRows: number;
+  /** What the caller can change to see rows the caps leave out (the truncation note, shared/result.ts). */
+  narrowing: Narrowing;
   /**
    * The statement's shape when the guard computed one (PostgreSQL reads and writes), with the wrapper's numbers for
    * a read: texts of one shape resolve alike on the server (postgresql/guard/shape.ts).
@@ -131,7 +134,8 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
     const blocked = policyBlocked(dialect, tool, ctx.policy, verdict, write);
     if (blocked) return blocked;
   }
-  if (!wrapRead) return { statement: call.sql, write: false, kind: verdict.kind, maxRows: call.maxRows };
+  const narrowing = sqlNarrowing(ctx);
+  if (!wrapRead) return { statement: call.sql, write: false, kind: verdict.kind, maxRows: call.maxRows, narrowing };
   if (ctx.policy) return withPolicy(dialect, tool, ctx, ctx.policy, call.sql, verdict, call.maxRows, null);
   // Only postgresql and mysql have a wrapper (the read-only dialects returned above).
   const text = checkWrappable(call.sql, dialect.syntax);
@@ -139,7 +143,7 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
   const statement = write ? text.body : wrapRead(text.body, call.maxRows + 1, rowBytes);
   const shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${call.maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;
-  return { statement, write, kind: verdict.kind, maxRows: call.maxRows, ...(shape === undefined ? {} : { shape }) };
+  return { statement, write, kind: verdict.kind, maxRows: call.maxRows, narrowing, ...(shape === undefined ? {} : { shape }) };
 }
 
 /**
@@ -173,6 +177,8 @@ function withPolicy(
   bound: BoundStatement | null,
 ): PreparedCall | ToolResult {
   const wrapRead = dialect.wrapRead!;
+  const missing = missingCallerAttribute(cp.policy, cp.caller);
+  if (missing !== null) return refused(dialect, 'arguments', missingAttributeText(tool, missing));
   const applied = applyPolicy(dialect.policy!, sql, verdict.refs!, qualifiedTable(dialect.policy!, tool), columnNames(tool), cp, bound);
   const text = checkWrappable(applied.statement, dialect.syntax);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
@@ -186,12 +192,22 @@ function withPolicy(
     write: false,
     kind: verdict.kind,
     maxRows,
+    narrowing: bound ? SAVED_NARROWING : sqlNarrowing(ctx),
     values: applied.values,
     resolutionStatement,
     resolutionParams: bound?.values.length ?? 0,
     ...(shape === undefined ? {} : { shape }),
   };
 }
+
+/** An agent's statement: it may narrow its SQL, or raise `limit` up to the gateway's row cap. */
+const sqlNarrowing = (ctx: ExecutionContext): Narrowing => ({ kind: 'sql', maxLimit: Math.min(MAX_LIMIT, ctx.limits.maxRows) });
+const SAVED_NARROWING: Narrowing = { kind: 'saved' };
+
+/** The refusal of a call whose caller lacks an attribute the table's row filter binds (decision 0307). */
+const missingAttributeText = (tool: SqlToolSpec, attribute: string): string =>
+  `The row filter of ${tool.target.schema}.${tool.target.table} needs the caller attribute "${attribute}", which this credential does not have: ` +
+  'no rows were read. An admin can set it in the attributes of the API key or OAuth client (or as a claim of the identity provider).';
 
 const policyFits = (cp: CallPolicy, tool: SqlToolSpec): boolean => {
   const names = new Set(columnNames(tool));
@@ -218,6 +234,9 @@ function prepareSaved(
 ): PreparedCall | ToolResult {
   const { bind, wrapRead } = dialect;
   if (!bind) return refused(dialect, 'arguments', `Saved-statement tools are not served on ${dialect.name} connectors.`);
+  // Typed values are the gateway's to check, alike on every type, before a driver binds them (decision 0308).
+  const invalid = savedArgumentsProblem(saved.parameters, args);
+  if (invalid) return refused(dialect, 'arguments', invalid);
   const bound = bind(saved, args);
   // Under a policy the guard admits the statement's own markers (ours, from its :name placeholders), and only those.
   const opts = guardOptions(dialect, tool, ctx, bound.guardText === undefined ? bound.values.length : undefined);
@@ -233,14 +252,14 @@ function prepareSaved(
   }
   const maxRows = Math.max(1, Math.min(MAX_LIMIT, ctx.limits.maxRows));
   // A read-only dialect (mssql, oracle) runs the guarded statement as it is, its markers bound by the driver.
-  if (!wrapRead) return { statement: bound.text, write: false, kind: verdict.kind, maxRows, values: bound.values };
+  if (!wrapRead) return { statement: bound.text, write: false, kind: verdict.kind, maxRows, narrowing: SAVED_NARROWING, values: bound.values };
   if (ctx.policy) return withPolicy(dialect, tool, ctx, ctx.policy, bound.text, verdict, maxRows, bound);
   const text = checkWrappable(bound.text, dialect.syntax);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
   const statement = write ? text.body : wrapRead(text.body, maxRows + 1, rowBytes);
   const shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;
-  return { statement, write, kind: verdict.kind, maxRows, values: bound.values, ...(shape === undefined ? {} : { shape }) };
+  return { statement, write, kind: verdict.kind, maxRows, narrowing: SAVED_NARROWING, values: bound.values, ...(shape === undefined ? {} : { shape }) };
 }
 
 /**
