@@ -92,7 +92,7 @@ validate20.evaluated = {"props":{"grant_type":true,"client_id":true,"client_secr
 export const createApiKey_body = validate22;
 const schema34 = {"$ref":"openapi#/components/schemas/CreateApiKeyRequest"};
 const schema35 = {"type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":100},"connector_ids":{"type":"array","maxItems":100,"uniqueItems":true,"items":{"type":"string","format":"uuid"},"description":"Limit the key to these connectors (they must exist in the org). Omit for all."},"attributes":{"$ref":"openapi#/components/schemas/CallerAttributes"}}};
-const schema36 = {"type":"object","maxProperties":32,"propertyNames":{"pattern":"^[A-Za-z_][A-Za-z0-9_]{0,63}$"},"additionalProperties":{"type":"string","maxLength":256},"description":"Attributes of the credential that row filters bind as `:caller.<name>` (for example `{\"tenant_id\": \"t-17\"}`); set when the credential is created. Always bound as parameters, never spliced into SQL (docs/tool-policies.md)."};
+const schema36 = {"type":"object","maxProperties":32,"propertyNames":{"pattern":"^[A-Za-z_][A-Za-z0-9_]{0,63}$"},"additionalProperties":{"type":"string","maxLength":256},"description":"Attributes of the credential that row filters bind as `:caller.<name>` (for example `{\"tenant_id\": \"t-17\"}`); set when the credential is created, changed with PATCH (`updateApiKey`, `updateOAuthClient`). Always bound as parameters, never spliced into SQL (docs/tool-policies.md)."};
 const func1 = require("ajv/dist/runtime/ucs2length").default;
 const formats0 = /^(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}$/i;
 const pattern4 = new RegExp("^[A-Za-z_][A-Za-z0-9_]{0,63}$", "u");
@@ -327,12 +327,9 @@ return errors === 0;
 }
 validate22.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createOAuthClient_body = validate25;
-const schema37 = {"$ref":"openapi#/components/schemas/CreateOAuthClientRequest"};
-const schema38 = {"type":"object","additionalProperties":false,"required":["name","scopes"],"properties":{"name":{"type":"string","minLength":1,"maxLength":100},"scopes":{"type":"array","minItems":1,"maxItems":100,"uniqueItems":true,"items":{"$ref":"openapi#/components/schemas/Scope"}},"attributes":{"$ref":"openapi#/components/schemas/CallerAttributes"}}};
-const schema39 = {"type":"string","pattern":"^(org:manage|mcp:call|mcp:call:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$","description":"`mcp:call` (tools on every connector), `mcp:call:<connector-id>` (tools of that connector),\nor `org:manage` (the REST interface at org level).\n"};
-const func0 = require("ajv/dist/runtime/equal").default;
-const pattern5 = new RegExp("^(org:manage|mcp:call|mcp:call:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", "u");
+export const updateApiKey_body = validate25;
+const schema37 = {"$ref":"openapi#/components/schemas/UpdateCredentialRequest"};
+const schema38 = {"type":"object","additionalProperties":false,"required":["attributes"],"properties":{"attributes":{"$ref":"openapi#/components/schemas/CallerAttributes"}}};
 
 function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -347,128 +344,32 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.name === undefined) && (missing0 = "name")) || ((data.scopes === undefined) && (missing0 = "scopes"))){
+if((data.attributes === undefined) && (missing0 = "attributes")){
 validate26.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(((key0 === "name") || (key0 === "scopes")) || (key0 === "attributes"))){
+if(!(key0 === "attributes")){
 validate26.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
 if(_errs1 === errors){
-if(data.name !== undefined){
-let data0 = data.name;
-const _errs2 = errors;
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(func1(data0) > 100){
-validate26.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
-return false;
-}
-else {
-if(func1(data0) < 1){
-validate26.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate26.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs2 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.scopes !== undefined){
-let data1 = data.scopes;
-const _errs4 = errors;
-if(errors === _errs4){
-if(Array.isArray(data1)){
-if(data1.length > 100){
-validate26.errors = [{instancePath:instancePath+"/scopes",schemaPath:"#/properties/scopes/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items"}];
-return false;
-}
-else {
-if(data1.length < 1){
-validate26.errors = [{instancePath:instancePath+"/scopes",schemaPath:"#/properties/scopes/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
-return false;
-}
-else {
-var valid1 = true;
-const len0 = data1.length;
-for(let i0=0; i0<len0; i0++){
-let data2 = data1[i0];
-const _errs6 = errors;
-const _errs7 = errors;
-if(errors === _errs7){
-if(typeof data2 === "string"){
-if(!pattern5.test(data2)){
-validate26.errors = [{instancePath:instancePath+"/scopes/" + i0,schemaPath:"openapi#/components/schemas/Scope/pattern",keyword:"pattern",params:{pattern: "^(org:manage|mcp:call|mcp:call:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$"},message:"must match pattern \""+"^(org:manage|mcp:call|mcp:call:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$"+"\""}];
-return false;
-}
-}
-else {
-validate26.errors = [{instancePath:instancePath+"/scopes/" + i0,schemaPath:"openapi#/components/schemas/Scope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid1 = _errs6 === errors;
-if(!valid1){
-break;
-}
-}
-if(valid1){
-let i1 = data1.length;
-let j0;
-if(i1 > 1){
-outer0:
-for(;i1--;){
-for(j0 = i1; j0--;){
-if(func0(data1[i1], data1[j0])){
-validate26.errors = [{instancePath:instancePath+"/scopes",schemaPath:"#/properties/scopes/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
-return false;
-break outer0;
-}
-}
-}
-}
-}
-}
-}
-}
-else {
-validate26.errors = [{instancePath:instancePath+"/scopes",schemaPath:"#/properties/scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid0 = _errs4 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
 if(data.attributes !== undefined){
-let data3 = data.attributes;
-const _errs9 = errors;
-const _errs10 = errors;
-if(errors === _errs10){
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-if(Object.keys(data3).length > 32){
+let data0 = data.attributes;
+const _errs3 = errors;
+if(errors === _errs3){
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(Object.keys(data0).length > 32){
 validate26.errors = [{instancePath:instancePath+"/attributes",schemaPath:"openapi#/components/schemas/CallerAttributes/maxProperties",keyword:"maxProperties",params:{limit: 32},message:"must NOT have more than 32 properties"}];
 return false;
 }
 else {
-for(const key1 in data3){
-const _errs12 = errors;
+for(const key1 in data0){
+const _errs5 = errors;
 if(typeof key1 === "string"){
 if(!pattern4.test(key1)){
 const err0 = {instancePath:instancePath+"/attributes",schemaPath:"openapi#/components/schemas/CallerAttributes/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,63}$"+"\"",propertyName:key1};
@@ -481,8 +382,8 @@ vErrors.push(err0);
 errors++;
 }
 }
-var valid5 = _errs12 === errors;
-if(!valid5){
+var valid2 = _errs5 === errors;
+if(!valid2){
 const err1 = {instancePath:instancePath+"/attributes",schemaPath:"openapi#/components/schemas/CallerAttributes/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err1];
@@ -496,13 +397,13 @@ return false;
 break;
 }
 }
-if(valid5){
-for(const key2 in data3){
-let data4 = data3[key2];
-const _errs14 = errors;
-if(errors === _errs14){
-if(typeof data4 === "string"){
-if(func1(data4) > 256){
+if(valid2){
+for(const key2 in data0){
+let data1 = data0[key2];
+const _errs7 = errors;
+if(errors === _errs7){
+if(typeof data1 === "string"){
+if(func1(data1) > 256){
 validate26.errors = [{instancePath:instancePath+"/attributes/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/CallerAttributes/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
 return false;
 }
@@ -512,8 +413,8 @@ validate26.errors = [{instancePath:instancePath+"/attributes/" + key2.replace(/~
 return false;
 }
 }
-var valid6 = _errs14 === errors;
-if(!valid6){
+var valid3 = _errs7 === errors;
+if(!valid3){
 break;
 }
 }
@@ -523,12 +424,6 @@ break;
 else {
 validate26.errors = [{instancePath:instancePath+"/attributes",schemaPath:"openapi#/components/schemas/CallerAttributes/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
-}
-}
-var valid0 = _errs9 === errors;
-}
-else {
-var valid0 = true;
 }
 }
 }
@@ -565,11 +460,12 @@ return errors === 0;
 }
 validate25.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const setIdpConfig_body = validate28;
-const schema41 = {"$ref":"openapi#/components/schemas/IdpConfigInput"};
-const schema42 = {"type":"object","additionalProperties":false,"required":["issuer","jwks_uri","audience"],"properties":{"issuer":{"type":"string","format":"uri","maxLength":500,"description":"Must equal the tokens' iss claim."},"jwks_uri":{"type":"string","format":"uri","maxLength":500},"audience":{"type":"string","minLength":1,"maxLength":500,"description":"The aud claim to require (a token whose aud array contains it is accepted)."},"role_claim":{"type":"string","minLength":1,"maxLength":200,"description":"Claim carrying the user's role(s); default role. A dotted path such as realm_access.roles is followed."},"email_claim":{"type":"string","minLength":1,"maxLength":200,"description":"Claim carrying the user's e-mail; default email."},"default_role":{"oneOf":[{"$ref":"openapi#/components/schemas/Role"},{"type":"null"}],"description":"Role of tokens that carry no role claim; default null (no access to the REST interface)."},"console_client_id":{"type":["string","null"],"minLength":1,"maxLength":500,"description":"The client id the settings console (/console) signs users in with at this IdP (OpenID Connect authorization code flow with PKCE; register <public URL>/console/auth/callback as its redirect URI). Null or absent: no sign-in to the console through the IdP."},"console_client_secret":{"type":["string","null"],"minLength":1,"maxLength":1000,"description":"The console client's secret, for a confidential client (client_secret_post); stored sealed and never returned. Absent: the stored secret is kept when the client id is unchanged; null: a public client (PKCE only)."}}};
-const schema43 = {"type":"string","enum":["contributor","admin","finance"]};
-const formats2 = require("ajv-formats/dist/formats").fullFormats.uri;
+export const createOAuthClient_body = validate28;
+const schema40 = {"$ref":"openapi#/components/schemas/CreateOAuthClientRequest"};
+const schema41 = {"type":"object","additionalProperties":false,"required":["name","scopes"],"properties":{"name":{"type":"string","minLength":1,"maxLength":100},"scopes":{"type":"array","minItems":1,"maxItems":100,"uniqueItems":true,"items":{"$ref":"openapi#/components/schemas/Scope"}},"attributes":{"$ref":"openapi#/components/schemas/CallerAttributes"}}};
+const schema42 = {"type":"string","pattern":"^(org:manage|mcp:call|mcp:call:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$","description":"`mcp:call` (tools on every connector), `mcp:call:<connector-id>` (tools of that connector),\nor `org:manage` (the REST interface at org level).\n"};
+const func0 = require("ajv/dist/runtime/equal").default;
+const pattern6 = new RegExp("^(org:manage|mcp:call|mcp:call:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", "u");
 
 function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -584,15 +480,384 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((((data.issuer === undefined) && (missing0 = "issuer")) || ((data.jwks_uri === undefined) && (missing0 = "jwks_uri"))) || ((data.audience === undefined) && (missing0 = "audience"))){
+if(((data.name === undefined) && (missing0 = "name")) || ((data.scopes === undefined) && (missing0 = "scopes"))){
 validate29.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!((((((((key0 === "issuer") || (key0 === "jwks_uri")) || (key0 === "audience")) || (key0 === "role_claim")) || (key0 === "email_claim")) || (key0 === "default_role")) || (key0 === "console_client_id")) || (key0 === "console_client_secret"))){
+if(!(((key0 === "name") || (key0 === "scopes")) || (key0 === "attributes"))){
 validate29.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.name !== undefined){
+let data0 = data.name;
+const _errs2 = errors;
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func1(data0) > 100){
+validate29.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+return false;
+}
+else {
+if(func1(data0) < 1){
+validate29.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate29.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.scopes !== undefined){
+let data1 = data.scopes;
+const _errs4 = errors;
+if(errors === _errs4){
+if(Array.isArray(data1)){
+if(data1.length > 100){
+validate29.errors = [{instancePath:instancePath+"/scopes",schemaPath:"#/properties/scopes/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items"}];
+return false;
+}
+else {
+if(data1.length < 1){
+validate29.errors = [{instancePath:instancePath+"/scopes",schemaPath:"#/properties/scopes/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+return false;
+}
+else {
+var valid1 = true;
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+const _errs6 = errors;
+const _errs7 = errors;
+if(errors === _errs7){
+if(typeof data2 === "string"){
+if(!pattern6.test(data2)){
+validate29.errors = [{instancePath:instancePath+"/scopes/" + i0,schemaPath:"openapi#/components/schemas/Scope/pattern",keyword:"pattern",params:{pattern: "^(org:manage|mcp:call|mcp:call:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$"},message:"must match pattern \""+"^(org:manage|mcp:call|mcp:call:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$"+"\""}];
+return false;
+}
+}
+else {
+validate29.errors = [{instancePath:instancePath+"/scopes/" + i0,schemaPath:"openapi#/components/schemas/Scope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid1 = _errs6 === errors;
+if(!valid1){
+break;
+}
+}
+if(valid1){
+let i1 = data1.length;
+let j0;
+if(i1 > 1){
+outer0:
+for(;i1--;){
+for(j0 = i1; j0--;){
+if(func0(data1[i1], data1[j0])){
+validate29.errors = [{instancePath:instancePath+"/scopes",schemaPath:"#/properties/scopes/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+return false;
+break outer0;
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+validate29.errors = [{instancePath:instancePath+"/scopes",schemaPath:"#/properties/scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.attributes !== undefined){
+let data3 = data.attributes;
+const _errs9 = errors;
+const _errs10 = errors;
+if(errors === _errs10){
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(Object.keys(data3).length > 32){
+validate29.errors = [{instancePath:instancePath+"/attributes",schemaPath:"openapi#/components/schemas/CallerAttributes/maxProperties",keyword:"maxProperties",params:{limit: 32},message:"must NOT have more than 32 properties"}];
+return false;
+}
+else {
+for(const key1 in data3){
+const _errs12 = errors;
+if(typeof key1 === "string"){
+if(!pattern4.test(key1)){
+const err0 = {instancePath:instancePath+"/attributes",schemaPath:"openapi#/components/schemas/CallerAttributes/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,63}$"+"\"",propertyName:key1};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+var valid5 = _errs12 === errors;
+if(!valid5){
+const err1 = {instancePath:instancePath+"/attributes",schemaPath:"openapi#/components/schemas/CallerAttributes/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+validate29.errors = vErrors;
+return false;
+break;
+}
+}
+if(valid5){
+for(const key2 in data3){
+let data4 = data3[key2];
+const _errs14 = errors;
+if(errors === _errs14){
+if(typeof data4 === "string"){
+if(func1(data4) > 256){
+validate29.errors = [{instancePath:instancePath+"/attributes/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/CallerAttributes/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+}
+else {
+validate29.errors = [{instancePath:instancePath+"/attributes/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/CallerAttributes/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid6 = _errs14 === errors;
+if(!valid6){
+break;
+}
+}
+}
+}
+}
+else {
+validate29.errors = [{instancePath:instancePath+"/attributes",schemaPath:"openapi#/components/schemas/CallerAttributes/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate29.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate29.errors = vErrors;
+return errors === 0;
+}
+validate29.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate28.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate29(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate29.errors : vErrors.concat(validate29.errors);
+errors = vErrors.length;
+}
+validate28.errors = vErrors;
+return errors === 0;
+}
+validate28.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateOAuthClient_body = validate31;
+const schema44 = {"$ref":"openapi#/components/schemas/UpdateCredentialRequest"};
+
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate32.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.attributes === undefined) && (missing0 = "attributes")){
+validate32.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(key0 === "attributes")){
+validate32.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.attributes !== undefined){
+let data0 = data.attributes;
+const _errs3 = errors;
+if(errors === _errs3){
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(Object.keys(data0).length > 32){
+validate32.errors = [{instancePath:instancePath+"/attributes",schemaPath:"openapi#/components/schemas/CallerAttributes/maxProperties",keyword:"maxProperties",params:{limit: 32},message:"must NOT have more than 32 properties"}];
+return false;
+}
+else {
+for(const key1 in data0){
+const _errs5 = errors;
+if(typeof key1 === "string"){
+if(!pattern4.test(key1)){
+const err0 = {instancePath:instancePath+"/attributes",schemaPath:"openapi#/components/schemas/CallerAttributes/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,63}$"+"\"",propertyName:key1};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+var valid2 = _errs5 === errors;
+if(!valid2){
+const err1 = {instancePath:instancePath+"/attributes",schemaPath:"openapi#/components/schemas/CallerAttributes/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+validate32.errors = vErrors;
+return false;
+break;
+}
+}
+if(valid2){
+for(const key2 in data0){
+let data1 = data0[key2];
+const _errs7 = errors;
+if(errors === _errs7){
+if(typeof data1 === "string"){
+if(func1(data1) > 256){
+validate32.errors = [{instancePath:instancePath+"/attributes/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/CallerAttributes/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+}
+else {
+validate32.errors = [{instancePath:instancePath+"/attributes/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/CallerAttributes/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid3 = _errs7 === errors;
+if(!valid3){
+break;
+}
+}
+}
+}
+}
+else {
+validate32.errors = [{instancePath:instancePath+"/attributes",schemaPath:"openapi#/components/schemas/CallerAttributes/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+validate32.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate32.errors = vErrors;
+return errors === 0;
+}
+validate32.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate31.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate32(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
+errors = vErrors.length;
+}
+validate31.errors = vErrors;
+return errors === 0;
+}
+validate31.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const setIdpConfig_body = validate34;
+const schema47 = {"$ref":"openapi#/components/schemas/IdpConfigInput"};
+const schema48 = {"type":"object","additionalProperties":false,"required":["issuer","jwks_uri","audience"],"properties":{"issuer":{"type":"string","format":"uri","maxLength":500,"description":"Must equal the tokens' iss claim."},"jwks_uri":{"type":"string","format":"uri","maxLength":500},"audience":{"type":"string","minLength":1,"maxLength":500,"description":"The aud claim to require (a token whose aud array contains it is accepted)."},"role_claim":{"type":"string","minLength":1,"maxLength":200,"description":"Claim carrying the user's role(s); default role. A dotted path such as realm_access.roles is followed."},"email_claim":{"type":"string","minLength":1,"maxLength":200,"description":"Claim carrying the user's e-mail; default email."},"default_role":{"oneOf":[{"$ref":"openapi#/components/schemas/Role"},{"type":"null"}],"description":"Role of tokens that carry no role claim; default null (no access to the REST interface)."},"console_client_id":{"type":["string","null"],"minLength":1,"maxLength":500,"description":"The client id the settings console (/console) signs users in with at this IdP (OpenID Connect authorization code flow with PKCE; register <public URL>/console/auth/callback as its redirect URI). Null or absent: no sign-in to the console through the IdP."},"console_client_secret":{"type":["string","null"],"minLength":1,"maxLength":1000,"description":"The console client's secret, for a confidential client (client_secret_post); stored sealed and never returned. Absent: the stored secret is kept when the client id is unchanged; null: a public client (PKCE only)."}}};
+const schema49 = {"type":"string","enum":["contributor","admin","finance"]};
+const formats2 = require("ajv-formats/dist/formats").fullFormats.uri;
+
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate35.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((((data.issuer === undefined) && (missing0 = "issuer")) || ((data.jwks_uri === undefined) && (missing0 = "jwks_uri"))) || ((data.audience === undefined) && (missing0 = "audience"))){
+validate35.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!((((((((key0 === "issuer") || (key0 === "jwks_uri")) || (key0 === "audience")) || (key0 === "role_claim")) || (key0 === "email_claim")) || (key0 === "default_role")) || (key0 === "console_client_id")) || (key0 === "console_client_secret"))){
+validate35.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -605,18 +870,18 @@ if(errors === _errs2){
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) > 500){
-validate29.errors = [{instancePath:instancePath+"/issuer",schemaPath:"#/properties/issuer/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
+validate35.errors = [{instancePath:instancePath+"/issuer",schemaPath:"#/properties/issuer/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
 return false;
 }
 else {
 if(!(formats2(data0))){
-validate29.errors = [{instancePath:instancePath+"/issuer",schemaPath:"#/properties/issuer/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
+validate35.errors = [{instancePath:instancePath+"/issuer",schemaPath:"#/properties/issuer/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
 return false;
 }
 }
 }
 else {
-validate29.errors = [{instancePath:instancePath+"/issuer",schemaPath:"#/properties/issuer/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate35.errors = [{instancePath:instancePath+"/issuer",schemaPath:"#/properties/issuer/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -634,18 +899,18 @@ if(errors === _errs4){
 if(errors === _errs4){
 if(typeof data1 === "string"){
 if(func1(data1) > 500){
-validate29.errors = [{instancePath:instancePath+"/jwks_uri",schemaPath:"#/properties/jwks_uri/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
+validate35.errors = [{instancePath:instancePath+"/jwks_uri",schemaPath:"#/properties/jwks_uri/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
 return false;
 }
 else {
 if(!(formats2(data1))){
-validate29.errors = [{instancePath:instancePath+"/jwks_uri",schemaPath:"#/properties/jwks_uri/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
+validate35.errors = [{instancePath:instancePath+"/jwks_uri",schemaPath:"#/properties/jwks_uri/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
 return false;
 }
 }
 }
 else {
-validate29.errors = [{instancePath:instancePath+"/jwks_uri",schemaPath:"#/properties/jwks_uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate35.errors = [{instancePath:instancePath+"/jwks_uri",schemaPath:"#/properties/jwks_uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -662,18 +927,18 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data2 === "string"){
 if(func1(data2) > 500){
-validate29.errors = [{instancePath:instancePath+"/audience",schemaPath:"#/properties/audience/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
+validate35.errors = [{instancePath:instancePath+"/audience",schemaPath:"#/properties/audience/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
 return false;
 }
 else {
 if(func1(data2) < 1){
-validate29.errors = [{instancePath:instancePath+"/audience",schemaPath:"#/properties/audience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate35.errors = [{instancePath:instancePath+"/audience",schemaPath:"#/properties/audience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate29.errors = [{instancePath:instancePath+"/audience",schemaPath:"#/properties/audience/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate35.errors = [{instancePath:instancePath+"/audience",schemaPath:"#/properties/audience/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -689,18 +954,18 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(typeof data3 === "string"){
 if(func1(data3) > 200){
-validate29.errors = [{instancePath:instancePath+"/role_claim",schemaPath:"#/properties/role_claim/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate35.errors = [{instancePath:instancePath+"/role_claim",schemaPath:"#/properties/role_claim/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(func1(data3) < 1){
-validate29.errors = [{instancePath:instancePath+"/role_claim",schemaPath:"#/properties/role_claim/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate35.errors = [{instancePath:instancePath+"/role_claim",schemaPath:"#/properties/role_claim/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate29.errors = [{instancePath:instancePath+"/role_claim",schemaPath:"#/properties/role_claim/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate35.errors = [{instancePath:instancePath+"/role_claim",schemaPath:"#/properties/role_claim/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -716,18 +981,18 @@ const _errs10 = errors;
 if(errors === _errs10){
 if(typeof data4 === "string"){
 if(func1(data4) > 200){
-validate29.errors = [{instancePath:instancePath+"/email_claim",schemaPath:"#/properties/email_claim/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate35.errors = [{instancePath:instancePath+"/email_claim",schemaPath:"#/properties/email_claim/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(func1(data4) < 1){
-validate29.errors = [{instancePath:instancePath+"/email_claim",schemaPath:"#/properties/email_claim/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate35.errors = [{instancePath:instancePath+"/email_claim",schemaPath:"#/properties/email_claim/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate29.errors = [{instancePath:instancePath+"/email_claim",schemaPath:"#/properties/email_claim/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate35.errors = [{instancePath:instancePath+"/email_claim",schemaPath:"#/properties/email_claim/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -755,7 +1020,7 @@ vErrors.push(err0);
 errors++;
 }
 if(!(((data5 === "contributor") || (data5 === "admin")) || (data5 === "finance"))){
-const err1 = {instancePath:instancePath+"/default_role",schemaPath:"openapi#/components/schemas/Role/enum",keyword:"enum",params:{allowedValues: schema43.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/default_role",schemaPath:"openapi#/components/schemas/Role/enum",keyword:"enum",params:{allowedValues: schema49.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -800,7 +1065,7 @@ else {
 vErrors.push(err3);
 }
 errors++;
-validate29.errors = vErrors;
+validate35.errors = vErrors;
 return false;
 }
 else {
@@ -824,18 +1089,18 @@ if(data.console_client_id !== undefined){
 let data6 = data.console_client_id;
 const _errs19 = errors;
 if((typeof data6 !== "string") && (data6 !== null)){
-validate29.errors = [{instancePath:instancePath+"/console_client_id",schemaPath:"#/properties/console_client_id/type",keyword:"type",params:{type: schema42.properties.console_client_id.type},message:"must be string,null"}];
+validate35.errors = [{instancePath:instancePath+"/console_client_id",schemaPath:"#/properties/console_client_id/type",keyword:"type",params:{type: schema48.properties.console_client_id.type},message:"must be string,null"}];
 return false;
 }
 if(errors === _errs19){
 if(typeof data6 === "string"){
 if(func1(data6) > 500){
-validate29.errors = [{instancePath:instancePath+"/console_client_id",schemaPath:"#/properties/console_client_id/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
+validate35.errors = [{instancePath:instancePath+"/console_client_id",schemaPath:"#/properties/console_client_id/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
 return false;
 }
 else {
 if(func1(data6) < 1){
-validate29.errors = [{instancePath:instancePath+"/console_client_id",schemaPath:"#/properties/console_client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate35.errors = [{instancePath:instancePath+"/console_client_id",schemaPath:"#/properties/console_client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
@@ -851,18 +1116,18 @@ if(data.console_client_secret !== undefined){
 let data7 = data.console_client_secret;
 const _errs21 = errors;
 if((typeof data7 !== "string") && (data7 !== null)){
-validate29.errors = [{instancePath:instancePath+"/console_client_secret",schemaPath:"#/properties/console_client_secret/type",keyword:"type",params:{type: schema42.properties.console_client_secret.type},message:"must be string,null"}];
+validate35.errors = [{instancePath:instancePath+"/console_client_secret",schemaPath:"#/properties/console_client_secret/type",keyword:"type",params:{type: schema48.properties.console_client_secret.type},message:"must be string,null"}];
 return false;
 }
 if(errors === _errs21){
 if(typeof data7 === "string"){
 if(func1(data7) > 1000){
-validate29.errors = [{instancePath:instancePath+"/console_client_secret",schemaPath:"#/properties/console_client_secret/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
+validate35.errors = [{instancePath:instancePath+"/console_client_secret",schemaPath:"#/properties/console_client_secret/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
 return false;
 }
 else {
 if(func1(data7) < 1){
-validate29.errors = [{instancePath:instancePath+"/console_client_secret",schemaPath:"#/properties/console_client_secret/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate35.errors = [{instancePath:instancePath+"/console_client_secret",schemaPath:"#/properties/console_client_secret/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
@@ -884,49 +1149,49 @@ var valid0 = true;
 }
 }
 else {
-validate29.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate35.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate29.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
-validate29.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate35.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate28.evaluated;
+const evaluated0 = validate34.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate29(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate29.errors : vErrors.concat(validate29.errors);
+if(!(validate35(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate35.errors : vErrors.concat(validate35.errors);
 errors = vErrors.length;
 }
-validate28.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
-validate28.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createConnector_body = validate31;
-const schema44 = {"$ref":"openapi#/components/schemas/CreateConnectorRequest"};
-const schema45 = {"type":"object","additionalProperties":false,"required":["name","type","config"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096,"description":"The password (or","for `mcp`":null,"the upstream's bearer token); encrypted at rest and never returned.":null},"allow_write":{"type":"boolean","default":false,"description":"Allows writing statements; only the types in `x-toolgate-types` can write, the others only read (docs/decisions/0116-new-types-read-only.md).","x-toolgate-types":["postgresql","mysql"]},"allow_ddl":{"type":"boolean","default":false},"free_sql":{"type":"boolean","default":true,"description":"false: serve only the saved tools of this connector, not a free-SQL tool per table (database types)."}}};
-const schema46 = {"type":"string","enum":["postgresql","mysql","mongodb","mssql","oracle","mcp"],"description":"Database types, and `mcp` (an external MCP server over Streamable HTTP). A type without a driver on this gateway is refused with 422."};
-const schema47 = {"description":"The type's own config; `mcp` takes McpConfig, database types DatabaseConfig.","oneOf":[{"$ref":"openapi#/components/schemas/DatabaseConfig"},{"$ref":"openapi#/components/schemas/McpConfig"}]};
-const schema48 = {"type":"object","additionalProperties":false,"required":["host","database","user"],"description":"Connection of a database connector. `database` is the database (postgresql, mysql, mssql, mongodb) or the service name (oracle). Default ports: postgresql 5432, mysql 3306, mongodb 27017, mssql 1433, oracle 1521.","x-toolgate-types":["postgresql","mysql","mongodb","mssql","oracle"],"properties":{"host":{"type":"string","minLength":1,"maxLength":255},"port":{"type":"integer","minimum":1,"maximum":65535},"database":{"type":"string","minLength":1,"maxLength":128},"user":{"type":"string","minLength":1,"maxLength":128},"tls":{"type":"string","enum":["disable","require","verify-full"],"description":"Default require (what a managed cloud database expects; say disable for a server without TLS on a trusted network). `require` encrypts without checking the server certificate; `verify-full` also checks the certificate chain and host name (mongodb tls / tlsAllowInvalidCertificates, mssql encrypt / trustServerCertificate, oracle tcps with server DN match)."},"schemas":{"type":"array","maxItems":50,"items":{"type":"string","minLength":1,"maxLength":128},"description":"Schemas whose tables and views become tools (default public; for mysql, the database; for mssql, dbo; for oracle, the user's own schema). Not accepted for mongodb, whose tools are the collections of `database`.","x-toolgate-types":["postgresql","mssql","oracle"]},"auth_source":{"type":"string","minLength":1,"maxLength":64,"description":"mongodb only. The database holding the user's credentials (default admin).","x-toolgate-types":["mongodb"]}}};
-const schema49 = {"type":"object","additionalProperties":false,"required":["url"],"description":"An external MCP server (connector type `mcp`), reached over Streamable HTTP only (no legacy HTTP+SSE). The URL must be https and resolve to public addresses; http and private/loopback addresses are allowed only for hosts on the operator's TOOLGATE_OUTBOUND_ALLOW_HOSTS list. Redirects are refused. The connector's `credential` is sent as `Authorization: Bearer <credential>`; the caller's own credentials are never forwarded.","x-toolgate-types":["mcp"],"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"format":"uri"},"headers":{"type":"object","maxProperties":20,"description":"Extra headers sent to the upstream (not secret; put secrets in `credential`). Hop-by-hop, Host, Cookie, Authorization and MCP protocol headers are refused.","propertyNames":{"pattern":"^[A-Za-z0-9-]{1,100}$"},"additionalProperties":{"type":"string","maxLength":1024,"pattern":"^[\\x20-\\x7E\\t]*$"}}}};
-const pattern7 = new RegExp("^[A-Za-z0-9-]{1,100}$", "u");
-const pattern8 = new RegExp("^[\\x20-\\x7E\\t]*$", "u");
+export const createConnector_body = validate37;
+const schema50 = {"$ref":"openapi#/components/schemas/CreateConnectorRequest"};
+const schema51 = {"type":"object","additionalProperties":false,"required":["name","type","config"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096,"description":"The password (or","for `mcp`":null,"the upstream's bearer token); encrypted at rest and never returned.":null},"allow_write":{"type":"boolean","default":false,"description":"Allows writing statements; only the types in `x-toolgate-types` can write, the others only read (docs/decisions/0116-new-types-read-only.md).","x-toolgate-types":["postgresql","mysql"]},"allow_ddl":{"type":"boolean","default":false},"free_sql":{"type":"boolean","default":true,"description":"false: serve only the saved tools of this connector, not a free-SQL tool per table (database types)."}}};
+const schema52 = {"type":"string","enum":["postgresql","mysql","mongodb","mssql","oracle","mcp"],"description":"Database types, and `mcp` (an external MCP server over Streamable HTTP). A type without a driver on this gateway is refused with 422."};
+const schema53 = {"description":"The type's own config; `mcp` takes McpConfig, database types DatabaseConfig.","oneOf":[{"$ref":"openapi#/components/schemas/DatabaseConfig"},{"$ref":"openapi#/components/schemas/McpConfig"}]};
+const schema54 = {"type":"object","additionalProperties":false,"required":["host","database","user"],"description":"Connection of a database connector. `database` is the database (postgresql, mysql, mssql, mongodb) or the service name (oracle). Default ports: postgresql 5432, mysql 3306, mongodb 27017, mssql 1433, oracle 1521.","x-toolgate-types":["postgresql","mysql","mongodb","mssql","oracle"],"properties":{"host":{"type":"string","minLength":1,"maxLength":255},"port":{"type":"integer","minimum":1,"maximum":65535},"database":{"type":"string","minLength":1,"maxLength":128},"user":{"type":"string","minLength":1,"maxLength":128},"tls":{"type":"string","enum":["disable","require","verify-full"],"description":"Default require (what a managed cloud database expects; say disable for a server without TLS on a trusted network). `require` encrypts without checking the server certificate; `verify-full` also checks the certificate chain and host name (mongodb tls / tlsAllowInvalidCertificates, mssql encrypt / trustServerCertificate, oracle tcps with server DN match)."},"schemas":{"type":"array","maxItems":50,"items":{"type":"string","minLength":1,"maxLength":128},"description":"Schemas whose tables and views become tools (default public; for mysql, the database; for mssql, dbo; for oracle, the user's own schema). Not accepted for mongodb, whose tools are the collections of `database`.","x-toolgate-types":["postgresql","mssql","oracle"]},"auth_source":{"type":"string","minLength":1,"maxLength":64,"description":"mongodb only. The database holding the user's credentials (default admin).","x-toolgate-types":["mongodb"]}}};
+const schema55 = {"type":"object","additionalProperties":false,"required":["url"],"description":"An external MCP server (connector type `mcp`), reached over Streamable HTTP only (no legacy HTTP+SSE). The URL must be https and resolve to public addresses; http and private/loopback addresses are allowed only for hosts on the operator's TOOLGATE_OUTBOUND_ALLOW_HOSTS list. Redirects are refused. The connector's `credential` is sent as `Authorization: Bearer <credential>`; the caller's own credentials are never forwarded.","x-toolgate-types":["mcp"],"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"format":"uri"},"headers":{"type":"object","maxProperties":20,"description":"Extra headers sent to the upstream (not secret; put secrets in `credential`). Hop-by-hop, Host, Cookie, Authorization and MCP protocol headers are refused.","propertyNames":{"pattern":"^[A-Za-z0-9-]{1,100}$"},"additionalProperties":{"type":"string","maxLength":1024,"pattern":"^[\\x20-\\x7E\\t]*$"}}}};
+const pattern9 = new RegExp("^[A-Za-z0-9-]{1,100}$", "u");
+const pattern10 = new RegExp("^[\\x20-\\x7E\\t]*$", "u");
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate33.evaluated;
+const evaluated0 = validate39.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1161,7 +1426,7 @@ vErrors.push(err14);
 errors++;
 }
 if(!(((data4 === "disable") || (data4 === "require")) || (data4 === "verify-full"))){
-const err15 = {instancePath:instancePath+"/tls",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/tls/enum",keyword:"enum",params:{allowedValues: schema48.properties.tls.enum},message:"must be equal to one of the allowed values"};
+const err15 = {instancePath:instancePath+"/tls",schemaPath:"openapi#/components/schemas/DatabaseConfig/properties/tls/enum",keyword:"enum",params:{allowedValues: schema54.properties.tls.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -1436,7 +1701,7 @@ else {
 for(const key2 in data9){
 const _errs29 = errors;
 if(typeof key2 === "string"){
-if(!pattern7.test(key2)){
+if(!pattern9.test(key2)){
 const err32 = {instancePath:instancePath+"/headers",schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9-]{1,100}$"},message:"must match pattern \""+"^[A-Za-z0-9-]{1,100}$"+"\"",propertyName:key2};
 if(vErrors === null){
 vErrors = [err32];
@@ -1477,7 +1742,7 @@ vErrors.push(err34);
 errors++;
 }
 else {
-if(!pattern8.test(data10)){
+if(!pattern10.test(data10)){
 const err35 = {instancePath:instancePath+"/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"openapi#/components/schemas/McpConfig/properties/headers/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^[\\x20-\\x7E\\t]*$"},message:"must match pattern \""+"^[\\x20-\\x7E\\t]*$"+"\""};
 if(vErrors === null){
 vErrors = [err35];
@@ -1562,7 +1827,7 @@ else {
 vErrors.push(err39);
 }
 errors++;
-validate33.errors = vErrors;
+validate39.errors = vErrors;
 return false;
 }
 else {
@@ -1576,17 +1841,17 @@ vErrors = null;
 }
 }
 }
-validate33.errors = vErrors;
+validate39.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate33.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate39.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate32.evaluated;
+const evaluated0 = validate38.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1606,14 +1871,14 @@ data.free_sql = true;
 }
 let missing0;
 if((((data.name === undefined) && (missing0 = "name")) || ((data.type === undefined) && (missing0 = "type"))) || ((data.config === undefined) && (missing0 = "config"))){
-validate32.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate38.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((((((key0 === "name") || (key0 === "type")) || (key0 === "config")) || (key0 === "credential")) || (key0 === "allow_write")) || (key0 === "allow_ddl")) || (key0 === "free_sql"))){
-validate32.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate38.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1625,18 +1890,18 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) > 200){
-validate32.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate38.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(func1(data0) < 1){
-validate32.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate38.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate32.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate38.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1650,11 +1915,11 @@ if(data.type !== undefined){
 let data1 = data.type;
 const _errs4 = errors;
 if(typeof data1 !== "string"){
-validate32.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/ConnectorType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate38.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/ConnectorType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!((((((data1 === "postgresql") || (data1 === "mysql")) || (data1 === "mongodb")) || (data1 === "mssql")) || (data1 === "oracle")) || (data1 === "mcp"))){
-validate32.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/ConnectorType/enum",keyword:"enum",params:{allowedValues: schema46.enum},message:"must be equal to one of the allowed values"}];
+validate38.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/ConnectorType/enum",keyword:"enum",params:{allowedValues: schema52.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -1665,8 +1930,8 @@ var valid0 = true;
 if(valid0){
 if(data.config !== undefined){
 const _errs7 = errors;
-if(!(validate33(data.config, {instancePath:instancePath+"/config",parentData:data,parentDataProperty:"config",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate33.errors : vErrors.concat(validate33.errors);
+if(!(validate39(data.config, {instancePath:instancePath+"/config",parentData:data,parentDataProperty:"config",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate39.errors : vErrors.concat(validate39.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs7 === errors;
@@ -1681,12 +1946,12 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(typeof data3 === "string"){
 if(func1(data3) > 4096){
-validate32.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"}];
+validate38.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"}];
 return false;
 }
 }
 else {
-validate32.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate38.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1698,21 +1963,21 @@ var valid0 = true;
 if(valid0){
 const _errs10 = errors;
 if(typeof data.allow_write !== "boolean"){
-validate32.errors = [{instancePath:instancePath+"/allow_write",schemaPath:"#/properties/allow_write/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate38.errors = [{instancePath:instancePath+"/allow_write",schemaPath:"#/properties/allow_write/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs10 === errors;
 if(valid0){
 const _errs12 = errors;
 if(typeof data.allow_ddl !== "boolean"){
-validate32.errors = [{instancePath:instancePath+"/allow_ddl",schemaPath:"#/properties/allow_ddl/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate38.errors = [{instancePath:instancePath+"/allow_ddl",schemaPath:"#/properties/allow_ddl/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs12 === errors;
 if(valid0){
 const _errs14 = errors;
 if(typeof data.free_sql !== "boolean"){
-validate32.errors = [{instancePath:instancePath+"/free_sql",schemaPath:"#/properties/free_sql/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate38.errors = [{instancePath:instancePath+"/free_sql",schemaPath:"#/properties/free_sql/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs14 === errors;
@@ -1726,38 +1991,15 @@ var valid0 = _errs14 === errors;
 }
 }
 else {
-validate32.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate38.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate32.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
-validate32.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate31.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate32(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
-errors = vErrors.length;
-}
-validate31.errors = vErrors;
-return errors === 0;
-}
-validate31.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const testConnector_body = validate36;
-const schema50 = {"$ref":"openapi#/components/schemas/TestConnectorRequest"};
-const schema51 = {"type":"object","additionalProperties":false,"required":["type","config"],"properties":{"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"connector_id":{"type":"string","format":"uuid","description":"Editing a saved connector: its stored credential is used when `credential` is omitted."}}};
 
 function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1769,18 +2011,41 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
+if(!(validate38(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
+errors = vErrors.length;
+}
+validate37.errors = vErrors;
+return errors === 0;
+}
+validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const testConnector_body = validate42;
+const schema56 = {"$ref":"openapi#/components/schemas/TestConnectorRequest"};
+const schema57 = {"type":"object","additionalProperties":false,"required":["type","config"],"properties":{"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"connector_id":{"type":"string","format":"uuid","description":"Editing a saved connector: its stored credential is used when `credential` is omitted."}}};
+
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate43.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.type === undefined) && (missing0 = "type")) || ((data.config === undefined) && (missing0 = "config"))){
-validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate43.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((((key0 === "type") || (key0 === "config")) || (key0 === "credential")) || (key0 === "connector_id"))){
-validate37.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate43.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1790,11 +2055,11 @@ if(data.type !== undefined){
 let data0 = data.type;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
-validate37.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/ConnectorType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate43.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/ConnectorType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!((((((data0 === "postgresql") || (data0 === "mysql")) || (data0 === "mongodb")) || (data0 === "mssql")) || (data0 === "oracle")) || (data0 === "mcp"))){
-validate37.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/ConnectorType/enum",keyword:"enum",params:{allowedValues: schema46.enum},message:"must be equal to one of the allowed values"}];
+validate43.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/ConnectorType/enum",keyword:"enum",params:{allowedValues: schema52.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -1805,8 +2070,8 @@ var valid0 = true;
 if(valid0){
 if(data.config !== undefined){
 const _errs5 = errors;
-if(!(validate33(data.config, {instancePath:instancePath+"/config",parentData:data,parentDataProperty:"config",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate33.errors : vErrors.concat(validate33.errors);
+if(!(validate39(data.config, {instancePath:instancePath+"/config",parentData:data,parentDataProperty:"config",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate39.errors : vErrors.concat(validate39.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs5 === errors;
@@ -1821,12 +2086,12 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data2 === "string"){
 if(func1(data2) > 4096){
-validate37.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"}];
+validate43.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"}];
 return false;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate43.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1843,12 +2108,12 @@ if(errors === _errs8){
 if(errors === _errs8){
 if(typeof data3 === "string"){
 if(!(formats0.test(data3))){
-validate37.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+validate43.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate43.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1865,43 +2130,43 @@ var valid0 = true;
 }
 }
 else {
-validate37.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate37.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
-validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate36.evaluated;
+const evaluated0 = validate42.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate37(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate37.errors : vErrors.concat(validate37.errors);
+if(!(validate43(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
 errors = vErrors.length;
 }
-validate36.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
-validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateConnector_body = validate40;
-const schema53 = {"$ref":"openapi#/components/schemas/UpdateConnectorRequest"};
-const schema54 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"allow_write":{"type":"boolean"},"allow_ddl":{"type":"boolean"},"free_sql":{"type":"boolean"}}};
+export const updateConnector_body = validate46;
+const schema59 = {"$ref":"openapi#/components/schemas/UpdateConnectorRequest"};
+const schema60 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"allow_write":{"type":"boolean"},"allow_ddl":{"type":"boolean"},"free_sql":{"type":"boolean"}}};
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate41.evaluated;
+const evaluated0 = validate47.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1911,14 +2176,14 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(Object.keys(data).length < 1){
-validate41.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
+validate47.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((((((key0 === "name") || (key0 === "config")) || (key0 === "credential")) || (key0 === "allow_write")) || (key0 === "allow_ddl")) || (key0 === "free_sql"))){
-validate41.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate47.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1930,18 +2195,18 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) > 200){
-validate41.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate47.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(func1(data0) < 1){
-validate41.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate47.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate41.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate47.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1953,8 +2218,8 @@ var valid0 = true;
 if(valid0){
 if(data.config !== undefined){
 const _errs4 = errors;
-if(!(validate33(data.config, {instancePath:instancePath+"/config",parentData:data,parentDataProperty:"config",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate33.errors : vErrors.concat(validate33.errors);
+if(!(validate39(data.config, {instancePath:instancePath+"/config",parentData:data,parentDataProperty:"config",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate39.errors : vErrors.concat(validate39.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs4 === errors;
@@ -1969,12 +2234,12 @@ const _errs5 = errors;
 if(errors === _errs5){
 if(typeof data2 === "string"){
 if(func1(data2) > 4096){
-validate41.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"}];
+validate47.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"}];
 return false;
 }
 }
 else {
-validate41.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate47.errors = [{instancePath:instancePath+"/credential",schemaPath:"#/properties/credential/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1987,7 +2252,7 @@ if(valid0){
 if(data.allow_write !== undefined){
 const _errs7 = errors;
 if(typeof data.allow_write !== "boolean"){
-validate41.errors = [{instancePath:instancePath+"/allow_write",schemaPath:"#/properties/allow_write/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate47.errors = [{instancePath:instancePath+"/allow_write",schemaPath:"#/properties/allow_write/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs7 === errors;
@@ -1999,7 +2264,7 @@ if(valid0){
 if(data.allow_ddl !== undefined){
 const _errs9 = errors;
 if(typeof data.allow_ddl !== "boolean"){
-validate41.errors = [{instancePath:instancePath+"/allow_ddl",schemaPath:"#/properties/allow_ddl/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate47.errors = [{instancePath:instancePath+"/allow_ddl",schemaPath:"#/properties/allow_ddl/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs9 === errors;
@@ -2011,282 +2276,13 @@ if(valid0){
 if(data.free_sql !== undefined){
 const _errs11 = errors;
 if(typeof data.free_sql !== "boolean"){
-validate41.errors = [{instancePath:instancePath+"/free_sql",schemaPath:"#/properties/free_sql/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate47.errors = [{instancePath:instancePath+"/free_sql",schemaPath:"#/properties/free_sql/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs11 === errors;
 }
 else {
 var valid0 = true;
-}
-}
-}
-}
-}
-}
-}
-}
-}
-else {
-validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate41.errors = vErrors;
-return errors === 0;
-}
-validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate40.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate41(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
-errors = vErrors.length;
-}
-validate40.errors = vErrors;
-return errors === 0;
-}
-validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const createSavedTool_body = validate44;
-const schema55 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
-const schema56 = {"type":"object","additionalProperties":false,"required":["name","description","statement"],"properties":{"name":{"$ref":"openapi#/components/schemas/ToolName"},"description":{"type":"string","minLength":1,"maxLength":2000},"statement":{"type":"string","minLength":1,"maxLength":20000,"description":"One statement with `:name` placeholders, e.g. `SELECT id, total FROM orders WHERE customer_id = :customer AND created_at >= :since`."},"parameters":{"type":"array","maxItems":50,"items":{"$ref":"openapi#/components/schemas/SavedToolParameter"}},"requires_approval":{"type":"boolean","description":"Default true for a statement that writes","false for a read.":null}}};
-const schema57 = {"type":"string","pattern":"^[a-z0-9_]{1,64}$"};
-const pattern9 = new RegExp("^[a-z0-9_]{1,64}$", "u");
-const schema58 = {"type":"object","additionalProperties":false,"required":["name","type","description"],"description":"One typed parameter, written `:name` in the statement (outside quotes). string (minLength, maxLength, pattern), integer and number (minimum, maximum), boolean, date (YYYY-MM-DD), timestamp (ISO 8601), enum (values), array of these (items, maxItems; in MySQL an array stands for a list, `IN (:ids)`; in PostgreSQL for an array, `= ANY(:ids)`). Without a default the parameter is required.","properties":{"name":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$"},"type":{"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum","array"]},"description":{"type":"string","minLength":1,"maxLength":1000},"default":{"description":"A value of the parameter's type; makes the parameter optional."},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}},"items":{"$ref":"openapi#/components/schemas/SavedToolParameterItems"},"maxItems":{"type":"integer","minimum":1,"maximum":1000,"description":"array: at most this many elements (default 100)."}}};
-const func44 = Object.prototype.hasOwnProperty;
-const pattern10 = new RegExp("^[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
-const schema59 = {"type":"object","additionalProperties":false,"required":["type"],"description":"The elements of an `array` parameter.","properties":{"type":{"$ref":"openapi#/components/schemas/SavedToolScalarType"},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}}}};
-const schema60 = {"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum"]};
-
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate47.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.type === undefined) && (missing0 = "type")){
-validate47.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-const _errs1 = errors;
-for(const key0 in data){
-if(!(((((((key0 === "type") || (key0 === "minLength")) || (key0 === "maxLength")) || (key0 === "pattern")) || (key0 === "minimum")) || (key0 === "maximum")) || (key0 === "values"))){
-validate47.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs1 === errors){
-if(data.type !== undefined){
-let data0 = data.type;
-const _errs2 = errors;
-if(typeof data0 !== "string"){
-validate47.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/SavedToolScalarType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-if(!(((((((data0 === "string") || (data0 === "integer")) || (data0 === "number")) || (data0 === "boolean")) || (data0 === "date")) || (data0 === "timestamp")) || (data0 === "enum"))){
-validate47.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/SavedToolScalarType/enum",keyword:"enum",params:{allowedValues: schema60.enum},message:"must be equal to one of the allowed values"}];
-return false;
-}
-var valid0 = _errs2 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.minLength !== undefined){
-let data1 = data.minLength;
-const _errs5 = errors;
-if(!((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1)))){
-validate47.errors = [{instancePath:instancePath+"/minLength",schemaPath:"#/properties/minLength/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
-return false;
-}
-if(errors === _errs5){
-if(typeof data1 == "number"){
-if(data1 > 100000 || isNaN(data1)){
-validate47.errors = [{instancePath:instancePath+"/minLength",schemaPath:"#/properties/minLength/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
-return false;
-}
-else {
-if(data1 < 0 || isNaN(data1)){
-validate47.errors = [{instancePath:instancePath+"/minLength",schemaPath:"#/properties/minLength/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs5 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.maxLength !== undefined){
-let data2 = data.maxLength;
-const _errs7 = errors;
-if(!((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2)))){
-validate47.errors = [{instancePath:instancePath+"/maxLength",schemaPath:"#/properties/maxLength/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
-return false;
-}
-if(errors === _errs7){
-if(typeof data2 == "number"){
-if(data2 > 100000 || isNaN(data2)){
-validate47.errors = [{instancePath:instancePath+"/maxLength",schemaPath:"#/properties/maxLength/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
-return false;
-}
-else {
-if(data2 < 1 || isNaN(data2)){
-validate47.errors = [{instancePath:instancePath+"/maxLength",schemaPath:"#/properties/maxLength/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs7 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.pattern !== undefined){
-let data3 = data.pattern;
-const _errs9 = errors;
-if(errors === _errs9){
-if(typeof data3 === "string"){
-if(func1(data3) > 500){
-validate47.errors = [{instancePath:instancePath+"/pattern",schemaPath:"#/properties/pattern/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
-return false;
-}
-else {
-if(func1(data3) < 1){
-validate47.errors = [{instancePath:instancePath+"/pattern",schemaPath:"#/properties/pattern/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate47.errors = [{instancePath:instancePath+"/pattern",schemaPath:"#/properties/pattern/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs9 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.minimum !== undefined){
-const _errs11 = errors;
-if(!(typeof data.minimum == "number")){
-validate47.errors = [{instancePath:instancePath+"/minimum",schemaPath:"#/properties/minimum/type",keyword:"type",params:{type: "number"},message:"must be number"}];
-return false;
-}
-var valid0 = _errs11 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.maximum !== undefined){
-const _errs13 = errors;
-if(!(typeof data.maximum == "number")){
-validate47.errors = [{instancePath:instancePath+"/maximum",schemaPath:"#/properties/maximum/type",keyword:"type",params:{type: "number"},message:"must be number"}];
-return false;
-}
-var valid0 = _errs13 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.values !== undefined){
-let data6 = data.values;
-const _errs15 = errors;
-if(errors === _errs15){
-if(Array.isArray(data6)){
-if(data6.length > 200){
-validate47.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
-return false;
-}
-else {
-if(data6.length < 1){
-validate47.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
-return false;
-}
-else {
-var valid2 = true;
-const len0 = data6.length;
-for(let i0=0; i0<len0; i0++){
-let data7 = data6[i0];
-const _errs17 = errors;
-if(errors === _errs17){
-if(typeof data7 === "string"){
-if(func1(data7) > 200){
-validate47.errors = [{instancePath:instancePath+"/values/" + i0,schemaPath:"#/properties/values/items/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
-return false;
-}
-}
-else {
-validate47.errors = [{instancePath:instancePath+"/values/" + i0,schemaPath:"#/properties/values/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid2 = _errs17 === errors;
-if(!valid2){
-break;
-}
-}
-if(valid2){
-let i1 = data6.length;
-let j0;
-if(i1 > 1){
-const indices0 = {};
-for(;i1--;){
-let item0 = data6[i1];
-if(typeof item0 !== "string"){
-continue;
-}
-if(typeof indices0[item0] == "number"){
-j0 = indices0[item0];
-validate47.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
-return false;
-break;
-}
-indices0[item0] = i1;
-}
-}
-}
-}
-}
-}
-else {
-validate47.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid0 = _errs15 === errors;
-}
-else {
-var valid0 = true;
-}
 }
 }
 }
@@ -2317,18 +2313,287 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
+if(!(validate47(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
+errors = vErrors.length;
+}
+validate46.errors = vErrors;
+return errors === 0;
+}
+validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const createSavedTool_body = validate50;
+const schema61 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
+const schema62 = {"type":"object","additionalProperties":false,"required":["name","description","statement"],"properties":{"name":{"$ref":"openapi#/components/schemas/ToolName"},"description":{"type":"string","minLength":1,"maxLength":2000},"statement":{"type":"string","minLength":1,"maxLength":20000,"description":"One statement with `:name` placeholders, e.g. `SELECT id, total FROM orders WHERE customer_id = :customer AND created_at >= :since`."},"parameters":{"type":"array","maxItems":50,"items":{"$ref":"openapi#/components/schemas/SavedToolParameter"}},"requires_approval":{"type":"boolean","description":"Default true for a statement that writes","false for a read.":null}}};
+const schema63 = {"type":"string","pattern":"^[a-z0-9_]{1,64}$"};
+const pattern11 = new RegExp("^[a-z0-9_]{1,64}$", "u");
+const schema64 = {"type":"object","additionalProperties":false,"required":["name","type","description"],"description":"One typed parameter, written `:name` in the statement (outside quotes). string (minLength, maxLength, pattern), integer and number (minimum, maximum), boolean, date (YYYY-MM-DD), timestamp (ISO 8601), enum (values), array of these (items, maxItems; in MySQL an array stands for a list, `IN (:ids)`; in PostgreSQL for an array, `= ANY(:ids)`). Without a default the parameter is required.","properties":{"name":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$"},"type":{"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum","array"]},"description":{"type":"string","minLength":1,"maxLength":1000},"default":{"description":"A value of the parameter's type; makes the parameter optional."},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}},"items":{"$ref":"openapi#/components/schemas/SavedToolParameterItems"},"maxItems":{"type":"integer","minimum":1,"maximum":1000,"description":"array: at most this many elements (default 100)."}}};
+const func46 = Object.prototype.hasOwnProperty;
+const pattern12 = new RegExp("^[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
+const schema65 = {"type":"object","additionalProperties":false,"required":["type"],"description":"The elements of an `array` parameter.","properties":{"type":{"$ref":"openapi#/components/schemas/SavedToolScalarType"},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}}}};
+const schema66 = {"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum"]};
+
+function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate53.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((((data.name === undefined) && (missing0 = "name")) || ((data.type === undefined) && (missing0 = "type"))) || ((data.description === undefined) && (missing0 = "description"))){
-validate46.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+if((data.type === undefined) && (missing0 = "type")){
+validate53.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(func44.call(schema58.properties, key0))){
-validate46.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+if(!(((((((key0 === "type") || (key0 === "minLength")) || (key0 === "maxLength")) || (key0 === "pattern")) || (key0 === "minimum")) || (key0 === "maximum")) || (key0 === "values"))){
+validate53.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.type !== undefined){
+let data0 = data.type;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+validate53.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/SavedToolScalarType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!(((((((data0 === "string") || (data0 === "integer")) || (data0 === "number")) || (data0 === "boolean")) || (data0 === "date")) || (data0 === "timestamp")) || (data0 === "enum"))){
+validate53.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/SavedToolScalarType/enum",keyword:"enum",params:{allowedValues: schema66.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.minLength !== undefined){
+let data1 = data.minLength;
+const _errs5 = errors;
+if(!((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1)))){
+validate53.errors = [{instancePath:instancePath+"/minLength",schemaPath:"#/properties/minLength/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs5){
+if(typeof data1 == "number"){
+if(data1 > 100000 || isNaN(data1)){
+validate53.errors = [{instancePath:instancePath+"/minLength",schemaPath:"#/properties/minLength/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
+return false;
+}
+else {
+if(data1 < 0 || isNaN(data1)){
+validate53.errors = [{instancePath:instancePath+"/minLength",schemaPath:"#/properties/minLength/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.maxLength !== undefined){
+let data2 = data.maxLength;
+const _errs7 = errors;
+if(!((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2)))){
+validate53.errors = [{instancePath:instancePath+"/maxLength",schemaPath:"#/properties/maxLength/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs7){
+if(typeof data2 == "number"){
+if(data2 > 100000 || isNaN(data2)){
+validate53.errors = [{instancePath:instancePath+"/maxLength",schemaPath:"#/properties/maxLength/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
+return false;
+}
+else {
+if(data2 < 1 || isNaN(data2)){
+validate53.errors = [{instancePath:instancePath+"/maxLength",schemaPath:"#/properties/maxLength/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs7 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.pattern !== undefined){
+let data3 = data.pattern;
+const _errs9 = errors;
+if(errors === _errs9){
+if(typeof data3 === "string"){
+if(func1(data3) > 500){
+validate53.errors = [{instancePath:instancePath+"/pattern",schemaPath:"#/properties/pattern/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
+return false;
+}
+else {
+if(func1(data3) < 1){
+validate53.errors = [{instancePath:instancePath+"/pattern",schemaPath:"#/properties/pattern/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate53.errors = [{instancePath:instancePath+"/pattern",schemaPath:"#/properties/pattern/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.minimum !== undefined){
+const _errs11 = errors;
+if(!(typeof data.minimum == "number")){
+validate53.errors = [{instancePath:instancePath+"/minimum",schemaPath:"#/properties/minimum/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
+var valid0 = _errs11 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.maximum !== undefined){
+const _errs13 = errors;
+if(!(typeof data.maximum == "number")){
+validate53.errors = [{instancePath:instancePath+"/maximum",schemaPath:"#/properties/maximum/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
+var valid0 = _errs13 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.values !== undefined){
+let data6 = data.values;
+const _errs15 = errors;
+if(errors === _errs15){
+if(Array.isArray(data6)){
+if(data6.length > 200){
+validate53.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
+return false;
+}
+else {
+if(data6.length < 1){
+validate53.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+return false;
+}
+else {
+var valid2 = true;
+const len0 = data6.length;
+for(let i0=0; i0<len0; i0++){
+let data7 = data6[i0];
+const _errs17 = errors;
+if(errors === _errs17){
+if(typeof data7 === "string"){
+if(func1(data7) > 200){
+validate53.errors = [{instancePath:instancePath+"/values/" + i0,schemaPath:"#/properties/values/items/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+return false;
+}
+}
+else {
+validate53.errors = [{instancePath:instancePath+"/values/" + i0,schemaPath:"#/properties/values/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid2 = _errs17 === errors;
+if(!valid2){
+break;
+}
+}
+if(valid2){
+let i1 = data6.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data6[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+validate53.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+return false;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+}
+}
+}
+else {
+validate53.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs15 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+validate53.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate53.errors = vErrors;
+return errors === 0;
+}
+validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate52.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((((data.name === undefined) && (missing0 = "name")) || ((data.type === undefined) && (missing0 = "type"))) || ((data.description === undefined) && (missing0 = "description"))){
+validate52.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(func46.call(schema64.properties, key0))){
+validate52.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2339,13 +2604,13 @@ let data0 = data.name;
 const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data0 === "string"){
-if(!pattern10.test(data0)){
-validate46.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,62}$"+"\""}];
+if(!pattern12.test(data0)){
+validate52.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,62}$"+"\""}];
 return false;
 }
 }
 else {
-validate46.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate52.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2359,11 +2624,11 @@ if(data.type !== undefined){
 let data1 = data.type;
 const _errs4 = errors;
 if(typeof data1 !== "string"){
-validate46.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate52.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!((((((((data1 === "string") || (data1 === "integer")) || (data1 === "number")) || (data1 === "boolean")) || (data1 === "date")) || (data1 === "timestamp")) || (data1 === "enum")) || (data1 === "array"))){
-validate46.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema58.properties.type.enum},message:"must be equal to one of the allowed values"}];
+validate52.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema64.properties.type.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -2378,18 +2643,18 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data2 === "string"){
 if(func1(data2) > 1000){
-validate46.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
+validate52.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
 return false;
 }
 else {
 if(func1(data2) < 1){
-validate46.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate52.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate46.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate52.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2403,18 +2668,18 @@ if(data.minLength !== undefined){
 let data3 = data.minLength;
 const _errs8 = errors;
 if(!((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3)))){
-validate46.errors = [{instancePath:instancePath+"/minLength",schemaPath:"#/properties/minLength/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate52.errors = [{instancePath:instancePath+"/minLength",schemaPath:"#/properties/minLength/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs8){
 if(typeof data3 == "number"){
 if(data3 > 100000 || isNaN(data3)){
-validate46.errors = [{instancePath:instancePath+"/minLength",schemaPath:"#/properties/minLength/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
+validate52.errors = [{instancePath:instancePath+"/minLength",schemaPath:"#/properties/minLength/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
 return false;
 }
 else {
 if(data3 < 0 || isNaN(data3)){
-validate46.errors = [{instancePath:instancePath+"/minLength",schemaPath:"#/properties/minLength/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+validate52.errors = [{instancePath:instancePath+"/minLength",schemaPath:"#/properties/minLength/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
 return false;
 }
 }
@@ -2430,18 +2695,18 @@ if(data.maxLength !== undefined){
 let data4 = data.maxLength;
 const _errs10 = errors;
 if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
-validate46.errors = [{instancePath:instancePath+"/maxLength",schemaPath:"#/properties/maxLength/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate52.errors = [{instancePath:instancePath+"/maxLength",schemaPath:"#/properties/maxLength/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs10){
 if(typeof data4 == "number"){
 if(data4 > 100000 || isNaN(data4)){
-validate46.errors = [{instancePath:instancePath+"/maxLength",schemaPath:"#/properties/maxLength/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
+validate52.errors = [{instancePath:instancePath+"/maxLength",schemaPath:"#/properties/maxLength/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
 return false;
 }
 else {
 if(data4 < 1 || isNaN(data4)){
-validate46.errors = [{instancePath:instancePath+"/maxLength",schemaPath:"#/properties/maxLength/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+validate52.errors = [{instancePath:instancePath+"/maxLength",schemaPath:"#/properties/maxLength/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -2459,18 +2724,18 @@ const _errs12 = errors;
 if(errors === _errs12){
 if(typeof data5 === "string"){
 if(func1(data5) > 500){
-validate46.errors = [{instancePath:instancePath+"/pattern",schemaPath:"#/properties/pattern/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
+validate52.errors = [{instancePath:instancePath+"/pattern",schemaPath:"#/properties/pattern/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
 return false;
 }
 else {
 if(func1(data5) < 1){
-validate46.errors = [{instancePath:instancePath+"/pattern",schemaPath:"#/properties/pattern/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate52.errors = [{instancePath:instancePath+"/pattern",schemaPath:"#/properties/pattern/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate46.errors = [{instancePath:instancePath+"/pattern",schemaPath:"#/properties/pattern/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate52.errors = [{instancePath:instancePath+"/pattern",schemaPath:"#/properties/pattern/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2483,7 +2748,7 @@ if(valid0){
 if(data.minimum !== undefined){
 const _errs14 = errors;
 if(!(typeof data.minimum == "number")){
-validate46.errors = [{instancePath:instancePath+"/minimum",schemaPath:"#/properties/minimum/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+validate52.errors = [{instancePath:instancePath+"/minimum",schemaPath:"#/properties/minimum/type",keyword:"type",params:{type: "number"},message:"must be number"}];
 return false;
 }
 var valid0 = _errs14 === errors;
@@ -2495,7 +2760,7 @@ if(valid0){
 if(data.maximum !== undefined){
 const _errs16 = errors;
 if(!(typeof data.maximum == "number")){
-validate46.errors = [{instancePath:instancePath+"/maximum",schemaPath:"#/properties/maximum/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+validate52.errors = [{instancePath:instancePath+"/maximum",schemaPath:"#/properties/maximum/type",keyword:"type",params:{type: "number"},message:"must be number"}];
 return false;
 }
 var valid0 = _errs16 === errors;
@@ -2510,12 +2775,12 @@ const _errs18 = errors;
 if(errors === _errs18){
 if(Array.isArray(data8)){
 if(data8.length > 200){
-validate46.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
+validate52.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
 return false;
 }
 else {
 if(data8.length < 1){
-validate46.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+validate52.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
 return false;
 }
 else {
@@ -2527,12 +2792,12 @@ const _errs20 = errors;
 if(errors === _errs20){
 if(typeof data9 === "string"){
 if(func1(data9) > 200){
-validate46.errors = [{instancePath:instancePath+"/values/" + i0,schemaPath:"#/properties/values/items/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate52.errors = [{instancePath:instancePath+"/values/" + i0,schemaPath:"#/properties/values/items/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 }
 else {
-validate46.errors = [{instancePath:instancePath+"/values/" + i0,schemaPath:"#/properties/values/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate52.errors = [{instancePath:instancePath+"/values/" + i0,schemaPath:"#/properties/values/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2553,7 +2818,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-validate46.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+validate52.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
 return false;
 break;
 }
@@ -2565,7 +2830,7 @@ indices0[item0] = i1;
 }
 }
 else {
-validate46.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate52.errors = [{instancePath:instancePath+"/values",schemaPath:"#/properties/values/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -2577,8 +2842,8 @@ var valid0 = true;
 if(valid0){
 if(data.items !== undefined){
 const _errs22 = errors;
-if(!(validate47(data.items, {instancePath:instancePath+"/items",parentData:data,parentDataProperty:"items",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
+if(!(validate53(data.items, {instancePath:instancePath+"/items",parentData:data,parentDataProperty:"items",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate53.errors : vErrors.concat(validate53.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs22 === errors;
@@ -2591,18 +2856,18 @@ if(data.maxItems !== undefined){
 let data11 = data.maxItems;
 const _errs23 = errors;
 if(!((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11)))){
-validate46.errors = [{instancePath:instancePath+"/maxItems",schemaPath:"#/properties/maxItems/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate52.errors = [{instancePath:instancePath+"/maxItems",schemaPath:"#/properties/maxItems/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs23){
 if(typeof data11 == "number"){
 if(data11 > 1000 || isNaN(data11)){
-validate46.errors = [{instancePath:instancePath+"/maxItems",schemaPath:"#/properties/maxItems/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"}];
+validate52.errors = [{instancePath:instancePath+"/maxItems",schemaPath:"#/properties/maxItems/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"}];
 return false;
 }
 else {
 if(data11 < 1 || isNaN(data11)){
-validate46.errors = [{instancePath:instancePath+"/maxItems",schemaPath:"#/properties/maxItems/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+validate52.errors = [{instancePath:instancePath+"/maxItems",schemaPath:"#/properties/maxItems/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -2618,364 +2883,6 @@ var valid0 = true;
 }
 }
 }
-}
-}
-}
-}
-}
-}
-}
-}
-else {
-validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate46.errors = vErrors;
-return errors === 0;
-}
-validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate45.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((((data.name === undefined) && (missing0 = "name")) || ((data.description === undefined) && (missing0 = "description"))) || ((data.statement === undefined) && (missing0 = "statement"))){
-validate45.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-const _errs1 = errors;
-for(const key0 in data){
-if(!(((((key0 === "name") || (key0 === "description")) || (key0 === "statement")) || (key0 === "parameters")) || (key0 === "requires_approval"))){
-validate45.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs1 === errors){
-if(data.name !== undefined){
-let data0 = data.name;
-const _errs2 = errors;
-const _errs3 = errors;
-if(errors === _errs3){
-if(typeof data0 === "string"){
-if(!pattern9.test(data0)){
-validate45.errors = [{instancePath:instancePath+"/name",schemaPath:"openapi#/components/schemas/ToolName/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_]{1,64}$"},message:"must match pattern \""+"^[a-z0-9_]{1,64}$"+"\""}];
-return false;
-}
-}
-else {
-validate45.errors = [{instancePath:instancePath+"/name",schemaPath:"openapi#/components/schemas/ToolName/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs2 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.description !== undefined){
-let data1 = data.description;
-const _errs5 = errors;
-if(errors === _errs5){
-if(typeof data1 === "string"){
-if(func1(data1) > 2000){
-validate45.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
-return false;
-}
-else {
-if(func1(data1) < 1){
-validate45.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate45.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs5 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.statement !== undefined){
-let data2 = data.statement;
-const _errs7 = errors;
-if(errors === _errs7){
-if(typeof data2 === "string"){
-if(func1(data2) > 20000){
-validate45.errors = [{instancePath:instancePath+"/statement",schemaPath:"#/properties/statement/maxLength",keyword:"maxLength",params:{limit: 20000},message:"must NOT have more than 20000 characters"}];
-return false;
-}
-else {
-if(func1(data2) < 1){
-validate45.errors = [{instancePath:instancePath+"/statement",schemaPath:"#/properties/statement/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate45.errors = [{instancePath:instancePath+"/statement",schemaPath:"#/properties/statement/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs7 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.parameters !== undefined){
-let data3 = data.parameters;
-const _errs9 = errors;
-if(errors === _errs9){
-if(Array.isArray(data3)){
-if(data3.length > 50){
-validate45.errors = [{instancePath:instancePath+"/parameters",schemaPath:"#/properties/parameters/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"}];
-return false;
-}
-else {
-var valid2 = true;
-const len0 = data3.length;
-for(let i0=0; i0<len0; i0++){
-const _errs11 = errors;
-if(!(validate46(data3[i0], {instancePath:instancePath+"/parameters/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
-errors = vErrors.length;
-}
-var valid2 = _errs11 === errors;
-if(!valid2){
-break;
-}
-}
-}
-}
-else {
-validate45.errors = [{instancePath:instancePath+"/parameters",schemaPath:"#/properties/parameters/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid0 = _errs9 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.requires_approval !== undefined){
-const _errs12 = errors;
-if(typeof data.requires_approval !== "boolean"){
-validate45.errors = [{instancePath:instancePath+"/requires_approval",schemaPath:"#/properties/requires_approval/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-var valid0 = _errs12 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-}
-}
-}
-}
-else {
-validate45.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate45.errors = vErrors;
-return errors === 0;
-}
-validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate44.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate45(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate45.errors : vErrors.concat(validate45.errors);
-errors = vErrors.length;
-}
-validate44.errors = vErrors;
-return errors === 0;
-}
-validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const updateSavedTool_body = validate51;
-const schema61 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
-
-function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate52.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((((data.name === undefined) && (missing0 = "name")) || ((data.description === undefined) && (missing0 = "description"))) || ((data.statement === undefined) && (missing0 = "statement"))){
-validate52.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-const _errs1 = errors;
-for(const key0 in data){
-if(!(((((key0 === "name") || (key0 === "description")) || (key0 === "statement")) || (key0 === "parameters")) || (key0 === "requires_approval"))){
-validate52.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs1 === errors){
-if(data.name !== undefined){
-let data0 = data.name;
-const _errs2 = errors;
-const _errs3 = errors;
-if(errors === _errs3){
-if(typeof data0 === "string"){
-if(!pattern9.test(data0)){
-validate52.errors = [{instancePath:instancePath+"/name",schemaPath:"openapi#/components/schemas/ToolName/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_]{1,64}$"},message:"must match pattern \""+"^[a-z0-9_]{1,64}$"+"\""}];
-return false;
-}
-}
-else {
-validate52.errors = [{instancePath:instancePath+"/name",schemaPath:"openapi#/components/schemas/ToolName/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs2 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.description !== undefined){
-let data1 = data.description;
-const _errs5 = errors;
-if(errors === _errs5){
-if(typeof data1 === "string"){
-if(func1(data1) > 2000){
-validate52.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
-return false;
-}
-else {
-if(func1(data1) < 1){
-validate52.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate52.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs5 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.statement !== undefined){
-let data2 = data.statement;
-const _errs7 = errors;
-if(errors === _errs7){
-if(typeof data2 === "string"){
-if(func1(data2) > 20000){
-validate52.errors = [{instancePath:instancePath+"/statement",schemaPath:"#/properties/statement/maxLength",keyword:"maxLength",params:{limit: 20000},message:"must NOT have more than 20000 characters"}];
-return false;
-}
-else {
-if(func1(data2) < 1){
-validate52.errors = [{instancePath:instancePath+"/statement",schemaPath:"#/properties/statement/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate52.errors = [{instancePath:instancePath+"/statement",schemaPath:"#/properties/statement/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs7 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.parameters !== undefined){
-let data3 = data.parameters;
-const _errs9 = errors;
-if(errors === _errs9){
-if(Array.isArray(data3)){
-if(data3.length > 50){
-validate52.errors = [{instancePath:instancePath+"/parameters",schemaPath:"#/properties/parameters/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"}];
-return false;
-}
-else {
-var valid2 = true;
-const len0 = data3.length;
-for(let i0=0; i0<len0; i0++){
-const _errs11 = errors;
-if(!(validate46(data3[i0], {instancePath:instancePath+"/parameters/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
-errors = vErrors.length;
-}
-var valid2 = _errs11 === errors;
-if(!valid2){
-break;
-}
-}
-}
-}
-else {
-validate52.errors = [{instancePath:instancePath+"/parameters",schemaPath:"#/properties/parameters/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid0 = _errs9 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.requires_approval !== undefined){
-const _errs12 = errors;
-if(typeof data.requires_approval !== "boolean"){
-validate52.errors = [{instancePath:instancePath+"/requires_approval",schemaPath:"#/properties/requires_approval/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-var valid0 = _errs12 === errors;
-}
-else {
-var valid0 = true;
 }
 }
 }
@@ -3005,21 +2912,353 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate52(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((((data.name === undefined) && (missing0 = "name")) || ((data.description === undefined) && (missing0 = "description"))) || ((data.statement === undefined) && (missing0 = "statement"))){
+validate51.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((((key0 === "name") || (key0 === "description")) || (key0 === "statement")) || (key0 === "parameters")) || (key0 === "requires_approval"))){
+validate51.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.name !== undefined){
+let data0 = data.name;
+const _errs2 = errors;
+const _errs3 = errors;
+if(errors === _errs3){
+if(typeof data0 === "string"){
+if(!pattern11.test(data0)){
+validate51.errors = [{instancePath:instancePath+"/name",schemaPath:"openapi#/components/schemas/ToolName/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_]{1,64}$"},message:"must match pattern \""+"^[a-z0-9_]{1,64}$"+"\""}];
+return false;
+}
+}
+else {
+validate51.errors = [{instancePath:instancePath+"/name",schemaPath:"openapi#/components/schemas/ToolName/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.description !== undefined){
+let data1 = data.description;
+const _errs5 = errors;
+if(errors === _errs5){
+if(typeof data1 === "string"){
+if(func1(data1) > 2000){
+validate51.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+return false;
+}
+else {
+if(func1(data1) < 1){
+validate51.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate51.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.statement !== undefined){
+let data2 = data.statement;
+const _errs7 = errors;
+if(errors === _errs7){
+if(typeof data2 === "string"){
+if(func1(data2) > 20000){
+validate51.errors = [{instancePath:instancePath+"/statement",schemaPath:"#/properties/statement/maxLength",keyword:"maxLength",params:{limit: 20000},message:"must NOT have more than 20000 characters"}];
+return false;
+}
+else {
+if(func1(data2) < 1){
+validate51.errors = [{instancePath:instancePath+"/statement",schemaPath:"#/properties/statement/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate51.errors = [{instancePath:instancePath+"/statement",schemaPath:"#/properties/statement/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs7 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.parameters !== undefined){
+let data3 = data.parameters;
+const _errs9 = errors;
+if(errors === _errs9){
+if(Array.isArray(data3)){
+if(data3.length > 50){
+validate51.errors = [{instancePath:instancePath+"/parameters",schemaPath:"#/properties/parameters/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"}];
+return false;
+}
+else {
+var valid2 = true;
+const len0 = data3.length;
+for(let i0=0; i0<len0; i0++){
+const _errs11 = errors;
+if(!(validate52(data3[i0], {instancePath:instancePath+"/parameters/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
 errors = vErrors.length;
+}
+var valid2 = _errs11 === errors;
+if(!valid2){
+break;
+}
+}
+}
+}
+else {
+validate51.errors = [{instancePath:instancePath+"/parameters",schemaPath:"#/properties/parameters/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.requires_approval !== undefined){
+const _errs12 = errors;
+if(typeof data.requires_approval !== "boolean"){
+validate51.errors = [{instancePath:instancePath+"/requires_approval",schemaPath:"#/properties/requires_approval/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid0 = _errs12 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+validate51.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
 }
 validate51.errors = vErrors;
 return errors === 0;
 }
 validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateToolMetadata_body = validate55;
-const schema64 = {"$ref":"openapi#/components/schemas/UpdateToolRequest"};
-const schema65 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"enabled":{"type":"boolean"},"requires_approval":{"type":"boolean"},"approval_ttl_seconds":{"type":"integer","minimum":60,"maximum":604800,"description":"Default 3600."},"approval_emails":{"type":"array","maxItems":50,"uniqueItems":true,"items":{"type":"string","format":"email","maxLength":254}},"tool_name_override":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolName"},{"type":"null"}],"description":"null clears the override. Must be unique among the org's tool names."},"tool_description_override":{"type":["string","null"],"maxLength":2000},"read_only":{"type":"boolean"},"policy":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolPolicy"},{"type":"null"}],"description":"Replaces the tool's policy; null removes it."}}};
-const formats10 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
-const schema67 = {"type":"object","additionalProperties":false,"description":"A SQL table tool's column and row policy (docs/tool-policies.md). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A tool with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.","x-toolgate-types":["postgresql","mysql","mssql","oracle"],"properties":{"hidden_columns":{"type":"array","maxItems":200,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":128}},"masked_columns":{"type":"array","maxItems":200,"items":{"$ref":"openapi#/components/schemas/ColumnMask"},"x-toolgate-types":["postgresql","mysql"]},"row_filter":{"type":["string","null"],"minLength":1,"maxLength":2000,"x-toolgate-types":["postgresql","mysql"],"description":"A SQL condition over the table's columns, e.g. `region = :caller.region`. `:caller.<name>` is the caller's attribute (an IdP claim, or an attribute of the API key / OAuth client), bound as a text parameter; a caller without it sees no rows."}}};
-const schema68 = {"type":"object","additionalProperties":false,"required":["column","mask"],"properties":{"column":{"type":"string","minLength":1,"maxLength":128},"mask":{"type":"string","enum":["fixed","hash","last_n"],"description":"fixed: every non-null value becomes `text`; hash: HMAC-SHA256 (hex) with the org's key; last_n: all but the last `n` characters become `*`."},"text":{"type":"string","maxLength":64,"description":"fixed: the replacement (default `****`)."},"n":{"type":"integer","minimum":1,"maximum":32,"description":"last_n: characters kept (default 4)."}}};
+
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate50.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate51(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate51.errors : vErrors.concat(validate51.errors);
+errors = vErrors.length;
+}
+validate50.errors = vErrors;
+return errors === 0;
+}
+validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateSavedTool_body = validate57;
+const schema67 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
+
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate58.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((((data.name === undefined) && (missing0 = "name")) || ((data.description === undefined) && (missing0 = "description"))) || ((data.statement === undefined) && (missing0 = "statement"))){
+validate58.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((((key0 === "name") || (key0 === "description")) || (key0 === "statement")) || (key0 === "parameters")) || (key0 === "requires_approval"))){
+validate58.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.name !== undefined){
+let data0 = data.name;
+const _errs2 = errors;
+const _errs3 = errors;
+if(errors === _errs3){
+if(typeof data0 === "string"){
+if(!pattern11.test(data0)){
+validate58.errors = [{instancePath:instancePath+"/name",schemaPath:"openapi#/components/schemas/ToolName/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_]{1,64}$"},message:"must match pattern \""+"^[a-z0-9_]{1,64}$"+"\""}];
+return false;
+}
+}
+else {
+validate58.errors = [{instancePath:instancePath+"/name",schemaPath:"openapi#/components/schemas/ToolName/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.description !== undefined){
+let data1 = data.description;
+const _errs5 = errors;
+if(errors === _errs5){
+if(typeof data1 === "string"){
+if(func1(data1) > 2000){
+validate58.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+return false;
+}
+else {
+if(func1(data1) < 1){
+validate58.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate58.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.statement !== undefined){
+let data2 = data.statement;
+const _errs7 = errors;
+if(errors === _errs7){
+if(typeof data2 === "string"){
+if(func1(data2) > 20000){
+validate58.errors = [{instancePath:instancePath+"/statement",schemaPath:"#/properties/statement/maxLength",keyword:"maxLength",params:{limit: 20000},message:"must NOT have more than 20000 characters"}];
+return false;
+}
+else {
+if(func1(data2) < 1){
+validate58.errors = [{instancePath:instancePath+"/statement",schemaPath:"#/properties/statement/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate58.errors = [{instancePath:instancePath+"/statement",schemaPath:"#/properties/statement/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs7 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.parameters !== undefined){
+let data3 = data.parameters;
+const _errs9 = errors;
+if(errors === _errs9){
+if(Array.isArray(data3)){
+if(data3.length > 50){
+validate58.errors = [{instancePath:instancePath+"/parameters",schemaPath:"#/properties/parameters/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"}];
+return false;
+}
+else {
+var valid2 = true;
+const len0 = data3.length;
+for(let i0=0; i0<len0; i0++){
+const _errs11 = errors;
+if(!(validate52(data3[i0], {instancePath:instancePath+"/parameters/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
+errors = vErrors.length;
+}
+var valid2 = _errs11 === errors;
+if(!valid2){
+break;
+}
+}
+}
+}
+else {
+validate58.errors = [{instancePath:instancePath+"/parameters",schemaPath:"#/properties/parameters/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.requires_approval !== undefined){
+const _errs12 = errors;
+if(typeof data.requires_approval !== "boolean"){
+validate58.errors = [{instancePath:instancePath+"/requires_approval",schemaPath:"#/properties/requires_approval/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid0 = _errs12 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+validate58.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate58.errors = vErrors;
+return errors === 0;
+}
+validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
 
 function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3031,12 +3270,38 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
+if(!(validate58(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate58.errors : vErrors.concat(validate58.errors);
+errors = vErrors.length;
+}
+validate57.errors = vErrors;
+return errors === 0;
+}
+validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateToolMetadata_body = validate61;
+const schema70 = {"$ref":"openapi#/components/schemas/UpdateToolRequest"};
+const schema71 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"enabled":{"type":"boolean"},"requires_approval":{"type":"boolean"},"approval_ttl_seconds":{"type":"integer","minimum":60,"maximum":604800,"description":"Default 3600."},"approval_emails":{"type":"array","maxItems":50,"uniqueItems":true,"items":{"type":"string","format":"email","maxLength":254}},"tool_name_override":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolName"},{"type":"null"}],"description":"null clears the override. Must be unique among the org's tool names."},"tool_description_override":{"type":["string","null"],"maxLength":2000},"read_only":{"type":"boolean"},"policy":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolPolicy"},{"type":"null"}],"description":"Replaces the tool's policy; null removes it."}}};
+const formats10 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
+const schema73 = {"type":"object","additionalProperties":false,"description":"A SQL table tool's column and row policy (docs/tool-policies.md). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A tool with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.","x-toolgate-types":["postgresql","mysql","mssql","oracle"],"properties":{"hidden_columns":{"type":"array","maxItems":200,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":128}},"masked_columns":{"type":"array","maxItems":200,"items":{"$ref":"openapi#/components/schemas/ColumnMask"},"x-toolgate-types":["postgresql","mysql"]},"row_filter":{"type":["string","null"],"minLength":1,"maxLength":2000,"x-toolgate-types":["postgresql","mysql"],"description":"A SQL condition over the table's columns, e.g. `region = :caller.region`. `:caller.<name>` is the caller's attribute (an IdP claim, or an attribute of the API key / OAuth client), bound as a text parameter; a caller without it sees no rows."}}};
+const schema74 = {"type":"object","additionalProperties":false,"required":["column","mask"],"properties":{"column":{"type":"string","minLength":1,"maxLength":128},"mask":{"type":"string","enum":["fixed","hash","last_n"],"description":"fixed: every non-null value becomes `text`; hash: HMAC-SHA256 (hex) with the org's key; last_n: all but the last `n` characters become `*`."},"text":{"type":"string","maxLength":64,"description":"fixed: the replacement (default `****`)."},"n":{"type":"integer","minimum":1,"maximum":32,"description":"last_n: characters kept (default 4)."}}};
+
+function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate63.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((key0 === "hidden_columns") || (key0 === "masked_columns")) || (key0 === "row_filter"))){
-validate57.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate63.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -3048,7 +3313,7 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(Array.isArray(data0)){
 if(data0.length > 200){
-validate57.errors = [{instancePath:instancePath+"/hidden_columns",schemaPath:"#/properties/hidden_columns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
+validate63.errors = [{instancePath:instancePath+"/hidden_columns",schemaPath:"#/properties/hidden_columns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
 return false;
 }
 else {
@@ -3060,18 +3325,18 @@ const _errs4 = errors;
 if(errors === _errs4){
 if(typeof data1 === "string"){
 if(func1(data1) > 128){
-validate57.errors = [{instancePath:instancePath+"/hidden_columns/" + i0,schemaPath:"#/properties/hidden_columns/items/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
+validate63.errors = [{instancePath:instancePath+"/hidden_columns/" + i0,schemaPath:"#/properties/hidden_columns/items/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
 return false;
 }
 else {
 if(func1(data1) < 1){
-validate57.errors = [{instancePath:instancePath+"/hidden_columns/" + i0,schemaPath:"#/properties/hidden_columns/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate63.errors = [{instancePath:instancePath+"/hidden_columns/" + i0,schemaPath:"#/properties/hidden_columns/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate57.errors = [{instancePath:instancePath+"/hidden_columns/" + i0,schemaPath:"#/properties/hidden_columns/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate63.errors = [{instancePath:instancePath+"/hidden_columns/" + i0,schemaPath:"#/properties/hidden_columns/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3092,7 +3357,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-validate57.errors = [{instancePath:instancePath+"/hidden_columns",schemaPath:"#/properties/hidden_columns/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+validate63.errors = [{instancePath:instancePath+"/hidden_columns",schemaPath:"#/properties/hidden_columns/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
 return false;
 break;
 }
@@ -3103,7 +3368,7 @@ indices0[item0] = i1;
 }
 }
 else {
-validate57.errors = [{instancePath:instancePath+"/hidden_columns",schemaPath:"#/properties/hidden_columns/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate63.errors = [{instancePath:instancePath+"/hidden_columns",schemaPath:"#/properties/hidden_columns/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -3119,7 +3384,7 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(Array.isArray(data2)){
 if(data2.length > 200){
-validate57.errors = [{instancePath:instancePath+"/masked_columns",schemaPath:"#/properties/masked_columns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns",schemaPath:"#/properties/masked_columns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
 return false;
 }
 else {
@@ -3133,14 +3398,14 @@ if(errors === _errs9){
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 let missing0;
 if(((data3.column === undefined) && (missing0 = "column")) || ((data3.mask === undefined) && (missing0 = "mask"))){
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2,schemaPath:"openapi#/components/schemas/ColumnMask/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2,schemaPath:"openapi#/components/schemas/ColumnMask/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs11 = errors;
 for(const key1 in data3){
 if(!((((key1 === "column") || (key1 === "mask")) || (key1 === "text")) || (key1 === "n"))){
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2,schemaPath:"openapi#/components/schemas/ColumnMask/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2,schemaPath:"openapi#/components/schemas/ColumnMask/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -3152,18 +3417,18 @@ const _errs12 = errors;
 if(errors === _errs12){
 if(typeof data4 === "string"){
 if(func1(data4) > 128){
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/column",schemaPath:"openapi#/components/schemas/ColumnMask/properties/column/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/column",schemaPath:"openapi#/components/schemas/ColumnMask/properties/column/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
 return false;
 }
 else {
 if(func1(data4) < 1){
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/column",schemaPath:"openapi#/components/schemas/ColumnMask/properties/column/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/column",schemaPath:"openapi#/components/schemas/ColumnMask/properties/column/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/column",schemaPath:"openapi#/components/schemas/ColumnMask/properties/column/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/column",schemaPath:"openapi#/components/schemas/ColumnMask/properties/column/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3177,11 +3442,11 @@ if(data3.mask !== undefined){
 let data5 = data3.mask;
 const _errs14 = errors;
 if(typeof data5 !== "string"){
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",schemaPath:"openapi#/components/schemas/ColumnMask/properties/mask/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",schemaPath:"openapi#/components/schemas/ColumnMask/properties/mask/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!(((data5 === "fixed") || (data5 === "hash")) || (data5 === "last_n"))){
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",schemaPath:"openapi#/components/schemas/ColumnMask/properties/mask/enum",keyword:"enum",params:{allowedValues: schema68.properties.mask.enum},message:"must be equal to one of the allowed values"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",schemaPath:"openapi#/components/schemas/ColumnMask/properties/mask/enum",keyword:"enum",params:{allowedValues: schema74.properties.mask.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid5 = _errs14 === errors;
@@ -3196,12 +3461,12 @@ const _errs16 = errors;
 if(errors === _errs16){
 if(typeof data6 === "string"){
 if(func1(data6) > 64){
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/text",schemaPath:"openapi#/components/schemas/ColumnMask/properties/text/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/text",schemaPath:"openapi#/components/schemas/ColumnMask/properties/text/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
 return false;
 }
 }
 else {
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/text",schemaPath:"openapi#/components/schemas/ColumnMask/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/text",schemaPath:"openapi#/components/schemas/ColumnMask/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3215,18 +3480,18 @@ if(data3.n !== undefined){
 let data7 = data3.n;
 const _errs18 = errors;
 if(!((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7)))){
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/n",schemaPath:"openapi#/components/schemas/ColumnMask/properties/n/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/n",schemaPath:"openapi#/components/schemas/ColumnMask/properties/n/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs18){
 if(typeof data7 == "number"){
 if(data7 > 32 || isNaN(data7)){
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/n",schemaPath:"openapi#/components/schemas/ColumnMask/properties/n/maximum",keyword:"maximum",params:{comparison: "<=", limit: 32},message:"must be <= 32"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/n",schemaPath:"openapi#/components/schemas/ColumnMask/properties/n/maximum",keyword:"maximum",params:{comparison: "<=", limit: 32},message:"must be <= 32"}];
 return false;
 }
 else {
 if(data7 < 1 || isNaN(data7)){
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/n",schemaPath:"openapi#/components/schemas/ColumnMask/properties/n/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/n",schemaPath:"openapi#/components/schemas/ColumnMask/properties/n/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -3244,7 +3509,7 @@ var valid5 = true;
 }
 }
 else {
-validate57.errors = [{instancePath:instancePath+"/masked_columns/" + i2,schemaPath:"openapi#/components/schemas/ColumnMask/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2,schemaPath:"openapi#/components/schemas/ColumnMask/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -3256,7 +3521,7 @@ break;
 }
 }
 else {
-validate57.errors = [{instancePath:instancePath+"/masked_columns",schemaPath:"#/properties/masked_columns/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate63.errors = [{instancePath:instancePath+"/masked_columns",schemaPath:"#/properties/masked_columns/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -3270,18 +3535,18 @@ if(data.row_filter !== undefined){
 let data8 = data.row_filter;
 const _errs20 = errors;
 if((typeof data8 !== "string") && (data8 !== null)){
-validate57.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/type",keyword:"type",params:{type: schema67.properties.row_filter.type},message:"must be string,null"}];
+validate63.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/type",keyword:"type",params:{type: schema73.properties.row_filter.type},message:"must be string,null"}];
 return false;
 }
 if(errors === _errs20){
 if(typeof data8 === "string"){
 if(func1(data8) > 2000){
-validate57.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate63.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 else {
 if(func1(data8) < 1){
-validate57.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate63.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
@@ -3297,20 +3562,20 @@ var valid0 = true;
 }
 }
 else {
-validate57.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate63.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate57.errors = vErrors;
+validate63.errors = vErrors;
 return errors === 0;
 }
-validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate63.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate56.evaluated;
+const evaluated0 = validate62.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3320,14 +3585,14 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(Object.keys(data).length < 1){
-validate56.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
+validate62.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((((((((key0 === "enabled") || (key0 === "requires_approval")) || (key0 === "approval_ttl_seconds")) || (key0 === "approval_emails")) || (key0 === "tool_name_override")) || (key0 === "tool_description_override")) || (key0 === "read_only")) || (key0 === "policy"))){
-validate56.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate62.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -3336,7 +3601,7 @@ if(_errs1 === errors){
 if(data.enabled !== undefined){
 const _errs2 = errors;
 if(typeof data.enabled !== "boolean"){
-validate56.errors = [{instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate62.errors = [{instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -3348,7 +3613,7 @@ if(valid0){
 if(data.requires_approval !== undefined){
 const _errs4 = errors;
 if(typeof data.requires_approval !== "boolean"){
-validate56.errors = [{instancePath:instancePath+"/requires_approval",schemaPath:"#/properties/requires_approval/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate62.errors = [{instancePath:instancePath+"/requires_approval",schemaPath:"#/properties/requires_approval/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -3361,18 +3626,18 @@ if(data.approval_ttl_seconds !== undefined){
 let data2 = data.approval_ttl_seconds;
 const _errs6 = errors;
 if(!((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2)))){
-validate56.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate62.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs6){
 if(typeof data2 == "number"){
 if(data2 > 604800 || isNaN(data2)){
-validate56.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 604800},message:"must be <= 604800"}];
+validate62.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 604800},message:"must be <= 604800"}];
 return false;
 }
 else {
 if(data2 < 60 || isNaN(data2)){
-validate56.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"}];
+validate62.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"}];
 return false;
 }
 }
@@ -3390,7 +3655,7 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(Array.isArray(data3)){
 if(data3.length > 50){
-validate56.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"}];
+validate62.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"}];
 return false;
 }
 else {
@@ -3403,18 +3668,18 @@ if(errors === _errs10){
 if(errors === _errs10){
 if(typeof data4 === "string"){
 if(func1(data4) > 254){
-validate56.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/maxLength",keyword:"maxLength",params:{limit: 254},message:"must NOT have more than 254 characters"}];
+validate62.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/maxLength",keyword:"maxLength",params:{limit: 254},message:"must NOT have more than 254 characters"}];
 return false;
 }
 else {
 if(!(formats10.test(data4))){
-validate56.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""}];
+validate62.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""}];
 return false;
 }
 }
 }
 else {
-validate56.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate62.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3436,7 +3701,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-validate56.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+validate62.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
 return false;
 break;
 }
@@ -3447,7 +3712,7 @@ indices0[item0] = i1;
 }
 }
 else {
-validate56.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate62.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -3467,7 +3732,7 @@ const _errs14 = errors;
 const _errs15 = errors;
 if(errors === _errs15){
 if(typeof data5 === "string"){
-if(!pattern9.test(data5)){
+if(!pattern11.test(data5)){
 const err0 = {instancePath:instancePath+"/tool_name_override",schemaPath:"openapi#/components/schemas/ToolName/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_]{1,64}$"},message:"must match pattern \""+"^[a-z0-9_]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err0];
@@ -3525,7 +3790,7 @@ else {
 vErrors.push(err3);
 }
 errors++;
-validate56.errors = vErrors;
+validate62.errors = vErrors;
 return false;
 }
 else {
@@ -3549,13 +3814,13 @@ if(data.tool_description_override !== undefined){
 let data6 = data.tool_description_override;
 const _errs19 = errors;
 if((typeof data6 !== "string") && (data6 !== null)){
-validate56.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/type",keyword:"type",params:{type: schema65.properties.tool_description_override.type},message:"must be string,null"}];
+validate62.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/type",keyword:"type",params:{type: schema71.properties.tool_description_override.type},message:"must be string,null"}];
 return false;
 }
 if(errors === _errs19){
 if(typeof data6 === "string"){
 if(func1(data6) > 2000){
-validate56.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate62.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 }
@@ -3569,7 +3834,7 @@ if(valid0){
 if(data.read_only !== undefined){
 const _errs21 = errors;
 if(typeof data.read_only !== "boolean"){
-validate56.errors = [{instancePath:instancePath+"/read_only",schemaPath:"#/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate62.errors = [{instancePath:instancePath+"/read_only",schemaPath:"#/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs21 === errors;
@@ -3585,8 +3850,8 @@ const _errs24 = errors;
 let valid5 = false;
 let passing1 = null;
 const _errs25 = errors;
-if(!(validate57(data8, {instancePath:instancePath+"/policy",parentData:data,parentDataProperty:"policy",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
+if(!(validate63(data8, {instancePath:instancePath+"/policy",parentData:data,parentDataProperty:"policy",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
 errors = vErrors.length;
 }
 var _valid1 = _errs25 === errors;
@@ -3625,7 +3890,7 @@ else {
 vErrors.push(err5);
 }
 errors++;
-validate56.errors = vErrors;
+validate62.errors = vErrors;
 return false;
 }
 else {
@@ -3655,42 +3920,42 @@ var valid0 = true;
 }
 }
 else {
-validate56.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate62.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate56.errors = vErrors;
+validate62.errors = vErrors;
 return errors === 0;
 }
-validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate55.evaluated;
+const evaluated0 = validate61.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate56(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate56.errors : vErrors.concat(validate56.errors);
+if(!(validate62(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate62.errors : vErrors.concat(validate62.errors);
 errors = vErrors.length;
 }
-validate55.errors = vErrors;
+validate61.errors = vErrors;
 return errors === 0;
 }
-validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const mcpEndpoint_body = validate60;
-const schema69 = {"description":"A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json); under MCP 2025-03-26 (no\n`MCP-Protocol-Version` header, or `2025-03-26`) also a batch of up to 20 messages, each limited,\nscope-checked and audited as if sent alone. Later revisions removed batches: refused with -32600.\n","oneOf":[{"type":"object"},{"type":"array","items":{"type":"object"}}]};
+export const mcpEndpoint_body = validate66;
+const schema75 = {"description":"A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json); under MCP 2025-03-26 (no\n`MCP-Protocol-Version` header, or `2025-03-26`) also a batch of up to 20 messages, each limited,\nscope-checked and audited as if sent alone. Later revisions removed batches: refused with -32600.\n","oneOf":[{"type":"object"},{"type":"array","items":{"type":"object"}}]};
 
-function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate60.evaluated;
+const evaluated0 = validate66.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3772,7 +4037,7 @@ else {
 vErrors.push(err3);
 }
 errors++;
-validate60.errors = vErrors;
+validate66.errors = vErrors;
 return false;
 }
 else {
@@ -3786,23 +4051,23 @@ vErrors = null;
 }
 }
 }
-validate60.errors = vErrors;
+validate66.errors = vErrors;
 evaluated0.items = items0;
 return errors === 0;
 }
-validate60.evaluated = {"dynamicProps":false,"dynamicItems":true};
+validate66.evaluated = {"dynamicProps":false,"dynamicItems":true};
 
-export const createOrg_body = validate61;
-const schema70 = {"$ref":"openapi#/components/schemas/CreateOrgRequest"};
-const schema71 = {"type":"object","additionalProperties":false,"required":["slug","name"],"properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"name":{"type":"string","minLength":1,"maxLength":200},"plan":{"$ref":"openapi#/components/schemas/Plan"},"trial_days":{"type":"integer","minimum":0,"maximum":365,"description":"Length of the trial; default 14. 0 starts the subscription active."},"burst_limit_per_second":{"type":"integer","minimum":1,"maximum":100000,"description":"Custom burst limit (calls per second), fixed for the org's lifetime. Enterprise and standalone orgs without one get the gateway's custom default (TOOLGATE_CUSTOM_BURST_PER_SECOND, 1000). On starter, growth and scale it replaces the plan's figure (an operator override, e.g. for a negotiated contract); omitted, the plan's figure applies. The monthly quota stays the plan's either way."}}};
-const schema72 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
-const schema73 = {"type":"string","enum":["starter","growth","scale","enterprise","standalone"]};
-const pattern13 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
+export const createOrg_body = validate67;
+const schema76 = {"$ref":"openapi#/components/schemas/CreateOrgRequest"};
+const schema77 = {"type":"object","additionalProperties":false,"required":["slug","name"],"properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"name":{"type":"string","minLength":1,"maxLength":200},"plan":{"$ref":"openapi#/components/schemas/Plan"},"trial_days":{"type":"integer","minimum":0,"maximum":365,"description":"Length of the trial; default 14. 0 starts the subscription active."},"burst_limit_per_second":{"type":"integer","minimum":1,"maximum":100000,"description":"Custom burst limit (calls per second), fixed for the org's lifetime. Enterprise and standalone orgs without one get the gateway's custom default (TOOLGATE_CUSTOM_BURST_PER_SECOND, 1000). On starter, growth and scale it replaces the plan's figure (an operator override, e.g. for a negotiated contract); omitted, the plan's figure applies. The monthly quota stays the plan's either way."}}};
+const schema78 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
+const schema79 = {"type":"string","enum":["starter","growth","scale","enterprise","standalone"]};
+const pattern15 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
 
-function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate62.evaluated;
+const evaluated0 = validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3813,14 +4078,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.slug === undefined) && (missing0 = "slug")) || ((data.name === undefined) && (missing0 = "name"))){
-validate62.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate68.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((((key0 === "slug") || (key0 === "name")) || (key0 === "plan")) || (key0 === "trial_days")) || (key0 === "burst_limit_per_second"))){
-validate62.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate68.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -3832,13 +4097,13 @@ const _errs2 = errors;
 const _errs3 = errors;
 if(errors === _errs3){
 if(typeof data0 === "string"){
-if(!pattern13.test(data0)){
-validate62.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+if(!pattern15.test(data0)){
+validate68.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
 }
 }
 else {
-validate62.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate68.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3854,18 +4119,18 @@ const _errs5 = errors;
 if(errors === _errs5){
 if(typeof data1 === "string"){
 if(func1(data1) > 200){
-validate62.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate68.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(func1(data1) < 1){
-validate62.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate68.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate62.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate68.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3879,11 +4144,11 @@ if(data.plan !== undefined){
 let data2 = data.plan;
 const _errs7 = errors;
 if(typeof data2 !== "string"){
-validate62.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate68.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!(((((data2 === "starter") || (data2 === "growth")) || (data2 === "scale")) || (data2 === "enterprise")) || (data2 === "standalone"))){
-validate62.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema73.enum},message:"must be equal to one of the allowed values"}];
+validate68.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema79.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs7 === errors;
@@ -3896,18 +4161,18 @@ if(data.trial_days !== undefined){
 let data3 = data.trial_days;
 const _errs10 = errors;
 if(!((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3)))){
-validate62.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate68.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs10){
 if(typeof data3 == "number"){
 if(data3 > 365 || isNaN(data3)){
-validate62.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 365},message:"must be <= 365"}];
+validate68.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 365},message:"must be <= 365"}];
 return false;
 }
 else {
 if(data3 < 0 || isNaN(data3)){
-validate62.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+validate68.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
 return false;
 }
 }
@@ -3923,18 +4188,18 @@ if(data.burst_limit_per_second !== undefined){
 let data4 = data.burst_limit_per_second;
 const _errs12 = errors;
 if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
-validate62.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate68.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs12){
 if(typeof data4 == "number"){
 if(data4 > 100000 || isNaN(data4)){
-validate62.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
+validate68.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
 return false;
 }
 else {
 if(data4 < 1 || isNaN(data4)){
-validate62.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+validate68.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -3953,43 +4218,43 @@ var valid0 = true;
 }
 }
 else {
-validate62.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate68.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate62.errors = vErrors;
+validate68.errors = vErrors;
 return errors === 0;
 }
-validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate61.evaluated;
+const evaluated0 = validate67.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate62(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate62.errors : vErrors.concat(validate62.errors);
+if(!(validate68(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate68.errors : vErrors.concat(validate68.errors);
 errors = vErrors.length;
 }
-validate61.errors = vErrors;
+validate67.errors = vErrors;
 return errors === 0;
 }
-validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateOperatorOrg_body = validate64;
-const schema74 = {"$ref":"openapi#/components/schemas/UpdateOperatorOrgRequest"};
-const schema75 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"plan":{"$ref":"openapi#/components/schemas/Plan"},"suspended":{"type":"boolean"}}};
+export const updateOperatorOrg_body = validate70;
+const schema80 = {"$ref":"openapi#/components/schemas/UpdateOperatorOrgRequest"};
+const schema81 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"plan":{"$ref":"openapi#/components/schemas/Plan"},"suspended":{"type":"boolean"}}};
 
-function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate65.evaluated;
+const evaluated0 = validate71.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3999,14 +4264,14 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(Object.keys(data).length < 1){
-validate65.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
+validate71.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((key0 === "plan") || (key0 === "suspended"))){
-validate65.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate71.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -4016,11 +4281,11 @@ if(data.plan !== undefined){
 let data0 = data.plan;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
-validate65.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate71.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!(((((data0 === "starter") || (data0 === "growth")) || (data0 === "scale")) || (data0 === "enterprise")) || (data0 === "standalone"))){
-validate65.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema73.enum},message:"must be equal to one of the allowed values"}];
+validate71.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema79.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -4032,7 +4297,7 @@ if(valid0){
 if(data.suspended !== undefined){
 const _errs5 = errors;
 if(typeof data.suspended !== "boolean"){
-validate65.errors = [{instancePath:instancePath+"/suspended",schemaPath:"#/properties/suspended/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate71.errors = [{instancePath:instancePath+"/suspended",schemaPath:"#/properties/suspended/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs5 === errors;
@@ -4045,42 +4310,42 @@ var valid0 = true;
 }
 }
 else {
-validate65.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate71.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate65.errors = vErrors;
+validate71.errors = vErrors;
 return errors === 0;
 }
-validate65.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate64.evaluated;
+const evaluated0 = validate70.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate65(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate65.errors : vErrors.concat(validate65.errors);
+if(!(validate71(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate71.errors : vErrors.concat(validate71.errors);
 errors = vErrors.length;
 }
-validate64.errors = vErrors;
+validate70.errors = vErrors;
 return errors === 0;
 }
-validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate70.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const consentMcpClient_body = validate67;
-const schema77 = {"type":"object","required":["csrf","decision"],"properties":{"csrf":{"type":"string","maxLength":100},"decision":{"type":"string","enum":["allow","deny"]}},"additionalProperties":{"type":"string","maxLength":100}};
+export const consentMcpClient_body = validate73;
+const schema83 = {"type":"object","required":["csrf","decision"],"properties":{"csrf":{"type":"string","maxLength":100},"decision":{"type":"string","enum":["allow","deny"]}},"additionalProperties":{"type":"string","maxLength":100}};
 
-function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate67.evaluated;
+const evaluated0 = validate73.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4091,7 +4356,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.csrf === undefined) && (missing0 = "csrf")) || ((data.decision === undefined) && (missing0 = "decision"))){
-validate67.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate73.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -4103,12 +4368,12 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) > 100){
-validate67.errors = [{instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+validate73.errors = [{instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 }
 else {
-validate67.errors = [{instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate73.errors = [{instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4125,12 +4390,12 @@ const _errs4 = errors;
 if(errors === _errs4){
 if(typeof data1 === "string"){
 if(func1(data1) > 100){
-validate67.errors = [{instancePath:instancePath+"/csrf",schemaPath:"#/properties/csrf/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+validate73.errors = [{instancePath:instancePath+"/csrf",schemaPath:"#/properties/csrf/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 }
 else {
-validate67.errors = [{instancePath:instancePath+"/csrf",schemaPath:"#/properties/csrf/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate73.errors = [{instancePath:instancePath+"/csrf",schemaPath:"#/properties/csrf/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4144,11 +4409,11 @@ if(data.decision !== undefined){
 let data2 = data.decision;
 const _errs6 = errors;
 if(typeof data2 !== "string"){
-validate67.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/properties/decision/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate73.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/properties/decision/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!((data2 === "allow") || (data2 === "deny"))){
-validate67.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/properties/decision/enum",keyword:"enum",params:{allowedValues: schema77.properties.decision.enum},message:"must be equal to one of the allowed values"}];
+validate73.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/properties/decision/enum",keyword:"enum",params:{allowedValues: schema83.properties.decision.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid1 = _errs6 === errors;
@@ -4161,23 +4426,23 @@ var valid1 = true;
 }
 }
 else {
-validate67.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate73.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate67.errors = vErrors;
+validate73.errors = vErrors;
 return errors === 0;
 }
-validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const issueMcpToken_body = validate68;
-const schema78 = {"$ref":"openapi#/components/schemas/McpTokenRequest"};
-const schema79 = {"type":"object","required":["grant_type"],"properties":{"grant_type":{"type":"string","maxLength":100},"code":{"type":"string","maxLength":200},"redirect_uri":{"type":"string","maxLength":2000},"code_verifier":{"type":"string","maxLength":200},"client_id":{"type":"string","maxLength":2000},"refresh_token":{"type":"string","maxLength":200},"resource":{"type":"string","maxLength":2000},"scope":{"type":"string","maxLength":4000}}};
+export const issueMcpToken_body = validate74;
+const schema84 = {"$ref":"openapi#/components/schemas/McpTokenRequest"};
+const schema85 = {"type":"object","required":["grant_type"],"properties":{"grant_type":{"type":"string","maxLength":100},"code":{"type":"string","maxLength":200},"redirect_uri":{"type":"string","maxLength":2000},"code_verifier":{"type":"string","maxLength":200},"client_id":{"type":"string","maxLength":2000},"refresh_token":{"type":"string","maxLength":200},"resource":{"type":"string","maxLength":2000},"scope":{"type":"string","maxLength":4000}}};
 
-function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate68.evaluated;
+const evaluated0 = validate74.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4189,7 +4454,7 @@ if(errors === _errs0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.grant_type === undefined) && (missing0 = "grant_type")){
-validate68.errors = [{instancePath,schemaPath:"openapi#/components/schemas/McpTokenRequest/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate74.errors = [{instancePath,schemaPath:"openapi#/components/schemas/McpTokenRequest/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -4199,12 +4464,12 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) > 100){
-validate68.errors = [{instancePath:instancePath+"/grant_type",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/grant_type/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+validate74.errors = [{instancePath:instancePath+"/grant_type",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/grant_type/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 }
 else {
-validate68.errors = [{instancePath:instancePath+"/grant_type",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/grant_type/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate74.errors = [{instancePath:instancePath+"/grant_type",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/grant_type/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4220,12 +4485,12 @@ const _errs4 = errors;
 if(errors === _errs4){
 if(typeof data1 === "string"){
 if(func1(data1) > 200){
-validate68.errors = [{instancePath:instancePath+"/code",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate74.errors = [{instancePath:instancePath+"/code",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 }
 else {
-validate68.errors = [{instancePath:instancePath+"/code",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate74.errors = [{instancePath:instancePath+"/code",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4241,12 +4506,12 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data2 === "string"){
 if(func1(data2) > 2000){
-validate68.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/redirect_uri/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate74.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/redirect_uri/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 }
 else {
-validate68.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate74.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4262,12 +4527,12 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(typeof data3 === "string"){
 if(func1(data3) > 200){
-validate68.errors = [{instancePath:instancePath+"/code_verifier",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code_verifier/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate74.errors = [{instancePath:instancePath+"/code_verifier",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code_verifier/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 }
 else {
-validate68.errors = [{instancePath:instancePath+"/code_verifier",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code_verifier/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate74.errors = [{instancePath:instancePath+"/code_verifier",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code_verifier/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4283,12 +4548,12 @@ const _errs10 = errors;
 if(errors === _errs10){
 if(typeof data4 === "string"){
 if(func1(data4) > 2000){
-validate68.errors = [{instancePath:instancePath+"/client_id",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate74.errors = [{instancePath:instancePath+"/client_id",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 }
 else {
-validate68.errors = [{instancePath:instancePath+"/client_id",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate74.errors = [{instancePath:instancePath+"/client_id",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4304,12 +4569,12 @@ const _errs12 = errors;
 if(errors === _errs12){
 if(typeof data5 === "string"){
 if(func1(data5) > 200){
-validate68.errors = [{instancePath:instancePath+"/refresh_token",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/refresh_token/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate74.errors = [{instancePath:instancePath+"/refresh_token",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/refresh_token/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 }
 else {
-validate68.errors = [{instancePath:instancePath+"/refresh_token",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/refresh_token/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate74.errors = [{instancePath:instancePath+"/refresh_token",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/refresh_token/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4325,12 +4590,12 @@ const _errs14 = errors;
 if(errors === _errs14){
 if(typeof data6 === "string"){
 if(func1(data6) > 2000){
-validate68.errors = [{instancePath:instancePath+"/resource",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/resource/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate74.errors = [{instancePath:instancePath+"/resource",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/resource/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 }
 else {
-validate68.errors = [{instancePath:instancePath+"/resource",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/resource/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate74.errors = [{instancePath:instancePath+"/resource",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/resource/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4346,12 +4611,12 @@ const _errs16 = errors;
 if(errors === _errs16){
 if(typeof data7 === "string"){
 if(func1(data7) > 4000){
-validate68.errors = [{instancePath:instancePath+"/scope",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/scope/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+validate74.errors = [{instancePath:instancePath+"/scope",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/scope/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
 else {
-validate68.errors = [{instancePath:instancePath+"/scope",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate74.errors = [{instancePath:instancePath+"/scope",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4370,22 +4635,22 @@ var valid1 = true;
 }
 }
 else {
-validate68.errors = [{instancePath,schemaPath:"openapi#/components/schemas/McpTokenRequest/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate74.errors = [{instancePath,schemaPath:"openapi#/components/schemas/McpTokenRequest/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate68.errors = vErrors;
+validate74.errors = vErrors;
 return errors === 0;
 }
-validate68.evaluated = {"props":{"grant_type":true,"code":true,"redirect_uri":true,"code_verifier":true,"client_id":true,"refresh_token":true,"resource":true,"scope":true},"dynamicProps":false,"dynamicItems":false};
+validate74.evaluated = {"props":{"grant_type":true,"code":true,"redirect_uri":true,"code_verifier":true,"client_id":true,"refresh_token":true,"resource":true,"scope":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeMcpToken_body = validate69;
-const schema80 = {"type":"object","required":["token"],"properties":{"token":{"type":"string","minLength":1,"maxLength":4000},"token_type_hint":{"type":"string","maxLength":100},"client_id":{"type":"string","maxLength":2000}}};
+export const revokeMcpToken_body = validate75;
+const schema86 = {"type":"object","required":["token"],"properties":{"token":{"type":"string","minLength":1,"maxLength":4000},"token_type_hint":{"type":"string","maxLength":100},"client_id":{"type":"string","maxLength":2000}}};
 
-function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate69.evaluated;
+const evaluated0 = validate75.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4396,7 +4661,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.token === undefined) && (missing0 = "token")){
-validate69.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate75.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -4406,18 +4671,18 @@ const _errs1 = errors;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(func1(data0) > 4000){
-validate69.errors = [{instancePath:instancePath+"/token",schemaPath:"#/properties/token/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+validate75.errors = [{instancePath:instancePath+"/token",schemaPath:"#/properties/token/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 else {
 if(func1(data0) < 1){
-validate69.errors = [{instancePath:instancePath+"/token",schemaPath:"#/properties/token/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate75.errors = [{instancePath:instancePath+"/token",schemaPath:"#/properties/token/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate69.errors = [{instancePath:instancePath+"/token",schemaPath:"#/properties/token/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate75.errors = [{instancePath:instancePath+"/token",schemaPath:"#/properties/token/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4433,12 +4698,12 @@ const _errs3 = errors;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(func1(data1) > 100){
-validate69.errors = [{instancePath:instancePath+"/token_type_hint",schemaPath:"#/properties/token_type_hint/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+validate75.errors = [{instancePath:instancePath+"/token_type_hint",schemaPath:"#/properties/token_type_hint/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 }
 else {
-validate69.errors = [{instancePath:instancePath+"/token_type_hint",schemaPath:"#/properties/token_type_hint/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate75.errors = [{instancePath:instancePath+"/token_type_hint",schemaPath:"#/properties/token_type_hint/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4454,12 +4719,12 @@ const _errs5 = errors;
 if(errors === _errs5){
 if(typeof data2 === "string"){
 if(func1(data2) > 2000){
-validate69.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate75.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 }
 else {
-validate69.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate75.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4473,22 +4738,22 @@ var valid0 = true;
 }
 }
 else {
-validate69.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate75.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate69.errors = vErrors;
+validate75.errors = vErrors;
 return errors === 0;
 }
-validate69.evaluated = {"props":{"token":true,"token_type_hint":true,"client_id":true},"dynamicProps":false,"dynamicItems":false};
+validate75.evaluated = {"props":{"token":true,"token_type_hint":true,"client_id":true},"dynamicProps":false,"dynamicItems":false};
 
-export const registerMcpClient_body = validate70;
-const schema81 = {"type":"object","properties":{"redirect_uris":{"type":"array","items":{"type":"string"}},"client_name":{"type":"string"},"token_endpoint_auth_method":{"type":"string"},"grant_types":{"type":"array","items":{"type":"string"}},"response_types":{"type":"array","items":{"type":"string"}}}};
+export const registerMcpClient_body = validate76;
+const schema87 = {"type":"object","properties":{"redirect_uris":{"type":"array","items":{"type":"string"}},"client_name":{"type":"string"},"token_endpoint_auth_method":{"type":"string"},"grant_types":{"type":"array","items":{"type":"string"}},"response_types":{"type":"array","items":{"type":"string"}}}};
 
-function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate70.evaluated;
+const evaluated0 = validate76.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4507,7 +4772,7 @@ const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
 const _errs3 = errors;
 if(typeof data0[i0] !== "string"){
-validate70.errors = [{instancePath:instancePath+"/redirect_uris/" + i0,schemaPath:"#/properties/redirect_uris/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate76.errors = [{instancePath:instancePath+"/redirect_uris/" + i0,schemaPath:"#/properties/redirect_uris/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid1 = _errs3 === errors;
@@ -4517,7 +4782,7 @@ break;
 }
 }
 else {
-validate70.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate76.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -4530,7 +4795,7 @@ if(valid0){
 if(data.client_name !== undefined){
 const _errs5 = errors;
 if(typeof data.client_name !== "string"){
-validate70.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate76.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs5 === errors;
@@ -4542,7 +4807,7 @@ if(valid0){
 if(data.token_endpoint_auth_method !== undefined){
 const _errs7 = errors;
 if(typeof data.token_endpoint_auth_method !== "string"){
-validate70.errors = [{instancePath:instancePath+"/token_endpoint_auth_method",schemaPath:"#/properties/token_endpoint_auth_method/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate76.errors = [{instancePath:instancePath+"/token_endpoint_auth_method",schemaPath:"#/properties/token_endpoint_auth_method/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs7 === errors;
@@ -4561,7 +4826,7 @@ const len1 = data4.length;
 for(let i1=0; i1<len1; i1++){
 const _errs11 = errors;
 if(typeof data4[i1] !== "string"){
-validate70.errors = [{instancePath:instancePath+"/grant_types/" + i1,schemaPath:"#/properties/grant_types/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate76.errors = [{instancePath:instancePath+"/grant_types/" + i1,schemaPath:"#/properties/grant_types/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid2 = _errs11 === errors;
@@ -4571,7 +4836,7 @@ break;
 }
 }
 else {
-validate70.errors = [{instancePath:instancePath+"/grant_types",schemaPath:"#/properties/grant_types/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate76.errors = [{instancePath:instancePath+"/grant_types",schemaPath:"#/properties/grant_types/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -4591,7 +4856,7 @@ const len2 = data6.length;
 for(let i2=0; i2<len2; i2++){
 const _errs15 = errors;
 if(typeof data6[i2] !== "string"){
-validate70.errors = [{instancePath:instancePath+"/response_types/" + i2,schemaPath:"#/properties/response_types/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate76.errors = [{instancePath:instancePath+"/response_types/" + i2,schemaPath:"#/properties/response_types/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid3 = _errs15 === errors;
@@ -4601,7 +4866,7 @@ break;
 }
 }
 else {
-validate70.errors = [{instancePath:instancePath+"/response_types",schemaPath:"#/properties/response_types/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate76.errors = [{instancePath:instancePath+"/response_types",schemaPath:"#/properties/response_types/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -4616,22 +4881,22 @@ var valid0 = true;
 }
 }
 else {
-validate70.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate76.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate70.errors = vErrors;
+validate76.errors = vErrors;
 return errors === 0;
 }
-validate70.evaluated = {"props":{"redirect_uris":true,"client_name":true,"token_endpoint_auth_method":true,"grant_types":true,"response_types":true},"dynamicProps":false,"dynamicItems":false};
+validate76.evaluated = {"props":{"redirect_uris":true,"client_name":true,"token_endpoint_auth_method":true,"grant_types":true,"response_types":true},"dynamicProps":false,"dynamicItems":false};
 
-export const createMcpClient_body = validate71;
-const schema82 = {"type":"object","required":["client_name","redirect_uris"],"additionalProperties":false,"properties":{"client_name":{"type":"string","minLength":1,"maxLength":100},"redirect_uris":{"type":"array","minItems":1,"maxItems":10,"items":{"type":"string","maxLength":2000}}}};
+export const createMcpClient_body = validate77;
+const schema88 = {"type":"object","required":["client_name","redirect_uris"],"additionalProperties":false,"properties":{"client_name":{"type":"string","minLength":1,"maxLength":100},"redirect_uris":{"type":"array","minItems":1,"maxItems":10,"items":{"type":"string","maxLength":2000}}}};
 
-function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate71.evaluated;
+const evaluated0 = validate77.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4642,14 +4907,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.client_name === undefined) && (missing0 = "client_name")) || ((data.redirect_uris === undefined) && (missing0 = "redirect_uris"))){
-validate71.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate77.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((key0 === "client_name") || (key0 === "redirect_uris"))){
-validate71.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate77.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -4661,18 +4926,18 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) > 100){
-validate71.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+validate77.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(func1(data0) < 1){
-validate71.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate77.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate71.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate77.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4688,12 +4953,12 @@ const _errs4 = errors;
 if(errors === _errs4){
 if(Array.isArray(data1)){
 if(data1.length > 10){
-validate71.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/maxItems",keyword:"maxItems",params:{limit: 10},message:"must NOT have more than 10 items"}];
+validate77.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/maxItems",keyword:"maxItems",params:{limit: 10},message:"must NOT have more than 10 items"}];
 return false;
 }
 else {
 if(data1.length < 1){
-validate71.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+validate77.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
 return false;
 }
 else {
@@ -4705,12 +4970,12 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data2 === "string"){
 if(func1(data2) > 2000){
-validate71.errors = [{instancePath:instancePath+"/redirect_uris/" + i0,schemaPath:"#/properties/redirect_uris/items/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate77.errors = [{instancePath:instancePath+"/redirect_uris/" + i0,schemaPath:"#/properties/redirect_uris/items/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 }
 else {
-validate71.errors = [{instancePath:instancePath+"/redirect_uris/" + i0,schemaPath:"#/properties/redirect_uris/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate77.errors = [{instancePath:instancePath+"/redirect_uris/" + i0,schemaPath:"#/properties/redirect_uris/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4723,7 +4988,7 @@ break;
 }
 }
 else {
-validate71.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate77.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -4731,328 +4996,6 @@ var valid0 = _errs4 === errors;
 }
 else {
 var valid0 = true;
-}
-}
-}
-}
-}
-else {
-validate71.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate71.errors = vErrors;
-return errors === 0;
-}
-validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const setMcpSignInSettings_body = validate72;
-const schema83 = {"type":"object","required":["registration_enabled"],"additionalProperties":false,"properties":{"registration_enabled":{"type":"boolean"}}};
-
-function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate72.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.registration_enabled === undefined) && (missing0 = "registration_enabled")){
-validate72.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-const _errs1 = errors;
-for(const key0 in data){
-if(!(key0 === "registration_enabled")){
-validate72.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs1 === errors){
-if(data.registration_enabled !== undefined){
-if(typeof data.registration_enabled !== "boolean"){
-validate72.errors = [{instancePath:instancePath+"/registration_enabled",schemaPath:"#/properties/registration_enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-}
-}
-}
-}
-else {
-validate72.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate72.errors = vErrors;
-return errors === 0;
-}
-validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const createWebhook_body = validate73;
-const schema84 = {"$ref":"openapi#/components/schemas/WebhookInput"};
-const schema85 = {"type":"object","additionalProperties":false,"required":["url","events"],"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}}}};
-const schema86 = {"type":"string","enum":["tool.called","approval.requested","approval.decided"]};
-
-function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate74.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if(((data.url === undefined) && (missing0 = "url")) || ((data.events === undefined) && (missing0 = "events"))){
-validate74.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-const _errs1 = errors;
-for(const key0 in data){
-if(!((key0 === "url") || (key0 === "events"))){
-validate74.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs1 === errors){
-if(data.url !== undefined){
-let data0 = data.url;
-const _errs2 = errors;
-if(errors === _errs2){
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(func1(data0) > 2000){
-validate74.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
-return false;
-}
-else {
-if(!(formats2(data0))){
-validate74.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
-return false;
-}
-}
-}
-else {
-validate74.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-}
-var valid0 = _errs2 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.events !== undefined){
-let data1 = data.events;
-const _errs4 = errors;
-if(errors === _errs4){
-if(Array.isArray(data1)){
-if(data1.length > 3){
-validate74.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/maxItems",keyword:"maxItems",params:{limit: 3},message:"must NOT have more than 3 items"}];
-return false;
-}
-else {
-if(data1.length < 1){
-validate74.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
-return false;
-}
-else {
-var valid1 = true;
-const len0 = data1.length;
-for(let i0=0; i0<len0; i0++){
-let data2 = data1[i0];
-const _errs6 = errors;
-if(typeof data2 !== "string"){
-validate74.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-if(!(((data2 === "tool.called") || (data2 === "approval.requested")) || (data2 === "approval.decided"))){
-validate74.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema86.enum},message:"must be equal to one of the allowed values"}];
-return false;
-}
-var valid1 = _errs6 === errors;
-if(!valid1){
-break;
-}
-}
-}
-}
-}
-else {
-validate74.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid0 = _errs4 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-}
-else {
-validate74.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate74.errors = vErrors;
-return errors === 0;
-}
-validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate73.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate74(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate74.errors : vErrors.concat(validate74.errors);
-errors = vErrors.length;
-}
-validate73.errors = vErrors;
-return errors === 0;
-}
-validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const updateWebhook_body = validate76;
-const schema87 = {"$ref":"openapi#/components/schemas/WebhookPatch"};
-const schema88 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}},"enabled":{"type":"boolean"}}};
-
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate77.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(Object.keys(data).length < 1){
-validate77.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
-return false;
-}
-else {
-const _errs1 = errors;
-for(const key0 in data){
-if(!(((key0 === "url") || (key0 === "events")) || (key0 === "enabled"))){
-validate77.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs1 === errors){
-if(data.url !== undefined){
-let data0 = data.url;
-const _errs2 = errors;
-if(errors === _errs2){
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(func1(data0) > 2000){
-validate77.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
-return false;
-}
-else {
-if(!(formats2(data0))){
-validate77.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
-return false;
-}
-}
-}
-else {
-validate77.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-}
-var valid0 = _errs2 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.events !== undefined){
-let data1 = data.events;
-const _errs4 = errors;
-if(errors === _errs4){
-if(Array.isArray(data1)){
-if(data1.length > 3){
-validate77.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/maxItems",keyword:"maxItems",params:{limit: 3},message:"must NOT have more than 3 items"}];
-return false;
-}
-else {
-if(data1.length < 1){
-validate77.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
-return false;
-}
-else {
-var valid1 = true;
-const len0 = data1.length;
-for(let i0=0; i0<len0; i0++){
-let data2 = data1[i0];
-const _errs6 = errors;
-if(typeof data2 !== "string"){
-validate77.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-if(!(((data2 === "tool.called") || (data2 === "approval.requested")) || (data2 === "approval.decided"))){
-validate77.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema86.enum},message:"must be equal to one of the allowed values"}];
-return false;
-}
-var valid1 = _errs6 === errors;
-if(!valid1){
-break;
-}
-}
-}
-}
-}
-else {
-validate77.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid0 = _errs4 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.enabled !== undefined){
-const _errs9 = errors;
-if(typeof data.enabled !== "boolean"){
-validate77.errors = [{instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-var valid0 = _errs9 === errors;
-}
-else {
-var valid0 = true;
-}
 }
 }
 }
@@ -5068,25 +5011,347 @@ return errors === 0;
 }
 validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
+export const setMcpSignInSettings_body = validate78;
+const schema89 = {"type":"object","required":["registration_enabled"],"additionalProperties":false,"properties":{"registration_enabled":{"type":"boolean"}}};
 
-function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate76.evaluated;
+const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate77(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate77.errors : vErrors.concat(validate77.errors);
-errors = vErrors.length;
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.registration_enabled === undefined) && (missing0 = "registration_enabled")){
+validate78.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
 }
-validate76.errors = vErrors;
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(key0 === "registration_enabled")){
+validate78.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.registration_enabled !== undefined){
+if(typeof data.registration_enabled !== "boolean"){
+validate78.errors = [{instancePath:instancePath+"/registration_enabled",schemaPath:"#/properties/registration_enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+}
+}
+}
+}
+else {
+validate78.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate78.errors = vErrors;
 return errors === 0;
 }
-validate76.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const createWebhook_body = validate79;
+const schema90 = {"$ref":"openapi#/components/schemas/WebhookInput"};
+const schema91 = {"type":"object","additionalProperties":false,"required":["url","events"],"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}}}};
+const schema92 = {"type":"string","enum":["tool.called","approval.requested","approval.decided"]};
+
+function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate80.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.url === undefined) && (missing0 = "url")) || ((data.events === undefined) && (missing0 = "events"))){
+validate80.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!((key0 === "url") || (key0 === "events"))){
+validate80.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.url !== undefined){
+let data0 = data.url;
+const _errs2 = errors;
+if(errors === _errs2){
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func1(data0) > 2000){
+validate80.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+return false;
+}
+else {
+if(!(formats2(data0))){
+validate80.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
+return false;
+}
+}
+}
+else {
+validate80.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.events !== undefined){
+let data1 = data.events;
+const _errs4 = errors;
+if(errors === _errs4){
+if(Array.isArray(data1)){
+if(data1.length > 3){
+validate80.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/maxItems",keyword:"maxItems",params:{limit: 3},message:"must NOT have more than 3 items"}];
+return false;
+}
+else {
+if(data1.length < 1){
+validate80.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+return false;
+}
+else {
+var valid1 = true;
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+const _errs6 = errors;
+if(typeof data2 !== "string"){
+validate80.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!(((data2 === "tool.called") || (data2 === "approval.requested")) || (data2 === "approval.decided"))){
+validate80.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema92.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid1 = _errs6 === errors;
+if(!valid1){
+break;
+}
+}
+}
+}
+}
+else {
+validate80.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+else {
+validate80.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate80.errors = vErrors;
+return errors === 0;
+}
+validate80.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate79.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate80(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate80.errors : vErrors.concat(validate80.errors);
+errors = vErrors.length;
+}
+validate79.errors = vErrors;
+return errors === 0;
+}
+validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateWebhook_body = validate82;
+const schema93 = {"$ref":"openapi#/components/schemas/WebhookPatch"};
+const schema94 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}},"enabled":{"type":"boolean"}}};
+
+function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate83.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(Object.keys(data).length < 1){
+validate83.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((key0 === "url") || (key0 === "events")) || (key0 === "enabled"))){
+validate83.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.url !== undefined){
+let data0 = data.url;
+const _errs2 = errors;
+if(errors === _errs2){
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func1(data0) > 2000){
+validate83.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+return false;
+}
+else {
+if(!(formats2(data0))){
+validate83.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
+return false;
+}
+}
+}
+else {
+validate83.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.events !== undefined){
+let data1 = data.events;
+const _errs4 = errors;
+if(errors === _errs4){
+if(Array.isArray(data1)){
+if(data1.length > 3){
+validate83.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/maxItems",keyword:"maxItems",params:{limit: 3},message:"must NOT have more than 3 items"}];
+return false;
+}
+else {
+if(data1.length < 1){
+validate83.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+return false;
+}
+else {
+var valid1 = true;
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+const _errs6 = errors;
+if(typeof data2 !== "string"){
+validate83.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!(((data2 === "tool.called") || (data2 === "approval.requested")) || (data2 === "approval.decided"))){
+validate83.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema92.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid1 = _errs6 === errors;
+if(!valid1){
+break;
+}
+}
+}
+}
+}
+else {
+validate83.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.enabled !== undefined){
+const _errs9 = errors;
+if(typeof data.enabled !== "boolean"){
+validate83.errors = [{instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate83.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate83.errors = vErrors;
+return errors === 0;
+}
+validate83.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate82.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate83(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate83.errors : vErrors.concat(validate83.errors);
+errors = vErrors.length;
+}
+validate82.errors = vErrors;
+return errors === 0;
+}
+validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 export const revokeApiKey_path = param_validate20;
@@ -5159,9 +5424,8 @@ return errors === 0;
 }
 param_validate20.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeOAuthClient_path = param_validate21;
-const param_schema32 = {"type":"object","properties":{"clientId":{"type":"string","minLength":1,"maxLength":100}},"required":["clientId"]};
-const param_func1 = require("ajv/dist/runtime/ucs2length").default;
+export const updateApiKey_path = param_validate21;
+const param_schema32 = {"type":"object","properties":{"keyId":{"type":"string","format":"uuid"}},"required":["keyId"]};
 
 function param_validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5176,8 +5440,78 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.clientId === undefined) && (missing0 = "clientId")){
+if((data.keyId === undefined) && (missing0 = "keyId")){
 param_validate21.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.keyId !== undefined){
+let data0 = data.keyId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate21.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["keyId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate21.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate21.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate21.errors = vErrors;
+return errors === 0;
+}
+param_validate21.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const revokeOAuthClient_path = param_validate22;
+const param_schema33 = {"type":"object","properties":{"clientId":{"type":"string","minLength":1,"maxLength":100}},"required":["clientId"]};
+const param_func1 = require("ajv/dist/runtime/ucs2length").default;
+
+function param_validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate22.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.clientId === undefined) && (missing0 = "clientId")){
+param_validate22.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -5195,7 +5529,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate21.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate22.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -5209,81 +5543,12 @@ data["clientId"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(param_func1(data0) > 100){
-param_validate21.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate22.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data0) < 1){
-param_validate21.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-}
-}
-}
-}
-else {
-param_validate21.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate21.errors = vErrors;
-return errors === 0;
-}
-param_validate21.evaluated = {"props":{"clientId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const getProvisioningStatus_path = param_validate22;
-const param_schema33 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"}},"required":["orgId"]};
-
-function param_validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate22.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.orgId === undefined) && (missing0 = "orgId")){
-param_validate22.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.orgId !== undefined){
-let data0 = data.orgId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate22.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["orgId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate22.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate22.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
@@ -5300,10 +5565,10 @@ return false;
 param_validate22.errors = vErrors;
 return errors === 0;
 }
-param_validate22.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate22.evaluated = {"props":{"clientId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const provisionOrg_path = param_validate23;
-const param_schema34 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"}},"required":["orgId"]};
+export const updateOAuthClient_path = param_validate23;
+const param_schema34 = {"type":"object","properties":{"clientId":{"type":"string","minLength":1,"maxLength":100}},"required":["clientId"]};
 
 function param_validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5318,8 +5583,81 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.orgId === undefined) && (missing0 = "orgId")){
+if((data.clientId === undefined) && (missing0 = "clientId")){
 param_validate23.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.clientId !== undefined){
+let data0 = data.clientId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate23.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["clientId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(param_func1(data0) > 100){
+param_validate23.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+return false;
+}
+else {
+if(param_func1(data0) < 1){
+param_validate23.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate23.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate23.errors = vErrors;
+return errors === 0;
+}
+param_validate23.evaluated = {"props":{"clientId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const getProvisioningStatus_path = param_validate24;
+const param_schema35 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"}},"required":["orgId"]};
+
+function param_validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate24.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgId === undefined) && (missing0 = "orgId")){
+param_validate24.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -5337,7 +5675,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate23.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate24.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -5352,7 +5690,7 @@ if(errors === _errs1){
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!(param_formats0.test(data0))){
-param_validate23.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate24.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -5362,23 +5700,92 @@ return false;
 }
 }
 else {
-param_validate23.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate24.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate23.errors = vErrors;
+param_validate24.errors = vErrors;
 return errors === 0;
 }
-param_validate23.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate24.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listConnectors_query = param_validate24;
-const param_schema35 = {"type":"object","properties":{"status":{"$ref":"openapi#/components/schemas/ConnectorStatus"}},"required":[]};
-const param_schema37 = {"type":"string","enum":["validating","active","failed"]};
+export const provisionOrg_path = param_validate25;
+const param_schema36 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"}},"required":["orgId"]};
 
-function param_validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate24.evaluated;
+const evaluated0 = param_validate25.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgId === undefined) && (missing0 = "orgId")){
+param_validate25.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgId !== undefined){
+let data0 = data.orgId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate25.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate25.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate25.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate25.errors = vErrors;
+return errors === 0;
+}
+param_validate25.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listConnectors_query = param_validate26;
+const param_schema37 = {"type":"object","properties":{"status":{"$ref":"openapi#/components/schemas/ConnectorStatus"}},"required":[]};
+const param_schema39 = {"type":"string","enum":["validating","active","failed"]};
+
+function param_validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate26.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5400,7 +5807,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate24.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ConnectorStatus/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate26.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ConnectorStatus/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -5412,28 +5819,28 @@ data["status"] = coerced0;
 }
 }
 if(!(((data0 === "validating") || (data0 === "active")) || (data0 === "failed"))){
-param_validate24.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ConnectorStatus/enum",keyword:"enum",params:{allowedValues: param_schema37.enum},message:"must be equal to one of the allowed values"}];
+param_validate26.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ConnectorStatus/enum",keyword:"enum",params:{allowedValues: param_schema39.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 }
 }
 else {
-param_validate24.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate26.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate24.errors = vErrors;
+param_validate26.errors = vErrors;
 return errors === 0;
 }
-param_validate24.evaluated = {"props":{"status":true},"dynamicProps":false,"dynamicItems":false};
+param_validate26.evaluated = {"props":{"status":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getInsights_query = param_validate26;
-const param_schema38 = {"type":"object","properties":{"days":{"type":"integer","minimum":1,"maximum":31,"default":1}},"required":[]};
+export const getInsights_query = param_validate28;
+const param_schema40 = {"type":"object","properties":{"days":{"type":"integer","minimum":1,"maximum":31,"default":1}},"required":[]};
 
-function param_validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate26.evaluated;
+const evaluated0 = param_validate28.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5456,7 +5863,7 @@ if(dataType0 === "boolean" || data0 === null
 coerced0 = +data0;
 }
 else {
-param_validate26.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate28.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -5470,151 +5877,13 @@ data["days"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 == "number"){
 if(data0 > 31 || isNaN(data0)){
-param_validate26.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"}];
+param_validate28.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"}];
 return false;
 }
 else {
 if(data0 < 1 || isNaN(data0)){
-param_validate26.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate28.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
-}
-}
-}
-}
-}
-else {
-param_validate26.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate26.errors = vErrors;
-return errors === 0;
-}
-param_validate26.evaluated = {"props":{"days":true},"dynamicProps":false,"dynamicItems":false};
-
-export const getConnector_path = param_validate27;
-const param_schema39 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
-
-function param_validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate27.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.connectorId === undefined) && (missing0 = "connectorId")){
-param_validate27.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.connectorId !== undefined){
-let data0 = data.connectorId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate27.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["connectorId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate27.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-}
-else {
-param_validate27.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate27.errors = vErrors;
-return errors === 0;
-}
-param_validate27.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const archiveConnector_path = param_validate28;
-const param_schema40 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
-
-function param_validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate28.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.connectorId === undefined) && (missing0 = "connectorId")){
-param_validate28.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.connectorId !== undefined){
-let data0 = data.connectorId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate28.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["connectorId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate28.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
 }
 }
 }
@@ -5628,9 +5897,9 @@ return false;
 param_validate28.errors = vErrors;
 return errors === 0;
 }
-param_validate28.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate28.evaluated = {"props":{"days":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateConnector_path = param_validate29;
+export const getConnector_path = param_validate29;
 const param_schema41 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
 
 function param_validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -5699,7 +5968,7 @@ return errors === 0;
 }
 param_validate29.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revalidateConnector_path = param_validate30;
+export const archiveConnector_path = param_validate30;
 const param_schema42 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
 
 function param_validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -5768,7 +6037,7 @@ return errors === 0;
 }
 param_validate30.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listSavedTools_path = param_validate31;
+export const updateConnector_path = param_validate31;
 const param_schema43 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
 
 function param_validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -5837,7 +6106,7 @@ return errors === 0;
 }
 param_validate31.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const createSavedTool_path = param_validate32;
+export const revalidateConnector_path = param_validate32;
 const param_schema44 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
 
 function param_validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -5906,8 +6175,8 @@ return errors === 0;
 }
 param_validate32.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getSavedTool_path = param_validate33;
-const param_schema45 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["connectorId","toolId"]};
+export const listSavedTools_path = param_validate33;
+const param_schema45 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
 
 function param_validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5922,7 +6191,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.connectorId === undefined) && (missing0 = "connectorId")) || ((data.toolId === undefined) && (missing0 = "toolId"))){
+if((data.connectorId === undefined) && (missing0 = "connectorId")){
 param_validate33.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
@@ -5962,52 +6231,6 @@ return false;
 }
 }
 }
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.toolId !== undefined){
-let data1 = data.toolId;
-const _errs3 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate33.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["toolId"] = coerced1;
-}
-}
-}
-if(errors === _errs3){
-if(errors === _errs3){
-if(typeof data1 === "string"){
-if(!(param_formats0.test(data1))){
-param_validate33.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs3 === errors;
-}
-else {
-var valid0 = true;
-}
 }
 }
 }
@@ -6019,10 +6242,10 @@ return false;
 param_validate33.errors = vErrors;
 return errors === 0;
 }
-param_validate33.evaluated = {"props":{"connectorId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate33.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateSavedTool_path = param_validate34;
-const param_schema46 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["connectorId","toolId"]};
+export const createSavedTool_path = param_validate34;
+const param_schema46 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
 
 function param_validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -6037,7 +6260,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.connectorId === undefined) && (missing0 = "connectorId")) || ((data.toolId === undefined) && (missing0 = "toolId"))){
+if((data.connectorId === undefined) && (missing0 = "connectorId")){
 param_validate34.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
@@ -6077,52 +6300,6 @@ return false;
 }
 }
 }
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.toolId !== undefined){
-let data1 = data.toolId;
-const _errs3 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate34.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["toolId"] = coerced1;
-}
-}
-}
-if(errors === _errs3){
-if(errors === _errs3){
-if(typeof data1 === "string"){
-if(!(param_formats0.test(data1))){
-param_validate34.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs3 === errors;
-}
-else {
-var valid0 = true;
-}
 }
 }
 }
@@ -6134,9 +6311,9 @@ return false;
 param_validate34.errors = vErrors;
 return errors === 0;
 }
-param_validate34.evaluated = {"props":{"connectorId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate34.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const deleteSavedTool_path = param_validate35;
+export const getSavedTool_path = param_validate35;
 const param_schema47 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["connectorId","toolId"]};
 
 function param_validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -6251,7 +6428,7 @@ return errors === 0;
 }
 param_validate35.evaluated = {"props":{"connectorId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listSavedToolVersions_path = param_validate36;
+export const updateSavedTool_path = param_validate36;
 const param_schema48 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["connectorId","toolId"]};
 
 function param_validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -6366,8 +6543,8 @@ return errors === 0;
 }
 param_validate36.evaluated = {"props":{"connectorId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listTools_path = param_validate37;
-const param_schema49 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"}},"required":["orgId"]};
+export const deleteSavedTool_path = param_validate37;
+const param_schema49 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["connectorId","toolId"]};
 
 function param_validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -6382,13 +6559,13 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.orgId === undefined) && (missing0 = "orgId")){
+if(((data.connectorId === undefined) && (missing0 = "connectorId")) || ((data.toolId === undefined) && (missing0 = "toolId"))){
 param_validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
-if(data.orgId !== undefined){
-let data0 = data.orgId;
+if(data.connectorId !== undefined){
+let data0 = data.connectorId;
 const _errs1 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -6401,14 +6578,14 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate37.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate37.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced0 !== undefined){
 data0 = coerced0;
 if(data !== undefined){
-data["orgId"] = coerced0;
+data["connectorId"] = coerced0;
 }
 }
 }
@@ -6416,11 +6593,57 @@ if(errors === _errs1){
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!(param_formats0.test(data0))){
-param_validate37.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate37.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
 }
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.toolId !== undefined){
+let data1 = data.toolId;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate37.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["toolId"] = coerced1;
+}
+}
+}
+if(errors === _errs3){
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(!(param_formats0.test(data1))){
+param_validate37.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
 }
 }
 }
@@ -6433,10 +6656,10 @@ return false;
 param_validate37.errors = vErrors;
 return errors === 0;
 }
-param_validate37.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate37.evaluated = {"props":{"connectorId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listTools_query = param_validate38;
-const param_schema50 = {"type":"object","properties":{"connector_id":{"type":"string","format":"uuid"}},"required":[]};
+export const listSavedToolVersions_path = param_validate38;
+const param_schema50 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["connectorId","toolId"]};
 
 function param_validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -6450,8 +6673,14 @@ evaluated0.items = undefined;
 }
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.connector_id !== undefined){
-let data0 = data.connector_id;
+let missing0;
+if(((data.connectorId === undefined) && (missing0 = "connectorId")) || ((data.toolId === undefined) && (missing0 = "toolId"))){
+param_validate38.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.connectorId !== undefined){
+let data0 = data.connectorId;
 const _errs1 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -6464,14 +6693,14 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate38.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate38.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced0 !== undefined){
 data0 = coerced0;
 if(data !== undefined){
-data["connector_id"] = coerced0;
+data["connectorId"] = coerced0;
 }
 }
 }
@@ -6479,10 +6708,57 @@ if(errors === _errs1){
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!(param_formats0.test(data0))){
-param_validate38.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate38.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.toolId !== undefined){
+let data1 = data.toolId;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate38.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["toolId"] = coerced1;
+}
+}
+}
+if(errors === _errs3){
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(!(param_formats0.test(data1))){
+param_validate38.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
 }
 }
 }
@@ -6495,10 +6771,10 @@ return false;
 param_validate38.errors = vErrors;
 return errors === 0;
 }
-param_validate38.evaluated = {"props":{"connector_id":true},"dynamicProps":false,"dynamicItems":false};
+param_validate38.evaluated = {"props":{"connectorId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateToolMetadata_path = param_validate39;
-const param_schema51 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["orgId","toolId"]};
+export const listTools_path = param_validate39;
+const param_schema51 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"}},"required":["orgId"]};
 
 function param_validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -6513,7 +6789,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.orgId === undefined) && (missing0 = "orgId")) || ((data.toolId === undefined) && (missing0 = "toolId"))){
+if((data.orgId === undefined) && (missing0 = "orgId")){
 param_validate39.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
@@ -6553,6 +6829,137 @@ return false;
 }
 }
 }
+}
+}
+}
+else {
+param_validate39.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate39.errors = vErrors;
+return errors === 0;
+}
+param_validate39.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listTools_query = param_validate40;
+const param_schema52 = {"type":"object","properties":{"connector_id":{"type":"string","format":"uuid"}},"required":[]};
+
+function param_validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate40.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.connector_id !== undefined){
+let data0 = data.connector_id;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate40.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["connector_id"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate40.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate40.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate40.errors = vErrors;
+return errors === 0;
+}
+param_validate40.evaluated = {"props":{"connector_id":true},"dynamicProps":false,"dynamicItems":false};
+
+export const updateToolMetadata_path = param_validate41;
+const param_schema53 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["orgId","toolId"]};
+
+function param_validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate41.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.orgId === undefined) && (missing0 = "orgId")) || ((data.toolId === undefined) && (missing0 = "toolId"))){
+param_validate41.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgId !== undefined){
+let data0 = data.orgId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate41.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate41.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
 var valid0 = _errs1 === errors;
 }
 else {
@@ -6573,7 +6980,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate39.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate41.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -6588,7 +6995,7 @@ if(errors === _errs3){
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(!(param_formats0.test(data1))){
-param_validate39.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate41.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -6603,23 +7010,23 @@ var valid0 = true;
 }
 }
 else {
-param_validate39.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate39.errors = vErrors;
+param_validate41.errors = vErrors;
 return errors === 0;
 }
-param_validate39.evaluated = {"props":{"orgId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate41.evaluated = {"props":{"orgId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listApprovals_query = param_validate40;
-const param_schema52 = {"type":"object","properties":{"status":{"$ref":"openapi#/components/schemas/ApprovalStatus"},"limit":{"type":"integer","minimum":1,"maximum":500,"default":200}},"required":[]};
-const param_schema53 = {"type":"string","enum":["pending","executing","executed","rejected","failed","expired"]};
+export const listApprovals_query = param_validate42;
+const param_schema54 = {"type":"object","properties":{"status":{"$ref":"openapi#/components/schemas/ApprovalStatus"},"limit":{"type":"integer","minimum":1,"maximum":500,"default":200}},"required":[]};
+const param_schema55 = {"type":"string","enum":["pending","executing","executed","rejected","failed","expired"]};
 
-function param_validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate40.evaluated;
+const evaluated0 = param_validate42.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6645,7 +7052,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate40.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate42.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -6657,7 +7064,7 @@ data["status"] = coerced0;
 }
 }
 if(!((((((data0 === "pending") || (data0 === "executing")) || (data0 === "executed")) || (data0 === "rejected")) || (data0 === "failed")) || (data0 === "expired"))){
-param_validate40.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/enum",keyword:"enum",params:{allowedValues: param_schema53.enum},message:"must be equal to one of the allowed values"}];
+param_validate42.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/enum",keyword:"enum",params:{allowedValues: param_schema55.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -6677,7 +7084,7 @@ if(dataType1 === "boolean" || data1 === null
 coerced1 = +data1;
 }
 else {
-param_validate40.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate42.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -6691,156 +7098,18 @@ data["limit"] = coerced1;
 if(errors === _errs4){
 if(typeof data1 == "number"){
 if(data1 > 500 || isNaN(data1)){
-param_validate40.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 500},message:"must be <= 500"}];
+param_validate42.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 500},message:"must be <= 500"}];
 return false;
 }
 else {
 if(data1 < 1 || isNaN(data1)){
-param_validate40.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate42.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
 }
 }
 var valid0 = _errs4 === errors;
-}
-}
-else {
-param_validate40.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate40.errors = vErrors;
-return errors === 0;
-}
-param_validate40.evaluated = {"props":{"status":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
-
-export const approveApproval_path = param_validate41;
-const param_schema54 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
-
-function param_validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate41.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.approvalId === undefined) && (missing0 = "approvalId")){
-param_validate41.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.approvalId !== undefined){
-let data0 = data.approvalId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate41.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["approvalId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate41.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-}
-else {
-param_validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate41.errors = vErrors;
-return errors === 0;
-}
-param_validate41.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const rejectApproval_path = param_validate42;
-const param_schema55 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
-
-function param_validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate42.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.approvalId === undefined) && (missing0 = "approvalId")){
-param_validate42.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.approvalId !== undefined){
-let data0 = data.approvalId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate42.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["approvalId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate42.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-}
 }
 }
 else {
@@ -6851,12 +7120,10 @@ return false;
 param_validate42.errors = vErrors;
 return errors === 0;
 }
-param_validate42.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate42.evaluated = {"props":{"status":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
 
-export const mcpEndpoint_path = param_validate43;
-const param_schema56 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
-const param_schema57 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
-const param_pattern4 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
+export const approveApproval_path = param_validate43;
+const param_schema56 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
 
 function param_validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -6871,8 +7138,148 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+if((data.approvalId === undefined) && (missing0 = "approvalId")){
 param_validate43.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.approvalId !== undefined){
+let data0 = data.approvalId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate43.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["approvalId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate43.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate43.errors = vErrors;
+return errors === 0;
+}
+param_validate43.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const rejectApproval_path = param_validate44;
+const param_schema57 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
+
+function param_validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate44.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.approvalId === undefined) && (missing0 = "approvalId")){
+param_validate44.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.approvalId !== undefined){
+let data0 = data.approvalId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate44.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["approvalId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate44.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate44.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate44.errors = vErrors;
+return errors === 0;
+}
+param_validate44.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const mcpEndpoint_path = param_validate45;
+const param_schema58 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+const param_schema59 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
+const param_pattern4 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
+
+function param_validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate45.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+param_validate45.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -6890,7 +7297,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate43.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate45.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -6904,7 +7311,7 @@ data["orgSlug"] = coerced0;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(!param_pattern4.test(data0)){
-param_validate43.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+param_validate45.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
 }
 }
@@ -6913,22 +7320,22 @@ return false;
 }
 }
 else {
-param_validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate45.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate43.errors = vErrors;
+param_validate45.errors = vErrors;
 return errors === 0;
 }
-param_validate43.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate45.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listOperatorOrgs_query = param_validate44;
-const param_schema58 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"$ref":"openapi#/components/schemas/Slug"}},"required":[]};
+export const listOperatorOrgs_query = param_validate46;
+const param_schema60 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"$ref":"openapi#/components/schemas/Slug"}},"required":[]};
 
-function param_validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate44.evaluated;
+const evaluated0 = param_validate46.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6951,7 +7358,7 @@ if(dataType0 === "boolean" || data0 === null
 coerced0 = +data0;
 }
 else {
-param_validate44.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate46.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -6965,12 +7372,12 @@ data["limit"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 == "number"){
 if(data0 > 200 || isNaN(data0)){
-param_validate44.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+param_validate46.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
 return false;
 }
 else {
 if(data0 < 1 || isNaN(data0)){
-param_validate44.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate46.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -6993,7 +7400,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate44.errors = [{instancePath:instancePath+"/cursor",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate46.errors = [{instancePath:instancePath+"/cursor",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -7007,7 +7414,7 @@ data["cursor"] = coerced1;
 if(errors === _errs4){
 if(typeof data1 === "string"){
 if(!param_pattern4.test(data1)){
-param_validate44.errors = [{instancePath:instancePath+"/cursor",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+param_validate46.errors = [{instancePath:instancePath+"/cursor",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
 }
 }
@@ -7020,140 +7427,6 @@ var valid0 = true;
 }
 }
 else {
-param_validate44.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate44.errors = vErrors;
-return errors === 0;
-}
-param_validate44.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
-
-export const getOperatorOrg_path = param_validate45;
-const param_schema60 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
-
-function param_validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate45.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.slug === undefined) && (missing0 = "slug")){
-param_validate45.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.slug !== undefined){
-let data0 = data.slug;
-const _errs2 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate45.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["slug"] = coerced0;
-}
-}
-}
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(!param_pattern4.test(data0)){
-param_validate45.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-else {
-param_validate45.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate45.errors = vErrors;
-return errors === 0;
-}
-param_validate45.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
-
-export const updateOperatorOrg_path = param_validate46;
-const param_schema62 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
-
-function param_validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate46.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.slug === undefined) && (missing0 = "slug")){
-param_validate46.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.slug !== undefined){
-let data0 = data.slug;
-const _errs2 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate46.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["slug"] = coerced0;
-}
-}
-}
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(!param_pattern4.test(data0)){
-param_validate46.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-else {
 param_validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
@@ -7161,10 +7434,10 @@ return false;
 param_validate46.errors = vErrors;
 return errors === 0;
 }
-param_validate46.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate46.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listOperatorApiKeys_path = param_validate47;
-const param_schema64 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
+export const getOperatorOrg_path = param_validate47;
+const param_schema62 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7230,8 +7503,8 @@ return errors === 0;
 }
 param_validate47.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeOperatorApiKey_path = param_validate48;
-const param_schema66 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"keyId":{"type":"string","format":"uuid"}},"required":["slug","keyId"]};
+export const updateOperatorOrg_path = param_validate48;
+const param_schema64 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7246,14 +7519,13 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.slug === undefined) && (missing0 = "slug")) || ((data.keyId === undefined) && (missing0 = "keyId"))){
+if((data.slug === undefined) && (missing0 = "slug")){
 param_validate48.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.slug !== undefined){
 let data0 = data.slug;
-const _errs1 = errors;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -7285,52 +7557,6 @@ return false;
 }
 }
 }
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.keyId !== undefined){
-let data1 = data.keyId;
-const _errs4 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate48.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["keyId"] = coerced1;
-}
-}
-}
-if(errors === _errs4){
-if(errors === _errs4){
-if(typeof data1 === "string"){
-if(!(param_formats0.test(data1))){
-param_validate48.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs4 === errors;
-}
-else {
-var valid0 = true;
-}
 }
 }
 }
@@ -7342,10 +7568,10 @@ return false;
 param_validate48.errors = vErrors;
 return errors === 0;
 }
-param_validate48.evaluated = {"props":{"slug":true,"keyId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate48.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revalidateOperatorConnector_path = param_validate49;
-const param_schema68 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"connectorId":{"type":"string","format":"uuid"}},"required":["slug","connectorId"]};
+export const listOperatorApiKeys_path = param_validate49;
+const param_schema66 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7360,14 +7586,13 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.slug === undefined) && (missing0 = "slug")) || ((data.connectorId === undefined) && (missing0 = "connectorId"))){
+if((data.slug === undefined) && (missing0 = "slug")){
 param_validate49.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.slug !== undefined){
 let data0 = data.slug;
-const _errs1 = errors;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -7399,52 +7624,6 @@ return false;
 }
 }
 }
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.connectorId !== undefined){
-let data1 = data.connectorId;
-const _errs4 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate49.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["connectorId"] = coerced1;
-}
-}
-}
-if(errors === _errs4){
-if(errors === _errs4){
-if(typeof data1 === "string"){
-if(!(param_formats0.test(data1))){
-param_validate49.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs4 === errors;
-}
-else {
-var valid0 = true;
-}
 }
 }
 }
@@ -7456,10 +7635,10 @@ return false;
 param_validate49.errors = vErrors;
 return errors === 0;
 }
-param_validate49.evaluated = {"props":{"slug":true,"connectorId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate49.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exportOperatorAudit_path = param_validate50;
-const param_schema70 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
+export const revokeOperatorApiKey_path = param_validate50;
+const param_schema68 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"keyId":{"type":"string","format":"uuid"}},"required":["slug","keyId"]};
 
 function param_validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7474,13 +7653,14 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.slug === undefined) && (missing0 = "slug")){
+if(((data.slug === undefined) && (missing0 = "slug")) || ((data.keyId === undefined) && (missing0 = "keyId"))){
 param_validate50.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.slug !== undefined){
 let data0 = data.slug;
+const _errs1 = errors;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -7512,6 +7692,52 @@ return false;
 }
 }
 }
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.keyId !== undefined){
+let data1 = data.keyId;
+const _errs4 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate50.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["keyId"] = coerced1;
+}
+}
+}
+if(errors === _errs4){
+if(errors === _errs4){
+if(typeof data1 === "string"){
+if(!(param_formats0.test(data1))){
+param_validate50.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
 }
 }
 }
@@ -7523,16 +7749,197 @@ return false;
 param_validate50.errors = vErrors;
 return errors === 0;
 }
-param_validate50.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate50.evaluated = {"props":{"slug":true,"keyId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exportOperatorAudit_query = param_validate51;
-const param_schema72 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
-const param_pattern12 = new RegExp("^[a-z0-9_.]+$", "u");
+export const revalidateOperatorConnector_path = param_validate51;
+const param_schema70 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"connectorId":{"type":"string","format":"uuid"}},"required":["slug","connectorId"]};
 
 function param_validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate51.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.slug === undefined) && (missing0 = "slug")) || ((data.connectorId === undefined) && (missing0 = "connectorId"))){
+param_validate51.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.slug !== undefined){
+let data0 = data.slug;
+const _errs1 = errors;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate51.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["slug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate51.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.connectorId !== undefined){
+let data1 = data.connectorId;
+const _errs4 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate51.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["connectorId"] = coerced1;
+}
+}
+}
+if(errors === _errs4){
+if(errors === _errs4){
+if(typeof data1 === "string"){
+if(!(param_formats0.test(data1))){
+param_validate51.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+param_validate51.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate51.errors = vErrors;
+return errors === 0;
+}
+param_validate51.evaluated = {"props":{"slug":true,"connectorId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const exportOperatorAudit_path = param_validate52;
+const param_schema72 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
+
+function param_validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate52.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.slug === undefined) && (missing0 = "slug")){
+param_validate52.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.slug !== undefined){
+let data0 = data.slug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate52.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["slug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate52.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate52.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate52.errors = vErrors;
+return errors === 0;
+}
+param_validate52.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const exportOperatorAudit_query = param_validate53;
+const param_schema74 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
+const param_pattern12 = new RegExp("^[a-z0-9_.]+$", "u");
+
+function param_validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate53.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7556,7 +7963,7 @@ else if(data0 === "true" || data0 === 1){
 coerced0 = true;
 }
 else {
-param_validate51.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+param_validate53.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 }
@@ -7583,7 +7990,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate51.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate53.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -7597,17 +8004,17 @@ data["action"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 100){
-param_validate51.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate53.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data1) < 1){
-param_validate51.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+param_validate53.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 else {
 if(!param_pattern12.test(data1)){
-param_validate51.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
+param_validate53.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
 return false;
 }
 }
@@ -7632,7 +8039,7 @@ if(dataType2 === "boolean" || data2 === null
 coerced2 = +data2;
 }
 else {
-param_validate51.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate53.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -7646,12 +8053,12 @@ data["days"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 == "number"){
 if(data2 > 36500 || isNaN(data2)){
-param_validate51.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
+param_validate53.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
 return false;
 }
 else {
 if(data2 < 1 || isNaN(data2)){
-param_validate51.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate53.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -7666,140 +8073,6 @@ var valid0 = true;
 }
 }
 else {
-param_validate51.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate51.errors = vErrors;
-return errors === 0;
-}
-param_validate51.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
-
-export const getProtectedResourceMetadata_path = param_validate52;
-const param_schema73 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
-
-function param_validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate52.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
-param_validate52.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.orgSlug !== undefined){
-let data0 = data.orgSlug;
-const _errs2 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate52.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["orgSlug"] = coerced0;
-}
-}
-}
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(!param_pattern4.test(data0)){
-param_validate52.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-else {
-param_validate52.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate52.errors = vErrors;
-return errors === 0;
-}
-param_validate52.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
-
-export const getAuthorizationServerMetadata_path = param_validate53;
-const param_schema75 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
-
-function param_validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate53.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
-param_validate53.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.orgSlug !== undefined){
-let data0 = data.orgSlug;
-const _errs2 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate53.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["orgSlug"] = coerced0;
-}
-}
-}
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(!param_pattern4.test(data0)){
-param_validate53.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-else {
 param_validate53.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
@@ -7807,10 +8080,10 @@ return false;
 param_validate53.errors = vErrors;
 return errors === 0;
 }
-param_validate53.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate53.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getOpenIdConfiguration_path = param_validate54;
-const param_schema77 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const getProtectedResourceMetadata_path = param_validate54;
+const param_schema75 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7876,8 +8149,8 @@ return errors === 0;
 }
 param_validate54.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getOpenIdConfigurationAppended_path = param_validate55;
-const param_schema79 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const getAuthorizationServerMetadata_path = param_validate55;
+const param_schema77 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7943,8 +8216,8 @@ return errors === 0;
 }
 param_validate55.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const authorizeMcpClient_path = param_validate56;
-const param_schema81 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const getOpenIdConfiguration_path = param_validate56;
+const param_schema79 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8010,8 +8283,8 @@ return errors === 0;
 }
 param_validate56.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const authorizeMcpClient_query = param_validate57;
-const param_schema83 = {"type":"object","properties":{"response_type":{"type":"string","maxLength":4000},"client_id":{"type":"string","maxLength":4000},"redirect_uri":{"type":"string","maxLength":4000},"state":{"type":"string","maxLength":4000},"code_challenge":{"type":"string","maxLength":4000},"code_challenge_method":{"type":"string","maxLength":4000},"scope":{"type":"string","maxLength":4000},"resource":{"type":"string","maxLength":4000}},"required":[]};
+export const getOpenIdConfigurationAppended_path = param_validate57;
+const param_schema81 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8025,9 +8298,15 @@ evaluated0.items = undefined;
 }
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.response_type !== undefined){
-let data0 = data.response_type;
-const _errs1 = errors;
+let missing0;
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+param_validate57.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgSlug !== undefined){
+let data0 = data.orgSlug;
+const _errs2 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
 let coerced0 = undefined;
@@ -8039,305 +8318,22 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate57.errors = [{instancePath:instancePath+"/response_type",schemaPath:"#/properties/response_type/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate57.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced0 !== undefined){
 data0 = coerced0;
 if(data !== undefined){
-data["response_type"] = coerced0;
+data["orgSlug"] = coerced0;
 }
 }
 }
-if(errors === _errs1){
+if(errors === _errs2){
 if(typeof data0 === "string"){
-if(param_func1(data0) > 4000){
-param_validate57.errors = [{instancePath:instancePath+"/response_type",schemaPath:"#/properties/response_type/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+if(!param_pattern4.test(data0)){
+param_validate57.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
-}
-}
-}
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.client_id !== undefined){
-let data1 = data.client_id;
-const _errs3 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate57.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["client_id"] = coerced1;
-}
-}
-}
-if(errors === _errs3){
-if(typeof data1 === "string"){
-if(param_func1(data1) > 4000){
-param_validate57.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
-return false;
-}
-}
-}
-var valid0 = _errs3 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.redirect_uri !== undefined){
-let data2 = data.redirect_uri;
-const _errs5 = errors;
-if(typeof data2 !== "string"){
-let dataType2 = typeof data2;
-let coerced2 = undefined;
-if(!(coerced2 !== undefined)){
-if(dataType2 == "number" || dataType2 == "boolean"){
-coerced2 = "" + data2;
-}
-else if(data2 === null){
-coerced2 = "";
-}
-else {
-param_validate57.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"#/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced2 !== undefined){
-data2 = coerced2;
-if(data !== undefined){
-data["redirect_uri"] = coerced2;
-}
-}
-}
-if(errors === _errs5){
-if(typeof data2 === "string"){
-if(param_func1(data2) > 4000){
-param_validate57.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"#/properties/redirect_uri/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
-return false;
-}
-}
-}
-var valid0 = _errs5 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.state !== undefined){
-let data3 = data.state;
-const _errs7 = errors;
-if(typeof data3 !== "string"){
-let dataType3 = typeof data3;
-let coerced3 = undefined;
-if(!(coerced3 !== undefined)){
-if(dataType3 == "number" || dataType3 == "boolean"){
-coerced3 = "" + data3;
-}
-else if(data3 === null){
-coerced3 = "";
-}
-else {
-param_validate57.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced3 !== undefined){
-data3 = coerced3;
-if(data !== undefined){
-data["state"] = coerced3;
-}
-}
-}
-if(errors === _errs7){
-if(typeof data3 === "string"){
-if(param_func1(data3) > 4000){
-param_validate57.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
-return false;
-}
-}
-}
-var valid0 = _errs7 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.code_challenge !== undefined){
-let data4 = data.code_challenge;
-const _errs9 = errors;
-if(typeof data4 !== "string"){
-let dataType4 = typeof data4;
-let coerced4 = undefined;
-if(!(coerced4 !== undefined)){
-if(dataType4 == "number" || dataType4 == "boolean"){
-coerced4 = "" + data4;
-}
-else if(data4 === null){
-coerced4 = "";
-}
-else {
-param_validate57.errors = [{instancePath:instancePath+"/code_challenge",schemaPath:"#/properties/code_challenge/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced4 !== undefined){
-data4 = coerced4;
-if(data !== undefined){
-data["code_challenge"] = coerced4;
-}
-}
-}
-if(errors === _errs9){
-if(typeof data4 === "string"){
-if(param_func1(data4) > 4000){
-param_validate57.errors = [{instancePath:instancePath+"/code_challenge",schemaPath:"#/properties/code_challenge/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
-return false;
-}
-}
-}
-var valid0 = _errs9 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.code_challenge_method !== undefined){
-let data5 = data.code_challenge_method;
-const _errs11 = errors;
-if(typeof data5 !== "string"){
-let dataType5 = typeof data5;
-let coerced5 = undefined;
-if(!(coerced5 !== undefined)){
-if(dataType5 == "number" || dataType5 == "boolean"){
-coerced5 = "" + data5;
-}
-else if(data5 === null){
-coerced5 = "";
-}
-else {
-param_validate57.errors = [{instancePath:instancePath+"/code_challenge_method",schemaPath:"#/properties/code_challenge_method/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced5 !== undefined){
-data5 = coerced5;
-if(data !== undefined){
-data["code_challenge_method"] = coerced5;
-}
-}
-}
-if(errors === _errs11){
-if(typeof data5 === "string"){
-if(param_func1(data5) > 4000){
-param_validate57.errors = [{instancePath:instancePath+"/code_challenge_method",schemaPath:"#/properties/code_challenge_method/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
-return false;
-}
-}
-}
-var valid0 = _errs11 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.scope !== undefined){
-let data6 = data.scope;
-const _errs13 = errors;
-if(typeof data6 !== "string"){
-let dataType6 = typeof data6;
-let coerced6 = undefined;
-if(!(coerced6 !== undefined)){
-if(dataType6 == "number" || dataType6 == "boolean"){
-coerced6 = "" + data6;
-}
-else if(data6 === null){
-coerced6 = "";
-}
-else {
-param_validate57.errors = [{instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced6 !== undefined){
-data6 = coerced6;
-if(data !== undefined){
-data["scope"] = coerced6;
-}
-}
-}
-if(errors === _errs13){
-if(typeof data6 === "string"){
-if(param_func1(data6) > 4000){
-param_validate57.errors = [{instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
-return false;
-}
-}
-}
-var valid0 = _errs13 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.resource !== undefined){
-let data7 = data.resource;
-const _errs15 = errors;
-if(typeof data7 !== "string"){
-let dataType7 = typeof data7;
-let coerced7 = undefined;
-if(!(coerced7 !== undefined)){
-if(dataType7 == "number" || dataType7 == "boolean"){
-coerced7 = "" + data7;
-}
-else if(data7 === null){
-coerced7 = "";
-}
-else {
-param_validate57.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced7 !== undefined){
-data7 = coerced7;
-if(data !== undefined){
-data["resource"] = coerced7;
-}
-}
-}
-if(errors === _errs15){
-if(typeof data7 === "string"){
-if(param_func1(data7) > 4000){
-param_validate57.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
-return false;
-}
-}
-}
-var valid0 = _errs15 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
 }
 }
 }
@@ -8352,10 +8348,10 @@ return false;
 param_validate57.errors = vErrors;
 return errors === 0;
 }
-param_validate57.evaluated = {"props":{"response_type":true,"client_id":true,"redirect_uri":true,"state":true,"code_challenge":true,"code_challenge_method":true,"scope":true,"resource":true},"dynamicProps":false,"dynamicItems":false};
+param_validate57.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const finishMcpSignIn_path = param_validate58;
-const param_schema84 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const authorizeMcpClient_path = param_validate58;
+const param_schema83 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8421,8 +8417,8 @@ return errors === 0;
 }
 param_validate58.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const finishMcpSignIn_query = param_validate59;
-const param_schema86 = {"type":"object","properties":{"code":{"type":"string","maxLength":4000},"state":{"type":"string","maxLength":4000},"error":{"type":"string","maxLength":4000},"error_description":{"type":"string","maxLength":4000},"iss":{"type":"string","maxLength":4000},"session_state":{"type":"string","maxLength":4000}},"required":[]};
+export const authorizeMcpClient_query = param_validate59;
+const param_schema85 = {"type":"object","properties":{"response_type":{"type":"string","maxLength":4000},"client_id":{"type":"string","maxLength":4000},"redirect_uri":{"type":"string","maxLength":4000},"state":{"type":"string","maxLength":4000},"code_challenge":{"type":"string","maxLength":4000},"code_challenge_method":{"type":"string","maxLength":4000},"scope":{"type":"string","maxLength":4000},"resource":{"type":"string","maxLength":4000}},"required":[]};
 
 function param_validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8436,8 +8432,8 @@ evaluated0.items = undefined;
 }
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.code !== undefined){
-let data0 = data.code;
+if(data.response_type !== undefined){
+let data0 = data.response_type;
 const _errs1 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -8450,21 +8446,21 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate59.errors = [{instancePath:instancePath+"/response_type",schemaPath:"#/properties/response_type/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced0 !== undefined){
 data0 = coerced0;
 if(data !== undefined){
-data["code"] = coerced0;
+data["response_type"] = coerced0;
 }
 }
 }
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(param_func1(data0) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate59.errors = [{instancePath:instancePath+"/response_type",schemaPath:"#/properties/response_type/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8475,8 +8471,8 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.state !== undefined){
-let data1 = data.state;
+if(data.client_id !== undefined){
+let data1 = data.client_id;
 const _errs3 = errors;
 if(typeof data1 !== "string"){
 let dataType1 = typeof data1;
@@ -8489,21 +8485,21 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate59.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced1 !== undefined){
 data1 = coerced1;
 if(data !== undefined){
-data["state"] = coerced1;
+data["client_id"] = coerced1;
 }
 }
 }
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate59.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8514,8 +8510,8 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.error !== undefined){
-let data2 = data.error;
+if(data.redirect_uri !== undefined){
+let data2 = data.redirect_uri;
 const _errs5 = errors;
 if(typeof data2 !== "string"){
 let dataType2 = typeof data2;
@@ -8528,21 +8524,21 @@ else if(data2 === null){
 coerced2 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate59.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"#/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced2 !== undefined){
 data2 = coerced2;
 if(data !== undefined){
-data["error"] = coerced2;
+data["redirect_uri"] = coerced2;
 }
 }
 }
 if(errors === _errs5){
 if(typeof data2 === "string"){
 if(param_func1(data2) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate59.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"#/properties/redirect_uri/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8553,8 +8549,8 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.error_description !== undefined){
-let data3 = data.error_description;
+if(data.state !== undefined){
+let data3 = data.state;
 const _errs7 = errors;
 if(typeof data3 !== "string"){
 let dataType3 = typeof data3;
@@ -8567,21 +8563,21 @@ else if(data3 === null){
 coerced3 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/error_description",schemaPath:"#/properties/error_description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate59.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced3 !== undefined){
 data3 = coerced3;
 if(data !== undefined){
-data["error_description"] = coerced3;
+data["state"] = coerced3;
 }
 }
 }
 if(errors === _errs7){
 if(typeof data3 === "string"){
 if(param_func1(data3) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/error_description",schemaPath:"#/properties/error_description/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate59.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8592,8 +8588,8 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.iss !== undefined){
-let data4 = data.iss;
+if(data.code_challenge !== undefined){
+let data4 = data.code_challenge;
 const _errs9 = errors;
 if(typeof data4 !== "string"){
 let dataType4 = typeof data4;
@@ -8606,21 +8602,21 @@ else if(data4 === null){
 coerced4 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate59.errors = [{instancePath:instancePath+"/code_challenge",schemaPath:"#/properties/code_challenge/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced4 !== undefined){
 data4 = coerced4;
 if(data !== undefined){
-data["iss"] = coerced4;
+data["code_challenge"] = coerced4;
 }
 }
 }
 if(errors === _errs9){
 if(typeof data4 === "string"){
 if(param_func1(data4) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate59.errors = [{instancePath:instancePath+"/code_challenge",schemaPath:"#/properties/code_challenge/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8631,8 +8627,8 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.session_state !== undefined){
-let data5 = data.session_state;
+if(data.code_challenge_method !== undefined){
+let data5 = data.code_challenge_method;
 const _errs11 = errors;
 if(typeof data5 !== "string"){
 let dataType5 = typeof data5;
@@ -8645,21 +8641,21 @@ else if(data5 === null){
 coerced5 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/session_state",schemaPath:"#/properties/session_state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate59.errors = [{instancePath:instancePath+"/code_challenge_method",schemaPath:"#/properties/code_challenge_method/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced5 !== undefined){
 data5 = coerced5;
 if(data !== undefined){
-data["session_state"] = coerced5;
+data["code_challenge_method"] = coerced5;
 }
 }
 }
 if(errors === _errs11){
 if(typeof data5 === "string"){
 if(param_func1(data5) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/session_state",schemaPath:"#/properties/session_state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate59.errors = [{instancePath:instancePath+"/code_challenge_method",schemaPath:"#/properties/code_challenge_method/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8668,6 +8664,86 @@ var valid0 = _errs11 === errors;
 }
 else {
 var valid0 = true;
+}
+if(valid0){
+if(data.scope !== undefined){
+let data6 = data.scope;
+const _errs13 = errors;
+if(typeof data6 !== "string"){
+let dataType6 = typeof data6;
+let coerced6 = undefined;
+if(!(coerced6 !== undefined)){
+if(dataType6 == "number" || dataType6 == "boolean"){
+coerced6 = "" + data6;
+}
+else if(data6 === null){
+coerced6 = "";
+}
+else {
+param_validate59.errors = [{instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced6 !== undefined){
+data6 = coerced6;
+if(data !== undefined){
+data["scope"] = coerced6;
+}
+}
+}
+if(errors === _errs13){
+if(typeof data6 === "string"){
+if(param_func1(data6) > 4000){
+param_validate59.errors = [{instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+return false;
+}
+}
+}
+var valid0 = _errs13 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.resource !== undefined){
+let data7 = data.resource;
+const _errs15 = errors;
+if(typeof data7 !== "string"){
+let dataType7 = typeof data7;
+let coerced7 = undefined;
+if(!(coerced7 !== undefined)){
+if(dataType7 == "number" || dataType7 == "boolean"){
+coerced7 = "" + data7;
+}
+else if(data7 === null){
+coerced7 = "";
+}
+else {
+param_validate59.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced7 !== undefined){
+data7 = coerced7;
+if(data !== undefined){
+data["resource"] = coerced7;
+}
+}
+}
+if(errors === _errs15){
+if(typeof data7 === "string"){
+if(param_func1(data7) > 4000){
+param_validate59.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+return false;
+}
+}
+}
+var valid0 = _errs15 === errors;
+}
+else {
+var valid0 = true;
+}
+}
 }
 }
 }
@@ -8683,10 +8759,10 @@ return false;
 param_validate59.errors = vErrors;
 return errors === 0;
 }
-param_validate59.evaluated = {"props":{"code":true,"state":true,"error":true,"error_description":true,"iss":true,"session_state":true},"dynamicProps":false,"dynamicItems":false};
+param_validate59.evaluated = {"props":{"response_type":true,"client_id":true,"redirect_uri":true,"state":true,"code_challenge":true,"code_challenge_method":true,"scope":true,"resource":true},"dynamicProps":false,"dynamicItems":false};
 
-export const consentMcpClient_path = param_validate60;
-const param_schema87 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const finishMcpSignIn_path = param_validate60;
+const param_schema86 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8752,8 +8828,8 @@ return errors === 0;
 }
 param_validate60.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const issueMcpToken_path = param_validate61;
-const param_schema89 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const finishMcpSignIn_query = param_validate61;
+const param_schema88 = {"type":"object","properties":{"code":{"type":"string","maxLength":4000},"state":{"type":"string","maxLength":4000},"error":{"type":"string","maxLength":4000},"error_description":{"type":"string","maxLength":4000},"iss":{"type":"string","maxLength":4000},"session_state":{"type":"string","maxLength":4000}},"required":[]};
 
 function param_validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8767,15 +8843,9 @@ evaluated0.items = undefined;
 }
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
-param_validate61.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.orgSlug !== undefined){
-let data0 = data.orgSlug;
-const _errs2 = errors;
+if(data.code !== undefined){
+let data0 = data.code;
+const _errs1 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
 let coerced0 = undefined;
@@ -8787,22 +8857,225 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate61.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate61.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced0 !== undefined){
 data0 = coerced0;
 if(data !== undefined){
-data["orgSlug"] = coerced0;
+data["code"] = coerced0;
 }
 }
 }
-if(errors === _errs2){
+if(errors === _errs1){
 if(typeof data0 === "string"){
-if(!param_pattern4.test(data0)){
-param_validate61.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+if(param_func1(data0) > 4000){
+param_validate61.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
+}
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.state !== undefined){
+let data1 = data.state;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate61.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["state"] = coerced1;
+}
+}
+}
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(param_func1(data1) > 4000){
+param_validate61.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+return false;
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.error !== undefined){
+let data2 = data.error;
+const _errs5 = errors;
+if(typeof data2 !== "string"){
+let dataType2 = typeof data2;
+let coerced2 = undefined;
+if(!(coerced2 !== undefined)){
+if(dataType2 == "number" || dataType2 == "boolean"){
+coerced2 = "" + data2;
+}
+else if(data2 === null){
+coerced2 = "";
+}
+else {
+param_validate61.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced2 !== undefined){
+data2 = coerced2;
+if(data !== undefined){
+data["error"] = coerced2;
+}
+}
+}
+if(errors === _errs5){
+if(typeof data2 === "string"){
+if(param_func1(data2) > 4000){
+param_validate61.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+return false;
+}
+}
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.error_description !== undefined){
+let data3 = data.error_description;
+const _errs7 = errors;
+if(typeof data3 !== "string"){
+let dataType3 = typeof data3;
+let coerced3 = undefined;
+if(!(coerced3 !== undefined)){
+if(dataType3 == "number" || dataType3 == "boolean"){
+coerced3 = "" + data3;
+}
+else if(data3 === null){
+coerced3 = "";
+}
+else {
+param_validate61.errors = [{instancePath:instancePath+"/error_description",schemaPath:"#/properties/error_description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced3 !== undefined){
+data3 = coerced3;
+if(data !== undefined){
+data["error_description"] = coerced3;
+}
+}
+}
+if(errors === _errs7){
+if(typeof data3 === "string"){
+if(param_func1(data3) > 4000){
+param_validate61.errors = [{instancePath:instancePath+"/error_description",schemaPath:"#/properties/error_description/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+return false;
+}
+}
+}
+var valid0 = _errs7 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.iss !== undefined){
+let data4 = data.iss;
+const _errs9 = errors;
+if(typeof data4 !== "string"){
+let dataType4 = typeof data4;
+let coerced4 = undefined;
+if(!(coerced4 !== undefined)){
+if(dataType4 == "number" || dataType4 == "boolean"){
+coerced4 = "" + data4;
+}
+else if(data4 === null){
+coerced4 = "";
+}
+else {
+param_validate61.errors = [{instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced4 !== undefined){
+data4 = coerced4;
+if(data !== undefined){
+data["iss"] = coerced4;
+}
+}
+}
+if(errors === _errs9){
+if(typeof data4 === "string"){
+if(param_func1(data4) > 4000){
+param_validate61.errors = [{instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+return false;
+}
+}
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.session_state !== undefined){
+let data5 = data.session_state;
+const _errs11 = errors;
+if(typeof data5 !== "string"){
+let dataType5 = typeof data5;
+let coerced5 = undefined;
+if(!(coerced5 !== undefined)){
+if(dataType5 == "number" || dataType5 == "boolean"){
+coerced5 = "" + data5;
+}
+else if(data5 === null){
+coerced5 = "";
+}
+else {
+param_validate61.errors = [{instancePath:instancePath+"/session_state",schemaPath:"#/properties/session_state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced5 !== undefined){
+data5 = coerced5;
+if(data !== undefined){
+data["session_state"] = coerced5;
+}
+}
+}
+if(errors === _errs11){
+if(typeof data5 === "string"){
+if(param_func1(data5) > 4000){
+param_validate61.errors = [{instancePath:instancePath+"/session_state",schemaPath:"#/properties/session_state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+return false;
+}
+}
+}
+var valid0 = _errs11 === errors;
+}
+else {
+var valid0 = true;
+}
 }
 }
 }
@@ -8817,10 +9090,10 @@ return false;
 param_validate61.errors = vErrors;
 return errors === 0;
 }
-param_validate61.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate61.evaluated = {"props":{"code":true,"state":true,"error":true,"error_description":true,"iss":true,"session_state":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeMcpToken_path = param_validate62;
-const param_schema91 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const consentMcpClient_path = param_validate62;
+const param_schema89 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8886,8 +9159,8 @@ return errors === 0;
 }
 param_validate62.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const registerMcpClient_path = param_validate63;
-const param_schema93 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const issueMcpToken_path = param_validate63;
+const param_schema91 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8953,13 +9226,147 @@ return errors === 0;
 }
 param_validate63.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listMcpGrants_query = param_validate64;
-const param_schema95 = {"type":"object","properties":{"subject":{"type":"string","maxLength":320}},"required":[]};
+export const revokeMcpToken_path = param_validate64;
+const param_schema93 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate64.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+param_validate64.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgSlug !== undefined){
+let data0 = data.orgSlug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate64.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgSlug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate64.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate64.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate64.errors = vErrors;
+return errors === 0;
+}
+param_validate64.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const registerMcpClient_path = param_validate65;
+const param_schema95 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+
+function param_validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate65.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+param_validate65.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgSlug !== undefined){
+let data0 = data.orgSlug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate65.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgSlug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate65.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate65.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate65.errors = vErrors;
+return errors === 0;
+}
+param_validate65.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listMcpGrants_query = param_validate66;
+const param_schema97 = {"type":"object","properties":{"subject":{"type":"string","maxLength":320}},"required":[]};
+
+function param_validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate66.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8982,7 +9389,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate64.errors = [{instancePath:instancePath+"/subject",schemaPath:"#/properties/subject/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate66.errors = [{instancePath:instancePath+"/subject",schemaPath:"#/properties/subject/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8996,7 +9403,7 @@ data["subject"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(param_func1(data0) > 320){
-param_validate64.errors = [{instancePath:instancePath+"/subject",schemaPath:"#/properties/subject/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"}];
+param_validate66.errors = [{instancePath:instancePath+"/subject",schemaPath:"#/properties/subject/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"}];
 return false;
 }
 }
@@ -9004,22 +9411,22 @@ return false;
 }
 }
 else {
-param_validate64.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate66.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate64.errors = vErrors;
+param_validate66.errors = vErrors;
 return errors === 0;
 }
-param_validate64.evaluated = {"props":{"subject":true},"dynamicProps":false,"dynamicItems":false};
+param_validate66.evaluated = {"props":{"subject":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeMcpGrant_path = param_validate65;
-const param_schema96 = {"type":"object","properties":{"grantId":{"type":"string","format":"uuid"}},"required":["grantId"]};
+export const revokeMcpGrant_path = param_validate67;
+const param_schema98 = {"type":"object","properties":{"grantId":{"type":"string","format":"uuid"}},"required":["grantId"]};
 
-function param_validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate65.evaluated;
+const evaluated0 = param_validate67.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9030,7 +9437,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.grantId === undefined) && (missing0 = "grantId")){
-param_validate65.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate67.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -9048,7 +9455,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate65.errors = [{instancePath:instancePath+"/grantId",schemaPath:"#/properties/grantId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate67.errors = [{instancePath:instancePath+"/grantId",schemaPath:"#/properties/grantId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9063,7 +9470,7 @@ if(errors === _errs1){
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!(param_formats0.test(data0))){
-param_validate65.errors = [{instancePath:instancePath+"/grantId",schemaPath:"#/properties/grantId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate67.errors = [{instancePath:instancePath+"/grantId",schemaPath:"#/properties/grantId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -9073,22 +9480,22 @@ return false;
 }
 }
 else {
-param_validate65.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate67.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate65.errors = vErrors;
+param_validate67.errors = vErrors;
 return errors === 0;
 }
-param_validate65.evaluated = {"props":{"grantId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate67.evaluated = {"props":{"grantId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeMcpClient_path = param_validate66;
-const param_schema97 = {"type":"object","properties":{"clientId":{"type":"string","minLength":1,"maxLength":100}},"required":["clientId"]};
+export const revokeMcpClient_path = param_validate68;
+const param_schema99 = {"type":"object","properties":{"clientId":{"type":"string","minLength":1,"maxLength":100}},"required":["clientId"]};
 
-function param_validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate66.evaluated;
+const evaluated0 = param_validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9099,7 +9506,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.clientId === undefined) && (missing0 = "clientId")){
-param_validate66.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate68.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -9117,7 +9524,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate66.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate68.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9131,12 +9538,12 @@ data["clientId"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(param_func1(data0) > 100){
-param_validate66.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate68.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data0) < 1){
-param_validate66.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+param_validate68.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
@@ -9146,23 +9553,23 @@ return false;
 }
 }
 else {
-param_validate66.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate68.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate66.errors = vErrors;
+param_validate68.errors = vErrors;
 return errors === 0;
 }
-param_validate66.evaluated = {"props":{"clientId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate68.evaluated = {"props":{"clientId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getDocsAsset_path = param_validate67;
-const param_schema98 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
+export const getDocsAsset_path = param_validate69;
+const param_schema100 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
 const param_pattern23 = new RegExp("^[a-zA-Z0-9._-]{1,100}$", "u");
 
-function param_validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate67.evaluated;
+const evaluated0 = param_validate69.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9173,7 +9580,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.asset === undefined) && (missing0 = "asset")){
-param_validate67.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate69.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -9191,7 +9598,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate67.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate69.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9205,146 +9612,8 @@ data["asset"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!param_pattern23.test(data0)){
-param_validate67.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
+param_validate69.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
 return false;
-}
-}
-}
-}
-}
-}
-else {
-param_validate67.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate67.errors = vErrors;
-return errors === 0;
-}
-param_validate67.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
-
-export const deleteWebhook_path = param_validate68;
-const param_schema99 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
-
-function param_validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate68.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.webhookId === undefined) && (missing0 = "webhookId")){
-param_validate68.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.webhookId !== undefined){
-let data0 = data.webhookId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate68.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["webhookId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate68.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-}
-else {
-param_validate68.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate68.errors = vErrors;
-return errors === 0;
-}
-param_validate68.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const updateWebhook_path = param_validate69;
-const param_schema100 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
-
-function param_validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate69.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.webhookId === undefined) && (missing0 = "webhookId")){
-param_validate69.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.webhookId !== undefined){
-let data0 = data.webhookId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate69.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["webhookId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate69.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
 }
 }
 }
@@ -9359,9 +9628,9 @@ return false;
 param_validate69.errors = vErrors;
 return errors === 0;
 }
-param_validate69.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate69.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listWebhookDeliveries_path = param_validate70;
+export const deleteWebhook_path = param_validate70;
 const param_schema101 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -9430,8 +9699,8 @@ return errors === 0;
 }
 param_validate70.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listWebhookDeliveries_query = param_validate71;
-const param_schema102 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","format":"uuid"}},"required":[]};
+export const updateWebhook_path = param_validate71;
+const param_schema102 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9445,86 +9714,47 @@ evaluated0.items = undefined;
 }
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit === undefined){
-data.limit = 50;
+let missing0;
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
+param_validate71.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
 }
-let data0 = data.limit;
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
 const _errs1 = errors;
-if(!((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0)))){
+if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
 let coerced0 = undefined;
 if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data0 === null
-              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
-coerced0 = +data0;
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
 }
 else {
-param_validate71.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate71.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced0 !== undefined){
 data0 = coerced0;
 if(data !== undefined){
-data["limit"] = coerced0;
+data["webhookId"] = coerced0;
 }
 }
 }
 if(errors === _errs1){
-if(typeof data0 == "number"){
-if(data0 > 200 || isNaN(data0)){
-param_validate71.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
-return false;
-}
-else {
-if(data0 < 1 || isNaN(data0)){
-param_validate71.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate71.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
 }
 }
-var valid0 = _errs1 === errors;
-if(valid0){
-if(data.cursor !== undefined){
-let data1 = data.cursor;
-const _errs3 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate71.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["cursor"] = coerced1;
-}
-}
-}
-if(errors === _errs3){
-if(errors === _errs3){
-if(typeof data1 === "string"){
-if(!(param_formats0.test(data1))){
-param_validate71.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs3 === errors;
-}
-else {
-var valid0 = true;
 }
 }
 }
@@ -9536,11 +9766,10 @@ return false;
 param_validate71.errors = vErrors;
 return errors === 0;
 }
-param_validate71.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
+param_validate71.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const resendWebhookEvent_path = param_validate72;
-const param_schema103 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};
-const param_pattern24 = new RegExp("^evt_[0-9a-f-]{36}$", "u");
+export const listWebhookDeliveries_path = param_validate72;
+const param_schema103 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9555,7 +9784,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.webhookId === undefined) && (missing0 = "webhookId")) || ((data.eventId === undefined) && (missing0 = "eventId"))){
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
 param_validate72.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
@@ -9595,50 +9824,6 @@ return false;
 }
 }
 }
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.eventId !== undefined){
-let data1 = data.eventId;
-const _errs3 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate72.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["eventId"] = coerced1;
-}
-}
-}
-if(errors === _errs3){
-if(typeof data1 === "string"){
-if(!param_pattern24.test(data1)){
-param_validate72.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/pattern",keyword:"pattern",params:{pattern: "^evt_[0-9a-f-]{36}$"},message:"must match pattern \""+"^evt_[0-9a-f-]{36}$"+"\""}];
-return false;
-}
-}
-}
-var valid0 = _errs3 === errors;
-}
-else {
-var valid0 = true;
-}
 }
 }
 }
@@ -9650,11 +9835,10 @@ return false;
 param_validate72.errors = vErrors;
 return errors === 0;
 }
-param_validate72.evaluated = {"props":{"webhookId":true,"eventId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate72.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listAuditEvents_query = param_validate73;
-const param_schema104 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500},"cursor":{"type":"string","pattern":"^[0-9]{1,18}$"},"target_id":{"type":"string","minLength":1,"maxLength":200}},"required":[]};
-const param_pattern26 = new RegExp("^[0-9]{1,18}$", "u");
+export const listWebhookDeliveries_query = param_validate73;
+const param_schema104 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","format":"uuid"}},"required":[]};
 
 function param_validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9709,6 +9893,229 @@ return false;
 }
 var valid0 = _errs1 === errors;
 if(valid0){
+if(data.cursor !== undefined){
+let data1 = data.cursor;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate73.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["cursor"] = coerced1;
+}
+}
+}
+if(errors === _errs3){
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(!(param_formats0.test(data1))){
+param_validate73.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+else {
+param_validate73.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate73.errors = vErrors;
+return errors === 0;
+}
+param_validate73.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
+
+export const resendWebhookEvent_path = param_validate74;
+const param_schema105 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};
+const param_pattern24 = new RegExp("^evt_[0-9a-f-]{36}$", "u");
+
+function param_validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate74.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.webhookId === undefined) && (missing0 = "webhookId")) || ((data.eventId === undefined) && (missing0 = "eventId"))){
+param_validate74.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate74.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["webhookId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate74.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.eventId !== undefined){
+let data1 = data.eventId;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate74.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["eventId"] = coerced1;
+}
+}
+}
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(!param_pattern24.test(data1)){
+param_validate74.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/pattern",keyword:"pattern",params:{pattern: "^evt_[0-9a-f-]{36}$"},message:"must match pattern \""+"^evt_[0-9a-f-]{36}$"+"\""}];
+return false;
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+param_validate74.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate74.errors = vErrors;
+return errors === 0;
+}
+param_validate74.evaluated = {"props":{"webhookId":true,"eventId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listAuditEvents_query = param_validate75;
+const param_schema106 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500},"cursor":{"type":"string","pattern":"^[0-9]{1,18}$"},"target_id":{"type":"string","minLength":1,"maxLength":200}},"required":[]};
+const param_pattern26 = new RegExp("^[0-9]{1,18}$", "u");
+
+function param_validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate75.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit === undefined){
+data.limit = 50;
+}
+let data0 = data.limit;
+const _errs1 = errors;
+if(!((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0)))){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data0 === null
+              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
+coerced0 = +data0;
+}
+else {
+param_validate75.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["limit"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(typeof data0 == "number"){
+if(data0 > 200 || isNaN(data0)){
+param_validate75.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+return false;
+}
+else {
+if(data0 < 1 || isNaN(data0)){
+param_validate75.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs1 === errors;
+if(valid0){
 if(data.action !== undefined){
 let data1 = data.action;
 const _errs3 = errors;
@@ -9723,7 +10130,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate73.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate75.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9737,17 +10144,17 @@ data["action"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 100){
-param_validate73.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate75.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data1) < 1){
-param_validate73.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+param_validate75.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 else {
 if(!param_pattern12.test(data1)){
-param_validate73.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
+param_validate75.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
 return false;
 }
 }
@@ -9772,7 +10179,7 @@ if(dataType2 === "boolean" || data2 === null
 coerced2 = +data2;
 }
 else {
-param_validate73.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate75.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -9786,12 +10193,12 @@ data["days"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 == "number"){
 if(data2 > 36500 || isNaN(data2)){
-param_validate73.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
+param_validate75.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
 return false;
 }
 else {
 if(data2 < 1 || isNaN(data2)){
-param_validate73.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate75.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -9817,7 +10224,7 @@ else if(data3 === null){
 coerced3 = "";
 }
 else {
-param_validate73.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate75.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9831,7 +10238,7 @@ data["cursor"] = coerced3;
 if(errors === _errs7){
 if(typeof data3 === "string"){
 if(!param_pattern26.test(data3)){
-param_validate73.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,18}$"},message:"must match pattern \""+"^[0-9]{1,18}$"+"\""}];
+param_validate75.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,18}$"},message:"must match pattern \""+"^[0-9]{1,18}$"+"\""}];
 return false;
 }
 }
@@ -9856,7 +10263,7 @@ else if(data4 === null){
 coerced4 = "";
 }
 else {
-param_validate73.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate75.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9870,12 +10277,12 @@ data["target_id"] = coerced4;
 if(errors === _errs9){
 if(typeof data4 === "string"){
 if(param_func1(data4) > 200){
-param_validate73.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+param_validate75.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(param_func1(data4) < 1){
-param_validate73.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+param_validate75.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
@@ -9892,22 +10299,22 @@ var valid0 = true;
 }
 }
 else {
-param_validate73.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate75.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate73.errors = vErrors;
+param_validate75.errors = vErrors;
 return errors === 0;
 }
-param_validate73.evaluated = {"props":{"limit":true,"action":true,"days":true,"cursor":true,"target_id":true},"dynamicProps":false,"dynamicItems":false};
+param_validate75.evaluated = {"props":{"limit":true,"action":true,"days":true,"cursor":true,"target_id":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exportAuditEvents_query = param_validate74;
-const param_schema105 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
+export const exportAuditEvents_query = param_validate76;
+const param_schema107 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
 
-function param_validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate74.evaluated;
+const evaluated0 = param_validate76.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9931,7 +10338,7 @@ else if(data0 === "true" || data0 === 1){
 coerced0 = true;
 }
 else {
-param_validate74.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+param_validate76.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 }
@@ -9958,7 +10365,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate74.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate76.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9972,17 +10379,17 @@ data["action"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 100){
-param_validate74.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate76.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data1) < 1){
-param_validate74.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+param_validate76.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 else {
 if(!param_pattern12.test(data1)){
-param_validate74.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
+param_validate76.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
 return false;
 }
 }
@@ -10007,7 +10414,7 @@ if(dataType2 === "boolean" || data2 === null
 coerced2 = +data2;
 }
 else {
-param_validate74.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate76.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -10021,12 +10428,12 @@ data["days"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 == "number"){
 if(data2 > 36500 || isNaN(data2)){
-param_validate74.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
+param_validate76.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
 return false;
 }
 else {
 if(data2 < 1 || isNaN(data2)){
-param_validate74.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate76.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -10041,12 +10448,12 @@ var valid0 = true;
 }
 }
 else {
-param_validate74.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate76.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate74.errors = vErrors;
+param_validate76.errors = vErrors;
 return errors === 0;
 }
-param_validate74.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
+param_validate76.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
 
