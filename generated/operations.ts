@@ -368,6 +368,18 @@ export const operations = [
     ]
   },
   {
+    "operationId": "updateToolsBulk",
+    "method": "PATCH",
+    "path": "/api/mcp/{orgId}/tools",
+    "auth": "contributor",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "orgId"
+    ],
+    "queryParams": []
+  },
+  {
     "operationId": "updateToolMetadata",
     "method": "PATCH",
     "path": "/api/mcp/{orgId}/tools/{toolId}/metadata",

@@ -70,6 +70,8 @@ export const approvals = pgTable('approvals', {
   expiresAt: ts('expires_at').notNull(),
   /** The requester's attributes at request time, which the tool's row filter binds when the approved call runs. */
   requesterAttributes: jsonb('requester_attributes').$type<Record<string, string>>().notNull().default({}),
+  /** The tool rows whose approval the held call needed (every table it touches, decision 0292); null: tool_id alone. */
+  approverToolIds: uuid('approver_tool_ids').array(),
 }, (t) => [
   index('approvals_executing').on(t.executingAt).where(sql`status = 'executing'::text`),
   index('approvals_org_created').on(t.orgId, t.createdAt.desc()),
@@ -132,6 +134,14 @@ export const connectors = pgTable('connectors', {
   skippedTools: jsonb('skipped_tools').$type<{ name: string; reason: string }[]>().notNull().default([]),
   /** false: the connector's table tools (free SQL) are left out of the catalog; its saved tools stay. */
   freeSql: boolean('free_sql').notNull().default(true),
+  /** Glob patterns over `schema.table` of the tables that become tools; empty: every table (migration 18). */
+  includeTables: text('include_tables').array().notNull().default(sql`'{}'::text[]`),
+  /** Glob patterns over `schema.table` of tables that never become tools; they win over include_tables. */
+  excludeTables: text('exclude_tables').array().notNull().default(sql`'{}'::text[]`),
+  /** Free text naming what the connector is (e.g. production); every tool description ends with it. */
+  description: text('description'),
+  /** per_table: one query tool per exposed table; single: one query tool for the whole connector (decision 0299). */
+  toolLayout: text('tool_layout').notNull().default('per_table'),
 }, (t) => [
   index('connectors_org').on(t.orgId).where(sql`archived_at IS NULL`),
 ]);

@@ -289,6 +289,7 @@ const CONSOLE_SCHEMAS = [
   'ToolPolicy',
   'ColumnMask',
   'CallerAttributes',
+  'ToolLayout',
 ];
 
 /** generated/contract-schemas.ts: those schemas as they are in openapi.yaml, and every operation's query parameters. */

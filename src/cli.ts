@@ -20,6 +20,7 @@ import { auditExport, connectorRevalidate, keyList, keyRevoke } from './cli/admi
 
 const USAGE = `usage: toolgate <command> [options]
 
+  start                                              serve the gateway (PORT, DATABASE_URL...: docs/configuration.md)
   org list [--limit N] [--cursor SLUG] [--json]      orgs in slug order, a page at a time
   org show --slug SLUG [--json]                      one org: plan, subscription, suspension, usage and limits
   org create --slug SLUG --name NAME [--plan ${PLANS.join('|')}] [--trial-days N] [--json]
@@ -150,6 +151,11 @@ async function main(argv: string[]): Promise<number> {
   if (group === 'help' || group === '--help' || group === '-h') {
     console.log(USAGE);
     return EXIT.ok;
+  }
+  if (group === 'start') {
+    // bin/toolgate.js runs src/main.ts for it; a checkout has `npm start`.
+    console.error('toolgate: `start` runs through the installed toolgate bin (npx toolgate start); from a checkout, npm start');
+    return EXIT.usage;
   }
   const entry = COMMANDS[`${group} ${command}`];
   if (!entry) {

@@ -34,6 +34,8 @@ export interface Config {
   statementTimeoutMs: number;
   lockTimeoutMs: number;
   maxResultRows: number;
+  /** TOOLGATE_TOOLS_LIST_PAGE_SIZE: tools per tools/list page (MCP pagination, decision 0305). */
+  toolsListPageSize: number;
   maxResultBytes: number;
   /** Per connector: calls running at once (capped at the pool size), and how long a call may queue for a slot. */
   connectorMaxConcurrentCalls: number;
@@ -200,6 +202,7 @@ export function loadConfig(env: Env = process.env): Config {
     statementTimeoutMs: intVar(env, 'TOOLGATE_STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     lockTimeoutMs: intVar(env, 'TOOLGATE_LOCK_TIMEOUT_MS', 2000, 100, 600_000),
     maxResultRows: intVar(env, 'TOOLGATE_MAX_RESULT_ROWS', 1000, 1, 100_000),
+    toolsListPageSize: intVar(env, 'TOOLGATE_TOOLS_LIST_PAGE_SIZE', 100, 1, 10_000),
     maxResultBytes: intVar(env, 'TOOLGATE_MAX_RESULT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     connectorMaxConcurrentCalls: intVar(env, 'TOOLGATE_CONNECTOR_MAX_CONCURRENT_CALLS', 10, 1, 1000),
     connectorQueueTimeoutMs: intVar(env, 'TOOLGATE_CONNECTOR_QUEUE_TIMEOUT_MS', 1000, 1, 60_000),

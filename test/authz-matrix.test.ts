@@ -179,6 +179,8 @@ function bodyFor(op: OperationDef, caller: Caller): { body: string; contentType:
       return jsonBody({ name: 'renamed' });
     case 'updateToolMetadata':
       return jsonBody({ enabled: true });
+    case 'updateToolsBulk':
+      return jsonBody({ ids: [randomUUID()], enabled: true });
     case 'createOrg':
       return jsonBody({ slug: `matrix-${randomUUID().slice(0, 8)}`, name: 'Matrix' });
     case 'mcpEndpoint':

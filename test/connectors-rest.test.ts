@@ -255,7 +255,7 @@ describe.skipIf(!available)('archive', () => {
     verifies('CONN-ARCHIVE', 'CONN-LIST-NO-ARCHIVED', 'PROVISION-STATUS', 'PROVISION-MANUAL');
     const doomed = await createConnector(g, token, { name: 'doomed', type: 'postgresql', config: { ...t.pgConfig } });
     const doomedTools = (await restTools(g, token, org.orgId, doomed.id)).map((x) => x.tool_name);
-    expect(doomedTools).toEqual(['query_postgresql_items_2', 'query_postgresql_notes_2']);
+    expect(doomedTools).toEqual(['query_doomed_items', 'query_doomed_notes']);
     const before = await toolCount();
     const path = { connectorId: doomed.id as string };
     const { data, response } = await sdk.archiveConnector({ client, path });

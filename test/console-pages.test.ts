@@ -153,11 +153,18 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     await page.getByLabel('TLS').selectOption('disable');
     await page.getByRole('button', { name: 'Test connection' }).click();
     await page.getByTestId('connection-test').filter({ hasText: 'Connected:' }).waitFor();
+    // Description and table patterns (decision 0303): a pattern without schema.table is refused where it is typed.
+    await page.getByLabel('Description (optional)').fill('the shop, staging');
+    await page.getByLabel('Exclude tables (comma-separated patterns, optional)').fill('secrets');
+    await page.getByText('"secrets" must have the form schema.table').waitFor();
+    await page.getByLabel('Exclude tables (comma-separated patterns, optional)').fill('public.secret*');
     expect(await axe()).toEqual([]);
     await shot('01-connector-form');
     await page.getByRole('button', { name: 'Create connector' }).click();
     await page.getByTestId('toasts').getByText('Created shop; validating').waitFor();
     await page.getByTestId('connector-shop').getByTestId('connector-status').filter({ hasText: 'active' }).waitFor({ timeout: 30_000 });
+    const [created] = (await sdk.listConnectors({ client: sdkFor(gateway, await tokenFor(gateway, org.clientId, org.clientSecret)).client })).data!.connectors;
+    expect(created).toMatchObject({ description: 'the shop, staging', include_tables: [], exclude_tables: ['public.secret*'] });
   }, 60_000);
 
   test('tools: switches, greyed rows, read-only connector, search and sort; a tool page with its calls', async () => {
@@ -181,6 +188,20 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     await page.getByTestId('toasts').getByText('query_postgresql_notes disabled').waitFor();
     await notes.getByRole('switch', { name: 'Enabled: query_postgresql_notes' }).click();
     await page.locator('[data-testid="tool-query_postgresql_notes"]:not(.row-disabled)').waitFor();
+    // Many at once (decision 0304): select all, disable in one request, both rows grey; then enable them again.
+    const bulk = page.getByTestId('tools-bulk');
+    await bulk.getByRole('button', { name: 'Select all 2' }).click();
+    expect(await bulk.getByText('2 selected').count()).toBe(1);
+    await bulk.getByRole('button', { name: 'Disable selected' }).click();
+    await page.getByTestId('toasts').getByText('2 tools disabled').waitFor();
+    await page.locator('[data-testid="tool-query_postgresql_items"].row-disabled').waitFor();
+    await page.locator('[data-testid="tool-query_postgresql_notes"].row-disabled').waitFor();
+    expect(await listToolNames(gateway, org.slug, { apiKey: org.apiKey })).toEqual(['check_approval_status']);
+    await bulk.getByRole('button', { name: 'Enable selected' }).click();
+    await page.getByTestId('toasts').getByText('2 tools enabled').waitFor();
+    await page.locator('[data-testid="tool-query_postgresql_items"]:not(.row-disabled)').waitFor();
+    await page.getByLabel('Select query_postgresql_items').uncheck();
+    expect(await bulk.getByText('1 selected').count()).toBe(1);
     expect(await axe()).toEqual([]);
     await shot('02-tools');
     // The tool's page lists its calls with who made them, by name.

@@ -399,7 +399,9 @@ describe('one upstream tool at a time: a malformed tool is skipped and reported,
       const listedTools = (await rpc(g, org.slug, { apiKey: org.apiKey }, 'tools/list', {})).body.result.tools as { name: string; description: string }[];
       const description = listedTools.find((t) => t.name === 'sloppy__good_two_x')!.description;
       expect(description.startsWith('Clean me please\ufffd\nzzz')).toBe(true);
-      expect(description.length).toBe(MAX_DESCRIPTION);
+      // The upstream's text is cut at MAX_DESCRIPTION; the gateway's own line naming the connector follows it (decision 0305).
+      expect(description.endsWith('\nConnector: Sloppy')).toBe(true);
+      expect(description.length).toBe(MAX_DESCRIPTION + '\nConnector: Sloppy'.length);
       expect(description).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f\u202e]/);
       // The audit row of the validation counts what was left out.
       const audit = await sdk.listAuditEvents({ client: rest(), query: { action: 'connector.validated' } });

@@ -303,9 +303,10 @@ describe.skipIf(!available)('hostile bodies', () => {
 });
 
 describe.skipIf(!available)('tool failures are results with isError', () => {
-  test('guard refusals: stacked statements and writes to another table', async () => {
+  test('guard refusals: stacked statements, writes to another table, a table outside the connector', async () => {
     verifies('RPC-TOOL-ERROR-RESULT', 'SQL-STACKED', 'SQL-OTHER-TABLE');
-    for (const sql of ['SELECT 1; COMMIT; DROP TABLE items', 'DROP TABLE items', 'SELECT * FROM notes']) {
+    // Reading the connector's other tables is allowed since issue 38 (decision 0292); reaching outside them is not.
+    for (const sql of ['SELECT 1; COMMIT; DROP TABLE items', 'DROP TABLE items', 'DELETE FROM notes', 'SELECT * FROM information_schema.tables']) {
       const result = toolResult(await callTool(g, org.slug, key, ITEMS, { sql }));
       expect(result.isError).toBe(true);
       expect(result.content[0]!.text.length).toBeGreaterThan(10);

@@ -133,6 +133,14 @@ export const REQUIREMENTS = {
   'TOOLS-APPROVAL-SETTINGS': 'requires_approval, approval_ttl_seconds and approval_emails are stored and returned; out-of-range values are 400 [spec Tool]',
   'TOOLS-READ-ONLY': 'read_only on a tool of a write-allowed connector refuses writes [spec Tool settings]',
   'TOOLS-NAMING': 'Database tools are named query_<type>_<table>, sanitised and unique within the org [spec Tool; decisions Tool names]',
+  'TOOLS-BULK':
+    'PATCH /api/mcp/{orgId}/tools enables or disables many tools at once: all or nothing, one audit row tools.bulk_updated [issue 38 item 3; decision 0304]',
+  'TOOLS-LIST-PAGES':
+    'tools/list pages with cursor/nextCursor in a stable order; a stale or foreign cursor is -32602 [MCP pagination; issue 38 item 5; decision 0305]',
+  'TOOLS-CONNECTOR-NAMED':
+    'Every tool description ends naming its connector; a second connector with the same table gets a name derived from its own name, never a bare _2 [issue 38 item 5; decision 0305]',
+  'CONN-TABLE-FILTER':
+    'include_tables / exclude_tables (globs over schema.table, exclude wins) decide which tables become tools; bad patterns are 400 [issue 38 item 3; decision 0303]',
   'TOOLS-MULTI-INSTANCE': 'A tool setting changed on one instance applies on the next request on every instance [decisions Tool settings]',
 
   // SQL guard and database execution
@@ -147,7 +155,8 @@ export const REQUIREMENTS = {
   'SQL-MYSQL-EXEC-COMMENT': 'MySQL /*! ... */ executable comments are refused [checklist SQL]',
   'SQL-COPY-PROGRAM': 'COPY ... TO PROGRAM is refused [checklist SQL]',
   'SQL-SIDE-EFFECT-FUNCS': 'File and side-effect functions (pg_read_file, lo_export, setval, dblink_exec, LOAD_FILE, sleep) are refused [checklist SQL]',
-  'SQL-OTHER-TABLE': "A query that references a table other than its tool's table is refused [checklist SQL]",
+  'SQL-OTHER-TABLE':
+    "A query that references a table outside its connector's exposed tables is refused, and a write touches only its tool's table (a read may JOIN the connector's other tables, each governed by its own tool: decision 0292) [checklist SQL]",
   'SQL-PG-RESOLUTION':
     'PostgreSQL: a statement the server resolves to a function off the allow-list (attribute notation, also to built-ins), a user operator, cast, type or domain, a user function shadowing a built-in, or another relation is refused before it runs, and the function never runs [issue 7; decisions PostgreSQL: a tool reads only its own table]',
   'SQL-PG-CATALOGS':

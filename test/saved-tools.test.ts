@@ -221,7 +221,8 @@ describe.skipIf(!available)('saved-statement tools', () => {
       [pgId, { ...base, statement: 'SELECT * FROM items; DROP TABLE items', parameters: [] }, 'refused'],
       [pgId, { ...base, statement: 'SELECT * FROM information_schema.tables WHERE table_name = :n', parameters: [p('n')] }, 'refused'],
       [pgId, { ...base, statement: 'SELECT pg_sleep(:n) FROM items', parameters: [p('n', 'number')] }, 'pg_sleep'],
-      [pgId, { ...base, statement: 'SELECT i.id FROM items i JOIN notes n ON n.id = i.id', parameters: [] }, 'refused'],
+      // A JOIN over the connector's own tables is a saved tool now (issue 38); one reaching outside them is not.
+      [pgId, { ...base, statement: 'SELECT i.id FROM items i JOIN information_schema.tables n ON true', parameters: [] }, 'refused'],
       [myId, { ...base, statement: 'UPDATE items SET price = :p', parameters: [p('p', 'integer')] }, 'read-only'],
       [pgId, { ...base, statement: 'DROP TABLE notes', parameters: [] }, 'refused'],
       [pgId, { ...base, statement: 'SELECT * FROM items WHERE id = :n', parameters: [p('n', 'integer', { default: 'one' })] }, 'default'],
@@ -290,7 +291,7 @@ describe.skipIf(!available)('saved-statement tools', () => {
     const put = await sdk.updateSavedTool({ client: rest(), path: { connectorId: myId, toolId: current!.id }, body: next });
     expect([put.response.status, put.data?.version, put.data?.statement]).toEqual([200, 2, next.statement]);
     const listed = (await client.listTools()).tools.find((x) => x.name === 'my_items_named')!;
-    expect([listed.description, Object.keys(listed.inputSchema.properties ?? {})]).toEqual(['Items by exact name.', ['name']]);
+    expect([listed.description, Object.keys(listed.inputSchema.properties ?? {})]).toEqual(['Items by exact name.\nConnector: my', ['name']]);
     expect(await rows('my_items_named', { name: 'plum' })).toEqual([{ id: 3, name: 'plum', price: 5 }]);
 
     const audit = await sdk.listAuditEvents({ client: rest(), query: { action: 'saved_tool.updated' } });

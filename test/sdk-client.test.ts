@@ -2,9 +2,10 @@
 // imported as the gateway's tests do (sdk/index.ts), against a real gateway: the client-credentials token is fetched
 // once, shared by concurrent requests and renewed before it expires; a token provider is asked per request; 429 and
 // idempotent 5xx are retried within bounds, honouring Retry-After; timeouts and aborts end requests; cursor-paged
-// lists iterate; every error is a ToolgateError.
+// lists iterate; every error is a ToolgateError, a gateway that is down included (status 0, `network_error`).
 import { afterAll, beforeAll, describe, expect, setSystemTime, test } from 'bun:test';
-import { getOrg, listAuditEvents, listConnectors, mcpEndpoint, setIdpConfig, Toolgate, ToolgateError } from '../sdk/index.ts';
+import net from 'node:net';
+import { createApiKey, getOrg, listAuditEvents, listConnectors, mcpEndpoint, setIdpConfig, Toolgate, ToolgateError } from '../sdk/index.ts';
 import { BASE, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { emitEvent, startReceiver, type Receiver } from './support/webhooks.ts';
 
@@ -331,6 +332,80 @@ describe('timeouts and aborts', () => {
     expect(stopped).toMatchObject({ name: 'AbortError' });
     expect(waiting.seen).toHaveLength(1);
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});
+
+/** A port on 127.0.0.1 that nothing listens on (taken from the OS, then released). */
+function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe('the gateway down (issue 43 item 4, decision 0311)', () => {
+  /** The runtime's real fetch against a closed port, counting attempts. */
+  async function down(options: Partial<ConstructorParameters<typeof Toolgate>[0]> = {}) {
+    const base = `http://127.0.0.1:${await closedPort()}`;
+    const attempts: string[] = [];
+    const send = ((input: RequestInfo | URL, init?: RequestInit) => {
+      const request = new Request(input, init);
+      attempts.push(`${request.method} ${new URL(request.url).pathname}`);
+      return globalThis.fetch(request);
+    }) as typeof fetch;
+    return { base, attempts, tg: new Toolgate({ baseUrl: base, token: 'tg_x', fetch: send, retry: { baseDelayMs: 5 }, ...options }) };
+  }
+
+  test('resolves { data, error } with a ToolgateError of status 0, `network_error`, the runtime error as its cause', async () => {
+    const { base, attempts, tg } = await down();
+    const result = await getOrg({ client: tg.client });
+    expect(result.data).toBeUndefined();
+    expect(result.response).toBeUndefined();
+    const error = result.error as unknown as ToolgateError;
+    expect(error).toBeInstanceOf(ToolgateError);
+    expect(error).toMatchObject({ status: 0, error: 'network_error', name: 'ToolgateError' });
+    expect(error.message).toStartWith(`No response from the gateway at ${base}: `);
+    expect(error.cause).toBeInstanceOf(TypeError);
+    // A GET is retried (3 attempts by default) before it is reported.
+    expect(attempts).toEqual(['GET /api/org', 'GET /api/org', 'GET /api/org']);
+  });
+
+  test('throws that ToolgateError with throwOnError; a POST is sent once', async () => {
+    const { attempts, tg } = await down();
+    const thrown = await createApiKey({ client: tg.client, throwOnError: true, body: { name: 'agent' } }).catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(ToolgateError);
+    expect(thrown).toMatchObject({ status: 0, error: 'network_error' });
+    expect(attempts).toEqual(['POST /api/org/api-keys']);
+  });
+
+  test('with client credentials the failed sign-in is the call error too, returned or thrown as asked', async () => {
+    const { attempts, tg } = await down({ token: undefined, clientId: 'tgc_x', clientSecret: 'secret', retry: false });
+    const returned = await getOrg({ client: tg.client });
+    expect(returned.error).toBeInstanceOf(ToolgateError);
+    expect(returned.error).toMatchObject({ status: 0, error: 'network_error' });
+    const thrown = await getOrg({ client: tg.client, throwOnError: true }).catch((e: unknown) => e);
+    expect(thrown).toMatchObject({ status: 0, error: 'network_error' });
+    // Only the token requests went out; the parked failure never reaches the network.
+    expect(attempts).toEqual(['POST /oauth/token', 'POST /oauth/token']);
+  });
+
+  test('a refused sign-in is returned without throwOnError (401 invalid_client), not thrown', async () => {
+    const returned = await getOrg({ client: signedIn('not-the-secret').client });
+    expect(returned.error).toBeInstanceOf(ToolgateError);
+    expect(returned.error).toMatchObject({ status: 401, error: 'invalid_client' });
+  });
+
+  test("an abort rejects with the signal's reason, with or without throwOnError", async () => {
+    const { tg } = await down();
+    const controller = new AbortController();
+    const reason = new Error('stopped by the caller');
+    controller.abort(reason);
+    expect(await getOrg({ client: tg.client, signal: controller.signal }).catch((e: unknown) => e)).toBe(reason);
+    expect(await getOrg({ client: tg.client, signal: controller.signal, throwOnError: true }).catch((e: unknown) => e)).toBe(reason);
   });
 });
 

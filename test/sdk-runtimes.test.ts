@@ -50,7 +50,12 @@ const README_ASSUMES = [
   'declare const accessToken: string;\ndeclare const session: { getTokens(): Promise<{ access_token: string }> };',
   "import type { Org, Toolgate as Gateway } from '@toolgate/client';\ndeclare const toolgate: Gateway, agent: Gateway, org: Org;\ndeclare const process: { env: Record<string, string | undefined> };",
   "import type { Client } from '@toolgate/client';\ndeclare const client: Client, connectorId: string;",
+  '// the gateway down: self-contained',
 ];
+/** The README's TypeScript blocks as they are (run below: the Errors example and the gateway-down one are plain JavaScript too). */
+const README_BLOCKS = [...readFileSync(join(PACKAGE, 'README.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+const ERRORS_BLOCK = README_BLOCKS[2]!;
+const DOWN_BLOCK = README_BLOCKS[3]!;
 
 const pgUp = await serviceAvailable('postgres');
 const CHROMIUM = '/usr/bin/chromium';
@@ -110,18 +115,24 @@ beforeAll(async () => {
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('the packed package', () => {
-  test('the tarball is under 100 kB and holds only the built ES modules, their types, the README and the manifest', () => {
+  test('the tarball is under 100 kB and holds only the built ES modules, their types, the README, the licence and the manifest', () => {
     expect(packed.size).toBeLessThan(100_000);
     const paths = packed.files.map((f) => f.path).sort();
-    for (const path of paths) expect(path).toMatch(/^(package\.json|README\.md|dist\/[\w./-]+\.(js|d\.ts))$/);
-    expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/generated/sdk.gen.js']));
+    for (const path of paths) expect(path).toMatch(/^(package\.json|README\.md|LICENSE|dist\/[\w./-]+\.(js|d\.ts))$/);
+    expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/generated/sdk.gen.js']));
     // No tests, no TypeScript sources, nothing of the gateway.
     expect(paths.filter((p) => /test|spec|fixture|^src\/|\.ts$(?<!\.d\.ts)|\.map$/.test(p))).toEqual([]);
   });
 
-  test('the manifest: no runtime dependencies, ESM with types, Node 20+, and the version of the contract (jsr.json too)', () => {
+  test('the manifest: no runtime dependencies, ESM with types, Node 20+, Apache-2.0, and the version of the contract (jsr.json too)', () => {
     const manifest = JSON.parse(readFileSync(join(project, 'node_modules', '@toolgate', 'client', 'package.json'), 'utf8'));
-    const contract = parseYaml(readFileSync(join(ROOT, 'openapi.yaml'), 'utf8')) as { info: { version: string } };
+    const contract = parseYaml(readFileSync(join(ROOT, 'openapi.yaml'), 'utf8')) as { info: { version: string; license: { identifier: string } } };
+    // One licence for the gateway, its contract and the client (issue 43 item 3).
+    expect(manifest.license).toBe('Apache-2.0');
+    expect(contract.info.license.identifier).toBe('Apache-2.0');
+    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).license).toBe('Apache-2.0');
+    expect(JSON.parse(readFileSync(join(PACKAGE, 'jsr.json'), 'utf8')).license).toBe('Apache-2.0');
+    expect(readFileSync(join(project, 'node_modules', '@toolgate', 'client', 'LICENSE'), 'utf8')).toBe(readFileSync(join(ROOT, 'LICENSE'), 'utf8'));
     expect(manifest.dependencies ?? {}).toEqual({});
     expect(manifest.peerDependencies ?? {}).toEqual({});
     expect(manifest.optionalDependencies ?? {}).toEqual({});
@@ -188,6 +199,38 @@ describe('the packed package', () => {
   }, 120_000);
 });
 
+describe("the client README's install paths and its gateway-down example", () => {
+  test('installed by path (a file: dependency on packages/client, dist/ built), it imports on Node', async () => {
+    const byPath = join(scratch, 'by-path');
+    mkdirSync(byPath);
+    writeFileSync(join(byPath, 'package.json'), `${JSON.stringify({ name: 'by-path', private: true, type: 'module' }, null, 2)}\n`);
+    await ok(['npm', 'install', '--offline', '--no-audit', '--no-fund', PACKAGE], byPath);
+    const imported = await ok(
+      ['node', '--input-type=module', '-e', "const m = await import('@toolgate/client'); console.log(typeof m.Toolgate, typeof m.getOrg)"],
+      byPath,
+    );
+    expect(imported.stdout.trim()).toBe('function function');
+  }, 120_000);
+
+  for (const [runtime, argv] of Object.entries(RUNTIMES)) {
+    test(`${runtime}: the gateway-down example returns, then throws, a ToolgateError of status 0 \`network_error\``, async () => {
+      const port = await new Promise<number>((resolvePort) => {
+        const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() });
+        const taken = probe.port!;
+        probe.stop(true);
+        resolvePort(taken);
+      });
+      writeFileSync(join(project, 'readme-down.mjs'), DOWN_BLOCK.replaceAll('http://127.0.0.1:59999', `http://127.0.0.1:${port}`));
+      const result = await run([...argv.slice(0, -1), 'readme-down.mjs'], project);
+      if (result.code !== 0) throw new Error(`${runtime} exited ${result.code}:\n${result.stderr}${result.stdout}`);
+      const lines = result.stdout.trim().split('\n');
+      expect(lines[0]).toBe('undefined 0 network_error');
+      expect(lines[1]).toStartWith(`0 network_error No response from the gateway at http://127.0.0.1:${port}: `);
+      expect(lines).toHaveLength(2);
+    }, 60_000);
+  }
+});
+
 describe.skipIf(!pgUp)('the consumer example on every runtime, from the installed package', () => {
   let g: TestGateway;
   let server: ReturnType<typeof Bun.serve>;
@@ -247,6 +290,17 @@ describe.skipIf(!pgUp)('the consumer example on every runtime, from the installe
       expect(seen.auditEvents).toBeGreaterThanOrEqual(3);
     }, 120_000);
   }
+
+  test("the README's Errors example, run on Node against the gateway: a 404 caught by its code, then returned", async () => {
+    const org: Onboarded = await onboard(g);
+    const prelude = `import { Toolgate as Gateway } from '@toolgate/client';
+const client = new Gateway({ baseUrl: ${JSON.stringify(base)}, clientId: ${JSON.stringify(org.clientId)}, clientSecret: ${JSON.stringify(org.clientSecret)} }).client;
+const connectorId = '00000000-0000-4000-8000-000000000000';
+`;
+    writeFileSync(join(project, 'readme-errors.mjs'), prelude + ERRORS_BLOCK);
+    const result = await ok(['node', 'readme-errors.mjs'], project);
+    expect(result.stdout.trim()).toBe('404 connector_not_found No such connector.');
+  }, 60_000);
 
   test.skipIf(!chromiumPresent)(
     'browser (headless Chromium): the bundled package signs in, pages the audit log and reads a 404',

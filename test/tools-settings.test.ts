@@ -86,6 +86,7 @@ describe.skipIf(!available)('GET /api/mcp/{orgId}/tools', () => {
           'policy',
           'read_only',
           'requires_approval',
+          'saved',
           'tool_description_override',
           'tool_name',
           'tool_name_override',
@@ -186,8 +187,9 @@ describe.skipIf(!available)('PATCH .../metadata and the MCP endpoint', () => {
     verifies('TOOLS-OVERRIDES');
     const tool = await byName('query_postgresql_notes');
     const text = 'Customer notes. Ask for at most 10 rows.';
-    expect((await patchOk(tool.id, { tool_description_override: text })).description).toBe(text);
-    expect((await descriptors(g1)).find((d) => d.name === 'query_postgresql_notes')!.description).toBe(text);
+    // Every description ends naming its connector (decision 0305), an override's too.
+    expect((await patchOk(tool.id, { tool_description_override: text })).description).toBe(`${text}\nConnector: pg writable`);
+    expect((await descriptors(g1)).find((d) => d.name === 'query_postgresql_notes')!.description).toBe(`${text}\nConnector: pg writable`);
     expect((await byName('query_postgresql_notes')).tool_description_override).toBe(text);
     const cleared = await patchOk(tool.id, { tool_description_override: null });
     expect(cleared.description).toContain('Query the table public.notes');
@@ -247,10 +249,11 @@ describe.skipIf(!available)('PATCH .../metadata and the MCP endpoint', () => {
     await g1.deps.jobs.idle();
     const names = await listToolNames(g1, org.slug, key);
     expect(new Set(names).size).toBe(names.length);
-    expect(names).toContain('query_mysql_orders_2');
+    // The new table's name is derived from its connector's (decision 0305), never a bare _2.
+    expect(names).toContain('query_my_shop_orders');
     // The override still reaches the items table, and the new table has its own tool.
     expect(rowsOf(await callTool(g1, org.slug, key, 'query_mysql_orders', { sql: 'SELECT name FROM items WHERE id = 1' }))).toEqual([{ name: 'apple' }]);
-    expect(rowsOf(await callTool(g1, org.slug, key, 'query_mysql_orders_2', { sql: 'SELECT id FROM orders' }))).toEqual([]);
+    expect(rowsOf(await callTool(g1, org.slug, key, 'query_my_shop_orders', { sql: 'SELECT id FROM orders' }))).toEqual([]);
     await patchOk(items.id, { tool_name_override: null });
   });
 });
@@ -274,16 +277,17 @@ describe.skipIf(!available)('two gateway instances sharing one store', () => {
     // And back, this time changed through instance 2 and seen by instance 1.
     await patchOk(tool.id, { tool_name_override: null, tool_description_override: 'set on instance 2' }, g2);
     const seen = (await descriptors(g1)).find((d) => d.name === 'query_mysql_notes');
-    expect(seen?.description).toBe('set on instance 2');
+    expect(seen?.description).toBe('set on instance 2\nConnector: my shop');
   });
 
-  test('a second connector with the same table names gets suffixed, unique tool names', async () => {
+  test('a second connector with the same table names gets unique names derived from its own name', async () => {
     verifies('TOOLS-NAMING');
     const second = await createConnector(g2, token, { name: 'pg again', type: 'postgresql', config: t.pgConfig });
     expect(second.status).toBe('active');
-    expect((await restTools(g1, token, org.orgId, second.id)).map((x) => x.tool_name).sort()).toEqual(['query_postgresql_items_2', 'query_postgresql_notes_2']);
+    expect((await restTools(g1, token, org.orgId, second.id)).map((x) => x.tool_name).sort()).toEqual(['query_pg_again_items', 'query_pg_again_notes']);
     const names = await listToolNames(g1, org.slug, key);
     expect(new Set(names).size).toBe(names.length);
-    expect(rowsOf(await callTool(g1, org.slug, key, 'query_postgresql_items_2', { sql: 'SELECT count(*)::int AS n FROM items' }))).toEqual([{ n: 3 }]);
+    expect(names.filter((n) => /_\d+$/.test(n))).toEqual([]);
+    expect(rowsOf(await callTool(g1, org.slug, key, 'query_pg_again_items', { sql: 'SELECT count(*)::int AS n FROM items' }))).toEqual([{ n: 3 }]);
   });
 });

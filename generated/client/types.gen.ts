@@ -499,6 +499,7 @@ export type ConnectorConfig = DatabaseConfig | McpConfig;
 export type Connector = {
     id: string;
     name: string;
+    description: ConnectorDescriptionOrNull;
     type: ConnectorType;
     status: ConnectorStatus;
     /**
@@ -526,9 +527,22 @@ export type Connector = {
      * false: the connector's table tools (free SQL) are not served; only its saved tools are. Always true for mcp.
      */
     free_sql: boolean;
+    tool_layout: ToolLayout;
+    include_tables: TablePatterns;
+    exclude_tables: TablePatterns;
     created_at: string;
     updated_at: string;
 };
+
+/**
+ * Free text telling agents what this connector is (e.g. `production, EU customers`); every tool description of the connector ends with `Connector: <name> (<description>)`. One line: control characters are refused. null or empty: none.
+ */
+export type ConnectorDescriptionOrNull = string | null;
+
+/**
+ * Glob patterns over `schema.table` (for mongodb `database.collection`), matched case-insensitively: `*` is any run of characters, `?` one character, e.g. `public.order*` or `*.audit_?`. `include_tables` empty: every table becomes a tool; otherwise only the tables an include pattern matches. A table an `exclude_tables` pattern matches never becomes a tool (exclude wins). Database types only; a change revalidates the connector (docs/decisions/0303).
+ */
+export type TablePatterns = Array<string>;
 
 export type CreateConnectorRequest = {
     name: string;
@@ -547,6 +561,10 @@ export type CreateConnectorRequest = {
      * false: serve only the saved tools of this connector, not a free-SQL tool per table (database types).
      */
     free_sql?: boolean;
+    tool_layout?: ToolLayout;
+    description?: ConnectorDescriptionOrNull;
+    include_tables?: TablePatterns;
+    exclude_tables?: TablePatterns;
 };
 
 export type UpdateConnectorRequest = {
@@ -556,7 +574,16 @@ export type UpdateConnectorRequest = {
     allow_write?: boolean;
     allow_ddl?: boolean;
     free_sql?: boolean;
+    tool_layout?: ToolLayout;
+    description?: ConnectorDescriptionOrNull;
+    include_tables?: TablePatterns;
+    exclude_tables?: TablePatterns;
 };
+
+/**
+ * How a SQL connector's free SQL is listed (docs/decisions/0299). `per_table`: one `query_<type>_<table>` tool per exposed table. `single`: one tool for the whole connector, `query_<connector name>`, named and described from the connector; its statements may read any of the connector's tables. Either way each table's tool row governs the table (enabled, policy, approval) wherever it is read; in `single` those rows are not listed. The `single` tool only reads. Only SQL types (postgresql, mysql, mssql, oracle) take `single`; others stay `per_table`.
+ */
+export type ToolLayout = 'per_table' | 'single';
 
 export type ToolName = string;
 
@@ -568,7 +595,7 @@ export type Tool = {
      */
     name: string;
     /**
-     * The description agents see (the override when set).
+     * The description agents see (the override when set), ending with a line naming the connector: `Connector: <name> (<description>)`.
      */
     description: string;
     enabled: boolean;
@@ -582,13 +609,17 @@ export type Tool = {
     connector_name: string;
     connector_type: ConnectorType;
     /**
-     * Hidden and masked columns and the row filter; null when the tool has none.
+     * Hidden and masked columns and the row filter of the tool's table; null when it has none. A table tool's policy is its table's: it applies in every tool and statement that reads the table (joins and saved tools included). A saved tool has none of its own (setting one is refused with 422 policy_invalid).
      */
     policy?: ToolPolicy | null;
+    /**
+     * A saved-statement tool, governed by the policies of the tables its statement reads (decision 0292).
+     */
+    saved?: boolean;
 };
 
 /**
- * A SQL table tool's column and row policy (docs/tool-policies.md). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A tool with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.
+ * A SQL table's column and row policy, set on the table's tool (docs/tool-policies.md). It applies wherever the table is read: through its tool, in a JOIN, subquery or CTE of any tool of the connector, and in every saved tool (docs/decisions/0292). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A statement reading a table with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.
  */
 export type ToolPolicy = {
     hidden_columns?: Array<string>;
@@ -613,6 +644,19 @@ export type ColumnMask = {
      * last_n: characters kept (default 4).
      */
     n?: number;
+};
+
+/**
+ * Exactly one of `ids` and `connector_id`; `name_prefix` only with `connector_id`.
+ */
+export type BulkToolUpdateRequest = {
+    enabled: boolean;
+    ids?: Array<string>;
+    connector_id?: string;
+    /**
+     * With connector_id: only the tools whose name (as agents see it) starts with this.
+     */
+    name_prefix?: string;
 };
 
 export type UpdateToolRequest = {
@@ -825,12 +869,12 @@ export type Approval = {
     decided_by: string | null;
     decided_at: string | null;
     /**
-     * The tool's approvers when the call was held.
+     * The approvers when the call was held: the called tool's when it requires approval, and those of every table its statement touches that requires approval (decision 0292).
      */
     approver_emails: Array<string>;
     created_at: string;
     /**
-     * created_at + the tool's approval_ttl_seconds (default 3600).
+     * created_at + the tool's approval_ttl_seconds (default 3600); the shortest of the rows that required approval.
      */
     expires_at: string;
     /**
@@ -965,6 +1009,10 @@ export type ToolCalledData = {
      */
     is_error: boolean;
     duration_ms: number;
+    /**
+     * SQL connectors: every table the statement read (`schema.table`), whichever tool was called (decision 0292).
+     */
+    tables?: Array<string>;
     caller: {
         type: 'api_key' | 'oauth_client' | 'user';
         id: string | null;
@@ -1014,7 +1062,14 @@ export type AuditEvent = {
      * `held`: a tools/call of a tool that requires approval, held (nothing ran); its decision and execution are rows of their own.
      */
     outcome: 'success' | 'held' | 'denied' | 'error';
+    /**
+     * What the event was about. `tool.called`: tool_name, connector_id, connector_type, outcome, duration_ms, row_count, counted, arguments_sha256 and, on a SQL connector, `tables` (every table the statement read).
+     */
     details: {
+        /**
+         * Every table a tools/call statement read (`schema.table`).
+         */
+        tables?: Array<string>;
         [key: string]: unknown;
     };
     created_at: string;
@@ -2581,6 +2636,68 @@ export type ListToolsResponses = {
 };
 
 export type ListToolsResponse = ListToolsResponses[keyof ListToolsResponses];
+
+export type UpdateToolsBulkData = {
+    body: BulkToolUpdateRequest;
+    path: {
+        /**
+         * The org's id; it must be the org of the token.
+         */
+        orgId: string;
+    };
+    query?: never;
+    url: '/api/mcp/{orgId}/tools';
+};
+
+export type UpdateToolsBulkErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type UpdateToolsBulkError = UpdateToolsBulkErrors[keyof UpdateToolsBulkErrors];
+
+export type UpdateToolsBulkResponses = {
+    /**
+     * The tools as they are after the change, by name.
+     */
+    200: {
+        /**
+         * How many tools changed state (already in the asked state are not counted).
+         */
+        updated: number;
+        tools: Array<Tool>;
+    };
+};
+
+export type UpdateToolsBulkResponse = UpdateToolsBulkResponses[keyof UpdateToolsBulkResponses];
 
 export type UpdateToolMetadataData = {
     body: UpdateToolRequest;

@@ -1180,8 +1180,12 @@ validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createConnector_body = validate37;
 const schema50 = {"$ref":"openapi#/components/schemas/CreateConnectorRequest"};
-const schema51 = {"type":"object","additionalProperties":false,"required":["name","type","config"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096,"description":"The password (or","for `mcp`":null,"the upstream's bearer token); encrypted at rest and never returned.":null},"allow_write":{"type":"boolean","default":false,"description":"Allows writing statements; only the types in `x-toolgate-types` can write, the others only read (docs/decisions/0116-new-types-read-only.md).","x-toolgate-types":["postgresql","mysql"]},"allow_ddl":{"type":"boolean","default":false},"free_sql":{"type":"boolean","default":true,"description":"false: serve only the saved tools of this connector, not a free-SQL tool per table (database types)."}}};
+const schema51 = {"type":"object","additionalProperties":false,"required":["name","type","config"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096,"description":"The password (or","for `mcp`":null,"the upstream's bearer token); encrypted at rest and never returned.":null},"allow_write":{"type":"boolean","default":false,"description":"Allows writing statements; only the types in `x-toolgate-types` can write, the others only read (docs/decisions/0116-new-types-read-only.md).","x-toolgate-types":["postgresql","mysql"]},"allow_ddl":{"type":"boolean","default":false},"free_sql":{"type":"boolean","default":true,"description":"false: serve only the saved tools of this connector, not a free-SQL tool per table (database types)."},"tool_layout":{"$ref":"openapi#/components/schemas/ToolLayout"},"description":{"$ref":"openapi#/components/schemas/ConnectorDescriptionOrNull"},"include_tables":{"$ref":"openapi#/components/schemas/TablePatterns"},"exclude_tables":{"$ref":"openapi#/components/schemas/TablePatterns"}}};
 const schema52 = {"type":"string","enum":["postgresql","mysql","mongodb","mssql","oracle","mcp"],"description":"Database types, and `mcp` (an external MCP server over Streamable HTTP). A type without a driver on this gateway is refused with 422."};
+const schema56 = {"type":"string","enum":["per_table","single"],"default":"per_table","description":"How a SQL connector's free SQL is listed (docs/decisions/0299). `per_table`: one `query_<type>_<table>` tool per exposed table. `single`: one tool for the whole connector, `query_<connector name>`, named and described from the connector; its statements may read any of the connector's tables. Either way each table's tool row governs the table (enabled, policy, approval) wherever it is read; in `single` those rows are not listed. The `single` tool only reads. Only SQL types (postgresql, mysql, mssql, oracle) take `single`; others stay `per_table`.","x-toolgate-types":["postgresql","mysql","mssql","oracle"]};
+const schema57 = {"type":["string","null"],"maxLength":300,"description":"Free text telling agents what this connector is (e.g. `production, EU customers`); every tool description of the connector ends with `Connector: <name> (<description>)`. One line: control characters are refused. null or empty: none."};
+const schema58 = {"type":"array","maxItems":200,"uniqueItems":true,"description":"Glob patterns over `schema.table` (for mongodb `database.collection`), matched case-insensitively: `*` is any run of characters, `?` one character, e.g. `public.order*` or `*.audit_?`. `include_tables` empty: every table becomes a tool; otherwise only the tables an include pattern matches. A table an `exclude_tables` pattern matches never becomes a tool (exclude wins). Database types only; a change revalidates the connector (docs/decisions/0303).","items":{"type":"string","minLength":3,"maxLength":255}};
+const func22 = Object.prototype.hasOwnProperty;
 const schema53 = {"description":"The type's own config; `mcp` takes McpConfig, database types DatabaseConfig.","oneOf":[{"$ref":"openapi#/components/schemas/DatabaseConfig"},{"$ref":"openapi#/components/schemas/McpConfig"}]};
 const schema54 = {"type":"object","additionalProperties":false,"required":["host","database","user"],"description":"Connection of a database connector. `database` is the database (postgresql, mysql, mssql, mongodb) or the service name (oracle). Default ports: postgresql 5432, mysql 3306, mongodb 27017, mssql 1433, oracle 1521.","x-toolgate-types":["postgresql","mysql","mongodb","mssql","oracle"],"properties":{"host":{"type":"string","minLength":1,"maxLength":255},"port":{"type":"integer","minimum":1,"maximum":65535},"database":{"type":"string","minLength":1,"maxLength":128},"user":{"type":"string","minLength":1,"maxLength":128},"tls":{"type":"string","enum":["disable","require","verify-full"],"description":"Default require (what a managed cloud database expects; say disable for a server without TLS on a trusted network). `require` encrypts without checking the server certificate; `verify-full` also checks the certificate chain and host name (mongodb tls / tlsAllowInvalidCertificates, mssql encrypt / trustServerCertificate, oracle tcps with server DN match)."},"schemas":{"type":"array","maxItems":50,"items":{"type":"string","minLength":1,"maxLength":128},"description":"Schemas whose tables and views become tools (default public; for mysql, the database; for mssql, dbo; for oracle, the user's own schema). Not accepted for mongodb, whose tools are the collections of `database`.","x-toolgate-types":["postgresql","mssql","oracle"]},"auth_source":{"type":"string","minLength":1,"maxLength":64,"description":"mongodb only. The database holding the user's credentials (default admin).","x-toolgate-types":["mongodb"]}}};
 const schema55 = {"type":"object","additionalProperties":false,"required":["url"],"description":"An external MCP server (connector type `mcp`), reached over Streamable HTTP only (no legacy HTTP+SSE). The URL must be https and resolve to public addresses; http and private/loopback addresses are allowed only for hosts on the operator's TOOLGATE_OUTBOUND_ALLOW_HOSTS list. Redirects are refused. The connector's `credential` is sent as `Authorization: Bearer <credential>`; the caller's own credentials are never forwarded.","x-toolgate-types":["mcp"],"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"format":"uri"},"headers":{"type":"object","maxProperties":20,"description":"Extra headers sent to the upstream (not secret; put secrets in `credential`). Hop-by-hop, Host, Cookie, Authorization and MCP protocol headers are refused.","propertyNames":{"pattern":"^[A-Za-z0-9-]{1,100}$"},"additionalProperties":{"type":"string","maxLength":1024,"pattern":"^[\\x20-\\x7E\\t]*$"}}}};
@@ -1877,7 +1881,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(((((((key0 === "name") || (key0 === "type")) || (key0 === "config")) || (key0 === "credential")) || (key0 === "allow_write")) || (key0 === "allow_ddl")) || (key0 === "free_sql"))){
+if(!(func22.call(schema51.properties, key0))){
 validate38.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -1981,6 +1985,193 @@ validate38.errors = [{instancePath:instancePath+"/free_sql",schemaPath:"#/proper
 return false;
 }
 var valid0 = _errs14 === errors;
+if(valid0){
+if(data.tool_layout !== undefined){
+let data7 = data.tool_layout;
+const _errs16 = errors;
+if(typeof data7 !== "string"){
+validate38.errors = [{instancePath:instancePath+"/tool_layout",schemaPath:"openapi#/components/schemas/ToolLayout/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!((data7 === "per_table") || (data7 === "single"))){
+validate38.errors = [{instancePath:instancePath+"/tool_layout",schemaPath:"openapi#/components/schemas/ToolLayout/enum",keyword:"enum",params:{allowedValues: schema56.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs16 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.description !== undefined){
+let data8 = data.description;
+const _errs19 = errors;
+const _errs20 = errors;
+if((typeof data8 !== "string") && (data8 !== null)){
+validate38.errors = [{instancePath:instancePath+"/description",schemaPath:"openapi#/components/schemas/ConnectorDescriptionOrNull/type",keyword:"type",params:{type: schema57.type},message:"must be string,null"}];
+return false;
+}
+if(errors === _errs20){
+if(typeof data8 === "string"){
+if(func1(data8) > 300){
+validate38.errors = [{instancePath:instancePath+"/description",schemaPath:"openapi#/components/schemas/ConnectorDescriptionOrNull/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"}];
+return false;
+}
+}
+}
+var valid0 = _errs19 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.include_tables !== undefined){
+let data9 = data.include_tables;
+const _errs22 = errors;
+const _errs23 = errors;
+if(errors === _errs23){
+if(Array.isArray(data9)){
+if(data9.length > 200){
+validate38.errors = [{instancePath:instancePath+"/include_tables",schemaPath:"openapi#/components/schemas/TablePatterns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
+return false;
+}
+else {
+var valid5 = true;
+const len0 = data9.length;
+for(let i0=0; i0<len0; i0++){
+let data10 = data9[i0];
+const _errs25 = errors;
+if(errors === _errs25){
+if(typeof data10 === "string"){
+if(func1(data10) > 255){
+validate38.errors = [{instancePath:instancePath+"/include_tables/" + i0,schemaPath:"openapi#/components/schemas/TablePatterns/items/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"}];
+return false;
+}
+else {
+if(func1(data10) < 3){
+validate38.errors = [{instancePath:instancePath+"/include_tables/" + i0,schemaPath:"openapi#/components/schemas/TablePatterns/items/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"}];
+return false;
+}
+}
+}
+else {
+validate38.errors = [{instancePath:instancePath+"/include_tables/" + i0,schemaPath:"openapi#/components/schemas/TablePatterns/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid5 = _errs25 === errors;
+if(!valid5){
+break;
+}
+}
+if(valid5){
+let i1 = data9.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data9[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+validate38.errors = [{instancePath:instancePath+"/include_tables",schemaPath:"openapi#/components/schemas/TablePatterns/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+return false;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+}
+}
+else {
+validate38.errors = [{instancePath:instancePath+"/include_tables",schemaPath:"openapi#/components/schemas/TablePatterns/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs22 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.exclude_tables !== undefined){
+let data11 = data.exclude_tables;
+const _errs27 = errors;
+const _errs28 = errors;
+if(errors === _errs28){
+if(Array.isArray(data11)){
+if(data11.length > 200){
+validate38.errors = [{instancePath:instancePath+"/exclude_tables",schemaPath:"openapi#/components/schemas/TablePatterns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
+return false;
+}
+else {
+var valid8 = true;
+const len1 = data11.length;
+for(let i2=0; i2<len1; i2++){
+let data12 = data11[i2];
+const _errs30 = errors;
+if(errors === _errs30){
+if(typeof data12 === "string"){
+if(func1(data12) > 255){
+validate38.errors = [{instancePath:instancePath+"/exclude_tables/" + i2,schemaPath:"openapi#/components/schemas/TablePatterns/items/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"}];
+return false;
+}
+else {
+if(func1(data12) < 3){
+validate38.errors = [{instancePath:instancePath+"/exclude_tables/" + i2,schemaPath:"openapi#/components/schemas/TablePatterns/items/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"}];
+return false;
+}
+}
+}
+else {
+validate38.errors = [{instancePath:instancePath+"/exclude_tables/" + i2,schemaPath:"openapi#/components/schemas/TablePatterns/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid8 = _errs30 === errors;
+if(!valid8){
+break;
+}
+}
+if(valid8){
+let i3 = data11.length;
+let j1;
+if(i3 > 1){
+const indices1 = {};
+for(;i3--;){
+let item1 = data11[i3];
+if(typeof item1 !== "string"){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j1 = indices1[item1];
+validate38.errors = [{instancePath:instancePath+"/exclude_tables",schemaPath:"openapi#/components/schemas/TablePatterns/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"}];
+return false;
+break;
+}
+indices1[item1] = i3;
+}
+}
+}
+}
+}
+else {
+validate38.errors = [{instancePath:instancePath+"/exclude_tables",schemaPath:"openapi#/components/schemas/TablePatterns/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs27 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
 }
 }
 }
@@ -2021,8 +2212,8 @@ return errors === 0;
 validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const testConnector_body = validate42;
-const schema56 = {"$ref":"openapi#/components/schemas/TestConnectorRequest"};
-const schema57 = {"type":"object","additionalProperties":false,"required":["type","config"],"properties":{"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"connector_id":{"type":"string","format":"uuid","description":"Editing a saved connector: its stored credential is used when `credential` is omitted."}}};
+const schema60 = {"$ref":"openapi#/components/schemas/TestConnectorRequest"};
+const schema61 = {"type":"object","additionalProperties":false,"required":["type","config"],"properties":{"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"connector_id":{"type":"string","format":"uuid","description":"Editing a saved connector: its stored credential is used when `credential` is omitted."}}};
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2160,8 +2351,8 @@ return errors === 0;
 validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateConnector_body = validate46;
-const schema59 = {"$ref":"openapi#/components/schemas/UpdateConnectorRequest"};
-const schema60 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"allow_write":{"type":"boolean"},"allow_ddl":{"type":"boolean"},"free_sql":{"type":"boolean"}}};
+const schema63 = {"$ref":"openapi#/components/schemas/UpdateConnectorRequest"};
+const schema64 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"allow_write":{"type":"boolean"},"allow_ddl":{"type":"boolean"},"free_sql":{"type":"boolean"},"tool_layout":{"$ref":"openapi#/components/schemas/ToolLayout"},"description":{"$ref":"openapi#/components/schemas/ConnectorDescriptionOrNull"},"include_tables":{"$ref":"openapi#/components/schemas/TablePatterns"},"exclude_tables":{"$ref":"openapi#/components/schemas/TablePatterns"}}};
 
 function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2182,7 +2373,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!((((((key0 === "name") || (key0 === "config")) || (key0 === "credential")) || (key0 === "allow_write")) || (key0 === "allow_ddl")) || (key0 === "free_sql"))){
+if(!(func22.call(schema64.properties, key0))){
 validate47.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -2284,6 +2475,193 @@ var valid0 = _errs11 === errors;
 else {
 var valid0 = true;
 }
+if(valid0){
+if(data.tool_layout !== undefined){
+let data6 = data.tool_layout;
+const _errs13 = errors;
+if(typeof data6 !== "string"){
+validate47.errors = [{instancePath:instancePath+"/tool_layout",schemaPath:"openapi#/components/schemas/ToolLayout/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!((data6 === "per_table") || (data6 === "single"))){
+validate47.errors = [{instancePath:instancePath+"/tool_layout",schemaPath:"openapi#/components/schemas/ToolLayout/enum",keyword:"enum",params:{allowedValues: schema56.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs13 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.description !== undefined){
+let data7 = data.description;
+const _errs16 = errors;
+const _errs17 = errors;
+if((typeof data7 !== "string") && (data7 !== null)){
+validate47.errors = [{instancePath:instancePath+"/description",schemaPath:"openapi#/components/schemas/ConnectorDescriptionOrNull/type",keyword:"type",params:{type: schema57.type},message:"must be string,null"}];
+return false;
+}
+if(errors === _errs17){
+if(typeof data7 === "string"){
+if(func1(data7) > 300){
+validate47.errors = [{instancePath:instancePath+"/description",schemaPath:"openapi#/components/schemas/ConnectorDescriptionOrNull/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"}];
+return false;
+}
+}
+}
+var valid0 = _errs16 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.include_tables !== undefined){
+let data8 = data.include_tables;
+const _errs19 = errors;
+const _errs20 = errors;
+if(errors === _errs20){
+if(Array.isArray(data8)){
+if(data8.length > 200){
+validate47.errors = [{instancePath:instancePath+"/include_tables",schemaPath:"openapi#/components/schemas/TablePatterns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
+return false;
+}
+else {
+var valid4 = true;
+const len0 = data8.length;
+for(let i0=0; i0<len0; i0++){
+let data9 = data8[i0];
+const _errs22 = errors;
+if(errors === _errs22){
+if(typeof data9 === "string"){
+if(func1(data9) > 255){
+validate47.errors = [{instancePath:instancePath+"/include_tables/" + i0,schemaPath:"openapi#/components/schemas/TablePatterns/items/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"}];
+return false;
+}
+else {
+if(func1(data9) < 3){
+validate47.errors = [{instancePath:instancePath+"/include_tables/" + i0,schemaPath:"openapi#/components/schemas/TablePatterns/items/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"}];
+return false;
+}
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/include_tables/" + i0,schemaPath:"openapi#/components/schemas/TablePatterns/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid4 = _errs22 === errors;
+if(!valid4){
+break;
+}
+}
+if(valid4){
+let i1 = data8.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data8[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+validate47.errors = [{instancePath:instancePath+"/include_tables",schemaPath:"openapi#/components/schemas/TablePatterns/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+return false;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/include_tables",schemaPath:"openapi#/components/schemas/TablePatterns/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs19 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.exclude_tables !== undefined){
+let data10 = data.exclude_tables;
+const _errs24 = errors;
+const _errs25 = errors;
+if(errors === _errs25){
+if(Array.isArray(data10)){
+if(data10.length > 200){
+validate47.errors = [{instancePath:instancePath+"/exclude_tables",schemaPath:"openapi#/components/schemas/TablePatterns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
+return false;
+}
+else {
+var valid7 = true;
+const len1 = data10.length;
+for(let i2=0; i2<len1; i2++){
+let data11 = data10[i2];
+const _errs27 = errors;
+if(errors === _errs27){
+if(typeof data11 === "string"){
+if(func1(data11) > 255){
+validate47.errors = [{instancePath:instancePath+"/exclude_tables/" + i2,schemaPath:"openapi#/components/schemas/TablePatterns/items/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"}];
+return false;
+}
+else {
+if(func1(data11) < 3){
+validate47.errors = [{instancePath:instancePath+"/exclude_tables/" + i2,schemaPath:"openapi#/components/schemas/TablePatterns/items/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"}];
+return false;
+}
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/exclude_tables/" + i2,schemaPath:"openapi#/components/schemas/TablePatterns/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid7 = _errs27 === errors;
+if(!valid7){
+break;
+}
+}
+if(valid7){
+let i3 = data10.length;
+let j1;
+if(i3 > 1){
+const indices1 = {};
+for(;i3--;){
+let item1 = data10[i3];
+if(typeof item1 !== "string"){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j1 = indices1[item1];
+validate47.errors = [{instancePath:instancePath+"/exclude_tables",schemaPath:"openapi#/components/schemas/TablePatterns/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"}];
+return false;
+break;
+}
+indices1[item1] = i3;
+}
+}
+}
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/exclude_tables",schemaPath:"openapi#/components/schemas/TablePatterns/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs24 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
 }
 }
 }
@@ -2323,15 +2701,14 @@ return errors === 0;
 validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createSavedTool_body = validate50;
-const schema61 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
-const schema62 = {"type":"object","additionalProperties":false,"required":["name","description","statement"],"properties":{"name":{"$ref":"openapi#/components/schemas/ToolName"},"description":{"type":"string","minLength":1,"maxLength":2000},"statement":{"type":"string","minLength":1,"maxLength":20000,"description":"One statement with `:name` placeholders, e.g. `SELECT id, total FROM orders WHERE customer_id = :customer AND created_at >= :since`."},"parameters":{"type":"array","maxItems":50,"items":{"$ref":"openapi#/components/schemas/SavedToolParameter"}},"requires_approval":{"type":"boolean","description":"Default true for a statement that writes","false for a read.":null}}};
-const schema63 = {"type":"string","pattern":"^[a-z0-9_]{1,64}$"};
+const schema69 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
+const schema70 = {"type":"object","additionalProperties":false,"required":["name","description","statement"],"properties":{"name":{"$ref":"openapi#/components/schemas/ToolName"},"description":{"type":"string","minLength":1,"maxLength":2000},"statement":{"type":"string","minLength":1,"maxLength":20000,"description":"One statement with `:name` placeholders, e.g. `SELECT id, total FROM orders WHERE customer_id = :customer AND created_at >= :since`."},"parameters":{"type":"array","maxItems":50,"items":{"$ref":"openapi#/components/schemas/SavedToolParameter"}},"requires_approval":{"type":"boolean","description":"Default true for a statement that writes","false for a read.":null}}};
+const schema71 = {"type":"string","pattern":"^[a-z0-9_]{1,64}$"};
 const pattern11 = new RegExp("^[a-z0-9_]{1,64}$", "u");
-const schema64 = {"type":"object","additionalProperties":false,"required":["name","type","description"],"description":"One typed parameter, written `:name` in the statement (outside quotes). string (minLength, maxLength, pattern), integer and number (minimum, maximum), boolean, date (YYYY-MM-DD), timestamp (ISO 8601), enum (values), array of these (items, maxItems; in MySQL an array stands for a list, `IN (:ids)`; in PostgreSQL for an array, `= ANY(:ids)`). Without a default the parameter is required.","properties":{"name":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$"},"type":{"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum","array"]},"description":{"type":"string","minLength":1,"maxLength":1000},"default":{"description":"A value of the parameter's type; makes the parameter optional."},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}},"items":{"$ref":"openapi#/components/schemas/SavedToolParameterItems"},"maxItems":{"type":"integer","minimum":1,"maximum":1000,"description":"array: at most this many elements (default 100)."}}};
-const func46 = Object.prototype.hasOwnProperty;
+const schema72 = {"type":"object","additionalProperties":false,"required":["name","type","description"],"description":"One typed parameter, written `:name` in the statement (outside quotes). string (minLength, maxLength, pattern), integer and number (minimum, maximum), boolean, date (YYYY-MM-DD), timestamp (ISO 8601), enum (values), array of these (items, maxItems; in MySQL an array stands for a list, `IN (:ids)`; in PostgreSQL for an array, `= ANY(:ids)`). Without a default the parameter is required.","properties":{"name":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$"},"type":{"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum","array"]},"description":{"type":"string","minLength":1,"maxLength":1000},"default":{"description":"A value of the parameter's type; makes the parameter optional."},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}},"items":{"$ref":"openapi#/components/schemas/SavedToolParameterItems"},"maxItems":{"type":"integer","minimum":1,"maximum":1000,"description":"array: at most this many elements (default 100)."}}};
 const pattern12 = new RegExp("^[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
-const schema65 = {"type":"object","additionalProperties":false,"required":["type"],"description":"The elements of an `array` parameter.","properties":{"type":{"$ref":"openapi#/components/schemas/SavedToolScalarType"},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}}}};
-const schema66 = {"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum"]};
+const schema73 = {"type":"object","additionalProperties":false,"required":["type"],"description":"The elements of an `array` parameter.","properties":{"type":{"$ref":"openapi#/components/schemas/SavedToolScalarType"},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}}}};
+const schema74 = {"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum"]};
 
 function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2368,7 +2745,7 @@ validate53.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/com
 return false;
 }
 if(!(((((((data0 === "string") || (data0 === "integer")) || (data0 === "number")) || (data0 === "boolean")) || (data0 === "date")) || (data0 === "timestamp")) || (data0 === "enum"))){
-validate53.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/SavedToolScalarType/enum",keyword:"enum",params:{allowedValues: schema66.enum},message:"must be equal to one of the allowed values"}];
+validate53.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/SavedToolScalarType/enum",keyword:"enum",params:{allowedValues: schema74.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -2592,7 +2969,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(func46.call(schema64.properties, key0))){
+if(!(func22.call(schema72.properties, key0))){
 validate52.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -2628,7 +3005,7 @@ validate52.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties
 return false;
 }
 if(!((((((((data1 === "string") || (data1 === "integer")) || (data1 === "number")) || (data1 === "boolean")) || (data1 === "date")) || (data1 === "timestamp")) || (data1 === "enum")) || (data1 === "array"))){
-validate52.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema64.properties.type.enum},message:"must be equal to one of the allowed values"}];
+validate52.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema72.properties.type.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -3090,7 +3467,7 @@ return errors === 0;
 validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateSavedTool_body = validate57;
-const schema67 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
+const schema75 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
 
 function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3279,17 +3656,199 @@ return errors === 0;
 }
 validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateToolMetadata_body = validate61;
-const schema70 = {"$ref":"openapi#/components/schemas/UpdateToolRequest"};
-const schema71 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"enabled":{"type":"boolean"},"requires_approval":{"type":"boolean"},"approval_ttl_seconds":{"type":"integer","minimum":60,"maximum":604800,"description":"Default 3600."},"approval_emails":{"type":"array","maxItems":50,"uniqueItems":true,"items":{"type":"string","format":"email","maxLength":254}},"tool_name_override":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolName"},{"type":"null"}],"description":"null clears the override. Must be unique among the org's tool names."},"tool_description_override":{"type":["string","null"],"maxLength":2000},"read_only":{"type":"boolean"},"policy":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolPolicy"},{"type":"null"}],"description":"Replaces the tool's policy; null removes it."}}};
-const formats10 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
-const schema73 = {"type":"object","additionalProperties":false,"description":"A SQL table tool's column and row policy (docs/tool-policies.md). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A tool with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.","x-toolgate-types":["postgresql","mysql","mssql","oracle"],"properties":{"hidden_columns":{"type":"array","maxItems":200,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":128}},"masked_columns":{"type":"array","maxItems":200,"items":{"$ref":"openapi#/components/schemas/ColumnMask"},"x-toolgate-types":["postgresql","mysql"]},"row_filter":{"type":["string","null"],"minLength":1,"maxLength":2000,"x-toolgate-types":["postgresql","mysql"],"description":"A SQL condition over the table's columns, e.g. `region = :caller.region`. `:caller.<name>` is the caller's attribute (an IdP claim, or an attribute of the API key / OAuth client), bound as a text parameter; a caller without it sees no rows."}}};
-const schema74 = {"type":"object","additionalProperties":false,"required":["column","mask"],"properties":{"column":{"type":"string","minLength":1,"maxLength":128},"mask":{"type":"string","enum":["fixed","hash","last_n"],"description":"fixed: every non-null value becomes `text`; hash: HMAC-SHA256 (hex) with the org's key; last_n: all but the last `n` characters become `*`."},"text":{"type":"string","maxLength":64,"description":"fixed: the replacement (default `****`)."},"n":{"type":"integer","minimum":1,"maximum":32,"description":"last_n: characters kept (default 4)."}}};
+export const updateToolsBulk_body = validate61;
+const schema78 = {"$ref":"openapi#/components/schemas/BulkToolUpdateRequest"};
+const schema79 = {"type":"object","additionalProperties":false,"required":["enabled"],"description":"Exactly one of `ids` and `connector_id`; `name_prefix` only with `connector_id`.","properties":{"enabled":{"type":"boolean"},"ids":{"type":"array","minItems":1,"maxItems":5000,"uniqueItems":true,"items":{"type":"string","format":"uuid"}},"connector_id":{"type":"string","format":"uuid"},"name_prefix":{"type":"string","minLength":1,"maxLength":64,"description":"With connector_id: only the tools whose name (as agents see it) starts with this."}}};
 
-function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate63.evaluated;
+const evaluated0 = validate61.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+const _errs0 = errors;
+if(errors === _errs0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.enabled === undefined) && (missing0 = "enabled")){
+validate61.errors = [{instancePath,schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs2 = errors;
+for(const key0 in data){
+if(!((((key0 === "enabled") || (key0 === "ids")) || (key0 === "connector_id")) || (key0 === "name_prefix"))){
+validate61.errors = [{instancePath,schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs2 === errors){
+if(data.enabled !== undefined){
+const _errs3 = errors;
+if(typeof data.enabled !== "boolean"){
+validate61.errors = [{instancePath:instancePath+"/enabled",schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid1 = _errs3 === errors;
+}
+else {
+var valid1 = true;
+}
+if(valid1){
+if(data.ids !== undefined){
+let data1 = data.ids;
+const _errs5 = errors;
+if(errors === _errs5){
+if(Array.isArray(data1)){
+if(data1.length > 5000){
+validate61.errors = [{instancePath:instancePath+"/ids",schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/properties/ids/maxItems",keyword:"maxItems",params:{limit: 5000},message:"must NOT have more than 5000 items"}];
+return false;
+}
+else {
+if(data1.length < 1){
+validate61.errors = [{instancePath:instancePath+"/ids",schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/properties/ids/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+return false;
+}
+else {
+var valid2 = true;
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+const _errs7 = errors;
+if(errors === _errs7){
+if(errors === _errs7){
+if(typeof data2 === "string"){
+if(!(formats0.test(data2))){
+validate61.errors = [{instancePath:instancePath+"/ids/" + i0,schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/properties/ids/items/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+else {
+validate61.errors = [{instancePath:instancePath+"/ids/" + i0,schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/properties/ids/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid2 = _errs7 === errors;
+if(!valid2){
+break;
+}
+}
+if(valid2){
+let i1 = data1.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data1[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+validate61.errors = [{instancePath:instancePath+"/ids",schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/properties/ids/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+return false;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+}
+}
+}
+else {
+validate61.errors = [{instancePath:instancePath+"/ids",schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/properties/ids/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid1 = _errs5 === errors;
+}
+else {
+var valid1 = true;
+}
+if(valid1){
+if(data.connector_id !== undefined){
+let data3 = data.connector_id;
+const _errs9 = errors;
+if(errors === _errs9){
+if(errors === _errs9){
+if(typeof data3 === "string"){
+if(!(formats0.test(data3))){
+validate61.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/properties/connector_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+else {
+validate61.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/properties/connector_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid1 = _errs9 === errors;
+}
+else {
+var valid1 = true;
+}
+if(valid1){
+if(data.name_prefix !== undefined){
+let data4 = data.name_prefix;
+const _errs11 = errors;
+if(errors === _errs11){
+if(typeof data4 === "string"){
+if(func1(data4) > 64){
+validate61.errors = [{instancePath:instancePath+"/name_prefix",schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/properties/name_prefix/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
+return false;
+}
+else {
+if(func1(data4) < 1){
+validate61.errors = [{instancePath:instancePath+"/name_prefix",schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/properties/name_prefix/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate61.errors = [{instancePath:instancePath+"/name_prefix",schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/properties/name_prefix/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid1 = _errs11 === errors;
+}
+else {
+var valid1 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate61.errors = [{instancePath,schemaPath:"openapi#/components/schemas/BulkToolUpdateRequest/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate61.errors = vErrors;
+return errors === 0;
+}
+validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateToolMetadata_body = validate62;
+const schema80 = {"$ref":"openapi#/components/schemas/UpdateToolRequest"};
+const schema81 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"enabled":{"type":"boolean"},"requires_approval":{"type":"boolean"},"approval_ttl_seconds":{"type":"integer","minimum":60,"maximum":604800,"description":"Default 3600."},"approval_emails":{"type":"array","maxItems":50,"uniqueItems":true,"items":{"type":"string","format":"email","maxLength":254}},"tool_name_override":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolName"},{"type":"null"}],"description":"null clears the override. Must be unique among the org's tool names."},"tool_description_override":{"type":["string","null"],"maxLength":2000},"read_only":{"type":"boolean"},"policy":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolPolicy"},{"type":"null"}],"description":"Replaces the tool's policy; null removes it."}}};
+const formats14 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
+const schema83 = {"type":"object","additionalProperties":false,"description":"A SQL table's column and row policy, set on the table's tool (docs/tool-policies.md). It applies wherever the table is read: through its tool, in a JOIN, subquery or CTE of any tool of the connector, and in every saved tool (docs/decisions/0292). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A statement reading a table with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.","x-toolgate-types":["postgresql","mysql","mssql","oracle"],"properties":{"hidden_columns":{"type":"array","maxItems":200,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":128}},"masked_columns":{"type":"array","maxItems":200,"items":{"$ref":"openapi#/components/schemas/ColumnMask"},"x-toolgate-types":["postgresql","mysql"]},"row_filter":{"type":["string","null"],"minLength":1,"maxLength":2000,"x-toolgate-types":["postgresql","mysql"],"description":"A SQL condition over the table's columns, e.g. `region = :caller.region`. `:caller.<name>` is the caller's attribute (an IdP claim, or an attribute of the API key / OAuth client), bound as a text parameter; a caller without it sees no rows."}}};
+const schema84 = {"type":"object","additionalProperties":false,"required":["column","mask"],"properties":{"column":{"type":"string","minLength":1,"maxLength":128},"mask":{"type":"string","enum":["fixed","hash","last_n"],"description":"fixed: every non-null value becomes `text`; hash: HMAC-SHA256 (hex) with the org's key; last_n: all but the last `n` characters become `*`."},"text":{"type":"string","maxLength":64,"description":"fixed: the replacement (default `****`)."},"n":{"type":"integer","minimum":1,"maximum":32,"description":"last_n: characters kept (default 4)."}}};
+
+function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate64.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3301,7 +3860,7 @@ if(data && typeof data == "object" && !Array.isArray(data)){
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((key0 === "hidden_columns") || (key0 === "masked_columns")) || (key0 === "row_filter"))){
-validate63.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate64.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -3313,7 +3872,7 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(Array.isArray(data0)){
 if(data0.length > 200){
-validate63.errors = [{instancePath:instancePath+"/hidden_columns",schemaPath:"#/properties/hidden_columns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
+validate64.errors = [{instancePath:instancePath+"/hidden_columns",schemaPath:"#/properties/hidden_columns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
 return false;
 }
 else {
@@ -3325,18 +3884,18 @@ const _errs4 = errors;
 if(errors === _errs4){
 if(typeof data1 === "string"){
 if(func1(data1) > 128){
-validate63.errors = [{instancePath:instancePath+"/hidden_columns/" + i0,schemaPath:"#/properties/hidden_columns/items/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
+validate64.errors = [{instancePath:instancePath+"/hidden_columns/" + i0,schemaPath:"#/properties/hidden_columns/items/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
 return false;
 }
 else {
 if(func1(data1) < 1){
-validate63.errors = [{instancePath:instancePath+"/hidden_columns/" + i0,schemaPath:"#/properties/hidden_columns/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate64.errors = [{instancePath:instancePath+"/hidden_columns/" + i0,schemaPath:"#/properties/hidden_columns/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate63.errors = [{instancePath:instancePath+"/hidden_columns/" + i0,schemaPath:"#/properties/hidden_columns/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate64.errors = [{instancePath:instancePath+"/hidden_columns/" + i0,schemaPath:"#/properties/hidden_columns/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3357,7 +3916,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-validate63.errors = [{instancePath:instancePath+"/hidden_columns",schemaPath:"#/properties/hidden_columns/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+validate64.errors = [{instancePath:instancePath+"/hidden_columns",schemaPath:"#/properties/hidden_columns/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
 return false;
 break;
 }
@@ -3368,7 +3927,7 @@ indices0[item0] = i1;
 }
 }
 else {
-validate63.errors = [{instancePath:instancePath+"/hidden_columns",schemaPath:"#/properties/hidden_columns/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate64.errors = [{instancePath:instancePath+"/hidden_columns",schemaPath:"#/properties/hidden_columns/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -3384,7 +3943,7 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(Array.isArray(data2)){
 if(data2.length > 200){
-validate63.errors = [{instancePath:instancePath+"/masked_columns",schemaPath:"#/properties/masked_columns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns",schemaPath:"#/properties/masked_columns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
 return false;
 }
 else {
@@ -3398,14 +3957,14 @@ if(errors === _errs9){
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 let missing0;
 if(((data3.column === undefined) && (missing0 = "column")) || ((data3.mask === undefined) && (missing0 = "mask"))){
-validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2,schemaPath:"openapi#/components/schemas/ColumnMask/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns/" + i2,schemaPath:"openapi#/components/schemas/ColumnMask/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs11 = errors;
 for(const key1 in data3){
 if(!((((key1 === "column") || (key1 === "mask")) || (key1 === "text")) || (key1 === "n"))){
-validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2,schemaPath:"openapi#/components/schemas/ColumnMask/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns/" + i2,schemaPath:"openapi#/components/schemas/ColumnMask/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -3417,18 +3976,18 @@ const _errs12 = errors;
 if(errors === _errs12){
 if(typeof data4 === "string"){
 if(func1(data4) > 128){
-validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/column",schemaPath:"openapi#/components/schemas/ColumnMask/properties/column/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/column",schemaPath:"openapi#/components/schemas/ColumnMask/properties/column/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"}];
 return false;
 }
 else {
 if(func1(data4) < 1){
-validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/column",schemaPath:"openapi#/components/schemas/ColumnMask/properties/column/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/column",schemaPath:"openapi#/components/schemas/ColumnMask/properties/column/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/column",schemaPath:"openapi#/components/schemas/ColumnMask/properties/column/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/column",schemaPath:"openapi#/components/schemas/ColumnMask/properties/column/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3442,11 +4001,11 @@ if(data3.mask !== undefined){
 let data5 = data3.mask;
 const _errs14 = errors;
 if(typeof data5 !== "string"){
-validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",schemaPath:"openapi#/components/schemas/ColumnMask/properties/mask/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",schemaPath:"openapi#/components/schemas/ColumnMask/properties/mask/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!(((data5 === "fixed") || (data5 === "hash")) || (data5 === "last_n"))){
-validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",schemaPath:"openapi#/components/schemas/ColumnMask/properties/mask/enum",keyword:"enum",params:{allowedValues: schema74.properties.mask.enum},message:"must be equal to one of the allowed values"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",schemaPath:"openapi#/components/schemas/ColumnMask/properties/mask/enum",keyword:"enum",params:{allowedValues: schema84.properties.mask.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid5 = _errs14 === errors;
@@ -3461,12 +4020,12 @@ const _errs16 = errors;
 if(errors === _errs16){
 if(typeof data6 === "string"){
 if(func1(data6) > 64){
-validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/text",schemaPath:"openapi#/components/schemas/ColumnMask/properties/text/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/text",schemaPath:"openapi#/components/schemas/ColumnMask/properties/text/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
 return false;
 }
 }
 else {
-validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/text",schemaPath:"openapi#/components/schemas/ColumnMask/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/text",schemaPath:"openapi#/components/schemas/ColumnMask/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3480,18 +4039,18 @@ if(data3.n !== undefined){
 let data7 = data3.n;
 const _errs18 = errors;
 if(!((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7)))){
-validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/n",schemaPath:"openapi#/components/schemas/ColumnMask/properties/n/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/n",schemaPath:"openapi#/components/schemas/ColumnMask/properties/n/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs18){
 if(typeof data7 == "number"){
 if(data7 > 32 || isNaN(data7)){
-validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/n",schemaPath:"openapi#/components/schemas/ColumnMask/properties/n/maximum",keyword:"maximum",params:{comparison: "<=", limit: 32},message:"must be <= 32"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/n",schemaPath:"openapi#/components/schemas/ColumnMask/properties/n/maximum",keyword:"maximum",params:{comparison: "<=", limit: 32},message:"must be <= 32"}];
 return false;
 }
 else {
 if(data7 < 1 || isNaN(data7)){
-validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/n",schemaPath:"openapi#/components/schemas/ColumnMask/properties/n/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/n",schemaPath:"openapi#/components/schemas/ColumnMask/properties/n/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -3509,7 +4068,7 @@ var valid5 = true;
 }
 }
 else {
-validate63.errors = [{instancePath:instancePath+"/masked_columns/" + i2,schemaPath:"openapi#/components/schemas/ColumnMask/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns/" + i2,schemaPath:"openapi#/components/schemas/ColumnMask/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -3521,7 +4080,7 @@ break;
 }
 }
 else {
-validate63.errors = [{instancePath:instancePath+"/masked_columns",schemaPath:"#/properties/masked_columns/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate64.errors = [{instancePath:instancePath+"/masked_columns",schemaPath:"#/properties/masked_columns/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -3535,18 +4094,18 @@ if(data.row_filter !== undefined){
 let data8 = data.row_filter;
 const _errs20 = errors;
 if((typeof data8 !== "string") && (data8 !== null)){
-validate63.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/type",keyword:"type",params:{type: schema73.properties.row_filter.type},message:"must be string,null"}];
+validate64.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/type",keyword:"type",params:{type: schema83.properties.row_filter.type},message:"must be string,null"}];
 return false;
 }
 if(errors === _errs20){
 if(typeof data8 === "string"){
 if(func1(data8) > 2000){
-validate63.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate64.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 else {
 if(func1(data8) < 1){
-validate63.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate64.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
@@ -3562,20 +4121,20 @@ var valid0 = true;
 }
 }
 else {
-validate63.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate64.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate63.errors = vErrors;
+validate64.errors = vErrors;
 return errors === 0;
 }
-validate63.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate62.evaluated;
+const evaluated0 = validate63.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3585,14 +4144,14 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(Object.keys(data).length < 1){
-validate62.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
+validate63.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((((((((key0 === "enabled") || (key0 === "requires_approval")) || (key0 === "approval_ttl_seconds")) || (key0 === "approval_emails")) || (key0 === "tool_name_override")) || (key0 === "tool_description_override")) || (key0 === "read_only")) || (key0 === "policy"))){
-validate62.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate63.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -3601,7 +4160,7 @@ if(_errs1 === errors){
 if(data.enabled !== undefined){
 const _errs2 = errors;
 if(typeof data.enabled !== "boolean"){
-validate62.errors = [{instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate63.errors = [{instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -3613,7 +4172,7 @@ if(valid0){
 if(data.requires_approval !== undefined){
 const _errs4 = errors;
 if(typeof data.requires_approval !== "boolean"){
-validate62.errors = [{instancePath:instancePath+"/requires_approval",schemaPath:"#/properties/requires_approval/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate63.errors = [{instancePath:instancePath+"/requires_approval",schemaPath:"#/properties/requires_approval/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -3626,18 +4185,18 @@ if(data.approval_ttl_seconds !== undefined){
 let data2 = data.approval_ttl_seconds;
 const _errs6 = errors;
 if(!((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2)))){
-validate62.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate63.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs6){
 if(typeof data2 == "number"){
 if(data2 > 604800 || isNaN(data2)){
-validate62.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 604800},message:"must be <= 604800"}];
+validate63.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 604800},message:"must be <= 604800"}];
 return false;
 }
 else {
 if(data2 < 60 || isNaN(data2)){
-validate62.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"}];
+validate63.errors = [{instancePath:instancePath+"/approval_ttl_seconds",schemaPath:"#/properties/approval_ttl_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"}];
 return false;
 }
 }
@@ -3655,7 +4214,7 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(Array.isArray(data3)){
 if(data3.length > 50){
-validate62.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"}];
+validate63.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"}];
 return false;
 }
 else {
@@ -3668,18 +4227,18 @@ if(errors === _errs10){
 if(errors === _errs10){
 if(typeof data4 === "string"){
 if(func1(data4) > 254){
-validate62.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/maxLength",keyword:"maxLength",params:{limit: 254},message:"must NOT have more than 254 characters"}];
+validate63.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/maxLength",keyword:"maxLength",params:{limit: 254},message:"must NOT have more than 254 characters"}];
 return false;
 }
 else {
-if(!(formats10.test(data4))){
-validate62.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""}];
+if(!(formats14.test(data4))){
+validate63.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""}];
 return false;
 }
 }
 }
 else {
-validate62.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate63.errors = [{instancePath:instancePath+"/approval_emails/" + i0,schemaPath:"#/properties/approval_emails/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3701,7 +4260,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-validate62.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+validate63.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
 return false;
 break;
 }
@@ -3712,7 +4271,7 @@ indices0[item0] = i1;
 }
 }
 else {
-validate62.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate63.errors = [{instancePath:instancePath+"/approval_emails",schemaPath:"#/properties/approval_emails/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -3790,7 +4349,7 @@ else {
 vErrors.push(err3);
 }
 errors++;
-validate62.errors = vErrors;
+validate63.errors = vErrors;
 return false;
 }
 else {
@@ -3814,13 +4373,13 @@ if(data.tool_description_override !== undefined){
 let data6 = data.tool_description_override;
 const _errs19 = errors;
 if((typeof data6 !== "string") && (data6 !== null)){
-validate62.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/type",keyword:"type",params:{type: schema71.properties.tool_description_override.type},message:"must be string,null"}];
+validate63.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/type",keyword:"type",params:{type: schema81.properties.tool_description_override.type},message:"must be string,null"}];
 return false;
 }
 if(errors === _errs19){
 if(typeof data6 === "string"){
 if(func1(data6) > 2000){
-validate62.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate63.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 }
@@ -3834,7 +4393,7 @@ if(valid0){
 if(data.read_only !== undefined){
 const _errs21 = errors;
 if(typeof data.read_only !== "boolean"){
-validate62.errors = [{instancePath:instancePath+"/read_only",schemaPath:"#/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate63.errors = [{instancePath:instancePath+"/read_only",schemaPath:"#/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs21 === errors;
@@ -3850,8 +4409,8 @@ const _errs24 = errors;
 let valid5 = false;
 let passing1 = null;
 const _errs25 = errors;
-if(!(validate63(data8, {instancePath:instancePath+"/policy",parentData:data,parentDataProperty:"policy",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
+if(!(validate64(data8, {instancePath:instancePath+"/policy",parentData:data,parentDataProperty:"policy",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
 errors = vErrors.length;
 }
 var _valid1 = _errs25 === errors;
@@ -3890,7 +4449,7 @@ else {
 vErrors.push(err5);
 }
 errors++;
-validate62.errors = vErrors;
+validate63.errors = vErrors;
 return false;
 }
 else {
@@ -3920,42 +4479,42 @@ var valid0 = true;
 }
 }
 else {
-validate62.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate63.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate62.errors = vErrors;
+validate63.errors = vErrors;
 return errors === 0;
 }
-validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate63.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate61.evaluated;
+const evaluated0 = validate62.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate62(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate62.errors : vErrors.concat(validate62.errors);
+if(!(validate63(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
 errors = vErrors.length;
 }
-validate61.errors = vErrors;
+validate62.errors = vErrors;
 return errors === 0;
 }
-validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const mcpEndpoint_body = validate66;
-const schema75 = {"description":"A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json); under MCP 2025-03-26 (no\n`MCP-Protocol-Version` header, or `2025-03-26`) also a batch of up to 20 messages, each limited,\nscope-checked and audited as if sent alone. Later revisions removed batches: refused with -32600.\n","oneOf":[{"type":"object"},{"type":"array","items":{"type":"object"}}]};
+export const mcpEndpoint_body = validate67;
+const schema85 = {"description":"A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json); under MCP 2025-03-26 (no\n`MCP-Protocol-Version` header, or `2025-03-26`) also a batch of up to 20 messages, each limited,\nscope-checked and audited as if sent alone. Later revisions removed batches: refused with -32600.\n","oneOf":[{"type":"object"},{"type":"array","items":{"type":"object"}}]};
 
-function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate66.evaluated;
+const evaluated0 = validate67.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4037,7 +4596,7 @@ else {
 vErrors.push(err3);
 }
 errors++;
-validate66.errors = vErrors;
+validate67.errors = vErrors;
 return false;
 }
 else {
@@ -4051,23 +4610,23 @@ vErrors = null;
 }
 }
 }
-validate66.errors = vErrors;
+validate67.errors = vErrors;
 evaluated0.items = items0;
 return errors === 0;
 }
-validate66.evaluated = {"dynamicProps":false,"dynamicItems":true};
+validate67.evaluated = {"dynamicProps":false,"dynamicItems":true};
 
-export const createOrg_body = validate67;
-const schema76 = {"$ref":"openapi#/components/schemas/CreateOrgRequest"};
-const schema77 = {"type":"object","additionalProperties":false,"required":["slug","name"],"properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"name":{"type":"string","minLength":1,"maxLength":200},"plan":{"$ref":"openapi#/components/schemas/Plan"},"trial_days":{"type":"integer","minimum":0,"maximum":365,"description":"Length of the trial; default 14. 0 starts the subscription active."},"burst_limit_per_second":{"type":"integer","minimum":1,"maximum":100000,"description":"Custom burst limit (calls per second), fixed for the org's lifetime. Enterprise and standalone orgs without one get the gateway's custom default (TOOLGATE_CUSTOM_BURST_PER_SECOND, 1000). On starter, growth and scale it replaces the plan's figure (an operator override, e.g. for a negotiated contract); omitted, the plan's figure applies. The monthly quota stays the plan's either way."}}};
-const schema78 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
-const schema79 = {"type":"string","enum":["starter","growth","scale","enterprise","standalone"]};
+export const createOrg_body = validate68;
+const schema86 = {"$ref":"openapi#/components/schemas/CreateOrgRequest"};
+const schema87 = {"type":"object","additionalProperties":false,"required":["slug","name"],"properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"name":{"type":"string","minLength":1,"maxLength":200},"plan":{"$ref":"openapi#/components/schemas/Plan"},"trial_days":{"type":"integer","minimum":0,"maximum":365,"description":"Length of the trial; default 14. 0 starts the subscription active."},"burst_limit_per_second":{"type":"integer","minimum":1,"maximum":100000,"description":"Custom burst limit (calls per second), fixed for the org's lifetime. Enterprise and standalone orgs without one get the gateway's custom default (TOOLGATE_CUSTOM_BURST_PER_SECOND, 1000). On starter, growth and scale it replaces the plan's figure (an operator override, e.g. for a negotiated contract); omitted, the plan's figure applies. The monthly quota stays the plan's either way."}}};
+const schema88 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
+const schema89 = {"type":"string","enum":["starter","growth","scale","enterprise","standalone"]};
 const pattern15 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
 
-function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate68.evaluated;
+const evaluated0 = validate69.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4078,14 +4637,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.slug === undefined) && (missing0 = "slug")) || ((data.name === undefined) && (missing0 = "name"))){
-validate68.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate69.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((((key0 === "slug") || (key0 === "name")) || (key0 === "plan")) || (key0 === "trial_days")) || (key0 === "burst_limit_per_second"))){
-validate68.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate69.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -4098,12 +4657,12 @@ const _errs3 = errors;
 if(errors === _errs3){
 if(typeof data0 === "string"){
 if(!pattern15.test(data0)){
-validate68.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+validate69.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
 }
 }
 else {
-validate68.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate69.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4119,18 +4678,18 @@ const _errs5 = errors;
 if(errors === _errs5){
 if(typeof data1 === "string"){
 if(func1(data1) > 200){
-validate68.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate69.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(func1(data1) < 1){
-validate68.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate69.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate68.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate69.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4144,11 +4703,11 @@ if(data.plan !== undefined){
 let data2 = data.plan;
 const _errs7 = errors;
 if(typeof data2 !== "string"){
-validate68.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate69.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!(((((data2 === "starter") || (data2 === "growth")) || (data2 === "scale")) || (data2 === "enterprise")) || (data2 === "standalone"))){
-validate68.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema79.enum},message:"must be equal to one of the allowed values"}];
+validate69.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema89.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs7 === errors;
@@ -4161,18 +4720,18 @@ if(data.trial_days !== undefined){
 let data3 = data.trial_days;
 const _errs10 = errors;
 if(!((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3)))){
-validate68.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate69.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs10){
 if(typeof data3 == "number"){
 if(data3 > 365 || isNaN(data3)){
-validate68.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 365},message:"must be <= 365"}];
+validate69.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 365},message:"must be <= 365"}];
 return false;
 }
 else {
 if(data3 < 0 || isNaN(data3)){
-validate68.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+validate69.errors = [{instancePath:instancePath+"/trial_days",schemaPath:"#/properties/trial_days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
 return false;
 }
 }
@@ -4188,18 +4747,18 @@ if(data.burst_limit_per_second !== undefined){
 let data4 = data.burst_limit_per_second;
 const _errs12 = errors;
 if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
-validate68.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate69.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs12){
 if(typeof data4 == "number"){
 if(data4 > 100000 || isNaN(data4)){
-validate68.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
+validate69.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"}];
 return false;
 }
 else {
 if(data4 < 1 || isNaN(data4)){
-validate68.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+validate69.errors = [{instancePath:instancePath+"/burst_limit_per_second",schemaPath:"#/properties/burst_limit_per_second/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -4218,43 +4777,43 @@ var valid0 = true;
 }
 }
 else {
-validate68.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate69.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate68.errors = vErrors;
+validate69.errors = vErrors;
 return errors === 0;
 }
-validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate67.evaluated;
+const evaluated0 = validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate68(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate68.errors : vErrors.concat(validate68.errors);
+if(!(validate69(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate69.errors : vErrors.concat(validate69.errors);
 errors = vErrors.length;
 }
-validate67.errors = vErrors;
+validate68.errors = vErrors;
 return errors === 0;
 }
-validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateOperatorOrg_body = validate70;
-const schema80 = {"$ref":"openapi#/components/schemas/UpdateOperatorOrgRequest"};
-const schema81 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"plan":{"$ref":"openapi#/components/schemas/Plan"},"suspended":{"type":"boolean"}}};
+export const updateOperatorOrg_body = validate71;
+const schema90 = {"$ref":"openapi#/components/schemas/UpdateOperatorOrgRequest"};
+const schema91 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"plan":{"$ref":"openapi#/components/schemas/Plan"},"suspended":{"type":"boolean"}}};
 
-function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate71.evaluated;
+const evaluated0 = validate72.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4264,14 +4823,14 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(Object.keys(data).length < 1){
-validate71.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
+validate72.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((key0 === "plan") || (key0 === "suspended"))){
-validate71.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate72.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -4281,11 +4840,11 @@ if(data.plan !== undefined){
 let data0 = data.plan;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
-validate71.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate72.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!(((((data0 === "starter") || (data0 === "growth")) || (data0 === "scale")) || (data0 === "enterprise")) || (data0 === "standalone"))){
-validate71.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema79.enum},message:"must be equal to one of the allowed values"}];
+validate72.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema89.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -4297,7 +4856,7 @@ if(valid0){
 if(data.suspended !== undefined){
 const _errs5 = errors;
 if(typeof data.suspended !== "boolean"){
-validate71.errors = [{instancePath:instancePath+"/suspended",schemaPath:"#/properties/suspended/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate72.errors = [{instancePath:instancePath+"/suspended",schemaPath:"#/properties/suspended/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs5 === errors;
@@ -4310,42 +4869,42 @@ var valid0 = true;
 }
 }
 else {
-validate71.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate72.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate71.errors = vErrors;
+validate72.errors = vErrors;
 return errors === 0;
 }
-validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate70.evaluated;
+const evaluated0 = validate71.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate71(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate71.errors : vErrors.concat(validate71.errors);
+if(!(validate72(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate72.errors : vErrors.concat(validate72.errors);
 errors = vErrors.length;
 }
-validate70.errors = vErrors;
+validate71.errors = vErrors;
 return errors === 0;
 }
-validate70.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const consentMcpClient_body = validate73;
-const schema83 = {"type":"object","required":["csrf","decision"],"properties":{"csrf":{"type":"string","maxLength":100},"decision":{"type":"string","enum":["allow","deny"]}},"additionalProperties":{"type":"string","maxLength":100}};
+export const consentMcpClient_body = validate74;
+const schema93 = {"type":"object","required":["csrf","decision"],"properties":{"csrf":{"type":"string","maxLength":100},"decision":{"type":"string","enum":["allow","deny"]}},"additionalProperties":{"type":"string","maxLength":100}};
 
-function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate73.evaluated;
+const evaluated0 = validate74.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4356,7 +4915,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.csrf === undefined) && (missing0 = "csrf")) || ((data.decision === undefined) && (missing0 = "decision"))){
-validate73.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate74.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -4368,12 +4927,12 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) > 100){
-validate73.errors = [{instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+validate74.errors = [{instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 }
 else {
-validate73.errors = [{instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate74.errors = [{instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4390,12 +4949,12 @@ const _errs4 = errors;
 if(errors === _errs4){
 if(typeof data1 === "string"){
 if(func1(data1) > 100){
-validate73.errors = [{instancePath:instancePath+"/csrf",schemaPath:"#/properties/csrf/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+validate74.errors = [{instancePath:instancePath+"/csrf",schemaPath:"#/properties/csrf/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 }
 else {
-validate73.errors = [{instancePath:instancePath+"/csrf",schemaPath:"#/properties/csrf/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate74.errors = [{instancePath:instancePath+"/csrf",schemaPath:"#/properties/csrf/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4409,11 +4968,11 @@ if(data.decision !== undefined){
 let data2 = data.decision;
 const _errs6 = errors;
 if(typeof data2 !== "string"){
-validate73.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/properties/decision/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate74.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/properties/decision/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!((data2 === "allow") || (data2 === "deny"))){
-validate73.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/properties/decision/enum",keyword:"enum",params:{allowedValues: schema83.properties.decision.enum},message:"must be equal to one of the allowed values"}];
+validate74.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/properties/decision/enum",keyword:"enum",params:{allowedValues: schema93.properties.decision.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid1 = _errs6 === errors;
@@ -4426,23 +4985,23 @@ var valid1 = true;
 }
 }
 else {
-validate73.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate74.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate73.errors = vErrors;
+validate74.errors = vErrors;
 return errors === 0;
 }
-validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const issueMcpToken_body = validate74;
-const schema84 = {"$ref":"openapi#/components/schemas/McpTokenRequest"};
-const schema85 = {"type":"object","required":["grant_type"],"properties":{"grant_type":{"type":"string","maxLength":100},"code":{"type":"string","maxLength":200},"redirect_uri":{"type":"string","maxLength":2000},"code_verifier":{"type":"string","maxLength":200},"client_id":{"type":"string","maxLength":2000},"refresh_token":{"type":"string","maxLength":200},"resource":{"type":"string","maxLength":2000},"scope":{"type":"string","maxLength":4000}}};
+export const issueMcpToken_body = validate75;
+const schema94 = {"$ref":"openapi#/components/schemas/McpTokenRequest"};
+const schema95 = {"type":"object","required":["grant_type"],"properties":{"grant_type":{"type":"string","maxLength":100},"code":{"type":"string","maxLength":200},"redirect_uri":{"type":"string","maxLength":2000},"code_verifier":{"type":"string","maxLength":200},"client_id":{"type":"string","maxLength":2000},"refresh_token":{"type":"string","maxLength":200},"resource":{"type":"string","maxLength":2000},"scope":{"type":"string","maxLength":4000}}};
 
-function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate74.evaluated;
+const evaluated0 = validate75.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4454,7 +5013,7 @@ if(errors === _errs0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.grant_type === undefined) && (missing0 = "grant_type")){
-validate74.errors = [{instancePath,schemaPath:"openapi#/components/schemas/McpTokenRequest/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate75.errors = [{instancePath,schemaPath:"openapi#/components/schemas/McpTokenRequest/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -4464,12 +5023,12 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) > 100){
-validate74.errors = [{instancePath:instancePath+"/grant_type",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/grant_type/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+validate75.errors = [{instancePath:instancePath+"/grant_type",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/grant_type/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 }
 else {
-validate74.errors = [{instancePath:instancePath+"/grant_type",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/grant_type/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate75.errors = [{instancePath:instancePath+"/grant_type",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/grant_type/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4485,12 +5044,12 @@ const _errs4 = errors;
 if(errors === _errs4){
 if(typeof data1 === "string"){
 if(func1(data1) > 200){
-validate74.errors = [{instancePath:instancePath+"/code",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate75.errors = [{instancePath:instancePath+"/code",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 }
 else {
-validate74.errors = [{instancePath:instancePath+"/code",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate75.errors = [{instancePath:instancePath+"/code",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4506,12 +5065,12 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data2 === "string"){
 if(func1(data2) > 2000){
-validate74.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/redirect_uri/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate75.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/redirect_uri/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 }
 else {
-validate74.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate75.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4527,12 +5086,12 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(typeof data3 === "string"){
 if(func1(data3) > 200){
-validate74.errors = [{instancePath:instancePath+"/code_verifier",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code_verifier/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate75.errors = [{instancePath:instancePath+"/code_verifier",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code_verifier/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 }
 else {
-validate74.errors = [{instancePath:instancePath+"/code_verifier",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code_verifier/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate75.errors = [{instancePath:instancePath+"/code_verifier",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/code_verifier/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4548,12 +5107,12 @@ const _errs10 = errors;
 if(errors === _errs10){
 if(typeof data4 === "string"){
 if(func1(data4) > 2000){
-validate74.errors = [{instancePath:instancePath+"/client_id",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate75.errors = [{instancePath:instancePath+"/client_id",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 }
 else {
-validate74.errors = [{instancePath:instancePath+"/client_id",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate75.errors = [{instancePath:instancePath+"/client_id",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4569,12 +5128,12 @@ const _errs12 = errors;
 if(errors === _errs12){
 if(typeof data5 === "string"){
 if(func1(data5) > 200){
-validate74.errors = [{instancePath:instancePath+"/refresh_token",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/refresh_token/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate75.errors = [{instancePath:instancePath+"/refresh_token",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/refresh_token/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 }
 else {
-validate74.errors = [{instancePath:instancePath+"/refresh_token",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/refresh_token/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate75.errors = [{instancePath:instancePath+"/refresh_token",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/refresh_token/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4590,12 +5149,12 @@ const _errs14 = errors;
 if(errors === _errs14){
 if(typeof data6 === "string"){
 if(func1(data6) > 2000){
-validate74.errors = [{instancePath:instancePath+"/resource",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/resource/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate75.errors = [{instancePath:instancePath+"/resource",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/resource/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 }
 else {
-validate74.errors = [{instancePath:instancePath+"/resource",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/resource/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate75.errors = [{instancePath:instancePath+"/resource",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/resource/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4611,12 +5170,12 @@ const _errs16 = errors;
 if(errors === _errs16){
 if(typeof data7 === "string"){
 if(func1(data7) > 4000){
-validate74.errors = [{instancePath:instancePath+"/scope",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/scope/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+validate75.errors = [{instancePath:instancePath+"/scope",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/scope/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
 else {
-validate74.errors = [{instancePath:instancePath+"/scope",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate75.errors = [{instancePath:instancePath+"/scope",schemaPath:"openapi#/components/schemas/McpTokenRequest/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4635,22 +5194,22 @@ var valid1 = true;
 }
 }
 else {
-validate74.errors = [{instancePath,schemaPath:"openapi#/components/schemas/McpTokenRequest/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate75.errors = [{instancePath,schemaPath:"openapi#/components/schemas/McpTokenRequest/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate74.errors = vErrors;
+validate75.errors = vErrors;
 return errors === 0;
 }
-validate74.evaluated = {"props":{"grant_type":true,"code":true,"redirect_uri":true,"code_verifier":true,"client_id":true,"refresh_token":true,"resource":true,"scope":true},"dynamicProps":false,"dynamicItems":false};
+validate75.evaluated = {"props":{"grant_type":true,"code":true,"redirect_uri":true,"code_verifier":true,"client_id":true,"refresh_token":true,"resource":true,"scope":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeMcpToken_body = validate75;
-const schema86 = {"type":"object","required":["token"],"properties":{"token":{"type":"string","minLength":1,"maxLength":4000},"token_type_hint":{"type":"string","maxLength":100},"client_id":{"type":"string","maxLength":2000}}};
+export const revokeMcpToken_body = validate76;
+const schema96 = {"type":"object","required":["token"],"properties":{"token":{"type":"string","minLength":1,"maxLength":4000},"token_type_hint":{"type":"string","maxLength":100},"client_id":{"type":"string","maxLength":2000}}};
 
-function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate75.evaluated;
+const evaluated0 = validate76.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4661,7 +5220,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.token === undefined) && (missing0 = "token")){
-validate75.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate76.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -4671,18 +5230,18 @@ const _errs1 = errors;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(func1(data0) > 4000){
-validate75.errors = [{instancePath:instancePath+"/token",schemaPath:"#/properties/token/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+validate76.errors = [{instancePath:instancePath+"/token",schemaPath:"#/properties/token/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 else {
 if(func1(data0) < 1){
-validate75.errors = [{instancePath:instancePath+"/token",schemaPath:"#/properties/token/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate76.errors = [{instancePath:instancePath+"/token",schemaPath:"#/properties/token/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate75.errors = [{instancePath:instancePath+"/token",schemaPath:"#/properties/token/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate76.errors = [{instancePath:instancePath+"/token",schemaPath:"#/properties/token/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4698,12 +5257,12 @@ const _errs3 = errors;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(func1(data1) > 100){
-validate75.errors = [{instancePath:instancePath+"/token_type_hint",schemaPath:"#/properties/token_type_hint/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+validate76.errors = [{instancePath:instancePath+"/token_type_hint",schemaPath:"#/properties/token_type_hint/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 }
 else {
-validate75.errors = [{instancePath:instancePath+"/token_type_hint",schemaPath:"#/properties/token_type_hint/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate76.errors = [{instancePath:instancePath+"/token_type_hint",schemaPath:"#/properties/token_type_hint/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4719,12 +5278,12 @@ const _errs5 = errors;
 if(errors === _errs5){
 if(typeof data2 === "string"){
 if(func1(data2) > 2000){
-validate75.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate76.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 }
 else {
-validate75.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate76.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4738,22 +5297,22 @@ var valid0 = true;
 }
 }
 else {
-validate75.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate76.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate75.errors = vErrors;
+validate76.errors = vErrors;
 return errors === 0;
 }
-validate75.evaluated = {"props":{"token":true,"token_type_hint":true,"client_id":true},"dynamicProps":false,"dynamicItems":false};
+validate76.evaluated = {"props":{"token":true,"token_type_hint":true,"client_id":true},"dynamicProps":false,"dynamicItems":false};
 
-export const registerMcpClient_body = validate76;
-const schema87 = {"type":"object","properties":{"redirect_uris":{"type":"array","items":{"type":"string"}},"client_name":{"type":"string"},"token_endpoint_auth_method":{"type":"string"},"grant_types":{"type":"array","items":{"type":"string"}},"response_types":{"type":"array","items":{"type":"string"}}}};
+export const registerMcpClient_body = validate77;
+const schema97 = {"type":"object","properties":{"redirect_uris":{"type":"array","items":{"type":"string"}},"client_name":{"type":"string"},"token_endpoint_auth_method":{"type":"string"},"grant_types":{"type":"array","items":{"type":"string"}},"response_types":{"type":"array","items":{"type":"string"}}}};
 
-function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate76.evaluated;
+const evaluated0 = validate77.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4772,7 +5331,7 @@ const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
 const _errs3 = errors;
 if(typeof data0[i0] !== "string"){
-validate76.errors = [{instancePath:instancePath+"/redirect_uris/" + i0,schemaPath:"#/properties/redirect_uris/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate77.errors = [{instancePath:instancePath+"/redirect_uris/" + i0,schemaPath:"#/properties/redirect_uris/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid1 = _errs3 === errors;
@@ -4782,7 +5341,7 @@ break;
 }
 }
 else {
-validate76.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate77.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -4795,7 +5354,7 @@ if(valid0){
 if(data.client_name !== undefined){
 const _errs5 = errors;
 if(typeof data.client_name !== "string"){
-validate76.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate77.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs5 === errors;
@@ -4807,7 +5366,7 @@ if(valid0){
 if(data.token_endpoint_auth_method !== undefined){
 const _errs7 = errors;
 if(typeof data.token_endpoint_auth_method !== "string"){
-validate76.errors = [{instancePath:instancePath+"/token_endpoint_auth_method",schemaPath:"#/properties/token_endpoint_auth_method/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate77.errors = [{instancePath:instancePath+"/token_endpoint_auth_method",schemaPath:"#/properties/token_endpoint_auth_method/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs7 === errors;
@@ -4826,7 +5385,7 @@ const len1 = data4.length;
 for(let i1=0; i1<len1; i1++){
 const _errs11 = errors;
 if(typeof data4[i1] !== "string"){
-validate76.errors = [{instancePath:instancePath+"/grant_types/" + i1,schemaPath:"#/properties/grant_types/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate77.errors = [{instancePath:instancePath+"/grant_types/" + i1,schemaPath:"#/properties/grant_types/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid2 = _errs11 === errors;
@@ -4836,7 +5395,7 @@ break;
 }
 }
 else {
-validate76.errors = [{instancePath:instancePath+"/grant_types",schemaPath:"#/properties/grant_types/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate77.errors = [{instancePath:instancePath+"/grant_types",schemaPath:"#/properties/grant_types/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -4856,7 +5415,7 @@ const len2 = data6.length;
 for(let i2=0; i2<len2; i2++){
 const _errs15 = errors;
 if(typeof data6[i2] !== "string"){
-validate76.errors = [{instancePath:instancePath+"/response_types/" + i2,schemaPath:"#/properties/response_types/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate77.errors = [{instancePath:instancePath+"/response_types/" + i2,schemaPath:"#/properties/response_types/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid3 = _errs15 === errors;
@@ -4866,7 +5425,7 @@ break;
 }
 }
 else {
-validate76.errors = [{instancePath:instancePath+"/response_types",schemaPath:"#/properties/response_types/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate77.errors = [{instancePath:instancePath+"/response_types",schemaPath:"#/properties/response_types/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -4881,22 +5440,22 @@ var valid0 = true;
 }
 }
 else {
-validate76.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate77.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate76.errors = vErrors;
+validate77.errors = vErrors;
 return errors === 0;
 }
-validate76.evaluated = {"props":{"redirect_uris":true,"client_name":true,"token_endpoint_auth_method":true,"grant_types":true,"response_types":true},"dynamicProps":false,"dynamicItems":false};
+validate77.evaluated = {"props":{"redirect_uris":true,"client_name":true,"token_endpoint_auth_method":true,"grant_types":true,"response_types":true},"dynamicProps":false,"dynamicItems":false};
 
-export const createMcpClient_body = validate77;
-const schema88 = {"type":"object","required":["client_name","redirect_uris"],"additionalProperties":false,"properties":{"client_name":{"type":"string","minLength":1,"maxLength":100},"redirect_uris":{"type":"array","minItems":1,"maxItems":10,"items":{"type":"string","maxLength":2000}}}};
+export const createMcpClient_body = validate78;
+const schema98 = {"type":"object","required":["client_name","redirect_uris"],"additionalProperties":false,"properties":{"client_name":{"type":"string","minLength":1,"maxLength":100},"redirect_uris":{"type":"array","minItems":1,"maxItems":10,"items":{"type":"string","maxLength":2000}}}};
 
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate77.evaluated;
+const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4907,14 +5466,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.client_name === undefined) && (missing0 = "client_name")) || ((data.redirect_uris === undefined) && (missing0 = "redirect_uris"))){
-validate77.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate78.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((key0 === "client_name") || (key0 === "redirect_uris"))){
-validate77.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate78.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -4926,18 +5485,18 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) > 100){
-validate77.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+validate78.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(func1(data0) < 1){
-validate77.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate78.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate77.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate78.errors = [{instancePath:instancePath+"/client_name",schemaPath:"#/properties/client_name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4953,12 +5512,12 @@ const _errs4 = errors;
 if(errors === _errs4){
 if(Array.isArray(data1)){
 if(data1.length > 10){
-validate77.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/maxItems",keyword:"maxItems",params:{limit: 10},message:"must NOT have more than 10 items"}];
+validate78.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/maxItems",keyword:"maxItems",params:{limit: 10},message:"must NOT have more than 10 items"}];
 return false;
 }
 else {
 if(data1.length < 1){
-validate77.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+validate78.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
 return false;
 }
 else {
@@ -4970,12 +5529,12 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data2 === "string"){
 if(func1(data2) > 2000){
-validate77.errors = [{instancePath:instancePath+"/redirect_uris/" + i0,schemaPath:"#/properties/redirect_uris/items/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate78.errors = [{instancePath:instancePath+"/redirect_uris/" + i0,schemaPath:"#/properties/redirect_uris/items/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 }
 else {
-validate77.errors = [{instancePath:instancePath+"/redirect_uris/" + i0,schemaPath:"#/properties/redirect_uris/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate78.errors = [{instancePath:instancePath+"/redirect_uris/" + i0,schemaPath:"#/properties/redirect_uris/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -4988,7 +5547,7 @@ break;
 }
 }
 else {
-validate77.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate78.errors = [{instancePath:instancePath+"/redirect_uris",schemaPath:"#/properties/redirect_uris/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -4996,55 +5555,6 @@ var valid0 = _errs4 === errors;
 }
 else {
 var valid0 = true;
-}
-}
-}
-}
-}
-else {
-validate77.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate77.errors = vErrors;
-return errors === 0;
-}
-validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const setMcpSignInSettings_body = validate78;
-const schema89 = {"type":"object","required":["registration_enabled"],"additionalProperties":false,"properties":{"registration_enabled":{"type":"boolean"}}};
-
-function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate78.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.registration_enabled === undefined) && (missing0 = "registration_enabled")){
-validate78.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-const _errs1 = errors;
-for(const key0 in data){
-if(!(key0 === "registration_enabled")){
-validate78.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs1 === errors){
-if(data.registration_enabled !== undefined){
-if(typeof data.registration_enabled !== "boolean"){
-validate78.errors = [{instancePath:instancePath+"/registration_enabled",schemaPath:"#/properties/registration_enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
 }
 }
 }
@@ -5060,15 +5570,64 @@ return errors === 0;
 }
 validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createWebhook_body = validate79;
-const schema90 = {"$ref":"openapi#/components/schemas/WebhookInput"};
-const schema91 = {"type":"object","additionalProperties":false,"required":["url","events"],"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}}}};
-const schema92 = {"type":"string","enum":["tool.called","approval.requested","approval.decided"]};
+export const setMcpSignInSettings_body = validate79;
+const schema99 = {"type":"object","required":["registration_enabled"],"additionalProperties":false,"properties":{"registration_enabled":{"type":"boolean"}}};
 
-function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate80.evaluated;
+const evaluated0 = validate79.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.registration_enabled === undefined) && (missing0 = "registration_enabled")){
+validate79.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(key0 === "registration_enabled")){
+validate79.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.registration_enabled !== undefined){
+if(typeof data.registration_enabled !== "boolean"){
+validate79.errors = [{instancePath:instancePath+"/registration_enabled",schemaPath:"#/properties/registration_enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+}
+}
+}
+}
+else {
+validate79.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate79.errors = vErrors;
+return errors === 0;
+}
+validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const createWebhook_body = validate80;
+const schema100 = {"$ref":"openapi#/components/schemas/WebhookInput"};
+const schema101 = {"type":"object","additionalProperties":false,"required":["url","events"],"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}}}};
+const schema102 = {"type":"string","enum":["tool.called","approval.requested","approval.decided"]};
+
+function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate81.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5079,14 +5638,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.url === undefined) && (missing0 = "url")) || ((data.events === undefined) && (missing0 = "events"))){
-validate80.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate81.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((key0 === "url") || (key0 === "events"))){
-validate80.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate81.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -5099,18 +5658,18 @@ if(errors === _errs2){
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) > 2000){
-validate80.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate81.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 else {
 if(!(formats2(data0))){
-validate80.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
+validate81.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
 return false;
 }
 }
 }
 else {
-validate80.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate81.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -5127,12 +5686,12 @@ const _errs4 = errors;
 if(errors === _errs4){
 if(Array.isArray(data1)){
 if(data1.length > 3){
-validate80.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/maxItems",keyword:"maxItems",params:{limit: 3},message:"must NOT have more than 3 items"}];
+validate81.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/maxItems",keyword:"maxItems",params:{limit: 3},message:"must NOT have more than 3 items"}];
 return false;
 }
 else {
 if(data1.length < 1){
-validate80.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+validate81.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
 return false;
 }
 else {
@@ -5142,11 +5701,11 @@ for(let i0=0; i0<len0; i0++){
 let data2 = data1[i0];
 const _errs6 = errors;
 if(typeof data2 !== "string"){
-validate80.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate81.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!(((data2 === "tool.called") || (data2 === "approval.requested")) || (data2 === "approval.decided"))){
-validate80.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema92.enum},message:"must be equal to one of the allowed values"}];
+validate81.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema102.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid1 = _errs6 === errors;
@@ -5158,7 +5717,7 @@ break;
 }
 }
 else {
-validate80.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate81.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -5172,43 +5731,43 @@ var valid0 = true;
 }
 }
 else {
-validate80.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate81.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate80.errors = vErrors;
+validate81.errors = vErrors;
 return errors === 0;
 }
-validate80.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate79.evaluated;
+const evaluated0 = validate80.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate80(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate80.errors : vErrors.concat(validate80.errors);
+if(!(validate81(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate81.errors : vErrors.concat(validate81.errors);
 errors = vErrors.length;
 }
-validate79.errors = vErrors;
+validate80.errors = vErrors;
 return errors === 0;
 }
-validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate80.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateWebhook_body = validate82;
-const schema93 = {"$ref":"openapi#/components/schemas/WebhookPatch"};
-const schema94 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}},"enabled":{"type":"boolean"}}};
+export const updateWebhook_body = validate83;
+const schema103 = {"$ref":"openapi#/components/schemas/WebhookPatch"};
+const schema104 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}},"enabled":{"type":"boolean"}}};
 
-function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate83.evaluated;
+const evaluated0 = validate84.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5218,14 +5777,14 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(Object.keys(data).length < 1){
-validate83.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
+validate84.errors = [{instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((key0 === "url") || (key0 === "events")) || (key0 === "enabled"))){
-validate83.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate84.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -5238,18 +5797,18 @@ if(errors === _errs2){
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) > 2000){
-validate83.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
+validate84.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"}];
 return false;
 }
 else {
 if(!(formats2(data0))){
-validate83.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
+validate84.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""}];
 return false;
 }
 }
 }
 else {
-validate83.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate84.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -5266,12 +5825,12 @@ const _errs4 = errors;
 if(errors === _errs4){
 if(Array.isArray(data1)){
 if(data1.length > 3){
-validate83.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/maxItems",keyword:"maxItems",params:{limit: 3},message:"must NOT have more than 3 items"}];
+validate84.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/maxItems",keyword:"maxItems",params:{limit: 3},message:"must NOT have more than 3 items"}];
 return false;
 }
 else {
 if(data1.length < 1){
-validate83.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+validate84.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
 return false;
 }
 else {
@@ -5281,11 +5840,11 @@ for(let i0=0; i0<len0; i0++){
 let data2 = data1[i0];
 const _errs6 = errors;
 if(typeof data2 !== "string"){
-validate83.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate84.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!(((data2 === "tool.called") || (data2 === "approval.requested")) || (data2 === "approval.decided"))){
-validate83.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema92.enum},message:"must be equal to one of the allowed values"}];
+validate84.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema102.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid1 = _errs6 === errors;
@@ -5297,7 +5856,7 @@ break;
 }
 }
 else {
-validate83.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate84.errors = [{instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -5310,7 +5869,7 @@ if(valid0){
 if(data.enabled !== undefined){
 const _errs9 = errors;
 if(typeof data.enabled !== "boolean"){
-validate83.errors = [{instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate84.errors = [{instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs9 === errors;
@@ -5324,34 +5883,34 @@ var valid0 = true;
 }
 }
 else {
-validate83.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate84.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate83.errors = vErrors;
+validate84.errors = vErrors;
 return errors === 0;
 }
-validate83.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate84.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate82.evaluated;
+const evaluated0 = validate83.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate83(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate83.errors : vErrors.concat(validate83.errors);
+if(!(validate84(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate84.errors : vErrors.concat(validate84.errors);
 errors = vErrors.length;
 }
-validate82.errors = vErrors;
+validate83.errors = vErrors;
 return errors === 0;
 }
-validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate83.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 export const revokeApiKey_path = param_validate20;
@@ -6904,8 +7463,8 @@ return errors === 0;
 }
 param_validate40.evaluated = {"props":{"connector_id":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateToolMetadata_path = param_validate41;
-const param_schema53 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["orgId","toolId"]};
+export const updateToolsBulk_path = param_validate41;
+const param_schema53 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"}},"required":["orgId"]};
 
 function param_validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -6920,7 +7479,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.orgId === undefined) && (missing0 = "orgId")) || ((data.toolId === undefined) && (missing0 = "toolId"))){
+if((data.orgId === undefined) && (missing0 = "orgId")){
 param_validate41.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
@@ -6960,6 +7519,75 @@ return false;
 }
 }
 }
+}
+}
+}
+else {
+param_validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate41.errors = vErrors;
+return errors === 0;
+}
+param_validate41.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const updateToolMetadata_path = param_validate42;
+const param_schema54 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["orgId","toolId"]};
+
+function param_validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate42.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.orgId === undefined) && (missing0 = "orgId")) || ((data.toolId === undefined) && (missing0 = "toolId"))){
+param_validate42.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgId !== undefined){
+let data0 = data.orgId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate42.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate42.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
 var valid0 = _errs1 === errors;
 }
 else {
@@ -6980,7 +7608,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate41.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate42.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -6995,7 +7623,7 @@ if(errors === _errs3){
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(!(param_formats0.test(data1))){
-param_validate41.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate42.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -7010,23 +7638,23 @@ var valid0 = true;
 }
 }
 else {
-param_validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate42.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate41.errors = vErrors;
+param_validate42.errors = vErrors;
 return errors === 0;
 }
-param_validate41.evaluated = {"props":{"orgId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate42.evaluated = {"props":{"orgId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listApprovals_query = param_validate42;
-const param_schema54 = {"type":"object","properties":{"status":{"$ref":"openapi#/components/schemas/ApprovalStatus"},"limit":{"type":"integer","minimum":1,"maximum":500,"default":200}},"required":[]};
-const param_schema55 = {"type":"string","enum":["pending","executing","executed","rejected","failed","expired"]};
+export const listApprovals_query = param_validate43;
+const param_schema55 = {"type":"object","properties":{"status":{"$ref":"openapi#/components/schemas/ApprovalStatus"},"limit":{"type":"integer","minimum":1,"maximum":500,"default":200}},"required":[]};
+const param_schema56 = {"type":"string","enum":["pending","executing","executed","rejected","failed","expired"]};
 
-function param_validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate42.evaluated;
+const evaluated0 = param_validate43.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7052,7 +7680,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate42.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate43.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -7064,7 +7692,7 @@ data["status"] = coerced0;
 }
 }
 if(!((((((data0 === "pending") || (data0 === "executing")) || (data0 === "executed")) || (data0 === "rejected")) || (data0 === "failed")) || (data0 === "expired"))){
-param_validate42.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/enum",keyword:"enum",params:{allowedValues: param_schema55.enum},message:"must be equal to one of the allowed values"}];
+param_validate43.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/enum",keyword:"enum",params:{allowedValues: param_schema56.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -7084,7 +7712,7 @@ if(dataType1 === "boolean" || data1 === null
 coerced1 = +data1;
 }
 else {
-param_validate42.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate43.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -7098,87 +7726,18 @@ data["limit"] = coerced1;
 if(errors === _errs4){
 if(typeof data1 == "number"){
 if(data1 > 500 || isNaN(data1)){
-param_validate42.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 500},message:"must be <= 500"}];
+param_validate43.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 500},message:"must be <= 500"}];
 return false;
 }
 else {
 if(data1 < 1 || isNaN(data1)){
-param_validate42.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate43.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
 }
 }
 var valid0 = _errs4 === errors;
-}
-}
-else {
-param_validate42.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate42.errors = vErrors;
-return errors === 0;
-}
-param_validate42.evaluated = {"props":{"status":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
-
-export const approveApproval_path = param_validate43;
-const param_schema56 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
-
-function param_validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate43.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.approvalId === undefined) && (missing0 = "approvalId")){
-param_validate43.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.approvalId !== undefined){
-let data0 = data.approvalId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate43.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["approvalId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate43.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-}
 }
 }
 else {
@@ -7189,9 +7748,9 @@ return false;
 param_validate43.errors = vErrors;
 return errors === 0;
 }
-param_validate43.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate43.evaluated = {"props":{"status":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
 
-export const rejectApproval_path = param_validate44;
+export const approveApproval_path = param_validate44;
 const param_schema57 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
 
 function param_validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -7260,10 +7819,8 @@ return errors === 0;
 }
 param_validate44.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const mcpEndpoint_path = param_validate45;
-const param_schema58 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
-const param_schema59 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
-const param_pattern4 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
+export const rejectApproval_path = param_validate45;
+const param_schema58 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
 
 function param_validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7278,8 +7835,79 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+if((data.approvalId === undefined) && (missing0 = "approvalId")){
 param_validate45.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.approvalId !== undefined){
+let data0 = data.approvalId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate45.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["approvalId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate45.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate45.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate45.errors = vErrors;
+return errors === 0;
+}
+param_validate45.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const mcpEndpoint_path = param_validate46;
+const param_schema59 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+const param_schema60 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
+const param_pattern4 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
+
+function param_validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate46.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+param_validate46.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -7297,7 +7925,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate45.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate46.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -7311,7 +7939,7 @@ data["orgSlug"] = coerced0;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(!param_pattern4.test(data0)){
-param_validate45.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+param_validate46.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
 }
 }
@@ -7320,22 +7948,22 @@ return false;
 }
 }
 else {
-param_validate45.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate45.errors = vErrors;
+param_validate46.errors = vErrors;
 return errors === 0;
 }
-param_validate45.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate46.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listOperatorOrgs_query = param_validate46;
-const param_schema60 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"$ref":"openapi#/components/schemas/Slug"}},"required":[]};
+export const listOperatorOrgs_query = param_validate47;
+const param_schema61 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"$ref":"openapi#/components/schemas/Slug"}},"required":[]};
 
-function param_validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate46.evaluated;
+const evaluated0 = param_validate47.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7358,7 +7986,7 @@ if(dataType0 === "boolean" || data0 === null
 coerced0 = +data0;
 }
 else {
-param_validate46.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate47.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -7372,12 +8000,12 @@ data["limit"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 == "number"){
 if(data0 > 200 || isNaN(data0)){
-param_validate46.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+param_validate47.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
 return false;
 }
 else {
 if(data0 < 1 || isNaN(data0)){
-param_validate46.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate47.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -7400,7 +8028,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate46.errors = [{instancePath:instancePath+"/cursor",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate47.errors = [{instancePath:instancePath+"/cursor",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -7414,7 +8042,7 @@ data["cursor"] = coerced1;
 if(errors === _errs4){
 if(typeof data1 === "string"){
 if(!param_pattern4.test(data1)){
-param_validate46.errors = [{instancePath:instancePath+"/cursor",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+param_validate47.errors = [{instancePath:instancePath+"/cursor",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
 }
 }
@@ -7427,73 +8055,6 @@ var valid0 = true;
 }
 }
 else {
-param_validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate46.errors = vErrors;
-return errors === 0;
-}
-param_validate46.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
-
-export const getOperatorOrg_path = param_validate47;
-const param_schema62 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
-
-function param_validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate47.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.slug === undefined) && (missing0 = "slug")){
-param_validate47.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.slug !== undefined){
-let data0 = data.slug;
-const _errs2 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate47.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["slug"] = coerced0;
-}
-}
-}
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(!param_pattern4.test(data0)){
-param_validate47.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-else {
 param_validate47.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
@@ -7501,10 +8062,10 @@ return false;
 param_validate47.errors = vErrors;
 return errors === 0;
 }
-param_validate47.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate47.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateOperatorOrg_path = param_validate48;
-const param_schema64 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
+export const getOperatorOrg_path = param_validate48;
+const param_schema63 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7570,8 +8131,8 @@ return errors === 0;
 }
 param_validate48.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listOperatorApiKeys_path = param_validate49;
-const param_schema66 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
+export const updateOperatorOrg_path = param_validate49;
+const param_schema65 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7637,8 +8198,8 @@ return errors === 0;
 }
 param_validate49.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeOperatorApiKey_path = param_validate50;
-const param_schema68 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"keyId":{"type":"string","format":"uuid"}},"required":["slug","keyId"]};
+export const listOperatorApiKeys_path = param_validate50;
+const param_schema67 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7653,14 +8214,13 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.slug === undefined) && (missing0 = "slug")) || ((data.keyId === undefined) && (missing0 = "keyId"))){
+if((data.slug === undefined) && (missing0 = "slug")){
 param_validate50.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.slug !== undefined){
 let data0 = data.slug;
-const _errs1 = errors;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -7692,52 +8252,6 @@ return false;
 }
 }
 }
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.keyId !== undefined){
-let data1 = data.keyId;
-const _errs4 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate50.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["keyId"] = coerced1;
-}
-}
-}
-if(errors === _errs4){
-if(errors === _errs4){
-if(typeof data1 === "string"){
-if(!(param_formats0.test(data1))){
-param_validate50.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs4 === errors;
-}
-else {
-var valid0 = true;
-}
 }
 }
 }
@@ -7749,10 +8263,10 @@ return false;
 param_validate50.errors = vErrors;
 return errors === 0;
 }
-param_validate50.evaluated = {"props":{"slug":true,"keyId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate50.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revalidateOperatorConnector_path = param_validate51;
-const param_schema70 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"connectorId":{"type":"string","format":"uuid"}},"required":["slug","connectorId"]};
+export const revokeOperatorApiKey_path = param_validate51;
+const param_schema69 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"keyId":{"type":"string","format":"uuid"}},"required":["slug","keyId"]};
 
 function param_validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7767,7 +8281,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.slug === undefined) && (missing0 = "slug")) || ((data.connectorId === undefined) && (missing0 = "connectorId"))){
+if(((data.slug === undefined) && (missing0 = "slug")) || ((data.keyId === undefined) && (missing0 = "keyId"))){
 param_validate51.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
@@ -7812,8 +8326,8 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.connectorId !== undefined){
-let data1 = data.connectorId;
+if(data.keyId !== undefined){
+let data1 = data.keyId;
 const _errs4 = errors;
 if(typeof data1 !== "string"){
 let dataType1 = typeof data1;
@@ -7826,14 +8340,14 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate51.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate51.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced1 !== undefined){
 data1 = coerced1;
 if(data !== undefined){
-data["connectorId"] = coerced1;
+data["keyId"] = coerced1;
 }
 }
 }
@@ -7841,7 +8355,7 @@ if(errors === _errs4){
 if(errors === _errs4){
 if(typeof data1 === "string"){
 if(!(param_formats0.test(data1))){
-param_validate51.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate51.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -7863,10 +8377,10 @@ return false;
 param_validate51.errors = vErrors;
 return errors === 0;
 }
-param_validate51.evaluated = {"props":{"slug":true,"connectorId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate51.evaluated = {"props":{"slug":true,"keyId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exportOperatorAudit_path = param_validate52;
-const param_schema72 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
+export const revalidateOperatorConnector_path = param_validate52;
+const param_schema71 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"connectorId":{"type":"string","format":"uuid"}},"required":["slug","connectorId"]};
 
 function param_validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7881,13 +8395,14 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.slug === undefined) && (missing0 = "slug")){
+if(((data.slug === undefined) && (missing0 = "slug")) || ((data.connectorId === undefined) && (missing0 = "connectorId"))){
 param_validate52.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.slug !== undefined){
 let data0 = data.slug;
+const _errs1 = errors;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -7919,6 +8434,52 @@ return false;
 }
 }
 }
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.connectorId !== undefined){
+let data1 = data.connectorId;
+const _errs4 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate52.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["connectorId"] = coerced1;
+}
+}
+}
+if(errors === _errs4){
+if(errors === _errs4){
+if(typeof data1 === "string"){
+if(!(param_formats0.test(data1))){
+param_validate52.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
 }
 }
 }
@@ -7930,16 +8491,83 @@ return false;
 param_validate52.errors = vErrors;
 return errors === 0;
 }
-param_validate52.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate52.evaluated = {"props":{"slug":true,"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exportOperatorAudit_query = param_validate53;
-const param_schema74 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
-const param_pattern12 = new RegExp("^[a-z0-9_.]+$", "u");
+export const exportOperatorAudit_path = param_validate53;
+const param_schema73 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate53.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.slug === undefined) && (missing0 = "slug")){
+param_validate53.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.slug !== undefined){
+let data0 = data.slug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate53.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["slug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate53.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate53.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate53.errors = vErrors;
+return errors === 0;
+}
+param_validate53.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const exportOperatorAudit_query = param_validate54;
+const param_schema75 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
+const param_pattern12 = new RegExp("^[a-z0-9_.]+$", "u");
+
+function param_validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate54.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7963,7 +8591,7 @@ else if(data0 === "true" || data0 === 1){
 coerced0 = true;
 }
 else {
-param_validate53.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+param_validate54.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 }
@@ -7990,7 +8618,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate53.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate54.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8004,17 +8632,17 @@ data["action"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 100){
-param_validate53.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate54.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data1) < 1){
-param_validate53.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+param_validate54.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 else {
 if(!param_pattern12.test(data1)){
-param_validate53.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
+param_validate54.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
 return false;
 }
 }
@@ -8039,7 +8667,7 @@ if(dataType2 === "boolean" || data2 === null
 coerced2 = +data2;
 }
 else {
-param_validate53.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate54.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -8053,12 +8681,12 @@ data["days"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 == "number"){
 if(data2 > 36500 || isNaN(data2)){
-param_validate53.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
+param_validate54.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
 return false;
 }
 else {
 if(data2 < 1 || isNaN(data2)){
-param_validate53.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate54.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -8073,73 +8701,6 @@ var valid0 = true;
 }
 }
 else {
-param_validate53.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate53.errors = vErrors;
-return errors === 0;
-}
-param_validate53.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
-
-export const getProtectedResourceMetadata_path = param_validate54;
-const param_schema75 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
-
-function param_validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate54.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
-param_validate54.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.orgSlug !== undefined){
-let data0 = data.orgSlug;
-const _errs2 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate54.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["orgSlug"] = coerced0;
-}
-}
-}
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(!param_pattern4.test(data0)){
-param_validate54.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-else {
 param_validate54.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
@@ -8147,10 +8708,10 @@ return false;
 param_validate54.errors = vErrors;
 return errors === 0;
 }
-param_validate54.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate54.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getAuthorizationServerMetadata_path = param_validate55;
-const param_schema77 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const getProtectedResourceMetadata_path = param_validate55;
+const param_schema76 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8216,8 +8777,8 @@ return errors === 0;
 }
 param_validate55.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getOpenIdConfiguration_path = param_validate56;
-const param_schema79 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const getAuthorizationServerMetadata_path = param_validate56;
+const param_schema78 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8283,8 +8844,8 @@ return errors === 0;
 }
 param_validate56.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getOpenIdConfigurationAppended_path = param_validate57;
-const param_schema81 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const getOpenIdConfiguration_path = param_validate57;
+const param_schema80 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8350,8 +8911,8 @@ return errors === 0;
 }
 param_validate57.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const authorizeMcpClient_path = param_validate58;
-const param_schema83 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const getOpenIdConfigurationAppended_path = param_validate58;
+const param_schema82 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8417,13 +8978,80 @@ return errors === 0;
 }
 param_validate58.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const authorizeMcpClient_query = param_validate59;
-const param_schema85 = {"type":"object","properties":{"response_type":{"type":"string","maxLength":4000},"client_id":{"type":"string","maxLength":4000},"redirect_uri":{"type":"string","maxLength":4000},"state":{"type":"string","maxLength":4000},"code_challenge":{"type":"string","maxLength":4000},"code_challenge_method":{"type":"string","maxLength":4000},"scope":{"type":"string","maxLength":4000},"resource":{"type":"string","maxLength":4000}},"required":[]};
+export const authorizeMcpClient_path = param_validate59;
+const param_schema84 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate59.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+param_validate59.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgSlug !== undefined){
+let data0 = data.orgSlug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate59.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgSlug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate59.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate59.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate59.errors = vErrors;
+return errors === 0;
+}
+param_validate59.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const authorizeMcpClient_query = param_validate60;
+const param_schema86 = {"type":"object","properties":{"response_type":{"type":"string","maxLength":4000},"client_id":{"type":"string","maxLength":4000},"redirect_uri":{"type":"string","maxLength":4000},"state":{"type":"string","maxLength":4000},"code_challenge":{"type":"string","maxLength":4000},"code_challenge_method":{"type":"string","maxLength":4000},"scope":{"type":"string","maxLength":4000},"resource":{"type":"string","maxLength":4000}},"required":[]};
+
+function param_validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8446,7 +9074,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/response_type",schemaPath:"#/properties/response_type/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate60.errors = [{instancePath:instancePath+"/response_type",schemaPath:"#/properties/response_type/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8460,7 +9088,7 @@ data["response_type"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(param_func1(data0) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/response_type",schemaPath:"#/properties/response_type/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate60.errors = [{instancePath:instancePath+"/response_type",schemaPath:"#/properties/response_type/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8485,7 +9113,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate60.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8499,7 +9127,7 @@ data["client_id"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate60.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8524,7 +9152,7 @@ else if(data2 === null){
 coerced2 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"#/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate60.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"#/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8538,7 +9166,7 @@ data["redirect_uri"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 === "string"){
 if(param_func1(data2) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"#/properties/redirect_uri/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate60.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"#/properties/redirect_uri/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8563,7 +9191,7 @@ else if(data3 === null){
 coerced3 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate60.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8577,7 +9205,7 @@ data["state"] = coerced3;
 if(errors === _errs7){
 if(typeof data3 === "string"){
 if(param_func1(data3) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate60.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8602,7 +9230,7 @@ else if(data4 === null){
 coerced4 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/code_challenge",schemaPath:"#/properties/code_challenge/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate60.errors = [{instancePath:instancePath+"/code_challenge",schemaPath:"#/properties/code_challenge/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8616,7 +9244,7 @@ data["code_challenge"] = coerced4;
 if(errors === _errs9){
 if(typeof data4 === "string"){
 if(param_func1(data4) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/code_challenge",schemaPath:"#/properties/code_challenge/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate60.errors = [{instancePath:instancePath+"/code_challenge",schemaPath:"#/properties/code_challenge/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8641,7 +9269,7 @@ else if(data5 === null){
 coerced5 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/code_challenge_method",schemaPath:"#/properties/code_challenge_method/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate60.errors = [{instancePath:instancePath+"/code_challenge_method",schemaPath:"#/properties/code_challenge_method/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8655,7 +9283,7 @@ data["code_challenge_method"] = coerced5;
 if(errors === _errs11){
 if(typeof data5 === "string"){
 if(param_func1(data5) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/code_challenge_method",schemaPath:"#/properties/code_challenge_method/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate60.errors = [{instancePath:instancePath+"/code_challenge_method",schemaPath:"#/properties/code_challenge_method/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8680,7 +9308,7 @@ else if(data6 === null){
 coerced6 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate60.errors = [{instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8694,7 +9322,7 @@ data["scope"] = coerced6;
 if(errors === _errs13){
 if(typeof data6 === "string"){
 if(param_func1(data6) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate60.errors = [{instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8719,7 +9347,7 @@ else if(data7 === null){
 coerced7 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate60.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8733,7 +9361,7 @@ data["resource"] = coerced7;
 if(errors === _errs15){
 if(typeof data7 === "string"){
 if(param_func1(data7) > 4000){
-param_validate59.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate60.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8752,22 +9380,22 @@ var valid0 = true;
 }
 }
 else {
-param_validate59.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate60.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate59.errors = vErrors;
+param_validate60.errors = vErrors;
 return errors === 0;
 }
-param_validate59.evaluated = {"props":{"response_type":true,"client_id":true,"redirect_uri":true,"state":true,"code_challenge":true,"code_challenge_method":true,"scope":true,"resource":true},"dynamicProps":false,"dynamicItems":false};
+param_validate60.evaluated = {"props":{"response_type":true,"client_id":true,"redirect_uri":true,"state":true,"code_challenge":true,"code_challenge_method":true,"scope":true,"resource":true},"dynamicProps":false,"dynamicItems":false};
 
-export const finishMcpSignIn_path = param_validate60;
-const param_schema86 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const finishMcpSignIn_path = param_validate61;
+const param_schema87 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
-function param_validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate60.evaluated;
+const evaluated0 = param_validate61.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8778,7 +9406,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
-param_validate60.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate61.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -8796,7 +9424,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate60.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate61.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8810,7 +9438,7 @@ data["orgSlug"] = coerced0;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(!param_pattern4.test(data0)){
-param_validate60.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+param_validate61.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
 }
 }
@@ -8819,22 +9447,22 @@ return false;
 }
 }
 else {
-param_validate60.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate61.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate60.errors = vErrors;
+param_validate61.errors = vErrors;
 return errors === 0;
 }
-param_validate60.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate61.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const finishMcpSignIn_query = param_validate61;
-const param_schema88 = {"type":"object","properties":{"code":{"type":"string","maxLength":4000},"state":{"type":"string","maxLength":4000},"error":{"type":"string","maxLength":4000},"error_description":{"type":"string","maxLength":4000},"iss":{"type":"string","maxLength":4000},"session_state":{"type":"string","maxLength":4000}},"required":[]};
+export const finishMcpSignIn_query = param_validate62;
+const param_schema89 = {"type":"object","properties":{"code":{"type":"string","maxLength":4000},"state":{"type":"string","maxLength":4000},"error":{"type":"string","maxLength":4000},"error_description":{"type":"string","maxLength":4000},"iss":{"type":"string","maxLength":4000},"session_state":{"type":"string","maxLength":4000}},"required":[]};
 
-function param_validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate61.evaluated;
+const evaluated0 = param_validate62.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8857,7 +9485,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate61.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate62.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8871,7 +9499,7 @@ data["code"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(param_func1(data0) > 4000){
-param_validate61.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate62.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8896,7 +9524,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate61.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate62.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8910,7 +9538,7 @@ data["state"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 4000){
-param_validate61.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate62.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8935,7 +9563,7 @@ else if(data2 === null){
 coerced2 = "";
 }
 else {
-param_validate61.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate62.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8949,7 +9577,7 @@ data["error"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 === "string"){
 if(param_func1(data2) > 4000){
-param_validate61.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate62.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -8974,7 +9602,7 @@ else if(data3 === null){
 coerced3 = "";
 }
 else {
-param_validate61.errors = [{instancePath:instancePath+"/error_description",schemaPath:"#/properties/error_description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate62.errors = [{instancePath:instancePath+"/error_description",schemaPath:"#/properties/error_description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8988,7 +9616,7 @@ data["error_description"] = coerced3;
 if(errors === _errs7){
 if(typeof data3 === "string"){
 if(param_func1(data3) > 4000){
-param_validate61.errors = [{instancePath:instancePath+"/error_description",schemaPath:"#/properties/error_description/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate62.errors = [{instancePath:instancePath+"/error_description",schemaPath:"#/properties/error_description/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -9013,7 +9641,7 @@ else if(data4 === null){
 coerced4 = "";
 }
 else {
-param_validate61.errors = [{instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate62.errors = [{instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9027,7 +9655,7 @@ data["iss"] = coerced4;
 if(errors === _errs9){
 if(typeof data4 === "string"){
 if(param_func1(data4) > 4000){
-param_validate61.errors = [{instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate62.errors = [{instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -9052,7 +9680,7 @@ else if(data5 === null){
 coerced5 = "";
 }
 else {
-param_validate61.errors = [{instancePath:instancePath+"/session_state",schemaPath:"#/properties/session_state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate62.errors = [{instancePath:instancePath+"/session_state",schemaPath:"#/properties/session_state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9066,7 +9694,7 @@ data["session_state"] = coerced5;
 if(errors === _errs11){
 if(typeof data5 === "string"){
 if(param_func1(data5) > 4000){
-param_validate61.errors = [{instancePath:instancePath+"/session_state",schemaPath:"#/properties/session_state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate62.errors = [{instancePath:instancePath+"/session_state",schemaPath:"#/properties/session_state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -9083,73 +9711,6 @@ var valid0 = true;
 }
 }
 else {
-param_validate61.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate61.errors = vErrors;
-return errors === 0;
-}
-param_validate61.evaluated = {"props":{"code":true,"state":true,"error":true,"error_description":true,"iss":true,"session_state":true},"dynamicProps":false,"dynamicItems":false};
-
-export const consentMcpClient_path = param_validate62;
-const param_schema89 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
-
-function param_validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate62.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
-param_validate62.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.orgSlug !== undefined){
-let data0 = data.orgSlug;
-const _errs2 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate62.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["orgSlug"] = coerced0;
-}
-}
-}
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(!param_pattern4.test(data0)){
-param_validate62.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-else {
 param_validate62.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
@@ -9157,10 +9718,10 @@ return false;
 param_validate62.errors = vErrors;
 return errors === 0;
 }
-param_validate62.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate62.evaluated = {"props":{"code":true,"state":true,"error":true,"error_description":true,"iss":true,"session_state":true},"dynamicProps":false,"dynamicItems":false};
 
-export const issueMcpToken_path = param_validate63;
-const param_schema91 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const consentMcpClient_path = param_validate63;
+const param_schema90 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9226,8 +9787,8 @@ return errors === 0;
 }
 param_validate63.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeMcpToken_path = param_validate64;
-const param_schema93 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const issueMcpToken_path = param_validate64;
+const param_schema92 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9293,8 +9854,8 @@ return errors === 0;
 }
 param_validate64.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const registerMcpClient_path = param_validate65;
-const param_schema95 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const revokeMcpToken_path = param_validate65;
+const param_schema94 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9360,13 +9921,80 @@ return errors === 0;
 }
 param_validate65.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listMcpGrants_query = param_validate66;
-const param_schema97 = {"type":"object","properties":{"subject":{"type":"string","maxLength":320}},"required":[]};
+export const registerMcpClient_path = param_validate66;
+const param_schema96 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate66.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+param_validate66.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgSlug !== undefined){
+let data0 = data.orgSlug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate66.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgSlug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate66.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate66.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate66.errors = vErrors;
+return errors === 0;
+}
+param_validate66.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listMcpGrants_query = param_validate67;
+const param_schema98 = {"type":"object","properties":{"subject":{"type":"string","maxLength":320}},"required":[]};
+
+function param_validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate67.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9389,7 +10017,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate66.errors = [{instancePath:instancePath+"/subject",schemaPath:"#/properties/subject/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate67.errors = [{instancePath:instancePath+"/subject",schemaPath:"#/properties/subject/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9403,7 +10031,7 @@ data["subject"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(param_func1(data0) > 320){
-param_validate66.errors = [{instancePath:instancePath+"/subject",schemaPath:"#/properties/subject/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"}];
+param_validate67.errors = [{instancePath:instancePath+"/subject",schemaPath:"#/properties/subject/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"}];
 return false;
 }
 }
@@ -9411,22 +10039,22 @@ return false;
 }
 }
 else {
-param_validate66.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate67.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate66.errors = vErrors;
+param_validate67.errors = vErrors;
 return errors === 0;
 }
-param_validate66.evaluated = {"props":{"subject":true},"dynamicProps":false,"dynamicItems":false};
+param_validate67.evaluated = {"props":{"subject":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeMcpGrant_path = param_validate67;
-const param_schema98 = {"type":"object","properties":{"grantId":{"type":"string","format":"uuid"}},"required":["grantId"]};
+export const revokeMcpGrant_path = param_validate68;
+const param_schema99 = {"type":"object","properties":{"grantId":{"type":"string","format":"uuid"}},"required":["grantId"]};
 
-function param_validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate67.evaluated;
+const evaluated0 = param_validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9437,7 +10065,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.grantId === undefined) && (missing0 = "grantId")){
-param_validate67.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate68.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -9455,7 +10083,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate67.errors = [{instancePath:instancePath+"/grantId",schemaPath:"#/properties/grantId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate68.errors = [{instancePath:instancePath+"/grantId",schemaPath:"#/properties/grantId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9470,7 +10098,7 @@ if(errors === _errs1){
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!(param_formats0.test(data0))){
-param_validate67.errors = [{instancePath:instancePath+"/grantId",schemaPath:"#/properties/grantId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate68.errors = [{instancePath:instancePath+"/grantId",schemaPath:"#/properties/grantId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -9480,22 +10108,22 @@ return false;
 }
 }
 else {
-param_validate67.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate68.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate67.errors = vErrors;
+param_validate68.errors = vErrors;
 return errors === 0;
 }
-param_validate67.evaluated = {"props":{"grantId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate68.evaluated = {"props":{"grantId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeMcpClient_path = param_validate68;
-const param_schema99 = {"type":"object","properties":{"clientId":{"type":"string","minLength":1,"maxLength":100}},"required":["clientId"]};
+export const revokeMcpClient_path = param_validate69;
+const param_schema100 = {"type":"object","properties":{"clientId":{"type":"string","minLength":1,"maxLength":100}},"required":["clientId"]};
 
-function param_validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate68.evaluated;
+const evaluated0 = param_validate69.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9506,7 +10134,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.clientId === undefined) && (missing0 = "clientId")){
-param_validate68.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate69.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -9524,7 +10152,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate68.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate69.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9538,12 +10166,12 @@ data["clientId"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(param_func1(data0) > 100){
-param_validate68.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate69.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data0) < 1){
-param_validate68.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+param_validate69.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
@@ -9553,23 +10181,23 @@ return false;
 }
 }
 else {
-param_validate68.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate69.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate68.errors = vErrors;
+param_validate69.errors = vErrors;
 return errors === 0;
 }
-param_validate68.evaluated = {"props":{"clientId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate69.evaluated = {"props":{"clientId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getDocsAsset_path = param_validate69;
-const param_schema100 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
+export const getDocsAsset_path = param_validate70;
+const param_schema101 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
 const param_pattern23 = new RegExp("^[a-zA-Z0-9._-]{1,100}$", "u");
 
-function param_validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate69.evaluated;
+const evaluated0 = param_validate70.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9580,7 +10208,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.asset === undefined) && (missing0 = "asset")){
-param_validate69.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate70.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -9598,7 +10226,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate69.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate70.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9612,77 +10240,8 @@ data["asset"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!param_pattern23.test(data0)){
-param_validate69.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
+param_validate70.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
 return false;
-}
-}
-}
-}
-}
-}
-else {
-param_validate69.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate69.errors = vErrors;
-return errors === 0;
-}
-param_validate69.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
-
-export const deleteWebhook_path = param_validate70;
-const param_schema101 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
-
-function param_validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate70.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.webhookId === undefined) && (missing0 = "webhookId")){
-param_validate70.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.webhookId !== undefined){
-let data0 = data.webhookId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate70.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["webhookId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate70.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
 }
 }
 }
@@ -9697,9 +10256,9 @@ return false;
 param_validate70.errors = vErrors;
 return errors === 0;
 }
-param_validate70.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate70.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateWebhook_path = param_validate71;
+export const deleteWebhook_path = param_validate71;
 const param_schema102 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -9768,7 +10327,7 @@ return errors === 0;
 }
 param_validate71.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listWebhookDeliveries_path = param_validate72;
+export const updateWebhook_path = param_validate72;
 const param_schema103 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -9837,13 +10396,82 @@ return errors === 0;
 }
 param_validate72.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listWebhookDeliveries_query = param_validate73;
-const param_schema104 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","format":"uuid"}},"required":[]};
+export const listWebhookDeliveries_path = param_validate73;
+const param_schema104 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate73.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
+param_validate73.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate73.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["webhookId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate73.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate73.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate73.errors = vErrors;
+return errors === 0;
+}
+param_validate73.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listWebhookDeliveries_query = param_validate74;
+const param_schema105 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","format":"uuid"}},"required":[]};
+
+function param_validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate74.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9866,7 +10494,7 @@ if(dataType0 === "boolean" || data0 === null
 coerced0 = +data0;
 }
 else {
-param_validate73.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate74.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -9880,12 +10508,12 @@ data["limit"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 == "number"){
 if(data0 > 200 || isNaN(data0)){
-param_validate73.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+param_validate74.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
 return false;
 }
 else {
 if(data0 < 1 || isNaN(data0)){
-param_validate73.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate74.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -9907,7 +10535,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate73.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate74.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9922,7 +10550,7 @@ if(errors === _errs3){
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(!(param_formats0.test(data1))){
-param_validate73.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate74.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -9936,23 +10564,23 @@ var valid0 = true;
 }
 }
 else {
-param_validate73.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate74.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate73.errors = vErrors;
+param_validate74.errors = vErrors;
 return errors === 0;
 }
-param_validate73.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
+param_validate74.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
 
-export const resendWebhookEvent_path = param_validate74;
-const param_schema105 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};
+export const resendWebhookEvent_path = param_validate75;
+const param_schema106 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};
 const param_pattern24 = new RegExp("^evt_[0-9a-f-]{36}$", "u");
 
-function param_validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate74.evaluated;
+const evaluated0 = param_validate75.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9963,7 +10591,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.webhookId === undefined) && (missing0 = "webhookId")) || ((data.eventId === undefined) && (missing0 = "eventId"))){
-param_validate74.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate75.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -9981,7 +10609,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate74.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate75.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9996,7 +10624,7 @@ if(errors === _errs1){
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!(param_formats0.test(data0))){
-param_validate74.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate75.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -10022,7 +10650,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate74.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate75.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -10036,7 +10664,7 @@ data["eventId"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(!param_pattern24.test(data1)){
-param_validate74.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/pattern",keyword:"pattern",params:{pattern: "^evt_[0-9a-f-]{36}$"},message:"must match pattern \""+"^evt_[0-9a-f-]{36}$"+"\""}];
+param_validate75.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/pattern",keyword:"pattern",params:{pattern: "^evt_[0-9a-f-]{36}$"},message:"must match pattern \""+"^evt_[0-9a-f-]{36}$"+"\""}];
 return false;
 }
 }
@@ -10050,23 +10678,23 @@ var valid0 = true;
 }
 }
 else {
-param_validate74.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate75.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate74.errors = vErrors;
+param_validate75.errors = vErrors;
 return errors === 0;
 }
-param_validate74.evaluated = {"props":{"webhookId":true,"eventId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate75.evaluated = {"props":{"webhookId":true,"eventId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listAuditEvents_query = param_validate75;
-const param_schema106 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500},"cursor":{"type":"string","pattern":"^[0-9]{1,18}$"},"target_id":{"type":"string","minLength":1,"maxLength":200}},"required":[]};
+export const listAuditEvents_query = param_validate76;
+const param_schema107 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500},"cursor":{"type":"string","pattern":"^[0-9]{1,18}$"},"target_id":{"type":"string","minLength":1,"maxLength":200}},"required":[]};
 const param_pattern26 = new RegExp("^[0-9]{1,18}$", "u");
 
-function param_validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate75.evaluated;
+const evaluated0 = param_validate76.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10089,7 +10717,7 @@ if(dataType0 === "boolean" || data0 === null
 coerced0 = +data0;
 }
 else {
-param_validate75.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate76.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -10103,249 +10731,14 @@ data["limit"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 == "number"){
 if(data0 > 200 || isNaN(data0)){
-param_validate75.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+param_validate76.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
 return false;
 }
 else {
 if(data0 < 1 || isNaN(data0)){
-param_validate75.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate76.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
-}
-}
-}
-var valid0 = _errs1 === errors;
-if(valid0){
-if(data.action !== undefined){
-let data1 = data.action;
-const _errs3 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate75.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["action"] = coerced1;
-}
-}
-}
-if(errors === _errs3){
-if(typeof data1 === "string"){
-if(param_func1(data1) > 100){
-param_validate75.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
-return false;
-}
-else {
-if(param_func1(data1) < 1){
-param_validate75.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-else {
-if(!param_pattern12.test(data1)){
-param_validate75.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-var valid0 = _errs3 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.days !== undefined){
-let data2 = data.days;
-const _errs5 = errors;
-if(!((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2)))){
-let dataType2 = typeof data2;
-let coerced2 = undefined;
-if(!(coerced2 !== undefined)){
-if(dataType2 === "boolean" || data2 === null
-              || (dataType2 === "string" && data2 && data2 == +data2 && !(data2 % 1))){
-coerced2 = +data2;
-}
-else {
-param_validate75.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
-return false;
-}
-}
-if(coerced2 !== undefined){
-data2 = coerced2;
-if(data !== undefined){
-data["days"] = coerced2;
-}
-}
-}
-if(errors === _errs5){
-if(typeof data2 == "number"){
-if(data2 > 36500 || isNaN(data2)){
-param_validate75.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
-return false;
-}
-else {
-if(data2 < 1 || isNaN(data2)){
-param_validate75.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs5 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.cursor !== undefined){
-let data3 = data.cursor;
-const _errs7 = errors;
-if(typeof data3 !== "string"){
-let dataType3 = typeof data3;
-let coerced3 = undefined;
-if(!(coerced3 !== undefined)){
-if(dataType3 == "number" || dataType3 == "boolean"){
-coerced3 = "" + data3;
-}
-else if(data3 === null){
-coerced3 = "";
-}
-else {
-param_validate75.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced3 !== undefined){
-data3 = coerced3;
-if(data !== undefined){
-data["cursor"] = coerced3;
-}
-}
-}
-if(errors === _errs7){
-if(typeof data3 === "string"){
-if(!param_pattern26.test(data3)){
-param_validate75.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,18}$"},message:"must match pattern \""+"^[0-9]{1,18}$"+"\""}];
-return false;
-}
-}
-}
-var valid0 = _errs7 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.target_id !== undefined){
-let data4 = data.target_id;
-const _errs9 = errors;
-if(typeof data4 !== "string"){
-let dataType4 = typeof data4;
-let coerced4 = undefined;
-if(!(coerced4 !== undefined)){
-if(dataType4 == "number" || dataType4 == "boolean"){
-coerced4 = "" + data4;
-}
-else if(data4 === null){
-coerced4 = "";
-}
-else {
-param_validate75.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced4 !== undefined){
-data4 = coerced4;
-if(data !== undefined){
-data["target_id"] = coerced4;
-}
-}
-}
-if(errors === _errs9){
-if(typeof data4 === "string"){
-if(param_func1(data4) > 200){
-param_validate75.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
-return false;
-}
-else {
-if(param_func1(data4) < 1){
-param_validate75.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs9 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-}
-}
-else {
-param_validate75.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate75.errors = vErrors;
-return errors === 0;
-}
-param_validate75.evaluated = {"props":{"limit":true,"action":true,"days":true,"cursor":true,"target_id":true},"dynamicProps":false,"dynamicItems":false};
-
-export const exportAuditEvents_query = param_validate76;
-const param_schema107 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
-
-function param_validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate76.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.redact === undefined){
-data.redact = false;
-}
-let data0 = data.redact;
-const _errs1 = errors;
-if(typeof data0 !== "boolean"){
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(data0 === "false" || data0 === 0 || data0 === null){
-coerced0 = false;
-}
-else if(data0 === "true" || data0 === 1){
-coerced0 = true;
-}
-else {
-param_validate76.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["redact"] = coerced0;
 }
 }
 }
@@ -10444,6 +10837,92 @@ var valid0 = _errs5 === errors;
 else {
 var valid0 = true;
 }
+if(valid0){
+if(data.cursor !== undefined){
+let data3 = data.cursor;
+const _errs7 = errors;
+if(typeof data3 !== "string"){
+let dataType3 = typeof data3;
+let coerced3 = undefined;
+if(!(coerced3 !== undefined)){
+if(dataType3 == "number" || dataType3 == "boolean"){
+coerced3 = "" + data3;
+}
+else if(data3 === null){
+coerced3 = "";
+}
+else {
+param_validate76.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced3 !== undefined){
+data3 = coerced3;
+if(data !== undefined){
+data["cursor"] = coerced3;
+}
+}
+}
+if(errors === _errs7){
+if(typeof data3 === "string"){
+if(!param_pattern26.test(data3)){
+param_validate76.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,18}$"},message:"must match pattern \""+"^[0-9]{1,18}$"+"\""}];
+return false;
+}
+}
+}
+var valid0 = _errs7 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.target_id !== undefined){
+let data4 = data.target_id;
+const _errs9 = errors;
+if(typeof data4 !== "string"){
+let dataType4 = typeof data4;
+let coerced4 = undefined;
+if(!(coerced4 !== undefined)){
+if(dataType4 == "number" || dataType4 == "boolean"){
+coerced4 = "" + data4;
+}
+else if(data4 === null){
+coerced4 = "";
+}
+else {
+param_validate76.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced4 !== undefined){
+data4 = coerced4;
+if(data !== undefined){
+data["target_id"] = coerced4;
+}
+}
+}
+if(errors === _errs9){
+if(typeof data4 === "string"){
+if(param_func1(data4) > 200){
+param_validate76.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+return false;
+}
+else {
+if(param_func1(data4) < 1){
+param_validate76.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
 }
 }
 }
@@ -10455,5 +10934,154 @@ return false;
 param_validate76.errors = vErrors;
 return errors === 0;
 }
-param_validate76.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
+param_validate76.evaluated = {"props":{"limit":true,"action":true,"days":true,"cursor":true,"target_id":true},"dynamicProps":false,"dynamicItems":false};
+
+export const exportAuditEvents_query = param_validate77;
+const param_schema108 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
+
+function param_validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate77.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.redact === undefined){
+data.redact = false;
+}
+let data0 = data.redact;
+const _errs1 = errors;
+if(typeof data0 !== "boolean"){
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(data0 === "false" || data0 === 0 || data0 === null){
+coerced0 = false;
+}
+else if(data0 === "true" || data0 === 1){
+coerced0 = true;
+}
+else {
+param_validate77.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["redact"] = coerced0;
+}
+}
+}
+var valid0 = _errs1 === errors;
+if(valid0){
+if(data.action !== undefined){
+let data1 = data.action;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate77.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["action"] = coerced1;
+}
+}
+}
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(param_func1(data1) > 100){
+param_validate77.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+return false;
+}
+else {
+if(param_func1(data1) < 1){
+param_validate77.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+else {
+if(!param_pattern12.test(data1)){
+param_validate77.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.days !== undefined){
+let data2 = data.days;
+const _errs5 = errors;
+if(!((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2)))){
+let dataType2 = typeof data2;
+let coerced2 = undefined;
+if(!(coerced2 !== undefined)){
+if(dataType2 === "boolean" || data2 === null
+              || (dataType2 === "string" && data2 && data2 == +data2 && !(data2 % 1))){
+coerced2 = +data2;
+}
+else {
+param_validate77.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+}
+if(coerced2 !== undefined){
+data2 = coerced2;
+if(data !== undefined){
+data["days"] = coerced2;
+}
+}
+}
+if(errors === _errs5){
+if(typeof data2 == "number"){
+if(data2 > 36500 || isNaN(data2)){
+param_validate77.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
+return false;
+}
+else {
+if(data2 < 1 || isNaN(data2)){
+param_validate77.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+param_validate77.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate77.errors = vErrors;
+return errors === 0;
+}
+param_validate77.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
 

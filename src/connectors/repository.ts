@@ -1,8 +1,10 @@
 /** SQL of connectors and the tools they yield; every query is scoped by org. */
-import { and, asc, count, eq, inArray, isNull, notInArray, sql } from 'drizzle-orm';
+import { and, asc, count, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { Queryable } from '../store/db.ts';
 import { connectors, orgs, tools } from '../store/schema.ts';
 import type { SkippedTool, ToolSpec } from './types.ts';
+import { MAX_TOOL_NAME, sanitizeName } from './shared/naming.ts';
+import { relationName } from './table-filter.ts';
 
 export type ConnectorRow = typeof connectors.$inferSelect;
 /** Columns a connector's update may set. */
@@ -68,80 +70,149 @@ export async function listConnectors(db: Queryable, orgId: string, status?: stri
     .orderBy(asc(connectors.createdAt), asc(connectors.id));
 }
 
+/** Tool rows written per INSERT by applyIntrospection. */
+const INSERT_CHUNK = 500;
+
 /**
- * Replaces a connector's tools with the introspected set, keeping the settings of tools that still exist
- * (matched by base name), and records the source's tools that were skipped. Runs only when `generation` is still
- * current, so a stale job never wins.
+ * Replaces a connector's tools with the introspected set, keeping the settings of tools that still exist, and
+ * records the source's tools that were skipped. A table's row is matched by the table it reads (`schema.table`), so
+ * its settings follow it when its name changes (a `_2` of an older naming renamed after the connector: decision
+ * 0305); a tool without a table (an upstream MCP server's) by its base name. Runs only when `generation` is still
+ * current, so a stale job never wins (null); otherwise says which tools were renamed.
  */
 export async function applyIntrospection(
   db: Queryable,
   orgId: string,
-  connectorId: string,
+  connector: { id: string; name: string },
   generation: number,
   specs: ToolSpec[],
   skipped: SkippedTool[] = [],
-): Promise<boolean> {
+): Promise<{ renamed: Rename[] } | null> {
+  const connectorId = connector.id;
   const [current] = await db
     .update(connectors)
     .set({ status: 'active', statusReason: null, skippedTools: skipped, updatedAt: new Date() })
     .where(and(eq(connectors.id, connectorId), eq(connectors.orgId, orgId), eq(connectors.validationGeneration, generation), isNull(connectors.archivedAt)))
     .returning({ id: connectors.id });
-  if (!current) return false;
+  if (!current) return null;
   // One naming pass per org at a time: two connectors validating together must not pick the same free name.
   await db.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${orgId}))`);
-  specs = await avoidOrgCollisions(db, orgId, connectorId, specs);
-  const names = specs.map((s) => s.name);
-  // Saved-statement tools are the admin's, not the source's: introspection never replaces them.
-  await db
-    .delete(tools)
-    .where(
-      and(eq(tools.connectorId, connectorId), eq(tools.orgId, orgId), isNull(tools.savedVersion), ...(names.length ? [notInArray(tools.baseName, names)] : [])),
-    );
-  for (const spec of specs) {
+  specs = await avoidOrgCollisions(db, orgId, connector, specs);
+  const renamed = await matchExistingRows(db, orgId, connectorId, specs);
+  // In chunks, not a statement per tool: a 2,000-table connector is 4 statements here, not 2,000.
+  for (let i = 0; i < specs.length; i += INSERT_CHUNK) {
     await db
       .insert(tools)
-      .values({ orgId, connectorId, baseName: spec.name, spec: spec as unknown as Record<string, unknown> })
+      .values(specs.slice(i, i + INSERT_CHUNK).map((spec) => ({ orgId, connectorId, baseName: spec.name, spec: spec as unknown as Record<string, unknown> })))
       .onConflictDoUpdate({
         target: [tools.connectorId, tools.baseName],
-        set: { spec: spec as unknown as Record<string, unknown>, updatedAt: new Date() },
+        set: { spec: sql`excluded.spec`, updatedAt: new Date() },
         setWhere: isNull(tools.savedVersion),
       });
   }
-  return true;
+  return { renamed };
+}
+
+/** A tool row whose base name changed at introspection (its table kept it). */
+export interface Rename {
+  from: string;
+  to: string;
 }
 
 /**
- * Tool names are unique per org: when another connector already has a tool of the same name (two databases
- * with a `users` table), this connector's tool takes the next free `_2`, `_3`... suffix. The first connector
- * keeps the plain name, so names stay stable as connectors are added.
+ * Brings the connector's source rows (not saved tools: those are the admin's) in line with the new specs: a row whose
+ * table (or, without one, name) is still served takes the name its spec now has; the others are deleted. Renames go
+ * through a temporary name, so two rows trading names never meet the unique index.
  */
-async function avoidOrgCollisions(db: Queryable, orgId: string, connectorId: string, specs: ToolSpec[]): Promise<ToolSpec[]> {
+async function matchExistingRows(db: Queryable, orgId: string, connectorId: string, specs: ToolSpec[]): Promise<Rename[]> {
+  const rows = await db
+    .select({ id: tools.id, baseName: tools.baseName, spec: tools.spec })
+    .from(tools)
+    .where(and(eq(tools.connectorId, connectorId), eq(tools.orgId, orgId), isNull(tools.savedVersion)));
+  const byRelation = new Map<string, string>();
+  const names = new Set<string>();
+  for (const spec of specs) {
+    const relation = relationName(spec.target);
+    if (relation !== null) byRelation.set(relation, spec.name);
+    else names.add(spec.name);
+  }
+  const claimed = new Set<string>();
+  const doomed: string[] = [];
+  const renames: { id: string; from: string; to: string }[] = [];
+  for (const row of rows) {
+    const relation = relationName((row.spec as { target?: unknown }).target);
+    const wanted = relation !== null ? byRelation.get(relation) : names.has(row.baseName) ? row.baseName : undefined;
+    if (wanted === undefined || claimed.has(wanted)) doomed.push(row.id);
+    else {
+      claimed.add(wanted);
+      if (wanted !== row.baseName) renames.push({ id: row.id, from: row.baseName, to: wanted });
+    }
+  }
+  // A row keeping a name another row is renamed away from: deleted rows go first, so their names are free.
+  if (doomed.length) await db.delete(tools).where(and(eq(tools.orgId, orgId), inArray(tools.id, doomed)));
+  for (const r of renames)
+    await db
+      .update(tools)
+      .set({ baseName: `~${r.id}` })
+      .where(eq(tools.id, r.id));
+  for (const r of renames) await db.update(tools).set({ baseName: r.to, updatedAt: new Date() }).where(eq(tools.id, r.id));
+  return renames.map(({ from, to }) => ({ from, to }));
+}
+
+/**
+ * The name a connector's tool takes when another connector already has its name (two databases with an `invoices`
+ * table): derived from the connector's name, `query_<connector>_<table>` for a table tool (`<name>_<connector>`
+ * otherwise), so an agent can tell them apart; never a bare `_2` (decision 0305). When the connector's name gives
+ * nothing new (it sanitises to the type, or two connectors sanitise alike) the connector's id prefix is added.
+ */
+function derivedNames(spec: ToolSpec, type: string, connector: { id: string; name: string }): string[] {
+  const owner = sanitizeName(connector.name).replace(/_+/g, '_').replace(/^_|_$/g, '') || 'connector';
+  const short = connector.id.replace(/-/g, '').slice(0, 6);
+  const prefix = `query_${sanitizeName(type)}_`;
+  const fit = (head: string, tail: string) => `${head.slice(0, Math.max(8, MAX_TOOL_NAME - tail.length))}${tail}`.slice(0, MAX_TOOL_NAME);
+  if (spec.name.startsWith(prefix)) {
+    const table = spec.name.slice(prefix.length);
+    return [fit(`query_${owner}`, `_${table}`), fit(`query_${owner}_${short}`, `_${table}`)];
+  }
+  return [fit(spec.name, `_${owner}`), fit(spec.name, `_${owner}_${short}`)];
+}
+
+/**
+ * Tool names are unique per org: when another connector already has a tool of the same name, this connector's tool
+ * takes a name derived from the connector's (derivedNames). The first connector keeps the plain name, so names stay
+ * stable as connectors are added.
+ */
+async function avoidOrgCollisions(db: Queryable, orgId: string, connector: { id: string; name: string }, specs: ToolSpec[]): Promise<ToolSpec[]> {
+  const connectorId = connector.id;
   const existing = await db
     .select({ connectorId: tools.connectorId, baseName: tools.baseName, override: tools.toolNameOverride, saved: tools.savedVersion })
     .from(tools)
     .where(eq(tools.orgId, orgId));
+  const [own] = await db.select({ type: connectors.type }).from(connectors).where(eq(connectors.id, connectorId));
   const taken = new Set<string>();
   for (const o of existing) {
-    // A saved tool of this connector keeps its name too: a table named like it gets a suffixed name.
+    // A saved tool of this connector keeps its name too: a table named like it gets a derived name.
     if (o.connectorId !== connectorId || o.saved !== null) taken.add(o.baseName);
     // An override is taken for every other tool, this connector's new tables included (a table added later must
     // not get the name agents already use for another tool); an override equal to its own base name is no clash.
     if (o.override && !(o.connectorId === connectorId && o.override === o.baseName)) taken.add(o.override);
   }
   taken.add('check_approval_status');
+  const free = (name: string) => !taken.has(name) && !specs.some((s) => s.name === name);
   return specs.map((spec) => {
     if (!taken.has(spec.name)) {
       taken.add(spec.name);
       return spec;
     }
-    for (let n = 2; ; n++) {
+    const candidates = derivedNames(spec, own?.type ?? '', connector);
+    let name = candidates.find(free);
+    for (let n = 2; name === undefined; n++) {
       const suffix = `_${n}`;
-      const candidate = spec.name.slice(0, 64 - suffix.length) + suffix;
-      if (!taken.has(candidate) && !specs.some((s) => s.name === candidate)) {
-        taken.add(candidate);
-        return { ...spec, name: candidate };
-      }
+      const candidate = candidates[0]!.slice(0, MAX_TOOL_NAME - suffix.length) + suffix;
+      if (free(candidate)) name = candidate;
     }
+    taken.add(name);
+    return { ...spec, name };
   });
 }
 

@@ -18,6 +18,7 @@ import { embeddedDatabaseFor } from './shared/embedded.ts';
 import { targetRefusedText } from './shared/errors.ts';
 import type { Config } from '../config.ts';
 import type { AuthChanges } from '../auth/epoch.ts';
+import { applyTableFilter, checkDescription, checkTablePatterns } from './table-filter.ts';
 
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true });
 type Driver = NonNullable<ReturnType<typeof getDriver>>;
@@ -101,11 +102,32 @@ export interface CreateConnectorInput {
   allow_write?: boolean;
   allow_ddl?: boolean;
   free_sql?: boolean;
+  tool_layout?: 'per_table' | 'single';
+  description?: string | null;
+  include_tables?: string[];
+  exclude_tables?: string[];
 }
+
+/** Whether a driver takes the `single` layout: the SQL types (decision 0299). */
+const takesLayout = (driver: { kind: string; checkPolicy?: unknown }): boolean => driver.kind === 'database' && driver.checkPolicy !== undefined;
+
+/** The table filter and description of a create or update, checked with words a 400 can answer (decision 0303). */
+function checkFilterAndDescription(driver: Driver, input: Pick<CreateConnectorInput, 'description' | 'include_tables' | 'exclude_tables'>): void {
+  checkDescription(input.description);
+  checkTablePatterns('include_tables', input.include_tables);
+  checkTablePatterns('exclude_tables', input.exclude_tables);
+  if (driver.kind !== 'database' && (input.include_tables?.length || input.exclude_tables?.length)) {
+    throw new AppError(400, 'validation_error', 'include_tables and exclude_tables apply to database connectors only.');
+  }
+}
+
+/** A description as stored: trimmed, and empty is none. */
+const storedDescription = (d: string | null | undefined): string | null => (d?.trim() ? d.trim() : null);
 
 export async function createConnector(deps: ConnectorServiceDeps, orgId: string, input: CreateConnectorInput, actor: Actor) {
   const driver = driverFor(input.type);
   checkConfig(driver, input.config);
+  checkFilterAndDescription(driver, input);
   // A type whose client package is an optional dependency this install lacks: 422, naming the package.
   await driver.ready?.();
   await checkTarget(deps, orgId, driver, input.config);
@@ -123,6 +145,10 @@ export async function createConnector(deps: ConnectorServiceDeps, orgId: string,
       allowDdl: isDatabase && Boolean(input.allow_ddl),
       // free_sql: false serves only the connector's saved tools (database types; an mcp connector has no free SQL).
       freeSql: driver.kind !== 'database' || input.free_sql !== false,
+      toolLayout: takesLayout(driver) && input.tool_layout === 'single' ? 'single' : 'per_table',
+      description: storedDescription(input.description),
+      includeTables: input.include_tables ?? [],
+      excludeTables: input.exclude_tables ?? [],
       validationGeneration: 1,
     });
     // The ciphertext is bound to the row id, so it is sealed once the id exists.
@@ -190,6 +216,10 @@ export interface UpdateConnectorInput {
   allow_write?: boolean;
   allow_ddl?: boolean;
   free_sql?: boolean;
+  tool_layout?: 'per_table' | 'single';
+  description?: string | null;
+  include_tables?: string[];
+  exclude_tables?: string[];
 }
 
 export async function updateConnector(deps: ConnectorServiceDeps, orgId: string, id: string, input: UpdateConnectorInput, actor: Actor) {
@@ -200,6 +230,7 @@ export async function updateConnector(deps: ConnectorServiceDeps, orgId: string,
     checkConfig(driver, input.config);
     await checkTarget(deps, orgId, driver, input.config);
   }
+  checkFilterAndDescription(driver, input);
   const isDatabase = driver.kind === 'database' && driver.readOnly !== true;
   const changes: repo.ConnectorChanges = { updatedAt: new Date() };
   if (input.name !== undefined) changes.name = input.name;
@@ -209,7 +240,12 @@ export async function updateConnector(deps: ConnectorServiceDeps, orgId: string,
   if (isDatabase && input.allow_write !== undefined) changes.allowWrite = input.allow_write;
   if (isDatabase && input.allow_ddl !== undefined) changes.allowDdl = input.allow_ddl;
   if (driver.kind === 'database' && input.free_sql !== undefined) changes.freeSql = input.free_sql;
-  const revalidate = input.config !== undefined || input.credential !== undefined;
+  if (input.tool_layout !== undefined) changes.toolLayout = takesLayout(driver) ? input.tool_layout : 'per_table';
+  if (input.description !== undefined) changes.description = storedDescription(input.description);
+  if (input.include_tables !== undefined) changes.includeTables = input.include_tables;
+  if (input.exclude_tables !== undefined) changes.excludeTables = input.exclude_tables;
+  // The filter decides which tables become tools: a change re-runs introspection, as a new config does.
+  const revalidate = input.config !== undefined || input.credential !== undefined || input.include_tables !== undefined || input.exclude_tables !== undefined;
   const row = await deps.store.db.transaction(async (tx) => {
     const updated = await repo.updateConnectorRow(tx, id, changes);
     await repo.bumpCatalogVersion(tx, orgId);
@@ -270,11 +306,18 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
       reportSkipped: (list) => (skipped = list),
     };
     await driver.validate(row.id, config, credential, env);
-    const specs = await driver.introspect(row.id, config, credential, env);
+    const specs = applyTableFilter(await driver.introspect(row.id, config, credential, env), { include: row.includeTables, exclude: row.excludeTables });
     const applied = await deps.store.db.transaction(async (tx) => {
-      if (!(await repo.applyIntrospection(tx, row.orgId, row.id, generation, specs, skipped))) return false;
+      const applied = await repo.applyIntrospection(tx, row.orgId, { id: row.id, name: row.name }, generation, specs, skipped);
+      if (!applied) return false;
       await repo.bumpCatalogVersion(tx, row.orgId);
-      const details = { tools: specs.length, ...(skipped.length ? { skipped: skipped.length } : {}) };
+      // Renamed tools (an old `_2` named after its connector, decision 0305): agents' names changed, so the row says which.
+      const { renamed } = applied;
+      const details = {
+        tools: specs.length,
+        ...(skipped.length ? { skipped: skipped.length } : {}),
+        ...(renamed.length ? { renamed: renamed.slice(0, 100), ...(renamed.length > 100 ? { more_renamed: renamed.length - 100 } : {}) } : {}),
+      };
       await recordAudit(tx, {
         orgId: row.orgId,
         action: 'connector.validated',

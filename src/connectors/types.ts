@@ -49,6 +49,11 @@ export interface SqlTarget {
   snapshot?: boolean;
   /** A saved-statement tool (shared/saved.ts): its statement and typed parameters; the table is the one it reads. */
   saved?: SavedStatement;
+  /**
+   * A view: the tables and views its definition reads, as introspection found them (MySQL/MariaDB); a statement
+   * touching the view is governed by their rows too (docs/decisions/0292, item 4). Unset: not recorded.
+   */
+  bases?: { schema: string; table: string }[];
 }
 
 /**
@@ -56,7 +61,9 @@ export interface SqlTarget {
  * its template (the statement split at its `:name` placeholders by the type's own lexer; absent: none, as MongoDB's
  * JSON pipelines).
  */
-export type SavedCheck<T> = { ok: true; target: T; write: boolean; template?: SavedTemplate } | { ok: false; reason: string };
+export type SavedCheck<T> =
+  /** `touched`: a statement over several tables (issue 38), each it reads; the first is `target`. */
+  { ok: true; target: T; write: boolean; template?: SavedTemplate; touched?: T[] } | { ok: false; reason: string };
 
 /** Behaviour hints of a tool as MCP declares them; a type that sets none gets the database defaults (catalog.ts). */
 export interface ToolHints {
@@ -142,11 +149,16 @@ export interface ExecutionContext<C = DatabaseConfig, L extends ExecutionLimits 
    * `key` identifies the list and its policies (catalog version and connector): it keys the guard's verdicts.
    */
   tables?: { key: string; list: readonly CallTable[] };
+  /** With `tables`: told which of them the statement touches once the guard passed it (audit rows). */
+  touched?: (tables: readonly SqlTarget[]) => void;
 }
 
-/** One table of a connector as a multi-table call sees it: where it is and how its own tool row governs it. */
-interface CallTable {
-  target: SqlTarget;
+/**
+ * One table of a connector as a multi-table call sees it: where it is and how its own tool row governs it. `T`: the
+ * type's tool target (a SQL table; MongoDB: a collection, mongodb/driver.ts).
+ */
+export interface CallTable<T = SqlTarget> {
+  target: T;
   /** The table's tool row is enabled: a statement touching a disabled table is refused, naming it. */
   enabled: boolean;
   /** The table's policy with the caller's attributes; unset: none. Applied at every reference of the table. */
@@ -197,15 +209,22 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends Call
   introspect(connectorId: string, config: C, credential: string | null, env?: SourceEnv): Promise<ToolSpec<T>[]>;
   /**
    * Saved-statement tools (absent: the type serves none): checks a statement with typed `:name` placeholders against
-   * the guard of each of the connector's tables (`tables`: their introspected targets) with the connector's write
-   * permission, and returns the table it works on. Never throws for a refused statement.
+   * the guard of each of the connector's tables (`tables`: their introspected targets; `policies`: each one's policy,
+   * whose hidden columns a statement over several tables may not name) with the connector's write permission, and
+   * returns the table it works on. Never throws for a refused statement.
    */
-  checkSaved?(statement: string, params: SavedParam[], tables: T[], allowWrite: boolean): Promise<SavedCheck<T>>;
+  checkSaved?(statement: string, params: SavedParam[], tables: T[], allowWrite: boolean, policies?: readonly (ToolPolicy | null)[]): Promise<SavedCheck<T>>;
   /**
    * SQL types: whether a column and row policy (shared/policy.ts) fits one of its tools; the problem, or null.
    * Absent: the type takes no policies.
    */
   checkPolicy?(tool: ToolSpec<T>, policy: ToolPolicy): Promise<string | null>;
+  /**
+   * SQL types, issue 38 (docs/decisions/0292): the tables a call with `ctx.tables` would touch, decided as execute
+   * decides it (guard and governance, nothing sent to the database), so the runtime can hold it for every touched
+   * table's approval before it runs; or the tool result that refuses the call. Without `ctx.tables`: the tool's table.
+   */
+  touchedTables?(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<T[] | ToolResult>;
   /** The call step. Never throws for tool-level failures (bad SQL, source down, timeout): returns isError. */
   execute(tool: ToolSpec<T>, args: Record<string, unknown>, ctx: X): Promise<ToolResult>;
   /** Closes the connector's pool (archived, or config changed). */

@@ -13,6 +13,7 @@ import {
   listTools,
   updateSavedTool,
   updateToolMetadata,
+  updateToolsBulk,
 } from './tools.ts';
 import { getDocs, getDocsAsset, getHealth, getJwks, getMetrics, getOpenApi, getReady } from './meta.ts';
 import { issueToken } from './oauth.ts';
@@ -86,6 +87,7 @@ export const handlers: HandlerTable = {
   getInsights,
   listTools,
   updateToolMetadata,
+  updateToolsBulk,
   listSavedTools,
   createSavedTool,
   getSavedTool,

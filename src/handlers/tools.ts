@@ -5,7 +5,8 @@ import { requireOwnOrg } from '../orgs/service.ts';
 import { listToolSettings, updateToolSettings } from '../tools/settings.ts';
 import type { Handler, RequestContext } from './context.ts';
 import { toolSettingsView } from './views.ts';
-import type { SavedToolRequest, UpdateToolRequest } from '../../generated/client/types.gen.ts';
+import type { BulkToolUpdateRequest, SavedToolRequest, UpdateToolRequest } from '../../generated/client/types.gen.ts';
+import * as bulk from '../tools/bulk.ts';
 import * as saved from '../tools/saved.ts';
 
 export const listTools: Handler = async ({ principal, deps, params, query }) => {
@@ -20,6 +21,13 @@ export const updateToolMetadata: Handler = async ({ principal, deps, params, bod
     throw forbidden('insufficient_role', 'Changing a tool policy needs the admin role.');
   }
   return json(toolSettingsView(await updateToolSettings(deps, org.id, params.toolId!, body, actorOf(principal))));
+};
+
+/** PATCH /api/mcp/{orgId}/tools: enable or disable many tools at once (decision 0304). */
+export const updateToolsBulk: Handler = async ({ principal, deps, params, body }: RequestContext<BulkToolUpdateRequest>) => {
+  const org = await requireOwnOrg(deps, params.orgId!, principal!.orgId);
+  const { updated, tools } = await bulk.updateToolsBulk(deps, org.id, body, actorOf(principal));
+  return json({ updated, tools: tools.map(toolSettingsView) });
 };
 
 export const listSavedTools: Handler = async ({ principal, deps, params }) =>

@@ -10,6 +10,7 @@ import type { ConnectorRow } from '../connectors/repository.ts';
 import { burstLimitFor, monthlyQuotaFor } from '../limits/plans.ts';
 import type { OrgRow } from '../orgs/repository.ts';
 import type { ToolSettingsRow } from '../tools/settings.ts';
+import { withConnectorLine } from '../tools/catalog.ts';
 import type { ToolSpec } from '../connectors/types.ts';
 import type { AttemptRow, WebhookRow } from '../webhooks/repository.ts';
 import type * as wire from '../../generated/client/types.gen.ts';
@@ -105,6 +106,10 @@ export function connectorView(row: ConnectorRow): wire.Connector {
     allow_write: row.allowWrite,
     allow_ddl: row.allowDdl,
     free_sql: row.freeSql,
+    tool_layout: row.toolLayout as wire.ToolLayout,
+    description: row.description,
+    include_tables: row.includeTables,
+    exclude_tables: row.excludeTables,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
@@ -116,7 +121,7 @@ export function toolSettingsView({ tool, connector }: ToolSettingsRow): wire.Too
     id: tool.id,
     tool_name: tool.baseName,
     name: tool.toolNameOverride ?? tool.baseName,
-    description: tool.toolDescriptionOverride ?? spec.description,
+    description: withConnectorLine(tool.toolDescriptionOverride ?? spec.description, connector),
     enabled: tool.enabled,
     requires_approval: tool.requiresApproval,
     approval_ttl_seconds: tool.approvalTtlSeconds,
@@ -128,6 +133,7 @@ export function toolSettingsView({ tool, connector }: ToolSettingsRow): wire.Too
     connector_name: connector.name,
     connector_type: connector.type as wire.ConnectorType,
     policy: (tool.policy as wire.ToolPolicy | null) ?? null,
+    saved: tool.savedVersion !== null,
   };
 }
 

@@ -15,6 +15,7 @@ import {
   type CallOutcome,
   type CallRefusal,
   type CallUnrecorded,
+  type ListRefusal,
   listToolsJson,
   quotaExceededMessage,
   recordRefusal,
@@ -91,6 +92,17 @@ export function toolCallError(outcome: CallRefusal | CallUnrecorded): RpcError {
   }
 }
 
+/** tools/list's page, or -32602 for a cursor it cannot use (the MCP pagination utility: an invalid cursor is invalid params). */
+function listPage(page: RawJson | ListRefusal): RawJson {
+  if (page instanceof RawJson) return page;
+  throw new RpcError(
+    RpcCode.InvalidParams,
+    page.reason === 'stale'
+      ? 'Invalid cursor: the tool list changed since this cursor was issued. Call tools/list without a cursor to start again.'
+      : 'Invalid cursor: it was not issued by tools/list for this org and credential. Call tools/list without a cursor to start from the first page.',
+  );
+}
+
 /** tools/call's reply: an answer's tool result, or the refusal's error, recorded as a refusal (`unrecorded` is not one). */
 function toolCallReply(deps: ToolRuntimeDeps, session: McpSession, outcome: CallOutcome, started: number): ToolResult {
   if ('result' in outcome) return outcome.result;
@@ -117,7 +129,7 @@ export function createMcpServer(deps: ToolRuntimeDeps & { log: Logger }): McpSer
         instructions: INSTRUCTIONS,
       })),
       ping: method(undefined, () => ({})),
-      'tools/list': method('ToolsListParams', ({ org, principal }) => listToolsJson(deps, org, principal)),
+      'tools/list': method('ToolsListParams', async ({ org, principal }, params) => listPage(await listToolsJson(deps, org, principal, params.cursor))),
       'tools/call': toolsCall,
     },
     {
@@ -129,7 +141,9 @@ export function createMcpServer(deps: ToolRuntimeDeps & { log: Logger }): McpSer
         instructions: INSTRUCTIONS,
         _meta: { 'io.modelcontextprotocol/serverInfo': serverInfo(org.slug) },
       })),
-      'tools/list': method('ToolsListParams', async ({ org, principal }) => withCacheHints(await listToolsJson(deps, org, principal))),
+      'tools/list': method('ToolsListParams', async ({ org, principal }, params) =>
+        withCacheHints(listPage(await listToolsJson(deps, org, principal, params.cursor))),
+      ),
       'tools/call': toolsCall,
     },
     (name, err) => deps.log.error('mcp method failed', { method: name, error: describeError(err) }),

@@ -4,9 +4,12 @@ import { credentialContext } from '../connectors/repository.ts';
 import type { SqlTarget, ToolSpec } from '../connectors/types.ts';
 import { describedColumns, policyKey, type CallPolicy, type ToolPolicy } from '../connectors/shared/policy.ts';
 import { columnList } from '../connectors/shared/toolspec.ts';
+import { applyTableFilter } from '../connectors/table-filter.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { catalogRows } from './repository.ts';
+import { singleToolName, singleToolSpec } from './layout.ts';
+import { connectorTables, isSqlTable, tableKey, type ConnectorTables, type TableSource } from './tables.ts';
 
 interface ConnectorRuntime {
   id: string;
@@ -16,6 +19,8 @@ interface ConnectorRuntime {
   credential: string | null;
   allowWrite: boolean;
   allowDdl: boolean;
+  /** The connector's `single`-layout tool was built (once per catalog). */
+  single?: boolean;
 }
 
 export interface CatalogTool {
@@ -35,6 +40,8 @@ export interface CatalogTool {
   validate: ValidateFunction;
   /** The tool's column and row policy, ready for calls (the caller's attributes are added per call); null: none. */
   policy?: Omit<CallPolicy, 'caller'> | null;
+  /** A SQL connector's tables with their tool rows' governance (issue 38): every call of the connector carries them. */
+  tables?: ConnectorTables;
 }
 
 export interface OrgCatalog {
@@ -61,36 +68,33 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
   const runtimes = new Map<string, ConnectorRuntime>();
   const list: CatalogTool[] = [];
   const ajv = newAjv();
+  const compiled = new Map<string, ValidateFunction>();
+  const sources = new Map<string, TableSource[]>();
   for (const { tool, connector } of rows) {
-    // free_sql off: the connector's table tools are not served (not listed, and a call to one finds no tool).
-    if (!connector.freeSql && tool.savedVersion === null) continue;
-    let runtime = runtimes.get(connector.id);
-    if (!runtime) {
-      runtime = {
-        id: connector.id,
-        type: connector.type,
-        config: connector.config,
-        credential: connector.credentialSealed ? deps.box.decrypt(connector.credentialSealed, credentialContext(connector.id)) : null,
-        allowWrite: connector.allowWrite,
-        allowDdl: connector.allowDdl,
-      };
-      runtimes.set(connector.id, runtime);
-    }
+    const policy = tool.policy === null ? null : preparePolicy(deps, orgId, tool.policy as unknown as ToolPolicy);
+    // Every table tool row governs its table, listed or not (free_sql off, or a `single` layout): decision 0292.
+    if (tool.savedVersion === null) addTableSource(sources, connector.id, tool, policy);
+    // free_sql off: the connector's table tools are not served (not listed, and a call to one finds no tool); in the
+    // `single` layout the connector's one SQL tool serves them (decision 0299).
+    if (tool.savedVersion === null && (!connector.freeSql || (singleLayout(connector) && isSqlTable((tool.spec as { target?: unknown }).target)))) continue;
+    const runtime = runtimeOf(deps, runtimes, connector);
     const spec = tool.spec as unknown as ToolSpec;
+    // A saved tool over a table the connector's filter now leaves out is not served either (decision 0303); the
+    // table tools of excluded tables were never written.
+    if (tool.savedVersion !== null && excludedTable(spec, connector)) continue;
     // One stored tool whose schema no longer compiles (stored before its checks existed) is left out, not the org's
     // whole catalog: every other tool stays callable.
     let validate: ValidateFunction;
     try {
-      validate = ajv.compile(spec.inputSchema);
+      validate = compileShared(ajv, compiled, spec.inputSchema);
     } catch {
       continue;
     }
-    const policy = tool.policy === null ? null : preparePolicy(deps, orgId, tool.policy as unknown as ToolPolicy);
     const writable = !tool.readOnly && !policy && (connector.allowWrite || connector.allowDdl);
     list.push({
       id: tool.id,
       name: tool.toolNameOverride ?? tool.baseName,
-      description: tool.toolDescriptionOverride ?? (policy ? policyDescription(spec, policy.policy) : spec.description),
+      description: withConnectorLine(tool.toolDescriptionOverride ?? (policy ? policyDescription(spec, policy.policy) : spec.description), connector),
       inputSchema: spec.inputSchema,
       outputSchema: spec.outputSchema,
       annotations: spec.annotations ?? { readOnlyHint: !writable, destructiveHint: writable, openWorldHint: false },
@@ -105,8 +109,155 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       policy,
     });
   }
+  const tables = attachTables(list, sources, version);
+  for (const { connector } of rows) {
+    if (!singleLayout(connector) || !connector.freeSql || runtimes.get(connector.id)?.single) continue;
+    const runtime = runtimeOf(deps, runtimes, connector);
+    runtime.single = true;
+    const own = tables.get(connector.id);
+    const tool = own && singleTool(runtime, connector, own, (schema) => compileShared(ajv, compiled, schema), list);
+    if (tool) list.push(tool);
+  }
   list.sort((a, b) => a.name.localeCompare(b.name));
   return { version, tools: list, byName: new Map(list.map((t) => [t.name, t])) };
+}
+
+/**
+ * Every tool description ends naming its connector, `Connector: <name> (<description>)` (the parenthesis only when
+ * the connector has a description), so an agent can tell production from staging when two connectors serve the same
+ * table (issue 38 item 5, docs/decisions/0305). Written at catalog build: a renamed connector renames it at once.
+ */
+export function withConnectorLine(text: string, connector: { name: string; description: string | null }): string {
+  return `${text}\nConnector: ${connector.name}${connector.description ? ` (${connector.description})` : ''}`;
+}
+
+function excludedTable(spec: ToolSpec, connector: { includeTables: string[]; excludeTables: string[] }): boolean {
+  return applyTableFilter([spec], { include: connector.includeTables, exclude: connector.excludeTables }).length === 0;
+}
+
+/** Keywords that only annotate a schema: they never change what validates (or which defaults Ajv fills in). */
+const ANNOTATIONS = new Set(['description', 'title', 'examples', '$comment']);
+/** Keywords whose value maps names to schemas: a key there is a property name, never an annotation. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
+/** Keywords whose value is data, not a schema: kept exactly (a `description` key inside a default is a value). */
+const LITERALS = new Set(['default', 'const', 'enum']);
+
+/** A schema's text without its annotations, keys in order: two schemas with the same shape validate alike. */
+export function shapeOf(schema: unknown, map = false): string {
+  if (Array.isArray(schema)) return `[${schema.map((s) => shapeOf(s)).join(',')}]`;
+  if (schema === null || typeof schema !== 'object') return JSON.stringify(schema);
+  const keys = Object.keys(schema)
+    .filter((k) => map || !ANNOTATIONS.has(k))
+    .sort();
+  const value = (k: string) => (schema as Record<string, unknown>)[k];
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${!map && LITERALS.has(k) ? JSON.stringify(value(k)) : shapeOf(value(k), !map && SCHEMA_MAPS.has(k))}`).join(',')}}`;
+}
+
+/**
+ * One compiled validator per schema shape in a catalog build: a 2,000-table connector's tools differ only in their
+ * descriptions, so they share one function (compiling each took ~0.5 ms: a second per build at 2,000 tools).
+ * A shared function is safe: its `errors` are read right after the call that set them.
+ */
+function compileShared(ajv: Ajv, compiled: Map<string, ValidateFunction>, schema: ToolSpec['inputSchema']): ValidateFunction {
+  const shape = shapeOf(schema);
+  let validate = compiled.get(shape);
+  if (!validate) compiled.set(shape, (validate = ajv.compile(schema)));
+  return validate;
+}
+
+type CatalogRow = Awaited<ReturnType<typeof catalogRows>>[number]['tool'];
+
+function addTableSource(sources: Map<string, TableSource[]>, connectorId: string, tool: CatalogRow, policy: Omit<CallPolicy, 'caller'> | null): void {
+  const target = (tool.spec as { target?: unknown }).target;
+  if (!isSqlTable(target)) return;
+  const list = sources.get(connectorId) ?? [];
+  sources.set(connectorId, list);
+  list.push({
+    toolId: tool.id,
+    target,
+    enabled: tool.enabled,
+    policy,
+    requiresApproval: tool.requiresApproval,
+    approvalEmails: tool.approvalEmails,
+    approvalTtlSeconds: tool.approvalTtlSeconds,
+  });
+}
+
+/**
+ * Gives every SQL tool its connector's tables. A saved tool has no policy of its own (decision 0292): the policy of
+ * the table its statement reads is its policy, so saving a statement never widens what the table's policy allows.
+ */
+function attachTables(list: CatalogTool[], sources: Map<string, TableSource[]>, version: number): Map<string, ConnectorTables> {
+  const tables = new Map([...sources].map(([id, rows]) => [id, connectorTables(`${version}:${id}`, rows)]));
+  for (const t of list) {
+    const own = tables.get(t.connector.id);
+    if (!own) continue;
+    const target = t.spec.target as Partial<SqlTarget>;
+    if (isSqlTable(target)) t.tables = own;
+    else if (target.saved && typeof target.table === 'string') {
+      t.tables = own;
+      const i = own.indexOf.get(tableKey(target.schema ?? '', target.table));
+      t.policy = i === undefined ? null : own.policies[i];
+    }
+  }
+  return tables;
+}
+
+type CatalogConnector = Awaited<ReturnType<typeof catalogRows>>[number]['connector'];
+
+const singleLayout = (connector: CatalogConnector): boolean => connector.toolLayout === 'single';
+
+function runtimeOf(deps: CatalogDeps, runtimes: Map<string, ConnectorRuntime>, connector: CatalogConnector): ConnectorRuntime {
+  let runtime = runtimes.get(connector.id);
+  if (!runtime) {
+    runtime = {
+      id: connector.id,
+      type: connector.type,
+      config: connector.config,
+      credential: connector.credentialSealed ? deps.box.decrypt(connector.credentialSealed, credentialContext(connector.id)) : null,
+      allowWrite: connector.allowWrite,
+      allowDdl: connector.allowDdl,
+    };
+    runtimes.set(connector.id, runtime);
+  }
+  return runtime;
+}
+
+/**
+ * The `single` layout's one SQL tool (decision 0299): not a tools row; its id is the connector's (approvals name it),
+ * it has no settings of its own, and every table it reads is governed by that table's row. It only reads. Its name
+ * is `query_<connector name>`, or with the connector id's first characters when another tool has that name.
+ */
+function singleTool(
+  runtime: ConnectorRuntime,
+  connector: CatalogConnector,
+  tables: ConnectorTables,
+  compile: (schema: ToolSpec['inputSchema']) => ValidateFunction,
+  list: CatalogTool[],
+): CatalogTool | null {
+  let name = singleToolName(connector.name);
+  if (list.some((t) => t.name === name)) name = `${name.slice(0, 55)}_${connector.id.slice(0, 8)}`;
+  const spec = singleToolSpec({ name: connector.name, type: connector.type }, tables, name);
+  if (!spec) return null;
+  return {
+    id: connector.id,
+    name,
+    description: withConnectorLine(spec.description, connector),
+    inputSchema: spec.inputSchema,
+    outputSchema: spec.outputSchema,
+    annotations: spec.annotations!,
+    enabled: true,
+    readOnly: true,
+    requiresApproval: false,
+    approvalTtlSeconds: 3600,
+    approvalEmails: [],
+    connector: runtime,
+    spec,
+    validate: compile(spec.inputSchema),
+    // The policy of the table it names (its target), as a table tool carries its own; the others' come with ctx.tables.
+    policy: tables.policies[tables.indexOf.get(tableKey(spec.target.schema, spec.target.table))!] ?? null,
+    tables,
+  };
 }
 
 /** A stored policy as calls use it: its key, and the org's mask key when a column is hashed. */

@@ -8,7 +8,7 @@ type ToolRow = typeof tools.$inferSelect;
 type ConnectorRow = typeof connectors.$inferSelect;
 
 /** A tool with the connector it belongs to: what the settings list and update return (handlers/views.ts shapes it). */
-export type ToolSettingsRow = { tool: ToolRow; connector: { id: string; name: string; type: string } };
+export type ToolSettingsRow = { tool: ToolRow; connector: { id: string; name: string; type: string; description: string | null } };
 /** Columns a tool's settings update may set. */
 export type ToolChanges = Partial<typeof tools.$inferInsert>;
 
@@ -27,7 +27,7 @@ export async function toolSettingsRows(db: Queryable, orgId: string, filter: { c
   if (filter.connectorId) where.push(eq(tools.connectorId, filter.connectorId));
   if (filter.toolId) where.push(eq(tools.id, filter.toolId));
   return db
-    .select({ tool: tools, connector: { id: connectors.id, name: connectors.name, type: connectors.type } })
+    .select({ tool: tools, connector: { id: connectors.id, name: connectors.name, type: connectors.type, description: connectors.description } })
     .from(tools)
     .innerJoin(connectors, eq(connectors.id, tools.connectorId))
     .where(and(...where))
@@ -41,16 +41,44 @@ export async function updateToolRow(db: Queryable, orgId: string, toolId: string
     .where(and(eq(tools.id, toolId), eq(tools.orgId, orgId)));
 }
 
+/** Sets `enabled` on these tools of the org (one statement, for a bulk change). */
+export async function setToolsEnabled(db: Queryable, orgId: string, toolIds: string[], enabled: boolean): Promise<void> {
+  await db
+    .update(tools)
+    .set({ enabled, updatedAt: new Date() })
+    .where(and(eq(tools.orgId, orgId), inArray(tools.id, toolIds)));
+}
+
 type VersionRow = typeof savedToolVersions.$inferSelect;
 
-/** A connector's tools the source yields (not saved tools): their targets are the tables a saved statement may use. */
-export async function sourceToolSpecs(db: Queryable, orgId: string, connectorId: string): Promise<Record<string, unknown>[]> {
-  const rows = await db
-    .select({ spec: tools.spec })
+/** A connector's tools the source yields (not saved tools), with their policies: the tables a saved statement may use. */
+export async function sourceToolSpecs(
+  db: Queryable,
+  orgId: string,
+  connectorId: string,
+): Promise<{ spec: Record<string, unknown>; policy: Record<string, unknown> | null }[]> {
+  return db
+    .select({ spec: tools.spec, policy: tools.policy })
     .from(tools)
     .where(and(eq(tools.orgId, orgId), eq(tools.connectorId, connectorId), isNull(tools.savedVersion)))
     .orderBy(asc(tools.baseName));
-  return rows.map((r) => r.spec);
+}
+
+/** The policy of the table tool row of `schema.table` on a connector (decision 0292: the table's policy); null: none. */
+export async function tablePolicyOf(db: Queryable, orgId: string, connectorId: string, schema: string, table: string): Promise<Record<string, unknown> | null> {
+  const [row] = await db
+    .select({ policy: tools.policy })
+    .from(tools)
+    .where(
+      and(
+        eq(tools.orgId, orgId),
+        eq(tools.connectorId, connectorId),
+        isNull(tools.savedVersion),
+        sql`${tools.spec}->'target'->>'schema' = ${schema}`,
+        sql`${tools.spec}->'target'->>'table' = ${table}`,
+      ),
+    );
+  return row?.policy ?? null;
 }
 
 /** A connector's saved-statement tools (or one of them), by name. */

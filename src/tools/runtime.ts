@@ -21,7 +21,7 @@
  *    approved held call is reported by approval.decided, not tool.called.
  */
 import { getDriver } from '../connectors/registry.ts';
-import type { ToolResult } from '../connectors/types.ts';
+import type { ExecutionContext, ExecutionLimits, SqlTarget, ToolResult } from '../connectors/types.ts';
 import { ranNothing, refusedResult } from '../connectors/shared/result.ts';
 import type { Principal } from '../principal.ts';
 import type { SchemaError } from '../util/schema-errors.ts';
@@ -38,6 +38,7 @@ import type { AuditRecorder } from '../audit/recorder.ts';
 import { sha256Hex } from '../util/crypto.ts';
 import { trialExpired } from '../billing/trial.ts';
 import { observeToolCall, observeToolRefusal } from '../observability/metrics.ts';
+import { approvalOf, callTables, touchedIndexes, touchedNames, type HeldApproval } from './tables.ts';
 
 /** The org a call is made in: its catalog version (read per request) and its plan (the quota). */
 export interface RuntimeOrg {
@@ -61,6 +62,7 @@ export interface ExecutionDeps {
     | 'connectorMaxConcurrentCalls'
     | 'connectorQueueTimeoutMs'
     | 'pgResolutionCacheTtlSeconds'
+    | 'toolsListPageSize'
   >;
 }
 
@@ -69,7 +71,8 @@ export interface ExecutionDeps {
  * answering check_approval_status. Declared here so the runtime does not depend on the approvals module.
  */
 export interface ApprovalDesk {
-  hold(orgId: string, principal: Principal, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult>;
+  /** `approval`: who approves and for how long, from every tool row the call needs approved (the tables it touches). */
+  hold(orgId: string, principal: Principal, tool: CatalogTool, input: Record<string, unknown>, approval?: HeldApproval): Promise<ToolResult>;
   status(orgId: string, principal: Principal, approvalId: string): Promise<ToolResult>;
 }
 
@@ -83,15 +86,15 @@ export interface ToolRuntimeDeps extends ExecutionDeps {
 
 /** A call that was answered with a tool result (isError when the tool failed or refused the call itself). */
 type CallAnswer =
-  /** It reached its connector and counts against the monthly quota. */
-  | { kind: 'executed'; tool: CatalogTool; result: ToolResult }
+  /** It reached its connector and counts against the monthly quota. `tables`: each table its statement touches (`schema.table`). */
+  | { kind: 'executed'; tool: CatalogTool; result: ToolResult; tables?: string[] }
   /**
    * Stopped before it reached its connector, so not counted: the SQL guard or the driver's own checks refused it, its
    * connector type is not served here, or the caller left before it ran. The result says why (isError).
    */
-  | { kind: 'not_run'; tool: CatalogTool; result: ToolResult }
+  | { kind: 'not_run'; tool: CatalogTool; result: ToolResult; tables?: string[] }
   /** Flagged for human approval: held, and answered with what the approvals desk returned (pending_approval). */
-  | { kind: 'held'; tool: CatalogTool; result: ToolResult }
+  | { kind: 'held'; tool: CatalogTool; result: ToolResult; tables?: string[] }
   /** Answered by a built-in tool (check_approval_status); never counted. */
   | { kind: 'answered'; result: ToolResult };
 
@@ -146,26 +149,63 @@ function descriptor(tool: CatalogTool): Tool {
   };
 }
 
-function visibleTools(catalog: OrgCatalog, principal: Principal): ToolsListResult {
+function visibleTools(catalog: OrgCatalog, principal: Principal): Tool[] {
   const visible = catalog.tools.filter((t) => t.enabled && inScope(principal, t)).map(descriptor);
-  return { tools: [...visible, ...[...BUILTIN_TOOLS.values()].map((b) => b.descriptor)] };
+  return [...visible, ...[...BUILTIN_TOOLS.values()].map((b) => b.descriptor)];
 }
 
-/** Serialised tools/list results per catalog (a catalog object is one immutable version) and connector scope. */
+/** Serialised tools/list pages per catalog (a catalog object is one immutable version), connector scope and offset. */
 const listings = new WeakMap<OrgCatalog, Map<string, RawJson>>();
-/** Distinct scopes cached per catalog version at most; others are serialised per call. */
-const MAX_LISTINGS = 64;
+/** Distinct (scope, page) entries cached per catalog version at most; others are serialised per call. */
+const MAX_LISTINGS = 256;
 
-/** tools/list as JSON text, built once per catalog version and scope (the catalog version is read per request). */
-export async function listToolsJson(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal): Promise<RawJson> {
+/** Why a tools/list cursor was refused: `stale` (an earlier catalog version of this org and scope) or `invalid`. */
+export type ListRefusal = { kind: 'invalid_cursor'; reason: 'stale' | 'invalid' };
+
+/**
+ * The opaque tools/list cursor (decision 0305): the catalog version and the offset of the next page, with a digest
+ * binding both to the org and the credential's connector scope. Not a secret: it only says where a page starts; the
+ * digest makes a cursor of another org or scope, or an edited one, fail instead of paging someone else's list.
+ */
+function cursorDigest(orgId: string, scope: string, version: number, offset: number): string {
+  return sha256Hex(`tools/list\n${orgId}\n${scope}\n${version}\n${offset}`).slice(0, 16);
+}
+
+function encodeCursor(orgId: string, scope: string, version: number, offset: number): string {
+  return Buffer.from(`1.${version}.${offset}.${cursorDigest(orgId, scope, version, offset)}`).toString('base64url');
+}
+
+/** The offset a cursor points at, or why it cannot be used with this org, scope and catalog version. */
+function decodeCursor(cursor: string, orgId: string, scope: string, version: number): number | ListRefusal {
+  const match = /^1\.(\d{1,12})\.(\d{1,9})\.([0-9a-f]{16})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  if (!match) return { kind: 'invalid_cursor', reason: 'invalid' };
+  const [cursorVersion, offset] = [Number(match[1]), Number(match[2])];
+  if (cursorDigest(orgId, scope, cursorVersion, offset) !== match[3]) return { kind: 'invalid_cursor', reason: 'invalid' };
+  return cursorVersion === version ? offset : { kind: 'invalid_cursor', reason: 'stale' };
+}
+
+/**
+ * One page of tools/list as JSON text, built once per catalog version, scope and page (the catalog version is read per
+ * request). Pages follow the catalog's stable order (by name, the built-in tools last), `pageSize` tools each;
+ * `nextCursor` is present while more follow. A cursor of an earlier version, or not issued for this org and scope,
+ * is refused (mcp/server.ts answers -32602).
+ */
+export async function listToolsJson(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, cursor?: string): Promise<RawJson | ListRefusal> {
   const catalog = await deps.catalog.get(org.id, org.catalogVersion);
   const scope = principal.connectorIds === null ? '*' : principal.connectorIds.join(',');
+  const offset = cursor === undefined ? 0 : decodeCursor(cursor, org.id, scope, catalog.version);
+  if (typeof offset !== 'number') return offset;
   let byScope = listings.get(catalog);
   if (!byScope) listings.set(catalog, (byScope = new Map()));
-  let listing = byScope.get(scope);
+  const key = `${offset}|${scope}`;
+  let listing = byScope.get(key);
   if (!listing) {
-    listing = new RawJson(JSON.stringify(visibleTools(catalog, principal)));
-    if (byScope.size < MAX_LISTINGS) byScope.set(scope, listing);
+    const all = visibleTools(catalog, principal);
+    const end = offset + deps.config.toolsListPageSize;
+    const page: ToolsListResult = { tools: all.slice(offset, end) };
+    if (end < all.length) page.nextCursor = encodeCursor(org.id, scope, catalog.version, end);
+    listing = new RawJson(JSON.stringify(page));
+    if (byScope.size < MAX_LISTINGS) byScope.set(key, listing);
   }
   return listing;
 }
@@ -193,13 +233,34 @@ const BUILTIN_TOOLS = new Map<string, BuiltinTool>([
 ]);
 
 /**
- * Whether a validated call may run now: a tool flagged for human approval never runs unapproved; its call is held
- * (the validated input, defaults filled in) and the pending_approval result answered instead. Returns the result to
- * answer instead of running the tool, or null to run it.
+ * Whether a validated call may run now: a call that needs human approval never runs unapproved; it is held (the
+ * validated input, defaults filled in) and the pending_approval result answered instead. It needs approval when its
+ * tool requires it or when a table its statement touches does (decision 0292): then the approvers are every such
+ * row's, the TTL the shortest. Which tables a statement touches is asked of the driver (its guard, verdict cached)
+ * only on a connector where some table requires approval (the single-table hot path asks nothing); a statement the
+ * guard refuses there is answered with the refusal and runs nothing (fail closed), unless its own tool holds every
+ * call as before. Null: run it; `touched` keeps what the driver found for the audit row.
  */
-function gate(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult> | null {
-  if (!tool.requiresApproval) return null;
-  return deps.approvals.hold(org.id, principal, tool, input);
+async function gate(
+  deps: ToolRuntimeDeps,
+  org: RuntimeOrg,
+  principal: Principal,
+  tool: CatalogTool,
+  input: Record<string, unknown>,
+  found: { touched?: readonly number[] },
+): Promise<{ held: ToolResult } | { refused: ToolResult } | null> {
+  const tables = tool.tables;
+  const holdOwn = async () => (tool.requiresApproval ? { held: await deps.approvals.hold(org.id, principal, tool, input) } : null);
+  if (!tables?.anyApproval) return holdOwn();
+  const driver = getDriver(tool.connector.type);
+  const reported = driver?.touchedTables
+    ? await driver.touchedTables(tool.spec, input, executionContext(deps, org.id, tool, principal.attributes))
+    : refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
+  if (!Array.isArray(reported)) return tool.requiresApproval ? holdOwn() : { refused: reported as ToolResult };
+  const touched = touchedIndexes(tables, reported);
+  found.touched = touched;
+  const approval = approvalOf(tables, touched, { toolId: tool.id, ...tool });
+  return approval ? { held: await deps.approvals.hold(org.id, principal, tool, input, approval) } : null;
 }
 
 /** What a used-up monthly quota is called, for tools/call (mcp/server.ts) and an approved call (src/approvals) alike. */
@@ -233,11 +294,13 @@ export async function executeTool(
   signal?: AbortSignal,
   /** The caller's attributes for the tool's row filter (an approved held call: the requester's, kept with it). */
   caller?: Principal['attributes'],
+  /** Told which of the connector's tables the statement touches, once the guard passed it. */
+  touched?: (tables: readonly SqlTarget[]) => void,
 ): Promise<ToolResult> {
   const quota = monthlyQuotaFor(org.plan);
   const unit = await deps.usage.reserve(org.id, quota);
   if (!unit) throw new QuotaExceededError(org.plan, quota!);
-  const result = await execute(deps, org.id, tool, input, signal, caller);
+  const result = await execute(deps, org.id, tool, input, signal, caller, touched);
   if (ranNothing(result)) deps.usage.refund(unit);
   return result;
 }
@@ -257,11 +320,28 @@ function execute(
   input: Record<string, unknown>,
   signal?: AbortSignal,
   caller?: Principal['attributes'],
+  touched?: (tables: readonly SqlTarget[]) => void,
 ): Promise<ToolResult> | ToolResult {
   const driver = getDriver(tool.connector.type);
   if (!driver) return refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
+  const ctx = executionContext(deps, orgId, tool, caller, signal);
+  if (touched && ctx.tables) ctx.touched = touched;
+  return driver.execute(tool.spec, input, ctx);
+}
+
+/**
+ * What a driver gets for one call of `tool`: its connector, permissions and limits; its policy and, on a SQL
+ * connector, every table with its own row's governance (decision 0292), each policy with the caller's attributes.
+ */
+function executionContext(
+  deps: ExecutionDeps,
+  orgId: string,
+  tool: CatalogTool,
+  caller: Principal['attributes'] | undefined,
+  signal?: AbortSignal,
+): ExecutionContext<unknown, ExecutionLimits & { resolutionCacheTtlMs: number }> {
   const { config } = deps;
-  return driver.execute(tool.spec, input, {
+  return {
     connectorId: tool.connector.id,
     config: tool.connector.config,
     credential: tool.connector.credential,
@@ -269,6 +349,7 @@ function execute(
     allowDdl: tool.connector.allowDdl,
     readOnly: tool.readOnly,
     ...(tool.policy ? { policy: { ...tool.policy, caller: caller ?? {} } } : {}),
+    ...(tool.tables ? { tables: callTables(tool.tables, caller) } : {}),
     outbound: deps.outbound,
     orgId,
     limits: {
@@ -281,7 +362,7 @@ function execute(
       resolutionCacheTtlMs: config.pgResolutionCacheTtlSeconds * 1000,
     },
     signal,
-  });
+  };
 }
 
 /** What a tool-call row keeps of the arguments: a digest (matches a known input), never the values or the SQL. */
@@ -338,6 +419,7 @@ export async function callTool(
       ...data,
       counted: outcome.kind === 'executed',
       arguments_sha256: argumentsDigest(args),
+      ...(outcome.kind !== 'answered' && outcome.tables ? { tables: outcome.tables } : {}),
       ...(held ? { held_for_approval: true } : {}),
       // The caller went away before the answer: with outcome error, the gateway cancelled (or never ran) the call.
       ...(signal?.aborted ? { abandoned: true } : {}),
@@ -405,19 +487,28 @@ async function runCall(
   const input = structuredClone(args);
   if (!tool.validate(input)) return { kind: 'invalid_arguments', name, tool, error: tool.validate.errors?.[0] };
   if (trialExpired(org, new Date())) return { kind: 'trial_ended', tool, endedAt: org.trialExpiresAt! };
-  const instead = gate(deps, org, principal, tool, input);
-  if (instead) return { kind: 'held', tool, result: await instead };
+  const found: { touched?: readonly number[] } = {};
+  const instead = await gate(deps, org, principal, tool, input, found);
+  if (instead && 'refused' in instead) return { kind: 'not_run', tool, result: instead.refused };
+  if (instead) return { kind: 'held', tool, result: instead.held, ...tablesRead(tool, found.touched) };
   if (!deps.audit.accepting()) return { kind: 'audit_busy', tool };
   // The caller left before anything ran (a batch's later calls, a slow lookup): nothing runs and nothing is counted.
   if (signal?.aborted) return { kind: 'not_run', tool, result: refusedResult('The call was aborted.') };
   // Only a tool call that reaches its connector counts against the monthly quota (not check_approval_status polling,
   // not calls refused or held above, not calls the driver's guard refuses; a held call counts when its approval runs it).
   let result: ToolResult;
+  let touched = found.touched;
+  const tables = tool.tables;
   try {
-    result = await executeTool(deps, org, tool, input, signal, principal.attributes);
+    result = await executeTool(deps, org, tool, input, signal, principal.attributes, tables ? (t) => (touched = touchedIndexes(tables, t)) : undefined);
   } catch (err) {
     if (err instanceof QuotaExceededError) return { kind: 'quota_exceeded', tool, plan: err.plan, quota: err.quota };
     throw err;
   }
-  return { kind: countedCall(result) ? 'executed' : 'not_run', tool, result };
+  return { kind: countedCall(result) ? 'executed' : 'not_run', tool, result, ...tablesRead(tool, touched) };
+}
+
+/** The audit row's `tables`: every table the statement touches, by name (decision 0292); none when unknown. */
+function tablesRead(tool: CatalogTool, touched: readonly number[] | undefined): { tables?: string[] } {
+  return tool.tables && touched ? { tables: touchedNames(tool.tables, touched) } : {};
 }

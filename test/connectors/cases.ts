@@ -163,8 +163,9 @@ export const SAVED_REFUSALS: SavedRefusal[] = [
     writesToo: true,
   },
   {
-    name: 'two tables in a join',
-    statement: 'SELECT i.id, s.secret FROM items i JOIN secrets s ON s.id = i.id WHERE i.id = :n',
+    // Issue 38: a JOIN of the connector's tables may be saved (each table governs the call); one it does not list may not.
+    name: 'a join with a table the connector does not list',
+    statement: 'SELECT i.id, s.secret FROM items i JOIN no_such_table s ON s.id = i.id WHERE i.id = :n',
     params: [param('n', 'integer')],
     words: '',
     writesToo: true,

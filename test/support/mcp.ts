@@ -117,6 +117,8 @@ export interface ToolRow {
   connector_name: string;
   connector_type: string;
   tool_name_override: string | null;
+  /** A saved-statement tool (it has no policy of its own). */
+  saved?: boolean;
   tool_description_override: string | null;
   read_only: boolean;
 }

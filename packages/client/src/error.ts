@@ -5,7 +5,7 @@
  */
 export class ToolgateError extends Error {
   override name = 'ToolgateError';
-  /** The HTTP status, or 0 when no response arrived (`error` is then `timeout`). */
+  /** The HTTP status, or 0 when no response arrived (`error` is then `timeout` or `network_error`). */
   readonly status: number;
   /** The machine-readable code (`validation_error`, `not_found`, `invalid_client`, ...). */
   readonly error: string;

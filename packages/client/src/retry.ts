@@ -81,7 +81,8 @@ export function retryingFetch(base: () => typeof fetch, retry: RetryOptions | fa
         response = await attempt(base(), sent, timeoutMs);
       } catch (error) {
         // A network failure (fetch's TypeError) is retried on idempotent methods; timeouts and aborts are not.
-        if (last || !idempotent || !(error instanceof TypeError) || request.signal.aborted) throw error;
+        if (!(error instanceof TypeError) || request.signal.aborted) throw error;
+        if (last || !idempotent) throw unreachable(request, error);
         await sleep(backoff(n, baseDelayMs, maxDelayMs), request.signal);
         continue;
       }
@@ -93,6 +94,17 @@ export function retryingFetch(base: () => typeof fetch, retry: RetryOptions | fa
       await sleep(asked ?? backoff(n, baseDelayMs, maxDelayMs), request.signal);
     }
   }) as typeof fetch;
+}
+
+/**
+ * A request that got no response (refused, reset, no route, DNS): a ToolgateError of status 0 and error
+ * `network_error` (decision 0311), with the runtime's own error as its `cause`, instead of each runtime's TypeError.
+ */
+function unreachable(request: Request, error: TypeError): ToolgateError {
+  const code = (error.cause as { code?: unknown } | undefined)?.code ?? (error as { code?: unknown }).code;
+  const detail = `${error.message}${typeof code === 'string' && !error.message.includes(code) ? ` (${code})` : ''}`;
+  const origin = new URL(request.url).origin;
+  return new ToolgateError(0, { error: 'network_error', message: `No response from the gateway at ${origin}: ${detail}` }, { cause: error });
 }
 
 /** Exponential backoff with full jitter: up to base·2^(n-1), capped. */

@@ -13,6 +13,8 @@ import { paginate } from './paginate.ts';
 import { retryingFetch, type RetryOptions } from './retry.ts';
 
 export const DEFAULT_BASE_URL = 'http://localhost:8080';
+/** The bearer standing for a failed sign-in until the request's fetch throws it (never sent: see `bearer`). */
+const PARKED_SIGN_IN_FAILURE = 'toolgate-sign-in-failed-';
 /** A token is renewed this long before it expires, so a request never leaves with one about to lapse. */
 const REFRESH_MARGIN_MS = 30_000;
 
@@ -55,6 +57,8 @@ export class Toolgate {
   private readonly options: ToolgateOptions;
   private cached: { token: string; renewAt: number } | null = null;
   private pending: Promise<string> | null = null;
+  private readonly parkedFailures = new Map<string, unknown>();
+  private parkedCount = 0;
 
   constructor(options: ToolgateOptions = {}) {
     if (options.token === undefined && (options.clientId === undefined) !== (options.clientSecret === undefined)) {
@@ -62,16 +66,22 @@ export class Toolgate {
     }
     this.options = options;
     const given = options.fetch;
+    // Looked up per request, so a fetch replaced after construction (tests, polyfills) is the one used.
+    const send = retryingFetch(() => given ?? globalThis.fetch, options.retry, options.timeoutMs);
     this.client = createClient({
       baseUrl: (options.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, ''),
-      // Looked up per request, so a fetch replaced after construction (tests, polyfills) is the one used.
-      fetch: retryingFetch(() => given ?? globalThis.fetch, options.retry, options.timeoutMs),
+      fetch: ((input: RequestInfo | URL, init?: RequestInit) => this.sendOrFail(send, new Request(input, init))) as typeof fetch,
       // The bearer goes where the contract asks for one; the API key only where it names the X-API-Key scheme.
-      auth: (scheme) => (scheme.type === 'apiKey' ? this.options.apiKey : this.accessToken()),
+      auth: (scheme) => (scheme.type === 'apiKey' ? this.options.apiKey : this.bearer()),
     });
     // hey-api hands every error interceptor the original body and keeps the last one's value: an interceptor added
-    // later must return a ToolgateError itself (or wrap `new ToolgateError(response.status, error)`).
-    this.client.interceptors.error.use((error, response) => (response ? new ToolgateError(response.status, error) : error));
+    // later must return a ToolgateError itself (or wrap `new ToolgateError(response.status, error)`). An abort is the
+    // caller's own: it rejects with the signal's reason whether or not throwOnError is set (a throwing interceptor
+    // ends the call).
+    this.client.interceptors.error.use((error, response, request) => {
+      if (!response && request?.signal.aborted) throw error;
+      return response ? new ToolgateError(response.status, error) : error;
+    });
   }
 
   /** The bearer for the next request: the given token (or the provider's), or a client-credentials token renewed before it expires. */
@@ -124,6 +134,34 @@ export class Toolgate {
       (page) => page.deliveries,
       (page) => page.next_cursor,
     );
+  }
+
+  /**
+   * The bearer for a request. A failed client-credentials sign-in (gateway down, secret refused) cannot fail the call
+   * from here: hey-api runs the auth step outside its error handling, so the call would reject even without
+   * throwOnError. The failure is parked under a one-off bearer that sendOrFail recognises and throws, inside the
+   * fetch, where it becomes the call's `error` (decision 0311). A token provider's own exception is not caught.
+   */
+  private async bearer(): Promise<string | undefined> {
+    if (this.options.token !== undefined || this.options.clientId === undefined) return this.accessToken();
+    try {
+      return await this.accessToken();
+    } catch (error) {
+      const parked = `${PARKED_SIGN_IN_FAILURE}${++this.parkedCount}`;
+      this.parkedFailures.set(parked, error);
+      return parked;
+    }
+  }
+
+  /** Throws a parked sign-in failure in place of sending; sends everything else. */
+  private sendOrFail(send: typeof fetch, request: Request): Promise<Response> {
+    const bearer = request.headers.get('authorization')?.replace(/^Bearer /, '');
+    if (bearer?.startsWith(PARKED_SIGN_IN_FAILURE)) {
+      const failure = this.parkedFailures.get(bearer);
+      this.parkedFailures.delete(bearer);
+      return Promise.reject(failure);
+    }
+    return send(request);
   }
 
   private async signIn(): Promise<string> {

@@ -4,7 +4,7 @@
  * projection, sort) or an aggregate pipeline, checked by guard.ts; the server cancels it at maxTimeMS.
  */
 import { MongoClient, type Db, type Document, type FindCursor, type AggregationCursor, type MongoClientOptions } from 'mongodb';
-import { ConnectorError, type ConnectorDriver, type DatabaseConfig, type ExecutionContext, type ToolResult, type ToolSpec } from '../types.ts';
+import { ConnectorError, type CallTable, type ConnectorDriver, type DatabaseConfig, type ExecutionContext, type ToolResult, type ToolSpec } from '../types.ts';
 import { admissionOf, busyText, ConnectorBusyError, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT, OUTPUT_SCHEMA } from '../shared/toolspec.ts';
 import { errorResult, refusedResult, RowCollector, type Narrowing } from '../shared/result.ts';
@@ -15,7 +15,8 @@ import { assertConnectTarget, refusedTargetText } from '../shared/outbound.ts';
 import { checkedLookup } from '../../net/dial.ts';
 import type { OutboundPolicy } from '../../net/policy.ts';
 import { DEFAULT_MONGODB_PORT, mongodbConfigSchema } from './config.ts';
-import { guardMongoCall } from './guard/guard.ts';
+import { guardMongoCall, type Lookups } from './guard/guard.ts';
+import type { LookupCollection } from './guard/lookup.ts';
 import { bsonToJson } from './values.ts';
 import { savedPipelineArgs, checkSavedPipeline } from './template.ts';
 import type { SavedStatement } from '../shared/saved.ts';
@@ -32,6 +33,32 @@ export interface MongoTarget {
 }
 
 export type MongoToolSpec = ToolSpec<MongoTarget>;
+
+/**
+ * What a mongodb call reads: a database call's context whose `tables` (issue 38) are the connector's collections with
+ * their tool rows' state and policies; `$lookup` and its kin read only those (guard/lookup.ts).
+ */
+export type MongoExecutionContext = Omit<ExecutionContext, 'tables'> & { tables?: { key: string; list: readonly CallTable<MongoTarget>[] } };
+
+/** The connector's collections of the tool's database by name, built once per list (a catalog version). */
+const lookupMaps = new WeakMap<readonly CallTable<MongoTarget>[], Map<string, Lookups>>();
+
+function lookupsOf(ctx: MongoExecutionContext, database: string): Lookups | undefined {
+  const list = ctx.tables?.list;
+  if (!list) return undefined;
+  let byDatabase = lookupMaps.get(list);
+  if (!byDatabase) lookupMaps.set(list, (byDatabase = new Map()));
+  let lookups = byDatabase.get(database);
+  if (!lookups) {
+    const map = new Map<string, LookupCollection>();
+    for (const t of list) {
+      if (t.target.database !== database) continue;
+      map.set(t.target.collection, t.policy ? { enabled: t.enabled, policy: t.policy.policy } : { enabled: t.enabled });
+    }
+    byDatabase.set(database, (lookups = map));
+  }
+  return lookups;
+}
 
 interface MongoPool {
   client: MongoClient;
@@ -160,7 +187,8 @@ function describeTool(name: string, t: MongoTarget): MongoToolSpec {
     name,
     description:
       `Query the MongoDB ${t.kind} ${t.database}.${t.collection}. Either a find (filter, projection, sort as MongoDB query ` +
-      `documents) or an aggregation "pipeline" (read-only stages; $lookup/$unionWith/$graphLookup only on this collection). ` +
+      `documents) or an aggregation "pipeline" (read-only stages; $lookup/$unionWith/$graphLookup on this database's ` +
+      `collections whose tools are enabled, each under its own policy). ` +
       `Use {"$oid": "<24 hex>"} for an ObjectId and {"$date": "<ISO 8601>"} for a date.`,
     inputSchema: {
       type: 'object',
@@ -184,11 +212,11 @@ const CLIENT_GRACE_MS = 1000;
 const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(new Error(code), { code });
 
 /** Runs one guarded call on the pool's client. Never throws. */
-export async function executeMongo(client: MongoClient, tool: MongoToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): Promise<ToolResult> {
+export async function executeMongo(client: MongoClient, tool: MongoToolSpec, args: Record<string, unknown>, ctx: MongoExecutionContext): Promise<ToolResult> {
   const errCtx = errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs);
   const callArgs = tool.target.saved ? savedPipelineArgs(tool.target.saved, args) : args;
   if (typeof callArgs === 'string') return refusedResult(callArgs);
-  const verdict = guardMongoCall(callArgs, tool.target.collection, MAX_LIMIT, DEFAULT_LIMIT);
+  const verdict = guardMongoCall(callArgs, tool.target.collection, MAX_LIMIT, DEFAULT_LIMIT, lookupsOf(ctx, tool.target.database));
   if (!verdict.ok) return refusedResult(verdict.reason);
   const { call } = verdict;
   const maxRows = Math.max(1, Math.min(call.limit, ctx.limits.maxRows));
@@ -226,7 +254,7 @@ export async function executeMongo(client: MongoClient, tool: MongoToolSpec, arg
   }
 }
 
-export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget> = {
+export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget, MongoExecutionContext> = {
   type: 'mongodb',
   kind: 'database',
   readOnly: true,

@@ -151,6 +151,8 @@ export const MSSQL_DIALECT: Dialect = {
   guardSpan: 'guard mssql',
   syntax: MSSQL_SYNTAX,
   guard: guardMssqlSql,
+  // Issue 38 at guard level: its guard reads the connector's tables (hidden columns kept out, no rewrite).
+  tables: true,
   bind: (saved, args, sample) => bindPositional(MSSQL_MARKERS, saved, args, sample),
 };
 

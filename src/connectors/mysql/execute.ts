@@ -10,6 +10,7 @@ import { applySession, flavourOf, forgetSession, type MyPool } from './pool.ts';
 import { myCallErrorText, TIMEOUT_ERRNOS, type MyErrorContext } from './errors.ts';
 import { rowFixer } from './values.ts';
 import { bindMysql, MYSQL_SYNTAX } from './saved.ts';
+import { lexMysql, type Token } from './guard/lexer.ts';
 
 export interface MyRunOptions {
   readOnly: boolean;
@@ -112,11 +113,12 @@ function streamQuery(
 ): Promise<number | null> {
   return new Promise((resolve, reject) => {
     // Without a 'fields' event first, a 'result' is the OK packet of a statement that returns no rows.
-    let fix: ((row: Row) => Row) | null = null;
+    let fix: ((values: unknown[]) => Row) | null = null;
     let affected: number | null = null;
     let stopped = false;
     const core = conn.connection as unknown as CoreConnection;
-    const q = values ? core.execute({ sql: statement, values }) : core.query(statement);
+    // Rows as arrays: a join's columns of the same name each keep their value (values.ts columnKeys).
+    const q = values ? core.execute({ sql: statement, values, rowsAsArray: true }) : core.query({ sql: statement, rowsAsArray: true });
     q.on('fields', (fields: mysql.FieldPacket[]) => (fix = rowFixer(fields)));
     q.on('result', (row: unknown) => {
       if (!fix) {
@@ -124,7 +126,7 @@ function streamQuery(
         return;
       }
       if (stopped) return;
-      if (!onRow(fix(row as Row))) (stopped = true), onStop();
+      if (!onRow(fix(row as unknown[]))) (stopped = true), onStop();
     });
     q.on('error', reject);
     q.on('end', () => resolve(affected));
@@ -298,8 +300,38 @@ export const MYSQL_DIALECT: Dialect = {
   bind: bindMysql,
   ready: loadMysqlGuard,
   policy: MYSQL_POLICY,
-  wrapRead: (body, limit) => `SELECT * FROM (\n${body}\n) AS toolgate_q LIMIT ${limit}`,
+  tables: true,
+  wrapRead: limitMysqlRead,
 };
+
+/**
+ * The row cap of a read (issue 38 item 7b, docs/decisions/0297): MariaDB drops the ORDER BY of a derived table that
+ * has no LIMIT, so `SELECT * FROM (<statement>) AS q LIMIT n` returned rows out of the statement's order. The cap is
+ * appended to the statement's own top level instead (`<statement> LIMIT n` keeps its ORDER BY, also of a UNION, and
+ * a join's duplicate column names, which a derived table refuses). A statement that already ends its top level with
+ * LIMIT, OFFSET or FETCH, or is one parenthesised query, runs as it is: its own limit bounds it, and the driver stops
+ * reading at the cap and kills the rest on the server (runMysqlStatement). The text is the guard's accepted one (or
+ * the policy rewrite of it), lexed by the guard's own lexer; a text it cannot lex keeps the old wrapper.
+ */
+function limitMysqlRead(body: string, limit: number): string {
+  let tokens: Token[];
+  try {
+    tokens = lexMysql(body);
+  } catch {
+    return `SELECT * FROM (\n${body}\n) AS toolgate_q LIMIT ${limit}`;
+  }
+  if (tokens[0]?.kind === 'punct' && tokens[0].text === '(') return body;
+  let depth = 0;
+  for (const t of tokens) {
+    if (t.kind === 'punct') depth += t.text === '(' ? 1 : t.text === ')' ? -1 : 0;
+    else if (depth === 0 && t.kind === 'word' && OWN_LIMIT_WORDS.has(t.text.toUpperCase())) return body;
+  }
+  // On its own line: the statement may end in a line comment.
+  return `${body}\nLIMIT ${limit}`;
+}
+
+/** Words that end a top level with its own row limit (OFFSET and FETCH: MariaDB's `OFFSET n ROWS FETCH FIRST m ROWS ONLY`). */
+const OWN_LIMIT_WORDS: ReadonlySet<string> = new Set(['LIMIT', 'OFFSET', 'FETCH']);
 
 /** The driver's runner: run, result shaping. Never throws. */
 export async function runMysqlCall(p: MyPool, tool: SqlToolSpec, prepared: PreparedCall, ctx: ExecutionContext, connectTimeoutMs: number): Promise<ToolResult> {

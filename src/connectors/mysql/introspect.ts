@@ -5,6 +5,7 @@ import { toolNames } from '../shared/naming.ts';
 import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
 import { type LowerCaseTableNames, isSystemDatabase, parseLowerCaseTableNames, sameName } from './guard/names.ts';
 import { SAFE_FUNCTIONS } from './guard/functions.ts';
+import { lexMysql, type Token } from './guard/lexer.ts';
 
 interface ColumnRow {
   s: string;
@@ -73,11 +74,57 @@ export async function introspectMysql(conn: mysql.PoolConnection, config: Databa
   const relations = [...byKey.values()];
   const names = toolNames('mysql', relations);
   const shadows = await shadowingFunctions(conn, exposed, mode);
+  const bases = relations.some((r) => r.kind === 'view') ? await viewBases(conn, exposed, mode) : new Map<string, ViewBase[]>();
   return relations.map((rel, i) => {
     const spec = relationTool(names[i]!, rel, myQualified(rel.schema, rel.table));
     const storedFunctions = shadows.get(rel.schema);
-    return { ...spec, target: { ...spec.target, lowerCaseTableNames: mode, ...(storedFunctions ? { storedFunctions } : {}) } };
+    const read = rel.kind === 'view' ? bases.get(`${rel.schema}\u0000${rel.table}`) : undefined;
+    return {
+      ...spec,
+      target: { ...spec.target, lowerCaseTableNames: mode, ...(storedFunctions ? { storedFunctions } : {}), ...(read ? { bases: read } : {}) },
+    };
   });
+}
+
+type ViewBase = { schema: string; table: string };
+
+/**
+ * What each view of the exposed databases reads (issue 38, docs/decisions/0292 item 4): the server stores a view's
+ * definition with every table written `db`.`table` (and columns `db`.`table`.`col`), so each quoted two- or
+ * three-part name gives a base. A two-part `alias`.`col` is taken too: a name that is no table of the connector
+ * governs nothing, and one that happens to be only refuses more. A definition that is hidden (no SHOW VIEW) or that
+ * the lexer cannot read leaves the view's bases unrecorded.
+ */
+async function viewBases(conn: mysql.PoolConnection, exposed: string[], mode: LowerCaseTableNames): Promise<Map<string, ViewBase[]>> {
+  const [rows] = await conn.query('SELECT TABLE_SCHEMA AS s, TABLE_NAME AS t, VIEW_DEFINITION AS d FROM information_schema.VIEWS WHERE TABLE_SCHEMA IN (?)', [
+    exposed,
+  ]);
+  const out = new Map<string, ViewBase[]>();
+  for (const r of rows as { s: string; t: string; d: string | null }[]) {
+    if (!isExposed(r.s, exposed, mode) || !r.d) continue;
+    const found = basesOf(r.d);
+    if (found) out.set(`${r.s}\u0000${r.t}`, found);
+  }
+  return out;
+}
+
+/** The `db`.`table` pairs of a stored view definition, once each; undefined when the text cannot be lexed. */
+function basesOf(definition: string): ViewBase[] | undefined {
+  let tokens: Token[];
+  try {
+    tokens = lexMysql(definition);
+  } catch {
+    return undefined;
+  }
+  const seen = new Map<string, ViewBase>();
+  for (let i = 0; i + 2 < tokens.length; i++) {
+    const [a, dot, b] = [tokens[i]!, tokens[i + 1]!, tokens[i + 2]!];
+    if (a.kind !== 'quoted_ident' || dot.text !== '.' || b.kind !== 'quoted_ident') continue;
+    seen.set(`${a.text}\u0000${b.text}`, { schema: a.text, table: b.text });
+    // `db`.`table`.`col`: skip past the column.
+    i += tokens[i + 3]?.text === '.' ? 3 : 2;
+  }
+  return [...seen.values()];
 }
 
 /**

@@ -41,16 +41,35 @@ function fixFor(f: FieldPacket): Fix | null {
   return null;
 }
 
-/** The fix-up of one row for these fields, computed once per result (rows streamed one at a time). */
-export function rowFixer(fields: FieldPacket[] | undefined): (row: Row) => Row {
-  const fixes: [string, Fix][] = [];
-  for (const f of fields ?? []) {
-    const fix = fixFor(f);
-    if (fix) fixes.push([f.name, fix]);
-  }
-  if (fixes.length === 0) return (row) => row;
-  return (row) => {
-    for (const [name, fix] of fixes) row[name] = fix(row[name]);
+/**
+ * The names a result's columns get in a row object. A join's `SELECT *` has columns of the same name (`id` of both
+ * tables): the first keeps it, a later one is named by its table as written (`o.id`), else numbered (`id_2`), so no
+ * value is lost to a key written twice (docs/decisions/0297).
+ */
+function columnKeys(fields: readonly FieldPacket[]): string[] {
+  const taken = new Set<string>();
+  return fields.map((f) => {
+    let key = f.name;
+    if (taken.has(key)) {
+      key = f.table && !taken.has(`${f.table}.${f.name}`) ? `${f.table}.${f.name}` : key;
+      for (let n = 2; taken.has(key); n++) key = `${f.name}_${n}`;
+    }
+    taken.add(key);
+    return key;
+  });
+}
+
+/** A row (as the driver's array of values) as an object with the fix-ups of these fields, computed once per result. */
+export function rowFixer(fields: FieldPacket[] | undefined): (values: unknown[]) => Row {
+  const list = fields ?? [];
+  const keys = columnKeys(list);
+  const fixes = list.map((f) => fixFor(f));
+  return (values) => {
+    const row: Row = {};
+    for (let i = 0; i < keys.length; i++) {
+      const fix = fixes[i];
+      row[keys[i]!] = fix ? fix(values[i]) : values[i];
+    }
     return row;
   };
 }

@@ -142,6 +142,8 @@ export const ORACLE_DIALECT: Dialect = {
   guardSpan: 'guard oracle',
   syntax: ORACLE_SYNTAX,
   guard: guardOracleSql,
+  // Issue 38 at guard level: its guard reads the connector's tables (hidden columns kept out, no rewrite).
+  tables: true,
   bind: (saved, args, sample) => bindPositional(ORACLE_MARKERS, saved, args, sample),
 };
 

@@ -24,6 +24,7 @@ export const PG_DIALECT: Dialect = {
   guard: guardPostgresSql,
   bind: bindPostgres,
   policy: PG_POLICY,
+  tables: true,
   // The planner can stop early once the limit is reached. The filter is the server-side half of the byte cap:
   // postgres.js buffers a whole DataRow before handing it over, so a row bigger than the cap allows (a 500 MB
   // value) must never be sent. It fails the statement instead (a data-dependent cast of a marker text), and the
@@ -117,6 +118,8 @@ export async function runPgCall(
       ...(shape === undefined ? {} : { shape }),
       // The `$n` the checked text keeps (a saved tool's arguments; a policy's values are typed NULLs there).
       ...(values ? { params: prepared.resolutionParams ?? values.length } : {}),
+      // Issue 38: exactly the relations the guard found the statement touching.
+      ...(prepared.touched && kind !== 'ddl' ? { relations: prepared.touched.map((t) => ({ schema: t.schema, table: t.table })) } : {}),
     });
     if (!resolved.ok) return errorResult(resolved.reason);
     // --- end of the resolution check ---

@@ -51,5 +51,40 @@ export async function introspectPg(sql: PgSql, config: DatabaseConfig): Promise<
     columns: r.columns.map(([name, type]) => ({ name, type })),
   }));
   const names = toolNames('postgresql', relations);
-  return relations.map((rel, i) => relationTool(names[i]!, rel, pgQualified(rel.schema, rel.table)));
+  const bases = relations.some((r) => r.kind === 'view') ? await viewBases(sql, schemas) : new Map<string, ViewBase[]>();
+  return relations.map((rel, i) => {
+    const spec = relationTool(names[i]!, rel, pgQualified(rel.schema, rel.table));
+    if (rel.kind !== 'view') return spec;
+    return { ...spec, target: { ...spec.target, bases: bases.get(`${rel.schema}\u0000${rel.table}`) ?? [] } };
+  });
+}
+
+type ViewBase = { schema: string; table: string };
+
+/**
+ * What each view (plain or materialized) of the exposed schemas reads (issue 38, docs/decisions/0292 item 4): the
+ * relations its rewrite rule depends on, as the server records them (pg_depend), so a statement touching the view
+ * is governed by their tool rows too (shared/tables.ts). Relations read inside a function the view calls are not
+ * dependencies; the guard's function allow-list does not reach a view's definition.
+ */
+async function viewBases(sql: PgSql, schemas: string[]): Promise<Map<string, ViewBase[]>> {
+  const rows = await sql.unsafe<{ vs: string; vt: string; bs: string; bt: string }[]>(
+    `select distinct vn.nspname as vs, v.relname as vt, bn.nspname as bs, b.relname as bt
+       from pg_catalog.pg_rewrite r
+       join pg_catalog.pg_class v on v.oid = r.ev_class
+       join pg_catalog.pg_namespace vn on vn.oid = v.relnamespace
+       join pg_catalog.pg_depend d on d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass and d.objid = r.oid
+            and d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
+       join pg_catalog.pg_class b on b.oid = d.refobjid and b.oid <> v.oid
+       join pg_catalog.pg_namespace bn on bn.oid = b.relnamespace
+      where vn.nspname = any($1::text[]) and v.relkind in ('v', 'm')
+      order by 1, 2, 3, 4`,
+    [schemas],
+  );
+  const out = new Map<string, ViewBase[]>();
+  for (const r of rows) {
+    const key = `${r.vs}\u0000${r.vt}`;
+    out.set(key, [...(out.get(key) ?? []), { schema: r.bs, table: r.bt }]);
+  }
+  return out;
 }

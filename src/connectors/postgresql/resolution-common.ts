@@ -19,11 +19,16 @@ export interface ResolutionRequest {
   shape?: string;
   /** A saved-statement tool: its statement has this many `$n` parameters, each sent as text (shared/saved.ts). */
   params?: number;
+  /**
+   * Reads and writes with the connector's tables (issue 38): exactly the relations the guard found the statement
+   * touching, which must all exist and are all it may depend on. Unset: the tool's table (`schema`, `table`).
+   */
+  relations?: readonly { schema: string; table: string }[];
 }
 
 /** What the server reported for one statement. */
 export interface DependencyRow {
-  /** The tool's relation exists (resolved by schema and name). */
+  /** The tool's relation exists (resolved by schema and name); with `relations`, every one of them does. */
   own: boolean;
   /** Function calls found in the analysed tree, and call nodes counted (must be equal); reads and writes only. */
   calls?: number;

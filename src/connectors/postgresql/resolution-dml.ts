@@ -46,9 +46,11 @@ const DEPENDENCIES_SQL = `
   with fn as (
     -- The temporary function, whatever its arguments (a saved tool's statement has some: its parameters).
     select p.oid from pg_catalog.pg_proc p where p.pronamespace = pg_catalog.pg_my_temp_schema() and p.proname = 'toolgate_resolution'),
+  -- The relations the statement may touch: the tool's table, or (issue 38) exactly the tables the guard found it touching.
   own as (
-    select c.oid, c.reltype from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
-     where n.nspname = $1 and c.relname = $2),
+    select c.oid, c.reltype from rows from (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[])) as r(s, t)
+      join pg_catalog.pg_namespace n on n.nspname = r.s
+      join pg_catalog.pg_class c on c.relnamespace = n.oid and c.relname = r.t),
   own_types as (
     select reltype as t from own
     union select a.atttypid from pg_catalog.pg_attribute a join own on a.attrelid = own.oid where a.attnum > 0 and not a.attisdropped),
@@ -72,10 +74,10 @@ const DEPENDENCIES_SQL = `
     select m[1]::oid as t from body, pg_catalog.regexp_matches(body.tree, $re$${CONST_RE}$re$, 'g') m),
   const_nodes as (
     select count(*) as n from body, pg_catalog.regexp_matches(body.tree, $re$${CONST_NODES_RE}$re$, 'g') m)
-  select exists (select 1 from own) as own,
+  select (select count(distinct oid) from own) = pg_catalog.cardinality($2::pg_catalog.text[]) as own,
          (select count(*) from calls)::int as calls,
          (select n from nodes)::int as call_nodes,
-         exists (select 1 from pg_catalog.pg_class c where c.relnamespace = 'pg_catalog'::pg_catalog.regnamespace and c.relname = $2) as shadowed,
+         exists (select 1 from pg_catalog.pg_class c where c.relnamespace = 'pg_catalog'::pg_catalog.regnamespace and c.relname = any($2::pg_catalog.text[])) as shadowed,
          ((select count(*) from consts) <> (select n from const_nodes)
           or exists (select 1 from consts c left join pg_catalog.pg_type ty on ty.oid = c.t
                       where ty.oid is null
@@ -122,7 +124,10 @@ export async function dependencies(pool: PgPool, req: ResolutionRequest): Promis
     const create = `create function ${FUNCTION_NAME}(${args}) returns void language sql\nbegin atomic\n${req.statement}\n;\nend`;
     const begin = conn.unsafe(setup).execute();
     const created = conn.unsafe(create, [], { prepare: false, simple: false } as postgres.UnsafeQueryOptions).execute();
-    const deps = conn.unsafe<DependencyRow[]>(DEPENDENCIES_SQL, [req.schema, req.table, ALLOWED_FUNCTIONS], { prepare: false }).execute();
+    const relations = req.relations ?? [{ schema: req.schema, table: req.table }];
+    const deps = conn
+      .unsafe<DependencyRow[]>(DEPENDENCIES_SQL, [relations.map((r) => r.schema), relations.map((r) => r.table), ALLOWED_FUNCTIONS], { prepare: false })
+      .execute();
     const end = conn.unsafe('rollback').execute();
     const [b, c, d, e] = await settlePipeline([begin, created, deps, end] as const, pipelineDeadline(req.statementTimeoutMs));
     lost = lostConnection([b, c, d, e]);

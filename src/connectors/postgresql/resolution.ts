@@ -84,7 +84,8 @@ export function pgResolutionAnalyses(pool: PgPool): number {
  */
 export async function checkPgResolution(pool: PgPool, req: ResolutionRequest): Promise<ResolutionVerdict> {
   const cache = cacheOf(pool);
-  const scope = `${req.kind}\u0000${req.schema}\u0000${req.table}`;
+  const relations = req.relations && req.kind !== 'ddl' ? `\u0000${req.relations.map((r) => `${r.schema}\u0001${r.table}`).join('\u0002')}` : '';
+  const scope = `${req.kind}\u0000${req.schema}\u0000${req.table}${relations}`;
   const textKey = req.statement.length > CACHE_MAX_KEY ? null : `${scope}\u0000${req.statement}`;
   if (req.shape !== undefined && req.kind !== 'ddl') {
     let mine = false;
@@ -144,10 +145,13 @@ async function analyse(pool: PgPool, req: ResolutionRequest): Promise<Outcome> {
   const perValue = row.per_value !== false;
   // DDL may (re)create the tool's table; other statements on a missing table could only resolve elsewhere.
   if (!row.own && req.kind !== 'ddl') {
+    const names = req.relations ? req.relations.map((r) => `${r.schema}.${r.table}`).join(', ') : `${req.schema}.${req.table}`;
     return {
       verdict: {
         ok: false,
-        reason: `The table ${req.schema}.${req.table} of this tool does not exist (any more); ask an admin to refresh the connector's tools.`,
+        reason: req.relations
+          ? `A table this statement reads (${names}) does not exist (any more); ask an admin to refresh the connector's tools.`
+          : `The table ${names} of this tool does not exist (any more); ask an admin to refresh the connector's tools.`,
       },
       perValue,
       cacheable,
@@ -163,7 +167,7 @@ async function analyse(pool: PgPool, req: ResolutionRequest): Promise<Outcome> {
   return {
     verdict: {
       ok: false,
-      reason: `Only this tool's table (${req.schema}.${req.table}) and the allowed built-in functions, operators and types may be used: ${why} (${list}).`,
+      reason: `${req.relations ? `Only the tables the statement names (${req.relations.map((r) => `${r.schema}.${r.table}`).join(', ') || 'none'})` : `Only this tool's table (${req.schema}.${req.table})`} and the allowed built-in functions, operators and types may be used: ${why} (${list}).`,
     },
     perValue,
     cacheable,

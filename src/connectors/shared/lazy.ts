@@ -57,6 +57,10 @@ export function lazyDriver<C, T, X extends CallContext<C> = ExecutionContext<C>>
       const d = await impl();
       return d.checkPolicy ? d.checkPolicy(...a) : `${meta.type} tools take no column or row policies`;
     },
+    touchedTables: async (...a) => {
+      const d = await impl();
+      return d.touchedTables ? d.touchedTables(...a) : [a[0].target];
+    },
     // Once loaded, a call goes to the implementation at once (no await in between: postgresql is on the hot path).
     execute: (...a) => (loaded ? loaded.execute(...a) : impl().then((d) => d.execute(...a))),
     close: async (id) => loaded?.close(id),

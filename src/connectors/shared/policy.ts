@@ -170,6 +170,13 @@ function rowFilter(d: PolicyDialect, cp: CallPolicy, bind: (value: string, type:
   return `(${filter.replace(CALLER_ATTRIBUTE, (_m, a: string) => bind(cp.caller[a]!, 'text'))})`;
 }
 
+/** One table's part in a rewrite: its qualified name, its columns (as last introspected) and its policy for this call. */
+export interface PolicyTable {
+  qualified: string;
+  columns: readonly string[];
+  cp: CallPolicy;
+}
+
 /**
  * The statement with every reference to the tool's table replaced by the policy's derived table, every value to bind,
  * and (numbered dialects) the same text with typed NULLs in place of the policy's parameters, for the resolution
@@ -185,42 +192,70 @@ export function applyPolicy(
   cp: CallPolicy,
   own: OwnParams | null = null,
 ): { statement: string; values: unknown[]; resolution: string } {
+  const table: PolicyTable = { qualified, columns, cp };
+  return applyPolicies(d, sql, refs, () => table, own);
+}
+
+/**
+ * Issue 38 (docs/decisions/0292): the same over several tables. Each reference is replaced by ITS table's derived
+ * table (`tableOf`, by the reference's `table` index; unset: the tool's own), so a join of two governed tables applies
+ * both policies, each at every reference of its table. The caller-attribute values of all of them are bound after the
+ * statement's own parameters (numbered) or in the text order of their markers (positional).
+ */
+export function applyPolicies(
+  d: PolicyDialect,
+  sql: string,
+  refs: readonly TableRef[],
+  tableOf: (ref: TableRef) => PolicyTable,
+  own: OwnParams | null = null,
+): { statement: string; values: unknown[]; resolution: string } {
   const after = own?.values.length ?? 0;
   const run = new Binder(d, false, after);
   const check = new Binder(d, true, after);
-  const pads: Pads = cp.maskKey ? hmacPads(cp.maskKey) : null;
+  const padsOf = new Map<PolicyTable, Pads>();
+  const pads = (t: PolicyTable): Pads => {
+    if (!padsOf.has(t)) padsOf.set(t, t.cp.maskKey ? hmacPads(t.cp.maskKey) : null);
+    return padsOf.get(t)!;
+  };
   let statement = sql;
   let resolution = sql;
   // From the end, so earlier offsets stay valid.
   const sorted = [...refs].sort((a, b) => b.start - a.start);
   for (const r of sorted) {
+    const t = tableOf(r);
     const tail = r.alias === null ? '' : ` AS ${r.alias}`;
-    statement = `${statement.slice(0, r.start)}${derivedTable(d, qualified, columns, cp, pads, run)}${tail}${statement.slice(r.end)}`;
-    resolution = `${resolution.slice(0, r.start)}${derivedTable(d, qualified, columns, cp, pads, check)}${tail}${resolution.slice(r.end)}`;
+    statement = `${statement.slice(0, r.start)}${derivedTable(d, t.qualified, t.columns, t.cp, pads(t), run)}${tail}${statement.slice(r.end)}`;
+    resolution = `${resolution.slice(0, r.start)}${derivedTable(d, t.qualified, t.columns, t.cp, pads(t), check)}${tail}${resolution.slice(r.end)}`;
   }
   // Positional binding follows the text order: the references were bound from the end, so each reference's values
   // are placed by its position, among the statement's own markers.
-  const values = d.numbered ? [...(own?.values ?? []), ...run.params] : positional(d, qualified, columns, cp, pads, refs, own);
+  const values = d.numbered ? [...(own?.values ?? []), ...run.params] : positional(d, refs, tableOf, pads, own);
   return { statement, values, resolution };
 }
 
 /**
- * Positional parameters in text order: each reference's derived table (all alike) where the reference stands, and a
- * saved tool's own `?` where each stands (a marker is never inside a table name, so the two never overlap).
+ * Positional parameters in text order: each reference's derived table (all of one table alike) where the reference
+ * stands, and a saved tool's own `?` where each stands (a marker is never inside a table name, so the two never overlap).
  */
 function positional(
   d: PolicyDialect,
-  qualified: string,
-  columns: readonly string[],
-  cp: CallPolicy,
-  pads: Pads,
   refs: readonly TableRef[],
+  tableOf: (ref: TableRef) => PolicyTable,
+  pads: (t: PolicyTable) => Pads,
   own: OwnParams | null,
 ): unknown[] {
-  const one = new Binder(d, false);
-  derivedTable(d, qualified, columns, cp, pads, one);
+  const paramsOf = new Map<PolicyTable, readonly unknown[]>();
+  const params = (t: PolicyTable): readonly unknown[] => {
+    let p = paramsOf.get(t);
+    if (p === undefined) {
+      const one = new Binder(d, false);
+      derivedTable(d, t.qualified, t.columns, t.cp, pads(t), one);
+      paramsOf.set(t, (p = one.params));
+    }
+    return p;
+  };
   if (own && own.values.length > 0 && own.offsets?.length !== own.values.length) throw new Error('positional parameters without their offsets');
-  const marks: { at: number; values: readonly unknown[] }[] = refs.map((r) => ({ at: r.start, values: one.params }));
+  const marks: { at: number; values: readonly unknown[] }[] = refs.map((r) => ({ at: r.start, values: params(tableOf(r)) }));
   for (const [i, at] of (own?.offsets ?? []).entries()) marks.push({ at, values: [own!.values[i]] });
   return marks.sort((a, b) => a.at - b.at).flatMap((m) => m.values);
 }

@@ -11,7 +11,8 @@ import { inSpan } from '../../observability/tracing.ts';
 import type { BoundStatement, SavedBinding, SavedStatement } from './saved.ts';
 import { MAX_LIMIT } from './toolspec.ts';
 import { savedArgumentsProblem } from './param-values.ts';
-import { applyPolicy, missingCallerAttribute, resolutionKey, type CallPolicy, type PolicyDialect } from './policy.ts';
+import { applyPolicies, missingCallerAttribute, resolutionKey, type CallPolicy, type PolicyDialect, type PolicyTable, type TableRef } from './policy.ts';
+import { governTouched, guardTablesFor, ownIndexOf, policiesKey, policyTablesOf, viewGoverned } from './tables.ts';
 
 export interface PreparedCall {
   /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads (as is for a read-only dialect). */
@@ -37,6 +38,11 @@ export interface PreparedCall {
   resolutionStatement?: string;
   /** How many `$n` the resolution statement keeps (a saved tool's arguments); unset: `values.length`. */
   resolutionParams?: number;
+  /**
+   * With `ctx.tables` (issue 38): every table the statement touches, the tool's own included when it does. The runtime
+   * unions their approvals and writes them in the audit row; PostgreSQL's resolution check admits exactly these.
+   */
+  touched?: SqlTarget[];
 }
 
 /**
@@ -68,11 +74,25 @@ export interface Dialect {
   ready?(): Promise<unknown>;
   /** How the dialect builds a policy's derived table (shared/policy.ts); unset: tools with a policy are refused. */
   policy?: PolicyDialect;
+  /**
+   * The guard reads GuardOptions.tables (issue 38) and reports `touched`. Unset: a call with ctx.tables is checked as a
+   * single-table call on the tool's own table, under that table's policy.
+   */
+  tables?: boolean;
 }
 
 /** What the guard is told of the call: the tool's table, the write permissions, and what introspection recorded. */
 function guardOptions(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext, boundParams?: number): GuardOptions {
-  return guardOptionsFor(dialect, tool.target, ctx, ctx.policy, boundParams);
+  if (!ctx.tables) return guardOptionsFor(dialect, tool.target, ctx, ctx.policy, boundParams);
+  // Issue 38: the connector's tables, each with its own policy; the tool's own table is read-only under one.
+  const tables = guardTablesFor(ctx.tables, tool.target, ctx.policy, !dialect.wrapRead);
+  const own = tables.list[ownIndexOf(ctx.tables, tool.target)];
+  const opts = guardOptionsFor(dialect, tool.target, { ...ctx, readOnly: ctx.readOnly || own?.policy === true });
+  opts.tables = tables;
+  // With tables, `policy` carries only a saved statement's own parameter count (the guard admits those, and no other
+  // parameter once a touched table has a policy); each table's hidden columns are in its list entry.
+  if (boundParams) opts.policy = { key: '', hidden: [], params: boundParams };
+  return opts;
 }
 
 /**
@@ -119,6 +139,16 @@ function refused(dialect: Dialect, stage: GuardRefusalReason, text: string): Too
 
 /** Either the statement to run, or the tool result that refuses the call (never thrown: a refusal is a result). */
 export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<string, unknown>, ctx: ExecutionContext): PreparedCall | ToolResult {
+  if (ctx.tables && !dialect.tables) {
+    // A guard that knows one table: the tool's own, governed by its table's policy, and that table alone touched.
+    const own = ctx.tables.list[ownIndexOf(ctx.tables, tool.target)];
+    const single: ExecutionContext = { ...ctx, tables: undefined, policy: own?.policy ?? ctx.policy };
+    const prepared = prepareCall(dialect, tool, args, single);
+    if (isRefusal(prepared)) return prepared;
+    const touched = viewGoverned(ctx.tables, tool.target, single.policy);
+    if (typeof touched === 'string') return refused(dialect, 'statement', touched);
+    return { ...prepared, touched };
+  }
   if (tool.target.saved) return prepareSaved(dialect, tool, tool.target.saved, args, ctx);
   const call = parseCallArgs(args, ctx.limits);
   if (typeof call === 'string') return refused(dialect, 'arguments', call);
@@ -130,61 +160,94 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
   if (write && (!wrapRead || ctx.readOnly || !(verdict.kind === 'ddl' ? ctx.allowDdl : ctx.allowWrite))) {
     return refused(dialect, 'read_only', 'This tool is read-only: only SELECT statements are accepted.');
   }
-  if (ctx.policy) {
-    const blocked = policyBlocked(dialect, tool, ctx.policy, verdict, write);
-    if (blocked) return blocked;
-  }
+  const gov = govern(dialect, tool, ctx, verdict, write);
+  if (isRefusal(gov)) return gov;
+  const touched = gov.touched ? { touched: gov.touched } : {};
   const narrowing = sqlNarrowing(ctx);
-  if (!wrapRead) return { statement: call.sql, write: false, kind: verdict.kind, maxRows: call.maxRows, narrowing };
-  if (ctx.policy) return withPolicy(dialect, tool, ctx, ctx.policy, call.sql, verdict, call.maxRows, null);
+  if (!wrapRead) return { statement: call.sql, write: false, kind: verdict.kind, maxRows: call.maxRows, narrowing, ...touched };
+  if (gov.rewrite) return withPolicy(dialect, ctx, gov.rewrite, call.sql, verdict, call.maxRows, null, touched);
   // Only postgresql and mysql have a wrapper (the read-only dialects returned above).
   const text = checkWrappable(call.sql, dialect.syntax);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
   const statement = write ? text.body : wrapRead(text.body, call.maxRows + 1, rowBytes);
   const shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${call.maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;
-  return { statement, write, kind: verdict.kind, maxRows: call.maxRows, narrowing, ...(shape === undefined ? {} : { shape }) };
+  return { statement, write, kind: verdict.kind, maxRows: call.maxRows, narrowing, ...(shape === undefined ? {} : { shape }), ...touched };
+}
+
+/** How a call's policies are applied by rewriting: each reference's table, and what keys the resolution verdict. */
+interface Rewrite {
+  tableOf: (ref: TableRef) => PolicyTable;
+  key: string;
+}
+
+/** What governs a call after the guard: the touched tables (with ctx.tables) and the rewrite to apply, if any. */
+interface Governance {
+  touched?: SqlTarget[];
+  rewrite: Rewrite | null;
+}
+
+/**
+ * The governance of a guarded call: without ctx.tables, the tool's own policy; with them (issue 38), every touched
+ * table's: a disabled one refuses the call naming it, and each policy must be applicable as for a single table.
+ */
+function govern(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext, verdict: GuardResult & { ok: true }, write: boolean): Governance | ToolResult {
+  if (!ctx.tables) {
+    if (!ctx.policy) return { rewrite: null };
+    const blocked = policyBlocked(dialect, tool.target, ctx.policy, verdict, write) ?? attributeMissing(dialect, tool.target, ctx.policy);
+    if (blocked) return blocked;
+    const table: PolicyTable = { qualified: qualifiedTable(dialect, tool.target), columns: columnNames(tool.target), cp: ctx.policy };
+    return { rewrite: dialect.wrapRead ? { tableOf: () => table, key: resolutionKey(ctx.policy) } : null };
+  }
+  const gov = governTouched(ctx.tables, tool.target, ctx.policy, verdict);
+  if (typeof gov === 'string') return refused(dialect, 'statement', gov);
+  for (const [i, cp] of gov.policies) {
+    const target = ctx.tables.list[i]!.target;
+    const blocked = policyBlocked(dialect, target, cp, verdict, write) ?? attributeMissing(dialect, target, cp);
+    if (blocked) return blocked;
+  }
+  if (gov.policies.size === 0 || !dialect.wrapRead) return { touched: gov.touched, rewrite: null };
+  const tableOf = policyTablesOf(ctx.tables, tool.target, gov.policies, dialect.policy!.quote);
+  return { touched: gov.touched, rewrite: { tableOf, key: policiesKey(gov.policies) } };
 }
 
 /**
  * Whether a tool's policy can be applied to this call: by rewriting every reference to the table (shared/policy.ts)
  * on a read of a dialect that can, or by the guard alone (hidden columns on mssql/oracle). The refusal, or null.
  */
-function policyBlocked(dialect: Dialect, tool: SqlToolSpec, cp: CallPolicy, verdict: GuardResult & { ok: true }, write: boolean): ToolResult | null {
+function policyBlocked(dialect: Dialect, target: SqlTarget, cp: CallPolicy, verdict: GuardResult & { ok: true }, write: boolean): ToolResult | null {
   if (dialect.wrapRead ? !dialect.policy || !verdict.refs || write : !hiddenOnly(cp)) {
     return refused(dialect, 'statement', 'This tool has column or row policies, which this connector type cannot apply: the call is refused.');
   }
   // A column the policy names that the table (as last introspected) lacks, renamed perhaps: its new name would be
   // exposed, so nothing runs until an admin updates the policy.
-  if (!policyFits(cp, tool)) {
+  if (!policyFits(cp, target)) {
     return refused(dialect, 'statement', "This tool's policy names a column the table no longer has; an admin must update the policy.");
   }
   return null;
 }
 
 /**
- * A read under a policy: every reference to the table replaced by the policy's derived table, the policy's values
- * bound after (PostgreSQL) or among (MySQL, by text position) a saved tool's own, and the resolution check's text.
+ * A read under policies: every reference to a governed table replaced by its policy's derived table, the policies'
+ * values bound after (PostgreSQL) or among (MySQL, by text position) a saved tool's own, and the resolution check's text.
  */
 function withPolicy(
   dialect: Dialect,
-  tool: SqlToolSpec,
   ctx: ExecutionContext,
-  cp: CallPolicy,
+  rewrite: Rewrite,
   sql: string,
   verdict: GuardResult & { ok: true },
   maxRows: number,
   bound: BoundStatement | null,
+  touched: { touched?: SqlTarget[] },
 ): PreparedCall | ToolResult {
   const wrapRead = dialect.wrapRead!;
-  const missing = missingCallerAttribute(cp.policy, cp.caller);
-  if (missing !== null) return refused(dialect, 'arguments', missingAttributeText(tool, missing));
-  const applied = applyPolicy(dialect.policy!, sql, verdict.refs!, qualifiedTable(dialect.policy!, tool), columnNames(tool), cp, bound);
+  const applied = applyPolicies(dialect.policy!, sql, verdict.refs!, rewrite.tableOf, bound);
   const text = checkWrappable(applied.statement, dialect.syntax);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
   const statement = wrapRead(text.body, maxRows + 1, rowBytes);
-  const shape = verdict.shape === undefined ? undefined : `r${maxRows + 1}:${rowBytes}\u0000${verdict.shape}\u0000${resolutionKey(cp)}`;
+  const shape = verdict.shape === undefined ? undefined : `r${maxRows + 1}:${rowBytes}\u0000${verdict.shape}\u0000${rewrite.key}`;
   const check = checkWrappable(applied.resolution, dialect.syntax);
   const resolutionStatement = check.ok ? wrapRead(check.body, maxRows + 1, rowBytes) : statement;
   return {
@@ -197,28 +260,42 @@ function withPolicy(
     resolutionStatement,
     resolutionParams: bound?.values.length ?? 0,
     ...(shape === undefined ? {} : { shape }),
+    ...touched,
   };
+}
+
+/**
+ * A table whose row filter binds a caller attribute the caller lacks: the call is refused naming it, before anything
+ * runs (decision 0307), per touched table. The refusal, or null.
+ */
+function attributeMissing(dialect: Dialect, target: SqlTarget, cp: CallPolicy): ToolResult | null {
+  const missing = missingCallerAttribute(cp.policy, cp.caller);
+  if (missing === null) return null;
+  return refused(
+    dialect,
+    'arguments',
+    `The row filter of ${target.schema}.${target.table} needs the caller attribute "${missing}", which this credential does not have: ` +
+      'no rows were read. An admin can set it in the attributes of the API key or OAuth client (or as a claim of the identity provider).',
+  );
 }
 
 /** An agent's statement: it may narrow its SQL, or raise `limit` up to the gateway's row cap. */
 const sqlNarrowing = (ctx: ExecutionContext): Narrowing => ({ kind: 'sql', maxLimit: Math.min(MAX_LIMIT, ctx.limits.maxRows) });
 const SAVED_NARROWING: Narrowing = { kind: 'saved' };
 
-/** The refusal of a call whose caller lacks an attribute the table's row filter binds (decision 0307). */
-const missingAttributeText = (tool: SqlToolSpec, attribute: string): string =>
-  `The row filter of ${tool.target.schema}.${tool.target.table} needs the caller attribute "${attribute}", which this credential does not have: ` +
-  'no rows were read. An admin can set it in the attributes of the API key or OAuth client (or as a claim of the identity provider).';
-
-const policyFits = (cp: CallPolicy, tool: SqlToolSpec): boolean => {
-  const names = new Set(columnNames(tool));
+const policyFits = (cp: CallPolicy, target: SqlTarget): boolean => {
+  const names = new Set(columnNames(target));
   return cp.policy.hidden_columns.every((c) => names.has(c)) && cp.policy.masked_columns.every((m) => names.has(m.column));
 };
 
 /** The read-only dialects (mssql, oracle) apply hidden columns in their guard, and nothing else of a policy. */
 const hiddenOnly = (cp: CallPolicy): boolean => cp.policy.masked_columns.length === 0 && cp.policy.row_filter === null;
 
-const qualifiedTable = (d: PolicyDialect, tool: SqlToolSpec): string => `${d.quote(tool.target.schema)}.${d.quote(tool.target.table)}`;
-const columnNames = (tool: SqlToolSpec): string[] => tool.target.columns.map((c) => c.name);
+const qualifiedTable = (dialect: Dialect, t: SqlTarget): string => {
+  const d: PolicyDialect | undefined = dialect.policy;
+  return d ? `${d.quote(t.schema)}.${d.quote(t.table)}` : '';
+};
+const columnNames = (t: SqlTarget): string[] => t.columns.map((c) => c.name);
 
 /**
  * A saved-statement tool's call: its statement with the driver's markers (the values kept apart), through the same
@@ -246,20 +323,20 @@ function prepareSaved(
   if (verdict.kind === 'ddl' || (write && (!wrapRead || ctx.readOnly || !ctx.allowWrite))) {
     return refused(dialect, 'read_only', 'This tool is read-only: its statement writes, and writes are not allowed.');
   }
-  if (ctx.policy) {
-    const blocked = policyBlocked(dialect, tool, ctx.policy, verdict, write);
-    if (blocked) return blocked;
-  }
+  const gov = govern(dialect, tool, ctx, verdict, write);
+  if (isRefusal(gov)) return gov;
+  const touched = gov.touched ? { touched: gov.touched } : {};
   const maxRows = Math.max(1, Math.min(MAX_LIMIT, ctx.limits.maxRows));
   // A read-only dialect (mssql, oracle) runs the guarded statement as it is, its markers bound by the driver.
-  if (!wrapRead) return { statement: bound.text, write: false, kind: verdict.kind, maxRows, narrowing: SAVED_NARROWING, values: bound.values };
-  if (ctx.policy) return withPolicy(dialect, tool, ctx, ctx.policy, bound.text, verdict, maxRows, bound);
+  const narrowing = SAVED_NARROWING;
+  if (!wrapRead) return { statement: bound.text, write: false, kind: verdict.kind, maxRows, narrowing, values: bound.values, ...touched };
+  if (gov.rewrite) return withPolicy(dialect, ctx, gov.rewrite, bound.text, verdict, maxRows, bound, touched);
   const text = checkWrappable(bound.text, dialect.syntax);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
   const statement = write ? text.body : wrapRead(text.body, maxRows + 1, rowBytes);
   const shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;
-  return { statement, write, kind: verdict.kind, maxRows, narrowing: SAVED_NARROWING, values: bound.values, ...(shape === undefined ? {} : { shape }) };
+  return { statement, write, kind: verdict.kind, maxRows, narrowing, values: bound.values, ...(shape === undefined ? {} : { shape }), ...touched };
 }
 
 /**
@@ -268,6 +345,6 @@ function prepareSaved(
  */
 const maxRowBytes = (maxResultBytes: number): number => 2 * maxResultBytes + 1024;
 
-export function isRefusal(prepared: PreparedCall | ToolResult): prepared is ToolResult {
+export function isRefusal<T extends object>(prepared: T | ToolResult): prepared is ToolResult {
   return 'content' in prepared;
 }

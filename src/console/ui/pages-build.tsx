@@ -1,4 +1,5 @@
 /** Pages for building the org's MCP server: overview (with insight from the audit trail), tools and a tool's page. */
+import { BulkBar, selectColumn, useSelection } from './tools-bulk.tsx';
 import { useState } from 'preact/hooks';
 import { call, client, rest, type AuditEvent, type Connector, type Insights, type Tool } from './api.ts';
 import { CallsChart } from './charts.tsx';
@@ -6,7 +7,7 @@ import { DataTable, Empty, Named, SchemaInput, Switch, type Column } from './con
 import { Actor, connectorName, Target, useDirectory } from './directory.tsx';
 import { can, CopyButton, ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
 import { schemas } from '../../../generated/contract-schemas.ts';
-import { PolicySection } from './pages-policy.tsx';
+import { PolicySection, SavedPolicyNote } from './pages-policy.tsx';
 import { isDatabaseType, takesPolicy } from './connector-types.ts';
 
 const ms = (v: number | null) => (v === null ? '—' : `${v} ms`);
@@ -350,6 +351,7 @@ function ToolList({ session }: PageProps) {
   );
   const [editing, setEditing] = useState<string | null>(null);
   const action = useAction();
+  const selection = useSelection();
   const patch: Patch = (tool, body, done) =>
     action.run(() => call(rest.updateToolMetadata({ client, path: { orgId: session.org_id, toolId: tool.id }, body })), done).then(tools.reload);
   const list = tools.data?.tools ?? [];
@@ -372,10 +374,11 @@ function ToolList({ session }: PageProps) {
           No tools yet. Tools appear when a connector becomes active: <a href="#/connectors">add a connector</a>.
         </Empty>
       )}
+      {list.length > 0 && <BulkBar orgId={session.org_id} listed={list} selection={selection} run={action.run} done={tools.reload} />}
       {list.length > 0 && (
         <DataTable
           caption="Tools"
-          columns={toolColumns(all, patch, (t) => setEditing(editing === t.id ? null : t.id))}
+          columns={[selectColumn(selection), ...toolColumns(all, patch, (t) => setEditing(editing === t.id ? null : t.id))]}
           rows={list}
           rowKey={(t) => t.id}
           rowTestId={(t) => `tool-${t.tool_name}`}
@@ -440,7 +443,8 @@ function ToolDetail({ session, id }: PageProps & { id: string }) {
             </dd>
           </dl>
           <ToolEditor key={tool.id} tool={tool} orgId={session.org_id} onDone={tools.reload} />
-          {takesPolicy(tool.connector_type) && can(session, 'admin') && (
+          {takesPolicy(tool.connector_type) && tool.saved && <SavedPolicyNote />}
+          {takesPolicy(tool.connector_type) && !tool.saved && can(session, 'admin') && (
             <PolicySection key={`p-${tool.id}`} tool={tool} orgId={session.org_id} onDone={tools.reload} />
           )}
           <h2>Recent calls</h2>

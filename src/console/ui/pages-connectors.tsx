@@ -4,13 +4,14 @@
  * `x-toolgate-types` of a field that only some take, and McpConfig), with a connection test before saving.
  */
 import { useState } from 'preact/hooks';
-import { CONNECTOR_TYPES, configSchemaOf, isDatabaseType, typeWrites } from './connector-types.ts';
+import { CONNECTOR_TYPES, configSchemaOf, isDatabaseType, takesLayout, typeWrites } from './connector-types.ts';
 import { call, client, rest, type ConnectionTest, type Connector, type ConnectorType } from './api.ts';
 import { CallsTable } from './pages-build.tsx';
 import { DataTable, Empty, schemaError, Switch, toast, type Column, type FieldSchema } from './controls.tsx';
 import { loadDirectory } from './directory.tsx';
 import { SavedTools } from './pages-saved-tools.tsx';
 import { ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
+import { emptyScope, ScopeFacts, ScopeFields, scopeBody, scopeOf, scopeProblem, type ScopeDraft } from './connector-scope.tsx';
 
 interface PropertySchema extends FieldSchema {
   description?: string;
@@ -45,9 +46,11 @@ interface Draft {
   fields: Record<string, string>;
   credential: string;
   allowWrite: boolean;
+  /** Description and table patterns (connector-scope.tsx). */
+  scope: ScopeDraft;
 }
 
-const emptyDraft = (): Draft => ({ name: '', type: CONNECTOR_TYPES[0]!, fields: { tls: TLS_DEFAULT }, credential: '', allowWrite: false });
+const emptyDraft = (): Draft => ({ name: '', type: CONNECTOR_TYPES[0]!, fields: { tls: TLS_DEFAULT }, credential: '', allowWrite: false, scope: emptyScope() });
 
 function draftOf(c: Connector): Draft {
   const fields: Record<string, string> = {};
@@ -59,7 +62,7 @@ function draftOf(c: Connector): Draft {
         .join('\n');
     else fields[key] = String(value);
   }
-  return { name: c.name, type: c.type, fields, credential: '', allowWrite: c.allow_write };
+  return { name: c.name, type: c.type, fields, credential: '', allowWrite: c.allow_write, scope: scopeOf(c) };
 }
 
 const list = (text: string) =>
@@ -196,7 +199,8 @@ function ConnectorForm({
   const testing = useAction();
   const { config, problems } = configOf(d);
   const shown = touched ? problems : Object.fromEntries(Object.entries(problems).filter(([k]) => k !== 'host' && (d.fields[k] ?? '') !== ''));
-  const valid = Object.keys(problems).length === 0 && d.name.trim() !== '';
+  const scopeOk = !isDatabaseType(d.type) || (scopeProblem(d.scope.include) === null && scopeProblem(d.scope.exclude) === null);
+  const valid = Object.keys(problems).length === 0 && d.name.trim() !== '' && scopeOk;
   const test = () =>
     testing.run(async () => {
       setTested(null);
@@ -222,6 +226,7 @@ function ConnectorForm({
       }}
     >
       <NameAndType d={d} setD={setD} touched={touched} editing={!!editing} />
+      <ScopeFields d={d.scope} set={(scope) => setD({ ...d, scope })} database={isDatabaseType(d.type)} />
       {fieldsOf(d.type).map(([name, p]) => (
         <ConfigField key={`${d.type}-${name}`} name={name} p={p} d={d} problem={shown[name]} set={(v) => setD({ ...d, fields: { ...d.fields, [name]: v } })} />
       ))}
@@ -302,6 +307,13 @@ function useConnectorActions(reload: () => void) {
           `${c.name}: free SQL tools ${on ? 'served' : 'off (saved tools only)'}`,
         )
         .then(reload),
+    setSingle: (c: Connector, on: boolean) =>
+      action
+        .run(
+          () => call(rest.updateConnector({ client, path: { connectorId: c.id }, body: { tool_layout: on ? 'single' : 'per_table' } })),
+          `${c.name}: ${on ? 'one SQL tool for the whole connector' : 'one SQL tool per table'}`,
+        )
+        .then(reload),
   };
 }
 
@@ -352,6 +364,7 @@ async function saveConnector(editing: Connector | null, d: Draft, config: Record
     config: config as never,
     ...(d.credential ? { credential: d.credential } : {}),
     ...(typeWrites(d.type) ? { allow_write: d.allowWrite } : {}),
+    ...scopeBody(d.scope, isDatabaseType(d.type), editing),
   };
   if (editing) await call(rest.updateConnector({ client, path: { connectorId: editing.id }, body: common }));
   else await call(rest.createConnector({ client, body: { ...common, type: d.type } }));
@@ -402,10 +415,12 @@ function ConnectorFacts({
   c,
   setWrite,
   setFreeSql,
+  setSingle,
 }: {
   c: Connector;
   setWrite: (c: Connector, on: boolean) => unknown;
   setFreeSql: (c: Connector, on: boolean) => unknown;
+  setSingle: (c: Connector, on: boolean) => unknown;
 }) {
   return (
     <dl class="facts">
@@ -421,6 +436,7 @@ function ConnectorFacts({
       </dd>
       <dt>Credential</dt>
       <dd>{c.has_credential ? 'stored (write-only)' : 'none'}</dd>
+      <ScopeFacts c={c} />
       {typeWrites(c.type) && (
         <>
           <dt>Write tools</dt>
@@ -442,6 +458,19 @@ function ConnectorFacts({
           </dd>
         </>
       )}
+      {takesLayout(c.type) && (
+        <>
+          <dt>Tool layout</dt>
+          <dd>
+            <Switch
+              label={`One SQL tool for the whole of ${c.name}`}
+              hint="On: agents get one query tool for every table (each table's tool still governs it: enabled, policy, approval); off: one tool per table"
+              on={c.tool_layout === 'single'}
+              onChange={(on) => setSingle(c, on)}
+            />
+          </dd>
+        </>
+      )}
       <dt>Created</dt>
       <dd>{when(c.created_at)}</dd>
     </dl>
@@ -454,14 +483,14 @@ function ConnectorDetail({ session, id }: PageProps & { id: string }) {
   const history = useLoad(() => call(rest.listAuditEvents({ client, query: { target_id: id, limit: 50 } })), [id, one.data?.updated_at]);
   const [editing, setEditing] = useState(false);
   const c = one.data;
-  const { action, revalidate, archive, setWrite, setFreeSql } = useConnectorActions(one.reload);
+  const { action, revalidate, archive, setWrite, setFreeSql, setSingle } = useConnectorActions(one.reload);
   return (
     <Page title={c ? `Connector ${c.name}` : 'Connector'} actions={<a href="#/connectors">All connectors</a>}>
       <Loading loading={one.loading && !c} />
       <ErrorBox error={one.error ?? action.error} />
       {c && (
         <>
-          <ConnectorFacts c={c} setWrite={setWrite} setFreeSql={setFreeSql} />
+          <ConnectorFacts c={c} setWrite={setWrite} setFreeSql={setFreeSql} setSingle={setSingle} />
           <div class="buttons">
             <button type="button" class="secondary" onClick={() => revalidate(c)}>
               Revalidate

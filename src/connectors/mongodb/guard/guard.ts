@@ -11,9 +11,10 @@
  *    expressions) must be on OPERATORS. JavaScript is absent from it: $where, $function, $accumulator (and
  *    mapReduce is not reachable). The arguments are plain JSON, so no BSON Code value can come in; the only
  *    extended-JSON forms read are {"$oid": hex} and {"$date": ISO text}, turned into ObjectId / Date.
- *  - Other collections: $lookup and $graphLookup `from` and $unionWith `coll` must name the tool's own collection
- *    as a plain string (the object form `{db, coll}` reaches another database and is refused); their nested
- *    pipelines are checked as pipelines, recursively ($facet too).
+ *  - Other collections: $lookup and $graphLookup `from` and $unionWith `coll` name a collection as a plain string
+ *    (the object form `{db, coll}` reaches another database and is refused): the tool's own collection, or, when the
+ *    call carries the connector's collections (issue 38, lookup.ts), any of them whose tool is enabled, under its
+ *    own policy; their nested pipelines are checked as pipelines, recursively ($facet too).
  *  - `$$` variables: the system variables that read data of this pipeline only (ROOT, CURRENT, REMOVE, NOW,
  *    DESCEND, PRUNE, KEEP) and user variables (a lower-case first letter, as MongoDB requires for names bound by
  *    `let`, `$map` `as` ... : `$$this`, `$$value`). Refused: $$USER_ROLES (the login's roles), $$CLUSTER_TIME,
@@ -23,6 +24,9 @@
  * The guard only decides; the driver adds the row cap ($limit, or the find limit), maxTimeMS and allowDiskUse false.
  */
 import { ObjectId } from 'mongodb';
+import { type Lookups, Refusal, checkGraphTarget, checkMatchField, policyStages, resolveCollection } from './lookup.ts';
+
+export type { Lookups } from './lookup.ts';
 
 export const MAX_DEPTH = 40;
 const MAX_STAGES = 50;
@@ -271,9 +275,15 @@ type Doc = Record<string, unknown>;
 
 type MongoCall = { kind: 'find'; filter: Doc; projection?: Doc; sort?: Doc; limit: number } | { kind: 'aggregate'; pipeline: Doc[]; limit: number };
 
-export type MongoVerdict = { ok: true; call: MongoCall } | { ok: false; reason: string };
+/** `touched`: with lookups, every collection the call reads (its own first), for the audit row. */
+export type MongoVerdict = { ok: true; call: MongoCall; touched?: string[] } | { ok: false; reason: string };
 
-class Refusal extends Error {}
+/** What one call's check carries down the pipelines: the tool's collection, the connector's (issue 38), what was read. */
+interface GuardCtx {
+  collection: string;
+  lookups?: Lookups;
+  touched: Set<string>;
+}
 
 const isDoc = (v: unknown): v is Doc => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -328,19 +338,30 @@ function toDate(v: unknown): Date {
   return d;
 }
 
-/** A collection reference ($lookup from, $graphLookup from, $unionWith coll) must be the tool's own, as a string. */
-function checkOwnCollection(v: unknown, stage: string, collection: string): void {
-  if (typeof v !== 'string') throw new Refusal(`${stage} must name this tool's collection "${clip(collection)}" as a string (another database is not allowed)`);
-  if (v !== collection) throw new Refusal(`${stage} reads collection "${clip(v)}", which is not this tool's collection`);
-}
-
-function checkPipeline(pipeline: unknown, collection: string, depth: number, where: string): Doc[] {
+function checkPipeline(pipeline: unknown, g: GuardCtx, depth: number, where: string): Doc[] {
   if (!Array.isArray(pipeline)) throw new Refusal(`${where} must be an array of stages`);
   if (pipeline.length > MAX_STAGES) throw new Refusal(`${where} has more than ${MAX_STAGES} stages`);
-  return pipeline.map((stage) => checkStage(stage, collection, depth + 1));
+  return pipeline.map((stage) => checkStage(stage, g, depth + 1));
 }
 
-function checkStage(stage: unknown, collection: string, depth: number): Doc {
+/**
+ * `$lookup` and `$unionWith` (object form): the collection read resolved (resolveCollection), its policy's stages
+ * placed before the agent's own sub-pipeline (a `$lookup` with localField/foreignField then takes the concise form
+ * of MongoDB 5.0, whose equality match must not name a hidden or masked field).
+ */
+function checkJoinStage(name: '$lookup' | '$unionWith', body: Doc, g: GuardCtx, depth: number): Doc {
+  const key = name === '$lookup' ? 'from' : 'coll';
+  const policy = resolveCollection(body[key], name, g.collection, g.lookups, g.touched);
+  const stages = policyStages(body[key] as string, policy);
+  if (name === '$lookup') checkMatchField(body.foreignField, '$lookup foreignField', body[key] as string, policy);
+  const { pipeline, ...rest } = body;
+  const out = checkValue(rest, depth + 1) as Doc;
+  const own = pipeline === undefined ? [] : checkPipeline(pipeline, g, depth, `${name} pipeline`);
+  if (pipeline !== undefined || stages.length > 0) out.pipeline = [...stages, ...own];
+  return { [name]: out };
+}
+
+function checkStage(stage: unknown, g: GuardCtx, depth: number): Doc {
   if (depth > MAX_DEPTH) throw new Refusal(`the pipeline is nested more than ${MAX_DEPTH} levels deep`);
   if (!isDoc(stage)) throw new Refusal('each pipeline stage must be an object with one stage name');
   const keys = Object.keys(stage);
@@ -352,36 +373,29 @@ function checkStage(stage: unknown, collection: string, depth: number): Doc {
   }
   const body = stage[name];
   switch (name) {
-    case '$lookup': {
+    case '$lookup':
       if (!isDoc(body)) throw new Refusal('$lookup takes an object');
-      checkOwnCollection(body.from, '$lookup', collection);
-      const { pipeline, ...rest } = body;
-      const out = checkValue(rest, depth + 1) as Doc;
-      if (pipeline !== undefined) out.pipeline = checkPipeline(pipeline, collection, depth, '$lookup pipeline');
-      return { [name]: out };
-    }
-    case '$graphLookup':
+      return checkJoinStage(name, body, g, depth);
+    case '$graphLookup': {
       if (!isDoc(body)) throw new Refusal('$graphLookup takes an object');
-      checkOwnCollection(body.from, '$graphLookup', collection);
+      const policy = resolveCollection(body.from, '$graphLookup', g.collection, g.lookups, g.touched);
+      checkGraphTarget(body.from as string, policy);
       return { [name]: checkValue(body, depth + 1) };
+    }
     case '$unionWith': {
       if (typeof body === 'string') {
-        checkOwnCollection(body, '$unionWith', collection);
-        return { [name]: body };
+        const stages = policyStages(body, resolveCollection(body, '$unionWith', g.collection, g.lookups, g.touched));
+        return { [name]: stages.length > 0 ? { coll: body, pipeline: stages } : body };
       }
       if (!isDoc(body)) throw new Refusal('$unionWith takes a collection name or an object');
-      checkOwnCollection(body.coll, '$unionWith', collection);
-      const { pipeline, ...rest } = body;
-      const out = checkValue(rest, depth + 1) as Doc;
-      if (pipeline !== undefined) out.pipeline = checkPipeline(pipeline, collection, depth, '$unionWith pipeline');
-      return { [name]: out };
+      return checkJoinStage(name, body, g, depth);
     }
     case '$facet': {
       if (!isDoc(body)) throw new Refusal('$facet takes an object of pipelines');
       const out: Doc = {};
       for (const [k, p] of Object.entries(body)) {
         if (k.startsWith('$')) throw new Refusal('a $facet output name may not start with $');
-        out[k] = checkPipeline(p, collection, depth, `$facet ${clip(k)}`);
+        out[k] = checkPipeline(p, g, depth, `$facet ${clip(k)}`);
       }
       return { [name]: out };
     }
@@ -392,11 +406,39 @@ function checkStage(stage: unknown, collection: string, depth: number): Doc {
 
 const FIND_KEYS = new Set(['filter', 'projection', 'sort', 'limit']);
 
+/** A find's arguments checked: filter, projection and sort as documents with allowed operators. */
+function checkFind(args: Record<string, unknown>, limit: number): MongoCall {
+  for (const k of Object.keys(args)) {
+    if (!FIND_KEYS.has(k)) throw new Refusal(`unknown argument "${clip(k)}": only filter, projection, sort, limit or pipeline are accepted`);
+  }
+  const part = (key: string): Doc | undefined => {
+    const v = args[key];
+    if (v === undefined) return undefined;
+    if (!isDoc(v)) throw new Refusal(`the argument "${key}" must be an object`);
+    return checkValue(v, 0) as Doc;
+  };
+  const filter = part('filter') ?? {};
+  const projection = part('projection');
+  const sort = part('sort');
+  if (sort) {
+    for (const [k, dir] of Object.entries(sort)) {
+      if (dir !== 1 && dir !== -1 && !(isDoc(dir) && Object.keys(dir).length === 1 && '$meta' in dir)) {
+        throw new Refusal(`sort direction of "${clip(k)}" must be 1 or -1`);
+      }
+    }
+  }
+  return { kind: 'find', filter, ...(projection ? { projection } : {}), ...(sort ? { sort } : {}), limit };
+}
+
 /**
  * Checks one call's arguments: either `pipeline` (an aggregate) or `filter` / `projection` / `sort` (a find), with
  * `limit` (1..maxLimit) in both. Returns the call to run (extended JSON converted) or the reason it is refused.
+ * `lookups` (issue 38, docs/decisions/0298): the connector's collections; `$lookup`, `$graphLookup` and `$unionWith`
+ * may then read any of them whose tool is enabled, each under its own policy (lookup.ts), and the tool's own
+ * collection's policy runs first in its pipeline. Unset: the tool's own collection alone, as before.
  */
-export function guardMongoCall(args: Record<string, unknown>, collection: string, maxLimit: number, defaultLimit: number): MongoVerdict {
+export function guardMongoCall(args: Record<string, unknown>, collection: string, maxLimit: number, defaultLimit: number, lookups?: Lookups): MongoVerdict {
+  const g: GuardCtx = { collection, touched: new Set([collection]), ...(lookups ? { lookups } : {}) };
   try {
     let size: number;
     try {
@@ -409,35 +451,24 @@ export function guardMongoCall(args: Record<string, unknown>, collection: string
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > maxLimit) {
       throw new Refusal(`the argument "limit" must be an integer from 1 to ${maxLimit}`);
     }
+    const ownStages = policyStages(collection, lookups?.get(collection)?.policy);
+    let call: MongoCall;
     if ('pipeline' in args) {
       for (const k of Object.keys(args)) {
         if (k !== 'pipeline' && k !== 'limit')
           throw new Refusal(`"${clip(k)}" cannot be combined with "pipeline": put $match / $project / $sort stages in the pipeline`);
       }
-      return { ok: true, call: { kind: 'aggregate', pipeline: checkPipeline(args.pipeline, collection, 0, 'pipeline'), limit } };
+      call = { kind: 'aggregate', pipeline: [...ownStages, ...checkPipeline(args.pipeline, g, 0, 'pipeline')], limit };
+    } else {
+      if (ownStages.length > 0) throw new Refusal('this collection has a policy, which applies to a pipeline only: send a "pipeline"');
+      call = checkFind(args, limit);
     }
-    for (const k of Object.keys(args)) {
-      if (!FIND_KEYS.has(k)) throw new Refusal(`unknown argument "${clip(k)}": only filter, projection, sort, limit or pipeline are accepted`);
-    }
-    const part = (key: string): Doc | undefined => {
-      const v = args[key];
-      if (v === undefined) return undefined;
-      if (!isDoc(v)) throw new Refusal(`the argument "${key}" must be an object`);
-      return checkValue(v, 0) as Doc;
-    };
-    const filter = part('filter') ?? {};
-    const projection = part('projection');
-    const sort = part('sort');
-    if (sort) {
-      for (const [k, dir] of Object.entries(sort)) {
-        if (dir !== 1 && dir !== -1 && !(isDoc(dir) && Object.keys(dir).length === 1 && '$meta' in dir)) {
-          throw new Refusal(`sort direction of "${clip(k)}" must be 1 or -1`);
-        }
-      }
-    }
-    return { ok: true, call: { kind: 'find', filter, ...(projection ? { projection } : {}), ...(sort ? { sort } : {}), limit } };
+    return lookups ? { ok: true, call, touched: [...g.touched] } : { ok: true, call };
   } catch (e) {
-    if (e instanceof Refusal) return { ok: false, reason: `Only a read of collection "${clip(collection, 120)}" is allowed (read-only tool): ${e.message}.` };
+    if (e instanceof Refusal) {
+      const what = lookups ? " (and, through $lookup, $graphLookup or $unionWith, of this connector's enabled collections)" : '';
+      return { ok: false, reason: `Only a read of collection "${clip(collection, 120)}"${what} is allowed (read-only tool): ${e.message}.` };
+    }
     if (e instanceof RangeError) return { ok: false, reason: 'The query is nested too deeply.' };
     throw e;
   }

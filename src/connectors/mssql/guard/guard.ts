@@ -191,6 +191,7 @@ const MSSQL: ReadOnlyDialect = {
   unqualifiedIsOwn: (opts) =>
     opts.defaultSchema !== undefined &&
     (opts.caseSensitiveNames ? opts.defaultSchema === opts.table.schema : ascii(opts.defaultSchema) === ascii(opts.table.schema)),
+  unqualifiedSchema: (opts) => opts.defaultSchema,
   functions: MSSQL_FUNCTIONS,
   sessionKeywords: new Set(['CURRENT_USER', 'SESSION_USER', 'SYSTEM_USER', 'USER']),
   dummyTables: new Set(),

@@ -69,6 +69,7 @@ import { checkExecutableComments, checkTokens, lexMysql } from './lexer.ts';
 import { type WalkState, variantOf, visitVariant } from './walk.ts';
 import { walkDdl } from './ddl.ts';
 import { isSystemDatabase } from './names.ts';
+import { checkListed, listedState } from './tables.ts';
 import type { TableRef } from '../../shared/policy.ts';
 
 await initSqlParser();
@@ -172,16 +173,20 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
     const node = stmt[variant];
 
     if (variant === 'Query' || variant === 'Insert' || variant === 'Update' || variant === 'Delete') {
+      st.listed = listedState(opts, mode);
+      if (st.listed) st.refs = [];
       visitVariant(variant, node, st, EMPTY_SCOPE);
       const writes = [...st.writes];
+      if (st.listed) checkListed(st, st.listed, writes.length > 0 || st.locks);
+      const touched = st.listed ? { touched: [...st.listed.touched].sort((a, b) => a - b) } : {};
       if (writes.length === 0 && !st.locks)
-        return st.refs ? { ok: true, kind: 'select', readOnly: true, refs: tableRefs(sql, st.refs) } : allow('select', true);
+        return st.refs ? { ok: true, kind: 'select', readOnly: true, refs: tableRefs(sql, st.refs), ...touched } : allow('select', true);
       if (!canWrite(opts)) {
         if (writes.length > 0) return no(`found ${writes.map((w) => w.toUpperCase()).join(', ')}`);
         return no('SELECT ... FOR UPDATE / FOR SHARE takes row locks');
       }
       const kind: StatementKind = writes[0] ?? 'select';
-      return allow(kind, false);
+      return { ...allow(kind, false), ...touched };
     }
     if (DDL_STATEMENTS.has(variant)) {
       if (!canDdl(opts)) return no(`found ${statementName(variant, node)}`);
@@ -240,6 +245,7 @@ function tableRefs(sql: string, raw: NonNullable<WalkState['refs']>): TableRef[]
     const end = offsetOf(sql, starts, r.end);
     const text = sql.slice(start, end).replace(/\s+/g, '');
     if (text !== r.parts.map(written).join('.')) throw new Refusal('a table reference could not be located');
-    return { start, end, alias: r.alias ? null : written(r.parts[r.parts.length - 1]!) };
+    const alias = r.alias ? null : written(r.parts[r.parts.length - 1]!);
+    return r.table === undefined ? { start, end, alias } : { start, end, alias, table: r.table };
   });
 }

@@ -1,6 +1,6 @@
 /** MySQL guard: the walk over the parsed AST (variant allow-list, table references, CTE scoping, write targets). */
 
-import type { GuardOptions } from '../../shared/sqlguard/types.ts';
+import type { GuardOptions, GuardTable } from '../../shared/sqlguard/types.ts';
 import { type AnyObj, EMPTY_SCOPE, Refusal, clip, isObj } from '../../shared/sqlguard/common.ts';
 import { checkFunction } from './functions.ts';
 import { type LowerCaseTableNames, isSystemDatabase, nameKey, sameName } from './names.ts';
@@ -169,6 +169,26 @@ export interface WalkState {
   ddl: boolean;
   /** With a tool policy: the references to the tool's table found so far, by the parser's positions. */
   refs?: PolicyRef[];
+  /** With opts.tables (reads and writes, not DDL): the connector's tables, what the walk touched and the names it saw. */
+  listed?: ListedState;
+}
+
+/** The connector's tables as the server resolves names to them (tables.ts), and what one walk found. */
+export interface ListedState {
+  readonly index: TableIndex;
+  readonly list: readonly GuardTable[];
+  readonly touched: Set<number>;
+  /** Column-like names met (every part of `t.c`), checked against the touched tables' hidden columns after the walk. */
+  readonly names: string[];
+  /** A `?` marker was met. */
+  placeholder: boolean;
+}
+
+/** Name key (`nameKey(database)` NUL `nameKey(table)`) to the table's index in the list; -1: two tables share it. */
+export interface TableIndex {
+  readonly byKey: ReadonlyMap<string, number>;
+  /** The tool's own table's index, when it is listed. */
+  readonly own: number | undefined;
 }
 
 type Position = { line: number; column: number };
@@ -178,6 +198,8 @@ interface PolicyRef {
   end: Position;
   parts: { value: string; quote: string | null }[];
   alias: boolean;
+  /** With opts.tables: the listed table's index. */
+  table?: number;
 }
 
 /** Records a reference to the tool's table for the policy rewrite (a CTE of the same name shadows the table). */
@@ -185,21 +207,71 @@ function policyRef(payload: AnyObj, st: WalkState, scope: ReadonlySet<string>): 
   if (!st.refs) return;
   const parts = nameParts(payload.name);
   if (parts.length === 1 && scope.has(cteKey(parts[0]!, st))) return;
+  pushRef(payload, st.refs);
+}
+
+/** Where a table reference is in the text (its name parts' spans), for the rewrite. */
+function pushRef(payload: AnyObj, refs: PolicyRef[], table?: number): void {
   const idents = (payload.name as unknown[]).map((p) => (isObj(p) && isObj(p.Identifier) ? p.Identifier : p)) as AnyObj[];
   const spans = idents.map((i) => (isObj(i.span) ? i.span : undefined));
   const first = spans[0]?.start;
   const last = spans[spans.length - 1]?.end;
   if (!isObj(first) || !isObj(last)) throw new Refusal('a table reference could not be located');
-  st.refs.push({
+  refs.push({
     start: first as Position,
     end: last as Position,
     parts: idents.map((i) => ({ value: String(i.value), quote: typeof i.quote_style === 'string' ? i.quote_style : null })),
     alias: isObj(payload.alias),
+    ...(table === undefined ? {} : { table }),
   });
+}
+
+/**
+ * With opts.tables: a table in FROM / JOIN is a CTE in scope (one-part names only) or one of the connector's
+ * tables, resolved as the server resolves it (an unqualified name in the tool's database, the session's default);
+ * anything else is refused. A listed table with a policy has every reference recorded with its index.
+ */
+function listedRef(payload: AnyObj, st: WalkState, listed: ListedState, scope: ReadonlySet<string>): void {
+  const parts = nameParts(payload.name);
+  if (parts.length === 2 && isSystemDatabase(parts[0]!, st.mode)) {
+    throw new Refusal(`it references "${clip(parts.join('.'))}" in a system database, which is not a table of this connector`);
+  }
+  if (parts.length === 1 && scope.has(cteKey(parts[0]!, st))) return;
+  const i = parts.length <= 2 ? listed.index.byKey.get(tableKey(parts.length === 2 ? parts[0]! : st.schema, parts[parts.length - 1]!, st.mode)) : undefined;
+  if (i === undefined) throw new Refusal(`it references "${clip(parts.join('.'))}", which is not a table of this connector`);
+  if (i < 0) throw new Refusal(`"${clip(parts.join('.'))}" names two of the connector's tables; write it as the server stores it`);
+  listed.touched.add(i);
+  if (hasPolicy(i, listed)) pushRef(payload, st.refs!, i);
+}
+
+/** An INSERT's target: the tool's own table, touched with opts.tables. */
+function insertTarget(payload: unknown, st: WalkState): void {
+  checkTableName(payload, st, EMPTY_SCOPE, 'writes to');
+  if (st.listed) touchOwn(st.listed);
+}
+
+/** With opts.tables: a write's target (always the tool's own table) is touched; an own table the list lacks is refused. */
+function touchOwn(listed: ListedState): void {
+  if (listed.index.own === undefined) throw new Refusal("the tool's own table is not among the connector's tables");
+  listed.touched.add(listed.index.own);
+}
+
+/**
+ * Whether references to listed table `i` are rewritten: its own policy. With `tables`, `opts.policy` carries only a
+ * saved statement's parameter count (shared/prepare.ts); every table's policy, the tool's own included, is in the list.
+ */
+export function hasPolicy(i: number, listed: ListedState): boolean {
+  return listed.list[i]!.policy === true;
+}
+
+/** The key a listed table is found under: database and table compared as the server compares them. */
+export function tableKey(schema: string, name: string, mode: LowerCaseTableNames): string {
+  return `${nameKey(schema, mode)}\u0000${nameKey(name, mode)}`;
 }
 
 /** With a tool policy: a leaf naming a hidden column, or a parameter (they carry the policy's caller values), is refused. */
 function policyLeaf(variant: string, payload: unknown, st: WalkState): void {
+  if (st.listed) return listedLeaf(variant, payload, st.listed);
   if (!st.opts.policy) return;
   if (variant === 'Identifier' && isObj(payload)) checkHiddenName([String(payload.value)], st);
   else if (variant === 'CompoundIdentifier') checkHiddenName(nameParts(payload), st);
@@ -207,6 +279,13 @@ function policyLeaf(variant: string, payload: unknown, st: WalkState): void {
     // A saved tool's statement has its own `?` (its arguments, from its :name placeholders); free SQL has none.
     throw new Refusal('parameters (?) are not allowed on a tool with column or row policies');
   }
+}
+
+/** With opts.tables: names and markers are kept; which tables' hidden columns apply is known after the walk. */
+function listedLeaf(variant: string, payload: unknown, listed: ListedState): void {
+  if (variant === 'Identifier' && isObj(payload)) listed.names.push(String(payload.value));
+  else if (variant === 'CompoundIdentifier') listed.names.push(...nameParts(payload));
+  else if (variant === 'Value' && isObj(payload) && isObj(payload.value) && 'Placeholder' in payload.value) listed.placeholder = true;
 }
 
 /** A name naming a hidden column (any part of `t.ssn`), refused with the policy; MySQL column names ignore case. */
@@ -340,14 +419,13 @@ export function visitVariant(variant: string, payload: unknown, st: WalkState, s
         if (payload[k] !== undefined && payload[k] !== null) throw new Refusal(`table modifier ${k} is not allowed`);
       }
       if (isDual(payload.name)) return;
+      if (st.listed) return listedRef(payload, st, st.listed, scope);
       checkTableName(payload.name, st, scope);
       policyRef(payload, st, scope);
       return;
     }
     case 'TableName':
-      // INSERT target.
-      checkTableName(payload, st, EMPTY_SCOPE, 'writes to');
-      return;
+      return insertTarget(payload, st);
     case 'Function':
       if (!isObj(payload)) throw new Refusal('a function call could not be understood');
       // TableFactor::Function (a function in FROM) carries `lateral` / `alias`; Expr::Function does not.

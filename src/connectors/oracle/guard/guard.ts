@@ -161,6 +161,7 @@ const ORACLE: ReadOnlyDialect = {
   lex: (sql) => lexCheck(sql, { nestedComments: false, brackets: false, refuseQQuote: true }),
   sameName: (written: NamePart, stored: string): boolean => (written.quoted ? written.value === stored : ascii(written.value) === stored),
   unqualifiedIsOwn: () => true,
+  unqualifiedSchema: (opts) => opts.table.schema,
   functions: ORACLE_FUNCTIONS,
   sessionKeywords: new Set(['USER', 'UID', 'SESSION_USER', 'CURRENT_USER', 'CURRENT_SCHEMA', 'ORA_DATABASE_NAME']),
   dummyTables: new Set(['DUAL']),

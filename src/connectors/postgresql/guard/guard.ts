@@ -64,7 +64,7 @@ import {
   refuse,
   tableLabel,
 } from '../../shared/sqlguard/common.ts';
-import { type WalkState, statementName, strings, visitNode, wrappedType } from './walk.ts';
+import { type WalkState, finishTables, statementName, strings, tableIndex, visitNode, wrappedType } from './walk.ts';
 import { statementShape, type ShapeInfo } from './shape.ts';
 import { literalForm } from './literals.ts';
 import type { TableRef } from '../../shared/policy.ts';
@@ -118,31 +118,15 @@ function decide(sql: string, opts: GuardOptions, info?: ShapeInfo): GuardResult 
   const node = type === undefined ? undefined : (stmt[type] as AnyObj);
   if (type === undefined || node === undefined) return no('the SQL could not be parsed');
 
-  const st: WalkState = { opts, writes: new Set(), locks: false, ddl: false, ...(opts.policy ? { refs: [] } : {}) };
+  const st: WalkState = { opts, writes: new Set(), locks: false, ddl: false, ...(opts.policy || opts.tables ? { refs: [] } : {}) };
+  if (opts.tables) st.multi = { index: tableIndex(opts.tables.list), touched: new Set(), columns: new Set(), params: new Set() };
   try {
     switch (type) {
       case 'SelectStmt':
       case 'InsertStmt':
       case 'UpdateStmt':
-      case 'DeleteStmt': {
-        visitNode(type, node, st, EMPTY_SCOPE);
-        const writes = [...st.writes];
-        // The shape keys the server-side resolution verdict (postgres-shape.ts): computed from this parse, so a call
-        // parses its text once.
-        const shaped = (verdict: GuardResult): GuardResult => (verdict.ok ? { ...verdict, shape: statementShape(sql, stmt, info) } : verdict);
-        if (writes.length === 0 && !st.locks) {
-          const verdict = shaped(allow('select', true));
-          return st.refs && verdict.ok ? { ...verdict, refs: tableRefs(sql, st.refs) } : verdict;
-        }
-        if (!canWrite(opts)) {
-          if (type === 'SelectStmt' && writes.length > 0) return no(`found a data-modifying WITH clause (${writes.map((w) => w.toUpperCase()).join(', ')})`);
-          if (writes.length > 0) return no(`found ${statementName(stmt)}`);
-          return no('SELECT ... FOR UPDATE/SHARE takes row locks');
-        }
-        const kind: StatementKind =
-          type === 'InsertStmt' ? 'insert' : type === 'UpdateStmt' ? 'update' : type === 'DeleteStmt' ? 'delete' : (writes[0] ?? 'select');
-        return shaped(allow(kind, false));
-      }
+      case 'DeleteStmt':
+        return decideDml(sql, type, stmt, node, st, info);
       case 'CreateStmt':
       case 'AlterTableStmt':
       case 'DropStmt':
@@ -150,8 +134,11 @@ function decide(sql: string, opts: GuardOptions, info?: ShapeInfo): GuardResult 
       case 'IndexStmt':
       case 'RenameStmt': {
         if (!canDdl(opts)) return no(`found ${statementName(stmt)}`);
-        checkDdl(type, node, st);
-        return allow('ddl', false);
+        // DDL names the tool's own table and no other, with or without opts.tables.
+        const own = ownIndex(opts);
+        if (opts.tables && own === undefined) return no("this tool's table is not among the connector's tables");
+        checkDdl(type, node, { ...st, multi: undefined, refs: undefined });
+        return own === undefined ? allow('ddl', false) : { ok: true, kind: 'ddl', readOnly: false, touched: [own] };
       }
       default:
         return no(`found ${statementName(stmt)}`);
@@ -168,6 +155,39 @@ function decide(sql: string, opts: GuardOptions, info?: ShapeInfo): GuardResult 
  * table). The parser reports byte offsets of a reference's first name part; the scanner's tokens give where its name
  * ends. A span whose tokens are not exactly `name` or `schema . name` is refused: the rewrite never guesses.
  */
+/** A SELECT, INSERT, UPDATE or DELETE: walked, kind decided, shape, references and (opts.tables) touched tables added. */
+function decideDml(sql: string, type: string, stmt: AnyObj, node: AnyObj, st: WalkState, info?: ShapeInfo): GuardResult {
+  const { opts } = st;
+  visitNode(type, node, st, EMPTY_SCOPE);
+  const writes = [...st.writes];
+  const read = writes.length === 0 && !st.locks;
+  if (!read && !canWrite(opts)) {
+    if (type === 'SelectStmt' && writes.length > 0) throw new Refusal(`found a data-modifying WITH clause (${writes.map((w) => w.toUpperCase()).join(', ')})`);
+    if (writes.length > 0) throw new Refusal(`found ${statementName(stmt)}`);
+    throw new Refusal('SELECT ... FOR UPDATE/SHARE takes row locks');
+  }
+  const kind: StatementKind = read ? 'select' : (WRITE_KINDS[type] ?? writes[0] ?? 'select');
+  const touched = st.multi ? finishTables(st, ownIndex(opts), !read) : undefined;
+  return {
+    ok: true,
+    kind,
+    readOnly: read,
+    // The shape keys the server-side resolution verdict (postgres-shape.ts): computed from this parse, so a call
+    // parses its text once.
+    shape: statementShape(sql, stmt, info),
+    // No reference to locate (no governed table touched): no scan of the text.
+    ...(st.refs && (read || touched) ? { refs: st.refs.length === 0 ? [] : tableRefs(sql, st.refs) } : {}),
+    ...(touched ? { touched } : {}),
+  };
+}
+
+const WRITE_KINDS: Readonly<Record<string, StatementKind>> = { InsertStmt: 'insert', UpdateStmt: 'update', DeleteStmt: 'delete' };
+
+/** With opts.tables: the index of the tool's own table in the list, if it is listed. */
+function ownIndex(opts: GuardOptions): number | undefined {
+  return opts.tables ? tableIndex(opts.tables.list).byName.get(`${opts.table.schema}\u0000${opts.table.name}`) : undefined;
+}
+
 function tableRefs(sql: string, raw: NonNullable<WalkState['refs']>): TableRef[] {
   const bytes = Buffer.from(sql, 'utf8');
   const tokens = scanSync(sql).tokens;
@@ -181,7 +201,7 @@ function tableRefs(sql: string, raw: NonNullable<WalkState['refs']>): TableRef[]
     if (last.text.startsWith('"') ? !last.text.endsWith('"') : !/^[A-Za-z_\u0080-\uffff][\w$\u0080-\uffff]*$/.test(last.text)) {
       throw new Refusal('a table reference could not be located');
     }
-    return { start: charAt(first.start), end: charAt(last.end), alias: r.alias ? null : last.text };
+    return { start: charAt(first.start), end: charAt(last.end), alias: r.alias ? null : last.text, ...(r.table === undefined ? {} : { table: r.table }) };
   });
 }
 
@@ -246,7 +266,10 @@ function decideByForm(sql: string, opts: GuardOptions): GuardResult {
   if (known !== undefined && known !== NO_FORM) return known;
   const info: ShapeInfo = { exact: false };
   const verdict = decide(sql, opts, info);
-  if (known === undefined) formCache.set(key, verdict.ok && verdict.shape !== undefined && !info.exact ? Object.freeze(verdict) : NO_FORM);
+  // With opts.tables, a verdict holding positions of references (a touched table's policy) is this text's alone;
+  // the tables touched are the same for every text of the form (names are never literals).
+  const reusable = verdict.ok && verdict.shape !== undefined && !info.exact && !(verdict.refs && verdict.refs.length > 0);
+  if (known === undefined) formCache.set(key, reusable ? Object.freeze(verdict) : NO_FORM);
   return verdict;
 }
 

@@ -1,6 +1,6 @@
 /** PostgreSQL guard: the walk over the parse tree (table references, CTE scoping) and the names used in refusals. */
 
-import type { GuardOptions } from '../../shared/sqlguard/types.ts';
+import type { GuardOptions, GuardTable } from '../../shared/sqlguard/types.ts';
 import { type AnyObj, Refusal, clip, isObj } from '../../shared/sqlguard/common.ts';
 import { checkFunction } from './functions.ts';
 import { DDL_NODES, DDL_ONLY_TYPE_NAMES, QUERY_NODES, SAFE_ALTER_SUBTYPES, SAFE_TABLESAMPLE_METHODS, SAFE_TYPE_NAMES, UNWRAPPED_FIELDS } from './nodes.ts';
@@ -13,8 +13,49 @@ export interface WalkState {
   locks: boolean;
   /** Node types allowed in this statement. */
   readonly ddl: boolean;
-  /** With a tool policy: the references to the tool's table found so far (byte locations of their first name part). */
-  refs?: { location: number; parts: number; alias: boolean }[];
+  /**
+   * With a tool policy: the references to the tool's table found so far (byte locations of their first name part).
+   * With opts.tables: the references to listed tables that have a policy, each with its index (`table`).
+   */
+  refs?: { location: number; parts: number; alias: boolean; table?: number }[];
+  /** With opts.tables (issue 38): how names resolve to listed tables, and what the walk found. */
+  multi?: MultiState;
+}
+
+/** The multi-table part of a walk (opts.tables): what the statement touched, the column names and parameters it used. */
+interface MultiState {
+  readonly index: TableIndex;
+  touched: Set<number>;
+  /** Every name part of every column reference (checked against the touched tables' hidden columns after the walk). */
+  columns: Set<string>;
+  /** Every parameter number used ($n), 0 for one without a number. */
+  params: Set<number>;
+}
+
+/** The listed tables by `schema\0name`, and by bare name (the schemas holding it), for resolution and refusals. */
+export interface TableIndex {
+  readonly list: readonly GuardTable[];
+  readonly byName: ReadonlyMap<string, number>;
+  readonly schemasOf: ReadonlyMap<string, readonly string[]>;
+}
+
+const indexes = new WeakMap<readonly GuardTable[], TableIndex>();
+
+/** The index of a table list, built once per list (the list is the catalog's, reused across calls). */
+export function tableIndex(list: readonly GuardTable[]): TableIndex {
+  let index = indexes.get(list);
+  if (index) return index;
+  const byName = new Map<string, number>();
+  const schemasOf = new Map<string, string[]>();
+  list.forEach((t, i) => {
+    const key = `${t.schema}\u0000${t.name}`;
+    if (!byName.has(key)) byName.set(key, i);
+    const schemas = schemasOf.get(t.name) ?? [];
+    schemas.push(t.schema);
+    schemasOf.set(t.name, schemas);
+  });
+  indexes.set(list, (index = { list, byName, schemasOf }));
+  return index;
 }
 
 function isEmpty(v: AnyObj): boolean {
@@ -46,10 +87,10 @@ export function strings(list: unknown): string[] {
 }
 
 /** Records a reference to the tool's table for the policy rewrite (shared/policy.ts). */
-function policyRef(rv: AnyObj, refs: NonNullable<WalkState['refs']>): void {
-  if (rv.inh !== true) throw new Refusal('ONLY is not allowed on a tool with column or row policies');
+function policyRef(rv: AnyObj, refs: NonNullable<WalkState['refs']>, table?: number): void {
+  if (rv.inh !== true) throw new Refusal('ONLY is not allowed on a table with column or row policies');
   if (typeof rv.location !== 'number' || rv.location < 0) throw new Refusal('a table reference could not be located');
-  refs.push({ location: rv.location, parts: rv.schemaname === undefined ? 1 : 2, alias: isObj(rv.alias) });
+  refs.push({ location: rv.location, parts: rv.schemaname === undefined ? 1 : 2, alias: isObj(rv.alias), ...(table === undefined ? {} : { table }) });
 }
 
 /**
@@ -57,6 +98,11 @@ function policyRef(rv: AnyObj, refs: NonNullable<WalkState['refs']>): void {
  * saved tool's statement has its own `$1..$k` (its arguments, `policy.params`); the policy's are numbered after them.
  */
 function checkParamRef(node: AnyObj, st: WalkState): void {
+  // Multi-table: whether a touched table has a policy is known after the walk (finishTables).
+  if (st.multi) {
+    st.multi.params.add(typeof node.number === 'number' ? node.number : 0);
+    return;
+  }
   const own = st.opts.policy?.params ?? 0;
   if (st.opts.policy && !(typeof node.number === 'number' && node.number >= 1 && node.number <= own)) {
     throw new Refusal('parameters ($n) are not allowed on a tool with column or row policies');
@@ -65,6 +111,7 @@ function checkParamRef(node: AnyObj, st: WalkState): void {
 
 /** A column reference naming a hidden column (in any part: `ssn`, `t.ssn`), refused with the policy. */
 function checkHiddenColumn(node: AnyObj, st: WalkState): void {
+  if (st.multi) for (const part of strings(node.fields)) st.multi.columns.add(part);
   const hidden = st.opts.policy?.hidden;
   if (!hidden || hidden.length === 0) return;
   for (const part of strings(node.fields)) {
@@ -84,6 +131,14 @@ function isOwnTable(rv: AnyObj, opts: GuardOptions): boolean {
 
 function checkRangeVar(rv: AnyObj, st: WalkState, scope: ReadonlySet<string>): void {
   const cte = rv.schemaname === undefined && rv.catalogname === undefined && typeof rv.relname === 'string' && scope.has(rv.relname);
+  if (st.multi) {
+    // A CTE in scope shadows a table of its name (unqualified names only), as the server resolves it.
+    if (cte) return;
+    const i = resolveListed(rv, st.opts, st.multi.index);
+    st.multi.touched.add(i);
+    if (st.multi.index.list[i]!.policy && st.refs) policyRef(rv, st.refs, i);
+    return;
+  }
   if (isOwnTable(rv, st.opts)) {
     // A CTE of the table's name shadows the table (unqualified names only): that reference is the CTE, not a table read.
     if (st.refs && !cte) policyRef(rv, st.refs);
@@ -91,6 +146,61 @@ function checkRangeVar(rv: AnyObj, st: WalkState, scope: ReadonlySet<string>): v
   }
   if (cte) return;
   throw new Refusal(`it references "${clip(rangeVarLabel(rv))}", which is not this tool's table`);
+}
+
+/**
+ * The listed table a relation name resolves to, as the server resolves it: a qualified name is that schema's table; an
+ * unqualified one is looked up along the call's search_path, whose first (and only user) schema is the tool's
+ * (pool.ts searchPath), so it is the tool's schema's table of that name. Anything else is refused, naming it.
+ */
+function resolveListed(rv: AnyObj, opts: GuardOptions, index: TableIndex): number {
+  const label = clip(rangeVarLabel(rv));
+  if (rv.catalogname === undefined && typeof rv.relname === 'string') {
+    const schema = typeof rv.schemaname === 'string' ? rv.schemaname : opts.table.schema;
+    const i = index.byName.get(`${schema}\u0000${rv.relname}`);
+    if (i !== undefined) return i;
+    const elsewhere = rv.schemaname === undefined ? index.schemasOf.get(rv.relname) : undefined;
+    if (elsewhere?.length === 1) {
+      throw new Refusal(
+        `"${label}" is not in schema "${clip(opts.table.schema)}", where unqualified names resolve; write it as ${clip(`${elsewhere[0]}.${rv.relname}`)}`,
+      );
+    }
+    if (elsewhere && elsewhere.length > 1) {
+      throw new Refusal(`"${label}" is in several schemas (${clip(elsewhere.join(', '))}) and not in "${clip(opts.table.schema)}"; qualify it with its schema`);
+    }
+  }
+  throw new Refusal(`it references "${label}", which is not a table of this connector`);
+}
+
+/**
+ * After a multi-table walk: the touched tables (a write or lock touches its own table and no other), no hidden column
+ * of a touched table named anywhere, and no parameter of a policy's beyond the statement's own. Returns the indexes.
+ */
+export function finishTables(st: WalkState, own: number | undefined, write: boolean): number[] {
+  const m = st.multi!;
+  const { list } = m.index;
+  if (write) {
+    if (own === undefined) throw new Refusal("this tool's table is not among the connector's tables");
+    const other = [...m.touched].find((i) => i !== own);
+    if (other !== undefined) {
+      const t = list[other]!;
+      throw new Refusal(`a write touches only its own table and reads no other, and it references "${clip(`${t.schema}.${t.name}`)}"`);
+    }
+    m.touched.add(own);
+  }
+  const touched = [...m.touched].sort((a, b) => a - b);
+  for (const i of touched) {
+    const t = list[i]!;
+    const named = t.hidden?.find((h) => m.columns.has(h));
+    if (named !== undefined) throw new Refusal(`column "${clip(named)}" of table ${clip(`${t.schema}.${t.name}`)} is not available`);
+  }
+  if (touched.some((i) => list[i]!.policy)) {
+    const ownParams = st.opts.policy?.params ?? 0;
+    for (const n of m.params) {
+      if (!(n >= 1 && n <= ownParams)) throw new Refusal('parameters ($n) are not allowed on a statement reading a table with column or row policies');
+    }
+  }
+  return touched;
 }
 
 /** Adds the CTE names of a WITH clause to the scope, SQL-style. Returns [scope for CTE i, scope for body]. */

@@ -36,7 +36,14 @@ export function allowedPhrase(opts: GuardOptions, tableLabel: string): string {
   let why = '';
   if (opts.readOnly) why = ' (read-only tool)';
   else if (!opts.allowWrite && !opts.allowDdl) why = ' (read-only connector)';
-  return `Only a single ${list} on table "${clip(tableLabel, 120)}" is allowed${why}`;
+  const table = `table "${clip(tableLabel, 120)}"`;
+  // Issue 38: a read may span the connector's tables; a write stays on the tool's own table.
+  if (opts.tables) {
+    return kinds.length === 1
+      ? `Only a single SELECT over this connector's tables is allowed${why}`
+      : `Only a single SELECT over this connector's tables, or ${kinds.slice(1).join(', ')} on ${table} alone, is allowed${why}`;
+  }
+  return `Only a single ${list} on ${table} is allowed${why}`;
 }
 
 export function refuse(opts: GuardOptions, tableLabel: string, detail: string): GuardResult {

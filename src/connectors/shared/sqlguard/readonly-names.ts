@@ -19,6 +19,8 @@ export interface NameRules {
   key(part: NamePart, opts: GuardOptions): string;
   sameName(written: NamePart, stored: string, opts: GuardOptions): boolean;
   unqualifiedIsOwn(opts: GuardOptions): boolean;
+  /** With opts.tables: the schema a one-part table name resolves to (the server's rule), or undefined (must be qualified). */
+  unqualifiedSchema(opts: GuardOptions): string | undefined;
   dummyTables: ReadonlySet<string>;
 }
 
@@ -47,14 +49,50 @@ export function partsOf(v: unknown): NamePart[] {
 const partOf = (ident: AnyObj): NamePart => ({ value: ident.value as string, quoted: ident.quote_style !== undefined && ident.quote_style !== null });
 
 /** Whether a table name as written is the tool's own table. */
-export function isOwnTable(parts: NamePart[], r: NameRules, opts: GuardOptions): boolean {
+function isOwnTable(parts: NamePart[], r: NameRules, opts: GuardOptions): boolean {
   if (parts.length === 1) return r.sameName(parts[0]!, opts.table.name, opts) && r.unqualifiedIsOwn(opts);
   return parts.length === 2 && r.sameName(parts[0]!, opts.table.schema, opts) && r.sameName(parts[1]!, opts.table.name, opts);
 }
 
 /** The tool's table's columns, as keys (the catalog holds exact names). */
-export function ownColumns(r: NameRules, opts: GuardOptions): Set<string> {
+function ownColumns(r: NameRules, opts: GuardOptions): Set<string> {
   return new Set((opts.columns ?? []).map((c) => r.key({ value: c, quoted: true }, opts)));
+}
+
+/**
+ * With opts.tables (issue 38): the index of the listed table a name as written resolves to, as the server resolves
+ * it (a one-part name in `unqualifiedSchema`), or undefined when it is none of them. Two listed tables the name could
+ * both denote are refused, never guessed.
+ */
+export function listedTable(parts: NamePart[], r: NameRules, opts: GuardOptions): number | undefined {
+  const list = opts.tables?.list;
+  if (!list || parts.length < 1 || parts.length > 2) return undefined;
+  const name = parts[parts.length - 1]!;
+  let schemaOf: (stored: string) => boolean;
+  if (parts.length === 2) schemaOf = (stored) => r.sameName(parts[0]!, stored, opts);
+  else {
+    const schema = r.unqualifiedSchema(opts);
+    if (schema === undefined) return undefined;
+    schemaOf = (stored) => r.sameName({ value: schema, quoted: true }, stored, opts);
+  }
+  let found: number | undefined;
+  list.forEach((t, i) => {
+    if (!r.sameName(name, t.name, opts) || !schemaOf(t.schema)) return;
+    if (found !== undefined) throw new Refusal(`"${parts.map((p) => p.value).join('.')}" could name two of the connector's tables; write it as stored`);
+    found = i;
+  });
+  return found;
+}
+
+/** The columns (keys) of the table a name denotes: a listed table's (opts.tables), else the tool's own; else undefined. */
+export function tableColumns(parts: NamePart[], r: NameRules, opts: GuardOptions): ReadonlySet<string> | undefined {
+  if (!opts.tables) return isOwnTable(parts, r, opts) ? ownColumns(r, opts) : undefined;
+  const i = listedTable(parts, r, opts);
+  if (i === undefined) return undefined;
+  const t = opts.tables.list[i]!;
+  const own = t.schema === opts.table.schema && t.name === opts.table.name;
+  const columns = t.columns ?? (own ? opts.columns : undefined) ?? [];
+  return new Set(columns.map((c) => r.key({ value: c, quoted: true }, opts)));
 }
 
 /** Adds the FROM item `rel` (a TableFactor) to `into`: qualifier -> columns. Unknown tables add nothing (the walk refuses them). */
@@ -71,7 +109,7 @@ export function addSource(rel: unknown, r: NameRules, opts: GuardOptions, ctes: 
     let columns: ReadonlySet<string> | undefined;
     if (parts.length === 1 && ctes.has(r.key(last, opts))) columns = ctes.get(r.key(last, opts));
     else if (parts.length === 1 && !last.quoted && r.dummyTables.has(last.value.toUpperCase())) columns = DUAL_COLUMNS;
-    else if (isOwnTable(parts, r, opts)) columns = ownColumns(r, opts);
+    else columns = tableColumns(parts, r, opts);
     if (!columns) return;
     into.set(aliasIdent ? r.key(partOf(aliasIdent), opts) : r.key(last, opts), aliasColumns?.size ? aliasColumns : columns);
   } else if (variant === 'Derived' && isObj(body.subquery)) {

@@ -18,10 +18,10 @@ import {
   type NamePart,
   addSource,
   addSources,
-  isOwnTable,
+  listedTable,
   outputColumns,
-  ownColumns,
   partsOf,
+  tableColumns,
   wildcardQualifier,
   withCtes,
 } from './readonly-names.ts';
@@ -41,6 +41,8 @@ export interface ReadOnlyDialect {
   sameName(written: NamePart, stored: string, opts: GuardOptions): boolean;
   /** A one-part table name resolves to the tool's schema (Oracle: CURRENT_SCHEMA is set per call; SQL Server: the login's default schema). */
   unqualifiedIsOwn(opts: GuardOptions): boolean;
+  /** With opts.tables: the schema a one-part table name resolves to, or undefined when it must be qualified. */
+  unqualifiedSchema(opts: GuardOptions): string | undefined;
   /** Allowed built-in functions, upper case. */
   functions: ReadonlySet<string>;
   /** Bare keywords the parser reports as column names but the server evaluates as session functions (upper case). */
@@ -183,6 +185,8 @@ interface State {
   d: ReadOnlyDialect;
   /** strictNames: what each enclosing SELECT / ON / ORDER BY sees (innermost last); null marks an inline-view barrier. */
   frames: (Frame | null)[];
+  /** With opts.tables: the listed tables touched, and the column names and `*` met (checked after the walk). */
+  listed?: { touched: Set<number>; names: string[]; star: boolean };
 }
 
 /** strictNames: the frames a name can resolve in, innermost first, up to an inline-view barrier. */
@@ -198,6 +202,7 @@ function checkTable(name: unknown, st: State, scope: CteScope): void {
   const parts = partsOf(name);
   const { opts, d } = st;
   const label = clip(parts.map((p) => p.value).join('.'));
+  if (st.listed) return checkListedTable(parts, label, st, scope);
   if (parts.length === 1) {
     const p = parts[0]!;
     if (!p.quoted && d.dummyTables.has(p.value.toUpperCase())) return;
@@ -210,6 +215,44 @@ function checkTable(name: unknown, st: State, scope: CteScope): void {
     return;
   }
   throw new Refusal(`it references "${label}", which is not this tool's table`);
+}
+
+/**
+ * With opts.tables (issue 38, docs/decisions/0292): a table is DUAL, a CTE in scope (one-part names) or one of the
+ * connector's tables, resolved as the server resolves it. These dialects have no rewrite: a touched table with a
+ * column or row policy (`policy`: masks or a row filter) cannot be governed, so the statement is refused naming it;
+ * hidden columns (`hidden`) the guard keeps out itself after the walk.
+ */
+function checkListedTable(parts: NamePart[], label: string, st: State, scope: CteScope): void {
+  const { opts, d } = st;
+  if (parts.length === 1) {
+    const p = parts[0]!;
+    if (!p.quoted && d.dummyTables.has(p.value.toUpperCase())) return;
+    if (scope.has(d.key(p, opts))) return;
+  }
+  const i = listedTable(parts, d, opts);
+  if (i === undefined) {
+    if (parts.length === 1 && d.unqualifiedSchema(opts) === undefined) throw new Refusal(`write the table "${label}" with its schema`);
+    throw new Refusal(`it references "${label}", which is not a table of this connector`);
+  }
+  const t = opts.tables!.list[i]!;
+  if (t.policy) throw new Refusal(`table "${clip(`${t.schema}.${t.name}`)}" has a column or row policy that ${d.label} statements cannot apply`);
+  st.listed!.touched.add(i);
+}
+
+/** After the walk: a name equal to a hidden column of a touched table, or any `*` when one has hidden columns, is refused. */
+function checkListedHidden(st: State): void {
+  const { listed, opts } = st;
+  if (!listed) return;
+  const hidden = new Set<string>();
+  for (const i of listed.touched) {
+    const t = opts.tables!.list[i]!;
+    for (const h of t.hidden ?? []) hidden.add(h.toUpperCase());
+    if (t.schema === opts.table.schema && t.name === opts.table.name) for (const h of opts.policy?.hidden ?? []) hidden.add(h.toUpperCase());
+  }
+  if (hidden.size === 0) return;
+  if (listed.star) throw new Refusal('* and t.* are not allowed on a table with hidden columns; name the columns');
+  for (const n of listed.names) if (hidden.has(n.toUpperCase())) throw new Refusal(`column "${clip(n)}" is not available on this connector's tables`);
 }
 
 function walk(v: unknown, st: State, scope: CteScope, field: string): void {
@@ -287,6 +330,13 @@ function visit(variant: string, payload: unknown, st: State, scope: CteScope): v
  * strict name resolution (resolveBare) admits only columns, aliases and pseudo-columns.
  */
 function checkHidden(names: unknown[], st: State): void {
+  if (st.listed) {
+    for (const n of names) {
+      if (n === '*') st.listed.star = true;
+      else if (typeof n === 'string') st.listed.names.push(n);
+    }
+    return;
+  }
   const hidden = st.opts.policy?.hidden;
   if (!hidden || hidden.length === 0) return;
   for (const n of names) {
@@ -422,15 +472,16 @@ function resolveQualified(payload: unknown, st: State): void {
   const label = clip(parts.map((p) => p.value).join('.'));
   const refuse = () => new Refusal(`"${label}" is not a column of a table of this SELECT (packages and schema functions are not allowed)`);
   let qualifier: string;
+  const named = parts.length === 3 ? tableColumns(parts.slice(0, 2), st.d, st.opts) : undefined;
   if (parts.length === 2) qualifier = st.d.key(parts[0]!, st.opts);
-  else if (parts.length === 3 && isOwnTable(parts.slice(0, 2), st.d, st.opts)) qualifier = st.d.key(parts[1]!, st.opts);
+  else if (named) qualifier = st.d.key(parts[1]!, st.opts);
   else throw refuse();
   const column = st.d.key(parts[parts.length - 1]!, st.opts);
   for (const f of visibleFrames(st)) {
     const columns = f.sources.get(qualifier);
     if (!columns) continue;
     // The innermost FROM item of that name is the one Oracle takes; a column it lacks is no fallback to another.
-    if (columns.has(column) && (parts.length === 2 || sameSet(columns, ownColumns(st.d, st.opts)))) return;
+    if (columns.has(column) && (parts.length === 2 || (named !== undefined && sameSet(columns, named)))) return;
     throw refuse();
   }
   throw refuse();
@@ -519,9 +570,10 @@ function checkReserved(v: unknown, d: ReadOnlyDialect, depth = 0): void {
 
 /** Decides one statement for a read-only dialect. */
 export function decideReadOnly(d: ReadOnlyDialect, sql: string, opts: GuardOptions): GuardResult {
+  const where = opts.tables ? "over this connector's tables" : `on table "${clip(tableLabel(opts), 120)}"`;
   const no = (detail: string): GuardResult => ({
     ok: false,
-    reason: `Only a single SELECT on table "${clip(tableLabel(opts), 120)}" is allowed (${d.label} tools are read-only): ${detail}.`,
+    reason: `Only a single SELECT ${where} is allowed (${d.label} tools are read-only): ${detail}.`,
   });
   if (sql.trim() === '') return no('the query is empty');
   if (sql.length > MAX_SQL_LENGTH) return no(`the query is longer than ${MAX_SQL_LENGTH} characters`);
@@ -542,9 +594,11 @@ export function decideReadOnly(d: ReadOnlyDialect, sql: string, opts: GuardOptio
   if (variant !== 'Query') return no(`found ${variant === undefined ? 'a statement that could not be understood' : describe(variant)}`);
   try {
     checkReserved(parsed[0][variant], d);
-    const st: State = { opts, d, frames: [] };
+    const st: State = { opts, d, frames: [], ...(opts.tables ? { listed: { touched: new Set<number>(), names: [], star: false } } : {}) };
     walkQuery(parsed[0][variant] as AnyObj, st, new Map());
-    return allow('select', true);
+    if (!st.listed) return allow('select', true);
+    checkListedHidden(st);
+    return { ok: true, kind: 'select', readOnly: true, touched: [...st.listed.touched].sort((a, b) => a - b) };
   } catch (e) {
     if (e instanceof Refusal) return no(e.detail);
     if (e instanceof RangeError) return no('the query is nested too deeply');

@@ -6,7 +6,7 @@ import type { TableRef } from '../policy.ts';
  * statement may reference besides the tool's own table. Every table a statement touches is governed as if the
  * statement called that table's tool, so the guard reports which ones it touched and where.
  */
-interface GuardTable {
+export interface GuardTable {
   schema: string;
   name: string;
   /** The table's policy hides these columns: the guard refuses naming one of them anywhere in the statement. */
@@ -14,6 +14,8 @@ interface GuardTable {
   /**
    * The table has a column or row policy: every reference to it is reported in `refs` (with its index) so the
    * rewrite can replace it by that policy's derived table; a dialect that cannot report them refuses the statement.
+   * SQL Server and Oracle have no rewrite: they keep `hidden` out themselves, so there `policy` is set only when the
+   * table's policy also masks or filters rows (a statement touching it is then refused, naming it).
    */
   policy?: boolean;
   /** Oracle: the table's column names (exact), as `GuardOptions.columns`. */
@@ -61,6 +63,9 @@ export interface GuardOptions {
    * policy's derived table; a dialect that cannot report them refuses what it cannot check. `key` names the policy.
    * `params`: the statement is a saved tool's, with this many bound markers of its own (`$1..$params`, or `?`),
    * generated from its `:name` placeholders; they are admitted, the policy's values come after them.
+   * With `tables`, the policies are the listed tables' (`GuardTable.policy`, `hidden`) and this field carries only
+   * `params` (shared/prepare.ts sets `{ key: '', hidden: [], params }` for a saved statement): no parameter beyond
+   * them is admitted once a touched table has a policy.
    */
   policy?: { key: string; hidden: readonly string[]; params?: number };
 }
