@@ -65,6 +65,23 @@ describe.skipIf(!available)('credential attributes after creation', () => {
     expect(JSON.stringify(rows)).not.toContain('"eu"');
   });
 
+  test('across a JOIN: read through a tool without a policy, the filtered table still needs the attribute, named with its table', async () => {
+    const made = await sdk.createApiKey({ client, body: { name: 'joiner' } });
+    const items = (await sdk.listTools({ client, path: { orgId: org.orgId } })).data!.tools.find((x) => x.tool_name.includes('items'))!.name;
+    const sql = { sql: 'SELECT i.id, p.region FROM items i JOIN people p ON p.id = i.id ORDER BY i.id' };
+    const refused = await callTool(g, org.slug, { apiKey: made.data!.key }, items, sql);
+    expect(refused.body.result.isError).toBe(true);
+    expect(refused.body.result.content[0].text).toStartWith('The row filter of public.people needs the caller attribute "region"');
+    // The items table alone is read as before by the same key.
+    expect(ids(await callTool(g, org.slug, { apiKey: made.data!.key }, items, { sql: 'SELECT id FROM items ORDER BY id' }))).toEqual([1, 2, 3]);
+    await sdk.updateApiKey({ client, path: { keyId: made.data!.id }, body: { attributes: { region: 'eu' } } });
+    const joined = (await callTool(g, org.slug, { apiKey: made.data!.key }, items, sql)).body.result;
+    expect(joined.structuredContent.rows).toEqual([
+      { id: 1, region: 'eu' },
+      { id: 2, region: 'eu' },
+    ]);
+  });
+
   test("an OAuth client's attributes change for tokens it already holds", async () => {
     const made = await sdk.createOAuthClient({ client, body: { name: 'bot', scopes: ['mcp:call'] } });
     const bearer = await tokenFor(g, made.data!.client_id, made.data!.client_secret);
