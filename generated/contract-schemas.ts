@@ -520,6 +520,18 @@ export const schemas = {
       }
     }
   },
+  "CallerAttributes": {
+    "type": "object",
+    "maxProperties": 32,
+    "propertyNames": {
+      "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+    },
+    "additionalProperties": {
+      "type": "string",
+      "maxLength": 256
+    },
+    "description": "Attributes of the credential that row filters bind as `:caller.<name>` (for example `{\"tenant_id\": \"t-17\"}`); set when the credential is created, changed with PATCH (`updateApiKey`, `updateOAuthClient`). Always bound as parameters, never spliced into SQL (docs/tool-policies.md)."
+  },
   "ToolLayout": {
     "type": "string",
     "enum": [

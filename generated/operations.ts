@@ -66,6 +66,18 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "updateApiKey",
+    "method": "PATCH",
+    "path": "/api/org/api-keys/{keyId}",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "keyId"
+    ],
+    "queryParams": []
+  },
+  {
     "operationId": "listOAuthClients",
     "method": "GET",
     "path": "/api/org/oauth-clients",
@@ -92,6 +104,18 @@ export const operations = [
     "auth": "admin",
     "bodyType": null,
     "bodyRequired": false,
+    "pathParams": [
+      "clientId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "updateOAuthClient",
+    "method": "PATCH",
+    "path": "/api/org/oauth-clients/{clientId}",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
     "pathParams": [
       "clientId"
     ],

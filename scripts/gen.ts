@@ -288,6 +288,7 @@ const CONSOLE_SCHEMAS = [
   'SavedToolParameter',
   'ToolPolicy',
   'ColumnMask',
+  'CallerAttributes',
   'ToolLayout',
 ];
 

@@ -150,6 +150,46 @@ describe.skipIf(!available)('saved-statement tools', () => {
     }
   });
 
+  test('issue 38 item 7c: a date that does not exist is a tool error naming the parameter on PostgreSQL and MariaDB alike', async () => {
+    const dated = (name: string): sdk.SavedToolRequest => ({
+      name,
+      description: 'Items on or after a day.',
+      statement: "SELECT id FROM items WHERE id = :id AND :day >= '2000-01-01' ORDER BY id",
+      parameters: [
+        { name: 'id', type: 'integer', description: 'An item id' },
+        { name: 'day', type: 'date', description: 'A day' },
+      ],
+    });
+    const pg = await save(pgId, dated('pg_items_dated'));
+    const my = await save(myId, dated('my_items_dated'));
+    expect([pg.status, my.status]).toEqual([201, 201]);
+    // The other tests of this file count the saved tools: these two leave with the test.
+    const cleanup = async () => {
+      await sdk.deleteSavedTool({ client: rest(), path: { connectorId: pgId, toolId: pg.data.id } });
+      await sdk.deleteSavedTool({ client: rest(), path: { connectorId: myId, toolId: my.data.id } });
+    };
+    try {
+      await datesChecked();
+    } finally {
+      await cleanup();
+    }
+  });
+  const datesChecked = async () => {
+    for (const name of ['pg_items_dated', 'my_items_dated']) {
+      expect(await rows(name, { id: 1, day: '2024-02-29' })).toEqual([{ id: 1 }]);
+      for (const [day, words] of [
+        ['2020-02-30', 'the day must be from 01 to 29 in 2020-02'],
+        ['2021-02-29', 'the day must be from 01 to 28 in 2021-02'],
+        ['2021-06-31', 'the day must be from 01 to 30 in 2021-06'],
+        ['2021-00-10', 'the month must be from 01 to 12'],
+      ] as const) {
+        const r = await call(name, { id: 1, day });
+        expect([name, day, r.isError, r.content[0]!.text]).toEqual([name, day, true, `The argument "day" is refused: "${day}" is not a valid date: ${words}.`]);
+        expect(r.structuredContent).toBeUndefined();
+      }
+    }
+  };
+
   test('an injection attempt through a string parameter is inert: bound as a value, never spliced', async () => {
     for (const attack of ["x' OR '1'='1", "'; DROP TABLE items; --", "apple' --", '1) OR (1=1', "\\' OR 1=1 -- "]) {
       expect(await rows('my_items_named', { name: attack })).toEqual([]);

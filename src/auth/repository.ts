@@ -28,6 +28,16 @@ export async function revokeApiKey(db: Queryable, orgId: string, id: string): Pr
   return row;
 }
 
+/** Sets an active key's attributes; undefined when the org has no such active key. */
+export async function setApiKeyAttributes(db: Queryable, orgId: string, id: string, attributes: Record<string, string>): Promise<ApiKeyRow | undefined> {
+  const [row] = await db
+    .update(apiKeys)
+    .set({ attributes })
+    .where(and(eq(apiKeys.orgId, orgId), eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+    .returning();
+  return row;
+}
+
 export async function insertOAuthClient(db: Queryable, values: typeof oauthClients.$inferInsert): Promise<OAuthClientRow> {
   const [row] = await db.insert(oauthClients).values(values).returning();
   return row!;
@@ -41,6 +51,21 @@ export async function revokeOAuthClient(db: Queryable, orgId: string, clientId: 
   const [row] = await db
     .update(oauthClients)
     .set({ revokedAt: new Date() })
+    .where(and(eq(oauthClients.orgId, orgId), eq(oauthClients.clientId, clientId), isNull(oauthClients.revokedAt)))
+    .returning();
+  return row;
+}
+
+/** Sets an active client's attributes; undefined when the org has no such active client. */
+export async function setOAuthClientAttributes(
+  db: Queryable,
+  orgId: string,
+  clientId: string,
+  attributes: Record<string, string>,
+): Promise<OAuthClientRow | undefined> {
+  const [row] = await db
+    .update(oauthClients)
+    .set({ attributes })
     .where(and(eq(oauthClients.orgId, orgId), eq(oauthClients.clientId, clientId), isNull(oauthClients.revokedAt)))
     .returning();
   return row;

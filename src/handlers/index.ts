@@ -43,7 +43,18 @@ import {
   revokeOperatorApiKey,
   updateOperatorOrg,
 } from './operator.ts';
-import { createApiKey, createOAuthClient, getOrg, getOrgDirectory, listApiKeys, listOAuthClients, revokeApiKey, revokeOAuthClient } from './org.ts';
+import {
+  createApiKey,
+  createOAuthClient,
+  getOrg,
+  getOrgDirectory,
+  listApiKeys,
+  listOAuthClients,
+  revokeApiKey,
+  revokeOAuthClient,
+  updateApiKey,
+  updateOAuthClient,
+} from './org.ts';
 import { getProvisioningStatus, provisionOrg } from './provisioning.ts';
 import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, resendWebhookEvent, updateWebhook } from './webhooks.ts';
 import { exportAuditEvents, getInsights, listAuditEvents } from './audit.ts';
@@ -55,9 +66,11 @@ export const handlers: HandlerTable = {
   listApiKeys,
   createApiKey,
   revokeApiKey,
+  updateApiKey,
   listOAuthClients,
   createOAuthClient,
   revokeOAuthClient,
+  updateOAuthClient,
   getIdpConfig,
   setIdpConfig,
   deleteIdpConfig,

@@ -6,7 +6,7 @@ import { getOrg as findOrg } from '../orgs/service.ts';
 import { orgDirectory } from '../orgs/repository.ts';
 import type { Handler, RequestContext } from './context.ts';
 import { apiKeyView, createdApiKeyView, createdOAuthClientView, oauthClientView, orgView } from './views.ts';
-import type { CreateApiKeyRequest, CreateOAuthClientRequest } from '../../generated/client/types.gen.ts';
+import type { CreateApiKeyRequest, CreateOAuthClientRequest, UpdateCredentialRequest } from '../../generated/client/types.gen.ts';
 
 export const getOrg: Handler = async ({ principal, deps }) => json(orgView(await findOrg(deps, principal!.orgId), deps.config.customBurstPerSecond));
 
@@ -31,6 +31,9 @@ export const createApiKey: Handler = async ({ principal, deps, body }: RequestCo
 export const revokeApiKey: Handler = async ({ principal, deps, params }) =>
   json(apiKeyView(await credentials.revokeApiKey(deps, principal!.orgId, params.keyId!, actorOf(principal))));
 
+export const updateApiKey: Handler = async ({ principal, deps, params, body }: RequestContext<UpdateCredentialRequest>) =>
+  json(apiKeyView(await credentials.updateApiKeyAttributes(deps, principal!.orgId, params.keyId!, body.attributes, actorOf(principal))));
+
 export const listOAuthClients: Handler = async ({ principal, deps }) =>
   json({ oauth_clients: (await credentials.listOAuthClients(deps, principal!.orgId)).map(oauthClientView) });
 
@@ -46,3 +49,6 @@ export const createOAuthClient: Handler = async ({ principal, deps, body }: Requ
 
 export const revokeOAuthClient: Handler = async ({ principal, deps, params }) =>
   json(oauthClientView(await credentials.revokeOAuthClient(deps, principal!.orgId, params.clientId!, actorOf(principal))));
+
+export const updateOAuthClient: Handler = async ({ principal, deps, params, body }: RequestContext<UpdateCredentialRequest>) =>
+  json(oauthClientView(await credentials.updateOAuthClientAttributes(deps, principal!.orgId, params.clientId!, body.attributes, actorOf(principal))));

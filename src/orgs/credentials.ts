@@ -49,6 +49,25 @@ export async function revokeApiKey(deps: CredentialServiceDeps, orgId: string, k
   return row;
 }
 
+/** Replaces an active key's attributes (row filters bind them), audited with the names before and after (never values). */
+export async function updateApiKeyAttributes(deps: CredentialServiceDeps, orgId: string, keyId: string, attributes: Record<string, string>, actor: Actor) {
+  const row = await deps.store.db.transaction(async (tx) => {
+    const updated = await keys.setApiKeyAttributes(tx, orgId, keyId, attributes);
+    if (updated)
+      await recordAudit(tx, {
+        orgId,
+        action: 'api_key.updated',
+        actor,
+        targetType: 'api_key',
+        targetId: updated.id,
+        details: { attributes: Object.keys(attributes).sort() },
+      });
+    return updated;
+  });
+  if (!row) throw notFound('api_key_not_found', 'No such active API key.');
+  return row;
+}
+
 export function listOAuthClients(deps: CredentialServiceDeps, orgId: string) {
   return keys.listOAuthClients(deps.store.db, orgId);
 }
@@ -76,6 +95,26 @@ export async function revokeOAuthClient(deps: CredentialServiceDeps, orgId: stri
     const revoked = await keys.revokeOAuthClient(tx, orgId, clientId);
     if (revoked) await recordAudit(tx, { orgId, action: 'oauth_client.revoked', actor, targetType: 'oauth_client', targetId: revoked.clientId });
     return revoked;
+  });
+  if (!row) throw notFound('oauth_client_not_found', 'No such active OAuth client.');
+  return row;
+}
+
+/** Replaces an active client's attributes; its tokens carry them from their next request (read on every request). */
+export async function updateOAuthClientAttributes(
+  deps: CredentialServiceDeps,
+  orgId: string,
+  clientId: string,
+  attributes: Record<string, string>,
+  actor: Actor,
+) {
+  const row = await deps.store.db.transaction(async (tx) => {
+    const updated = await keys.setOAuthClientAttributes(tx, orgId, clientId, attributes);
+    if (updated) {
+      const details = { attributes: Object.keys(attributes).sort() };
+      await recordAudit(tx, { orgId, action: 'oauth_client.updated', actor, targetType: 'oauth_client', targetId: updated.clientId, details });
+    }
+    return updated;
   });
   if (!row) throw notFound('oauth_client_not_found', 'No such active OAuth client.');
   return row;

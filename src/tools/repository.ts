@@ -51,7 +51,10 @@ export async function setToolsEnabled(db: Queryable, orgId: string, toolIds: str
 
 type VersionRow = typeof savedToolVersions.$inferSelect;
 
-/** A connector's tools the source yields (not saved tools), with their policies: the tables a saved statement may use. */
+/**
+ * A connector's table tools (not saved tools, nor the schema tool or upstream items of decisions 0313, 0315), with their
+ * policies: the tables a saved statement may use.
+ */
 export async function sourceToolSpecs(
   db: Queryable,
   orgId: string,
@@ -60,7 +63,6 @@ export async function sourceToolSpecs(
   return db
     .select({ spec: tools.spec, policy: tools.policy })
     .from(tools)
-    // Only table rows: the schema tool and upstream items (decisions 0313, 0315) are rows of the connector too.
     .where(and(eq(tools.orgId, orgId), eq(tools.connectorId, connectorId), isNull(tools.savedVersion), eq(tools.kind, 'tool')))
     .orderBy(asc(tools.baseName));
 }

@@ -39,6 +39,13 @@ function text(r: ToolResult): string {
   return r.content.map((c) => c.text).join('\n');
 }
 
+/** The first text block: the JSON array of rows (spec tools/call); a truncated answer adds the note after it. */
+const rowsText = (r: ToolResult): string => r.content[0]!.text as string;
+/** The truncation note (decision 0306), or undefined when the answer has none. */
+const note = (r: ToolResult): string | undefined => r.content[1]?.text as string | undefined;
+/** The whole answer's size as JSON: what the byte cap bounds (text and structuredContent together). */
+const answerBytes = (r: ToolResult): number => Buffer.byteLength(JSON.stringify(r));
+
 type Structured = { rows: Record<string, unknown>[]; rowCount: number; truncated: boolean };
 const structured = (r: ToolResult): Structured => r.structuredContent as Structured;
 
@@ -135,7 +142,12 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
         expect(r.isError).toBeFalsy();
         expect(structured(r).rows).toHaveLength(100);
         expect(structured(r)).toMatchObject({ rowCount: 100, truncated: true });
-        expect(JSON.parse(text(r))).toEqual(structured(r).rows);
+        expect(JSON.parse(rowsText(r))).toEqual(structured(r).rows);
+        // Issue 38 item 6: the text the model reads says the rows were cut, how many it has, and how to narrow.
+        expect(r.content).toHaveLength(2);
+        expect(note(r)).toStartWith("Truncated: only the first 100 rows are shown; more rows exist beyond this call's limit of 100 rows.");
+        expect(note(r)).toContain('narrow the statement with WHERE');
+        expect(note(r)).toContain('raise the "limit" argument (at most 1000)');
       });
 
       test('explicit limit, exact fit, and the connector-wide row cap', async () => {
@@ -148,6 +160,11 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
         expect(structured(await run('big', { sql: 'SELECT id FROM big WHERE id <= 3', limit: 3 }))).toMatchObject({ rowCount: 3, truncated: false });
         const capped = await run('big', { sql: 'SELECT * FROM big', limit: 1000 }, ctx({}, { maxRows: 50 }));
         expect(structured(capped)).toMatchObject({ rowCount: 50, truncated: true });
+        // The gateway's own cap (50) is what this call may ask for at most: the note does not offer a raise.
+        expect(note(capped)).toStartWith("Truncated: only the first 50 rows are shown; more rows exist beyond this call's limit of 50 rows.");
+        expect(note(capped)).not.toContain('raise');
+        const exact = await run('big', { sql: 'SELECT id FROM big WHERE id <= 3', limit: 3 });
+        expect([exact.content.length, note(exact)]).toEqual([1, undefined]);
       });
 
       test('a trailing semicolon and comment are accepted', async () => {
@@ -159,11 +176,14 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
         verifies('SQL-BYTE-CAP');
         const r = await run('big', { sql: 'SELECT * FROM big ORDER BY id', limit: 1000 }, ctx({}, { maxResultBytes: 2000 }));
         const s = structured(r);
-        expect(Buffer.byteLength(text(r))).toBeLessThanOrEqual(2000);
+        expect(answerBytes(r)).toBeLessThanOrEqual(2000);
         expect(s.truncated).toBe(true);
         expect(s.rows.length).toBeGreaterThan(0);
         expect(s.rows.length).toBeLessThan(100);
-        expect(JSON.parse(text(r))).toEqual(s.rows);
+        expect(JSON.parse(rowsText(r))).toEqual(s.rows);
+        expect(note(r)).toStartWith(
+          `Truncated: only the first ${s.rows.length} rows are shown; more rows exist, left out by the answer's size cap of 2000 bytes.`,
+        );
         expect(s.rows[0]).toMatchObject({ id: 1 });
       });
 
@@ -301,6 +321,56 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
         expect(structured(none).rows).toEqual([]);
       });
 
+      test('issue 38 item 7c: typed values are checked by the gateway alike on every type, naming the parameter', async () => {
+        const tool = await savedTool(TYPED, typed);
+        const refusedCases: [Record<string, unknown>, string][] = [
+          [{ day: '2020-02-30' }, 'The argument "day" is refused: "2020-02-30" is not a valid date: the day must be from 01 to 29 in 2020-02.'],
+          [{ day: '2023-02-29' }, 'the day must be from 01 to 28 in 2023-02'],
+          [{ day: '2024-04-31' }, 'the day must be from 01 to 30 in 2024-04'],
+          [{ day: '2024-13-01' }, 'the month must be from 01 to 12'],
+          [{ day: '0000-01-01' }, 'the year must be from 0001 to 9999'],
+          [
+            { before: '2024-01-03T24:00:00Z' },
+            'The argument "before" is refused: "2024-01-03T24:00:00Z" is not a valid timestamp: the hour must be from 00 to 23.',
+          ],
+          [{ before: '2024-01-03T23:60:00Z' }, 'the minutes must be from 00 to 59'],
+          [{ before: '2024-01-03T23:59:60Z' }, 'the seconds must be from 00 to 59'],
+          [{ before: '2024-01-03T00:00:00+15:00' }, 'the UTC offset must be within ±14:00'],
+          [{ before: '2023-02-29T00:00:00Z' }, 'the day must be from 01 to 28 in 2023-02'],
+          [{ min_id: 2 ** 53 }, 'The argument "min_id" is refused: 9007199254740992 is not a valid integer'],
+          [{ amount: 'NaN' }, 'The argument "amount" is refused: "NaN" is not a valid number: it must be a finite number.'],
+          [{ flag: 'true' }, 'The argument "flag" is refused: "true" is not a valid boolean: it must be true or false.'],
+          [{ kind: 'c' }, 'it must be one of "a", "b"'],
+        ];
+        for (const [bad, words] of refusedCases) {
+          const r = await driver.execute(tool, { ...args, ...bad }, ctx());
+          expect([bad, r.isError, r.content[0]!.text]).toEqual([bad, true, expect.stringContaining(words)]);
+          expect(r.structuredContent).toBeUndefined();
+        }
+        // A real leap day and an offset are accepted, and an offset means the same instant on every type, to the
+        // microsecond: row 1 was created at 2024-01-02T03:04:05.123456Z.
+        expect(structured(await driver.execute(tool, { ...args, day: '2024-02-29' }, ctx())).rows).toEqual([]);
+        const at = (before: string) => driver.execute(tool, { ...args, before }, ctx());
+        expect(structured(await at('2024-01-02T05:04:05.123457+02:00')).rows).toEqual([{ id: 1, name: 'first' }]);
+        expect(structured(await at('2024-01-02T05:04:05.123456+02:00')).rows).toEqual([]);
+        expect(structured(await at('2024-01-02 03:04:05.123457')).rows).toEqual([{ id: 1, name: 'first' }]);
+        expect(structured(await at('2024-01-01T22:34:05.123457-04:30')).rows).toEqual([{ id: 1, name: 'first' }]);
+      });
+
+      test("issue 38 item 6: a saved tool's truncated answer says so and points to its parameters", async () => {
+        const tool = await savedTool('SELECT id FROM big WHERE id >= :min_id ORDER BY id', [{ name: 'min_id', type: 'integer', description: 'min_id' }]);
+        const r = await driver.execute(tool, { min_id: 1 }, ctx({}, { maxRows: 20 }));
+        expect(structured(r)).toMatchObject({ rowCount: 20, truncated: true });
+        expect(note(r)).toBe(
+          "Truncated: only the first 20 rows are shown; more rows exist beyond this call's limit of 20 rows. To see others, narrow the call with this tool's parameters.",
+        );
+        const sized = await driver.execute(tool, { min_id: 1 }, ctx({}, { maxResultBytes: 1500 }));
+        expect(answerBytes(sized)).toBeLessThanOrEqual(1500);
+        expect(note(sized)).toContain("left out by the answer's size cap of 1500 bytes. Narrow the call with this tool's parameters");
+        const all = await driver.execute(tool, { min_id: 2990 }, ctx());
+        expect([structured(all).rowCount, all.content.length]).toEqual([11, 1]);
+      });
+
       test('injection through a string parameter is inert: every attack is compared as text, nothing changes', async () => {
         const before = await p.fingerprint();
         const tool = await savedTool(TYPED, typed);
@@ -429,16 +499,17 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
         const base = process.memoryUsage().rss;
         let peak = base;
         const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
-        const c = ctx({}, { statementTimeoutMs: 30_000, maxResultBytes: 1_000_000 });
+        // The cap bounds the whole answer (the row counts twice: text and structuredContent), so one 500 kB row needs 1.2 MB.
+        const c = ctx({}, { statementTimeoutMs: 30_000, maxResultBytes: 1_200_000 });
         const results = await Promise.all([1, 2, 3].map(() => run('big', { sql: setup.bigRowsSql, limit: 1000 }, c)));
         clearInterval(sampler);
         peak = Math.max(peak, process.memoryUsage().rss);
         const grewMb = (peak - base) / 1e6;
-        console.log(`[issue 7] ${type}: 3 x 1000 rows of 500 kB, cap 1 MB: RSS grew ${grewMb.toFixed(1)} MB (peak ${(peak / 1e6).toFixed(0)} MB)`);
+        console.log(`[issue 7] ${type}: 3 x 1000 rows of 500 kB, cap 1.2 MB: RSS grew ${grewMb.toFixed(1)} MB (peak ${(peak / 1e6).toFixed(0)} MB)`);
         for (const r of results) {
           expect(r.isError).toBeFalsy();
           expect(structured(r)).toMatchObject({ rowCount: 1, truncated: true });
-          expect(Buffer.byteLength(text(r))).toBeLessThanOrEqual(1_000_000);
+          expect(answerBytes(r)).toBeLessThanOrEqual(1_200_000);
         }
         // Unbounded, this is 1.5 GB of rows (3 GB as strings). Bounded, the calls keep one row each; the rest of the
         // growth is garbage of rows dropped unread while the cancel travels (RSS falls back only after a GC). How much

@@ -126,13 +126,19 @@ describe('results and arguments', () => {
     expect(rowsResult(rows, 10, 1e6).structuredContent).toMatchObject({ rowCount: 10, truncated: false });
   });
 
-  test('byte cap counts UTF-8 bytes of the exact JSON text', () => {
+  test('byte cap bounds the whole answer: the text, the note and structuredContent as JSON (decision 0306)', () => {
     verifies('SQL-BYTE-CAP');
-    const full = Buffer.byteLength(JSON.stringify(rows));
-    const r = rowsResult(rows, 100, full - 1);
+    const full = rowsResult(rows, 100, 1e6);
+    const whole = Buffer.byteLength(JSON.stringify(full));
+    expect(full.content).toHaveLength(1);
+    // Just too small for every row with the note set aside: one row fewer, and the answer still within the cap.
+    let cap = whole;
+    while (rowsResult(rows, 100, cap).structuredContent!.truncated === true) cap += 1;
+    const r = rowsResult(rows, 100, cap - 1);
     expect(r.structuredContent).toMatchObject({ rowCount: 9, truncated: true });
     expect(r.content[0]!.text).toBe(JSON.stringify(rows.slice(0, 9)));
-    expect(rowsResult(rows, 100, full).structuredContent).toMatchObject({ rowCount: 10, truncated: false });
+    expect(Buffer.byteLength(JSON.stringify(r))).toBeLessThanOrEqual(cap - 1);
+    expect(rowsResult(rows, 100, cap).structuredContent).toMatchObject({ rowCount: 10, truncated: false });
     expect(rowsResult(rows, 100, 5).content[0]!.text).toBe('[]');
   });
 

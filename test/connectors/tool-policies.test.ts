@@ -260,9 +260,14 @@ for (const kind of ['pg', 'my'] as const) {
         expect(await ids('SELECT id FROM people ORDER BY id LIMIT 1 OFFSET 1')).toEqual([2]);
         expect(await ids('SELECT id FROM people ORDER BY id LIMIT 10 OFFSET 2')).toEqual([]);
       });
-      test('a caller without the attribute sees no rows, never all [R]', async () => {
-        expect(await ids('SELECT count(*) AS n FROM people', 'none')).toEqual([0]);
-        expect(await ids('SELECT id FROM people', 'none')).toEqual([]);
+      test('a caller without the attribute is refused naming it: no rows read, never all (issue 38 item 6) [R]', async () => {
+        for (const sql of ['SELECT count(*) AS n FROM people', 'SELECT id FROM people']) {
+          const a = await call(sql, 'none');
+          expectRefused(a, 'needs the caller attribute "tenant", which this credential does not have: no rows were read.');
+          expect(a.body.result.structuredContent).toBeUndefined();
+        }
+        // A table without a policy is read as before by the same credential.
+        expect(rows(await callTool(s.g, s.org.slug, s.keys.none, s.plain, { sql: 'SELECT 1 AS one FROM items LIMIT 1' }))).toHaveLength(1);
       });
       test('an attribute carrying SQL is bound as a value, never spliced [B]', async () => {
         expect(await ids('SELECT count(*) AS n FROM people', 'sqlish')).toEqual([0]);
@@ -295,7 +300,8 @@ for (const kind of ['pg', 'my'] as const) {
           const forB = await outcome('b');
           expect(forB.result.structuredContent.rows.map((r: { id: number }) => r.id)).toEqual([3, 4]);
           const forNone = await outcome('none');
-          expect(forNone.result.structuredContent.rows).toEqual([]);
+          expect([forNone.status, forNone.result.isError]).toEqual(['failed', true]);
+          expect(forNone.result.content[0].text).toContain('needs the caller attribute "tenant"');
         } finally {
           await sdk.updateToolMetadata({ client: s.client, path, body: { requires_approval: false } });
         }
@@ -336,7 +342,7 @@ for (const kind of ['pg', 'my'] as const) {
         ]);
         expect(rows(await callSaved({ label: 'b', min: 4 }, 'b')).map((r) => r.id)).toEqual([4]);
         expect(rows(await callSaved({ label: 'a', min: 1, skip: 'a' })).map((r) => r.id)).toEqual([]);
-        expect(rows(await callSaved({ label: 'none', min: 1 }, 'none'))).toEqual([]);
+        expectRefused(await callSaved({ label: 'none', min: 1 }, 'none'), 'needs the caller attribute "tenant"');
         expect(rows(await callSaved({ label: 'sql', min: 1 }, 'sqlish'))).toEqual([]);
       });
 
@@ -470,11 +476,13 @@ describe.skipIf(!pgUp)('caller attributes from an IdP token and an OAuth client 
     await t?.drop();
   }, 60_000);
 
-  test('an IdP claim is the attribute: each tenant its rows, no claim no rows, a nested claim is no attribute', async () => {
+  test('an IdP claim is the attribute: each tenant its rows, no claim a refusal naming it, a nested claim is no attribute', async () => {
     expect(await count(await idpUser({ tenant: 'a' }))).toBe(2);
     expect(await count(await idpUser({ tenant: 'b' }))).toBe(2);
-    expect(await count(await idpUser({}))).toBe(0);
-    expect(await count(await idpUser({ tenant: ['a', 'b'] }))).toBe(0);
+    for (const claims of [{}, { tenant: ['a', 'b'] }]) {
+      const a = await callTool(g, org.slug, { token: await idpUser(claims) }, tool, { sql: 'SELECT count(*) AS n FROM people' });
+      expectRefused(a, 'needs the caller attribute "tenant"');
+    }
     expect(await count(await idpUser({ tenant: "a' OR 'x'='x" }))).toBe(0);
   });
 

@@ -7,7 +7,7 @@ import { MongoClient, type Db, type Document, type FindCursor, type AggregationC
 import { ConnectorError, type CallTable, type ConnectorDriver, type DatabaseConfig, type ExecutionContext, type ToolResult, type ToolSpec } from '../types.ts';
 import { admissionOf, busyText, ConnectorBusyError, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT, OUTPUT_SCHEMA } from '../shared/toolspec.ts';
-import { errorResult, refusedResult, RowCollector } from '../shared/result.ts';
+import { errorResult, refusedResult, RowCollector, type Narrowing } from '../shared/result.ts';
 import { toolNames } from '../shared/naming.ts';
 import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, type Described } from '../shared/errors.ts';
 import { netErrorCode } from '../shared/netcause.ts';
@@ -220,7 +220,8 @@ export async function executeMongo(client: MongoClient, tool: MongoToolSpec, arg
   if (!verdict.ok) return refusedResult(verdict.reason);
   const { call } = verdict;
   const maxRows = Math.max(1, Math.min(call.limit, ctx.limits.maxRows));
-  const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes);
+  const narrowing: Narrowing = tool.target.saved ? { kind: 'saved' } : { kind: 'pipeline', maxLimit: Math.min(MAX_LIMIT, ctx.limits.maxRows) };
+  const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes, narrowing);
   if (ctx.signal?.aborted) return errorResult(callErrorText(failure('ABORTED'), errCtx));
   const coll = client.db(tool.target.database).collection(tool.target.collection);
   const maxTimeMS = Math.max(1, Math.floor(ctx.limits.statementTimeoutMs));

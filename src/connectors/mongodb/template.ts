@@ -10,6 +10,7 @@
 import { guardMongoCall } from './guard/guard.ts';
 import type { SavedParam, SavedStatement } from '../shared/saved.ts';
 import type { SavedCheck } from '../types.ts';
+import { paramValueProblem } from '../shared/param-values.ts';
 
 type Doc = Record<string, unknown>;
 const isDoc = (v: unknown): v is Doc => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -76,9 +77,6 @@ function walkPipeline(pipeline: unknown, value: (name: string, ctx: Context) => 
   });
 }
 
-const scalarOk = (type: SavedParam['type'], v: unknown): boolean =>
-  type === 'integer' ? Number.isInteger(v) : type === 'number' ? typeof v === 'number' : type === 'boolean' ? typeof v === 'boolean' : typeof v === 'string';
-
 /** One argument as it goes into the pipeline: checked against its type (defence in depth: the inputSchema ran first). */
 function bindValue(p: SavedParam, v: unknown, ctx: Context): unknown {
   if (p.type === 'array') {
@@ -86,7 +84,9 @@ function bindValue(p: SavedParam, v: unknown, ctx: Context): unknown {
     return v.map((x) => bindValue({ ...p, ...p.items!, type: p.items!.type }, x, ctx));
   }
   if (v === null) return null;
-  if (!scalarOk(p.type, v)) throw new MongoTemplateError(`The argument ${p.name} must be a ${p.type}.`);
+  // The same checks as every SQL type's (shared/param-values.ts): a real calendar date, an exact integer...
+  const invalid = paramValueProblem(p, v);
+  if (invalid) throw new MongoTemplateError(invalid);
   if (p.type === 'date' || p.type === 'timestamp') return { $date: v };
   if (typeof v === 'string' && ctx === 'expression' && v.startsWith('$')) return { $literal: v };
   return v;

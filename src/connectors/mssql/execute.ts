@@ -44,7 +44,7 @@ export async function executeMssql(
     lockTimeoutMs: ctx.limits.lockTimeoutMs,
   };
   if (ctx.signal?.aborted) return errorResult(callErrorText(failure('ABORTED'), errCtx));
-  const collector = new RowCollector(prepared.maxRows, ctx.limits.maxResultBytes);
+  const collector = new RowCollector(prepared.maxRows, ctx.limits.maxResultBytes, prepared.narrowing);
   const tx = new sql.Transaction(pool);
   let began = false;
   try {

@@ -347,7 +347,7 @@ export async function runMysqlCall(p: MyPool, tool: SqlToolSpec, prepared: Prepa
     const { statement, write, maxRows } = prepared;
     // Rows are capped while they arrive: a read is killed on the server as soon as the cap is reached. A single row
     // is bounded by the server's max_allowed_packet (it cannot send a bigger one).
-    const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes);
+    const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes, prepared.narrowing);
     const out = await runMysqlStatement(p, statement, {
       readOnly: !write,
       database: tool.target.schema,

@@ -1,6 +1,7 @@
 /** MySQL's saved-statement facts (shared/saved.ts): how its text is lexed, and how a template binds as `?`. */
 import { elementType, type BoundStatement, type SavedBinding, type ScalarType } from '../shared/saved.ts';
 import type { SqlSyntax } from '../shared/sqltext.ts';
+import { timestampArgumentToUtc } from '../shared/param-values.ts';
 
 /** `#` and `-- ` comments, executable `/*! *\/` comments, backslash escapes in strings, backtick names, `?` markers. */
 export const MYSQL_SYNTAX: SqlSyntax = {
@@ -16,14 +17,8 @@ export const MYSQL_SYNTAX: SqlSyntax = {
   positional: '?',
 };
 
-/** MySQL DATETIME text of an ISO timestamp, in UTC (the session's time zone). */
-function mysqlTimestamp(v: string): string {
-  const d = new Date(v.includes('T') || v.includes(' ') ? v.replace(' ', 'T') : v);
-  if (Number.isNaN(d.getTime())) return v;
-  return d.toISOString().replace('T', ' ').replace('Z', '');
-}
-
-const mysqlValue = (type: ScalarType, v: unknown): unknown => (v !== null && type === 'timestamp' ? mysqlTimestamp(String(v)) : v);
+/** A timestamp as MySQL DATETIME text in UTC (the session's time zone), its fraction kept; the gateway checked it (shared/param-values.ts). */
+const mysqlValue = (type: ScalarType, v: unknown): unknown => (v !== null && type === 'timestamp' ? timestampArgumentToUtc(String(v)) : v);
 
 /**
  * MySQL: each placeholder is `?` (a prepared statement: values travel in the binary protocol); an array stands for

@@ -54,7 +54,7 @@ export async function executeOracle(
 ): Promise<ToolResult> {
   const errCtx: ErrorContext = { config: ctx.config, credential: ctx.credential, connectTimeoutMs, statementTimeoutMs: ctx.limits.statementTimeoutMs };
   if (ctx.signal?.aborted) return errorResult(callErrorText(failure('ABORTED'), errCtx));
-  const collector = new RowCollector(prepared.maxRows, ctx.limits.maxResultBytes);
+  const collector = new RowCollector(prepared.maxRows, ctx.limits.maxResultBytes, prepared.narrowing);
   const conn = await pool.getConnection();
   let drop = false;
   let aborted = false;

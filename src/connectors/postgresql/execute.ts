@@ -95,7 +95,7 @@ export async function runPgCall(
     lockTimeoutMs: ctx.limits.lockTimeoutMs,
   };
   // Rows are capped while they arrive: a read is cancelled on the server as soon as the cap is reached.
-  const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes);
+  const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes, prepared.narrowing);
   const onRow = (row: Record<string, unknown>): boolean => collector.add(row);
   // One round trip (the simple protocol): a parameter would add the extended protocol's Describe. The pid is the
   // backend's own integer, checked before it goes into the text.

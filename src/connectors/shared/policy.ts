@@ -11,8 +11,8 @@
  * are never produced. The fence (`OFFSET 0` on PostgreSQL, `LIMIT <max>` on MariaDB) keeps the planner from pulling
  * the derived table up or pushing the statement's own conditions below the row filter, so an expression that fails
  * (division by zero, a bad cast) is only ever evaluated on rows the caller may see: no error side channel. Caller
- * attributes, mask texts and the per-org hash key are driver parameters, never text. A missing attribute turns the
- * whole filter into FALSE: no rows, never all.
+ * attributes, mask texts and the per-org hash key are driver parameters, never text. A call whose caller lacks an
+ * attribute of the filter is refused before it runs (missingCallerAttribute); the filter would be FALSE: no rows, never all.
  */
 
 type MaskKind = 'fixed' | 'hash' | 'last_n';
@@ -79,6 +79,15 @@ const CALLER_ATTRIBUTE = /(?<!:):caller\.([A-Za-z_][A-Za-z0-9_]{0,63})\b/g;
 /** The attribute names a row filter uses. */
 function filterAttributes(filter: string): string[] {
   return [...new Set([...filter.matchAll(CALLER_ATTRIBUTE)].map((m) => m[1]!))];
+}
+
+/**
+ * The first attribute a policy's row filter binds that the caller lacks, or null. A call that needs one is refused
+ * naming it (decision 0307): the rows stay unseen, and the agent learns why rather than reading an empty result.
+ */
+export function missingCallerAttribute(policy: ToolPolicy, attributes: Readonly<Record<string, string>>): string | null {
+  if (policy.row_filter === null) return null;
+  return filterAttributes(policy.row_filter).find((a) => typeof attributes[a] !== 'string') ?? null;
 }
 
 /**

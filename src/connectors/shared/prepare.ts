@@ -4,13 +4,14 @@
  */
 import type { GuardOptions, GuardResult, StatementKind } from './sqlguard/types.ts';
 import type { ExecutionContext, ToolResult, SqlTarget, SqlToolSpec } from '../types.ts';
-import { parseCallArgs, refusedResult } from './result.ts';
+import { parseCallArgs, refusedResult, type Narrowing } from './result.ts';
 import { checkWrappable, type SqlSyntax } from './sqltext.ts';
 import { countGuardRefusal, type GuardRefusalReason } from '../../observability/metrics.ts';
 import { inSpan } from '../../observability/tracing.ts';
 import type { BoundStatement, SavedBinding, SavedStatement } from './saved.ts';
 import { MAX_LIMIT } from './toolspec.ts';
-import { applyPolicies, resolutionKey, type CallPolicy, type PolicyDialect, type PolicyTable, type TableRef } from './policy.ts';
+import { savedArgumentsProblem } from './param-values.ts';
+import { applyPolicies, missingCallerAttribute, resolutionKey, type CallPolicy, type PolicyDialect, type PolicyTable, type TableRef } from './policy.ts';
 import { governTouched, guardTablesFor, ownIndexOf, policiesKey, policyTablesOf, viewGoverned } from './tables.ts';
 
 export interface PreparedCall {
@@ -20,6 +21,8 @@ export interface PreparedCall {
   /** What the guard found the statement to be (a DDL statement is also a write). */
   kind: StatementKind;
   maxRows: number;
+  /** What the caller can change to see rows the caps leave out (the truncation note, shared/result.ts). */
+  narrowing: Narrowing;
   /**
    * The statement's shape when the guard computed one (PostgreSQL reads and writes), with the wrapper's numbers for
    * a read: texts of one shape resolve alike on the server (postgresql/guard/shape.ts).
@@ -160,7 +163,8 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
   const gov = govern(dialect, tool, ctx, verdict, write);
   if (isRefusal(gov)) return gov;
   const touched = gov.touched ? { touched: gov.touched } : {};
-  if (!wrapRead) return { statement: call.sql, write: false, kind: verdict.kind, maxRows: call.maxRows, ...touched };
+  const narrowing = sqlNarrowing(ctx);
+  if (!wrapRead) return { statement: call.sql, write: false, kind: verdict.kind, maxRows: call.maxRows, narrowing, ...touched };
   if (gov.rewrite) return withPolicy(dialect, ctx, gov.rewrite, call.sql, verdict, call.maxRows, null, touched);
   // Only postgresql and mysql have a wrapper (the read-only dialects returned above).
   const text = checkWrappable(call.sql, dialect.syntax);
@@ -168,7 +172,7 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
   const statement = write ? text.body : wrapRead(text.body, call.maxRows + 1, rowBytes);
   const shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${call.maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;
-  return { statement, write, kind: verdict.kind, maxRows: call.maxRows, ...(shape === undefined ? {} : { shape }), ...touched };
+  return { statement, write, kind: verdict.kind, maxRows: call.maxRows, narrowing, ...(shape === undefined ? {} : { shape }), ...touched };
 }
 
 /** How a call's policies are applied by rewriting: each reference's table, and what keys the resolution verdict. */
@@ -190,7 +194,7 @@ interface Governance {
 function govern(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext, verdict: GuardResult & { ok: true }, write: boolean): Governance | ToolResult {
   if (!ctx.tables) {
     if (!ctx.policy) return { rewrite: null };
-    const blocked = policyBlocked(dialect, tool.target, ctx.policy, verdict, write);
+    const blocked = policyBlocked(dialect, tool.target, ctx.policy, verdict, write) ?? attributeMissing(dialect, tool.target, ctx.policy);
     if (blocked) return blocked;
     const table: PolicyTable = { qualified: qualifiedTable(dialect, tool.target), columns: columnNames(tool.target), cp: ctx.policy };
     return { rewrite: dialect.wrapRead ? { tableOf: () => table, key: resolutionKey(ctx.policy) } : null };
@@ -198,7 +202,8 @@ function govern(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext, verd
   const gov = governTouched(ctx.tables, tool.target, ctx.policy, verdict);
   if (typeof gov === 'string') return refused(dialect, 'statement', gov);
   for (const [i, cp] of gov.policies) {
-    const blocked = policyBlocked(dialect, ctx.tables.list[i]!.target, cp, verdict, write);
+    const target = ctx.tables.list[i]!.target;
+    const blocked = policyBlocked(dialect, target, cp, verdict, write) ?? attributeMissing(dialect, target, cp);
     if (blocked) return blocked;
   }
   if (gov.policies.size === 0 || !dialect.wrapRead) return { touched: gov.touched, rewrite: null };
@@ -250,6 +255,7 @@ function withPolicy(
     write: false,
     kind: verdict.kind,
     maxRows,
+    narrowing: bound ? SAVED_NARROWING : sqlNarrowing(ctx),
     values: applied.values,
     resolutionStatement,
     resolutionParams: bound?.values.length ?? 0,
@@ -257,6 +263,25 @@ function withPolicy(
     ...touched,
   };
 }
+
+/**
+ * A table whose row filter binds a caller attribute the caller lacks: the call is refused naming it, before anything
+ * runs (decision 0307), per touched table. The refusal, or null.
+ */
+function attributeMissing(dialect: Dialect, target: SqlTarget, cp: CallPolicy): ToolResult | null {
+  const missing = missingCallerAttribute(cp.policy, cp.caller);
+  if (missing === null) return null;
+  return refused(
+    dialect,
+    'arguments',
+    `The row filter of ${target.schema}.${target.table} needs the caller attribute "${missing}", which this credential does not have: ` +
+      'no rows were read. An admin can set it in the attributes of the API key or OAuth client (or as a claim of the identity provider).',
+  );
+}
+
+/** An agent's statement: it may narrow its SQL, or raise `limit` up to the gateway's row cap. */
+const sqlNarrowing = (ctx: ExecutionContext): Narrowing => ({ kind: 'sql', maxLimit: Math.min(MAX_LIMIT, ctx.limits.maxRows) });
+const SAVED_NARROWING: Narrowing = { kind: 'saved' };
 
 const policyFits = (cp: CallPolicy, target: SqlTarget): boolean => {
   const names = new Set(columnNames(target));
@@ -286,6 +311,9 @@ function prepareSaved(
 ): PreparedCall | ToolResult {
   const { bind, wrapRead } = dialect;
   if (!bind) return refused(dialect, 'arguments', `Saved-statement tools are not served on ${dialect.name} connectors.`);
+  // Typed values are the gateway's to check, alike on every type, before a driver binds them (decision 0308).
+  const invalid = savedArgumentsProblem(saved.parameters, args);
+  if (invalid) return refused(dialect, 'arguments', invalid);
   const bound = bind(saved, args);
   // Under a policy the guard admits the statement's own markers (ours, from its :name placeholders), and only those.
   const opts = guardOptions(dialect, tool, ctx, bound.guardText === undefined ? bound.values.length : undefined);
@@ -300,14 +328,15 @@ function prepareSaved(
   const touched = gov.touched ? { touched: gov.touched } : {};
   const maxRows = Math.max(1, Math.min(MAX_LIMIT, ctx.limits.maxRows));
   // A read-only dialect (mssql, oracle) runs the guarded statement as it is, its markers bound by the driver.
-  if (!wrapRead) return { statement: bound.text, write: false, kind: verdict.kind, maxRows, values: bound.values, ...touched };
+  const narrowing = SAVED_NARROWING;
+  if (!wrapRead) return { statement: bound.text, write: false, kind: verdict.kind, maxRows, narrowing, values: bound.values, ...touched };
   if (gov.rewrite) return withPolicy(dialect, ctx, gov.rewrite, bound.text, verdict, maxRows, bound, touched);
   const text = checkWrappable(bound.text, dialect.syntax);
   if (!text.ok) return refused(dialect, 'not_wrappable', text.reason);
   const rowBytes = maxRowBytes(ctx.limits.maxResultBytes);
   const statement = write ? text.body : wrapRead(text.body, maxRows + 1, rowBytes);
   const shape = verdict.shape === undefined ? undefined : write ? `w\u0000${verdict.shape}` : `r${maxRows + 1}:${rowBytes}\u0000${verdict.shape}`;
-  return { statement, write, kind: verdict.kind, maxRows, values: bound.values, ...(shape === undefined ? {} : { shape }), ...touched };
+  return { statement, write, kind: verdict.kind, maxRows, narrowing, values: bound.values, ...(shape === undefined ? {} : { shape }), ...touched };
 }
 
 /**

@@ -47,26 +47,95 @@ export function ranNothing(result: ToolResult): boolean {
 }
 
 /**
+ * What the caller can change to see rows the caps left out, told in the truncation note (decision 0306): `sql` an
+ * agent's statement (with its `limit` argument), `saved` a saved tool's parameters, `pipeline` a MongoDB find or
+ * aggregate. `maxLimit`: the largest `limit` the caller may pass, when it is above this call's row cap.
+ */
+export interface Narrowing {
+  kind: 'sql' | 'saved' | 'pipeline';
+  maxLimit?: number;
+}
+
+const NARROW_ROWS: Record<Narrowing['kind'], string> = {
+  sql: 'To see others, narrow the statement with WHERE (or page: ORDER BY a key and WHERE it is past the last value shown), or aggregate (COUNT(*), GROUP BY)',
+  saved: "To see others, narrow the call with this tool's parameters",
+  pipeline: 'To see others, narrow with a filter ($match), or page: sort on a key and filter past the last value shown',
+};
+const NARROW_SIZE: Record<Narrowing['kind'], string> = {
+  sql: 'Select fewer or shorter columns (leave out long text or binary values, or take a substring), or narrow the statement with WHERE.',
+  saved: "Narrow the call with this tool's parameters, or ask for a tool that selects fewer columns.",
+  pipeline: 'Project fewer or shorter fields, or narrow with a filter ($match).',
+};
+
+/**
+ * The text a truncated answer adds after the rows (decision 0306): how many rows are shown, that more exist, which cap
+ * cut them and how to narrow. A second text block, so the first stays the JSON array of rows (spec tools/call).
+ */
+function truncationNote(shown: number, cut: 'rows' | 'size', maxRows: number, maxBytes: number, how: Narrowing): string {
+  const rows = `${shown} row${shown === 1 ? '' : 's'}`;
+  if (cut === 'rows') {
+    const raise = how.maxLimit !== undefined && how.maxLimit > maxRows ? `, or raise the "limit" argument (at most ${how.maxLimit})` : '';
+    return `Truncated: only the first ${rows} are shown; more rows exist beyond this call's limit of ${maxRows} rows. ${NARROW_ROWS[how.kind]}${raise}.`;
+  }
+  if (shown === 0) return `Truncated: no row is shown; the first row alone exceeds the answer's size cap of ${maxBytes} bytes. ${NARROW_SIZE[how.kind]}`;
+  return `Truncated: only the first ${rows} are shown; more rows exist, left out by the answer's size cap of ${maxBytes} bytes. ${NARROW_SIZE[how.kind]}`;
+}
+
+/** UTF-8 bytes `text` takes inside a JSON string: a row's JSON escapes only `"` and `\` again (no control character is left raw). */
+function jsonStringBytes(text: string, bytes: number): number {
+  let extra = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34 || c === 92) extra++;
+  }
+  return bytes + extra;
+}
+
+/** The answer without rows, with the largest counts (20 digits): what a result takes besides its rows. */
+const ENVELOPE_BYTES = Buffer.byteLength(
+  JSON.stringify({
+    content: [
+      { type: 'text', text: '[]' },
+      { type: 'text', text: '' },
+    ],
+    structuredContent: { rows: [], rowCount: 1e20, truncated: false },
+  }),
+);
+
+/**
  * Applies the row and byte caps while rows arrive (issue 7): a driver feeds rows one at a time and stops reading
  * (cancelling the statement) as soon as add() answers false, so a call never holds more than its byte cap plus
  * the row that crossed it. Each row is serialised once; the result text is the kept parts joined, which is
- * exactly JSON.stringify of the kept rows.
+ * exactly JSON.stringify of the kept rows. The byte cap bounds the whole answer as JSON (decision 0306): the rows
+ * count twice (the text's escaped copy and `structuredContent.rows`), and the envelope and the longest truncation
+ * note are set aside first.
  */
 export class RowCollector {
   readonly rows: Row[] = [];
   private readonly parts: string[] = [];
-  private bytes = 2; // '[' and ']'
-  truncated = false;
+  private bytes: number;
+  private cut: 'rows' | 'size' | null = null;
 
   constructor(
     private readonly maxRows: number,
     private readonly maxBytes: number,
-  ) {}
+    private readonly narrowing: Narrowing = { kind: 'sql' },
+  ) {
+    // The longest note this call could add (its counts at their largest), escaped as JSON.
+    const note = Math.max(
+      ...(['rows', 'size'] as const).map((cut) => Buffer.byteLength(JSON.stringify(truncationNote(maxRows, cut, maxRows, maxBytes, narrowing)))),
+    );
+    this.bytes = ENVELOPE_BYTES + note;
+  }
+
+  get truncated(): boolean {
+    return this.cut !== null;
+  }
 
   /** Keeps `row` if it fits both caps; false once a cap is reached (every later row is dropped too). */
   add(row: Row): boolean {
-    if (this.truncated) return false;
-    if (this.rows.length >= this.maxRows) return this.stop();
+    if (this.cut) return false;
+    if (this.rows.length >= this.maxRows) return this.stop('rows');
     let part: string;
     try {
       part = JSON.stringify(row);
@@ -74,7 +143,8 @@ export class RowCollector {
       // A value too big for a string (RangeError) cannot fit the cap anyway.
       return this.stop();
     }
-    const size = Buffer.byteLength(part) + (this.parts.length ? 1 : 0);
+    const raw = Buffer.byteLength(part);
+    const size = raw + jsonStringBytes(part, raw) + (this.parts.length ? 2 : 0);
     if (this.bytes + size > this.maxBytes) return this.stop();
     this.bytes += size;
     this.parts.push(part);
@@ -82,24 +152,23 @@ export class RowCollector {
     return true;
   }
 
-  /** Marks truncation without a row (the database stopped a row that was too big to send). */
-  stop(): false {
-    this.truncated = true;
+  /** Marks truncation without a row (by default the size cap: the database stopped a row that was too big to send). */
+  stop(cut: 'rows' | 'size' = 'size'): false {
+    this.cut ??= cut;
     return false;
   }
 
   /** `affected` is the affected-row count of a write, reported as rowCount instead of the rows returned. */
   result(affected?: number): ToolResult {
-    return {
-      content: [{ type: 'text', text: `[${this.parts.join(',')}]` }],
-      structuredContent: { rows: this.rows, rowCount: affected ?? this.rows.length, truncated: this.truncated },
-    };
+    const content: ToolResult['content'] = [{ type: 'text', text: `[${this.parts.join(',')}]` }];
+    if (this.cut) content.push({ type: 'text', text: truncationNote(this.rows.length, this.cut, this.maxRows, this.maxBytes, this.narrowing) });
+    return { content, structuredContent: { rows: this.rows, rowCount: affected ?? this.rows.length, truncated: this.cut !== null } };
   }
 }
 
 /** The result of a successful call from rows already in memory (see RowCollector for the caps). */
-export function rowsResult(rows: Row[], maxRows: number, maxBytes: number, affected?: number): ToolResult {
-  const collector = new RowCollector(maxRows, maxBytes);
+export function rowsResult(rows: Row[], maxRows: number, maxBytes: number, affected?: number, narrowing?: Narrowing): ToolResult {
+  const collector = new RowCollector(maxRows, maxBytes, narrowing);
   for (const row of rows) if (!collector.add(row)) break;
   return collector.result(affected);
 }

@@ -1,6 +1,7 @@
 /** A credential's page (#/credentials/<key id or client id>): what it may do, when it was made and last used. */
 import { call, client, rest, type ApiKey, type Connector, type OAuthClient } from './api.ts';
 import { Named } from './controls.tsx';
+import { AttributesEditor, AttributesList } from './attributes.tsx';
 import { ErrorBox, Loading, Page, useAction, useLoad, when } from './kit.tsx';
 
 /** "never" or the time, with how coarse it is (decision 0282). */
@@ -56,6 +57,10 @@ function KeyFacts({ k, connectors }: { k: ApiKey; connectors: Connector[] }) {
       <dd>
         <Limits ids={k.connector_ids} connectors={connectors} />
       </dd>
+      <dt>Attributes</dt>
+      <dd>
+        <AttributesList attributes={k.attributes} />
+      </dd>
       <Common created={k.created_at} lastUsed={k.last_used_at} revoked={k.revoked_at} />
     </dl>
   );
@@ -89,6 +94,10 @@ function ClientFacts({ c, connectors }: { c: OAuthClient; connectors: Connector[
       </dd>
       <dt>Connectors</dt>
       <dd>{calls !== null && calls.length === 0 ? 'none (no tool calls)' : <Limits ids={calls} connectors={connectors} />}</dd>
+      <dt>Attributes</dt>
+      <dd>
+        <AttributesList attributes={c.attributes} />
+      </dd>
       <Common created={c.created_at} lastUsed={c.last_used_at} revoked={c.revoked_at} />
     </dl>
   );
@@ -109,6 +118,16 @@ export function CredentialDetail({ id }: { id: string }) {
     if (oauth && confirm(`Revoke the OAuth client ${oauth.name}? Its tokens stop working at once.`))
       action.run(() => call(rest.revokeOAuthClient({ client, path: { clientId: oauth.client_id } })), `Revoked ${oauth.name}`).then(clients.reload);
   };
+  const saveAttributes = (attributes: Record<string, string>) => {
+    if (key)
+      action
+        .run(() => call(rest.updateApiKey({ client, path: { keyId: key.id }, body: { attributes } })), `Saved the attributes of ${key.name}`)
+        .then(keys.reload);
+    if (oauth)
+      action
+        .run(() => call(rest.updateOAuthClient({ client, path: { clientId: oauth.client_id }, body: { attributes } })), `Saved the attributes of ${oauth.name}`)
+        .then(clients.reload);
+  };
   const title = key ? `API key ${key.name}` : oauth ? `OAuth client ${oauth.name}` : 'Credential';
   const revoked = key ? key.revoked_at : oauth?.revoked_at;
   return (
@@ -118,6 +137,14 @@ export function CredentialDetail({ id }: { id: string }) {
       {loaded && !key && !oauth && <p class="error">No such API key or OAuth client.</p>}
       {loaded && key && <KeyFacts k={key} connectors={all} />}
       {loaded && oauth && <ClientFacts c={oauth} connectors={all} />}
+      {loaded && (key || oauth) && !revoked && (
+        <AttributesEditor
+          key={JSON.stringify((key ?? oauth)!.attributes ?? {})}
+          attributes={(key ?? oauth)!.attributes}
+          pending={action.pending}
+          onSave={saveAttributes}
+        />
+      )}
       {loaded && (key || oauth) && !revoked && (
         <button type="button" class="danger" onClick={revoke}>
           Revoke

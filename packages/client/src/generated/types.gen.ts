@@ -234,10 +234,14 @@ export type ApiKey = {
 };
 
 /**
- * Attributes of the credential that row filters bind as `:caller.<name>` (for example `{"tenant_id": "t-17"}`); set when the credential is created. Always bound as parameters, never spliced into SQL (docs/tool-policies.md).
+ * Attributes of the credential that row filters bind as `:caller.<name>` (for example `{"tenant_id": "t-17"}`); set when the credential is created, changed with PATCH (`updateApiKey`, `updateOAuthClient`). Always bound as parameters, never spliced into SQL (docs/tool-policies.md).
  */
 export type CallerAttributes = {
     [key: string]: string;
+};
+
+export type UpdateCredentialRequest = {
+    attributes: CallerAttributes;
 };
 
 export type CreatedApiKey = ApiKey & {
@@ -1385,6 +1389,59 @@ export type RevokeApiKeyResponses = {
 
 export type RevokeApiKeyResponse = RevokeApiKeyResponses[keyof RevokeApiKeyResponses];
 
+export type UpdateApiKeyData = {
+    body: UpdateCredentialRequest;
+    path: {
+        keyId: string;
+    };
+    query?: never;
+    url: '/api/org/api-keys/{keyId}';
+};
+
+export type UpdateApiKeyErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type UpdateApiKeyError = UpdateApiKeyErrors[keyof UpdateApiKeyErrors];
+
+export type UpdateApiKeyResponses = {
+    /**
+     * The key.
+     */
+    200: ApiKey;
+};
+
+export type UpdateApiKeyResponse = UpdateApiKeyResponses[keyof UpdateApiKeyResponses];
+
 export type ListOAuthClientsData = {
     body?: never;
     path?: never;
@@ -1516,6 +1573,62 @@ export type RevokeOAuthClientResponses = {
 };
 
 export type RevokeOAuthClientResponse = RevokeOAuthClientResponses[keyof RevokeOAuthClientResponses];
+
+export type UpdateOAuthClientData = {
+    body: UpdateCredentialRequest;
+    path: {
+        /**
+         * The client's `client_id`.
+         */
+        clientId: string;
+    };
+    query?: never;
+    url: '/api/org/oauth-clients/{clientId}';
+};
+
+export type UpdateOAuthClientErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type UpdateOAuthClientError = UpdateOAuthClientErrors[keyof UpdateOAuthClientErrors];
+
+export type UpdateOAuthClientResponses = {
+    /**
+     * The client.
+     */
+    200: OAuthClient;
+};
+
+export type UpdateOAuthClientResponse = UpdateOAuthClientResponses[keyof UpdateOAuthClientResponses];
 
 export type DeleteIdpConfigData = {
     body?: never;
