@@ -16,8 +16,10 @@ import { assertOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '..
 import { assertDatabaseTarget } from '../net/dial.ts';
 import { embeddedDatabaseFor } from './shared/embedded.ts';
 import { targetRefusedText } from './shared/errors.ts';
+import { withSchemaTool } from './shared/schema-tool.ts';
 import type { Config } from '../config.ts';
 import type { AuthChanges } from '../auth/epoch.ts';
+import { setHealth } from './health-statements.ts';
 import { applyTableFilter, checkDescription, checkTablePatterns } from './table-filter.ts';
 
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true });
@@ -306,10 +308,14 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
       reportSkipped: (list) => (skipped = list),
     };
     await driver.validate(row.id, config, credential, env);
-    const specs = applyTableFilter(await driver.introspect(row.id, config, credential, env), { include: row.includeTables, exclude: row.excludeTables });
+    const filtered = applyTableFilter(await driver.introspect(row.id, config, credential, env), { include: row.includeTables, exclude: row.excludeTables });
+    // A database connector's schema tool joins its tables (decision 0313): governed by a row of its own.
+    const specs = driver.kind === 'database' ? withSchemaTool(filtered, row.type, row.name) : filtered;
     const applied = await deps.store.db.transaction(async (tx) => {
       const applied = await repo.applyIntrospection(tx, row.orgId, { id: row.id, name: row.name }, generation, specs, skipped);
       if (!applied) return false;
+      // The source answered: healthy (this row is the audit of it; decision 0325).
+      await setHealth(tx, row.orgId, row.id, 'healthy', null);
       await repo.bumpCatalogVersion(tx, row.orgId);
       // Renamed tools (an old `_2` named after its connector, decision 0305): agents' names changed, so the row says which.
       const { renamed } = applied;
@@ -334,6 +340,8 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
     if (!(err instanceof ConnectorError)) deps.log.error('connector validation failed', { connector: row.id, error: describeError(err) });
     const failed = await deps.store.db.transaction(async (tx) => {
       if (!(await repo.markFailed(tx, row.orgId, row.id, generation, reason))) return false;
+      // A source that did not answer is unhealthy too; one that answered wrongly (a missing schema) says so in status.
+      if (unreachable(err)) await setHealth(tx, row.orgId, row.id, 'unhealthy', reason);
       await repo.bumpCatalogVersion(tx, row.orgId);
       await recordAudit(tx, {
         orgId: row.orgId,
@@ -349,6 +357,8 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
     if (failed) await deps.authCache.changed();
   }
 }
+
+const unreachable = (err: unknown): boolean => err instanceof ConnectorError && (err.code === 'connection_failed' || err.code === 'timeout');
 
 /** Manual provisioning re-validates every live connector of the org and waits for the results. */
 export async function reprovisionConnectors(deps: ConnectorServiceDeps, orgId: string): Promise<void> {

@@ -49,11 +49,23 @@ export interface SqlTarget {
   snapshot?: boolean;
   /** A saved-statement tool (shared/saved.ts): its statement and typed parameters; the table is the one it reads. */
   saved?: SavedStatement;
+  /** The primary key's columns in key order, read at introspection (the schema tool shows them); unset: none known. */
+  primaryKey?: string[];
+  /** The table's foreign keys, read at introspection (the schema tool shows them); unset: none known. */
+  foreignKeys?: ForeignKey[];
+  /** The server's estimate of the table's rows (its statistics, not a count); unset: unknown (views, never analysed). */
+  rowEstimate?: number;
   /**
    * A view: the tables and views its definition reads, as introspection found them (MySQL/MariaDB); a statement
    * touching the view is governed by their rows too (docs/decisions/0292, item 4). Unset: not recorded.
    */
   bases?: { schema: string; table: string }[];
+}
+
+/** A foreign key of a table: its columns, and the table and columns they reference (in the same order). */
+export interface ForeignKey {
+  columns: string[];
+  references: { schema: string; table: string; columns: string[] };
 }
 
 /**
@@ -72,10 +84,18 @@ export interface ToolHints {
   openWorldHint: boolean;
 }
 
+/**
+ * What a connector's row governs (decisions 0313, 0315): a tool (absent: this), the connector's schema tool (answered
+ * by the gateway from the catalog), or an upstream MCP server's resource, resource template or prompt.
+ */
+export type ItemKind = 'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt';
+
 /** A tool a connector yields, before the org's per-tool settings are applied. */
 export interface ToolSpec<T = unknown> {
-  /** Base MCP name: lower-case, [a-z0-9_], at most 64 characters, unique within the connector. */
+  /** Base MCP name: lower-case, [a-z0-9_], at most 64 characters, unique within the connector and kind. */
   name: string;
+  /** Unset: a tool. */
+  kind?: ItemKind;
   description: string;
   inputSchema: JsonSchema;
   outputSchema?: JsonSchema;
@@ -219,6 +239,11 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends Call
    * Absent: the type takes no policies.
    */
   checkPolicy?(tool: ToolSpec<T>, policy: ToolPolicy): Promise<string | null>;
+  /**
+   * Upstream MCP types: one request of an item method (resources/read, prompts/get, completion/complete) under the
+   * call's limits, answering the upstream's result; throws ConnectorError with a message safe for the org. Absent: none.
+   */
+  request?(method: string, params: Record<string, unknown>, ctx: X): Promise<Record<string, unknown>>;
   /**
    * SQL types, issue 38 (docs/decisions/0292): the tables a call with `ctx.tables` would touch, decided as execute
    * decides it (guard and governance, nothing sent to the database), so the runtime can hold it for every touched

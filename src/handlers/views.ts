@@ -100,6 +100,9 @@ export function connectorView(row: ConnectorRow): wire.Connector {
     type: row.type as wire.ConnectorType,
     status: row.status as wire.ConnectorStatus,
     status_reason: row.statusReason,
+    health: row.health as wire.ConnectorHealth,
+    health_reason: row.healthReason,
+    health_changed_at: row.healthChangedAt?.toISOString() ?? null,
     skipped_tools: row.skippedTools,
     config: row.config as unknown as wire.ConnectorConfig,
     has_credential: row.credentialSealed !== null,
@@ -119,6 +122,7 @@ export function toolSettingsView({ tool, connector }: ToolSettingsRow): wire.Too
   const spec = tool.spec as unknown as ToolSpec;
   return {
     id: tool.id,
+    kind: tool.kind as wire.Tool['kind'],
     tool_name: tool.baseName,
     name: tool.toolNameOverride ?? tool.baseName,
     description: withConnectorLine(tool.toolDescriptionOverride ?? spec.description, connector),

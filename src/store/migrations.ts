@@ -508,4 +508,29 @@ UPDATE tools SET policy = NULL, updated_at = now() WHERE id IN (SELECT saved_id 
 UPDATE orgs SET catalog_version = catalog_version + 1 WHERE id IN (SELECT org_id FROM toolgate_m19_moved);
 `,
   },
+  {
+    version: 20,
+    name: 'tool_kinds',
+    // Issues 38 and 43 (decisions 0313, 0315): a connector's items beside its tools, each governed by its own row (enabled,
+    // approval settings, audit): the schema tool of a database connector, and an upstream MCP server's resources, resource
+    // templates and prompts. A name is unique per connector and kind (a prompt may be named like a tool).
+    sql: `
+ALTER TABLE tools ADD COLUMN kind text NOT NULL DEFAULT 'tool' CHECK (kind IN ('tool','schema','resource','resource_template','prompt'));
+ALTER TABLE tools DROP CONSTRAINT tools_connector_id_base_name_key;
+ALTER TABLE tools ADD CONSTRAINT tools_connector_kind_base_name_key UNIQUE (connector_id, kind, base_name);
+`,
+  },
+  {
+    version: 21,
+    name: 'connector_health',
+    // Issue 41 item 4 (docs/decisions/0325): whether a connector's source answers, apart from its validation status,
+    // shared by every instance so a transition is written (and audited) once; health_checked_at lets instances
+    // claim a connector's periodic probe without probing it twice.
+    sql: `
+ALTER TABLE connectors ADD COLUMN health text NOT NULL DEFAULT 'unknown';
+ALTER TABLE connectors ADD COLUMN health_reason text;
+ALTER TABLE connectors ADD COLUMN health_changed_at timestamptz;
+ALTER TABLE connectors ADD COLUMN health_checked_at timestamptz;
+`,
+  },
 ];

@@ -25,6 +25,7 @@ export const JSONB_TYPES: Record<string, string> = {
 /** The TypeScript type of a text column whose values a CHECK constraint lists, by `table.column` (text when not listed). */
 export const TEXT_TYPES: Record<string, string> = {
   'mcp_oauth_clients.kind': "'registered' | 'preregistered'",
+  'tools.kind': "'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt'",
 };
 
 /** A table's note, by table name. */
@@ -73,9 +74,14 @@ export const COLUMN_NOTES: Record<string, string> = {
   'connectors.include_tables': 'Glob patterns over `schema.table` of the tables that become tools; empty: every table (migration 18).',
   'connectors.exclude_tables': 'Glob patterns over `schema.table` of tables that never become tools; they win over include_tables.',
   'connectors.description': 'Free text naming what the connector is (e.g. production); every tool description ends with it.',
+  'connectors.health': 'Whether the source answers (healthy, unhealthy, unknown), from calls and probes (migration 21, decision 0325).',
+  'connectors.health_reason': 'Why the last probe or call found the source unreachable (never a password or DSN); null when healthy.',
+  'connectors.health_changed_at': 'When health last changed.',
+  'connectors.health_checked_at': 'When an instance last claimed the periodic probe of this connector.',
   'tools.saved_version': 'A saved-statement tool, at this version of its definition (spec.target.saved); null: a tool the source yields.',
   'api_keys.attributes': 'Attributes row filters bind as `:caller.<attr>` (migration 15).',
   'oauth_clients.attributes': 'Attributes row filters bind as `:caller.<attr>` (migration 15).',
+  'tools.kind': "What the row governs: a tool, the connector's schema tool, or an upstream MCP server's resource, resource template or prompt (migration 20).",
   'tools.policy': 'Hidden and masked columns and the row filter (connectors/shared/policy.ts ToolPolicy); null: none (migration 15).',
   'webhook_relay_cursors.since': 'Calls recorded before this time are not relayed to the endpoint (rows committed, not yet sealed, at its start).',
 };

@@ -1,7 +1,9 @@
 /** The org's tool catalog as the MCP endpoint sees it: built once per catalog version, with validators compiled once. */
 import Ajv, { type ValidateFunction } from 'ajv';
 import { credentialContext } from '../connectors/repository.ts';
-import type { SqlTarget, ToolSpec } from '../connectors/types.ts';
+import type { ItemKind, SqlTarget, ToolSpec } from '../connectors/types.ts';
+import { sanitizeName } from '../connectors/shared/naming.ts';
+import { describeTables, type DescribedTable, type TableSource as DescribedSource } from './schema.ts';
 import { describedColumns, policyKey, type CallPolicy, type ToolPolicy } from '../connectors/shared/policy.ts';
 import { columnList } from '../connectors/shared/toolspec.ts';
 import { applyTableFilter } from '../connectors/table-filter.ts';
@@ -19,12 +21,17 @@ interface ConnectorRuntime {
   credential: string | null;
   allowWrite: boolean;
   allowDdl: boolean;
+  name: string;
+  /** The host of the connector's resource URIs (`toolgate://<host>/...`): its name sanitised, unique in the org. */
+  resourceHost: string;
   /** The connector's `single`-layout tool was built (once per catalog). */
   single?: boolean;
 }
 
 export interface CatalogTool {
   id: string;
+  /** A tool (tools/list), a schema tool (tools/list, answered by the gateway), or an upstream resource, template or prompt. */
+  kind: ItemKind;
   name: string;
   description: string;
   inputSchema: ToolSpec['inputSchema'];
@@ -42,12 +49,17 @@ export interface CatalogTool {
   policy?: Omit<CallPolicy, 'caller'> | null;
   /** A SQL connector's tables with their tool rows' governance (issue 38): every call of the connector carries them. */
   tables?: ConnectorTables;
+  /** A schema tool: the tables of its connector it describes (tools/schema.ts), derived once per catalog version. */
+  described?: DescribedTable[];
 }
 
 export interface OrgCatalog {
   version: number;
+  /** What tools/list serves: tools and schema tools, by name. */
   tools: CatalogTool[];
   byName: Map<string, CatalogTool>;
+  /** Upstream resources, resource templates and prompts (resources/*, prompts/*), by name. */
+  items: CatalogTool[];
 }
 
 /**
@@ -70,10 +82,12 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
   const ajv = newAjv();
   const compiled = new Map<string, ValidateFunction>();
   const sources = new Map<string, TableSource[]>();
+  const described = new Map<string, DescribedSource[]>();
   for (const { tool, connector } of rows) {
     const policy = tool.policy === null ? null : preparePolicy(deps, orgId, tool.policy as unknown as ToolPolicy);
     // Every table tool row governs its table, listed or not (free_sql off, or a `single` layout): decision 0292.
     if (tool.savedVersion === null) addTableSource(sources, connector.id, tool, policy);
+    if (tool.savedVersion === null && tool.kind === 'tool') addDescribed(described, connector.id, tool, policy);
     // free_sql off: the connector's table tools are not served (not listed, and a call to one finds no tool); in the
     // `single` layout the connector's one SQL tool serves them (decision 0299).
     if (tool.savedVersion === null && (!connector.freeSql || (singleLayout(connector) && isSqlTable((tool.spec as { target?: unknown }).target)))) continue;
@@ -93,6 +107,7 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     const writable = !tool.readOnly && !policy && (connector.allowWrite || connector.allowDdl);
     list.push({
       id: tool.id,
+      kind: tool.kind as ItemKind,
       name: tool.toolNameOverride ?? tool.baseName,
       description: withConnectorLine(tool.toolDescriptionOverride ?? (policy ? policyDescription(spec, policy.policy) : spec.description), connector),
       inputSchema: spec.inputSchema,
@@ -120,7 +135,52 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     if (tool) list.push(tool);
   }
   list.sort((a, b) => a.name.localeCompare(b.name));
-  return { version, tools: list, byName: new Map(list.map((t) => [t.name, t])) };
+  nameResourceHosts([...runtimes.values()], rows);
+  const tools = list.filter((t) => t.kind === 'tool' || t.kind === 'schema');
+  describeSchemas(tools, described);
+  return { version, tools, byName: new Map(tools.map((t) => [t.name, t])), items: list.filter((t) => t.kind !== 'tool' && t.kind !== 'schema') };
+}
+
+/** A table tool row as its connector's schema tool describes it (listed or not: a `single` layout lists none). */
+function addDescribed(described: Map<string, DescribedSource[]>, connectorId: string, tool: CatalogRow, policy: Omit<CallPolicy, 'caller'> | null): void {
+  const list = described.get(connectorId) ?? [];
+  described.set(connectorId, list);
+  list.push({
+    name: tool.toolNameOverride ?? tool.baseName,
+    enabled: tool.enabled,
+    target: (tool.spec as { target?: unknown }).target,
+    policy: policy?.policy ?? null,
+  });
+}
+
+/**
+ * Each schema tool's description of its connector's tables (decision 0313). A table's `tool` is the tool that queries
+ * it: its own when served, else the connector's `single`-layout tool.
+ */
+function describeSchemas(tools: CatalogTool[], described: Map<string, DescribedSource[]>): void {
+  const served = new Set(tools.filter((t) => t.enabled).map((t) => t.name));
+  for (const t of tools) {
+    if (t.kind !== 'schema') continue;
+    const single = tools.find((o) => o.connector === t.connector && o.id === t.connector.id);
+    t.described = describeTables(described.get(t.connector.id) ?? []).map((d) => (served.has(d.tool) || !single ? d : { ...d, tool: single.name }));
+  }
+}
+
+/**
+ * Each connector's resource host: its name sanitised (`toolgate://<host>/...`); a name two connectors share takes
+ * `_2`, `_3`... in the order the connectors were created, so an older connector's URIs never change.
+ */
+function nameResourceHosts(runtimes: ConnectorRuntime[], rows: { connector: { id: string; createdAt: Date } }[]): void {
+  const created = new Map(rows.map((r) => [r.connector.id, r.connector.createdAt.getTime()]));
+  const taken = new Set<string>();
+  const order = [...runtimes].sort((a, b) => created.get(a.id)! - created.get(b.id)! || (a.id < b.id ? -1 : 1));
+  for (const runtime of order) {
+    const base = sanitizeName(runtime.name).replace(/_+/g, '_').replace(/^_|_$/g, '').slice(0, 48) || 'connector';
+    let host = base;
+    for (let n = 2; taken.has(host); n++) host = `${base}_${n}`;
+    taken.add(host);
+    runtime.resourceHost = host;
+  }
 }
 
 /**
@@ -215,6 +275,8 @@ function runtimeOf(deps: CatalogDeps, runtimes: Map<string, ConnectorRuntime>, c
     runtime = {
       id: connector.id,
       type: connector.type,
+      name: connector.name,
+      resourceHost: '',
       config: connector.config,
       credential: connector.credentialSealed ? deps.box.decrypt(connector.credentialSealed, credentialContext(connector.id)) : null,
       allowWrite: connector.allowWrite,
@@ -243,6 +305,7 @@ function singleTool(
   if (!spec) return null;
   return {
     id: connector.id,
+    kind: 'tool',
     name,
     description: withConnectorLine(spec.description, connector),
     inputSchema: spec.inputSchema,

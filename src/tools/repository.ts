@@ -92,9 +92,12 @@ export async function savedToolRows(db: Queryable, orgId: string, connectorId: s
     .orderBy(asc(tools.baseName));
 }
 
-/** Every name agents see in the org (base names and overrides), except those of one tool. */
+/** Every tool name agents see in the org (base names and overrides), except those of one tool (resources and prompts are other lists). */
 export async function takenToolNames(db: Queryable, orgId: string, exceptToolId?: string): Promise<Set<string>> {
-  const rows = await db.select({ id: tools.id, baseName: tools.baseName, override: tools.toolNameOverride }).from(tools).where(eq(tools.orgId, orgId));
+  const rows = await db
+    .select({ id: tools.id, baseName: tools.baseName, override: tools.toolNameOverride })
+    .from(tools)
+    .where(and(eq(tools.orgId, orgId), inArray(tools.kind, ['tool', 'schema'])));
   const taken = new Set<string>();
   for (const r of rows) {
     if (r.id === exceptToolId) continue;

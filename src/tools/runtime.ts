@@ -38,6 +38,7 @@ import type { AuditRecorder } from '../audit/recorder.ts';
 import { sha256Hex } from '../util/crypto.ts';
 import { trialExpired } from '../billing/trial.ts';
 import { observeToolCall, observeToolRefusal } from '../observability/metrics.ts';
+import { schemaToolResult } from './schema.ts';
 import { approvalOf, callTables, touchedIndexes, touchedNames, type HeldApproval } from './tables.ts';
 
 /** The org a call is made in: its catalog version (read per request) and its plan (the quota). */
@@ -64,6 +65,8 @@ export interface ExecutionDeps {
     | 'pgResolutionCacheTtlSeconds'
     | 'toolsListPageSize'
   >;
+  /** Told the outcome of every call that reached its connector's source (connectors/health.ts); unset: nobody. */
+  health?: { observe(orgId: string, connectorId: string, ok: boolean): void };
 }
 
 /**
@@ -302,6 +305,7 @@ export async function executeTool(
   if (!unit) throw new QuotaExceededError(org.plan, quota!);
   const result = await execute(deps, org.id, tool, input, signal, caller, touched);
   if (ranNothing(result)) deps.usage.refund(unit);
+  else deps.health?.observe(org.id, tool.connector.id, !result.isError);
   return result;
 }
 
@@ -322,6 +326,8 @@ function execute(
   caller?: Principal['attributes'],
   touched?: (tables: readonly SqlTarget[]) => void,
 ): Promise<ToolResult> | ToolResult {
+  // The schema tool is answered by the gateway from the catalog (decision 0313): nothing reaches the connector.
+  if (tool.kind === 'schema') return schemaToolResult(tool.connector, tool.described ?? [], input, deps.config.maxResultBytes);
   const driver = getDriver(tool.connector.type);
   if (!driver) return refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
   const ctx = executionContext(deps, orgId, tool, caller, signal);

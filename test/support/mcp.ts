@@ -106,6 +106,7 @@ export async function getConnector(g: Gateway, token: string, id: string) {
 
 export interface ToolRow {
   id: string;
+  kind: 'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt';
   tool_name: string;
   name: string;
   description: string;

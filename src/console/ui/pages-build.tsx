@@ -10,6 +10,15 @@ import { schemas } from '../../../generated/contract-schemas.ts';
 import { PolicySection, SavedPolicyNote } from './pages-policy.tsx';
 import { isDatabaseType, takesPolicy } from './connector-types.ts';
 
+/** What a tool row governs, as the tools page words it (decisions 0313, 0315). */
+const KIND_LABELS: Record<string, string> = {
+  tool: 'tool',
+  schema: 'schema tool',
+  resource: 'resource',
+  resource_template: 'resource template',
+  prompt: 'prompt',
+};
+
 const ms = (v: number | null) => (v === null ? '—' : `${v} ms`);
 
 function Stats({ i }: { i: Insights }) {
@@ -291,6 +300,7 @@ function toolColumns(connectors: Connector[], patch: Patch, onEdit: (t: Tool) =>
         </>
       ),
     },
+    { key: 'kind', label: 'Kind', value: (t) => KIND_LABELS[t.kind] ?? t.kind },
     { key: 'connector', label: 'Connector', value: (t) => t.connector_name, render: (t) => <a href={`#/connectors/${t.connector_id}`}>{t.connector_name}</a> },
     {
       key: 'enabled',

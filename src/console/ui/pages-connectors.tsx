@@ -260,14 +260,28 @@ function ConnectorForm({
   );
 }
 
-/** A connector's status, its reason, and the upstream tools it does not serve (with why). */
+/** A connector's status, its reason, whether its source answers now, and the upstream tools it does not serve (with why). */
 function Status({ c }: { c: Connector }) {
   return (
     <>
       <span class={`status status-${c.status}`} data-testid="connector-status">
         {c.status}
-      </span>
+      </span>{' '}
+      {c.health !== 'unknown' && (
+        <span
+          class={`status health-${c.health}`}
+          data-testid="connector-health"
+          title={c.health_changed_at ? `since ${new Date(c.health_changed_at).toLocaleString()}` : undefined}
+        >
+          {c.health === 'healthy' ? 'reachable' : 'unreachable'}
+        </span>
+      )}
       {c.status_reason && <p class="reason">{c.status_reason}</p>}
+      {c.health === 'unhealthy' && c.health_reason && c.health_reason !== c.status_reason && (
+        <p class="reason" data-testid="connector-health-reason">
+          {c.health_reason}
+        </p>
+      )}
       {c.skipped_tools.length > 0 && (
         <details class="reason" data-testid="connector-skipped">
           <summary>{c.skipped_tools.length} upstream tools not served</summary>
@@ -352,7 +366,7 @@ function ConnectorsTable({ connectors, onEdit, reload }: { connectors: Connector
         rows={connectors}
         rowKey={(c) => c.id}
         rowTestId={(c) => `connector-${c.name}`}
-        rowClass={(c) => (c.status === 'failed' ? 'row-failed' : undefined)}
+        rowClass={(c) => (c.status === 'failed' || c.health === 'unhealthy' ? 'row-failed' : undefined)}
       />
     </>
   );

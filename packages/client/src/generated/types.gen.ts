@@ -453,6 +453,11 @@ export type ConnectorType = 'postgresql' | 'mysql' | 'mongodb' | 'mssql' | 'orac
 export type ConnectorStatus = 'validating' | 'active' | 'failed';
 
 /**
+ * Whether the connector's source (the database server, the upstream MCP server) answers now, apart from `status` (whether its last validation succeeded): set by each validation, by every call that reaches the source, and by a light periodic probe of active connectors not called meanwhile (`TOOLGATE_CONNECTOR_PROBE_INTERVAL_MS`). Changes are audited as `connector.unhealthy` and `connector.recovered` (docs/decisions/0325). An unhealthy connector keeps its tools: a call fails with the source's error until it answers again.
+ */
+export type ConnectorHealth = 'unknown' | 'healthy' | 'unhealthy';
+
+/**
  * Connection of a database connector. `database` is the database (postgresql, mysql, mssql, mongodb) or the service name (oracle). Default ports: postgresql 5432, mysql 3306, mongodb 27017, mssql 1433, oracle 1521.
  */
 export type DatabaseConfig = {
@@ -502,6 +507,15 @@ export type Connector = {
      * Why validation failed (never a password or DSN).
      */
     status_reason: string | null;
+    health: ConnectorHealth;
+    /**
+     * Why the source was found unreachable (never a password or DSN); null unless `unhealthy`.
+     */
+    health_reason: string | null;
+    /**
+     * When `health` last changed; null while `unknown`.
+     */
+    health_changed_at: string | null;
     /**
      * Tools the source lists that the last successful validation did not serve, each with why (an upstream MCP tool with a name, description or input schema the gateway cannot serve); the others are served. Empty for database types and after a failed validation. At most 50 entries; the last one then counts the rest.
      */
@@ -585,6 +599,10 @@ export type ToolName = string;
 
 export type Tool = {
     id: string;
+    /**
+     * What the row governs (decisions 0313, 0315): a tool; a database connector's schema tool (describe_<connector>, also served as the resource toolgate://<connector>/schema); or an upstream MCP server's resource, resource template or prompt (served by resources* and prompts*). Each is enabled and disabled like a tool.
+     */
+    kind: 'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt';
     tool_name: ToolName;
     /**
      * The name agents see (the override when set).
