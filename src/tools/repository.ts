@@ -60,7 +60,8 @@ export async function sourceToolSpecs(
   return db
     .select({ spec: tools.spec, policy: tools.policy })
     .from(tools)
-    .where(and(eq(tools.orgId, orgId), eq(tools.connectorId, connectorId), isNull(tools.savedVersion)))
+    // Only table rows: the schema tool and upstream items (decisions 0313, 0315) are rows of the connector too.
+    .where(and(eq(tools.orgId, orgId), eq(tools.connectorId, connectorId), isNull(tools.savedVersion), eq(tools.kind, 'tool')))
     .orderBy(asc(tools.baseName));
 }
 

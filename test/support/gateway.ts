@@ -45,7 +45,7 @@ export async function startTestGateway(
   const config = loadConfig({
     TOOLGATE_PUBLIC_URL: BASE,
     TOOLGATE_OPERATOR_TOKEN: OPERATOR_TOKEN,
-    TOOLGATE_LOG_LEVEL: 'silent',
+    TOOLGATE_LOG_LEVEL: process.env.TEST_GATEWAY_LOG_LEVEL ?? 'silent',
     TOOLGATE_DEMO: '0',
     // No periodic connector probes unless a suite asks (test/connector-health.test.ts): they would write health rows.
     TOOLGATE_CONNECTOR_PROBE_INTERVAL_MS: '0',
