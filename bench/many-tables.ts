@@ -1,6 +1,6 @@
 /**
- * Issue 38 item 5: a connector over a PostgreSQL database of 2,000 tables, with an include pattern of 20 tables and
- * with none. Measures, per case: the driver's introspection alone; the gateway's whole validation (introspect,
+ * Issue 38 item 5: a connector over a PostgreSQL database of 2,000 tables, with an include pattern of 20 tables, with
+ * none, and with none in the `single` tool layout (one SQL tool for the connector, decision 0299). Measures, per case: the driver's introspection alone; the gateway's whole validation (introspect,
  * filter, write the tools) from create to `active`; and tools/list for a credential scoped to that connector: the
  * first page's size and time (cold: the catalog built on this request; warm: the median of repeated requests), the
  * number of pages and the bytes of a full walk. A fresh data database (2,000 tables in `public`) and a fresh
@@ -74,7 +74,7 @@ interface Figures {
   walkMs: number[];
 }
 
-async function round(label: string, include: string[], f: Figures): Promise<void> {
+async function round(label: string, include: string[], layout: 'per_table' | 'single', f: Figures): Promise<void> {
   const driverId = `bench-many-${label}-${f.introspectMs.length}`;
   let started = performance.now();
   await postgresqlDriver.introspect(driverId, config, null);
@@ -85,7 +85,7 @@ async function round(label: string, include: string[], f: Figures): Promise<void
     name: `${label} ${f.validateMs.length}`,
     type: 'postgresql',
     config: config as unknown as Record<string, unknown>,
-    ...({ include_tables: include } as object),
+    ...({ include_tables: include, tool_layout: layout } as object),
   } as never);
   f.validateMs.push(performance.now() - started);
   if (connector.status !== 'active') throw new Error(`connector ${label}: ${connector.status} ${connector.status_reason}`);
@@ -117,16 +117,17 @@ async function round(label: string, include: string[], f: Figures): Promise<void
   if (archived.status !== 200) throw new Error(`archive: ${archived.status}`);
 }
 
-const cases: [string, string[]][] = [
-  ['include20', ['public.order*']],
-  ['all', []],
+const cases: [string, string[], 'per_table' | 'single'][] = [
+  ['include20', ['public.order*'], 'per_table'],
+  ['all', [], 'per_table'],
+  ['single', [], 'single'],
 ];
 const results = new Map<string, Figures>();
 for (const [label] of cases)
   results.set(label, { introspectMs: [], validateMs: [], tools: 0, firstPageBytes: 0, coldMs: [], warmMs: [], pages: 0, walkBytes: 0, walkMs: [] });
-// Interleaved rounds: the two cases share whatever the machine does meanwhile.
+// Interleaved rounds: the cases share whatever the machine does meanwhile.
 try {
-  for (let r = 0; r < ROUNDS; r++) for (const [label, include] of cases) await round(label, include, results.get(label)!);
+  for (let r = 0; r < ROUNDS; r++) for (const [label, include, layout] of cases) await round(label, include, layout, results.get(label)!);
 } catch (err) {
   console.error(`bench: ${String(err)}`);
   await exit.run();

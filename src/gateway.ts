@@ -161,7 +161,7 @@ function approvalService({ store, events, log, key, catalog, usage, config, outb
     digestKey: deriveApprovalDigestKey(key),
     catalog,
     // The tool runtime's own execution step: an approved call meets the same quota, driver and limits as tools/call.
-    runTool: (org, tool, input, caller) => executeTool({ usage, config, outbound, health }, org, tool, input, undefined, caller),
+    runTool: (org, tool, input, caller, touched) => executeTool({ usage, config, outbound, health }, org, tool, input, undefined, caller, touched),
     // Longer than any execution can take (the wait for a connector slot, the statement timeout, connect time), so
     // only orphans match.
     executionStaleMs: Math.max(APPROVAL_STALE_MIN_MS, config.connectorQueueTimeoutMs + 2 * config.statementTimeoutMs + 60_000),

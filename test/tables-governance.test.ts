@@ -157,6 +157,10 @@ for (const kind of ['pg', 'my'] as const) {
       expect(again.response.status).toBe(409);
       const status = await callTool(w.g, w.org.slug, w.key, 'check_approval_status', { approvalId });
       expect(status.body.result.structuredContent.status).toBe('executed');
+      // The approval.executed audit row lists the tables the statement touched, as tool.called does.
+      await w.g.deps.audit.drain();
+      const executed = (await sdk.listAuditEvents({ client: w.client, query: { action: 'approval.executed', limit: 5 } })).data!.events;
+      expect(executed.find((e) => e.target_id === approvalId)?.details.tables).toEqual([`${w.schema}.items`, `${w.schema}.orders`]);
     });
 
     test('two flagged sides: the approvers are both rows’ (united), the TTL the shorter; the audit row of the held call lists the tables', async () => {

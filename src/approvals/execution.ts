@@ -2,10 +2,11 @@
  * The execution step of an approved call: verify the held call is intact, re-check policy as it stands now, then run
  * it through the same step tools/call uses. Every refusal is a `failed` outcome with a plain reason; nothing runs.
  */
-import type { ToolResult } from '../connectors/types.ts';
+import type { SqlTarget, ToolResult } from '../connectors/types.ts';
 import type { Db } from '../store/db.ts';
 import type { CatalogCache, CatalogTool } from '../tools/catalog.ts';
 import { countedCall, QuotaExceededError } from '../tools/runtime.ts';
+import { touchedIndexes, touchedNames } from '../tools/tables.ts';
 import { heldCallDigestMatches } from './digest.ts';
 import { connectorState, orgForExecution, requesterActive, type ApprovalRow } from './repository.ts';
 
@@ -19,11 +20,16 @@ export interface ApprovedExecutionDeps {
     tool: CatalogTool,
     input: Record<string, unknown>,
     caller: Readonly<Record<string, string>>,
+    /** Told which of the connector's tables the statement touches, once the guard passed it. */
+    touched?: (tables: readonly SqlTarget[]) => void,
   ) => Promise<ToolResult>;
 }
 
-/** `counted`: the call reached its connector and counts against the monthly quota (runtime.ts executeTool). */
-export type ExecutionOutcome = { status: 'executed' | 'failed'; reason: string | null; result: ToolResult | null; counted: boolean };
+/**
+ * `counted`: the call reached its connector and counts against the monthly quota (runtime.ts executeTool). `tables`:
+ * every table the statement touched, by name, as `tool.called` lists them (decision 0292); unset when unknown.
+ */
+export type ExecutionOutcome = { status: 'executed' | 'failed'; reason: string | null; result: ToolResult | null; counted: boolean; tables?: string[] };
 
 const failed = (reason: string, result: ToolResult | null = null, counted = false): ExecutionOutcome => ({ status: 'failed', reason, result, counted });
 
@@ -75,22 +81,29 @@ export async function executeApproved(deps: ApprovedExecutionDeps, row: Approval
     return failed(`The input schema of ${row.toolName} changed since the call was requested; nothing ran.`);
   }
   let result: ToolResult;
+  let tables: string[] | undefined;
+  const own = tool.tables;
+  const touched = own ? (t: readonly SqlTarget[]) => void (tables = touchedNames(own, touchedIndexes(own, t))) : undefined;
   try {
     // As the requester: its attributes are what the tool's row filter binds (stored with the held call, in its digest).
-    result = await deps.runTool(org, tool, input, row.requesterAttributes);
+    result = await deps.runTool(org, tool, input, row.requesterAttributes, touched);
   } catch (err) {
     if (err instanceof QuotaExceededError) return failed(`${err.message} Nothing ran.`);
     throw err;
   }
   const counted = countedCall(result);
+  const read = tables ? { tables } : {};
   if (result.isError)
-    return failed(
-      result.content
-        .map((c) => c.text)
-        .join('\n')
-        .slice(0, 2000) || 'The tool reported an error.',
-      result,
-      counted,
-    );
-  return { status: 'executed', reason: null, result, counted };
+    return {
+      ...failed(
+        result.content
+          .map((c) => c.text)
+          .join('\n')
+          .slice(0, 2000) || 'The tool reported an error.',
+        result,
+        counted,
+      ),
+      ...read,
+    };
+  return { status: 'executed', reason: null, result, counted, ...read };
 }

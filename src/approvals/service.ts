@@ -146,7 +146,13 @@ export class ApprovalService implements ApprovalDesk {
           targetId: approvalId,
           outcome: done.status === 'executed' ? 'success' : 'error',
           // connector_id and counted: billing's usage by connector counts the approved calls the quota counted.
-          details: { tool_name: done.toolName, connector_id: claimed.connectorId, counted: outcome.counted },
+          // tables: every table the statement touched, as tool.called lists them (decision 0292).
+          details: {
+            tool_name: done.toolName,
+            connector_id: claimed.connectorId,
+            counted: outcome.counted,
+            ...(outcome.tables ? { tables: outcome.tables } : {}),
+          },
         });
       }
       return done;

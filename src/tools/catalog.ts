@@ -11,7 +11,7 @@ import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { catalogRows } from './repository.ts';
 import { singleToolName, singleToolSpec } from './layout.ts';
-import { connectorTables, isSqlTable, tableKey, type ConnectorTables, type TableSource } from './tables.ts';
+import { connectorTables, isCollection, isSqlTable, tableKey, type ConnectorTables, type TableSource } from './tables.ts';
 
 interface ConnectorRuntime {
   id: string;
@@ -130,6 +130,7 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     const runtime = runtimeOf(deps, runtimes, connector);
     runtime.single = true;
     const own = tables.get(connector.id);
+    if (own && !isSqlTable(own.list[0]?.target)) continue; // the `single` layout is for SQL tables only
     const tool = own && singleTool(runtime, connector, own, (schema) => compileShared(ajv, compiled, schema), list);
     if (tool) list.push(tool);
   }
@@ -229,7 +230,7 @@ type CatalogRow = Awaited<ReturnType<typeof catalogRows>>[number]['tool'];
 
 function addTableSource(sources: Map<string, TableSource[]>, connectorId: string, tool: CatalogRow, policy: Omit<CallPolicy, 'caller'> | null): void {
   const target = (tool.spec as { target?: unknown }).target;
-  if (!isSqlTable(target)) return;
+  if (!isSqlTable(target) && !isCollection(target)) return;
   const list = sources.get(connectorId) ?? [];
   sources.set(connectorId, list);
   list.push({
@@ -253,7 +254,8 @@ function attachTables(list: CatalogTool[], sources: Map<string, TableSource[]>, 
     const own = tables.get(t.connector.id);
     if (!own) continue;
     const target = t.spec.target as Partial<SqlTarget>;
-    if (isSqlTable(target)) t.tables = own;
+    // A MongoDB tool, saved pipelines included: its `$lookup`s read the connector's collections (decision 0328).
+    if (isSqlTable(target) || isCollection(target) || (target.saved && isCollection({ ...target, saved: undefined }))) t.tables = own;
     else if (target.saved && typeof target.table === 'string') {
       t.tables = own;
       const i = own.indexOf.get(tableKey(target.schema ?? '', target.table));

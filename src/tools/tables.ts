@@ -1,5 +1,5 @@
 /**
- * A SQL connector's tables as a call sees them (issue 38, docs/decisions/0292): every exposed table's target with the
+ * A connector's tables (SQL) or collections (MongoDB, decision 0328) as a call sees them (issue 38, docs/decisions/0292): every exposed table's target with the
  * governance of its own tool row (enabled, policy, approval), built once per catalog version and connector; a call
  * adds its caller's attributes, which only the tables with a policy need (one array copy per call at most).
  */
@@ -39,10 +39,19 @@ export interface ConnectorTables {
   byCaller: WeakMap<object, NonNullable<ExecutionContext['tables']>>;
 }
 
+/** A MongoDB collection's target (mongodb/driver.ts MongoTarget) as far as the table list needs it. */
+interface CollectionTarget {
+  database: string;
+  collection: string;
+}
+
+/** What a table tool row governs: a SQL table, or a MongoDB collection (its database stands for the schema). */
+type TableTarget = SqlTarget | CollectionTarget;
+
 /** One table tool row as the catalog read it. */
 export interface TableSource {
   toolId: string;
-  target: SqlTarget;
+  target: TableTarget;
   enabled: boolean;
   policy: PreparedPolicy | null;
   requiresApproval: boolean;
@@ -56,18 +65,30 @@ export function isSqlTable(target: unknown): target is SqlTarget {
   return !!t && typeof t.schema === 'string' && typeof t.table === 'string' && Array.isArray(t.columns) && !t.saved;
 }
 
+/** Whether a tool's target is a MongoDB collection or view (not a saved pipeline): issue 38 `$lookup` reads these. */
+export function isCollection(target: unknown): target is CollectionTarget {
+  const t = target as Partial<CollectionTarget & { saved: unknown }> | null;
+  return !!t && typeof t.database === 'string' && typeof t.collection === 'string' && !t.saved;
+}
+
+/** Where a target is, as the list keys and names it: a collection's database stands for the schema. */
+function placeOf(target: TableTarget | { schema: string; table: string }): { schema: string; table: string } {
+  return 'collection' in target ? { schema: target.database, table: target.collection } : target;
+}
+
 export function connectorTables(key: string, sources: TableSource[]): ConnectorTables {
-  const sorted = [...sources].sort((a, b) =>
-    a.target.schema === b.target.schema ? cmp(a.target.table, b.target.table) : cmp(a.target.schema, b.target.schema),
-  );
-  const list: CallTable[] = sorted.map((s) => ({ target: s.target, enabled: s.enabled, ...(s.policy ? { policy: { ...s.policy, caller: {} } } : {}) }));
+  const placed = sources.map((s) => ({ s, at: placeOf(s.target) }));
+  placed.sort((a, b) => (a.at.schema === b.at.schema ? cmp(a.at.table, b.at.table) : cmp(a.at.schema, b.at.schema)));
+  const sorted = placed.map((p) => p.s);
+  // A collection's target goes to the mongodb driver as it is (CallTable<MongoTarget>); the list's type is the SQL one.
+  const list = sorted.map((s) => ({ target: s.target, enabled: s.enabled, ...(s.policy ? { policy: { ...s.policy, caller: {} } } : {}) })) as CallTable[];
   const policied = sorted.flatMap((s, i) => (s.policy ? [i] : []));
   return {
     key,
     list,
     rows: sorted.map((s) => ({
       toolId: s.toolId,
-      name: `${s.target.schema}.${s.target.table}`,
+      name: `${placeOf(s.target).schema}.${placeOf(s.target).table}`,
       requiresApproval: s.requiresApproval,
       approvalEmails: s.approvalEmails,
       approvalTtlSeconds: s.approvalTtlSeconds,
@@ -75,7 +96,7 @@ export function connectorTables(key: string, sources: TableSource[]): ConnectorT
     anyApproval: sorted.some((s) => s.requiresApproval),
     policied,
     policies: sorted.map((s) => s.policy),
-    indexOf: new Map(sorted.map((s, i) => [tableKey(s.target.schema, s.target.table), i])),
+    indexOf: new Map(placed.map((p, i) => [tableKey(p.at.schema, p.at.table), i])),
     plain: { key, list },
     byCaller: new WeakMap(),
   };
@@ -122,14 +143,16 @@ export function approvalOf(tables: ConnectorTables, touched: readonly number[], 
 }
 
 /** The indexes of touched tables (as a driver reports them), ascending; a table not in the list is left out. */
-export function touchedIndexes(tables: ConnectorTables, touched: readonly { schema: string; table: string }[]): number[] {
+export function touchedIndexes(tables: ConnectorTables, touched: readonly (TableTarget | { schema: string; table: string })[]): number[] {
   if (touched.length === 1) {
-    const i = tables.indexOf.get(tableKey(touched[0]!.schema, touched[0]!.table));
+    const at = placeOf(touched[0]!);
+    const i = tables.indexOf.get(tableKey(at.schema, at.table));
     return i === undefined ? [] : [i];
   }
   const out = new Set<number>();
   for (const t of touched) {
-    const i = tables.indexOf.get(tableKey(t.schema, t.table));
+    const at = placeOf(t);
+    const i = tables.indexOf.get(tableKey(at.schema, at.table));
     if (i !== undefined) out.add(i);
   }
   return [...out].sort((a, b) => a - b);

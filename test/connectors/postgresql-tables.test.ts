@@ -132,6 +132,36 @@ describe.skipIf(!available)('postgresql: statements over several tables, each go
     ]);
   });
 
+  test('a JOIN whose columns share a name keeps each value: a later one named by its table, else numbered (0327)', async () => {
+    const r = await call('SELECT o.id, i.id, 7 AS id, i.amount FROM orders o JOIN h1_sales.invoices i ON i.order_id = o.id ORDER BY o.id');
+    expect(rowsOf(r)).toEqual([
+      { id: 10, 'invoices.id': 1, id_2: 7, amount: 110 },
+      { id: 12, 'invoices.id': 2, id_2: 7, amount: 330 },
+    ]);
+    expect((r.structuredContent as { rows: unknown[] }).rows).toEqual(rowsOf(r));
+    // A self-join's SELECT *: every column of the second copy kept, in the statement's order.
+    const self = rowsOf(await call('SELECT * FROM orders a JOIN orders b ON b.id = a.id + 1 WHERE a.id = 10'));
+    expect(self).toEqual([
+      { id: 10, customer_id: 1, total: 100, note: 'first', 'orders.id': 11, 'orders.customer_id': 2, 'orders.total': 200, 'orders.note': 'second' },
+    ]);
+    expect(Object.keys(self[0]!)).toEqual(['id', 'customer_id', 'total', 'note', 'orders.id', 'orders.customer_id', 'orders.total', 'orders.note']);
+  });
+
+  test('repeated column names under the row cap: the cap still cuts and says so', async () => {
+    const r = await call(
+      'SELECT a.id, b.id FROM orders a JOIN orders b ON b.id >= a.id ORDER BY a.id, b.id',
+      'orders',
+      ctx({ limits: { ...ctx().limits, maxRows: 3 } }),
+    );
+    const s = r.structuredContent as { rows: unknown[]; truncated: boolean };
+    expect(s.rows).toEqual([
+      { id: 10, 'orders.id': 10 },
+      { id: 10, 'orders.id': 11 },
+      { id: 10, 'orders.id': 12 },
+    ]);
+    expect(s.truncated).toBe(true);
+  });
+
   test('an unqualified name resolves in the tool’s schema, as the server resolves it', async () => {
     expect(rowsOf(await call('SELECT count(*)::int AS n FROM orders', 'customers'))).toEqual([{ n: 4 }]);
     expect(rowsOf(await call('SELECT note FROM h1_sales.orders'))).toEqual([{ note: 'sales-schema-order' }]);

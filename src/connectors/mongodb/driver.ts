@@ -38,7 +38,18 @@ export type MongoToolSpec = ToolSpec<MongoTarget>;
  * What a mongodb call reads: a database call's context whose `tables` (issue 38) are the connector's collections with
  * their tool rows' state and policies; `$lookup` and its kin read only those (guard/lookup.ts).
  */
-export type MongoExecutionContext = Omit<ExecutionContext, 'tables'> & { tables?: { key: string; list: readonly CallTable<MongoTarget>[] } };
+export type MongoExecutionContext = Omit<ExecutionContext, 'tables' | 'touched'> & {
+  tables?: { key: string; list: readonly CallTable<MongoTarget>[] };
+  /** With `tables`: told which collections the call reads once the guard passed it (audit rows). */
+  touched?: (collections: readonly MongoTarget[]) => void;
+};
+
+/** The targets of the collections a guarded call reads (its own first), from the connector's list. */
+function touchedTargets(ctx: MongoExecutionContext, tool: MongoToolSpec, names: readonly string[] | undefined): MongoTarget[] {
+  if (!names) return [tool.target];
+  const byName = new Map((ctx.tables?.list ?? []).filter((t) => t.target.database === tool.target.database).map((t) => [t.target.collection, t.target]));
+  return names.map((n) => byName.get(n) ?? { database: tool.target.database, collection: n, kind: 'collection' as const });
+}
 
 /** The connector's collections of the tool's database by name, built once per list (a catalog version). */
 const lookupMaps = new WeakMap<readonly CallTable<MongoTarget>[], Map<string, Lookups>>();
@@ -219,6 +230,7 @@ export async function executeMongo(client: MongoClient, tool: MongoToolSpec, arg
   const verdict = guardMongoCall(callArgs, tool.target.collection, MAX_LIMIT, DEFAULT_LIMIT, lookupsOf(ctx, tool.target.database));
   if (!verdict.ok) return refusedResult(verdict.reason);
   const { call } = verdict;
+  if (ctx.touched && verdict.touched) ctx.touched(touchedTargets(ctx, tool, verdict.touched));
   const maxRows = Math.max(1, Math.min(call.limit, ctx.limits.maxRows));
   const narrowing: Narrowing = tool.target.saved ? { kind: 'saved' } : { kind: 'pipeline', maxLimit: Math.min(MAX_LIMIT, ctx.limits.maxRows) };
   const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes, narrowing);
@@ -295,6 +307,14 @@ export const mongodbDriver: ConnectorDriver<DatabaseConfig, MongoTarget, MongoEx
   },
 
   checkSaved: async (statement, params, tables) => checkSavedPipeline(statement, params, tables),
+
+  // Issue 38: the collections a call's pipeline reads, decided by the same guard execute runs (nothing is sent).
+  async touchedTables(tool, args, ctx) {
+    const callArgs = tool.target.saved ? savedPipelineArgs(tool.target.saved, args) : args;
+    if (typeof callArgs === 'string') return refusedResult(callArgs);
+    const verdict = guardMongoCall(callArgs, tool.target.collection, MAX_LIMIT, DEFAULT_LIMIT, lookupsOf(ctx, tool.target.database));
+    return verdict.ok ? touchedTargets(ctx, tool, verdict.touched) : refusedResult(verdict.reason);
+  },
 
   async execute(tool, args, ctx) {
     // Checked at every call: this driver connects by name itself, so the policy sees the name's current answer here.

@@ -9,6 +9,7 @@ import type { PgPool, PgSession } from './pool.ts';
 import { runPgFast, runPgStatement, type PgRunOutcome } from './run.ts';
 import { checkPgResolution, PG_RESOLUTION_DEFAULT_TTL_MS, ResolutionUnavailable } from './resolution.ts';
 import { PG_POLICY } from './policy.ts';
+import { PgRowShaper } from './shape.ts';
 
 /** What a postgresql call reads: a database call's context, and how long a resolution verdict is reused. */
 export type PgExecutionContext = ExecutionContext<ExecutionContext['config'], PgExecutionLimits>;
@@ -96,7 +97,9 @@ export async function runPgCall(
   };
   // Rows are capped while they arrive: a read is cancelled on the server as soon as the cap is reached.
   const collector = new RowCollector(maxRows, ctx.limits.maxResultBytes, prepared.narrowing);
-  const onRow = (row: Record<string, unknown>): boolean => collector.add(row);
+  // Rows arrive as arrays and are named here, so a join's columns of the same name each keep their value (shape.ts).
+  const shaper = new PgRowShaper((row) => collector.add(row), maxRows, ctx.limits.maxResultBytes);
+  const onValues = shaper.onValues;
   // One round trip (the simple protocol): a parameter would add the extended protocol's Describe. The pid is the
   // backend's own integer, checked before it goes into the text.
   const cancelBackend = (pid: number) =>
@@ -130,17 +133,35 @@ export async function runPgCall(
             signal: ctx.signal,
             prepare: shouldPrepare(pool, statement),
             values,
-            onRow,
+            onValues,
             cancelBackend,
           })
-        : await runPgStatement(pool.sql, statement, { readOnly: !write, ...session, signal: ctx.signal, onRow, cancelBackend, values });
+        : await runPgStatement(pool.sql, statement, { readOnly: !write, ...session, signal: ctx.signal, onValues, cancelBackend, values });
+    await nameHeldRows(pool, shaper);
     return collector.result(write ? (out.count ?? 0) : undefined);
   } catch (err) {
     // The wrapper stopped a row too big for the cap: the rows before it are the (truncated) result.
-    if (!write && isRowTooLarge(err)) return (collector.stop(), collector.result());
+    if (!write && isRowTooLarge(err)) {
+      await nameHeldRows(pool, shaper).catch(() => shaper.flush(new Map()));
+      return (collector.stop(), collector.result());
+    }
     if (err instanceof ResolutionUnavailable) return errorResult(err.message);
     return errorResult(pgCallErrorText(err, errCtx));
   }
+}
+
+/** Reads the names of the tables a result with repeated column names came from (one catalog query), then names its rows. */
+async function nameHeldRows(pool: PgPool, shaper: PgRowShaper): Promise<void> {
+  const oids = shaper.tablesWanted();
+  const names = new Map<number, string>();
+  if (oids.length > 0) {
+    const found = await pool.sql.unsafe<{ oid: string; relname: string }[]>(
+      'select c.oid::pg_catalog.text as oid, c.relname from pg_catalog.pg_class c where c.oid = any($1::pg_catalog.oid[])',
+      [oids.map(String)],
+    );
+    for (const r of found) names.set(Number(r.oid), r.relname);
+  }
+  shaper.flush(names);
 }
 
 const warmed = new WeakSet<PgPool>();

@@ -17,10 +17,21 @@ export interface PgRunOptions {
   signal?: AbortSignal;
   /** Receives each row as it arrives; answering false stops reading (a read is then cancelled). Default: collect all. */
   onRow?: (row: Row) => boolean;
+  /**
+   * Instead of onRow: each row as the server's array of values with the result's columns (name, table oid), so
+   * columns of the same name each keep their value (shape.ts). The query is then read with postgres.js' values().
+   */
+  onValues?: (values: unknown[], columns: readonly PgColumn[]) => boolean;
   /** Cancels the statement of backend `pid` from another session (pg_cancel_backend); default: a CancelRequest. */
   cancelBackend?: (pid: number) => Promise<unknown>;
   /** A saved-statement tool's values, bound to the statement's `$n` (each a text or null); default none. */
   values?: unknown[];
+}
+
+/** A result column as postgres.js reads it from RowDescription: `table` is the source table's oid, 0 if none. */
+export interface PgColumn {
+  name: string;
+  table: number;
 }
 
 export interface PgRunOutcome {
@@ -150,10 +161,13 @@ function watch(query: postgres.PendingQuery<Row[]>, o: PgRunOptions, cancellable
   const timer = setTimeout(cancel('STATEMENT_TIMEOUT'), ms(o.statementTimeoutMs) + CLIENT_GRACE_MS);
   o.signal?.addEventListener('abort', onAbort, { once: true });
   const onRow = o.onRow ?? ((r: Row) => (rows.push(r), true));
+  const onValues = o.onValues;
   let stopped = false;
+  if (onValues) query.values();
+  const columnsOf = (): readonly PgColumn[] => (query as unknown as { statement: { columns: PgColumn[] } }).statement.columns;
   const done = query.forEach((row) => {
     if (stopped) return; // rows still in flight after the stop: dropped, never held
-    if (!onRow(row)) {
+    if (!(onValues ? onValues(row as unknown as unknown[], columnsOf()) : onRow(row))) {
       stopped = true;
       if (cancellable) cancel('CAP')();
     }
