@@ -42,6 +42,7 @@ import { hostname } from 'node:os';
 import { createLocalEpoch, createRedisEpoch, type AuthEpoch } from './auth/epoch.ts';
 import { McpAuthCache } from './mcp/auth-cache.ts';
 import { SignedInTokens } from './auth/oauth-server/access.ts';
+import { ConnectorHealth } from './connectors/health.ts';
 
 /** How often each instance expires due approvals and fails orphaned executions (lazy expiry covers reads in between). */
 const APPROVAL_SWEEP_INTERVAL_MS = 30_000;
@@ -167,9 +168,10 @@ interface ApprovalParts {
   usage: UsageMeter;
   config: Config;
   outbound: OutboundPolicy;
+  health: ConnectorHealth;
 }
 
-function approvalService({ store, events, log, key, catalog, usage, config, outbound }: ApprovalParts): ApprovalService {
+function approvalService({ store, events, log, key, catalog, usage, config, outbound, health }: ApprovalParts): ApprovalService {
   return new ApprovalService({
     db: store.db,
     events,
@@ -177,7 +179,7 @@ function approvalService({ store, events, log, key, catalog, usage, config, outb
     digestKey: deriveApprovalDigestKey(key),
     catalog,
     // The tool runtime's own execution step: an approved call meets the same quota, driver and limits as tools/call.
-    runTool: (org, tool, input, caller) => executeTool({ usage, config, outbound }, org, tool, input, undefined, caller),
+    runTool: (org, tool, input, caller) => executeTool({ usage, config, outbound, health }, org, tool, input, undefined, caller),
     // Longer than any execution can take (the wait for a connector slot, the statement timeout, connect time), so
     // only orphans match.
     executionStaleMs: Math.max(APPROVAL_STALE_MIN_MS, config.connectorQueueTimeoutMs + 2 * config.statementTimeoutMs + 60_000),
@@ -200,7 +202,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const stopOrphanSealer = await startAuditChain(store, log, key);
   const events = domainEvents();
   const webhookWorker = config.webhookWorker ? new WebhookWorker({ store, box, outbound, log, config }) : null;
-  const approvals = approvalService({ store, events, log, key, catalog, usage, config, outbound });
+  const health = new ConnectorHealth({ store, box, log, outbound, config });
+  const approvals = approvalService({ store, events, log, key, catalog, usage, config, outbound, health });
   const audit = new AuditRecorder({ db: store.db, log, queueMax: config.auditQueueMax });
   // One Redis connection for the limits and the auth epoch (util/redis.ts), closed last.
   const redis = config.redisUrl ? await openRedis({ url: config.redisUrl, log, whenDown: REDIS_DOWN }) : null;
@@ -232,7 +235,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     approvals,
     audit,
     authCache,
-    mcp: createMcpServer({ catalog, usage, config, log, approvals, outbound, audit }),
+    mcp: createMcpServer({ catalog, usage, config, log, approvals, outbound, audit, health }),
     webhookWorker,
     lifecycle: { shuttingDown: false },
   };
@@ -240,10 +243,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   registerOutboxDepth(() => countPendingDeliveries(store.db));
   approvals.startSweeper(APPROVAL_SWEEP_INTERVAL_MS);
   webhookWorker?.start();
+  health.start();
   const app = buildApp(deps);
   const close = async () => {
     await deps.approvals.stopSweeper();
     await webhookWorker?.stop();
+    await health.stop();
     await deps.jobs.idle();
     stopRetention();
     stopOrphanSealer();

@@ -16,8 +16,10 @@ import { assertOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '..
 import { assertDatabaseTarget } from '../net/dial.ts';
 import { embeddedDatabaseFor } from './shared/embedded.ts';
 import { targetRefusedText } from './shared/errors.ts';
+import { withSchemaTool } from './shared/schema-tool.ts';
 import type { Config } from '../config.ts';
 import type { AuthChanges } from '../auth/epoch.ts';
+import { setHealth } from './health-statements.ts';
 import { applyTableFilter, checkDescription, checkTablePatterns } from './table-filter.ts';
 
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true });
@@ -102,10 +104,14 @@ export interface CreateConnectorInput {
   allow_write?: boolean;
   allow_ddl?: boolean;
   free_sql?: boolean;
+  tool_layout?: 'per_table' | 'single';
   description?: string | null;
   include_tables?: string[];
   exclude_tables?: string[];
 }
+
+/** Whether a driver takes the `single` layout: the SQL types (decision 0299). */
+const takesLayout = (driver: { kind: string; checkPolicy?: unknown }): boolean => driver.kind === 'database' && driver.checkPolicy !== undefined;
 
 /** The table filter and description of a create or update, checked with words a 400 can answer (decision 0303). */
 function checkFilterAndDescription(driver: Driver, input: Pick<CreateConnectorInput, 'description' | 'include_tables' | 'exclude_tables'>): void {
@@ -141,6 +147,7 @@ export async function createConnector(deps: ConnectorServiceDeps, orgId: string,
       allowDdl: isDatabase && Boolean(input.allow_ddl),
       // free_sql: false serves only the connector's saved tools (database types; an mcp connector has no free SQL).
       freeSql: driver.kind !== 'database' || input.free_sql !== false,
+      toolLayout: takesLayout(driver) && input.tool_layout === 'single' ? 'single' : 'per_table',
       description: storedDescription(input.description),
       includeTables: input.include_tables ?? [],
       excludeTables: input.exclude_tables ?? [],
@@ -211,6 +218,7 @@ export interface UpdateConnectorInput {
   allow_write?: boolean;
   allow_ddl?: boolean;
   free_sql?: boolean;
+  tool_layout?: 'per_table' | 'single';
   description?: string | null;
   include_tables?: string[];
   exclude_tables?: string[];
@@ -234,6 +242,7 @@ export async function updateConnector(deps: ConnectorServiceDeps, orgId: string,
   if (isDatabase && input.allow_write !== undefined) changes.allowWrite = input.allow_write;
   if (isDatabase && input.allow_ddl !== undefined) changes.allowDdl = input.allow_ddl;
   if (driver.kind === 'database' && input.free_sql !== undefined) changes.freeSql = input.free_sql;
+  if (input.tool_layout !== undefined) changes.toolLayout = takesLayout(driver) ? input.tool_layout : 'per_table';
   if (input.description !== undefined) changes.description = storedDescription(input.description);
   if (input.include_tables !== undefined) changes.includeTables = input.include_tables;
   if (input.exclude_tables !== undefined) changes.excludeTables = input.exclude_tables;
@@ -299,10 +308,14 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
       reportSkipped: (list) => (skipped = list),
     };
     await driver.validate(row.id, config, credential, env);
-    const specs = applyTableFilter(await driver.introspect(row.id, config, credential, env), { include: row.includeTables, exclude: row.excludeTables });
+    const filtered = applyTableFilter(await driver.introspect(row.id, config, credential, env), { include: row.includeTables, exclude: row.excludeTables });
+    // A database connector's schema tool joins its tables (decision 0313): governed by a row of its own.
+    const specs = driver.kind === 'database' ? withSchemaTool(filtered, row.type, row.name) : filtered;
     const applied = await deps.store.db.transaction(async (tx) => {
       const applied = await repo.applyIntrospection(tx, row.orgId, { id: row.id, name: row.name }, generation, specs, skipped);
       if (!applied) return false;
+      // The source answered: healthy (this row is the audit of it; decision 0325).
+      await setHealth(tx, row.orgId, row.id, 'healthy', null);
       await repo.bumpCatalogVersion(tx, row.orgId);
       // Renamed tools (an old `_2` named after its connector, decision 0305): agents' names changed, so the row says which.
       const { renamed } = applied;
@@ -327,6 +340,8 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
     if (!(err instanceof ConnectorError)) deps.log.error('connector validation failed', { connector: row.id, error: describeError(err) });
     const failed = await deps.store.db.transaction(async (tx) => {
       if (!(await repo.markFailed(tx, row.orgId, row.id, generation, reason))) return false;
+      // A source that did not answer is unhealthy too; one that answered wrongly (a missing schema) says so in status.
+      if (unreachable(err)) await setHealth(tx, row.orgId, row.id, 'unhealthy', reason);
       await repo.bumpCatalogVersion(tx, row.orgId);
       await recordAudit(tx, {
         orgId: row.orgId,
@@ -342,6 +357,8 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
     if (failed) await deps.authCache.changed();
   }
 }
+
+const unreachable = (err: unknown): boolean => err instanceof ConnectorError && (err.code === 'connection_failed' || err.code === 'timeout');
 
 /** Manual provisioning re-validates every live connector of the org and waits for the results. */
 export async function reprovisionConnectors(deps: ConnectorServiceDeps, orgId: string): Promise<void> {

@@ -100,12 +100,16 @@ export function connectorView(row: ConnectorRow): wire.Connector {
     type: row.type as wire.ConnectorType,
     status: row.status as wire.ConnectorStatus,
     status_reason: row.statusReason,
+    health: row.health as wire.ConnectorHealth,
+    health_reason: row.healthReason,
+    health_changed_at: row.healthChangedAt?.toISOString() ?? null,
     skipped_tools: row.skippedTools,
     config: row.config as unknown as wire.ConnectorConfig,
     has_credential: row.credentialSealed !== null,
     allow_write: row.allowWrite,
     allow_ddl: row.allowDdl,
     free_sql: row.freeSql,
+    tool_layout: row.toolLayout as wire.ToolLayout,
     description: row.description,
     include_tables: row.includeTables,
     exclude_tables: row.excludeTables,
@@ -118,6 +122,7 @@ export function toolSettingsView({ tool, connector }: ToolSettingsRow): wire.Too
   const spec = tool.spec as unknown as ToolSpec;
   return {
     id: tool.id,
+    kind: tool.kind as wire.Tool['kind'],
     tool_name: tool.baseName,
     name: tool.toolNameOverride ?? tool.baseName,
     description: withConnectorLine(tool.toolDescriptionOverride ?? spec.description, connector),
@@ -132,6 +137,7 @@ export function toolSettingsView({ tool, connector }: ToolSettingsRow): wire.Too
     connector_name: connector.name,
     connector_type: connector.type as wire.ConnectorType,
     policy: (tool.policy as wire.ToolPolicy | null) ?? null,
+    saved: tool.savedVersion !== null,
   };
 }
 

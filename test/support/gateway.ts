@@ -45,8 +45,10 @@ export async function startTestGateway(
   const config = loadConfig({
     TOOLGATE_PUBLIC_URL: BASE,
     TOOLGATE_OPERATOR_TOKEN: OPERATOR_TOKEN,
-    TOOLGATE_LOG_LEVEL: 'silent',
+    TOOLGATE_LOG_LEVEL: process.env.TEST_GATEWAY_LOG_LEVEL ?? 'silent',
     TOOLGATE_DEMO: '0',
+    // No periodic connector probes unless a suite asks (test/connector-health.test.ts): they would write health rows.
+    TOOLGATE_CONNECTOR_PROBE_INTERVAL_MS: '0',
     ...(url ? { DATABASE_URL: url, TOOLGATE_SECRET_KEY: 'a'.repeat(64) } : {}),
     ...env,
     // The test database servers are loopback addresses: allowed as an operator would allow them, besides the
