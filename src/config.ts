@@ -39,6 +39,11 @@ export interface Config {
   maxResultBytes: number;
   /** Per connector: calls running at once (capped at the pool size), and how long a call may queue for a slot. */
   connectorMaxConcurrentCalls: number;
+  /** Connection budget of connector pools (decision 0323): in total, per server, the wait for a token, the store's reserve. */
+  connectorConnectionsMax: number;
+  connectorConnectionsPerServerMax: number;
+  connectorConnectionsWaitMs: number;
+  storeReservedConnections: number;
   connectorQueueTimeoutMs: number;
   /** PostgreSQL tools: how long the server's verdict on what a statement resolves to is reused. */
   pgResolutionCacheTtlSeconds: number;
@@ -208,6 +213,10 @@ export function loadConfig(env: Env = process.env): Config {
     maxResultBytes: intVar(env, 'TOOLGATE_MAX_RESULT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     connectorMaxConcurrentCalls: intVar(env, 'TOOLGATE_CONNECTOR_MAX_CONCURRENT_CALLS', 10, 1, 1000),
     connectorQueueTimeoutMs: intVar(env, 'TOOLGATE_CONNECTOR_QUEUE_TIMEOUT_MS', 1000, 1, 60_000),
+    connectorConnectionsMax: intVar(env, 'TOOLGATE_CONNECTOR_CONNECTIONS_MAX', 200, 1, 100_000),
+    connectorConnectionsPerServerMax: intVar(env, 'TOOLGATE_CONNECTOR_CONNECTIONS_PER_SERVER_MAX', 100, 1, 100_000),
+    connectorConnectionsWaitMs: intVar(env, 'TOOLGATE_CONNECTOR_CONNECTIONS_WAIT_MS', 5000, 1, 60_000),
+    storeReservedConnections: intVar(env, 'TOOLGATE_STORE_RESERVED_CONNECTIONS', 20, 0, 10_000),
     pgResolutionCacheTtlSeconds: intVar(env, 'TOOLGATE_PG_RESOLUTION_CACHE_TTL_SECONDS', 30, 0, 3600),
     idpClockToleranceSeconds: intVar(env, 'TOOLGATE_IDP_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),
     jwksCooldownMs: intVar(env, 'TOOLGATE_JWKS_COOLDOWN_MS', 30_000, 0, 3_600_000),

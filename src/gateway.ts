@@ -10,7 +10,8 @@ import { TokenSigner } from './auth/signing.ts';
 import { decodeKey, type Config } from './config.ts';
 import { buildApp } from './app.ts';
 import type { AppDeps } from './deps.ts';
-import { openStore, type Store } from './store/db.ts';
+import { maxConnections, openStore, type Store } from './store/db.ts';
+import { connectionBudget, serverKey } from './connectors/shared/budget.ts';
 import { CatalogCache } from './tools/catalog.ts';
 import { JobTracker } from './util/jobs.ts';
 import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/burst.ts';
@@ -78,6 +79,22 @@ function openAuthEpoch(config: Config, log: Logger, redis: RedisConnection | nul
   return config.databaseUrl ? null : createLocalEpoch();
 }
 
+/**
+ * The connection budget of connector pools (decision 0323); on the store's own server, connectors stay the store's
+ * reserve below its max_connections (read once), so the store, the CLI and other instances always connect.
+ */
+async function applyConnectionBudget(config: Config, store: Store): Promise<void> {
+  connectionBudget.settings = {
+    total: config.connectorConnectionsMax,
+    perServer: config.connectorConnectionsPerServerMax,
+    waitMs: config.connectorConnectionsWaitMs,
+  };
+  const target = storeTargetOf(config.databaseUrl);
+  if (!target || store.kind !== 'postgres') return;
+  const max = await maxConnections(store.db);
+  if (max !== null) connectionBudget.capServer(serverKey(target.host, target.port), max - config.storeReservedConnections);
+}
+
 /** The secret key, the store it opens and the process-wide parts every other one needs. */
 async function openBase(config: Config, options: GatewayOptions) {
   const embedded = !config.databaseUrl;
@@ -89,6 +106,7 @@ async function openBase(config: Config, options: GatewayOptions) {
     dataDir: embedded && !options.inMemory ? join(config.dataDir, 'pgdata') : null,
   });
   const log = createLogger(config.logLevel, options.logDestination);
+  await applyConnectionBudget(config, store);
   startDefaultMetrics();
   const stopTracing = config.otlpEndpoint
     ? await startTracing({

@@ -254,3 +254,10 @@ export async function storeReachable(db: Db): Promise<boolean> {
     return false;
   }
 }
+
+/** The store server's max_connections, read once at start (the connection budget keeps the store's reserve below it). */
+export async function maxConnections(db: Db): Promise<number | null> {
+  const rows = rowsOf<{ max_connections: string }>(await db.execute(sql`SHOW max_connections`));
+  const max = Number(rows[0]?.max_connections);
+  return Number.isFinite(max) ? max : null;
+}

@@ -2,6 +2,7 @@
 import mysql from 'mysql2/promise';
 import { ConnectorError, type DatabaseConfig, type SqlToolSpec } from '../types.ts';
 import { PoolRegistry, type PoolSettings } from '../shared/pools.ts';
+import { serverKey } from '../shared/budget.ts';
 import { defineSqlDriver } from '../shared/sql-driver.ts';
 import { DEFAULT_MYSQL_PORT, mysqlConfigSchema } from './config.ts';
 import { applySession, endMyPool, flavourOf, mysqlOptions, openMyPool, type MyOpen, type MyPool } from './pool.ts';
@@ -10,7 +11,12 @@ import { isSystemDatabase, sameName } from './guard/names.ts';
 import { loadMysqlGuard, MYSQL_DIALECT, mysqlGuardReady, runMysqlCall } from './execute.ts';
 import { myCallErrorText, myConnectorError, type MyErrorContext } from './errors.ts';
 
-const pools = new PoolRegistry<MyPool, MyOpen>({ type: 'mysql', open: openMyPool, end: endMyPool });
+const pools = new PoolRegistry<MyPool, MyOpen>({
+  type: 'mysql',
+  open: openMyPool,
+  end: endMyPool,
+  server: (config) => serverKey(config.host, config.port ?? DEFAULT_MYSQL_PORT),
+});
 
 /** Pool size, idle close and connect timeout for pools opened from now on (defaults: 10, 5 min, 5 s). */
 export function configureMysqlPools(settings: Partial<PoolSettings>): void {

@@ -2,6 +2,7 @@
 import { ConnectorError, type DatabaseConfig } from '../types.ts';
 import { connectorFailure, describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, TLS_REQUIRED_TEXT, type Described } from '../shared/errors.ts';
 import { busyText, ConnectorBusyError } from '../shared/pools.ts';
+import { budgetText, ConnectionBudgetError } from '../shared/budget.ts';
 import { DEFAULT_MYSQL_PORT } from './config.ts';
 
 export interface MyErrorContext {
@@ -58,6 +59,7 @@ export function myConnectorError(err: unknown, ctx: MyErrorContext, fallback: Co
 /** For execute: the text of an isError result. */
 export function myCallErrorText(err: unknown, ctx: MyErrorContext): string {
   if (err instanceof ConnectorBusyError) return busyText(err);
+  if (err instanceof ConnectionBudgetError) return budgetText(err);
   const e = asMysql(err);
   if (e.code === 'ABORTED') return 'The call was aborted.';
   if (e.code === 'STATEMENT_TIMEOUT' || (e.errno !== undefined && TIMEOUT_ERRNOS.has(e.errno))) {

@@ -2,6 +2,7 @@
 import { ConnectorError, type DatabaseConfig, type ExecutionLimits, type SqlToolSpec } from '../types.ts';
 import { PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { defineSqlDriver } from '../shared/sql-driver.ts';
+import { serverKey } from '../shared/budget.ts';
 import { DEFAULT_PG_PORT, postgresqlConfigSchema } from './config.ts';
 import { endPgPool, openPgPool, type PgOpen, type PgPool, type PgSession } from './pool.ts';
 import { dialChecked } from '../../net/dial.ts';
@@ -13,7 +14,12 @@ import { TEMP_PRIVILEGE_MISSING } from './resolution-common.ts';
 import { pgCallErrorText, pgConnectorError, type PgErrorContext } from './errors.ts';
 import { loadPgGuard, pgGuardReady } from './guard/lazy.ts';
 
-const pools = new PoolRegistry<PgPool, PgOpen>({ type: 'postgresql', open: openPgPool, end: endPgPool });
+const pools = new PoolRegistry<PgPool, PgOpen>({
+  type: 'postgresql',
+  open: openPgPool,
+  end: endPgPool,
+  server: (config) => serverKey(config.host, config.port ?? DEFAULT_PG_PORT),
+});
 
 /** Pool size, idle close and connect timeout for pools opened from now on (defaults: 10, 5 min, 5 s). */
 export function configurePostgresqlPools(settings: Partial<PoolSettings>): void {

@@ -3,6 +3,7 @@ import postgres from 'postgres';
 import { ConnectorError, type DatabaseConfig } from '../types.ts';
 import { describeNetworkError, INTERNAL_FAILURE_TEXT, scrub, TLS_REQUIRED_TEXT, type Described } from '../shared/errors.ts';
 import { busyText, ConnectorBusyError } from '../shared/pools.ts';
+import { budgetText, ConnectionBudgetError } from '../shared/budget.ts';
 import { DEFAULT_PG_PORT } from './config.ts';
 
 export interface PgErrorContext {
@@ -70,6 +71,7 @@ export function isRowTooLarge(err: unknown): boolean {
 /** For execute: the text of an isError result. */
 export function pgCallErrorText(err: unknown, ctx: PgErrorContext): string {
   if (err instanceof ConnectorBusyError) return busyText(err);
+  if (err instanceof ConnectionBudgetError) return budgetText(err);
   const own = (err as { code?: unknown } | null)?.code;
   if (own === 'ABORTED') return 'The call was aborted.';
   if (own === 'STATEMENT_TIMEOUT') return `The query was cancelled after ${ctx.statementTimeoutMs} ms (statement timeout).`;

@@ -2,6 +2,7 @@
 import { sha256Hex } from '../../util/crypto.ts';
 import type { CallLimits, DatabaseConfig } from '../types.ts';
 import { countConnectorBusy, observeConnectorWait, registerPoolSource } from '../../observability/metrics.ts';
+import { connectionBudget, type Evictable } from './budget.ts';
 
 export interface PoolSettings {
   /** Connections per connector. */
@@ -12,7 +13,7 @@ export interface PoolSettings {
   connectTimeoutMs: number;
 }
 
-const DEFAULT_POOL_SETTINGS: PoolSettings = { max: 10, idleMs: 5 * 60_000, connectTimeoutMs: 5_000 };
+const DEFAULT_POOL_SETTINGS: PoolSettings = { max: 10, idleMs: 10_000, connectTimeoutMs: 5_000 };
 
 export interface PoolFactory<P, O = undefined, C = DatabaseConfig> {
   /** The connector type these pools serve (the metrics label: toolgate_connector_*). */
@@ -20,6 +21,8 @@ export interface PoolFactory<P, O = undefined, C = DatabaseConfig> {
   /** `extra` comes from the call that opens the pool (postgresql: the session defaults of its fast path). */
   open(config: C, credential: string | null, settings: PoolSettings, extra?: O): P;
   end(pool: P): Promise<void>;
+  /** The server (host:port, see budget.ts serverKey) a pool's connections go to: set, the pool draws on the budget. */
+  server?(config: C): string;
 }
 
 /** How many calls may run on one connector at once, and how long a call may wait for its turn. */
@@ -69,6 +72,12 @@ interface Entry<P> {
   /** Calls holding one of the connector's slots, and calls waiting for one (FIFO). */
   running: number;
   waiting: Waiter[];
+  /** Budget: the server, the tokens held (connections the pool may have open), calls in fn, last use, closed. */
+  server: string | null;
+  tokens: number;
+  inFn: number;
+  lastUsed: number;
+  ended: boolean;
 }
 
 /** A digest, so the registry never keeps a second copy of the password in clear. */
@@ -86,6 +95,24 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
   constructor(private readonly factory: PoolFactory<P, O, C>) {
     this.type = factory.type ?? 'unknown';
     registerPoolSource({ type: this.type, usage: () => this.usage() });
+    if (factory.server) connectionBudget.addSource(() => this.leastRecentlyUsedIdle());
+  }
+
+  /** The idle pool holding connections that was used longest ago (the budget closes it to free its tokens). */
+  private leastRecentlyUsedIdle(): Evictable | null {
+    let best: [string, Entry<P>] | null = null;
+    for (const [id, e] of this.entries) if (e.active === 0 && e.tokens > 0 && (!best || e.lastUsed < best[1].lastUsed)) best = [id, e];
+    if (!best) return null;
+    const [id, e] = best;
+    return { server: e.server!, lastUsed: e.lastUsed, evict: () => void this.retire(id, e) };
+  }
+
+  /** One more budget token when the calls in fn outnumber the pool's tokens (never past the pool size). */
+  private async grow(entry: Entry<P>, signal?: AbortSignal): Promise<void> {
+    if (entry.server === null || entry.inFn <= entry.tokens || entry.tokens >= this.settings.max) return;
+    await connectionBudget.acquire(entry.server, signal);
+    if (entry.ended) connectionBudget.release(entry.server, 1);
+    else entry.tokens++;
   }
 
   /** Open pools, calls holding a slot and calls waiting for one, over every connector (read at metrics scrape). */
@@ -117,6 +144,7 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
     entry.active++;
     if (entry.timer) clearTimeout(entry.timer), (entry.timer = null);
     let admitted = false;
+    let inFn = false;
     try {
       if (admission) {
         // Never more slots than connections: a call past the pool size would wait inside the driver, where no
@@ -126,11 +154,19 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
         // Gone while it waited, and the slot came at the same turn: nothing runs, the slot goes to the next.
         if (admission.signal?.aborted) throw abortedError();
       }
+      entry.inFn++;
+      inFn = true;
+      await this.grow(entry, admission?.signal);
       return await fn(entry.pool);
     } finally {
+      if (inFn) entry.inFn--;
+      entry.lastUsed = performance.now();
       if (admitted) this.leave(entry);
       entry.active--;
-      if (entry.active === 0 && this.entries.get(connectorId) === entry) this.armIdle(connectorId, entry);
+      if (entry.active === 0 && this.entries.get(connectorId) === entry) {
+        this.armIdle(connectorId, entry);
+        if (entry.server !== null) connectionBudget.poolIdle();
+      }
     }
   }
 
@@ -192,7 +228,19 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
     const current = this.entries.get(connectorId);
     if (current?.fingerprint === fingerprint) return current;
     if (current) this.retire(connectorId, current);
-    const entry: Entry<P> = { pool: this.factory.open(config, credential, this.settings, extra), fingerprint, active: 0, timer: null, running: 0, waiting: [] };
+    const entry: Entry<P> = {
+      pool: this.factory.open(config, credential, this.settings, extra),
+      fingerprint,
+      active: 0,
+      timer: null,
+      running: 0,
+      waiting: [],
+      server: this.factory.server?.(config) ?? null,
+      tokens: 0,
+      inFn: 0,
+      lastUsed: performance.now(),
+      ended: false,
+    };
     this.entries.set(connectorId, entry);
     return entry;
   }
@@ -209,7 +257,15 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
   private retire(connectorId: string, entry: Entry<P>): Promise<void> {
     if (entry.timer) clearTimeout(entry.timer), (entry.timer = null);
     if (this.entries.get(connectorId) === entry) this.entries.delete(connectorId);
-    return this.factory.end(entry.pool).catch(() => undefined);
+    // The pool's tokens come back once its connections are closed: the budget never counts a closing one as free.
+    return this.factory
+      .end(entry.pool)
+      .catch(() => undefined)
+      .then(() => {
+        entry.ended = true;
+        if (entry.server !== null) connectionBudget.release(entry.server, entry.tokens);
+        entry.tokens = 0;
+      });
   }
 
   async close(connectorId: string): Promise<void> {

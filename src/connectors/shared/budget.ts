@@ -1,0 +1,152 @@
+/**
+ * The gateway-wide connection budget of connector pools (issue 42 item 4, decision 0323): at most `total` connections
+ * across every pool, at most `perServer` to one server (host:port), fewer where a server's cap was lowered (the store's
+ * server keeps its reserve). A pool holds one token per connection it may have open; tokens come back when the pool
+ * closes. A call that needs a token waits FIFO at most `waitMs`; meanwhile the least recently used idle pool is closed.
+ */
+
+interface BudgetSettings {
+  total: number;
+  perServer: number;
+  waitMs: number;
+}
+
+/** Thrown when no connection was freed within the wait: the tool error says "connection budget exhausted… retry". */
+export class ConnectionBudgetError extends Error {
+  readonly code = 'CONNECTION_BUDGET';
+  constructor(
+    readonly server: string,
+    readonly waitedMs: number,
+  ) {
+    super('CONNECTION_BUDGET');
+  }
+}
+
+/** The tool-error text of a ConnectionBudgetError (every driver). */
+export const budgetText = (e: ConnectionBudgetError): string =>
+  `The gateway's connection budget is exhausted: no connection to ${e.server} was freed within ${e.waitedMs} ms. Retry shortly.`;
+
+/** An idle pool the budget may close: when it was last used, and how to close it (its tokens come back after). */
+export interface Evictable {
+  server: string;
+  lastUsed: number;
+  evict(): void;
+}
+
+interface Waiter {
+  server: string;
+  grant: () => void;
+}
+
+/** The canonical server key: lower case, the loopback names as one. */
+export function serverKey(host: string, port: number): string {
+  const h = host.toLowerCase();
+  return `${h === 'localhost' || h === '::1' || h === '[::1]' ? '127.0.0.1' : h}:${port}`;
+}
+
+class ConnectionBudget {
+  settings: BudgetSettings = { total: 200, perServer: 100, waitMs: 5000 };
+  private held = 0;
+  private readonly byServer = new Map<string, number>();
+  private readonly caps = new Map<string, number>();
+  private readonly waiting: Waiter[] = [];
+  private readonly sources: (() => Evictable | null)[] = [];
+
+  /** A registry offers its least recently used idle pool. */
+  addSource(source: () => Evictable | null): void {
+    this.sources.push(source);
+  }
+
+  /** Lowers one server's cap (the store's server: its max_connections minus the store's reserve). */
+  capServer(server: string, cap: number): void {
+    this.caps.set(server, Math.max(0, cap));
+  }
+
+  private capOf(server: string): number {
+    return Math.min(this.settings.perServer, this.caps.get(server) ?? Number.POSITIVE_INFINITY);
+  }
+
+  private fits(server: string): boolean {
+    return this.held < this.settings.total && (this.byServer.get(server) ?? 0) < this.capOf(server);
+  }
+
+  private take(server: string): void {
+    this.held++;
+    this.byServer.set(server, (this.byServer.get(server) ?? 0) + 1);
+  }
+
+  /** Connections held now (tests, metrics). */
+  usage(server?: string): number {
+    return server === undefined ? this.held : (this.byServer.get(server) ?? 0);
+  }
+
+  /** One token for `server`: at once when it fits and nobody waits before, else FIFO within waitMs. */
+  acquire(server: string, signal?: AbortSignal): Promise<void> {
+    if (this.fits(server) && !this.waiting.some((w) => w.server === server)) {
+      this.take(server);
+      return Promise.resolve();
+    }
+    const waitMs = this.settings.waitMs;
+    return new Promise<void>((resolve, reject) => {
+      const leave = (): void => {
+        const i = this.waiting.indexOf(waiter);
+        if (i >= 0) this.waiting.splice(i, 1);
+      };
+      const timer = setTimeout(() => {
+        leave();
+        reject(new ConnectionBudgetError(server, waitMs));
+      }, waitMs);
+      const onAbort = (): void => {
+        clearTimeout(timer);
+        leave();
+        reject(Object.assign(new Error('ABORTED'), { code: 'ABORTED' }));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const waiter: Waiter = {
+        server,
+        grant: () => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      this.waiting.push(waiter);
+      this.evictFor(server);
+    });
+  }
+
+  /** Closes the least recently used idle pool that frees what `server` waits for (its server's, else any). */
+  private evictFor(server: string): void {
+    const serverFull = (this.byServer.get(server) ?? 0) >= this.capOf(server);
+    let best: Evictable | null = null;
+    for (const source of this.sources) {
+      const candidate = source();
+      if (candidate && (!serverFull || candidate.server === server) && (!best || candidate.lastUsed < best.lastUsed)) best = candidate;
+    }
+    best?.evict();
+  }
+
+  /** A pool went idle: while calls wait, the least recently used idle pool closes for them. */
+  poolIdle(): void {
+    if (this.waiting.length > 0) this.evictFor(this.waiting[0]!.server);
+  }
+
+  /** Gives `count` tokens of `server` back and hands them to the waiters in order. */
+  release(server: string, count: number): void {
+    if (count <= 0) return;
+    this.held -= count;
+    this.byServer.set(server, Math.max(0, (this.byServer.get(server) ?? 0) - count));
+    for (let i = 0; i < this.waiting.length; ) {
+      const w = this.waiting[i]!;
+      if (this.fits(w.server)) {
+        this.waiting.splice(i, 1);
+        this.take(w.server);
+        w.grant();
+      } else i++;
+    }
+    if (this.waiting.length > 0) this.evictFor(this.waiting[0]!.server);
+  }
+}
+
+/** The one budget of the process (every connector type's pools draw from it). */
+export const connectionBudget = new ConnectionBudget();
