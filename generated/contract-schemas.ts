@@ -58,6 +58,9 @@ export const schemas = {
         "default": true,
         "description": "false: serve only the saved tools of this connector, not a free-SQL tool per table (database types)."
       },
+      "tool_layout": {
+        "$ref": "#/components/schemas/ToolLayout"
+      },
       "description": {
         "$ref": "#/components/schemas/ConnectorDescriptionOrNull"
       },
@@ -438,7 +441,7 @@ export const schemas = {
   "ToolPolicy": {
     "type": "object",
     "additionalProperties": false,
-    "description": "A SQL table tool's column and row policy (docs/tool-policies.md). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A tool with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.",
+    "description": "A SQL table's column and row policy, set on the table's tool (docs/tool-policies.md). It applies wherever the table is read: through its tool, in a JOIN, subquery or CTE of any tool of the connector, and in every saved tool (docs/decisions/0292). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A statement reading a table with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.",
     "x-toolgate-types": [
       "postgresql",
       "mysql",
@@ -516,6 +519,21 @@ export const schemas = {
         "description": "last_n: characters kept (default 4)."
       }
     }
+  },
+  "ToolLayout": {
+    "type": "string",
+    "enum": [
+      "per_table",
+      "single"
+    ],
+    "default": "per_table",
+    "description": "How a SQL connector's free SQL is listed (docs/decisions/0299). `per_table`: one `query_<type>_<table>` tool per exposed table. `single`: one tool for the whole connector, `query_<connector name>`, named and described from the connector; its statements may read any of the connector's tables. Either way each table's tool row governs the table (enabled, policy, approval) wherever it is read; in `single` those rows are not listed. The `single` tool only reads. Only SQL types (postgresql, mysql, mssql, oracle) take `single`; others stay `per_table`.",
+    "x-toolgate-types": [
+      "postgresql",
+      "mysql",
+      "mssql",
+      "oracle"
+    ]
   }
 } as const;
 

@@ -54,6 +54,14 @@ ToolsCallResult?: ToolsCallResult
 PendingApprovalContent?: PendingApprovalContent
 CheckApprovalStatusArguments?: CheckApprovalStatusArguments
 ApprovalStatusContent?: ApprovalStatusContent
+ServerCapabilities?: ServerCapabilities
+ListParams?: ListParams
+ResourcesReadParams?: ResourcesReadParams
+PromptsGetParams?: PromptsGetParams
+CompleteParams?: CompleteParams
+Resource?: Resource
+ResourcesListResult?: ResourcesListResult
+ResourcesReadResult?: ResourcesReadResult
 }
 /**
  * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
@@ -173,13 +181,38 @@ clientInfo: Implementation
  */
 export interface InitializeResult {
 protocolVersion: ("2025-11-25" | "2025-06-18" | "2025-03-26")
-capabilities: {
+capabilities: ServerCapabilities
+serverInfo: Implementation
+instructions?: string
+}
+/**
+ * What the endpoint serves this credential: tools always; resources, prompts and completions only when something of that kind is served to it (decision 0314).
+ * 
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "ServerCapabilities".
+ */
+export interface ServerCapabilities {
 tools?: {
 listChanged?: boolean
 }
+/**
+ * A database connector's schema, or an upstream MCP server's resource or resource template, is served.
+ */
+resources?: {
+listChanged?: boolean
 }
-serverInfo: Implementation
-instructions?: string
+/**
+ * An upstream MCP server's prompt is served.
+ */
+prompts?: {
+listChanged?: boolean
+}
+/**
+ * A prompt or template of an upstream MCP server that declared completions is served.
+ */
+completions?: {
+
+}
 }
 /**
  * MCP 2026-07-28: params of server/discover (the version probe of 2026-07-28 clients).
@@ -204,11 +237,7 @@ cacheScope: ("public" | "private")
  * @minItems 1
  */
 supportedVersions: ["2026-07-28", ...("2026-07-28")[]]
-capabilities: {
-tools?: {
-listChanged?: boolean
-}
-}
+capabilities: ServerCapabilities
 instructions?: string
 _meta?: {
 "io.modelcontextprotocol/serverInfo"?: Implementation
@@ -330,4 +359,97 @@ status: ("pending" | "executed" | "rejected" | "expired" | "failed" | "not_found
 approvalId: string
 result?: ToolsCallResult
 reason?: string
+}
+/**
+ * resources/list, resources/templates/list, prompts/list: everything served is answered in one page (no nextCursor).
+ * 
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "ListParams".
+ */
+export interface ListParams {
+cursor?: string
+_meta?: {
+
+}
+}
+/**
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "ResourcesReadParams".
+ */
+export interface ResourcesReadParams {
+/**
+ * A URI from resources/list (toolgate://<connector>/...), or one that a template of resources/templates/list yields.
+ */
+uri: string
+_meta?: {
+
+}
+}
+/**
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "PromptsGetParams".
+ */
+export interface PromptsGetParams {
+name: string
+arguments?: {
+[k: string]: string
+}
+_meta?: {
+
+}
+}
+/**
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "CompleteParams".
+ */
+export interface CompleteParams {
+ref: ({
+type: "ref/prompt"
+name: string
+} | {
+type: "ref/resource"
+uri: string
+})
+argument: {
+name: string
+value: string
+}
+context?: {
+arguments?: {
+[k: string]: string
+}
+}
+_meta?: {
+
+}
+}
+/**
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "Resource".
+ */
+export interface Resource {
+uri: string
+name: string
+title?: string
+description?: string
+mimeType?: string
+}
+/**
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "ResourcesListResult".
+ */
+export interface ResourcesListResult {
+resources: Resource[]
+}
+/**
+ * This interface was referenced by `JsonRpcMessages`'s JSON-Schema
+ * via the `definition` "ResourcesReadResult".
+ */
+export interface ResourcesReadResult {
+contents: {
+uri: string
+mimeType?: string
+text?: string
+blob?: string
+}[]
 }

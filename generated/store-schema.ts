@@ -70,6 +70,8 @@ export const approvals = pgTable('approvals', {
   expiresAt: ts('expires_at').notNull(),
   /** The requester's attributes at request time, which the tool's row filter binds when the approved call runs. */
   requesterAttributes: jsonb('requester_attributes').$type<Record<string, string>>().notNull().default({}),
+  /** The tool rows whose approval the held call needed (every table it touches, decision 0292); null: tool_id alone. */
+  approverToolIds: uuid('approver_tool_ids').array(),
 }, (t) => [
   index('approvals_executing').on(t.executingAt).where(sql`status = 'executing'::text`),
   index('approvals_org_created').on(t.orgId, t.createdAt.desc()),
@@ -138,6 +140,8 @@ export const connectors = pgTable('connectors', {
   excludeTables: text('exclude_tables').array().notNull().default(sql`'{}'::text[]`),
   /** Free text naming what the connector is (e.g. production); every tool description ends with it. */
   description: text('description'),
+  /** per_table: one query tool per exposed table; single: one query tool for the whole connector (decision 0299). */
+  toolLayout: text('tool_layout').notNull().default('per_table'),
 }, (t) => [
   index('connectors_org').on(t.orgId).where(sql`archived_at IS NULL`),
 ]);
@@ -294,8 +298,10 @@ export const tools = pgTable('tools', {
   savedVersion: integer('saved_version'),
   /** Hidden and masked columns and the row filter (connectors/shared/policy.ts ToolPolicy); null: none (migration 15). */
   policy: jsonb('policy').$type<Record<string, unknown>>(),
+  /** What the row governs: a tool, the connector's schema tool, or an upstream MCP server's resource, resource template or prompt (migration 20). */
+  kind: text('kind').$type<'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt'>().notNull().default('tool'),
 }, (t) => [
-  unique('tools_connector_id_base_name_key').on(t.connectorId, t.baseName),
+  unique('tools_connector_kind_base_name_key').on(t.connectorId, t.kind, t.baseName),
   index('tools_org').on(t.orgId),
   uniqueIndex('tools_override_unique').on(t.orgId, t.toolNameOverride).where(sql`tool_name_override IS NOT NULL`),
 ]);

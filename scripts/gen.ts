@@ -288,6 +288,7 @@ const CONSOLE_SCHEMAS = [
   'SavedToolParameter',
   'ToolPolicy',
   'ColumnMask',
+  'ToolLayout',
 ];
 
 /** generated/contract-schemas.ts: those schemas as they are in openapi.yaml, and every operation's query parameters. */

@@ -57,6 +57,10 @@ export const RpcCode = {
   InternalError: -32603,
   QuotaExceeded: -32000,
   InsufficientScope: -32003,
+  /** MCP resources/read: no resource of that URI is served to this credential. */
+  ResourceNotFound: -32002,
+  /** An upstream MCP server failed an item request (resources/read, prompts/get, completion/complete). */
+  UpstreamFailed: -32004,
   /** The per-second burst limit refused the request (HTTP 429 with Retry-After); server-error range, "429" in it. */
   RateLimited: -32029,
 } as const;

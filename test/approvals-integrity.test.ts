@@ -188,7 +188,7 @@ describe.skipIf(!available)('bound to what was asked', () => {
 
     // Its own connector, flagged, then archived.
     const connector = await createConnector(w.g1, w.manage, { name: 'doomed', type: 'postgresql', config: w.targets.pgConfig, allow_write: true });
-    const doomedTool = (await restTools(w.g1, w.manage, w.org.orgId, connector.id)).find((t) => t.tool_name.startsWith('query_postgresql_ledger'))!;
+    const doomedTool = (await restTools(w.g1, w.manage, w.org.orgId, connector.id)).find((t) => t.tool_name.includes('ledger'))!;
     expect((await patchTool(doomedTool.id, { requires_approval: true })).response.status).toBe(200);
     const archivedId = entryId();
     const held = await callTool(w.g1, w.org.slug, { apiKey: w.org.apiKey }, doomedTool.name, { sql: `INSERT INTO ledger VALUES (${archivedId}, 'x')` });

@@ -73,7 +73,11 @@ describe.skipIf(!available)('create and validate', () => {
     await g.deps.jobs.idle();
     const active = await getConnector(g, token, created.id as string);
     expect(active).toMatchObject({ status: 'active', status_reason: null });
-    expect((await restTools(g, token, org.orgId, active.id)).map((x) => x.tool_name).sort()).toEqual(['query_postgresql_items', 'query_postgresql_notes']);
+    expect((await restTools(g, token, org.orgId, active.id)).map((x) => x.tool_name).sort()).toEqual([
+      'describe_pg',
+      'query_postgresql_items',
+      'query_postgresql_notes',
+    ]);
     expect(await listToolNames(g, org.slug, key)).toContain('query_postgresql_items');
   });
 
@@ -243,6 +247,7 @@ describe.skipIf(!available)('read, update, revalidate', () => {
     await g.deps.jobs.idle();
     expect((await getConnector(g, token, my.id)).status).toBe('active');
     expect((await restTools(g, token, org.orgId, my.id)).map((x) => x.tool_name).sort()).toEqual([
+      'describe_shop_renamed',
       'query_mysql_items',
       'query_mysql_notes',
       'query_mysql_orders',
@@ -255,7 +260,7 @@ describe.skipIf(!available)('archive', () => {
     verifies('CONN-ARCHIVE', 'CONN-LIST-NO-ARCHIVED', 'PROVISION-STATUS', 'PROVISION-MANUAL');
     const doomed = await createConnector(g, token, { name: 'doomed', type: 'postgresql', config: { ...t.pgConfig } });
     const doomedTools = (await restTools(g, token, org.orgId, doomed.id)).map((x) => x.tool_name);
-    expect(doomedTools).toEqual(['query_doomed_items', 'query_doomed_notes']);
+    expect(doomedTools).toEqual(['describe_doomed', 'query_doomed_items', 'query_doomed_notes']);
     const before = await toolCount();
     const path = { connectorId: doomed.id as string };
     const { data, response } = await sdk.archiveConnector({ client, path });
@@ -269,11 +274,11 @@ describe.skipIf(!available)('archive', () => {
     const names = await listToolNames(g, org.slug, key);
     for (const name of doomedTools) expect(names).not.toContain(name);
     expect(await restTools(g, token, org.orgId, doomed.id)).toEqual([]);
-    expect(await toolCount()).toBe(before - 2);
+    expect(await toolCount()).toBe(before - 3);
 
     const provision = await sdk.provisionOrg({ client, path: { orgId: org.orgId } });
     expect(provision.response.status).toBe(200);
-    expect(provision.data).toMatchObject({ status: 'provisioned', toolCount: before - 2 });
+    expect(provision.data).toMatchObject({ status: 'provisioned', toolCount: before - 3 });
     const after = await listToolNames(g, org.slug, key);
     for (const name of doomedTools) expect(after).not.toContain(name);
     expect(after).toContain('query_postgresql_items');

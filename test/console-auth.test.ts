@@ -104,7 +104,8 @@ describe('console sign-in and session', () => {
     const set = response.headers.getSetCookie().find((c) => c.startsWith('tg_console='))!;
     expect(set).toContain('HttpOnly');
     expect(set).toContain('SameSite=Strict');
-    expect(set).toContain('Path=/console');
+    // Path=/: the session is the credential of the page's /api/* calls too (decision 0317).
+    expect(set).toContain('Path=/;');
     expect(set).toMatch(/Max-Age=\d+/);
     const session = await send('/console/session', { cookie: cookie! });
     const body = (await session.json()) as Record<string, unknown>;
@@ -125,20 +126,51 @@ describe('console sign-in and session', () => {
     verifies('CONSOLE-SESSION');
     const { cookie } = await signIn();
     const csrf = await csrfOf(cookie!);
-    expect((await send('/console/rest/api/org')).status).toBe(401);
-    expect((await send('/console/rest/api/org', { cookie: cookie! })).status).toBe(403);
-    expect((await send('/console/rest/api/org', { cookie: cookie!, csrf: 'x'.repeat(csrf.length) })).status).toBe(403);
-    const ok = await send('/console/rest/api/org', { cookie: cookie!, csrf });
+    expect((await send('/api/org')).status).toBe(401);
+    expect((await send('/api/org', { cookie: cookie! })).status).toBe(403);
+    expect((await send('/api/org', { cookie: cookie!, csrf: 'x'.repeat(csrf.length) })).status).toBe(403);
+    const ok = await send('/api/org', { cookie: cookie!, csrf });
     expect(ok.status).toBe(200);
     expect(((await ok.json()) as { slug: string }).slug).toBe(org.slug);
     // A page of another site cannot make the call, even if it got the token.
-    expect((await send('/console/rest/api/org', { cookie: cookie!, csrf, headers: { 'sec-fetch-site': 'cross-site' } })).status).toBe(403);
-    // Only the management interface is reachable through the session: not the operator API, tokens or MCP.
-    for (const path of ['/console/rest/operator/orgs', '/console/rest/oauth/token', `/console/rest/mcp/${org.slug}`, '/console/rest/api/../operator/orgs']) {
-      expect((await send(path, { method: 'POST', cookie: cookie!, csrf, headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(404);
+    expect((await send('/api/org', { cookie: cookie!, csrf, headers: { 'sec-fetch-site': 'cross-site' } })).status).toBe(403);
+    // The session is a credential of the management interface only: never of the operator API.
+    expect((await send('/operator/orgs', { cookie: cookie!, csrf })).status).toBe(401);
+    // CSRF on a write with the session as credential: cookie-only, a wrong token, another site's fetch, a foreign
+    // Origin are each refused before the handler runs (nothing is created).
+    const write = (extra: { csrf?: string; headers?: Record<string, string> }) =>
+      send('/api/org/api-keys', {
+        method: 'POST',
+        cookie: cookie!,
+        ...extra,
+        headers: { 'content-type': 'application/json', ...extra.headers },
+        body: JSON.stringify({ name: 'forged' }),
+      });
+    for (const [extra, code] of [
+      [{}, 'csrf'],
+      [{ csrf: 'x'.repeat(csrf.length) }, 'csrf'],
+      [{ csrf, headers: { 'sec-fetch-site': 'cross-site' } }, 'csrf'],
+      [{ csrf, headers: { 'sec-fetch-site': 'same-site' } }, 'csrf'],
+      [{ csrf, headers: { origin: 'https://evil.example' } }, 'forbidden_origin'],
+    ] as const) {
+      const refused = await write(extra);
+      expect([refused.status, ((await refused.json()) as { error: string }).error]).toEqual([403, code]);
     }
+    const names = ((await (await send('/api/org/api-keys', { cookie: cookie!, csrf })).json()) as { api_keys: { name: string }[] }).api_keys;
+    expect(names.map((k) => k.name)).not.toContain('forged');
+    // A bearer wins over the cookie: an API client is judged by its Authorization header alone.
+    expect((await send('/api/org', { cookie: cookie!, headers: { authorization: 'Bearer not-a-token' } })).status).toBe(401);
+    // The MCP endpoint takes no cookie as a credential (the playground still calls it with the session's bearer).
+    const mcp = await send(`/mcp/${org.slug}`, {
+      method: 'POST',
+      cookie: cookie!,
+      csrf,
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(mcp.status).toBe(401);
     // Writes go through with their body; REST's own errors come back as they are.
-    const created = await send('/console/rest/api/org/api-keys', {
+    const created = await send('/api/org/api-keys', {
       method: 'POST',
       cookie: cookie!,
       csrf,
@@ -147,7 +179,7 @@ describe('console sign-in and session', () => {
     });
     expect(created.status).toBe(201);
     // The router's body cap applies to what passes through.
-    const huge = await send('/console/rest/api/org/api-keys', {
+    const huge = await send('/api/org/api-keys', {
       method: 'POST',
       cookie: cookie!,
       csrf,
@@ -155,7 +187,7 @@ describe('console sign-in and session', () => {
       body: JSON.stringify({ name: 'x'.repeat(gateway.config.maxBodyBytes + 10) }),
     });
     expect(huge.status).toBe(413);
-    const invalid = await send('/console/rest/api/org/api-keys', {
+    const invalid = await send('/api/org/api-keys', {
       method: 'POST',
       cookie: cookie!,
       csrf,
@@ -170,7 +202,7 @@ describe('console sign-in and session', () => {
     expect(out.status).toBe(200);
     expect(out.headers.getSetCookie().join(';')).toContain('Max-Age=0');
     // The old cookie, replayed, is nothing any more.
-    expect((await send('/console/rest/api/org', { cookie: cookie!, csrf })).status).toBe(401);
+    expect((await send('/api/org', { cookie: cookie!, csrf })).status).toBe(401);
   });
 
   test('a foreign Origin or Origin: null is refused on every console call before anything runs, as on the MCP endpoint', async () => {
@@ -178,7 +210,7 @@ describe('console sign-in and session', () => {
     const { cookie } = await signIn();
     const csrf = await csrfOf(cookie!);
     const keyNames = async () => {
-      const listed = await send('/console/rest/api/org/api-keys', { cookie: cookie!, csrf });
+      const listed = await send('/api/org/api-keys', { cookie: cookie!, csrf });
       expect(listed.status).toBe(200);
       return ((await listed.json()) as { api_keys: { name: string }[] }).api_keys.map((k) => k.name);
     };
@@ -188,8 +220,8 @@ describe('console sign-in and session', () => {
     for (const origin of ['https://evil.example', 'http://127.0.0.1:4200', 'https://127.0.0.1:4199', 'null', 'not an origin']) {
       const headers = { ...json, origin };
       const refusals = [
-        await send('/console/rest/api/org/api-keys', { method: 'POST', cookie: cookie!, csrf, headers, body: JSON.stringify({ name: 'from-elsewhere' }) }),
-        await send('/console/rest/api/org', { cookie: cookie!, csrf, headers }),
+        await send('/api/org/api-keys', { method: 'POST', cookie: cookie!, csrf, headers, body: JSON.stringify({ name: 'from-elsewhere' }) }),
+        await send('/api/org', { cookie: cookie!, csrf, headers }),
         await send('/console/session', { cookie: cookie!, headers }),
         await send('/console/auth/client', { method: 'POST', headers, body: JSON.stringify({ client_id: org.clientId, client_secret: org.clientSecret }) }),
         await send('/console/auth/logout', { method: 'POST', cookie: cookie!, csrf, headers }),
@@ -206,7 +238,7 @@ describe('console sign-in and session', () => {
     expect((await send('/console/session', { cookie: cookie! })).status).toBe(200);
     // The gateway's own origin (and its loopback spellings, the public URL being loopback) passes, and so does no Origin.
     for (const [i, origin] of [PUBLIC, 'http://localhost:4199', 'http://[::1]:4199'].entries()) {
-      const created = await send('/console/rest/api/org/api-keys', {
+      const created = await send('/api/org/api-keys', {
         method: 'POST',
         cookie: cookie!,
         csrf,

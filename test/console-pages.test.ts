@@ -236,7 +236,7 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     // The badge's poll: the same list answers 304 with no body the second time (ETag), a changed one 200.
     const polled = await page.evaluate(async () => {
       const { csrf_token } = await (await fetch('/console/session')).json();
-      const url = '/console/rest/api/org/approvals?status=pending&limit=500';
+      const url = '/api/org/approvals?status=pending&limit=500';
       const first = await fetch(url, { headers: { 'x-toolgate-csrf': csrf_token } });
       const etag = first.headers.get('etag') ?? '';
       const again = await fetch(url, { headers: { 'x-toolgate-csrf': csrf_token, 'if-none-match': etag }, cache: 'no-store' });

@@ -159,23 +159,21 @@ describe.skipIf(!chromiumPresent || !pgUp)('saved tools and policies in the cons
     await page.getByRole('button', { name: 'Remove policy' }).click();
     await page.getByRole('button', { name: 'Remove policy' }).waitFor({ state: 'detached' });
     expect((await read()).policy ?? null).toBeNull();
-    // A saved tool's page has the Policy section too: hiding a column its statement reads is refused inline (422
-    // policy_invalid); a masked column set there is read back over REST.
+    // Policies belong to the table (decision 0292): the table tool's page says where its policy applies; a saved
+    // tool's page has no policy form, and says the policies of the tables it reads govern it.
+    await open(`tools/${tool.id}`, `Tool ${tool.name}`);
+    expect(await page.getByTestId('policy-scope').innerText()).toContain('applies to this table in every tool and join');
     const saved = (await restTools(gateway, manage, org.orgId, connectorId)).find((t) => t.tool_name === 'items_from')!;
+    expect(saved.saved).toBe(true);
     await open(`tools/${saved.id}`, `Tool ${saved.name}`);
-    const form = page.getByRole('form', { name: `Policy of ${saved.name}` });
-    await page.getByLabel('Hidden columns (comma-separated)').fill('price');
-    await page.getByRole('button', { name: 'Save policy' }).click();
-    await form.getByRole('alert').waitFor();
-    expect(await form.getByRole('alert').innerText()).toContain('policy_invalid');
-    await page.getByLabel('Hidden columns (comma-separated)').fill('');
-    await page.getByRole('button', { name: 'Add masked column' }).click();
-    await page.getByLabel('Column', { exact: true }).fill('name');
-    await page.getByLabel('Replacement (default ****)').fill('x');
-    await page.getByRole('button', { name: 'Save policy' }).click();
-    await page.getByRole('button', { name: 'Remove policy' }).waitFor();
-    const savedPolicy = (await sdk.listTools({ client: rest(), path: { orgId: org.orgId } })).data!.tools.find((t) => t.id === saved.id)!.policy;
-    expect(savedPolicy?.masked_columns).toEqual([{ column: 'name', mask: 'fixed', text: 'x' }]);
+    expect(await page.getByTestId('policy-scope').innerText()).toContain('no policy of its own');
+    expect(await page.getByRole('form', { name: `Policy of ${saved.name}` }).count()).toBe(0);
+    // The table's mask reaches the saved tool.
+    await sdk.updateToolMetadata({
+      client: rest(),
+      path: { orgId: org.orgId, toolId: tool.id },
+      body: { policy: { masked_columns: [{ column: 'name', mask: 'fixed', text: 'x' }] } },
+    });
     const masked = await callTool(gateway, org.slug, { apiKey: org.apiKey }, 'items_from', { min_price: 5 });
     expect(rowsOf(masked)).toEqual([{ id: 3, name: 'x' }]);
     expect(await axe()).toEqual([]);

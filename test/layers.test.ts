@@ -86,6 +86,40 @@ describe('ranks of src/', () => {
   });
 });
 
+/**
+ * Where src/ may build a Request of its own, each with why (decision 0317): a request is the caller's, and what the
+ * gateway does for itself is a function call, not a walk back in through its own front door.
+ */
+const SYNTHETIC_REQUEST_EXCEPTIONS: Record<string, string> = {
+  'docs/explorer.ts': "renders the API explorer's page once, inside the swagger plugin's own app; never a caller's request",
+  'console/session-routes.ts': 'the playground calls the MCP endpoint with the session bearer: to go with the MCP doorway (issue 39 item 4)',
+};
+
+/** Where src/ creates routes, each with why: the router binds the contract's operations, and nothing else does. */
+const ROUTE_EXCEPTIONS: Record<string, string> = {
+  'console/routes.ts': "the console's own table of page, asset and sign-in routes: to become operations of the contract (issue 39 item 1)",
+};
+
+/** A route made: an Elysia app, a route on one, or a table keyed by method and path. */
+const ROUTE_MADE = /\bnew Elysia\b|\.route\(|\.(?:all|options|get|post|put|patch|delete)\(\s*['"`]\/|['"`](?:GET|POST|PUT|PATCH|DELETE) \//;
+
+describe('one front door', () => {
+  test('new Request( appears in src/ only where an exception says why', () => {
+    expect(filesMatching(/\bnew Request\(/)).toEqual(Object.keys(SYNTHETIC_REQUEST_EXCEPTIONS).sort());
+  });
+
+  test('only the router creates routes', () => {
+    expect(filesMatching(ROUTE_MADE)).toEqual(['http/router.ts', ...Object.keys(ROUTE_EXCEPTIONS)].sort());
+  });
+
+  test('the route pattern sees an app, a route and a route table, not a path in a string', () => {
+    for (const made of ['const app = new Elysia();', "app.all('/console/*', h)", "app.route('GET', path)", "{ 'POST /console/auth/logout': signOut }"]) {
+      expect([made, ROUTE_MADE.test(made)]).toEqual([made, true]);
+    }
+    expect(ROUTE_MADE.test("fetch('/api/org')")).toBe(false);
+  });
+});
+
 describe('the checker itself finds what it must', () => {
   test('imports: static, type-only, multi-line, re-exports and dynamic; comments and packages ignored', () => {
     const text = [

@@ -127,7 +127,7 @@ describe.skipIf(!available)('the SDK v2 client on MCP 2026-07-28', () => {
     expect(client.getInstructions()).toContain('tools/list');
 
     const { tools } = await client.listTools();
-    expect(tools.map((x) => x.name).sort()).toEqual(['check_approval_status', ITEMS, 'query_postgresql_notes']);
+    expect(tools.map((x) => x.name).sort()).toEqual(['check_approval_status', 'describe_pg', ITEMS, 'query_postgresql_notes']);
     const rows = (await client.callTool({ name: ITEMS, arguments: { sql: 'SELECT id, name FROM items ORDER BY id', limit: 2 } })) as CallResult;
     expect(rows.isError).toBeFalsy();
     expect(rows.structuredContent).toEqual({
@@ -170,7 +170,7 @@ describe.skipIf(!available)('the SDK v2 client on MCP 2026-07-28', () => {
       ['server/discover', '2099-01-01', 400],
       ['server/discover', REVISION, 200],
     ]);
-    expect((await client.listTools()).tools.length).toBe(3);
+    expect((await client.listTools()).tools.length).toBe(4);
   });
 
   test('the v2 client in its default (legacy) mode still connects with initialize on 2025-11-25', async () => {

@@ -107,8 +107,8 @@ describe.skipIf(!available)('JSON-RPC envelope errors', () => {
 
   test('an unknown method: -32601 with the request id echoed', async () => {
     verifies('RPC-32601', 'RPC-ENVELOPE');
-    const answer = await rpcRaw(g, org.slug, key, JSON.stringify({ jsonrpc: '2.0', id: 'abc', method: 'resources/list', params: {} }));
-    expectRpcError(answer, -32601, 'resources/list');
+    const answer = await rpcRaw(g, org.slug, key, JSON.stringify({ jsonrpc: '2.0', id: 'abc', method: 'sampling/createMessage', params: {} }));
+    expectRpcError(answer, -32601, 'sampling/createMessage');
     expect(answer.body.id).toBe('abc');
   });
 
@@ -303,9 +303,10 @@ describe.skipIf(!available)('hostile bodies', () => {
 });
 
 describe.skipIf(!available)('tool failures are results with isError', () => {
-  test('guard refusals: stacked statements and writes to another table', async () => {
+  test('guard refusals: stacked statements, writes to another table, a table outside the connector', async () => {
     verifies('RPC-TOOL-ERROR-RESULT', 'SQL-STACKED', 'SQL-OTHER-TABLE');
-    for (const sql of ['SELECT 1; COMMIT; DROP TABLE items', 'DROP TABLE items', 'SELECT * FROM notes']) {
+    // Reading the connector's other tables is allowed since issue 38 (decision 0292); reaching outside them is not.
+    for (const sql of ['SELECT 1; COMMIT; DROP TABLE items', 'DROP TABLE items', 'DELETE FROM notes', 'SELECT * FROM information_schema.tables']) {
       const result = toolResult(await callTool(g, org.slug, key, ITEMS, { sql }));
       expect(result.isError).toBe(true);
       expect(result.content[0]!.text.length).toBeGreaterThan(10);
@@ -411,7 +412,7 @@ describe.skipIf(!available)('golden responses', () => {
       JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: ITEMS, arguments: { sql: 'DELETE FROM notes' } } }),
     );
     golden('tools-call-refused.json', failed.body, rpcValidators.ToolsCallResult);
-    golden('error-method-not-found.json', (await rpcRaw(g, org.slug, key, '{"jsonrpc":"2.0","id":6,"method":"prompts/list"}')).body, isError);
+    golden('error-method-not-found.json', (await rpcRaw(g, org.slug, key, '{"jsonrpc":"2.0","id":6,"method":"sampling/createMessage"}')).body, isError);
     golden(
       'error-invalid-params.json',
       (await rpcRaw(g, org.slug, key, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"${ITEMS}","arguments":{}}}`)).body,

@@ -3,8 +3,8 @@
 // reach every call; case twins of the table and of the database never answer through the tool.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { verifies } from './requirements.ts';
-import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
-import { callTool, createConnector, rpc, rowsOf, type Credential } from './support/mcp.ts';
+import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { callTool, createConnector, restTools, rpc, rowsOf, type Credential } from './support/mcp.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
 
@@ -17,6 +17,7 @@ let key: Credential;
 let t: Targets;
 let twinDb: string;
 let caseSensitive = false;
+let token: string;
 
 beforeAll(async () => {
   if (!available) return;
@@ -32,7 +33,7 @@ beforeAll(async () => {
   }
   await t.my('CREATE FUNCTION lower(a TEXT) RETURNS TEXT READS SQL DATA RETURN (SELECT body FROM notes LIMIT 1)');
   org = await onboard(g);
-  const token = await tokenFor(g, org.clientId, org.clientSecret);
+  token = await tokenFor(g, org.clientId, org.clientSecret);
   key = { apiKey: org.apiKey };
   const connector = await createConnector(g, token, { name: 'shop', type: 'mysql', config: t.myConfig });
   expect(connector.status).toBe('active');
@@ -60,9 +61,13 @@ describe.skipIf(!available)('mysql names over MCP', () => {
     if (caseSensitive) expect(tools.find((x) => x.name === 'query_mysql_items_2')!.description).toContain(`${t.name}.ITEMS`);
   });
 
-  test("the items tool never answers with a twin's rows", async () => {
+  test("the items tool never answers with a twin's rows unless the twin's own row allows it", async () => {
     verifies('SQL-OTHER-TABLE');
     if (!caseSensitive) return; // no twins can exist on a case-insensitive server
+    // The twin table is a table of the connector with its own tool row (decision 0292): disabled, no statement reads it.
+    const twin = (await restTools(g, token, org.orgId)).find((x) => x.tool_name === 'query_mysql_items_2')!;
+    const setTwin = (enabled: boolean) => api(g, 'PATCH', `/api/mcp/${org.orgId}/tools/${twin.id}/metadata`, token, { enabled });
+    expect((await setTwin(false)).status).toBe(200);
     for (const sql of [
       'SELECT * FROM ITEMS',
       `SELECT * FROM ${twinDb}.items`,
@@ -73,6 +78,10 @@ describe.skipIf(!available)('mysql names over MCP', () => {
       expect({ sql, isError: answer.body.result.isError }).toEqual({ sql, isError: true });
       expect(text(answer)).not.toContain('SECRET');
     }
+    expect((await setTwin(true)).status).toBe(200);
+    // The twin database is no table of the connector: refused whatever the rows say.
+    const other = await callTool(g, org.slug, key, 'query_mysql_items', { sql: `SELECT * FROM ${twinDb}.items` });
+    expect([other.body.result.isError, text(other).includes('SECRET')]).toEqual([true, false]);
     expect(rowsOf(await callTool(g, org.slug, key, 'query_mysql_items', { sql: 'SELECT name FROM items WHERE id = 1' }))).toEqual([{ name: 'apple' }]);
     expect(rowsOf(await callTool(g, org.slug, key, 'query_mysql_items_2', { sql: 'SELECT name FROM ITEMS' }))).toEqual([{ name: 'TWIN-TABLE-SECRET' }]);
   });

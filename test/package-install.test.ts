@@ -125,8 +125,9 @@ describe.skipIf(Boolean(skipReason))('the packed gateway, installed with npm and
       await gateway.exited;
     }
     console.log(`package-install: tarball ${packed?.size} bytes; pack ${timings.pack} ms, install ${timings.install} ms, start to /readyz ${timings.start} ms`);
+    // The scratch folder holds a whole install (about 330 MB): removing it outlasts the default hook timeout on a busy machine.
     rmSync(scratch, { recursive: true, force: true });
-  });
+  }, 120_000);
 
   test('the tarball holds the runtime sources, contract, generated code, console bundle, explorer, licence and unit, and no tests or data', () => {
     const paths = new Set(packed.files.map((f) => f.path));

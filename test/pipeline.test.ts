@@ -143,7 +143,8 @@ describe('the pipeline answers refusals and errors', () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     expect(idOf(await send('/console', { traceparent: `00-${traceId}-00f067aa0ba902b7-01`, 'x-request-id': 'ignored' }))).toBe(traceId);
 
-    // A page's REST call: the console's answer and the /api request it went on to share the one id.
+    // A page's REST call crosses the pipeline once: the /api request itself, with the session as its credential (one
+    // id, one log line).
     const signIn = await send(
       '/console/auth/client',
       { 'content-type': 'application/json' },
@@ -162,7 +163,7 @@ describe('the pipeline answers refusals and errors', () => {
     log.enabled = (level) => level === 'info' || enabled.call(g.deps.log, level);
     log.info = (message, fields) => void (message === 'request' && lines.push(fields ?? {}));
     try {
-      const proxied = await send('/console/rest/api/org', { cookie, 'x-toolgate-csrf': csrf, 'x-request-id': 'console-rest-1' });
+      const proxied = await send('/api/org', { cookie, 'x-toolgate-csrf': csrf, 'x-request-id': 'console-rest-1' });
       expect(proxied.status).toBe(200);
       expect(idOf(proxied)).toBe('console-rest-1');
     } finally {

@@ -155,7 +155,8 @@ export const REQUIREMENTS = {
   'SQL-MYSQL-EXEC-COMMENT': 'MySQL /*! ... */ executable comments are refused [checklist SQL]',
   'SQL-COPY-PROGRAM': 'COPY ... TO PROGRAM is refused [checklist SQL]',
   'SQL-SIDE-EFFECT-FUNCS': 'File and side-effect functions (pg_read_file, lo_export, setval, dblink_exec, LOAD_FILE, sleep) are refused [checklist SQL]',
-  'SQL-OTHER-TABLE': "A query that references a table other than its tool's table is refused [checklist SQL]",
+  'SQL-OTHER-TABLE':
+    "A query that references a table outside its connector's exposed tables is refused, and a write touches only its tool's table (a read may JOIN the connector's other tables, each governed by its own tool: decision 0292) [checklist SQL]",
   'SQL-PG-RESOLUTION':
     'PostgreSQL: a statement the server resolves to a function off the allow-list (attribute notation, also to built-ins), a user operator, cast, type or domain, a user function shadowing a built-in, or another relation is refused before it runs, and the function never runs [issue 7; decisions PostgreSQL: a tool reads only its own table]',
   'SQL-PG-CATALOGS':

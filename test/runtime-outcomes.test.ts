@@ -49,6 +49,7 @@ function tool(name: string, over: Partial<CatalogTool> = {}): CatalogTool {
   const inputSchema: CatalogTool['inputSchema'] = { type: 'object', properties: { sql: { type: 'string' } }, required: ['sql'], additionalProperties: false };
   return {
     id: `id-${name}`,
+    kind: 'tool',
     name,
     description: name,
     inputSchema,
@@ -75,7 +76,7 @@ interface Fake {
 
 function fake(opts: { quotaLeft?: boolean; accepting?: boolean; auditFails?: boolean } = {}): Fake {
   const tools = [tool('items'), tool('off', { enabled: false }), tool('flagged', { requiresApproval: true })];
-  const catalog: OrgCatalog = { version: 1, tools, byName: new Map(tools.map((t) => [t.name, t])) };
+  const catalog: OrgCatalog = { version: 1, tools, byName: new Map(tools.map((t) => [t.name, t])), items: [] };
   const f: Fake = { denials: [], rows: [], refunds: 0, deps: undefined as unknown as ToolRuntimeDeps };
   const pending: ToolResult = { content: [{ type: 'text', text: 'held' }], structuredContent: { status: 'pending_approval' } };
   f.deps = {

@@ -181,7 +181,8 @@ describe.skipIf(!available)('saved-statement tools', () => {
       [pgId, { ...base, statement: 'SELECT * FROM items; DROP TABLE items', parameters: [] }, 'refused'],
       [pgId, { ...base, statement: 'SELECT * FROM information_schema.tables WHERE table_name = :n', parameters: [p('n')] }, 'refused'],
       [pgId, { ...base, statement: 'SELECT pg_sleep(:n) FROM items', parameters: [p('n', 'number')] }, 'pg_sleep'],
-      [pgId, { ...base, statement: 'SELECT i.id FROM items i JOIN no_such_table n ON n.id = i.id', parameters: [] }, 'refused'],
+      // A JOIN over the connector's own tables is a saved tool now (issue 38); one reaching outside them is not.
+      [pgId, { ...base, statement: 'SELECT i.id FROM items i JOIN information_schema.tables n ON true', parameters: [] }, 'refused'],
       [myId, { ...base, statement: 'UPDATE items SET price = :p', parameters: [p('p', 'integer')] }, 'read-only'],
       [pgId, { ...base, statement: 'DROP TABLE notes', parameters: [] }, 'refused'],
       [pgId, { ...base, statement: 'SELECT * FROM items WHERE id = :n', parameters: [p('n', 'integer', { default: 'one' })] }, 'default'],

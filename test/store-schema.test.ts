@@ -226,6 +226,8 @@ const PINNED: Record<number, string> = {
   15: '74bc328c100b6237', // tool_policies
   16: 'a6e5c1c88ce40c4d', // credential_last_use_and_attempt_exchange
   17: '6f82e09ff12bea00', // approval_requester_attributes
+  18: '6dd6d9d366febd47', // connector_table_filters_and_description
+  19: '3141d071c8817fa4', // table_governance_and_tool_layout
 };
 
 describe('the migrations are history: appended, never edited', () => {

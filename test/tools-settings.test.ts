@@ -70,7 +70,14 @@ describe.skipIf(!available)('GET /api/mcp/{orgId}/tools', () => {
   test('lists every tool with the spec fields and their defaults', async () => {
     verifies('TOOLS-REST-FIELDS');
     const tools = await restTools(g1, token, org.orgId);
-    expect(tools.map((x) => x.tool_name).sort()).toEqual(['query_mysql_items', 'query_mysql_notes', 'query_postgresql_items', 'query_postgresql_notes']);
+    expect(tools.map((x) => x.tool_name).sort()).toEqual([
+      'describe_my_shop',
+      'describe_pg_writable',
+      'query_mysql_items',
+      'query_mysql_notes',
+      'query_postgresql_items',
+      'query_postgresql_notes',
+    ]);
     for (const tool of tools) {
       expect(Object.keys(tool).sort()).toEqual(
         [
@@ -82,10 +89,12 @@ describe.skipIf(!available)('GET /api/mcp/{orgId}/tools', () => {
           'description',
           'enabled',
           'id',
+          'kind',
           'name',
           'policy',
           'read_only',
           'requires_approval',
+          'saved',
           'tool_description_override',
           'tool_name',
           'tool_name_override',
@@ -103,7 +112,8 @@ describe.skipIf(!available)('GET /api/mcp/{orgId}/tools', () => {
         tool_description_override: null,
         read_only: false,
       });
-      const pg = tool.tool_name.startsWith('query_postgresql_');
+      expect(tool.kind).toBe(tool.tool_name.startsWith('describe_') ? 'schema' : 'tool');
+      const pg = tool.connector_id === pgId;
       expect(tool).toMatchObject(
         pg
           ? { connector_id: pgId, connector_name: 'pg writable', connector_type: 'postgresql' }
@@ -115,7 +125,11 @@ describe.skipIf(!available)('GET /api/mcp/{orgId}/tools', () => {
 
   test('?connector_id= filters to one connector; an unknown one gives none; a malformed one is 400', async () => {
     verifies('TOOLS-REST-FIELDS');
-    expect((await restTools(g1, token, org.orgId, myId)).map((x) => x.tool_name).sort()).toEqual(['query_mysql_items', 'query_mysql_notes']);
+    expect((await restTools(g1, token, org.orgId, myId)).map((x) => x.tool_name).sort()).toEqual([
+      'describe_my_shop',
+      'query_mysql_items',
+      'query_mysql_notes',
+    ]);
     expect(await restTools(g1, token, org.orgId, randomUUID())).toEqual([]);
     // Not a uuid: outside the contract's types, so raw HTTP.
     expect((await api(g1, 'GET', `/api/mcp/${org.orgId}/tools?connector_id=nope`, token)).status).toBe(400);
@@ -283,7 +297,11 @@ describe.skipIf(!available)('two gateway instances sharing one store', () => {
     verifies('TOOLS-NAMING');
     const second = await createConnector(g2, token, { name: 'pg again', type: 'postgresql', config: t.pgConfig });
     expect(second.status).toBe('active');
-    expect((await restTools(g1, token, org.orgId, second.id)).map((x) => x.tool_name).sort()).toEqual(['query_pg_again_items', 'query_pg_again_notes']);
+    expect((await restTools(g1, token, org.orgId, second.id)).map((x) => x.tool_name).sort()).toEqual([
+      'describe_pg_again',
+      'query_pg_again_items',
+      'query_pg_again_notes',
+    ]);
     const names = await listToolNames(g1, org.slug, key);
     expect(new Set(names).size).toBe(names.length);
     expect(names.filter((n) => /_\d+$/.test(n))).toEqual([]);

@@ -877,6 +877,8 @@ export const resendWebhookEvent = <ThrowOnError extends boolean = false>(options
  * Every tools/call (`tool.called`, refused ones `tool.call_refused`), every refused request on the MCP endpoint
  * and /api (`auth.refused`, `rate_limit.refused`), approvals (`approval.*`), management changes and issued tokens.
  * Tool-call rows never hold argument values or SQL text: `details.arguments_sha256` is a digest of the arguments.
+ * On a SQL connector a `tool.called` row lists every table the statement read in `details.tables`
+ * (`schema.table`), whichever tool was called: the called tool decides only `tool_name` (decision 0292).
  * `action` is an exact action, or a prefix when it ends with a dot (`approval.`). For the next page pass
  * `next_cursor` as `cursor` (with the same filters); it is null on the last page.
  *

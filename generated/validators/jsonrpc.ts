@@ -1909,7 +1909,8 @@ return errors === 0;
 validate36.evaluated = {"props":{"protocolVersion":true,"capabilities":true,"clientInfo":true},"dynamicProps":false,"dynamicItems":false};
 
 export const InitializeResult = validate37;
-const schema55 = {"type":"object","required":["protocolVersion","capabilities","serverInfo"],"properties":{"protocolVersion":{"type":"string","enum":["2025-11-25","2025-06-18","2025-03-26"]},"capabilities":{"type":"object","properties":{"tools":{"type":"object","properties":{"listChanged":{"type":"boolean"}}}}},"serverInfo":{"$ref":"#/$defs/Implementation"},"instructions":{"type":"string"}}};
+const schema55 = {"type":"object","required":["protocolVersion","capabilities","serverInfo"],"properties":{"protocolVersion":{"type":"string","enum":["2025-11-25","2025-06-18","2025-03-26"]},"capabilities":{"$ref":"#/$defs/ServerCapabilities"},"serverInfo":{"$ref":"#/$defs/Implementation"},"instructions":{"type":"string"}}};
+const schema56 = {"description":"What the endpoint serves this credential: tools always; resources, prompts and completions only when something of that kind is served to it (decision 0314).","type":"object","properties":{"tools":{"type":"object","properties":{"listChanged":{"type":"boolean"}}},"resources":{"type":"object","description":"A database connector's schema, or an upstream MCP server's resource or resource template, is served.","properties":{"listChanged":{"type":"boolean"}}},"prompts":{"type":"object","description":"An upstream MCP server's prompt is served.","properties":{"listChanged":{"type":"boolean"}}},"completions":{"type":"object","description":"A prompt or template of an upstream MCP server that declared completions is served."}}};
 
 function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1949,29 +1950,96 @@ if(valid0){
 if(data.capabilities !== undefined){
 let data1 = data.capabilities;
 const _errs3 = errors;
-if(errors === _errs3){
+const _errs4 = errors;
+if(errors === _errs4){
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 if(data1.tools !== undefined){
 let data2 = data1.tools;
-const _errs5 = errors;
-if(errors === _errs5){
+const _errs6 = errors;
+if(errors === _errs6){
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.listChanged !== undefined){
 if(typeof data2.listChanged !== "boolean"){
-validate37.errors = [{instancePath:instancePath+"/capabilities/tools/listChanged",schemaPath:"#/properties/capabilities/properties/tools/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate37.errors = [{instancePath:instancePath+"/capabilities/tools/listChanged",schemaPath:"#/$defs/ServerCapabilities/properties/tools/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/capabilities/tools",schemaPath:"#/properties/capabilities/properties/tools/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate37.errors = [{instancePath:instancePath+"/capabilities/tools",schemaPath:"#/$defs/ServerCapabilities/properties/tools/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
+}
+}
+var valid2 = _errs6 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data1.resources !== undefined){
+let data4 = data1.resources;
+const _errs10 = errors;
+if(errors === _errs10){
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(data4.listChanged !== undefined){
+if(typeof data4.listChanged !== "boolean"){
+validate37.errors = [{instancePath:instancePath+"/capabilities/resources/listChanged",schemaPath:"#/$defs/ServerCapabilities/properties/resources/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/capabilities/resources",schemaPath:"#/$defs/ServerCapabilities/properties/resources/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid2 = _errs10 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data1.prompts !== undefined){
+let data6 = data1.prompts;
+const _errs14 = errors;
+if(errors === _errs14){
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.listChanged !== undefined){
+if(typeof data6.listChanged !== "boolean"){
+validate37.errors = [{instancePath:instancePath+"/capabilities/prompts/listChanged",schemaPath:"#/$defs/ServerCapabilities/properties/prompts/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/capabilities/prompts",schemaPath:"#/$defs/ServerCapabilities/properties/prompts/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid2 = _errs14 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data1.completions !== undefined){
+let data8 = data1.completions;
+const _errs18 = errors;
+if(!(data8 && typeof data8 == "object" && !Array.isArray(data8))){
+validate37.errors = [{instancePath:instancePath+"/capabilities/completions",schemaPath:"#/$defs/ServerCapabilities/properties/completions/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid2 = _errs18 === errors;
+}
+else {
+var valid2 = true;
+}
 }
 }
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate37.errors = [{instancePath:instancePath+"/capabilities",schemaPath:"#/$defs/ServerCapabilities/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1982,51 +2050,51 @@ var valid0 = true;
 }
 if(valid0){
 if(data.serverInfo !== undefined){
-let data4 = data.serverInfo;
-const _errs9 = errors;
-const _errs10 = errors;
-if(errors === _errs10){
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+let data9 = data.serverInfo;
+const _errs20 = errors;
+const _errs21 = errors;
+if(errors === _errs21){
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
 let missing1;
-if(((data4.name === undefined) && (missing1 = "name")) || ((data4.version === undefined) && (missing1 = "version"))){
+if(((data9.name === undefined) && (missing1 = "name")) || ((data9.version === undefined) && (missing1 = "version"))){
 validate37.errors = [{instancePath:instancePath+"/serverInfo",schemaPath:"#/$defs/Implementation/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
-if(data4.name !== undefined){
-const _errs12 = errors;
-if(typeof data4.name !== "string"){
+if(data9.name !== undefined){
+const _errs23 = errors;
+if(typeof data9.name !== "string"){
 validate37.errors = [{instancePath:instancePath+"/serverInfo/name",schemaPath:"#/$defs/Implementation/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-var valid4 = _errs12 === errors;
+var valid7 = _errs23 === errors;
 }
 else {
-var valid4 = true;
+var valid7 = true;
 }
-if(valid4){
-if(data4.version !== undefined){
-const _errs14 = errors;
-if(typeof data4.version !== "string"){
+if(valid7){
+if(data9.version !== undefined){
+const _errs25 = errors;
+if(typeof data9.version !== "string"){
 validate37.errors = [{instancePath:instancePath+"/serverInfo/version",schemaPath:"#/$defs/Implementation/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-var valid4 = _errs14 === errors;
+var valid7 = _errs25 === errors;
 }
 else {
-var valid4 = true;
+var valid7 = true;
 }
-if(valid4){
-if(data4.title !== undefined){
-const _errs16 = errors;
-if(typeof data4.title !== "string"){
+if(valid7){
+if(data9.title !== undefined){
+const _errs27 = errors;
+if(typeof data9.title !== "string"){
 validate37.errors = [{instancePath:instancePath+"/serverInfo/title",schemaPath:"#/$defs/Implementation/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-var valid4 = _errs16 === errors;
+var valid7 = _errs27 === errors;
 }
 else {
-var valid4 = true;
+var valid7 = true;
 }
 }
 }
@@ -2037,19 +2105,19 @@ validate37.errors = [{instancePath:instancePath+"/serverInfo",schemaPath:"#/$def
 return false;
 }
 }
-var valid0 = _errs9 === errors;
+var valid0 = _errs20 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.instructions !== undefined){
-const _errs18 = errors;
+const _errs29 = errors;
 if(typeof data.instructions !== "string"){
 validate37.errors = [{instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-var valid0 = _errs18 === errors;
+var valid0 = _errs29 === errors;
 }
 else {
 var valid0 = true;
@@ -2070,7 +2138,7 @@ return errors === 0;
 validate37.evaluated = {"props":{"protocolVersion":true,"capabilities":true,"serverInfo":true,"instructions":true},"dynamicProps":false,"dynamicItems":false};
 
 export const DiscoverParams = validate38;
-const schema57 = {"description":"MCP 2026-07-28: params of server/discover (the version probe of 2026-07-28 clients).","type":"object","required":["_meta"],"properties":{"_meta":{"$ref":"#/$defs/RequestMetaEnvelope"}}};
+const schema58 = {"description":"MCP 2026-07-28: params of server/discover (the version probe of 2026-07-28 clients).","type":"object","required":["_meta"],"properties":{"_meta":{"$ref":"#/$defs/RequestMetaEnvelope"}}};
 
 function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2335,7 +2403,7 @@ return errors === 0;
 validate38.evaluated = {"props":{"_meta":true},"dynamicProps":false,"dynamicItems":false};
 
 export const DiscoverResult = validate41;
-const schema60 = {"description":"MCP 2026-07-28: the answer to server/discover: the 2026-era revisions spoken (the 2025-era ones are negotiated by initialize), the capabilities, the cache hints, and the server's identity in _meta.","type":"object","required":["resultType","ttlMs","cacheScope","supportedVersions","capabilities"],"properties":{"resultType":{"const":"complete"},"ttlMs":{"type":"integer","minimum":0},"cacheScope":{"enum":["public","private"]},"supportedVersions":{"type":"array","minItems":1,"items":{"type":"string","enum":["2026-07-28"]}},"capabilities":{"type":"object","properties":{"tools":{"type":"object","properties":{"listChanged":{"type":"boolean"}}}}},"instructions":{"type":"string"},"_meta":{"type":"object","properties":{"io.modelcontextprotocol/serverInfo":{"$ref":"#/$defs/Implementation"}}}}};
+const schema61 = {"description":"MCP 2026-07-28: the answer to server/discover: the 2026-era revisions spoken (the 2025-era ones are negotiated by initialize), the capabilities, the cache hints, and the server's identity in _meta.","type":"object","required":["resultType","ttlMs","cacheScope","supportedVersions","capabilities"],"properties":{"resultType":{"const":"complete"},"ttlMs":{"type":"integer","minimum":0},"cacheScope":{"enum":["public","private"]},"supportedVersions":{"type":"array","minItems":1,"items":{"type":"string","enum":["2026-07-28"]}},"capabilities":{"$ref":"#/$defs/ServerCapabilities"},"instructions":{"type":"string"},"_meta":{"type":"object","properties":{"io.modelcontextprotocol/serverInfo":{"$ref":"#/$defs/Implementation"}}}}};
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2392,7 +2460,7 @@ if(data.cacheScope !== undefined){
 let data2 = data.cacheScope;
 const _errs4 = errors;
 if(!((data2 === "public") || (data2 === "private"))){
-validate41.errors = [{instancePath:instancePath+"/cacheScope",schemaPath:"#/properties/cacheScope/enum",keyword:"enum",params:{allowedValues: schema60.properties.cacheScope.enum},message:"must be equal to one of the allowed values"}];
+validate41.errors = [{instancePath:instancePath+"/cacheScope",schemaPath:"#/properties/cacheScope/enum",keyword:"enum",params:{allowedValues: schema61.properties.cacheScope.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -2421,7 +2489,7 @@ validate41.errors = [{instancePath:instancePath+"/supportedVersions/" + i0,schem
 return false;
 }
 if(!(data4 === "2026-07-28")){
-validate41.errors = [{instancePath:instancePath+"/supportedVersions/" + i0,schemaPath:"#/properties/supportedVersions/items/enum",keyword:"enum",params:{allowedValues: schema60.properties.supportedVersions.items.enum},message:"must be equal to one of the allowed values"}];
+validate41.errors = [{instancePath:instancePath+"/supportedVersions/" + i0,schemaPath:"#/properties/supportedVersions/items/enum",keyword:"enum",params:{allowedValues: schema61.properties.supportedVersions.items.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid1 = _errs7 === errors;
@@ -2445,29 +2513,96 @@ if(valid0){
 if(data.capabilities !== undefined){
 let data5 = data.capabilities;
 const _errs9 = errors;
-if(errors === _errs9){
+const _errs10 = errors;
+if(errors === _errs10){
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 if(data5.tools !== undefined){
 let data6 = data5.tools;
-const _errs11 = errors;
-if(errors === _errs11){
+const _errs12 = errors;
+if(errors === _errs12){
 if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
 if(data6.listChanged !== undefined){
 if(typeof data6.listChanged !== "boolean"){
-validate41.errors = [{instancePath:instancePath+"/capabilities/tools/listChanged",schemaPath:"#/properties/capabilities/properties/tools/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate41.errors = [{instancePath:instancePath+"/capabilities/tools/listChanged",schemaPath:"#/$defs/ServerCapabilities/properties/tools/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 }
 }
 else {
-validate41.errors = [{instancePath:instancePath+"/capabilities/tools",schemaPath:"#/properties/capabilities/properties/tools/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate41.errors = [{instancePath:instancePath+"/capabilities/tools",schemaPath:"#/$defs/ServerCapabilities/properties/tools/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
+}
+}
+var valid3 = _errs12 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data5.resources !== undefined){
+let data8 = data5.resources;
+const _errs16 = errors;
+if(errors === _errs16){
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+if(data8.listChanged !== undefined){
+if(typeof data8.listChanged !== "boolean"){
+validate41.errors = [{instancePath:instancePath+"/capabilities/resources/listChanged",schemaPath:"#/$defs/ServerCapabilities/properties/resources/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+}
+}
+else {
+validate41.errors = [{instancePath:instancePath+"/capabilities/resources",schemaPath:"#/$defs/ServerCapabilities/properties/resources/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid3 = _errs16 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data5.prompts !== undefined){
+let data10 = data5.prompts;
+const _errs20 = errors;
+if(errors === _errs20){
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+if(data10.listChanged !== undefined){
+if(typeof data10.listChanged !== "boolean"){
+validate41.errors = [{instancePath:instancePath+"/capabilities/prompts/listChanged",schemaPath:"#/$defs/ServerCapabilities/properties/prompts/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+}
+}
+else {
+validate41.errors = [{instancePath:instancePath+"/capabilities/prompts",schemaPath:"#/$defs/ServerCapabilities/properties/prompts/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid3 = _errs20 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data5.completions !== undefined){
+let data12 = data5.completions;
+const _errs24 = errors;
+if(!(data12 && typeof data12 == "object" && !Array.isArray(data12))){
+validate41.errors = [{instancePath:instancePath+"/capabilities/completions",schemaPath:"#/$defs/ServerCapabilities/properties/completions/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid3 = _errs24 === errors;
+}
+else {
+var valid3 = true;
+}
 }
 }
 }
 }
 else {
-validate41.errors = [{instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate41.errors = [{instancePath:instancePath+"/capabilities",schemaPath:"#/$defs/ServerCapabilities/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2478,67 +2613,67 @@ var valid0 = true;
 }
 if(valid0){
 if(data.instructions !== undefined){
-const _errs15 = errors;
+const _errs26 = errors;
 if(typeof data.instructions !== "string"){
 validate41.errors = [{instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-var valid0 = _errs15 === errors;
+var valid0 = _errs26 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data._meta !== undefined){
-let data9 = data._meta;
-const _errs17 = errors;
-if(errors === _errs17){
-if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
-if(data9["io.modelcontextprotocol/serverInfo"] !== undefined){
-let data10 = data9["io.modelcontextprotocol/serverInfo"];
-const _errs20 = errors;
-if(errors === _errs20){
-if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+let data14 = data._meta;
+const _errs28 = errors;
+if(errors === _errs28){
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+if(data14["io.modelcontextprotocol/serverInfo"] !== undefined){
+let data15 = data14["io.modelcontextprotocol/serverInfo"];
+const _errs31 = errors;
+if(errors === _errs31){
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
 let missing1;
-if(((data10.name === undefined) && (missing1 = "name")) || ((data10.version === undefined) && (missing1 = "version"))){
+if(((data15.name === undefined) && (missing1 = "name")) || ((data15.version === undefined) && (missing1 = "version"))){
 validate41.errors = [{instancePath:instancePath+"/_meta/io.modelcontextprotocol~1serverInfo",schemaPath:"#/$defs/Implementation/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
-if(data10.name !== undefined){
-const _errs22 = errors;
-if(typeof data10.name !== "string"){
+if(data15.name !== undefined){
+const _errs33 = errors;
+if(typeof data15.name !== "string"){
 validate41.errors = [{instancePath:instancePath+"/_meta/io.modelcontextprotocol~1serverInfo/name",schemaPath:"#/$defs/Implementation/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-var valid6 = _errs22 === errors;
+var valid9 = _errs33 === errors;
 }
 else {
-var valid6 = true;
+var valid9 = true;
 }
-if(valid6){
-if(data10.version !== undefined){
-const _errs24 = errors;
-if(typeof data10.version !== "string"){
+if(valid9){
+if(data15.version !== undefined){
+const _errs35 = errors;
+if(typeof data15.version !== "string"){
 validate41.errors = [{instancePath:instancePath+"/_meta/io.modelcontextprotocol~1serverInfo/version",schemaPath:"#/$defs/Implementation/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-var valid6 = _errs24 === errors;
+var valid9 = _errs35 === errors;
 }
 else {
-var valid6 = true;
+var valid9 = true;
 }
-if(valid6){
-if(data10.title !== undefined){
-const _errs26 = errors;
-if(typeof data10.title !== "string"){
+if(valid9){
+if(data15.title !== undefined){
+const _errs37 = errors;
+if(typeof data15.title !== "string"){
 validate41.errors = [{instancePath:instancePath+"/_meta/io.modelcontextprotocol~1serverInfo/title",schemaPath:"#/$defs/Implementation/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-var valid6 = _errs26 === errors;
+var valid9 = _errs37 === errors;
 }
 else {
-var valid6 = true;
+var valid9 = true;
 }
 }
 }
@@ -2556,7 +2691,7 @@ validate41.errors = [{instancePath:instancePath+"/_meta",schemaPath:"#/propertie
 return false;
 }
 }
-var valid0 = _errs17 === errors;
+var valid0 = _errs28 === errors;
 }
 else {
 var valid0 = true;
@@ -2580,7 +2715,7 @@ return errors === 0;
 validate41.evaluated = {"props":{"resultType":true,"ttlMs":true,"cacheScope":true,"supportedVersions":true,"capabilities":true,"instructions":true,"_meta":true},"dynamicProps":false,"dynamicItems":false};
 
 export const ToolsListParams = validate42;
-const schema62 = {"type":"object","properties":{"cursor":{"type":"string","maxLength":1024},"_meta":{"type":"object"}}};
+const schema64 = {"type":"object","properties":{"cursor":{"type":"string","maxLength":1024},"_meta":{"type":"object"}}};
 
 function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2640,7 +2775,7 @@ return errors === 0;
 validate42.evaluated = {"props":{"cursor":true,"_meta":true},"dynamicProps":false,"dynamicItems":false};
 
 export const ToolAnnotations = validate43;
-const schema63 = {"type":"object","properties":{"title":{"type":"string"},"readOnlyHint":{"type":"boolean"},"destructiveHint":{"type":"boolean"},"idempotentHint":{"type":"boolean"},"openWorldHint":{"type":"boolean"}}};
+const schema65 = {"type":"object","properties":{"title":{"type":"string"},"readOnlyHint":{"type":"boolean"},"destructiveHint":{"type":"boolean"},"idempotentHint":{"type":"boolean"},"openWorldHint":{"type":"boolean"}}};
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2729,7 +2864,7 @@ return errors === 0;
 validate43.evaluated = {"props":{"title":true,"readOnlyHint":true,"destructiveHint":true,"idempotentHint":true,"openWorldHint":true},"dynamicProps":false,"dynamicItems":false};
 
 export const ToolInputSchema = validate44;
-const schema64 = {"type":"object","required":["type"],"properties":{"type":{"const":"object"},"properties":{"type":"object","additionalProperties":{"type":"object"}},"required":{"type":"array","items":{"type":"string"}}}};
+const schema66 = {"type":"object","required":["type"],"properties":{"type":{"const":"object"},"properties":{"type":"object","additionalProperties":{"type":"object"}},"required":{"type":"array","items":{"type":"string"}}}};
 
 function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2834,7 +2969,7 @@ return errors === 0;
 validate44.evaluated = {"props":{"type":true,"properties":true,"required":true},"dynamicProps":false,"dynamicItems":false};
 
 export const Tool = validate45;
-const schema65 = {"description":"An MCP tool descriptor as returned by tools/list.","type":"object","required":["name","description","inputSchema"],"properties":{"name":{"type":"string","pattern":"^[a-z0-9_]{1,64}$"},"title":{"type":"string"},"description":{"type":"string"},"inputSchema":{"$ref":"#/$defs/ToolInputSchema"},"outputSchema":{"$ref":"#/$defs/ToolInputSchema"},"annotations":{"$ref":"#/$defs/ToolAnnotations"}}};
+const schema67 = {"description":"An MCP tool descriptor as returned by tools/list.","type":"object","required":["name","description","inputSchema"],"properties":{"name":{"type":"string","pattern":"^[a-z0-9_]{1,64}$"},"title":{"type":"string"},"description":{"type":"string"},"inputSchema":{"$ref":"#/$defs/ToolInputSchema"},"outputSchema":{"$ref":"#/$defs/ToolInputSchema"},"annotations":{"$ref":"#/$defs/ToolAnnotations"}}};
 const pattern4 = new RegExp("^[a-z0-9_]{1,64}$", "u");
 
 function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3192,7 +3327,7 @@ return errors === 0;
 validate45.evaluated = {"props":{"name":true,"title":true,"description":true,"inputSchema":true,"outputSchema":true,"annotations":true},"dynamicProps":false,"dynamicItems":false};
 
 export const ToolsListResult = validate46;
-const schema69 = {"type":"object","required":["tools"],"properties":{"tools":{"type":"array","items":{"$ref":"#/$defs/Tool"}},"nextCursor":{"type":"string"}}};
+const schema71 = {"type":"object","required":["tools"],"properties":{"tools":{"type":"array","items":{"$ref":"#/$defs/Tool"}},"nextCursor":{"type":"string"}}};
 
 function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3622,7 +3757,7 @@ return errors === 0;
 validate46.evaluated = {"props":{"tools":true,"nextCursor":true},"dynamicProps":false,"dynamicItems":false};
 
 export const CacheableToolsListResult = validate49;
-const schema74 = {"description":"MCP 2026-07-28: tools/list's result with resultType and the cache hints (ttlMs: how long the client may reuse the list; cacheScope private: it depends on the credential).","allOf":[{"$ref":"#/$defs/ToolsListResult"}],"required":["resultType","ttlMs","cacheScope"],"properties":{"resultType":{"const":"complete"},"ttlMs":{"type":"integer","minimum":0},"cacheScope":{"enum":["public","private"]}}};
+const schema76 = {"description":"MCP 2026-07-28: tools/list's result with resultType and the cache hints (ttlMs: how long the client may reuse the list; cacheScope private: it depends on the credential).","allOf":[{"$ref":"#/$defs/ToolsListResult"}],"required":["resultType","ttlMs","cacheScope"],"properties":{"resultType":{"const":"complete"},"ttlMs":{"type":"integer","minimum":0},"cacheScope":{"enum":["public","private"]}}};
 
 function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3756,7 +3891,7 @@ if(data.cacheScope !== undefined){
 let data2 = data.cacheScope;
 const _errs4 = errors;
 if(!((data2 === "public") || (data2 === "private"))){
-validate49.errors = [{instancePath:instancePath+"/cacheScope",schemaPath:"#/properties/cacheScope/enum",keyword:"enum",params:{allowedValues: schema74.properties.cacheScope.enum},message:"must be equal to one of the allowed values"}];
+validate49.errors = [{instancePath:instancePath+"/cacheScope",schemaPath:"#/properties/cacheScope/enum",keyword:"enum",params:{allowedValues: schema76.properties.cacheScope.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid1 = _errs4 === errors;
@@ -3775,7 +3910,7 @@ return errors === 0;
 validate49.evaluated = {"props":{"resultType":true,"ttlMs":true,"cacheScope":true,"tools":true,"nextCursor":true},"dynamicProps":false,"dynamicItems":false};
 
 export const ToolsCallParams = validate53;
-const schema76 = {"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":256},"arguments":{"type":"object"},"_meta":{"type":"object"}}};
+const schema78 = {"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":256},"arguments":{"type":"object"},"_meta":{"type":"object"}}};
 
 function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3862,7 +3997,7 @@ return errors === 0;
 validate53.evaluated = {"props":{"name":true,"arguments":true,"_meta":true},"dynamicProps":false,"dynamicItems":false};
 
 export const TextContent = validate54;
-const schema77 = {"type":"object","required":["type","text"],"properties":{"type":{"const":"text"},"text":{"type":"string"}}};
+const schema79 = {"type":"object","required":["type","text"],"properties":{"type":{"const":"text"},"text":{"type":"string"}}};
 
 function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3919,7 +4054,7 @@ return errors === 0;
 validate54.evaluated = {"props":{"type":true,"text":true},"dynamicProps":false,"dynamicItems":false};
 
 export const ToolsCallResult = validate55;
-const schema78 = {"type":"object","required":["content"],"properties":{"content":{"type":"array","items":{"$ref":"#/$defs/TextContent"}},"structuredContent":{"type":"object"},"isError":{"type":"boolean"}}};
+const schema80 = {"type":"object","required":["content"],"properties":{"content":{"type":"array","items":{"$ref":"#/$defs/TextContent"}},"structuredContent":{"type":"object"},"isError":{"type":"boolean"}}};
 
 function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4045,7 +4180,7 @@ return errors === 0;
 validate55.evaluated = {"props":{"content":true,"structuredContent":true,"isError":true},"dynamicProps":false,"dynamicItems":false};
 
 export const PendingApprovalContent = validate56;
-const schema80 = {"description":"structuredContent of a call held for human approval.","type":"object","required":["status","approvalId"],"properties":{"status":{"const":"pending_approval"},"approvalId":{"type":"string"}}};
+const schema82 = {"description":"structuredContent of a call held for human approval.","type":"object","required":["status","approvalId"],"properties":{"status":{"const":"pending_approval"},"approvalId":{"type":"string"}}};
 
 function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4102,7 +4237,7 @@ return errors === 0;
 validate56.evaluated = {"props":{"status":true,"approvalId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const CheckApprovalStatusArguments = validate57;
-const schema81 = {"type":"object","required":["approvalId"],"additionalProperties":false,"properties":{"approvalId":{"type":"string","minLength":1,"maxLength":100}}};
+const schema83 = {"type":"object","required":["approvalId"],"additionalProperties":false,"properties":{"approvalId":{"type":"string","minLength":1,"maxLength":100}}};
 
 function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4167,7 +4302,7 @@ return errors === 0;
 validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const ApprovalStatusContent = validate58;
-const schema82 = {"description":"structuredContent of check_approval_status. An approval that is executing is reported as pending. With executed, `result` is the tool's own result and its content also follows the status sentence in `content`; with failed, `reason` says why (and `result` is the tool's result when the tool itself reported the error); with expired, `reason` too. Another org's id, or one for a connector the credential may not call, is not_found.","type":"object","required":["status","approvalId"],"properties":{"status":{"enum":["pending","executed","rejected","expired","failed","not_found"]},"approvalId":{"type":"string"},"result":{"$ref":"#/$defs/ToolsCallResult"},"reason":{"type":"string"}}};
+const schema84 = {"description":"structuredContent of check_approval_status. An approval that is executing is reported as pending. With executed, `result` is the tool's own result and its content also follows the status sentence in `content`; with failed, `reason` says why (and `result` is the tool's result when the tool itself reported the error); with expired, `reason` too. Another org's id, or one for a connector the credential may not call, is not_found.","type":"object","required":["status","approvalId"],"properties":{"status":{"enum":["pending","executed","rejected","expired","failed","not_found"]},"approvalId":{"type":"string"},"result":{"$ref":"#/$defs/ToolsCallResult"},"reason":{"type":"string"}}};
 
 function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4315,7 +4450,7 @@ if(data.status !== undefined){
 let data0 = data.status;
 const _errs1 = errors;
 if(!((((((data0 === "pending") || (data0 === "executed")) || (data0 === "rejected")) || (data0 === "expired")) || (data0 === "failed")) || (data0 === "not_found"))){
-validate58.errors = [{instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema82.properties.status.enum},message:"must be equal to one of the allowed values"}];
+validate58.errors = [{instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema84.properties.status.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -4373,4 +4508,1123 @@ validate58.errors = vErrors;
 return errors === 0;
 }
 validate58.evaluated = {"props":{"status":true,"approvalId":true,"result":true,"reason":true},"dynamicProps":false,"dynamicItems":false};
+
+export const ServerCapabilities = validate61;
+
+function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate61.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.tools !== undefined){
+let data0 = data.tools;
+const _errs1 = errors;
+if(errors === _errs1){
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.listChanged !== undefined){
+if(typeof data0.listChanged !== "boolean"){
+validate61.errors = [{instancePath:instancePath+"/tools/listChanged",schemaPath:"#/properties/tools/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+}
+}
+else {
+validate61.errors = [{instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.resources !== undefined){
+let data2 = data.resources;
+const _errs5 = errors;
+if(errors === _errs5){
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.listChanged !== undefined){
+if(typeof data2.listChanged !== "boolean"){
+validate61.errors = [{instancePath:instancePath+"/resources/listChanged",schemaPath:"#/properties/resources/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+}
+}
+else {
+validate61.errors = [{instancePath:instancePath+"/resources",schemaPath:"#/properties/resources/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.prompts !== undefined){
+let data4 = data.prompts;
+const _errs9 = errors;
+if(errors === _errs9){
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(data4.listChanged !== undefined){
+if(typeof data4.listChanged !== "boolean"){
+validate61.errors = [{instancePath:instancePath+"/prompts/listChanged",schemaPath:"#/properties/prompts/properties/listChanged/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+}
+}
+else {
+validate61.errors = [{instancePath:instancePath+"/prompts",schemaPath:"#/properties/prompts/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.completions !== undefined){
+let data6 = data.completions;
+const _errs13 = errors;
+if(!(data6 && typeof data6 == "object" && !Array.isArray(data6))){
+validate61.errors = [{instancePath:instancePath+"/completions",schemaPath:"#/properties/completions/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid0 = _errs13 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+else {
+validate61.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate61.errors = vErrors;
+return errors === 0;
+}
+validate61.evaluated = {"props":{"tools":true,"resources":true,"prompts":true,"completions":true},"dynamicProps":false,"dynamicItems":false};
+
+export const ListParams = validate62;
+const schema88 = {"description":"resources/list, resources/templates/list, prompts/list: everything served is answered in one page (no nextCursor).","type":"object","properties":{"cursor":{"type":"string","maxLength":1024},"_meta":{"type":"object"}}};
+
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate62.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+let data0 = data.cursor;
+const _errs1 = errors;
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(func1(data0) > 1024){
+validate62.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"}];
+return false;
+}
+}
+else {
+validate62.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data._meta !== undefined){
+let data1 = data._meta;
+const _errs3 = errors;
+if(!(data1 && typeof data1 == "object" && !Array.isArray(data1))){
+validate62.errors = [{instancePath:instancePath+"/_meta",schemaPath:"#/properties/_meta/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+else {
+validate62.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate62.errors = vErrors;
+return errors === 0;
+}
+validate62.evaluated = {"props":{"cursor":true,"_meta":true},"dynamicProps":false,"dynamicItems":false};
+
+export const ResourcesReadParams = validate63;
+const schema89 = {"type":"object","required":["uri"],"properties":{"uri":{"type":"string","minLength":1,"maxLength":4096,"description":"A URI from resources/list (toolgate://<connector>/...), or one that a template of resources/templates/list yields."},"_meta":{"type":"object"}}};
+
+function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate63.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.uri === undefined) && (missing0 = "uri")){
+validate63.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.uri !== undefined){
+let data0 = data.uri;
+const _errs1 = errors;
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(func1(data0) > 4096){
+validate63.errors = [{instancePath:instancePath+"/uri",schemaPath:"#/properties/uri/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"}];
+return false;
+}
+else {
+if(func1(data0) < 1){
+validate63.errors = [{instancePath:instancePath+"/uri",schemaPath:"#/properties/uri/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate63.errors = [{instancePath:instancePath+"/uri",schemaPath:"#/properties/uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data._meta !== undefined){
+let data1 = data._meta;
+const _errs3 = errors;
+if(!(data1 && typeof data1 == "object" && !Array.isArray(data1))){
+validate63.errors = [{instancePath:instancePath+"/_meta",schemaPath:"#/properties/_meta/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+validate63.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate63.errors = vErrors;
+return errors === 0;
+}
+validate63.evaluated = {"props":{"uri":true,"_meta":true},"dynamicProps":false,"dynamicItems":false};
+
+export const PromptsGetParams = validate64;
+const schema90 = {"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":256},"arguments":{"type":"object","maxProperties":64,"additionalProperties":{"type":"string","maxLength":65536}},"_meta":{"type":"object"}}};
+
+function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate64.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.name === undefined) && (missing0 = "name")){
+validate64.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.name !== undefined){
+let data0 = data.name;
+const _errs1 = errors;
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(func1(data0) > 256){
+validate64.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(func1(data0) < 1){
+validate64.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate64.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.arguments !== undefined){
+let data1 = data.arguments;
+const _errs3 = errors;
+if(errors === _errs3){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(Object.keys(data1).length > 64){
+validate64.errors = [{instancePath:instancePath+"/arguments",schemaPath:"#/properties/arguments/maxProperties",keyword:"maxProperties",params:{limit: 64},message:"must NOT have more than 64 properties"}];
+return false;
+}
+else {
+for(const key0 in data1){
+let data2 = data1[key0];
+const _errs6 = errors;
+if(errors === _errs6){
+if(typeof data2 === "string"){
+if(func1(data2) > 65536){
+validate64.errors = [{instancePath:instancePath+"/arguments/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/arguments/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 65536},message:"must NOT have more than 65536 characters"}];
+return false;
+}
+}
+else {
+validate64.errors = [{instancePath:instancePath+"/arguments/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/arguments/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid1 = _errs6 === errors;
+if(!valid1){
+break;
+}
+}
+}
+}
+else {
+validate64.errors = [{instancePath:instancePath+"/arguments",schemaPath:"#/properties/arguments/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data._meta !== undefined){
+let data3 = data._meta;
+const _errs8 = errors;
+if(!(data3 && typeof data3 == "object" && !Array.isArray(data3))){
+validate64.errors = [{instancePath:instancePath+"/_meta",schemaPath:"#/properties/_meta/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid0 = _errs8 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+else {
+validate64.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate64.errors = vErrors;
+return errors === 0;
+}
+validate64.evaluated = {"props":{"name":true,"arguments":true,"_meta":true},"dynamicProps":false,"dynamicItems":false};
+
+export const CompleteParams = validate65;
+const schema91 = {"type":"object","required":["ref","argument"],"properties":{"ref":{"oneOf":[{"type":"object","required":["type","name"],"properties":{"type":{"const":"ref/prompt"},"name":{"type":"string","minLength":1,"maxLength":256}}},{"type":"object","required":["type","uri"],"properties":{"type":{"const":"ref/resource"},"uri":{"type":"string","minLength":1,"maxLength":4096}}}]},"argument":{"type":"object","required":["name","value"],"properties":{"name":{"type":"string","maxLength":256},"value":{"type":"string","maxLength":4096}}},"context":{"type":"object","properties":{"arguments":{"type":"object","maxProperties":64,"additionalProperties":{"type":"string","maxLength":4096}}}},"_meta":{"type":"object"}}};
+
+function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate65.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.ref === undefined) && (missing0 = "ref")) || ((data.argument === undefined) && (missing0 = "argument"))){
+validate65.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.ref !== undefined){
+let data0 = data.ref;
+const _errs1 = errors;
+const _errs2 = errors;
+let valid1 = false;
+let passing0 = null;
+const _errs3 = errors;
+if(errors === _errs3){
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+let missing1;
+if(((data0.type === undefined) && (missing1 = "type")) || ((data0.name === undefined) && (missing1 = "name"))){
+const err0 = {instancePath:instancePath+"/ref",schemaPath:"#/properties/ref/oneOf/0/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+else {
+if(data0.type !== undefined){
+const _errs5 = errors;
+if("ref/prompt" !== data0.type){
+const err1 = {instancePath:instancePath+"/ref/type",schemaPath:"#/properties/ref/oneOf/0/properties/type/const",keyword:"const",params:{allowedValue: "ref/prompt"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+var valid2 = _errs5 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data0.name !== undefined){
+let data2 = data0.name;
+const _errs6 = errors;
+if(errors === _errs6){
+if(typeof data2 === "string"){
+if(func1(data2) > 256){
+const err2 = {instancePath:instancePath+"/ref/name",schemaPath:"#/properties/ref/oneOf/0/properties/name/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+else {
+if(func1(data2) < 1){
+const err3 = {instancePath:instancePath+"/ref/name",schemaPath:"#/properties/ref/oneOf/0/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/ref/name",schemaPath:"#/properties/ref/oneOf/0/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+var valid2 = _errs6 === errors;
+}
+else {
+var valid2 = true;
+}
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/ref",schemaPath:"#/properties/ref/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+var _valid0 = _errs3 === errors;
+if(_valid0){
+valid1 = true;
+passing0 = 0;
+var props0 = {};
+props0.type = true;
+props0.name = true;
+}
+const _errs8 = errors;
+if(errors === _errs8){
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+let missing2;
+if(((data0.type === undefined) && (missing2 = "type")) || ((data0.uri === undefined) && (missing2 = "uri"))){
+const err6 = {instancePath:instancePath+"/ref",schemaPath:"#/properties/ref/oneOf/1/required",keyword:"required",params:{missingProperty: missing2},message:"must have required property '"+missing2+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+else {
+if(data0.type !== undefined){
+const _errs10 = errors;
+if("ref/resource" !== data0.type){
+const err7 = {instancePath:instancePath+"/ref/type",schemaPath:"#/properties/ref/oneOf/1/properties/type/const",keyword:"const",params:{allowedValue: "ref/resource"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+var valid3 = _errs10 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data0.uri !== undefined){
+let data4 = data0.uri;
+const _errs11 = errors;
+if(errors === _errs11){
+if(typeof data4 === "string"){
+if(func1(data4) > 4096){
+const err8 = {instancePath:instancePath+"/ref/uri",schemaPath:"#/properties/ref/oneOf/1/properties/uri/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+else {
+if(func1(data4) < 1){
+const err9 = {instancePath:instancePath+"/ref/uri",schemaPath:"#/properties/ref/oneOf/1/properties/uri/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/ref/uri",schemaPath:"#/properties/ref/oneOf/1/properties/uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+var valid3 = _errs11 === errors;
+}
+else {
+var valid3 = true;
+}
+}
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/ref",schemaPath:"#/properties/ref/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+var _valid0 = _errs8 === errors;
+if(_valid0 && valid1){
+valid1 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid1 = true;
+passing0 = 1;
+if(props0 !== true){
+props0 = props0 || {};
+props0.type = true;
+props0.uri = true;
+}
+}
+}
+if(!valid1){
+const err12 = {instancePath:instancePath+"/ref",schemaPath:"#/properties/ref/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+validate65.errors = vErrors;
+return false;
+}
+else {
+errors = _errs2;
+if(vErrors !== null){
+if(_errs2){
+vErrors.length = _errs2;
+}
+else {
+vErrors = null;
+}
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.argument !== undefined){
+let data5 = data.argument;
+const _errs13 = errors;
+if(errors === _errs13){
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+let missing3;
+if(((data5.name === undefined) && (missing3 = "name")) || ((data5.value === undefined) && (missing3 = "value"))){
+validate65.errors = [{instancePath:instancePath+"/argument",schemaPath:"#/properties/argument/required",keyword:"required",params:{missingProperty: missing3},message:"must have required property '"+missing3+"'"}];
+return false;
+}
+else {
+if(data5.name !== undefined){
+let data6 = data5.name;
+const _errs15 = errors;
+if(errors === _errs15){
+if(typeof data6 === "string"){
+if(func1(data6) > 256){
+validate65.errors = [{instancePath:instancePath+"/argument/name",schemaPath:"#/properties/argument/properties/name/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+}
+else {
+validate65.errors = [{instancePath:instancePath+"/argument/name",schemaPath:"#/properties/argument/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid4 = _errs15 === errors;
+}
+else {
+var valid4 = true;
+}
+if(valid4){
+if(data5.value !== undefined){
+let data7 = data5.value;
+const _errs17 = errors;
+if(errors === _errs17){
+if(typeof data7 === "string"){
+if(func1(data7) > 4096){
+validate65.errors = [{instancePath:instancePath+"/argument/value",schemaPath:"#/properties/argument/properties/value/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"}];
+return false;
+}
+}
+else {
+validate65.errors = [{instancePath:instancePath+"/argument/value",schemaPath:"#/properties/argument/properties/value/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid4 = _errs17 === errors;
+}
+else {
+var valid4 = true;
+}
+}
+}
+}
+else {
+validate65.errors = [{instancePath:instancePath+"/argument",schemaPath:"#/properties/argument/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs13 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.context !== undefined){
+let data8 = data.context;
+const _errs19 = errors;
+if(errors === _errs19){
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+if(data8.arguments !== undefined){
+let data9 = data8.arguments;
+const _errs21 = errors;
+if(errors === _errs21){
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(Object.keys(data9).length > 64){
+validate65.errors = [{instancePath:instancePath+"/context/arguments",schemaPath:"#/properties/context/properties/arguments/maxProperties",keyword:"maxProperties",params:{limit: 64},message:"must NOT have more than 64 properties"}];
+return false;
+}
+else {
+for(const key0 in data9){
+let data10 = data9[key0];
+const _errs24 = errors;
+if(errors === _errs24){
+if(typeof data10 === "string"){
+if(func1(data10) > 4096){
+validate65.errors = [{instancePath:instancePath+"/context/arguments/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/context/properties/arguments/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"}];
+return false;
+}
+}
+else {
+validate65.errors = [{instancePath:instancePath+"/context/arguments/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/context/properties/arguments/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid6 = _errs24 === errors;
+if(!valid6){
+break;
+}
+}
+}
+}
+else {
+validate65.errors = [{instancePath:instancePath+"/context/arguments",schemaPath:"#/properties/context/properties/arguments/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+}
+}
+else {
+validate65.errors = [{instancePath:instancePath+"/context",schemaPath:"#/properties/context/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs19 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data._meta !== undefined){
+let data11 = data._meta;
+const _errs26 = errors;
+if(!(data11 && typeof data11 == "object" && !Array.isArray(data11))){
+validate65.errors = [{instancePath:instancePath+"/_meta",schemaPath:"#/properties/_meta/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid0 = _errs26 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate65.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate65.errors = vErrors;
+return errors === 0;
+}
+validate65.evaluated = {"props":{"ref":true,"argument":true,"context":true,"_meta":true},"dynamicProps":false,"dynamicItems":false};
+
+export const Resource = validate66;
+const schema92 = {"type":"object","required":["uri","name"],"properties":{"uri":{"type":"string"},"name":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"},"mimeType":{"type":"string"}}};
+
+function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate66.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.uri === undefined) && (missing0 = "uri")) || ((data.name === undefined) && (missing0 = "name"))){
+validate66.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.uri !== undefined){
+const _errs1 = errors;
+if(typeof data.uri !== "string"){
+validate66.errors = [{instancePath:instancePath+"/uri",schemaPath:"#/properties/uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.name !== undefined){
+const _errs3 = errors;
+if(typeof data.name !== "string"){
+validate66.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.title !== undefined){
+const _errs5 = errors;
+if(typeof data.title !== "string"){
+validate66.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.description !== undefined){
+const _errs7 = errors;
+if(typeof data.description !== "string"){
+validate66.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs7 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.mimeType !== undefined){
+const _errs9 = errors;
+if(typeof data.mimeType !== "string"){
+validate66.errors = [{instancePath:instancePath+"/mimeType",schemaPath:"#/properties/mimeType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate66.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate66.errors = vErrors;
+return errors === 0;
+}
+validate66.evaluated = {"props":{"uri":true,"name":true,"title":true,"description":true,"mimeType":true},"dynamicProps":false,"dynamicItems":false};
+
+export const ResourcesListResult = validate67;
+const schema93 = {"type":"object","required":["resources"],"properties":{"resources":{"type":"array","items":{"$ref":"#/$defs/Resource"}}}};
+
+function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate67.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.resources === undefined) && (missing0 = "resources")){
+validate67.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.resources !== undefined){
+let data0 = data.resources;
+const _errs1 = errors;
+if(errors === _errs1){
+if(Array.isArray(data0)){
+var valid1 = true;
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+const _errs3 = errors;
+const _errs4 = errors;
+if(errors === _errs4){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+let missing1;
+if(((data1.uri === undefined) && (missing1 = "uri")) || ((data1.name === undefined) && (missing1 = "name"))){
+validate67.errors = [{instancePath:instancePath+"/resources/" + i0,schemaPath:"#/$defs/Resource/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+if(data1.uri !== undefined){
+const _errs6 = errors;
+if(typeof data1.uri !== "string"){
+validate67.errors = [{instancePath:instancePath+"/resources/" + i0+"/uri",schemaPath:"#/$defs/Resource/properties/uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid3 = _errs6 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.name !== undefined){
+const _errs8 = errors;
+if(typeof data1.name !== "string"){
+validate67.errors = [{instancePath:instancePath+"/resources/" + i0+"/name",schemaPath:"#/$defs/Resource/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid3 = _errs8 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.title !== undefined){
+const _errs10 = errors;
+if(typeof data1.title !== "string"){
+validate67.errors = [{instancePath:instancePath+"/resources/" + i0+"/title",schemaPath:"#/$defs/Resource/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid3 = _errs10 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.description !== undefined){
+const _errs12 = errors;
+if(typeof data1.description !== "string"){
+validate67.errors = [{instancePath:instancePath+"/resources/" + i0+"/description",schemaPath:"#/$defs/Resource/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid3 = _errs12 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.mimeType !== undefined){
+const _errs14 = errors;
+if(typeof data1.mimeType !== "string"){
+validate67.errors = [{instancePath:instancePath+"/resources/" + i0+"/mimeType",schemaPath:"#/$defs/Resource/properties/mimeType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid3 = _errs14 === errors;
+}
+else {
+var valid3 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate67.errors = [{instancePath:instancePath+"/resources/" + i0,schemaPath:"#/$defs/Resource/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid1 = _errs3 === errors;
+if(!valid1){
+break;
+}
+}
+}
+else {
+validate67.errors = [{instancePath:instancePath+"/resources",schemaPath:"#/properties/resources/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+}
+}
+}
+else {
+validate67.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate67.errors = vErrors;
+return errors === 0;
+}
+validate67.evaluated = {"props":{"resources":true},"dynamicProps":false,"dynamicItems":false};
+
+export const ResourcesReadResult = validate68;
+const schema95 = {"type":"object","required":["contents"],"properties":{"contents":{"type":"array","items":{"type":"object","required":["uri"],"properties":{"uri":{"type":"string"},"mimeType":{"type":"string"},"text":{"type":"string"},"blob":{"type":"string"}}}}}};
+
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate68.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.contents === undefined) && (missing0 = "contents")){
+validate68.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.contents !== undefined){
+let data0 = data.contents;
+const _errs1 = errors;
+if(errors === _errs1){
+if(Array.isArray(data0)){
+var valid1 = true;
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+const _errs3 = errors;
+if(errors === _errs3){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+let missing1;
+if((data1.uri === undefined) && (missing1 = "uri")){
+validate68.errors = [{instancePath:instancePath+"/contents/" + i0,schemaPath:"#/properties/contents/items/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+if(data1.uri !== undefined){
+const _errs5 = errors;
+if(typeof data1.uri !== "string"){
+validate68.errors = [{instancePath:instancePath+"/contents/" + i0+"/uri",schemaPath:"#/properties/contents/items/properties/uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid2 = _errs5 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data1.mimeType !== undefined){
+const _errs7 = errors;
+if(typeof data1.mimeType !== "string"){
+validate68.errors = [{instancePath:instancePath+"/contents/" + i0+"/mimeType",schemaPath:"#/properties/contents/items/properties/mimeType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid2 = _errs7 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data1.text !== undefined){
+const _errs9 = errors;
+if(typeof data1.text !== "string"){
+validate68.errors = [{instancePath:instancePath+"/contents/" + i0+"/text",schemaPath:"#/properties/contents/items/properties/text/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid2 = _errs9 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data1.blob !== undefined){
+const _errs11 = errors;
+if(typeof data1.blob !== "string"){
+validate68.errors = [{instancePath:instancePath+"/contents/" + i0+"/blob",schemaPath:"#/properties/contents/items/properties/blob/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid2 = _errs11 === errors;
+}
+else {
+var valid2 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate68.errors = [{instancePath:instancePath+"/contents/" + i0,schemaPath:"#/properties/contents/items/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid1 = _errs3 === errors;
+if(!valid1){
+break;
+}
+}
+}
+else {
+validate68.errors = [{instancePath:instancePath+"/contents",schemaPath:"#/properties/contents/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+}
+}
+}
+else {
+validate68.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate68.errors = vErrors;
+return errors === 0;
+}
+validate68.evaluated = {"props":{"contents":true},"dynamicProps":false,"dynamicItems":false};
 

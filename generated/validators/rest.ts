@@ -915,10 +915,11 @@ validate28.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createConnector_body = validate31;
 const schema44 = {"$ref":"openapi#/components/schemas/CreateConnectorRequest"};
-const schema45 = {"type":"object","additionalProperties":false,"required":["name","type","config"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096,"description":"The password (or","for `mcp`":null,"the upstream's bearer token); encrypted at rest and never returned.":null},"allow_write":{"type":"boolean","default":false,"description":"Allows writing statements; only the types in `x-toolgate-types` can write, the others only read (docs/decisions/0116-new-types-read-only.md).","x-toolgate-types":["postgresql","mysql"]},"allow_ddl":{"type":"boolean","default":false},"free_sql":{"type":"boolean","default":true,"description":"false: serve only the saved tools of this connector, not a free-SQL tool per table (database types)."},"description":{"$ref":"openapi#/components/schemas/ConnectorDescriptionOrNull"},"include_tables":{"$ref":"openapi#/components/schemas/TablePatterns"},"exclude_tables":{"$ref":"openapi#/components/schemas/TablePatterns"}}};
+const schema45 = {"type":"object","additionalProperties":false,"required":["name","type","config"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096,"description":"The password (or","for `mcp`":null,"the upstream's bearer token); encrypted at rest and never returned.":null},"allow_write":{"type":"boolean","default":false,"description":"Allows writing statements; only the types in `x-toolgate-types` can write, the others only read (docs/decisions/0116-new-types-read-only.md).","x-toolgate-types":["postgresql","mysql"]},"allow_ddl":{"type":"boolean","default":false},"free_sql":{"type":"boolean","default":true,"description":"false: serve only the saved tools of this connector, not a free-SQL tool per table (database types)."},"tool_layout":{"$ref":"openapi#/components/schemas/ToolLayout"},"description":{"$ref":"openapi#/components/schemas/ConnectorDescriptionOrNull"},"include_tables":{"$ref":"openapi#/components/schemas/TablePatterns"},"exclude_tables":{"$ref":"openapi#/components/schemas/TablePatterns"}}};
 const schema46 = {"type":"string","enum":["postgresql","mysql","mongodb","mssql","oracle","mcp"],"description":"Database types, and `mcp` (an external MCP server over Streamable HTTP). A type without a driver on this gateway is refused with 422."};
-const schema50 = {"type":["string","null"],"maxLength":300,"description":"Free text telling agents what this connector is (e.g. `production, EU customers`); every tool description of the connector ends with `Connector: <name> (<description>)`. One line: control characters are refused. null or empty: none."};
-const schema51 = {"type":"array","maxItems":200,"uniqueItems":true,"description":"Glob patterns over `schema.table` (for mongodb `database.collection`), matched case-insensitively: `*` is any run of characters, `?` one character, e.g. `public.order*` or `*.audit_?`. `include_tables` empty: every table becomes a tool; otherwise only the tables an include pattern matches. A table an `exclude_tables` pattern matches never becomes a tool (exclude wins). Database types only; a change revalidates the connector (docs/decisions/0303).","items":{"type":"string","minLength":3,"maxLength":255}};
+const schema50 = {"type":"string","enum":["per_table","single"],"default":"per_table","description":"How a SQL connector's free SQL is listed (docs/decisions/0299). `per_table`: one `query_<type>_<table>` tool per exposed table. `single`: one tool for the whole connector, `query_<connector name>`, named and described from the connector; its statements may read any of the connector's tables. Either way each table's tool row governs the table (enabled, policy, approval) wherever it is read; in `single` those rows are not listed. The `single` tool only reads. Only SQL types (postgresql, mysql, mssql, oracle) take `single`; others stay `per_table`.","x-toolgate-types":["postgresql","mysql","mssql","oracle"]};
+const schema51 = {"type":["string","null"],"maxLength":300,"description":"Free text telling agents what this connector is (e.g. `production, EU customers`); every tool description of the connector ends with `Connector: <name> (<description>)`. One line: control characters are refused. null or empty: none."};
+const schema52 = {"type":"array","maxItems":200,"uniqueItems":true,"description":"Glob patterns over `schema.table` (for mongodb `database.collection`), matched case-insensitively: `*` is any run of characters, `?` one character, e.g. `public.order*` or `*.audit_?`. `include_tables` empty: every table becomes a tool; otherwise only the tables an include pattern matches. A table an `exclude_tables` pattern matches never becomes a tool (exclude wins). Database types only; a change revalidates the connector (docs/decisions/0303).","items":{"type":"string","minLength":3,"maxLength":255}};
 const func20 = Object.prototype.hasOwnProperty;
 const schema47 = {"description":"The type's own config; `mcp` takes McpConfig, database types DatabaseConfig.","oneOf":[{"$ref":"openapi#/components/schemas/DatabaseConfig"},{"$ref":"openapi#/components/schemas/McpConfig"}]};
 const schema48 = {"type":"object","additionalProperties":false,"required":["host","database","user"],"description":"Connection of a database connector. `database` is the database (postgresql, mysql, mssql, mongodb) or the service name (oracle). Default ports: postgresql 5432, mysql 3306, mongodb 27017, mssql 1433, oracle 1521.","x-toolgate-types":["postgresql","mysql","mongodb","mssql","oracle"],"properties":{"host":{"type":"string","minLength":1,"maxLength":255},"port":{"type":"integer","minimum":1,"maximum":65535},"database":{"type":"string","minLength":1,"maxLength":128},"user":{"type":"string","minLength":1,"maxLength":128},"tls":{"type":"string","enum":["disable","require","verify-full"],"description":"Default require (what a managed cloud database expects; say disable for a server without TLS on a trusted network). `require` encrypts without checking the server certificate; `verify-full` also checks the certificate chain and host name (mongodb tls / tlsAllowInvalidCertificates, mssql encrypt / trustServerCertificate, oracle tcps with server DN match)."},"schemas":{"type":"array","maxItems":50,"items":{"type":"string","minLength":1,"maxLength":128},"description":"Schemas whose tables and views become tools (default public; for mysql, the database; for mssql, dbo; for oracle, the user's own schema). Not accepted for mongodb, whose tools are the collections of `database`.","x-toolgate-types":["postgresql","mssql","oracle"]},"auth_source":{"type":"string","minLength":1,"maxLength":64,"description":"mongodb only. The database holding the user's credentials (default admin).","x-toolgate-types":["mongodb"]}}};
@@ -1720,21 +1721,16 @@ return false;
 }
 var valid0 = _errs14 === errors;
 if(valid0){
-if(data.description !== undefined){
-let data7 = data.description;
+if(data.tool_layout !== undefined){
+let data7 = data.tool_layout;
 const _errs16 = errors;
-const _errs17 = errors;
-if((typeof data7 !== "string") && (data7 !== null)){
-validate32.errors = [{instancePath:instancePath+"/description",schemaPath:"openapi#/components/schemas/ConnectorDescriptionOrNull/type",keyword:"type",params:{type: schema50.type},message:"must be string,null"}];
+if(typeof data7 !== "string"){
+validate32.errors = [{instancePath:instancePath+"/tool_layout",schemaPath:"openapi#/components/schemas/ToolLayout/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-if(errors === _errs17){
-if(typeof data7 === "string"){
-if(func1(data7) > 300){
-validate32.errors = [{instancePath:instancePath+"/description",schemaPath:"openapi#/components/schemas/ConnectorDescriptionOrNull/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"}];
+if(!((data7 === "per_table") || (data7 === "single"))){
+validate32.errors = [{instancePath:instancePath+"/tool_layout",schemaPath:"openapi#/components/schemas/ToolLayout/enum",keyword:"enum",params:{allowedValues: schema50.enum},message:"must be equal to one of the allowed values"}];
 return false;
-}
-}
 }
 var valid0 = _errs16 === errors;
 }
@@ -1742,30 +1738,52 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.include_tables !== undefined){
-let data8 = data.include_tables;
+if(data.description !== undefined){
+let data8 = data.description;
 const _errs19 = errors;
 const _errs20 = errors;
+if((typeof data8 !== "string") && (data8 !== null)){
+validate32.errors = [{instancePath:instancePath+"/description",schemaPath:"openapi#/components/schemas/ConnectorDescriptionOrNull/type",keyword:"type",params:{type: schema51.type},message:"must be string,null"}];
+return false;
+}
 if(errors === _errs20){
-if(Array.isArray(data8)){
-if(data8.length > 200){
+if(typeof data8 === "string"){
+if(func1(data8) > 300){
+validate32.errors = [{instancePath:instancePath+"/description",schemaPath:"openapi#/components/schemas/ConnectorDescriptionOrNull/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"}];
+return false;
+}
+}
+}
+var valid0 = _errs19 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.include_tables !== undefined){
+let data9 = data.include_tables;
+const _errs22 = errors;
+const _errs23 = errors;
+if(errors === _errs23){
+if(Array.isArray(data9)){
+if(data9.length > 200){
 validate32.errors = [{instancePath:instancePath+"/include_tables",schemaPath:"openapi#/components/schemas/TablePatterns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
 return false;
 }
 else {
-var valid4 = true;
-const len0 = data8.length;
+var valid5 = true;
+const len0 = data9.length;
 for(let i0=0; i0<len0; i0++){
-let data9 = data8[i0];
-const _errs22 = errors;
-if(errors === _errs22){
-if(typeof data9 === "string"){
-if(func1(data9) > 255){
+let data10 = data9[i0];
+const _errs25 = errors;
+if(errors === _errs25){
+if(typeof data10 === "string"){
+if(func1(data10) > 255){
 validate32.errors = [{instancePath:instancePath+"/include_tables/" + i0,schemaPath:"openapi#/components/schemas/TablePatterns/items/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"}];
 return false;
 }
 else {
-if(func1(data9) < 3){
+if(func1(data10) < 3){
 validate32.errors = [{instancePath:instancePath+"/include_tables/" + i0,schemaPath:"openapi#/components/schemas/TablePatterns/items/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"}];
 return false;
 }
@@ -1776,18 +1794,18 @@ validate32.errors = [{instancePath:instancePath+"/include_tables/" + i0,schemaPa
 return false;
 }
 }
-var valid4 = _errs22 === errors;
-if(!valid4){
+var valid5 = _errs25 === errors;
+if(!valid5){
 break;
 }
 }
-if(valid4){
-let i1 = data8.length;
+if(valid5){
+let i1 = data9.length;
 let j0;
 if(i1 > 1){
 const indices0 = {};
 for(;i1--;){
-let item0 = data8[i1];
+let item0 = data9[i1];
 if(typeof item0 !== "string"){
 continue;
 }
@@ -1808,36 +1826,36 @@ validate32.errors = [{instancePath:instancePath+"/include_tables",schemaPath:"op
 return false;
 }
 }
-var valid0 = _errs19 === errors;
+var valid0 = _errs22 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.exclude_tables !== undefined){
-let data10 = data.exclude_tables;
-const _errs24 = errors;
-const _errs25 = errors;
-if(errors === _errs25){
-if(Array.isArray(data10)){
-if(data10.length > 200){
+let data11 = data.exclude_tables;
+const _errs27 = errors;
+const _errs28 = errors;
+if(errors === _errs28){
+if(Array.isArray(data11)){
+if(data11.length > 200){
 validate32.errors = [{instancePath:instancePath+"/exclude_tables",schemaPath:"openapi#/components/schemas/TablePatterns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
 return false;
 }
 else {
-var valid7 = true;
-const len1 = data10.length;
+var valid8 = true;
+const len1 = data11.length;
 for(let i2=0; i2<len1; i2++){
-let data11 = data10[i2];
-const _errs27 = errors;
-if(errors === _errs27){
-if(typeof data11 === "string"){
-if(func1(data11) > 255){
+let data12 = data11[i2];
+const _errs30 = errors;
+if(errors === _errs30){
+if(typeof data12 === "string"){
+if(func1(data12) > 255){
 validate32.errors = [{instancePath:instancePath+"/exclude_tables/" + i2,schemaPath:"openapi#/components/schemas/TablePatterns/items/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"}];
 return false;
 }
 else {
-if(func1(data11) < 3){
+if(func1(data12) < 3){
 validate32.errors = [{instancePath:instancePath+"/exclude_tables/" + i2,schemaPath:"openapi#/components/schemas/TablePatterns/items/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"}];
 return false;
 }
@@ -1848,18 +1866,18 @@ validate32.errors = [{instancePath:instancePath+"/exclude_tables/" + i2,schemaPa
 return false;
 }
 }
-var valid7 = _errs27 === errors;
-if(!valid7){
+var valid8 = _errs30 === errors;
+if(!valid8){
 break;
 }
 }
-if(valid7){
-let i3 = data10.length;
+if(valid8){
+let i3 = data11.length;
 let j1;
 if(i3 > 1){
 const indices1 = {};
 for(;i3--;){
-let item1 = data10[i3];
+let item1 = data11[i3];
 if(typeof item1 !== "string"){
 continue;
 }
@@ -1880,10 +1898,11 @@ validate32.errors = [{instancePath:instancePath+"/exclude_tables",schemaPath:"op
 return false;
 }
 }
-var valid0 = _errs24 === errors;
+var valid0 = _errs27 === errors;
 }
 else {
 var valid0 = true;
+}
 }
 }
 }
@@ -1928,8 +1947,8 @@ return errors === 0;
 validate31.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const testConnector_body = validate36;
-const schema53 = {"$ref":"openapi#/components/schemas/TestConnectorRequest"};
-const schema54 = {"type":"object","additionalProperties":false,"required":["type","config"],"properties":{"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"connector_id":{"type":"string","format":"uuid","description":"Editing a saved connector: its stored credential is used when `credential` is omitted."}}};
+const schema54 = {"$ref":"openapi#/components/schemas/TestConnectorRequest"};
+const schema55 = {"type":"object","additionalProperties":false,"required":["type","config"],"properties":{"type":{"$ref":"openapi#/components/schemas/ConnectorType"},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"connector_id":{"type":"string","format":"uuid","description":"Editing a saved connector: its stored credential is used when `credential` is omitted."}}};
 
 function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2067,8 +2086,8 @@ return errors === 0;
 validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateConnector_body = validate40;
-const schema56 = {"$ref":"openapi#/components/schemas/UpdateConnectorRequest"};
-const schema57 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"allow_write":{"type":"boolean"},"allow_ddl":{"type":"boolean"},"free_sql":{"type":"boolean"},"description":{"$ref":"openapi#/components/schemas/ConnectorDescriptionOrNull"},"include_tables":{"$ref":"openapi#/components/schemas/TablePatterns"},"exclude_tables":{"$ref":"openapi#/components/schemas/TablePatterns"}}};
+const schema57 = {"$ref":"openapi#/components/schemas/UpdateConnectorRequest"};
+const schema58 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"name":{"type":"string","minLength":1,"maxLength":200},"config":{"$ref":"openapi#/components/schemas/ConnectorConfig"},"credential":{"type":"string","maxLength":4096},"allow_write":{"type":"boolean"},"allow_ddl":{"type":"boolean"},"free_sql":{"type":"boolean"},"tool_layout":{"$ref":"openapi#/components/schemas/ToolLayout"},"description":{"$ref":"openapi#/components/schemas/ConnectorDescriptionOrNull"},"include_tables":{"$ref":"openapi#/components/schemas/TablePatterns"},"exclude_tables":{"$ref":"openapi#/components/schemas/TablePatterns"}}};
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2089,7 +2108,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(func20.call(schema57.properties, key0))){
+if(!(func20.call(schema58.properties, key0))){
 validate41.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -2192,21 +2211,16 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.description !== undefined){
-let data6 = data.description;
+if(data.tool_layout !== undefined){
+let data6 = data.tool_layout;
 const _errs13 = errors;
-const _errs14 = errors;
-if((typeof data6 !== "string") && (data6 !== null)){
-validate41.errors = [{instancePath:instancePath+"/description",schemaPath:"openapi#/components/schemas/ConnectorDescriptionOrNull/type",keyword:"type",params:{type: schema50.type},message:"must be string,null"}];
+if(typeof data6 !== "string"){
+validate41.errors = [{instancePath:instancePath+"/tool_layout",schemaPath:"openapi#/components/schemas/ToolLayout/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-if(errors === _errs14){
-if(typeof data6 === "string"){
-if(func1(data6) > 300){
-validate41.errors = [{instancePath:instancePath+"/description",schemaPath:"openapi#/components/schemas/ConnectorDescriptionOrNull/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"}];
+if(!((data6 === "per_table") || (data6 === "single"))){
+validate41.errors = [{instancePath:instancePath+"/tool_layout",schemaPath:"openapi#/components/schemas/ToolLayout/enum",keyword:"enum",params:{allowedValues: schema50.enum},message:"must be equal to one of the allowed values"}];
 return false;
-}
-}
 }
 var valid0 = _errs13 === errors;
 }
@@ -2214,30 +2228,52 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.include_tables !== undefined){
-let data7 = data.include_tables;
+if(data.description !== undefined){
+let data7 = data.description;
 const _errs16 = errors;
 const _errs17 = errors;
+if((typeof data7 !== "string") && (data7 !== null)){
+validate41.errors = [{instancePath:instancePath+"/description",schemaPath:"openapi#/components/schemas/ConnectorDescriptionOrNull/type",keyword:"type",params:{type: schema51.type},message:"must be string,null"}];
+return false;
+}
 if(errors === _errs17){
-if(Array.isArray(data7)){
-if(data7.length > 200){
+if(typeof data7 === "string"){
+if(func1(data7) > 300){
+validate41.errors = [{instancePath:instancePath+"/description",schemaPath:"openapi#/components/schemas/ConnectorDescriptionOrNull/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"}];
+return false;
+}
+}
+}
+var valid0 = _errs16 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.include_tables !== undefined){
+let data8 = data.include_tables;
+const _errs19 = errors;
+const _errs20 = errors;
+if(errors === _errs20){
+if(Array.isArray(data8)){
+if(data8.length > 200){
 validate41.errors = [{instancePath:instancePath+"/include_tables",schemaPath:"openapi#/components/schemas/TablePatterns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
 return false;
 }
 else {
-var valid3 = true;
-const len0 = data7.length;
+var valid4 = true;
+const len0 = data8.length;
 for(let i0=0; i0<len0; i0++){
-let data8 = data7[i0];
-const _errs19 = errors;
-if(errors === _errs19){
-if(typeof data8 === "string"){
-if(func1(data8) > 255){
+let data9 = data8[i0];
+const _errs22 = errors;
+if(errors === _errs22){
+if(typeof data9 === "string"){
+if(func1(data9) > 255){
 validate41.errors = [{instancePath:instancePath+"/include_tables/" + i0,schemaPath:"openapi#/components/schemas/TablePatterns/items/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"}];
 return false;
 }
 else {
-if(func1(data8) < 3){
+if(func1(data9) < 3){
 validate41.errors = [{instancePath:instancePath+"/include_tables/" + i0,schemaPath:"openapi#/components/schemas/TablePatterns/items/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"}];
 return false;
 }
@@ -2248,18 +2284,18 @@ validate41.errors = [{instancePath:instancePath+"/include_tables/" + i0,schemaPa
 return false;
 }
 }
-var valid3 = _errs19 === errors;
-if(!valid3){
+var valid4 = _errs22 === errors;
+if(!valid4){
 break;
 }
 }
-if(valid3){
-let i1 = data7.length;
+if(valid4){
+let i1 = data8.length;
 let j0;
 if(i1 > 1){
 const indices0 = {};
 for(;i1--;){
-let item0 = data7[i1];
+let item0 = data8[i1];
 if(typeof item0 !== "string"){
 continue;
 }
@@ -2280,36 +2316,36 @@ validate41.errors = [{instancePath:instancePath+"/include_tables",schemaPath:"op
 return false;
 }
 }
-var valid0 = _errs16 === errors;
+var valid0 = _errs19 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.exclude_tables !== undefined){
-let data9 = data.exclude_tables;
-const _errs21 = errors;
-const _errs22 = errors;
-if(errors === _errs22){
-if(Array.isArray(data9)){
-if(data9.length > 200){
+let data10 = data.exclude_tables;
+const _errs24 = errors;
+const _errs25 = errors;
+if(errors === _errs25){
+if(Array.isArray(data10)){
+if(data10.length > 200){
 validate41.errors = [{instancePath:instancePath+"/exclude_tables",schemaPath:"openapi#/components/schemas/TablePatterns/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
 return false;
 }
 else {
-var valid6 = true;
-const len1 = data9.length;
+var valid7 = true;
+const len1 = data10.length;
 for(let i2=0; i2<len1; i2++){
-let data10 = data9[i2];
-const _errs24 = errors;
-if(errors === _errs24){
-if(typeof data10 === "string"){
-if(func1(data10) > 255){
+let data11 = data10[i2];
+const _errs27 = errors;
+if(errors === _errs27){
+if(typeof data11 === "string"){
+if(func1(data11) > 255){
 validate41.errors = [{instancePath:instancePath+"/exclude_tables/" + i2,schemaPath:"openapi#/components/schemas/TablePatterns/items/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"}];
 return false;
 }
 else {
-if(func1(data10) < 3){
+if(func1(data11) < 3){
 validate41.errors = [{instancePath:instancePath+"/exclude_tables/" + i2,schemaPath:"openapi#/components/schemas/TablePatterns/items/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"}];
 return false;
 }
@@ -2320,18 +2356,18 @@ validate41.errors = [{instancePath:instancePath+"/exclude_tables/" + i2,schemaPa
 return false;
 }
 }
-var valid6 = _errs24 === errors;
-if(!valid6){
+var valid7 = _errs27 === errors;
+if(!valid7){
 break;
 }
 }
-if(valid6){
-let i3 = data9.length;
+if(valid7){
+let i3 = data10.length;
 let j1;
 if(i3 > 1){
 const indices1 = {};
 for(;i3--;){
-let item1 = data9[i3];
+let item1 = data10[i3];
 if(typeof item1 !== "string"){
 continue;
 }
@@ -2352,10 +2388,11 @@ validate41.errors = [{instancePath:instancePath+"/exclude_tables",schemaPath:"op
 return false;
 }
 }
-var valid0 = _errs21 === errors;
+var valid0 = _errs24 === errors;
 }
 else {
 var valid0 = true;
+}
 }
 }
 }
@@ -2399,14 +2436,14 @@ return errors === 0;
 validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createSavedTool_body = validate44;
-const schema61 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
-const schema62 = {"type":"object","additionalProperties":false,"required":["name","description","statement"],"properties":{"name":{"$ref":"openapi#/components/schemas/ToolName"},"description":{"type":"string","minLength":1,"maxLength":2000},"statement":{"type":"string","minLength":1,"maxLength":20000,"description":"One statement with `:name` placeholders, e.g. `SELECT id, total FROM orders WHERE customer_id = :customer AND created_at >= :since`."},"parameters":{"type":"array","maxItems":50,"items":{"$ref":"openapi#/components/schemas/SavedToolParameter"}},"requires_approval":{"type":"boolean","description":"Default true for a statement that writes","false for a read.":null}}};
-const schema63 = {"type":"string","pattern":"^[a-z0-9_]{1,64}$"};
+const schema63 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
+const schema64 = {"type":"object","additionalProperties":false,"required":["name","description","statement"],"properties":{"name":{"$ref":"openapi#/components/schemas/ToolName"},"description":{"type":"string","minLength":1,"maxLength":2000},"statement":{"type":"string","minLength":1,"maxLength":20000,"description":"One statement with `:name` placeholders, e.g. `SELECT id, total FROM orders WHERE customer_id = :customer AND created_at >= :since`."},"parameters":{"type":"array","maxItems":50,"items":{"$ref":"openapi#/components/schemas/SavedToolParameter"}},"requires_approval":{"type":"boolean","description":"Default true for a statement that writes","false for a read.":null}}};
+const schema65 = {"type":"string","pattern":"^[a-z0-9_]{1,64}$"};
 const pattern9 = new RegExp("^[a-z0-9_]{1,64}$", "u");
-const schema64 = {"type":"object","additionalProperties":false,"required":["name","type","description"],"description":"One typed parameter, written `:name` in the statement (outside quotes). string (minLength, maxLength, pattern), integer and number (minimum, maximum), boolean, date (YYYY-MM-DD), timestamp (ISO 8601), enum (values), array of these (items, maxItems; in MySQL an array stands for a list, `IN (:ids)`; in PostgreSQL for an array, `= ANY(:ids)`). Without a default the parameter is required.","properties":{"name":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$"},"type":{"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum","array"]},"description":{"type":"string","minLength":1,"maxLength":1000},"default":{"description":"A value of the parameter's type; makes the parameter optional."},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}},"items":{"$ref":"openapi#/components/schemas/SavedToolParameterItems"},"maxItems":{"type":"integer","minimum":1,"maximum":1000,"description":"array: at most this many elements (default 100)."}}};
+const schema66 = {"type":"object","additionalProperties":false,"required":["name","type","description"],"description":"One typed parameter, written `:name` in the statement (outside quotes). string (minLength, maxLength, pattern), integer and number (minimum, maximum), boolean, date (YYYY-MM-DD), timestamp (ISO 8601), enum (values), array of these (items, maxItems; in MySQL an array stands for a list, `IN (:ids)`; in PostgreSQL for an array, `= ANY(:ids)`). Without a default the parameter is required.","properties":{"name":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$"},"type":{"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum","array"]},"description":{"type":"string","minLength":1,"maxLength":1000},"default":{"description":"A value of the parameter's type; makes the parameter optional."},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}},"items":{"$ref":"openapi#/components/schemas/SavedToolParameterItems"},"maxItems":{"type":"integer","minimum":1,"maximum":1000,"description":"array: at most this many elements (default 100)."}}};
 const pattern10 = new RegExp("^[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
-const schema65 = {"type":"object","additionalProperties":false,"required":["type"],"description":"The elements of an `array` parameter.","properties":{"type":{"$ref":"openapi#/components/schemas/SavedToolScalarType"},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}}}};
-const schema66 = {"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum"]};
+const schema67 = {"type":"object","additionalProperties":false,"required":["type"],"description":"The elements of an `array` parameter.","properties":{"type":{"$ref":"openapi#/components/schemas/SavedToolScalarType"},"minLength":{"type":"integer","minimum":0,"maximum":100000},"maxLength":{"type":"integer","minimum":1,"maximum":100000},"pattern":{"type":"string","minLength":1,"maxLength":500,"description":"An ECMAScript regular expression (unicode) the value must match."},"minimum":{"type":"number"},"maximum":{"type":"number"},"values":{"type":"array","minItems":1,"maxItems":200,"uniqueItems":true,"items":{"type":"string","maxLength":200}}}};
+const schema68 = {"type":"string","enum":["string","integer","number","boolean","date","timestamp","enum"]};
 
 function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2443,7 +2480,7 @@ validate47.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/com
 return false;
 }
 if(!(((((((data0 === "string") || (data0 === "integer")) || (data0 === "number")) || (data0 === "boolean")) || (data0 === "date")) || (data0 === "timestamp")) || (data0 === "enum"))){
-validate47.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/SavedToolScalarType/enum",keyword:"enum",params:{allowedValues: schema66.enum},message:"must be equal to one of the allowed values"}];
+validate47.errors = [{instancePath:instancePath+"/type",schemaPath:"openapi#/components/schemas/SavedToolScalarType/enum",keyword:"enum",params:{allowedValues: schema68.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -2667,7 +2704,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(func20.call(schema64.properties, key0))){
+if(!(func20.call(schema66.properties, key0))){
 validate46.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -2703,7 +2740,7 @@ validate46.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties
 return false;
 }
 if(!((((((((data1 === "string") || (data1 === "integer")) || (data1 === "number")) || (data1 === "boolean")) || (data1 === "date")) || (data1 === "timestamp")) || (data1 === "enum")) || (data1 === "array"))){
-validate46.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema64.properties.type.enum},message:"must be equal to one of the allowed values"}];
+validate46.errors = [{instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema66.properties.type.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -3165,7 +3202,7 @@ return errors === 0;
 validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateSavedTool_body = validate51;
-const schema67 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
+const schema69 = {"$ref":"openapi#/components/schemas/SavedToolRequest"};
 
 function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3355,8 +3392,8 @@ return errors === 0;
 validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateToolsBulk_body = validate55;
-const schema70 = {"$ref":"openapi#/components/schemas/BulkToolUpdateRequest"};
-const schema71 = {"type":"object","additionalProperties":false,"required":["enabled"],"description":"Exactly one of `ids` and `connector_id`; `name_prefix` only with `connector_id`.","properties":{"enabled":{"type":"boolean"},"ids":{"type":"array","minItems":1,"maxItems":5000,"uniqueItems":true,"items":{"type":"string","format":"uuid"}},"connector_id":{"type":"string","format":"uuid"},"name_prefix":{"type":"string","minLength":1,"maxLength":64,"description":"With connector_id: only the tools whose name (as agents see it) starts with this."}}};
+const schema72 = {"$ref":"openapi#/components/schemas/BulkToolUpdateRequest"};
+const schema73 = {"type":"object","additionalProperties":false,"required":["enabled"],"description":"Exactly one of `ids` and `connector_id`; `name_prefix` only with `connector_id`.","properties":{"enabled":{"type":"boolean"},"ids":{"type":"array","minItems":1,"maxItems":5000,"uniqueItems":true,"items":{"type":"string","format":"uuid"}},"connector_id":{"type":"string","format":"uuid"},"name_prefix":{"type":"string","minLength":1,"maxLength":64,"description":"With connector_id: only the tools whose name (as agents see it) starts with this."}}};
 
 function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3537,11 +3574,11 @@ return errors === 0;
 validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateToolMetadata_body = validate56;
-const schema72 = {"$ref":"openapi#/components/schemas/UpdateToolRequest"};
-const schema73 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"enabled":{"type":"boolean"},"requires_approval":{"type":"boolean"},"approval_ttl_seconds":{"type":"integer","minimum":60,"maximum":604800,"description":"Default 3600."},"approval_emails":{"type":"array","maxItems":50,"uniqueItems":true,"items":{"type":"string","format":"email","maxLength":254}},"tool_name_override":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolName"},{"type":"null"}],"description":"null clears the override. Must be unique among the org's tool names."},"tool_description_override":{"type":["string","null"],"maxLength":2000},"read_only":{"type":"boolean"},"policy":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolPolicy"},{"type":"null"}],"description":"Replaces the tool's policy; null removes it."}}};
+const schema74 = {"$ref":"openapi#/components/schemas/UpdateToolRequest"};
+const schema75 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"enabled":{"type":"boolean"},"requires_approval":{"type":"boolean"},"approval_ttl_seconds":{"type":"integer","minimum":60,"maximum":604800,"description":"Default 3600."},"approval_emails":{"type":"array","maxItems":50,"uniqueItems":true,"items":{"type":"string","format":"email","maxLength":254}},"tool_name_override":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolName"},{"type":"null"}],"description":"null clears the override. Must be unique among the org's tool names."},"tool_description_override":{"type":["string","null"],"maxLength":2000},"read_only":{"type":"boolean"},"policy":{"oneOf":[{"$ref":"openapi#/components/schemas/ToolPolicy"},{"type":"null"}],"description":"Replaces the tool's policy; null removes it."}}};
 const formats14 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
-const schema75 = {"type":"object","additionalProperties":false,"description":"A SQL table tool's column and row policy (docs/tool-policies.md). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A tool with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.","x-toolgate-types":["postgresql","mysql","mssql","oracle"],"properties":{"hidden_columns":{"type":"array","maxItems":200,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":128}},"masked_columns":{"type":"array","maxItems":200,"items":{"$ref":"openapi#/components/schemas/ColumnMask"},"x-toolgate-types":["postgresql","mysql"]},"row_filter":{"type":["string","null"],"minLength":1,"maxLength":2000,"x-toolgate-types":["postgresql","mysql"],"description":"A SQL condition over the table's columns, e.g. `region = :caller.region`. `:caller.<name>` is the caller's attribute (an IdP claim, or an attribute of the API key / OAuth client), bound as a text parameter; a caller without it sees no rows."}}};
-const schema76 = {"type":"object","additionalProperties":false,"required":["column","mask"],"properties":{"column":{"type":"string","minLength":1,"maxLength":128},"mask":{"type":"string","enum":["fixed","hash","last_n"],"description":"fixed: every non-null value becomes `text`; hash: HMAC-SHA256 (hex) with the org's key; last_n: all but the last `n` characters become `*`."},"text":{"type":"string","maxLength":64,"description":"fixed: the replacement (default `****`)."},"n":{"type":"integer","minimum":1,"maximum":32,"description":"last_n: characters kept (default 4)."}}};
+const schema77 = {"type":"object","additionalProperties":false,"description":"A SQL table's column and row policy, set on the table's tool (docs/tool-policies.md). It applies wherever the table is read: through its tool, in a JOIN, subquery or CTE of any tool of the connector, and in every saved tool (docs/decisions/0292). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A statement reading a table with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.","x-toolgate-types":["postgresql","mysql","mssql","oracle"],"properties":{"hidden_columns":{"type":"array","maxItems":200,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":128}},"masked_columns":{"type":"array","maxItems":200,"items":{"$ref":"openapi#/components/schemas/ColumnMask"},"x-toolgate-types":["postgresql","mysql"]},"row_filter":{"type":["string","null"],"minLength":1,"maxLength":2000,"x-toolgate-types":["postgresql","mysql"],"description":"A SQL condition over the table's columns, e.g. `region = :caller.region`. `:caller.<name>` is the caller's attribute (an IdP claim, or an attribute of the API key / OAuth client), bound as a text parameter; a caller without it sees no rows."}}};
+const schema78 = {"type":"object","additionalProperties":false,"required":["column","mask"],"properties":{"column":{"type":"string","minLength":1,"maxLength":128},"mask":{"type":"string","enum":["fixed","hash","last_n"],"description":"fixed: every non-null value becomes `text`; hash: HMAC-SHA256 (hex) with the org's key; last_n: all but the last `n` characters become `*`."},"text":{"type":"string","maxLength":64,"description":"fixed: the replacement (default `****`)."},"n":{"type":"integer","minimum":1,"maximum":32,"description":"last_n: characters kept (default 4)."}}};
 
 function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3703,7 +3740,7 @@ validate58.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",
 return false;
 }
 if(!(((data5 === "fixed") || (data5 === "hash")) || (data5 === "last_n"))){
-validate58.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",schemaPath:"openapi#/components/schemas/ColumnMask/properties/mask/enum",keyword:"enum",params:{allowedValues: schema76.properties.mask.enum},message:"must be equal to one of the allowed values"}];
+validate58.errors = [{instancePath:instancePath+"/masked_columns/" + i2+"/mask",schemaPath:"openapi#/components/schemas/ColumnMask/properties/mask/enum",keyword:"enum",params:{allowedValues: schema78.properties.mask.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid5 = _errs14 === errors;
@@ -3792,7 +3829,7 @@ if(data.row_filter !== undefined){
 let data8 = data.row_filter;
 const _errs20 = errors;
 if((typeof data8 !== "string") && (data8 !== null)){
-validate58.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/type",keyword:"type",params:{type: schema75.properties.row_filter.type},message:"must be string,null"}];
+validate58.errors = [{instancePath:instancePath+"/row_filter",schemaPath:"#/properties/row_filter/type",keyword:"type",params:{type: schema77.properties.row_filter.type},message:"must be string,null"}];
 return false;
 }
 if(errors === _errs20){
@@ -4071,7 +4108,7 @@ if(data.tool_description_override !== undefined){
 let data6 = data.tool_description_override;
 const _errs19 = errors;
 if((typeof data6 !== "string") && (data6 !== null)){
-validate57.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/type",keyword:"type",params:{type: schema73.properties.tool_description_override.type},message:"must be string,null"}];
+validate57.errors = [{instancePath:instancePath+"/tool_description_override",schemaPath:"#/properties/tool_description_override/type",keyword:"type",params:{type: schema75.properties.tool_description_override.type},message:"must be string,null"}];
 return false;
 }
 if(errors === _errs19){
@@ -4207,7 +4244,7 @@ return errors === 0;
 validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const mcpEndpoint_body = validate61;
-const schema77 = {"description":"A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json); under MCP 2025-03-26 (no\n`MCP-Protocol-Version` header, or `2025-03-26`) also a batch of up to 20 messages, each limited,\nscope-checked and audited as if sent alone. Later revisions removed batches: refused with -32600.\n","oneOf":[{"type":"object"},{"type":"array","items":{"type":"object"}}]};
+const schema79 = {"description":"A JSON-RPC 2.0 request or notification (see jsonrpc-schema.json); under MCP 2025-03-26 (no\n`MCP-Protocol-Version` header, or `2025-03-26`) also a batch of up to 20 messages, each limited,\nscope-checked and audited as if sent alone. Later revisions removed batches: refused with -32600.\n","oneOf":[{"type":"object"},{"type":"array","items":{"type":"object"}}]};
 
 function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4315,10 +4352,10 @@ return errors === 0;
 validate61.evaluated = {"dynamicProps":false,"dynamicItems":true};
 
 export const createOrg_body = validate62;
-const schema78 = {"$ref":"openapi#/components/schemas/CreateOrgRequest"};
-const schema79 = {"type":"object","additionalProperties":false,"required":["slug","name"],"properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"name":{"type":"string","minLength":1,"maxLength":200},"plan":{"$ref":"openapi#/components/schemas/Plan"},"trial_days":{"type":"integer","minimum":0,"maximum":365,"description":"Length of the trial; default 14. 0 starts the subscription active."},"burst_limit_per_second":{"type":"integer","minimum":1,"maximum":100000,"description":"Custom burst limit (calls per second), fixed for the org's lifetime. Enterprise and standalone orgs without one get the gateway's custom default (TOOLGATE_CUSTOM_BURST_PER_SECOND, 1000). On starter, growth and scale it replaces the plan's figure (an operator override, e.g. for a negotiated contract); omitted, the plan's figure applies. The monthly quota stays the plan's either way."}}};
-const schema80 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
-const schema81 = {"type":"string","enum":["starter","growth","scale","enterprise","standalone"]};
+const schema80 = {"$ref":"openapi#/components/schemas/CreateOrgRequest"};
+const schema81 = {"type":"object","additionalProperties":false,"required":["slug","name"],"properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"name":{"type":"string","minLength":1,"maxLength":200},"plan":{"$ref":"openapi#/components/schemas/Plan"},"trial_days":{"type":"integer","minimum":0,"maximum":365,"description":"Length of the trial; default 14. 0 starts the subscription active."},"burst_limit_per_second":{"type":"integer","minimum":1,"maximum":100000,"description":"Custom burst limit (calls per second), fixed for the org's lifetime. Enterprise and standalone orgs without one get the gateway's custom default (TOOLGATE_CUSTOM_BURST_PER_SECOND, 1000). On starter, growth and scale it replaces the plan's figure (an operator override, e.g. for a negotiated contract); omitted, the plan's figure applies. The monthly quota stays the plan's either way."}}};
+const schema82 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
+const schema83 = {"type":"string","enum":["starter","growth","scale","enterprise","standalone"]};
 const pattern13 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
 
 function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -4405,7 +4442,7 @@ validate63.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/com
 return false;
 }
 if(!(((((data2 === "starter") || (data2 === "growth")) || (data2 === "scale")) || (data2 === "enterprise")) || (data2 === "standalone"))){
-validate63.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema81.enum},message:"must be equal to one of the allowed values"}];
+validate63.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema83.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs7 === errors;
@@ -4505,8 +4542,8 @@ return errors === 0;
 validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateOperatorOrg_body = validate65;
-const schema82 = {"$ref":"openapi#/components/schemas/UpdateOperatorOrgRequest"};
-const schema83 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"plan":{"$ref":"openapi#/components/schemas/Plan"},"suspended":{"type":"boolean"}}};
+const schema84 = {"$ref":"openapi#/components/schemas/UpdateOperatorOrgRequest"};
+const schema85 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"plan":{"$ref":"openapi#/components/schemas/Plan"},"suspended":{"type":"boolean"}}};
 
 function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4542,7 +4579,7 @@ validate66.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/com
 return false;
 }
 if(!(((((data0 === "starter") || (data0 === "growth")) || (data0 === "scale")) || (data0 === "enterprise")) || (data0 === "standalone"))){
-validate66.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema81.enum},message:"must be equal to one of the allowed values"}];
+validate66.errors = [{instancePath:instancePath+"/plan",schemaPath:"openapi#/components/schemas/Plan/enum",keyword:"enum",params:{allowedValues: schema83.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -4597,7 +4634,7 @@ return errors === 0;
 validate65.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const consentMcpClient_body = validate68;
-const schema85 = {"type":"object","required":["csrf","decision"],"properties":{"csrf":{"type":"string","maxLength":100},"decision":{"type":"string","enum":["allow","deny"]}},"additionalProperties":{"type":"string","maxLength":100}};
+const schema87 = {"type":"object","required":["csrf","decision"],"properties":{"csrf":{"type":"string","maxLength":100},"decision":{"type":"string","enum":["allow","deny"]}},"additionalProperties":{"type":"string","maxLength":100}};
 
 function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4670,7 +4707,7 @@ validate68.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/proper
 return false;
 }
 if(!((data2 === "allow") || (data2 === "deny"))){
-validate68.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/properties/decision/enum",keyword:"enum",params:{allowedValues: schema85.properties.decision.enum},message:"must be equal to one of the allowed values"}];
+validate68.errors = [{instancePath:instancePath+"/decision",schemaPath:"#/properties/decision/enum",keyword:"enum",params:{allowedValues: schema87.properties.decision.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid1 = _errs6 === errors;
@@ -4693,8 +4730,8 @@ return errors === 0;
 validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const issueMcpToken_body = validate69;
-const schema86 = {"$ref":"openapi#/components/schemas/McpTokenRequest"};
-const schema87 = {"type":"object","required":["grant_type"],"properties":{"grant_type":{"type":"string","maxLength":100},"code":{"type":"string","maxLength":200},"redirect_uri":{"type":"string","maxLength":2000},"code_verifier":{"type":"string","maxLength":200},"client_id":{"type":"string","maxLength":2000},"refresh_token":{"type":"string","maxLength":200},"resource":{"type":"string","maxLength":2000},"scope":{"type":"string","maxLength":4000}}};
+const schema88 = {"$ref":"openapi#/components/schemas/McpTokenRequest"};
+const schema89 = {"type":"object","required":["grant_type"],"properties":{"grant_type":{"type":"string","maxLength":100},"code":{"type":"string","maxLength":200},"redirect_uri":{"type":"string","maxLength":2000},"code_verifier":{"type":"string","maxLength":200},"client_id":{"type":"string","maxLength":2000},"refresh_token":{"type":"string","maxLength":200},"resource":{"type":"string","maxLength":2000},"scope":{"type":"string","maxLength":4000}}};
 
 function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4902,7 +4939,7 @@ return errors === 0;
 validate69.evaluated = {"props":{"grant_type":true,"code":true,"redirect_uri":true,"code_verifier":true,"client_id":true,"refresh_token":true,"resource":true,"scope":true},"dynamicProps":false,"dynamicItems":false};
 
 export const revokeMcpToken_body = validate70;
-const schema88 = {"type":"object","required":["token"],"properties":{"token":{"type":"string","minLength":1,"maxLength":4000},"token_type_hint":{"type":"string","maxLength":100},"client_id":{"type":"string","maxLength":2000}}};
+const schema90 = {"type":"object","required":["token"],"properties":{"token":{"type":"string","minLength":1,"maxLength":4000},"token_type_hint":{"type":"string","maxLength":100},"client_id":{"type":"string","maxLength":2000}}};
 
 function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5005,7 +5042,7 @@ return errors === 0;
 validate70.evaluated = {"props":{"token":true,"token_type_hint":true,"client_id":true},"dynamicProps":false,"dynamicItems":false};
 
 export const registerMcpClient_body = validate71;
-const schema89 = {"type":"object","properties":{"redirect_uris":{"type":"array","items":{"type":"string"}},"client_name":{"type":"string"},"token_endpoint_auth_method":{"type":"string"},"grant_types":{"type":"array","items":{"type":"string"}},"response_types":{"type":"array","items":{"type":"string"}}}};
+const schema91 = {"type":"object","properties":{"redirect_uris":{"type":"array","items":{"type":"string"}},"client_name":{"type":"string"},"token_endpoint_auth_method":{"type":"string"},"grant_types":{"type":"array","items":{"type":"string"}},"response_types":{"type":"array","items":{"type":"string"}}}};
 
 function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5148,7 +5185,7 @@ return errors === 0;
 validate71.evaluated = {"props":{"redirect_uris":true,"client_name":true,"token_endpoint_auth_method":true,"grant_types":true,"response_types":true},"dynamicProps":false,"dynamicItems":false};
 
 export const createMcpClient_body = validate72;
-const schema90 = {"type":"object","required":["client_name","redirect_uris"],"additionalProperties":false,"properties":{"client_name":{"type":"string","minLength":1,"maxLength":100},"redirect_uris":{"type":"array","minItems":1,"maxItems":10,"items":{"type":"string","maxLength":2000}}}};
+const schema92 = {"type":"object","required":["client_name","redirect_uris"],"additionalProperties":false,"properties":{"client_name":{"type":"string","minLength":1,"maxLength":100},"redirect_uris":{"type":"array","minItems":1,"maxItems":10,"items":{"type":"string","maxLength":2000}}}};
 
 function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5269,7 +5306,7 @@ return errors === 0;
 validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const setMcpSignInSettings_body = validate73;
-const schema91 = {"type":"object","required":["registration_enabled"],"additionalProperties":false,"properties":{"registration_enabled":{"type":"boolean"}}};
+const schema93 = {"type":"object","required":["registration_enabled"],"additionalProperties":false,"properties":{"registration_enabled":{"type":"boolean"}}};
 
 function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5318,9 +5355,9 @@ return errors === 0;
 validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createWebhook_body = validate74;
-const schema92 = {"$ref":"openapi#/components/schemas/WebhookInput"};
-const schema93 = {"type":"object","additionalProperties":false,"required":["url","events"],"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}}}};
-const schema94 = {"type":"string","enum":["tool.called","approval.requested","approval.decided"]};
+const schema94 = {"$ref":"openapi#/components/schemas/WebhookInput"};
+const schema95 = {"type":"object","additionalProperties":false,"required":["url","events"],"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}}}};
+const schema96 = {"type":"string","enum":["tool.called","approval.requested","approval.decided"]};
 
 function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5403,7 +5440,7 @@ validate75.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"open
 return false;
 }
 if(!(((data2 === "tool.called") || (data2 === "approval.requested")) || (data2 === "approval.decided"))){
-validate75.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema94.enum},message:"must be equal to one of the allowed values"}];
+validate75.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema96.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid1 = _errs6 === errors;
@@ -5459,8 +5496,8 @@ return errors === 0;
 validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateWebhook_body = validate77;
-const schema95 = {"$ref":"openapi#/components/schemas/WebhookPatch"};
-const schema96 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}},"enabled":{"type":"boolean"}}};
+const schema97 = {"$ref":"openapi#/components/schemas/WebhookPatch"};
+const schema98 = {"type":"object","additionalProperties":false,"minProperties":1,"properties":{"url":{"type":"string","format":"uri","maxLength":2000},"events":{"type":"array","minItems":1,"maxItems":3,"items":{"$ref":"openapi#/components/schemas/WebhookEventType"}},"enabled":{"type":"boolean"}}};
 
 function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5542,7 +5579,7 @@ validate78.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"open
 return false;
 }
 if(!(((data2 === "tool.called") || (data2 === "approval.requested")) || (data2 === "approval.decided"))){
-validate78.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema94.enum},message:"must be equal to one of the allowed values"}];
+validate78.errors = [{instancePath:instancePath+"/events/" + i0,schemaPath:"openapi#/components/schemas/WebhookEventType/enum",keyword:"enum",params:{allowedValues: schema96.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid1 = _errs6 === errors;

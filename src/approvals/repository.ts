@@ -1,5 +1,5 @@
 /** All SQL of approvals. Every query names the org, except the sweeper's, which only moves rows by their own state and time. */
-import { and, desc, eq, gt, isNull, lte } from 'drizzle-orm';
+import { and, desc, eq, gt, inArray, isNull, lte } from 'drizzle-orm';
 import { isClientActive } from '../auth/repository.ts';
 import type { Queryable } from '../store/db.ts';
 import { apiKeys, approvals, connectors, orgs, tools } from '../store/schema.ts';
@@ -133,10 +133,11 @@ export async function connectorState(db: Queryable, orgId: string, connectorId: 
 }
 
 /** The tool's approvers as they stand now (undefined when the tool is gone). */
-export async function currentApprovers(db: Queryable, orgId: string, toolId: string): Promise<string[] | undefined> {
-  const [row] = await db
+/** The approvers of the tool rows a held call needed, as they are now (an approver removed since has lost the right). */
+export async function currentApprovers(db: Queryable, orgId: string, toolIds: string[]): Promise<string[] | undefined> {
+  const rows = await db
     .select({ emails: tools.approvalEmails })
     .from(tools)
-    .where(and(eq(tools.orgId, orgId), eq(tools.id, toolId)));
-  return row?.emails;
+    .where(and(eq(tools.orgId, orgId), inArray(tools.id, toolIds)));
+  return rows.length ? [...new Set(rows.flatMap((r) => r.emails))] : undefined;
 }

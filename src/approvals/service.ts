@@ -12,6 +12,7 @@ import { DomainEvents } from '../events/index.ts';
 import type { Db } from '../store/db.ts';
 import type { CatalogTool } from '../tools/catalog.ts';
 import type { ApprovalDesk } from '../tools/runtime.ts';
+import type { HeldApproval } from '../tools/tables.ts';
 import { describeError, type Logger } from '../util/log.ts';
 import { heldCallDigest } from './digest.ts';
 import { executeApproved, type ApprovedExecutionDeps, type ExecutionOutcome } from './execution.ts';
@@ -54,7 +55,7 @@ export class ApprovalService implements ApprovalDesk {
   }
 
   /** tools/call of a flagged tool: stores the held call (validated arguments, defaults filled in) and answers pending_approval. */
-  async hold(orgId: string, principal: Principal, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult> {
+  async hold(orgId: string, principal: Principal, tool: CatalogTool, input: Record<string, unknown>, approval?: HeldApproval): Promise<ToolResult> {
     const now = this.now();
     const id = randomUUID();
     const argumentsJson = JSON.stringify(input);
@@ -74,7 +75,9 @@ export class ApprovalService implements ApprovalDesk {
       argumentsDigest: heldCallDigest(this.deps.digestKey, held),
       requestedBy: identityOf(principal),
       requesterConnectorIds: principal.connectorIds,
-      approverEmails: tool.approvalEmails,
+      // A statement touching several tables waits for every touched row's approvers (decision 0292).
+      approverEmails: approval?.approvalEmails ?? tool.approvalEmails,
+      approverToolIds: approval ? approval.toolIds : null,
       status: 'pending',
       statusReason: null,
       result: null,
@@ -83,7 +86,7 @@ export class ApprovalService implements ApprovalDesk {
       executingAt: null,
       completedAt: null,
       createdAt: now,
-      expiresAt: new Date(now.getTime() + tool.approvalTtlSeconds * 1000),
+      expiresAt: new Date(now.getTime() + (approval?.approvalTtlSeconds ?? tool.approvalTtlSeconds) * 1000),
     };
     await this.deps.db.transaction(async (tx) => {
       await repo.insertApproval(tx, row);
@@ -212,7 +215,11 @@ export class ApprovalService implements ApprovalDesk {
   private async decide(orgId: string, principal: Principal, approvalId: string, next: 'executing' | 'rejected'): Promise<repo.ApprovalRow> {
     const row = repo.isApprovalId(approvalId) ? await this.current(orgId, approvalId) : undefined;
     if (!row) throw notFound('approval_not_found', 'No such approval.');
-    assertMayDecide(principal, row, principal.kind === 'idp_user' ? await repo.currentApprovers(this.deps.db, orgId, row.toolId) : undefined);
+    assertMayDecide(
+      principal,
+      row,
+      principal.kind === 'idp_user' ? await repo.currentApprovers(this.deps.db, orgId, row.approverToolIds ?? [row.toolId]) : undefined,
+    );
     if (row.status !== 'pending') throw notPending(row);
     const now = this.now();
     const decidedBy = identityOf(principal);

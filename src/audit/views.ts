@@ -13,6 +13,7 @@ const SAFE_DETAIL_KEYS = new Set([
   'outcome',
   'duration_ms',
   'row_count',
+  'tables',
   'held_for_approval',
   'abandoned',
   'counted',

@@ -77,15 +77,19 @@ export class Authenticator {
   }
 
   /** `/api/*`: a gateway token with the management scope, or a user token from the org's IdP. */
-  async rest(request: Request): Promise<Principal> {
-    const principal = await this.restPrincipal(request);
+  rest(request: Request): Promise<Principal> {
+    return this.restToken(bearerToken(request));
+  }
+
+  /** The same, for a token held elsewhere (a console session's): `null` is none presented, `''` a malformed header. */
+  async restToken(token: string | null): Promise<Principal> {
+    const principal = await this.restPrincipal(token);
     // A suspended org's credentials are refused (one primary-key read: management calls are not the hot path).
     if (await isOrgSuspended(this.db, principal.orgId)) throw orgSuspended();
     return principal;
   }
 
-  private async restPrincipal(request: Request): Promise<Principal> {
-    const token = bearerToken(request);
+  private async restPrincipal(token: string | null): Promise<Principal> {
     if (!token) throw unauthenticated('Authorization: Bearer <token> is required.', token !== null);
     // A person's token for an MCP endpoint is bound to that endpoint (its audience): never a REST credential.
     if (this.signedIn?.claims(token)) throw unauthenticated('The token is invalid or expired.', true);

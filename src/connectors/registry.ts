@@ -3,27 +3,26 @@ import type { ConnectorDriver } from './types.ts';
 import { inSpan, markActiveSpan, tracingEnabled } from '../observability/tracing.ts';
 
 // Each driver's config and target types are its own; the gateway hands them through untouched.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDriver = ConnectorDriver<any, any, any>;
 
 const drivers = new Map<string, AnyDriver>();
 
 export function registerConnector(driver: AnyDriver): void {
   if (drivers.has(driver.type)) throw new Error(`connector type "${driver.type}" is registered twice`);
-  traced(driver);
-  drivers.set(driver.type, driver);
+  drivers.set(driver.type, traced(driver));
 }
 
 /**
- * Every driver call is a span (`driver <type>`), marked failed when its tool result is an error. The driver object
- * keeps its identity (its `execute` is replaced in place), so the registry hands out the very object that registered.
+ * The driver as the registry hands it out: the same members, its `execute` wrapped so that every call is a span
+ * (`driver <type>`), marked failed when its tool result is an error. The registered object is left as it was
+ * (drivers are plain objects whose members never use `this`).
  */
-function traced(driver: AnyDriver): void {
+function traced(driver: AnyDriver): AnyDriver {
   const spanName = `driver ${driver.type}`;
   const attributes = { 'toolgate.connector.type': driver.type };
-  const execute = driver.execute.bind(driver);
+  const execute = driver.execute;
   // Tracing off: the driver's own function, called through one check.
-  driver.execute = (spec: Parameters<AnyDriver['execute']>[0], args: Record<string, unknown>, ctx: Parameters<AnyDriver['execute']>[2]) =>
+  const tracedExecute: AnyDriver['execute'] = (spec, args, ctx) =>
     !tracingEnabled()
       ? execute(spec, args, ctx)
       : inSpan(
@@ -35,6 +34,7 @@ function traced(driver: AnyDriver): void {
           },
           attributes,
         );
+  return { ...driver, execute: tracedExecute };
 }
 
 export function getDriver(type: string): AnyDriver | undefined {

@@ -103,9 +103,13 @@ export async function applyIntrospection(
   for (let i = 0; i < specs.length; i += INSERT_CHUNK) {
     await db
       .insert(tools)
-      .values(specs.slice(i, i + INSERT_CHUNK).map((spec) => ({ orgId, connectorId, baseName: spec.name, spec: spec as unknown as Record<string, unknown> })))
+      .values(
+        specs
+          .slice(i, i + INSERT_CHUNK)
+          .map((spec) => ({ orgId, connectorId, kind: spec.kind ?? 'tool', baseName: spec.name, spec: spec as unknown as Record<string, unknown> })),
+      )
       .onConflictDoUpdate({
-        target: [tools.connectorId, tools.baseName],
+        target: [tools.connectorId, tools.kind, tools.baseName],
         set: { spec: sql`excluded.spec`, updatedAt: new Date() },
         setWhere: isNull(tools.savedVersion),
       });
@@ -126,25 +130,26 @@ export interface Rename {
  */
 async function matchExistingRows(db: Queryable, orgId: string, connectorId: string, specs: ToolSpec[]): Promise<Rename[]> {
   const rows = await db
-    .select({ id: tools.id, baseName: tools.baseName, spec: tools.spec })
+    .select({ id: tools.id, kind: tools.kind, baseName: tools.baseName, spec: tools.spec })
     .from(tools)
     .where(and(eq(tools.connectorId, connectorId), eq(tools.orgId, orgId), isNull(tools.savedVersion)));
+  // Table tools are matched by their table; every other row (schema tool, upstream items) by kind and name.
   const byRelation = new Map<string, string>();
   const names = new Set<string>();
   for (const spec of specs) {
-    const relation = relationName(spec.target);
+    const relation = (spec.kind ?? 'tool') === 'tool' ? relationName(spec.target) : null;
     if (relation !== null) byRelation.set(relation, spec.name);
-    else names.add(spec.name);
+    else names.add(`${spec.kind ?? 'tool'}:${spec.name}`);
   }
   const claimed = new Set<string>();
   const doomed: string[] = [];
   const renames: { id: string; from: string; to: string }[] = [];
   for (const row of rows) {
-    const relation = relationName((row.spec as { target?: unknown }).target);
-    const wanted = relation !== null ? byRelation.get(relation) : names.has(row.baseName) ? row.baseName : undefined;
-    if (wanted === undefined || claimed.has(wanted)) doomed.push(row.id);
+    const relation = row.kind === 'tool' ? relationName((row.spec as { target?: unknown }).target) : null;
+    const wanted = relation !== null ? byRelation.get(relation) : names.has(`${row.kind}:${row.baseName}`) ? row.baseName : undefined;
+    if (wanted === undefined || claimed.has(`${row.kind}:${wanted}`)) doomed.push(row.id);
     else {
-      claimed.add(wanted);
+      claimed.add(`${row.kind}:${wanted}`);
       if (wanted !== row.baseName) renames.push({ id: row.id, from: row.baseName, to: wanted });
     }
   }
@@ -185,23 +190,27 @@ function derivedNames(spec: ToolSpec, type: string, connector: { id: string; nam
 async function avoidOrgCollisions(db: Queryable, orgId: string, connector: { id: string; name: string }, specs: ToolSpec[]): Promise<ToolSpec[]> {
   const connectorId = connector.id;
   const existing = await db
-    .select({ connectorId: tools.connectorId, baseName: tools.baseName, override: tools.toolNameOverride, saved: tools.savedVersion })
+    .select({ connectorId: tools.connectorId, kind: tools.kind, baseName: tools.baseName, override: tools.toolNameOverride, saved: tools.savedVersion })
     .from(tools)
     .where(eq(tools.orgId, orgId));
   const [own] = await db.select({ type: connectors.type }).from(connectors).where(eq(connectors.id, connectorId));
+  // Names are unique per list: tools and schema tools share tools/list; resources, templates and prompts have their own.
   const taken = new Set<string>();
   for (const o of existing) {
+    const ns = namespaceOf(o.kind);
     // A saved tool of this connector keeps its name too: a table named like it gets a derived name.
-    if (o.connectorId !== connectorId || o.saved !== null) taken.add(o.baseName);
+    if (o.connectorId !== connectorId || o.saved !== null) taken.add(`${ns}:${o.baseName}`);
     // An override is taken for every other tool, this connector's new tables included (a table added later must
     // not get the name agents already use for another tool); an override equal to its own base name is no clash.
-    if (o.override && !(o.connectorId === connectorId && o.override === o.baseName)) taken.add(o.override);
+    if (o.override && !(o.connectorId === connectorId && o.override === o.baseName)) taken.add(`${ns}:${o.override}`);
   }
-  taken.add('check_approval_status');
-  const free = (name: string) => !taken.has(name) && !specs.some((s) => s.name === name);
+  taken.add('tool:check_approval_status');
+  const mine = new Set(specs.map((s) => `${namespaceOf(s.kind)}:${s.name}`));
   return specs.map((spec) => {
-    if (!taken.has(spec.name)) {
-      taken.add(spec.name);
+    const ns = namespaceOf(spec.kind);
+    const free = (name: string) => !taken.has(`${ns}:${name}`) && !mine.has(`${ns}:${name}`);
+    if (!taken.has(`${ns}:${spec.name}`)) {
+      taken.add(`${ns}:${spec.name}`);
       return spec;
     }
     const candidates = derivedNames(spec, own?.type ?? '', connector);
@@ -211,10 +220,13 @@ async function avoidOrgCollisions(db: Queryable, orgId: string, connector: { id:
       const candidate = candidates[0]!.slice(0, MAX_TOOL_NAME - suffix.length) + suffix;
       if (free(candidate)) name = candidate;
     }
-    taken.add(name);
+    taken.add(`${ns}:${name}`);
     return { ...spec, name };
   });
 }
+
+/** The list a kind's names appear in (schema tools are tools to an agent). */
+const namespaceOf = (kind: string | undefined): string => (kind === undefined || kind === 'schema' ? 'tool' : kind);
 
 export async function markFailed(db: Queryable, orgId: string, connectorId: string, generation: number, reason: string): Promise<boolean> {
   const [row] = await db

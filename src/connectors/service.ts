@@ -16,6 +16,7 @@ import { assertOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '..
 import { assertDatabaseTarget } from '../net/dial.ts';
 import { embeddedDatabaseFor } from './shared/embedded.ts';
 import { targetRefusedText } from './shared/errors.ts';
+import { withSchemaTool } from './shared/schema-tool.ts';
 import type { Config } from '../config.ts';
 import type { AuthChanges } from '../auth/epoch.ts';
 import { applyTableFilter, checkDescription, checkTablePatterns } from './table-filter.ts';
@@ -102,10 +103,14 @@ export interface CreateConnectorInput {
   allow_write?: boolean;
   allow_ddl?: boolean;
   free_sql?: boolean;
+  tool_layout?: 'per_table' | 'single';
   description?: string | null;
   include_tables?: string[];
   exclude_tables?: string[];
 }
+
+/** Whether a driver takes the `single` layout: the SQL types (decision 0299). */
+const takesLayout = (driver: { kind: string; checkPolicy?: unknown }): boolean => driver.kind === 'database' && driver.checkPolicy !== undefined;
 
 /** The table filter and description of a create or update, checked with words a 400 can answer (decision 0303). */
 function checkFilterAndDescription(driver: Driver, input: Pick<CreateConnectorInput, 'description' | 'include_tables' | 'exclude_tables'>): void {
@@ -141,6 +146,7 @@ export async function createConnector(deps: ConnectorServiceDeps, orgId: string,
       allowDdl: isDatabase && Boolean(input.allow_ddl),
       // free_sql: false serves only the connector's saved tools (database types; an mcp connector has no free SQL).
       freeSql: driver.kind !== 'database' || input.free_sql !== false,
+      toolLayout: takesLayout(driver) && input.tool_layout === 'single' ? 'single' : 'per_table',
       description: storedDescription(input.description),
       includeTables: input.include_tables ?? [],
       excludeTables: input.exclude_tables ?? [],
@@ -211,6 +217,7 @@ export interface UpdateConnectorInput {
   allow_write?: boolean;
   allow_ddl?: boolean;
   free_sql?: boolean;
+  tool_layout?: 'per_table' | 'single';
   description?: string | null;
   include_tables?: string[];
   exclude_tables?: string[];
@@ -234,6 +241,7 @@ export async function updateConnector(deps: ConnectorServiceDeps, orgId: string,
   if (isDatabase && input.allow_write !== undefined) changes.allowWrite = input.allow_write;
   if (isDatabase && input.allow_ddl !== undefined) changes.allowDdl = input.allow_ddl;
   if (driver.kind === 'database' && input.free_sql !== undefined) changes.freeSql = input.free_sql;
+  if (input.tool_layout !== undefined) changes.toolLayout = takesLayout(driver) ? input.tool_layout : 'per_table';
   if (input.description !== undefined) changes.description = storedDescription(input.description);
   if (input.include_tables !== undefined) changes.includeTables = input.include_tables;
   if (input.exclude_tables !== undefined) changes.excludeTables = input.exclude_tables;
@@ -299,7 +307,9 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
       reportSkipped: (list) => (skipped = list),
     };
     await driver.validate(row.id, config, credential, env);
-    const specs = applyTableFilter(await driver.introspect(row.id, config, credential, env), { include: row.includeTables, exclude: row.excludeTables });
+    const filtered = applyTableFilter(await driver.introspect(row.id, config, credential, env), { include: row.includeTables, exclude: row.excludeTables });
+    // A database connector's schema tool joins its tables (decision 0313): governed by a row of its own.
+    const specs = driver.kind === 'database' ? withSchemaTool(filtered, row.type, row.name) : filtered;
     const applied = await deps.store.db.transaction(async (tx) => {
       const applied = await repo.applyIntrospection(tx, row.orgId, { id: row.id, name: row.name }, generation, specs, skipped);
       if (!applied) return false;

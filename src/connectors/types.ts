@@ -49,6 +49,12 @@ export interface SqlTarget {
   snapshot?: boolean;
   /** A saved-statement tool (shared/saved.ts): its statement and typed parameters; the table is the one it reads. */
   saved?: SavedStatement;
+  /** The primary key's columns in key order, read at introspection (the schema tool shows them); unset: none known. */
+  primaryKey?: string[];
+  /** The table's foreign keys, read at introspection (the schema tool shows them); unset: none known. */
+  foreignKeys?: ForeignKey[];
+  /** The server's estimate of the table's rows (its statistics, not a count); unset: unknown (views, never analysed). */
+  rowEstimate?: number;
   /**
    * A view: the tables and views its definition reads, as introspection found them (MySQL/MariaDB); a statement
    * touching the view is governed by their rows too (docs/decisions/0292, item 4). Unset: not recorded.
@@ -56,12 +62,20 @@ export interface SqlTarget {
   bases?: { schema: string; table: string }[];
 }
 
+/** A foreign key of a table: its columns, and the table and columns they reference (in the same order). */
+export interface ForeignKey {
+  columns: string[];
+  references: { schema: string; table: string; columns: string[] };
+}
+
 /**
  * What a saved statement was found to be at save time: the connector's table it works on, whether it writes, and
  * its template (the statement split at its `:name` placeholders by the type's own lexer; absent: none, as MongoDB's
  * JSON pipelines).
  */
-export type SavedCheck<T> = { ok: true; target: T; write: boolean; template?: SavedTemplate } | { ok: false; reason: string };
+export type SavedCheck<T> =
+  /** `touched`: a statement over several tables (issue 38), each it reads; the first is `target`. */
+  { ok: true; target: T; write: boolean; template?: SavedTemplate; touched?: T[] } | { ok: false; reason: string };
 
 /** Behaviour hints of a tool as MCP declares them; a type that sets none gets the database defaults (catalog.ts). */
 export interface ToolHints {
@@ -70,10 +84,18 @@ export interface ToolHints {
   openWorldHint: boolean;
 }
 
+/**
+ * What a connector's row governs (decisions 0313, 0315): a tool (absent: this), the connector's schema tool (answered
+ * by the gateway from the catalog), or an upstream MCP server's resource, resource template or prompt.
+ */
+export type ItemKind = 'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt';
+
 /** A tool a connector yields, before the org's per-tool settings are applied. */
 export interface ToolSpec<T = unknown> {
-  /** Base MCP name: lower-case, [a-z0-9_], at most 64 characters, unique within the connector. */
+  /** Base MCP name: lower-case, [a-z0-9_], at most 64 characters, unique within the connector and kind. */
   name: string;
+  /** Unset: a tool. */
+  kind?: ItemKind;
   description: string;
   inputSchema: JsonSchema;
   outputSchema?: JsonSchema;
@@ -147,6 +169,8 @@ export interface ExecutionContext<C = DatabaseConfig, L extends ExecutionLimits 
    * `key` identifies the list and its policies (catalog version and connector): it keys the guard's verdicts.
    */
   tables?: { key: string; list: readonly CallTable[] };
+  /** With `tables`: told which of them the statement touches once the guard passed it (audit rows). */
+  touched?: (tables: readonly SqlTarget[]) => void;
 }
 
 /**
@@ -205,15 +229,21 @@ export interface ConnectorDriver<C = DatabaseConfig, T = unknown, X extends Call
   introspect(connectorId: string, config: C, credential: string | null, env?: SourceEnv): Promise<ToolSpec<T>[]>;
   /**
    * Saved-statement tools (absent: the type serves none): checks a statement with typed `:name` placeholders against
-   * the guard of each of the connector's tables (`tables`: their introspected targets) with the connector's write
-   * permission, and returns the table it works on. Never throws for a refused statement.
+   * the guard of each of the connector's tables (`tables`: their introspected targets; `policies`: each one's policy,
+   * whose hidden columns a statement over several tables may not name) with the connector's write permission, and
+   * returns the table it works on. Never throws for a refused statement.
    */
-  checkSaved?(statement: string, params: SavedParam[], tables: T[], allowWrite: boolean): Promise<SavedCheck<T>>;
+  checkSaved?(statement: string, params: SavedParam[], tables: T[], allowWrite: boolean, policies?: readonly (ToolPolicy | null)[]): Promise<SavedCheck<T>>;
   /**
    * SQL types: whether a column and row policy (shared/policy.ts) fits one of its tools; the problem, or null.
    * Absent: the type takes no policies.
    */
   checkPolicy?(tool: ToolSpec<T>, policy: ToolPolicy): Promise<string | null>;
+  /**
+   * Upstream MCP types: one request of an item method (resources/read, prompts/get, completion/complete) under the
+   * call's limits, answering the upstream's result; throws ConnectorError with a message safe for the org. Absent: none.
+   */
+  request?(method: string, params: Record<string, unknown>, ctx: X): Promise<Record<string, unknown>>;
   /**
    * SQL types, issue 38 (docs/decisions/0292): the tables a call with `ctx.tables` would touch, decided as execute
    * decides it (guard and governance, nothing sent to the database), so the runtime can hold it for every touched

@@ -2,17 +2,20 @@
  * What every console route group shares: the deps, the cookies (names and attributes per the public URL's scheme),
  * the session of a request, and the app itself, through which sign-in and the page's REST calls go.
  */
+import { createHash } from 'node:crypto';
 import type { AppDeps } from '../deps.ts';
 import type { Principal } from '../principal.ts';
-import { LOGIN_TTL_MS } from '../auth/idp/oidc-client.ts';
-import { createSession, deleteSession, findSession, type ConsoleSession } from './sessions.ts';
+import { AppError, unauthenticated } from '../errors.ts';
+import { hostPolicyFor } from '../net/host-policy.ts';
+import { LOGIN_TTL_MS, sameSecret } from '../auth/idp/oidc-client.ts';
+import { createSession, csrfTokenOf, deleteSession, findSession, type ConsoleSession } from './sessions.ts';
 
 /** No session outlives this, whatever the token's lifetime. */
 const MAX_SESSION_MS = 12 * 3600_000;
 
 export interface ConsoleContext {
   deps: AppDeps;
-  /** The app's own fetch handler: sign-in calls its token endpoint, the page's REST calls reach /api/* through it. */
+  /** The app's own fetch handler: sign-in calls its token endpoint and the playground the MCP endpoint through it. */
   forward: (request: Request) => Promise<Response>;
   redirectUri: string;
   /** The value of a cookie of the request, or null. */
@@ -20,7 +23,7 @@ export interface ConsoleContext {
   clearSession: string;
   loginCookie(sealed: string): string;
   clearLogin: string;
-  /** The principal REST would see for this bearer (same authenticator, same IdP claim rules), or null. */
+  /** The principal REST sees for this bearer (the same authenticator, the same IdP claim rules), or null. */
   principalOf(bearer: string): Promise<Principal | null>;
   sessionOf(request: Request): Promise<{ id: string; session: ConsoleSession } | null>;
   /** A new session for this browser (its previous one ends); returns the cookies that carry it. */
@@ -40,7 +43,7 @@ function cookieNames(publicUrl: string) {
   const secure = publicUrl.startsWith('https:');
   return secure
     ? { session: '__Host-tg_console', login: '__Host-tg_console_login', base: 'HttpOnly; Secure', sessionPath: '/', loginPath: '/' }
-    : { session: 'tg_console', login: 'tg_console_login', base: 'HttpOnly', sessionPath: '/console', loginPath: '/console/auth' };
+    : { session: 'tg_console', login: 'tg_console_login', base: 'HttpOnly', sessionPath: '/', loginPath: '/console/auth' };
 }
 
 export function consoleContext(deps: AppDeps, forward: (request: Request) => Promise<Response>): ConsoleContext {
@@ -58,18 +61,8 @@ export function consoleContext(deps: AppDeps, forward: (request: Request) => Pro
     // Lax, not Strict: the IdP's redirect back is a cross-site navigation, and the transaction must come along.
     loginCookie: (sealed) => `${names.login}=${sealed}; Path=${names.loginPath}; ${names.base}; SameSite=Lax; Max-Age=${LOGIN_TTL_MS / 1000}`,
     clearLogin: `${names.login}=; Path=${names.loginPath}; ${names.base}; SameSite=Lax; Max-Age=0`,
-    async principalOf(bearer) {
-      try {
-        return await deps.auth.rest(new Request(`${config.publicUrl}/api/org`, { headers: { authorization: `Bearer ${bearer}` } }));
-      } catch {
-        return null;
-      }
-    },
-    async sessionOf(request) {
-      const id = cookieOf(request, 'session');
-      const session = await findSession(store.db, box, id);
-      return session && id ? { id, session } : null;
-    },
+    principalOf: (bearer) => deps.auth.restToken(bearer).catch(() => null),
+    sessionOf: (request) => sessionOf(deps, request),
     async startSession(request, session) {
       // A new id at every sign-in (no fixation); the previous session of this browser ends.
       await deleteSession(store.db, cookieOf(request, 'session'));
@@ -84,4 +77,51 @@ export function consoleContext(deps: AppDeps, forward: (request: Request) => Pro
 export function crossSite(request: Request): boolean {
   const site = request.headers.get('sec-fetch-site');
   return site !== null && site !== 'same-origin' && site !== 'none';
+}
+
+/** A request of another site, or one without the session's CSRF token (a header another site's page cannot set). */
+export const lacksCsrf = (request: Request, sessionId: string) =>
+  crossSite(request) || !sameSecret(request.headers.get('x-toolgate-csrf') ?? '', csrfTokenOf(sessionId));
+
+async function sessionOf(deps: AppDeps, request: Request): Promise<{ id: string; session: ConsoleSession } | null> {
+  const id = cookieValue(request, cookieNames(deps.config.publicUrl).session);
+  const session = await findSession(deps.store.db, deps.box, id);
+  return session && id ? { id, session } : null;
+}
+
+/** Whether the credential is the console session: its cookie and no Authorization header (a bearer always wins). */
+export function fromSession(request: Request, deps: AppDeps): boolean {
+  return !request.headers.has('authorization') && cookieValue(request, cookieNames(deps.config.publicUrl).session) !== null;
+}
+
+/** The session's principal (decision 0317): our own Origin, the CSRF token, a page of this site; then its bearer. */
+export async function sessionPrincipal(request: Request, deps: AppDeps): Promise<Principal> {
+  if (!hostPolicyFor(deps.config).originAllowed(request.headers.get('origin'))) {
+    throw new AppError(403, 'forbidden_origin', 'This Origin may not call the gateway with the console session.');
+  }
+  const current = await sessionOf(deps, request);
+  if (!current) throw unauthenticated('Not signed in, or the console session ended. Sign in again.');
+  if (lacksCsrf(request, current.id)) throw new AppError(403, 'csrf', 'The request lacks the console CSRF token.');
+  return deps.auth.restToken(current.session.bearer);
+}
+
+/**
+ * A session's answer: never cached; a JSON 200 to a GET gets a strong ETag, and 304 when If-None-Match names it (the
+ * pending-approvals badge polls so). Downloads (Content-Disposition) are streamed on as they are.
+ */
+export async function sessionAnswer(request: Request, answer: Response): Promise<Response> {
+  const headers = new Headers(answer.headers);
+  headers.set('cache-control', 'no-store');
+  if (request.method !== 'GET' || answer.status !== 200 || headers.has('content-disposition')) {
+    return new Response(answer.body, { status: answer.status, headers });
+  }
+  const body = new Uint8Array(await answer.arrayBuffer());
+  const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+  headers.set('etag', etag);
+  if (request.headers.get('if-none-match') === etag) {
+    headers.delete('content-type');
+    headers.delete('content-length');
+    return new Response(null, { status: 304, headers });
+  }
+  return new Response(body, { status: 200, headers });
 }

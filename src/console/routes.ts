@@ -1,7 +1,8 @@
 /**
  * The settings console at /console, in route groups: the page and its assets (here), sign-in (sign-in.ts), the
- * session and the page's REST calls (session-routes.ts). The shared checks (Host, Origin), the refusal audit and
- * the error mapping are the HTTP pipeline's: src/http/console.ts mounts this on the router's app.
+ * session and the playground (session-routes.ts); the page's REST calls go to /api/* with the session as their
+ * credential (context.ts sessionPrincipal). The shared checks (Host, Origin), the refusal audit and
+ * the error mapping are the HTTP pipeline's: src/http/router.ts mounts this on its app.
  */
 import type { AppDeps } from '../deps.ts';
 import { describeError } from '../util/log.ts';
@@ -9,7 +10,7 @@ import { CONSOLE_PAGE, consoleAssets, landingPage } from './assets.ts';
 import { consoleContext, type ConsoleContext } from './context.ts';
 import { errorReply, respond } from './replies.ts';
 import { finishIdpSignIn, signInWithClient, startIdpSignIn } from './sign-in.ts';
-import { playground, proxyRest, sessionInfo, signOut } from './session-routes.ts';
+import { playground, sessionInfo, signOut } from './session-routes.ts';
 
 /** The console's error answer (JSON, with the console's security headers), for the pipeline's refusals too. */
 export const consoleErrorReply = (status: number, error: string, message: string): Response => errorReply(status, error, message);
@@ -42,22 +43,16 @@ const ROUTES: Record<string, Route> = {
   'GET /console/auth/callback': (ctx, request, url) => finishIdpSignIn(ctx, request, url),
 };
 
-const REST_PREFIX = '/console/rest/';
 const ASSETS_PREFIX = '/console/assets/';
 
 /**
  * The console's routes for the requests that passed the pipeline's door; an error thrown here is the pipeline's to
- * answer (a Refusal audited, anything else a 500). `requestId` is the request's id, which the pipeline puts on the
- * answer; a page's REST call carries it on to /api/*, so both log lines and both answers share it.
+ * answer (a Refusal audited, anything else a 500).
  */
-export function consoleServer(
-  deps: AppDeps,
-  forward: (request: Request) => Promise<Response>,
-): (request: Request, url: URL, requestId: string) => Promise<Response> {
+export function consoleServer(deps: AppDeps, forward: (request: Request) => Promise<Response>): (request: Request, url: URL) => Promise<Response> {
   const ctx = consoleContext(deps, forward);
-  return async (request, url, requestId) => {
+  return async (request, url) => {
     const path = url.pathname;
-    if (path.startsWith(REST_PREFIX)) return proxyRest(ctx, request, url, path.slice(REST_PREFIX.length), requestId);
     if (request.method === 'GET' && path.startsWith(ASSETS_PREFIX)) return serveAsset(ctx, path.slice(ASSETS_PREFIX.length));
     const route = Object.hasOwn(ROUTES, `${request.method} ${path}`) ? ROUTES[`${request.method} ${path}`] : undefined;
     return route ? route(ctx, request, url) : errorReply(404, 'not_found', 'No such route.');

@@ -1,12 +1,13 @@
 /**
- * The console's sign-in routes: an OAuth client with org:manage (through the gateway's own token endpoint), or the
+ * The console's sign-in routes: an OAuth client with org:manage (a token from the gateway's token service), or the
  * org's IdP by OIDC code + PKCE (start, and the IdP's redirect back).
  */
-import { AppError } from '../errors.ts';
+import { AppError, OAuthError } from '../errors.ts';
+import { issueClientTokenLimited } from '../auth/tokens.ts';
 import { findIdpConfig } from '../auth/idp/repository.ts';
 import { findOrgBySlug } from '../orgs/repository.ts';
 import { BodyError, readBodyCapped } from '../util/body.ts';
-import { forwardSourceAddress, sourceAddressOf } from '../net/source-address.ts';
+import { sourceAddressOf } from '../net/source-address.ts';
 import { limitedAttempt, refusalMessage, type AttemptRefusal } from '../limits/auth-failures.ts';
 import { Refusal } from '../audit/refusals.ts';
 import { countLimitRefusal } from '../observability/metrics.ts';
@@ -54,18 +55,30 @@ async function readClientInput(request: Request): Promise<ClientInput | Response
   }
 }
 
-/** The gateway's own token endpoint, as any OAuth client would call it (same checks, audit and failed-sign-in limits). */
+/**
+ * A token for the client from the token service, as the token endpoint issues it (the same checks, audit and
+ * failed-sign-in limits, counted against this browser's address); `null` for a wrong or revoked client, `'scope'`
+ * when the client lacks a scope asked for. A refusal by the limits is the pipeline's to audit and answer, with the
+ * console's words.
+ */
 async function clientToken(ctx: ConsoleContext, request: Request, clientId: string, clientSecret: string, scope: string) {
-  const tokenRequest = new Request(`${new URL(request.url).origin}/oauth/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', host: request.headers.get('host') ?? new URL(request.url).host },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, scope }),
-  });
-  // The limits count against this browser's address.
-  forwardSourceAddress(request, tokenRequest, ctx.deps.config.trustedProxies);
-  const response = await ctx.forward(tokenRequest);
-  const token = (await response.json().catch(() => ({}))) as { access_token?: string; expires_in?: number; error?: string; message?: string };
-  return { response, token };
+  const address = sourceAddressOf(request, ctx.deps.config.trustedProxies);
+  try {
+    const issued = await issueClientTokenLimited(ctx.deps, { clientId, clientSecret, scope, basic: false }, address);
+    ctx.deps.auth.clientUsed(clientId);
+    return issued;
+  } catch (err) {
+    if (err instanceof Refusal) {
+      const retryAfter = err.error.headers?.['retry-after'] ?? '1';
+      const reply = respond(JSON.stringify({ error: 'rate_limited', message: err.error.message }), 429, {
+        'content-type': 'application/json',
+        'retry-after': retryAfter,
+      });
+      throw new Refusal(err.error, err.orgId, null, reply);
+    }
+    if (err instanceof OAuthError) return err.code === 'invalid_scope' ? ('scope' as const) : null;
+    throw err;
+  }
 }
 
 export async function signInWithClient(ctx: ConsoleContext, request: Request): Promise<Response> {
@@ -78,24 +91,14 @@ export async function signInWithClient(ctx: ConsoleContext, request: Request): P
     return errorReply(400, 'validation_error', 'Enter the client id and the client secret.');
   // With mcp:call too when the client has it, so the tool playground can call tools as this client; else the console's
   // own scope alone (a refused scope comes after the secret was found right: it is no failed sign-in).
-  let { response, token } = await clientToken(ctx, request, clientId, clientSecret, 'org:manage mcp:call');
-  if (token.error === 'invalid_scope') ({ response, token } = await clientToken(ctx, request, clientId, clientSecret, 'org:manage'));
-  if (response.status === 429) {
-    const retryAfter = response.headers.get('retry-after') ?? '1';
-    return respond(JSON.stringify({ error: 'rate_limited', message: token.message ?? 'Too many failed sign-in attempts.' }), 429, {
-      'content-type': 'application/json',
-      'retry-after': retryAfter,
-    });
-  }
-  if (response.status !== 200 || !token.access_token) {
-    if (token.error === 'invalid_scope')
-      return errorReply(403, 'insufficient_scope', 'This OAuth client does not have the org:manage scope, which the console needs.');
-    return errorReply(401, 'unauthenticated', 'The client id or secret is wrong, or the client has been revoked.');
-  }
-  const principal = await ctx.principalOf(token.access_token);
+  let issued = await clientToken(ctx, request, clientId, clientSecret, 'org:manage mcp:call');
+  if (issued === 'scope') issued = await clientToken(ctx, request, clientId, clientSecret, 'org:manage');
+  if (issued === 'scope') return errorReply(403, 'insufficient_scope', 'This OAuth client does not have the org:manage scope, which the console needs.');
+  if (!issued) return errorReply(401, 'unauthenticated', 'The client id or secret is wrong, or the client has been revoked.');
+  const principal = await ctx.principalOf(issued.accessToken);
   if (!principal) return errorReply(401, 'unauthenticated', 'The issued token was not accepted.');
-  const expiresAt = new Date(Date.now() + (token.expires_in ?? 3600) * 1000);
-  const cookies = await ctx.startSession(request, { orgId: principal.orgId, kind: 'oauth_client', actor: clientId, bearer: token.access_token, expiresAt });
+  const expiresAt = new Date(Date.now() + issued.ttlSeconds * 1000);
+  const cookies = await ctx.startSession(request, { orgId: principal.orgId, kind: 'oauth_client', actor: clientId, bearer: issued.accessToken, expiresAt });
   return jsonReply({ signed_in: true }, 200, cookies);
 }
 

@@ -106,6 +106,7 @@ export function connectorView(row: ConnectorRow): wire.Connector {
     allow_write: row.allowWrite,
     allow_ddl: row.allowDdl,
     free_sql: row.freeSql,
+    tool_layout: row.toolLayout as wire.ToolLayout,
     description: row.description,
     include_tables: row.includeTables,
     exclude_tables: row.excludeTables,
@@ -118,6 +119,7 @@ export function toolSettingsView({ tool, connector }: ToolSettingsRow): wire.Too
   const spec = tool.spec as unknown as ToolSpec;
   return {
     id: tool.id,
+    kind: tool.kind as wire.Tool['kind'],
     tool_name: tool.baseName,
     name: tool.toolNameOverride ?? tool.baseName,
     description: withConnectorLine(tool.toolDescriptionOverride ?? spec.description, connector),
@@ -132,6 +134,7 @@ export function toolSettingsView({ tool, connector }: ToolSettingsRow): wire.Too
     connector_name: connector.name,
     connector_type: connector.type as wire.ConnectorType,
     policy: (tool.policy as wire.ToolPolicy | null) ?? null,
+    saved: tool.savedVersion !== null,
   };
 }
 

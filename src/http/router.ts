@@ -15,6 +15,7 @@ import type { AppDeps } from '../deps.ts';
 import type { Handler, HandlerTable, RequestContext } from '../handlers/context.ts';
 import { bearerToken } from '../net/bearer.ts';
 import { consoleErrorReply, consoleServer } from '../console/routes.ts';
+import { fromSession, sessionAnswer, sessionPrincipal } from '../console/context.ts';
 import { Refusal } from '../audit/refusals.ts';
 import { answerFailure, checkDoor, restRefusal, stampRequestId, type Door } from '../pipeline/pipeline.ts';
 import { noteCaller, requestAnswered, requestIdOf } from '../observability/requests.ts';
@@ -176,6 +177,8 @@ interface AccessPolicy {
    * JSON-RPC errors are its own; the pipeline answers what it throws.
    */
   restRequest: boolean;
+  /** Whether the console session is a credential here too (its answers then go through sessionAnswer). */
+  session?: true;
 }
 
 /** The REST limit's view of the deps: the org's plan comes through the credential cache (dropped on any change). */
@@ -184,11 +187,15 @@ const restLimits = (deps: AppDeps): RestLimitDeps => ({
   planOf: async (orgId) => (await deps.authCache.lookup(`r\n${orgId}`, () => findOrgById(deps.store.db, orgId)))?.plan,
 });
 
+/** A management operation's credential: the bearer, else the console session (with its checks, decision 0317). */
+const restCredential = (request: Request, deps: AppDeps): Promise<Principal> =>
+  fromSession(request, deps) ? sessionPrincipal(request, deps) : deps.auth.rest(request);
+
 const rolePolicy = (role: Role): AccessPolicy => ({
   authenticate: async (request, deps) => {
     let principal: Principal | null = null;
     try {
-      principal = await deps.auth.rest(request);
+      principal = await restCredential(request, deps);
       // Every authenticated call counts, refused ones too: a credential cannot spin on routes it may not use.
       await takeRestCall(restLimits(deps), principal);
       authorize(role, principal);
@@ -199,6 +206,7 @@ const rolePolicy = (role: Role): AccessPolicy => ({
     }
   },
   restRequest: true,
+  session: true,
 });
 
 /**
@@ -258,7 +266,9 @@ function dispatch(route: Route, request: Request, params: Record<string, string>
   const startedAt = performance.now();
   const requestId = requestIdOf(request);
   return inRequestSpan(request, route.spanName, async (span) => {
-    const response = stampRequestId(await answer(route, request, params, deps), requestId);
+    let answered = await answer(route, request, params, deps);
+    if (route.access.session && fromSession(request, deps)) answered = await sessionAnswer(request, answered);
+    const response = stampRequestId(answered, requestId);
     requestAnswered(deps.log, request, { route: route.op.path, method: route.op.method, status: response.status, startedAt, requestId, span });
     return response;
   });
@@ -360,15 +370,15 @@ const CONSOLE_DOOR: Door = {
   reply: consoleErrorReply,
 };
 
-/** Mounts the console at /console (and its landing page at /); `forward` is the app itself, which the console's REST calls go back through. */
+/** Mounts the console at /console (and its landing page at /); `forward` is the app itself (sign-in's token request, the playground's call). */
 function consoleApp(deps: AppDeps, forward: (request: Request) => Promise<Response>): Elysia {
   const serve = consoleServer(deps, forward);
-  const answer = async (request: Request, requestId: string): Promise<Response> => {
+  const answer = async (request: Request): Promise<Response> => {
     const refused = checkDoor(CONSOLE_DOOR, deps, request);
     if (refused) return refused;
     const url = new URL(request.url);
     try {
-      return await serve(request, url, requestId);
+      return await serve(request, url);
     } catch (err) {
       if (err instanceof Refusal) return answerFailure(deps, request, err, () => {});
       deps.log.error('console request failed', { path: url.pathname, error: describeError(err) });
@@ -378,7 +388,7 @@ function consoleApp(deps: AppDeps, forward: (request: Request) => Promise<Respon
   // The same request id as the REST and MCP surfaces, on every console answer (its refusals included).
   const handle = async (request: Request): Promise<Response> => {
     const requestId = requestIdOf(request);
-    return stampRequestId(await answer(request, requestId), requestId);
+    return stampRequestId(await answer(request), requestId);
   };
   const app = new Elysia();
   for (const path of ['/', '/console', '/console/*']) app.all(path, ({ request }) => handle(request), { parse: 'none' } as never);
@@ -406,7 +416,7 @@ export function buildRouter(deps: AppDeps, handlers: HandlerTable): Elysia {
       deps,
     ),
   );
-  // The console's REST calls go back through this same app.
+  // Sign-in's token request and the playground's MCP call go back through this same app.
   app.use(consoleApp(deps, (request) => app.handle(request)));
   app.onError(({ code, error }) => {
     if (code === 'NOT_FOUND') {

@@ -1,6 +1,6 @@
 /**
  * The plans and their limits from the spec (monthly tool calls, per-second burst): the one table of plans. The store's
- * CHECK constraint and openapi.yaml's Plan enum are checked against it by test/plans.test.ts.
+ * CHECK constraint and openapi.yaml's Plan enum are checked against it by test/store-schema.test.ts.
  */
 
 export interface PlanLimits {

@@ -22,6 +22,7 @@ import {
   type ToolRuntimeDeps,
 } from '../tools/runtime.ts';
 import { RawJson } from '../util/jsonrpc-schema.ts';
+import { complete, getPrompt, type ItemOutcome, listPrompts, listResources, listResourceTemplates, readResource, servedKinds } from '../tools/items.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
 import { describeSchemaError } from '../util/schema-errors.ts';
@@ -114,6 +115,71 @@ function toolCallReply(deps: ToolRuntimeDeps, session: McpSession, outcome: Call
   throw error;
 }
 
+/** An item request's answer, or the JSON-RPC error its refusal is worded as (refusals are recorded like a tool's). */
+function itemReply(deps: ToolRuntimeDeps, session: McpSession, outcome: ItemOutcome, started: number): Record<string, unknown> {
+  if (outcome.kind === 'ok') return outcome.result;
+  const error = itemError(outcome);
+  if (outcome.kind !== 'unrecorded' && outcome.kind !== 'failed') {
+    const name = 'name' in outcome ? outcome.name : '(item)';
+    recordRefusal(deps, session.org, session.principal, { kind: 'not_found', name }, error, started);
+  }
+  throw error;
+}
+
+function itemError(outcome: Exclude<ItemOutcome, { kind: 'ok' }>): RpcError {
+  switch (outcome.kind) {
+    case 'not_found':
+      return outcome.what === 'resource'
+        ? new RpcError(RpcCode.ResourceNotFound, `Resource not found: ${outcome.name.slice(0, 200)}. Call resources/list for the resources served.`, {
+            uri: outcome.name.slice(0, 2048),
+          })
+        : new RpcError(RpcCode.InvalidParams, `Unknown prompt: ${outcome.name.slice(0, 100)}. Call prompts/list for the prompts served.`);
+    case 'scope':
+      return new RpcError(RpcCode.InsufficientScope, `This credential may not read ${outcome.name.slice(0, 200)}.`);
+    case 'trial_ended':
+      return new RpcError(
+        RpcCode.QuotaExceeded,
+        `The trial of this org ended at ${outcome.endedAt.toISOString()}: requests to connectors are paused until the org subscribes to a plan.`,
+      );
+    case 'audit_busy':
+      return new RpcError(RpcCode.InternalError, 'The audit log cannot keep up right now, so the request was not run; retry shortly.');
+    case 'failed':
+      return new RpcError(RpcCode.UpstreamFailed, outcome.message);
+    case 'unrecorded':
+      return new RpcError(RpcCode.InternalError, 'The request ran, but its audit record could not be written, so its result is withheld.');
+  }
+}
+
+/** The capabilities the endpoint declares to this credential: resources, prompts and completions only when served. */
+async function capabilitiesFor(deps: ToolRuntimeDeps, session: McpSession): Promise<Record<string, unknown>> {
+  const catalog = await deps.catalog.get(session.org.id, session.org.catalogVersion);
+  const kinds = servedKinds(catalog, session.principal);
+  return {
+    tools: { listChanged: false },
+    ...(kinds.resources ? { resources: { listChanged: false } } : {}),
+    ...(kinds.prompts ? { prompts: { listChanged: false } } : {}),
+    ...(kinds.completions ? { completions: {} } : {}),
+  };
+}
+
+/** The resources, prompts and completion methods, the same in both revisions' tables. */
+function itemMethods(deps: ToolRuntimeDeps): Record<string, MethodDef<McpSession, any>> {
+  const catalogOf = (session: McpSession) => deps.catalog.get(session.org.id, session.org.catalogVersion);
+  const reply = (session: McpSession, outcome: ItemOutcome, started: number) => itemReply(deps, session, outcome, started);
+  return {
+    'resources/list': method('ListParams', async (session: McpSession) => listResources(await catalogOf(session), session.principal)),
+    'resources/templates/list': method('ListParams', async (session: McpSession) => listResourceTemplates(await catalogOf(session), session.principal)),
+    'resources/read': method('ResourcesReadParams', (s: McpSession, params) => readResource(deps, s.org, s.principal, params.uri, s.signal), reply),
+    'prompts/list': method('ListParams', async (session: McpSession) => listPrompts(await catalogOf(session), session.principal)),
+    'prompts/get': method(
+      'PromptsGetParams',
+      (s: McpSession, params) => getPrompt(deps, s.org, s.principal, params.name, params.arguments ?? {}, s.signal),
+      reply,
+    ),
+    'completion/complete': method('CompleteParams', (s: McpSession, params) => complete(deps, s.org, s.principal, params, s.signal), reply),
+  };
+}
+
 export function createMcpServer(deps: ToolRuntimeDeps & { log: Logger }): McpServer {
   const toolsCall = method(
     'ToolsCallParams',
@@ -122,29 +188,31 @@ export function createMcpServer(deps: ToolRuntimeDeps & { log: Logger }): McpSer
   );
   return new McpServer(
     {
-      initialize: method('InitializeParams', ({ org }, params) => ({
+      initialize: method('InitializeParams', async (session: McpSession, params) => ({
         protocolVersion: negotiateVersion(params.protocolVersion),
-        capabilities: { tools: { listChanged: false } },
-        serverInfo: serverInfo(org.slug),
+        capabilities: await capabilitiesFor(deps, session),
+        serverInfo: serverInfo(session.org.slug),
         instructions: INSTRUCTIONS,
       })),
       ping: method(undefined, () => ({})),
       'tools/list': method('ToolsListParams', async ({ org, principal }, params) => listPage(await listToolsJson(deps, org, principal, params.cursor))),
       'tools/call': toolsCall,
+      ...itemMethods(deps),
     },
     {
-      'server/discover': method('DiscoverParams', ({ org }) => ({
+      'server/discover': method('DiscoverParams', async (session: McpSession) => ({
         ttlMs: DISCOVER_TTL_MS,
         cacheScope: 'private',
         supportedVersions: MODERN_PROTOCOL_VERSIONS,
-        capabilities: { tools: { listChanged: false } },
+        capabilities: await capabilitiesFor(deps, session),
         instructions: INSTRUCTIONS,
-        _meta: { 'io.modelcontextprotocol/serverInfo': serverInfo(org.slug) },
+        _meta: { 'io.modelcontextprotocol/serverInfo': serverInfo(session.org.slug) },
       })),
       'tools/list': method('ToolsListParams', async ({ org, principal }, params) =>
         withCacheHints(listPage(await listToolsJson(deps, org, principal, params.cursor))),
       ),
       'tools/call': toolsCall,
+      ...itemMethods(deps),
     },
     (name, err) => deps.log.error('mcp method failed', { method: name, error: describeError(err) }),
   );

@@ -7,16 +7,8 @@ import { parseIPv4, parseIPv6 } from './ip.ts';
 
 /** The peer each served request came from, noted by the entry point; requests made in process have none. */
 const peers = new WeakMap<Request, string>();
-/** Requests the gateway makes to itself on a caller's behalf (the console's sign-in) carry that caller's address. */
-const forwarded = new WeakMap<Request, string>();
-
 export function notePeerAddress(request: Request, address: string | null | undefined): void {
   if (address) peers.set(request, address);
-}
-
-/** `inner` is sent by the gateway for the caller of `outer`: it counts against the caller's address. */
-export function forwardSourceAddress(outer: Request, inner: Request, trusted: TrustedProxies): void {
-  forwarded.set(inner, sourceAddressOf(outer, trusted));
 }
 
 /** A request served without a known peer (in process, or an entry point that notes none): one shared bucket. */
@@ -71,8 +63,6 @@ function addressKey(groups: number[]): string {
 }
 
 export function sourceAddressOf(request: Request, trusted: TrustedProxies): string {
-  const inherited = forwarded.get(request);
-  if (inherited) return inherited;
   const peer = peers.get(request);
   const peerGroups = peer ? toGroups(peer) : null;
   if (!peerGroups) return UNKNOWN_SOURCE;

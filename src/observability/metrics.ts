@@ -48,7 +48,19 @@ function statusText(status: number): string {
   return text;
 }
 
-const MCP_METHODS = new Set(['initialize', 'ping', 'server/discover', 'tools/list', 'tools/call']);
+const MCP_METHODS = new Set([
+  'initialize',
+  'ping',
+  'server/discover',
+  'tools/list',
+  'tools/call',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'prompts/list',
+  'prompts/get',
+  'completion/complete',
+]);
 const mcpRequests = new HotCounter({
   name: 'toolgate_mcp_requests_total',
   help: 'JSON-RPC requests answered on the MCP endpoint, by method (unknown for any other) and outcome (ok, rpc_error, internal_error).',

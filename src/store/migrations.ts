@@ -461,4 +461,63 @@ ALTER TABLE connectors ADD COLUMN exclude_tables text[] NOT NULL DEFAULT '{}'::t
 ALTER TABLE connectors ADD COLUMN description text;
 `,
   },
+  {
+    version: 19,
+    name: 'table_governance_and_tool_layout',
+    // Issue 38 (docs/decisions/0292, 0299): a connector's tool layout (per_table | single); the tool rows whose approval
+    // a held call needed (a statement may touch several tables: their approvers are its approvers); and policies move
+    // from saved tools onto the table each one reads (a saved tool has none of its own): hidden columns united, masked
+    // ones united (a column hidden anywhere stays hidden; of two masks the stricter), row filters joined with AND.
+    // A saved tool whose table has no tool row keeps its policy (never dropped; the call is refused anyway).
+    sql: `
+ALTER TABLE connectors ADD COLUMN tool_layout text NOT NULL DEFAULT 'per_table' CHECK (tool_layout IN ('per_table', 'single'));
+ALTER TABLE approvals ADD COLUMN approver_tool_ids uuid[];
+CREATE TEMP TABLE toolgate_m19_moved ON COMMIT DROP AS
+  SELECT s.id AS saved_id, t.id AS table_id, t.org_id, s.policy AS policy
+  FROM tools s
+  JOIN tools t ON t.connector_id = s.connector_id AND t.saved_version IS NULL
+    AND t.spec->'target'->>'schema' = s.spec->'target'->>'schema' AND t.spec->'target'->>'table' = s.spec->'target'->>'table'
+  WHERE s.saved_version IS NOT NULL AND s.policy IS NOT NULL;
+CREATE TEMP TABLE toolgate_m19_policies ON COMMIT DROP AS
+  SELECT t.id AS table_id, 0 AS rank, t.id::text AS src, t.policy AS policy FROM tools t
+  WHERE t.policy IS NOT NULL AND t.id IN (SELECT table_id FROM toolgate_m19_moved)
+  UNION ALL
+  SELECT table_id, 1, saved_id::text, policy FROM toolgate_m19_moved;
+CREATE TEMP TABLE toolgate_m19_hidden ON COMMIT DROP AS
+  SELECT p.table_id, h.col FROM toolgate_m19_policies p, jsonb_array_elements_text(COALESCE(p.policy->'hidden_columns', '[]'::jsonb)) AS h(col)
+  GROUP BY p.table_id, h.col;
+UPDATE tools SET updated_at = now(), policy = jsonb_build_object(
+  'hidden_columns', COALESCE((SELECT jsonb_agg(h.col ORDER BY h.col) FROM toolgate_m19_hidden h WHERE h.table_id = tools.id), '[]'::jsonb),
+  'masked_columns', COALESCE((
+    SELECT jsonb_agg(m.mask ORDER BY m.mask->>'column') FROM (
+      SELECT DISTINCT ON (e.mask->>'column') e.mask FROM toolgate_m19_policies p,
+        jsonb_array_elements(COALESCE(p.policy->'masked_columns', '[]'::jsonb)) AS e(mask)
+      WHERE p.table_id = tools.id
+        AND NOT EXISTS (SELECT 1 FROM toolgate_m19_hidden h WHERE h.table_id = tools.id AND h.col = e.mask->>'column')
+      ORDER BY e.mask->>'column', CASE e.mask->>'mask' WHEN 'fixed' THEN 0 WHEN 'hash' THEN 1 ELSE 2 END,
+        COALESCE((e.mask->>'n')::int, 0), p.rank, p.src
+    ) m), '[]'::jsonb),
+  'row_filter', (
+    SELECT to_jsonb(string_agg('(' || f.filter || ')', ' AND ' ORDER BY f.rank, f.src)) FROM (
+      SELECT DISTINCT p.rank, p.src, p.policy->>'row_filter' AS filter FROM toolgate_m19_policies p
+      WHERE p.table_id = tools.id AND jsonb_typeof(p.policy->'row_filter') = 'string'
+    ) f)
+)
+WHERE id IN (SELECT table_id FROM toolgate_m19_moved);
+UPDATE tools SET policy = NULL, updated_at = now() WHERE id IN (SELECT saved_id FROM toolgate_m19_moved);
+UPDATE orgs SET catalog_version = catalog_version + 1 WHERE id IN (SELECT org_id FROM toolgate_m19_moved);
+`,
+  },
+  {
+    version: 20,
+    name: 'tool_kinds',
+    // Issues 38 and 43 (decisions 0313, 0315): a connector's items beside its tools, each governed by its own row (enabled,
+    // approval settings, audit): the schema tool of a database connector, and an upstream MCP server's resources, resource
+    // templates and prompts. A name is unique per connector and kind (a prompt may be named like a tool).
+    sql: `
+ALTER TABLE tools ADD COLUMN kind text NOT NULL DEFAULT 'tool' CHECK (kind IN ('tool','schema','resource','resource_template','prompt'));
+ALTER TABLE tools DROP CONSTRAINT tools_connector_id_base_name_key;
+ALTER TABLE tools ADD CONSTRAINT tools_connector_kind_base_name_key UNIQUE (connector_id, kind, base_name);
+`,
+  },
 ];

@@ -25,6 +25,7 @@ export const JSONB_TYPES: Record<string, string> = {
 /** The TypeScript type of a text column whose values a CHECK constraint lists, by `table.column` (text when not listed). */
 export const TEXT_TYPES: Record<string, string> = {
   'mcp_oauth_clients.kind': "'registered' | 'preregistered'",
+  'tools.kind': "'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt'",
 };
 
 /** A table's note, by table name. */
@@ -68,12 +69,15 @@ export const COLUMN_NOTES: Record<string, string> = {
   'approvals.requester_connector_ids': "The requesting credential's connector scope at request time (null: every connector).",
   'webhooks.disabled_reason': 'Why the gateway disabled the endpoint itself (410 Gone, retries exhausted); null when an admin did or it is on.',
   'connectors.free_sql': "false: the connector's table tools (free SQL) are left out of the catalog; its saved tools stay.",
+  'connectors.tool_layout': 'per_table: one query tool per exposed table; single: one query tool for the whole connector (decision 0299).',
+  'approvals.approver_tool_ids': 'The tool rows whose approval the held call needed (every table it touches, decision 0292); null: tool_id alone.',
   'connectors.include_tables': 'Glob patterns over `schema.table` of the tables that become tools; empty: every table (migration 18).',
   'connectors.exclude_tables': 'Glob patterns over `schema.table` of tables that never become tools; they win over include_tables.',
   'connectors.description': 'Free text naming what the connector is (e.g. production); every tool description ends with it.',
   'tools.saved_version': 'A saved-statement tool, at this version of its definition (spec.target.saved); null: a tool the source yields.',
   'api_keys.attributes': 'Attributes row filters bind as `:caller.<attr>` (migration 15).',
   'oauth_clients.attributes': 'Attributes row filters bind as `:caller.<attr>` (migration 15).',
+  'tools.kind': "What the row governs: a tool, the connector's schema tool, or an upstream MCP server's resource, resource template or prompt (migration 20).",
   'tools.policy': 'Hidden and masked columns and the row filter (connectors/shared/policy.ts ToolPolicy); null: none (migration 15).',
   'webhook_relay_cursors.since': 'Calls recorded before this time are not relayed to the endpoint (rows committed, not yet sealed, at its start).',
 };

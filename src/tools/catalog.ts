@@ -1,13 +1,17 @@
 /** The org's tool catalog as the MCP endpoint sees it: built once per catalog version, with validators compiled once. */
 import Ajv, { type ValidateFunction } from 'ajv';
 import { credentialContext } from '../connectors/repository.ts';
-import type { SqlTarget, ToolSpec } from '../connectors/types.ts';
+import type { ItemKind, SqlTarget, ToolSpec } from '../connectors/types.ts';
+import { sanitizeName } from '../connectors/shared/naming.ts';
+import { describeTables, type DescribedTable, type TableSource as DescribedSource } from './schema.ts';
 import { describedColumns, policyKey, type CallPolicy, type ToolPolicy } from '../connectors/shared/policy.ts';
 import { columnList } from '../connectors/shared/toolspec.ts';
 import { applyTableFilter } from '../connectors/table-filter.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
 import { catalogRows } from './repository.ts';
+import { singleToolName, singleToolSpec } from './layout.ts';
+import { connectorTables, isSqlTable, tableKey, type ConnectorTables, type TableSource } from './tables.ts';
 
 interface ConnectorRuntime {
   id: string;
@@ -17,10 +21,17 @@ interface ConnectorRuntime {
   credential: string | null;
   allowWrite: boolean;
   allowDdl: boolean;
+  name: string;
+  /** The host of the connector's resource URIs (`toolgate://<host>/...`): its name sanitised, unique in the org. */
+  resourceHost: string;
+  /** The connector's `single`-layout tool was built (once per catalog). */
+  single?: boolean;
 }
 
 export interface CatalogTool {
   id: string;
+  /** A tool (tools/list), a schema tool (tools/list, answered by the gateway), or an upstream resource, template or prompt. */
+  kind: ItemKind;
   name: string;
   description: string;
   inputSchema: ToolSpec['inputSchema'];
@@ -36,12 +47,19 @@ export interface CatalogTool {
   validate: ValidateFunction;
   /** The tool's column and row policy, ready for calls (the caller's attributes are added per call); null: none. */
   policy?: Omit<CallPolicy, 'caller'> | null;
+  /** A SQL connector's tables with their tool rows' governance (issue 38): every call of the connector carries them. */
+  tables?: ConnectorTables;
+  /** A schema tool: the tables of its connector it describes (tools/schema.ts), derived once per catalog version. */
+  described?: DescribedTable[];
 }
 
 export interface OrgCatalog {
   version: number;
+  /** What tools/list serves: tools and schema tools, by name. */
   tools: CatalogTool[];
   byName: Map<string, CatalogTool>;
+  /** Upstream resources, resource templates and prompts (resources/*, prompts/*), by name. */
+  items: CatalogTool[];
 }
 
 /**
@@ -63,21 +81,17 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
   const list: CatalogTool[] = [];
   const ajv = newAjv();
   const compiled = new Map<string, ValidateFunction>();
+  const sources = new Map<string, TableSource[]>();
+  const described = new Map<string, DescribedSource[]>();
   for (const { tool, connector } of rows) {
-    // free_sql off: the connector's table tools are not served (not listed, and a call to one finds no tool).
-    if (!connector.freeSql && tool.savedVersion === null) continue;
-    let runtime = runtimes.get(connector.id);
-    if (!runtime) {
-      runtime = {
-        id: connector.id,
-        type: connector.type,
-        config: connector.config,
-        credential: connector.credentialSealed ? deps.box.decrypt(connector.credentialSealed, credentialContext(connector.id)) : null,
-        allowWrite: connector.allowWrite,
-        allowDdl: connector.allowDdl,
-      };
-      runtimes.set(connector.id, runtime);
-    }
+    const policy = tool.policy === null ? null : preparePolicy(deps, orgId, tool.policy as unknown as ToolPolicy);
+    // Every table tool row governs its table, listed or not (free_sql off, or a `single` layout): decision 0292.
+    if (tool.savedVersion === null) addTableSource(sources, connector.id, tool, policy);
+    if (tool.savedVersion === null && tool.kind === 'tool') addDescribed(described, connector.id, tool, policy);
+    // free_sql off: the connector's table tools are not served (not listed, and a call to one finds no tool); in the
+    // `single` layout the connector's one SQL tool serves them (decision 0299).
+    if (tool.savedVersion === null && (!connector.freeSql || (singleLayout(connector) && isSqlTable((tool.spec as { target?: unknown }).target)))) continue;
+    const runtime = runtimeOf(deps, runtimes, connector);
     const spec = tool.spec as unknown as ToolSpec;
     // A saved tool over a table the connector's filter now leaves out is not served either (decision 0303); the
     // table tools of excluded tables were never written.
@@ -90,10 +104,10 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     } catch {
       continue;
     }
-    const policy = tool.policy === null ? null : preparePolicy(deps, orgId, tool.policy as unknown as ToolPolicy);
     const writable = !tool.readOnly && !policy && (connector.allowWrite || connector.allowDdl);
     list.push({
       id: tool.id,
+      kind: tool.kind as ItemKind,
       name: tool.toolNameOverride ?? tool.baseName,
       description: withConnectorLine(tool.toolDescriptionOverride ?? (policy ? policyDescription(spec, policy.policy) : spec.description), connector),
       inputSchema: spec.inputSchema,
@@ -110,8 +124,62 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
       policy,
     });
   }
+  const tables = attachTables(list, sources, version);
+  for (const { connector } of rows) {
+    if (!singleLayout(connector) || !connector.freeSql || runtimes.get(connector.id)?.single) continue;
+    const runtime = runtimeOf(deps, runtimes, connector);
+    runtime.single = true;
+    const own = tables.get(connector.id);
+    const tool = own && singleTool(runtime, connector, own, (schema) => compileShared(ajv, compiled, schema), list);
+    if (tool) list.push(tool);
+  }
   list.sort((a, b) => a.name.localeCompare(b.name));
-  return { version, tools: list, byName: new Map(list.map((t) => [t.name, t])) };
+  nameResourceHosts([...runtimes.values()], rows);
+  const tools = list.filter((t) => t.kind === 'tool' || t.kind === 'schema');
+  describeSchemas(tools, described);
+  return { version, tools, byName: new Map(tools.map((t) => [t.name, t])), items: list.filter((t) => t.kind !== 'tool' && t.kind !== 'schema') };
+}
+
+/** A table tool row as its connector's schema tool describes it (listed or not: a `single` layout lists none). */
+function addDescribed(described: Map<string, DescribedSource[]>, connectorId: string, tool: CatalogRow, policy: Omit<CallPolicy, 'caller'> | null): void {
+  const list = described.get(connectorId) ?? [];
+  described.set(connectorId, list);
+  list.push({
+    name: tool.toolNameOverride ?? tool.baseName,
+    enabled: tool.enabled,
+    target: (tool.spec as { target?: unknown }).target,
+    policy: policy?.policy ?? null,
+  });
+}
+
+/**
+ * Each schema tool's description of its connector's tables (decision 0313). A table's `tool` is the tool that queries
+ * it: its own when served, else the connector's `single`-layout tool.
+ */
+function describeSchemas(tools: CatalogTool[], described: Map<string, DescribedSource[]>): void {
+  const served = new Set(tools.filter((t) => t.enabled).map((t) => t.name));
+  for (const t of tools) {
+    if (t.kind !== 'schema') continue;
+    const single = tools.find((o) => o.connector === t.connector && o.id === t.connector.id);
+    t.described = describeTables(described.get(t.connector.id) ?? []).map((d) => (served.has(d.tool) || !single ? d : { ...d, tool: single.name }));
+  }
+}
+
+/**
+ * Each connector's resource host: its name sanitised (`toolgate://<host>/...`); a name two connectors share takes
+ * `_2`, `_3`... in the order the connectors were created, so an older connector's URIs never change.
+ */
+function nameResourceHosts(runtimes: ConnectorRuntime[], rows: { connector: { id: string; createdAt: Date } }[]): void {
+  const created = new Map(rows.map((r) => [r.connector.id, r.connector.createdAt.getTime()]));
+  const taken = new Set<string>();
+  const order = [...runtimes].sort((a, b) => created.get(a.id)! - created.get(b.id)! || (a.id < b.id ? -1 : 1));
+  for (const runtime of order) {
+    const base = sanitizeName(runtime.name).replace(/_+/g, '_').replace(/^_|_$/g, '').slice(0, 48) || 'connector';
+    let host = base;
+    for (let n = 2; taken.has(host); n++) host = `${base}_${n}`;
+    taken.add(host);
+    runtime.resourceHost = host;
+  }
 }
 
 /**
@@ -155,6 +223,104 @@ function compileShared(ajv: Ajv, compiled: Map<string, ValidateFunction>, schema
   let validate = compiled.get(shape);
   if (!validate) compiled.set(shape, (validate = ajv.compile(schema)));
   return validate;
+}
+
+type CatalogRow = Awaited<ReturnType<typeof catalogRows>>[number]['tool'];
+
+function addTableSource(sources: Map<string, TableSource[]>, connectorId: string, tool: CatalogRow, policy: Omit<CallPolicy, 'caller'> | null): void {
+  const target = (tool.spec as { target?: unknown }).target;
+  if (!isSqlTable(target)) return;
+  const list = sources.get(connectorId) ?? [];
+  sources.set(connectorId, list);
+  list.push({
+    toolId: tool.id,
+    target,
+    enabled: tool.enabled,
+    policy,
+    requiresApproval: tool.requiresApproval,
+    approvalEmails: tool.approvalEmails,
+    approvalTtlSeconds: tool.approvalTtlSeconds,
+  });
+}
+
+/**
+ * Gives every SQL tool its connector's tables. A saved tool has no policy of its own (decision 0292): the policy of
+ * the table its statement reads is its policy, so saving a statement never widens what the table's policy allows.
+ */
+function attachTables(list: CatalogTool[], sources: Map<string, TableSource[]>, version: number): Map<string, ConnectorTables> {
+  const tables = new Map([...sources].map(([id, rows]) => [id, connectorTables(`${version}:${id}`, rows)]));
+  for (const t of list) {
+    const own = tables.get(t.connector.id);
+    if (!own) continue;
+    const target = t.spec.target as Partial<SqlTarget>;
+    if (isSqlTable(target)) t.tables = own;
+    else if (target.saved && typeof target.table === 'string') {
+      t.tables = own;
+      const i = own.indexOf.get(tableKey(target.schema ?? '', target.table));
+      t.policy = i === undefined ? null : own.policies[i];
+    }
+  }
+  return tables;
+}
+
+type CatalogConnector = Awaited<ReturnType<typeof catalogRows>>[number]['connector'];
+
+const singleLayout = (connector: CatalogConnector): boolean => connector.toolLayout === 'single';
+
+function runtimeOf(deps: CatalogDeps, runtimes: Map<string, ConnectorRuntime>, connector: CatalogConnector): ConnectorRuntime {
+  let runtime = runtimes.get(connector.id);
+  if (!runtime) {
+    runtime = {
+      id: connector.id,
+      type: connector.type,
+      name: connector.name,
+      resourceHost: '',
+      config: connector.config,
+      credential: connector.credentialSealed ? deps.box.decrypt(connector.credentialSealed, credentialContext(connector.id)) : null,
+      allowWrite: connector.allowWrite,
+      allowDdl: connector.allowDdl,
+    };
+    runtimes.set(connector.id, runtime);
+  }
+  return runtime;
+}
+
+/**
+ * The `single` layout's one SQL tool (decision 0299): not a tools row; its id is the connector's (approvals name it),
+ * it has no settings of its own, and every table it reads is governed by that table's row. It only reads. Its name
+ * is `query_<connector name>`, or with the connector id's first characters when another tool has that name.
+ */
+function singleTool(
+  runtime: ConnectorRuntime,
+  connector: CatalogConnector,
+  tables: ConnectorTables,
+  compile: (schema: ToolSpec['inputSchema']) => ValidateFunction,
+  list: CatalogTool[],
+): CatalogTool | null {
+  let name = singleToolName(connector.name);
+  if (list.some((t) => t.name === name)) name = `${name.slice(0, 55)}_${connector.id.slice(0, 8)}`;
+  const spec = singleToolSpec({ name: connector.name, type: connector.type }, tables, name);
+  if (!spec) return null;
+  return {
+    id: connector.id,
+    kind: 'tool',
+    name,
+    description: withConnectorLine(spec.description, connector),
+    inputSchema: spec.inputSchema,
+    outputSchema: spec.outputSchema,
+    annotations: spec.annotations!,
+    enabled: true,
+    readOnly: true,
+    requiresApproval: false,
+    approvalTtlSeconds: 3600,
+    approvalEmails: [],
+    connector: runtime,
+    spec,
+    validate: compile(spec.inputSchema),
+    // The policy of the table it names (its target), as a table tool carries its own; the others' come with ctx.tables.
+    policy: tables.policies[tables.indexOf.get(tableKey(spec.target.schema, spec.target.table))!] ?? null,
+    tables,
+  };
 }
 
 /** A stored policy as calls use it: its key, and the org's mask key when a column is hashed. */

@@ -51,14 +51,34 @@ export async function setToolsEnabled(db: Queryable, orgId: string, toolIds: str
 
 type VersionRow = typeof savedToolVersions.$inferSelect;
 
-/** A connector's tools the source yields (not saved tools): their targets are the tables a saved statement may use. */
-export async function sourceToolSpecs(db: Queryable, orgId: string, connectorId: string): Promise<Record<string, unknown>[]> {
-  const rows = await db
-    .select({ spec: tools.spec })
+/** A connector's tools the source yields (not saved tools), with their policies: the tables a saved statement may use. */
+export async function sourceToolSpecs(
+  db: Queryable,
+  orgId: string,
+  connectorId: string,
+): Promise<{ spec: Record<string, unknown>; policy: Record<string, unknown> | null }[]> {
+  return db
+    .select({ spec: tools.spec, policy: tools.policy })
     .from(tools)
     .where(and(eq(tools.orgId, orgId), eq(tools.connectorId, connectorId), isNull(tools.savedVersion)))
     .orderBy(asc(tools.baseName));
-  return rows.map((r) => r.spec);
+}
+
+/** The policy of the table tool row of `schema.table` on a connector (decision 0292: the table's policy); null: none. */
+export async function tablePolicyOf(db: Queryable, orgId: string, connectorId: string, schema: string, table: string): Promise<Record<string, unknown> | null> {
+  const [row] = await db
+    .select({ policy: tools.policy })
+    .from(tools)
+    .where(
+      and(
+        eq(tools.orgId, orgId),
+        eq(tools.connectorId, connectorId),
+        isNull(tools.savedVersion),
+        sql`${tools.spec}->'target'->>'schema' = ${schema}`,
+        sql`${tools.spec}->'target'->>'table' = ${table}`,
+      ),
+    );
+  return row?.policy ?? null;
 }
 
 /** A connector's saved-statement tools (or one of them), by name. */
@@ -72,9 +92,12 @@ export async function savedToolRows(db: Queryable, orgId: string, connectorId: s
     .orderBy(asc(tools.baseName));
 }
 
-/** Every name agents see in the org (base names and overrides), except those of one tool. */
+/** Every tool name agents see in the org (base names and overrides), except those of one tool (resources and prompts are other lists). */
 export async function takenToolNames(db: Queryable, orgId: string, exceptToolId?: string): Promise<Set<string>> {
-  const rows = await db.select({ id: tools.id, baseName: tools.baseName, override: tools.toolNameOverride }).from(tools).where(eq(tools.orgId, orgId));
+  const rows = await db
+    .select({ id: tools.id, baseName: tools.baseName, override: tools.toolNameOverride })
+    .from(tools)
+    .where(and(eq(tools.orgId, orgId), inArray(tools.kind, ['tool', 'schema'])));
   const taken = new Set<string>();
   for (const r of rows) {
     if (r.id === exceptToolId) continue;

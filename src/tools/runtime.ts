@@ -21,7 +21,7 @@
  *    approved held call is reported by approval.decided, not tool.called.
  */
 import { getDriver } from '../connectors/registry.ts';
-import type { ToolResult } from '../connectors/types.ts';
+import type { ExecutionContext, ExecutionLimits, SqlTarget, ToolResult } from '../connectors/types.ts';
 import { ranNothing, refusalClassOf, refusedResult } from '../connectors/shared/result.ts';
 import { refusedCallDetails } from './refused-call.ts';
 import type { Principal } from '../principal.ts';
@@ -39,6 +39,8 @@ import type { AuditRecorder } from '../audit/recorder.ts';
 import { sha256Hex } from '../util/crypto.ts';
 import { trialExpired } from '../billing/trial.ts';
 import { observeToolCall, observeToolRefusal } from '../observability/metrics.ts';
+import { schemaToolResult } from './schema.ts';
+import { approvalOf, callTables, touchedIndexes, touchedNames, type HeldApproval } from './tables.ts';
 
 /** The org a call is made in: its catalog version (read per request) and its plan (the quota). */
 export interface RuntimeOrg {
@@ -71,7 +73,8 @@ export interface ExecutionDeps {
  * answering check_approval_status. Declared here so the runtime does not depend on the approvals module.
  */
 export interface ApprovalDesk {
-  hold(orgId: string, principal: Principal, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult>;
+  /** `approval`: who approves and for how long, from every tool row the call needs approved (the tables it touches). */
+  hold(orgId: string, principal: Principal, tool: CatalogTool, input: Record<string, unknown>, approval?: HeldApproval): Promise<ToolResult>;
   status(orgId: string, principal: Principal, approvalId: string): Promise<ToolResult>;
 }
 
@@ -85,15 +88,15 @@ export interface ToolRuntimeDeps extends ExecutionDeps {
 
 /** A call that was answered with a tool result (isError when the tool failed or refused the call itself). */
 type CallAnswer =
-  /** It reached its connector and counts against the monthly quota. */
-  | { kind: 'executed'; tool: CatalogTool; result: ToolResult }
+  /** It reached its connector and counts against the monthly quota. `tables`: each table its statement touches (`schema.table`). */
+  | { kind: 'executed'; tool: CatalogTool; result: ToolResult; tables?: string[] }
   /**
    * Stopped before it reached its connector, so not counted: the SQL guard or the driver's own checks refused it, its
    * connector type is not served here, or the caller left before it ran. The result says why (isError).
    */
-  | { kind: 'not_run'; tool: CatalogTool; result: ToolResult }
+  | { kind: 'not_run'; tool: CatalogTool; result: ToolResult; tables?: string[] }
   /** Flagged for human approval: held, and answered with what the approvals desk returned (pending_approval). */
-  | { kind: 'held'; tool: CatalogTool; result: ToolResult }
+  | { kind: 'held'; tool: CatalogTool; result: ToolResult; tables?: string[] }
   /** Answered by a built-in tool (check_approval_status); never counted. */
   | { kind: 'answered'; result: ToolResult };
 
@@ -232,13 +235,34 @@ const BUILTIN_TOOLS = new Map<string, BuiltinTool>([
 ]);
 
 /**
- * Whether a validated call may run now: a tool flagged for human approval never runs unapproved; its call is held
- * (the validated input, defaults filled in) and the pending_approval result answered instead. Returns the result to
- * answer instead of running the tool, or null to run it.
+ * Whether a validated call may run now: a call that needs human approval never runs unapproved; it is held (the
+ * validated input, defaults filled in) and the pending_approval result answered instead. It needs approval when its
+ * tool requires it or when a table its statement touches does (decision 0292): then the approvers are every such
+ * row's, the TTL the shortest. Which tables a statement touches is asked of the driver (its guard, verdict cached)
+ * only on a connector where some table requires approval (the single-table hot path asks nothing); a statement the
+ * guard refuses there is answered with the refusal and runs nothing (fail closed), unless its own tool holds every
+ * call as before. Null: run it; `touched` keeps what the driver found for the audit row.
  */
-function gate(deps: ToolRuntimeDeps, org: RuntimeOrg, principal: Principal, tool: CatalogTool, input: Record<string, unknown>): Promise<ToolResult> | null {
-  if (!tool.requiresApproval) return null;
-  return deps.approvals.hold(org.id, principal, tool, input);
+async function gate(
+  deps: ToolRuntimeDeps,
+  org: RuntimeOrg,
+  principal: Principal,
+  tool: CatalogTool,
+  input: Record<string, unknown>,
+  found: { touched?: readonly number[] },
+): Promise<{ held: ToolResult } | { refused: ToolResult } | null> {
+  const tables = tool.tables;
+  const holdOwn = async () => (tool.requiresApproval ? { held: await deps.approvals.hold(org.id, principal, tool, input) } : null);
+  if (!tables?.anyApproval) return holdOwn();
+  const driver = getDriver(tool.connector.type);
+  const reported = driver?.touchedTables
+    ? await driver.touchedTables(tool.spec, input, executionContext(deps, org.id, tool, principal.attributes))
+    : refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
+  if (!Array.isArray(reported)) return tool.requiresApproval ? holdOwn() : { refused: reported as ToolResult };
+  const touched = touchedIndexes(tables, reported);
+  found.touched = touched;
+  const approval = approvalOf(tables, touched, { toolId: tool.id, ...tool });
+  return approval ? { held: await deps.approvals.hold(org.id, principal, tool, input, approval) } : null;
 }
 
 /** What a used-up monthly quota is called, for tools/call (mcp/server.ts) and an approved call (src/approvals) alike. */
@@ -272,11 +296,13 @@ export async function executeTool(
   signal?: AbortSignal,
   /** The caller's attributes for the tool's row filter (an approved held call: the requester's, kept with it). */
   caller?: Principal['attributes'],
+  /** Told which of the connector's tables the statement touches, once the guard passed it. */
+  touched?: (tables: readonly SqlTarget[]) => void,
 ): Promise<ToolResult> {
   const quota = monthlyQuotaFor(org.plan);
   const unit = await deps.usage.reserve(org.id, quota);
   if (!unit) throw new QuotaExceededError(org.plan, quota!);
-  const result = await execute(deps, org.id, tool, input, signal, caller);
+  const result = await execute(deps, org.id, tool, input, signal, caller, touched);
   if (ranNothing(result)) deps.usage.refund(unit);
   return result;
 }
@@ -296,11 +322,30 @@ function execute(
   input: Record<string, unknown>,
   signal?: AbortSignal,
   caller?: Principal['attributes'],
+  touched?: (tables: readonly SqlTarget[]) => void,
 ): Promise<ToolResult> | ToolResult {
+  // The schema tool is answered by the gateway from the catalog (decision 0313): nothing reaches the connector.
+  if (tool.kind === 'schema') return schemaToolResult(tool.connector, tool.described ?? [], input, deps.config.maxResultBytes);
   const driver = getDriver(tool.connector.type);
   if (!driver) return refusedResult(`The connector type ${tool.connector.type} is not available on this gateway.`);
+  const ctx = executionContext(deps, orgId, tool, caller, signal);
+  if (touched && ctx.tables) ctx.touched = touched;
+  return driver.execute(tool.spec, input, ctx);
+}
+
+/**
+ * What a driver gets for one call of `tool`: its connector, permissions and limits; its policy and, on a SQL
+ * connector, every table with its own row's governance (decision 0292), each policy with the caller's attributes.
+ */
+function executionContext(
+  deps: ExecutionDeps,
+  orgId: string,
+  tool: CatalogTool,
+  caller: Principal['attributes'] | undefined,
+  signal?: AbortSignal,
+): ExecutionContext<unknown, ExecutionLimits & { resolutionCacheTtlMs: number }> {
   const { config } = deps;
-  return driver.execute(tool.spec, input, {
+  return {
     connectorId: tool.connector.id,
     config: tool.connector.config,
     credential: tool.connector.credential,
@@ -308,6 +353,7 @@ function execute(
     allowDdl: tool.connector.allowDdl,
     readOnly: tool.readOnly,
     ...(tool.policy ? { policy: { ...tool.policy, caller: caller ?? {} } } : {}),
+    ...(tool.tables ? { tables: callTables(tool.tables, caller) } : {}),
     outbound: deps.outbound,
     orgId,
     limits: {
@@ -320,7 +366,7 @@ function execute(
       resolutionCacheTtlMs: config.pgResolutionCacheTtlSeconds * 1000,
     },
     signal,
-  });
+  };
 }
 
 /** What a tool-call row keeps of the arguments: a digest (matches a known input), never the values or the SQL. */
@@ -379,6 +425,7 @@ export async function callTool(
       ...data,
       counted: outcome.kind === 'executed',
       arguments_sha256: argumentsDigest(args),
+      ...(outcome.kind !== 'answered' && outcome.tables ? { tables: outcome.tables } : {}),
       ...(held ? { held_for_approval: true } : {}),
       ...(refusedAs ? refusedCallDetails(refusedAs, String(result.content[0]?.text ?? ''), args) : {}),
       // The caller went away before the answer: with outcome error, the gateway cancelled (or never ran) the call.
@@ -447,19 +494,28 @@ async function runCall(
   const input = structuredClone(args);
   if (!tool.validate(input)) return { kind: 'invalid_arguments', name, tool, error: tool.validate.errors?.[0] };
   if (trialExpired(org, new Date())) return { kind: 'trial_ended', tool, endedAt: org.trialExpiresAt! };
-  const instead = gate(deps, org, principal, tool, input);
-  if (instead) return { kind: 'held', tool, result: await instead };
+  const found: { touched?: readonly number[] } = {};
+  const instead = await gate(deps, org, principal, tool, input, found);
+  if (instead && 'refused' in instead) return { kind: 'not_run', tool, result: instead.refused };
+  if (instead) return { kind: 'held', tool, result: instead.held, ...tablesRead(tool, found.touched) };
   if (!deps.audit.accepting()) return { kind: 'audit_busy', tool };
   // The caller left before anything ran (a batch's later calls, a slow lookup): nothing runs and nothing is counted.
   if (signal?.aborted) return { kind: 'not_run', tool, result: refusedResult('The call was aborted.') };
   // Only a tool call that reaches its connector counts against the monthly quota (not check_approval_status polling,
   // not calls refused or held above, not calls the driver's guard refuses; a held call counts when its approval runs it).
   let result: ToolResult;
+  let touched = found.touched;
+  const tables = tool.tables;
   try {
-    result = await executeTool(deps, org, tool, input, signal, principal.attributes);
+    result = await executeTool(deps, org, tool, input, signal, principal.attributes, tables ? (t) => (touched = touchedIndexes(tables, t)) : undefined);
   } catch (err) {
     if (err instanceof QuotaExceededError) return { kind: 'quota_exceeded', tool, plan: err.plan, quota: err.quota };
     throw err;
   }
-  return { kind: countedCall(result) ? 'executed' : 'not_run', tool, result };
+  return { kind: countedCall(result) ? 'executed' : 'not_run', tool, result, ...tablesRead(tool, touched) };
+}
+
+/** The audit row's `tables`: every table the statement touches, by name (decision 0292); none when unknown. */
+function tablesRead(tool: CatalogTool, touched: readonly number[] | undefined): { tables?: string[] } {
+  return tool.tables && touched ? { tables: touchedNames(tool.tables, touched) } : {};
 }

@@ -80,13 +80,15 @@ async function connectorTables(deps: SavedToolDeps, orgId: string, connectorId: 
   if (!driver?.checkSaved) {
     throw unprocessable('saved_tools_unsupported', `Saved-statement tools are served on database connectors, not on ${connector.type}.`);
   }
-  const tables = (await repo.sourceToolSpecs(deps.store.db, orgId, connectorId)).map((s) => (s as unknown as SqlToolSpec).target);
+  const rows = await repo.sourceToolSpecs(deps.store.db, orgId, connectorId);
+  const tables = rows.map((r) => (r.spec as unknown as SqlToolSpec).target);
+  const policies = rows.map((r) => r.policy as unknown as ToolPolicy | null);
   if (!tables.length) throw unprocessable('saved_tools_unsupported', 'The connector has no tables yet: wait until its validation has introspected them.');
-  return { connector, driver: driver as typeof driver & { checkSaved: NonNullable<typeof driver.checkSaved> }, tables };
+  return { connector, driver: driver as typeof driver & { checkSaved: NonNullable<typeof driver.checkSaved> }, tables, policies };
 }
 
 /** A definition, checked whole (parameters, placeholders, the guard): the spec to store, and whether it writes. */
-async function buildSpec(deps: SavedToolDeps, orgId: string, connectorId: string, input: SavedToolRequest, version: number, policy?: ToolPolicy | null) {
+async function buildSpec(deps: SavedToolDeps, orgId: string, connectorId: string, input: SavedToolRequest, version: number) {
   const params = (input.parameters ?? []) as SavedParam[];
   const names = new Set<string>();
   for (const p of params) {
@@ -94,8 +96,8 @@ async function buildSpec(deps: SavedToolDeps, orgId: string, connectorId: string
     names.add(p.name);
     checkParameter(p);
   }
-  const { connector, driver, tables } = await connectorTables(deps, orgId, connectorId);
-  const checked = await driver.checkSaved(input.statement, params, tables, connector.allowWrite);
+  const { connector, driver, tables, policies } = await connectorTables(deps, orgId, connectorId);
+  const checked = await driver.checkSaved(input.statement, params, tables, connector.allowWrite, policies);
   if (!checked.ok) throw invalid(`The statement is refused: ${checked.reason}`);
   const target = checked.target as SqlTarget;
   // The statement split by the type's own lexer (its checkSaved); none for a MongoDB pipeline, whose {"$param": name}
@@ -110,12 +112,23 @@ async function buildSpec(deps: SavedToolDeps, orgId: string, connectorId: string
     annotations: { readOnlyHint: !checked.write, destructiveHint: checked.write, openWorldHint: false },
     target: { ...target, saved },
   };
-  // A replaced statement must still run under the tool's policy (docs/tool-policies.md): checked as the PATCH does.
+  // Saving a statement never widens what a table's policy allows (decision 0292, issue 38 item 7a): the statement
+  // must run under the policy of the table it reads, as every call of it will.
+  // A statement over several tables was checked with every table's hidden columns by the multi-table guard, and each
+  // table's policy applies at every reference when it runs.
+  const policy = checked.touched && checked.touched.length > 1 ? null : await tablePolicy(deps, orgId, connectorId, target);
   if (policy) {
     const problem = driver.checkPolicy ? await driver.checkPolicy(spec, policy) : `${connector.type} tools take no column or row policies`;
-    if (problem !== null) throw invalid(`The tool's policy cannot be applied to the new statement: ${problem}.`);
+    if (problem !== null) throw invalid(`The statement cannot run under the policy of the table it reads: ${problem}.`);
   }
   return { spec, write: checked.write };
+}
+
+/** The policy of the table tool row of `target` on the connector (the table's policy, decision 0292); null: none. */
+async function tablePolicy(deps: SavedToolDeps, orgId: string, connectorId: string, target: SqlTarget): Promise<ToolPolicy | null> {
+  if (typeof target.table !== 'string') return null;
+  const policy = await repo.tablePolicyOf(deps.store.db, orgId, connectorId, target.schema, target.table);
+  return (policy as unknown as ToolPolicy | null) ?? null;
 }
 
 /** Inside the writing transaction, under the org's naming lock (the one introspection takes): no two tools get one name. */
@@ -192,7 +205,7 @@ export async function updateSavedTool(
   const current = await currentRow(deps, orgId, connectorId, toolId);
   const old = savedToolView(current);
   const version = old.version + 1;
-  const { spec, write } = await buildSpec(deps, orgId, connectorId, input, version, current.policy as unknown as ToolPolicy | null);
+  const { spec, write } = await buildSpec(deps, orgId, connectorId, input, version);
   const requiresApproval = input.requires_approval ?? (write && !old.writes ? true : current.requiresApproval);
   try {
     await deps.store.db.transaction(async (tx) => {

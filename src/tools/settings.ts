@@ -48,6 +48,13 @@ interface ToolPolicyInput {
  */
 async function checkedPolicy(row: ToolSettingsRow, input: ToolPolicyInput | null): Promise<ToolPolicy | null> {
   if (input === null) return null;
+  // Policies belong to the table (decision 0292): a saved statement is governed by those of the tables it reads.
+  if (row.tool.savedVersion !== null) {
+    throw unprocessable(
+      'policy_invalid',
+      "A saved tool has no policy of its own: its statement is governed by the policies of the tables it reads. Set the policy on the table's tool.",
+    );
+  }
   const policy: ToolPolicy = { hidden_columns: input.hidden_columns ?? [], masked_columns: input.masked_columns ?? [], row_filter: input.row_filter ?? null };
   if (policy.hidden_columns.length === 0 && policy.masked_columns.length === 0 && policy.row_filter === null) return null;
   const driver = getDriver(row.connector.type);

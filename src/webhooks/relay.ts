@@ -40,6 +40,8 @@ function toolCalledEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, orgId: string
       is_error: d.outcome === 'error',
       duration_ms: Math.max(0, Math.round(Number(d.duration_ms) || 0)),
       caller: { type: row.actor_type, id: row.actor_id },
+      // Every table the statement read (a SQL connector's call; decision 0292).
+      ...(Array.isArray(d.tables) ? { tables: d.tables } : {}),
     },
   };
 }

@@ -39,6 +39,10 @@ const EXTRA = [
   // Same name as a public table: unqualified, the tool's schema's one is meant.
   'CREATE TABLE h1_sales.orders (id integer PRIMARY KEY, customer_id integer NOT NULL, total integer NOT NULL, note varchar(50))',
   "INSERT INTO h1_sales.orders VALUES (99, 3, 999, 'sales-schema-order')",
+  // Views over a governed table, over a disabled one, and over a view (docs/decisions/0292 item 4).
+  'CREATE VIEW customer_names AS SELECT id, name FROM customers',
+  'CREATE VIEW payroll_view AS SELECT id, customer_id FROM payroll',
+  'CREATE VIEW big_orders_again AS SELECT * FROM big_orders WHERE total < 1000',
   // On the server but never listed: no statement may read it.
   'CREATE TABLE unlisted_secrets (v text)',
   "INSERT INTO unlisted_secrets VALUES ('ssn-3333-b')",
@@ -218,6 +222,32 @@ describe.skipIf(!available)('postgresql: statements over several tables, each go
     // A join with a table the connector does not list is refused at save.
     const unlisted = await postgresqlDriver.checkSaved!('SELECT o.id FROM orders o JOIN pg_class c ON TRUE WHERE o.id = :min', parameters, targets, false);
     expect(unlisted.ok).toBe(false);
+  });
+
+  test('views: introspection records what each reads', () => {
+    const bases = (v: string) => tool(v).target.bases?.map((r) => `${r.schema}.${r.table}`);
+    expect(bases('big_orders')).toEqual(['public.orders']);
+    expect(bases('big_orders_again')).toEqual(['public.big_orders']);
+    expect(bases('customer_names')).toEqual(['public.customers']);
+    expect(bases('orders')).toBeUndefined();
+  });
+
+  test('a view over a governed or disabled table is refused, naming both; one over plain tables touches them too', async () => {
+    for (const [sql, words] of [
+      ['SELECT * FROM customer_names', 'public.customers'],
+      ['SELECT o.id, n.name FROM orders o JOIN customer_names n ON n.id = o.customer_id', 'policy'],
+      ['SELECT * FROM payroll_view', 'public.payroll'],
+    ] as const) {
+      for (const via of ['orders', 'customer_names']) {
+        const r = await call(sql, via);
+        expect(r.isError, `${sql} via ${via}`).toBe(true);
+        expect(textOf(r)).toContain(words);
+        expect(leakedSecret(everything(r))).toBeNull();
+      }
+    }
+    const touched = await postgresqlDriver.touchedTables!(tool('orders'), { sql: 'SELECT count(*) FROM big_orders_again' }, ctx());
+    expect(Array.isArray(touched) ? touched.map((x) => x.table) : touched).toEqual(['big_orders_again', 'big_orders', 'orders']);
+    expect(rowsOf(await call('SELECT count(*)::int AS n FROM big_orders_again'))).toEqual([{ n: 3 }]);
   });
 
   test('touchedTables: what a call would touch, before anything runs (the runtime holds it for their approvals)', async () => {

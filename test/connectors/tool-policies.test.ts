@@ -302,7 +302,7 @@ for (const kind of ['pg', 'my'] as const) {
       });
     });
 
-    describe('a saved-statement tool under a policy', () => {
+    describe("a saved-statement tool under its table's policy (policies belong to the table: decision 0292)", () => {
       const SAVED = {
         name: `people_from_${kind}`,
         description: 'People from an id on, with a label',
@@ -319,11 +319,10 @@ for (const kind of ['pg', 'my'] as const) {
       const callSaved = (args: Record<string, unknown>, who: keyof Setup['keys'] = 'a') => callTool(s.g, s.org.slug, s.keys[who], SAVED.name, args);
       const policyOn = (toolId: string) => sdk.updateToolMetadata({ client: s.client, path: { orgId: s.org.orgId, toolId }, body: { policy: POLICY } });
       beforeAll(async () => {
+        // No policy is set on the saved tool: the table's (set on its tool in setUp) governs the statement.
         const made = await sdk.createSavedTool({ client: s.client, path: { connectorId: s.connectorId }, body: SAVED });
         expect(made.response.status, JSON.stringify(made.error)).toBe(201);
         savedId = made.data!.id;
-        const patched = await policyOn(savedId);
-        expect(patched.response.status, JSON.stringify(patched.error)).toBe(200);
       });
 
       test('its rows are the caller’s, masked, without the hidden column; its arguments stay bound in their places [R+B]', async () => {
@@ -341,20 +340,24 @@ for (const kind of ['pg', 'my'] as const) {
         expect(rows(await callSaved({ label: 'sql', min: 1 }, 'sqlish'))).toEqual([]);
       });
 
-      test('a saved statement that names the hidden column takes no policy (422), nor can a replacement bring it in [G]', async () => {
-        const leaky = { ...SAVED, name: `people_ssn_${kind}`, statement: 'SELECT id, ssn FROM people WHERE id = :min', parameters: [SAVED.parameters[1]!] };
-        const made = await sdk.createSavedTool({ client: s.client, path: { connectorId: s.connectorId }, body: leaky });
-        expect(made.response.status).toBe(201);
-        const refused = await policyOn(made.data!.id);
+      test('a saved tool takes no policy of its own (422): the policy is set on the table’s tool', async () => {
+        const refused = await policyOn(savedId);
         expect([refused.response.status, (refused.error as { error?: string }).error]).toEqual([422, 'policy_invalid']);
-        expect((refused.error as { message: string }).message).toContain('ssn');
+        expect((refused.error as { message: string }).message).toContain("table's tool");
+      });
+
+      test('saving a statement never widens the table’s policy: one naming the hidden column is refused, new or replacing (issue 38 item 7a) [G]', async () => {
+        const leaky = { ...SAVED, name: `people_ssn_${kind}`, statement: 'SELECT id, ssn FROM people WHERE id >= :min', parameters: [SAVED.parameters[1]!] };
+        const made = await sdk.createSavedTool({ client: s.client, path: { connectorId: s.connectorId }, body: leaky });
+        expect([made.response.status, (made.error as { error?: string }).error]).toEqual([422, 'saved_tool_invalid']);
+        expect((made.error as { message: string }).message).toContain('ssn');
         const replaced = await sdk.updateSavedTool({
           client: s.client,
           path: { connectorId: s.connectorId, toolId: savedId },
           body: { ...SAVED, statement: 'SELECT :label AS label, ssn FROM people WHERE id >= :min AND tenant <> :skip' },
         });
         expect([replaced.response.status, (replaced.error as { error?: string }).error]).toEqual([422, 'saved_tool_invalid']);
-        // The tool still runs its old statement under the policy.
+        // The tool still runs its old statement under the table's policy.
         expect(rows(await callSaved({ label: 'x', min: 2 })).map((r) => r.id)).toEqual([2]);
       });
     });

@@ -189,6 +189,9 @@ describe('mysql guard, several tables: what is refused', () => {
   test("writes stay one table: the tool's own, reading no other", () => {
     const w = ok("UPDATE orders SET status = 'x' WHERE id = 1", RW);
     expect(w).toMatchObject({ kind: 'update', readOnly: false, touched: [ORDERS] });
+    // An INSERT ... VALUES reads no table: its target is what it touches.
+    expect(ok('INSERT INTO orders (id) VALUES (1)', RW)).toMatchObject({ kind: 'insert', touched: [ORDERS] });
+    expect(ok('DELETE FROM orders WHERE id = 1', RW)).toMatchObject({ kind: 'delete', touched: [ORDERS] });
     for (const sql of [
       'UPDATE orders SET status = (SELECT name FROM customers LIMIT 1)',
       'INSERT INTO orders (id) SELECT id FROM customers',

@@ -106,6 +106,7 @@ export async function getConnector(g: Gateway, token: string, id: string) {
 
 export interface ToolRow {
   id: string;
+  kind: 'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt';
   tool_name: string;
   name: string;
   description: string;
@@ -117,6 +118,8 @@ export interface ToolRow {
   connector_name: string;
   connector_type: string;
   tool_name_override: string | null;
+  /** A saved-statement tool (it has no policy of its own). */
+  saved?: boolean;
   tool_description_override: string | null;
   read_only: boolean;
 }

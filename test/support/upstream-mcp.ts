@@ -3,8 +3,12 @@
  * Streamable HTTP transport (stateless, one server per request, answers as SSE), served by Bun on 127.0.0.1.
  * Tools: echo, add, slow (sleeps), huge (a result of about 2 MB), fail (a tool error), boom (a protocol error),
  * picture (an image block), headers (answers the headers it was sent). Every request's headers are recorded.
+ * With `items`, it also serves resources (docs://readme, docs://secret, docs://huge of about 2 MB), a resource template
+ * (notes://{id}, its id completable) and prompts (greet with a completable name, forbidden); reads and gets are
+ * recorded in `calls` as `read <uri>`, `prompt <name>` and `complete <argument>`.
  */
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { z } from 'zod';
 
@@ -70,7 +74,40 @@ function build(calls: string[], headers: Record<string, string>): McpServer {
   return server;
 }
 
-export function startUpstream(port: number, path = '/mcp'): Upstream {
+/** The resources, template and prompts of an upstream started with `items`. */
+function addItems(server: McpServer, done: (name: string) => void): void {
+  const text = (uri: URL, body: string) => ({ contents: [{ uri: uri.href, mimeType: 'text/plain', text: body }] });
+  server.registerResource('readme', 'docs://readme', { title: 'Readme', description: 'The project readme.', mimeType: 'text/plain' }, async (uri) => {
+    done(`read ${uri.href}`);
+    return text(uri, 'hello from the readme');
+  });
+  server.registerResource('secret', 'docs://secret', { description: 'Something an admin will disable.' }, async (uri) => {
+    done(`read ${uri.href}`);
+    return text(uri, 'the secret resource');
+  });
+  server.registerResource('huge', 'docs://huge', { description: 'About 2 MB of text.' }, async (uri) => {
+    done(`read ${uri.href}`);
+    return text(uri, 'x'.repeat(2_000_000));
+  });
+  const ids = ['1', '12', '2'];
+  server.registerResource(
+    'note',
+    new ResourceTemplate('notes://{id}', { list: undefined, complete: { id: (value) => (done('complete id'), ids.filter((v) => v.startsWith(value))) } }),
+    { description: 'A note by its id.', mimeType: 'text/plain' },
+    async (uri, { id }) => (done(`read ${uri.href}`), text(uri, `note number ${id}`)),
+  );
+  server.registerPrompt(
+    'greet',
+    { description: 'Greets someone.', argsSchema: { name: completable(z.string(), (value) => ['Ada', 'Alan'].filter((v) => v.startsWith(value))) } },
+    async ({ name }) => (done('prompt greet'), { description: 'A greeting', messages: [{ role: 'user', content: { type: 'text', text: `Hello ${name}` } }] }),
+  );
+  server.registerPrompt('forbidden', { description: 'A prompt an admin will disable.' }, async () => {
+    done('prompt forbidden');
+    return { messages: [{ role: 'user', content: { type: 'text', text: 'forbidden words' } }] };
+  });
+}
+
+export function startUpstream(port: number, path = '/mcp', options: { items?: boolean } = {}): Upstream {
   const seen: Record<string, string>[] = [];
   const calls: string[] = [];
   const http = Bun.serve({
@@ -81,6 +118,7 @@ export function startUpstream(port: number, path = '/mcp'): Upstream {
       seen.push(headers);
       if (new URL(request.url).pathname !== path) return new Response('not found', { status: 404 });
       const server = build(calls, headers);
+      if (options.items) addItems(server, (name) => calls.push(name));
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       await server.connect(transport);
       return transport.handleRequest(request);

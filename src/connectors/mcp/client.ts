@@ -75,6 +75,8 @@ export class UpstreamSession {
   private nextId = 1;
   /** The policy the session was opened under: closing it from the pool uses the same rules. */
   policy: OutboundPolicy | null = null;
+  /** What the upstream's initialize answer declared it serves (tools, resources, prompts, completions). */
+  capabilities: Record<string, unknown> = {};
 
   constructor(
     readonly config: McpConfig,
@@ -132,7 +134,9 @@ export class UpstreamSession {
       method: 'initialize',
       params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'toolgate', version: '0.1.0' } },
     });
-    resultOf(status, body);
+    const result = resultOf(status, body);
+    const declared = result.capabilities;
+    this.capabilities = declared && typeof declared === 'object' && !Array.isArray(declared) ? (declared as Record<string, unknown>) : {};
     this.sessionId = session;
     await this.post(policy, limits, { jsonrpc: '2.0', method: 'notifications/initialized' });
   }

@@ -3,9 +3,10 @@ import type { McpConfig } from '../../../generated/client/types.gen.ts';
 import { OutboundFetchError, OutboundRefusedError, parseOutboundPolicy, type OutboundPolicy } from '../../net/outbound.ts';
 import { admissionOf, busyText, ConnectorBusyError, PoolRegistry } from '../shared/pools.ts';
 import { errorResult } from '../shared/result.ts';
-import { type CallContext, ConnectorError, type ConnectorDriver, type SourceEnv, type ToolResult } from '../types.ts';
+import { type CallContext, ConnectorError, type ConnectorDriver, type SkippedTool, type SourceEnv, type ToolResult, type ToolSpec } from '../types.ts';
 import { reservedHeader, UpstreamProtocolError, UpstreamRpcError, UpstreamSession, type UpstreamLimits } from './client.ts';
 import { mcpConfigSchema } from './config.ts';
+import { MAX_UPSTREAM_ITEMS, upstreamItemSpecs } from './items.ts';
 import { MAX_UPSTREAM_TOOLS, upstreamToolSpecs, type McpTarget } from './tools.ts';
 
 const sessions = new PoolRegistry<UpstreamSession, undefined, McpConfig>({
@@ -71,6 +72,52 @@ async function listTools(session: UpstreamSession, policy: OutboundPolicy, limit
   return { tools, more: true };
 }
 
+/** One kind of item the upstream lists (resources/list, resources/templates/list, prompts/list), in bounded pages. */
+async function listItems(session: UpstreamSession, policy: OutboundPolicy, limits: UpstreamLimits, method: string, key: string): Promise<unknown[]> {
+  const items: unknown[] = [];
+  let cursor: unknown;
+  for (let page = 0; page < 20 && items.length <= MAX_UPSTREAM_ITEMS; page++) {
+    const result = await session.request(policy, limits, method, cursor === undefined ? {} : { cursor });
+    if (Array.isArray(result[key])) items.push(...(result[key] as unknown[]));
+    cursor = result.nextCursor;
+    if (typeof cursor !== 'string') break;
+  }
+  return items;
+}
+
+/**
+ * The upstream's resources, resource templates and prompts (decision 0315), read only when its initialize answer
+ * declared them. An upstream that declares a capability and then fails to list it is reported, not fatal: its tools
+ * are still served.
+ */
+async function upstreamItems(session: UpstreamSession, policy: OutboundPolicy, limits: UpstreamLimits, connectorName: string) {
+  const caps = session.capabilities;
+  const completions = caps.completions !== undefined && caps.completions !== null;
+  const specs: ToolSpec[] = [];
+  const skipped: SkippedTool[] = [];
+  const kinds = [
+    ...(caps.resources
+      ? ([
+          ['resource', 'resources/list', 'resources'],
+          ['resource_template', 'resources/templates/list', 'resourceTemplates'],
+        ] as const)
+      : []),
+    ...(caps.prompts ? ([['prompt', 'prompts/list', 'prompts']] as const) : []),
+  ];
+  for (const [kind, method, key] of kinds) {
+    try {
+      const listed = upstreamItemSpecs(kind, await listItems(session, policy, limits, method, key), connectorName, completions);
+      specs.push(...listed.specs);
+      skipped.push(...listed.skipped);
+    } catch (err) {
+      if (err instanceof UpstreamRpcError)
+        skipped.push({ name: `(${method})`, reason: `the server declared it but answered an error: ${err.message.slice(0, 200)}` });
+      else throw err;
+    }
+  }
+  return { specs, skipped };
+}
+
 function checkHeaders(config: McpConfig): void {
   const reserved = reservedHeader(config);
   if (reserved) throw new ConnectorError(`config.headers may not set ${reserved}: the gateway sets it (credentials belong in credential).`, 'invalid_config');
@@ -99,12 +146,16 @@ export const mcpDriver: ConnectorDriver<McpConfig, McpTarget, CallContext<McpCon
     const policy = env?.outbound ?? DEFAULT_POLICY;
     const session = new UpstreamSession(config, credential);
     try {
-      const listed = await listTools(session, policy, limitsOf(env)).finally(() => session.close(policy));
+      const connectorName = env?.connectorName ?? 'mcp';
+      const [listed, items] = await (async () => {
+        const tools = await listTools(session, policy, limitsOf(env));
+        return [tools, await upstreamItems(session, policy, limitsOf(env), connectorName)] as const;
+      })().finally(() => session.close(policy));
       // The next call opens a new session with the (possibly new) config and credential.
       await sessions.close(connectorId);
-      const { specs, skipped } = upstreamToolSpecs(env?.connectorName ?? 'mcp', listed.tools, listed.more);
-      env?.reportSkipped?.(skipped);
-      return specs;
+      const { specs, skipped } = upstreamToolSpecs(connectorName, listed.tools, listed.more);
+      env?.reportSkipped?.([...skipped, ...items.skipped]);
+      return [...specs, ...items.specs] as ToolSpec<McpTarget>[];
     } catch (err) {
       const d = describe(err, config);
       throw new ConnectorError(d.text, d.code === 'connection_failed' ? 'introspection_failed' : d.code);
@@ -129,6 +180,30 @@ export const mcpDriver: ConnectorDriver<McpConfig, McpTarget, CallContext<McpCon
         return errorResult(`The MCP server's answer is larger than the gateway's cap of ${ctx.limits.maxResultBytes} bytes; nothing of it was returned.`);
       }
       return errorResult(describe(err, ctx.config).text);
+    }
+  },
+
+  async request(method, params, ctx) {
+    const limits: UpstreamLimits = { timeoutMs: ctx.limits.statementTimeoutMs, maxBytes: ctx.limits.maxResultBytes };
+    try {
+      return await sessions.use(
+        ctx.connectorId,
+        ctx.config,
+        ctx.credential,
+        (session) => session.request(ctx.outbound ?? DEFAULT_POLICY, limits, method, params),
+        undefined,
+        admissionOf(ctx.limits, ctx.signal),
+      );
+    } catch (err) {
+      if (err instanceof ConnectorBusyError) throw new ConnectorError(busyText(err), 'connection_failed');
+      if (err instanceof OutboundRefusedError && err.reason === 'too_large') {
+        throw new ConnectorError(
+          `The MCP server's answer is larger than the gateway's cap of ${ctx.limits.maxResultBytes} bytes; nothing of it was returned.`,
+          'connection_failed',
+        );
+      }
+      const d = describe(err, ctx.config);
+      throw new ConnectorError(d.text, d.code);
     }
   },
 

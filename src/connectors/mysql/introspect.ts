@@ -2,7 +2,7 @@
 import type mysql from 'mysql2/promise';
 import type { DatabaseConfig, SqlToolSpec } from '../types.ts';
 import { toolNames } from '../shared/naming.ts';
-import { relationTool, type RelationInfo } from '../shared/toolspec.ts';
+import { addKeyColumn, attachKeys, relationTool, type RelationInfo, type RelationKeys } from '../shared/toolspec.ts';
 import { type LowerCaseTableNames, isSystemDatabase, parseLowerCaseTableNames, sameName } from './guard/names.ts';
 import { SAFE_FUNCTIONS } from './guard/functions.ts';
 import { lexMysql, type Token } from './guard/lexer.ts';
@@ -13,6 +13,8 @@ interface ColumnRow {
   k: string;
   c: string | null;
   ty: string | null;
+  /** TABLE_ROWS: InnoDB's estimate (exact for MyISAM); null for views. */
+  n: number | string | null;
 }
 
 /** Backquotes a name only when MySQL needs it, so descriptions read naturally. */
@@ -52,7 +54,7 @@ export async function introspectMysql(conn: mysql.PoolConnection, config: Databa
   const mode = await readNameMode(conn);
   const exposed = exposedSchemas(config);
   const [rows] = await conn.query(
-    `SELECT t.TABLE_SCHEMA AS s, t.TABLE_NAME AS t, t.TABLE_TYPE AS k, c.COLUMN_NAME AS c, c.COLUMN_TYPE AS ty
+    `SELECT t.TABLE_SCHEMA AS s, t.TABLE_NAME AS t, t.TABLE_TYPE AS k, c.COLUMN_NAME AS c, c.COLUMN_TYPE AS ty, t.TABLE_ROWS AS n
        FROM information_schema.TABLES t
        LEFT JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME
             AND BINARY c.TABLE_SCHEMA = BINARY t.TABLE_SCHEMA AND BINARY c.TABLE_NAME = BINARY t.TABLE_NAME
@@ -67,11 +69,13 @@ export async function introspectMysql(conn: mysql.PoolConnection, config: Databa
     let rel = byKey.get(key);
     if (!rel) {
       rel = { schema: r.s, table: r.t, kind: r.k === 'VIEW' ? 'view' : 'table', columns: [] };
+      if (r.n !== null && r.k !== 'VIEW') rel.keys = { rowEstimate: Number(r.n) };
       byKey.set(key, rel);
     }
     if (r.c !== null) rel.columns.push({ name: r.c, type: r.ty ?? '' });
   }
   const relations = [...byKey.values()];
+  attachKeys(relations, await mysqlKeys(conn, exposed, mode));
   const names = toolNames('mysql', relations);
   const shadows = await shadowingFunctions(conn, exposed, mode);
   const bases = relations.some((r) => r.kind === 'view') ? await viewBases(conn, exposed, mode) : new Map<string, ViewBase[]>();
@@ -144,4 +148,20 @@ async function shadowingFunctions(conn: mysql.PoolConnection, exposed: string[],
     bySchema.set(r.s, (bySchema.get(r.s) ?? new Set()).add(name));
   }
   return new Map([...bySchema].map(([schema, set]) => [schema, [...set].sort()]));
+}
+
+/** Primary and foreign keys of the exposed databases' tables, one row per key column in key order (for the schema tool). */
+async function mysqlKeys(conn: mysql.PoolConnection, exposed: string[], mode: LowerCaseTableNames): Promise<Map<string, RelationKeys>> {
+  const [rows] = await conn.query(
+    `SELECT TABLE_SCHEMA AS \`schema\`, TABLE_NAME AS \`table\`, CONSTRAINT_NAME AS \`constraint\`, COLUMN_NAME AS \`column\`,
+            REFERENCED_TABLE_SCHEMA AS refSchema, REFERENCED_TABLE_NAME AS refTable, REFERENCED_COLUMN_NAME AS refColumn
+       FROM information_schema.KEY_COLUMN_USAGE
+      WHERE TABLE_SCHEMA IN (?) AND (CONSTRAINT_NAME = 'PRIMARY' OR REFERENCED_TABLE_NAME IS NOT NULL)
+      ORDER BY BINARY TABLE_SCHEMA, BINARY TABLE_NAME, BINARY CONSTRAINT_NAME, ORDINAL_POSITION`,
+    [exposed],
+  );
+  const keys = new Map<string, RelationKeys>();
+  type KeyRow = Parameters<typeof addKeyColumn>[1];
+  for (const r of rows as KeyRow[]) if (isExposed(r.schema, exposed, mode)) addKeyColumn(keys, r, r.constraint === 'PRIMARY');
+  return keys;
 }

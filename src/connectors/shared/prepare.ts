@@ -11,7 +11,7 @@ import { inSpan } from '../../observability/tracing.ts';
 import type { BoundStatement, SavedBinding, SavedStatement } from './saved.ts';
 import { MAX_LIMIT } from './toolspec.ts';
 import { applyPolicies, resolutionKey, type CallPolicy, type PolicyDialect, type PolicyTable, type TableRef } from './policy.ts';
-import { governTouched, guardTablesFor, ownIndexOf, policiesKey, policyTablesOf } from './tables.ts';
+import { governTouched, guardTablesFor, ownIndexOf, policiesKey, policyTablesOf, viewGoverned } from './tables.ts';
 
 export interface PreparedCall {
   /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads (as is for a read-only dialect). */
@@ -149,7 +149,10 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
     const own = ctx.tables.list[ownIndexOf(ctx.tables, tool.target)];
     const single: ExecutionContext = { ...ctx, tables: undefined, policy: own?.policy ?? ctx.policy };
     const prepared = prepareCall(dialect, tool, args, single);
-    return isRefusal(prepared) ? prepared : { ...prepared, touched: [tool.target] };
+    if (isRefusal(prepared)) return prepared;
+    const touched = viewGoverned(ctx.tables, tool.target, single.policy);
+    if ('reason' in touched) return refused(dialect, 'statement', touched.reason, touched.class);
+    return { ...prepared, touched };
   }
   if (tool.target.saved) return prepareSaved(dialect, tool, tool.target.saved, args, ctx);
   const call = parseCallArgs(args, ctx.limits);

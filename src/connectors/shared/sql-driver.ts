@@ -65,7 +65,9 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
     configSchema: parts.configSchema,
     validate: parts.validate,
     introspect: parts.introspect,
-    ...(dialect.bind ? { checkSaved: (statement, params, tables, allowWrite) => checkSaved(dialect, statement, params, tables, allowWrite) } : {}),
+    ...(dialect.bind
+      ? { checkSaved: (statement, params, tables, allowWrite, policies) => checkSaved(dialect, statement, params, tables, allowWrite, policies) }
+      : {}),
 
     async execute(tool, args, ctx) {
       if (precheck) {
@@ -77,6 +79,8 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
         // The guard decides before any pool is used or slot taken: a refused call never reaches the server.
         const prepared = prepareCall(dialect, tool, args, ctx);
         if (isRefusal(prepared)) return prepared;
+        const touched = touchedOf(prepared);
+        if (ctx.touched && touched) ctx.touched(touched);
         return await pools.use(
           ctx.connectorId,
           ctx.config,
@@ -122,6 +126,9 @@ export function defineSqlDriver<P, O, X extends ExecutionContext = ExecutionCont
   };
 }
 
+/** The tables the guard found the statement touches; null when it did not say. */
+const touchedOf = (prepared: PreparedCall): readonly SqlTarget[] | null => prepared.touched ?? null;
+
 /**
  * The statement as the guard sees it at save time: the dialect's own bind of it with no values and one marker per
  * array (PostgreSQL `$n` with their casts, MySQL `?`), or its `guardText` (mssql, oracle: the literal 0 at each
@@ -154,13 +161,24 @@ function savedUnderPolicy(dialect: Dialect, t: SqlTarget, policy: ToolPolicy): s
 /**
  * Save-time check of a saved statement (ConnectorDriver.checkSaved): the guard of each of the connector's tables
  * in turn, with the connector's write permission; the first table whose guard accepts it is the tool's. DDL is never
- * a saved tool. When none accepts it, the refusal is the guard's for the table the statement names (else the first).
+ * a saved tool. A dialect whose guard knows several tables (issue 38) checks it against all of them, each with its
+ * policy's hidden columns (`policies`: saving never widens a table's policy, decisions 0292 and 0300), and the tool's
+ * table is one it touches. When none accepts it, the refusal is the guard's for the table the statement names (else
+ * the first).
  */
-async function checkSaved(dialect: Dialect, statement: string, params: SavedParam[], tables: SqlTarget[], allowWrite: boolean): Promise<SavedCheck<SqlTarget>> {
+async function checkSaved(
+  dialect: Dialect,
+  statement: string,
+  params: SavedParam[],
+  tables: SqlTarget[],
+  allowWrite: boolean,
+  policies: readonly (ToolPolicy | null)[] = [],
+): Promise<SavedCheck<SqlTarget>> {
   let text: string;
   let template: SavedTemplate;
+  let own: number | undefined;
   try {
-    ({ text, template } = guardText(dialect, statement, params));
+    ({ text, template, own } = guardText(dialect, statement, params));
   } catch (err) {
     if (err instanceof TemplateError) return { ok: false, reason: err.message };
     throw err;
@@ -173,14 +191,18 @@ async function checkSaved(dialect: Dialect, statement: string, params: SavedPara
   }
   let first: string | null = null;
   let named: string | null = null;
-  const multi = multiTableList(dialect, tables);
+  const multi = multiTableList(dialect, tables, policies);
   for (const t of multi ? namedFirst(statement, tables) : tables) {
     const opts = guardOptionsFor(dialect, t, { allowWrite, allowDdl: false, readOnly: false });
     if (multi) opts.tables = multi;
+    // Under a table's policy the guard admits the statement's own markers, and only those.
+    if (multi && own) opts.policy = { key: '', hidden: [], params: own };
     const verdict = dialect.guard(text, opts);
-    // Across tables (issue 38), the tool's table is one the statement touches (a write's: the one it writes).
-    const mine = !multi || (verdict.ok && verdict.touched?.some((i) => multi.list[i]!.schema === t.schema && multi.list[i]!.name === t.table));
-    if (verdict.ok && verdict.kind !== 'ddl' && mine) return { ok: true, target: t, write: !verdict.readOnly, template };
+    // Across tables (issue 38), the tool's table is one a read touches; a write's is the one it writes (the guard
+    // admits a write on the tool's own table only).
+    const touched = verdict.ok && multi ? (verdict.touched ?? []).map((i) => tables[i]!) : null;
+    const mine = !multi || (verdict.ok && (!verdict.readOnly || touched?.some((x) => x.schema === t.schema && x.table === t.table)));
+    if (verdict.ok && verdict.kind !== 'ddl' && mine) return { ok: true, target: t, write: !verdict.readOnly, template, ...(touched ? { touched } : {}) };
     const reason = verdict.ok ? 'DDL statements cannot be saved tools.' : verdict.reason;
     if (new RegExp(`\\b${t.table.replace(/[^A-Za-z0-9_]/g, '.')}\\b`, 'i').test(statement)) named ??= reason;
     first ??= reason;
@@ -190,12 +212,20 @@ async function checkSaved(dialect: Dialect, statement: string, params: SavedPara
 
 /**
  * Issue 38: a dialect whose guard reads the connector's tables checks a saved statement against all of them (a JOIN
- * may be saved); the call is governed by every table it touches (prepare.ts), so saving never widens a policy.
+ * may be saved), each with its policy's hidden columns; the call is governed by every table it touches (prepare.ts).
  */
-function multiTableList(dialect: Dialect, tables: SqlTarget[]): GuardOptions['tables'] {
+function multiTableList(dialect: Dialect, tables: SqlTarget[], policies: readonly (ToolPolicy | null)[]): GuardOptions['tables'] {
   if (!dialect.tables) return undefined;
-  const list = tables.map((t) => ({ schema: t.schema, name: t.table }));
-  const names = list.map((t) => `${t.schema}\u0001${t.name}`).join('\u0002');
+  const list = tables.map((t, i) => {
+    const p = policies[i];
+    return {
+      schema: t.schema,
+      name: t.table,
+      ...(p ? { policy: true, hidden: p.hidden_columns } : {}),
+      ...(dialect.wrapRead ? {} : { columns: t.columns.map((c) => c.name) }),
+    };
+  });
+  const names = JSON.stringify([list.map((t) => [t.schema, t.name]), policies.map((p) => (p ? policyKey(p) : null))]);
   return { key: `save\u0000${createHash('sha256').update(names).digest('hex')}`, list };
 }
 

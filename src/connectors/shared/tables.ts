@@ -31,7 +31,7 @@ function toGuardTable(t: CallTable, policy: CallPolicy | undefined, columns: boo
 const positions = new Map<string, Map<string, number>>();
 
 /** Where the tool's own table is in the list, or -1. */
-export function ownIndexOf(tables: Tables, own: SqlTarget): number {
+export function ownIndexOf(tables: Tables, own: { schema: string; table: string }): number {
   let byName = positions.get(tables.key);
   if (!byName || byName.size > tables.list.length) {
     byName = new Map();
@@ -95,9 +95,12 @@ export function governTouched(
   callPolicy: CallPolicy | undefined,
   verdict: GuardResult & { ok: true },
 ): TablesGovernance | TableRefusal {
-  const touched = verdict.touched ?? [];
   const ownAt = ownIndexOf(tables, own);
+  // A write touches the tool's own table, whether or not the dialect's guard listed it.
+  const listed = verdict.touched ?? [];
+  const touched = !verdict.readOnly && ownAt >= 0 && !listed.includes(ownAt) ? [...listed, ownAt].sort((a, b) => a - b) : listed;
   const policies = new Map<number, CallPolicy>();
+  const through = new Set<number>();
   for (const i of touched) {
     const t = tables.list[i];
     if (!t) return { reason: 'The statement could not be checked against the connector’s tables.', class: 'not_allowed' };
@@ -108,10 +111,25 @@ export function governTouched(
       };
     const p = policyAt(tables, i, ownAt, callPolicy);
     if (p) policies.set(i, p);
-    const base = viewBlocked(tables, i, ownAt, callPolicy);
+    const base = viewBlocked(tables, i, ownAt, callPolicy, through);
     if (base) return base;
   }
-  return { touched: touched.map((i) => tables.list[i]!.target), policies };
+  // A view's bases are touched too: their approvals hold the call and the audit lists them.
+  const extra = [...through].filter((j) => !touched.includes(j)).sort((a, b) => a - b);
+  return { touched: [...touched, ...extra].map((i) => tables.list[i]!.target), policies };
+}
+
+/**
+ * A dialect checked single-table (no list in its guard) still answers for a view's bases: the refusal, or the tool's
+ * table followed by the bases of the list it reads through it.
+ */
+export function viewGoverned(tables: Tables, own: SqlTarget, callPolicy: CallPolicy | undefined): SqlTarget[] | TableRefusal {
+  const ownAt = ownIndexOf(tables, own);
+  if (ownAt < 0) return [own];
+  const through = new Set<number>();
+  const blocked = viewBlocked(tables, ownAt, ownAt, callPolicy, through);
+  if (blocked) return blocked;
+  return [own, ...[...through].sort((a, b) => a - b).map((j) => tables.list[j]!.target)];
 }
 
 /**
@@ -119,14 +137,14 @@ export function governTouched(
  * (SqlTarget.bases, through views of views) include a disabled table or one with a policy refuses the call, naming
  * that table. Bases outside the list (not exposed) govern nothing, as before; unrecorded bases are not checked.
  */
-function viewBlocked(tables: Tables, i: number, ownAt: number, callPolicy: CallPolicy | undefined): TableRefusal | null {
+function viewBlocked(tables: Tables, i: number, ownAt: number, callPolicy: CallPolicy | undefined, reached: Set<number>): TableRefusal | null {
   const view = tables.list[i]!.target;
   if (!view.bases) return null;
   const seen = new Set<number>([i]);
   const queue = [...view.bases];
   while (queue.length > 0) {
     const b = queue.shift()!;
-    const j = tables.list.findIndex((t) => t.target.schema === b.schema && t.target.table === b.table);
+    const j = ownIndexOf(tables, b);
     if (j < 0 || seen.has(j)) continue;
     seen.add(j);
     const t = tables.list[j]!;
@@ -135,6 +153,7 @@ function viewBlocked(tables: Tables, i: number, ownAt: number, callPolicy: CallP
     if (!t.enabled) return { reason: `${via}, whose tool is disabled, so no statement may read it.`, class: 'disabled_table' };
     if (policyAt(tables, j, ownAt, callPolicy))
       return { reason: `${via}, which has a column or row policy that cannot apply inside a view: query ${name} itself.`, class: 'policy' };
+    reached.add(j);
     queue.push(...(t.target.bases ?? []));
   }
   return null;

@@ -1,6 +1,6 @@
 /** Builds what SQL drivers publish: the config JSON Schema and the per-table tool descriptors. */
 import openapiDocument from '../../../generated/openapi.json' with { type: 'json' };
-import type { ColumnInfo, JsonSchema, SqlToolSpec } from '../types.ts';
+import type { ColumnInfo, ForeignKey, JsonSchema, SqlTarget, SqlToolSpec } from '../types.ts';
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;
@@ -62,6 +62,46 @@ export interface RelationInfo {
   table: string;
   kind: 'table' | 'view';
   columns: ColumnInfo[];
+  /** What the schema tool shows besides the columns (read where the dialect has them cheaply). */
+  keys?: RelationKeys;
+}
+
+/** A relation's keys and row estimate, as the SQL targets keep them (types.ts SqlTarget). */
+export type RelationKeys = Pick<SqlTarget, 'primaryKey' | 'foreignKeys' | 'rowEstimate'>;
+
+/** Adds the keys read by a second catalog query to the relations they belong to (by schema and table). */
+export function attachKeys(relations: RelationInfo[], keys: Map<string, RelationKeys>): void {
+  for (const rel of relations) {
+    const found = keys.get(relationKey(rel.schema, rel.table));
+    if (found) rel.keys = { ...rel.keys, ...found };
+  }
+}
+
+const relationKey = (schema: string, table: string): string => `${schema}\u0000${table}`;
+
+/** A key row's columns in a map of relation keys: appended to the primary key, or to the foreign key of that name. */
+export function addKeyColumn(
+  keys: Map<string, RelationKeys & { byName?: Map<string, ForeignKey> }>,
+  row: { schema: string; table: string; constraint: string; column: string; refSchema: string | null; refTable: string | null; refColumn: string | null },
+  primary: boolean,
+): void {
+  const key = relationKey(row.schema, row.table);
+  let entry = keys.get(key);
+  if (!entry) keys.set(key, (entry = {}));
+  if (primary) {
+    (entry.primaryKey ??= []).push(row.column);
+    return;
+  }
+  if (row.refTable === null || row.refColumn === null) return;
+  entry.byName ??= new Map();
+  let fk = entry.byName.get(row.constraint);
+  if (!fk) {
+    fk = { columns: [], references: { schema: row.refSchema ?? row.schema, table: row.refTable, columns: [] } };
+    entry.byName.set(row.constraint, fk);
+    (entry.foreignKeys ??= []).push(fk);
+  }
+  fk.columns.push(row.column);
+  fk.references.columns.push(row.refColumn);
 }
 
 // Descriptions go into every tools/list answer: list the columns, but not without bound.
@@ -90,6 +130,16 @@ export function relationTool(name: string, rel: RelationInfo, qualified: string)
       additionalProperties: false,
     },
     outputSchema: OUTPUT_SCHEMA,
-    target: { schema: rel.schema, table: rel.table, kind: rel.kind, columns: rel.columns },
+    target: { schema: rel.schema, table: rel.table, kind: rel.kind, columns: rel.columns, ...keysOf(rel.keys) },
+  };
+}
+
+/** The keys as a target keeps them: only what is known, no helper fields. */
+function keysOf(keys: (RelationKeys & { byName?: unknown }) | undefined): RelationKeys {
+  if (!keys) return {};
+  return {
+    ...(keys.primaryKey?.length ? { primaryKey: keys.primaryKey } : {}),
+    ...(keys.foreignKeys?.length ? { foreignKeys: keys.foreignKeys } : {}),
+    ...(typeof keys.rowEstimate === 'number' && keys.rowEstimate >= 0 ? { rowEstimate: Math.round(keys.rowEstimate) } : {}),
   };
 }

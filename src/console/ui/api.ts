@@ -1,6 +1,6 @@
 /**
- * The console's REST access: the hey-api client generated from openapi.yaml, pointed at /console/rest (which sends
- * the call on to /api/* with the session's credential) and carrying the session's CSRF token. No hand-written
+ * The console's REST access: the hey-api client generated from openapi.yaml, calling /api/* directly with the session
+ * cookie as its credential (the bearer stays on the server) and the session's CSRF token. No hand-written
  * request per operation: pages call the generated functions with `client`.
  */
 import { createClient } from '../../../generated/client/client/index.ts';
@@ -22,7 +22,7 @@ export interface SessionInfo {
   expires_at: string;
 }
 
-export const client = createClient({ baseUrl: `${location.origin}/console/rest` });
+export const client = createClient({ baseUrl: location.origin });
 
 let csrfToken = '';
 client.interceptors.request.use((request) => {
@@ -101,7 +101,7 @@ export const playgroundCall = (name: string, args: Record<string, unknown>) =>
  */
 let pendingTag = '';
 export async function pollPendingApprovals(): Promise<number | null> {
-  const response = await fetch('/console/rest/api/org/approvals?status=pending&limit=500', {
+  const response = await fetch('/api/org/approvals?status=pending&limit=500', {
     credentials: 'same-origin',
     headers: { 'x-toolgate-csrf': csrfToken, ...(pendingTag ? { 'if-none-match': pendingTag } : {}) },
   });

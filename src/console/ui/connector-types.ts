@@ -23,6 +23,9 @@ export const isDatabaseType = (type: string): boolean => typesOf(schemas.Databas
 /** The type can write when its connector allows it (the others only read, decision 0116). */
 export const typeWrites = (type: string): boolean => typesOf(schemas.CreateConnectorRequest.properties.allow_write).includes(type);
 
+/** The type takes the `single` tool layout: one SQL tool for the whole connector (decision 0299). */
+export const takesLayout = (type: string): boolean => typesOf(schemas.ToolLayout).includes(type);
+
 /** The type's tools take a column/row policy (docs/tool-policies.md). */
 export const takesPolicy = (type: string): boolean => typesOf(schemas.ToolPolicy).includes(type);
 

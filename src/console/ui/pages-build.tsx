@@ -7,8 +7,17 @@ import { DataTable, Empty, Named, SchemaInput, Switch, type Column } from './con
 import { Actor, connectorName, Target, useDirectory } from './directory.tsx';
 import { can, CopyButton, ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
 import { schemas } from '../../../generated/contract-schemas.ts';
-import { PolicySection } from './pages-policy.tsx';
+import { PolicySection, SavedPolicyNote } from './pages-policy.tsx';
 import { isDatabaseType, takesPolicy } from './connector-types.ts';
+
+/** What a tool row governs, as the tools page words it (decisions 0313, 0315). */
+const KIND_LABELS: Record<string, string> = {
+  tool: 'tool',
+  schema: 'schema tool',
+  resource: 'resource',
+  resource_template: 'resource template',
+  prompt: 'prompt',
+};
 
 const ms = (v: number | null) => (v === null ? '—' : `${v} ms`);
 
@@ -291,6 +300,7 @@ function toolColumns(connectors: Connector[], patch: Patch, onEdit: (t: Tool) =>
         </>
       ),
     },
+    { key: 'kind', label: 'Kind', value: (t) => KIND_LABELS[t.kind] ?? t.kind },
     { key: 'connector', label: 'Connector', value: (t) => t.connector_name, render: (t) => <a href={`#/connectors/${t.connector_id}`}>{t.connector_name}</a> },
     {
       key: 'enabled',
@@ -443,7 +453,8 @@ function ToolDetail({ session, id }: PageProps & { id: string }) {
             </dd>
           </dl>
           <ToolEditor key={tool.id} tool={tool} orgId={session.org_id} onDone={tools.reload} />
-          {takesPolicy(tool.connector_type) && can(session, 'admin') && (
+          {takesPolicy(tool.connector_type) && tool.saved && <SavedPolicyNote />}
+          {takesPolicy(tool.connector_type) && !tool.saved && can(session, 'admin') && (
             <PolicySection key={`p-${tool.id}`} tool={tool} orgId={session.org_id} onDone={tools.reload} />
           )}
           <h2>Recent calls</h2>

@@ -4,7 +4,7 @@
  * `x-toolgate-types` of a field that only some take, and McpConfig), with a connection test before saving.
  */
 import { useState } from 'preact/hooks';
-import { CONNECTOR_TYPES, configSchemaOf, isDatabaseType, typeWrites } from './connector-types.ts';
+import { CONNECTOR_TYPES, configSchemaOf, isDatabaseType, takesLayout, typeWrites } from './connector-types.ts';
 import { call, client, rest, type ConnectionTest, type Connector, type ConnectorType } from './api.ts';
 import { CallsTable } from './pages-build.tsx';
 import { DataTable, Empty, schemaError, Switch, toast, type Column, type FieldSchema } from './controls.tsx';
@@ -307,6 +307,13 @@ function useConnectorActions(reload: () => void) {
           `${c.name}: free SQL tools ${on ? 'served' : 'off (saved tools only)'}`,
         )
         .then(reload),
+    setSingle: (c: Connector, on: boolean) =>
+      action
+        .run(
+          () => call(rest.updateConnector({ client, path: { connectorId: c.id }, body: { tool_layout: on ? 'single' : 'per_table' } })),
+          `${c.name}: ${on ? 'one SQL tool for the whole connector' : 'one SQL tool per table'}`,
+        )
+        .then(reload),
   };
 }
 
@@ -408,10 +415,12 @@ function ConnectorFacts({
   c,
   setWrite,
   setFreeSql,
+  setSingle,
 }: {
   c: Connector;
   setWrite: (c: Connector, on: boolean) => unknown;
   setFreeSql: (c: Connector, on: boolean) => unknown;
+  setSingle: (c: Connector, on: boolean) => unknown;
 }) {
   return (
     <dl class="facts">
@@ -449,6 +458,19 @@ function ConnectorFacts({
           </dd>
         </>
       )}
+      {takesLayout(c.type) && (
+        <>
+          <dt>Tool layout</dt>
+          <dd>
+            <Switch
+              label={`One SQL tool for the whole of ${c.name}`}
+              hint="On: agents get one query tool for every table (each table's tool still governs it: enabled, policy, approval); off: one tool per table"
+              on={c.tool_layout === 'single'}
+              onChange={(on) => setSingle(c, on)}
+            />
+          </dd>
+        </>
+      )}
       <dt>Created</dt>
       <dd>{when(c.created_at)}</dd>
     </dl>
@@ -461,14 +483,14 @@ function ConnectorDetail({ session, id }: PageProps & { id: string }) {
   const history = useLoad(() => call(rest.listAuditEvents({ client, query: { target_id: id, limit: 50 } })), [id, one.data?.updated_at]);
   const [editing, setEditing] = useState(false);
   const c = one.data;
-  const { action, revalidate, archive, setWrite, setFreeSql } = useConnectorActions(one.reload);
+  const { action, revalidate, archive, setWrite, setFreeSql, setSingle } = useConnectorActions(one.reload);
   return (
     <Page title={c ? `Connector ${c.name}` : 'Connector'} actions={<a href="#/connectors">All connectors</a>}>
       <Loading loading={one.loading && !c} />
       <ErrorBox error={one.error ?? action.error} />
       {c && (
         <>
-          <ConnectorFacts c={c} setWrite={setWrite} setFreeSql={setFreeSql} />
+          <ConnectorFacts c={c} setWrite={setWrite} setFreeSql={setFreeSql} setSingle={setSingle} />
           <div class="buttons">
             <button type="button" class="secondary" onClick={() => revalidate(c)}>
               Revalidate

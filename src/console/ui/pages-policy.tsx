@@ -99,6 +99,19 @@ function MaskRow({ i, d, set, remove }: { i: number; d: MaskDraft; set: (d: Mask
 const draftsOf = (p: ToolPolicy | null | undefined): MaskDraft[] =>
   (p?.masked_columns ?? []).map((m) => ({ column: m.column, mask: m.mask, text: m.text ?? '', n: m.n === undefined ? '' : String(m.n) }));
 
+/** A saved tool's page: it has no policy of its own; the policies of the tables its statement reads govern it. */
+export function SavedPolicyNote() {
+  return (
+    <section aria-labelledby="policy-title">
+      <h2 id="policy-title">Policy</h2>
+      <p class="hint" data-testid="policy-scope">
+        A saved tool has no policy of its own: its statement is governed by the policy of every table it reads, set on each table's tool. Saving a statement
+        never widens what those policies allow.
+      </p>
+    </section>
+  );
+}
+
 /** The tool page's "Policy" section; the REST refuses others than admins (403), so only admins see it. */
 export function PolicySection({ tool, orgId, onDone }: { tool: Tool; orgId: string; onDone: () => void }) {
   const [hidden, setHidden] = useState((tool.policy?.hidden_columns ?? []).join(', '));
@@ -118,8 +131,13 @@ export function PolicySection({ tool, orgId, onDone }: { tool: Tool; orgId: stri
   return (
     <section aria-labelledby="policy-title">
       <h2 id="policy-title">Policy</h2>
+      <p class="hint" data-testid="policy-scope">
+        This policy applies to this table in every tool and join: through this tool, in any statement of the connector that reads the table (joins, subqueries,
+        CTEs) and in every saved tool.
+      </p>
       <p class="hint">
-        Hidden columns cannot be read; masked columns come back transformed; the row filter limits every read. A tool with a policy only reads.
+        Hidden columns cannot be read; masked columns come back transformed; the row filter limits every read. A statement reading a table with a policy only
+        reads.
       </p>
       <form class="card" aria-label={`Policy of ${tool.name}`} noValidate onSubmit={save}>
         <div class="field">

@@ -523,6 +523,7 @@ export type Connector = {
      * false: the connector's table tools (free SQL) are not served; only its saved tools are. Always true for mcp.
      */
     free_sql: boolean;
+    tool_layout: ToolLayout;
     include_tables: TablePatterns;
     exclude_tables: TablePatterns;
     created_at: string;
@@ -556,6 +557,7 @@ export type CreateConnectorRequest = {
      * false: serve only the saved tools of this connector, not a free-SQL tool per table (database types).
      */
     free_sql?: boolean;
+    tool_layout?: ToolLayout;
     description?: ConnectorDescriptionOrNull;
     include_tables?: TablePatterns;
     exclude_tables?: TablePatterns;
@@ -568,15 +570,25 @@ export type UpdateConnectorRequest = {
     allow_write?: boolean;
     allow_ddl?: boolean;
     free_sql?: boolean;
+    tool_layout?: ToolLayout;
     description?: ConnectorDescriptionOrNull;
     include_tables?: TablePatterns;
     exclude_tables?: TablePatterns;
 };
 
+/**
+ * How a SQL connector's free SQL is listed (docs/decisions/0299). `per_table`: one `query_<type>_<table>` tool per exposed table. `single`: one tool for the whole connector, `query_<connector name>`, named and described from the connector; its statements may read any of the connector's tables. Either way each table's tool row governs the table (enabled, policy, approval) wherever it is read; in `single` those rows are not listed. The `single` tool only reads. Only SQL types (postgresql, mysql, mssql, oracle) take `single`; others stay `per_table`.
+ */
+export type ToolLayout = 'per_table' | 'single';
+
 export type ToolName = string;
 
 export type Tool = {
     id: string;
+    /**
+     * What the row governs (decisions 0313, 0315): a tool; a database connector's schema tool (describe_<connector>, also served as the resource toolgate://<connector>/schema); or an upstream MCP server's resource, resource template or prompt (served by resources* and prompts*). Each is enabled and disabled like a tool.
+     */
+    kind: 'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt';
     tool_name: ToolName;
     /**
      * The name agents see (the override when set).
@@ -597,13 +609,17 @@ export type Tool = {
     connector_name: string;
     connector_type: ConnectorType;
     /**
-     * Hidden and masked columns and the row filter; null when the tool has none.
+     * Hidden and masked columns and the row filter of the tool's table; null when it has none. A table tool's policy is its table's: it applies in every tool and statement that reads the table (joins and saved tools included). A saved tool has none of its own (setting one is refused with 422 policy_invalid).
      */
     policy?: ToolPolicy | null;
+    /**
+     * A saved-statement tool, governed by the policies of the tables its statement reads (decision 0292).
+     */
+    saved?: boolean;
 };
 
 /**
- * A SQL table tool's column and row policy (docs/tool-policies.md). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A tool with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.
+ * A SQL table's column and row policy, set on the table's tool (docs/tool-policies.md). It applies wherever the table is read: through its tool, in a JOIN, subquery or CTE of any tool of the connector, and in every saved tool (docs/decisions/0292). Hidden columns cannot be read by any statement; masked columns come back transformed; the row filter limits every read of the table to the rows the caller may see. A statement reading a table with a policy only reads. postgresql and mysql apply all three; mssql and oracle hidden columns only.
  */
 export type ToolPolicy = {
     hidden_columns?: Array<string>;
@@ -853,12 +869,12 @@ export type Approval = {
     decided_by: string | null;
     decided_at: string | null;
     /**
-     * The tool's approvers when the call was held.
+     * The approvers when the call was held: the called tool's when it requires approval, and those of every table its statement touches that requires approval (decision 0292).
      */
     approver_emails: Array<string>;
     created_at: string;
     /**
-     * created_at + the tool's approval_ttl_seconds (default 3600).
+     * created_at + the tool's approval_ttl_seconds (default 3600); the shortest of the rows that required approval.
      */
     expires_at: string;
     /**
@@ -993,6 +1009,10 @@ export type ToolCalledData = {
      */
     is_error: boolean;
     duration_ms: number;
+    /**
+     * SQL connectors: every table the statement read (`schema.table`), whichever tool was called (decision 0292).
+     */
+    tables?: Array<string>;
     caller: {
         type: 'api_key' | 'oauth_client' | 'user';
         id: string | null;
@@ -1047,7 +1067,14 @@ export type AuditEvent = {
      *
      */
     outcome: 'success' | 'held' | 'denied' | 'refused' | 'error';
+    /**
+     * What the event was about. `tool.called`: tool_name, connector_id, connector_type, outcome, duration_ms, row_count, counted, arguments_sha256 and, on a SQL connector, `tables` (every table the statement read).
+     */
     details: {
+        /**
+         * Every table a tools/call statement read (`schema.table`).
+         */
+        tables?: Array<string>;
         [key: string]: unknown;
     };
     created_at: string;

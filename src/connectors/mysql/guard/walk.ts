@@ -244,6 +244,18 @@ function listedRef(payload: AnyObj, st: WalkState, listed: ListedState, scope: R
   if (hasPolicy(i, listed)) pushRef(payload, st.refs!, i);
 }
 
+/** An INSERT's target: the tool's own table, touched with opts.tables. */
+function insertTarget(payload: unknown, st: WalkState): void {
+  checkTableName(payload, st, EMPTY_SCOPE, 'writes to');
+  if (st.listed) touchOwn(st.listed);
+}
+
+/** With opts.tables: a write's target (always the tool's own table) is touched; an own table the list lacks is refused. */
+function touchOwn(listed: ListedState): void {
+  if (listed.index.own === undefined) throw new Refusal("the tool's own table is not among the connector's tables");
+  listed.touched.add(listed.index.own);
+}
+
 /**
  * Whether references to listed table `i` are rewritten: its own policy. With `tables`, `opts.policy` carries only a
  * saved statement's parameter count (shared/prepare.ts); every table's policy, the tool's own included, is in the list.
@@ -413,9 +425,7 @@ export function visitVariant(variant: string, payload: unknown, st: WalkState, s
       return;
     }
     case 'TableName':
-      // INSERT target.
-      checkTableName(payload, st, EMPTY_SCOPE, 'writes to');
-      return;
+      return insertTarget(payload, st);
     case 'Function':
       if (!isObj(payload)) throw new Refusal('a function call could not be understood');
       // TableFactor::Function (a function in FROM) carries `lateral` / `alias`; Expr::Function does not.

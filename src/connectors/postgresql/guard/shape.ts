@@ -80,7 +80,6 @@ export interface ShapeInfo {
  * their parse trees are equal after the replacements above. `info.exact` tells whether some literal kept its value.
  */
 export function statementShape(sql: string, stmt: unknown, info?: ShapeInfo): string {
-  // eslint-disable-next-line no-control-regex
   const bytes = /^[\x00-\x7f]*$/.test(sql) ? null : Buffer.from(sql, 'utf8');
   // Keys are the parser's field and node names (letters and underscores), strings are JSON-quoted, and every value is
   // closed by a separator: the serialization is unambiguous. Built by concatenation (this runs on every call).
