@@ -70,7 +70,7 @@ describe.skipIf(!hasPg)('what counts and what the audit says', () => {
     const flaggedCalls = calls.filter((e) => e.target_id === FLAGGED);
     expect(flaggedCalls.length).toBe(4);
     for (const e of flaggedCalls) expect(e).toMatchObject({ outcome: 'held', details: { held_for_approval: true, counted: false, outcome: 'held' } });
-    const guardCall = calls.find((e) => e.target_id === ITEMS && e.outcome === 'error');
+    const guardCall = calls.find((e) => e.target_id === ITEMS && e.outcome === 'refused');
     expect(guardCall.details.counted).toBe(false);
     expect(calls.filter((e) => e.target_id === ITEMS && e.outcome === 'success').length).toBe(3);
     const executions = ((await (await api(w.g1, 'GET', '/api/audit?limit=200&action=approval.', w.manage)).json()) as any).events as any[];

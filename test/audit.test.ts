@@ -86,7 +86,9 @@ describe.skipIf(!hasPg)('audit trail', () => {
     expect(called.length).toBe(13);
     const ok = called.filter((r) => r.outcome === 'success');
     expect(ok.length).toBe(12);
-    expect(called.filter((r) => r.outcome === 'error').length).toBe(1);
+    // Issue 41: the guard's refusal is `refused` (not `error`), with its class; the statement only as its fingerprint.
+    const refused = called.filter((r) => r.outcome === 'refused');
+    expect(refused.map((r) => [r.details.reason_class, r.details.fingerprint, r.details.statement])).toEqual([['write', 'delete from items', undefined]]);
     const [first] = ok;
     expect(first.actor_type).toBe('api_key');
     expect(first.target_id).toBe(ITEMS);
@@ -94,7 +96,7 @@ describe.skipIf(!hasPg)('audit trail', () => {
     expect(typeof first.details.duration_ms).toBe('number');
     expect(first.details.arguments_sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(JSON.stringify(called)).not.toContain('secret-needle-4711');
-    expect(JSON.stringify(called)).not.toContain('DELETE FROM');
+    expect(JSON.stringify(called)).not.toContain('DELETE FROM'); // the fingerprint is normalised: `delete from items`
   });
 
   test('no result without its row: when the audit write fails, the call fails and its result is withheld', async () => {

@@ -137,7 +137,9 @@ describe.skipIf(!hasPg)('metrics, request logs and readiness', () => {
     const after = await metrics();
     const delta = (name: string, labels: Record<string, string> = {}) => sample(after, name, labels) - sample(before, name, labels);
     expect(delta('toolgate_tool_calls_total', { tool_type: 'postgresql', outcome: 'success' })).toBe(3);
-    expect(delta('toolgate_tool_calls_total', { tool_type: 'postgresql', outcome: 'error' })).toBe(1);
+    // Issue 41: a statement the guard refuses is outcome `refused`, not `error` (decision 0320).
+    expect(delta('toolgate_tool_calls_total', { tool_type: 'postgresql', outcome: 'refused' })).toBe(1);
+    expect(delta('toolgate_tool_calls_total', { tool_type: 'postgresql', outcome: 'error' })).toBe(0);
     expect(delta('toolgate_tool_call_duration_seconds_count', { tool_type: 'postgresql' })).toBe(4);
     expect(delta('toolgate_guard_refusals_total', { dialect: 'postgresql', reason: 'statement' })).toBe(1);
     expect(delta('toolgate_mcp_requests_total', { method: 'tools/call', outcome: 'ok' })).toBe(4);

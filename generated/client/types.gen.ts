@@ -411,7 +411,7 @@ export type InsightFigures = {
      */
     calls: number;
     /**
-     * tool.call_refused rows.
+     * tool.call_refused rows and tool.called rows with outcome refused.
      */
     refusals: number;
     errors: number;
@@ -1077,9 +1077,14 @@ export type AuditEvent = {
     target_type: string | null;
     target_id: string | null;
     /**
-     * `held`: a tools/call of a tool that requires approval, held (nothing ran); its decision and execution are rows of their own.
+     * `held`: a tools/call of a tool that requires approval, held (nothing ran); its decision and execution are
+     * rows of their own. `refused`: a tools/call whose statement the SQL guard or a policy refused (nothing
+     * ran, not counted); `details` holds `reason_class` (docs/audit.md, "Refused statements"), `reason` (what the agent was
+     * answered), `fingerprint_id` and, as the org's `audit_statements` allows, `fingerprint` and `statement`.
+     * `error`: the database or the upstream failed.
+     *
      */
-    outcome: 'success' | 'held' | 'denied' | 'error';
+    outcome: 'success' | 'held' | 'denied' | 'refused' | 'error';
     /**
      * What the event was about. `tool.called`: tool_name, connector_id, connector_type, outcome, duration_ms, row_count, counted, arguments_sha256 and, on a SQL connector, `tables` (every table the statement read).
      */

@@ -1,7 +1,8 @@
 /**
  * SQL of the insights (GET /api/insights): calls, refusals and latency per tool and over time, computed in the store
  * from the org's sealed audit rows of a window. `tool.called` rows are calls (success, error, held), and their
- * `details.duration_ms` the latency; `tool.call_refused` rows are refusals.
+ * `details.duration_ms` the latency; `tool.call_refused` rows and `tool.called` rows with outcome `refused` (a
+ * statement the guard or a policy refused; issue 41) are refusals.
  */
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Queryable } from '../store/db.ts';
@@ -49,12 +50,12 @@ const windowRows = (orgId: string, since: Date) => sql`FROM audit_events
  * connector: they count in the totals and in a row without one.
  */
 export async function insightFigures(db: Queryable, orgId: string, since: Date, limit: number) {
-  const ran = sql`action = 'tool.called' AND outcome <> 'held'`;
+  const ran = sql`action = 'tool.called' AND outcome NOT IN ('held', 'refused')`;
   const rows = rowsOf<FigureRow>(
     await db.execute(sql`SELECT target_id AS tool_name, details->>'connector_id' AS connector_id,
         GROUPING(target_id, details->>'connector_id') AS level,
-        count(*) FILTER (WHERE action = 'tool.called') AS calls,
-        count(*) FILTER (WHERE action = 'tool.call_refused') AS refusals,
+        count(*) FILTER (WHERE action = 'tool.called' AND outcome <> 'refused') AS calls,
+        count(*) FILTER (WHERE action = 'tool.call_refused' OR outcome = 'refused') AS refusals,
         count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'error') AS errors,
         count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'held') AS held,
         percentile_cont(0.5) WITHIN GROUP (ORDER BY (details->>'duration_ms')::float8) FILTER (WHERE ${ran}) AS p50,
@@ -78,8 +79,8 @@ export async function insightFigures(db: Queryable, orgId: string, since: Date, 
 export async function insightSeries(db: Queryable, orgId: string, since: Date, bucket: 'hour' | 'day') {
   const rows = rowsOf<{ start: string; calls: number | string; refusals: number | string; errors: number | string }>(
     await db.execute(sql`SELECT to_char(date_trunc(${bucket}, created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:00:00.000"Z"') AS start,
-        count(*) FILTER (WHERE action = 'tool.called') AS calls,
-        count(*) FILTER (WHERE action = 'tool.call_refused') AS refusals,
+        count(*) FILTER (WHERE action = 'tool.called' AND outcome <> 'refused') AS calls,
+        count(*) FILTER (WHERE action = 'tool.call_refused' OR outcome = 'refused') AS refusals,
         count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'error') AS errors
       ${windowRows(orgId, since)}
       GROUP BY 1 ORDER BY 1`),

@@ -29,7 +29,7 @@ export interface AuditInput {
   targetType?: string;
   targetId?: string;
   /** `held`: a tools/call held for human approval (nothing ran yet). */
-  outcome?: 'success' | 'held' | 'denied' | 'error';
+  outcome?: 'success' | 'held' | 'denied' | 'refused' | 'error';
   details?: Record<string, unknown>;
 }
 

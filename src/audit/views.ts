@@ -28,6 +28,9 @@ const SAFE_DETAIL_KEYS = new Set([
   'type',
   'credential',
   'method',
+  // Refused calls (issue 41): a class of a closed list and a digest of the fingerprint, never the statement.
+  'reason_class',
+  'fingerprint_id',
 ]);
 
 const EMAIL = /[^\s@"]+@[^\s@"]+/;

@@ -22,7 +22,8 @@
  */
 import { getDriver } from '../connectors/registry.ts';
 import type { ExecutionContext, ExecutionLimits, SqlTarget, ToolResult } from '../connectors/types.ts';
-import { ranNothing, refusedResult } from '../connectors/shared/result.ts';
+import { ranNothing, refusalClassOf, refusedResult } from '../connectors/shared/result.ts';
+import { refusedCallDetails } from './refused-call.ts';
 import type { Principal } from '../principal.ts';
 import type { SchemaError } from '../util/schema-errors.ts';
 import type { Config } from '../config.ts';
@@ -403,7 +404,9 @@ export async function callTool(
   const tool = outcome.kind === 'answered' ? undefined : outcome.tool;
   // A held call ran nothing yet: its row says so (`held`); its decision and execution have rows of their own.
   const held = outcome.kind === 'held' && result.structuredContent?.status === 'pending_approval';
-  const status = held ? 'held' : result.isError ? 'error' : 'success';
+  // Refused by the guard or a policy (issue 41): outcome `refused` with its reason class, not `error`.
+  const refusedAs = refusalClassOf(result);
+  const status = held ? 'held' : refusedAs ? 'refused' : result.isError ? 'error' : 'success';
   const data = {
     tool_name: tool?.name ?? name,
     connector_id: tool?.connector.id ?? null,
@@ -427,6 +430,7 @@ export async function callTool(
       arguments_sha256: argumentsDigest(args),
       ...(outcome.kind !== 'answered' && outcome.tables ? { tables: outcome.tables } : {}),
       ...(held ? { held_for_approval: true } : {}),
+      ...(refusedAs ? refusedCallDetails(refusedAs, String(result.content[0]?.text ?? ''), args) : {}),
       // The caller went away before the answer: with outcome error, the gateway cancelled (or never ran) the call.
       ...(signal?.aborted ? { abandoned: true } : {}),
     },

@@ -226,9 +226,9 @@ const failure = (code: 'STATEMENT_TIMEOUT' | 'ABORTED'): Error => Object.assign(
 export async function executeMongo(client: MongoClient, tool: MongoToolSpec, args: Record<string, unknown>, ctx: MongoExecutionContext): Promise<ToolResult> {
   const errCtx = errorContext(ctx.config, ctx.credential, ctx.limits.statementTimeoutMs);
   const callArgs = tool.target.saved ? savedPipelineArgs(tool.target.saved, args) : args;
-  if (typeof callArgs === 'string') return refusedResult(callArgs);
+  if (typeof callArgs === 'string') return refusedResult(callArgs, 'invalid_arguments');
   const verdict = guardMongoCall(callArgs, tool.target.collection, MAX_LIMIT, DEFAULT_LIMIT, lookupsOf(ctx, tool.target.database));
-  if (!verdict.ok) return refusedResult(verdict.reason);
+  if (!verdict.ok) return refusedResult(verdict.reason, 'not_allowed');
   const { call } = verdict;
   if (ctx.touched && verdict.touched) ctx.touched(touchedTargets(ctx, tool, verdict.touched));
   const maxRows = Math.max(1, Math.min(call.limit, ctx.limits.maxRows));

@@ -2,7 +2,7 @@
  * The steps every SQL driver takes before it runs a call (shared/sql-driver.ts calls it): arguments, the dialect's
  * guard (in a span), the write check, the row-limit wrapper; each refusal counted by its stage.
  */
-import type { GuardOptions, GuardResult, StatementKind } from './sqlguard/types.ts';
+import type { GuardOptions, GuardResult, RefusalClass, StatementKind } from './sqlguard/types.ts';
 import type { ExecutionContext, ToolResult, SqlTarget, SqlToolSpec } from '../types.ts';
 import { parseCallArgs, refusedResult, type Narrowing } from './result.ts';
 import { checkWrappable, type SqlSyntax } from './sqltext.ts';
@@ -131,10 +131,18 @@ export function guardOptionsFor(
   return opts;
 }
 
+/** The reason class of a stage's refusals when the refusal does not carry its own (docs/decisions/0320). */
+const STAGE_CLASSES: Record<GuardRefusalReason, RefusalClass> = {
+  arguments: 'invalid_arguments',
+  statement: 'not_allowed',
+  read_only: 'write',
+  not_wrappable: 'not_allowed',
+};
+
 /** A refusal before the database, counted by the stage that refused (toolgate_guard_refusals_total). */
-function refused(dialect: Dialect, stage: GuardRefusalReason, text: string): ToolResult {
+function refused(dialect: Dialect, stage: GuardRefusalReason, text: string, reasonClass?: RefusalClass): ToolResult {
   countGuardRefusal(dialect.name, stage);
-  return refusedResult(text);
+  return refusedResult(text, reasonClass ?? STAGE_CLASSES[stage]);
 }
 
 /** Either the statement to run, or the tool result that refuses the call (never thrown: a refusal is a result). */
@@ -146,14 +154,14 @@ export function prepareCall(dialect: Dialect, tool: SqlToolSpec, args: Record<st
     const prepared = prepareCall(dialect, tool, args, single);
     if (isRefusal(prepared)) return prepared;
     const touched = viewGoverned(ctx.tables, tool.target, single.policy);
-    if (typeof touched === 'string') return refused(dialect, 'statement', touched);
+    if ('reason' in touched) return refused(dialect, 'statement', touched.reason, touched.class);
     return { ...prepared, touched };
   }
   if (tool.target.saved) return prepareSaved(dialect, tool, tool.target.saved, args, ctx);
   const call = parseCallArgs(args, ctx.limits);
   if (typeof call === 'string') return refused(dialect, 'arguments', call);
   const verdict = inSpan(dialect.guardSpan, () => dialect.guard(call.sql, guardOptions(dialect, tool, ctx)));
-  if (!verdict.ok) return refused(dialect, 'statement', verdict.reason);
+  if (!verdict.ok) return refused(dialect, 'statement', verdict.reason, verdict.class);
   const write = !verdict.readOnly;
   const { wrapRead } = dialect;
   // Defence in depth: the guard already applies these settings; a write must also be allowed here.
@@ -200,7 +208,7 @@ function govern(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext, verd
     return { rewrite: dialect.wrapRead ? { tableOf: () => table, key: resolutionKey(ctx.policy) } : null };
   }
   const gov = governTouched(ctx.tables, tool.target, ctx.policy, verdict);
-  if (typeof gov === 'string') return refused(dialect, 'statement', gov);
+  if ('reason' in gov) return refused(dialect, 'statement', gov.reason, gov.class);
   for (const [i, cp] of gov.policies) {
     const target = ctx.tables.list[i]!.target;
     const blocked = policyBlocked(dialect, target, cp, verdict, write) ?? attributeMissing(dialect, target, cp);
@@ -217,12 +225,12 @@ function govern(dialect: Dialect, tool: SqlToolSpec, ctx: ExecutionContext, verd
  */
 function policyBlocked(dialect: Dialect, target: SqlTarget, cp: CallPolicy, verdict: GuardResult & { ok: true }, write: boolean): ToolResult | null {
   if (dialect.wrapRead ? !dialect.policy || !verdict.refs || write : !hiddenOnly(cp)) {
-    return refused(dialect, 'statement', 'This tool has column or row policies, which this connector type cannot apply: the call is refused.');
+    return refused(dialect, 'statement', 'This tool has column or row policies, which this connector type cannot apply: the call is refused.', 'policy');
   }
   // A column the policy names that the table (as last introspected) lacks, renamed perhaps: its new name would be
   // exposed, so nothing runs until an admin updates the policy.
   if (!policyFits(cp, target)) {
-    return refused(dialect, 'statement', "This tool's policy names a column the table no longer has; an admin must update the policy.");
+    return refused(dialect, 'statement', "This tool's policy names a column the table no longer has; an admin must update the policy.", 'policy');
   }
   return null;
 }
@@ -318,7 +326,7 @@ function prepareSaved(
   // Under a policy the guard admits the statement's own markers (ours, from its :name placeholders), and only those.
   const opts = guardOptions(dialect, tool, ctx, bound.guardText === undefined ? bound.values.length : undefined);
   const verdict = inSpan(dialect.guardSpan, () => dialect.guard(bound.guardText ?? bound.text, opts));
-  if (!verdict.ok) return refused(dialect, 'statement', verdict.reason);
+  if (!verdict.ok) return refused(dialect, 'statement', verdict.reason, verdict.class);
   const write = !verdict.readOnly;
   if (verdict.kind === 'ddl' || (write && (!wrapRead || ctx.readOnly || !ctx.allowWrite))) {
     return refused(dialect, 'read_only', 'This tool is read-only: its statement writes, and writes are not allowed.');

@@ -1,6 +1,7 @@
 /** Tool-call plumbing common to SQL drivers: argument checks, row and byte caps, and the MCP result shapes. */
 import type { CallLimits, ToolResult } from '../types.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './toolspec.ts';
+import type { RefusalClass } from './sqlguard/types.ts';
 
 export type Row = Record<string, unknown>;
 
@@ -35,10 +36,20 @@ const notRun = new WeakSet<ToolResult>();
  * read-only check): nothing ran, so the call is not counted against the monthly quota (tools/runtime.ts executeTool
  * gives its unit back; docs/quota-and-audit-accounting.md). Marked out of band, so the wire form is unchanged.
  */
-export function refusedResult(text: string): ToolResult {
+export function refusedResult(text: string, reasonClass?: RefusalClass): ToolResult {
   const result = errorResult(text);
   notRun.add(result);
+  // Without a class (an aborted call, a connector type not served here) it is not a refusal of the statement.
+  if (reasonClass) classes.set(result, reasonClass);
   return result;
+}
+
+/** The reason class of each refusal (refusedResult), out of band like `notRun`: the audit row's `reason_class`. */
+const classes = new WeakMap<ToolResult, RefusalClass>();
+
+/** The reason class of a refused call's result (docs/decisions/0320), or undefined when the call was not refused. */
+export function refusalClassOf(result: ToolResult): RefusalClass | undefined {
+  return classes.get(result);
 }
 
 /** Whether a result is a refusal before the connector (refusedResult): the call ran nothing. */

@@ -4,7 +4,7 @@
  * of the list (cached by its key), and, once the guard has said which tables a statement touches, the refusal of a
  * disabled one and the policies to apply.
  */
-import type { GuardOptions, GuardResult, GuardTable } from './sqlguard/types.ts';
+import type { GuardOptions, GuardResult, GuardTable, RefusalClass } from './sqlguard/types.ts';
 import type { CallTable, ExecutionContext, SqlTarget } from '../types.ts';
 import type { CallPolicy, PolicyTable, TableRef } from './policy.ts';
 import { resolutionKey } from './policy.ts';
@@ -79,6 +79,12 @@ export interface TablesGovernance {
   policies: Map<number, CallPolicy>;
 }
 
+/** Why governance refuses a call: the text the agent gets and its reason class (docs/decisions/0320). */
+interface TableRefusal {
+  reason: string;
+  class: RefusalClass;
+}
+
 /**
  * After the guard: a touched table whose tool is disabled refuses the call (the text, naming it); otherwise the
  * touched targets and the policies of those that have one.
@@ -88,7 +94,7 @@ export function governTouched(
   own: SqlTarget,
   callPolicy: CallPolicy | undefined,
   verdict: GuardResult & { ok: true },
-): TablesGovernance | string {
+): TablesGovernance | TableRefusal {
   const ownAt = ownIndexOf(tables, own);
   // A write touches the tool's own table, whether or not the dialect's guard listed it.
   const listed = verdict.touched ?? [];
@@ -97,8 +103,12 @@ export function governTouched(
   const through = new Set<number>();
   for (const i of touched) {
     const t = tables.list[i];
-    if (!t) return 'The statement could not be checked against the connector’s tables.';
-    if (!t.enabled) return `Table "${t.target.schema}.${t.target.table}" is not available: its tool is disabled, so no statement may read it.`;
+    if (!t) return { reason: 'The statement could not be checked against the connector’s tables.', class: 'not_allowed' };
+    if (!t.enabled)
+      return {
+        reason: `Table "${t.target.schema}.${t.target.table}" is not available: its tool is disabled, so no statement may read it.`,
+        class: 'disabled_table',
+      };
     const p = policyAt(tables, i, ownAt, callPolicy);
     if (p) policies.set(i, p);
     const base = viewBlocked(tables, i, ownAt, callPolicy, through);
@@ -113,7 +123,7 @@ export function governTouched(
  * A dialect checked single-table (no list in its guard) still answers for a view's bases: the refusal, or the tool's
  * table followed by the bases of the list it reads through it.
  */
-export function viewGoverned(tables: Tables, own: SqlTarget, callPolicy: CallPolicy | undefined): SqlTarget[] | string {
+export function viewGoverned(tables: Tables, own: SqlTarget, callPolicy: CallPolicy | undefined): SqlTarget[] | TableRefusal {
   const ownAt = ownIndexOf(tables, own);
   if (ownAt < 0) return [own];
   const through = new Set<number>();
@@ -127,7 +137,7 @@ export function viewGoverned(tables: Tables, own: SqlTarget, callPolicy: CallPol
  * (SqlTarget.bases, through views of views) include a disabled table or one with a policy refuses the call, naming
  * that table. Bases outside the list (not exposed) govern nothing, as before; unrecorded bases are not checked.
  */
-function viewBlocked(tables: Tables, i: number, ownAt: number, callPolicy: CallPolicy | undefined, reached: Set<number>): string | null {
+function viewBlocked(tables: Tables, i: number, ownAt: number, callPolicy: CallPolicy | undefined, reached: Set<number>): TableRefusal | null {
   const view = tables.list[i]!.target;
   if (!view.bases) return null;
   const seen = new Set<number>([i]);
@@ -140,8 +150,9 @@ function viewBlocked(tables: Tables, i: number, ownAt: number, callPolicy: CallP
     const t = tables.list[j]!;
     const name = `"${t.target.schema}.${t.target.table}"`;
     const via = `View "${view.schema}.${view.table}" reads table ${name}`;
-    if (!t.enabled) return `${via}, whose tool is disabled, so no statement may read it.`;
-    if (policyAt(tables, j, ownAt, callPolicy)) return `${via}, which has a column or row policy that cannot apply inside a view: query ${name} itself.`;
+    if (!t.enabled) return { reason: `${via}, whose tool is disabled, so no statement may read it.`, class: 'disabled_table' };
+    if (policyAt(tables, j, ownAt, callPolicy))
+      return { reason: `${via}, which has a column or row policy that cannot apply inside a view: query ${name} itself.`, class: 'policy' };
     reached.add(j);
     queue.push(...(t.target.bases ?? []));
   }

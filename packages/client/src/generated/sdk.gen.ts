@@ -256,8 +256,9 @@ export const getOrgDirectory = <ThrowOnError extends boolean = false>(options?: 
  * Calls, refusals and latency from the audit trail, per tool and over time
  *
  * Computed from the org's sealed audit rows of the last `days` days: `tool.called` rows are calls (outcome
- * success, error or held), `tool.call_refused` rows refusals. Latency percentiles (`duration_ms`) cover calls
- * that ran (held calls are left out). `series` has one bucket per hour for `days` 1, per day otherwise.
+ * success, error or held), `tool.call_refused` rows and `tool.called` rows with outcome `refused` (a statement
+ * the SQL guard or a policy refused) refusals. Latency percentiles (`duration_ms`) cover calls that ran (held
+ * and refused calls are left out). `series` has one bucket per hour for `days` 1, per day otherwise.
  *
  */
 export const getInsights = <ThrowOnError extends boolean = false>(options?: Options<GetInsightsData, ThrowOnError>) => (options?.client ?? client).get<GetInsightsResponses, GetInsightsErrors, ThrowOnError>({

@@ -242,12 +242,15 @@ export const SAFE_FUNCTIONS: ReadonlySet<string> = new Set([
  */
 export function checkFunction(parts: string[], stored: ReadonlySet<string>): void {
   const label = clip(parts.join('.'));
-  if (parts.length !== 1) throw new Refusal(`stored function ${label}() is not allowed; only built-in functions are`);
+  if (parts.length !== 1) throw new Refusal(`stored function ${label}() is not allowed; only built-in functions are`, 'function_not_allowed');
   // ASCII upper case only: JavaScript maps 'ſ' to 'S' and 'ı' to 'I', so `ſubstr(` would pass as SUBSTR while the
   // server, not knowing it as a built-in, would call a stored function of that name.
   const upper = parts[0]!.replace(/[a-z]+/g, (m) => m.toUpperCase());
   if (!SAFE_FUNCTIONS.has(upper)) {
-    throw new Refusal(`function ${label}() is not on the list of allowed functions (plain aggregates, string, date, math and JSON functions)`);
+    throw new Refusal(
+      `function ${label}() is not on the list of allowed functions (plain aggregates, string, date, math and JSON functions)`,
+      'function_not_allowed',
+    );
   }
-  if (stored.has(upper)) throw new Refusal(`function ${label}() may resolve to a stored function of the same name in this database`);
+  if (stored.has(upper)) throw new Refusal(`function ${label}() may resolve to a stored function of the same name in this database`, 'function_not_allowed');
 }

@@ -50,7 +50,7 @@
  */
 
 import { init as initSqlParser, parse as parseSql } from '@guanmingchiu/sqlparser-ts';
-import type { GuardOptions, GuardResult, StatementKind } from '../../shared/sqlguard/types.ts';
+import type { GuardOptions, GuardResult, RefusalClass, StatementKind } from '../../shared/sqlguard/types.ts';
 import {
   type AnyObj,
   EMPTY_SCOPE,
@@ -128,11 +128,11 @@ const DDL_STATEMENTS: ReadonlySet<string> = new Set(['CreateTable', 'AlterTable'
 
 function decide(sql: string, opts: GuardOptions): GuardResult {
   const label = tableLabel(opts);
-  const no = (detail: string) => refuse(opts, label, detail);
+  const no = (detail: string, why?: RefusalClass) => refuse(opts, label, detail, why);
 
-  if (sql.trim() === '') return no('the query is empty');
-  if (sql.length > MAX_SQL_LENGTH) return no(`the query is longer than ${MAX_SQL_LENGTH} characters`);
-  if (sql.includes('\u0000')) return no('the query contains a NUL character');
+  if (sql.trim() === '') return no('the query is empty', 'parse_error');
+  if (sql.length > MAX_SQL_LENGTH) return no(`the query is longer than ${MAX_SQL_LENGTH} characters`, 'too_long');
+  if (sql.includes('\u0000')) return no('the query contains a NUL character', 'parse_error');
   const ec = checkExecutableComments(sql);
   if (ec !== undefined) return no(ec);
 
@@ -154,7 +154,7 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
   };
   try {
     const tokens = lexMysql(sql);
-    if (tokens.length === 0) return no('the query contains no statement (only comments or semicolons)');
+    if (tokens.length === 0) return no('the query contains no statement (only comments or semicolons)', 'parse_error');
     checkTokens(tokens, opts);
 
     let parsed: unknown;
@@ -162,14 +162,15 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
       parsed = parseSql(sql, 'mysql');
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
-      return no(`the SQL could not be parsed (${clip(msg.replace(/^sql parser error:\s*/i, ''))})`);
+      return no(`the SQL could not be parsed (${clip(msg.replace(/^sql parser error:\s*/i, ''))})`, 'parse_error');
     }
     if (!Array.isArray(parsed) || parsed.length !== 1 || !isObj(parsed[0])) {
-      return no(Array.isArray(parsed) && parsed.length > 1 ? `found ${parsed.length} statements; send exactly one` : 'the SQL could not be parsed');
+      if (Array.isArray(parsed) && parsed.length > 1) return no(`found ${parsed.length} statements; send exactly one`, 'multiple_statements');
+      return no('the SQL could not be parsed', 'parse_error');
     }
     const stmt = parsed[0];
     const variant = variantOf(stmt);
-    if (variant === undefined) return no('the SQL could not be parsed');
+    if (variant === undefined) return no('the SQL could not be parsed', 'parse_error');
     const node = stmt[variant];
 
     if (variant === 'Query' || variant === 'Insert' || variant === 'Update' || variant === 'Delete') {
@@ -182,21 +183,21 @@ function decide(sql: string, opts: GuardOptions): GuardResult {
       if (writes.length === 0 && !st.locks)
         return st.refs ? { ok: true, kind: 'select', readOnly: true, refs: tableRefs(sql, st.refs), ...touched } : allow('select', true);
       if (!canWrite(opts)) {
-        if (writes.length > 0) return no(`found ${writes.map((w) => w.toUpperCase()).join(', ')}`);
-        return no('SELECT ... FOR UPDATE / FOR SHARE takes row locks');
+        if (writes.length > 0) return no(`found ${writes.map((w) => w.toUpperCase()).join(', ')}`, 'write');
+        return no('SELECT ... FOR UPDATE / FOR SHARE takes row locks', 'row_lock');
       }
       const kind: StatementKind = writes[0] ?? 'select';
       return { ...allow(kind, false), ...touched };
     }
     if (DDL_STATEMENTS.has(variant)) {
-      if (!canDdl(opts)) return no(`found ${statementName(variant, node)}`);
+      if (!canDdl(opts)) return no(`found ${statementName(variant, node)}`, 'ddl');
       if (!isObj(node) && !Array.isArray(node)) return no('the SQL could not be parsed');
       walkDdl(variant, node as AnyObj, st);
       return allow('ddl', false);
     }
-    return no(`found ${statementName(variant, node)}`);
+    return no(`found ${statementName(variant, node)}`, 'statement_not_allowed');
   } catch (e) {
-    if (e instanceof Refusal) return no(e.detail);
+    if (e instanceof Refusal) return no(e.detail, e.reasonClass);
     if (e instanceof RangeError) return no('the query is nested too deeply');
     throw e;
   }

@@ -78,7 +78,7 @@ export function lexMysql(sql: string): Token[] {
   let i = 0;
   const n = sql.length;
   const push = (t: Token) => {
-    if (sawSemicolon) throw new Refusal('found more than one statement; send exactly one (a single trailing semicolon is fine)');
+    if (sawSemicolon) throw new Refusal('found more than one statement; send exactly one (a single trailing semicolon is fine)', 'multiple_statements');
     tokens.push(t);
   };
   while (i < n) {
@@ -104,7 +104,7 @@ export function lexMysql(sql: string): Token[] {
     }
     if (c === '/' && sql[i + 1] === '*') {
       const end = sql.indexOf('*/', i + 2);
-      if (end === -1) throw new Refusal('a /* comment is not closed');
+      if (end === -1) throw new Refusal('a /* comment is not closed', 'parse_error');
       // MySQL does not nest comments; some parsers do. Refuse the ambiguity rather than guess.
       const inner = sql.indexOf('/*', i + 2);
       if (inner !== -1 && inner < end) throw new Refusal('"/*" inside a comment is not allowed (comments do not nest in MySQL)');
@@ -114,7 +114,7 @@ export function lexMysql(sql: string): Token[] {
     if (c === "'" || c === '"') {
       const endEsc = scanQuoted(sql, i, c, true);
       const endRaw = scanQuoted(sql, i, c, false);
-      if (endEsc === -1 && endRaw === -1) throw new Refusal('a quoted string is not closed');
+      if (endEsc === -1 && endRaw === -1) throw new Refusal('a quoted string is not closed', 'parse_error');
       if (endEsc !== endRaw) {
         throw new Refusal(
           `the string starting ${clip(sql.slice(i, i + 30), 40)} ends differently depending on the server's backslash-escape setting; double the quote ('') instead of \\'`,
@@ -126,13 +126,13 @@ export function lexMysql(sql: string): Token[] {
     }
     if (c === '`') {
       const end = scanQuoted(sql, i, '`', false);
-      if (end === -1) throw new Refusal('a `quoted` identifier is not closed');
+      if (end === -1) throw new Refusal('a `quoted` identifier is not closed', 'parse_error');
       push({ kind: 'quoted_ident', text: sql.slice(i + 1, end - 1).replace(/``/g, '`') });
       i = end;
       continue;
     }
     if (c === ';') {
-      if (sawSemicolon) throw new Refusal('found more than one statement; send exactly one (a single trailing semicolon is fine)');
+      if (sawSemicolon) throw new Refusal('found more than one statement; send exactly one (a single trailing semicolon is fine)', 'multiple_statements');
       sawSemicolon = true;
       i++;
       continue;
@@ -160,11 +160,11 @@ export function checkTokens(tokens: Token[], opts: GuardOptions): void {
     const next = tokens[k + 1];
     if (t.kind === 'word' && FILE_WORDS.has(upper)) throw new Refusal(`INTO ${upper} writes a file on the server`);
     if (next?.kind === 'punct' && next.text === '(' && DANGEROUS_FUNCTIONS.has(upper)) {
-      throw new Refusal(`function ${upper}() is not allowed`);
+      throw new Refusal(`function ${upper}() is not allowed`, 'function_not_allowed');
     }
     // A second net under the walk's own-database check: a tool's database is never a system one (decide()).
     if (next?.kind === 'punct' && next.text === '.' && isSystemDatabase(t.text, mode)) {
-      throw new Refusal(`the system schema ${clip(t.text)} is not this tool's table`);
+      throw new Refusal(`the system schema ${clip(t.text)} is not this tool's table`, 'other_table');
     }
   }
 }

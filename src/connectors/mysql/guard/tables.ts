@@ -48,7 +48,8 @@ export function checkListed(st: WalkState, listed: ListedState, writes: boolean)
   const hidden = new Set<string>();
   for (const i of touched) for (const h of listed.list[i]!.hidden ?? []) hidden.add(h.toLowerCase());
   if (hidden.size > 0) {
-    for (const n of listed.names) if (hidden.has(n.toLowerCase())) throw new Refusal(`column "${clip(n)}" is not available on this connector's tables`);
+    for (const n of listed.names)
+      if (hidden.has(n.toLowerCase())) throw new Refusal(`column "${clip(n)}" is not available on this connector's tables`, 'hidden_column');
   }
   if (listed.placeholder && !st.opts.policy?.params && touched.some((i) => hasPolicy(i, listed))) {
     throw new Refusal('parameters (?) are not allowed on a table with column or row policies');
@@ -56,7 +57,7 @@ export function checkListed(st: WalkState, listed: ListedState, writes: boolean)
   if (writes) {
     const other = touched.find((i) => i !== own);
     if (other !== undefined) {
-      throw new Refusal(`a write works on the tool's own table alone; it also reads "${clip(label(listed.list[other]!))}"`);
+      throw new Refusal(`a write works on the tool's own table alone; it also reads "${clip(label(listed.list[other]!))}"`, 'other_table');
     }
   }
 }

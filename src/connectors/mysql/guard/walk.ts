@@ -234,11 +234,11 @@ function pushRef(payload: AnyObj, refs: PolicyRef[], table?: number): void {
 function listedRef(payload: AnyObj, st: WalkState, listed: ListedState, scope: ReadonlySet<string>): void {
   const parts = nameParts(payload.name);
   if (parts.length === 2 && isSystemDatabase(parts[0]!, st.mode)) {
-    throw new Refusal(`it references "${clip(parts.join('.'))}" in a system database, which is not a table of this connector`);
+    throw new Refusal(`it references "${clip(parts.join('.'))}" in a system database, which is not a table of this connector`, 'other_table');
   }
   if (parts.length === 1 && scope.has(cteKey(parts[0]!, st))) return;
   const i = parts.length <= 2 ? listed.index.byKey.get(tableKey(parts.length === 2 ? parts[0]! : st.schema, parts[parts.length - 1]!, st.mode)) : undefined;
-  if (i === undefined) throw new Refusal(`it references "${clip(parts.join('.'))}", which is not a table of this connector`);
+  if (i === undefined) throw new Refusal(`it references "${clip(parts.join('.'))}", which is not a table of this connector`, 'other_table');
   if (i < 0) throw new Refusal(`"${clip(parts.join('.'))}" names two of the connector's tables; write it as the server stores it`);
   listed.touched.add(i);
   if (hasPolicy(i, listed)) pushRef(payload, st.refs!, i);
@@ -293,7 +293,7 @@ function checkHiddenName(values: string[], st: WalkState): void {
   const hidden = st.opts.policy?.hidden;
   if (!hidden || hidden.length === 0) return;
   for (const v of values) {
-    if (hidden.some((h) => h.toLowerCase() === v.toLowerCase())) throw new Refusal(`column "${clip(v)}" is not available on this tool`);
+    if (hidden.some((h) => h.toLowerCase() === v.toLowerCase())) throw new Refusal(`column "${clip(v)}" is not available on this tool`, 'hidden_column');
   }
 }
 
@@ -339,12 +339,12 @@ function cteKey(name: string, st: WalkState): string {
 export function checkTableName(name: unknown, st: WalkState, scope: ReadonlySet<string>, verb = 'references'): void {
   const parts = nameParts(name);
   if (parts.length === 2 && isSystemDatabase(parts[0]!, st.mode)) {
-    throw new Refusal(`it ${verb} "${clip(parts.join('.'))}" in a system database, which is not this tool's table`);
+    throw new Refusal(`it ${verb} "${clip(parts.join('.'))}" in a system database, which is not this tool's table`, 'other_table');
   }
   // A CTE shadows a table of the same name; the own-table test first only decides the wording.
   if (isOwnName(parts, st)) return;
   if (parts.length === 1 && scope.has(cteKey(parts[0]!, st))) return;
-  throw new Refusal(`it ${verb} "${clip(parts.join('.'))}", which is not this tool's table`);
+  throw new Refusal(`it ${verb} "${clip(parts.join('.'))}", which is not this tool's table`, 'other_table');
 }
 
 /** `FROM DUAL` (unquoted) is MySQL's dummy table, not a table. */
@@ -564,7 +564,7 @@ function walkDelete(node: AnyObj, st: WalkState, scope: ReadonlySet<string>): vo
   for (const t of targets) {
     const parts = nameParts(t);
     if (!(parts.length === 1 && aliases.has(cteKey(parts[0]!, st))) && !isOwnName(parts, st)) {
-      throw new Refusal(`it deletes from "${clip(parts.join('.'))}", which is not this tool's table`);
+      throw new Refusal(`it deletes from "${clip(parts.join('.'))}", which is not this tool's table`, 'other_table');
     }
   }
   walkStruct(node, st, scope, DELETE_FIELDS);

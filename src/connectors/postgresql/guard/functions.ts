@@ -324,6 +324,9 @@ export function checkFunction(parts: string[]): void {
   const label = clip(parts.join('.'));
   const name = parts.length === 2 && parts[0] === 'pg_catalog' ? parts[1] : parts.length === 1 ? parts[0] : undefined;
   if (name === undefined || !SAFE_FUNCTIONS.has(name)) {
-    throw new Refusal(`function ${label}() is not on the list of allowed functions (plain aggregates, string, date, math and JSON functions)`);
+    throw new Refusal(
+      `function ${label}() is not on the list of allowed functions (plain aggregates, string, date, math and JSON functions)`,
+      'function_not_allowed',
+    );
   }
 }

@@ -48,7 +48,7 @@
  */
 
 import { parseSync, scanSync } from './parser.ts';
-import type { GuardOptions, GuardResult, StatementKind } from '../../shared/sqlguard/types.ts';
+import type { GuardOptions, GuardResult, RefusalClass, StatementKind } from '../../shared/sqlguard/types.ts';
 import {
   type AnyObj,
   EMPTY_SCOPE,
@@ -91,11 +91,11 @@ function checkBackslashes(sql: string): string | undefined {
 
 function decide(sql: string, opts: GuardOptions, info?: ShapeInfo): GuardResult {
   const label = tableLabel(opts);
-  const no = (detail: string) => refuse(opts, label, detail);
+  const no = (detail: string, why?: RefusalClass) => refuse(opts, label, detail, why);
 
-  if (sql.trim() === '') return no('the query is empty');
-  if (sql.length > MAX_SQL_LENGTH) return no(`the query is longer than ${MAX_SQL_LENGTH} characters`);
-  if (sql.includes('\u0000')) return no('the query contains a NUL character');
+  if (sql.trim() === '') return no('the query is empty', 'parse_error');
+  if (sql.length > MAX_SQL_LENGTH) return no(`the query is longer than ${MAX_SQL_LENGTH} characters`, 'too_long');
+  if (sql.includes('\u0000')) return no('the query contains a NUL character', 'parse_error');
   const bs = checkBackslashes(sql);
   if (bs !== undefined) return no(bs);
 
@@ -104,19 +104,19 @@ function decide(sql: string, opts: GuardOptions, info?: ShapeInfo): GuardResult 
     stmts = parseSync(sql).stmts ?? [];
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);
-    return no(`the SQL could not be parsed (${clip(msg)})`);
+    return no(`the SQL could not be parsed (${clip(msg)})`, 'parse_error');
   }
-  if (stmts.length === 0) return no('the query contains no statement (only comments or semicolons)');
+  if (stmts.length === 0) return no('the query contains no statement (only comments or semicolons)', 'parse_error');
   if (stmts.length > 1) {
     const names = stmts.slice(0, 4).map((s) => statementName(isObj(s) ? s.stmt : undefined));
-    return no(`found ${stmts.length} statements (${names.join('; ')}${stmts.length > 4 ? '; ...' : ''}); send exactly one`);
+    return no(`found ${stmts.length} statements (${names.join('; ')}${stmts.length > 4 ? '; ...' : ''}); send exactly one`, 'multiple_statements');
   }
   const first = stmts[0];
   const stmt = isObj(first) ? first.stmt : undefined;
-  if (!isObj(stmt)) return no('the SQL could not be parsed');
+  if (!isObj(stmt)) return no('the SQL could not be parsed', 'parse_error');
   const type = wrappedType(stmt);
   const node = type === undefined ? undefined : (stmt[type] as AnyObj);
-  if (type === undefined || node === undefined) return no('the SQL could not be parsed');
+  if (type === undefined || node === undefined) return no('the SQL could not be parsed', 'parse_error');
 
   const st: WalkState = { opts, writes: new Set(), locks: false, ddl: false, ...(opts.policy || opts.tables ? { refs: [] } : {}) };
   if (opts.tables) st.multi = { index: tableIndex(opts.tables.list), touched: new Set(), columns: new Set(), params: new Set() };
@@ -133,7 +133,7 @@ function decide(sql: string, opts: GuardOptions, info?: ShapeInfo): GuardResult 
       case 'TruncateStmt':
       case 'IndexStmt':
       case 'RenameStmt': {
-        if (!canDdl(opts)) return no(`found ${statementName(stmt)}`);
+        if (!canDdl(opts)) return no(`found ${statementName(stmt)}`, 'ddl');
         // DDL names the tool's own table and no other, with or without opts.tables.
         const own = ownIndex(opts);
         if (opts.tables && own === undefined) return no("this tool's table is not among the connector's tables");
@@ -141,10 +141,10 @@ function decide(sql: string, opts: GuardOptions, info?: ShapeInfo): GuardResult 
         return own === undefined ? allow('ddl', false) : { ok: true, kind: 'ddl', readOnly: false, touched: [own] };
       }
       default:
-        return no(`found ${statementName(stmt)}`);
+        return no(`found ${statementName(stmt)}`, 'statement_not_allowed');
     }
   } catch (e) {
-    if (e instanceof Refusal) return no(e.detail);
+    if (e instanceof Refusal) return no(e.detail, e.reasonClass);
     if (e instanceof RangeError) return no('the query is nested too deeply');
     throw e;
   }
@@ -162,9 +162,10 @@ function decideDml(sql: string, type: string, stmt: AnyObj, node: AnyObj, st: Wa
   const writes = [...st.writes];
   const read = writes.length === 0 && !st.locks;
   if (!read && !canWrite(opts)) {
-    if (type === 'SelectStmt' && writes.length > 0) throw new Refusal(`found a data-modifying WITH clause (${writes.map((w) => w.toUpperCase()).join(', ')})`);
-    if (writes.length > 0) throw new Refusal(`found ${statementName(stmt)}`);
-    throw new Refusal('SELECT ... FOR UPDATE/SHARE takes row locks');
+    if (type === 'SelectStmt' && writes.length > 0)
+      throw new Refusal(`found a data-modifying WITH clause (${writes.map((w) => w.toUpperCase()).join(', ')})`, 'write');
+    if (writes.length > 0) throw new Refusal(`found ${statementName(stmt)}`, 'write');
+    throw new Refusal('SELECT ... FOR UPDATE/SHARE takes row locks', 'row_lock');
   }
   const kind: StatementKind = read ? 'select' : (WRITE_KINDS[type] ?? writes[0] ?? 'select');
   const touched = st.multi ? finishTables(st, ownIndex(opts), !read) : undefined;
@@ -219,7 +220,7 @@ function checkDdl(type: string, node: AnyObj, st: WalkState): void {
         const names = isObj(o) && isObj(o.List) ? strings(o.List.items) : ['?'];
         const own =
           (names.length === 1 && names[0] === opts.table.name) || (names.length === 2 && names[0] === opts.table.schema && names[1] === opts.table.name);
-        if (!own) throw new Refusal(`it drops "${clip(names.join('.'))}", which is not this tool's table`);
+        if (!own) throw new Refusal(`it drops "${clip(names.join('.'))}", which is not this tool's table`, 'other_table');
       }
       return;
     }

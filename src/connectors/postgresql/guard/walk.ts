@@ -115,7 +115,7 @@ function checkHiddenColumn(node: AnyObj, st: WalkState): void {
   const hidden = st.opts.policy?.hidden;
   if (!hidden || hidden.length === 0) return;
   for (const part of strings(node.fields)) {
-    if (hidden.includes(part)) throw new Refusal(`column "${clip(part)}" is not available on this tool`);
+    if (hidden.includes(part)) throw new Refusal(`column "${clip(part)}" is not available on this tool`, 'hidden_column');
   }
 }
 
@@ -145,7 +145,7 @@ function checkRangeVar(rv: AnyObj, st: WalkState, scope: ReadonlySet<string>): v
     return;
   }
   if (cte) return;
-  throw new Refusal(`it references "${clip(rangeVarLabel(rv))}", which is not this tool's table`);
+  throw new Refusal(`it references "${clip(rangeVarLabel(rv))}", which is not this tool's table`, 'other_table');
 }
 
 /**
@@ -169,7 +169,7 @@ function resolveListed(rv: AnyObj, opts: GuardOptions, index: TableIndex): numbe
       throw new Refusal(`"${label}" is in several schemas (${clip(elsewhere.join(', '))}) and not in "${clip(opts.table.schema)}"; qualify it with its schema`);
     }
   }
-  throw new Refusal(`it references "${label}", which is not a table of this connector`);
+  throw new Refusal(`it references "${label}", which is not a table of this connector`, 'other_table');
 }
 
 /**
@@ -184,7 +184,7 @@ export function finishTables(st: WalkState, own: number | undefined, write: bool
     const other = [...m.touched].find((i) => i !== own);
     if (other !== undefined) {
       const t = list[other]!;
-      throw new Refusal(`a write touches only its own table and reads no other, and it references "${clip(`${t.schema}.${t.name}`)}"`);
+      throw new Refusal(`a write touches only its own table and reads no other, and it references "${clip(`${t.schema}.${t.name}`)}"`, 'other_table');
     }
     m.touched.add(own);
   }
@@ -192,7 +192,7 @@ export function finishTables(st: WalkState, own: number | undefined, write: bool
   for (const i of touched) {
     const t = list[i]!;
     const named = t.hidden?.find((h) => m.columns.has(h));
-    if (named !== undefined) throw new Refusal(`column "${clip(named)}" of table ${clip(`${t.schema}.${t.name}`)} is not available`);
+    if (named !== undefined) throw new Refusal(`column "${clip(named)}" of table ${clip(`${t.schema}.${t.name}`)} is not available`, 'hidden_column');
   }
   if (touched.some((i) => list[i]!.policy)) {
     const ownParams = st.opts.policy?.params ?? 0;
@@ -356,7 +356,7 @@ function checkAlterCmd(node: AnyObj): void {
 function visitWrite(type: string, node: AnyObj, st: WalkState, scope: ReadonlySet<string>): void {
   st.writes.add(type === 'InsertStmt' ? 'insert' : type === 'UpdateStmt' ? 'update' : 'delete');
   if (!isObj(node.relation) || !isOwnTable(node.relation, st.opts)) {
-    throw new Refusal(`it writes to "${clip(isObj(node.relation) ? rangeVarLabel(node.relation) : '?')}", which is not this tool's table`);
+    throw new Refusal(`it writes to "${clip(isObj(node.relation) ? rangeVarLabel(node.relation) : '?')}", which is not this tool's table`, 'other_table');
   }
   const inner = visitWith(node, st, scope);
   walkFields(type, node, st, inner, SKIP_TARGET);

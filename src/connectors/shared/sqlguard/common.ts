@@ -1,6 +1,6 @@
 /** Helpers shared by the per-dialect SQL guards: refusal wording, a small verdict cache and AST basics. */
 
-import type { GuardOptions, GuardResult, StatementKind } from './types.ts';
+import type { GuardOptions, GuardResult, RefusalClass, StatementKind } from './types.ts';
 
 /** Longest SQL text a guard will look at; anything longer is refused without parsing. */
 export const MAX_SQL_LENGTH = 100_000;
@@ -46,8 +46,8 @@ export function allowedPhrase(opts: GuardOptions, tableLabel: string): string {
   return `Only a single ${list} on ${table} is allowed${why}`;
 }
 
-export function refuse(opts: GuardOptions, tableLabel: string, detail: string): GuardResult {
-  return { ok: false, reason: `${allowedPhrase(opts, tableLabel)}: ${detail}.` };
+export function refuse(opts: GuardOptions, tableLabel: string, detail: string, reasonClass: RefusalClass = 'not_allowed'): GuardResult {
+  return { ok: false, reason: `${allowedPhrase(opts, tableLabel)}: ${detail}.`, class: reasonClass };
 }
 
 export function allow(kind: StatementKind, readOnly: boolean): GuardResult {
@@ -102,7 +102,11 @@ export class VerdictCache {
 
 /** Thrown inside a guard's walk to stop at the first reason to refuse. */
 export class Refusal extends Error {
-  constructor(readonly detail: string) {
+  constructor(
+    readonly detail: string,
+    /** The class of the closed list (types.ts REFUSAL_CLASSES) this refusal belongs to. */
+    readonly reasonClass: RefusalClass = 'not_allowed',
+  ) {
     super(detail);
   }
 }
@@ -125,7 +129,7 @@ export function cachedGuard(decide: (sql: string, opts: GuardOptions) => GuardRe
   const cache = new VerdictCache();
   return {
     guard(sql, opts) {
-      if (typeof sql !== 'string') return refuse(opts, tableLabel(opts), 'the query is not a string');
+      if (typeof sql !== 'string') return refuse(opts, tableLabel(opts), 'the query is not a string', 'invalid_arguments');
       const key = VerdictCache.key(sql, opts);
       const hit = cache.get(key);
       if (hit !== undefined) return hit;

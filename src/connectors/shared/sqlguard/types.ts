@@ -88,4 +88,33 @@ export type GuardResult =
       /** With opts.tables: the indexes (into opts.tables.list) of every table the statement references, ascending, once each. */
       touched?: readonly number[];
     }
-  | { ok: false /** Tells the agent what was refused and what is allowed. */; reason: string };
+  | {
+      ok: false;
+      /** Tells the agent what was refused and what is allowed. */
+      reason: string;
+      /** Why, as a class of the closed list (the audit row's `reason_class`; docs/decisions/0320). */
+      class?: RefusalClass;
+    };
+
+/**
+ * The closed list of reasons a statement is refused for (docs/decisions/0320-refusal-reason-classes.md), set where a
+ * guard refuses, never derived from the message text. `not_allowed` is every other rule of a guard.
+ */
+const REFUSAL_CLASSES = [
+  'write',
+  'ddl',
+  'multiple_statements',
+  'function_not_allowed',
+  'other_table',
+  'disabled_table',
+  'hidden_column',
+  'parse_error',
+  'too_long',
+  'statement_not_allowed',
+  'row_lock',
+  'policy',
+  'invalid_arguments',
+  'not_allowed',
+] as const;
+
+export type RefusalClass = (typeof REFUSAL_CLASSES)[number];
