@@ -237,6 +237,8 @@ describe.skipIf(!hasPg)('tool.called end to end: real tools/call, receivers, res
           is_error: false,
           duration_ms: expect.any(Number),
           caller: { type: 'api_key', id: expect.any(String) },
+          // Every table the statement read (decision 0300): the names, never the statement.
+          tables: ['public.items'],
         },
       });
       expect(Number.isInteger(parsed.data.duration_ms)).toBe(true);
