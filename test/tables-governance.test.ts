@@ -221,7 +221,7 @@ for (const kind of ['pg', 'my'] as const) {
       else expect((payroll.error as { message: string }).message).toContain('payroll');
     });
 
-    test('the single layout lists one tool for the connector, which answers a JOIN under the same rows; per_table brings the table tools back', async () => {
+    test('the single layout lists the connector's SQL tool and its schema tool; the SQL tool answers a JOIN under the same rows; per_table brings the table tools back', async () => {
       const type = kind === 'pg' ? 'postgresql' : 'mysql';
       const patched = await sdk.updateConnector({ client: w.client, path: { connectorId: w.connectorId }, body: { tool_layout: 'single' } });
       expect([patched.response.status, patched.data?.tool_layout]).toEqual([200, 'single']);
@@ -229,6 +229,8 @@ for (const kind of ['pg', 'my'] as const) {
       const single = `query_shop_${kind}`;
       expect(names).toContain(single);
       expect(names.filter((n) => n.startsWith(`query_${type}_`))).toEqual([]);
+      // The connector's two tools in this layout: its SQL tool and its schema tool (decisions 0299, 0313).
+      expect(names.filter((n) => n.endsWith(`shop_${kind}`))).toEqual([`describe_shop_${kind}`, single].sort());
       expect(rows(await call(single, { sql: JOIN }))).toEqual(ROWS_A);
       expect(refusal(await call(single, { sql: 'SELECT o.id, p.salary FROM orders o JOIN payroll p ON p.customer_id = o.customer_id' }))).toContain('payroll');
       const held = await call(single, { sql: 'SELECT name FROM items' });

@@ -175,12 +175,16 @@ describe.skipIf(!available)('postgresql: statements over several tables, each go
     expect(rowsOf(r)).toEqual([{ note: 'sales-schema-order', amount: null }]);
   });
 
-  test('a caller without the filter’s attribute sees no row of the governed table, and all of the others', async () => {
+  test('a caller without the filter’s attribute is refused naming it, through any statement touching the table; others still answer', async () => {
+    // Issue 38 item 6 (decision 0307): a missing caller attribute is a tool error naming it, never a silent empty result.
     const c = ctx({ tables: tablesFor({}) });
-    expect(rowsOf(await call('SELECT count(*)::int AS n FROM customers', 'orders', c))).toEqual([{ n: 0 }]);
-    expect(rowsOf(await call('SELECT count(*)::int AS n FROM orders o LEFT JOIN customers c ON c.id = o.customer_id WHERE c.id IS NULL', 'orders', c))).toEqual(
-      [{ n: 4 }],
-    );
+    for (const sql of ['SELECT count(*)::int AS n FROM customers', 'SELECT count(*)::int AS n FROM orders o LEFT JOIN customers c ON c.id = o.customer_id WHERE c.id IS NULL']) {
+      const r = await call(sql, 'orders', c);
+      expect(r.isError).toBe(true);
+      expect(textOf(r)).toContain('"tenant"');
+      expect(textOf(r)).toContain('public.customers');
+    }
+    expect(rowsOf(await call('SELECT count(*)::int AS n FROM orders', 'orders', c))).toEqual([{ n: 4 }]);
   });
 
   test('another caller sees its own tenant’s rows through the same statement', async () => {
