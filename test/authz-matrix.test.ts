@@ -433,9 +433,11 @@ describe('approvals: every caller kind deciding a real pending approval of org A
     const created = await createConnector(g, manageA, 'a-approvals', fixture);
     expect(created.status).toBe('active');
     const tools = (await (await api(g, 'GET', `/api/mcp/${A.orgId}/tools?connector_id=${created.id}`, manageA)).json()) as {
-      tools: { id: string; name: string }[];
+      tools: { id: string; name: string; kind: string }[];
     };
-    const tool = tools.tools[0]!;
+    // The table's tool, not the connector's describe_<connector> schema tool listed beside it (decision 0313).
+    const tool = tools.tools.find((t) => t.kind === 'tool')!;
+    expect(tool.name).toBe('query_postgresql_matrix_approvals');
     const flag = await api(g, 'PATCH', `/api/mcp/${A.orgId}/tools/${tool.id}/metadata`, manageA, {
       requires_approval: true,
       approval_emails: [`admin@${AUD_A}.example`],

@@ -282,7 +282,8 @@ describe.skipIf(!pgUp)('the consumer example on every runtime, from the installe
         runtime,
         org: org.slug,
         connector: { status: 'active' },
-        tools: ['query_postgresql_items', 'query_postgresql_notes'],
+        // The two table tools and the connector's schema tool, describe_<connector name> (decision 0313).
+        tools: [`describe_shop_${runtime}`, 'query_postgresql_items', 'query_postgresql_notes'],
         tokenProvider: true,
         error: { isError: true, isToolgateError: true, status: 404, error: 'connector_not_found', message: 'No such connector.' },
       });
