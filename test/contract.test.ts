@@ -264,7 +264,8 @@ describe('the live endpoint speaks the goldens', () => {
     const batch = await post(JSON.stringify(fixture('invalid/batch.json')), { 'mcp-protocol-version': '2025-06-18' });
     expect(batch.status).toBe(400);
     expect(((await batch.json()) as Record<string, any>).error).toEqual((fixture('error.invalid-request.json') as any).error);
-    expect(await liveRpc({ jsonrpc: '2.0', id: 7, method: 'resources/list' })).toEqual(fixture('error.method-not-found.json') as never);
+    // resources/list and prompts/list are served (decisions 0314/0315); sampling/createMessage is a client's method, not ours.
+    expect(await liveRpc({ jsonrpc: '2.0', id: 7, method: 'sampling/createMessage' })).toEqual(fixture('error.method-not-found.json') as never);
     expect(await liveRpc({ jsonrpc: '2.0', id: 'call-2', method: 'tools/call', params: {} })).toEqual(fixture('error.invalid-params.json') as never);
   });
 

@@ -503,11 +503,23 @@ describe('connector scopes in an IdP token', () => {
     expect(list.status).toBe(200);
     expect(toolNames(list)).toEqual([...own, 'check_approval_status'].sort());
 
-    const call = await mcpRequest(g, A.slug, { bearer: scoped }, 'tools/call', { name: other[0], arguments: { sql: `select * from beta_items` } });
+    // Each connector lists its table tool and its schema tool describe_<connector name> (decision 0313); the calls
+    // below use the table tools, whose argument is `sql`.
+    expect(own.sort()).toEqual(['describe_alpha', 'query_postgresql_alpha_items']);
+    expect(other.sort()).toEqual(['describe_beta', 'query_postgresql_beta_items']);
+    const call = await mcpRequest(g, A.slug, { bearer: scoped }, 'tools/call', {
+      name: 'query_postgresql_beta_items',
+      arguments: { sql: `select * from beta_items` },
+    });
     expect(call.status).toBe(200);
     expect(call.body.error?.code).toBe(-32003);
+    const otherSchema = await mcpRequest(g, A.slug, { bearer: scoped }, 'tools/call', { name: 'describe_beta', arguments: {} });
+    expect(otherSchema.body.error?.code).toBe(-32003);
 
-    const allowed = await mcpRequest(g, A.slug, { bearer: scoped }, 'tools/call', { name: own[0], arguments: { sql: 'select * from alpha_items' } });
+    const allowed = await mcpRequest(g, A.slug, { bearer: scoped }, 'tools/call', {
+      name: 'query_postgresql_alpha_items',
+      arguments: { sql: 'select * from alpha_items' },
+    });
     expect(allowed.body.error).toBeUndefined();
     expect(allowed.body.result.isError).not.toBe(true);
   });

@@ -85,7 +85,7 @@ describe.skipIf(!available)('batches under MCP 2025-03-26', () => {
     const answer = await post([
       { jsonrpc: '1.0', id: 1, method: 'ping' },
       { jsonrpc: '2.0', id: 2, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '1' } } },
-      { jsonrpc: '2.0', id: 3, method: 'resources/list' },
+      { jsonrpc: '2.0', id: 3, method: 'sampling/createMessage' }, // resources/list is served now (decision 0314)
       { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } },
       { jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: NOTES, arguments: { sql: 'DROP TABLE notes' } } },
       insert(300, 6),
