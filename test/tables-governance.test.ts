@@ -221,7 +221,7 @@ for (const kind of ['pg', 'my'] as const) {
       else expect((payroll.error as { message: string }).message).toContain('payroll');
     });
 
-    test('the single layout lists the connector's SQL tool and its schema tool; the SQL tool answers a JOIN under the same rows; per_table brings the table tools back', async () => {
+    test('the single layout lists the connector SQL tool and its schema tool; the SQL tool answers a JOIN under the same rows; per_table brings the table tools back', async () => {
       const type = kind === 'pg' ? 'postgresql' : 'mysql';
       const patched = await sdk.updateConnector({ client: w.client, path: { connectorId: w.connectorId }, body: { tool_layout: 'single' } });
       expect([patched.response.status, patched.data?.tool_layout]).toEqual([200, 'single']);

@@ -178,7 +178,10 @@ describe.skipIf(!available)('postgresql: statements over several tables, each go
   test('a caller without the filter’s attribute is refused naming it, through any statement touching the table; others still answer', async () => {
     // Issue 38 item 6 (decision 0307): a missing caller attribute is a tool error naming it, never a silent empty result.
     const c = ctx({ tables: tablesFor({}) });
-    for (const sql of ['SELECT count(*)::int AS n FROM customers', 'SELECT count(*)::int AS n FROM orders o LEFT JOIN customers c ON c.id = o.customer_id WHERE c.id IS NULL']) {
+    for (const sql of [
+      'SELECT count(*)::int AS n FROM customers',
+      'SELECT count(*)::int AS n FROM orders o LEFT JOIN customers c ON c.id = o.customer_id WHERE c.id IS NULL',
+    ]) {
       const r = await call(sql, 'orders', c);
       expect(r.isError).toBe(true);
       expect(textOf(r)).toContain('"tenant"');
