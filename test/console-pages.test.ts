@@ -188,20 +188,23 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     await page.getByTestId('toasts').getByText('query_postgresql_notes disabled').waitFor();
     await notes.getByRole('switch', { name: 'Enabled: query_postgresql_notes' }).click();
     await page.locator('[data-testid="tool-query_postgresql_notes"]:not(.row-disabled)').waitFor();
-    // Many at once (decision 0304): select all, disable in one request, both rows grey; then enable them again.
+    // Many at once (decision 0304): select all (the two table tools and the connector's schema tool describe_shop,
+    // decision 0313), disable in one request, every row greys; then enable them again.
     const bulk = page.getByTestId('tools-bulk');
-    await bulk.getByRole('button', { name: 'Select all 2' }).click();
-    expect(await bulk.getByText('2 selected').count()).toBe(1);
+    await bulk.getByRole('button', { name: 'Select all 3' }).click();
+    expect(await bulk.getByText('3 selected').count()).toBe(1);
     await bulk.getByRole('button', { name: 'Disable selected' }).click();
-    await page.getByTestId('toasts').getByText('2 tools disabled').waitFor();
+    await page.getByTestId('toasts').getByText('3 tools disabled').waitFor();
     await page.locator('[data-testid="tool-query_postgresql_items"].row-disabled').waitFor();
     await page.locator('[data-testid="tool-query_postgresql_notes"].row-disabled').waitFor();
+    await page.locator('[data-testid="tool-describe_shop"].row-disabled').waitFor();
     expect(await listToolNames(gateway, org.slug, { apiKey: org.apiKey })).toEqual(['check_approval_status']);
     await bulk.getByRole('button', { name: 'Enable selected' }).click();
-    await page.getByTestId('toasts').getByText('2 tools enabled').waitFor();
+    await page.getByTestId('toasts').getByText('3 tools enabled').waitFor();
     await page.locator('[data-testid="tool-query_postgresql_items"]:not(.row-disabled)').waitFor();
+    await page.locator('[data-testid="tool-describe_shop"]:not(.row-disabled)').waitFor();
     await page.getByLabel('Select query_postgresql_items').uncheck();
-    expect(await bulk.getByText('1 selected').count()).toBe(1);
+    expect(await bulk.getByText('2 selected').count()).toBe(1);
     expect(await axe()).toEqual([]);
     await shot('02-tools');
     // The tool's page lists its calls with who made them, by name.
@@ -220,6 +223,9 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     const agent = { apiKey: org.apiKey };
     await callTool(gateway, org.slug, agent, 'query_postgresql_items', { sql: 'SELECT nope FROM items' });
     await callTool(gateway, org.slug, agent, 'query_postgresql_missing', { sql: 'SELECT 1' });
+    // Insights count sealed audit rows, sealed off the hot path (audit/recorder.ts) and the overview reloads them every
+    // 15 s: wait for the seal so the first load already counts these calls instead of racing it.
+    await gateway.deps.audit.drain();
     await open('overview', 'Overview');
     const totals = page.getByTestId('insight-totals');
     await totals.getByText('Refusals').waitFor();

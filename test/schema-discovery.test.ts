@@ -169,8 +169,11 @@ for (const [label, type, connectorName] of [
       expect(list.body.result.resources.map((r: { name: string }) => r.name)).not.toContain(describeName);
       expect((await setTool(schemaRow.id, { enabled: true })).response.status).toBe(200);
       await structured(describeName, { search: 'cust' });
-      const audit = await sdk.listAuditEvents({ client: sdkFor(g, token).client, query: { action: 'tool.called', limit: 200 } });
-      expect(audit.data!.events.some((e) => e.target_id === describeName)).toBe(true);
+      // Audit rows are listed once sealed into the org's chain, which runs off the hot path at most every 100 ms
+      // (audit/recorder.ts): wait for it rather than race it.
+      await g.deps.audit.drain();
+      const audit = await sdk.listAuditEvents({ client: sdkFor(g, token).client, query: { action: 'tool.called', target_id: describeName, limit: 200 } });
+      expect(audit.data!.events.some((e) => e.target_id === describeName && e.outcome === 'success')).toBe(true);
       const reads = await sdk.listAuditEvents({ client: sdkFor(g, token).client, query: { action: 'resource.read', limit: 200 } });
       expect(reads.data!.events.some((e) => e.target_id?.endsWith('/schema') && e.outcome === 'success')).toBe(true);
     });

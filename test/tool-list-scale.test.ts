@@ -1,7 +1,8 @@
 // Issue 38 items 3 and 5 against a real PostgreSQL database of 2,000 tables (its own schema, dropped afterwards):
 // include/exclude patterns decide which tables become tools, tools/list pages through a cursor bound to the org,
 // scope and catalog version, descriptions name the connector, a second connector's clashing names derive from its
-// name (an old `_2` is renamed, keeping its settings), and many tools are enabled or disabled at once.
+// name (an old `_2` is renamed, keeping its settings), and many tools are enabled or disabled at once. Each connector
+// also lists one schema tool, `describe_<connector name>` (decision 0313), beside its table tools.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import postgres from 'postgres';
 import { api, freshDatabase, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
@@ -100,7 +101,7 @@ let few: { id: string; status?: string };
 let all: { id: string; status?: string };
 
 describe.skipIf(!available)('a connector of 2,000 tables', () => {
-  test('an include pattern of 20 tables yields 20 tools, in one page', async () => {
+  test('an include pattern of 20 tables yields 20 table tools and the schema tool, in one page', async () => {
     verifies('CONN-TABLE-FILTER', 'TOOLS-CONNECTOR-NAMED');
     const started = performance.now();
     few = await createConnector(g, token, {
@@ -112,11 +113,22 @@ describe.skipIf(!available)('a connector of 2,000 tables', () => {
     const ms = performance.now() - started;
     expect(few).toMatchObject({ status: 'active', include_tables: [`${schema}.order*`], exclude_tables: [], description: 'production, EU' });
     const tools = await restTools(g, token, org.orgId, few.id);
-    expect(tools.map((t) => t.tool_name).sort()).toEqual(Array.from({ length: ORDERS }, (_, i) => `query_postgresql_order_${pad(i + 1)}`));
+    expect(tools.map((t) => t.tool_name).sort()).toEqual([
+      'describe_orders_db',
+      ...Array.from({ length: ORDERS }, (_, i) => `query_postgresql_order_${pad(i + 1)}`),
+    ]);
     const { page, bytes } = await listPage();
     expect(page.nextCursor).toBeUndefined();
-    expect(page.tools.length).toBe(ORDERS + 1); // and check_approval_status
-    for (const t of page.tools.filter((x) => x.name.startsWith('query_'))) expect(t.description.endsWith('\nConnector: orders db (production, EU)')).toBe(true);
+    expect(page.tools.length).toBe(ORDERS + 2); // the schema tool and check_approval_status
+    const own = page.tools.filter((x) => x.name.startsWith('query_') || x.name.startsWith('describe_'));
+    expect(own.length).toBe(ORDERS + 1);
+    for (const t of own) expect(t.description.endsWith('\nConnector: orders db (production, EU)')).toBe(true);
+    // The schema tool describes the 20 included tables, and no other.
+    const described = (await callTool(g, org.slug, key, 'describe_orders_db', { limit: 100 })).body.result;
+    expect(described.isError).toBeFalsy();
+    const schemaAnswer = described.structuredContent as { matched: number; tables: { name: string }[] };
+    expect(schemaAnswer.matched).toBe(ORDERS);
+    expect(schemaAnswer.tables.map((t) => t.name).sort()).toEqual(Array.from({ length: ORDERS }, (_, i) => `order_${pad(i + 1)}`));
     expect(rowsOf(await callTool(g, org.slug, key, 'query_postgresql_order_0001', { sql: `SELECT label FROM ${schema}.order_0001` }))).toEqual([
       { label: 'first order' },
     ]);
@@ -189,15 +201,16 @@ describe.skipIf(!available)('a connector of 2,000 tables', () => {
     const listStarted = performance.now();
     const first = await walk();
     const walkMs = performance.now() - listStarted;
-    const total = TABLES + ORDERS + 1;
+    const total = TABLES + ORDERS + 2 + 1; // both connectors' table tools, their schema tools, check_approval_status
     expect(first.names.length).toBe(total);
     expect(new Set(first.names).size).toBe(total);
     expect(first.pages).toBe(Math.ceil(total / g.config.toolsListPageSize));
     // The second connector's order tables clash with the first's: named after it, never a bare _2.
     expect(first.names).toContain('query_staging_order_0001');
     expect(first.names).toContain('query_postgresql_item_2000');
+    expect(first.names).toContain('describe_staging');
     expect(first.names.filter((n) => /_\d$/.test(n) && !/_\d{4}$/.test(n))).toEqual([]);
-    expect(first.descriptions.filter((d) => d.endsWith('\nConnector: Staging')).length).toBe(TABLES);
+    expect(first.descriptions.filter((d) => d.endsWith('\nConnector: Staging')).length).toBe(TABLES + 1); // and its schema tool
     const again = await walk();
     expect(again.names).toEqual(first.names);
     const unpaged = first.descriptions.reduce((n, d) => n + d.length, 0);
@@ -246,7 +259,9 @@ describe.skipIf(!available)('a connector of 2,000 tables', () => {
       events: { details: { renamed?: unknown } }[];
     };
     expect(audit.events[0]!.details.renamed).toEqual([{ from: 'query_postgresql_order_0002_2', to: 'query_staging_order_0002' }]);
-    expect((await restTools(g, token, org.orgId, all.id)).length).toBe(TABLES);
+    const after = await restTools(g, token, org.orgId, all.id);
+    expect(after.filter((t) => t.tool_name.startsWith('query_')).length).toBe(TABLES);
+    expect(after.map((t) => t.tool_name).filter((n) => !n.startsWith('query_'))).toEqual(['describe_staging']);
   });
 });
 
@@ -262,7 +277,8 @@ describe.skipIf(!available)('many tools at once', () => {
     expect(body.tools.every((t) => !t.enabled)).toBe(true);
     const { names } = await walk();
     expect(names.filter((n) => n.startsWith('query_postgresql_item_'))).toEqual([]);
-    expect(names.length).toBe(ORDERS * 2 + 1);
+    expect(names.length).toBe(ORDERS * 2 + 2 + 1); // both connectors' order tools, their schema tools, check_approval_status
+    expect(names).toContain('describe_staging');
     const audit = (await (await api(g, 'GET', '/api/audit?action=tools.bulk_updated', token)).json()) as { events: { details: any }[] };
     expect(audit.events.length).toBe(1);
     expect(audit.events[0]!.details).toMatchObject({
@@ -300,7 +316,7 @@ describe.skipIf(!available)('many tools at once', () => {
 });
 
 describe.skipIf(!available)('the page size is a setting', () => {
-  test('TOOLGATE_TOOLS_LIST_PAGE_SIZE=3: ten tools in pages of three, same order as one page; out of range stops the start', async () => {
+  test('TOOLGATE_TOOLS_LIST_PAGE_SIZE=3: eleven tools in pages of three, same order as one page; out of range stops the start', async () => {
     verifies('TOOLS-LIST-PAGES');
     expect(() => loadConfig({ TOOLGATE_TOOLS_LIST_PAGE_SIZE: '0' })).toThrow(/TOOLGATE_TOOLS_LIST_PAGE_SIZE/);
     const small = await startTestGateway('pglite', { TOOLGATE_TOOLS_LIST_PAGE_SIZE: '3' });
@@ -324,8 +340,9 @@ describe.skipIf(!available)('the page size is a setting', () => {
         names.push(...page.tools.map((t) => t.name));
         cursor = page.nextCursor;
       } while (cursor);
-      expect(sizes).toEqual([3, 3, 3, 1]);
-      expect(names).toEqual([...Array.from({ length: 9 }, (_, i) => `query_postgresql_order_${pad(i + 1)}`), 'check_approval_status']);
+      // Nine table tools, the connector's schema tool (decision 0313) and check_approval_status.
+      expect(sizes).toEqual([3, 3, 3, 2]);
+      expect(names).toEqual(['describe_nine', ...Array.from({ length: 9 }, (_, i) => `query_postgresql_order_${pad(i + 1)}`), 'check_approval_status']);
     } finally {
       await small.close();
     }
