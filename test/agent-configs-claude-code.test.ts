@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { agentConfigs } from '../src/console/ui/agent-configs.ts';
+import { agentConfigs } from '../web/console/agent-configs.ts';
 import { onboard, startTestGateway, type Onboarded, type TestGateway } from './support/gateway.ts';
 
 setDefaultTimeout(90_000);

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { agentConfigs } from '../src/console/ui/agent-configs.ts';
+import { agentConfigs } from '../web/console/agent-configs.ts';
 import { onboard, startTestGateway, type Onboarded, type TestGateway } from './support/gateway.ts';
 
 setDefaultTimeout(60_000);

@@ -11,7 +11,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import axeCore from 'axe-core';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { agentConfigs } from '../src/console/ui/agent-configs.ts';
+import { agentConfigs } from '../web/console/agent-configs.ts';
 import * as sdk from '../sdk/index.ts';
 import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { sdkFor } from './support/sdk.ts';

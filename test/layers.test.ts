@@ -11,7 +11,19 @@
 // `.prepare(name)` when it is a builder query (built once per handle with store/db.ts preparedFor) and store/db.ts
 // executePrepared(db, name, sql) when it is SQL text: one path, drizzle's session.prepareQuery, under both.
 import { describe, expect, test } from 'bun:test';
-import { cycles, filesMatching, folderGraph, holdsSql, importGraph, importsOf, rankViolations, sqlFiles, unitOf, unrankedUnits } from './support/imports.ts';
+import {
+  browserImports,
+  cycles,
+  filesMatching,
+  folderGraph,
+  holdsSql,
+  importGraph,
+  importsOf,
+  rankViolations,
+  sqlFiles,
+  unitOf,
+  unrankedUnits,
+} from './support/imports.ts';
 import { RANKS } from './support/ranks.ts';
 
 /**
@@ -38,7 +50,15 @@ describe('ranks of src/', () => {
     expect(graph.size).toBeGreaterThan(50);
     expect(graph.get('main.ts')).toContain('boot.ts');
     expect(graph.get('gateway.ts')).toContain('app.ts');
-    expect(graph.get('console/ui/main.tsx')!.length).toBeGreaterThan(0);
+  });
+
+  test("the browser's code is its own room: web/console imports only itself and generated/, and src/ never imports it", () => {
+    const imports = browserImports();
+    // The check sees what it looks for: the entry's pages and the generated client.
+    expect(imports.some((i) => i.from === 'web/console/main.tsx' && i.to.startsWith('web/console/'))).toBe(true);
+    expect(imports.some((i) => i.to.startsWith('generated/client/'))).toBe(true);
+    expect(imports.filter((i) => !i.to.startsWith('web/console/') && !i.to.startsWith('generated/'))).toEqual([]);
+    expect(filesMatching(/from '(\.\.\/)+web\//)).toEqual([]);
   });
 
   test('every folder and top-level file of src/ has a rank and a role, and the table names nothing else', () => {

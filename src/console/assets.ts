@@ -1,5 +1,5 @@
 /**
- * The console's page and its two assets (app.js, app.css). `npm run gen` (scripts/gen.ts) bundles src/console/ui into
+ * The console's page and its two assets (app.js, app.css). `npm run gen` (scripts/gen.ts) bundles web/console into
  * generated/console, and CI's `gen --check` keeps it fresh; here they are only read, once per process when first
  * asked for, so every runtime (Bun, Deno) serves the same files and no bundler runs in the gateway. Nothing is loaded
  * from another host.

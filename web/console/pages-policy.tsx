@@ -3,7 +3,7 @@
  * columns (fixed/hash/last_n) and a row filter, saved with updateToolMetadata `{policy}` and removed with `{policy: null}`.
  */
 import { useState } from 'preact/hooks';
-import { schemas } from '../../../generated/contract-schemas.ts';
+import { schemas } from '../../generated/contract-schemas.ts';
 import { call, client, rest, type ColumnMask, type Tool, type ToolPolicy } from './api.ts';
 import { schemaError, type FieldSchema } from './controls.tsx';
 import { ErrorBox, useAction } from './kit.tsx';

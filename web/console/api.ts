@@ -3,10 +3,10 @@
  * cookie as its credential (the bearer stays on the server) and the session's CSRF token. No hand-written
  * request per operation: pages call the generated functions with `client`.
  */
-import { createClient } from '../../../generated/client/client/index.ts';
+import { createClient } from '../../generated/client/client/index.ts';
 
-export * as rest from '../../../generated/client/sdk.gen.ts';
-export type * from '../../../generated/client/types.gen.ts';
+export * as rest from '../../generated/client/sdk.gen.ts';
+export type * from '../../generated/client/types.gen.ts';
 
 export interface SessionInfo {
   org_id: string;

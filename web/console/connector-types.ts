@@ -4,7 +4,7 @@
  * its policy section without a change to the console. test/connector-shape.test.ts checks these lists against the
  * registered drivers.
  */
-import { schemas } from '../../../generated/contract-schemas.ts';
+import { schemas } from '../../generated/contract-schemas.ts';
 import type { ConnectorType } from './api.ts';
 
 const typesOf = (schema: object): readonly string[] => (schema as { 'x-toolgate-types'?: readonly string[] })['x-toolgate-types'] ?? [];

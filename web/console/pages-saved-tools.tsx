@@ -3,7 +3,7 @@
  * parameter editor drawn from the contract's SavedToolParameter), a new version on edit, delete, and the versions.
  */
 import { useState } from 'preact/hooks';
-import { schemas } from '../../../generated/contract-schemas.ts';
+import { schemas } from '../../generated/contract-schemas.ts';
 import { call, client, rest, type Connector, type SavedTool, type SavedToolParameter } from './api.ts';
 import { DataTable, Empty, SchemaInput, schemaError, type Column, type FieldSchema } from './controls.tsx';
 import { ErrorBox, useAction, useLoad, when } from './kit.tsx';

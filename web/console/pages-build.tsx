@@ -6,7 +6,7 @@ import { CallsChart } from './charts.tsx';
 import { DataTable, Empty, Named, SchemaInput, Switch, type Column } from './controls.tsx';
 import { Actor, connectorName, Target, useDirectory } from './directory.tsx';
 import { can, CopyButton, ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
-import { schemas } from '../../../generated/contract-schemas.ts';
+import { schemas } from '../../generated/contract-schemas.ts';
 import { PolicySection, SavedPolicyNote } from './pages-policy.tsx';
 import { isDatabaseType, takesPolicy } from './connector-types.ts';
 

@@ -1,6 +1,6 @@
 /** A credential's attributes (what row filters bind as `:caller.<name>`): shown, and set by an admin (issue 38 item 6). */
 import { useState } from 'preact/hooks';
-import { schemas } from '../../../generated/contract-schemas.ts';
+import { schemas } from '../../generated/contract-schemas.ts';
 import { schemaError, type FieldSchema } from './controls.tsx';
 
 const ATTRS = schemas.CallerAttributes as unknown as { maxProperties: number; propertyNames: FieldSchema; additionalProperties: FieldSchema };

@@ -1,6 +1,6 @@
 /** Org settings pages: the identity provider, webhooks, billing. */
 import { useState } from 'preact/hooks';
-import { schemas } from '../../../generated/contract-schemas.ts';
+import { schemas } from '../../generated/contract-schemas.ts';
 import { ApiError, call, client, rest, type IdpConfig, type Webhook, type WebhookAttempt, type WebhookEventType } from './api.ts';
 import { DataTable, Empty, Named, SchemaInput, Switch, type Column } from './controls.tsx';
 import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when, type PageProps } from './kit.tsx';
