@@ -7,6 +7,7 @@ import { startDemo, type Demo } from './demo/demo.ts';
 import { createGateway, type Gateway } from './gateway.ts';
 import { consoleAssets } from './console/assets.ts';
 import { collectGarbage } from './store/db.ts';
+import { StoreUnreachableError } from './store/reach.ts';
 import { acquireDataDirLock, DataDirBusyError, embeddedOperatorToken, updateLockInfo } from './util/datadir.ts';
 
 export interface Booted {
@@ -39,7 +40,14 @@ export async function boot(fail: (message: string) => never): Promise<Booted> {
     // The CLI talks to a running embedded server through the operator API with this token.
     config = { ...config, operatorToken: config.operatorToken ?? embeddedOperatorToken(config.dataDir) };
   }
-  const gateway = await createGateway(config);
+  let gateway: Gateway;
+  try {
+    gateway = await createGateway(config, { onStoreWait: (message) => console.error(`toolgate: ${message}`) });
+  } catch (err) {
+    releaseLock();
+    if (err instanceof StoreUnreachableError) fail(err.message);
+    throw err;
+  }
   // The console's built assets (generated/console) are read at start, so a missing build shows at once.
   await consoleAssets().catch((err: unknown) =>
     console.error(`toolgate: the console bundle could not be read: ${err instanceof Error ? err.message : String(err)}`),

@@ -68,6 +68,8 @@ export interface GatewayOptions {
   authEpochKey?: string;
   /** Tests: the prefix of the failed-authentication keys in Redis, so that suites running at once do not share them. */
   limitsKeyPrefix?: string;
+  /** Where a start that waits for its store server says so (default: the log, at error). */
+  onStoreWait?: (message: string) => void;
 }
 
 /**
@@ -101,11 +103,12 @@ async function openBase(config: Config, options: GatewayOptions) {
   const keyText =
     config.secretKey ?? (embedded && !options.inMemory ? embeddedSecretKey(config.dataDir) : Buffer.from(randomSecret(32), 'base64url').toString('base64'));
   const box = new SecretBox(decodeKey(keyText)!);
+  const log = createLogger(config.logLevel, options.logDestination);
   const store = await openStore({
     databaseUrl: config.databaseUrl,
     dataDir: embedded && !options.inMemory ? join(config.dataDir, 'pgdata') : null,
+    reach: { waitMs: config.storeStartWaitMs, onWait: options.onStoreWait ?? ((message) => log.error(message)) },
   });
-  const log = createLogger(config.logLevel, options.logDestination);
   await applyConnectionBudget(config, store);
   startDefaultMetrics();
   const stopTracing = config.otlpEndpoint

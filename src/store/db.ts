@@ -9,6 +9,7 @@ import { existsSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { migrations, type Migration } from './migrations.ts';
 import { pgliteWasm, type PgliteWasm } from './pglite-wasm.ts';
+import { reachServer, type ReachOptions } from './reach.ts';
 import * as schema from './schema.ts';
 
 type Schema = typeof schema;
@@ -30,9 +31,12 @@ export interface StoreOptions {
   databaseUrl?: string | null;
   dataDir?: string | null;
   poolSize?: number;
+  /** A server store: how long a start waits for it to answer, and where the waiting is told (store/reach.ts). */
+  reach?: ReachOptions;
 }
 
 export async function openStore(options: StoreOptions): Promise<Store> {
+  if (options.databaseUrl && options.reach) await reachServer(options.databaseUrl, options.reach);
   const store = options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10) : await openPglite(options.dataDir ?? null);
   try {
     await migrate(store);
