@@ -14,8 +14,8 @@ import type { GuardOptions } from '../src/connectors/shared/sqlguard/types.ts';
 import { isRefusal, prepareCall } from '../src/connectors/shared/prepare.ts';
 import { PG_DIALECT } from '../src/connectors/postgresql/execute.ts';
 import { loadPgGuard } from '../src/connectors/postgresql/guard/lazy.ts';
-import { policyKey, type ToolPolicy } from '../src/connectors/shared/policy.ts';
-import type { ExecutionContext, SqlTarget, SqlToolSpec } from '../src/connectors/types.ts';
+import { policyKey } from '../src/connectors/shared/policy.ts';
+import type { ExecutionContext, SqlTarget, SqlToolSpec, ToolPolicy } from '../src/connectors/types.ts';
 
 const ITERATIONS = Number(process.argv[2] ?? 2000);
 await loadPgGuard();

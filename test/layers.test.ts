@@ -19,12 +19,13 @@ import {
   holdsSql,
   importGraph,
   importsOf,
+  insideGraph,
   rankViolations,
   sqlFiles,
   unitOf,
   unrankedUnits,
 } from './support/imports.ts';
-import { RANKS } from './support/ranks.ts';
+import { INNER_RANKS, RANKS } from './support/ranks.ts';
 
 /**
  * Files that hold SQL outside the places for it, each with why. Empty: only a file with a strong reason may enter it
@@ -103,6 +104,47 @@ describe('ranks of src/', () => {
     expect(graph.has('deps.ts')).toBe(true);
     expect(RANKS['deps.ts']!.rank).toBeLessThan(RANKS['handlers/']!.rank);
     expect([...graph.keys()].filter((f) => f.startsWith('http/') && f !== 'http/router.ts')).toEqual([]);
+  });
+});
+
+describe('ranks one level down (connectors/: the type folders stand on shared/, never the reverse)', () => {
+  const graph = importGraph();
+  for (const [folder, ranks] of Object.entries(INNER_RANKS)) {
+    const inside = insideGraph(graph, folder);
+
+    test(`${folder}: every subfolder and file has a rank and a role, and the table names nothing else`, () => {
+      expect(unrankedUnits(inside, ranks)).toEqual([]);
+      const units = new Set([...inside.keys()].map(unitOf));
+      expect(Object.keys(ranks).filter((unit) => !units.has(unit))).toEqual([]);
+      for (const { rank, role } of Object.values(ranks)) {
+        expect(Number.isInteger(rank) && rank >= 0).toBe(true);
+        expect(role.length).toBeGreaterThan(10);
+      }
+    });
+
+    test(`${folder}: every import between its units points to a strictly lower rank; no unit-level cycle`, () => {
+      expect(rankViolations(inside, ranks)).toEqual([]);
+      expect(cycles(folderGraph(inside))).toEqual([]);
+    });
+  }
+
+  test('the graph inside a folder keeps its own imports, relative to it, and drops the rest', () => {
+    const graph = new Map([
+      ['connectors/shared/walk.ts', ['connectors/mysql/walk.ts', 'util/log.ts']],
+      ['connectors/mysql/walk.ts', ['connectors/shared/walk.ts']],
+      ['tools/catalog.ts', ['connectors/types.ts']],
+    ]);
+    const inside = insideGraph(graph, 'connectors/');
+    expect(inside).toEqual(
+      new Map([
+        ['shared/walk.ts', ['mysql/walk.ts']],
+        ['mysql/walk.ts', ['shared/walk.ts']],
+      ]),
+    );
+    // The import that shared/sqlguard/readonly-walk.ts made of mysql/guard/walk.ts: upward, and a unit cycle.
+    const ranks = { 'shared/': { rank: 1, role: 'common code' }, 'mysql/': { rank: 2, role: 'one type' } };
+    expect(rankViolations(inside, ranks)).toEqual(['shared/walk.ts (1) -> mysql/walk.ts (2)']);
+    expect(cycles(folderGraph(inside))).toEqual([['mysql/', 'shared/']]);
   });
 });
 

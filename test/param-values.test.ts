@@ -2,7 +2,7 @@
 // on PostgreSQL and MariaDB are in test/connectors/conformance.ts and test/saved-tools.test.ts).
 import { describe, expect, test } from 'bun:test';
 import { paramValueProblem, savedArgumentsProblem, timestampArgumentToUtc } from '../src/connectors/shared/param-values.ts';
-import type { SavedParam } from '../src/connectors/shared/saved.ts';
+import type { SavedParam } from '../src/connectors/types.ts';
 
 const p = (type: SavedParam['type'], extra: Partial<SavedParam> = {}): SavedParam => ({ name: 'v', type, description: '', ...extra });
 const ok = (param: SavedParam, value: unknown) => paramValueProblem(param, value) === null;

@@ -8,8 +8,6 @@
  */
 import type { OutboundPolicy } from '../net/outbound.ts';
 import type * as wire from '../../generated/client/types.gen.ts';
-import type { SavedParam, SavedStatement, SavedTemplate } from './shared/saved.ts';
-import type { CallPolicy, ToolPolicy } from './shared/policy.ts';
 
 /** JSON Schema object as carried in an MCP tool descriptor. */
 export type JsonSchema = {
@@ -60,6 +58,39 @@ export interface SqlTarget {
    * touching the view is governed by their rows too (docs/decisions/0292, item 4). Unset: not recorded.
    */
   bases?: { schema: string; table: string }[];
+}
+
+/** One typed parameter of a saved statement, as the admin declares it (the contract's SavedToolParameter). */
+export type SavedParam = wire.SavedToolParameter;
+export type ScalarType = wire.SavedToolScalarType;
+
+/** A statement split at its placeholders: parts.length === slots.length + 1 (shared/saved.ts finds them). */
+export interface SavedTemplate {
+  parts: string[];
+  /** The parameter name at each placeholder, in text order (one name may recur). */
+  slots: string[];
+}
+
+/** What a saved tool's target carries besides its table (SqlTarget.saved), stored with the tool. */
+export interface SavedStatement extends SavedTemplate {
+  statement: string;
+  parameters: SavedParam[];
+  version: number;
+}
+
+/** The stored policy of one tool (tools.policy; the contract's ToolPolicy, every field present; shared/policy.ts applies it). */
+export type ToolPolicy = Required<wire.ToolPolicy>;
+export type ColumnMask = wire.ColumnMask;
+
+/** A policy as a call carries it: the stored policy, the org's mask key and the caller's attributes. */
+export interface CallPolicy {
+  policy: ToolPolicy;
+  /** Identifies the policy's text (guard verdict and resolution cache keys). */
+  key: string;
+  /** The org's 32-byte key for `hash` masks (HMAC-SHA256); null when the policy has none. */
+  maskKey: Uint8Array | null;
+  /** The caller's attributes (IdP claims, API key / OAuth client attributes). */
+  caller: Readonly<Record<string, string>>;
 }
 
 /** A foreign key of a table: its columns, and the table and columns they reference (in the same order). */

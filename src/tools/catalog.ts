@@ -1,10 +1,10 @@
 /** The org's tool catalog as the MCP endpoint sees it: built once per catalog version, with validators compiled once. */
 import Ajv, { type ValidateFunction } from 'ajv';
 import { credentialContext } from '../connectors/repository.ts';
-import type { ItemKind, SqlTarget, ToolSpec } from '../connectors/types.ts';
+import type { ItemKind, SqlTarget, ToolSpec, CallPolicy, ToolPolicy } from '../connectors/types.ts';
 import { sanitizeName } from '../connectors/shared/naming.ts';
 import { describeTables, type DescribedTable, type TableSource as DescribedSource } from './schema.ts';
-import { describedColumns, policyKey, type CallPolicy, type ToolPolicy } from '../connectors/shared/policy.ts';
+import { describedColumns, policyKey } from '../connectors/shared/policy.ts';
 import { columnList } from '../connectors/shared/toolspec.ts';
 import { applyTableFilter } from '../connectors/table-filter.ts';
 import type { Store } from '../store/db.ts';

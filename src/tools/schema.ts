@@ -4,9 +4,8 @@
  * is enabled; its hidden columns are never named (nor keys over them), masked ones are marked, and a table with a row
  * filter shows no row estimate (the count of rows the caller cannot see is not the caller's to know).
  */
-import type { ForeignKey, SqlTarget, ToolResult } from '../connectors/types.ts';
+import type { ForeignKey, SqlTarget, ToolResult, ToolPolicy } from '../connectors/types.ts';
 import { DEFAULT_DESCRIBED_TABLES } from '../connectors/shared/schema-tool.ts';
-import type { ToolPolicy } from '../connectors/shared/policy.ts';
 
 interface DescribedColumn {
   name: string;

@@ -2,8 +2,7 @@
 import { recordAudit, type Actor } from '../audit/repository.ts';
 import { conflict, notFound, unprocessable } from '../errors.ts';
 import { getDriver } from '../connectors/registry.ts';
-import type { ColumnMask, ToolPolicy } from '../connectors/shared/policy.ts';
-import type { ToolSpec } from '../connectors/types.ts';
+import type { ToolSpec, ColumnMask, ToolPolicy } from '../connectors/types.ts';
 import type { Store } from '../store/db.ts';
 import { CHECK_APPROVAL_STATUS } from './runtime.ts';
 import { bumpCatalogVersion } from '../connectors/repository.ts';

@@ -3,8 +3,7 @@
  * governance of its own tool row (enabled, policy, approval), built once per catalog version and connector; a call
  * adds its caller's attributes, which only the tables with a policy need (one array copy per call at most).
  */
-import type { CallTable, ExecutionContext, SqlTarget } from '../connectors/types.ts';
-import type { CallPolicy } from '../connectors/shared/policy.ts';
+import type { CallTable, ExecutionContext, SqlTarget, CallPolicy } from '../connectors/types.ts';
 
 /** What a table's tool row decides besides the guard's part: who approves calls that touch it, and for how long. */
 export interface TableRow {

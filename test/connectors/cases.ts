@@ -1,8 +1,7 @@
 /** What a database dialect hands the connector conformance suite, and the security cases every dialect shares. */
-import type { ConnectorDriver, DatabaseConfig, SqlTarget } from '../../src/connectors/types.ts';
+import type { ConnectorDriver, DatabaseConfig, SqlTarget, SavedParam } from '../../src/connectors/types.ts';
 import type { PoolSettings } from '../../src/connectors/shared/pools.ts';
 import type { ConnectorType } from '../../generated/client/types.gen.ts';
-import type { SavedParam } from '../../src/connectors/shared/saved.ts';
 
 /** The SQL connector types: every one runs COMMON_CASES (guard-conformance.test.ts without a server, live where one exists). */
 export const SQL_TYPES = ['postgresql', 'mysql', 'mssql', 'oracle'] as const satisfies readonly ConnectorType[];

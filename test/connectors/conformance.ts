@@ -3,9 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { ConnectorError, type ExecutionContext, type ToolResult, type SqlToolSpec } from '../../src/connectors/types.ts';
+import { ConnectorError, type ExecutionContext, type ToolResult, type SqlToolSpec, type SavedParam } from '../../src/connectors/types.ts';
 import { COMMON_CASES, INJECTION_VALUES, LONG_NAMES, SAVED_REFUSALS, type ConformanceSetup, type Provisioned } from './cases.ts';
-import type { SavedParam } from '../../src/connectors/shared/saved.ts';
 import { verifies } from '../requirements.ts';
 import { tcpProxy } from '../support/targets.ts';
 

@@ -6,10 +6,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import net from 'node:net';
 import { connectorTypes, getDriver } from '../../src/connectors/index.ts';
-import type { ExecutionContext, SqlToolSpec } from '../../src/connectors/types.ts';
+import type { ExecutionContext, SqlToolSpec, SavedParam } from '../../src/connectors/types.ts';
 import { registry } from '../../src/observability/metrics.ts';
 import { COMMON_CASES, INJECTION_VALUES, SAVED_REFUSALS, SQL_TYPES, type SqlType } from './cases.ts';
-import { parseTemplate, type SavedParam } from '../../src/connectors/shared/saved.ts';
+import { parseTemplate } from '../../src/connectors/shared/saved.ts';
 import { isRefusal, prepareCall } from '../../src/connectors/shared/prepare.ts';
 import { PG_DIALECT } from '../../src/connectors/postgresql/execute.ts';
 import { MYSQL_DIALECT } from '../../src/connectors/mysql/execute.ts';

@@ -6,7 +6,7 @@
 import { describe, expect, test } from 'bun:test';
 import { guardMongoCall, type Lookups, type MongoVerdict } from '../../src/connectors/mongodb/guard/guard.ts';
 import { policyStages } from '../../src/connectors/mongodb/guard/lookup.ts';
-import type { ToolPolicy } from '../../src/connectors/shared/policy.ts';
+import type { ToolPolicy } from '../../src/connectors/types.ts';
 
 const none: ToolPolicy = { hidden_columns: [], masked_columns: [], row_filter: null };
 const customersPolicy: ToolPolicy = {

@@ -4,8 +4,7 @@
 // collection's own policy applies. No MongoDB server here: touchedTables runs the same guard execute runs, nothing sent.
 import { describe, expect, test } from 'bun:test';
 import { mongodbDriver, type MongoExecutionContext, type MongoTarget, type MongoToolSpec } from '../../src/connectors/mongodb/driver.ts';
-import type { ToolPolicy } from '../../src/connectors/shared/policy.ts';
-import type { ToolResult } from '../../src/connectors/types.ts';
+import type { ToolResult, ToolPolicy } from '../../src/connectors/types.ts';
 import { approvalOf, callTables, connectorTables, isCollection, isSqlTable, touchedIndexes, touchedNames, type TableSource } from '../../src/tools/tables.ts';
 
 const target = (collection: string): MongoTarget => ({ database: 'shop', collection, kind: 'collection' });

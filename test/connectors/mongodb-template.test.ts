@@ -3,7 +3,7 @@
 import { describe, expect, test } from 'bun:test';
 import { bindMongoTemplate, checkMongoTemplate } from '../../src/connectors/mongodb/template.ts';
 import { guardMongoCall } from '../../src/connectors/mongodb/guard/guard.ts';
-import type { SavedParam } from '../../src/connectors/shared/saved.ts';
+import type { SavedParam } from '../../src/connectors/types.ts';
 import type { MongoClient } from 'mongodb';
 import { executeMongo, mongodbDriver } from '../../src/connectors/mongodb/driver.ts';
 

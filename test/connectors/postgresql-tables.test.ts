@@ -11,8 +11,8 @@ import { serviceAvailable } from '../support/services.ts';
 import { createTargets, type Targets } from '../support/targets.ts';
 import { postgresqlDriver } from '../../src/connectors/postgresql/driver.ts';
 import type { PgExecutionContext } from '../../src/connectors/postgresql/execute.ts';
-import type { CallTable, SqlToolSpec, ToolResult } from '../../src/connectors/types.ts';
-import { policyKey, type CallPolicy } from '../../src/connectors/shared/policy.ts';
+import type { CallTable, SqlToolSpec, ToolResult, CallPolicy } from '../../src/connectors/types.ts';
+import { policyKey } from '../../src/connectors/shared/policy.ts';
 import {
   DISABLED_TABLE,
   JOIN_ANSWERS,

@@ -12,9 +12,17 @@ import postgres from 'postgres';
 import { MYSQL_URL, PG_URL, serviceAvailable } from '../support/services.ts';
 import { mysqlDriver } from '../../src/connectors/mysql/driver.ts';
 import { postgresqlDriver } from '../../src/connectors/postgresql/driver.ts';
-import type { ConnectorDriver, DatabaseConfig, ExecutionContext, SqlTarget, SqlToolSpec, ToolResult } from '../../src/connectors/types.ts';
-import { policyKey, type ToolPolicy } from '../../src/connectors/shared/policy.ts';
-import type { SavedParam } from '../../src/connectors/shared/saved.ts';
+import type {
+  ConnectorDriver,
+  DatabaseConfig,
+  ExecutionContext,
+  SqlTarget,
+  SqlToolSpec,
+  ToolResult,
+  ToolPolicy,
+  SavedParam,
+} from '../../src/connectors/types.ts';
+import { policyKey } from '../../src/connectors/shared/policy.ts';
 
 const ROWS = 40;
 const CAP = 5;

@@ -12,8 +12,8 @@ import { JOIN_REFUSALS, sqlFor } from '../connectors/join-cases.ts';
 import { MSSQL_DIALECT } from '../../src/connectors/mssql/driver.ts';
 import { ORACLE_DIALECT } from '../../src/connectors/oracle/driver.ts';
 import { isRefusal, prepareCall } from '../../src/connectors/shared/prepare.ts';
-import { policyKey, type CallPolicy, type ToolPolicy } from '../../src/connectors/shared/policy.ts';
-import type { ExecutionContext, SqlTarget } from '../../src/connectors/types.ts';
+import { policyKey } from '../../src/connectors/shared/policy.ts';
+import type { ExecutionContext, SqlTarget, CallPolicy, ToolPolicy } from '../../src/connectors/types.ts';
 
 type Guard = (sql: string, o: GuardOptions) => GuardResult;
 

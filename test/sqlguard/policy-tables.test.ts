@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
 import { serviceAvailable } from '../support/services.ts';
 import { createTargets, type Targets } from '../support/targets.ts';
-import { applyPolicies, policyKey, type CallPolicy, type PolicyTable, type TableRef, type ToolPolicy } from '../../src/connectors/shared/policy.ts';
+import { applyPolicies, policyKey, type PolicyTable, type TableRef } from '../../src/connectors/shared/policy.ts';
 import { PG_POLICY } from '../../src/connectors/postgresql/policy.ts';
 import { MYSQL_POLICY } from '../../src/connectors/mysql/policy.ts';
 import { PG_DIALECT } from '../../src/connectors/postgresql/execute.ts';
@@ -16,7 +16,7 @@ import { PG_SYNTAX } from '../../src/connectors/postgresql/saved.ts';
 import { parseTemplate } from '../../src/connectors/shared/saved.ts';
 import { isRefusal, prepareCall, type PreparedCall } from '../../src/connectors/shared/prepare.ts';
 import { loadPgGuard } from '../../src/connectors/postgresql/guard/lazy.ts';
-import type { CallTable, ExecutionContext, SqlTarget, SqlToolSpec, ToolResult } from '../../src/connectors/types.ts';
+import type { CallTable, ExecutionContext, SqlTarget, SqlToolSpec, ToolResult, CallPolicy, ToolPolicy } from '../../src/connectors/types.ts';
 
 const available = await serviceAvailable('postgres');
 await loadPgGuard();

@@ -8,14 +8,14 @@ import { guardOracleSql } from '../../src/connectors/oracle/guard/guard.ts';
 import { guardPostgresSql } from '../../src/connectors/postgresql/guard/guard.ts';
 import { loadMysqlGuard, MYSQL_DIALECT } from '../../src/connectors/mysql/execute.ts';
 import { prepareCall, isRefusal, type Dialect } from '../../src/connectors/shared/prepare.ts';
-import { applyPolicy, checkPolicyShape, type CallPolicy, type ToolPolicy } from '../../src/connectors/shared/policy.ts';
+import { applyPolicy, checkPolicyShape } from '../../src/connectors/shared/policy.ts';
 import { PG_POLICY } from '../../src/connectors/postgresql/policy.ts';
 import { bindPositional, parseTemplate } from '../../src/connectors/shared/saved.ts';
 import { MSSQL_MARKERS, MSSQL_SYNTAX } from '../../src/connectors/mssql/saved.ts';
 import { PG_SYNTAX } from '../../src/connectors/postgresql/saved.ts';
 import { MYSQL_POLICY } from '../../src/connectors/mysql/policy.ts';
 import type { GuardOptions, GuardResult } from '../../src/connectors/shared/sqlguard/types.ts';
-import type { ExecutionContext, SqlToolSpec } from '../../src/connectors/types.ts';
+import type { ExecutionContext, SqlToolSpec, CallPolicy, ToolPolicy } from '../../src/connectors/types.ts';
 
 const policy = { key: 'p1', hidden: ['SSN'] };
 const MS: GuardOptions = { table: { schema: 'dbo', name: 'people' }, allowWrite: false, allowDdl: false, readOnly: true, defaultSchema: 'dbo', policy };

@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { RANKS } from './ranks.ts';
+import { INNER_RANKS, RANKS } from './ranks.ts';
 
 const SRC = resolve(import.meta.dir, '../../src');
 
@@ -175,6 +175,20 @@ export function folderGraph(graph: Map<string, string[]>): Map<string, string[]>
   return new Map([...folders].map(([unit, edges]) => [unit, [...edges].sort()]));
 }
 
+/**
+ * The graph inside one folder (`connectors/`), paths relative to it: its files, and their imports of each other. With
+ * it, the unit, rank and cycle checks apply one level down (test/support/ranks.ts INNER_RANKS).
+ */
+export function insideGraph(graph: Map<string, string[]>, folder: string): Map<string, string[]> {
+  const inside = new Map<string, string[]>();
+  for (const [from, targets] of graph) {
+    if (!from.startsWith(folder)) continue;
+    const local = targets.filter((to) => to.startsWith(folder)).map((to) => to.slice(folder.length));
+    inside.set(from.slice(folder.length), local);
+  }
+  return inside;
+}
+
 /** Imports across units that do not point to a strictly lower rank (upward, or sideways within one rank). */
 export function rankViolations(graph: Map<string, string[]>, ranks = RANKS): string[] {
   const out: string[] = [];
@@ -217,5 +231,14 @@ if (import.meta.main) {
   console.log('folder cycles:', JSON.stringify(cycles(folders), null, 1));
   console.log('rank violations:', JSON.stringify(rankViolations(graph), null, 1));
   console.log('units without a rank:', JSON.stringify(unrankedUnits(graph)));
+  for (const [folder, ranks] of Object.entries(INNER_RANKS)) {
+    const inside = insideGraph(graph, folder);
+    const units = folderGraph(inside);
+    for (const [unit, targets] of [...units].sort(([a], [b]) => (ranks[a]?.rank ?? -1) - (ranks[b]?.rank ?? -1)))
+      console.log(`  ${folder} ${ranks[unit]?.rank ?? '?'} ${unit} -> ${targets.join(' ')}`);
+    console.log(`${folder} cycles:`, JSON.stringify([...cycles(units), ...cycles(inside)]));
+    console.log(`${folder} rank violations:`, JSON.stringify(rankViolations(inside, ranks), null, 1));
+    console.log(`${folder} units without a rank:`, JSON.stringify(unrankedUnits(inside, ranks)));
+  }
   console.log('not reached from the entries:', JSON.stringify(unreachable(graph, ['main.ts', 'deno.ts', 'cli.ts']), null, 1));
 }

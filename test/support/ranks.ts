@@ -37,3 +37,28 @@ export const RANKS: Record<string, { rank: number; role: string }> = {
   'main.ts': { rank: 16, role: 'serves the gateway on Bun' },
   'deno.ts': { rank: 16, role: 'serves the gateway on Deno' },
 };
+
+/**
+ * Ranks one level down (issue 39 item 5): inside these folders, every subfolder and file is a unit ranked as above, so
+ * the type folders stand on shared/ and the interface, and shared/ never reaches up into a type. Type folders share
+ * a rank: none imports another. Paths are relative to the folder.
+ */
+export const INNER_RANKS: Record<string, Record<string, { rank: number; role: string }>> = {
+  'connectors/': {
+    'types.ts': { rank: 0, role: 'the one interface every driver implements, and the shapes it exchanges (saved statements, policies)' },
+    'shared/': { rank: 1, role: "the drivers' common code: the SQL driver skeleton, pools, results, policies, the SQL guards' shared walk" },
+    'registry.ts': { rank: 1, role: 'the registry of driver types (each type folder registers itself)' },
+    'table-filter.ts': { rank: 1, role: "which of a database connector's tables become tools" },
+    'postgresql/': { rank: 2, role: 'the postgresql type: driver, pools, guard, resolution' },
+    'mysql/': { rank: 2, role: 'the mysql type (MySQL and MariaDB): driver, pool, guard' },
+    'mssql/': { rank: 2, role: 'the mssql type (SQL Server): driver and read-only guard dialect' },
+    'oracle/': { rank: 2, role: 'the oracle type: driver and read-only guard dialect' },
+    'mongodb/': { rank: 2, role: 'the mongodb type: driver, pipeline templates and guard' },
+    'mcp/': { rank: 2, role: 'the mcp type: an upstream MCP server as a source' },
+    'repository.ts': { rank: 2, role: 'SQL of connectors and their credentials in the store' },
+    'index.ts': { rank: 3, role: 'loads every type folder (each registers itself) and re-exports the registry' },
+    'health-statements.ts': { rank: 3, role: 'SQL of connector health probes' },
+    'health.ts': { rank: 4, role: 'connector health: probes, their schedule and state' },
+    'service.ts': { rank: 4, role: 'connector lifecycle: create, update, archive, validate' },
+  },
+};

@@ -4,7 +4,16 @@
  * projection, sort) or an aggregate pipeline, checked by guard.ts; the server cancels it at maxTimeMS.
  */
 import { MongoClient, type Db, type Document, type FindCursor, type AggregationCursor, type MongoClientOptions } from 'mongodb';
-import { ConnectorError, type CallTable, type ConnectorDriver, type DatabaseConfig, type ExecutionContext, type ToolResult, type ToolSpec } from '../types.ts';
+import {
+  ConnectorError,
+  type CallTable,
+  type ConnectorDriver,
+  type DatabaseConfig,
+  type ExecutionContext,
+  type ToolResult,
+  type ToolSpec,
+  type SavedStatement,
+} from '../types.ts';
 import { admissionOf, busyText, ConnectorBusyError, PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT, OUTPUT_SCHEMA } from '../shared/toolspec.ts';
 import { errorResult, refusedResult, RowCollector, type Narrowing } from '../shared/result.ts';
@@ -19,7 +28,6 @@ import { guardMongoCall, type Lookups } from './guard/guard.ts';
 import type { LookupCollection } from './guard/lookup.ts';
 import { bsonToJson } from './values.ts';
 import { savedPipelineArgs, checkSavedPipeline } from './template.ts';
-import type { SavedStatement } from '../shared/saved.ts';
 
 /** Databases of the server itself: never exposed. */
 export const MONGODB_SYSTEM_DATABASES: ReadonlySet<string> = new Set(['admin', 'local', 'config']);

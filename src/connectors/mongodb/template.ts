@@ -8,8 +8,7 @@
  * already. The bound pipeline then passes the guard (guard/guard.ts) like an agent's own.
  */
 import { guardMongoCall } from './guard/guard.ts';
-import type { SavedParam, SavedStatement } from '../shared/saved.ts';
-import type { SavedCheck } from '../types.ts';
+import type { SavedCheck, SavedParam, SavedStatement } from '../types.ts';
 import { paramValueProblem } from '../shared/param-values.ts';
 
 type Doc = Record<string, unknown>;

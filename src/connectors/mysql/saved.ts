@@ -1,7 +1,8 @@
 /** MySQL's saved-statement facts (shared/saved.ts): how its text is lexed, and how a template binds as `?`. */
-import { elementType, type BoundStatement, type SavedBinding, type ScalarType } from '../shared/saved.ts';
+import { elementType, type BoundStatement, type SavedBinding } from '../shared/saved.ts';
 import type { SqlSyntax } from '../shared/sqltext.ts';
 import { timestampArgumentToUtc } from '../shared/param-values.ts';
+import type { ScalarType } from '../types.ts';
 
 /** `#` and `-- ` comments, executable `/*! *\/` comments, backslash escapes in strings, backtick names, `?` markers. */
 export const MYSQL_SYNTAX: SqlSyntax = {

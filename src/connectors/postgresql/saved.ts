@@ -1,6 +1,7 @@
 /** PostgreSQL's saved-statement facts (shared/saved.ts): how its text is lexed, and how a template binds as `$n`. */
-import { elementType, type BoundStatement, type SavedBinding, type SavedParam, type ScalarType } from '../shared/saved.ts';
+import { elementType, type BoundStatement, type SavedBinding } from '../shared/saved.ts';
 import type { SqlSyntax } from '../shared/sqltext.ts';
+import type { SavedParam, ScalarType } from '../types.ts';
 
 /** `--` and nesting `/* *\/` comments, `E'...'` backslash escapes, `$tag$` dollar quotes, `$1` markers. */
 export const PG_SYNTAX: SqlSyntax = {

@@ -3,7 +3,7 @@
  * every type accepts and refuses the same values (issue 38 item 7c, docs/decisions/0308-typed-parameter-values.md):
  * a date is a real calendar day, a timestamp a real instant, an integer exact, a number finite.
  */
-import type { SavedParam, ScalarType } from './saved.ts';
+import type { SavedParam, ScalarType } from '../types.ts';
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,6})?)?(Z|([+-])(\d{2})(?::?(\d{2}))?)?$/;

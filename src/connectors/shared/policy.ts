@@ -14,36 +14,7 @@
  * attributes, mask texts and the per-org hash key are driver parameters, never text. A call whose caller lacks an
  * attribute of the filter is refused before it runs (missingCallerAttribute); the filter would be FALSE: no rows, never all.
  */
-
-type MaskKind = 'fixed' | 'hash' | 'last_n';
-
-export interface ColumnMask {
-  column: string;
-  mask: MaskKind;
-  /** fixed: the text every non-null value becomes (default `****`). */
-  text?: string;
-  /** last_n: how many trailing characters stay (the rest become `*`). */
-  n?: number;
-}
-
-/** The stored policy of one tool (tools.policy; the contract's ToolPolicy). */
-export interface ToolPolicy {
-  hidden_columns: string[];
-  masked_columns: ColumnMask[];
-  /** A SQL predicate over the table's columns; `:caller.<attr>` stands for the caller's attribute (bound, text). */
-  row_filter: string | null;
-}
-
-/** A policy as a call carries it: the stored policy, the org's mask key and the caller's attributes. */
-export interface CallPolicy {
-  policy: ToolPolicy;
-  /** Identifies the policy's text (guard verdict and resolution cache keys). */
-  key: string;
-  /** The org's 32-byte key for `hash` masks (HMAC-SHA256); null when the policy has none. */
-  maskKey: Uint8Array | null;
-  /** The caller's attributes (IdP claims, API key / OAuth client attributes). */
-  caller: Readonly<Record<string, string>>;
-}
+import type { CallPolicy, ColumnMask, ToolPolicy } from '../types.ts';
 
 /** A reference to the tool's table in the statement text, as the guard found it (UTF-16 offsets). */
 export interface TableRef {

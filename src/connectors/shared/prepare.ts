@@ -3,15 +3,15 @@
  * guard (in a span), the write check, the row-limit wrapper; each refusal counted by its stage.
  */
 import type { GuardOptions, GuardResult, RefusalClass, StatementKind } from './sqlguard/types.ts';
-import type { ExecutionContext, ToolResult, SqlTarget, SqlToolSpec } from '../types.ts';
+import type { ExecutionContext, ToolResult, SqlTarget, SqlToolSpec, SavedStatement, CallPolicy } from '../types.ts';
 import { parseCallArgs, refusedResult, type Narrowing } from './result.ts';
 import { checkWrappable, type SqlSyntax } from './sqltext.ts';
 import { countGuardRefusal, type GuardRefusalReason } from '../../observability/metrics.ts';
 import { inSpan } from '../../observability/tracing.ts';
-import type { BoundStatement, SavedBinding, SavedStatement } from './saved.ts';
+import type { BoundStatement, SavedBinding } from './saved.ts';
 import { MAX_LIMIT } from './toolspec.ts';
 import { savedArgumentsProblem } from './param-values.ts';
-import { applyPolicies, missingCallerAttribute, resolutionKey, type CallPolicy, type PolicyDialect, type PolicyTable, type TableRef } from './policy.ts';
+import { applyPolicies, missingCallerAttribute, resolutionKey, type PolicyDialect, type PolicyTable, type TableRef } from './policy.ts';
 import { governTouched, guardTablesFor, ownIndexOf, policiesKey, policyTablesOf, viewGoverned } from './tables.ts';
 
 export interface PreparedCall {

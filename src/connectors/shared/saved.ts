@@ -7,41 +7,8 @@
  * parameters. A value is never put into the text, so whatever a string argument holds is data
  * (docs/decisions/0260-saved-statement-tools.md).
  */
+import type { SavedParam, SavedStatement, SavedTemplate, ScalarType } from '../types.ts';
 import type { SqlSyntax } from './sqltext.ts';
-
-export type ScalarType = 'string' | 'integer' | 'number' | 'boolean' | 'date' | 'timestamp' | 'enum';
-
-/** One typed parameter of a saved statement, as the admin declares it (openapi.yaml SavedToolParameter). */
-export interface SavedParam {
-  name: string;
-  type: ScalarType | 'array';
-  description: string;
-  default?: unknown;
-  maxLength?: number;
-  minLength?: number;
-  pattern?: string;
-  minimum?: number;
-  maximum?: number;
-  /** enum: the accepted values. */
-  values?: string[];
-  /** array: its elements' type and bounds. */
-  items?: Omit<SavedParam, 'name' | 'description' | 'default' | 'items' | 'maxItems'> & { type: ScalarType };
-  maxItems?: number;
-}
-
-/** A statement split at its placeholders: parts.length === slots.length + 1. */
-export interface SavedTemplate {
-  parts: string[];
-  /** The parameter name at each placeholder, in text order (one name may recur). */
-  slots: string[];
-}
-
-/** What a saved tool's target carries besides its table (SqlTarget.saved), stored with the tool. */
-export interface SavedStatement extends SavedTemplate {
-  statement: string;
-  parameters: SavedParam[];
-  version: number;
-}
 
 const NAME_CHAR = /[A-Za-z0-9_]/;
 const PLACEHOLDER = /:([A-Za-z_][A-Za-z0-9_]*)/g;

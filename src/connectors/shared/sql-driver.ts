@@ -6,13 +6,24 @@
  * check, wrapper; refusals counted in toolgate_guard_refusals_total) -> the connector's pool, behind its admission
  * slots -> the type's runner. The registry adds the `driver <type>` span around it (registry.ts).
  */
-import type { ConnectorDriver, DatabaseConfig, ExecutionContext, SavedCheck, SqlTarget, SqlToolSpec, ToolResult } from '../types.ts';
+import type {
+  ConnectorDriver,
+  DatabaseConfig,
+  ExecutionContext,
+  SavedCheck,
+  SqlTarget,
+  SqlToolSpec,
+  ToolResult,
+  SavedParam,
+  SavedTemplate,
+  ToolPolicy,
+} from '../types.ts';
 import { admissionOf, type PoolRegistry } from './pools.ts';
 import { guardOptionsFor, isRefusal, prepareCall, type Dialect, type PreparedCall } from './prepare.ts';
 import { errorResult } from './result.ts';
-import { parseTemplate, TemplateError, type SavedParam, type SavedTemplate } from './saved.ts';
+import { parseTemplate, TemplateError } from './saved.ts';
 import { checkWrappable } from './sqltext.ts';
-import { checkPolicyShape, policyKey, type ToolPolicy } from './policy.ts';
+import { checkPolicyShape, policyKey } from './policy.ts';
 import type { GuardOptions } from './sqlguard/types.ts';
 import { createHash } from 'node:crypto';
 

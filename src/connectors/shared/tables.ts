@@ -5,8 +5,8 @@
  * disabled one and the policies to apply.
  */
 import type { GuardOptions, GuardResult, GuardTable, RefusalClass } from './sqlguard/types.ts';
-import type { CallTable, ExecutionContext, SqlTarget } from '../types.ts';
-import type { CallPolicy, PolicyTable, TableRef } from './policy.ts';
+import type { CallTable, ExecutionContext, SqlTarget, CallPolicy } from '../types.ts';
+import type { PolicyTable, TableRef } from './policy.ts';
 import { resolutionKey } from './policy.ts';
 
 type Tables = NonNullable<ExecutionContext['tables']>;

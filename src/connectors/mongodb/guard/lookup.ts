@@ -6,7 +6,7 @@
  * What a pipeline stage cannot express (a row filter, which is SQL text; a `hash` mask, which needs HMAC) refuses
  * the lookup, naming the collection.
  */
-import type { ColumnMask, ToolPolicy } from '../../shared/policy.ts';
+import type { ColumnMask, ToolPolicy } from '../../types.ts';
 
 type Doc = Record<string, unknown>;
 

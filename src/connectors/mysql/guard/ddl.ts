@@ -1,7 +1,8 @@
 /** MySQL guard: the DDL statements accepted on the tool's table and the table options they may set. */
 
-import { type AnyObj, EMPTY_SCOPE, Refusal, clip, isObj } from '../../shared/sqlguard/common.ts';
-import { SKIP_FIELDS, type WalkState, checkTableName, isOwnSchema, nameParts, variantOf, walk, walkQuery } from './walk.ts';
+import { EMPTY_SCOPE, Refusal, clip } from '../../shared/sqlguard/common.ts';
+import { type AnyObj, SKIP_FIELDS, isObj, nameParts, variantOf } from '../../shared/sqlguard/tree.ts';
+import { ALTER_OPERATIONS as WALKED_ALTER_OPERATIONS, type WalkState, checkTableName, isOwnSchema, walk, walkQuery } from './walk.ts';
 
 const SAFE_ENGINES: ReadonlySet<string> = new Set(['INNODB', 'MYISAM', 'ARIA', 'MEMORY']);
 
@@ -16,20 +17,7 @@ const SAFE_TABLE_OPTIONS: ReadonlySet<string> = new Set([
   'ROW_FORMAT',
 ]);
 
-const ALTER_OPERATIONS: ReadonlySet<string> = new Set([
-  'AddColumn',
-  'DropColumn',
-  'ModifyColumn',
-  'ChangeColumn',
-  'AddConstraint',
-  'DropIndex',
-  'DropPrimaryKey',
-  'DropForeignKey',
-  'DropConstraint',
-  'RenameColumn',
-  'AlterColumn',
-  'RenameTable',
-]);
+const ALTER_OPERATIONS: ReadonlySet<string> = new Set([...WALKED_ALTER_OPERATIONS, 'RenameTable']);
 
 function checkTableOptions(options: unknown): void {
   if (options === undefined || options === null || options === 'None') return;

@@ -51,22 +51,10 @@
 
 import { init as initSqlParser, parse as parseSql } from '@guanmingchiu/sqlparser-ts';
 import type { GuardOptions, GuardResult, RefusalClass, StatementKind } from '../../shared/sqlguard/types.ts';
-import {
-  type AnyObj,
-  EMPTY_SCOPE,
-  MAX_SQL_LENGTH,
-  Refusal,
-  cachedGuard,
-  allow,
-  canDdl,
-  canWrite,
-  clip,
-  isObj,
-  refuse,
-  tableLabel,
-} from '../../shared/sqlguard/common.ts';
+import { EMPTY_SCOPE, MAX_SQL_LENGTH, Refusal, cachedGuard, allow, canDdl, canWrite, clip, refuse, tableLabel } from '../../shared/sqlguard/common.ts';
+import { type AnyObj, isObj, variantOf } from '../../shared/sqlguard/tree.ts';
 import { checkExecutableComments, checkTokens, lexMysql } from './lexer.ts';
-import { type WalkState, variantOf, visitVariant } from './walk.ts';
+import { type WalkState, visitVariant } from './walk.ts';
 import { walkDdl } from './ddl.ts';
 import { isSystemDatabase } from './names.ts';
 import { checkListed, listedState } from './tables.ts';

@@ -1,92 +1,22 @@
 /** MySQL guard: the walk over the parsed AST (variant allow-list, table references, CTE scoping, write targets). */
 
 import type { GuardOptions, GuardTable } from '../../shared/sqlguard/types.ts';
-import { type AnyObj, EMPTY_SCOPE, Refusal, clip, isObj } from '../../shared/sqlguard/common.ts';
+import { EMPTY_SCOPE, Refusal, clip } from '../../shared/sqlguard/common.ts';
+import { type AnyObj, identOf, isObj, nameParts, spelled, treeWalker, variantOf } from '../../shared/sqlguard/tree.ts';
+import { LITERAL_VARIANTS, READ_VARIANTS } from '../../shared/sqlguard/variants.ts';
 import { checkFunction } from './functions.ts';
 import { type LowerCaseTableNames, isSystemDatabase, nameKey, sameName } from './names.ts';
 
-/** AST variants (sqlparser-rs enum variant names) the guard understands in queries and writes. */
+/** AST variants (sqlparser-rs enum variant names) the guard understands in queries and writes: the shared read list and MySQL's. */
 const QUERY_VARIANTS: ReadonlySet<string> = new Set([
-  'Query',
-  'Subquery',
-  'Select',
-  'SetOperation',
-  'Values',
-  'Table',
-  'Derived',
-  'NestedJoin',
-  'Identifier',
-  'CompoundIdentifier',
-  'Value',
-  'TypedString',
+  ...READ_VARIANTS,
   'Prefixed',
-  'BinaryOp',
-  'UnaryOp',
-  'Nested',
-  'Function',
-  'List',
-  'Unnamed',
-  'Named',
-  'Expr',
-  'Wildcard',
-  'QualifiedWildcard',
   'ObjectName',
-  'UnnamedExpr',
-  'ExprWithAlias',
-  'Cast',
-  'Convert',
-  'Case',
-  'InList',
-  'InSubquery',
-  'Between',
-  'Like',
-  'ILike',
   'RLike',
-  'SimilarTo',
-  'IsNull',
-  'IsNotNull',
-  'IsTrue',
-  'IsFalse',
-  'IsNotTrue',
-  'IsNotFalse',
-  'IsUnknown',
-  'IsNotUnknown',
-  'IsDistinctFrom',
-  'IsNotDistinctFrom',
-  'Exists',
-  'Interval',
-  'Extract',
-  'Substring',
-  'Trim',
-  'Position',
-  'Collate',
-  'Tuple',
   'MatchAgainst',
-  'AnyOp',
-  'AllOp',
-  'Ceil',
-  'Floor',
-  'Expressions',
-  'OrderBy',
   'Separator',
-  'WindowSpec',
-  'NamedWindow',
-  'Preceding',
-  'Following',
-  'LimitOffset',
   'OffsetCommaLimit',
-  'Inner',
-  'Left',
-  'Right',
-  'LeftOuter',
-  'RightOuter',
-  'FullOuter',
-  'CrossJoin',
   'StraightJoin',
-  'Join',
-  'On',
-  'Using',
-  'Natural',
   'Insert',
   'Update',
   'Delete',
@@ -95,27 +25,20 @@ const QUERY_VARIANTS: ReadonlySet<string> = new Set([
   'TableName',
   'WithFromKeyword',
   'WithoutKeyword',
-  'DateTimeField',
   'MemberOf',
 ]);
 
 /** Literal values: leaves. */
-const LITERAL_VARIANTS: ReadonlySet<string> = new Set([
-  'Number',
-  'SingleQuotedString',
-  'DoubleQuotedString',
-  'NationalStringLiteral',
-  'HexStringLiteral',
+const LITERALS: ReadonlySet<string> = new Set([
+  ...LITERAL_VARIANTS,
   'SingleQuotedByteStringLiteral',
   'DoubleQuotedByteStringLiteral',
-  'Boolean',
-  'Null',
   'Placeholder',
   'EscapedStringLiteral',
 ]);
 
-/** Extra variants in the DDL statements we accept. */
-const DDL_VARIANTS: ReadonlySet<string> = new Set([
+/** ALTER TABLE operations the walk accepts (ddl.ts also takes RENAME TO, which it checks without a walk). */
+export const ALTER_OPERATIONS: readonly string[] = [
   'AddColumn',
   'DropColumn',
   'ModifyColumn',
@@ -127,6 +50,11 @@ const DDL_VARIANTS: ReadonlySet<string> = new Set([
   'DropConstraint',
   'RenameColumn',
   'AlterColumn',
+];
+
+/** Extra variants in the DDL statements we accept. */
+const DDL_VARIANTS: ReadonlySet<string> = new Set([
+  ...ALTER_OPERATIONS,
   'SetDefault',
   'DropDefault',
   'SetNotNull',
@@ -148,12 +76,6 @@ const DDL_VARIANTS: ReadonlySet<string> = new Set([
   'DialectSpecific',
   'Word',
 ]);
-
-/** Fields never walked: source positions, tokens and type names (they hold no expressions). */
-export const SKIP_FIELDS: ReadonlySet<string> = new Set(['span', 'data_type', 'quote_style']);
-
-/** Fields whose value is an (unwrapped) Query struct. */
-const QUERY_FIELDS: ReadonlySet<string> = new Set(['subquery', 'query', 'source']);
 
 export interface WalkState {
   readonly opts: GuardOptions;
@@ -212,7 +134,7 @@ function policyRef(payload: AnyObj, st: WalkState, scope: ReadonlySet<string>): 
 
 /** Where a table reference is in the text (its name parts' spans), for the rewrite. */
 function pushRef(payload: AnyObj, refs: PolicyRef[], table?: number): void {
-  const idents = (payload.name as unknown[]).map((p) => (isObj(p) && isObj(p.Identifier) ? p.Identifier : p)) as AnyObj[];
+  const idents = (payload.name as unknown[]).map(identOf) as AnyObj[];
   const spans = idents.map((i) => (isObj(i.span) ? i.span : undefined));
   const first = spans[0]?.start;
   const last = spans[spans.length - 1]?.end;
@@ -297,28 +219,6 @@ function checkHiddenName(values: string[], st: WalkState): void {
   }
 }
 
-/** If `v` is an enum value `{Variant: payload}`, the variant name; otherwise undefined. */
-export function variantOf(v: AnyObj): string | undefined {
-  let only: string | undefined;
-  for (const k in v) {
-    if (only !== undefined) return undefined;
-    only = k;
-  }
-  if (only === undefined) return undefined;
-  const c = only.charCodeAt(0);
-  return c >= 65 && c <= 90 ? only : undefined;
-}
-
-/** The identifier parts of an ObjectName (`[{Identifier: {value}}]` or `[{value}]`). */
-export function nameParts(v: unknown): string[] {
-  if (!Array.isArray(v) || v.length === 0) throw new Refusal('a name could not be understood');
-  return v.map((p) => {
-    const ident = isObj(p) && isObj(p.Identifier) ? p.Identifier : p;
-    if (!isObj(ident) || typeof ident.value !== 'string') throw new Refusal('a name could not be understood');
-    return ident.value;
-  });
-}
-
 /** Unqualified names resolve in the session's default database, which the driver sets to the tool's own. */
 function isOwnName(parts: string[], st: WalkState): boolean {
   if (parts.length === 1) return sameName(parts[0]!, st.name, st.mode);
@@ -360,34 +260,16 @@ function isDual(name: unknown): boolean {
   );
 }
 
-export function walk(v: unknown, st: WalkState, scope: ReadonlySet<string>, field: string): void {
-  if (Array.isArray(v)) {
-    for (const x of v) walk(x, st, scope, field);
-    return;
-  }
-  if (!isObj(v)) return;
-  const variant = variantOf(v);
-  if (variant !== undefined) {
-    visitVariant(variant, v[variant], st, scope);
-    return;
-  }
-  if (QUERY_FIELDS.has(field)) {
-    walkQuery(v, st, scope);
-    return;
-  }
-  walkStruct(v, st, scope);
-}
-
-function walkStruct(v: AnyObj, st: WalkState, scope: ReadonlySet<string>, skip?: ReadonlySet<string>): void {
-  for (const k in v) {
-    if (SKIP_FIELDS.has(k) || k.endsWith('_token') || skip?.has(k)) continue;
-    const x = v[k];
-    if (typeof x === 'object' && x !== null) walk(x, st, scope, k);
-  }
-}
+const { walk, walkStruct } = treeWalker<WalkState, ReadonlySet<string>>({
+  // MySQL's INSERT ... SELECT holds its query under `source`.
+  queryFields: new Set(['subquery', 'query', 'source']),
+  variant: visitVariant,
+  query: walkQuery,
+});
+export { walk };
 
 export function visitVariant(variant: string, payload: unknown, st: WalkState, scope: ReadonlySet<string>): void {
-  if (LITERAL_VARIANTS.has(variant)) return;
+  if (LITERALS.has(variant)) return;
   if (!QUERY_VARIANTS.has(variant) && !(st.ddl && DDL_VARIANTS.has(variant))) {
     throw new Refusal(`it uses ${describeVariant(variant)}, which is not allowed here`);
   }
@@ -579,6 +461,6 @@ function describeVariant(variant: string): string {
     case 'OpenJsonTable':
       return 'a function in FROM';
     default:
-      return `${variant.replace(/([a-z])([A-Z])/g, '$1 $2').toUpperCase()}`;
+      return spelled(variant);
   }
 }

@@ -50,7 +50,6 @@
 import { parseSync, scanSync } from './parser.ts';
 import type { GuardOptions, GuardResult, RefusalClass, StatementKind } from '../../shared/sqlguard/types.ts';
 import {
-  type AnyObj,
   EMPTY_SCOPE,
   MAX_SQL_LENGTH,
   Refusal,
@@ -60,10 +59,10 @@ import {
   canDdl,
   canWrite,
   clip,
-  isObj,
   refuse,
   tableLabel,
 } from '../../shared/sqlguard/common.ts';
+import { type AnyObj, isObj } from '../../shared/sqlguard/tree.ts';
 import { type WalkState, finishTables, statementName, strings, tableIndex, visitNode, wrappedType } from './walk.ts';
 import { statementShape, type ShapeInfo } from './shape.ts';
 import { literalForm } from './literals.ts';

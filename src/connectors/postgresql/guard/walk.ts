@@ -1,7 +1,8 @@
 /** PostgreSQL guard: the walk over the parse tree (table references, CTE scoping) and the names used in refusals. */
 
 import type { GuardOptions, GuardTable } from '../../shared/sqlguard/types.ts';
-import { type AnyObj, Refusal, clip, isObj } from '../../shared/sqlguard/common.ts';
+import { Refusal, clip } from '../../shared/sqlguard/common.ts';
+import { type AnyObj, isObj, variantOf } from '../../shared/sqlguard/tree.ts';
 import { checkFunction } from './functions.ts';
 import { DDL_NODES, DDL_ONLY_TYPE_NAMES, QUERY_NODES, SAFE_ALTER_SUBTYPES, SAFE_TABLESAMPLE_METHODS, SAFE_TYPE_NAMES, UNWRAPPED_FIELDS } from './nodes.ts';
 
@@ -65,15 +66,8 @@ function isEmpty(v: AnyObj): boolean {
 
 /** If `v` is a wrapped node `{Type: {...}}`, its type name; otherwise undefined. */
 export function wrappedType(v: AnyObj): string | undefined {
-  let only: string | undefined;
-  for (const k in v) {
-    if (only !== undefined) return undefined;
-    only = k;
-  }
-  if (only === undefined) return undefined;
-  const c = only.charCodeAt(0);
-  // Node type names start with an upper-case letter; struct fields never do.
-  return c >= 65 && c <= 90 && isObj(v[only]) ? only : undefined;
+  const type = variantOf(v);
+  return type !== undefined && isObj(v[type]) ? type : undefined;
 }
 
 export function strings(list: unknown): string[] {

@@ -1,4 +1,4 @@
-/** Helpers shared by the per-dialect SQL guards: refusal wording, a small verdict cache and AST basics. */
+/** Helpers shared by the per-dialect SQL guards: refusal wording and a small verdict cache (tree.ts: the AST basics). */
 
 import type { GuardOptions, GuardResult, RefusalClass, StatementKind } from './types.ts';
 
@@ -109,13 +109,6 @@ export class Refusal extends Error {
   ) {
     super(detail);
   }
-}
-
-/** A parsed AST object (the parsers' JSON output). */
-export type AnyObj = Record<string, unknown>;
-
-export function isObj(v: unknown): v is AnyObj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** The set of CTE names visible at the top of a statement: none. */

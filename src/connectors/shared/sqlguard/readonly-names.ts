@@ -5,8 +5,8 @@
  * and `a.b` that is no column of a table in scope calls package or schema function `b`: such names are refused.
  */
 import type { GuardOptions } from './types.ts';
-import { type AnyObj, Refusal, isObj } from './common.ts';
-import { nameParts, variantOf } from '../../mysql/guard/walk.ts';
+import { Refusal } from './common.ts';
+import { type AnyObj, identOf, isObj, nameParts, variantOf } from './tree.ts';
 
 /** One part of a name as written: its text and whether it was quoted. */
 export interface NamePart {
@@ -41,7 +41,7 @@ let anonymous = 0;
 export function partsOf(v: unknown): NamePart[] {
   nameParts(v); // throws a Refusal when the name is not understood
   return (v as unknown[]).map((p) => {
-    const ident = (isObj(p) && isObj(p.Identifier) ? p.Identifier : p) as AnyObj;
+    const ident = identOf(p) as AnyObj;
     return { value: ident.value as string, quoted: ident.quote_style !== undefined && ident.quote_style !== null };
   });
 }

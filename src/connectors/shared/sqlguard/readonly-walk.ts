@@ -3,15 +3,16 @@
  * own table, on sqlparser-rs' AST, with a fail-closed allow-list of AST variants and functions. What differs per
  * dialect (the lexer, how names compare, the function list, session keywords) comes in a ReadOnlyDialect.
  *
- * Shape of the walk (the same as mysql-walk.ts): every enum variant met must be on QUERY_VARIANTS or a literal;
+ * Shape of the walk (tree.ts, as mysql/guard/walk.ts): every enum variant met must be on QUERY_VARIANTS or a literal;
  * table references must be the tool's table or a CTE in scope; function names must be single, unqualified and on
  * the dialect's list; SELECT ... INTO, FOR UPDATE, FOR XML/JSON/BROWSE, table hints (but NOLOCK), table-valued
  * functions and anything the walk does not know are refused.
  */
 import { parse as parseSql, type DialectName } from '@guanmingchiu/sqlparser-ts';
 import type { GuardOptions, GuardResult } from './types.ts';
-import { type AnyObj, MAX_SQL_LENGTH, Refusal, allow, clip, isObj, tableLabel } from './common.ts';
-import { variantOf } from '../../mysql/guard/walk.ts';
+import { MAX_SQL_LENGTH, Refusal, allow, clip, tableLabel } from './common.ts';
+import { type AnyObj, isObj, spelled, treeWalker, variantOf } from './tree.ts';
+import { LITERAL_VARIANTS, READ_VARIANTS } from './variants.ts';
 import {
   type CteScope,
   type Frame,
@@ -71,84 +72,12 @@ export interface ReadOnlyDialect {
   reservedWords: ReadonlySet<string>;
 }
 
+/** The shared read list (variants.ts) and these dialects' own: APPLY, CONNECT BY, semi/anti joins, OFFSET ... ROWS. */
 const QUERY_VARIANTS: ReadonlySet<string> = new Set([
-  'Query',
-  'Subquery',
-  'Select',
-  'SetOperation',
-  'Values',
-  'Table',
-  'Derived',
-  'NestedJoin',
-  'Identifier',
-  'CompoundIdentifier',
-  'Value',
-  'TypedString',
-  'BinaryOp',
-  'UnaryOp',
-  'Nested',
-  'Function',
-  'List',
-  'Unnamed',
-  'Named',
-  'Expr',
-  'Wildcard',
-  'QualifiedWildcard',
-  'UnnamedExpr',
-  'ExprWithAlias',
-  'Cast',
-  'Convert',
-  'Case',
-  'InList',
-  'InSubquery',
-  'Between',
-  'Like',
-  'ILike',
-  'SimilarTo',
-  'IsNull',
-  'IsNotNull',
-  'IsTrue',
-  'IsFalse',
-  'IsNotTrue',
-  'IsNotFalse',
-  'IsUnknown',
-  'IsNotUnknown',
-  'IsDistinctFrom',
-  'IsNotDistinctFrom',
-  'Exists',
-  'Interval',
-  'Extract',
-  'Substring',
-  'Trim',
-  'Position',
-  'Collate',
-  'Tuple',
-  'AnyOp',
-  'AllOp',
-  'Ceil',
-  'Floor',
-  'Expressions',
-  'OrderBy',
-  'WindowSpec',
-  'NamedWindow',
-  'Preceding',
-  'Following',
-  'LimitOffset',
-  'Inner',
-  'Left',
-  'Right',
-  'LeftOuter',
-  'RightOuter',
-  'FullOuter',
-  'CrossJoin',
-  'Join',
-  'On',
-  'Using',
-  'Natural',
+  ...READ_VARIANTS,
   'CrossApply',
   'OuterApply',
   'Constant',
-  'DateTimeField',
   'StartWith',
   'ConnectBy',
   'Prior',
@@ -165,20 +94,7 @@ const QUERY_VARIANTS: ReadonlySet<string> = new Set([
   'Row',
 ]);
 
-const LITERAL_VARIANTS: ReadonlySet<string> = new Set([
-  'Number',
-  'SingleQuotedString',
-  'DoubleQuotedString',
-  'NationalStringLiteral',
-  'HexStringLiteral',
-  'Boolean',
-  'Null',
-  'QuoteDelimitedStringLiteral',
-  'NationalQuoteDelimitedStringLiteral',
-]);
-
-const SKIP_FIELDS: ReadonlySet<string> = new Set(['span', 'data_type', 'quote_style']);
-const QUERY_FIELDS: ReadonlySet<string> = new Set(['subquery', 'query']);
+const LITERALS: ReadonlySet<string> = new Set([...LITERAL_VARIANTS, 'QuoteDelimitedStringLiteral', 'NationalQuoteDelimitedStringLiteral']);
 
 interface State {
   opts: GuardOptions;
@@ -255,32 +171,14 @@ function checkListedHidden(st: State): void {
   for (const n of listed.names) if (hidden.has(n.toUpperCase())) throw new Refusal(`column "${clip(n)}" is not available on this connector's tables`);
 }
 
-function walk(v: unknown, st: State, scope: CteScope, field: string): void {
-  if (Array.isArray(v)) {
-    for (const x of v) walk(x, st, scope, field);
-    return;
-  }
-  if (!isObj(v)) return;
-  const variant = variantOf(v);
-  if (variant !== undefined) return visit(variant, v[variant], st, scope);
-  if (QUERY_FIELDS.has(field)) return walkQuery(v, st, scope);
-  walkStruct(v, st, scope);
-}
-
-function walkStruct(v: AnyObj, st: State, scope: CteScope, skip?: ReadonlySet<string>): void {
-  for (const k in v) {
-    if (SKIP_FIELDS.has(k) || k.endsWith('_token') || skip?.has(k)) continue;
-    const x = v[k];
-    if (typeof x === 'object' && x !== null) walk(x, st, scope, k);
-  }
-}
+const { walk, walkStruct } = treeWalker<State, CteScope>({ queryFields: new Set(['subquery', 'query']), variant: visit, query: walkQuery });
 
 const NAME_FIELD: ReadonlySet<string> = new Set(['name']);
 const TABLE_FIELDS: ReadonlySet<string> = new Set(['name', 'with_hints', 'alias']);
 
 function visit(variant: string, payload: unknown, st: State, scope: CteScope): void {
-  if (LITERAL_VARIANTS.has(variant)) return;
-  if (!QUERY_VARIANTS.has(variant)) throw new Refusal(`it uses ${describe(variant)}, which is not allowed here`);
+  if (LITERALS.has(variant)) return;
+  if (!QUERY_VARIANTS.has(variant)) throw new Refusal(`it uses ${spelled(variant)}, which is not allowed here`);
   switch (variant) {
     case 'Identifier':
       if (isObj(payload)) checkHidden([payload.value], st);
@@ -535,10 +433,6 @@ function walkQuery(q: AnyObj, st: State, outer: CteScope): void {
   }
 }
 
-function describe(variant: string): string {
-  return variant.replace(/([a-z])([A-Z])/g, '$1 $2').toUpperCase();
-}
-
 /** Refuses an unquoted name (not a function's name) that is a reserved word of the server. */
 function checkReserved(v: unknown, d: ReadOnlyDialect, depth = 0): void {
   if (depth > 500) throw new RangeError('deep');
@@ -591,7 +485,7 @@ export function decideReadOnly(d: ReadOnlyDialect, sql: string, opts: GuardOptio
     return no(Array.isArray(parsed) && parsed.length > 1 ? `found ${parsed.length} statements; send exactly one` : 'the SQL could not be parsed');
   }
   const variant = variantOf(parsed[0]);
-  if (variant !== 'Query') return no(`found ${variant === undefined ? 'a statement that could not be understood' : describe(variant)}`);
+  if (variant !== 'Query') return no(`found ${variant === undefined ? 'a statement that could not be understood' : spelled(variant)}`);
   try {
     checkReserved(parsed[0][variant], d);
     const st: State = { opts, d, frames: [], ...(opts.tables ? { listed: { touched: new Set<number>(), names: [], star: false } } : {}) };
