@@ -393,6 +393,12 @@ export const REQUIREMENTS = {
     'Concurrent connector creations and audited changes on one org never deadlock into a 500 (no FOR UPDATE on the org row against foreign-key checks) [standards: bad input loses nothing; issue 10]',
   'LOG-ERROR-NO-PARAMS':
     'A store failure is logged with the server error first and without the statement parameters [security checklist: no credential in logs]',
+
+  // Issue 40 items 6 and 7
+  'MCPAUTH-REDIRECT-URI-RULE':
+    "Every source of a client's redirect URIs (metadata document, registration, pre-registration, a stored row at use) passes one rule: https, or http on loopback, or a private-use scheme with a dot; no fragment, user info or dangerous scheme; a refused redirect_uri gets a page, never a redirect [issue 40 item 7a; decision 0363]",
+  'MCPAUTH-TOKEN-AUDIENCE':
+    "A signed-in access token is accepted only at the MCP endpoint its aud names: another org's resource, another audience or none -> 401 with the endpoint's resource_metadata [issue 40 item 7b; RFC 8707; decision 0364]",
 } as const;
 
 export type RequirementId = keyof typeof REQUIREMENTS;

@@ -106,13 +106,14 @@ export class Authenticator {
   }
 
   /**
-   * The MCP endpoint of one org, for a bearer token: a gateway token with an mcp:call scope, or the org's IdP token.
+   * The MCP endpoint of one org (`/mcp/{slug}`), for a bearer token: a person's token for exactly that endpoint, a
+   * gateway token with an mcp:call scope, or the org's IdP token.
    * (X-API-Key requests are looked up by the endpoint itself, org and key in one batched query: see mcp/lookup.ts.)
    */
-  async mcpBearer(request: Request, orgId: string): Promise<Principal> {
+  async mcpBearer(request: Request, orgId: string, slug: string): Promise<Principal> {
     const token = bearerToken(request);
     if (!token) throw unauthenticated('A credential is required: X-API-Key or Authorization: Bearer.', token !== null);
-    if (this.signedIn?.claims(token)) return this.signedIn.principal(token, orgId);
+    if (this.signedIn?.claims(token)) return this.signedIn.principal(token, orgId, slug);
     if (isGatewayToken(token, this.signer.issuer)) {
       const { attributes, ...claims } = await this.verifyGatewayToken(token);
       // Another org's token gets the same answer as an invalid one: nothing is revealed about the other org.

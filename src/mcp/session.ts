@@ -53,7 +53,7 @@ export async function openSession(deps: SessionDeps, request: Request, slug: str
   else {
     // The org from the cache; the token itself is checked as always (a revoked client is refused in auth/).
     org = await findMcpOrg(deps.store.db, slug, deps.authCache);
-    principal = await deps.auth.mcpBearer(request, org?.id ?? NO_ORG);
+    principal = await deps.auth.mcpBearer(request, org?.id ?? NO_ORG, slug);
   }
   if (!org) throw unauthenticated('The API key is invalid or revoked.');
   // Told only to a valid credential of the org, so nothing is revealed about an org to strangers.

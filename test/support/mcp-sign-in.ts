@@ -42,9 +42,10 @@ export interface MetadataServer {
 
 /**
  * An https server of client metadata documents at `https://{hostname}:{port}/...`: /agent.json (a good one, cached a
- * minute), /big.json (larger than the gateway's cap), /slow.json (answers after 6 s).
+ * minute), /big.json (larger than the gateway's cap), /slow.json (answers after 6 s); `redirectsByPath` gives other
+ * paths their own redirect_uris.
  */
-export function startMetadataServer(ca: TestCa, hostname: string, redirectUri: string): MetadataServer {
+export function startMetadataServer(ca: TestCa, hostname: string, redirectUri: string, redirectsByPath: Record<string, string[]> = {}): MetadataServer {
   const hits = new Map<string, number>();
   let port = 0;
   const base = (): string => `https://${hostname}:${port}`;
@@ -58,7 +59,7 @@ export function startMetadataServer(ca: TestCa, hostname: string, redirectUri: s
       const doc = {
         client_id: `${base()}${path}`,
         client_name: 'Test Agent <b>',
-        redirect_uris: [redirectUri],
+        redirect_uris: redirectsByPath[path] ?? [redirectUri],
         grant_types: ['authorization_code', 'refresh_token'],
         response_types: ['code'],
         token_endpoint_auth_method: 'none',

@@ -36,9 +36,12 @@ export class SignedInTokens {
     }
   }
 
-  /** The person behind a signed-in token at the MCP endpoint of org `orgId`; 401 for anything else. */
-  async principal(token: string, orgId: string): Promise<Principal> {
-    const slug = (decodeJwt(token).iss as string).slice(this.issuerPrefix.length);
+  /**
+   * The person behind a signed-in token at the MCP endpoint `/mcp/{slug}` of org `orgId`; 401 for anything else.
+   * The endpoint decides what is expected (RFC 8707, decision 0364): the issuer is its org's authorization server and
+   * the audience its own MCP URL, never what the token says about itself; the org claim must agree as well.
+   */
+  async principal(token: string, orgId: string, slug: string): Promise<Principal> {
     let claims: Awaited<ReturnType<TokenSigner['verifySignedIn']>>;
     try {
       claims = await this.signer.verifySignedIn(token, `${this.issuerPrefix}${slug}`, resourceUrl(this.publicUrl, slug));

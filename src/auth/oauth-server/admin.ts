@@ -3,7 +3,7 @@ import { recordAudit, type Actor } from '../../audit/repository.ts';
 import { notFound, unprocessable } from '../../errors.ts';
 import type { Db } from '../../store/db.ts';
 import { randomSecret } from '../../util/crypto.ts';
-import { acceptableRedirectUri } from './clients.ts';
+import { redirectUrisProblem } from './redirect-uris.ts';
 import {
   insertRegisteredClient,
   listGrants,
@@ -63,9 +63,8 @@ export async function listClients(db: Db, orgId: string) {
 }
 
 export async function preregisterClient(db: Db, orgId: string, input: { client_name: string; redirect_uris: string[] }, actor: Actor) {
-  if (!input.redirect_uris.every(acceptableRedirectUri)) {
-    throw unprocessable('invalid_redirect_uri', 'A redirect URI must be https, http on a loopback host, or a private-use scheme.');
-  }
+  const problem = redirectUrisProblem(input.redirect_uris);
+  if (problem) throw unprocessable('invalid_redirect_uri', `The ${problem}`);
   const clientId = `mcp_${randomSecret(18)}`;
   const row = await insertRegisteredClient(db, { orgId, clientId, kind: 'preregistered', clientName: input.client_name, redirectUris: input.redirect_uris });
   await recordAudit(db, { orgId, action: 'mcp_client.created', actor, targetType: 'mcp_client', targetId: clientId });

@@ -9,6 +9,7 @@ import type { Queryable } from '../../store/db.ts';
 import { MCP_SCOPE } from '../credentials.ts';
 import { ClientError, resolveClient, type OAuthClientInfo } from './clients.ts';
 import { resourceUrl } from './metadata.ts';
+import { REDIRECT_URI_RULE, redirectUriProblem } from './redirect-uris.ts';
 import { activeConnectors } from './repository.ts';
 
 export interface OrgRef {
@@ -37,6 +38,8 @@ export const issuerOf = (publicUrl: string, slug: string) => `${publicUrl}/oauth
 
 /** The client's redirect_uri with the response parameters, `iss` always among them (RFC 9207). */
 export function redirectTo(redirectUri: string, params: Record<string, string | null>, issuer: string): string {
+  // The last line: a URI that escaped the check at the door is never redirected to (a 500, not a Location).
+  if (redirectUriProblem(redirectUri)) throw new Error('refusing to redirect to an unchecked redirect URI');
   const url = new URL(redirectUri);
   for (const [key, value] of Object.entries(params)) if (value !== null) url.searchParams.set(key, value);
   url.searchParams.set('iss', issuer);
@@ -68,6 +71,9 @@ async function identify(
   if (!client.redirectUris.includes(redirectUri)) {
     return { kind: 'page', status: 400, message: "The redirect_uri is not one of the client's registered redirect URIs." };
   }
+  // Checked again at use, whatever its source (a row saved under an older rule included): never redirected to.
+  const problem = redirectUriProblem(redirectUri);
+  if (problem) return { kind: 'page', status: 400, message: `The redirect_uri is refused: it ${problem}. ${REDIRECT_URI_RULE}` };
   return { kind: 'client', client, redirectUri };
 }
 

@@ -6,6 +6,7 @@
  */
 import { OutboundFetchError, OutboundRefusedError, safeFetch, type OutboundPolicy } from '../../net/outbound.ts';
 import type { Queryable } from '../../store/db.ts';
+import { redirectUrisProblem } from './redirect-uris.ts';
 import { findRegisteredClient } from './repository.ts';
 
 export interface OAuthClientInfo {
@@ -63,6 +64,9 @@ function parseDocument(clientId: string, doc: unknown): OAuthClientInfo {
   if (!Array.isArray(uris) || uris.length === 0 || uris.length > 20 || !uris.every((u) => typeof u === 'string' && u.length <= 2000)) {
     throw new ClientError('The client metadata document lists no valid redirect_uris.');
   }
+  // The same rule as a registration's (decision 0363): a document is the client's claim, not a trusted source.
+  const problem = redirectUrisProblem(uris as string[]);
+  if (problem) throw new ClientError(`The client metadata document is refused: its ${problem}`);
   const method = d.token_endpoint_auth_method ?? 'none';
   if (method !== 'none') throw new ClientError('Only public clients (token_endpoint_auth_method "none") can sign in here.');
   const name = typeof d.client_name === 'string' ? d.client_name.slice(0, 100) : null;
@@ -109,21 +113,4 @@ export async function resolveClient(db: Queryable, outbound: OutboundPolicy, org
   const row = await findRegisteredClient(db, orgId, clientId);
   if (!row || row.revokedAt) throw new ClientError('This client is not registered with this org, or has been revoked.');
   return { clientId, kind: row.kind, name: row.clientName, redirectUris: row.redirectUris };
-}
-
-/**
- * A redirect URI a registration may name: https, http on a loopback host (native apps, RFC 8252), or a private-use
- * scheme with a dot (`com.example.app:/cb`); never javascript:, data: or a fragment.
- */
-export function acceptableRedirectUri(uri: string): boolean {
-  let url: URL;
-  try {
-    url = new URL(uri);
-  } catch {
-    return false;
-  }
-  if (url.hash) return false;
-  if (url.protocol === 'https:') return true;
-  if (url.protocol === 'http:') return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-  return /^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+:$/.test(url.protocol);
 }

@@ -8,7 +8,7 @@ import { AppError, json } from '../../errors.ts';
 import type { BurstLimiter } from '../../limits/burst.ts';
 import type { Db } from '../../store/db.ts';
 import { randomSecret } from '../../util/crypto.ts';
-import { acceptableRedirectUri } from './clients.ts';
+import { redirectUrisProblem } from './redirect-uris.ts';
 import type { OrgRef } from './authorize.ts';
 import { countActiveRegisteredClients, insertRegisteredClient, registrationEnabled } from './repository.ts';
 
@@ -35,8 +35,8 @@ function checkMetadata(body: Metadata): { redirectUris: string[]; name: string |
   if (!Array.isArray(uris) || uris.length === 0 || uris.length > 10 || !uris.every((u) => typeof u === 'string' && u.length <= 2000)) {
     return registrationError('invalid_redirect_uri', 'redirect_uris must list 1 to 10 URIs.');
   }
-  const bad = (uris as string[]).find((u) => !acceptableRedirectUri(u));
-  if (bad !== undefined) return registrationError('invalid_redirect_uri', 'A redirect URI must be https, http on a loopback host, or a private-use scheme.');
+  const problem = redirectUrisProblem(uris as string[]);
+  if (problem) return registrationError('invalid_redirect_uri', `The ${problem}`);
   if ((body.token_endpoint_auth_method ?? 'none') !== 'none') {
     return registrationError('invalid_client_metadata', 'Only public clients can register (token_endpoint_auth_method "none", with PKCE).');
   }
