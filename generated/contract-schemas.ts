@@ -307,7 +307,7 @@ export const schemas = {
       "events": {
         "type": "array",
         "minItems": 1,
-        "maxItems": 3,
+        "maxItems": 4,
         "items": {
           "$ref": "#/components/schemas/WebhookEventType"
         }
@@ -712,6 +712,44 @@ export const queryParameters = {
       "type": "string",
       "minLength": 1,
       "maxLength": 200
+    },
+    "outcome": {
+      "type": "string",
+      "maxLength": 100,
+      "pattern": "^(success|held|denied|refused|error)(,(success|held|denied|refused|error)){0,4}$"
+    },
+    "actor": {
+      "type": "string",
+      "minLength": 3,
+      "maxLength": 320,
+      "pattern": "^(api_key|oauth_client|user|operator):.+$"
+    },
+    "tool": {
+      "type": "string",
+      "minLength": 1,
+      "maxLength": 200
+    },
+    "connector_id": {
+      "type": "string",
+      "format": "uuid"
+    },
+    "reason_class": {
+      "type": "string",
+      "minLength": 1,
+      "maxLength": 64,
+      "pattern": "^[a-z_]+$"
+    },
+    "fingerprint_id": {
+      "type": "string",
+      "pattern": "^[0-9a-f]{16}$"
+    },
+    "from": {
+      "type": "string",
+      "format": "date-time"
+    },
+    "until": {
+      "type": "string",
+      "format": "date-time"
     }
   },
   "exportAuditEvents": {

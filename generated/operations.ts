@@ -34,6 +34,16 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "updateOrg",
+    "method": "PATCH",
+    "path": "/api/org",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
     "operationId": "listApiKeys",
     "method": "GET",
     "path": "/api/org/api-keys",
@@ -901,7 +911,15 @@ export const operations = [
       "action",
       "days",
       "cursor",
-      "target_id"
+      "target_id",
+      "outcome",
+      "actor",
+      "tool",
+      "connector_id",
+      "reason_class",
+      "fingerprint_id",
+      "from",
+      "until"
     ]
   },
   {

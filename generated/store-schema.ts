@@ -24,6 +24,8 @@ export const orgs = pgTable('orgs', {
   burstLimitPerSecond: integer('burst_limit_per_second'),
   /** Set while an operator has suspended the org: every credential of it is refused. */
   suspendedAt: ts('suspended_at'),
+  /** What a refused statement keeps in the audit log: none, its fingerprint (default) or the full text (decision 0321). */
+  auditStatements: text('audit_statements').$type<'none' | 'fingerprint' | 'full'>().notNull().default('fingerprint'),
 });
 
 export const apiKeys = pgTable('api_keys', {
@@ -110,8 +112,15 @@ export const auditEvents = pgTable('audit_events', {
   /** Set when a sealer refused the row (no valid MAC: not written by the gateway); it stays outside the chain. */
   refusedAt: ts('refused_at'),
 }, (t) => [
+  index('audit_events_org_action').on(t.orgId, t.action, t.createdAt, t.seq),
+  index('audit_events_org_actor').on(t.orgId, t.actorType, t.actorId, t.createdAt, t.seq),
+  index('audit_events_org_connector').on(t.orgId, sql`((details ->> 'connector_id'::text))`, t.createdAt, t.seq).where(sql`(details ->> 'connector_id'::text) IS NOT NULL`),
+  index('audit_events_org_fingerprint').on(t.orgId, sql`((details ->> 'fingerprint_id'::text))`, t.createdAt, t.seq).where(sql`(details ->> 'fingerprint_id'::text) IS NOT NULL`),
+  index('audit_events_org_outcome').on(t.orgId, t.outcome, t.createdAt, t.seq),
+  index('audit_events_org_reason_class').on(t.orgId, sql`((details ->> 'reason_class'::text))`, t.createdAt, t.seq).where(sql`(details ->> 'reason_class'::text) IS NOT NULL`),
   uniqueIndex('audit_events_org_seq').on(t.orgId, t.seq),
-  index('audit_events_org_time').on(t.orgId, t.createdAt.desc()),
+  index('audit_events_org_target').on(t.orgId, t.targetId, t.createdAt, t.seq),
+  index('audit_events_org_time_seq').on(t.orgId, t.createdAt, t.seq),
   index('audit_events_unsealed').on(t.createdAt).where(sql`(seq IS NULL) AND (refused_at IS NULL)`),
 ]);
 

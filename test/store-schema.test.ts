@@ -230,6 +230,7 @@ const PINNED: Record<number, string> = {
   19: '3141d071c8817fa4', // table_governance_and_tool_layout
   20: '83281d67f5651339', // tool_kinds
   21: '5684341944e690aa', // connector_health
+  22: 'c27781215ad80aef', // audit_statements_and_filters
 };
 
 describe('the migrations are history: appended, never edited', () => {

@@ -9,7 +9,7 @@
  *    moments later by audit/seal.ts (audit/recorder.ts runs it after each batch), so the hot path never queues on a
  *    chain head.
  */
-import { and, asc, desc, eq, gt, gte, isNotNull, isNull, like, lt, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, inArray, isNotNull, isNull, like, lt, sql, type SQL } from 'drizzle-orm';
 import { PgTransaction } from 'drizzle-orm/pg-core';
 import { executePrepared, rowsOf, type Queryable } from '../store/db.ts';
 import { auditChains, auditEvents } from '../store/schema.ts';
@@ -105,10 +105,27 @@ export interface AuditFilter {
   action?: string;
   /** Only events at or after this time. */
   since?: Date;
+  /** Only events before this time. */
+  until?: Date;
   /** Only events about this target (target_id). */
   targetId?: string;
+  /** Only events of one of these outcomes. */
+  outcomes?: readonly string[];
+  /** Only events of this actor. */
+  actor?: { type: string; id: string };
+  /** Only tools/call events (tool.called, tool.call_refused) of the tool of this name. */
+  tool?: string;
+  /** Only events whose details name this connector. */
+  connectorId?: string;
+  /** Only refused statements of this reason class / fingerprint id. */
+  reasonClass?: string;
+  fingerprintId?: string;
 }
 
+/**
+ * One condition per filter, each matching the leading columns of one index of migration 22 (org_id, the filtered
+ * column, created_at, seq), so the list's order comes from the index and a page reads only its own rows.
+ */
 function filterConditions(orgId: string, filter: AuditFilter): SQL[] {
   // Rows show once sealed into the chain (milliseconds after their commit), so every listed row has its position.
   const conditions: SQL[] = [eq(auditEvents.orgId, orgId), isNotNull(auditEvents.seq)];
@@ -118,19 +135,48 @@ function filterConditions(orgId: string, filter: AuditFilter): SQL[] {
     );
   }
   if (filter.since) conditions.push(gte(auditEvents.createdAt, filter.since));
+  if (filter.until) conditions.push(lt(auditEvents.createdAt, filter.until));
   if (filter.targetId !== undefined) conditions.push(eq(auditEvents.targetId, filter.targetId));
+  if (filter.outcomes?.length === 1) conditions.push(eq(auditEvents.outcome, filter.outcomes[0]!));
+  else if (filter.outcomes) conditions.push(inArray(auditEvents.outcome, [...filter.outcomes]));
+  if (filter.actor) conditions.push(eq(auditEvents.actorType, filter.actor.type), eq(auditEvents.actorId, filter.actor.id));
+  if (filter.tool !== undefined) {
+    conditions.push(
+      eq(auditEvents.targetId, filter.tool),
+      eq(auditEvents.targetType, 'tool'),
+      inArray(auditEvents.action, ['tool.called', 'tool.call_refused']),
+    );
+  }
+  if (filter.connectorId !== undefined) conditions.push(sql`(${auditEvents.details}->>'connector_id') = ${filter.connectorId}`);
+  if (filter.reasonClass !== undefined) conditions.push(sql`(${auditEvents.details}->>'reason_class') = ${filter.reasonClass}`);
+  if (filter.fingerprintId !== undefined) conditions.push(sql`(${auditEvents.details}->>'fingerprint_id') = ${filter.fingerprintId}`);
   return conditions;
 }
 
-/** One page, newest first (by chain position); `beforeSeq` continues after the previous page's last row. */
+/**
+ * One page, newest first: by created_at, then chain position. `beforeSeq` (the previous page's last row, by its chain
+ * position) continues after that row: rows before it in the same order, compared as (created_at, seq) so an index
+ * of each filter serves the page. A cursor whose row is gone (pruned with everything older) ends the list.
+ */
 export async function listAudit(db: Queryable, orgId: string, filter: AuditFilter, limit: number, beforeSeq: number | null): Promise<AuditRow[]> {
+  // Several outcomes: one ordered index range per outcome, merged (an IN list would read and sort every match).
+  if (filter.outcomes && filter.outcomes.length > 1) {
+    const pages = await Promise.all(filter.outcomes.map((outcome) => listAudit(db, orgId, { ...filter, outcomes: [outcome] }, limit, beforeSeq)));
+    return pages
+      .flat()
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || b.seq! - a.seq!)
+      .slice(0, limit);
+  }
   const conditions = filterConditions(orgId, filter);
-  if (beforeSeq !== null) conditions.push(lt(auditEvents.seq, beforeSeq));
+  if (beforeSeq !== null) {
+    const cursorTime = sql`(SELECT c.created_at FROM audit_events c WHERE c.org_id = ${orgId} AND c.seq = ${beforeSeq})`;
+    conditions.push(sql`(${auditEvents.createdAt}, ${auditEvents.seq}) < (${cursorTime}, ${beforeSeq}::bigint)`);
+  }
   return db
     .select()
     .from(auditEvents)
     .where(and(...conditions))
-    .orderBy(desc(auditEvents.seq))
+    .orderBy(desc(auditEvents.createdAt), desc(auditEvents.seq))
     .limit(limit);
 }
 

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../store/db.ts';
 
 /** The event types of the spec's "Events" section (the ones webhooks can subscribe to). */
-export const WEBHOOK_EVENT_TYPES = ['tool.called', 'approval.requested', 'approval.decided'] as const;
+export const WEBHOOK_EVENT_TYPES = ['tool.called', 'tool.refused', 'approval.requested', 'approval.decided'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 export interface DomainEvent<Data extends Record<string, unknown> = Record<string, unknown>> {

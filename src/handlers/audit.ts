@@ -6,12 +6,30 @@ import { auditEventView } from '../audit/views.ts';
 import { insightFigures, insightSeries } from '../audit/insights-statements.ts';
 import type { Handler, RequestContext } from './context.ts';
 
+const str = (value: unknown) => (typeof value === 'string' ? value : undefined);
+
+/** The query's filters (validated against the contract before the handler runs). */
 function filterOf(query: Record<string, unknown>, now: Date): AuditFilter {
-  return {
-    ...(typeof query.action === 'string' ? { action: query.action } : {}),
-    ...(typeof query.days === 'number' ? { since: new Date(now.getTime() - query.days * 86_400_000) } : {}),
-    ...(typeof query.target_id === 'string' ? { targetId: query.target_id } : {}),
+  const actor = str(query.actor);
+  const colon = actor?.indexOf(':') ?? -1;
+  const from = str(query.from);
+  const until = str(query.until);
+  const days = typeof query.days === 'number' ? new Date(now.getTime() - query.days * 86_400_000) : undefined;
+  // `days` and `from` together: the later of the two bounds.
+  const since = from && days ? new Date(Math.max(Date.parse(from), days.getTime())) : from ? new Date(from) : days;
+  const filter: AuditFilter = {
+    action: str(query.action),
+    since,
+    until: until ? new Date(until) : undefined,
+    targetId: str(query.target_id),
+    outcomes: query.outcome === undefined ? undefined : [...new Set(String(query.outcome).split(','))],
+    actor: actor && colon > 0 ? { type: actor.slice(0, colon), id: actor.slice(colon + 1) } : undefined,
+    tool: str(query.tool),
+    connectorId: str(query.connector_id),
+    reasonClass: str(query.reason_class),
+    fingerprintId: str(query.fingerprint_id),
   };
+  return Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined)) as AuditFilter;
 }
 
 export const listAuditEvents: Handler = async ({ principal, deps, query }) => {

@@ -49,6 +49,7 @@ import {
   getOrg,
   getOrgDirectory,
   listApiKeys,
+  updateOrg,
   listOAuthClients,
   revokeApiKey,
   revokeOAuthClient,
@@ -63,6 +64,7 @@ import { getLimits, getSubscription, getUsage } from './billing.ts';
 export const handlers: HandlerTable = {
   issueToken,
   getOrg,
+  updateOrg,
   listApiKeys,
   createApiKey,
   revokeApiKey,

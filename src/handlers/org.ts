@@ -2,13 +2,16 @@
 import { actorOf } from '../principal.ts';
 import { json } from '../errors.ts';
 import * as credentials from '../orgs/credentials.ts';
-import { getOrg as findOrg } from '../orgs/service.ts';
+import { getOrg as findOrg, updateOrg as changeOrg } from '../orgs/service.ts';
 import { orgDirectory } from '../orgs/repository.ts';
 import type { Handler, RequestContext } from './context.ts';
 import { apiKeyView, createdApiKeyView, createdOAuthClientView, oauthClientView, orgView } from './views.ts';
-import type { CreateApiKeyRequest, CreateOAuthClientRequest, UpdateCredentialRequest } from '../../generated/client/types.gen.ts';
+import type { CreateApiKeyRequest, CreateOAuthClientRequest, OrgPatch, UpdateCredentialRequest } from '../../generated/client/types.gen.ts';
 
 export const getOrg: Handler = async ({ principal, deps }) => json(orgView(await findOrg(deps, principal!.orgId), deps.config.customBurstPerSecond));
+
+export const updateOrg: Handler = async ({ principal, deps, body }: RequestContext<OrgPatch>) =>
+  json(orgView(await changeOrg(deps, principal!.orgId, { auditStatements: body.audit_statements }, actorOf(principal)), deps.config.customBurstPerSecond));
 
 /** Names by id, for the console (audit actors and targets, requesters, usage by connector). */
 export const getOrgDirectory: Handler = async ({ principal, deps }) => {

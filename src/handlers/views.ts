@@ -30,6 +30,7 @@ export function orgView(org: OrgRow, customBurst: number): wire.Org {
     provision_status: org.provisionStatus as wire.Org['provision_status'],
     burst_limit_per_second: burstLimitFor(org.plan, org.burstLimitPerSecond, customBurst),
     monthly_tool_calls: monthlyQuotaFor(org.plan),
+    audit_statements: org.auditStatements,
     created_at: org.createdAt.toISOString(),
   };
 }

@@ -16,6 +16,7 @@ const MCP_ORG_COLUMNS = {
   subscriptionStatus: orgs.subscriptionStatus,
   trialExpiresAt: orgs.trialExpiresAt,
   suspendedAt: orgs.suspendedAt,
+  auditStatements: orgs.auditStatements,
 };
 
 export const orgBySlug = (db: Db) =>

@@ -31,6 +31,8 @@ export interface McpOrg {
   trialExpiresAt: Date | null;
   /** Set while an operator has suspended the org: mcp/session.ts refuses every credential. */
   suspendedAt: Date | null;
+  /** What a refused statement's audit row keeps (decision 0321). */
+  auditStatements: 'none' | 'fingerprint' | 'full';
 }
 
 const orgQueries = new WeakMap<Db, ReturnType<typeof orgBySlug>>();

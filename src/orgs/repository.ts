@@ -54,6 +54,12 @@ export async function markProvisioned(db: Queryable, orgId: string): Promise<Org
   return row!;
 }
 
+/** Sets the org's settings (PATCH /api/org); undefined when there is no such org. */
+export async function updateOrgSettings(db: Queryable, orgId: string, values: Pick<Partial<OrgRow>, 'auditStatements'>): Promise<OrgRow | undefined> {
+  const [row] = await db.update(orgs).set(values).where(eq(orgs.id, orgId)).returning();
+  return row;
+}
+
 /** Orgs in slug order after `afterSlug` (null: from the first), at most `limit`. */
 export async function listOrgsAfter(db: Queryable, afterSlug: string | null, limit: number): Promise<OrgRow[]> {
   const query = db.select().from(orgs);

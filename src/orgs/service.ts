@@ -5,7 +5,7 @@ import { conflict, notFound } from '../errors.ts';
 import type { Store } from '../store/db.ts';
 import { countServingTools } from '../connectors/repository.ts';
 import { reprovisionConnectors, type ConnectorServiceDeps } from '../connectors/service.ts';
-import { findOrgById, insertOrg, markProvisioned, SlugTakenError, type OrgRow, type Plan } from './repository.ts';
+import { findOrgById, insertOrg, markProvisioned, SlugTakenError, updateOrgSettings, type OrgRow, type Plan } from './repository.ts';
 
 /** What the org service uses: the connector service's parts (provisioning re-validates connectors). */
 export type OrgServiceDeps = ConnectorServiceDeps;
@@ -53,6 +53,23 @@ export async function getOrg(deps: { store: Pick<Store, 'db'> }, orgId: string):
   const org = await findOrgById(deps.store.db, orgId);
   if (!org) throw notFound('org_not_found', 'No such org.');
   return org;
+}
+
+/** Changes the org's settings (what a refused statement keeps: decision 0321), audited as `org.updated` with the fields. */
+export async function updateOrg(
+  deps: { store: Pick<Store, 'db'> },
+  orgId: string,
+  patch: { auditStatements?: OrgRow['auditStatements'] },
+  actor: Actor,
+): Promise<OrgRow> {
+  return deps.store.db.transaction(async (tx) => {
+    const values = patch.auditStatements === undefined ? {} : { auditStatements: patch.auditStatements };
+    const row = Object.keys(values).length ? await updateOrgSettings(tx, orgId, values) : await findOrgById(tx, orgId);
+    if (!row) throw notFound('org_not_found', 'No such org.');
+    const details = patch.auditStatements === undefined ? { fields: [] } : { fields: ['audit_statements'], audit_statements: patch.auditStatements };
+    await recordAudit(tx, { orgId, action: 'org.updated', actor, targetType: 'org', targetId: orgId, details });
+    return row;
+  });
 }
 
 /** The org of the path, which must be the token's org; any other id is "not found", revealing nothing. */

@@ -533,4 +533,24 @@ ALTER TABLE connectors ADD COLUMN health_changed_at timestamptz;
 ALTER TABLE connectors ADD COLUMN health_checked_at timestamptz;
 `,
   },
+  {
+    version: 22,
+    name: 'audit_statements_and_filters',
+    // Issue 41 (docs/decisions/0321, 0357, 0358): how much of a refused statement the org keeps in its audit log, and an
+    // index per filter of GET /api/audit, each ending in the list's order (created_at, seq), so the first page and any
+    // cursor page of a filter is one ordered index range. The time index replaces audit_events_org_time (same lead).
+    // reason_class and fingerprint_id exist on refused rows only: partial indexes.
+    sql: `
+ALTER TABLE orgs ADD COLUMN audit_statements text NOT NULL DEFAULT 'fingerprint' CHECK (audit_statements IN ('none', 'fingerprint', 'full'));
+CREATE INDEX audit_events_org_time_seq ON audit_events (org_id, created_at, seq);
+DROP INDEX audit_events_org_time;
+CREATE INDEX audit_events_org_outcome ON audit_events (org_id, outcome, created_at, seq);
+CREATE INDEX audit_events_org_action ON audit_events (org_id, action, created_at, seq);
+CREATE INDEX audit_events_org_actor ON audit_events (org_id, actor_type, actor_id, created_at, seq);
+CREATE INDEX audit_events_org_target ON audit_events (org_id, target_id, created_at, seq);
+CREATE INDEX audit_events_org_connector ON audit_events (org_id, (details->>'connector_id'), created_at, seq) WHERE (details->>'connector_id') IS NOT NULL;
+CREATE INDEX audit_events_org_reason_class ON audit_events (org_id, (details->>'reason_class'), created_at, seq) WHERE (details->>'reason_class') IS NOT NULL;
+CREATE INDEX audit_events_org_fingerprint ON audit_events (org_id, (details->>'fingerprint_id'), created_at, seq) WHERE (details->>'fingerprint_id') IS NOT NULL;
+`,
+  },
 ];

@@ -26,6 +26,7 @@ export const JSONB_TYPES: Record<string, string> = {
 export const TEXT_TYPES: Record<string, string> = {
   'mcp_oauth_clients.kind': "'registered' | 'preregistered'",
   'tools.kind': "'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt'",
+  'orgs.audit_statements': "'none' | 'fingerprint' | 'full'",
 };
 
 /** A table's note, by table name. */
@@ -56,6 +57,7 @@ export const COLUMN_NOTES: Record<string, string> = {
   'orgs.catalog_version': "Bumped on every change that alters the org's tool catalog or credentials' view of it.",
   'orgs.burst_limit_per_second': "Custom burst limit (enterprise, standalone); null uses the plan's.",
   'orgs.suspended_at': 'Set while an operator has suspended the org: every credential of it is refused.',
+  'orgs.audit_statements': 'What a refused statement keeps in the audit log: none, its fingerprint (default) or the full text (decision 0321).',
   'audit_events.seq': "Position in the org's hash chain (audit/chain.ts); null until the row is sealed into it (audit/repository.ts sealPending).",
   'audit_events.mac': "HMAC-SHA256 (hex) of the row's content with the gateway's audit key (audit/mac.ts); null on rows from before it.",
   'audit_events.refused_at': 'Set when a sealer refused the row (no valid MAC: not written by the gateway); it stays outside the chain.',

@@ -23,7 +23,7 @@
 import { getDriver } from '../connectors/registry.ts';
 import type { ExecutionContext, ExecutionLimits, SqlTarget, ToolResult } from '../connectors/types.ts';
 import { ranNothing, refusalClassOf, refusedResult } from '../connectors/shared/result.ts';
-import { refusedCallDetails } from './refused-call.ts';
+import { refusedCallDetails, type AuditStatements } from './refused-call.ts';
 import type { Principal } from '../principal.ts';
 import type { SchemaError } from '../util/schema-errors.ts';
 import type { Config } from '../config.ts';
@@ -49,6 +49,8 @@ export interface RuntimeOrg {
   plan: string;
   subscriptionStatus: string;
   trialExpiresAt: Date | null;
+  /** What a refused statement's audit row keeps (decision 0321); the default, `fingerprint`, when not given. */
+  auditStatements?: AuditStatements;
 }
 
 /** What running a tool uses: the quota meter, the execution limits, and the outbound policy (upstream MCP servers). */
@@ -430,7 +432,7 @@ export async function callTool(
       arguments_sha256: argumentsDigest(args),
       ...(outcome.kind !== 'answered' && outcome.tables ? { tables: outcome.tables } : {}),
       ...(held ? { held_for_approval: true } : {}),
-      ...(refusedAs ? refusedCallDetails(refusedAs, String(result.content[0]?.text ?? ''), args) : {}),
+      ...(refusedAs ? refusedCallDetails(refusedAs, String(result.content[0]?.text ?? ''), args, org.auditStatements) : {}),
       // The caller went away before the answer: with outcome error, the gateway cancelled (or never ran) the call.
       ...(signal?.aborted ? { abandoned: true } : {}),
     },

@@ -5,7 +5,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { arrayParam, rowsOf, type Queryable } from '../store/db.ts';
 
-/** Sets the endpoint's cursor to its org's chain head (creation, or when it starts taking tool.called again). */
+/** Sets the endpoint's cursor to its org's chain head (creation, or when it starts taking a relayed type again). */
 export async function resetRelayCursor(tx: Queryable, orgId: string, webhookId: string): Promise<void> {
   await tx.execute(sql`
     INSERT INTO webhook_relay_cursors (webhook_id, org_id, after_seq, since)
@@ -16,6 +16,8 @@ export async function resetRelayCursor(tx: Queryable, orgId: string, webhookId: 
 interface Cursor {
   webhook_id: string;
   org_id: string;
+  /** The endpoint's event types: which rows it relays (tool.called: counted calls; tool.refused: refused ones). */
+  events: string[];
   after_seq: string | number;
   head_seq: string | number;
   since: string | Date;
@@ -28,16 +30,20 @@ export interface CallRow {
   created_at: string | Date;
   actor_type: string;
   actor_id: string | null;
+  outcome: string;
   details: Record<string, unknown> | string;
 }
 
-/** Claims up to `limit` cursors of enabled tool.called endpoints that are behind their org's chain head. */
+/** The event types relayed from tools/call audit rows (the rest are emitted by their writers). */
+export const RELAYED_TYPES = ['tool.called', 'tool.refused'];
+
+/** Claims up to `limit` cursors of enabled endpoints taking a relayed type that are behind their org's chain head. */
 export async function claimCursors(tx: Queryable, limit: number): Promise<Cursor[]> {
   return rowsOf<Cursor>(
     await tx.execute(sql`
-        SELECT c.webhook_id, c.org_id, c.after_seq, c.since, h.head_seq
+        SELECT c.webhook_id, c.org_id, c.after_seq, c.since, h.head_seq, w.events
         FROM webhook_relay_cursors c
-        JOIN webhooks w ON w.id = c.webhook_id AND w.enabled AND 'tool.called' = ANY(w.events)
+        JOIN webhooks w ON w.id = c.webhook_id AND w.enabled AND w.events && ARRAY['tool.called', 'tool.refused']::text[]
         JOIN audit_chains h ON h.org_id = c.org_id AND h.head_seq > c.after_seq
         ORDER BY c.webhook_id
         LIMIT ${limit}
@@ -46,18 +52,21 @@ export async function claimCursors(tx: Queryable, limit: number): Promise<Cursor
 }
 
 /**
- * The counted tool.called rows after each cursor, up to its head and since its `since`, at most `perCursor` each, in
- * chain order. `cursors` is a JSON array of {webhook_id, org_id, after_seq, head_seq, since}.
+ * The tools/call rows after each cursor that its endpoint takes (counted ones for tool.called, refused ones for
+ * tool.refused), up to its head and since its `since`, at most `perCursor` each, in chain order. `cursors` is a JSON
+ * array of {webhook_id, org_id, after_seq, head_seq, since, called, refused}.
  */
 export async function callsAfterCursors(tx: Queryable, cursors: string, perCursor: number): Promise<CallRow[]> {
   return rowsOf<CallRow>(
     await tx.execute(sql`
-        SELECT c.webhook_id, a.id, a.seq, a.created_at, a.actor_type, a.actor_id, a.details
-        FROM jsonb_to_recordset(${cursors}::jsonb) AS c(webhook_id uuid, org_id uuid, after_seq bigint, head_seq bigint, since timestamptz)
+        SELECT c.webhook_id, a.id, a.seq, a.created_at, a.actor_type, a.actor_id, a.outcome, a.details
+        FROM jsonb_to_recordset(${cursors}::jsonb)
+          AS c(webhook_id uuid, org_id uuid, after_seq bigint, head_seq bigint, since timestamptz, called boolean, refused boolean)
         CROSS JOIN LATERAL (
-          SELECT e.id, e.seq, e.created_at, e.actor_type, e.actor_id, e.details FROM audit_events e
+          SELECT e.id, e.seq, e.created_at, e.actor_type, e.actor_id, e.outcome, e.details FROM audit_events e
           WHERE e.org_id = c.org_id AND e.seq > c.after_seq AND e.seq <= c.head_seq AND e.created_at >= c.since
-            AND e.action = 'tool.called' AND e.details->>'counted' = 'true' AND e.details->>'connector_id' IS NOT NULL
+            AND e.action = 'tool.called' AND e.details->>'connector_id' IS NOT NULL
+            AND ((c.called AND e.details->>'counted' = 'true') OR (c.refused AND e.outcome = 'refused'))
           ORDER BY e.seq LIMIT ${perCursor}
         ) a`),
   );
@@ -66,13 +75,13 @@ export async function callsAfterCursors(tx: Queryable, cursors: string, perCurso
 /** Inserts the events and their deliveries; those already there are left as they are. */
 export async function insertEventsAndDeliveries(
   tx: Queryable,
-  events: { id: string; org_id: string; body: string; created_at: string }[],
+  events: { id: string; org_id: string; type: string; body: string; created_at: string }[],
   deliveries: { event_id: string; webhook_id: string; org_id: string }[],
 ): Promise<void> {
   await tx.execute(sql`
         INSERT INTO webhook_events (id, org_id, type, body, created_at)
-        SELECT id, org_id, 'tool.called', body, created_at
-        FROM jsonb_to_recordset(${JSON.stringify(events)}::jsonb) AS x(id text, org_id uuid, body text, created_at timestamptz)
+        SELECT id, org_id, type, body, created_at
+        FROM jsonb_to_recordset(${JSON.stringify(events)}::jsonb) AS x(id text, org_id uuid, type text, body text, created_at timestamptz)
         ON CONFLICT (id) DO NOTHING`);
   await tx.execute(sql`
         INSERT INTO webhook_deliveries (event_id, webhook_id, org_id)

@@ -10,7 +10,8 @@
  * - The event id is derived from the audit row (`evt_<audit row uuid>`) and the inserts are ON CONFLICT DO NOTHING:
  *   a retried or repeated relay writes nothing new, and a receiver sees the same id on every attempt.
  * - The body's `data` is built from the row (audit details of tools/call, runtime.ts), exactly the documented
- *   ToolCalledData. Only calls that ran a connector tool (`counted`) are events, as before.
+ *   ToolCalledData. Only calls that ran a connector tool (`counted`) are events, as before. An endpoint that takes
+ *   `tool.refused` (opt-in, issue 41) also gets the refused rows (outcome `refused`) as ToolRefusedData.
  * - An endpoint's cursor starts at the chain head when it is created or starts taking tool.called (enabled again,
  *   or the type added), with `since` = that time: no backfill of earlier calls, including calls committed just before
  *   but sealed just after (their row's created_at is earlier; the clocks of gateway and database are assumed close). Disabled endpoints are skipped (their cursor stays, and is
@@ -25,9 +26,30 @@ import { callsAfterCursors, claimCursors, insertEventsAndDeliveries, moveCursors
 const CURSORS_PER_ROUND = 50;
 const ROWS_PER_CURSOR = 1000;
 
-/** The documented tool.called event of one sealed tools/call audit row. */
-function toolCalledEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, orgId: string): DomainEvent {
+/** The documented tool.refused event of one sealed refused tools/call row: never the statement, only what the row keeps. */
+function toolRefusedEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, d: Record<string, unknown>, orgId: string): DomainEvent {
+  return {
+    id: `evt_${row.id}`,
+    type: 'tool.refused',
+    orgId,
+    createdAt: new Date(row.created_at),
+    data: {
+      tool_name: d.tool_name,
+      connector_id: d.connector_id,
+      connector_type: d.connector_type,
+      reason_class: d.reason_class,
+      reason: d.reason,
+      ...(typeof d.fingerprint_id === 'string' ? { fingerprint_id: d.fingerprint_id } : {}),
+      ...(typeof d.fingerprint === 'string' ? { fingerprint: d.fingerprint } : {}),
+      caller: { type: row.actor_type, id: row.actor_id },
+    },
+  };
+}
+
+/** The documented event of one sealed tools/call audit row: tool.called (a counted call) or tool.refused. */
+function toolCallEvent(row: Omit<CallRow, 'webhook_id' | 'seq'>, orgId: string): DomainEvent {
   const d = (typeof row.details === 'string' ? JSON.parse(row.details) : row.details) as Record<string, unknown>;
+  if (row.outcome === 'refused') return toolRefusedEvent(row, d, orgId);
   return {
     id: `evt_${row.id}`,
     type: 'tool.called',
@@ -61,6 +83,8 @@ async function relayRound(db: Queryable): Promise<{ queued: number; more: boolea
         after_seq: Number(c.after_seq),
         head_seq: Number(c.head_seq),
         since: new Date(c.since).toISOString(),
+        called: c.events.includes('tool.called'),
+        refused: c.events.includes('tool.refused'),
       })),
     );
     // Rows up to the head read above are sealed and committed (the sealer moves the head in the rows' transaction).
@@ -71,7 +95,7 @@ async function relayRound(db: Queryable): Promise<{ queued: number; more: boolea
       list.push(row);
       byWebhook.set(row.webhook_id, list);
     }
-    const events = new Map<string, { id: string; org_id: string; body: string; created_at: string }>();
+    const events = new Map<string, { id: string; org_id: string; type: string; body: string; created_at: string }>();
     const deliveries: { event_id: string; webhook_id: string; org_id: string }[] = [];
     const moved: { webhook_id: string; after_seq: number }[] = [];
     let more = false;
@@ -81,9 +105,9 @@ async function relayRound(db: Queryable): Promise<{ queued: number; more: boolea
       if (full) more = true;
       moved.push({ webhook_id: c.webhook_id, after_seq: full ? Number(mine[mine.length - 1]!.seq) : Number(c.head_seq) });
       for (const row of mine) {
-        const event = toolCalledEvent(row, c.org_id);
+        const event = toolCallEvent(row, c.org_id);
         if (!events.has(event.id))
-          events.set(event.id, { id: event.id, org_id: c.org_id, body: deliveryBody(event), created_at: event.createdAt.toISOString() });
+          events.set(event.id, { id: event.id, org_id: c.org_id, type: event.type, body: deliveryBody(event), created_at: event.createdAt.toISOString() });
         deliveries.push({ event_id: event.id, webhook_id: c.webhook_id, org_id: c.org_id });
       }
     }

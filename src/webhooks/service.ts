@@ -9,7 +9,7 @@ import { WEBHOOK_EVENT_TYPES } from '../events/index.ts';
 import { assertOutboundUrl, OutboundRefusedError, type OutboundPolicy } from '../net/outbound.ts';
 import type { Queryable, Store } from '../store/db.ts';
 import type { SecretBox } from '../util/crypto.ts';
-import { resetRelayCursor } from './relay-statements.ts';
+import { RELAYED_TYPES, resetRelayCursor } from './relay-statements.ts';
 import * as repo from './repository.ts';
 import { newWebhookSecret } from './signing.ts';
 
@@ -93,7 +93,7 @@ export async function updateWebhook(
     const row = (await repo.updateWebhook(tx, orgId, id, values))!;
     // An endpoint that starts taking tool.called (enabled again, or the type added) starts at the chain head: calls
     // made while it was off or unsubscribed are not delivered.
-    const takes = (w: repo.WebhookRow) => w.enabled && w.events.includes('tool.called');
+    const takes = (w: repo.WebhookRow) => w.enabled && w.events.some((e) => RELAYED_TYPES.includes(e));
     if (takes(row) && !takes(before)) await resetRelayCursor(tx, orgId, id);
     await changed(tx, orgId, 'webhook.updated', actor, id, { fields: Object.keys(patch) });
     return row;

@@ -7,7 +7,8 @@ import { can, ErrorBox, useAction, type PageProps, type Role } from './kit.tsx';
 import { ConnectPage, PlaygroundPage } from './pages-agent.tsx';
 import { OverviewPage, ToolsPage } from './pages-build.tsx';
 import { ConnectorsPage } from './pages-connectors.tsx';
-import { ApprovalsPage, AuditPage, CredentialsPage } from './pages-operate.tsx';
+import { AuditPage } from './pages-audit.tsx';
+import { ApprovalsPage, CredentialsPage } from './pages-operate.tsx';
 import { BillingPage, IdpPage, WebhooksPage } from './pages-org.tsx';
 import { SignedInAgentsPage } from './pages-signin.tsx';
 

@@ -8,6 +8,7 @@ import { Actor, connectorName, Target, useDirectory } from './directory.tsx';
 import { can, CopyButton, ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
 import { schemas } from '../../generated/contract-schemas.ts';
 import { PolicySection, SavedPolicyNote } from './pages-policy.tsx';
+import { auditHref } from './pages-audit.tsx';
 import { isDatabaseType, takesPolicy } from './connector-types.ts';
 
 /** What a tool row governs, as the tools page words it (decisions 0313, 0315). */
@@ -21,12 +22,33 @@ const KIND_LABELS: Record<string, string> = {
 
 const ms = (v: number | null) => (v === null ? '—' : `${v} ms`);
 
+/**
+ * The audit rows a count of the insights is made of (audit/insights-statements.ts): calls are tool.called rows that are
+ * not refused, refusals tool.call_refused rows (outcome denied) and refused tool.called rows, both of the window.
+ */
+const COUNTED: Record<'calls' | 'refusals' | 'errors' | 'held', { action: string; outcome: string }> = {
+  calls: { action: 'tool.called', outcome: 'success,error,held' },
+  refusals: { action: 'tool.', outcome: 'refused,denied' },
+  errors: { action: 'tool.called', outcome: 'error' },
+  held: { action: 'tool.called', outcome: 'held' },
+};
+
+/** A count of the insights as a link to the audit rows it counts (narrowed to a connector or a tool). */
+function CountLink({ i, what, n, connector, tool }: { i: Insights; what: keyof typeof COUNTED; n: number; connector?: string | null; tool?: string }) {
+  const href = auditHref({ ...COUNTED[what], from: i.since, ...(connector ? { connector_id: connector } : {}), ...(tool ? { tool } : {}) });
+  return (
+    <a href={href} data-count={what}>
+      {n}
+    </a>
+  );
+}
+
 function Stats({ i }: { i: Insights }) {
-  const tiles: [string, string | number][] = [
-    ['Calls', i.totals.calls],
-    ['Refusals', i.totals.refusals],
-    ['Errors', i.totals.errors],
-    ['Held for approval', i.totals.held],
+  const tiles: [string, string | number | preact.JSX.Element][] = [
+    ['Calls', <CountLink i={i} what="calls" n={i.totals.calls} />],
+    ['Refusals', <CountLink i={i} what="refusals" n={i.totals.refusals} />],
+    ['Errors', <CountLink i={i} what="errors" n={i.totals.errors} />],
+    ['Held for approval', <CountLink i={i} what="held" n={i.totals.held} />],
     ['p50 latency', ms(i.totals.p50_ms)],
     ['p95 latency', ms(i.totals.p95_ms)],
   ];
@@ -43,7 +65,10 @@ function Stats({ i }: { i: Insights }) {
 }
 
 /** The figures per connector (its percentiles over its own calls); a row without one holds refusals before a tool was known. */
-function connectorColumns(dir: ReturnType<typeof useDirectory>): Column<Insights['by_connector'][number]>[] {
+function connectorColumns(i: Insights, dir: ReturnType<typeof useDirectory>): Column<Insights['by_connector'][number]>[] {
+  // Refusals before a tool was resolved name no connector: no filter selects exactly them, so that row has no links.
+  const count = (what: keyof typeof COUNTED) => (r: Insights['by_connector'][number]) =>
+    r.connector_id ? <CountLink i={i} what={what} n={r[what]} connector={r.connector_id} /> : r[what];
   return [
     {
       key: 'connector',
@@ -51,9 +76,9 @@ function connectorColumns(dir: ReturnType<typeof useDirectory>): Column<Insights
       value: (r) => (r.connector_id ? connectorName(dir, r.connector_id) : '(no tool resolved)'),
       render: (r) => (r.connector_id ? <Named name={connectorName(dir, r.connector_id)} id={r.connector_id} /> : '(no tool resolved)'),
     },
-    { key: 'calls', label: 'Calls', value: (r) => r.calls },
-    { key: 'refusals', label: 'Refusals', value: (r) => r.refusals },
-    { key: 'errors', label: 'Errors', value: (r) => r.errors },
+    { key: 'calls', label: 'Calls', value: (r) => r.calls, render: count('calls') },
+    { key: 'refusals', label: 'Refusals', value: (r) => r.refusals, render: count('refusals') },
+    { key: 'errors', label: 'Errors', value: (r) => r.errors, render: count('errors') },
     { key: 'p50', label: 'p50', value: (r) => r.p50_ms ?? -1, render: (r) => ms(r.p50_ms) },
     { key: 'p95', label: 'p95', value: (r) => r.p95_ms ?? -1, render: (r) => ms(r.p95_ms) },
   ];
@@ -72,9 +97,24 @@ function InsightsPanel() {
       value: (r) => connectorName(dir, r.connector_id),
       render: (r) => <Named name={connectorName(dir, r.connector_id)} id={r.connector_id} />,
     },
-    { key: 'calls', label: 'Calls', value: (r) => r.calls },
-    { key: 'refusals', label: 'Refusals', value: (r) => r.refusals },
-    { key: 'errors', label: 'Errors', value: (r) => r.errors },
+    {
+      key: 'calls',
+      label: 'Calls',
+      value: (r) => r.calls,
+      render: (r) => <CountLink i={i!} what="calls" n={r.calls} connector={r.connector_id} tool={r.tool_name} />,
+    },
+    {
+      key: 'refusals',
+      label: 'Refusals',
+      value: (r) => r.refusals,
+      render: (r) => <CountLink i={i!} what="refusals" n={r.refusals} connector={r.connector_id} tool={r.tool_name} />,
+    },
+    {
+      key: 'errors',
+      label: 'Errors',
+      value: (r) => r.errors,
+      render: (r) => <CountLink i={i!} what="errors" n={r.errors} connector={r.connector_id} tool={r.tool_name} />,
+    },
     { key: 'p50', label: 'p50', value: (r) => r.p50_ms ?? -1, render: (r) => ms(r.p50_ms) },
     { key: 'p95', label: 'p95', value: (r) => r.p95_ms ?? -1, render: (r) => ms(r.p95_ms) },
   ];
@@ -104,7 +144,7 @@ function InsightsPanel() {
             </Empty>
           ) : (
             <>
-              <DataTable caption="Calls by connector" columns={connectorColumns(dir)} rows={i.by_connector} rowKey={(r) => r.connector_id ?? 'none'} />
+              <DataTable caption="Calls by connector" columns={connectorColumns(i, dir)} rows={i.by_connector} rowKey={(r) => r.connector_id ?? 'none'} />
               <DataTable caption="Calls by tool" columns={columns} rows={i.by_tool} rowKey={(r) => `${r.tool_name}:${r.connector_id}`} />
             </>
           )}

@@ -198,7 +198,17 @@ export type Org = {
      * Tool calls included per calendar month (UTC); null is unlimited.
      */
     monthly_tool_calls: number | null;
+    audit_statements: AuditStatements;
     created_at: string;
+};
+
+/**
+ * What the audit row of a refused statement keeps: `none` (reason class, reason, fingerprint_id), `fingerprint` (also the statement with its literals removed; the default) or `full` (also the statement as sent).
+ */
+export type AuditStatements = 'none' | 'fingerprint' | 'full';
+
+export type OrgPatch = {
+    audit_statements?: AuditStatements;
 };
 
 export type ProvisioningStatus = {
@@ -919,7 +929,10 @@ export type ApprovalDecision = {
     reason?: string;
 };
 
-export type WebhookEventType = 'tool.called' | 'approval.requested' | 'approval.decided';
+/**
+ * `tool.refused` (opt-in): a tools/call whose statement the SQL guard or a policy refused (docs/webhooks.md).
+ */
+export type WebhookEventType = 'tool.called' | 'tool.refused' | 'approval.requested' | 'approval.decided';
 
 export type WebhookInput = {
     url: string;
@@ -1012,7 +1025,7 @@ export type WebhookDelivery = {
     type: WebhookEventType;
     org_id: string;
     created_at: string;
-    data: ToolCalledData | ApprovalRequestedData | ApprovalDecidedData;
+    data: ToolCalledData | ToolRefusedData | ApprovalRequestedData | ApprovalDecidedData;
 };
 
 /**
@@ -1031,6 +1044,32 @@ export type ToolCalledData = {
      * SQL connectors: every table the statement read (`schema.table`), whichever tool was called (decision 0292).
      */
     tables?: Array<string>;
+    caller: {
+        type: 'api_key' | 'oauth_client' | 'user';
+        id: string | null;
+    };
+};
+
+/**
+ * `tool.refused`: one tools/call whose statement the SQL guard or a policy refused (nothing ran; the call's audit row
+ * has outcome `refused`). Never the statement itself: `fingerprint` (its literals removed) only when the org's
+ * `audit_statements` keeps it.
+ *
+ */
+export type ToolRefusedData = {
+    tool_name: string;
+    connector_id: string;
+    connector_type: string;
+    /**
+     * The reason class (docs/audit.md, "Refused statements").
+     */
+    reason_class: string;
+    /**
+     * What the agent was answered (quoted literals replaced by `?` unless the org keeps statements in full).
+     */
+    reason: string;
+    fingerprint_id?: string;
+    fingerprint?: string;
     caller: {
         type: 'api_key' | 'oauth_client' | 'user';
         id: string | null;
@@ -1260,6 +1299,53 @@ export type GetOrgResponses = {
 };
 
 export type GetOrgResponse = GetOrgResponses[keyof GetOrgResponses];
+
+export type UpdateOrgData = {
+    body: OrgPatch;
+    path?: never;
+    query?: never;
+    url: '/api/org';
+};
+
+export type UpdateOrgErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type UpdateOrgError = UpdateOrgErrors[keyof UpdateOrgErrors];
+
+export type UpdateOrgResponses = {
+    /**
+     * The org.
+     */
+    200: Org;
+};
+
+export type UpdateOrgResponse = UpdateOrgResponses[keyof UpdateOrgResponses];
 
 export type ListApiKeysData = {
     body?: never;
@@ -4669,6 +4755,38 @@ export type ListAuditEventsData = {
          * Only events about this target (a connector or approval id, a tool's name).
          */
         target_id?: string;
+        /**
+         * Only events of this outcome, or of any of several given comma-separated (`refused,denied`).
+         */
+        outcome?: string;
+        /**
+         * Only events of this actor, as `<type>:<id>`: `api_key:<key id>`, `oauth_client:<client_id>`, `user:<e-mail or IdP subject>` (a member), `operator:<id>`.
+         */
+        actor?: string;
+        /**
+         * Only tools/call events (`tool.called`, `tool.call_refused`) of the tool of this name.
+         */
+        tool?: string;
+        /**
+         * Only events about tools of this connector (`details.connector_id`: tools/call events and their refusals).
+         */
+        connector_id?: string;
+        /**
+         * Only refused statements of this reason class (docs/audit.md, "Refused statements").
+         */
+        reason_class?: string;
+        /**
+         * Only refused statements of this fingerprint (`details.fingerprint_id`).
+         */
+        fingerprint_id?: string;
+        /**
+         * Only events created at or after this instant.
+         */
+        from?: string;
+        /**
+         * Only events created before this instant.
+         */
+        until?: string;
     };
     url: '/api/audit';
 };
