@@ -326,8 +326,9 @@ describe('MCP endpoint credentials', () => {
     expect(((await res.json()) as { error: string }).error).toBe('insufficient_scope');
   });
 
-  test('an API key sent as a bearer token is not a token', async () => {
-    await expectError(await mcp(a.slug, bearer(a.apiKey)), 401, INVALID_TOKEN_BODY, mcpChallenge(a, 'error="invalid_token"'));
+  test('an API key sent as a bearer token is not a token: the answer says where it goes (decision 0365)', async () => {
+    const body = { error: 'unauthenticated', message: 'This is an API key: send it in the X-API-Key header, not as Authorization: Bearer.' };
+    await expectError(await mcp(a.slug, bearer(a.apiKey)), 401, body, mcpChallenge(a, 'error="invalid_token"'));
   });
 });
 
@@ -353,7 +354,9 @@ describe('REST credentials', () => {
 
   test('an API key is not accepted on /api/*', async () => {
     verifies('REST-BEARER-ONLY');
-    await expectError(await api(g, 'GET', '/api/org', a.apiKey), 401, INVALID_TOKEN_BODY, INVALID_TOKEN_CHALLENGE);
+    const message =
+      'This is an API key: API keys work only at an MCP endpoint, in the X-API-Key header. /api/* takes an OAuth access token with the org:manage scope.';
+    await expectError(await api(g, 'GET', '/api/org', a.apiKey), 401, { error: 'unauthenticated', message }, INVALID_TOKEN_CHALLENGE);
     expect((await api(g, 'GET', '/api/org', null, undefined, { 'x-api-key': a.apiKey })).status).toBe(401);
   });
 

@@ -399,6 +399,8 @@ export const REQUIREMENTS = {
     "Every source of a client's redirect URIs (metadata document, registration, pre-registration, a stored row at use) passes one rule: https, or http on loopback, or a private-use scheme with a dot; no fragment, user info or dangerous scheme; a refused redirect_uri gets a page, never a redirect [issue 40 item 7a; decision 0363]",
   'MCPAUTH-TOKEN-AUDIENCE':
     "A signed-in access token is accepted only at the MCP endpoint its aud names: another org's resource, another audience or none -> 401 with the endpoint's resource_metadata [issue 40 item 7b; RFC 8707; decision 0364]",
+  'AUTH-ERRORS-POINT-THE-WAY':
+    'An IdP refused for plain http or a private address names TOOLGATE_OUTBOUND_ALLOW_HOSTS; an API key sent as Authorization: Bearer is told to use X-API-Key, without the key echoed [issue 40 item 6; decision 0365]',
 } as const;
 
 export type RequirementId = keyof typeof REQUIREMENTS;

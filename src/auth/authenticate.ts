@@ -3,7 +3,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import { decodeJwt } from 'jose';
 import { forbidden, orgSuspended, unauthenticated } from '../errors.ts';
 import type { Db } from '../store/db.ts';
-import { MANAGE_SCOPE, MCP_SCOPE } from './credentials.ts';
+import { looksLikeApiKey, MANAGE_SCOPE, MCP_SCOPE } from './credentials.ts';
 import { activeClientAttributes, isOrgSuspended } from './repository.ts';
 import type { Principal, Role } from '../principal.ts';
 import type { AccessTokenClaims, TokenSigner } from './signing.ts';
@@ -37,6 +37,13 @@ function connectorsFromScopes(scopes: string[]): string[] | null | 'none' {
   const ids = scopes.map((s) => CONNECTOR_SCOPE.exec(s)?.[1]).filter((id): id is string => Boolean(id));
   return ids.length ? ids : 'none';
 }
+
+/**
+ * An API key sent as a bearer token is refused with where it goes instead (decision 0365); the key is not looked up,
+ * and the answer never repeats it.
+ */
+const API_KEY_AS_BEARER_MCP = 'This is an API key: send it in the X-API-Key header, not as Authorization: Bearer.';
+const API_KEY_AS_BEARER_REST = `This is an API key: API keys work only at an MCP endpoint, in the X-API-Key header. /api/* takes an OAuth access token with the ${MANAGE_SCOPE} scope.`;
 
 function isGatewayToken(token: string, issuer: string): boolean {
   try {
@@ -91,6 +98,7 @@ export class Authenticator {
 
   private async restPrincipal(token: string | null): Promise<Principal> {
     if (!token) throw unauthenticated('Authorization: Bearer <token> is required.', token !== null);
+    if (looksLikeApiKey(token)) throw unauthenticated(API_KEY_AS_BEARER_REST, true);
     // A person's token for an MCP endpoint is bound to that endpoint (its audience): never a REST credential.
     if (this.signedIn?.claims(token)) throw unauthenticated('The token is invalid or expired.', true);
     if (isGatewayToken(token, this.signer.issuer)) {
@@ -113,6 +121,7 @@ export class Authenticator {
   async mcpBearer(request: Request, orgId: string, slug: string): Promise<Principal> {
     const token = bearerToken(request);
     if (!token) throw unauthenticated('A credential is required: X-API-Key or Authorization: Bearer.', token !== null);
+    if (looksLikeApiKey(token)) throw unauthenticated(API_KEY_AS_BEARER_MCP, true);
     if (this.signedIn?.claims(token)) return this.signedIn.principal(token, orgId, slug);
     if (isGatewayToken(token, this.signer.issuer)) {
       const { attributes, ...claims } = await this.verifyGatewayToken(token);

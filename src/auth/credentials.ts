@@ -25,6 +25,9 @@ export async function createApiKey(db: Queryable, orgId: string, input: { name: 
   return { row, key };
 }
 
+/** Whether a presented credential has the shape of an API key (so a refusal can say where keys go). */
+export const looksLikeApiKey = (text: string): boolean => text.startsWith(API_KEY_PREFIX);
+
 /** The digest a presented API key is looked up by; null for text that cannot be a key (nothing to look up). */
 export function apiKeyDigest(key: string): string | null {
   if (!key.startsWith(API_KEY_PREFIX) || key.length > 200) return null;

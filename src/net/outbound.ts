@@ -1,7 +1,7 @@
 /** HTTP through the outbound policy (policy.ts): URL rules, the address check, a connection pinned to the checked address, no redirects, time and size caps. */
 import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
-import { checkTarget, isHostListed, OutboundRefusedError, stripTrailingDots, type OutboundPolicy } from './policy.ts';
+import { ALLOW_HOSTS_HINT, checkTarget, isHostListed, OutboundRefusedError, stripTrailingDots, type OutboundPolicy } from './policy.ts';
 
 export { isForbiddenAddress } from './ip.ts';
 export { OutboundRefusedError, parseOutboundPolicy, type OutboundPolicy, type Resolver } from './policy.ts';
@@ -48,7 +48,7 @@ async function checkUrl(url: string, policy: OutboundPolicy, opts: { requireHttp
   const port = effectivePort(parsed);
   const listed = isHostListed(policy, host, port);
   if (opts.requireHttps && parsed.protocol !== 'https:' && !listed) {
-    throw new OutboundRefusedError('insecure', `refused: host "${host}" must be reached over https`);
+    throw new OutboundRefusedError('insecure', `refused: host "${host}" must be reached over https ${ALLOW_HOSTS_HINT}`);
   }
   // An allow-listed name needs no look-up to be saved; it is looked up and checked when it is connected to.
   if (listed && !lookUp && isIP(host.replace(/^\[(.*)\]$/, '$1')) === 0) return { url: parsed, addresses: [] };

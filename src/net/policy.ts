@@ -238,8 +238,16 @@ export interface TargetQuery {
   database?: string;
 }
 
+/**
+ * Said with every refusal the operator could lift (plain http, a private or loopback address): the switch is named
+ * so an admin who meets it knows whom to ask and for what (issue 40 item 6, decision 0365). Said alike for the
+ * classes no entry lifts, so the answer tells nothing about which class a host is in.
+ */
+export const ALLOW_HOSTS_HINT =
+  '(the gateway operator can allow a private host, or plain http to it, with TOOLGATE_OUTBOUND_ALLOW_HOSTS; link-local and metadata addresses are never allowed)';
+
 const refusedAddress = (host: string) =>
-  new OutboundRefusedError('forbidden_address', `refused: the address of host "${host}" is in a private, loopback or reserved range`);
+  new OutboundRefusedError('forbidden_address', `refused: the address of host "${host}" is in a private, loopback or reserved range ${ALLOW_HOSTS_HINT}`);
 
 /**
  * The addresses `host`:`port` may be reached at, every one checked; throws OutboundRefusedError otherwise.
