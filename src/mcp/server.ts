@@ -120,8 +120,7 @@ function itemReply(deps: ToolRuntimeDeps, session: McpSession, outcome: ItemOutc
   if (outcome.kind === 'ok') return outcome.result;
   const error = itemError(outcome);
   if (outcome.kind !== 'unrecorded' && outcome.kind !== 'failed') {
-    const name = 'name' in outcome ? outcome.name : '(item)';
-    recordRefusal(deps, session.org, session.principal, { kind: 'not_found', name }, error, started);
+    recordRefusal(deps, session.org, session.principal, { kind: outcome.kind, name: 'name' in outcome ? outcome.name : '(item)' }, error, started);
   }
   throw error;
 }
