@@ -160,15 +160,7 @@ describe('console sign-in and session', () => {
     expect(names.map((k) => k.name)).not.toContain('forged');
     // A bearer wins over the cookie: an API client is judged by its Authorization header alone.
     expect((await send('/api/org', { cookie: cookie!, headers: { authorization: 'Bearer not-a-token' } })).status).toBe(401);
-    // The MCP endpoint takes no cookie as a credential (the playground still calls it with the session's bearer).
-    const mcp = await send(`/mcp/${org.slug}`, {
-      method: 'POST',
-      cookie: cookie!,
-      csrf,
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
-    });
-    expect(mcp.status).toBe(401);
+    // The MCP endpoint takes the session too (the playground's calls, decision 0335): the next test.
     // Writes go through with their body; REST's own errors come back as they are.
     const created = await send('/api/org/api-keys', {
       method: 'POST',
@@ -203,6 +195,50 @@ describe('console sign-in and session', () => {
     expect(out.headers.getSetCookie().join(';')).toContain('Max-Age=0');
     // The old cookie, replayed, is nothing any more.
     expect((await send('/api/org', { cookie: cookie!, csrf })).status).toBe(401);
+  });
+
+  test('the session on /mcp/*: CSRF token, same-site and our own Origin required; a bearer or an API key wins over it', async () => {
+    verifies('CONSOLE-SESSION');
+    const { cookie } = await signIn();
+    const csrf = await csrfOf(cookie!);
+    const mcp = (extra: { cookie?: string; csrf?: string; headers?: Record<string, string> }) =>
+      send(`/mcp/${org.slug}`, {
+        method: 'POST',
+        ...extra,
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...extra.headers },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+      });
+    const ok = await mcp({ cookie: cookie!, csrf });
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as { result: { tools: unknown[] } }).result.tools.length).toBeGreaterThan(0);
+    // Cookie-only, a wrong token, another site's fetch, a foreign or opaque Origin: refused before anything runs.
+    for (const [extra, code] of [
+      [{}, 'csrf'],
+      [{ csrf: 'x'.repeat(csrf.length) }, 'csrf'],
+      [{ csrf, headers: { 'sec-fetch-site': 'cross-site' } }, 'csrf'],
+      [{ csrf, headers: { 'sec-fetch-site': 'same-site' } }, 'csrf'],
+      [{ csrf, headers: { origin: 'https://evil.example' } }, 'forbidden_origin'],
+      [{ csrf, headers: { origin: 'null' } }, 'forbidden_origin'],
+    ] as const) {
+      const refused = await mcp({ cookie: cookie!, ...extra });
+      expect([JSON.stringify(extra), refused.status, ((await refused.json()) as { error: string }).error]).toEqual([JSON.stringify(extra), 403, code]);
+    }
+    // No session, or a session that ended: 401, as any missing credential.
+    expect((await mcp({ cookie: 'tg_console=made-up', csrf })).status).toBe(401);
+    // A bearer or an API key wins over the cookie: an MCP client is judged by its own credential alone.
+    expect((await mcp({ cookie: cookie!, csrf, headers: { authorization: 'Bearer not-a-token' } })).status).toBe(401);
+    expect((await mcp({ cookie: cookie!, csrf, headers: { 'x-api-key': 'tg_not-a-key' } })).status).toBe(401);
+    expect((await mcp({ cookie: cookie!, headers: { 'x-api-key': org.apiKey } })).status).toBe(200);
+    // The session of one org is no credential at another org's endpoint.
+    const other = await onboard(gateway);
+    const foreign = await send(`/mcp/${other.slug}`, {
+      method: 'POST',
+      cookie: cookie!,
+      csrf,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(foreign.status).toBe(401);
   });
 
   test('a foreign Origin or Origin: null is refused on every console call before anything runs, as on the MCP endpoint', async () => {

@@ -154,7 +154,6 @@ describe('ranks one level down (connectors/: the type folders stand on shared/, 
  */
 const SYNTHETIC_REQUEST_EXCEPTIONS: Record<string, string> = {
   'docs/explorer.ts': "renders the API explorer's page once, inside the swagger plugin's own app; never a caller's request",
-  'console/session-routes.ts': 'the playground calls the MCP endpoint with the session bearer: to go with the MCP doorway (issue 39 item 4)',
 };
 
 /** Where src/ creates routes, each with why: the router binds the contract's operations, and nothing else does. */

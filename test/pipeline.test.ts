@@ -81,10 +81,10 @@ describe('the pipeline answers refusals and errors', () => {
     const org = await onboard(g);
     const logged: Array<{ message: string; fields: unknown }> = [];
     const log = g.deps.log as unknown as { error: (message: string, fields?: unknown) => void };
-    const mcp = g.deps.mcp as unknown as { answer: (...args: unknown[]) => Promise<string> };
-    const [logError, answer] = [log.error, mcp.answer];
+    const mcp = g.deps.mcp as unknown as { reply: (...args: unknown[]) => Promise<unknown> };
+    const [logError, reply] = [log.error, mcp.reply];
     log.error = (message, fields) => logged.push({ message, fields });
-    mcp.answer = async () => {
+    mcp.reply = async () => {
       throw new Error('boom');
     };
     try {
@@ -101,7 +101,7 @@ describe('the pipeline answers refusals and errors', () => {
       expect(logged).toEqual([{ message: 'mcp endpoint failed', fields: { error: expect.stringContaining('boom') } }]);
     } finally {
       log.error = logError;
-      mcp.answer = answer;
+      mcp.reply = reply;
     }
   });
 
@@ -166,10 +166,24 @@ describe('the pipeline answers refusals and errors', () => {
       const proxied = await send('/api/org', { cookie, 'x-toolgate-csrf': csrf, 'x-request-id': 'console-rest-1' });
       expect(proxied.status).toBe(200);
       expect(idOf(proxied)).toBe('console-rest-1');
+      // And the playground's MCP call: the /mcp request itself, with the session as its credential (decision 0335).
+      const called = await send(
+        `/mcp/${org.slug}`,
+        { cookie, 'x-toolgate-csrf': csrf, 'x-request-id': 'console-mcp-1', 'content-type': 'application/json' },
+        {
+          method: 'POST',
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'check_approval_status', arguments: { approvalId: 'none' } } }),
+        },
+      );
+      expect([called.status, idOf(called)]).toEqual([200, 'console-mcp-1']);
+      expect(((await called.json()) as { result?: unknown }).result).toBeDefined();
     } finally {
       log.enabled = enabled;
       log.info = info;
     }
-    expect(lines).toEqual([expect.objectContaining({ request_id: 'console-rest-1', route: '/api/org', status: 200 })]);
+    expect(lines).toEqual([
+      expect.objectContaining({ request_id: 'console-rest-1', route: '/api/org', status: 200 }),
+      expect.objectContaining({ request_id: 'console-mcp-1', route: '/mcp/{orgSlug}', status: 200 }),
+    ]);
   });
 });

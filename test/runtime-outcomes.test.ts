@@ -11,6 +11,7 @@ import { toolCallError } from '../src/mcp/server.ts';
 import type { Principal } from '../src/principal.ts';
 import type { CatalogTool, OrgCatalog } from '../src/tools/catalog.ts';
 import { type CallOutcome, callTool, type RuntimeOrg, recordRefusal, type ToolRuntimeDeps } from '../src/tools/runtime.ts';
+import { registry } from '../src/observability/metrics.ts';
 import { importGraph } from './support/imports.ts';
 import { RANKS } from './support/ranks.ts';
 
@@ -165,7 +166,7 @@ describe('a refused call is a domain outcome, worded by mcp/server.ts', () => {
     expect(wire(lost)).toEqual({ code: RpcCode.InternalError, message: 'The call ran, but its audit record could not be written, so its result is withheld.' });
   });
 
-  test('recordRefusal writes the row with the code and message the server answered', async () => {
+  test('recordRefusal writes the row by its kind, with the code and message the server answered', async () => {
     const f = fake();
     const outcome = await callTool(f.deps, { ...org }, { ...principal, connectorIds: [] }, 'items', { sql: 'x' });
     if (outcome.kind !== 'scope') throw new Error(`expected scope, got ${outcome.kind}`);
@@ -175,8 +176,24 @@ describe('a refused call is a domain outcome, worded by mcp/server.ts', () => {
         action: 'tool.call_refused',
         targetId: 'items',
         outcome: 'denied',
-        details: { code: RpcCode.InsufficientScope, reason: 'This credential may not call items.', connector_id: 'c1' },
+        details: { kind: 'scope', code: RpcCode.InsufficientScope, reason: 'This credential may not call items.', connector_id: 'c1' },
       }),
     ]);
+  });
+
+  test('a refusal counts as the quota by its kind, never by the code it was answered with (decision 0337)', async () => {
+    const quotaRefusals = async () => {
+      const text = await registry.getSingleMetricAsString('toolgate_limit_refusals_total');
+      return Number(/limit="quota"\} (\d+)/.exec(text)?.[1] ?? 0);
+    };
+    const f = fake();
+    const before = await quotaRefusals();
+    // The quota's code on a scope refusal counts nothing; an ended trial and a used-up quota count, whatever the code.
+    recordRefusal(f.deps, org, principal, { kind: 'scope', name: 'items' }, { code: RpcCode.QuotaExceeded, message: 'x' }, performance.now());
+    expect(await quotaRefusals()).toBe(before);
+    recordRefusal(f.deps, org, principal, { kind: 'trial_ended', name: 'items' }, { code: RpcCode.InternalError, message: 'x' }, performance.now());
+    recordRefusal(f.deps, org, principal, { kind: 'quota_exceeded', name: 'items' }, { code: 0, message: 'x' }, performance.now());
+    expect(await quotaRefusals()).toBe(before + 2);
+    expect(f.denials.map((d) => (d as { details: { kind: string } }).details.kind)).toEqual(['scope', 'trial_ended', 'quota_exceeded']);
   });
 });

@@ -117,9 +117,9 @@ export class Authenticator {
    * The MCP endpoint of one org (`/mcp/{slug}`), for a bearer token: a person's token for exactly that endpoint, a
    * gateway token with an mcp:call scope, or the org's IdP token.
    * (X-API-Key requests are looked up by the endpoint itself, org and key in one batched query: see mcp/lookup.ts.)
+   * `token`: the Authorization header's bearer or a console session's; `null` is none presented, `''` a malformed header.
    */
-  async mcpBearer(request: Request, orgId: string, slug: string): Promise<Principal> {
-    const token = bearerToken(request);
+  async mcpToken(token: string | null, orgId: string, slug: string): Promise<Principal> {
     if (!token) throw unauthenticated('A credential is required: X-API-Key or Authorization: Bearer.', token !== null);
     if (looksLikeApiKey(token)) throw unauthenticated(API_KEY_AS_BEARER_MCP, true);
     if (this.signedIn?.claims(token)) return this.signedIn.principal(token, orgId, slug);

@@ -1,6 +1,6 @@
 /**
- * What every console route group shares: the deps, the cookies (names and attributes per the public URL's scheme),
- * the session of a request, and the app itself, through which sign-in and the page's REST calls go.
+ * What every console route group shares: the deps, the cookies (names and attributes per the public URL's scheme)
+ * and the session of a request; and the session as a credential of /api/* and /mcp/* (decisions 0317, 0335).
  */
 import { createHash } from 'node:crypto';
 import type { AppDeps } from '../deps.ts';
@@ -15,8 +15,6 @@ const MAX_SESSION_MS = 12 * 3600_000;
 
 export interface ConsoleContext {
   deps: AppDeps;
-  /** The app's own fetch handler: sign-in calls its token endpoint and the playground the MCP endpoint through it. */
-  forward: (request: Request) => Promise<Response>;
   redirectUri: string;
   /** The value of a cookie of the request, or null. */
   cookieOf(request: Request, which: 'session' | 'login'): string | null;
@@ -46,7 +44,7 @@ function cookieNames(publicUrl: string) {
     : { session: 'tg_console', login: 'tg_console_login', base: 'HttpOnly', sessionPath: '/', loginPath: '/console/auth' };
 }
 
-export function consoleContext(deps: AppDeps, forward: (request: Request) => Promise<Response>): ConsoleContext {
+export function consoleContext(deps: AppDeps): ConsoleContext {
   const { config, store, box } = deps;
   const names = cookieNames(config.publicUrl);
   const cookieOf = (request: Request, which: 'session' | 'login') => cookieValue(request, names[which]);
@@ -54,7 +52,6 @@ export function consoleContext(deps: AppDeps, forward: (request: Request) => Pro
     `${names.session}=${id}; Path=${names.sessionPath}; ${names.base}; SameSite=Strict; Max-Age=${Math.max(1, Math.floor((expiresAt.getTime() - Date.now()) / 1000))}`;
   return {
     deps,
-    forward,
     redirectUri: `${config.publicUrl}/console/auth/callback`,
     cookieOf,
     clearSession: `${names.session}=; Path=${names.sessionPath}; ${names.base}; SameSite=Strict; Max-Age=0`,
@@ -94,16 +91,22 @@ export function fromSession(request: Request, deps: AppDeps): boolean {
   return !request.headers.has('authorization') && cookieValue(request, cookieNames(deps.config.publicUrl).session) !== null;
 }
 
-/** The session's principal (decision 0317): our own Origin, the CSRF token, a page of this site; then its bearer. */
-export async function sessionPrincipal(request: Request, deps: AppDeps): Promise<Principal> {
+/**
+ * The session's bearer, once the request shows what the session credential must (decisions 0317, 0335): our own
+ * Origin, a live session, its CSRF token, a page of this site. The bearer itself never leaves the server.
+ */
+export async function sessionBearer(request: Request, deps: AppDeps): Promise<string> {
   if (!hostPolicyFor(deps.config).originAllowed(request.headers.get('origin'))) {
     throw new AppError(403, 'forbidden_origin', 'This Origin may not call the gateway with the console session.');
   }
   const current = await sessionOf(deps, request);
   if (!current) throw unauthenticated('Not signed in, or the console session ended. Sign in again.');
   if (lacksCsrf(request, current.id)) throw new AppError(403, 'csrf', 'The request lacks the console CSRF token.');
-  return deps.auth.restToken(current.session.bearer);
+  return current.session.bearer;
 }
+
+/** The session's principal on /api/*: its bearer authenticated as REST authenticates any. */
+export const sessionPrincipal = async (request: Request, deps: AppDeps): Promise<Principal> => deps.auth.restToken(await sessionBearer(request, deps));
 
 /**
  * A session's answer: never cached; a JSON 200 to a GET gets a strong ETag, and 304 when If-None-Match names it (the

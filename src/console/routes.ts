@@ -1,7 +1,7 @@
 /**
- * The settings console at /console, in route groups: the page and its assets (here), sign-in (sign-in.ts), the
- * session and the playground (session-routes.ts); the page's REST calls go to /api/* with the session as their
- * credential (context.ts sessionPrincipal). The shared checks (Host, Origin), the refusal audit and
+ * The settings console at /console, in route groups: the page and its assets (here), sign-in (sign-in.ts) and the
+ * session (session-routes.ts); the page's REST calls go to /api/*, and the playground's to /mcp/{slug}, with the
+ * session as their credential (context.ts sessionBearer). The shared checks (Host, Origin), the refusal audit and
  * the error mapping are the HTTP pipeline's: src/http/router.ts mounts this on its app.
  */
 import type { AppDeps } from '../deps.ts';
@@ -10,7 +10,7 @@ import { CONSOLE_PAGE, consoleAssets, landingPage } from './assets.ts';
 import { consoleContext, type ConsoleContext } from './context.ts';
 import { errorReply, respond } from './replies.ts';
 import { finishIdpSignIn, signInWithClient, startIdpSignIn } from './sign-in.ts';
-import { playground, sessionInfo, signOut } from './session-routes.ts';
+import { sessionInfo, signOut } from './session-routes.ts';
 
 /** The console's error answer (JSON, with the console's security headers), for the pipeline's refusals too. */
 export const consoleErrorReply = (status: number, error: string, message: string): Response => errorReply(status, error, message);
@@ -37,7 +37,6 @@ const ROUTES: Record<string, Route> = {
   'GET /console/': () => respond(CONSOLE_PAGE, 200, { 'content-type': 'text/html; charset=utf-8' }),
   'GET /console/session': (ctx, request) => sessionInfo(ctx, request),
   'POST /console/auth/logout': (ctx, request) => signOut(ctx, request),
-  'POST /console/playground': (ctx, request, url) => playground(ctx, request, url),
   'POST /console/auth/client': (ctx, request) => signInWithClient(ctx, request),
   'GET /console/auth/idp': (ctx, _request, url) => startIdpSignIn(ctx, url),
   'GET /console/auth/callback': (ctx, request, url) => finishIdpSignIn(ctx, request, url),
@@ -49,8 +48,8 @@ const ASSETS_PREFIX = '/console/assets/';
  * The console's routes for the requests that passed the pipeline's door; an error thrown here is the pipeline's to
  * answer (a Refusal audited, anything else a 500).
  */
-export function consoleServer(deps: AppDeps, forward: (request: Request) => Promise<Response>): (request: Request, url: URL) => Promise<Response> {
-  const ctx = consoleContext(deps, forward);
+export function consoleServer(deps: AppDeps): (request: Request, url: URL) => Promise<Response> {
+  const ctx = consoleContext(deps);
   return async (request, url) => {
     const path = url.pathname;
     if (request.method === 'GET' && path.startsWith(ASSETS_PREFIX)) return serveAsset(ctx, path.slice(ASSETS_PREFIX.length));

@@ -15,9 +15,11 @@ import type { AppDeps } from '../deps.ts';
 import type { Handler, HandlerTable, RequestContext } from '../handlers/context.ts';
 import { bearerToken } from '../net/bearer.ts';
 import { consoleErrorReply, consoleServer } from '../console/routes.ts';
-import { fromSession, sessionAnswer, sessionPrincipal } from '../console/context.ts';
+import { fromSession, sessionAnswer, sessionBearer, sessionPrincipal } from '../console/context.ts';
 import { Refusal } from '../audit/refusals.ts';
 import { answerFailure, checkDoor, restRefusal, stampRequestId, type Door } from '../pipeline/pipeline.ts';
+import { enterMcp } from '../pipeline/mcp.ts';
+import { versionRefusal } from '../mcp/doorway.ts';
 import { noteCaller, requestAnswered, requestIdOf } from '../observability/requests.ts';
 import { inRequestSpan } from '../observability/tracing.ts';
 import { takeRestCall, type RestLimitDeps } from '../limits/rest.ts';
@@ -37,7 +39,7 @@ const jsonReply: Door['reply'] = (status, error, message) => json({ error, messa
 const DOORS = {
   probe: { hostMessage: null, originMessage: null, reply: jsonReply },
   rest: { hostMessage: FORBIDDEN_HOST, originMessage: null, reply: jsonReply },
-  mcp: { hostMessage: FORBIDDEN_HOST, originMessage: 'This Origin may not call the MCP endpoint.', reply: jsonReply },
+  mcp: { hostMessage: FORBIDDEN_HOST, originMessage: 'This Origin may not call the MCP endpoint.', reply: jsonReply, check: versionRefusal },
 } satisfies Record<string, Door>;
 
 /**
@@ -169,17 +171,53 @@ function lazyUrlContext(request: Request, params: Record<string, string>, princi
 
 /** How the router enforces an operation's access policy (x-toolgate-auth) before its handler runs. */
 interface AccessPolicy {
-  /** The authenticated caller, or null for operations that have none at this point. */
-  authenticate(request: Request, deps: AppDeps): Principal | null | Promise<Principal | null>;
   /**
-   * Whether the router reads and validates the REST request (path, query, body). An endpoint that speaks its own
-   * protocol (the MCP transport) reads and checks its request itself after the door (Host, Origin): its
-   * JSON-RPC errors are its own; the pipeline answers what it throws.
+   * The handler's context: the caller authenticated (the door's limits taken) and the request read, or the refusal
+   * thrown. Synchronous where nothing needs waiting for (a public operation without a body): no await on that path.
    */
-  restRequest: boolean;
+  enter(op: OperationDef, request: Request, params: Record<string, string>, deps: AppDeps): RequestContext | Promise<RequestContext>;
   /** Whether the console session is a credential here too (its answers then go through sessionAnswer). */
   session?: true;
 }
+
+type Authenticate = (request: Request, deps: AppDeps) => Principal | null | Promise<Principal | null>;
+
+/** A REST operation's request, after its caller: path and query validated, then the body read and validated. */
+function restRequest(op: OperationDef, request: Request, params: Record<string, string>, principal: Principal | null, deps: AppDeps) {
+  // Who called is kept for the request's log line only, so nothing is recorded when info lines are off.
+  if (principal && deps.log.enabled('info')) noteCaller(request, principal);
+  const ctx = restContext(op, request, params, principal, deps);
+  if (!op.bodyType) return ctx;
+  return readBody(op, request, deps).then((body) => {
+    if (body !== undefined) validate(`${op.operationId}_body`, body, 'body', op.bodyType === 'form');
+    ctx.body = body;
+    return ctx;
+  });
+}
+
+/** A REST operation's policy: its caller (`authenticate`), then the REST request read against the contract. */
+const restPolicy = (authenticate: Authenticate, session?: true): AccessPolicy => ({
+  enter(op, request, params, deps) {
+    const authenticated = authenticate(request, deps);
+    if (authenticated instanceof Promise) return authenticated.then((principal) => restRequest(op, request, params, principal, deps));
+    return restRequest(op, request, params, authenticated, deps);
+  },
+  ...(session ? { session } : {}),
+});
+
+/**
+ * The MCP operation's policy (pipeline/mcp.ts): an API key, a bearer or the console session; the burst limit of this
+ * instance; the body as JSON. The doorway (mcp/doorway.ts) classifies and answers it; the URL is parsed only if asked.
+ */
+const mcpPolicy: AccessPolicy = {
+  async enter(_op, request, params, deps) {
+    const entered = await enterMcp(request, params.orgSlug!, deps, (r, d) => (fromSession(r, d) ? sessionBearer(r, d) : null));
+    const ctx = lazyUrlContext(request, params, entered.session.principal, deps);
+    ctx.body = entered;
+    return ctx;
+  },
+  session: true,
+};
 
 /** The REST limit's view of the deps: the org's plan comes through the credential cache (dropped on any change). */
 const restLimits = (deps: AppDeps): RestLimitDeps => ({
@@ -191,8 +229,8 @@ const restLimits = (deps: AppDeps): RestLimitDeps => ({
 const restCredential = (request: Request, deps: AppDeps): Promise<Principal> =>
   fromSession(request, deps) ? sessionPrincipal(request, deps) : deps.auth.rest(request);
 
-const rolePolicy = (role: Role): AccessPolicy => ({
-  authenticate: async (request, deps) => {
+const rolePolicy = (role: Role): AccessPolicy =>
+  restPolicy(async (request, deps) => {
     let principal: Principal | null = null;
     try {
       principal = await restCredential(request, deps);
@@ -204,10 +242,7 @@ const rolePolicy = (role: Role): AccessPolicy => ({
       // 403 and 429 are audited by the pipeline (pipeline/pipeline.ts).
       throw restRefusal(err, request, principal);
     }
-  },
-  restRequest: true,
-  session: true,
-});
+  }, true);
 
 /**
  * Operations after which the MCP endpoint's cached credential lookups are dropped on every instance (a new auth
@@ -237,9 +272,9 @@ async function operatorSignIn(request: Request, deps: AppDeps): Promise<Principa
 }
 
 const ACCESS: Record<OperationDef['auth'], AccessPolicy> = {
-  public: { authenticate: () => null, restRequest: true },
-  operator: { authenticate: operatorSignIn, restRequest: true },
-  mcp: { authenticate: () => null, restRequest: false },
+  public: restPolicy(() => null),
+  operator: restPolicy(operatorSignIn),
+  mcp: mcpPolicy,
   contributor: rolePolicy('contributor'),
   admin: rolePolicy('admin'),
   finance: rolePolicy('finance'),
@@ -290,19 +325,10 @@ async function answer(route: Route, request: Request, params: Record<string, str
   if (refused) return refused;
   let wrote = false;
   try {
-    const authenticated = access.authenticate(request, deps);
-    // Policies that authenticate synchronously (public, mcp) cost no await on the hot path.
-    const principal = authenticated instanceof Promise ? await authenticated : authenticated;
-    // Who called is kept for the request's log line only, so nothing is recorded when info lines are off.
-    if (principal && deps.log.enabled('info')) noteCaller(request, principal);
-    // An endpoint of its own protocol (the MCP transport, the hot path) reads what it needs itself: the URL is
-    // parsed only if it asks.
-    const ctx = access.restRequest ? restContext(op, request, params, principal, deps) : lazyUrlContext(request, params, principal, deps);
-    if (access.restRequest && op.bodyType) {
-      ctx.body = await readBody(op, request, deps);
-      if (ctx.body !== undefined) validate(`${op.operationId}_body`, ctx.body, 'body', op.bodyType === 'form');
-    }
-    wrote = principal !== null && changesCredentialLookups(op);
+    const entered = access.enter(op, request, params, deps);
+    // Policies that enter synchronously (a public operation without a body) cost no await.
+    const ctx = entered instanceof Promise ? await entered : entered;
+    wrote = ctx.principal !== null && changesCredentialLookups(op);
     const response = await route.handler(ctx);
     // After the handler's commit, before the answer: whoever learns of the change gets it on every instance.
     if (wrote) await deps.authCache.changed();
@@ -370,9 +396,9 @@ const CONSOLE_DOOR: Door = {
   reply: consoleErrorReply,
 };
 
-/** Mounts the console at /console (and its landing page at /); `forward` is the app itself (sign-in's token request, the playground's call). */
-function consoleApp(deps: AppDeps, forward: (request: Request) => Promise<Response>): Elysia {
-  const serve = consoleServer(deps, forward);
+/** Mounts the console at /console (and its landing page at /). */
+function consoleApp(deps: AppDeps): Elysia {
+  const serve = consoleServer(deps);
   const answer = async (request: Request): Promise<Response> => {
     const refused = checkDoor(CONSOLE_DOOR, deps, request);
     if (refused) return refused;
@@ -416,8 +442,7 @@ export function buildRouter(deps: AppDeps, handlers: HandlerTable): Elysia {
       deps,
     ),
   );
-  // Sign-in's token request and the playground's MCP call go back through this same app.
-  app.use(consoleApp(deps, (request) => app.handle(request)));
+  app.use(consoleApp(deps));
   app.onError(({ code, error }) => {
     if (code === 'NOT_FOUND') {
       observeHttp('unmatched', 'ANY', 404, 0);

@@ -1,6 +1,6 @@
 /**
  * JSON-RPC batches on POST /mcp/{orgSlug}, for the one revision that has them: a protocol rule, so it lives with the
- * protocol; the transport (handlers/mcp.ts) only hands a parsed array here and turns the outcome into a response. MCP 2025-03-26 (Transports, Streamable
+ * protocol; the doorway (mcp/doorway.ts) only hands a parsed array here and turns the outcome into a response. MCP 2025-03-26 (Transports, Streamable
  * HTTP: the POST body "MUST be one of ... an array batching one or more requests and/or notifications"; JSON-RPC
  * "implementations MUST support receiving JSON-RPC batches") requires servers to accept them; 2025-06-18 removed
  * them. The revision of a stateless request is its MCP-Protocol-Version header, absent under 2025-03-26 (the header
@@ -36,25 +36,26 @@ export function batchesAllowed(versionHeader: string | null): boolean {
   return versionHeader === null || versionHeader.trim() === BATCH_REVISION;
 }
 
+/** How a batch ended: each kind is one of the doorway's outcomes too (mcp/doorway.ts). */
 export type BatchOutcome =
-  | { kind: 'invalid'; body: string }
+  | { kind: 'invalid'; json: string }
   | { kind: 'rate_limited'; retryAfterSeconds: number; limit: 'burst_local' | 'burst_shared' }
   | { kind: 'accepted' }
-  | { kind: 'answered'; body: string };
+  | { kind: 'answered'; json: string };
 
 export async function answerBatch(deps: BatchDeps, session: McpSession, messages: unknown[], burstLimit: number): Promise<BatchOutcome> {
-  if (messages.length === 0) return { kind: 'invalid', body: failure(null, { code: RpcCode.InvalidRequest, message: 'Invalid Request: an empty batch.' }) };
+  if (messages.length === 0) return { kind: 'invalid', json: failure(null, { code: RpcCode.InvalidRequest, message: 'Invalid Request: an empty batch.' }) };
   if (messages.length > MAX_BATCH_MESSAGES) {
     return {
       kind: 'invalid',
-      body: failure(null, { code: RpcCode.InvalidRequest, message: `Invalid Request: a batch holds at most ${MAX_BATCH_MESSAGES} messages.` }),
+      json: failure(null, { code: RpcCode.InvalidRequest, message: `Invalid Request: a batch holds at most ${MAX_BATCH_MESSAGES} messages.` }),
     };
   }
   // A 2026-07-28 request is one message per POST: a batch holding one is refused whole (as the v2 SDKs' servers do).
   if (messages.some((m) => m !== null && typeof m === 'object' && claimsRevision((m as { params?: unknown }).params))) {
     return {
       kind: 'invalid',
-      body: failure(null, { code: RpcCode.InvalidRequest, message: 'Invalid Request: a batch may not hold a request of revision 2026-07-28 or later.' }),
+      json: failure(null, { code: RpcCode.InvalidRequest, message: 'Invalid Request: a batch may not hold a request of revision 2026-07-28 or later.' }),
     };
   }
   const { org } = session;
@@ -77,5 +78,5 @@ export async function answerBatch(deps: BatchDeps, session: McpSession, messages
       answers.push(failure(m.id, { code: RpcCode.InvalidRequest, message: 'Invalid Request: initialize must not be part of a JSON-RPC batch.' }));
     else answers.push(await deps.mcp.answer(session, m.id, m.method, m.params));
   }
-  return answers.length === 0 ? { kind: 'accepted' } : { kind: 'answered', body: `[${answers.join(',')}]` };
+  return answers.length === 0 ? { kind: 'accepted' } : { kind: 'answered', json: `[${answers.join(',')}]` };
 }

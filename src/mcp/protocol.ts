@@ -2,7 +2,7 @@
  * The MCP JSON-RPC protocol, independent of HTTP: the envelope (classifying a parsed message, writing a success or
  * an error), version negotiation, and a method table that checks each method's params against its $defs entry of
  * jsonrpc-schema.json and maps what a method throws to a JSON-RPC error. A new method is one entry of the table
- * (mcp/server.ts); the transport (handlers/mcp.ts) never changes for it. Batches (2025-03-26) are mcp/batch.ts.
+ * (mcp/server.ts); the doorway (mcp/doorway.ts) never changes for it. Batches (2025-03-26) are mcp/batch.ts.
  */
 import type { RequestId } from '../../generated/jsonrpc-types.ts';
 import { RpcCode, RpcError, rpcErrorObject } from '../errors.ts';
@@ -69,6 +69,26 @@ export function failure(id: RequestId | null, error: { code: number; message: st
   return JSON.stringify({ jsonrpc: '2.0', id, error });
 }
 
+/** A method's answer: the JSON text of the response, and the scope a step-up challenge names (null: none). */
+export interface MethodAnswer {
+  json: string;
+  stepUpScope: string | null;
+}
+
+/**
+ * A refusal that a wider grant would pass (decision 0248: a signed-in person can consent to one more connector): its
+ * JSON-RPC error is the body, and `scope` comes back beside it in the MethodAnswer for the transport's challenge.
+ */
+export class StepUpRefusal extends RpcError {
+  constructor(
+    code: number,
+    message: string,
+    readonly scope: string,
+  ) {
+    super(code, message);
+  }
+}
+
 /**
  * One method: the $defs entry its params must match (none: any object), what answers it for a session, and
  * optionally `reply`, which turns what `handle` resolved to (a domain outcome) into the result or throws its RpcError.
@@ -117,26 +137,32 @@ export class MethodTable<S> {
     this.unknownHint = `Supported: ${[...this.methods.keys()].join(', ')}.`;
   }
 
-  answer(session: S, id: RequestId, method: string, params: Record<string, unknown>): Promise<string> {
+  /** The JSON text of the response (a batch's member, where no challenge is sent). */
+  async answer(session: S, id: RequestId, method: string, params: Record<string, unknown>): Promise<string> {
+    return (await this.reply(session, id, method, params)).json;
+  }
+
+  /** The response and, for a refusal a wider grant would pass, the scope to name in a challenge. */
+  reply(session: S, id: RequestId, method: string, params: Record<string, unknown>): Promise<MethodAnswer> {
     const def = this.methods.get(method);
     return def ? inSpan(def.spanName, () => this.run(def, session, id, method, params)) : this.run(def, session, id, method, params);
   }
 
-  private async run(def: MethodDef<S> | undefined, session: S, id: RequestId, method: string, params: Record<string, unknown>): Promise<string> {
+  private async run(def: MethodDef<S> | undefined, session: S, id: RequestId, method: string, params: Record<string, unknown>): Promise<MethodAnswer> {
     const started = performance.now();
     try {
       if (!def) throw new RpcError(RpcCode.MethodNotFound, `Method not found: ${method.slice(0, 100)}. ${this.unknownHint}`);
       if (def.params) checkParams(def.params, params);
       const value = await def.handle(session, params as never);
-      const answer = success(id, def.reply ? def.reply(session, value as never, started) : value, this.stamped);
+      const json = success(id, def.reply ? def.reply(session, value as never, started) : value, this.stamped);
       observeMcp(method, 'ok', (performance.now() - started) / 1000);
-      return answer;
+      return { json, stepUpScope: null };
     } catch (err) {
       const rpc = err instanceof RpcError;
       if (!rpc) this.onInternalError(method, err);
       observeMcp(method, rpc ? 'rpc_error' : 'internal_error', (performance.now() - started) / 1000);
       markActiveSpan({ 'rpc.jsonrpc.error_code': rpc ? err.code : RpcCode.InternalError }, true);
-      return failure(id, rpcErrorObject(err));
+      return { json: failure(id, rpcErrorObject(err)), stepUpScope: err instanceof StepUpRefusal ? err.scope : null };
     }
   }
 }

@@ -26,7 +26,7 @@ import { complete, getPrompt, type ItemOutcome, listPrompts, listResources, list
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
 import { describeSchemaError } from '../util/schema-errors.ts';
-import { method, type MethodDef, MethodTable, MODERN_PROTOCOL_VERSIONS, negotiateVersion } from './protocol.ts';
+import { method, type MethodDef, MethodTable, MODERN_PROTOCOL_VERSIONS, negotiateVersion, StepUpRefusal } from './protocol.ts';
 import type { McpSession } from './session.ts';
 
 /** The 2025-era table (answer) with the 2026-07-28 one beside it (`modern`). */
@@ -104,14 +104,16 @@ function listPage(page: RawJson | ListRefusal): RawJson {
   );
 }
 
-/** tools/call's reply: an answer's tool result, or the refusal's error, recorded as a refusal (`unrecorded` is not one). */
+/**
+ * tools/call's reply: an answer's tool result, or the refusal's error, recorded as a refusal by its kind (`unrecorded`
+ * is not one). A person signed in through a client can consent to the connector: that refusal names the scope.
+ */
 function toolCallReply(deps: ToolRuntimeDeps, session: McpSession, outcome: CallOutcome, started: number): ToolResult {
   if ('result' in outcome) return outcome.result;
   const { org, principal } = session;
   const error = toolCallError(outcome);
-  // A person signed in through a client can consent to the connector: the transport turns this into a challenge.
-  if (outcome.kind === 'scope' && principal.signedIn) session.stepUpScope = `${MCP_SCOPE}:${outcome.tool.connector.id}`;
   if (outcome.kind !== 'unrecorded') recordRefusal(deps, org, principal, outcome, error, started);
+  if (outcome.kind === 'scope' && principal.signedIn) throw new StepUpRefusal(error.code, error.message, `${MCP_SCOPE}:${outcome.tool.connector.id}`);
   throw error;
 }
 
@@ -120,8 +122,7 @@ function itemReply(deps: ToolRuntimeDeps, session: McpSession, outcome: ItemOutc
   if (outcome.kind === 'ok') return outcome.result;
   const error = itemError(outcome);
   if (outcome.kind !== 'unrecorded' && outcome.kind !== 'failed') {
-    const name = 'name' in outcome ? outcome.name : '(item)';
-    recordRefusal(deps, session.org, session.principal, { kind: 'not_found', name }, error, started);
+    recordRefusal(deps, session.org, session.principal, { kind: outcome.kind, name: 'name' in outcome ? outcome.name : '(item)' }, error, started);
   }
   throw error;
 }

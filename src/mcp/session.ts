@@ -1,6 +1,6 @@
 /**
  * Who calls the MCP endpoint of which org: the org named in the URL and the caller's credential (X-API-Key, or a
- * Bearer token), checked together so that an unknown slug and another org's credential get the same 401 and nothing
+ * bearer token), checked together so that an unknown slug and another org's credential get the same 401 and nothing
  * is revealed about which orgs exist.
  */
 import type { Authenticator } from '../auth/authenticate.ts';
@@ -18,19 +18,17 @@ export interface McpSession {
   principal: Principal;
   /** The request's signal: it aborts when the HTTP client goes away, and a tool call then cancels its statement. */
   signal?: AbortSignal;
-  /**
-   * Set by a tools/call of a signed-in token refused for its connector scope: the scope that would allow it, which
-   * the transport names in a 403 step-up challenge for a single request (decision 0248).
-   */
-  stepUpScope?: string;
 }
 
 export interface SessionDeps {
   store: Pick<Store, 'db'>;
-  auth: Pick<Authenticator, 'apiKeyPrincipal' | 'mcpBearer'>;
+  auth: Pick<Authenticator, 'apiKeyPrincipal' | 'mcpToken'>;
   /** This instance's cache of the lookups (off without a shared auth epoch, or with a TTL of 0). */
   authCache: McpAuthCache;
 }
+
+/** What a request presents: an API key, or a bearer token (the Authorization header's, or the console session's; null: none). */
+export type McpCredential = { apiKey: string } | { bearer: string | null };
 
 /** The org and the caller for a request carrying X-API-Key, in one (batched) store query or from the cache. */
 async function withApiKey(deps: SessionDeps, slug: string, apiKey: string): Promise<{ org: McpOrg | undefined; principal: Principal }> {
@@ -42,21 +40,20 @@ async function withApiKey(deps: SessionDeps, slug: string, apiKey: string): Prom
   return { org, principal };
 }
 
-/** Authenticates the request for the org `slug`; throws the 401/403 AppError the endpoint answers otherwise. */
-export async function openSession(deps: SessionDeps, request: Request, slug: string): Promise<McpSession> {
+/** Authenticates a credential for the org `slug`; throws the 401/403 AppError the endpoint answers otherwise. */
+export async function openSession(deps: SessionDeps, slug: string, credential: McpCredential, signal?: AbortSignal): Promise<McpSession> {
   // For an unknown slug the credential is checked against an org id no credential belongs to, so the answer
   // (message and WWW-Authenticate) is exactly the one another org's or an invalid credential gets.
-  const apiKey = request.headers.get('x-api-key');
   let org: McpOrg | undefined;
   let principal: Principal;
-  if (apiKey !== null) ({ org, principal } = await withApiKey(deps, slug, apiKey));
+  if ('apiKey' in credential) ({ org, principal } = await withApiKey(deps, slug, credential.apiKey));
   else {
     // The org from the cache; the token itself is checked as always (a revoked client is refused in auth/).
     org = await findMcpOrg(deps.store.db, slug, deps.authCache);
-    principal = await deps.auth.mcpBearer(request, org?.id ?? NO_ORG, slug);
+    principal = await deps.auth.mcpToken(credential.bearer, org?.id ?? NO_ORG, slug);
   }
   if (!org) throw unauthenticated('The API key is invalid or revoked.');
   // Told only to a valid credential of the org, so nothing is revealed about an org to strangers.
   if (org.suspendedAt) throw orgSuspended();
-  return { org, principal, signal: request.signal };
+  return { org, principal, signal };
 }

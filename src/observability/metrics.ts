@@ -6,7 +6,6 @@
  * metrics are prom-client's, read at scrape time.
  */
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
-import { RpcCode } from '../errors.ts';
 import { HotCounter, HotHistogram } from './series.ts';
 
 export const registry = new Registry();
@@ -104,10 +103,10 @@ export function observeToolCall(toolType: string | null | undefined, outcome: To
   toolDuration.observe(seconds, type);
 }
 
-/** A refused tools/call (a JSON-RPC error): counted as refused, and as a quota refusal when that is why (RpcCode.QuotaExceeded: a used-up quota or an ended trial). */
-export function observeToolRefusal(toolType: string | null | undefined, rpcCode: number, seconds: number): void {
+/** A refused tools/call: counted as refused, and as a quota refusal when a limit of the plan is why (`byQuota`: its kind says so). */
+export function observeToolRefusal(toolType: string | null | undefined, byQuota: boolean, seconds: number): void {
   observeToolCall(toolType, 'refused', seconds);
-  if (rpcCode === RpcCode.QuotaExceeded) countLimitRefusal('quota');
+  if (byQuota) countLimitRefusal('quota');
 }
 
 const connectorWait = new HotHistogram({

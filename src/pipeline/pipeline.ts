@@ -4,7 +4,8 @@
  * is plain function composition, not Elysia hooks: nothing here allocates or awaits on a request that passes
  * (docs/decisions/0150-one-http-pipeline.md).
  *
- *   door checks (Host, then Origin) -> authentication (http/router.ts, per access policy) -> handler
+ *   door checks (Host, Origin, the surface's own) -> authentication, door limits and the request read (http/router.ts,
+ *   per access policy; the MCP operation's in pipeline/mcp.ts) -> handler
  *   -> error mapping; a Refusal thrown anywhere on the way is audited here, the one place refusals are recorded.
  *   Every answer, a refusal of the door included, carries the request's id (X-Request-Id: stampRequestId).
  */
@@ -40,16 +41,18 @@ export interface Door {
   originMessage: string | null;
   /** How the surface answers a refused check. */
   reply(status: 403, error: 'forbidden_host' | 'forbidden_origin', message: string): Response;
+  /** A check of the surface's own, after Host and Origin and before any credential (the MCP transport's protocol version). */
+  check?(request: Request): Response | null;
 }
 
-/** The refusal of the first shared check the request fails, or null when it passes them all. */
+/** The refusal of the first check the request fails, or null when it passes them all. */
 export function checkDoor(door: Door, deps: AppDeps, request: Request): Response | null {
   const policy = hostPolicyFor(deps.config);
   if (door.hostMessage !== null && !policy.hostAllowed(request)) return door.reply(403, 'forbidden_host', door.hostMessage);
   if (door.originMessage !== null && !policy.originAllowed(request.headers.get('origin'))) {
     return door.reply(403, 'forbidden_origin', door.originMessage);
   }
-  return null;
+  return door.check ? door.check(request) : null;
 }
 
 const UUID = /^[0-9a-f-]{36}$/i;

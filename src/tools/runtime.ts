@@ -452,20 +452,26 @@ async function recordCall(deps: ToolRuntimeDeps, ...args: Parameters<ToolRuntime
   }
 }
 
+/** What a refusal record names: why (the refusal's kind), and the tool, or the name the caller asked for. */
+export type RecordedRefusal = { kind: CallRefusal['kind']; tool: CatalogTool } | { kind: CallRefusal['kind']; name: string };
+
+/** The refusals that a limit of the plan made (counted as the quota's): a used-up quota, an ended trial. */
+const QUOTA_REFUSALS: ReadonlySet<CallRefusal['kind']> = new Set(['quota_exceeded', 'trial_ended']);
+
 /**
- * Records a refused call (`tool.call_refused`, not waited for) and counts it, with the code and message its caller
- * answered: mcp/server.ts, which words every refusal. `started`: when the call began (performance.now()).
+ * Records a refused call (`tool.call_refused`, not waited for) and counts it, by its kind; the row keeps the code and
+ * message its caller was answered (mcp/server.ts words every refusal). `started`: when the call began (performance.now()).
  */
 export function recordRefusal(
   deps: Pick<ToolRuntimeDeps, 'audit'>,
   org: Pick<RuntimeOrg, 'id'>,
   principal: Principal,
-  refusal: CallRefusal,
+  refusal: RecordedRefusal,
   answered: { code: number; message: string },
   started: number,
 ): void {
   const tool = 'tool' in refusal ? refusal.tool : undefined;
-  observeToolRefusal(tool?.connector.type, answered.code, (performance.now() - started) / 1000);
+  observeToolRefusal(tool?.connector.type, QUOTA_REFUSALS.has(refusal.kind), (performance.now() - started) / 1000);
   deps.audit.denial({
     orgId: org.id,
     action: 'tool.call_refused',
@@ -473,7 +479,7 @@ export function recordRefusal(
     targetType: 'tool',
     targetId: (tool?.name ?? (refusal as { name: string }).name).slice(0, 100),
     outcome: 'denied',
-    details: { code: answered.code, reason: answered.message, ...(tool ? { connector_id: tool.connector.id } : {}) },
+    details: { kind: refusal.kind, code: answered.code, reason: answered.message, ...(tool ? { connector_id: tool.connector.id } : {}) },
   });
 }
 

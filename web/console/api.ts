@@ -4,8 +4,9 @@
  * request per operation: pages call the generated functions with `client`.
  */
 import { createClient } from '../../generated/client/client/index.ts';
+import * as rest from '../../generated/client/sdk.gen.ts';
 
-export * as rest from '../../generated/client/sdk.gen.ts';
+export { rest };
 export type * from '../../generated/client/types.gen.ts';
 
 export interface SessionInfo {
@@ -87,13 +88,17 @@ export const signInWithClient = (clientId: string, clientSecret: string) =>
 
 export const signOut = () => consoleJson<{ signed_out: true }>('/console/auth/logout', { method: 'POST' });
 
-/** Runs a tool as the signed-in person or client (through the org's MCP endpoint, audited as them). */
-export const playgroundCall = (name: string, args: Record<string, unknown>) =>
-  consoleJson<{ result?: unknown; error?: { code: number; message: string } }>('/console/playground', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name, arguments: args }),
-  });
+/**
+ * Runs a tool as the signed-in person or client: a tools/call on the org's MCP endpoint with the session as its
+ * credential (audited as them). A JSON-RPC answer is the result or the error; a refusal at the endpoint's door is thrown.
+ */
+export async function playgroundCall(orgSlug: string, name: string, args: Record<string, unknown>) {
+  const message = { jsonrpc: '2.0' as const, id: 1, method: 'tools/call', params: { name, arguments: args } };
+  const sent = await rest.mcpEndpoint({ client, path: { orgSlug }, body: message, headers: { accept: 'application/json, text/event-stream' } });
+  const body = (sent.data ?? sent.error) as { jsonrpc?: string; result?: unknown; error?: { code: number; message: string } } | undefined;
+  if (body?.jsonrpc === '2.0') return 'result' in body ? { result: body.result } : { error: body.error };
+  return call<never>(Promise.resolve({ error: sent.error, response: sent.response }));
+}
 
 /**
  * Pending approvals for the badge, polled with an ETag: an unchanged list answers 304 with no body, so polling every

@@ -72,7 +72,7 @@ export function PlaygroundPage({ session }: PageProps) {
     e.preventDefault();
     if (!tool || !parsed) return;
     action.run(async () => {
-      const out = await playgroundCall(tool.name, parsed!);
+      const out = await playgroundCall(session.org_slug, tool.name, parsed!);
       setAnswer(JSON.stringify(out.result ?? out.error, null, 2));
       toast(out.error || (out.result as { isError?: boolean })?.isError ? 'error' : 'ok', out.error ? `Refused: ${out.error.message}` : `Called ${tool.name}`);
     });

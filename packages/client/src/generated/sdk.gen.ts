@@ -500,6 +500,9 @@ export const rejectApproval = <ThrowOnError extends boolean = false>(options: Op
  * server (`/oauth/{orgSlug}`) that a person signed in for. Every 401, and the 403 of a token without an
  * `mcp:call` scope, carries `WWW-Authenticate: Bearer resource_metadata="{base_url}/.well-known/oauth-protected-resource/mcp/{orgSlug}"`
  * (RFC 9728), then the RFC 6750 parameters (`error="insufficient_scope", scope="mcp:call"` on that 403).
+ * Without either, the console's session cookie is a credential too (the tool playground's calls, decision 0335):
+ * with the session's `X-Toolgate-CSRF` token, no `Sec-Fetch-Site` of another site and no foreign `Origin`, each
+ * refused with 403 (`csrf`, `forbidden_origin`) before anything runs.
  *
  */
 export const mcpEndpoint = <ThrowOnError extends boolean = false>(options: Options<McpEndpointData, ThrowOnError>) => (options.client ?? client).post<McpEndpointResponses, McpEndpointErrors, ThrowOnError>({
