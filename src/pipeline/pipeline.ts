@@ -40,6 +40,22 @@ export interface Door {
   originMessage: string | null;
   /** How the surface answers a refused check. */
   reply(status: 403, error: 'forbidden_host' | 'forbidden_origin', message: string): Response;
+  /** Headers every answer through this door carries, its refusals included, unless the answer sets its own. */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/** The answer with its door's headers (a response whose headers cannot be changed is copied first). */
+export function withDoorHeaders(response: Response, door: Door): Response {
+  if (!door.headers) return response;
+  const missing = Object.entries(door.headers).filter(([name]) => !response.headers.has(name));
+  try {
+    for (const [name, value] of missing) response.headers.set(name, value);
+    return response;
+  } catch {
+    const copy = new Response(response.body, response);
+    for (const [name, value] of missing) copy.headers.set(name, value);
+    return copy;
+  }
 }
 
 /** The refusal of the first shared check the request fails, or null when it passes them all. */
