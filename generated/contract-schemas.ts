@@ -768,5 +768,24 @@ export const queryParameters = {
       "minimum": 1,
       "maximum": 36500
     }
+  },
+  "startConsoleIdpSignIn": {
+    "org": {
+      "type": "string"
+    },
+    "return": {
+      "type": "string"
+    }
+  },
+  "finishConsoleIdpSignIn": {
+    "state": {
+      "type": "string"
+    },
+    "code": {
+      "type": "string"
+    },
+    "error": {
+      "type": "string"
+    }
   }
 } as const;

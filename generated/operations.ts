@@ -5,7 +5,7 @@ export interface OperationDef {
   operationId: string;
   method: 'GET' | 'PUT' | 'POST' | 'DELETE' | 'PATCH';
   path: string;
-  auth: 'public' | 'operator' | 'mcp' | 'contributor' | 'admin' | 'finance';
+  auth: 'public' | 'operator' | 'mcp' | 'contributor' | 'admin' | 'finance' | 'console';
   bodyType: 'json' | 'form' | null;
   bodyRequired: boolean;
   pathParams: string[];
@@ -965,6 +965,95 @@ export const operations = [
     "bodyRequired": false,
     "pathParams": [],
     "queryParams": []
+  },
+  {
+    "operationId": "getLanding",
+    "method": "GET",
+    "path": "/",
+    "auth": "console",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "getConsolePage",
+    "method": "GET",
+    "path": "/console",
+    "auth": "console",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "getConsoleAsset",
+    "method": "GET",
+    "path": "/console/assets/{asset}",
+    "auth": "console",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "asset"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "getConsoleSession",
+    "method": "GET",
+    "path": "/console/session",
+    "auth": "console",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "signInConsoleClient",
+    "method": "POST",
+    "path": "/console/auth/client",
+    "auth": "console",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "signOutConsole",
+    "method": "POST",
+    "path": "/console/auth/logout",
+    "auth": "console",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "startConsoleIdpSignIn",
+    "method": "GET",
+    "path": "/console/auth/idp",
+    "auth": "console",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": [
+      "org",
+      "return"
+    ]
+  },
+  {
+    "operationId": "finishConsoleIdpSignIn",
+    "method": "GET",
+    "path": "/console/auth/callback",
+    "auth": "console",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": [
+      "state",
+      "code",
+      "error"
+    ]
   }
 ] as const satisfies readonly OperationDef[];
 

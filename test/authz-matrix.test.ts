@@ -29,7 +29,7 @@ import { serviceAvailable } from './support/services.ts';
 
 /** Every policy the gateway knows. A new value must be added here, with its expected outcomes, or the suite fails. */
 const ROLE_POLICIES = ['contributor', 'admin', 'finance'] as const;
-const KNOWN_POLICIES = ['public', 'operator', 'mcp', ...ROLE_POLICIES] as const;
+const KNOWN_POLICIES = ['public', 'operator', 'mcp', 'console', ...ROLE_POLICIES] as const;
 type RolePolicy = (typeof ROLE_POLICIES)[number];
 type IdpRole = RolePolicy;
 
@@ -117,6 +117,10 @@ function expected(op: OperationDef, caller: Caller): Expectation {
       return { allowed: true };
     case 'operator':
       return { status: 401 };
+    case 'console':
+      // A bearer is no credential of the console's own operations: every caller is a browser without a session, so
+      // only "who is signed in" answers 401 (decision 0353).
+      return op.operationId === 'getConsoleSession' ? { status: 401 } : { allowed: true };
     case 'mcp':
       // Any valid credential of THIS org that may call tools; another org's credential is invalid here.
       if (caller.token === null || caller.machine === 'api-key' || caller.home !== 'A') return { status: 401 };
@@ -222,7 +226,7 @@ const covered = new Set<string>();
 let rows = 0;
 
 describe('every operation declares a known policy', () => {
-  test('auth is one of public | operator | mcp | contributor | admin | finance', () => {
+  test('auth is one of public | operator | mcp | console | contributor | admin | finance', () => {
     verifies('REST-ROLES-MATRIX');
     const unknown = operations.filter((op) => !(KNOWN_POLICIES as readonly string[]).includes(op.auth as string));
     expect(unknown.map((op) => `${op.operationId}: ${String(op.auth)}`)).toEqual([]);

@@ -26,8 +26,9 @@ test('GET / is a small page linking the console, the docs and the MCP URL', asyn
   expect(html).toContain('href="/docs"');
   expect(html).toContain(`${g.deps.config.publicUrl}/mcp/&lt;org-slug&gt;`);
   expect(html).not.toContain('<script');
-  // Only GET: another method on / is no route.
-  expect((await g.handle(new Request(`${BASE}/`, { method: 'POST' }))).status).toBe(404);
+  // Only GET: another method on / serves nothing; as on every operation's path, it is answered 405 with Allow (0353).
+  const post = await g.handle(new Request(`${BASE}/`, { method: 'POST' }));
+  expect([post.status, post.headers.get('allow')]).toEqual([405, 'GET']);
 });
 
 test('the console serves the built files of generated/console, byte for byte, with their ETag', async () => {

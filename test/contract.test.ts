@@ -76,7 +76,7 @@ describe('handler table', () => {
 });
 
 describe('operations', () => {
-  const POLICIES = ['public', 'operator', 'mcp', 'contributor', 'admin', 'finance'];
+  const POLICIES = ['public', 'operator', 'mcp', 'console', 'contributor', 'admin', 'finance'];
 
   test('every operation has an auth policy, and it is the one openapi.yaml declares', () => {
     verifies('REST-ROLES-MATRIX');
@@ -104,6 +104,29 @@ describe('operations', () => {
     // /metrics keeps the path scrapers expect; it is guarded by the operator token (docs/decisions/0120-metrics-behind-operator-token.md).
     expect(operations.filter((o) => o.auth === 'operator').every((o) => o.path.startsWith('/operator/') || o.path === '/metrics')).toBe(true);
     expect(operations.find((o) => o.path === '/mcp/{orgSlug}')?.auth).toBe('mcp');
+  });
+
+  test("the console's routes are the contract's operations tagged console, and only they have its policy", () => {
+    const doc = parseYaml(readFileSync(join(ROOT, 'openapi.yaml'), 'utf8')) as {
+      paths: Record<string, Record<string, { operationId?: string; tags?: string[] }>>;
+    };
+    const tagged = Object.values(doc.paths)
+      .flatMap((item) => Object.values(item))
+      .filter((op) => op.tags?.includes('console'))
+      .map((op) => op.operationId);
+    expect(operations.filter((o) => o.auth === 'console').map((o) => o.operationId)).toEqual(tagged as never);
+    const routes = operations.filter((o) => o.auth === 'console').map((o) => `${o.method} ${o.path}`);
+    for (const route of [
+      'GET /',
+      'GET /console',
+      'GET /console/assets/{asset}',
+      'GET /console/session',
+      'POST /console/auth/client',
+      'POST /console/auth/logout',
+      'GET /console/auth/idp',
+      'GET /console/auth/callback',
+    ])
+      expect(routes).toContain(route);
   });
 
   test('every generated source file starts with a DO NOT EDIT line', () => {

@@ -26,6 +26,8 @@ import {
   unrankedUnits,
 } from './support/imports.ts';
 import { INNER_RANKS, RANKS } from './support/ranks.ts';
+import { operations } from '../generated/operations.ts';
+import { buildApp } from '../src/app.ts';
 
 /**
  * Files that hold SQL outside the places for it, each with why. Empty: only a file with a strong reason may enter it
@@ -156,9 +158,14 @@ const SYNTHETIC_REQUEST_EXCEPTIONS: Record<string, string> = {
   'docs/explorer.ts': "renders the API explorer's page once, inside the swagger plugin's own app; never a caller's request",
 };
 
-/** Where src/ creates routes, each with why: the router binds the contract's operations, and nothing else does. */
-const ROUTE_EXCEPTIONS: Record<string, string> = {
-  'console/routes.ts': "the console's own table of page, asset and sign-in routes: to become operations of the contract (issue 39 item 1)",
+/**
+ * Where src/ creates routes besides the router, each with why. Empty: the console's pages, assets, session and
+ * sign-in are operations of the contract (tag `console`, decision 0353), bound by http/router.ts like every other.
+ */
+const ROUTE_EXCEPTIONS: Record<string, string> = {};
+
+/** Routes of the built app that are no operation of the contract, each with why (method and path). */
+const NON_CONTRACT_ROUTES: Record<string, string> = {
 };
 
 /** A route made: an Elysia app, a route on one, or a table keyed by method and path. */
@@ -171,6 +178,20 @@ describe('one front door', () => {
 
   test('only the router creates routes', () => {
     expect(filesMatching(ROUTE_MADE)).toEqual(['http/router.ts', ...Object.keys(ROUTE_EXCEPTIONS)].sort());
+  });
+
+  test("the app's one route table is the contract's: every route an operation, its path's 405 or a preflight", () => {
+    // Nothing but the route table is built here: no request is answered, so the container needs no more than this.
+    const app = buildApp({ config: { publicUrl: 'http://localhost:8080' } } as never);
+    const elysiaPath = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1');
+    const declared = new Set(operations.map((op) => `${op.method} ${elysiaPath(op.path)}`));
+    const paths = new Set(operations.map((op) => elysiaPath(op.path)));
+    const routes = app.routes.map((r) => ({ method: r.method, path: r.path }));
+    const stray = routes.filter((r) => !declared.has(`${r.method} ${r.path}`) && !(['ALL', 'OPTIONS'].includes(r.method) && paths.has(r.path)));
+    expect(stray.map((r) => `${r.method} ${r.path}`).sort()).toEqual(Object.keys(NON_CONTRACT_ROUTES).sort());
+    // The check sees what it looks for: the console's page, an operation with a parameter, the MCP transport.
+    for (const route of ['GET /console', 'GET /console/assets/:asset', 'POST /mcp/:orgSlug'])
+      expect(routes.map((r) => `${r.method} ${r.path}`)).toContain(route);
   });
 
   test('the route pattern sees an app, a route and a route table, not a path in a string', () => {

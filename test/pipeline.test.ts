@@ -186,4 +186,48 @@ describe('the pipeline answers refusals and errors', () => {
       expect.objectContaining({ request_id: 'console-mcp-1', route: '/mcp/{orgSlug}', status: 200 }),
     ]);
   });
+
+  test("a page's requests cross the pipeline once each: one request id and one log line apiece, sign-in with no token request", async () => {
+    const org = await onboard(g);
+    const lines: Array<Record<string, unknown>> = [];
+    const log = g.deps.log as unknown as { enabled: (level: string) => boolean; info: (message: string, fields?: Record<string, unknown>) => void };
+    const [enabled, info] = [log.enabled, log.info];
+    log.enabled = (level) => level === 'info' || enabled.call(g.deps.log, level);
+    log.info = (message, fields) => void (message === 'request' && lines.push(fields ?? {}));
+    const ids: string[] = [];
+    const send = async (path: string, headers: Record<string, string> = {}, init: RequestInit = {}) => {
+      const response = await g.app.handle(new Request(`${BASE}${path}`, { ...init, headers }));
+      ids.push(response.headers.get('x-request-id')!);
+      return response;
+    };
+    try {
+      // What a browser does: the page, its script, sign-in, who is signed in, then a REST call with the session.
+      expect((await send('/console')).status).toBe(200);
+      expect((await send('/console/assets/app.js')).status).toBe(200);
+      const body = JSON.stringify({ client_id: org.clientId, client_secret: org.clientSecret });
+      const signIn = await send('/console/auth/client', { 'content-type': 'application/json' }, { method: 'POST', body });
+      expect(signIn.status).toBe(200);
+      const cookie = signIn.headers
+        .getSetCookie()
+        .find((c) => c.startsWith('tg_console='))!
+        .split(';')[0]!;
+      const session = await send('/console/session', { cookie });
+      const csrf = ((await session.json()) as { csrf_token: string }).csrf_token;
+      expect((await send('/api/org', { cookie, 'x-toolgate-csrf': csrf })).status).toBe(200);
+    } finally {
+      log.enabled = enabled;
+      log.info = info;
+    }
+    // One line per request, under the contract's route, with the id its answer carried: the sign-in's token is the
+    // token service's (no /oauth/token request), the session is read without a request of its own.
+    expect(lines.map((l) => [l.method, l.route, l.status])).toEqual([
+      ['GET', '/console', 200],
+      ['GET', '/console/assets/{asset}', 200],
+      ['POST', '/console/auth/client', 200],
+      ['GET', '/console/session', 200],
+      ['GET', '/api/org', 200],
+    ]);
+    expect(lines.map((l) => l.request_id)).toEqual(ids);
+    expect(new Set(ids).size).toBe(5);
+  });
 });

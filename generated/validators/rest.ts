@@ -5987,6 +5987,74 @@ return errors === 0;
 }
 validate86.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
+export const signInConsoleClient_body = validate89;
+const schema109 = {"type":"object","properties":{"client_id":{"type":"string","maxLength":200},"client_secret":{"type":"string","maxLength":500}}};
+
+function validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate89.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.client_id !== undefined){
+let data0 = data.client_id;
+const _errs1 = errors;
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(func1(data0) > 200){
+validate89.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+return false;
+}
+}
+else {
+validate89.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.client_secret !== undefined){
+let data1 = data.client_secret;
+const _errs3 = errors;
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(func1(data1) > 500){
+validate89.errors = [{instancePath:instancePath+"/client_secret",schemaPath:"#/properties/client_secret/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"}];
+return false;
+}
+}
+else {
+validate89.errors = [{instancePath:instancePath+"/client_secret",schemaPath:"#/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+else {
+validate89.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate89.errors = vErrors;
+return errors === 0;
+}
+validate89.evaluated = {"props":{"client_id":true,"client_secret":true},"dynamicProps":false,"dynamicItems":false};
+
 
 export const revokeApiKey_path = param_validate20;
 const param_schema31 = {"type":"object","properties":{"keyId":{"type":"string","format":"uuid"}},"required":["keyId"]};
@@ -11526,4 +11594,279 @@ param_validate77.errors = vErrors;
 return errors === 0;
 }
 param_validate77.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
+
+export const getConsoleAsset_path = param_validate78;
+const param_schema109 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
+
+function param_validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate78.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.asset === undefined) && (missing0 = "asset")){
+param_validate78.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.asset !== undefined){
+let data0 = data.asset;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate78.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["asset"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!param_pattern23.test(data0)){
+param_validate78.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate78.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate78.errors = vErrors;
+return errors === 0;
+}
+param_validate78.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
+
+export const startConsoleIdpSignIn_query = param_validate79;
+const param_schema110 = {"type":"object","properties":{"org":{"type":"string"},"return":{"type":"string"}},"required":[]};
+
+function param_validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate79.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.org !== undefined){
+let data0 = data.org;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate79.errors = [{instancePath:instancePath+"/org",schemaPath:"#/properties/org/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["org"] = coerced0;
+}
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.return !== undefined){
+let data1 = data.return;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate79.errors = [{instancePath:instancePath+"/return",schemaPath:"#/properties/return/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["return"] = coerced1;
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+else {
+param_validate79.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate79.errors = vErrors;
+return errors === 0;
+}
+param_validate79.evaluated = {"props":{"org":true,"return":true},"dynamicProps":false,"dynamicItems":false};
+
+export const finishConsoleIdpSignIn_query = param_validate80;
+const param_schema111 = {"type":"object","properties":{"state":{"type":"string"},"code":{"type":"string"},"error":{"type":"string"}},"required":[]};
+
+function param_validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate80.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.state !== undefined){
+let data0 = data.state;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate80.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["state"] = coerced0;
+}
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.code !== undefined){
+let data1 = data.code;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate80.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["code"] = coerced1;
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.error !== undefined){
+let data2 = data.error;
+const _errs5 = errors;
+if(typeof data2 !== "string"){
+let dataType2 = typeof data2;
+let coerced2 = undefined;
+if(!(coerced2 !== undefined)){
+if(dataType2 == "number" || dataType2 == "boolean"){
+coerced2 = "" + data2;
+}
+else if(data2 === null){
+coerced2 = "";
+}
+else {
+param_validate80.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced2 !== undefined){
+data2 = coerced2;
+if(data !== undefined){
+data["error"] = coerced2;
+}
+}
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+param_validate80.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate80.errors = vErrors;
+return errors === 0;
+}
+param_validate80.evaluated = {"props":{"state":true,"code":true,"error":true},"dynamicProps":false,"dynamicItems":false};
 

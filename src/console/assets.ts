@@ -1,5 +1,5 @@
 /**
- * The console's page and its two assets (app.js, app.css). `npm run gen` (scripts/gen.ts) bundles web/console into
+ * The console's pages (the landing page, the console's, the sign-in messages) and its two assets (app.js, app.css). `npm run gen` (scripts/gen.ts) bundles web/console into
  * generated/console, and CI's `gen --check` keeps it fresh; here they are only read, once per process when first
  * asked for, so every runtime (Bun, Deno) serves the same files and no bundler runs in the gateway. Nothing is loaded
  * from another host.
@@ -7,6 +7,10 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { AppError, notFound } from '../errors.ts';
+import { withCookies } from '../net/cookies.ts';
+import { describeError } from '../util/log.ts';
+import type { Logger } from '../util/log.ts';
 
 /** Resolved from the module URL (import.meta.dir is Bun's own; the Deno entry loads this module too). */
 const builtFile = (name: string) => fileURLToPath(new URL(`../../generated/console/${name}`, import.meta.url));
@@ -50,7 +54,25 @@ export function consoleAssets(): Promise<Map<string, ConsoleAsset>> {
   return loaded;
 }
 
-export const CONSOLE_PAGE = `<!doctype html>
+/** The asset of this name with its type and ETag, revalidated on every use; 404 for any other name. */
+export async function assetReply(log: Logger, name: string): Promise<Response> {
+  let assets: Map<string, ConsoleAsset>;
+  try {
+    assets = await consoleAssets();
+  } catch (err) {
+    log.error('console bundle unavailable', { error: describeError(err) });
+    throw new AppError(503, 'console_unavailable', 'The console assets are missing on this instance (run npm run gen).');
+  }
+  const found = Object.hasOwn(Object.fromEntries(assets), name) ? assets.get(name) : undefined;
+  if (!found) throw notFound('not_found', 'No such asset.');
+  return new Response(found.body, { headers: { 'content-type': found.type, etag: found.etag, 'cache-control': 'no-cache' } });
+}
+
+/** An HTML answer (the console's door adds its security headers). */
+const htmlReply = (html: string, status = 200, headers: Record<string, string> = {}) =>
+  new Response(html, { status, headers: { 'content-type': 'text/html; charset=utf-8', ...headers } });
+
+const CONSOLE_PAGE = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -66,12 +88,14 @@ export const CONSOLE_PAGE = `<!doctype html>
 </html>
 `;
 
+export const consolePage = () => htmlReply(CONSOLE_PAGE);
+
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** What `GET /` answers: a small page leading to the console, the API docs and the MCP endpoint's URL (no script). */
-export function landingPage(publicUrl: string): string {
+export function landingPage(publicUrl: string): Response {
   const base = escapeHtml(publicUrl);
-  return `<!doctype html>
+  return htmlReply(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -91,5 +115,19 @@ export function landingPage(publicUrl: string): string {
 </main>
 </body>
 </html>
-`;
+`);
+}
+
+/** A small page for the sign-in redirects (no script: the CSP allows none inline), with the cookies it sets. */
+export function messagePage(
+  title: string,
+  message: string,
+  status: number,
+  cookies: string[] = [],
+  refreshTo?: string,
+  headers: Record<string, string> = {},
+): Response {
+  const refresh = refreshTo ? `<meta http-equiv="refresh" content="0;url=${escapeHtml(refreshTo)}">` : '';
+  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>${refresh}<link rel="stylesheet" href="/console/assets/app.css"></head><body><main class="message"><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p><p><a href="${escapeHtml(refreshTo ?? '/console')}">Continue to the console</a></p></main></body></html>`;
+  return withCookies(htmlReply(html, status, headers), cookies);
 }

@@ -1,20 +1,45 @@
 /**
- * What every console route group shares: the deps, the cookies (names and attributes per the public URL's scheme)
- * and the session of a request; and the session as a credential of /api/* and /mcp/* (decisions 0317, 0335).
+ * What the console's operations share: the parts of the container they use, the cookies (names and attributes per
+ * the public URL's scheme, read and written by net/cookies.ts), the session of a request and the session as a
+ * credential of /api/* and /mcp/* (decisions 0317, 0335).
  */
 import { createHash } from 'node:crypto';
-import type { AppDeps } from '../deps.ts';
+import type { Authenticator } from '../auth/authenticate.ts';
+import type { IdpVerifier } from '../auth/idp/verifier.ts';
+import type { LimitedTokenDeps } from '../auth/tokens.ts';
+import type { Config } from '../config.ts';
 import type { Principal } from '../principal.ts';
-import { AppError, unauthenticated } from '../errors.ts';
+import type { Store } from '../store/db.ts';
+import type { SecretBox } from '../util/crypto.ts';
+import type { Logger } from '../util/log.ts';
+import type { OutboundPolicy } from '../net/outbound.ts';
+import { AppError, json, unauthenticated } from '../errors.ts';
+import { cookieValue, withCookies } from '../net/cookies.ts';
 import { hostPolicyFor } from '../net/host-policy.ts';
 import { LOGIN_TTL_MS, sameSecret } from '../auth/idp/oidc-client.ts';
 import { createSession, csrfTokenOf, deleteSession, findSession, type ConsoleSession } from './sessions.ts';
+
+/** The parts of the container the console uses (the gateway's container has them all). */
+export interface ConsoleDeps extends LimitedTokenDeps {
+  config: Config;
+  store: Store;
+  box: SecretBox;
+  auth: Authenticator;
+  outbound: OutboundPolicy;
+  idpVerifier: IdpVerifier;
+  log: Logger;
+}
+
+/** The console's JSON answers: the pipeline's `json`, with the cookies they set (the console's door adds its headers). */
+export const jsonReply = (body: unknown, status = 200, cookies: string[] = []) => withCookies(json(body, status), cookies);
+
+export const errorReply = (status: number, error: string, message: string, cookies: string[] = []) => jsonReply({ error, message }, status, cookies);
 
 /** No session outlives this, whatever the token's lifetime. */
 const MAX_SESSION_MS = 12 * 3600_000;
 
 export interface ConsoleContext {
-  deps: AppDeps;
+  deps: ConsoleDeps;
   redirectUri: string;
   /** The value of a cookie of the request, or null. */
   cookieOf(request: Request, which: 'session' | 'login'): string | null;
@@ -28,14 +53,6 @@ export interface ConsoleContext {
   startSession(request: Request, session: ConsoleSession): Promise<string[]>;
 }
 
-function cookieValue(request: Request, name: string): string | null {
-  for (const part of (request.headers.get('cookie') ?? '').split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
-  }
-  return null;
-}
-
 /** Over https the __Host- prefix pins the cookies to this exact host (no Domain, Path=/, Secure). */
 function cookieNames(publicUrl: string) {
   const secure = publicUrl.startsWith('https:');
@@ -44,7 +61,7 @@ function cookieNames(publicUrl: string) {
     : { session: 'tg_console', login: 'tg_console_login', base: 'HttpOnly', sessionPath: '/', loginPath: '/console/auth' };
 }
 
-export function consoleContext(deps: AppDeps): ConsoleContext {
+export function consoleContext(deps: ConsoleDeps): ConsoleContext {
   const { config, store, box } = deps;
   const names = cookieNames(config.publicUrl);
   const cookieOf = (request: Request, which: 'session' | 'login') => cookieValue(request, names[which]);
@@ -80,14 +97,14 @@ export function crossSite(request: Request): boolean {
 export const lacksCsrf = (request: Request, sessionId: string) =>
   crossSite(request) || !sameSecret(request.headers.get('x-toolgate-csrf') ?? '', csrfTokenOf(sessionId));
 
-async function sessionOf(deps: AppDeps, request: Request): Promise<{ id: string; session: ConsoleSession } | null> {
+async function sessionOf(deps: ConsoleDeps, request: Request): Promise<{ id: string; session: ConsoleSession } | null> {
   const id = cookieValue(request, cookieNames(deps.config.publicUrl).session);
   const session = await findSession(deps.store.db, deps.box, id);
   return session && id ? { id, session } : null;
 }
 
 /** Whether the credential is the console session: its cookie and no Authorization header (a bearer always wins). */
-export function fromSession(request: Request, deps: AppDeps): boolean {
+export function fromSession(request: Request, deps: ConsoleDeps): boolean {
   return !request.headers.has('authorization') && cookieValue(request, cookieNames(deps.config.publicUrl).session) !== null;
 }
 
@@ -95,7 +112,7 @@ export function fromSession(request: Request, deps: AppDeps): boolean {
  * The session's bearer, once the request shows what the session credential must (decisions 0317, 0335): our own
  * Origin, a live session, its CSRF token, a page of this site. The bearer itself never leaves the server.
  */
-export async function sessionBearer(request: Request, deps: AppDeps): Promise<string> {
+export async function sessionBearer(request: Request, deps: ConsoleDeps): Promise<string> {
   if (!hostPolicyFor(deps.config).originAllowed(request.headers.get('origin'))) {
     throw new AppError(403, 'forbidden_origin', 'This Origin may not call the gateway with the console session.');
   }
@@ -106,7 +123,7 @@ export async function sessionBearer(request: Request, deps: AppDeps): Promise<st
 }
 
 /** The session's principal on /api/*: its bearer authenticated as REST authenticates any. */
-export const sessionPrincipal = async (request: Request, deps: AppDeps): Promise<Principal> => deps.auth.restToken(await sessionBearer(request, deps));
+export const sessionPrincipal = async (request: Request, deps: ConsoleDeps): Promise<Principal> => deps.auth.restToken(await sessionBearer(request, deps));
 
 /**
  * A session's answer: never cached; a JSON 200 to a GET gets a strong ETag, and 304 when If-None-Match names it (the

@@ -1,7 +1,6 @@
 /** The console's session routes: who is signed in (with the CSRF token), and signing out. */
 import { csrfTokenOf, deleteSession } from './sessions.ts';
-import { lacksCsrf, type ConsoleContext } from './context.ts';
-import { errorReply, jsonReply } from './replies.ts';
+import { errorReply, jsonReply, lacksCsrf, type ConsoleContext } from './context.ts';
 import { sessionNames } from './repository.ts';
 
 export async function sessionInfo(ctx: ConsoleContext, request: Request): Promise<Response> {

@@ -6,21 +6,18 @@ import { AppError, OAuthError } from '../errors.ts';
 import { issueClientTokenLimited } from '../auth/tokens.ts';
 import { findIdpConfig } from '../auth/idp/repository.ts';
 import { findOrgBySlug } from '../orgs/repository.ts';
-import { BodyError, readBodyCapped } from '../util/body.ts';
+import { withCookies } from '../net/cookies.ts';
 import { sourceAddressOf } from '../net/source-address.ts';
 import { limitedAttempt, refusalMessage, type AttemptRefusal } from '../limits/auth-failures.ts';
 import { Refusal } from '../audit/refusals.ts';
 import { countLimitRefusal } from '../observability/metrics.ts';
 import { authorizationUrl, beginLogin, discover, finishLogin, openLogin, sameSecret, sealLogin, SignInError } from '../auth/idp/oidc-client.ts';
-import { crossSite, type ConsoleContext } from './context.ts';
-import { errorReply, jsonReply, messagePage, respond } from './replies.ts';
+import { crossSite, errorReply, jsonReply, type ConsoleContext } from './context.ts';
+import { messagePage } from './assets.ts';
 
 /** A console page to come back to after sign-in: a name, never a URL, so it cannot redirect anywhere else. */
 const PAGE_NAME = /^[a-z][a-z-]{0,30}$/;
 const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-/** The sign-in body's cap, in UTF-16 code units as before; 3 UTF-8 bytes at most per unit bound the bytes read. */
-const MAX_SIGN_IN_CHARS = 4096;
-const lenient = new TextDecoder();
 
 /** A callback refused by the failed-sign-in limits before anything in it was checked. */
 class SignInRefused extends Error {
@@ -39,27 +36,14 @@ class CallbackFailure extends SignInError {
   }
 }
 
-type ClientInput = { client_id?: unknown; client_secret?: unknown };
-
-/** The sign-in form's JSON body, or the console's answer to a body that is none. */
-async function readClientInput(request: Request): Promise<ClientInput | Response> {
-  if ((request.headers.get('content-type') ?? '').split(';')[0]!.trim() !== 'application/json')
-    return errorReply(415, 'unsupported_media_type', 'Content-Type must be application/json.');
-  try {
-    const text = lenient.decode(await readBodyCapped(request, 3 * MAX_SIGN_IN_CHARS));
-    if (text.length > MAX_SIGN_IN_CHARS) return errorReply(413, 'payload_too_large', 'The body is too large.');
-    return JSON.parse(text) as ClientInput;
-  } catch (err) {
-    if (err instanceof BodyError && err.status === 413) return errorReply(413, 'payload_too_large', 'The body is too large.');
-    return errorReply(400, 'invalid_json', 'The body is not valid JSON.');
-  }
-}
+/** The sign-in form's body, as the contract declares it (the pipeline read and checked it). */
+export type ClientInput = { client_id?: string; client_secret?: string };
 
 /**
  * A token for the client from the token service, as the token endpoint issues it (the same checks, audit and
  * failed-sign-in limits, counted against this browser's address); `null` for a wrong or revoked client, `'scope'`
- * when the client lacks a scope asked for. A refusal by the limits is the pipeline's to audit and answer, with the
- * console's words.
+ * when the client lacks a scope asked for. A refusal by the limits is the pipeline's to audit and answer, as JSON
+ * (the token endpoint words it in RFC 6749's form).
  */
 async function clientToken(ctx: ConsoleContext, request: Request, clientId: string, clientSecret: string, scope: string) {
   const address = sourceAddressOf(request, ctx.deps.config.trustedProxies);
@@ -70,25 +54,18 @@ async function clientToken(ctx: ConsoleContext, request: Request, clientId: stri
   } catch (err) {
     if (err instanceof Refusal) {
       const retryAfter = err.error.headers?.['retry-after'] ?? '1';
-      const reply = respond(JSON.stringify({ error: 'rate_limited', message: err.error.message }), 429, {
-        'content-type': 'application/json',
-        'retry-after': retryAfter,
-      });
-      throw new Refusal(err.error, err.orgId, null, reply);
+      throw new Refusal(new AppError(429, 'rate_limited', err.error.message, { 'retry-after': retryAfter }), err.orgId, null);
     }
     if (err instanceof OAuthError) return err.code === 'invalid_scope' ? ('scope' as const) : null;
     throw err;
   }
 }
 
-export async function signInWithClient(ctx: ConsoleContext, request: Request): Promise<Response> {
+export async function signInWithClient(ctx: ConsoleContext, request: Request, input: ClientInput): Promise<Response> {
   if (crossSite(request)) return errorReply(403, 'cross_site', 'Sign-in must come from the console page.');
-  const input = await readClientInput(request);
-  if (input instanceof Response) return input;
-  const clientId = typeof input?.client_id === 'string' ? input.client_id.trim() : '';
-  const clientSecret = typeof input?.client_secret === 'string' ? input.client_secret.trim() : '';
-  if (!clientId || !clientSecret || clientId.length > 200 || clientSecret.length > 500)
-    return errorReply(400, 'validation_error', 'Enter the client id and the client secret.');
+  const clientId = input.client_id?.trim() ?? '';
+  const clientSecret = input.client_secret?.trim() ?? '';
+  if (!clientId || !clientSecret) return errorReply(400, 'validation_error', 'Enter the client id and the client secret.');
   // With mcp:call too when the client has it, so the tool playground can call tools as this client; else the console's
   // own scope alone (a refused scope comes after the secret was found right: it is no failed sign-in).
   let issued = await clientToken(ctx, request, clientId, clientSecret, 'org:manage mcp:call');
@@ -115,7 +92,8 @@ export async function startIdpSignIn(ctx: ConsoleContext, url: URL): Promise<Res
   try {
     const discovery = await discover(idp.issuer, outbound);
     const login = beginLogin(org.id, PAGE_NAME.test(returnTo) ? returnTo : 'overview');
-    return respond(null, 302, { location: authorizationUrl(discovery, idp.consoleClientId, ctx.redirectUri, login) }, [ctx.loginCookie(sealLogin(box, login))]);
+    const location = authorizationUrl(discovery, idp.consoleClientId, ctx.redirectUri, login);
+    return withCookies(new Response(null, { status: 302, headers: { location } }), [ctx.loginCookie(sealLogin(box, login))]);
   } catch (err) {
     if (err instanceof SignInError) return messagePage('Sign-in failed', err.message, 502);
     throw err;

@@ -60,6 +60,7 @@ import { getProvisioningStatus, provisionOrg } from './provisioning.ts';
 import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, resendWebhookEvent, updateWebhook } from './webhooks.ts';
 import { exportAuditEvents, getInsights, listAuditEvents } from './audit.ts';
 import { getLimits, getSubscription, getUsage } from './billing.ts';
+import * as consoleOperations from './console.ts';
 
 export const handlers: HandlerTable = {
   issueToken,
@@ -142,4 +143,5 @@ export const handlers: HandlerTable = {
   getSubscription,
   getUsage,
   getLimits,
+  ...consoleOperations,
 };

@@ -11,6 +11,7 @@ import { authorizationUrl, beginLogin, discover, finishLogin, sameSecret, SignIn
 import { findIdpConfig } from '../auth/idp/repository.ts';
 import { claimAttributes } from '../auth/idp/identity.ts';
 import { findOrgBySlug } from '../orgs/repository.ts';
+import { cookieValue, withCookies } from '../net/cookies.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Handler } from './context.ts';
 
@@ -31,19 +32,8 @@ function cookie(deps: AppDeps, slug: string, name: string, value: string, maxAge
   return `${name}=${value}; Path=/oauth/${slug}/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure}`;
 }
 
-function cookieValue(request: Request, name: string): string | null {
-  for (const part of (request.headers.get('cookie') ?? '').split(';')) {
-    const [key, ...rest] = part.trim().split('=');
-    if (key === name) return rest.join('=');
-  }
-  return null;
-}
-
-const redirect = (location: string, cookies: string[] = []) => {
-  const headers = new Headers({ location, 'cache-control': 'no-store' });
-  for (const c of cookies) headers.append('set-cookie', c);
-  return new Response(null, { status: 302, headers });
-};
+const redirect = (location: string, cookies: string[] = []) =>
+  withCookies(new Response(null, { status: 302, headers: { location, 'cache-control': 'no-store' } }), cookies);
 
 export const authorizeMcpClient: Handler = async ({ params, url, deps }) => {
   const org = await orgRef(deps, params.orgSlug!);

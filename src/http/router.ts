@@ -1,7 +1,8 @@
 /**
  * Binds every operation of the contract to exactly one handler on Elysia, through the HTTP pipeline
  * (pipeline/pipeline.ts): door checks, authentication and validation before the handler, error mapping and the
- * refusal audit after it. The REST operations, the MCP transport and the console are mounted as sub-apps.
+ * refusal audit after it. The REST operations (the console's own among them, tag `console`) and the MCP transport are
+ * mounted as sub-apps: one route table, the contract's.
  */
 import { Elysia } from 'elysia';
 import { operations, type OperationDef, type OperationId } from '../../generated/operations.ts';
@@ -14,10 +15,8 @@ import { decodeUtf8, parseJson, readBodyCapped } from '../util/body.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Handler, HandlerTable, RequestContext } from '../handlers/context.ts';
 import { bearerToken } from '../net/bearer.ts';
-import { consoleErrorReply, consoleServer } from '../console/routes.ts';
 import { fromSession, sessionAnswer, sessionBearer, sessionPrincipal } from '../console/context.ts';
-import { Refusal } from '../audit/refusals.ts';
-import { answerFailure, checkDoor, restRefusal, stampRequestId, type Door } from '../pipeline/pipeline.ts';
+import { answerFailure, checkDoor, restRefusal, stampRequestId, withDoorHeaders, type Door } from '../pipeline/pipeline.ts';
 import { enterMcp } from '../pipeline/mcp.ts';
 import { versionRefusal } from '../mcp/doorway.ts';
 import { noteCaller, requestAnswered, requestIdOf } from '../observability/requests.ts';
@@ -35,11 +34,32 @@ const FORBIDDEN_HOST =
   'This gateway does not answer to the host name in the Host header: it answers to the host of TOOLGATE_PUBLIC_URL and the names in TOOLGATE_ALLOWED_HOSTS.';
 const jsonReply: Door['reply'] = (status, error, message) => json({ error, message }, status);
 
-/** The doors of the operations (pipeline/pipeline.ts): the probes pass every check, the MCP transport checks Origin too. */
+/** Every answer of the console's operations: a strict CSP, no framing, no caching unless the answer says otherwise. */
+const CONSOLE_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-opener-policy': 'same-origin',
+  'cache-control': 'no-store',
+};
+
+/**
+ * The doors of the operations (pipeline/pipeline.ts): the probes pass every check; the MCP transport checks Origin
+ * too, and so does the console (before any session, body or sign-in is looked at: navigations and same-origin GETs
+ * send no Origin and pass; the CSRF token and Sec-Fetch-Site still apply after it).
+ */
 const DOORS = {
   probe: { hostMessage: null, originMessage: null, reply: jsonReply },
   rest: { hostMessage: FORBIDDEN_HOST, originMessage: null, reply: jsonReply },
   mcp: { hostMessage: FORBIDDEN_HOST, originMessage: 'This Origin may not call the MCP endpoint.', reply: jsonReply, check: versionRefusal },
+  console: {
+    hostMessage: 'This gateway does not answer to the host name in the Host header.',
+    originMessage: 'This Origin may not call the console.',
+    reply: jsonReply,
+    headers: CONSOLE_HEADERS,
+  },
 } satisfies Record<string, Door>;
 
 /**
@@ -81,6 +101,7 @@ function withCors(response: Response): Response {
 
 function doorOf(op: OperationDef): Door {
   if (HOST_CHECK_EXEMPT.has(op.operationId as OperationId)) return DOORS.probe;
+  if (op.auth === 'console') return DOORS.console;
   return op.auth === 'mcp' ? DOORS.mcp : DOORS.rest;
 }
 
@@ -275,6 +296,8 @@ const ACCESS: Record<OperationDef['auth'], AccessPolicy> = {
   public: restPolicy(() => null),
   operator: restPolicy(operatorSignIn),
   mcp: mcpPolicy,
+  // The console's own operations read the session themselves (console/): signing in is how one gets one.
+  console: restPolicy(() => null),
   contributor: rolePolicy('contributor'),
   admin: rolePolicy('admin'),
   finance: rolePolicy('finance'),
@@ -303,7 +326,7 @@ function dispatch(route: Route, request: Request, params: Record<string, string>
   return inRequestSpan(request, route.spanName, async (span) => {
     let answered = await answer(route, request, params, deps);
     if (route.access.session && fromSession(request, deps)) answered = await sessionAnswer(request, answered);
-    const response = stampRequestId(answered, requestId);
+    const response = stampRequestId(withDoorHeaders(answered, route.door), requestId);
     requestAnswered(deps.log, request, { route: route.op.path, method: route.op.method, status: response.status, startedAt, requestId, span });
     return response;
   });
@@ -386,42 +409,6 @@ function operationsApp(ops: readonly OperationDef[], handlers: HandlerTable, dep
 }
 
 /**
- * The console's door: the Host check, then the Origin check (the same as the MCP endpoint's) before any session, body
- * or sign-in is looked at. Navigations and same-origin GETs send no Origin and pass; the CSRF token and Sec-Fetch-Site
- * still apply after it.
- */
-const CONSOLE_DOOR: Door = {
-  hostMessage: 'This gateway does not answer to the host name in the Host header.',
-  originMessage: 'This Origin may not call the console.',
-  reply: consoleErrorReply,
-};
-
-/** Mounts the console at /console (and its landing page at /). */
-function consoleApp(deps: AppDeps): Elysia {
-  const serve = consoleServer(deps);
-  const answer = async (request: Request): Promise<Response> => {
-    const refused = checkDoor(CONSOLE_DOOR, deps, request);
-    if (refused) return refused;
-    const url = new URL(request.url);
-    try {
-      return await serve(request, url);
-    } catch (err) {
-      if (err instanceof Refusal) return answerFailure(deps, request, err, () => {});
-      deps.log.error('console request failed', { path: url.pathname, error: describeError(err) });
-      return consoleErrorReply(500, 'internal_error', 'An internal error occurred.');
-    }
-  };
-  // The same request id as the REST and MCP surfaces, on every console answer (its refusals included).
-  const handle = async (request: Request): Promise<Response> => {
-    const requestId = requestIdOf(request);
-    return stampRequestId(await answer(request), requestId);
-  };
-  const app = new Elysia();
-  for (const path of ['/', '/console', '/console/*']) app.all(path, ({ request }) => handle(request), { parse: 'none' } as never);
-  return app;
-}
-
-/**
  * The Elysia app: the REST operations, the MCP transport and the console mounted as sub-apps (routes merged when the
  * app is built: no per-request hook), and a JSON 404 elsewhere.
  */
@@ -442,7 +429,6 @@ export function buildRouter(deps: AppDeps, handlers: HandlerTable): Elysia {
       deps,
     ),
   );
-  app.use(consoleApp(deps));
   app.onError(({ code, error }) => {
     if (code === 'NOT_FOUND') {
       observeHttp('unmatched', 'ANY', 404, 0);

@@ -43,6 +43,22 @@ export interface Door {
   reply(status: 403, error: 'forbidden_host' | 'forbidden_origin', message: string): Response;
   /** A check of the surface's own, after Host and Origin and before any credential (the MCP transport's protocol version). */
   check?(request: Request): Response | null;
+  /** Headers every answer through this door carries, its refusals included, unless the answer sets its own. */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/** The answer with its door's headers (a response whose headers cannot be changed is copied first). */
+export function withDoorHeaders(response: Response, door: Door): Response {
+  if (!door.headers) return response;
+  const missing = Object.entries(door.headers).filter(([name]) => !response.headers.has(name));
+  try {
+    for (const [name, value] of missing) response.headers.set(name, value);
+    return response;
+  } catch {
+    const copy = new Response(response.body, response);
+    for (const [name, value] of missing) copy.headers.set(name, value);
+    return copy;
+  }
 }
 
 /** The refusal of the first check the request fails, or null when it passes them all. */

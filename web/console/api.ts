@@ -67,7 +67,7 @@ async function consoleJson<T>(path: string, init: RequestInit = {}): Promise<T> 
   return body as T;
 }
 
-/** The console's own session endpoints (not REST operations: they are the sign-in itself). */
+/** The console's own session operations (tag `console`, which the generated client leaves out: decision 0353). */
 export async function loadSession(): Promise<SessionInfo | null> {
   try {
     const session = await consoleJson<SessionInfo>('/console/session');

@@ -5,6 +5,7 @@
  */
 import type { ConsentTransaction } from './consent.ts';
 import { MCP_SCOPE } from '../credentials.ts';
+import { withCookies } from '../../net/cookies.ts';
 
 const HEADERS = {
   'content-type': 'text/html; charset=utf-8',
@@ -25,9 +26,7 @@ label{display:block;margin:.3rem 0}button{font-size:1rem;padding:.5rem 1.2rem;ma
 function page(title: string, body: string, status: number, cookies: string[]): Response {
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`;
-  const headers = new Headers(HEADERS);
-  for (const cookie of cookies) headers.append('set-cookie', cookie);
-  return new Response(html, { status, headers });
+  return withCookies(new Response(html, { status, headers: HEADERS }), cookies);
 }
 
 export function errorPage(title: string, message: string, status: number, cookies: string[] = []): Response {
