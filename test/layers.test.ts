@@ -165,8 +165,7 @@ const SYNTHETIC_REQUEST_EXCEPTIONS: Record<string, string> = {
 const ROUTE_EXCEPTIONS: Record<string, string> = {};
 
 /** Routes of the built app that are no operation of the contract, each with why (method and path). */
-const NON_CONTRACT_ROUTES: Record<string, string> = {
-};
+const NON_CONTRACT_ROUTES: Record<string, string> = {};
 
 /** A route made: an Elysia app, a route on one, or a table keyed by method and path. */
 const ROUTE_MADE = /\bnew Elysia\b|\.route\(|\.(?:all|options|get|post|put|patch|delete)\(\s*['"`]\/|['"`](?:GET|POST|PUT|PATCH|DELETE) \//;
