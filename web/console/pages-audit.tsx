@@ -2,7 +2,7 @@
  * The audit log page: every filter of GET /api/audit, kept in the page's address (`#/audit?outcome=refused&…`) so the
  * Overview's counts link to exactly their rows; a row's detail view; the org's `audit_statements` setting (admins).
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { queryParameters } from '../../generated/contract-schemas.ts';
 import { call, client, rest, type AuditEvent, type AuditStatements, type ListAuditEventsData } from './api.ts';
 import { DataTable, Empty, SchemaInput, schemaError, type Column, type FieldSchema } from './controls.tsx';
@@ -238,8 +238,10 @@ function StatementsSetting() {
 export function AuditPage({ session }: PageProps) {
   const filter = filterFromHash();
   const key = JSON.stringify(filter);
-  const [typed, setTyped] = useState<{ key: string; values: Filter }>({ key, values: filter });
-  const values = typed.key === key ? typed.values : filter;
+  // What is typed in the form, until the address changes (a submitted filter, a link, Clear): then the address's.
+  const [typed, setTyped] = useState<Filter | null>(null);
+  useEffect(() => setTyped(null), [location.hash]);
+  const values = typed ?? filter;
   const [paging, setPaging] = useState<{ key: string; cursors: string[] }>({ key, cursors: [] });
   const cursors = paging.key === key ? paging.cursors : [];
   const cursor = cursors[cursors.length - 1];
@@ -249,7 +251,7 @@ export function AuditPage({ session }: PageProps) {
   const admin = session.org_level || session.roles.includes('admin');
   const events: AuditEvent[] = page.data?.events ?? [];
   const invalid = FILTERS.map((name) => schemaError(SCHEMAS[name], (values[name] ?? '').trim())).find(Boolean);
-  const set = (name: FilterName) => (v: string) => setTyped({ key, values: { ...values, [name]: v } });
+  const set = (name: FilterName) => (v: string) => setTyped({ ...values, [name]: v });
   return (
     <Page title="Audit">
       {admin && <StatementsSetting />}
