@@ -32,7 +32,8 @@ import { describeError } from '../util/log.ts';
 import { ItemFailure, MicroBatcher, type BatchAnswer } from '../util/batch.ts';
 import { appendAudit, insertUnsealed, type AuditInput, type Head, type SealableRow } from './repository.ts';
 import { logRefused, SealConflict, sealFromMemory, sealPending } from './seal.ts';
-import { insertSealed, readHeads, refusedByServer, sealableOrg } from './sealed-insert.ts';
+import { insertSealed, refusedByServer, sealableOrg } from './sealed-insert.ts';
+import { readHeads } from './sealed-insert-statements.ts';
 
 /** Refusals per batch: bounds what a tool call's row waits for when it shares a batch with a denial flood. */
 const DENIALS_PER_BATCH = 200;

@@ -5,40 +5,18 @@
  * and inserts that org's rows sealed. An org whose head moved meanwhile (another instance, a management row, a
  * sealer) gets no row from that statement: its rows are handed back, and the writer reads the head again and retries.
  */
-import { sql } from 'drizzle-orm';
-import { arrayParam, executePrepared, rowsOf, type Queryable } from '../store/db.ts';
-import { chainHash, genesisHash, rowTail } from './chain.ts';
+import type { Queryable } from '../store/db.ts';
+import { chainHash, rowTail } from './chain.ts';
 import { auditKeyOf, rowMac } from './mac.ts';
 import type { AuditInput, Head } from './repository.ts';
 import { storableJson } from './storable.ts';
+import { runSealedInsert } from './sealed-insert-statements.ts';
 
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const textOrNull = (value: string | null | undefined) => (value == null ? null : String(value));
 
 /** Whether a row can be sealed at insert: its org id is in the form the store prints (the hash covers it as sent). */
 export const sealableOrg = (orgId: string): boolean => CANONICAL_UUID.test(orgId);
-
-/**
- * The current heads of these orgs (created at genesis where missing), read in a statement of their own: no lock is
- * kept, the sealed INSERT checks them again under its lock.
- */
-export async function readHeads(db: Queryable, orgIds: readonly string[]): Promise<Map<string, Head>> {
-  const values = sql.join(
-    orgIds.map((id) => sql`(${id}::uuid, 0, ${genesisHash(id)}, 0, ${genesisHash(id)})`),
-    sql`, `,
-  );
-  const result = await db.execute(sql`WITH created AS (
-      INSERT INTO audit_chains (org_id, head_seq, head_hash, base_seq, base_hash) VALUES ${values}
-      ON CONFLICT (org_id) DO NOTHING RETURNING org_id, head_seq, head_hash
-    )
-    SELECT org_id::text AS org_id, head_seq, head_hash FROM created
-    UNION ALL
-    SELECT org_id::text, head_seq, head_hash FROM audit_chains
-    WHERE org_id = ANY(${arrayParam('uuid', [...orgIds])}::uuid[]) AND org_id NOT IN (SELECT org_id FROM created)`);
-  return new Map(
-    rowsOf<{ org_id: string; head_seq: string | number; head_hash: string }>(result).map((r) => [r.org_id, { seq: Number(r.head_seq), hash: r.head_hash }]),
-  );
-}
 
 /** What one sealed INSERT did: the orgs whose heads it moved (their rows are committed, sealed), and the rows left. */
 export interface SealedWrite {
@@ -86,33 +64,7 @@ export async function insertSealed(db: Queryable, events: readonly AuditInput[],
     moves += `${moves.length > 1 ? ',' : ''}{"org_id":"${orgId}","from_seq":${from.seq},"from_hash":"${from.hash}","to_seq":${to.seq},"to_hash":"${to.hash}"}`;
   }
   moves += ']';
-  const rows = await executePrepared<{ org_id: string }>(
-    db,
-    'toolgate_audit_insert_sealed',
-    sql`WITH h AS MATERIALIZED (
-        SELECT * FROM jsonb_to_recordset(${moves}::jsonb) AS h(org_id uuid, from_seq bigint, from_hash text, to_seq bigint, to_hash text)
-      ),
-      locked AS MATERIALIZED (
-        SELECT c.org_id, c.head_seq, c.head_hash FROM audit_chains c JOIN h ON h.org_id = c.org_id ORDER BY c.org_id FOR UPDATE OF c
-      ),
-      moved AS (
-        UPDATE audit_chains AS c SET head_seq = h.to_seq, head_hash = h.to_hash
-        FROM locked l JOIN h ON h.org_id = l.org_id
-        WHERE c.org_id = l.org_id AND l.head_seq = h.from_seq AND l.head_hash = h.from_hash
-        RETURNING c.org_id
-      ),
-      inserted AS (
-        INSERT INTO audit_events (id, org_id, created_at, action, actor_type, actor_id, target_type, target_id, outcome, details, mac, seq, prev_hash, hash)
-        SELECT v.id, v.org_id, ${createdAt}::timestamptz, v.action, v.actor_type, v.actor_id, v.target_type, v.target_id, v.outcome, v.details, v.mac,
-          v.seq, v.prev_hash, v.hash
-        FROM jsonb_to_recordset(${json}::jsonb)
-          AS v(id uuid, mac text, org_id uuid, seq bigint, prev_hash text, hash text, action text, actor_type text, actor_id text, target_type text,
-               target_id text, outcome text, details jsonb)
-        JOIN moved m ON m.org_id = v.org_id
-        RETURNING 1
-      )
-      SELECT org_id::text AS org_id FROM moved`,
-  );
+  const rows = await runSealedInsert(db, json, moves, createdAt);
   const moved = new Map<string, Head>();
   for (const r of rows) moved.set(r.org_id, at.get(r.org_id)!);
   return { moved, left: moved.size === at.size ? [] : events.filter((e) => !moved.has(e.orgId)) };

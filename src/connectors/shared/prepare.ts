@@ -326,7 +326,7 @@ function prepareSaved(
   if (invalid) return refused(dialect, 'arguments', invalid);
   const bound = bind(saved, args);
   // The statement is fixed: what the guard and governance made of it on an earlier call stands (saved-plan.ts).
-  const planned = plannedCall(tool, ctx, bound);
+  const planned = plannedCall<PreparedCall>(tool, ctx, bound);
   if (planned) return planned;
   const prepared = planSaved(dialect, tool, bound, ctx);
   if (!isRefusal(prepared)) keepPlan(tool, ctx, bound, prepared);

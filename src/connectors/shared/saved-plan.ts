@@ -5,8 +5,10 @@
  * checks and binds its values: no guard, no verdict-by-form lookup, no wrapper built.
  */
 import type { ExecutionContext, SqlToolSpec } from '../types.ts';
-import type { PreparedCall } from './prepare.ts';
 import type { BoundStatement } from './saved.ts';
+
+/** A prepared call (prepare.ts PreparedCall; generic here so this file does not import the module it serves). */
+type Call = { values?: unknown[] };
 
 interface Plan {
   /** The settings the plan was made under (planKey). */
@@ -14,7 +16,7 @@ interface Plan {
   /** The bound text the plan was made from: a call whose own bound text differs (a MySQL array's length) re-plans. */
   text: string;
   /** The prepared call without its values. */
-  prepared: Omit<PreparedCall, 'values'>;
+  prepared: Call;
 }
 
 /** By tool spec: the catalog makes a new spec when the tool changes (a new version, new settings). */
@@ -33,14 +35,14 @@ function planKey(ctx: ExecutionContext): string | null {
 }
 
 /** The call from a plan made for this tool and these settings, with `bound`'s values; null when there is none. */
-export function plannedCall(tool: SqlToolSpec, ctx: ExecutionContext, bound: BoundStatement): PreparedCall | null {
+export function plannedCall<C extends Call>(tool: SqlToolSpec, ctx: ExecutionContext, bound: BoundStatement): C | null {
   const plan = plans.get(tool);
   if (!plan || plan.text !== bound.text || plan.key !== planKey(ctx)) return null;
-  return { ...plan.prepared, values: bound.values };
+  return { ...plan.prepared, values: bound.values } as C;
 }
 
 /** Keeps what the full preparation of a call made of `bound`, for the tool's next calls (when it can be planned). */
-export function keepPlan(tool: SqlToolSpec, ctx: ExecutionContext, bound: BoundStatement, prepared: PreparedCall): void {
+export function keepPlan(tool: SqlToolSpec, ctx: ExecutionContext, bound: BoundStatement, prepared: Call): void {
   const key = planKey(ctx);
   if (key === null) return;
   const { values: _values, ...rest } = prepared;
