@@ -7,7 +7,9 @@
  * PostgreSQL CPU: of the store database's backends, read from /proc (PostgreSQL on this machine; 10 ms ticks).
  * The last column is the longest the event loop went without a turn during the part, in CPU ms of this process.
  *
- *   bun bench/audit-cost.ts [--rows=20000] [--batch=32] [--seal=2000] [--store=pglite]
+ *   bun bench/audit-cost.ts [--rows=20000] [--batch=32] [--seal=2000] [--store=pglite] [--recorder[=ROUNDS]]
+ *   (--recorder: instead, the whole recorder under --callers=64 concurrent tool calls, rows written unsealed and
+ *   sealed after against rows sealed in their INSERT (issue 42, decision 0341), in interleaved rounds; medians)
  *   (--seal: rows per sealFromMemory transaction; the recorder seals what is pending, up to 2,000, so under a steady
  *   load each seal holds one or two batches: --seal=40 is closer to a tools/call run than the default)
  */
@@ -18,6 +20,8 @@ import { rowHash, rowTail } from '../src/audit/chain.ts';
 import { auditKeyOf, rowMac } from '../src/audit/mac.ts';
 import { rowsOf } from '../src/store/db.ts';
 import { onboard, startTestGateway } from '../test/support/gateway.ts';
+import { AuditRecorder } from '../src/audit/recorder.ts';
+import { createLogger } from '../src/util/log.ts';
 
 const arg = (name: string, fallback: number) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
 const ROWS = arg('rows', 20000);
@@ -42,6 +46,8 @@ const row = (): AuditInput => ({
     arguments_sha256: 'a'.repeat(64),
   },
 });
+/** The --recorder rounds are done: the per-part figures are not run. */
+class Finished extends Error {}
 const cpu = () => {
   const u = process.cpuUsage();
   return u.user + u.system;
@@ -81,8 +87,45 @@ async function measure(name: string, rows: number, op: () => Promise<unknown>): 
   const pgUsed = (await storeCpu()) - pg;
   console.log(`| ${name} | ${(used / rows).toFixed(1)} | ${(pgUsed / rows).toFixed(1)} | ${((wall * 1000) / rows).toFixed(1)} | ${stall.toFixed(1)} |`);
 }
+/**
+ * Issue 42: the recorder as the hot path drives it, `callers` concurrent tool calls each awaiting its row, ROWS rows,
+ * then drained (every row sealed): the old way (sealAtInsert false: INSERT, then the seal UPDATE) against the new.
+ */
+async function recorderRounds(rounds: number, callers: number): Promise<void> {
+  const log = createLogger('silent');
+  const ways = { 'INSERT then seal UPDATE': false, 'sealed in the INSERT': true } as const;
+  const results = new Map<string, number[][]>();
+  for (let r = 0; r < rounds; r++) {
+    for (const [name, sealAtInsert] of r % 2 ? Object.entries(ways).reverse() : Object.entries(ways)) {
+      const recorder = new AuditRecorder({ db, log, queueMax: 100_000, sealAtInsert });
+      let next = 0;
+      const pg = await storeCpu();
+      const c = cpu();
+      const t = performance.now();
+      await Promise.all(
+        Array.from({ length: callers }, async () => {
+          while (next++ < ROWS) await recorder.toolCall(row());
+        }),
+      );
+      await recorder.drain();
+      const figures = [(cpu() - c) / ROWS, ((await storeCpu()) - pg) / ROWS, ((performance.now() - t) * 1000) / ROWS];
+      results.set(name, [...(results.get(name) ?? []), figures]);
+      console.log(`round ${r + 1}, ${name}: ${figures.map((f) => f.toFixed(1)).join(' / ')} µs per row (gateway CPU / PostgreSQL CPU / wall)`);
+    }
+  }
+  const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
+  console.log(`\nthe recorder, ${ROWS} rows per round, ${callers} concurrent callers, ${rounds} interleaved rounds, medians\n`);
+  console.log('| way | gateway CPU µs/row | PostgreSQL CPU µs/row | wall µs/row |\n|:--|--:|--:|--:|');
+  for (const [name, runs] of results) console.log(`| ${name} | ${[0, 1, 2].map((i) => median(runs.map((f) => f[i]!)).toFixed(1)).join(' | ')} |`);
+}
+
+const RECORDER = process.argv.find((a) => a.startsWith('--recorder'));
 try {
   await gateway.deps.audit.drain();
+  if (RECORDER) {
+    await recorderRounds(Number(RECORDER.split('=')[1] ?? 4), arg('callers', 64));
+    throw new Finished();
+  }
   // warm-up
   for (let i = 0; i < 20; i++) await sealFromMemory(db, await insertUnsealed(db, Array.from({ length: BATCH }, row)));
   for (let i = 0; i < 20; i++) await insertUnsealed(db, Array.from({ length: BATCH }, row));
@@ -125,6 +168,8 @@ try {
   await measure('rowMac alone (in insertUnsealed)', ROWS, async () => {
     for (let i = 0; i < ROWS; i++) rowMac(key, crypto.randomUUID(), org.orgId, tail);
   });
+} catch (err) {
+  if (!(err instanceof Finished)) throw err;
 } finally {
   await gateway.close();
 }

@@ -21,7 +21,8 @@
  *      through a JOIN with a second table, with varied texts: its gateway CPU per call against the single-table one.
  *
  * Flags: --no-fail (report only, exit 0), --duration=S (measured seconds per run, default 10),
- * --warmup=S (default 2), --connections=1,16,64, --only=call,callvar,calljoin,pg,bunsql,bunsqlvar,list,elysia,dbhubnode,dbhub (a subset),
+ * --warmup=S (default 2), --connections=1,16,64, --only=call,callvar,calljoin,callsaved,pg,bunsql,bunsqlvar,bunsqlparam,list,elysia,dbhubnode,dbhub
+ * (a subset; callsaved: a saved-statement tool with new values each time, bunsqlparam its bare floor),
  * --profile-gateway=DIR (write a CPU profile of the gateway process into DIR), --plan=NAME (the bench org's plan, default
  * enterprise: no monthly quota; with a quota plan every tools/call runs the quota increment, see QUOTA_HEADROOM_RPS),
  * --soak=S (after the scenarios, S seconds of tools/call at the top connection count with the gateway's RSS every 30 s:
@@ -50,7 +51,7 @@ const NO_FAIL = flag('no-fail') !== undefined;
 const DURATION_S = Number(flag('duration') ?? 10);
 const WARMUP_S = Number(flag('warmup') ?? 2);
 const CONNECTIONS = (flag('connections') ?? '1,16,64').split(',').map(Number);
-/** Scenarios to run (default all): call, callvar, calljoin, pg, bunsql, bunsqlvar, list, elysia, dbhubnode, dbhub; the targets are checked on those that ran. */
+/** Scenarios to run (default all): call, callvar, calljoin, callsaved, pg, bunsql, bunsqlvar, bunsqlparam, list, elysia, dbhubnode, dbhub; the targets are checked on those that ran. */
 const ONLY = flag('only')?.split(',') ?? null;
 /** Whether a scenario runs (--only). */
 const runs = (id: string) => !ONLY || ONLY.includes(id);
@@ -93,6 +94,16 @@ let variedCount = 0;
 const variedJoin = (n: number) =>
   `SELECT i.id, i.sku, i.name, i.price, c.label FROM ${TABLE} i JOIN ${CATEGORIES} c ON c.id = i.qty WHERE i.id > ${1000 + (n % 8000)} AND i.qty < ${50 + n} ORDER BY i.id LIMIT 10`;
 let joinCount = 0;
+/**
+ * Issue 42: a saved-statement tool with typed parameters (the same rows as variedSelect), called with new values each
+ * time; the bare gateway's floor runs the same parameterized text on Bun.sql with the same values (`bunsqlparam`).
+ */
+const SAVED_TOOL = 'bench_items_after';
+const SAVED_STATEMENT = `SELECT id, sku, name, price, qty FROM ${TABLE} WHERE id > :after AND qty < :qty ORDER BY id LIMIT 10`;
+const PARAM_SELECT = `SELECT id, sku, name, price, qty FROM ${TABLE} WHERE id > $1 AND qty < $2 ORDER BY id LIMIT 10`;
+/** The values of request n: the bounds of variedSelect(n). */
+const savedArgs = (n: number) => ({ after: 1000 + (n % 8000), qty: 50 + n });
+let savedCount = 0;
 /** Issue 38: gateway CPU per JOIN call at most this many times the single-table varied call's (same rows). */
 const JOIN_GATEWAY_CPU_MAX = 1.3;
 /** One response in SAMPLE_EVERY has its body checked for JSON-RPC errors / isError (cheap enough not to skew). */
@@ -106,6 +117,8 @@ const VARIED_MACHINE_CPU_MAX = 2;
 /** Issue 27: at 1 connection, the governed call's p50 at most this much above the bare gateway's (varied SQL). */
 const SINGLE_P50_SLACK_MS = 1;
 const CALL_P99_MAX_MS = 15;
+/** Issue 42: machine CPU per saved-statement call at most this many times the bare gateway's parameterized call's. */
+const SAVED_MACHINE_CPU_MAX = 2;
 const DBHUB_RATIO_MIN = 10;
 const LIST_RATIO_MIN = 0.6;
 /** Gateway RSS after 60 s of load, and how far the soak's curve may climb above its 60 s sample (issue 14: flat). */
@@ -295,6 +308,20 @@ async function seed(base: string, operatorToken: string, slug: string): Promise<
     if (Date.now() > deadline) throw new Error(`connector still ${state.status} after 30 s`);
     await Bun.sleep(100);
   }
+  // Issue 42: the saved-statement tool (typed parameters, the same rows as the varied SELECT).
+  await call(base, `/api/connectors/${connector.id}/saved-tools`, {
+    method: 'POST',
+    headers: auth,
+    json: {
+      name: SAVED_TOOL,
+      description: 'Ten items after an id, below a quantity.',
+      statement: SAVED_STATEMENT,
+      parameters: [
+        { name: 'after', type: 'integer', description: 'Items after this id' },
+        { name: 'qty', type: 'integer', description: 'Items below this quantity' },
+      ],
+    },
+  });
   return { slug, apiKey: org.api_key.key };
 }
 
@@ -316,10 +343,15 @@ interface Target {
   variants?: Array<{ path: string; headers: Record<string, string> }>;
   /** Whether a sampled response body is a success (no JSON-RPC error, no isError, the expected content). */
   ok: (body: string) => boolean;
-  /** Varied SQL: the body for one SQL text; each request gets the next variedSelect text (variedJoin with `join`). */
+  /**
+   * Varied requests: the body for one SQL text; each request gets the next variedSelect text (variedJoin with
+   * `join`; with `saved`, the body for the request number n, its values from savedArgs(n)).
+   */
   vary?: (sql: string) => string;
   /** The varied texts are JOINs (issue 38). */
   join?: boolean;
+  /** Issue 42: vary builds the body from the request number (a saved tool's or a parameterized text's values). */
+  saved?: (n: number) => string;
 }
 
 interface Row {
@@ -405,9 +437,10 @@ const perRequest = (before: number | null, after: number | null, requests: numbe
 
 function drive(target: Target, connections: number, duration: number, counters?: { sampled: number; bad: number }): Promise<Result> {
   let n = 0;
-  const vary = target.vary;
+  const saved = target.saved;
   const next = target.join ? () => variedJoin(joinCount++) : () => variedSelect(variedCount++);
-  const setup = vary ? { setupRequest: (req: object) => ({ ...req, body: vary(next()) }) } : {};
+  const vary = saved ? () => saved(savedCount++) : target.vary ? () => target.vary!(next()) : undefined;
+  const setup = vary ? { setupRequest: (req: object) => ({ ...req, body: vary() }) } : {};
   const requests = target.variants
     ? target.variants.map((v) => ({ method: 'POST', path: v.path, headers: v.headers, body: target.body, ...setup }))
     : vary
@@ -464,7 +497,7 @@ async function measure(target: Target, connections: number): Promise<Row> {
 }
 
 /** The scenarios run at 1 connection. */
-const SINGLE_CONNECTION = new Set(['call', 'callvar', 'calljoin', 'bunsql', 'bunsqlvar']);
+const SINGLE_CONNECTION = new Set(['call', 'callvar', 'calljoin', 'callsaved', 'bunsql', 'bunsqlvar', 'bunsqlparam']);
 
 const errorsOf = (r: Row) => r.non2xx + r.socketErrors + r.sampleErrors;
 
@@ -655,7 +688,7 @@ async function startServers(operatorToken: string) {
   ];
   const ports = { gatewayPort, pgPort, elysiaPort, bunsqlPort, dbhubPort, dbhubnodePort };
   const gateway = startGateway(gatewayPort, operatorToken);
-  const floorEnv = { FLOOR_DATABASE: DATA_DB, FLOOR_POOL: String(POOL_SIZE), FLOOR_SQL: SELECT };
+  const floorEnv = { FLOOR_DATABASE: DATA_DB, FLOOR_POOL: String(POOL_SIZE), FLOOR_SQL: SELECT, FLOOR_PARAM_SQL: PARAM_SELECT };
   const pgFloor = spawn('postgres.js floor', [BUN, 'bench/floor-pg.ts'], { FLOOR_PORT: String(pgPort), ...floorEnv });
   const elysiaFloor = spawn('elysia floor', [BUN, 'bench/floor-elysia.ts'], { FLOOR_PORT: String(elysiaPort) });
   const bunsqlFloor = spawn('Bun.sql floor', [BUN, 'bench/floor-bunsql.ts'], { FLOOR_PORT: String(bunsqlPort), ...floorEnv });
@@ -705,6 +738,16 @@ function gatewayTargets({ base, orgs, pids }: Servers) {
       variants: mcpVariants,
       body: CALL_BODY,
       vary: (sql: string) => rpc('tools/call', { name: TOOL, arguments: { sql } }),
+      ok: callOk,
+    },
+    callsaved: {
+      name: 'tools/call saved',
+      pid: pids.gateway,
+      url: mcpUrl,
+      headers: mcpHeaders,
+      variants: mcpVariants,
+      body: rpc('tools/call', { name: SAVED_TOOL, arguments: savedArgs(0) }),
+      saved: (n: number) => rpc('tools/call', { name: SAVED_TOOL, arguments: savedArgs(n) }),
       ok: callOk,
     },
     calljoin: {
@@ -770,6 +813,16 @@ function floorTargets({ ports, pids }: Servers) {
       vary: (sql: string) => rpc('tools/call', { name: TOOL, arguments: { sql } }),
       ok: rows10,
     },
+    // Issue 42's floor for a parameterized tool: the same text each time, new values, bound by Bun.sql (prepared).
+    bunsqlparam: {
+      name: 'floor Bun.sql param',
+      pid: pids.bunsql,
+      url: bunsqlUrl,
+      headers: {},
+      body: rpc('tools/call', { name: SAVED_TOOL, arguments: savedArgs(0) }),
+      saved: (n: number) => rpc('tools/call', { name: SAVED_TOOL, arguments: savedArgs(n) }),
+      ok: rows10,
+    },
     dbhubnode: dbhubTarget('dbhubnode', pids.dbhubnode, ports.dbhubnodePort),
     dbhub: dbhubTarget('dbhub', pids.dbhub, ports.dbhubPort),
   } satisfies Record<string, Target>;
@@ -798,6 +851,8 @@ async function measureAll(targets: Targets, skip: Set<string>): Promise<Row[]> {
       ['bunsqlvar', targets.bunsqlvar],
       ['callvar', targets.callvar],
       ['calljoin', targets.calljoin],
+      ['bunsqlparam', targets.bunsqlparam],
+      ['callsaved', targets.callsaved],
       ['elysia', targets.elysia],
       ['list', targets.list],
       ['dbhubnode', targets.dbhubnode],
@@ -944,6 +999,35 @@ function joinChecks(targets: Targets, at: RowAt): Check[] {
   return checks;
 }
 
+/**
+ * Issue 42: a saved-statement call (typed parameters, new values each time) against the bare gateway running the same
+ * parameterized text, and against free SQL with a new literal each time (it needs no guard: it must cost less).
+ */
+function savedChecks(targets: Targets, at: RowAt): Check[] {
+  const checks: Check[] = [];
+  for (const c of CONNECTIONS) {
+    const saved = at(targets.callsaved.name, c);
+    if (!saved || c < 2) continue;
+    checks.push({ what: `tools/call saved @${c}: ${errorsOf(saved)} errors (none)`, ok: errorsOf(saved) === 0 });
+    const bare = at(targets.bunsqlparam.name, c);
+    if (bare?.machineCpuUs && saved.machineCpuUs !== null) {
+      const times = saved.machineCpuUs / bare.machineCpuUs;
+      checks.push({
+        what: `tools/call saved @${c}: machine CPU ${saved.machineCpuUs.toFixed(0)} µs/call = ${times.toFixed(2)}x the bare gateway's parameterized ${bare.machineCpuUs.toFixed(0)} (<= ${SAVED_MACHINE_CPU_MAX}x)`,
+        ok: times <= SAVED_MACHINE_CPU_MAX,
+      });
+    }
+    const free = at(targets.callvar.name, c);
+    if (free?.machineCpuUs && saved.machineCpuUs !== null) {
+      checks.push({
+        what: `tools/call saved @${c}: machine CPU ${saved.machineCpuUs.toFixed(0)} µs/call, free SQL varied ${free.machineCpuUs.toFixed(0)} (less)`,
+        ok: saved.machineCpuUs < free.machineCpuUs,
+      });
+    }
+  }
+  return checks;
+}
+
 /** tools/list against the bare Elysia floor, at every connection count. */
 function listChecks(targets: Targets, at: RowAt): Check[] {
   const checks: Check[] = [];
@@ -985,6 +1069,7 @@ function printTable(targets: Targets, rows: Row[], floors: Map<string, Row>): vo
   const floorOf: Record<string, string> = {
     [targets.call.name]: targets.bunsql.name,
     [targets.callvar.name]: targets.bunsqlvar.name,
+    [targets.callsaved.name]: targets.bunsqlparam.name,
     [targets.list.name]: targets.elysia.name,
     [targets.pg.name]: targets.bunsql.name,
     [targets.dbhubnode.name]: targets.bunsqlvar.name,
@@ -993,8 +1078,11 @@ function printTable(targets: Targets, rows: Row[], floors: Map<string, Row>): vo
   const order = [
     targets.call,
     targets.callvar,
+    targets.calljoin,
+    targets.callsaved,
     targets.bunsql,
     targets.bunsqlvar,
+    targets.bunsqlparam,
     targets.pg,
     targets.dbhubnode,
     targets.dbhub,
@@ -1048,6 +1136,7 @@ async function main(): Promise<boolean> {
     ...callChecks(targets, at),
     ...variedChecks(targets, at),
     ...joinChecks(targets, at),
+    ...savedChecks(targets, at),
     ...dbhubChecks(targets, at, servers.dbhubProblems),
     ...listChecks(targets, at),
   ];

@@ -48,9 +48,26 @@ const gateway = await startTestGateway(STORE, { REDIS_URL: 'redis://127.0.0.1:63
 exit.add(() => gateway.close());
 const org = await onboard(gateway);
 const config: DatabaseConfig = { host: PG.host, port: PG.port, database: DATA_DB, user: PG.user, tls: 'disable' };
-const connector = await createConnector(gateway, await tokenFor(gateway, org.clientId, org.clientSecret), { name: 'items', type: 'postgresql', config });
+const manageToken = await tokenFor(gateway, org.clientId, org.clientSecret);
+const connector = await createConnector(gateway, manageToken, { name: 'items', type: 'postgresql', config });
 if (connector.status !== 'active') throw new Error(`the bench connector is ${connector.status}: ${connector.status_reason}`);
 const toolName = `query_postgresql_items`;
+// Issue 42: a saved-statement tool (typed parameters) reading the same rows, called with new values each time.
+const savedName = 'bench_items_after';
+const savedCreated = await gateway.app.handle(
+  new Request(`${BASE}/api/connectors/${connector.id}/saved-tools`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${manageToken}` },
+    body: JSON.stringify({
+      name: savedName,
+      description: 'Ten items after an id.',
+      statement: `SELECT id, sku, name, price, qty FROM ${TABLE} WHERE id > :after ORDER BY id LIMIT 10`,
+      parameters: [{ name: 'after', type: 'integer', description: 'Items after this id' }],
+    }),
+  }),
+);
+if (savedCreated.status !== 201) throw new Error(`saved tool: ${savedCreated.status} ${await savedCreated.text()}`);
+await gateway.deps.jobs.idle();
 
 const rpcRequest = (method: string, params: unknown) =>
   new Request(`${BASE}/mcp/${org.slug}`, {
@@ -88,6 +105,7 @@ const GUARD_OPTS = { table: { schema: 'public', name: TABLE }, allowWrite: false
 const stages: Record<string, () => Promise<unknown>> = {
   'tools/call, whole (app.handle)': () => handled('tools/call', { name: toolName, arguments: { sql: SELECT } }, '"rowCount":10'),
   'tools/call varied, whole (app.handle)': () => handled('tools/call', { name: toolName, arguments: { sql: variedSelect() } }, '"rowCount":10'),
+  'tools/call saved, whole (app.handle)': () => handled('tools/call', { name: savedName, arguments: { after: 5000 + (variedN++ % 4000) } }, '"rowCount":10'),
   'SQL guard varied, uncached (guardPostgresSql)': async () => guardPostgresSql(variedSelect(), GUARD_OPTS),
   'connector read path varied (postgresqlDriver.execute)': async () => {
     const r = await postgresqlDriver.execute(tool, { sql: variedSelect() }, ctx);

@@ -159,7 +159,7 @@ for (const kind of ['postgres', 'pglite'] as const) {
     }, 60_000);
     afterAll(async () => g?.close(), 30_000);
 
-    test('rows with tricky details, sealed by their writer from memory, verify (hash recomputed from the stored rows)', async () => {
+    test('rows with tricky details, sealed by their writer in the INSERT that commits them, verify (hash recomputed from the stored rows)', async () => {
       verifies('AUDIT-SEAL');
       const org = await onboard(g);
       const recorder = new AuditRecorder({ db: g.deps.store.db, log: silent, queueMax: 10_000 });
@@ -168,7 +168,8 @@ for (const kind of ['postgres', 'pglite'] as const) {
       await Promise.all(all.map((details) => recorder.toolCall(call(org.orgId, details))));
       recorder.denial({ orgId: org.orgId, action: 'auth.refused', actor: { type: 'anonymous', id: null }, outcome: 'denied', details: trickyDetails()[2] });
       await recorder.drain();
-      expect(recorder.sealStats()).toEqual({ fromMemory: all.length + 1, readBack: 0, conflicts: 0 });
+      // Issue 42: every row sealed in its INSERT; not one seal UPDATE.
+      expect(recorder.sealStats()).toEqual({ atInsert: all.length + 1, headMoved: 0, fromMemory: 0, readBack: 0, conflicts: 0 });
       const rows = await expectContiguous(g.deps.store.db, org.orgId);
       expect(await verifyChain(g.deps.store.db, org.orgId)).toEqual({ ok: true, checked: rows });
       // The check can fail: one changed character in a stored detail is caught.
@@ -195,7 +196,8 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     verifies('AUDIT-SEAL');
     const orgs = [await onboard(g1), await onboard(g1), await onboard(g2)];
     const recorders = [g1.deps.audit, g2.deps.audit];
-    const sealedSoFar = () => recorders.map((r) => r.sealStats()).map((s) => ({ memory: s.fromMemory, all: s.fromMemory + s.readBack }));
+    const sealedSoFar = () =>
+      recorders.map((r) => r.sealStats()).map((s) => ({ atInsert: s.atInsert, moved: s.headMoved, all: s.atInsert + s.fromMemory + s.readBack }));
     const before = sealedSoFar();
     let written = 0;
     for (let wave = 0; wave < 8; wave++) {
@@ -209,10 +211,11 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     }
     await Promise.all(recorders.map((r) => r.drain()));
     const after = sealedSoFar();
-    // Both instances sealed from memory, and together exactly the rows they wrote (none twice: the unique (org, seq)
-    // index and `seq IS NULL` in the UPDATE would otherwise have made a seal roll back).
-    expect(after[0]!.memory - before[0]!.memory).toBeGreaterThan(0);
-    expect(after[1]!.memory - before[1]!.memory).toBeGreaterThan(0);
+    // Both instances sealed rows in their INSERTs, met heads the other (or a management row) had moved, and together
+    // sealed exactly the rows they wrote (none twice: the unique (org, seq) index would have refused a statement).
+    expect(after[0]!.atInsert - before[0]!.atInsert).toBeGreaterThan(0);
+    expect(after[1]!.atInsert - before[1]!.atInsert).toBeGreaterThan(0);
+    expect(after[0]!.moved - before[0]!.moved + after[1]!.moved - before[1]!.moved).toBeGreaterThan(0);
     expect(after[0]!.all - before[0]!.all + after[1]!.all - before[1]!.all).toBe(written);
     let total = 0;
     for (const org of orgs) {
@@ -225,6 +228,27 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     );
     expect(counted!.n).toBe(written + 8);
     expect(total).toBeGreaterThanOrEqual(written + 8);
+  });
+
+  test("issue 42: a call's row is in its chain when the call is answered (sealed in its INSERT, no seal after); a head moved behind the writer's back is read again", async () => {
+    verifies('AUDIT-SEAL');
+    const db = g1.deps.store.db;
+    const org = await onboard(g1);
+    // A seal interval far longer than the test: any row left for the sealer would still be unsealed below.
+    const recorder = new AuditRecorder({ db, log: silent, queueMax: 100, sealIntervalMs: 60_000 });
+    await Promise.all(Array.from({ length: 20 }, (_, i) => recorder.toolCall(call(org.orgId, { i }))));
+    const unsealed = async () =>
+      Number((await q<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM audit_events WHERE org_id = ${org.orgId} AND seq IS NULL`))[0]!.n);
+    expect(await unsealed()).toBe(0);
+    expect(recorder.sealStats()).toEqual({ atInsert: 20, headMoved: 0, fromMemory: 0, readBack: 0, conflicts: 0 });
+    // A management row (another writer) moves the head: the next sealed INSERT finds it moved, reads it, retries.
+    await appendAudit(db, [{ orgId: org.orgId, action: 'test.managed', actor: { type: 'system', id: null } }]);
+    await recorder.toolCall(call(org.orgId, { after: true }));
+    expect(await unsealed()).toBe(0);
+    expect(recorder.sealStats()).toEqual({ atInsert: 21, headMoved: 1, fromMemory: 0, readBack: 0, conflicts: 0 });
+    await expectContiguous(db, org.orgId);
+    expect(await verifyChain(db, org.orgId)).toMatchObject({ ok: true });
+    await recorder.drain();
   });
 
   test("the hot path's INSERT runs prepared: one statement text whatever the batch size and orgs (store/db.ts executePrepared)", async () => {
@@ -250,7 +274,7 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     const db = g1.deps.store.db;
     const org = await onboard(g1);
     // The writer "stops" between insert and seal: its rows are committed, nobody holds them in memory.
-    const dead = new AuditRecorder({ db, log: silent, queueMax: 100, sealIntervalMs: 60_000 });
+    const dead = new AuditRecorder({ db, log: silent, queueMax: 100, sealIntervalMs: 60_000, sealAtInsert: false });
     await Promise.all(Array.from({ length: 5 }, (_, i) => dead.toolCall(call(org.orgId, { orphan: i }))));
     const young = await insertUnsealed(db, [call(org.orgId, { young: true })]);
     expect(await verifyChain(db, org.orgId)).toMatchObject({ ok: true, pending: 6 });
@@ -264,7 +288,7 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     const head = await expectContiguous(db, org.orgId);
     await expect(sealFromMemory(db, young)).rejects.toBeInstanceOf(SealConflict);
     await dead.drain();
-    expect(dead.sealStats()).toEqual({ fromMemory: 0, readBack: 0, conflicts: 1 });
+    expect(dead.sealStats()).toEqual({ atInsert: 0, headMoved: 0, fromMemory: 0, readBack: 0, conflicts: 1 });
     expect(await expectContiguous(db, org.orgId)).toBe(head);
 
     // A fresh orphan and a start of another instance on the store: the start seals it, whatever its age.
@@ -310,7 +334,7 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     verifies('AUDIT-SEAL');
     const db = g1.deps.store.db;
     const org = await onboard(g1);
-    const recorder = new AuditRecorder({ db, log: silent, queueMax: 100, sealIntervalMs: 1500 });
+    const recorder = new AuditRecorder({ db, log: silent, queueMax: 100, sealIntervalMs: 1500, sealAtInsert: false });
     await Promise.all(Array.from({ length: 6 }, (_, i) => recorder.toolCall(call(org.orgId, { part: i }))));
     // While the recorder waits to seal, another sealer takes three of its rows.
     const ids = (await q<{ id: string }>(db, sql`SELECT id FROM audit_events WHERE org_id = ${org.orgId} AND seq IS NULL ORDER BY id LIMIT 3`)).map(
@@ -318,7 +342,7 @@ describe.skipIf(!hasPg)('sealing across instances, orphans and conflicts (postgr
     );
     expect(await sealPending(db, 10, { ids })).toBe(3);
     await recorder.drain();
-    expect(recorder.sealStats()).toEqual({ fromMemory: 0, readBack: 3, conflicts: 1 });
+    expect(recorder.sealStats()).toEqual({ atInsert: 0, headMoved: 0, fromMemory: 0, readBack: 3, conflicts: 1 });
     await expectContiguous(db, org.orgId);
     expect(await verifyChain(db, org.orgId)).toMatchObject({ ok: true });
   });
@@ -350,7 +374,8 @@ describe.skipIf(!hasPg)('a seal the store refuses (postgres)', () => {
       // The calls are answered: their rows are committed; only sealing fails.
       await Promise.all(Array.from({ length: 4 }, (_, i) => recorder.toolCall(call(org.orgId, { refused: i }))));
       await recorder.drain();
-      expect(recorder.sealStats()).toEqual({ fromMemory: 0, readBack: 0, conflicts: 0 });
+      // The sealed INSERT was refused (it moves the head): the rows went in unsealed, and their seal failed too.
+      expect(recorder.sealStats()).toEqual({ atInsert: 0, headMoved: 0, fromMemory: 0, readBack: 0, conflicts: 0 });
       expect(await expectContiguousSealed(db, org.orgId)).toBe(before);
       expect(await verifyChain(db, org.orgId)).toMatchObject({ ok: true, pending: 4 });
     } finally {
@@ -359,7 +384,7 @@ describe.skipIf(!hasPg)('a seal the store refuses (postgres)', () => {
     // Another batch later does not retry the given-up rows from memory (they may have been sealed meanwhile).
     await recorder.toolCall(call(org.orgId, { after: true }));
     await recorder.drain();
-    expect(recorder.sealStats()).toEqual({ fromMemory: 1, readBack: 0, conflicts: 0 });
+    expect(recorder.sealStats()).toEqual({ atInsert: 1, headMoved: 0, fromMemory: 0, readBack: 0, conflicts: 0 });
     expect(await sealOrphans(db, new Date(Date.now() + ORPHAN_AGE_MS + 1000))).toBe(4);
     expect(await expectContiguous(db, org.orgId)).toBe(before + 5);
     expect(await verifyChain(db, org.orgId)).toMatchObject({ ok: true });

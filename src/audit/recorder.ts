@@ -4,11 +4,13 @@
  * - Tool calls (`toolCall`): no result without its row. The caller awaits the row; the rows requested during one
  *   turn of the event loop (and while MAX_IN_FLIGHT batches are out) go to the store as ONE multi-row INSERT,
  *   committed before any of those calls is answered. If the batch fails, every call in it fails (the caller answers
- *   an error instead of the result). The rows carry no chain position yet: this instance seals them into their orgs'
- *   hash chains right after, off the hot path, from what it wrote (audit/seal.ts sealFromMemory: no row read back or
- *   locked), so batches never queue on a chain-head lock. Rows it could not seal that way are read back and sealed
- *   at once (audit/seal.ts `sealPending`); rows of an instance that stopped are sealed at the next start or by the
- *   orphan sweep of any instance.
+ *   an error instead of the result). The rows are sealed in that INSERT (chain position, hash, MAC): this instance
+ *   holds each org's chain head it writes for, and the statement moves the head only if it is still there
+ *   (audit/sealed-insert.ts, decision 0341); an org whose head another writer moved is read again and retried.
+ *   Rows that cannot be sealed that way (a head that keeps moving, a sealed INSERT the server refuses) are written
+ *   unsealed and sealed right after from what this instance wrote (audit/seal.ts sealFromMemory: no row read back);
+ *   rows it could not seal that way are read back and sealed at once (audit/seal.ts `sealPending`); rows of an
+ *   instance that stopped are sealed at the next start or by the orphan sweep of any instance.
  *   The queue of waiting calls is bounded (TOOLGATE_AUDIT_QUEUE_MAX): while it is full (`accepting()` false) new
  *   calls are refused before they run, so a store that cannot keep up turns into errors, not unbounded memory.
  * - Refusals (`denial`): 401/403/429/quota answers are not held back for their row (a flood of them must not slow
@@ -28,8 +30,10 @@ import type { Db } from '../store/db.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
 import { ItemFailure, MicroBatcher, type BatchAnswer } from '../util/batch.ts';
-import { appendAudit, insertUnsealed, type AuditInput, type SealableRow } from './repository.ts';
+import { appendAudit, insertUnsealed, type AuditInput, type Head, type SealableRow } from './repository.ts';
 import { logRefused, SealConflict, sealFromMemory, sealPending } from './seal.ts';
+import { insertSealed, refusedByServer, sealableOrg } from './sealed-insert.ts';
+import { readHeads } from './sealed-insert-statements.ts';
 
 /** Refusals per batch: bounds what a tool call's row waits for when it shares a batch with a denial flood. */
 const DENIALS_PER_BATCH = 200;
@@ -45,6 +49,13 @@ const MAX_IN_FLIGHT = 1;
 const SEAL_ROWS = 2000;
 /** Sealing runs at most this often, so under load one sealing transaction takes many batches' rows. */
 const SEAL_INTERVAL_MS = 100;
+/**
+ * Sealed INSERTs a batch tries before its rows of an org whose head keeps moving are written unsealed (and sealed
+ * after, the fallback below): each retry reads the head again first.
+ */
+const SEALED_ATTEMPTS = 3;
+/** Chain heads this instance holds in memory at most (one per org it wrote for); past it, it forgets them all. */
+const HEADS_MAX = 10_000;
 
 class AuditUnavailableError extends Error {}
 
@@ -56,10 +67,17 @@ export interface AuditRecorderDeps {
   now?: () => Date;
   /** Delay before a seal, so one seal takes many batches' rows (tests lengthen it to seal rows behind its back). */
   sealIntervalMs?: number;
+  /** False: every row is written unsealed and sealed after (tests of that way); default true (sealed-insert.ts). */
+  sealAtInsert?: boolean;
 }
 
 /** Rows sealed by this recorder, by way (metrics, tests). */
 export interface SealStats {
+  /** Sealed in the INSERT that committed them (sealed-insert.ts): no seal UPDATE. */
+  atInsert: number;
+  /** Sealed INSERTs that found an org's head moved by someone else (its rows then retried). */
+  headMoved: number;
+  /** Written unsealed, then sealed by an UPDATE from what this instance wrote. */
   fromMemory: number;
   /** Sealed by reading them back, after a seal from memory failed. */
   readBack: number;
@@ -77,7 +95,9 @@ export class AuditRecorder {
   private draining = false;
   /** Committed rows this instance has yet to seal, in commit order. */
   private unsealed: SealableRow[] = [];
-  private readonly stats: SealStats = { fromMemory: 0, readBack: 0, conflicts: 0 };
+  private readonly stats: SealStats = { atInsert: 0, headMoved: 0, fromMemory: 0, readBack: 0, conflicts: 0 };
+  /** Where this instance believes each org's chain head is (from its last sealed INSERT or read). */
+  private readonly heads = new Map<string, Head>();
   private wakeSeal: () => void = () => {};
 
   constructor(private readonly deps: AuditRecorderDeps) {
@@ -174,7 +194,7 @@ export class AuditRecorder {
     const others = this.takeOthers();
     if (calls.length) {
       try {
-        this.toSeal(await insertUnsealed(this.deps.db, calls, this.now()));
+        await this.commit(calls);
         answer({ length: calls.length });
       } catch (err) {
         this.deps.log.error('audit batch failed', { rows: calls.length, error: describeError(err) });
@@ -182,15 +202,49 @@ export class AuditRecorder {
       }
     } else answer({ length: 0 });
     if (others.length) {
-      await insertUnsealed(this.deps.db, others, this.now()).then(
-        (rows) => this.toSeal(rows),
-        (err: unknown) => {
-          this.deps.log.error('recording refusals failed; they are lost', { rows: others.length, error: describeError(err) });
-        },
-      );
+      await this.commit(others).catch((err: unknown) => {
+        this.deps.log.error('recording refusals failed; they are lost', { rows: others.length, error: describeError(err) });
+      });
     }
-    this.seal();
+    if (this.unsealed.length) this.seal();
     return undefined;
+  }
+
+  /**
+   * Commits rows, sealed in their INSERT where this instance holds their org's head (sealed-insert.ts): an org whose
+   * head moved is read again and retried, SEALED_ATTEMPTS times at most. What is left (an org id not in canonical
+   * form, a head that kept moving, a sealed INSERT the server refused) is written unsealed and sealed after. Throws
+   * when the rows could not be committed.
+   */
+  private async commit(rows: AuditInput[]): Promise<void> {
+    const { db } = this.deps;
+    const now = this.now();
+    let open = this.deps.sealAtInsert === false ? [] : rows.filter((r) => sealableOrg(r.orgId));
+    const rest = open.length === rows.length ? [] : rows.filter((r) => !open.includes(r));
+    for (let attempt = 0; open.length > 0 && attempt < SEALED_ATTEMPTS; attempt++) {
+      const unknown = [...new Set(open.map((r) => r.orgId))].filter((id) => !this.heads.has(id));
+      if (unknown.length) {
+        if (this.heads.size + unknown.length > HEADS_MAX) this.heads.clear();
+        for (const [id, head] of await readHeads(db, unknown)) this.heads.set(id, head);
+      }
+      let written: Awaited<ReturnType<typeof insertSealed>>;
+      try {
+        written = await insertSealed(db, open, this.heads, now);
+      } catch (err) {
+        // Refused by the server: nothing was written, so the rows can go in unsealed without being written twice.
+        if (!refusedByServer(err)) throw err;
+        this.deps.log.error('sealed audit insert refused; writing the rows unsealed', { rows: open.length, error: describeError(err) });
+        for (const r of open) this.heads.delete(r.orgId);
+        break;
+      }
+      for (const [id, head] of written.moved) this.heads.set(id, head);
+      this.stats.atInsert += open.length - written.left.length;
+      if (written.left.length) this.stats.headMoved += 1;
+      for (const r of written.left) this.heads.delete(r.orgId);
+      open = written.left;
+    }
+    const unsealed = open.length ? [...open, ...rest] : rest;
+    if (unsealed.length) this.toSeal(await insertUnsealed(db, unsealed, now));
   }
 
   private toSeal(rows: SealableRow[]): void {

@@ -1,8 +1,8 @@
 /**
  * The tool.called relay: the tool call's audit row IS the outbox record of its `tool.called` event. The hot path
  * writes only that row (committed before the answer, by group commit) and pays nothing for webhooks; once the row is
- * sealed into its org's chain (audit/recorder.ts, ~100 ms later) the relay turns it into a webhook_events row and one
- * webhook_deliveries row per subscribed endpoint, for the delivery worker.
+ * sealed into its org's chain (audit/recorder.ts: by its own INSERT, or ~100 ms later on the fallback) the relay
+ * turns it into a webhook_events row and one webhook_deliveries row per subscribed endpoint, for the delivery worker.
  *
  * - One cursor per endpoint (webhook_relay_cursors.after_seq, a position in the org's audit chain): rows after it
  *   and up to the chain head are relayed and the cursor moved in ONE transaction, the cursors locked FOR UPDATE SKIP

@@ -396,7 +396,7 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
         expect(await p.fingerprint()).toBe(before);
       });
 
-      test('a saved write is refused when the connector no longer writes or the tool is read-only', async () => {
+      test('a saved write is refused when the connector no longer writes or the tool is read-only, also after it ran', async () => {
         const update = await savedTool(
           'UPDATE notes SET body = :body WHERE id = :id',
           [
@@ -405,6 +405,9 @@ export function runConnectorConformance(setup: ConformanceSetup): void {
           ],
           true,
         );
+        // Issue 42: its first call plans it (saved-plan.ts); a plan made while writes were allowed never outlives that.
+        const allowed = await driver.execute(update, { body: 'x', id: 999_999 }, ctx({ allowWrite: true }));
+        expect([allowed.isError ?? false, text(allowed)]).toEqual([false, expect.any(String)]);
         for (const c of [ctx({ allowWrite: false }), ctx({ allowWrite: true, readOnly: true })]) {
           const r = await driver.execute(update, { body: 'x', id: 1 }, c);
           expect([r.isError, text(r)]).toEqual([true, expect.stringContaining('read-only')]);

@@ -131,7 +131,8 @@ export async function runPgCall(
         ? await runPgFast(pool.sql, statement, {
             statementTimeoutMs: session.statementTimeoutMs,
             signal: ctx.signal,
-            prepare: shouldPrepare(pool, statement),
+            // A saved statement's text is fixed (one per tool version): prepared on each connection from its first call.
+            prepare: tool.target.saved !== undefined || shouldPrepare(pool, statement),
             values,
             onValues,
             cancelBackend,

@@ -13,6 +13,7 @@ import { MAX_LIMIT } from './toolspec.ts';
 import { savedArgumentsProblem } from './param-values.ts';
 import { applyPolicies, missingCallerAttribute, resolutionKey, type PolicyDialect, type PolicyTable, type TableRef } from './policy.ts';
 import { governTouched, guardTablesFor, ownIndexOf, policiesKey, policyTablesOf, viewGoverned } from './tables.ts';
+import { keepPlan, plannedCall } from './saved-plan.ts';
 
 export interface PreparedCall {
   /** The statement to send: the agent's SQL, wrapped with `LIMIT maxRows + 1` for reads (as is for a read-only dialect). */
@@ -307,8 +308,9 @@ const columnNames = (t: SqlTarget): string[] => t.columns.map((c) => c.name);
 
 /**
  * A saved-statement tool's call: its statement with the driver's markers (the values kept apart), through the same
- * guard, write check and wrapper as an agent's SQL, and the tool's policy as for free SQL. The guard's verdict on a
- * text is cached, so a saved tool pays for its parse once. Reads return at most min(MAX_LIMIT, the gateway's row cap) rows.
+ * guard, write check and wrapper as an agent's SQL, and the tool's policy as for free SQL, on its first call; later
+ * calls reuse that plan and only check and bind their values (saved-plan.ts, decision 0340). Reads return at most
+ * min(MAX_LIMIT, the gateway's row cap) rows.
  */
 function prepareSaved(
   dialect: Dialect,
@@ -317,12 +319,23 @@ function prepareSaved(
   args: Record<string, unknown>,
   ctx: ExecutionContext,
 ): PreparedCall | ToolResult {
-  const { bind, wrapRead } = dialect;
+  const { bind } = dialect;
   if (!bind) return refused(dialect, 'arguments', `Saved-statement tools are not served on ${dialect.name} connectors.`);
   // Typed values are the gateway's to check, alike on every type, before a driver binds them (decision 0308).
   const invalid = savedArgumentsProblem(saved.parameters, args);
   if (invalid) return refused(dialect, 'arguments', invalid);
   const bound = bind(saved, args);
+  // The statement is fixed: what the guard and governance made of it on an earlier call stands (saved-plan.ts).
+  const planned = plannedCall<PreparedCall>(tool, ctx, bound);
+  if (planned) return planned;
+  const prepared = planSaved(dialect, tool, bound, ctx);
+  if (!isRefusal(prepared)) keepPlan(tool, ctx, bound, prepared);
+  return prepared;
+}
+
+/** A saved statement's bound text through the guard, the write check, governance and the wrapper, as free SQL goes. */
+function planSaved(dialect: Dialect, tool: SqlToolSpec, bound: BoundStatement, ctx: ExecutionContext): PreparedCall | ToolResult {
+  const wrapRead = dialect.wrapRead;
   // Under a policy the guard admits the statement's own markers (ours, from its :name placeholders), and only those.
   const opts = guardOptions(dialect, tool, ctx, bound.guardText === undefined ? bound.values.length : undefined);
   const verdict = inSpan(dialect.guardSpan, () => dialect.guard(bound.guardText ?? bound.text, opts));
