@@ -84,12 +84,72 @@ function ExportButton({ filter, exporting }: { filter: Filter; exporting: Return
 
 const text = (v: unknown) => (typeof v === 'string' ? v : null);
 
+/** Why a call was refused: its class, the reason the agent got, the statement's fingerprint and (kept with `full`) its text. */
+function RefusalFacts({ d }: { d: Record<string, unknown> }) {
+  const fingerprintId = text(d.fingerprint_id);
+  return (
+    <>
+      {text(d.reason_class) && (
+        <>
+          <dt>Reason class</dt>
+          <dd>
+            <code>{text(d.reason_class)}</code> <a href={auditHref({ reason_class: text(d.reason_class)! })}>Every refusal of this class</a>
+          </dd>
+        </>
+      )}
+      {text(d.reason) && (
+        <>
+          <dt>Reason</dt>
+          <dd data-testid="event-reason">{text(d.reason)}</dd>
+        </>
+      )}
+      {fingerprintId && (
+        <>
+          <dt>Fingerprint</dt>
+          <dd>
+            {text(d.fingerprint) ? (
+              <code data-testid="event-fingerprint">{text(d.fingerprint)}</code>
+            ) : (
+              <span class="hint">not kept (audit statements: none)</span>
+            )}{' '}
+            <a href={auditHref({ fingerprint_id: fingerprintId })}>Every attempt of this statement</a>
+          </dd>
+        </>
+      )}
+      {text(d.statement) && (
+        <>
+          <dt>Statement</dt>
+          <dd>
+            <pre data-testid="event-statement">{text(d.statement)}</pre>
+          </dd>
+        </>
+      )}
+    </>
+  );
+}
+
+/** Every field of the row as recorded. */
+function RecordedFields({ e }: { e: AuditEvent }) {
+  return (
+    <details open>
+      <summary>Every recorded field</summary>
+      <dl class="facts event-fields" data-testid={`event-${e.seq}`}>
+        {Object.entries({ ...e, actor: `${e.actor.type} ${e.actor.id ?? ''}` }).map(([k, v]) => (
+          <>
+            <dt key={`${k}-k`}>{k}</dt>
+            <dd key={`${k}-v`}>{typeof v === 'object' && v !== null ? <pre>{JSON.stringify(v, null, 2)}</pre> : <code>{String(v)}</code>}</dd>
+          </>
+        ))}
+      </dl>
+    </details>
+  );
+}
+
 /** A row's detail view: what happened, by whom, why it was refused, links to its like; then every recorded field. */
 function EventDetail({ e }: { e: AuditEvent }) {
   const dir = useDirectory();
   const d = e.details as Record<string, unknown>;
   const connector = text(d.connector_id);
-  const fingerprintId = text(d.fingerprint_id);
   const tool = e.target_type === 'tool' ? e.target_id : null;
   const actor = e.actor.id && ['api_key', 'oauth_client', 'user', 'operator'].includes(e.actor.type) ? `${e.actor.type}:${e.actor.id}` : null;
   return (
@@ -118,53 +178,9 @@ function EventDetail({ e }: { e: AuditEvent }) {
         <dd>
           <span class={`status status-${e.outcome}`}>{e.outcome}</span>
         </dd>
-        {text(d.reason_class) && (
-          <>
-            <dt>Reason class</dt>
-            <dd>
-              <code>{text(d.reason_class)}</code> <a href={auditHref({ reason_class: text(d.reason_class)! })}>Every refusal of this class</a>
-            </dd>
-          </>
-        )}
-        {text(d.reason) && (
-          <>
-            <dt>Reason</dt>
-            <dd data-testid="event-reason">{text(d.reason)}</dd>
-          </>
-        )}
-        {fingerprintId && (
-          <>
-            <dt>Fingerprint</dt>
-            <dd>
-              {text(d.fingerprint) ? (
-                <code data-testid="event-fingerprint">{text(d.fingerprint)}</code>
-              ) : (
-                <span class="hint">not kept (audit statements: none)</span>
-              )}{' '}
-              <a href={auditHref({ fingerprint_id: fingerprintId })}>Every attempt of this statement</a>
-            </dd>
-          </>
-        )}
-        {text(d.statement) && (
-          <>
-            <dt>Statement</dt>
-            <dd>
-              <pre data-testid="event-statement">{text(d.statement)}</pre>
-            </dd>
-          </>
-        )}
+        <RefusalFacts d={d} />
       </dl>
-      <details open>
-        <summary>Every recorded field</summary>
-        <dl class="facts event-fields" data-testid={`event-${e.seq}`}>
-          {Object.entries({ ...e, actor: `${e.actor.type} ${e.actor.id ?? ''}` }).map(([k, v]) => (
-            <>
-              <dt key={`${k}-k`}>{k}</dt>
-              <dd key={`${k}-v`}>{typeof v === 'object' && v !== null ? <pre>{JSON.stringify(v, null, 2)}</pre> : <code>{String(v)}</code>}</dd>
-            </>
-          ))}
-        </dl>
-      </details>
+      <RecordedFields e={e} />
     </section>
   );
 }
@@ -235,6 +251,25 @@ function StatementsSetting() {
   );
 }
 
+/** The connector filter: a choice of the org's connectors by name (an id from a link that names none stays listed). */
+function ConnectorFilter({ value, onChange }: { value: string; onChange: (v: string) => void }) {
+  const dir = useDirectory();
+  return (
+    <div class="field inline">
+      <label for="a-connector_id">Connector</label>
+      <select id="a-connector_id" value={value} onChange={(e) => onChange(e.currentTarget.value)}>
+        <option value="">any</option>
+        {value && !dir?.connectors.some((c) => c.id === value) && <option value={value}>{value}</option>}
+        {dir?.connectors.map((c) => (
+          <option key={c.id} value={c.id}>
+            {c.name}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
 export function AuditPage({ session }: PageProps) {
   const filter = filterFromHash();
   const key = JSON.stringify(filter);
@@ -246,7 +281,6 @@ export function AuditPage({ session }: PageProps) {
   const cursors = paging.key === key ? paging.cursors : [];
   const cursor = cursors[cursors.length - 1];
   const page = useLoad(() => call(rest.listAuditEvents({ client, query: { limit: 25, ...queryOf(filter), ...(cursor ? { cursor } : {}) } })), [key, cursor]);
-  const dir = useDirectory();
   const exporting = useAction();
   const admin = session.org_level || session.roles.includes('admin');
   const events: AuditEvent[] = page.data?.events ?? [];
@@ -267,20 +301,7 @@ export function AuditPage({ session }: PageProps) {
       >
         {FILTERS.map((name) =>
           name === 'connector_id' ? (
-            <div class="field inline" key={name}>
-              <label for="a-connector_id">Connector</label>
-              <select id="a-connector_id" value={values.connector_id ?? ''} onChange={(e) => set(name)(e.currentTarget.value)}>
-                <option value="">any</option>
-                {values.connector_id && !dir?.connectors.some((c) => c.id === values.connector_id) && (
-                  <option value={values.connector_id}>{values.connector_id}</option>
-                )}
-                {dir?.connectors.map((c) => (
-                  <option key={c.id} value={c.id}>
-                    {c.name}
-                  </option>
-                ))}
-              </select>
-            </div>
+            <ConnectorFilter key={name} value={values.connector_id ?? ''} onChange={set(name)} />
           ) : (
             <SchemaInput
               key={name}
