@@ -230,7 +230,7 @@ const PINNED: Record<number, string> = {
   19: '3141d071c8817fa4', // table_governance_and_tool_layout
   20: '83281d67f5651339', // tool_kinds
   21: '5684341944e690aa', // connector_health
-  25: 'ab2e92617f6a0a30', // audit_rollups_and_checkpoints
+  25: '14952fb3cc31ddf6', // audit_rollups_and_checkpoints
 };
 
 /** Versions handed to branches in flight (issue 41 and the audit write path); each lands with its own pin. */

@@ -581,14 +581,15 @@ CREATE FUNCTION audit_hour_of(at timestamptz) RETURNS timestamptz LANGUAGE sql I
 
 -- Adds the changed rows to the roll-ups, times a sign per measure: sealed_sign for what counts once a row is in the
 -- chain (insights, hours), counted_sign for billing's counted calls (from the commit until a sealer refuses the row).
--- Rows of an org being deleted (its cascade) are skipped: their roll-ups go with the org.
+-- Rows of an org being deleted (its cascade) are skipped: their roll-ups go with the org. Every upsert takes its rows
+-- in key order and the tables in one order, so writers and sealers upserting the same keys wait, never deadlock.
 CREATE FUNCTION audit_rollup_change(changed audit_events[], sealed_sign int, counted_sign int) RETURNS void LANGUAGE plpgsql AS $f$
 BEGIN
   IF coalesce(cardinality(changed), 0) = 0 THEN RETURN; END IF;
   IF sealed_sign <> 0 THEN
     INSERT INTO audit_hours AS h (org_id, hour, first_seq, events)
       SELECT c.org_id, audit_hour_of(c.created_at), min(c.seq), sealed_sign * count(*) FROM unnest(changed) c
-      WHERE c.seq IS NOT NULL AND EXISTS (SELECT 1 FROM orgs o WHERE o.id = c.org_id) GROUP BY 1, 2
+      WHERE c.seq IS NOT NULL AND EXISTS (SELECT 1 FROM orgs o WHERE o.id = c.org_id) GROUP BY 1, 2 ORDER BY 1, 2
       ON CONFLICT (org_id, hour) DO UPDATE SET first_seq = LEAST(h.first_seq, excluded.first_seq), events = h.events + excluded.events;
     INSERT INTO audit_rollup_latency AS l (org_id, hour, tool_name, connector_id, duration_ms, calls)
       SELECT c.org_id, audit_hour_of(c.created_at), coalesce(c.target_id, ''), coalesce(c.details->>'connector_id', ''),
@@ -596,7 +597,7 @@ BEGIN
       FROM unnest(changed) c
       WHERE c.seq IS NOT NULL AND c.action = 'tool.called' AND c.outcome NOT IN ('held', 'refused') AND c.details->>'duration_ms' IS NOT NULL
         AND EXISTS (SELECT 1 FROM orgs o WHERE o.id = c.org_id)
-      GROUP BY 1, 2, 3, 4, 5
+      GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
       ON CONFLICT (org_id, hour, tool_name, connector_id, duration_ms) DO UPDATE SET calls = l.calls + excluded.calls;
   END IF;
   INSERT INTO audit_rollups AS r (org_id, hour, action, outcome, tool_name, connector_id, actor_type, actor_id, events, counted)
@@ -608,6 +609,7 @@ BEGIN
     GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
     HAVING sealed_sign * count(*) FILTER (WHERE c.seq IS NOT NULL) <> 0
       OR counted_sign * count(*) FILTER (WHERE c.details->>'counted' = 'true' AND c.refused_at IS NULL) <> 0
+    ORDER BY 1, 2, 3, 4, 5, 6, 7, 8
     ON CONFLICT (org_id, hour, action, outcome, tool_name, connector_id, actor_type, actor_id)
     DO UPDATE SET events = r.events + excluded.events, counted = r.counted + excluded.counted;
   IF sealed_sign < 0 OR counted_sign < 0 THEN
@@ -621,10 +623,11 @@ BEGIN
   IF TG_OP = 'INSERT' THEN
     PERFORM audit_rollup_change(ARRAY(SELECT ROW(n.*)::audit_events FROM new_rows n), 1, 1);
   ELSIF TG_OP = 'UPDATE' THEN
-    PERFORM audit_rollup_change(ARRAY(SELECT ROW(n.*)::audit_events FROM new_rows n JOIN old_rows o ON o.id = n.id
-      WHERE o.seq IS NULL AND n.seq IS NOT NULL), 1, 0);
-    PERFORM audit_rollup_change(ARRAY(SELECT ROW(o.*)::audit_events FROM old_rows o JOIN new_rows n ON n.id = o.id
-      WHERE o.refused_at IS NULL AND n.refused_at IS NOT NULL), 0, -1);
+    -- IN (hashed), not a join: the transition tables carry no statistics, and a nested loop is quadratic.
+    PERFORM audit_rollup_change(ARRAY(SELECT ROW(n.*)::audit_events FROM new_rows n
+      WHERE n.seq IS NOT NULL AND n.id IN (SELECT o.id FROM old_rows o WHERE o.seq IS NULL)), 1, 0);
+    PERFORM audit_rollup_change(ARRAY(SELECT ROW(o.*)::audit_events FROM old_rows o
+      WHERE o.refused_at IS NULL AND o.id IN (SELECT n.id FROM new_rows n WHERE n.refused_at IS NOT NULL)), 0, -1);
   ELSE
     PERFORM audit_rollup_change(ARRAY(SELECT ROW(o.*)::audit_events FROM old_rows o), -1, -1);
   END IF;
