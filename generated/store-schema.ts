@@ -4,7 +4,7 @@
  * catalog of a freshly migrated database. CHECK constraints are not stated here; they live in the migrations only.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, date, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, date, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
@@ -90,6 +90,9 @@ export const auditChains = pgTable('audit_chains', {
   baseHash: text('base_hash').notNull(),
   /** Rows up to this position were chained before rows carried a MAC (migration 10); every later row must carry one. */
   macFromSeq: bigint('mac_from_seq', { mode: 'number' }).notNull().default(0),
+  verifiedSeq: bigint('verified_seq', { mode: 'number' }),
+  verifiedHash: text('verified_hash'),
+  verifiedMac: text('verified_mac'),
 });
 
 export const auditEvents = pgTable('audit_events', {
@@ -122,6 +125,41 @@ export const auditEvents = pgTable('audit_events', {
   index('audit_events_org_target').on(t.orgId, t.targetId, t.createdAt, t.seq),
   index('audit_events_org_time_seq').on(t.orgId, t.createdAt, t.seq),
   index('audit_events_unsealed').on(t.createdAt).where(sql`(seq IS NULL) AND (refused_at IS NULL)`),
+]);
+
+export const auditHours = pgTable('audit_hours', {
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  hour: ts('hour').notNull(),
+  firstSeq: bigint('first_seq', { mode: 'number' }).notNull(),
+  events: bigint('events', { mode: 'number' }).notNull(),
+}, (t) => [
+  primaryKey({ name: 'audit_hours_pkey', columns: [t.orgId, t.hour] }),
+]);
+
+export const auditRollupLatency = pgTable('audit_rollup_latency', {
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  hour: ts('hour').notNull(),
+  toolName: text('tool_name').notNull(),
+  connectorId: text('connector_id').notNull(),
+  durationMs: doublePrecision('duration_ms').notNull(),
+  calls: bigint('calls', { mode: 'number' }).notNull(),
+}, (t) => [
+  primaryKey({ name: 'audit_rollup_latency_pkey', columns: [t.orgId, t.hour, t.toolName, t.connectorId, t.durationMs] }),
+]);
+
+export const auditRollups = pgTable('audit_rollups', {
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  hour: ts('hour').notNull(),
+  action: text('action').notNull(),
+  outcome: text('outcome').notNull(),
+  toolName: text('tool_name').notNull(),
+  connectorId: text('connector_id').notNull(),
+  actorType: text('actor_type').notNull(),
+  actorId: text('actor_id').notNull(),
+  events: bigint('events', { mode: 'number' }).notNull(),
+  counted: bigint('counted', { mode: 'number' }).notNull(),
+}, (t) => [
+  primaryKey({ name: 'audit_rollups_pkey', columns: [t.orgId, t.hour, t.action, t.outcome, t.toolName, t.connectorId, t.actorType, t.actorId] }),
 ]);
 
 export const connectors = pgTable('connectors', {

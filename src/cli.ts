@@ -30,7 +30,8 @@ const USAGE = `usage: toolgate <command> [options]
   key list --org SLUG [--json]                       the org's API keys (id, prefix, state, name)
   key revoke --org SLUG --id KEY_ID [--json]         revoke one API key of the org
   connector revalidate --org SLUG --id CONNECTOR_ID [--json]
-  audit verify --org SLUG [--json]                   check the org's audit chain (on the store: server stopped)
+  audit verify --org SLUG [--incremental] [--json]   check the org's audit chain (on the store: server stopped);
+                                                     --incremental: from the last verified checkpoint
   audit export --org SLUG [--out FILE] [--redact] [--days N] [--json]
                                                      the audit log as JSON, to stdout or FILE
 
@@ -86,11 +87,12 @@ async function orgCreate(values: { slug?: string; name?: string; plan?: string; 
 }
 
 /**
- * `audit verify --org SLUG`: walks the org's audit chain on the store and names the first broken row. Exit 0 when
+ * `audit verify --org SLUG [--incremental]`: walks the org's audit chain on the store (from the last verified
+ * checkpoint with --incremental, audit/verify-checkpoint.ts) and names the first broken row. Exit 0 when
  * the chain is intact, 1 when it is broken (or the org is unknown). Reads the store directly: with the embedded
  * store, the server holding the data folder must be stopped first (PGlite allows one process).
  */
-async function auditVerify(values: { org?: string; json?: boolean }): Promise<void> {
+async function auditVerify(values: { org?: string; json?: boolean; incremental?: boolean }): Promise<void> {
   const slug = requireSlug(values.org, '--org');
   const config = configOrFail();
   const holder = config.databaseUrl ? null : lockHolder(config.dataDir);
@@ -107,10 +109,14 @@ async function auditVerify(values: { org?: string; json?: boolean }): Promise<vo
     bindAuditKey(store.db, deriveAuditMacKey(decodeKey(config.secretKey ?? embeddedSecretKey(config.dataDir))!));
     const org = await findOrgBySlug(store.db, slug);
     if (!org) throw new CliError(`no org with slug ${slug}`);
-    const report = await verifyChain(store.db, org.id);
+    const report = await verifyChain(store.db, org.id, new Date(), { incremental: values.incremental === true });
     const b = report.broken;
-    if (values.json) console.log(JSON.stringify({ org: slug, ok: report.ok, checked: report.checked, broken: b ?? null }));
-    else if (report.ok) console.log(`audit chain of ${slug} is intact: ${report.checked} rows verified`);
+    const from = report.fromSeq ? ` after the checkpoint at row ${report.fromSeq}` : '';
+    if (values.json)
+      console.log(
+        JSON.stringify({ org: slug, ok: report.ok, checked: report.checked, ...(values.incremental ? { from_seq: report.fromSeq } : {}), broken: b ?? null }),
+      );
+    else if (report.ok) console.log(`audit chain of ${slug} is intact: ${report.checked} rows verified${from}`);
     else
       console.log(`audit chain of ${slug} is BROKEN at row ${b!.seq}${b!.id ? ` (id ${b!.id})` : ''}: ${b!.reason}; ${report.checked} rows before it verified`);
     if (!report.ok) process.exitCode = EXIT.failed;
@@ -139,7 +145,7 @@ const COMMANDS: Record<string, { options: ParseArgsOptionsConfig; run: (values: 
   'key list': { options: { org: { type: 'string' }, ...JSON_FLAG }, run: keyList },
   'key revoke': { options: ORG_ID_FLAGS, run: keyRevoke },
   'connector revalidate': { options: ORG_ID_FLAGS, run: connectorRevalidate },
-  'audit verify': { options: { org: { type: 'string' }, ...JSON_FLAG }, run: auditVerify },
+  'audit verify': { options: { org: { type: 'string' }, incremental: { type: 'boolean' }, ...JSON_FLAG }, run: auditVerify },
   'audit export': {
     options: { org: { type: 'string' }, out: { type: 'string' }, redact: { type: 'boolean' }, days: { type: 'string' }, ...JSON_FLAG },
     run: auditExport,

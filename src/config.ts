@@ -80,6 +80,11 @@ export interface Config {
   shutdownDeadlineMs: number;
   /** A server store not answering at start (DATABASE_URL): how long to keep trying before giving up (store/reach.ts). */
   storeStartWaitMs: number;
+  /**
+   * How long a connection may stay silent (no byte either way) before the server closes it. Bun's default, 10 s,
+   * dropped slow answers without a response; the maximum Bun takes is 255.
+   */
+  httpIdleTimeoutSeconds: number;
   /** How long a cached MCP credential lookup may be reused (within its auth epoch; mcp/auth-cache.ts); 0: no cache. */
   authCacheTtlMs: number;
   /** How often an active connector not called successfully meanwhile is probed (connectors/health.ts); 0: never. */
@@ -234,6 +239,7 @@ export function loadConfig(env: Env = process.env): Config {
     traceSampleRatio: ratioVar(env, 'OTEL_TRACES_SAMPLER_ARG', 1),
     shutdownDeadlineMs: intVar(env, 'TOOLGATE_SHUTDOWN_DEADLINE_MS', 10_000, 0, 600_000),
     storeStartWaitMs: intVar(env, 'TOOLGATE_STORE_START_WAIT_MS', 60_000, 0, 3_600_000),
+    httpIdleTimeoutSeconds: intVar(env, 'TOOLGATE_HTTP_IDLE_TIMEOUT_SECONDS', 120, 1, 255),
     authCacheTtlMs: intVar(env, 'TOOLGATE_AUTH_CACHE_TTL_MS', 5000, 0, 60_000),
     connectorProbeIntervalMs: intVar(env, 'TOOLGATE_CONNECTOR_PROBE_INTERVAL_MS', 15_000, 0, 3_600_000),
   };

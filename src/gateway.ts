@@ -27,7 +27,7 @@ import { ApprovalService } from './approvals/service.ts';
 import { deriveApprovalDigestKey } from './approvals/digest.ts';
 import { executeTool } from './tools/runtime.ts';
 import { AuditRecorder, auditSubscriber } from './audit/recorder.ts';
-import { logRefused, sealPending, startOrphanSealer } from './audit/seal.ts';
+import { startOrphanSealer } from './audit/seal.ts';
 import { bindAuditKey, deriveAuditMacKey } from './audit/mac.ts';
 import { startRetentionSweeper } from './audit/retention.ts';
 import './connectors/index.ts';
@@ -143,12 +143,11 @@ function outboundParts(config: Config, options: GatewayOptions) {
   return { outbound, idpVerifier };
 }
 
-/** Seals what earlier instances left unsealed and starts the orphan sweep; returns the sweep's stop. */
-async function startAuditChain(store: Store, log: Logger, key: Uint8Array): Promise<() => void> {
-  // Rows left unsealed (written before the audit chain existed, or by an instance that stopped) join the chain first;
-  // later orphans (an instance that stopped between insert and seal) are sealed by the sweep of any instance.
+/** Binds the audit key and starts sealing what earlier instances left unsealed, then the orphan sweep; returns its stop. */
+function startAuditChain(store: Store, log: Logger, key: Uint8Array): () => Promise<void> {
+  // Rows left unsealed (written before the audit chain existed, or by an instance that stopped) are sealed in the
+  // background, so the instance is ready at once (decision 0349); later orphans by the sweep of any instance.
   bindAuditKey(store.db, deriveAuditMacKey(key));
-  while ((await sealPending(store.db, 5000, { onRefused: (rows) => logRefused(log, rows) })) > 0);
   return startOrphanSealer({ db: store.db, log });
 }
 
@@ -202,7 +201,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const { outbound, idpVerifier } = outboundParts(config, options);
   const catalog = new CatalogCache({ store, box });
   const usage = new UsageMeter(store.db);
-  const stopOrphanSealer = await startAuditChain(store, log, key);
+  const stopOrphanSealer = startAuditChain(store, log, key);
   const events = domainEvents();
   const webhookWorker = config.webhookWorker ? new WebhookWorker({ store, box, outbound, log, config }) : null;
   const health = new ConnectorHealth({ store, box, log, outbound, config });
@@ -254,7 +253,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     await health.stop();
     await deps.jobs.idle();
     stopRetention();
-    stopOrphanSealer();
+    await stopOrphanSealer();
     await audit.drain();
     await lastUse.close();
     await closeAllConnectors();

@@ -23,6 +23,8 @@ try {
   server = Bun.serve({
     port: config.port,
     hostname: config.host,
+    // Bun's default (10 s) closes a connection whose answer takes longer, without an answer (issue 42).
+    idleTimeout: config.httpIdleTimeoutSeconds,
     // The direct peer is the source address the failure limits count (net/source-address.ts).
     fetch: (request, bunServer) => {
       notePeerAddress(request, bunServer.requestIP(request)?.address);

@@ -270,7 +270,12 @@ describe.skipIf(!hasPg)('upgrading a store whose rows have no MAC (migration 10,
       g = await startTestGateway('postgres', { TOOLGATE_WEBHOOK_WORKER: '0' }, fresh.url);
       const [chain] = await client`SELECT mac_from_seq FROM audit_chains WHERE org_id = ${orgId}`;
       expect(Number(chain!.mac_from_seq)).toBe(2);
-      const [left] = await client`SELECT seq, refused_at FROM audit_events WHERE id = ${unsealed}`;
+      // The start seals (here: refuses) the backlog in the background (decision 0349): ready first, sealed moments later.
+      let [left] = await client`SELECT seq, refused_at FROM audit_events WHERE id = ${unsealed}`;
+      for (let i = 0; i < 100 && left!.refused_at === null; i++) {
+        await Bun.sleep(50);
+        [left] = await client`SELECT seq, refused_at FROM audit_events WHERE id = ${unsealed}`;
+      }
       expect(left!.seq).toBeNull();
       expect(left!.refused_at).not.toBeNull();
       const report = await verifyChain(g.deps.store.db, orgId);

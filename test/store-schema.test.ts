@@ -231,6 +231,7 @@ const PINNED: Record<number, string> = {
   20: '83281d67f5651339', // tool_kinds
   21: '5684341944e690aa', // connector_health
   22: 'c27781215ad80aef', // audit_statements_and_filters
+  23: '14952fb3cc31ddf6', // audit_rollups_and_checkpoints
 };
 
 describe('the migrations are history: appended, never edited', () => {

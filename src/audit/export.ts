@@ -1,13 +1,17 @@
-/** The audit export: one JSON document streamed page by page (keyset pagination), never the whole log in memory. */
+/**
+ * The audit export: one JSON document streamed page by page (keyset pagination), never the whole log in memory. A
+ * range (`days`) starts at its first hour's chain position (repository.ts seqBefore) instead of walking the chain from
+ * its start.
+ */
 import type { Queryable } from '../store/db.ts';
-import { auditPageAsc, genuineRows, type AuditFilter } from './repository.ts';
+import { auditPageAsc, genuineRows, seqBefore, type AuditFilter } from './repository.ts';
 import { auditEventView } from './views.ts';
 
 const PAGE_ROWS = 500;
 
 export function auditExportStream(db: Queryable, orgId: string, filter: AuditFilter, redact: boolean, now: Date = new Date()): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
-  let afterSeq = 0;
+  let afterSeq: number | null = null;
   let first = true;
   let done = false;
   return new ReadableStream<Uint8Array>(
@@ -19,6 +23,7 @@ export function auditExportStream(db: Queryable, orgId: string, filter: AuditFil
       },
       async pull(controller) {
         if (done) return;
+        afterSeq ??= filter.since ? await seqBefore(db, orgId, filter.since) : 0;
         const rows = await auditPageAsc(db, orgId, filter, afterSeq, PAGE_ROWS);
         const genuine = await genuineRows(db, orgId, rows);
         if (genuine.length) {

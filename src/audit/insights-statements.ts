@@ -1,8 +1,11 @@
 /**
- * SQL of the insights (GET /api/insights): calls, refusals and latency per tool and over time, computed in the store
- * from the org's sealed audit rows of a window. `tool.called` rows are calls (success, error, held), and their
- * `details.duration_ms` the latency; `tool.call_refused` rows and `tool.called` rows with outcome `refused` (a
- * statement the guard or a policy refused; issue 41) are refusals.
+ * SQL of the insights (GET /api/insights): calls, refusals and latency per tool and over time, read from the org's
+ * hourly roll-ups (audit_rollups, audit_rollup_latency: migration 23, decision 0347), which a trigger on audit_events
+ * keeps as rows are sealed into the chain, so a poll reads a few rows per hour of the window instead of the log.
+ * `tool.called` rows are calls (success, error, held), and their `details.duration_ms` the latency; `tool.call_refused`
+ * rows and `tool.called` rows with outcome `refused` (a statement the guard or a policy refused; issue 41) are
+ * refusals. The figures are those a scan of the window's sealed rows gives (test/audit-rollups.test.ts): the
+ * latency roll-up keeps each distinct duration with its count, so the percentiles are exact.
  */
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Queryable } from '../store/db.ts';
@@ -39,10 +42,64 @@ const figures = (r: FigureRow): InsightFigures => ({
   p95_ms: ms(r.p95),
 });
 
-/** The window's rows of the two actions, sealed and genuine-looking (rows a sealer refused are left out). */
-const windowRows = (orgId: string, since: Date) => sql`FROM audit_events
-  WHERE org_id = ${orgId} AND action IN ('tool.called', 'tool.call_refused') AND created_at >= ${since.toISOString()}::timestamptz
-    AND seq IS NOT NULL AND refused_at IS NULL`;
+/** Roll-up rows of the two actions in the window (hours are whole: the window starts at an hour). */
+const windowRollups = (orgId: string, since: Date) => sql`FROM audit_rollups
+  WHERE org_id = ${orgId} AND hour >= ${since.toISOString()}::timestamptz AND action IN ('tool.called', 'tool.call_refused')`;
+
+const CALLS = sql`coalesce(sum(events) FILTER (WHERE action = 'tool.called' AND outcome <> 'refused'), 0)`;
+const REFUSALS = sql`coalesce(sum(events) FILTER (WHERE action = 'tool.call_refused' OR outcome = 'refused'), 0)`;
+const ERRORS = sql`coalesce(sum(events) FILTER (WHERE action = 'tool.called' AND outcome = 'error'), 0)`;
+const HELD = sql`coalesce(sum(events) FILTER (WHERE action = 'tool.called' AND outcome = 'held'), 0)`;
+
+/** percentile_cont over a sorted multiset of (value, count), as PostgreSQL computes it. */
+function percentileOf(sorted: readonly (readonly [number, number])[], total: number, fraction: number): number | null {
+  if (total === 0) return null;
+  const position = fraction * (total - 1);
+  const lo = Math.floor(position);
+  const hi = Math.ceil(position);
+  let seen = 0;
+  let low: number | null = null;
+  for (const [value, count] of sorted) {
+    seen += count;
+    if (low === null && seen > lo) low = value;
+    if (seen > hi) return low! + (value - low!) * (position - lo);
+  }
+  return low;
+}
+
+interface Latencies {
+  values: [number, number][];
+  total: number;
+}
+
+/** The window's latencies of calls that ran, by tool (tool and connector), by connector and in all. */
+async function latencies(db: Queryable, orgId: string, since: Date) {
+  const rows = rowsOf<{ tool_name: string; connector_id: string; duration_ms: number | string; calls: number | string }>(
+    await db.execute(sql`SELECT tool_name, connector_id, duration_ms, sum(calls) AS calls FROM audit_rollup_latency
+      WHERE org_id = ${orgId} AND hour >= ${since.toISOString()}::timestamptz
+      GROUP BY tool_name, connector_id, duration_ms HAVING sum(calls) > 0 ORDER BY duration_ms`),
+  );
+  const groups = new Map<string, Latencies>();
+  const add = (key: string, value: number, count: number) => {
+    let group = groups.get(key);
+    if (!group) groups.set(key, (group = { values: [], total: 0 }));
+    const last = group.values[group.values.length - 1];
+    if (last && last[0] === value) last[1] += count;
+    else group.values.push([value, count]);
+    group.total += count;
+  };
+  for (const r of rows) {
+    const value = Number(r.duration_ms);
+    const count = Number(r.calls);
+    add(`t\u0000${r.tool_name}\u0000${r.connector_id}`, value, count);
+    add(`c\u0000${r.connector_id}`, value, count);
+    add('all', value, count);
+  }
+  return (key: string) => {
+    const group = groups.get(key);
+    return group ? { p50: percentileOf(group.values, group.total, 0.5), p95: percentileOf(group.values, group.total, 0.95) } : { p50: null, p95: null };
+  };
+}
 
 /**
  * The totals and the same figures per connector and per tool (at most `limit` tools, most calls first). A connector's
@@ -50,20 +107,21 @@ const windowRows = (orgId: string, since: Date) => sql`FROM audit_events
  * connector: they count in the totals and in a row without one.
  */
 export async function insightFigures(db: Queryable, orgId: string, since: Date, limit: number) {
-  const ran = sql`action = 'tool.called' AND outcome NOT IN ('held', 'refused')`;
-  const rows = rowsOf<FigureRow>(
-    await db.execute(sql`SELECT target_id AS tool_name, details->>'connector_id' AS connector_id,
-        GROUPING(target_id, details->>'connector_id') AS level,
-        count(*) FILTER (WHERE action = 'tool.called' AND outcome <> 'refused') AS calls,
-        count(*) FILTER (WHERE action = 'tool.call_refused' OR outcome = 'refused') AS refusals,
-        count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'error') AS errors,
-        count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'held') AS held,
-        percentile_cont(0.5) WITHIN GROUP (ORDER BY (details->>'duration_ms')::float8) FILTER (WHERE ${ran}) AS p50,
-        percentile_cont(0.95) WITHIN GROUP (ORDER BY (details->>'duration_ms')::float8) FILTER (WHERE ${ran}) AS p95
-      ${windowRows(orgId, since)}
-      GROUP BY GROUPING SETS ((target_id, details->>'connector_id'), (details->>'connector_id'), ())
-      ORDER BY level DESC, calls DESC, refusals DESC, tool_name, connector_id`),
-  );
+  const [counts, latency] = await Promise.all([
+    db.execute(sql`SELECT NULLIF(tool_name, '') AS tool_name, NULLIF(connector_id, '') AS connector_id,
+        tool_name AS tool_key, connector_id AS connector_key, GROUPING(tool_name, connector_id) AS level,
+        ${CALLS} AS calls, ${REFUSALS} AS refusals, ${ERRORS} AS errors, ${HELD} AS held
+      ${windowRollups(orgId, since)}
+      GROUP BY GROUPING SETS ((tool_name, connector_id), (connector_id), ())
+      HAVING sum(events) > 0
+      ORDER BY level DESC, calls DESC, refusals DESC, 1, 2`),
+    latencies(db, orgId, since),
+  ]);
+  const rows = rowsOf<FigureRow & { tool_key: string | null; connector_key: string | null }>(counts).map((r) => {
+    const level = Number(r.level);
+    const key = level === 3 ? 'all' : level === 2 ? `c\u0000${r.connector_key}` : `t\u0000${r.tool_key}\u0000${r.connector_key}`;
+    return { ...r, ...latency(key) };
+  });
   const total = rows.find((r) => Number(r.level) === 3);
   return {
     totals: total ? figures(total) : figures({ calls: 0, refusals: 0, errors: 0, held: 0, p50: null, p95: null } as FigureRow),
@@ -78,12 +136,10 @@ export async function insightFigures(db: Queryable, orgId: string, since: Date, 
 /** Calls, refusals and errors per bucket (hour or day, UTC) of the window; buckets without rows are absent. */
 export async function insightSeries(db: Queryable, orgId: string, since: Date, bucket: 'hour' | 'day') {
   const rows = rowsOf<{ start: string; calls: number | string; refusals: number | string; errors: number | string }>(
-    await db.execute(sql`SELECT to_char(date_trunc(${bucket}, created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:00:00.000"Z"') AS start,
-        count(*) FILTER (WHERE action = 'tool.called' AND outcome <> 'refused') AS calls,
-        count(*) FILTER (WHERE action = 'tool.call_refused' OR outcome = 'refused') AS refusals,
-        count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'error') AS errors
-      ${windowRows(orgId, since)}
-      GROUP BY 1 ORDER BY 1`),
+    await db.execute(sql`SELECT to_char(date_trunc(${bucket}, hour AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:00:00.000"Z"') AS start,
+        ${CALLS} AS calls, ${REFUSALS} AS refusals, ${ERRORS} AS errors
+      ${windowRollups(orgId, since)}
+      GROUP BY 1 HAVING sum(events) > 0 ORDER BY 1`),
   );
   return rows.map((r) => ({
     start: r.start,

@@ -191,6 +191,21 @@ export async function auditPageAsc(db: Queryable, orgId: string, filter: AuditFi
 }
 
 /**
+ * Where a walk in chain order of the rows created at or after `since` may start: the first chain position of the
+ * first hour from `since` on (audit_hours, kept by the roll-up trigger, decision 0348), minus one. Rows are not
+ * sealed in strict time order, but every sealed row of those hours is at or after it, so nothing is skipped; a range
+ * with no rows starts at the head.
+ */
+export async function seqBefore(db: Queryable, orgId: string, since: Date): Promise<number> {
+  const [row] = rowsOf<{ first: string | number | null }>(
+    await db.execute(sql`SELECT coalesce(
+        (SELECT min(first_seq) FROM audit_hours WHERE org_id = ${orgId} AND events > 0 AND hour >= audit_hour_of(${since.toISOString()}::timestamptz)),
+        (SELECT head_seq + 1 FROM audit_chains WHERE org_id = ${orgId}), 1) AS first`),
+  );
+  return Math.max(0, Number(row?.first ?? 1) - 1);
+}
+
+/**
  * The rows of a page (one org's, sealed) that the gateway wrote: a row chained after the chain's mac_from_seq without
  * a valid MAC was put there from outside (the chain itself is unkeyed), so lists and exports leave it out; verify
  * names it.
@@ -281,50 +296,77 @@ export async function unsealedCounts(db: Queryable, orgId: string, before: Date)
   return { pending: Number(row?.pending ?? 0), overdue: Number(row?.overdue ?? 0), refused: Number(row?.refused ?? 0) };
 }
 
+/** Rows deleted per retention transaction: bounds how long one holds its locks and how much one writes. */
+const PRUNE_BATCH_ROWS = 5000;
+
 /**
- * Retention: deletes the org's oldest rows created before `before`, as one prefix of the chain (up to the first row
- * that is still young enough), moves the chain's base to the last deleted row and appends an `audit.pruned`
- * checkpoint row naming it, all in one transaction under the head lock. Verification starts from the base.
+ * Retention (decision 0350): deletes the org's oldest rows created before `before`, as one prefix of the chain (up to
+ * the first row that is still young enough), in transactions of at most `batchRows` rows walked in chain order. Each
+ * deletes its rows and moves the chain's base to the last of them, then commits: the base row of audit_chains is
+ * locked only by that last statement (never for the whole deletion), and the rows base+1..head verify from the base
+ * after every batch. A base moved meanwhile by another sweep ends this one. Then one `audit.pruned` checkpoint row
+ * names the new base. Returns the rows deleted.
  */
-export async function pruneAudit(db: Queryable, orgId: string, before: Date, now: Date = new Date()): Promise<number> {
-  return db.transaction(async (tx) => {
-    const head = (await lockHeads(tx, [orgId])).get(orgId)!;
-    const state = await chainState(tx, orgId);
-    const young = rowsOf<{ seq: string | number | null }>(
-      await tx.execute(
-        sql`SELECT min(seq) AS seq FROM audit_events WHERE org_id = ${orgId} AND seq > ${state.baseSeq} AND created_at >= ${before.toISOString()}::timestamptz`,
-      ),
-    )[0];
-    const through = young?.seq != null ? Number(young.seq) - 1 : head.seq;
-    if (through <= state.baseSeq) return 0;
-    const [last] = await tx
-      .select({ hash: auditEvents.hash })
-      .from(auditEvents)
-      .where(and(eq(auditEvents.orgId, orgId), eq(auditEvents.seq, through)));
-    if (!last?.hash) return 0;
-    const deleted = await tx
-      .delete(auditEvents)
-      .where(and(eq(auditEvents.orgId, orgId), sql`${auditEvents.seq} <= ${through}`))
-      .returning({ id: auditEvents.id });
-    await tx.update(auditChains).set({ baseSeq: through, baseHash: last.hash }).where(eq(auditChains.orgId, orgId));
-    await appendAudit(
-      tx,
-      [
-        {
-          orgId,
-          action: 'audit.pruned',
-          actor: { type: 'system', id: null },
-          details: { through_seq: through, through_hash: last.hash, deleted: deleted.length, before: before.toISOString() },
-        },
-      ],
-      now,
-    );
-    return deleted.length;
-  });
+export async function pruneAudit(db: Queryable, orgId: string, before: Date, now: Date = new Date(), batchRows = PRUNE_BATCH_ROWS): Promise<number> {
+  let deleted = 0;
+  let through: { seq: number; hash: string } | null = null;
+  for (;;) {
+    const batch = await db
+      .transaction(async (tx) => pruneBatch(tx, orgId, before, batchRows))
+      .catch((err: unknown) => {
+        if (err instanceof PruneRaced) return null;
+        throw err;
+      });
+    if (!batch) break;
+    deleted += batch.deleted;
+    through = batch.through;
+    if (!batch.more) break;
+  }
+  if (!through) return 0;
+  await appendAudit(
+    db,
+    [
+      {
+        orgId,
+        action: 'audit.pruned',
+        actor: { type: 'system', id: null },
+        details: { through_seq: through.seq, through_hash: through.hash, deleted, before: before.toISOString() },
+      },
+    ],
+    now,
+  );
+  return deleted;
 }
 
-/** Orgs that have audit rows older than `before` (the sweeper's work list). */
+/** One batch of pruneAudit; null when there is nothing (more) to delete or another sweep moved the base. */
+async function pruneBatch(tx: Queryable, orgId: string, before: Date, batchRows: number) {
+  const state = await chainState(tx, orgId);
+  const rows = rowsOf<{ seq: string | number; hash: string; young: boolean }>(
+    await tx.execute(sql`SELECT seq, hash, created_at >= ${before.toISOString()}::timestamptz AS young FROM audit_events
+      WHERE org_id = ${orgId} AND seq > ${state.baseSeq} ORDER BY seq LIMIT ${batchRows}`),
+  );
+  const firstYoung = rows.findIndex((r) => r.young);
+  const old = firstYoung === -1 ? rows : rows.slice(0, firstYoung);
+  const last = old[old.length - 1];
+  if (!last) return null;
+  const through = { seq: Number(last.seq), hash: last.hash };
+  const removed = rowsOf(
+    await tx.execute(sql`DELETE FROM audit_events WHERE org_id = ${orgId} AND seq > ${state.baseSeq} AND seq <= ${through.seq} RETURNING 1`),
+  ).length;
+  const moved = rowsOf(
+    await tx.execute(sql`UPDATE audit_chains SET base_seq = ${through.seq}, base_hash = ${through.hash}
+      WHERE org_id = ${orgId} AND base_seq = ${state.baseSeq} RETURNING 1`),
+  ).length;
+  if (moved !== 1) throw new PruneRaced();
+  return { deleted: removed, through, more: firstYoung === -1 && rows.length === batchRows };
+}
+
+class PruneRaced extends Error {}
+
+/** Orgs that have sealed audit rows in hours before `before` (the sweeper's work list, from audit_hours: no scan). */
 export async function orgsWithRowsBefore(db: Queryable, before: Date): Promise<string[]> {
-  const rows = await db.selectDistinct({ orgId: auditEvents.orgId }).from(auditEvents).where(lt(auditEvents.createdAt, before));
-  return rows.map((r) => r.orgId);
+  const rows = rowsOf<{ org_id: string }>(
+    await db.execute(sql`SELECT DISTINCT org_id FROM audit_hours WHERE hour < ${before.toISOString()}::timestamptz AND events > 0`),
+  );
+  return rows.map((r) => r.org_id);
 }

@@ -1,7 +1,8 @@
 /**
- * Audit retention: rows older than TOOLGATE_AUDIT_RETENTION_DAYS are removed org by org, each removal leaving a
- * checkpoint (chain base + an `audit.pruned` row, audit/repository.ts pruneAudit) so the rest stays verifiable.
- * Runs on every instance; the chain-head lock makes concurrent sweeps harmless (the second finds nothing to do).
+ * Audit retention: rows older than TOOLGATE_AUDIT_RETENTION_DAYS are removed org by org, in bounded batches that each
+ * move the chain's base, then an `audit.pruned` checkpoint row (audit/repository.ts pruneAudit, decision 0350), so the
+ * rest stays verifiable and no batch holds the chain head for more than its last statement. Runs on every instance; a
+ * batch moves the base only from where it found it, so concurrent sweeps are harmless (the second one stops).
  */
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../util/log.ts';

@@ -34,11 +34,26 @@ export async function sealLinkedRows(tx: Queryable, links: string, heads: Heads)
   return Number(rowsOf<{ sealed: number }>(result)[0]?.sealed ?? 0);
 }
 
-/** Which unsealed, unrefused rows a pending seal takes: older than a time, or only some ids. */
-export function pendingConditions(filter: { olderThan?: Date; ids?: readonly string[] }): SQL[] {
+/** A position in the pending rows' order (created_at, id): a sweep continues after it. */
+export interface PendingCursor {
+  createdAt: Date;
+  id: string;
+}
+
+/** Which unsealed, unrefused rows a pending seal takes: older than a time, or only some ids, after a cursor. */
+export function pendingConditions(filter: { olderThan?: Date; ids?: readonly string[]; after?: PendingCursor | null }): SQL[] {
   const conditions = [isNull(auditEvents.seq), isNull(auditEvents.refusedAt)];
   if (filter.olderThan) conditions.push(lt(auditEvents.createdAt, filter.olderThan));
   if (filter.ids) conditions.push(inArray(auditEvents.id, [...filter.ids]));
+  if (filter.after) {
+    // The plain bound lets the index scan start at the cursor: the entries before it (rows sealed by the batches
+    // before, dead until vacuumed) are not walked again, so a backlog is sealed at a cost linear in its size.
+    const at = filter.after.createdAt.toISOString();
+    conditions.push(
+      sql`${auditEvents.createdAt} >= ${at}::timestamptz`,
+      sql`(${auditEvents.createdAt}, ${auditEvents.id}) > (${at}::timestamptz, ${filter.after.id}::uuid)`,
+    );
+  }
   return conditions;
 }
 

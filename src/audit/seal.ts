@@ -23,7 +23,7 @@ import { describeError } from '../util/log.ts';
 import { chainHash, rowHash } from './chain.ts';
 import { auditKeyOf, rowAuthentic } from './mac.ts';
 import { appendAudit, lockHeads, type SealableRow } from './repository.ts';
-import { lockPendingRows, markRefused, pendingConditions, pendingOrgs, sealLinkedRows, writeSeals } from './seal-statements.ts';
+import { lockPendingRows, markRefused, type PendingCursor, pendingConditions, pendingOrgs, sealLinkedRows, writeSeals } from './seal-statements.ts';
 
 export type { SealableRow } from './repository.ts';
 
@@ -77,6 +77,11 @@ export interface PendingFilter {
   ids?: readonly string[];
   /** Told of the rows refused (no valid MAC), after their transaction committed. */
   onRefused?: (rows: RefusedRow[]) => void;
+  /**
+   * Only rows after this position; moved to the last row taken (a sweep's batches continue where the one before
+   * stopped). Rows another sealer held are passed over and left to the next sweep.
+   */
+  after?: PendingCursor | null;
 }
 
 /** A row a sealer refused to chain: it does not carry a valid MAC, so the gateway did not write it as it is. */
@@ -115,6 +120,10 @@ async function sealPendingIn(db: Queryable, limit: number, filter: PendingFilter
     // Read after the heads are locked: a row sealed meanwhile by its writer no longer matches.
     const pending = await lockPendingRows(tx, conditions, orgIds, limit);
     if (pending.length === 0) return 0;
+    if (filter.after !== undefined) {
+      const last = pending[pending.length - 1]!;
+      filter.after = { createdAt: last.createdAt, id: last.id };
+    }
     const links: { id: string; seq: number; prev_hash: string; hash: string }[] = [];
     const refusedHere: RefusedRow[] = [];
     const slice = slicer();
@@ -177,10 +186,19 @@ const ORPHAN_ROWS = 5000;
 
 /** Seals every row older than ORPHAN_AGE_MS that is still outside its chain; returns the rows sealed or refused. */
 export async function sealOrphans(db: Queryable, now: Date = new Date(), onRefused?: (rows: RefusedRow[]) => void): Promise<number> {
-  const olderThan = new Date(now.getTime() - ORPHAN_AGE_MS);
+  return sealBacklog(db, { olderThan: new Date(now.getTime() - ORPHAN_AGE_MS), onRefused });
+}
+
+/**
+ * Seals every row still outside its chain (of those `filter` selects), ORPHAN_ROWS per transaction, each batch
+ * continuing after the last row of the one before: linear in the backlog (decision 0349). Returns the rows sealed or
+ * refused.
+ */
+export async function sealBacklog(db: Queryable, filter: Omit<PendingFilter, 'after'> = {}): Promise<number> {
+  const sweep: PendingFilter = { ...filter, after: null };
   let total = 0;
   for (;;) {
-    const sealed = await sealPending(db, ORPHAN_ROWS, { olderThan, onRefused });
+    const sealed = await sealPending(db, ORPHAN_ROWS, sweep);
     total += sealed;
     if (sealed < ORPHAN_ROWS) return total;
   }
@@ -195,8 +213,18 @@ export function logRefused(log: Logger, rows: RefusedRow[]): void {
   });
 }
 
-/** Sweeps for orphans every ORPHAN_SWEEP_MS; returns the stop function. */
-export function startOrphanSealer(deps: { db: Db; log: Logger }): () => void {
+/**
+ * Seals what earlier instances left unsealed in the background (start-up does not wait for it: decision 0349), then
+ * sweeps for orphans every ORPHAN_SWEEP_MS. The returned stop waits for a backlog seal under way.
+ */
+export function startOrphanSealer(deps: { db: Db; log: Logger }): () => Promise<void> {
+  const started = performance.now();
+  const backlog = sealBacklog(deps.db, { onRefused: (rows) => logRefused(deps.log, rows) }).then(
+    (sealed) => {
+      if (sealed > 0) deps.log.info('sealed the audit rows left unsealed before this start', { rows: sealed, ms: Math.round(performance.now() - started) });
+    },
+    (err: unknown) => deps.log.error('sealing the audit backlog at start failed; the orphan sweep retries', { error: describeError(err) }),
+  );
   const run = async () => {
     try {
       const sealed = await sealOrphans(deps.db, new Date(), (rows) => logRefused(deps.log, rows));
@@ -207,5 +235,8 @@ export function startOrphanSealer(deps: { db: Db; log: Logger }): () => void {
   };
   const timer = setInterval(run, ORPHAN_SWEEP_MS);
   timer.unref?.();
-  return () => clearInterval(timer);
+  return async () => {
+    clearInterval(timer);
+    await backlog;
+  };
 }

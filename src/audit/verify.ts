@@ -1,5 +1,6 @@
 /**
- * Walks an org's audit chain from its base (genesis, or the last retention checkpoint) to its head and names the
+ * Walks an org's audit chain from its base (genesis, or the last retention checkpoint), or incrementally from the
+ * last verified checkpoint (decision 0348), to its head and names the
  * first row that breaks it: a changed row (hash), a deleted or reordered one (sequence gap or prev_hash), a row the
  * gateway did not write (no valid MAC, audit/mac.ts: in the chain, or refused by a sealer and kept outside it), a row
  * left outside the chain longer than the sealing delay, or a head that does not match the last row (rows deleted at
@@ -9,6 +10,7 @@ import type { Queryable } from '../store/db.ts';
 import { rowHash } from './chain.ts';
 import { auditKeyOf, rowAuthentic } from './mac.ts';
 import { auditPageAsc, chainState, unsealedCounts } from './repository.ts';
+import { checkpointStart, saveCheckpoint } from './verify-checkpoint.ts';
 
 /** Rows not sealed this long after their commit mean the sealer did not run (or a row was slipped in): broken. */
 const SEAL_GRACE_MS = 5 * 60_000;
@@ -19,6 +21,8 @@ export interface ChainReport {
   ok: boolean;
   /** Rows checked. */
   checked: number;
+  /** Incremental runs: the chain position the walk started after (the verified checkpoint, or the base). */
+  fromSeq?: number;
   /** Rows committed recently and not sealed into the chain yet (not a failure). */
   pending?: number;
   /** Rows a sealer refused (no valid MAC) and kept outside the chain: a failure. */
@@ -27,21 +31,40 @@ export interface ChainReport {
   broken?: { seq: number; id: string | null; reason: string };
 }
 
-export async function verifyChain(db: Queryable, orgId: string, now: Date = new Date()): Promise<ChainReport> {
+export interface VerifyOptions {
+  /**
+   * Start after the last verified checkpoint (audit/verify-checkpoint.ts) instead of the chain's base: rows verified
+   * before are not walked again. Falls back to the base when there is no valid checkpoint.
+   */
+  incremental?: boolean;
+}
+
+export async function verifyChain(db: Queryable, orgId: string, now: Date = new Date(), options: VerifyOptions = {}): Promise<ChainReport> {
+  const report = await walkChain(db, orgId, now, options);
+  // An intact chain moves the checkpoint to the row the walk ended on, for the next incremental run.
+  if (report.ok && report.last) await saveCheckpoint(db, orgId, report.last);
+  const { last: _last, fromSeq, ...rest } = report;
+  return options.incremental ? { ...rest, fromSeq } : rest;
+}
+
+async function walkChain(db: Queryable, orgId: string, now: Date, options: VerifyOptions): Promise<ChainReport & { last?: { seq: number; hash: string } }> {
   const key = auditKeyOf(db);
   const state = await chainState(db, orgId);
-  let expectedSeq = state.baseSeq + 1;
-  let prevHash = state.baseHash;
+  const start = options.incremental ? await checkpointStart(db, orgId, state) : { seq: state.baseSeq, hash: state.baseHash };
+  const fromSeq = start.seq;
+  let expectedSeq = start.seq + 1;
+  let prevHash = start.hash;
   let checked = 0;
   for (;;) {
     const rows = await auditPageAsc(db, orgId, {}, expectedSeq - 1, PAGE_ROWS);
     for (const row of rows) {
       if (row.seq !== expectedSeq)
-        return { ok: false, checked, broken: { seq: expectedSeq, id: null, reason: `row ${expectedSeq} is missing (next row is ${row.seq})` } };
+        return { ok: false, checked, fromSeq, broken: { seq: expectedSeq, id: null, reason: `row ${expectedSeq} is missing (next row is ${row.seq})` } };
       if (row.prevHash !== prevHash)
         return {
           ok: false,
           checked,
+          fromSeq,
           broken: { seq: row.seq, id: row.id, reason: 'prev_hash does not match the previous row (a row before it was changed, removed or reordered)' },
         };
       const hash = rowHash({ ...row, seq: row.seq, prevHash: row.prevHash! });
@@ -49,12 +72,14 @@ export async function verifyChain(db: Queryable, orgId: string, now: Date = new 
         return {
           ok: false,
           checked,
+          fromSeq,
           broken: { seq: row.seq, id: row.id, reason: 'the row was changed after it was written (its hash does not match its content)' },
         };
       if (row.seq > state.macFromSeq && !rowAuthentic(key, row)) {
         return {
           ok: false,
           checked,
+          fromSeq,
           broken: { seq: row.seq, id: row.id, reason: 'the row does not carry a valid MAC: the gateway did not write it as it is' },
         };
       }
@@ -68,6 +93,7 @@ export async function verifyChain(db: Queryable, orgId: string, now: Date = new 
     return {
       ok: false,
       checked,
+      fromSeq,
       broken: {
         seq: expectedSeq,
         id: null,
@@ -80,6 +106,7 @@ export async function verifyChain(db: Queryable, orgId: string, now: Date = new 
     return {
       ok: false,
       checked,
+      fromSeq,
       refused: unsealed.refused,
       broken: {
         seq: 0,
@@ -92,6 +119,7 @@ export async function verifyChain(db: Queryable, orgId: string, now: Date = new 
     return {
       ok: false,
       checked,
+      fromSeq,
       broken: {
         seq: 0,
         id: null,
@@ -99,5 +127,6 @@ export async function verifyChain(db: Queryable, orgId: string, now: Date = new 
       },
     };
   }
-  return unsealed.pending ? { ok: true, checked, pending: unsealed.pending } : { ok: true, checked };
+  const last = { seq: expectedSeq - 1, hash: prevHash };
+  return unsealed.pending ? { ok: true, checked, fromSeq, pending: unsealed.pending, last } : { ok: true, checked, fromSeq, last };
 }

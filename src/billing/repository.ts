@@ -9,9 +9,8 @@ export async function findOrgRow(db: Queryable, orgId: string): Promise<typeof o
 }
 
 /**
- * Calls counted against the quota since `start` (YYYY-MM-DD, UTC) per connector, most first: the period's audit rows
- * of `tool.called`, `approval.executed` and `approval.failed` marked counted, refused rows left out; with the
- * connector's name (archived ones too).
+ * Calls counted against the quota since `start` (YYYY-MM-DD, UTC) per connector, most first: the period's audit rows of `tool.called`, `approval.executed` and `approval.failed` marked counted, read from the hourly roll-up
+ * (audit_rollups, decision 0347) rather than the log; with the connector's name (archived ones too).
  */
 export async function countedCallsByConnector(
   db: Queryable,
@@ -20,10 +19,10 @@ export async function countedCallsByConnector(
 ): Promise<{ connectorId: string | null; connectorName: string | null; calls: number }[]> {
   const rows = rowsOf<{ connector_id: string | null; name: string | null; n: number | string }>(
     await db.execute(sql`SELECT counted.connector_id, c.name, counted.n FROM (
-        SELECT details->>'connector_id' AS connector_id, count(*) AS n FROM audit_events
-        WHERE org_id = ${orgId} AND action IN ('tool.called', 'approval.executed', 'approval.failed') AND details->>'counted' = 'true'
-          AND refused_at IS NULL AND created_at >= ${`${start}T00:00:00Z`}::timestamptz
-        GROUP BY 1) counted
+        SELECT NULLIF(connector_id, '') AS connector_id, sum(counted) AS n FROM audit_rollups
+        WHERE org_id = ${orgId} AND action IN ('tool.called', 'approval.executed', 'approval.failed')
+          AND hour >= ${`${start}T00:00:00Z`}::timestamptz
+        GROUP BY 1 HAVING sum(counted) > 0) counted
       LEFT JOIN connectors c ON c.org_id = ${orgId} AND c.id::text = counted.connector_id
       ORDER BY counted.n DESC, counted.connector_id`),
   );

@@ -9,12 +9,12 @@ import { burstLimitFor, connectorLimitFor, monthlyQuotaFor, periodEnd, periodSta
 import { toolCallsInPeriod } from '../limits/quota.ts';
 import type { UsageMeter } from '../limits/usage.ts';
 import { conflict, notFound } from '../errors.ts';
-import type { Queryable, Store } from '../store/db.ts';
+import { cancellable, type Queryable, type Store } from '../store/db.ts';
 import { countedCallsByConnector, findOrgRow, liveConnectorCount, lockOrgPlan } from './repository.ts';
 import type { Config } from '../config.ts';
 
 export interface BillingDeps {
-  store: Pick<Store, 'db'>;
+  store: Pick<Store, 'db' | 'kind'>;
   usage: Pick<UsageMeter, 'flush'>;
   config: Pick<Config, 'customBurstPerSecond'>;
 }
@@ -40,10 +40,11 @@ async function countedCalls(deps: BillingDeps, orgId: string, now: Date): Promis
   return toolCallsInPeriod(deps.store.db, orgId, now);
 }
 
-export async function usage(deps: BillingDeps, orgId: string, now: Date = new Date()) {
+/** The month's usage; `signal` (the HTTP caller going away) cancels the breakdown's read. */
+export async function usage(deps: BillingDeps, orgId: string, now: Date = new Date(), signal?: AbortSignal) {
   const start = periodStart(now);
   const toolCalls = await countedCalls(deps, orgId, now);
-  const perConnector = await countedCallsByConnector(deps.store.db, orgId, start);
+  const perConnector = await cancellable(deps.store, signal, (db) => countedCallsByConnector(db, orgId, start));
   return {
     period_start: `${start}T00:00:00.000Z`,
     period_end: periodEnd(now).toISOString(),

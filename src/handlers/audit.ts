@@ -4,6 +4,7 @@ import { auditExportStream } from '../audit/export.ts';
 import { genuineRows, listAudit, type AuditFilter } from '../audit/repository.ts';
 import { auditEventView } from '../audit/views.ts';
 import { insightFigures, insightSeries } from '../audit/insights-statements.ts';
+import { cancellable } from '../store/db.ts';
 import type { Handler, RequestContext } from './context.ts';
 
 const str = (value: unknown) => (typeof value === 'string' ? value : undefined);
@@ -32,11 +33,11 @@ function filterOf(query: Record<string, unknown>, now: Date): AuditFilter {
   return Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined)) as AuditFilter;
 }
 
-export const listAuditEvents: Handler = async ({ principal, deps, query }) => {
+export const listAuditEvents: Handler = async ({ principal, deps, query, request }) => {
   const limit = typeof query.limit === 'number' ? query.limit : 50;
   const beforeSeq = typeof query.cursor === 'string' ? Number(query.cursor) : null;
   // One row more than the page tells whether another page follows, without a count.
-  const rows = await listAudit(deps.store.db, principal!.orgId, filterOf(query, new Date()), limit + 1, beforeSeq);
+  const rows = await cancellable(deps.store, request.signal, (db) => listAudit(db, principal!.orgId, filterOf(query, new Date()), limit + 1, beforeSeq));
   const page = rows.slice(0, limit);
   const next = rows.length > limit ? String(page[page.length - 1]!.seq) : null;
   // Rows that do not authenticate are not listed as genuine (the cursor still moves past them).
@@ -65,17 +66,17 @@ const HOUR = 3_600_000;
 const INSIGHT_TOOLS = 100;
 
 /** GET /api/insights: the window's figures per tool, its totals, and every bucket of its series (empty ones as 0). */
-export const getInsights: Handler = async ({ principal, deps, query }) => {
+export const getInsights: Handler = async ({ principal, deps, query, request }) => {
   const days = typeof query.days === 'number' ? query.days : 1;
   const bucket = days === 1 ? 'hour' : 'day';
   const step = bucket === 'hour' ? HOUR : 24 * HOUR;
   // The window starts at a bucket's start, so the first bucket is whole and the series has days*24 or days buckets.
   const end = Math.floor(Date.now() / step) * step + step;
   const since = new Date(end - (bucket === 'hour' ? 24 : days) * step);
-  const [figures, series] = await Promise.all([
-    insightFigures(deps.store.db, principal!.orgId, since, INSIGHT_TOOLS),
-    insightSeries(deps.store.db, principal!.orgId, since, bucket),
-  ]);
+  // A caller that leaves (the console's poll moved on) cancels the reads.
+  const [figures, series] = await cancellable(deps.store, request.signal, (db) =>
+    Promise.all([insightFigures(db, principal!.orgId, since, INSIGHT_TOOLS), insightSeries(db, principal!.orgId, since, bucket)]),
+  );
   const byStart = new Map(series.map((s) => [s.start, s]));
   const buckets = [];
   for (let t = since.getTime(); t < end; t += step) {

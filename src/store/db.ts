@@ -228,12 +228,32 @@ export function rowsOf<T>(result: unknown): T[] {
   return ((result as { rows?: T[] }).rows ?? []) as T[];
 }
 
-/** Splits a migration script on statement-ending semicolons; migrations keep semicolons out of literals and bodies. */
+/** Splits a migration script on statement-ending semicolons; migrations keep semicolons out of literals (bodies are dollar-quoted). */
 function splitStatements(script: string): string[] {
-  return script
-    .split(/;\s*(?:\n|$)/)
-    .map((s) => s.trim())
-    .filter(Boolean);
+  // A `;` at the end of a line ends a statement, except inside a dollar-quoted body (a function's `$f$ ... $f$`).
+  const statements: string[] = [];
+  let current = '';
+  let quoted = false;
+  for (const part of script.split(/(\$[A-Za-z_]*\$)/)) {
+    if (/^\$[A-Za-z_]*\$$/.test(part)) {
+      quoted = !quoted;
+      current += part;
+      continue;
+    }
+    if (quoted) {
+      current += part;
+      continue;
+    }
+    const pieces = part.split(/;\s*(?:\n|$)/);
+    if (pieces.length === 1) {
+      current += part;
+      continue;
+    }
+    statements.push(current + pieces[0]!, ...pieces.slice(1, -1));
+    current = pieces[pieces.length - 1]!;
+  }
+  statements.push(current);
+  return statements.map((s) => s.trim()).filter(Boolean);
 }
 
 /** Whether the store answers a trivial query (the health check). */
@@ -264,4 +284,29 @@ export async function maxConnections(db: Db): Promise<number | null> {
   const rows = rowsOf<{ max_connections: string }>(await db.execute(sql`SHOW max_connections`));
   const max = Number(rows[0]?.max_connections);
   return Number.isFinite(max) ? max : null;
+}
+
+/**
+ * Runs `read` on one connection of a PostgreSQL store and cancels its statement (pg_cancel_backend) when `signal`
+ * aborts, i.e. when the HTTP caller went away: a slow read must not keep running for nobody. The cancel names the
+ * backend and its transaction's start, so it can never hit a later transaction on the same pooled connection. PGlite
+ * runs one statement at a time in this process and has nothing to cancel from outside: `read` runs as it is.
+ */
+export async function cancellable<T>(store: Pick<Store, 'db' | 'kind'>, signal: AbortSignal | undefined, read: (db: Queryable) => Promise<T>): Promise<T> {
+  if (!signal || store.kind !== 'postgres') return read(store.db);
+  signal.throwIfAborted();
+  return store.db.transaction(async (tx) => {
+    const [self] = rowsOf<{ pid: number; started: string }>(await tx.execute(sql`SELECT pg_backend_pid() AS pid, now()::text AS started`));
+    const cancel = () => {
+      store.db
+        .execute(sql`SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE pid = ${self!.pid} AND xact_start = ${self!.started}::timestamptz`)
+        .catch(() => {});
+    };
+    signal.addEventListener('abort', cancel, { once: true });
+    try {
+      return await read(tx);
+    } finally {
+      signal.removeEventListener('abort', cancel);
+    }
+  });
 }

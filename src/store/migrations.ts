@@ -553,4 +553,115 @@ CREATE INDEX audit_events_org_reason_class ON audit_events (org_id, (details->>'
 CREATE INDEX audit_events_org_fingerprint ON audit_events (org_id, (details->>'fingerprint_id'), created_at, seq) WHERE (details->>'fingerprint_id') IS NOT NULL;
 `,
   },
+  {
+    version: 23,
+    name: 'audit_rollups_and_checkpoints',
+    // Issue 42 item 3 (docs/decisions/0347, 0348, 0350): counts kept as rows are written, so the insights, billing usage
+    // and the export's seek read a few rows per hour instead of scanning the log. Statement-level triggers on
+    // audit_events keep them in the writer's transaction whatever writes the rows (sealed in the INSERT, or sealed by
+    // a later UPDATE): a row counts in the insights and hours from the moment it has a chain position, in billing's
+    // counted calls from its commit until a sealer refuses it, and in neither once deleted. Key columns hold '' for a
+    // missing tool, connector or agent (a primary key takes no NULL). The verified_* columns: decision 0348.
+    sql: `
+CREATE TABLE audit_rollups (
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  hour timestamptz NOT NULL,
+  action text NOT NULL,
+  outcome text NOT NULL,
+  tool_name text NOT NULL,
+  connector_id text NOT NULL,
+  actor_type text NOT NULL,
+  actor_id text NOT NULL,
+  events bigint NOT NULL,
+  counted bigint NOT NULL,
+  PRIMARY KEY (org_id, hour, action, outcome, tool_name, connector_id, actor_type, actor_id)
+);
+CREATE TABLE audit_rollup_latency (
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  hour timestamptz NOT NULL,
+  tool_name text NOT NULL,
+  connector_id text NOT NULL,
+  duration_ms double precision NOT NULL,
+  calls bigint NOT NULL,
+  PRIMARY KEY (org_id, hour, tool_name, connector_id, duration_ms)
+);
+CREATE TABLE audit_hours (
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  hour timestamptz NOT NULL,
+  first_seq bigint NOT NULL,
+  events bigint NOT NULL,
+  PRIMARY KEY (org_id, hour)
+);
+ALTER TABLE audit_chains ADD COLUMN verified_seq bigint;
+ALTER TABLE audit_chains ADD COLUMN verified_hash text;
+ALTER TABLE audit_chains ADD COLUMN verified_mac text;
+
+CREATE FUNCTION audit_hour_of(at timestamptz) RETURNS timestamptz LANGUAGE sql IMMUTABLE AS
+  $f$ SELECT date_trunc('hour', at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' $f$;
+
+-- Adds the changed rows to the roll-ups, times a sign per measure: sealed_sign for what counts once a row is in the
+-- chain (insights, hours), counted_sign for billing's counted calls (from the commit until a sealer refuses the row).
+-- Rows of an org being deleted (its cascade) are skipped: their roll-ups go with the org. Every upsert takes its rows
+-- in key order and the tables in one order, so writers and sealers upserting the same keys wait, never deadlock.
+CREATE FUNCTION audit_rollup_change(changed audit_events[], sealed_sign int, counted_sign int) RETURNS void LANGUAGE plpgsql AS $f$
+BEGIN
+  IF coalesce(cardinality(changed), 0) = 0 THEN RETURN; END IF;
+  IF sealed_sign <> 0 THEN
+    INSERT INTO audit_hours AS h (org_id, hour, first_seq, events)
+      SELECT c.org_id, audit_hour_of(c.created_at), min(c.seq), sealed_sign * count(*) FROM unnest(changed) c
+      WHERE c.seq IS NOT NULL AND EXISTS (SELECT 1 FROM orgs o WHERE o.id = c.org_id) GROUP BY 1, 2 ORDER BY 1, 2
+      ON CONFLICT (org_id, hour) DO UPDATE SET first_seq = LEAST(h.first_seq, excluded.first_seq), events = h.events + excluded.events;
+    INSERT INTO audit_rollup_latency AS l (org_id, hour, tool_name, connector_id, duration_ms, calls)
+      SELECT c.org_id, audit_hour_of(c.created_at), coalesce(c.target_id, ''), coalesce(c.details->>'connector_id', ''),
+        (c.details->>'duration_ms')::float8, sealed_sign * count(*)
+      FROM unnest(changed) c
+      WHERE c.seq IS NOT NULL AND c.action = 'tool.called' AND c.outcome NOT IN ('held', 'refused') AND c.details->>'duration_ms' IS NOT NULL
+        AND EXISTS (SELECT 1 FROM orgs o WHERE o.id = c.org_id)
+      GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+      ON CONFLICT (org_id, hour, tool_name, connector_id, duration_ms) DO UPDATE SET calls = l.calls + excluded.calls;
+  END IF;
+  INSERT INTO audit_rollups AS r (org_id, hour, action, outcome, tool_name, connector_id, actor_type, actor_id, events, counted)
+    SELECT c.org_id, audit_hour_of(c.created_at), c.action, c.outcome, coalesce(c.target_id, ''), coalesce(c.details->>'connector_id', ''),
+      c.actor_type, coalesce(c.actor_id, ''), sealed_sign * count(*) FILTER (WHERE c.seq IS NOT NULL),
+      counted_sign * count(*) FILTER (WHERE c.details->>'counted' = 'true' AND c.refused_at IS NULL)
+    FROM unnest(changed) c
+    WHERE c.action IN ('tool.called', 'tool.call_refused', 'approval.executed', 'approval.failed') AND EXISTS (SELECT 1 FROM orgs o WHERE o.id = c.org_id)
+    GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
+    HAVING sealed_sign * count(*) FILTER (WHERE c.seq IS NOT NULL) <> 0
+      OR counted_sign * count(*) FILTER (WHERE c.details->>'counted' = 'true' AND c.refused_at IS NULL) <> 0
+    ORDER BY 1, 2, 3, 4, 5, 6, 7, 8
+    ON CONFLICT (org_id, hour, action, outcome, tool_name, connector_id, actor_type, actor_id)
+    DO UPDATE SET events = r.events + excluded.events, counted = r.counted + excluded.counted;
+  IF sealed_sign < 0 OR counted_sign < 0 THEN
+    DELETE FROM audit_rollups WHERE events <= 0 AND counted <= 0 AND (org_id, hour) IN (SELECT c.org_id, audit_hour_of(c.created_at) FROM unnest(changed) c);
+    DELETE FROM audit_rollup_latency WHERE calls <= 0 AND (org_id, hour) IN (SELECT c.org_id, audit_hour_of(c.created_at) FROM unnest(changed) c);
+  END IF;
+END $f$;
+
+CREATE FUNCTION audit_rollup_apply() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    PERFORM audit_rollup_change(ARRAY(SELECT ROW(n.*)::audit_events FROM new_rows n), 1, 1);
+  ELSIF TG_OP = 'UPDATE' THEN
+    -- IN (hashed), not a join: the transition tables carry no statistics, and a nested loop is quadratic.
+    PERFORM audit_rollup_change(ARRAY(SELECT ROW(n.*)::audit_events FROM new_rows n
+      WHERE n.seq IS NOT NULL AND n.id IN (SELECT o.id FROM old_rows o WHERE o.seq IS NULL)), 1, 0);
+    PERFORM audit_rollup_change(ARRAY(SELECT ROW(o.*)::audit_events FROM old_rows o
+      WHERE o.refused_at IS NULL AND o.id IN (SELECT n.id FROM new_rows n WHERE n.refused_at IS NOT NULL)), 0, -1);
+  ELSE
+    PERFORM audit_rollup_change(ARRAY(SELECT ROW(o.*)::audit_events FROM old_rows o), -1, -1);
+  END IF;
+  RETURN NULL;
+END $f$;
+
+CREATE TRIGGER audit_rollup_insert AFTER INSERT ON audit_events REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION audit_rollup_apply();
+CREATE TRIGGER audit_rollup_update AFTER UPDATE ON audit_events REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION audit_rollup_apply();
+CREATE TRIGGER audit_rollup_delete AFTER DELETE ON audit_events REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION audit_rollup_apply();
+
+SELECT audit_rollup_change(array_agg(e), 1, 1) FROM audit_events e GROUP BY e.org_id, audit_hour_of(e.created_at);
+`,
+  },
 ];

@@ -1,0 +1,169 @@
+/**
+ * Flat as data grows (issue 42 item 3): the reads that used to scan the audit log, timed at several sizes of it.
+ * For each size, a fresh PostgreSQL store database gets that many audit rows over 90 days and 20 orgs (equal shares,
+ * in time order), then the first org's reads are timed in process (`app.handle`, no HTTP): the audit list's first
+ * page and a page at a deep cursor (the middle of its chain), billing usage, the overview insights at 7 and 31
+ * days, the export of the last day, and a `tools/call` (a 10-row SELECT on a 10,000-row table). Medians of 5 runs
+ * (tools/call: of 50 calls), after one warm-up run.
+ *
+ * How rows grow: `appendAudit`, the gateway's own sealed write (the one management changes and approvals use: rows
+ * chained, hashed and MAC'd in the INSERT, through the roll-up triggers), in transactions of 4,000 rows, backdated
+ * in time order. It is the row the hot path writes once sealed, and what the sealed-in-INSERT write path will write;
+ * growing 1M rows through `tools/call` itself takes hours on this machine. `audit verify` accepts every row.
+ *
+ *   bun bench/scale.ts [--rows=10000,1000000] [--orgs=20] [--days=90]
+ * Needs PostgreSQL on 127.0.0.1:5432 (a store database and a data database per run, dropped at the end).
+ */
+import postgres from 'postgres';
+import { appendAudit, chainState, type AuditInput } from '../src/audit/repository.ts';
+import { verifyChain } from '../src/audit/verify.ts';
+import { cleanupOnExit, PG, seedItems, TABLE } from './common.ts';
+import { BASE, onboard, startTestGateway, tokenFor, type TestGateway } from '../test/support/gateway.ts';
+import { createConnector } from '../test/support/mcp.ts';
+
+const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const SIZES = arg('rows', '10000,1000000')
+  .split(',')
+  .map((s) => Number(s.replace(/_/g, '')));
+const ORGS = Number(arg('orgs', '20'));
+const DAYS = Number(arg('days', '90'));
+// appendAudit binds 15 parameters per row; PostgreSQL takes at most 65,535 per statement.
+const BATCH = 4000;
+const DAY = 86_400_000;
+
+const DATA_DB = `toolgate_bench_scale_${process.pid}_${Date.now().toString(36)}`;
+const exit = cleanupOnExit();
+const admin = postgres({ ...PG, database: 'postgres', max: 1, onnotice: () => undefined });
+await admin.unsafe(`CREATE DATABASE "${DATA_DB}"`);
+await admin.end({ timeout: 2 });
+exit.add(async () => {
+  const drop = postgres({ ...PG, database: 'postgres', max: 1, onnotice: () => undefined });
+  await drop.unsafe(`DROP DATABASE IF EXISTS "${DATA_DB}" WITH (FORCE)`);
+  await drop.end({ timeout: 2 });
+});
+await seedItems(DATA_DB);
+
+const TOOLS = ['query_postgresql_items', 'query_postgresql_orders', 'query_postgresql_customers', 'search_docs', 'list_files'];
+const AGENTS = ['key-a', 'key-b', 'client-c', 'client-d'];
+
+/** Row i of n: a mix of tool calls (most), refusals and management changes, like a month of use. */
+function row(orgId: string, connectorId: string, i: number): AuditInput {
+  const r = (i * 2654435761) % 1000;
+  if (r < 40) return { orgId, action: 'connector.updated', actor: { type: 'user', id: 'u-1' }, targetType: 'connector', targetId: connectorId };
+  const refused = r < 90;
+  return {
+    orgId,
+    action: r < 60 ? 'tool.call_refused' : 'tool.called',
+    actor: { type: 'api_key', id: AGENTS[i % AGENTS.length]! },
+    targetType: 'tool',
+    targetId: TOOLS[i % TOOLS.length],
+    outcome: refused ? 'refused' : r < 120 ? 'error' : 'success',
+    details: { connector_id: connectorId, duration_ms: Math.round((r % 400) + (i % 10) / 10) / 10, row_count: r % 50, counted: !refused },
+  };
+}
+
+async function grow(g: TestGateway, orgs: { orgId: string; connectorId: string }[], total: number): Promise<number> {
+  const db = g.deps.store.db;
+  const start = Date.now() - DAYS * DAY;
+  const started = performance.now();
+  for (let done = 0; done < total; done += BATCH) {
+    const n = Math.min(BATCH, total - done);
+    // One timestamp per batch (a batch spans ~ DAYS/ (total/BATCH) of time), batches in time order.
+    const at = new Date(start + ((done + n / 2) / total) * (DAYS * DAY - 3_600_000));
+    const rows = Array.from({ length: n }, (_, k) => {
+      const i = done + k;
+      const org = orgs[i % orgs.length]!;
+      return row(org.orgId, org.connectorId, i);
+    });
+    await appendAudit(db, rows, at);
+  }
+  return performance.now() - started;
+}
+
+async function median(runs: number, fn: () => Promise<void>): Promise<number> {
+  await fn();
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    await fn();
+    times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)]!;
+}
+
+const results: { size: number; figures: Record<string, number> }[] = [];
+for (const size of SIZES) {
+  const g = await startTestGateway('postgres', { TOOLGATE_WEBHOOK_WORKER: '0', TOOLGATE_AUDIT_RETENTION_DAYS: '0' });
+  const orgs: { orgId: string; connectorId: string; slug: string; apiKey: string; token: string }[] = [];
+  for (let i = 0; i < ORGS; i++) {
+    const org = await onboard(g);
+    const token = await tokenFor(g, org.clientId, org.clientSecret);
+    const connector =
+      i === 0
+        ? await createConnector(g, token, {
+            name: 'items',
+            type: 'postgresql',
+            config: { host: PG.host, port: PG.port, database: DATA_DB, user: PG.user, tls: 'disable' },
+          })
+        : { id: crypto.randomUUID() };
+    orgs.push({ orgId: org.orgId, connectorId: connector.id, slug: org.slug, apiKey: org.apiKey, token });
+  }
+  const growMs = await grow(g, orgs, size);
+  await g.deps.store.db.execute('ANALYZE' as never).catch(() => {});
+  const me = orgs[0]!;
+  const head = (await chainState(g.deps.store.db, me.orgId)).headSeq;
+  const get = async (path: string) => {
+    const res = await g.app.handle(new Request(`${BASE}${path}`, { headers: { authorization: `Bearer ${me.token}` } }));
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${text.slice(0, 200)}`);
+  };
+  let id = 0;
+  const call = async () => {
+    const res = await g.app.handle(
+      new Request(`${BASE}/mcp/${me.slug}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': me.apiKey },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: ++id,
+          method: 'tools/call',
+          params: { name: 'query_postgresql_items', arguments: { sql: `SELECT id, name FROM ${TABLE} WHERE id > ${id % 5000} ORDER BY id LIMIT 10` } },
+        }),
+      }),
+    );
+    const text = await res.text();
+    if (!text.includes('"result"') || text.includes('"isError":true')) throw new Error(`tools/call: ${text.slice(0, 200)}`);
+  };
+  const figures: Record<string, number> = {
+    'grow s': growMs / 1000,
+    'audit list, first page': await median(5, () => get('/api/audit?limit=50')),
+    'audit list, deep cursor': await median(5, () => get(`/api/audit?limit=50&cursor=${Math.floor(head / 2)}`)),
+    'billing/usage': await median(5, () => get('/api/billing/usage')),
+    'insights, 7 days': await median(5, () => get('/api/insights?days=7')),
+    'insights, 31 days': await median(5, () => get('/api/insights?days=31')),
+    'export of a day': await median(5, () => get('/api/audit/export-json?days=1')),
+    'tools/call': await median(50, call),
+  };
+  const verifyStarted = performance.now();
+  const report = await verifyChain(g.deps.store.db, me.orgId);
+  figures['audit verify (org), s'] = (performance.now() - verifyStarted) / 1000;
+  const incStarted = performance.now();
+  await verifyChain(g.deps.store.db, me.orgId, new Date(), { incremental: true });
+  figures['audit verify --incremental, ms'] = performance.now() - incStarted;
+  if (!report.ok) throw new Error(`audit verify failed at ${size} rows: ${JSON.stringify(report.broken)}`);
+  results.push({ size, figures });
+  console.log(JSON.stringify({ size, rowsInOrg: head, figures }));
+  await g.close();
+}
+
+const names = Object.keys(results[0]!.figures);
+console.log(`\n| ms (median) | ${results.map((r) => `${r.size.toLocaleString('en')} rows`).join(' | ')} | ratio |`);
+console.log(`|:--|${results.map(() => '--:').join('|')}|--:|`);
+for (const name of names) {
+  const values = results.map((r) => r.figures[name]!);
+  const ratio = values[values.length - 1]! / values[0]!;
+  console.log(`| ${name} | ${values.map((v) => (v < 10 ? v.toFixed(2) : v.toFixed(0))).join(' | ')} | ${ratio.toFixed(2)}x |`);
+}
+await exit.run?.();
+process.exit(0);

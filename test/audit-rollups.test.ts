@@ -1,0 +1,179 @@
+/**
+ * Issue 42 item 3: the insights and billing usage read hourly roll-ups (audit_rollups, audit_rollup_latency, migration
+ * 25) kept by a trigger as rows are sealed, and give what a scan of the raw log gives over the same rows: rows sealed
+ * by a later UPDATE (the hot path) and rows inserted sealed (appendAudit), spread over days and hours, of several orgs,
+ * tools, connectors, agents and outcomes; then again after the oldest rows were deleted.
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import { insightFigures, insightSeries } from '../src/audit/insights-statements.ts';
+import { appendAudit, insertUnsealed, type AuditInput } from '../src/audit/repository.ts';
+import { sealPending } from '../src/audit/seal.ts';
+import { countedCallsByConnector } from '../src/billing/repository.ts';
+import { rowsOf, type Queryable } from '../src/store/db.ts';
+import { onboard, startTestGateway, type TestGateway } from './support/gateway.ts';
+import { serviceAvailable } from './support/services.ts';
+
+setDefaultTimeout(120_000);
+const hasPg = await serviceAvailable('postgres');
+if (!hasPg) console.warn('audit-rollups.test.ts: PostgreSQL is not reachable on 127.0.0.1:5432; its suite is skipped (PGlite runs)');
+
+const HOUR = 3_600_000;
+
+/** The insights as they were computed before the roll-ups: a scan of the window's sealed rows. */
+async function scanFigures(db: Queryable, orgId: string, since: Date) {
+  const ran = sql`action = 'tool.called' AND outcome NOT IN ('held', 'refused')`;
+  const rows = rowsOf<Record<string, unknown>>(
+    await db.execute(sql`SELECT target_id AS tool_name, details->>'connector_id' AS connector_id,
+        GROUPING(target_id, details->>'connector_id') AS level,
+        count(*) FILTER (WHERE action = 'tool.called' AND outcome <> 'refused') AS calls,
+        count(*) FILTER (WHERE action = 'tool.call_refused' OR outcome = 'refused') AS refusals,
+        count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'error') AS errors,
+        count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'held') AS held,
+        percentile_cont(0.5) WITHIN GROUP (ORDER BY (details->>'duration_ms')::float8) FILTER (WHERE ${ran}) AS p50,
+        percentile_cont(0.95) WITHIN GROUP (ORDER BY (details->>'duration_ms')::float8) FILTER (WHERE ${ran}) AS p95
+      FROM audit_events
+      WHERE org_id = ${orgId} AND action IN ('tool.called', 'tool.call_refused') AND created_at >= ${since.toISOString()}::timestamptz
+        AND seq IS NOT NULL AND refused_at IS NULL
+      GROUP BY GROUPING SETS ((target_id, details->>'connector_id'), (details->>'connector_id'), ())
+      ORDER BY level DESC, calls DESC, refusals DESC, tool_name, connector_id`),
+  );
+  const ms = (v: unknown) => (v === null ? null : Math.round(Number(v) * 10) / 10);
+  const fig = (r: Record<string, unknown>) => ({
+    calls: Number(r.calls),
+    refusals: Number(r.refusals),
+    errors: Number(r.errors),
+    held: Number(r.held),
+    p50_ms: ms(r.p50),
+    p95_ms: ms(r.p95),
+  });
+  const total = rows.find((r) => Number(r.level) === 3)!;
+  return {
+    totals: fig(total),
+    byConnector: rows.filter((r) => Number(r.level) === 2).map((r) => ({ connector_id: r.connector_id, ...fig(r) })),
+    byTool: rows
+      .filter((r) => Number(r.level) === 0)
+      .slice(0, 100)
+      .map((r) => ({ tool_name: r.tool_name ?? '', connector_id: r.connector_id, ...fig(r) })),
+  };
+}
+
+async function scanSeries(db: Queryable, orgId: string, since: Date, bucket: 'hour' | 'day') {
+  const rows = rowsOf<Record<string, unknown>>(
+    await db.execute(sql`SELECT to_char(date_trunc(${bucket}, created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:00:00.000"Z"') AS start,
+        count(*) FILTER (WHERE action = 'tool.called' AND outcome <> 'refused') AS calls,
+        count(*) FILTER (WHERE action = 'tool.call_refused' OR outcome = 'refused') AS refusals,
+        count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'error') AS errors
+      FROM audit_events
+      WHERE org_id = ${orgId} AND action IN ('tool.called', 'tool.call_refused') AND created_at >= ${since.toISOString()}::timestamptz
+        AND seq IS NOT NULL AND refused_at IS NULL
+      GROUP BY 1 ORDER BY 1`),
+  );
+  return rows.map((r) => ({ start: r.start, calls: Number(r.calls), refusals: Number(r.refusals), errors: Number(r.errors) }));
+}
+
+/** Billing's breakdown as it was computed before the roll-ups (committed rows not refused, sealed or not). */
+async function scanCounted(db: Queryable, orgId: string, start: string) {
+  const rows = rowsOf<{ connector_id: string | null; n: string | number }>(
+    await db.execute(sql`SELECT details->>'connector_id' AS connector_id, count(*) AS n FROM audit_events
+      WHERE org_id = ${orgId} AND action IN ('tool.called', 'approval.executed', 'approval.failed') AND details->>'counted' = 'true'
+        AND refused_at IS NULL AND created_at >= ${`${start}T00:00:00Z`}::timestamptz
+      GROUP BY 1 ORDER BY count(*) DESC, 1`),
+  );
+  return rows.map((r) => ({ connectorId: r.connector_id, calls: Number(r.n) }));
+}
+
+/** A deterministic mix of rows: tools, connectors (and none), agents, outcomes, durations at 0.1 ms, counted or not. */
+function mixedRows(orgId: string, n: number, seed: number): AuditInput[] {
+  let state = seed;
+  const rand = () => {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    return state / 2 ** 31;
+  };
+  const pick = <T>(items: readonly T[]) => items[Math.floor(rand() * items.length)]!;
+  const connectors = ['6f1c0c52-0000-4000-8000-000000000001', '6f1c0c52-0000-4000-8000-000000000002', undefined];
+  return Array.from({ length: n }, () => {
+    const action = pick(['tool.called', 'tool.called', 'tool.called', 'tool.call_refused', 'approval.executed', 'approval.failed', 'connector.created']);
+    const outcome = pick(['success', 'success', 'success', 'error', 'held', 'refused'] as const);
+    const connector = pick(connectors);
+    return {
+      orgId,
+      action,
+      actor: pick([
+        { type: 'api_key', id: 'key-a' },
+        { type: 'oauth_client', id: 'client-b' },
+        { type: 'system', id: null },
+      ] as const),
+      targetType: 'tool',
+      targetId: rand() < 0.05 ? undefined : pick(['query_items', 'query_orders', 'search', 'nothing']),
+      outcome,
+      details: {
+        ...(connector ? { connector_id: connector } : {}),
+        ...(rand() < 0.9 ? { duration_ms: Math.round(rand() * 400) / 10 } : {}),
+        counted: rand() < 0.7,
+      },
+    };
+  });
+}
+
+for (const kind of ['pglite', 'postgres'] as const) {
+  describe.skipIf(kind === 'postgres' && !hasPg)(`roll-ups equal a scan of the same rows (${kind})`, () => {
+    let g: TestGateway;
+    let orgs: string[];
+    const now = new Date();
+    const monthStart = `${now.toISOString().slice(0, 7)}-01`;
+
+    beforeAll(async () => {
+      g = await startTestGateway(kind);
+      orgs = [(await onboard(g)).orgId, (await onboard(g)).orgId];
+      const db = g.deps.store.db;
+      // 40 hours back, 3 batches per hour and org: sealed later by UPDATE (hot path) or inserted sealed (appendAudit).
+      for (let h = 40; h >= 0; h--) {
+        for (const [i, orgId] of orgs.entries()) {
+          const at = new Date(now.getTime() - h * HOUR - (i + 1) * 60_000);
+          await insertUnsealed(db, mixedRows(orgId, 12, h * 7 + i + 1), at);
+          await insertUnsealed(db, mixedRows(orgId, 5, h * 11 + i + 3), new Date(at.getTime() + 1000));
+          await appendAudit(db, mixedRows(orgId, 3, h * 13 + i + 5), new Date(at.getTime() + 2000));
+        }
+      }
+      // A counted call written beside the gateway (no MAC): counted from its commit, until the sealer refuses it.
+      await db.execute(sql`INSERT INTO audit_events (org_id, action, actor_type, target_id, outcome, details)
+        VALUES (${orgs[1]!}, 'tool.called', 'api_key', 'query_items', 'success', '{"counted": true, "connector_id": "forged"}'::jsonb)`);
+      expect((await countedCallsByConnector(db, orgs[1]!, monthStart)).some((r) => r.connectorId === 'forged')).toBe(true);
+      while ((await sealPending(db, 500)) > 0);
+      expect((await countedCallsByConnector(db, orgs[1]!, monthStart)).some((r) => r.connectorId === 'forged')).toBe(false);
+      // Rows committed and not sealed yet: counted calls for billing, not in the insights yet.
+      await insertUnsealed(db, mixedRows(orgs[0]!, 4, 99), now);
+    });
+    afterAll(async () => g?.close(), 30_000);
+
+    const compare = async () => {
+      const db = g.deps.store.db;
+      for (const orgId of orgs) {
+        for (const hours of [1, 24, 48]) {
+          const since = new Date(Math.floor(now.getTime() / HOUR) * HOUR - (hours - 1) * HOUR);
+          expect(await insightFigures(db, orgId, since, 100)).toEqual((await scanFigures(db, orgId, since)) as never);
+          for (const bucket of ['hour', 'day'] as const)
+            expect(await insightSeries(db, orgId, since, bucket)).toEqual((await scanSeries(db, orgId, since, bucket)) as never);
+        }
+        const counted = await countedCallsByConnector(db, orgId, monthStart);
+        expect(counted.map((r) => ({ connectorId: r.connectorId, calls: r.calls }))).toEqual(await scanCounted(db, orgId, monthStart));
+      }
+    };
+
+    test('insights and billing usage from the roll-ups equal the scan', async () => {
+      const figures = await insightFigures(g.deps.store.db, orgs[0]!, new Date(now.getTime() - 48 * HOUR), 100);
+      expect(figures.totals.calls).toBeGreaterThan(100);
+      expect(figures.totals.p95_ms).not.toBeNull();
+      await compare();
+    });
+
+    test('after the oldest rows were deleted (as retention deletes them), they still agree', async () => {
+      const db = g.deps.store.db;
+      const cutoff = new Date(now.getTime() - 20 * HOUR).toISOString();
+      const deleted = rowsOf(await db.execute(sql`DELETE FROM audit_events WHERE org_id = ${orgs[0]!} AND created_at < ${cutoff}::timestamptz RETURNING 1`));
+      expect(deleted.length).toBeGreaterThan(100);
+      await compare();
+    });
+  });
+}
