@@ -36,10 +36,9 @@ async function relay(port: number): Promise<Server> {
   return server;
 }
 
-/** Runs a gateway process to its end; its output and exit code. */
-async function runToEnd(env: Record<string, string>): Promise<{ code: number; output: string; ms: number }> {
-  const started = performance.now();
-  const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
+/** A gateway process (`bun src/main.ts`) on embedded defaults but for `env`, its output piped. */
+function spawnGateway(env: Record<string, string>) {
+  return Bun.spawn([process.execPath, 'src/main.ts'], {
     cwd: `${import.meta.dir}/..`,
     env: {
       PATH: process.env.PATH ?? '',
@@ -53,6 +52,12 @@ async function runToEnd(env: Record<string, string>): Promise<{ code: number; ou
     stdout: 'pipe',
     stderr: 'pipe',
   });
+}
+
+/** Runs a gateway process to its end; its output and exit code. */
+async function runToEnd(env: Record<string, string>): Promise<{ code: number; output: string; ms: number }> {
+  const started = performance.now();
+  const proc = spawnGateway(env);
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, output: out + err, ms: performance.now() - started };
 }
@@ -102,22 +107,7 @@ describe.skipIf(!hasPg)('a store that does not answer at start', () => {
     const port = await freePort();
     const database = new URL(db.url).pathname.slice(1);
     // Trust auth on this machine: the password is sent and ignored, and must still never be printed.
-    const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
-      cwd: `${import.meta.dir}/..`,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '/tmp',
-        PORT: '0',
-        HOST: '127.0.0.1',
-        TOOLGATE_DEMO: '0',
-        TOOLGATE_LOG_LEVEL: 'error',
-        TOOLGATE_SECRET_KEY: SECRET,
-        DATABASE_URL: urlAt(port, database),
-        TOOLGATE_STORE_START_WAIT_MS: '60000',
-      },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    });
+    const proc = spawnGateway({ TOOLGATE_LOG_LEVEL: 'error', DATABASE_URL: urlAt(port, database), TOOLGATE_STORE_START_WAIT_MS: '60000' });
     let output = '';
     const sink = async (stream: ReadableStream<Uint8Array>) => {
       const reader = stream.getReader();
