@@ -3,19 +3,17 @@
 // connector on a port where nothing listens is unhealthy, and one reached through a TCP relay that is stopped and
 // started again follows it. A short probe interval via the environment. Schema h11_health (db test) is this suite's.
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test';
-import { existsSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import postgres from 'postgres';
 import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, getConnector } from './support/mcp.ts';
 import { PG_URL } from './support/services.ts';
 import { startUpstream, type Upstream } from './support/upstream-mcp.ts';
+import { chromiumOr, launchChromium, signInWithClient } from './support/browser.ts';
 
 setDefaultTimeout(45_000);
-const CHROMIUM = '/usr/bin/chromium';
-const chromiumPresent = existsSync(CHROMIUM);
-if (!chromiumPresent) console.warn(`[skip] ${CHROMIUM} is missing: the console badge is not checked`);
+const chromiumPresent = chromiumOr('the console badge is not checked');
 
 let g: TestGateway;
 let org: Onboarded;
@@ -101,13 +99,9 @@ beforeAll(async () => {
   org = await onboard(g);
   manage = await tokenFor(g, org.clientId, org.clientSecret);
   if (chromiumPresent) {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
     page = await browser.newPage();
-    await page.goto(`${base}/console`);
-    await page.getByLabel('Client id').fill(org.clientId);
-    await page.getByLabel('Client secret').fill(org.clientSecret);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    await signInWithClient(page, base, org);
   }
 }, 30_000);
 

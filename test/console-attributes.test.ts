@@ -1,16 +1,14 @@
 // Issue 38 item 6: the console shows and sets the attributes of API keys and OAuth clients (what row filters bind as
 // `:caller.<name>`), in headless Chromium against a real gateway; what the page saved is read back over REST.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync } from 'node:fs';
 import axeCore from 'axe-core';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import * as sdk from '../sdk/index.ts';
 import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { sdkFor } from './support/sdk.ts';
+import { chromiumOr, launchChromium, signInWithClient } from './support/browser.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const chromiumPresent = existsSync(CHROMIUM);
-if (!chromiumPresent) console.warn(`[skip] ${CHROMIUM} is missing: the console attributes suite is skipped`);
+const chromiumPresent = chromiumOr('the console attributes suite is skipped');
 
 describe.skipIf(!chromiumPresent)('console: credential attributes', () => {
   let gateway: TestGateway;
@@ -30,15 +28,11 @@ describe.skipIf(!chromiumPresent)('console: credential attributes', () => {
     handle = (request) => gateway.handle(request);
     org = await onboard(gateway);
     rest = sdkFor(gateway, await tokenFor(gateway, org.clientId, org.clientSecret)).client;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
     const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, bypassCSP: true });
     page = await context.newPage();
     page.on('pageerror', (err) => pageErrors.push(err.message));
-    await page.goto(`${base}/console`);
-    await page.getByLabel('Client id').fill(org.clientId);
-    await page.getByLabel('Client secret').fill(org.clientSecret);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    await signInWithClient(page, base, org);
   }, 90_000);
 
   afterAll(async () => {

@@ -3,8 +3,7 @@
 // page lists what REST lists for it, a row's detail view says why a statement was refused and links to its like, and
 // an admin sets what refused statements keep. See test/console-pages.test.ts for the browser set-up.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import * as sdk from '../sdk/index.ts';
 import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector } from './support/mcp.ts';
@@ -13,10 +12,9 @@ import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
 import { until } from './support/webhooks.ts';
+import { chromiumOr, launchChromium, signInWithClient } from './support/browser.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const chromiumPresent = existsSync(CHROMIUM);
-if (!chromiumPresent) console.warn(`[skip] ${CHROMIUM} is missing: the console audit suite is skipped`);
+const chromiumPresent = chromiumOr('the console audit suite is skipped');
 const pgUp = await serviceAvailable('postgres');
 if (!pgUp) console.warn('[skip] PostgreSQL is not reachable: the console audit suite is skipped');
 
@@ -58,14 +56,10 @@ describe.skipIf(!chromiumPresent || !pgUp)('the console audit page and the Overv
     await callTool(gateway, org.slug, agent, TOOL, { sql: 'SELECT name FROM items; DROP TABLE items' });
     await callTool(gateway, org.slug, agent, 'query_postgresql_missing', { sql: 'SELECT 1' });
     await gateway.deps.audit.drain();
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
     const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
     page = await context.newPage();
-    await page.goto(`${base}/console`);
-    await page.getByLabel('Client id').fill(org.clientId);
-    await page.getByLabel('Client secret').fill(org.clientSecret);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    await signInWithClient(page, base, org);
   }, 120_000);
 
   afterAll(async () => {

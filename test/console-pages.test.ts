@@ -5,12 +5,12 @@
 // the tool playground, GET /, keyboard use, axe-core on every page, and every page at 390 px. Screenshots go to
 // test-artifacts/console-pages/ (git-ignored).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import axeCore from 'axe-core';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { agentConfigs } from '../web/console/agent-configs.ts';
 import * as sdk from '../sdk/index.ts';
 import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
@@ -20,10 +20,9 @@ import { emitEvent, startReceiver, until, type Receiver } from './support/webhoo
 import { pgHostPort } from './support/idp.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
+import { chromiumOr, launchChromium, signInWithClient } from './support/browser.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const chromiumPresent = existsSync(CHROMIUM);
-if (!chromiumPresent) console.warn(`[skip] ${CHROMIUM} is missing: the console pages suite is skipped`);
+const chromiumPresent = chromiumOr('the console pages suite is skipped');
 const pgUp = await serviceAvailable('postgres');
 if (!pgUp) console.warn('[skip] PostgreSQL is not reachable: the console pages suite is skipped');
 
@@ -69,7 +68,7 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     });
     handle = (request) => gateway.handle(request);
     org = await onboard(gateway);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
     // bypassCSP: axe-core is injected as an inline script, which the console's CSP (rightly) forbids.
     const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, bypassCSP: true });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
@@ -77,11 +76,7 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     page.on('pageerror', (err) => pageErrors.push(err.message));
     page.on('dialog', (dialog) => void dialog.accept());
     mkdirSync(SHOTS, { recursive: true });
-    await page.goto(`${base}/console`);
-    await page.getByLabel('Client id').fill(org.clientId);
-    await page.getByLabel('Client secret').fill(org.clientSecret);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    await signInWithClient(page, base, org);
   }, 90_000);
 
   afterAll(async () => {

@@ -3,9 +3,8 @@
 // set from the tool page and read back over REST; the free-SQL switch; axe-core on both views. Headless Chromium
 // against a real gateway and a real PostgreSQL target database.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync } from 'node:fs';
 import axeCore from 'axe-core';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import * as sdk from '../sdk/index.ts';
 import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, restTools, rowsOf } from './support/mcp.ts';
@@ -13,10 +12,9 @@ import { sdkFor } from './support/sdk.ts';
 import { pgHostPort } from './support/idp.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
+import { chromiumOr, launchChromium, signInWithClient } from './support/browser.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const chromiumPresent = existsSync(CHROMIUM);
-if (!chromiumPresent) console.warn(`[skip] ${CHROMIUM} is missing: the console policies suite is skipped`);
+const chromiumPresent = chromiumOr('the console policies suite is skipped');
 const pgUp = await serviceAvailable('postgres');
 if (!pgUp) console.warn('[skip] PostgreSQL is not reachable: the console policies suite is skipped');
 const AXE = axeCore.source;
@@ -48,17 +46,13 @@ describe.skipIf(!chromiumPresent || !pgUp)('saved tools and policies in the cons
     org = await onboard(gateway);
     manage = await tokenFor(gateway, org.clientId, org.clientSecret);
     connectorId = (await createConnector(gateway, manage, { name: 'shop', type: 'postgresql', config: targets.pgConfig })).id;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
     // bypassCSP: axe-core is injected as an inline script, which the console's CSP (rightly) forbids.
     const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, bypassCSP: true });
     page = await context.newPage();
     page.on('pageerror', (err) => pageErrors.push(err.message));
     page.on('dialog', (dialog) => void dialog.accept());
-    await page.goto(`${base}/console`);
-    await page.getByLabel('Client id').fill(org.clientId);
-    await page.getByLabel('Client secret').fill(org.clientSecret);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    await signInWithClient(page, base, org);
   }, 90_000);
 
   afterAll(async () => {

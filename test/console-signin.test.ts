@@ -4,19 +4,18 @@
 // registration switch, pre-registering a client, empty states, axe-core clean. Grants are minted by the consent
 // step's own function, as the consent page does once a person allows. Screenshots: test-artifacts/console-pages/.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import axeCore from 'axe-core';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { grantConsent } from '../src/auth/oauth-server/consent.ts';
 import * as sdk from '../sdk/index.ts';
 import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { sdkFor } from './support/sdk.ts';
+import { chromiumOr, launchChromium, signInWithClient } from './support/browser.ts';
 
 setDefaultTimeout(30_000);
-const CHROMIUM = '/usr/bin/chromium';
-const chromiumPresent = existsSync(CHROMIUM);
-if (!chromiumPresent) console.warn(`[skip] ${CHROMIUM} is missing: the signed-in agents page suite is skipped`);
+const chromiumPresent = chromiumOr('the signed-in agents page suite is skipped');
 
 const SHOTS = join(import.meta.dir, '..', 'test-artifacts', 'console-pages');
 const REDIRECT = 'http://127.0.0.1:47823/callback';
@@ -73,17 +72,13 @@ describe.skipIf(!chromiumPresent)('console: signed-in agents', () => {
       body: { name: 'crm', type: 'mcp', config: { url: 'http://crm.test:9/mcp' } },
     });
     connectorId = created.data.id;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
     const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, bypassCSP: true });
     page = await context.newPage();
     page.on('pageerror', (err) => pageErrors.push(err.message));
     page.on('dialog', (dialog) => void dialog.accept());
     mkdirSync(SHOTS, { recursive: true });
-    await page.goto(`${base}/console`);
-    await page.getByLabel('Client id').fill(org.clientId);
-    await page.getByLabel('Client secret').fill(org.clientSecret);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    await signInWithClient(page, base, org);
   }, 90_000);
 
   afterAll(async () => {

@@ -1,10 +1,9 @@
 /** Pages for running the org: the approvals inbox and an approval's page, the audit log, API keys and OAuth clients. */
 import { useState } from 'preact/hooks';
-import { queryParameters } from '../../generated/contract-schemas.ts';
 import { CredentialDetail, lastUse } from './pages-credential.tsx';
-import { call, client, rest, type ApiKey, type Approval, type AuditEvent, type Connector, type OAuthClient, type OrgDirectory } from './api.ts';
-import { DataTable, Empty, SchemaInput, schemaError, type Column } from './controls.tsx';
-import { Actor, loadDirectory, Requester, Target, useDirectory } from './directory.tsx';
+import { call, client, rest, type ApiKey, type Approval, type Connector, type OAuthClient, type OrgDirectory } from './api.ts';
+import { DataTable, Empty, type Column } from './controls.tsx';
+import { loadDirectory, Requester, useDirectory } from './directory.tsx';
 import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when, type PageProps } from './kit.tsx';
 import { CallsTable } from './pages-build.tsx';
 
