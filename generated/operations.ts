@@ -489,6 +489,69 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "listOperatorMembers",
+    "method": "GET",
+    "path": "/operator/orgs/{slug}/members",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "inviteOperatorMember",
+    "method": "POST",
+    "path": "/operator/orgs/{slug}/members",
+    "auth": "operator",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "slug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "removeOperatorMember",
+    "method": "DELETE",
+    "path": "/operator/orgs/{slug}/members/{memberId}",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug",
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "updateOperatorMember",
+    "method": "PATCH",
+    "path": "/operator/orgs/{slug}/members/{memberId}",
+    "auth": "operator",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "slug",
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "createOperatorMemberLink",
+    "method": "POST",
+    "path": "/operator/orgs/{slug}/members/{memberId}/link",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug",
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
     "operationId": "listOperatorApiKeys",
     "method": "GET",
     "path": "/operator/orgs/{slug}/api-keys",
@@ -742,6 +805,82 @@ export const operations = [
     "pathParams": [
       "clientId"
     ],
+    "queryParams": []
+  },
+  {
+    "operationId": "listMembers",
+    "method": "GET",
+    "path": "/api/org/members",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "inviteMember",
+    "method": "POST",
+    "path": "/api/org/members",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "removeMember",
+    "method": "DELETE",
+    "path": "/api/org/members/{memberId}",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "updateMember",
+    "method": "PATCH",
+    "path": "/api/org/members/{memberId}",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "createMemberLink",
+    "method": "POST",
+    "path": "/api/org/members/{memberId}/link",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "setPeopleSignIn",
+    "method": "PUT",
+    "path": "/api/org/people-sign-in",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "acceptMemberLink",
+    "method": "POST",
+    "path": "/members/accept",
+    "auth": "public",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
     "queryParams": []
   },
   {

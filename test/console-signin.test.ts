@@ -80,6 +80,8 @@ describe.skipIf(!chromiumPresent)('console: signed-in agents', () => {
     page.on('dialog', (dialog) => void dialog.accept());
     mkdirSync(SHOTS, { recursive: true });
     await page.goto(`${base}/console`);
+    // The OAuth client sign-in is behind a link: people sign in with e-mail and password (issue 40).
+    await page.getByText('Sign in with an OAuth client').click();
     await page.getByLabel('Client id').fill(org.clientId);
     await page.getByLabel('Client secret').fill(org.clientSecret);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();

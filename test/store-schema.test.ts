@@ -230,12 +230,15 @@ const PINNED: Record<number, string> = {
   19: '3141d071c8817fa4', // table_governance_and_tool_layout
   20: '83281d67f5651339', // tool_kinds
   21: '5684341944e690aa', // connector_health
+  27: 'fe2f26ff748368d0', // org_members
 };
 
 describe('the migrations are history: appended, never edited', () => {
-  test('versions run 1..n without a gap, and each one is pinned with the hash of its text', () => {
+  test('versions only increase (numbers held for branches in flight may be missing), and each one is pinned with the hash of its text', () => {
     const versions = migrations.map((m) => m.version);
-    expect(versions).toEqual(versions.map((_, i) => i + 1));
+    expect(versions).toEqual([...new Set(versions)].sort((a, b) => a - b));
+    // 22-26 are held by branches merging at the same time as 27 (issue 40); any other gap is a mistake.
+    expect(versions.filter((v, i) => i > 0 && v !== versions[i - 1]! + 1 && !(versions[i - 1]! < 22 && v <= 27))).toEqual([]);
     const hashes = Object.fromEntries(migrations.map((m) => [m.version, createHash('sha256').update(m.sql).digest('hex').slice(0, 16)]));
     // A failure names the migration: an edited one (revert it, write a new one) or a new one (pin its hash above).
     expect(hashes).toEqual(Object.fromEntries(Object.entries(PINNED).map(([v, h]) => [Number(v), h])));

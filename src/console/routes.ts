@@ -11,6 +11,7 @@ import { consoleContext, type ConsoleContext } from './context.ts';
 import { errorReply, respond } from './replies.ts';
 import { finishIdpSignIn, signInWithClient, startIdpSignIn } from './sign-in.ts';
 import { playground, sessionInfo, signOut } from './session-routes.ts';
+import { signInWithPassword } from './member-sign-in.ts';
 
 /** The console's error answer (JSON, with the console's security headers), for the pipeline's refusals too. */
 export const consoleErrorReply = (status: number, error: string, message: string): Response => errorReply(status, error, message);
@@ -39,6 +40,7 @@ const ROUTES: Record<string, Route> = {
   'POST /console/auth/logout': (ctx, request) => signOut(ctx, request),
   'POST /console/playground': (ctx, request, url) => playground(ctx, request, url),
   'POST /console/auth/client': (ctx, request) => signInWithClient(ctx, request),
+  'POST /console/auth/password': (ctx, request) => signInWithPassword(ctx, request),
   'GET /console/auth/idp': (ctx, _request, url) => startIdpSignIn(ctx, url),
   'GET /console/auth/callback': (ctx, request, url) => finishIdpSignIn(ctx, request, url),
 };

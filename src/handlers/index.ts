@@ -59,8 +59,34 @@ import { getProvisioningStatus, provisionOrg } from './provisioning.ts';
 import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, resendWebhookEvent, updateWebhook } from './webhooks.ts';
 import { exportAuditEvents, getInsights, listAuditEvents } from './audit.ts';
 import { getLimits, getSubscription, getUsage } from './billing.ts';
+import {
+  acceptMemberLink,
+  createMemberLink,
+  createOperatorMemberLink,
+  inviteMember,
+  inviteOperatorMember,
+  listMembers,
+  listOperatorMembers,
+  removeMember,
+  removeOperatorMember,
+  setPeopleSignIn,
+  updateMember,
+  updateOperatorMember,
+} from './members.ts';
 
 export const handlers: HandlerTable = {
+  listMembers,
+  inviteMember,
+  updateMember,
+  removeMember,
+  createMemberLink,
+  setPeopleSignIn,
+  acceptMemberLink,
+  listOperatorMembers,
+  inviteOperatorMember,
+  updateOperatorMember,
+  removeOperatorMember,
+  createOperatorMemberLink,
   issueToken,
   getOrg,
   listApiKeys,
