@@ -681,7 +681,8 @@ export const operations = [
       "code_challenge",
       "code_challenge_method",
       "scope",
-      "resource"
+      "resource",
+      "via"
     ]
   },
   {
@@ -702,6 +703,18 @@ export const operations = [
       "iss",
       "session_state"
     ]
+  },
+  {
+    "operationId": "signInMcpMember",
+    "method": "POST",
+    "path": "/oauth/{orgSlug}/sign-in",
+    "auth": "public",
+    "bodyType": "form",
+    "bodyRequired": true,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
   },
   {
     "operationId": "consentMcpClient",

@@ -269,6 +269,7 @@ describe.skipIf(!chromiumPresent || !pgUp)('/console in headless Chromium', () =
             'Tool playground',
             'Connect an agent',
             'API keys & OAuth clients',
+            'Members',
             'Signed-in agents',
             'Identity provider',
             'Webhooks',

@@ -3980,6 +3980,10 @@ export type AuthorizeMcpClientData = {
          * RFC 8707 resource indicator.
          */
         resource?: string;
+        /**
+         * 'idp': the org's IdP, where the org offers both it and members.
+         */
+        via?: string;
     };
     url: '/oauth/{orgSlug}/authorize';
 };
@@ -4004,6 +4008,15 @@ export type AuthorizeMcpClientErrors = {
 };
 
 export type AuthorizeMcpClientError = AuthorizeMcpClientErrors[keyof AuthorizeMcpClientErrors];
+
+export type AuthorizeMcpClientResponses = {
+    /**
+     * The members' sign-in page (e-mail and password), when the org has no IdP or offers members (issue 40).
+     */
+    200: string;
+};
+
+export type AuthorizeMcpClientResponse = AuthorizeMcpClientResponses[keyof AuthorizeMcpClientResponses];
 
 export type FinishMcpSignInData = {
     body?: never;
@@ -4068,6 +4081,57 @@ export type FinishMcpSignInResponses = {
 };
 
 export type FinishMcpSignInResponse = FinishMcpSignInResponses[keyof FinishMcpSignInResponses];
+
+export type SignInMcpMemberData = {
+    body: {
+        csrf: string;
+        email: string;
+        password: string;
+    };
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/oauth/{orgSlug}/sign-in';
+};
+
+export type SignInMcpMemberErrors = {
+    /**
+     * An expired or foreign sign-in (a page), or a malformed form (an OAuth error).
+     */
+    400: OAuthError;
+    /**
+     * The e-mail or the password is wrong (the page again).
+     */
+    401: string;
+    /**
+     * A post from another site, a suspended org, or a foreign Host.
+     */
+    403: Error;
+    /**
+     * No org has this slug (a page).
+     */
+    404: string;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Too many failed sign-ins (the page again, with Retry-After).
+     */
+    429: string;
+};
+
+export type SignInMcpMemberError = SignInMcpMemberErrors[keyof SignInMcpMemberErrors];
+
+export type SignInMcpMemberResponses = {
+    /**
+     * The consent page.
+     */
+    200: string;
+};
+
+export type SignInMcpMemberResponse = SignInMcpMemberResponses[keyof SignInMcpMemberResponses];
 
 export type ConsentMcpClientData = {
     body: {

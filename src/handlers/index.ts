@@ -33,6 +33,7 @@ import {
   setMcpSignInSettings,
 } from './oauth-server.ts';
 import { authorizeMcpClient, consentMcpClient, finishMcpSignIn } from './oauth-signin.ts';
+import { signInMcpMember } from './oauth-member-sign-in.ts';
 import {
   createOrg,
   exportOperatorAudit,
@@ -82,6 +83,7 @@ export const handlers: HandlerTable = {
   createMemberLink,
   setPeopleSignIn,
   acceptMemberLink,
+  signInMcpMember,
   listOperatorMembers,
   inviteOperatorMember,
   updateOperatorMember,

@@ -1,5 +1,5 @@
 /** SQL of an org's members (org_members), their one-time links (member_links) and the org's people sign-in setting. */
-import { and, asc, eq, gt, isNull } from 'drizzle-orm';
+import { and, asc, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Queryable } from '../store/db.ts';
 import { consoleSessions, mcpOauthGrants, mcpOauthSettings, memberLinks, orgMembers } from '../store/schema.ts';
 
@@ -59,6 +59,14 @@ export async function deleteMember(db: Queryable, orgId: string, memberId: strin
     .where(and(eq(orgMembers.orgId, orgId), eq(orgMembers.id, memberId)))
     .returning();
   return row;
+}
+
+export async function countActiveMembers(db: Queryable, orgId: string): Promise<number> {
+  const [row] = await db
+    .select({ n: sql<number>`count(*)::int` })
+    .from(orgMembers)
+    .where(and(eq(orgMembers.orgId, orgId), eq(orgMembers.status, 'active')));
+  return row?.n ?? 0;
 }
 
 /** The member's grants (MCP sign-ins) and console sessions end: a suspended or removed member keeps nothing. */

@@ -212,3 +212,24 @@ export async function acceptLink(
     return { email: member.email, org_id: member.orgId, purpose: link.purpose };
   });
 }
+/** For onboarding and the demo: a member who is active at once, with this password (no link). */
+export async function addActiveMember(
+  db: Queryable,
+  orgId: string,
+  input: { email: string; roles: Role[]; password: string },
+  actor: Actor,
+): Promise<MemberView> {
+  const member = await insertMember(db, {
+    orgId,
+    email: input.email,
+    displayName: null,
+    roles: input.roles,
+    status: 'active',
+    attributes: {},
+    passwordHash: await hashPassword(input.password),
+    passwordChangedAt: new Date(),
+  });
+  if (!member) throw conflict('member_exists', 'The org already has a member with this e-mail address.');
+  await recordAudit(db, { orgId, action: 'member.added', actor, targetType: 'member', targetId: member.id, details: { roles: input.roles.join(' ') } });
+  return memberView(member);
+}
