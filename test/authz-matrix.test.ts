@@ -27,6 +27,7 @@ import { sdkFor } from './support/sdk.ts';
 import { notePeerAddress } from '../src/net/source-address.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createLocalFailureLimiter, type AuthFailureLimiter } from '../src/limits/auth-failures.ts';
+import { addMember } from './support/members.ts';
 
 /** Every policy the gateway knows. A new value must be added here, with its expected outcomes, or the suite fails. */
 const ROLE_POLICIES = ['contributor', 'admin', 'finance'] as const;
@@ -89,6 +90,8 @@ beforeAll(async () => {
   [A, B] = [await onboard(g), await onboard(g)];
   [manageA, manageB] = await Promise.all([tokenFor(g, A.clientId, A.clientSecret), tokenFor(g, B.clientId, B.clientSecret)]);
   await saveIdpConfig(g, manageA, configs().A);
+  // Someone can sign in to org A (its IdP has no console client): registration is open to its MCP clients (issue 40).
+  await addMember(g, manageA, 'matrix@a.example', 'matrix password 0001');
   await saveIdpConfig(g, manageB, configs().B);
   const user = (aud: string, role: IdpRole) => idpToken(key, idp.issuer, aud, { role, email: `${role}@${aud}.example` });
   // The onboarding client has mcp:call and org:manage; an MCP-only token asks for mcp:call alone.
