@@ -640,6 +640,10 @@ export const queryParameters = {
     "resource": {
       "type": "string",
       "maxLength": 4000
+    },
+    "via": {
+      "type": "string",
+      "maxLength": 10
     }
   },
   "finishMcpSignIn": {

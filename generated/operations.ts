@@ -499,6 +499,69 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "listOperatorMembers",
+    "method": "GET",
+    "path": "/operator/orgs/{slug}/members",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "inviteOperatorMember",
+    "method": "POST",
+    "path": "/operator/orgs/{slug}/members",
+    "auth": "operator",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "slug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "removeOperatorMember",
+    "method": "DELETE",
+    "path": "/operator/orgs/{slug}/members/{memberId}",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug",
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "updateOperatorMember",
+    "method": "PATCH",
+    "path": "/operator/orgs/{slug}/members/{memberId}",
+    "auth": "operator",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "slug",
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "createOperatorMemberLink",
+    "method": "POST",
+    "path": "/operator/orgs/{slug}/members/{memberId}/link",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug",
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
     "operationId": "listOperatorApiKeys",
     "method": "GET",
     "path": "/operator/orgs/{slug}/api-keys",
@@ -628,7 +691,8 @@ export const operations = [
       "code_challenge",
       "code_challenge_method",
       "scope",
-      "resource"
+      "resource",
+      "via"
     ]
   },
   {
@@ -649,6 +713,18 @@ export const operations = [
       "iss",
       "session_state"
     ]
+  },
+  {
+    "operationId": "signInMcpMember",
+    "method": "POST",
+    "path": "/oauth/{orgSlug}/sign-in",
+    "auth": "public",
+    "bodyType": "form",
+    "bodyRequired": true,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
   },
   {
     "operationId": "consentMcpClient",
@@ -752,6 +828,82 @@ export const operations = [
     "pathParams": [
       "clientId"
     ],
+    "queryParams": []
+  },
+  {
+    "operationId": "listMembers",
+    "method": "GET",
+    "path": "/api/org/members",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "inviteMember",
+    "method": "POST",
+    "path": "/api/org/members",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "removeMember",
+    "method": "DELETE",
+    "path": "/api/org/members/{memberId}",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "updateMember",
+    "method": "PATCH",
+    "path": "/api/org/members/{memberId}",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "createMemberLink",
+    "method": "POST",
+    "path": "/api/org/members/{memberId}/link",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "setPeopleSignIn",
+    "method": "PUT",
+    "path": "/api/org/people-sign-in",
+    "auth": "admin",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "acceptMemberLink",
+    "method": "POST",
+    "path": "/members/accept",
+    "auth": "public",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
     "queryParams": []
   },
   {
@@ -1012,6 +1164,16 @@ export const operations = [
     "operationId": "signInConsoleClient",
     "method": "POST",
     "path": "/console/auth/client",
+    "auth": "console",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "signInConsolePassword",
+    "method": "POST",
+    "path": "/console/auth/password",
     "auth": "console",
     "bodyType": "json",
     "bodyRequired": true,

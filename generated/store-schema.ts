@@ -288,6 +288,7 @@ export const mcpOauthSettings = pgTable('mcp_oauth_settings', {
   orgId: uuid('org_id').primaryKey().references(() => orgs.id, { onDelete: 'cascade' }),
   registrationEnabled: boolean('registration_enabled').notNull().default(true),
   updatedAt: ts('updated_at').notNull().defaultNow(),
+  peopleSignIn: text('people_sign_in').$type<'idp_only' | 'members_only' | 'both'>().notNull().default('idp_only'),
 });
 
 export const oauthClients = pgTable('oauth_clients', {
@@ -305,6 +306,38 @@ export const oauthClients = pgTable('oauth_clients', {
   lastUsedAt: ts('last_used_at'),
 }, (t) => [
   index('oauth_clients_org').on(t.orgId),
+]);
+
+/** People of an org kept by the gateway (issue 40): roles, status, attributes, a scrypt password hash (never shown or audited). */
+export const orgMembers = pgTable('org_members', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  email: text('email').notNull(),
+  emailKey: text('email_key').notNull(),
+  displayName: text('display_name'),
+  roles: jsonb('roles').$type<string[]>().notNull().default([]),
+  status: text('status').$type<'invited' | 'active' | 'suspended'>().notNull(),
+  attributes: jsonb('attributes').$type<Record<string, string>>().notNull().default({}),
+  passwordHash: text('password_hash'),
+  passwordChangedAt: ts('password_changed_at'),
+  lastSignInAt: ts('last_sign_in_at'),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+}, (t) => [
+  unique('org_members_org_id_email_key_key').on(t.orgId, t.emailKey),
+]);
+
+/** One-time invitation and password-reset links of members, kept only as the SHA-256 of the token. */
+export const memberLinks = pgTable('member_links', {
+  tokenHash: text('token_hash').primaryKey(),
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  memberId: uuid('member_id').notNull().references(() => orgMembers.id, { onDelete: 'cascade' }),
+  purpose: text('purpose').$type<'invitation' | 'password_reset'>().notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  expiresAt: ts('expires_at').notNull(),
+  usedAt: ts('used_at'),
+}, (t) => [
+  index('member_links_member').on(t.memberId),
 ]);
 
 /** Every version of every saved-statement tool's definition (kept after the tool is deleted: deleted_at). */

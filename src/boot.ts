@@ -70,7 +70,7 @@ export async function boot(fail: (message: string) => never): Promise<Booted> {
       if (port !== settled.port) console.log(`toolgate: port ${port}`);
       console.log(`toolgate: API explorer at ${settled.publicUrl}/docs`);
       console.log(
-        `toolgate: settings console at ${settled.publicUrl}/console (sign in with an OAuth client that has org:manage, or the org's identity provider)`,
+        `toolgate: settings console at ${settled.publicUrl}/console (sign in as a member with e-mail and password, with the org's identity provider, or with an OAuth client that has org:manage)`,
       );
       if (demo) console.log(demo.banner);
     },

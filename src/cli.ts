@@ -17,19 +17,29 @@ import { acquireDataDirLock, embeddedSecretKey, lockHolder } from './util/datadi
 import { apiJson, chooseTarget, CliError, configOrFail, EXIT, onStore } from './cli/target.ts';
 import { orgList, orgSetPlan, orgShow, orgSuspend, requireSlug } from './cli/orgs.ts';
 import { auditExport, connectorRevalidate, keyList, keyRevoke } from './cli/admin.ts';
+import { membersInvite, membersLink, membersList, membersRemove, membersSetRoles, membersSuspend } from './cli/members.ts';
 
 const USAGE = `usage: toolgate <command> [options]
 
   start                                              serve the gateway (PORT, DATABASE_URL...: docs/configuration.md)
   org list [--limit N] [--cursor SLUG] [--json]      orgs in slug order, a page at a time
   org show --slug SLUG [--json]                      one org: plan, subscription, suspension, usage and limits
-  org create --slug SLUG --name NAME [--plan ${PLANS.join('|')}] [--trial-days N] [--json]
+  org create --slug SLUG --name NAME [--plan ${PLANS.join('|')}] [--trial-days N] [--admin-email EMAIL] [--json]
+                                                     (--admin-email: the first admin member, with a one-time invitation link)
   org set-plan --slug SLUG --plan PLAN [--json]     change the plan (the subscription becomes active)
   org suspend --slug SLUG [--json]                   refuse every credential of the org until resumed
   org resume --slug SLUG [--json]
   key list --org SLUG [--json]                       the org's API keys (id, prefix, state, name)
   key revoke --org SLUG --id KEY_ID [--json]         revoke one API key of the org
   connector revalidate --org SLUG --id CONNECTOR_ID [--json]
+  members list --org SLUG [--json]                   the org's members: e-mail, status, roles, last sign-in
+  members invite --org SLUG --email EMAIL [--roles admin,contributor,finance] [--json]
+                                                     invite a person; prints the one-time invitation link (7 days)
+  members set-roles --org SLUG --email EMAIL --roles ROLES [--json]
+  members suspend --org SLUG --email EMAIL [--json]  their console sessions and MCP sign-ins end at once
+  members resume --org SLUG --email EMAIL [--json]
+  members remove --org SLUG --email EMAIL [--json]
+  members link --org SLUG --email EMAIL [--json]     a new one-time link: invitation again, or password reset
   audit verify --org SLUG [--incremental] [--json]   check the org's audit chain (on the store: server stopped);
                                                      --incremental: from the last verified checkpoint
   audit export --org SLUG [--out FILE] [--redact] [--days N] [--json]
@@ -56,6 +66,7 @@ function printOnboarding(result: Onboarding, asJson: boolean): void {
         api_key_id: result.api_key.id,
         client_id: result.oauth_client.client_id,
         client_secret: result.oauth_client.client_secret,
+        ...(result.admin_invitation ? { admin_email: result.admin_invitation.member.email, admin_invitation_url: result.admin_invitation.invitation.url } : {}),
       }),
     );
     return;
@@ -66,9 +77,20 @@ API key:       ${result.api_key.key} (id ${result.api_key.id})
 OAuth client:  ${result.oauth_client.client_id}
 Client secret: ${result.oauth_client.client_secret}
 The secrets are shown only now: store them safely.`);
+  if (result.admin_invitation) {
+    const { member, invitation } = result.admin_invitation;
+    console.log(`Admin member:  ${member.email}, invited; the invitation link (one use, until ${invitation.expires_at}):\n${invitation.url}`);
+  }
 }
 
-async function orgCreate(values: { slug?: string; name?: string; plan?: string; 'trial-days'?: string; json?: boolean }): Promise<void> {
+async function orgCreate(values: {
+  slug?: string;
+  name?: string;
+  plan?: string;
+  'trial-days'?: string;
+  'admin-email'?: string;
+  json?: boolean;
+}): Promise<void> {
   const slug = requireSlug(values.slug, '--slug');
   if (!values.name) throw new CliError('--name is required', EXIT.usage);
   const plan = (values.plan ?? 'starter') as Plan;
@@ -77,12 +99,22 @@ async function orgCreate(values: { slug?: string; name?: string; plan?: string; 
   if (trialDays !== undefined && (!Number.isInteger(trialDays) || trialDays < 0 || trialDays > 365)) {
     throw new CliError('--trial-days must be an integer from 0 to 365', EXIT.usage);
   }
-  const input = { slug, name: values.name, plan, trialDays };
+  const adminEmail = values['admin-email'];
+  if (adminEmail !== undefined && !adminEmail.includes('@')) throw new CliError('--admin-email must be an e-mail address', EXIT.usage);
   const target = chooseTarget();
   const result: Onboarding =
     target.kind === 'api'
-      ? await apiJson(target, 'POST', '/operator/orgs', { slug, name: values.name, plan, ...(trialDays !== undefined ? { trial_days: trialDays } : {}) })
-      : await onStore(target.config, async ({ deps }) => onboardingView(await onboardOrg(deps, input, { type: 'operator', id: null }), deps.config));
+      ? await apiJson(target, 'POST', '/operator/orgs', {
+          slug,
+          name: values.name,
+          plan,
+          ...(trialDays !== undefined ? { trial_days: trialDays } : {}),
+          ...(adminEmail ? { admin_email: adminEmail } : {}),
+        })
+      : await onStore(target.config, async ({ deps }) => {
+          const admin = adminEmail ? { email: adminEmail, publicUrl: deps.config.publicUrl } : undefined;
+          return onboardingView(await onboardOrg(deps, { slug, name: values.name!, plan, trialDays, admin }, { type: 'operator', id: null }), deps.config);
+        });
   printOnboarding(result, Boolean(values.json));
 }
 
@@ -130,13 +162,21 @@ type Values = Record<string, string | boolean | undefined>;
 const JSON_FLAG = { json: { type: 'boolean' } } as const;
 const SLUG_FLAG = { slug: { type: 'string' }, ...JSON_FLAG } as const;
 const ORG_ID_FLAGS = { org: { type: 'string' }, id: { type: 'string' }, ...JSON_FLAG } as const;
+const MEMBER_FLAGS = { org: { type: 'string' }, email: { type: 'string' }, roles: { type: 'string' }, ...JSON_FLAG } as const;
 
 /** Each command: its options (parseArgs) and what it runs. */
 const COMMANDS: Record<string, { options: ParseArgsOptionsConfig; run: (values: Values) => Promise<void> }> = {
   'org list': { options: { limit: { type: 'string' }, cursor: { type: 'string' }, ...JSON_FLAG }, run: orgList },
   'org show': { options: SLUG_FLAG, run: orgShow },
   'org create': {
-    options: { slug: { type: 'string' }, name: { type: 'string' }, plan: { type: 'string' }, 'trial-days': { type: 'string' }, ...JSON_FLAG },
+    options: {
+      slug: { type: 'string' },
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      'trial-days': { type: 'string' },
+      'admin-email': { type: 'string' },
+      ...JSON_FLAG,
+    },
     run: orgCreate,
   },
   'org set-plan': { options: { ...SLUG_FLAG, plan: { type: 'string' } }, run: orgSetPlan },
@@ -145,6 +185,13 @@ const COMMANDS: Record<string, { options: ParseArgsOptionsConfig; run: (values: 
   'key list': { options: { org: { type: 'string' }, ...JSON_FLAG }, run: keyList },
   'key revoke': { options: ORG_ID_FLAGS, run: keyRevoke },
   'connector revalidate': { options: ORG_ID_FLAGS, run: connectorRevalidate },
+  'members list': { options: { org: { type: 'string' }, ...JSON_FLAG }, run: membersList },
+  'members invite': { options: MEMBER_FLAGS, run: membersInvite },
+  'members set-roles': { options: MEMBER_FLAGS, run: membersSetRoles },
+  'members suspend': { options: MEMBER_FLAGS, run: (v) => membersSuspend(v, true) },
+  'members resume': { options: MEMBER_FLAGS, run: (v) => membersSuspend(v, false) },
+  'members remove': { options: MEMBER_FLAGS, run: membersRemove },
+  'members link': { options: MEMBER_FLAGS, run: membersLink },
   'audit verify': { options: { org: { type: 'string' }, incremental: { type: 'boolean' }, ...JSON_FLAG }, run: auditVerify },
   'audit export': {
     options: { org: { type: 'string' }, out: { type: 'string' }, redact: { type: 'boolean' }, days: { type: 'string' }, ...JSON_FLAG },

@@ -26,6 +26,8 @@ import {
 import { sdkFor } from './support/sdk.ts';
 import { notePeerAddress } from '../src/net/source-address.ts';
 import { serviceAvailable } from './support/services.ts';
+import { createLocalFailureLimiter, type AuthFailureLimiter } from '../src/limits/auth-failures.ts';
+import { addMember } from './support/members.ts';
 
 /** Every policy the gateway knows. A new value must be added here, with its expected outcomes, or the suite fails. */
 const ROLE_POLICIES = ['contributor', 'admin', 'finance'] as const;
@@ -88,6 +90,8 @@ beforeAll(async () => {
   [A, B] = [await onboard(g), await onboard(g)];
   [manageA, manageB] = await Promise.all([tokenFor(g, A.clientId, A.clientSecret), tokenFor(g, B.clientId, B.clientSecret)]);
   await saveIdpConfig(g, manageA, configs().A);
+  // Someone can sign in to org A (its IdP has no console client): registration is open to its MCP clients (issue 40).
+  await addMember(g, manageA, 'matrix@a.example', 'matrix password 0001');
   await saveIdpConfig(g, manageB, configs().B);
   const user = (aud: string, role: IdpRole) => idpToken(key, idp.issuer, aud, { role, email: `${role}@${aud}.example` });
   // The onboarding client has mcp:call and org:manage; an MCP-only token asks for mcp:call alone.
@@ -239,6 +243,9 @@ describe('authorization matrix', () => {
   for (const op of operations) {
     test(`${op.method} ${op.path} [${op.auth}] ${op.operationId}`, async () => {
       verifies('REST-ROLES-MATRIX');
+      // Every wrong operator token counts against the operator's own failed-sign-in cap (100 a minute across
+      // addresses, limits-doors.test.ts): the matrix sends more than that, so each operator operation starts afresh.
+      if (op.auth === 'operator') (g.deps as { authFailures: AuthFailureLimiter }).authFailures = createLocalFailureLimiter('matrix');
       const failures: string[] = [];
       for (const caller of callers) {
         const want = expected(op, caller);

@@ -396,6 +396,8 @@ describe.skipIf(!chromiumPresent || !pgUp)('console pages in headless Chromium',
     const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
     const other = await context.newPage();
     await other.goto(`${base}/console`);
+    // The OAuth client sign-in is behind a link: people sign in with e-mail and password (issue 40).
+    await other.getByText('Sign in with an OAuth client').click();
     await other.getByLabel('Client id').fill(created.data.client_id);
     await other.getByLabel('Client secret').fill(created.data.client_secret);
     await other.getByRole('button', { name: 'Sign in', exact: true }).click();

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { connectors } from '../src/store/schema.ts';
 import { upsertIdpConfig } from '../src/auth/idp/repository.ts';
 import { BASE, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { addMember } from './support/members.ts';
 
 const HOOK_TIMEOUT_MS = 60_000;
 let g: TestGateway;
@@ -12,6 +13,8 @@ let a: Onboarded;
 beforeAll(async () => {
   g = await startTestGateway('pglite');
   a = await onboard(g);
+  // Someone can sign in to the org (issue 40: registration is refused where nobody can).
+  await addMember(g, await tokenFor(g, a.clientId, a.clientSecret), 'someone@a.example', 'a long password');
 }, HOOK_TIMEOUT_MS);
 afterAll(async () => {
   await g?.close();

@@ -6,6 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { grantConsent } from '../src/auth/oauth-server/consent.ts';
 import { BASE, OPERATOR_TOKEN, api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { makeTestCa, opensslPresent, startMetadataServer, type MetadataServer } from './support/mcp-sign-in.ts';
+import { addMember } from './support/members.ts';
 
 const HOOK_TIMEOUT_MS = 60_000;
 const CIMD_HOST = 'agent-metadata.test';
@@ -159,7 +160,7 @@ describe('authorization request refusals', () => {
   test('an org without IdP sign-in says so on a page (decision 0246)', async () => {
     const res = await authorize(a.slug, goodParams(clientA));
     expect(res.status).toBe(403);
-    expect(await res.text()).toContain('no identity provider sign-in');
+    expect(await res.text()).toContain('no way to sign people in');
   });
 });
 
@@ -354,6 +355,10 @@ describe('dynamic client registration', () => {
       }),
     );
   const good = { client_name: 'Flood', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' };
+  // Registration is for orgs someone can sign in to (issue 40): each gets a member.
+  beforeAll(async () => {
+    for (const org of [a, b]) await addMember(g, await tokenFor(g, org.clientId, org.clientSecret), `someone@${org.slug}.example`, 'a long password');
+  }, HOOK_TIMEOUT_MS);
 
   test('bad metadata is refused: a javascript: redirect, a confidential client', async () => {
     expect((await register(a.slug, { redirect_uris: ['javascript:alert(1)'] })).status).toBe(400);

@@ -10,6 +10,7 @@ import type { AccessTokenClaims, TokenSigner } from './signing.ts';
 import { bearerToken } from '../net/bearer.ts';
 import type { SignedInTokens } from './oauth-server/access.ts';
 import type { LastUseRecorder } from './last-use.ts';
+import { memberPrincipal } from './member-sign-in.ts';
 
 /** Resolves a bearer token that is not the gateway's own: the org's identity provider (see auth/idp). */
 export interface IdpResolver {
@@ -103,6 +104,7 @@ export class Authenticator {
     if (this.signedIn?.claims(token)) throw unauthenticated('The token is invalid or expired.', true);
     if (isGatewayToken(token, this.signer.issuer)) {
       const claims = await this.verifyGatewayToken(token);
+      if (claims.member) return claims.member;
       if (!claims.scope.split(' ').includes(MANAGE_SCOPE)) {
         throw forbidden('insufficient_scope', `This token may only call tools; the REST interface needs the ${MANAGE_SCOPE} scope.`, MANAGE_SCOPE);
       }
@@ -124,9 +126,11 @@ export class Authenticator {
     if (looksLikeApiKey(token)) throw unauthenticated(API_KEY_AS_BEARER_MCP, true);
     if (this.signedIn?.claims(token)) return this.signedIn.principal(token, orgId, slug);
     if (isGatewayToken(token, this.signer.issuer)) {
-      const { attributes, ...claims } = await this.verifyGatewayToken(token);
+      const { attributes, member, ...claims } = await this.verifyGatewayToken(token);
       // Another org's token gets the same answer as an invalid one: nothing is revealed about the other org.
       if (claims.tg_org !== orgId) throw unauthenticated('The token is invalid or expired.', true);
+      // A member's console token calls tools as the member (the console's playground).
+      if (member) return member;
       const limits = connectorsFromScopes(claims.scope.split(' '));
       if (limits === 'none') throw forbidden('insufficient_scope', `This token has no ${MCP_SCOPE} scope.`, MCP_SCOPE);
       return { orgId, kind: 'oauth_client', actorId: claims.sub, email: null, roles: [], orgLevel: false, connectorIds: limits, attributes };
@@ -178,12 +182,18 @@ export class Authenticator {
     } catch {
       throw unauthenticated('The token is invalid or expired.', true);
     }
+    if (typeof claims.tg_member === 'string') {
+      // A member's token: the member is read on every request, so a suspension counts at once on every instance.
+      const member = await memberPrincipal(this.db, claims.tg_org, claims.tg_member, null);
+      if (!member) throw unauthenticated('The member behind this token is suspended or removed.', true);
+      return { ...claims, attributes: member.attributes ?? {}, member };
+    }
     // A revoked client's tokens stop working on the next request, on every instance (the store is shared). The same
     // read gives the client's attributes (row filters bind them).
     const attributes = await activeClientAttributes(this.db, claims.tg_org, claims.sub);
     if (attributes === null) throw unauthenticated('The token was issued to a client that has been revoked.', true);
     this.lastUse?.used('oauth_client', claims.sub);
-    return { ...claims, attributes };
+    return { ...claims, attributes, member: null };
   }
 
   private async resolveIdp(resolve: () => Promise<IdpPrincipal | null>): Promise<IdpPrincipal | null> {

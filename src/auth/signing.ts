@@ -13,9 +13,11 @@ const RELOAD_COOLDOWN_MS = 5_000;
 export interface AccessTokenClaims extends JWTPayload {
   /** Org id. */
   tg_org: string;
-  /** OAuth client_id. */
+  /** OAuth client_id (a member's token: `member:<id>`). */
   sub: string;
   scope: string;
+  /** A member's token (the console's session): the member id, whose status is read on every request. */
+  tg_member?: string;
 }
 
 /** A token a person signed in for (auth/oauth-server): issued by the org's authorization server for its MCP URL. */
@@ -89,9 +91,9 @@ export class TokenSigner {
     return this.publicJwks;
   }
 
-  async issue(input: { orgId: string; clientId: string; scopes: string[]; ttlSeconds: number }): Promise<string> {
+  async issue(input: { orgId: string; clientId: string; scopes: string[]; ttlSeconds: number; memberId?: string }): Promise<string> {
     if (!this.signingKey) throw new Error('token signer is not initialised');
-    return new SignJWT({ tg_org: input.orgId, scope: input.scopes.join(' ') })
+    return new SignJWT({ tg_org: input.orgId, scope: input.scopes.join(' '), ...(input.memberId ? { tg_member: input.memberId } : {}) })
       .setProtectedHeader({ alg: ALG, kid: this.signingKey.kid, typ: 'at+jwt' })
       .setIssuer(this.issuer)
       .setAudience(TOKEN_AUDIENCE)

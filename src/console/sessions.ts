@@ -7,12 +7,12 @@ import type { Db } from '../store/db.ts';
 import { deleteExpiredSessions, deleteSessionRow, findLiveSession, insertSession } from './repository.ts';
 import { hashSecret, randomSecret, type SecretBox } from '../util/crypto.ts';
 
-type SessionKind = 'idp_user' | 'oauth_client';
+type SessionKind = 'idp_user' | 'oauth_client' | 'member';
 
 export interface ConsoleSession {
   orgId: string;
   kind: SessionKind;
-  /** The IdP subject or the OAuth client id. */
+  /** The IdP subject, the OAuth client id, or the member id. */
   actor: string;
   /** The credential REST calls are sent with (the IdP access token, or a gateway token with org:manage). */
   bearer: string;

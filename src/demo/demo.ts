@@ -5,7 +5,7 @@
  */
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,10 +18,15 @@ import { mcpEndpointUrl, onboardingView } from '../handlers/views.ts';
 import { collectGarbage, embeddedPgliteOptions, initPgliteDataDir } from '../store/db.ts';
 import { findLiveConnectorByName } from '../connectors/repository.ts';
 import { SAMPLE_SCHEMA } from './sample-data.ts';
+import { addActiveMember } from '../members/service.ts';
+import { findMemberByEmail } from '../members/repository.ts';
+import { randomSecret } from '../util/crypto.ts';
 
 const DEMO_SLUG = 'demo';
 const CONNECTOR_NAME = 'Sample database';
 const SYSTEM = { type: 'system', id: null } as const;
+/** The demo org's admin member (issue 40): signs in to the console and from MCP clients with a generated password. */
+const DEMO_MEMBER_EMAIL = 'admin@demo.example';
 
 /** The sample database's host in the demo connector: a name that resolves nowhere but in this process. */
 export const SAMPLE_HOST = `sample${EMBEDDED_HOST_SUFFIX}`;
@@ -187,20 +192,35 @@ export async function startDemo(gateway: Gateway, options: { inMemory?: boolean 
   sample.closeWhenUnused();
 
   const credentialsFile = join(dataDir, 'demo.json');
-  if (fresh && !options.inMemory) {
+  // The admin member, once (a data folder from before members gets one too): its password is shown only in demo.json.
+  const member = (await findMemberByEmail(deps.store.db, org.id, DEMO_MEMBER_EMAIL)) ? null : { email: DEMO_MEMBER_EMAIL, password: randomSecret(15) };
+  if (member) await addActiveMember(deps.store.db, org.id, { email: member.email, roles: ['admin'], password: member.password }, SYSTEM);
+  if ((fresh || member) && !options.inMemory) {
     // Demo credentials only, kept in the private data folder so the quickstart can read them.
-    writeFileSync(
-      credentialsFile,
-      `${JSON.stringify({ org_id: fresh.org.id, slug: DEMO_SLUG, endpoint: fresh.endpoint, api_key: fresh.api_key.key, client_id: fresh.oauth_client.client_id, client_secret: fresh.oauth_client.client_secret }, null, 2)}\n`,
-      { mode: 0o600 },
-    );
+    const previous = existsSync(credentialsFile) ? (JSON.parse(readFileSync(credentialsFile, 'utf8')) as Record<string, unknown>) : {};
+    const credentials = {
+      ...previous,
+      ...(fresh
+        ? {
+            org_id: fresh.org.id,
+            slug: DEMO_SLUG,
+            endpoint: fresh.endpoint,
+            api_key: fresh.api_key.key,
+            client_id: fresh.oauth_client.client_id,
+            client_secret: fresh.oauth_client.client_secret,
+          }
+        : {}),
+      ...(member ? { member_email: member.email, member_password: member.password } : {}),
+    };
+    writeFileSync(credentialsFile, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
   }
   const banner = [
     `toolgate: demo org "${DEMO_SLUG}" with a sample database (customers, products, orders) at ${mcpEndpointUrl(deps.config.publicUrl, DEMO_SLUG)}`,
     // The key goes to the log only when there is no private file to hold it (an in-memory store): logs are shared.
     fresh && options.inMemory ? `toolgate: demo API key: ${fresh.api_key.key}` : null,
+    member && options.inMemory ? `toolgate: demo admin member: ${member.email}, password ${member.password}` : null,
     !options.inMemory && existsSync(credentialsFile)
-      ? `toolgate: demo credentials are in ${credentialsFile} (its client_id and client_secret sign in to the console at ${deps.config.publicUrl}/console)`
+      ? `toolgate: demo credentials are in ${credentialsFile}: sign in to the console at ${deps.config.publicUrl}/console, and from MCP clients, as ${DEMO_MEMBER_EMAIL} with its member_password`
       : null,
   ]
     .filter(Boolean)

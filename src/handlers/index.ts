@@ -33,6 +33,7 @@ import {
   setMcpSignInSettings,
 } from './oauth-server.ts';
 import { authorizeMcpClient, consentMcpClient, finishMcpSignIn } from './oauth-signin.ts';
+import { signInMcpMember } from './oauth-member-sign-in.ts';
 import {
   createOrg,
   exportOperatorAudit,
@@ -61,8 +62,35 @@ import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, rese
 import { exportAuditEvents, getInsights, listAuditEvents } from './audit.ts';
 import { getLimits, getSubscription, getUsage } from './billing.ts';
 import * as consoleOperations from './console.ts';
+import {
+  acceptMemberLink,
+  createMemberLink,
+  createOperatorMemberLink,
+  inviteMember,
+  inviteOperatorMember,
+  listMembers,
+  listOperatorMembers,
+  removeMember,
+  removeOperatorMember,
+  setPeopleSignIn,
+  updateMember,
+  updateOperatorMember,
+} from './members.ts';
 
 export const handlers: HandlerTable = {
+  listMembers,
+  inviteMember,
+  updateMember,
+  removeMember,
+  createMemberLink,
+  setPeopleSignIn,
+  acceptMemberLink,
+  signInMcpMember,
+  listOperatorMembers,
+  inviteOperatorMember,
+  updateOperatorMember,
+  removeOperatorMember,
+  createOperatorMemberLink,
   issueToken,
   getOrg,
   updateOrg,

@@ -14,6 +14,7 @@ import { registerClient } from '../auth/oauth-server/register.ts';
 import * as admin from '../auth/oauth-server/admin.ts';
 import { sourceAddressOf } from '../net/source-address.ts';
 import { actorOf } from '../principal.ts';
+import { orgCanSignIn } from './oauth-member-sign-in.ts';
 
 /** Public documents, cached five minutes (any page may read them: CORS is the router's, decision 0249). */
 const METADATA_HEADERS = { 'cache-control': 'public, max-age=300' };
@@ -65,6 +66,18 @@ export const revokeMcpToken: Handler = async ({ params, body, deps }) => {
 
 export const registerMcpClient: Handler = async ({ request, params, body, deps }) => {
   const org = await orgOf(deps, params.orgSlug!);
+  // A client registered with an org nobody can sign in to would only lead a person to a dead end (issue 40).
+  if (!(await orgCanSignIn(deps, org.id))) {
+    return json(
+      {
+        error: 'access_denied',
+        error_description:
+          "This org cannot sign anyone in yet: its admins invite members (the console's Members page) or configure an identity provider. Until then, connect with an API key.",
+      },
+      403,
+      { 'cache-control': 'no-store' },
+    );
+  }
   return registerClient({ db: deps.store.db, limiter: deps.limiter }, org, body as object, sourceAddressOf(request, deps.config.trustedProxies));
 };
 

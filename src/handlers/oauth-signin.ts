@@ -14,9 +14,10 @@ import { findOrgBySlug } from '../orgs/repository.ts';
 import { cookieValue, withCookies } from '../net/cookies.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Handler } from './context.ts';
+import { peopleRoute, startMemberSignIn } from './oauth-member-sign-in.ts';
 
 const NO_IDP =
-  'This org has no identity provider sign-in for MCP clients yet: its admins configure the IdP with a console client (docs/mcp-sign-in.md). Until then, connect with an API key.';
+  "This org has no way to sign people in yet: its admins invite members (the console's Members page) or configure an identity provider with a console client (docs/mcp-sign-in.md). Until then, connect with an API key.";
 
 async function orgRef(deps: AppDeps, slug: string): Promise<(OrgRef & { suspended: boolean }) | null> {
   const org = await findOrgBySlug(deps.store.db, slug);
@@ -42,6 +43,10 @@ export const authorizeMcpClient: Handler = async ({ params, url, deps }) => {
   const checked = await checkAuthorizationRequest({ db: deps.store.db, outbound: deps.outbound, publicUrl: deps.config.publicUrl }, org, url.searchParams);
   if (checked.kind === 'page') return errorPage('Sign-in failed', checked.message, checked.status);
   if (checked.kind === 'redirect') return redirect(checked.location);
+  // Members (issue 40): the e-mail and password page, unless the org sends people to its IdP.
+  const people = await peopleRoute(deps, org.id, url);
+  if (people === 'none') return errorPage('Sign-in unavailable', NO_IDP, 403);
+  if (people !== 'idp') return startMemberSignIn(deps, { id: org.id, slug: org.slug, name: org.name }, checked.request, people.idpUrl);
   const idp = await findIdpConfig(deps.store.db, org.id);
   if (!idp?.consoleClientId) return errorPage('Sign-in unavailable', NO_IDP, 403);
   try {

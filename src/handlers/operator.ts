@@ -16,7 +16,14 @@ const NO_STORE = { 'cache-control': 'no-store' };
 export const createOrg: Handler = async ({ deps, body }: RequestContext<CreateOrgRequest>) => {
   const created = await onboardOrg(
     deps,
-    { slug: body.slug, name: body.name, plan: body.plan, trialDays: body.trial_days, burstLimitPerSecond: body.burst_limit_per_second },
+    {
+      slug: body.slug,
+      name: body.name,
+      plan: body.plan,
+      trialDays: body.trial_days,
+      burstLimitPerSecond: body.burst_limit_per_second,
+      ...(body.admin_email ? { admin: { email: body.admin_email, publicUrl: deps.config.publicUrl } } : {}),
+    },
     OPERATOR,
   );
   return json(onboardingView(created, deps.config), 201, NO_STORE);

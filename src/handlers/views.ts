@@ -83,7 +83,12 @@ export function createdOAuthClientView(created: { row: OAuthClientRow; clientSec
 }
 
 export function onboardingView(
-  created: { org: OrgRow; key: { row: ApiKeyRow; key: string }; client: { row: OAuthClientRow; clientSecret: string } },
+  created: {
+    org: OrgRow;
+    key: { row: ApiKeyRow; key: string };
+    client: { row: OAuthClientRow; clientSecret: string };
+    admin?: wire.MemberInvitation | null;
+  },
   config: { publicUrl: string; customBurstPerSecond: number },
 ): wire.OrgOnboarding {
   return {
@@ -91,6 +96,7 @@ export function onboardingView(
     endpoint: mcpEndpointUrl(config.publicUrl, created.org.slug),
     api_key: createdApiKeyView(created.key),
     oauth_client: createdOAuthClientView(created.client),
+    ...(created.admin ? { admin_invitation: created.admin } : {}),
   };
 }
 

@@ -6,13 +6,22 @@ import type { Store } from '../store/db.ts';
 import { countServingTools } from '../connectors/repository.ts';
 import { reprovisionConnectors, type ConnectorServiceDeps } from '../connectors/service.ts';
 import { findOrgById, insertOrg, markProvisioned, SlugTakenError, updateOrgSettings, type OrgRow, type Plan } from './repository.ts';
+import { inviteMember } from '../members/service.ts';
 
 /** What the org service uses: the connector service's parts (provisioning re-validates connectors). */
 export type OrgServiceDeps = ConnectorServiceDeps;
 
 export async function onboardOrg(
   deps: OrgServiceDeps,
-  input: { slug: string; name: string; plan?: Plan; trialDays?: number; burstLimitPerSecond?: number },
+  input: {
+    slug: string;
+    name: string;
+    plan?: Plan;
+    trialDays?: number;
+    burstLimitPerSecond?: number;
+    /** The org's first admin member, invited with a one-time link (issue 40). */
+    admin?: { email: string; publicUrl: string };
+  },
   actor: Actor,
 ) {
   const created = await deps.store.db
@@ -27,7 +36,10 @@ export async function onboardOrg(
       const key = await createApiKey(tx, org.id, { name: 'default', connectorIds: null });
       const client = await createOAuthClient(tx, org.id, { name: 'default', scopes: [MCP_SCOPE, MANAGE_SCOPE] });
       await recordAudit(tx, { orgId: org.id, action: 'org.created', actor, targetType: 'org', targetId: org.id, details: { slug: org.slug, plan: org.plan } });
-      return { org, key, client };
+      const admin = input.admin
+        ? await inviteMember({ db: deps.store.db, publicUrl: input.admin.publicUrl }, org.id, { email: input.admin.email, roles: ['admin'] }, actor, tx)
+        : null;
+      return { org, key, client, admin };
     })
     .catch((err: unknown) => {
       if (err instanceof SlugTakenError) throw conflict('slug_taken', `The slug "${input.slug}" is already taken.`);

@@ -664,4 +664,43 @@ CREATE TRIGGER audit_rollup_delete AFTER DELETE ON audit_events REFERENCING OLD 
 SELECT audit_rollup_change(array_agg(e), 1, 1) FROM audit_events e GROUP BY e.org_id, audit_hour_of(e.created_at);
 `,
   },
+  {
+    version: 24,
+    name: 'org_members',
+    // Issue 40 (docs/decisions/0367, 0368): people of an org kept by the gateway, beside the org's IdP. A member's
+    // e-mail is unique per org (email_key: lower-cased); password_hash is a scrypt string (never in a view, an audit
+    // row or an export). member_links are the one-time invitation and password-reset links, kept as SHA-256 of the
+    // token. people_sign_in is what the org's MCP authorization server offers a person when an IdP is configured.
+    sql: `
+CREATE TABLE org_members (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  email text NOT NULL CHECK (length(email) BETWEEN 3 AND 320),
+  email_key text NOT NULL,
+  display_name text CHECK (display_name IS NULL OR length(display_name) <= 200),
+  roles jsonb NOT NULL DEFAULT '[]'::jsonb,
+  status text NOT NULL CHECK (status IN ('invited','active','suspended')),
+  attributes jsonb NOT NULL DEFAULT '{}'::jsonb,
+  password_hash text,
+  password_changed_at timestamptz,
+  last_sign_in_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (org_id, email_key)
+);
+CREATE TABLE member_links (
+  token_hash text PRIMARY KEY,
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  member_id uuid NOT NULL REFERENCES org_members(id) ON DELETE CASCADE,
+  purpose text NOT NULL CHECK (purpose IN ('invitation','password_reset')),
+  created_at timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL,
+  used_at timestamptz
+);
+CREATE INDEX member_links_member ON member_links (member_id);
+ALTER TABLE mcp_oauth_settings ADD COLUMN people_sign_in text NOT NULL DEFAULT 'idp_only' CHECK (people_sign_in IN ('idp_only','members_only','both'));
+ALTER TABLE console_sessions DROP CONSTRAINT console_sessions_kind_check;
+ALTER TABLE console_sessions ADD CONSTRAINT console_sessions_kind_check CHECK (kind IN ('idp_user','oauth_client','member'));
+`,
+  },
 ];

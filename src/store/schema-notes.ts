@@ -18,6 +18,8 @@ export const JSONB_TYPES: Record<string, string> = {
   'mcp_oauth_grants.attributes': 'Record<string, string>',
   'approvals.requester_attributes': 'Record<string, string>',
   'mcp_oauth_grants.scopes': 'string[]',
+  'org_members.roles': 'string[]',
+  'org_members.attributes': 'Record<string, string>',
   'webhook_attempts.request_headers': 'Record<string, string>',
   'webhook_attempts.response_headers': 'Record<string, string>',
 };
@@ -27,10 +29,15 @@ export const TEXT_TYPES: Record<string, string> = {
   'mcp_oauth_clients.kind': "'registered' | 'preregistered'",
   'tools.kind': "'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt'",
   'orgs.audit_statements': "'none' | 'fingerprint' | 'full'",
+  'org_members.status': "'invited' | 'active' | 'suspended'",
+  'member_links.purpose': "'invitation' | 'password_reset'",
+  'mcp_oauth_settings.people_sign_in': "'idp_only' | 'members_only' | 'both'",
 };
 
 /** A table's note, by table name. */
 export const TABLE_NOTES: Record<string, string> = {
+  org_members: 'People of an org kept by the gateway (issue 40): roles, status, attributes, a scrypt password hash (never shown or audited).',
+  member_links: 'One-time invitation and password-reset links of members, kept only as the SHA-256 of the token.',
   audit_chains: "Head and base of each org's audit hash chain; the head row is the lock every audit write of the org takes.",
   usage_counters: 'Tool calls per org and calendar month (UTC); written with SQL text by limits/quota-statements.ts.',
   webhooks: 'Outbound webhook endpoints (issue 11); the secret is sealed (AAD `webhook_secret:<id>`).',

@@ -18,6 +18,8 @@ export function launchChromium(): Promise<Browser> {
 /** Signs the page in to the console at `base` with an OAuth client's id and secret, and waits for the Overview. */
 export async function signInWithClient(page: Page, base: string, client: { clientId: string; clientSecret: string }): Promise<void> {
   await page.goto(`${base}/console`);
+  // The OAuth client sign-in is behind a link: people sign in with e-mail and password (issue 40).
+  await page.getByText('Sign in with an OAuth client').click();
   await page.getByLabel('Client id').fill(client.clientId);
   await page.getByLabel('Client secret').fill(client.clientSecret);
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();

@@ -15,6 +15,7 @@ export const RANKS: Record<string, { rank: number; role: string }> = {
   'observability/': { rank: 3, role: 'metrics, tracing and request logs' },
   'audit/': { rank: 3, role: 'the audit log: records, hash chain, seals, refusals' },
   'limits/': { rank: 4, role: 'plans, rate limits, quotas and usage metering' },
+  'members/': { rank: 4, role: "an org's members: invitations, one-time links, password hashes, the people sign-in setting" },
   'webhooks/': { rank: 4, role: 'webhook endpoints, the outbox and signed delivery' },
   'auth/': { rank: 5, role: 'credentials, tokens, IdP sign-in and authentication' },
   'billing/': { rank: 5, role: "an org's subscription, usage and limits; the trial rule" },

@@ -13,7 +13,7 @@ export interface SessionInfo {
   org_id: string;
   org_name: string;
   org_slug: string;
-  kind: 'idp_user' | 'oauth_client';
+  kind: 'idp_user' | 'oauth_client' | 'member';
   actor: string;
   /** The OAuth client's name, or the user's e-mail. */
   actor_name: string;
@@ -84,6 +84,14 @@ export const signInWithClient = (clientId: string, clientSecret: string) =>
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ client_id: clientId, client_secret: clientSecret }),
+  });
+
+/** A member's sign-in: org, e-mail and password. */
+export const signInWithPassword = (org: string, email: string, password: string) =>
+  consoleJson<{ signed_in: true }>('/console/auth/password', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ org, email, password }),
   });
 
 export const signOut = () => consoleJson<{ signed_out: true }>('/console/auth/logout', { method: 'POST' });

@@ -1,7 +1,7 @@
 /** The console's shell: the session, the sign-in form, the navigation (hash routes) and the page for each route. */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { loadSession, onSignedOut, pollPendingApprovals, signInWithClient, signOut, type SessionInfo } from './api.ts';
+import { loadSession, onSignedOut, pollPendingApprovals, signInWithClient, signInWithPassword, signOut, type SessionInfo } from './api.ts';
 import { Toasts } from './controls.tsx';
 import { can, ErrorBox, useAction, type PageProps, type Role } from './kit.tsx';
 import { ConnectPage, PlaygroundPage } from './pages-agent.tsx';
@@ -11,6 +11,7 @@ import { AuditPage } from './pages-audit.tsx';
 import { ApprovalsPage, CredentialsPage } from './pages-operate.tsx';
 import { BillingPage, IdpPage, WebhooksPage } from './pages-org.tsx';
 import { SignedInAgentsPage } from './pages-signin.tsx';
+import { JoinPage, MembersPage } from './pages-members.tsx';
 
 interface Route {
   name: string;
@@ -29,6 +30,7 @@ const ROUTES: Route[] = [
   { name: 'playground', title: 'Tool playground', role: 'admin', view: PlaygroundPage },
   { name: 'connect', title: 'Connect an agent', role: 'contributor', view: ConnectPage },
   { name: 'credentials', title: 'API keys & OAuth clients', role: 'admin', view: CredentialsPage },
+  { name: 'members', title: 'Members', role: 'admin', view: MembersPage },
   { name: 'agents', title: 'Signed-in agents', role: 'admin', view: SignedInAgentsPage },
   { name: 'idp', title: 'Identity provider', role: 'admin', view: IdpPage },
   { name: 'webhooks', title: 'Webhooks', role: 'admin', view: WebhooksPage },
@@ -59,6 +61,42 @@ function usePending(enabled: boolean): number | null {
   return count;
 }
 
+/** A member's sign-in: the org, e-mail and password (the same form and limits as the MCP sign-in page). */
+function PasswordSignIn({ onSignedIn }: { onSignedIn: () => void }) {
+  const [org, setOrg] = useState('');
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const action = useAction();
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    if (await action.run(() => signInWithPassword(org.trim(), email.trim(), password))) onSignedIn();
+  };
+  return (
+    <section aria-labelledby="member-title" class="card">
+      <h2 id="member-title">Sign in</h2>
+      <form onSubmit={submit}>
+        <label for="member-org">Org</label>
+        <input id="member-org" required pattern="[a-z0-9][a-z0-9\-]*" value={org} onInput={(e) => setOrg(e.currentTarget.value)} autoComplete="organization" />
+        <label for="member-email-in">E-mail</label>
+        <input id="member-email-in" type="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} autoComplete="username" />
+        <label for="member-password">Password</label>
+        <input
+          id="member-password"
+          type="password"
+          required
+          value={password}
+          onInput={(e) => setPassword(e.currentTarget.value)}
+          autoComplete="current-password"
+        />
+        <ErrorBox error={action.error} />
+        <button type="submit" disabled={action.pending}>
+          {action.pending ? 'Signing in…' : 'Sign in with password'}
+        </button>
+      </form>
+    </section>
+  );
+}
+
 function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const [clientId, setClientId] = useState('');
   const [clientSecret, setClientSecret] = useState('');
@@ -72,6 +110,7 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   return (
     <main class="signin">
       <h1>Toolgate console</h1>
+      <PasswordSignIn onSignedIn={onSignedIn} />
       <section aria-labelledby="idp-title" class="card">
         <h2 id="idp-title">Sign in with your identity provider</h2>
         <form
@@ -94,27 +133,21 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
           <button type="submit">Continue to the identity provider</button>
         </form>
       </section>
-      <section aria-labelledby="client-title" class="card">
-        <h2 id="client-title">Sign in with an OAuth client</h2>
+      {/* For automation and first set-up: behind a link, as people sign in above. */}
+      <details class="card">
+        <summary>Sign in with an OAuth client</summary>
         <p class="hint">A client of the org with the org:manage scope (the demo prints where its credentials are).</p>
         <form onSubmit={submit}>
           <label for="client-id">Client id</label>
-          <input id="client-id" required value={clientId} onInput={(e) => setClientId(e.currentTarget.value)} autoComplete="username" />
+          <input id="client-id" required value={clientId} onInput={(e) => setClientId(e.currentTarget.value)} autoComplete="off" />
           <label for="client-secret">Client secret</label>
-          <input
-            id="client-secret"
-            type="password"
-            required
-            value={clientSecret}
-            onInput={(e) => setClientSecret(e.currentTarget.value)}
-            autoComplete="current-password"
-          />
+          <input id="client-secret" type="password" required value={clientSecret} onInput={(e) => setClientSecret(e.currentTarget.value)} autoComplete="off" />
           <ErrorBox error={action.error} />
           <button type="submit" disabled={action.pending}>
             {action.pending ? 'Signing in…' : 'Sign in'}
           </button>
         </form>
-      </section>
+      </details>
     </main>
   );
 }
@@ -217,6 +250,22 @@ function App() {
     refresh();
     onSignedOut(() => setSession(null));
   }, []);
+  // An invitation or reset link: the token is taken out of the address bar at once.
+  const [joinToken, setJoinToken] = useState(() => (routeName() === 'join' ? (routeParts()[1] ?? '') : ''));
+  useEffect(() => {
+    if (joinToken) history.replaceState(null, '', `${location.pathname}#/join`);
+  }, []);
+  if (joinToken)
+    return (
+      <JoinPage
+        token={joinToken}
+        onDone={() => {
+          history.replaceState(null, '', `${location.pathname}#/overview`);
+          setJoinToken('');
+          refresh();
+        }}
+      />
+    );
   if (error) return <ErrorBox error={error} />;
   if (session === undefined) return <p class="loading">Loading…</p>;
   if (session === null) return <SignIn onSignedIn={refresh} />;

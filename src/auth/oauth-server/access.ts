@@ -11,6 +11,7 @@ import { MCP_SCOPE } from '../credentials.ts';
 import type { TokenSigner } from '../signing.ts';
 import { resourceUrl } from './metadata.ts';
 import { findGrant } from './repository.ts';
+import { memberPrincipal } from '../member-sign-in.ts';
 
 const CONNECTOR_SCOPE = /^mcp:call:([0-9a-f-]{36})$/;
 const INVALID = 'The token is invalid or expired.';
@@ -55,6 +56,12 @@ export class SignedInTokens {
     const scopes = claims.scope.split(' ');
     const connectorIds = scopes.includes(MCP_SCOPE) ? null : scopes.map((s) => CONNECTOR_SCOPE.exec(s)?.[1]).filter((id): id is string => Boolean(id));
     if (connectorIds?.length === 0) throw forbidden('insufficient_scope', `This token has no ${MCP_SCOPE} scope.`, MCP_SCOPE);
+    if (grant.subject.startsWith('member:')) {
+      // A member (issue 40): read now, so a suspension counts on the next request, with the member's current roles.
+      const member = await memberPrincipal(this.db, orgId, grant.subject.slice('member:'.length), connectorIds);
+      if (!member) throw unauthenticated('The member behind this sign-in is suspended or removed.', true);
+      return { ...member, signedIn: true };
+    }
     return {
       orgId,
       kind: 'idp_user',

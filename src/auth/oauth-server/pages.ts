@@ -17,13 +17,13 @@ const HEADERS = {
   'x-content-type-options': 'nosniff',
 };
 
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+export const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#1d2430}
 h1{font-size:1.4rem}.who{background:#f3f5f8;border-radius:6px;padding:.75rem 1rem}.claim{color:#5b6472}
 label{display:block;margin:.3rem 0}button{font-size:1rem;padding:.5rem 1.2rem;margin-right:.5rem}code{word-break:break-all}`;
 
-function page(title: string, body: string, status: number, cookies: string[]): Response {
+export function page(title: string, body: string, status: number, cookies: string[]): Response {
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`;
   return withCookies(new Response(html, { status, headers: HEADERS }), cookies);

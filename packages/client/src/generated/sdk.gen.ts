@@ -3,7 +3,7 @@
 
 import { client } from './client.gen.ts';
 import { type Client, type Options as Options2, type TDataShape, urlSearchParamsBodySerializer } from './client/index.ts';
-import type { ApproveApprovalData, ApproveApprovalErrors, ApproveApprovalResponses, ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, AuthorizeMcpClientData, AuthorizeMcpClientErrors, ConsentMcpClientData, ConsentMcpClientErrors, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateMcpClientData, CreateMcpClientErrors, CreateMcpClientResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateSavedToolData, CreateSavedToolErrors, CreateSavedToolResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, DeleteSavedToolData, DeleteSavedToolErrors, DeleteSavedToolResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, ExportOperatorAuditData, ExportOperatorAuditErrors, ExportOperatorAuditResponses, FinishMcpSignInData, FinishMcpSignInErrors, FinishMcpSignInResponses, GetAuthorizationServerMetadataData, GetAuthorizationServerMetadataErrors, GetAuthorizationServerMetadataResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsErrors, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetInsightsData, GetInsightsErrors, GetInsightsResponses, GetJwksData, GetJwksErrors, GetJwksResponses, GetLimitsData, GetLimitsErrors, GetLimitsResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOpenIdConfigurationAppendedData, GetOpenIdConfigurationAppendedErrors, GetOpenIdConfigurationAppendedResponses, GetOpenIdConfigurationData, GetOpenIdConfigurationErrors, GetOpenIdConfigurationResponses, GetOperatorOrgData, GetOperatorOrgErrors, GetOperatorOrgResponses, GetOrgData, GetOrgDirectoryData, GetOrgDirectoryErrors, GetOrgDirectoryResponses, GetOrgErrors, GetOrgResponses, GetProtectedResourceMetadataData, GetProtectedResourceMetadataErrors, GetProtectedResourceMetadataResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSavedToolData, GetSavedToolErrors, GetSavedToolResponses, GetSubscriptionData, GetSubscriptionErrors, GetSubscriptionResponses, GetUsageData, GetUsageErrors, GetUsageResponses, IssueMcpTokenData, IssueMcpTokenErrors, IssueMcpTokenResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListMcpClientsData, ListMcpClientsErrors, ListMcpClientsResponses, ListMcpGrantsData, ListMcpGrantsErrors, ListMcpGrantsResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListOperatorApiKeysData, ListOperatorApiKeysErrors, ListOperatorApiKeysResponses, ListOperatorOrgsData, ListOperatorOrgsErrors, ListOperatorOrgsResponses, ListSavedToolsData, ListSavedToolsErrors, ListSavedToolsResponses, ListSavedToolVersionsData, ListSavedToolVersionsErrors, ListSavedToolVersionsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RegisterMcpClientData, RegisterMcpClientErrors, RegisterMcpClientResponses, RejectApprovalData, RejectApprovalErrors, RejectApprovalResponses, ResendWebhookEventData, ResendWebhookEventErrors, ResendWebhookEventResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevalidateOperatorConnectorData, RevalidateOperatorConnectorErrors, RevalidateOperatorConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeMcpClientData, RevokeMcpClientErrors, RevokeMcpClientResponses, RevokeMcpGrantData, RevokeMcpGrantErrors, RevokeMcpGrantResponses, RevokeMcpTokenData, RevokeMcpTokenErrors, RevokeMcpTokenResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, RevokeOperatorApiKeyData, RevokeOperatorApiKeyErrors, RevokeOperatorApiKeyResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, SetMcpSignInSettingsData, SetMcpSignInSettingsErrors, SetMcpSignInSettingsResponses, TestConnectorData, TestConnectorErrors, TestConnectorResponses, UpdateApiKeyData, UpdateApiKeyErrors, UpdateApiKeyResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateOAuthClientData, UpdateOAuthClientErrors, UpdateOAuthClientResponses, UpdateOperatorOrgData, UpdateOperatorOrgErrors, UpdateOperatorOrgResponses, UpdateOrgData, UpdateOrgErrors, UpdateOrgResponses, UpdateSavedToolData, UpdateSavedToolErrors, UpdateSavedToolResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses, UpdateToolsBulkData, UpdateToolsBulkErrors, UpdateToolsBulkResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses } from './types.gen.ts';
+import type { AcceptMemberLinkData, AcceptMemberLinkErrors, AcceptMemberLinkResponses, ApproveApprovalData, ApproveApprovalErrors, ApproveApprovalResponses, ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, AuthorizeMcpClientData, AuthorizeMcpClientErrors, AuthorizeMcpClientResponses, ConsentMcpClientData, ConsentMcpClientErrors, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateMcpClientData, CreateMcpClientErrors, CreateMcpClientResponses, CreateMemberLinkData, CreateMemberLinkErrors, CreateMemberLinkResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOperatorMemberLinkData, CreateOperatorMemberLinkErrors, CreateOperatorMemberLinkResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateSavedToolData, CreateSavedToolErrors, CreateSavedToolResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, DeleteSavedToolData, DeleteSavedToolErrors, DeleteSavedToolResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, ExportOperatorAuditData, ExportOperatorAuditErrors, ExportOperatorAuditResponses, FinishMcpSignInData, FinishMcpSignInErrors, FinishMcpSignInResponses, GetAuthorizationServerMetadataData, GetAuthorizationServerMetadataErrors, GetAuthorizationServerMetadataResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsErrors, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetInsightsData, GetInsightsErrors, GetInsightsResponses, GetJwksData, GetJwksErrors, GetJwksResponses, GetLimitsData, GetLimitsErrors, GetLimitsResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOpenIdConfigurationAppendedData, GetOpenIdConfigurationAppendedErrors, GetOpenIdConfigurationAppendedResponses, GetOpenIdConfigurationData, GetOpenIdConfigurationErrors, GetOpenIdConfigurationResponses, GetOperatorOrgData, GetOperatorOrgErrors, GetOperatorOrgResponses, GetOrgData, GetOrgDirectoryData, GetOrgDirectoryErrors, GetOrgDirectoryResponses, GetOrgErrors, GetOrgResponses, GetProtectedResourceMetadataData, GetProtectedResourceMetadataErrors, GetProtectedResourceMetadataResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSavedToolData, GetSavedToolErrors, GetSavedToolResponses, GetSubscriptionData, GetSubscriptionErrors, GetSubscriptionResponses, GetUsageData, GetUsageErrors, GetUsageResponses, InviteMemberData, InviteMemberErrors, InviteMemberResponses, InviteOperatorMemberData, InviteOperatorMemberErrors, InviteOperatorMemberResponses, IssueMcpTokenData, IssueMcpTokenErrors, IssueMcpTokenResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListMcpClientsData, ListMcpClientsErrors, ListMcpClientsResponses, ListMcpGrantsData, ListMcpGrantsErrors, ListMcpGrantsResponses, ListMembersData, ListMembersErrors, ListMembersResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListOperatorApiKeysData, ListOperatorApiKeysErrors, ListOperatorApiKeysResponses, ListOperatorMembersData, ListOperatorMembersErrors, ListOperatorMembersResponses, ListOperatorOrgsData, ListOperatorOrgsErrors, ListOperatorOrgsResponses, ListSavedToolsData, ListSavedToolsErrors, ListSavedToolsResponses, ListSavedToolVersionsData, ListSavedToolVersionsErrors, ListSavedToolVersionsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RegisterMcpClientData, RegisterMcpClientErrors, RegisterMcpClientResponses, RejectApprovalData, RejectApprovalErrors, RejectApprovalResponses, RemoveMemberData, RemoveMemberErrors, RemoveMemberResponses, RemoveOperatorMemberData, RemoveOperatorMemberErrors, RemoveOperatorMemberResponses, ResendWebhookEventData, ResendWebhookEventErrors, ResendWebhookEventResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevalidateOperatorConnectorData, RevalidateOperatorConnectorErrors, RevalidateOperatorConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeMcpClientData, RevokeMcpClientErrors, RevokeMcpClientResponses, RevokeMcpGrantData, RevokeMcpGrantErrors, RevokeMcpGrantResponses, RevokeMcpTokenData, RevokeMcpTokenErrors, RevokeMcpTokenResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, RevokeOperatorApiKeyData, RevokeOperatorApiKeyErrors, RevokeOperatorApiKeyResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, SetMcpSignInSettingsData, SetMcpSignInSettingsErrors, SetMcpSignInSettingsResponses, SetPeopleSignInData, SetPeopleSignInErrors, SetPeopleSignInResponses, SignInMcpMemberData, SignInMcpMemberErrors, SignInMcpMemberResponses, TestConnectorData, TestConnectorErrors, TestConnectorResponses, UpdateApiKeyData, UpdateApiKeyErrors, UpdateApiKeyResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateMemberData, UpdateMemberErrors, UpdateMemberResponses, UpdateOAuthClientData, UpdateOAuthClientErrors, UpdateOAuthClientResponses, UpdateOperatorMemberData, UpdateOperatorMemberErrors, UpdateOperatorMemberResponses, UpdateOperatorOrgData, UpdateOperatorOrgErrors, UpdateOperatorOrgResponses, UpdateOrgData, UpdateOrgErrors, UpdateOrgResponses, UpdateSavedToolData, UpdateSavedToolErrors, UpdateSavedToolResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses, UpdateToolsBulkData, UpdateToolsBulkErrors, UpdateToolsBulkResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses } from './types.gen.ts';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -576,6 +576,59 @@ export const updateOperatorOrg = <ThrowOnError extends boolean = false>(options:
 });
 
 /**
+ * One org's members (the CLI's `toolgate members list`)
+ */
+export const listOperatorMembers = <ThrowOnError extends boolean = false>(options: Options<ListOperatorMembersData, ThrowOnError>) => (options.client ?? client).get<ListOperatorMembersResponses, ListOperatorMembersErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/operator/orgs/{slug}/members',
+    ...options
+});
+
+/**
+ * Invite a person to one org (the invitation link is in the answer only)
+ */
+export const inviteOperatorMember = <ThrowOnError extends boolean = false>(options: Options<InviteOperatorMemberData, ThrowOnError>) => (options.client ?? client).post<InviteOperatorMemberResponses, InviteOperatorMemberErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/operator/orgs/{slug}/members',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Remove one org's member
+ */
+export const removeOperatorMember = <ThrowOnError extends boolean = false>(options: Options<RemoveOperatorMemberData, ThrowOnError>) => (options.client ?? client).delete<RemoveOperatorMemberResponses, RemoveOperatorMemberErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/operator/orgs/{slug}/members/{memberId}',
+    ...options
+});
+
+/**
+ * Change one org's member (roles, name, attributes, suspend or resume)
+ */
+export const updateOperatorMember = <ThrowOnError extends boolean = false>(options: Options<UpdateOperatorMemberData, ThrowOnError>) => (options.client ?? client).patch<UpdateOperatorMemberResponses, UpdateOperatorMemberErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/operator/orgs/{slug}/members/{memberId}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * A new one-time link for one org's member (invitation or password reset)
+ */
+export const createOperatorMemberLink = <ThrowOnError extends boolean = false>(options: Options<CreateOperatorMemberLinkData, ThrowOnError>) => (options.client ?? client).post<CreateOperatorMemberLinkResponses, CreateOperatorMemberLinkErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/operator/orgs/{slug}/members/{memberId}/link',
+    ...options
+});
+
+/**
  * List one org's API keys (never their secrets)
  *
  * The org admins' list (`GET /api/org/api-keys`), for the operator to find the key to revoke.
@@ -663,12 +716,29 @@ export const getOpenIdConfigurationAppended = <ThrowOnError extends boolean = fa
  * that are redirected to the client with `state` and `iss`. Then the person signs in at the org's IdP.
  *
  */
-export const authorizeMcpClient = <ThrowOnError extends boolean = false>(options: Options<AuthorizeMcpClientData, ThrowOnError>) => (options.client ?? client).get<unknown, AuthorizeMcpClientErrors, ThrowOnError>({ url: '/oauth/{orgSlug}/authorize', ...options });
+export const authorizeMcpClient = <ThrowOnError extends boolean = false>(options: Options<AuthorizeMcpClientData, ThrowOnError>) => (options.client ?? client).get<AuthorizeMcpClientResponses, AuthorizeMcpClientErrors, ThrowOnError>({ url: '/oauth/{orgSlug}/authorize', ...options });
 
 /**
  * The org's IdP redirects back here; answers with the consent page
  */
 export const finishMcpSignIn = <ThrowOnError extends boolean = false>(options: Options<FinishMcpSignInData, ThrowOnError>) => (options.client ?? client).get<FinishMcpSignInResponses, FinishMcpSignInErrors, ThrowOnError>({ url: '/oauth/{orgSlug}/callback', ...options });
+
+/**
+ * A member's e-mail and password, from the members' sign-in page
+ *
+ * A form post from the sign-in page only (same origin, the CSRF token of this browser's sign-in). The failed-sign-in
+ * limits apply before the password is checked; one answer for every wrong combination. Signed in: the consent page.
+ *
+ */
+export const signInMcpMember = <ThrowOnError extends boolean = false>(options: Options<SignInMcpMemberData, ThrowOnError>) => (options.client ?? client).post<SignInMcpMemberResponses, SignInMcpMemberErrors, ThrowOnError>({
+    ...urlSearchParamsBodySerializer,
+    url: '/oauth/{orgSlug}/sign-in',
+    ...options,
+    headers: {
+        'Content-Type': 'application/x-www-form-urlencoded',
+        ...options.headers
+    }
+});
 
 /**
  * The person's decision on the consent page
@@ -783,6 +853,96 @@ export const revokeMcpClient = <ThrowOnError extends boolean = false>(options: O
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/api/org/mcp-clients/{clientId}',
     ...options
+});
+
+/**
+ * The org's members, and which way people sign in to its MCP authorization server
+ */
+export const listMembers = <ThrowOnError extends boolean = false>(options?: Options<ListMembersData, ThrowOnError>) => (options?.client ?? client).get<ListMembersResponses, ListMembersErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/members',
+    ...options
+});
+
+/**
+ * Invite a person by e-mail; answers the one-time invitation link (shown only now, valid 7 days)
+ */
+export const inviteMember = <ThrowOnError extends boolean = false>(options: Options<InviteMemberData, ThrowOnError>) => (options.client ?? client).post<InviteMemberResponses, InviteMemberErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/members',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Remove a member (their sessions and sign-ins end)
+ */
+export const removeMember = <ThrowOnError extends boolean = false>(options: Options<RemoveMemberData, ThrowOnError>) => (options.client ?? client).delete<RemoveMemberResponses, RemoveMemberErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/members/{memberId}',
+    ...options
+});
+
+/**
+ * Change a member's roles, name, attributes, or suspend and resume them
+ *
+ * Suspending ends the member's console sessions and MCP sign-ins; their tokens are refused on every instance at
+ * the next request. The org's last active admin member cannot lose the admin role or be suspended.
+ *
+ */
+export const updateMember = <ThrowOnError extends boolean = false>(options: Options<UpdateMemberData, ThrowOnError>) => (options.client ?? client).patch<UpdateMemberResponses, UpdateMemberErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/members/{memberId}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * A new one-time link for a member (shown only now, valid 7 days)
+ *
+ * An invitation again for an invited member, a password-reset link for an active one; earlier unused links of that kind stop working.
+ */
+export const createMemberLink = <ThrowOnError extends boolean = false>(options: Options<CreateMemberLinkData, ThrowOnError>) => (options.client ?? client).post<CreateMemberLinkResponses, CreateMemberLinkErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/members/{memberId}/link',
+    ...options
+});
+
+/**
+ * With an IdP configured, how people sign in to the org's MCP authorization server
+ *
+ * `idp_only` (the default), `members_only` or `both`. Without an IdP, members sign in whatever this says.
+ */
+export const setPeopleSignIn = <ThrowOnError extends boolean = false>(options: Options<SetPeopleSignInData, ThrowOnError>) => (options.client ?? client).put<SetPeopleSignInResponses, SetPeopleSignInErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/people-sign-in',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Follow an invitation or password-reset link, setting a password
+ *
+ * The token is the link's fragment (`/console#/join/<token>`). One answer for an unknown, used or expired link.
+ * An invitation makes the member active; a reset replaces the password and ends the member's sessions and sign-ins.
+ *
+ */
+export const acceptMemberLink = <ThrowOnError extends boolean = false>(options: Options<AcceptMemberLinkData, ThrowOnError>) => (options.client ?? client).post<AcceptMemberLinkResponses, AcceptMemberLinkErrors, ThrowOnError>({
+    url: '/members/accept',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**

@@ -244,6 +244,62 @@ export type ApiKey = {
 };
 
 /**
+ * With an IdP configured, what the org's MCP authorization server offers a person.
+ */
+export type PeopleSignIn = 'idp_only' | 'members_only' | 'both';
+
+export type Member = {
+    id: string;
+    email: string;
+    display_name: string | null;
+    roles: Array<'admin' | 'contributor' | 'finance'>;
+    status: 'invited' | 'active' | 'suspended';
+    attributes: CallerAttributes;
+    has_password: boolean;
+    last_sign_in_at: string | null;
+    created_at: string;
+};
+
+export type MemberList = {
+    members: Array<Member>;
+    people_sign_in: PeopleSignIn;
+    /**
+     * Whether the org has an IdP with a console client (MCP sign-in through it).
+     */
+    idp_configured: boolean;
+};
+
+export type MemberLink = {
+    purpose: 'invitation' | 'password_reset';
+    /**
+     * One-time link, shown only in this answer; the token is in the fragment (never sent to a server).
+     */
+    url: string;
+    expires_at: string;
+};
+
+export type MemberInvitation = {
+    member: Member;
+    invitation: MemberLink;
+};
+
+export type InviteMemberRequest = {
+    email: string;
+    display_name?: string;
+    /**
+     * Default contributor.
+     */
+    roles?: Array<'admin' | 'contributor' | 'finance'>;
+};
+
+export type UpdateMemberRequest = {
+    display_name?: string | null;
+    roles?: Array<'admin' | 'contributor' | 'finance'>;
+    status?: 'active' | 'suspended';
+    attributes?: CallerAttributes;
+};
+
+/**
  * Attributes of the credential that row filters bind as `:caller.<name>` (for example `{"tenant_id": "t-17"}`); set when the credential is created, changed with PATCH (`updateApiKey`, `updateOAuthClient`). Always bound as parameters, never spliced into SQL (docs/tool-policies.md).
  */
 export type CallerAttributes = {
@@ -352,6 +408,10 @@ export type CreateOrgRequest = {
      */
     trial_days?: number;
     /**
+     * The org's first admin member: invited, and the one-time invitation link is in the answer (admin_invitation).
+     */
+    admin_email?: string;
+    /**
      * Custom burst limit (calls per second), fixed for the org's lifetime. Enterprise and standalone orgs without one get the gateway's custom default (TOOLGATE_CUSTOM_BURST_PER_SECOND, 1000). On starter, growth and scale it replaces the plan's figure (an operator override, e.g. for a negotiated contract); omitted, the plan's figure applies. The monthly quota stays the plan's either way.
      */
     burst_limit_per_second?: number;
@@ -362,6 +422,7 @@ export type OrgOnboarding = {
     endpoint: string;
     api_key: CreatedApiKey;
     oauth_client: CreatedOAuthClient;
+    admin_invitation?: MemberInvitation;
 };
 
 export type TestConnectorRequest = {
@@ -3309,6 +3370,289 @@ export type UpdateOperatorOrgResponses = {
 
 export type UpdateOperatorOrgResponse = UpdateOperatorOrgResponses[keyof UpdateOperatorOrgResponses];
 
+export type ListOperatorMembersData = {
+    body?: never;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+    };
+    query?: never;
+    url: '/operator/orgs/{slug}/members';
+};
+
+export type ListOperatorMembersErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type ListOperatorMembersError = ListOperatorMembersErrors[keyof ListOperatorMembersErrors];
+
+export type ListOperatorMembersResponses = {
+    /**
+     * The members and the org's people sign-in setting.
+     */
+    200: MemberList;
+};
+
+export type ListOperatorMembersResponse = ListOperatorMembersResponses[keyof ListOperatorMembersResponses];
+
+export type InviteOperatorMemberData = {
+    body: InviteMemberRequest;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+    };
+    query?: never;
+    url: '/operator/orgs/{slug}/members';
+};
+
+export type InviteOperatorMemberErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type InviteOperatorMemberError = InviteOperatorMemberErrors[keyof InviteOperatorMemberErrors];
+
+export type InviteOperatorMemberResponses = {
+    /**
+     * The invited member and the invitation link.
+     */
+    201: MemberInvitation;
+};
+
+export type InviteOperatorMemberResponse = InviteOperatorMemberResponses[keyof InviteOperatorMemberResponses];
+
+export type RemoveOperatorMemberData = {
+    body?: never;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+        memberId: string;
+    };
+    query?: never;
+    url: '/operator/orgs/{slug}/members/{memberId}';
+};
+
+export type RemoveOperatorMemberErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type RemoveOperatorMemberError = RemoveOperatorMemberErrors[keyof RemoveOperatorMemberErrors];
+
+export type RemoveOperatorMemberResponses = {
+    /**
+     * The removed member.
+     */
+    200: Member;
+};
+
+export type RemoveOperatorMemberResponse = RemoveOperatorMemberResponses[keyof RemoveOperatorMemberResponses];
+
+export type UpdateOperatorMemberData = {
+    body: UpdateMemberRequest;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+        memberId: string;
+    };
+    query?: never;
+    url: '/operator/orgs/{slug}/members/{memberId}';
+};
+
+export type UpdateOperatorMemberErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type UpdateOperatorMemberError = UpdateOperatorMemberErrors[keyof UpdateOperatorMemberErrors];
+
+export type UpdateOperatorMemberResponses = {
+    /**
+     * The member.
+     */
+    200: Member;
+};
+
+export type UpdateOperatorMemberResponse = UpdateOperatorMemberResponses[keyof UpdateOperatorMemberResponses];
+
+export type CreateOperatorMemberLinkData = {
+    body?: never;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+        memberId: string;
+    };
+    query?: never;
+    url: '/operator/orgs/{slug}/members/{memberId}/link';
+};
+
+export type CreateOperatorMemberLinkErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type CreateOperatorMemberLinkError = CreateOperatorMemberLinkErrors[keyof CreateOperatorMemberLinkErrors];
+
+export type CreateOperatorMemberLinkResponses = {
+    /**
+     * The link.
+     */
+    201: MemberLink;
+};
+
+export type CreateOperatorMemberLinkResponse = CreateOperatorMemberLinkResponses[keyof CreateOperatorMemberLinkResponses];
+
 export type ListOperatorApiKeysData = {
     body?: never;
     path: {
@@ -3722,6 +4066,10 @@ export type AuthorizeMcpClientData = {
          * RFC 8707 resource indicator.
          */
         resource?: string;
+        /**
+         * 'idp': the org's IdP, where the org offers both it and members.
+         */
+        via?: string;
     };
     url: '/oauth/{orgSlug}/authorize';
 };
@@ -3746,6 +4094,15 @@ export type AuthorizeMcpClientErrors = {
 };
 
 export type AuthorizeMcpClientError = AuthorizeMcpClientErrors[keyof AuthorizeMcpClientErrors];
+
+export type AuthorizeMcpClientResponses = {
+    /**
+     * The members' sign-in page (e-mail and password), when the org has no IdP or offers members (issue 40).
+     */
+    200: string;
+};
+
+export type AuthorizeMcpClientResponse = AuthorizeMcpClientResponses[keyof AuthorizeMcpClientResponses];
 
 export type FinishMcpSignInData = {
     body?: never;
@@ -3810,6 +4167,57 @@ export type FinishMcpSignInResponses = {
 };
 
 export type FinishMcpSignInResponse = FinishMcpSignInResponses[keyof FinishMcpSignInResponses];
+
+export type SignInMcpMemberData = {
+    body: {
+        csrf: string;
+        email: string;
+        password: string;
+    };
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/oauth/{orgSlug}/sign-in';
+};
+
+export type SignInMcpMemberErrors = {
+    /**
+     * An expired or foreign sign-in (a page), or a malformed form (an OAuth error).
+     */
+    400: OAuthError;
+    /**
+     * The e-mail or the password is wrong (the page again).
+     */
+    401: string;
+    /**
+     * A post from another site, a suspended org, or a foreign Host.
+     */
+    403: Error;
+    /**
+     * No org has this slug (a page).
+     */
+    404: string;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Too many failed sign-ins (the page again, with Retry-After).
+     */
+    429: string;
+};
+
+export type SignInMcpMemberError = SignInMcpMemberErrors[keyof SignInMcpMemberErrors];
+
+export type SignInMcpMemberResponses = {
+    /**
+     * The consent page.
+     */
+    200: string;
+};
+
+export type SignInMcpMemberResponse = SignInMcpMemberResponses[keyof SignInMcpMemberResponses];
 
 export type ConsentMcpClientData = {
     body: {
@@ -4198,6 +4606,363 @@ export type RevokeMcpClientResponses = {
 };
 
 export type RevokeMcpClientResponse = RevokeMcpClientResponses[keyof RevokeMcpClientResponses];
+
+export type ListMembersData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/api/org/members';
+};
+
+export type ListMembersErrors = {
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type ListMembersError = ListMembersErrors[keyof ListMembersErrors];
+
+export type ListMembersResponses = {
+    /**
+     * The members (by e-mail) and the org's people sign-in setting.
+     */
+    200: MemberList;
+};
+
+export type ListMembersResponse = ListMembersResponses[keyof ListMembersResponses];
+
+export type InviteMemberData = {
+    body: InviteMemberRequest;
+    path?: never;
+    query?: never;
+    url: '/api/org/members';
+};
+
+export type InviteMemberErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type InviteMemberError = InviteMemberErrors[keyof InviteMemberErrors];
+
+export type InviteMemberResponses = {
+    /**
+     * The invited member and the invitation link.
+     */
+    201: MemberInvitation;
+};
+
+export type InviteMemberResponse = InviteMemberResponses[keyof InviteMemberResponses];
+
+export type RemoveMemberData = {
+    body?: never;
+    path: {
+        memberId: string;
+    };
+    query?: never;
+    url: '/api/org/members/{memberId}';
+};
+
+export type RemoveMemberErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type RemoveMemberError = RemoveMemberErrors[keyof RemoveMemberErrors];
+
+export type RemoveMemberResponses = {
+    /**
+     * The removed member.
+     */
+    200: Member;
+};
+
+export type RemoveMemberResponse = RemoveMemberResponses[keyof RemoveMemberResponses];
+
+export type UpdateMemberData = {
+    body: UpdateMemberRequest;
+    path: {
+        memberId: string;
+    };
+    query?: never;
+    url: '/api/org/members/{memberId}';
+};
+
+export type UpdateMemberErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type UpdateMemberError = UpdateMemberErrors[keyof UpdateMemberErrors];
+
+export type UpdateMemberResponses = {
+    /**
+     * The member.
+     */
+    200: Member;
+};
+
+export type UpdateMemberResponse = UpdateMemberResponses[keyof UpdateMemberResponses];
+
+export type CreateMemberLinkData = {
+    body?: never;
+    path: {
+        memberId: string;
+    };
+    query?: never;
+    url: '/api/org/members/{memberId}/link';
+};
+
+export type CreateMemberLinkErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type CreateMemberLinkError = CreateMemberLinkErrors[keyof CreateMemberLinkErrors];
+
+export type CreateMemberLinkResponses = {
+    /**
+     * The link.
+     */
+    201: MemberLink;
+};
+
+export type CreateMemberLinkResponse = CreateMemberLinkResponses[keyof CreateMemberLinkResponses];
+
+export type SetPeopleSignInData = {
+    body: {
+        people_sign_in: PeopleSignIn;
+    };
+    path?: never;
+    query?: never;
+    url: '/api/org/people-sign-in';
+};
+
+export type SetPeopleSignInErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type SetPeopleSignInError = SetPeopleSignInErrors[keyof SetPeopleSignInErrors];
+
+export type SetPeopleSignInResponses = {
+    /**
+     * The members and the setting.
+     */
+    200: MemberList;
+};
+
+export type SetPeopleSignInResponse = SetPeopleSignInResponses[keyof SetPeopleSignInResponses];
+
+export type AcceptMemberLinkData = {
+    body: {
+        token: string;
+        password: string;
+        display_name?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/members/accept';
+};
+
+export type AcceptMemberLinkErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type AcceptMemberLinkError = AcceptMemberLinkErrors[keyof AcceptMemberLinkErrors];
+
+export type AcceptMemberLinkResponses = {
+    /**
+     * The password is set; the person signs in with it.
+     */
+    200: {
+        email: string;
+        org_slug: string;
+        purpose: 'invitation' | 'password_reset';
+    };
+};
+
+export type AcceptMemberLinkResponse = AcceptMemberLinkResponses[keyof AcceptMemberLinkResponses];
 
 export type SetMcpSignInSettingsData = {
     body: {

@@ -1,0 +1,84 @@
+/** The org's members on the wire: list, invite, change, remove, one-time links, and following a link (public). */
+import { actorOf } from '../principal.ts';
+import { recordAudit } from '../audit/repository.ts';
+import { AppError, json } from '../errors.ts';
+import * as members from '../members/service.ts';
+import { peopleSignIn, setPeopleSignIn as savePeopleSignIn, type PeopleSignIn } from '../members/repository.ts';
+import { findIdpConfig } from '../auth/idp/repository.ts';
+import { findOrgById } from '../orgs/repository.ts';
+import { orgBySlug } from '../orgs/operator.ts';
+import { sourceAddressOf } from '../net/source-address.ts';
+import type { AppDeps } from '../deps.ts';
+import type { Handler, RequestContext } from './context.ts';
+import type { InviteMemberRequest, UpdateMemberRequest } from '../../generated/client/types.gen.ts';
+
+const NO_STORE = { 'cache-control': 'no-store' };
+/** Link follow-ups per second from one address: each costs a password hash. */
+const ACCEPTS_PER_SECOND = 2;
+
+const membersDeps = (deps: AppDeps) => ({ db: deps.store.db, publicUrl: deps.config.publicUrl });
+
+export async function memberList(deps: AppDeps, orgId: string) {
+  const [list, mode, idp] = await Promise.all([
+    members.listMembers(membersDeps(deps), orgId),
+    peopleSignIn(deps.store.db, orgId),
+    findIdpConfig(deps.store.db, orgId),
+  ]);
+  return { ...list, people_sign_in: mode, idp_configured: Boolean(idp?.consoleClientId) };
+}
+
+export const listMembers: Handler = async ({ principal, deps }) => json(await memberList(deps, principal!.orgId));
+
+export const inviteMember: Handler = async ({ principal, deps, body }: RequestContext<InviteMemberRequest>) =>
+  json(await members.inviteMember(membersDeps(deps), principal!.orgId, body, actorOf(principal)), 201, NO_STORE);
+
+export const updateMember: Handler = async ({ principal, deps, params, body }: RequestContext<UpdateMemberRequest>) =>
+  json(await members.changeMember(membersDeps(deps), principal!.orgId, params.memberId!, body, actorOf(principal)));
+
+export const removeMember: Handler = async ({ principal, deps, params }) =>
+  json(await members.removeMember(membersDeps(deps), principal!.orgId, params.memberId!, actorOf(principal)));
+
+export const createMemberLink: Handler = async ({ principal, deps, params }) =>
+  json(await members.memberLink(membersDeps(deps), principal!.orgId, params.memberId!, actorOf(principal)), 201, NO_STORE);
+
+export const setPeopleSignIn: Handler = async ({ principal, deps, body }: RequestContext<{ people_sign_in: PeopleSignIn }>) => {
+  await deps.store.db.transaction(async (tx) => {
+    await savePeopleSignIn(tx, principal!.orgId, body.people_sign_in);
+    await recordAudit(tx, {
+      orgId: principal!.orgId,
+      action: 'people_sign_in.updated',
+      actor: actorOf(principal),
+      details: { people_sign_in: body.people_sign_in },
+    });
+  });
+  return json(await memberList(deps, principal!.orgId));
+};
+
+export const acceptMemberLink: Handler = async ({ request, deps, body }: RequestContext<{ token: string; password: string; display_name?: string }>) => {
+  const decision = await deps.limiter.take(`member-link:${sourceAddressOf(request, deps.config.trustedProxies)}`, ACCEPTS_PER_SECOND);
+  if (!decision.allowed) {
+    const retryAfter = String(decision.retryAfterSeconds);
+    throw new AppError(429, 'rate_limited', `Too many attempts; retry after ${retryAfter} second(s).`, { 'retry-after': retryAfter });
+  }
+  const done = await members.acceptLink(membersDeps(deps), body);
+  const org = await findOrgById(deps.store.db, done.org_id);
+  return json({ email: done.email, org_slug: org?.slug ?? '', purpose: done.purpose }, 200, NO_STORE);
+};
+
+/** The operator's view of one org's members (the CLI): the same operations, the org named by its slug. */
+const OPERATOR = { type: 'operator', id: null } as const;
+const orgIdOf = async (deps: AppDeps, slug: string) => (await orgBySlug(deps, slug)).id;
+
+export const listOperatorMembers: Handler = async ({ deps, params }) => json(await memberList(deps, await orgIdOf(deps, params.slug!)), 200, NO_STORE);
+
+export const inviteOperatorMember: Handler = async ({ deps, params, body }: RequestContext<InviteMemberRequest>) =>
+  json(await members.inviteMember(membersDeps(deps), await orgIdOf(deps, params.slug!), body, OPERATOR), 201, NO_STORE);
+
+export const updateOperatorMember: Handler = async ({ deps, params, body }: RequestContext<UpdateMemberRequest>) =>
+  json(await members.changeMember(membersDeps(deps), await orgIdOf(deps, params.slug!), params.memberId!, body, OPERATOR), 200, NO_STORE);
+
+export const removeOperatorMember: Handler = async ({ deps, params }) =>
+  json(await members.removeMember(membersDeps(deps), await orgIdOf(deps, params.slug!), params.memberId!, OPERATOR), 200, NO_STORE);
+
+export const createOperatorMemberLink: Handler = async ({ deps, params }) =>
+  json(await members.memberLink(membersDeps(deps), await orgIdOf(deps, params.slug!), params.memberId!, OPERATOR), 201, NO_STORE);
