@@ -218,12 +218,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxResultRows: intVar(env, 'TOOLGATE_MAX_RESULT_ROWS', 1000, 1, 100_000),
     toolsListPageSize: intVar(env, 'TOOLGATE_TOOLS_LIST_PAGE_SIZE', 100, 1, 10_000),
     maxResultBytes: intVar(env, 'TOOLGATE_MAX_RESULT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
-    connectorMaxConcurrentCalls: intVar(env, 'TOOLGATE_CONNECTOR_MAX_CONCURRENT_CALLS', 10, 1, 1000),
-    connectorQueueTimeoutMs: intVar(env, 'TOOLGATE_CONNECTOR_QUEUE_TIMEOUT_MS', 1000, 1, 60_000),
-    connectorConnectionsMax: intVar(env, 'TOOLGATE_CONNECTOR_CONNECTIONS_MAX', 200, 1, 100_000),
-    connectorConnectionsPerServerMax: intVar(env, 'TOOLGATE_CONNECTOR_CONNECTIONS_PER_SERVER_MAX', 100, 1, 100_000),
-    connectorConnectionsWaitMs: intVar(env, 'TOOLGATE_CONNECTOR_CONNECTIONS_WAIT_MS', 5000, 1, 60_000),
-    storeReservedConnections: intVar(env, 'TOOLGATE_STORE_RESERVED_CONNECTIONS', 20, 0, 10_000),
+    ...connectorConfig(env),
     pgResolutionCacheTtlSeconds: intVar(env, 'TOOLGATE_PG_RESOLUTION_CACHE_TTL_SECONDS', 30, 0, 3600),
     idpClockToleranceSeconds: intVar(env, 'TOOLGATE_IDP_CLOCK_TOLERANCE_SECONDS', 30, 0, 300),
     jwksCooldownMs: intVar(env, 'TOOLGATE_JWKS_COOLDOWN_MS', 30_000, 0, 3_600_000),
@@ -241,6 +236,18 @@ export function loadConfig(env: Env = process.env): Config {
     storeStartWaitMs: intVar(env, 'TOOLGATE_STORE_START_WAIT_MS', 60_000, 0, 3_600_000),
     httpIdleTimeoutSeconds: intVar(env, 'TOOLGATE_HTTP_IDLE_TIMEOUT_SECONDS', 120, 1, 255),
     authCacheTtlMs: intVar(env, 'TOOLGATE_AUTH_CACHE_TTL_MS', 5000, 0, 60_000),
+  };
+}
+
+/** The connectors' calls and pools: concurrency, queueing, the connection budget (decision 0323) and health probes. */
+function connectorConfig(env: Env) {
+  return {
+    connectorMaxConcurrentCalls: intVar(env, 'TOOLGATE_CONNECTOR_MAX_CONCURRENT_CALLS', 10, 1, 1000),
+    connectorQueueTimeoutMs: intVar(env, 'TOOLGATE_CONNECTOR_QUEUE_TIMEOUT_MS', 1000, 1, 60_000),
+    connectorConnectionsMax: intVar(env, 'TOOLGATE_CONNECTOR_CONNECTIONS_MAX', 200, 1, 100_000),
+    connectorConnectionsPerServerMax: intVar(env, 'TOOLGATE_CONNECTOR_CONNECTIONS_PER_SERVER_MAX', 100, 1, 100_000),
+    connectorConnectionsWaitMs: intVar(env, 'TOOLGATE_CONNECTOR_CONNECTIONS_WAIT_MS', 5000, 1, 60_000),
+    storeReservedConnections: intVar(env, 'TOOLGATE_STORE_RESERVED_CONNECTIONS', 20, 0, 10_000),
     connectorProbeIntervalMs: intVar(env, 'TOOLGATE_CONNECTOR_PROBE_INTERVAL_MS', 15_000, 0, 3_600_000),
   };
 }

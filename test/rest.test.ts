@@ -180,8 +180,9 @@ describe('routing', () => {
   test('a wrong method on a known path: 405 with Allow', async () => {
     verifies('REST-METHOD-SWAP');
     const cases: Array<[string, string, string]> = [
-      ['PUT', '/api/org', 'GET'],
-      ['DELETE', '/api/org', 'GET'],
+      // The org's settings (audit_statements, issue 41) are changed with PATCH.
+      ['PUT', '/api/org', 'GET, PATCH'],
+      ['DELETE', '/api/org', 'GET, PATCH'],
       ['PATCH', '/api/org/api-keys', 'GET, POST'],
       ['GET', '/oauth/token', 'POST'],
       ['GET', `/mcp/${'acme'}`, 'POST'],

@@ -47,6 +47,20 @@ export async function verifyChain(db: Queryable, orgId: string, now: Date = new 
   return options.incremental ? { ...rest, fromSeq } : rest;
 }
 
+type PageRow = Awaited<ReturnType<typeof auditPageAsc>>[number];
+
+/** What is wrong with the next row of the walk (its position, its link, its hash, its MAC), or null when it holds. */
+function rowBreak(row: PageRow, expectedSeq: number, prevHash: string, key: ReturnType<typeof auditKeyOf>, macFromSeq: number) {
+  if (row.seq !== expectedSeq) return { seq: expectedSeq, id: null, reason: `row ${expectedSeq} is missing (next row is ${row.seq})` };
+  if (row.prevHash !== prevHash)
+    return { seq: row.seq, id: row.id, reason: 'prev_hash does not match the previous row (a row before it was changed, removed or reordered)' };
+  if (rowHash({ ...row, seq: row.seq, prevHash: row.prevHash! }) !== row.hash)
+    return { seq: row.seq, id: row.id, reason: 'the row was changed after it was written (its hash does not match its content)' };
+  if (row.seq > macFromSeq && !rowAuthentic(key, row))
+    return { seq: row.seq, id: row.id, reason: 'the row does not carry a valid MAC: the gateway did not write it as it is' };
+  return null;
+}
+
 async function walkChain(db: Queryable, orgId: string, now: Date, options: VerifyOptions): Promise<ChainReport & { last?: { seq: number; hash: string } }> {
   const key = auditKeyOf(db);
   const state = await chainState(db, orgId);
@@ -58,32 +72,9 @@ async function walkChain(db: Queryable, orgId: string, now: Date, options: Verif
   for (;;) {
     const rows = await auditPageAsc(db, orgId, {}, expectedSeq - 1, PAGE_ROWS);
     for (const row of rows) {
-      if (row.seq !== expectedSeq)
-        return { ok: false, checked, fromSeq, broken: { seq: expectedSeq, id: null, reason: `row ${expectedSeq} is missing (next row is ${row.seq})` } };
-      if (row.prevHash !== prevHash)
-        return {
-          ok: false,
-          checked,
-          fromSeq,
-          broken: { seq: row.seq, id: row.id, reason: 'prev_hash does not match the previous row (a row before it was changed, removed or reordered)' },
-        };
-      const hash = rowHash({ ...row, seq: row.seq, prevHash: row.prevHash! });
-      if (hash !== row.hash)
-        return {
-          ok: false,
-          checked,
-          fromSeq,
-          broken: { seq: row.seq, id: row.id, reason: 'the row was changed after it was written (its hash does not match its content)' },
-        };
-      if (row.seq > state.macFromSeq && !rowAuthentic(key, row)) {
-        return {
-          ok: false,
-          checked,
-          fromSeq,
-          broken: { seq: row.seq, id: row.id, reason: 'the row does not carry a valid MAC: the gateway did not write it as it is' },
-        };
-      }
-      prevHash = row.hash;
+      const broken = rowBreak(row, expectedSeq, prevHash, key, state.macFromSeq);
+      if (broken) return { ok: false, checked, fromSeq, broken };
+      prevHash = row.hash!; // rowBreak found it equal to the hash of the row
       expectedSeq += 1;
       checked += 1;
     }
