@@ -1,7 +1,8 @@
 // Members of an org (issue 40 items 1-3): REST list, invite, change roles, suspend, remove; one-time links; passwords.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import * as sdk from '../sdk/index.ts';
-import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { notePeerAddress } from '../src/net/source-address.ts';
+import { api, BASE, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { sdkFor } from './support/sdk.ts';
 import { hashPassword, verifyPassword } from '../src/members/password.ts';
 
@@ -24,8 +25,16 @@ afterAll(() => g?.close());
 
 const tokenOf = (url: string) => url.slice(url.indexOf('#/join/') + '#/join/'.length);
 
+let peer = 0;
+/** POST /members/accept, each from its own address: the link follow-ups' per-address limit (2 a second) is not under test. */
 async function accept(token: string, password: string) {
-  return api(g, 'POST', '/members/accept', null, { token, password });
+  const request = new Request(`${BASE}/members/accept`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token, password }),
+  });
+  notePeerAddress(request, `198.51.100.${++peer}`);
+  return g.handle(request);
 }
 
 describe('members over REST', () => {

@@ -6,9 +6,9 @@
  * ignored and the walk starts at the base, which names the break.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { sql } from 'drizzle-orm';
-import { rowsOf, type Queryable } from '../store/db.ts';
+import type { Queryable } from '../store/db.ts';
 import { auditKeyOf, type AuditMacKey } from './mac.ts';
+import { hashAt, readCheckpoint, writeCheckpoint } from './verify-checkpoint-statements.ts';
 
 export interface ChainPoint {
   seq: number;
@@ -24,22 +24,17 @@ const sameHex = (a: string, b: string) => a.length === b.length && timingSafeEqu
 /** Where an incremental verification starts: the checkpoint when it is genuine and still holds, else the base. */
 export async function checkpointStart(db: Queryable, orgId: string, state: { baseSeq: number; baseHash: string }): Promise<ChainPoint> {
   const base = { seq: state.baseSeq, hash: state.baseHash };
-  const [saved] = rowsOf<{ verified_seq: string | number | null; verified_hash: string | null; verified_mac: string | null }>(
-    await db.execute(sql`SELECT verified_seq, verified_hash, verified_mac FROM audit_chains WHERE org_id = ${orgId}`),
-  );
+  const saved = await readCheckpoint(db, orgId);
   if (saved?.verified_seq == null || !saved.verified_hash || !saved.verified_mac) return base;
   const point = { seq: Number(saved.verified_seq), hash: saved.verified_hash };
   // Retention moved the base past it: the base is the later point.
   if (point.seq <= state.baseSeq) return base;
   if (!sameHex(checkpointMac(auditKeyOf(db), orgId, point), saved.verified_mac)) return base;
-  const [row] = rowsOf<{ hash: string | null }>(await db.execute(sql`SELECT hash FROM audit_events WHERE org_id = ${orgId} AND seq = ${point.seq}`));
-  return row?.hash === point.hash ? point : base;
+  return (await hashAt(db, orgId, point.seq)) === point.hash ? point : base;
 }
 
 /** Moves the checkpoint forward to `point` (never back). */
 export async function saveCheckpoint(db: Queryable, orgId: string, point: ChainPoint): Promise<void> {
   if (point.seq <= 0) return;
-  await db.execute(sql`UPDATE audit_chains SET verified_seq = ${point.seq}, verified_hash = ${point.hash},
-      verified_mac = ${checkpointMac(auditKeyOf(db), orgId, point)}
-    WHERE org_id = ${orgId} AND (verified_seq IS NULL OR verified_seq < ${point.seq})`);
+  await writeCheckpoint(db, orgId, point.seq, point.hash, checkpointMac(auditKeyOf(db), orgId, point));
 }
