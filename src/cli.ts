@@ -120,7 +120,7 @@ async function orgCreate(values: {
 
 /**
  * `audit verify --org SLUG [--incremental]`: walks the org's audit chain on the store (from the last verified
- * checkpoint with --incremental, audit/verify-checkpoint.ts) and names the first broken row. Exit 0 when
+ * checkpoint with --incremental, audit/verify-checkpoint-statements.ts) and names the first broken row. Exit 0 when
  * the chain is intact, 1 when it is broken (or the org is unknown). Reads the store directly: with the embedded
  * store, the server holding the data folder must be stopped first (PGlite allows one process).
  */

@@ -193,7 +193,7 @@ describe('an upstream MCP server (official SDK, Streamable HTTP) as a connector'
     expect(neighbour.body.result.content[0].text).toBe('next door');
     expect(Date.now() - started).toBeLessThan(500);
     const texts = (await Promise.all(slow)).map((a) => a.body.result.content[0].text as string);
-    expect(texts.filter((t) => t === 'slept 900')).toHaveLength(cap);
+    expect({ texts, served: texts.filter((t) => t === 'slept 900').length }).toMatchObject({ served: cap });
     expect(texts.filter((t) => t.startsWith('The connector is busy'))).toHaveLength(3);
   });
 

@@ -10,7 +10,7 @@ import type { Queryable } from '../store/db.ts';
 import { rowHash } from './chain.ts';
 import { auditKeyOf, rowAuthentic } from './mac.ts';
 import { auditPageAsc, chainState, unsealedCounts } from './repository.ts';
-import { checkpointStart, saveCheckpoint } from './verify-checkpoint.ts';
+import { checkpointStart, saveCheckpoint } from './verify-checkpoint-statements.ts';
 
 /** Rows not sealed this long after their commit mean the sealer did not run (or a row was slipped in): broken. */
 const SEAL_GRACE_MS = 5 * 60_000;
@@ -33,7 +33,7 @@ export interface ChainReport {
 
 export interface VerifyOptions {
   /**
-   * Start after the last verified checkpoint (audit/verify-checkpoint.ts) instead of the chain's base: rows verified
+   * Start after the last verified checkpoint (audit/verify-checkpoint-statements.ts) instead of the chain's base: rows verified
    * before are not walked again. Falls back to the base when there is no valid checkpoint.
    */
   incremental?: boolean;
