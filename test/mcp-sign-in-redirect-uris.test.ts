@@ -7,6 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { insertRegisteredClient } from '../src/auth/oauth-server/repository.ts';
 import { verifies } from './requirements.ts';
 import { BASE, api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { addMember } from './support/members.ts';
 import { makeTestCa, opensslPresent, startMetadataServer, type MetadataServer } from './support/mcp-sign-in.ts';
 
 const HOOK_TIMEOUT_MS = 60_000;
@@ -58,6 +59,8 @@ beforeAll(async () => {
   );
   a = await onboard(g);
   manage = await tokenFor(g, a.clientId, a.clientSecret);
+  // Registration is open only on an org someone can sign in to (issue 40 item 5): a member.
+  await addMember(g, manage, 'redirects@a.example', 'redirect password 0001');
 }, HOOK_TIMEOUT_MS);
 afterAll(async () => {
   metadata?.stop();
@@ -110,11 +113,12 @@ describe.skipIf(!opensslPresent)('redirect URIs of a client ID metadata document
     await expectPageNotRedirect(await authorize(metadata!.url('/mixed.json'), GOOD), 'mixed');
   });
 
-  test('a good document still signs in (on to the IdP step) and its refusals are still redirected', async () => {
+  test('a good document still signs in (on to the sign-in page) and its refusals are still redirected', async () => {
     const res = await authorize(metadata!.url('/agent.json'), GOOD);
     expect(res.status).toBe(302);
     expect(new URL(res.headers.get('location')!).searchParams.get('error')).toBe('unsupported_response_type');
-    expect((await authorize(metadata!.url('/agent.json'), GOOD, 'code')).status).toBe(403);
+    // The org signs its members in (issue 40), so a good request reaches the sign-in page.
+    expect((await authorize(metadata!.url('/agent.json'), GOOD, 'code')).status).toBe(200);
   });
 });
 
