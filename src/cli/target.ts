@@ -5,6 +5,7 @@
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { createGateway, type Gateway } from '../gateway.ts';
+import { StoreUnreachableError } from '../store/reach.ts';
 import { acquireDataDirLock, DataDirBusyError, embeddedOperatorToken, lockHolder } from '../util/datadir.ts';
 
 /** Exit codes: documented in the CLI's usage text. */
@@ -85,7 +86,10 @@ export async function onStore<T>(config: Config, work: (gateway: Gateway) => Pro
     throw err;
   }
   try {
-    const gateway = await createGateway({ ...config, logLevel: 'error' });
+    // A command does not wait for a store that is down (a server does, decision 0324): one try, exit 3.
+    const gateway = await createGateway({ ...config, logLevel: 'error', storeStartWaitMs: 0 }).catch((err: unknown) => {
+      throw err instanceof StoreUnreachableError ? new CliError(err.message, EXIT.unreachable) : err;
+    });
     try {
       return await work(gateway);
     } catch (err) {
