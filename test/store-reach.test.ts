@@ -101,6 +101,25 @@ describe.skipIf(!hasPg)('a store that does not answer at start', () => {
     expect(run.ms).toBeLessThan(15_000);
   });
 
+  test('a CLI command does not wait: one try, one line without the servers\' switch, exit 3', async () => {
+    const port = await freePort();
+    const started = performance.now();
+    const proc = Bun.spawn([process.execPath, 'src/cli.ts', 'org', 'list', '--json'], {
+      cwd: `${import.meta.dir}/..`,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TOOLGATE_SECRET_KEY: SECRET, DATABASE_URL: urlAt(port, 'toolgate') },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    expect(code).toBe(3);
+    const lines = (out + err).trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`the store at 127.0.0.1:${port}/toolgate is unreachable (ECONNREFUSED) after 1 try`);
+    expect(lines[0]).not.toContain('TOOLGATE_STORE_START_WAIT_MS');
+    expect(out + err).not.toContain(PASSWORD);
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
   test('the server appears while the instance waits: it starts, serves /readyz, and said it was waiting', async () => {
     const db = await freshDatabase('tg_reach');
     drops.push(db.drop);

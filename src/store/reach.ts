@@ -81,7 +81,10 @@ export async function reachServer(url: string, options: ReachOptions): Promise<v
       const wait = Math.min(pause(attempt), Math.max(0, options.waitMs - elapsed));
       if (elapsed >= options.waitMs || wait <= 0)
         throw new StoreUnreachableError(
-          `the store at ${where} is unreachable (${reason}) after ${attempt} ${attempt === 1 ? 'try' : 'tries'} in ${Math.round(elapsed / 1000)} s; set TOOLGATE_STORE_START_WAIT_MS to wait longer`,
+          `the store at ${where} is unreachable (${reason}) after ${attempt} ${attempt === 1 ? 'try' : 'tries'} in ${Math.round(elapsed / 1000)} s${
+            // A server waits (and the setting says how long); a CLI command tries once, so the setting is not its switch.
+            options.waitMs > 0 ? '; set TOOLGATE_STORE_START_WAIT_MS to wait longer' : ''
+          }`,
         );
       options.onWait(`the store at ${where} is unreachable (${reason}); trying again in ${(wait / 1000).toFixed(1)} s`);
       await new Promise((resolve) => setTimeout(resolve, wait));
