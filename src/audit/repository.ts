@@ -15,7 +15,8 @@ import { executePrepared, rowsOf, type Queryable } from '../store/db.ts';
 import { auditChains, auditEvents } from '../store/schema.ts';
 import { genesisHash, rowHash, rowTail } from './chain.ts';
 import { auditKeyOf, rowAuthentic, rowMac } from './mac.ts';
-import { storable, storableJson } from './storable.ts';
+import { rowText } from './row-text.ts';
+import { storable } from './storable.ts';
 
 export interface Actor {
   type: 'api_key' | 'oauth_client' | 'user' | 'operator' | 'system' | 'anonymous';
@@ -231,7 +232,6 @@ export interface SealableRow {
 }
 
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const textOrNull = (value: string | null | undefined) => (value == null ? null : String(value));
 
 /**
  * The hot path's write (tool calls, refusals): one multi-row INSERT, no lock, so batches of any number of instances
@@ -250,21 +250,9 @@ export async function insertUnsealed(db: Queryable, events: readonly AuditInput[
   let json = '[';
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
-    const id = crypto.randomUUID();
-    const fields = {
-      createdAt: now,
-      action: String(e.action),
-      actorType: String(e.actor.type),
-      actorId: textOrNull(e.actor.id),
-      targetType: textOrNull(e.targetType),
-      targetId: textOrNull(e.targetId),
-      outcome: e.outcome ?? 'success',
-    };
-    const details = storableJson(e.details ?? {});
-    const tail = rowTail({ ...fields, details: {} }, details);
     // The row's MAC (audit/mac.ts) over the org id as the store prints it, so the row read back authenticates.
-    const mac = rowMac(key, id, e.orgId.toLowerCase(), tail);
-    json += `${i ? ',' : ''}{"id":"${id}","mac":"${mac}","org_id":${JSON.stringify(e.orgId)},"action":${JSON.stringify(fields.action)},"actor_type":${JSON.stringify(fields.actorType)},"actor_id":${JSON.stringify(fields.actorId)},"target_type":${JSON.stringify(fields.targetType)},"target_id":${JSON.stringify(fields.targetId)},"outcome":${JSON.stringify(fields.outcome)},"details":${details}}`;
+    const { id, tail, mac, members } = rowText(key, e, now, e.orgId.toLowerCase());
+    json += `${i ? ',' : ''}{"id":"${id}","mac":"${mac}","org_id":${JSON.stringify(e.orgId)},${members}}`;
     if (CANONICAL_UUID.test(e.orgId)) sealable.push({ id, orgId: e.orgId, tail });
   }
   json += ']';

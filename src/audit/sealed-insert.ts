@@ -6,14 +6,13 @@
  * sealer) gets no row from that statement: its rows are handed back, and the writer reads the head again and retries.
  */
 import type { Queryable } from '../store/db.ts';
-import { chainHash, rowTail } from './chain.ts';
-import { auditKeyOf, rowMac } from './mac.ts';
+import { chainHash } from './chain.ts';
+import { auditKeyOf } from './mac.ts';
+import { rowText } from './row-text.ts';
 import type { AuditInput, Head } from './repository.ts';
-import { storableJson } from './storable.ts';
 import { runSealedInsert } from './sealed-insert-statements.ts';
 
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const textOrNull = (value: string | null | undefined) => (value == null ? null : String(value));
 
 /** Whether a row can be sealed at insert: its org id is in the form the store prints (the hash covers it as sent). */
 export const sealableOrg = (orgId: string): boolean => CANONICAL_UUID.test(orgId);
@@ -38,24 +37,12 @@ export async function insertSealed(db: Queryable, events: readonly AuditInput[],
   let json = '[';
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
-    const id = crypto.randomUUID();
-    const fields = {
-      createdAt: now,
-      action: String(e.action),
-      actorType: String(e.actor.type),
-      actorId: textOrNull(e.actor.id),
-      targetType: textOrNull(e.targetType),
-      targetId: textOrNull(e.targetId),
-      outcome: e.outcome ?? 'success',
-    };
-    const details = storableJson(e.details ?? {});
-    const tail = rowTail({ ...fields, details: {} }, details);
-    const mac = rowMac(key, id, e.orgId, tail);
+    const { id, tail, mac, members } = rowText(key, e, now, e.orgId);
     const head = at.get(e.orgId) ?? heads.get(e.orgId)!;
     const seq = head.seq + 1;
     const hash = chainHash(head.hash, e.orgId, seq, tail);
     at.set(e.orgId, { seq, hash });
-    json += `${i ? ',' : ''}{"id":"${id}","mac":"${mac}","org_id":"${e.orgId}","seq":${seq},"prev_hash":"${head.hash}","hash":"${hash}","action":${JSON.stringify(fields.action)},"actor_type":${JSON.stringify(fields.actorType)},"actor_id":${JSON.stringify(fields.actorId)},"target_type":${JSON.stringify(fields.targetType)},"target_id":${JSON.stringify(fields.targetId)},"outcome":${JSON.stringify(fields.outcome)},"details":${details}}`;
+    json += `${i ? ',' : ''}{"id":"${id}","mac":"${mac}","org_id":"${e.orgId}","seq":${seq},"prev_hash":"${head.hash}","hash":"${hash}",${members}}`;
   }
   json += ']';
   let moves = '[';
