@@ -442,12 +442,30 @@ export function notVerifiableHere(reason: string, ...ids: RequirementId[]): void
   for (const id of ids) runRecord().notRunHere.set(id, reason);
 }
 
-/** After a full run: requirements no test that ran has cited, split by whether a missing server explains it. */
-export function uncoveredAfterRun(): { missing: string[]; notRunHere: [string, string][] } {
+/** A run record as plain JSON, for a parallel run whose test files each run in a worker process of their own. */
+export interface RunRecordJson {
+  verified: string[];
+  notRunHere: [string, string][];
+}
+
+/** This process's record as JSON (test/setup.ts writes it to TOOLGATE_REQUIREMENTS_DIR after each file). */
+export function runRecordJson(): RunRecordJson {
   const record = runRecord();
-  const uncited = Object.keys(REQUIREMENTS).filter((id) => !record.verified.has(id));
+  return { verified: [...record.verified], notRunHere: [...record.notRunHere] };
+}
+
+/** Requirements no test that ran has cited, over the records of every process of the run, split by whether a missing server explains it. */
+export function uncoveredAcross(records: readonly RunRecordJson[]): { missing: string[]; notRunHere: [string, string][] } {
+  const verified = new Set(records.flatMap((record) => record.verified));
+  const notRunHere = new Map(records.flatMap((record) => record.notRunHere));
+  const uncited = Object.keys(REQUIREMENTS).filter((id) => !verified.has(id));
   return {
-    missing: uncited.filter((id) => !record.notRunHere.has(id)),
-    notRunHere: uncited.filter((id) => record.notRunHere.has(id)).map((id) => [id, record.notRunHere.get(id)!]),
+    missing: uncited.filter((id) => !notRunHere.has(id)),
+    notRunHere: uncited.filter((id) => notRunHere.has(id)).map((id) => [id, notRunHere.get(id)!]),
   };
+}
+
+/** After a full run in one process: requirements no test that ran has cited, split by whether a missing server explains it. */
+export function uncoveredAfterRun(): { missing: string[]; notRunHere: [string, string][] } {
+  return uncoveredAcross([runRecordJson()]);
 }

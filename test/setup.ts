@@ -1,13 +1,23 @@
 // Test-wide defaults: quiet logs unless asked for.
 import { afterAll } from 'bun:test';
-import { uncoveredAfterRun } from './requirements.ts';
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runRecordJson, uncoveredAfterRun } from './requirements.ts';
 
 process.env.TOOLGATE_LOG_LEVEL ??= 'silent';
 
 // `npm test` runs the whole suite with TOOLGATE_FULL_SUITE=1: then a requirement counts as covered only if a test that
 // really ran cited it (a citation in a skipped test does not count). A suite skipped for want of a server declares what
 // it would have verified (notVerifiableHere), and those are listed with the reason instead of failing the run.
+// Run in parallel (scripts/test-suite.ts), each file runs in a worker of its own: each writes what it cited to
+// TOOLGATE_REQUIREMENTS_DIR and the runner checks the union once every file has run.
 afterAll(() => {
+  const recordDir = process.env.TOOLGATE_REQUIREMENTS_DIR;
+  if (recordDir) {
+    writeFileSync(join(recordDir, `${process.pid}-${randomUUID()}.json`), JSON.stringify(runRecordJson()));
+    return;
+  }
   if (process.env.TOOLGATE_FULL_SUITE !== '1') return;
   const { missing, notRunHere } = uncoveredAfterRun();
   for (const [id, reason] of notRunHere) console.warn(`requirement ${id} not verified in this run: ${reason}`);
