@@ -2,16 +2,16 @@
  * Flat as data grows (issue 42 item 3): the reads that used to scan the audit log, timed at several sizes of it.
  * For each size, a fresh PostgreSQL store database gets that many audit rows over 90 days and 20 orgs (equal shares,
  * in time order), then the first org's reads are timed in process (`app.handle`, no HTTP): the audit list's first
- * page and a page at a deep cursor (the middle of its chain), billing usage, the overview insights at 7 and 31
- * days, the export of the last day, and a `tools/call` (a 10-row SELECT on a 10,000-row table). Medians of 5 runs
- * (tools/call: of 50 calls), after one warm-up run.
+ * page and a page at a deep cursor (the middle of its chain), unfiltered and under each filter the contract offers;
+ * billing usage, the overview insights at 7 and 31 days, the export of the last day, and a `tools/call` (a 10-row
+ * SELECT on a 10,000-row table). Medians of --repeats runs (tools/call: of 50 calls), after one warm-up run.
  *
  * How rows grow: `appendAudit`, the gateway's own sealed write (the one management changes and approvals use: rows
  * chained, hashed and MAC'd in the INSERT, through the roll-up triggers), in transactions of 4,000 rows, backdated
  * in time order. It is the row the hot path writes once sealed, and what the sealed-in-INSERT write path will write;
  * growing 1M rows through `tools/call` itself takes hours on this machine. `audit verify` accepts every row.
  *
- *   bun bench/scale.ts [--rows=10000,1000000] [--orgs=20] [--days=90]
+ *   bun bench/scale.ts [--rows=10000,1000000] [--orgs=20] [--days=90] [--repeats=5]
  * Needs PostgreSQL on 127.0.0.1:5432 (a store database and a data database per run, dropped at the end).
  */
 import postgres from 'postgres';
@@ -27,6 +27,7 @@ const SIZES = arg('rows', '10000,1000000')
   .map((s) => Number(s.replace(/_/g, '')));
 const ORGS = Number(arg('orgs', '20'));
 const DAYS = Number(arg('days', '90'));
+const REPEATS = Number(arg('repeats', '5'));
 // appendAudit binds 15 parameters per row; PostgreSQL takes at most 65,535 per statement.
 const BATCH = 4000;
 const DAY = 86_400_000;
@@ -45,6 +46,21 @@ await seedItems(DATA_DB);
 
 const TOOLS = ['query_postgresql_items', 'query_postgresql_orders', 'query_postgresql_customers', 'search_docs', 'list_files'];
 const AGENTS = ['key-a', 'key-b', 'client-c', 'client-d'];
+const REASONS = ['write', 'ddl', 'multiple_statements', 'function_not_allowed', 'other_table', 'hidden_column', 'parse_error'];
+/** Every filter GET /api/audit offers (openapi.yaml listAudit), each timed on its first page and at a deep cursor. */
+const FILTERS: [string, string][] = [
+  ['none', ''],
+  ['outcome', 'outcome=refused'],
+  ['action', 'action=tool.call_refused'],
+  ['actor', 'actor=api_key:key-b'],
+  ['tool', `tool=${TOOLS[3]}`],
+  ['connector', 'connector_id=CONNECTOR'],
+  ['reason class', 'reason_class=other_table'],
+  ['fingerprint', `fingerprint_id=${(7).toString(16).padStart(16, '0')}`],
+  ['target', 'target_id=CONNECTOR'],
+  ['days', 'days=7'],
+  ['time range', 'RANGE'],
+];
 
 /** Row i of n: a mix of tool calls (most), refusals and management changes, like a month of use. */
 function row(orgId: string, connectorId: string, i: number): AuditInput {
@@ -58,7 +74,15 @@ function row(orgId: string, connectorId: string, i: number): AuditInput {
     targetType: 'tool',
     targetId: TOOLS[i % TOOLS.length],
     outcome: refused ? 'refused' : r < 120 ? 'error' : 'success',
-    details: { connector_id: connectorId, duration_ms: Math.round((r % 400) + (i % 10) / 10) / 10, row_count: r % 50, counted: !refused },
+    details: {
+      tool_name: TOOLS[i % TOOLS.length],
+      connector_id: connectorId,
+      duration_ms: Math.round((r % 400) + (i % 10) / 10) / 10,
+      row_count: r % 50,
+      counted: !refused,
+      // A refusal names its reason class and the statement's fingerprint (issue 41 item 1), as the guard's refusals do.
+      ...(refused ? { reason_class: REASONS[r % REASONS.length], fingerprint_id: (r % 40).toString(16).padStart(16, '0') } : {}),
+    },
   };
 }
 
@@ -135,16 +159,23 @@ for (const size of SIZES) {
     const text = await res.text();
     if (!text.includes('"result"') || text.includes('"isError":true')) throw new Error(`tools/call: ${text.slice(0, 200)}`);
   };
-  const figures: Record<string, number> = {
-    'grow s': growMs / 1000,
-    'audit list, first page': await median(5, () => get('/api/audit?limit=50')),
-    'audit list, deep cursor': await median(5, () => get(`/api/audit?limit=50&cursor=${Math.floor(head / 2)}`)),
-    'billing/usage': await median(5, () => get('/api/billing/usage')),
-    'insights, 7 days': await median(5, () => get('/api/insights?days=7')),
-    'insights, 31 days': await median(5, () => get('/api/insights?days=31')),
-    'export of a day': await median(5, () => get('/api/audit/export-json?days=1')),
+  const figures: Record<string, number> = { 'grow s': growMs / 1000 };
+  // The middle of the org's 90 days, one day long; the cursor in the middle of its chain.
+  const mid = Date.now() - (DAYS / 2) * DAY;
+  const range = `from=${new Date(mid).toISOString()}&until=${new Date(mid + DAY).toISOString()}`;
+  for (const [name, filter] of FILTERS) {
+    const query = filter.replaceAll('CONNECTOR', me.connectorId).replace('RANGE', range);
+    const and = query ? `&${query}` : '';
+    figures[`audit list ${name}, first page`] = await median(REPEATS, () => get(`/api/audit?limit=50${and}`));
+    figures[`audit list ${name}, deep cursor`] = await median(REPEATS, () => get(`/api/audit?limit=50${and}&cursor=${Math.floor(head / 2)}`));
+  }
+  Object.assign(figures, {
+    'billing/usage': await median(REPEATS, () => get('/api/billing/usage')),
+    'insights, 7 days': await median(REPEATS, () => get('/api/insights?days=7')),
+    'insights, 31 days': await median(REPEATS, () => get('/api/insights?days=31')),
+    'export of a day': await median(REPEATS, () => get('/api/audit/export-json?days=1')),
     'tools/call': await median(50, call),
-  };
+  });
   // The calls' own rows are sealed first: a verify walks to the head it read at its start.
   await g.deps.audit.drain();
   const verifyStarted = performance.now();
