@@ -66,15 +66,13 @@ export async function agentFigures(db: Queryable, orgId: string, since: Date, li
       ORDER BY calls DESC, refusals DESC, actor_type, actor_id LIMIT ${limit}`),
     agentLatencies(db, orgId, since),
   ]);
-  return rowsOf<{ actor_type: string; actor_id: string; calls: string | number; refusals: string | number; errors: string | number }>(counts).map(
-    (r) => ({
-      agent: agentOf(r.actor_type, r.actor_id),
-      calls: Number(r.calls),
-      refusals: Number(r.refusals),
-      errors: Number(r.errors),
-      ...latency(r.actor_type, r.actor_id),
-    }),
-  );
+  return rowsOf<{ actor_type: string; actor_id: string; calls: string | number; refusals: string | number; errors: string | number }>(counts).map((r) => ({
+    agent: agentOf(r.actor_type, r.actor_id),
+    calls: Number(r.calls),
+    refusals: Number(r.refusals),
+    errors: Number(r.errors),
+    ...latency(r.actor_type, r.actor_id),
+  }));
 }
 
 /**

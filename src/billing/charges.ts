@@ -5,7 +5,7 @@
  */
 import { planPriceFor, type PlanPrice } from '../limits/plans.ts';
 
-export interface LineItem {
+interface LineItem {
   kind: 'base' | 'overage' | 'credit';
   description: string;
   quantity: number;

@@ -52,7 +52,7 @@ export async function subscription(deps: BillingDeps, orgId: string, now: Date =
 }
 
 /** Counted calls of the period per agent, with the agent's name (finance users cannot read the org directory). */
-export async function usageByAgent(db: Queryable, orgId: string, start: Date) {
+async function usageByAgent(db: Queryable, orgId: string, start: Date) {
   const counted = await countedCallsByAgent(db, orgId, start);
   const names = await agentNames(
     db,
