@@ -53,7 +53,7 @@ function agentColumns(since: string): Column<AgentRow>[] {
 
 export function AgentsTable({ i }: { i: Insights }) {
   if (i.by_agent.length === 0) return null;
-  return <DataTable caption="By agent" columns={agentColumns(i.since)} rows={i.by_agent} rowKey={(r) => `${r.agent.type}:${r.agent.id}`} />;
+  return <DataTable caption="Calls by agent" columns={agentColumns(i.since)} rows={i.by_agent} rowKey={(r) => `${r.agent.type}:${r.agent.id}`} />;
 }
 
 type ReasonRow = Insights['refusals_by_reason'][number];
