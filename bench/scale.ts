@@ -3,7 +3,7 @@
  * For each size, a fresh PostgreSQL store database gets that many audit rows over 90 days and 20 orgs (equal shares,
  * in time order), then the first org's reads are timed in process (`app.handle`, no HTTP): the audit list's first
  * page and a page at a deep cursor (the middle of its chain), billing usage, the overview insights at 7 and 31
- * days, the export of the last day, and a `tools/call` (a 10-row SELECT on a 10,000-row table). Medians of 5 runs
+ * days (per tool, connector, agent and reason class) and its most refused fingerprints at 31 days, the export of the last day, and a `tools/call` (a 10-row SELECT on a 10,000-row table). Medians of 5 runs
  * (tools/call: of 50 calls), after one warm-up run.
  *
  * How rows grow: `appendAudit`, the gateway's own sealed write (the one management changes and approvals use: rows
@@ -58,7 +58,20 @@ function row(orgId: string, connectorId: string, i: number): AuditInput {
     targetType: 'tool',
     targetId: TOOLS[i % TOOLS.length],
     outcome: refused ? 'refused' : r < 120 ? 'error' : 'success',
-    details: { connector_id: connectorId, duration_ms: Math.round((r % 400) + (i % 10) / 10) / 10, row_count: r % 50, counted: !refused },
+    details: {
+      connector_id: connectorId,
+      duration_ms: Math.round((r % 400) + (i % 10) / 10) / 10,
+      row_count: r % 50,
+      counted: !refused,
+      // A refused statement's class and fingerprint (issue 41): 3 classes, 40 fingerprints.
+      ...(refused && r >= 60
+        ? {
+            reason_class: ['write', 'ddl', 'other_table'][r % 3],
+            fingerprint_id: (r % 40).toString(16).padStart(16, '0'),
+            fingerprint: `delete from t${r % 40} where id = ?`,
+          }
+        : {}),
+    },
   };
 }
 
@@ -142,6 +155,7 @@ for (const size of SIZES) {
     'billing/usage': await median(5, () => get('/api/billing/usage')),
     'insights, 7 days': await median(5, () => get('/api/insights?days=7')),
     'insights, 31 days': await median(5, () => get('/api/insights?days=31')),
+    'refused fingerprints, 31 days': await median(5, () => get('/api/insights/fingerprints?days=31')),
     'export of a day': await median(5, () => get('/api/audit/export-json?days=1')),
     'tools/call': await median(50, call),
   };

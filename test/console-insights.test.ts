@@ -98,7 +98,9 @@ describe.skipIf(!chromiumPresent || !pgUp)("the Overview's insight counts and th
       ...(await countsOf('Calls by connector')).filter((c) => c.name.endsWith('errors')),
     ];
     // Two agents (3 figures each), write / multiple_statements / function_not_allowed / before a statement, 3 statements, 1 connector.
-    expect(counts.map((c) => c.name.split(' ')[0]).join(',')).toBe('Calls,Calls,Calls,Calls,Calls,Calls,Refusals,Refusals,Refusals,Refusals,Most,Most,Most,Calls');
+    expect(counts.map((c) => c.name.split(' ')[0]).join(',')).toBe(
+      'Calls,Calls,Calls,Calls,Calls,Calls,Refusals,Refusals,Refusals,Refusals,Most,Most,Most,Calls',
+    );
     expect(counts.filter((c) => c.name === 'Refusals by reason reason').map((c) => c.n)).toEqual([2, 1, 1, 1]);
     expect(counts.reduce((n, c) => n + c.n, 0)).toBeGreaterThan(15);
     for (const c of counts) await listedAt(c.href, c.n, c.name);
