@@ -3,8 +3,9 @@
  * For each size, a fresh PostgreSQL store database gets that many audit rows over 90 days and 20 orgs (equal shares,
  * in time order), then the first org's reads are timed in process (`app.handle`, no HTTP): the audit list's first
  * page and a page at a deep cursor (the middle of its chain), unfiltered and under each filter the contract offers;
- * billing usage, the overview insights at 7 and 31 days, the export of the last day, and a `tools/call` (a 10-row
- * SELECT on a 10,000-row table). Medians of --repeats runs (tools/call: of 50 calls), after one warm-up run.
+ * billing usage, the overview insights at 7 and 31 days (per tool, connector, agent and reason class) and its most
+ * refused fingerprints at 31 days, the export of the last day, and a `tools/call` (a 10-row SELECT on a 10,000-row
+ * table). Medians of --repeats runs (tools/call: of 50 calls), after one warm-up run.
  *
  * How rows grow: `appendAudit`, the gateway's own sealed write (the one management changes and approvals use: rows
  * chained, hashed and MAC'd in the INSERT, through the roll-up triggers), in transactions of 4,000 rows, backdated
@@ -81,7 +82,13 @@ function row(orgId: string, connectorId: string, i: number): AuditInput {
       row_count: r % 50,
       counted: !refused,
       // A refusal names its reason class and the statement's fingerprint (issue 41 item 1), as the guard's refusals do.
-      ...(refused ? { reason_class: REASONS[r % REASONS.length], fingerprint_id: (r % 40).toString(16).padStart(16, '0') } : {}),
+      ...(refused
+        ? {
+            reason_class: REASONS[r % REASONS.length],
+            fingerprint_id: (r % 40).toString(16).padStart(16, '0'),
+            fingerprint: `delete from t${r % 40} where id = ?`,
+          }
+        : {}),
     },
   };
 }
@@ -173,6 +180,7 @@ for (const size of SIZES) {
     'billing/usage': await median(REPEATS, () => get('/api/billing/usage')),
     'insights, 7 days': await median(REPEATS, () => get('/api/insights?days=7')),
     'insights, 31 days': await median(REPEATS, () => get('/api/insights?days=31')),
+    'refused fingerprints, 31 days': await median(REPEATS, () => get('/api/insights/fingerprints?days=31')),
     'export of a day': await median(REPEATS, () => get('/api/audit/export-json?days=1')),
     'tools/call': await median(50, call),
   });

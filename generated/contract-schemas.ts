@@ -563,6 +563,25 @@ export const queryParameters = {
       "default": 1
     }
   },
+  "listRefusedFingerprints": {
+    "days": {
+      "type": "integer",
+      "minimum": 1,
+      "maximum": 31,
+      "default": 1
+    },
+    "tool": {
+      "type": "string",
+      "minLength": 1,
+      "maxLength": 200
+    },
+    "limit": {
+      "type": "integer",
+      "minimum": 1,
+      "maximum": 100,
+      "default": 10
+    }
+  },
   "listTools": {
     "connector_id": {
       "type": "string",

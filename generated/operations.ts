@@ -240,6 +240,20 @@ export const operations = [
     ]
   },
   {
+    "operationId": "listRefusedFingerprints",
+    "method": "GET",
+    "path": "/api/insights/fingerprints",
+    "auth": "contributor",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": [
+      "days",
+      "tool",
+      "limit"
+    ]
+  },
+  {
     "operationId": "getConnector",
     "method": "GET",
     "path": "/api/connectors/{connectorId}",

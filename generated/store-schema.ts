@@ -136,6 +136,17 @@ export const auditHours = pgTable('audit_hours', {
   primaryKey({ name: 'audit_hours_pkey', columns: [t.orgId, t.hour] }),
 ]);
 
+export const auditRollupAgentLatency = pgTable('audit_rollup_agent_latency', {
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  hour: ts('hour').notNull(),
+  actorType: text('actor_type').notNull(),
+  actorId: text('actor_id').notNull(),
+  durationMs: doublePrecision('duration_ms').notNull(),
+  calls: bigint('calls', { mode: 'number' }).notNull(),
+}, (t) => [
+  primaryKey({ name: 'audit_rollup_agent_latency_pkey', columns: [t.orgId, t.hour, t.actorType, t.actorId, t.durationMs] }),
+]);
+
 export const auditRollupLatency = pgTable('audit_rollup_latency', {
   orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
   hour: ts('hour').notNull(),
@@ -145,6 +156,18 @@ export const auditRollupLatency = pgTable('audit_rollup_latency', {
   calls: bigint('calls', { mode: 'number' }).notNull(),
 }, (t) => [
   primaryKey({ name: 'audit_rollup_latency_pkey', columns: [t.orgId, t.hour, t.toolName, t.connectorId, t.durationMs] }),
+]);
+
+export const auditRollupRefusals = pgTable('audit_rollup_refusals', {
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  hour: ts('hour').notNull(),
+  toolName: text('tool_name').notNull(),
+  connectorId: text('connector_id').notNull(),
+  reasonClass: text('reason_class').notNull(),
+  fingerprintId: text('fingerprint_id').notNull(),
+  events: bigint('events', { mode: 'number' }).notNull(),
+}, (t) => [
+  primaryKey({ name: 'audit_rollup_refusals_pkey', columns: [t.orgId, t.hour, t.toolName, t.connectorId, t.reasonClass, t.fingerprintId] }),
 ]);
 
 export const auditRollups = pgTable('audit_rollups', {

@@ -1,12 +1,15 @@
 /**
  * Issue 42 item 3: the insights and billing usage read hourly roll-ups (audit_rollups, audit_rollup_latency, migration
- * 25) kept by a trigger as rows are sealed, and give what a scan of the raw log gives over the same rows: rows sealed
+ * 23; per agent and per refused statement, migration 25, issue 41 item 3) kept by a trigger as rows are sealed, and
+ * give what a scan of the raw log gives over the same rows: rows sealed
  * by a later UPDATE (the hot path) and rows inserted sealed (appendAudit), spread over days and hours, of several orgs,
  * tools, connectors, agents and outcomes; then again after the oldest rows were deleted.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { insightFigures, insightSeries } from '../src/audit/insights-statements.ts';
+import { agentFigures, countedCallsByAgent } from '../src/audit/agent-insights-statements.ts';
+import { refusalsByReason, refusedFingerprints } from '../src/audit/refusal-insights-statements.ts';
 import { appendAudit, insertUnsealed, type AuditInput } from '../src/audit/repository.ts';
 import { sealPending } from '../src/audit/seal.ts';
 import { countedCallsByConnector } from '../src/billing/repository.ts';
@@ -83,6 +86,81 @@ async function scanCounted(db: Queryable, orgId: string, start: string) {
   return rows.map((r) => ({ connectorId: r.connector_id, calls: Number(r.n) }));
 }
 
+/** Per agent, as a scan gives it; durations taken as the agent roll-up keeps them (exact under 100 ms, decision 0391). */
+async function scanAgents(db: Queryable, orgId: string, since: Date) {
+  const ran = sql`action = 'tool.called' AND outcome NOT IN ('held', 'refused') AND details->>'duration_ms' IS NOT NULL`;
+  const kept = sql`audit_latency_bucket((details->>'duration_ms')::float8)`;
+  const rows = rowsOf<Record<string, unknown>>(
+    await db.execute(sql`SELECT actor_type, coalesce(actor_id, '') AS actor_id,
+        count(*) FILTER (WHERE action = 'tool.called' AND outcome <> 'refused') AS calls,
+        count(*) FILTER (WHERE action = 'tool.call_refused' OR outcome = 'refused') AS refusals,
+        count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'error') AS errors,
+        percentile_cont(0.5) WITHIN GROUP (ORDER BY ${kept}) FILTER (WHERE ${ran}) AS p50,
+        percentile_cont(0.95) WITHIN GROUP (ORDER BY ${kept}) FILTER (WHERE ${ran}) AS p95
+      FROM audit_events
+      WHERE org_id = ${orgId} AND action IN ('tool.called', 'tool.call_refused') AND created_at >= ${since.toISOString()}::timestamptz
+        AND seq IS NOT NULL AND refused_at IS NULL
+      GROUP BY 1, 2 ORDER BY calls DESC, refusals DESC, 1, 2`),
+  );
+  const ms = (v: unknown) => (v === null ? null : Math.round(Number(v) * 10) / 10);
+  return rows.map((r) => ({
+    agent: { type: String(r.actor_type), id: r.actor_id === '' ? null : String(r.actor_id) },
+    calls: Number(r.calls),
+    refusals: Number(r.refusals),
+    errors: Number(r.errors),
+    p50_ms: ms(r.p50),
+    p95_ms: ms(r.p95),
+  }));
+}
+
+async function scanCountedByAgent(db: Queryable, orgId: string, start: string) {
+  const rows = rowsOf<{ actor_type: string; actor_id: string | null; n: string | number }>(
+    await db.execute(sql`SELECT actor_type, actor_id, count(*) AS n FROM audit_events
+      WHERE org_id = ${orgId} AND action IN ('tool.called', 'approval.executed', 'approval.failed') AND details->>'counted' = 'true'
+        AND refused_at IS NULL AND created_at >= ${`${start}T00:00:00Z`}::timestamptz
+      GROUP BY 1, 2 ORDER BY count(*) DESC, 1, coalesce(actor_id, '')`),
+  );
+  return rows.map((r) => ({ agent: { type: r.actor_type, id: r.actor_id }, calls: Number(r.n) }));
+}
+
+/** Refusals by reason class, then the tool.call_refused rows (class null), as a scan gives them. */
+async function scanReasons(db: Queryable, orgId: string, since: Date) {
+  const rows = rowsOf<{ reason_class: string | null; n: string | number }>(
+    await db.execute(sql`SELECT * FROM (
+        SELECT details->>'reason_class' AS reason_class, count(*) AS n FROM audit_events
+        WHERE org_id = ${orgId} AND action = 'tool.called' AND outcome = 'refused' AND details->>'reason_class' IS NOT NULL
+          AND created_at >= ${since.toISOString()}::timestamptz AND seq IS NOT NULL AND refused_at IS NULL GROUP BY 1
+        UNION ALL
+        SELECT NULL, count(*) FROM audit_events
+        WHERE org_id = ${orgId} AND action = 'tool.call_refused' AND created_at >= ${since.toISOString()}::timestamptz
+          AND seq IS NOT NULL AND refused_at IS NULL HAVING count(*) > 0) r
+      ORDER BY reason_class IS NULL, n DESC, reason_class`),
+  );
+  return rows.map((r) => ({ reason_class: r.reason_class, refusals: Number(r.n) }));
+}
+
+/** The most refused fingerprints (of a tool), with the text of each one's latest row, as a scan gives them. */
+async function scanFingerprints(db: Queryable, orgId: string, since: Date, tool?: string) {
+  const ofTool = tool === undefined ? sql`` : sql`AND target_id = ${tool}`;
+  const rows = rowsOf<{ id: string; n: string | number; classes: string | null }>(
+    await db.execute(sql`SELECT details->>'fingerprint_id' AS id, count(*) AS n,
+        string_agg(DISTINCT details->>'reason_class', ',' ORDER BY details->>'reason_class') AS classes
+      FROM audit_events
+      WHERE org_id = ${orgId} AND action = 'tool.called' AND outcome = 'refused' AND details->>'fingerprint_id' IS NOT NULL ${ofTool}
+        AND created_at >= ${since.toISOString()}::timestamptz AND seq IS NOT NULL AND refused_at IS NULL
+      GROUP BY 1 ORDER BY n DESC, id LIMIT 10`),
+  );
+  const figures = [];
+  for (const r of rows) {
+    const [latest] = rowsOf<{ text: string | null }>(
+      await db.execute(sql`SELECT details->>'fingerprint' AS text FROM audit_events
+        WHERE org_id = ${orgId} AND details->>'fingerprint_id' = ${r.id} AND seq IS NOT NULL ORDER BY created_at DESC, seq DESC LIMIT 1`),
+    );
+    figures.push({ fingerprint_id: r.id, fingerprint: latest?.text ?? null, reason_classes: r.classes ? r.classes.split(',') : [], refusals: Number(r.n) });
+  }
+  return figures;
+}
+
 /** A deterministic mix of rows: tools, connectors (and none), agents, outcomes, durations at 0.1 ms, counted or not. */
 function mixedRows(orgId: string, n: number, seed: number): AuditInput[] {
   let state = seed;
@@ -92,6 +170,14 @@ function mixedRows(orgId: string, n: number, seed: number): AuditInput[] {
   };
   const pick = <T>(items: readonly T[]) => items[Math.floor(rand() * items.length)]!;
   const connectors = ['6f1c0c52-0000-4000-8000-000000000001', '6f1c0c52-0000-4000-8000-000000000002', undefined];
+  const refusal = (r: () => number) => {
+    const fingerprint = ['delete from items where id = ?', 'select * from users', 'drop table items', ''][Math.floor(r() * 4)]!;
+    return {
+      reason_class: ['write', 'ddl', 'other_table'][Math.floor(r() * 3)],
+      // Some rows keep the text (audit_statements fingerprint), some only its id (none), some have none (no statement).
+      ...(fingerprint ? { fingerprint_id: fingerprint.length.toString(16).padStart(16, '0'), ...(r() < 0.5 ? { fingerprint } : {}) } : {}),
+    };
+  };
   return Array.from({ length: n }, () => {
     const action = pick(['tool.called', 'tool.called', 'tool.called', 'tool.call_refused', 'approval.executed', 'approval.failed', 'connector.created']);
     const outcome = pick(['success', 'success', 'success', 'error', 'held', 'refused'] as const);
@@ -102,6 +188,7 @@ function mixedRows(orgId: string, n: number, seed: number): AuditInput[] {
       actor: pick([
         { type: 'api_key', id: 'key-a' },
         { type: 'oauth_client', id: 'client-b' },
+        { type: 'user', id: 'ann@example.com' },
         { type: 'system', id: null },
       ] as const),
       targetType: 'tool',
@@ -109,8 +196,10 @@ function mixedRows(orgId: string, n: number, seed: number): AuditInput[] {
       outcome,
       details: {
         ...(connector ? { connector_id: connector } : {}),
-        ...(rand() < 0.9 ? { duration_ms: Math.round(rand() * 400) / 10 } : {}),
+        // Mostly under 100 ms (kept exactly); some above (kept to 3 significant digits per agent).
+        ...(rand() < 0.9 ? { duration_ms: Math.round(rand() * (rand() < 0.8 ? 400 : 40_000)) / 10 } : {}),
         counted: rand() < 0.7,
+        ...(outcome === 'refused' ? refusal(rand) : {}),
       },
     };
   });
@@ -158,6 +247,14 @@ for (const kind of ['pglite', 'postgres'] as const) {
         }
         const counted = await countedCallsByConnector(db, orgId, monthStart);
         expect(counted.map((r) => ({ connectorId: r.connectorId, calls: r.calls }))).toEqual(await scanCounted(db, orgId, monthStart));
+        for (const hours of [1, 48]) {
+          const since = new Date(Math.floor(now.getTime() / HOUR) * HOUR - (hours - 1) * HOUR);
+          expect(await agentFigures(db, orgId, since, 100)).toEqual(await scanAgents(db, orgId, since));
+          expect(await refusalsByReason(db, orgId, since)).toEqual(await scanReasons(db, orgId, since));
+          expect(await refusedFingerprints(db, orgId, since, 10)).toEqual(await scanFingerprints(db, orgId, since));
+          expect(await refusedFingerprints(db, orgId, since, 10, 'query_items')).toEqual(await scanFingerprints(db, orgId, since, 'query_items'));
+        }
+        expect(await countedCallsByAgent(db, orgId, new Date(`${monthStart}T00:00:00Z`))).toEqual(await scanCountedByAgent(db, orgId, monthStart));
       }
     };
 
@@ -165,6 +262,11 @@ for (const kind of ['pglite', 'postgres'] as const) {
       const figures = await insightFigures(g.deps.store.db, orgs[0]!, new Date(now.getTime() - 48 * HOUR), 100);
       expect(figures.totals.calls).toBeGreaterThan(100);
       expect(figures.totals.p95_ms).not.toBeNull();
+      const since = new Date(now.getTime() - 48 * HOUR);
+      // The mix has what the comparisons need: agents with latencies, classes, fingerprints (of the tool too).
+      expect((await agentFigures(g.deps.store.db, orgs[0]!, since, 100)).filter((a) => a.p95_ms !== null).length).toBeGreaterThanOrEqual(3);
+      expect((await refusalsByReason(g.deps.store.db, orgs[0]!, since)).length).toBe(4);
+      expect((await refusedFingerprints(g.deps.store.db, orgs[0]!, since, 10, 'query_items')).length).toBe(3);
       await compare();
     });
 

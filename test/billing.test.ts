@@ -61,7 +61,11 @@ describe.skipIf(!hasPg)('billing', () => {
 
     const sub = await getSubscription({ client });
     expect(sub.response.status).toBe(200);
-    expect(sub.data).toMatchObject({ plan: 'growth', status: 'trialing' });
+    expect(sub.data).toMatchObject({
+      plan: 'growth',
+      status: 'trialing',
+      price: { currency: 'USD', monthly_base: 14_900, included_tool_calls: 50_000, overage_block: 1000, overage_per_block: 0 },
+    });
     expect(Date.parse(sub.data!.trial_expires_at!)).toBeGreaterThan(Date.now());
 
     // 20 calls per instance at once (growth allows 50 per second per instance window).
@@ -82,6 +86,17 @@ describe.skipIf(!hasPg)('billing', () => {
       period_end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
       tool_calls: 40,
       by_connector: [{ connector_id: connector.id, connector_name: 'pg', tool_calls: 40 }],
+      // The one agent, by its API key's name; a trialing Growth org is charged nothing yet (decision 0392).
+      by_agent: [{ agent: { type: 'api_key', id: expect.any(String), name: expect.any(String) }, tool_calls: 40 }],
+      charges: {
+        priced: true,
+        currency: 'USD',
+        amount: 0,
+        line_items: [
+          { kind: 'base', description: 'Growth plan, monthly base', quantity: 1, unit_amount: 14_900, amount: 14_900 },
+          { kind: 'credit', description: expect.stringContaining('Trial'), quantity: 1, unit_amount: -14_900, amount: -14_900 },
+        ],
+      },
     });
     const counter = await g.deps.store.db.execute(sql`SELECT tool_calls FROM usage_counters WHERE org_id = ${org.orgId}`);
     expect(Number((counter as any)[0].tool_calls)).toBe(40);

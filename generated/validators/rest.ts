@@ -7718,8 +7718,8 @@ return errors === 0;
 }
 param_validate28.evaluated = {"props":{"days":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getConnector_path = param_validate29;
-const param_schema41 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
+export const listRefusedFingerprints_query = param_validate29;
+const param_schema41 = {"type":"object","properties":{"days":{"type":"integer","minimum":1,"maximum":31,"default":1},"tool":{"type":"string","minLength":1,"maxLength":200},"limit":{"type":"integer","minimum":1,"maximum":100,"default":10}},"required":[]};
 
 function param_validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7733,47 +7733,132 @@ evaluated0.items = undefined;
 }
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.connectorId === undefined) && (missing0 = "connectorId")){
-param_validate29.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
+if(data.days === undefined){
+data.days = 1;
 }
-else {
-if(data.connectorId !== undefined){
-let data0 = data.connectorId;
+if(data.limit === undefined){
+data.limit = 10;
+}
+let data0 = data.days;
 const _errs1 = errors;
-if(typeof data0 !== "string"){
+if(!((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0)))){
 let dataType0 = typeof data0;
 let coerced0 = undefined;
 if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
+if(dataType0 === "boolean" || data0 === null
+              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
+coerced0 = +data0;
 }
 else {
-param_validate29.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate29.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
 if(coerced0 !== undefined){
 data0 = coerced0;
 if(data !== undefined){
-data["connectorId"] = coerced0;
+data["days"] = coerced0;
 }
 }
 }
 if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate29.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+if(typeof data0 == "number"){
+if(data0 > 31 || isNaN(data0)){
+param_validate29.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"}];
+return false;
+}
+else {
+if(data0 < 1 || isNaN(data0)){
+param_validate29.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
 }
 }
+var valid0 = _errs1 === errors;
+if(valid0){
+if(data.tool !== undefined){
+let data1 = data.tool;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate29.errors = [{instancePath:instancePath+"/tool",schemaPath:"#/properties/tool/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["tool"] = coerced1;
+}
+}
+}
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(param_func1(data1) > 200){
+param_validate29.errors = [{instancePath:instancePath+"/tool",schemaPath:"#/properties/tool/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+return false;
+}
+else {
+if(param_func1(data1) < 1){
+param_validate29.errors = [{instancePath:instancePath+"/tool",schemaPath:"#/properties/tool/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+let data2 = data.limit;
+const _errs5 = errors;
+if(!((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2)))){
+let dataType2 = typeof data2;
+let coerced2 = undefined;
+if(!(coerced2 !== undefined)){
+if(dataType2 === "boolean" || data2 === null
+              || (dataType2 === "string" && data2 && data2 == +data2 && !(data2 % 1))){
+coerced2 = +data2;
+}
+else {
+param_validate29.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+}
+if(coerced2 !== undefined){
+data2 = coerced2;
+if(data !== undefined){
+data["limit"] = coerced2;
+}
+}
+}
+if(errors === _errs5){
+if(typeof data2 == "number"){
+if(data2 > 100 || isNaN(data2)){
+param_validate29.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"}];
+return false;
+}
+else {
+if(data2 < 1 || isNaN(data2)){
+param_validate29.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs5 === errors;
 }
 }
 }
@@ -7785,9 +7870,9 @@ return false;
 param_validate29.errors = vErrors;
 return errors === 0;
 }
-param_validate29.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate29.evaluated = {"props":{"days":true,"tool":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
 
-export const archiveConnector_path = param_validate30;
+export const getConnector_path = param_validate30;
 const param_schema42 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
 
 function param_validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -7856,7 +7941,7 @@ return errors === 0;
 }
 param_validate30.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateConnector_path = param_validate31;
+export const archiveConnector_path = param_validate31;
 const param_schema43 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
 
 function param_validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -7925,7 +8010,7 @@ return errors === 0;
 }
 param_validate31.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revalidateConnector_path = param_validate32;
+export const updateConnector_path = param_validate32;
 const param_schema44 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
 
 function param_validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -7994,7 +8079,7 @@ return errors === 0;
 }
 param_validate32.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listSavedTools_path = param_validate33;
+export const revalidateConnector_path = param_validate33;
 const param_schema45 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
 
 function param_validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -8063,7 +8148,7 @@ return errors === 0;
 }
 param_validate33.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const createSavedTool_path = param_validate34;
+export const listSavedTools_path = param_validate34;
 const param_schema46 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
 
 function param_validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -8132,8 +8217,8 @@ return errors === 0;
 }
 param_validate34.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getSavedTool_path = param_validate35;
-const param_schema47 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["connectorId","toolId"]};
+export const createSavedTool_path = param_validate35;
+const param_schema47 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"}},"required":["connectorId"]};
 
 function param_validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8148,7 +8233,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.connectorId === undefined) && (missing0 = "connectorId")) || ((data.toolId === undefined) && (missing0 = "toolId"))){
+if((data.connectorId === undefined) && (missing0 = "connectorId")){
 param_validate35.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
@@ -8188,52 +8273,6 @@ return false;
 }
 }
 }
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.toolId !== undefined){
-let data1 = data.toolId;
-const _errs3 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate35.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["toolId"] = coerced1;
-}
-}
-}
-if(errors === _errs3){
-if(errors === _errs3){
-if(typeof data1 === "string"){
-if(!(param_formats0.test(data1))){
-param_validate35.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs3 === errors;
-}
-else {
-var valid0 = true;
-}
 }
 }
 }
@@ -8245,9 +8284,9 @@ return false;
 param_validate35.errors = vErrors;
 return errors === 0;
 }
-param_validate35.evaluated = {"props":{"connectorId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate35.evaluated = {"props":{"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateSavedTool_path = param_validate36;
+export const getSavedTool_path = param_validate36;
 const param_schema48 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["connectorId","toolId"]};
 
 function param_validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -8362,7 +8401,7 @@ return errors === 0;
 }
 param_validate36.evaluated = {"props":{"connectorId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const deleteSavedTool_path = param_validate37;
+export const updateSavedTool_path = param_validate37;
 const param_schema49 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["connectorId","toolId"]};
 
 function param_validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -8477,7 +8516,7 @@ return errors === 0;
 }
 param_validate37.evaluated = {"props":{"connectorId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listSavedToolVersions_path = param_validate38;
+export const deleteSavedTool_path = param_validate38;
 const param_schema50 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["connectorId","toolId"]};
 
 function param_validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -8592,8 +8631,8 @@ return errors === 0;
 }
 param_validate38.evaluated = {"props":{"connectorId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listTools_path = param_validate39;
-const param_schema51 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"}},"required":["orgId"]};
+export const listSavedToolVersions_path = param_validate39;
+const param_schema51 = {"type":"object","properties":{"connectorId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["connectorId","toolId"]};
 
 function param_validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8608,8 +8647,123 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.orgId === undefined) && (missing0 = "orgId")){
+if(((data.connectorId === undefined) && (missing0 = "connectorId")) || ((data.toolId === undefined) && (missing0 = "toolId"))){
 param_validate39.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.connectorId !== undefined){
+let data0 = data.connectorId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate39.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["connectorId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate39.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.toolId !== undefined){
+let data1 = data.toolId;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate39.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["toolId"] = coerced1;
+}
+}
+}
+if(errors === _errs3){
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(!(param_formats0.test(data1))){
+param_validate39.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+param_validate39.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate39.errors = vErrors;
+return errors === 0;
+}
+param_validate39.evaluated = {"props":{"connectorId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listTools_path = param_validate40;
+const param_schema52 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"}},"required":["orgId"]};
+
+function param_validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate40.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgId === undefined) && (missing0 = "orgId")){
+param_validate40.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -8627,7 +8781,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate39.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate40.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8642,7 +8796,7 @@ if(errors === _errs1){
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!(param_formats0.test(data0))){
-param_validate39.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate40.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -8652,22 +8806,22 @@ return false;
 }
 }
 else {
-param_validate39.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate40.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate39.errors = vErrors;
+param_validate40.errors = vErrors;
 return errors === 0;
 }
-param_validate39.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate40.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listTools_query = param_validate40;
-const param_schema52 = {"type":"object","properties":{"connector_id":{"type":"string","format":"uuid"}},"required":[]};
+export const listTools_query = param_validate41;
+const param_schema53 = {"type":"object","properties":{"connector_id":{"type":"string","format":"uuid"}},"required":[]};
 
-function param_validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate40.evaluated;
+const evaluated0 = param_validate41.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8690,7 +8844,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate40.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate41.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8705,77 +8859,8 @@ if(errors === _errs1){
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!(param_formats0.test(data0))){
-param_validate40.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate41.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
-}
-}
-}
-}
-}
-}
-else {
-param_validate40.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate40.errors = vErrors;
-return errors === 0;
-}
-param_validate40.evaluated = {"props":{"connector_id":true},"dynamicProps":false,"dynamicItems":false};
-
-export const updateToolsBulk_path = param_validate41;
-const param_schema53 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"}},"required":["orgId"]};
-
-function param_validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate41.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.orgId === undefined) && (missing0 = "orgId")){
-param_validate41.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.orgId !== undefined){
-let data0 = data.orgId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate41.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["orgId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate41.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
 }
 }
 }
@@ -8790,10 +8875,10 @@ return false;
 param_validate41.errors = vErrors;
 return errors === 0;
 }
-param_validate41.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate41.evaluated = {"props":{"connector_id":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateToolMetadata_path = param_validate42;
-const param_schema54 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["orgId","toolId"]};
+export const updateToolsBulk_path = param_validate42;
+const param_schema54 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"}},"required":["orgId"]};
 
 function param_validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8808,7 +8893,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.orgId === undefined) && (missing0 = "orgId")) || ((data.toolId === undefined) && (missing0 = "toolId"))){
+if((data.orgId === undefined) && (missing0 = "orgId")){
 param_validate42.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
@@ -8848,6 +8933,75 @@ return false;
 }
 }
 }
+}
+}
+}
+else {
+param_validate42.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate42.errors = vErrors;
+return errors === 0;
+}
+param_validate42.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const updateToolMetadata_path = param_validate43;
+const param_schema55 = {"type":"object","properties":{"orgId":{"type":"string","format":"uuid"},"toolId":{"type":"string","format":"uuid"}},"required":["orgId","toolId"]};
+
+function param_validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate43.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.orgId === undefined) && (missing0 = "orgId")) || ((data.toolId === undefined) && (missing0 = "toolId"))){
+param_validate43.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgId !== undefined){
+let data0 = data.orgId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate43.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate43.errors = [{instancePath:instancePath+"/orgId",schemaPath:"#/properties/orgId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
 var valid0 = _errs1 === errors;
 }
 else {
@@ -8868,7 +9022,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate42.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate43.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8883,7 +9037,7 @@ if(errors === _errs3){
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(!(param_formats0.test(data1))){
-param_validate42.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate43.errors = [{instancePath:instancePath+"/toolId",schemaPath:"#/properties/toolId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -8898,23 +9052,23 @@ var valid0 = true;
 }
 }
 else {
-param_validate42.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate42.errors = vErrors;
+param_validate43.errors = vErrors;
 return errors === 0;
 }
-param_validate42.evaluated = {"props":{"orgId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate43.evaluated = {"props":{"orgId":true,"toolId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listApprovals_query = param_validate43;
-const param_schema55 = {"type":"object","properties":{"status":{"$ref":"openapi#/components/schemas/ApprovalStatus"},"limit":{"type":"integer","minimum":1,"maximum":500,"default":200}},"required":[]};
-const param_schema56 = {"type":"string","enum":["pending","executing","executed","rejected","failed","expired"]};
+export const listApprovals_query = param_validate44;
+const param_schema56 = {"type":"object","properties":{"status":{"$ref":"openapi#/components/schemas/ApprovalStatus"},"limit":{"type":"integer","minimum":1,"maximum":500,"default":200}},"required":[]};
+const param_schema57 = {"type":"string","enum":["pending","executing","executed","rejected","failed","expired"]};
 
-function param_validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate43.evaluated;
+const evaluated0 = param_validate44.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8940,7 +9094,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate43.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate44.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -8952,7 +9106,7 @@ data["status"] = coerced0;
 }
 }
 if(!((((((data0 === "pending") || (data0 === "executing")) || (data0 === "executed")) || (data0 === "rejected")) || (data0 === "failed")) || (data0 === "expired"))){
-param_validate43.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/enum",keyword:"enum",params:{allowedValues: param_schema56.enum},message:"must be equal to one of the allowed values"}];
+param_validate44.errors = [{instancePath:instancePath+"/status",schemaPath:"openapi#/components/schemas/ApprovalStatus/enum",keyword:"enum",params:{allowedValues: param_schema57.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid0 = _errs1 === errors;
@@ -8972,7 +9126,7 @@ if(dataType1 === "boolean" || data1 === null
 coerced1 = +data1;
 }
 else {
-param_validate43.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate44.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -8986,87 +9140,18 @@ data["limit"] = coerced1;
 if(errors === _errs4){
 if(typeof data1 == "number"){
 if(data1 > 500 || isNaN(data1)){
-param_validate43.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 500},message:"must be <= 500"}];
+param_validate44.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 500},message:"must be <= 500"}];
 return false;
 }
 else {
 if(data1 < 1 || isNaN(data1)){
-param_validate43.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate44.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
 }
 }
 var valid0 = _errs4 === errors;
-}
-}
-else {
-param_validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate43.errors = vErrors;
-return errors === 0;
-}
-param_validate43.evaluated = {"props":{"status":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
-
-export const approveApproval_path = param_validate44;
-const param_schema57 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
-
-function param_validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate44.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.approvalId === undefined) && (missing0 = "approvalId")){
-param_validate44.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.approvalId !== undefined){
-let data0 = data.approvalId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate44.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["approvalId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate44.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-}
 }
 }
 else {
@@ -9077,9 +9162,9 @@ return false;
 param_validate44.errors = vErrors;
 return errors === 0;
 }
-param_validate44.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate44.evaluated = {"props":{"status":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
 
-export const rejectApproval_path = param_validate45;
+export const approveApproval_path = param_validate45;
 const param_schema58 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
 
 function param_validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -9148,10 +9233,8 @@ return errors === 0;
 }
 param_validate45.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const mcpEndpoint_path = param_validate46;
-const param_schema59 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
-const param_schema60 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
-const param_pattern4 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
+export const rejectApproval_path = param_validate46;
+const param_schema59 = {"type":"object","properties":{"approvalId":{"type":"string","format":"uuid"}},"required":["approvalId"]};
 
 function param_validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9166,8 +9249,79 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+if((data.approvalId === undefined) && (missing0 = "approvalId")){
 param_validate46.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.approvalId !== undefined){
+let data0 = data.approvalId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate46.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["approvalId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate46.errors = [{instancePath:instancePath+"/approvalId",schemaPath:"#/properties/approvalId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate46.errors = vErrors;
+return errors === 0;
+}
+param_validate46.evaluated = {"props":{"approvalId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const mcpEndpoint_path = param_validate47;
+const param_schema60 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+const param_schema61 = {"type":"string","pattern":"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$","description":"URL-safe org identifier, 1-63 characters of a-z, 0-9 and inner hyphens."};
+const param_pattern4 = new RegExp("^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$", "u");
+
+function param_validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate47.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+param_validate47.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -9185,7 +9339,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate46.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate47.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9199,7 +9353,7 @@ data["orgSlug"] = coerced0;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(!param_pattern4.test(data0)){
-param_validate46.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+param_validate47.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
 }
 }
@@ -9208,22 +9362,22 @@ return false;
 }
 }
 else {
-param_validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate47.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate46.errors = vErrors;
+param_validate47.errors = vErrors;
 return errors === 0;
 }
-param_validate46.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate47.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listOperatorOrgs_query = param_validate47;
-const param_schema61 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"$ref":"openapi#/components/schemas/Slug"}},"required":[]};
+export const listOperatorOrgs_query = param_validate48;
+const param_schema62 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"$ref":"openapi#/components/schemas/Slug"}},"required":[]};
 
-function param_validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate47.evaluated;
+const evaluated0 = param_validate48.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9246,7 +9400,7 @@ if(dataType0 === "boolean" || data0 === null
 coerced0 = +data0;
 }
 else {
-param_validate47.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate48.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -9260,12 +9414,12 @@ data["limit"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 == "number"){
 if(data0 > 200 || isNaN(data0)){
-param_validate47.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+param_validate48.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
 return false;
 }
 else {
 if(data0 < 1 || isNaN(data0)){
-param_validate47.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate48.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -9288,7 +9442,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate47.errors = [{instancePath:instancePath+"/cursor",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate48.errors = [{instancePath:instancePath+"/cursor",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -9302,7 +9456,7 @@ data["cursor"] = coerced1;
 if(errors === _errs4){
 if(typeof data1 === "string"){
 if(!param_pattern4.test(data1)){
-param_validate47.errors = [{instancePath:instancePath+"/cursor",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+param_validate48.errors = [{instancePath:instancePath+"/cursor",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
 }
 }
@@ -9315,73 +9469,6 @@ var valid0 = true;
 }
 }
 else {
-param_validate47.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate47.errors = vErrors;
-return errors === 0;
-}
-param_validate47.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
-
-export const getOperatorOrg_path = param_validate48;
-const param_schema63 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
-
-function param_validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate48.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.slug === undefined) && (missing0 = "slug")){
-param_validate48.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.slug !== undefined){
-let data0 = data.slug;
-const _errs2 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate48.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["slug"] = coerced0;
-}
-}
-}
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(!param_pattern4.test(data0)){
-param_validate48.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-else {
 param_validate48.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
@@ -9389,10 +9476,10 @@ return false;
 param_validate48.errors = vErrors;
 return errors === 0;
 }
-param_validate48.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate48.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateOperatorOrg_path = param_validate49;
-const param_schema65 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
+export const getOperatorOrg_path = param_validate49;
+const param_schema64 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9458,8 +9545,8 @@ return errors === 0;
 }
 param_validate49.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listOperatorMembers_path = param_validate50;
-const param_schema67 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
+export const updateOperatorOrg_path = param_validate50;
+const param_schema66 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9525,8 +9612,8 @@ return errors === 0;
 }
 param_validate50.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const inviteOperatorMember_path = param_validate51;
-const param_schema69 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
+export const listOperatorMembers_path = param_validate51;
+const param_schema68 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9592,8 +9679,8 @@ return errors === 0;
 }
 param_validate51.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const removeOperatorMember_path = param_validate52;
-const param_schema71 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"memberId":{"type":"string","format":"uuid"}},"required":["slug","memberId"]};
+export const inviteOperatorMember_path = param_validate52;
+const param_schema70 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9608,14 +9695,13 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.slug === undefined) && (missing0 = "slug")) || ((data.memberId === undefined) && (missing0 = "memberId"))){
+if((data.slug === undefined) && (missing0 = "slug")){
 param_validate52.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.slug !== undefined){
 let data0 = data.slug;
-const _errs1 = errors;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -9647,52 +9733,6 @@ return false;
 }
 }
 }
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.memberId !== undefined){
-let data1 = data.memberId;
-const _errs4 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate52.errors = [{instancePath:instancePath+"/memberId",schemaPath:"#/properties/memberId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["memberId"] = coerced1;
-}
-}
-}
-if(errors === _errs4){
-if(errors === _errs4){
-if(typeof data1 === "string"){
-if(!(param_formats0.test(data1))){
-param_validate52.errors = [{instancePath:instancePath+"/memberId",schemaPath:"#/properties/memberId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs4 === errors;
-}
-else {
-var valid0 = true;
-}
 }
 }
 }
@@ -9704,10 +9744,10 @@ return false;
 param_validate52.errors = vErrors;
 return errors === 0;
 }
-param_validate52.evaluated = {"props":{"slug":true,"memberId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate52.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateOperatorMember_path = param_validate53;
-const param_schema73 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"memberId":{"type":"string","format":"uuid"}},"required":["slug","memberId"]};
+export const removeOperatorMember_path = param_validate53;
+const param_schema72 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"memberId":{"type":"string","format":"uuid"}},"required":["slug","memberId"]};
 
 function param_validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9820,8 +9860,8 @@ return errors === 0;
 }
 param_validate53.evaluated = {"props":{"slug":true,"memberId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const createOperatorMemberLink_path = param_validate54;
-const param_schema75 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"memberId":{"type":"string","format":"uuid"}},"required":["slug","memberId"]};
+export const updateOperatorMember_path = param_validate54;
+const param_schema74 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"memberId":{"type":"string","format":"uuid"}},"required":["slug","memberId"]};
 
 function param_validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9934,8 +9974,8 @@ return errors === 0;
 }
 param_validate54.evaluated = {"props":{"slug":true,"memberId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listOperatorApiKeys_path = param_validate55;
-const param_schema77 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
+export const createOperatorMemberLink_path = param_validate55;
+const param_schema76 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"memberId":{"type":"string","format":"uuid"}},"required":["slug","memberId"]};
 
 function param_validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9950,13 +9990,14 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.slug === undefined) && (missing0 = "slug")){
+if(((data.slug === undefined) && (missing0 = "slug")) || ((data.memberId === undefined) && (missing0 = "memberId"))){
 param_validate55.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.slug !== undefined){
 let data0 = data.slug;
+const _errs1 = errors;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -9988,6 +10029,52 @@ return false;
 }
 }
 }
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.memberId !== undefined){
+let data1 = data.memberId;
+const _errs4 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate55.errors = [{instancePath:instancePath+"/memberId",schemaPath:"#/properties/memberId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["memberId"] = coerced1;
+}
+}
+}
+if(errors === _errs4){
+if(errors === _errs4){
+if(typeof data1 === "string"){
+if(!(param_formats0.test(data1))){
+param_validate55.errors = [{instancePath:instancePath+"/memberId",schemaPath:"#/properties/memberId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
 }
 }
 }
@@ -9999,10 +10086,10 @@ return false;
 param_validate55.errors = vErrors;
 return errors === 0;
 }
-param_validate55.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate55.evaluated = {"props":{"slug":true,"memberId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeOperatorApiKey_path = param_validate56;
-const param_schema79 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"keyId":{"type":"string","format":"uuid"}},"required":["slug","keyId"]};
+export const listOperatorApiKeys_path = param_validate56;
+const param_schema78 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10017,14 +10104,13 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.slug === undefined) && (missing0 = "slug")) || ((data.keyId === undefined) && (missing0 = "keyId"))){
+if((data.slug === undefined) && (missing0 = "slug")){
 param_validate56.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.slug !== undefined){
 let data0 = data.slug;
-const _errs1 = errors;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -10056,52 +10142,6 @@ return false;
 }
 }
 }
-var valid0 = _errs1 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.keyId !== undefined){
-let data1 = data.keyId;
-const _errs4 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate56.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["keyId"] = coerced1;
-}
-}
-}
-if(errors === _errs4){
-if(errors === _errs4){
-if(typeof data1 === "string"){
-if(!(param_formats0.test(data1))){
-param_validate56.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs4 === errors;
-}
-else {
-var valid0 = true;
-}
 }
 }
 }
@@ -10113,10 +10153,10 @@ return false;
 param_validate56.errors = vErrors;
 return errors === 0;
 }
-param_validate56.evaluated = {"props":{"slug":true,"keyId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate56.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revalidateOperatorConnector_path = param_validate57;
-const param_schema81 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"connectorId":{"type":"string","format":"uuid"}},"required":["slug","connectorId"]};
+export const revokeOperatorApiKey_path = param_validate57;
+const param_schema80 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"keyId":{"type":"string","format":"uuid"}},"required":["slug","keyId"]};
 
 function param_validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10131,7 +10171,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.slug === undefined) && (missing0 = "slug")) || ((data.connectorId === undefined) && (missing0 = "connectorId"))){
+if(((data.slug === undefined) && (missing0 = "slug")) || ((data.keyId === undefined) && (missing0 = "keyId"))){
 param_validate57.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
@@ -10176,8 +10216,8 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.connectorId !== undefined){
-let data1 = data.connectorId;
+if(data.keyId !== undefined){
+let data1 = data.keyId;
 const _errs4 = errors;
 if(typeof data1 !== "string"){
 let dataType1 = typeof data1;
@@ -10190,14 +10230,14 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate57.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate57.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(coerced1 !== undefined){
 data1 = coerced1;
 if(data !== undefined){
-data["connectorId"] = coerced1;
+data["keyId"] = coerced1;
 }
 }
 }
@@ -10205,7 +10245,7 @@ if(errors === _errs4){
 if(errors === _errs4){
 if(typeof data1 === "string"){
 if(!(param_formats0.test(data1))){
-param_validate57.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate57.errors = [{instancePath:instancePath+"/keyId",schemaPath:"#/properties/keyId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -10227,10 +10267,10 @@ return false;
 param_validate57.errors = vErrors;
 return errors === 0;
 }
-param_validate57.evaluated = {"props":{"slug":true,"connectorId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate57.evaluated = {"props":{"slug":true,"keyId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exportOperatorAudit_path = param_validate58;
-const param_schema83 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
+export const revalidateOperatorConnector_path = param_validate58;
+const param_schema82 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"},"connectorId":{"type":"string","format":"uuid"}},"required":["slug","connectorId"]};
 
 function param_validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10245,13 +10285,14 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.slug === undefined) && (missing0 = "slug")){
+if(((data.slug === undefined) && (missing0 = "slug")) || ((data.connectorId === undefined) && (missing0 = "connectorId"))){
 param_validate58.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 if(data.slug !== undefined){
 let data0 = data.slug;
+const _errs1 = errors;
 const _errs2 = errors;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
@@ -10283,6 +10324,52 @@ return false;
 }
 }
 }
+var valid0 = _errs1 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.connectorId !== undefined){
+let data1 = data.connectorId;
+const _errs4 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate58.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["connectorId"] = coerced1;
+}
+}
+}
+if(errors === _errs4){
+if(errors === _errs4){
+if(typeof data1 === "string"){
+if(!(param_formats0.test(data1))){
+param_validate58.errors = [{instancePath:instancePath+"/connectorId",schemaPath:"#/properties/connectorId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
 }
 }
 }
@@ -10294,16 +10381,83 @@ return false;
 param_validate58.errors = vErrors;
 return errors === 0;
 }
-param_validate58.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate58.evaluated = {"props":{"slug":true,"connectorId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exportOperatorAudit_query = param_validate59;
-const param_schema85 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
-const param_pattern17 = new RegExp("^[a-z0-9_.]+$", "u");
+export const exportOperatorAudit_path = param_validate59;
+const param_schema84 = {"type":"object","properties":{"slug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["slug"]};
 
 function param_validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate59.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.slug === undefined) && (missing0 = "slug")){
+param_validate59.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.slug !== undefined){
+let data0 = data.slug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate59.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["slug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate59.errors = [{instancePath:instancePath+"/slug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate59.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate59.errors = vErrors;
+return errors === 0;
+}
+param_validate59.evaluated = {"props":{"slug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const exportOperatorAudit_query = param_validate60;
+const param_schema86 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
+const param_pattern17 = new RegExp("^[a-z0-9_.]+$", "u");
+
+function param_validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10327,7 +10481,7 @@ else if(data0 === "true" || data0 === 1){
 coerced0 = true;
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+param_validate60.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 }
@@ -10354,7 +10508,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate60.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -10368,17 +10522,17 @@ data["action"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 100){
-param_validate59.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate60.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data1) < 1){
-param_validate59.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+param_validate60.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 else {
 if(!param_pattern17.test(data1)){
-param_validate59.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
+param_validate60.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
 return false;
 }
 }
@@ -10403,7 +10557,7 @@ if(dataType2 === "boolean" || data2 === null
 coerced2 = +data2;
 }
 else {
-param_validate59.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate60.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -10417,12 +10571,12 @@ data["days"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 == "number"){
 if(data2 > 36500 || isNaN(data2)){
-param_validate59.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
+param_validate60.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
 return false;
 }
 else {
 if(data2 < 1 || isNaN(data2)){
-param_validate59.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate60.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -10437,73 +10591,6 @@ var valid0 = true;
 }
 }
 else {
-param_validate59.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate59.errors = vErrors;
-return errors === 0;
-}
-param_validate59.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
-
-export const getProtectedResourceMetadata_path = param_validate60;
-const param_schema86 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
-
-function param_validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate60.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
-param_validate60.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.orgSlug !== undefined){
-let data0 = data.orgSlug;
-const _errs2 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate60.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["orgSlug"] = coerced0;
-}
-}
-}
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(!param_pattern4.test(data0)){
-param_validate60.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-else {
 param_validate60.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
@@ -10511,10 +10598,10 @@ return false;
 param_validate60.errors = vErrors;
 return errors === 0;
 }
-param_validate60.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate60.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getAuthorizationServerMetadata_path = param_validate61;
-const param_schema88 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const getProtectedResourceMetadata_path = param_validate61;
+const param_schema87 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10580,8 +10667,8 @@ return errors === 0;
 }
 param_validate61.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getOpenIdConfiguration_path = param_validate62;
-const param_schema90 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const getAuthorizationServerMetadata_path = param_validate62;
+const param_schema89 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10647,8 +10734,8 @@ return errors === 0;
 }
 param_validate62.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getOpenIdConfigurationAppended_path = param_validate63;
-const param_schema92 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const getOpenIdConfiguration_path = param_validate63;
+const param_schema91 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10714,8 +10801,8 @@ return errors === 0;
 }
 param_validate63.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const authorizeMcpClient_path = param_validate64;
-const param_schema94 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const getOpenIdConfigurationAppended_path = param_validate64;
+const param_schema93 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10781,13 +10868,80 @@ return errors === 0;
 }
 param_validate64.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const authorizeMcpClient_query = param_validate65;
-const param_schema96 = {"type":"object","properties":{"response_type":{"type":"string","maxLength":4000},"client_id":{"type":"string","maxLength":4000},"redirect_uri":{"type":"string","maxLength":4000},"state":{"type":"string","maxLength":4000},"code_challenge":{"type":"string","maxLength":4000},"code_challenge_method":{"type":"string","maxLength":4000},"scope":{"type":"string","maxLength":4000},"resource":{"type":"string","maxLength":4000},"via":{"type":"string","maxLength":10}},"required":[]};
+export const authorizeMcpClient_path = param_validate65;
+const param_schema95 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate65.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+param_validate65.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgSlug !== undefined){
+let data0 = data.orgSlug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate65.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgSlug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate65.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate65.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate65.errors = vErrors;
+return errors === 0;
+}
+param_validate65.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const authorizeMcpClient_query = param_validate66;
+const param_schema97 = {"type":"object","properties":{"response_type":{"type":"string","maxLength":4000},"client_id":{"type":"string","maxLength":4000},"redirect_uri":{"type":"string","maxLength":4000},"state":{"type":"string","maxLength":4000},"code_challenge":{"type":"string","maxLength":4000},"code_challenge_method":{"type":"string","maxLength":4000},"scope":{"type":"string","maxLength":4000},"resource":{"type":"string","maxLength":4000},"via":{"type":"string","maxLength":10}},"required":[]};
+
+function param_validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate66.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10810,7 +10964,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate65.errors = [{instancePath:instancePath+"/response_type",schemaPath:"#/properties/response_type/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate66.errors = [{instancePath:instancePath+"/response_type",schemaPath:"#/properties/response_type/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -10824,7 +10978,7 @@ data["response_type"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(param_func1(data0) > 4000){
-param_validate65.errors = [{instancePath:instancePath+"/response_type",schemaPath:"#/properties/response_type/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate66.errors = [{instancePath:instancePath+"/response_type",schemaPath:"#/properties/response_type/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -10849,7 +11003,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate65.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate66.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -10863,7 +11017,7 @@ data["client_id"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 4000){
-param_validate65.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate66.errors = [{instancePath:instancePath+"/client_id",schemaPath:"#/properties/client_id/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -10888,7 +11042,7 @@ else if(data2 === null){
 coerced2 = "";
 }
 else {
-param_validate65.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"#/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate66.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"#/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -10902,7 +11056,7 @@ data["redirect_uri"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 === "string"){
 if(param_func1(data2) > 4000){
-param_validate65.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"#/properties/redirect_uri/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate66.errors = [{instancePath:instancePath+"/redirect_uri",schemaPath:"#/properties/redirect_uri/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -10927,7 +11081,7 @@ else if(data3 === null){
 coerced3 = "";
 }
 else {
-param_validate65.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate66.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -10941,7 +11095,7 @@ data["state"] = coerced3;
 if(errors === _errs7){
 if(typeof data3 === "string"){
 if(param_func1(data3) > 4000){
-param_validate65.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate66.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -10966,7 +11120,7 @@ else if(data4 === null){
 coerced4 = "";
 }
 else {
-param_validate65.errors = [{instancePath:instancePath+"/code_challenge",schemaPath:"#/properties/code_challenge/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate66.errors = [{instancePath:instancePath+"/code_challenge",schemaPath:"#/properties/code_challenge/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -10980,7 +11134,7 @@ data["code_challenge"] = coerced4;
 if(errors === _errs9){
 if(typeof data4 === "string"){
 if(param_func1(data4) > 4000){
-param_validate65.errors = [{instancePath:instancePath+"/code_challenge",schemaPath:"#/properties/code_challenge/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate66.errors = [{instancePath:instancePath+"/code_challenge",schemaPath:"#/properties/code_challenge/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -11005,7 +11159,7 @@ else if(data5 === null){
 coerced5 = "";
 }
 else {
-param_validate65.errors = [{instancePath:instancePath+"/code_challenge_method",schemaPath:"#/properties/code_challenge_method/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate66.errors = [{instancePath:instancePath+"/code_challenge_method",schemaPath:"#/properties/code_challenge_method/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -11019,7 +11173,7 @@ data["code_challenge_method"] = coerced5;
 if(errors === _errs11){
 if(typeof data5 === "string"){
 if(param_func1(data5) > 4000){
-param_validate65.errors = [{instancePath:instancePath+"/code_challenge_method",schemaPath:"#/properties/code_challenge_method/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate66.errors = [{instancePath:instancePath+"/code_challenge_method",schemaPath:"#/properties/code_challenge_method/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -11044,7 +11198,7 @@ else if(data6 === null){
 coerced6 = "";
 }
 else {
-param_validate65.errors = [{instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate66.errors = [{instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -11058,7 +11212,7 @@ data["scope"] = coerced6;
 if(errors === _errs13){
 if(typeof data6 === "string"){
 if(param_func1(data6) > 4000){
-param_validate65.errors = [{instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate66.errors = [{instancePath:instancePath+"/scope",schemaPath:"#/properties/scope/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -11083,7 +11237,7 @@ else if(data7 === null){
 coerced7 = "";
 }
 else {
-param_validate65.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate66.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -11097,7 +11251,7 @@ data["resource"] = coerced7;
 if(errors === _errs15){
 if(typeof data7 === "string"){
 if(param_func1(data7) > 4000){
-param_validate65.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate66.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -11122,7 +11276,7 @@ else if(data8 === null){
 coerced8 = "";
 }
 else {
-param_validate65.errors = [{instancePath:instancePath+"/via",schemaPath:"#/properties/via/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate66.errors = [{instancePath:instancePath+"/via",schemaPath:"#/properties/via/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -11136,7 +11290,7 @@ data["via"] = coerced8;
 if(errors === _errs17){
 if(typeof data8 === "string"){
 if(param_func1(data8) > 10){
-param_validate65.errors = [{instancePath:instancePath+"/via",schemaPath:"#/properties/via/maxLength",keyword:"maxLength",params:{limit: 10},message:"must NOT have more than 10 characters"}];
+param_validate66.errors = [{instancePath:instancePath+"/via",schemaPath:"#/properties/via/maxLength",keyword:"maxLength",params:{limit: 10},message:"must NOT have more than 10 characters"}];
 return false;
 }
 }
@@ -11156,22 +11310,22 @@ var valid0 = true;
 }
 }
 else {
-param_validate65.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate66.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate65.errors = vErrors;
+param_validate66.errors = vErrors;
 return errors === 0;
 }
-param_validate65.evaluated = {"props":{"response_type":true,"client_id":true,"redirect_uri":true,"state":true,"code_challenge":true,"code_challenge_method":true,"scope":true,"resource":true,"via":true},"dynamicProps":false,"dynamicItems":false};
+param_validate66.evaluated = {"props":{"response_type":true,"client_id":true,"redirect_uri":true,"state":true,"code_challenge":true,"code_challenge_method":true,"scope":true,"resource":true,"via":true},"dynamicProps":false,"dynamicItems":false};
 
-export const finishMcpSignIn_path = param_validate66;
-const param_schema97 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const finishMcpSignIn_path = param_validate67;
+const param_schema98 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
-function param_validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate66.evaluated;
+const evaluated0 = param_validate67.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11182,7 +11336,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
-param_validate66.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate67.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -11200,7 +11354,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate66.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate67.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -11214,7 +11368,7 @@ data["orgSlug"] = coerced0;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(!param_pattern4.test(data0)){
-param_validate66.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+param_validate67.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
 return false;
 }
 }
@@ -11223,22 +11377,22 @@ return false;
 }
 }
 else {
-param_validate66.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate67.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate66.errors = vErrors;
+param_validate67.errors = vErrors;
 return errors === 0;
 }
-param_validate66.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate67.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const finishMcpSignIn_query = param_validate67;
-const param_schema99 = {"type":"object","properties":{"code":{"type":"string","maxLength":4000},"state":{"type":"string","maxLength":4000},"error":{"type":"string","maxLength":4000},"error_description":{"type":"string","maxLength":4000},"iss":{"type":"string","maxLength":4000},"session_state":{"type":"string","maxLength":4000}},"required":[]};
+export const finishMcpSignIn_query = param_validate68;
+const param_schema100 = {"type":"object","properties":{"code":{"type":"string","maxLength":4000},"state":{"type":"string","maxLength":4000},"error":{"type":"string","maxLength":4000},"error_description":{"type":"string","maxLength":4000},"iss":{"type":"string","maxLength":4000},"session_state":{"type":"string","maxLength":4000}},"required":[]};
 
-function param_validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate67.evaluated;
+const evaluated0 = param_validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11261,7 +11415,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate67.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate68.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -11275,7 +11429,7 @@ data["code"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(param_func1(data0) > 4000){
-param_validate67.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate68.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -11300,7 +11454,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate67.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate68.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -11314,7 +11468,7 @@ data["state"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(param_func1(data1) > 4000){
-param_validate67.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate68.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -11339,7 +11493,7 @@ else if(data2 === null){
 coerced2 = "";
 }
 else {
-param_validate67.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate68.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -11353,7 +11507,7 @@ data["error"] = coerced2;
 if(errors === _errs5){
 if(typeof data2 === "string"){
 if(param_func1(data2) > 4000){
-param_validate67.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate68.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -11378,7 +11532,7 @@ else if(data3 === null){
 coerced3 = "";
 }
 else {
-param_validate67.errors = [{instancePath:instancePath+"/error_description",schemaPath:"#/properties/error_description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate68.errors = [{instancePath:instancePath+"/error_description",schemaPath:"#/properties/error_description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -11392,7 +11546,7 @@ data["error_description"] = coerced3;
 if(errors === _errs7){
 if(typeof data3 === "string"){
 if(param_func1(data3) > 4000){
-param_validate67.errors = [{instancePath:instancePath+"/error_description",schemaPath:"#/properties/error_description/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate68.errors = [{instancePath:instancePath+"/error_description",schemaPath:"#/properties/error_description/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -11417,7 +11571,7 @@ else if(data4 === null){
 coerced4 = "";
 }
 else {
-param_validate67.errors = [{instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate68.errors = [{instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -11431,7 +11585,7 @@ data["iss"] = coerced4;
 if(errors === _errs9){
 if(typeof data4 === "string"){
 if(param_func1(data4) > 4000){
-param_validate67.errors = [{instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate68.errors = [{instancePath:instancePath+"/iss",schemaPath:"#/properties/iss/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -11456,7 +11610,7 @@ else if(data5 === null){
 coerced5 = "";
 }
 else {
-param_validate67.errors = [{instancePath:instancePath+"/session_state",schemaPath:"#/properties/session_state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate68.errors = [{instancePath:instancePath+"/session_state",schemaPath:"#/properties/session_state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -11470,7 +11624,7 @@ data["session_state"] = coerced5;
 if(errors === _errs11){
 if(typeof data5 === "string"){
 if(param_func1(data5) > 4000){
-param_validate67.errors = [{instancePath:instancePath+"/session_state",schemaPath:"#/properties/session_state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
+param_validate68.errors = [{instancePath:instancePath+"/session_state",schemaPath:"#/properties/session_state/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"}];
 return false;
 }
 }
@@ -11487,73 +11641,6 @@ var valid0 = true;
 }
 }
 else {
-param_validate67.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate67.errors = vErrors;
-return errors === 0;
-}
-param_validate67.evaluated = {"props":{"code":true,"state":true,"error":true,"error_description":true,"iss":true,"session_state":true},"dynamicProps":false,"dynamicItems":false};
-
-export const signInMcpMember_path = param_validate68;
-const param_schema100 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
-
-function param_validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate68.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
-param_validate68.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.orgSlug !== undefined){
-let data0 = data.orgSlug;
-const _errs2 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate68.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["orgSlug"] = coerced0;
-}
-}
-}
-if(errors === _errs2){
-if(typeof data0 === "string"){
-if(!param_pattern4.test(data0)){
-param_validate68.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-}
-else {
 param_validate68.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
@@ -11561,10 +11648,10 @@ return false;
 param_validate68.errors = vErrors;
 return errors === 0;
 }
-param_validate68.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+param_validate68.evaluated = {"props":{"code":true,"state":true,"error":true,"error_description":true,"iss":true,"session_state":true},"dynamicProps":false,"dynamicItems":false};
 
-export const consentMcpClient_path = param_validate69;
-const param_schema102 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const signInMcpMember_path = param_validate69;
+const param_schema101 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11630,8 +11717,8 @@ return errors === 0;
 }
 param_validate69.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const issueMcpToken_path = param_validate70;
-const param_schema104 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const consentMcpClient_path = param_validate70;
+const param_schema103 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11697,8 +11784,8 @@ return errors === 0;
 }
 param_validate70.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeMcpToken_path = param_validate71;
-const param_schema106 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const issueMcpToken_path = param_validate71;
+const param_schema105 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11764,8 +11851,8 @@ return errors === 0;
 }
 param_validate71.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const registerMcpClient_path = param_validate72;
-const param_schema108 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
+export const revokeMcpToken_path = param_validate72;
+const param_schema107 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11831,13 +11918,80 @@ return errors === 0;
 }
 param_validate72.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listMcpGrants_query = param_validate73;
-const param_schema110 = {"type":"object","properties":{"subject":{"type":"string","maxLength":320}},"required":[]};
+export const registerMcpClient_path = param_validate73;
+const param_schema109 = {"type":"object","properties":{"orgSlug":{"$ref":"openapi#/components/schemas/Slug"}},"required":["orgSlug"]};
 
 function param_validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate73.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.orgSlug === undefined) && (missing0 = "orgSlug")){
+param_validate73.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.orgSlug !== undefined){
+let data0 = data.orgSlug;
+const _errs2 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate73.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["orgSlug"] = coerced0;
+}
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!param_pattern4.test(data0)){
+param_validate73.errors = [{instancePath:instancePath+"/orgSlug",schemaPath:"openapi#/components/schemas/Slug/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+param_validate73.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate73.errors = vErrors;
+return errors === 0;
+}
+param_validate73.evaluated = {"props":{"orgSlug":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listMcpGrants_query = param_validate74;
+const param_schema111 = {"type":"object","properties":{"subject":{"type":"string","maxLength":320}},"required":[]};
+
+function param_validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate74.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11860,7 +12014,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate73.errors = [{instancePath:instancePath+"/subject",schemaPath:"#/properties/subject/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate74.errors = [{instancePath:instancePath+"/subject",schemaPath:"#/properties/subject/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -11874,7 +12028,7 @@ data["subject"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(param_func1(data0) > 320){
-param_validate73.errors = [{instancePath:instancePath+"/subject",schemaPath:"#/properties/subject/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"}];
+param_validate74.errors = [{instancePath:instancePath+"/subject",schemaPath:"#/properties/subject/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"}];
 return false;
 }
 }
@@ -11882,22 +12036,22 @@ return false;
 }
 }
 else {
-param_validate73.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate74.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate73.errors = vErrors;
+param_validate74.errors = vErrors;
 return errors === 0;
 }
-param_validate73.evaluated = {"props":{"subject":true},"dynamicProps":false,"dynamicItems":false};
+param_validate74.evaluated = {"props":{"subject":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeMcpGrant_path = param_validate74;
-const param_schema111 = {"type":"object","properties":{"grantId":{"type":"string","format":"uuid"}},"required":["grantId"]};
+export const revokeMcpGrant_path = param_validate75;
+const param_schema112 = {"type":"object","properties":{"grantId":{"type":"string","format":"uuid"}},"required":["grantId"]};
 
-function param_validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate74.evaluated;
+const evaluated0 = param_validate75.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11908,7 +12062,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.grantId === undefined) && (missing0 = "grantId")){
-param_validate74.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate75.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -11926,7 +12080,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate74.errors = [{instancePath:instancePath+"/grantId",schemaPath:"#/properties/grantId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate75.errors = [{instancePath:instancePath+"/grantId",schemaPath:"#/properties/grantId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -11941,7 +12095,7 @@ if(errors === _errs1){
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!(param_formats0.test(data0))){
-param_validate74.errors = [{instancePath:instancePath+"/grantId",schemaPath:"#/properties/grantId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate75.errors = [{instancePath:instancePath+"/grantId",schemaPath:"#/properties/grantId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -11951,22 +12105,22 @@ return false;
 }
 }
 else {
-param_validate74.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate75.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate74.errors = vErrors;
+param_validate75.errors = vErrors;
 return errors === 0;
 }
-param_validate74.evaluated = {"props":{"grantId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate75.evaluated = {"props":{"grantId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeMcpClient_path = param_validate75;
-const param_schema112 = {"type":"object","properties":{"clientId":{"type":"string","minLength":1,"maxLength":100}},"required":["clientId"]};
+export const revokeMcpClient_path = param_validate76;
+const param_schema113 = {"type":"object","properties":{"clientId":{"type":"string","minLength":1,"maxLength":100}},"required":["clientId"]};
 
-function param_validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate75.evaluated;
+const evaluated0 = param_validate76.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11977,7 +12131,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.clientId === undefined) && (missing0 = "clientId")){
-param_validate75.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate76.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -11995,7 +12149,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate75.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate76.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -12009,81 +12163,12 @@ data["clientId"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(param_func1(data0) > 100){
-param_validate75.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+param_validate76.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
 return false;
 }
 else {
 if(param_func1(data0) < 1){
-param_validate75.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-}
-}
-}
-}
-else {
-param_validate75.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate75.errors = vErrors;
-return errors === 0;
-}
-param_validate75.evaluated = {"props":{"clientId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const removeMember_path = param_validate76;
-const param_schema113 = {"type":"object","properties":{"memberId":{"type":"string","format":"uuid"}},"required":["memberId"]};
-
-function param_validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate76.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.memberId === undefined) && (missing0 = "memberId")){
-param_validate76.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.memberId !== undefined){
-let data0 = data.memberId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate76.errors = [{instancePath:instancePath+"/memberId",schemaPath:"#/properties/memberId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["memberId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate76.errors = [{instancePath:instancePath+"/memberId",schemaPath:"#/properties/memberId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate76.errors = [{instancePath:instancePath+"/clientId",schemaPath:"#/properties/clientId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
@@ -12100,9 +12185,9 @@ return false;
 param_validate76.errors = vErrors;
 return errors === 0;
 }
-param_validate76.evaluated = {"props":{"memberId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate76.evaluated = {"props":{"clientId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateMember_path = param_validate77;
+export const removeMember_path = param_validate77;
 const param_schema114 = {"type":"object","properties":{"memberId":{"type":"string","format":"uuid"}},"required":["memberId"]};
 
 function param_validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -12171,7 +12256,7 @@ return errors === 0;
 }
 param_validate77.evaluated = {"props":{"memberId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const createMemberLink_path = param_validate78;
+export const updateMember_path = param_validate78;
 const param_schema115 = {"type":"object","properties":{"memberId":{"type":"string","format":"uuid"}},"required":["memberId"]};
 
 function param_validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -12240,9 +12325,8 @@ return errors === 0;
 }
 param_validate78.evaluated = {"props":{"memberId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getDocsAsset_path = param_validate79;
-const param_schema116 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
-const param_pattern29 = new RegExp("^[a-zA-Z0-9._-]{1,100}$", "u");
+export const createMemberLink_path = param_validate79;
+const param_schema116 = {"type":"object","properties":{"memberId":{"type":"string","format":"uuid"}},"required":["memberId"]};
 
 function param_validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -12257,8 +12341,78 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.asset === undefined) && (missing0 = "asset")){
+if((data.memberId === undefined) && (missing0 = "memberId")){
 param_validate79.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.memberId !== undefined){
+let data0 = data.memberId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate79.errors = [{instancePath:instancePath+"/memberId",schemaPath:"#/properties/memberId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["memberId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate79.errors = [{instancePath:instancePath+"/memberId",schemaPath:"#/properties/memberId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate79.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate79.errors = vErrors;
+return errors === 0;
+}
+param_validate79.evaluated = {"props":{"memberId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const getDocsAsset_path = param_validate80;
+const param_schema117 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
+const param_pattern29 = new RegExp("^[a-zA-Z0-9._-]{1,100}$", "u");
+
+function param_validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate80.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.asset === undefined) && (missing0 = "asset")){
+param_validate80.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -12276,7 +12430,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate79.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate80.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -12290,77 +12444,8 @@ data["asset"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!param_pattern29.test(data0)){
-param_validate79.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
+param_validate80.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
 return false;
-}
-}
-}
-}
-}
-}
-else {
-param_validate79.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate79.errors = vErrors;
-return errors === 0;
-}
-param_validate79.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
-
-export const deleteWebhook_path = param_validate80;
-const param_schema117 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
-
-function param_validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate80.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.webhookId === undefined) && (missing0 = "webhookId")){
-param_validate80.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-if(data.webhookId !== undefined){
-let data0 = data.webhookId;
-const _errs1 = errors;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-param_validate80.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["webhookId"] = coerced0;
-}
-}
-}
-if(errors === _errs1){
-if(errors === _errs1){
-if(typeof data0 === "string"){
-if(!(param_formats0.test(data0))){
-param_validate80.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
 }
 }
 }
@@ -12375,9 +12460,9 @@ return false;
 param_validate80.errors = vErrors;
 return errors === 0;
 }
-param_validate80.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate80.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateWebhook_path = param_validate81;
+export const deleteWebhook_path = param_validate81;
 const param_schema118 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -12446,7 +12531,7 @@ return errors === 0;
 }
 param_validate81.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listWebhookDeliveries_path = param_validate82;
+export const updateWebhook_path = param_validate82;
 const param_schema119 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -12515,13 +12600,82 @@ return errors === 0;
 }
 param_validate82.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listWebhookDeliveries_query = param_validate83;
-const param_schema120 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","format":"uuid"}},"required":[]};
+export const listWebhookDeliveries_path = param_validate83;
+const param_schema120 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"}},"required":["webhookId"]};
 
 function param_validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate83.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.webhookId === undefined) && (missing0 = "webhookId")){
+param_validate83.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.webhookId !== undefined){
+let data0 = data.webhookId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate83.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["webhookId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate83.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate83.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate83.errors = vErrors;
+return errors === 0;
+}
+param_validate83.evaluated = {"props":{"webhookId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listWebhookDeliveries_query = param_validate84;
+const param_schema121 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","format":"uuid"}},"required":[]};
+
+function param_validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate84.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12544,7 +12698,7 @@ if(dataType0 === "boolean" || data0 === null
 coerced0 = +data0;
 }
 else {
-param_validate83.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate84.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -12558,12 +12712,12 @@ data["limit"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 == "number"){
 if(data0 > 200 || isNaN(data0)){
-param_validate83.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+param_validate84.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
 return false;
 }
 else {
 if(data0 < 1 || isNaN(data0)){
-param_validate83.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate84.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
@@ -12585,7 +12739,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate83.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate84.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -12600,7 +12754,7 @@ if(errors === _errs3){
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(!(param_formats0.test(data1))){
-param_validate83.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate84.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -12614,23 +12768,23 @@ var valid0 = true;
 }
 }
 else {
-param_validate83.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate84.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate83.errors = vErrors;
+param_validate84.errors = vErrors;
 return errors === 0;
 }
-param_validate83.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
+param_validate84.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
 
-export const resendWebhookEvent_path = param_validate84;
-const param_schema121 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};
+export const resendWebhookEvent_path = param_validate85;
+const param_schema122 = {"type":"object","properties":{"webhookId":{"type":"string","format":"uuid"},"eventId":{"type":"string","pattern":"^evt_[0-9a-f-]{36}$"}},"required":["webhookId","eventId"]};
 const param_pattern30 = new RegExp("^evt_[0-9a-f-]{36}$", "u");
 
-function param_validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate84.evaluated;
+const evaluated0 = param_validate85.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12641,7 +12795,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.webhookId === undefined) && (missing0 = "webhookId")) || ((data.eventId === undefined) && (missing0 = "eventId"))){
-param_validate84.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate85.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -12659,7 +12813,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate84.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate85.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -12674,7 +12828,7 @@ if(errors === _errs1){
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!(param_formats0.test(data0))){
-param_validate84.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+param_validate85.errors = [{instancePath:instancePath+"/webhookId",schemaPath:"#/properties/webhookId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
 return false;
 }
 }
@@ -12700,7 +12854,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate84.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate85.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -12714,7 +12868,7 @@ data["eventId"] = coerced1;
 if(errors === _errs3){
 if(typeof data1 === "string"){
 if(!param_pattern30.test(data1)){
-param_validate84.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/pattern",keyword:"pattern",params:{pattern: "^evt_[0-9a-f-]{36}$"},message:"must match pattern \""+"^evt_[0-9a-f-]{36}$"+"\""}];
+param_validate85.errors = [{instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/pattern",keyword:"pattern",params:{pattern: "^evt_[0-9a-f-]{36}$"},message:"must match pattern \""+"^evt_[0-9a-f-]{36}$"+"\""}];
 return false;
 }
 }
@@ -12728,17 +12882,17 @@ var valid0 = true;
 }
 }
 else {
-param_validate84.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate85.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate84.errors = vErrors;
+param_validate85.errors = vErrors;
 return errors === 0;
 }
-param_validate84.evaluated = {"props":{"webhookId":true,"eventId":true},"dynamicProps":false,"dynamicItems":false};
+param_validate85.evaluated = {"props":{"webhookId":true,"eventId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listAuditEvents_query = param_validate85;
-const param_schema122 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500},"cursor":{"type":"string","pattern":"^[0-9]{1,18}$"},"target_id":{"type":"string","minLength":1,"maxLength":200},"outcome":{"type":"string","maxLength":100,"pattern":"^(success|held|denied|refused|error)(,(success|held|denied|refused|error)){0,4}$"},"actor":{"type":"string","minLength":3,"maxLength":320,"pattern":"^(api_key|oauth_client|user|operator):.+$"},"tool":{"type":"string","minLength":1,"maxLength":200},"connector_id":{"type":"string","format":"uuid"},"reason_class":{"type":"string","minLength":1,"maxLength":64,"pattern":"^[a-z_]+$"},"fingerprint_id":{"type":"string","pattern":"^[0-9a-f]{16}$"},"from":{"type":"string","format":"date-time"},"until":{"type":"string","format":"date-time"}},"required":[]};
+export const listAuditEvents_query = param_validate86;
+const param_schema123 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500},"cursor":{"type":"string","pattern":"^[0-9]{1,18}$"},"target_id":{"type":"string","minLength":1,"maxLength":200},"outcome":{"type":"string","maxLength":100,"pattern":"^(success|held|denied|refused|error)(,(success|held|denied|refused|error)){0,4}$"},"actor":{"type":"string","minLength":3,"maxLength":320,"pattern":"^(api_key|oauth_client|user|operator):.+$"},"tool":{"type":"string","minLength":1,"maxLength":200},"connector_id":{"type":"string","format":"uuid"},"reason_class":{"type":"string","minLength":1,"maxLength":64,"pattern":"^[a-z_]+$"},"fingerprint_id":{"type":"string","pattern":"^[0-9a-f]{16}$"},"from":{"type":"string","format":"date-time"},"until":{"type":"string","format":"date-time"}},"required":[]};
 const param_pattern32 = new RegExp("^[0-9]{1,18}$", "u");
 const param_pattern33 = new RegExp("^(success|held|denied|refused|error)(,(success|held|denied|refused|error)){0,4}$", "u");
 const param_pattern34 = new RegExp("^(api_key|oauth_client|user|operator):.+$", "u");
@@ -12746,10 +12900,10 @@ const param_pattern35 = new RegExp("^[a-z_]+$", "u");
 const param_pattern36 = new RegExp("^[0-9a-f]{16}$", "u");
 const param_formats80 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
-function param_validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate85.evaluated;
+const evaluated0 = param_validate86.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12772,7 +12926,7 @@ if(dataType0 === "boolean" || data0 === null
 coerced0 = +data0;
 }
 else {
-param_validate85.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+param_validate86.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 }
@@ -12786,611 +12940,14 @@ data["limit"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 == "number"){
 if(data0 > 200 || isNaN(data0)){
-param_validate85.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
+param_validate86.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"}];
 return false;
 }
 else {
 if(data0 < 1 || isNaN(data0)){
-param_validate85.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+param_validate86.errors = [{instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
-}
-}
-}
-var valid0 = _errs1 === errors;
-if(valid0){
-if(data.action !== undefined){
-let data1 = data.action;
-const _errs3 = errors;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-param_validate85.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["action"] = coerced1;
-}
-}
-}
-if(errors === _errs3){
-if(typeof data1 === "string"){
-if(param_func1(data1) > 100){
-param_validate85.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
-return false;
-}
-else {
-if(param_func1(data1) < 1){
-param_validate85.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-else {
-if(!param_pattern17.test(data1)){
-param_validate85.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-var valid0 = _errs3 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.days !== undefined){
-let data2 = data.days;
-const _errs5 = errors;
-if(!((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2)))){
-let dataType2 = typeof data2;
-let coerced2 = undefined;
-if(!(coerced2 !== undefined)){
-if(dataType2 === "boolean" || data2 === null
-              || (dataType2 === "string" && data2 && data2 == +data2 && !(data2 % 1))){
-coerced2 = +data2;
-}
-else {
-param_validate85.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
-return false;
-}
-}
-if(coerced2 !== undefined){
-data2 = coerced2;
-if(data !== undefined){
-data["days"] = coerced2;
-}
-}
-}
-if(errors === _errs5){
-if(typeof data2 == "number"){
-if(data2 > 36500 || isNaN(data2)){
-param_validate85.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
-return false;
-}
-else {
-if(data2 < 1 || isNaN(data2)){
-param_validate85.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs5 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.cursor !== undefined){
-let data3 = data.cursor;
-const _errs7 = errors;
-if(typeof data3 !== "string"){
-let dataType3 = typeof data3;
-let coerced3 = undefined;
-if(!(coerced3 !== undefined)){
-if(dataType3 == "number" || dataType3 == "boolean"){
-coerced3 = "" + data3;
-}
-else if(data3 === null){
-coerced3 = "";
-}
-else {
-param_validate85.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced3 !== undefined){
-data3 = coerced3;
-if(data !== undefined){
-data["cursor"] = coerced3;
-}
-}
-}
-if(errors === _errs7){
-if(typeof data3 === "string"){
-if(!param_pattern32.test(data3)){
-param_validate85.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,18}$"},message:"must match pattern \""+"^[0-9]{1,18}$"+"\""}];
-return false;
-}
-}
-}
-var valid0 = _errs7 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.target_id !== undefined){
-let data4 = data.target_id;
-const _errs9 = errors;
-if(typeof data4 !== "string"){
-let dataType4 = typeof data4;
-let coerced4 = undefined;
-if(!(coerced4 !== undefined)){
-if(dataType4 == "number" || dataType4 == "boolean"){
-coerced4 = "" + data4;
-}
-else if(data4 === null){
-coerced4 = "";
-}
-else {
-param_validate85.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced4 !== undefined){
-data4 = coerced4;
-if(data !== undefined){
-data["target_id"] = coerced4;
-}
-}
-}
-if(errors === _errs9){
-if(typeof data4 === "string"){
-if(param_func1(data4) > 200){
-param_validate85.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
-return false;
-}
-else {
-if(param_func1(data4) < 1){
-param_validate85.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs9 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.outcome !== undefined){
-let data5 = data.outcome;
-const _errs11 = errors;
-if(typeof data5 !== "string"){
-let dataType5 = typeof data5;
-let coerced5 = undefined;
-if(!(coerced5 !== undefined)){
-if(dataType5 == "number" || dataType5 == "boolean"){
-coerced5 = "" + data5;
-}
-else if(data5 === null){
-coerced5 = "";
-}
-else {
-param_validate85.errors = [{instancePath:instancePath+"/outcome",schemaPath:"#/properties/outcome/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced5 !== undefined){
-data5 = coerced5;
-if(data !== undefined){
-data["outcome"] = coerced5;
-}
-}
-}
-if(errors === _errs11){
-if(typeof data5 === "string"){
-if(param_func1(data5) > 100){
-param_validate85.errors = [{instancePath:instancePath+"/outcome",schemaPath:"#/properties/outcome/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
-return false;
-}
-else {
-if(!param_pattern33.test(data5)){
-param_validate85.errors = [{instancePath:instancePath+"/outcome",schemaPath:"#/properties/outcome/pattern",keyword:"pattern",params:{pattern: "^(success|held|denied|refused|error)(,(success|held|denied|refused|error)){0,4}$"},message:"must match pattern \""+"^(success|held|denied|refused|error)(,(success|held|denied|refused|error)){0,4}$"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs11 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.actor !== undefined){
-let data6 = data.actor;
-const _errs13 = errors;
-if(typeof data6 !== "string"){
-let dataType6 = typeof data6;
-let coerced6 = undefined;
-if(!(coerced6 !== undefined)){
-if(dataType6 == "number" || dataType6 == "boolean"){
-coerced6 = "" + data6;
-}
-else if(data6 === null){
-coerced6 = "";
-}
-else {
-param_validate85.errors = [{instancePath:instancePath+"/actor",schemaPath:"#/properties/actor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced6 !== undefined){
-data6 = coerced6;
-if(data !== undefined){
-data["actor"] = coerced6;
-}
-}
-}
-if(errors === _errs13){
-if(typeof data6 === "string"){
-if(param_func1(data6) > 320){
-param_validate85.errors = [{instancePath:instancePath+"/actor",schemaPath:"#/properties/actor/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"}];
-return false;
-}
-else {
-if(param_func1(data6) < 3){
-param_validate85.errors = [{instancePath:instancePath+"/actor",schemaPath:"#/properties/actor/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"}];
-return false;
-}
-else {
-if(!param_pattern34.test(data6)){
-param_validate85.errors = [{instancePath:instancePath+"/actor",schemaPath:"#/properties/actor/pattern",keyword:"pattern",params:{pattern: "^(api_key|oauth_client|user|operator):.+$"},message:"must match pattern \""+"^(api_key|oauth_client|user|operator):.+$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-var valid0 = _errs13 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.tool !== undefined){
-let data7 = data.tool;
-const _errs15 = errors;
-if(typeof data7 !== "string"){
-let dataType7 = typeof data7;
-let coerced7 = undefined;
-if(!(coerced7 !== undefined)){
-if(dataType7 == "number" || dataType7 == "boolean"){
-coerced7 = "" + data7;
-}
-else if(data7 === null){
-coerced7 = "";
-}
-else {
-param_validate85.errors = [{instancePath:instancePath+"/tool",schemaPath:"#/properties/tool/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced7 !== undefined){
-data7 = coerced7;
-if(data !== undefined){
-data["tool"] = coerced7;
-}
-}
-}
-if(errors === _errs15){
-if(typeof data7 === "string"){
-if(param_func1(data7) > 200){
-param_validate85.errors = [{instancePath:instancePath+"/tool",schemaPath:"#/properties/tool/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
-return false;
-}
-else {
-if(param_func1(data7) < 1){
-param_validate85.errors = [{instancePath:instancePath+"/tool",schemaPath:"#/properties/tool/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs15 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.connector_id !== undefined){
-let data8 = data.connector_id;
-const _errs17 = errors;
-if(typeof data8 !== "string"){
-let dataType8 = typeof data8;
-let coerced8 = undefined;
-if(!(coerced8 !== undefined)){
-if(dataType8 == "number" || dataType8 == "boolean"){
-coerced8 = "" + data8;
-}
-else if(data8 === null){
-coerced8 = "";
-}
-else {
-param_validate85.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced8 !== undefined){
-data8 = coerced8;
-if(data !== undefined){
-data["connector_id"] = coerced8;
-}
-}
-}
-if(errors === _errs17){
-if(errors === _errs17){
-if(typeof data8 === "string"){
-if(!(param_formats0.test(data8))){
-param_validate85.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs17 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.reason_class !== undefined){
-let data9 = data.reason_class;
-const _errs19 = errors;
-if(typeof data9 !== "string"){
-let dataType9 = typeof data9;
-let coerced9 = undefined;
-if(!(coerced9 !== undefined)){
-if(dataType9 == "number" || dataType9 == "boolean"){
-coerced9 = "" + data9;
-}
-else if(data9 === null){
-coerced9 = "";
-}
-else {
-param_validate85.errors = [{instancePath:instancePath+"/reason_class",schemaPath:"#/properties/reason_class/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced9 !== undefined){
-data9 = coerced9;
-if(data !== undefined){
-data["reason_class"] = coerced9;
-}
-}
-}
-if(errors === _errs19){
-if(typeof data9 === "string"){
-if(param_func1(data9) > 64){
-param_validate85.errors = [{instancePath:instancePath+"/reason_class",schemaPath:"#/properties/reason_class/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
-return false;
-}
-else {
-if(param_func1(data9) < 1){
-param_validate85.errors = [{instancePath:instancePath+"/reason_class",schemaPath:"#/properties/reason_class/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-else {
-if(!param_pattern35.test(data9)){
-param_validate85.errors = [{instancePath:instancePath+"/reason_class",schemaPath:"#/properties/reason_class/pattern",keyword:"pattern",params:{pattern: "^[a-z_]+$"},message:"must match pattern \""+"^[a-z_]+$"+"\""}];
-return false;
-}
-}
-}
-}
-}
-var valid0 = _errs19 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.fingerprint_id !== undefined){
-let data10 = data.fingerprint_id;
-const _errs21 = errors;
-if(typeof data10 !== "string"){
-let dataType10 = typeof data10;
-let coerced10 = undefined;
-if(!(coerced10 !== undefined)){
-if(dataType10 == "number" || dataType10 == "boolean"){
-coerced10 = "" + data10;
-}
-else if(data10 === null){
-coerced10 = "";
-}
-else {
-param_validate85.errors = [{instancePath:instancePath+"/fingerprint_id",schemaPath:"#/properties/fingerprint_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced10 !== undefined){
-data10 = coerced10;
-if(data !== undefined){
-data["fingerprint_id"] = coerced10;
-}
-}
-}
-if(errors === _errs21){
-if(typeof data10 === "string"){
-if(!param_pattern36.test(data10)){
-param_validate85.errors = [{instancePath:instancePath+"/fingerprint_id",schemaPath:"#/properties/fingerprint_id/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{16}$"},message:"must match pattern \""+"^[0-9a-f]{16}$"+"\""}];
-return false;
-}
-}
-}
-var valid0 = _errs21 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.from !== undefined){
-let data11 = data.from;
-const _errs23 = errors;
-if(typeof data11 !== "string"){
-let dataType11 = typeof data11;
-let coerced11 = undefined;
-if(!(coerced11 !== undefined)){
-if(dataType11 == "number" || dataType11 == "boolean"){
-coerced11 = "" + data11;
-}
-else if(data11 === null){
-coerced11 = "";
-}
-else {
-param_validate85.errors = [{instancePath:instancePath+"/from",schemaPath:"#/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced11 !== undefined){
-data11 = coerced11;
-if(data !== undefined){
-data["from"] = coerced11;
-}
-}
-}
-if(errors === _errs23){
-if(errors === _errs23){
-if(typeof data11 === "string"){
-if(!(param_formats80.validate(data11))){
-param_validate85.errors = [{instancePath:instancePath+"/from",schemaPath:"#/properties/from/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs23 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.until !== undefined){
-let data12 = data.until;
-const _errs25 = errors;
-if(typeof data12 !== "string"){
-let dataType12 = typeof data12;
-let coerced12 = undefined;
-if(!(coerced12 !== undefined)){
-if(dataType12 == "number" || dataType12 == "boolean"){
-coerced12 = "" + data12;
-}
-else if(data12 === null){
-coerced12 = "";
-}
-else {
-param_validate85.errors = [{instancePath:instancePath+"/until",schemaPath:"#/properties/until/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-if(coerced12 !== undefined){
-data12 = coerced12;
-if(data !== undefined){
-data["until"] = coerced12;
-}
-}
-}
-if(errors === _errs25){
-if(errors === _errs25){
-if(typeof data12 === "string"){
-if(!(param_formats80.validate(data12))){
-param_validate85.errors = [{instancePath:instancePath+"/until",schemaPath:"#/properties/until/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""}];
-return false;
-}
-}
-}
-}
-var valid0 = _errs25 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-}
-}
-}
-}
-}
-}
-}
-}
-}
-}
-else {
-param_validate85.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-param_validate85.errors = vErrors;
-return errors === 0;
-}
-param_validate85.evaluated = {"props":{"limit":true,"action":true,"days":true,"cursor":true,"target_id":true,"outcome":true,"actor":true,"tool":true,"connector_id":true,"reason_class":true,"fingerprint_id":true,"from":true,"until":true},"dynamicProps":false,"dynamicItems":false};
-
-export const exportAuditEvents_query = param_validate86;
-const param_schema123 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
-
-function param_validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = param_validate86.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.redact === undefined){
-data.redact = false;
-}
-let data0 = data.redact;
-const _errs1 = errors;
-if(typeof data0 !== "boolean"){
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(data0 === "false" || data0 === 0 || data0 === null){
-coerced0 = false;
-}
-else if(data0 === "true" || data0 === 1){
-coerced0 = true;
-}
-else {
-param_validate86.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
-return false;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["redact"] = coerced0;
 }
 }
 }
@@ -13489,6 +13046,454 @@ var valid0 = _errs5 === errors;
 else {
 var valid0 = true;
 }
+if(valid0){
+if(data.cursor !== undefined){
+let data3 = data.cursor;
+const _errs7 = errors;
+if(typeof data3 !== "string"){
+let dataType3 = typeof data3;
+let coerced3 = undefined;
+if(!(coerced3 !== undefined)){
+if(dataType3 == "number" || dataType3 == "boolean"){
+coerced3 = "" + data3;
+}
+else if(data3 === null){
+coerced3 = "";
+}
+else {
+param_validate86.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced3 !== undefined){
+data3 = coerced3;
+if(data !== undefined){
+data["cursor"] = coerced3;
+}
+}
+}
+if(errors === _errs7){
+if(typeof data3 === "string"){
+if(!param_pattern32.test(data3)){
+param_validate86.errors = [{instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,18}$"},message:"must match pattern \""+"^[0-9]{1,18}$"+"\""}];
+return false;
+}
+}
+}
+var valid0 = _errs7 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.target_id !== undefined){
+let data4 = data.target_id;
+const _errs9 = errors;
+if(typeof data4 !== "string"){
+let dataType4 = typeof data4;
+let coerced4 = undefined;
+if(!(coerced4 !== undefined)){
+if(dataType4 == "number" || dataType4 == "boolean"){
+coerced4 = "" + data4;
+}
+else if(data4 === null){
+coerced4 = "";
+}
+else {
+param_validate86.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced4 !== undefined){
+data4 = coerced4;
+if(data !== undefined){
+data["target_id"] = coerced4;
+}
+}
+}
+if(errors === _errs9){
+if(typeof data4 === "string"){
+if(param_func1(data4) > 200){
+param_validate86.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+return false;
+}
+else {
+if(param_func1(data4) < 1){
+param_validate86.errors = [{instancePath:instancePath+"/target_id",schemaPath:"#/properties/target_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.outcome !== undefined){
+let data5 = data.outcome;
+const _errs11 = errors;
+if(typeof data5 !== "string"){
+let dataType5 = typeof data5;
+let coerced5 = undefined;
+if(!(coerced5 !== undefined)){
+if(dataType5 == "number" || dataType5 == "boolean"){
+coerced5 = "" + data5;
+}
+else if(data5 === null){
+coerced5 = "";
+}
+else {
+param_validate86.errors = [{instancePath:instancePath+"/outcome",schemaPath:"#/properties/outcome/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced5 !== undefined){
+data5 = coerced5;
+if(data !== undefined){
+data["outcome"] = coerced5;
+}
+}
+}
+if(errors === _errs11){
+if(typeof data5 === "string"){
+if(param_func1(data5) > 100){
+param_validate86.errors = [{instancePath:instancePath+"/outcome",schemaPath:"#/properties/outcome/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+return false;
+}
+else {
+if(!param_pattern33.test(data5)){
+param_validate86.errors = [{instancePath:instancePath+"/outcome",schemaPath:"#/properties/outcome/pattern",keyword:"pattern",params:{pattern: "^(success|held|denied|refused|error)(,(success|held|denied|refused|error)){0,4}$"},message:"must match pattern \""+"^(success|held|denied|refused|error)(,(success|held|denied|refused|error)){0,4}$"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs11 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.actor !== undefined){
+let data6 = data.actor;
+const _errs13 = errors;
+if(typeof data6 !== "string"){
+let dataType6 = typeof data6;
+let coerced6 = undefined;
+if(!(coerced6 !== undefined)){
+if(dataType6 == "number" || dataType6 == "boolean"){
+coerced6 = "" + data6;
+}
+else if(data6 === null){
+coerced6 = "";
+}
+else {
+param_validate86.errors = [{instancePath:instancePath+"/actor",schemaPath:"#/properties/actor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced6 !== undefined){
+data6 = coerced6;
+if(data !== undefined){
+data["actor"] = coerced6;
+}
+}
+}
+if(errors === _errs13){
+if(typeof data6 === "string"){
+if(param_func1(data6) > 320){
+param_validate86.errors = [{instancePath:instancePath+"/actor",schemaPath:"#/properties/actor/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"}];
+return false;
+}
+else {
+if(param_func1(data6) < 3){
+param_validate86.errors = [{instancePath:instancePath+"/actor",schemaPath:"#/properties/actor/minLength",keyword:"minLength",params:{limit: 3},message:"must NOT have fewer than 3 characters"}];
+return false;
+}
+else {
+if(!param_pattern34.test(data6)){
+param_validate86.errors = [{instancePath:instancePath+"/actor",schemaPath:"#/properties/actor/pattern",keyword:"pattern",params:{pattern: "^(api_key|oauth_client|user|operator):.+$"},message:"must match pattern \""+"^(api_key|oauth_client|user|operator):.+$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+var valid0 = _errs13 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.tool !== undefined){
+let data7 = data.tool;
+const _errs15 = errors;
+if(typeof data7 !== "string"){
+let dataType7 = typeof data7;
+let coerced7 = undefined;
+if(!(coerced7 !== undefined)){
+if(dataType7 == "number" || dataType7 == "boolean"){
+coerced7 = "" + data7;
+}
+else if(data7 === null){
+coerced7 = "";
+}
+else {
+param_validate86.errors = [{instancePath:instancePath+"/tool",schemaPath:"#/properties/tool/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced7 !== undefined){
+data7 = coerced7;
+if(data !== undefined){
+data["tool"] = coerced7;
+}
+}
+}
+if(errors === _errs15){
+if(typeof data7 === "string"){
+if(param_func1(data7) > 200){
+param_validate86.errors = [{instancePath:instancePath+"/tool",schemaPath:"#/properties/tool/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+return false;
+}
+else {
+if(param_func1(data7) < 1){
+param_validate86.errors = [{instancePath:instancePath+"/tool",schemaPath:"#/properties/tool/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs15 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.connector_id !== undefined){
+let data8 = data.connector_id;
+const _errs17 = errors;
+if(typeof data8 !== "string"){
+let dataType8 = typeof data8;
+let coerced8 = undefined;
+if(!(coerced8 !== undefined)){
+if(dataType8 == "number" || dataType8 == "boolean"){
+coerced8 = "" + data8;
+}
+else if(data8 === null){
+coerced8 = "";
+}
+else {
+param_validate86.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced8 !== undefined){
+data8 = coerced8;
+if(data !== undefined){
+data["connector_id"] = coerced8;
+}
+}
+}
+if(errors === _errs17){
+if(errors === _errs17){
+if(typeof data8 === "string"){
+if(!(param_formats0.test(data8))){
+param_validate86.errors = [{instancePath:instancePath+"/connector_id",schemaPath:"#/properties/connector_id/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs17 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.reason_class !== undefined){
+let data9 = data.reason_class;
+const _errs19 = errors;
+if(typeof data9 !== "string"){
+let dataType9 = typeof data9;
+let coerced9 = undefined;
+if(!(coerced9 !== undefined)){
+if(dataType9 == "number" || dataType9 == "boolean"){
+coerced9 = "" + data9;
+}
+else if(data9 === null){
+coerced9 = "";
+}
+else {
+param_validate86.errors = [{instancePath:instancePath+"/reason_class",schemaPath:"#/properties/reason_class/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced9 !== undefined){
+data9 = coerced9;
+if(data !== undefined){
+data["reason_class"] = coerced9;
+}
+}
+}
+if(errors === _errs19){
+if(typeof data9 === "string"){
+if(param_func1(data9) > 64){
+param_validate86.errors = [{instancePath:instancePath+"/reason_class",schemaPath:"#/properties/reason_class/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
+return false;
+}
+else {
+if(param_func1(data9) < 1){
+param_validate86.errors = [{instancePath:instancePath+"/reason_class",schemaPath:"#/properties/reason_class/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+else {
+if(!param_pattern35.test(data9)){
+param_validate86.errors = [{instancePath:instancePath+"/reason_class",schemaPath:"#/properties/reason_class/pattern",keyword:"pattern",params:{pattern: "^[a-z_]+$"},message:"must match pattern \""+"^[a-z_]+$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+var valid0 = _errs19 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.fingerprint_id !== undefined){
+let data10 = data.fingerprint_id;
+const _errs21 = errors;
+if(typeof data10 !== "string"){
+let dataType10 = typeof data10;
+let coerced10 = undefined;
+if(!(coerced10 !== undefined)){
+if(dataType10 == "number" || dataType10 == "boolean"){
+coerced10 = "" + data10;
+}
+else if(data10 === null){
+coerced10 = "";
+}
+else {
+param_validate86.errors = [{instancePath:instancePath+"/fingerprint_id",schemaPath:"#/properties/fingerprint_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced10 !== undefined){
+data10 = coerced10;
+if(data !== undefined){
+data["fingerprint_id"] = coerced10;
+}
+}
+}
+if(errors === _errs21){
+if(typeof data10 === "string"){
+if(!param_pattern36.test(data10)){
+param_validate86.errors = [{instancePath:instancePath+"/fingerprint_id",schemaPath:"#/properties/fingerprint_id/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{16}$"},message:"must match pattern \""+"^[0-9a-f]{16}$"+"\""}];
+return false;
+}
+}
+}
+var valid0 = _errs21 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.from !== undefined){
+let data11 = data.from;
+const _errs23 = errors;
+if(typeof data11 !== "string"){
+let dataType11 = typeof data11;
+let coerced11 = undefined;
+if(!(coerced11 !== undefined)){
+if(dataType11 == "number" || dataType11 == "boolean"){
+coerced11 = "" + data11;
+}
+else if(data11 === null){
+coerced11 = "";
+}
+else {
+param_validate86.errors = [{instancePath:instancePath+"/from",schemaPath:"#/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced11 !== undefined){
+data11 = coerced11;
+if(data !== undefined){
+data["from"] = coerced11;
+}
+}
+}
+if(errors === _errs23){
+if(errors === _errs23){
+if(typeof data11 === "string"){
+if(!(param_formats80.validate(data11))){
+param_validate86.errors = [{instancePath:instancePath+"/from",schemaPath:"#/properties/from/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs23 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.until !== undefined){
+let data12 = data.until;
+const _errs25 = errors;
+if(typeof data12 !== "string"){
+let dataType12 = typeof data12;
+let coerced12 = undefined;
+if(!(coerced12 !== undefined)){
+if(dataType12 == "number" || dataType12 == "boolean"){
+coerced12 = "" + data12;
+}
+else if(data12 === null){
+coerced12 = "";
+}
+else {
+param_validate86.errors = [{instancePath:instancePath+"/until",schemaPath:"#/properties/until/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced12 !== undefined){
+data12 = coerced12;
+if(data !== undefined){
+data["until"] = coerced12;
+}
+}
+}
+if(errors === _errs25){
+if(errors === _errs25){
+if(typeof data12 === "string"){
+if(!(param_formats80.validate(data12))){
+param_validate86.errors = [{instancePath:instancePath+"/until",schemaPath:"#/properties/until/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs25 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
 }
 }
 }
@@ -13500,10 +13505,10 @@ return false;
 param_validate86.errors = vErrors;
 return errors === 0;
 }
-param_validate86.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
+param_validate86.evaluated = {"props":{"limit":true,"action":true,"days":true,"cursor":true,"target_id":true,"outcome":true,"actor":true,"tool":true,"connector_id":true,"reason_class":true,"fingerprint_id":true,"from":true,"until":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getConsoleAsset_path = param_validate87;
-const param_schema124 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
+export const exportAuditEvents_query = param_validate87;
+const param_schema124 = {"type":"object","properties":{"redact":{"type":"boolean","default":false},"action":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[a-z0-9_.]+$"},"days":{"type":"integer","minimum":1,"maximum":36500}},"required":[]};
 
 function param_validate87(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -13517,9 +13522,158 @@ evaluated0.items = undefined;
 }
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.redact === undefined){
+data.redact = false;
+}
+let data0 = data.redact;
+const _errs1 = errors;
+if(typeof data0 !== "boolean"){
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(data0 === "false" || data0 === 0 || data0 === null){
+coerced0 = false;
+}
+else if(data0 === "true" || data0 === 1){
+coerced0 = true;
+}
+else {
+param_validate87.errors = [{instancePath:instancePath+"/redact",schemaPath:"#/properties/redact/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["redact"] = coerced0;
+}
+}
+}
+var valid0 = _errs1 === errors;
+if(valid0){
+if(data.action !== undefined){
+let data1 = data.action;
+const _errs3 = errors;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+param_validate87.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["action"] = coerced1;
+}
+}
+}
+if(errors === _errs3){
+if(typeof data1 === "string"){
+if(param_func1(data1) > 100){
+param_validate87.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+return false;
+}
+else {
+if(param_func1(data1) < 1){
+param_validate87.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+else {
+if(!param_pattern17.test(data1)){
+param_validate87.errors = [{instancePath:instancePath+"/action",schemaPath:"#/properties/action/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_.]+$"},message:"must match pattern \""+"^[a-z0-9_.]+$"+"\""}];
+return false;
+}
+}
+}
+}
+}
+var valid0 = _errs3 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.days !== undefined){
+let data2 = data.days;
+const _errs5 = errors;
+if(!((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2)))){
+let dataType2 = typeof data2;
+let coerced2 = undefined;
+if(!(coerced2 !== undefined)){
+if(dataType2 === "boolean" || data2 === null
+              || (dataType2 === "string" && data2 && data2 == +data2 && !(data2 % 1))){
+coerced2 = +data2;
+}
+else {
+param_validate87.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+}
+if(coerced2 !== undefined){
+data2 = coerced2;
+if(data !== undefined){
+data["days"] = coerced2;
+}
+}
+}
+if(errors === _errs5){
+if(typeof data2 == "number"){
+if(data2 > 36500 || isNaN(data2)){
+param_validate87.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/maximum",keyword:"maximum",params:{comparison: "<=", limit: 36500},message:"must be <= 36500"}];
+return false;
+}
+else {
+if(data2 < 1 || isNaN(data2)){
+param_validate87.errors = [{instancePath:instancePath+"/days",schemaPath:"#/properties/days/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+param_validate87.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate87.errors = vErrors;
+return errors === 0;
+}
+param_validate87.evaluated = {"props":{"redact":true,"action":true,"days":true},"dynamicProps":false,"dynamicItems":false};
+
+export const getConsoleAsset_path = param_validate88;
+const param_schema125 = {"type":"object","properties":{"asset":{"type":"string","pattern":"^[a-zA-Z0-9._-]{1,100}$"}},"required":["asset"]};
+
+function param_validate88(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate88.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.asset === undefined) && (missing0 = "asset")){
-param_validate87.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+param_validate88.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -13537,7 +13691,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate87.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate88.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -13551,7 +13705,7 @@ data["asset"] = coerced0;
 if(errors === _errs1){
 if(typeof data0 === "string"){
 if(!param_pattern29.test(data0)){
-param_validate87.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
+param_validate88.errors = [{instancePath:instancePath+"/asset",schemaPath:"#/properties/asset/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9._-]{1,100}$"},message:"must match pattern \""+"^[a-zA-Z0-9._-]{1,100}$"+"\""}];
 return false;
 }
 }
@@ -13560,22 +13714,22 @@ return false;
 }
 }
 else {
-param_validate87.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate88.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate87.errors = vErrors;
+param_validate88.errors = vErrors;
 return errors === 0;
 }
-param_validate87.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
+param_validate88.evaluated = {"props":{"asset":true},"dynamicProps":false,"dynamicItems":false};
 
-export const startConsoleIdpSignIn_query = param_validate88;
-const param_schema125 = {"type":"object","properties":{"org":{"type":"string"},"return":{"type":"string"}},"required":[]};
+export const startConsoleIdpSignIn_query = param_validate89;
+const param_schema126 = {"type":"object","properties":{"org":{"type":"string"},"return":{"type":"string"}},"required":[]};
 
-function param_validate88(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate88.evaluated;
+const evaluated0 = param_validate89.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13598,7 +13752,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate88.errors = [{instancePath:instancePath+"/org",schemaPath:"#/properties/org/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate89.errors = [{instancePath:instancePath+"/org",schemaPath:"#/properties/org/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -13629,7 +13783,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate88.errors = [{instancePath:instancePath+"/return",schemaPath:"#/properties/return/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate89.errors = [{instancePath:instancePath+"/return",schemaPath:"#/properties/return/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -13648,22 +13802,22 @@ var valid0 = true;
 }
 }
 else {
-param_validate88.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate89.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate88.errors = vErrors;
+param_validate89.errors = vErrors;
 return errors === 0;
 }
-param_validate88.evaluated = {"props":{"org":true,"return":true},"dynamicProps":false,"dynamicItems":false};
+param_validate89.evaluated = {"props":{"org":true,"return":true},"dynamicProps":false,"dynamicItems":false};
 
-export const finishConsoleIdpSignIn_query = param_validate89;
-const param_schema126 = {"type":"object","properties":{"state":{"type":"string"},"code":{"type":"string"},"error":{"type":"string"}},"required":[]};
+export const finishConsoleIdpSignIn_query = param_validate90;
+const param_schema127 = {"type":"object","properties":{"state":{"type":"string"},"code":{"type":"string"},"error":{"type":"string"}},"required":[]};
 
-function param_validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate89.evaluated;
+const evaluated0 = param_validate90.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13686,7 +13840,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate89.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate90.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -13717,7 +13871,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate89.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate90.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -13748,7 +13902,7 @@ else if(data2 === null){
 coerced2 = "";
 }
 else {
-param_validate89.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate90.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -13768,12 +13922,12 @@ var valid0 = true;
 }
 }
 else {
-param_validate89.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate90.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate89.errors = vErrors;
+param_validate90.errors = vErrors;
 return errors === 0;
 }
-param_validate89.evaluated = {"props":{"state":true,"code":true,"error":true},"dynamicProps":false,"dynamicItems":false};
+param_validate90.evaluated = {"props":{"state":true,"code":true,"error":true},"dynamicProps":false,"dynamicItems":false};
 

@@ -52,7 +52,7 @@ const ERRORS = sql`coalesce(sum(events) FILTER (WHERE action = 'tool.called' AND
 const HELD = sql`coalesce(sum(events) FILTER (WHERE action = 'tool.called' AND outcome = 'held'), 0)`;
 
 /** percentile_cont over a sorted multiset of (value, count), as PostgreSQL computes it. */
-function percentileOf(sorted: readonly (readonly [number, number])[], total: number, fraction: number): number | null {
+export function percentileOf(sorted: readonly (readonly [number, number])[], total: number, fraction: number): number | null {
   if (total === 0) return null;
   const position = fraction * (total - 1);
   const lo = Math.floor(position);

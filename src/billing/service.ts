@@ -5,7 +5,9 @@
  * `approval.failed` (held calls run after approval), so it adds up to the total (docs/quota-and-audit-accounting.md).
  */
 import { trialExpired } from './trial.ts';
-import { burstLimitFor, connectorLimitFor, monthlyQuotaFor, periodEnd, periodStart } from '../limits/plans.ts';
+import { burstLimitFor, connectorLimitFor, monthlyQuotaFor, periodEnd, periodStart, planPriceFor } from '../limits/plans.ts';
+import { agentName, agentNames, countedCallsByAgent } from '../audit/agent-insights-statements.ts';
+import { chargesFor } from './charges.ts';
 import { toolCallsInPeriod } from '../limits/quota.ts';
 import type { UsageMeter } from '../limits/usage.ts';
 import { conflict, notFound } from '../errors.ts';
@@ -25,13 +27,39 @@ async function orgRow(db: Queryable, orgId: string) {
   return org;
 }
 
+/** The plan's list price as the contract words it (decision 0392); null without one (a contract sets it). */
+function priceView(plan: string) {
+  const price = planPriceFor(plan);
+  return price
+    ? {
+        currency: price.currency,
+        monthly_base: price.monthlyBase,
+        included_tool_calls: price.includedToolCalls,
+        overage_block: price.overageBlock,
+        overage_per_block: price.overagePerBlock,
+      }
+    : null;
+}
+
 export async function subscription(deps: BillingDeps, orgId: string, now: Date = new Date()) {
   const org = await orgRow(deps.store.db, orgId);
   return {
     plan: org.plan,
     status: trialExpired(org, now) ? 'expired' : org.subscriptionStatus,
     trial_expires_at: org.trialExpiresAt?.toISOString() ?? null,
+    price: priceView(org.plan),
   };
+}
+
+/** Counted calls of the period per agent, with the agent's name (finance users cannot read the org directory). */
+async function usageByAgent(db: Queryable, orgId: string, start: Date) {
+  const counted = await countedCallsByAgent(db, orgId, start);
+  const names = await agentNames(
+    db,
+    orgId,
+    counted.map((c) => c.agent),
+  );
+  return counted.map((c) => ({ agent: { ...c.agent, name: agentName(names, c.agent) }, tool_calls: c.calls }));
 }
 
 /** Calls of unlimited plans are summed in memory for up to a second; this instance's are written first. */
@@ -40,16 +68,24 @@ async function countedCalls(deps: BillingDeps, orgId: string, now: Date): Promis
   return toolCallsInPeriod(deps.store.db, orgId, now);
 }
 
-/** The month's usage; `signal` (the HTTP caller going away) cancels the breakdown's read. */
+/**
+ * The month's usage, per connector and per agent, and what it is charged so far; `signal` (the HTTP caller going
+ * away) cancels the breakdowns' reads.
+ */
 export async function usage(deps: BillingDeps, orgId: string, now: Date = new Date(), signal?: AbortSignal) {
   const start = periodStart(now);
+  const sub = await subscription(deps, orgId, now);
   const toolCalls = await countedCalls(deps, orgId, now);
-  const perConnector = await cancellable(deps.store, signal, (db) => countedCallsByConnector(db, orgId, start));
+  const [perConnector, perAgent] = await cancellable(deps.store, signal, (db) =>
+    Promise.all([countedCallsByConnector(db, orgId, start), usageByAgent(db, orgId, new Date(`${start}T00:00:00Z`))]),
+  );
   return {
     period_start: `${start}T00:00:00.000Z`,
     period_end: periodEnd(now).toISOString(),
     tool_calls: toolCalls,
     by_connector: perConnector.map((r) => ({ connector_id: r.connectorId, connector_name: r.connectorName, tool_calls: r.calls })),
+    by_agent: perAgent,
+    charges: chargesFor(sub.plan, sub.status, toolCalls),
   };
 }
 

@@ -1,9 +1,14 @@
-/** GET /api/audit (one page, newest first, with a cursor), GET /api/audit/export-json (streamed, admin), GET /api/insights. */
+/**
+ * GET /api/audit (one page, newest first, with a cursor), GET /api/audit/export-json (streamed, admin), GET /api/insights
+ * and GET /api/insights/fingerprints.
+ */
 import { json } from '../errors.ts';
 import { auditExportStream } from '../audit/export.ts';
 import { genuineRows, listAudit, type AuditFilter } from '../audit/repository.ts';
 import { auditEventView } from '../audit/views.ts';
 import { insightFigures, insightSeries } from '../audit/insights-statements.ts';
+import { refusalsByReason, refusedFingerprints } from '../audit/refusal-insights-statements.ts';
+import { agentInsights } from '../billing/agent-insights.ts';
 import { cancellable } from '../store/db.ts';
 import type { Handler, RequestContext } from './context.ts';
 
@@ -64,18 +69,33 @@ export function auditExportResponse(deps: RequestContext['deps'], orgId: string,
 const HOUR = 3_600_000;
 /** Tools listed in the insights at most. */
 const INSIGHT_TOOLS = 100;
+/** Fingerprints listed at most (the Overview's top ones, and a tool's). */
+const FINGERPRINTS_DEFAULT = 10;
 
-/** GET /api/insights: the window's figures per tool, its totals, and every bucket of its series (empty ones as 0). */
-export const getInsights: Handler = async ({ principal, deps, query, request }) => {
+/**
+ * The insights' window for `days`: it starts at a bucket's start (an hour for 1 day, else a day), so the first bucket
+ * is whole and the series has 24 or `days` buckets; every figure of the window, and every link to its rows, starts there.
+ */
+function insightWindow(query: Record<string, unknown>) {
   const days = typeof query.days === 'number' ? query.days : 1;
   const bucket = days === 1 ? 'hour' : 'day';
   const step = bucket === 'hour' ? HOUR : 24 * HOUR;
-  // The window starts at a bucket's start, so the first bucket is whole and the series has days*24 or days buckets.
   const end = Math.floor(Date.now() / step) * step + step;
-  const since = new Date(end - (bucket === 'hour' ? 24 : days) * step);
+  return { days, bucket, step, end, since: new Date(end - (bucket === 'hour' ? 24 : days) * step) } as const;
+}
+
+/** GET /api/insights: the window's figures per tool, connector, agent and reason, and every bucket of its series. */
+export const getInsights: Handler = async ({ principal, deps, query, request }) => {
+  const { days, bucket, step, end, since } = insightWindow(query);
+  const orgId = principal!.orgId;
   // A caller that leaves (the console's poll moved on) cancels the reads.
-  const [figures, series] = await cancellable(deps.store, request.signal, (db) =>
-    Promise.all([insightFigures(db, principal!.orgId, since, INSIGHT_TOOLS), insightSeries(db, principal!.orgId, since, bucket)]),
+  const [figures, series, agents, reasons] = await cancellable(deps.store, request.signal, (db) =>
+    Promise.all([
+      insightFigures(db, orgId, since, INSIGHT_TOOLS),
+      insightSeries(db, orgId, since, bucket),
+      agentInsights(db, orgId, since, new Date()),
+      refusalsByReason(db, orgId, since),
+    ]),
   );
   const byStart = new Map(series.map((s) => [s.start, s]));
   const buckets = [];
@@ -90,9 +110,18 @@ export const getInsights: Handler = async ({ principal, deps, query, request }) 
     totals: figures.totals,
     by_connector: figures.byConnector,
     by_tool: figures.byTool,
+    by_agent: agents,
+    refusals_by_reason: reasons,
     series: buckets,
   };
-  return json(body, 200, {
-    'cache-control': 'no-store',
-  });
+  return json(body, 200, { 'cache-control': 'no-store' });
+};
+
+/** GET /api/insights/fingerprints: the window's most refused fingerprints, of the org or of one tool. */
+export const listRefusedFingerprints: Handler = async ({ principal, deps, query, request }) => {
+  const { days, since } = insightWindow(query);
+  const limit = typeof query.limit === 'number' ? query.limit : FINGERPRINTS_DEFAULT;
+  const tool = str(query.tool);
+  const fingerprints = await cancellable(deps.store, request.signal, (db) => refusedFingerprints(db, principal!.orgId, since, limit, tool));
+  return json({ days, since: since.toISOString(), tool: tool ?? null, fingerprints }, 200, { 'cache-control': 'no-store' });
 };

@@ -59,7 +59,7 @@ import {
 } from './org.ts';
 import { getProvisioningStatus, provisionOrg } from './provisioning.ts';
 import { createWebhook, deleteWebhook, listWebhookDeliveries, listWebhooks, resendWebhookEvent, updateWebhook } from './webhooks.ts';
-import { exportAuditEvents, getInsights, listAuditEvents } from './audit.ts';
+import { exportAuditEvents, getInsights, listAuditEvents, listRefusedFingerprints } from './audit.ts';
 import { getLimits, getSubscription, getUsage } from './billing.ts';
 import * as consoleOperations from './console.ts';
 import {
@@ -116,6 +116,7 @@ export const handlers: HandlerTable = {
   testConnector,
   getOrgDirectory,
   getInsights,
+  listRefusedFingerprints,
   listTools,
   updateToolMetadata,
   updateToolsBulk,

@@ -70,3 +70,29 @@ export function connectorLimitFor(plan: string): number | null {
 export function periodEnd(at: Date): Date {
   return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1));
 }
+
+/**
+ * What a plan costs (decision 0392): a monthly base in the currency's minor unit (cents), the tool calls it includes,
+ * and a price per started block of calls beyond them. Starter and Growth stop at their quota (a call beyond it is
+ * refused), so they have no overage; Scale has no quota and charges its calls beyond the included ones. Enterprise
+ * and Standalone have no list price (a contract sets it): null. The spec gives no prices: these are the gateway's list.
+ */
+export interface PlanPrice {
+  currency: 'USD';
+  monthlyBase: number;
+  includedToolCalls: number;
+  overageBlock: number;
+  overagePerBlock: number;
+}
+
+export const PLAN_PRICES: Record<Plan, PlanPrice | null> = {
+  starter: { currency: 'USD', monthlyBase: 4_900, includedToolCalls: 20_000, overageBlock: 1_000, overagePerBlock: 0 },
+  growth: { currency: 'USD', monthlyBase: 14_900, includedToolCalls: 50_000, overageBlock: 1_000, overagePerBlock: 0 },
+  scale: { currency: 'USD', monthlyBase: 49_900, includedToolCalls: 500_000, overageBlock: 1_000, overagePerBlock: 50 },
+  enterprise: null,
+  standalone: null,
+};
+
+export function planPriceFor(plan: string): PlanPrice | null {
+  return isPlan(plan) ? PLAN_PRICES[plan] : null;
+}

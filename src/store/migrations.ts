@@ -703,4 +703,92 @@ ALTER TABLE console_sessions DROP CONSTRAINT console_sessions_kind_check;
 ALTER TABLE console_sessions ADD CONSTRAINT console_sessions_kind_check CHECK (kind IN ('idp_user','oauth_client','member'));
 `,
   },
+  {
+    version: 25,
+    name: 'audit_rollups_by_agent_and_refusal',
+    // Issue 41 item 3 (docs/decisions/0390): the Overview's refusals by reason class, its top refused fingerprints (and a
+    // tool's), and each agent's p95, kept as rows are sealed like the roll-ups of migration 23 (decision 0347), so no
+    // poll scans the log. audit_rollup_refusals: refused statements (tool.called, outcome refused) per hour, tool,
+    // connector, reason class and fingerprint id. audit_rollup_agent_latency: durations of calls that ran per hour and
+    // agent (actor), exact under 100 ms and kept to 3 significant digits above (decision 0391), with their count.
+    // The trigger function of migration 23 now also calls audit_rollup_detail_change; the backfill is one pass.
+    sql: `
+CREATE TABLE audit_rollup_refusals (
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  hour timestamptz NOT NULL,
+  tool_name text NOT NULL,
+  connector_id text NOT NULL,
+  reason_class text NOT NULL,
+  fingerprint_id text NOT NULL,
+  events bigint NOT NULL,
+  PRIMARY KEY (org_id, hour, tool_name, connector_id, reason_class, fingerprint_id)
+);
+CREATE TABLE audit_rollup_agent_latency (
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  hour timestamptz NOT NULL,
+  actor_type text NOT NULL,
+  actor_id text NOT NULL,
+  duration_ms double precision NOT NULL,
+  calls bigint NOT NULL,
+  PRIMARY KEY (org_id, hour, actor_type, actor_id, duration_ms)
+);
+
+-- A duration as the agent latency roll-up keeps it: as recorded (0.1 ms) under 100 ms, else to 3 significant digits.
+CREATE FUNCTION audit_latency_bucket(ms float8) RETURNS float8 LANGUAGE sql IMMUTABLE AS
+  $f$ SELECT CASE WHEN ms < 100 THEN ms ELSE round(ms::numeric, 2 - floor(log(ms::numeric))::int)::float8 END $f$;
+
+-- Adds sealed rows (sign 1) or removes them (-1) from the two roll-ups; same rules as audit_rollup_change (rows of an
+-- org being deleted are skipped; keys in order, tables in one order, after those of audit_rollup_change).
+CREATE FUNCTION audit_rollup_detail_change(changed audit_events[], sealed_sign int) RETURNS void LANGUAGE plpgsql AS $f$
+BEGIN
+  IF coalesce(cardinality(changed), 0) = 0 OR sealed_sign = 0 THEN RETURN; END IF;
+  INSERT INTO audit_rollup_refusals AS r (org_id, hour, tool_name, connector_id, reason_class, fingerprint_id, events)
+    SELECT c.org_id, audit_hour_of(c.created_at), coalesce(c.target_id, ''), coalesce(c.details->>'connector_id', ''),
+      coalesce(c.details->>'reason_class', ''), coalesce(c.details->>'fingerprint_id', ''), sealed_sign * count(*)
+    FROM unnest(changed) c
+    WHERE c.seq IS NOT NULL AND c.action = 'tool.called' AND c.outcome = 'refused' AND EXISTS (SELECT 1 FROM orgs o WHERE o.id = c.org_id)
+    GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6
+    ON CONFLICT (org_id, hour, tool_name, connector_id, reason_class, fingerprint_id) DO UPDATE SET events = r.events + excluded.events;
+  INSERT INTO audit_rollup_agent_latency AS l (org_id, hour, actor_type, actor_id, duration_ms, calls)
+    SELECT c.org_id, audit_hour_of(c.created_at), c.actor_type, coalesce(c.actor_id, ''),
+      audit_latency_bucket((c.details->>'duration_ms')::float8), sealed_sign * count(*)
+    FROM unnest(changed) c
+    WHERE c.seq IS NOT NULL AND c.action = 'tool.called' AND c.outcome NOT IN ('held', 'refused') AND c.details->>'duration_ms' IS NOT NULL
+      AND EXISTS (SELECT 1 FROM orgs o WHERE o.id = c.org_id)
+    GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+    ON CONFLICT (org_id, hour, actor_type, actor_id, duration_ms) DO UPDATE SET calls = l.calls + excluded.calls;
+  IF sealed_sign < 0 THEN
+    DELETE FROM audit_rollup_refusals WHERE events <= 0 AND (org_id, hour) IN (SELECT c.org_id, audit_hour_of(c.created_at) FROM unnest(changed) c);
+    DELETE FROM audit_rollup_agent_latency WHERE calls <= 0 AND (org_id, hour) IN (SELECT c.org_id, audit_hour_of(c.created_at) FROM unnest(changed) c);
+  END IF;
+END $f$;
+
+CREATE OR REPLACE FUNCTION audit_rollup_apply() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE
+  changed audit_events[];
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    changed := ARRAY(SELECT ROW(n.*)::audit_events FROM new_rows n);
+    PERFORM audit_rollup_change(changed, 1, 1);
+    PERFORM audit_rollup_detail_change(changed, 1);
+  ELSIF TG_OP = 'UPDATE' THEN
+    -- IN (hashed), not a join: the transition tables carry no statistics, and a nested loop is quadratic.
+    changed := ARRAY(SELECT ROW(n.*)::audit_events FROM new_rows n
+      WHERE n.seq IS NOT NULL AND n.id IN (SELECT o.id FROM old_rows o WHERE o.seq IS NULL));
+    PERFORM audit_rollup_change(changed, 1, 0);
+    PERFORM audit_rollup_detail_change(changed, 1);
+    PERFORM audit_rollup_change(ARRAY(SELECT ROW(o.*)::audit_events FROM old_rows o
+      WHERE o.refused_at IS NULL AND o.id IN (SELECT n.id FROM new_rows n WHERE n.refused_at IS NOT NULL)), 0, -1);
+  ELSE
+    changed := ARRAY(SELECT ROW(o.*)::audit_events FROM old_rows o);
+    PERFORM audit_rollup_change(changed, -1, -1);
+    PERFORM audit_rollup_detail_change(changed, -1);
+  END IF;
+  RETURN NULL;
+END $f$;
+
+SELECT audit_rollup_detail_change(array_agg(e), 1) FROM audit_events e
+  WHERE e.seq IS NOT NULL AND e.action = 'tool.called' GROUP BY e.org_id, audit_hour_of(e.created_at);
+`,
+  },
 ];

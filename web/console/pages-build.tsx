@@ -8,7 +8,8 @@ import { Actor, connectorName, Target, useDirectory } from './directory.tsx';
 import { can, CopyButton, ErrorBox, Loading, Page, useAction, useLoad, when, type PageProps } from './kit.tsx';
 import { schemas } from '../../generated/contract-schemas.ts';
 import { PolicySection, SavedPolicyNote } from './pages-policy.tsx';
-import { auditHref } from './pages-audit.tsx';
+import { countFilter, type Counted } from './insight-links.ts';
+import { AgentsTable, CountLink as Linked, FingerprintsTable, ReasonsTable } from './insights-tables.tsx';
 import { isDatabaseType, takesPolicy } from './connector-types.ts';
 
 /** What a tool row governs, as the tools page words it (decisions 0313, 0315). */
@@ -22,25 +23,9 @@ const KIND_LABELS: Record<string, string> = {
 
 const ms = (v: number | null) => (v === null ? '—' : `${v} ms`);
 
-/**
- * The audit rows a count of the insights is made of (audit/insights-statements.ts): calls are tool.called rows that are
- * not refused, refusals tool.call_refused rows (outcome denied) and refused tool.called rows, both of the window.
- */
-const COUNTED: Record<'calls' | 'refusals' | 'errors' | 'held', { action: string; outcome: string }> = {
-  calls: { action: 'tool.called', outcome: 'success,error,held' },
-  refusals: { action: 'tool.', outcome: 'refused,denied' },
-  errors: { action: 'tool.called', outcome: 'error' },
-  held: { action: 'tool.called', outcome: 'held' },
-};
-
-/** A count of the insights as a link to the audit rows it counts (narrowed to a connector or a tool). */
-function CountLink({ i, what, n, connector, tool }: { i: Insights; what: keyof typeof COUNTED; n: number; connector?: string | null; tool?: string }) {
-  const href = auditHref({ ...COUNTED[what], from: i.since, ...(connector ? { connector_id: connector } : {}), ...(tool ? { tool } : {}) });
-  return (
-    <a href={href} data-count={what}>
-      {n}
-    </a>
-  );
+/** A count of the insights as a link to the audit rows it counts (insight-links.ts), narrowed to a connector or a tool. */
+function CountLink({ i, what, n, connector, tool }: { i: Insights; what: Counted; n: number; connector?: string | null; tool?: string }) {
+  return <Linked filter={countFilter(what, i.since, { connector_id: connector, tool })} n={n} what={what} />;
 }
 
 function Stats({ i }: { i: Insights }) {
@@ -67,7 +52,7 @@ function Stats({ i }: { i: Insights }) {
 /** The figures per connector (its percentiles over its own calls); a row without one holds refusals before a tool was known. */
 function connectorColumns(i: Insights, dir: ReturnType<typeof useDirectory>): Column<Insights['by_connector'][number]>[] {
   // Refusals before a tool was resolved name no connector: no filter selects exactly them, so that row has no links.
-  const count = (what: keyof typeof COUNTED) => (r: Insights['by_connector'][number]) =>
+  const count = (what: Counted) => (r: Insights['by_connector'][number]) =>
     r.connector_id ? <CountLink i={i} what={what} n={r[what]} connector={r.connector_id} /> : r[what];
   return [
     {
@@ -148,6 +133,9 @@ function InsightsPanel() {
               <DataTable caption="Calls by tool" columns={columns} rows={i.by_tool} rowKey={(r) => `${r.tool_name}:${r.connector_id}`} />
             </>
           )}
+          <AgentsTable i={i} />
+          <ReasonsTable i={i} />
+          <FingerprintsTable days={days} caption="Most refused statements" />
         </>
       )}
     </section>
@@ -497,6 +485,8 @@ function ToolDetail({ session, id }: PageProps & { id: string }) {
           {takesPolicy(tool.connector_type) && !tool.saved && can(session, 'admin') && (
             <PolicySection key={`p-${tool.id}`} tool={tool} orgId={session.org_id} onDone={tools.reload} />
           )}
+          <h2>Refused statements (last 7 days)</h2>
+          <FingerprintsTable days={7} tool={tool.name} caption="Refused statements" />
           <h2>Recent calls</h2>
           {calls.data && calls.data.events.length === 0 && (
             <Empty>

@@ -1,4 +1,5 @@
 /** Org settings pages: the identity provider, webhooks, billing. */
+import { AgentUsage, Charges, PlanPrice } from './billing-parts.tsx';
 import { useState } from 'preact/hooks';
 import { schemas } from '../../generated/contract-schemas.ts';
 import { ApiError, call, client, rest, type IdpConfig, type Webhook, type WebhookAttempt, type WebhookEventType } from './api.ts';
@@ -397,6 +398,10 @@ export function BillingPage() {
           <dl class="facts">
             <dt>Plan</dt>
             <dd data-testid="plan">{s.plan}</dd>
+            <dt>Price</dt>
+            <dd data-testid="plan-price">
+              <PlanPrice s={s} />
+            </dd>
             <dt>Subscription</dt>
             <dd>
               {s.status}
@@ -418,6 +423,8 @@ export function BillingPage() {
             </code>{' '}
             or <code>PATCH /operator/orgs/{'{slug}'}</code>, and it applies at once.
           </p>
+          <Charges u={u} />
+          <AgentUsage u={u} />
           {u.by_connector.length === 0 ? (
             <Empty>No counted tool calls this period.</Empty>
           ) : (

@@ -510,6 +510,17 @@ export type Insights = {
         connector_id: string | null;
     }>;
     /**
+     * Per agent (the actor of the rows), most calls first.
+     */
+    by_agent: Array<AgentInsight>;
+    /**
+     * Refused statements per reason class, most first; then, with `reason_class` null, the `tool.call_refused` rows (refused before a statement ran: an unknown tool, the scope, the arguments, the quota).
+     */
+    refusals_by_reason: Array<{
+        reason_class: string | null;
+        refusals: number;
+    }>;
+    /**
      * Every bucket of the window, oldest first (empty ones included).
      */
     series: Array<{
@@ -517,6 +528,47 @@ export type Insights = {
         calls: number;
         refusals: number;
         errors: number;
+    }>;
+};
+
+/**
+ * Who made the calls: the actor of their audit rows, as `GET /api/audit?actor=<type>:<id>` selects them (`api_key` id, `oauth_client` client_id, `user` e-mail or IdP subject; `system` with id null for approved calls the gateway ran). `name`: the API key's or OAuth client's name (null once it is gone), a person's id.
+ */
+export type Agent = {
+    type: 'api_key' | 'oauth_client' | 'user' | 'operator' | 'system' | 'anonymous';
+    id: string | null;
+    name: string | null;
+};
+
+export type AgentInsight = {
+    agent: Agent;
+    calls: number;
+    refusals: number;
+    errors: number;
+    p50_ms: number | null;
+    /**
+     * Over the agent's calls that ran; exact under 100 ms, to 3 significant digits above (decision 0391).
+     */
+    p95_ms: number | null;
+    /**
+     * The agent's calls counted against the quota in the current billing period (the calendar month, UTC).
+     */
+    period_tool_calls: number;
+    /**
+     * period_tool_calls over the plan's monthly tool calls; null on a plan without a quota.
+     */
+    quota_share: number | null;
+};
+
+export type RefusedFingerprints = {
+    days: number;
+    since: string;
+    tool: string | null;
+    fingerprints: Array<{
+        fingerprint_id: string;
+        fingerprint: string | null;
+        reason_classes: Array<string>;
+        refusals: number;
     }>;
 };
 
@@ -1220,6 +1272,57 @@ export type Subscription = {
      */
     status: 'trialing' | 'active' | 'past_due' | 'canceled' | 'expired';
     trial_expires_at: string | null;
+    /**
+     * The plan's list price; null on a plan whose price a contract sets (enterprise, standalone).
+     */
+    price?: PlanPrice | null;
+};
+
+/**
+ * Amounts in the currency's minor unit (cents).
+ */
+export type PlanPrice = {
+    currency: 'USD';
+    /**
+     * Charged per calendar month (UTC).
+     */
+    monthly_base: number;
+    /**
+     * Counted tool calls the base includes each month.
+     */
+    included_tool_calls: number;
+    /**
+     * Calls beyond the included ones are charged per started block of this many.
+     */
+    overage_block: number;
+    /**
+     * Per started block; 0 on a plan whose quota stops calls at the included amount.
+     */
+    overage_per_block: number;
+};
+
+export type LineItem = {
+    kind: 'base' | 'overage' | 'credit';
+    description: string;
+    quantity: number;
+    /**
+     * In the currency's minor unit (a credit is negative).
+     */
+    unit_amount: number;
+    /**
+     * quantity × unit_amount.
+     */
+    amount: number;
+};
+
+/**
+ * What the period costs so far (the period is the usage's): line items that add up to `amount`, in the currency's minor unit. `priced` false on a plan without a list price (a contract sets it): amount and currency null.
+ */
+export type Charges = {
+    priced: boolean;
+    currency: 'USD' | null;
+    amount: number | null;
+    line_items: Array<LineItem>;
 };
 
 export type Usage = {
@@ -1243,6 +1346,14 @@ export type Usage = {
         connector_name: string | null;
         tool_calls: number;
     }>;
+    /**
+     * Counted calls per agent, most first (approved calls under `system`: the gateway ran them).
+     */
+    by_agent: Array<{
+        agent: Agent;
+        tool_calls: number;
+    }>;
+    charges: Charges;
 };
 
 export type Limits = {
@@ -2243,6 +2354,58 @@ export type GetInsightsResponses = {
 };
 
 export type GetInsightsResponse = GetInsightsResponses[keyof GetInsightsResponses];
+
+export type ListRefusedFingerprintsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * The window (default 1).
+         */
+        days?: number;
+        /**
+         * Only the refused statements of the tool of this name.
+         */
+        tool?: string;
+        /**
+         * Fingerprints at most (default 10).
+         */
+        limit?: number;
+    };
+    url: '/api/insights/fingerprints';
+};
+
+export type ListRefusedFingerprintsErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type ListRefusedFingerprintsError = ListRefusedFingerprintsErrors[keyof ListRefusedFingerprintsErrors];
+
+export type ListRefusedFingerprintsResponses = {
+    /**
+     * The fingerprints.
+     */
+    200: RefusedFingerprints;
+};
+
+export type ListRefusedFingerprintsResponse = ListRefusedFingerprintsResponses[keyof ListRefusedFingerprintsResponses];
 
 export type ArchiveConnectorData = {
     body?: never;
