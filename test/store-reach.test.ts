@@ -101,7 +101,7 @@ describe.skipIf(!hasPg)('a store that does not answer at start', () => {
     expect(run.ms).toBeLessThan(15_000);
   });
 
-  test('a CLI command does not wait: one try, one line without the servers\' switch, exit 3', async () => {
+  test("a CLI command does not wait: one try, one line without the servers' switch, exit 3", async () => {
     const port = await freePort();
     const started = performance.now();
     const proc = Bun.spawn([process.execPath, 'src/cli.ts', 'org', 'list', '--json'], {
