@@ -233,6 +233,7 @@ const PINNED: Record<number, string> = {
   22: 'c27781215ad80aef', // audit_statements_and_filters
   23: '14952fb3cc31ddf6', // audit_rollups_and_checkpoints
   24: 'fe2f26ff748368d0', // org_members
+  29: 'b24f629b72fe2815', // tool_rows_withdrawn
 };
 
 describe('the migrations are history: appended, never edited', () => {
