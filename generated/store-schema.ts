@@ -411,10 +411,13 @@ export const tools = pgTable('tools', {
   policy: jsonb('policy').$type<Record<string, unknown>>(),
   /** What the row governs: a tool, the connector's schema tool, or an upstream MCP server's resource, resource template or prompt (migration 20). */
   kind: text('kind').$type<'tool' | 'schema' | 'resource' | 'resource_template' | 'prompt'>().notNull().default('tool'),
+  /** When introspection stopped serving the row (its table excluded or gone); null: served. Settings kept (migration 26). */
+  withdrawnAt: ts('withdrawn_at'),
 }, (t) => [
-  unique('tools_connector_kind_base_name_key').on(t.connectorId, t.kind, t.baseName),
+  index('tools_connector').on(t.connectorId),
   index('tools_org').on(t.orgId),
   uniqueIndex('tools_override_unique').on(t.orgId, t.toolNameOverride).where(sql`tool_name_override IS NOT NULL`),
+  uniqueIndex('tools_served_name').on(t.connectorId, t.kind, t.baseName).where(sql`withdrawn_at IS NULL`),
 ]);
 
 /** Tool calls per org and calendar month (UTC); written with SQL text by limits/quota-statements.ts. */

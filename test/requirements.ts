@@ -141,6 +141,8 @@ export const REQUIREMENTS = {
     'Every tool description ends naming its connector; a second connector with the same table gets a name derived from its own name, never a bare _2 [issue 38 item 5; decision 0305]',
   'CONN-TABLE-FILTER':
     'include_tables / exclude_tables (globs over schema.table, exclude wins) decide which tables become tools; bad patterns are 400 [issue 38 item 3; decision 0303]',
+  'TOOLS-WITHDRAWN':
+    'A tool row whose table (or upstream tool) is no longer served is withdrawn, never deleted: served nowhere (tools/list, tools/call, joins, REST, tool count, held calls), and back with every setting and its policy when served again; a table taking its name gets a row of its own [decision 0405]',
   'TOOLS-MULTI-INSTANCE': 'A tool setting changed on one instance applies on the next request on every instance [decisions Tool settings]',
 
   // SQL guard and database execution

@@ -677,7 +677,7 @@ export type Connector = {
 export type ConnectorDescriptionOrNull = string | null;
 
 /**
- * Glob patterns over `schema.table` (for mongodb `database.collection`), matched case-insensitively: `*` is any run of characters, `?` one character, e.g. `public.order*` or `*.audit_?`. `include_tables` empty: every table becomes a tool; otherwise only the tables an include pattern matches. A table an `exclude_tables` pattern matches never becomes a tool (exclude wins). Database types only; a change revalidates the connector (docs/decisions/0303).
+ * Glob patterns over `schema.table` (for mongodb `database.collection`), matched case-insensitively: `*` is any run of characters, `?` one character, e.g. `public.order*` or `*.audit_?`. `include_tables` empty: every table becomes a tool; otherwise only the tables an include pattern matches. A table an `exclude_tables` pattern matches never becomes a tool (exclude wins). Database types only; a change revalidates the connector (docs/decisions/0303). A table left out keeps its tool's settings and policy for when it is served again (its tool is withdrawn, not deleted: docs/decisions/0405).
  */
 export type TablePatterns = Array<string>;
 

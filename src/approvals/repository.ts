@@ -132,12 +132,14 @@ export async function connectorState(db: Queryable, orgId: string, connectorId: 
   return row ? { archived: row.archivedAt !== null, status: row.status } : undefined;
 }
 
-/** The tool's approvers as they stand now (undefined when the tool is gone). */
-/** The approvers of the tool rows a held call needed, as they are now (an approver removed since has lost the right). */
+/**
+ * The approvers of the tool rows a held call needed, as they are now (an approver removed since has lost the right);
+ * undefined when none is served any more (deleted, or withdrawn: decision 0405).
+ */
 export async function currentApprovers(db: Queryable, orgId: string, toolIds: string[]): Promise<string[] | undefined> {
   const rows = await db
     .select({ emails: tools.approvalEmails })
     .from(tools)
-    .where(and(eq(tools.orgId, orgId), inArray(tools.id, toolIds)));
+    .where(and(eq(tools.orgId, orgId), inArray(tools.id, toolIds), isNull(tools.withdrawnAt)));
   return rows.length ? [...new Set(rows.flatMap((r) => r.emails))] : undefined;
 }

@@ -73,12 +73,23 @@ export async function listConnectors(db: Queryable, orgId: string, status?: stri
 /** Tool rows written per INSERT by applyIntrospection. */
 const INSERT_CHUNK = 500;
 
+/** What introspection did to a connector's existing rows, for its audit row. */
+export interface Introspected {
+  /** Served rows whose name changed (their table kept them). */
+  renamed: Rename[];
+  /** Rows no longer served (table excluded or gone, upstream tool gone): withdrawn with their settings. */
+  withdrawn: string[];
+  /** Withdrawn rows served again, with every setting they had, by the name they now have. */
+  returned: string[];
+}
+
 /**
- * Replaces a connector's tools with the introspected set, keeping the settings of tools that still exist, and
- * records the source's tools that were skipped. A table's row is matched by the table it reads (`schema.table`), so
- * its settings follow it when its name changes (a `_2` of an older naming renamed after the connector: decision
- * 0305); a tool without a table (an upstream MCP server's) by its base name. Runs only when `generation` is still
- * current, so a stale job never wins (null); otherwise says which tools were renamed.
+ * Brings a connector's tools in line with the introspected set and records the source's tools that were skipped. A
+ * table's row is matched by the table it reads (`schema.table`), so its settings follow it when its name changes (a
+ * `_2` of an older naming renamed after the connector: decision 0305); a tool without a table (an upstream MCP
+ * server's) by its kind and base name. A row no longer served is withdrawn, never deleted, and comes back with its
+ * settings when its table does (decision 0405). Runs only when `generation` is still current, so a stale job never
+ * wins (null).
  */
 export async function applyIntrospection(
   db: Queryable,
@@ -87,7 +98,7 @@ export async function applyIntrospection(
   generation: number,
   specs: ToolSpec[],
   skipped: SkippedTool[] = [],
-): Promise<{ renamed: Rename[] } | null> {
+): Promise<Introspected | null> {
   const connectorId = connector.id;
   const [current] = await db
     .update(connectors)
@@ -98,7 +109,7 @@ export async function applyIntrospection(
   // One naming pass per org at a time: two connectors validating together must not pick the same free name.
   await db.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${orgId}))`);
   specs = await avoidOrgCollisions(db, orgId, connector, specs);
-  const renamed = await matchExistingRows(db, orgId, connectorId, specs);
+  const matched = await matchExistingRows(db, orgId, connectorId, specs);
   // In chunks, not a statement per tool: a 2,000-table connector is 4 statements here, not 2,000.
   for (let i = 0; i < specs.length; i += INSERT_CHUNK) {
     await db
@@ -109,59 +120,87 @@ export async function applyIntrospection(
           .map((spec) => ({ orgId, connectorId, kind: spec.kind ?? 'tool', baseName: spec.name, spec: spec as unknown as Record<string, unknown> })),
       )
       .onConflictDoUpdate({
+        // Served rows only (tools_served_name): a withdrawn row holding this name belongs to another table and must
+        // not lend it its settings; the new table gets a row of its own.
         target: [tools.connectorId, tools.kind, tools.baseName],
+        targetWhere: isNull(tools.withdrawnAt),
         set: { spec: sql`excluded.spec`, updatedAt: new Date() },
         setWhere: isNull(tools.savedVersion),
       });
   }
-  return { renamed };
+  return matched;
 }
 
 /** A tool row whose base name changed at introspection (its table kept it). */
-export interface Rename {
+interface Rename {
   from: string;
   to: string;
 }
 
+/** The key a spec or row is matched by: its table for a table tool, else its kind and name. */
+function matchKey(kind: string, target: unknown, name: string): string {
+  const relation = kind === 'tool' ? relationName(target) : null;
+  return relation !== null ? `table:${relation}` : `${kind}:${name}`;
+}
+
 /**
- * Brings the connector's source rows (not saved tools: those are the admin's) in line with the new specs: a row whose
- * table (or, without one, name) is still served takes the name its spec now has; the others are deleted. Renames go
- * through a temporary name, so two rows trading names never meet the unique index.
+ * Brings the connector's source rows (not saved tools: those are the admin's) in line with the new specs: a row,
+ * served or withdrawn, whose table (or, without one, kind and name) is in the specs takes the name its spec now has
+ * and is served; the other served rows are withdrawn, keeping every setting. Renames go through a temporary name,
+ * so two rows trading names never meet the unique index. Rows are deleted only with their connector (archive).
  */
-async function matchExistingRows(db: Queryable, orgId: string, connectorId: string, specs: ToolSpec[]): Promise<Rename[]> {
+async function matchExistingRows(db: Queryable, orgId: string, connectorId: string, specs: ToolSpec[]): Promise<Introspected> {
   const rows = await db
-    .select({ id: tools.id, kind: tools.kind, baseName: tools.baseName, spec: tools.spec })
+    .select({ id: tools.id, kind: tools.kind, baseName: tools.baseName, spec: tools.spec, withdrawnAt: tools.withdrawnAt })
     .from(tools)
-    .where(and(eq(tools.connectorId, connectorId), eq(tools.orgId, orgId), isNull(tools.savedVersion)));
-  // Table tools are matched by their table; every other row (schema tool, upstream items) by kind and name.
-  const byRelation = new Map<string, string>();
-  const names = new Set<string>();
-  for (const spec of specs) {
-    const relation = (spec.kind ?? 'tool') === 'tool' ? relationName(spec.target) : null;
-    if (relation !== null) byRelation.set(relation, spec.name);
-    else names.add(`${spec.kind ?? 'tool'}:${spec.name}`);
-  }
+    .where(and(eq(tools.connectorId, connectorId), eq(tools.orgId, orgId), isNull(tools.savedVersion)))
+    // Served rows claim their table first; of withdrawn rows of one table (never expected) the latest withdrawn.
+    .orderBy(sql`${tools.withdrawnAt} DESC NULLS FIRST`, asc(tools.createdAt), asc(tools.id));
+  const wantedName = new Map<string, string>();
+  for (const spec of specs) wantedName.set(matchKey(spec.kind ?? 'tool', spec.target, spec.name), spec.name);
   const claimed = new Set<string>();
-  const doomed: string[] = [];
-  const renames: { id: string; from: string; to: string }[] = [];
+  const withdraw: { id: string; name: string }[] = [];
+  const moves: { id: string; from: string; to: string; back: boolean }[] = [];
   for (const row of rows) {
-    const relation = row.kind === 'tool' ? relationName((row.spec as { target?: unknown }).target) : null;
-    const wanted = relation !== null ? byRelation.get(relation) : names.has(`${row.kind}:${row.baseName}`) ? row.baseName : undefined;
-    if (wanted === undefined || claimed.has(`${row.kind}:${wanted}`)) doomed.push(row.id);
-    else {
-      claimed.add(`${row.kind}:${wanted}`);
-      if (wanted !== row.baseName) renames.push({ id: row.id, from: row.baseName, to: wanted });
+    const key = matchKey(row.kind, (row.spec as { target?: unknown }).target, row.baseName);
+    const wanted = wantedName.get(key);
+    if (wanted === undefined || claimed.has(key)) {
+      if (row.withdrawnAt === null) withdraw.push({ id: row.id, name: row.baseName });
+      continue;
     }
+    claimed.add(key);
+    const back = row.withdrawnAt !== null;
+    if (back || wanted !== row.baseName) moves.push({ id: row.id, from: row.baseName, to: wanted, back });
   }
-  // A row keeping a name another row is renamed away from: deleted rows go first, so their names are free.
-  if (doomed.length) await db.delete(tools).where(and(eq(tools.orgId, orgId), inArray(tools.id, doomed)));
-  for (const r of renames)
+  // Withdrawn rows keep their names, which the served-name index no longer counts: the names are free at once.
+  if (withdraw.length) {
     await db
       .update(tools)
-      .set({ baseName: `~${r.id}` })
-      .where(eq(tools.id, r.id));
-  for (const r of renames) await db.update(tools).set({ baseName: r.to, updatedAt: new Date() }).where(eq(tools.id, r.id));
-  return renames.map(({ from, to }) => ({ from, to }));
+      .set({ withdrawnAt: new Date(), updatedAt: new Date() })
+      .where(
+        and(
+          eq(tools.orgId, orgId),
+          inArray(
+            tools.id,
+            withdraw.map((w) => w.id),
+          ),
+        ),
+      );
+  }
+  for (const m of moves)
+    await db
+      .update(tools)
+      .set({ baseName: `~${m.id}`, withdrawnAt: null })
+      .where(eq(tools.id, m.id));
+  for (const m of moves) await db.update(tools).set({ baseName: m.to, updatedAt: new Date() }).where(eq(tools.id, m.id));
+  return {
+    renamed: moves.filter((m) => !m.back).map(({ from, to }) => ({ from, to })),
+    withdrawn: withdraw.map((w) => w.name).sort(),
+    returned: moves
+      .filter((m) => m.back)
+      .map((m) => m.to)
+      .sort(),
+  };
 }
 
 /**
@@ -190,7 +229,14 @@ function derivedNames(spec: ToolSpec, type: string, connector: { id: string; nam
 async function avoidOrgCollisions(db: Queryable, orgId: string, connector: { id: string; name: string }, specs: ToolSpec[]): Promise<ToolSpec[]> {
   const connectorId = connector.id;
   const existing = await db
-    .select({ connectorId: tools.connectorId, kind: tools.kind, baseName: tools.baseName, override: tools.toolNameOverride, saved: tools.savedVersion })
+    .select({
+      connectorId: tools.connectorId,
+      kind: tools.kind,
+      baseName: tools.baseName,
+      override: tools.toolNameOverride,
+      saved: tools.savedVersion,
+      withdrawn: tools.withdrawnAt,
+    })
     .from(tools)
     .where(eq(tools.orgId, orgId));
   const [own] = await db.select({ type: connectors.type }).from(connectors).where(eq(connectors.id, connectorId));
@@ -198,6 +244,11 @@ async function avoidOrgCollisions(db: Queryable, orgId: string, connector: { id:
   const taken = new Set<string>();
   for (const o of existing) {
     const ns = namespaceOf(o.kind);
+    // A withdrawn row's base name is free (decision 0405); its override, an admin's choice, stays reserved for its return.
+    if (o.withdrawn !== null) {
+      if (o.override) taken.add(`${ns}:${o.override}`);
+      continue;
+    }
     // A saved tool of this connector keeps its name too: a table named like it gets a derived name.
     if (o.connectorId !== connectorId || o.saved !== null) taken.add(`${ns}:${o.baseName}`);
     // An override is taken for every other tool, this connector's new tables included (a table added later must
@@ -254,6 +305,7 @@ export async function archive(db: Queryable, orgId: string, connectorId: string)
     .where(and(eq(connectors.id, connectorId), eq(connectors.orgId, orgId), isNull(connectors.archivedAt)))
     .returning({ id: connectors.id });
   if (!row) return false;
+  // An archived connector's rows go, withdrawn ones too: archiving is the one way a source row is deleted.
   await db.delete(tools).where(and(eq(tools.connectorId, connectorId), eq(tools.orgId, orgId)));
   return true;
 }
@@ -267,12 +319,20 @@ export async function liveConnectorIds(db: Queryable, orgId: string, ids: string
   return rows.map((r) => r.id);
 }
 
-/** Tools of the org's connectors that serve them (active or validating, not archived): the size of its catalog. */
+/** Served tools (not withdrawn) of the org's connectors that serve them (active or validating, not archived): the size of its catalog. */
 export async function countServingTools(db: Queryable, orgId: string): Promise<number> {
   const [row] = await db
     .select({ n: count() })
     .from(tools)
     .innerJoin(connectors, eq(connectors.id, tools.connectorId))
-    .where(and(eq(tools.orgId, orgId), eq(connectors.orgId, orgId), inArray(connectors.status, SERVING_STATUSES), isNull(connectors.archivedAt)));
+    .where(
+      and(
+        eq(tools.orgId, orgId),
+        isNull(tools.withdrawnAt),
+        eq(connectors.orgId, orgId),
+        inArray(connectors.status, SERVING_STATUSES),
+        isNull(connectors.archivedAt),
+      ),
+    );
   return Number(row?.n ?? 0);
 }

@@ -291,6 +291,12 @@ function scheduleValidation(deps: ConnectorServiceDeps, row: repo.ConnectorRow):
   deps.jobs.run(() => validateNow(deps, row));
 }
 
+/** An audit detail list of at most 100 entries, and how many more there were; nothing when empty. */
+function listed<T>(key: string, list: T[]): Record<string, T[] | number> {
+  if (!list.length) return {};
+  return { [key]: list.slice(0, 100), ...(list.length > 100 ? { [`more_${key}`]: list.length - 100 } : {}) };
+}
+
 /** Connects, introspects and provisions the connector's tools; a failure leaves status `failed` with a safe reason. */
 async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): Promise<void> {
   const driver = getDriver(row.type);
@@ -317,12 +323,14 @@ async function validateNow(deps: ConnectorServiceDeps, row: repo.ConnectorRow): 
       // The source answered: healthy (this row is the audit of it; decision 0325).
       await setHealth(tx, row.orgId, row.id, 'healthy', null);
       await repo.bumpCatalogVersion(tx, row.orgId);
-      // Renamed tools (an old `_2` named after its connector, decision 0305): agents' names changed, so the row says which.
-      const { renamed } = applied;
+      // Renamed tools (an old `_2` named after its connector, decision 0305): agents' names changed, so the row says
+      // which; so do the tools withdrawn and returned (decision 0405), whose settings an admin may look for.
       const details = {
         tools: specs.length,
         ...(skipped.length ? { skipped: skipped.length } : {}),
-        ...(renamed.length ? { renamed: renamed.slice(0, 100), ...(renamed.length > 100 ? { more_renamed: renamed.length - 100 } : {}) } : {}),
+        ...listed('renamed', applied.renamed),
+        ...listed('withdrawn', applied.withdrawn),
+        ...listed('returned', applied.returned),
       };
       await recordAudit(tx, {
         orgId: row.orgId,

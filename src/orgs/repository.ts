@@ -1,5 +1,5 @@
 /** SQL of orgs: create, find, list, provision state, plan and suspension; the org's directory of names. */
-import { asc, desc, eq, gt, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Queryable } from '../store/db.ts';
 import { apiKeys, connectors, oauthClients, orgs, tools, webhooks } from '../store/schema.ts';
 
@@ -117,7 +117,8 @@ export async function orgDirectory(db: Queryable, orgId: string) {
     db
       .select({ id: tools.id, baseName: tools.baseName, override: tools.toolNameOverride, connectorId: tools.connectorId })
       .from(tools)
-      .where(eq(tools.orgId, orgId))
+      // A withdrawn tool is served nowhere, here neither (decision 0405): an audit row of it shows its id, as of a deleted one.
+      .where(and(eq(tools.orgId, orgId), isNull(tools.withdrawnAt)))
       .orderBy(desc(tools.createdAt))
       .limit(DIRECTORY_LIMIT),
     db.select({ id: webhooks.id, url: webhooks.url }).from(webhooks).where(eq(webhooks.orgId, orgId)).orderBy(desc(webhooks.createdAt)).limit(DIRECTORY_LIMIT),

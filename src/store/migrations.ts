@@ -791,4 +791,20 @@ SELECT audit_rollup_detail_change(array_agg(e), 1) FROM audit_events e
   WHERE e.seq IS NOT NULL AND e.action = 'tool.called' GROUP BY e.org_id, audit_hour_of(e.created_at);
 `,
   },
+  {
+    version: 26,
+    name: 'tool_rows_withdrawn',
+    // docs/decisions/0405: introspection withdraws a row whose table (or upstream tool) is no longer served instead of
+    // deleting it, so its settings and the table's policy are there when it is served again. A withdrawn row holds no
+    // name: the per-connector unique name covers served rows only (a new table may take the name; the ON CONFLICT of
+    // introspection names this index). Lookups by connector that include withdrawn rows get an index of their own. A
+    // saved tool is the admin's and is never withdrawn.
+    sql: `
+ALTER TABLE tools ADD COLUMN withdrawn_at timestamptz;
+ALTER TABLE tools ADD CONSTRAINT tools_saved_never_withdrawn CHECK (withdrawn_at IS NULL OR saved_version IS NULL);
+ALTER TABLE tools DROP CONSTRAINT tools_connector_kind_base_name_key;
+CREATE UNIQUE INDEX tools_served_name ON tools (connector_id, kind, base_name) WHERE withdrawn_at IS NULL;
+CREATE INDEX tools_connector ON tools (connector_id);
+`,
+  },
 ];

@@ -91,6 +91,7 @@ export const COLUMN_NOTES: Record<string, string> = {
   'api_keys.attributes': 'Attributes row filters bind as `:caller.<attr>` (migration 15).',
   'oauth_clients.attributes': 'Attributes row filters bind as `:caller.<attr>` (migration 15).',
   'tools.kind': "What the row governs: a tool, the connector's schema tool, or an upstream MCP server's resource, resource template or prompt (migration 20).",
+  'tools.withdrawn_at': 'When introspection stopped serving the row (its table excluded or gone); null: served. Settings kept (migration 26).',
   'tools.policy': 'Hidden and masked columns and the row filter (connectors/shared/policy.ts ToolPolicy); null: none (migration 15).',
   'webhook_relay_cursors.since': 'Calls recorded before this time are not relayed to the endpoint (rows committed, not yet sealed, at its start).',
 };

@@ -93,8 +93,8 @@ async function buildCatalog(deps: CatalogDeps, orgId: string, version: number): 
     if (tool.savedVersion === null && (!connector.freeSql || (singleLayout(connector) && isSqlTable((tool.spec as { target?: unknown }).target)))) continue;
     const runtime = runtimeOf(deps, runtimes, connector);
     const spec = tool.spec as unknown as ToolSpec;
-    // A saved tool over a table the connector's filter now leaves out is not served either (decision 0303); the
-    // table tools of excluded tables were never written.
+    // A saved tool over a table the connector's filter now leaves out is not served either (decision 0303), from the
+    // filter's change on; the table's row is withdrawn once the revalidation it starts has run (decision 0405).
     if (tool.savedVersion !== null && excludedTable(spec, connector)) continue;
     // One stored tool whose schema no longer compiles (stored before its checks existed) is left out, not the org's
     // whole catalog: every other tool stays callable.
@@ -250,19 +250,33 @@ function addTableSource(sources: Map<string, TableSource[]>, connectorId: string
  */
 function attachTables(list: CatalogTool[], sources: Map<string, TableSource[]>, version: number): Map<string, ConnectorTables> {
   const tables = new Map([...sources].map(([id, rows]) => [id, connectorTables(`${version}:${id}`, rows)]));
+  const unserved = new Set<CatalogTool>();
   for (const t of list) {
     const own = tables.get(t.connector.id);
+    const target = t.spec.target as Partial<SqlTarget> & { database?: unknown; collection?: unknown };
+    // A saved tool is served only while the table it reads has a served row: a withdrawn (or never written) row must
+    // not leave it running ungoverned (decision 0405).
+    if (target.saved && !savedTableServed(target, own)) {
+      unserved.add(t);
+      continue;
+    }
     if (!own) continue;
-    const target = t.spec.target as Partial<SqlTarget>;
     // A MongoDB tool, saved pipelines included: its `$lookup`s read the connector's collections (decision 0328).
     if (isSqlTable(target) || isCollection(target) || (target.saved && isCollection({ ...target, saved: undefined }))) t.tables = own;
     else if (target.saved && typeof target.table === 'string') {
       t.tables = own;
-      const i = own.indexOf.get(tableKey(target.schema ?? '', target.table));
-      t.policy = i === undefined ? null : own.policies[i];
+      t.policy = own.policies[own.indexOf.get(tableKey(target.schema ?? '', target.table))!] ?? null;
     }
   }
+  if (unserved.size) list.splice(0, list.length, ...list.filter((t) => !unserved.has(t)));
   return tables;
+}
+
+/** Whether the table (or collection) a saved tool reads is one of its connector's served tables. */
+function savedTableServed(target: { schema?: unknown; table?: unknown; database?: unknown; collection?: unknown }, own: ConnectorTables | undefined): boolean {
+  const schema = target.schema ?? target.database ?? '';
+  const table = target.table ?? target.collection;
+  return own !== undefined && typeof schema === 'string' && typeof table === 'string' && own.indexOf.has(tableKey(schema, table));
 }
 
 type CatalogConnector = Awaited<ReturnType<typeof catalogRows>>[number]['connector'];

@@ -12,18 +12,29 @@ export type ToolSettingsRow = { tool: ToolRow; connector: { id: string; name: st
 /** Columns a tool's settings update may set. */
 export type ToolChanges = Partial<typeof tools.$inferInsert>;
 
-/** The org's tools of serving, live connectors, each with its connector: the catalog's one read per version. */
+/** The org's served tools (not withdrawn, decision 0405) of serving, live connectors, each with its connector: the catalog's one read per version. */
 export async function catalogRows(db: Queryable, orgId: string): Promise<{ tool: ToolRow; connector: ConnectorRow }[]> {
   return db
     .select({ tool: tools, connector: connectors })
     .from(tools)
     .innerJoin(connectors, eq(connectors.id, tools.connectorId))
-    .where(and(eq(tools.orgId, orgId), eq(connectors.orgId, orgId), inArray(connectors.status, SERVING_STATUSES), isNull(connectors.archivedAt)));
+    .where(
+      and(
+        eq(tools.orgId, orgId),
+        isNull(tools.withdrawnAt),
+        eq(connectors.orgId, orgId),
+        inArray(connectors.status, SERVING_STATUSES),
+        isNull(connectors.archivedAt),
+      ),
+    );
 }
 
-/** The org's tools with their connector, optionally of one connector or one tool, by base name then id. */
+/**
+ * The org's tools with their connector, optionally of one connector or one tool, by base name then id. Withdrawn rows
+ * are not tools to anyone (decision 0405): not listed, and an id of one is "no such tool".
+ */
 export async function toolSettingsRows(db: Queryable, orgId: string, filter: { connectorId?: string; toolId?: string } = {}): Promise<ToolSettingsRow[]> {
-  const where = [eq(tools.orgId, orgId), eq(connectors.orgId, orgId)];
+  const where = [eq(tools.orgId, orgId), isNull(tools.withdrawnAt), eq(connectors.orgId, orgId)];
   if (filter.connectorId) where.push(eq(tools.connectorId, filter.connectorId));
   if (filter.toolId) where.push(eq(tools.id, filter.toolId));
   return db
@@ -34,26 +45,31 @@ export async function toolSettingsRows(db: Queryable, orgId: string, filter: { c
     .orderBy(asc(tools.baseName), asc(tools.id));
 }
 
-export async function updateToolRow(db: Queryable, orgId: string, toolId: string, changes: ToolChanges): Promise<void> {
-  await db
+/** Sets a served tool's columns; false when there is none (withdrawn since it was read: decision 0405). */
+export async function updateToolRow(db: Queryable, orgId: string, toolId: string, changes: ToolChanges): Promise<boolean> {
+  const rows = await db
     .update(tools)
     .set(changes)
-    .where(and(eq(tools.id, toolId), eq(tools.orgId, orgId)));
+    .where(and(eq(tools.id, toolId), eq(tools.orgId, orgId), isNull(tools.withdrawnAt)))
+    .returning({ id: tools.id });
+  return rows.length === 1;
 }
 
-/** Sets `enabled` on these tools of the org (one statement, for a bulk change). */
-export async function setToolsEnabled(db: Queryable, orgId: string, toolIds: string[], enabled: boolean): Promise<void> {
-  await db
+/** Sets `enabled` on these served tools of the org (one statement, for a bulk change); how many it set. */
+export async function setToolsEnabled(db: Queryable, orgId: string, toolIds: string[], enabled: boolean): Promise<number> {
+  const rows = await db
     .update(tools)
     .set({ enabled, updatedAt: new Date() })
-    .where(and(eq(tools.orgId, orgId), inArray(tools.id, toolIds)));
+    .where(and(eq(tools.orgId, orgId), inArray(tools.id, toolIds), isNull(tools.withdrawnAt)))
+    .returning({ id: tools.id });
+  return rows.length;
 }
 
 type VersionRow = typeof savedToolVersions.$inferSelect;
 
 /**
- * A connector's table tools (not saved tools, nor the schema tool or upstream items of decisions 0313, 0315), with their
- * policies: the tables a saved statement may use.
+ * A connector's served table tools (not saved tools, nor the schema tool or upstream items of decisions 0313, 0315,
+ * nor withdrawn rows: decision 0405), with their policies: the tables a saved statement may use.
  */
 export async function sourceToolSpecs(
   db: Queryable,
@@ -63,7 +79,7 @@ export async function sourceToolSpecs(
   return db
     .select({ spec: tools.spec, policy: tools.policy })
     .from(tools)
-    .where(and(eq(tools.orgId, orgId), eq(tools.connectorId, connectorId), isNull(tools.savedVersion), eq(tools.kind, 'tool')))
+    .where(and(eq(tools.orgId, orgId), eq(tools.connectorId, connectorId), isNull(tools.savedVersion), isNull(tools.withdrawnAt), eq(tools.kind, 'tool')))
     .orderBy(asc(tools.baseName));
 }
 
@@ -77,6 +93,7 @@ export async function tablePolicyOf(db: Queryable, orgId: string, connectorId: s
         eq(tools.orgId, orgId),
         eq(tools.connectorId, connectorId),
         isNull(tools.savedVersion),
+        isNull(tools.withdrawnAt),
         sql`${tools.spec}->'target'->>'schema' = ${schema}`,
         sql`${tools.spec}->'target'->>'table' = ${table}`,
       ),
@@ -95,12 +112,16 @@ export async function savedToolRows(db: Queryable, orgId: string, connectorId: s
     .orderBy(asc(tools.baseName));
 }
 
-/** Every tool name agents see in the org (base names and overrides), except those of one tool (resources and prompts are other lists). */
+/**
+ * Every tool name agents see in the org (base names and overrides of served tools), except those of one tool
+ * (resources and prompts are other lists). A withdrawn row's override is released by releaseWithdrawnOverride when an
+ * admin claims its name.
+ */
 export async function takenToolNames(db: Queryable, orgId: string, exceptToolId?: string): Promise<Set<string>> {
   const rows = await db
     .select({ id: tools.id, baseName: tools.baseName, override: tools.toolNameOverride })
     .from(tools)
-    .where(and(eq(tools.orgId, orgId), inArray(tools.kind, ['tool', 'schema'])));
+    .where(and(eq(tools.orgId, orgId), isNull(tools.withdrawnAt), inArray(tools.kind, ['tool', 'schema'])));
   const taken = new Set<string>();
   for (const r of rows) {
     if (r.id === exceptToolId) continue;
@@ -108,6 +129,22 @@ export async function takenToolNames(db: Queryable, orgId: string, exceptToolId?
     if (r.override) taken.add(r.override);
   }
   return taken;
+}
+
+/**
+ * Clears the override `name` on the org's withdrawn rows (decision 0405): an override stays reserved while its row is
+ * withdrawn, until an admin gives the name to another tool. Returns the ids of the rows that lost it.
+ * `kinds`: only rows of these kinds (a saved tool's name clashes with tools and schema tools alone).
+ */
+export async function releaseWithdrawnOverride(db: Queryable, orgId: string, name: string, kinds?: ToolRow['kind'][]): Promise<string[]> {
+  const where = [eq(tools.orgId, orgId), eq(tools.toolNameOverride, name), isNotNull(tools.withdrawnAt)];
+  if (kinds) where.push(inArray(tools.kind, kinds));
+  const rows = await db
+    .update(tools)
+    .set({ toolNameOverride: null, updatedAt: new Date() })
+    .where(and(...where))
+    .returning({ id: tools.id });
+  return rows.map((r) => r.id);
 }
 
 export async function insertSavedTool(db: Queryable, row: typeof tools.$inferInsert): Promise<ToolRow> {

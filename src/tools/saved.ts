@@ -16,6 +16,7 @@ import { conflict, notFound, unprocessable } from '../errors.ts';
 import type { Queryable, Store } from '../store/db.ts';
 import * as repo from './repository.ts';
 import { CHECK_APPROVAL_STATUS } from './runtime.ts';
+import { releaseWithdrawnName } from './settings.ts';
 import type { SavedTool, SavedToolParameter, SavedToolRequest, SavedToolVersion } from '../../generated/client/types.gen.ts';
 
 export interface SavedToolDeps {
@@ -130,11 +131,15 @@ async function tablePolicy(deps: SavedToolDeps, orgId: string, connectorId: stri
   return (policy as unknown as ToolPolicy | null) ?? null;
 }
 
-/** Inside the writing transaction, under the org's naming lock (the one introspection takes): no two tools get one name. */
-async function assertNameFree(db: Queryable, orgId: string, name: string, exceptToolId?: string): Promise<void> {
+/**
+ * Inside the writing transaction, under the org's naming lock (the one introspection takes): no two tools get one name.
+ * A withdrawn tool's override of that name is given up (decision 0405).
+ */
+async function assertNameFree(db: Queryable, orgId: string, name: string, actor: Actor, exceptToolId?: string): Promise<void> {
   await repo.lockOrgNaming(db, orgId);
   const taken = await repo.takenToolNames(db, orgId, exceptToolId);
   if (name === CHECK_APPROVAL_STATUS || taken.has(name)) throw conflict('tool_name_taken', `Another tool of this org is already named ${name}.`);
+  await releaseWithdrawnName(db, orgId, name, actor, ['tool', 'schema']);
 }
 
 const actorText = (actor: Actor): string => `${actor.type}:${actor.id ?? ''}`;
@@ -144,7 +149,7 @@ export async function createSavedTool(deps: SavedToolDeps, orgId: string, connec
   const { spec, write } = await buildSpec(deps, orgId, connectorId, input, 1);
   try {
     const row = await deps.store.db.transaction(async (tx) => {
-      await assertNameFree(tx, orgId, input.name);
+      await assertNameFree(tx, orgId, input.name, actor);
       const created = await repo.insertSavedTool(tx, {
         orgId,
         connectorId,
@@ -208,7 +213,7 @@ export async function updateSavedTool(
   const requiresApproval = input.requires_approval ?? (write && !old.writes ? true : current.requiresApproval);
   try {
     await deps.store.db.transaction(async (tx) => {
-      if (input.name !== old.name) await assertNameFree(tx, orgId, input.name, toolId);
+      if (input.name !== old.name) await assertNameFree(tx, orgId, input.name, actor, toolId);
       const changes = {
         baseName: input.name,
         spec: spec as unknown as Record<string, unknown>,

@@ -3,10 +3,10 @@ import { recordAudit, type Actor } from '../audit/repository.ts';
 import { conflict, notFound, unprocessable } from '../errors.ts';
 import { getDriver } from '../connectors/registry.ts';
 import type { ToolSpec, ColumnMask, ToolPolicy } from '../connectors/types.ts';
-import type { Store } from '../store/db.ts';
+import type { Queryable, Store } from '../store/db.ts';
 import { CHECK_APPROVAL_STATUS } from './runtime.ts';
 import { bumpCatalogVersion } from '../connectors/repository.ts';
-import { toolSettingsRows, updateToolRow, type ToolChanges, type ToolSettingsRow } from './repository.ts';
+import { releaseWithdrawnOverride, toolSettingsRows, updateToolRow, type ToolChanges, type ToolSettingsRow } from './repository.ts';
 
 /** What the tool settings use: the store alone. */
 export interface ToolSettingsDeps {
@@ -64,6 +64,24 @@ async function checkedPolicy(row: ToolSettingsRow, input: ToolPolicyInput | null
   return policy;
 }
 
+/**
+ * Gives `name` up on the org's withdrawn tools (decision 0405): a withdrawn tool's override is kept for its return
+ * until an admin gives the name to another tool (an override, or a saved tool's name); each tool that loses it gets
+ * a `tool.updated` audit row saying so. `kinds`: only tools of these kinds.
+ */
+export async function releaseWithdrawnName(tx: Queryable, orgId: string, name: string, actor: Actor, kinds?: ('tool' | 'schema')[]): Promise<void> {
+  for (const id of await releaseWithdrawnOverride(tx, orgId, name, kinds)) {
+    await recordAudit(tx, {
+      orgId,
+      action: 'tool.updated',
+      actor,
+      targetType: 'tool',
+      targetId: id,
+      details: { fields: ['tool_name_override'], withdrawn: true, override_given_to_another_tool: name },
+    });
+  }
+}
+
 export async function updateToolSettings(deps: ToolSettingsDeps, orgId: string, toolId: string, input: ToolSettingsInput, actor: Actor) {
   const [current] = await rows(deps, orgId, { toolId });
   if (!current) throw notFound('tool_not_found', 'No such tool.');
@@ -87,7 +105,8 @@ export async function updateToolSettings(deps: ToolSettingsDeps, orgId: string, 
   if (input.policy !== undefined) changes.policy = (await checkedPolicy(current, input.policy)) as unknown as Record<string, unknown> | null;
   try {
     await deps.store.db.transaction(async (tx) => {
-      await updateToolRow(tx, orgId, toolId, changes);
+      if (override) await releaseWithdrawnName(tx, orgId, override, actor);
+      if (!(await updateToolRow(tx, orgId, toolId, changes))) throw notFound('tool_not_found', 'No such tool.');
       await bumpCatalogVersion(tx, orgId);
       // A policy change keeps the old and the new policy in the audit row (no secret in either).
       const policyChange = input.policy === undefined ? {} : { policy: { old: current.tool.policy, new: changes.policy ?? null } };
@@ -108,5 +127,6 @@ export async function updateToolSettings(deps: ToolSettingsDeps, orgId: string, 
     throw err;
   }
   const [updated] = await rows(deps, orgId, { toolId });
-  return updated!;
+  if (!updated) throw notFound('tool_not_found', 'No such tool.');
+  return updated;
 }
