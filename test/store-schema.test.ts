@@ -233,6 +233,7 @@ const PINNED: Record<number, string> = {
   22: 'c27781215ad80aef', // audit_statements_and_filters
   23: '14952fb3cc31ddf6', // audit_rollups_and_checkpoints
   24: 'fe2f26ff748368d0', // org_members
+  25: '8862b229cfda16dd', // member_passkeys
 };
 
 describe('the migrations are history: appended, never edited', () => {
