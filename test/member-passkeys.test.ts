@@ -187,7 +187,7 @@ describe('passkeys of members', () => {
     const { data } = await sdk.inviteMember({ client, body: { email: 'cy@a.example', roles: ['contributor'] }, throwOnError: true });
     const token = data.invitation.url.split('#/join/')[1]!;
     const { data: started } = await sdk.startMemberLinkPasskey({ client, body: { token }, throwOnError: true });
-    const response = authenticators.cy.create(started.options as Parameters<SoftAuthenticator['create']>[0]);
+    const response = authenticators.cy.create(started.options as unknown as Parameters<SoftAuthenticator['create']>[0]);
     const accepted = await sdk.acceptMemberLink({ client, body: { token, passkey: { name: 'Cy key', response } }, throwOnError: true });
     expect(accepted.data).toMatchObject({ email: 'cy@a.example', purpose: 'invitation' });
     const member = (await sdk.listMembers({ client, throwOnError: true })).data.members.find((m) => m.email === 'cy@a.example')!;

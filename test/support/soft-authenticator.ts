@@ -8,7 +8,8 @@
  */
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 
-type Cbor = number | string | Uint8Array | Map<Cbor, Cbor> | Record<string, Cbor>;
+type Cbor = number | string | Uint8Array | CborMap | { [key: string]: Cbor };
+interface CborMap extends Map<Cbor, Cbor> {}
 
 function head(major: number, n: number): Buffer {
   if (n < 24) return Buffer.from([(major << 5) | n]);
@@ -87,7 +88,7 @@ export class SoftAuthenticator {
     return {
       id: b64u(id),
       rawId: b64u(id),
-      type: 'public-key',
+      type: 'public-key' as const,
       clientExtensionResults: {},
       authenticatorAttachment: 'platform',
       response: {
@@ -109,7 +110,7 @@ export class SoftAuthenticator {
     return {
       id: b64u(credential.id),
       rawId: b64u(credential.id),
-      type: 'public-key',
+      type: 'public-key' as const,
       clientExtensionResults: {},
       authenticatorAttachment: 'platform',
       response: {
