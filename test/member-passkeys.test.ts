@@ -137,6 +137,8 @@ describe('passkeys of members', () => {
     const { html, cookie, csp } = await mcpSignInPage(A.slug);
     const script = /<script>([\s\S]*?)<\/script>/.exec(html)![1]!;
     expect(csp).toContain(`script-src 'sha256-${createHash('sha256').update(script).digest('base64')}'`);
+    // The script parses (a lost escape in its template literal once broke it without a word from the browser).
+    expect(() => new Function(script)).not.toThrow();
     const response = authenticators.ada.get(optionsIn(html));
     const signedIn = await send(`/oauth/${A.slug}/passkey`, { form: { csrf: csrfIn(html), response: JSON.stringify(response) }, cookie });
     expect(signedIn.status).toBe(200);

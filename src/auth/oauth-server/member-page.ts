@@ -37,7 +37,7 @@ export function openMemberSignIn(box: SecretBox, sealed: string | null, orgId: s
 }
 
 /**
- * The passkey button's script: WebAuthn's get() with the options of the JSON block (base64url fields decoded), the
+ * The passkey button's script (no backslash in it: this is a template literal): WebAuthn's get() with the options of the JSON block (base64url fields decoded), the
  * answer encoded back (as @simplewebauthn/server reads it) into the passkey form, which it submits.
  */
 const PASSKEY_SCRIPT = `(() => {
@@ -46,8 +46,8 @@ const PASSKEY_SCRIPT = `(() => {
   const status = document.getElementById('passkey-status');
   if (!button || !form) return;
   if (!window.PublicKeyCredential || !navigator.credentials) { button.disabled = true; status.textContent = 'This browser has no passkeys.'; return; }
-  const bytes = (s) => Uint8Array.from(atob(s.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (s.length % 4)) % 4)), (c) => c.charCodeAt(0));
-  const text = (b) => btoa(String.fromCharCode(...new Uint8Array(b))).replace(/+/g, '-').replace(///g, '_').replace(/=+$/, '');
+  const bytes = (s) => Uint8Array.from(atob(s.replaceAll('-', '+').replaceAll('_', '/') + '='.repeat((4 - (s.length % 4)) % 4)), (c) => c.charCodeAt(0));
+  const text = (b) => btoa(String.fromCharCode(...new Uint8Array(b))).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
   button.addEventListener('click', async () => {
     const o = JSON.parse(document.getElementById('passkey-options').textContent);
     button.disabled = true;
