@@ -83,7 +83,9 @@ afterAll(async () => {
 async function clientRun(page: Page, signIn: (page: Page) => Promise<void>, signedIn: () => Promise<void> = async () => {}) {
   const mcpUrl = new URL(`${base}/mcp/demo`);
   const provider = new TestAuthProvider(REDIRECT);
-  await expect(new Client({ name: 'demo-test', version: '1.0.0' }).connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }))).rejects.toThrow();
+  await expect(
+    new Client({ name: 'demo-test', version: '1.0.0' }).connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider })),
+  ).rejects.toThrow();
   expect(provider.authorizationUrl).not.toBeNull();
   let callback: URL | null = null;
   await page.context().route(`${REDIRECT}**`, (route) => {
@@ -136,7 +138,14 @@ describe('the demo org, out of the box', () => {
     const cdp = await context.newCDPSession(page);
     await cdp.send('WebAuthn.enable');
     const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+      options: {
+        protocol: 'ctap2',
+        transport: 'internal',
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
     });
     await page.goto(`${base}/console`);
     await page.getByLabel('Org', { exact: true }).fill('demo');

@@ -22,7 +22,7 @@ export type MemberSignIn =
 
 const WRONG_CREDENTIALS = 'The e-mail or the password is wrong.';
 /** Every refused passkey gets these words: an unknown, removed or foreign one, a replay, another origin, a suspended member. */
-export const PASSKEY_REFUSED = 'This passkey was not accepted. Try again, or sign in with your password.';
+const PASSKEY_REFUSED = 'This passkey was not accepted. Try again, or sign in with your password.';
 
 class WrongCredentials extends Error {
   constructor(readonly reason?: string) {

@@ -55,7 +55,7 @@ export interface PasskeyView {
   backed_up: boolean;
 }
 
-export const passkeyView = (p: PasskeyRow): PasskeyView => ({
+const passkeyView = (p: PasskeyRow): PasskeyView => ({
   id: p.id,
   name: p.name,
   created_at: p.createdAt.toISOString(),

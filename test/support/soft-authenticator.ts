@@ -22,7 +22,7 @@ function head(major: number, n: number): Buffer {
 }
 
 /** The CBOR subset WebAuthn needs: integers, byte and text strings, maps. */
-export function cbor(value: Cbor): Buffer {
+function cbor(value: Cbor): Buffer {
   if (typeof value === 'number') return value >= 0 ? head(0, value) : head(1, -1 - value);
   if (typeof value === 'string') return Buffer.concat([head(3, Buffer.byteLength(value)), Buffer.from(value)]);
   if (value instanceof Uint8Array) return Buffer.concat([head(2, value.length), value]);

@@ -69,7 +69,7 @@ const PASSKEY_SCRIPT = `(() => {
 })();`;
 
 /** The CSP source that allows exactly the passkey script. */
-export const PASSKEY_SCRIPT_SOURCE = `'sha256-${createHash('sha256').update(PASSKEY_SCRIPT).digest('base64')}'`;
+const PASSKEY_SCRIPT_SOURCE = `'sha256-${createHash('sha256').update(PASSKEY_SCRIPT).digest('base64')}'`;
 
 /** JSON inside a <script type="application/json"> block: no `<` can close it. */
 const jsonBlock = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
