@@ -4,7 +4,7 @@ import { DataTable, Named } from './controls.tsx';
 import { agentLabel } from './insights-tables.tsx';
 
 /** An amount in the currency's minor unit, as money. */
-export function money(amount: number, currency: string): string {
+function money(amount: number, currency: string): string {
   return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(amount / 100);
 }
 

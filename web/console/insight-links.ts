@@ -11,7 +11,7 @@
 export type Counted = 'calls' | 'refusals' | 'errors' | 'held';
 export type AuditFilter = Record<string, string>;
 
-export const COUNTED: Record<Counted, { action: string; outcome: string }> = {
+const COUNTED: Record<Counted, { action: string; outcome: string }> = {
   calls: { action: 'tool.called', outcome: 'success,error,held' },
   refusals: { action: 'tool.', outcome: 'refused,denied' },
   errors: { action: 'tool.called', outcome: 'error' },
