@@ -5,8 +5,9 @@
  *
  *   bun scripts/test-suite.ts [--workers=N] [--update-timings] [bun test arguments...]
  *
- * Workers default to TOOLGATE_TEST_WORKERS or 3: most files wait on PostgreSQL, MariaDB, Redis, Chromium or a child
- * process, so three workers keep two cores busy; more made the timing-sensitive suites flaky on this machine.
+ * Workers default to TOOLGATE_TEST_WORKERS or 2, one per core of the CI machine: most files wait on PostgreSQL,
+ * MariaDB, Redis, Chromium or a child process, so two workers overlap those waits; three starved the suites that start
+ * several embedded stores at once (PGlite's start is CPU-bound) on a loaded 2-core machine.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +16,7 @@ import { type RunRecordJson, uncoveredAcross } from '../test/requirements.ts';
 
 const args = process.argv.slice(2);
 const workersArg = args.find((arg) => arg.startsWith('--workers='));
-const workers = Number(workersArg?.slice('--workers='.length) ?? process.env.TOOLGATE_TEST_WORKERS ?? 3);
+const workers = Number(workersArg?.slice('--workers='.length) ?? process.env.TOOLGATE_TEST_WORKERS ?? 2);
 const updateTimings = args.includes('--update-timings');
 const passThrough = args.filter((arg) => arg !== workersArg && arg !== '--update-timings');
 if (!Number.isInteger(workers) || workers < 1) {
