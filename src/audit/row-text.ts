@@ -5,8 +5,17 @@
  */
 import { rowTail } from './chain.ts';
 import { type AuditMacKey, rowMac } from './mac.ts';
-import type { AuditInput } from './repository.ts';
 import { storableJson } from './storable.ts';
+
+/** The fields of an audit input (repository.ts AuditInput) a row is made of; named here so this file imports nothing back. */
+interface RowInput {
+  action: string;
+  actor: { type: string; id?: string | null };
+  targetType?: string;
+  targetId?: string;
+  outcome?: string;
+  details?: Record<string, unknown>;
+}
 
 const textOrNull = (value: string | null | undefined) => (value == null ? null : String(value));
 
@@ -20,7 +29,7 @@ export interface RowText {
 }
 
 /** The row of `event` at `now`; `macOrgId` is the org id as the MAC covers it (as the store prints it). */
-export function rowText(key: AuditMacKey, event: AuditInput, now: Date, macOrgId: string): RowText {
+export function rowText(key: AuditMacKey, event: RowInput, now: Date, macOrgId: string): RowText {
   const id = crypto.randomUUID();
   const fields = {
     createdAt: now,
