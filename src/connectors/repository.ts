@@ -50,7 +50,18 @@ export async function bumpCatalogVersion(db: Queryable, orgId: string): Promise<
  * A connector being revalidated keeps serving the tools it had: agents do not lose them while an admin
  * re-checks a working connector. A failed validation removes them.
  */
-export const SERVING_STATUSES = ['active', 'validating'];
+const SERVING_STATUSES = ['active', 'validating'];
+
+/** The condition for a tools row joined with its connector: the org's served tool (not withdrawn, decision 0405) of a serving, live connector. */
+export function servedToolOf(orgId: string) {
+  return and(
+    eq(tools.orgId, orgId),
+    isNull(tools.withdrawnAt),
+    eq(connectors.orgId, orgId),
+    inArray(connectors.status, SERVING_STATUSES),
+    isNull(connectors.archivedAt),
+  );
+}
 
 export async function findConnector(db: Queryable, orgId: string, id: string): Promise<ConnectorRow | undefined> {
   const [row] = await db
@@ -321,18 +332,6 @@ export async function liveConnectorIds(db: Queryable, orgId: string, ids: string
 
 /** Served tools (not withdrawn) of the org's connectors that serve them (active or validating, not archived): the size of its catalog. */
 export async function countServingTools(db: Queryable, orgId: string): Promise<number> {
-  const [row] = await db
-    .select({ n: count() })
-    .from(tools)
-    .innerJoin(connectors, eq(connectors.id, tools.connectorId))
-    .where(
-      and(
-        eq(tools.orgId, orgId),
-        isNull(tools.withdrawnAt),
-        eq(connectors.orgId, orgId),
-        inArray(connectors.status, SERVING_STATUSES),
-        isNull(connectors.archivedAt),
-      ),
-    );
+  const [row] = await db.select({ n: count() }).from(tools).innerJoin(connectors, eq(connectors.id, tools.connectorId)).where(servedToolOf(orgId));
   return Number(row?.n ?? 0);
 }

@@ -1,6 +1,6 @@
 /** SQL of the tools/ folder: the catalog's read, the per-tool settings (tools joined with their connectors) and saved tools. */
 import { and, asc, desc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
-import { SERVING_STATUSES } from '../connectors/repository.ts';
+import { servedToolOf } from '../connectors/repository.ts';
 import type { Queryable } from '../store/db.ts';
 import { approvals, connectors, savedToolVersions, tools } from '../store/schema.ts';
 
@@ -14,19 +14,7 @@ export type ToolChanges = Partial<typeof tools.$inferInsert>;
 
 /** The org's served tools (not withdrawn, decision 0405) of serving, live connectors, each with its connector: the catalog's one read per version. */
 export async function catalogRows(db: Queryable, orgId: string): Promise<{ tool: ToolRow; connector: ConnectorRow }[]> {
-  return db
-    .select({ tool: tools, connector: connectors })
-    .from(tools)
-    .innerJoin(connectors, eq(connectors.id, tools.connectorId))
-    .where(
-      and(
-        eq(tools.orgId, orgId),
-        isNull(tools.withdrawnAt),
-        eq(connectors.orgId, orgId),
-        inArray(connectors.status, SERVING_STATUSES),
-        isNull(connectors.archivedAt),
-      ),
-    );
+  return db.select({ tool: tools, connector: connectors }).from(tools).innerJoin(connectors, eq(connectors.id, tools.connectorId)).where(servedToolOf(orgId));
 }
 
 /**
