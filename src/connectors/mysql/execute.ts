@@ -119,7 +119,9 @@ function streamQuery(
     const core = conn.connection as unknown as CoreConnection;
     // Rows as arrays: a join's columns of the same name each keep their value (values.ts columnKeys).
     const q = values ? core.execute({ sql: statement, values, rowsAsArray: true }) : core.query({ sql: statement, rowsAsArray: true });
-    q.on('fields', (fields: mysql.FieldPacket[]) => (fix = rowFixer(fields)));
+    // mysql2 also emits 'fields' (undefined) right before the OK packet of a write: that is no result set, and the
+    // packet must be read as the affected-row count, not as a row (the answer was `[{}]` instead of the count).
+    q.on('fields', (fields: mysql.FieldPacket[] | undefined) => (fix = fields ? rowFixer(fields) : null));
     q.on('result', (row: unknown) => {
       if (!fix) {
         affected = (row as mysql.ResultSetHeader).affectedRows ?? 0;
