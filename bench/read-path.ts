@@ -16,15 +16,15 @@ import postgres from 'postgres';
 import { mysqlDriver } from '../src/connectors/mysql/driver.ts';
 import { postgresqlDriver } from '../src/connectors/postgresql/driver.ts';
 import type { ConnectorDriver, DatabaseConfig, ExecutionContext, SavedParam, SqlTarget, SqlToolSpec } from '../src/connectors/types.ts';
-import { startWireCounter, type Protocol, type WireCounter } from '../test/support/wire.ts';
+import { startWireCounter, type Protocol, type WireCounter, type WireCounts } from '../test/support/wire.ts';
 
-const arg = (name: string, fallback: string): string =>
-  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const arg = (name: string, fallback: string): string => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const SECONDS = Number(arg('seconds', '3'));
 const CALLERS = Number(arg('callers', '8'));
 const ONLY = arg('only', 'postgresql,mariadb').split(',');
 const COUNTED_CALLS = 50;
 const ROWS = 1000;
+const per = (n: number): string => (n / COUNTED_CALLS).toFixed(2);
 
 interface Side {
   type: 'postgresql' | 'mariadb';
@@ -113,17 +113,41 @@ async function call(side: Side, s: Scenario, ctx: ExecutionContext, i: number): 
   if (r.isError || rows?.length !== 10) throw new Error(`${side.type} ${s.name}: ${JSON.stringify(r.content).slice(0, 300)}`);
 }
 
+/**
+ * Counts COUNTED_CALLS calls one by one, apart: what the client sent between a call's start and its answer, and what
+ * it sent after the answer (a MySQL connection's reset and set-up, which the answer does not wait for).
+ */
+async function countCalls(counter: WireCounter, run: (i: number) => Promise<void>): Promise<WireCounts & { before: number; beforeTrips: number }> {
+  await Bun.sleep(100);
+  counter.take();
+  const total: WireCounts & { before: number; beforeTrips: number } = { roundTrips: 0, statements: 0, byKind: {}, texts: [], before: 0, beforeTrips: 0 };
+  const add = (c: WireCounts): void => {
+    total.roundTrips += c.roundTrips;
+    total.statements += c.statements;
+    for (const [k, n] of Object.entries(c.byKind)) total.byKind[k] = (total.byKind[k] ?? 0) + n;
+  };
+  for (let i = 0; i < COUNTED_CALLS; i++) {
+    await run(i);
+    const before = counter.take();
+    total.before += before.statements;
+    total.beforeTrips += before.roundTrips;
+    add(before);
+    await Bun.sleep(20);
+    add(counter.take());
+  }
+  return total;
+}
+
 async function measure(side: Side, counter: WireCounter, s: Scenario, ctx: ExecutionContext): Promise<string> {
   // Warm: pool open, guard loaded, resolution verdict cached, statement prepared on the connections.
   for (let i = 0; i < 20; i++) await call(side, s, ctx, i);
-  await Bun.sleep(100);
-  counter.take();
-  for (let i = 0; i < COUNTED_CALLS; i++) await call(side, s, ctx, 1000 + i);
-  await Bun.sleep(200); // the MySQL reset after the answer
-  const c = counter.take();
+  const c = await countCalls(counter, (i) => call(side, s, ctx, 1000 + i));
   const kinds = Object.entries(c.byKind)
     .map(([k, n]) => `${k} ${(n / COUNTED_CALLS).toFixed(2)}`)
     .join(', ');
+  const t0 = performance.now();
+  for (let i = 0; i < COUNTED_CALLS; i++) await call(side, s, ctx, 2000 + i);
+  const serialMs = (performance.now() - t0) / COUNTED_CALLS;
   let done = 0;
   const until = performance.now() + SECONDS * 1000;
   const cpu0 = process.cpuUsage();
@@ -135,9 +159,67 @@ async function measure(side: Side, counter: WireCounter, s: Scenario, ctx: Execu
   const cpu = process.cpuUsage(cpu0);
   const perCall = (cpu.user + cpu.system) / done;
   return (
-    `| ${side.type} | ${s.name} | ${(c.statements / COUNTED_CALLS).toFixed(2)} | ${(c.roundTrips / COUNTED_CALLS).toFixed(2)} | ` +
-    `${Math.round(done / SECONDS)} | ${Math.round(perCall)} | ${kinds} |`
+    `| ${side.type} | ${s.name} | ${per(c.before)} | ${per(c.beforeTrips)} | ${per(c.statements)} | ${per(c.roundTrips)} | ` +
+    `${serialMs.toFixed(2)} | ${Math.round(done / SECONDS)} | ${Math.round(perCall)} | ${kinds} |`
   );
+}
+
+/**
+ * The row cap by the protocol on PostgreSQL, measured bare (postgres.js alone through the counting proxy, one
+ * reserved connection, read-only session): the gateway's wrapper `select * from (...) limit n` against postgres.js'
+ * only way to put a row limit on Execute, `cursor(n)` (Execute(n) + Flush, then Close or Sync once the rows came).
+ */
+async function pgCursorAgainstWrapper(): Promise<string[]> {
+  const table = `bench_readpath_${randomBytes(3).toString('hex')}`;
+  const drop = await SIDES[0]!.seed(table);
+  const counter = await startWireCounter('postgresql', { host: '127.0.0.1', port: 5432 });
+  const sql = postgres({
+    host: '127.0.0.1',
+    port: counter.port,
+    user: 'postgres',
+    database: 'test',
+    max: 1,
+    onnotice: () => undefined,
+    connection: { default_transaction_read_only: true, statement_timeout: 5000 },
+  });
+  const out: string[] = [];
+  try {
+    const conn = await sql.reserve();
+    const text = (i: number): string => `SELECT id, name FROM public.${table} WHERE id > ${i % 900} ORDER BY id`;
+    const ways: [string, (i: number) => Promise<number>][] = [
+      [
+        'wrapper `limit 11`, rows read whole',
+        async (i) => (await conn.unsafe(`select * from (\n${text(i)}\n) as toolgate_q limit 11`, [], { prepare: false }).values()).length,
+      ],
+      [
+        'postgres.js cursor(11): Execute with a row limit',
+        async (i) => {
+          let n = 0;
+          await conn.unsafe(text(i), [], { prepare: false }).cursor(11, (rows) => {
+            n += rows.length;
+            return sql.CLOSE as never;
+          });
+          return n;
+        },
+      ],
+    ];
+    for (const [name, run] of ways) {
+      for (let i = 0; i < 20; i++) await run(i);
+      const c = await countCalls(counter, async (i) => void (await run(i)));
+      const t0 = performance.now();
+      for (let i = 0; i < COUNTED_CALLS; i++) await run(i);
+      const ms = (performance.now() - t0) / COUNTED_CALLS;
+      out.push(
+        `| postgresql, bare | ${name} | ${per(c.before)} | ${per(c.beforeTrips)} | ${per(c.statements)} | ${per(c.roundTrips)} | ${ms.toFixed(2)} | | | |`,
+      );
+    }
+    conn.release();
+  } finally {
+    await sql.end({ timeout: 1 });
+    await counter.close();
+    await drop();
+  }
+  return out;
 }
 
 const lines: string[] = [];
@@ -157,8 +239,12 @@ for (const side of SIDES.filter((s) => ONLY.includes(s.type))) {
     await drop();
   }
 }
-console.log(`\n| database | call | statements/call | round trips/call | calls/s (${CALLERS} callers, ${SECONDS} s) | gateway CPU µs/call | messages per call |`);
-console.log('|:--|:--|--:|--:|--:|--:|:--|');
+if (ONLY.includes('postgresql')) lines.push(...(await pgCursorAgainstWrapper()));
+console.log(
+  `\n| database | call | statements before the answer | round trips before the answer | statements in all | round trips in all | ` +
+    `ms per call, one caller | calls/s (${CALLERS} callers, ${SECONDS} s) | gateway CPU µs/call | messages per call |`,
+);
+console.log('|:--|:--|--:|--:|--:|--:|--:|--:|--:|:--|');
 for (const l of lines) console.log(l);
 console.log(`\nuptime: ${execSync('uptime').toString().trim()}`);
 process.exit(0);

@@ -22,21 +22,21 @@ export interface WireCounts {
 }
 
 const MYSQL_COMMANDS: Record<number, string> = {
-  0x01: 'QUIT',
-  0x02: 'INIT_DB',
-  0x03: 'QUERY',
-  0x0e: 'PING',
-  0x11: 'CHANGE_USER',
-  0x16: 'STMT_PREPARE',
-  0x17: 'STMT_EXECUTE',
-  0x19: 'STMT_CLOSE',
-  0x1a: 'STMT_RESET',
-  0x1f: 'RESET_CONNECTION',
+  1: 'QUIT',
+  2: 'INIT_DB',
+  3: 'QUERY',
+  14: 'PING',
+  17: 'CHANGE_USER',
+  22: 'STMT_PREPARE',
+  23: 'STMT_EXECUTE',
+  25: 'STMT_CLOSE',
+  26: 'STMT_RESET',
+  31: 'RESET_CONNECTION',
 };
 
 /** Reads one connection's client stream message by message. */
 class ClientParser {
-  private buf = Buffer.alloc(0);
+  private buf: Buffer = Buffer.alloc(0);
   private started = false;
   constructor(
     private readonly protocol: Protocol,
