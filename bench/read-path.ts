@@ -15,6 +15,7 @@ import mysql from 'mysql2/promise';
 import postgres from 'postgres';
 import { mysqlDriver } from '../src/connectors/mysql/driver.ts';
 import { postgresqlDriver } from '../src/connectors/postgresql/driver.ts';
+import { PG_DIALECT } from '../src/connectors/postgresql/execute.ts';
 import type { ConnectorDriver, DatabaseConfig, ExecutionContext, SavedParam, SqlTarget, SqlToolSpec } from '../src/connectors/types.ts';
 import { startWireCounter, type Protocol, type WireCounter, type WireCounts } from '../test/support/wire.ts';
 
@@ -185,11 +186,12 @@ async function pgCursorAgainstWrapper(): Promise<string[]> {
   const out: string[] = [];
   try {
     const conn = await sql.reserve();
-    const text = (i: number): string => `SELECT id, name FROM public.${table} WHERE id > ${i % 900} ORDER BY id`;
+    const text = (i: number): string => `SELECT id, name FROM public.${table} WHERE id > ${i % 900} ORDER BY id LIMIT 100`;
     const ways: [string, (i: number) => Promise<number>][] = [
+      ['no cap (the statement bare, its 100 rows read)', async (i) => (await conn.unsafe(text(i), [], { prepare: false }).values()).length],
       [
-        'wrapper `limit 11`, rows read whole',
-        async (i) => (await conn.unsafe(`select * from (\n${text(i)}\n) as toolgate_q limit 11`, [], { prepare: false }).values()).length,
+        'the gateway wrapper (row-size filter, limit 11)',
+        async (i) => (await conn.unsafe(PG_DIALECT.wrapRead!(text(i), 11, 100_000), [], { prepare: false }).values()).length,
       ],
       [
         'postgres.js cursor(11): Execute with a row limit',
