@@ -249,7 +249,9 @@ for (const [make, service] of [
       if (side.type === 'postgresql') {
         await postgresqlPoolFor(connectorId, config, null, async (pool) => {
           const settings = async () =>
-            (await pool.sql.unsafe('select current_setting($1) as t, current_setting($2) as r', ['statement_timeout', 'default_transaction_read_only']))[0];
+            (await pool.sql.unsafe('select current_setting($1) as t, current_setting($2) as r', ['statement_timeout', 'default_transaction_read_only']))[0] as
+              | Record<string, unknown>
+              | undefined;
           expect(await settings()).toEqual({ t: '1s', r: 'on' });
           // The fast path's wrapper makes a utility statement a syntax error.
           const wrapped = PG_DIALECT.wrapRead!('set statement_timeout = 0', 10, 1000);
@@ -271,7 +273,9 @@ for (const [make, service] of [
       await mysqlPoolFor(connectorId, config, null, async (p) => {
         const o = { readOnly: true, database: 'test', statementTimeoutMs: 1000, lockTimeoutMs: 1000 };
         const settings = async () =>
-          (await runMysqlStatement(p, 'SELECT @@session.tx_read_only AS r, @@session.max_statement_time AS t, DATABASE() AS d, @x AS x', o)).rows[0];
+          (await runMysqlStatement(p, 'SELECT @@session.tx_read_only AS r, @@session.max_statement_time AS t, DATABASE() AS d, @x AS x', o)).rows[0] as
+            | Record<string, unknown>
+            | undefined;
         await runMysqlStatement(p, `SELECT id FROM ${table} WHERE id = 1`, o);
         await Bun.sleep(100);
         expect(await settings()).toEqual({ r: 1, t: 1, d: 'test', x: null });
