@@ -218,7 +218,8 @@ async function streamKillable(
  * temporary tables, prepared statements, GET_LOCK locks, roles return to the login state), then its session is set
  * again (USE + one SET, the default database included, which the reset keeps), all after the caller's answer; a
  * connection that cannot be reset or set is closed. A read of the same database under the same limits then costs
- * one command before its answer, the statement itself (decision 0400); any other call sends one SET first.
+ * one command before its answer, the statement itself (decision 0400); any other call sends one SET first. The one
+ * exception is a call that vouches for its statement (keepSession: a saved-statement read), which is not reset.
  * Exported for tests, which use it to reach the protocol-level protections without the guard.
  */
 export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOptions): Promise<MyRunOutcome> {

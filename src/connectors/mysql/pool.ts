@@ -67,7 +67,7 @@ export function mysqlOptions(config: DatabaseConfig, credential: string | null, 
     // `SELECT 1; DROP TABLE t` as a syntax error, whatever the guard decided.
     multipleStatements: false,
     // A database server must not be able to ask the gateway for its files (LOAD DATA LOCAL INFILE).
-    // No IGNORE_SPACE: the server adds it to the session's sql_mode at login but COM_RESET_CONNECTION (after every
+    // No IGNORE_SPACE: the server adds it to the session's sql_mode at login but COM_RESET_CONNECTION (after a
     // call) drops it, so every call parses with the server's own sql_mode, the first one included.
     flags: ['-LOCAL_FILES', '-IGNORE_SPACE'],
     enableKeepAlive: true,
