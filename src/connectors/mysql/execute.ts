@@ -28,6 +28,12 @@ export interface MyRunOptions {
    * (COM_STMT_PREPARE / EXECUTE, values in the binary protocol); the reset after the call drops it on the server.
    */
   values?: unknown[];
+  /**
+   * The caller vouches that the statement cannot change its session: a saved-statement read (a fixed text the guard
+   * accepted when it was saved, values bound as data). Such a read that ends cleanly (no error, no kill) leaves its
+   * connection unreset, session and prepared statement kept: the next such call costs one COM_STMT_EXECUTE.
+   */
+  keepSession?: boolean;
 }
 
 export interface MyRunOutcome {
@@ -119,7 +125,9 @@ function streamQuery(
     const core = conn.connection as unknown as CoreConnection;
     // Rows as arrays: a join's columns of the same name each keep their value (values.ts columnKeys).
     const q = values ? core.execute({ sql: statement, values, rowsAsArray: true }) : core.query({ sql: statement, rowsAsArray: true });
-    q.on('fields', (fields: mysql.FieldPacket[]) => (fix = rowFixer(fields)));
+    // mysql2 also emits 'fields' (undefined) right before the OK packet of a write: that is no result set, and the
+    // packet must be read as the affected-row count, not as a row (the answer was `[{}]` instead of the count).
+    q.on('fields', (fields: mysql.FieldPacket[] | undefined) => (fix = fields ? rowFixer(fields) : null));
     q.on('result', (row: unknown) => {
       if (!fix) {
         affected = (row as mysql.ResultSetHeader).affectedRows ?? 0;
@@ -207,8 +215,11 @@ async function streamKillable(
  *
  * Nothing the statement does to its session outlives the call, whatever it is (this does not rely on the guard):
  * the connection is reset with COM_RESET_CONNECTION before it goes back to the pool (user and system variables,
- * temporary tables, prepared statements, GET_LOCK locks, roles, the default database all return to the login
- * state), and a connection that cannot be reset is closed. The next call sets its session again (USE + one SET).
+ * temporary tables, prepared statements, GET_LOCK locks, roles return to the login state), then its session is set
+ * again (USE + one SET, the default database included, which the reset keeps), all after the caller's answer; a
+ * connection that cannot be reset or set is closed. A read of the same database under the same limits then costs
+ * one command before its answer, the statement itself (decision 0400); any other call sends one SET first. The one
+ * exception is a call that vouches for its statement (keepSession: a saved-statement read), which is not reset.
  * Exported for tests, which use it to reach the protocol-level protections without the guard.
  */
 export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOptions): Promise<MyRunOutcome> {
@@ -220,15 +231,19 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
   const drop = (): void => {
     if (!destroyed) (destroyed = true), conn.destroy();
   };
+  // Set once the statement ended cleanly (no error, no kill) on a call that vouched for its session (keepSession).
+  let keep = false;
   const rows: Row[] = [];
   const onRow = o.onRow ?? ((r: Row) => (rows.push(r), true));
+  const session = {
+    database: o.database,
+    readOnly: o.readOnly,
+    statementTimeoutMs: o.serverTimeout === false ? 0 : Math.max(1, Math.floor(o.statementTimeoutMs)),
+    lockTimeoutS: lockSeconds(o.lockTimeoutMs),
+  };
   try {
-    await applySession(conn, flavour, {
-      database: o.database,
-      readOnly: o.readOnly,
-      statementTimeoutMs: o.serverTimeout === false ? 0 : Math.max(1, Math.floor(o.statementTimeoutMs)),
-      lockTimeoutS: lockSeconds(o.lockTimeoutMs),
-    });
+    // Nothing to send when the connection was set up for this call after its previous one (below, in finally).
+    await applySession(conn, flavour, session);
 
     // The caller left while the session was being set: the statement is never sent.
     if (o.signal?.aborted) throw failure('ABORTED');
@@ -252,15 +267,23 @@ export async function runMysqlStatement(p: MyPool, statement: string, o: MyRunOp
       if ((error as { fatal?: boolean }).fatal) reusable = false;
       throw error;
     }
+    keep = o.keepSession === true && o.readOnly && !kill;
     return { rows, affected, stopped };
   } catch (err) {
     if ((err as { fatal?: boolean }).fatal) reusable = false;
     throw err;
   } finally {
-    if (reusable && !destroyed) {
+    if (keep && reusable && !destroyed) conn.release();
+    else if (reusable && !destroyed) {
       forgetSession(conn);
-      // Released only once reset; the caller's answer does not wait for it.
-      conn.reset().then(() => conn.release(), drop);
+      // Released only once reset and set up again for a read of this tool's database under these limits, the
+      // commonest next call, which then sends its statement alone (one command before its answer). The caller's
+      // answer does not wait for any of it. The reset keeps the current database (MariaDB, MySQL), which the
+      // statement may have changed: the USE is always sent again (applySession after forgetSession).
+      conn
+        .reset()
+        .then(() => applySession(conn, flavour, { ...session, readOnly: true }))
+        .then(() => conn.release(), drop);
     } else drop();
   }
 }
@@ -356,6 +379,9 @@ export async function runMysqlCall(p: MyPool, tool: SqlToolSpec, prepared: Prepa
       signal: ctx.signal,
       onRow: (row) => collector.add(row),
       ...(prepared.values ? { values: prepared.values } : {}),
+      // A saved statement's read keeps its session (see MyRunOptions.keepSession, decision 0400). Not under a
+      // policy: its text is then the policy's rewrite, made per call.
+      keepSession: !write && tool.target.saved !== undefined && prepared.values !== undefined && ctx.policy === undefined,
     });
     return collector.result(write ? (out.affected ?? collector.rows.length) : undefined);
   } catch (err) {

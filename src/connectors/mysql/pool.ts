@@ -39,6 +39,8 @@ const sessions = new WeakMap<object, SessionState>();
  */
 export const GUARD_SQL_MODE = 'STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
 
+const MAX_PREPARED_PER_CONNECTION = 32;
+
 /** Client options; every value explicit. JSON-safe rules (shared/jsonsafe.ts): BIGINT/DECIMAL and dates as strings. */
 export function mysqlOptions(config: DatabaseConfig, credential: string | null, connectTimeoutMs: number, outbound?: OutboundPolicy): mysql.ConnectionOptions {
   const tls = config.tls ?? 'disable';
@@ -65,10 +67,14 @@ export function mysqlOptions(config: DatabaseConfig, credential: string | null, 
     // `SELECT 1; DROP TABLE t` as a syntax error, whatever the guard decided.
     multipleStatements: false,
     // A database server must not be able to ask the gateway for its files (LOAD DATA LOCAL INFILE).
-    // No IGNORE_SPACE: the server adds it to the session's sql_mode at login but COM_RESET_CONNECTION (after every
+    // No IGNORE_SPACE: the server adds it to the session's sql_mode at login but COM_RESET_CONNECTION (after a
     // call) drops it, so every call parses with the server's own sql_mode, the first one included.
     flags: ['-LOCAL_FILES', '-IGNORE_SPACE'],
     enableKeepAlive: true,
+    // Prepared statements a connection keeps (LRU, the evicted one closed on the server): saved-statement reads keep
+    // theirs between calls (decision 0400), one text per saved tool version; mysql2's default is 16,000, and the
+    // server's max_prepared_stmt_count (16,382 by default) is shared by every connection.
+    maxPreparedStatements: MAX_PREPARED_PER_CONNECTION,
   };
 }
 
