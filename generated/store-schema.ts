@@ -363,6 +363,31 @@ export const memberLinks = pgTable('member_links', {
   index('member_links_member').on(t.memberId),
 ]);
 
+/** Members' passkeys (WebAuthn credentials, decision 0380): credential id, COSE public key, signature counter; no secret (the private key never leaves the authenticator). */
+export const memberPasskeys = pgTable('member_passkeys', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  memberId: uuid('member_id').notNull().references(() => orgMembers.id, { onDelete: 'cascade' }),
+  credentialId: text('credential_id').notNull().unique('member_passkeys_credential_id_key'),
+  publicKey: text('public_key').notNull(),
+  counter: bigint('counter', { mode: 'number' }).notNull().default(0),
+  transports: jsonb('transports').$type<string[]>().notNull().default([]),
+  name: text('name').notNull(),
+  backedUp: boolean('backed_up').notNull().default(false),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  lastUsedAt: ts('last_used_at'),
+}, (t) => [
+  index('member_passkeys_member').on(t.memberId),
+]);
+
+/** Nonces of passkey challenges a ceremony used (single use across instances); dropped once the challenge expired. */
+export const passkeyChallengesUsed = pgTable('passkey_challenges_used', {
+  nonce: text('nonce').primaryKey(),
+  expiresAt: ts('expires_at').notNull(),
+}, (t) => [
+  index('passkey_challenges_used_expiry').on(t.expiresAt),
+]);
+
 /** Every version of every saved-statement tool's definition (kept after the tool is deleted: deleted_at). */
 export const savedToolVersions = pgTable('saved_tool_versions', {
   toolId: uuid('tool_id').notNull(),

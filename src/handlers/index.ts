@@ -33,7 +33,7 @@ import {
   setMcpSignInSettings,
 } from './oauth-server.ts';
 import { authorizeMcpClient, consentMcpClient, finishMcpSignIn } from './oauth-signin.ts';
-import { signInMcpMember } from './oauth-member-sign-in.ts';
+import { signInMcpMember, signInMcpMemberPasskey } from './oauth-member-sign-in.ts';
 import {
   createOrg,
   exportOperatorAudit,
@@ -68,11 +68,16 @@ import {
   createOperatorMemberLink,
   inviteMember,
   inviteOperatorMember,
+  listMemberPasskeys,
   listMembers,
+  listOperatorMemberPasskeys,
   listOperatorMembers,
   removeMember,
+  removeMemberPasskey,
   removeOperatorMember,
+  removeOperatorMemberPasskey,
   setPeopleSignIn,
+  startMemberLinkPasskey,
   updateMember,
   updateOperatorMember,
 } from './members.ts';
@@ -85,7 +90,13 @@ export const handlers: HandlerTable = {
   createMemberLink,
   setPeopleSignIn,
   acceptMemberLink,
+  startMemberLinkPasskey,
+  listMemberPasskeys,
+  removeMemberPasskey,
   signInMcpMember,
+  signInMcpMemberPasskey,
+  listOperatorMemberPasskeys,
+  removeOperatorMemberPasskey,
   listOperatorMembers,
   inviteOperatorMember,
   updateOperatorMember,

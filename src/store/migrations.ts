@@ -807,4 +807,33 @@ CREATE UNIQUE INDEX tools_served_name ON tools (connector_id, kind, base_name) W
 CREATE INDEX tools_connector ON tools (connector_id);
 `,
   },
+  {
+    version: 27,
+    name: 'member_passkeys',
+    // Issue 40 item 3 (docs/decisions/0380): a member's passkeys (WebAuthn credentials: the credential id, unique across
+    // the gateway, which is one relying party; the COSE public key; the signature counter; transports) and the nonces
+    // of used challenges. A challenge is a signed, expiring token (never stored when issued); its nonce is recorded
+    // when a ceremony uses it, so it works once on every instance, and the row is dropped once the challenge expired.
+    sql: `
+CREATE TABLE member_passkeys (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  member_id uuid NOT NULL REFERENCES org_members(id) ON DELETE CASCADE,
+  credential_id text NOT NULL UNIQUE CHECK (length(credential_id) BETWEEN 16 AND 1400),
+  public_key text NOT NULL CHECK (length(public_key) <= 4000),
+  counter bigint NOT NULL DEFAULT 0 CHECK (counter >= 0),
+  transports jsonb NOT NULL DEFAULT '[]'::jsonb,
+  name text NOT NULL CHECK (length(name) BETWEEN 1 AND 100),
+  backed_up boolean NOT NULL DEFAULT false,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  last_used_at timestamptz
+);
+CREATE INDEX member_passkeys_member ON member_passkeys (member_id);
+CREATE TABLE passkey_challenges_used (
+  nonce text PRIMARY KEY,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX passkey_challenges_used_expiry ON passkey_challenges_used (expires_at);
+`,
+  },
 ];
