@@ -1331,6 +1331,18 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "renameConsolePasskey",
+    "method": "PATCH",
+    "path": "/console/passkeys/{passkeyId}",
+    "auth": "console",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "passkeyId"
+    ],
+    "queryParams": []
+  },
+  {
     "operationId": "signOutConsole",
     "method": "POST",
     "path": "/console/auth/logout",

@@ -97,7 +97,7 @@ describe('members through the operator API', () => {
     const started = await api(g, 'POST', '/members/accept/passkey-options', null, { token });
     const authenticator = new SoftAuthenticator(BASE);
     const response = authenticator.create(((await started.json()) as { options: Parameters<SoftAuthenticator['create']>[0] }).options);
-    expect((await api(g, 'POST', '/members/accept', null, { token, passkey: { name: 'Kit key', response } })).status).toBe(200);
+    expect((await api(g, 'POST', '/members/accept', null, { token, password: 'kit password 0001', passkey: { name: 'Kit key', response } })).status).toBe(200);
     const listed = await run(['members', 'passkeys', '--org', 'crew', '--email', 'kit@example.com', '--json'], env());
     expect(listed.json.passkeys).toMatchObject([{ name: 'Kit key', last_used_at: null }]);
     expect(listed.stdout).not.toContain(response.id);

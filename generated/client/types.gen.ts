@@ -5379,7 +5379,7 @@ export type SetPeopleSignInResponse = SetPeopleSignInResponses[keyof SetPeopleSi
 export type AcceptMemberLinkData = {
     body: {
         token: string;
-        password?: string;
+        password: string;
         display_name?: string;
         passkey?: PasskeyRegistration;
     };
@@ -6268,3 +6268,211 @@ export type GetLimitsResponses = {
 };
 
 export type GetLimitsResponse = GetLimitsResponses[keyof GetLimitsResponses];
+
+export type ListConsolePasskeysData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/console/passkeys';
+};
+
+export type ListConsolePasskeysErrors = {
+    /**
+     * Not signed in, or the session ended (`unauthenticated`).
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+};
+
+export type ListConsolePasskeysError = ListConsolePasskeysErrors[keyof ListConsolePasskeysErrors];
+
+export type ListConsolePasskeysResponses = {
+    /**
+     * The member's passkeys, and whether this gateway can offer passkeys (its public URL names a host).
+     */
+    200: {
+        passkeys: Array<Passkey>;
+        available: boolean;
+    };
+};
+
+export type ListConsolePasskeysResponse = ListConsolePasskeysResponses[keyof ListConsolePasskeysResponses];
+
+export type RegisterConsolePasskeyData = {
+    body: PasskeyRegistration;
+    path?: never;
+    query?: never;
+    url: '/console/passkeys';
+};
+
+export type RegisterConsolePasskeyErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Not signed in, or the session ended (`unauthenticated`).
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+};
+
+export type RegisterConsolePasskeyError = RegisterConsolePasskeyErrors[keyof RegisterConsolePasskeyErrors];
+
+export type RegisterConsolePasskeyResponses = {
+    /**
+     * The new passkey.
+     */
+    201: Passkey;
+};
+
+export type RegisterConsolePasskeyResponse = RegisterConsolePasskeyResponses[keyof RegisterConsolePasskeyResponses];
+
+export type StartConsolePasskeyRegistrationData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/console/passkeys/options';
+};
+
+export type StartConsolePasskeyRegistrationErrors = {
+    /**
+     * Not signed in, or the session ended (`unauthenticated`).
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+};
+
+export type StartConsolePasskeyRegistrationError = StartConsolePasskeyRegistrationErrors[keyof StartConsolePasskeyRegistrationErrors];
+
+export type StartConsolePasskeyRegistrationResponses = {
+    /**
+     * The options for the browser's `navigator.credentials.create()` (WebAuthn JSON form).
+     */
+    200: {
+        options: PasskeyCreationOptions;
+    };
+};
+
+export type StartConsolePasskeyRegistrationResponse = StartConsolePasskeyRegistrationResponses[keyof StartConsolePasskeyRegistrationResponses];
+
+export type RemoveConsolePasskeyData = {
+    body?: never;
+    path: {
+        passkeyId: string;
+    };
+    query?: never;
+    url: '/console/passkeys/{passkeyId}';
+};
+
+export type RemoveConsolePasskeyErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Not signed in, or the session ended (`unauthenticated`).
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type RemoveConsolePasskeyError = RemoveConsolePasskeyErrors[keyof RemoveConsolePasskeyErrors];
+
+export type RemoveConsolePasskeyResponses = {
+    /**
+     * The removed passkey.
+     */
+    200: Passkey;
+};
+
+export type RemoveConsolePasskeyResponse = RemoveConsolePasskeyResponses[keyof RemoveConsolePasskeyResponses];
+
+export type RenameConsolePasskeyData = {
+    body: {
+        name: string;
+    };
+    path: {
+        passkeyId: string;
+    };
+    query?: never;
+    url: '/console/passkeys/{passkeyId}';
+};
+
+export type RenameConsolePasskeyErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Not signed in, or the session ended (`unauthenticated`).
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+};
+
+export type RenameConsolePasskeyError = RenameConsolePasskeyErrors[keyof RenameConsolePasskeyErrors];
+
+export type RenameConsolePasskeyResponses = {
+    /**
+     * The renamed passkey.
+     */
+    200: Passkey;
+};
+
+export type RenameConsolePasskeyResponse = RenameConsolePasskeyResponses[keyof RenameConsolePasskeyResponses];

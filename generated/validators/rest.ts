@@ -6639,7 +6639,7 @@ return errors === 0;
 validate92.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const acceptMemberLink_body = validate93;
-const schema116 = {"type":"object","required":["token"],"additionalProperties":false,"properties":{"token":{"type":"string","minLength":10,"maxLength":200},"password":{"type":"string","maxLength":256},"display_name":{"type":"string","minLength":1,"maxLength":200},"passkey":{"$ref":"openapi#/components/schemas/PasskeyRegistration"}}};
+const schema116 = {"type":"object","required":["token","password"],"additionalProperties":false,"properties":{"token":{"type":"string","minLength":10,"maxLength":200},"password":{"type":"string","maxLength":256},"display_name":{"type":"string","minLength":1,"maxLength":200},"passkey":{"$ref":"openapi#/components/schemas/PasskeyRegistration"}}};
 const schema117 = {"type":"object","required":["response"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100,"description":"What the person calls it (default \"Passkey\")."},"response":{"$ref":"openapi#/components/schemas/PasskeyResponse"}}};
 const schema118 = {"type":"object","required":["id","rawId","type","response"],"description":"A WebAuthn credential's answer in its JSON form (`PublicKeyCredential.toJSON()`, @simplewebauthn/browser).","properties":{"id":{"type":"string","minLength":16,"maxLength":1400},"rawId":{"type":"string","maxLength":1400},"type":{"type":"string","enum":["public-key"]},"response":{"type":"object"},"clientExtensionResults":{"type":"object"},"authenticatorAttachment":{"type":"string","maxLength":40}}};
 
@@ -6865,7 +6865,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.token === undefined) && (missing0 = "token")){
+if(((data.token === undefined) && (missing0 = "token")) || ((data.password === undefined) && (missing0 = "password"))){
 validate93.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
@@ -7954,6 +7954,71 @@ validate107.errors = vErrors;
 return errors === 0;
 }
 validate107.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const renameConsolePasskey_body = validate110;
+const schema134 = {"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100}}};
+
+function validate110(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate110.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.name === undefined) && (missing0 = "name")){
+validate110.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(key0 === "name")){
+validate110.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.name !== undefined){
+let data0 = data.name;
+const _errs2 = errors;
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func1(data0) > 100){
+validate110.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"}];
+return false;
+}
+else {
+if(func1(data0) < 1){
+validate110.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate110.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+validate110.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate110.errors = vErrors;
+return errors === 0;
+}
+validate110.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 export const revokeApiKey_path = param_validate20;
@@ -15096,13 +15161,82 @@ return errors === 0;
 }
 param_validate94.evaluated = {"props":{"passkeyId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const startConsoleIdpSignIn_query = param_validate95;
-const param_schema135 = {"type":"object","properties":{"org":{"type":"string"},"return":{"type":"string"}},"required":[]};
+export const renameConsolePasskey_path = param_validate95;
+const param_schema135 = {"type":"object","properties":{"passkeyId":{"type":"string","format":"uuid"}},"required":["passkeyId"]};
 
 function param_validate95(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = param_validate95.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.passkeyId === undefined) && (missing0 = "passkeyId")){
+param_validate95.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.passkeyId !== undefined){
+let data0 = data.passkeyId;
+const _errs1 = errors;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+param_validate95.errors = [{instancePath:instancePath+"/passkeyId",schemaPath:"#/properties/passkeyId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["passkeyId"] = coerced0;
+}
+}
+}
+if(errors === _errs1){
+if(errors === _errs1){
+if(typeof data0 === "string"){
+if(!(param_formats0.test(data0))){
+param_validate95.errors = [{instancePath:instancePath+"/passkeyId",schemaPath:"#/properties/passkeyId/format",keyword:"format",params:{format: "uuid"},message:"must match format \""+"uuid"+"\""}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+param_validate95.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+param_validate95.errors = vErrors;
+return errors === 0;
+}
+param_validate95.evaluated = {"props":{"passkeyId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const startConsoleIdpSignIn_query = param_validate96;
+const param_schema136 = {"type":"object","properties":{"org":{"type":"string"},"return":{"type":"string"}},"required":[]};
+
+function param_validate96(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = param_validate96.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15125,7 +15259,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate95.errors = [{instancePath:instancePath+"/org",schemaPath:"#/properties/org/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate96.errors = [{instancePath:instancePath+"/org",schemaPath:"#/properties/org/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -15156,7 +15290,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate95.errors = [{instancePath:instancePath+"/return",schemaPath:"#/properties/return/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate96.errors = [{instancePath:instancePath+"/return",schemaPath:"#/properties/return/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -15175,22 +15309,22 @@ var valid0 = true;
 }
 }
 else {
-param_validate95.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate96.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate95.errors = vErrors;
+param_validate96.errors = vErrors;
 return errors === 0;
 }
-param_validate95.evaluated = {"props":{"org":true,"return":true},"dynamicProps":false,"dynamicItems":false};
+param_validate96.evaluated = {"props":{"org":true,"return":true},"dynamicProps":false,"dynamicItems":false};
 
-export const finishConsoleIdpSignIn_query = param_validate96;
-const param_schema136 = {"type":"object","properties":{"state":{"type":"string"},"code":{"type":"string"},"error":{"type":"string"}},"required":[]};
+export const finishConsoleIdpSignIn_query = param_validate97;
+const param_schema137 = {"type":"object","properties":{"state":{"type":"string"},"code":{"type":"string"},"error":{"type":"string"}},"required":[]};
 
-function param_validate96(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function param_validate97(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = param_validate96.evaluated;
+const evaluated0 = param_validate97.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15213,7 +15347,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-param_validate96.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate97.errors = [{instancePath:instancePath+"/state",schemaPath:"#/properties/state/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -15244,7 +15378,7 @@ else if(data1 === null){
 coerced1 = "";
 }
 else {
-param_validate96.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate97.errors = [{instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -15275,7 +15409,7 @@ else if(data2 === null){
 coerced2 = "";
 }
 else {
-param_validate96.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+param_validate97.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -15295,12 +15429,12 @@ var valid0 = true;
 }
 }
 else {
-param_validate96.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+param_validate97.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-param_validate96.errors = vErrors;
+param_validate97.errors = vErrors;
 return errors === 0;
 }
-param_validate96.evaluated = {"props":{"state":true,"code":true,"error":true},"dynamicProps":false,"dynamicItems":false};
+param_validate97.evaluated = {"props":{"state":true,"code":true,"error":true},"dynamicProps":false,"dynamicItems":false};
 

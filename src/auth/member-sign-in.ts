@@ -11,9 +11,7 @@ import { countLimitRefusal } from '../observability/metrics.ts';
 import type { Principal, Role } from '../principal.ts';
 import type { Db } from '../store/db.ts';
 import { dummyHash, HashingBusy, MAX_PASSWORD_LENGTH, verifyPassword } from '../members/password.ts';
-import { emailKey, findMember, findMemberByEmail, updateMember, type MemberRow, type PasskeyRow } from '../members/repository.ts';
-import { claimedCredential, findPasskey, PasskeyRefused, verifySignIn, type PasskeyDeps } from '../members/passkeys.ts';
-import { sha256Hex, type SecretBox } from '../util/crypto.ts';
+import { emailKey, findMember, findMemberByEmail, updateMember, type MemberRow } from '../members/repository.ts';
 
 export type MemberSignIn =
   | { kind: 'ok'; member: MemberRow }
@@ -22,9 +20,10 @@ export type MemberSignIn =
 
 const WRONG_CREDENTIALS = 'The e-mail or the password is wrong.';
 /** Every refused passkey gets these words: an unknown, removed or foreign one, a replay, another origin, a suspended member. */
-const PASSKEY_REFUSED = 'This passkey was not accepted. Try again, or sign in with your password.';
+export const PASSKEY_REFUSED = 'This passkey was not accepted. Try again, or sign in with your password.';
 
-class WrongCredentials extends Error {
+/** A refused credential: the one wrong answer (the reason goes to the audit row only). */
+export class WrongCredentials extends Error {
   constructor(readonly reason?: string) {
     super('wrong credentials');
   }
@@ -42,13 +41,13 @@ export async function signInMember(deps: MemberSignInDeps, orgId: string | null,
 }
 
 /** The failed-sign-in limits' name of a member's account, whichever credential is tried: password and passkey count together. */
-const accountKey = (orgId: string | null, email: string) => `member:${orgId ?? 'none'}:${emailKey(email).slice(0, 320)}`;
+export const accountKey = (orgId: string | null, email: string) => `member:${orgId ?? 'none'}:${emailKey(email).slice(0, 320)}`;
 
 /**
  * One sign-in attempt under the limits (refused attempts check nothing), audited in `auditOrgId` (the member as the
  * actor when it succeeds); a WrongCredentials from `check` is the one wrong answer.
  */
-async function limitedSignIn(
+export async function limitedSignIn(
   deps: MemberSignInDeps,
   auditOrgId: string | null,
   subject: { client: string; address: string },
@@ -99,48 +98,6 @@ async function limitedSignIn(
     }
     throw err;
   }
-}
-
-export interface PasskeySignInDeps extends MemberSignInDeps {
-  publicUrl: string;
-  box: SecretBox;
-}
-
-/**
- * A member signs in with a discoverable passkey: `orgId` is the org whose page asked (null: the console, any org);
- * `binding` is what the challenge was issued to. The claimed credential names the account the limits count against
- * (password and passkey failures of a member count together); an unknown credential, one of another org, one whose
- * member is not active, a replayed or foreign challenge, another origin and a bad signature get one answer.
- */
-export async function signInMemberWithPasskey(
-  deps: PasskeySignInDeps,
-  orgId: string | null,
-  response: unknown,
-  binding: string,
-  address: string,
-): Promise<MemberSignIn> {
-  const credentialId = claimedCredential(response);
-  const found = credentialId ? await findPasskey(deps.db, credentialId) : undefined;
-  const passkey = found && (orgId === null || found.orgId === orgId) ? found : undefined;
-  const member = passkey ? await findMember(deps.db, passkey.orgId, passkey.memberId) : undefined;
-  const client = member ? accountKey(member.orgId, member.email) : `passkey:${orgId ?? 'any'}:${sha256Hex(credentialId ?? '').slice(0, 32)}`;
-  return limitedSignIn(deps, orgId ?? member?.orgId ?? null, { client, address }, { method: 'passkey', wrong: PASSKEY_REFUSED }, () =>
-    checkPasskey(deps, response, binding, passkey, member),
-  );
-}
-
-async function checkPasskey(deps: PasskeySignInDeps, response: unknown, binding: string, passkey?: PasskeyRow, member?: MemberRow): Promise<MemberRow> {
-  if (!passkey || !member) throw new WrongCredentials('unknown_credential');
-  const passkeyDeps: PasskeyDeps = { db: deps.db, publicUrl: deps.publicUrl, box: deps.box };
-  try {
-    await verifySignIn(passkeyDeps, response, binding, passkey, member);
-  } catch (err) {
-    if (err instanceof PasskeyRefused) throw new WrongCredentials(err.reason);
-    throw err;
-  }
-  // Checked after the signature, as the password's status is: a suspended member's passkey says no more than a wrong one.
-  if (member.status !== 'active') throw new WrongCredentials('member');
-  return member;
 }
 
 async function checkPassword(deps: MemberSignInDeps, orgId: string | null, email: string, password: string): Promise<MemberRow> {

@@ -1,13 +1,29 @@
 /**
- * A signed-in member's own passkeys, from the console (operations listConsolePasskeys, startConsolePasskeyRegistration,
- * registerConsolePasskey, removeConsolePasskey): the console session is the only credential (a WebAuthn ceremony runs
- * in a browser on the gateway's origin), changes carry its CSRF token, and the member is read on every request. A
- * registration's challenge is bound to the member and this session (decision 0380).
+ * Passkeys in the console (decision 0380): a member signs in with one (startConsolePasskeySignIn, then
+ * signInConsolePasskey: no org or e-mail asked, the passkey names its member), and a signed-in member lists, registers,
+ * renames and removes their own (listConsolePasskeys, startConsolePasskeyRegistration, registerConsolePasskey,
+ * renameConsolePasskey, removeConsolePasskey). The console session is the only credential of the latter (a WebAuthn
+ * ceremony runs in a browser on the gateway's origin), changes carry its CSRF token, and the member is read on every
+ * request. A registration's challenge is bound to the member and this session; a sign-in's to a cookie of the browser.
  */
-import { AppError, unauthenticated } from '../errors.ts';
+import { signInMemberWithPasskey } from '../auth/passkey-sign-in.ts';
+import { AppError, json, unauthenticated } from '../errors.ts';
 import { findMember, type MemberRow } from '../members/repository.ts';
-import { listPasskeys, registrationOptions, relyingParty, removePasskey, savePasskey, verifyRegistration } from '../members/passkeys.ts';
-import { jsonReply, lacksCsrf, type ConsoleContext } from './context.ts';
+import {
+  authenticationOptions,
+  listPasskeys,
+  registrationOptions,
+  relyingParty,
+  removePasskey,
+  renamePasskey,
+  savePasskey,
+  verifyRegistration,
+} from '../members/passkeys.ts';
+import { sourceAddressOf } from '../net/source-address.ts';
+import { findOrgById } from '../orgs/repository.ts';
+import { randomSecret } from '../util/crypto.ts';
+import { crossSite, errorReply, jsonReply, lacksCsrf, type ConsoleContext } from './context.ts';
+import { memberSession } from './member-sign-in.ts';
 
 interface SignedInMember {
   member: MemberRow;
@@ -28,7 +44,7 @@ async function signedInMember(ctx: ConsoleContext, request: Request, change: boo
   return { member, sessionId: current.id };
 }
 
-const passkeyDeps = (ctx: ConsoleContext) => ({ db: ctx.deps.store.db, publicUrl: ctx.deps.config.publicUrl, box: ctx.deps.box });
+const passkeyDeps = (ctx: ConsoleContext) => ({ db: ctx.deps.store.db, publicUrl: ctx.deps.config.publicUrl });
 const bindingOf = (who: SignedInMember) => `console:${who.member.id}:${who.sessionId}`;
 const memberActor = (member: MemberRow) => ({ type: 'user' as const, id: member.email });
 
@@ -53,4 +69,37 @@ export async function registerOwnPasskey(ctx: ConsoleContext, request: Request, 
 export async function removeOwnPasskey(ctx: ConsoleContext, request: Request, passkeyId: string): Promise<Response> {
   const { member } = await signedInMember(ctx, request, true);
   return jsonReply(await removePasskey(ctx.deps.store.db, member.orgId, member.id, passkeyId, memberActor(member)));
+}
+
+export async function renameOwnPasskey(ctx: ConsoleContext, request: Request, passkeyId: string, input: { name: string }): Promise<Response> {
+  const { member } = await signedInMember(ctx, request, true);
+  return jsonReply(await renamePasskey(ctx.deps.store.db, member, passkeyId, input.name, memberActor(member)));
+}
+
+/**
+ * The options of a passkey sign-in: any discoverable passkey of this gateway (usernameless). The challenge is bound to
+ * a random value in a cookie of this browser (HttpOnly, SameSite=Strict, 5 minutes): it is accepted from here only.
+ */
+export async function passkeySignInOptions(ctx: ConsoleContext, request: Request): Promise<Response> {
+  if (crossSite(request)) return errorReply(403, 'cross_site', 'Sign-in must come from the console page.');
+  const browser = randomSecret(24);
+  const options = await authenticationOptions(passkeyDeps(ctx), `console:${browser}`);
+  return jsonReply({ options }, 200, [ctx.passkeyCookie(browser)]);
+}
+
+/** The answer to those options, through the member sign-in door; a session that ends when the passkey is removed. */
+export async function passkeySignIn(ctx: ConsoleContext, request: Request, input: { response: unknown }): Promise<Response> {
+  if (crossSite(request)) return errorReply(403, 'cross_site', 'Sign-in must come from the console page.');
+  const { deps } = ctx;
+  const browser = ctx.cookieOf(request, 'passkey') ?? '';
+  const address = sourceAddressOf(request, deps.config.trustedProxies);
+  const signInDeps = { ...passkeyDeps(ctx), authFailures: deps.authFailures };
+  // A browser without the binding cookie still goes through the limits and gets the one answer (its challenge fails).
+  const outcome = await signInMemberWithPasskey(signInDeps, null, input.response, `console:${browser}`, address);
+  const cookies = [ctx.clearPasskey];
+  if (outcome.kind === 'refused') return json({ error: 'rate_limited', message: outcome.message }, 429, { 'retry-after': String(outcome.retryAfterSeconds) });
+  if (outcome.kind === 'wrong') return errorReply(401, 'unauthenticated', outcome.message, cookies);
+  const org = await findOrgById(deps.store.db, outcome.member.orgId);
+  if (!org || org.suspendedAt) return errorReply(403, 'org_suspended', 'The org is suspended by the gateway operator.', cookies);
+  return memberSession(ctx, request, outcome.member, outcome.passkeyId, cookies);
 }

@@ -1,11 +1,7 @@
-/**
- * The console's operations (tag `console`): its pages and assets, its session, sign-in (an OAuth client, the IdP, a
- * member's password or passkey) and sign-out, and the signed-in member's own passkeys, on console/.
- */
+/** The console's operations (tag `console`): its pages and assets, its session, sign-in and sign-out, on console/. */
 import { assetReply, consolePage, landingPage } from '../console/assets.ts';
 import { consoleContext } from '../console/context.ts';
-import { passkeySignIn, passkeySignInOptions, passwordSignIn, type PasswordInput } from '../console/member-sign-in.ts';
-import { listOwnPasskeys, ownRegistrationOptions, registerOwnPasskey, removeOwnPasskey } from '../console/passkeys.ts';
+import { passwordSignIn, type PasswordInput } from '../console/member-sign-in.ts';
 import { sessionInfo, signOut } from '../console/session-routes.ts';
 import { finishIdpSignIn, signInWithClient, startIdpSignIn, type ClientInput } from '../console/sign-in.ts';
 import type { Handler, RequestContext } from './context.ts';
@@ -19,11 +15,3 @@ export const signInConsolePassword: Handler = ({ deps, request, body }: RequestC
 export const signOutConsole: Handler = ({ deps, request }) => signOut(consoleContext(deps), request);
 export const startConsoleIdpSignIn: Handler = ({ deps, url }) => startIdpSignIn(consoleContext(deps), url);
 export const finishConsoleIdpSignIn: Handler = ({ deps, request, url }) => finishIdpSignIn(consoleContext(deps), request, url);
-export const startConsolePasskeySignIn: Handler = ({ deps, request }) => passkeySignInOptions(consoleContext(deps), request);
-export const signInConsolePasskey: Handler = ({ deps, request, body }: RequestContext<{ response: unknown }>) =>
-  passkeySignIn(consoleContext(deps), request, body);
-export const listConsolePasskeys: Handler = ({ deps, request }) => listOwnPasskeys(consoleContext(deps), request);
-export const startConsolePasskeyRegistration: Handler = ({ deps, request }) => ownRegistrationOptions(consoleContext(deps), request);
-export const registerConsolePasskey: Handler = ({ deps, request, body }: RequestContext<{ name?: string; response: unknown }>) =>
-  registerOwnPasskey(consoleContext(deps), request, body);
-export const removeConsolePasskey: Handler = ({ deps, request, params }) => removeOwnPasskey(consoleContext(deps), request, params.passkeyId!);

@@ -1,12 +1,9 @@
-/**
- * The org's members on the wire: list, invite, change, remove, one-time links, a member's passkeys (listed and removed
- * by admins and the operator), and following a link (public: a password and/or a passkey).
- */
+/** The org's members on the wire: list, invite, change, remove, one-time links, and following a link (public). */
 import { actorOf } from '../principal.ts';
 import { recordAudit } from '../audit/repository.ts';
 import { AppError, json } from '../errors.ts';
 import * as members from '../members/service.ts';
-import { listPasskeys, removePasskey } from '../members/passkeys.ts';
+import { checkLinkPasskey, saveLinkPasskey } from '../members/passkey-links.ts';
 import { peopleSignIn, setPeopleSignIn as savePeopleSignIn, type PeopleSignIn } from '../members/repository.ts';
 import { findIdpConfig } from '../auth/idp/repository.ts';
 import { findOrgById } from '../orgs/repository.ts';
@@ -14,6 +11,7 @@ import { orgBySlug } from '../orgs/operator.ts';
 import { sourceAddressOf } from '../net/source-address.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Handler, RequestContext } from './context.ts';
+import { passkeyDepsOf } from './passkeys.ts';
 import type { InviteMemberRequest, UpdateMemberRequest } from '../../generated/client/types.gen.ts';
 
 const NO_STORE = { 'cache-control': 'no-store' };
@@ -58,45 +56,21 @@ export const setPeopleSignIn: Handler = async ({ principal, deps, body }: Reques
   return json(await memberList(deps, principal!.orgId));
 };
 
-/** Link follow-ups from one address: each costs a password hash or a signature check. */
-async function takeLinkAttempt(deps: AppDeps, request: Request): Promise<void> {
+type AcceptBody = { token: string; password: string; display_name?: string; passkey?: { name?: string; response: unknown } };
+
+export const acceptMemberLink: Handler = async ({ request, deps, body }: RequestContext<AcceptBody>) => {
   const decision = await deps.limiter.take(`member-link:${sourceAddressOf(request, deps.config.trustedProxies)}`, ACCEPTS_PER_SECOND);
   if (!decision.allowed) {
     const retryAfter = String(decision.retryAfterSeconds);
     throw new AppError(429, 'rate_limited', `Too many attempts; retry after ${retryAfter} second(s).`, { 'retry-after': retryAfter });
   }
-}
-
-const passkeyDeps = (deps: AppDeps) => ({ db: deps.store.db, publicUrl: deps.config.publicUrl, box: deps.box });
-
-type AcceptBody = { token: string; password?: string; display_name?: string; passkey?: { name?: string; response: unknown } };
-
-export const acceptMemberLink: Handler = async ({ request, deps, body }: RequestContext<AcceptBody>) => {
-  await takeLinkAttempt(deps, request);
-  const { passkey, ...rest } = body;
-  const checked = passkey ? { name: passkey.name, checked: await members.checkLinkPasskey(passkeyDeps(deps), body.token, passkey.response) } : undefined;
-  const done = await members.acceptLink(membersDeps(deps), { ...rest, ...(checked ? { passkey: checked } : {}) });
+  // A passkey registered while following the link (decision 0380) is checked while the link is live, stored once it is used.
+  const passkey = body.passkey ? await checkLinkPasskey(passkeyDepsOf(deps), body.token, body.passkey.response) : null;
+  const done = await members.acceptLink(membersDeps(deps), body);
+  if (passkey) await saveLinkPasskey(deps.store.db, done, passkey, body.passkey?.name);
   const org = await findOrgById(deps.store.db, done.org_id);
   return json({ email: done.email, org_slug: org?.slug ?? '', purpose: done.purpose }, 200, NO_STORE);
 };
-
-export const startMemberLinkPasskey: Handler = async ({ request, deps, body }: RequestContext<{ token: string }>) => {
-  await takeLinkAttempt(deps, request);
-  return json(await members.linkPasskeyOptions(passkeyDeps(deps), body.token), 200, NO_STORE);
-};
-
-/** A member of the org (404 otherwise), for the passkey operations. */
-async function orgMember(deps: AppDeps, orgId: string, memberId: string): Promise<void> {
-  await members.memberById(membersDeps(deps), orgId, memberId);
-}
-
-export const listMemberPasskeys: Handler = async ({ principal, deps, params }) => {
-  await orgMember(deps, principal!.orgId, params.memberId!);
-  return json(await listPasskeys(deps.store.db, principal!.orgId, params.memberId!));
-};
-
-export const removeMemberPasskey: Handler = async ({ principal, deps, params }) =>
-  json(await removePasskey(deps.store.db, principal!.orgId, params.memberId!, params.passkeyId!, actorOf(principal)));
 
 /** The operator's view of one org's members (the CLI): the same operations, the org named by its slug. */
 const OPERATOR = { type: 'operator', id: null } as const;
@@ -115,12 +89,3 @@ export const removeOperatorMember: Handler = async ({ deps, params }) =>
 
 export const createOperatorMemberLink: Handler = async ({ deps, params }) =>
   json(await members.memberLink(membersDeps(deps), await orgIdOf(deps, params.slug!), params.memberId!, OPERATOR), 201, NO_STORE);
-
-export const listOperatorMemberPasskeys: Handler = async ({ deps, params }) => {
-  const orgId = await orgIdOf(deps, params.slug!);
-  await orgMember(deps, orgId, params.memberId!);
-  return json(await listPasskeys(deps.store.db, orgId, params.memberId!), 200, NO_STORE);
-};
-
-export const removeOperatorMemberPasskey: Handler = async ({ deps, params }) =>
-  json(await removePasskey(deps.store.db, await orgIdOf(deps, params.slug!), params.memberId!, params.passkeyId!, OPERATOR), 200, NO_STORE);

@@ -9,7 +9,8 @@ import { CONSENT_COOKIE, sealConsent } from '../auth/oauth-server/consent.ts';
 import { MEMBER_COOKIE, memberSignInPage, openMemberSignIn, sealMemberSignIn, type MemberSignInTransaction } from '../auth/oauth-server/member-page.ts';
 import { consentPage, errorPage } from '../auth/oauth-server/pages.ts';
 import { activeConnectors } from '../auth/oauth-server/repository.ts';
-import { signInMember, signInMemberWithPasskey, type MemberSignIn } from '../auth/member-sign-in.ts';
+import { signInMember, type MemberSignIn } from '../auth/member-sign-in.ts';
+import { signInMemberWithPasskey } from '../auth/passkey-sign-in.ts';
 import { authenticationOptions, relyingParty } from '../members/passkeys.ts';
 import { sameSecret } from '../auth/idp/oidc-client.ts';
 import { findIdpConfig } from '../auth/idp/repository.ts';
@@ -18,6 +19,7 @@ import { findOrgBySlug } from '../orgs/repository.ts';
 import { sourceAddressOf } from '../net/source-address.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Handler } from './context.ts';
+import { passkeyDepsOf } from './passkeys.ts';
 
 function cookie(deps: AppDeps, slug: string, name: string, value: string, maxAgeSeconds: number): string {
   const secure = deps.config.publicUrl.startsWith('https:') ? '; Secure' : '';
@@ -50,7 +52,6 @@ export async function peopleRoute(deps: AppDeps, orgId: string, url: URL): Promi
   return { idpUrl: `${viaIdp.pathname}${viaIdp.search}` };
 }
 
-const passkeyDeps = (deps: AppDeps) => ({ db: deps.store.db, publicUrl: deps.config.publicUrl, box: deps.box });
 /** A passkey sign-in's challenge on this page is bound to the org and to this browser's transaction. */
 const passkeyBinding = (tx: MemberSignInTransaction) => `mcp:${tx.org.id}:${tx.csrf}`;
 
@@ -60,7 +61,7 @@ async function memberPage(
   tx: MemberSignInTransaction,
   options: { idpUrl: string | null; problem: string | null; email: string; status: number; cookies: string[] },
 ): Promise<Response> {
-  const passkey = relyingParty(deps.config.publicUrl) ? await authenticationOptions(passkeyDeps(deps), passkeyBinding(tx)) : null;
+  const passkey = relyingParty(deps.config.publicUrl) ? await authenticationOptions(passkeyDepsOf(deps), passkeyBinding(tx)) : null;
   return memberSignInPage(tx, { ...options, passkey });
 }
 
@@ -97,7 +98,12 @@ async function openPost(request: Request, slug: string, csrf: string, deps: AppD
 }
 
 /** The page again with the refusal, or the consent page for the signed-in member. */
-async function afterSignIn(deps: AppDeps, opened: Extract<Opened, { kind: 'open' }>, outcome: MemberSignIn, email: string): Promise<Response> {
+async function afterSignIn(
+  deps: AppDeps,
+  opened: Extract<Opened, { kind: 'open' }>,
+  outcome: MemberSignIn & { passkeyId?: string },
+  email: string,
+): Promise<Response> {
   const { org, tx, clear } = opened;
   if (outcome.kind !== 'ok') {
     const status = outcome.kind === 'refused' ? 429 : 401;
@@ -106,7 +112,7 @@ async function afterSignIn(deps: AppDeps, opened: Extract<Opened, { kind: 'open'
     return response;
   }
   const { member } = outcome;
-  const person = { subject: `member:${member.id}`, email: member.email, roles: member.roles, attributes: member.attributes };
+  const person = { subject: `member:${member.id}`, email: member.email, roles: member.roles, attributes: member.attributes, passkeyId: outcome.passkeyId };
   const consent = sealConsent(deps.box, { org: tx.org, request: tx.request, person });
   const connectors = await activeConnectors(deps.store.db, org.id);
   return consentPage(consent.tx, consent.csrf, connectors, [clear, cookie(deps, org.slug, CONSENT_COOKIE, consent.sealed, 600)]);
@@ -129,7 +135,7 @@ export const signInMcpMemberPasskey: Handler = async ({ request, params, body, d
   try {
     response = JSON.parse(form.response);
   } catch {}
-  const signInDeps = { ...passkeyDeps(deps), authFailures: deps.authFailures };
+  const signInDeps = { ...passkeyDepsOf(deps), authFailures: deps.authFailures };
   const outcome = await signInMemberWithPasskey(signInDeps, opened.org.id, response, passkeyBinding(opened.tx), opened.address);
   return afterSignIn(deps, opened, outcome, '');
 };

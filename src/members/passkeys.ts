@@ -1,11 +1,12 @@
 /**
  * Members' passkeys (WebAuthn with @simplewebauthn/server; decision 0380): the ceremonies' options, their answers
- * checked, the stored credentials listed and removed. The relying party is the gateway's public URL (its hostname the
- * RP ID, its origin the only origin accepted); a challenge is a signed, expiring token bound to what asked for it, and
- * its nonce is recorded when used, so it works once on every instance; user verification is required; the signature
- * counter only moves forward (an authenticator that keeps none reports 0 every time).
+ * checked, the stored credentials listed, renamed and removed. The relying party is the gateway's public URL (its
+ * hostname the RP ID, its origin the only origin accepted); a challenge is random, kept in the store as its hash with
+ * what asked for it and its expiry, and taken (deleted) by the ceremony that answers it, so it works once on every
+ * instance; user verification is required; the signature counter only moves forward (an authenticator that keeps none
+ * reports 0 every time).
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import {
   generateAuthenticationOptions,
@@ -20,18 +21,20 @@ import {
 } from '@simplewebauthn/server';
 import { recordAudit, type Actor } from '../audit/repository.ts';
 import { AppError, conflict, notFound, unprocessable } from '../errors.ts';
-import type { Queryable } from '../store/db.ts';
-import type { SecretBox } from '../util/crypto.ts';
+import type { Db, Queryable } from '../store/db.ts';
+import { sha256Hex } from '../util/crypto.ts';
 import {
   deletePasskey,
   findPasskeyByCredentialId,
+  insertChallenge,
   insertPasskey,
   listPasskeyRows,
   passkeyUsed,
-  useChallengeNonce,
-  type MemberRow,
+  renamePasskeyRow,
+  takeChallenge,
   type PasskeyRow,
-} from './repository.ts';
+} from './passkeys-repository.ts';
+import type { MemberRow } from './repository.ts';
 
 /** How long a ceremony's challenge is accepted; the browser is told half of it. */
 const CHALLENGE_TTL_MS = 5 * 60_000;
@@ -44,7 +47,6 @@ const MAX_RESPONSE_CHARS = 16_000;
 export interface PasskeyDeps {
   db: Queryable;
   publicUrl: string;
-  box: SecretBox;
 }
 
 export interface PasskeyView {
@@ -89,33 +91,30 @@ export class PasskeyRefused extends Error {
 }
 
 type Purpose = 'register' | 'sign_in';
-const PURPOSE_BYTE: Record<Purpose, number> = { register: 1, sign_in: 2 };
-
-const challengeMac = (box: SecretBox, body: Buffer, binding: string) =>
-  createHmac('sha256', box.derive('toolgate passkey challenge v1')).update(body).update(`\0${binding}`).digest().subarray(0, 16);
 
 /**
- * `version | purpose | expiry (s, 6 bytes) | nonce (16) | MAC (16)`: nothing is stored when it is issued; `binding`
- * (the member, the session, the sign-in transaction) is in the MAC, so it is accepted only where it was asked for.
+ * A fresh challenge (32 random bytes), stored as its SHA-256 with the purpose, the SHA-256 of `binding` (the member and
+ * session, the link, the browser, the sign-in transaction: what asked for it) and its expiry. Nothing else is kept.
  */
-function issueChallenge(box: SecretBox, purpose: Purpose, binding: string, now = Date.now()): Uint8Array<ArrayBuffer> {
-  const expiry = Buffer.alloc(6);
-  expiry.writeUIntBE(Math.ceil((now + CHALLENGE_TTL_MS) / 1000), 0, 6);
-  const body = Buffer.concat([Buffer.from([1, PURPOSE_BYTE[purpose]]), expiry, randomBytes(16)]);
-  return Uint8Array.from(Buffer.concat([body, challengeMac(box, body, binding)]));
+async function issueChallenge(db: Queryable, purpose: Purpose, binding: string, now = new Date()): Promise<Uint8Array<ArrayBuffer>> {
+  const challenge = randomBytes(32);
+  await insertChallenge(
+    db,
+    {
+      challengeHash: sha256Hex(challenge.toString('base64url')),
+      purpose,
+      bindingHash: sha256Hex(binding),
+      expiresAt: new Date(now.getTime() + CHALLENGE_TTL_MS),
+    },
+    now,
+  );
+  return Uint8Array.from(challenge);
 }
 
-/** The challenge's nonce and expiry when it is ours, for this purpose and binding, and not expired; else null. */
-function openChallenge(box: SecretBox, challenge: string, purpose: Purpose, binding: string, now = Date.now()) {
-  const raw = Buffer.from(challenge, 'base64url');
-  if (raw.length !== 40 || raw[0] !== 1 || raw[1] !== PURPOSE_BYTE[purpose]) return null;
-  const body = raw.subarray(0, 24);
-  if (!timingSafeEqual(raw.subarray(24), challengeMac(box, body, binding))) return null;
-  const expiresAt = new Date(raw.readUIntBE(2, 6) * 1000);
-  return expiresAt.getTime() > now ? { nonce: raw.subarray(8, 24).toString('base64url'), expiresAt } : null;
-}
-
-/** The challenge in the browser's client data, checked and used (once, on any instance), or a refusal. */
+/**
+ * The challenge in the browser's client data, taken from the store (its row deleted: once, on any instance) and
+ * checked: issued here, for this purpose and binding, not expired. Otherwise a refusal.
+ */
 async function useChallenge(deps: PasskeyDeps, clientDataJSON: unknown, purpose: Purpose, binding: string): Promise<string> {
   let challenge: unknown;
   try {
@@ -123,10 +122,11 @@ async function useChallenge(deps: PasskeyDeps, clientDataJSON: unknown, purpose:
   } catch {
     throw new PasskeyRefused('malformed');
   }
-  const opened = typeof challenge === 'string' ? openChallenge(deps.box, challenge, purpose, binding) : null;
-  if (!opened) throw new PasskeyRefused('challenge');
-  if (!(await useChallengeNonce(deps.db, opened.nonce, opened.expiresAt, new Date()))) throw new PasskeyRefused('replayed');
-  return challenge as string;
+  if (typeof challenge !== 'string' || challenge.length > 200) throw new PasskeyRefused('malformed');
+  const row = await takeChallenge(deps.db, sha256Hex(challenge));
+  if (!row) throw new PasskeyRefused('replayed');
+  if (row.purpose !== purpose || row.bindingHash !== sha256Hex(binding) || row.expiresAt.getTime() <= Date.now()) throw new PasskeyRefused('challenge');
+  return challenge;
 }
 
 /** A member's WebAuthn user handle: the member id's 16 bytes (no e-mail, nothing personal). */
@@ -143,7 +143,7 @@ export async function registrationOptions(deps: PasskeyDeps, member: MemberRow, 
     userName: member.email,
     userDisplayName: member.displayName ?? member.email,
     userID: userHandleOf(member.id),
-    challenge: issueChallenge(deps.box, 'register', binding),
+    challenge: await issueChallenge(deps.db, 'register', binding),
     timeout: CHALLENGE_TTL_MS / 2,
     attestationType: 'none',
     excludeCredentials: existing.map((p) => ({ id: p.credentialId, transports: p.transports as AuthenticatorTransport[] })),
@@ -208,11 +208,11 @@ export async function savePasskey(db: Queryable, member: MemberRow, passkey: New
 }
 
 /** Options to sign in with any discoverable passkey of this gateway (no e-mail asked, none revealed). */
-export function authenticationOptions(deps: PasskeyDeps, binding: string): Promise<PublicKeyCredentialRequestOptionsJSON> {
+export async function authenticationOptions(deps: PasskeyDeps, binding: string): Promise<PublicKeyCredentialRequestOptionsJSON> {
   const rp = rpOf(deps.publicUrl);
   return generateAuthenticationOptions({
     rpID: rp.id,
-    challenge: issueChallenge(deps.box, 'sign_in', binding),
+    challenge: await issueChallenge(deps.db, 'sign_in', binding),
     timeout: CHALLENGE_TTL_MS / 2,
     userVerification: 'required',
   });
@@ -264,10 +264,25 @@ export async function listPasskeys(db: Queryable, orgId: string, memberId: strin
   return { passkeys: (await listPasskeyRows(db, orgId, memberId)).map(passkeyView) };
 }
 
-/** Removes one of the member's passkeys (by the member, an admin or the operator), audited. */
-export async function removePasskey(db: Queryable, orgId: string, memberId: string, passkeyId: string, actor: Actor): Promise<PasskeyView> {
-  const row = await deletePasskey(db, orgId, memberId, passkeyId);
+/** Renames one of the member's own passkeys (what tells them apart in lists), audited. */
+export async function renamePasskey(db: Queryable, member: MemberRow, passkeyId: string, name: string, actor: Actor): Promise<PasskeyView> {
+  const trimmed = name.trim();
+  if (!trimmed || trimmed.length > 100) throw unprocessable('validation_error', 'A passkey name has 1 to 100 characters.');
+  const row = await renamePasskeyRow(db, member.orgId, member.id, passkeyId, trimmed);
   if (!row) throw notFound('passkey_not_found', 'The member has no passkey with this id.');
-  await recordAudit(db, { orgId, action: 'member.passkey_removed', actor, targetType: 'member', targetId: memberId, details: { passkey: passkeyId } });
+  await recordAudit(db, { orgId: member.orgId, action: 'member.passkey_renamed', actor, targetType: 'member', targetId: member.id, details: { passkey: passkeyId } });
   return passkeyView(row);
+}
+
+/**
+ * Removes one of the member's passkeys (by the member, an admin or the operator), audited. The console sessions signed
+ * in with it end and the MCP grants made after signing in with it are revoked (decision 0380).
+ */
+export function removePasskey(db: Db, orgId: string, memberId: string, passkeyId: string, actor: Actor): Promise<PasskeyView> {
+  return db.transaction(async (tx) => {
+    const row = await deletePasskey(tx, orgId, memberId, passkeyId);
+    if (!row) throw notFound('passkey_not_found', 'The member has no passkey with this id.');
+    await recordAudit(tx, { orgId, action: 'member.passkey_removed', actor, targetType: 'member', targetId: memberId, details: { passkey: passkeyId } });
+    return passkeyView(row);
+  });
 }

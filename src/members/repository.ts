@@ -1,13 +1,9 @@
-/**
- * SQL of an org's members (org_members), their one-time links (member_links), their passkeys (member_passkeys, with the
- * used challenge nonces) and the org's people sign-in setting.
- */
-import { and, asc, eq, gt, isNull, lt, sql } from 'drizzle-orm';
+/** SQL of an org's members (org_members), their one-time links (member_links) and the org's people sign-in setting. */
+import { and, asc, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Queryable } from '../store/db.ts';
-import { consoleSessions, mcpOauthGrants, mcpOauthSettings, memberLinks, memberPasskeys, orgMembers, passkeyChallengesUsed } from '../store/schema.ts';
+import { consoleSessions, mcpOauthGrants, mcpOauthSettings, memberLinks, orgMembers } from '../store/schema.ts';
 
 export type MemberRow = typeof orgMembers.$inferSelect;
-export type PasskeyRow = typeof memberPasskeys.$inferSelect;
 export type LinkPurpose = 'invitation' | 'password_reset';
 export type PeopleSignIn = 'idp_only' | 'members_only' | 'both';
 
@@ -111,65 +107,4 @@ export async function setPeopleSignIn(db: Queryable, orgId: string, mode: People
     .insert(mcpOauthSettings)
     .values({ orgId, peopleSignIn: mode })
     .onConflictDoUpdate({ target: mcpOauthSettings.orgId, set: { peopleSignIn: mode, updatedAt: new Date() } });
-}
-
-/** A live link, without using it (a passkey's registration options are asked for before the link is followed). */
-export async function findLiveLink(db: Queryable, tokenHash: string, now: Date) {
-  const [row] = await db
-    .select()
-    .from(memberLinks)
-    .where(and(eq(memberLinks.tokenHash, tokenHash), isNull(memberLinks.usedAt), gt(memberLinks.expiresAt, now)));
-  return row;
-}
-
-export async function listPasskeyRows(db: Queryable, orgId: string, memberId: string): Promise<PasskeyRow[]> {
-  return db
-    .select()
-    .from(memberPasskeys)
-    .where(and(eq(memberPasskeys.orgId, orgId), eq(memberPasskeys.memberId, memberId)))
-    .orderBy(asc(memberPasskeys.createdAt))
-    .limit(100);
-}
-
-/** A passkey by its WebAuthn credential id (unique across the gateway: it is one relying party). */
-export async function findPasskeyByCredentialId(db: Queryable, credentialId: string): Promise<PasskeyRow | undefined> {
-  const [row] = await db.select().from(memberPasskeys).where(eq(memberPasskeys.credentialId, credentialId));
-  return row;
-}
-
-/** Inserts a passkey; undefined when its credential id is already registered. */
-export async function insertPasskey(db: Queryable, values: typeof memberPasskeys.$inferInsert): Promise<PasskeyRow | undefined> {
-  const [row] = await db.insert(memberPasskeys).values(values).onConflictDoNothing().returning();
-  return row;
-}
-
-/**
- * Records a sign-in with the passkey: its new counter and last use. The counter only moves forward (0 stays 0: an
- * authenticator that keeps none); undefined when another sign-in moved it past this one meanwhile.
- */
-export async function passkeyUsed(db: Queryable, id: string, counter: number, now: Date): Promise<PasskeyRow | undefined> {
-  const [row] = await db
-    .update(memberPasskeys)
-    .set({ counter, lastUsedAt: now })
-    .where(and(eq(memberPasskeys.id, id), counter === 0 ? eq(memberPasskeys.counter, 0) : lt(memberPasskeys.counter, counter)))
-    .returning();
-  return row;
-}
-
-export async function deletePasskey(db: Queryable, orgId: string, memberId: string, passkeyId: string): Promise<PasskeyRow | undefined> {
-  const [row] = await db
-    .delete(memberPasskeys)
-    .where(and(eq(memberPasskeys.orgId, orgId), eq(memberPasskeys.memberId, memberId), eq(memberPasskeys.id, passkeyId)))
-    .returning();
-  return row;
-}
-
-/**
- * Uses a challenge's nonce: true the first time on any instance, false after (a replay). Nonces of expired challenges
- * go first: an expired challenge is refused by its own expiry, so its row is no longer needed.
- */
-export async function useChallengeNonce(db: Queryable, nonce: string, expiresAt: Date, now: Date): Promise<boolean> {
-  await db.delete(passkeyChallengesUsed).where(lt(passkeyChallengesUsed.expiresAt, now));
-  const [row] = await db.insert(passkeyChallengesUsed).values({ nonce, expiresAt }).onConflictDoNothing().returning({ nonce: passkeyChallengesUsed.nonce });
-  return row !== undefined;
 }

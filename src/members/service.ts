@@ -1,6 +1,6 @@
 /**
  * An org's members: invite, list, change, suspend, remove, and the one-time links (invitation, password reset) by
- * which a person sets a password and/or registers a passkey. Links are shown once and kept only as their SHA-256; hashes never leave this module
+ * which a person sets a password. Links are shown once and kept only as their SHA-256; hashes never leave this module
  * (views carry neither), and audit rows name the member by id.
  */
 import { recordAudit, type Actor } from '../audit/repository.ts';
@@ -9,11 +9,9 @@ import type { Role } from '../principal.ts';
 import type { Db, Queryable } from '../store/db.ts';
 import { hashSecret, randomSecret } from '../util/crypto.ts';
 import { hashPassword, passwordProblem } from './password.ts';
-import { registrationOptions, savePasskey, verifyRegistration, type NewPasskey, type PasskeyDeps } from './passkeys.ts';
 import {
   deleteMember,
   endMemberAccess,
-  findLiveLink,
   findMember,
   insertLink,
   insertMember,
@@ -110,11 +108,6 @@ async function existing(db: Queryable, orgId: string, memberId: string): Promise
   return member;
 }
 
-/** The org's member with this id (404 `member_not_found` otherwise). */
-export async function memberById(deps: MembersDeps, orgId: string, memberId: string): Promise<MemberView> {
-  return memberView(await existing(deps.db, orgId, memberId));
-}
-
 /** Refuses a change that would leave the org without an active admin member while it has had one. */
 async function keepAnAdmin(db: Queryable, orgId: string, member: MemberRow, after: { roles: string[]; status: string } | null): Promise<void> {
   const wasAdmin = member.status === 'active' && member.roles.includes('admin');
@@ -186,74 +179,39 @@ export async function memberLink(deps: MembersDeps, orgId: string, memberId: str
   });
 }
 
-/** What following a link sets: a password, a passkey (checked by `checkLinkPasskey`), or both; one at least. */
-export interface LinkAcceptance {
-  token: string;
-  password?: string;
-  display_name?: string | null;
-  passkey?: { name?: string; checked: NewPasskey };
-}
-
-const LINK_INVALID = 'This link is unknown, used or expired: ask an admin of the org for a new one.';
-
 /**
- * A person follows a link and sets a password, registers a passkey, or both: an invitation makes the member active, a
- * reset replaces the password (when one is given) and ends the member's sessions and sign-ins. One answer for an
- * unknown, used or expired link.
+ * A person follows a link and sets a password: an invitation makes the member active, a reset replaces the password
+ * and ends the member's sessions and sign-ins. One answer for an unknown, used or expired link.
  */
-export async function acceptLink(deps: MembersDeps, input: LinkAcceptance): Promise<{ email: string; org_id: string; purpose: LinkPurpose }> {
-  if (input.password === undefined && !input.passkey) throw unprocessable('credential_required', 'Set a password, register a passkey, or both.');
-  const problem = input.password === undefined ? null : passwordProblem(input.password);
+export async function acceptLink(
+  deps: MembersDeps,
+  input: { token: string; password: string; display_name?: string | null },
+): Promise<{ email: string; org_id: string; purpose: LinkPurpose }> {
+  const problem = passwordProblem(input.password);
   if (problem) throw unprocessable('weak_password', problem);
-  const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
+  const passwordHash = await hashPassword(input.password);
   return deps.db.transaction(async (tx) => {
     const link = await useLink(tx, hashSecret(input.token), new Date());
     const member = link ? await findMember(tx, link.orgId, link.memberId) : undefined;
     const fits = member && (link!.purpose === 'invitation' ? member.status === 'invited' : member.status === 'active');
-    if (!link || !member || !fits) throw notFound('link_invalid', LINK_INVALID);
+    if (!link || !member || !fits) throw notFound('link_invalid', 'This link is unknown, used or expired: ask an admin of the org for a new one.');
     await updateMember(tx, member.orgId, member.id, {
-      ...(passwordHash ? { passwordHash, passwordChangedAt: new Date() } : {}),
+      passwordHash,
+      passwordChangedAt: new Date(),
       status: 'active',
       ...(link.purpose === 'invitation' && input.display_name ? { displayName: input.display_name } : {}),
     });
     if (link.purpose === 'password_reset') await endMemberAccess(tx, member.orgId, member.id, 'password_reset');
-    const actor = { type: 'user' as const, id: member.email };
-    const joined = link.purpose === 'invitation' ? 'member.joined' : 'member.password_reset';
     await recordAudit(tx, {
       orgId: member.orgId,
-      action: joined,
-      actor,
+      action: link.purpose === 'invitation' ? 'member.joined' : 'member.password_reset',
+      actor: { type: 'user', id: member.email },
       targetType: 'member',
       targetId: member.id,
-      details: { password: Boolean(passwordHash) },
     });
-    if (input.passkey) await savePasskey(tx, member, input.passkey.checked, input.passkey.name, actor);
     return { email: member.email, org_id: member.orgId, purpose: link.purpose };
   });
 }
-
-/** The member a live link is for (the link stays unused), or the link's one answer. */
-async function linkMember(db: Queryable, token: string): Promise<{ member: MemberRow; binding: string }> {
-  const tokenHash = hashSecret(token);
-  const link = await findLiveLink(db, tokenHash, new Date());
-  const member = link ? await findMember(db, link.orgId, link.memberId) : undefined;
-  if (!link || !member || member.status === 'suspended') throw notFound('link_invalid', LINK_INVALID);
-  // The challenge is bound to this link: accepted only when this link is followed.
-  return { member, binding: `link:${tokenHash}` };
-}
-
-/** Options to register a passkey while following a link (before the link is used, with the password if any). */
-export async function linkPasskeyOptions(deps: PasskeyDeps, token: string) {
-  const { member, binding } = await linkMember(deps.db, token);
-  return { options: await registrationOptions(deps, member, binding) };
-}
-
-/** The browser's answer to `linkPasskeyOptions`, checked; `acceptLink` stores it when it uses the link. */
-export async function checkLinkPasskey(deps: PasskeyDeps, token: string, response: unknown): Promise<NewPasskey> {
-  const { binding } = await linkMember(deps.db, token);
-  return verifyRegistration(deps, binding, response);
-}
-
 /** For onboarding and the demo: a member who is active at once, with this password (no link). */
 export async function addActiveMember(
   db: Queryable,

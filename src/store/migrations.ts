@@ -810,10 +810,11 @@ CREATE INDEX tools_connector ON tools (connector_id);
   {
     version: 27,
     name: 'member_passkeys',
-    // Issue 40 item 3 (docs/decisions/0380): a member's passkeys (WebAuthn credentials: the credential id, unique across
-    // the gateway, which is one relying party; the COSE public key; the signature counter; transports) and the nonces
-    // of used challenges. A challenge is a signed, expiring token (never stored when issued); its nonce is recorded
-    // when a ceremony uses it, so it works once on every instance, and the row is dropped once the challenge expired.
+    // Issue 40 (docs/decisions/0380): a member's passkeys (WebAuthn credentials: the credential id, unique across the
+    // gateway, which is one relying party; the COSE public key; the signature counter; transports); the ceremonies'
+    // challenges, kept only as their SHA-256 with what they were issued for (the member and session, the link, the
+    // browser or the sign-in transaction), used once by deleting the row; and the passkey a console session or an MCP
+    // grant was signed in with, so removing the passkey ends the one and revokes the other on every instance.
     sql: `
 CREATE TABLE member_passkeys (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -829,11 +830,17 @@ CREATE TABLE member_passkeys (
   last_used_at timestamptz
 );
 CREATE INDEX member_passkeys_member ON member_passkeys (member_id);
-CREATE TABLE passkey_challenges_used (
-  nonce text PRIMARY KEY,
+CREATE TABLE passkey_challenges (
+  challenge_hash text PRIMARY KEY,
+  purpose text NOT NULL CHECK (purpose IN ('register', 'sign_in')),
+  binding_hash text NOT NULL,
   expires_at timestamptz NOT NULL
 );
-CREATE INDEX passkey_challenges_used_expiry ON passkey_challenges_used (expires_at);
+CREATE INDEX passkey_challenges_expiry ON passkey_challenges (expires_at);
+ALTER TABLE console_sessions ADD COLUMN passkey_id uuid REFERENCES member_passkeys(id) ON DELETE CASCADE;
+CREATE INDEX console_sessions_passkey ON console_sessions (passkey_id) WHERE passkey_id IS NOT NULL;
+ALTER TABLE mcp_oauth_grants ADD COLUMN passkey_id uuid REFERENCES member_passkeys(id) ON DELETE SET NULL;
+CREATE INDEX mcp_oauth_grants_passkey ON mcp_oauth_grants (passkey_id) WHERE passkey_id IS NOT NULL;
 `,
   },
 ];

@@ -40,7 +40,8 @@ export const TABLE_NOTES: Record<string, string> = {
   org_members: 'People of an org kept by the gateway (issue 40): roles, status, attributes, a scrypt password hash (never shown or audited).',
   member_passkeys:
     "Members' passkeys (WebAuthn credentials, decision 0380): credential id, COSE public key, signature counter; no secret (the private key never leaves the authenticator).",
-  passkey_challenges_used: 'Nonces of passkey challenges a ceremony used (single use across instances); dropped once the challenge expired.',
+  passkey_challenges:
+    'Challenges of passkey ceremonies, as SHA-256 of the challenge and of what it was issued for; a ceremony deletes its row (single use on every instance).',
   member_links: 'One-time invitation and password-reset links of members, kept only as the SHA-256 of the token.',
   audit_chains: "Head and base of each org's audit hash chain; the head row is the lock every audit write of the org takes.",
   usage_counters: 'Tool calls per org and calendar month (UTC); written with SQL text by limits/quota-statements.ts.',

@@ -1,9 +1,9 @@
 /**
- * A software WebAuthn authenticator for API-level passkey tests (no browser): real P-256 keys from node:crypto, real
+ * A software WebAuthn authenticator for the CLI test (no browser): real P-256 keys from node:crypto, real
  * CBOR attestation objects ("none" format) and real ES256 signatures over authenticator data and client data, the
  * way a platform authenticator and a browser produce them together. A test can change what a browser would vouch for
  * (the origin, the user-verified flag, the counter) to see the gateway refuse it; it replaces no part of the gateway.
- * Chromium's virtual authenticator (test/passkeys-browser.test.ts, test/demo-member-sign-in.test.ts) covers the
+ * Chromium's virtual authenticator (test/member-passkeys.test.ts, test/demo-member-sign-in.test.ts) covers the
  * browser itself.
  */
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';

@@ -3,18 +3,8 @@
  * cookie as its credential (the bearer stays on the server) and the session's CSRF token. No hand-written
  * request per operation: pages call the generated functions with `client`.
  */
-import {
-  browserSupportsWebAuthn,
-  startAuthentication,
-  startRegistration,
-  WebAuthnError,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
-} from '@simplewebauthn/browser';
 import { createClient } from '../../generated/client/client/index.ts';
 import * as rest from '../../generated/client/sdk.gen.ts';
-import type { Passkey, PasskeyResponse } from '../../generated/client/types.gen.ts';
 
 export { rest };
 export type * from '../../generated/client/types.gen.ts';
@@ -105,49 +95,6 @@ export const signInWithPassword = (org: string, email: string, password: string)
   });
 
 export const signOut = () => consoleJson<{ signed_out: true }>('/console/auth/logout', { method: 'POST' });
-
-/** Whether this browser can use passkeys at all (WebAuthn). */
-export const passkeysSupported = () => browserSupportsWebAuthn();
-
-/** The browser's WebAuthn ceremony, its refusals (cancelled, timed out, no authenticator) in the page's words. */
-async function ceremony<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (err) {
-    const cancelled = err instanceof WebAuthnError || (err instanceof DOMException && err.name === 'NotAllowedError');
-    throw new ApiError(0, 'passkey_cancelled', cancelled ? 'The passkey was cancelled or timed out. Try again.' : (err as Error).message);
-  }
-}
-
-const postJson = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-
-/** A member's sign-in with a passkey: no org or e-mail (the passkey names its member). */
-export async function signInWithPasskey() {
-  const { options } = await consoleJson<{ options: PublicKeyCredentialRequestOptionsJSON }>('/console/auth/passkey/options', { method: 'POST' });
-  const response = await ceremony(() => startAuthentication({ optionsJSON: options }));
-  return consoleJson<{ signed_in: true }>('/console/auth/passkey', postJson({ response }));
-}
-
-/** The signed-in member's own passkeys (console operations: the session is their only credential). */
-export const listOwnPasskeys = () => consoleJson<{ passkeys: Passkey[]; available: boolean }>('/console/passkeys');
-
-export async function addOwnPasskey(name: string) {
-  const { options } = await consoleJson<{ options: PublicKeyCredentialCreationOptionsJSON }>('/console/passkeys/options', { method: 'POST' });
-  const response = await ceremony(() => startRegistration({ optionsJSON: options }));
-  return consoleJson<Passkey>('/console/passkeys', postJson({ name, response }));
-}
-
-export const removeOwnPasskey = (id: string) => consoleJson<Passkey>(`/console/passkeys/${encodeURIComponent(id)}`, { method: 'DELETE' });
-
-/** A new passkey while following an invitation or reset link (the link is used when the answer is sent with it). */
-export async function passkeyForLink(token: string): Promise<PasskeyResponse> {
-  const { options } = await call(rest.startMemberLinkPasskey({ client, body: { token } }));
-  const response: RegistrationResponseJSON = await ceremony(() =>
-    startRegistration({ optionsJSON: options as unknown as PublicKeyCredentialCreationOptionsJSON }),
-  );
-  // The contract's PasskeyResponse is WebAuthn's JSON form, which RegistrationResponseJSON is (typed more closely).
-  return response as unknown as PasskeyResponse;
-}
 
 /**
  * Runs a tool as the signed-in person or client: a tools/call on the org's MCP endpoint with the session as its

@@ -1,17 +1,8 @@
 /** The console's shell: the session, the sign-in form, the navigation (hash routes) and the page for each route. */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import {
-  loadSession,
-  onSignedOut,
-  passkeysSupported,
-  pollPendingApprovals,
-  signInWithClient,
-  signInWithPasskey,
-  signInWithPassword,
-  signOut,
-  type SessionInfo,
-} from './api.ts';
+import { loadSession, onSignedOut, pollPendingApprovals, signInWithClient, signInWithPassword, signOut, type SessionInfo } from './api.ts';
+import { passkeysSupported, signInWithPasskey } from './passkey-api.ts';
 import { Toasts } from './controls.tsx';
 import { can, ErrorBox, useAction, type PageProps, type Role } from './kit.tsx';
 import { ConnectPage, PlaygroundPage } from './pages-agent.tsx';

@@ -1,14 +1,15 @@
 /**
  * "Members": the people of the org kept by the gateway (beside its IdP): invite by e-mail (the one-time link shown
  * once), change roles, suspend and resume, a password-reset link, remove; one member's attributes (#/members/<id>);
- * and their passkeys; and, with an IdP, how people sign in to the org's MCP authorization server. Also the page a link
- * opens (#/join/<token>), where the person sets a password and/or registers a passkey.
+ * and, with an IdP, how people sign in to the org's MCP authorization server. Also the page a link opens
+ * (#/join/<token>), where the person sets a password.
  */
 import { useState } from 'preact/hooks';
-import { call, client, passkeyForLink, passkeysSupported, rest, type Member, type MemberLink, type Passkey, type PeopleSignIn } from './api.ts';
+import { call, client, rest, type Member, type MemberLink, type PeopleSignIn } from './api.ts';
 import { AttributesEditor, AttributesList } from './attributes.tsx';
 import { DataTable, Empty, type Column } from './controls.tsx';
-import { PasskeyTable } from './passkeys.tsx';
+import { passkeyForLink } from './passkey-api.ts';
+import { JoinPasskeyChoice, MemberPasskeys } from './passkeys.tsx';
 import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when, type PageProps } from './kit.tsx';
 
 const ROLES = ['admin', 'contributor', 'finance'] as const;
@@ -108,24 +109,6 @@ const MODES: Record<PeopleSignIn, string> = {
   both: 'Both: the person chooses',
 };
 
-/** An admin's view of a member's passkeys: names and dates, and removal (a lost device). */
-function MemberPasskeys({ member }: { member: Member }) {
-  const list = useLoad(() => call(rest.listMemberPasskeys({ client, path: { memberId: member.id } })), [member.id]);
-  const action = useAction();
-  const remove = (p: Passkey) =>
-    confirm(`Remove the passkey “${p.name}” of ${member.email}? It signs nobody in any more.`) &&
-    action.run(() => call(rest.removeMemberPasskey({ client, path: { memberId: member.id, passkeyId: p.id } })), `Removed “${p.name}”`).then(list.reload);
-  return (
-    <section aria-labelledby="member-passkeys">
-      <h2 id="member-passkeys">Passkeys</h2>
-      <ErrorBox error={action.error ?? list.error} />
-      <Loading loading={list.loading && !list.data} />
-      {list.data && list.data.passkeys.length === 0 && <Empty>No passkeys: the member registers one from the console or an invitation link.</Empty>}
-      {list.data && list.data.passkeys.length > 0 && <PasskeyTable passkeys={list.data.passkeys} onRemove={remove} owner={member.email} />}
-    </section>
-  );
-}
-
 function MemberDetail({ id }: { id: string }) {
   const list = useLoad(() => call(rest.listMembers({ client })), [id]);
   const action = useAction();
@@ -218,68 +201,52 @@ export function MembersPage({ id }: PageProps) {
   );
 }
 
-/** What the join page's button does, in its words. */
-function joinLabel(password: boolean, passkey: boolean): string {
-  if (password && passkey) return 'Set password and register passkey';
-  return passkey ? 'Register passkey' : 'Set password';
-}
-
-function JoinDone({ done, onDone }: { done: { email: string; org_slug: string; password: boolean; passkey: boolean }; onDone: () => void }) {
-  const title = done.password && done.passkey ? 'Password set and passkey registered' : done.passkey ? 'Passkey registered' : 'Password set';
-  const how = [done.password ? 'your new password' : '', done.passkey ? 'your passkey' : ''].filter(Boolean).join(' or ');
-  return (
-    <main class="signin">
-      <h1>{title}</h1>
-      <p>
-        Sign in to <strong>{done.org_slug}</strong> as <strong>{done.email}</strong> with {how}.
-      </p>
-      <button type="button" onClick={onDone}>
-        Continue to sign in
-      </button>
-    </main>
-  );
-}
-
 /**
- * The page an invitation or reset link opens (#/join/<token>), signed in or not: the person sets a password, registers
- * a passkey on this device, or both. The token leaves the address bar at once (it is in the fragment: no server,
- * proxy or log ever saw it).
+ * The page an invitation or reset link opens (#/join/<token>), signed in or not: the person sets a password. The token
+ * leaves the address bar at once (it is in the fragment: no server, proxy or log ever saw it).
  */
 export function JoinPage({ token, onDone }: { token: string; onDone: () => void }) {
   const [password, setPassword] = useState('');
   const [again, setAgain] = useState('');
   const [name, setName] = useState('');
   const [withPasskey, setWithPasskey] = useState(false);
-  const [done, setDone] = useState<{ email: string; org_slug: string; password: boolean; passkey: boolean } | null>(null);
+  const [done, setDone] = useState<{ email: string; org_slug: string } | null>(null);
   const action = useAction();
-  const withPassword = password !== '';
   const submit = (e: Event) => {
     e.preventDefault();
     action.run(async () => {
-      const passkey = withPasskey ? { name: 'Passkey', response: await passkeyForLink(token) } : undefined;
-      const body = { token, ...(withPassword ? { password } : {}), ...(name.trim() ? { display_name: name.trim() } : {}), ...(passkey ? { passkey } : {}) };
-      const accepted = await call(rest.acceptMemberLink({ client, body }));
-      setDone({ ...accepted, password: withPassword, passkey: withPasskey });
+      const passkey = withPasskey ? { passkey: { name: 'Passkey', response: await passkeyForLink(token) } } : {};
+      const body = { token, password, ...(name.trim() ? { display_name: name.trim() } : {}), ...passkey };
+      setDone(await call(rest.acceptMemberLink({ client, body })));
     });
   };
-  if (done) return <JoinDone done={done} onDone={onDone} />;
+  if (done)
+    return (
+      <main class="signin">
+        <h1>Password set</h1>
+        <p>
+          Sign in to <strong>{done.org_slug}</strong> as <strong>{done.email}</strong> with your new password.
+        </p>
+        <button type="button" onClick={onDone}>
+          Continue to sign in
+        </button>
+      </main>
+    );
   const mismatch = again !== '' && again !== password;
-  const invalid = (!withPassword && !withPasskey) || (withPassword && (password.length < 10 || again !== password));
   return (
     <main class="signin">
       <h1>Set your password</h1>
-      <p class="hint">A password, a passkey on this device (a fingerprint, a face or a PIN instead of a password), or both.</p>
       <form class="card" aria-label="Set your password" onSubmit={submit}>
         <div class="field">
           <label for="join-name">Your name (optional)</label>
           <input id="join-name" maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} autoComplete="name" />
         </div>
         <div class="field">
-          <label for="join-password">New password (at least 10 characters{passkeysSupported() ? '; optional with a passkey' : ''})</label>
+          <label for="join-password">New password (at least 10 characters)</label>
           <input
             id="join-password"
             type="password"
-            required={!withPasskey}
+            required
             minLength={10}
             maxLength={256}
             value={password}
@@ -289,25 +256,13 @@ export function JoinPage({ token, onDone }: { token: string; onDone: () => void 
         </div>
         <div class="field">
           <label for="join-again">The same password again</label>
-          <input
-            id="join-again"
-            type="password"
-            required={withPassword}
-            value={again}
-            onInput={(e) => setAgain(e.currentTarget.value)}
-            autoComplete="new-password"
-          />
+          <input id="join-again" type="password" required value={again} onInput={(e) => setAgain(e.currentTarget.value)} autoComplete="new-password" />
         </div>
+        <JoinPasskeyChoice checked={withPasskey} onChange={setWithPasskey} />
         {mismatch && <p class="error">The two passwords differ.</p>}
-        {passkeysSupported() && (
-          <label for="join-passkey">
-            <input id="join-passkey" type="checkbox" checked={withPasskey} onChange={(e) => setWithPasskey(e.currentTarget.checked)} /> Register a passkey on
-            this device
-          </label>
-        )}
         <ErrorBox error={action.error} />
-        <button type="submit" disabled={action.pending || invalid}>
-          {joinLabel(withPassword, withPasskey)}
+        <button type="submit" disabled={action.pending || mismatch || password.length < 10}>
+          Set password
         </button>
       </form>
     </main>

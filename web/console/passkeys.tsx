@@ -1,13 +1,23 @@
 /**
- * Passkeys in the console: the table of a member's passkeys (name, created, last used, synced), and "Your passkeys",
- * the signed-in member's own page, where they add one on this device (WebAuthn) and remove one.
+ * Passkeys in the console (decision 0380): the table of a member's passkeys (name, created, last used, synced); "Your
+ * passkeys", the signed-in member's own page, where they add one on this device (WebAuthn), rename and remove one; an
+ * admin's section of a member's page (list, remove); and the join page's choice to register one with the password.
  */
 import { useState } from 'preact/hooks';
-import { addOwnPasskey, listOwnPasskeys, passkeysSupported, removeOwnPasskey, type Passkey } from './api.ts';
+import { call, client, rest, type Member, type Passkey } from './api.ts';
+import { addOwnPasskey, listOwnPasskeys, passkeysSupported, removeOwnPasskey, renameOwnPasskey } from './passkey-api.ts';
 import { DataTable, Empty, type Column } from './controls.tsx';
 import { ErrorBox, Loading, Page, useAction, useLoad, when } from './kit.tsx';
 
-export function PasskeyTable({ passkeys, onRemove, owner }: { passkeys: Passkey[]; onRemove: (p: Passkey) => void; owner: string }) {
+interface TableProps {
+  passkeys: Passkey[];
+  onRemove: (p: Passkey) => void;
+  /** Only the member's own passkeys can be renamed. */
+  onRename?: (p: Passkey) => void;
+  owner: string;
+}
+
+export function PasskeyTable({ passkeys, onRemove, onRename, owner }: TableProps) {
   const columns: Column<Passkey>[] = [
     { key: 'name', label: 'Name', value: (p) => p.name },
     { key: 'created', label: 'Created', value: (p) => p.created_at, render: (p) => when(p.created_at) },
@@ -18,9 +28,16 @@ export function PasskeyTable({ passkeys, onRemove, owner }: { passkeys: Passkey[
       label: 'Actions',
       value: () => '',
       render: (p) => (
-        <button type="button" class="danger" onClick={() => onRemove(p)} aria-label={`Remove the passkey ${p.name} of ${owner}`}>
-          Remove
-        </button>
+        <>
+          {onRename && (
+            <button type="button" class="secondary" onClick={() => onRename(p)} aria-label={`Rename the passkey ${p.name}`}>
+              Rename
+            </button>
+          )}
+          <button type="button" class="danger" onClick={() => onRemove(p)} aria-label={`Remove the passkey ${p.name} of ${owner}`}>
+            Remove
+          </button>
+        </>
       ),
     },
   ];
@@ -41,7 +58,12 @@ export function PasskeysPage() {
       .then(list.reload);
   };
   const remove = (p: Passkey) =>
-    confirm(`Remove the passkey “${p.name}”? It signs you in no more.`) && action.run(() => removeOwnPasskey(p.id), `Removed “${p.name}”`).then(list.reload);
+    confirm(`Remove the passkey “${p.name}”? It signs you in no more, and sessions signed in with it end.`) &&
+    action.run(() => removeOwnPasskey(p.id), `Removed “${p.name}”`).then(list.reload);
+  const rename = (p: Passkey) => {
+    const name = prompt(`A new name for the passkey “${p.name}”`, p.name)?.trim();
+    if (name && name !== p.name) action.run(() => renameOwnPasskey(p.id, name), `Renamed to “${name}”`).then(list.reload);
+  };
   const usable = passkeysSupported() && list.data?.available !== false;
   return (
     <Page title="Your passkeys">
@@ -63,7 +85,38 @@ export function PasskeysPage() {
       </form>
       <Loading loading={list.loading && !list.data} />
       {list.data && list.data.passkeys.length === 0 && <Empty>No passkeys yet: add one above.</Empty>}
-      {list.data && list.data.passkeys.length > 0 && <PasskeyTable passkeys={list.data.passkeys} onRemove={remove} owner="you" />}
+      {list.data && list.data.passkeys.length > 0 && <PasskeyTable passkeys={list.data.passkeys} onRemove={remove} onRename={rename} owner="you" />}
     </Page>
+  );
+}
+
+/** An admin's view of a member's passkeys: names and dates, and removal (a lost device). */
+export function MemberPasskeys({ member }: { member: Member }) {
+  const list = useLoad(() => call(rest.listMemberPasskeys({ client, path: { memberId: member.id } })), [member.id]);
+  const action = useAction();
+  const remove = (p: Passkey) =>
+    confirm(`Remove the passkey “${p.name}” of ${member.email}? It signs nobody in any more.`) &&
+    action.run(() => call(rest.removeMemberPasskey({ client, path: { memberId: member.id, passkeyId: p.id } })), `Removed “${p.name}”`).then(list.reload);
+  return (
+    <section aria-labelledby="member-passkeys">
+      <h2 id="member-passkeys">Passkeys</h2>
+      <ErrorBox error={action.error ?? list.error} />
+      <Loading loading={list.loading && !list.data} />
+      {list.data && list.data.passkeys.length === 0 && <Empty>No passkeys: the member registers one from the console or an invitation link.</Empty>}
+      {list.data && list.data.passkeys.length > 0 && <PasskeyTable passkeys={list.data.passkeys} onRemove={remove} owner={member.email} />}
+    </section>
+  );
+}
+
+/** The join page's choice: also register a passkey on this device while setting the password. */
+export function JoinPasskeyChoice({ checked, onChange }: { checked: boolean; onChange: (checked: boolean) => void }) {
+  if (!passkeysSupported()) return null;
+  return (
+    <div class="field">
+      <label>
+        <input type="checkbox" checked={checked} onChange={(e) => onChange(e.currentTarget.checked)} /> Also register a passkey on this device (sign in
+        with its screen lock instead of the password)
+      </label>
+    </div>
   );
 }
