@@ -21,6 +21,7 @@ import { SAMPLE_SCHEMA } from './sample-data.ts';
 import { addActiveMember } from '../members/service.ts';
 import { findMemberByEmail } from '../members/repository.ts';
 import { randomSecret } from '../util/crypto.ts';
+import { OneConnectionAtATime } from './one-connection.ts';
 
 const DEMO_SLUG = 'demo';
 const CONNECTOR_NAME = 'Sample database';
@@ -80,6 +81,8 @@ class SampleDatabase {
   #connections = 0;
   #idleTimer: ReturnType<typeof setTimeout> | null = null;
   #stopped = false;
+  /** PGlite is one session: connections take turns instead of being refused (one-connection.ts). */
+  #turns = new OneConnectionAtATime(() => (this.#open?.server.getStats().activeConnections ?? 0) > 0);
 
   constructor(
     private readonly dir: string | null,
@@ -116,7 +119,7 @@ class SampleDatabase {
     this.#connections++;
     try {
       await this.start();
-      const socket = await connectSample(this.socketPath);
+      const socket = await this.#turns.connect(() => connectSample(this.socketPath));
       socket.once('close', () => this.#released());
       return socket;
     } catch (err) {
@@ -157,6 +160,7 @@ class SampleDatabase {
   /** Closes for good (the gateway stops). */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#turns.close();
     if (this.#idleTimer) clearTimeout(this.#idleTimer);
     this.#connections = 0;
     await this.#close();

@@ -114,7 +114,13 @@ export const postgresqlDriver = defineSqlDriver<PgPool, PgOpen, PgExecutionConte
 
   // The call that opens the pool gives its connections their session defaults, so that reads on the first schema's
   // tools under the same limits can take the one-statement path (see run.ts).
-  openWith: (ctx) => ({ session: sessionFor(ctx.config, ctx.limits), socket: socketFor(ctx.config, ctx) }),
+  // An embedded database is one session that takes one connection at a time (demo/one-connection.ts): its calls
+  // queue on one pool connection instead of opening others that would wait for it.
+  openWith: (ctx) => ({
+    session: sessionFor(ctx.config, ctx.limits),
+    socket: socketFor(ctx.config, ctx),
+    ...(embeddedDatabaseFor(ctx.config.host, ctx.orgId) ? { max: 1 } : {}),
+  }),
   run: (pool, tool, prepared, ctx) => runPgCall(pool, tool, prepared, ctx, pools.currentSettings.connectTimeoutMs),
   // runPgCall does not throw; this is the pool failing in an unexpected way.
   callErrorText: (err, ctx) => pgCallErrorText(err, errorContext(ctx.config, ctx.credential)),

@@ -85,6 +85,8 @@ export interface PgOpen {
    * private socket). Unset only where no policy applies (drivers used directly, as by benchmarks).
    */
   socket?: () => Promise<net.Socket>;
+  /** At most this many connections, below the pool settings' max (an embedded database is one session). */
+  max?: number;
 }
 
 /**
@@ -112,7 +114,7 @@ export function openPgPool(config: DatabaseConfig, credential: string | null, se
     user: config.user,
     pass: credential ?? '',
     ssl: sslOption(config),
-    max,
+    max: Math.min(max, open.max ?? max),
     idle_timeout: CONNECTION_IDLE_S,
     connect_timeout: Math.max(1, Math.ceil(settings.connectTimeoutMs / 1000)),
     // Named prepared statements are allowed, but every query is unnamed unless it asks: agent SQL is arbitrary, and
