@@ -81,7 +81,14 @@ async function authenticatorPage(origin = base): Promise<{ page: Page; cdp: CDPS
   const cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable');
   const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
   });
   await page.goto(`${origin}/robots.txt`);
   return { page, cdp, authenticatorId };
@@ -241,7 +248,9 @@ describe.skipIf(!chromiumOr('the member passkeys suite'))('passkeys of members, 
     await cdp.send('WebAuthn.addCredential', { authenticatorId, credential: portable(now!, 0) });
     const cloned = await passkeySignIn(page);
     expect([cloned.answer.status, cloned.body]).toEqual([401, REFUSED]);
-    const refusals = (await (await api(g1, 'GET', '/api/audit?action=member.sign_in_failed', manageA)).json()) as { events: Array<{ details: { reason?: string } }> };
+    const refusals = (await (await api(g1, 'GET', '/api/audit?action=member.sign_in_failed', manageA)).json()) as {
+      events: Array<{ details: { reason?: string } }>;
+    };
     expect(refusals.events.map((e) => e.details.reason)).toEqual(expect.arrayContaining(['replayed', 'counter']));
 
     // Another org's member's passkey on org A's MCP sign-in page: the answer a wrong one gets.

@@ -49,4 +49,3 @@ async function checkPasskey(deps: PasskeySignInDeps, response: unknown, binding:
   if (member.status !== 'active') throw new WrongCredentials('member');
   return member;
 }
-

@@ -4,7 +4,15 @@
  * member's passkeys (list, remove).
  */
 import { consoleContext } from '../console/context.ts';
-import { listOwnPasskeys, ownRegistrationOptions, passkeySignIn, passkeySignInOptions, registerOwnPasskey, removeOwnPasskey, renameOwnPasskey } from '../console/passkeys.ts';
+import {
+  listOwnPasskeys,
+  ownRegistrationOptions,
+  passkeySignIn,
+  passkeySignInOptions,
+  registerOwnPasskey,
+  removeOwnPasskey,
+  renameOwnPasskey,
+} from '../console/passkeys.ts';
 import { AppError, json, notFound } from '../errors.ts';
 import { linkPasskeyOptions } from '../members/passkey-links.ts';
 import { listPasskeys, removePasskey } from '../members/passkeys.ts';

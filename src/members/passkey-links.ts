@@ -36,7 +36,12 @@ export async function checkLinkPasskey(deps: PasskeyDeps, token: string, respons
 }
 
 /** Stores a checked passkey for the member who just followed the link (found by the org and e-mail it answered). */
-export async function saveLinkPasskey(db: Queryable, done: { org_id: string; email: string }, passkey: NewPasskey, name: string | undefined): Promise<PasskeyView> {
+export async function saveLinkPasskey(
+  db: Queryable,
+  done: { org_id: string; email: string },
+  passkey: NewPasskey,
+  name: string | undefined,
+): Promise<PasskeyView> {
   const member = await findMemberByEmail(db, done.org_id, done.email);
   if (!member) throw notFound('link_invalid', LINK_INVALID);
   const actor: Actor = { type: 'user', id: member.email };

@@ -270,7 +270,14 @@ export async function renamePasskey(db: Queryable, member: MemberRow, passkeyId:
   if (!trimmed || trimmed.length > 100) throw unprocessable('validation_error', 'A passkey name has 1 to 100 characters.');
   const row = await renamePasskeyRow(db, member.orgId, member.id, passkeyId, trimmed);
   if (!row) throw notFound('passkey_not_found', 'The member has no passkey with this id.');
-  await recordAudit(db, { orgId: member.orgId, action: 'member.passkey_renamed', actor, targetType: 'member', targetId: member.id, details: { passkey: passkeyId } });
+  await recordAudit(db, {
+    orgId: member.orgId,
+    action: 'member.passkey_renamed',
+    actor,
+    targetType: 'member',
+    targetId: member.id,
+    details: { passkey: passkeyId },
+  });
   return passkeyView(row);
 }
 

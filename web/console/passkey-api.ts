@@ -27,7 +27,8 @@ async function ceremony<T>(run: () => Promise<T>): Promise<T> {
 }
 
 async function consolePost<T>(path: string, body?: unknown): Promise<T> {
-  const init: RequestInit = body === undefined ? { method: 'POST' } : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+  const init: RequestInit =
+    body === undefined ? { method: 'POST' } : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
   const response = await fetch(path, { ...init, credentials: 'same-origin' });
   const answer = (await response.json().catch(() => ({}))) as { error?: string; message?: string };
   if (!response.ok) throw new ApiError(response.status, answer.error ?? 'request_failed', answer.message ?? `HTTP ${response.status}`);

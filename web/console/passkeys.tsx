@@ -17,7 +17,7 @@ interface TableProps {
   owner: string;
 }
 
-export function PasskeyTable({ passkeys, onRemove, onRename, owner }: TableProps) {
+function PasskeyTable({ passkeys, onRemove, onRename, owner }: TableProps) {
   const columns: Column<Passkey>[] = [
     { key: 'name', label: 'Name', value: (p) => p.name },
     { key: 'created', label: 'Created', value: (p) => p.created_at, render: (p) => when(p.created_at) },
@@ -114,8 +114,8 @@ export function JoinPasskeyChoice({ checked, onChange }: { checked: boolean; onC
   return (
     <div class="field">
       <label>
-        <input type="checkbox" checked={checked} onChange={(e) => onChange(e.currentTarget.checked)} /> Also register a passkey on this device (sign in
-        with its screen lock instead of the password)
+        <input type="checkbox" checked={checked} onChange={(e) => onChange(e.currentTarget.checked)} /> Also register a passkey on this device (sign in with its
+        screen lock instead of the password)
       </label>
     </div>
   );
