@@ -4,7 +4,7 @@
  * audit actor). The passkey that signed in is returned with the member, so what it starts ends when it is removed.
  */
 import { findPasskey, claimedCredential, PasskeyRefused, verifySignIn } from '../members/passkeys.ts';
-import type { PasskeyRow } from '../members/passkeys-repository.ts';
+import type { PasskeyRow } from '../members/passkeys/repository.ts';
 import { findMember, type MemberRow } from '../members/repository.ts';
 import { sha256Hex } from '../util/crypto.ts';
 import { accountKey, limitedSignIn, PASSKEY_REFUSED, WrongCredentials, type MemberSignIn, type MemberSignInDeps } from './member-sign-in.ts';

@@ -8,7 +8,7 @@ import { notFound } from '../errors.ts';
 import type { Queryable } from '../store/db.ts';
 import { hashSecret } from '../util/crypto.ts';
 import { registrationOptions, savePasskey, verifyRegistration, type NewPasskey, type PasskeyDeps, type PasskeyView } from './passkeys.ts';
-import { findLiveLink } from './passkeys-repository.ts';
+import { findLiveLink } from './passkeys/repository.ts';
 import { findMember, findMemberByEmail, type MemberRow } from './repository.ts';
 
 const LINK_INVALID = 'This link is unknown, used or expired: ask an admin of the org for a new one.';

@@ -33,7 +33,7 @@ import {
   renamePasskeyRow,
   takeChallenge,
   type PasskeyRow,
-} from './passkeys-repository.ts';
+} from './passkeys/repository.ts';
 import type { MemberRow } from './repository.ts';
 
 /** How long a ceremony's challenge is accepted; the browser is told half of it. */

@@ -4,8 +4,8 @@
  * followed. Decision 0380.
  */
 import { and, asc, eq, gt, isNull, lt } from 'drizzle-orm';
-import type { Queryable } from '../store/db.ts';
-import { mcpOauthGrants, memberLinks, memberPasskeys, passkeyChallenges } from '../store/schema.ts';
+import type { Queryable } from '../../store/db.ts';
+import { mcpOauthGrants, memberLinks, memberPasskeys, passkeyChallenges } from '../../store/schema.ts';
 
 export type PasskeyRow = typeof memberPasskeys.$inferSelect;
 type ChallengeRow = typeof passkeyChallenges.$inferSelect;
