@@ -1311,7 +1311,7 @@ export const operations = [
   {
     "operationId": "startConsolePasskeyRegistration",
     "method": "POST",
-    "path": "/console/passkeys/options",
+    "path": "/console/passkey-registration",
     "auth": "console",
     "bodyType": null,
     "bodyRequired": false,

@@ -268,13 +268,17 @@ describe.skipIf(!chromiumOr('the member passkeys suite'))('passkeys of members, 
     const own = await get(page, optionsIn(again));
     const consent = await send(g1, `/oauth/${A.slug}/passkey`, { form: { csrf: csrfIn(again), response: JSON.stringify(own) }, cookie: mcp.cookie });
     expect(consent.status).toBe(200);
-    expect(await consent.text()).toContain('Allow this client to use your tools?');
+    const consentHtml = await consent.text();
+    expect(consentHtml).toContain('Allow this client to use your tools?');
+    // Allowed: a grant made with Fin's passkey (its removal, in the next test, revokes it).
+    const allowed = await send(g1, `/oauth/${A.slug}/consent`, { form: { csrf: csrfIn(consentHtml), decision: 'allow' }, cookie: cookiesOf(consent) });
+    expect(allowed.status).toBe(302);
     await bobPage.page.context().close();
     await page.context().close();
   });
 
   test('roles: a session of an OAuth client has no passkeys; an admin lists and removes a member’s, a contributor may not; another org’s member is not found', async () => {
-    verifies('PASSKEY-ADMIN-REMOVE', 'PASSKEY-MANAGE-OWN');
+    verifies('PASSKEY-ADMIN-REMOVE', 'PASSKEY-MANAGE-OWN', 'PASSKEY-REMOVAL-ENDS-SESSIONS');
     const client = await send(g1, '/console/auth/client', { body: { client_id: A.clientId, client_secret: A.clientSecret } });
     const clientSession = { cookie: cookiesOf(client), csrf: '' };
     clientSession.csrf = ((await (await send(g1, '/console/session', { cookie: clientSession.cookie })).json()) as { csrf_token: string }).csrf_token;
@@ -295,6 +299,11 @@ describe.skipIf(!chromiumOr('the member passkeys suite'))('passkeys of members, 
     expect(bearer.status).toBe(403);
     const removed = await rest.removeMemberPasskey({ client: admin, path: { memberId: members.fin!, passkeyId: fin.passkeys[0]!.id }, throwOnError: true });
     expect(removed.data.name).toBe('Fin key');
+    // The MCP grant signed in with it is revoked; its removal is audited with the admin as the actor.
+    const grants = (await (await api(g1, 'GET', '/api/org/mcp-grants?subject=fin%40a.example', manageA)).json()) as {
+      grants: Array<{ email: string; revoked_reason: string | null }>;
+    };
+    expect(grants.grants.map((grant) => grant.revoked_reason)).toEqual(['passkey_removed']);
   });
 
   test('removing a passkey ends the console session signed in with it (on every instance), not the password session; it signs in no more', async () => {

@@ -1271,7 +1271,7 @@ export const registerConsolePasskey = <ThrowOnError extends boolean = false>(opt
  * challenge is bound to the member and this session and accepted once, for 5 minutes. With the CSRF token.
  *
  */
-export const startConsolePasskeyRegistration = <ThrowOnError extends boolean = false>(options?: Options<StartConsolePasskeyRegistrationData, ThrowOnError>) => (options?.client ?? client).post<StartConsolePasskeyRegistrationResponses, StartConsolePasskeyRegistrationErrors, ThrowOnError>({ url: '/console/passkeys/options', ...options });
+export const startConsolePasskeyRegistration = <ThrowOnError extends boolean = false>(options?: Options<StartConsolePasskeyRegistrationData, ThrowOnError>) => (options?.client ?? client).post<StartConsolePasskeyRegistrationResponses, StartConsolePasskeyRegistrationErrors, ThrowOnError>({ url: '/console/passkey-registration', ...options });
 
 /**
  * Remove one of the signed-in member's passkeys

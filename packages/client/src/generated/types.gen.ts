@@ -6354,7 +6354,7 @@ export type StartConsolePasskeyRegistrationData = {
     body?: never;
     path?: never;
     query?: never;
-    url: '/console/passkeys/options';
+    url: '/console/passkey-registration';
 };
 
 export type StartConsolePasskeyRegistrationErrors = {
