@@ -8,6 +8,7 @@ import postgres from 'postgres';
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { migrations, type Migration } from './migrations.ts';
+import { openInMemoryPglite } from './pglite-image.ts';
 import { pgliteWasm, type PgliteWasm } from './pglite-wasm.ts';
 import { reachServer, type ReachOptions } from './reach.ts';
 import * as schema from './schema.ts';
@@ -127,7 +128,11 @@ export function collectGarbage(): void {
 async function openPglite(dataDir: string | null): Promise<Store> {
   if (dataDir) await initPgliteDataDir(dataDir, { migrate: true });
   const options = await embeddedPgliteOptions(STORE_SHARED_BUFFERS_MB);
-  const pg = dataDir ? new PGlite(dataDir, options) : new PGlite(options);
+  const pg = dataDir
+    ? new PGlite(dataDir, options)
+    : await openInMemoryPglite(options, async (fresh) => {
+        await migrate({ db: drizzlePglite(fresh, { schema }) as unknown as Db });
+      });
   await pg.waitReady;
   const db = drizzlePglite(pg, { schema }) as unknown as Db;
   return {

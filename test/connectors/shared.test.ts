@@ -126,6 +126,12 @@ describe('results and arguments', () => {
     expect(rowsResult(rows, 10, 1e6).structuredContent).toMatchObject({ rowCount: 10, truncated: false });
   });
 
+  test("the truncation note counts in words that agree: one row is 'the first row is shown', a limit of 1 is '1 row'", () => {
+    const noteOf = (maxRows: number) => (rowsResult(rows, maxRows, 1e6).content[1] as { text: string }).text;
+    expect(noteOf(1)).toStartWith("Truncated: only the first row is shown; more rows exist beyond this call's limit of 1 row. ");
+    expect(noteOf(2)).toStartWith("Truncated: only the first 2 rows are shown; more rows exist beyond this call's limit of 2 rows. ");
+  });
+
   test('byte cap bounds the whole answer: the text, the note and structuredContent as JSON (decision 0306)', () => {
     verifies('SQL-BYTE-CAP');
     const full = rowsResult(rows, 100, 1e6);

@@ -83,13 +83,14 @@ const NARROW_SIZE: Record<Narrowing['kind'], string> = {
  * cut them and how to narrow. A second text block, so the first stays the JSON array of rows (spec tools/call).
  */
 function truncationNote(shown: number, cut: 'rows' | 'size', maxRows: number, maxBytes: number, how: Narrowing): string {
-  const rows = `${shown} row${shown === 1 ? '' : 's'}`;
+  const first = shown === 1 ? 'only the first row is shown' : `only the first ${shown} rows are shown`;
+  const limit = `${maxRows} row${maxRows === 1 ? '' : 's'}`;
   if (cut === 'rows') {
     const raise = how.maxLimit !== undefined && how.maxLimit > maxRows ? `, or raise the "limit" argument (at most ${how.maxLimit})` : '';
-    return `Truncated: only the first ${rows} are shown; more rows exist beyond this call's limit of ${maxRows} rows. ${NARROW_ROWS[how.kind]}${raise}.`;
+    return `Truncated: ${first}; more rows exist beyond this call's limit of ${limit}. ${NARROW_ROWS[how.kind]}${raise}.`;
   }
   if (shown === 0) return `Truncated: no row is shown; the first row alone exceeds the answer's size cap of ${maxBytes} bytes. ${NARROW_SIZE[how.kind]}`;
-  return `Truncated: only the first ${rows} are shown; more rows exist, left out by the answer's size cap of ${maxBytes} bytes. ${NARROW_SIZE[how.kind]}`;
+  return `Truncated: ${first}; more rows exist, left out by the answer's size cap of ${maxBytes} bytes. ${NARROW_SIZE[how.kind]}`;
 }
 
 /** UTF-8 bytes `text` takes inside a JSON string: a row's JSON escapes only `"` and `\` again (no control character is left raw). */
