@@ -576,6 +576,33 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "listOperatorMemberPasskeys",
+    "method": "GET",
+    "path": "/operator/orgs/{slug}/members/{memberId}/passkeys",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug",
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "removeOperatorMemberPasskey",
+    "method": "DELETE",
+    "path": "/operator/orgs/{slug}/members/{memberId}/passkeys/{passkeyId}",
+    "auth": "operator",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "slug",
+      "memberId",
+      "passkeyId"
+    ],
+    "queryParams": []
+  },
+  {
     "operationId": "listOperatorApiKeys",
     "method": "GET",
     "path": "/operator/orgs/{slug}/api-keys",
@@ -732,6 +759,18 @@ export const operations = [
     "operationId": "signInMcpMember",
     "method": "POST",
     "path": "/oauth/{orgSlug}/sign-in",
+    "auth": "public",
+    "bodyType": "form",
+    "bodyRequired": true,
+    "pathParams": [
+      "orgSlug"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "signInMcpMemberPasskey",
+    "method": "POST",
+    "path": "/oauth/{orgSlug}/passkey",
     "auth": "public",
     "bodyType": "form",
     "bodyRequired": true,
@@ -901,6 +940,31 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "listMemberPasskeys",
+    "method": "GET",
+    "path": "/api/org/members/{memberId}/passkeys",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "memberId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "removeMemberPasskey",
+    "method": "DELETE",
+    "path": "/api/org/members/{memberId}/passkeys/{passkeyId}",
+    "auth": "admin",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "memberId",
+      "passkeyId"
+    ],
+    "queryParams": []
+  },
+  {
     "operationId": "setPeopleSignIn",
     "method": "PUT",
     "path": "/api/org/people-sign-in",
@@ -914,6 +978,16 @@ export const operations = [
     "operationId": "acceptMemberLink",
     "method": "POST",
     "path": "/members/accept",
+    "auth": "public",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "startMemberLinkPasskey",
+    "method": "POST",
+    "path": "/members/accept/passkey-options",
     "auth": "public",
     "bodyType": "json",
     "bodyRequired": true,
@@ -1192,6 +1266,80 @@ export const operations = [
     "bodyType": "json",
     "bodyRequired": true,
     "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "startConsolePasskeySignIn",
+    "method": "POST",
+    "path": "/console/auth/passkey/options",
+    "auth": "console",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "signInConsolePasskey",
+    "method": "POST",
+    "path": "/console/auth/passkey",
+    "auth": "console",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "listConsolePasskeys",
+    "method": "GET",
+    "path": "/console/passkeys",
+    "auth": "console",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "registerConsolePasskey",
+    "method": "POST",
+    "path": "/console/passkeys",
+    "auth": "console",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "startConsolePasskeyRegistration",
+    "method": "POST",
+    "path": "/console/passkey-registration",
+    "auth": "console",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
+    "operationId": "removeConsolePasskey",
+    "method": "DELETE",
+    "path": "/console/passkeys/{passkeyId}",
+    "auth": "console",
+    "bodyType": null,
+    "bodyRequired": false,
+    "pathParams": [
+      "passkeyId"
+    ],
+    "queryParams": []
+  },
+  {
+    "operationId": "renameConsolePasskey",
+    "method": "PATCH",
+    "path": "/console/passkeys/{passkeyId}",
+    "auth": "console",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [
+      "passkeyId"
+    ],
     "queryParams": []
   },
   {

@@ -224,19 +224,6 @@ export const connectors = pgTable('connectors', {
   index('connectors_org').on(t.orgId).where(sql`archived_at IS NULL`),
 ]);
 
-/** Signed-in console sessions (src/console): the cookie carries a random id, the row its hash and the sealed bearer. */
-export const consoleSessions = pgTable('console_sessions', {
-  idHash: text('id_hash').primaryKey(),
-  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
-  kind: text('kind').notNull(),
-  actor: text('actor').notNull(),
-  bearerSealed: text('bearer_sealed').notNull(),
-  createdAt: ts('created_at').notNull().defaultNow(),
-  expiresAt: ts('expires_at').notNull(),
-}, (t) => [
-  index('console_sessions_expires').on(t.expiresAt),
-]);
-
 export const idpConfigs = pgTable('idp_configs', {
   orgId: uuid('org_id').primaryKey().references(() => orgs.id, { onDelete: 'cascade' }),
   issuer: text('issuer').notNull(),
@@ -264,46 +251,6 @@ export const mcpOauthClients = pgTable('mcp_oauth_clients', {
   revokedAt: ts('revoked_at'),
 }, (t) => [
   primaryKey({ name: 'mcp_oauth_clients_pkey', columns: [t.orgId, t.clientId] }),
-]);
-
-export const mcpOauthGrants = pgTable('mcp_oauth_grants', {
-  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
-  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
-  clientId: text('client_id').notNull(),
-  clientKind: text('client_kind').notNull(),
-  clientName: text('client_name'),
-  subject: text('subject').notNull(),
-  email: text('email'),
-  roles: jsonb('roles').$type<string[]>().notNull(),
-  /** The person's IdP claims at sign-in that row filters bind as :caller.<claim> (auth/idp/identity.ts claimAttributes). */
-  attributes: jsonb('attributes').$type<Record<string, string>>().notNull().default({}),
-  scopes: jsonb('scopes').$type<string[]>().notNull(),
-  createdAt: ts('created_at').notNull().defaultNow(),
-  lastUsedAt: ts('last_used_at'),
-  revokedAt: ts('revoked_at'),
-  revokedReason: text('revoked_reason'),
-}, (t) => [
-  index('mcp_oauth_grants_org').on(t.orgId, t.createdAt),
-]);
-
-export const mcpOauthCodes = pgTable('mcp_oauth_codes', {
-  codeHash: text('code_hash').primaryKey(),
-  grantId: uuid('grant_id').notNull().references(() => mcpOauthGrants.id, { onDelete: 'cascade' }),
-  redirectUri: text('redirect_uri').notNull(),
-  codeChallenge: text('code_challenge').notNull(),
-  expiresAt: ts('expires_at').notNull(),
-  usedAt: ts('used_at'),
-}, (t) => [
-  index('mcp_oauth_codes_grant').on(t.grantId),
-]);
-
-export const mcpOauthRefreshTokens = pgTable('mcp_oauth_refresh_tokens', {
-  tokenHash: text('token_hash').primaryKey(),
-  grantId: uuid('grant_id').notNull().references(() => mcpOauthGrants.id, { onDelete: 'cascade' }),
-  expiresAt: ts('expires_at').notNull(),
-  usedAt: ts('used_at'),
-}, (t) => [
-  index('mcp_oauth_refresh_tokens_grant').on(t.grantId),
 ]);
 
 /** Each org's authorization server for MCP sign-in (migration 13; auth/oauth-server/). */
@@ -361,6 +308,90 @@ export const memberLinks = pgTable('member_links', {
   usedAt: ts('used_at'),
 }, (t) => [
   index('member_links_member').on(t.memberId),
+]);
+
+/** Members' passkeys (WebAuthn credentials, decision 0380): credential id, COSE public key, signature counter; no secret (the private key never leaves the authenticator). */
+export const memberPasskeys = pgTable('member_passkeys', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  memberId: uuid('member_id').notNull().references(() => orgMembers.id, { onDelete: 'cascade' }),
+  credentialId: text('credential_id').notNull().unique('member_passkeys_credential_id_key'),
+  publicKey: text('public_key').notNull(),
+  counter: bigint('counter', { mode: 'number' }).notNull().default(0),
+  transports: jsonb('transports').$type<string[]>().notNull().default([]),
+  name: text('name').notNull(),
+  backedUp: boolean('backed_up').notNull().default(false),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  lastUsedAt: ts('last_used_at'),
+}, (t) => [
+  index('member_passkeys_member').on(t.memberId),
+]);
+
+/** Signed-in console sessions (src/console): the cookie carries a random id, the row its hash and the sealed bearer. */
+export const consoleSessions = pgTable('console_sessions', {
+  idHash: text('id_hash').primaryKey(),
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  kind: text('kind').notNull(),
+  actor: text('actor').notNull(),
+  bearerSealed: text('bearer_sealed').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  expiresAt: ts('expires_at').notNull(),
+  passkeyId: uuid('passkey_id').references(() => memberPasskeys.id, { onDelete: 'cascade' }),
+}, (t) => [
+  index('console_sessions_expires').on(t.expiresAt),
+  index('console_sessions_passkey').on(t.passkeyId).where(sql`passkey_id IS NOT NULL`),
+]);
+
+export const mcpOauthGrants = pgTable('mcp_oauth_grants', {
+  id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  clientId: text('client_id').notNull(),
+  clientKind: text('client_kind').notNull(),
+  clientName: text('client_name'),
+  subject: text('subject').notNull(),
+  email: text('email'),
+  roles: jsonb('roles').$type<string[]>().notNull(),
+  /** The person's IdP claims at sign-in that row filters bind as :caller.<claim> (auth/idp/identity.ts claimAttributes). */
+  attributes: jsonb('attributes').$type<Record<string, string>>().notNull().default({}),
+  scopes: jsonb('scopes').$type<string[]>().notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  lastUsedAt: ts('last_used_at'),
+  revokedAt: ts('revoked_at'),
+  revokedReason: text('revoked_reason'),
+  passkeyId: uuid('passkey_id').references(() => memberPasskeys.id, { onDelete: 'set null' }),
+}, (t) => [
+  index('mcp_oauth_grants_org').on(t.orgId, t.createdAt),
+  index('mcp_oauth_grants_passkey').on(t.passkeyId).where(sql`passkey_id IS NOT NULL`),
+]);
+
+export const mcpOauthCodes = pgTable('mcp_oauth_codes', {
+  codeHash: text('code_hash').primaryKey(),
+  grantId: uuid('grant_id').notNull().references(() => mcpOauthGrants.id, { onDelete: 'cascade' }),
+  redirectUri: text('redirect_uri').notNull(),
+  codeChallenge: text('code_challenge').notNull(),
+  expiresAt: ts('expires_at').notNull(),
+  usedAt: ts('used_at'),
+}, (t) => [
+  index('mcp_oauth_codes_grant').on(t.grantId),
+]);
+
+export const mcpOauthRefreshTokens = pgTable('mcp_oauth_refresh_tokens', {
+  tokenHash: text('token_hash').primaryKey(),
+  grantId: uuid('grant_id').notNull().references(() => mcpOauthGrants.id, { onDelete: 'cascade' }),
+  expiresAt: ts('expires_at').notNull(),
+  usedAt: ts('used_at'),
+}, (t) => [
+  index('mcp_oauth_refresh_tokens_grant').on(t.grantId),
+]);
+
+/** Challenges of passkey ceremonies, as SHA-256 of the challenge and of what it was issued for; a ceremony deletes its row (single use on every instance). */
+export const passkeyChallenges = pgTable('passkey_challenges', {
+  challengeHash: text('challenge_hash').primaryKey(),
+  purpose: text('purpose').notNull(),
+  bindingHash: text('binding_hash').notNull(),
+  expiresAt: ts('expires_at').notNull(),
+}, (t) => [
+  index('passkey_challenges_expiry').on(t.expiresAt),
 ]);
 
 /** Every version of every saved-statement tool's definition (kept after the tool is deleted: deleted_at). */

@@ -17,7 +17,16 @@ import { acquireDataDirLock, embeddedSecretKey, lockHolder } from './util/datadi
 import { apiJson, chooseTarget, CliError, configOrFail, EXIT, onStore } from './cli/target.ts';
 import { orgList, orgSetPlan, orgShow, orgSuspend, requireSlug } from './cli/orgs.ts';
 import { auditExport, connectorRevalidate, keyList, keyRevoke } from './cli/admin.ts';
-import { membersInvite, membersLink, membersList, membersRemove, membersSetRoles, membersSuspend } from './cli/members.ts';
+import {
+  membersInvite,
+  membersLink,
+  membersList,
+  membersPasskeys,
+  membersRemove,
+  membersRemovePasskey,
+  membersSetRoles,
+  membersSuspend,
+} from './cli/members.ts';
 
 const USAGE = `usage: toolgate <command> [options]
 
@@ -40,6 +49,9 @@ const USAGE = `usage: toolgate <command> [options]
   members resume --org SLUG --email EMAIL [--json]
   members remove --org SLUG --email EMAIL [--json]
   members link --org SLUG --email EMAIL [--json]     a new one-time link: invitation again, or password reset
+  members passkeys --org SLUG --email EMAIL [--json] the member's passkeys: id, name, created, last used
+  members remove-passkey --org SLUG --email EMAIL --passkey ID [--json]
+                                                     remove one (a lost device): it signs nobody in any more
   audit verify --org SLUG [--incremental] [--json]   check the org's audit chain (on the store: server stopped);
                                                      --incremental: from the last verified checkpoint
   audit export --org SLUG [--out FILE] [--redact] [--days N] [--json]
@@ -192,6 +204,8 @@ const COMMANDS: Record<string, { options: ParseArgsOptionsConfig; run: (values: 
   'members resume': { options: MEMBER_FLAGS, run: (v) => membersSuspend(v, false) },
   'members remove': { options: MEMBER_FLAGS, run: membersRemove },
   'members link': { options: MEMBER_FLAGS, run: membersLink },
+  'members passkeys': { options: MEMBER_FLAGS, run: membersPasskeys },
+  'members remove-passkey': { options: { ...MEMBER_FLAGS, passkey: { type: 'string' } }, run: membersRemovePasskey },
   'audit verify': { options: { org: { type: 'string' }, incremental: { type: 'boolean' }, ...JSON_FLAG }, run: auditVerify },
   'audit export': {
     options: { org: { type: 'string' }, out: { type: 'string' }, redact: { type: 'boolean' }, days: { type: 'string' }, ...JSON_FLAG },

@@ -113,6 +113,15 @@ afterAll(async () => {
   idp?.stop();
 }, 60_000);
 
+/** The console's operations that need a signed-in session (the others are how one signs in, or public pages). */
+const SESSION_OPERATIONS: ReadonlySet<string> = new Set([
+  'getConsoleSession',
+  'listConsolePasskeys',
+  'startConsolePasskeyRegistration',
+  'registerConsolePasskey',
+  'removeConsolePasskey',
+]);
+
 /** The outcome the declared policy demands for this caller. Throws for a policy nobody taught this test. */
 function expected(op: OperationDef, caller: Caller): Expectation {
   const policy = op.auth as string;
@@ -123,8 +132,8 @@ function expected(op: OperationDef, caller: Caller): Expectation {
       return { status: 401 };
     case 'console':
       // A bearer is no credential of the console's own operations: every caller is a browser without a session, so
-      // only "who is signed in" answers 401 (decision 0353).
-      return op.operationId === 'getConsoleSession' ? { status: 401 } : { allowed: true };
+      // "who is signed in" and the signed-in member's own passkeys answer 401 (decisions 0353, 0380).
+      return SESSION_OPERATIONS.has(op.operationId) ? { status: 401 } : { allowed: true };
     case 'mcp':
       // Any valid credential of THIS org that may call tools; another org's credential is invalid here.
       if (caller.token === null || caller.machine === 'api-key' || caller.home !== 'A') return { status: 401 };
@@ -191,6 +200,9 @@ function bodyFor(op: OperationDef, caller: Caller): { body: string; contentType:
       return jsonBody({ ids: [randomUUID()], enabled: true });
     case 'createOrg':
       return jsonBody({ slug: `matrix-${randomUUID().slice(0, 8)}`, name: 'Matrix' });
+    case 'registerConsolePasskey':
+      // A well-formed answer, so the missing session (not the body) decides.
+      return jsonBody({ response: { id: 'AAAAAAAAAAAAAAAAAAAAAA', rawId: 'AAAAAAAAAAAAAAAAAAAAAA', type: 'public-key', response: {} } });
     case 'mcpEndpoint':
       return jsonBody({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
     case 'createWebhook':

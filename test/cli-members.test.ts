@@ -1,10 +1,12 @@
 // `toolgate members ...` and `org create --admin-email` (issue 40): through a running server's operator API (its
-// answers checked against openapi.yaml) and offline on an embedded data folder. The link printed works once.
+// answers checked against openapi.yaml) and offline on an embedded data folder. The link printed works once. A member's
+// passkeys (registered with a software authenticator) are listed and removed.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { api, onboard, OPERATOR_TOKEN, startTestGateway, type TestGateway } from './support/gateway.ts';
+import { api, BASE, onboard, OPERATOR_TOKEN, startTestGateway, type TestGateway } from './support/gateway.ts';
+import { SoftAuthenticator } from './support/soft-authenticator.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const BUN = join(ROOT, 'node_modules', '.bin', 'bun');
@@ -87,6 +89,22 @@ describe('members through the operator API', () => {
     expect(unknown.stderr).toContain('no member with the e-mail');
     expect((await run(['members', 'invite', '--org', 'crew'], env())).code).toBe(2);
     expect((await run(['members', 'set-roles', '--org', 'crew', '--email', 'dee@example.com', '--roles', 'owner'], env())).code).toBe(2);
+  });
+
+  test('members passkeys lists a member’s passkeys (no key material); remove-passkey removes one', async () => {
+    const invited = await run(['members', 'invite', '--org', 'crew', '--email', 'kit@example.com', '--json'], env());
+    const token = tokenOf(invited.json.invitation.url);
+    const started = await api(g, 'POST', '/members/accept/passkey-options', null, { token });
+    const authenticator = new SoftAuthenticator(BASE);
+    const response = authenticator.create(((await started.json()) as { options: Parameters<SoftAuthenticator['create']>[0] }).options);
+    expect((await api(g, 'POST', '/members/accept', null, { token, password: 'kit password 0001', passkey: { name: 'Kit key', response } })).status).toBe(200);
+    const listed = await run(['members', 'passkeys', '--org', 'crew', '--email', 'kit@example.com', '--json'], env());
+    expect(listed.json.passkeys).toMatchObject([{ name: 'Kit key', last_used_at: null }]);
+    expect(listed.stdout).not.toContain(response.id);
+    expect((await run(['members', 'remove-passkey', '--org', 'crew', '--email', 'kit@example.com'], env())).code).toBe(2);
+    const removed = await run(['members', 'remove-passkey', '--org', 'crew', '--email', 'kit@example.com', '--passkey', listed.json.passkeys[0].id], env());
+    expect(removed.stdout).toContain('Removed the passkey “Kit key” of kit@example.com');
+    expect((await run(['members', 'passkeys', '--org', 'crew', '--email', 'kit@example.com'], env())).stdout).toContain('kit@example.com has no passkeys');
   });
 
   test('org create --admin-email prints the first admin invitation', async () => {

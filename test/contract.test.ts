@@ -106,13 +106,15 @@ describe('operations', () => {
     expect(operations.find((o) => o.path === '/mcp/{orgSlug}')?.auth).toBe('mcp');
   });
 
-  test("the console's routes are the contract's operations tagged console, and only they have its policy", () => {
+  // A member's own passkeys (tag passkeys, decision 0380) have the console's policy too: the session is their only
+  // credential; the tag keeps them in the generated client.
+  test("the console's routes are the contract's operations tagged console or passkeys, and only they have its policy", () => {
     const doc = parseYaml(readFileSync(join(ROOT, 'openapi.yaml'), 'utf8')) as {
       paths: Record<string, Record<string, { operationId?: string; tags?: string[] }>>;
     };
     const tagged = Object.values(doc.paths)
       .flatMap((item) => Object.values(item))
-      .filter((op) => op.tags?.includes('console'))
+      .filter((op) => op.tags?.includes('console') || op.tags?.includes('passkeys'))
       .map((op) => op.operationId);
     expect(operations.filter((o) => o.auth === 'console').map((o) => o.operationId)).toEqual(tagged as never);
     const routes = operations.filter((o) => o.auth === 'console').map((o) => `${o.method} ${o.path}`);

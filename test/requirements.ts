@@ -403,6 +403,23 @@ export const REQUIREMENTS = {
     "A signed-in access token is accepted only at the MCP endpoint its aud names: another org's resource, another audience or none -> 401 with the endpoint's resource_metadata [issue 40 item 7b; RFC 8707; decision 0364]",
   'AUTH-ERRORS-POINT-THE-WAY':
     'An IdP refused for plain http or a private address names TOOLGATE_OUTBOUND_ALLOW_HOSTS; an API key sent as Authorization: Bearer is told to use X-API-Key, without the key echoed [issue 40 item 6; decision 0365]',
+
+  // Issue 40 item 3: passkeys of members (decision 0380)
+  'PASSKEY-REGISTER':
+    "A signed-in member registers a discoverable passkey (resident key, user verification required) whose RP ID is the public URL's host and whose origin is its origin exactly; also while following an invitation link [issue 40 item 3; decision 0380]",
+  'PASSKEY-MANAGE-OWN':
+    'A member lists, renames and removes their own passkeys through the contract (generated client, console; the CLI for the operator); no key material is shown [issue 40 item 3; decision 0380]',
+  'PASSKEY-SIGN-IN':
+    "A passkey signs a member in, usernameless, on the console and on the org's MCP sign-in page, under the failed-sign-in limits, audited as the member with method passkey [issue 40 items 3-4; decision 0380]",
+  'PASSKEY-CHALLENGE-ONCE':
+    "A ceremony's challenge is kept in the store as a hash, bound to what asked for it, short-lived, and works once on any instance sharing the store [issue 40 item 3; decision 0380]",
+  'PASSKEY-REFUSALS':
+    "A replayed challenge, another origin, another org's passkey, a removed passkey: one answer that says nothing more [issue 40 item 3; decision 0380]",
+  'PASSKEY-COUNTER': 'A signature counter that does not move forward (a cloned authenticator) is a refused sign-in [decision 0380]',
+  'PASSKEY-ADMIN-REMOVE':
+    "An admin (not a contributor) lists and removes a member's passkeys; another org's member is not found [issue 40 item 3; decision 0380]",
+  'PASSKEY-REMOVAL-ENDS-SESSIONS':
+    'Removing a passkey ends the console sessions signed in with it and revokes the MCP grants made with it, on every instance; other sessions stay [decision 0380]',
 } as const;
 
 export type RequirementId = keyof typeof REQUIREMENTS;

@@ -3,7 +3,7 @@
 
 import { client } from './client.gen.ts';
 import { type Client, type Options as Options2, type TDataShape, urlSearchParamsBodySerializer } from './client/index.ts';
-import type { AcceptMemberLinkData, AcceptMemberLinkErrors, AcceptMemberLinkResponses, ApproveApprovalData, ApproveApprovalErrors, ApproveApprovalResponses, ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, AuthorizeMcpClientData, AuthorizeMcpClientErrors, AuthorizeMcpClientResponses, ConsentMcpClientData, ConsentMcpClientErrors, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateMcpClientData, CreateMcpClientErrors, CreateMcpClientResponses, CreateMemberLinkData, CreateMemberLinkErrors, CreateMemberLinkResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOperatorMemberLinkData, CreateOperatorMemberLinkErrors, CreateOperatorMemberLinkResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateSavedToolData, CreateSavedToolErrors, CreateSavedToolResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, DeleteSavedToolData, DeleteSavedToolErrors, DeleteSavedToolResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, ExportOperatorAuditData, ExportOperatorAuditErrors, ExportOperatorAuditResponses, FinishMcpSignInData, FinishMcpSignInErrors, FinishMcpSignInResponses, GetAuthorizationServerMetadataData, GetAuthorizationServerMetadataErrors, GetAuthorizationServerMetadataResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsErrors, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetInsightsData, GetInsightsErrors, GetInsightsResponses, GetJwksData, GetJwksErrors, GetJwksResponses, GetLimitsData, GetLimitsErrors, GetLimitsResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOpenIdConfigurationAppendedData, GetOpenIdConfigurationAppendedErrors, GetOpenIdConfigurationAppendedResponses, GetOpenIdConfigurationData, GetOpenIdConfigurationErrors, GetOpenIdConfigurationResponses, GetOperatorOrgData, GetOperatorOrgErrors, GetOperatorOrgResponses, GetOrgData, GetOrgDirectoryData, GetOrgDirectoryErrors, GetOrgDirectoryResponses, GetOrgErrors, GetOrgResponses, GetProtectedResourceMetadataData, GetProtectedResourceMetadataErrors, GetProtectedResourceMetadataResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSavedToolData, GetSavedToolErrors, GetSavedToolResponses, GetSubscriptionData, GetSubscriptionErrors, GetSubscriptionResponses, GetUsageData, GetUsageErrors, GetUsageResponses, InviteMemberData, InviteMemberErrors, InviteMemberResponses, InviteOperatorMemberData, InviteOperatorMemberErrors, InviteOperatorMemberResponses, IssueMcpTokenData, IssueMcpTokenErrors, IssueMcpTokenResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListMcpClientsData, ListMcpClientsErrors, ListMcpClientsResponses, ListMcpGrantsData, ListMcpGrantsErrors, ListMcpGrantsResponses, ListMembersData, ListMembersErrors, ListMembersResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListOperatorApiKeysData, ListOperatorApiKeysErrors, ListOperatorApiKeysResponses, ListOperatorMembersData, ListOperatorMembersErrors, ListOperatorMembersResponses, ListOperatorOrgsData, ListOperatorOrgsErrors, ListOperatorOrgsResponses, ListRefusedFingerprintsData, ListRefusedFingerprintsErrors, ListRefusedFingerprintsResponses, ListSavedToolsData, ListSavedToolsErrors, ListSavedToolsResponses, ListSavedToolVersionsData, ListSavedToolVersionsErrors, ListSavedToolVersionsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RegisterMcpClientData, RegisterMcpClientErrors, RegisterMcpClientResponses, RejectApprovalData, RejectApprovalErrors, RejectApprovalResponses, RemoveMemberData, RemoveMemberErrors, RemoveMemberResponses, RemoveOperatorMemberData, RemoveOperatorMemberErrors, RemoveOperatorMemberResponses, ResendWebhookEventData, ResendWebhookEventErrors, ResendWebhookEventResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevalidateOperatorConnectorData, RevalidateOperatorConnectorErrors, RevalidateOperatorConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeMcpClientData, RevokeMcpClientErrors, RevokeMcpClientResponses, RevokeMcpGrantData, RevokeMcpGrantErrors, RevokeMcpGrantResponses, RevokeMcpTokenData, RevokeMcpTokenErrors, RevokeMcpTokenResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, RevokeOperatorApiKeyData, RevokeOperatorApiKeyErrors, RevokeOperatorApiKeyResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, SetMcpSignInSettingsData, SetMcpSignInSettingsErrors, SetMcpSignInSettingsResponses, SetPeopleSignInData, SetPeopleSignInErrors, SetPeopleSignInResponses, SignInMcpMemberData, SignInMcpMemberErrors, SignInMcpMemberResponses, TestConnectorData, TestConnectorErrors, TestConnectorResponses, UpdateApiKeyData, UpdateApiKeyErrors, UpdateApiKeyResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateMemberData, UpdateMemberErrors, UpdateMemberResponses, UpdateOAuthClientData, UpdateOAuthClientErrors, UpdateOAuthClientResponses, UpdateOperatorMemberData, UpdateOperatorMemberErrors, UpdateOperatorMemberResponses, UpdateOperatorOrgData, UpdateOperatorOrgErrors, UpdateOperatorOrgResponses, UpdateOrgData, UpdateOrgErrors, UpdateOrgResponses, UpdateSavedToolData, UpdateSavedToolErrors, UpdateSavedToolResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses, UpdateToolsBulkData, UpdateToolsBulkErrors, UpdateToolsBulkResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses } from './types.gen.ts';
+import type { AcceptMemberLinkData, AcceptMemberLinkErrors, AcceptMemberLinkResponses, ApproveApprovalData, ApproveApprovalErrors, ApproveApprovalResponses, ArchiveConnectorData, ArchiveConnectorErrors, ArchiveConnectorResponses, AuthorizeMcpClientData, AuthorizeMcpClientErrors, AuthorizeMcpClientResponses, ConsentMcpClientData, ConsentMcpClientErrors, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConnectorData, CreateConnectorErrors, CreateConnectorResponses, CreateMcpClientData, CreateMcpClientErrors, CreateMcpClientResponses, CreateMemberLinkData, CreateMemberLinkErrors, CreateMemberLinkResponses, CreateOAuthClientData, CreateOAuthClientErrors, CreateOAuthClientResponses, CreateOperatorMemberLinkData, CreateOperatorMemberLinkErrors, CreateOperatorMemberLinkResponses, CreateOrgData, CreateOrgErrors, CreateOrgResponses, CreateSavedToolData, CreateSavedToolErrors, CreateSavedToolResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteIdpConfigData, DeleteIdpConfigErrors, DeleteIdpConfigResponses, DeleteSavedToolData, DeleteSavedToolErrors, DeleteSavedToolResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, ExportAuditEventsData, ExportAuditEventsErrors, ExportAuditEventsResponses, ExportOperatorAuditData, ExportOperatorAuditErrors, ExportOperatorAuditResponses, FinishMcpSignInData, FinishMcpSignInErrors, FinishMcpSignInResponses, GetAuthorizationServerMetadataData, GetAuthorizationServerMetadataErrors, GetAuthorizationServerMetadataResponses, GetConnectorData, GetConnectorErrors, GetConnectorResponses, GetDocsAssetData, GetDocsAssetErrors, GetDocsAssetResponses, GetDocsData, GetDocsErrors, GetDocsResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetIdpConfigData, GetIdpConfigErrors, GetIdpConfigResponses, GetInsightsData, GetInsightsErrors, GetInsightsResponses, GetJwksData, GetJwksErrors, GetJwksResponses, GetLimitsData, GetLimitsErrors, GetLimitsResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetOpenIdConfigurationAppendedData, GetOpenIdConfigurationAppendedErrors, GetOpenIdConfigurationAppendedResponses, GetOpenIdConfigurationData, GetOpenIdConfigurationErrors, GetOpenIdConfigurationResponses, GetOperatorOrgData, GetOperatorOrgErrors, GetOperatorOrgResponses, GetOrgData, GetOrgDirectoryData, GetOrgDirectoryErrors, GetOrgDirectoryResponses, GetOrgErrors, GetOrgResponses, GetProtectedResourceMetadataData, GetProtectedResourceMetadataErrors, GetProtectedResourceMetadataResponses, GetProvisioningStatusData, GetProvisioningStatusErrors, GetProvisioningStatusResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetSavedToolData, GetSavedToolErrors, GetSavedToolResponses, GetSubscriptionData, GetSubscriptionErrors, GetSubscriptionResponses, GetUsageData, GetUsageErrors, GetUsageResponses, InviteMemberData, InviteMemberErrors, InviteMemberResponses, InviteOperatorMemberData, InviteOperatorMemberErrors, InviteOperatorMemberResponses, IssueMcpTokenData, IssueMcpTokenErrors, IssueMcpTokenResponses, IssueTokenData, IssueTokenErrors, IssueTokenResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListApprovalsData, ListApprovalsErrors, ListApprovalsResponses, ListAuditEventsData, ListAuditEventsErrors, ListAuditEventsResponses, ListConnectorsData, ListConnectorsErrors, ListConnectorsResponses, ListConsolePasskeysData, ListConsolePasskeysErrors, ListConsolePasskeysResponses, ListMcpClientsData, ListMcpClientsErrors, ListMcpClientsResponses, ListMcpGrantsData, ListMcpGrantsErrors, ListMcpGrantsResponses, ListMemberPasskeysData, ListMemberPasskeysErrors, ListMemberPasskeysResponses, ListMembersData, ListMembersErrors, ListMembersResponses, ListOAuthClientsData, ListOAuthClientsErrors, ListOAuthClientsResponses, ListOperatorApiKeysData, ListOperatorApiKeysErrors, ListOperatorApiKeysResponses, ListOperatorMemberPasskeysData, ListOperatorMemberPasskeysErrors, ListOperatorMemberPasskeysResponses, ListOperatorMembersData, ListOperatorMembersErrors, ListOperatorMembersResponses, ListOperatorOrgsData, ListOperatorOrgsErrors, ListOperatorOrgsResponses, ListRefusedFingerprintsData, ListRefusedFingerprintsErrors, ListRefusedFingerprintsResponses, ListSavedToolsData, ListSavedToolsErrors, ListSavedToolsResponses, ListSavedToolVersionsData, ListSavedToolVersionsErrors, ListSavedToolVersionsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, McpEndpointData, McpEndpointErrors, McpEndpointResponses, ProvisionOrgData, ProvisionOrgErrors, ProvisionOrgResponses, RegisterConsolePasskeyData, RegisterConsolePasskeyErrors, RegisterConsolePasskeyResponses, RegisterMcpClientData, RegisterMcpClientErrors, RegisterMcpClientResponses, RejectApprovalData, RejectApprovalErrors, RejectApprovalResponses, RemoveConsolePasskeyData, RemoveConsolePasskeyErrors, RemoveConsolePasskeyResponses, RemoveMemberData, RemoveMemberErrors, RemoveMemberPasskeyData, RemoveMemberPasskeyErrors, RemoveMemberPasskeyResponses, RemoveMemberResponses, RemoveOperatorMemberData, RemoveOperatorMemberErrors, RemoveOperatorMemberPasskeyData, RemoveOperatorMemberPasskeyErrors, RemoveOperatorMemberPasskeyResponses, RemoveOperatorMemberResponses, RenameConsolePasskeyData, RenameConsolePasskeyErrors, RenameConsolePasskeyResponses, ResendWebhookEventData, ResendWebhookEventErrors, ResendWebhookEventResponses, RevalidateConnectorData, RevalidateConnectorErrors, RevalidateConnectorResponses, RevalidateOperatorConnectorData, RevalidateOperatorConnectorErrors, RevalidateOperatorConnectorResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, RevokeMcpClientData, RevokeMcpClientErrors, RevokeMcpClientResponses, RevokeMcpGrantData, RevokeMcpGrantErrors, RevokeMcpGrantResponses, RevokeMcpTokenData, RevokeMcpTokenErrors, RevokeMcpTokenResponses, RevokeOAuthClientData, RevokeOAuthClientErrors, RevokeOAuthClientResponses, RevokeOperatorApiKeyData, RevokeOperatorApiKeyErrors, RevokeOperatorApiKeyResponses, SetIdpConfigData, SetIdpConfigErrors, SetIdpConfigResponses, SetMcpSignInSettingsData, SetMcpSignInSettingsErrors, SetMcpSignInSettingsResponses, SetPeopleSignInData, SetPeopleSignInErrors, SetPeopleSignInResponses, SignInMcpMemberData, SignInMcpMemberErrors, SignInMcpMemberPasskeyData, SignInMcpMemberPasskeyErrors, SignInMcpMemberPasskeyResponses, SignInMcpMemberResponses, StartConsolePasskeyRegistrationData, StartConsolePasskeyRegistrationErrors, StartConsolePasskeyRegistrationResponses, StartMemberLinkPasskeyData, StartMemberLinkPasskeyErrors, StartMemberLinkPasskeyResponses, TestConnectorData, TestConnectorErrors, TestConnectorResponses, UpdateApiKeyData, UpdateApiKeyErrors, UpdateApiKeyResponses, UpdateConnectorData, UpdateConnectorErrors, UpdateConnectorResponses, UpdateMemberData, UpdateMemberErrors, UpdateMemberResponses, UpdateOAuthClientData, UpdateOAuthClientErrors, UpdateOAuthClientResponses, UpdateOperatorMemberData, UpdateOperatorMemberErrors, UpdateOperatorMemberResponses, UpdateOperatorOrgData, UpdateOperatorOrgErrors, UpdateOperatorOrgResponses, UpdateOrgData, UpdateOrgErrors, UpdateOrgResponses, UpdateSavedToolData, UpdateSavedToolErrors, UpdateSavedToolResponses, UpdateToolMetadataData, UpdateToolMetadataErrors, UpdateToolMetadataResponses, UpdateToolsBulkData, UpdateToolsBulkErrors, UpdateToolsBulkResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses } from './types.gen.ts';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -647,6 +647,24 @@ export const createOperatorMemberLink = <ThrowOnError extends boolean = false>(o
 });
 
 /**
+ * One org's member's passkeys (the CLI's `toolgate members passkeys`)
+ */
+export const listOperatorMemberPasskeys = <ThrowOnError extends boolean = false>(options: Options<ListOperatorMemberPasskeysData, ThrowOnError>) => (options.client ?? client).get<ListOperatorMemberPasskeysResponses, ListOperatorMemberPasskeysErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/operator/orgs/{slug}/members/{memberId}/passkeys',
+    ...options
+});
+
+/**
+ * Remove one of one org's member's passkeys
+ */
+export const removeOperatorMemberPasskey = <ThrowOnError extends boolean = false>(options: Options<RemoveOperatorMemberPasskeyData, ThrowOnError>) => (options.client ?? client).delete<RemoveOperatorMemberPasskeyResponses, RemoveOperatorMemberPasskeyErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/operator/orgs/{slug}/members/{memberId}/passkeys/{passkeyId}',
+    ...options
+});
+
+/**
  * List one org's API keys (never their secrets)
  *
  * The org admins' list (`GET /api/org/api-keys`), for the operator to find the key to revoke.
@@ -751,6 +769,26 @@ export const finishMcpSignIn = <ThrowOnError extends boolean = false>(options: O
 export const signInMcpMember = <ThrowOnError extends boolean = false>(options: Options<SignInMcpMemberData, ThrowOnError>) => (options.client ?? client).post<SignInMcpMemberResponses, SignInMcpMemberErrors, ThrowOnError>({
     ...urlSearchParamsBodySerializer,
     url: '/oauth/{orgSlug}/sign-in',
+    ...options,
+    headers: {
+        'Content-Type': 'application/x-www-form-urlencoded',
+        ...options.headers
+    }
+});
+
+/**
+ * A member's passkey, from the members' sign-in page
+ *
+ * The page's passkey button posts the passkey's answer (WebAuthn, JSON in the `response` field) to the page's
+ * challenge, which is bound to the org and to this browser's sign-in (decision 0380). The failed-sign-in limits
+ * apply before the answer is checked (the passkey's member's account, as for a password); an unknown, removed or
+ * other org's passkey, a replayed or foreign challenge, another origin and a suspended member get one answer.
+ * Signed in: the consent page.
+ *
+ */
+export const signInMcpMemberPasskey = <ThrowOnError extends boolean = false>(options: Options<SignInMcpMemberPasskeyData, ThrowOnError>) => (options.client ?? client).post<SignInMcpMemberPasskeyResponses, SignInMcpMemberPasskeyErrors, ThrowOnError>({
+    ...urlSearchParamsBodySerializer,
+    url: '/oauth/{orgSlug}/passkey',
     ...options,
     headers: {
         'Content-Type': 'application/x-www-form-urlencoded',
@@ -933,6 +971,24 @@ export const createMemberLink = <ThrowOnError extends boolean = false>(options: 
 });
 
 /**
+ * A member's passkeys (name, created, last used)
+ */
+export const listMemberPasskeys = <ThrowOnError extends boolean = false>(options: Options<ListMemberPasskeysData, ThrowOnError>) => (options.client ?? client).get<ListMemberPasskeysResponses, ListMemberPasskeysErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/members/{memberId}/passkeys',
+    ...options
+});
+
+/**
+ * Remove a member's passkey (a lost device); it signs nobody in from the next attempt
+ */
+export const removeMemberPasskey = <ThrowOnError extends boolean = false>(options: Options<RemoveMemberPasskeyData, ThrowOnError>) => (options.client ?? client).delete<RemoveMemberPasskeyResponses, RemoveMemberPasskeyErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/api/org/members/{memberId}/passkeys/{passkeyId}',
+    ...options
+});
+
+/**
  * With an IdP configured, how people sign in to the org's MCP authorization server
  *
  * `idp_only` (the default), `members_only` or `both`. Without an IdP, members sign in whatever this says.
@@ -948,14 +1004,32 @@ export const setPeopleSignIn = <ThrowOnError extends boolean = false>(options: O
 });
 
 /**
- * Follow an invitation or password-reset link, setting a password
+ * Follow an invitation or password-reset link, setting a password (and registering a passkey)
  *
  * The token is the link's fragment (`/console#/join/<token>`). One answer for an unknown, used or expired link.
  * An invitation makes the member active; a reset replaces the password and ends the member's sessions and sign-ins.
+ * `passkey` (optional): the answer to `startMemberLinkPasskey`'s options, checked before the link is used and
+ * stored with it (decision 0380).
  *
  */
 export const acceptMemberLink = <ThrowOnError extends boolean = false>(options: Options<AcceptMemberLinkData, ThrowOnError>) => (options.client ?? client).post<AcceptMemberLinkResponses, AcceptMemberLinkErrors, ThrowOnError>({
     url: '/members/accept',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Options to register a passkey while following an invitation or password-reset link
+ *
+ * The link is not used yet (`acceptMemberLink` uses it, with the passkey's answer). The challenge is bound to the
+ * link and accepted once, for 5 minutes (decision 0380). One answer for an unknown, used or expired link.
+ *
+ */
+export const startMemberLinkPasskey = <ThrowOnError extends boolean = false>(options: Options<StartMemberLinkPasskeyData, ThrowOnError>) => (options.client ?? client).post<StartMemberLinkPasskeyResponses, StartMemberLinkPasskeyErrors, ThrowOnError>({
+    url: '/members/accept/passkey-options',
     ...options,
     headers: {
         'Content-Type': 'application/json',
@@ -1171,4 +1245,51 @@ export const getLimits = <ThrowOnError extends boolean = false>(options?: Option
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/api/billing/limits',
     ...options
+});
+
+/**
+ * The signed-in member's own passkeys
+ */
+export const listConsolePasskeys = <ThrowOnError extends boolean = false>(options?: Options<ListConsolePasskeysData, ThrowOnError>) => (options?.client ?? client).get<ListConsolePasskeysResponses, ListConsolePasskeysErrors, ThrowOnError>({ url: '/console/passkeys', ...options });
+
+/**
+ * Register a passkey for the signed-in member (the answer to the registration options)
+ */
+export const registerConsolePasskey = <ThrowOnError extends boolean = false>(options: Options<RegisterConsolePasskeyData, ThrowOnError>) => (options.client ?? client).post<RegisterConsolePasskeyResponses, RegisterConsolePasskeyErrors, ThrowOnError>({
+    url: '/console/passkeys',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Options to register a passkey for the signed-in member
+ *
+ * A discoverable credential with user verification (decision 0380), excluding the member's passkeys; the
+ * challenge is bound to the member and this session and accepted once, for 5 minutes. With the CSRF token.
+ *
+ */
+export const startConsolePasskeyRegistration = <ThrowOnError extends boolean = false>(options?: Options<StartConsolePasskeyRegistrationData, ThrowOnError>) => (options?.client ?? client).post<StartConsolePasskeyRegistrationResponses, StartConsolePasskeyRegistrationErrors, ThrowOnError>({ url: '/console/passkey-registration', ...options });
+
+/**
+ * Remove one of the signed-in member's passkeys
+ *
+ * The console sessions signed in with it end and the MCP grants made after signing in with it are revoked, on
+ * every instance (decision 0380).
+ *
+ */
+export const removeConsolePasskey = <ThrowOnError extends boolean = false>(options: Options<RemoveConsolePasskeyData, ThrowOnError>) => (options.client ?? client).delete<RemoveConsolePasskeyResponses, RemoveConsolePasskeyErrors, ThrowOnError>({ url: '/console/passkeys/{passkeyId}', ...options });
+
+/**
+ * Rename one of the signed-in member's passkeys (with the session's CSRF token)
+ */
+export const renameConsolePasskey = <ThrowOnError extends boolean = false>(options: Options<RenameConsolePasskeyData, ThrowOnError>) => (options.client ?? client).patch<RenameConsolePasskeyResponses, RenameConsolePasskeyErrors, ThrowOnError>({
+    url: '/console/passkeys/{passkeyId}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });

@@ -1,8 +1,9 @@
 /**
- * A member signs in with e-mail and password, on every door that takes one (the console, the org's MCP authorization
- * server): the failed-sign-in limits first (per e-mail of the org and per address, the anti-lockout rule), then the
- * hash; an unknown e-mail, a member without a password and a suspended one are checked against a dummy hash and get
- * the answer a wrong password gets. The member's principal is read from the store on every request.
+ * A member signs in with e-mail and password, or with a passkey, on every door that takes one (the console, the org's
+ * MCP authorization server): the failed-sign-in limits first (per account and address, per address, per account; the
+ * anti-lockout rule), then the hash or the signature; an unknown e-mail, a member without a password and a suspended
+ * one are checked against a dummy hash and get the answer a wrong password gets; every refused passkey gets one answer
+ * too. The member's principal is read from the store on every request.
  */
 import { recordAudit } from '../audit/repository.ts';
 import { limitedAttempt, refusalMessage, type AuthFailureLimiter } from '../limits/auth-failures.ts';
@@ -18,8 +19,15 @@ export type MemberSignIn =
   | { kind: 'refused'; message: string; retryAfterSeconds: number };
 
 const WRONG_CREDENTIALS = 'The e-mail or the password is wrong.';
+/** Every refused passkey gets these words: an unknown, removed or foreign one, a replay, another origin, a suspended member. */
+export const PASSKEY_REFUSED = 'This passkey was not accepted. Try again, or sign in with your password.';
 
-class WrongCredentials extends Error {}
+/** A refused credential: the one wrong answer (the reason goes to the audit row only). */
+export class WrongCredentials extends Error {
+  constructor(readonly reason?: string) {
+    super('wrong credentials');
+  }
+}
 
 export interface MemberSignInDeps {
   db: Db;
@@ -28,13 +36,38 @@ export interface MemberSignInDeps {
 
 /** `orgId` null: no org has the slug asked for; the same limits, work and answer as for an unknown e-mail. */
 export async function signInMember(deps: MemberSignInDeps, orgId: string | null, email: string, password: string, address: string): Promise<MemberSignIn> {
-  const subject = { client: `member:${orgId ?? 'none'}:${emailKey(email).slice(0, 320)}`, address };
-  const audit = (input: Omit<Parameters<typeof recordAudit>[1], 'orgId'>) => (orgId ? recordAudit(deps.db, { orgId, ...input }) : Promise.resolve());
+  const subject = { client: accountKey(orgId, email), address };
+  return limitedSignIn(deps, orgId, subject, { method: 'password', wrong: WRONG_CREDENTIALS }, () => checkPassword(deps, orgId, email, password));
+}
+
+/** The failed-sign-in limits' name of a member's account, whichever credential is tried: password and passkey count together. */
+export const accountKey = (orgId: string | null, email: string) => `member:${orgId ?? 'none'}:${emailKey(email).slice(0, 320)}`;
+
+/**
+ * One sign-in attempt under the limits (refused attempts check nothing), audited in `auditOrgId` (the member as the
+ * actor when it succeeds); a WrongCredentials from `check` is the one wrong answer.
+ */
+export async function limitedSignIn(
+  deps: MemberSignInDeps,
+  auditOrgId: string | null,
+  subject: { client: string; address: string },
+  how: { method: 'password' | 'passkey'; wrong: string },
+  check: () => Promise<MemberRow>,
+): Promise<MemberSignIn> {
+  const audit = (input: Omit<Parameters<typeof recordAudit>[1], 'orgId'>) =>
+    auditOrgId ? recordAudit(deps.db, { orgId: auditOrgId, ...input }) : Promise.resolve();
+  const failed = (outcome: 'denied' | 'refused', reason?: string) =>
+    audit({
+      action: 'member.sign_in_failed',
+      actor: { type: 'anonymous', id: null },
+      outcome,
+      details: { method: how.method, ...(reason ? { reason } : {}) },
+    });
   try {
     const member = await limitedAttempt(
       deps.authFailures,
       subject,
-      () => checkPassword(deps, orgId, email, password),
+      check,
       (err) => (err instanceof WrongCredentials ? 'failed' : 'unjudged'),
       async (refusal) => {
         countLimitRefusal('auth_failures');
@@ -42,17 +75,25 @@ export async function signInMember(deps: MemberSignInDeps, orgId: string | null,
       },
     );
     await updateMember(deps.db, member.orgId, member.id, { lastSignInAt: new Date() });
-    await audit({ action: 'member.signed_in', actor: { type: 'user', id: member.email }, targetType: 'member', targetId: member.id });
+    const details = { method: how.method };
+    await recordAudit(deps.db, {
+      orgId: member.orgId,
+      action: 'member.signed_in',
+      actor: { type: 'user', id: member.email },
+      targetType: 'member',
+      targetId: member.id,
+      details,
+    });
     return { kind: 'ok', member };
   } catch (err) {
     if (err instanceof WrongCredentials) {
-      await audit({ action: 'member.sign_in_failed', actor: { type: 'anonymous', id: null }, outcome: 'denied' });
-      return { kind: 'wrong', message: WRONG_CREDENTIALS };
+      await failed('denied', err.reason);
+      return { kind: 'wrong', message: how.wrong };
     }
     if (err instanceof HashingBusy) return { kind: 'refused', message: err.message, retryAfterSeconds: 2 };
     const retryAfterSeconds = (err as { retryAfterSeconds?: number }).retryAfterSeconds;
     if (typeof retryAfterSeconds === 'number') {
-      await audit({ action: 'member.sign_in_failed', actor: { type: 'anonymous', id: null }, outcome: 'refused' });
+      await failed('refused');
       return { kind: 'refused', message: (err as Error).message, retryAfterSeconds };
     }
     throw err;

@@ -1,18 +1,20 @@
 /**
- * `members list | invite | set-roles | suspend | resume | remove | link`: one org's members, through the operator API
- * of a running server or on the store. A member is named by e-mail; both paths print the same wire objects.
+ * `members list | invite | set-roles | suspend | resume | remove | link | passkeys | remove-passkey`: one org's members,
+ * through the operator API of a running server or on the store. A member is named by e-mail; both paths print the
+ * same wire objects.
  */
-import type { Member, MemberInvitation, MemberLink, MemberList } from '../../generated/client/types.gen.ts';
+import type { Member, MemberInvitation, MemberLink, MemberList, Passkey, PasskeyList } from '../../generated/client/types.gen.ts';
 import { memberList } from '../handlers/members.ts';
 import { orgBySlug } from '../orgs/operator.ts';
 import * as members from '../members/service.ts';
+import { listPasskeys, removePasskey } from '../members/passkeys.ts';
 import { print, requireSlug } from './orgs.ts';
 import { apiJson, chooseTarget, CliError, EXIT, onStore } from './target.ts';
 
 const OPERATOR = { type: 'operator', id: null } as const;
 const ROLES = ['admin', 'contributor', 'finance'];
 
-type Values = { org?: string; email?: string; roles?: string; json?: boolean };
+type Values = { org?: string; email?: string; roles?: string; passkey?: string; json?: boolean };
 
 function rolesOf(value: string | undefined, flag: string): string[] {
   const roles = (value ?? '')
@@ -119,4 +121,31 @@ export async function membersLink(values: Values): Promise<void> {
   });
   const what = link.purpose === 'invitation' ? 'Invitation' : 'Password-reset';
   print(Boolean(values.json), link, () => `${what} link (shown only now, one use, until ${link.expires_at}):\n${link.url}`);
+}
+
+const passkeyLine = (p: Passkey) =>
+  `${p.id}  ${p.name.padEnd(24)} created ${p.created_at}  ${p.last_used_at ? `last used ${p.last_used_at}` : 'never used'}${p.backed_up ? '  synced' : ''}`;
+
+export async function membersPasskeys(values: Values): Promise<void> {
+  const slug = requireSlug(values.org, '--org');
+  const email = requireEmail(values.email);
+  const list = await run<PasskeyList>(slug, email, {
+    api: (base, m) => ({ method: 'GET', path: `${base}/${m!.id}/passkeys` }),
+    store: (deps, orgId, m) => listPasskeys(deps.store.db, orgId, m!.id),
+  });
+  print(Boolean(values.json), list, () => list.passkeys.map(passkeyLine).join('\n') || `${email} has no passkeys`);
+}
+
+export async function membersRemovePasskey(values: Values): Promise<void> {
+  const slug = requireSlug(values.org, '--org');
+  const email = requireEmail(values.email);
+  const passkeyId = values.passkey ?? '';
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(passkeyId)) {
+    throw new CliError('--passkey is required (the passkey id, from `members passkeys`)', EXIT.usage);
+  }
+  const removed = await run<Passkey>(slug, email, {
+    api: (base, m) => ({ method: 'DELETE', path: `${base}/${m!.id}/passkeys/${passkeyId}` }),
+    store: (deps, orgId, m) => removePasskey(deps.store.db, orgId, m!.id, passkeyId, OPERATOR),
+  });
+  print(Boolean(values.json), removed, () => `Removed the passkey “${removed.name}” of ${email}: it signs nobody in any more.`);
 }

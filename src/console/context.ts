@@ -35,6 +35,9 @@ export const jsonReply = (body: unknown, status = 200, cookies: string[] = []) =
 
 export const errorReply = (status: number, error: string, message: string, cookies: string[] = []) => jsonReply({ error, message }, status, cookies);
 
+/** A passkey sign-in's binding cookie lasts as long as its challenge is accepted. */
+const PASSKEY_COOKIE_SECONDS = 300;
+
 /** No session outlives this, whatever the token's lifetime. */
 const MAX_SESSION_MS = 12 * 3600_000;
 
@@ -42,10 +45,13 @@ export interface ConsoleContext {
   deps: ConsoleDeps;
   redirectUri: string;
   /** The value of a cookie of the request, or null. */
-  cookieOf(request: Request, which: 'session' | 'login'): string | null;
+  cookieOf(request: Request, which: 'session' | 'login' | 'passkey'): string | null;
   clearSession: string;
   loginCookie(sealed: string): string;
   clearLogin: string;
+  /** The random value a passkey sign-in's challenge is bound to: this browser only (decision 0380). */
+  passkeyCookie(value: string): string;
+  clearPasskey: string;
   /** The principal REST sees for this bearer (the same authenticator, the same IdP claim rules), or null. */
   principalOf(bearer: string): Promise<Principal | null>;
   sessionOf(request: Request): Promise<{ id: string; session: ConsoleSession } | null>;
@@ -57,14 +63,21 @@ export interface ConsoleContext {
 function cookieNames(publicUrl: string) {
   const secure = publicUrl.startsWith('https:');
   return secure
-    ? { session: '__Host-tg_console', login: '__Host-tg_console_login', base: 'HttpOnly; Secure', sessionPath: '/', loginPath: '/' }
-    : { session: 'tg_console', login: 'tg_console_login', base: 'HttpOnly', sessionPath: '/', loginPath: '/console/auth' };
+    ? {
+        session: '__Host-tg_console',
+        login: '__Host-tg_console_login',
+        passkey: '__Host-tg_console_passkey',
+        base: 'HttpOnly; Secure',
+        sessionPath: '/',
+        loginPath: '/',
+      }
+    : { session: 'tg_console', login: 'tg_console_login', passkey: 'tg_console_passkey', base: 'HttpOnly', sessionPath: '/', loginPath: '/console/auth' };
 }
 
 export function consoleContext(deps: ConsoleDeps): ConsoleContext {
   const { config, store, box } = deps;
   const names = cookieNames(config.publicUrl);
-  const cookieOf = (request: Request, which: 'session' | 'login') => cookieValue(request, names[which]);
+  const cookieOf = (request: Request, which: 'session' | 'login' | 'passkey') => cookieValue(request, names[which]);
   const sessionCookie = (id: string, expiresAt: Date) =>
     `${names.session}=${id}; Path=${names.sessionPath}; ${names.base}; SameSite=Strict; Max-Age=${Math.max(1, Math.floor((expiresAt.getTime() - Date.now()) / 1000))}`;
   return {
@@ -75,6 +88,8 @@ export function consoleContext(deps: ConsoleDeps): ConsoleContext {
     // Lax, not Strict: the IdP's redirect back is a cross-site navigation, and the transaction must come along.
     loginCookie: (sealed) => `${names.login}=${sealed}; Path=${names.loginPath}; ${names.base}; SameSite=Lax; Max-Age=${LOGIN_TTL_MS / 1000}`,
     clearLogin: `${names.login}=; Path=${names.loginPath}; ${names.base}; SameSite=Lax; Max-Age=0`,
+    passkeyCookie: (value) => `${names.passkey}=${value}; Path=${names.loginPath}; ${names.base}; SameSite=Strict; Max-Age=${PASSKEY_COOKIE_SECONDS}`,
+    clearPasskey: `${names.passkey}=; Path=${names.loginPath}; ${names.base}; SameSite=Strict; Max-Age=0`,
     principalOf: (bearer) => deps.auth.restToken(bearer).catch(() => null),
     sessionOf: (request) => sessionOf(deps, request),
     async startSession(request, session) {

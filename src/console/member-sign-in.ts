@@ -5,6 +5,7 @@
  * token naming the member, whose status REST reads on every request.
  */
 import { signInMember } from '../auth/member-sign-in.ts';
+import type { MemberRow } from '../members/repository.ts';
 import { MANAGE_SCOPE, MCP_SCOPE } from '../auth/credentials.ts';
 import { json } from '../errors.ts';
 import { findOrgBySlug } from '../orgs/repository.ts';
@@ -32,8 +33,12 @@ export async function passwordSignIn(ctx: ConsoleContext, request: Request, inpu
   if (outcome.kind === 'refused') return json({ error: 'rate_limited', message: outcome.message }, 429, { 'retry-after': String(outcome.retryAfterSeconds) });
   if (outcome.kind === 'wrong') return errorReply(401, 'unauthenticated', outcome.message);
   if (org!.suspendedAt) return errorReply(403, 'org_suspended', 'The org is suspended by the gateway operator.');
-  const { member } = outcome;
-  const bearer = await deps.signer.issue({
+  return memberSession(ctx, request, outcome.member);
+}
+
+/** A signed-in member's console session (`passkeyId`: the passkey it signed in with, whose removal ends it). */
+export async function memberSession(ctx: ConsoleContext, request: Request, member: MemberRow, passkeyId?: string, cookies: string[] = []): Promise<Response> {
+  const bearer = await ctx.deps.signer.issue({
     orgId: member.orgId,
     clientId: `member:${member.id}`,
     memberId: member.id,
@@ -41,6 +46,6 @@ export async function passwordSignIn(ctx: ConsoleContext, request: Request, inpu
     ttlSeconds: MEMBER_SESSION_SECONDS,
   });
   const expiresAt = new Date(Date.now() + MEMBER_SESSION_SECONDS * 1000);
-  const cookies = await ctx.startSession(request, { orgId: member.orgId, kind: 'member', actor: member.id, bearer, expiresAt });
-  return jsonReply({ signed_in: true }, 200, cookies);
+  const session = await ctx.startSession(request, { orgId: member.orgId, kind: 'member', actor: member.id, bearer, expiresAt, passkeyId });
+  return jsonReply({ signed_in: true }, 200, [...session, ...cookies]);
 }

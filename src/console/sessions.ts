@@ -17,6 +17,8 @@ export interface ConsoleSession {
   /** The credential REST calls are sent with (the IdP access token, or a gateway token with org:manage). */
   bearer: string;
   expiresAt: Date;
+  /** The member's passkey this session signed in with: removing it ends the session (decision 0380). */
+  passkeyId?: string;
 }
 
 const sealContext = (idHash: string) => `console_session:${idHash}`;
@@ -41,6 +43,7 @@ export async function createSession(db: Db, box: SecretBox, session: ConsoleSess
     actor: session.actor,
     bearerSealed: box.encrypt(session.bearer, sealContext(idHash)),
     expiresAt: session.expiresAt,
+    passkeyId: session.passkeyId ?? null,
   });
   return id;
 }

@@ -33,7 +33,21 @@ import {
   setMcpSignInSettings,
 } from './oauth-server.ts';
 import { authorizeMcpClient, consentMcpClient, finishMcpSignIn } from './oauth-signin.ts';
-import { signInMcpMember } from './oauth-member-sign-in.ts';
+import { signInMcpMember, signInMcpMemberPasskey } from './oauth-member-sign-in.ts';
+import {
+  listConsolePasskeys,
+  listMemberPasskeys,
+  listOperatorMemberPasskeys,
+  registerConsolePasskey,
+  removeConsolePasskey,
+  removeMemberPasskey,
+  removeOperatorMemberPasskey,
+  renameConsolePasskey,
+  signInConsolePasskey,
+  startConsolePasskeyRegistration,
+  startConsolePasskeySignIn,
+  startMemberLinkPasskey,
+} from './passkeys.ts';
 import {
   createOrg,
   exportOperatorAudit,
@@ -85,7 +99,20 @@ export const handlers: HandlerTable = {
   createMemberLink,
   setPeopleSignIn,
   acceptMemberLink,
+  startMemberLinkPasskey,
+  listMemberPasskeys,
+  removeMemberPasskey,
   signInMcpMember,
+  signInMcpMemberPasskey,
+  listOperatorMemberPasskeys,
+  removeOperatorMemberPasskey,
+  startConsolePasskeySignIn,
+  signInConsolePasskey,
+  listConsolePasskeys,
+  startConsolePasskeyRegistration,
+  registerConsolePasskey,
+  renameConsolePasskey,
+  removeConsolePasskey,
   listOperatorMembers,
   inviteOperatorMember,
   updateOperatorMember,

@@ -3,6 +3,7 @@ import { actorOf } from '../principal.ts';
 import { recordAudit } from '../audit/repository.ts';
 import { AppError, json } from '../errors.ts';
 import * as members from '../members/service.ts';
+import { checkLinkPasskey, saveLinkPasskey } from '../members/passkey-links.ts';
 import { peopleSignIn, setPeopleSignIn as savePeopleSignIn, type PeopleSignIn } from '../members/repository.ts';
 import { findIdpConfig } from '../auth/idp/repository.ts';
 import { findOrgById } from '../orgs/repository.ts';
@@ -10,6 +11,7 @@ import { orgBySlug } from '../orgs/operator.ts';
 import { sourceAddressOf } from '../net/source-address.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Handler, RequestContext } from './context.ts';
+import { passkeyDepsOf } from './passkeys.ts';
 import type { InviteMemberRequest, UpdateMemberRequest } from '../../generated/client/types.gen.ts';
 
 const NO_STORE = { 'cache-control': 'no-store' };
@@ -54,13 +56,18 @@ export const setPeopleSignIn: Handler = async ({ principal, deps, body }: Reques
   return json(await memberList(deps, principal!.orgId));
 };
 
-export const acceptMemberLink: Handler = async ({ request, deps, body }: RequestContext<{ token: string; password: string; display_name?: string }>) => {
+type AcceptBody = { token: string; password: string; display_name?: string; passkey?: { name?: string; response: unknown } };
+
+export const acceptMemberLink: Handler = async ({ request, deps, body }: RequestContext<AcceptBody>) => {
   const decision = await deps.limiter.take(`member-link:${sourceAddressOf(request, deps.config.trustedProxies)}`, ACCEPTS_PER_SECOND);
   if (!decision.allowed) {
     const retryAfter = String(decision.retryAfterSeconds);
     throw new AppError(429, 'rate_limited', `Too many attempts; retry after ${retryAfter} second(s).`, { 'retry-after': retryAfter });
   }
+  // A passkey registered while following the link (decision 0380) is checked while the link is live, stored once it is used.
+  const passkey = body.passkey ? await checkLinkPasskey(passkeyDepsOf(deps), body.token, body.passkey.response) : null;
   const done = await members.acceptLink(membersDeps(deps), body);
+  if (passkey) await saveLinkPasskey(deps.store.db, done, passkey, body.passkey?.name);
   const org = await findOrgById(deps.store.db, done.org_id);
   return json({ email: done.email, org_slug: org?.slug ?? '', purpose: done.purpose }, 200, NO_STORE);
 };

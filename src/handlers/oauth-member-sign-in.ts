@@ -1,14 +1,17 @@
 /**
  * Members on the org's authorization server (issue 40): which way a person signs in (members, the IdP, or both: the
- * org's setting when it has an IdP), the e-mail and password page, and its post, which leads to the same consent page
- * an IdP sign-in leads to. The grant's subject is `member:<id>`; the member is read again on every token use.
+ * org's setting when it has an IdP), the e-mail and password page with its passkey button, and their posts, which lead
+ * to the same consent page an IdP sign-in leads to. The grant's subject is `member:<id>`; the member is read again on
+ * every token use.
  */
 import type { AuthorizationRequest, OrgRef } from '../auth/oauth-server/authorize.ts';
 import { CONSENT_COOKIE, sealConsent } from '../auth/oauth-server/consent.ts';
-import { MEMBER_COOKIE, memberSignInPage, openMemberSignIn, sealMemberSignIn } from '../auth/oauth-server/member-page.ts';
+import { MEMBER_COOKIE, memberSignInPage, openMemberSignIn, sealMemberSignIn, type MemberSignInTransaction } from '../auth/oauth-server/member-page.ts';
 import { consentPage, errorPage } from '../auth/oauth-server/pages.ts';
 import { activeConnectors } from '../auth/oauth-server/repository.ts';
-import { signInMember } from '../auth/member-sign-in.ts';
+import { signInMember, type MemberSignIn } from '../auth/member-sign-in.ts';
+import { signInMemberWithPasskey } from '../auth/passkey-sign-in.ts';
+import { authenticationOptions, relyingParty } from '../members/passkeys.ts';
 import { sameSecret } from '../auth/idp/oidc-client.ts';
 import { findIdpConfig } from '../auth/idp/repository.ts';
 import { countActiveMembers, peopleSignIn } from '../members/repository.ts';
@@ -16,6 +19,7 @@ import { findOrgBySlug } from '../orgs/repository.ts';
 import { sourceAddressOf } from '../net/source-address.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Handler } from './context.ts';
+import { passkeyDepsOf } from './passkeys.ts';
 
 function cookie(deps: AppDeps, slug: string, name: string, value: string, maxAgeSeconds: number): string {
   const secure = deps.config.publicUrl.startsWith('https:') ? '; Secure' : '';
@@ -48,10 +52,23 @@ export async function peopleRoute(deps: AppDeps, orgId: string, url: URL): Promi
   return { idpUrl: `${viaIdp.pathname}${viaIdp.search}` };
 }
 
+/** A passkey sign-in's challenge on this page is bound to the org and to this browser's transaction. */
+const passkeyBinding = (tx: MemberSignInTransaction) => `mcp:${tx.org.id}:${tx.csrf}`;
+
+/** The member page: fresh passkey options with every rendering (each challenge works once). */
+async function memberPage(
+  deps: AppDeps,
+  tx: MemberSignInTransaction,
+  options: { idpUrl: string | null; problem: string | null; email: string; status: number; cookies: string[] },
+): Promise<Response> {
+  const passkey = relyingParty(deps.config.publicUrl) ? await authenticationOptions(passkeyDepsOf(deps), passkeyBinding(tx)) : null;
+  return memberSignInPage(tx, { ...options, passkey });
+}
+
 /** The member page for a checked authorization request, with its sealed transaction. */
-export function startMemberSignIn(deps: AppDeps, org: OrgRef, request: AuthorizationRequest, idpUrl: string | null): Response {
+export function startMemberSignIn(deps: AppDeps, org: OrgRef, request: AuthorizationRequest, idpUrl: string | null): Promise<Response> {
   const { sealed, tx } = sealMemberSignIn(deps.box, org, request);
-  return memberSignInPage(tx, { idpUrl, problem: null, email: '', status: 200, cookies: [cookie(deps, org.slug, MEMBER_COOKIE, sealed, 600)] });
+  return memberPage(deps, tx, { idpUrl, problem: null, email: '', status: 200, cookies: [cookie(deps, org.slug, MEMBER_COOKIE, sealed, 600)] });
 }
 
 /** A form post from this gateway's own page (no other origin). */
@@ -62,34 +79,63 @@ function crossSite(request: Request, publicUrl: string): boolean {
   return origin !== null && origin !== new URL(publicUrl).origin;
 }
 
-export const signInMcpMember: Handler = async ({ request, params, body, deps }) => {
-  const form = body as { csrf: string; email: string; password: string };
-  const found = await findOrgBySlug(deps.store.db, params.orgSlug!);
-  if (!found) return errorPage('Sign-in failed', 'No org has this address.', 404);
-  if (crossSite(request, deps.config.publicUrl)) return errorPage('Refused', 'The sign-in must come from the sign-in page.', 403);
+type Opened = { kind: 'page'; response: Response } | { kind: 'open'; org: OrgRef; tx: MemberSignInTransaction; clear: string; address: string };
+
+/** The checks both sign-in posts share: the org, our own page, this browser's live transaction and its CSRF token. */
+async function openPost(request: Request, slug: string, csrf: string, deps: AppDeps): Promise<Opened> {
+  const page = (response: Response) => ({ kind: 'page' as const, response });
+  const found = await findOrgBySlug(deps.store.db, slug);
+  if (!found) return page(errorPage('Sign-in failed', 'No org has this address.', 404));
+  if (crossSite(request, deps.config.publicUrl)) return page(errorPage('Refused', 'The sign-in must come from the sign-in page.', 403));
   const org = { id: found.id, slug: found.slug, name: found.name };
   const clear = cookie(deps, org.slug, MEMBER_COOKIE, '', 0);
   const tx = openMemberSignIn(deps.box, cookieValue(request, MEMBER_COOKIE), org.id);
-  if (!tx || !sameSecret(form.csrf ?? '', tx.csrf)) {
-    return errorPage('Sign-in failed', 'This sign-in has expired or was started in another browser. Start again from your client.', 400, [clear]);
+  if (!tx || !sameSecret(csrf, tx.csrf)) {
+    return page(errorPage('Sign-in failed', 'This sign-in has expired or was started in another browser. Start again from your client.', 400, [clear]));
   }
-  if (found.suspendedAt) return errorPage('Sign-in unavailable', 'This org is suspended by the gateway operator.', 403, [clear]);
-  const address = sourceAddressOf(request, deps.config.trustedProxies);
-  const outcome = await signInMember({ db: deps.store.db, authFailures: deps.authFailures }, org.id, form.email, form.password, address);
+  if (found.suspendedAt) return page(errorPage('Sign-in unavailable', 'This org is suspended by the gateway operator.', 403, [clear]));
+  return { kind: 'open', org, tx, clear, address: sourceAddressOf(request, deps.config.trustedProxies) };
+}
+
+/** The page again with the refusal, or the consent page for the signed-in member. */
+async function afterSignIn(
+  deps: AppDeps,
+  opened: Extract<Opened, { kind: 'open' }>,
+  outcome: MemberSignIn & { passkeyId?: string },
+  email: string,
+): Promise<Response> {
+  const { org, tx, clear } = opened;
   if (outcome.kind !== 'ok') {
-    const response = memberSignInPage(tx, {
-      idpUrl: null,
-      problem: outcome.message,
-      email: form.email.slice(0, 320),
-      status: outcome.kind === 'refused' ? 429 : 401,
-      cookies: [],
-    });
+    const status = outcome.kind === 'refused' ? 429 : 401;
+    const response = await memberPage(deps, tx, { idpUrl: null, problem: outcome.message, email: email.slice(0, 320), status, cookies: [] });
     if (outcome.kind === 'refused') response.headers.set('retry-after', String(outcome.retryAfterSeconds));
     return response;
   }
   const { member } = outcome;
-  const person = { subject: `member:${member.id}`, email: member.email, roles: member.roles, attributes: member.attributes };
+  const person = { subject: `member:${member.id}`, email: member.email, roles: member.roles, attributes: member.attributes, passkeyId: outcome.passkeyId };
   const consent = sealConsent(deps.box, { org: tx.org, request: tx.request, person });
   const connectors = await activeConnectors(deps.store.db, org.id);
   return consentPage(consent.tx, consent.csrf, connectors, [clear, cookie(deps, org.slug, CONSENT_COOKIE, consent.sealed, 600)]);
+}
+
+export const signInMcpMember: Handler = async ({ request, params, body, deps }) => {
+  const form = body as { csrf: string; email: string; password: string };
+  const opened = await openPost(request, params.orgSlug!, form.csrf ?? '', deps);
+  if (opened.kind === 'page') return opened.response;
+  const outcome = await signInMember({ db: deps.store.db, authFailures: deps.authFailures }, opened.org.id, form.email, form.password, opened.address);
+  return afterSignIn(deps, opened, outcome, form.email);
+};
+
+/** The passkey button's post: the answer to this page's challenge (bound to the org and this transaction). */
+export const signInMcpMemberPasskey: Handler = async ({ request, params, body, deps }) => {
+  const form = body as { csrf: string; response: string };
+  const opened = await openPost(request, params.orgSlug!, form.csrf ?? '', deps);
+  if (opened.kind === 'page') return opened.response;
+  let response: unknown = null;
+  try {
+    response = JSON.parse(form.response);
+  } catch {}
+  const signInDeps = { ...passkeyDepsOf(deps), authFailures: deps.authFailures };
+  const outcome = await signInMemberWithPasskey(signInDeps, opened.org.id, response, passkeyBinding(opened.tx), opened.address);
+  return afterSignIn(deps, opened, outcome, '');
 };

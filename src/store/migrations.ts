@@ -807,4 +807,40 @@ CREATE UNIQUE INDEX tools_served_name ON tools (connector_id, kind, base_name) W
 CREATE INDEX tools_connector ON tools (connector_id);
 `,
   },
+  {
+    version: 27,
+    name: 'member_passkeys',
+    // Issue 40 (docs/decisions/0380): a member's passkeys (WebAuthn credentials: the credential id, unique across the
+    // gateway, which is one relying party; the COSE public key; the signature counter; transports); the ceremonies'
+    // challenges, kept only as their SHA-256 with what they were issued for (the member and session, the link, the
+    // browser or the sign-in transaction), used once by deleting the row; and the passkey a console session or an MCP
+    // grant was signed in with, so removing the passkey ends the one and revokes the other on every instance.
+    sql: `
+CREATE TABLE member_passkeys (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  org_id uuid NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+  member_id uuid NOT NULL REFERENCES org_members(id) ON DELETE CASCADE,
+  credential_id text NOT NULL UNIQUE CHECK (length(credential_id) BETWEEN 16 AND 1400),
+  public_key text NOT NULL CHECK (length(public_key) <= 4000),
+  counter bigint NOT NULL DEFAULT 0 CHECK (counter >= 0),
+  transports jsonb NOT NULL DEFAULT '[]'::jsonb,
+  name text NOT NULL CHECK (length(name) BETWEEN 1 AND 100),
+  backed_up boolean NOT NULL DEFAULT false,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  last_used_at timestamptz
+);
+CREATE INDEX member_passkeys_member ON member_passkeys (member_id);
+CREATE TABLE passkey_challenges (
+  challenge_hash text PRIMARY KEY,
+  purpose text NOT NULL CHECK (purpose IN ('register', 'sign_in')),
+  binding_hash text NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX passkey_challenges_expiry ON passkey_challenges (expires_at);
+ALTER TABLE console_sessions ADD COLUMN passkey_id uuid REFERENCES member_passkeys(id) ON DELETE CASCADE;
+CREATE INDEX console_sessions_passkey ON console_sessions (passkey_id) WHERE passkey_id IS NOT NULL;
+ALTER TABLE mcp_oauth_grants ADD COLUMN passkey_id uuid REFERENCES member_passkeys(id) ON DELETE SET NULL;
+CREATE INDEX mcp_oauth_grants_passkey ON mcp_oauth_grants (passkey_id) WHERE passkey_id IS NOT NULL;
+`,
+  },
 ];

@@ -20,6 +20,7 @@ export const JSONB_TYPES: Record<string, string> = {
   'mcp_oauth_grants.scopes': 'string[]',
   'org_members.roles': 'string[]',
   'org_members.attributes': 'Record<string, string>',
+  'member_passkeys.transports': 'string[]',
   'webhook_attempts.request_headers': 'Record<string, string>',
   'webhook_attempts.response_headers': 'Record<string, string>',
 };
@@ -37,6 +38,10 @@ export const TEXT_TYPES: Record<string, string> = {
 /** A table's note, by table name. */
 export const TABLE_NOTES: Record<string, string> = {
   org_members: 'People of an org kept by the gateway (issue 40): roles, status, attributes, a scrypt password hash (never shown or audited).',
+  member_passkeys:
+    "Members' passkeys (WebAuthn credentials, decision 0380): credential id, COSE public key, signature counter; no secret (the private key never leaves the authenticator).",
+  passkey_challenges:
+    'Challenges of passkey ceremonies, as SHA-256 of the challenge and of what it was issued for; a ceremony deletes its row (single use on every instance).',
   member_links: 'One-time invitation and password-reset links of members, kept only as the SHA-256 of the token.',
   audit_chains: "Head and base of each org's audit hash chain; the head row is the lock every audit write of the org takes.",
   usage_counters: 'Tool calls per org and calendar month (UTC); written with SQL text by limits/quota-statements.ts.',

@@ -2,6 +2,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { loadSession, onSignedOut, pollPendingApprovals, signInWithClient, signInWithPassword, signOut, type SessionInfo } from './api.ts';
+import { passkeysSupported, signInWithPasskey } from './passkey-api.ts';
 import { Toasts } from './controls.tsx';
 import { can, ErrorBox, useAction, type PageProps, type Role } from './kit.tsx';
 import { ConnectPage, PlaygroundPage } from './pages-agent.tsx';
@@ -12,11 +13,13 @@ import { ApprovalsPage, CredentialsPage } from './pages-operate.tsx';
 import { BillingPage, IdpPage, WebhooksPage } from './pages-org.tsx';
 import { SignedInAgentsPage } from './pages-signin.tsx';
 import { JoinPage, MembersPage } from './pages-members.tsx';
+import { PasskeysPage } from './passkeys.tsx';
 
 interface Route {
   name: string;
   title: string;
-  role: Role;
+  /** The role the page needs, or `member`: any member's session, whatever its roles. */
+  role: Role | 'member';
   view: (props: PageProps) => preact.JSX.Element;
 }
 
@@ -35,7 +38,10 @@ const ROUTES: Route[] = [
   { name: 'idp', title: 'Identity provider', role: 'admin', view: IdpPage },
   { name: 'webhooks', title: 'Webhooks', role: 'admin', view: WebhooksPage },
   { name: 'billing', title: 'Billing', role: 'finance', view: BillingPage },
+  { name: 'passkeys', title: 'Your passkeys', role: 'member', view: PasskeysPage },
 ];
+
+const routeAllowed = (session: SessionInfo, route: Route) => (route.role === 'member' ? session.kind === 'member' : can(session, route.role));
 
 const routeParts = () => location.hash.replace(/^#\/?/, '').split('?')[0]!.split('/');
 const routeName = () => routeParts()[0] ?? '';
@@ -61,7 +67,10 @@ function usePending(enabled: boolean): number | null {
   return count;
 }
 
-/** A member's sign-in: the org, e-mail and password (the same form and limits as the MCP sign-in page). */
+/**
+ * A member's sign-in: the org, e-mail and password, or a passkey (no org or e-mail: the passkey names its member). The
+ * same limits as the MCP sign-in page.
+ */
 function PasswordSignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const [org, setOrg] = useState('');
   const [email, setEmail] = useState('');
@@ -70,6 +79,9 @@ function PasswordSignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const submit = async (event: Event) => {
     event.preventDefault();
     if (await action.run(() => signInWithPassword(org.trim(), email.trim(), password))) onSignedIn();
+  };
+  const passkey = async () => {
+    if (await action.run(signInWithPasskey)) onSignedIn();
   };
   return (
     <section aria-labelledby="member-title" class="card">
@@ -93,6 +105,13 @@ function PasswordSignIn({ onSignedIn }: { onSignedIn: () => void }) {
           {action.pending ? 'Signing in…' : 'Sign in with password'}
         </button>
       </form>
+      {passkeysSupported() && (
+        <p>
+          <button type="button" class="secondary" onClick={passkey} disabled={action.pending}>
+            Sign in with a passkey
+          </button>
+        </p>
+      )}
     </section>
   );
 }
@@ -186,7 +205,7 @@ function Shell({ session, onSignOut }: { session: SessionInfo; onSignOut: () => 
     addEventListener('hashchange', follow);
     return () => removeEventListener('hashchange', follow);
   }, []);
-  const allowed = ROUTES.filter((r) => can(session, r.role));
+  const allowed = ROUTES.filter((r) => routeAllowed(session, r));
   const route = allowed.find((r) => r.name === parts[0]) ?? allowed[0];
   const pending = usePending(can(session, 'contributor'));
   const out = useAction();

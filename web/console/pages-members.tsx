@@ -8,6 +8,8 @@ import { useState } from 'preact/hooks';
 import { call, client, rest, type Member, type MemberLink, type PeopleSignIn } from './api.ts';
 import { AttributesEditor, AttributesList } from './attributes.tsx';
 import { DataTable, Empty, type Column } from './controls.tsx';
+import { passkeyForLink } from './passkey-api.ts';
+import { JoinPasskeyChoice, MemberPasskeys } from './passkeys.tsx';
 import { ErrorBox, Loading, Page, SecretOnce, useAction, useLoad, when, type PageProps } from './kit.tsx';
 
 const ROLES = ['admin', 'contributor', 'finance'] as const;
@@ -140,6 +142,7 @@ function MemberDetail({ id }: { id: string }) {
       </form>
       <AttributesList attributes={member.attributes} />
       <AttributesEditor attributes={member.attributes} pending={action.pending} onSave={(attributes) => save({ attributes })} />
+      <MemberPasskeys member={member} />
     </Page>
   );
 }
@@ -206,12 +209,14 @@ export function JoinPage({ token, onDone }: { token: string; onDone: () => void 
   const [password, setPassword] = useState('');
   const [again, setAgain] = useState('');
   const [name, setName] = useState('');
+  const [withPasskey, setWithPasskey] = useState(false);
   const [done, setDone] = useState<{ email: string; org_slug: string } | null>(null);
   const action = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
     action.run(async () => {
-      const body = { token, password, ...(name.trim() ? { display_name: name.trim() } : {}) };
+      const passkey = withPasskey ? { passkey: { name: 'Passkey', response: await passkeyForLink(token) } } : {};
+      const body = { token, password, ...(name.trim() ? { display_name: name.trim() } : {}), ...passkey };
       setDone(await call(rest.acceptMemberLink({ client, body })));
     });
   };
@@ -253,6 +258,7 @@ export function JoinPage({ token, onDone }: { token: string; onDone: () => void 
           <label for="join-again">The same password again</label>
           <input id="join-again" type="password" required value={again} onInput={(e) => setAgain(e.currentTarget.value)} autoComplete="new-password" />
         </div>
+        <JoinPasskeyChoice checked={withPasskey} onChange={setWithPasskey} />
         {mismatch && <p class="error">The two passwords differ.</p>}
         <ErrorBox error={action.error} />
         <button type="submit" disabled={action.pending || mismatch || password.length < 10}>

@@ -16,6 +16,8 @@ interface Person {
   roles: string[];
   /** The IdP claims row filters bind (`:caller.<claim>`), as of sign-in. */
   attributes: Record<string, string>;
+  /** The member's passkey this sign-in used: its removal revokes the grant (decision 0380). */
+  passkeyId?: string;
 }
 
 export interface SignInTransaction {
@@ -86,6 +88,7 @@ export async function grantConsent(db: Db, tx: ConsentTransaction, scopes: strin
       roles: tx.person.roles,
       attributes: tx.person.attributes,
       scopes,
+      passkeyId: tx.person.passkeyId ?? null,
     });
     await insertCode(t, {
       codeHash: hashSecret(code),

@@ -1,6 +1,6 @@
 /**
  * The pages of the org's sign-in that a person sees: the consent page and the error page. Server-rendered, every
- * value escaped, no script, framing refused; the client is named by what can be verified (the host of its client_id,
+ * value escaped, no script (but the member page's passkey button, allowed by its hash), framing refused; the client is named by what can be verified (the host of its client_id,
  * where it sends the answer) before what it claims (its name).
  */
 import type { ConsentTransaction } from './consent.ts';
@@ -23,10 +23,12 @@ const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:3r
 h1{font-size:1.4rem}.who{background:#f3f5f8;border-radius:6px;padding:.75rem 1rem}.claim{color:#5b6472}
 label{display:block;margin:.3rem 0}button{font-size:1rem;padding:.5rem 1.2rem;margin-right:.5rem}code{word-break:break-all}`;
 
-export function page(title: string, body: string, status: number, cookies: string[]): Response {
+/** A page; `scriptSource` (a CSP hash source) allows the one script the page carries, no other. */
+export function page(title: string, body: string, status: number, cookies: string[], scriptSource: string | null = null): Response {
+  const headers = scriptSource ? { ...HEADERS, 'content-security-policy': `${HEADERS['content-security-policy']}; script-src ${scriptSource}` } : HEADERS;
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`;
-  return withCookies(new Response(html, { status, headers: HEADERS }), cookies);
+  return withCookies(new Response(html, { status, headers }), cookies);
 }
 
 export function errorPage(title: string, message: string, status: number, cookies: string[] = []): Response {

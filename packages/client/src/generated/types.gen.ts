@@ -278,6 +278,74 @@ export type MemberLink = {
     expires_at: string;
 };
 
+export type Passkey = {
+    id: string;
+    name: string;
+    created_at: string;
+    /**
+     * The last sign-in with it; null when never used.
+     */
+    last_used_at: string | null;
+    /**
+     * Whether the authenticator said it is synced (a passkey in a password manager or cloud keychain).
+     */
+    backed_up: boolean;
+};
+
+export type PasskeyList = {
+    passkeys: Array<Passkey>;
+};
+
+/**
+ * A WebAuthn credential's answer in its JSON form (`PublicKeyCredential.toJSON()`, @simplewebauthn/browser).
+ */
+export type PasskeyResponse = {
+    id: string;
+    rawId: string;
+    type: 'public-key';
+    response: {
+        [key: string]: unknown;
+    };
+    clientExtensionResults?: {
+        [key: string]: unknown;
+    };
+    authenticatorAttachment?: string;
+};
+
+export type PasskeyRegistration = {
+    /**
+     * What the person calls it (default "Passkey").
+     */
+    name?: string;
+    response: PasskeyResponse;
+};
+
+/**
+ * WebAuthn's PublicKeyCredentialCreationOptions in JSON form (base64url byte fields).
+ */
+export type PasskeyCreationOptions = {
+    challenge: string;
+    rp: {
+        [key: string]: unknown;
+    };
+    user: {
+        [key: string]: unknown;
+    };
+    pubKeyCredParams: Array<{
+        [key: string]: unknown;
+    }>;
+};
+
+/**
+ * WebAuthn's PublicKeyCredentialRequestOptions in JSON form (base64url byte fields).
+ */
+export type PasskeyRequestOptions = {
+    challenge: string;
+    rpId: string;
+    userVerification?: string;
+    timeout?: number;
+};
+
 export type MemberInvitation = {
     member: Member;
     invitation: MemberLink;
@@ -3816,6 +3884,105 @@ export type CreateOperatorMemberLinkResponses = {
 
 export type CreateOperatorMemberLinkResponse = CreateOperatorMemberLinkResponses[keyof CreateOperatorMemberLinkResponses];
 
+export type ListOperatorMemberPasskeysData = {
+    body?: never;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+        memberId: string;
+    };
+    query?: never;
+    url: '/operator/orgs/{slug}/members/{memberId}/passkeys';
+};
+
+export type ListOperatorMemberPasskeysErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type ListOperatorMemberPasskeysError = ListOperatorMemberPasskeysErrors[keyof ListOperatorMemberPasskeysErrors];
+
+export type ListOperatorMemberPasskeysResponses = {
+    /**
+     * The member's passkeys (names and dates; no key material).
+     */
+    200: PasskeyList;
+};
+
+export type ListOperatorMemberPasskeysResponse = ListOperatorMemberPasskeysResponses[keyof ListOperatorMemberPasskeysResponses];
+
+export type RemoveOperatorMemberPasskeyData = {
+    body?: never;
+    path: {
+        /**
+         * The org's slug.
+         */
+        slug: Slug;
+        memberId: string;
+        passkeyId: string;
+    };
+    query?: never;
+    url: '/operator/orgs/{slug}/members/{memberId}/passkeys/{passkeyId}';
+};
+
+export type RemoveOperatorMemberPasskeyErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type RemoveOperatorMemberPasskeyError = RemoveOperatorMemberPasskeyErrors[keyof RemoveOperatorMemberPasskeyErrors];
+
+export type RemoveOperatorMemberPasskeyResponses = {
+    /**
+     * The removed passkey.
+     */
+    200: Passkey;
+};
+
+export type RemoveOperatorMemberPasskeyResponse = RemoveOperatorMemberPasskeyResponses[keyof RemoveOperatorMemberPasskeyResponses];
+
 export type ListOperatorApiKeysData = {
     body?: never;
     path: {
@@ -4381,6 +4548,56 @@ export type SignInMcpMemberResponses = {
 };
 
 export type SignInMcpMemberResponse = SignInMcpMemberResponses[keyof SignInMcpMemberResponses];
+
+export type SignInMcpMemberPasskeyData = {
+    body: {
+        csrf: string;
+        response: string;
+    };
+    path: {
+        orgSlug: Slug;
+    };
+    query?: never;
+    url: '/oauth/{orgSlug}/passkey';
+};
+
+export type SignInMcpMemberPasskeyErrors = {
+    /**
+     * An expired or foreign sign-in (a page), or a malformed form (an OAuth error).
+     */
+    400: OAuthError;
+    /**
+     * The passkey was not accepted (the page again, with a new challenge).
+     */
+    401: string;
+    /**
+     * A post from another site, a suspended org, or a foreign Host.
+     */
+    403: Error;
+    /**
+     * No org has this slug (a page).
+     */
+    404: string;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Too many failed sign-ins (the page again, with Retry-After).
+     */
+    429: string;
+};
+
+export type SignInMcpMemberPasskeyError = SignInMcpMemberPasskeyErrors[keyof SignInMcpMemberPasskeyErrors];
+
+export type SignInMcpMemberPasskeyResponses = {
+    /**
+     * The consent page.
+     */
+    200: string;
+};
+
+export type SignInMcpMemberPasskeyResponse = SignInMcpMemberPasskeyResponses[keyof SignInMcpMemberPasskeyResponses];
 
 export type ConsentMcpClientData = {
     body: {
@@ -5019,6 +5236,97 @@ export type CreateMemberLinkResponses = {
 
 export type CreateMemberLinkResponse = CreateMemberLinkResponses[keyof CreateMemberLinkResponses];
 
+export type ListMemberPasskeysData = {
+    body?: never;
+    path: {
+        memberId: string;
+    };
+    query?: never;
+    url: '/api/org/members/{memberId}/passkeys';
+};
+
+export type ListMemberPasskeysErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type ListMemberPasskeysError = ListMemberPasskeysErrors[keyof ListMemberPasskeysErrors];
+
+export type ListMemberPasskeysResponses = {
+    /**
+     * The member's passkeys (names and dates; no key material).
+     */
+    200: PasskeyList;
+};
+
+export type ListMemberPasskeysResponse = ListMemberPasskeysResponses[keyof ListMemberPasskeysResponses];
+
+export type RemoveMemberPasskeyData = {
+    body?: never;
+    path: {
+        memberId: string;
+        passkeyId: string;
+    };
+    query?: never;
+    url: '/api/org/members/{memberId}/passkeys/{passkeyId}';
+};
+
+export type RemoveMemberPasskeyErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Credential missing or invalid.
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type RemoveMemberPasskeyError = RemoveMemberPasskeyErrors[keyof RemoveMemberPasskeyErrors];
+
+export type RemoveMemberPasskeyResponses = {
+    /**
+     * The removed passkey.
+     */
+    200: Passkey;
+};
+
+export type RemoveMemberPasskeyResponse = RemoveMemberPasskeyResponses[keyof RemoveMemberPasskeyResponses];
+
 export type SetPeopleSignInData = {
     body: {
         people_sign_in: PeopleSignIn;
@@ -5073,6 +5381,7 @@ export type AcceptMemberLinkData = {
         token: string;
         password: string;
         display_name?: string;
+        passkey?: PasskeyRegistration;
     };
     path?: never;
     query?: never;
@@ -5126,6 +5435,61 @@ export type AcceptMemberLinkResponses = {
 };
 
 export type AcceptMemberLinkResponse = AcceptMemberLinkResponses[keyof AcceptMemberLinkResponses];
+
+export type StartMemberLinkPasskeyData = {
+    body: {
+        token: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/members/accept/passkey-options';
+};
+
+export type StartMemberLinkPasskeyErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type StartMemberLinkPasskeyError = StartMemberLinkPasskeyErrors[keyof StartMemberLinkPasskeyErrors];
+
+export type StartMemberLinkPasskeyResponses = {
+    /**
+     * The options for the browser's `navigator.credentials.create()` (WebAuthn JSON form).
+     */
+    200: {
+        options: PasskeyCreationOptions;
+    };
+};
+
+export type StartMemberLinkPasskeyResponse = StartMemberLinkPasskeyResponses[keyof StartMemberLinkPasskeyResponses];
 
 export type SetMcpSignInSettingsData = {
     body: {
@@ -5904,3 +6268,211 @@ export type GetLimitsResponses = {
 };
 
 export type GetLimitsResponse = GetLimitsResponses[keyof GetLimitsResponses];
+
+export type ListConsolePasskeysData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/console/passkeys';
+};
+
+export type ListConsolePasskeysErrors = {
+    /**
+     * Not signed in, or the session ended (`unauthenticated`).
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+};
+
+export type ListConsolePasskeysError = ListConsolePasskeysErrors[keyof ListConsolePasskeysErrors];
+
+export type ListConsolePasskeysResponses = {
+    /**
+     * The member's passkeys, and whether this gateway can offer passkeys (its public URL names a host).
+     */
+    200: {
+        passkeys: Array<Passkey>;
+        available: boolean;
+    };
+};
+
+export type ListConsolePasskeysResponse = ListConsolePasskeysResponses[keyof ListConsolePasskeysResponses];
+
+export type RegisterConsolePasskeyData = {
+    body: PasskeyRegistration;
+    path?: never;
+    query?: never;
+    url: '/console/passkeys';
+};
+
+export type RegisterConsolePasskeyErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Not signed in, or the session ended (`unauthenticated`).
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+};
+
+export type RegisterConsolePasskeyError = RegisterConsolePasskeyErrors[keyof RegisterConsolePasskeyErrors];
+
+export type RegisterConsolePasskeyResponses = {
+    /**
+     * The new passkey.
+     */
+    201: Passkey;
+};
+
+export type RegisterConsolePasskeyResponse = RegisterConsolePasskeyResponses[keyof RegisterConsolePasskeyResponses];
+
+export type StartConsolePasskeyRegistrationData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/console/passkey-registration';
+};
+
+export type StartConsolePasskeyRegistrationErrors = {
+    /**
+     * Not signed in, or the session ended (`unauthenticated`).
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+};
+
+export type StartConsolePasskeyRegistrationError = StartConsolePasskeyRegistrationErrors[keyof StartConsolePasskeyRegistrationErrors];
+
+export type StartConsolePasskeyRegistrationResponses = {
+    /**
+     * The options for the browser's `navigator.credentials.create()` (WebAuthn JSON form).
+     */
+    200: {
+        options: PasskeyCreationOptions;
+    };
+};
+
+export type StartConsolePasskeyRegistrationResponse = StartConsolePasskeyRegistrationResponses[keyof StartConsolePasskeyRegistrationResponses];
+
+export type RemoveConsolePasskeyData = {
+    body?: never;
+    path: {
+        passkeyId: string;
+    };
+    query?: never;
+    url: '/console/passkeys/{passkeyId}';
+};
+
+export type RemoveConsolePasskeyErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Not signed in, or the session ended (`unauthenticated`).
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+};
+
+export type RemoveConsolePasskeyError = RemoveConsolePasskeyErrors[keyof RemoveConsolePasskeyErrors];
+
+export type RemoveConsolePasskeyResponses = {
+    /**
+     * The removed passkey.
+     */
+    200: Passkey;
+};
+
+export type RemoveConsolePasskeyResponse = RemoveConsolePasskeyResponses[keyof RemoveConsolePasskeyResponses];
+
+export type RenameConsolePasskeyData = {
+    body: {
+        name: string;
+    };
+    path: {
+        passkeyId: string;
+    };
+    query?: never;
+    url: '/console/passkeys/{passkeyId}';
+};
+
+export type RenameConsolePasskeyErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * Not signed in, or the session ended (`unauthenticated`).
+     */
+    401: Error;
+    /**
+     * Valid credential without the required role or scope, a foreign Host (`forbidden_host`), or an org an operator has suspended (`org_suspended`).
+     */
+    403: Error;
+    /**
+     * Not found (or not the caller's).
+     */
+    404: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * Well-formed but semantically invalid.
+     */
+    422: Error;
+};
+
+export type RenameConsolePasskeyError = RenameConsolePasskeyErrors[keyof RenameConsolePasskeyErrors];
+
+export type RenameConsolePasskeyResponses = {
+    /**
+     * The renamed passkey.
+     */
+    200: Passkey;
+};
+
+export type RenameConsolePasskeyResponse = RenameConsolePasskeyResponses[keyof RenameConsolePasskeyResponses];
