@@ -48,6 +48,11 @@ describe.skipIf(!hasPg)('set-with-table statements on a large store (PostgreSQL)
       sql.raw(`INSERT INTO usage_counters (org_id, period_start, tool_calls)
       SELECT o.id, d::date, 7 FROM (SELECT id FROM orgs ORDER BY slug LIMIT 1000) o, generate_series('2025-01-01'::date, '2026-10-01'::date, '1 month') d`),
     );
+    // Blocks of quota out: four holders per counter (calls 0, live for a day, so the statements under test keep them).
+    await store.db.execute(
+      sql.raw(`INSERT INTO quota_leases (id, org_id, period_start, calls, expires_at)
+      SELECT gen_random_uuid(), u.org_id, u.period_start, 0, now() + interval '1 day' FROM usage_counters u, generate_series(1, 4)`),
+    );
     await store.db.execute(
       sql.raw(`INSERT INTO webhooks (org_id, url, events, secret_sealed)
       SELECT id, 'https://hooks.example.com/' || slug, ARRAY['tool.called'], 'sealed' FROM orgs`),
