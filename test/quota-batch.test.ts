@@ -14,6 +14,7 @@ import { insertOrg } from '../src/orgs/repository.ts';
 import { openStore, rowsOf, type Db, type Store } from '../src/store/db.ts';
 import { verifies } from './requirements.ts';
 import { freshDatabase } from './support/gateway.ts';
+import { counted } from './support/counted-db.ts';
 import { serviceAvailable } from './support/services.ts';
 
 setDefaultTimeout(60_000);
@@ -29,43 +30,6 @@ async function newOrg(db: Db): Promise<string> {
     burstLimitPerSecond: null,
   });
   return org.id;
-}
-
-/** The store's db with its statements counted: how the tests see that a batch was one statement. */
-/** The database, counting the statements sent through `execute` and through executePrepared (the session's prepareQuery). */
-function counted(db: Db): { db: Db; statements: () => number } {
-  let statements = 0;
-  const wrapped = new Proxy(db, {
-    get(target, prop, receiver) {
-      if (prop === 'execute') {
-        return (query: Parameters<Db['execute']>[0]) => {
-          statements++;
-          return target.execute(query);
-        };
-      }
-      if (prop === '_') {
-        // executePrepared runs through the session's prepareQuery (store/db.ts): each execute of what it prepares is a statement.
-        const inner = target._;
-        const session = new Proxy(inner.session, {
-          get(s, p, r) {
-            if (p !== 'prepareQuery') return Reflect.get(s, p, r);
-            return (...args: Parameters<typeof s.prepareQuery>) => {
-              const prepared = s.prepareQuery(...args);
-              const execute = prepared.execute.bind(prepared);
-              prepared.execute = (...values: Parameters<typeof execute>) => {
-                statements++;
-                return execute(...values);
-              };
-              return prepared;
-            };
-          },
-        });
-        return { ...inner, session };
-      }
-      return Reflect.get(target, prop, receiver);
-    },
-  });
-  return { db: wrapped, statements: () => statements };
 }
 
 const setCount = (db: Db, orgId: string, period: string, calls: number) =>

@@ -394,7 +394,8 @@ export class QuotaLeases {
     for (const lease of this.leases.values()) {
       if (lease.sentSpent !== null) continue;
       const idle = now - lease.lastCall >= this.tuning.idleReturnMs;
-      if (lease.balance > 0 && idle) lease.release = true;
+      // An idle holder gives its block back, spent or not: the store forgets it (no empty block rows left behind).
+      if (lease.id !== NO_LEASE && idle) lease.release = true;
       const stale = now - lease.lastStatement >= this.tuning.settleMs;
       if ((lease.spent > lease.acked && stale) || lease.release || (lease.balance > 0 && now >= lease.deadline - (this.tuning.ttlMs * DEADLINE_SHARE) / 2)) {
         this.want(lease);
