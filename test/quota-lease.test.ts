@@ -186,7 +186,7 @@ describe.skipIf(!hasPg)('quota by lease: gateway instances on one PostgreSQL sto
     const ttlMs = 1_500;
     const org = await orgAt('growth', GROWTH - left);
     const holder = Bun.spawn(
-      ['node_modules/.bin/bun', join(import.meta.dir, 'support', 'quota-holder.ts'), fresh.url, org.orgId, '40', String(GROWTH), String(ttlMs)],
+      ['node_modules/.bin/bun', join(import.meta.dir, 'fixtures', 'quota-holder.ts'), fresh.url, org.orgId, '40', String(GROWTH), String(ttlMs)],
       {
         stdout: 'pipe',
         stderr: 'inherit',

@@ -41,7 +41,7 @@ export interface LeaseTuning {
   waitForBlocksMs: number;
 }
 
-export const DEFAULT_LEASE_TUNING: LeaseTuning = {
+const DEFAULT_LEASE_TUNING: LeaseTuning = {
   ttlMs: 30_000,
   blockSeconds: 1,
   maxBlock: 1_000,
