@@ -175,7 +175,10 @@ export class QuotaLeases {
     const unit = this.batcher.add({ lease, since });
     this.waiting.add(lease);
     if (this.waiting.size >= MAX_ASKS) this.batcher.flush();
-    return unit.then((answer) => (answer === RETRY ? pause(RETRY_MS).then(() => this.take(lease, quota, since)) : answer));
+    // A call asking again takes the lease as the map holds it then (an idle one may have been forgotten meanwhile).
+    return unit.then((answer) =>
+      answer === RETRY ? pause(RETRY_MS).then(() => this.take(this.leaseOf(lease.orgId, lease.period, this.clock()), quota, since)) : answer,
+    );
   }
 
   /** Gives back a unit spent from a block whose spending is not settled yet; false when it must go to the store. */
