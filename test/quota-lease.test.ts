@@ -28,7 +28,7 @@ if (!hasPg) console.warn('quota-lease.test.ts: PostgreSQL is not reachable on 12
 const GROWTH = 50_000;
 const STARTER = 20_000;
 /** Shorter than the defaults so the suite waits less; the mechanism is the same. */
-const TUNING = { idleReturnMs: 400, waitForBlocksMs: 1_500 };
+const TUNING = { idleReturnMs: 400, waitForBlocksMs: 3_000 };
 
 describe.skipIf(!hasPg)('quota by lease: gateway instances on one PostgreSQL store', () => {
   let fresh: { url: string; drop: () => Promise<void> };
@@ -77,7 +77,7 @@ describe.skipIf(!hasPg)('quota by lease: gateway instances on one PostgreSQL sto
   }
 
   /** Waits until no block of the org is out (an idle holder gives its block back), at most `ms`. */
-  async function noBlocksOut(orgId: string, ms = 3_000): Promise<void> {
+  async function noBlocksOut(orgId: string, ms = 6_000): Promise<void> {
     const deadline = Date.now() + ms;
     for (;;) {
       const c = await counter(orgId);

@@ -49,7 +49,7 @@ const DEFAULT_LEASE_TUNING: LeaseTuning = {
   settleMs: 1_000,
   idleReturnMs: 2_000,
   endgameReturnMs: 50,
-  waitForBlocksMs: 2_500,
+  waitForBlocksMs: 3_000,
 };
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
