@@ -32,15 +32,20 @@ interface Figures {
   cpuMicros: number;
 }
 
-/** Rows inserted, updated and deleted in the quota tables, as the store counts them (flushed by its backends). */
+/**
+ * Rows inserted, updated and deleted in the quota tables, as the store counts them. A backend reports its counts when
+ * it ends (an idle one may hold them for 10 s), so each round's stores are closed before this is read.
+ */
 async function rowsWritten(admin: postgres.Sql): Promise<number> {
-  await Bun.sleep(1_100);
+  await Bun.sleep(300);
   const [row] = await admin`SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::int AS n FROM pg_stat_user_tables
     WHERE relname IN ('usage_counters', 'quota_leases')`;
   return row!.n as number;
 }
 
-async function round(mode: Mode, stores: Store[], admin: postgres.Sql): Promise<Figures> {
+async function round(mode: Mode, url: string, admin: postgres.Sql): Promise<Figures> {
+  const stores: Store[] = [];
+  for (let i = 0; i < INSTANCES; i++) stores.push(await openStore({ databaseUrl: url, poolSize: 4 }));
   const org = await insertOrg(stores[0]!.db, {
     slug: `bench-${mode}-${Date.now().toString(36)}`,
     name: 'Bench',
@@ -65,6 +70,7 @@ async function round(mode: Mode, stores: Store[], admin: postgres.Sql): Promise<
   const used = process.cpuUsage(cpu);
   const statements = meters.reduce((n, m) => n + m.quotaStats().batches, 0);
   await Promise.all(meters.map((m) => m.close()));
+  for (const s of stores) await s.close();
   const rows = (await rowsWritten(admin)) - rowsBefore;
   return {
     statements: (statements * 1000) / CALLS,
@@ -82,13 +88,11 @@ async function main(): Promise<void> {
   await admin.unsafe(`CREATE DATABASE ${name}`);
   const url = new URL(PG_URL);
   url.pathname = `/${name}`;
-  const stores: Store[] = [];
   const inDb = postgres(url.toString(), { max: 1, onnotice: () => {} });
   try {
-    for (let i = 0; i < INSTANCES; i++) stores.push(await openStore({ databaseUrl: url.toString(), poolSize: 4 }));
     const results: Record<Mode, Figures[]> = { batch: [], lease: [] };
     for (let r = 0; r < ROUNDS; r++) {
-      for (const mode of (r % 2 ? ['lease', 'batch'] : ['batch', 'lease']) as Mode[]) results[mode].push(await round(mode, stores, inDb));
+      for (const mode of (r % 2 ? ['lease', 'batch'] : ['batch', 'lease']) as Mode[]) results[mode].push(await round(mode, url.toString(), inDb));
     }
     console.log(
       `quota-writes: ${CALLS} calls, ${INSTANCES} instances x ${CALLERS} callers, ${WORK_MS} ms of work per call, median of ${ROUNDS} interleaved rounds`,
@@ -103,7 +107,6 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    for (const s of stores) await s.close();
     await inDb.end();
     await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await admin.end();
