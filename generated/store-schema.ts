@@ -4,7 +4,7 @@
  * catalog of a freshly migrated database. CHECK constraints are not stated here; they live in the migrations only.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, date, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, date, doublePrecision, foreignKey, index, integer, jsonb, pgTable, primaryKey, text, timestamp, unique, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
@@ -451,13 +451,27 @@ export const tools = pgTable('tools', {
   uniqueIndex('tools_served_name').on(t.connectorId, t.kind, t.baseName).where(sql`withdrawn_at IS NULL`),
 ]);
 
-/** Tool calls per org and calendar month (UTC); written with SQL text by limits/quota-statements.ts. */
+/** Tool calls per org and calendar month (UTC), and the calls leased out in blocks (`leased`); written with SQL text by limits/quota-statements.ts. */
 export const usageCounters = pgTable('usage_counters', {
   orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
   periodStart: date('period_start', { mode: 'string' }).notNull(),
   toolCalls: bigint('tool_calls', { mode: 'number' }).notNull().default(0),
+  leased: bigint('leased', { mode: 'number' }).notNull().default(0),
 }, (t) => [
   primaryKey({ name: 'usage_counters_pkey', columns: [t.orgId, t.periodStart] }),
+]);
+
+/** Blocks of quota an instance took from a counter (issue 42, decision 0393): calls not yet spent, spent so far, expiry. */
+export const quotaLeases = pgTable('quota_leases', {
+  id: uuid('id').primaryKey(),
+  orgId: uuid('org_id').notNull(),
+  periodStart: date('period_start', { mode: 'string' }).notNull(),
+  calls: bigint('calls', { mode: 'number' }).notNull(),
+  spent: bigint('spent', { mode: 'number' }).notNull().default(0),
+  expiresAt: ts('expires_at').notNull(),
+}, (t) => [
+  foreignKey({ name: 'quota_leases_org_id_period_start_fkey', columns: [t.orgId, t.periodStart], foreignColumns: [usageCounters.orgId, usageCounters.periodStart] }).onDelete('cascade'),
+  index('quota_leases_counter').on(t.orgId, t.periodStart),
 ]);
 
 /** The outbox: one row per event, holding the exact body that is signed and sent on every attempt. */

@@ -18,6 +18,7 @@ import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/bu
 import { limitsRedis } from './limits/redis.ts';
 import { openRedis, type RedisConnection } from './util/redis.ts';
 import { createLocalFailureLimiter, createRedisFailureLimiter } from './limits/auth-failures.ts';
+import type { LeaseTuning } from './limits/quota-lease.ts';
 import { UsageMeter } from './limits/usage.ts';
 import { DomainEvents } from './events/index.ts';
 import { createMcpServer } from './mcp/server.ts';
@@ -70,6 +71,8 @@ export interface GatewayOptions {
   limitsKeyPrefix?: string;
   /** Where a start that waits for its store server says so (default: the log, at error). */
   onStoreWait?: (message: string) => void;
+  /** Tests: shorter lives and waits of the blocks of monthly quota (limits/quota-lease.ts). */
+  quotaLeases?: Partial<LeaseTuning>;
 }
 
 /**
@@ -200,7 +203,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const key = decodeKey(keyText)!;
   const { outbound, idpVerifier } = outboundParts(config, options);
   const catalog = new CatalogCache({ store, box });
-  const usage = new UsageMeter(store.db);
+  const usage = new UsageMeter(store.db, undefined, options.quotaLeases);
   const stopOrphanSealer = startAuditChain(store, log, key);
   const events = domainEvents();
   const webhookWorker = config.webhookWorker ? new WebhookWorker({ store, box, outbound, log, config }) : null;

@@ -236,6 +236,7 @@ const PINNED: Record<number, string> = {
   25: '338e4490072e639b', // audit_rollups_by_agent_and_refusal
   26: 'b24f629b72fe2815', // tool_rows_withdrawn
   27: '21faf01253f4b12e', // member_passkeys
+  28: '8d888baa77bd3a71', // quota_leases
 };
 
 describe('the migrations are history: appended, never edited', () => {

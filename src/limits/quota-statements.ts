@@ -1,7 +1,7 @@
 /**
- * The statements of the quota counters (usage_counters, one row per org and billing period), typed: the monthly
- * quota (quota.ts, quota-batch.ts) and the usage meter of unlimited plans (usage.ts) touch the table only through
- * these. The grant is the hot path's statement and runs prepared (store/db.ts executePrepared).
+ * The statements of the quota counters (usage_counters, one row per org and billing period, and quota_leases), typed:
+ * the monthly quota (quota.ts, quota-lease.ts) and the usage meter of unlimited plans (usage.ts) touch the tables only
+ * through these. The lease statement is the hot path's and runs prepared (store/db.ts executePrepared).
  */
 import { sql } from 'drizzle-orm';
 import { arrayParam, executePrepared, rowsOf, type Queryable } from '../store/db.ts';
@@ -15,78 +15,68 @@ export interface QuotaAsk {
   quota: number;
 }
 
+/** The nil uuid: an ask without a block (its calls are counted, nothing is leased). */
+export const NO_LEASE = '00000000-0000-0000-0000-000000000000';
+
 /**
- * A statement that grants quota to several (org, period) counters at once, each counted exactly once:
- *  - rows that exist are locked first, in key order (two instances' statements lock common rows in the same order, so
- *    they queue instead of deadlocking), and read as they are once locked: the latest committed count, not the
- *    statement's snapshot (READ COMMITTED re-reads a row it had to wait for);
- *  - each locked row below its quota moves to least(count + asked, quota); the grant is the difference. A row at or
- *    above its quota (used up, or a downgrade) is not written: it is answered with a grant of 0, so a flood of
- *    refused calls writes nothing;
- *  - rows that do not exist yet are inserted with least(asked, quota). When another instance inserted the same row
- *    since the snapshot, ON CONFLICT DO NOTHING returns nothing for it and the ask is run again (grantToolCalls).
- * The row locks serialise concurrent statements on a counter, so no number of instances can push it past the quota;
- * the statement is atomic, so a failure grants nothing. The asks go in as arrays (store/db.ts arrayParam), which the
- * planner counts: as one JSON parameter it guessed 100 asks and scanned all of usage_counters (one row per org and
- * month) instead of probing its key once per ask.
+ * What one holder asks of one (org, period) counter in a lease statement (decision 0393): settle what it spent from
+ * its block, maybe give the rest back, have its waiting calls counted and take the next block.
  */
-export const grantStatement = (asks: QuotaAsk[]) => sql`
-  WITH ask AS MATERIALIZED (
-    SELECT * FROM unnest(${arrayParam(
+export interface LeaseAsk {
+  orgId: string;
+  period: string;
+  /** The holder's block (a uuid it chose), NO_LEASE for none. */
+  leaseId: string;
+  /** Calls spent from this block so far, cumulative: a statement sent twice settles them once. */
+  spent: number;
+  /** What the store had settled of `spent` by the holder's last answer (used when the block is gone from the store). */
+  acked: number;
+  /** Calls waiting for this statement: counted now, up to what the quota leaves. */
+  need: number;
+  /** The block asked for beyond them (granted only when much is left: at most an eighth of it). */
+  extra: number;
+  /** Give the rest of the block back (a stop, an idle holder, a smaller quota). */
+  release: boolean;
+  quota: number;
+}
+
+/**
+ * One counter's answer: calls counted of `need`, the block granted now, the block's unspent calls in the store, the
+ * unspent calls of other holders' blocks, and what is left to grant.
+ */
+export interface LeaseRow {
+  org_id: string;
+  period: string;
+  granted: number | string;
+  extra: number | string;
+  block: number | string;
+  others: number | string;
+  remaining: number | string;
+}
+
+/**
+ * The hot path's one statement (the store function quota_lease of migration 28, whose comment gives its steps): every
+ * ask of a batch, for any number of orgs, atomically. Row locks on the counters, taken in key order, serialise it
+ * against every other instance's, so tool_calls + leased never passes a quota when anything is granted. The asks go
+ * in as arrays (store/db.ts arrayParam), one per field, so the text is fixed and runs prepared.
+ */
+export function runLease(db: Queryable, asks: LeaseAsk[], ttlMs: number): Promise<LeaseRow[]> {
+  const ints = (pick: (a: LeaseAsk) => number) => arrayParam('bigint', asks.map(pick));
+  const query = sql`SELECT r_org AS org_id, r_period AS period, r_granted AS granted, r_extra AS extra, r_block AS block,
+      r_others AS others, r_left AS remaining
+    FROM quota_lease(${arrayParam(
       'uuid',
       asks.map((a) => a.orgId),
     )}::uuid[], ${arrayParam(
       'date',
       asks.map((a) => a.period),
-    )}::date[],
-      ${arrayParam(
-        'bigint',
-        asks.map((a) => a.calls),
-      )}::bigint[], ${arrayParam(
-        'bigint',
-        asks.map((a) => a.quota),
-      )}::bigint[])
-      AS r(org_id, period_start, calls, quota)
-  ),
-  locked AS MATERIALIZED (
-    SELECT u.org_id, u.period_start, u.tool_calls AS old
-    FROM usage_counters u JOIN ask a ON a.org_id = u.org_id AND a.period_start = u.period_start
-    ORDER BY u.org_id, u.period_start
-    FOR UPDATE OF u
-  ),
-  updated AS (
-    UPDATE usage_counters u SET tool_calls = least(l.old + a.calls, a.quota)
-    FROM locked l JOIN ask a ON a.org_id = l.org_id AND a.period_start = l.period_start
-    WHERE u.org_id = l.org_id AND u.period_start = l.period_start AND l.old < a.quota
-    RETURNING u.org_id, u.period_start, l.old, u.tool_calls AS new
-  ),
-  inserted AS (
-    INSERT INTO usage_counters (org_id, period_start, tool_calls)
-    SELECT a.org_id, a.period_start, least(a.calls, a.quota) FROM ask a
-    WHERE NOT EXISTS (SELECT 1 FROM locked l WHERE l.org_id = a.org_id AND l.period_start = a.period_start)
-    ORDER BY a.org_id, a.period_start
-    ON CONFLICT (org_id, period_start) DO NOTHING
-    RETURNING org_id, period_start, 0::bigint AS old, tool_calls AS new
-  )
-  SELECT org_id::text, to_char(period_start, 'YYYY-MM-DD') AS period, old, new FROM updated
-  UNION ALL
-  SELECT org_id::text, to_char(period_start, 'YYYY-MM-DD') AS period, old, new FROM inserted
-  UNION ALL
-  SELECT l.org_id::text, to_char(l.period_start, 'YYYY-MM-DD') AS period, l.old, l.old AS new
-  FROM locked l JOIN ask a ON a.org_id = l.org_id AND a.period_start = l.period_start
-  WHERE l.old >= a.quota`;
-
-/** One counter's answer to a grant: its count before and after (as the store prints them). */
-export interface GrantRow {
-  org_id: string;
-  period: string;
-  old: number | string;
-  new: number | string;
-}
-
-/** Runs grantStatement, prepared: fixed text (the asks are four array parameters, any count). */
-export function runGrant(db: Queryable, asks: QuotaAsk[]): Promise<GrantRow[]> {
-  return executePrepared<GrantRow>(db, 'toolgate_quota_grant', grantStatement(asks));
+    )}::date[], ${arrayParam(
+      'uuid',
+      asks.map((a) => a.leaseId),
+    )}::uuid[], ${ints((a) => a.spent)}::bigint[], ${ints((a) => a.acked)}::bigint[], ${ints((a) => a.need)}::bigint[],
+      ${ints((a) => a.extra)}::bigint[], ${ints((a) => (a.release ? 1 : 0))}::bigint[], ${ints((a) => a.quota)}::bigint[],
+      ${ttlMs}::bigint)`;
+  return executePrepared<LeaseRow>(db, 'toolgate_quota_lease', query);
 }
 
 /** Adds `calls` to the counter of an org and period, creating it (plans without a quota: nothing to check). */

@@ -1,6 +1,7 @@
 /**
- * Usage counting on the hot path. Plans with a monthly quota count each call atomically in the store before it runs
- * (no overshoot, on any number of instances), the calls of one event-loop turn in one statement (quota-batch.ts).
+ * Usage counting on the hot path. Plans with a monthly quota count each call before it runs, from a block of calls
+ * this instance leased from the org's counter, or else by one statement per event-loop turn for every org
+ * (quota-lease.ts; no overshoot, on any number of instances).
  * Unlimited plans need no gate, so their calls are summed in memory and written once a second: usage stays visible
  * without a store write per call.
  *
@@ -10,7 +11,7 @@
  */
 import type { Db } from '../store/db.ts';
 import { periodStart } from './plans.ts';
-import { QuotaBatcher, type QuotaBatchStats } from './quota-batch.ts';
+import { QuotaLeases, type LeaseTuning, type QuotaStats } from './quota-lease.ts';
 import { addToolCalls, subtractToolCalls } from './quota-statements.ts';
 
 const FLUSH_INTERVAL_MS = 1000;
@@ -19,6 +20,8 @@ const FLUSH_INTERVAL_MS = 1000;
 export interface QuotaReservation {
   orgId: string;
   period: string;
+  /** The block it was spent from (quota-lease.ts), if any. */
+  leaseId?: string;
 }
 
 export class UsageMeter {
@@ -28,13 +31,14 @@ export class UsageMeter {
   private refundScheduled = false;
   private timer: ReturnType<typeof setInterval> | null = null;
   private flushing: Promise<void> = Promise.resolve();
-  private readonly quotas: QuotaBatcher;
+  private readonly quotas: QuotaLeases;
 
   constructor(
     private readonly db: Db,
     private readonly now: () => Date = () => new Date(),
+    leaseTuning: Partial<LeaseTuning> = {},
   ) {
-    this.quotas = new QuotaBatcher(db);
+    this.quotas = new QuotaLeases(db, leaseTuning, () => this.now().getTime());
   }
 
   /** Counts one tool call; false when the quota of the period is used up (the call must not run). */
@@ -45,10 +49,13 @@ export class UsageMeter {
   /** Counts one tool call and returns its unit (for `refund`); null when the quota of the period is used up. */
   async reserve(orgId: string, quota: number | null): Promise<QuotaReservation | null> {
     const period = periodStart(this.now());
-    if (quota !== null) return (await this.quotas.consume(orgId, quota, period)) ? { orgId, period } : null;
+    if (quota !== null) {
+      const leaseId = await this.quotas.consume(orgId, quota, period);
+      return leaseId === false ? null : { orgId, period, leaseId };
+    }
     const key = `${orgId}|${period}`;
     this.pending.set(key, (this.pending.get(key) ?? 0) + 1);
-    this.timer ??= setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
+    this.timer ??= setInterval(() => void this.writeCounts(), FLUSH_INTERVAL_MS);
     return { orgId, period };
   }
 
@@ -57,6 +64,7 @@ export class UsageMeter {
    * one, else written with the refunds of the same event-loop turn (one statement per org and period), never below 0.
    */
   refund(reservation: QuotaReservation): void {
+    if (reservation.leaseId && this.quotas.refund(reservation.orgId, reservation.period, reservation.leaseId)) return;
     const key = `${reservation.orgId}|${reservation.period}`;
     const unwritten = this.pending.get(key) ?? 0;
     if (unwritten > 0) {
@@ -69,12 +77,21 @@ export class UsageMeter {
     this.refundScheduled = true;
     setImmediate(() => {
       this.refundScheduled = false;
-      void this.flush();
+      void this.writeCounts();
     });
   }
 
+  /**
+   * Makes the store's usage figure exact for this instance's calls: settles what was spent from its blocks, then writes
+   * the summed counts of unlimited plans and the refunds (billing reads call it before reading the counter).
+   */
+  async flush(): Promise<void> {
+    await this.quotas.settle();
+    await this.writeCounts();
+  }
+
   /** Writes the summed counts of unlimited plans and the refunds. */
-  flush(): Promise<void> {
+  private writeCounts(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
       const refunds = this.refunds;
       this.refunds = new Map();
@@ -93,15 +110,16 @@ export class UsageMeter {
     return this.flushing;
   }
 
-  /** Statements the quota batcher sent and the calls they counted (tests; batch size = calls / batches). */
-  quotaStats(): QuotaBatchStats {
+  /** Quota statements sent, calls counted, and how many of them were served from a block (tests, bench). */
+  quotaStats(): QuotaStats {
     return this.quotas.stats();
   }
 
+  /** A stop: settles and gives back every block of quota (quota-lease.ts), then writes what is left. */
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.quotas.drain();
-    await this.flush();
+    await this.quotas.close();
+    await this.writeCounts();
   }
 }

@@ -843,4 +843,96 @@ ALTER TABLE mcp_oauth_grants ADD COLUMN passkey_id uuid REFERENCES member_passke
 CREATE INDEX mcp_oauth_grants_passkey ON mcp_oauth_grants (passkey_id) WHERE passkey_id IS NOT NULL;
 `,
   },
+  {
+    version: 28,
+    name: 'quota_leases',
+    // Issue 42 (docs/decisions/0393): the monthly quota by lease. An instance takes a block of calls from its org's
+    // counter in one statement and spends it in memory; usage_counters.leased is the sum of the blocks out, so
+    // tool_calls + leased never passes the quota when a block is taken. quota_leases holds each block with its expiry:
+    // a block whose holder stopped without returning it comes back in the next statement on that counter.
+    // quota_lease() is the one statement of the hot path (src/limits/quota-statements.ts).
+    sql: `
+ALTER TABLE usage_counters ADD COLUMN leased bigint NOT NULL DEFAULT 0 CHECK (leased >= 0);
+CREATE TABLE quota_leases (
+  id uuid PRIMARY KEY,
+  org_id uuid NOT NULL,
+  period_start date NOT NULL,
+  calls bigint NOT NULL CHECK (calls >= 0),
+  spent bigint NOT NULL DEFAULT 0,
+  expires_at timestamptz NOT NULL,
+  FOREIGN KEY (org_id, period_start) REFERENCES usage_counters (org_id, period_start) ON DELETE CASCADE
+);
+CREATE INDEX quota_leases_counter ON quota_leases (org_id, period_start);
+
+-- For each ask, counters locked in key order (two instances' statements queue instead of deadlocking), each read as
+-- committed once locked (READ COMMITTED: every statement of the function takes a new snapshot):
+--   1. blocks of other holders past their expiry come back (deleted, out of leased);
+--   2. the calls the holder spent from its block since its last statement (spent is cumulative per block, so a
+--      statement sent twice settles once) move from leased to tool_calls;
+--   3. release gives the rest of the holder's block back;
+--   4. need (calls waiting now) is granted up to quota - tool_calls - leased and counted at once;
+--   5. extra (the next block) is granted from what is left, at most an eighth of it and none when fewer than 32
+--      calls would be left, so the last calls of a period are granted one batch at a time, exactly.
+-- A counter nothing changed in is not written. Answers per ask: need granted, extra granted, the block's calls now,
+-- the calls of other holders' blocks, and what is left to grant.
+CREATE FUNCTION quota_lease(p_orgs uuid[], p_periods date[], p_leases uuid[], p_spent bigint[], p_acked bigint[],
+  p_need bigint[], p_extra bigint[], p_release bigint[], p_quotas bigint[], p_ttl_ms bigint)
+RETURNS TABLE (r_org text, r_period text, r_granted bigint, r_extra bigint, r_block bigint, r_others bigint, r_left bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE
+  a record;
+  used bigint; out_leased bigint; back bigint; settled bigint; own bigint; avail bigint; g_need bigint; g_extra bigint;
+  held boolean; lease_spent bigint; changed boolean;
+BEGIN
+  -- The nil uuid is no block (calls waiting, none to lease); release is 0 or 1 (arrays of one form: store/db.ts arrayParam).
+  FOR a IN SELECT x.org_id, x.period_start, nullif(x.lease_id, '00000000-0000-0000-0000-000000000000') AS lease_id,
+        x.spent, x.acked, x.need, x.extra, x.release <> 0 AS release, x.quota
+      FROM unnest(p_orgs, p_periods, p_leases, p_spent, p_acked, p_need, p_extra, p_release, p_quotas)
+      AS x(org_id, period_start, lease_id, spent, acked, need, extra, release, quota) ORDER BY 1, 2 LOOP
+    INSERT INTO usage_counters AS u (org_id, period_start) VALUES (a.org_id, a.period_start) ON CONFLICT DO NOTHING;
+    SELECT u.tool_calls, u.leased INTO used, out_leased FROM usage_counters u
+      WHERE u.org_id = a.org_id AND u.period_start = a.period_start FOR UPDATE;
+    WITH gone AS (
+      DELETE FROM quota_leases q WHERE q.org_id = a.org_id AND q.period_start = a.period_start
+        AND q.expires_at <= now() AND q.id IS DISTINCT FROM a.lease_id RETURNING q.calls)
+    SELECT coalesce(sum(g.calls), 0) INTO back FROM gone g;
+    out_leased := greatest(out_leased - back, 0);
+    changed := back > 0;
+    own := 0; settled := 0; held := false;
+    IF a.lease_id IS NOT NULL THEN
+      SELECT q.calls, q.spent INTO own, lease_spent FROM quota_leases q WHERE q.id = a.lease_id FOR UPDATE;
+      held := FOUND;
+      IF held THEN settled := greatest(a.spent - lease_spent, 0);
+      ELSE own := 0; settled := greatest(a.spent - a.acked, 0);
+      END IF;
+    END IF;
+    used := used + settled;
+    out_leased := greatest(out_leased - least(settled, own), 0);
+    own := own - least(settled, own);
+    IF a.release THEN out_leased := greatest(out_leased - own, 0); own := 0; END IF;
+    avail := greatest(a.quota - used - out_leased, 0);
+    g_need := least(a.need, avail);
+    used := used + g_need;
+    avail := avail - g_need;
+    g_extra := CASE WHEN a.release OR a.lease_id IS NULL OR avail < 32 THEN 0 ELSE least(a.extra, avail / 8) END;
+    own := own + g_extra;
+    out_leased := out_leased + g_extra;
+    IF changed OR settled > 0 OR g_need > 0 OR g_extra > 0 OR (held AND a.release) THEN
+      UPDATE usage_counters u SET tool_calls = used, leased = out_leased
+        WHERE u.org_id = a.org_id AND u.period_start = a.period_start;
+    END IF;
+    IF a.lease_id IS NOT NULL AND a.release THEN
+      DELETE FROM quota_leases q WHERE q.id = a.lease_id;
+    ELSIF a.lease_id IS NOT NULL AND (held OR own > 0) THEN
+      INSERT INTO quota_leases AS q (id, org_id, period_start, calls, spent, expires_at)
+        VALUES (a.lease_id, a.org_id, a.period_start, own, a.spent, now() + p_ttl_ms * interval '1 millisecond')
+        ON CONFLICT (id) DO UPDATE SET calls = excluded.calls, spent = greatest(q.spent, excluded.spent), expires_at = excluded.expires_at;
+    END IF;
+    r_org := a.org_id::text; r_period := to_char(a.period_start, 'YYYY-MM-DD');
+    r_granted := g_need; r_extra := g_extra; r_block := own; r_others := out_leased - own; r_left := avail - g_extra;
+    RETURN NEXT;
+  END LOOP;
+END $f$;
+`,
+  },
 ];

@@ -44,7 +44,9 @@ export const TABLE_NOTES: Record<string, string> = {
     'Challenges of passkey ceremonies, as SHA-256 of the challenge and of what it was issued for; a ceremony deletes its row (single use on every instance).',
   member_links: 'One-time invitation and password-reset links of members, kept only as the SHA-256 of the token.',
   audit_chains: "Head and base of each org's audit hash chain; the head row is the lock every audit write of the org takes.",
-  usage_counters: 'Tool calls per org and calendar month (UTC); written with SQL text by limits/quota-statements.ts.',
+  usage_counters:
+    'Tool calls per org and calendar month (UTC), and the calls leased out in blocks (`leased`); written with SQL text by limits/quota-statements.ts.',
+  quota_leases: 'Blocks of quota an instance took from a counter (issue 42, decision 0393): calls not yet spent, spent so far, expiry.',
   webhooks: 'Outbound webhook endpoints (issue 11); the secret is sealed (AAD `webhook_secret:<id>`).',
   webhook_relay_cursors:
     "Per endpoint, the org's audit chain position up to which sealed tool-call rows were relayed into the outbox as tool.called events " +

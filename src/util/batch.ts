@@ -9,9 +9,9 @@
  * fails); one `ItemFailure` for the whole batch, or a throw, fails every item. It may answer early through `answer`
  * and go on with work of its own: the batch holds its in-flight place until the send function's promise settles.
  * The send function is called synchronously when the batch is cut, so state its owner keeps for the batch being
- * filled (limits/quota-batch.ts: one counter per org; audit/recorder.ts: the refusals that ride along) is taken there.
+ * filled (limits/quota-lease.ts: one lease per org and period; audit/recorder.ts: the refusals that ride along) is taken there.
  *
- * Used by: audit/recorder.ts (tool-call rows), limits/quota-batch.ts (quota grants), limits/burst.ts (Redis windows),
+ * Used by: audit/recorder.ts (tool-call rows), limits/quota-lease.ts (quota grants and blocks), limits/burst.ts (Redis windows),
  * mcp/lookup.ts (API-key lookups), mcp/auth-cache.ts (auth-epoch reads).
  */
 
