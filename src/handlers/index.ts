@@ -76,6 +76,7 @@ import {
   updateMember,
   updateOperatorMember,
 } from './members.ts';
+import { requestMemberPasswordReset } from './password-reset.ts';
 
 export const handlers: HandlerTable = {
   listMembers,
@@ -85,6 +86,7 @@ export const handlers: HandlerTable = {
   createMemberLink,
   setPeopleSignIn,
   acceptMemberLink,
+  requestMemberPasswordReset,
   signInMcpMember,
   listOperatorMembers,
   inviteOperatorMember,
