@@ -34,7 +34,8 @@ export function describeSmtpUrl(smtpUrl: string): string {
 }
 
 function reasonOf(err: unknown): MailError['reason'] {
-  const code = (err as { code?: string }).code;
+  // A socket error comes as ESOCKET with the system's code kept in originalCode.
+  const code = (err as { originalCode?: string }).originalCode ?? (err as { code?: string }).code;
   if (code === 'ETIMEDOUT' || code === 'ETIMEOUT' || code === 'ESOCKET_TIMEOUT') return 'timeout';
   if (code === 'ECONNECTION' || code === 'ECONNREFUSED' || code === 'EDNS') return 'refused';
   if (code === 'EENVELOPE' || code === 'EMESSAGE' || code === 'EAUTH') return 'rejected';
