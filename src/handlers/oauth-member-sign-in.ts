@@ -51,7 +51,14 @@ export async function peopleRoute(deps: AppDeps, orgId: string, url: URL): Promi
 /** The member page for a checked authorization request, with its sealed transaction. */
 export function startMemberSignIn(deps: AppDeps, org: OrgRef, request: AuthorizationRequest, idpUrl: string | null): Response {
   const { sealed, tx } = sealMemberSignIn(deps.box, org, request);
-  return memberSignInPage(tx, { idpUrl, problem: null, email: '', status: 200, cookies: [cookie(deps, org.slug, MEMBER_COOKIE, sealed, 600)] });
+  return memberSignInPage(tx, {
+    idpUrl,
+    problem: null,
+    email: '',
+    status: 200,
+    cookies: [cookie(deps, org.slug, MEMBER_COOKIE, sealed, 600)],
+    mailConfigured: deps.mailer !== null,
+  });
 }
 
 /** A form post from this gateway's own page (no other origin). */
@@ -83,6 +90,7 @@ export const signInMcpMember: Handler = async ({ request, params, body, deps }) 
       email: form.email.slice(0, 320),
       status: outcome.kind === 'refused' ? 429 : 401,
       cookies: [],
+      mailConfigured: deps.mailer !== null,
     });
     if (outcome.kind === 'refused') response.headers.set('retry-after', String(outcome.retryAfterSeconds));
     return response;
