@@ -9,10 +9,14 @@ import { api, BASE, onboard, startTestGateway, tokenFor, type Onboarded, type Te
 import { addMember } from './support/members.ts';
 import { rpc } from './support/mcp.ts';
 import { serviceAvailable } from './support/services.ts';
+import { notVerifiableHere, verifies } from './requirements.ts';
 
 setDefaultTimeout(300_000);
 const pg = await serviceAvailable('postgres');
-if (!pg) console.warn('[skip] member MCP sign-in across instances: needs PostgreSQL on 127.0.0.1:5432');
+if (!pg) {
+  console.warn('[skip] member MCP sign-in across instances: needs PostgreSQL on 127.0.0.1:5432');
+  notVerifiableHere('needs PostgreSQL on 127.0.0.1:5432', 'MEMBER-SUSPENDED-REFRESH-EVERY-INSTANCE');
+}
 
 const REDIRECT = 'http://127.0.0.1:47999/callback';
 const PASSWORD = 'member password 0001';
@@ -42,7 +46,12 @@ function form(g: TestGateway, path: string, fields: Record<string, string>, cook
 }
 
 /** The whole flow through the pages on instance `g`; returns the access token. */
-async function signInThroughPages(g: TestGateway, slug: string, email: string, password: string): Promise<{ accessToken: string; consentHtml: string }> {
+async function signInThroughPages(
+  g: TestGateway,
+  slug: string,
+  email: string,
+  password: string,
+): Promise<{ accessToken: string; refreshToken: string; clientId: string; consentHtml: string }> {
   const registered = await g.handle(
     new Request(`${BASE}/oauth/${slug}/register`, {
       method: 'POST',
@@ -91,7 +100,19 @@ async function signInThroughPages(g: TestGateway, slug: string, email: string, p
     }),
   );
   expect(tokenResponse.status).toBe(200);
-  return { accessToken: ((await tokenResponse.json()) as { access_token: string }).access_token, consentHtml };
+  const tokens = (await tokenResponse.json()) as { access_token: string; refresh_token: string };
+  return { accessToken: tokens.access_token, refreshToken: tokens.refresh_token, clientId, consentHtml };
+}
+
+/** The refresh_token grant on instance `g`. */
+function refresh(g: TestGateway, slug: string, clientId: string, refreshToken: string) {
+  return g.handle(
+    new Request(`${BASE}/oauth/${slug}/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientId, resource: `${BASE}/mcp/${slug}` }),
+    }),
+  );
 }
 
 describe.skipIf(!pg)('a member signs in from an MCP client, on two instances of one store', () => {
@@ -130,7 +151,11 @@ describe.skipIf(!pg)('a member signs in from an MCP client, on two instances of 
   });
 
   test('suspended on one instance: the MCP token and the console session stop at the next request on the other', async () => {
-    const { accessToken } = await signInThroughPages(two, A.slug, 'mia@a.example', PASSWORD);
+    const { accessToken, refreshToken: firstRefresh, clientId } = await signInThroughPages(two, A.slug, 'mia@a.example', PASSWORD);
+    // The refresh token works (and rotates) before the suspension, on the other instance too.
+    const refreshed = await refresh(one, A.slug, clientId, firstRefresh);
+    expect(refreshed.status).toBe(200);
+    const refreshToken = ((await refreshed.json()) as { refresh_token: string }).refresh_token;
     const console = await two.handle(
       new Request(`${BASE}/console/auth/password`, {
         method: 'POST',
@@ -147,6 +172,10 @@ describe.skipIf(!pg)('a member signs in from an MCP client, on two instances of 
     expect((await api(one, 'PATCH', `/api/org/members/${memberId}`, manage, { status: 'suspended' })).status).toBe(200);
     expect((await rpc(two, A.slug, { token: accessToken }, 'tools/list')).status).toBe(401);
     expect((await two.handle(new Request(`${BASE}/console/session`, { headers: { cookie } }))).status).toBe(401);
+    verifies('MEMBER-SUSPENDED-REFRESH-EVERY-INSTANCE');
+    const refused = await refresh(two, A.slug, clientId, refreshToken);
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: string }).error).toBe('invalid_grant');
     const grants = (await (await api(two, 'GET', `/api/org/mcp-grants?subject=mia@a.example`, manage)).json()) as { grants: Array<{ revoked_reason: string }> };
     expect(grants.grants.every((g) => g.revoked_reason === 'member_suspended')).toBe(true);
   });
