@@ -219,7 +219,8 @@ describe('forgot password', () => {
     // No look-up on the answer's path: each answers in what the door limits take, member or not.
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1]!;
     console.log(`forgot-password answer, median ms: ${cases.map(([name]) => `${name} ${median(times[name]!).toFixed(1)}`).join(', ')}`);
-    for (const [name] of cases) expect(median(times[name]!), `${name}: ${times[name]!.map((t) => t.toFixed(1)).join(', ')} ms`).toBeLessThan(median(times.member!) + 25);
+    for (const [name] of cases)
+      expect(median(times[name]!), `${name}: ${times[name]!.map((t) => t.toFixed(1)).join(', ')} ms`).toBeLessThan(median(times.member!) + 25);
     expect(median(times.member!)).toBeLessThan(median(times['unknown e-mail']!) + 25);
   });
 

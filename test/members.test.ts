@@ -136,7 +136,11 @@ describe('without SMTP (TOOLGATE_SMTP_URL unset)', () => {
     expect(g.deps.mailer).toBeNull();
     for (const email of ['Ada@Example.com', 'nobody@example.com']) {
       const refused = await g.handle(
-        new Request(`${BASE}/members/password-reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ org: A.slug, email }) }),
+        new Request(`${BASE}/members/password-reset`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ org: A.slug, email }),
+        }),
       );
       expect(refused.status).toBe(409);
       expect(await refused.json()).toEqual({

@@ -6,7 +6,7 @@
 import nodemailer from 'nodemailer';
 import type { Config } from '../config.ts';
 
-export interface MailMessage {
+interface MailMessage {
   to: string;
   subject: string;
   text: string;

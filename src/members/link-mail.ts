@@ -9,7 +9,7 @@ import type { JobTracker } from '../util/jobs.ts';
 import type { Logger } from '../util/log.ts';
 import type { LinkView } from './service.ts';
 
-export type LinkMailKind = 'invitation' | 'admin_reset' | 'forgot_password';
+type LinkMailKind = 'invitation' | 'admin_reset' | 'forgot_password';
 
 export interface LinkMailDeps {
   mailer: Mailer | null;

@@ -10,9 +10,9 @@ import { countLinksSince, findMemberByEmail } from './repository.ts';
 import { issueLink } from './service.ts';
 
 /** How long a forgot-password link works: long enough to read the mail, short enough that an old inbox is no key. */
-export const FORGOT_LINK_TTL_MS = 30 * 60_000;
+const FORGOT_LINK_TTL_MS = 30 * 60_000;
 /** Reset links (mailed or admin-issued) per member per hour beyond which no further mail goes out. */
-export const RESET_MAILS_PER_HOUR = 3;
+const RESET_MAILS_PER_HOUR = 3;
 
 export interface PasswordResetDeps extends LinkMailDeps {
   db: Db;
@@ -28,7 +28,13 @@ export async function mailPasswordReset(deps: PasswordResetDeps, org: { id: stri
   const link = await deps.db.transaction(async (tx) => {
     if ((await countLinksSince(tx, member.id, 'password_reset', new Date(Date.now() - 3600_000))) >= RESET_MAILS_PER_HOUR) return null;
     const issued = await issueLink(tx, deps.publicUrl, member, 'password_reset', FORGOT_LINK_TTL_MS);
-    await recordAudit(tx, { orgId: org.id, action: 'member.password_reset_requested', actor: { type: 'anonymous', id: null }, targetType: 'member', targetId: member.id });
+    await recordAudit(tx, {
+      orgId: org.id,
+      action: 'member.password_reset_requested',
+      actor: { type: 'anonymous', id: null },
+      targetType: 'member',
+      targetId: member.id,
+    });
     return issued;
   });
   if (!link) {

@@ -277,8 +277,7 @@ function App() {
     );
   if (error) return <ErrorBox error={error} />;
   if (session === undefined) return <p class="loading">Loading…</p>;
-  if (session === null && routeName() === 'forgot')
-    return <ForgotPasswordPage org={decodeURIComponent(routeParts()[1] ?? '')} />;
+  if (session === null && routeName() === 'forgot') return <ForgotPasswordPage org={decodeURIComponent(routeParts()[1] ?? '')} />;
   if (session === null) return <SignIn onSignedIn={refresh} />;
   return <Shell session={session} onSignOut={() => setSession(null)} />;
 }

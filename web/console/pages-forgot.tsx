@@ -29,9 +29,24 @@ export function ForgotPasswordPage({ org: initialOrg }: { org: string }) {
       ) : (
         <form class="card" aria-label="Ask for a password-reset link" onSubmit={submit}>
           <label for="forgot-org">Org</label>
-          <input id="forgot-org" required pattern="[a-z0-9][a-z0-9\-]*" value={org} onInput={(e) => setOrg(e.currentTarget.value)} autoComplete="organization" />
+          <input
+            id="forgot-org"
+            required
+            pattern="[a-z0-9][a-z0-9\-]*"
+            value={org}
+            onInput={(e) => setOrg(e.currentTarget.value)}
+            autoComplete="organization"
+          />
           <label for="forgot-email">E-mail</label>
-          <input id="forgot-email" type="email" required maxLength={320} value={email} onInput={(e) => setEmail(e.currentTarget.value)} autoComplete="username" />
+          <input
+            id="forgot-email"
+            type="email"
+            required
+            maxLength={320}
+            value={email}
+            onInput={(e) => setEmail(e.currentTarget.value)}
+            autoComplete="username"
+          />
           <ErrorBox error={action.error} />
           <button type="submit" disabled={action.pending}>
             {action.pending ? 'Sending…' : 'Mail me a link'}
