@@ -8,7 +8,7 @@ import { ConfigError, loadConfig } from '../src/config.ts';
 import { describeSmtpUrl } from '../src/mail/mailer.ts';
 import { notePeerAddress } from '../src/net/source-address.ts';
 import { verifies } from './requirements.ts';
-import { api, BASE, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { api, BASE, onboard, OPERATOR_TOKEN, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { addMember } from './support/members.ts';
 import { refresh, signInThroughPages } from './support/member-oauth.ts';
 import { closedPort, startSilentListener, startSmtp, type ReceivedMail, type TestSmtp } from './support/smtp.ts';
@@ -132,6 +132,21 @@ describe('links by mail', () => {
     expect(linkIn(mails[1]!)).toBe(url);
     expect((await accept(tokenOf(url), 'ada password 0002')).status).toBe(200);
     expect((await accept(tokenOf(url), 'ada password 0003')).status).toBe(404);
+  });
+});
+
+describe('onboarding', () => {
+  test("an org created with admin_email: the first admin's invitation is mailed too", async () => {
+    verifies('MAIL-MEMBER-LINKS');
+    const slug = `mailed-${Date.now().toString(36)}`;
+    const created = await post(g, '/operator/orgs', { slug, name: 'Mailed Org', plan: 'enterprise', admin_email: 'root@mailed.example' }, undefined, {
+      authorization: `Bearer ${OPERATOR_TOKEN}`,
+    });
+    expect(created.status).toBe(201);
+    const { url } = ((await created.json()) as { admin_invitation: { invitation: { url: string } } }).admin_invitation.invitation;
+    const [mail] = await smtp.mailsTo('root@mailed.example');
+    expect(mail!.subject).toBe('You are invited to Mailed Org on Toolgate');
+    expect(linkIn(mail!)).toBe(url);
   });
 });
 
