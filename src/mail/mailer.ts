@@ -61,7 +61,8 @@ export function createMailer(config: Pick<Config, 'smtpUrl' | 'smtpFrom' | 'smtp
     describe: describeSmtpUrl(config.smtpUrl),
     async send(message) {
       try {
-        await transport.sendMail({ from, to: message.to, subject: message.subject, text: message.text });
+        // One address as an object: nodemailer does not split it at commas into more recipients.
+        await transport.sendMail({ from, to: { name: '', address: message.to }, subject: message.subject, text: message.text });
       } catch (err) {
         throw new MailError(reasonOf(err));
       }
