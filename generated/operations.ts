@@ -995,6 +995,16 @@ export const operations = [
     "queryParams": []
   },
   {
+    "operationId": "requestMemberPasswordReset",
+    "method": "POST",
+    "path": "/members/password-reset",
+    "auth": "public",
+    "bodyType": "json",
+    "bodyRequired": true,
+    "pathParams": [],
+    "queryParams": []
+  },
+  {
     "operationId": "setMcpSignInSettings",
     "method": "PUT",
     "path": "/api/org/mcp-sign-in",

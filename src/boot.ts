@@ -72,6 +72,11 @@ export async function boot(fail: (message: string) => never): Promise<Booted> {
       console.log(
         `toolgate: settings console at ${settled.publicUrl}/console (sign in as a member with e-mail and password, with the org's identity provider, or with an OAuth client that has org:manage)`,
       );
+      console.log(
+        gateway.deps.mailer
+          ? `toolgate: mail through ${gateway.deps.mailer.describe} (invitations, reset links, forgotten passwords)`
+          : 'toolgate: no mail (TOOLGATE_SMTP_URL unset): invitation and reset links are shown to the admin only',
+      );
       if (demo) console.log(demo.banner);
     },
     async stop() {

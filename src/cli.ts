@@ -2,6 +2,7 @@
  * The toolgate CLI: every operator task (docs/operations.md). Each command runs through the operator API of a running
  * server (TOOLGATE_OPERATOR_URL, or the embedded server holding the data folder) or, offline, directly on the store.
  */
+import { mailMemberLink } from './handlers/member-mail.ts';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { join } from 'node:path';
 import { openStore } from './store/db.ts';
@@ -125,7 +126,10 @@ async function orgCreate(values: {
         })
       : await onStore(target.config, async ({ deps }) => {
           const admin = adminEmail ? { email: adminEmail, publicUrl: deps.config.publicUrl } : undefined;
-          return onboardingView(await onboardOrg(deps, { slug, name: values.name!, plan, trialDays, admin }, { type: 'operator', id: null }), deps.config);
+          const created = await onboardOrg(deps, { slug, name: values.name!, plan, trialDays, admin }, { type: 'operator', id: null });
+          // With SMTP the first admin's invitation goes by mail too (decision 0385); the gateway's close waits for it.
+          if (created.admin) mailMemberLink(deps, created.org.id, created.admin.member.id, created.admin.invitation);
+          return onboardingView(created, deps.config);
         });
   printOnboarding(result, Boolean(values.json));
 }

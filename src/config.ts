@@ -89,6 +89,14 @@ export interface Config {
   authCacheTtlMs: number;
   /** How often an active connector not called successfully meanwhile is probed (connectors/health.ts); 0: never. */
   connectorProbeIntervalMs: number;
+  /**
+   * Outgoing mail (src/mail/, decision 0385): TOOLGATE_SMTP_URL (smtp:// or smtps://, optional user:password; never
+   * logged or printed: describe it with mail/smtp-url.ts), the From address, and the time any one SMTP step may take.
+   * Null URL: no mail; links are only shown to the admin.
+   */
+  smtpUrl: string | null;
+  smtpFrom: string | null;
+  smtpTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -236,7 +244,21 @@ export function loadConfig(env: Env = process.env): Config {
     storeStartWaitMs: intVar(env, 'TOOLGATE_STORE_START_WAIT_MS', 60_000, 0, 3_600_000),
     httpIdleTimeoutSeconds: intVar(env, 'TOOLGATE_HTTP_IDLE_TIMEOUT_SECONDS', 120, 1, 255),
     authCacheTtlMs: intVar(env, 'TOOLGATE_AUTH_CACHE_TTL_MS', 5000, 0, 60_000),
+    ...mailConfig(env),
   };
+}
+
+/** A bare address or `Name <address>`; no line breaks (a header value). */
+const FROM_ADDRESS = /^(?:[^<>\r\n]{0,200}<[^\s@<>]{1,64}@[^\s@<>]{1,255}>|[^\s@<>]{1,64}@[^\s@<>]{1,255})$/;
+
+/** TOOLGATE_SMTP_*: the messages name the variable and never repeat the URL (it may hold a password). */
+function mailConfig(env: Env) {
+  const smtpUrl = urlVar(env, 'TOOLGATE_SMTP_URL', ['smtp:', 'smtps:']);
+  const smtpFrom = env.TOOLGATE_SMTP_FROM?.trim() || null;
+  if (smtpUrl && !new URL(smtpUrl).hostname) throw new ConfigError('TOOLGATE_SMTP_URL names no host');
+  if (smtpUrl && !smtpFrom) throw new ConfigError('TOOLGATE_SMTP_FROM is required when TOOLGATE_SMTP_URL is set (the sender of invitation and reset mails)');
+  if (smtpFrom !== null && !FROM_ADDRESS.test(smtpFrom)) throw new ConfigError('TOOLGATE_SMTP_FROM must be an address (name@host) or "Name <name@host>"');
+  return { smtpUrl, smtpFrom, smtpTimeoutMs: intVar(env, 'TOOLGATE_SMTP_TIMEOUT_MS', 10_000, 100, 120_000) };
 }
 
 /** The connectors' calls and pools: concurrency, queueing, the connection budget (decision 0323) and health probes. */

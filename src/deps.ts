@@ -22,6 +22,7 @@ import type { WebhookWorker } from './webhooks/worker.ts';
 import type { ApprovalService } from './approvals/service.ts';
 import type { AuditRecorder } from './audit/recorder.ts';
 import type { McpAuthCache } from './mcp/auth-cache.ts';
+import type { Mailer } from './mail/mailer.ts';
 
 export interface AppDeps {
   config: Config;
@@ -56,6 +57,8 @@ export interface AppDeps {
   mcp: McpServer;
   /** This instance's webhook delivery worker; null when TOOLGATE_WEBHOOK_WORKER=0. */
   webhookWorker: WebhookWorker | null;
+  /** Outgoing mail (TOOLGATE_SMTP_URL); null: none is sent, links are only shown to the admin (decision 0385). */
+  mailer: Mailer | null;
   /** Set when a shutdown begins: /readyz answers 503 so load balancers stop sending requests (src/main.ts). */
   lifecycle: { shuttingDown: boolean };
 }

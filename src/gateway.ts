@@ -1,4 +1,5 @@
 /** Assembles a gateway from its configuration: store, keys, authenticator, services, and the app. */
+import { createMailer } from './mail/mailer.ts';
 import { join } from 'node:path';
 import { Authenticator } from './auth/authenticate.ts';
 import { LastUseRecorder } from './auth/last-use.ts';
@@ -242,6 +243,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     authCache,
     mcp: createMcpServer({ catalog, usage, config, log, approvals, outbound, audit, health }),
     webhookWorker,
+    mailer: createMailer(config),
     lifecycle: { shuttingDown: false },
   };
   const unregisterMetrics = registerGatewaySource({ auditQueue: () => audit.queueDepth(), burstMode: () => deps.limiter.mode?.() ?? 'local' });
@@ -255,6 +257,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     await webhookWorker?.stop();
     await health.stop();
     await deps.jobs.idle();
+    deps.mailer?.close();
     stopRetention();
     await stopOrphanSealer();
     await audit.drain();

@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api, BASE, onboard, OPERATOR_TOKEN, startTestGateway, type TestGateway } from './support/gateway.ts';
 import { SoftAuthenticator } from './support/soft-authenticator.ts';
+import { startSmtp } from './support/smtp.ts';
+import { verifies } from './requirements.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const BUN = join(ROOT, 'node_modules', '.bin', 'bun');
@@ -123,12 +125,23 @@ describe('members offline, on the embedded data folder', () => {
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  test('org create --admin-email, then members list on the store', async () => {
-    const env = { TOOLGATE_DATA_DIR: dataDir, TOOLGATE_DEMO: '0' };
-    const created = await run(['org', 'create', '--slug', 'solo', '--name', 'Solo', '--admin-email', 'me@solo.example'], env);
-    expect(created.code).toBe(0);
-    expect(created.stdout).toContain('Admin member:  me@solo.example');
-    const list = await run(['members', 'list', '--org', 'solo', '--json'], env);
-    expect(list.json.members).toMatchObject([{ email: 'me@solo.example', status: 'invited', roles: ['admin'] }]);
+  test('org create --admin-email, then members list on the store; with SMTP the invitations go by mail too', async () => {
+    verifies('MAIL-MEMBER-LINKS');
+    const smtp = await startSmtp();
+    try {
+      const env = { TOOLGATE_DATA_DIR: dataDir, TOOLGATE_DEMO: '0', TOOLGATE_SMTP_URL: smtp.url, TOOLGATE_SMTP_FROM: 'toolgate@solo.example' };
+      const created = await run(['org', 'create', '--slug', 'solo', '--name', 'Solo', '--admin-email', 'me@solo.example'], env);
+      expect(created.code).toBe(0);
+      expect(created.stdout).toContain('Admin member:  me@solo.example');
+      const list = await run(['members', 'list', '--org', 'solo', '--json'], env);
+      expect(list.json.members).toMatchObject([{ email: 'me@solo.example', status: 'invited', roles: ['admin'] }]);
+      // The command waited for the mail before it exited.
+      expect(smtp.received.map((m) => [m.to, m.subject])).toEqual([[['me@solo.example'], 'You are invited to Solo on Toolgate']]);
+      const invited = await run(['members', 'invite', '--org', 'solo', '--email', 'you@solo.example', '--json'], env);
+      expect(smtp.received.map((m) => m.to[0])).toEqual(['me@solo.example', 'you@solo.example']);
+      expect(smtp.received[1]!.text).toContain(invited.json.invitation.url);
+    } finally {
+      await smtp.close();
+    }
   }, 180_000);
 });

@@ -3,96 +3,27 @@
 // member's MCP token and console session on the other at the next request (two gateways on one PostgreSQL store).
 // Also: registration is refused for an org nobody can sign in to; with an IdP the org's setting chooses the page.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
-import { createHash, randomBytes } from 'node:crypto';
 import { upsertIdpConfig } from '../src/auth/idp/repository.ts';
 import { api, BASE, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { addMember } from './support/members.ts';
 import { rpc } from './support/mcp.ts';
+import { cookiePair, REDIRECT, refresh, signInThroughPages } from './support/member-oauth.ts';
 import { serviceAvailable } from './support/services.ts';
+import { notVerifiableHere, verifies } from './requirements.ts';
 
 setDefaultTimeout(300_000);
 const pg = await serviceAvailable('postgres');
-if (!pg) console.warn('[skip] member MCP sign-in across instances: needs PostgreSQL on 127.0.0.1:5432');
+if (!pg) {
+  console.warn('[skip] member MCP sign-in across instances: needs PostgreSQL on 127.0.0.1:5432');
+  notVerifiableHere('needs PostgreSQL on 127.0.0.1:5432', 'MEMBER-SUSPENDED-REFRESH-EVERY-INSTANCE');
+}
 
-const REDIRECT = 'http://127.0.0.1:47999/callback';
 const PASSWORD = 'member password 0001';
 let one: TestGateway;
 let two: TestGateway;
 let A: Onboarded;
 let manage: string;
 let memberId: string;
-
-const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]+)"`).exec(html)?.[1] ?? '';
-const cookiePair = (response: Response) => response.headers.get('set-cookie')!.split(';')[0]!;
-const cookiesOf = (response: Response) =>
-  response.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0]!)
-    .filter((c) => !c.endsWith('='))
-    .join('; ');
-
-function form(g: TestGateway, path: string, fields: Record<string, string>, cookie: string) {
-  return g.handle(
-    new Request(`${BASE}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, origin: BASE, 'sec-fetch-site': 'same-origin' },
-      body: new URLSearchParams(fields),
-    }),
-  );
-}
-
-/** The whole flow through the pages on instance `g`; returns the access token. */
-async function signInThroughPages(g: TestGateway, slug: string, email: string, password: string): Promise<{ accessToken: string; consentHtml: string }> {
-  const registered = await g.handle(
-    new Request(`${BASE}/oauth/${slug}/register`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_name: 'Test agent', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }),
-    }),
-  );
-  expect(registered.status).toBe(201);
-  const clientId = ((await registered.json()) as { client_id: string }).client_id;
-  const verifier = randomBytes(32).toString('base64url');
-  const params = new URLSearchParams({
-    response_type: 'code',
-    client_id: clientId,
-    redirect_uri: REDIRECT,
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-    code_challenge_method: 'S256',
-    state: 'st-1',
-    resource: `${BASE}/mcp/${slug}`,
-  });
-  const page = await g.handle(new Request(`${BASE}/oauth/${slug}/authorize?${params}`));
-  expect(page.status).toBe(200);
-  const html = await page.text();
-  expect(html).toContain('name="password"');
-  const wrong = await form(g, `/oauth/${slug}/sign-in`, { csrf: hidden(html, 'csrf'), email, password: 'not it at all' }, cookiePair(page));
-  expect(wrong.status).toBe(401);
-  expect(await wrong.text()).toContain('The e-mail or the password is wrong.');
-  const signedIn = await form(g, `/oauth/${slug}/sign-in`, { csrf: hidden(html, 'csrf'), email, password }, cookiePair(page));
-  expect(signedIn.status).toBe(200);
-  const consentHtml = await signedIn.text();
-  const consented = await form(g, `/oauth/${slug}/consent`, { csrf: hidden(consentHtml, 'csrf'), decision: 'allow', scope_0: 'mcp:call' }, cookiesOf(signedIn));
-  expect(consented.status).toBe(302);
-  const location = new URL(consented.headers.get('location')!);
-  expect(location.searchParams.get('state')).toBe('st-1');
-  const tokenResponse = await g.handle(
-    new Request(`${BASE}/oauth/${slug}/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'authorization_code',
-        code: location.searchParams.get('code')!,
-        redirect_uri: REDIRECT,
-        client_id: clientId,
-        code_verifier: verifier,
-        resource: `${BASE}/mcp/${slug}`,
-      }),
-    }),
-  );
-  expect(tokenResponse.status).toBe(200);
-  return { accessToken: ((await tokenResponse.json()) as { access_token: string }).access_token, consentHtml };
-}
 
 describe.skipIf(!pg)('a member signs in from an MCP client, on two instances of one store', () => {
   beforeAll(async () => {
@@ -130,7 +61,11 @@ describe.skipIf(!pg)('a member signs in from an MCP client, on two instances of 
   });
 
   test('suspended on one instance: the MCP token and the console session stop at the next request on the other', async () => {
-    const { accessToken } = await signInThroughPages(two, A.slug, 'mia@a.example', PASSWORD);
+    const { accessToken, refreshToken: firstRefresh, clientId } = await signInThroughPages(two, A.slug, 'mia@a.example', PASSWORD);
+    // The refresh token works (and rotates) before the suspension, on the other instance too.
+    const refreshed = await refresh(one, A.slug, clientId, firstRefresh);
+    expect(refreshed.status).toBe(200);
+    const refreshToken = ((await refreshed.json()) as { refresh_token: string }).refresh_token;
     const console = await two.handle(
       new Request(`${BASE}/console/auth/password`, {
         method: 'POST',
@@ -147,6 +82,10 @@ describe.skipIf(!pg)('a member signs in from an MCP client, on two instances of 
     expect((await api(one, 'PATCH', `/api/org/members/${memberId}`, manage, { status: 'suspended' })).status).toBe(200);
     expect((await rpc(two, A.slug, { token: accessToken }, 'tools/list')).status).toBe(401);
     expect((await two.handle(new Request(`${BASE}/console/session`, { headers: { cookie } }))).status).toBe(401);
+    verifies('MEMBER-SUSPENDED-REFRESH-EVERY-INSTANCE');
+    const refused = await refresh(two, A.slug, clientId, refreshToken);
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: string }).error).toBe('invalid_grant');
     const grants = (await (await api(two, 'GET', `/api/org/mcp-grants?subject=mia@a.example`, manage)).json()) as { grants: Array<{ revoked_reason: string }> };
     expect(grants.grants.every((g) => g.revoked_reason === 'member_suspended')).toBe(true);
   });

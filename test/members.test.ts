@@ -5,6 +5,8 @@ import { notePeerAddress } from '../src/net/source-address.ts';
 import { api, BASE, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { sdkFor } from './support/sdk.ts';
 import { hashPassword, verifyPassword } from '../src/members/password.ts';
+import { memberSignInPage } from '../src/auth/oauth-server/member-page.ts';
+import { verifies } from './requirements.ts';
 
 let g: TestGateway;
 let A: Onboarded;
@@ -125,6 +127,41 @@ describe('members over REST', () => {
     const mcpOnly = await tokenFor(g, A.clientId, A.clientSecret, 'mcp:call');
     expect((await api(g, 'GET', '/api/org/members', mcpOnly)).status).toBe(403);
     expect((await api(g, 'GET', '/api/org/members', null)).status).toBe(401);
+  });
+});
+
+describe('without SMTP (TOOLGATE_SMTP_URL unset)', () => {
+  test('forgot-password is refused with mail_not_configured, the same for any e-mail; the sign-in page says to ask an admin', async () => {
+    verifies('MEMBER-FORGOT-PASSWORD-LIMITS');
+    expect(g.deps.mailer).toBeNull();
+    for (const email of ['Ada@Example.com', 'nobody@example.com']) {
+      const refused = await g.handle(
+        new Request(`${BASE}/members/password-reset`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ org: A.slug, email }),
+        }),
+      );
+      expect(refused.status).toBe(409);
+      expect(await refused.json()).toEqual({
+        error: 'mail_not_configured',
+        message: 'This gateway sends no mail: ask an admin of your org for a password-reset link (Members page).',
+      });
+    }
+    const tx = { org: { id: A.orgId, slug: A.slug, name: 'A' }, request: {} as never, csrf: 'c', expiresAt: Date.now() + 60_000 };
+    const without = await memberSignInPage(tx, { idpUrl: null, problem: null, email: '', status: 200, cookies: [], passkey: null }).text();
+    expect(without).toContain('An admin of the org gives you a link');
+    expect(without).not.toContain('#/forgot/');
+    const withMail = await memberSignInPage(tx, {
+      idpUrl: null,
+      problem: null,
+      email: '',
+      status: 200,
+      cookies: [],
+      passkey: null,
+      mailConfigured: true,
+    }).text();
+    expect(withMail).toContain(`href="/console#/forgot/${A.slug}"`);
   });
 });
 

@@ -420,6 +420,23 @@ export const REQUIREMENTS = {
     "An admin (not a contributor) lists and removes a member's passkeys; another org's member is not found [issue 40 item 3; decision 0380]",
   'PASSKEY-REMOVAL-ENDS-SESSIONS':
     'Removing a passkey ends the console sessions signed in with it and revokes the MCP grants made with it, on every instance; other sessions stay [decision 0380]',
+  // Issue 40 item 2 and 3: mail and password reset (decisions 0385, 0386)
+  'MAIL-SMTP-CONFIG':
+    'TOOLGATE_SMTP_URL (smtp:// or smtps://), TOOLGATE_SMTP_FROM and TOOLGATE_SMTP_TIMEOUT_MS are checked at start, the messages never repeat the URL, and the URL is printed only without its user and password [issue 40 item 2; decision 0385]',
+  'MAIL-MEMBER-LINKS':
+    'Where SMTP is configured, an invitation and an admin-issued reset link also go by mail to the member (after the answer, which still shows the link once), and the mailed link works [issue 40 item 2; decision 0385]',
+  'MAIL-FAILURE-ANSWER-UNCHANGED':
+    'An SMTP server that refuses connections or hangs changes no answer; the failure is logged with its class, never the link, a token or the address [issue 40 item 2; decision 0385]',
+  'MEMBER-FORGOT-PASSWORD':
+    'POST /members/password-reset answers the same (202, same body, comparable time) for a member and an unknown e-mail; only an active member gets a mail, with a one-time link valid 30 minutes that sets a new password and ends the old password and sessions [issue 40 item 3; decision 0386]',
+  'MEMBER-FORGOT-PASSWORD-LIMITS':
+    'Forgot-password requests go through the door limits (per e-mail and address, per address, per e-mail; 429 with Retry-After) and a member gets at most 3 reset mails an hour; without SMTP the request is refused with mail_not_configured [issue 40 item 3; decision 0386]',
+  'MEMBER-SECRETS-NOT-LOGGED':
+    'No link token, password or password hash appears in a log line, an audit row or an export, mail failures included [issue 40 acceptance]',
+  'MEMBER-SUSPENDED-REFRESH-EVERY-INSTANCE':
+    "A suspended member's MCP refresh token is refused (invalid_grant) at the next use on another instance sharing the PostgreSQL store [issue 40 acceptance]",
+  'MEMBER-SIGN-IN-UNIFORM':
+    'A wrong password, an unknown e-mail, an unknown org and an invited member without a password get one sign-in answer in comparable time (each takes a hash) [issue 40 item 3; decision 0368]',
 } as const;
 
 export type RequirementId = keyof typeof REQUIREMENTS;

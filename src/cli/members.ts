@@ -5,6 +5,7 @@
  */
 import type { Member, MemberInvitation, MemberLink, MemberList, Passkey, PasskeyList } from '../../generated/client/types.gen.ts';
 import { memberList } from '../handlers/members.ts';
+import { mailMemberLink } from '../handlers/member-mail.ts';
 import { orgBySlug } from '../orgs/operator.ts';
 import * as members from '../members/service.ts';
 import { listPasskeys, removePasskey } from '../members/passkeys.ts';
@@ -78,7 +79,11 @@ export async function membersInvite(values: Values): Promise<void> {
   const body = { email, roles };
   const result = await run<MemberInvitation>(slug, null, {
     api: (base) => ({ method: 'POST', path: base, body }),
-    store: (deps, orgId) => members.inviteMember(storeDeps(deps), orgId, body, OPERATOR),
+    store: async (deps, orgId) => {
+      const invited = await members.inviteMember(storeDeps(deps), orgId, body, OPERATOR);
+      mailMemberLink(deps, orgId, invited.member.id, invited.invitation);
+      return invited;
+    },
   });
   print(
     Boolean(values.json),
@@ -117,7 +122,11 @@ export async function membersLink(values: Values): Promise<void> {
   const slug = requireSlug(values.org, '--org');
   const link = await run<MemberLink>(slug, requireEmail(values.email), {
     api: (base, m) => ({ method: 'POST', path: `${base}/${m!.id}/link` }),
-    store: (deps, orgId, m) => members.memberLink(storeDeps(deps), orgId, m!.id, OPERATOR),
+    store: async (deps, orgId, m) => {
+      const link = await members.memberLink(storeDeps(deps), orgId, m!.id, OPERATOR);
+      mailMemberLink(deps, orgId, m!.id, link);
+      return link;
+    },
   });
   const what = link.purpose === 'invitation' ? 'Invitation' : 'Password-reset';
   print(Boolean(values.json), link, () => `${what} link (shown only now, one use, until ${link.expires_at}):\n${link.url}`);

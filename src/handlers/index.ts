@@ -90,6 +90,7 @@ import {
   updateMember,
   updateOperatorMember,
 } from './members.ts';
+import { requestMemberPasswordReset } from './password-reset.ts';
 
 export const handlers: HandlerTable = {
   listMembers,
@@ -102,6 +103,7 @@ export const handlers: HandlerTable = {
   startMemberLinkPasskey,
   listMemberPasskeys,
   removeMemberPasskey,
+  requestMemberPasswordReset,
   signInMcpMember,
   signInMcpMemberPasskey,
   listOperatorMemberPasskeys,

@@ -12,6 +12,7 @@ import { sourceAddressOf } from '../net/source-address.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Handler, RequestContext } from './context.ts';
 import { passkeyDepsOf } from './passkeys.ts';
+import { mailMemberLink } from './member-mail.ts';
 import type { InviteMemberRequest, UpdateMemberRequest } from '../../generated/client/types.gen.ts';
 
 const NO_STORE = { 'cache-control': 'no-store' };
@@ -31,8 +32,21 @@ export async function memberList(deps: AppDeps, orgId: string) {
 
 export const listMembers: Handler = async ({ principal, deps }) => json(await memberList(deps, principal!.orgId));
 
+/** Invites, and mails the link too where SMTP is configured (the answer still shows it once). */
+async function invite(deps: AppDeps, orgId: string, body: InviteMemberRequest, actor: Parameters<typeof members.inviteMember>[3]) {
+  const invited = await members.inviteMember(membersDeps(deps), orgId, body, actor);
+  mailMemberLink(deps, orgId, invited.member.id, invited.invitation);
+  return json(invited, 201, NO_STORE);
+}
+
+async function link(deps: AppDeps, orgId: string, memberId: string, actor: Parameters<typeof members.memberLink>[3]) {
+  const issued = await members.memberLink(membersDeps(deps), orgId, memberId, actor);
+  mailMemberLink(deps, orgId, memberId, issued);
+  return json(issued, 201, NO_STORE);
+}
+
 export const inviteMember: Handler = async ({ principal, deps, body }: RequestContext<InviteMemberRequest>) =>
-  json(await members.inviteMember(membersDeps(deps), principal!.orgId, body, actorOf(principal)), 201, NO_STORE);
+  invite(deps, principal!.orgId, body, actorOf(principal));
 
 export const updateMember: Handler = async ({ principal, deps, params, body }: RequestContext<UpdateMemberRequest>) =>
   json(await members.changeMember(membersDeps(deps), principal!.orgId, params.memberId!, body, actorOf(principal)));
@@ -40,8 +54,7 @@ export const updateMember: Handler = async ({ principal, deps, params, body }: R
 export const removeMember: Handler = async ({ principal, deps, params }) =>
   json(await members.removeMember(membersDeps(deps), principal!.orgId, params.memberId!, actorOf(principal)));
 
-export const createMemberLink: Handler = async ({ principal, deps, params }) =>
-  json(await members.memberLink(membersDeps(deps), principal!.orgId, params.memberId!, actorOf(principal)), 201, NO_STORE);
+export const createMemberLink: Handler = async ({ principal, deps, params }) => link(deps, principal!.orgId, params.memberId!, actorOf(principal));
 
 export const setPeopleSignIn: Handler = async ({ principal, deps, body }: RequestContext<{ people_sign_in: PeopleSignIn }>) => {
   await deps.store.db.transaction(async (tx) => {
@@ -79,7 +92,7 @@ const orgIdOf = async (deps: AppDeps, slug: string) => (await orgBySlug(deps, sl
 export const listOperatorMembers: Handler = async ({ deps, params }) => json(await memberList(deps, await orgIdOf(deps, params.slug!)), 200, NO_STORE);
 
 export const inviteOperatorMember: Handler = async ({ deps, params, body }: RequestContext<InviteMemberRequest>) =>
-  json(await members.inviteMember(membersDeps(deps), await orgIdOf(deps, params.slug!), body, OPERATOR), 201, NO_STORE);
+  invite(deps, await orgIdOf(deps, params.slug!), body, OPERATOR);
 
 export const updateOperatorMember: Handler = async ({ deps, params, body }: RequestContext<UpdateMemberRequest>) =>
   json(await members.changeMember(membersDeps(deps), await orgIdOf(deps, params.slug!), params.memberId!, body, OPERATOR), 200, NO_STORE);
@@ -87,5 +100,4 @@ export const updateOperatorMember: Handler = async ({ deps, params, body }: Requ
 export const removeOperatorMember: Handler = async ({ deps, params }) =>
   json(await members.removeMember(membersDeps(deps), await orgIdOf(deps, params.slug!), params.memberId!, OPERATOR), 200, NO_STORE);
 
-export const createOperatorMemberLink: Handler = async ({ deps, params }) =>
-  json(await members.memberLink(membersDeps(deps), await orgIdOf(deps, params.slug!), params.memberId!, OPERATOR), 201, NO_STORE);
+export const createOperatorMemberLink: Handler = async ({ deps, params }) => link(deps, await orgIdOf(deps, params.slug!), params.memberId!, OPERATOR);

@@ -62,7 +62,7 @@ async function memberPage(
   options: { idpUrl: string | null; problem: string | null; email: string; status: number; cookies: string[] },
 ): Promise<Response> {
   const passkey = relyingParty(deps.config.publicUrl) ? await authenticationOptions(passkeyDepsOf(deps), passkeyBinding(tx)) : null;
-  return memberSignInPage(tx, { ...options, passkey });
+  return memberSignInPage(tx, { ...options, passkey, mailConfigured: deps.mailer !== null });
 }
 
 /** The member page for a checked authorization request, with its sealed transaction. */

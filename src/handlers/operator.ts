@@ -7,6 +7,7 @@ import { onboardOrg } from '../orgs/service.ts';
 import type { OrgRow } from '../orgs/repository.ts';
 import { auditExportResponse } from './audit.ts';
 import type { Handler, RequestContext } from './context.ts';
+import { mailMemberLink } from './member-mail.ts';
 import { apiKeyView, onboardingView, operatorOrgView } from './views.ts';
 import type { CreateOrgRequest, OperatorOrgDetail, UpdateOperatorOrgRequest } from '../../generated/client/types.gen.ts';
 
@@ -26,6 +27,7 @@ export const createOrg: Handler = async ({ deps, body }: RequestContext<CreateOr
     },
     OPERATOR,
   );
+  if (created.admin) mailMemberLink(deps, created.org.id, created.admin.member.id, created.admin.invitation);
   return json(onboardingView(created, deps.config), 201, NO_STORE);
 };
 

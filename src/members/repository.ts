@@ -1,5 +1,5 @@
 /** SQL of an org's members (org_members), their one-time links (member_links) and the org's people sign-in setting. */
-import { and, asc, eq, gt, isNull, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, gte, isNull, sql } from 'drizzle-orm';
 import type { Queryable } from '../store/db.ts';
 import { consoleSessions, mcpOauthGrants, mcpOauthSettings, memberLinks, orgMembers } from '../store/schema.ts';
 
@@ -107,4 +107,13 @@ export async function setPeopleSignIn(db: Queryable, orgId: string, mode: People
     .insert(mcpOauthSettings)
     .values({ orgId, peopleSignIn: mode })
     .onConflictDoUpdate({ target: mcpOauthSettings.orgId, set: { peopleSignIn: mode, updatedAt: new Date() } });
+}
+
+/** How many links of `purpose` the member was given since `since` (used, voided or live): the mail cap of 0386. */
+export async function countLinksSince(db: Queryable, memberId: string, purpose: LinkPurpose, since: Date): Promise<number> {
+  const [row] = await db
+    .select({ n: sql<number>`count(*)::int` })
+    .from(memberLinks)
+    .where(and(eq(memberLinks.memberId, memberId), eq(memberLinks.purpose, purpose), gte(memberLinks.createdAt, since)));
+  return row?.n ?? 0;
 }

@@ -62,9 +62,10 @@ export interface LinkView {
 
 const linkUrl = (publicUrl: string, token: string) => `${publicUrl}/console#/join/${token}`;
 
-async function issueLink(db: Queryable, publicUrl: string, member: MemberRow, purpose: LinkPurpose): Promise<LinkView> {
+/** A new one-time link of `purpose` for `member` (the older unused one of that purpose stops working). */
+export async function issueLink(db: Queryable, publicUrl: string, member: MemberRow, purpose: LinkPurpose, ttlMs = LINK_TTL_MS): Promise<LinkView> {
   const token = `tgl_${randomSecret(32)}`;
-  const expiresAt = new Date(Date.now() + LINK_TTL_MS);
+  const expiresAt = new Date(Date.now() + ttlMs);
   await insertLink(db, { tokenHash: hashSecret(token), orgId: member.orgId, memberId: member.id, purpose, expiresAt });
   return { purpose, url: linkUrl(publicUrl, token), expires_at: expiresAt.toISOString() };
 }

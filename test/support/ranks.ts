@@ -11,6 +11,7 @@ export const RANKS: Record<string, { rank: number; role: string }> = {
   'docs/': { rank: 0, role: 'the API explorer page' },
   'config.ts': { rank: 1, role: 'the environment, read and validated once at start' },
   'events/': { rank: 1, role: 'domain events: the one emitter that the audit log and the webhook outbox subscribe to' },
+  'mail/': { rank: 2, role: 'outgoing mail over SMTP (nodemailer): the transport, its timeouts, the URL as it may be printed' },
   'util/': { rank: 2, role: 'logging, crypto, background jobs, body reading, schema error text, the JSON-RPC $defs' },
   'observability/': { rank: 3, role: 'metrics, tracing and request logs' },
   'audit/': { rank: 3, role: 'the audit log: records, hash chain, seals, refusals' },

@@ -14,6 +14,7 @@ import { BillingPage, IdpPage, WebhooksPage } from './pages-org.tsx';
 import { SignedInAgentsPage } from './pages-signin.tsx';
 import { JoinPage, MembersPage } from './pages-members.tsx';
 import { PasskeysPage } from './passkeys.tsx';
+import { ForgotPasswordPage } from './pages-forgot.tsx';
 
 interface Route {
   name: string;
@@ -104,6 +105,7 @@ function PasswordSignIn({ onSignedIn }: { onSignedIn: () => void }) {
         <button type="submit" disabled={action.pending}>
           {action.pending ? 'Signing in…' : 'Sign in with password'}
         </button>
+        <a href={`#/forgot/${encodeURIComponent(org.trim())}`}>Forgot password?</a>
       </form>
       {passkeysSupported() && (
         <p>
@@ -269,6 +271,13 @@ function App() {
     refresh();
     onSignedOut(() => setSession(null));
   }, []);
+  // Signed out, the route still picks a page (#/forgot): follow the address bar.
+  const [, setRoute] = useState(location.hash);
+  useEffect(() => {
+    const follow = () => setRoute(location.hash);
+    addEventListener('hashchange', follow);
+    return () => removeEventListener('hashchange', follow);
+  }, []);
   // An invitation or reset link: the token is taken out of the address bar at once.
   const [joinToken, setJoinToken] = useState(() => (routeName() === 'join' ? (routeParts()[1] ?? '') : ''));
   useEffect(() => {
@@ -287,6 +296,7 @@ function App() {
     );
   if (error) return <ErrorBox error={error} />;
   if (session === undefined) return <p class="loading">Loading…</p>;
+  if (session === null && routeName() === 'forgot') return <ForgotPasswordPage org={decodeURIComponent(routeParts()[1] ?? '')} />;
   if (session === null) return <SignIn onSignedIn={refresh} />;
   return <Shell session={session} onSignOut={() => setSession(null)} />;
 }

@@ -84,12 +84,29 @@ function passkeySection(tx: MemberSignInTransaction, options: unknown): string {
 }
 
 /**
+ * Decision 0386: with mail, a link to the console's form that mails a reset link (then start again from the client);
+ * without, where to get one.
+ */
+function forgotLine(slug: string, mailConfigured: boolean): string {
+  if (!mailConfigured) return '<p class="claim">Forgot your password? An admin of the org gives you a link to set a new one.</p>';
+  return `<p><a href="/console#/forgot/${encodeURIComponent(slug)}">Forgot password?</a> A link to set a new one comes by mail; then start again from your client.</p>`;
+}
+
+/**
  * The sign-in page; `idpUrl` when the org also offers its IdP; `problem` after a refused attempt; `passkey` the options
  * of a passkey sign-in bound to this transaction (null where the gateway cannot offer passkeys).
  */
 export function memberSignInPage(
   tx: MemberSignInTransaction,
-  options: { idpUrl: string | null; problem: string | null; email: string; status: number; cookies: string[]; passkey: unknown | null },
+  options: {
+    idpUrl: string | null;
+    problem: string | null;
+    email: string;
+    status: number;
+    cookies: string[];
+    passkey: unknown | null;
+    mailConfigured?: boolean;
+  },
 ): Response {
   const problem = options.problem ? `<p role="alert" class="claim"><strong>${escapeHtml(options.problem)}</strong></p>` : '';
   const idp = options.idpUrl ? `<p>Or <a href="${escapeHtml(options.idpUrl)}">sign in with your organisation’s identity provider</a>.</p>` : '';
@@ -103,6 +120,7 @@ ${problem}
 </form>
 ${options.passkey ? passkeySection(tx, options.passkey) : ''}
 ${idp}
+${forgotLine(tx.org.slug, options.mailConfigured === true)}
 <p class="claim">No account? An admin of the org invites you from the console’s Members page.</p>`;
   return page('Sign in', body, options.status, options.cookies, options.passkey ? PASSKEY_SCRIPT_SOURCE : null);
 }

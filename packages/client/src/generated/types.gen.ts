@@ -5491,6 +5491,61 @@ export type StartMemberLinkPasskeyResponses = {
 
 export type StartMemberLinkPasskeyResponse = StartMemberLinkPasskeyResponses[keyof StartMemberLinkPasskeyResponses];
 
+export type RequestMemberPasswordResetData = {
+    body: {
+        /**
+         * The org's slug.
+         */
+        org: string;
+        email: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/members/password-reset';
+};
+
+export type RequestMemberPasswordResetErrors = {
+    /**
+     * The request does not match this document; `message` names the field.
+     */
+    400: Error;
+    /**
+     * The Host header names a host this gateway does not answer to (`forbidden_host`; DNS-rebinding defence).
+     */
+    403: Error;
+    /**
+     * Wrong state, or a unique value already taken.
+     */
+    409: Error;
+    /**
+     * The body is larger than TOOLGATE_MAX_BODY_BYTES (`payload_too_large`).
+     */
+    413: Error;
+    /**
+     * Content-Type is not application/json (`unsupported_media_type`).
+     */
+    415: Error;
+    /**
+     * A rate limit is reached (`rate_limited`): REST calls per credential by plan, or failed sign-ins per client id
+     * and source address (/oauth/token, the operator token). Retry-After says how many seconds to wait.
+     *
+     */
+    429: Error;
+};
+
+export type RequestMemberPasswordResetError = RequestMemberPasswordResetErrors[keyof RequestMemberPasswordResetErrors];
+
+export type RequestMemberPasswordResetResponses = {
+    /**
+     * Taken; if the e-mail is an active member's, a reset link is on its way.
+     */
+    202: {
+        message: string;
+    };
+};
+
+export type RequestMemberPasswordResetResponse = RequestMemberPasswordResetResponses[keyof RequestMemberPasswordResetResponses];
+
 export type SetMcpSignInSettingsData = {
     body: {
         registration_enabled: boolean;
