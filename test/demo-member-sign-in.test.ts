@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { TestAuthProvider } from './support/mcp-sign-in.ts';
+import { withVirtualAuthenticator } from './support/browser.ts';
 
 setDefaultTimeout(300_000);
 const ROOT = join(import.meta.dir, '..');
@@ -133,20 +134,7 @@ describe('the demo org, out of the box', () => {
   test('a second run signs in with a passkey registered through the console (virtual authenticator), and so does the console', async () => {
     const demo = demoMember();
     const context = await browser.newContext();
-    const page = await context.newPage();
-    // A virtual platform authenticator on this page: resident keys, user verification (the "fingerprint" always matches).
-    const cdp = await context.newCDPSession(page);
-    await cdp.send('WebAuthn.enable');
-    const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    });
+    const { page, cdp, authenticatorId } = await withVirtualAuthenticator(context);
     await page.goto(`${base}/console`);
     await page.getByLabel('Org', { exact: true }).fill('demo');
     await page.getByLabel('E-mail').fill(demo.member_email);

@@ -10,7 +10,7 @@ import type { Browser, CDPSession, Page } from 'playwright-core';
 import { createClient } from '../generated/client/client/index.ts';
 import * as rest from '../generated/client/sdk.gen.ts';
 import { notePeerAddress } from '../src/net/source-address.ts';
-import { chromiumOr, launchChromium } from './support/browser.ts';
+import { chromiumOr, launchChromium, withVirtualAuthenticator } from './support/browser.ts';
 import { api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { addMember } from './support/members.ts';
 import { verifies } from './requirements.ts';
@@ -76,20 +76,7 @@ function clientOf(g: TestGateway, session: Session) {
 
 /** A browser page at `origin` with a virtual platform authenticator (the kind a laptop's fingerprint reader is). */
 async function authenticatorPage(origin = base): Promise<{ page: Page; cdp: CDPSession; authenticatorId: string }> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  const cdp = await context.newCDPSession(page);
-  await cdp.send('WebAuthn.enable');
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  });
+  const { page, cdp, authenticatorId } = await withVirtualAuthenticator(await browser.newContext());
   await page.goto(`${origin}/robots.txt`);
   return { page, cdp, authenticatorId };
 }

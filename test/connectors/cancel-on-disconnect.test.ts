@@ -242,8 +242,9 @@ describe.skipIf(!available)('issue 26: a client that disconnects mid-call', () =
         expect(await msUntil(async () => (await poolUsage(type)).running === CAP, 3000)).toBeLessThan(3000);
         // `notes` is not locked: a write that got a slot would run at once.
         await disconnectingCall(side.tool.replace('items', 'notes'), "INSERT INTO notes (id, body) VALUES (99, 'queued')", 150);
-        // It had queued, and leaves the queue when the client goes, long before the 3 s queue deadline.
-        expect(await msUntil(async () => (await poolUsage(type)).waiting === 0, 500)).toBeLessThan(500);
+        // It had queued, and leaves the queue when the client goes, long before the 3 s queue deadline: within half of it
+        // (600 ms was seen once while the parallel suite's other worker held the CPU).
+        expect(await msUntil(async () => (await poolUsage(type)).waiting === 0, 1500)).toBeLessThan(1500);
         expect((await poolUsage(type)).running).toBe(CAP);
       } finally {
         await release();

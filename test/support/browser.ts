@@ -1,6 +1,6 @@
 /** Headless Chromium for the console's browser tests (Debian's build, driven by playwright-core), and its sign-in. */
 import { existsSync } from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
 
 const CHROMIUM = '/usr/bin/chromium';
 
@@ -24,4 +24,25 @@ export async function signInWithClient(page: Page, base: string, client: { clien
   await page.getByLabel('Client secret').fill(client.clientSecret);
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+}
+
+/**
+ * A new page of `context` with a virtual platform authenticator (the kind a laptop's fingerprint reader is): CTAP2,
+ * resident keys, user verification that always matches, presence given without a prompt.
+ */
+export async function withVirtualAuthenticator(context: BrowserContext): Promise<{ page: Page; cdp: CDPSession; authenticatorId: string }> {
+  const page = await context.newPage();
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  return { page, cdp, authenticatorId };
 }
