@@ -351,6 +351,11 @@ async function callsAtOnce(proxyUrl: string, org: Org, n: number) {
 async function burstAcrossInstances(proxyUrl: string, target: Target): Promise<{ org: Org; burst: ScaleOutReport['burst'] }> {
   const org = await onboardOrg(proxyUrl, 'starter', target);
   const burst = { limit: 20, sent: 30, passed: 0, limited: 0 };
+  // A few calls first, answered before the second the 30 start in: each survivor then has the org's credential and
+  // tool in its caches, so the 30 land inside one window even on a busy machine (cold, they once ran past the second
+  // and 21 passed, rightly, in two windows).
+  await callsAtOnce(proxyUrl, org, 6);
+  await Bun.sleep(1005 - (Date.now() % 1000));
   const { answers, ran } = await callsAtOnce(proxyUrl, org, burst.sent);
   burst.passed = ran;
   burst.limited = answers.filter((a) => a.status === 429).length;
