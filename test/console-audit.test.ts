@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Browser, Page } from 'playwright-core';
 import * as sdk from '../sdk/index.ts';
-import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { onboard, startServedTestGateway, type ServedTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector } from './support/mcp.ts';
 import { pgHostPort } from './support/idp.ts';
 import { sdkFor } from './support/sdk.ts';
@@ -22,7 +22,7 @@ const TOOL = 'query_postgresql_items';
 
 describe.skipIf(!chromiumPresent || !pgUp)('the console audit page and the Overview links', () => {
   let gateway: TestGateway;
-  let server: ReturnType<typeof Bun.serve>;
+  let served: ServedTestGateway;
   let browser: Browser;
   let targets: Targets;
   let org: Onboarded;
@@ -32,16 +32,9 @@ describe.skipIf(!chromiumPresent || !pgUp)('the console audit page and the Overv
   let connectorId: string;
 
   beforeAll(async () => {
-    let handle: (request: Request) => Promise<Response> = async () => new Response('starting', { status: 503 });
-    server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => handle(request) });
-    base = `http://127.0.0.1:${server.port}`;
     targets = await createTargets('tg_caudit', 'pg');
-    gateway = await startTestGateway('pglite', {
-      TOOLGATE_PUBLIC_URL: base,
-      TOOLGATE_ALLOWED_HOSTS: 'gateway.test',
-      TOOLGATE_OUTBOUND_ALLOW_HOSTS: pgHostPort(),
-    });
-    handle = (request) => gateway.handle(request);
+    served = await startServedTestGateway({ TOOLGATE_OUTBOUND_ALLOW_HOSTS: pgHostPort() });
+    ({ gateway, base } = served);
     org = await onboard(gateway);
     const token = await tokenFor(gateway, org.clientId, org.clientSecret);
     client = sdkFor(gateway, token).client;
@@ -64,8 +57,7 @@ describe.skipIf(!chromiumPresent || !pgUp)('the console audit page and the Overv
 
   afterAll(async () => {
     await browser?.close();
-    server?.stop(true);
-    await gateway?.close();
+    await served?.stop();
     await targets?.drop();
   }, 30_000);
 

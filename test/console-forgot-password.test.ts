@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import type { Browser } from 'playwright-core';
 import { verifies } from './requirements.ts';
 import { chromiumOr, launchChromium } from './support/browser.ts';
-import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { onboard, startServedTestGateway, type ServedTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { addMember } from './support/members.ts';
 import { startSmtp, type TestSmtp } from './support/smtp.ts';
 
@@ -15,23 +15,15 @@ const present = chromiumOr('the console forgot-password suite is skipped');
 describe.skipIf(!present)('console: forgot password', () => {
   let smtp: TestSmtp;
   let gateway: TestGateway;
-  let server: ReturnType<typeof Bun.serve>;
+  let served: ServedTestGateway;
   let browser: Browser;
   let org: Onboarded;
   let base: string;
 
   beforeAll(async () => {
     smtp = await startSmtp();
-    let handle: (request: Request) => Promise<Response> = async () => new Response('starting', { status: 503 });
-    server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => handle(request) });
-    base = `http://127.0.0.1:${server.port}`;
-    gateway = await startTestGateway('pglite', {
-      TOOLGATE_PUBLIC_URL: base,
-      TOOLGATE_ALLOWED_HOSTS: 'gateway.test',
-      TOOLGATE_SMTP_URL: smtp.url,
-      TOOLGATE_SMTP_FROM: 'toolgate@gateway.test',
-    });
-    handle = (request) => gateway.handle(request);
+    served = await startServedTestGateway({ TOOLGATE_SMTP_URL: smtp.url, TOOLGATE_SMTP_FROM: 'toolgate@gateway.test' });
+    ({ gateway, base } = served);
     org = await onboard(gateway);
     await addMember(gateway, await tokenFor(gateway, org.clientId, org.clientSecret), 'fay@org.example', 'fay old password 1', ['admin']);
     browser = await launchChromium();
@@ -39,8 +31,7 @@ describe.skipIf(!present)('console: forgot password', () => {
 
   afterAll(async () => {
     await browser?.close();
-    server?.stop(true);
-    await gateway?.close();
+    await served?.stop();
     await smtp?.close();
   }, 30_000);
 

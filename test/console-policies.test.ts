@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import axeCore from 'axe-core';
 import type { Browser, Page } from 'playwright-core';
 import * as sdk from '../sdk/index.ts';
-import { onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
+import { onboard, startServedTestGateway, type ServedTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { callTool, createConnector, restTools, rowsOf } from './support/mcp.ts';
 import { sdkFor } from './support/sdk.ts';
 import { pgHostPort } from './support/idp.ts';
@@ -21,7 +21,7 @@ const AXE = axeCore.source;
 
 describe.skipIf(!chromiumPresent || !pgUp)('saved tools and policies in the console (headless Chromium)', () => {
   let gateway: TestGateway;
-  let server: ReturnType<typeof Bun.serve>;
+  let served: ServedTestGateway;
   let browser: Browser;
   let targets: Targets;
   let org: Onboarded;
@@ -33,16 +33,9 @@ describe.skipIf(!chromiumPresent || !pgUp)('saved tools and policies in the cons
   const rest = () => sdkFor(gateway, manage).client;
 
   beforeAll(async () => {
-    let handle: (request: Request) => Promise<Response> = async () => new Response('starting', { status: 503 });
-    server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => handle(request) });
-    base = `http://127.0.0.1:${server.port}`;
     targets = await createTargets('tg_cpolicy', 'pg');
-    gateway = await startTestGateway('pglite', {
-      TOOLGATE_PUBLIC_URL: base,
-      TOOLGATE_ALLOWED_HOSTS: 'gateway.test',
-      TOOLGATE_OUTBOUND_ALLOW_HOSTS: pgHostPort(),
-    });
-    handle = (request) => gateway.handle(request);
+    served = await startServedTestGateway({ TOOLGATE_OUTBOUND_ALLOW_HOSTS: pgHostPort() });
+    ({ gateway, base } = served);
     org = await onboard(gateway);
     manage = await tokenFor(gateway, org.clientId, org.clientSecret);
     connectorId = (await createConnector(gateway, manage, { name: 'shop', type: 'postgresql', config: targets.pgConfig })).id;
@@ -57,8 +50,7 @@ describe.skipIf(!chromiumPresent || !pgUp)('saved tools and policies in the cons
 
   afterAll(async () => {
     await browser?.close();
-    server?.stop(true);
-    await gateway?.close();
+    await served?.stop();
     await targets?.drop();
   }, 30_000);
 

@@ -33,6 +33,39 @@ export async function freshDatabase(prefix = 'tg_test'): Promise<{ url: string; 
   };
 }
 
+/** A test gateway served over HTTP (browser suites): on a port taken first, so its public URL is its own address. */
+export interface ServedTestGateway {
+  gateway: TestGateway;
+  /** `http://127.0.0.1:<port>`, the gateway's public URL. */
+  base: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Takes a port, starts an embedded-store gateway whose public URL is that port's address (plus `env`), and serves it
+ * there; until the gateway is up the port answers 503. `stop` closes the server and the gateway.
+ */
+export async function startServedTestGateway(env: Record<string, string> = {}): Promise<ServedTestGateway> {
+  let handle: (request: Request) => Promise<Response> = async () => new Response('starting', { status: 503 });
+  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => handle(request) });
+  const base = `http://127.0.0.1:${server.port}`;
+  try {
+    const gateway = await startTestGateway('pglite', { TOOLGATE_PUBLIC_URL: base, TOOLGATE_ALLOWED_HOSTS: 'gateway.test', ...env });
+    handle = (request) => gateway.handle(request);
+    return {
+      gateway,
+      base,
+      stop: async () => {
+        server.stop(true);
+        await gateway.close();
+      },
+    };
+  } catch (err) {
+    server.stop(true);
+    throw err;
+  }
+}
+
 export async function startTestGateway(
   kind: StoreKind = 'pglite',
   env: Record<string, string> = {},
