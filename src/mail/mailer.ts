@@ -3,7 +3,7 @@
  * every SMTP step bounded by TOOLGATE_SMTP_TIMEOUT_MS. Callers send from background jobs, never on a response path;
  * a failure is thrown to them as a MailError whose text names no address, link or credential.
  */
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Config } from '../config.ts';
 
 interface MailMessage {
@@ -46,27 +46,33 @@ function reasonOf(err: unknown): MailError['reason'] {
 export function createMailer(config: Pick<Config, 'smtpUrl' | 'smtpFrom' | 'smtpTimeoutMs'>): Mailer | null {
   if (!config.smtpUrl || !config.smtpFrom) return null;
   const timeout = config.smtpTimeoutMs;
-  const transport = nodemailer.createTransport({
-    url: config.smtpUrl,
-    connectionTimeout: timeout,
-    greetingTimeout: timeout,
-    socketTimeout: timeout,
-    dnsTimeout: timeout,
-    // nodemailer logs nothing of its own: its lines could carry addresses and the message.
-    logger: false,
-    debug: false,
-  } as Parameters<typeof nodemailer.createTransport>[0]);
+  const smtpUrl = config.smtpUrl;
+  // nodemailer (~9 MB resident) is loaded with the first mail, not at start (decision 0410).
+  let transport: Promise<Transporter> | null = null;
+  const transportOf = (): Promise<Transporter> =>
+    (transport ??= import('nodemailer').then(({ default: nodemailer }) =>
+      nodemailer.createTransport({
+        url: smtpUrl,
+        connectionTimeout: timeout,
+        greetingTimeout: timeout,
+        socketTimeout: timeout,
+        dnsTimeout: timeout,
+        // nodemailer logs nothing of its own: its lines could carry addresses and the message.
+        logger: false,
+        debug: false,
+      } as Parameters<typeof nodemailer.createTransport>[0]),
+    ));
   const from = config.smtpFrom;
   return {
     describe: describeSmtpUrl(config.smtpUrl),
     async send(message) {
       try {
         // One address as an object: nodemailer does not split it at commas into more recipients.
-        await transport.sendMail({ from, to: { name: '', address: message.to }, subject: message.subject, text: message.text });
+        await (await transportOf()).sendMail({ from, to: { name: '', address: message.to }, subject: message.subject, text: message.text });
       } catch (err) {
         throw new MailError(reasonOf(err));
       }
     },
-    close: () => transport.close(),
+    close: () => void transport?.then((t) => t.close()).catch(() => undefined),
   };
 }

@@ -8,16 +8,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type AuthenticatorTransport,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
+import type {
+  AuthenticationResponseJSON,
+  AuthenticatorTransport,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import { recordAudit, type Actor } from '../audit/repository.ts';
 import { AppError, conflict, notFound, unprocessable } from '../errors.ts';
@@ -35,6 +31,14 @@ import {
   type PasskeyRow,
 } from './passkeys/repository.ts';
 import type { MemberRow } from './repository.ts';
+
+type WebAuthn = typeof import('@simplewebauthn/server');
+let webauthnModule: Promise<WebAuthn> | null = null;
+/**
+ * @simplewebauthn/server, loaded with the first ceremony (decision 0410): ~13-20 MB resident that a gateway whose
+ * members never use a passkey would otherwise hold from start.
+ */
+const webauthn = (): Promise<WebAuthn> => (webauthnModule ??= import('@simplewebauthn/server'));
 
 /** How long a ceremony's challenge is accepted; the browser is told half of it. */
 const CHALLENGE_TTL_MS = 5 * 60_000;
@@ -137,7 +141,7 @@ export async function registrationOptions(deps: PasskeyDeps, member: MemberRow, 
   const rp = rpOf(deps.publicUrl);
   const existing = await listPasskeyRows(deps.db, member.orgId, member.id);
   if (existing.length >= MAX_PASSKEYS) throw conflict('too_many_passkeys', `A member may have at most ${MAX_PASSKEYS} passkeys: remove one first.`);
-  return generateRegistrationOptions({
+  return (await webauthn()).generateRegistrationOptions({
     rpName: 'Toolgate',
     rpID: rp.id,
     userName: member.email,
@@ -169,7 +173,7 @@ export async function verifyRegistration(deps: PasskeyDeps, binding: string, res
   if (JSON.stringify(response ?? null).length > MAX_RESPONSE_CHARS || typeof answer?.response !== 'object') throw invalid();
   try {
     const expectedChallenge = await useChallenge(deps, answer.response.clientDataJSON, 'register', binding);
-    const { verified, registrationInfo } = await verifyRegistrationResponse({
+    const { verified, registrationInfo } = await (await webauthn()).verifyRegistrationResponse({
       response: answer,
       expectedChallenge,
       expectedOrigin: rp.origin,
@@ -210,7 +214,7 @@ export async function savePasskey(db: Queryable, member: MemberRow, passkey: New
 /** Options to sign in with any discoverable passkey of this gateway (no e-mail asked, none revealed). */
 export async function authenticationOptions(deps: PasskeyDeps, binding: string): Promise<PublicKeyCredentialRequestOptionsJSON> {
   const rp = rpOf(deps.publicUrl);
-  return generateAuthenticationOptions({
+  return (await webauthn()).generateAuthenticationOptions({
     rpID: rp.id,
     challenge: await issueChallenge(deps.db, 'sign_in', binding),
     timeout: CHALLENGE_TTL_MS / 2,
@@ -236,7 +240,8 @@ export async function verifySignIn(deps: PasskeyDeps, response: unknown, binding
   const expectedChallenge = await useChallenge(deps, answer.response.clientDataJSON, 'sign_in', binding);
   const handle = answer.response.userHandle;
   if (handle !== undefined && handle !== Buffer.from(userHandleOf(member.id)).toString('base64url')) throw new PasskeyRefused('member');
-  let verified: Awaited<ReturnType<typeof verifyAuthenticationResponse>>;
+  const { verifyAuthenticationResponse } = await webauthn();
+  let verified: Awaited<ReturnType<WebAuthn['verifyAuthenticationResponse']>>;
   try {
     verified = await verifyAuthenticationResponse({
       response: answer,
