@@ -8,6 +8,13 @@ import { bigint, boolean, date, doublePrecision, foreignKey, index, integer, jso
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
+/** Live gateway instances of a PostgreSQL store and the connector connections each claims on the store's server (decision 0409); each beats every few seconds. */
+export const gatewayInstances = pgTable('gateway_instances', {
+  id: uuid('id').primaryKey(),
+  connectorClaim: integer('connector_claim').notNull().default(0),
+  lastSeen: ts('last_seen').notNull().defaultNow(),
+});
+
 export const orgs = pgTable('orgs', {
   id: uuid('id').primaryKey().default(sql`gen_random_uuid()`),
   slug: text('slug').notNull().unique('orgs_slug_key'),

@@ -13,6 +13,7 @@ import { buildApp } from './app.ts';
 import type { AppDeps } from './deps.ts';
 import { maxConnections, openStore, type Store } from './store/db.ts';
 import { connectionBudget, serverKey } from './connectors/shared/budget.ts';
+import { startStoreShare, type StoreShare } from './connectors/shared/store-share.ts';
 import { CatalogCache } from './tools/catalog.ts';
 import { JobTracker } from './util/jobs.ts';
 import { createLocalLimiter, createRedisLimiter, LocalWindow } from './limits/burst.ts';
@@ -74,6 +75,8 @@ export interface GatewayOptions {
   onStoreWait?: (message: string) => void;
   /** Tests: shorter lives and waits of the blocks of monthly quota (limits/quota-lease.ts). */
   quotaLeases?: Partial<LeaseTuning>;
+  /** Tests: the interval of the instance beat that shares the store server's connector connections (decision 0409). */
+  storeShareBeatMs?: number;
 }
 
 /**
@@ -86,19 +89,27 @@ function openAuthEpoch(config: Config, log: Logger, redis: RedisConnection | nul
 }
 
 /**
- * The connection budget of connector pools (decision 0323); on the store's own server, connectors stay the store's
- * reserve below its max_connections (read once), so the store, the CLI and other instances always connect.
+ * The connection budget of connector pools (decision 0323); on the store's own server, the connectors of all live
+ * instances stay the store's reserve below its max_connections (read once), each instance taking its share
+ * (decision 0409), so the store, the CLI and other instances always connect.
  */
-async function applyConnectionBudget(config: Config, store: Store): Promise<void> {
+async function applyConnectionBudget(config: Config, store: Store, log: Logger, options: GatewayOptions): Promise<StoreShare | null> {
   connectionBudget.settings = {
     total: config.connectorConnectionsMax,
     perServer: config.connectorConnectionsPerServerMax,
     waitMs: config.connectorConnectionsWaitMs,
   };
   const target = storeTargetOf(config.databaseUrl);
-  if (!target || store.kind !== 'postgres') return;
+  if (!target || store.kind !== 'postgres') return null;
   const max = await maxConnections(store.db);
-  if (max !== null) connectionBudget.capServer(serverKey(target.host, target.port), max - config.storeReservedConnections);
+  if (max === null) return null;
+  return startStoreShare({
+    db: store.db,
+    server: serverKey(target.host, target.port),
+    capacity: max - config.storeReservedConnections,
+    beatMs: options.storeShareBeatMs,
+    onTrouble: (message) => log.error(message),
+  });
 }
 
 /** The secret key, the store it opens and the process-wide parts every other one needs. */
@@ -113,7 +124,13 @@ async function openBase(config: Config, options: GatewayOptions) {
     dataDir: embedded && !options.inMemory ? join(config.dataDir, 'pgdata') : null,
     reach: { waitMs: config.storeStartWaitMs, onWait: options.onStoreWait ?? ((message) => log.error(message)) },
   });
-  await applyConnectionBudget(config, store);
+  let storeShare: StoreShare | null;
+  try {
+    storeShare = await applyConnectionBudget(config, store, log, options);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
   startDefaultMetrics();
   const stopTracing = config.otlpEndpoint
     ? await startTracing({
@@ -125,7 +142,7 @@ async function openBase(config: Config, options: GatewayOptions) {
     : async () => {};
   const signer = new TokenSigner(store.db, box, config.publicUrl);
   await signer.init();
-  return { keyText, box, store, log, stopTracing, signer };
+  return { keyText, box, store, log, stopTracing, signer, storeShare };
 }
 
 /** The outbound policy and the IdP verifier that follows it. */
@@ -200,7 +217,7 @@ function limiters(redis: RedisConnection | null, prefix: string): Pick<AppDeps, 
 }
 
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
-  const { keyText, box, store, log, stopTracing, signer } = await openBase(config, options);
+  const { keyText, box, store, log, stopTracing, signer, storeShare } = await openBase(config, options);
   const key = decodeKey(keyText)!;
   const { outbound, idpVerifier } = outboundParts(config, options);
   const catalog = new CatalogCache({ store, box });
@@ -263,6 +280,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     await audit.drain();
     await lastUse.close();
     await closeAllConnectors();
+    // Its pools closed, the instance leaves the count: the others take its share of the store's server at their next beat.
+    await storeShare?.stop();
     await deps.usage.close();
     await deps.limiter.close();
     await authCache.close();

@@ -237,6 +237,7 @@ const PINNED: Record<number, string> = {
   26: 'b24f629b72fe2815', // tool_rows_withdrawn
   27: '21faf01253f4b12e', // member_passkeys
   28: '8d888baa77bd3a71', // quota_leases
+  29: '2b344e4a9cb7c668', // gateway_instances
 };
 
 describe('the migrations are history: appended, never edited', () => {

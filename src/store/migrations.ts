@@ -935,4 +935,37 @@ BEGIN
 END $f$;
 `,
   },
+  {
+    version: 29,
+    name: 'gateway_instances',
+    // Issue 42 item 4 (docs/decisions/0409): the instances on a PostgreSQL store share the connector connections its
+    // server can take (max_connections minus the store's reserve). Each instance beats every few seconds:
+    // gateway_instance_beat() locks the table (one beat at a time), drops instances not seen for p_stale_ms, and
+    // grants the caller its share, floor(capacity / live instances), never more than what the claims of the others
+    // leave; the caller's claim is what it may hold until its next beat (its cap, or the connections it still holds
+    // when more). So the claims of all instances never add up past the capacity. A clean stop deletes its row.
+    sql: `
+CREATE TABLE gateway_instances (
+  id uuid PRIMARY KEY,
+  connector_claim integer NOT NULL DEFAULT 0 CHECK (connector_claim >= 0),
+  last_seen timestamptz NOT NULL DEFAULT now()
+);
+CREATE FUNCTION gateway_instance_beat(p_id uuid, p_capacity integer, p_held integer, p_stale_ms bigint)
+RETURNS TABLE (r_live integer, r_cap integer)
+LANGUAGE plpgsql AS $f$
+DECLARE
+  live integer; others bigint; cap integer;
+BEGIN
+  LOCK TABLE gateway_instances IN SHARE ROW EXCLUSIVE MODE;
+  DELETE FROM gateway_instances g WHERE g.id <> p_id AND g.last_seen < now() - p_stale_ms * interval '1 millisecond';
+  INSERT INTO gateway_instances AS g (id, connector_claim) VALUES (p_id, greatest(p_held, 0))
+    ON CONFLICT (id) DO UPDATE SET last_seen = now();
+  SELECT count(*), coalesce(sum(g.connector_claim) FILTER (WHERE g.id <> p_id), 0) INTO live, others FROM gateway_instances g;
+  cap := greatest(0, least(greatest(p_capacity, 0) / live, p_capacity - others));
+  UPDATE gateway_instances g SET connector_claim = greatest(cap, p_held, 0) WHERE g.id = p_id;
+  r_live := live; r_cap := cap;
+  RETURN NEXT;
+END $f$;
+`,
+  },
 ];

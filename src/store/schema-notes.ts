@@ -47,6 +47,8 @@ export const TABLE_NOTES: Record<string, string> = {
   usage_counters:
     'Tool calls per org and calendar month (UTC), and the calls leased out in blocks (`leased`); written with SQL text by limits/quota-statements.ts.',
   quota_leases: 'Blocks of quota an instance took from a counter (issue 42, decision 0393): calls not yet spent, spent so far, expiry.',
+  gateway_instances:
+    "Live gateway instances of a PostgreSQL store and the connector connections each claims on the store's server (decision 0409); each beats every few seconds.",
   webhooks: 'Outbound webhook endpoints (issue 11); the secret is sealed (AAD `webhook_secret:<id>`).',
   webhook_relay_cursors:
     "Per endpoint, the org's audit chain position up to which sealed tool-call rows were relayed into the outbox as tool.called events " +

@@ -3,6 +3,8 @@
  * across every pool, at most `perServer` to one server (host:port), fewer where a server's cap was lowered (the store's
  * server keeps its reserve). A pool holds one token per connection it may have open; tokens come back when the pool
  * closes. A call that needs a token waits FIFO at most `waitMs`; meanwhile the least recently used idle pool is closed.
+ * A server's cap may drop while its pools hold more (the store's server shared by more instances, decision 0409): its
+ * idle pools close at once, least recently used first, and no token is granted on it until it fits.
  */
 
 interface BudgetSettings {
@@ -30,8 +32,13 @@ export const budgetText = (e: ConnectionBudgetError): string =>
 export interface Evictable {
   server: string;
   lastUsed: number;
-  evict(): void;
+  /** The tokens the pool holds (they come back when evict's promise settles). */
+  tokens: number;
+  evict(): Promise<void>;
 }
+
+/** A registry's least recently used idle pool holding tokens, on `server` when given. */
+export type EvictableSource = (server?: string) => Evictable | null;
 
 interface Waiter {
   server: string;
@@ -50,19 +57,32 @@ class ConnectionBudget {
   private readonly byServer = new Map<string, number>();
   private readonly caps = new Map<string, number>();
   private readonly waiting: Waiter[] = [];
-  private readonly sources: (() => Evictable | null)[] = [];
+  private readonly sources: EvictableSource[] = [];
+  /** Tokens of pools this budget closed to fit a lowered cap, per server, until they come back. */
+  private readonly closing = new Map<string, number>();
 
   /** A registry offers its least recently used idle pool. */
-  addSource(source: () => Evictable | null): void {
+  addSource(source: EvictableSource): void {
     this.sources.push(source);
   }
 
-  /** Lowers one server's cap (the store's server: its max_connections minus the store's reserve). */
+  /**
+   * Sets one server's cap (the store's server: its max_connections minus the store's reserve, shared by the live
+   * instances). Lowered below what its pools hold, their idle pools close at once; raised, waiters get tokens.
+   */
   capServer(server: string, cap: number): void {
     this.caps.set(server, Math.max(0, cap));
+    this.trim(server);
+    this.release(server, 0);
   }
 
-  private capOf(server: string): number {
+  /** Drops a server's cap (the instance stopped sharing the store's server). */
+  uncapServer(server: string): void {
+    this.caps.delete(server);
+  }
+
+  /** The cap of `server`: the per-server setting, or lower (tests, metrics). */
+  capOf(server: string): number {
     return Math.min(this.settings.perServer, this.caps.get(server) ?? Number.POSITIVE_INFINITY);
   }
 
@@ -115,25 +135,43 @@ class ConnectionBudget {
     });
   }
 
+  /** The least recently used idle pool over every registry (on `server` when given). */
+  private leastRecentlyUsed(server?: string): Evictable | null {
+    let best: Evictable | null = null;
+    for (const source of this.sources) {
+      const candidate = source(server);
+      if (candidate && (!best || candidate.lastUsed < best.lastUsed)) best = candidate;
+    }
+    return best;
+  }
+
   /** Closes the least recently used idle pool that frees what `server` waits for (its server's, else any). */
   private evictFor(server: string): void {
     const serverFull = (this.byServer.get(server) ?? 0) >= this.capOf(server);
-    let best: Evictable | null = null;
-    for (const source of this.sources) {
-      const candidate = source();
-      if (candidate && (!serverFull || candidate.server === server) && (!best || candidate.lastUsed < best.lastUsed)) best = candidate;
-    }
-    best?.evict();
+    void this.leastRecentlyUsed(serverFull ? server : undefined)?.evict();
   }
 
-  /** A pool went idle: while calls wait, the least recently used idle pool closes for them. */
-  poolIdle(): void {
+  /** Closes idle pools of `server`, least recently used first, until what it holds (less what is closing) fits its cap. */
+  private trim(server: string): void {
+    for (;;) {
+      const excess = (this.byServer.get(server) ?? 0) - (this.closing.get(server) ?? 0) - this.capOf(server);
+      const pool = excess > 0 ? this.leastRecentlyUsed(server) : null;
+      if (!pool) return;
+      const tokens = pool.tokens;
+      this.closing.set(server, (this.closing.get(server) ?? 0) + tokens);
+      void pool.evict().finally(() => this.closing.set(server, Math.max(0, (this.closing.get(server) ?? 0) - tokens)));
+    }
+  }
+
+  /** A pool went idle: it closes when its server is over a lowered cap; while calls wait, the least recently used idle pool closes for them. */
+  poolIdle(server: string): void {
+    if (this.caps.has(server)) this.trim(server);
     if (this.waiting.length > 0) this.evictFor(this.waiting[0]!.server);
   }
 
   /** Gives `count` tokens of `server` back and hands them to the waiters in order. */
   release(server: string, count: number): void {
-    if (count <= 0) return;
+    if (count < 0) return;
     this.held -= count;
     this.byServer.set(server, Math.max(0, (this.byServer.get(server) ?? 0) - count));
     for (let i = 0; i < this.waiting.length; ) {

@@ -95,16 +95,17 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
   constructor(private readonly factory: PoolFactory<P, O, C>) {
     this.type = factory.type ?? 'unknown';
     registerPoolSource({ type: this.type, usage: () => this.usage() });
-    if (factory.server) connectionBudget.addSource(() => this.leastRecentlyUsedIdle());
+    if (factory.server) connectionBudget.addSource((server) => this.leastRecentlyUsedIdle(server));
   }
 
-  /** The idle pool holding connections that was used longest ago (the budget closes it to free its tokens). */
-  private leastRecentlyUsedIdle(): Evictable | null {
+  /** The idle pool holding connections (on `server` when given) used longest ago: the budget closes it to free its tokens. */
+  private leastRecentlyUsedIdle(server?: string): Evictable | null {
     let best: [string, Entry<P>] | null = null;
-    for (const [id, e] of this.entries) if (e.active === 0 && e.tokens > 0 && (!best || e.lastUsed < best[1].lastUsed)) best = [id, e];
+    for (const [id, e] of this.entries)
+      if (e.active === 0 && e.tokens > 0 && (server === undefined || e.server === server) && (!best || e.lastUsed < best[1].lastUsed)) best = [id, e];
     if (!best) return null;
     const [id, e] = best;
-    return { server: e.server!, lastUsed: e.lastUsed, evict: () => void this.retire(id, e) };
+    return { server: e.server!, lastUsed: e.lastUsed, tokens: e.tokens, evict: () => this.retire(id, e) };
   }
 
   /** One more budget token when the calls in fn outnumber the pool's tokens (never past the pool size). */
@@ -165,7 +166,7 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
       entry.active--;
       if (entry.active === 0 && this.entries.get(connectorId) === entry) {
         this.armIdle(connectorId, entry);
-        if (entry.server !== null) connectionBudget.poolIdle();
+        if (entry.server !== null) connectionBudget.poolIdle(entry.server);
       }
     }
   }
