@@ -51,7 +51,7 @@ export function serverKey(host: string, port: number): string {
   return `${h === 'localhost' || h === '::1' || h === '[::1]' ? '127.0.0.1' : h}:${port}`;
 }
 
-class ConnectionBudget {
+export class ConnectionBudget {
   settings: BudgetSettings = { total: 200, perServer: 100, waitMs: 5000 };
   private held = 0;
   private readonly byServer = new Map<string, number>();
