@@ -8,28 +8,29 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import postgres from 'postgres';
 import { join } from 'node:path';
 import { openStore } from '../../src/store/db.ts';
-import { freshDatabase } from '../support/gateway.ts';
 import { PG_URL } from '../support/services.ts';
 
 const CAPACITY = 12;
 const BEAT_MS = 300;
 const CONNECTOR_DB = `h10_share_${process.pid}`;
 const admin = postgres(PG_URL, { max: 1, onnotice: () => undefined });
-let storeDb: { url: string; drop: () => Promise<void> };
+const STORE_DB = `tg_share_${process.pid}`;
+const storeUrl = Object.assign(new URL(PG_URL), { pathname: `/${STORE_DB}` }).toString();
 let reserve = 0;
 const instances: Instance[] = [];
 
 beforeAll(async () => {
   await admin.unsafe(`DROP DATABASE IF EXISTS ${CONNECTOR_DB} WITH (FORCE)`);
   await admin.unsafe(`CREATE DATABASE ${CONNECTOR_DB}`);
-  storeDb = await freshDatabase('tg_share');
+  await admin.unsafe(`DROP DATABASE IF EXISTS ${STORE_DB} WITH (FORCE)`);
+  await admin.unsafe(`CREATE DATABASE ${STORE_DB}`);
   const [row] = await admin<{ max_connections: string }[]>`SHOW max_connections`;
   reserve = Number(row!.max_connections) - CAPACITY;
 });
 
 afterAll(async () => {
   for (const instance of instances) instance.kill();
-  await storeDb?.drop();
+  await admin.unsafe(`DROP DATABASE IF EXISTS ${STORE_DB} WITH (FORCE)`);
   await admin.unsafe(`DROP DATABASE IF EXISTS ${CONNECTOR_DB} WITH (FORCE)`);
   await admin.end();
 });
@@ -42,7 +43,7 @@ class Instance {
 
   constructor() {
     this.proc = Bun.spawn([process.execPath, join(import.meta.dir, '..', 'support', 'budget-instance.ts')], {
-      env: { ...process.env, STORE_URL: storeDb.url, CONNECTOR_DB, RESERVE: String(reserve), BEAT_MS: String(BEAT_MS) },
+      env: { ...process.env, STORE_URL: storeUrl, CONNECTOR_DB, RESERVE: String(reserve), BEAT_MS: String(BEAT_MS) },
       stdin: 'pipe',
       stdout: 'pipe',
       stderr: 'inherit',
@@ -68,9 +69,9 @@ class Instance {
     }
   }
 
-  /** The next JSON line the process writes (within 20 s). */
+  /** The next JSON line the process writes (within 40 s: loading the gateway takes seconds on a busy machine). */
   async next<T = any>(): Promise<T> {
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + 40_000;
     while (this.lines.length === 0) {
       if (Date.now() > deadline) throw new Error('the instance did not answer');
       await new Promise<void>((resolve) => {
@@ -87,8 +88,8 @@ class Instance {
     return this.next<T>();
   }
 
-  kill(): void {
-    this.proc.kill();
+  kill(signal: NodeJS.Signals = 'SIGTERM'): void {
+    this.proc.kill(signal);
   }
 }
 
@@ -120,8 +121,8 @@ async function peakDuring<T>(work: () => Promise<T>): Promise<{ result: T; peak:
 }
 
 test('the beat grants each live instance its share, never past what the claims of the others leave', async () => {
-  await (await openStore({ databaseUrl: storeDb.url })).close();
-  const store = postgres(storeDb.url, { max: 1, onnotice: () => undefined });
+  await (await openStore({ databaseUrl: storeUrl })).close();
+  const store = postgres(storeUrl, { max: 1, onnotice: () => undefined });
   const beat = async (id: string, held: number, staleMs = 60_000) => {
     const [row] = await store<{ r_live: number; r_cap: number }[]>`SELECT r_live, r_cap FROM gateway_instance_beat(${id}::uuid, ${CAPACITY}, ${held}, ${staleMs})`;
     return [row!.r_live, row!.r_cap];
@@ -139,22 +140,27 @@ test('the beat grants each live instance its share, never past what the claims o
   await store.end();
 }, 30_000);
 
-test('two instances on one store halve the cap, stay within it together, and one gets it all back when the other stops', async () => {
+test('two instances on one store halve the cap, stay within it together, and one gets it all back when the other stops or dies', async () => {
+  // The processes load at once (seconds on a busy machine); b's and c's gateways start later.
   const a = new Instance();
+  const b = new Instance();
+  const c = new Instance();
   expect(await a.next()).toEqual({ ready: true });
+  expect(await a.ask('start')).toEqual({ started: true });
   const alone = await until(a, (s) => s.live === 1 && s.cap === CAPACITY);
   expect(alone).toMatchObject({ live: 1, cap: CAPACITY });
 
-  // Alone, a takes the whole capacity: its pools then hold more than half of it (idle, open for 10 s).
+  // Alone, a takes the whole capacity: its pools then hold more than half of it (idle; they close only when made to).
   const first = await peakDuring(() => a.ask('burst 40 a1'));
   expect(first.result).toMatchObject({ rows: 40, errors: 0 });
   expect(first.peak).toBeGreaterThan(CAPACITY / 2);
   expect(first.peak).toBeLessThanOrEqual(CAPACITY);
   const heldBefore = (await a.ask('state')).held;
+  expect(heldBefore).toBeGreaterThan(CAPACITY / 2);
 
   // b joins: both see two instances and half the capacity; a's idle pools beyond its half close at once.
-  const b = new Instance();
   expect(await b.next()).toEqual({ ready: true });
+  expect(await b.ask('start')).toEqual({ started: true });
   const joinedA = await until(a, (s) => s.live === 2 && s.cap === CAPACITY / 2 && s.held <= CAPACITY / 2);
   const joinedB = await until(b, (s) => s.live === 2 && s.cap === CAPACITY / 2);
   expect(joinedA).toMatchObject({ live: 2, cap: CAPACITY / 2 });
@@ -166,7 +172,7 @@ test('two instances on one store halve the cap, stay within it together, and one
   const both = await peakDuring(async () => {
     const bursts = Promise.all([a.ask('burst 60 a2'), b.ask('burst 60 b2')]);
     await Bun.sleep(100);
-    const fresh = postgres(storeDb.url, { max: 1, onnotice: () => undefined });
+    const fresh = postgres(storeUrl, { max: 1, onnotice: () => undefined });
     storeAnswered = (await fresh`SELECT 1 AS one`)[0]!.one === 1;
     await fresh.end();
     return bursts;
@@ -185,9 +191,24 @@ test('two instances on one store halve the cap, stay within it together, and one
   expect(last.result).toMatchObject({ rows: 40, errors: 0 });
   expect(last.peak).toBeGreaterThan(CAPACITY / 2);
   expect(last.peak).toBeLessThanOrEqual(CAPACITY);
+
+  // c joins, then dies without a word (SIGKILL): a gets the whole capacity back once c's row is stale (3 beats).
+  expect(await c.next()).toEqual({ ready: true });
+  expect(await c.ask('start')).toEqual({ started: true });
+  expect(await until(a, (s) => s.live === 2 && s.cap === CAPACITY / 2 && s.held <= CAPACITY / 2)).toMatchObject({ live: 2, cap: CAPACITY / 2 });
+  expect(await until(c, (s) => s.live === 2 && s.cap === CAPACITY / 2)).toMatchObject({ live: 2, cap: CAPACITY / 2 });
+  c.kill('SIGKILL');
+  const killedAt = performance.now();
+  const afterDeath = await until(a, (s) => s.live === 1 && s.cap === CAPACITY);
+  const recoveredMs = Math.round(performance.now() - killedAt);
+  expect(afterDeath).toMatchObject({ live: 1, cap: CAPACITY });
+  // Not before c's row is stale: its last beat was at most one interval (plus that beat's own time) before the kill.
+  expect(recoveredMs).toBeGreaterThanOrEqual(BEAT_MS);
+
   expect(await a.ask('close')).toEqual({ closed: true });
   console.log(
     `capacity ${CAPACITY}: alone peak ${first.peak} (held ${heldBefore}); two instances caps ${joinedA.cap}+${joinedB.cap}, ` +
-      `a held ${joinedA.held} after b joined, joint burst 120 calls peak ${both.peak}; after b stopped cap ${back.cap}, peak ${last.peak}`,
+      `a held ${joinedA.held} after b joined, joint burst 120 calls peak ${both.peak}; after b stopped cap ${back.cap}, peak ${last.peak}; ` +
+      `c killed: a back to cap ${afterDeath.cap} after ${recoveredMs} ms (beat ${BEAT_MS} ms, stale after ${3 * BEAT_MS} ms)`,
   );
 }, 60_000);

@@ -73,12 +73,7 @@ export class ConnectionBudget {
   capServer(server: string, cap: number): void {
     this.caps.set(server, Math.max(0, cap));
     this.trim(server);
-    this.release(server, 0);
-  }
-
-  /** Drops a server's cap (the instance stopped sharing the store's server). */
-  uncapServer(server: string): void {
-    this.caps.delete(server);
+    this.serveWaiters();
   }
 
   /** The cap of `server`: the per-server setting, or lower (tests, metrics). */
@@ -151,7 +146,10 @@ export class ConnectionBudget {
     void this.leastRecentlyUsed(serverFull ? server : undefined)?.evict();
   }
 
-  /** Closes idle pools of `server`, least recently used first, until what it holds (less what is closing) fits its cap. */
+  /**
+   * Closes idle pools of `server`, least recently used first, until what it holds (less what is closing) fits its cap.
+   * Each pool offered holds at least one token, so every turn lowers the excess: the loop ends.
+   */
   private trim(server: string): void {
     for (;;) {
       const excess = (this.byServer.get(server) ?? 0) - (this.closing.get(server) ?? 0) - this.capOf(server);
@@ -171,9 +169,14 @@ export class ConnectionBudget {
 
   /** Gives `count` tokens of `server` back and hands them to the waiters in order. */
   release(server: string, count: number): void {
-    if (count < 0) return;
+    if (count <= 0) return;
     this.held -= count;
     this.byServer.set(server, Math.max(0, (this.byServer.get(server) ?? 0) - count));
+    this.serveWaiters();
+  }
+
+  /** Grants tokens to the waiters that fit, in arrival order; while some still wait, an idle pool closes for the first. */
+  private serveWaiters(): void {
     for (let i = 0; i < this.waiting.length; ) {
       const w = this.waiting[i]!;
       if (this.fits(w.server)) {

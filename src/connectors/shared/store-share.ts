@@ -76,7 +76,7 @@ export async function startStoreShare(options: StoreShareOptions): Promise<Store
           () => {
             // Unseen by the others for long, this instance may have been dropped from the count: it takes no new
             // connection to the store's server until a beat works again (its idle pools there close).
-            if (performance.now() - lastOk > 2 * beatMs) connectionBudget.capServer(server, 0);
+            if (!stopped && performance.now() - lastOk > 2 * beatMs) connectionBudget.capServer(server, 0);
             if (!failing) options.onTrouble?.('connection budget: the instance beat failed; retrying');
             failing = true;
           },
