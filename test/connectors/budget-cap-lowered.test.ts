@@ -86,3 +86,16 @@ test('a lowered cap closes idle pools of that server at once, LRU first; no toke
   expect(budget.usage('s:1')).toBe(0);
   expect(budget.usage('o:1')).toBe(2);
 });
+
+test('several setters of one server (gateways of one process): the largest cap holds; a withdrawn one no longer counts', () => {
+  const budget = new ConnectionBudget();
+  budget.settings = { total: 100, perServer: 50, waitMs: 200 };
+  expect(budget.capOf('s:1')).toBe(50);
+  budget.capServer('s:1', 6, 'one');
+  budget.capServer('s:1', 0, 'two');
+  expect(budget.capOf('s:1')).toBe(6);
+  budget.dropCap('s:1', 'one');
+  expect(budget.capOf('s:1')).toBe(0);
+  budget.dropCap('s:1', 'two');
+  expect(budget.capOf('s:1')).toBe(50);
+});

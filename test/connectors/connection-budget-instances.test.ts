@@ -205,10 +205,24 @@ test('two instances on one store halve the cap, stay within it together, and one
   // Not before c's row is stale: its last beat was at most one interval (plus that beat's own time) before the kill.
   expect(recoveredMs).toBeGreaterThanOrEqual(BEAT_MS);
 
+  // The store does not answer a's beats (its table locked): after two intervals a takes no new connection there and
+  // its idle pools close; answered again, a is back to the whole capacity.
+  const locker = postgres(storeUrl, { max: 1, onnotice: () => undefined });
+  let unanswered = { live: 0, cap: -1, held: -1 };
+  await locker.begin(async (tx) => {
+    await tx`LOCK TABLE gateway_instances IN EXCLUSIVE MODE`; // beats wait; reads (the state command) do not
+    unanswered = await until(a, (s) => s.cap === 0 && s.held === 0);
+  });
+  await locker.end();
+  expect(unanswered).toMatchObject({ cap: 0, held: 0 });
+  const answered = await until(a, (s) => s.live === 1 && s.cap === CAPACITY);
+  expect(answered).toMatchObject({ live: 1, cap: CAPACITY });
+
   expect(await a.ask('close')).toEqual({ closed: true });
   console.log(
     `capacity ${CAPACITY}: alone peak ${first.peak} (held ${heldBefore}); two instances caps ${joinedA.cap}+${joinedB.cap}, ` +
       `a held ${joinedA.held} after b joined, joint burst 120 calls peak ${both.peak}; after b stopped cap ${back.cap}, peak ${last.peak}; ` +
-      `c killed: a back to cap ${afterDeath.cap} after ${recoveredMs} ms (beat ${BEAT_MS} ms, stale after ${3 * BEAT_MS} ms)`,
+      `c killed: a back to cap ${afterDeath.cap} after ${recoveredMs} ms (beat ${BEAT_MS} ms, stale after ${3 * BEAT_MS} ms); ` +
+      `beats unanswered: cap ${unanswered.cap}, held ${unanswered.held}; answered again: cap ${answered.cap}`,
   );
 }, 60_000);

@@ -55,7 +55,8 @@ export class ConnectionBudget {
   settings: BudgetSettings = { total: 200, perServer: 100, waitMs: 5000 };
   private held = 0;
   private readonly byServer = new Map<string, number>();
-  private readonly caps = new Map<string, number>();
+  /** Per server, the cap each setter gave it (one gateway per process in production; tests run several). */
+  private readonly caps = new Map<string, Map<string, number>>();
   private readonly waiting: Waiter[] = [];
   private readonly sources: EvictableSource[] = [];
   /** Tokens of pools this budget closed to fit a lowered cap, per server, until they come back. */
@@ -67,18 +68,31 @@ export class ConnectionBudget {
   }
 
   /**
-   * Sets one server's cap (the store's server: its max_connections minus the store's reserve, shared by the live
-   * instances). Lowered below what its pools hold, their idle pools close at once; raised, waiters get tokens.
+   * Sets one server's cap as `setter` sees it (the store's server: its max_connections minus the store's reserve,
+   * shared by the live instances of the store). Lowered below what its pools hold, their idle pools close at once;
+   * raised, waiters get tokens. Several setters (gateways of one process, in tests): the largest cap holds, so a
+   * gateway left behind by a test cannot close the pools of the others.
    */
-  capServer(server: string, cap: number): void {
-    this.caps.set(server, Math.max(0, cap));
+  capServer(server: string, cap: number, setter = 'gateway'): void {
+    const bySetter = this.caps.get(server) ?? new Map<string, number>();
+    bySetter.set(setter, Math.max(0, cap));
+    this.caps.set(server, bySetter);
     this.trim(server);
+    this.serveWaiters();
+  }
+
+  /** Withdraws `setter`'s cap of `server` (its gateway stopped). */
+  dropCap(server: string, setter = 'gateway'): void {
+    const bySetter = this.caps.get(server);
+    bySetter?.delete(setter);
+    if (bySetter?.size === 0) this.caps.delete(server);
     this.serveWaiters();
   }
 
   /** The cap of `server`: the per-server setting, or lower (tests, metrics). */
   capOf(server: string): number {
-    return Math.min(this.settings.perServer, this.caps.get(server) ?? Number.POSITIVE_INFINITY);
+    const bySetter = this.caps.get(server);
+    return Math.min(this.settings.perServer, bySetter ? Math.max(...bySetter.values()) : Number.POSITIVE_INFINITY);
   }
 
   private fits(server: string): boolean {

@@ -37,69 +37,102 @@ export interface StoreShare {
   stop(): Promise<void>;
 }
 
-/** Registers this instance, takes its share at once (the first beat is awaited), then beats until stopped. */
-export async function startStoreShare(options: StoreShareOptions): Promise<StoreShare> {
-  const { db, server, capacity } = options;
-  const beatMs = options.beatMs ?? SHARE_BEAT_MS;
-  const id = randomUUID();
-  let live = 1;
-  let cap = 0;
-  let lastOk = performance.now();
-  let failing = false;
-  let stopped = false;
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  let running: Promise<void> = Promise.resolve();
+/** One instance's beats: its id, the last answer, and the timers of the next beat and of the watchdog. */
+class ShareBeats implements StoreShare {
+  readonly id = randomUUID();
+  private live = 1;
+  private cap = 0;
+  private failing = false;
+  private stopped = false;
+  private next: ReturnType<typeof setTimeout> | null = null;
+  private watchdog: ReturnType<typeof setTimeout> | null = null;
+  private running: Promise<void> = Promise.resolve();
+  private readonly beatMs: number;
 
-  const beat = async (): Promise<void> => {
+  constructor(private readonly options: StoreShareOptions) {
+    this.beatMs = options.beatMs ?? SHARE_BEAT_MS;
+  }
+
+  state(): { live: number; cap: number } {
+    return { live: this.live, cap: this.cap };
+  }
+
+  /** One beat; the watchdog is re-armed from the moment the beat was sent. */
+  async beat(): Promise<void> {
+    const { db, server, capacity } = this.options;
+    const sentAt = performance.now();
     const held = connectionBudget.usage(server);
     const rows = rowsOf<{ r_live: number; r_cap: number }>(
       await db.execute(
-        sql`SELECT r_live, r_cap FROM gateway_instance_beat(${id}::uuid, ${capacity}::int, ${held}::int, ${beatMs * STALE_BEATS}::bigint)`,
+        sql`SELECT r_live, r_cap FROM gateway_instance_beat(${this.id}::uuid, ${capacity}::int, ${held}::int, ${this.beatMs * STALE_BEATS}::bigint)`,
       ),
     );
-    live = Number(rows[0]!.r_live);
-    cap = Number(rows[0]!.r_cap);
-    lastOk = performance.now();
-    if (!stopped) connectionBudget.capServer(server, cap);
-  };
+    this.live = Number(rows[0]!.r_live);
+    this.cap = Number(rows[0]!.r_cap);
+    if (this.stopped) return;
+    connectionBudget.capServer(server, this.cap, this.id);
+    this.arm(sentAt);
+  }
 
-  const schedule = (): void => {
-    if (stopped) return;
-    const fair = Math.floor(Math.max(0, capacity) / Math.max(1, live));
-    timer = setTimeout(
+  /**
+   * No answered beat for two intervals (the store unreachable, or its pool too busy): the others drop this instance
+   * after three, so it takes no new connection to the store's server from now on and its idle pools there close.
+   */
+  private arm(sentAt: number): void {
+    if (this.watchdog) clearTimeout(this.watchdog);
+    this.watchdog = setTimeout(
       () => {
-        running = beat().then(
+        if (!this.stopped) connectionBudget.capServer(this.options.server, 0, this.id);
+      },
+      Math.max(0, sentAt + 2 * this.beatMs - performance.now()),
+    );
+    this.watchdog.unref?.();
+  }
+
+  /** The next beat: sooner while below the fair share (another instance still claims part of it). */
+  schedule(): void {
+    if (this.stopped) return;
+    const fair = Math.floor(Math.max(0, this.options.capacity) / Math.max(1, this.live));
+    this.next = setTimeout(
+      () => {
+        this.running = this.beat().then(
           () => {
-            if (failing) options.onTrouble?.('connection budget: the store answers the instance beat again');
-            failing = false;
+            if (this.failing) this.options.onTrouble?.('connection budget: the store answers the instance beat again');
+            this.failing = false;
           },
           () => {
-            // Unseen by the others for long, this instance may have been dropped from the count: it takes no new
-            // connection to the store's server until a beat works again (its idle pools there close).
-            if (!stopped && performance.now() - lastOk > 2 * beatMs) connectionBudget.capServer(server, 0);
-            if (!failing) options.onTrouble?.('connection budget: the instance beat failed; retrying');
-            failing = true;
+            if (!this.failing) this.options.onTrouble?.('connection budget: the instance beat failed; retrying');
+            this.failing = true;
           },
         );
-        void running.then(schedule);
+        void this.running.then(() => this.schedule());
       },
-      cap < fair ? Math.max(1, Math.round(beatMs / CATCH_UP)) : beatMs,
+      this.cap < fair ? Math.max(1, Math.round(this.beatMs / CATCH_UP)) : this.beatMs,
     );
     // A beat must not keep the process alive.
-    timer.unref?.();
-  };
+    this.next.unref?.();
+  }
 
-  connectionBudget.capServer(server, 0);
-  await beat();
-  schedule();
-  return {
-    id,
-    state: () => ({ live, cap }),
-    stop: async () => {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running.catch(() => undefined);
-      await db.execute(sql`DELETE FROM gateway_instances WHERE id = ${id}::uuid`).catch(() => undefined);
-    },
-  };
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.next) clearTimeout(this.next);
+    if (this.watchdog) clearTimeout(this.watchdog);
+    await this.running.catch(() => undefined);
+    connectionBudget.dropCap(this.options.server, this.id);
+    await this.options.db.execute(sql`DELETE FROM gateway_instances WHERE id = ${this.id}::uuid`).catch(() => undefined);
+  }
+}
+
+/** Registers this instance and takes its share at once (the first beat is awaited; none until then), then beats until stopped. */
+export async function startStoreShare(options: StoreShareOptions): Promise<StoreShare> {
+  const share = new ShareBeats(options);
+  connectionBudget.capServer(options.server, 0, share.id);
+  try {
+    await share.beat();
+  } catch (err) {
+    connectionBudget.dropCap(options.server, share.id);
+    throw err;
+  }
+  share.schedule();
+  return share;
 }
