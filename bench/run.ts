@@ -368,6 +368,11 @@ interface Row {
   cpuUs: number | null;
   /** CPU time of every PostgreSQL process (backends of the store and of the data database) per request (µs). */
   pgCpuUs: number | null;
+  /**
+   * Of pgCpuUs, the live backends connected to the store database (the audit rows, their roll-ups, the quota and
+   * the credential lookups); the rest is the data database's backends and the postmaster's other processes.
+   */
+  pgStoreCpuUs: number | null;
   /** CPU time of the Redis server per request (µs). */
   redisCpuUs: number | null;
   /** CPU time of this process (autocannon, the load generator) per request (µs). */
@@ -418,6 +423,35 @@ async function namedCpuUs(name: string, reaped = false): Promise<number | null> 
   }
 }
 const postgresCpuUs = () => namedCpuUs('postgres', true);
+
+/**
+ * user + system CPU time (µs) of the live PostgreSQL backends connected to one database, told by their process title
+ * (`postgres: [<cluster>: ]<user> <database> <host>(<port>) <state>`). The gateway's store pool keeps its connections for the run,
+ * so a difference over a run is that database's share.
+ */
+async function databaseBackendsCpuUs(database: string): Promise<number | null> {
+  try {
+    const { readdir } = await import('node:fs/promises');
+    let total = 0;
+    for (const entry of await readdir('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      const title = await Bun.file(`/proc/${entry}/cmdline`)
+        .text()
+        .catch(() => '');
+      // With a cluster_name the title starts `postgres: 15/main: <user> <database> ...`.
+      if (!title.startsWith('postgres: ') || !title.replace(/\0/g, ' ').includes(` ${database} `)) continue;
+      const stat = await Bun.file(`/proc/${entry}/stat`)
+        .text()
+        .catch(() => '');
+      if (!stat) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += Number(fields[11]) + Number(fields[12]);
+    }
+    return (total * 1_000_000) / 100;
+  } catch {
+    return null;
+  }
+}
 const redisCpuUs = () => namedCpuUs('redis-server');
 
 /** Busy (not idle, not iowait) CPU time of the whole machine in µs (Linux /proc/stat), or null where unavailable. */
@@ -468,10 +502,11 @@ function drive(target: Target, connections: number, duration: number, counters?:
 async function measure(target: Target, connections: number): Promise<Row> {
   await drive(target, connections, WARMUP_S);
   const counters = { sampled: 0, bad: 0 };
-  const sample = () => Promise.all([processCpuUs(target.pid), postgresCpuUs(), redisCpuUs(), processCpuUs(process.pid), machineBusyUs()]);
-  const [cpuBefore, pgBefore, redisBefore, loadBefore, machineBefore] = await sample();
+  const sample = () =>
+    Promise.all([processCpuUs(target.pid), postgresCpuUs(), redisCpuUs(), processCpuUs(process.pid), machineBusyUs(), databaseBackendsCpuUs(STORE_DB)]);
+  const [cpuBefore, pgBefore, redisBefore, loadBefore, machineBefore, storeBefore] = await sample();
   const r = await drive(target, connections, DURATION_S, counters);
-  const [cpuAfter, pgAfter, redisAfter, loadAfter, machineAfter] = await sample();
+  const [cpuAfter, pgAfter, redisAfter, loadAfter, machineAfter, storeAfter] = await sample();
   const row: Row = {
     name: target.name,
     connections,
@@ -484,13 +519,14 @@ async function measure(target: Target, connections: number): Promise<Row> {
     sampleErrors: counters.bad,
     cpuUs: perRequest(cpuBefore, cpuAfter, r.requests.total),
     pgCpuUs: perRequest(pgBefore, pgAfter, r.requests.total),
+    pgStoreCpuUs: perRequest(storeBefore, storeAfter, r.requests.total),
     redisCpuUs: perRequest(redisBefore, redisAfter, r.requests.total),
     loadCpuUs: perRequest(loadBefore, loadAfter, r.requests.total),
     machineCpuUs: perRequest(machineBefore, machineAfter, r.requests.total),
   };
   console.error(
     `bench: ${target.name.padEnd(17)} c=${String(connections).padStart(2)}  ${row.rps.toFixed(0).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  ` +
-      `errors ${errorsOf(row)}  CPU µs/req: server ${row.cpuUs?.toFixed(0) ?? '?'}, PostgreSQL ${row.pgCpuUs?.toFixed(0) ?? '?'}, ` +
+      `errors ${errorsOf(row)}  CPU µs/req: server ${row.cpuUs?.toFixed(0) ?? '?'}, PostgreSQL ${row.pgCpuUs?.toFixed(0) ?? '?'} (store ${row.pgStoreCpuUs?.toFixed(0) ?? '?'}), ` +
       `Redis ${row.redisCpuUs?.toFixed(0) ?? '?'}, load generator ${row.loadCpuUs?.toFixed(0) ?? '?'}, machine ${row.machineCpuUs?.toFixed(0) ?? '?'}`,
   );
   return row;
