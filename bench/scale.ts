@@ -12,7 +12,7 @@
  * in time order. It is the row the hot path writes once sealed, and what the sealed-in-INSERT write path will write;
  * growing 1M rows through `tools/call` itself takes hours on this machine. `audit verify` accepts every row.
  *
- *   bun bench/scale.ts [--rows=10000,1000000] [--orgs=20] [--days=90] [--repeats=5]
+ *   bun bench/scale.ts [--rows=10000,1000000] [--orgs=20] [--days=90] [--repeats=5] [--via=calls [--callers=64]]
  * Needs PostgreSQL on 127.0.0.1:5432 (a store database and a data database per run, dropped at the end).
  */
 import postgres from 'postgres';
@@ -29,6 +29,14 @@ const SIZES = arg('rows', '10000,1000000')
 const ORGS = Number(arg('orgs', '20'));
 const DAYS = Number(arg('days', '90'));
 const REPEATS = Number(arg('repeats', '5'));
+/**
+ * --via=calls: the independent check. One gateway grows its log through `tools/call` itself (app.handle, --callers
+ * concurrent callers, the first org's API key: ~95% 10-row SELECTs answered, ~5% DELETEs the guard refuses, so the
+ * refusal filters have rows), to each size in turn, and the same reads are timed at each. All rows are recent (the
+ * calls' own times), so "export of a day" returns every row grown and is left out in this mode.
+ */
+const VIA_CALLS = arg('via', 'appendAudit') === 'calls';
+const CALLERS = Number(arg('callers', '64'));
 // appendAudit binds 15 parameters per row; PostgreSQL takes at most 65,535 per statement.
 const BATCH = 4000;
 const DAY = 86_400_000;
@@ -66,17 +74,19 @@ const FILTERS: [string, string][] = [
 /** Row i of n: a mix of tool calls (most), refusals and management changes, like a month of use. */
 function row(orgId: string, connectorId: string, i: number): AuditInput {
   const r = (i * 2654435761) % 1000;
+  // Row i goes to org i % ORGS: the agent and the tool vary with the org's own row count, so every org sees them all.
+  const j = Math.floor(i / ORGS);
   if (r < 40) return { orgId, action: 'connector.updated', actor: { type: 'user', id: 'u-1' }, targetType: 'connector', targetId: connectorId };
   const refused = r < 90;
   return {
     orgId,
     action: r < 60 ? 'tool.call_refused' : 'tool.called',
-    actor: { type: 'api_key', id: AGENTS[i % AGENTS.length]! },
+    actor: { type: 'api_key', id: AGENTS[j % AGENTS.length]! },
     targetType: 'tool',
-    targetId: TOOLS[i % TOOLS.length],
+    targetId: TOOLS[j % TOOLS.length],
     outcome: refused ? 'refused' : r < 120 ? 'error' : 'success',
     details: {
-      tool_name: TOOLS[i % TOOLS.length],
+      tool_name: TOOLS[j % TOOLS.length],
       connector_id: connectorId,
       duration_ms: Math.round((r % 400) + (i % 10) / 10) / 10,
       row_count: r % 50,
@@ -115,6 +125,8 @@ async function median(runs: number, fn: () => Promise<void>): Promise<number> {
   await fn();
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
+    // 6 ms between reads: the org's credential may make 200 REST calls per second (src/limits/plans.ts).
+    await Bun.sleep(6);
     const t = performance.now();
     await fn();
     times.push(performance.now() - t);
@@ -123,10 +135,11 @@ async function median(runs: number, fn: () => Promise<void>): Promise<number> {
   return times[Math.floor(times.length / 2)]!;
 }
 
-const results: { size: number; figures: Record<string, number> }[] = [];
-for (const size of SIZES) {
+const results: { size: number; figures: Record<string, number>; returned: Record<string, number> }[] = [];
+type Org = { orgId: string; connectorId: string; slug: string; apiKey: string; token: string };
+async function setUp(): Promise<{ g: TestGateway; orgs: Org[] }> {
   const g = await startTestGateway('postgres', { TOOLGATE_WEBHOOK_WORKER: '0', TOOLGATE_AUDIT_RETENTION_DAYS: '0' });
-  const orgs: { orgId: string; connectorId: string; slug: string; apiKey: string; token: string }[] = [];
+  const orgs: Org[] = [];
   for (let i = 0; i < ORGS; i++) {
     const org = await onboard(g);
     const token = await tokenFor(g, org.clientId, org.clientSecret);
@@ -140,14 +153,67 @@ for (const size of SIZES) {
         : { id: crypto.randomUUID() };
     orgs.push({ orgId: org.orgId, connectorId: connector.id, slug: org.slug, apiKey: org.apiKey, token });
   }
-  const growMs = await grow(g, orgs, size);
+  return { g, orgs };
+}
+
+/** --via=calls: `count` more tools/call requests through the first org, CALLERS at a time; returns ms. */
+async function growByCalls(g: TestGateway, me: Org, count: number): Promise<number> {
+  const started = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CALLERS }, async () => {
+      while (next < count) {
+        const n = next++;
+        const refused = n % 20 === 7;
+        const sql = refused ? `DELETE FROM ${TABLE} WHERE id = ${n % 40}` : `SELECT id, name FROM ${TABLE} WHERE id > ${n % 5000} ORDER BY id LIMIT 10`;
+        const res = await g.app.handle(
+          new Request(`${BASE}/mcp/${me.slug}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': me.apiKey },
+            body: JSON.stringify({ jsonrpc: '2.0', id: n, method: 'tools/call', params: { name: 'query_postgresql_items', arguments: { sql } } }),
+          }),
+        );
+        const text = await res.text();
+        if (res.status !== 200 || !text.includes('"result"')) throw new Error(`growing by tools/call: ${res.status} ${text.slice(0, 200)}`);
+      }
+    }),
+  );
+  await g.deps.audit.drain();
+  return performance.now() - started;
+}
+
+let shared: { g: TestGateway; orgs: Org[]; grown: number } | null = null;
+for (const size of SIZES) {
+  let g: TestGateway;
+  let orgs: Org[];
+  let growMs: number;
+  if (VIA_CALLS) {
+    shared ??= { ...(await setUp()), grown: 0 };
+    ({ g, orgs } = shared);
+    growMs = await growByCalls(g, orgs[0]!, size - shared.grown);
+    shared.grown = size;
+  } else {
+    ({ g, orgs } = await setUp());
+    growMs = await grow(g, orgs, size);
+  }
   await g.deps.store.db.execute('ANALYZE' as never).catch(() => {});
   const me = orgs[0]!;
   const head = (await chainState(g.deps.store.db, me.orgId)).headSeq;
+  // What each read returned (a list page's events, an export's rows): a page that is full at one size and partial at
+  // another does different work, and the table says so.
+  const returned: Record<string, number> = {};
+  let reading = '';
   const get = async (path: string) => {
     const res = await g.app.handle(new Request(`${BASE}${path}`, { headers: { authorization: `Bearer ${me.token}` } }));
     const text = await res.text();
     if (res.status !== 200) throw new Error(`${path}: ${res.status} ${text.slice(0, 200)}`);
+    const body = JSON.parse(text) as unknown;
+    const list = Array.isArray(body) ? body : Object.values(body as Record<string, unknown>).find(Array.isArray);
+    if (reading && Array.isArray(list)) returned[reading] = list.length;
+  };
+  const timed = (name: string, runs: number, fn: () => Promise<void>) => {
+    reading = name;
+    return median(runs, fn);
   };
   let id = 0;
   const call = async () => {
@@ -169,21 +235,41 @@ for (const size of SIZES) {
   const figures: Record<string, number> = { 'grow s': growMs / 1000 };
   // The middle of the org's 90 days, one day long; the cursor in the middle of its chain.
   const mid = Date.now() - (DAYS / 2) * DAY;
-  const range = `from=${new Date(mid).toISOString()}&until=${new Date(mid + DAY).toISOString()}`;
-  for (const [name, filter] of FILTERS) {
+  // (--via=calls: every row is recent; the range is the last hour.)
+  const range = VIA_CALLS
+    ? `from=${new Date(Date.now() - 3_600_000).toISOString()}&until=${new Date().toISOString()}`
+    : `from=${new Date(mid).toISOString()}&until=${new Date(mid + DAY).toISOString()}`;
+  // --via=calls: the filters' values are the grown rows' own (the API key, the refused DELETE's class and fingerprint).
+  const values = new Map<string, string>();
+  if (VIA_CALLS) {
+    const res = await g.app.handle(new Request(`${BASE}/api/audit?limit=1&outcome=refused`, { headers: { authorization: `Bearer ${me.token}` } }));
+    const event = ((await res.json()) as { events: { actor: { type: string; id: string }; details: Record<string, string> }[] }).events[0]!;
+    values.set('actor', `actor=${event.actor.type}:${event.actor.id}`);
+    values.set('tool', 'tool=query_postgresql_items');
+    values.set('reason class', `reason_class=${event.details.reason_class}`);
+    values.set('fingerprint', `fingerprint_id=${event.details.fingerprint_id}`);
+  }
+  for (const [name, preset] of FILTERS) {
+    const filter = values.get(name) ?? preset;
     const query = filter.replaceAll('CONNECTOR', me.connectorId).replace('RANGE', range);
     const and = query ? `&${query}` : '';
-    figures[`audit list ${name}, first page`] = await median(REPEATS, () => get(`/api/audit?limit=50${and}`));
-    figures[`audit list ${name}, deep cursor`] = await median(REPEATS, () => get(`/api/audit?limit=50${and}&cursor=${Math.floor(head / 2)}`));
+    for (const [page, cursor] of [['first page', ''], ['deep cursor', `&cursor=${Math.floor(head / 2)}`]] as const) {
+      const key = `audit list ${name}, ${page}`;
+      figures[key] = await timed(key, REPEATS, () => get(`/api/audit?limit=50${and}${cursor}`));
+    }
   }
-  Object.assign(figures, {
-    'billing/usage': await median(REPEATS, () => get('/api/billing/usage')),
-    'insights, 7 days': await median(REPEATS, () => get('/api/insights?days=7')),
-    'insights, 31 days': await median(REPEATS, () => get('/api/insights?days=31')),
-    'refused fingerprints, 31 days': await median(REPEATS, () => get('/api/insights/fingerprints?days=31')),
-    'export of a day': await median(REPEATS, () => get('/api/audit/export-json?days=1')),
-    'tools/call': await median(50, call),
-  });
+  for (const [key, path] of [
+    ['billing/usage', '/api/billing/usage'],
+    ['insights, 7 days', '/api/insights?days=7'],
+    ['insights, 31 days', '/api/insights?days=31'],
+    ['refused fingerprints, 31 days', '/api/insights/fingerprints?days=31'],
+    ['export of a day', '/api/audit/export-json?days=1'],
+  ] as const) {
+    if (VIA_CALLS && key === 'export of a day') continue;
+    figures[key] = await timed(key, REPEATS, () => get(path));
+  }
+  reading = '';
+  figures['tools/call'] = await median(50, call);
   // The calls' own rows are sealed first: a verify walks to the head it read at its start.
   await g.deps.audit.drain();
   const verifyStarted = performance.now();
@@ -193,18 +279,28 @@ for (const size of SIZES) {
   await verifyChain(g.deps.store.db, me.orgId, new Date(), { incremental: true });
   figures['audit verify --incremental, ms'] = performance.now() - incStarted;
   if (!report.ok) throw new Error(`audit verify failed at ${size} rows: ${JSON.stringify(report.broken)}`);
-  results.push({ size, figures });
-  console.log(JSON.stringify({ size, rowsInOrg: head, figures }));
-  await g.close();
+  results.push({ size, figures, returned });
+  console.log(JSON.stringify({ size, rowsInOrg: head, figures, returned }));
+  if (!VIA_CALLS) await g.close();
 }
+await shared?.g.close();
 
 const names = Object.keys(results[0]!.figures);
-console.log(`\n| ms (median) | ${results.map((r) => `${r.size.toLocaleString('en')} rows`).join(' | ')} | ratio |`);
-console.log(`|:--|${results.map(() => '--:').join('|')}|--:|`);
+const sizes = results.map((r) => r.size.toLocaleString('en'));
+// Ratios: each size against the smallest, and the largest against the one before it (where a page is full at both).
+const ratioHeads = results.slice(1).map((r) => `${r.size.toLocaleString('en')} ÷ ${sizes[0]}`);
+if (results.length > 2) ratioHeads.push(`${sizes[sizes.length - 1]} ÷ ${sizes[sizes.length - 2]}`);
+console.log(`\n| ms (median) | ${sizes.map((s) => `${s} rows`).join(' | ')} | ${ratioHeads.join(' | ')} | returned (${sizes.join(' / ')}) |`);
+console.log(`|:--|${results.map(() => '--:').join('|')}|${ratioHeads.map(() => '--:').join('|')}|--:|`);
 for (const name of names) {
   const values = results.map((r) => r.figures[name]!);
-  const ratio = values[values.length - 1]! / values[0]!;
-  console.log(`| ${name} | ${values.map((v) => (v < 10 ? v.toFixed(2) : v.toFixed(0))).join(' | ')} | ${ratio.toFixed(2)}x |`);
+  const ratios = values.slice(1).map((v) => v / values[0]!);
+  if (values.length > 2) ratios.push(values[values.length - 1]! / values[values.length - 2]!);
+  const returnedRows = results.map((r) => r.returned[name]);
+  const shown = returnedRows.every((n) => n === undefined) ? '' : returnedRows.map((n) => (n === undefined ? '-' : String(n))).join(' / ');
+  console.log(
+    `| ${name} | ${values.map((v) => (v < 10 ? v.toFixed(2) : v.toFixed(0))).join(' | ')} | ${ratios.map((r) => `${r.toFixed(2)}x`).join(' | ')} | ${shown} |`,
+  );
 }
 await exit.run?.();
 process.exit(0);
