@@ -102,8 +102,12 @@ export async function runPgCall(
   const onValues = shaper.onValues;
   // One round trip (the simple protocol): a parameter would add the extended protocol's Describe. The pid is the
   // backend's own integer, checked before it goes into the text.
-  const cancelBackend = (pid: number) =>
-    Number.isSafeInteger(pid) ? pool.canceller().unsafe(`select pg_catalog.pg_cancel_backend(${pid})`) : Promise.reject(new Error('bad backend pid'));
+  const cancelBackend = (pid: number) => {
+    if (!Number.isSafeInteger(pid)) return Promise.reject(new Error('bad backend pid'));
+    const side = pool.canceller();
+    // No budget token for a cancel session now: run.ts falls back to the protocol's CancelRequest (decision 0411).
+    return side ? side.unsafe(`select pg_catalog.pg_cancel_backend(${pid})`) : Promise.reject(new Error('no connection for a cancel'));
+  };
   // The side session that cancels is opened with the pool's first call, not at its first cancel: a read that reaches
   // its cap keeps receiving rows (read and dropped) until the cancel lands, and opening a session then is the slow part.
   warmCanceller(pool);
@@ -168,9 +172,9 @@ async function nameHeldRows(pool: PgPool, shaper: PgRowShaper): Promise<void> {
 const warmed = new WeakSet<PgPool>();
 function warmCanceller(pool: PgPool): void {
   if (warmed.has(pool)) return;
+  const side = pool.canceller();
+  // No budget token free now: a later call of the pool tries again.
+  if (!side) return;
   warmed.add(pool);
-  pool
-    .canceller()
-    .unsafe('select 1')
-    .catch(() => warmed.delete(pool));
+  side.unsafe('select 1').catch(() => warmed.delete(pool));
 }

@@ -3,6 +3,7 @@ import type net from 'node:net';
 import postgres from 'postgres';
 import type { DatabaseConfig } from '../types.ts';
 import type { PoolSettings } from '../shared/pools.ts';
+import { connectionBudget, serverKey } from '../shared/budget.ts';
 import { DEFAULT_PG_PORT } from './config.ts';
 import { byteaHexToBase64, decimalTextToJson, int64TextToJson, parseFloatText, timestampTextToIso, timestamptzTextToIso } from '../shared/jsonsafe.ts';
 
@@ -63,9 +64,11 @@ export interface PgPool {
   /**
    * One connection beside the pool that cancels statements of the pool's sessions (pg_cancel_backend), opened on the
    * first cancel: a cancel then costs one round trip instead of a new server process per CancelRequest, which a
-   * loaded server takes hundreds of milliseconds to start.
+   * loaded server takes hundreds of milliseconds to start. It is a connection to the server like the pool's, so it
+   * holds a token of the connection budget while open (decision 0411); null when no token is free now (no call may
+   * wait for one): the cancel then goes as the protocol's CancelRequest (run.ts), which opens no session.
    */
-  canceller(): PgSql;
+  canceller(): PgSql | null;
 }
 
 /**
@@ -96,14 +99,26 @@ export interface PgOpen {
 export function openPgPool(config: DatabaseConfig, credential: string | null, settings: PoolSettings, open: PgOpen = {}, max = settings.max): PgPool {
   const session = open.session;
   let canceller: PgSql | null = null;
+  const server = serverKey(config.host, config.port ?? DEFAULT_PG_PORT);
   const pool: PgPool = {
     sql: undefined as unknown as PgSql,
     session: session ?? null,
     tainted: false,
     // The side connection that cancels statements is dialled like the pool's own: through the checked socket.
-    canceller: () => (canceller ??= openPgPool(config, credential, settings, { socket: open.socket }, 1).sql),
+    canceller: () => {
+      if (canceller) return canceller;
+      if (!connectionBudget.tryAcquire(server)) return null;
+      return (canceller = openPgPool(config, credential, settings, { socket: open.socket }, 1).sql);
+    },
   };
-  cancellers.set(pool, () => canceller);
+  cancellers.set(pool, async () => {
+    const side = canceller;
+    if (!side) return;
+    canceller = null;
+    // Its token comes back once it is closed, as a pool's do (shared/pools.ts).
+    await side.end({ timeout: 1 }).catch(() => undefined);
+    connectionBudget.release(server, 1);
+  });
   pool.sql = postgres({
     // A host with a slash would be a Unix socket path to postgres.js, one with a comma a list of hosts: the policy
     // refuses both, and the socket hook below replaces postgres.js's own connect anyway.
@@ -150,9 +165,9 @@ export function openPgPool(config: DatabaseConfig, credential: string | null, se
   return pool;
 }
 
-/** The canceller connection of a pool, if it was opened (closed with the pool). */
-const cancellers = new WeakMap<PgPool, () => PgSql | null>();
+/** Closes the canceller connection of a pool if it was opened, and gives its budget token back (with the pool). */
+const cancellers = new WeakMap<PgPool, () => Promise<void>>();
 
 export async function endPgPool(pool: PgPool): Promise<void> {
-  await Promise.all([pool.sql.end({ timeout: 5 }), cancellers.get(pool)?.()?.end({ timeout: 1 })]);
+  await Promise.all([pool.sql.end({ timeout: 5 }), cancellers.get(pool)?.()]);
 }

@@ -109,6 +109,16 @@ export class ConnectionBudget {
     return server === undefined ? this.held : (this.byServer.get(server) ?? 0);
   }
 
+  /**
+   * One token for `server` only if one is free now and no call waits for that server: for a connection a pool may go
+   * without (the PostgreSQL cancel session, decision 0411). False takes nothing.
+   */
+  tryAcquire(server: string): boolean {
+    if (!this.fits(server) || this.waiting.some((w) => w.server === server)) return false;
+    this.take(server);
+    return true;
+  }
+
   /** One token for `server`: at once when it fits and nobody waits before, else FIFO within waitMs. */
   acquire(server: string, signal?: AbortSignal): Promise<void> {
     if (this.fits(server) && !this.waiting.some((w) => w.server === server)) {
