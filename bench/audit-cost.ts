@@ -127,7 +127,10 @@ try {
   await gateway.deps.audit.drain();
   if (RECORDER) {
     const ways: Record<string, Way> = process.argv.includes('--rollups')
-      ? { 'sealed in the INSERT, roll-ups on': { sealAtInsert: true, rollups: true }, 'sealed in the INSERT, roll-up trigger off': { sealAtInsert: true, rollups: false } }
+      ? {
+          'sealed in the INSERT, roll-ups on': { sealAtInsert: true, rollups: true },
+          'sealed in the INSERT, roll-up trigger off': { sealAtInsert: true, rollups: false },
+        }
       : { 'INSERT then seal UPDATE': { sealAtInsert: false, rollups: true }, 'sealed in the INSERT': { sealAtInsert: true, rollups: true } };
     await recorderRounds(Number(RECORDER.split('=')[1] ?? 4), arg('callers', 64), ways);
     throw new Finished();

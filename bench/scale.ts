@@ -253,7 +253,10 @@ for (const size of SIZES) {
     const filter = values.get(name) ?? preset;
     const query = filter.replaceAll('CONNECTOR', me.connectorId).replace('RANGE', range);
     const and = query ? `&${query}` : '';
-    for (const [page, cursor] of [['first page', ''], ['deep cursor', `&cursor=${Math.floor(head / 2)}`]] as const) {
+    for (const [page, cursor] of [
+      ['first page', ''],
+      ['deep cursor', `&cursor=${Math.floor(head / 2)}`],
+    ] as const) {
       const key = `audit list ${name}, ${page}`;
       figures[key] = await timed(key, REPEATS, () => get(`/api/audit?limit=50${and}${cursor}`));
     }

@@ -10,7 +10,11 @@ const [databaseUrl, slug, apiKey] = process.argv.slice(2);
 const started = performance.now();
 try {
   const reserve = process.env.TOOLGATE_STORE_RESERVED_CONNECTIONS;
-  const g = await startTestGateway('postgres', { TOOLGATE_WEBHOOK_WORKER: '0', ...(reserve ? { TOOLGATE_STORE_RESERVED_CONNECTIONS: reserve } : {}) }, databaseUrl);
+  const g = await startTestGateway(
+    'postgres',
+    { TOOLGATE_WEBHOOK_WORKER: '0', ...(reserve ? { TOOLGATE_STORE_RESERVED_CONNECTIONS: reserve } : {}) },
+    databaseUrl,
+  );
   const res = await g.app.handle(
     new Request(`${BASE}/mcp/${slug}`, {
       method: 'POST',

@@ -60,7 +60,12 @@ await seedItems(DATA_DB);
 const [shown] = await admin<{ max_connections: string }[]>`SHOW max_connections`;
 const maxConnections = Number(shown!.max_connections);
 
-const env = { TOOLGATE_WEBHOOK_WORKER: '0', TOOLGATE_CONNECTOR_CONNECTIONS_WAIT_MS: WAIT_MS, TOOLGATE_STORE_RESERVED_CONNECTIONS: RESERVE, TOOLGATE_CONNECTOR_CONNECTIONS_PER_SERVER_MAX: PER_SERVER };
+const env = {
+  TOOLGATE_WEBHOOK_WORKER: '0',
+  TOOLGATE_CONNECTOR_CONNECTIONS_WAIT_MS: WAIT_MS,
+  TOOLGATE_STORE_RESERVED_CONNECTIONS: RESERVE,
+  TOOLGATE_CONNECTOR_CONNECTIONS_PER_SERVER_MAX: PER_SERVER,
+};
 const g: TestGateway = await startTestGateway('postgres', env);
 exit.add(() => g.close());
 const storeDb = new URL(g.databaseUrl!).pathname.slice(1);
@@ -220,7 +225,10 @@ function secondInstance(): Promise<{ ok: boolean; ms: number; detail: string }> 
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     child.on('exit', () => {
-      const line = out.trim().split('\n').find((l) => l.startsWith('{'));
+      const line = out
+        .trim()
+        .split('\n')
+        .find((l) => l.startsWith('{'));
       const r = line ? (JSON.parse(line) as { ok: boolean; ms: number; status: number | string }) : { ok: false, ms: 0, status: out.slice(0, 200) };
       resolve({ ok: r.ok, ms: r.ms, detail: typeof r.status === 'number' ? `tools/list ${r.status}` : r.status });
     });
@@ -247,12 +255,18 @@ const lines: [string, string][] = [
   ['max_connections of the server / store reserve', `${maxConnections} / ${reserve}`],
   ['connector budget on this server (min of total, per server, max_connections - reserve)', String(serverCap)],
   ['peak connections on the server, all databases (sampled every 10 ms)', String(peak.all)],
-  ['peak connections to the connectors\' database', String(peak.data)],
+  ["peak connections to the connectors' database", String(peak.data)],
   ['peak connections to the store database', String(peak.store)],
   [`peak connections of the limited role (CONNECTION LIMIT ${LIMITED_CONNECTIONS})`, String(peak.dataLimitedRole)],
   ['burst, s', burstS.toFixed(1)],
-  [`calls of the ${ORGS - LIMITED} orgs: rows / budget error / no slot / other`, `${outcomes.rows} / ${outcomes.budget} / ${outcomes['no slot']} / ${outcomes.other}`],
-  [`calls of the ${LIMITED} limited orgs: rows / budget error / no slot / other`, `${limitedOutcomes.rows} / ${limitedOutcomes.budget} / ${limitedOutcomes['no slot']} / ${limitedOutcomes.other}`],
+  [
+    `calls of the ${ORGS - LIMITED} orgs: rows / budget error / no slot / other`,
+    `${outcomes.rows} / ${outcomes.budget} / ${outcomes['no slot']} / ${outcomes.other}`,
+  ],
+  [
+    `calls of the ${LIMITED} limited orgs: rows / budget error / no slot / other`,
+    `${limitedOutcomes.rows} / ${limitedOutcomes.budget} / ${limitedOutcomes['no slot']} / ${limitedOutcomes.other}`,
+  ],
   ['operator CLI during the burst (`org list`): exit code, ms', `${cli.code}, ${cli.ms.toFixed(0)}`],
   ['second instance started during the burst: tools/list, ms', `${second.detail}, ${second.ms.toFixed(0)}`],
   ['connector connections the budget holds after the burst', String(heldAfter)],

@@ -124,7 +124,9 @@ test('the beat grants each live instance its share, never past what the claims o
   await (await openStore({ databaseUrl: storeUrl })).close();
   const store = postgres(storeUrl, { max: 1, onnotice: () => undefined });
   const beat = async (id: string, held: number, staleMs = 60_000) => {
-    const [row] = await store<{ r_live: number; r_cap: number }[]>`SELECT r_live, r_cap FROM gateway_instance_beat(${id}::uuid, ${CAPACITY}, ${held}, ${staleMs})`;
+    const [row] = await store<
+      { r_live: number; r_cap: number }[]
+    >`SELECT r_live, r_cap FROM gateway_instance_beat(${id}::uuid, ${CAPACITY}, ${held}, ${staleMs})`;
     return [row!.r_live, row!.r_cap];
   };
   const [a, b] = ['00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-00000000000b'];

@@ -12,7 +12,7 @@ import { rowsOf, type Db } from '../../store/db.ts';
 import { connectionBudget } from './budget.ts';
 
 /** The default interval of beats; an instance not seen for STALE_BEATS of them is gone. */
-export const SHARE_BEAT_MS = 5_000;
+const SHARE_BEAT_MS = 5_000;
 const STALE_BEATS = 3;
 /** Below its fair share (another instance still claims it), an instance beats this many times as often. */
 const CATCH_UP = 5;
