@@ -8,8 +8,8 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import postgres from 'postgres';
 import { postgresqlDriver } from '../../src/connectors/postgresql/driver.ts';
 import { connectionBudget } from '../../src/connectors/shared/budget.ts';
-import { BASE, onboard, startTestGateway, tokenFor, type TestGateway } from '../support/gateway.ts';
-import { createConnector } from '../support/mcp.ts';
+import { onboard, startTestGateway, tokenFor, type TestGateway } from '../support/gateway.ts';
+import { callTool, createConnector } from '../support/mcp.ts';
 
 const DB = `budget_calls_${process.pid}_${Date.now().toString(36)}`;
 const BUDGET = 4;
@@ -50,19 +50,8 @@ afterAll(async () => {
 
 let id = 0;
 async function call(org: { slug: string; apiKey: string }): Promise<string> {
-  const res = await g.app.handle(
-    new Request(`${BASE}/mcp/${org.slug}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': org.apiKey },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: ++id,
-        method: 'tools/call',
-        params: { name: 'query_postgresql_items', arguments: { sql: `SELECT id, name FROM items WHERE id > ${id % 50} ORDER BY id LIMIT 5` } },
-      }),
-    }),
-  );
-  return res.text();
+  const sql = `SELECT id, name FROM items WHERE id > ${++id % 50} ORDER BY id LIMIT 5`;
+  return (await callTool(g, org.slug, { apiKey: org.apiKey }, 'query_postgresql_items', { sql })).text;
 }
 
 const connectionsOnDb = async () => (await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${DB}`)[0]!.n;
