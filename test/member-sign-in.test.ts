@@ -95,7 +95,8 @@ describe('console sign-in with e-mail and password', () => {
       ['invited member', A.slug, 'invited@a.example', 'not the password'],
     ] as const;
     const times: Record<string, number[]> = {};
-    for (let round = 0; round < 3; round++) {
+    // Four rounds (a pair locks at five failures), medians: one sample slowed by a parallel worker must not decide it.
+    for (let round = 0; round < 4; round++) {
       for (const [name, org, email, password] of cases) {
         const { response, body, ms } = await signIn(org, email, password);
         expect(response.status).toBe(401);
@@ -103,7 +104,7 @@ describe('console sign-in with e-mail and password', () => {
         (times[name] ??= []).push(ms);
       }
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1]!;
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const member = median(times['member, wrong password']!);
     // A lookup without a hash answers in a few milliseconds; with the dummy hash it takes what a member's takes.
     verifies('MEMBER-SIGN-IN-UNIFORM');
