@@ -10,7 +10,8 @@
  *   bun bench/audit-cost.ts [--rows=20000] [--batch=32] [--seal=2000] [--store=pglite] [--recorder[=ROUNDS]]
  *   (--recorder: instead, the whole recorder under --callers=64 concurrent tool calls, rows written unsealed and
  *   sealed after against rows sealed in their INSERT (issue 42, decision 0341), in interleaved rounds; medians;
- *   with --rollups, rows sealed in their INSERT with the roll-up trigger on against off: the roll-ups' share)
+ *   with --rollups, rows sealed in their INSERT with the roll-up trigger on against off: the roll-ups' share;
+ *   --rollup-fn=FILE adds a way with another audit_rollup_apply, read from FILE)
  *   (--seal: rows per sealFromMemory transaction; the recorder seals what is pending, up to 2,000, so under a steady
  *   load each seal holds one or two batches: --seal=40 is closer to a tools/call run than the default)
  */
@@ -92,14 +93,17 @@ async function measure(name: string, rows: number, op: () => Promise<unknown>): 
  * Issue 42: the recorder as the hot path drives it, `callers` concurrent tool calls each awaiting its row, ROWS rows,
  * then drained (every row sealed): the old way (sealAtInsert false: INSERT, then the seal UPDATE) against the new.
  */
-type Way = { sealAtInsert: boolean; rollups: boolean };
+/** `fn`: the text of another audit_rollup_apply for this way (--rollup-fn=FILE), the store's own restored after. */
+type Way = { sealAtInsert: boolean; rollups: boolean; fn?: string };
 async function recorderRounds(rounds: number, callers: number, ways: Record<string, Way>): Promise<void> {
   const log = createLogger('silent');
   const results = new Map<string, number[][]>();
+  const [own] = rowsOf<{ def: string }>(await db.execute(sql`SELECT pg_get_functiondef('audit_rollup_apply'::regproc) AS def`));
   for (let r = 0; r < rounds; r++) {
-    for (const [name, { sealAtInsert, rollups }] of r % 2 ? Object.entries(ways).reverse() : Object.entries(ways)) {
+    for (const [name, { sealAtInsert, rollups, fn }] of r % 2 ? Object.entries(ways).reverse() : Object.entries(ways)) {
       // --rollups: the roll-up triggers (decisions 0347, migration 24) off for a way, on this throwaway store only.
       await db.execute(sql.raw(`ALTER TABLE audit_events ${rollups ? 'ENABLE' : 'DISABLE'} TRIGGER audit_rollup_insert`));
+      await db.execute(sql.raw(fn ?? own!.def));
       const recorder = new AuditRecorder({ db, log, queueMax: 100_000, sealAtInsert });
       let next = 0;
       const pg = await storeCpu();
@@ -126,9 +130,11 @@ const RECORDER = process.argv.find((a) => a.startsWith('--recorder'));
 try {
   await gateway.deps.audit.drain();
   if (RECORDER) {
+    const fnFile = process.argv.find((a) => a.startsWith('--rollup-fn='))?.slice('--rollup-fn='.length);
     const ways: Record<string, Way> = process.argv.includes('--rollups')
       ? {
           'sealed in the INSERT, roll-ups on': { sealAtInsert: true, rollups: true },
+          ...(fnFile ? { [`roll-ups by ${fnFile}`]: { sealAtInsert: true, rollups: true, fn: await Bun.file(fnFile).text() } } : {}),
           'sealed in the INSERT, roll-up trigger off': { sealAtInsert: true, rollups: false },
         }
       : { 'INSERT then seal UPDATE': { sealAtInsert: false, rollups: true }, 'sealed in the INSERT': { sealAtInsert: true, rollups: true } };
