@@ -97,3 +97,26 @@ test(`${ORGS} orgs calling at once never hold more than the budget's ${BUDGET} c
   expect(peak).toBeLessThanOrEqual(BUDGET);
   expect(connectionBudget.usage()).toBeLessThanOrEqual(BUDGET);
 }, 60_000);
+
+test('a lowered cap closes just the pools it must, counting their cancel sessions', async () => {
+  await postgresqlDriver.closeAll?.();
+  const server = '127.0.0.1:5432';
+  connectionBudget.settings = { ...connectionBudget.settings, perServer: 10 };
+  try {
+    // Three pools, each with its connection and its cancel session: 6 tokens.
+    for (const org of orgs.slice(0, 3)) expect(await call(org)).toContain('"rowCount":5');
+    const deadline = Date.now() + 3000;
+    while ((await connectionsOnDb()) < 6 && Date.now() < deadline) await Bun.sleep(20);
+    expect(connectionBudget.usage(server)).toBe(6);
+    // Down to 4: one pool (2 tokens) is enough; counting only pool connections would close two.
+    connectionBudget.capServer(server, 4, 'lowered-cap-test');
+    const settle = Date.now() + 3000;
+    while (connectionBudget.usage(server) > 4 && Date.now() < settle) await Bun.sleep(20);
+    await Bun.sleep(100);
+    expect(connectionBudget.usage(server)).toBe(4);
+    expect(await connectionsOnDb()).toBe(4);
+  } finally {
+    connectionBudget.dropCap(server, 'lowered-cap-test');
+    connectionBudget.settings = { ...connectionBudget.settings, perServer: BUDGET };
+  }
+});

@@ -4,7 +4,7 @@ import { PoolRegistry, type PoolSettings } from '../shared/pools.ts';
 import { defineSqlDriver } from '../shared/sql-driver.ts';
 import { serverKey } from '../shared/budget.ts';
 import { DEFAULT_PG_PORT, postgresqlConfigSchema } from './config.ts';
-import { endPgPool, openPgPool, type PgOpen, type PgPool, type PgSession } from './pool.ts';
+import { endPgPool, openPgPool, pgSideTokens, type PgOpen, type PgPool, type PgSession } from './pool.ts';
 import { dialChecked } from '../../net/dial.ts';
 import { embeddedDatabaseFor } from '../shared/embedded.ts';
 import type { OutboundPolicy } from '../../net/policy.ts';
@@ -19,6 +19,7 @@ const pools = new PoolRegistry<PgPool, PgOpen>({
   open: openPgPool,
   end: endPgPool,
   server: (config) => serverKey(config.host, config.port ?? DEFAULT_PG_PORT),
+  sideTokens: pgSideTokens,
 });
 
 /** Pool size, idle close and connect timeout for pools opened from now on (defaults: 10, 5 min, 5 s). */

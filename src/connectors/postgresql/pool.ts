@@ -111,13 +111,16 @@ export function openPgPool(config: DatabaseConfig, credential: string | null, se
       return (canceller = openPgPool(config, credential, settings, { socket: open.socket }, 1).sql);
     },
   };
-  cancellers.set(pool, async () => {
-    const side = canceller;
-    if (!side) return;
-    canceller = null;
-    // Its token comes back once it is closed, as a pool's do (shared/pools.ts).
-    await side.end({ timeout: 1 }).catch(() => undefined);
-    connectionBudget.release(server, 1);
+  cancellers.set(pool, {
+    open: () => canceller !== null,
+    close: async () => {
+      const side = canceller;
+      if (!side) return;
+      canceller = null;
+      // Its token comes back once it is closed, as a pool's do (shared/pools.ts).
+      await side.end({ timeout: 1 }).catch(() => undefined);
+      connectionBudget.release(server, 1);
+    },
   });
   pool.sql = postgres({
     // A host with a slash would be a Unix socket path to postgres.js, one with a comma a list of hosts: the policy
@@ -166,8 +169,11 @@ export function openPgPool(config: DatabaseConfig, credential: string | null, se
 }
 
 /** Closes the canceller connection of a pool if it was opened, and gives its budget token back (with the pool). */
-const cancellers = new WeakMap<PgPool, () => Promise<void>>();
+const cancellers = new WeakMap<PgPool, { open: () => boolean; close: () => Promise<void> }>();
+
+/** Budget tokens a pool holds besides its pool connections: 1 while its cancel session is open. */
+export const pgSideTokens = (pool: PgPool): number => (cancellers.get(pool)?.open() ? 1 : 0);
 
 export async function endPgPool(pool: PgPool): Promise<void> {
-  await Promise.all([pool.sql.end({ timeout: 5 }), cancellers.get(pool)?.()]);
+  await Promise.all([pool.sql.end({ timeout: 5 }), cancellers.get(pool)?.close()]);
 }

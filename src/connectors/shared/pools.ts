@@ -23,6 +23,11 @@ export interface PoolFactory<P, O = undefined, C = DatabaseConfig> {
   end(pool: P): Promise<void>;
   /** The server (host:port, see budget.ts serverKey) a pool's connections go to: set, the pool draws on the budget. */
   server?(config: C): string;
+  /**
+   * Budget tokens the pool holds for connections beside its own (the PostgreSQL cancel session, decision 0411), which
+   * come back with `end`: counted when the budget closes the pool to make room.
+   */
+  sideTokens?(pool: P): number;
 }
 
 /** How many calls may run on one connector at once, and how long a call may wait for its turn. */
@@ -105,7 +110,8 @@ export class PoolRegistry<P, O = undefined, C = DatabaseConfig> {
       if (e.active === 0 && e.tokens > 0 && (server === undefined || e.server === server) && (!best || e.lastUsed < best[1].lastUsed)) best = [id, e];
     if (!best) return null;
     const [id, e] = best;
-    return { server: e.server!, lastUsed: e.lastUsed, tokens: e.tokens, evict: () => this.retire(id, e) };
+    const tokens = e.tokens + (this.factory.sideTokens?.(e.pool) ?? 0);
+    return { server: e.server!, lastUsed: e.lastUsed, tokens, evict: () => this.retire(id, e) };
   }
 
   /** One more budget token when the calls in fn outnumber the pool's tokens (never past the pool size). */
