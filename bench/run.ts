@@ -440,14 +440,9 @@ async function databaseBackendsCpuUs(database: string): Promise<number | null> {
         .catch(() => '');
       // With a cluster_name the title starts `postgres: 15/main: <user> <database> ...`.
       if (!title.startsWith('postgres: ') || !title.replace(/\0/g, ' ').includes(` ${database} `)) continue;
-      const stat = await Bun.file(`/proc/${entry}/stat`)
-        .text()
-        .catch(() => '');
-      if (!stat) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += Number(fields[11]) + Number(fields[12]);
+      total += (await processCpuUs(Number(entry))) ?? 0;
     }
-    return (total * 1_000_000) / 100;
+    return total;
   } catch {
     return null;
   }

@@ -14,6 +14,7 @@
  *
  *   bun bench/thousand-orgs.ts [--orgs=1000] [--calls=3] [--limited=20] [--wait-ms=5000] [--reserve=30] [--per-server=100] [--concurrency=4]
  * Needs PostgreSQL on 127.0.0.1:5432 (a store and a data database and one role, dropped at the end).
+ * BENCH_DEBUG=1 prints the connectors' database's connections by state each time their peak passes the budget.
  */
 import postgres from 'postgres';
 import { spawn } from 'node:child_process';
