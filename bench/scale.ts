@@ -236,7 +236,8 @@ for (const size of SIZES) {
     const event = ((await res.json()) as { events: { actor: { type: string; id: string }; details: Record<string, string> }[] }).events[0]!;
     values.set('actor', `actor=${event.actor.type}:${event.actor.id}`);
     values.set('tool', 'tool=query_postgresql_items');
-    // The gateway records a refused call as tool.called with outcome refused (tool.call_refused is an older action).
+    // A statement the guard refused is tool.called with outcome refused (tool.call_refused: a call refused before it
+    // reached its tool, e.g. a quota); the grown rows have only the former.
     values.set('action', 'action=tool.called');
     values.set('reason class', `reason_class=${event.details.reason_class}`);
     values.set('fingerprint', `fingerprint_id=${event.details.fingerprint_id}`);
