@@ -4,7 +4,8 @@
  *   start            → {started: true} once the gateway is up (the process says {ready: true} once loaded, so a
  *                      test can load it ahead of time)
  *   state            → {live, cap, held}: instances in the store, this one's cap and tokens on the store's server
- *   burst <n> <tag>  → {rows, errors}: n connectors on CONNECTOR_DB, each called once at the same time (a 50 ms statement)
+ *   burst <n> <tag>  → {rows, errors}: n connectors on CONNECTOR_DB, each called once at the same time (a 200 ms
+ *                      statement, so that the pools overlap even on a busy machine)
  *   close            → {closed: true}, then the process ends
  */
 import { createInterface } from 'node:readline';
@@ -42,7 +43,7 @@ const say = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n
 async function burst(count: number, tag: string) {
   const outcomes = await Promise.all(
     Array.from({ length: count }, (_, i) =>
-      postgresqlPoolFor(`${tag}-${i}`, config, null, async (pool) => (await pool.sql`SELECT pg_sleep(0.05)`).length).then(
+      postgresqlPoolFor(`${tag}-${i}`, config, null, async (pool) => (await pool.sql`SELECT pg_sleep(0.2)`).length).then(
         () => 'rows',
         (err: unknown) => pgCallErrorText(err, { config, credential: null, connectTimeoutMs: 5000 }),
       ),
