@@ -8,6 +8,11 @@ import { bigint, boolean, date, doublePrecision, foreignKey, index, integer, jso
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
+export const auditRollupDays = pgTable('audit_rollup_days', {
+  one: boolean('one').primaryKey().default(true),
+  foldedBefore: ts('folded_before').notNull(),
+});
+
 /** Live gateway instances of a PostgreSQL store and the connector connections each claims on the store's server (decision 0409); each beats every few seconds. */
 export const gatewayInstances = pgTable('gateway_instances', {
   id: uuid('id').primaryKey(),
@@ -154,6 +159,17 @@ export const auditRollupAgentLatency = pgTable('audit_rollup_agent_latency', {
   primaryKey({ name: 'audit_rollup_agent_latency_pkey', columns: [t.orgId, t.hour, t.actorType, t.actorId, t.durationMs] }),
 ]);
 
+export const auditRollupAgentLatencyDaily = pgTable('audit_rollup_agent_latency_daily', {
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  day: ts('day').notNull(),
+  actorType: text('actor_type').notNull(),
+  actorId: text('actor_id').notNull(),
+  durationMs: doublePrecision('duration_ms').notNull(),
+  calls: bigint('calls', { mode: 'number' }).notNull(),
+}, (t) => [
+  primaryKey({ name: 'audit_rollup_agent_latency_daily_pkey', columns: [t.orgId, t.day, t.actorType, t.actorId, t.durationMs] }),
+]);
+
 export const auditRollupLatency = pgTable('audit_rollup_latency', {
   orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
   hour: ts('hour').notNull(),
@@ -163,6 +179,17 @@ export const auditRollupLatency = pgTable('audit_rollup_latency', {
   calls: bigint('calls', { mode: 'number' }).notNull(),
 }, (t) => [
   primaryKey({ name: 'audit_rollup_latency_pkey', columns: [t.orgId, t.hour, t.toolName, t.connectorId, t.durationMs] }),
+]);
+
+export const auditRollupLatencyDaily = pgTable('audit_rollup_latency_daily', {
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  day: ts('day').notNull(),
+  toolName: text('tool_name').notNull(),
+  connectorId: text('connector_id').notNull(),
+  durationMs: doublePrecision('duration_ms').notNull(),
+  calls: bigint('calls', { mode: 'number' }).notNull(),
+}, (t) => [
+  primaryKey({ name: 'audit_rollup_latency_daily_pkey', columns: [t.orgId, t.day, t.toolName, t.connectorId, t.durationMs] }),
 ]);
 
 export const auditRollupRefusals = pgTable('audit_rollup_refusals', {
@@ -190,6 +217,21 @@ export const auditRollups = pgTable('audit_rollups', {
   counted: bigint('counted', { mode: 'number' }).notNull(),
 }, (t) => [
   primaryKey({ name: 'audit_rollups_pkey', columns: [t.orgId, t.hour, t.action, t.outcome, t.toolName, t.connectorId, t.actorType, t.actorId] }),
+]);
+
+export const auditRollupsDaily = pgTable('audit_rollups_daily', {
+  orgId: uuid('org_id').notNull().references(() => orgs.id, { onDelete: 'cascade' }),
+  day: ts('day').notNull(),
+  action: text('action').notNull(),
+  outcome: text('outcome').notNull(),
+  toolName: text('tool_name').notNull(),
+  connectorId: text('connector_id').notNull(),
+  actorType: text('actor_type').notNull(),
+  actorId: text('actor_id').notNull(),
+  events: bigint('events', { mode: 'number' }).notNull(),
+  counted: bigint('counted', { mode: 'number' }).notNull(),
+}, (t) => [
+  primaryKey({ name: 'audit_rollups_daily_pkey', columns: [t.orgId, t.day, t.action, t.outcome, t.toolName, t.connectorId, t.actorType, t.actorId] }),
 ]);
 
 export const connectors = pgTable('connectors', {

@@ -33,6 +33,7 @@ import { AuditRecorder, auditSubscriber } from './audit/recorder.ts';
 import { startOrphanSealer } from './audit/seal.ts';
 import { bindAuditKey, deriveAuditMacKey } from './audit/mac.ts';
 import { startRetentionSweeper } from './audit/retention.ts';
+import { startRollupFolder } from './audit/rollup-days.ts';
 import './connectors/index.ts';
 import { closeAllConnectors } from './connectors/registry.ts';
 import { SecretBox, randomSecret } from './util/crypto.ts';
@@ -233,6 +234,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const authCache = new McpAuthCache({ epoch: openAuthEpoch(config, log, redis, options.authEpochKey), ttlMs: config.authCacheTtlMs });
   const lastUse = new LastUseRecorder({ db: store.db, log });
   const stopRetention = startRetentionSweeper({ db: store.db, log, retentionDays: config.auditRetentionDays });
+  const stopFolder = startRollupFolder({ db: store.db, log });
   const deps: AppDeps = {
     config,
     store,
@@ -276,6 +278,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     await deps.jobs.idle();
     deps.mailer?.close();
     stopRetention();
+    stopFolder();
     await stopOrphanSealer();
     await audit.drain();
     await lastUse.close();

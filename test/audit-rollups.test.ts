@@ -11,6 +11,7 @@ import { insightFigures, insightSeries } from '../src/audit/insights-statements.
 import { agentFigures, countedCallsByAgent } from '../src/audit/agent-insights-statements.ts';
 import { refusalsByReason, refusedFingerprints } from '../src/audit/refusal-insights-statements.ts';
 import { appendAudit, insertUnsealed, type AuditInput } from '../src/audit/repository.ts';
+import { foldRollupDays } from '../src/audit/rollup-days.ts';
 import { sealPending } from '../src/audit/seal.ts';
 import { countedCallsByConnector } from '../src/billing/repository.ts';
 import { rowsOf, type Queryable } from '../src/store/db.ts';
@@ -23,7 +24,10 @@ if (!hasPg) console.warn('audit-rollups.test.ts: PostgreSQL is not reachable on 
 
 const HOUR = 3_600_000;
 
-/** The insights as they were computed before the roll-ups: a scan of the window's sealed rows. */
+/** Durations as the latency roll-ups keep them: their logarithmic bucket (decision 0412). */
+const kept = sql`audit_latency_bucket((details->>'duration_ms')::float8)`;
+
+/** The insights as they were computed before the roll-ups: a scan of the window's sealed rows (durations bucketed). */
 async function scanFigures(db: Queryable, orgId: string, since: Date) {
   const ran = sql`action = 'tool.called' AND outcome NOT IN ('held', 'refused')`;
   const rows = rowsOf<Record<string, unknown>>(
@@ -33,8 +37,8 @@ async function scanFigures(db: Queryable, orgId: string, since: Date) {
         count(*) FILTER (WHERE action = 'tool.call_refused' OR outcome = 'refused') AS refusals,
         count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'error') AS errors,
         count(*) FILTER (WHERE action = 'tool.called' AND outcome = 'held') AS held,
-        percentile_cont(0.5) WITHIN GROUP (ORDER BY (details->>'duration_ms')::float8) FILTER (WHERE ${ran}) AS p50,
-        percentile_cont(0.95) WITHIN GROUP (ORDER BY (details->>'duration_ms')::float8) FILTER (WHERE ${ran}) AS p95
+        percentile_cont(0.5) WITHIN GROUP (ORDER BY ${kept}) FILTER (WHERE ${ran}) AS p50,
+        percentile_cont(0.95) WITHIN GROUP (ORDER BY ${kept}) FILTER (WHERE ${ran}) AS p95
       FROM audit_events
       WHERE org_id = ${orgId} AND action IN ('tool.called', 'tool.call_refused') AND created_at >= ${since.toISOString()}::timestamptz
         AND seq IS NOT NULL AND refused_at IS NULL
@@ -86,10 +90,9 @@ async function scanCounted(db: Queryable, orgId: string, start: string) {
   return rows.map((r) => ({ connectorId: r.connector_id, calls: Number(r.n) }));
 }
 
-/** Per agent, as a scan gives it; durations taken as the agent roll-up keeps them (exact under 100 ms, decision 0391). */
+/** Per agent, as a scan gives it; durations taken as the agent roll-up keeps them (bucketed, decision 0412). */
 async function scanAgents(db: Queryable, orgId: string, since: Date) {
   const ran = sql`action = 'tool.called' AND outcome NOT IN ('held', 'refused') AND details->>'duration_ms' IS NOT NULL`;
-  const kept = sql`audit_latency_bucket((details->>'duration_ms')::float8)`;
   const rows = rowsOf<Record<string, unknown>>(
     await db.execute(sql`SELECT actor_type, coalesce(actor_id, '') AS actor_id,
         count(*) FILTER (WHERE action = 'tool.called' AND outcome <> 'refused') AS calls,
@@ -196,7 +199,7 @@ function mixedRows(orgId: string, n: number, seed: number): AuditInput[] {
       outcome,
       details: {
         ...(connector ? { connector_id: connector } : {}),
-        // Mostly under 100 ms (kept exactly); some above (kept to 3 significant digits per agent).
+        // Mostly under 40 ms, some up to 4 s: many distinct durations per bucket.
         ...(rand() < 0.9 ? { duration_ms: Math.round(rand() * (rand() < 0.8 ? 400 : 40_000)) / 10 } : {}),
         counted: rand() < 0.7,
         ...(outcome === 'refused' ? refusal(rand) : {}),
@@ -238,17 +241,21 @@ for (const kind of ['pglite', 'postgres'] as const) {
 
     const compare = async () => {
       const db = g.deps.store.db;
+      // Windows that start at an hour (the hourly roll-ups) and at a day (the daily ones: today, 2 and 3 days).
+      const today = Math.floor(now.getTime() / (24 * HOUR)) * 24 * HOUR;
+      const windows = [
+        ...[1, 24, 48].map((hours) => new Date(Math.floor(now.getTime() / HOUR) * HOUR - (hours - 1) * HOUR)),
+        ...[0, 1, 2].map((days) => new Date(today - days * 24 * HOUR)),
+      ];
       for (const orgId of orgs) {
-        for (const hours of [1, 24, 48]) {
-          const since = new Date(Math.floor(now.getTime() / HOUR) * HOUR - (hours - 1) * HOUR);
+        for (const since of windows) {
           expect(await insightFigures(db, orgId, since, 100)).toEqual((await scanFigures(db, orgId, since)) as never);
           for (const bucket of ['hour', 'day'] as const)
             expect(await insightSeries(db, orgId, since, bucket)).toEqual((await scanSeries(db, orgId, since, bucket)) as never);
         }
         const counted = await countedCallsByConnector(db, orgId, monthStart);
         expect(counted.map((r) => ({ connectorId: r.connectorId, calls: r.calls }))).toEqual(await scanCounted(db, orgId, monthStart));
-        for (const hours of [1, 48]) {
-          const since = new Date(Math.floor(now.getTime() / HOUR) * HOUR - (hours - 1) * HOUR);
+        for (const since of [windows[0]!, windows[2]!, windows[3]!, windows[5]!]) {
           expect(await agentFigures(db, orgId, since, 100)).toEqual(await scanAgents(db, orgId, since));
           expect(await refusalsByReason(db, orgId, since)).toEqual(await scanReasons(db, orgId, since));
           expect(await refusedFingerprints(db, orgId, since, 10)).toEqual(await scanFingerprints(db, orgId, since));
@@ -267,6 +274,55 @@ for (const kind of ['pglite', 'postgres'] as const) {
       expect((await agentFigures(g.deps.store.db, orgs[0]!, since, 100)).filter((a) => a.p95_ms !== null).length).toBeGreaterThanOrEqual(3);
       expect((await refusalsByReason(g.deps.store.db, orgs[0]!, since)).length).toBe(4);
       expect((await refusedFingerprints(g.deps.store.db, orgs[0]!, since, 10, 'query_items')).length).toBe(3);
+      await compare();
+    });
+
+    test('days folded into the daily level give the same figures; a window that starts at a day reads them', async () => {
+      const db = g.deps.store.db;
+      const orgId = orgs[0]!;
+      const DAY = 24 * HOUR;
+      const today = new Date(Math.floor(now.getTime() / DAY) * DAY);
+      const yesterday = new Date(today.getTime() - DAY);
+      // Every day that is over folded (no margin): today stays in the hours; the figures do not move.
+      await foldRollupDays(db, '0 seconds');
+      const [days] = rowsOf<{ folded_before: string }>(await db.execute(sql`SELECT folded_before::text FROM audit_rollup_days`));
+      expect(new Date(days!.folded_before).getTime()).toBe(today.getTime());
+      expect(await foldRollupDays(db, '0 seconds')).toBe(0);
+      await compare();
+      const count = async (table: string) =>
+        Number(rowsOf<{ n: string }>(await db.execute(sql`SELECT count(*) AS n FROM ${sql.raw(table)} WHERE org_id = ${orgId}`))[0]!.n);
+      // The days hold the hours' sums in fewer rows.
+      for (const [daily, hourly] of [
+        ['audit_rollups_daily', 'audit_rollups'],
+        ['audit_rollup_latency_daily', 'audit_rollup_latency'],
+        ['audit_rollup_agent_latency_daily', 'audit_rollup_agent_latency'],
+      ] as const) {
+        expect(await count(daily)).toBeGreaterThan(0);
+        expect(await count(daily)).toBeLessThan(await count(hourly));
+      }
+      // A folded day's row changed by hand shows in a window from that day, not in one from an hour of it.
+      const hourAfter = new Date(yesterday.getTime() + HOUR);
+      const [key] = rowsOf<{ tool_name: string; connector_id: string; actor_type: string; actor_id: string }>(
+        await db.execute(sql`SELECT tool_name, connector_id, actor_type, actor_id FROM audit_rollups_daily
+          WHERE org_id = ${orgId} AND day = ${yesterday.toISOString()}::timestamptz AND action = 'tool.called' AND outcome = 'success' LIMIT 1`),
+      );
+      expect(key).toBeDefined();
+      const bump = (by: number) =>
+        db.execute(sql`UPDATE audit_rollups_daily SET events = events + ${by} WHERE org_id = ${orgId} AND day = ${yesterday.toISOString()}::timestamptz
+          AND action = 'tool.called' AND outcome = 'success' AND tool_name = ${key!.tool_name} AND connector_id = ${key!.connector_id}
+          AND actor_type = ${key!.actor_type} AND actor_id = ${key!.actor_id}`);
+      const before = [(await insightFigures(db, orgId, yesterday, 100)).totals.calls, (await insightFigures(db, orgId, hourAfter, 100)).totals.calls];
+      await bump(1000);
+      try {
+        expect((await insightFigures(db, orgId, yesterday, 100)).totals.calls).toBe(before[0]! + 1000);
+        expect((await insightFigures(db, orgId, hourAfter, 100)).totals.calls).toBe(before[1]!);
+      } finally {
+        await bump(-1000);
+      }
+      // Rows written now for folded days (a late seal of an old backlog) land in their days too.
+      await appendAudit(db, mixedRows(orgId, 30, 4242), new Date(yesterday.getTime() + 5 * HOUR));
+      await insertUnsealed(db, mixedRows(orgId, 20, 4343), new Date(yesterday.getTime() - 3 * HOUR));
+      while ((await sealPending(db, 500)) > 0);
       await compare();
     });
 

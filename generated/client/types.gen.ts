@@ -555,7 +555,13 @@ export type InsightFigures = {
     refusals: number;
     errors: number;
     held: number;
+    /**
+     * Over the calls that ran, durations in logarithmic buckets (20 per decade): within 6% of the exact value (decision 0412).
+     */
     p50_ms: number | null;
+    /**
+     * Over the calls that ran, durations in logarithmic buckets (20 per decade): within 6% of the exact value (decision 0412).
+     */
     p95_ms: number | null;
 };
 
@@ -615,7 +621,7 @@ export type AgentInsight = {
     errors: number;
     p50_ms: number | null;
     /**
-     * Over the agent's calls that ran; exact under 100 ms, to 3 significant digits above (decision 0391).
+     * Over the agent's calls that ran, durations in logarithmic buckets (20 per decade): within 6% of the exact value (decision 0412).
      */
     p95_ms: number | null;
     /**

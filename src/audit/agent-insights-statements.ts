@@ -2,12 +2,13 @@
  * SQL of the per-agent figures (issue 41 item 3, decisions 0390, 0391): each agent's calls, refusals, errors and
  * latency percentiles over a window, its calls counted against the quota over a billing period, and its name. An
  * agent is the actor of its rows (`api_key`, `oauth_client`, `user` for a member's e-mail or an IdP subject), as
- * `GET /api/audit?actor=<type>:<id>` selects them. Everything is read from the hourly roll-ups (audit_rollups,
- * audit_rollup_agent_latency) that the audit trigger keeps, never from the log.
+ * `GET /api/audit?actor=<type>:<id>` selects them. Everything is read from the roll-ups (audit_rollups,
+ * audit_rollup_agent_latency; daily for a window that starts at a day, decision 0412) that the audit trigger keeps,
+ * never from the log.
  */
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Queryable } from '../store/db.ts';
-import { percentileOf } from './insights-statements.ts';
+import { percentileOf, rollupRows } from './insights-statements.ts';
 
 export interface AgentRef {
   type: string;
@@ -28,11 +29,10 @@ const agentOf = (type: string, id: string): AgentRef => ({ type, id: id === '' ?
 const keyOf = (type: string, id: string) => `${type}\u0000${id}`;
 const ms = (v: number | null) => (v === null ? null : Math.round(v * 10) / 10);
 
-/** Each agent's latency percentiles over the window, from (duration, count) rows, exactly as percentile_cont would. */
+/** Each agent's latency percentiles over the window, from (bucket, count) rows, as percentile_cont would over them. */
 async function agentLatencies(db: Queryable, orgId: string, since: Date) {
   const rows = rowsOf<{ actor_type: string; actor_id: string; duration_ms: number | string; calls: number | string }>(
-    await db.execute(sql`SELECT actor_type, actor_id, duration_ms, sum(calls) AS calls FROM audit_rollup_agent_latency
-      WHERE org_id = ${orgId} AND hour >= ${since.toISOString()}::timestamptz
+    await db.execute(sql`SELECT actor_type, actor_id, duration_ms, sum(calls) AS calls FROM ${rollupRows('audit_rollup_agent_latency', orgId, since)}
       GROUP BY actor_type, actor_id, duration_ms HAVING sum(calls) > 0 ORDER BY actor_type, actor_id, duration_ms`),
   );
   const groups = new Map<string, { values: [number, number][]; total: number }>();
@@ -60,8 +60,8 @@ export async function agentFigures(db: Queryable, orgId: string, since: Date, li
         coalesce(sum(events) FILTER (WHERE action = 'tool.called' AND outcome <> 'refused'), 0) AS calls,
         coalesce(sum(events) FILTER (WHERE action = 'tool.call_refused' OR outcome = 'refused'), 0) AS refusals,
         coalesce(sum(events) FILTER (WHERE action = 'tool.called' AND outcome = 'error'), 0) AS errors
-      FROM audit_rollups
-      WHERE org_id = ${orgId} AND hour >= ${since.toISOString()}::timestamptz AND action IN ('tool.called', 'tool.call_refused')
+      FROM ${rollupRows('audit_rollups', orgId, since)}
+      WHERE action IN ('tool.called', 'tool.call_refused')
       GROUP BY actor_type, actor_id HAVING sum(events) > 0
       ORDER BY calls DESC, refusals DESC, actor_type, actor_id LIMIT ${limit}`),
     agentLatencies(db, orgId, since),
@@ -82,8 +82,8 @@ export async function agentFigures(db: Queryable, orgId: string, since: Date, li
  */
 export async function countedCallsByAgent(db: Queryable, orgId: string, start: Date): Promise<{ agent: AgentRef; calls: number }[]> {
   const rows = rowsOf<{ actor_type: string; actor_id: string; n: string | number }>(
-    await db.execute(sql`SELECT actor_type, actor_id, sum(counted) AS n FROM audit_rollups
-      WHERE org_id = ${orgId} AND hour >= ${start.toISOString()}::timestamptz AND action IN ('tool.called', 'approval.executed', 'approval.failed')
+    await db.execute(sql`SELECT actor_type, actor_id, sum(counted) AS n FROM ${rollupRows('audit_rollups', orgId, start)}
+      WHERE action IN ('tool.called', 'approval.executed', 'approval.failed')
       GROUP BY actor_type, actor_id HAVING sum(counted) > 0 ORDER BY n DESC, actor_type, actor_id`),
   );
   return rows.map((r) => ({ agent: agentOf(r.actor_type, r.actor_id), calls: Number(r.n) }));

@@ -1,11 +1,13 @@
 /**
  * SQL of the insights (GET /api/insights): calls, refusals and latency per tool and over time, read from the org's
- * hourly roll-ups (audit_rollups, audit_rollup_latency: migration 23, decision 0347), which a trigger on audit_events
- * keeps as rows are sealed into the chain, so a poll reads a few rows per hour of the window instead of the log.
+ * roll-ups (audit_rollups, audit_rollup_latency: migration 23, decision 0347; their daily level, migration 30,
+ * decision 0412), which a trigger on audit_events keeps as rows are sealed into the chain, so a poll reads a few rows
+ * per day (a window that starts at a day) or per hour of the window instead of the log.
  * `tool.called` rows are calls (success, error, held), and their `details.duration_ms` the latency; `tool.call_refused`
  * rows and `tool.called` rows with outcome `refused` (a statement the guard or a policy refused; issue 41) are
  * refusals. The figures are those a scan of the window's sealed rows gives (test/audit-rollups.test.ts): the
- * latency roll-up keeps each distinct duration with its count, so the percentiles are exact.
+ * latency roll-up keeps each duration's logarithmic bucket (`audit_latency_bucket`, 20 per decade) with its count, so
+ * the percentiles are those of the bucketed durations, within 6% of the exact ones.
  */
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Queryable } from '../store/db.ts';
@@ -42,9 +44,36 @@ const figures = (r: FigureRow): InsightFigures => ({
   p95_ms: ms(r.p95),
 });
 
+const DAY_MS = 86_400_000;
+
+const COLUMNS = {
+  audit_rollups: 'action, outcome, tool_name, connector_id, actor_type, actor_id, events, counted',
+  audit_rollup_latency: 'tool_name, connector_id, duration_ms, calls',
+  audit_rollup_agent_latency: 'actor_type, actor_id, duration_ms, calls',
+} as const;
+
+/**
+ * The org's roll-up rows of `table` from `since` on, as a subquery `r` whose time column is `at` (decision 0412).
+ * A window that starts at a day (UTC midnight), when `daily` allows it (a series by hour needs the hours), reads the
+ * daily level for the folded days (before audit_rollup_days.folded_before) and the hours after them; any other
+ * window reads the hours, which are always complete. Both give the same sums. Fixed table and column names only.
+ */
+export function rollupRows(table: keyof typeof COLUMNS, orgId: string, since: Date, daily = true) {
+  const columns = sql.raw(COLUMNS[table]);
+  const at = since.toISOString();
+  if (!daily || since.getTime() % DAY_MS !== 0) {
+    return sql`(SELECT hour AS at, ${columns} FROM ${sql.raw(table)} WHERE org_id = ${orgId} AND hour >= ${at}::timestamptz) r`;
+  }
+  return sql`(SELECT day AS at, ${columns} FROM ${sql.raw(`${table}_daily`)}
+      WHERE org_id = ${orgId} AND day >= ${at}::timestamptz AND day < (SELECT folded_before FROM audit_rollup_days)
+    UNION ALL
+    SELECT hour, ${columns} FROM ${sql.raw(table)}
+      WHERE org_id = ${orgId} AND hour >= greatest(${at}::timestamptz, (SELECT folded_before FROM audit_rollup_days))) r`;
+}
+
 /** Roll-up rows of the two actions in the window (hours are whole: the window starts at an hour). */
-const windowRollups = (orgId: string, since: Date) => sql`FROM audit_rollups
-  WHERE org_id = ${orgId} AND hour >= ${since.toISOString()}::timestamptz AND action IN ('tool.called', 'tool.call_refused')`;
+const windowRollups = (orgId: string, since: Date, daily = true) =>
+  sql`FROM ${rollupRows('audit_rollups', orgId, since, daily)} WHERE action IN ('tool.called', 'tool.call_refused')`;
 
 const CALLS = sql`coalesce(sum(events) FILTER (WHERE action = 'tool.called' AND outcome <> 'refused'), 0)`;
 const REFUSALS = sql`coalesce(sum(events) FILTER (WHERE action = 'tool.call_refused' OR outcome = 'refused'), 0)`;
@@ -75,8 +104,7 @@ interface Latencies {
 /** The window's latencies of calls that ran, by tool (tool and connector), by connector and in all. */
 async function latencies(db: Queryable, orgId: string, since: Date) {
   const rows = rowsOf<{ tool_name: string; connector_id: string; duration_ms: number | string; calls: number | string }>(
-    await db.execute(sql`SELECT tool_name, connector_id, duration_ms, sum(calls) AS calls FROM audit_rollup_latency
-      WHERE org_id = ${orgId} AND hour >= ${since.toISOString()}::timestamptz
+    await db.execute(sql`SELECT tool_name, connector_id, duration_ms, sum(calls) AS calls FROM ${rollupRows('audit_rollup_latency', orgId, since)}
       GROUP BY tool_name, connector_id, duration_ms HAVING sum(calls) > 0 ORDER BY duration_ms`),
   );
   const groups = new Map<string, Latencies>();
@@ -136,9 +164,9 @@ export async function insightFigures(db: Queryable, orgId: string, since: Date, 
 /** Calls, refusals and errors per bucket (hour or day, UTC) of the window; buckets without rows are absent. */
 export async function insightSeries(db: Queryable, orgId: string, since: Date, bucket: 'hour' | 'day') {
   const rows = rowsOf<{ start: string; calls: number | string; refusals: number | string; errors: number | string }>(
-    await db.execute(sql`SELECT to_char(date_trunc(${bucket}, hour AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:00:00.000"Z"') AS start,
+    await db.execute(sql`SELECT to_char(date_trunc(${bucket}, at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:00:00.000"Z"') AS start,
         ${CALLS} AS calls, ${REFUSALS} AS refusals, ${ERRORS} AS errors
-      ${windowRollups(orgId, since)}
+      ${windowRollups(orgId, since, bucket === 'day')}
       GROUP BY 1 HAVING sum(events) > 0 ORDER BY 1`),
   );
   return rows.map((r) => ({

@@ -7,6 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Queryable } from '../store/db.ts';
+import { rollupRows } from './insights-statements.ts';
 
 export interface ReasonFigure {
   /** The refused statements' class; null: refusals before a statement was run (`tool.call_refused` rows). */
@@ -35,8 +36,7 @@ export async function refusalsByReason(db: Queryable, orgId: string, since: Date
         WHERE org_id = ${orgId} AND hour >= ${at}::timestamptz AND reason_class <> ''
         GROUP BY reason_class HAVING sum(events) > 0
         UNION ALL
-        SELECT NULL, sum(events) FROM audit_rollups
-        WHERE org_id = ${orgId} AND hour >= ${at}::timestamptz AND action = 'tool.call_refused'
+        SELECT NULL, sum(events) FROM ${rollupRows('audit_rollups', orgId, since)} WHERE action = 'tool.call_refused'
         HAVING sum(events) > 0) r
       ORDER BY reason_class IS NULL, n DESC, reason_class`),
   );

@@ -1,5 +1,6 @@
 /** SQL of billing: the org's plan row, the period's counted calls per connector, and the live connector count. */
 import { and, count, eq, isNull, sql } from 'drizzle-orm';
+import { rollupRows } from '../audit/insights-statements.ts';
 import { rowsOf, type Queryable } from '../store/db.ts';
 import { connectors, orgs } from '../store/schema.ts';
 
@@ -10,7 +11,8 @@ export async function findOrgRow(db: Queryable, orgId: string): Promise<typeof o
 
 /**
  * Calls counted against the quota since `start` (YYYY-MM-DD, UTC) per connector, most first: the period's audit rows of `tool.called`, `approval.executed` and `approval.failed` marked counted, read from the hourly roll-up
- * (audit_rollups, decision 0347) rather than the log; with the connector's name (archived ones too).
+ * (audit_rollups, decision 0347), at its daily level (a period starts at a day, decision 0412), rather than the log;
+ * with the connector's name (archived ones too).
  */
 export async function countedCallsByConnector(
   db: Queryable,
@@ -19,9 +21,8 @@ export async function countedCallsByConnector(
 ): Promise<{ connectorId: string | null; connectorName: string | null; calls: number }[]> {
   const rows = rowsOf<{ connector_id: string | null; name: string | null; n: number | string }>(
     await db.execute(sql`SELECT counted.connector_id, c.name, counted.n FROM (
-        SELECT NULLIF(connector_id, '') AS connector_id, sum(counted) AS n FROM audit_rollups
-        WHERE org_id = ${orgId} AND action IN ('tool.called', 'approval.executed', 'approval.failed')
-          AND hour >= ${`${start}T00:00:00Z`}::timestamptz
+        SELECT NULLIF(connector_id, '') AS connector_id, sum(counted) AS n FROM ${rollupRows('audit_rollups', orgId, new Date(`${start}T00:00:00Z`))}
+        WHERE action IN ('tool.called', 'approval.executed', 'approval.failed')
         GROUP BY 1 HAVING sum(counted) > 0) counted
       LEFT JOIN connectors c ON c.org_id = ${orgId} AND c.id::text = counted.connector_id
       ORDER BY counted.n DESC, counted.connector_id`),
