@@ -11,7 +11,10 @@
  *   (--recorder: instead, the whole recorder under --callers=64 concurrent tool calls, rows written unsealed and
  *   sealed after against rows sealed in their INSERT (issue 42, decision 0341), in interleaved rounds; medians;
  *   with --rollups, rows sealed in their INSERT with the roll-up trigger on against off: the roll-ups' share;
- *   --rollup-fn=FILE adds a way with another audit_rollup_apply, read from FILE)
+ *   --rollup-fn=FILE adds a way with another audit_rollup_apply, read from FILE; --rollup-setup=FILE runs FILE's
+ *   statements once first, for the functions it calls; --real-keys: every row of one connector, its duration varying
+ *   0.5-30 ms in 0.1 ms steps, as a tool's calls have them, instead of a new connector per row, which makes every
+ *   roll-up key new: the worst case)
  *   (--seal: rows per sealFromMemory transaction; the recorder seals what is pending, up to 2,000, so under a steady
  *   load each seal holds one or two batches: --seal=40 is closer to a tools/call run than the default)
  */
@@ -33,6 +36,8 @@ const STORE = process.argv.includes('--store=pglite') ? 'pglite' : 'postgres';
 const gateway = await startTestGateway(STORE, { TOOLGATE_WEBHOOK_WORKER: '0' });
 const org = await onboard(gateway);
 const db = gateway.deps.store.db;
+const REAL_KEYS = process.argv.includes('--real-keys');
+const CONNECTOR = crypto.randomUUID();
 const row = (): AuditInput => ({
   orgId: org.orgId,
   action: 'tool.called',
@@ -41,8 +46,8 @@ const row = (): AuditInput => ({
   targetId: 'query_postgresql_items',
   details: {
     tool_name: 'query_postgresql_items',
-    connector_id: crypto.randomUUID(),
-    duration_ms: 1.2,
+    connector_id: REAL_KEYS ? CONNECTOR : crypto.randomUUID(),
+    duration_ms: REAL_KEYS ? Math.round(5 + Math.random() * 295) / 10 : 1.2,
     row_count: 10,
     counted: true,
     arguments_sha256: 'a'.repeat(64),
@@ -131,6 +136,8 @@ try {
   await gateway.deps.audit.drain();
   if (RECORDER) {
     const fnFile = process.argv.find((a) => a.startsWith('--rollup-fn='))?.slice('--rollup-fn='.length);
+    const setup = process.argv.find((a) => a.startsWith('--rollup-setup='))?.slice('--rollup-setup='.length);
+    if (setup) await gateway.deps.store.execScript(await Bun.file(setup).text());
     const ways: Record<string, Way> = process.argv.includes('--rollups')
       ? {
           'sealed in the INSERT, roll-ups on': { sealAtInsert: true, rollups: true },

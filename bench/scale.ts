@@ -12,8 +12,9 @@
  * in time order. It is the row the hot path writes once sealed, and what the sealed-in-INSERT write path will write;
  * growing 1M rows through `tools/call` itself takes hours on this machine. `audit verify` accepts every row.
  *
- *   bun bench/scale.ts [--rows=10000,1000000] [--orgs=20] [--days=90] [--repeats=5] [--via=calls [--callers=64]]
- * Needs PostgreSQL on 127.0.0.1:5432 (a store database and a data database per run, dropped at the end).
+ *   bun bench/scale.ts [--rows=10000,1000000] [--orgs=20] [--days=90] [--repeats=5] [--via=calls [--callers=64]] [--keep]
+ * Needs PostgreSQL on 127.0.0.1:5432 (a store database and a data database per run, dropped at the end; with --keep
+ * the last size's store database stays, and its name is printed, to look into a read with EXPLAIN).
  */
 import postgres from 'postgres';
 import { appendAudit, chainState, type AuditInput } from '../src/audit/repository.ts';
@@ -37,6 +38,7 @@ const REPEATS = Number(arg('repeats', '5'));
  */
 const VIA_CALLS = arg('via', 'appendAudit') === 'calls';
 const CALLERS = Number(arg('callers', '64'));
+const KEEP = process.argv.includes('--keep');
 // appendAudit binds 15 parameters per row; PostgreSQL takes at most 65,535 per statement.
 const BATCH = 4000;
 const DAY = 86_400_000;
@@ -275,9 +277,10 @@ for (const size of SIZES) {
   if (!report.ok) throw new Error(`audit verify failed at ${size} rows: ${JSON.stringify(report.broken)}`);
   results.push({ size, figures, returned });
   console.log(JSON.stringify({ size, rowsInOrg: head, figures, returned }));
-  if (!VIA_CALLS) await g.close();
+  if (KEEP && size === SIZES[SIZES.length - 1]) console.log(`kept: the store database ${g.databaseUrl}, first org ${me.orgId}`);
+  else if (!VIA_CALLS) await g.close();
 }
-await shared?.g.close();
+if (!KEEP) await shared?.g.close();
 
 const names = Object.keys(results[0]!.figures);
 const sizes = results.map((r) => r.size.toLocaleString('en'));
