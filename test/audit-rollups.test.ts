@@ -11,7 +11,7 @@ import { insightFigures, insightSeries } from '../src/audit/insights-statements.
 import { agentFigures, countedCallsByAgent } from '../src/audit/agent-insights-statements.ts';
 import { refusalsByReason, refusedFingerprints } from '../src/audit/refusal-insights-statements.ts';
 import { appendAudit, insertUnsealed, type AuditInput } from '../src/audit/repository.ts';
-import { foldRollupDays } from '../src/audit/rollup-days.ts';
+import { foldRollupHours } from '../src/audit/rollup-days.ts';
 import { sealPending } from '../src/audit/seal.ts';
 import { countedCallsByConnector } from '../src/billing/repository.ts';
 import { rowsOf, type Queryable } from '../src/store/db.ts';
@@ -277,17 +277,18 @@ for (const kind of ['pglite', 'postgres'] as const) {
       await compare();
     });
 
-    test('days folded into the daily level give the same figures; a window that starts at a day reads them', async () => {
+    test('hours folded into their days give the same figures; a window that starts at a day reads the days', async () => {
       const db = g.deps.store.db;
       const orgId = orgs[0]!;
       const DAY = 24 * HOUR;
       const today = new Date(Math.floor(now.getTime() / DAY) * DAY);
       const yesterday = new Date(today.getTime() - DAY);
-      // Every day that is over folded (no margin): today stays in the hours; the figures do not move.
-      await foldRollupDays(db, '0 seconds');
+      // Every hour that is over folded into its day (no margin): the current hour stays in the hours; the figures do
+      // not move.
+      await foldRollupHours(db, '0 seconds');
       const [days] = rowsOf<{ folded_before: string }>(await db.execute(sql`SELECT folded_before::text FROM audit_rollup_days`));
-      expect(new Date(days!.folded_before).getTime()).toBe(today.getTime());
-      expect(await foldRollupDays(db, '0 seconds')).toBe(0);
+      expect(new Date(days!.folded_before).getTime()).toBe(Math.floor(Date.now() / HOUR) * HOUR);
+      expect(await foldRollupHours(db, '0 seconds')).toBe(0);
       await compare();
       const count = async (table: string) =>
         Number(rowsOf<{ n: string }>(await db.execute(sql`SELECT count(*) AS n FROM ${sql.raw(table)} WHERE org_id = ${orgId}`))[0]!.n);
@@ -319,7 +320,7 @@ for (const kind of ['pglite', 'postgres'] as const) {
       } finally {
         await bump(-1000);
       }
-      // Rows written now for folded days (a late seal of an old backlog) land in their days too.
+      // Rows written now for folded hours (a late seal of an old backlog) land in their days too.
       await appendAudit(db, mixedRows(orgId, 30, 4242), new Date(yesterday.getTime() + 5 * HOUR));
       await insertUnsealed(db, mixedRows(orgId, 20, 4343), new Date(yesterday.getTime() - 3 * HOUR));
       while ((await sealPending(db, 500)) > 0);

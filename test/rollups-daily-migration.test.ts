@@ -1,16 +1,16 @@
 /**
  * Migration 30 (issue 42 item 3, docs/decisions/0412): a store upgraded from migration 29 with months of audit rows
  * keeps every figure. The latency roll-ups are re-bucketed (logarithmic buckets, a bucket's count the sum of the
- * durations it takes in), and the daily level is built from the hours of the days before yesterday: each holds the
- * sums of its hours. Rows written after the upgrade for a folded day land in both levels; yesterday is folded by the
- * gateway's fold. Run on a real PostgreSQL store.
+ * durations it takes in), and the daily level is built from the hours before the last one: each day holds the sums of
+ * its folded hours. Rows written after the upgrade for a folded hour land in both levels; the last hour is folded by
+ * the gateway's fold. Run on a real PostgreSQL store.
  */
 import { describe, expect, test } from 'bun:test';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { bindAuditKey, deriveAuditMacKey } from '../src/audit/mac.ts';
 import { appendAudit, type AuditInput } from '../src/audit/repository.ts';
-import { foldRollupDays } from '../src/audit/rollup-days.ts';
+import { foldRollupHours } from '../src/audit/rollup-days.ts';
 import { migrate, type Db, type Store } from '../src/store/db.ts';
 import { migrations } from '../src/store/migrations.ts';
 import * as schema from '../src/store/schema.ts';
@@ -111,11 +111,12 @@ describe.skipIf(!hasPg)('migration 30: daily roll-ups and logarithmic latency bu
       ];
       expect(await differing(agentKept)).toEqual([0, 0]);
 
-      // Each folded day (before yesterday: audit_rollup_days) holds the sums of its hours, at every level.
+      // Each day holds the sums of its hours before the last one (audit_rollup_days), at every level.
       expect(await daysDiffer(client)).toEqual({ counts: 0, tools: 0, agents: 0 });
       expect(Number((await client`SELECT count(*) AS n FROM audit_rollups_daily WHERE org_id = ${orgId}`)[0]!.n)).toBeGreaterThan(0);
 
-      // Rows written after the upgrade, today and on a day already rolled up, then the oldest day deleted (retention).
+      // Rows written after the upgrade for hours already folded (today's first minutes, a day before), then the oldest
+      // day deleted (retention).
       await appendAudit(
         db,
         Array.from({ length: 50 }, (_, k) => call(orgId, 5000 + k)),
@@ -137,8 +138,8 @@ describe.skipIf(!hasPg)('migration 30: daily roll-ups and logarithmic latency bu
           )[0]!.n,
         ),
       ).toBe(0);
-      // Yesterday folded by the gateway's fold (no margin): the days still hold their hours' sums.
-      expect(await foldRollupDays(db, '0 seconds')).toBe(1);
+      // The last hour folded by the gateway's fold (no margin): the days still hold their hours' sums.
+      expect(await foldRollupHours(db, '0 seconds')).toBe(1);
       expect(await daysDiffer(client)).toEqual({ counts: 0, tools: 0, agents: 0 });
     } finally {
       await client.end();
@@ -177,7 +178,7 @@ describe.skipIf(!hasPg)('migration 30: daily roll-ups and logarithmic latency bu
         });
         const fold = (async () => {
           await Bun.sleep(round * 3);
-          return foldRollupDays(db, '0 seconds');
+          return foldRollupHours(db, '0 seconds');
         })();
         await Promise.all([...writers, fold]);
         expect(await daysDiffer(client)).toEqual({ counts: 0, tools: 0, agents: 0 });

@@ -238,7 +238,7 @@ const PINNED: Record<number, string> = {
   27: '21faf01253f4b12e', // member_passkeys
   28: '8d888baa77bd3a71', // quota_leases
   29: '2b344e4a9cb7c668', // gateway_instances
-  30: '4d3489798f7905eb', // audit_rollups_daily_and_log_buckets
+  30: '349266763394e0d7', // audit_rollups_daily_and_log_buckets
 };
 
 describe('the migrations are history: appended, never edited', () => {

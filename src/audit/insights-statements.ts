@@ -55,8 +55,9 @@ const COLUMNS = {
 /**
  * The org's roll-up rows of `table` from `since` on, as a subquery `r` whose time column is `at` (decision 0412).
  * A window that starts at a day (UTC midnight), when `daily` allows it (a series by hour needs the hours), reads the
- * daily level for the folded days (before audit_rollup_days.folded_before) and the hours after them; any other
- * window reads the hours, which are always complete. Both give the same sums. Fixed table and column names only.
+ * daily level (each day's hours before audit_rollup_days.folded_before, folded ten minutes after each hour ends) and
+ * the hours not folded yet; any other window reads the hours, which are always complete. Both give the same sums.
+ * Fixed table and column names only.
  */
 export function rollupRows(table: keyof typeof COLUMNS, orgId: string, since: Date, daily = true) {
   const columns = sql.raw(COLUMNS[table]);
@@ -64,8 +65,7 @@ export function rollupRows(table: keyof typeof COLUMNS, orgId: string, since: Da
   if (!daily || since.getTime() % DAY_MS !== 0) {
     return sql`(SELECT hour AS at, ${columns} FROM ${sql.raw(table)} WHERE org_id = ${orgId} AND hour >= ${at}::timestamptz) r`;
   }
-  return sql`(SELECT day AS at, ${columns} FROM ${sql.raw(`${table}_daily`)}
-      WHERE org_id = ${orgId} AND day >= ${at}::timestamptz AND day < (SELECT folded_before FROM audit_rollup_days)
+  return sql`(SELECT day AS at, ${columns} FROM ${sql.raw(`${table}_daily`)} WHERE org_id = ${orgId} AND day >= ${at}::timestamptz
     UNION ALL
     SELECT hour, ${columns} FROM ${sql.raw(table)}
       WHERE org_id = ${orgId} AND hour >= greatest(${at}::timestamptz, (SELECT folded_before FROM audit_rollup_days))) r`;

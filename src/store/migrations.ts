@@ -975,11 +975,12 @@ END $f$;
     // logarithmic buckets (20 per decade above 1 ms, each shown as its middle to 3 significant digits, so a percentile
     // is within 6% of the exact one; 0.1 ms below 1 ms) in both latency roll-ups, so an hour or a day holds at most
     // ~20 rows per decade of durations per key however many calls it had. A daily level beside each hourly roll-up
-    // (counts, tool latency, agent latency) holds the sums of the days before audit_rollup_days.folded_before; each
-    // day is folded from its hours once it is over (audit_rollup_fold_days, run by the gateway), so the hot path's
-    // trigger writes the hours only. A change to a row of a folded day (a late seal, a refusal, retention) updates
-    // its day too, under a lock the fold takes exclusively. A window that starts at a day reads the folded days and
-    // the hours after them; the hours stay complete for windows that start at an hour.
+    // (counts, tool latency, agent latency) holds, per day, the sums of its hours before
+    // audit_rollup_days.folded_before; the gateway folds each hour into its day ten minutes after it ended
+    // (audit_rollup_fold), so the hot path's trigger writes the hours only. A change to a row of a folded hour (a late
+    // seal, a refusal, retention) updates its day too, under a lock the fold takes exclusively. A window that starts at
+    // a day reads the days and the hours not folded yet (an hour or two); the hours stay complete for windows that
+    // start at another hour.
     sql: `
 CREATE OR REPLACE FUNCTION audit_latency_bucket(ms float8) RETURNS float8 LANGUAGE sql IMMUTABLE AS $f$
   SELECT CASE WHEN ms < 0.95 THEN round(greatest(ms, 0)::numeric, 1)::float8
@@ -1035,7 +1036,7 @@ CREATE TABLE audit_rollup_days (
   one boolean PRIMARY KEY DEFAULT true CHECK (one),
   folded_before timestamptz NOT NULL
 );
-INSERT INTO audit_rollup_days (folded_before) VALUES (audit_day_of(now()) - interval '1 day');
+INSERT INTO audit_rollup_days (folded_before) VALUES (audit_hour_of(now()) - interval '1 hour');
 INSERT INTO audit_rollups_daily
   SELECT org_id, audit_day_of(hour), action, outcome, tool_name, connector_id, actor_type, actor_id, sum(events), sum(counted)
   FROM audit_rollups WHERE hour < (SELECT folded_before FROM audit_rollup_days) GROUP BY 1, 2, 3, 4, 5, 6, 7, 8;
@@ -1046,7 +1047,7 @@ INSERT INTO audit_rollup_agent_latency_daily
   SELECT org_id, audit_day_of(hour), actor_type, actor_id, duration_ms, sum(calls) FROM audit_rollup_agent_latency
   WHERE hour < (SELECT folded_before FROM audit_rollup_days) GROUP BY 1, 2, 3, 4, 5;
 
--- Adds changed rows of folded days to the daily level, with the rules of audit_rollup_change (signs, rows of an org
+-- Adds changed rows of folded hours to their days, with the rules of audit_rollup_change (signs, rows of an org
 -- being deleted skipped, keys in order, tables in one order after the hourly ones).
 CREATE FUNCTION audit_rollup_daily_change(changed audit_events[], sealed_sign int, counted_sign int) RETURNS void LANGUAGE plpgsql AS $f$
 BEGIN
@@ -1124,47 +1125,46 @@ BEGIN
     DELETE FROM audit_rollups WHERE events <= 0 AND counted <= 0 AND (org_id, hour) IN (SELECT c.org_id, audit_hour_of(c.created_at) FROM unnest(changed) c);
     DELETE FROM audit_rollup_latency WHERE calls <= 0 AND (org_id, hour) IN (SELECT c.org_id, audit_hour_of(c.created_at) FROM unnest(changed) c);
   END IF;
-  -- Rows of a day already folded into the daily level change it too (a late seal, a refusal, retention), under the
-  -- fold's lock, shared: a fold waits for this transaction, or this one sees the fold's new boundary.
-  IF EXISTS (SELECT 1 FROM unnest(changed) c WHERE c.created_at < audit_day_of(clock_timestamp())) THEN
+  -- Rows of an hour already folded into its day change the day too (a late seal, a refusal, retention), under the
+  -- fold's lock, shared: a fold waits for this transaction, or this one sees the fold's new boundary. Rows of the
+  -- current hour (the hot path's) are never folded yet: no lock.
+  IF EXISTS (SELECT 1 FROM unnest(changed) c WHERE c.created_at < audit_hour_of(clock_timestamp())) THEN
     PERFORM pg_advisory_xact_lock_shared(7263311030);
     SELECT d.folded_before INTO folded FROM audit_rollup_days d;
     PERFORM audit_rollup_daily_change(ARRAY(SELECT ROW(c.*)::audit_events FROM unnest(changed) c WHERE c.created_at < folded), sealed_sign, counted_sign);
   END IF;
 END $f$;
 
--- Folds each day that ended more than p_margin ago into the daily level (at most p_max_days per call), org by org
--- (each org's hours by their key's prefix), under the fold lock; returns the days folded. The margin leaves a day's
--- last transactions time to commit: a row whose trigger ran before its day was over takes no lock.
-CREATE FUNCTION audit_rollup_fold_days(p_margin interval, p_max_days int) RETURNS int LANGUAGE plpgsql AS $f$
+-- Folds the hours that ended more than p_margin ago (at most p_max_hours per call) into their days, org by org (each
+-- org's hours by their key's prefix), under the fold lock; returns the hours folded. The margin leaves an hour's last
+-- transactions time to commit: a row whose trigger ran before its hour was over takes no lock.
+CREATE FUNCTION audit_rollup_fold(p_margin interval, p_max_hours int) RETURNS int LANGUAGE plpgsql AS $f$
 DECLARE
   folded timestamptz;
-  n int := 0;
+  upto timestamptz;
 BEGIN
   PERFORM pg_advisory_xact_lock(7263311030);
   SELECT d.folded_before INTO folded FROM audit_rollup_days d FOR UPDATE;
-  WHILE n < p_max_days AND folded + interval '1 day' + p_margin <= clock_timestamp() LOOP
-    INSERT INTO audit_rollups_daily AS r (org_id, day, action, outcome, tool_name, connector_id, actor_type, actor_id, events, counted)
-      SELECT h.org_id, folded, h.action, h.outcome, h.tool_name, h.connector_id, h.actor_type, h.actor_id, sum(h.events), sum(h.counted)
-      FROM orgs o CROSS JOIN LATERAL (SELECT * FROM audit_rollups x WHERE x.org_id = o.id AND x.hour >= folded AND x.hour < folded + interval '1 day') h
-      GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 HAVING sum(h.events) <> 0 OR sum(h.counted) <> 0 ORDER BY 1, 2, 3, 4, 5, 6, 7, 8
-      ON CONFLICT (org_id, day, action, outcome, tool_name, connector_id, actor_type, actor_id)
-      DO UPDATE SET events = r.events + excluded.events, counted = r.counted + excluded.counted;
-    INSERT INTO audit_rollup_latency_daily AS l (org_id, day, tool_name, connector_id, duration_ms, calls)
-      SELECT h.org_id, folded, h.tool_name, h.connector_id, h.duration_ms, sum(h.calls)
-      FROM orgs o CROSS JOIN LATERAL (SELECT * FROM audit_rollup_latency x WHERE x.org_id = o.id AND x.hour >= folded AND x.hour < folded + interval '1 day') h
-      GROUP BY 1, 2, 3, 4, 5 HAVING sum(h.calls) <> 0 ORDER BY 1, 2, 3, 4, 5
-      ON CONFLICT (org_id, day, tool_name, connector_id, duration_ms) DO UPDATE SET calls = l.calls + excluded.calls;
-    INSERT INTO audit_rollup_agent_latency_daily AS l (org_id, day, actor_type, actor_id, duration_ms, calls)
-      SELECT h.org_id, folded, h.actor_type, h.actor_id, h.duration_ms, sum(h.calls)
-      FROM orgs o CROSS JOIN LATERAL (SELECT * FROM audit_rollup_agent_latency x WHERE x.org_id = o.id AND x.hour >= folded AND x.hour < folded + interval '1 day') h
-      GROUP BY 1, 2, 3, 4, 5 HAVING sum(h.calls) <> 0 ORDER BY 1, 2, 3, 4, 5
-      ON CONFLICT (org_id, day, actor_type, actor_id, duration_ms) DO UPDATE SET calls = l.calls + excluded.calls;
-    folded := folded + interval '1 day';
-    n := n + 1;
-  END LOOP;
-  UPDATE audit_rollup_days SET folded_before = folded;
-  RETURN n;
+  upto := least(folded + p_max_hours * interval '1 hour', audit_hour_of(clock_timestamp() - p_margin));
+  IF upto <= folded THEN RETURN 0; END IF;
+  INSERT INTO audit_rollups_daily AS r (org_id, day, action, outcome, tool_name, connector_id, actor_type, actor_id, events, counted)
+    SELECT h.org_id, audit_day_of(h.hour), h.action, h.outcome, h.tool_name, h.connector_id, h.actor_type, h.actor_id, sum(h.events), sum(h.counted)
+    FROM orgs o CROSS JOIN LATERAL (SELECT * FROM audit_rollups x WHERE x.org_id = o.id AND x.hour >= folded AND x.hour < upto) h
+    GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 HAVING sum(h.events) <> 0 OR sum(h.counted) <> 0 ORDER BY 1, 2, 3, 4, 5, 6, 7, 8
+    ON CONFLICT (org_id, day, action, outcome, tool_name, connector_id, actor_type, actor_id)
+    DO UPDATE SET events = r.events + excluded.events, counted = r.counted + excluded.counted;
+  INSERT INTO audit_rollup_latency_daily AS l (org_id, day, tool_name, connector_id, duration_ms, calls)
+    SELECT h.org_id, audit_day_of(h.hour), h.tool_name, h.connector_id, h.duration_ms, sum(h.calls)
+    FROM orgs o CROSS JOIN LATERAL (SELECT * FROM audit_rollup_latency x WHERE x.org_id = o.id AND x.hour >= folded AND x.hour < upto) h
+    GROUP BY 1, 2, 3, 4, 5 HAVING sum(h.calls) <> 0 ORDER BY 1, 2, 3, 4, 5
+    ON CONFLICT (org_id, day, tool_name, connector_id, duration_ms) DO UPDATE SET calls = l.calls + excluded.calls;
+  INSERT INTO audit_rollup_agent_latency_daily AS l (org_id, day, actor_type, actor_id, duration_ms, calls)
+    SELECT h.org_id, audit_day_of(h.hour), h.actor_type, h.actor_id, h.duration_ms, sum(h.calls)
+    FROM orgs o CROSS JOIN LATERAL (SELECT * FROM audit_rollup_agent_latency x WHERE x.org_id = o.id AND x.hour >= folded AND x.hour < upto) h
+    GROUP BY 1, 2, 3, 4, 5 HAVING sum(h.calls) <> 0 ORDER BY 1, 2, 3, 4, 5
+    ON CONFLICT (org_id, day, actor_type, actor_id, duration_ms) DO UPDATE SET calls = l.calls + excluded.calls;
+  UPDATE audit_rollup_days SET folded_before = upto;
+  RETURN extract(epoch FROM upto - folded)::int / 3600;
 END $f$;
 `,
   },
