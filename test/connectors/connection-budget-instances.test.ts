@@ -2,7 +2,9 @@
  * Issue 42 item 4 (decision 0409, amending 0323): gateway instances sharing one PostgreSQL store share the connector
  * connections of the store's server. Each instance is its own process (the budget is per process); the store's
  * reserve is set so that the capacity is 12 (max_connections - reserve). The server's own count (pg_stat_activity,
- * sampled every 10 ms) of connections to the connectors' database never passes it, whatever both instances ask.
+ * sampled every 10 ms) of connections to the connectors' database never passes it, whatever both instances ask. How
+ * much of its cap an instance used is its own count of tokens held (`heldPeak`): the server's count depends on how
+ * fast connections open, which on a loaded machine (CI's two workers) left a 40-call burst at 4 at once.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import postgres from 'postgres';
@@ -155,8 +157,12 @@ test('two instances on one store halve the cap, stay within it together, and one
   // Alone, a takes the whole capacity: its pools then hold more than half of it (idle; they close only when made to).
   const first = await peakDuring(() => a.ask('burst 40 a1'));
   expect(first.result).toMatchObject({ rows: 40, errors: 0 });
-  expect(first.peak).toBeGreaterThan(CAPACITY / 2);
+  expect(first.result.heldPeak).toBe(CAPACITY);
+  expect(first.peak).toBeGreaterThan(0);
   expect(first.peak).toBeLessThanOrEqual(CAPACITY);
+  // Then as many calls as the capacity, at once, on new connectors: none waits, each pool keeps its connection (idle
+  // pools close only when made to), so a holds the whole capacity when b joins.
+  expect(await a.ask(`burst ${CAPACITY} a1-idle`)).toMatchObject({ rows: CAPACITY, errors: 0 });
   const heldBefore = (await a.ask('state')).held;
   expect(heldBefore).toBeGreaterThan(CAPACITY / 2);
 
@@ -172,16 +178,19 @@ test('two instances on one store halve the cap, stay within it together, and one
   // Both burst at once: the server never sees more than the capacity, and the store still takes a new connection.
   let storeAnswered = false;
   const both = await peakDuring(async () => {
-    const bursts = Promise.all([a.ask('burst 60 a2'), b.ask('burst 60 b2')]);
+    // 30 each, 5 turns of the cap: a turn takes ~100 ms here, and a beat answered late (the cap is 0 until the next
+    // one) must not push the last caller past the budget's 5-s wait.
+    const bursts = Promise.all([a.ask('burst 30 a2'), b.ask('burst 30 b2')]);
     await Bun.sleep(100);
     const fresh = postgres(storeUrl, { max: 1, onnotice: () => undefined });
     storeAnswered = (await fresh`SELECT 1 AS one`)[0]!.one === 1;
     await fresh.end();
     return bursts;
   });
-  expect(both.result[0]).toMatchObject({ rows: 60, errors: 0 });
-  expect(both.result[1]).toMatchObject({ rows: 60, errors: 0 });
-  expect(both.peak).toBeGreaterThan(CAPACITY / 2);
+  expect(both.result[0]).toMatchObject({ rows: 30, errors: 0 });
+  expect(both.result[1]).toMatchObject({ rows: 30, errors: 0 });
+  expect([both.result[0].heldPeak, both.result[1].heldPeak]).toEqual([CAPACITY / 2, CAPACITY / 2]);
+  expect(both.peak).toBeGreaterThan(0);
   expect(both.peak).toBeLessThanOrEqual(CAPACITY);
   expect(storeAnswered).toBe(true);
 
@@ -191,7 +200,7 @@ test('two instances on one store halve the cap, stay within it together, and one
   expect(back).toMatchObject({ live: 1, cap: CAPACITY });
   const last = await peakDuring(() => a.ask('burst 40 a3'));
   expect(last.result).toMatchObject({ rows: 40, errors: 0 });
-  expect(last.peak).toBeGreaterThan(CAPACITY / 2);
+  expect(last.result.heldPeak).toBe(CAPACITY);
   expect(last.peak).toBeLessThanOrEqual(CAPACITY);
 
   // c joins, then dies without a word (SIGKILL): a gets the whole capacity back once c's row is stale (3 beats).
@@ -222,8 +231,9 @@ test('two instances on one store halve the cap, stay within it together, and one
 
   expect(await a.ask('close')).toEqual({ closed: true });
   console.log(
-    `capacity ${CAPACITY}: alone peak ${first.peak} (held ${heldBefore}); two instances caps ${joinedA.cap}+${joinedB.cap}, ` +
-      `a held ${joinedA.held} after b joined, joint burst 120 calls peak ${both.peak}; after b stopped cap ${back.cap}, peak ${last.peak}; ` +
+    `capacity ${CAPACITY}: alone peak ${first.peak} (tokens ${first.result.heldPeak}, held ${heldBefore} after); two instances caps ${joinedA.cap}+${joinedB.cap}, ` +
+      `a held ${joinedA.held} after b joined, joint burst 60 calls peak ${both.peak} (tokens ${both.result[0].heldPeak}+${both.result[1].heldPeak}); ` +
+      `after b stopped cap ${back.cap}, peak ${last.peak} (tokens ${last.result.heldPeak}); ` +
       `c killed: a back to cap ${afterDeath.cap} after ${recoveredMs} ms (beat ${BEAT_MS} ms, stale after ${3 * BEAT_MS} ms); ` +
       `beats unanswered: cap ${unanswered.cap}, held ${unanswered.held}; answered again: cap ${answered.cap}`,
   );

@@ -4,8 +4,9 @@
  *   start            → {started: true} once the gateway is up (the process says {ready: true} once loaded, so a
  *                      test can load it ahead of time)
  *   state            → {live, cap, held}: instances in the store, this one's cap and tokens on the store's server
- *   burst <n> <tag>  → {rows, errors}: n connectors on CONNECTOR_DB, each called once at the same time (a 200 ms
- *                      statement, so that the pools overlap even on a busy machine)
+ *   burst <n> <tag>  → {rows, errors, texts, heldPeak}: n connectors on CONNECTOR_DB, each called once at the same
+ *                      time (a 50 ms statement); heldPeak: the most budget tokens this process held on the server
+ *                      meanwhile (sampled every millisecond)
  *   close            → {closed: true}, then the process ends
  */
 import { createInterface } from 'node:readline';
@@ -41,16 +42,23 @@ const store = postgres(storeUrl, { max: 1, onnotice: () => undefined });
 const say = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
 
 async function burst(count: number, tag: string) {
+  let heldPeak = 0;
+  let capMin = Number.POSITIVE_INFINITY;
+  const sampler = setInterval(() => {
+    heldPeak = Math.max(heldPeak, connectionBudget.usage(SERVER));
+    capMin = Math.min(capMin, connectionBudget.capOf(SERVER));
+  }, 1);
   const outcomes = await Promise.all(
     Array.from({ length: count }, (_, i) =>
-      postgresqlPoolFor(`${tag}-${i}`, config, null, async (pool) => (await pool.sql`SELECT pg_sleep(0.2)`).length).then(
+      postgresqlPoolFor(`${tag}-${i}`, config, null, async (pool) => (await pool.sql`SELECT pg_sleep(0.05)`).length).then(
         () => 'rows',
         (err: unknown) => pgCallErrorText(err, { config, credential: null, connectTimeoutMs: 5000 }),
       ),
     ),
   );
+  clearInterval(sampler);
   const errors = outcomes.filter((o) => o !== 'rows');
-  return { rows: outcomes.length - errors.length, errors: errors.length, texts: [...new Set(errors)] };
+  return { rows: outcomes.length - errors.length, errors: errors.length, texts: [...new Set(errors)], heldPeak, capMin };
 }
 
 say({ ready: true });
