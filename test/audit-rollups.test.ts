@@ -11,7 +11,7 @@ import { insightFigures, insightSeries } from '../src/audit/insights-statements.
 import { agentFigures, countedCallsByAgent } from '../src/audit/agent-insights-statements.ts';
 import { refusalsByReason, refusedFingerprints } from '../src/audit/refusal-insights-statements.ts';
 import { appendAudit, insertUnsealed, type AuditInput } from '../src/audit/repository.ts';
-import { foldRollupHours } from '../src/audit/rollup-days.ts';
+import { foldRollupHours } from '../src/audit/rollup-fold-statements.ts';
 import { sealPending } from '../src/audit/seal.ts';
 import { countedCallsByConnector } from '../src/billing/repository.ts';
 import { rowsOf, type Queryable } from '../src/store/db.ts';

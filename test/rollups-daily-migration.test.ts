@@ -10,7 +10,7 @@ import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { bindAuditKey, deriveAuditMacKey } from '../src/audit/mac.ts';
 import { appendAudit, type AuditInput } from '../src/audit/repository.ts';
-import { foldRollupHours } from '../src/audit/rollup-days.ts';
+import { foldRollupHours } from '../src/audit/rollup-fold-statements.ts';
 import { migrate, type Db, type Store } from '../src/store/db.ts';
 import { migrations } from '../src/store/migrations.ts';
 import * as schema from '../src/store/schema.ts';
