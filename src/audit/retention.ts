@@ -7,6 +7,7 @@
 import type { Db } from '../store/db.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
+import { startPeriodic } from '../util/periodic.ts';
 import { orgsWithRowsBefore, pruneAudit } from './repository.ts';
 
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
@@ -25,12 +26,5 @@ export function startRetentionSweeper(deps: { db: Db; log: Logger; retentionDays
   if (deps.retentionDays <= 0) return () => {};
   const run = () =>
     sweepAuditRetention(deps.db, deps.retentionDays).catch((err) => deps.log.error('audit retention sweep failed', { error: describeError(err) }));
-  const first = setTimeout(run, 30_000);
-  const timer = setInterval(run, SWEEP_INTERVAL_MS);
-  first.unref?.();
-  timer.unref?.();
-  return () => {
-    clearTimeout(first);
-    clearInterval(timer);
-  };
+  return startPeriodic(run, 30_000, SWEEP_INTERVAL_MS);
 }

@@ -7,6 +7,7 @@
 import type { Queryable } from '../store/db.ts';
 import type { Logger } from '../util/log.ts';
 import { describeError } from '../util/log.ts';
+import { startPeriodic } from '../util/periodic.ts';
 import { foldRollupHours } from './rollup-fold-statements.ts';
 
 const FOLD_INTERVAL_MS = 5 * 60 * 1000;
@@ -14,12 +15,5 @@ const FOLD_INTERVAL_MS = 5 * 60 * 1000;
 /** Folds shortly after start and then every 5 minutes; returns the stop function. */
 export function startRollupFolder(deps: { db: Queryable; log: Logger }): () => void {
   const run = () => foldRollupHours(deps.db).catch((err) => deps.log.error('audit roll-up fold failed', { error: describeError(err) }));
-  const first = setTimeout(run, 15_000);
-  const timer = setInterval(run, FOLD_INTERVAL_MS);
-  first.unref?.();
-  timer.unref?.();
-  return () => {
-    clearTimeout(first);
-    clearInterval(timer);
-  };
+  return startPeriodic(run, 15_000, FOLD_INTERVAL_MS);
 }
