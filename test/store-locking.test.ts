@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as sdk from '../sdk/index.ts';
 import { describeError } from '../src/util/log.ts';
 import { verifies } from './requirements.ts';
-import { onboard, startTestGateway, tokenFor, type TestGateway } from './support/gateway.ts';
+import { api, onboard, OPERATOR_TOKEN, startTestGateway, tokenFor, type TestGateway } from './support/gateway.ts';
 import { sdkFor } from './support/sdk.ts';
 import { serviceAvailable } from './support/services.ts';
 import { createTargets, type Targets } from './support/targets.ts';
@@ -49,6 +49,53 @@ describe.skipIf(!available)('store lock order (PostgreSQL)', () => {
     expect(statuses.filter((s) => !/ 20[01]$/.test(s))).toEqual([]);
     expect(statuses.length).toBe(96);
   }, 60_000);
+
+  test('operator plan changes racing audited revocations on one org: every answer is 2xx, none 500', async () => {
+    verifies('STORE-LOCK-ORDER');
+    // The operator's change locked the org row FOR UPDATE and then wrote its audit row under the chain head (seen in
+    // CI as a 500 on PATCH /operator/orgs/{slug}). The changes go one after another (the operator token is a sign-in
+    // door: concurrent attempts from one address are counted), the revocations by three workers beside them; plans
+    // with REST limits above the workers' pace.
+    const org = await onboard(g);
+    const client = sdkFor(g, await tokenFor(g, org.clientId, org.clientSecret)).client;
+    const statuses: string[] = [];
+    let changing = true;
+    const operator = (async () => {
+      for (let i = 0; i < 24; i++) {
+        const changed = await api(g, 'PATCH', `/operator/orgs/${org.slug}`, OPERATOR_TOKEN, { plan: i % 2 ? 'enterprise' : 'scale' });
+        statuses.push(`change ${changed.status}`);
+      }
+      changing = false;
+    })();
+    const worker = async (w: number) => {
+      for (let i = 0; changing; i++) {
+        const key = await sdk.createApiKey({ client, body: { name: `k${w}-${i}` } });
+        if (!key.data) return void statuses.push(`create ${key.response.status}`);
+        const revoked = await sdk.revokeApiKey({ client, path: { keyId: key.data.id } });
+        statuses.push(`revoke ${revoked.response.status}`);
+      }
+    };
+    await Promise.all([operator, worker(0), worker(1), worker(2)]);
+    await g.deps.jobs.idle();
+    expect(statuses.filter((s) => !/ 20[01]$/.test(s))).toEqual([]);
+    expect(statuses.filter((s) => s.startsWith('change'))).toHaveLength(24);
+    expect(statuses.filter((s) => s.startsWith('revoke')).length).toBeGreaterThan(24);
+  }, 60_000);
+});
+
+describe('store lock order in the source', () => {
+  test('no statement locks an org row FOR UPDATE (FOR NO KEY UPDATE leaves foreign-key checks free)', async () => {
+    verifies('STORE-LOCK-ORDER');
+    const offenders: string[] = [];
+    for await (const file of new Bun.Glob('src/**/*.ts').scan('.')) {
+      const text = await Bun.file(file).text();
+      // A query builder chain from orgs to .for('update'), or SQL text from orgs to FOR UPDATE, within one statement.
+      if (/\.from\(orgs\)[^;]*?\.for\(\s*'update'/.test(text) || /\bFROM\s+orgs\b[^`;]*?\bFOR\s+UPDATE\b/i.test(text)) offenders.push(file);
+    }
+    expect(offenders).toEqual([]);
+    // The check sees the shape it looks for.
+    expect(/\.from\(orgs\)[^;]*?\.for\(\s*'update'/.test("db.select().from(orgs).where(eq(orgs.slug, slug)).for('update');")).toBe(true);
+  });
 });
 
 describe('store failures in logs', () => {

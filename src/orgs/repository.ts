@@ -66,9 +66,13 @@ export async function listOrgsAfter(db: Queryable, afterSlug: string | null, lim
   return (afterSlug === null ? query : query.where(gt(orgs.slug, afterSlug))).orderBy(asc(orgs.slug)).limit(limit);
 }
 
-/** Locks the org's row for a change by the operator (concurrent changes of one org queue here). */
+/**
+ * Locks the org's row for a change by the operator (concurrent changes of one org queue here). FOR NO KEY UPDATE, as
+ * billing/repository.ts lockOrgPlan: FOR UPDATE conflicts with the KEY SHARE lock of the foreign-key check of an audit
+ * row inserted under the org's chain head, and the change then waits for that head: a deadlock, a 500.
+ */
 export async function lockOrgBySlug(db: Queryable, slug: string): Promise<OrgRow | undefined> {
-  const [row] = await db.select().from(orgs).where(eq(orgs.slug, slug)).for('update');
+  const [row] = await db.select().from(orgs).where(eq(orgs.slug, slug)).for('no key update');
   return row;
 }
 
