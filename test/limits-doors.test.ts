@@ -168,6 +168,31 @@ describe.skipIf(!hasPg || !hasRedis)('two instances on one Redis', () => {
     expect((rows as unknown as { status: string }[]).length).toBeGreaterThanOrEqual(1);
   });
 
+  test('concurrent right credentials from one address are all answered: token requests and operator calls past every bucket limit', async () => {
+    verifies('LIMIT-AUTH-NO-LOCKOUT');
+    // Each attempt is reserved while it is checked (so a guesser's concurrent attempts cannot all be checked); one that
+    // finds the bucket full of attempts in flight waits for their verdicts instead of being refused.
+    const org = await onboard(one);
+    const office = address();
+    const tokens = await Promise.all(Array.from({ length: 40 }, (_, i) => either(i).handle(tokenRequest(org.clientId, org.clientSecret, office))));
+    expect(tokens.map((a) => a.status).filter((s) => s !== 200)).toEqual([]);
+    const operatorAt = address();
+    const listed = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        either(i).handle(from(operatorAt, new Request(`${BASE}/operator/orgs?limit=1`, { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } }))),
+      ),
+    );
+    expect(listed.map((a) => a.status).filter((s) => s !== 200)).toEqual([]);
+    // Wrong and right secrets at once from another address: still at most `limit` wrong ones are checked.
+    const mixed = address();
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => either(i).handle(tokenRequest(org.clientId, i % 2 ? org.clientSecret : 'wrong-secret', mixed))),
+    );
+    expect(answers.some((a) => a.status >= 500)).toBe(false);
+    expect(answers.filter((a, i) => i % 2 === 0 && a.status === 401).length).toBeLessThanOrEqual(AUTH_FAILURE_RULES.pair.limit);
+    expect(answers.every((a) => [200, 401, 429].includes(a.status))).toBe(true);
+  });
+
   test('/oauth/token: one address naming many client ids is locked as an address; other addresses are not', async () => {
     verifies('LIMIT-AUTH-FAILURES');
     const org = await onboard(one);

@@ -41,7 +41,11 @@ export interface AttemptSubject {
   address: string;
 }
 
-export type AttemptRefusal = { allowed: false; bucket: Bucket; retryAfterSeconds: number };
+/**
+ * A refused attempt: a bucket is locked, or (`full`) its window is full without a lock, which only attempts still in
+ * flight can do (a judged failure that fills a bucket locks it; a success or an unjudged end refunds its reservation).
+ */
+export type AttemptRefusal = { allowed: false; bucket: Bucket; retryAfterSeconds: number; full?: true };
 type AttemptDecision = { allowed: true } | AttemptRefusal;
 
 /** What a refused attempt is told (the same words on every door). */
@@ -62,7 +66,19 @@ export interface AuthFailureLimiter {
   mode(): 'shared' | 'fallback' | 'local';
 }
 
-/** Runs one sign-in attempt under the limits: refused attempts never reach `attempt`. */
+/**
+ * How long an attempt that finds a bucket full of attempts in flight waits for them to be judged, asking again every
+ * FULL_RETRY_MS: they end in a lock (a guesser: refused then, with the lock's Retry-After) or in refunds (concurrent
+ * right credentials, e.g. an operator's script or a fleet starting at once from one address: it goes on). Without
+ * the wait, the 6th concurrent request with the right operator token was a 429.
+ */
+const FULL_WAIT_MS = 3_000;
+const FULL_RETRY_MS = 15;
+
+/**
+ * Runs one sign-in attempt under the limits: refused attempts never reach `attempt`; one that finds a bucket full of
+ * attempts in flight waits for their verdicts first (FULL_WAIT_MS), so at most a bucket's limit are ever being checked.
+ */
 export async function limitedAttempt<T>(
   limiter: AuthFailureLimiter,
   subject: AttemptSubject,
@@ -71,7 +87,12 @@ export async function limitedAttempt<T>(
   judge: (err: unknown) => 'failed' | 'succeeded' | 'unjudged',
   refuse: (decision: AttemptRefusal) => Promise<never>,
 ): Promise<T> {
-  const decision = await limiter.begin(subject);
+  let decision = await limiter.begin(subject);
+  const deadline = Date.now() + FULL_WAIT_MS;
+  while (!decision.allowed && decision.full && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, FULL_RETRY_MS + Math.random() * FULL_RETRY_MS));
+    decision = await limiter.begin(subject);
+  }
   if (!decision.allowed) return refuse(decision);
   try {
     const result = await attempt();
@@ -164,7 +185,7 @@ class LocalFailureCounts {
     }
     if (over === null) return { allowed: true };
     for (const b of BUCKETS) this.decr(`${keys[b]}:n`);
-    return { allowed: false, bucket: over, retryAfterSeconds: 1 };
+    return { allowed: false, bucket: over, retryAfterSeconds: 1, full: true };
   }
 
   failed(prefix: string, s: AttemptSubject): void {
@@ -221,9 +242,9 @@ for i = 0, 2 do
 end
 if over >= 0 then
   for i = 0, 2 do redis.call('DECR', KEYS[i*3+1]) end
-  return {over, 1000}
+  return {over, 1000, 1}
 end
-return {-1, 0}`;
+return {-1, 0, 0}`;
 
 const FAILED_SCRIPT = `for i = 0, 2 do
   local n = tonumber(redis.call('GET', KEYS[i*3+1]) or '0')
@@ -259,9 +280,10 @@ export function createRedisFailureLimiter(redis: LimitsRedis, prefix = 'toolgate
       const keys = keysOf(prefix, s);
       const args = BUCKETS.flatMap((b) => [String(AUTH_FAILURE_RULES[b].limit), String(AUTH_FAILURE_RULES[b].windowSeconds)]);
       try {
-        const [index, ttl] = (await redis.eval(BEGIN_SCRIPT, [...triples(keys), keys.known], args)) as [number, number];
+        const [index, ttl, full] = (await redis.eval(BEGIN_SCRIPT, [...triples(keys), keys.known], args)) as [number, number, number?];
         if (index < 0) return { allowed: true };
-        return { allowed: false, bucket: BUCKETS[index]!, retryAfterSeconds: seconds(ttl) };
+        const refusal: AttemptRefusal = { allowed: false, bucket: BUCKETS[index]!, retryAfterSeconds: seconds(ttl) };
+        return full === 1 ? { ...refusal, full: true } : refusal;
       } catch {
         return fallback.begin(prefix, s);
       }
