@@ -11,7 +11,7 @@ import { insightFigures, insightSeries } from '../src/audit/insights-statements.
 import { agentFigures, countedCallsByAgent } from '../src/audit/agent-insights-statements.ts';
 import { refusalsByReason, refusedFingerprints } from '../src/audit/refusal-insights-statements.ts';
 import { appendAudit, insertUnsealed, type AuditInput } from '../src/audit/repository.ts';
-import { foldRollupHours } from '../src/audit/rollup-fold-statements.ts';
+import { foldRollupHours, pruneRollupHours, ROLLUP_HOURS_KEPT_MS } from '../src/audit/rollup-fold-statements.ts';
 import { sealPending } from '../src/audit/seal.ts';
 import { countedCallsByConnector } from '../src/billing/repository.ts';
 import { rowsOf, type Queryable } from '../src/store/db.ts';
@@ -333,6 +333,67 @@ for (const kind of ['pglite', 'postgres'] as const) {
       const deleted = rowsOf(await db.execute(sql`DELETE FROM audit_events WHERE org_id = ${orgs[0]!} AND created_at < ${cutoff}::timestamptz RETURNING 1`));
       expect(deleted.length).toBeGreaterThan(100);
       await compare();
+    });
+
+    test('folded hours older than three days are pruned (decision 0414); windows from a day still agree, and changes to a pruned hour land in its day', async () => {
+      const db = g.deps.store.db;
+      const orgId = orgs[1]!;
+      const DAY = 24 * HOUR;
+      const today = Math.floor(Date.now() / DAY) * DAY;
+      // Rows of 4, 5 and 6 days ago (hours the folder folds, then prunes) and of 2 days ago (kept).
+      for (const [i, back] of [6, 5, 4, 2].entries()) {
+        await appendAudit(db, mixedRows(orgId, 40, 900 + i), new Date(today - back * DAY + 7 * HOUR));
+        await insertUnsealed(db, mixedRows(orgId, 20, 950 + i), new Date(today - back * DAY + 9 * HOUR));
+      }
+      while ((await sealPending(db, 500)) > 0);
+      const hours = async (table: string, before: number) =>
+        Number(
+          rowsOf<{ n: string }>(
+            await db.execute(sql`SELECT count(*) AS n FROM ${sql.raw(table)} WHERE hour < ${new Date(before).toISOString()}::timestamptz`),
+          )[0]!.n,
+        );
+      const TABLES = ['audit_rollups', 'audit_rollup_latency', 'audit_rollup_agent_latency'];
+      const horizon = Math.floor((Date.now() - ROLLUP_HOURS_KEPT_MS) / HOUR) * HOUR;
+      // (Their hours were folded by the test above: rows of folded hours land in their days as they are sealed.)
+      for (const table of TABLES) expect(await hours(table, horizon)).toBeGreaterThan(0);
+      const sixDays = new Date(today - 6 * DAY);
+      const windows = [sixDays, new Date(today - 5 * DAY), new Date(today - 2 * DAY)];
+      const before = await Promise.all(windows.map((since) => insightFigures(db, orgId, since, 100)));
+      const kept = (await hours('audit_rollups', Date.now() + HOUR)) - (await hours('audit_rollups', horizon));
+      await pruneRollupHours(db);
+      for (const table of TABLES) expect(await hours(table, horizon)).toBe(0);
+      // The hours within the three days stay (the insights' last 24 hours read them).
+      expect(await hours('audit_rollups', Date.now() + HOUR)).toBe(kept);
+      for (const [i, since] of windows.entries()) {
+        expect(await insightFigures(db, orgId, since, 100)).toEqual(before[i]!);
+        expect(await insightFigures(db, orgId, since, 100)).toEqual((await scanFigures(db, orgId, since)) as never);
+        expect(await agentFigures(db, orgId, since, 100)).toEqual(await scanAgents(db, orgId, since));
+      }
+      await compare();
+      // A window that starts at an hour before the hours kept would miss the pruned ones: refused, never answered short.
+      await expect(insightFigures(db, orgId, new Date(sixDays.getTime() + HOUR), 100)).rejects.toThrow(/hours kept/);
+      // Retention deleting rows of a pruned hour, and a late seal of one: the days follow, no hourly row is left
+      // negative, a positive one goes at the next prune.
+      await db.execute(sql`DELETE FROM audit_events WHERE org_id = ${orgId} AND created_at < ${new Date(today - 5 * DAY).toISOString()}::timestamptz`);
+      await insertUnsealed(db, mixedRows(orgId, 25, 990), new Date(today - 4 * DAY + 11 * HOUR));
+      while ((await sealPending(db, 500)) > 0);
+      for (const since of windows) expect(await insightFigures(db, orgId, since, 100)).toEqual((await scanFigures(db, orgId, since)) as never);
+      const negative = rowsOf(
+        await db.execute(sql`SELECT 1 FROM audit_rollups WHERE events < 0 OR counted < 0
+        UNION ALL SELECT 1 FROM audit_rollup_latency WHERE calls < 0 UNION ALL SELECT 1 FROM audit_rollup_agent_latency WHERE calls < 0`),
+      );
+      expect(negative).toEqual([]);
+      await pruneRollupHours(db);
+      for (const table of TABLES) expect(await hours(table, horizon)).toBe(0);
+      await compare();
+      // Hours not folded yet are never pruned, whatever the age asked for (here none: every folded hour goes).
+      const [days] = rowsOf<{ folded_before: string }>(await db.execute(sql`SELECT folded_before::text FROM audit_rollup_days`));
+      const folded = new Date(days!.folded_before).getTime();
+      const unfolded = (await hours('audit_rollups', Date.now() + HOUR)) - (await hours('audit_rollups', folded));
+      expect(unfolded).toBeGreaterThan(0);
+      await pruneRollupHours(db, 0);
+      expect(await hours('audit_rollups', folded)).toBe(0);
+      expect(await hours('audit_rollups', Date.now() + HOUR)).toBe(unfolded);
     });
   });
 }

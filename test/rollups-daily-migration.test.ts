@@ -82,7 +82,12 @@ describe.skipIf(!hasPg)('migration 30: daily roll-ups and logarithmic latency bu
       const distinctBefore = Number((await client`SELECT count(DISTINCT duration_ms) AS n FROM audit_rollup_latency WHERE org_id = ${orgId}`)[0]!.n);
       const totalBefore = Number((await client`SELECT sum(calls) AS n FROM audit_rollup_latency WHERE org_id = ${orgId}`)[0]!.n);
 
-      expect(await migrate(store)).toEqual([30]);
+      expect(
+        await migrate(
+          store,
+          migrations.filter((m) => m.version <= 30),
+        ),
+      ).toEqual([30]);
 
       // Re-bucketed: the same calls in fewer keys, each key a bucket's value; every hour's bucket counts are what a
       // scan of the rows with the new bucket function gives.

@@ -239,6 +239,7 @@ const PINNED: Record<number, string> = {
   28: '8d888baa77bd3a71', // quota_leases
   29: '2b344e4a9cb7c668', // gateway_instances
   30: '349266763394e0d7', // audit_rollups_daily_and_log_buckets
+  31: '9be89e3e3f8fabf8', // audit_rollup_hours_pruned
 };
 
 describe('the migrations are history: appended, never edited', () => {

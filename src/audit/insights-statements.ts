@@ -11,6 +11,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Queryable } from '../store/db.ts';
+import { ROLLUP_HOURS_KEPT_MS } from './rollup-fold-statements.ts';
 
 export interface InsightFigures {
   calls: number;
@@ -56,13 +57,18 @@ const COLUMNS = {
  * The org's roll-up rows of `table` from `since` on, as a subquery `r` whose time column is `at` (decision 0412).
  * A window that starts at a day (UTC midnight), when `daily` allows it (a series by hour needs the hours), reads the
  * daily level (each day's hours before audit_rollup_days.folded_before, folded ten minutes after each hour ends) and
- * the hours not folded yet; any other window reads the hours, which are always complete. Both give the same sums.
+ * the hours not folded yet; any other window reads the hours, which are complete for the last ROLLUP_HOURS_KEPT_MS
+ * (older folded hours are pruned, decision 0414): such a window must start within them. Both give the same sums.
  * Fixed table and column names only.
  */
 export function rollupRows(table: keyof typeof COLUMNS, orgId: string, since: Date, daily = true) {
   const columns = sql.raw(COLUMNS[table]);
   const at = since.toISOString();
   if (!daily || since.getTime() % DAY_MS !== 0) {
+    // Folded hours older than ROLLUP_HOURS_KEPT_MS are pruned (decision 0414): such a window would miss them.
+    if (since.getTime() < Date.now() - ROLLUP_HOURS_KEPT_MS + 3_600_000) {
+      throw new Error(`a roll-up window that does not start at a day must start within the hours kept (from ${at})`);
+    }
     return sql`(SELECT hour AS at, ${columns} FROM ${sql.raw(table)} WHERE org_id = ${orgId} AND hour >= ${at}::timestamptz) r`;
   }
   return sql`(SELECT day AS at, ${columns} FROM ${sql.raw(`${table}_daily`)} WHERE org_id = ${orgId} AND day >= ${at}::timestamptz

@@ -1168,4 +1168,43 @@ BEGIN
 END $f$;
 `,
   },
+  {
+    version: 31,
+    name: 'audit_rollup_hours_pruned',
+    // Issue 42 item 3 (docs/decisions/0414): the hourly roll-ups that have a daily level (counts, tool latency, agent
+    // latency) stop growing with time. Only a window that does not start at a day reads hours older than
+    // audit_rollup_days.folded_before, and the only such window is the insights' last 24 hours; so hours older than
+    // both folded_before and p_keep are deleted, at most p_max_rows per table per call, org by org along each key's
+    // (org_id, hour) prefix. Rows a concurrent transaction holds (a late seal or retention changing an old hour) are
+    // skipped, not waited for (no lock order to keep with the trigger), and go at a later call. A change to a pruned
+    // hour afterwards writes an hourly row again (a negative one is deleted by the trigger itself); it is pruned in turn.
+    // audit_rollup_refusals has no daily level and is kept whole (the fingerprints read it over 31 days).
+    sql: `
+CREATE FUNCTION audit_rollup_prune(p_keep interval, p_max_rows int) RETURNS int LANGUAGE plpgsql AS $f$
+DECLARE
+  upto timestamptz;
+  a int;
+  b int;
+  c int;
+BEGIN
+  SELECT least(d.folded_before, audit_hour_of(clock_timestamp() - p_keep)) INTO upto FROM audit_rollup_days d;
+  DELETE FROM audit_rollups WHERE ctid = ANY (ARRAY(
+    SELECT x.ctid FROM orgs o CROSS JOIN LATERAL (
+      SELECT r.ctid FROM audit_rollups r WHERE r.org_id = o.id AND r.hour < upto LIMIT p_max_rows FOR UPDATE OF r SKIP LOCKED) x
+    LIMIT p_max_rows));
+  GET DIAGNOSTICS a = ROW_COUNT;
+  DELETE FROM audit_rollup_latency WHERE ctid = ANY (ARRAY(
+    SELECT x.ctid FROM orgs o CROSS JOIN LATERAL (
+      SELECT r.ctid FROM audit_rollup_latency r WHERE r.org_id = o.id AND r.hour < upto LIMIT p_max_rows FOR UPDATE OF r SKIP LOCKED) x
+    LIMIT p_max_rows));
+  GET DIAGNOSTICS b = ROW_COUNT;
+  DELETE FROM audit_rollup_agent_latency WHERE ctid = ANY (ARRAY(
+    SELECT x.ctid FROM orgs o CROSS JOIN LATERAL (
+      SELECT r.ctid FROM audit_rollup_agent_latency r WHERE r.org_id = o.id AND r.hour < upto LIMIT p_max_rows FOR UPDATE OF r SKIP LOCKED) x
+    LIMIT p_max_rows));
+  GET DIAGNOSTICS c = ROW_COUNT;
+  RETURN greatest(a, b, c);
+END $f$;
+`,
+  },
 ];
