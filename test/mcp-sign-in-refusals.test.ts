@@ -7,6 +7,10 @@ import { grantConsent } from '../src/auth/oauth-server/consent.ts';
 import { BASE, OPERATOR_TOKEN, api, onboard, startTestGateway, tokenFor, type Onboarded, type TestGateway } from './support/gateway.ts';
 import { makeTestCa, opensslPresent, startMetadataServer, type MetadataServer } from './support/mcp-sign-in.ts';
 import { addMember } from './support/members.ts';
+import { sql } from 'drizzle-orm';
+import { rowsOf } from '../src/store/db.ts';
+import { notePeerAddress } from '../src/net/source-address.ts';
+import { verifies } from './requirements.ts';
 
 const HOOK_TIMEOUT_MS = 60_000;
 const CIMD_HOST = 'agent-metadata.test';
@@ -381,5 +385,37 @@ describe('dynamic client registration', () => {
     expect((await register(a.slug, good)).status).toBe(403);
     const meta = (await (await g.handle(new Request(`${BASE}/.well-known/oauth-authorization-server/oauth/${a.slug}`))).json()) as Record<string, unknown>;
     expect(meta.registration_endpoint).toBeUndefined();
+  });
+});
+
+describe('the member page’s passkey options', () => {
+  test('a few per second per address: a flood of renders writes at most that many challenges, the password form stays', async () => {
+    verifies('PASSKEY-OPTIONS-LIMITED');
+    // Each rendering of the member page issues a passkey challenge (a stored row); the console's anonymous options
+    // are 5 a second per address (decision 0380), and this page now shares that window.
+    const manage = await tokenFor(g, b.clientId, b.clientSecret);
+    await addMember(g, manage, 'flood@b.example', 'member password 0001');
+    const created = await api(g, 'POST', '/api/org/mcp-clients', manage, { client_name: 'agent of b', redirect_uris: [REDIRECT] });
+    const clientB = ((await created.json()) as { client_id: string }).client_id;
+    const challenges = async () => Number(rowsOf<{ n: string }>(await g.deps.store.db.execute(sql`SELECT count(*) AS n FROM passkey_challenges`))[0]!.n);
+    const render = (address: string) => {
+      const url = new URL(`${BASE}/oauth/${b.slug}/authorize`);
+      for (const [k, v] of Object.entries({ ...goodParams(clientB), resource: `${BASE}/mcp/${b.slug}` })) url.searchParams.set(k, v);
+      const request = new Request(url);
+      notePeerAddress(request, address);
+      return g.handle(request);
+    };
+    const before = await challenges();
+    const pages = await Promise.all(Array.from({ length: 20 }, () => render('198.51.100.60')));
+    const htmls = await Promise.all(pages.map((p) => p.text()));
+    expect(pages.map((p) => p.status).filter((s) => s !== 200)).toEqual([]);
+    expect(htmls.every((h) => h.includes('name="password"'))).toBe(true);
+    const offered = htmls.filter((h) => h.includes('id="passkey-options"')).length;
+    // One window per second: a burst that straddles a second boundary may get two windows' worth.
+    expect(offered).toBeGreaterThanOrEqual(1);
+    expect(offered).toBeLessThanOrEqual(10);
+    expect((await challenges()) - before).toBe(offered);
+    // Another address has its own window.
+    expect(await (await render('198.51.100.61')).text()).toContain('id="passkey-options"');
   });
 });

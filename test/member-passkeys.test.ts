@@ -327,7 +327,10 @@ async function mcpSignInPage(slug: string) {
     state: 'st',
     resource: `${base}/mcp/${slug}`,
   });
-  const page = await g1.handle(new Request(`${base}/oauth/${slug}/authorize?${params}`));
+  // From an address of its own: the page's passkey options are a few per second per address.
+  const request = new Request(`${base}/oauth/${slug}/authorize?${params}`);
+  notePeerAddress(request, `198.51.100.${(++peer % 250) + 1}`);
+  const page = await g1.handle(request);
   expect(page.status).toBe(200);
   return { html: await page.text(), cookie: cookiesOf(page) };
 }

@@ -415,6 +415,8 @@ export const REQUIREMENTS = {
     "A ceremony's challenge is kept in the store as a hash, bound to what asked for it, short-lived, and works once on any instance sharing the store [issue 40 item 3; decision 0380]",
   'PASSKEY-REFUSALS':
     "A replayed challenge, another origin, another org's passkey, a removed passkey: one answer that says nothing more [issue 40 item 3; decision 0380]",
+  'PASSKEY-OPTIONS-LIMITED':
+    "Passkey options written for nobody signed in yet (the console's sign-in, the org's MCP sign-in page) are a few per second per source address: a flood of page renders stores at most that many challenges [decision 0380]",
   'PASSKEY-COUNTER': 'A signature counter that does not move forward (a cloned authenticator) is a refused sign-in [decision 0380]',
   'PASSKEY-ADMIN-REMOVE':
     "An admin (not a contributor) lists and removes a member's passkeys; another org's member is not found [issue 40 item 3; decision 0380]",

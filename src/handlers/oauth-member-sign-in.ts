@@ -19,7 +19,7 @@ import { findOrgBySlug } from '../orgs/repository.ts';
 import { sourceAddressOf } from '../net/source-address.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Handler } from './context.ts';
-import { passkeyDepsOf } from './passkeys.ts';
+import { passkeyDepsOf, takePasskeyOptions } from './passkeys.ts';
 
 function cookie(deps: AppDeps, slug: string, name: string, value: string, maxAgeSeconds: number): string {
   const secure = deps.config.publicUrl.startsWith('https:') ? '; Secure' : '';
@@ -55,20 +55,26 @@ export async function peopleRoute(deps: AppDeps, orgId: string, url: URL): Promi
 /** A passkey sign-in's challenge on this page is bound to the org and to this browser's transaction. */
 const passkeyBinding = (tx: MemberSignInTransaction) => `mcp:${tx.org.id}:${tx.csrf}`;
 
-/** The member page: fresh passkey options with every rendering (each challenge works once). */
+/**
+ * The member page: fresh passkey options with every rendering (each challenge works once), a few per second from one
+ * address (each writes a challenge row: the console's limit, decision 0380); past it the page has no passkey button
+ * (the password form works; a reload a second later has it again).
+ */
 async function memberPage(
   deps: AppDeps,
   tx: MemberSignInTransaction,
+  address: string,
   options: { idpUrl: string | null; problem: string | null; email: string; status: number; cookies: string[] },
 ): Promise<Response> {
-  const passkey = relyingParty(deps.config.publicUrl) ? await authenticationOptions(passkeyDepsOf(deps), passkeyBinding(tx)) : null;
+  const offered = relyingParty(deps.config.publicUrl) !== null && (await takePasskeyOptions(deps, address)).allowed;
+  const passkey = offered ? await authenticationOptions(passkeyDepsOf(deps), passkeyBinding(tx)) : null;
   return memberSignInPage(tx, { ...options, passkey, mailConfigured: deps.mailer !== null });
 }
 
 /** The member page for a checked authorization request, with its sealed transaction. */
-export function startMemberSignIn(deps: AppDeps, org: OrgRef, request: AuthorizationRequest, idpUrl: string | null): Promise<Response> {
+export function startMemberSignIn(deps: AppDeps, org: OrgRef, request: AuthorizationRequest, idpUrl: string | null, address: string): Promise<Response> {
   const { sealed, tx } = sealMemberSignIn(deps.box, org, request);
-  return memberPage(deps, tx, { idpUrl, problem: null, email: '', status: 200, cookies: [cookie(deps, org.slug, MEMBER_COOKIE, sealed, 600)] });
+  return memberPage(deps, tx, address, { idpUrl, problem: null, email: '', status: 200, cookies: [cookie(deps, org.slug, MEMBER_COOKIE, sealed, 600)] });
 }
 
 /** A form post from this gateway's own page (no other origin). */
@@ -107,7 +113,7 @@ async function afterSignIn(
   const { org, tx, clear } = opened;
   if (outcome.kind !== 'ok') {
     const status = outcome.kind === 'refused' ? 429 : 401;
-    const response = await memberPage(deps, tx, { idpUrl: null, problem: outcome.message, email: email.slice(0, 320), status, cookies: [] });
+    const response = await memberPage(deps, tx, opened.address, { idpUrl: null, problem: outcome.message, email: email.slice(0, 320), status, cookies: [] });
     if (outcome.kind === 'refused') response.headers.set('retry-after', String(outcome.retryAfterSeconds));
     return response;
   }

@@ -12,6 +12,7 @@ import { findIdpConfig } from '../auth/idp/repository.ts';
 import { claimAttributes } from '../auth/idp/identity.ts';
 import { findOrgBySlug } from '../orgs/repository.ts';
 import { cookieValue, withCookies } from '../net/cookies.ts';
+import { sourceAddressOf } from '../net/source-address.ts';
 import type { AppDeps } from '../deps.ts';
 import type { Handler } from './context.ts';
 import { peopleRoute, startMemberSignIn } from './oauth-member-sign-in.ts';
@@ -36,7 +37,7 @@ function cookie(deps: AppDeps, slug: string, name: string, value: string, maxAge
 const redirect = (location: string, cookies: string[] = []) =>
   withCookies(new Response(null, { status: 302, headers: { location, 'cache-control': 'no-store' } }), cookies);
 
-export const authorizeMcpClient: Handler = async ({ params, url, deps }) => {
+export const authorizeMcpClient: Handler = async ({ params, url, deps, request }) => {
   const org = await orgRef(deps, params.orgSlug!);
   if (!org) return errorPage('Sign-in failed', 'No org has this address.', 404);
   if (org.suspended) return errorPage('Sign-in unavailable', SUSPENDED, 403);
@@ -46,7 +47,10 @@ export const authorizeMcpClient: Handler = async ({ params, url, deps }) => {
   // Members (issue 40): the e-mail and password page, unless the org sends people to its IdP.
   const people = await peopleRoute(deps, org.id, url);
   if (people === 'none') return errorPage('Sign-in unavailable', NO_IDP, 403);
-  if (people !== 'idp') return startMemberSignIn(deps, { id: org.id, slug: org.slug, name: org.name }, checked.request, people.idpUrl);
+  if (people !== 'idp') {
+    const address = sourceAddressOf(request, deps.config.trustedProxies);
+    return startMemberSignIn(deps, { id: org.id, slug: org.slug, name: org.name }, checked.request, people.idpUrl, address);
+  }
   const idp = await findIdpConfig(deps.store.db, org.id);
   if (!idp?.consoleClientId) return errorPage('Sign-in unavailable', NO_IDP, 403);
   try {

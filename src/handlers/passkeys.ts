@@ -29,9 +29,16 @@ const OPTIONS_PER_SECOND = 5;
 
 export const passkeyDepsOf = (deps: AppDeps) => ({ db: deps.store.db, publicUrl: deps.config.publicUrl });
 
-/** Anonymous options write a challenge row each: a few per second from one address (decision 0380). */
+/**
+ * Anonymous options write a challenge row each: a few per second from one address (decision 0380), the console's
+ * sign-in and the org's MCP sign-in page together (one window per address).
+ */
+export function takePasskeyOptions(deps: AppDeps, address: string) {
+  return deps.limiter.take(`passkey-options:${address}`, OPTIONS_PER_SECOND);
+}
+
 async function takeOptionsAttempt(deps: AppDeps, request: Request): Promise<void> {
-  const decision = await deps.limiter.take(`passkey-options:${sourceAddressOf(request, deps.config.trustedProxies)}`, OPTIONS_PER_SECOND);
+  const decision = await takePasskeyOptions(deps, sourceAddressOf(request, deps.config.trustedProxies));
   if (!decision.allowed) {
     const retryAfter = String(decision.retryAfterSeconds);
     throw new AppError(429, 'rate_limited', `Too many attempts; retry after ${retryAfter} second(s).`, { 'retry-after': retryAfter });
