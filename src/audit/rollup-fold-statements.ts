@@ -31,11 +31,11 @@ const PRUNE_ROWS_PER_CALL = 5_000;
 
 /**
  * Deletes the folded hourly roll-up rows older than ROLLUP_HOURS_KEPT_MS, PRUNE_ROWS_PER_CALL rows per table per
- * transaction; returns the calls made.
+ * transaction, until a call finds fewer.
  */
-export async function pruneRollupHours(db: Queryable, keepMs = ROLLUP_HOURS_KEPT_MS): Promise<number> {
-  for (let calls = 1; ; calls++) {
+export async function pruneRollupHours(db: Queryable, keepMs = ROLLUP_HOURS_KEPT_MS): Promise<void> {
+  for (;;) {
     const [row] = rowsOf<{ n: number }>(await db.execute(sql`SELECT audit_rollup_prune(${`${keepMs} milliseconds`}::interval, ${PRUNE_ROWS_PER_CALL}) AS n`));
-    if (Number(row?.n ?? 0) < PRUNE_ROWS_PER_CALL) return calls;
+    if (Number(row?.n ?? 0) < PRUNE_ROWS_PER_CALL) return;
   }
 }
