@@ -125,12 +125,19 @@ describe.skipIf(!hasPg || !hasRedis)('shared limits across instances (PostgreSQL
     const token = await tokenFor(one, org.clientId, org.clientSecret);
     await createConnector(one, token, { name: 'burst', type: 'postgresql', config: targets.pgConfig });
     // Each instance alone sees about half the calls, well under its own window: only the shared count can refuse one.
-    await startOfSecond();
-    const answers = await Promise.all(
-      Array.from({ length: 21 }, (_, i) =>
-        callTool(i % 2 ? one : two, org.slug, { apiKey: org.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' }),
-      ),
-    );
+    // The burst must land in one window: on a loaded machine one that spills into the next second (two windows, so
+    // all 21 may pass) is sent again in a later second, at most five times (as test/limits-doors.test.ts does).
+    let answers: Awaited<ReturnType<typeof callTool>>[] = [];
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await startOfSecond();
+      const second = Math.floor(Date.now() / 1000);
+      answers = await Promise.all(
+        Array.from({ length: 21 }, (_, i) =>
+          callTool(i % 2 ? one : two, org.slug, { apiKey: org.apiKey }, 'query_postgresql_items', { sql: 'SELECT id FROM items' }),
+        ),
+      );
+      if (Math.floor(Date.now() / 1000) === second) break;
+    }
     expect(answers.filter((a) => a.status === 200 && a.body.result && !a.body.result.isError).length).toBe(20);
     const limited = answers.filter((a) => a.status === 429);
     expect(limited.length).toBe(1);
