@@ -66,7 +66,8 @@ export function rollupRows(table: keyof typeof COLUMNS, orgId: string, since: Da
   const at = since.toISOString();
   if (!daily || since.getTime() % DAY_MS !== 0) {
     // Folded hours older than ROLLUP_HOURS_KEPT_MS are pruned (decision 0414): such a window would miss them.
-    if (since.getTime() < Date.now() - ROLLUP_HOURS_KEPT_MS + 3_600_000) {
+    // (The prune keeps every hour from the hour of now - ROLLUP_HOURS_KEPT_MS on; it ran at or before now.)
+    if (since.getTime() < Math.floor((Date.now() - ROLLUP_HOURS_KEPT_MS) / 3_600_000) * 3_600_000) {
       throw new Error(`a roll-up window that does not start at a day must start within the hours kept (from ${at})`);
     }
     return sql`(SELECT hour AS at, ${columns} FROM ${sql.raw(table)} WHERE org_id = ${orgId} AND hour >= ${at}::timestamptz) r`;
